@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+/**
+ * Process configuration. Only the apps' wiring calls `loadConfig(process.env)`;
+ * everything else receives the parsed values as options. Invalid configuration
+ * fails at start-up with a message naming the variable.
+ */
+const Url = (protocols: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return protocols.includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be a URL with scheme ${protocols.join(' or ')}`);
+
+const Int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+
+export const ConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  DATABASE_URL: Url(['postgres:', 'postgresql:']).default('postgresql://postgres@127.0.0.1:5432/switchboard'),
+  REDIS_URL: Url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  /** BullMQ key prefix; tests give each file its own. */
+  QUEUE_PREFIX: z.string().min(1).default('sb'),
+  PORT: Int(3000, 1),
+  HOST: z.string().default('0.0.0.0'),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Largest request body the gateway accepts, in bytes. */
+  BODY_LIMIT_BYTES: Int(1_048_576, 1024),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: Url(['http:', 'https:']).optional(),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: Url(['http:', 'https:']).optional(),
+  /** Model used when an agent is created without one. */
+  DEFAULT_MODEL: z.string().regex(/^[a-z-]+\/.+$/, 'must be "<provider>/<model>"').default('scripted/demo'),
+  /** Extra scripted-provider fixtures (*.json) to load at start-up. */
+  SCRIPTED_FIXTURES_DIR: z.string().optional(),
+  /** Turns one harness worker process runs at once. */
+  HARNESS_CONCURRENCY: Int(32, 1),
+  HOOKS_CONCURRENCY: Int(16, 1),
+  TRIAGE_CONCURRENCY: Int(16, 1),
+  /** Session lease: how long a crashed worker's session stays locked. */
+  SESSION_LEASE_MS: Int(30_000, 500),
+  /** BullMQ lock duration and stalled-job check interval. */
+  QUEUE_LOCK_MS: Int(30_000, 500),
+  QUEUE_STALLED_INTERVAL_MS: Int(30_000, 500),
+  /** How often a worker re-enqueues unfinished turns found only in Postgres. */
+  RECONCILE_INTERVAL_MS: Int(60_000, 0),
+  SHUTDOWN_GRACE_MS: Int(25_000, 0),
+  OTEL_SDK_DISABLED: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly issues: { variable: string; message: string }[]) {
+    super(`Invalid configuration:\n${issues.map((i) => `  ${i.variable}: ${i.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset" so `FOO= node app` behaves like no FOO.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message })),
+    );
+  }
+  return parsed.data;
+}

@@ -1,0 +1,51 @@
+/** The one error shape every endpoint answers with: `{error: {code, message, details?}}`. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown };
+}
+
+export type ErrorCode =
+  | 'bad_request'
+  | 'validation_failed'
+  | 'invalid_json'
+  | 'unauthorized'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'internal';
+
+const STATUS: Record<ErrorCode, number> = {
+  bad_request: 400,
+  validation_failed: 400,
+  invalid_json: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+};
+
+/** A failure the caller can act on. Thrown by core code, rendered by the gateway. */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.status = STATUS[code];
+  }
+
+  toBody(): ErrorBody {
+    return {
+      error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) },
+    };
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} not found`);

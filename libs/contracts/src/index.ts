@@ -1,0 +1,6 @@
+export * from './api';
+export * from './envelope';
+export * from './errors';
+export * from './events';
+export * from './ids';
+export * from './jobs';

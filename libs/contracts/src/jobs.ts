@@ -1,0 +1,105 @@
+import { z } from 'zod';
+
+/**
+ * Queue names. Renaming one strands every job already in Redis under the old
+ * name: add a new queue and drain the old one instead.
+ */
+export const QueueName = {
+  Triage: 'triage',
+  Turns: 'turns',
+  PostTurn: 'post-turn',
+  OutboundWebhooks: 'outbound-webhooks',
+} as const;
+export type QueueName = (typeof QueueName)[keyof typeof QueueName];
+
+/** W3C trace context carried in every job so one trace spans every hop. */
+export const TraceCarrier = z.object({
+  traceparent: z.string().optional(),
+  tracestate: z.string().optional(),
+});
+export type TraceCarrier = z.infer<typeof TraceCarrier>;
+
+/**
+ * A wake-up for one turn. Postgres holds the turn itself; the job only says
+ * "this session has work". Job id = turn id, so a re-enqueue is harmless.
+ */
+export const TurnJob = z.object({
+  turnId: z.uuid(),
+  sessionId: z.uuid(),
+  tenantId: z.uuid(),
+  trace: TraceCarrier,
+});
+export type TurnJob = z.infer<typeof TurnJob>;
+
+export const TriageJob = z.object({
+  deliveryId: z.uuid(),
+  tenantId: z.uuid(),
+  trace: TraceCarrier,
+});
+export type TriageJob = z.infer<typeof TriageJob>;
+
+export const PostTurnHookName = z.enum(['cost-log']);
+export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
+
+/** One job per (turn, hook): job id = `${turnId}:${hook}`. */
+export const PostTurnJob = z.object({
+  turnId: z.uuid(),
+  tenantId: z.uuid(),
+  hook: PostTurnHookName,
+  trace: TraceCarrier,
+});
+export type PostTurnJob = z.infer<typeof PostTurnJob>;
+
+export const OutboundWebhookJob = z.object({
+  tenantId: z.uuid(),
+  url: z.url(),
+  event: z.string(),
+  payload: z.record(z.string(), z.unknown()),
+  trace: TraceCarrier,
+});
+export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;
+
+export interface JobDefinition<S extends z.ZodType> {
+  queue: QueueName;
+  schema: S;
+  /** Deterministic job id where a duplicate must be harmless. */
+  jobId: (data: z.infer<S>) => string;
+  attempts: number;
+  backoff: { type: 'exponential' | 'fixed'; delay: number };
+  /** Completed jobs are kept this long so a re-add with the same id stays a no-op. */
+  keepCompletedSeconds: number;
+  keepFailedSeconds: number;
+}
+
+const DAY = 24 * 3600;
+
+/** The catalog: every queue's payload schema, id rule, retries and retention in one place. */
+export const Jobs = {
+  turn: {
+    queue: QueueName.Turns,
+    schema: TurnJob,
+    jobId: (d: TurnJob) => d.turnId,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1000 },
+    keepCompletedSeconds: DAY,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof TurnJob>,
+  triage: {
+    queue: QueueName.Triage,
+    schema: TriageJob,
+    jobId: (d: TriageJob) => d.deliveryId,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1000 },
+    keepCompletedSeconds: DAY,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof TriageJob>,
+  postTurn: {
+    queue: QueueName.PostTurn,
+    schema: PostTurnJob,
+    jobId: (d: PostTurnJob) => `${d.turnId}:${d.hook}`,
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 2000 },
+    keepCompletedSeconds: DAY,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof PostTurnJob>,
+} as const;

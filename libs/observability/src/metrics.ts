@@ -1,0 +1,79 @@
+import { createServer, type Server } from 'node:http';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One registry per process, with the product's metrics. */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly turns = new Counter({
+    name: 'switchboard_turns_total',
+    help: 'Turns finished, by terminal status',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly turnDuration = new Histogram({
+    name: 'switchboard_turn_duration_seconds',
+    help: 'Wall time of a turn run, from pick-up to terminal state',
+    labelNames: ['status'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+  readonly queueWait = new Histogram({
+    name: 'switchboard_queue_wait_seconds',
+    help: 'Time a job waited in its queue before a worker picked it up',
+    labelNames: ['queue'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+    registers: [this.registry],
+  });
+  readonly providerCalls = new Histogram({
+    name: 'switchboard_provider_call_duration_seconds',
+    help: 'Provider call latency by outcome',
+    labelNames: ['provider', 'model', 'outcome'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: 'switchboard_tokens_total',
+    help: 'Tokens used, by direction (input, output, cached)',
+    labelNames: ['provider', 'model', 'direction'] as const,
+    registers: [this.registry],
+  });
+  readonly costUsd = new Counter({
+    name: 'switchboard_cost_usd_total',
+    help: 'Provider spend in USD',
+    labelNames: ['provider', 'model'] as const,
+    registers: [this.registry],
+  });
+  readonly toolCalls = new Counter({
+    name: 'switchboard_tool_calls_total',
+    help: 'Tool calls by tool and outcome',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly hooks = new Counter({
+    name: 'switchboard_hook_runs_total',
+    help: 'Post-turn hook runs by hook and outcome',
+    labelNames: ['hook', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(service: string) {
+    this.registry.setDefaultLabels({ service });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Workers have no HTTP API: this serves /metrics for Prometheus on its own port. */
+  serve(port: number, host = '0.0.0.0'): Promise<Server> {
+    const server = createServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      this.registry
+        .metrics()
+        .then((body) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(body))
+        .catch(() => res.writeHead(500).end());
+    });
+    return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
+  }
+}
