@@ -29,5 +29,6 @@ export default defineConfig({
   engine: 'js',
   schema: path.join('prisma', 'schema.prisma'),
   migrations: { path: path.join('prisma', 'migrations') },
-  adapter: async () => new PrismaPg({ connectionString: databaseUrl, idleTimeoutMillis: 50 }),
+  adapter: async () =>
+    new PrismaPg(new pg.Pool({ connectionString: databaseUrl, idleTimeoutMillis: 50, allowExitOnIdle: true })),
 });

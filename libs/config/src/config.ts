@@ -47,6 +47,8 @@ export const ConfigSchema = z.object({
   QUEUE_STALLED_INTERVAL_MS: Int(30_000, 500),
   /** How often a worker re-enqueues unfinished turns found only in Postgres. */
   RECONCILE_INTERVAL_MS: Int(60_000, 0),
+  /** Workers serve Prometheus /metrics on this port; 0 turns it off. */
+  METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),
   OTEL_SDK_DISABLED: z
     .enum(['true', 'false'])

@@ -1,0 +1,177 @@
+import type { Queue } from 'bullmq';
+import {
+  AppError,
+  defaultTrust,
+  deriveAuthorityClass,
+  EventType,
+  Jobs,
+  newId,
+  notFound,
+  PRIORITY_RANK,
+  type AdmissionContext,
+  type DeliverySurface,
+  type MessageBody,
+  type MessageKind,
+  type MessageOrigin,
+  type Priority,
+} from '@switchboard/contracts';
+import { appendEvents, isUniqueViolation, Prisma, type Db } from '@switchboard/database';
+import { currentTraceCarrier, withSpan, type Logger } from '@switchboard/observability';
+import { publish } from '@switchboard/queue';
+
+export interface AdmitInput {
+  tenantId: string;
+  sessionId: string;
+  kind: MessageKind;
+  origin: MessageOrigin;
+  body: MessageBody;
+  deliverySurface: DeliverySurface;
+  admissionContext: AdmissionContext;
+  priority?: Priority;
+  /** True only when the ingress authenticated the integration (token + signature). */
+  verifiedIntegration?: boolean;
+  metadata?: Record<string, unknown>;
+  correlationId?: string;
+  causationId?: string;
+  idempotencyKey?: string;
+  multitask?: 'enqueue' | 'reject';
+}
+
+export interface Admitted {
+  messageId: string;
+  turnId: string;
+  status: string;
+  /** True when an earlier admission with the same idempotency key was returned. */
+  replayed: boolean;
+}
+
+/**
+ * Admission: every input becomes one persisted MessageEnvelope and one queued
+ * turn, committed to Postgres before the caller hears back, then a wake-up job
+ * on `turns`. If Redis is unavailable the admission still stands: the reconciler
+ * enqueues it later.
+ */
+export class Admission {
+  constructor(
+    private readonly db: Db,
+    private readonly turnsQueue: Queue,
+    private readonly logger: Logger,
+  ) {}
+
+  async admit(input: AdmitInput): Promise<Admitted> {
+    return withSpan('admit message', { attributes: { 'switchboard.session.id': input.sessionId } }, async (span) => {
+      if (input.idempotencyKey) {
+        const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
+        if (existing) return existing;
+      }
+      let admitted: Admitted & { traceContext: unknown };
+      try {
+        admitted = await this.persist(input);
+      } catch (err) {
+        if (input.idempotencyKey && isUniqueViolation(err)) {
+          const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
+          if (existing) return existing;
+        }
+        throw err;
+      }
+      span.setAttribute('switchboard.turn.id', admitted.turnId);
+      try {
+        await publish(
+          this.turnsQueue,
+          Jobs.turn,
+          { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
+          { priority: PRIORITY_RANK[input.priority ?? 'normal'] },
+        );
+      } catch (err) {
+        this.logger.error({ err, turnId: admitted.turnId }, 'enqueue failed after admission; the reconciler will retry');
+      }
+      return { messageId: admitted.messageId, turnId: admitted.turnId, status: admitted.status, replayed: false };
+    });
+  }
+
+  private async findByKey(tenantId: string, sessionId: string, key: string): Promise<Admitted | null> {
+    const msg = await this.db.message.findFirst({
+      where: { tenantId, sessionId, idempotencyKey: key },
+      select: { id: true },
+    });
+    if (!msg) return null;
+    const turn = await this.db.turn.findUnique({ where: { inputMessageId: msg.id }, select: { id: true, status: true } });
+    if (!turn) return null;
+    return { messageId: msg.id, turnId: turn.id, status: turn.status, replayed: true };
+  }
+
+  private async persist(input: AdmitInput) {
+    const priority = input.priority ?? 'normal';
+    const trust = defaultTrust(input.origin);
+    const authorityClass = deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false);
+    const messageId = newId();
+    const turnId = newId();
+    const traceContext = currentTraceCarrier();
+
+    return this.db.$transaction(async (tx) => {
+      // Locks the session row: admissions of one session get consecutive seqs in commit order.
+      const rows = await tx.$queryRaw<{ seq: number; agent_id: string; status: string }[]>`
+        UPDATE sessions SET last_turn_seq = last_turn_seq + 1, updated_at = now()
+        WHERE id = ${input.sessionId}::uuid AND tenant_id = ${input.tenantId}::uuid
+        RETURNING last_turn_seq AS seq, agent_id, status`;
+      if (rows.length === 0) throw notFound('session');
+      const { seq, agent_id: agentId, status } = rows[0];
+      if (status !== 'active') throw new AppError('conflict', 'session is closed');
+      if (input.multitask === 'reject') {
+        const busy = await tx.turn.count({ where: { sessionId: input.sessionId, status: { in: ['queued', 'running'] } } });
+        if (busy > 0) {
+          throw new AppError('conflict', 'a turn is already queued or running in this session', { multitask: 'reject' });
+        }
+      }
+      await tx.message.create({
+        data: {
+          id: messageId,
+          tenantId: input.tenantId,
+          agentId,
+          sessionId: input.sessionId,
+          turnId,
+          turnSeq: seq,
+          position: 0,
+          role: 'user',
+          kind: input.kind,
+          origin: input.origin as Prisma.InputJsonValue,
+          trust,
+          authorityClass,
+          priority,
+          deliverySurface: input.deliverySurface,
+          admissionContext: input.admissionContext,
+          body: input.body as Prisma.InputJsonValue,
+          metadata: (input.metadata ?? {}) as Prisma.InputJsonValue,
+          correlationId: input.correlationId ?? null,
+          causationId: input.causationId ?? null,
+          idempotencyKey: input.idempotencyKey ?? null,
+        },
+      });
+      await tx.turn.create({
+        data: {
+          id: turnId,
+          tenantId: input.tenantId,
+          sessionId: input.sessionId,
+          agentId,
+          seq,
+          inputMessageId: messageId,
+          status: 'queued',
+          priority,
+          traceContext: traceContext as Prisma.InputJsonValue,
+        },
+      });
+      await appendEvents(tx, {
+        tenantId: input.tenantId,
+        sessionId: input.sessionId,
+        events: [
+          {
+            type: EventType.MessageAdmitted,
+            turnId,
+            data: { messageId, kind: input.kind, authorityClass, priority, deliverySurface: input.deliverySurface },
+          },
+        ],
+      });
+      return { messageId, turnId, status: 'queued', replayed: false, traceContext };
+    });
+  }
+}

@@ -1,0 +1,17 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { Prisma, PrismaClient } from '@prisma/client';
+
+/** Prisma through the pg driver adapter: no native query engine (docs/adr/0002-prisma-engine.md). */
+export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
+  const adapter = new PrismaPg({ connectionString: databaseUrl, max: options.poolSize ?? 10 });
+  return new PrismaClient({ adapter });
+}
+
+/** Postgres unique violation surfaced by Prisma. */
+export function isUniqueViolation(err: unknown): boolean {
+  return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
+}
+
+export { Prisma, PrismaClient };
+export type Db = PrismaClient;
+export type Tx = Prisma.TransactionClient;

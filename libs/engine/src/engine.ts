@@ -1,0 +1,344 @@
+import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
+import { costOf, ProviderError } from '@switchboard/providers';
+import type { ToolRegistry } from '@switchboard/tools';
+import { SpanKind, withSpan } from '@switchboard/observability';
+import type {
+  ProviderAttempt,
+  ToolCallMeta,
+  ToolOutcome,
+  TurnCheckpoints,
+  TurnInput,
+  TurnOutcome,
+  FailureArtifact,
+} from './types';
+
+export interface EngineOptions {
+  providers: ProviderRegistry;
+  tools: ToolRegistry;
+  /** Retries on the same model for retryable failures (seed 002: 2). */
+  maxRetries?: number;
+  /** Upper bound for a single backoff, whatever retry-after says. */
+  maxBackoffMs?: number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+const defaultSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+/**
+ * The agent turn: the tool-call loop of SPEC §5. Plain TypeScript, no I/O of its
+ * own: providers, tools and persistence come in through its ports.
+ */
+export class TurnEngine {
+  private readonly maxRetries: number;
+  private readonly maxBackoffMs: number;
+  private readonly sleep: NonNullable<EngineOptions['sleep']>;
+
+  constructor(private readonly options: EngineOptions) {
+    this.maxRetries = options.maxRetries ?? 2;
+    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.sleep = options.sleep ?? defaultSleep;
+  }
+
+  async run(input: TurnInput, cp: TurnCheckpoints, signal: AbortSignal): Promise<TurnOutcome> {
+    const turn = [...input.turnMessages];
+    const prefix: ChatMessage[] = [{ role: 'system', content: input.systemPrompt }, ...input.history];
+    let iterations = turn.filter((m) => m.role === 'assistant').length;
+    let toolCalls = turn.filter((m) => m.role === 'tool').length;
+    const toolSpecs = this.options.tools.specsFor(input.tools);
+    const outcome = (o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome => ({
+      ...o,
+      iterations,
+      toolCalls,
+    });
+
+    for (;;) {
+      if (signal.aborted) return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
+      const last = turn[turn.length - 1];
+
+      if (last?.role === 'assistant' && last.toolCalls.length === 0) {
+        return outcome({ status: 'completed', stopReason: 'final_answer', finalText: last.content });
+      }
+
+      const pending = unansweredCalls(turn);
+      if (pending.length > 0) {
+        for (const call of pending) {
+          if (signal.aborted) break;
+          const result = await this.runTool(input, call, cp, signal);
+          turn.push({ role: 'tool', toolCallId: call.id, name: call.name, content: JSON.stringify(result) });
+          toolCalls++;
+        }
+        await cp.emit('iteration_completed', { iteration: iterations });
+        continue;
+      }
+
+      if (iterations >= input.budget.maxIterations) {
+        return outcome({ status: 'completed', stopReason: 'max_iterations', finalText: lastText(turn) });
+      }
+      if (toolCalls >= input.budget.maxToolCalls) {
+        return outcome({ status: 'completed', stopReason: 'max_tool_calls', finalText: lastText(turn) });
+      }
+
+      const round = await this.callModel(input, iterations, [...prefix, ...turn], toolSpecs, cp, signal);
+      if ('failure' in round) {
+        if (signal.aborted) return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
+        return outcome({ status: 'failed', stopReason: round.failure.kind, finalText: '', failure: round.failure });
+      }
+      turn.push({ role: 'assistant', content: round.response.text, toolCalls: round.response.toolCalls });
+      iterations++;
+    }
+  }
+
+  /** One provider round with retry on the same model, then fallback to the next (seed 002). */
+  private async callModel(
+    input: TurnInput,
+    round: number,
+    messages: ChatMessage[],
+    tools: ReturnType<ToolRegistry['specsFor']>,
+    cp: TurnCheckpoints,
+    signal: AbortSignal,
+  ): Promise<{ response: ModelResponse } | { failure: FailureArtifact }> {
+    const attempts: ProviderAttempt[] = [];
+    const models = [input.model, ...input.fallbackModels];
+    let lastError: ProviderError | undefined;
+    await cp.emit('provider_round_started', { round, model: input.model });
+
+    for (const ref of models) {
+      let resolved;
+      try {
+        resolved = this.options.providers.resolve(ref);
+      } catch (err) {
+        lastError = err as ProviderError;
+        attempts.push(failedAttempt(round, ref, 1, Date.now(), lastError));
+        continue;
+      }
+      for (let attempt = 1; attempt <= this.maxRetries + 1; attempt++) {
+        const started = Date.now();
+        try {
+          const response = await withSpan(
+            `chat ${resolved.model}`,
+            {
+              kind: SpanKind.CLIENT,
+              attributes: {
+                'gen_ai.operation.name': 'chat',
+                'gen_ai.system': resolved.provider.name,
+                'gen_ai.request.model': resolved.model,
+              },
+            },
+            async (span) => {
+              const r = await resolved.provider.complete({
+                model: resolved.model,
+                messages,
+                tools,
+                signal,
+                onTextDelta: (d) => cp.textDelta(d),
+              });
+              span.setAttributes({
+                'gen_ai.usage.input_tokens': r.usage.inputTokens,
+                'gen_ai.usage.output_tokens': r.usage.outputTokens,
+              });
+              return r;
+            },
+          );
+          attempts.push({
+            round,
+            model: ref,
+            attempt,
+            startedAt: new Date(started).toISOString(),
+            durationMs: Date.now() - started,
+            outcome: 'ok',
+            usage: response.usage,
+          });
+          const cost = costOf(resolved.provider.name, resolved.model, response.usage, response.reportedCostUsd);
+          await cp.recordRound({
+            round,
+            model: ref,
+            provider: resolved.provider.name,
+            response,
+            costUsd: cost.usd,
+            costSource: cost.source,
+            attempts,
+          });
+          await cp.emit('provider_round_completed', {
+            round,
+            model: ref,
+            usage: response.usage,
+            costUsd: cost.usd,
+            toolCalls: response.toolCalls.length,
+            attempts,
+          });
+          return { response };
+        } catch (err) {
+          const pe = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
+          lastError = pe;
+          const a = failedAttempt(round, ref, attempt, started, pe);
+          attempts.push(a);
+          if (signal.aborted || pe.kind === 'cancelled') break;
+          if (pe.kind === 'context_length') {
+            await cp.recordFailedAttempts(attempts);
+            return {
+              failure: {
+                kind: 'context_length_exceeded',
+                message: pe.message,
+                model: ref,
+                brief: `The conversation no longer fits the context window of ${ref}. Start a new session or shorten the input.`,
+              },
+            };
+          }
+          if (!pe.retryable || attempt > this.maxRetries) break;
+          const backoff = Math.min(this.maxBackoffMs, pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
+          a.backoffMs = backoff;
+          await this.sleep(backoff, signal);
+        }
+      }
+      if (signal.aborted) break;
+    }
+    await cp.recordFailedAttempts(attempts);
+    return {
+      failure: {
+        kind: 'provider_error',
+        category: lastError?.kind,
+        message: lastError?.message ?? 'no model could be called',
+        model: models[models.length - 1],
+        brief: `Every configured model failed (${models.join(', ')}); last error: ${lastError?.kind ?? 'unknown'}: ${
+          lastError?.message ?? ''
+        }`,
+      },
+    };
+  }
+
+  private async runTool(
+    input: TurnInput,
+    call: ToolCallRequest,
+    cp: TurnCheckpoints,
+    signal: AbortSignal,
+  ): Promise<ToolOutcome> {
+    const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
+    let args: unknown = undefined;
+    let parseError: string | undefined;
+    try {
+      args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+    } catch (err) {
+      parseError = (err as Error).message;
+    }
+    const meta: ToolCallMeta = {
+      call,
+      sideEffect: tool?.sideEffect ?? 'read_only',
+      arguments: parseError === undefined ? args : { _raw: call.arguments },
+      idempotencyKey: `${input.turnId}:${call.id}`,
+    };
+    await cp.toolStarted(meta);
+    await cp.emit('tool_call_started', { callId: call.id, name: call.name });
+    const started = Date.now();
+    const result = await withSpan(
+      `execute_tool ${call.name}`,
+      { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id } },
+      async (): Promise<ToolOutcome> => {
+        if (!tool) {
+          return {
+            ok: false,
+            kind: 'unknown_tool',
+            message: `no tool named "${call.name}" is available`,
+            hint: `available tools: ${input.tools.join(', ') || 'none'}`,
+            retryable: true,
+          };
+        }
+        if (parseError !== undefined) {
+          return { ok: false, kind: 'invalid_arguments', message: `arguments are not valid JSON: ${parseError}`, hint: 'send a JSON object', retryable: true };
+        }
+        const parsed = tool.schema.safeParse(args);
+        if (!parsed.success) {
+          return {
+            ok: false,
+            kind: 'invalid_arguments',
+            message: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '),
+            hint: 'fix the arguments to match the tool schema',
+            retryable: true,
+          };
+        }
+        return executeBounded(() => tool.execute(parsed.data, {
+          tenantId: input.tenantId,
+          sessionId: input.sessionId,
+          turnId: input.turnId,
+          callId: call.id,
+          idempotencyKey: meta.idempotencyKey,
+          signal,
+        }), tool.timeoutMs, signal);
+      },
+    );
+    const durationMs = Date.now() - started;
+    await cp.recordToolResult(meta, result, durationMs);
+    await cp.emit('tool_call_completed', {
+      callId: call.id,
+      name: call.name,
+      ok: result.ok,
+      durationMs,
+      ...(result.ok ? {} : { failure: { kind: result.kind, retryable: result.retryable } }),
+    });
+    return result;
+  }
+}
+
+async function executeBounded(fn: () => Promise<unknown>, timeoutMs: number, signal: AbortSignal): Promise<ToolOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const result = await Promise.race([
+      fn(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ToolTimeout(timeoutMs)), timeoutMs);
+        signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+      }),
+    ]);
+    return { ok: true, result };
+  } catch (err) {
+    if (err instanceof ToolTimeout) {
+      return { ok: false, kind: 'timeout', message: err.message, hint: 'try a smaller request', retryable: true };
+    }
+    return { ok: false, kind: 'execution_failed', message: (err as Error).message ?? String(err), retryable: false };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+class ToolTimeout extends Error {
+  constructor(ms: number) {
+    super(`tool timed out after ${ms} ms`);
+  }
+}
+
+function failedAttempt(round: number, model: string, attempt: number, started: number, e: ProviderError): ProviderAttempt {
+  return {
+    round,
+    model,
+    attempt,
+    startedAt: new Date(started).toISOString(),
+    durationMs: Date.now() - started,
+    outcome: e.kind,
+    status: e.details.status,
+    message: e.message.slice(0, 500),
+  };
+}
+
+function unansweredCalls(turn: ChatMessage[]): ToolCallRequest[] {
+  for (let i = turn.length - 1; i >= 0; i--) {
+    const m = turn[i];
+    if (m.role === 'assistant') {
+      const answered = new Set(
+        turn.slice(i + 1).flatMap((x) => (x.role === 'tool' ? [x.toolCallId] : [])),
+      );
+      return m.toolCalls.filter((c) => !answered.has(c.id));
+    }
+  }
+  return [];
+}
+
+function lastText(turn: ChatMessage[]): string {
+  for (let i = turn.length - 1; i >= 0; i--) {
+    const m = turn[i];
+    if (m.role === 'assistant' && m.content) return m.content;
+  }
+  return '';
+}

@@ -1,0 +1,97 @@
+import type { Budgets } from '@switchboard/contracts';
+import type { ChatMessage, ModelResponse, ToolCallRequest, Usage } from '@switchboard/providers';
+import type { SideEffect } from '@switchboard/tools';
+
+export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs'>> & {
+  maxUsd?: number;
+  deadlineMs?: number;
+};
+
+export const DEFAULT_BUDGET: TurnBudget = {
+  maxIterations: 10,
+  maxToolCalls: 50,
+  maxReflections: 0,
+};
+
+export interface TurnInput {
+  turnId: string;
+  tenantId: string;
+  sessionId: string;
+  systemPrompt: string;
+  /** Earlier turns, oldest first. */
+  history: ChatMessage[];
+  /** This turn so far: its input first, then whatever a previous run already persisted. */
+  turnMessages: ChatMessage[];
+  model: string;
+  fallbackModels: string[];
+  tools: string[];
+  budget: TurnBudget;
+}
+
+/** One provider attempt on the timeline (seed 002 "attempt timeline"). */
+export interface ProviderAttempt {
+  round: number;
+  model: string;
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+  outcome: 'ok' | string;
+  status?: number;
+  message?: string;
+  backoffMs?: number;
+  usage?: Usage;
+}
+
+export interface RoundRecord {
+  round: number;
+  model: string;
+  provider: string;
+  response: ModelResponse;
+  costUsd: number;
+  costSource: string;
+  attempts: ProviderAttempt[];
+}
+
+/** The tool error envelope of seed 002, or a success. */
+export type ToolOutcome =
+  | { ok: true; result: unknown }
+  | { ok: false; kind: string; message: string; hint?: string; retryable: boolean };
+
+export interface ToolCallMeta {
+  call: ToolCallRequest;
+  sideEffect: SideEffect;
+  arguments: unknown;
+  idempotencyKey: string;
+}
+
+/**
+ * Persistence the engine asks for at each step. A step that returns has been
+ * committed; a resumed turn is rebuilt from what was committed.
+ */
+export interface TurnCheckpoints {
+  recordRound(round: RoundRecord): Promise<void>;
+  toolStarted(meta: ToolCallMeta): Promise<void>;
+  recordToolResult(meta: ToolCallMeta, outcome: ToolOutcome, durationMs: number): Promise<void>;
+  /** Records failed attempts of a round that produced no response. */
+  recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void>;
+  emit(type: string, data: Record<string, unknown>): Promise<void>;
+  textDelta(delta: string): void;
+}
+
+export interface FailureArtifact {
+  kind: 'provider_error' | 'context_length_exceeded' | 'internal';
+  message: string;
+  category?: string;
+  model?: string;
+  /** Operator-facing summary of what happened and what to do (seed 002 brief). */
+  brief: string;
+}
+
+export interface TurnOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  stopReason: string;
+  finalText: string;
+  iterations: number;
+  toolCalls: number;
+  failure?: FailureArtifact;
+}

@@ -1,0 +1,58 @@
+import { ProviderError } from './types';
+
+interface HttpishError {
+  status?: number;
+  headers?: Headers | Record<string, string | null | undefined>;
+  code?: string | null;
+  message?: string;
+  name?: string;
+  error?: { code?: string; type?: string; message?: string } | null;
+}
+
+function header(h: HttpishError['headers'], name: string): string | undefined {
+  if (!h) return undefined;
+  if (typeof (h as Headers).get === 'function') return (h as Headers).get(name) ?? undefined;
+  const v = (h as Record<string, string | null | undefined>)[name];
+  return v ?? undefined;
+}
+
+/** `retry-after-ms`, else `retry-after` as seconds or an HTTP date. */
+export function retryAfterMs(h: HttpishError['headers']): number | undefined {
+  const ms = Number(header(h, 'retry-after-ms'));
+  if (Number.isFinite(ms) && ms >= 0 && header(h, 'retry-after-ms') !== undefined) return ms;
+  const raw = header(h, 'retry-after');
+  if (raw === undefined) return undefined;
+  const secs = Number(raw);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const date = Date.parse(raw);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+const CONTEXT_LENGTH = /context[_ ]length|maximum context|prompt is too long|too many tokens/i;
+
+/** Maps an SDK error (openai or anthropic share the shape) to a classified ProviderError. */
+export function classifyHttpError(err: unknown, provider: string, signal?: AbortSignal): ProviderError {
+  if (err instanceof ProviderError) return err;
+  const e = (err ?? {}) as HttpishError;
+  const message = e.message ?? String(err);
+  if (signal?.aborted) return new ProviderError('cancelled', 'request aborted', { provider });
+  const name = e.name ?? '';
+  if (name.includes('Timeout')) return new ProviderError('timeout', message, { provider });
+  if (name.includes('Connection') || e.status === undefined) {
+    if (err instanceof SyntaxError || /JSON|Unexpected token/i.test(message)) {
+      return new ProviderError('invalid_response', message, { provider });
+    }
+    return new ProviderError('connection', message, { provider });
+  }
+  const status = e.status;
+  const code = e.code ?? e.error?.code ?? e.error?.type ?? '';
+  const details = { status, provider, retryAfterMs: retryAfterMs(e.headers) };
+  if (status === 429) return new ProviderError('rate_limited', message, details);
+  if (status === 401 || status === 403) return new ProviderError('auth', message, details);
+  if (status === 408) return new ProviderError('timeout', message, details);
+  if ((status === 400 || status === 413) && (code === 'context_length_exceeded' || CONTEXT_LENGTH.test(message))) {
+    return new ProviderError('context_length', message, details);
+  }
+  if (status >= 500 && status !== 501) return new ProviderError('server', message, details);
+  return new ProviderError('bad_request', message, details);
+}

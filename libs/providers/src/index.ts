@@ -1,0 +1,6 @@
+export * from './errors';
+export * from './openai-chat';
+export * from './pricing';
+export * from './registry';
+export * from './scripted';
+export * from './types';

@@ -1,0 +1,127 @@
+import OpenAI from 'openai';
+import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { classifyHttpError } from './errors';
+import {
+  ProviderError,
+  type ChatMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolCallRequest,
+} from './types';
+
+/** `openai-chat/<model>`: Chat Completions, for OpenAI and compatible servers (vLLM, Ollama, llama.cpp). */
+export class OpenAIChatProvider implements ModelProvider {
+  readonly name = 'openai-chat';
+  private readonly client: OpenAI;
+
+  constructor(options: { apiKey?: string; baseURL?: string; timeoutMs?: number }) {
+    this.client = new OpenAI({
+      apiKey: options.apiKey ?? 'unset',
+      baseURL: options.baseURL,
+      // Retries and fallback are the engine's (seed 002 policy), never the SDK's.
+      maxRetries: 0,
+      timeout: options.timeoutMs ?? 120_000,
+    });
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    try {
+      const stream = await this.client.chat.completions.create(
+        {
+          model: request.model,
+          messages: request.messages.map(toWire),
+          ...(request.tools.length > 0
+            ? {
+                tools: request.tools.map((t) => ({
+                  type: 'function' as const,
+                  function: { name: t.name, description: t.description, parameters: t.parameters },
+                })),
+              }
+            : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal: request.signal },
+      );
+      return await assemble(stream, request.onTextDelta);
+    } catch (err) {
+      throw classifyHttpError(err, this.name, request.signal);
+    }
+  }
+}
+
+function toWire(m: ChatMessage): ChatCompletionMessageParam {
+  switch (m.role) {
+    case 'system':
+    case 'user':
+      return { role: m.role, content: m.content };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: m.content || null,
+        ...(m.toolCalls.length > 0
+          ? {
+              tool_calls: m.toolCalls.map((c) => ({
+                id: c.id,
+                type: 'function' as const,
+                function: { name: c.name, arguments: c.arguments },
+              })),
+            }
+          : {}),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+  }
+}
+
+async function assemble(
+  stream: AsyncIterable<ChatCompletionChunk>,
+  onTextDelta?: (d: string) => void,
+): Promise<ModelResponse> {
+  let text = '';
+  let finish: string | null = null;
+  const calls = new Map<number, ToolCallRequest>();
+  let usage = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+  let reportedCostUsd: number | undefined;
+  for await (const chunk of stream) {
+    if (chunk.usage) {
+      usage = {
+        inputTokens: chunk.usage.prompt_tokens ?? 0,
+        outputTokens: chunk.usage.completion_tokens ?? 0,
+        cachedTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
+      };
+      // Some OpenAI-compatible gateways report spend alongside usage.
+      const cost = (chunk.usage as { cost?: unknown }).cost;
+      if (typeof cost === 'number') reportedCostUsd = cost;
+    }
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    const delta = choice.delta;
+    if (delta?.content) {
+      text += delta.content;
+      onTextDelta?.(delta.content);
+    }
+    for (const tc of delta?.tool_calls ?? []) {
+      const existing = calls.get(tc.index) ?? { id: '', name: '', arguments: '' };
+      if (tc.id) existing.id = tc.id;
+      if (tc.function?.name) existing.name += tc.function.name;
+      if (tc.function?.arguments) existing.arguments += tc.function.arguments;
+      calls.set(tc.index, existing);
+    }
+    if (choice.finish_reason) finish = choice.finish_reason;
+  }
+  if (finish === null) throw new ProviderError('invalid_response', 'stream ended without a finish reason');
+  const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c);
+  if (toolCalls.some((c) => !c.id || !c.name)) {
+    throw new ProviderError('invalid_response', 'tool call without id or name');
+  }
+  return {
+    text,
+    toolCalls,
+    usage,
+    reportedCostUsd,
+    finishReason:
+      finish === 'tool_calls' || toolCalls.length > 0 ? 'tool_calls' : finish === 'length' ? 'length' : 'stop',
+  };
+}

@@ -1,0 +1,44 @@
+import { OpenAIChatProvider } from './openai-chat';
+import { ScriptedProvider, type ScriptedFixture } from './scripted';
+import { ProviderError, type ModelProvider } from './types';
+
+export interface ProviderSettings {
+  openaiApiKey?: string;
+  openaiBaseUrl?: string;
+  anthropicApiKey?: string;
+  anthropicBaseUrl?: string;
+  scriptedFixtures?: ScriptedFixture[];
+}
+
+export interface ResolvedModel {
+  provider: ModelProvider;
+  /** Model name without the provider prefix. */
+  model: string;
+  ref: string;
+}
+
+/** Resolves `provider/model` references to provider instances (SPEC §14). */
+export class ProviderRegistry {
+  private readonly providers = new Map<string, ModelProvider>();
+
+  constructor(settings: ProviderSettings = {}, extra: ModelProvider[] = []) {
+    this.register(new ScriptedProvider(settings.scriptedFixtures));
+    this.register(new OpenAIChatProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl }));
+    for (const p of extra) this.register(p);
+  }
+
+  register(provider: ModelProvider): void {
+    this.providers.set(provider.name, provider);
+  }
+
+  resolve(ref: string): ResolvedModel {
+    const slash = ref.indexOf('/');
+    const name = slash > 0 ? ref.slice(0, slash) : '';
+    const model = ref.slice(slash + 1);
+    const provider = this.providers.get(name);
+    if (!provider || !model) {
+      throw new ProviderError('bad_request', `no provider for model "${ref}"`);
+    }
+    return { provider, model, ref };
+  }
+}

@@ -1,0 +1,82 @@
+import { UnrecoverableError, type Job, type JobsOptions, type Queue } from 'bullmq';
+import IORedis, { type RedisOptions } from 'ioredis';
+import type { z } from 'zod';
+import type { JobDefinition } from '@switchboard/contracts';
+import { currentTraceCarrier, SpanKind, withSpan, type Metrics } from '@switchboard/observability';
+
+/** A BullMQ-ready connection: blocking commands need `maxRetriesPerRequest: null`. */
+export function createRedis(url: string, options: RedisOptions = {}): IORedis {
+  return new IORedis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...options });
+}
+
+/** The job options a definition declares, plus per-call extras such as priority. */
+export function jobOptions<S extends z.ZodType>(
+  def: JobDefinition<S>,
+  data: z.infer<S>,
+  extra: Pick<JobsOptions, 'priority' | 'delay'> = {},
+): JobsOptions {
+  return {
+    jobId: def.jobId(data),
+    attempts: def.attempts,
+    backoff: def.backoff,
+    removeOnComplete: { age: def.keepCompletedSeconds },
+    removeOnFail: { age: def.keepFailedSeconds },
+    ...extra,
+  };
+}
+
+/**
+ * Publishes a job inside a producer span and stamps the span's trace context
+ * into the payload, so the consumer continues the same trace.
+ */
+export async function publish<S extends z.ZodType>(
+  queue: Queue,
+  def: JobDefinition<S>,
+  data: Omit<z.infer<S>, 'trace'>,
+  extra: Pick<JobsOptions, 'priority' | 'delay'> = {},
+): Promise<Job> {
+  return withSpan(
+    `${def.queue} publish`,
+    { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'bullmq', 'messaging.destination.name': def.queue } },
+    async (span) => {
+      const payload = def.schema.parse({ ...data, trace: currentTraceCarrier() }) as z.infer<S>;
+      const opts = jobOptions(def, payload, extra);
+      span.setAttribute('messaging.message.id', String(opts.jobId));
+      return queue.add(def.queue, payload, opts);
+    },
+  );
+}
+
+/**
+ * Validates a picked-up job against its schema (invalid → unrecoverable, never
+ * retried) and runs the handler in a consumer span that continues the producer's trace.
+ */
+export async function consume<S extends z.ZodType, T>(
+  def: JobDefinition<S>,
+  job: Job,
+  handler: (data: z.infer<S>) => Promise<T>,
+  metrics?: Metrics,
+): Promise<T> {
+  const parsed = def.schema.safeParse(job.data);
+  if (!parsed.success) {
+    throw new UnrecoverableError(`invalid ${def.queue} job ${job.id}: ${parsed.error.message}`);
+  }
+  const data = parsed.data as z.infer<S> & { trace?: { traceparent?: string; tracestate?: string } };
+  if (metrics && job.attemptsMade === 0 && job.processedOn) {
+    metrics.queueWait.observe({ queue: def.queue }, Math.max(0, job.processedOn - job.timestamp) / 1000);
+  }
+  return withSpan(
+    `${def.queue} process`,
+    {
+      kind: SpanKind.CONSUMER,
+      parent: data.trace ?? {},
+      attributes: {
+        'messaging.system': 'bullmq',
+        'messaging.destination.name': def.queue,
+        'messaging.message.id': String(job.id),
+        'messaging.bullmq.attempt': job.attemptsMade + 1,
+      },
+    },
+    () => handler(data),
+  );
+}

@@ -1,0 +1,3 @@
+export * from './builtins';
+export * from './registry';
+export * from './tool';

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import type { ToolSpec } from '@switchboard/providers';
+
+export type SideEffect = 'read_only' | 'local_write' | 'network' | 'destructive';
+
+export interface ToolContext {
+  tenantId: string;
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  /** turn id + tool call id: side-effecting tools pass it on so a retried turn never repeats an effect. */
+  idempotencyKey: string;
+  signal: AbortSignal;
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  schema: S;
+  sideEffect: SideEffect;
+  /** Resources the call touches; calls with disjoint keys may run in parallel. */
+  resourceKeys?: (args: z.infer<S>) => string[];
+  timeoutMs: number;
+  needsApproval: boolean;
+  execute(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
+}
+
+export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDefinition<S> {
+  return def;
+}
+
+/** JSON Schema of a tool's arguments, derived from its zod schema. */
+export function toolSpec(tool: ToolDefinition): ToolSpec {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { target: 'draft-7' }) as Record<
+    string,
+    unknown
+  >;
+  return { name: tool.name, description: tool.description, parameters };
+}

@@ -1,0 +1,73 @@
+import type { TriageJob } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { Admission } from '@switchboard/admission';
+import type { Logger } from '@switchboard/observability';
+import { applyRules, TriageRules, type RuleDecision } from './rules';
+
+export interface TriageResult {
+  decision: RuleDecision;
+  messageId?: string;
+  turnId?: string;
+}
+
+/**
+ * Triages one trigger delivery: applies the trigger's rules, records the
+ * decision on the delivery, and forwards it as a `webhook_event` message into
+ * the trigger's standing session (or a new session) through admission.
+ * Idempotent: a delivery that already has a decision is not triaged twice.
+ */
+export async function triageDelivery(
+  deps: { db: Db; admission: Admission; logger: Logger },
+  job: TriageJob,
+): Promise<TriageResult | null> {
+  const { db } = deps;
+  const delivery = await db.triggerDelivery.findUnique({ where: { id: job.deliveryId } });
+  if (!delivery || delivery.tenantId !== job.tenantId) return null;
+  const trigger = await db.trigger.findUnique({ where: { id: delivery.triggerId } });
+  if (!trigger || trigger.tenantId !== delivery.tenantId) return null;
+  if (delivery.decision) {
+    return { decision: { action: delivery.decision as 'drop' | 'forward', reason: delivery.reason ?? '', rule: null } };
+  }
+
+  const payload = delivery.payload as { source?: string; eventType?: string; body?: unknown };
+  const rules = TriageRules.safeParse(trigger.rules);
+  const decision = rules.success
+    ? applyRules(rules.data, { source: payload.source ?? trigger.name, eventType: payload.eventType, payload: payload.body })
+    : { action: 'forward' as const, reason: 'trigger rules are invalid; forwarding', rule: null };
+
+  if (decision.action === 'drop') {
+    await db.triggerDelivery.update({ where: { id: delivery.id }, data: { decision: 'drop', reason: decision.reason } });
+    deps.logger.info({ deliveryId: delivery.id, reason: decision.reason }, 'trigger delivery dropped');
+    return { decision };
+  }
+
+  // Without a standing session each delivery gets its own, keyed by the delivery
+  // id so a retried job reuses it instead of opening a second one.
+  const sessionId =
+    trigger.sessionId ??
+    (
+      await db.session.upsert({
+        where: { id: delivery.id },
+        create: { id: delivery.id, tenantId: trigger.tenantId, agentId: trigger.agentId, title: `${trigger.name} delivery` },
+        update: {},
+      })
+    ).id;
+  const admitted = await deps.admission.admit({
+    tenantId: trigger.tenantId,
+    sessionId,
+    kind: 'webhook_event',
+    origin: { kind: 'webhook', source: payload.source ?? trigger.name, eventType: payload.eventType },
+    body: { type: 'json', value: payload.body ?? null },
+    deliverySurface: 'http_webhook',
+    admissionContext: 'external_trigger_capability',
+    verifiedIntegration: trigger.signatureScheme !== 'none',
+    metadata: { triggerId: trigger.id, deliveryId: delivery.deliveryId },
+    // The delivery id makes a re-run of this job admit nothing new.
+    idempotencyKey: `delivery:${delivery.id}`,
+  });
+  await db.triggerDelivery.update({
+    where: { id: delivery.id },
+    data: { decision: 'forward', reason: decision.reason, messageId: admitted.messageId },
+  });
+  return { decision, messageId: admitted.messageId, turnId: admitted.turnId };
+}

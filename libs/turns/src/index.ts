@@ -1,0 +1,4 @@
+export * from './lease';
+export * from './reconciler';
+export * from './runner';
+export * from './transcript';
