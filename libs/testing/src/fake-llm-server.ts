@@ -160,7 +160,11 @@ export const scripted = {
   ): ScriptedMessage {
     const { id, ...rest } = extra;
     const encoded = typeof args === 'string' ? args : JSON.stringify(args);
-    return { kind: 'message', ...rest, toolCalls: [{ ...(id === undefined ? {} : { id }), name, arguments: encoded }] };
+    return {
+      kind: 'message',
+      ...rest,
+      toolCalls: [{ ...(id === undefined ? {} : { id }), name, arguments: encoded }],
+    };
   },
   rateLimited(retryAfterSeconds = 1): ScriptedError {
     return { kind: 'error', status: 429, headers: { 'retry-after': String(retryAfterSeconds) } };
@@ -198,6 +202,34 @@ export const scripted = {
     return { kind: 'malformed' };
   },
 };
+
+// ---------------------------------------------------------------------------------------------------------
+// Jest helper
+// ---------------------------------------------------------------------------------------------------------
+
+/**
+ * Drop-in `fetch` for SDK clients used under Jest. Jest runs test code in its own realm while Node's `fetch`
+ * (undici) throws errors from the host realm, so they fail `instanceof Error`. `openai@6` then turns the abort
+ * `DOMException` into a nameless `Error('{}')` and reports its own timeouts as a plain `APIConnectionError`
+ * instead of `APIConnectionTimeoutError` (`@anthropic-ai/sdk` already handles this). Pass
+ * `new OpenAI({ ..., fetch: crossRealmSafeFetch })` to get production behaviour in tests.
+ */
+export const crossRealmSafeFetch: typeof fetch = async (input, init) => {
+  try {
+    return await fetch(input, init);
+  } catch (err) {
+    throw adoptForeignError(err);
+  }
+};
+
+function adoptForeignError(err: unknown): unknown {
+  if (err instanceof Error || typeof err !== 'object' || err === null) return err;
+  const name = 'name' in err && typeof err.name === 'string' ? err.name : 'Error';
+  const message = 'message' in err && typeof err.message === 'string' ? err.message : String(err);
+  const adopted = new Error(message, { cause: err });
+  adopted.name = name;
+  return adopted;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Internals shared by the wire formats
@@ -426,7 +458,9 @@ const chatCompletions: WireFormat = {
     toolCalls.forEach((call, index) => {
       chunks.push(
         delta({
-          tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+          tool_calls: [
+            { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } },
+          ],
         }),
       );
       for (const piece of splitInPieces(call.arguments)) {
@@ -434,7 +468,9 @@ const chatCompletions: WireFormat = {
       }
     });
     chunks.push(
-      chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop' }]),
+      chunk([
+        { index: 0, delta: {}, logprobs: null, finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop' },
+      ]),
     );
     if (includeUsage) chunks.push({ ...chunk([]), usage: chatUsage(resolveUsage(reply, ctx)) });
     return [...chunks.map(dataFrame), 'data: [DONE]\n\n'];
@@ -448,7 +484,10 @@ const chatCompletions: WireFormat = {
       model: ctx.model,
       choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
     };
-    return [dataFrame(first), 'data: {"id":"chatcmpl-broken","choices":[{"index":0,"delta":{"content":"oo\n\n'];
+    return [
+      dataFrame(first),
+      'data: {"id":"chatcmpl-broken","choices":[{"index":0,"delta":{"content":"oo\n\n',
+    ];
   },
 
   errorBody: (status, message) => openAiDefaultError(status, message),
@@ -467,10 +506,7 @@ type WireResponse = Omit<OpenAiResponse, 'output_text' | 'usage'> & {
 };
 
 type WireResponseEvent =
-  | Exclude<
-      ResponseStreamEvent,
-      { type: 'response.created' | 'response.in_progress' | 'response.completed' }
-    >
+  | Exclude<ResponseStreamEvent, { type: 'response.created' | 'response.in_progress' | 'response.completed' }>
   | {
       type: 'response.created' | 'response.in_progress' | 'response.completed';
       response: WireResponse;
@@ -538,16 +574,14 @@ function responsesItems(reply: ScriptedMessage, ctx: RenderContext): ResponsesIt
           role: 'assistant',
           content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
         };
-  const calls = resolveToolCalls(reply, ctx, 'call_').map(
-    (call): ResponseFunctionToolCall => ({
-      id: ctx.nextId('fc_'),
-      type: 'function_call',
-      status: 'completed',
-      call_id: call.id,
-      name: call.name,
-      arguments: call.arguments,
-    }),
-  );
+  const calls = resolveToolCalls(reply, ctx, 'call_').map((call): ResponseFunctionToolCall => ({
+    id: ctx.nextId('fc_'),
+    type: 'function_call',
+    status: 'completed',
+    call_id: call.id,
+    name: call.name,
+    arguments: call.arguments,
+  }));
   return { message, calls };
 }
 
@@ -826,7 +860,11 @@ const anthropicMessages: WireFormat = {
         // The real API opens every tool_use with an empty partial_json before the actual pieces.
         const pieces = ['', ...splitInPieces(JSON.stringify(block.input))];
         for (const piece of pieces) {
-          push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
+          push({
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'input_json_delta', partial_json: piece },
+          });
         }
       }
       push({ type: 'content_block_stop', index });
@@ -1080,7 +1118,9 @@ export class FakeLlmServer {
       }
       const message =
         err instanceof ScriptError ? err.message : `FakeLlmServer: internal error: ${String(err)}`;
-      const errorBody = format ? format.errorBody(500, message, { requestId }) : openAiDefaultError(500, message);
+      const errorBody = format
+        ? format.errorBody(500, message, { requestId })
+        : openAiDefaultError(500, message);
       this.sendJson(res, 500, errorBody, {});
     }
   }
@@ -1101,7 +1141,10 @@ export class FakeLlmServer {
         if (reply.body === undefined) {
           this.sendJson(res, reply.status, format.errorBody(reply.status, undefined, ctx), merged);
         } else if (typeof reply.body === 'string') {
-          this.send(res, reply.status, reply.body, { 'content-type': 'text/plain; charset=utf-8', ...merged });
+          this.send(res, reply.status, reply.body, {
+            'content-type': 'text/plain; charset=utf-8',
+            ...merged,
+          });
         } else {
           this.sendJson(res, reply.status, reply.body, merged);
         }
@@ -1148,13 +1191,23 @@ export class FakeLlmServer {
     });
   }
 
-  private send(res: http.ServerResponse, status: number, body: string, headers: Record<string, string>): void {
+  private send(
+    res: http.ServerResponse,
+    status: number,
+    body: string,
+    headers: Record<string, string>,
+  ): void {
     if (res.destroyed) return;
     res.writeHead(status, { 'content-length': String(Buffer.byteLength(body)), ...headers });
     res.end(body);
   }
 
-  private sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+  private sendJson(
+    res: http.ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string>,
+  ): void {
     this.send(res, status, JSON.stringify(body), { 'content-type': 'application/json', ...headers });
   }
 

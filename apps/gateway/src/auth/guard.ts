@@ -1,0 +1,67 @@
+import {
+  createParamDecorator,
+  Inject,
+  Injectable,
+  SetMetadata,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import type { Db } from '@switchboard/database';
+import { CONFIG, DB } from '@switchboard/platform';
+import { bearer, constantTimeEquals, hashApiKey } from './keys';
+
+type Access = 'public' | 'admin' | 'tenant';
+const ACCESS = 'switchboard:access';
+/** No credentials needed (health, metrics, docs). */
+export const Public = () => SetMetadata(ACCESS, 'public' satisfies Access);
+/** Guarded by ADMIN_TOKEN instead of an API key. */
+export const AdminOnly = () => SetMetadata(ACCESS, 'admin' satisfies Access);
+
+export interface AuthedRequest extends FastifyRequest {
+  tenantId?: string;
+  apiKeyId?: string;
+}
+
+/** The authenticated tenant of the request. */
+export const TenantId = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
+  const tenantId = ctx.switchToHttp().getRequest<AuthedRequest>().tenantId;
+  if (!tenantId) throw new AppError('unauthorized', 'missing tenant');
+  return tenantId;
+});
+
+/** Every route needs an API key unless marked otherwise. */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const access =
+      this.reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ?? 'tenant';
+    if (access === 'public') return true;
+    const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+    const token = bearer(req.headers.authorization);
+    if (access === 'admin') {
+      const admin = this.config.ADMIN_TOKEN;
+      if (!admin) throw new AppError('unauthorized', 'the admin API is disabled: set ADMIN_TOKEN');
+      if (!token || !constantTimeEquals(token, admin)) throw new AppError('unauthorized', 'invalid admin token');
+      return true;
+    }
+    if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
+    const key = await this.db.apiKey.findUnique({
+      where: { hash: hashApiKey(token) },
+      select: { id: true, tenantId: true, revokedAt: true },
+    });
+    if (!key || key.revokedAt) throw new AppError('unauthorized', 'invalid or revoked API key');
+    req.tenantId = key.tenantId;
+    req.apiKeyId = key.id;
+    return true;
+  }
+}

@@ -1,0 +1,100 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { AppError, newId, notFound, type CreateAgentRequest } from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { Prisma, type Db } from '@switchboard/database';
+import type { ToolRegistry } from '@switchboard/tools';
+import { TenantId } from '../auth/guard';
+import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
+import { decodeCursor, encodeCursor, pathId, presentAgent } from '../http/presenters';
+import { CONFIG, DB, TOOLS } from '@switchboard/platform';
+
+@ApiTags('agents')
+@ApiBearerAuth()
+@Controller('v1/agents')
+export class AgentsController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(TOOLS) private readonly tools: ToolRegistry,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  private checkTools(tools: string[] | undefined) {
+    const unknown = this.tools.unknown(tools ?? []);
+    if (unknown.length > 0) {
+      throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
+        issues: [{ path: 'tools', message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() }],
+      });
+    }
+  }
+
+  @Post()
+  @HttpCode(201)
+  async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto) {
+    const b = body as CreateAgentRequest;
+    this.checkTools(b.tools);
+    const row = await this.db.agent.create({
+      data: {
+        id: newId(),
+        tenantId,
+        name: b.name,
+        archetype: b.archetype ?? 'orchestrator',
+        tier: b.tier ?? 'chat',
+        instructions: b.instructions ?? '',
+        model: b.model ?? this.config.DEFAULT_MODEL,
+        fallbackModels: b.fallbackModels ?? [],
+        tools: b.tools ?? this.tools.names(),
+        allowedSubagents: b.allowedSubagents ?? [],
+        budgets: (b.budgets ?? {}) as Prisma.InputJsonValue,
+      },
+    });
+    return presentAgent(row);
+  }
+
+  @Get()
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto) {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.db.agent.findMany({
+      where: { tenantId, deletedAt: null, ...(after ? { id: { gt: after[0] } } : {}) },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentAgent),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  private async find(tenantId: string, id: string) {
+    const row = await this.db.agent.findFirst({ where: { id: pathId(id, 'agent'), tenantId, deletedAt: null } });
+    if (!row) throw notFound('agent');
+    return row;
+  }
+
+  @Get(':id')
+  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+    return presentAgent(await this.find(tenantId, id));
+  }
+
+  @Patch(':id')
+  async update(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: UpdateAgentDto) {
+    const agent = await this.find(tenantId, id);
+    const b = body as Partial<CreateAgentRequest>;
+    this.checkTools(b.tools);
+    const row = await this.db.agent.update({
+      where: { id: agent.id },
+      data: { ...b, ...(b.budgets ? { budgets: b.budgets as Prisma.InputJsonValue } : {}) },
+    });
+    return presentAgent(row);
+  }
+
+  /** Soft delete: existing sessions keep their history; no new session can use the agent. */
+  @Delete(':id')
+  @HttpCode(204)
+  async remove(@TenantId() tenantId: string, @Param('id') id: string) {
+    const agent = await this.find(tenantId, id);
+    await this.db.agent.update({ where: { id: agent.id }, data: { deletedAt: new Date() } });
+  }
+}

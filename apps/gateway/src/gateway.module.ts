@@ -1,0 +1,74 @@
+import { Inject, Module, type DynamicModule, type OnModuleInit } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { getQueueToken } from '@nestjs/bullmq';
+import { TerminusModule } from '@nestjs/terminus';
+import type { Queue } from 'bullmq';
+import { Gauge } from 'prom-client';
+import { Admission } from '@switchboard/admission';
+import type { Config } from '@switchboard/config';
+import { QueueName } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { Logger, Metrics } from '@switchboard/observability';
+import { ADMISSION, DB, InfraModule, LOGGER, METRICS } from '@switchboard/platform';
+import { AuthGuard } from './auth/guard';
+import { AdminController } from './controllers/admin.controller';
+import { AgentsController } from './controllers/agents.controller';
+import { ApiKeysController } from './controllers/api-keys.controller';
+import { OpsController } from './controllers/ops.controller';
+import { SessionsController } from './controllers/sessions.controller';
+import { TurnsController } from './controllers/turns.controller';
+import { ErrorFilter } from './http/errors';
+import { ValidationPipe } from './http/validation';
+
+const QUEUES = Object.values(QueueName);
+
+/** Queue depth by state, read from Redis when Prometheus scrapes. */
+class QueueDepthMetrics implements OnModuleInit {
+  constructor(
+    @Inject(METRICS) private readonly metrics: Metrics,
+    @Inject(getQueueToken(QueueName.Triage)) private readonly triage: Queue,
+    @Inject(getQueueToken(QueueName.Turns)) private readonly turns: Queue,
+    @Inject(getQueueToken(QueueName.PostTurn)) private readonly postTurn: Queue,
+    @Inject(getQueueToken(QueueName.OutboundWebhooks)) private readonly outbound: Queue,
+  ) {}
+
+  onModuleInit() {
+    const queues = [this.triage, this.turns, this.postTurn, this.outbound];
+    new Gauge({
+      name: 'switchboard_queue_jobs',
+      help: 'Jobs per queue and state',
+      labelNames: ['queue', 'state'] as const,
+      registers: [this.metrics.registry],
+      async collect() {
+        const counts = await Promise.all(
+          queues.map((q) => q.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed')),
+        );
+        counts.forEach((c, i) => {
+          for (const [state, n] of Object.entries(c)) this.set({ queue: QUEUES[i], state }, n);
+        });
+      },
+    });
+  }
+}
+
+@Module({})
+export class GatewayModule {
+  static forRoot(config: Config): DynamicModule {
+    return {
+      module: GatewayModule,
+      imports: [InfraModule.forRoot(config, 'gateway'), TerminusModule.forRoot({ logger: false })],
+      controllers: [AdminController, ApiKeysController, AgentsController, SessionsController, TurnsController, OpsController],
+      providers: [
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_PIPE, useClass: ValidationPipe },
+        { provide: APP_FILTER, useClass: ErrorFilter },
+        {
+          provide: ADMISSION,
+          inject: [DB, getQueueToken(QueueName.Turns), LOGGER],
+          useFactory: (db: Db, turns: Queue, logger: Logger) => new Admission(db, turns, logger),
+        },
+        QueueDepthMetrics,
+      ],
+    };
+  }
+}

@@ -1,0 +1,39 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { cleanupOpenApiDoc } from 'nestjs-zod';
+import type { Config } from '@switchboard/config';
+import type { Logger } from '@switchboard/observability';
+import { LOGGER, NestPinoLogger } from '@switchboard/platform';
+import { GatewayModule } from './gateway.module';
+import { toErrorResponse } from './http/errors';
+
+/** Builds the gateway application (not yet listening). Tests and main.ts share it. */
+export async function createGateway(config: Config): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({ bodyLimit: config.BODY_LIMIT_BYTES, trustProxy: true });
+  const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(config), adapter, {
+    bufferLogs: true,
+  });
+  const logger = app.get<Logger>(LOGGER);
+  app.useLogger(new NestPinoLogger(logger));
+  app.enableShutdownHooks();
+
+  // Errors raised by Fastify itself (body parsing, limits) get the same shape.
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.setErrorHandler((err, _req, reply) => {
+    const { status, body } = toErrorResponse(err, logger);
+    void reply.status(status).send(body);
+  });
+
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Switchboard API')
+      .setDescription('Multi-tenant backend for tool-using LLM agent turns')
+      .setVersion('v1')
+      .addBearerAuth()
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, cleanupOpenApiDoc(document), { jsonDocumentUrl: 'docs/openapi.json' });
+  return app;
+}

@@ -1,0 +1,21 @@
+import { createZodDto } from 'nestjs-zod';
+import {
+  AdmitMessageRequest,
+  CreateAgentRequest,
+  CreateApiKeyRequest,
+  CreateSessionRequest,
+  CreateTenantRequest,
+  EventsQuery,
+  PageQuery,
+  UpdateAgentRequest,
+} from '@switchboard/contracts';
+
+/** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
+export class CreateTenantDto extends createZodDto(CreateTenantRequest) {}
+export class CreateApiKeyDto extends createZodDto(CreateApiKeyRequest) {}
+export class CreateAgentDto extends createZodDto(CreateAgentRequest) {}
+export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}
+export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
+export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
+export class PageQueryDto extends createZodDto(PageQuery) {}
+export class EventsQueryDto extends createZodDto(EventsQuery) {}

@@ -1,0 +1,4 @@
+export * from './infra.module';
+export * from './nest-logger';
+export * from './tokens';
+export * from './worker';

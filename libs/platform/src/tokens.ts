@@ -1,0 +1,8 @@
+/** Injection tokens for what lives outside the process. Apps inject these; libs never do. */
+export const CONFIG = Symbol('CONFIG');
+export const DB = Symbol('DB');
+export const REDIS = Symbol('REDIS');
+export const LOGGER = Symbol('LOGGER');
+export const METRICS = Symbol('METRICS');
+export const TOOLS = Symbol('TOOLS');
+export const ADMISSION = Symbol('ADMISSION');
