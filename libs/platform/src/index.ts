@@ -2,3 +2,4 @@ export * from './infra.module';
 export * from './nest-logger';
 export * from './tokens';
 export * from './worker';
+export * from './process';

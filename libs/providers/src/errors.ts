@@ -36,7 +36,8 @@ export function classifyHttpError(err: unknown, provider: string, signal?: Abort
   const e = (err ?? {}) as HttpishError;
   const message = e.message ?? String(err);
   if (signal?.aborted) return new ProviderError('cancelled', 'request aborted', { provider });
-  const name = e.name ?? '';
+  // openai's error classes all report name "Error"; their constructor names are exact.
+  const name = `${e.name ?? ''} ${(err as object | null)?.constructor?.name ?? ''}`;
   if (name.includes('Timeout')) return new ProviderError('timeout', message, { provider });
   if (name.includes('Connection') || e.status === undefined) {
     if (err instanceof SyntaxError || /JSON|Unexpected token/i.test(message)) {

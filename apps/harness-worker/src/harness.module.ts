@@ -1,0 +1,53 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { hostname } from 'node:os';
+import type { Config } from '@switchboard/config';
+import { QueueName } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import { TurnEngine } from '@switchboard/engine';
+import type { Logger, Metrics } from '@switchboard/observability';
+import { CONFIG, DB, InfraModule, LOGGER, METRICS, TOOLS } from '@switchboard/platform';
+import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
+import type { ToolRegistry } from '@switchboard/tools';
+import { TurnRunner } from '@switchboard/turns';
+import { ReconcilerService } from './reconciler.service';
+import { TURN_RUNNER } from './tokens';
+import { TurnsProcessor } from './turns.processor';
+
+@Module({})
+export class HarnessModule {
+  static forRoot(config: Config): DynamicModule {
+    return {
+      module: HarnessModule,
+      imports: [InfraModule.forRoot(config, 'harness-worker')],
+      providers: [
+        {
+          provide: TURN_RUNNER,
+          inject: [CONFIG, DB, TOOLS, getQueueToken(QueueName.PostTurn), LOGGER, METRICS],
+          useFactory: (cfg: Config, db: Db, tools: ToolRegistry, postTurn: Queue, logger: Logger, metrics: Metrics) => {
+            const providers = new ProviderRegistry({
+              openaiApiKey: cfg.OPENAI_API_KEY,
+              openaiBaseUrl: cfg.OPENAI_BASE_URL,
+              anthropicApiKey: cfg.ANTHROPIC_API_KEY,
+              anthropicBaseUrl: cfg.ANTHROPIC_BASE_URL,
+              scriptedFixtures: cfg.SCRIPTED_FIXTURES_DIR ? loadFixtureDir(cfg.SCRIPTED_FIXTURES_DIR) : [],
+            });
+            return new TurnRunner({
+              db,
+              engine: new TurnEngine({ providers, tools }),
+              tools,
+              postTurnQueue: postTurn,
+              logger,
+              metrics,
+              workerId: `${hostname()}:${process.pid}`,
+              leaseMs: cfg.SESSION_LEASE_MS,
+            });
+          },
+        },
+        TurnsProcessor,
+        ReconcilerService,
+      ],
+    };
+  }
+}

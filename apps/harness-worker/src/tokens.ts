@@ -1,0 +1,1 @@
+export const TURN_RUNNER = Symbol('TURN_RUNNER');
