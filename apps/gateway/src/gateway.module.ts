@@ -57,7 +57,14 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [InfraModule.forRoot(config, 'gateway'), TerminusModule.forRoot({ logger: false })],
-      controllers: [AdminController, ApiKeysController, AgentsController, SessionsController, TurnsController, OpsController],
+      controllers: [
+        AdminController,
+        ApiKeysController,
+        AgentsController,
+        SessionsController,
+        TurnsController,
+        OpsController,
+      ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_PIPE, useClass: ValidationPipe },

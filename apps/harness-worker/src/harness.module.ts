@@ -25,7 +25,14 @@ export class HarnessModule {
         {
           provide: TURN_RUNNER,
           inject: [CONFIG, DB, TOOLS, getQueueToken(QueueName.PostTurn), LOGGER, METRICS],
-          useFactory: (cfg: Config, db: Db, tools: ToolRegistry, postTurn: Queue, logger: Logger, metrics: Metrics) => {
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            tools: ToolRegistry,
+            postTurn: Queue,
+            logger: Logger,
+            metrics: Metrics,
+          ) => {
             const providers = new ProviderRegistry({
               openaiApiKey: cfg.OPENAI_API_KEY,
               openaiBaseUrl: cfg.OPENAI_BASE_URL,

@@ -5,7 +5,8 @@ import { loadConfig } from '@switchboard/config';
 import { runWorkerProcess } from '@switchboard/platform';
 import { HarnessModule } from './harness.module';
 
-runWorkerProcess('harness-worker', (config) =>
-  NestFactory.createApplicationContext(HarnessModule.forRoot(config), { bufferLogs: true }),
+runWorkerProcess(
+  'harness-worker',
+  (config) => NestFactory.createApplicationContext(HarnessModule.forRoot(config), { bufferLogs: true }),
   loadConfig,
 );

@@ -59,34 +59,46 @@ export class Admission {
   ) {}
 
   async admit(input: AdmitInput): Promise<Admitted> {
-    return withSpan('admit message', { attributes: { 'switchboard.session.id': input.sessionId } }, async (span) => {
-      if (input.idempotencyKey) {
-        const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
-        if (existing) return existing;
-      }
-      let admitted: Admitted & { traceContext: unknown };
-      try {
-        admitted = await this.persist(input);
-      } catch (err) {
-        if (input.idempotencyKey && isUniqueViolation(err)) {
+    return withSpan(
+      'admit message',
+      { attributes: { 'switchboard.session.id': input.sessionId } },
+      async (span) => {
+        if (input.idempotencyKey) {
           const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
           if (existing) return existing;
         }
-        throw err;
-      }
-      span.setAttribute('switchboard.turn.id', admitted.turnId);
-      try {
-        await publish(
-          this.turnsQueue,
-          Jobs.turn,
-          { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
-          { priority: PRIORITY_RANK[input.priority ?? 'normal'] },
-        );
-      } catch (err) {
-        this.logger.error({ err, turnId: admitted.turnId }, 'enqueue failed after admission; the reconciler will retry');
-      }
-      return { messageId: admitted.messageId, turnId: admitted.turnId, status: admitted.status, replayed: false };
-    });
+        let admitted: Admitted & { traceContext: unknown };
+        try {
+          admitted = await this.persist(input);
+        } catch (err) {
+          if (input.idempotencyKey && isUniqueViolation(err)) {
+            const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
+            if (existing) return existing;
+          }
+          throw err;
+        }
+        span.setAttribute('switchboard.turn.id', admitted.turnId);
+        try {
+          await publish(
+            this.turnsQueue,
+            Jobs.turn,
+            { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
+            { priority: PRIORITY_RANK[input.priority ?? 'normal'] },
+          );
+        } catch (err) {
+          this.logger.error(
+            { err, turnId: admitted.turnId },
+            'enqueue failed after admission; the reconciler will retry',
+          );
+        }
+        return {
+          messageId: admitted.messageId,
+          turnId: admitted.turnId,
+          status: admitted.status,
+          replayed: false,
+        };
+      },
+    );
   }
 
   private async findByKey(tenantId: string, sessionId: string, key: string): Promise<Admitted | null> {
@@ -95,7 +107,10 @@ export class Admission {
       select: { id: true },
     });
     if (!msg) return null;
-    const turn = await this.db.turn.findUnique({ where: { inputMessageId: msg.id }, select: { id: true, status: true } });
+    const turn = await this.db.turn.findUnique({
+      where: { inputMessageId: msg.id },
+      select: { id: true, status: true },
+    });
     if (!turn) return null;
     return { messageId: msg.id, turnId: turn.id, status: turn.status, replayed: true };
   }
@@ -118,9 +133,13 @@ export class Admission {
       const { seq, agent_id: agentId, status } = rows[0];
       if (status !== 'active') throw new AppError('conflict', 'session is closed');
       if (input.multitask === 'reject') {
-        const busy = await tx.turn.count({ where: { sessionId: input.sessionId, status: { in: ['queued', 'running'] } } });
+        const busy = await tx.turn.count({
+          where: { sessionId: input.sessionId, status: { in: ['queued', 'running'] } },
+        });
         if (busy > 0) {
-          throw new AppError('conflict', 'a turn is already queued or running in this session', { multitask: 'reject' });
+          throw new AppError('conflict', 'a turn is already queued or running in this session', {
+            multitask: 'reject',
+          });
         }
       }
       await tx.message.create({
@@ -167,7 +186,13 @@ export class Admission {
           {
             type: EventType.MessageAdmitted,
             turnId,
-            data: { messageId, kind: input.kind, authorityClass, priority, deliverySurface: input.deliverySurface },
+            data: {
+              messageId,
+              kind: input.kind,
+              authorityClass,
+              priority,
+              deliverySurface: input.deliverySurface,
+            },
           },
         ],
       });

@@ -6,13 +6,16 @@ import { z } from 'zod';
  * fails at start-up with a message naming the variable.
  */
 const Url = (protocols: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be a URL with scheme ${protocols.join(' or ')}`);
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL with scheme ${protocols.join(' or ')}`,
+  );
 
 const Int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
@@ -33,7 +36,10 @@ export const ConfigSchema = z.object({
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: Url(['http:', 'https:']).optional(),
   /** Model used when an agent is created without one. */
-  DEFAULT_MODEL: z.string().regex(/^[a-z-]+\/.+$/, 'must be "<provider>/<model>"').default('scripted/demo'),
+  DEFAULT_MODEL: z
+    .string()
+    .regex(/^[a-z-]+\/.+$/, 'must be "<provider>/<model>"')
+    .default('scripted/demo'),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */
   SCRIPTED_FIXTURES_DIR: z.string().optional(),
   /** Turns one harness worker process runs at once. */

@@ -3,11 +3,9 @@ import { Priority } from './envelope';
 
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
-export const ModelRef = z
-  .string()
-  .regex(/^(openai|openai-chat|anthropic|scripted)\/[A-Za-z0-9._:@-]+$/, {
-    message: 'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted',
-  });
+export const ModelRef = z.string().regex(/^(openai|openai-chat|anthropic|scripted)\/[A-Za-z0-9._:@-]+$/, {
+  message: 'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted',
+});
 
 export const Budgets = z.strictObject({
   maxIterations: z.int().min(1).max(100).optional(),

@@ -26,7 +26,12 @@ export const MessageOrigin = z.discriminatedUnion('kind', [
 ]);
 export type MessageOrigin = z.infer<typeof MessageOrigin>;
 
-export const TrustLevel = z.enum(['trusted_operator', 'trusted_system', 'trusted_integration', 'untrusted_external']);
+export const TrustLevel = z.enum([
+  'trusted_operator',
+  'trusted_system',
+  'trusted_integration',
+  'untrusted_external',
+]);
 export type TrustLevel = z.infer<typeof TrustLevel>;
 
 export const AuthorityClass = z.enum([

@@ -43,7 +43,11 @@ export class AppError extends Error {
 
   toBody(): ErrorBody {
     return {
-      error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) },
+      error: {
+        code: this.code,
+        message: this.message,
+        ...(this.details === undefined ? {} : { details: this.details }),
+      },
     };
   }
 }

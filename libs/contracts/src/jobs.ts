@@ -41,7 +41,7 @@ export type TriageJob = z.infer<typeof TriageJob>;
 export const PostTurnHookName = z.enum(['cost-log']);
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 
-/** One job per (turn, hook): job id = `${turnId}:${hook}`. */
+/** One job per (turn, hook): job id = `${turnId}.${hook}` (BullMQ ids cannot contain ":"). */
 export const PostTurnJob = z.object({
   turnId: z.uuid(),
   tenantId: z.uuid(),
@@ -96,7 +96,7 @@ export const Jobs = {
   postTurn: {
     queue: QueueName.PostTurn,
     schema: PostTurnJob,
-    jobId: (d: PostTurnJob) => `${d.turnId}:${d.hook}`,
+    jobId: (d: PostTurnJob) => `${d.turnId}.${d.hook}`,
     attempts: 8,
     backoff: { type: 'exponential', delay: 2000 },
     keepCompletedSeconds: DAY,

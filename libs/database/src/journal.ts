@@ -37,7 +37,12 @@ export function redact(value: unknown): unknown {
  */
 export async function appendEvents(
   tx: Tx,
-  args: { tenantId: string; sessionId: string; events: JournalEvent[]; lease?: { token: string; ms: number } },
+  args: {
+    tenantId: string;
+    sessionId: string;
+    events: JournalEvent[];
+    lease?: { token: string; ms: number };
+  },
 ): Promise<number[]> {
   const n = args.events.length;
   if (n === 0) return [];

@@ -56,7 +56,8 @@ export class TurnEngine {
     });
 
     for (;;) {
-      if (signal.aborted) return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
+      if (signal.aborted)
+        return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
       const last = turn[turn.length - 1];
 
       if (last?.role === 'assistant' && last.toolCalls.length === 0) {
@@ -84,8 +85,14 @@ export class TurnEngine {
 
       const round = await this.callModel(input, iterations, [...prefix, ...turn], toolSpecs, cp, signal);
       if ('failure' in round) {
-        if (signal.aborted) return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
-        return outcome({ status: 'failed', stopReason: round.failure.kind, finalText: '', failure: round.failure });
+        if (signal.aborted)
+          return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
+        return outcome({
+          status: 'failed',
+          stopReason: round.failure.kind,
+          finalText: '',
+          failure: round.failure,
+        });
       }
       turn.push({ role: 'assistant', content: round.response.text, toolCalls: round.response.toolCalls });
       iterations++;
@@ -152,7 +159,12 @@ export class TurnEngine {
             outcome: 'ok',
             usage: response.usage,
           });
-          const cost = costOf(resolved.provider.name, resolved.model, response.usage, response.reportedCostUsd);
+          const cost = costOf(
+            resolved.provider.name,
+            resolved.model,
+            response.usage,
+            response.reportedCostUsd,
+          );
           await cp.recordRound({
             round,
             model: ref,
@@ -235,7 +247,13 @@ export class TurnEngine {
     const started = Date.now();
     const result = await withSpan(
       `execute_tool ${call.name}`,
-      { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id } },
+      {
+        attributes: {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': call.name,
+          'gen_ai.tool.call.id': call.id,
+        },
+      },
       async (): Promise<ToolOutcome> => {
         if (!tool) {
           return {
@@ -247,26 +265,39 @@ export class TurnEngine {
           };
         }
         if (parseError !== undefined) {
-          return { ok: false, kind: 'invalid_arguments', message: `arguments are not valid JSON: ${parseError}`, hint: 'send a JSON object', retryable: true };
+          return {
+            ok: false,
+            kind: 'invalid_arguments',
+            message: `arguments are not valid JSON: ${parseError}`,
+            hint: 'send a JSON object',
+            retryable: true,
+          };
         }
         const parsed = tool.schema.safeParse(args);
         if (!parsed.success) {
           return {
             ok: false,
             kind: 'invalid_arguments',
-            message: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '),
+            message: parsed.error.issues
+              .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+              .join('; '),
             hint: 'fix the arguments to match the tool schema',
             retryable: true,
           };
         }
-        return executeBounded(() => tool.execute(parsed.data, {
-          tenantId: input.tenantId,
-          sessionId: input.sessionId,
-          turnId: input.turnId,
-          callId: call.id,
-          idempotencyKey: meta.idempotencyKey,
+        return executeBounded(
+          () =>
+            tool.execute(parsed.data, {
+              tenantId: input.tenantId,
+              sessionId: input.sessionId,
+              turnId: input.turnId,
+              callId: call.id,
+              idempotencyKey: meta.idempotencyKey,
+              signal,
+            }),
+          tool.timeoutMs,
           signal,
-        }), tool.timeoutMs, signal);
+        );
       },
     );
     const durationMs = Date.now() - started;
@@ -282,7 +313,11 @@ export class TurnEngine {
   }
 }
 
-async function executeBounded(fn: () => Promise<unknown>, timeoutMs: number, signal: AbortSignal): Promise<ToolOutcome> {
+async function executeBounded(
+  fn: () => Promise<unknown>,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<ToolOutcome> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const result = await Promise.race([
@@ -295,9 +330,20 @@ async function executeBounded(fn: () => Promise<unknown>, timeoutMs: number, sig
     return { ok: true, result };
   } catch (err) {
     if (err instanceof ToolTimeout) {
-      return { ok: false, kind: 'timeout', message: err.message, hint: 'try a smaller request', retryable: true };
+      return {
+        ok: false,
+        kind: 'timeout',
+        message: err.message,
+        hint: 'try a smaller request',
+        retryable: true,
+      };
     }
-    return { ok: false, kind: 'execution_failed', message: (err as Error).message ?? String(err), retryable: false };
+    return {
+      ok: false,
+      kind: 'execution_failed',
+      message: (err as Error).message ?? String(err),
+      retryable: false,
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -309,7 +355,13 @@ class ToolTimeout extends Error {
   }
 }
 
-function failedAttempt(round: number, model: string, attempt: number, started: number, e: ProviderError): ProviderAttempt {
+function failedAttempt(
+  round: number,
+  model: string,
+  attempt: number,
+  started: number,
+  e: ProviderError,
+): ProviderAttempt {
   return {
     round,
     model,
@@ -326,9 +378,7 @@ function unansweredCalls(turn: ChatMessage[]): ToolCallRequest[] {
   for (let i = turn.length - 1; i >= 0; i--) {
     const m = turn[i];
     if (m.role === 'assistant') {
-      const answered = new Set(
-        turn.slice(i + 1).flatMap((x) => (x.role === 'tool' ? [x.toolCallId] : [])),
-      );
+      const answered = new Set(turn.slice(i + 1).flatMap((x) => (x.role === 'tool' ? [x.toolCallId] : [])));
       return m.toolCalls.filter((c) => !answered.has(c.id));
     }
   }

@@ -13,14 +13,22 @@ export interface HookContext {
  * and records it as the hook's run. Idempotent per turn: a re-run finds the
  * record and writes nothing.
  */
-export async function runCostLog(ctx: HookContext, job: PostTurnJob): Promise<'written' | 'already_done' | 'skipped'> {
+export async function runCostLog(
+  ctx: HookContext,
+  job: PostTurnJob,
+): Promise<'written' | 'already_done' | 'skipped'> {
   const { db } = ctx;
   const turn = await db.turn.findUnique({ where: { id: job.turnId } });
   if (!turn || turn.tenantId !== job.tenantId || !isTerminal(turn.status)) return 'skipped';
-  const existing = await db.hookRun.findUnique({ where: { turnId_hook: { turnId: turn.id, hook: 'cost-log' } } });
+  const existing = await db.hookRun.findUnique({
+    where: { turnId_hook: { turnId: turn.id, hook: 'cost-log' } },
+  });
   if (existing) return 'already_done';
 
-  const entries = await db.ledgerEntry.findMany({ where: { turnId: turn.id }, orderBy: { createdAt: 'asc' } });
+  const entries = await db.ledgerEntry.findMany({
+    where: { turnId: turn.id },
+    orderBy: { createdAt: 'asc' },
+  });
   const total = entries.reduce((sum, e) => sum.add(e.costUsd), new Prisma.Decimal(0));
   const line = {
     turnId: turn.id,

@@ -1,4 +1,11 @@
-import { Global, Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Global,
+  Inject,
+  Injectable,
+  Module,
+  type DynamicModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { BullModule } from '@nestjs/bullmq';
 import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';

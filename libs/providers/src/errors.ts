@@ -51,7 +51,10 @@ export function classifyHttpError(err: unknown, provider: string, signal?: Abort
   if (status === 429) return new ProviderError('rate_limited', message, details);
   if (status === 401 || status === 403) return new ProviderError('auth', message, details);
   if (status === 408) return new ProviderError('timeout', message, details);
-  if ((status === 400 || status === 413) && (code === 'context_length_exceeded' || CONTEXT_LENGTH.test(message))) {
+  if (
+    (status === 400 || status === 413) &&
+    (code === 'context_length_exceeded' || CONTEXT_LENGTH.test(message))
+  ) {
     return new ProviderError('context_length', message, details);
   }
   if (status >= 500 && status !== 501) return new ProviderError('server', message, details);

@@ -122,6 +122,10 @@ async function assemble(
     usage,
     reportedCostUsd,
     finishReason:
-      finish === 'tool_calls' || toolCalls.length > 0 ? 'tool_calls' : finish === 'length' ? 'length' : 'stop',
+      finish === 'tool_calls' || toolCalls.length > 0
+        ? 'tool_calls'
+        : finish === 'length'
+          ? 'length'
+          : 'stop',
   };
 }

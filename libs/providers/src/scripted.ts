@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ProviderError, type ChatMessage, type ModelProvider, type ModelRequest, type ModelResponse } from './types';
+import {
+  ProviderError,
+  type ChatMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from './types';
 
 /**
  * The built-in offline provider: replays a fixture conversation with no network.
@@ -101,7 +107,8 @@ export class ScriptedProvider implements ModelProvider {
     const { round, vars } = position(request.messages);
     const spec = fixture.rounds[Math.min(round, fixture.rounds.length - 1)];
     await abortable(spec.delayMs, request.signal);
-    if (spec.error) throw new ProviderError(spec.error, `scripted ${spec.error} failure`, { provider: this.name });
+    if (spec.error)
+      throw new ProviderError(spec.error, `scripted ${spec.error} failure`, { provider: this.name });
 
     const text = render(spec.text, vars);
     if (text && request.onTextDelta) {

@@ -62,7 +62,12 @@ export type ProviderErrorKind =
   | 'invalid_response'
   | 'cancelled';
 
-const RETRYABLE: ReadonlySet<ProviderErrorKind> = new Set(['timeout', 'connection', 'rate_limited', 'server']);
+const RETRYABLE: ReadonlySet<ProviderErrorKind> = new Set([
+  'timeout',
+  'connection',
+  'rate_limited',
+  'server',
+]);
 
 /** A classified provider failure (seed 002 "Provider Transport Contract"). */
 export class ProviderError extends Error {

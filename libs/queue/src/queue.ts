@@ -37,7 +37,10 @@ export async function publish<S extends z.ZodType>(
 ): Promise<Job> {
   return withSpan(
     `${def.queue} publish`,
-    { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'bullmq', 'messaging.destination.name': def.queue } },
+    {
+      kind: SpanKind.PRODUCER,
+      attributes: { 'messaging.system': 'bullmq', 'messaging.destination.name': def.queue },
+    },
     async (span) => {
       const payload = def.schema.parse({ ...data, trace: currentTraceCarrier() }) as z.infer<S>;
       const opts = jobOptions(def, payload, extra);

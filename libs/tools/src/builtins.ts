@@ -17,7 +17,9 @@ export const wordCount = defineTool({
 export const currentTime = defineTool({
   name: 'current_time',
   description: 'Returns the current date and time in UTC and, optionally, in an IANA time zone.',
-  schema: z.strictObject({ timeZone: z.string().max(64).optional().describe('IANA zone, e.g. Europe/Paris') }),
+  schema: z.strictObject({
+    timeZone: z.string().max(64).optional().describe('IANA zone, e.g. Europe/Paris'),
+  }),
   sideEffect: 'read_only',
   timeoutMs: 1_000,
   needsApproval: false,

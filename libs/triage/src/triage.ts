@@ -26,17 +26,30 @@ export async function triageDelivery(
   const trigger = await db.trigger.findUnique({ where: { id: delivery.triggerId } });
   if (!trigger || trigger.tenantId !== delivery.tenantId) return null;
   if (delivery.decision) {
-    return { decision: { action: delivery.decision as 'drop' | 'forward', reason: delivery.reason ?? '', rule: null } };
+    return {
+      decision: {
+        action: delivery.decision as 'drop' | 'forward',
+        reason: delivery.reason ?? '',
+        rule: null,
+      },
+    };
   }
 
   const payload = delivery.payload as { source?: string; eventType?: string; body?: unknown };
   const rules = TriageRules.safeParse(trigger.rules);
   const decision = rules.success
-    ? applyRules(rules.data, { source: payload.source ?? trigger.name, eventType: payload.eventType, payload: payload.body })
+    ? applyRules(rules.data, {
+        source: payload.source ?? trigger.name,
+        eventType: payload.eventType,
+        payload: payload.body,
+      })
     : { action: 'forward' as const, reason: 'trigger rules are invalid; forwarding', rule: null };
 
   if (decision.action === 'drop') {
-    await db.triggerDelivery.update({ where: { id: delivery.id }, data: { decision: 'drop', reason: decision.reason } });
+    await db.triggerDelivery.update({
+      where: { id: delivery.id },
+      data: { decision: 'drop', reason: decision.reason },
+    });
     deps.logger.info({ deliveryId: delivery.id, reason: decision.reason }, 'trigger delivery dropped');
     return { decision };
   }
@@ -48,7 +61,12 @@ export async function triageDelivery(
     (
       await db.session.upsert({
         where: { id: delivery.id },
-        create: { id: delivery.id, tenantId: trigger.tenantId, agentId: trigger.agentId, title: `${trigger.name} delivery` },
+        create: {
+          id: delivery.id,
+          tenantId: trigger.tenantId,
+          agentId: trigger.agentId,
+          title: `${trigger.name} delivery`,
+        },
         update: {},
       })
     ).id;

@@ -123,7 +123,11 @@ export class TurnRunner {
       'turn',
       {
         parent,
-        attributes: { 'switchboard.turn.id': turn.id, 'switchboard.session.id': turn.sessionId, 'switchboard.tenant.id': turn.tenantId },
+        attributes: {
+          'switchboard.turn.id': turn.id,
+          'switchboard.session.id': turn.sessionId,
+          'switchboard.tenant.id': turn.tenantId,
+        },
       },
       async (span) => {
         const started = Date.now();
@@ -136,13 +140,24 @@ export class TurnRunner {
         await db.$transaction(async (tx) => {
           await tx.turn.update({
             where: { id: turn.id },
-            data: { status: 'running', startedAt: turn.startedAt ?? new Date(), runCount: { increment: 1 }, model: agent.model },
+            data: {
+              status: 'running',
+              startedAt: turn.startedAt ?? new Date(),
+              runCount: { increment: 1 },
+              model: agent.model,
+            },
           });
           await appendEvents(tx, {
             tenantId: turn.tenantId,
             sessionId: turn.sessionId,
             lease: lease.fence,
-            events: [{ type: EventType.TurnStarted, turnId: turn.id, data: { seq: turn.seq, resumed, model: agent.model } }],
+            events: [
+              {
+                type: EventType.TurnStarted,
+                turnId: turn.id,
+                data: { seq: turn.seq, resumed, model: agent.model },
+              },
+            ],
           });
         });
 
@@ -152,16 +167,22 @@ export class TurnRunner {
             where: { sessionId: turn.sessionId, turnSeq: { lt: turn.seq } },
             orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
           }),
-          db.message.findMany({ where: { sessionId: turn.sessionId, turnSeq: turn.seq }, orderBy: { position: 'asc' } }),
+          db.message.findMany({
+            where: { sessionId: turn.sessionId, turnSeq: turn.seq },
+            orderBy: { position: 'asc' },
+          }),
         ]);
 
         const controller = new AbortController();
-        const heartbeat = setInterval(() => {
-          lease.renew().then(
-            (ok) => ok || controller.abort('lease_lost'),
-            (err: unknown) => this.o.logger.warn({ err }, 'lease renewal failed'),
-          );
-        }, Math.max(100, Math.floor(lease.ms / 3)));
+        const heartbeat = setInterval(
+          () => {
+            lease.renew().then(
+              (ok) => ok || controller.abort('lease_lost'),
+              (err: unknown) => this.o.logger.warn({ err }, 'lease renewal failed'),
+            );
+          },
+          Math.max(100, Math.floor(lease.ms / 3)),
+        );
 
         const checkpoints = new PostgresCheckpoints(db, turn, lease, own.length);
         let outcome: TurnOutcome;
@@ -190,7 +211,10 @@ export class TurnRunner {
           throw new LeaseLostError(turn.sessionId);
         }
         await this.finalise(turn, lease, outcome);
-        span.setAttributes({ 'switchboard.turn.status': outcome.status, 'switchboard.turn.iterations': outcome.iterations });
+        span.setAttributes({
+          'switchboard.turn.status': outcome.status,
+          'switchboard.turn.iterations': outcome.iterations,
+        });
         this.o.metrics.turns.inc({ status: outcome.status });
         this.o.metrics.turnDuration.observe({ status: outcome.status }, (Date.now() - started) / 1000);
         // The answer is committed before any hook runs.
@@ -202,9 +226,18 @@ export class TurnRunner {
   /** Rendered on the session's first turn, persisted verbatim, reused byte for byte after. */
   private async systemPrompt(session: Session, agent: Agent): Promise<string> {
     if (session.systemPrompt !== null) return session.systemPrompt;
-    const rendered = renderSystemPrompt(agent, this.o.tools.names().filter((n) => agent.tools.includes(n)));
-    await this.o.db.session.updateMany({ where: { id: session.id, systemPrompt: null }, data: { systemPrompt: rendered } });
-    const stored = await this.o.db.session.findUniqueOrThrow({ where: { id: session.id }, select: { systemPrompt: true } });
+    const rendered = renderSystemPrompt(
+      agent,
+      this.o.tools.names().filter((n) => agent.tools.includes(n)),
+    );
+    await this.o.db.session.updateMany({
+      where: { id: session.id, systemPrompt: null },
+      data: { systemPrompt: rendered },
+    });
+    const stored = await this.o.db.session.findUniqueOrThrow({
+      where: { id: session.id },
+      select: { systemPrompt: true },
+    });
     return stored.systemPrompt ?? rendered;
   }
 

@@ -44,14 +44,16 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const access =
-      this.reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ?? 'tenant';
+      this.reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ??
+      'tenant';
     if (access === 'public') return true;
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
     const token = bearer(req.headers.authorization);
     if (access === 'admin') {
       const admin = this.config.ADMIN_TOKEN;
       if (!admin) throw new AppError('unauthorized', 'the admin API is disabled: set ADMIN_TOKEN');
-      if (!token || !constantTimeEquals(token, admin)) throw new AppError('unauthorized', 'invalid admin token');
+      if (!token || !constantTimeEquals(token, admin))
+        throw new AppError('unauthorized', 'invalid admin token');
       return true;
     }
     if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');

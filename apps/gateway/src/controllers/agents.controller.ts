@@ -23,7 +23,9 @@ export class AgentsController {
     const unknown = this.tools.unknown(tools ?? []);
     if (unknown.length > 0) {
       throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
-        issues: [{ path: 'tools', message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() }],
+        issues: [
+          { path: 'tools', message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() },
+        ],
       });
     }
   }
@@ -68,7 +70,9 @@ export class AgentsController {
   }
 
   private async find(tenantId: string, id: string) {
-    const row = await this.db.agent.findFirst({ where: { id: pathId(id, 'agent'), tenantId, deletedAt: null } });
+    const row = await this.db.agent.findFirst({
+      where: { id: pathId(id, 'agent'), tenantId, deletedAt: null },
+    });
     if (!row) throw notFound('agent');
     return row;
   }

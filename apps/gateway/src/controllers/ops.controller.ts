@@ -37,7 +37,10 @@ export class OpsController {
   private async probe(key: string, fn: () => Promise<unknown>) {
     const check = this.indicator.check(key);
     try {
-      await Promise.race([fn(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
+      await Promise.race([
+        fn(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000)),
+      ]);
       return check.up();
     } catch (err) {
       return check.down({ message: (err as Error).message });

@@ -85,7 +85,10 @@ export class SessionsController {
     const row =
       session.status === 'closed'
         ? session
-        : await this.db.session.update({ where: { id: session.id }, data: { status: 'closed', closedAt: new Date() } });
+        : await this.db.session.update({
+            where: { id: session.id },
+            data: { status: 'closed', closedAt: new Date() },
+          });
     return presentSession(row);
   }
 
@@ -157,6 +160,9 @@ export class SessionsController {
       orderBy: { seq: 'asc' },
       take: limit,
     });
-    return { data: rows.map(presentEvent), lastSeq: rows.length > 0 ? rows[rows.length - 1].seq : (q.after ?? 0) };
+    return {
+      data: rows.map(presentEvent),
+      lastSeq: rows.length > 0 ? rows[rows.length - 1].seq : (q.after ?? 0),
+    };
   }
 }

@@ -38,7 +38,8 @@ export function toErrorResponse(err: unknown, logger: Logger): { status: number;
   if (err instanceof HttpException) {
     const status = err.getStatus();
     if (status < 500) {
-      const code = status === 400 && /JSON/.test(err.message) ? 'invalid_json' : (BY_STATUS[status] ?? 'bad_request');
+      const code =
+        status === 400 && /JSON/.test(err.message) ? 'invalid_json' : (BY_STATUS[status] ?? 'bad_request');
       return { status, body: { error: { code, message: err.message } } };
     }
   } else if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {

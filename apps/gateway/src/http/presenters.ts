@@ -3,7 +3,11 @@ import { AppError, isUuid, notFound } from '@switchboard/contracts';
 
 /** Rows → API JSON. One place decides what a client sees. */
 
-export const presentTenant = (t: Tenant) => ({ id: t.id, name: t.name, createdAt: t.createdAt.toISOString() });
+export const presentTenant = (t: Tenant) => ({
+  id: t.id,
+  name: t.name,
+  createdAt: t.createdAt.toISOString(),
+});
 
 export const presentApiKey = (k: ApiKey) => ({
   id: k.id,
@@ -116,7 +120,10 @@ export function encodeCursor(parts: (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-export function decodeCursor<T extends (string | number)[]>(cursor: string | undefined, shape: string[]): T | undefined {
+export function decodeCursor<T extends (string | number)[]>(
+  cursor: string | undefined,
+  shape: string[],
+): T | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;

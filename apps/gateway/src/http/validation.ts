@@ -10,8 +10,12 @@ export const ValidationPipe = createZodValidationPipe({
       message: i.message,
       code: i.code,
     }));
-    return new AppError('validation_failed', issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '), {
-      issues,
-    });
+    return new AppError(
+      'validation_failed',
+      issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '),
+      {
+        issues,
+      },
+    );
   },
 });
