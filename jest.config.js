@@ -1,0 +1,67 @@
+// @ts-check
+const { compilerOptions } = require('./tsconfig.base.json');
+
+/** `@switchboard/x` → `<rootDir>/libs/x/src/...`, from the same paths tsc and the apps use. */
+const moduleNameMapper = Object.fromEntries(
+  Object.entries(compilerOptions.paths).map(([alias, [target]]) => [`^${alias}$`, `<rootDir>/${target}`]),
+);
+
+/** @type {import('jest').Config['transform']} */
+const transform = {
+  '^.+\\.ts$': [
+    '@swc/jest',
+    {
+      jsc: {
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+        target: 'es2022',
+        keepClassNames: true,
+      },
+      module: { type: 'commonjs' },
+    },
+  ],
+};
+
+// ESM-only packages that CommonJS code under test requires (through @fastify/static).
+const ESM_ONLY = ['content-disposition'];
+transform[`^.+/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`] = [
+  '@swc/jest',
+  { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+];
+
+const common = {
+  rootDir: __dirname,
+  transform,
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  moduleNameMapper,
+  testEnvironment: 'node',
+};
+const ignore = ['/node_modules/', '/dist/'];
+
+/** @type {import('jest').Config} */
+const config = {
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'],
+      testPathIgnorePatterns: [...ignore, '\\.int\\.spec\\.ts$', '\\.e2e\\.spec\\.ts$'],
+    },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/{apps,libs}/**/*.int.spec.ts'],
+      testPathIgnorePatterns: ignore,
+      globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
+    },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/{apps,libs}/**/*.e2e.spec.ts', '<rootDir>/test/**/*.e2e.spec.ts'],
+      testPathIgnorePatterns: ignore,
+      globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
+    },
+  ],
+};
+
+module.exports = config;

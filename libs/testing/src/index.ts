@@ -1,0 +1,5 @@
+export * from './env';
+export * from './fake-llm-server';
+export * from './processes';
+export * from './services';
+export * from './wait';
