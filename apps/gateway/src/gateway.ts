@@ -6,7 +6,6 @@ import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER, NestPinoLogger } from '@switchboard/platform';
 import { GatewayModule } from './gateway.module';
-import { toErrorResponse } from './http/errors';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
 export async function createGateway(config: Config): Promise<NestFastifyApplication> {
@@ -18,12 +17,8 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   app.useLogger(new NestPinoLogger(logger));
   app.enableShutdownHooks();
 
-  // Errors raised by Fastify itself (body parsing, limits) get the same shape.
-  const fastify = app.getHttpAdapter().getInstance();
-  fastify.setErrorHandler((err, _req, reply) => {
-    const { status, body } = toErrorResponse(err, logger);
-    void reply.status(status).send(body);
-  });
+  // JSON only: anything else is a 415 rather than a string the validator has to reject.
+  app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain']);
 
   const document = SwaggerModule.createDocument(
     app,

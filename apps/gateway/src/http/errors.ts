@@ -39,7 +39,7 @@ export function toErrorResponse(err: unknown, logger: Logger): { status: number;
     const status = err.getStatus();
     if (status < 500) {
       const code =
-        status === 400 && /JSON/.test(err.message) ? 'invalid_json' : (BY_STATUS[status] ?? 'bad_request');
+        status === 400 && /json/i.test(err.message) ? 'invalid_json' : (BY_STATUS[status] ?? 'bad_request');
       return { status, body: { error: { code, message: err.message } } };
     }
   } else if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
