@@ -14,10 +14,10 @@ import pg from 'pg';
 const PG_NAME_OID = 19;
 const PG_TEXT_OID = 25;
 type FieldDescription = { dataTypeID: number };
-const ResultProto = (pg as unknown as { Result: { prototype: { addFields(f: FieldDescription[]): void } } })
-  .Result.prototype;
+type AddFields = (this: unknown, fields: FieldDescription[]) => void;
+const ResultProto = (pg as unknown as { Result: { prototype: { addFields: AddFields } } }).Result.prototype;
 const addFields = ResultProto.addFields;
-ResultProto.addFields = function (fields: FieldDescription[]) {
+ResultProto.addFields = function (this: unknown, fields: FieldDescription[]) {
   for (const field of fields) if (field.dataTypeID === PG_NAME_OID) field.dataTypeID = PG_TEXT_OID;
   return addFields.call(this, fields);
 };
@@ -30,5 +30,7 @@ export default defineConfig({
   schema: path.join('prisma', 'schema.prisma'),
   migrations: { path: path.join('prisma', 'migrations') },
   adapter: async () =>
-    new PrismaPg(new pg.Pool({ connectionString: databaseUrl, idleTimeoutMillis: 50, allowExitOnIdle: true })),
+    new PrismaPg(
+      new pg.Pool({ connectionString: databaseUrl, idleTimeoutMillis: 50, allowExitOnIdle: true }),
+    ),
 });

@@ -54,59 +54,157 @@ describe('bad input', () => {
 
   type Case = [name: string, run: () => Promise<{ status: number; body: any }>, status: number, code: string];
   const cases: Case[] = [
-    ['invalid JSON', () => api.request('POST', '/v1/agents', { raw: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json'],
-    ['empty JSON body', () => api.request('POST', '/v1/agents', { raw: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json'],
+    [
+      'invalid JSON',
+      () =>
+        api.request('POST', '/v1/agents', {
+          raw: '{"name":',
+          headers: { 'content-type': 'application/json' },
+        }),
+      400,
+      'invalid_json',
+    ],
+    [
+      'empty JSON body',
+      () => api.request('POST', '/v1/agents', { raw: '', headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_json',
+    ],
     ['no body at all', () => api.request('POST', '/v1/agents'), 400, 'validation_failed'],
     ['unknown field', () => api.post('/v1/agents', { name: 'x', colour: 'red' }), 400, 'validation_failed'],
     ['missing field', () => api.post('/v1/agents', { instructions: 'x' }), 400, 'validation_failed'],
     ['wrong type', () => api.post('/v1/agents', { name: 42 }), 400, 'validation_failed'],
     ['array instead of object', () => api.post('/v1/agents', [{ name: 'x' }]), 400, 'validation_failed'],
     ['unknown tool', () => api.post('/v1/agents', { name: 'x', tools: ['rm_rf'] }), 400, 'validation_failed'],
-    ['bad model reference', () => api.post('/v1/agents', { name: 'x', model: 'gpt-4o' }), 400, 'validation_failed'],
-    ['budget out of range', () => api.post('/v1/agents', { name: 'x', budgets: { maxIterations: 0 } }), 400, 'validation_failed'],
+    [
+      'bad model reference',
+      () => api.post('/v1/agents', { name: 'x', model: 'gpt-4o' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'budget out of range',
+      () => api.post('/v1/agents', { name: 'x', budgets: { maxIterations: 0 } }),
+      400,
+      'validation_failed',
+    ],
     ['empty agent patch', () => api.patch(`/v1/agents/${agentId}`, {}), 400, 'validation_failed'],
-    ['body over the limit', () => api.post('/v1/agents', { name: 'x', instructions: 'y'.repeat(10_000) }), 413, 'payload_too_large'],
-    ['unsupported content type', () => api.request('POST', '/v1/agents', { raw: 'name=x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type'],
-    ['empty message', () => api.post(`/v1/sessions/${sessionId}/messages`, { content: '' }), 400, 'validation_failed'],
-    ['unknown priority', () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x', priority: 'urgent' }), 400, 'validation_failed'],
-    ['unknown multitask', () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x', multitask: 'fork' }), 400, 'validation_failed'],
-    ['idempotency key too long', () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x' }, { 'idempotency-key': 'k'.repeat(201) }), 400, 'bad_request'],
+    [
+      'body over the limit',
+      () => api.post('/v1/agents', { name: 'x', instructions: 'y'.repeat(10_000) }),
+      413,
+      'payload_too_large',
+    ],
+    [
+      'unsupported content type',
+      () => api.request('POST', '/v1/agents', { raw: 'name=x', headers: { 'content-type': 'text/plain' } }),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'empty message',
+      () => api.post(`/v1/sessions/${sessionId}/messages`, { content: '' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'unknown priority',
+      () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x', priority: 'urgent' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'unknown multitask',
+      () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x', multitask: 'fork' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'idempotency key too long',
+      () =>
+        api.post(
+          `/v1/sessions/${sessionId}/messages`,
+          { content: 'x' },
+          { 'idempotency-key': 'k'.repeat(201) },
+        ),
+      400,
+      'bad_request',
+    ],
     ['bad cursor', () => api.get(`/v1/sessions/${sessionId}/messages?cursor=nonsense`), 400, 'bad_request'],
     ['bad limit', () => api.get('/v1/agents?limit=0'), 400, 'validation_failed'],
     ['unknown query parameter', () => api.get('/v1/agents?colour=red'), 400, 'validation_failed'],
     ['no key', () => new Api(gateway.url).get('/v1/agents'), 401, 'unauthorized'],
-    ['malformed authorization', () => new Api(gateway.url).get('/v1/agents', { authorization: 'Basic abc' }), 401, 'unauthorized'],
+    [
+      'malformed authorization',
+      () => new Api(gateway.url).get('/v1/agents', { authorization: 'Basic abc' }),
+      401,
+      'unauthorized',
+    ],
     ['unknown key', () => new Api(gateway.url, 'sb_not-a-real-key').get('/v1/agents'), 401, 'unauthorized'],
-    ['admin without token', () => new Api(gateway.url).post('/v1/admin/tenants', { name: 'x' }), 401, 'unauthorized'],
+    [
+      'admin without token',
+      () => new Api(gateway.url).post('/v1/admin/tenants', { name: 'x' }),
+      401,
+      'unauthorized',
+    ],
     ['admin with an API key', () => api.post('/v1/admin/tenants', { name: 'x' }), 401, 'unauthorized'],
     ["another tenant's agent", () => api.get(`/v1/agents/${otherAgentId}`), 404, 'not_found'],
-    ["another tenant's agent, patched", () => api.patch(`/v1/agents/${otherAgentId}`, { name: 'stolen' }), 404, 'not_found'],
+    [
+      "another tenant's agent, patched",
+      () => api.patch(`/v1/agents/${otherAgentId}`, { name: 'stolen' }),
+      404,
+      'not_found',
+    ],
     ["another tenant's agent, deleted", () => api.delete(`/v1/agents/${otherAgentId}`), 404, 'not_found'],
-    ["a session on another tenant's agent", () => api.post('/v1/sessions', { agentId: otherAgentId }), 404, 'not_found'],
+    [
+      "a session on another tenant's agent",
+      () => api.post('/v1/sessions', { agentId: otherAgentId }),
+      404,
+      'not_found',
+    ],
     ["another tenant's session", () => api.get(`/v1/sessions/${otherSessionId}`), 404, 'not_found'],
-    ["another tenant's transcript", () => api.get(`/v1/sessions/${otherSessionId}/messages`), 404, 'not_found'],
-    ["a message into another tenant's session", () => api.post(`/v1/sessions/${otherSessionId}/messages`, { content: 'x' }), 404, 'not_found'],
+    [
+      "another tenant's transcript",
+      () => api.get(`/v1/sessions/${otherSessionId}/messages`),
+      404,
+      'not_found',
+    ],
+    [
+      "a message into another tenant's session",
+      () => api.post(`/v1/sessions/${otherSessionId}/messages`, { content: 'x' }),
+      404,
+      'not_found',
+    ],
     ["another tenant's turn", () => other.get(`/v1/turns/${turnId}`), 404, 'not_found'],
     ["another tenant's api key", () => api.delete(`/v1/api-keys/${otherKeyId}`), 404, 'not_found'],
-    ['unknown agent', () => api.post('/v1/sessions', { agentId: '01a20360-0000-7000-8000-000000000000' }), 404, 'not_found'],
+    [
+      'unknown agent',
+      () => api.post('/v1/sessions', { agentId: '01a20360-0000-7000-8000-000000000000' }),
+      404,
+      'not_found',
+    ],
     ['malformed agent id in body', () => api.post('/v1/sessions', { agentId: 'abc' }), 404, 'not_found'],
-    ['unknown session', () => api.post('/v1/sessions/01a20360-0000-7000-8000-000000000000/messages', { content: 'x' }), 404, 'not_found'],
+    [
+      'unknown session',
+      () => api.post('/v1/sessions/01a20360-0000-7000-8000-000000000000/messages', { content: 'x' }),
+      404,
+      'not_found',
+    ],
     ['malformed session id', () => api.get('/v1/sessions/not-a-uuid'), 404, 'not_found'],
     ['malformed turn id', () => api.get("/v1/turns/1'%20or%201=1"), 404, 'not_found'],
     ['unknown route', () => api.get('/v1/nothing-here'), 404, 'not_found'],
   ];
 
-  it.each(cases.map(([name, run, status, code]) => [`${name} → ${status} ${code}`, run, status, code] as Case))(
-    '%s, nothing written',
-    async (_name, run, status, code) => {
+  it.each(
+    cases.map(([name, run, status, code]) => [`${name} → ${status} ${code}`, run, status, code] as Case),
+  )('%s, nothing written', async (_name, run, status, code) => {
     const before = await counts();
     const res = await run();
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ error: expect.objectContaining({ code, message: expect.any(String) }) });
     expect(res.body.error.message.length).toBeGreaterThan(0);
     expect(await counts()).toEqual(before);
-    },
-  );
+  });
 
   it('validation errors list each issue with its path', async () => {
     const res = await api.post('/v1/agents', { name: 7, tier: 'god' });

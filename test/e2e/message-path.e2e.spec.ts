@@ -27,9 +27,15 @@ describe('a message travels end to end', () => {
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
     expect(session.status).toBe(201);
 
-    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'one two three four' });
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, {
+      content: 'one two three four',
+    });
     expect(admitted.status).toBe(202);
-    expect(admitted.body).toEqual({ messageId: expect.any(String), turnId: expect.any(String), status: 'queued' });
+    expect(admitted.body).toEqual({
+      messageId: expect.any(String),
+      turnId: expect.any(String),
+      status: 'queued',
+    });
 
     const turn = await waitFor(
       async () => {
@@ -42,7 +48,11 @@ describe('a message travels end to end', () => {
     expect(turn.iterations).toBe(2);
     expect(turn.finalText).toContain('"words":4');
     expect(turn.toolCalls).toEqual([
-      expect.objectContaining({ name: 'word_count', status: 'completed', result: { words: 4, characters: 18 } }),
+      expect.objectContaining({
+        name: 'word_count',
+        status: 'completed',
+        result: { words: 4, characters: 18 },
+      }),
     ]);
     expect(Number(turn.costUsd)).toBeGreaterThan(0);
     expect(turn.usage.inputTokens).toBeGreaterThan(0);
@@ -50,7 +60,12 @@ describe('a message travels end to end', () => {
 
     const transcript = await api.get(`/v1/sessions/${session.body.id}/messages`);
     expect(transcript.status).toBe(200);
-    expect(transcript.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(transcript.body.data.map((m: { role: string }) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     const [input, , toolResult] = transcript.body.data;
     expect(input).toMatchObject({
       id: admitted.body.messageId,
@@ -70,10 +85,17 @@ describe('a message travels end to end', () => {
     expect(ledger.reduce((s, e) => s + Number(e.costUsd), 0)).toBeCloseTo(Number(turn.costUsd), 8);
 
     const hook = await waitFor(
-      () => env.db.hookRun.findUnique({ where: { turnId_hook: { turnId: turn.id, hook: 'cost-log' } } }).then((h) => h ?? undefined),
+      () =>
+        env.db.hookRun
+          .findUnique({ where: { turnId_hook: { turnId: turn.id, hook: 'cost-log' } } })
+          .then((h) => h ?? undefined),
       { what: 'cost-log hook' },
     );
-    expect(hook.output).toMatchObject({ turnId: turn.id, providerCalls: 2, costUsd: Number(turn.costUsd).toFixed(8) });
+    expect(hook.output).toMatchObject({
+      turnId: turn.id,
+      providerCalls: 2,
+      costUsd: Number(turn.costUsd).toFixed(8),
+    });
 
     const events = await api.get(`/v1/sessions/${session.body.id}/events`);
     const types = events.body.data.map((e: { type: string }) => e.type);
@@ -101,7 +123,11 @@ describe('a message travels end to end', () => {
   });
 
   it('reuses the system prompt of the first turn byte for byte', async () => {
-    const agent = await api.post('/v1/agents', { name: 'echoer', model: 'scripted/echo', instructions: 'v1' });
+    const agent = await api.post('/v1/agents', {
+      name: 'echoer',
+      model: 'scripted/echo',
+      instructions: 'v1',
+    });
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
     const first = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'a' });
     await waitFor(async () => (await api.get(`/v1/turns/${first.body.turnId}`)).body.status === 'completed');

@@ -39,7 +39,8 @@ export class Api {
     return { status: res.status, body: parsed as T, headers: res.headers };
   }
 
-  get = <T = any>(path: string, headers?: Record<string, string>) => this.request<T>('GET', path, { headers });
+  get = <T = any>(path: string, headers?: Record<string, string>) =>
+    this.request<T>('GET', path, { headers });
   post = <T = any>(path: string, body?: unknown, headers?: Record<string, string>) =>
     this.request<T>('POST', path, { body, headers });
   patch = <T = any>(path: string, body?: unknown) => this.request<T>('PATCH', path, { body });
@@ -47,8 +48,21 @@ export class Api {
 }
 
 /** Creates a tenant through the admin API and returns a client holding its first key. */
-export async function newTenant(baseUrl: string, adminToken: string, name = 'tenant'): Promise<{ api: Api; tenantId: string; keyId: string }> {
-  const res = await new Api(baseUrl).post('/v1/admin/tenants', { name }, { authorization: `Bearer ${adminToken}` });
-  if (res.status !== 201) throw new Error(`tenant creation failed: ${res.status} ${JSON.stringify(res.body)}`);
-  return { api: new Api(baseUrl, res.body.apiKey.key), tenantId: res.body.tenant.id, keyId: res.body.apiKey.id };
+export async function newTenant(
+  baseUrl: string,
+  adminToken: string,
+  name = 'tenant',
+): Promise<{ api: Api; tenantId: string; keyId: string }> {
+  const res = await new Api(baseUrl).post(
+    '/v1/admin/tenants',
+    { name },
+    { authorization: `Bearer ${adminToken}` },
+  );
+  if (res.status !== 201)
+    throw new Error(`tenant creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return {
+    api: new Api(baseUrl, res.body.apiKey.key),
+    tenantId: res.body.tenant.id,
+    keyId: res.body.apiKey.id,
+  };
 }

@@ -15,7 +15,9 @@ export interface Running {
   close(): Promise<void>;
 }
 
-export async function startGateway(config: Config): Promise<Running & { url: string; app: NestFastifyApplication }> {
+export async function startGateway(
+  config: Config,
+): Promise<Running & { url: string; app: NestFastifyApplication }> {
   const app = await createGateway(config);
   app.useLogger(false);
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -24,7 +26,9 @@ export async function startGateway(config: Config): Promise<Running & { url: str
   return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }
 
-async function context(module: Parameters<typeof NestFactory.createApplicationContext>[0]): Promise<Running & { app: INestApplicationContext }> {
+async function context(
+  module: Parameters<typeof NestFactory.createApplicationContext>[0],
+): Promise<Running & { app: INestApplicationContext }> {
   const app = await NestFactory.createApplicationContext(module, { logger: false });
   await app.init();
   return { app, close: () => app.close() };

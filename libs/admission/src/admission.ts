@@ -153,7 +153,7 @@ export class Admission {
           position: 0,
           role: 'user',
           kind: input.kind,
-          origin: input.origin as Prisma.InputJsonValue,
+          origin: input.origin,
           trust,
           authorityClass,
           priority,
@@ -176,7 +176,7 @@ export class Admission {
           inputMessageId: messageId,
           status: 'queued',
           priority,
-          traceContext: traceContext as Prisma.InputJsonValue,
+          traceContext: traceContext,
         },
       });
       await appendEvents(tx, {

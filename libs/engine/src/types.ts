@@ -35,7 +35,8 @@ export interface ProviderAttempt {
   attempt: number;
   startedAt: string;
   durationMs: number;
-  outcome: 'ok' | string;
+  /** 'ok', or the ProviderError kind of the failure. */
+  outcome: string;
   status?: number;
   message?: string;
   backoffMs?: number;

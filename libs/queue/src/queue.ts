@@ -42,7 +42,7 @@ export async function publish<S extends z.ZodType>(
       attributes: { 'messaging.system': 'bullmq', 'messaging.destination.name': def.queue },
     },
     async (span) => {
-      const payload = def.schema.parse({ ...data, trace: currentTraceCarrier() }) as z.infer<S>;
+      const payload = def.schema.parse({ ...data, trace: currentTraceCarrier() });
       const opts = jobOptions(def, payload, extra);
       span.setAttribute('messaging.message.id', String(opts.jobId));
       return queue.add(def.queue, payload, opts);

@@ -166,7 +166,7 @@ describe('docker-compose.yml', () => {
     });
 
     it('rejects a service whose ports is not a list', () => {
-      const broken = structuredClone(compose) as ComposeFile;
+      const broken = structuredClone<ComposeFile>(compose);
       (broken.services.gateway as Dict).ports = 'not-a-list';
       expect(validate(broken)).toBe(false);
       expect(errorsOf(validate)).toContain('/services/gateway/ports must be array');
@@ -177,13 +177,13 @@ describe('docker-compose.yml', () => {
       expect(validate(broken)).toBe(false);
       expect(validate.errors?.some((e) => e.keyword === 'additionalProperties')).toBe(true);
 
-      const badService = structuredClone(compose) as ComposeFile;
+      const badService = structuredClone<ComposeFile>(compose);
       (badService.services.redis as Dict).restart_policy = 'always';
       expect(validate(badService)).toBe(false);
     });
 
     it('rejects malformed values the schema only catches through its formats', () => {
-      const badDuration = structuredClone(compose) as ComposeFile;
+      const badDuration = structuredClone<ComposeFile>(compose);
       badDuration.services.postgres.healthcheck = {
         ...badDuration.services.postgres.healthcheck,
         interval: 'soon',
@@ -191,11 +191,11 @@ describe('docker-compose.yml', () => {
       expect(validate(badDuration)).toBe(false);
       expect(errorsOf(validate).join('\n')).toMatch(/healthcheck\/interval must match format "duration"/);
 
-      const badPort = structuredClone(compose) as ComposeFile;
+      const badPort = structuredClone<ComposeFile>(compose);
       badPort.services.gateway.ports = ['three-thousand'];
       expect(validate(badPort)).toBe(false);
 
-      const badCondition = structuredClone(compose) as ComposeFile;
+      const badCondition = structuredClone<ComposeFile>(compose);
       badCondition.services.gateway.depends_on = { postgres: { condition: 'service_ready' } };
       expect(validate(badCondition)).toBe(false);
     });

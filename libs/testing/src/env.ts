@@ -67,7 +67,12 @@ export async function createTestEnv(): Promise<TestEnv> {
     queuePrefix,
     db,
     config: (overrides = {}) => loadConfig({ ...baseEnv, ...overrides }),
-    processEnv: (overrides = {}) => ({ PATH: process.env.PATH, HOME: process.env.HOME, ...baseEnv, ...overrides }),
+    processEnv: (overrides = {}) => ({
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ...baseEnv,
+      ...overrides,
+    }),
     async cleanup() {
       await db.$disconnect().catch(() => undefined);
       const redis = new IORedis(redisUrl);

@@ -225,7 +225,7 @@ export const crossRealmSafeFetch: typeof fetch = async (input, init) => {
 function adoptForeignError(err: unknown): unknown {
   if (err instanceof Error || typeof err !== 'object' || err === null) return err;
   const name = 'name' in err && typeof err.name === 'string' ? err.name : 'Error';
-  const message = 'message' in err && typeof err.message === 'string' ? err.message : String(err);
+  const message = 'message' in err && typeof err.message === 'string' ? err.message : JSON.stringify(err);
   const adopted = new Error(message, { cause: err });
   adopted.name = name;
   return adopted;

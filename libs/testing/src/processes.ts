@@ -19,11 +19,15 @@ export async function spawnApp(
   env: NodeJS.ProcessEnv,
   options: { readyPattern?: RegExp; timeoutMs?: number } = {},
 ): Promise<AppProcess> {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')], {
-    cwd: ROOT,
-    env: { ...env, LOG_LEVEL: env.LOG_LEVEL === 'warn' ? 'info' : env.LOG_LEVEL },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')],
+    {
+      cwd: ROOT,
+      env: { ...env, LOG_LEVEL: env.LOG_LEVEL === 'warn' ? 'info' : env.LOG_LEVEL },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   const ready = options.readyPattern ?? /worker started|Nest application successfully started/;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -9,7 +9,9 @@ export const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/postgr
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** The admin database URL tests create their databases from. */
-export const adminDatabaseUrl = () => process.env.SB_TEST_ADMIN_DATABASE_URL ?? withDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, 'postgres');
+export const adminDatabaseUrl = () =>
+  process.env.SB_TEST_ADMIN_DATABASE_URL ??
+  withDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, 'postgres');
 export const testRedisUrl = () => process.env.SB_TEST_REDIS_URL ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
 
 export function withDatabase(url: string, database: string): string {
@@ -44,7 +46,12 @@ export async function postgresAnswers(url: string): Promise<boolean> {
 }
 
 export async function redisAnswers(url: string): Promise<boolean> {
-  const redis = new IORedis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = new IORedis(url, {
+    lazyConnect: true,
+    connectTimeout: 2000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   try {
     await redis.connect();
     return (await redis.ping()) === 'PONG';

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Qu
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { AppError, newId, notFound, type CreateAgentRequest } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import { Prisma, type Db } from '@switchboard/database';
+import type { Db } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
@@ -33,7 +33,7 @@ export class AgentsController {
   @Post()
   @HttpCode(201)
   async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto) {
-    const b = body as CreateAgentRequest;
+    const b = body;
     this.checkTools(b.tools);
     const row = await this.db.agent.create({
       data: {
@@ -47,7 +47,7 @@ export class AgentsController {
         fallbackModels: b.fallbackModels ?? [],
         tools: b.tools ?? this.tools.names(),
         allowedSubagents: b.allowedSubagents ?? [],
-        budgets: (b.budgets ?? {}) as Prisma.InputJsonValue,
+        budgets: b.budgets ?? {},
       },
     });
     return presentAgent(row);
@@ -89,7 +89,7 @@ export class AgentsController {
     this.checkTools(b.tools);
     const row = await this.db.agent.update({
       where: { id: agent.id },
-      data: { ...b, ...(b.budgets ? { budgets: b.budgets as Prisma.InputJsonValue } : {}) },
+      data: { ...b, ...(b.budgets ? { budgets: b.budgets } : {}) },
     });
     return presentAgent(row);
   }

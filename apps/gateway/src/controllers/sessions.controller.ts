@@ -1,15 +1,7 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { Admission } from '@switchboard/admission';
-import {
-  AppError,
-  IdempotencyKey,
-  isUuid,
-  newId,
-  notFound,
-  type AdmitMessageRequest,
-  type MessageBody,
-} from '@switchboard/contracts';
+import { AppError, IdempotencyKey, isUuid, newId, notFound, type MessageBody } from '@switchboard/contracts';
 import { Prisma, type Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
 import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from '../http/dto';
@@ -130,7 +122,7 @@ export class SessionsController {
     if (idempotencyKey !== undefined && !IdempotencyKey.safeParse(idempotencyKey).success) {
       throw new AppError('bad_request', 'Idempotency-Key must be 1 to 200 characters');
     }
-    const b = body as AdmitMessageRequest;
+    const b = body;
     const text = typeof b.content === 'string' ? b.content : b.content.map((c) => c.text).join('\n\n');
     const messageBody: MessageBody = { type: 'text', text };
     const admitted = await this.admission.admit({

@@ -1,0 +1,38 @@
+# Shared by scripts/test.sh and scripts/demo.sh.
+export PRISMA_QUERY_ENGINE_LIBRARY="${PRISMA_QUERY_ENGINE_LIBRARY:-/dev/null}"
+export CHECKPOINT_DISABLE=1
+export NX_DAEMON=false
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# npm ci cannot be used: the lockfile lacks other platforms' optional binaries
+# (@swc/core-*, nx-*), which this registry does not serve. npm install honours the
+# lockfile for everything it has and is a no-op when node_modules is current.
+ensure_deps() {
+  if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    step "install dependencies"
+    npm install --no-audit --no-fund --loglevel=error
+  fi
+}
+
+generate_client() {
+  step "generate the Prisma client"
+  npx --no-install prisma generate >/dev/null
+}
+
+# The services these machines run; started when they are installed but stopped.
+ensure_services() {
+  if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+    if command -v pg_ctlcluster >/dev/null; then
+      step "start PostgreSQL"
+      pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+    fi
+  fi
+  if command -v redis-cli >/dev/null && ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+    if command -v redis-server >/dev/null; then
+      step "start Redis"
+      redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+        --dir /tmp --logfile /tmp/redis-switchboard.log || true
+    fi
+  fi
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The one command that runs every check: install, generate, migrate-able template,
+# lint, format, typecheck, then unit, integration and e2e tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_deps
+ensure_services
+generate_client
+
+step "lint (type-aware ESLint)"
+npx --no-install eslint --max-warnings 0 .
+step "format (Prettier)"
+npx --no-install prettier --check .
+step "typecheck (tsc)"
+npx --no-install tsc -p tsconfig.json
+step "tests (unit, integration, e2e)"
+npx --no-install jest --ci "$@"
