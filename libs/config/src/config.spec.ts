@@ -1,0 +1,140 @@
+import { ConfigError, loadConfig } from './config';
+
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('expected loadConfig to throw a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    expect(loadConfig({})).toEqual({
+      NODE_ENV: 'development',
+      DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/switchboard',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      QUEUE_PREFIX: 'sb',
+      PORT: 3000,
+      HOST: '0.0.0.0',
+      LOG_LEVEL: 'info',
+      BODY_LIMIT_BYTES: 1_048_576,
+      DEFAULT_MODEL: 'scripted/demo',
+      HARNESS_CONCURRENCY: 32,
+      HOOKS_CONCURRENCY: 16,
+      TRIAGE_CONCURRENCY: 16,
+      SESSION_LEASE_MS: 30_000,
+      QUEUE_LOCK_MS: 30_000,
+      QUEUE_STALLED_INTERVAL_MS: 30_000,
+      RECONCILE_INTERVAL_MS: 60_000,
+      METRICS_PORT: 0,
+      SHUTDOWN_GRACE_MS: 25_000,
+      OTEL_SDK_DISABLED: false,
+    });
+  });
+
+  it('parses the values it is given, coercing numbers', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://u:p@db:5432/sb',
+      REDIS_URL: 'rediss://cache:6380',
+      PORT: '8080',
+      ADMIN_TOKEN: 'x'.repeat(16),
+      LOG_LEVEL: 'debug',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: 'http://localhost:11434/v1',
+      DEFAULT_MODEL: 'openai-chat/llama3',
+      HARNESS_CONCURRENCY: '4',
+      METRICS_PORT: '9464',
+    });
+    expect(config).toMatchObject({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://u:p@db:5432/sb',
+      REDIS_URL: 'rediss://cache:6380',
+      PORT: 8080,
+      ADMIN_TOKEN: 'xxxxxxxxxxxxxxxx',
+      LOG_LEVEL: 'debug',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: 'http://localhost:11434/v1',
+      DEFAULT_MODEL: 'openai-chat/llama3',
+      HARNESS_CONCURRENCY: 4,
+      METRICS_PORT: 9464,
+    });
+  });
+
+  it('treats empty strings as unset', () => {
+    const config = loadConfig({
+      PORT: '',
+      DATABASE_URL: '',
+      ADMIN_TOKEN: '',
+      OPENAI_BASE_URL: '',
+      NODE_ENV: '',
+    });
+    expect(config.PORT).toBe(3000);
+    expect(config.DATABASE_URL).toBe('postgresql://postgres@127.0.0.1:5432/switchboard');
+    expect(config.NODE_ENV).toBe('development');
+    expect(config).not.toHaveProperty('ADMIN_TOKEN');
+    expect(config).not.toHaveProperty('OPENAI_BASE_URL');
+  });
+
+  it('ignores unrelated environment variables', () => {
+    const config = loadConfig({ PATH: '/usr/bin', HOME: '/root' });
+    expect(config).not.toHaveProperty('PATH');
+    expect(config).not.toHaveProperty('HOME');
+  });
+
+  it.each([
+    ['true', true],
+    ['false', false],
+  ])('reads OTEL_SDK_DISABLED=%s as %p', (raw, expected) => {
+    expect(loadConfig({ OTEL_SDK_DISABLED: raw }).OTEL_SDK_DISABLED).toBe(expected);
+  });
+
+  it.each(['1', 'yes', 'TRUE'])('rejects OTEL_SDK_DISABLED=%s', (raw) => {
+    expect(configError({ OTEL_SDK_DISABLED: raw }).issues.map((i) => i.variable)).toEqual([
+      'OTEL_SDK_DISABLED',
+    ]);
+  });
+
+  it.each([
+    ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_URL', 'not a url'],
+    ['REDIS_URL', 'http://cache:6379'],
+    ['OPENAI_BASE_URL', 'ftp://example.com'],
+    ['ANTHROPIC_BASE_URL', 'localhost:8080'],
+    ['PORT', 'abc'],
+    ['PORT', '0'],
+    ['PORT', '80.5'],
+    ['ADMIN_TOKEN', 'short'],
+    ['NODE_ENV', 'staging'],
+    ['LOG_LEVEL', 'verbose'],
+    ['BODY_LIMIT_BYTES', '512'],
+    ['SESSION_LEASE_MS', '100'],
+    ['HARNESS_CONCURRENCY', '0'],
+    ['METRICS_PORT', '-1'],
+    ['DEFAULT_MODEL', 'gpt-4o'],
+  ])('rejects %s=%p with a ConfigError naming the variable', (variable, value) => {
+    const err = configError({ [variable]: value });
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.name).toBe('ConfigError');
+    expect(err.issues.map((i) => i.variable)).toEqual([variable]);
+    expect(err.message).toContain(`${variable}: `);
+  });
+
+  it('explains what is wrong', () => {
+    expect(configError({ DATABASE_URL: 'mysql://x' }).message).toContain(
+      'DATABASE_URL: must be a URL with scheme postgres: or postgresql:',
+    );
+    expect(configError({ ADMIN_TOKEN: 'short' }).message).toContain(
+      'ADMIN_TOKEN: must be at least 16 characters',
+    );
+  });
+
+  it('reports every invalid variable at once', () => {
+    const err = configError({ PORT: 'abc', REDIS_URL: 'nope', ADMIN_TOKEN: 'short' });
+    expect(err.issues.map((i) => i.variable).sort()).toEqual(['ADMIN_TOKEN', 'PORT', 'REDIS_URL']);
+    expect(err.message).toMatch(/^Invalid configuration:\n/);
+  });
+});
