@@ -1,0 +1,114 @@
+import { context, propagation, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
+import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
+import { newTenant, type Api } from '../support/api';
+import { startStack } from '../support/stack';
+
+/**
+ * One trace covers admit → queue → turn (a span per provider call and per tool
+ * call) → post-turn hook, carried across BullMQ in job data.
+ */
+describe('tracing', () => {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  let env: TestEnv;
+  let stack: Awaited<ReturnType<typeof startStack>>;
+  let api: Api;
+
+  beforeAll(async () => {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    trace.setGlobalTracerProvider(provider);
+    env = await createTestEnv();
+    stack = await startStack(env.config());
+    ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789'));
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+    await env?.cleanup();
+    await provider.shutdown();
+    trace.disable();
+    context.disable();
+    propagation.disable();
+  });
+
+  it('puts every hop of a message in one trace with the right parents', async () => {
+    const agent = await api.post('/v1/agents', { name: 'traced' });
+    const session = await api.post('/v1/sessions', { agentId: agent.body.id });
+    exporter.reset();
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'trace me please' });
+    const turnId = admitted.body.turnId as string;
+
+    const spans = await waitFor(
+      () => {
+        const all = exporter.getFinishedSpans();
+        return all.some((s) => s.name === 'post-turn process') ? all : undefined;
+      },
+      { what: 'the post-turn hook span' },
+    );
+
+    const byName = (name: string) => spans.filter((s) => s.name === name);
+    const one = (name: string): ReadableSpan => {
+      const found = byName(name);
+      expect(found.map((s) => s.name)).toEqual([name]);
+      return found[0];
+    };
+    const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
+    const id = (s: ReadableSpan) => s.spanContext().spanId;
+
+    const admit = one('admit message');
+    const publishTurn = one('turns publish');
+    const consumeTurn = one('turns process');
+    const turn = one('turn');
+    const chats = byName('chat demo');
+    const tool = one('execute_tool word_count');
+    const publishHook = one('post-turn publish');
+    const consumeHook = one('post-turn process');
+
+    const traceId = admit.spanContext().traceId;
+    const inTrace = spans.filter((s) => s.spanContext().traceId === traceId);
+    expect(inTrace.map((s) => s.name).sort()).toEqual(
+      [
+        'admit message',
+        'turns publish',
+        'turns process',
+        'turn',
+        'chat demo',
+        'chat demo',
+        'execute_tool word_count',
+        'post-turn publish',
+        'post-turn process',
+      ].sort(),
+    );
+
+    expect(parentOf(publishTurn)).toBe(id(admit));
+    expect(parentOf(consumeTurn)).toBe(id(publishTurn));
+    expect(parentOf(turn)).toBe(id(consumeTurn));
+    expect(chats).toHaveLength(2);
+    for (const c of chats) {
+      expect(parentOf(c)).toBe(id(turn));
+      expect(c.attributes['gen_ai.operation.name']).toBe('chat');
+      expect(c.attributes['gen_ai.request.model']).toBe('demo');
+    }
+    expect(parentOf(tool)).toBe(id(turn));
+    expect(tool.attributes['gen_ai.tool.name']).toBe('word_count');
+    expect(parentOf(publishHook)).toBe(id(turn));
+    expect(parentOf(consumeHook)).toBe(id(publishHook));
+    expect(turn.attributes['switchboard.turn.id']).toBe(turnId);
+    expect(consumeTurn.attributes['messaging.message.id']).toBe(turnId);
+
+    // The tool ran between the two model rounds.
+    const [firstChat, secondChat] = [...chats].sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+    const t = (hr: [number, number]) => hr[0] * 1e9 + hr[1];
+    expect(t(tool.startTime)).toBeGreaterThanOrEqual(t(firstChat.endTime));
+    expect(t(secondChat.startTime)).toBeGreaterThanOrEqual(t(tool.endTime));
+  });
+});
