@@ -56,6 +56,7 @@ export class Admission {
     private readonly db: Db,
     private readonly turnsQueue: Queue,
     private readonly logger: Logger,
+    private readonly options: { enqueueTimeoutMs?: number } = {},
   ) {}
 
   async admit(input: AdmitInput): Promise<Admitted> {
@@ -79,12 +80,15 @@ export class Admission {
         }
         span.setAttribute('switchboard.turn.id', admitted.turnId);
         try {
-          await publish(
+          const enqueued = publish(
             this.turnsQueue,
             Jobs.turn,
             { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
             { priority: PRIORITY_RANK[input.priority ?? 'normal'] },
           );
+          // A Redis that is down would hold the caller forever; the admission already stands in Postgres.
+          enqueued.catch(() => undefined);
+          await withTimeout(enqueued, this.options.enqueueTimeoutMs ?? 2000);
         } catch (err) {
           this.logger.error(
             { err, turnId: admitted.turnId },
@@ -199,4 +203,14 @@ export class Admission {
       return { messageId, turnId, status: 'queued', replayed: false, traceContext };
     });
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`enqueue timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -239,7 +239,7 @@ function harness(
   const sleeps: number[] = [];
   const engine = new TurnEngine({
     providers: new ProviderRegistry({}, [provider, ...providers]),
-    tools: new ToolRegistry([wordCount as ToolDefinition, ...TEST_TOOLS, ...extraTools]),
+    tools: new ToolRegistry([wordCount, ...TEST_TOOLS, ...extraTools]),
     sleep: async (ms) => {
       sleeps.push(ms);
     },
@@ -480,10 +480,11 @@ describe('TurnEngine recoverable tool failures', () => {
       sideEffect: 'read_only',
       timeoutMs: 1_000,
       needsApproval: false,
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the point of the test
       execute: () => Promise.reject(undefined),
     });
     const h = harness([callTools([call('u', 'throws_undefined')]), reply('ok')], {
-      extraTools: [throwsUndefined as ToolDefinition],
+      extraTools: [throwsUndefined],
     });
     const outcome = await h.run({ tools: ['throws_undefined'] });
 
@@ -507,7 +508,7 @@ describe('TurnEngine recoverable tool failures', () => {
         execute: async () => ({ n: BigInt(1) }),
       });
       const h = harness([callTools([call('b', 'bigint')]), reply('ok')], {
-        extraTools: [bigint as ToolDefinition],
+        extraTools: [bigint],
       });
       const outcome = await h.run({ tools: ['bigint'] });
 
@@ -602,7 +603,7 @@ describe('TurnEngine cancellation', () => {
       },
     });
     const h = harness([callTools([call('a', 'abort_now'), call('b', 'ping')], 'working'), reply('never')], {
-      extraTools: [abortNow as ToolDefinition],
+      extraTools: [abortNow],
     });
     const outcome = await h.run({ tools: ['abort_now', 'ping'] }, controller.signal);
 
@@ -915,7 +916,7 @@ describe('TurnEngine events', () => {
     const provider = new FakeProvider([callTools([call('p', 'probe')]), reply('ok')]);
     const engine = new TurnEngine({
       providers: new ProviderRegistry({}, [provider]),
-      tools: new ToolRegistry([probe as ToolDefinition]),
+      tools: new ToolRegistry([probe]),
       sleep: async () => undefined,
     });
     await engine.run(turnInput({ tools: ['probe'] }), tracked, new AbortController().signal);

@@ -112,7 +112,7 @@ describe('ToolRegistry', () => {
 
 describe('toolSpec', () => {
   it('emits name, description and a JSON schema without $schema', () => {
-    const spec = toolSpec(wordCount as ToolDefinition);
+    const spec = toolSpec(wordCount);
     expect(spec.name).toBe('word_count');
     expect(spec.description).toBe('Counts the words and characters of a text.');
     expect(spec.parameters).not.toHaveProperty('$schema');

@@ -191,7 +191,7 @@ describe('toChatMessage', () => {
       kind: 'internal_followup',
       authorityClass: 'runtime_instruction',
       body: { type: 'text', text: 'counting' },
-      toolCalls,
+      toolCalls: toolCalls as unknown as Message['toolCalls'],
     });
     expect(toChatMessage(m)).toEqual({ role: 'assistant', content: 'counting', toolCalls });
   });
