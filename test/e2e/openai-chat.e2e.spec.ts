@@ -41,7 +41,9 @@ describe('the message path through the openai SDK', () => {
       tools: ['word_count'],
     });
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
-    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'how many words?' });
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, {
+      content: 'how many words?',
+    });
 
     const turn = await waitFor(async () => {
       const r = await api.get(`/v1/turns/${admitted.body.turnId}`);
@@ -50,7 +52,11 @@ describe('the message path through the openai SDK', () => {
     expect(turn.status).toBe('completed');
     expect(turn.finalText).toBe('There are three words.');
     expect(turn.toolCalls).toEqual([
-      expect.objectContaining({ callId: 'call_abc', name: 'word_count', result: { words: 3, characters: 16 } }),
+      expect.objectContaining({
+        callId: 'call_abc',
+        name: 'word_count',
+        result: { words: 3, characters: 16 },
+      }),
     ]);
     expect(turn.usage).toEqual({ inputTokens: 280, outputTokens: 23, cachedTokens: 20 });
 
@@ -58,20 +64,34 @@ describe('the message path through the openai SDK', () => {
     const [first, second] = llm.requests.filter((r) => r.endpoint === 'openai.chat.completions');
     expect(first.stream).toBe(true);
     expect(first.headers.authorization).toBe('Bearer sk-test');
-    const body1 = first.body as { model: string; messages: { role: string; content: string }[]; tools: unknown[] };
+    const body1 = first.body as {
+      model: string;
+      messages: { role: string; content: string }[];
+      tools: unknown[];
+    };
     expect(body1.model).toBe('gpt-4o-mini');
     expect(body1.messages.map((m) => m.role)).toEqual(['system', 'user']);
     expect(body1.messages[0].content).toContain('Use tools.');
     expect(body1.tools).toEqual([
-      expect.objectContaining({ type: 'function', function: expect.objectContaining({ name: 'word_count' }) }),
+      expect.objectContaining({
+        type: 'function',
+        function: expect.objectContaining({ name: 'word_count' }),
+      }),
     ]);
     const body2 = second.body as { messages: Record<string, unknown>[] };
     expect(body2.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
     expect(body2.messages[2].tool_calls).toEqual([
-      { id: 'call_abc', type: 'function', function: { name: 'word_count', arguments: '{"text":"alpha beta gamma"}' } },
+      {
+        id: 'call_abc',
+        type: 'function',
+        function: { name: 'word_count', arguments: '{"text":"alpha beta gamma"}' },
+      },
     ]);
     expect(body2.messages[3]).toMatchObject({ role: 'tool', tool_call_id: 'call_abc' });
-    expect(JSON.parse(body2.messages[3].content as string)).toEqual({ ok: true, result: { words: 3, characters: 16 } });
+    expect(JSON.parse(body2.messages[3].content as string)).toEqual({
+      ok: true,
+      result: { words: 3, characters: 16 },
+    });
 
     // The ledger: the rate table for the first round, the provider-reported amount for the second.
     const ledger = await env.db.ledgerEntry.findMany({ where: { turnId: turn.id }, orderBy: { key: 'asc' } });
@@ -94,7 +114,11 @@ describe('the message path through the openai SDK', () => {
       return ['completed', 'failed'].includes(r.body.status) ? r.body : undefined;
     });
     expect(turn.status).toBe('failed');
-    expect(turn.failure).toMatchObject({ kind: 'provider_error', category: 'auth', brief: expect.any(String) });
+    expect(turn.failure).toMatchObject({
+      kind: 'provider_error',
+      category: 'auth',
+      brief: expect.any(String),
+    });
     // 401 is never retried.
     expect(turn.attempts).toEqual([expect.objectContaining({ outcome: 'auth', status: 401, attempt: 1 })]);
     const events = await api.get(`/v1/sessions/${session.body.id}/events`);

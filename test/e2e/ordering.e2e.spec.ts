@@ -20,7 +20,12 @@ describe('per-session ordering with several harness worker processes', () => {
     gateway = await startGateway(env.config());
     ({ api } = await newTenant(gateway.url, 'test-admin-token-0123456789'));
     const processEnv = env.processEnv({ SCRIPTED_FIXTURES_DIR: FIXTURES, HARNESS_CONCURRENCY: '8' });
-    workers.push(...(await Promise.all([spawnApp('harness-worker', processEnv), spawnApp('harness-worker', processEnv)])));
+    workers.push(
+      ...(await Promise.all([
+        spawnApp('harness-worker', processEnv),
+        spawnApp('harness-worker', processEnv),
+      ])),
+    );
   });
 
   afterAll(async () => {
@@ -32,7 +37,9 @@ describe('per-session ordering with several harness worker processes', () => {
   it('runs one turn per session at a time, in admission order', async () => {
     const agent = await api.post('/v1/agents', { name: 'paced', model: 'scripted/paced' });
     const sessions = await Promise.all(
-      [0, 1, 2, 3].map(async () => (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id as string),
+      [0, 1, 2, 3].map(
+        async () => (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id as string,
+      ),
     );
     // Concurrent admissions, within and across sessions: the admission order is the commit order (seq).
     await Promise.all(
@@ -52,7 +59,10 @@ describe('per-session ordering with several harness worker processes', () => {
     const spans: { start: number; end: number }[] = [];
     for (const s of sessions) {
       const turns = await env.db.turn.findMany({ where: { sessionId: s }, orderBy: { seq: 'asc' } });
-      const inputs = await env.db.message.findMany({ where: { sessionId: s, role: 'user' }, orderBy: { turnSeq: 'asc' } });
+      const inputs = await env.db.message.findMany({
+        where: { sessionId: s, role: 'user' },
+        orderBy: { turnSeq: 'asc' },
+      });
       expect(turns.map((t) => t.seq)).toEqual([1, 2, 3, 4, 5]);
       for (let i = 1; i < turns.length; i++) {
         // Never overlapping, and in seq order.
@@ -62,10 +72,15 @@ describe('per-session ordering with several harness worker processes', () => {
       turns.forEach((t, i) => expect(t.finalText).toBe(`done: ${(inputs[i].body as { text: string }).text}`));
       // Every turn ran exactly once.
       expect(turns.every((t) => t.runCount === 1)).toBe(true);
-      spans.push({ start: turns[0].startedAt!.getTime(), end: turns[turns.length - 1].completedAt!.getTime() });
+      spans.push({
+        start: turns[0].startedAt!.getTime(),
+        end: turns[turns.length - 1].completedAt!.getTime(),
+      });
     }
     // Sessions did run in parallel: some two sessions' busy periods overlap.
-    const overlapping = spans.some((a, i) => spans.some((b, j) => i !== j && a.start < b.end && b.start < a.end));
+    const overlapping = spans.some((a, i) =>
+      spans.some((b, j) => i !== j && a.start < b.end && b.start < a.end),
+    );
     expect(overlapping).toBe(true);
   });
 });

@@ -44,12 +44,19 @@ describe('Redis loses every job', () => {
     redis.disconnect();
 
     // A harness worker starts; its reconciler finds the turns in Postgres.
-    running.push(await startHarness(env.config({ RECONCILE_INTERVAL_MS: '500' })), await startHooks(env.config()));
+    running.push(
+      await startHarness(env.config({ RECONCILE_INTERVAL_MS: '500' })),
+      await startHooks(env.config()),
+    );
     await waitFor(
-      async () => (await env.db.turn.count({ where: { sessionId: session.body.id, status: 'completed' } })) === 3,
+      async () =>
+        (await env.db.turn.count({ where: { sessionId: session.body.id, status: 'completed' } })) === 3,
       { what: 'the three turns completed', timeoutMs: 20_000 },
     );
-    const turns = await env.db.turn.findMany({ where: { sessionId: session.body.id }, orderBy: { seq: 'asc' } });
+    const turns = await env.db.turn.findMany({
+      where: { sessionId: session.body.id },
+      orderBy: { seq: 'asc' },
+    });
     expect(turns.map((t) => t.finalText)).toEqual(['You said: one', 'You said: two', 'You said: three']);
   });
 

@@ -50,7 +50,10 @@ describe('a harness worker killed mid-turn', () => {
 
     // The tool round is committed; the worker is now waiting on the model's second round.
     await waitFor(
-      () => env.db.event.findFirst({ where: { turnId: t1, type: 'tool_call_completed' } }).then((e) => e ?? undefined),
+      () =>
+        env.db.event
+          .findFirst({ where: { turnId: t1, type: 'tool_call_completed' } })
+          .then((e) => e ?? undefined),
       { what: 'first tool call completed', timeoutMs: 30_000 },
     );
     expect((await turn(t1)).status).toBe('running');
@@ -63,10 +66,10 @@ describe('a harness worker killed mid-turn', () => {
 
     await harness();
     const ids = [t1, m2.body.turnId as string, m3.body.turnId as string];
-    await waitFor(
-      async () => (await Promise.all(ids.map(turn))).every((t) => t.status === 'completed'),
-      { what: 'all turns completed after restart', timeoutMs: 60_000 },
-    );
+    await waitFor(async () => (await Promise.all(ids.map(turn))).every((t) => t.status === 'completed'), {
+      what: 'all turns completed after restart',
+      timeoutMs: 60_000,
+    });
 
     const first = await turn(t1);
     expect(first.runCount).toBe(2);
@@ -87,7 +90,9 @@ describe('a harness worker killed mid-turn', () => {
       [2, 2, 'tool'],
       [2, 3, 'assistant'],
     ]);
-    expect(new Set(transcript.map((m) => m.body && JSON.stringify(m.body) + m.turnSeq)).size).toBe(transcript.length);
+    expect(new Set(transcript.map((m) => m.body && JSON.stringify(m.body) + m.turnSeq)).size).toBe(
+      transcript.length,
+    );
 
     // The tool ran once; the model's rounds were booked once each.
     expect(await env.db.toolCall.count({ where: { turnId: t1 } })).toBe(1);
@@ -96,7 +101,10 @@ describe('a harness worker killed mid-turn', () => {
       `${t1}:round:0`,
       `${t1}:round:1`,
     ]);
-    const started = await env.db.event.findMany({ where: { turnId: t1, type: 'turn_started' }, orderBy: { seq: 'asc' } });
+    const started = await env.db.event.findMany({
+      where: { turnId: t1, type: 'turn_started' },
+      orderBy: { seq: 'asc' },
+    });
     expect(started.map((e) => (e.data as { resumed: boolean }).resumed)).toEqual([false, true]);
 
     // The second message of the session ran only after the first finished.

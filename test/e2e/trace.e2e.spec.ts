@@ -44,7 +44,9 @@ describe('tracing', () => {
     const agent = await api.post('/v1/agents', { name: 'traced' });
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
     exporter.reset();
-    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'trace me please' });
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, {
+      content: 'trace me please',
+    });
     const turnId = admitted.body.turnId as string;
 
     const spans = await waitFor(
@@ -106,7 +108,9 @@ describe('tracing', () => {
     expect(consumeTurn.attributes['messaging.message.id']).toBe(turnId);
 
     // The tool ran between the two model rounds.
-    const [firstChat, secondChat] = [...chats].sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+    const [firstChat, secondChat] = [...chats].sort(
+      (a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1],
+    );
     const t = (hr: [number, number]) => hr[0] * 1e9 + hr[1];
     expect(t(tool.startTime)).toBeGreaterThanOrEqual(t(firstChat.endTime));
     expect(t(secondChat.startTime)).toBeGreaterThanOrEqual(t(tool.endTime));

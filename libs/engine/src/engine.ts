@@ -48,6 +48,8 @@ export class TurnEngine {
     const prefix: ChatMessage[] = [{ role: 'system', content: input.systemPrompt }, ...input.history];
     let iterations = turn.filter((m) => m.role === 'assistant').length;
     let toolCalls = turn.filter((m) => m.role === 'tool').length;
+    let spentUsd = input.spentUsd ?? 0;
+    const startedAt = input.startedAt ?? Date.now();
     const toolSpecs = this.options.tools.specsFor(input.tools);
     const outcome = (o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome => ({
       ...o,
@@ -82,6 +84,12 @@ export class TurnEngine {
       if (toolCalls >= input.budget.maxToolCalls) {
         return outcome({ status: 'completed', stopReason: 'max_tool_calls', finalText: lastText(turn) });
       }
+      if (input.budget.maxUsd !== undefined && spentUsd >= input.budget.maxUsd) {
+        return outcome({ status: 'completed', stopReason: 'max_usd', finalText: lastText(turn) });
+      }
+      if (input.budget.deadlineMs !== undefined && Date.now() - startedAt >= input.budget.deadlineMs) {
+        return outcome({ status: 'completed', stopReason: 'deadline', finalText: lastText(turn) });
+      }
 
       const round = await this.callModel(input, iterations, [...prefix, ...turn], toolSpecs, cp, signal);
       if ('failure' in round) {
@@ -95,6 +103,7 @@ export class TurnEngine {
         });
       }
       turn.push({ role: 'assistant', content: round.response.text, toolCalls: round.response.toolCalls });
+      spentUsd += round.costUsd;
       iterations++;
     }
   }
@@ -107,7 +116,7 @@ export class TurnEngine {
     tools: ReturnType<ToolRegistry['specsFor']>,
     cp: TurnCheckpoints,
     signal: AbortSignal,
-  ): Promise<{ response: ModelResponse } | { failure: FailureArtifact }> {
+  ): Promise<{ response: ModelResponse; costUsd: number } | { failure: FailureArtifact }> {
     const attempts: ProviderAttempt[] = [];
     const models = [input.model, ...input.fallbackModels];
     let lastError: ProviderError | undefined;
@@ -182,7 +191,7 @@ export class TurnEngine {
             toolCalls: response.toolCalls.length,
             attempts,
           });
-          return { response };
+          return { response, costUsd: cost.usd };
         } catch (err) {
           const pe = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
           lastError = pe;
@@ -204,6 +213,7 @@ export class TurnEngine {
           const backoff = Math.min(this.maxBackoffMs, pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
           a.backoffMs = backoff;
           await this.sleep(backoff, signal);
+          if (signal.aborted) break;
         }
       }
       if (signal.aborted) break;
@@ -319,15 +329,28 @@ async function executeBounded(
   signal: AbortSignal,
 ): Promise<ToolOutcome> {
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
     const result = await Promise.race([
       fn(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new ToolTimeout(timeoutMs)), timeoutMs);
-        signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+        onAbort = () => reject(new Error('cancelled'));
+        signal.addEventListener('abort', onAbort, { once: true });
       }),
     ]);
-    return { ok: true, result };
+    try {
+      // The result becomes a transcript entry and a JSON column: it must survive JSON.
+      JSON.stringify(result);
+    } catch (err) {
+      return {
+        ok: false,
+        kind: 'invalid_result',
+        message: `tool returned a value that cannot be serialised: ${errorMessage(err)}`,
+        retryable: false,
+      };
+    }
+    return { ok: true, result: result ?? null };
   } catch (err) {
     if (err instanceof ToolTimeout) {
       return {
@@ -338,15 +361,17 @@ async function executeBounded(
         retryable: true,
       };
     }
-    return {
-      ok: false,
-      kind: 'execution_failed',
-      message: (err as Error).message ?? String(err),
-      retryable: false,
-    };
+    return { ok: false, kind: 'execution_failed', message: errorMessage(err), retryable: false };
   } finally {
     clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
   }
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === 'string') return err;
+  return `non-error value thrown: ${String(err)}`;
 }
 
 class ToolTimeout extends Error {

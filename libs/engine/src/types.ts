@@ -26,6 +26,10 @@ export interface TurnInput {
   fallbackModels: string[];
   tools: string[];
   budget: TurnBudget;
+  /** Spend already booked by an earlier run of this turn (a resumed turn keeps its budget). */
+  spentUsd?: number;
+  /** When the turn first started, for the wall-clock deadline (epoch ms). */
+  startedAt?: number;
 }
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */

@@ -167,9 +167,7 @@ describe('ScriptedProvider streaming', () => {
     expect(onTextDelta).not.toHaveBeenCalled();
   });
 
-  // BUG (low): the delta size is ceil(length / chunks), so some lengths give fewer deltas than
-  // `chunks` ("Text is streamed in this many deltas"): 5 characters in 4 chunks stream as 3 deltas.
-  it.failing('streams exactly `chunks` deltas when the text length is not a multiple of it', async () => {
+  it('streams exactly `chunks` deltas when the text length is not a multiple of it', async () => {
     const { deltas } = await deltasOf('abcde', 4);
     expect(deltas.join('')).toBe('abcde');
     expect(deltas).toHaveLength(4);
@@ -216,22 +214,17 @@ describe('ScriptedProvider delays and errors', () => {
     expect(err.retryable).toBe(false);
   });
 
-  // BUG: abortable() only listens for a future 'abort' event; a signal that is already aborted never
-  // fires it, so the provider sleeps the whole delayMs and then answers instead of rejecting at once.
-  it.failing(
-    'rejects at once with a cancelled ProviderError when the signal is already aborted',
-    async () => {
-      jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
-      const p = new ScriptedProvider([fixture('slow', [{ text: 'late', delayMs: 60_000 }])]);
-      const controller = new AbortController();
-      controller.abort();
-      const answer = p.complete(request('slow', [user('x')], { signal: controller.signal }));
-      answer.catch(() => undefined);
+  it('rejects at once with a cancelled ProviderError when the signal is already aborted', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    const p = new ScriptedProvider([fixture('slow', [{ text: 'late', delayMs: 60_000 }])]);
+    const controller = new AbortController();
+    controller.abort();
+    const answer = p.complete(request('slow', [user('x')], { signal: controller.signal }));
+    answer.catch(() => undefined);
 
-      expect(await stateOf(answer)).toBe('rejected');
-      expect((await caught(answer)).kind).toBe('cancelled');
-    },
-  );
+    expect(await stateOf(answer)).toBe('rejected');
+    expect((await caught(answer)).kind).toBe('cancelled');
+  });
 
   it.each([
     ['rate_limited', true],
@@ -310,9 +303,7 @@ describe('ScriptedProvider fixtures', () => {
       expect(() => loadFixtureDir(dir)).toThrow(bad);
     });
 
-    // BUG: JSON.parse runs outside the schema check, so a syntactically broken file throws a bare
-    // SyntaxError that does not say which file failed (the doc comment promises it does).
-    it.failing('rejects a file that is not valid JSON, naming the file', () => {
+    it('rejects a file that is not valid JSON, naming the file', () => {
       const broken = path.join(dir, 'broken.json');
       fs.writeFileSync(broken, '{ "name": "broken", ');
 

@@ -52,7 +52,13 @@ export function loadFixtureDir(dir: string): ScriptedFixture[] {
     .filter((f) => f.endsWith('.json'))
     .map((f) => {
       const file = path.join(dir, f);
-      const parsed = ScriptedFixture.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+      let json: unknown;
+      try {
+        json = JSON.parse(readFileSync(file, 'utf8'));
+      } catch (err) {
+        throw new Error(`invalid scripted fixture ${file}: ${(err as Error).message}`);
+      }
+      const parsed = ScriptedFixture.safeParse(json);
       if (!parsed.success) throw new Error(`invalid scripted fixture ${file}: ${parsed.error.message}`);
       return parsed.data;
     });
@@ -74,6 +80,7 @@ function renderValue(value: unknown, vars: Record<string, string>): unknown {
 }
 
 function abortable(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(new ProviderError('cancelled', 'request aborted'));
   if (ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(done, ms);
@@ -112,8 +119,13 @@ export class ScriptedProvider implements ModelProvider {
 
     const text = render(spec.text, vars);
     if (text && request.onTextDelta) {
-      const size = Math.ceil(text.length / spec.chunks);
-      for (let i = 0; i < text.length; i += size) request.onTextDelta(text.slice(i, i + size));
+      // Exactly `chunks` deltas (fewer only when the text is shorter than that).
+      const n = Math.min(spec.chunks, text.length);
+      for (let i = 0; i < n; i++) {
+        request.onTextDelta(
+          text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)),
+        );
+      }
     }
     const toolCalls = spec.toolCalls.map((c, i) => ({
       id: `call_${round}_${i}`,

@@ -199,6 +199,8 @@ export class TurnRunner {
               fallbackModels: agent.fallbackModels,
               tools: agent.tools,
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
+              spentUsd: Number(turn.costUsd),
+              startedAt: (turn.startedAt ?? new Date()).getTime(),
             },
             checkpoints,
             controller.signal,

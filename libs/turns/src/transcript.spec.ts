@@ -170,9 +170,7 @@ describe('toChatMessage', () => {
     expect(toChatMessage(m).content).toContain('\n{"action":"opened","number":7}\n</evidence>');
   });
 
-  // BUG (prompt-injection hardening): evidence text is inserted verbatim, so content containing
-  // "</evidence>" closes the block early and what follows reads as if it were outside the evidence.
-  it.failing('keeps evidence that contains a closing tag inside a single evidence block', () => {
+  it('keeps evidence that contains a closing tag inside a single evidence block', () => {
     const m = message({
       kind: 'channel_event',
       trust: 'untrusted_external',
