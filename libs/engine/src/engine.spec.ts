@@ -876,7 +876,9 @@ describe('TurnEngine events', () => {
     expect(round2.data).toEqual({ round: 1, model: 'fake/m1' });
   });
 
-  it('commits the tool start before running the tool and its result before the completed event', async () => {
+  // Events are buffered by the checkpoints and committed with the next state change, so each is
+  // emitted just before the checkpoint that makes it durable; the tool start is durable before it runs.
+  it('emits each event before the checkpoint that commits it, and commits the tool start before running the tool', async () => {
     const order: string[] = [];
     const cp = new RecordingCheckpoints();
     const tracked: TurnCheckpoints = {
@@ -906,13 +908,13 @@ describe('TurnEngine events', () => {
 
     expect(order.slice(0, 8)).toEqual([
       'provider_round_started',
-      'recordRound',
       'provider_round_completed',
-      'toolStarted',
+      'recordRound',
       'tool_call_started',
+      'toolStarted',
       'execute',
-      'recordToolResult',
       'tool_call_completed',
+      'recordToolResult',
     ]);
   });
 });

@@ -120,6 +120,7 @@ export class TurnEngine {
     const attempts: ProviderAttempt[] = [];
     const models = [input.model, ...input.fallbackModels];
     let lastError: ProviderError | undefined;
+    let succeeded: { response: ModelResponse; ref: string; provider: string; model: string } | undefined;
     await cp.emit('provider_round_started', { round, model: input.model });
 
     for (const ref of models) {
@@ -168,30 +169,8 @@ export class TurnEngine {
             outcome: 'ok',
             usage: response.usage,
           });
-          const cost = costOf(
-            resolved.provider.name,
-            resolved.model,
-            response.usage,
-            response.reportedCostUsd,
-          );
-          await cp.recordRound({
-            round,
-            model: ref,
-            provider: resolved.provider.name,
-            response,
-            costUsd: cost.usd,
-            costSource: cost.source,
-            attempts,
-          });
-          await cp.emit('provider_round_completed', {
-            round,
-            model: ref,
-            usage: response.usage,
-            costUsd: cost.usd,
-            toolCalls: response.toolCalls.length,
-            attempts,
-          });
-          return { response, costUsd: cost.usd };
+          succeeded = { response, ref, provider: resolved.provider.name, model: resolved.model };
+          break;
         } catch (err) {
           const pe = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
           lastError = pe;
@@ -216,7 +195,30 @@ export class TurnEngine {
           if (signal.aborted) break;
         }
       }
-      if (signal.aborted) break;
+      if (succeeded || signal.aborted) break;
+    }
+    if (succeeded) {
+      // Persistence failures (a lost lease, a dead database) are not provider failures: they propagate.
+      const { response, ref, provider, model } = succeeded;
+      const cost = costOf(provider, model, response.usage, response.reportedCostUsd);
+      await cp.emit('provider_round_completed', {
+        round,
+        model: ref,
+        usage: response.usage,
+        costUsd: cost.usd,
+        toolCalls: response.toolCalls.length,
+        attempts,
+      });
+      await cp.recordRound({
+        round,
+        model: ref,
+        provider,
+        response,
+        costUsd: cost.usd,
+        costSource: cost.source,
+        attempts,
+      });
+      return { response, costUsd: cost.usd };
     }
     await cp.recordFailedAttempts(attempts);
     return {
@@ -252,8 +254,8 @@ export class TurnEngine {
       arguments: parseError === undefined ? args : { _raw: call.arguments },
       idempotencyKey: `${input.turnId}:${call.id}`,
     };
-    await cp.toolStarted(meta);
     await cp.emit('tool_call_started', { callId: call.id, name: call.name });
+    await cp.toolStarted(meta);
     const started = Date.now();
     const result = await withSpan(
       `execute_tool ${call.name}`,
@@ -311,7 +313,6 @@ export class TurnEngine {
       },
     );
     const durationMs = Date.now() - started;
-    await cp.recordToolResult(meta, result, durationMs);
     await cp.emit('tool_call_completed', {
       callId: call.id,
       name: call.name,
@@ -319,6 +320,7 @@ export class TurnEngine {
       durationMs,
       ...(result.ok ? {} : { failure: { kind: result.kind, retryable: result.retryable } }),
     });
+    await cp.recordToolResult(meta, result, durationMs);
     return result;
   }
 }

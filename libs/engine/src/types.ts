@@ -79,6 +79,11 @@ export interface TurnCheckpoints {
   recordToolResult(meta: ToolCallMeta, outcome: ToolOutcome, durationMs: number): Promise<void>;
   /** Records failed attempts of a round that produced no response. */
   recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void>;
+  /**
+   * Journals a progress event. It becomes durable with the next checkpoint, in
+   * the same transaction as the state it describes, so the journal never shows
+   * a step that was not committed.
+   */
   emit(type: string, data: Record<string, unknown>): Promise<void>;
   textDelta(delta: string): void;
 }

@@ -24,7 +24,8 @@ export async function spawnApp(
     ['-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')],
     {
       cwd: ROOT,
-      env: { ...env, LOG_LEVEL: env.LOG_LEVEL === 'warn' ? 'info' : env.LOG_LEVEL },
+      // Readiness is read from the start-up log line, which is logged at info.
+      env: { ...env, LOG_LEVEL: ['debug', 'trace'].includes(env.LOG_LEVEL ?? '') ? env.LOG_LEVEL : 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

@@ -205,14 +205,13 @@ export class TurnRunner {
             checkpoints,
             controller.signal,
           );
-          await checkpoints.flush();
         } finally {
           clearInterval(heartbeat);
         }
         if (controller.signal.aborted && controller.signal.reason === 'lease_lost') {
           throw new LeaseLostError(turn.sessionId);
         }
-        await this.finalise(turn, lease, outcome);
+        await this.finalise(turn, lease, outcome, checkpoints.drain());
         span.setAttributes({
           'switchboard.turn.status': outcome.status,
           'switchboard.turn.iterations': outcome.iterations,
@@ -243,7 +242,12 @@ export class TurnRunner {
     return stored.systemPrompt ?? rendered;
   }
 
-  private async finalise(turn: Turn, lease: SessionLease, outcome: TurnOutcome): Promise<void> {
+  private async finalise(
+    turn: Turn,
+    lease: SessionLease,
+    outcome: TurnOutcome,
+    pending: JournalEvent[],
+  ): Promise<void> {
     const type =
       outcome.status === 'completed'
         ? EventType.TurnCompleted
@@ -277,6 +281,7 @@ export class TurnRunner {
         sessionId: turn.sessionId,
         lease: lease.fence,
         events: [
+          ...pending,
           {
             type,
             turnId: turn.id,
@@ -324,14 +329,18 @@ class PostgresCheckpoints implements TurnCheckpoints {
     private nextPosition: number,
   ) {}
 
+  /** Streamed text since the last event becomes one coalesced text_delta event, in order. */
+  private bufferDeltas(): void {
+    if (!this.deltas) return;
+    this.pendingEvents.push({ type: EventType.TextDelta, turnId: this.turn.id, data: { text: this.deltas } });
+    this.deltas = '';
+  }
+
   private takeEvents(extra: JournalEvent[] = []): JournalEvent[] {
-    const events = [...this.pendingEvents];
-    if (this.deltas) {
-      events.push({ type: EventType.TextDelta, turnId: this.turn.id, data: { text: this.deltas } });
-      this.deltas = '';
-    }
+    this.bufferDeltas();
+    const events = [...this.pendingEvents, ...extra];
     this.pendingEvents = [];
-    return [...events, ...extra];
+    return events;
   }
 
   private base() {
@@ -403,22 +412,25 @@ class PostgresCheckpoints implements TurnCheckpoints {
 
   async toolStarted(meta: ToolCallMeta): Promise<void> {
     const t = this.turn;
-    await this.db.toolCall.upsert({
-      where: { turnId_callId: { turnId: t.id, callId: meta.call.id } },
-      create: {
-        id: newId(),
-        tenantId: t.tenantId,
-        sessionId: t.sessionId,
-        turnId: t.id,
-        callId: meta.call.id,
-        name: meta.call.name,
-        arguments: meta.arguments ?? {},
-        sideEffect: meta.sideEffect,
-        status: 'running',
-        idempotencyKey: meta.idempotencyKey,
-        startedAt: new Date(),
-      },
-      update: { status: 'running', startedAt: new Date() },
+    await this.db.$transaction(async (tx) => {
+      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+      await tx.toolCall.upsert({
+        where: { turnId_callId: { turnId: t.id, callId: meta.call.id } },
+        create: {
+          id: newId(),
+          tenantId: t.tenantId,
+          sessionId: t.sessionId,
+          turnId: t.id,
+          callId: meta.call.id,
+          name: meta.call.name,
+          arguments: (meta.arguments ?? {}) as Prisma.InputJsonValue,
+          sideEffect: meta.sideEffect,
+          status: 'running',
+          idempotencyKey: meta.idempotencyKey,
+          startedAt: new Date(),
+        },
+        update: { status: 'running', startedAt: new Date() },
+      });
     });
   }
 
@@ -463,17 +475,18 @@ class PostgresCheckpoints implements TurnCheckpoints {
     this.nextPosition++;
   }
 
+  /** Buffered: committed with the next checkpoint, together with the state it reports. */
   async emit(type: string, data: Record<string, unknown>): Promise<void> {
-    const events = this.takeEvents([{ type, turnId: this.turn.id, data }]);
-    await this.db.$transaction((tx) => appendEvents(tx, { ...this.base(), events }));
+    this.bufferDeltas();
+    this.pendingEvents.push({ type, turnId: this.turn.id, data });
   }
 
   textDelta(delta: string): void {
     this.deltas += delta;
   }
 
-  async flush(): Promise<void> {
-    const events = this.takeEvents();
-    if (events.length > 0) await this.db.$transaction((tx) => appendEvents(tx, { ...this.base(), events }));
+  /** Events not yet committed; finalisation commits them with the terminal event. */
+  drain(): JournalEvent[] {
+    return this.takeEvents();
   }
 }

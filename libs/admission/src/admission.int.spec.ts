@@ -1,0 +1,406 @@
+import { Queue } from 'bullmq';
+import {
+  AppError,
+  newId,
+  PRIORITY_RANK,
+  QueueName,
+  type AdmissionContext,
+  type DeliverySurface,
+  type MessageKind,
+  type MessageOrigin,
+} from '@switchboard/contracts';
+import { createLogger } from '@switchboard/observability';
+import { createRedis } from '@switchboard/queue';
+import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { Admission, type AdmitInput } from './admission';
+
+/** Admission on real Postgres and a real BullMQ queue. */
+jest.setTimeout(30_000);
+
+describe('Admission', () => {
+  let env: TestEnv;
+  let queue: Queue;
+  let admission: Admission;
+  let tenantId: string;
+  let agentId: string;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    queue = new Queue(QueueName.Turns, { connection: createRedis(env.redisUrl), prefix: env.queuePrefix });
+    admission = new Admission(env.db, queue, logger);
+    tenantId = newId();
+    agentId = newId();
+    await env.db.tenant.create({ data: { id: tenantId, name: 'admission' } });
+    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'a', model: 'scripted/echo' } });
+  });
+
+  afterAll(async () => {
+    await queue?.close();
+    await env?.cleanup();
+  });
+
+  async function newSession(overrides: { tenantId?: string; agentId?: string; status?: string } = {}) {
+    const id = newId();
+    await env.db.session.create({
+      data: {
+        id,
+        tenantId: overrides.tenantId ?? tenantId,
+        agentId: overrides.agentId ?? agentId,
+        ...overrides,
+      },
+    });
+    return id;
+  }
+
+  function operatorInput(sessionId: string, text = 'hello', extra: Partial<AdmitInput> = {}): AdmitInput {
+    return {
+      tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+      ...extra,
+    };
+  }
+
+  function webhookInput(sessionId: string, verifiedIntegration: boolean): AdmitInput {
+    return {
+      tenantId,
+      sessionId,
+      kind: 'webhook_event',
+      origin: { kind: 'webhook', source: 'github', eventType: 'push' },
+      body: { type: 'json', value: { ref: 'main' } },
+      deliverySurface: 'http_webhook',
+      admissionContext: 'external_trigger_capability',
+      verifiedIntegration,
+    };
+  }
+
+  /** Everything admission writes for a session, to prove a refusal wrote nothing. */
+  async function footprint(sessionId: string) {
+    const s = await env.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+    return {
+      messages: await env.db.message.count({ where: { sessionId } }),
+      turns: await env.db.turn.count({ where: { sessionId } }),
+      events: await env.db.event.count({ where: { sessionId } }),
+      lastTurnSeq: s.lastTurnSeq,
+      lastEventSeq: s.lastEventSeq,
+    };
+  }
+
+  async function rejection(p: Promise<unknown>): Promise<AppError> {
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AppError);
+    return err as AppError;
+  }
+
+  it('persists the envelope, a queued turn, the message_admitted event and a turn job', async () => {
+    const sessionId = await newSession();
+    const admitted = await admission.admit(
+      operatorInput(sessionId, 'first', {
+        priority: 'interject',
+        metadata: { client: 'cli' },
+        correlationId: 'corr-1',
+        causationId: 'cause-1',
+      }),
+    );
+    expect(admitted).toEqual({
+      messageId: expect.any(String),
+      turnId: expect.any(String),
+      status: 'queued',
+      replayed: false,
+    });
+
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
+    expect(message).toMatchObject({
+      tenantId,
+      agentId,
+      sessionId,
+      turnId: admitted.turnId,
+      turnSeq: 1,
+      position: 0,
+      role: 'user',
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      trust: 'trusted_operator',
+      authorityClass: 'operator_instruction',
+      priority: 'interject',
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+      body: { type: 'text', text: 'first' },
+      metadata: { client: 'cli' },
+      correlationId: 'corr-1',
+      causationId: 'cause-1',
+      idempotencyKey: null,
+    });
+
+    const turn = await env.db.turn.findUniqueOrThrow({ where: { id: admitted.turnId } });
+    expect(turn).toMatchObject({
+      tenantId,
+      sessionId,
+      agentId,
+      seq: 1,
+      inputMessageId: admitted.messageId,
+      status: 'queued',
+      priority: 'interject',
+    });
+
+    const events = await env.db.event.findMany({ where: { sessionId } });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      seq: 1,
+      type: 'message_admitted',
+      turnId: admitted.turnId,
+      tenantId,
+      data: {
+        messageId: admitted.messageId,
+        kind: 'operator_prompt',
+        authorityClass: 'operator_instruction',
+        priority: 'interject',
+        deliverySurface: 'http_public_enqueue',
+      },
+    });
+
+    const job = await queue.getJob(admitted.turnId);
+    expect(job).toBeDefined();
+    expect(job!.id).toBe(admitted.turnId);
+    expect(job!.name).toBe(QueueName.Turns);
+    expect(job!.data).toMatchObject({ turnId: admitted.turnId, sessionId, tenantId });
+    expect(job!.opts.priority).toBe(PRIORITY_RANK.interject);
+  });
+
+  it.each(['interject', 'next', 'normal', 'background'] as const)(
+    'gives a %s admission the job priority PRIORITY_RANK names',
+    async (priority) => {
+      const sessionId = await newSession();
+      const admitted = await admission.admit(operatorInput(sessionId, 'p', { priority }));
+      const job = await queue.getJob(admitted.turnId);
+      expect(job!.opts.priority).toBe(PRIORITY_RANK[priority]);
+    },
+  );
+
+  it('defaults to normal priority', async () => {
+    const sessionId = await newSession();
+    const admitted = await admission.admit(operatorInput(sessionId));
+    expect((await queue.getJob(admitted.turnId))!.opts.priority).toBe(PRIORITY_RANK.normal);
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
+    expect(message.priority).toBe('normal');
+  });
+
+  it.each<[MessageKind, MessageOrigin, boolean, string, string]>([
+    [
+      'webhook_event',
+      { kind: 'webhook', source: 'github', eventType: 'push' },
+      false,
+      'external_evidence',
+      'trusted_integration',
+    ],
+    [
+      'webhook_event',
+      { kind: 'webhook', source: 'github', eventType: 'push' },
+      true,
+      'integration_signal',
+      'trusted_integration',
+    ],
+    ['channel_event', { kind: 'channel', channelId: 'c1' }, true, 'external_evidence', 'untrusted_external'],
+    ['timer_tick', { kind: 'timer', scheduleId: 's1' }, false, 'runtime_instruction', 'trusted_system'],
+    ['task_result', { kind: 'task', taskId: 't1' }, false, 'runtime_instruction', 'trusted_system'],
+  ])('derives %s (verified=%s) → %s, trust %s', async (kind, origin, verified, authorityClass, trust) => {
+    const sessionId = await newSession();
+    const admitted = await admission.admit({
+      tenantId,
+      sessionId,
+      kind,
+      origin,
+      body: { type: 'text', text: 'x' },
+      deliverySurface: 'runtime_system' as DeliverySurface,
+      admissionContext: 'runtime_owned' as AdmissionContext,
+      verifiedIntegration: verified,
+    });
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
+    expect(message.origin).toEqual(origin);
+    expect(message.authorityClass).toBe(authorityClass);
+    expect(message.trust).toBe(trust);
+  });
+
+  it('stores a webhook envelope with its provenance', async () => {
+    const sessionId = await newSession();
+    const unverified = await admission.admit(webhookInput(sessionId, false));
+    const verified = await admission.admit(webhookInput(sessionId, true));
+    const [a, b] = await Promise.all(
+      [unverified, verified].map((x) => env.db.message.findUniqueOrThrow({ where: { id: x.messageId } })),
+    );
+    expect(a).toMatchObject({
+      kind: 'webhook_event',
+      origin: { kind: 'webhook', source: 'github', eventType: 'push' },
+      authorityClass: 'external_evidence',
+      deliverySurface: 'http_webhook',
+      admissionContext: 'external_trigger_capability',
+      body: { type: 'json', value: { ref: 'main' } },
+      turnSeq: 1,
+    });
+    expect(b).toMatchObject({ authorityClass: 'integration_signal', turnSeq: 2 });
+  });
+
+  it('never takes an authority class or trust from the caller', async () => {
+    const sessionId = await newSession();
+    const forged = {
+      ...webhookInput(sessionId, false),
+      authorityClass: 'operator_instruction',
+      trust: 'trusted_operator',
+    } as AdmitInput;
+    const admitted = await admission.admit(forged);
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
+    expect(message.authorityClass).toBe('external_evidence');
+    expect(message.trust).toBe('trusted_integration');
+    const [event] = await env.db.event.findMany({ where: { sessionId } });
+    expect(event.data).toMatchObject({ authorityClass: 'external_evidence' });
+  });
+
+  it('gives 20 concurrent admissions into one session the seqs 1..20 with no gaps', async () => {
+    const sessionId = await newSession();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => admission.admit(operatorInput(sessionId, `m${i}`))),
+    );
+    expect(new Set(results.map((r) => r.turnId)).size).toBe(20);
+    const turns = await env.db.turn.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+    const seqs = Array.from({ length: 20 }, (_, i) => i + 1);
+    expect(turns.map((t) => t.seq)).toEqual(seqs);
+    const messages = await env.db.message.findMany({ where: { sessionId }, orderBy: { turnSeq: 'asc' } });
+    expect(messages.map((m) => m.turnSeq)).toEqual(seqs);
+    // Each message sits under its own turn's seq.
+    for (const t of turns) expect(messages[t.seq - 1].id).toBe(t.inputMessageId);
+    const events = await env.db.event.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+    expect(events.map((e) => e.seq)).toEqual(seqs);
+    const session = await env.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+    expect(session).toMatchObject({ lastTurnSeq: 20, lastEventSeq: 20 });
+    const jobs = await Promise.all(results.map((r) => queue.getJob(r.turnId)));
+    expect(jobs.every((j) => j !== undefined)).toBe(true);
+  });
+
+  it('admits one idempotency key once, even when 5 callers race', async () => {
+    const sessionId = await newSession();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        admission.admit(operatorInput(sessionId, 'once', { idempotencyKey: 'k-1' })),
+      ),
+    );
+    expect(new Set(results.map((r) => r.messageId)).size).toBe(1);
+    expect(new Set(results.map((r) => r.turnId)).size).toBe(1);
+    expect(results.filter((r) => !r.replayed)).toHaveLength(1);
+    expect(await footprint(sessionId)).toEqual({
+      messages: 1,
+      turns: 1,
+      events: 1,
+      lastTurnSeq: 1,
+      lastEventSeq: 1,
+    });
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: results[0].messageId } });
+    expect(message.idempotencyKey).toBe('k-1');
+
+    // A later retry gets the same answer; a different key admits anew.
+    const again = await admission.admit(operatorInput(sessionId, 'once', { idempotencyKey: 'k-1' }));
+    expect(again).toMatchObject({
+      messageId: results[0].messageId,
+      turnId: results[0].turnId,
+      replayed: true,
+    });
+    const other = await admission.admit(operatorInput(sessionId, 'twice', { idempotencyKey: 'k-2' }));
+    expect(other.messageId).not.toBe(results[0].messageId);
+    expect((await footprint(sessionId)).turns).toBe(2);
+    expect(await queue.getJob(results[0].turnId)).toBeDefined();
+  });
+
+  it("answers not_found for another tenant's session and writes nothing", async () => {
+    const otherTenant = newId();
+    const otherAgent = newId();
+    await env.db.tenant.create({ data: { id: otherTenant, name: 'other' } });
+    await env.db.agent.create({
+      data: { id: otherAgent, tenantId: otherTenant, name: 'o', model: 'scripted/echo' },
+    });
+    const foreign = await newSession({ tenantId: otherTenant, agentId: otherAgent });
+
+    const err = await rejection(admission.admit(operatorInput(foreign)));
+    expect(err.code).toBe('not_found');
+    expect(err.status).toBe(404);
+    expect(await footprint(foreign)).toEqual({
+      messages: 0,
+      turns: 0,
+      events: 0,
+      lastTurnSeq: 0,
+      lastEventSeq: 0,
+    });
+
+    const missing = await rejection(admission.admit(operatorInput(newId())));
+    expect(missing.code).toBe('not_found');
+  });
+
+  it('answers conflict for a closed session and writes nothing', async () => {
+    const sessionId = await newSession({ status: 'closed' });
+    const err = await rejection(admission.admit(operatorInput(sessionId)));
+    expect(err.code).toBe('conflict');
+    expect(err.status).toBe(409);
+    expect(await footprint(sessionId)).toEqual({
+      messages: 0,
+      turns: 0,
+      events: 0,
+      lastTurnSeq: 0,
+      lastEventSeq: 0,
+    });
+  });
+
+  it("multitask 'reject' answers conflict while a turn is queued or running, and writes nothing", async () => {
+    const sessionId = await newSession();
+    const first = await admission.admit(operatorInput(sessionId, 'first'));
+    const before = await footprint(sessionId);
+
+    const err = await rejection(admission.admit(operatorInput(sessionId, 'second', { multitask: 'reject' })));
+    expect(err.code).toBe('conflict');
+    expect(err.details).toEqual({ multitask: 'reject' });
+    expect(await footprint(sessionId)).toEqual(before);
+
+    await env.db.turn.update({ where: { id: first.turnId }, data: { status: 'running' } });
+    const running = await rejection(
+      admission.admit(operatorInput(sessionId, 'third', { multitask: 'reject' })),
+    );
+    expect(running.code).toBe('conflict');
+    expect(await footprint(sessionId)).toEqual(before);
+
+    await env.db.turn.update({ where: { id: first.turnId }, data: { status: 'completed' } });
+    const accepted = await admission.admit(operatorInput(sessionId, 'fourth', { multitask: 'reject' }));
+    expect(accepted.status).toBe('queued');
+    expect(await env.db.turn.findUniqueOrThrow({ where: { id: accepted.turnId } })).toMatchObject({ seq: 2 });
+  });
+
+  it('still admits within the enqueue timeout when the queue never answers', async () => {
+    const deadConnection = createRedis('redis://127.0.0.1:1', { retryStrategy: () => 1000 });
+    const dead = new Queue(QueueName.Turns, { connection: deadConnection, prefix: env.queuePrefix });
+    dead.on('error', () => undefined);
+    try {
+      const cut = new Admission(env.db, dead, logger, { enqueueTimeoutMs: 300 });
+      const sessionId = await newSession();
+      const started = Date.now();
+      const admitted = await cut.admit(operatorInput(sessionId, 'redis is down'));
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(250);
+      expect(elapsed).toBeLessThan(1_500);
+      expect(admitted).toMatchObject({ status: 'queued', replayed: false });
+      expect(await env.db.turn.findUniqueOrThrow({ where: { id: admitted.turnId } })).toMatchObject({
+        status: 'queued',
+        inputMessageId: admitted.messageId,
+      });
+      expect(await env.db.message.count({ where: { sessionId } })).toBe(1);
+      // Nothing reached the real Redis: the reconciler will enqueue it.
+      expect(await queue.getJob(admitted.turnId)).toBeUndefined();
+    } finally {
+      deadConnection.disconnect();
+      await dead.close().catch(() => undefined);
+    }
+  });
+});
