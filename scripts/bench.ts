@@ -77,7 +77,7 @@ async function main() {
       LOG_LEVEL: 'error',
       PORT: String(port),
       SCRIPTED_FIXTURES_DIR: fixtures,
-      HARNESS_CONCURRENCY: values.concurrency!,
+      HARNESS_CONCURRENCY: values.concurrency,
       SESSION_LEASE_MS: '30000',
       QUEUE_LOCK_MS: '30000',
       QUEUE_STALLED_INTERVAL_MS: '30000',
@@ -89,7 +89,7 @@ async function main() {
     ];
     await Promise.all(apps.map(async (app) => procs.push(await spawnApp(app, penv))));
     const base = `http://127.0.0.1:${port}`;
-    const post = async (path: string, body: unknown, key?: string) => {
+    const post = async <T>(path: string, body: unknown, key?: string): Promise<T> => {
       const res = await fetch(`${base}${path}`, {
         method: 'POST',
         headers: {
@@ -99,15 +99,15 @@ async function main() {
         body: JSON.stringify(body),
       });
       if (!res.ok) throw new Error(`${path} ${res.status} ${await res.text()}`);
-      return res.json() as Promise<any>;
+      return (await res.json()) as T;
     };
-    const { apiKey } = await post('/v1/admin/tenants', { name: 'bench' });
-    const key = apiKey.key as string;
-    const agent = await post('/v1/agents', { name: 'bench', model: 'scripted/bench' }, key);
+    const { apiKey } = await post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
+    const key = apiKey.key;
+    const agent = await post<{ id: string }>('/v1/agents', { name: 'bench', model: 'scripted/bench' }, key);
     const sessions: string[] = await Promise.all(
       Array.from(
         { length: SESSIONS },
-        async () => (await post('/v1/sessions', { agentId: agent.id }, key)).id,
+        async () => (await post<{ id: string }>('/v1/sessions', { agentId: agent.id }, key)).id,
       ),
     );
 
@@ -117,7 +117,7 @@ async function main() {
       sessions.map(async (s, i) => {
         for (let t = 0; t < TURNS; t++) {
           const sent = performance.now();
-          const { turnId } = await post(
+          const { turnId } = await post<{ turnId: string }>(
             `/v1/sessions/${s}/messages`,
             { content: `session ${i} turn ${t} words` },
             key,

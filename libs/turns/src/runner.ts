@@ -423,7 +423,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
           turnId: t.id,
           callId: meta.call.id,
           name: meta.call.name,
-          arguments: (meta.arguments ?? {}) as Prisma.InputJsonValue,
+          arguments: meta.arguments ?? {},
           sideEffect: meta.sideEffect,
           status: 'running',
           idempotencyKey: meta.idempotencyKey,
