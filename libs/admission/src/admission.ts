@@ -15,7 +15,7 @@ import {
   type MessageOrigin,
   type Priority,
 } from '@switchboard/contracts';
-import { appendEvents, isUniqueViolation, Prisma, type Db } from '@switchboard/database';
+import { appendEvents, insertMessage, isUniqueViolation, type Db } from '@switchboard/database';
 import { currentTraceCarrier, withSpan, type Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 
@@ -146,43 +146,32 @@ export class Admission {
           });
         }
       }
-      await tx.message.create({
-        data: {
-          id: messageId,
-          tenantId: input.tenantId,
-          agentId,
-          sessionId: input.sessionId,
-          turnId,
-          turnSeq: seq,
-          position: 0,
-          role: 'user',
-          kind: input.kind,
-          origin: input.origin,
-          trust,
-          authorityClass,
-          priority,
-          deliverySurface: input.deliverySurface,
-          admissionContext: input.admissionContext,
-          body: input.body as Prisma.InputJsonValue,
-          metadata: (input.metadata ?? {}) as Prisma.InputJsonValue,
-          correlationId: input.correlationId ?? null,
-          causationId: input.causationId ?? null,
-          idempotencyKey: input.idempotencyKey ?? null,
-        },
+      await insertMessage(tx, {
+        id: messageId,
+        tenantId: input.tenantId,
+        agentId,
+        sessionId: input.sessionId,
+        turnId,
+        turnSeq: seq,
+        position: 0,
+        role: 'user',
+        kind: input.kind,
+        origin: input.origin,
+        trust,
+        authorityClass,
+        priority,
+        deliverySurface: input.deliverySurface,
+        admissionContext: input.admissionContext,
+        body: input.body,
+        metadata: input.metadata ?? {},
+        correlationId: input.correlationId ?? null,
+        causationId: input.causationId ?? null,
+        idempotencyKey: input.idempotencyKey ?? null,
       });
-      await tx.turn.create({
-        data: {
-          id: turnId,
-          tenantId: input.tenantId,
-          sessionId: input.sessionId,
-          agentId,
-          seq,
-          inputMessageId: messageId,
-          status: 'queued',
-          priority,
-          traceContext: traceContext,
-        },
-      });
+      await tx.$executeRaw`
+        INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context)
+        VALUES (${turnId}::uuid, ${input.tenantId}::uuid, ${input.sessionId}::uuid, ${agentId}::uuid, ${seq},
+          ${messageId}::uuid, 'queued', ${priority}, ${JSON.stringify(traceContext)}::jsonb)`;
       await appendEvents(tx, {
         tenantId: input.tenantId,
         sessionId: input.sessionId,

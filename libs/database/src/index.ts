@@ -1,2 +1,3 @@
 export * from './journal';
 export * from './prisma';
+export * from './rows';

@@ -1,6 +1,6 @@
 import { newId } from '@switchboard/contracts';
-import { Prisma } from '@prisma/client';
 import type { Tx } from './prisma';
+import { insertEvents } from './rows';
 
 export interface JournalEvent {
   type: string;
@@ -58,16 +58,17 @@ export async function appendEvents(
   if (rows.length === 0) throw new LeaseLostError(args.sessionId);
   const first = rows[0].last - n + 1;
   const seqs = args.events.map((_, i) => first + i);
-  await tx.event.createMany({
-    data: args.events.map((e, i) => ({
+  await insertEvents(
+    tx,
+    args.events.map((e, i) => ({
       id: newId(),
       tenantId: args.tenantId,
       sessionId: args.sessionId,
       turnId: e.turnId ?? null,
       seq: seqs[i],
       type: e.type,
-      data: redact(e.data) as Prisma.InputJsonValue,
+      data: redact(e.data),
     })),
-  });
+  );
   return seqs;
 }

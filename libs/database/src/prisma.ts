@@ -9,7 +9,15 @@ export function createPrisma(databaseUrl: string, options: { poolSize?: number }
 
 /** Postgres unique violation surfaced by Prisma. */
 export function isUniqueViolation(err: unknown): boolean {
-  return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
+  if (!(err instanceof Prisma.PrismaClientKnownRequestError)) return false;
+  if (err.code === 'P2002') return true;
+  // Raw statements report the driver's error instead (P2010).
+  const cause = (
+    err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined
+  )?.cause;
+  return (
+    err.code === 'P2010' && (cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505')
+  );
 }
 
 export { Prisma, PrismaClient };

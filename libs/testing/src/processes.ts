@@ -17,7 +17,7 @@ export interface AppProcess {
 export async function spawnApp(
   app: 'gateway' | 'harness-worker' | 'triage-worker' | 'hooks-worker',
   env: NodeJS.ProcessEnv,
-  options: { readyPattern?: RegExp; timeoutMs?: number } = {},
+  options: { readyPattern?: RegExp; timeoutMs?: number; nodeArgs?: string[] } = {},
 ): Promise<AppProcess> {
   const child = spawn(
     process.execPath,

@@ -10,7 +10,14 @@ import {
   type TraceCarrier,
   type TurnJob,
 } from '@switchboard/contracts';
-import { appendEvents, LeaseLostError, Prisma, type Db, type JournalEvent } from '@switchboard/database';
+import {
+  appendEvents,
+  insertLedgerEntry,
+  insertMessage,
+  LeaseLostError,
+  type Db,
+  type JournalEvent,
+} from '@switchboard/database';
 import {
   DEFAULT_BUDGET,
   TurnEngine,
@@ -255,27 +262,20 @@ export class TurnRunner {
           ? EventType.TurnFailed
           : EventType.TurnCancelled;
     await this.o.db.$transaction(async (tx) => {
-      const current = await tx.turn.findUniqueOrThrow({ where: { id: turn.id } });
-      await tx.turn.update({
-        where: { id: turn.id },
-        data: {
-          status: outcome.status,
-          stopReason: outcome.stopReason,
-          finalText: outcome.finalText,
-          iterations: outcome.iterations,
-          toolCallCount: outcome.toolCalls,
-          failure: outcome.failure ? (outcome.failure as unknown as Prisma.InputJsonValue) : Prisma.DbNull,
-          completedAt: new Date(),
-        },
-      });
-      await tx.session.update({
-        where: { id: turn.sessionId },
-        data: {
-          inputTokens: { increment: current.inputTokens },
-          outputTokens: { increment: current.outputTokens },
-          costUsd: { increment: current.costUsd },
-        },
-      });
+      // The terminal state and the session's usage roll-up in one statement.
+      const [current] = await tx.$queryRaw<{ cost: string }[]>`
+        WITH t AS (
+          UPDATE turns SET status = ${outcome.status}, stop_reason = ${outcome.stopReason},
+            final_text = ${outcome.finalText}, iterations = ${outcome.iterations},
+            tool_call_count = ${outcome.toolCalls},
+            failure = ${outcome.failure ? JSON.stringify(outcome.failure) : null}::jsonb, completed_at = now()
+          WHERE id = ${turn.id}::uuid
+          RETURNING input_tokens, output_tokens, cost_usd
+        )
+        UPDATE sessions s SET input_tokens = s.input_tokens + t.input_tokens,
+          output_tokens = s.output_tokens + t.output_tokens, cost_usd = s.cost_usd + t.cost_usd, updated_at = now()
+        FROM t WHERE s.id = ${turn.sessionId}::uuid
+        RETURNING t.cost_usd::text AS cost`;
       await appendEvents(tx, {
         tenantId: turn.tenantId,
         sessionId: turn.sessionId,
@@ -289,7 +289,7 @@ export class TurnRunner {
               stopReason: outcome.stopReason,
               iterations: outcome.iterations,
               toolCalls: outcome.toolCalls,
-              costUsd: current.costUsd.toString(),
+              costUsd: current.cost,
               ...(outcome.failure ? { failure: outcome.failure } : {}),
             },
           },
@@ -352,42 +352,38 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const position = this.nextPosition;
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
-      await tx.message.create({
-        data: {
-          id: newId(),
-          tenantId: t.tenantId,
-          agentId: t.agentId,
-          sessionId: t.sessionId,
-          turnId: t.id,
-          turnSeq: t.seq,
-          position,
-          role: 'assistant',
-          kind: 'internal_followup',
-          origin: { kind: 'system', subsystem: 'harness' },
-          trust: 'trusted_system',
-          authorityClass: 'runtime_instruction',
-          priority: t.priority,
-          body: { type: 'text', text: r.response.text },
-          toolCalls: r.response.toolCalls as unknown as Prisma.InputJsonValue,
-          metadata: { model: r.model, round: r.round, finishReason: r.response.finishReason },
-        },
+      await insertMessage(tx, {
+        id: newId(),
+        tenantId: t.tenantId,
+        agentId: t.agentId,
+        sessionId: t.sessionId,
+        turnId: t.id,
+        turnSeq: t.seq,
+        position,
+        role: 'assistant',
+        kind: 'internal_followup',
+        origin: { kind: 'system', subsystem: 'harness' },
+        trust: 'trusted_system',
+        authorityClass: 'runtime_instruction',
+        priority: t.priority,
+        body: { type: 'text', text: r.response.text },
+        toolCalls: r.response.toolCalls,
+        metadata: { model: r.model, round: r.round, finishReason: r.response.finishReason },
       });
-      await tx.ledgerEntry.create({
-        data: {
-          id: newId(),
-          tenantId: t.tenantId,
-          agentId: t.agentId,
-          sessionId: t.sessionId,
-          turnId: t.id,
-          key: `${t.id}:round:${r.round}`,
-          provider: r.provider,
-          model: r.model,
-          inputTokens: r.response.usage.inputTokens,
-          outputTokens: r.response.usage.outputTokens,
-          cachedTokens: r.response.usage.cachedTokens,
-          costUsd: new Prisma.Decimal(r.costUsd.toFixed(8)),
-          costSource: r.costSource,
-        },
+      await insertLedgerEntry(tx, {
+        id: newId(),
+        tenantId: t.tenantId,
+        agentId: t.agentId,
+        sessionId: t.sessionId,
+        turnId: t.id,
+        key: `${t.id}:round:${r.round}`,
+        provider: r.provider,
+        model: r.model,
+        inputTokens: r.response.usage.inputTokens,
+        outputTokens: r.response.usage.outputTokens,
+        cachedTokens: r.response.usage.cachedTokens,
+        costUsd: r.costUsd.toFixed(8),
+        costSource: r.costSource,
       });
       await tx.$executeRaw`
         UPDATE turns SET
@@ -414,23 +410,14 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const t = this.turn;
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
-      await tx.toolCall.upsert({
-        where: { turnId_callId: { turnId: t.id, callId: meta.call.id } },
-        create: {
-          id: newId(),
-          tenantId: t.tenantId,
-          sessionId: t.sessionId,
-          turnId: t.id,
-          callId: meta.call.id,
-          name: meta.call.name,
-          arguments: meta.arguments ?? {},
-          sideEffect: meta.sideEffect,
-          status: 'running',
-          idempotencyKey: meta.idempotencyKey,
-          startedAt: new Date(),
-        },
-        update: { status: 'running', startedAt: new Date() },
-      });
+      // A resumed turn starts the same call again: the row is kept, its start time renewed.
+      await tx.$executeRaw`
+        INSERT INTO tool_calls (id, tenant_id, session_id, turn_id, call_id, name, arguments, side_effect, status,
+          idempotency_key, started_at)
+        VALUES (${newId()}::uuid, ${t.tenantId}::uuid, ${t.sessionId}::uuid, ${t.id}::uuid, ${meta.call.id},
+          ${meta.call.name}, ${JSON.stringify(meta.arguments ?? {})}::jsonb, ${meta.sideEffect}, 'running',
+          ${meta.idempotencyKey}, now())
+        ON CONFLICT (turn_id, call_id) DO UPDATE SET status = 'running', started_at = now()`;
     });
   }
 
@@ -439,38 +426,32 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const position = this.nextPosition;
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
-      await tx.toolCall.update({
-        where: { turnId_callId: { turnId: t.id, callId: meta.call.id } },
-        data: {
-          status: outcome.ok ? 'completed' : 'failed',
-          result: outcome.ok ? (outcome.result as Prisma.InputJsonValue) : Prisma.DbNull,
-          error: outcome.ok ? Prisma.DbNull : (outcome as unknown as Prisma.InputJsonValue),
-          completedAt: new Date(),
-          durationMs,
-        },
+      await tx.$executeRaw`
+        UPDATE tool_calls SET status = ${outcome.ok ? 'completed' : 'failed'},
+          result = ${outcome.ok ? JSON.stringify(outcome.result) : null}::jsonb,
+          error = ${outcome.ok ? null : JSON.stringify(outcome)}::jsonb,
+          completed_at = now(), duration_ms = ${durationMs}
+        WHERE turn_id = ${t.id}::uuid AND call_id = ${meta.call.id}`;
+      await insertMessage(tx, {
+        id: newId(),
+        tenantId: t.tenantId,
+        agentId: t.agentId,
+        sessionId: t.sessionId,
+        turnId: t.id,
+        turnSeq: t.seq,
+        position,
+        role: 'tool',
+        kind: 'internal_followup',
+        origin: { kind: 'system', subsystem: 'tools' },
+        trust: 'untrusted_external',
+        // Tool output informs the model; it never authorises anything by itself.
+        authorityClass: 'external_evidence',
+        priority: t.priority,
+        body: { type: 'text', text: JSON.stringify(outcome) },
+        toolCallId: meta.call.id,
+        metadata: { tool: meta.call.name },
       });
-      await tx.message.create({
-        data: {
-          id: newId(),
-          tenantId: t.tenantId,
-          agentId: t.agentId,
-          sessionId: t.sessionId,
-          turnId: t.id,
-          turnSeq: t.seq,
-          position,
-          role: 'tool',
-          kind: 'internal_followup',
-          origin: { kind: 'system', subsystem: 'tools' },
-          trust: 'untrusted_external',
-          // Tool output informs the model; it never authorises anything by itself.
-          authorityClass: 'external_evidence',
-          priority: t.priority,
-          body: { type: 'text', text: JSON.stringify(outcome) },
-          toolCallId: meta.call.id,
-          metadata: { tool: meta.call.name },
-        },
-      });
-      await tx.turn.update({ where: { id: t.id }, data: { toolCallCount: { increment: 1 } } });
+      await tx.$executeRaw`UPDATE turns SET tool_call_count = tool_call_count + 1 WHERE id = ${t.id}::uuid`;
     });
     this.nextPosition++;
   }
