@@ -1,11 +1,10 @@
 import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
 import {
   AppError,
   newId,
   PRIORITY_RANK,
   QueueName,
-  type AdmissionContext,
-  type DeliverySurface,
   type MessageKind,
   type MessageOrigin,
 } from '@switchboard/contracts';
@@ -19,6 +18,7 @@ jest.setTimeout(30_000);
 
 describe('Admission', () => {
   let env: TestEnv;
+  let connection: IORedis;
   let queue: Queue;
   let admission: Admission;
   let tenantId: string;
@@ -27,7 +27,8 @@ describe('Admission', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    queue = new Queue(QueueName.Turns, { connection: createRedis(env.redisUrl), prefix: env.queuePrefix });
+    connection = createRedis(env.redisUrl);
+    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
     admission = new Admission(env.db, queue, logger);
     tenantId = newId();
     agentId = newId();
@@ -37,6 +38,8 @@ describe('Admission', () => {
 
   afterAll(async () => {
     await queue?.close();
+    // BullMQ leaves a connection it was handed open.
+    await connection?.quit();
     await env?.cleanup();
   });
 
@@ -211,23 +214,26 @@ describe('Admission', () => {
     ['channel_event', { kind: 'channel', channelId: 'c1' }, true, 'external_evidence', 'untrusted_external'],
     ['timer_tick', { kind: 'timer', scheduleId: 's1' }, false, 'runtime_instruction', 'trusted_system'],
     ['task_result', { kind: 'task', taskId: 't1' }, false, 'runtime_instruction', 'trusted_system'],
-  ])('derives %s (verified=%s) → %s, trust %s', async (kind, origin, verified, authorityClass, trust) => {
-    const sessionId = await newSession();
-    const admitted = await admission.admit({
-      tenantId,
-      sessionId,
-      kind,
-      origin,
-      body: { type: 'text', text: 'x' },
-      deliverySurface: 'runtime_system' as DeliverySurface,
-      admissionContext: 'runtime_owned' as AdmissionContext,
-      verifiedIntegration: verified,
-    });
-    const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
-    expect(message.origin).toEqual(origin);
-    expect(message.authorityClass).toBe(authorityClass);
-    expect(message.trust).toBe(trust);
-  });
+  ])(
+    'derives %s from %o (verified=%s) → %s, trust %s',
+    async (kind, origin, verified, authorityClass, trust) => {
+      const sessionId = await newSession();
+      const admitted = await admission.admit({
+        tenantId,
+        sessionId,
+        kind,
+        origin,
+        body: { type: 'text', text: 'x' },
+        deliverySurface: 'runtime_system',
+        admissionContext: 'runtime_owned',
+        verifiedIntegration: verified,
+      });
+      const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
+      expect(message.origin).toEqual(origin);
+      expect(message.authorityClass).toBe(authorityClass);
+      expect(message.trust).toBe(trust);
+    },
+  );
 
   it('stores a webhook envelope with its provenance', async () => {
     const sessionId = await newSession();
@@ -378,8 +384,33 @@ describe('Admission', () => {
     expect(await env.db.turn.findUniqueOrThrow({ where: { id: accepted.turnId } })).toMatchObject({ seq: 2 });
   });
 
+  it("multitask 'reject' lets exactly one of 5 racing admissions into an idle session", async () => {
+    const sessionId = await newSession();
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) =>
+        admission.admit(operatorInput(sessionId, `r${i}`, { multitask: 'reject' })),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'conflict' });
+    }
+    expect(await footprint(sessionId)).toEqual({
+      messages: 1,
+      turns: 1,
+      events: 1,
+      lastTurnSeq: 1,
+      lastEventSeq: 1,
+    });
+  });
+
   it('still admits within the enqueue timeout when the queue never answers', async () => {
-    const deadConnection = createRedis('redis://127.0.0.1:1', { retryStrategy: () => 1000 });
+    // Nobody listens on port 1: ioredis retries for ever, so `add` never settles. The short
+    // disconnectTimeout keeps ioredis from leaving a timer behind when the test disconnects it.
+    const deadConnection = createRedis('redis://127.0.0.1:1', {
+      retryStrategy: () => 50,
+      disconnectTimeout: 10,
+    });
     const dead = new Queue(QueueName.Turns, { connection: deadConnection, prefix: env.queuePrefix });
     dead.on('error', () => undefined);
     try {
@@ -389,7 +420,8 @@ describe('Admission', () => {
       const admitted = await cut.admit(operatorInput(sessionId, 'redis is down'));
       const elapsed = Date.now() - started;
       expect(elapsed).toBeGreaterThanOrEqual(250);
-      expect(elapsed).toBeLessThan(1_500);
+      // Well under the 2 s default: the configured bound is the one that applies.
+      expect(elapsed).toBeLessThan(1_800);
       expect(admitted).toMatchObject({ status: 'queued', replayed: false });
       expect(await env.db.turn.findUniqueOrThrow({ where: { id: admitted.turnId } })).toMatchObject({
         status: 'queued',

@@ -16,14 +16,38 @@ export class LeaseLostError extends Error {
   }
 }
 
-const SECRET_KEYS = /^(authorization|api[_-]?key|token|secret|password|signature)$/i;
+const SECRET_WORDS = new Set([
+  'authorization',
+  'token',
+  'secret',
+  'password',
+  'passwd',
+  'signature',
+  'cookie',
+  'apikey',
+]);
 
-/** Secrets never reach the journal. */
+/** A key names a secret when one of its words does: `x-api-key`, `accessToken`, `client_secret`, not `inputTokens`. */
+export function isSecretKey(key: string): boolean {
+  const words = key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
+  return words.some((w, i) => SECRET_WORDS.has(w) || (w === 'api' && words[i + 1] === 'key'));
+}
+
+/** Secrets never reach the journal. Dates keep their value; other non-plain objects serialise as JSON would. */
 export function redact(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redact);
+  if (value instanceof Date) return value.toISOString();
   if (value && typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) {
+      return redact(JSON.parse(JSON.stringify(value)) as unknown);
+    }
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, SECRET_KEYS.test(k) ? '[redacted]' : redact(v)]),
+      Object.entries(value).map(([k, v]) => [k, isSecretKey(k) ? '[redacted]' : redact(v)]),
     );
   }
   return value;

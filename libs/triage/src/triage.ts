@@ -56,20 +56,16 @@ export async function triageDelivery(
 
   // Without a standing session each delivery gets its own, keyed by the delivery
   // id so a retried job reuses it instead of opening a second one.
-  const sessionId =
-    trigger.sessionId ??
-    (
-      await db.session.upsert({
-        where: { id: delivery.id },
-        create: {
-          id: delivery.id,
-          tenantId: trigger.tenantId,
-          agentId: trigger.agentId,
-          title: `${trigger.name} delivery`,
-        },
-        update: {},
-      })
-    ).id;
+  let sessionId = trigger.sessionId;
+  if (!sessionId) {
+    // Atomic under concurrent runs of the same delivery: one insert wins, the others find it.
+    await db.$executeRaw`
+      INSERT INTO sessions (id, tenant_id, agent_id, title, updated_at)
+      VALUES (${delivery.id}::uuid, ${trigger.tenantId}::uuid, ${trigger.agentId}::uuid,
+        ${`${trigger.name} delivery`}, now())
+      ON CONFLICT (id) DO NOTHING`;
+    sessionId = delivery.id;
+  }
   const admitted = await deps.admission.admit({
     tenantId: trigger.tenantId,
     sessionId,

@@ -53,7 +53,7 @@ describe('SessionLease', () => {
 
   it('blocks other claims while held, and lets one in once the lease expired', async () => {
     const sessionId = await newSession();
-    const held = await SessionLease.claim(env.db, sessionId, 'holder', 300);
+    const held = await SessionLease.claim(env.db, sessionId, 'holder', 500);
     expect(held).not.toBeNull();
     const claimedAt = Date.now();
 
@@ -67,8 +67,8 @@ describe('SessionLease', () => {
         intervalMs: 20,
       },
     );
-    // Not before the 300 ms lease ran out (a little slack for clock granularity).
-    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(250);
+    // Not before the 500 ms lease ran out (a little slack for clock granularity).
+    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(450);
     const row = await leaseRow(sessionId);
     expect(row.leaseOwner).toBe('other');
     expect(row.leaseToken).toBe(taken.token);

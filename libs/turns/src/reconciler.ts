@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
-import { Jobs } from '@switchboard/contracts';
+import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import type { Logger } from '@switchboard/observability';
+import { withSpan, type Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 
 /**
@@ -16,22 +16,42 @@ export async function reconcileTurns(
   options: { olderThanMs?: number; limit?: number } = {},
 ): Promise<number> {
   const cutoff = new Date(Date.now() - (options.olderThanMs ?? 0));
-  const unfinished = await db.turn.findMany({
-    where: { status: { in: ['queued', 'running'] }, createdAt: { lte: cutoff } },
-    select: { id: true, sessionId: true, tenantId: true, traceContext: true },
-    orderBy: { createdAt: 'asc' },
-    take: options.limit ?? 1000,
-  });
+  const pageSize = options.limit ?? 500;
   let requeued = 0;
-  for (const t of unfinished) {
-    const job = await turnsQueue.getJob(t.id);
-    if (job) {
-      const state = await job.getState();
-      if (state !== 'completed' && state !== 'failed') continue;
-      await job.remove().catch(() => undefined);
+  let after: string | undefined;
+  // Every unfinished turn is looked at, a page at a time: a backlog of turns whose jobs
+  // are alive must not hide a newer turn whose job was lost.
+  for (;;) {
+    const page = await db.turn.findMany({
+      where: {
+        status: { in: ['queued', 'running'] },
+        createdAt: { lte: cutoff },
+        ...(after ? { id: { gt: after } } : {}),
+      },
+      select: { id: true, sessionId: true, tenantId: true, priority: true, traceContext: true },
+      orderBy: { id: 'asc' },
+      take: pageSize,
+    });
+    for (const t of page) {
+      const job = await turnsQueue.getJob(t.id);
+      if (job) {
+        const state = await job.getState();
+        if (state !== 'completed' && state !== 'failed') continue;
+        await job.remove().catch(() => undefined);
+      }
+      // The re-enqueue continues the admission's trace and keeps the turn's priority band.
+      await withSpan('reconcile turn', { parent: t.traceContext as TraceCarrier }, () =>
+        publish(
+          turnsQueue,
+          Jobs.turn,
+          { turnId: t.id, sessionId: t.sessionId, tenantId: t.tenantId },
+          { priority: PRIORITY_RANK[Priority.catch('normal').parse(t.priority)] },
+        ),
+      );
+      requeued++;
     }
-    await publish(turnsQueue, Jobs.turn, { turnId: t.id, sessionId: t.sessionId, tenantId: t.tenantId });
-    requeued++;
+    if (page.length < pageSize || options.limit !== undefined) break;
+    after = page[page.length - 1].id;
   }
   if (requeued > 0) logger.warn({ requeued }, 'reconciler re-enqueued unfinished turns');
   return requeued;

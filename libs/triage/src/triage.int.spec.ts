@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { Admission } from '@switchboard/admission';
+import { newId, QueueName } from '@switchboard/contracts';
+import type { Prisma } from '@switchboard/database';
+import { createLogger } from '@switchboard/observability';
+import { createRedis } from '@switchboard/queue';
+import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { triageDelivery } from './triage';
+
+/** Triage of trigger deliveries with a real Admission on Postgres and BullMQ. */
+jest.setTimeout(30_000);
+
+describe('triageDelivery', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let queue: Queue;
+  let deps: Parameters<typeof triageDelivery>[0];
+  let tenantId: string;
+  let agentId: string;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    deps = { db: env.db, admission: new Admission(env.db, queue, logger), logger };
+    tenantId = newId();
+    agentId = newId();
+    await env.db.tenant.create({ data: { id: tenantId, name: 'triage' } });
+    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'reactor', model: 'scripted/echo' } });
+  });
+
+  afterAll(async () => {
+    await queue?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  async function trigger(
+    options: { signatureScheme?: string; sessionId?: string; rules?: Prisma.InputJsonValue } = {},
+  ) {
+    const id = newId();
+    await env.db.trigger.create({
+      data: {
+        id,
+        tenantId,
+        agentId,
+        name: 'gh',
+        tokenHash: randomBytes(16).toString('hex'),
+        signatureScheme: options.signatureScheme ?? 'github',
+        sessionId: options.sessionId ?? null,
+        rules: options.rules ?? [],
+      },
+    });
+    return id;
+  }
+
+  async function delivery(
+    triggerId: string,
+    payload: { source?: string; eventType?: string; body?: Prisma.InputJsonValue },
+    tenant = tenantId,
+  ) {
+    const id = newId();
+    await env.db.triggerDelivery.create({
+      data: { id, tenantId: tenant, triggerId, deliveryId: `gh-${id}`, payload },
+    });
+    return id;
+  }
+
+  const job = (deliveryId: string, tenant = tenantId) => ({ deliveryId, tenantId: tenant, trace: {} });
+
+  async function standingSession(): Promise<string> {
+    const id = newId();
+    await env.db.session.create({ data: { id, tenantId, agentId } });
+    return id;
+  }
+
+  const messagesOf = (deliveryRowId: string) =>
+    env.db.message.findMany({ where: { idempotencyKey: `delivery:${deliveryRowId}` } });
+
+  it('drops by rule: records the decision and its reason, admits nothing', async () => {
+    const triggerId = await trigger({
+      rules: [
+        { match: { eventType: 'ping' }, action: 'drop', reason: 'pings are noise' },
+        { match: {}, action: 'forward' },
+      ],
+    });
+    const id = await delivery(triggerId, { source: 'github', eventType: 'ping', body: { zen: 'hi' } });
+
+    const result = await triageDelivery(deps, job(id));
+
+    expect(result).toEqual({ decision: { action: 'drop', reason: 'pings are noise', rule: 0 } });
+    expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      decision: 'drop',
+      reason: 'pings are noise',
+      messageId: null,
+    });
+    expect(await env.db.session.findUnique({ where: { id } })).toBeNull();
+    expect(await messagesOf(id)).toHaveLength(0);
+    expect(await env.db.turn.count({ where: { sessionId: id } })).toBe(0);
+  });
+
+  it('forwards an unmatched delivery into a new session keyed by the delivery id', async () => {
+    const triggerId = await trigger({
+      signatureScheme: 'github',
+      rules: [{ match: { eventType: 'ping' }, action: 'drop' }],
+    });
+    const id = await delivery(triggerId, {
+      source: 'github',
+      eventType: 'issues',
+      body: { action: 'opened', issue: { number: 7 } },
+    });
+
+    const result = await triageDelivery(deps, job(id));
+
+    expect(result).toEqual({
+      decision: { action: 'forward', reason: 'no rule matched', rule: null },
+      messageId: expect.any(String),
+      turnId: expect.any(String),
+    });
+    const session = await env.db.session.findUniqueOrThrow({ where: { id } });
+    expect(session).toMatchObject({ tenantId, agentId, status: 'active' });
+
+    const messages = await env.db.message.findMany({ where: { sessionId: id } });
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({
+      id: result!.messageId,
+      tenantId,
+      agentId,
+      turnId: result!.turnId,
+      kind: 'webhook_event',
+      origin: { kind: 'webhook', source: 'github', eventType: 'issues' },
+      trust: 'trusted_integration',
+      authorityClass: 'integration_signal',
+      deliverySurface: 'http_webhook',
+      admissionContext: 'external_trigger_capability',
+      body: { type: 'json', value: { action: 'opened', issue: { number: 7 } } },
+      metadata: { triggerId, deliveryId: `gh-${id}` },
+    });
+    expect(await env.db.turn.findUniqueOrThrow({ where: { id: result!.turnId! } })).toMatchObject({
+      sessionId: id,
+      status: 'queued',
+    });
+    expect(await queue.getJob(result!.turnId!)).toBeDefined();
+    expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      decision: 'forward',
+      reason: 'no rule matched',
+      messageId: result!.messageId,
+    });
+  });
+
+  it("gives an unsigned trigger's delivery the authority of external evidence", async () => {
+    const triggerId = await trigger({ signatureScheme: 'none' });
+    const id = await delivery(triggerId, { source: 'custom', eventType: 'alert', body: 'disk full' });
+
+    const result = await triageDelivery(deps, job(id));
+
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: result!.messageId! } });
+    expect(message).toMatchObject({
+      kind: 'webhook_event',
+      origin: { kind: 'webhook', source: 'custom', eventType: 'alert' },
+      authorityClass: 'external_evidence',
+      body: { type: 'json', value: 'disk full' },
+    });
+  });
+
+  it("falls back to the trigger's name as the source", async () => {
+    const triggerId = await trigger({ signatureScheme: 'none' });
+    const id = await delivery(triggerId, { body: { x: 1 } });
+    const result = await triageDelivery(deps, job(id));
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: result!.messageId! } });
+    expect(message.origin).toEqual({ kind: 'webhook', source: 'gh' });
+  });
+
+  it("admits into the trigger's standing session when it has one", async () => {
+    const sessionId = await standingSession();
+    const triggerId = await trigger({ sessionId });
+    const first = await delivery(triggerId, { source: 'github', eventType: 'push', body: { n: 1 } });
+    const second = await delivery(triggerId, { source: 'github', eventType: 'push', body: { n: 2 } });
+
+    const a = await triageDelivery(deps, job(first));
+    const b = await triageDelivery(deps, job(second));
+
+    expect(await env.db.session.findUnique({ where: { id: first } })).toBeNull();
+    expect(await env.db.session.findUnique({ where: { id: second } })).toBeNull();
+    const messages = await env.db.message.findMany({ where: { sessionId }, orderBy: { turnSeq: 'asc' } });
+    expect(messages.map((m) => [m.id, m.turnSeq, m.body])).toEqual([
+      [a!.messageId, 1, { type: 'json', value: { n: 1 } }],
+      [b!.messageId, 2, { type: 'json', value: { n: 2 } }],
+    ]);
+  });
+
+  it('forwards a delivery that a forward rule matches, with the rule as reason', async () => {
+    const triggerId = await trigger({
+      rules: [{ match: { path: 'action', equals: 'opened' }, action: 'forward', reason: 'new issues' }],
+    });
+    const id = await delivery(triggerId, {
+      source: 'github',
+      eventType: 'issues',
+      body: { action: 'opened' },
+    });
+    const result = await triageDelivery(deps, job(id));
+    expect(result!.decision).toEqual({ action: 'forward', reason: 'new issues', rule: 0 });
+    expect(await messagesOf(id)).toHaveLength(1);
+  });
+
+  it('forwards when the trigger rules are invalid, saying so', async () => {
+    const triggerId = await trigger({ rules: [{ match: { nope: 1 }, action: 'explode' }] });
+    const id = await delivery(triggerId, { source: 'github', eventType: 'ping' });
+    const result = await triageDelivery(deps, job(id));
+    expect(result!.decision.action).toBe('forward');
+    expect((await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).reason).toBe(
+      'trigger rules are invalid; forwarding',
+    );
+    expect(await messagesOf(id)).toHaveLength(1);
+  });
+
+  it('admits a delivery exactly once when it runs twice', async () => {
+    const triggerId = await trigger();
+    const id = await delivery(triggerId, { source: 'github', eventType: 'push', body: {} });
+
+    const first = await triageDelivery(deps, job(id));
+    const second = await triageDelivery(deps, job(id));
+
+    expect(second!.decision.action).toBe('forward');
+    expect(await messagesOf(id)).toHaveLength(1);
+    expect(await env.db.turn.count({ where: { sessionId: id } })).toBe(1);
+    expect((await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).messageId).toBe(
+      first!.messageId,
+    );
+  });
+
+  it('admits once when the first run died before recording the decision', async () => {
+    const sessionId = await standingSession();
+    for (const standing of [undefined, sessionId]) {
+      const triggerId = await trigger({ sessionId: standing });
+      const id = await delivery(triggerId, { source: 'github', eventType: 'push', body: { standing } });
+      const first = await triageDelivery(deps, job(id));
+      // The worker died after the session and the admission, before the decision was recorded.
+      await env.db.triggerDelivery.update({
+        where: { id },
+        data: { decision: null, reason: null, messageId: null },
+      });
+
+      const retried = await triageDelivery(deps, job(id));
+
+      expect(retried).toMatchObject({ messageId: first!.messageId, turnId: first!.turnId });
+      expect(await messagesOf(id)).toHaveLength(1);
+      expect(await env.db.turn.count({ where: { inputMessageId: first!.messageId } })).toBe(1);
+      expect(await env.db.session.count({ where: { id } })).toBe(standing ? 0 : 1);
+      expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+        decision: 'forward',
+        messageId: first!.messageId,
+      });
+    }
+    expect(await env.db.turn.count({ where: { sessionId } })).toBe(1);
+  });
+
+  it('admits once when runs of one delivery race (a stalled job run twice)', async () => {
+    const triggerId = await trigger();
+    const id = await delivery(triggerId, { source: 'github', eventType: 'push', body: {} });
+
+    // A losing run may throw (the session upsert is not atomic) and is retried by BullMQ;
+    // what must hold is that no run admits a second message.
+    const results = await Promise.allSettled(Array.from({ length: 4 }, () => triageDelivery(deps, job(id))));
+    const retried = await triageDelivery(deps, job(id));
+
+    const admitted = results.flatMap((r) =>
+      r.status === 'fulfilled' && r.value?.messageId ? [r.value.messageId] : [],
+    );
+    expect(admitted.length).toBeGreaterThan(0);
+    const [message] = await messagesOf(id);
+    expect(new Set(admitted)).toEqual(new Set([message.id]));
+    expect(await messagesOf(id)).toHaveLength(1);
+    expect(await env.db.session.count({ where: { id } })).toBe(1);
+    expect(retried!.decision.action).toBe('forward');
+    expect((await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).messageId).toBe(message.id);
+  });
+
+  it('admits once when the first run died after creating the session, before admitting', async () => {
+    const triggerId = await trigger();
+    const id = await delivery(triggerId, { source: 'github', eventType: 'push', body: {} });
+    await env.db.session.create({ data: { id, tenantId, agentId, title: 'gh delivery' } });
+
+    const result = await triageDelivery(deps, job(id));
+    expect(result!.messageId).toBeDefined();
+    expect(await env.db.message.count({ where: { sessionId: id } })).toBe(1);
+    expect(await triageDelivery(deps, job(id))).toMatchObject({ decision: { action: 'forward' } });
+    expect(await env.db.message.count({ where: { sessionId: id } })).toBe(1);
+  });
+
+  it("ignores a job whose tenant is not the delivery's", async () => {
+    const triggerId = await trigger();
+    const id = await delivery(triggerId, { source: 'github', eventType: 'push', body: {} });
+
+    expect(await triageDelivery(deps, job(id, newId()))).toBeNull();
+    expect(await triageDelivery(deps, job(newId()))).toBeNull();
+
+    expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      decision: null,
+      messageId: null,
+    });
+    expect(await env.db.session.findUnique({ where: { id } })).toBeNull();
+    expect(await messagesOf(id)).toHaveLength(0);
+  });
+
+  it('ignores a delivery that claims a trigger of another tenant', async () => {
+    const otherTenant = newId();
+    await env.db.tenant.create({ data: { id: otherTenant, name: 'other' } });
+    const triggerId = await trigger();
+    const id = await delivery(triggerId, { source: 'github', eventType: 'push', body: {} }, otherTenant);
+
+    expect(await triageDelivery(deps, job(id, otherTenant))).toBeNull();
+    expect(await env.db.session.findUnique({ where: { id } })).toBeNull();
+    expect(await messagesOf(id)).toHaveLength(0);
+  });
+});
