@@ -21,7 +21,7 @@ export async function spawnApp(
 ): Promise<AppProcess> {
   const child = spawn(
     process.execPath,
-    ['-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')],
+    [...(options.nodeArgs ?? []), '-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')],
     {
       cwd: ROOT,
       // Readiness is read from the start-up log line, which is logged at info.
