@@ -1,10 +1,9 @@
-import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
-import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject } from '@nestjs/common';
+import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import type { Config } from '@switchboard/config';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { CONFIG, LOGGER, METRICS, startWorker } from '@switchboard/platform';
+import { ConfiguredWorkerHost, LOGGER, METRICS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
 import type { TurnRunner } from '@switchboard/turns';
 import { TURN_RUNNER } from './tokens';
@@ -13,23 +12,16 @@ import { TURN_RUNNER } from './tokens';
 const busyDelayMs = () => 200 + Math.floor(Math.random() * 400);
 
 @Processor(QueueName.Turns, { autorun: false })
-export class TurnsProcessor extends WorkerHost implements OnApplicationBootstrap {
+export class TurnsProcessor extends ConfiguredWorkerHost {
   constructor(
     @Inject(TURN_RUNNER) private readonly runner: TurnRunner,
-    @Inject(CONFIG) private readonly config: Config,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
   }
 
-  onApplicationBootstrap(): void {
-    startWorker(this.worker, {
-      concurrency: this.config.HARNESS_CONCURRENCY,
-      lockDuration: this.config.QUEUE_LOCK_MS,
-      stalledInterval: this.config.QUEUE_STALLED_INTERVAL_MS,
-    });
-  }
+  protected readonly concurrencySetting = 'HARNESS_CONCURRENCY' as const;
 
   async process(job: Job, token?: string): Promise<void> {
     const result = await consume(Jobs.turn, job, (data) => this.runner.handle(data), this.metrics);

@@ -1,33 +1,25 @@
-import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
-import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject } from '@nestjs/common';
+import { Processor } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
-import type { Config } from '@switchboard/config';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { runCostLog } from '@switchboard/hooks';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { CONFIG, DB, LOGGER, METRICS, startWorker } from '@switchboard/platform';
+import { ConfiguredWorkerHost, DB, LOGGER, METRICS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
 
 /** Runs post-turn hooks, one job per (turn, hook), each retried on its own. */
 @Processor(QueueName.PostTurn, { autorun: false })
-export class PostTurnProcessor extends WorkerHost implements OnApplicationBootstrap {
+export class PostTurnProcessor extends ConfiguredWorkerHost {
   constructor(
     @Inject(DB) private readonly db: Db,
-    @Inject(CONFIG) private readonly config: Config,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
   }
 
-  onApplicationBootstrap(): void {
-    startWorker(this.worker, {
-      concurrency: this.config.HOOKS_CONCURRENCY,
-      lockDuration: this.config.QUEUE_LOCK_MS,
-      stalledInterval: this.config.QUEUE_STALLED_INTERVAL_MS,
-    });
-  }
+  protected readonly concurrencySetting = 'HOOKS_CONCURRENCY' as const;
 
   async process(job: Job): Promise<string> {
     return consume(

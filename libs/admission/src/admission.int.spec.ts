@@ -10,7 +10,7 @@ import {
 } from '@switchboard/contracts';
 import { createLogger } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { Admission, type AdmitInput } from './admission';
 
 /** Admission on real Postgres and a real BullMQ queue. */
@@ -30,10 +30,7 @@ describe('Admission', () => {
     connection = createRedis(env.redisUrl);
     queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
     admission = new Admission(env.db, queue, logger);
-    tenantId = newId();
-    agentId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'admission' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'a', model: 'scripted/echo' } });
+    ({ tenantId, agentId } = await seedTenant(env.db, 'admission'));
   });
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { newId } from '@switchboard/contracts';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { appendEvents, LeaseLostError } from './journal';
 
 /** The durable event journal: per-session seqs without gaps, fencing by lease, secrets redacted. */
@@ -13,10 +13,7 @@ describe('appendEvents', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    tenantId = newId();
-    agentId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'journal' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'a', model: 'scripted/echo' } });
+    ({ tenantId, agentId } = await seedTenant(env.db, 'journal'));
   });
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { newId } from '@switchboard/contracts';
 import { Prisma } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { runCostLog, type HookContext } from './cost-log';
 
 /** The cost-log post-turn hook: one roll-up row per turn, however often it runs. */
@@ -17,11 +17,8 @@ describe('runCostLog', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    tenantId = newId();
-    agentId = newId();
+    ({ tenantId, agentId } = await seedTenant(env.db, 'cost'));
     sessionId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'cost' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'a', model: 'scripted/echo' } });
     await env.db.session.create({ data: { id: sessionId, tenantId, agentId } });
   });
 

@@ -3,3 +3,4 @@ export * from './fake-llm-server';
 export * from './processes';
 export * from './services';
 export * from './wait';
+export * from './seed';

@@ -1,5 +1,5 @@
 import { newId } from '@switchboard/contracts';
-import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
 import { SessionLease } from './lease';
 
 /** The per-session lease in Postgres: at most one worker holds a session at a time. */
@@ -12,10 +12,7 @@ describe('SessionLease', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    tenantId = newId();
-    agentId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'lease' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'a', model: 'scripted/echo' } });
+    ({ tenantId, agentId } = await seedTenant(env.db, 'lease'));
   });
 
   afterAll(async () => {

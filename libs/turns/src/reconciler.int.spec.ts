@@ -4,7 +4,7 @@ import type IORedis from 'ioredis';
 import { Jobs, newId, PRIORITY_RANK, type Priority } from '@switchboard/contracts';
 import { createLogger } from '@switchboard/observability';
 import { createRedis, publish } from '@switchboard/queue';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { reconcileTurns } from './reconciler';
 
 /** Postgres is the source of truth: the reconciler re-enqueues unfinished turns Redis lost. */
@@ -24,11 +24,8 @@ describe('reconcileTurns', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     connection = createRedis(env.redisUrl);
-    tenantId = newId();
-    agentId = newId();
+    ({ tenantId, agentId } = await seedTenant(env.db, 'reconciler'));
     sessionId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'reconciler' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'a', model: 'scripted/echo' } });
     await env.db.session.create({ data: { id: sessionId, tenantId, agentId } });
   });
 
