@@ -343,6 +343,21 @@ class PostgresCheckpoints implements TurnCheckpoints {
     return events;
   }
 
+  /** The fields every transcript entry this turn writes shares. */
+  private entry(position: number) {
+    const t = this.turn;
+    return {
+      id: newId(),
+      tenantId: t.tenantId,
+      agentId: t.agentId,
+      sessionId: t.sessionId,
+      turnId: t.id,
+      turnSeq: t.seq,
+      position,
+      priority: t.priority,
+    };
+  }
+
   private base() {
     return { tenantId: this.turn.tenantId, sessionId: this.turn.sessionId, lease: this.lease.fence };
   }
@@ -353,19 +368,12 @@ class PostgresCheckpoints implements TurnCheckpoints {
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
       await insertMessage(tx, {
-        id: newId(),
-        tenantId: t.tenantId,
-        agentId: t.agentId,
-        sessionId: t.sessionId,
-        turnId: t.id,
-        turnSeq: t.seq,
-        position,
+        ...this.entry(position),
         role: 'assistant',
         kind: 'internal_followup',
         origin: { kind: 'system', subsystem: 'harness' },
         trust: 'trusted_system',
         authorityClass: 'runtime_instruction',
-        priority: t.priority,
         body: { type: 'text', text: r.response.text },
         toolCalls: r.response.toolCalls,
         metadata: { model: r.model, round: r.round, finishReason: r.response.finishReason },
@@ -433,20 +441,13 @@ class PostgresCheckpoints implements TurnCheckpoints {
           completed_at = now(), duration_ms = ${durationMs}
         WHERE turn_id = ${t.id}::uuid AND call_id = ${meta.call.id}`;
       await insertMessage(tx, {
-        id: newId(),
-        tenantId: t.tenantId,
-        agentId: t.agentId,
-        sessionId: t.sessionId,
-        turnId: t.id,
-        turnSeq: t.seq,
-        position,
+        ...this.entry(position),
         role: 'tool',
         kind: 'internal_followup',
         origin: { kind: 'system', subsystem: 'tools' },
         trust: 'untrusted_external',
         // Tool output informs the model; it never authorises anything by itself.
         authorityClass: 'external_evidence',
-        priority: t.priority,
         body: { type: 'text', text: JSON.stringify(outcome) },
         toolCallId: meta.call.id,
         metadata: { tool: meta.call.name },
