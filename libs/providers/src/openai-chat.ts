@@ -15,13 +15,14 @@ export class OpenAIChatProvider implements ModelProvider {
   readonly name = 'openai-chat';
   private readonly client: OpenAI;
 
-  constructor(options: { apiKey?: string; baseURL?: string; timeoutMs?: number }) {
+  constructor(options: { apiKey?: string; baseURL?: string; timeoutMs?: number; fetch?: typeof fetch }) {
     this.client = new OpenAI({
       apiKey: options.apiKey ?? 'unset',
       baseURL: options.baseURL,
       // Retries and fallback are the engine's (seed 002 policy), never the SDK's.
       maxRetries: 0,
       timeout: options.timeoutMs ?? 120_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
     });
   }
 

@@ -1,4 +1,6 @@
+import { AnthropicProvider } from './anthropic';
 import { OpenAIChatProvider } from './openai-chat';
+import { OpenAIResponsesProvider } from './openai-responses';
 import { ScriptedProvider, type ScriptedFixture } from './scripted';
 import { ProviderError, type ModelProvider } from './types';
 
@@ -24,6 +26,12 @@ export class ProviderRegistry {
   constructor(settings: ProviderSettings = {}, extra: ModelProvider[] = []) {
     this.register(new ScriptedProvider(settings.scriptedFixtures));
     this.register(new OpenAIChatProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl }));
+    this.register(
+      new OpenAIResponsesProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl }),
+    );
+    this.register(
+      new AnthropicProvider({ apiKey: settings.anthropicApiKey, baseURL: settings.anthropicBaseUrl }),
+    );
     for (const p of extra) this.register(p);
   }
 

@@ -19,6 +19,8 @@ export interface ToolSpec {
   description: string;
   /** JSON Schema of the arguments object. */
   parameters: Record<string, unknown>;
+  /** Emit the schema in the provider's strict mode (seed 002 "Provider Tool Schema Contract"). */
+  strict?: boolean;
 }
 
 export interface Usage {

@@ -1,0 +1,118 @@
+import OpenAI from 'openai';
+import type { ResponseInputItem, ResponseStreamEvent, Response } from 'openai/resources/responses/responses';
+import { classifyHttpError } from './errors';
+import {
+  ProviderError,
+  type ChatMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from './types';
+
+/** `openai/<model>`: the Responses API, streaming. */
+export class OpenAIResponsesProvider implements ModelProvider {
+  readonly name = 'openai';
+  private readonly client: OpenAI;
+
+  constructor(options: { apiKey?: string; baseURL?: string; timeoutMs?: number; fetch?: typeof fetch }) {
+    this.client = new OpenAI({
+      apiKey: options.apiKey ?? 'unset',
+      baseURL: options.baseURL,
+      // Retries and fallback are the engine's (seed 002 policy), never the SDK's.
+      maxRetries: 0,
+      timeout: options.timeoutMs ?? 120_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    try {
+      const system = request.messages.filter((m) => m.role === 'system').map((m) => m.content);
+      const stream = await this.client.responses.create(
+        {
+          model: request.model,
+          ...(system.length > 0 ? { instructions: system.join('\n\n') } : {}),
+          input: request.messages.flatMap(toInput),
+          ...(request.tools.length > 0
+            ? {
+                tools: request.tools.map((t) => ({
+                  type: 'function' as const,
+                  name: t.name,
+                  description: t.description,
+                  parameters: t.parameters,
+                  strict: t.strict ?? false,
+                })),
+              }
+            : {}),
+          stream: true,
+          store: false,
+        },
+        { signal: request.signal },
+      );
+      return await assemble(stream, request.onTextDelta);
+    } catch (err) {
+      throw classifyHttpError(err, this.name, request.signal);
+    }
+  }
+}
+
+function toInput(m: ChatMessage): ResponseInputItem[] {
+  switch (m.role) {
+    case 'system':
+      return [];
+    case 'user':
+      return [{ role: 'user', content: m.content }];
+    case 'assistant':
+      return [
+        ...(m.content ? [{ role: 'assistant' as const, content: m.content }] : []),
+        ...m.toolCalls.map((c) => ({
+          type: 'function_call' as const,
+          call_id: c.id,
+          name: c.name,
+          arguments: c.arguments,
+        })),
+      ];
+    case 'tool':
+      return [{ type: 'function_call_output', call_id: m.toolCallId, output: m.content }];
+  }
+}
+
+async function assemble(
+  stream: AsyncIterable<ResponseStreamEvent>,
+  onTextDelta?: (d: string) => void,
+): Promise<ModelResponse> {
+  let final: Response | undefined;
+  for await (const event of stream) {
+    if (event.type === 'response.output_text.delta') onTextDelta?.(event.delta);
+    else if (event.type === 'response.completed' || event.type === 'response.incomplete')
+      final = event.response;
+    else if (event.type === 'response.failed') {
+      throw new ProviderError('server', event.response.error?.message ?? 'response failed');
+    } else if (event.type === 'error') {
+      throw new ProviderError('server', event.message);
+    }
+  }
+  if (!final) throw new ProviderError('invalid_response', 'stream ended without a completed response');
+  let text = '';
+  const toolCalls: ModelResponse['toolCalls'] = [];
+  for (const item of final.output ?? []) {
+    if (item.type === 'message') {
+      for (const part of item.content) if (part.type === 'output_text') text += part.text;
+    } else if (item.type === 'function_call') {
+      toolCalls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
+    }
+  }
+  const usage = final.usage;
+  const cost = (usage as { cost?: unknown } | undefined)?.cost;
+  return {
+    text,
+    toolCalls,
+    usage: {
+      inputTokens: usage?.input_tokens ?? 0,
+      outputTokens: usage?.output_tokens ?? 0,
+      cachedTokens: usage?.input_tokens_details?.cached_tokens ?? 0,
+    },
+    reportedCostUsd: typeof cost === 'number' ? cost : undefined,
+    finishReason: toolCalls.length > 0 ? 'tool_calls' : final.status === 'incomplete' ? 'length' : 'stop',
+  };
+}
