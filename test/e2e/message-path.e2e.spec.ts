@@ -122,6 +122,36 @@ describe('a message travels end to end', () => {
     expect(sessionAfter.body.usage.costUsd).toBe(turn.costUsd);
   });
 
+  it('runs the read-only calls of one round together and answers each exactly once', async () => {
+    const agent = await api.post('/v1/agents', { name: 'parallel', model: 'scripted/parallel' });
+    const session = await api.post('/v1/sessions', { agentId: agent.body.id });
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'a b' });
+    const turn = await waitFor(async () => {
+      const r = await api.get(`/v1/turns/${admitted.body.turnId}`);
+      return r.body.status === 'completed' ? r.body : undefined;
+    });
+    expect(turn.toolCalls.map((c: { callId: string }) => c.callId).sort()).toEqual([
+      'call_0_0',
+      'call_0_1',
+      'call_0_2',
+    ]);
+    const transcript = (await api.get(`/v1/sessions/${session.body.id}/messages`)).body.data;
+    expect(transcript.map((m: { role: string }) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'tool',
+      'assistant',
+    ]);
+    expect(
+      transcript
+        .filter((m: { role: string }) => m.role === 'tool')
+        .map((m: { toolCallId: string }) => m.toolCallId)
+        .sort(),
+    ).toEqual(['call_0_0', 'call_0_1', 'call_0_2']);
+  });
+
   it('reuses the system prompt of the first turn byte for byte', async () => {
     const agent = await api.post('/v1/agents', {
       name: 'echoer',

@@ -590,10 +590,14 @@ describe('TurnEngine cancellation', () => {
         return 'aborted';
       },
     });
-    const h = harness([callTools([call('a', 'abort_now'), call('b', 'ping')], 'working'), reply('never')], {
-      extraTools: [abortNow],
-    });
-    const outcome = await h.run({ tools: ['abort_now', 'ping'] }, controller.signal);
+    // A write runs in a wave of its own, after the read-only wave that aborts.
+    const h = harness(
+      [callTools([call('a', 'abort_now'), call('b', 'write_note')], 'working'), reply('never')],
+      {
+        extraTools: [abortNow],
+      },
+    );
+    const outcome = await h.run({ tools: ['abort_now', 'write_note'] }, controller.signal);
 
     expect(outcome).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', finalText: 'working' });
     expect(h.cp.started.map((m) => m.call.id)).toEqual(['a']);
@@ -851,6 +855,7 @@ describe('TurnEngine cost', () => {
 
 describe('TurnEngine events', () => {
   it('emits round, tool and iteration events in order', async () => {
+    // Two read-only calls form one wave: both start before either completes.
     const h = harness([callTools([call('c1', 'ping'), call('c2', 'explode')]), reply('bye')]);
     await h.run();
 
@@ -858,20 +863,26 @@ describe('TurnEngine events', () => {
       'provider_round_started',
       'provider_round_completed',
       'tool_call_started',
-      'tool_call_completed',
       'tool_call_started',
+      'tool_call_completed',
       'tool_call_completed',
       'iteration_completed',
       'provider_round_started',
       'provider_round_completed',
     ]);
-    const [roundStarted, roundCompleted, started1, completed1, , completed2, iteration, round2] = h.cp.events;
+    const [roundStarted, roundCompleted, started1, , , , iteration, round2] = h.cp.events;
+    const completed = (id: string) =>
+      h.cp.events.find((e) => e.type === 'tool_call_completed' && e.data.callId === id)!;
     expect(roundStarted.data).toEqual({ round: 0, model: 'fake/m1' });
     expect(roundCompleted.data).toMatchObject({ round: 0, model: 'fake/m1', usage: USAGE, toolCalls: 2 });
     expect(started1.data).toEqual({ callId: 'c1', name: 'ping' });
-    expect(completed1.data).toMatchObject({ callId: 'c1', name: 'ping', ok: true });
-    expect(completed1.data).not.toHaveProperty('failure');
-    expect(completed2.data).toMatchObject({ callId: 'c2', ok: false, failure: { kind: 'execution_failed' } });
+    expect(completed('c1').data).toMatchObject({ callId: 'c1', name: 'ping', ok: true });
+    expect(completed('c1').data).not.toHaveProperty('failure');
+    expect(completed('c2').data).toMatchObject({
+      callId: 'c2',
+      ok: false,
+      failure: { kind: 'execution_failed' },
+    });
     expect(iteration.data).toEqual({ iteration: 1 });
     expect(round2.data).toEqual({ round: 1, model: 'fake/m1' });
   });

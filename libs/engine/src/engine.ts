@@ -1,6 +1,7 @@
 import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
+import { planWaves } from './waves';
 import { SpanKind, withSpan } from '@switchboard/observability';
 import type {
   ProviderAttempt,
@@ -68,11 +69,23 @@ export class TurnEngine {
 
       const pending = unansweredCalls(turn);
       if (pending.length > 0) {
-        for (const call of pending) {
+        for (const wave of planWaves(pending, this.options.tools, input.tools)) {
           if (signal.aborted) break;
-          const result = await this.runTool(input, call, cp, signal);
-          turn.push({ role: 'tool', toolCallId: call.id, name: call.name, content: JSON.stringify(result) });
-          toolCalls++;
+          // Every call of a wave settles and is answered before a failure of one propagates.
+          const settled = await Promise.allSettled(wave.map((call) => this.runTool(input, call, cp, signal)));
+          settled.forEach((r, i) => {
+            if (r.status !== 'fulfilled') return;
+            const call = wave[i];
+            turn.push({
+              role: 'tool',
+              toolCallId: call.id,
+              name: call.name,
+              content: JSON.stringify(r.value),
+            });
+            toolCalls++;
+          });
+          const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+          if (failed) throw failed.reason;
         }
         await cp.emit('iteration_completed', { iteration: iterations });
         continue;

@@ -191,7 +191,9 @@ export class TurnRunner {
           Math.max(100, Math.floor(lease.ms / 3)),
         );
 
-        const checkpoints = new PostgresCheckpoints(db, turn, lease, own.length);
+        // After the highest position written so far (a failed step may have left a gap).
+        const nextPosition = own.length > 0 ? own[own.length - 1].position + 1 : 0;
+        const checkpoints = new PostgresCheckpoints(db, turn, lease, nextPosition);
         let outcome: TurnOutcome;
         try {
           outcome = await this.o.engine.run(
@@ -431,7 +433,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
 
   async recordToolResult(meta: ToolCallMeta, outcome: ToolOutcome, durationMs: number): Promise<void> {
     const t = this.turn;
-    const position = this.nextPosition;
+    // Taken before the await: calls of one wave record their results concurrently.
+    const position = this.nextPosition++;
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
       await tx.$executeRaw`
@@ -454,7 +457,6 @@ class PostgresCheckpoints implements TurnCheckpoints {
       });
       await tx.$executeRaw`UPDATE turns SET tool_call_count = tool_call_count + 1 WHERE id = ${t.id}::uuid`;
     });
-    this.nextPosition++;
   }
 
   /** Buffered: committed with the next checkpoint, together with the state it reports. */
