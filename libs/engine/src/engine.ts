@@ -51,7 +51,7 @@ export class TurnEngine {
     let toolCalls = turn.filter((m) => m.role === 'tool').length;
     let spentUsd = input.spentUsd ?? 0;
     const startedAt = input.startedAt ?? Date.now();
-    const toolSpecs = this.options.tools.specsFor(input.tools);
+    const toolSpecs = this.options.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
     const outcome = (o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome => ({
       ...o,
       iterations,

@@ -26,6 +26,8 @@ export interface TurnInput {
   fallbackModels: string[];
   tools: string[];
   budget: TurnBudget;
+  /** How tool schemas are emitted to the provider (seed 002); relaxed unless asked. */
+  toolSchemaMode?: 'relaxed' | 'strict';
   /** Spend already booked by an earlier run of this turn (a resumed turn keeps its budget). */
   spentUsd?: number;
   /** When the turn first started, for the wall-clock deadline (epoch ms). */

@@ -36,7 +36,12 @@ export class OpenAIChatProvider implements ModelProvider {
             ? {
                 tools: request.tools.map((t) => ({
                   type: 'function' as const,
-                  function: { name: t.name, description: t.description, parameters: t.parameters },
+                  function: {
+                    name: t.name,
+                    description: t.description,
+                    parameters: t.parameters,
+                    strict: t.strict ?? false,
+                  },
                 })),
               }
             : {}),

@@ -1,4 +1,5 @@
 import { crossRealmSafeFetch, FakeLlmServer, scripted } from '@switchboard/testing';
+import { strictViolations, ToolRegistry } from '@switchboard/tools';
 import { AnthropicProvider } from './anthropic';
 import { OpenAIChatProvider } from './openai-chat';
 import { OpenAIResponsesProvider } from './openai-responses';
@@ -167,4 +168,33 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
     const e = await failure(scripted.malformed());
     expect(['invalid_response', 'connection']).toContain(e.kind);
   });
+});
+
+describe('strict tool schemas in each provider’s request', () => {
+  let server: FakeLlmServer;
+  beforeEach(async () => {
+    server = await FakeLlmServer.start();
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
+  it.each<Kind>(['openai-chat', 'openai', 'anthropic'])(
+    '%s sends every built-in tool in strict mode',
+    async (kind) => {
+      const registry = new ToolRegistry();
+      const specs = registry.specsFor(registry.names(), 'strict');
+      expect(specs.length).toBeGreaterThan(0);
+      server.enqueue(scripted.text('ok'));
+      await make(kind, server).complete({ model: 'm', messages: HISTORY.slice(0, 2), tools: specs });
+      const tools = (server.requests[0].body as { tools: Record<string, any>[] }).tools;
+      expect(tools).toHaveLength(specs.length);
+      for (const t of tools) {
+        const schema =
+          kind === 'openai-chat' ? t.function.parameters : kind === 'openai' ? t.parameters : t.input_schema;
+        expect(strictViolations(schema)).toEqual([]);
+        expect(kind === 'openai-chat' ? t.function.strict : t.strict).toBe(true);
+      }
+    },
+  );
 });

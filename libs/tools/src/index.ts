@@ -1,3 +1,4 @@
 export * from './builtins';
 export * from './registry';
 export * from './tool';
+export * from './schema';

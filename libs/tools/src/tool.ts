@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ToolSpec } from '@switchboard/providers';
+import { emitSchema, type SchemaMode } from './schema';
 
 export type SideEffect = 'read_only' | 'local_write' | 'network' | 'destructive';
 
@@ -29,11 +30,16 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
   return def;
 }
 
-/** JSON Schema of a tool's arguments, derived from its zod schema. */
-export function toolSpec(tool: ToolDefinition): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { target: 'draft-7' }) as Record<
-    string,
-    unknown
-  >;
-  return { name: tool.name, description: tool.description, parameters };
+/** JSON Schema of a tool's arguments, derived from its zod schema, emitted for providers in `mode`. */
+export function toolSpec(tool: ToolDefinition, mode: SchemaMode = 'relaxed'): ToolSpec {
+  const { $schema: _ignored, ...source } = z.toJSONSchema(tool.schema, {
+    target: 'draft-7',
+    io: 'input',
+  }) as Record<string, unknown>;
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: emitSchema(source, mode),
+    strict: mode === 'strict',
+  };
 }
