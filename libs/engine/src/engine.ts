@@ -1,6 +1,7 @@
 import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
+import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { planWaves } from './waves';
 import { SpanKind, withSpan } from '@switchboard/observability';
 import type {
@@ -91,17 +92,22 @@ export class TurnEngine {
         continue;
       }
 
-      if (iterations >= input.budget.maxIterations) {
-        return outcome({ status: 'completed', stopReason: 'max_iterations', finalText: lastText(turn) });
-      }
-      if (toolCalls >= input.budget.maxToolCalls) {
-        return outcome({ status: 'completed', stopReason: 'max_tool_calls', finalText: lastText(turn) });
-      }
-      if (input.budget.maxUsd !== undefined && spentUsd >= input.budget.maxUsd) {
-        return outcome({ status: 'completed', stopReason: 'max_usd', finalText: lastText(turn) });
-      }
-      if (input.budget.deadlineMs !== undefined && Date.now() - startedAt >= input.budget.deadlineMs) {
-        return outcome({ status: 'completed', stopReason: 'deadline', finalText: lastText(turn) });
+      // Stop hooks, between iterations: the first vote ends the loop with its reason.
+      const state = {
+        turnId: input.turnId,
+        tenantId: input.tenantId,
+        iterations,
+        toolCalls,
+        spentUsd,
+        elapsedMs: Date.now() - startedAt,
+        budget: input.budget,
+      };
+      for (const hook of [...BUILTIN_STOP_HOOKS, ...(input.stopHooks ?? [])]) {
+        const reason = await hook.check(state);
+        if (reason) {
+          await cp.emit('stop_hook_fired', { hook: hook.name, reason, iteration: iterations });
+          return outcome({ status: 'completed', stopReason: reason, finalText: lastText(turn) });
+        }
       }
 
       const round = await this.callModel(input, iterations, [...prefix, ...turn], toolSpecs, cp, signal);

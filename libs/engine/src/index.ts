@@ -1,3 +1,4 @@
 export * from './engine';
 export * from './types';
 export * from './waves';
+export * from './stop-hooks';

@@ -1,6 +1,7 @@
 import type { Budgets } from '@switchboard/contracts';
 import type { ChatMessage, ModelResponse, ToolCallRequest, Usage } from '@switchboard/providers';
 import type { SideEffect } from '@switchboard/tools';
+import type { StopHook } from './stop-hooks';
 
 export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs'>> & {
   maxUsd?: number;
@@ -26,6 +27,8 @@ export interface TurnInput {
   fallbackModels: string[];
   tools: string[];
   budget: TurnBudget;
+  /** Custom stop hooks, checked after the built-in ones (budget, caps, deadline). */
+  stopHooks?: StopHook[];
   /** How tool schemas are emitted to the provider (seed 002); relaxed unless asked. */
   toolSchemaMode?: 'relaxed' | 'strict';
   /** Spend already booked by an earlier run of this turn (a resumed turn keeps its budget). */

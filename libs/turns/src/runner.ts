@@ -20,7 +20,9 @@ import {
 } from '@switchboard/database';
 import {
   DEFAULT_BUDGET,
+  killSwitchHook,
   TurnEngine,
+  type StopHook,
   type ProviderAttempt,
   type RoundRecord,
   type ToolCallMeta,
@@ -46,6 +48,8 @@ export interface TurnRunnerOptions {
   /** Identifies this process in session leases. */
   workerId: string;
   leaseMs: number;
+  /** Custom stop hooks every turn checks between iterations, after the built-in ones. */
+  stopHooks?: StopHook[];
   /** Turns one lease holder runs before letting other sessions' jobs in. */
   maxTurnsPerLease?: number;
 }
@@ -58,7 +62,18 @@ export type HandleResult = 'done' | 'busy';
  * so a killed worker's turn resumes without duplicates, and finalises.
  */
 export class TurnRunner {
-  constructor(private readonly o: TurnRunnerOptions) {}
+  private readonly stopHooks: StopHook[];
+
+  constructor(private readonly o: TurnRunnerOptions) {
+    // The tenant's kill switch is read from Postgres between iterations, so flipping it stops
+    // running turns at their next safe point on every worker.
+    const killSwitch = killSwitchHook(async (tenantId) => {
+      const rows = await o.db.$queryRaw<{ kill_switch: boolean }[]>`
+        SELECT kill_switch FROM tenants WHERE id = ${tenantId}::uuid`;
+      return rows[0]?.kill_switch ?? false;
+    });
+    this.stopHooks = [killSwitch, ...(o.stopHooks ?? [])];
+  }
 
   async handle(job: TurnJob): Promise<HandleResult> {
     const { db } = this.o;
@@ -208,6 +223,7 @@ export class TurnRunner {
               fallbackModels: agent.fallbackModels,
               tools: agent.tools,
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
+              stopHooks: this.stopHooks,
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
             },

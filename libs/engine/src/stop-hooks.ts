@@ -1,0 +1,55 @@
+import type { TurnBudget } from './types';
+
+/** What a stop hook sees between two iterations of the tool-call loop. */
+export interface LoopState {
+  turnId: string;
+  tenantId: string;
+  iterations: number;
+  toolCalls: number;
+  spentUsd: number;
+  elapsedMs: number;
+  budget: TurnBudget;
+}
+
+/**
+ * A policy lever checked between iterations (seed 000 "Stop hooks"). Returning
+ * a reason votes to stop; the first vote ends the loop with that reason on the
+ * turn. Hooks are policy-driven; cancellation (user-driven) is separate.
+ */
+export interface StopHook {
+  name: string;
+  check(state: LoopState): Promise<string | null> | string | null;
+}
+
+export const iterationCapHook: StopHook = {
+  name: 'iteration_cap',
+  check: (s) => (s.iterations >= s.budget.maxIterations ? 'max_iterations' : null),
+};
+
+export const toolCallCapHook: StopHook = {
+  name: 'tool_call_cap',
+  check: (s) => (s.toolCalls >= s.budget.maxToolCalls ? 'max_tool_calls' : null),
+};
+
+export const budgetHook: StopHook = {
+  name: 'budget',
+  check: (s) => (s.budget.maxUsd !== undefined && s.spentUsd >= s.budget.maxUsd ? 'max_usd' : null),
+};
+
+export const deadlineHook: StopHook = {
+  name: 'deadline',
+  check: (s) => (s.budget.deadlineMs !== undefined && s.elapsedMs >= s.budget.deadlineMs ? 'deadline' : null),
+};
+
+/** The hooks every turn runs, before any the caller adds. */
+export const BUILTIN_STOP_HOOKS: readonly StopHook[] = [
+  iterationCapHook,
+  toolCallCapHook,
+  budgetHook,
+  deadlineHook,
+];
+
+/** A per-tenant kill switch: `isKilled` is asked between iterations. */
+export function killSwitchHook(isKilled: (tenantId: string) => Promise<boolean>): StopHook {
+  return { name: 'kill_switch', check: async (s) => ((await isKilled(s.tenantId)) ? 'kill_switch' : null) };
+}
