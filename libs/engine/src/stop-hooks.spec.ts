@@ -62,7 +62,9 @@ describe('stop hooks', () => {
     ...over,
   });
   const votes = async (s: LoopState) =>
-    (await Promise.all(BUILTIN_STOP_HOOKS.map((h) => h.check(s)))).filter((v): v is string => v !== null);
+    (await Promise.all(BUILTIN_STOP_HOOKS.map(async (h) => h.check(s)))).filter(
+      (v): v is string => v !== null,
+    );
 
   it('the built-ins vote only when their budget is spent', async () => {
     expect(await votes(state({}))).toEqual([]);
