@@ -22,6 +22,8 @@ export interface EngineOptions {
   /** Upper bound for a single backoff, whatever retry-after says. */
   maxBackoffMs?: number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Largest tool result the model sees, in UTF-8 bytes; beyond it the result is cut with a marker. */
+  toolResultMaxBytes?: number;
 }
 
 const defaultSleep = (ms: number, signal?: AbortSignal) =>
@@ -38,11 +40,13 @@ export class TurnEngine {
   private readonly maxRetries: number;
   private readonly maxBackoffMs: number;
   private readonly sleep: NonNullable<EngineOptions['sleep']>;
+  private readonly toolResultMaxBytes: number;
 
   constructor(private readonly options: EngineOptions) {
     this.maxRetries = options.maxRetries ?? 2;
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.sleep = options.sleep ?? defaultSleep;
+    this.toolResultMaxBytes = options.toolResultMaxBytes ?? 16 * 1024;
   }
 
   async run(input: TurnInput, cp: TurnCheckpoints, signal: AbortSignal): Promise<TurnOutcome> {
@@ -81,7 +85,7 @@ export class TurnEngine {
               role: 'tool',
               toolCallId: call.id,
               name: call.name,
-              content: JSON.stringify(r.value),
+              content: r.value,
             });
             toolCalls++;
           });
@@ -258,7 +262,7 @@ export class TurnEngine {
     call: ToolCallRequest,
     cp: TurnCheckpoints,
     signal: AbortSignal,
-  ): Promise<ToolOutcome> {
+  ): Promise<string> {
     const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
     let args: unknown = undefined;
     let parseError: string | undefined;
@@ -339,8 +343,9 @@ export class TurnEngine {
       durationMs,
       ...(result.ok ? {} : { failure: { kind: result.kind, retryable: result.retryable } }),
     });
-    await cp.recordToolResult(meta, result, durationMs);
-    return result;
+    const content = boundToolResult(JSON.stringify(result), this.toolResultMaxBytes);
+    await cp.recordToolResult(meta, result, durationMs, content);
+    return content;
   }
 }
 
@@ -437,4 +442,19 @@ function lastText(turn: ChatMessage[]): string {
     if (m.role === 'assistant' && m.content) return m.content;
   }
   return '';
+}
+
+/**
+ * The per-call result budget: a result over `maxBytes` is cut at a UTF-8
+ * boundary and ends with an explicit marker, so the model knows it saw a part.
+ */
+export function boundToolResult(content: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(content, 'utf8');
+  if (bytes <= maxBytes) return content;
+  const marker = `\n…[truncated: showing the first ${maxBytes} of ${bytes} bytes of this tool result]`;
+  const keep = Math.max(0, maxBytes - Buffer.byteLength(marker, 'utf8'));
+  let cut = Buffer.from(content, 'utf8').subarray(0, keep).toString('utf8');
+  // A multi-byte character cut in half decodes to U+FFFD: drop it.
+  if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
+  return cut + marker;
 }

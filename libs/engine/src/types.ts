@@ -81,7 +81,13 @@ export interface ToolCallMeta {
 export interface TurnCheckpoints {
   recordRound(round: RoundRecord): Promise<void>;
   toolStarted(meta: ToolCallMeta): Promise<void>;
-  recordToolResult(meta: ToolCallMeta, outcome: ToolOutcome, durationMs: number): Promise<void>;
+  /** `content` is what the model sees: the rendered outcome, bounded by the result budget. */
+  recordToolResult(
+    meta: ToolCallMeta,
+    outcome: ToolOutcome,
+    durationMs: number,
+    content: string,
+  ): Promise<void>;
   /** Records failed attempts of a round that produced no response. */
   recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void>;
   /**

@@ -447,7 +447,12 @@ class PostgresCheckpoints implements TurnCheckpoints {
     });
   }
 
-  async recordToolResult(meta: ToolCallMeta, outcome: ToolOutcome, durationMs: number): Promise<void> {
+  async recordToolResult(
+    meta: ToolCallMeta,
+    outcome: ToolOutcome,
+    durationMs: number,
+    content: string,
+  ): Promise<void> {
     const t = this.turn;
     // Taken before the await: calls of one wave record their results concurrently.
     const position = this.nextPosition++;
@@ -467,7 +472,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
         trust: 'untrusted_external',
         // Tool output informs the model; it never authorises anything by itself.
         authorityClass: 'external_evidence',
-        body: { type: 'text', text: JSON.stringify(outcome) },
+        body: { type: 'text', text: content },
         toolCallId: meta.call.id,
         metadata: { tool: meta.call.name },
       });
