@@ -1,6 +1,7 @@
 import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
+import { NoProgressTracker } from './no-progress';
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { planWaves } from './waves';
 import { SpanKind, withSpan } from '@switchboard/observability';
@@ -56,6 +57,7 @@ export class TurnEngine {
     let toolCalls = turn.filter((m) => m.role === 'tool').length;
     let spentUsd = input.spentUsd ?? 0;
     const startedAt = input.startedAt ?? Date.now();
+    const tracker = replayFailures(turn);
     const toolSpecs = this.options.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
     const outcome = (o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome => ({
       ...o,
@@ -77,7 +79,9 @@ export class TurnEngine {
         for (const wave of planWaves(pending, this.options.tools, input.tools)) {
           if (signal.aborted) break;
           // Every call of a wave settles and is answered before a failure of one propagates.
-          const settled = await Promise.allSettled(wave.map((call) => this.runTool(input, call, cp, signal)));
+          const settled = await Promise.allSettled(
+            wave.map((call) => this.runTool(input, call, cp, signal, tracker)),
+          );
           settled.forEach((r, i) => {
             if (r.status !== 'fulfilled') return;
             const call = wave[i];
@@ -85,12 +89,22 @@ export class TurnEngine {
               role: 'tool',
               toolCallId: call.id,
               name: call.name,
-              content: r.value,
+              content: r.value.content,
             });
             toolCalls++;
           });
           const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
           if (failed) throw failed.reason;
+          const halt = settled.find((r) => r.status === 'fulfilled' && r.value.halt);
+          if (halt?.status === 'fulfilled' && halt.value.halt) {
+            const summary = halt.value.halt;
+            return outcome({
+              status: 'failed',
+              stopReason: 'no_progress',
+              finalText: lastText(turn),
+              failure: { kind: 'no_progress', message: summary, brief: summary },
+            });
+          }
         }
         await cp.emit('iteration_completed', { iteration: iterations });
         continue;
@@ -262,7 +276,8 @@ export class TurnEngine {
     call: ToolCallRequest,
     cp: TurnCheckpoints,
     signal: AbortSignal,
-  ): Promise<string> {
+    tracker: NoProgressTracker,
+  ): Promise<{ content: string; halt?: string }> {
     const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
     let args: unknown = undefined;
     let parseError: string | undefined;
@@ -336,16 +351,19 @@ export class TurnEngine {
       },
     );
     const durationMs = Date.now() - started;
+    const verdict = tracker.record(call, result);
+    if (verdict.action === 'nudge' && !result.ok) result.hint = verdict.hint;
     await cp.emit('tool_call_completed', {
       callId: call.id,
       name: call.name,
       ok: result.ok,
       durationMs,
       ...(result.ok ? {} : { failure: { kind: result.kind, retryable: result.retryable } }),
+      ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
     });
     const content = boundToolResult(JSON.stringify(result), this.toolResultMaxBytes);
     await cp.recordToolResult(meta, result, durationMs, content);
-    return content;
+    return { content, halt: verdict.action === 'halt' ? verdict.summary : undefined };
   }
 }
 
@@ -457,4 +475,23 @@ export function boundToolResult(content: string, maxBytes: number): string {
   // A multi-byte character cut in half decodes to U+FFFD: drop it.
   if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
   return cut + marker;
+}
+
+/** A resumed turn's breaker starts from the failures its transcript already holds. */
+function replayFailures(turn: ChatMessage[]): NoProgressTracker {
+  const tracker = new NoProgressTracker();
+  const calls = new Map<string, ToolCallRequest>();
+  for (const m of turn) {
+    if (m.role === 'assistant') for (const c of m.toolCalls) calls.set(c.id, c);
+    if (m.role !== 'tool') continue;
+    const call = calls.get(m.toolCallId);
+    if (!call) continue;
+    try {
+      tracker.record(call, JSON.parse(m.content) as ToolOutcome);
+    } catch {
+      // A result cut by the result budget was a success large enough to be cut.
+      tracker.record(call, { ok: true, result: null });
+    }
+  }
+  return tracker;
 }

@@ -2,3 +2,4 @@ export * from './engine';
 export * from './types';
 export * from './waves';
 export * from './stop-hooks';
+export * from './no-progress';

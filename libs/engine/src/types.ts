@@ -100,7 +100,7 @@ export interface TurnCheckpoints {
 }
 
 export interface FailureArtifact {
-  kind: 'provider_error' | 'context_length_exceeded' | 'internal';
+  kind: 'provider_error' | 'context_length_exceeded' | 'no_progress' | 'internal';
   message: string;
   category?: string;
   model?: string;
