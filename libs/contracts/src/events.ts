@@ -13,6 +13,7 @@ export const EventType = {
   SubagentCompleted: 'subagent_completed',
   ApprovalRequested: 'approval_requested',
   StopHookFired: 'stop_hook_fired',
+  ContextUnavailable: 'context_unavailable',
   TurnCompleted: 'turn_completed',
   TurnFailed: 'turn_failed',
   TurnCancelled: 'turn_cancelled',

@@ -1,6 +1,7 @@
 import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
+import { assemble, loadContext, NO_CONTEXT, type ContextSources } from './context';
 import { NoProgressTracker } from './no-progress';
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { planWaves } from './waves';
@@ -23,6 +24,8 @@ export interface EngineOptions {
   /** Upper bound for a single backoff, whatever retry-after says. */
   maxBackoffMs?: number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Memory recall and the context pack (seed 001 stage 1). */
+  context?: ContextSources;
   /** Largest tool result the model sees, in UTF-8 bytes; beyond it the result is cut with a marker. */
   toolResultMaxBytes?: number;
 }
@@ -52,12 +55,20 @@ export class TurnEngine {
 
   async run(input: TurnInput, cp: TurnCheckpoints, signal: AbortSignal): Promise<TurnOutcome> {
     const turn = [...input.turnMessages];
-    const prefix: ChatMessage[] = [{ role: 'system', content: input.systemPrompt }, ...input.history];
     let iterations = turn.filter((m) => m.role === 'assistant').length;
     let toolCalls = turn.filter((m) => m.role === 'tool').length;
     let spentUsd = input.spentUsd ?? 0;
     const startedAt = input.startedAt ?? Date.now();
     const tracker = replayFailures(turn);
+    // Stage 1: memory and the context pack, concurrently, before the loop.
+    const first = turn[0];
+    const context = await loadContext(this.options.context ?? NO_CONTEXT, {
+      tenantId: input.tenantId,
+      sessionId: input.sessionId,
+      turnId: input.turnId,
+      input: first?.role === 'user' ? first.content : '',
+    });
+    if (context.failed.length > 0) await cp.emit('context_unavailable', { sources: context.failed });
     const toolSpecs = this.options.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
     const outcome = (o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome => ({
       ...o,
@@ -128,7 +139,8 @@ export class TurnEngine {
         }
       }
 
-      const round = await this.callModel(input, iterations, [...prefix, ...turn], toolSpecs, cp, signal);
+      const messages = assemble(input.systemPrompt, input.history, turn, context);
+      const round = await this.callModel(input, iterations, messages, toolSpecs, cp, signal);
       if ('failure' in round) {
         if (signal.aborted)
           return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });

@@ -3,3 +3,4 @@ export * from './types';
 export * from './waves';
 export * from './stop-hooks';
 export * from './no-progress';
+export * from './context';
