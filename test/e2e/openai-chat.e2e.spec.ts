@@ -104,6 +104,40 @@ describe('the message path through the openai SDK', () => {
     expect(Number(ledger[0].costUsd)).toBeCloseTo((100 * 0.15 + 20 * 0.075 + 15 * 0.6) / 1e6, 10);
   });
 
+  it('sends the first turn’s system prompt byte for byte on later turns, even after the agent changes', async () => {
+    const agent = await api.post('/v1/agents', {
+      name: 'stable',
+      model: 'openai-chat/gpt-4o-mini',
+      instructions: 'v1',
+    });
+    const session = await api.post('/v1/sessions', { agentId: agent.body.id });
+    const before = llm.requests.length;
+    for (const [i, content] of ['one', 'two', 'three'].entries()) {
+      llm.enqueue({ kind: 'message', text: `answer ${i}` });
+      if (i === 1) await api.patch(`/v1/agents/${agent.body.id}`, { instructions: 'v2 changes everything' });
+      const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content });
+      await waitFor(
+        async () => (await api.get(`/v1/turns/${admitted.body.turnId}`)).body.status === 'completed',
+      );
+    }
+    const bodies = llm.requests.slice(before).map((r) => r.rawBody);
+    expect(bodies).toHaveLength(3);
+    const systemOf = (raw: string) =>
+      (JSON.parse(raw) as { messages: { role: string; content: string }[] }).messages[0];
+    expect(systemOf(bodies[0]).role).toBe('system');
+    expect(Buffer.from(systemOf(bodies[2]).content)).toEqual(Buffer.from(systemOf(bodies[0]).content));
+    expect(systemOf(bodies[0]).content).toContain('v1');
+    // Turn 3 carries turns 1 and 2 as history after the same prefix.
+    const third = JSON.parse(bodies[2]) as { messages: { role: string; content: string }[] };
+    expect(third.messages.map((m) => [m.role, m.content]).slice(1)).toEqual([
+      ['user', 'one'],
+      ['assistant', 'answer 0'],
+      ['user', 'two'],
+      ['assistant', 'answer 1'],
+      ['user', 'three'],
+    ]);
+  });
+
   it('fails the turn with a failure artifact when the provider refuses the key', async () => {
     llm.enqueue({ kind: 'error', status: 401 });
     const agent = await api.post('/v1/agents', { name: 'denied', model: 'openai-chat/gpt-4o-mini' });
