@@ -347,19 +347,26 @@ export class TurnEngine {
             retryable: true,
           };
         }
-        return executeBounded(
-          () =>
-            tool.execute(parsed.data, {
-              tenantId: input.tenantId,
-              sessionId: input.sessionId,
-              turnId: input.turnId,
-              callId: call.id,
-              idempotencyKey: meta.idempotencyKey,
-              signal,
-            }),
-          tool.timeoutMs,
-          signal,
-        );
+        let open = true;
+        try {
+          return await executeBounded(
+            () =>
+              tool.execute(parsed.data, {
+                tenantId: input.tenantId,
+                sessionId: input.sessionId,
+                turnId: input.turnId,
+                callId: call.id,
+                idempotencyKey: meta.idempotencyKey,
+                signal,
+                writeGate: { isOpen: () => open && !signal.aborted },
+              }),
+            tool.timeoutMs,
+            signal,
+          );
+        } finally {
+          // Whatever the tool still does after this has no effect on the turn.
+          open = false;
+        }
       },
     );
     const durationMs = Date.now() - started;

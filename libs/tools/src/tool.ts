@@ -12,6 +12,12 @@ export interface ToolContext {
   /** turn id + tool call id: side-effecting tools pass it on so a retried turn never repeats an effect. */
   idempotencyKey: string;
   signal: AbortSignal;
+  /**
+   * The write gate (seed 001 stage 5): closed once the call's result is settled
+   * (it timed out, the turn was cancelled, or the turn ended). A tool checks it
+   * right before committing an effect; a late effect must not happen.
+   */
+  writeGate: { isOpen(): boolean };
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {

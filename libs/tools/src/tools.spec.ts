@@ -10,6 +10,7 @@ const ctx: ToolContext = {
   callId: 'c',
   idempotencyKey: 'turn:c',
   signal: new AbortController().signal,
+  writeGate: { isOpen: () => true },
 };
 
 function tool(name: string, schema: z.ZodType = z.strictObject({})): ToolDefinition {
