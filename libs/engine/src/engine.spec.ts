@@ -881,7 +881,12 @@ describe('TurnEngine events', () => {
     expect(completed('c2').data).toMatchObject({
       callId: 'c2',
       ok: false,
-      failure: { kind: 'execution_failed' },
+      failure: {
+        kind: 'execution_failed',
+        class: 'ToolError',
+        category: 'recoverable',
+        causePlain: expect.any(String),
+      },
     });
     expect(iteration.data).toEqual({ iteration: 1 });
     expect(round2.data).toEqual({ round: 1, model: 'fake/m1' });

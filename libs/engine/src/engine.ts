@@ -2,6 +2,7 @@ import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } fr
 import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { assemble, loadContext, NO_CONTEXT, type ContextSources } from './context';
+import { classifyToolFailure } from './failures';
 import { NoProgressTracker } from './no-progress';
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { planWaves } from './waves';
@@ -377,7 +378,9 @@ export class TurnEngine {
       name: call.name,
       ok: result.ok,
       durationMs,
-      ...(result.ok ? {} : { failure: { kind: result.kind, retryable: result.retryable } }),
+      ...(result.ok
+        ? {}
+        : { failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) } }),
       ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
     });
     const content = boundToolResult(JSON.stringify(result), this.toolResultMaxBytes);

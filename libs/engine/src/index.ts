@@ -4,3 +4,4 @@ export * from './waves';
 export * from './stop-hooks';
 export * from './no-progress';
 export * from './context';
+export * from './failures';

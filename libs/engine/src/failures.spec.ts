@@ -1,0 +1,37 @@
+import { classifyToolFailure } from './failures';
+
+const f = (kind: string, message: string, retryable = false) => ({
+  ok: false as const,
+  kind,
+  message,
+  retryable,
+});
+
+describe('classifyToolFailure', () => {
+  it.each([
+    [f('timeout', 'tool timed out after 10 ms', true), 'Timeout', 'recoverable', true],
+    [f('unknown_tool', 'no tool named "x"', true), 'MissingApp', 'recoverable', true],
+    [f('invalid_arguments', 'q: expected string', true), 'BadArguments', 'recoverable', true],
+    [f('blocked', 'tool is blocked for this tenant'), 'BlockedByPolicy', 'blocked_by_policy', false],
+    [f('denied', 'the user rejected the call'), 'Denied', 'user_declined', false],
+    [f('approval_expired', 'no decision in time'), 'ApprovalExpired', 'needs_user_confirmation', false],
+    [
+      f('execution_failed', 'GitHub answered 401 Unauthorized'),
+      'BadCredentials',
+      'needs_user_confirmation',
+      false,
+    ],
+    [
+      f('execution_failed', 'HTTP 403 Forbidden: missing scope repo'),
+      'MissingPermission',
+      'needs_user_confirmation',
+      false,
+    ],
+    [f('execution_failed', 'connect ECONNREFUSED 10.0.0.1:443'), 'ServiceUnavailable', 'recoverable', true],
+    [f('execution_failed', 'something odd happened'), 'ToolError', 'recoverable', false],
+  ])('%o → %s / %s', (failure, cls, category, recoverable) => {
+    const c = classifyToolFailure(failure);
+    expect(c).toMatchObject({ class: cls, category, recoverable, causePlain: failure.message });
+    expect(c.nextAction.length).toBeGreaterThan(0);
+  });
+});
