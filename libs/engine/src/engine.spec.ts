@@ -432,7 +432,13 @@ describe('TurnEngine recoverable tool failures', () => {
     await h.run();
 
     const nested = h.cp.outcomeFor('s1');
-    expect(nested).toMatchObject({ ok: false, kind: 'invalid_arguments', retryable: true });
+    expect(nested).toMatchObject({
+      ok: false,
+      tool_name: 'search',
+      kind: 'invalid_arguments',
+      field: 'filter.limit',
+      retryable: true,
+    });
     expect(nested.ok === false && nested.message).toMatch(/^filter\.limit: /);
     const strict = h.cp.outcomeFor('s2');
     expect(strict).toMatchObject({ ok: false, kind: 'invalid_arguments' });
@@ -448,6 +454,7 @@ describe('TurnEngine recoverable tool failures', () => {
 
     expect(h.cp.outcomeFor('x')).toEqual({
       ok: false,
+      tool_name: 'explode',
       kind: 'execution_failed',
       message: 'kaput',
       retryable: false,

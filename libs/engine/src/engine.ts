@@ -345,6 +345,7 @@ export class TurnEngine {
               .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
               .join('; '),
             hint: 'fix the arguments to match the tool schema',
+            field: parsed.error.issues[0]?.path.join('.') || undefined,
             retryable: true,
           };
         }
@@ -371,6 +372,8 @@ export class TurnEngine {
       },
     );
     const durationMs = Date.now() - started;
+    // Seed 002's tool error envelope names the tool.
+    if (!result.ok) result.tool_name = call.name;
     const verdict = tracker.record(call, result);
     if (verdict.action === 'nudge' && !result.ok) result.hint = verdict.hint;
     await cp.emit('tool_call_completed', {

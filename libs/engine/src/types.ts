@@ -65,7 +65,16 @@ export interface RoundRecord {
 /** The tool error envelope of seed 002, or a success. */
 export type ToolOutcome =
   | { ok: true; result: unknown }
-  | { ok: false; kind: string; message: string; hint?: string; retryable: boolean };
+  | {
+      ok: false;
+      tool_name?: string;
+      kind: string;
+      message: string;
+      hint?: string;
+      /** The argument path a validation failure is about. */
+      field?: string;
+      retryable: boolean;
+    };
 
 export interface ToolCallMeta {
   call: ToolCallRequest;
