@@ -3,7 +3,8 @@ import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { assemble, loadContext, NO_CONTEXT, type ContextSources } from './context';
 import { classifyToolFailure } from './failures';
-import { NoProgressTracker } from './no-progress';
+import type { ToolGates } from './gates';
+import { fingerprint, NoProgressTracker } from './no-progress';
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { planWaves } from './waves';
 import { SpanKind, withSpan } from '@switchboard/observability';
@@ -25,6 +26,8 @@ export interface EngineOptions {
   /** Upper bound for a single backoff, whatever retry-after says. */
   maxBackoffMs?: number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Policy gates around each tool call (seed 001 4g). */
+  gates?: ToolGates;
   /** Memory recall and the context pack (seed 001 stage 1). */
   context?: ContextSources;
   /** Largest tool result the model sees, in UTF-8 bytes; beyond it the result is cut with a marker. */
@@ -61,6 +64,9 @@ export class TurnEngine {
     let spentUsd = input.spentUsd ?? 0;
     const startedAt = input.startedAt ?? Date.now();
     const tracker = replayFailures(turn);
+    // Duplicate/replay gate: an identical read-only call is answered from its result within one
+    // round; an identical side-effecting call is never executed twice in a turn.
+    const replays: Replays = { round: new Map(), turn: new Map() };
     // Stage 1: memory and the context pack, concurrently, before the loop.
     const first = turn[0];
     const context = await loadContext(this.options.context ?? NO_CONTEXT, {
@@ -92,7 +98,7 @@ export class TurnEngine {
           if (signal.aborted) break;
           // Every call of a wave settles and is answered before a failure of one propagates.
           const settled = await Promise.allSettled(
-            wave.map((call) => this.runTool(input, call, cp, signal, tracker)),
+            wave.map((call) => this.runTool(input, call, cp, signal, tracker, replays)),
           );
           settled.forEach((r, i) => {
             if (r.status !== 'fulfilled') return;
@@ -154,6 +160,7 @@ export class TurnEngine {
       }
       turn.push({ role: 'assistant', content: round.response.text, toolCalls: round.response.toolCalls });
       spentUsd += round.costUsd;
+      replays.round.clear();
       iterations++;
     }
   }
@@ -290,6 +297,7 @@ export class TurnEngine {
     cp: TurnCheckpoints,
     signal: AbortSignal,
     tracker: NoProgressTracker,
+    replays: Replays,
   ): Promise<{ content: string; halt?: string }> {
     const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
     let args: unknown = undefined;
@@ -336,6 +344,30 @@ export class TurnEngine {
             retryable: true,
           };
         }
+        const gates = this.options.gates ?? {};
+        const gctx = {
+          tenantId: input.tenantId,
+          sessionId: input.sessionId,
+          turnId: input.turnId,
+          call,
+          tool,
+        };
+        const replay = (tool.sideEffect === 'read_only' ? replays.round : replays.turn).get(
+          fingerprint(call),
+        );
+        if (replay) return replay;
+        const blocked = await gates.blocked?.(gctx);
+        if (blocked) {
+          return {
+            ok: false,
+            kind: 'blocked',
+            message: blocked,
+            hint: 'this tool is not allowed here',
+            retryable: false,
+          };
+        }
+        const refused = await gates.before?.(gctx, args);
+        if (refused) return { ok: false, kind: 'blocked', message: refused, retryable: false };
         const parsed = tool.schema.safeParse(args);
         if (!parsed.success) {
           return {
@@ -348,6 +380,19 @@ export class TurnEngine {
             field: parsed.error.issues[0]?.path.join('.') || undefined,
             retryable: true,
           };
+        }
+        if (tool.needsApproval) {
+          const decision = gates.approve ? await gates.approve(gctx, parsed.data) : 'rejected';
+          if (decision !== 'approved') {
+            return {
+              ok: false,
+              kind: 'denied',
+              message: gates.approve
+                ? 'the call was not approved'
+                : 'this tool needs approval and none can be asked for',
+              retryable: false,
+            };
+          }
         }
         let open = true;
         try {
@@ -372,6 +417,19 @@ export class TurnEngine {
       },
     );
     const durationMs = Date.now() - started;
+    if (tool && this.options.gates?.after) {
+      try {
+        await this.options.gates.after(
+          { tenantId: input.tenantId, sessionId: input.sessionId, turnId: input.turnId, call, tool },
+          result,
+        );
+      } catch {
+        // Best effort: a failing post-hook never changes the result.
+      }
+    }
+    // An identical successful call later in this turn is answered from this result.
+    if (result.ok && tool)
+      (tool.sideEffect === 'read_only' ? replays.round : replays.turn).set(fingerprint(call), result);
     // Seed 002's tool error envelope names the tool.
     if (!result.ok) result.tool_name = call.name;
     const verdict = tracker.record(call, result);
@@ -503,6 +561,11 @@ export function boundToolResult(content: string, maxBytes: number): string {
 }
 
 /** A resumed turn's breaker starts from the failures its transcript already holds. */
+interface Replays {
+  round: Map<string, ToolOutcome>;
+  turn: Map<string, ToolOutcome>;
+}
+
 function replayFailures(turn: ChatMessage[]): NoProgressTracker {
   const tracker = new NoProgressTracker();
   const calls = new Map<string, ToolCallRequest>();

@@ -5,3 +5,4 @@ export * from './stop-hooks';
 export * from './no-progress';
 export * from './context';
 export * from './failures';
+export * from './gates';
