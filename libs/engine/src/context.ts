@@ -69,3 +69,55 @@ export function assemble(
       : turn;
   return [{ role: 'system', content: systemPrompt }, ...history, ...framed];
 }
+
+/** A rough token count: about four characters a token, as the providers' own rules of thumb. */
+export function estimateTokens(messages: ChatMessage[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    chars += m.content.length + 8;
+    if (m.role === 'assistant') for (const c of m.toolCalls) chars += c.name.length + c.arguments.length + 16;
+  }
+  return Math.ceil(chars / 4);
+}
+
+export interface Compaction {
+  history: ChatMessage[];
+  droppedMessages: number;
+  beforeTokens: number;
+  afterTokens: number;
+}
+
+/**
+ * The context guard: when the history nears the window, the middle of the
+ * conversation is replaced by a note, keeping the oldest exchange (it often
+ * states the task) and the most recent turns intact. Cuts fall on turn
+ * boundaries (a user message), so tool calls never lose their results.
+ */
+export function compactHistory(history: ChatMessage[], targetTokens: number): Compaction | null {
+  const beforeTokens = estimateTokens(history);
+  if (beforeTokens <= targetTokens) return null;
+  const starts = history.flatMap((m, i) => (m.role === 'user' ? [i] : []));
+  if (starts.length < 3) return null;
+  const headEnd = starts[1];
+  const head = history.slice(0, headEnd);
+  // The longest run of recent turns that still fits next to the head; at least the last turn.
+  let tailStart = starts[starts.length - 1];
+  for (let k = starts.length - 2; k >= 2; k--) {
+    if (estimateTokens([...head, ...history.slice(starts[k])]) + 64 > targetTokens) break;
+    tailStart = starts[k];
+  }
+  const dropped = history.slice(headEnd, tailStart);
+  if (dropped.length === 0) return null;
+  const note: ChatMessage = {
+    role: 'user',
+    content: `[Context compacted: ${dropped.length} earlier messages (about ${estimateTokens(dropped)} tokens) are omitted here to fit the model's context window.]`,
+  };
+  const ack: ChatMessage = { role: 'assistant', content: 'Understood.', toolCalls: [] };
+  const compacted = [...head, note, ack, ...history.slice(tailStart)];
+  return {
+    history: compacted,
+    droppedMessages: dropped.length,
+    beforeTokens,
+    afterTokens: estimateTokens(compacted),
+  };
+}

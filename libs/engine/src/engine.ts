@@ -1,7 +1,14 @@
 import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
-import { assemble, loadContext, NO_CONTEXT, type ContextSources } from './context';
+import {
+  assemble,
+  compactHistory,
+  estimateTokens,
+  loadContext,
+  NO_CONTEXT,
+  type ContextSources,
+} from './context';
 import { classifyToolFailure } from './failures';
 import type { ToolGates } from './gates';
 import { fingerprint, NoProgressTracker } from './no-progress';
@@ -64,6 +71,8 @@ export class TurnEngine {
     let spentUsd = input.spentUsd ?? 0;
     const startedAt = input.startedAt ?? Date.now();
     const tracker = replayFailures(turn);
+    let history = input.history;
+    let compacted = false;
     // Duplicate/replay gate: an identical read-only call is answered from its result within one
     // round; an identical side-effecting call is never executed twice in a turn.
     const replays: Replays = { round: new Map(), turn: new Map() };
@@ -146,7 +155,21 @@ export class TurnEngine {
         }
       }
 
-      const messages = assemble(input.systemPrompt, input.history, turn, context);
+      // Context guard: near the model's window, compact the middle of the history (once per run).
+      const window = input.contextWindowTokens ?? 128_000;
+      if (!compacted && estimateTokens([...history, ...turn]) > window * 0.8) {
+        const c = compactHistory(history, Math.floor(window * 0.5));
+        if (c) {
+          history = c.history;
+          await cp.emit('context_compacted', {
+            droppedMessages: c.droppedMessages,
+            beforeTokens: c.beforeTokens,
+            afterTokens: c.afterTokens,
+          });
+        }
+        compacted = true;
+      }
+      const messages = assemble(input.systemPrompt, history, turn, context);
       const round = await this.callModel(input, iterations, messages, toolSpecs, cp, signal);
       if ('failure' in round) {
         if (signal.aborted)

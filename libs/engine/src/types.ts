@@ -29,6 +29,8 @@ export interface TurnInput {
   budget: TurnBudget;
   /** Custom stop hooks, checked after the built-in ones (budget, caps, deadline). */
   stopHooks?: StopHook[];
+  /** The model's context window; the guard compacts history above 80% of it. */
+  contextWindowTokens?: number;
   /** How tool schemas are emitted to the provider (seed 002); relaxed unless asked. */
   toolSchemaMode?: 'relaxed' | 'strict';
   /** Spend already booked by an earlier run of this turn (a resumed turn keeps its budget). */

@@ -46,3 +46,19 @@ export function costOf(provider: string, model: string, usage: Usage, reportedUs
     1_000_000;
   return { usd, source: 'rate_table' };
 }
+
+/** Context windows in tokens, by `provider/model` or `provider/*`; unknown models get 128k. */
+const WINDOWS: Record<string, number> = {
+  'openai/gpt-4o': 128_000,
+  'openai/gpt-4o-mini': 128_000,
+  'openai/gpt-4.1': 1_047_576,
+  'openai/gpt-4.1-mini': 1_047_576,
+  'anthropic/*': 200_000,
+  'scripted/*': 128_000,
+};
+
+export function contextWindow(ref: string): number {
+  const [provider, ...rest] = ref.split('/');
+  const family = provider === 'openai-chat' ? 'openai' : provider;
+  return WINDOWS[`${family}/${rest.join('/')}`] ?? WINDOWS[`${family}/*`] ?? 128_000;
+}

@@ -31,6 +31,7 @@ import {
   type TurnOutcome,
 } from '@switchboard/engine';
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
+import { contextWindow } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
 import type { ToolRegistry } from '@switchboard/tools';
 import { SessionLease } from './lease';
@@ -224,6 +225,7 @@ export class TurnRunner {
               tools: agent.tools,
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
               stopHooks: this.stopHooks,
+              contextWindowTokens: contextWindow(agent.model),
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
             },
