@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import {
   ProviderRegistry,
   type ChatMessage,
@@ -8,7 +9,7 @@ import {
 import { ToolRegistry } from '@switchboard/tools';
 import { compactHistory, estimateTokens } from './context';
 import { TurnEngine } from './engine';
-import { DEFAULT_BUDGET, type TurnCheckpoints } from './types';
+import { type TurnCheckpoints } from './types';
 
 /** n turns of history, each a user question, a tool round and an answer, ~size characters each. */
 function conversation(n: number, size = 400): ChatMessage[] {
@@ -59,33 +60,19 @@ describe('the context guard in a turn', () => {
       },
     };
     const events: { type: string; data: Record<string, unknown> }[] = [];
-    const cp: TurnCheckpoints = {
-      recordRound: async () => undefined,
-      toolStarted: async () => undefined,
-      recordToolResult: async () => undefined,
-      recordFailedAttempts: async () => undefined,
-      emit: async (type, data) => void events.push({ type, data }),
-      textDelta: () => undefined,
-    };
+    const cp: TurnCheckpoints = checkpoints({ emit: async (type, data) => void events.push({ type, data }) });
     const history = conversation(60);
     const engine = new TurnEngine({
       providers: new ProviderRegistry({}, [provider]),
       tools: new ToolRegistry([]),
     });
     await engine.run(
-      {
-        turnId: 't',
-        tenantId: 'x',
-        sessionId: 's',
+      turnInput({
         systemPrompt: 'SYSTEM',
         history,
         turnMessages: [{ role: 'user', content: 'now' }],
-        model: 'fake/m',
-        fallbackModels: [],
-        tools: [],
-        budget: DEFAULT_BUDGET,
         contextWindowTokens: 8_000,
-      },
+      }),
       cp,
       new AbortController().signal,
     );

@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import {
   ProviderRegistry,
   type ChatMessage,
@@ -8,7 +9,7 @@ import {
 import { ToolRegistry } from '@switchboard/tools';
 import { assemble, loadContext, type ContextSources } from './context';
 import { TurnEngine } from './engine';
-import { DEFAULT_BUDGET, type TurnCheckpoints } from './types';
+import { type TurnCheckpoints } from './types';
 
 const none = { memory: null, contextPack: null, failed: [] };
 
@@ -85,27 +86,9 @@ describe('loading context', () => {
       },
     });
     const events: string[] = [];
-    const cp: TurnCheckpoints = {
-      recordRound: async () => undefined,
-      toolStarted: async () => undefined,
-      recordToolResult: async () => undefined,
-      recordFailedAttempts: async () => undefined,
-      emit: async (type) => void events.push(type),
-      textDelta: () => undefined,
-    };
+    const cp: TurnCheckpoints = checkpoints({ emit: async (type) => void events.push(type) });
     await engine.run(
-      {
-        turnId: 't',
-        tenantId: 'x',
-        sessionId: 's',
-        systemPrompt: 'S',
-        history: [],
-        turnMessages: [{ role: 'user', content: 'hello' }],
-        model: 'fake/m',
-        fallbackModels: [],
-        tools: [],
-        budget: DEFAULT_BUDGET,
-      },
+      turnInput({ systemPrompt: 'S', turnMessages: [{ role: 'user', content: 'hello' }] }),
       cp,
       new AbortController().signal,
     );

@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import { z } from 'zod';
 import {
   ProviderRegistry,
@@ -9,7 +10,7 @@ import {
 import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { TurnEngine } from './engine';
 import type { ToolGates } from './gates';
-import { DEFAULT_BUDGET, type ToolOutcome, type TurnCheckpoints } from './types';
+import { type ToolOutcome, type TurnCheckpoints } from './types';
 
 /** A model that asks for the given rounds of calls, then answers. */
 class Script implements ModelProvider {
@@ -49,28 +50,12 @@ const c = (id: string, name: string, n: unknown) => ({ id, name, arguments: JSON
 async function run(rounds: ToolCallRequest[][], gates?: ToolGates) {
   runs.length = 0;
   const outcomes = new Map<string, ToolOutcome>();
-  const cp: TurnCheckpoints = {
-    recordRound: async () => undefined,
-    toolStarted: async () => undefined,
+  const cp: TurnCheckpoints = checkpoints({
     recordToolResult: async (m, o) => void outcomes.set(m.call.id, o),
-    recordFailedAttempts: async () => undefined,
-    emit: async () => undefined,
-    textDelta: () => undefined,
-  };
+  });
   const engine = new TurnEngine({ providers: new ProviderRegistry({}, [new Script(rounds)]), tools, gates });
   const outcome = await engine.run(
-    {
-      turnId: 't',
-      tenantId: 'x',
-      sessionId: 's',
-      systemPrompt: 'p',
-      history: [],
-      turnMessages: [{ role: 'user', content: 'go' }],
-      model: 'fake/m',
-      fallbackModels: [],
-      tools: ['read', 'send', 'pay'],
-      budget: DEFAULT_BUDGET,
-    },
+    turnInput({ tools: ['read', 'send', 'pay'] }),
     cp,
     new AbortController().signal,
   );

@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import { z } from 'zod';
 import {
   ProviderRegistry,
@@ -9,7 +10,7 @@ import {
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import { TurnEngine } from './engine';
 import { fingerprint, NoProgressTracker } from './no-progress';
-import { DEFAULT_BUDGET, type ToolOutcome, type TurnCheckpoints } from './types';
+import { type ToolOutcome, type TurnCheckpoints } from './types';
 
 const call = (args: string, name = 'flaky') => ({ id: 'c', name, arguments: args });
 const fail = (retryable: boolean): ToolOutcome => ({
@@ -91,27 +92,11 @@ describe('the breaker in a turn', () => {
       tools: new ToolRegistry([flaky]),
     });
     const contents: string[] = [];
-    const cp: TurnCheckpoints = {
-      recordRound: async () => undefined,
-      toolStarted: async () => undefined,
+    const cp: TurnCheckpoints = checkpoints({
       recordToolResult: async (_m, _o, _d, content) => void contents.push(content),
-      recordFailedAttempts: async () => undefined,
-      emit: async () => undefined,
-      textDelta: () => undefined,
-    };
+    });
     const outcome = await engine.run(
-      {
-        turnId: 't',
-        tenantId: 'x',
-        sessionId: 's',
-        systemPrompt: 'p',
-        history: [],
-        turnMessages,
-        model: 'fake/m',
-        fallbackModels: [],
-        tools: ['flaky'],
-        budget: DEFAULT_BUDGET,
-      },
+      turnInput({ turnMessages, tools: ['flaky'] }),
       cp,
       new AbortController().signal,
     );

@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import { z } from 'zod';
 import {
   ProviderRegistry,
@@ -8,7 +9,7 @@ import {
 } from '@switchboard/providers';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import { boundToolResult, TurnEngine } from './engine';
-import { DEFAULT_BUDGET, type ToolOutcome, type TurnCheckpoints } from './types';
+import { type ToolOutcome, type TurnCheckpoints } from './types';
 
 describe('boundToolResult', () => {
   it('leaves a result within the budget alone', () => {
@@ -62,30 +63,10 @@ describe('the engine applies the result budget', () => {
       toolResultMaxBytes: 1000,
     });
     const recorded: { outcome: ToolOutcome; content: string }[] = [];
-    const cp: TurnCheckpoints = {
-      recordRound: async () => undefined,
-      toolStarted: async () => undefined,
+    const cp: TurnCheckpoints = checkpoints({
       recordToolResult: async (_m, outcome, _d, content) => void recorded.push({ outcome, content }),
-      recordFailedAttempts: async () => undefined,
-      emit: async () => undefined,
-      textDelta: () => undefined,
-    };
-    const outcome = await engine.run(
-      {
-        turnId: 't',
-        tenantId: 'x',
-        sessionId: 's',
-        systemPrompt: 'p',
-        history: [],
-        turnMessages: [{ role: 'user', content: 'go' }],
-        model: 'fake/m',
-        fallbackModels: [],
-        tools: ['big'],
-        budget: DEFAULT_BUDGET,
-      },
-      cp,
-      new AbortController().signal,
-    );
+    });
+    const outcome = await engine.run(turnInput({ tools: ['big'] }), cp, new AbortController().signal);
     expect(outcome.status).toBe('completed');
     expect(recorded[0].outcome).toEqual({ ok: true, result: 'y'.repeat(50_000) });
     expect(Buffer.byteLength(recorded[0].content)).toBeLessThanOrEqual(1000);

@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import {
   ProviderRegistry,
   type ModelProvider,
@@ -25,30 +26,11 @@ class Echo implements ModelProvider {
 
 const recorder = () => {
   const events: { type: string; data: Record<string, unknown> }[] = [];
-  const cp: TurnCheckpoints = {
-    recordRound: async () => undefined,
-    toolStarted: async () => undefined,
-    recordToolResult: async () => undefined,
-    recordFailedAttempts: async () => undefined,
-    emit: async (type, data) => void events.push({ type, data }),
-    textDelta: () => undefined,
-  };
+  const cp: TurnCheckpoints = checkpoints({ emit: async (type, data) => void events.push({ type, data }) });
   return { cp, events };
 };
 
-const input = (stopHooks: StopHook[] = []) => ({
-  turnId: 't',
-  tenantId: 'tenant-1',
-  sessionId: 's',
-  systemPrompt: 'p',
-  history: [],
-  turnMessages: [{ role: 'user' as const, content: 'go' }],
-  model: 'fake/m',
-  fallbackModels: [],
-  tools: [],
-  budget: DEFAULT_BUDGET,
-  stopHooks,
-});
+const input = (stopHooks: StopHook[] = []) => turnInput({ tenantId: 'tenant-1', stopHooks });
 
 describe('stop hooks', () => {
   const state = (over: Partial<LoopState>): LoopState => ({

@@ -1,3 +1,4 @@
+import { turnInput } from './test-support';
 import { z } from 'zod';
 import {
   ProviderRegistry,
@@ -8,7 +9,7 @@ import {
 } from '@switchboard/providers';
 import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { TurnEngine } from './engine';
-import { DEFAULT_BUDGET, type TurnCheckpoints } from './types';
+import { type TurnCheckpoints } from './types';
 import { planWaves } from './waves';
 
 const tool = (
@@ -125,18 +126,7 @@ describe('the engine runs a wave in parallel', () => {
       textDelta: () => undefined,
     };
   };
-  const input = (tools: string[]) => ({
-    turnId: 't',
-    tenantId: 'x',
-    sessionId: 's',
-    systemPrompt: 'p',
-    history: [],
-    turnMessages: [{ role: 'user' as const, content: 'go' }],
-    model: 'fake/m',
-    fallbackModels: [],
-    tools,
-    budget: DEFAULT_BUDGET,
-  });
+  const input = (tools: string[]) => turnInput({ tools });
 
   it('starts both read-only calls before either finishes', async () => {
     // Each call waits until both have started: run one after the other they would time out.

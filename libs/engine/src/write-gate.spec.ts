@@ -1,3 +1,4 @@
+import { checkpoints, turnInput } from './test-support';
 import { z } from 'zod';
 import {
   ProviderRegistry,
@@ -7,7 +8,7 @@ import {
 } from '@switchboard/providers';
 import { defineTool, ToolRegistry, type ToolContext, type ToolDefinition } from '@switchboard/tools';
 import { TurnEngine } from './engine';
-import { DEFAULT_BUDGET, type ToolOutcome, type TurnCheckpoints } from './types';
+import { type ToolOutcome, type TurnCheckpoints } from './types';
 
 describe('the write gate', () => {
   it('is open while the call runs and closed once its result is settled, timed out or not', async () => {
@@ -43,34 +44,12 @@ describe('the write gate', () => {
       }),
     };
     const outcomes: ToolOutcome[] = [];
-    const cp: TurnCheckpoints = {
-      recordRound: async () => undefined,
-      toolStarted: async () => undefined,
-      recordToolResult: async (_m, o) => void outcomes.push(o),
-      recordFailedAttempts: async () => undefined,
-      emit: async () => undefined,
-      textDelta: () => undefined,
-    };
+    const cp: TurnCheckpoints = checkpoints({ recordToolResult: async (_m, o) => void outcomes.push(o) });
     const engine = new TurnEngine({
       providers: new ProviderRegistry({}, [provider]),
       tools: new ToolRegistry([slow]),
     });
-    const outcome = await engine.run(
-      {
-        turnId: 't',
-        tenantId: 'x',
-        sessionId: 's',
-        systemPrompt: 'p',
-        history: [],
-        turnMessages: [{ role: 'user', content: 'go' }],
-        model: 'fake/m',
-        fallbackModels: [],
-        tools: ['slow_write'],
-        budget: DEFAULT_BUDGET,
-      },
-      cp,
-      new AbortController().signal,
-    );
+    const outcome = await engine.run(turnInput({ tools: ['slow_write'] }), cp, new AbortController().signal);
     expect(outcome.status).toBe('completed');
     expect(outcomes[0]).toMatchObject({ ok: false, kind: 'timeout' });
     await lateCheck;

@@ -1,6 +1,7 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { ResponseInputItem, ResponseStreamEvent, Response } from 'openai/resources/responses/responses';
 import { classifyHttpError } from './errors';
+import { createOpenAIClient, type OpenAIClientOptions } from './openai-client';
 import {
   ProviderError,
   type ChatMessage,
@@ -14,15 +15,8 @@ export class OpenAIResponsesProvider implements ModelProvider {
   readonly name = 'openai';
   private readonly client: OpenAI;
 
-  constructor(options: { apiKey?: string; baseURL?: string; timeoutMs?: number; fetch?: typeof fetch }) {
-    this.client = new OpenAI({
-      apiKey: options.apiKey ?? 'unset',
-      baseURL: options.baseURL,
-      // Retries and fallback are the engine's (seed 002 policy), never the SDK's.
-      maxRetries: 0,
-      timeout: options.timeoutMs ?? 120_000,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
+  constructor(options: OpenAIClientOptions) {
+    this.client = createOpenAIClient(options);
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {

@@ -1,0 +1,20 @@
+import OpenAI from 'openai';
+
+export interface OpenAIClientOptions {
+  apiKey?: string;
+  baseURL?: string;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** The one way both OpenAI providers (Responses, Chat Completions) build their SDK client. */
+export function createOpenAIClient(options: OpenAIClientOptions): OpenAI {
+  return new OpenAI({
+    apiKey: options.apiKey ?? 'unset',
+    baseURL: options.baseURL,
+    // Retries and fallback are the engine's (seed 002 policy), never the SDK's.
+    maxRetries: 0,
+    timeout: options.timeoutMs ?? 120_000,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+}
