@@ -53,6 +53,8 @@ const noop: TurnCheckpoints = {
   toolStarted: async () => undefined,
   recordToolResult: async () => undefined,
   recordFailedAttempts: async () => undefined,
+  recordReflection: async () => undefined,
+  recordSideCall: async () => undefined,
   emit: async () => undefined,
   textDelta: () => undefined,
 };
@@ -228,6 +230,7 @@ async function main() {
       metrics: new Metrics('bench'),
       workerId: 'bench',
       leaseMs: 30_000,
+      defaultModel: 'bench/instant',
     });
     const persisted = async () => {
       const sessionId = sessions.pop()!;

@@ -25,10 +25,15 @@ describe('bad input', () => {
       db.tenant.count(),
       db.apiKey.count({ where: { revokedAt: null } }),
       db.agent.count({ where: { deletedAt: null } }),
+      db.agent.findMany({
+        select: { id: true, model: true, fallbackModels: true, updatedAt: true },
+        orderBy: { id: 'asc' },
+      }),
       db.session.count({ where: { status: 'active' } }),
       db.message.count(),
       db.turn.count(),
       db.event.count(),
+      db.tenant.findMany({ select: { id: true, settings: true }, orderBy: { id: 'asc' } }),
     ]);
   };
 
@@ -45,6 +50,13 @@ describe('bad input', () => {
     turnId = (await api.post(`/v1/sessions/${sessionId}/messages`, { content: 'hi' })).body.turnId;
     otherAgentId = (await other.post('/v1/agents', { name: 'theirs' })).body.id;
     otherSessionId = (await other.post('/v1/sessions', { agentId: otherAgentId })).body.id;
+    // Settings to leave untouched: a bad PATCH must not clear or partly apply anything.
+    const settings = await api.patch('/v1/settings', {
+      modelRoutes: { chat: 'openai/gpt-4o-mini', coding: 'anthropic/claude-sonnet-4-5' },
+      blockedTools: ['current_time'],
+    });
+    if (settings.status !== 200)
+      throw new Error(`settings: ${settings.status} ${JSON.stringify(settings.body)}`);
   });
 
   afterAll(async () => {
@@ -81,6 +93,73 @@ describe('bad input', () => {
       () => api.post('/v1/agents', { name: 'x', model: 'gpt-4o' }),
       400,
       'validation_failed',
+    ],
+    [
+      'agent model hint with an unknown route',
+      () => api.post('/v1/agents', { name: 'x', model: 'hint:nope' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'agent fallback hint with an unknown route',
+      () => api.post('/v1/agents', { name: 'x', fallbackModels: ['hint:nope'] }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'agent patched to an unknown route hint',
+      () => api.patch(`/v1/agents/${agentId}`, { model: 'hint:nope' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: unknown route name',
+      () => api.patch('/v1/settings', { modelRoutes: { poetry: 'openai/gpt-4o' } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: route value not a model reference',
+      () => api.patch('/v1/settings', { modelRoutes: { chat: 'gpt-4o' } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: route value a hint',
+      () => api.patch('/v1/settings', { modelRoutes: { chat: 'hint:coding' } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: blockedTools not an array',
+      () => api.patch('/v1/settings', { blockedTools: 'word_count' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: duplicate blocked tools',
+      () => api.patch('/v1/settings', { blockedTools: ['word_count', 'word_count'] }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: unknown blocked tool',
+      () => api.patch('/v1/settings', { blockedTools: ['rm_rf'] }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'settings: unknown top-level field',
+      () => api.patch('/v1/settings', { blockedTools: [], colour: 'red' }),
+      400,
+      'validation_failed',
+    ],
+    ['settings: empty body', () => api.patch('/v1/settings', {}), 400, 'validation_failed'],
+    [
+      'settings: no key',
+      () => new Api(gateway.url).patch('/v1/settings', { blockedTools: [] }),
+      401,
+      'unauthorized',
     ],
     [
       'budget out of range',

@@ -16,6 +16,7 @@ import { AgentsController } from './controllers/agents.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { OpsController } from './controllers/ops.controller';
 import { SessionsController } from './controllers/sessions.controller';
+import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { ErrorFilter } from './http/errors';
 import { ValidationPipe } from './http/validation';
@@ -63,6 +64,7 @@ export class GatewayModule {
         AgentsController,
         SessionsController,
         TurnsController,
+        SettingsController,
         OpsController,
       ],
       providers: [

@@ -49,6 +49,7 @@ export class HarnessModule {
               metrics,
               workerId: `${hostname()}:${process.pid}`,
               leaseMs: cfg.SESSION_LEASE_MS,
+              defaultModel: cfg.DEFAULT_MODEL,
             });
           },
         },

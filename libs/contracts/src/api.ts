@@ -3,9 +3,30 @@ import { Priority } from './envelope';
 
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
-export const ModelRef = z.string().regex(/^(openai|openai-chat|anthropic|scripted)\/[A-Za-z0-9._:@-]+$/, {
-  message: 'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted',
+/** Named model routes an agent can ask for with `hint:<route>`; each tenant maps them to concrete models. */
+export const MODEL_ROUTES = ['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization'] as const;
+export const ModelRoute = z.enum(MODEL_ROUTES);
+export type ModelRoute = z.infer<typeof ModelRoute>;
+/** `hint:<route>` names a route instead of a model. */
+export const MODEL_HINT_PREFIX = 'hint:';
+
+const CONCRETE_MODEL_REF = '(openai|openai-chat|anthropic|scripted)/[A-Za-z0-9._:@-]+';
+const MODEL_HINT = `hint:(${MODEL_ROUTES.join('|')})`;
+
+/** A concrete `<provider>/<model>` reference: what a tenant's route points at. */
+export const ConcreteModelRef = z.string().regex(new RegExp(`^${CONCRETE_MODEL_REF}$`), {
+  message:
+    'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted (not a "hint:<route>")',
 });
+
+/** What an agent names as its model: a concrete reference or `hint:<route>`, resolved per tenant at run time. */
+export const ModelRef = z.string().regex(new RegExp(`^(${CONCRETE_MODEL_REF}|${MODEL_HINT})$`), {
+  message:
+    'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted, ' +
+    'or "hint:<route>" with route chat, reasoning, agentic, coding, burst or summarization',
+});
+
+const ToolName = z.string().min(1).max(120);
 
 export const Budgets = z.strictObject({
   maxIterations: z.int().min(1).max(100).optional(),
@@ -31,7 +52,7 @@ export const CreateAgentRequest = z.strictObject({
   instructions: z.string().max(100_000).optional(),
   model: ModelRef.optional(),
   fallbackModels: z.array(ModelRef).max(5).optional(),
-  tools: z.array(z.string().min(1).max(120)).max(100).optional(),
+  tools: z.array(ToolName).max(100).optional(),
   allowedSubagents: z.array(z.string().min(1).max(120)).max(50).optional(),
   budgets: Budgets.optional(),
 });
@@ -73,3 +94,72 @@ export const EventsQuery = z.strictObject({
 });
 
 export const IdempotencyKey = z.string().min(1).max(200);
+
+/** One schema per route, all optional: `{ chat?: …, reasoning?: …, … }`. */
+function perRoute<S extends z.ZodType>(value: S): Record<ModelRoute, S> {
+  return Object.fromEntries(MODEL_ROUTES.map((route) => [route, value])) as Record<ModelRoute, S>;
+}
+
+/** Tenant model routes: route → concrete model. A route cannot point at another hint. */
+export const ModelRoutes = z.strictObject(perRoute(ConcreteModelRef.optional()));
+export type ModelRoutes = z.infer<typeof ModelRoutes>;
+
+/** Tools no agent of the tenant may call, whatever the agent lists. Duplicates are rejected. */
+export const BlockedTools = z
+  .array(ToolName)
+  .max(100)
+  .superRefine((tools, ctx) => {
+    const duplicates = [...new Set(tools.filter((t, i) => tools.indexOf(t) !== i))];
+    if (duplicates.length > 0) {
+      ctx.addIssue({ code: 'custom', message: `duplicate tools: ${duplicates.join(', ')}` });
+    }
+  });
+
+/** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
+export const TenantSettings = z.strictObject({
+  modelRoutes: ModelRoutes.optional(),
+  blockedTools: BlockedTools.optional(),
+});
+export type TenantSettings = z.infer<typeof TenantSettings>;
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Reads stored settings for workers and presenters. Tolerant: never throws; whatever is invalid
+ * is dropped entry by entry (an unknown route, a route naming a hint, a bad tool name), so one
+ * bad value cannot switch off the rest. Both fields are always present.
+ */
+export function parseTenantSettings(json: unknown): Required<TenantSettings> {
+  const stored = isRecord(json) ? json : {};
+  const modelRoutes: ModelRoutes = {};
+  if (isRecord(stored.modelRoutes)) {
+    for (const route of MODEL_ROUTES) {
+      if (!Object.hasOwn(stored.modelRoutes, route)) continue;
+      const ref = ConcreteModelRef.safeParse(stored.modelRoutes[route]);
+      if (ref.success) modelRoutes[route] = ref.data;
+    }
+  }
+  const blockedTools: string[] = [];
+  if (Array.isArray(stored.blockedTools)) {
+    for (const tool of stored.blockedTools) {
+      const name = ToolName.safeParse(tool);
+      if (name.success && !blockedTools.includes(name.data) && blockedTools.length < 100) {
+        blockedTools.push(name.data);
+      }
+    }
+  }
+  return { modelRoutes, blockedTools };
+}
+
+/**
+ * PATCH /v1/settings: `modelRoutes` merges per route (`null` removes that route, an absent route is
+ * left alone); `blockedTools` replaces the whole list (`[]` clears it).
+ */
+export const UpdateSettingsRequest = z
+  .strictObject({
+    modelRoutes: z.strictObject(perRoute(ConcreteModelRef.nullable().optional())).optional(),
+    blockedTools: BlockedTools.optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
+export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;

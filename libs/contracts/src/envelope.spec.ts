@@ -1,4 +1,4 @@
-import { AdmitMessageRequest, CreateAgentRequest, ModelRef } from './api';
+import { AdmitMessageRequest, ConcreteModelRef, CreateAgentRequest, MODEL_ROUTES, ModelRef } from './api';
 import {
   bodyText,
   defaultTrust,
@@ -167,10 +167,58 @@ describe('ModelRef', () => {
     expect(ModelRef.safeParse(ref).success).toBe(false);
   });
 
-  it('explains the expected shape', () => {
+  it.each(['hint:chat', 'hint:reasoning', 'hint:agentic', 'hint:coding', 'hint:burst', 'hint:summarization'])(
+    'accepts the route hint %s',
+    (ref) => {
+      expect(ModelRef.safeParse(ref).success).toBe(true);
+    },
+  );
+
+  it.each([
+    'hint:nope',
+    'hint:',
+    'hint',
+    'HINT:chat',
+    'hint:Chat',
+    'hint:chat/x',
+    'hint:chat ',
+    'openai/gpt-4o|hint:chat',
+  ])('rejects the bad hint %p', (ref) => {
+    expect(ModelRef.safeParse(ref).success).toBe(false);
+  });
+
+  it('explains the expected shape, hints included', () => {
     const result = ModelRef.safeParse('nope');
     expect(result.success).toBe(false);
-    expect(result.error?.issues[0].message).toContain('<provider>/<model>');
+    expect(result.error?.issues[0].message).toBe(
+      'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted, ' +
+        'or "hint:<route>" with route chat, reasoning, agentic, coding, burst or summarization',
+    );
+  });
+
+  it('names every route in its message', () => {
+    const message = ModelRef.safeParse('nope').error?.issues[0].message ?? '';
+    for (const route of MODEL_ROUTES) expect(message).toContain(route);
+  });
+
+  it('accepts hints as an agent model and fallbacks', () => {
+    expect(
+      CreateAgentRequest.safeParse({
+        name: 'a',
+        model: 'hint:coding',
+        fallbackModels: ['hint:burst', 'openai/gpt-4o'],
+      }).success,
+    ).toBe(true);
+    expect(CreateAgentRequest.safeParse({ name: 'a', fallbackModels: ['hint:nope'] }).success).toBe(false);
+  });
+});
+
+describe('ConcreteModelRef', () => {
+  it('accepts a provider/model reference and rejects hints', () => {
+    expect(ConcreteModelRef.safeParse('openai/gpt-4o').success).toBe(true);
+    const hint = ConcreteModelRef.safeParse('hint:chat');
+    expect(hint.success).toBe(false);
+    expect(hint.error?.issues[0].message).toContain('<provider>/<model>');
   });
 });
 

@@ -11,6 +11,7 @@ export const EventType = {
   ContextCompacted: 'context_compacted',
   SubagentSpawned: 'subagent_spawned',
   SubagentCompleted: 'subagent_completed',
+  ReflectionCompleted: 'reflection_completed',
   ApprovalRequested: 'approval_requested',
   StopHookFired: 'stop_hook_fired',
   ContextUnavailable: 'context_unavailable',

@@ -82,6 +82,10 @@ export function estimateTokens(messages: ChatMessage[]): number {
 
 export interface Compaction {
   history: ChatMessage[];
+  /** The messages left out, for a summary of them. */
+  dropped: ChatMessage[];
+  /** Where the note standing in for them sits in `history`. */
+  noteIndex: number;
   droppedMessages: number;
   beforeTokens: number;
   afterTokens: number;
@@ -116,8 +120,22 @@ export function compactHistory(history: ChatMessage[], targetTokens: number): Co
   const compacted = [...head, note, ack, ...history.slice(tailStart)];
   return {
     history: compacted,
+    dropped,
+    noteIndex: head.length,
     droppedMessages: dropped.length,
     beforeTokens,
     afterTokens: estimateTokens(compacted),
   };
+}
+
+/** The compaction with its note replaced by a written summary of what was left out. */
+export function withSummary(c: Compaction, summary: string): Compaction {
+  const history = [...c.history];
+  history[c.noteIndex] = {
+    role: 'user',
+    content:
+      `[Context compacted: ${c.droppedMessages} earlier messages are replaced by this summary of them.]\n` +
+      `<summary>\n${summary}\n</summary>`,
+  };
+  return { ...c, history, afterTokens: estimateTokens(history) };
 }

@@ -82,6 +82,8 @@ class RecordingCheckpoints implements TurnCheckpoints {
   async recordToolResult(meta: ToolCallMeta, outcome: ToolOutcome, durationMs: number): Promise<void> {
     this.results.push({ meta, outcome, durationMs });
   }
+  async recordReflection(): Promise<void> {}
+  async recordSideCall(): Promise<void> {}
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
     this.failedAttempts.push(attempts);
   }
@@ -895,7 +897,7 @@ describe('TurnEngine events', () => {
         causePlain: expect.any(String),
       },
     });
-    expect(iteration.data).toEqual({ iteration: 1 });
+    expect(iteration.data).toEqual({ iteration: 1, costUsd: expect.any(Number) });
     expect(round2.data).toEqual({ round: 1, model: 'fake/m1' });
   });
 
@@ -909,6 +911,8 @@ describe('TurnEngine events', () => {
       toolStarted: async (m) => (order.push('toolStarted'), cp.toolStarted(m)),
       recordToolResult: async (m, o, d) => (order.push('recordToolResult'), cp.recordToolResult(m, o, d)),
       recordFailedAttempts: async (a) => cp.recordFailedAttempts(a),
+      recordReflection: async () => undefined,
+      recordSideCall: async () => undefined,
       emit: async (type, data) => (order.push(type), cp.emit(type, data)),
       textDelta: (d) => cp.textDelta(d),
     };

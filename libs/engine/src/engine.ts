@@ -1,10 +1,12 @@
+import { createHash } from 'node:crypto';
 import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
-import type { ToolRegistry } from '@switchboard/tools';
+import { ToolError, type ToolRegistry } from '@switchboard/tools';
 import {
   assemble,
   compactHistory,
   estimateTokens,
+  withSummary,
   loadContext,
   NO_CONTEXT,
   type ContextSources,
@@ -14,6 +16,15 @@ import type { ToolGates } from './gates';
 import { fingerprint, NoProgressTracker } from './no-progress';
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { planWaves } from './waves';
+import {
+  compactionMessages,
+  isReflectionNote,
+  reflectionMessages,
+  reflectionNote,
+  sideCall,
+  SUMMARIZER_FAILURE_LIMIT,
+  summarizerMessages,
+} from './side-calls';
 import { SpanKind, withSpan } from '@switchboard/observability';
 import type {
   ProviderAttempt,
@@ -23,6 +34,7 @@ import type {
   TurnInput,
   TurnOutcome,
   FailureArtifact,
+  SummaryRecord,
 } from './types';
 
 export interface EngineOptions {
@@ -39,6 +51,18 @@ export interface EngineOptions {
   context?: ContextSources;
   /** Largest tool result the model sees, in UTF-8 bytes; beyond it the result is cut with a marker. */
   toolResultMaxBytes?: number;
+  /** Results larger than this go through the summarizer first (when the turn has one); default: the budget. */
+  summarizeAboveBytes?: number;
+  /** Results larger than this are too big to pay a model call for: truncation only. */
+  summarizeMaxBytes?: number;
+  /** With reflections in the budget, reflect after a failing tool round and every this many rounds. */
+  reflectEvery?: number;
+}
+
+/** What one run of a turn accumulates besides its transcript. */
+interface RunState {
+  spentUsd: number;
+  summarizerFailures: number;
 }
 
 const defaultSleep = (ms: number, signal?: AbortSignal) =>
@@ -56,19 +80,29 @@ export class TurnEngine {
   private readonly maxBackoffMs: number;
   private readonly sleep: NonNullable<EngineOptions['sleep']>;
   private readonly toolResultMaxBytes: number;
+  private readonly summarizeAboveBytes: number;
+  private readonly summarizeMaxBytes: number;
+  private readonly reflectEvery: number;
 
   constructor(private readonly options: EngineOptions) {
     this.maxRetries = options.maxRetries ?? 2;
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.sleep = options.sleep ?? defaultSleep;
     this.toolResultMaxBytes = options.toolResultMaxBytes ?? 16 * 1024;
+    this.summarizeAboveBytes = options.summarizeAboveBytes ?? this.toolResultMaxBytes;
+    this.summarizeMaxBytes = options.summarizeMaxBytes ?? 512 * 1024;
+    this.reflectEvery = options.reflectEvery ?? 3;
   }
 
   async run(input: TurnInput, cp: TurnCheckpoints, signal: AbortSignal): Promise<TurnOutcome> {
     const turn = [...input.turnMessages];
     let iterations = turn.filter((m) => m.role === 'assistant').length;
     let toolCalls = turn.filter((m) => m.role === 'tool').length;
-    let spentUsd = input.spentUsd ?? 0;
+    const state: RunState = {
+      spentUsd: input.spentUsd ?? 0,
+      summarizerFailures: input.summarizer?.consecutiveFailures ?? 0,
+    };
+    let reflections = turn.filter((m, i) => i > 0 && isReflectionNote(m)).length;
     const startedAt = input.startedAt ?? Date.now();
     const tracker = replayFailures(turn);
     let history = input.history;
@@ -103,11 +137,12 @@ export class TurnEngine {
 
       const pending = unansweredCalls(turn);
       if (pending.length > 0) {
+        let roundFailed = false;
         for (const wave of planWaves(pending, this.options.tools, input.tools)) {
           if (signal.aborted) break;
           // Every call of a wave settles and is answered before a failure of one propagates.
           const settled = await Promise.allSettled(
-            wave.map((call) => this.runTool(input, call, cp, signal, tracker, replays)),
+            wave.map((call) => this.runTool(input, call, cp, signal, tracker, replays, state)),
           );
           settled.forEach((r, i) => {
             if (r.status !== 'fulfilled') return;
@@ -119,6 +154,7 @@ export class TurnEngine {
               content: r.value.content,
             });
             toolCalls++;
+            if (!r.value.ok) roundFailed = true;
           });
           const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
           if (failed) throw failed.reason;
@@ -133,22 +169,32 @@ export class TurnEngine {
             });
           }
         }
-        await cp.emit('iteration_completed', { iteration: iterations });
+        // Reflection (seed 001 4h): off unless the budget grants reflections.
+        if (
+          reflections < input.budget.maxReflections &&
+          (roundFailed || iterations % this.reflectEvery === 0) &&
+          !signal.aborted
+        ) {
+          const note = await this.reflect(input, turn, reflections, state, startedAt, cp, signal);
+          reflections++;
+          if (note) turn.push({ role: 'user', content: note });
+        }
+        await cp.emit('iteration_completed', { iteration: iterations, costUsd: state.spentUsd });
         continue;
       }
 
       // Stop hooks, between iterations: the first vote ends the loop with its reason.
-      const state = {
+      const progress = {
         turnId: input.turnId,
         tenantId: input.tenantId,
         iterations,
         toolCalls,
-        spentUsd,
+        spentUsd: state.spentUsd,
         elapsedMs: Date.now() - startedAt,
         budget: input.budget,
       };
       for (const hook of [...BUILTIN_STOP_HOOKS, ...(input.stopHooks ?? [])]) {
-        const reason = await hook.check(state);
+        const reason = await hook.check(progress);
         if (reason) {
           await cp.emit('stop_hook_fired', { hook: hook.name, reason, iteration: iterations });
           return outcome({ status: 'completed', stopReason: reason, finalText: lastText(turn) });
@@ -158,13 +204,32 @@ export class TurnEngine {
       // Context guard: near the model's window, compact the middle of the history (once per run).
       const window = input.contextWindowTokens ?? 128_000;
       if (!compacted && estimateTokens([...history, ...turn]) > window * 0.8) {
-        const c = compactHistory(history, Math.floor(window * 0.5));
+        let c = compactHistory(history, Math.floor(window * 0.5));
         if (c) {
+          // The omitted middle is written down by the summarizer's model when it can be; else a note.
+          let summarized = false;
+          if (input.summarizer && state.summarizerFailures < SUMMARIZER_FAILURE_LIMIT) {
+            const maxChars = Math.floor(window * 4 * 0.4);
+            const r = await sideCall(
+              this.options.providers,
+              'compact',
+              input.summarizer.model,
+              compactionMessages(c.dropped, maxChars),
+              signal,
+            );
+            state.spentUsd += r.record.costUsd;
+            await cp.recordSideCall(r.record);
+            if (r.record.ok) {
+              c = withSummary(c, r.text);
+              summarized = true;
+            }
+          }
           history = c.history;
           await cp.emit('context_compacted', {
             droppedMessages: c.droppedMessages,
             beforeTokens: c.beforeTokens,
             afterTokens: c.afterTokens,
+            summarized,
           });
         }
         compacted = true;
@@ -182,7 +247,7 @@ export class TurnEngine {
         });
       }
       turn.push({ role: 'assistant', content: round.response.text, toolCalls: round.response.toolCalls });
-      spentUsd += round.costUsd;
+      state.spentUsd += round.costUsd;
       replays.round.clear();
       iterations++;
     }
@@ -209,7 +274,7 @@ export class TurnEngine {
         resolved = this.options.providers.resolve(ref);
       } catch (err) {
         lastError = err as ProviderError;
-        attempts.push(failedAttempt(round, ref, 1, Date.now(), lastError));
+        attempts.push({ ...failedAttempt(round, ref, 1, Date.now(), lastError), decision: 'fallback' });
         continue;
       }
       for (let attempt = 1; attempt <= this.maxRetries + 1; attempt++) {
@@ -248,6 +313,7 @@ export class TurnEngine {
             durationMs: Date.now() - started,
             outcome: 'ok',
             usage: response.usage,
+            provider: resolved.provider.name,
           });
           succeeded = { response, ref, provider: resolved.provider.name, model: resolved.model };
           break;
@@ -256,8 +322,12 @@ export class TurnEngine {
           lastError = pe;
           const a = failedAttempt(round, ref, attempt, started, pe);
           attempts.push(a);
-          if (signal.aborted || pe.kind === 'cancelled') break;
+          if (signal.aborted || pe.kind === 'cancelled') {
+            a.decision = 'stop';
+            break;
+          }
           if (pe.kind === 'context_length') {
+            a.decision = 'stop';
             await cp.recordFailedAttempts(attempts);
             return {
               failure: {
@@ -268,7 +338,11 @@ export class TurnEngine {
               },
             };
           }
-          if (!pe.retryable || attempt > this.maxRetries) break;
+          if (!pe.retryable || attempt > this.maxRetries) {
+            a.decision = 'fallback';
+            break;
+          }
+          a.decision = 'retry';
           const backoff = Math.min(this.maxBackoffMs, pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
           a.backoffMs = backoff;
           await this.sleep(backoff, signal);
@@ -300,14 +374,24 @@ export class TurnEngine {
       });
       return { response, costUsd: cost.usd };
     }
+    const final = attempts[attempts.length - 1];
+    if (final && final.decision === 'fallback') final.decision = 'stop';
     await cp.recordFailedAttempts(attempts);
+    // Each model's story in one line: how many attempts, and how the last one ended.
+    const perModel = models.map((m) => {
+      const own = attempts.filter((a) => a.model === m);
+      const last = own[own.length - 1];
+      return `${m}: ${own.length} attempt${own.length === 1 ? '' : 's'}, last ${last?.outcome ?? 'not tried'}${
+        last?.status ? ` (HTTP ${last.status})` : ''
+      }`;
+    });
     return {
       failure: {
         kind: 'provider_error',
         category: lastError?.kind,
         message: lastError?.message ?? 'no model could be called',
         model: models[models.length - 1],
-        brief: `Every configured model failed (${models.join(', ')}); last error: ${lastError?.kind ?? 'unknown'}: ${
+        brief: `Every configured model failed — ${perModel.join('; ')}. Last error: ${lastError?.kind ?? 'unknown'}: ${
           lastError?.message ?? ''
         }`,
       },
@@ -321,7 +405,8 @@ export class TurnEngine {
     signal: AbortSignal,
     tracker: NoProgressTracker,
     replays: Replays,
-  ): Promise<{ content: string; halt?: string }> {
+    state: RunState,
+  ): Promise<{ content: string; ok: boolean; halt?: string }> {
     const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
     let args: unknown = undefined;
     let parseError: string | undefined;
@@ -379,7 +464,9 @@ export class TurnEngine {
           fingerprint(call),
         );
         if (replay) return replay;
-        const blocked = await gates.blocked?.(gctx);
+        const blocked = input.blockedTools?.includes(call.name)
+          ? `the tool "${call.name}" is blocked for this tenant`
+          : await gates.blocked?.(gctx);
         if (blocked) {
           return {
             ok: false,
@@ -464,12 +551,119 @@ export class TurnEngine {
       durationMs,
       ...(result.ok
         ? {}
-        : { failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) } }),
+        : {
+            failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
+            // Seed 002: audit events keep the structured error object.
+            tool_error: result,
+          }),
       ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
     });
-    const content = boundToolResult(JSON.stringify(result), this.toolResultMaxBytes);
-    await cp.recordToolResult(meta, result, durationMs, content);
-    return { content, halt: verdict.action === 'halt' ? verdict.summary : undefined };
+    const rendered = JSON.stringify(result);
+    const summary = result.ok
+      ? await this.summarize(input, call, meta, rendered, state, cp, signal)
+      : undefined;
+    const content = boundToolResult(summary?.content ?? rendered, this.toolResultMaxBytes);
+    await cp.recordToolResult(meta, result, durationMs, content, summary?.record);
+    return { content, ok: result.ok, halt: verdict.action === 'halt' ? verdict.summary : undefined };
+  }
+
+  /**
+   * The summarizer detour (seed 000): a result over the threshold is compressed
+   * by the summarizer sub-agent before the model sees it. Truncation stays the
+   * backstop: for absurd payloads, after a failure, and once three consecutive
+   * failures in the session have turned the summarizer off.
+   */
+  private async summarize(
+    input: TurnInput,
+    call: ToolCallRequest,
+    meta: ToolCallMeta,
+    rendered: string,
+    state: RunState,
+    cp: TurnCheckpoints,
+    signal: AbortSignal,
+  ): Promise<{ content?: string; record: SummaryRecord } | undefined> {
+    const bytes = Buffer.byteLength(rendered, 'utf8');
+    if (
+      !input.summarizer ||
+      bytes <= this.summarizeAboveBytes ||
+      bytes > this.summarizeMaxBytes ||
+      state.summarizerFailures >= SUMMARIZER_FAILURE_LIMIT ||
+      signal.aborted
+    ) {
+      return undefined;
+    }
+    await cp.emit('subagent_spawned', {
+      agent: 'summarizer',
+      callId: call.id,
+      tool: call.name,
+      model: input.summarizer.model,
+      bytes,
+    });
+    const r = await sideCall(
+      this.options.providers,
+      'summarize',
+      input.summarizer.model,
+      summarizerMessages(call.name, meta.arguments, rendered, this.toolResultMaxBytes),
+      signal,
+    );
+    state.spentUsd += r.record.costUsd;
+    // A summary that is no smaller than what it replaces is a failure too.
+    const content = r.record.ok
+      ? JSON.stringify({ ok: true, summarized: true, original_bytes: bytes, summary: r.text })
+      : undefined;
+    const ok = content !== undefined && Buffer.byteLength(content, 'utf8') < bytes;
+    const record = ok
+      ? r.record
+      : { ...r.record, ok: false, error: r.record.error ?? 'the summary was not smaller' };
+    state.summarizerFailures = ok ? 0 : state.summarizerFailures + 1;
+    await cp.emit('subagent_completed', {
+      agent: 'summarizer',
+      callId: call.id,
+      ok,
+      costUsd: record.costUsd,
+      ...(ok ? { bytes: Buffer.byteLength(content, 'utf8') } : { error: record.error }),
+      ...(state.summarizerFailures >= SUMMARIZER_FAILURE_LIMIT ? { disabled: true } : {}),
+    });
+    return {
+      content: ok ? content : undefined,
+      record: { call: record, consecutiveFailures: state.summarizerFailures },
+    };
+  }
+
+  /**
+   * One reflection (seed 001 4h). It always yields: a failed or unaffordable
+   * reflection is a stub (no note) and the loop goes on.
+   */
+  private async reflect(
+    input: TurnInput,
+    turn: ChatMessage[],
+    index: number,
+    state: RunState,
+    startedAt: number,
+    cp: TurnCheckpoints,
+    signal: AbortSignal,
+  ): Promise<string | null> {
+    const { maxUsd, deadlineMs } = input.budget;
+    const unaffordable =
+      (maxUsd !== undefined && state.spentUsd >= maxUsd) ||
+      (deadlineMs !== undefined && Date.now() - startedAt >= deadlineMs);
+    const model = input.reflectionModel ?? input.model;
+    const r = unaffordable
+      ? {
+          text: '',
+          record: { purpose: 'reflect' as const, ok: false, costUsd: 0, error: 'budget exhausted' },
+        }
+      : await sideCall(this.options.providers, 'reflect', model, reflectionMessages(turn, 32_000), signal);
+    state.spentUsd += r.record.costUsd;
+    const note = r.record.ok ? reflectionNote(r.text) : null;
+    await cp.emit('reflection_completed', {
+      index,
+      ok: r.record.ok,
+      costUsd: r.record.costUsd,
+      ...(r.record.ok ? {} : { error: r.record.error }),
+    });
+    await cp.recordReflection(index, note, r.record);
+    return note;
   }
 }
 
@@ -502,6 +696,18 @@ async function executeBounded(
     }
     return { ok: true, result: result ?? null };
   } catch (err) {
+    if (err instanceof ToolError) {
+      const field = (err.details as { field?: unknown } | undefined)?.field;
+      return {
+        ok: false,
+        kind: err.kind,
+        message: err.message,
+        ...(err.recoveryHint ? { hint: err.recoveryHint } : {}),
+        ...(typeof field === 'string' ? { field } : {}),
+        retryable: err.retryable,
+        ...(err.details === undefined ? {} : { details: boundDetails(err.details) }),
+      };
+    }
     if (err instanceof ToolTimeout) {
       return {
         ok: false,
@@ -516,6 +722,25 @@ async function executeBounded(
     clearTimeout(timer);
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** Largest `details` of a tool error shown whole; a larger one becomes a preview and a digest (seed 002). */
+export const TOOL_ERROR_DETAILS_MAX_BYTES = 2048;
+
+export function boundDetails(details: unknown): unknown {
+  let json: string;
+  try {
+    json = JSON.stringify(details) ?? 'null';
+  } catch {
+    return { unserialisable: true };
+  }
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes <= TOOL_ERROR_DETAILS_MAX_BYTES) return details;
+  return {
+    preview: json.slice(0, 256),
+    digest: `sha256:${createHash('sha256').update(json).digest('hex')}`,
+    bytes,
+  };
 }
 
 function errorMessage(err: unknown): string {
@@ -546,6 +771,8 @@ function failedAttempt(
     outcome: e.kind,
     status: e.details.status,
     message: e.message.slice(0, 500),
+    ...(e.details.provider ? { provider: e.details.provider } : {}),
+    ...(e.details.requestId ? { requestId: e.details.requestId } : {}),
   };
 }
 

@@ -6,3 +6,4 @@ export * from './no-progress';
 export * from './context';
 export * from './failures';
 export * from './gates';
+export * from './side-calls';

@@ -23,6 +23,8 @@ export function checkpoints(overrides: Partial<TurnCheckpoints> = {}): TurnCheck
     toolStarted: async () => undefined,
     recordToolResult: async () => undefined,
     recordFailedAttempts: async () => undefined,
+    recordReflection: async () => undefined,
+    recordSideCall: async () => undefined,
     emit: async () => undefined,
     textDelta: () => undefined,
     ...overrides,

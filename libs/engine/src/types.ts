@@ -37,6 +37,15 @@ export interface TurnInput {
   spentUsd?: number;
   /** When the turn first started, for the wall-clock deadline (epoch ms). */
   startedAt?: number;
+  /** Tools the tenant blocks everywhere: a call to one is refused at the blocked-tool gate. */
+  blockedTools?: string[];
+  /**
+   * The summarizer sub-agent (seed 000): the model it runs on and the session's
+   * consecutive failures so far; absent, oversized results are only truncated.
+   */
+  summarizer?: { model: string; consecutiveFailures: number };
+  /** The model reflections run on (seed 001 4h); the turn's own model when absent. */
+  reflectionModel?: string;
 }
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */
@@ -52,6 +61,12 @@ export interface ProviderAttempt {
   message?: string;
   backoffMs?: number;
   usage?: Usage;
+  /** The provider that served (or failed) the attempt. */
+  provider?: string;
+  /** The provider's request id, for support tickets. */
+  requestId?: string;
+  /** What the engine did next: retry the same model, fall back to the next, or stop. */
+  decision?: 'retry' | 'fallback' | 'stop';
 }
 
 export interface RoundRecord {
@@ -76,7 +91,25 @@ export type ToolOutcome =
       /** The argument path a validation failure is about. */
       field?: string;
       retryable: boolean;
+      /** Structured detail from the tool (seed 002); an oversized one is replaced by a digest. */
+      details?: unknown;
     };
+
+/**
+ * A model call outside the loop's rounds: the summarizer sub-agent, a
+ * reflection, a compaction summary. Its usage and cost go into the ledger.
+ */
+export interface SideCallRecord {
+  purpose: 'summarize' | 'reflect' | 'compact';
+  ok: boolean;
+  model?: string;
+  provider?: string;
+  /** Absent when the call never reached a provider. */
+  usage?: Usage;
+  costUsd: number;
+  costSource?: string;
+  error?: string;
+}
 
 export interface ToolCallMeta {
   call: ToolCallRequest;
@@ -98,7 +131,12 @@ export interface TurnCheckpoints {
     outcome: ToolOutcome,
     durationMs: number,
     content: string,
+    summary?: SummaryRecord,
   ): Promise<void>;
+  /** A reflection (seed 001 4h): its note joins this turn's transcript, its cost the ledger. */
+  recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void>;
+  /** A side call that belongs to no other step (a compaction summary): usage and cost only. */
+  recordSideCall(call: SideCallRecord): Promise<void>;
   /** Records failed attempts of a round that produced no response. */
   recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void>;
   /**
@@ -108,6 +146,13 @@ export interface TurnCheckpoints {
    */
   emit(type: string, data: Record<string, unknown>): Promise<void>;
   textDelta(delta: string): void;
+}
+
+/** The summarizer's part in a tool result, committed with the result itself. */
+export interface SummaryRecord {
+  call: SideCallRecord;
+  /** The session's consecutive summarizer failures after this attempt. */
+  consecutiveFailures: number;
 }
 
 export interface FailureArtifact {

@@ -122,6 +122,8 @@ describe('the engine runs a wave in parallel', () => {
       toolStarted: async () => undefined,
       recordToolResult: async (meta) => void results.push(meta.call.id),
       recordFailedAttempts: async () => undefined,
+      recordReflection: async () => undefined,
+      recordSideCall: async () => undefined,
       emit: async () => undefined,
       textDelta: () => undefined,
     };

@@ -6,6 +6,7 @@ interface HttpishError {
   code?: string | null;
   message?: string;
   name?: string;
+  requestID?: string | null;
   error?: { code?: string; type?: string; message?: string } | null;
 }
 
@@ -47,7 +48,12 @@ export function classifyHttpError(err: unknown, provider: string, signal?: Abort
   }
   const status = e.status;
   const code = e.code ?? e.error?.code ?? e.error?.type ?? '';
-  const details = { status, provider, retryAfterMs: retryAfterMs(e.headers) };
+  const details = {
+    status,
+    provider,
+    retryAfterMs: retryAfterMs(e.headers),
+    ...(e.requestID ? { requestId: e.requestID } : {}),
+  };
   if (status === 429) return new ProviderError('rate_limited', message, details);
   if (status === 401 || status === 403) return new ProviderError('auth', message, details);
   if (status === 408) return new ProviderError('timeout', message, details);

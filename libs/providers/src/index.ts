@@ -4,5 +4,6 @@ export * from './openai-chat';
 export * from './openai-responses';
 export * from './pricing';
 export * from './registry';
+export * from './routes';
 export * from './scripted';
 export * from './types';

@@ -77,7 +77,7 @@ export class ProviderError extends Error {
   constructor(
     readonly kind: ProviderErrorKind,
     message: string,
-    readonly details: { status?: number; retryAfterMs?: number; provider?: string } = {},
+    readonly details: { status?: number; retryAfterMs?: number; provider?: string; requestId?: string } = {},
   ) {
     super(message);
     this.name = 'ProviderError';

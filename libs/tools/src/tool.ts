@@ -49,3 +49,29 @@ export function toolSpec(tool: ToolDefinition, mode: SchemaMode = 'relaxed'): To
     strict: mode === 'strict',
   };
 }
+
+/**
+ * A tool failure the tool understands (seed 002 "Tool Error Envelope"): a stable
+ * kind, a concise message, optional structured details safe to show the model,
+ * a recovery hint and whether retrying the same action can help. Anything else
+ * a tool throws becomes a plain `execution_failed`.
+ */
+export class ToolError extends Error {
+  readonly kind: string;
+  readonly details?: unknown;
+  readonly recoveryHint?: string;
+  readonly retryable: boolean;
+
+  constructor(
+    kind: string,
+    message: string,
+    options: { details?: unknown; recoveryHint?: string; retryable?: boolean } = {},
+  ) {
+    super(message);
+    this.name = 'ToolError';
+    this.kind = kind;
+    this.details = options.details;
+    this.recoveryHint = options.recoveryHint;
+    this.retryable = options.retryable ?? false;
+  }
+}

@@ -5,6 +5,7 @@ import {
   isTerminal,
   Jobs,
   newId,
+  parseTenantSettings,
   type Budgets,
   type PostTurnHookName,
   type TraceCarrier,
@@ -16,6 +17,7 @@ import {
   insertMessage,
   LeaseLostError,
   type Db,
+  type Tx,
   type JournalEvent,
 } from '@switchboard/database';
 import {
@@ -25,13 +27,15 @@ import {
   type StopHook,
   type ProviderAttempt,
   type RoundRecord,
+  type SideCallRecord,
+  type SummaryRecord,
   type ToolCallMeta,
   type ToolOutcome,
   type TurnCheckpoints,
   type TurnOutcome,
 } from '@switchboard/engine';
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
-import { contextWindow } from '@switchboard/providers';
+import { contextWindow, resolveModelList, resolveModelRef } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
 import type { ToolRegistry } from '@switchboard/tools';
 import { SessionLease } from './lease';
@@ -53,6 +57,16 @@ export interface TurnRunnerOptions {
   stopHooks?: StopHook[];
   /** Turns one lease holder runs before letting other sessions' jobs in. */
   maxTurnsPerLease?: number;
+  /** What a `hint:<route>` resolves to when the tenant has no route for it (the deployment's DEFAULT_MODEL). */
+  defaultModel: string;
+  /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
+  finalisers?: FinalisationStep[];
+}
+
+/** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
+export interface FinalisationStep {
+  name: string;
+  run(turn: Turn, outcome: TurnOutcome): Promise<void>;
 }
 
 export type HandleResult = 'done' | 'busy';
@@ -155,10 +169,20 @@ export class TurnRunner {
       async (span) => {
         const started = Date.now();
         const { db } = this.o;
-        const [session, agent] = await Promise.all([
+        const [session, agent, tenant] = await Promise.all([
           db.session.findUniqueOrThrow({ where: { id: turn.sessionId } }),
           db.agent.findUniqueOrThrow({ where: { id: turn.agentId } }),
+          db.tenant.findUniqueOrThrow({ where: { id: turn.tenantId }, select: { settings: true } }),
         ]);
+        // Model routes by hint (`hint:coding`) resolve per tenant, then to the deployment default.
+        const settings = parseTenantSettings(tenant.settings);
+        const routes = settings.modelRoutes ?? {};
+        const [model, ...fallbackModels] = resolveModelList(
+          [agent.model, ...agent.fallbackModels],
+          routes,
+          this.o.defaultModel,
+        ).map((r) => r.ref);
+        const summarizerModel = resolveModelRef('hint:summarization', routes, this.o.defaultModel).ref;
         const resumed = turn.status === 'running';
         await db.$transaction(async (tx) => {
           await tx.turn.update({
@@ -167,7 +191,7 @@ export class TurnRunner {
               status: 'running',
               startedAt: turn.startedAt ?? new Date(),
               runCount: { increment: 1 },
-              model: agent.model,
+              model,
             },
           });
           await appendEvents(tx, {
@@ -178,7 +202,12 @@ export class TurnRunner {
               {
                 type: EventType.TurnStarted,
                 turnId: turn.id,
-                data: { seq: turn.seq, resumed, model: agent.model },
+                data: {
+                  seq: turn.seq,
+                  resumed,
+                  model,
+                  ...(model === agent.model ? {} : { route: agent.model }),
+                },
               },
             ],
           });
@@ -220,12 +249,14 @@ export class TurnRunner {
               systemPrompt,
               history: coherentHistory(earlier.map(toChatMessage)),
               turnMessages: own.map(toChatMessage),
-              model: agent.model,
-              fallbackModels: agent.fallbackModels,
+              model,
+              fallbackModels,
               tools: agent.tools,
+              blockedTools: settings.blockedTools,
+              summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
               stopHooks: this.stopHooks,
-              contextWindowTokens: contextWindow(agent.model),
+              contextWindowTokens: contextWindow(model),
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
             },
@@ -238,15 +269,32 @@ export class TurnRunner {
         if (controller.signal.aborted && controller.signal.reason === 'lease_lost') {
           throw new LeaseLostError(turn.sessionId);
         }
+        // Finalisation (seed 001 stage 6). The essential step commits the turn's result; if it
+        // fails the job retries and the turn resumes. Every later step is isolated: its failure is
+        // logged and recorded on the turn, and the result stands.
         await this.finalise(turn, lease, outcome, checkpoints.drain());
         span.setAttributes({
           'switchboard.turn.status': outcome.status,
           'switchboard.turn.iterations': outcome.iterations,
         });
-        this.o.metrics.turns.inc({ status: outcome.status });
-        this.o.metrics.turnDuration.observe({ status: outcome.status }, (Date.now() - started) / 1000);
-        // The answer is committed before any hook runs.
-        await this.enqueueHooks({ ...turn, status: outcome.status });
+        const steps: FinalisationStep[] = [
+          { name: 'decision_record', run: (t, o) => this.recordDecision(t, o, model) },
+          {
+            name: 'metrics',
+            run: async (_t, o) => {
+              this.o.metrics.turns.inc({ status: o.status });
+              this.o.metrics.turnDuration.observe({ status: o.status }, (Date.now() - started) / 1000);
+            },
+          },
+          ...(this.o.finalisers ?? []),
+        ];
+        for (const step of steps) await this.isolated(turn, step.name, () => step.run(turn, outcome));
+        // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded,
+        // then the job fails so its retry enqueues it again (the turn is terminal by then).
+        const hooks = await this.isolated(turn, 'enqueue_hooks', () =>
+          this.enqueueHooks({ ...turn, status: outcome.status }),
+        );
+        if (hooks) throw hooks;
       },
     );
   }
@@ -316,6 +364,38 @@ export class TurnRunner {
         ],
       });
     });
+  }
+
+  /** Runs one finalisation step; a failure is logged, recorded on the turn, and returned. */
+  private async isolated(turn: Turn, step: string, fn: () => Promise<void>): Promise<Error | undefined> {
+    try {
+      await fn();
+      return undefined;
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.o.logger.error({ err: error, turnId: turn.id, step }, 'finalisation step failed');
+      const entry = { step, message: error.message.slice(0, 1000), at: new Date().toISOString() };
+      await this.o.db.$executeRaw`
+        UPDATE turns SET finalisation_errors = finalisation_errors || ${JSON.stringify([entry])}::jsonb
+        WHERE id = ${turn.id}::uuid`.catch((e: unknown) =>
+        this.o.logger.error({ err: e, turnId: turn.id, step }, 'could not record a finalisation failure'),
+      );
+      return error;
+    }
+  }
+
+  /** Seed 001's decision record: the strategy the turn took, for analytics and audits. */
+  private async recordDecision(turn: Turn, outcome: TurnOutcome, model: string): Promise<void> {
+    const strategy = outcome.toolCalls > 0 ? 'tool_assisted' : 'direct_answer';
+    await this.o.db.$executeRaw`
+      UPDATE turns SET decision = jsonb_build_object(
+        'strategy', ${strategy}::text,
+        'model', ${model}::text,
+        'tools', (SELECT coalesce(jsonb_agg(DISTINCT name), '[]'::jsonb) FROM tool_calls WHERE turn_id = ${turn.id}::uuid),
+        'iterations', ${outcome.iterations}::int,
+        'toolCalls', ${outcome.toolCalls}::int,
+        'stopReason', ${outcome.stopReason}::text)
+      WHERE id = ${turn.id}::uuid`;
   }
 
   async enqueueHooks(turn: Pick<Turn, 'id' | 'tenantId' | 'status'>): Promise<void> {
@@ -454,12 +534,19 @@ class PostgresCheckpoints implements TurnCheckpoints {
     outcome: ToolOutcome,
     durationMs: number,
     content: string,
+    summary?: SummaryRecord,
   ): Promise<void> {
     const t = this.turn;
     // Taken before the await: calls of one wave record their results concurrently.
     const position = this.nextPosition++;
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+      if (summary) {
+        // The summarizer's cost and the session's failure streak commit with the result they shaped.
+        await this.bookSideCall(tx, summary.call, `${t.id}:summarize:${meta.call.id}`);
+        await tx.$executeRaw`
+          UPDATE sessions SET summarizer_failures = ${summary.consecutiveFailures} WHERE id = ${t.sessionId}::uuid`;
+      }
       await tx.$executeRaw`
         UPDATE tool_calls SET status = ${outcome.ok ? 'completed' : 'failed'},
           result = ${outcome.ok ? JSON.stringify(outcome.result) : null}::jsonb,
@@ -480,6 +567,62 @@ class PostgresCheckpoints implements TurnCheckpoints {
       });
       await tx.$executeRaw`UPDATE turns SET tool_call_count = tool_call_count + 1 WHERE id = ${t.id}::uuid`;
     });
+  }
+
+  async recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void> {
+    const t = this.turn;
+    const position = note === null ? undefined : this.nextPosition++;
+    await this.db.$transaction(async (tx) => {
+      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+      await this.bookSideCall(tx, call, `${t.id}:reflect:${index}`);
+      if (position === undefined || note === null) return;
+      await insertMessage(tx, {
+        ...this.entry(position),
+        role: 'user',
+        kind: 'internal_followup',
+        origin: { kind: 'system', subsystem: 'reflection' },
+        trust: 'trusted_system',
+        authorityClass: 'runtime_instruction',
+        body: { type: 'text', text: note },
+        metadata: { reflection: index, model: call.model },
+      });
+    });
+  }
+
+  async recordSideCall(call: SideCallRecord): Promise<void> {
+    await this.db.$transaction(async (tx) => {
+      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+      // Each compaction summary is a separate purchase, even when a resumed turn compacts again.
+      await this.bookSideCall(tx, call, `${this.turn.id}:${call.purpose}:${newId()}`);
+    });
+  }
+
+  /** A side call's usage into the ledger and the turn's totals (nothing when it reached no provider). */
+  private async bookSideCall(tx: Tx, call: SideCallRecord, key: string): Promise<void> {
+    if (!call.usage || !call.provider || !call.model) return;
+    const t = this.turn;
+    await insertLedgerEntry(tx, {
+      id: newId(),
+      tenantId: t.tenantId,
+      agentId: t.agentId,
+      sessionId: t.sessionId,
+      turnId: t.id,
+      key,
+      provider: call.provider,
+      model: call.model,
+      inputTokens: call.usage.inputTokens,
+      outputTokens: call.usage.outputTokens,
+      cachedTokens: call.usage.cachedTokens,
+      costUsd: call.costUsd.toFixed(8),
+      costSource: call.costSource ?? 'rate_table',
+    });
+    await tx.$executeRaw`
+      UPDATE turns SET
+        input_tokens = input_tokens + ${call.usage.inputTokens},
+        output_tokens = output_tokens + ${call.usage.outputTokens},
+        cached_tokens = cached_tokens + ${call.usage.cachedTokens},
+        cost_usd = cost_usd + ${call.costUsd.toFixed(8)}::numeric
+      WHERE id = ${t.id}::uuid`;
   }
 
   /** Buffered: committed with the next checkpoint, together with the state it reports. */

@@ -1,5 +1,5 @@
 import type { Agent, ApiKey, Event, Message, Session, Tenant, ToolCall, Turn } from '@prisma/client';
-import { AppError, isUuid, notFound } from '@switchboard/contracts';
+import { AppError, isUuid, notFound, parseTenantSettings } from '@switchboard/contracts';
 
 /** Rows → API JSON. One place decides what a client sees. */
 
@@ -8,6 +8,12 @@ export const presentTenant = (t: Tenant) => ({
   name: t.name,
   createdAt: t.createdAt.toISOString(),
 });
+
+/** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */
+export const presentSettings = (settings: unknown, defaultModel: string) => {
+  const { modelRoutes, blockedTools } = parseTenantSettings(settings);
+  return { modelRoutes, blockedTools, defaultModel };
+};
 
 export const presentApiKey = (k: ApiKey) => ({
   id: k.id,

@@ -1,0 +1,109 @@
+import { parseTenantSettings, TenantSettings, UpdateSettingsRequest } from './api';
+
+describe('TenantSettings', () => {
+  it('accepts routes to concrete models and a block list', () => {
+    const settings = {
+      modelRoutes: { chat: 'openai/gpt-4o-mini', coding: 'anthropic/claude-sonnet-4-5' },
+      blockedTools: ['http_get'],
+    };
+    expect(TenantSettings.parse(settings)).toEqual(settings);
+    expect(TenantSettings.parse({})).toEqual({});
+  });
+
+  it.each([
+    ['an unknown route', { modelRoutes: { poetry: 'openai/gpt-4o' } }],
+    ['a route to a hint', { modelRoutes: { chat: 'hint:coding' } }],
+    ['a route to a non-reference', { modelRoutes: { chat: 'gpt-4o' } }],
+    ['a null route', { modelRoutes: { chat: null } }],
+    ['an unknown field', { budgets: {} }],
+    ['blockedTools not an array', { blockedTools: 'http_get' }],
+    ['an empty tool name', { blockedTools: [''] }],
+    ['a tool name over 120 characters', { blockedTools: ['x'.repeat(121)] }],
+    ['more than 100 blocked tools', { blockedTools: Array.from({ length: 101 }, (_, i) => `t${i}`) }],
+    ['duplicate blocked tools', { blockedTools: ['a', 'b', 'a'] }],
+  ])('rejects %s', (_name, value) => {
+    expect(TenantSettings.safeParse(value).success).toBe(false);
+  });
+
+  it('names the duplicates', () => {
+    const result = TenantSettings.safeParse({ blockedTools: ['a', 'b', 'a', 'b', 'a'] });
+    expect(result.error?.issues[0].message).toBe('duplicate tools: a, b');
+  });
+});
+
+describe('parseTenantSettings', () => {
+  it('returns both fields for valid settings', () => {
+    expect(
+      parseTenantSettings({ modelRoutes: { burst: 'openai/gpt-4o-mini' }, blockedTools: ['a'] }),
+    ).toEqual({
+      modelRoutes: { burst: 'openai/gpt-4o-mini' },
+      blockedTools: ['a'],
+    });
+  });
+
+  it.each([
+    null,
+    undefined,
+    'x',
+    42,
+    [],
+    true,
+    {},
+    { modelRoutes: 'x', blockedTools: {} },
+    { modelRoutes: [] },
+  ])('never throws, and gives empty settings for %p', (json) => {
+    expect(parseTenantSettings(json)).toEqual({ modelRoutes: {}, blockedTools: [] });
+  });
+
+  it('keeps the valid entries and drops the invalid ones', () => {
+    expect(
+      parseTenantSettings({
+        modelRoutes: {
+          chat: 'openai/gpt-4o',
+          coding: 'hint:chat',
+          reasoning: 7,
+          poetry: 'openai/gpt-4o',
+          burst: null,
+        },
+        blockedTools: ['a', '', 3, 'a', 'b', null],
+        budgets: { maxUsd: 1 },
+      }),
+    ).toEqual({ modelRoutes: { chat: 'openai/gpt-4o' }, blockedTools: ['a', 'b'] });
+  });
+
+  it('caps the block list at 100 tools', () => {
+    const tools = Array.from({ length: 150 }, (_, i) => `t${i}`);
+    expect(parseTenantSettings({ blockedTools: tools }).blockedTools).toEqual(tools.slice(0, 100));
+  });
+
+  it('ignores inherited properties', () => {
+    const routes = Object.create({ chat: 'openai/gpt-4o' }) as object;
+    expect(parseTenantSettings({ modelRoutes: routes }).modelRoutes).toEqual({});
+  });
+});
+
+describe('UpdateSettingsRequest', () => {
+  it.each([
+    ['a route', { modelRoutes: { chat: 'openai/gpt-4o' } }],
+    ['a route removal', { modelRoutes: { chat: null } }],
+    ['a block list', { blockedTools: ['http_get'] }],
+    ['an empty block list', { blockedTools: [] }],
+    ['both', { modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', burst: null }, blockedTools: [] }],
+  ])('accepts %s', (_name, body) => {
+    expect(UpdateSettingsRequest.parse(body)).toEqual(body);
+  });
+
+  it.each([
+    ['an empty body', {}],
+    ['an unknown field', { blockedTools: [], colour: 'red' }],
+    ['an unknown route', { modelRoutes: { poetry: 'openai/gpt-4o' } }],
+    ['a route to a hint', { modelRoutes: { chat: 'hint:coding' } }],
+    ['a route to a non-reference', { modelRoutes: { chat: 'gpt-4o' } }],
+    ['modelRoutes null', { modelRoutes: null }],
+    ['blockedTools null', { blockedTools: null }],
+    ['blockedTools not an array', { blockedTools: 'http_get' }],
+    ['duplicate blocked tools', { blockedTools: ['a', 'a'] }],
+  ])('rejects %s', (_name, body) => {
+    expect(UpdateSettingsRequest.safeParse(body).success).toBe(false);
+  });
+});

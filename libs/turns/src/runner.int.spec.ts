@@ -1,0 +1,312 @@
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { z } from 'zod';
+import { Admission } from '@switchboard/admission';
+import { SUMMARIZER_PROMPT, TurnEngine } from '@switchboard/engine';
+import { createLogger, Metrics } from '@switchboard/observability';
+import {
+  ProviderError,
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from '@switchboard/providers';
+import { createRedis } from '@switchboard/queue';
+import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import { TurnRunner, type FinalisationStep } from './runner';
+
+/**
+ * The harness's TurnRunner against real Postgres and a real BullMQ queue, with
+ * an in-process model: tenant model routes, the summarizer's persistence and
+ * self-healing across turns, reflections in the transcript, and isolated
+ * finalisation steps.
+ */
+jest.setTimeout(30_000);
+
+const USAGE = { inputTokens: 120, outputTokens: 12, cachedTokens: 0 };
+const reply = (text: string, toolCalls: ModelResponse['toolCalls'] = []): ModelResponse => ({
+  text,
+  toolCalls,
+  usage: USAGE,
+  finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+});
+
+/** Answers the agent's rounds and the summarizer from separate FIFO scripts; records every request. */
+class Model implements ModelProvider {
+  // Registered over the built-in provider of that name: tenant routes only name real providers.
+  readonly name = 'openai-chat';
+  readonly requests: ModelRequest[] = [];
+  rounds: (ModelResponse | Error)[] = [];
+  summaries: (ModelResponse | Error)[] = [];
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    this.requests.push(request);
+    const queue = request.messages[0]?.content === SUMMARIZER_PROMPT ? this.summaries : this.rounds;
+    const step = queue.shift() ?? reply('fallback answer');
+    if (step instanceof Error) throw step;
+    return step;
+  }
+
+  get summarizerCalls(): number {
+    return this.requests.filter((r) => r.messages[0]?.content === SUMMARIZER_PROMPT).length;
+  }
+}
+
+const tool = (name: string, execute: () => Promise<unknown>) =>
+  defineTool({
+    name,
+    description: name,
+    schema: z.strictObject({}),
+    sideEffect: 'read_only',
+    timeoutMs: 2_000,
+    needsApproval: false,
+    execute,
+  }) as ToolDefinition;
+
+const BIG = Array.from({ length: 500 }, (_, i) => ({ id: `inv-${i}`, note: 'n'.repeat(50) }));
+
+describe('TurnRunner', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let turnsQueue: Queue;
+  let postTurn: Queue;
+  let admission: Admission;
+  const model = new Model();
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const finalisers: FinalisationStep[] = [];
+
+  const runner = () =>
+    new TurnRunner({
+      db: env.db,
+      engine: new TurnEngine({
+        providers: new ProviderRegistry({}, [model]),
+        tools: new ToolRegistry([tool('big', async () => BIG), tool('other', async () => 'fine')]),
+        toolResultMaxBytes: 4_000,
+      }),
+      tools: new ToolRegistry([tool('big', async () => BIG), tool('other', async () => 'fine')]),
+      postTurnQueue: postTurn,
+      logger,
+      metrics: new Metrics(`runner_${Math.random().toString(36).slice(2)}`),
+      workerId: 'test',
+      leaseMs: 10_000,
+      defaultModel: 'openai-chat/default',
+      finalisers,
+    });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    turnsQueue = new Queue('turns', { connection, prefix: env.queuePrefix });
+    postTurn = new Queue('post-turn', { connection, prefix: env.queuePrefix });
+    admission = new Admission(env.db, turnsQueue, logger);
+  });
+
+  afterEach(() => {
+    model.rounds = [];
+    model.summaries = [];
+    model.requests.length = 0;
+    finalisers.length = 0;
+  });
+
+  afterAll(async () => {
+    await turnsQueue?.close();
+    await postTurn?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  async function tenant(
+    agent: { model: string; tools?: string[]; fallbackModels?: string[] },
+    settings = {},
+  ) {
+    const { tenantId, agentId } = await seedTenant(env.db, 'runner', {
+      model: agent.model,
+      tools: agent.tools,
+    });
+    await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
+    if (agent.fallbackModels)
+      await env.db.agent.update({ where: { id: agentId }, data: { fallbackModels: agent.fallbackModels } });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    return { tenantId, agentId, sessionId };
+  }
+
+  async function turn(ids: { tenantId: string; sessionId: string }, text = 'go') {
+    const { turnId } = await admission.admit({
+      ...ids,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+    });
+    expect(
+      await runner().handle({ turnId, sessionId: ids.sessionId, tenantId: ids.tenantId, trace: {} }),
+    ).toBe('done');
+    return env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+  }
+
+  const eventTypes = async (turnId: string) =>
+    (await env.db.event.findMany({ where: { turnId }, orderBy: { seq: 'asc' } })).map((e) => e.type);
+
+  describe('model routes by hint', () => {
+    it('resolves the agent’s hint and fallbacks through the tenant’s routes', async () => {
+      const ids = await tenant(
+        { model: 'hint:coding', fallbackModels: ['hint:reasoning'] },
+        { modelRoutes: { coding: 'openai-chat/coder', reasoning: 'openai-chat/thinker' } },
+      );
+      model.rounds = [new ProviderError('auth', 'bad key'), reply('from the fallback')];
+      const t = await turn(ids);
+      expect(t.status).toBe('completed');
+      expect(model.requests.map((r) => r.model)).toEqual(['coder', 'thinker']);
+      expect(t.model).toBe('openai-chat/coder');
+      expect((t.attempts as { model: string }[]).map((a) => a.model)).toEqual([
+        'openai-chat/coder',
+        'openai-chat/thinker',
+      ]);
+      const started = await env.db.event.findFirstOrThrow({ where: { turnId: t.id, type: 'turn_started' } });
+      expect(started.data).toMatchObject({ model: 'openai-chat/coder', route: 'hint:coding' });
+    });
+
+    it('sends a hint the tenant has not routed to the deployment default', async () => {
+      const ids = await tenant({ model: 'hint:burst' });
+      model.rounds = [reply('ok')];
+      const t = await turn(ids);
+      expect(t.status).toBe('completed');
+      expect(model.requests.map((r) => r.model)).toEqual(['default']);
+    });
+
+    it('refuses the tenant’s blocked tools', async () => {
+      const ids = await tenant({ model: 'openai-chat/m', tools: ['other'] }, { blockedTools: ['other'] });
+      model.rounds = [reply('', [{ id: 'c1', name: 'other', arguments: '{}' }]), reply('could not')];
+      const t = await turn(ids);
+      const call = await env.db.toolCall.findFirstOrThrow({ where: { turnId: t.id } });
+      expect(call.status).toBe('failed');
+      expect(call.error).toMatchObject({ kind: 'blocked' });
+    });
+  });
+
+  describe('the summarizer', () => {
+    it('commits the summary, its ledger entry and the subagent events with the tool result', async () => {
+      const ids = await tenant(
+        { model: 'openai-chat/m', tools: ['big'] },
+        { modelRoutes: { summarization: 'openai-chat/small' } },
+      );
+      model.rounds = [reply('', [{ id: 'c1', name: 'big', arguments: '{}' }]), reply('500 invoices')];
+      model.summaries = [reply('500 invoices inv-0 … inv-499')];
+      const t = await turn(ids);
+      expect(t.status).toBe('completed');
+      expect(model.requests.find((r) => r.messages[0].content === SUMMARIZER_PROMPT)?.model).toBe('small');
+
+      const toolMessage = await env.db.message.findFirstOrThrow({ where: { turnId: t.id, role: 'tool' } });
+      expect(JSON.parse((toolMessage.body as { text: string }).text)).toMatchObject({
+        summarized: true,
+        summary: '500 invoices inv-0 … inv-499',
+      });
+      // The whole result stays on the tool call row.
+      const call = await env.db.toolCall.findFirstOrThrow({ where: { turnId: t.id } });
+      expect(call.result).toEqual(BIG);
+
+      const ledger = await env.db.ledgerEntry.findMany({ where: { turnId: t.id }, orderBy: { key: 'asc' } });
+      expect(ledger.map((l) => l.key)).toEqual([
+        `${t.id}:round:0`,
+        `${t.id}:round:1`,
+        `${t.id}:summarize:c1`,
+      ]);
+      expect(ledger[2]).toMatchObject({ model: 'openai-chat/small', inputTokens: 120 });
+      // The turn's totals include the summarizer.
+      expect(t.inputTokens).toBe(360);
+      expect(await eventTypes(t.id)).toEqual(
+        expect.arrayContaining(['subagent_spawned', 'subagent_completed', 'tool_call_completed']),
+      );
+    });
+
+    it('is disabled for the session after three consecutive failures, across turns', async () => {
+      const ids = await tenant({ model: 'openai-chat/m', tools: ['big'] });
+      for (let i = 0; i < 4; i++) {
+        model.rounds = [reply('', [{ id: `c${i}`, name: 'big', arguments: '{}' }]), reply(`answer ${i}`)];
+        model.summaries = [new ProviderError('server', 'summarizer down')];
+        const t = await turn(ids, `turn ${i}`);
+        expect(t.status).toBe('completed');
+        const toolMessage = await env.db.message.findFirstOrThrow({ where: { turnId: t.id, role: 'tool' } });
+        expect((toolMessage.body as { text: string }).text).toContain('[truncated:');
+      }
+      expect(model.summarizerCalls).toBe(3);
+      const session = await env.db.session.findUniqueOrThrow({ where: { id: ids.sessionId } });
+      expect(session.summarizerFailures).toBe(3);
+    });
+  });
+
+  describe('reflection', () => {
+    it('persists the note in the transcript and books its cost when the budget allows', async () => {
+      const ids = await tenant({ model: 'openai-chat/m', tools: ['other'] });
+      await env.db.agent.updateMany({
+        where: { tenantId: ids.tenantId },
+        data: { budgets: { maxReflections: 1 } },
+      });
+      model.rounds = [
+        reply('', [{ id: 'c1', name: 'nope', arguments: '{}' }]),
+        reply('Try again later, with the other tool.'),
+        reply('done'),
+      ];
+      const t = await turn(ids);
+      expect(t.status).toBe('completed');
+      const messages = await env.db.message.findMany({
+        where: { turnId: t.id },
+        orderBy: { position: 'asc' },
+      });
+      expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant']);
+      expect(messages[3]).toMatchObject({
+        authorityClass: 'runtime_instruction',
+        metadata: { reflection: 0 },
+      });
+      expect((messages[3].body as { text: string }).text).toMatch(/^<reflection>\nTry again later/);
+      const keys = (await env.db.ledgerEntry.findMany({ where: { turnId: t.id } })).map((l) => l.key);
+      expect(keys).toContain(`${t.id}:reflect:0`);
+      expect(await eventTypes(t.id)).toContain('reflection_completed');
+    });
+  });
+
+  describe('finalisation', () => {
+    it('records the decision, and a failing step is logged and recorded while the result survives', async () => {
+      const ids = await tenant({ model: 'openai-chat/m', tools: ['other'] });
+      const ran: string[] = [];
+      finalisers.push(
+        {
+          name: 'broken_callback',
+          run: async () => {
+            throw new Error('callback exploded');
+          },
+        },
+        { name: 'later_callback', run: async (t) => void ran.push(t.id) },
+      );
+      model.rounds = [reply('', [{ id: 'c1', name: 'other', arguments: '{}' }]), reply('all good')];
+      const t = await turn(ids);
+      expect(t).toMatchObject({ status: 'completed', finalText: 'all good' });
+      expect(t.decision).toEqual({
+        strategy: 'tool_assisted',
+        model: 'openai-chat/m',
+        tools: ['other'],
+        iterations: 2,
+        toolCalls: 1,
+        stopReason: 'final_answer',
+      });
+      expect(t.finalisationErrors).toEqual([
+        { step: 'broken_callback', message: 'callback exploded', at: expect.any(String) },
+      ]);
+      // Steps after the failing one still ran, and the post-turn hooks were enqueued.
+      expect(ran).toEqual([t.id]);
+      const hooks = await postTurn.getJobs(['waiting', 'delayed', 'active', 'completed', 'prioritized']);
+      expect(hooks.some((j) => (j.data as { turnId: string }).turnId === t.id)).toBe(true);
+      expect(await eventTypes(t.id)).toContain('turn_completed');
+    });
+
+    it('a direct answer is recorded as such', async () => {
+      const ids = await tenant({ model: 'openai-chat/m' });
+      model.rounds = [reply('hello')];
+      const t = await turn(ids);
+      expect(t.decision).toMatchObject({ strategy: 'direct_answer', tools: [], toolCalls: 0 });
+      expect(t.finalisationErrors).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,209 @@
+import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { Api, newTenant } from '../support/api';
+import { startGateway } from '../support/stack';
+
+/** GET/PATCH /v1/settings: per-tenant model routes for `hint:<route>` and blocked tools. */
+describe('tenant settings', () => {
+  let env: TestEnv;
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
+  let a: Api;
+  let b: Api;
+  let tenantA: string;
+  const ADMIN = 'test-admin-token-0123456789';
+  const DEFAULT_MODEL = 'scripted/demo';
+  const EMPTY = { modelRoutes: {}, blockedTools: [], defaultModel: DEFAULT_MODEL };
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    gateway = await startGateway(env.config({ DEFAULT_MODEL }));
+    ({ api: a, tenantId: tenantA } = await newTenant(gateway.url, ADMIN, 'a'));
+    ({ api: b } = await newTenant(gateway.url, ADMIN, 'b'));
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    await env?.cleanup();
+  });
+
+  it('a new tenant has no routes, no blocked tools, and sees the deployment default model', async () => {
+    const res = await a.get('/v1/settings');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(EMPTY);
+  });
+
+  it('needs an API key', async () => {
+    const res = await new Api(gateway.url).get('/v1/settings');
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('unauthorized');
+  });
+
+  it('PATCH merges routes per key, replaces blocked tools, and GET returns the same', async () => {
+    const first = await a.patch('/v1/settings', {
+      modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', chat: 'openai/gpt-4o-mini' },
+      blockedTools: ['current_time'],
+    });
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({
+      modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', chat: 'openai/gpt-4o-mini' },
+      blockedTools: ['current_time'],
+      defaultModel: DEFAULT_MODEL,
+    });
+
+    // Only the named route changes; blockedTools is left alone when absent.
+    const second = await a.patch('/v1/settings', { modelRoutes: { burst: 'openai-chat/llama3.1:8b' } });
+    expect(second.status).toBe(200);
+    const expected = {
+      modelRoutes: {
+        coding: 'anthropic/claude-sonnet-4-5',
+        chat: 'openai/gpt-4o-mini',
+        burst: 'openai-chat/llama3.1:8b',
+      },
+      blockedTools: ['current_time'],
+      defaultModel: DEFAULT_MODEL,
+    };
+    expect(second.body).toEqual(expected);
+    expect((await a.get('/v1/settings')).body).toEqual(expected);
+
+    // blockedTools is replaced as a whole, routes untouched.
+    const third = await a.patch('/v1/settings', { blockedTools: ['word_count'] });
+    expect(third.body).toEqual({ ...expected, blockedTools: ['word_count'] });
+    const cleared = await a.patch('/v1/settings', { blockedTools: [] });
+    expect(cleared.body).toEqual({ ...expected, blockedTools: [] });
+  });
+
+  it('null removes a route and leaves the others', async () => {
+    await a.patch('/v1/settings', {
+      modelRoutes: { reasoning: 'openai/o3', summarization: 'openai/gpt-4o-mini' },
+    });
+    const res = await a.patch('/v1/settings', { modelRoutes: { reasoning: null, agentic: null } });
+    expect(res.status).toBe(200);
+    expect(res.body.modelRoutes).not.toHaveProperty('reasoning');
+    expect(res.body.modelRoutes).not.toHaveProperty('agentic');
+    expect(res.body.modelRoutes.summarization).toBe('openai/gpt-4o-mini');
+    expect((await a.get('/v1/settings')).body).toEqual(res.body);
+    // Stored without the removed route, not as a null.
+    const row = await env.db.tenant.findUniqueOrThrow({ where: { id: tenantA } });
+    expect((row.settings as any).modelRoutes).not.toHaveProperty('reasoning');
+  });
+
+  it('keeps keys other features store in settings', async () => {
+    const row = await env.db.tenant.findUniqueOrThrow({ where: { id: tenantA } });
+    await env.db.tenant.update({
+      where: { id: tenantA },
+      data: { settings: { ...(row.settings as object), rateLimits: { perMinute: 60 } } },
+    });
+    await a.patch('/v1/settings', { modelRoutes: { chat: 'openai/gpt-4o' } });
+    const after = await env.db.tenant.findUniqueOrThrow({ where: { id: tenantA } });
+    expect(after.settings).toEqual(expect.objectContaining({ rateLimits: { perMinute: 60 } }));
+    expect((await a.get('/v1/settings')).body).not.toHaveProperty('rateLimits');
+  });
+
+  it('reads invalid stored settings tolerantly', async () => {
+    const { tenantId, api } = await newTenant(gateway.url, ADMIN, 'c');
+    await env.db.tenant.update({
+      where: { id: tenantId },
+      data: {
+        settings: {
+          modelRoutes: { chat: 'hint:coding', coding: 'openai/gpt-4o', poetry: 'x' },
+          blockedTools: 'no',
+        },
+      },
+    });
+    const res = await api.get('/v1/settings');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      modelRoutes: { coding: 'openai/gpt-4o' },
+      blockedTools: [],
+      defaultModel: DEFAULT_MODEL,
+    });
+    // And a PATCH writes the cleaned-up value back.
+    const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
+    expect(patched.body).toEqual({ ...res.body, blockedTools: ['word_count'] });
+  });
+
+  it("tenant B does not see or change tenant A's settings", async () => {
+    const before = (await a.get('/v1/settings')).body;
+    expect(Object.keys(before.modelRoutes).length).toBeGreaterThan(0);
+    expect((await b.get('/v1/settings')).body).toEqual(EMPTY);
+
+    const res = await b.patch('/v1/settings', {
+      modelRoutes: { coding: 'openai/gpt-4o' },
+      blockedTools: ['word_count'],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      modelRoutes: { coding: 'openai/gpt-4o' },
+      blockedTools: ['word_count'],
+      defaultModel: DEFAULT_MODEL,
+    });
+    expect((await a.get('/v1/settings')).body).toEqual(before);
+  });
+
+  it('concurrent PATCHes of different routes all land', async () => {
+    const { api } = await newTenant(gateway.url, ADMIN, 'd');
+    const routes = ['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization'];
+    const results = await Promise.all(
+      routes.map((r) => api.patch('/v1/settings', { modelRoutes: { [r]: `openai/model-${r}` } })),
+    );
+    expect(results.map((r) => r.status)).toEqual(routes.map(() => 200));
+    const res = await api.get('/v1/settings');
+    expect(res.body.modelRoutes).toEqual(Object.fromEntries(routes.map((r) => [r, `openai/model-${r}`])));
+  });
+
+  it('an agent created with model "hint:coding" is accepted and returned as such', async () => {
+    const created = await a.post('/v1/agents', {
+      name: 'coder',
+      model: 'hint:coding',
+      fallbackModels: ['hint:burst', 'openai/gpt-4o'],
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.model).toBe('hint:coding');
+    expect(created.body.fallbackModels).toEqual(['hint:burst', 'openai/gpt-4o']);
+    const fetched = await a.get(`/v1/agents/${created.body.id}`);
+    expect(fetched.body.model).toBe('hint:coding');
+    const patched = await a.patch(`/v1/agents/${created.body.id}`, { model: 'hint:reasoning' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.model).toBe('hint:reasoning');
+  });
+
+  it('rejects blocking a tool that does not exist, naming it', async () => {
+    const before = (await a.get('/v1/settings')).body;
+    const res = await a.patch('/v1/settings', { blockedTools: ['word_count', 'rm_rf'] });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('validation_failed');
+    expect(res.body.error.message).toContain('rm_rf');
+    expect((await a.get('/v1/settings')).body).toEqual(before);
+  });
+
+  it('explains a bad route value with its path', async () => {
+    const res = await a.patch('/v1/settings', {
+      modelRoutes: { chat: 'hint:coding', poetry: 'openai/gpt-4o' },
+    });
+    expect(res.status).toBe(400);
+    const issues = res.body.error.details.issues.map((i: { path: string; message: string }) => [
+      i.path,
+      i.message,
+    ]);
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        ['modelRoutes.chat', expect.stringContaining('<provider>/<model>')],
+        ['modelRoutes', expect.stringContaining('poetry')],
+      ]),
+    );
+  });
+
+  it('is described in the OpenAPI document', async () => {
+    const res = await new Api(gateway.url).get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    const path = res.body.paths['/v1/settings'];
+    expect(Object.keys(path).sort()).toEqual(['get', 'patch']);
+    expect(path.patch.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/UpdateSettingsDto',
+    );
+    expect(path.get.responses['200'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/SettingsResponseDto',
+    );
+    const routes = res.body.components.schemas.UpdateSettingsDto.properties.modelRoutes.properties;
+    expect(Object.keys(routes)).toEqual(['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization']);
+  });
+});
