@@ -57,6 +57,14 @@ describe('a message travels end to end', () => {
     expect(Number(turn.costUsd)).toBeGreaterThan(0);
     expect(turn.usage.inputTokens).toBeGreaterThan(0);
     expect(turn.attempts).toHaveLength(2);
+    expect(turn.attempts[0]).toMatchObject({
+      outcome: 'ok',
+      provider: 'scripted',
+      usage: expect.any(Object),
+    });
+    // The decision record of seed 001 stage 6; no finalisation step failed.
+    expect(turn.decision).toMatchObject({ strategy: 'tool_assisted', tools: ['word_count'], toolCalls: 1 });
+    expect(turn.finalisationErrors).toEqual([]);
 
     const transcript = await api.get(`/v1/sessions/${session.body.id}/messages`);
     expect(transcript.status).toBe(200);

@@ -38,6 +38,7 @@ export class HarnessModule {
               openaiBaseUrl: cfg.OPENAI_BASE_URL,
               anthropicApiKey: cfg.ANTHROPIC_API_KEY,
               anthropicBaseUrl: cfg.ANTHROPIC_BASE_URL,
+              timeoutMs: cfg.PROVIDER_TIMEOUT_MS,
               scriptedFixtures: cfg.SCRIPTED_FIXTURES_DIR ? loadFixtureDir(cfg.SCRIPTED_FIXTURES_DIR) : [],
             });
             return new TurnRunner({

@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: 'sb',
       PORT: 3000,
+      PROVIDER_TIMEOUT_MS: 120_000,
       HOST: '0.0.0.0',
       LOG_LEVEL: 'info',
       BODY_LIMIT_BYTES: 1_048_576,
@@ -115,6 +116,7 @@ describe('loadConfig', () => {
     ['HARNESS_CONCURRENCY', '0'],
     ['METRICS_PORT', '-1'],
     ['DEFAULT_MODEL', 'gpt-4o'],
+    ['PROVIDER_TIMEOUT_MS', '10'],
   ])('rejects %s=%p with a ConfigError naming the variable', (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err).toBeInstanceOf(ConfigError);

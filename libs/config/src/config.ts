@@ -40,6 +40,8 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[a-z-]+\/.+$/, 'must be "<provider>/<model>"')
     .default('scripted/demo'),
+  /** Per-attempt timeout of a provider request; a hung model call is retried after it (seed 002). */
+  PROVIDER_TIMEOUT_MS: Int(120_000, 1000),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */
   SCRIPTED_FIXTURES_DIR: z.string().optional(),
   /** Turns one harness worker process runs at once. */

@@ -9,6 +9,8 @@ export interface ProviderSettings {
   openaiBaseUrl?: string;
   anthropicApiKey?: string;
   anthropicBaseUrl?: string;
+  /** Per-attempt request timeout for the SDK providers. */
+  timeoutMs?: number;
   scriptedFixtures?: ScriptedFixture[];
 }
 
@@ -25,12 +27,23 @@ export class ProviderRegistry {
 
   constructor(settings: ProviderSettings = {}, extra: ModelProvider[] = []) {
     this.register(new ScriptedProvider(settings.scriptedFixtures));
-    this.register(new OpenAIChatProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl }));
+    const { timeoutMs } = settings;
     this.register(
-      new OpenAIResponsesProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl }),
+      new OpenAIChatProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl, timeoutMs }),
     );
     this.register(
-      new AnthropicProvider({ apiKey: settings.anthropicApiKey, baseURL: settings.anthropicBaseUrl }),
+      new OpenAIResponsesProvider({
+        apiKey: settings.openaiApiKey,
+        baseURL: settings.openaiBaseUrl,
+        timeoutMs,
+      }),
+    );
+    this.register(
+      new AnthropicProvider({
+        apiKey: settings.anthropicApiKey,
+        baseURL: settings.anthropicBaseUrl,
+        timeoutMs,
+      }),
     );
     for (const p of extra) this.register(p);
   }

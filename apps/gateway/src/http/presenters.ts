@@ -102,6 +102,8 @@ export const presentTurn = (t: Turn & { toolCalls?: ToolCall[] }) => ({
   costUsd: t.costUsd.toString(),
   attempts: t.attempts,
   failure: t.failure,
+  decision: t.decision,
+  finalisationErrors: t.finalisationErrors,
   toolCalls: (t.toolCalls ?? []).map(presentToolCall),
   createdAt: t.createdAt.toISOString(),
   startedAt: t.startedAt?.toISOString() ?? null,
