@@ -58,7 +58,7 @@ describe('a message travels end to end', () => {
     expect(turn.usage.inputTokens).toBeGreaterThan(0);
     expect(turn.attempts).toHaveLength(2);
     expect(turn.attempts[0]).toMatchObject({
-      outcome: 'ok',
+      outcome: 'succeeded',
       provider: 'scripted',
       usage: expect.any(Object),
     });

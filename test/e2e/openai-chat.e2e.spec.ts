@@ -154,7 +154,9 @@ describe('the message path through the openai SDK', () => {
       brief: expect.any(String),
     });
     // 401 is never retried.
-    expect(turn.attempts).toEqual([expect.objectContaining({ outcome: 'auth', status: 401, attempt: 1 })]);
+    expect(turn.attempts).toEqual([
+      expect.objectContaining({ failureKind: 'auth', outcome: 'fail_fast_aborted', status: 401, attempt: 1 }),
+    ]);
     const events = await api.get(`/v1/sessions/${session.body.id}/events`);
     expect(events.body.data.at(-1).type).toBe('turn_failed');
   });

@@ -708,7 +708,7 @@ describe('TurnEngine provider retries and fallback', () => {
     const round = h.cp.rounds[0];
     expect(round).toMatchObject({ round: 0, model: 'fake/m1', provider: 'fake', costUsd: 0.25 });
     expect(round.costSource).toBe('provider');
-    expect(round.attempts.map((a) => [a.model, a.attempt, a.outcome, a.backoffMs])).toEqual([
+    expect(round.attempts.map((a) => [a.model, a.attempt, a.failureKind ?? 'ok', a.backoffMs])).toEqual([
       ['fake/m1', 1, 'rate_limited', 1234],
       ['fake/m1', 2, 'rate_limited', 1234],
       ['fake/m1', 3, 'ok', undefined],
@@ -737,7 +737,7 @@ describe('TurnEngine provider retries and fallback', () => {
     expect(outcome).toMatchObject({ status: 'completed', finalText: 'from backup' });
     expect(h.sleeps).toEqual([500, 1000]);
     expect(h.provider.models).toEqual(['m1', 'm1', 'm1', 'm2']);
-    expect(h.cp.rounds[0].attempts.map((a) => [a.model, a.attempt, a.outcome])).toEqual([
+    expect(h.cp.rounds[0].attempts.map((a) => [a.model, a.attempt, a.failureKind ?? 'ok'])).toEqual([
       ['fake/m1', 1, 'server'],
       ['fake/m1', 2, 'server'],
       ['fake/m1', 3, 'server'],
@@ -761,10 +761,12 @@ describe('TurnEngine provider retries and fallback', () => {
     expect(outcome).toMatchObject({ status: 'completed', finalText: 'from m2' });
     expect(h.sleeps).toEqual([]);
     expect(h.provider.models).toEqual(['m1', 'm2']);
-    expect(h.cp.rounds[0].attempts.map((a) => [a.model, a.attempt, a.outcome, a.status])).toEqual([
-      ['fake/m1', 1, 'auth', 401],
-      ['fake/m2', 1, 'ok', undefined],
-    ]);
+    expect(h.cp.rounds[0].attempts.map((a) => [a.model, a.attempt, a.failureKind ?? 'ok', a.status])).toEqual(
+      [
+        ['fake/m1', 1, 'auth', 401],
+        ['fake/m2', 1, 'ok', undefined],
+      ],
+    );
   });
 
   it('does not retry a non-ProviderError thrown by a provider; it counts as an invalid response', async () => {
@@ -772,7 +774,10 @@ describe('TurnEngine provider retries and fallback', () => {
     await h.run({ fallbackModels: ['fake/m2'] });
 
     expect(h.provider.models).toEqual(['m1', 'm2']);
-    expect(h.cp.rounds[0].attempts[0]).toMatchObject({ outcome: 'invalid_response' });
+    expect(h.cp.rounds[0].attempts[0]).toMatchObject({
+      failureKind: 'invalid_response',
+      outcome: 'fail_fast_aborted',
+    });
     expect(h.cp.rounds[0].attempts[0].message).toContain('cannot read x of undefined');
   });
 
@@ -781,7 +786,7 @@ describe('TurnEngine provider retries and fallback', () => {
     const outcome = await h.run({ fallbackModels: ['nowhere/m2', 'fake/m3'] });
 
     expect(outcome.status).toBe('completed');
-    expect(h.cp.rounds[0].attempts.map((a) => [a.model, a.outcome])).toEqual([
+    expect(h.cp.rounds[0].attempts.map((a) => [a.model, a.failureKind ?? 'ok'])).toEqual([
       ['fake/m1', 'auth'],
       ['nowhere/m2', 'bad_request'],
       ['fake/m3', 'ok'],
@@ -808,7 +813,7 @@ describe('TurnEngine provider retries and fallback', () => {
     expect(outcome.failure?.brief).toContain('nope');
     expect(h.cp.rounds).toHaveLength(0);
     expect(h.cp.failedAttempts).toHaveLength(1);
-    expect(h.cp.failedAttempts[0].map((a) => [a.model, a.outcome])).toEqual([
+    expect(h.cp.failedAttempts[0].map((a) => [a.model, a.failureKind ?? 'ok'])).toEqual([
       ['fake/m1', 'auth'],
       ['fake/m2', 'bad_request'],
     ]);
@@ -829,7 +834,14 @@ describe('TurnEngine provider retries and fallback', () => {
     expect(h.provider.models).toEqual(['m1']);
     expect(h.sleeps).toEqual([]);
     expect(h.cp.failedAttempts).toEqual([
-      [expect.objectContaining({ outcome: 'context_length', status: 400 })],
+      [
+        expect.objectContaining({
+          failureKind: 'context_length',
+          outcome: 'fail_fast_aborted',
+          disposition: 'terminal',
+          status: 400,
+        }),
+      ],
     ]);
   });
 });

@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { ChatMessage, ModelResponse, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
+import type {
+  ChatMessage,
+  ModelResponse,
+  ProviderRegistry,
+  ToolCallRequest,
+  TransportDiagnostics,
+} from '@switchboard/providers';
 import { costOf, ProviderError } from '@switchboard/providers';
 import { ToolError, type ToolRegistry } from '@switchboard/tools';
 import {
@@ -268,17 +274,27 @@ export class TurnEngine {
     let succeeded: { response: ModelResponse; ref: string; provider: string; model: string } | undefined;
     await cp.emit('provider_round_started', { round, model: input.model });
 
-    for (const ref of models) {
+    const maxAttempts = this.maxRetries + 1;
+    for (const [index, ref] of models.entries()) {
+      const hasNext = index < models.length - 1;
       let resolved;
       try {
         resolved = this.options.providers.resolve(ref);
       } catch (err) {
         lastError = err as ProviderError;
-        attempts.push({ ...failedAttempt(round, ref, 1, Date.now(), lastError), decision: 'fallback' });
+        attempts.push(
+          failedAttempt({ round, ref, attempt: 1, maxAttempts, started: Date.now() }, lastError, {
+            outcome: 'fail_fast_aborted',
+            disposition: 'fail_fast',
+            advancedToFallback: hasNext,
+            stage: 'resolve',
+          }),
+        );
         continue;
       }
-      for (let attempt = 1; attempt <= this.maxRetries + 1; attempt++) {
+      for (let attempt = 1; attempt <= maxAttempts; attempt++) {
         const started = Date.now();
+        const at = { round, ref, attempt, maxAttempts, started };
         try {
           const response = await withSpan(
             `chat ${resolved.model}`,
@@ -306,28 +322,36 @@ export class TurnEngine {
             },
           );
           attempts.push({
-            round,
-            model: ref,
-            attempt,
-            startedAt: new Date(started).toISOString(),
-            durationMs: Date.now() - started,
-            outcome: 'ok',
-            usage: response.usage,
+            ...timing(at),
             provider: resolved.provider.name,
+            outcome: 'succeeded',
+            advancedToFallback: false,
+            usage: response.usage,
           });
           succeeded = { response, ref, provider: resolved.provider.name, model: resolved.model };
           break;
         } catch (err) {
           const pe = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
           lastError = pe;
-          const a = failedAttempt(round, ref, attempt, started, pe);
-          attempts.push(a);
           if (signal.aborted || pe.kind === 'cancelled') {
-            a.decision = 'stop';
+            attempts.push(
+              failedAttempt(at, pe, {
+                outcome: 'fail_fast_aborted',
+                disposition: 'cancelled',
+                advancedToFallback: false,
+              }),
+            );
             break;
           }
           if (pe.kind === 'context_length') {
-            a.decision = 'stop';
+            // Terminal for the turn: another model would only hide that the conversation is too long.
+            attempts.push(
+              failedAttempt(at, pe, {
+                outcome: 'fail_fast_aborted',
+                disposition: 'terminal',
+                advancedToFallback: false,
+              }),
+            );
             await cp.recordFailedAttempts(attempts);
             return {
               failure: {
@@ -338,14 +362,36 @@ export class TurnEngine {
               },
             };
           }
-          if (!pe.retryable || attempt > this.maxRetries) {
-            a.decision = 'fallback';
+          if (!pe.retryable) {
+            attempts.push(
+              failedAttempt(at, pe, {
+                outcome: 'fail_fast_aborted',
+                disposition: 'fail_fast',
+                advancedToFallback: hasNext,
+              }),
+            );
             break;
           }
-          a.decision = 'retry';
-          const backoff = Math.min(this.maxBackoffMs, pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
-          a.backoffMs = backoff;
-          await this.sleep(backoff, signal);
+          if (attempt === maxAttempts) {
+            attempts.push(
+              failedAttempt(at, pe, {
+                outcome: 'retries_exhausted',
+                disposition: 'retryable',
+                advancedToFallback: hasNext,
+              }),
+            );
+            break;
+          }
+          const backoffMs = Math.min(this.maxBackoffMs, pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
+          attempts.push(
+            failedAttempt(at, pe, {
+              outcome: 'retrying',
+              disposition: 'retryable',
+              advancedToFallback: false,
+              backoffMs,
+            }),
+          );
+          await this.sleep(backoffMs, signal);
           if (signal.aborted) break;
         }
       }
@@ -358,6 +404,7 @@ export class TurnEngine {
       await cp.emit('provider_round_completed', {
         round,
         model: ref,
+        requestedModel: input.model,
         usage: response.usage,
         costUsd: cost.usd,
         toolCalls: response.toolCalls.length,
@@ -374,26 +421,14 @@ export class TurnEngine {
       });
       return { response, costUsd: cost.usd };
     }
-    const final = attempts[attempts.length - 1];
-    if (final && final.decision === 'fallback') final.decision = 'stop';
     await cp.recordFailedAttempts(attempts);
-    // Each model's story in one line: how many attempts, and how the last one ended.
-    const perModel = models.map((m) => {
-      const own = attempts.filter((a) => a.model === m);
-      const last = own[own.length - 1];
-      return `${m}: ${own.length} attempt${own.length === 1 ? '' : 's'}, last ${last?.outcome ?? 'not tried'}${
-        last?.status ? ` (HTTP ${last.status})` : ''
-      }`;
-    });
     return {
       failure: {
         kind: 'provider_error',
         category: lastError?.kind,
         message: lastError?.message ?? 'no model could be called',
         model: models[models.length - 1],
-        brief: `Every configured model failed — ${perModel.join('; ')}. Last error: ${lastError?.kind ?? 'unknown'}: ${
-          lastError?.message ?? ''
-        }`,
+        brief: aggregatedFailure(models, attempts, lastError),
       },
     };
   }
@@ -755,25 +790,69 @@ class ToolTimeout extends Error {
   }
 }
 
-function failedAttempt(
-  round: number,
-  model: string,
-  attempt: number,
-  started: number,
-  e: ProviderError,
-): ProviderAttempt {
+interface AttemptAt {
+  round: number;
+  ref: string;
+  attempt: number;
+  maxAttempts: number;
+  started: number;
+}
+
+function timing(at: AttemptAt) {
+  const now = Date.now();
   return {
-    round,
-    model,
-    attempt,
-    startedAt: new Date(started).toISOString(),
-    durationMs: Date.now() - started,
-    outcome: e.kind,
+    round: at.round,
+    model: at.ref,
+    attempt: at.attempt,
+    maxAttempts: at.maxAttempts,
+    startedAt: new Date(at.started).toISOString(),
+    completedAt: new Date(now).toISOString(),
+    durationMs: now - at.started,
+  };
+}
+
+/** A failed attempt on the timeline, with its transport diagnostics (seed 002). */
+function failedAttempt(
+  at: AttemptAt,
+  e: ProviderError,
+  how: Pick<ProviderAttempt, 'outcome' | 'disposition' | 'advancedToFallback' | 'backoffMs'> & {
+    stage?: TransportDiagnostics['stage'];
+  },
+): ProviderAttempt {
+  const { stage, ...rest } = how;
+  return {
+    ...timing(at),
+    ...(e.details.provider ? { provider: e.details.provider } : {}),
+    ...rest,
+    failureKind: e.kind,
     status: e.details.status,
     message: e.message.slice(0, 500),
-    ...(e.details.provider ? { provider: e.details.provider } : {}),
     ...(e.details.requestId ? { requestId: e.details.requestId } : {}),
+    transportDiagnostics: e.details.diagnostics ?? {
+      stage: stage ?? (e.kind === 'invalid_response' ? 'decode' : 'stream'),
+      ...(e.details.provider ? { provider: e.details.provider } : {}),
+      sourceChain: [`ProviderError: ${e.message.slice(0, 300)}`],
+    },
   };
+}
+
+/**
+ * The aggregated provider failure (seed 002): each model's story in one line, so
+ * retry exhaustion on one model is visible even when another failed last.
+ */
+function aggregatedFailure(models: string[], attempts: ProviderAttempt[], last?: ProviderError): string {
+  const perModel = models.map((m) => {
+    const own = attempts.filter((a) => a.model === m);
+    const final = own[own.length - 1];
+    if (!final) return `${m}: not tried`;
+    const how = final.outcome === 'retries_exhausted' ? 'retries exhausted' : 'failed fast';
+    return `${m}: ${how} after ${own.length} attempt${own.length === 1 ? '' : 's'} (${final.failureKind}${
+      final.status ? `, HTTP ${final.status}` : ''
+    })`;
+  });
+  return `Every configured model failed — ${perModel.join('; ')}. Last error: ${last?.kind ?? 'unknown'}: ${
+    last?.message ?? ''
+  }`;
 }
 
 function unansweredCalls(turn: ChatMessage[]): ToolCallRequest[] {

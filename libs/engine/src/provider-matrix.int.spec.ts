@@ -126,17 +126,17 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       expect(a.round).toBe(0);
       expect(Number.isNaN(Date.parse(a.startedAt))).toBe(false);
       expect(a.durationMs).toBeGreaterThanOrEqual(0);
-      if (a.outcome !== 'ok') expect(a.message).toEqual(expect.any(String));
+      if (a.outcome !== 'succeeded') expect(a.message).toEqual(expect.any(String));
     }
     return { outcome, rounds, failedAttempts, timeline, sleeps: [...sleeps], wire };
   }
 
   const ok = (text = 'done') => scripted.text(text, { usage: USAGE });
   const slim = (t: ProviderAttempt[]) =>
-    t.map(({ model, attempt, outcome, status, backoffMs }) => ({
+    t.map(({ model, attempt, failureKind, status, backoffMs }) => ({
       model,
       attempt,
-      outcome,
+      kind: failureKind ?? 'ok',
       status,
       backoffMs,
     }));
@@ -149,8 +149,8 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       const r = await run(primary, [backup], scripted.rateLimited(7), ok('after the wait'));
       expect(r.outcome).toMatchObject({ status: 'completed', finalText: 'after the wait' });
       expect(slim(r.timeline)).toEqual([
-        { model: primary, attempt: 1, outcome: 'rate_limited', status: 429, backoffMs: 7000 },
-        { model: primary, attempt: 2, outcome: 'ok', status: undefined, backoffMs: undefined },
+        { model: primary, attempt: 1, kind: 'rate_limited', status: 429, backoffMs: 7000 },
+        { model: primary, attempt: 2, kind: 'ok', status: undefined, backoffMs: undefined },
       ]);
       expect(r.sleeps).toEqual([7000]);
       expect(r.timeline[1].usage).toEqual(NEUTRAL_USAGE);
@@ -173,11 +173,11 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       );
       expect(r.outcome).toMatchObject({ status: 'completed', finalText: 'from the backup' });
       expect(slim(r.timeline)).toEqual([
-        { model: primary, attempt: 1, outcome: 'server', status: 500, backoffMs: 500 },
-        { model: primary, attempt: 2, outcome: 'server', status: 500, backoffMs: 1000 },
+        { model: primary, attempt: 1, kind: 'server', status: 500, backoffMs: 500 },
+        { model: primary, attempt: 2, kind: 'server', status: 500, backoffMs: 1000 },
         // Retries exhausted: no backoff before moving on to the fallback.
-        { model: primary, attempt: 3, outcome: 'server', status: 500, backoffMs: undefined },
-        { model: backup, attempt: 1, outcome: 'ok', status: undefined, backoffMs: undefined },
+        { model: primary, attempt: 3, kind: 'server', status: 500, backoffMs: undefined },
+        { model: backup, attempt: 1, kind: 'ok', status: undefined, backoffMs: undefined },
       ]);
       expect(r.sleeps).toEqual([500, 1000]);
       expect(r.timeline[3].usage).toEqual(NEUTRAL_USAGE);
@@ -193,11 +193,11 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
           {
             model: primary,
             attempt: 1,
-            outcome: status === 401 || status === 403 ? 'auth' : 'bad_request',
+            kind: status === 401 || status === 403 ? 'auth' : 'bad_request',
             status,
             backoffMs: undefined,
           },
-          { model: backup, attempt: 1, outcome: 'ok', status: undefined, backoffMs: undefined },
+          { model: backup, attempt: 1, kind: 'ok', status: undefined, backoffMs: undefined },
         ]);
         expect(r.sleeps).toEqual([]);
       },
@@ -207,13 +207,21 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       const r = await run(primary, [backup], scripted.hang(), ok('after the hang'));
       expect(r.outcome).toMatchObject({ status: 'completed', finalText: 'after the hang' });
       expect(slim(r.timeline)).toEqual([
-        { model: primary, attempt: 1, outcome: 'timeout', status: undefined, backoffMs: 500 },
-        { model: primary, attempt: 2, outcome: 'ok', status: undefined, backoffMs: undefined },
+        { model: primary, attempt: 1, kind: 'timeout', status: undefined, backoffMs: 500 },
+        { model: primary, attempt: 2, kind: 'ok', status: undefined, backoffMs: undefined },
       ]);
       // The attempt lasted as long as the provider timeout, not longer.
       expect(r.timeline[0].durationMs).toBeGreaterThanOrEqual(PROVIDER_TIMEOUT_MS - 20);
       expect(r.timeline[0].durationMs).toBeLessThan(PROVIDER_TIMEOUT_MS + 2000);
       expect(r.sleeps).toEqual([500]);
+      expect(r.timeline[0]).toMatchObject({
+        outcome: 'retrying',
+        transportDiagnostics: { stage: 'timeout' },
+      });
+      expect(r.timeline[1]).toMatchObject({
+        outcome: 'succeeded',
+        usage: { inputTokens: 40, outputTokens: 6 },
+      });
     });
 
     it('a malformed response is an invalid response: no retry on the same model, straight to the fallback', async () => {
@@ -222,10 +230,16 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       const r = await run(primary, [backup], scripted.malformed(), ok());
       expect(r.outcome).toMatchObject({ status: 'completed', finalText: 'done' });
       expect(slim(r.timeline)).toEqual([
-        { model: primary, attempt: 1, outcome: 'invalid_response', status: undefined, backoffMs: undefined },
-        { model: backup, attempt: 1, outcome: 'ok', status: undefined, backoffMs: undefined },
+        { model: primary, attempt: 1, kind: 'invalid_response', status: undefined, backoffMs: undefined },
+        { model: backup, attempt: 1, kind: 'ok', status: undefined, backoffMs: undefined },
       ]);
       expect(r.sleeps).toEqual([]);
+      expect(r.timeline[0]).toMatchObject({
+        outcome: 'fail_fast_aborted',
+        disposition: 'fail_fast',
+        advancedToFallback: true,
+        transportDiagnostics: { stage: 'decode' },
+      });
     });
 
     it('context length exceeded ends the turn as failed, with a brief and no fallback', async () => {
@@ -237,7 +251,7 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       expect(r.outcome.failure?.brief).toContain(primary);
       expect(r.outcome.failure?.message).toMatch(/context length|prompt is too long/);
       expect(slim(r.timeline)).toEqual([
-        { model: primary, attempt: 1, outcome: 'context_length', status: 400, backoffMs: undefined },
+        { model: primary, attempt: 1, kind: 'context_length', status: 400, backoffMs: undefined },
       ]);
       expect(r.wire).toEqual([primary]);
       expect(r.rounds).toEqual([]);
@@ -258,20 +272,34 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
       expect(r.outcome.failure?.brief).toContain(primary);
       expect(r.outcome.failure?.brief).toContain(backup);
       expect(slim(r.timeline)).toEqual([
-        { model: primary, attempt: 1, outcome: 'server', status: 500, backoffMs: 500 },
-        { model: primary, attempt: 2, outcome: 'server', status: 500, backoffMs: 1000 },
-        { model: primary, attempt: 3, outcome: 'server', status: 500, backoffMs: undefined },
-        { model: backup, attempt: 1, outcome: 'auth', status: 401, backoffMs: undefined },
+        { model: primary, attempt: 1, kind: 'server', status: 500, backoffMs: 500 },
+        { model: primary, attempt: 2, kind: 'server', status: 500, backoffMs: 1000 },
+        { model: primary, attempt: 3, kind: 'server', status: 500, backoffMs: undefined },
+        { model: backup, attempt: 1, kind: 'auth', status: 401, backoffMs: undefined },
       ]);
       expect(r.rounds).toEqual([]);
       expect(r.failedAttempts).toHaveLength(1);
       expect(r.sleeps).toEqual([500, 1000]);
       // The timeline says what the engine decided after each attempt, and who served it.
-      expect(r.timeline.map((a) => a.decision)).toEqual(['retry', 'retry', 'fallback', 'stop']);
-      expect(r.timeline.every((a) => a.provider === kind)).toBe(true);
-      // The brief tells each model's story, not just the last error.
-      expect(r.outcome.failure?.brief).toContain(`${primary}: 3 attempts, last server (HTTP 500)`);
-      expect(r.outcome.failure?.brief).toContain(`${backup}: 1 attempt, last auth (HTTP 401)`);
+      expect(r.timeline.map((a) => [a.outcome, a.disposition, a.advancedToFallback])).toEqual([
+        ['retrying', 'retryable', false],
+        ['retrying', 'retryable', false],
+        ['retries_exhausted', 'retryable', true],
+        ['fail_fast_aborted', 'fail_fast', false],
+      ]);
+      expect(r.timeline.every((a) => a.provider === kind && a.maxAttempts === 3)).toBe(true);
+      // Transport diagnostics tell where each attempt failed, with the SDK's error chain.
+      expect(r.timeline[0].transportDiagnostics).toMatchObject({
+        stage: 'http_status',
+        provider: kind,
+        status: 500,
+        sourceChain: [expect.stringMatching(/Error: /)],
+      });
+      // The brief tells each model's story: retry exhaustion stays visible though auth failed last.
+      expect(r.outcome.failure?.brief).toContain(
+        `${primary}: retries exhausted after 3 attempts (server, HTTP 500)`,
+      );
+      expect(r.outcome.failure?.brief).toContain(`${backup}: failed fast after 1 attempt (auth, HTTP 401)`);
     });
   });
 
@@ -282,8 +310,8 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
     const r = await run(`${from}/primary`, [`${to}/backup`], scripted.error(401), ok('other vendor'));
     expect(r.outcome).toMatchObject({ status: 'completed', finalText: 'other vendor' });
     expect(slim(r.timeline)).toEqual([
-      { model: `${from}/primary`, attempt: 1, outcome: 'auth', status: 401, backoffMs: undefined },
-      { model: `${to}/backup`, attempt: 1, outcome: 'ok', status: undefined, backoffMs: undefined },
+      { model: `${from}/primary`, attempt: 1, kind: 'auth', status: 401, backoffMs: undefined },
+      { model: `${to}/backup`, attempt: 1, kind: 'ok', status: undefined, backoffMs: undefined },
     ]);
     expect(server.requests.map((q) => q.endpoint)).toEqual([ENDPOINT[from], ENDPOINT[to]]);
     expect(r.rounds[0]).toMatchObject({

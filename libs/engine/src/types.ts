@@ -1,5 +1,11 @@
 import type { Budgets } from '@switchboard/contracts';
-import type { ChatMessage, ModelResponse, ToolCallRequest, Usage } from '@switchboard/providers';
+import type {
+  ChatMessage,
+  ModelResponse,
+  ToolCallRequest,
+  TransportDiagnostics,
+  Usage,
+} from '@switchboard/providers';
 import type { SideEffect } from '@switchboard/tools';
 import type { StopHook } from './stop-hooks';
 
@@ -51,23 +57,34 @@ export interface TurnInput {
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */
 export interface ProviderAttempt {
   round: number;
+  /** The provider that served (or failed) the attempt. */
+  provider?: string;
+  /** `<provider>/<model>` (seed 002 `model_ref`). */
   model: string;
   attempt: number;
+  maxAttempts: number;
   startedAt: string;
+  completedAt: string;
+  /** The request itself, dispatch to response or error; backoff is separate. */
   durationMs: number;
-  /** 'ok', or the ProviderError kind of the failure. */
-  outcome: string;
+  outcome: AttemptOutcome;
+  /** The ProviderError kind of a failed attempt. */
+  failureKind?: string;
+  /** How that kind is treated: retried, failed fast, terminal for the turn, or cancelled. */
+  disposition?: 'retryable' | 'fail_fast' | 'terminal' | 'cancelled';
+  /** This attempt ended its model's candidacy and the next configured model was tried. */
+  advancedToFallback: boolean;
   status?: number;
   message?: string;
   backoffMs?: number;
   usage?: Usage;
-  /** The provider that served (or failed) the attempt. */
-  provider?: string;
   /** The provider's request id, for support tickets. */
   requestId?: string;
-  /** What the engine did next: retry the same model, fall back to the next, or stop. */
-  decision?: 'retry' | 'fallback' | 'stop';
+  transportDiagnostics?: TransportDiagnostics;
 }
+
+/** Seed 002's attempt outcomes. */
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'retries_exhausted' | 'fail_fast_aborted';
 
 export interface RoundRecord {
   round: number;

@@ -54,7 +54,17 @@ describe('classifyHttpError', () => {
       expect(err.kind).toBe('rate_limited');
       expect(err.retryable).toBe(true);
       expect(err.message).toBe('Too many requests');
-      expect(err.details).toEqual({ status: 429, provider: 'openai', retryAfterMs: 2000 });
+      expect(err.details).toEqual({
+        status: 429,
+        provider: 'openai',
+        retryAfterMs: 2000,
+        diagnostics: {
+          stage: 'http_status',
+          provider: 'openai',
+          status: 429,
+          sourceChain: ['FakeApiError: Too many requests'],
+        },
+      });
     });
 
     it('prefers retry-after-ms over retry-after', () => {
@@ -211,5 +221,51 @@ describe('retryAfterMs', () => {
 
   it('falls back to retry-after when retry-after-ms is not a number', () => {
     expect(retryAfterMs({ 'retry-after-ms': 'abc', 'retry-after': '3' })).toBe(3000);
+  });
+});
+
+describe('transport diagnostics', () => {
+  it('names the stage and keeps the cause chain, outermost first', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const fetchFailed = new TypeError('fetch failed', { cause: refused });
+    const sdk = Object.assign(new APIConnectionError(undefined, 'Connection error.'), { cause: fetchFailed });
+    const err = classifyHttpError(sdk, 'anthropic');
+    expect(err.kind).toBe('connection');
+    expect(err.details.diagnostics).toEqual({
+      stage: 'connect',
+      provider: 'anthropic',
+      sourceChain: [
+        'APIConnectionError: Connection error.',
+        'TypeError: fetch failed',
+        'Error: connect ECONNREFUSED 127.0.0.1:1',
+      ],
+    });
+  });
+
+  it('tells a timeout, a bad body and an aborted request apart', () => {
+    expect(
+      classifyHttpError(new APIConnectionTimeoutError(undefined, 'timed out'), 'openai').details.diagnostics,
+    ).toMatchObject({ stage: 'timeout' });
+    expect(
+      classifyHttpError(new SyntaxError('Unexpected token <'), 'openai').details.diagnostics,
+    ).toMatchObject({
+      stage: 'decode',
+    });
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(classifyHttpError(new Error('x'), 'openai', aborted.signal).details.diagnostics).toMatchObject({
+      stage: 'aborted',
+    });
+  });
+
+  it('carries the provider request id of an HTTP error', () => {
+    const e = Object.assign(new FakeApiError(500, 'oops'), { requestID: 'req_123' });
+    const err = classifyHttpError(e, 'openai');
+    expect(err.details.requestId).toBe('req_123');
+    expect(err.details.diagnostics).toMatchObject({
+      stage: 'http_status',
+      status: 500,
+      requestId: 'req_123',
+    });
   });
 });

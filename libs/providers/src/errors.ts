@@ -1,4 +1,4 @@
-import { ProviderError } from './types';
+import { ProviderError, type TransportDiagnostics } from './types';
 
 interface HttpishError {
   status?: number;
@@ -31,28 +31,59 @@ export function retryAfterMs(h: HttpishError['headers']): number | undefined {
 
 const CONTEXT_LENGTH = /context[_ ]length|maximum context|prompt is too long|too many tokens/i;
 
+/** The error and its `cause`s, outermost first, as `Name: message` (at most five). */
+export function sourceChain(err: unknown): string[] {
+  const chain: string[] = [];
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e !== undefined && e !== null; i++) {
+    if (e instanceof Error) {
+      chain.push(`${e.constructor?.name ?? e.name}: ${e.message}`.slice(0, 300));
+      e = (e as { cause?: unknown }).cause;
+    } else {
+      chain.push((typeof e === 'string' ? e : JSON.stringify(e) ?? typeof e).slice(0, 300));
+      break;
+    }
+  }
+  return chain;
+}
+
 /** Maps an SDK error (openai or anthropic share the shape) to a classified ProviderError. */
 export function classifyHttpError(err: unknown, provider: string, signal?: AbortSignal): ProviderError {
   if (err instanceof ProviderError) return err;
   const e = (err ?? {}) as HttpishError;
   const message = e.message ?? String(err);
-  if (signal?.aborted) return new ProviderError('cancelled', 'request aborted', { provider });
+  const diagnostics = (stage: TransportDiagnostics['stage'], extra: Partial<TransportDiagnostics> = {}) => ({
+    stage,
+    provider,
+    ...extra,
+    sourceChain: sourceChain(err),
+  });
+  if (signal?.aborted) {
+    return new ProviderError('cancelled', 'request aborted', {
+      provider,
+      diagnostics: diagnostics('aborted'),
+    });
+  }
   // openai's error classes all report name "Error"; their constructor names are exact.
   const name = `${e.name ?? ''} ${(err as object | null)?.constructor?.name ?? ''}`;
-  if (name.includes('Timeout')) return new ProviderError('timeout', message, { provider });
+  if (name.includes('Timeout')) {
+    return new ProviderError('timeout', message, { provider, diagnostics: diagnostics('timeout') });
+  }
   if (name.includes('Connection') || e.status === undefined) {
     if (err instanceof SyntaxError || /JSON|Unexpected token/i.test(message)) {
-      return new ProviderError('invalid_response', message, { provider });
+      return new ProviderError('invalid_response', message, { provider, diagnostics: diagnostics('decode') });
     }
-    return new ProviderError('connection', message, { provider });
+    return new ProviderError('connection', message, { provider, diagnostics: diagnostics('connect') });
   }
   const status = e.status;
   const code = e.code ?? e.error?.code ?? e.error?.type ?? '';
+  const requestId = e.requestID ?? undefined;
   const details = {
     status,
     provider,
     retryAfterMs: retryAfterMs(e.headers),
-    ...(e.requestID ? { requestId: e.requestID } : {}),
+    ...(requestId ? { requestId } : {}),
+    diagnostics: diagnostics('http_status', { status, ...(requestId ? { requestId } : {}) }),
   };
   if (status === 429) return new ProviderError('rate_limited', message, details);
   if (status === 401 || status === 403) return new ProviderError('auth', message, details);

@@ -166,7 +166,8 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
 
   it('rejects a malformed response', async () => {
     const e = await failure(scripted.malformed());
-    expect(['invalid_response', 'connection']).toContain(e.kind);
+    expect(e).toMatchObject({ kind: 'invalid_response', retryable: false });
+    expect(e.details.diagnostics?.stage).toBe('decode');
   });
 });
 

@@ -71,13 +71,35 @@ const RETRYABLE: ReadonlySet<ProviderErrorKind> = new Set([
   'server',
 ]);
 
+/**
+ * Where a provider request failed (seed 002 `transport_diagnostics`): enough to
+ * tell a timeout from a refused connection from a bad body, without putting
+ * any of it in operator-facing summaries.
+ */
+export interface TransportDiagnostics {
+  stage: 'resolve' | 'connect' | 'timeout' | 'http_status' | 'decode' | 'stream' | 'aborted';
+  provider?: string;
+  status?: number;
+  requestId?: string;
+  /** The error and its causes, outermost first (`Name: message`). */
+  sourceChain: string[];
+}
+
+export interface ProviderErrorDetails {
+  status?: number;
+  retryAfterMs?: number;
+  provider?: string;
+  requestId?: string;
+  diagnostics?: TransportDiagnostics;
+}
+
 /** A classified provider failure (seed 002 "Provider Transport Contract"). */
 export class ProviderError extends Error {
   readonly retryable: boolean;
   constructor(
     readonly kind: ProviderErrorKind,
     message: string,
-    readonly details: { status?: number; retryAfterMs?: number; provider?: string; requestId?: string } = {},
+    readonly details: ProviderErrorDetails = {},
   ) {
     super(message);
     this.name = 'ProviderError';
