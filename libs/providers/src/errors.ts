@@ -40,7 +40,7 @@ export function sourceChain(err: unknown): string[] {
       chain.push(`${e.constructor?.name ?? e.name}: ${e.message}`.slice(0, 300));
       e = (e as { cause?: unknown }).cause;
     } else {
-      chain.push((typeof e === 'string' ? e : JSON.stringify(e) ?? typeof e).slice(0, 300));
+      chain.push((typeof e === 'string' ? e : (JSON.stringify(e) ?? typeof e)).slice(0, 300));
       break;
     }
   }
