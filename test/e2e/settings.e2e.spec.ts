@@ -11,7 +11,7 @@ describe('tenant settings', () => {
   let tenantA: string;
   const ADMIN = 'test-admin-token-0123456789';
   const DEFAULT_MODEL = 'scripted/demo';
-  const EMPTY = { modelRoutes: {}, blockedTools: [], defaultModel: DEFAULT_MODEL };
+  const EMPTY = { modelRoutes: {}, blockedTools: [], toolSchemaMode: 'relaxed', defaultModel: DEFAULT_MODEL };
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -46,6 +46,7 @@ describe('tenant settings', () => {
     expect(first.body).toEqual({
       modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', chat: 'openai/gpt-4o-mini' },
       blockedTools: ['current_time'],
+      toolSchemaMode: 'relaxed',
       defaultModel: DEFAULT_MODEL,
     });
 
@@ -59,6 +60,7 @@ describe('tenant settings', () => {
         burst: 'openai-chat/llama3.1:8b',
       },
       blockedTools: ['current_time'],
+      toolSchemaMode: 'relaxed',
       defaultModel: DEFAULT_MODEL,
     };
     expect(second.body).toEqual(expected);
@@ -69,6 +71,20 @@ describe('tenant settings', () => {
     expect(third.body).toEqual({ ...expected, blockedTools: ['word_count'] });
     const cleared = await a.patch('/v1/settings', { blockedTools: [] });
     expect(cleared.body).toEqual({ ...expected, blockedTools: [] });
+  });
+
+  it('toolSchemaMode switches to strict and back, and rejects anything else', async () => {
+    const strict = await a.patch('/v1/settings', { toolSchemaMode: 'strict' });
+    expect(strict.status).toBe(200);
+    expect(strict.body.toolSchemaMode).toBe('strict');
+    expect((await a.get('/v1/settings')).body.toolSchemaMode).toBe('strict');
+    const bad = await a.patch('/v1/settings', { toolSchemaMode: 'loose' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('validation_failed');
+    expect((await a.get('/v1/settings')).body.toolSchemaMode).toBe('strict');
+    expect((await a.patch('/v1/settings', { toolSchemaMode: 'relaxed' })).body.toolSchemaMode).toBe(
+      'relaxed',
+    );
   });
 
   it('null removes a route and leaves the others', async () => {
@@ -114,6 +130,7 @@ describe('tenant settings', () => {
     expect(res.body).toEqual({
       modelRoutes: { coding: 'openai/gpt-4o' },
       blockedTools: [],
+      toolSchemaMode: 'relaxed',
       defaultModel: DEFAULT_MODEL,
     });
     // And a PATCH writes the cleaned-up value back.
@@ -134,6 +151,7 @@ describe('tenant settings', () => {
     expect(res.body).toEqual({
       modelRoutes: { coding: 'openai/gpt-4o' },
       blockedTools: ['word_count'],
+      toolSchemaMode: 'relaxed',
       defaultModel: DEFAULT_MODEL,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);

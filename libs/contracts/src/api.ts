@@ -115,10 +115,16 @@ export const BlockedTools = z
     }
   });
 
+/** How tool schemas are emitted to providers (seed 002 "Provider Tool Schema Contract"). */
+export const ToolSchemaMode = z.enum(['relaxed', 'strict']);
+export type ToolSchemaMode = z.infer<typeof ToolSchemaMode>;
+
 /** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
 export const TenantSettings = z.strictObject({
   modelRoutes: ModelRoutes.optional(),
   blockedTools: BlockedTools.optional(),
+  /** `strict` asks providers for strict tool-argument decoding; `relaxed` (the default) works everywhere. */
+  toolSchemaMode: ToolSchemaMode.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -149,17 +155,19 @@ export function parseTenantSettings(json: unknown): Required<TenantSettings> {
       }
     }
   }
-  return { modelRoutes, blockedTools };
+  const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
+  return { modelRoutes, blockedTools, toolSchemaMode: mode.success ? mode.data : 'relaxed' };
 }
 
 /**
  * PATCH /v1/settings: `modelRoutes` merges per route (`null` removes that route, an absent route is
- * left alone); `blockedTools` replaces the whole list (`[]` clears it).
+ * left alone); `blockedTools` replaces the whole list (`[]` clears it); `toolSchemaMode` replaces.
  */
 export const UpdateSettingsRequest = z
   .strictObject({
     modelRoutes: z.strictObject(perRoute(ConcreteModelRef.nullable().optional())).optional(),
     blockedTools: BlockedTools.optional(),
+    toolSchemaMode: ToolSchemaMode.optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;

@@ -38,7 +38,9 @@ describe('parseTenantSettings', () => {
     ).toEqual({
       modelRoutes: { burst: 'openai/gpt-4o-mini' },
       blockedTools: ['a'],
+      toolSchemaMode: 'relaxed',
     });
+    expect(parseTenantSettings({ toolSchemaMode: 'strict' }).toolSchemaMode).toBe('strict');
   });
 
   it.each([
@@ -52,7 +54,11 @@ describe('parseTenantSettings', () => {
     { modelRoutes: 'x', blockedTools: {} },
     { modelRoutes: [] },
   ])('never throws, and gives empty settings for %p', (json) => {
-    expect(parseTenantSettings(json)).toEqual({ modelRoutes: {}, blockedTools: [] });
+    expect(parseTenantSettings(json)).toEqual({
+      modelRoutes: {},
+      blockedTools: [],
+      toolSchemaMode: 'relaxed',
+    });
   });
 
   it('keeps the valid entries and drops the invalid ones', () => {
@@ -67,8 +73,13 @@ describe('parseTenantSettings', () => {
         },
         blockedTools: ['a', '', 3, 'a', 'b', null],
         budgets: { maxUsd: 1 },
+        toolSchemaMode: 'STRICT',
       }),
-    ).toEqual({ modelRoutes: { chat: 'openai/gpt-4o' }, blockedTools: ['a', 'b'] });
+    ).toEqual({
+      modelRoutes: { chat: 'openai/gpt-4o' },
+      blockedTools: ['a', 'b'],
+      toolSchemaMode: 'relaxed',
+    });
   });
 
   it('caps the block list at 100 tools', () => {

@@ -176,6 +176,18 @@ describe('TurnRunner', () => {
       expect(model.requests.map((r) => r.model)).toEqual(['default']);
     });
 
+    it('emits tool schemas strict when the tenant asks, relaxed otherwise', async () => {
+      const relaxed = await tenant({ model: 'openai-chat/m', tools: ['other'] });
+      model.rounds = [reply('hi')];
+      await turn(relaxed);
+      expect(model.requests[0].tools.map((t) => t.strict)).toEqual([false]);
+
+      const strict = await tenant({ model: 'openai-chat/m', tools: ['other'] }, { toolSchemaMode: 'strict' });
+      model.rounds = [reply('hi')];
+      await turn(strict);
+      expect(model.requests[1].tools.map((t) => t.strict)).toEqual([true]);
+    });
+
     it('refuses the tenant’s blocked tools', async () => {
       const ids = await tenant({ model: 'openai-chat/m', tools: ['other'] }, { blockedTools: ['other'] });
       model.rounds = [reply('', [{ id: 'c1', name: 'other', arguments: '{}' }]), reply('could not')];

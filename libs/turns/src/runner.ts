@@ -253,6 +253,7 @@ export class TurnRunner {
               fallbackModels,
               tools: agent.tools,
               blockedTools: settings.blockedTools,
+              toolSchemaMode: settings.toolSchemaMode,
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
               stopHooks: this.stopHooks,

@@ -56,7 +56,12 @@ export class SettingsController {
         if (ref === null) delete modelRoutes[route];
         else modelRoutes[route] = ref;
       }
-      const next = { ...stored, modelRoutes, blockedTools: body.blockedTools ?? current.blockedTools };
+      const next = {
+        ...stored,
+        modelRoutes,
+        blockedTools: body.blockedTools ?? current.blockedTools,
+        toolSchemaMode: body.toolSchemaMode ?? current.toolSchemaMode,
+      };
       const row = await tx.tenant.update({
         where: { id: tenantId },
         data: { settings: next },

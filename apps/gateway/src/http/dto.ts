@@ -11,6 +11,7 @@ import {
   PageQuery,
   UpdateAgentRequest,
   UpdateSettingsRequest,
+  ToolSchemaMode,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -29,6 +30,7 @@ export class SettingsResponseDto extends createZodDto(
   z.object({
     modelRoutes: ModelRoutes,
     blockedTools: z.array(z.string()),
+    toolSchemaMode: ToolSchemaMode,
     /** The deployment's DEFAULT_MODEL: what a hint resolves to when the tenant has not set its route. */
     defaultModel: z.string(),
   }),

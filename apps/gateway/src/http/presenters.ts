@@ -11,8 +11,8 @@ export const presentTenant = (t: Tenant) => ({
 
 /** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */
 export const presentSettings = (settings: unknown, defaultModel: string) => {
-  const { modelRoutes, blockedTools } = parseTenantSettings(settings);
-  return { modelRoutes, blockedTools, defaultModel };
+  const { modelRoutes, blockedTools, toolSchemaMode } = parseTenantSettings(settings);
+  return { modelRoutes, blockedTools, toolSchemaMode, defaultModel };
 };
 
 export const presentApiKey = (k: ApiKey) => ({
