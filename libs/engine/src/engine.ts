@@ -527,6 +527,7 @@ export class TurnEngine {
           };
         }
         if (tool.needsApproval) {
+          if (gates.approve) await cp.emit('approval_requested', { callId: call.id, name: call.name });
           const decision = gates.approve ? await gates.approve(gctx, parsed.data) : 'rejected';
           if (decision !== 'approved') {
             return {

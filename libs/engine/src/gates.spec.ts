@@ -50,8 +50,10 @@ const c = (id: string, name: string, n: unknown) => ({ id, name, arguments: JSON
 async function run(rounds: ToolCallRequest[][], gates?: ToolGates) {
   runs.length = 0;
   const outcomes = new Map<string, ToolOutcome>();
+  const events: { type: string; data: Record<string, unknown> }[] = [];
   const cp: TurnCheckpoints = checkpoints({
     recordToolResult: async (m, o) => void outcomes.set(m.call.id, o),
+    emit: async (type, data) => void events.push({ type, data }),
   });
   const engine = new TurnEngine({ providers: new ProviderRegistry({}, [new Script(rounds)]), tools, gates });
   const outcome = await engine.run(
@@ -59,7 +61,7 @@ async function run(rounds: ToolCallRequest[][], gates?: ToolGates) {
     cp,
     new AbortController().signal,
   );
-  return { outcome, outcomes };
+  return { outcome, outcomes, events };
 }
 
 describe('per-call gates', () => {
@@ -110,7 +112,7 @@ describe('per-call gates', () => {
         (args as { n: number }).n < 100 ? 'approved' : 'rejected'
       ),
     };
-    const { outcomes } = await run(
+    const { outcomes, events } = await run(
       [[c('ok', 'pay', 5)], [c('no', 'pay', 500)], [c('bad', 'pay', 'x')]],
       gates,
     );
@@ -118,6 +120,11 @@ describe('per-call gates', () => {
     expect(outcomes.get('no')).toMatchObject({ ok: false, kind: 'denied' });
     expect(outcomes.get('bad')).toMatchObject({ ok: false, kind: 'invalid_arguments' });
     expect(asked).toEqual([{ n: 5 }, { n: 500 }]);
+    // Each request for a decision is journaled (SPEC §6 approval_requested).
+    expect(events.filter((e) => e.type === 'approval_requested').map((e) => e.data)).toEqual([
+      { callId: 'ok', name: 'pay' },
+      { callId: 'no', name: 'pay' },
+    ]);
   });
 
   it('refuses a tool that needs approval when nobody can approve', async () => {
