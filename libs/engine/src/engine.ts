@@ -1,27 +1,20 @@
 import { createHash } from 'node:crypto';
-import type {
-  ChatMessage,
-  ModelResponse,
-  ProviderRegistry,
-  ToolCallRequest,
-  TransportDiagnostics,
-} from '@switchboard/providers';
-import { costOf, ProviderError } from '@switchboard/providers';
+import { withSpan } from '@switchboard/observability';
+import type { ChatMessage, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import { ToolError, type ToolRegistry } from '@switchboard/tools';
 import {
   assemble,
   compactHistory,
   estimateTokens,
-  withSummary,
   loadContext,
   NO_CONTEXT,
+  withSummary,
   type ContextSources,
 } from './context';
 import { classifyToolFailure } from './failures';
 import type { ToolGates } from './gates';
+import { ModelRound } from './model-round';
 import { fingerprint, NoProgressTracker } from './no-progress';
-import { BUILTIN_STOP_HOOKS } from './stop-hooks';
-import { planWaves } from './waves';
 import {
   compactionMessages,
   isReflectionNote,
@@ -31,17 +24,16 @@ import {
   SUMMARIZER_FAILURE_LIMIT,
   summarizerMessages,
 } from './side-calls';
-import { SpanKind, withSpan } from '@switchboard/observability';
+import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import type {
-  ProviderAttempt,
+  SummaryRecord,
   ToolCallMeta,
   ToolOutcome,
   TurnCheckpoints,
   TurnInput,
   TurnOutcome,
-  FailureArtifact,
-  SummaryRecord,
 } from './types';
+import { planWaves } from './waves';
 
 export interface EngineOptions {
   providers: ProviderRegistry;
@@ -82,18 +74,19 @@ const defaultSleep = (ms: number, signal?: AbortSignal) =>
  * own: providers, tools and persistence come in through its ports.
  */
 export class TurnEngine {
-  private readonly maxRetries: number;
-  private readonly maxBackoffMs: number;
-  private readonly sleep: NonNullable<EngineOptions['sleep']>;
+  private readonly modelRound: ModelRound;
   private readonly toolResultMaxBytes: number;
   private readonly summarizeAboveBytes: number;
   private readonly summarizeMaxBytes: number;
   private readonly reflectEvery: number;
 
   constructor(private readonly options: EngineOptions) {
-    this.maxRetries = options.maxRetries ?? 2;
-    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
-    this.sleep = options.sleep ?? defaultSleep;
+    this.modelRound = new ModelRound({
+      providers: options.providers,
+      maxRetries: options.maxRetries ?? 2,
+      maxBackoffMs: options.maxBackoffMs ?? 30_000,
+      sleep: options.sleep ?? defaultSleep,
+    });
     this.toolResultMaxBytes = options.toolResultMaxBytes ?? 16 * 1024;
     this.summarizeAboveBytes = options.summarizeAboveBytes ?? this.toolResultMaxBytes;
     this.summarizeMaxBytes = options.summarizeMaxBytes ?? 512 * 1024;
@@ -241,7 +234,7 @@ export class TurnEngine {
         compacted = true;
       }
       const messages = assemble(input.systemPrompt, history, turn, context);
-      const round = await this.callModel(input, iterations, messages, toolSpecs, cp, signal);
+      const round = await this.modelRound.call(input, iterations, messages, toolSpecs, cp, signal);
       if ('failure' in round) {
         if (signal.aborted)
           return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
@@ -257,180 +250,6 @@ export class TurnEngine {
       replays.round.clear();
       iterations++;
     }
-  }
-
-  /** One provider round with retry on the same model, then fallback to the next (seed 002). */
-  private async callModel(
-    input: TurnInput,
-    round: number,
-    messages: ChatMessage[],
-    tools: ReturnType<ToolRegistry['specsFor']>,
-    cp: TurnCheckpoints,
-    signal: AbortSignal,
-  ): Promise<{ response: ModelResponse; costUsd: number } | { failure: FailureArtifact }> {
-    const attempts: ProviderAttempt[] = [];
-    const models = [input.model, ...input.fallbackModels];
-    let lastError: ProviderError | undefined;
-    let succeeded: { response: ModelResponse; ref: string; provider: string; model: string } | undefined;
-    await cp.emit('provider_round_started', { round, model: input.model });
-
-    const maxAttempts = this.maxRetries + 1;
-    for (const [index, ref] of models.entries()) {
-      const hasNext = index < models.length - 1;
-      let resolved;
-      try {
-        resolved = this.options.providers.resolve(ref);
-      } catch (err) {
-        lastError = err as ProviderError;
-        attempts.push(
-          failedAttempt({ round, ref, attempt: 1, maxAttempts, started: Date.now() }, lastError, {
-            outcome: 'fail_fast_aborted',
-            disposition: 'fail_fast',
-            advancedToFallback: hasNext,
-            stage: 'resolve',
-          }),
-        );
-        continue;
-      }
-      for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-        const started = Date.now();
-        const at = { round, ref, attempt, maxAttempts, started };
-        try {
-          const response = await withSpan(
-            `chat ${resolved.model}`,
-            {
-              kind: SpanKind.CLIENT,
-              attributes: {
-                'gen_ai.operation.name': 'chat',
-                'gen_ai.system': resolved.provider.name,
-                'gen_ai.request.model': resolved.model,
-              },
-            },
-            async (span) => {
-              const r = await resolved.provider.complete({
-                model: resolved.model,
-                messages,
-                tools,
-                signal,
-                onTextDelta: (d) => cp.textDelta(d),
-              });
-              span.setAttributes({
-                'gen_ai.usage.input_tokens': r.usage.inputTokens,
-                'gen_ai.usage.output_tokens': r.usage.outputTokens,
-              });
-              return r;
-            },
-          );
-          attempts.push({
-            ...timing(at),
-            provider: resolved.provider.name,
-            outcome: 'succeeded',
-            advancedToFallback: false,
-            usage: response.usage,
-          });
-          succeeded = { response, ref, provider: resolved.provider.name, model: resolved.model };
-          break;
-        } catch (err) {
-          const pe = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
-          lastError = pe;
-          if (signal.aborted || pe.kind === 'cancelled') {
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'fail_fast_aborted',
-                disposition: 'cancelled',
-                advancedToFallback: false,
-              }),
-            );
-            break;
-          }
-          if (pe.kind === 'context_length') {
-            // Terminal for the turn: another model would only hide that the conversation is too long.
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'fail_fast_aborted',
-                disposition: 'terminal',
-                advancedToFallback: false,
-              }),
-            );
-            await cp.recordFailedAttempts(attempts);
-            return {
-              failure: {
-                kind: 'context_length_exceeded',
-                message: pe.message,
-                model: ref,
-                brief: `The conversation no longer fits the context window of ${ref}. Start a new session or shorten the input.`,
-              },
-            };
-          }
-          if (!pe.retryable) {
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'fail_fast_aborted',
-                disposition: 'fail_fast',
-                advancedToFallback: hasNext,
-              }),
-            );
-            break;
-          }
-          if (attempt === maxAttempts) {
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'retries_exhausted',
-                disposition: 'retryable',
-                advancedToFallback: hasNext,
-              }),
-            );
-            break;
-          }
-          const backoffMs = Math.min(this.maxBackoffMs, pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
-          attempts.push(
-            failedAttempt(at, pe, {
-              outcome: 'retrying',
-              disposition: 'retryable',
-              advancedToFallback: false,
-              backoffMs,
-            }),
-          );
-          await this.sleep(backoffMs, signal);
-          if (signal.aborted) break;
-        }
-      }
-      if (succeeded || signal.aborted) break;
-    }
-    if (succeeded) {
-      // Persistence failures (a lost lease, a dead database) are not provider failures: they propagate.
-      const { response, ref, provider, model } = succeeded;
-      const cost = costOf(provider, model, response.usage, response.reportedCostUsd);
-      await cp.emit('provider_round_completed', {
-        round,
-        model: ref,
-        requestedModel: input.model,
-        usage: response.usage,
-        costUsd: cost.usd,
-        toolCalls: response.toolCalls.length,
-        attempts,
-      });
-      await cp.recordRound({
-        round,
-        model: ref,
-        provider,
-        response,
-        costUsd: cost.usd,
-        costSource: cost.source,
-        attempts,
-      });
-      return { response, costUsd: cost.usd };
-    }
-    await cp.recordFailedAttempts(attempts);
-    return {
-      failure: {
-        kind: 'provider_error',
-        category: lastError?.kind,
-        message: lastError?.message ?? 'no model could be called',
-        model: models[models.length - 1],
-        brief: aggregatedFailure(models, attempts, lastError),
-      },
-    };
   }
 
   private async runTool(
@@ -789,71 +608,6 @@ class ToolTimeout extends Error {
   constructor(ms: number) {
     super(`tool timed out after ${ms} ms`);
   }
-}
-
-interface AttemptAt {
-  round: number;
-  ref: string;
-  attempt: number;
-  maxAttempts: number;
-  started: number;
-}
-
-function timing(at: AttemptAt) {
-  const now = Date.now();
-  return {
-    round: at.round,
-    model: at.ref,
-    attempt: at.attempt,
-    maxAttempts: at.maxAttempts,
-    startedAt: new Date(at.started).toISOString(),
-    completedAt: new Date(now).toISOString(),
-    durationMs: now - at.started,
-  };
-}
-
-/** A failed attempt on the timeline, with its transport diagnostics (seed 002). */
-function failedAttempt(
-  at: AttemptAt,
-  e: ProviderError,
-  how: Pick<ProviderAttempt, 'outcome' | 'disposition' | 'advancedToFallback' | 'backoffMs'> & {
-    stage?: TransportDiagnostics['stage'];
-  },
-): ProviderAttempt {
-  const { stage, ...rest } = how;
-  return {
-    ...timing(at),
-    ...(e.details.provider ? { provider: e.details.provider } : {}),
-    ...rest,
-    failureKind: e.kind,
-    status: e.details.status,
-    message: e.message.slice(0, 500),
-    ...(e.details.requestId ? { requestId: e.details.requestId } : {}),
-    transportDiagnostics: e.details.diagnostics ?? {
-      stage: stage ?? (e.kind === 'invalid_response' ? 'decode' : 'stream'),
-      ...(e.details.provider ? { provider: e.details.provider } : {}),
-      sourceChain: [`ProviderError: ${e.message.slice(0, 300)}`],
-    },
-  };
-}
-
-/**
- * The aggregated provider failure (seed 002): each model's story in one line, so
- * retry exhaustion on one model is visible even when another failed last.
- */
-function aggregatedFailure(models: string[], attempts: ProviderAttempt[], last?: ProviderError): string {
-  const perModel = models.map((m) => {
-    const own = attempts.filter((a) => a.model === m);
-    const final = own[own.length - 1];
-    if (!final) return `${m}: not tried`;
-    const how = final.outcome === 'retries_exhausted' ? 'retries exhausted' : 'failed fast';
-    return `${m}: ${how} after ${own.length} attempt${own.length === 1 ? '' : 's'} (${final.failureKind}${
-      final.status ? `, HTTP ${final.status}` : ''
-    })`;
-  });
-  return `Every configured model failed — ${perModel.join('; ')}. Last error: ${last?.kind ?? 'unknown'}: ${
-    last?.message ?? ''
-  }`;
 }
 
 function unansweredCalls(turn: ChatMessage[]): ToolCallRequest[] {

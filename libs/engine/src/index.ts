@@ -7,3 +7,4 @@ export * from './context';
 export * from './failures';
 export * from './gates';
 export * from './side-calls';
+export * from './model-round';
