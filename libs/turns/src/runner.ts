@@ -35,7 +35,7 @@ import {
   type TurnOutcome,
 } from '@switchboard/engine';
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
-import { contextWindow, resolveModelList, resolveModelRef } from '@switchboard/providers';
+import { contextWindow, resolveModelList, resolveModelRef, type Usage } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
 import type { ToolRegistry } from '@switchboard/tools';
 import { SessionLease } from './lease';
@@ -479,29 +479,15 @@ class PostgresCheckpoints implements TurnCheckpoints {
         toolCalls: r.response.toolCalls,
         metadata: { model: r.model, round: r.round, finishReason: r.response.finishReason },
       });
-      await insertLedgerEntry(tx, {
-        id: newId(),
-        tenantId: t.tenantId,
-        agentId: t.agentId,
-        sessionId: t.sessionId,
-        turnId: t.id,
-        key: `${t.id}:round:${r.round}`,
+      await this.bookUsage(tx, `${t.id}:round:${r.round}`, {
         provider: r.provider,
         model: r.model,
-        inputTokens: r.response.usage.inputTokens,
-        outputTokens: r.response.usage.outputTokens,
-        cachedTokens: r.response.usage.cachedTokens,
-        costUsd: r.costUsd.toFixed(8),
+        usage: r.response.usage,
+        costUsd: r.costUsd,
         costSource: r.costSource,
       });
       await tx.$executeRaw`
-        UPDATE turns SET
-          input_tokens = input_tokens + ${r.response.usage.inputTokens},
-          output_tokens = output_tokens + ${r.response.usage.outputTokens},
-          cached_tokens = cached_tokens + ${r.response.usage.cachedTokens},
-          cost_usd = cost_usd + ${r.costUsd.toFixed(8)}::numeric,
-          iterations = ${r.round + 1},
-          attempts = attempts || ${JSON.stringify(r.attempts)}::jsonb
+        UPDATE turns SET iterations = ${r.round + 1}, attempts = attempts || ${JSON.stringify(r.attempts)}::jsonb
         WHERE id = ${t.id}::uuid`;
     });
     this.nextPosition++;
@@ -601,6 +587,21 @@ class PostgresCheckpoints implements TurnCheckpoints {
   /** A side call's usage into the ledger and the turn's totals (nothing when it reached no provider). */
   private async bookSideCall(tx: Tx, call: SideCallRecord, key: string): Promise<void> {
     if (!call.usage || !call.provider || !call.model) return;
+    await this.bookUsage(tx, key, {
+      provider: call.provider,
+      model: call.model,
+      usage: call.usage,
+      costUsd: call.costUsd,
+      costSource: call.costSource ?? 'rate_table',
+    });
+  }
+
+  /** One provider call's usage: a ledger entry under a deterministic key, and the turn's totals. */
+  private async bookUsage(
+    tx: Tx,
+    key: string,
+    c: { provider: string; model: string; usage: Usage; costUsd: number; costSource: string },
+  ): Promise<void> {
     const t = this.turn;
     await insertLedgerEntry(tx, {
       id: newId(),
@@ -609,20 +610,20 @@ class PostgresCheckpoints implements TurnCheckpoints {
       sessionId: t.sessionId,
       turnId: t.id,
       key,
-      provider: call.provider,
-      model: call.model,
-      inputTokens: call.usage.inputTokens,
-      outputTokens: call.usage.outputTokens,
-      cachedTokens: call.usage.cachedTokens,
-      costUsd: call.costUsd.toFixed(8),
-      costSource: call.costSource ?? 'rate_table',
+      provider: c.provider,
+      model: c.model,
+      inputTokens: c.usage.inputTokens,
+      outputTokens: c.usage.outputTokens,
+      cachedTokens: c.usage.cachedTokens,
+      costUsd: c.costUsd.toFixed(8),
+      costSource: c.costSource,
     });
     await tx.$executeRaw`
       UPDATE turns SET
-        input_tokens = input_tokens + ${call.usage.inputTokens},
-        output_tokens = output_tokens + ${call.usage.outputTokens},
-        cached_tokens = cached_tokens + ${call.usage.cachedTokens},
-        cost_usd = cost_usd + ${call.costUsd.toFixed(8)}::numeric
+        input_tokens = input_tokens + ${c.usage.inputTokens},
+        output_tokens = output_tokens + ${c.usage.outputTokens},
+        cached_tokens = cached_tokens + ${c.usage.cachedTokens},
+        cost_usd = cost_usd + ${c.costUsd.toFixed(8)}::numeric
       WHERE id = ${t.id}::uuid`;
   }
 
