@@ -50,6 +50,12 @@ export class Metrics {
     labelNames: ['tool', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly sideCalls = new Counter({
+    name: 'switchboard_side_calls_total',
+    help: 'Model calls outside the loop (summarize, reflect, compact) by outcome',
+    labelNames: ['purpose', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly hooks = new Counter({
     name: 'switchboard_hook_runs_total',
     help: 'Post-turn hook runs by hook and outcome',

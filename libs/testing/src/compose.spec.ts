@@ -35,6 +35,7 @@ const PRODUCT_METRICS = {
   switchboard_cost_usd_total: 'counter',
   switchboard_tool_calls_total: 'counter',
   switchboard_hook_runs_total: 'counter',
+  switchboard_side_calls_total: 'counter',
   switchboard_queue_jobs: 'gauge',
 } as const;
 

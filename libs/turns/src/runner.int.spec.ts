@@ -75,6 +75,7 @@ describe('TurnRunner', () => {
   const model = new Model();
   const logger = createLogger({ service: 'test', level: 'silent' });
   const finalisers: FinalisationStep[] = [];
+  let metrics = new Metrics('runner');
 
   const runner = () =>
     new TurnRunner({
@@ -83,11 +84,13 @@ describe('TurnRunner', () => {
         providers: new ProviderRegistry({}, [model]),
         tools: new ToolRegistry([tool('big', async () => BIG), tool('other', async () => 'fine')]),
         toolResultMaxBytes: 4_000,
+        // Retries in these tests need no real backoff.
+        maxBackoffMs: 1,
       }),
       tools: new ToolRegistry([tool('big', async () => BIG), tool('other', async () => 'fine')]),
       postTurnQueue: postTurn,
       logger,
-      metrics: new Metrics(`runner_${Math.random().toString(36).slice(2)}`),
+      metrics,
       workerId: 'test',
       leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
@@ -100,6 +103,10 @@ describe('TurnRunner', () => {
     turnsQueue = new Queue('turns', { connection, prefix: env.queuePrefix });
     postTurn = new Queue('post-turn', { connection, prefix: env.queuePrefix });
     admission = new Admission(env.db, turnsQueue, logger);
+  });
+
+  beforeEach(() => {
+    metrics = new Metrics('runner');
   });
 
   afterEach(() => {
@@ -246,6 +253,45 @@ describe('TurnRunner', () => {
       expect(model.summarizerCalls).toBe(3);
       const session = await env.db.session.findUniqueOrThrow({ where: { id: ids.sessionId } });
       expect(session.summarizerFailures).toBe(3);
+    });
+  });
+
+  describe('metrics', () => {
+    const values = async (name: string) =>
+      (await metrics.registry.getSingleMetric(name)!.get()).values.map((v) => ({
+        ...v.labels,
+        value: v.value,
+      }));
+
+    it('counts provider attempts by outcome, tool calls by outcome, and side calls', async () => {
+      const ids = await tenant({ model: 'openai-chat/m', tools: ['big', 'other'] });
+      model.rounds = [
+        new ProviderError('server', 'busy', { provider: 'openai-chat' }),
+        reply('', [
+          { id: 'c1', name: 'big', arguments: '{}' },
+          { id: 'c2', name: 'nope', arguments: '{}' },
+        ]),
+        reply('done'),
+      ];
+      model.summaries = [reply('500 invoices')];
+      const t = await turn(ids);
+      expect(t.status).toBe('completed');
+
+      const calls = await values('switchboard_provider_call_duration_seconds');
+      const count = (outcome: string) =>
+        calls.find((c) => c.outcome === outcome && String(c.le) === '+Inf' && c.model === 'openai-chat/m')
+          ?.value;
+      expect(count('ok')).toBe(2);
+      expect(count('server')).toBe(1);
+      expect(await values('switchboard_tool_calls_total')).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ tool: 'big', outcome: 'ok', value: 1 }),
+          expect.objectContaining({ tool: 'nope', outcome: 'unknown_tool', value: 1 }),
+        ]),
+      );
+      expect(await values('switchboard_side_calls_total')).toEqual([
+        expect.objectContaining({ purpose: 'summarize', outcome: 'ok', value: 1 }),
+      ]);
     });
   });
 

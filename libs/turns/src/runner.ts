@@ -238,7 +238,7 @@ export class TurnRunner {
 
         // After the highest position written so far (a failed step may have left a gap).
         const nextPosition = own.length > 0 ? own[own.length - 1].position + 1 : 0;
-        const checkpoints = new PostgresCheckpoints(db, turn, lease, nextPosition);
+        const checkpoints = new PostgresCheckpoints(db, turn, lease, nextPosition, this.o.metrics);
         let outcome: TurnOutcome;
         try {
           outcome = await this.o.engine.run(
@@ -428,7 +428,23 @@ class PostgresCheckpoints implements TurnCheckpoints {
     private readonly lease: SessionLease,
     /** Next transcript position of this turn (0 is its input). */
     private nextPosition: number,
+    private readonly metrics: Metrics,
   ) {}
+
+  /** Provider attempts into the latency histogram, once committed (`ok` or the failure kind). */
+  private observeAttempts(attempts: ProviderAttempt[]): void {
+    for (const a of attempts) {
+      const provider = a.provider ?? a.model.split('/')[0];
+      this.metrics.providerCalls.observe(
+        {
+          provider,
+          model: a.model,
+          outcome: a.outcome === 'succeeded' ? 'ok' : (a.failureKind ?? 'unknown'),
+        },
+        a.durationMs / 1000,
+      );
+    }
+  }
 
   /** Streamed text since the last event becomes one coalesced text_delta event, in order. */
   private bufferDeltas(): void {
@@ -491,6 +507,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
         WHERE id = ${t.id}::uuid`;
     });
     this.nextPosition++;
+    this.observeAttempts(r.attempts);
   }
 
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
@@ -499,6 +516,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
       await tx.$executeRaw`
         UPDATE turns SET attempts = attempts || ${JSON.stringify(attempts)}::jsonb WHERE id = ${this.turn.id}::uuid`;
     });
+    this.observeAttempts(attempts);
   }
 
   async toolStarted(meta: ToolCallMeta): Promise<void> {
@@ -554,6 +572,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
       });
       await tx.$executeRaw`UPDATE turns SET tool_call_count = tool_call_count + 1 WHERE id = ${t.id}::uuid`;
     });
+    this.metrics.toolCalls.inc({ tool: meta.call.name, outcome: outcome.ok ? 'ok' : outcome.kind });
+    if (summary) this.countSideCall(summary.call);
   }
 
   async recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void> {
@@ -574,6 +594,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
         metadata: { reflection: index, model: call.model },
       });
     });
+    this.countSideCall(call);
   }
 
   async recordSideCall(call: SideCallRecord): Promise<void> {
@@ -582,6 +603,11 @@ class PostgresCheckpoints implements TurnCheckpoints {
       // Each compaction summary is a separate purchase, even when a resumed turn compacts again.
       await this.bookSideCall(tx, call, `${this.turn.id}:${call.purpose}:${newId()}`);
     });
+    this.countSideCall(call);
+  }
+
+  private countSideCall(call: SideCallRecord): void {
+    this.metrics.sideCalls.inc({ purpose: call.purpose, outcome: call.ok ? 'ok' : 'failed' });
   }
 
   /** A side call's usage into the ledger and the turn's totals (nothing when it reached no provider). */
