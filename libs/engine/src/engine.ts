@@ -462,6 +462,8 @@ export class TurnEngine {
       signal,
     );
     state.spentUsd += r.record.costUsd;
+    // A cancelled turn says nothing about the summarizer's health: truncate, count nothing.
+    if (!r.record.ok && signal.aborted) return undefined;
     // A summary that is no smaller than what it replaces is a failure too.
     const content = r.record.ok
       ? JSON.stringify({ ok: true, summarized: true, original_bytes: bytes, summary: r.text })

@@ -209,6 +209,37 @@ describe('the summarizer detour', () => {
     expect(h.results.every((r) => r.content.includes('[truncated:'))).toBe(true);
   });
 
+  it('does not count a summary cut short by cancelling the turn as a failure', async () => {
+    const controller = new AbortController();
+    const provider = new RoutingProvider({
+      rounds: [callBig],
+      side: [
+        () => {
+          controller.abort();
+          throw new ProviderError('cancelled', 'request aborted');
+        },
+      ],
+    });
+    const engine = new TurnEngine({
+      providers: new ProviderRegistry({}, [provider]),
+      tools: new ToolRegistry([big]),
+      toolResultMaxBytes: 2_000,
+    });
+    const results: (SummaryRecord | undefined)[] = [];
+    const outcome = await engine.run(
+      turnInput({
+        model: 'fake/m',
+        tools: ['big'],
+        summarizer: { model: 'fake/small', consecutiveFailures: 2 },
+      }),
+      checkpoints({ recordToolResult: async (_m, _o, _d, _c, summary) => void results.push(summary) }),
+      controller.signal,
+    );
+    expect(outcome.status).toBe('cancelled');
+    expect(provider.side).toHaveLength(1);
+    expect(results).toEqual([undefined]);
+  });
+
   it('resets the failure streak on success', async () => {
     const h = setup({ rounds: [callBig, answer('done')], side: [answer('short')] });
     await h.run({ summarizer: { model: 'fake/small', consecutiveFailures: 2 } });
