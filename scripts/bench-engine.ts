@@ -54,7 +54,7 @@ const noop: TurnCheckpoints = {
   recordToolResult: async () => undefined,
   recordFailedAttempts: async () => undefined,
   recordReflection: async () => undefined,
-  recordSideCall: async () => undefined,
+  recordCompaction: async () => undefined,
   emit: async () => undefined,
   textDelta: () => undefined,
 };

@@ -51,6 +51,7 @@ export class HarnessModule {
               workerId: `${hostname()}:${process.pid}`,
               leaseMs: cfg.SESSION_LEASE_MS,
               defaultModel: cfg.DEFAULT_MODEL,
+              contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
             });
           },
         },

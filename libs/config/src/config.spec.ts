@@ -49,6 +49,7 @@ describe('loadConfig', () => {
       DEFAULT_MODEL: 'openai-chat/llama3',
       HARNESS_CONCURRENCY: '4',
       METRICS_PORT: '9464',
+      MODEL_CONTEXT_WINDOWS: '{"openai-chat/llama3": 8192}',
     });
     expect(config).toMatchObject({
       NODE_ENV: 'production',
@@ -62,6 +63,7 @@ describe('loadConfig', () => {
       DEFAULT_MODEL: 'openai-chat/llama3',
       HARNESS_CONCURRENCY: 4,
       METRICS_PORT: 9464,
+      MODEL_CONTEXT_WINDOWS: { 'openai-chat/llama3': 8192 },
     });
   });
 
@@ -117,6 +119,10 @@ describe('loadConfig', () => {
     ['METRICS_PORT', '-1'],
     ['DEFAULT_MODEL', 'gpt-4o'],
     ['PROVIDER_TIMEOUT_MS', '10'],
+    ['MODEL_CONTEXT_WINDOWS', 'not json'],
+    ['MODEL_CONTEXT_WINDOWS', '[8192]'],
+    ['MODEL_CONTEXT_WINDOWS', '{"llama3": 8192}'],
+    ['MODEL_CONTEXT_WINDOWS', '{"openai-chat/llama3": 10}'],
   ])('rejects %s=%p with a ConfigError naming the variable', (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err).toBeInstanceOf(ConfigError);

@@ -19,6 +19,25 @@ const Url = (protocols: string[]) =>
 
 const Int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
+/** A JSON object in a variable, e.g. `{"openai-chat/llama3.1:8b": 8192}`. */
+const ContextWindows = z
+  .string()
+  .transform((raw, ctx) => {
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object of "<provider>/<model>": tokens' });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.record(
+      z.string().regex(/^[a-z-]+\/.+$/, 'keys must be "<provider>/<model>"'),
+      z.int().min(1024, 'a context window is at least 1024 tokens'),
+      { error: 'must be a JSON object of "<provider>/<model>": tokens' },
+    ),
+  );
+
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   DATABASE_URL: Url(['postgres:', 'postgresql:']).default('postgresql://postgres@127.0.0.1:5432/switchboard'),
@@ -40,6 +59,8 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[a-z-]+\/.+$/, 'must be "<provider>/<model>"')
     .default('scripted/demo'),
+  /** Context windows of models the built-in table does not know (compatible servers): JSON object. */
+  MODEL_CONTEXT_WINDOWS: ContextWindows.optional(),
   /** Per-attempt timeout of a provider request; a hung model call is retried after it (seed 002). */
   PROVIDER_TIMEOUT_MS: Int(120_000, 1000),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */

@@ -84,8 +84,10 @@ export interface Compaction {
   history: ChatMessage[];
   /** The messages left out, for a summary of them. */
   dropped: ChatMessage[];
-  /** Where the note standing in for them sits in `history`. */
+  /** Where the note standing in for them sits in `history` (= where the dropped part began). */
   noteIndex: number;
+  /** Index in the original history of the first message kept after the dropped part. */
+  tailStart: number;
   droppedMessages: number;
   beforeTokens: number;
   afterTokens: number;
@@ -112,16 +114,12 @@ export function compactHistory(history: ChatMessage[], targetTokens: number): Co
   }
   const dropped = history.slice(headEnd, tailStart);
   if (dropped.length === 0) return null;
-  const note: ChatMessage = {
-    role: 'user',
-    content: `[Context compacted: ${dropped.length} earlier messages (about ${estimateTokens(dropped)} tokens) are omitted here to fit the model's context window.]`,
-  };
-  const ack: ChatMessage = { role: 'assistant', content: 'Understood.', toolCalls: [] };
-  const compacted = [...head, note, ack, ...history.slice(tailStart)];
+  const compacted = [...head, ...compactionNote(dropped.length, null), ...history.slice(tailStart)];
   return {
     history: compacted,
     dropped,
     noteIndex: head.length,
+    tailStart,
     droppedMessages: dropped.length,
     beforeTokens,
     afterTokens: estimateTokens(compacted),
@@ -131,11 +129,23 @@ export function compactHistory(history: ChatMessage[], targetTokens: number): Co
 /** The compaction with its note replaced by a written summary of what was left out. */
 export function withSummary(c: Compaction, summary: string): Compaction {
   const history = [...c.history];
-  history[c.noteIndex] = {
+  history[c.noteIndex] = compactionNote(c.droppedMessages, summary)[0];
+  return { ...c, history, afterTokens: estimateTokens(history) };
+}
+
+/**
+ * What stands in for a compacted middle: a note (the summary when one was
+ * written) and an acknowledgement, so user and assistant keep alternating.
+ * A persisted compaction is rebuilt from the same two messages.
+ */
+export function compactionNote(droppedMessages: number, summary: string | null): ChatMessage[] {
+  const note: ChatMessage = {
     role: 'user',
     content:
-      `[Context compacted: ${c.droppedMessages} earlier messages are replaced by this summary of them.]\n` +
-      `<summary>\n${summary}\n</summary>`,
+      summary === null
+        ? `[Context compacted: ${droppedMessages} earlier messages are omitted here to fit the model's context window.]`
+        : `[Context compacted: ${droppedMessages} earlier messages are replaced by this summary of them.]\n` +
+          `<summary>\n${summary}\n</summary>`,
   };
-  return { ...c, history, afterTokens: estimateTokens(history) };
+  return [note, { role: 'assistant', content: 'Understood.', toolCalls: [] }];
 }

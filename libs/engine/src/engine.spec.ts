@@ -83,7 +83,7 @@ class RecordingCheckpoints implements TurnCheckpoints {
     this.results.push({ meta, outcome, durationMs });
   }
   async recordReflection(): Promise<void> {}
-  async recordSideCall(): Promise<void> {}
+  async recordCompaction(): Promise<void> {}
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
     this.failedAttempts.push(attempts);
   }
@@ -924,7 +924,7 @@ describe('TurnEngine events', () => {
       recordToolResult: async (m, o, d) => (order.push('recordToolResult'), cp.recordToolResult(m, o, d)),
       recordFailedAttempts: async (a) => cp.recordFailedAttempts(a),
       recordReflection: async () => undefined,
-      recordSideCall: async () => undefined,
+      recordCompaction: async () => undefined,
       emit: async (type, data) => (order.push(type), cp.emit(type, data)),
       textDelta: (d) => cp.textDelta(d),
     };

@@ -206,7 +206,8 @@ export class TurnEngine {
         let c = compactHistory(history, Math.floor(window * 0.5));
         if (c) {
           // The omitted middle is written down by the summarizer's model when it can be; else a note.
-          let summarized = false;
+          let summary: string | null = null;
+          let call;
           if (input.summarizer && state.summarizerFailures < SUMMARIZER_FAILURE_LIMIT) {
             const maxChars = Math.floor(window * 4 * 0.4);
             const r = await sideCall(
@@ -217,19 +218,24 @@ export class TurnEngine {
               signal,
             );
             state.spentUsd += r.record.costUsd;
-            await cp.recordSideCall(r.record);
+            call = r.record;
             if (r.record.ok) {
               c = withSummary(c, r.text);
-              summarized = true;
+              summary = r.text;
             }
           }
-          history = c.history;
+          // The event commits with the compaction record: later turns start from this cut.
           await cp.emit('context_compacted', {
             droppedMessages: c.droppedMessages,
             beforeTokens: c.beforeTokens,
             afterTokens: c.afterTokens,
-            summarized,
+            summarized: summary !== null,
           });
+          await cp.recordCompaction(
+            { headEnd: c.noteIndex, tailStart: c.tailStart, droppedMessages: c.droppedMessages, summary },
+            call,
+          );
+          history = c.history;
         }
         compacted = true;
       }

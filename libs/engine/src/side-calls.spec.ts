@@ -18,6 +18,7 @@ import { COMPACTION_PROMPT, REFLECTION_PROMPT, SUMMARIZER_PROMPT } from './side-
 import { checkpoints, turnInput } from './test-support';
 import {
   DEFAULT_BUDGET,
+  type CompactionRecord,
   type SideCallRecord,
   type SummaryRecord,
   type ToolOutcome,
@@ -95,13 +96,13 @@ function setup(
   const events: { type: string; data: Record<string, unknown> }[] = [];
   const results: { outcome: ToolOutcome; content: string; summary?: SummaryRecord }[] = [];
   const reflections: { index: number; note: string | null; call: SideCallRecord }[] = [];
-  const sideCalls: SideCallRecord[] = [];
+  const compactions: { compaction: CompactionRecord; call?: SideCallRecord }[] = [];
   const cp = checkpoints({
     emit: async (type, data) => void events.push({ type, data }),
     recordToolResult: async (_m, outcome, _d, content, summary) =>
       void results.push({ outcome, content, summary }),
     recordReflection: async (index, note, call) => void reflections.push({ index, note, call }),
-    recordSideCall: async (call) => void sideCalls.push(call),
+    recordCompaction: async (compaction, call) => void compactions.push({ compaction, call }),
   });
   const run = (input: Partial<TurnInput>) =>
     engine.run(
@@ -109,7 +110,7 @@ function setup(
       cp,
       new AbortController().signal,
     );
-  return { provider, run, events, results, reflections, sideCalls };
+  return { provider, run, events, results, reflections, compactions };
 }
 
 const callBig = answer('', [{ id: 'c1', name: 'big', arguments: '{}' }]);
@@ -368,7 +369,21 @@ describe('the written compaction summary', () => {
     expect(sent[1].content).toContain('question 0');
     expect(sent[3].content).toContain('<summary>\nThey discussed questions 1 to 8.\n</summary>');
     expect(sent.some((m) => m.content.startsWith('question 9'))).toBe(true);
-    expect(h.sideCalls).toEqual([expect.objectContaining({ purpose: 'compact', ok: true })]);
+    // The cut and the summary go to the checkpoints, so later turns can start from them.
+    expect(h.compactions).toEqual([
+      {
+        compaction: {
+          headEnd: 2,
+          tailStart: expect.any(Number),
+          droppedMessages: expect.any(Number),
+          summary: 'They discussed questions 1 to 8.',
+        },
+        call: expect.objectContaining({ purpose: 'compact', ok: true }),
+      },
+    ]);
+    const { headEnd, tailStart, droppedMessages } = h.compactions[0].compaction;
+    expect(droppedMessages).toBe(tailStart - headEnd);
+    expect(history[tailStart].content).toMatch(/^question \d/);
     expect(h.events.find((e) => e.type === 'context_compacted')?.data).toMatchObject({ summarized: true });
   });
 
@@ -382,6 +397,7 @@ describe('the written compaction summary', () => {
     expect(outcome.status).toBe('completed');
     expect(h.provider.rounds[0].messages[3].content).toMatch(/^\[Context compacted: \d+ earlier messages/);
     expect(h.events.find((e) => e.type === 'context_compacted')?.data).toMatchObject({ summarized: false });
+    expect(h.compactions[0]).toMatchObject({ compaction: { summary: null }, call: { ok: false } });
   });
 });
 

@@ -24,7 +24,7 @@ export function checkpoints(overrides: Partial<TurnCheckpoints> = {}): TurnCheck
     recordToolResult: async () => undefined,
     recordFailedAttempts: async () => undefined,
     recordReflection: async () => undefined,
-    recordSideCall: async () => undefined,
+    recordCompaction: async () => undefined,
     emit: async () => undefined,
     textDelta: () => undefined,
     ...overrides,

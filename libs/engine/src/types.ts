@@ -152,8 +152,11 @@ export interface TurnCheckpoints {
   ): Promise<void>;
   /** A reflection (seed 001 4h): its note joins this turn's transcript, its cost the ledger. */
   recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void>;
-  /** A side call that belongs to no other step (a compaction summary): usage and cost only. */
-  recordSideCall(call: SideCallRecord): Promise<void>;
+  /**
+   * A compaction of the history (the context guard): where it cut, and the summary when one was
+   * written, so later turns can start from it; the summary call's usage and cost, if any.
+   */
+  recordCompaction(compaction: CompactionRecord, call?: SideCallRecord): Promise<void>;
   /** Records failed attempts of a round that produced no response. */
   recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void>;
   /**
@@ -163,6 +166,17 @@ export interface TurnCheckpoints {
    */
   emit(type: string, data: Record<string, unknown>): Promise<void>;
   textDelta(delta: string): void;
+}
+
+/** Where the context guard cut `TurnInput.history`, and what stands in for the cut part. */
+export interface CompactionRecord {
+  /** The history's first `headEnd` messages (the first exchange) were kept. */
+  headEnd: number;
+  /** Messages from `tailStart` on (the recent turns) were kept; those between were dropped. */
+  tailStart: number;
+  droppedMessages: number;
+  /** The model-written summary of the dropped part, or null when a plain note stands in. */
+  summary: string | null;
 }
 
 /** The summarizer's part in a tool result, committed with the result itself. */

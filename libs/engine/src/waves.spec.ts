@@ -123,7 +123,7 @@ describe('the engine runs a wave in parallel', () => {
       recordToolResult: async (meta) => void results.push(meta.call.id),
       recordFailedAttempts: async () => undefined,
       recordReflection: async () => undefined,
-      recordSideCall: async () => undefined,
+      recordCompaction: async () => undefined,
       emit: async () => undefined,
       textDelta: () => undefined,
     };

@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { z } from 'zod';
 import { Admission } from '@switchboard/admission';
-import { SUMMARIZER_PROMPT, TurnEngine } from '@switchboard/engine';
+import { COMPACTION_PROMPT, SUMMARIZER_PROMPT, TurnEngine } from '@switchboard/engine';
 import { createLogger, Metrics } from '@switchboard/observability';
 import {
   ProviderError,
@@ -42,7 +42,8 @@ class Model implements ModelProvider {
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
     this.requests.push(request);
-    const queue = request.messages[0]?.content === SUMMARIZER_PROMPT ? this.summaries : this.rounds;
+    const system = request.messages[0]?.content;
+    const queue = system === SUMMARIZER_PROMPT || system === COMPACTION_PROMPT ? this.summaries : this.rounds;
     const step = queue.shift() ?? reply('fallback answer');
     if (step instanceof Error) throw step;
     return step;
@@ -95,6 +96,8 @@ describe('TurnRunner', () => {
       leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
       finalisers,
+      // A small window for one model, so a few turns reach the context guard.
+      contextWindows: { 'openai-chat/small-window': 1_000 },
     });
 
   beforeAll(async () => {
@@ -257,9 +260,9 @@ describe('TurnRunner', () => {
   });
 
   describe('metrics', () => {
-    const values = async (name: string) =>
+    const values = async (name: string): Promise<Record<string, string | number>[]> =>
       (await metrics.registry.getSingleMetric(name)!.get()).values.map((v) => ({
-        ...v.labels,
+        ...(v.labels as Record<string, string | number>),
         value: v.value,
       }));
 
@@ -292,6 +295,60 @@ describe('TurnRunner', () => {
       expect(await values('switchboard_side_calls_total')).toEqual([
         expect.objectContaining({ purpose: 'summarize', outcome: 'ok', value: 1 }),
       ]);
+    });
+  });
+
+  describe('compaction across turns', () => {
+    it('stores the cut and the summary on the session; later turns load only what is kept, and roll it on', async () => {
+      const ids = await tenant(
+        { model: 'openai-chat/small-window' },
+        { modelRoutes: { summarization: 'openai-chat/small' } },
+      );
+      const input = (i: number) => `turn-${i} ${'x'.repeat(900)}`;
+      model.summaries = [reply('S1: turn 2 asked about x.'), reply('S2: turns 2 and 3 asked about x.')];
+      for (let i = 1; i <= 5; i++) {
+        model.rounds = [reply(`answer ${i}`)];
+        const t = await turn(ids, input(i));
+        expect(t.status).toBe('completed');
+      }
+      const summarizerInputs = model.requests
+        .filter((r) => r.messages[0].content === COMPACTION_PROMPT)
+        .map((r) => r.messages[1].content);
+      const rounds = model.requests.filter((r) => r.messages[0].content !== COMPACTION_PROMPT);
+      const sent = (n: number) => rounds[n - 1].messages.map((m) => m.content).join('\n');
+
+      // Turn 4 is the first over 80% of the window: turn 2 (the middle) is summarized.
+      expect(summarizerInputs).toHaveLength(2);
+      expect(summarizerInputs[0]).toContain('turn-2');
+      expect(summarizerInputs[0]).not.toContain('turn-3');
+      expect(sent(4)).toContain('S1: turn 2 asked about x.');
+      expect(sent(4)).not.toContain('turn-2 ');
+      // Turn 5 starts from the stored cut: turn 2 is never loaded again. Still too long, it rolls
+      // the summary on: the old summary and turn 3 go into the new one.
+      expect(summarizerInputs[1]).toContain('S1: turn 2 asked about x.');
+      expect(summarizerInputs[1]).toContain('turn-3');
+      expect(summarizerInputs[1]).not.toContain('turn-2 ');
+      expect(sent(5)).toContain('turn-1 ');
+      expect(sent(5)).toContain('S2: turns 2 and 3 asked about x.');
+      expect(sent(5)).not.toContain('turn-3 ');
+      expect(sent(5)).toContain('turn-4 ');
+      const session = await env.db.session.findUniqueOrThrow({ where: { id: ids.sessionId } });
+      expect(session.compaction).toEqual({
+        headThroughSeq: 1,
+        keepFromSeq: 4,
+        // The old note and its acknowledgement, and turn 3's two messages.
+        droppedMessages: 4,
+        summary: 'S2: turns 2 and 3 asked about x.',
+      });
+      // Both summaries were booked; the journal says where compaction happened.
+      const keys = (await env.db.ledgerEntry.findMany({ where: { sessionId: ids.sessionId } })).map(
+        (l) => l.key,
+      );
+      expect(keys.filter((k) => k.includes(':compact:'))).toHaveLength(2);
+      const compacted = await env.db.event.findMany({
+        where: { sessionId: ids.sessionId, type: 'context_compacted' },
+      });
+      expect(compacted.map((e) => (e.data as { summarized: boolean }).summarized)).toEqual([true, true]);
     });
   });
 

@@ -1,4 +1,4 @@
-import type { Agent, Session, Turn } from '@prisma/client';
+import type { Agent, Message, Session, Turn } from '@prisma/client';
 import type { Queue } from 'bullmq';
 import {
   EventType,
@@ -21,11 +21,13 @@ import {
   type JournalEvent,
 } from '@switchboard/database';
 import {
+  compactionNote,
   DEFAULT_BUDGET,
   killSwitchHook,
   TurnEngine,
   type StopHook,
   type ProviderAttempt,
+  type CompactionRecord,
   type RoundRecord,
   type SideCallRecord,
   type SummaryRecord,
@@ -35,7 +37,13 @@ import {
   type TurnOutcome,
 } from '@switchboard/engine';
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
-import { contextWindow, resolveModelList, resolveModelRef, type Usage } from '@switchboard/providers';
+import {
+  contextWindow,
+  resolveModelList,
+  resolveModelRef,
+  type ChatMessage,
+  type Usage,
+} from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
 import type { ToolRegistry } from '@switchboard/tools';
 import { SessionLease } from './lease';
@@ -59,6 +67,8 @@ export interface TurnRunnerOptions {
   maxTurnsPerLease?: number;
   /** What a `hint:<route>` resolves to when the tenant has no route for it (the deployment's DEFAULT_MODEL). */
   defaultModel: string;
+  /** Context windows (tokens) by model ref, over the built-in table: for models it does not know. */
+  contextWindows?: Record<string, number>;
   /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
   finalisers?: FinalisationStep[];
 }
@@ -214,9 +224,23 @@ export class TurnRunner {
         });
 
         const systemPrompt = await this.systemPrompt(session, agent);
+        // A compacted session loads only its first exchange and the turns after the cut; a note (the
+        // summary when one was written) stands in for the middle.
+        const compaction = parseCompaction(session.compaction);
         const [earlier, own] = await Promise.all([
           db.message.findMany({
-            where: { sessionId: turn.sessionId, turnSeq: { lt: turn.seq } },
+            where: {
+              sessionId: turn.sessionId,
+              turnSeq: { lt: turn.seq },
+              ...(compaction
+                ? {
+                    OR: [
+                      { turnSeq: { lte: compaction.headThroughSeq } },
+                      { turnSeq: { gte: compaction.keepFromSeq } },
+                    ],
+                  }
+                : {}),
+            },
             orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
           }),
           db.message.findMany({
@@ -238,7 +262,15 @@ export class TurnRunner {
 
         // After the highest position written so far (a failed step may have left a gap).
         const nextPosition = own.length > 0 ? own[own.length - 1].position + 1 : 0;
-        const checkpoints = new PostgresCheckpoints(db, turn, lease, nextPosition, this.o.metrics);
+        const history = buildHistory(earlier, compaction);
+        const checkpoints = new PostgresCheckpoints(
+          db,
+          turn,
+          lease,
+          nextPosition,
+          this.o.metrics,
+          history.seqs,
+        );
         let outcome: TurnOutcome;
         try {
           outcome = await this.o.engine.run(
@@ -247,7 +279,7 @@ export class TurnRunner {
               tenantId: turn.tenantId,
               sessionId: turn.sessionId,
               systemPrompt,
-              history: coherentHistory(earlier.map(toChatMessage)),
+              history: history.messages,
               turnMessages: own.map(toChatMessage),
               model,
               fallbackModels,
@@ -257,7 +289,7 @@ export class TurnRunner {
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
               stopHooks: this.stopHooks,
-              contextWindowTokens: contextWindow(model),
+              contextWindowTokens: this.o.contextWindows?.[model] ?? contextWindow(model),
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
             },
@@ -407,6 +439,52 @@ export class TurnRunner {
   }
 }
 
+/** A session's compaction as stored: the cut in turn seqs, and what stands in for the middle. */
+interface StoredCompaction {
+  headThroughSeq: number;
+  keepFromSeq: number;
+  droppedMessages: number;
+  summary: string | null;
+}
+
+function parseCompaction(json: unknown): StoredCompaction | null {
+  const c = json as Partial<StoredCompaction> | null;
+  if (!c || !Number.isInteger(c.headThroughSeq) || !Number.isInteger(c.keepFromSeq)) return null;
+  return {
+    headThroughSeq: c.headThroughSeq!,
+    keepFromSeq: c.keepFromSeq!,
+    droppedMessages: Number(c.droppedMessages) || 0,
+    summary: typeof c.summary === 'string' ? c.summary : null,
+  };
+}
+
+/**
+ * Earlier turns as the engine sees them, with each message's turn seq: the
+ * coherent transcript, and for a compacted session the note standing in for
+ * the middle between the first exchange and the kept turns.
+ */
+export function buildHistory(
+  earlier: Message[],
+  compaction: StoredCompaction | null,
+): { messages: ChatMessage[]; seqs: number[] } {
+  const seqOf = new Map<ChatMessage, number>();
+  const all = earlier.map((m) => {
+    const chat = toChatMessage(m);
+    seqOf.set(chat, m.turnSeq);
+    return chat;
+  });
+  const coherent = coherentHistory(all);
+  const seqs = coherent.map((m) => seqOf.get(m)!);
+  if (!compaction) return { messages: coherent, seqs };
+  const at = seqs.findIndex((s) => s >= compaction.keepFromSeq);
+  const cut = at === -1 ? coherent.length : at;
+  const note = compactionNote(compaction.droppedMessages, compaction.summary);
+  return {
+    messages: [...coherent.slice(0, cut), ...note, ...coherent.slice(cut)],
+    seqs: [...seqs.slice(0, cut), ...note.map(() => compaction.keepFromSeq - 1), ...seqs.slice(cut)],
+  };
+}
+
 export function renderSystemPrompt(agent: Pick<Agent, 'name' | 'instructions'>, tools: string[]): string {
   const parts = [
     agent.instructions.trim() || 'You are a helpful assistant.',
@@ -429,6 +507,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
     /** Next transcript position of this turn (0 is its input). */
     private nextPosition: number,
     private readonly metrics: Metrics,
+    /** The turn seq of each message of the history the engine was given (for compaction cuts). */
+    private readonly historySeqs: number[],
   ) {}
 
   /** Provider attempts into the latency histogram, once committed (`ok` or the failure kind). */
@@ -597,13 +677,27 @@ class PostgresCheckpoints implements TurnCheckpoints {
     this.countSideCall(call);
   }
 
-  async recordSideCall(call: SideCallRecord): Promise<void> {
+  /**
+   * The cut is stored on the session in turn seqs, so later turns load only the first exchange and
+   * the turns after it, with the summary in between: the transcript a turn reads stays bounded.
+   */
+  async recordCompaction(c: CompactionRecord, call?: SideCallRecord): Promise<void> {
+    const stored: StoredCompaction = {
+      headThroughSeq: this.historySeqs[c.headEnd - 1],
+      keepFromSeq: this.historySeqs[c.tailStart],
+      droppedMessages: c.droppedMessages,
+      summary: c.summary,
+    };
     await this.db.$transaction(async (tx) => {
       await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
       // Each compaction summary is a separate purchase, even when a resumed turn compacts again.
-      await this.bookSideCall(tx, call, `${this.turn.id}:${call.purpose}:${newId()}`);
+      if (call) await this.bookSideCall(tx, call, `${this.turn.id}:${call.purpose}:${newId()}`);
+      if (stored.headThroughSeq !== undefined && stored.keepFromSeq !== undefined) {
+        await tx.$executeRaw`
+          UPDATE sessions SET compaction = ${JSON.stringify(stored)}::jsonb WHERE id = ${this.turn.sessionId}::uuid`;
+      }
     });
-    this.countSideCall(call);
+    if (call) this.countSideCall(call);
   }
 
   private countSideCall(call: SideCallRecord): void {
