@@ -1,3 +1,4 @@
+import { SpanKind, withSpan } from '@switchboard/observability';
 import { costOf, ProviderError, type ChatMessage, type ProviderRegistry } from '@switchboard/providers';
 import type { SideCallRecord } from './types';
 
@@ -25,7 +26,31 @@ export async function sideCall(
     return { text: '', record: { purpose, ok: false, model: ref, costUsd: 0, error: message(err) } };
   }
   try {
-    const r = await resolved.provider.complete({ model: resolved.model, messages, tools: [], signal });
+    const r = await withSpan(
+      `chat ${resolved.model}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.system': resolved.provider.name,
+          'gen_ai.request.model': resolved.model,
+          'switchboard.side_call.purpose': purpose,
+        },
+      },
+      async (span) => {
+        const response = await resolved.provider.complete({
+          model: resolved.model,
+          messages,
+          tools: [],
+          signal,
+        });
+        span.setAttributes({
+          'gen_ai.usage.input_tokens': response.usage.inputTokens,
+          'gen_ai.usage.output_tokens': response.usage.outputTokens,
+        });
+        return response;
+      },
+    );
     const cost = costOf(resolved.provider.name, resolved.model, r.usage, r.reportedCostUsd);
     const text = r.text.trim();
     return {
