@@ -93,7 +93,41 @@ export class TurnEngine {
     this.reflectEvery = options.reflectEvery ?? 3;
   }
 
+  /**
+   * Runs the turn. The wall-clock deadline also bounds what is in flight: at the
+   * deadline a hung model call or tool is cut off, and the turn ends as the
+   * deadline stop hook would have ended it, not as cancelled.
+   */
   async run(input: TurnInput, cp: TurnCheckpoints, signal: AbortSignal): Promise<TurnOutcome> {
+    const deadlineMs = input.budget.deadlineMs;
+    if (deadlineMs === undefined) return this.loop(input, cp, signal);
+    const startedAt = input.startedAt ?? Date.now();
+    const bounded = new AbortController();
+    const forward = () => bounded.abort(signal.reason);
+    if (signal.aborted) forward();
+    signal.addEventListener('abort', forward, { once: true });
+    const timer = setTimeout(
+      () => bounded.abort('deadline'),
+      Math.max(0, startedAt + deadlineMs - Date.now()),
+    );
+    try {
+      const outcome = await this.loop({ ...input, startedAt }, cp, bounded.signal);
+      if (outcome.status === 'cancelled' && bounded.signal.reason === 'deadline' && !signal.aborted) {
+        await cp.emit('stop_hook_fired', {
+          hook: 'deadline',
+          reason: 'deadline',
+          iteration: outcome.iterations,
+        });
+        return { ...outcome, status: 'completed', stopReason: 'deadline' };
+      }
+      return outcome;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', forward);
+    }
+  }
+
+  private async loop(input: TurnInput, cp: TurnCheckpoints, signal: AbortSignal): Promise<TurnOutcome> {
     const turn = [...input.turnMessages];
     let iterations = turn.filter((m) => m.role === 'assistant').length;
     let toolCalls = turn.filter((m) => m.role === 'tool').length;
