@@ -608,9 +608,23 @@ describe('TurnEngine cancellation', () => {
     );
     const outcome = await h.run({ tools: ['abort_now', 'write_note'] }, controller.signal);
 
-    expect(outcome).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', finalText: 'working' });
-    expect(h.cp.started.map((m) => m.call.id)).toEqual(['a']);
+    expect(outcome).toMatchObject({
+      status: 'cancelled',
+      stopReason: 'cancelled',
+      finalText: 'working',
+      toolCalls: 2,
+    });
+    // The write never ran, but it still gets its one result: cancelled, safe to make again later.
     expect(executed).toHaveLength(0);
+    expect(h.cp.started.map((m) => m.call.id)).toEqual(['a', 'b']);
+    expect(h.cp.outcomeFor('b')).toEqual({
+      ok: false,
+      kind: 'cancelled',
+      message: 'the turn was stopped before this call ran',
+      hint: 'the call may be made again in a later turn',
+      retryable: true,
+      tool_name: 'write_note',
+    });
     expect(h.provider.requests).toHaveLength(1);
   });
 

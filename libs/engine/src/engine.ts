@@ -160,8 +160,11 @@ export class TurnEngine {
     });
 
     for (;;) {
-      if (signal.aborted)
+      if (signal.aborted) {
+        // Every call of the last round gets its one result, even the ones the stop kept from running.
+        toolCalls += await this.answerUnrun(input, turn, cp);
         return outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: lastText(turn) });
+      }
       const last = turn[turn.length - 1];
 
       if (last?.role === 'assistant' && last.toolCalls.length === 0) {
@@ -462,6 +465,36 @@ export class TurnEngine {
     return { content, ok: result.ok, halt: verdict.action === 'halt' ? verdict.summary : undefined };
   }
 
+  /** Records a `cancelled` result for each call of the last round that never ran. */
+  private async answerUnrun(input: TurnInput, turn: ChatMessage[], cp: TurnCheckpoints): Promise<number> {
+    const unrun = unansweredCalls(turn);
+    for (const call of unrun) {
+      const meta: ToolCallMeta = {
+        call,
+        sideEffect: this.options.tools.get(call.name)?.sideEffect ?? 'read_only',
+        arguments: parseArguments(call.arguments),
+        idempotencyKey: `${input.turnId}:${call.id}`,
+      };
+      const result: Failure = {
+        ...stoppedOutcome('the turn was stopped before this call ran'),
+        tool_name: call.name,
+      };
+      const content = JSON.stringify(result);
+      await cp.emit('tool_call_completed', {
+        callId: call.id,
+        name: call.name,
+        ok: false,
+        durationMs: 0,
+        failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
+        tool_error: result,
+      });
+      await cp.toolStarted(meta);
+      await cp.recordToolResult(meta, result, 0, content);
+      turn.push({ role: 'tool', toolCallId: call.id, name: call.name, content });
+    }
+    return unrun.length;
+  }
+
   /**
    * The summarizer detour (seed 000): a result over the threshold is compressed
    * by the summarizer sub-agent before the model sees it. Truncation stays the
@@ -576,8 +609,9 @@ async function executeBounded(
       fn(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new ToolTimeout(timeoutMs)), timeoutMs);
-        onAbort = () => reject(new Error('cancelled'));
-        signal.addEventListener('abort', onAbort, { once: true });
+        onAbort = () => reject(new TurnStopped());
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
       }),
     ]);
     try {
@@ -614,6 +648,7 @@ async function executeBounded(
         retryable: true,
       };
     }
+    if (err instanceof TurnStopped) return stoppedOutcome('the turn was stopped while this call ran');
     return { ok: false, kind: 'execution_failed', message: errorMessage(err), retryable: false };
   } finally {
     clearTimeout(timer);
@@ -646,9 +681,36 @@ function errorMessage(err: unknown): string {
   return `non-error value thrown: ${String(err)}`;
 }
 
+class TurnStopped extends Error {
+  constructor() {
+    super('turn stopped');
+  }
+}
+
+type Failure = Extract<ToolOutcome, { ok: false }>;
+
+/** A call cut off, or never run, because the turn stopped (cancel, deadline, lost lease). */
+function stoppedOutcome(message: string): Failure {
+  return {
+    ok: false,
+    kind: 'cancelled',
+    message,
+    hint: 'the call may be made again in a later turn',
+    retryable: true,
+  };
+}
+
 class ToolTimeout extends Error {
   constructor(ms: number) {
     super(`tool timed out after ${ms} ms`);
+  }
+}
+
+function parseArguments(raw: string): unknown {
+  try {
+    return raw.trim() === '' ? {} : (JSON.parse(raw) as unknown);
+  } catch {
+    return { _raw: raw };
   }
 }
 
