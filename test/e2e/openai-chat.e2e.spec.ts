@@ -150,7 +150,10 @@ describe('the message path through the openai SDK', () => {
     expect(turn.status).toBe('failed');
     expect(turn.failure).toMatchObject({
       kind: 'provider_error',
-      category: 'auth',
+      category: 'transport',
+      failureKind: 'auth',
+      provider: 'openai-chat',
+      status: 401,
       brief: expect.any(String),
     });
     // 401 is never retried.

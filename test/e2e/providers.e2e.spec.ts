@@ -27,7 +27,7 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
     );
     ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789'));
     const routes = await api.patch('/v1/settings', {
-      modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', reasoning: 'openai/gpt-4.1' },
+      modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', reasoning: 'openai/gpt-4.1' },
     });
     expect(routes.status).toBe(200);
   });
@@ -71,14 +71,14 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
     expect(turn).toMatchObject({
       status: 'completed',
       finalText: 'Two words.',
-      model: 'anthropic/claude-sonnet-4-5',
+      model: 'anthropic/claude-sonnet-5-5',
     });
     // Round 0 on Anthropic; round 1: Anthropic refuses the key, OpenAI Responses answers.
     expect(
       turn.attempts.map((a: Record<string, unknown>) => [a.round, a.model, a.outcome, a.advancedToFallback]),
     ).toEqual([
-      [0, 'anthropic/claude-sonnet-4-5', 'succeeded', false],
-      [1, 'anthropic/claude-sonnet-4-5', 'fail_fast_aborted', true],
+      [0, 'anthropic/claude-sonnet-5-5', 'succeeded', false],
+      [1, 'anthropic/claude-sonnet-5-5', 'fail_fast_aborted', true],
       [1, 'openai/gpt-4.1', 'succeeded', false],
     ]);
     expect(turn.attempts[1]).toMatchObject({
@@ -88,8 +88,8 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
     });
     const wire = llm.requests.slice(before);
     expect(wire.map((r) => [r.endpoint, (r.body as { model: string }).model, r.stream])).toEqual([
-      ['anthropic.messages', 'claude-sonnet-4-5', true],
-      ['anthropic.messages', 'claude-sonnet-4-5', true],
+      ['anthropic.messages', 'claude-sonnet-5-5', true],
+      ['anthropic.messages', 'claude-sonnet-5-5', true],
       ['openai.responses', 'gpt-4.1', true],
     ]);
     // The configured key reaches Anthropic (this SDK version sends it as a bearer token).
@@ -102,12 +102,12 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
     // Each provider call into the ledger, under the model that served it.
     const ledger = await env.db.ledgerEntry.findMany({ where: { turnId: turn.id }, orderBy: { key: 'asc' } });
     expect(ledger.map((e) => [e.provider, e.model, e.inputTokens])).toEqual([
-      ['anthropic', 'anthropic/claude-sonnet-4-5', 90],
+      ['anthropic', 'anthropic/claude-sonnet-5-5', 90],
       ['openai', 'openai/gpt-4.1', 140],
     ]);
     const started = await api.get(`/v1/sessions/${session.body.id}/events`);
     expect(started.body.data.find((e: { type: string }) => e.type === 'turn_started').data).toMatchObject({
-      model: 'anthropic/claude-sonnet-4-5',
+      model: 'anthropic/claude-sonnet-5-5',
       route: 'hint:coding',
     });
   });
@@ -131,8 +131,8 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
       stopReason: 'context_length_exceeded',
       failure: {
         kind: 'context_length_exceeded',
-        model: 'anthropic/claude-sonnet-4-5',
-        brief: expect.stringContaining('context window of anthropic/claude-sonnet-4-5'),
+        model: 'anthropic/claude-sonnet-5-5',
+        brief: expect.stringContaining('context window of anthropic/claude-sonnet-5-5'),
       },
     });
     expect(turn.attempts).toEqual([

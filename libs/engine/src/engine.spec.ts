@@ -819,7 +819,8 @@ describe('TurnEngine provider retries and fallback', () => {
     expect(outcome.finalText).toBe('');
     expect(outcome.failure).toMatchObject({
       kind: 'provider_error',
-      category: 'bad_request',
+      category: 'protocol',
+      failureKind: 'bad_request',
       message: 'nope',
     });
     expect(outcome.failure?.brief).toContain('fake/m1');

@@ -201,7 +201,7 @@ export class TurnEngine {
               status: 'failed',
               stopReason: 'no_progress',
               finalText: lastText(turn),
-              failure: { kind: 'no_progress', message: summary, brief: summary },
+              failure: { kind: 'no_progress', category: 'runtime', message: summary, brief: summary },
             });
           }
         }

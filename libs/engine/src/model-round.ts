@@ -125,8 +125,11 @@ export class ModelRound {
             return {
               failure: {
                 kind: 'context_length_exceeded',
+                category: 'runtime',
                 message: pe.message,
+                ...lastErrorFields(pe),
                 model: ref,
+                attempts,
                 brief: `The conversation no longer fits the context window of ${ref}. Start a new session or shorten the input.`,
               },
             };
@@ -197,9 +200,11 @@ export class ModelRound {
     return {
       failure: {
         kind: 'provider_error',
-        category: lastError?.kind,
+        category: lastError ? categoryOf(lastError) : 'unknown',
         message: lastError?.message ?? 'no model could be called',
+        ...(lastError ? lastErrorFields(lastError) : {}),
         model: models[models.length - 1],
+        attempts,
         brief: aggregatedFailure(models, attempts, lastError),
       },
     };
@@ -269,4 +274,31 @@ function aggregatedFailure(models: string[], attempts: ProviderAttempt[], last?:
   return `Every configured model failed — ${perModel.join('; ')}. Last error: ${last?.kind ?? 'unknown'}: ${
     last?.message ?? ''
   }`;
+}
+
+/** Seed 002's provenance of a provider failure: the transport, or the contract / response shape. */
+function categoryOf(e: ProviderError): FailureArtifact['category'] {
+  switch (e.kind) {
+    case 'invalid_response':
+    case 'bad_request':
+      return 'protocol';
+    case 'context_length':
+    case 'cancelled':
+      return 'runtime';
+    case 'auth':
+    case 'connection':
+    case 'rate_limited':
+    case 'server':
+    case 'timeout':
+      return 'transport';
+  }
+}
+
+function lastErrorFields(e: ProviderError): Partial<FailureArtifact> {
+  return {
+    failureKind: e.kind,
+    ...(e.details.provider ? { provider: e.details.provider } : {}),
+    ...(e.details.status ? { status: e.details.status } : {}),
+    sourceChain: e.details.diagnostics?.sourceChain ?? [`ProviderError: ${e.message.slice(0, 300)}`],
+  };
 }

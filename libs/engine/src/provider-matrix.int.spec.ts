@@ -268,7 +268,17 @@ describe('provider retry / fail-fast / fallback matrix (real SDKs, fake wire)', 
         scripted.error(401),
       );
       expect(r.outcome).toMatchObject({ status: 'failed', stopReason: 'provider_error', finalText: '' });
-      expect(r.outcome.failure).toMatchObject({ kind: 'provider_error', category: 'auth', model: backup });
+      expect(r.outcome.failure).toMatchObject({
+        kind: 'provider_error',
+        category: 'transport',
+        failureKind: 'auth',
+        provider: kind,
+        status: 401,
+        model: backup,
+        sourceChain: [expect.any(String)],
+      });
+      // The failed round's whole timeline travels with the artifact.
+      expect(r.outcome.failure?.attempts).toEqual(r.timeline);
       expect(r.outcome.failure?.brief).toContain(primary);
       expect(r.outcome.failure?.brief).toContain(backup);
       expect(slim(r.timeline)).toEqual([

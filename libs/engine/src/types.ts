@@ -186,13 +186,26 @@ export interface SummaryRecord {
   consecutiveFailures: number;
 }
 
+/**
+ * Why a turn failed, for operators (seed 002 "Failure Artifact Envelope"; its
+ * `summary` is our `brief`, its `model_ref` our `model`).
+ */
 export interface FailureArtifact {
   kind: 'provider_error' | 'context_length_exceeded' | 'no_progress' | 'internal';
+  /** Provenance: provider transport, protocol (contract or response shape), or the turn itself. */
+  category: 'transport' | 'protocol' | 'runtime' | 'unknown';
   message: string;
-  category?: string;
-  model?: string;
-  /** Operator-facing summary of what happened and what to do (seed 002 brief). */
+  /** Operator-facing summary of what happened and what to do. */
   brief: string;
+  provider?: string;
+  model?: string;
+  status?: number;
+  /** The ProviderError kind of the last failed attempt. */
+  failureKind?: string;
+  /** The last error and its causes, outermost first. */
+  sourceChain?: string[];
+  /** The failed round's attempt timeline. */
+  attempts?: ProviderAttempt[];
 }
 
 export interface TurnOutcome {

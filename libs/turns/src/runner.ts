@@ -150,6 +150,7 @@ export class TurnRunner {
           completedAt: new Date(),
           failure: {
             kind: 'internal',
+            category: 'unknown',
             message: error.message.slice(0, 2000),
             brief: 'The turn could not be run after every retry; see the worker logs for this turn id.',
           },
