@@ -451,8 +451,9 @@ export class TurnEngine {
         ? {}
         : {
             failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
-            // Seed 002: audit events keep the structured error object.
+            // Seed 002: audit events keep the structured error object, and `error` flattened.
             tool_error: result,
+            error: `${result.kind}: ${result.message}`,
           }),
       ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
     });
@@ -487,6 +488,7 @@ export class TurnEngine {
         durationMs: 0,
         failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
         tool_error: result,
+        error: `${result.kind}: ${result.message}`,
       });
       await cp.toolStarted(meta);
       await cp.recordToolResult(meta, result, 0, content);
