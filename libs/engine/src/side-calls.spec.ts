@@ -430,6 +430,7 @@ describe('tool errors in the envelope of seed 002', () => {
     expect(JSON.parse(h.results[0].content)).toEqual(envelope);
     expect(h.events.find((e) => e.type === 'tool_call_completed')?.data).toMatchObject({
       tool_error: envelope,
+      error: 'not_found: no such customer',
     });
   });
 
