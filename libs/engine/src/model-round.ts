@@ -1,4 +1,3 @@
-import { SpanKind, withSpan } from '@switchboard/observability';
 import {
   costOf,
   ProviderError,
@@ -8,6 +7,7 @@ import {
   type ToolSpec,
   type TransportDiagnostics,
 } from '@switchboard/providers';
+import { tracedComplete } from './traced-call';
 import type { FailureArtifact, ProviderAttempt, TurnCheckpoints, TurnInput } from './types';
 
 export interface ModelRoundOptions {
@@ -65,31 +65,12 @@ export class ModelRound {
         const started = Date.now();
         const at = { round, ref, attempt, maxAttempts, started };
         try {
-          const response = await withSpan(
-            `chat ${resolved.model}`,
-            {
-              kind: SpanKind.CLIENT,
-              attributes: {
-                'gen_ai.operation.name': 'chat',
-                'gen_ai.system': resolved.provider.name,
-                'gen_ai.request.model': resolved.model,
-              },
-            },
-            async (span) => {
-              const r = await resolved.provider.complete({
-                model: resolved.model,
-                messages,
-                tools,
-                signal,
-                onTextDelta: (d) => cp.textDelta(d),
-              });
-              span.setAttributes({
-                'gen_ai.usage.input_tokens': r.usage.inputTokens,
-                'gen_ai.usage.output_tokens': r.usage.outputTokens,
-              });
-              return r;
-            },
-          );
+          const response = await tracedComplete(resolved, {
+            messages,
+            tools,
+            signal,
+            onTextDelta: (d) => cp.textDelta(d),
+          });
           attempts.push({
             ...timing(at),
             provider: resolved.provider.name,

@@ -1,5 +1,5 @@
-import { SpanKind, withSpan } from '@switchboard/observability';
 import { costOf, ProviderError, type ChatMessage, type ProviderRegistry } from '@switchboard/providers';
+import { tracedComplete } from './traced-call';
 import type { SideCallRecord } from './types';
 
 /**
@@ -26,30 +26,10 @@ export async function sideCall(
     return { text: '', record: { purpose, ok: false, model: ref, costUsd: 0, error: message(err) } };
   }
   try {
-    const r = await withSpan(
-      `chat ${resolved.model}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'gen_ai.operation.name': 'chat',
-          'gen_ai.system': resolved.provider.name,
-          'gen_ai.request.model': resolved.model,
-          'switchboard.side_call.purpose': purpose,
-        },
-      },
-      async (span) => {
-        const response = await resolved.provider.complete({
-          model: resolved.model,
-          messages,
-          tools: [],
-          signal,
-        });
-        span.setAttributes({
-          'gen_ai.usage.input_tokens': response.usage.inputTokens,
-          'gen_ai.usage.output_tokens': response.usage.outputTokens,
-        });
-        return response;
-      },
+    const r = await tracedComplete(
+      resolved,
+      { messages, tools: [], signal },
+      { 'switchboard.side_call.purpose': purpose },
     );
     const cost = costOf(resolved.provider.name, resolved.model, r.usage, r.reportedCostUsd);
     const text = r.text.trim();
