@@ -171,3 +171,25 @@ export const UpdateSettingsRequest = z
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
+
+/**
+ * The stored settings after a PATCH: routes merged per route (`null` removes one), the block list
+ * and schema mode replaced when given. Keys other features keep in `settings` are left as they are;
+ * the fields of this schema are written back normalised.
+ */
+export function applySettingsUpdate(stored: unknown, update: UpdateSettingsRequest): Record<string, unknown> {
+  const base = isRecord(stored) ? stored : {};
+  const current = parseTenantSettings(base);
+  const modelRoutes: ModelRoutes = { ...current.modelRoutes };
+  for (const route of MODEL_ROUTES) {
+    const ref = update.modelRoutes?.[route];
+    if (ref === null) delete modelRoutes[route];
+    else if (ref !== undefined) modelRoutes[route] = ref;
+  }
+  return {
+    ...base,
+    modelRoutes,
+    blockedTools: update.blockedTools ?? current.blockedTools,
+    toolSchemaMode: update.toolSchemaMode ?? current.toolSchemaMode,
+  };
+}

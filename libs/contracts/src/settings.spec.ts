@@ -1,4 +1,4 @@
-import { parseTenantSettings, TenantSettings, UpdateSettingsRequest } from './api';
+import { applySettingsUpdate, parseTenantSettings, TenantSettings, UpdateSettingsRequest } from './api';
 
 describe('TenantSettings', () => {
   it('accepts routes to concrete models and a block list', () => {
@@ -116,5 +116,40 @@ describe('UpdateSettingsRequest', () => {
     ['duplicate blocked tools', { blockedTools: ['a', 'a'] }],
   ])('rejects %s', (_name, body) => {
     expect(UpdateSettingsRequest.safeParse(body).success).toBe(false);
+  });
+});
+
+describe('applySettingsUpdate', () => {
+  const stored = {
+    modelRoutes: { chat: 'openai/gpt-4o', coding: 'anthropic/claude-sonnet-5-5' },
+    blockedTools: ['a'],
+    budgets: { maxUsd: 1 },
+  };
+
+  it('merges routes per route, null removing one, and keeps the other keys', () => {
+    expect(
+      applySettingsUpdate(stored, { modelRoutes: { chat: null, burst: 'openai/gpt-4.1-mini' } }),
+    ).toEqual({
+      modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', burst: 'openai/gpt-4.1-mini' },
+      blockedTools: ['a'],
+      toolSchemaMode: 'relaxed',
+      budgets: { maxUsd: 1 },
+    });
+  });
+
+  it('replaces the block list and the schema mode when given', () => {
+    expect(applySettingsUpdate(stored, { blockedTools: [], toolSchemaMode: 'strict' })).toMatchObject({
+      modelRoutes: stored.modelRoutes,
+      blockedTools: [],
+      toolSchemaMode: 'strict',
+    });
+  });
+
+  it('starts from empty settings when what is stored is not an object', () => {
+    expect(applySettingsUpdate('garbage', { blockedTools: ['b'] })).toEqual({
+      modelRoutes: {},
+      blockedTools: ['b'],
+      toolSchemaMode: 'relaxed',
+    });
   });
 });

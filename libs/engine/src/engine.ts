@@ -305,19 +305,10 @@ export class TurnEngine {
     state: RunState,
   ): Promise<{ content: string; ok: boolean; halt?: string }> {
     const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
-    let args: unknown = undefined;
-    let parseError: string | undefined;
-    try {
-      args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
-    } catch (err) {
-      parseError = (err as Error).message;
-    }
-    const meta: ToolCallMeta = {
-      call,
-      sideEffect: tool?.sideEffect ?? 'read_only',
-      arguments: parseError === undefined ? args : { _raw: call.arguments },
-      idempotencyKey: `${input.turnId}:${call.id}`,
-    };
+    const parsedArgs = parseArguments(call.arguments);
+    const args = parsedArgs.ok ? parsedArgs.value : undefined;
+    const parseError = parsedArgs.ok ? undefined : parsedArgs.error;
+    const meta = this.callMeta(input, call);
     await cp.emit('tool_call_started', { callId: call.id, name: call.name });
     await cp.toolStarted(meta);
     const started = Date.now();
@@ -443,18 +434,7 @@ export class TurnEngine {
     const verdict = tracker.record(call, result);
     if (verdict.action === 'nudge' && !result.ok) result.hint = verdict.hint;
     await cp.emit('tool_call_completed', {
-      callId: call.id,
-      name: call.name,
-      ok: result.ok,
-      durationMs,
-      ...(result.ok
-        ? {}
-        : {
-            failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
-            // Seed 002: audit events keep the structured error object, and `error` flattened.
-            tool_error: result,
-            error: `${result.kind}: ${result.message}`,
-          }),
+      ...completedEvent(call, result, durationMs),
       ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
     });
     const rendered = JSON.stringify(result);
@@ -466,30 +446,29 @@ export class TurnEngine {
     return { content, ok: result.ok, halt: verdict.action === 'halt' ? verdict.summary : undefined };
   }
 
+  /** What the checkpoints record of a call: arguments as parsed (or raw when they are not JSON). */
+  private callMeta(input: TurnInput, call: ToolCallRequest): ToolCallMeta {
+    const parsed = parseArguments(call.arguments);
+    const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
+    return {
+      call,
+      sideEffect: tool?.sideEffect ?? 'read_only',
+      arguments: parsed.ok ? parsed.value : { _raw: call.arguments },
+      idempotencyKey: `${input.turnId}:${call.id}`,
+    };
+  }
+
   /** Records a `cancelled` result for each call of the last round that never ran. */
   private async answerUnrun(input: TurnInput, turn: ChatMessage[], cp: TurnCheckpoints): Promise<number> {
     const unrun = unansweredCalls(turn);
     for (const call of unrun) {
-      const meta: ToolCallMeta = {
-        call,
-        sideEffect: this.options.tools.get(call.name)?.sideEffect ?? 'read_only',
-        arguments: parseArguments(call.arguments),
-        idempotencyKey: `${input.turnId}:${call.id}`,
-      };
+      const meta = this.callMeta(input, call);
       const result: Failure = {
         ...stoppedOutcome('the turn was stopped before this call ran'),
         tool_name: call.name,
       };
       const content = JSON.stringify(result);
-      await cp.emit('tool_call_completed', {
-        callId: call.id,
-        name: call.name,
-        ok: false,
-        durationMs: 0,
-        failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
-        tool_error: result,
-        error: `${result.kind}: ${result.message}`,
-      });
+      await cp.emit('tool_call_completed', completedEvent(call, result, 0));
       await cp.toolStarted(meta);
       await cp.recordToolResult(meta, result, 0, content);
       turn.push({ role: 'tool', toolCallId: call.id, name: call.name, content });
@@ -708,12 +687,34 @@ class ToolTimeout extends Error {
   }
 }
 
-function parseArguments(raw: string): unknown {
+function parseArguments(raw: string): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
-    return raw.trim() === '' ? {} : (JSON.parse(raw) as unknown);
-  } catch {
-    return { _raw: raw };
+    return { ok: true, value: raw.trim() === '' ? {} : (JSON.parse(raw) as unknown) };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
   }
+}
+
+/** The `tool_call_completed` event: outcome, and for a failure its class and seed 002's error object. */
+function completedEvent(
+  call: ToolCallRequest,
+  result: ToolOutcome,
+  durationMs: number,
+): Record<string, unknown> {
+  return {
+    callId: call.id,
+    name: call.name,
+    ok: result.ok,
+    durationMs,
+    ...(result.ok
+      ? {}
+      : {
+          failure: { kind: result.kind, retryable: result.retryable, ...classifyToolFailure(result) },
+          // Audit events keep the structured error object, and `error` flattened.
+          tool_error: result,
+          error: `${result.kind}: ${result.message}`,
+        }),
+  };
 }
 
 function unansweredCalls(turn: ChatMessage[]): ToolCallRequest[] {

@@ -1,4 +1,5 @@
 import { costOf, ProviderError, type ChatMessage, type ProviderRegistry } from '@switchboard/providers';
+import { evidenceBlock } from './context';
 import { tracedComplete } from './traced-call';
 import type { SideCallRecord } from './types';
 
@@ -83,7 +84,7 @@ export function summarizerMessages(toolName: string, args: unknown, payload: str
       content:
         `Tool: ${toolName}\nArguments: ${argText.length > 2000 ? `${argText.slice(0, 2000)}…` : argText}\n` +
         `Write at most ${Math.floor(maxBytes / 2)} characters.\n\n` +
-        `<evidence kind="tool_result">\n${payload.replace(/<(\/?)(evidence)/gi, '&lt;$1$2')}\n</evidence>`,
+        evidenceBlock('kind="tool_result"', payload),
     },
   ] satisfies ChatMessage[];
 }
@@ -104,7 +105,7 @@ export function compactionMessages(dropped: ChatMessage[], maxChars: number): Ch
     { role: 'system', content: COMPACTION_PROMPT },
     {
       role: 'user',
-      content: `<evidence kind="transcript">\n${transcript.replace(/<(\/?)(evidence)/gi, '&lt;$1$2')}\n</evidence>`,
+      content: evidenceBlock('kind="transcript"', transcript),
     },
   ];
 }
@@ -125,7 +126,7 @@ export function reflectionMessages(turn: ChatMessage[], maxChars: number): ChatM
     { role: 'system', content: REFLECTION_PROMPT },
     {
       role: 'user',
-      content: `<evidence kind="transcript">\n${transcript.replace(/<(\/?)(evidence)/gi, '&lt;$1$2')}\n</evidence>`,
+      content: evidenceBlock('kind="transcript"', transcript),
     },
   ];
 }

@@ -1,4 +1,4 @@
-import { costOf } from './pricing';
+import { contextWindow, costOf } from './pricing';
 import type { Usage } from './types';
 
 const M = 1_000_000;
@@ -68,5 +68,21 @@ describe('costOf', () => {
 
   it('costs nothing for no tokens on a priced model', () => {
     expect(costOf('openai', 'gpt-4o', usage(0, 0))).toEqual({ usd: 0, source: 'rate_table' });
+  });
+});
+
+describe('contextWindow', () => {
+  it('reads the table by model, then by provider family, else 128k', () => {
+    expect(contextWindow('openai/gpt-4.1')).toBe(1_047_576);
+    expect(contextWindow('openai-chat/gpt-4.1')).toBe(1_047_576);
+    expect(contextWindow('anthropic/claude-sonnet-5-5')).toBe(200_000);
+    expect(contextWindow('openai-chat/llama3.1:8b')).toBe(128_000);
+  });
+
+  it('lets the deployment’s overrides win', () => {
+    const overrides = { 'openai-chat/llama3.1:8b': 8192, 'anthropic/claude-sonnet-5-5': 1_000_000 };
+    expect(contextWindow('openai-chat/llama3.1:8b', overrides)).toBe(8192);
+    expect(contextWindow('anthropic/claude-sonnet-5-5', overrides)).toBe(1_000_000);
+    expect(contextWindow('openai/gpt-4o', overrides)).toBe(128_000);
   });
 });

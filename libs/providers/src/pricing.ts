@@ -57,7 +57,9 @@ const WINDOWS: Record<string, number> = {
   'scripted/*': 128_000,
 };
 
-export function contextWindow(ref: string): number {
+/** A model's context window in tokens; `overrides` (deployment config) win over the built-in table. */
+export function contextWindow(ref: string, overrides: Record<string, number> = {}): number {
+  if (overrides[ref] !== undefined) return overrides[ref];
   const [provider, ...rest] = ref.split('/');
   const family = provider === 'openai-chat' ? 'openai' : provider;
   return WINDOWS[`${family}/${rest.join('/')}`] ?? WINDOWS[`${family}/*`] ?? 128_000;

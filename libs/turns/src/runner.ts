@@ -187,7 +187,7 @@ export class TurnRunner {
         ]);
         // Model routes by hint (`hint:coding`) resolve per tenant, then to the deployment default.
         const settings = parseTenantSettings(tenant.settings);
-        const routes = settings.modelRoutes ?? {};
+        const routes = settings.modelRoutes;
         const [model, ...fallbackModels] = resolveModelList(
           [agent.model, ...agent.fallbackModels],
           routes,
@@ -290,7 +290,7 @@ export class TurnRunner {
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
               stopHooks: this.stopHooks,
-              contextWindowTokens: this.o.contextWindows?.[model] ?? contextWindow(model),
+              contextWindowTokens: contextWindow(model, this.o.contextWindows),
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
             },

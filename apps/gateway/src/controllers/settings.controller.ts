@@ -1,16 +1,13 @@
 import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { AppError, notFound, parseTenantSettings, type ModelRoute } from '@switchboard/contracts';
+import { AppError, applySettingsUpdate, notFound } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import type { Db } from '@switchboard/database';
+import { Prisma, type Db } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, TOOLS } from '@switchboard/platform';
 import { TenantId } from '../auth/guard';
 import { SettingsResponseDto, UpdateSettingsDto } from '../http/dto';
 import { presentSettings } from '../http/presenters';
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The calling tenant's settings: model routes (what `hint:<route>` resolves to) and blocked tools.
@@ -41,30 +38,12 @@ export class SettingsController {
     if (body.blockedTools) this.checkTools(body.blockedTools);
     const settings = await this.db.$transaction(async (tx) => {
       // Row lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
-      const locked = await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM tenants WHERE id = ${tenantId}::uuid FOR UPDATE`;
-      if (locked.length === 0) throw notFound('tenant');
-      const { settings: raw } = await tx.tenant.findUniqueOrThrow({
-        where: { id: tenantId },
-        select: { settings: true },
-      });
-      // Other features keep their own keys in `settings`; only these two are rewritten (normalised).
-      const stored = isRecord(raw) ? raw : {};
-      const current = parseTenantSettings(stored);
-      const modelRoutes: Partial<Record<ModelRoute, string>> = { ...current.modelRoutes };
-      for (const [route, ref] of Object.entries(body.modelRoutes ?? {}) as [ModelRoute, string | null][]) {
-        if (ref === null) delete modelRoutes[route];
-        else modelRoutes[route] = ref;
-      }
-      const next = {
-        ...stored,
-        modelRoutes,
-        blockedTools: body.blockedTools ?? current.blockedTools,
-        toolSchemaMode: body.toolSchemaMode ?? current.toolSchemaMode,
-      };
+      const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
+        SELECT settings FROM tenants WHERE id = ${tenantId}::uuid FOR UPDATE`;
+      if (!locked) throw notFound('tenant');
       const row = await tx.tenant.update({
         where: { id: tenantId },
-        data: { settings: next },
+        data: { settings: applySettingsUpdate(locked.settings, body) as Prisma.InputJsonValue },
         select: { settings: true },
       });
       return row.settings;
