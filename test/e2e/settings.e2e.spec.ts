@@ -223,5 +223,13 @@ describe('tenant settings', () => {
     );
     const routes = res.body.components.schemas.UpdateSettingsDto.properties.modelRoutes.properties;
     expect(Object.keys(routes)).toEqual(['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization']);
+    const schemas = res.body.components.schemas;
+    expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);
+    expect(Object.keys(schemas.SettingsResponseDto.properties).sort()).toEqual([
+      'blockedTools',
+      'defaultModel',
+      'modelRoutes',
+      'toolSchemaMode',
+    ]);
   });
 });
