@@ -4,3 +4,4 @@ export * from './processes';
 export * from './services';
 export * from './wait';
 export * from './seed';
+export * from './tcp-proxy';
