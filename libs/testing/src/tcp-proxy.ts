@@ -54,7 +54,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     listening = false;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // resetAndDestroy sends RST like a crashed server; destroy is the fallback on older Node.
-    for (const s of sockets) (s.resetAndDestroy ? s.resetAndDestroy() : s.destroy());
+    for (const s of sockets) {
+      if (typeof s.resetAndDestroy === 'function') s.resetAndDestroy();
+      else s.destroy();
+    }
     sockets.clear();
     await closed;
   };
