@@ -50,6 +50,8 @@ describe('loadConfig', () => {
       HARNESS_CONCURRENCY: '4',
       METRICS_PORT: '9464',
       MODEL_CONTEXT_WINDOWS: '{"openai-chat/llama3": 8192}',
+      MODEL_PRICES:
+        '{"openai-chat/llama3": {"input": 0, "output": 0}, "openai/gpt-5": {"input": 1, "output": 8, "cachedInput": 0.1}}',
     });
     expect(config).toMatchObject({
       NODE_ENV: 'production',
@@ -64,6 +66,10 @@ describe('loadConfig', () => {
       HARNESS_CONCURRENCY: 4,
       METRICS_PORT: 9464,
       MODEL_CONTEXT_WINDOWS: { 'openai-chat/llama3': 8192 },
+      MODEL_PRICES: {
+        'openai-chat/llama3': { input: 0, output: 0 },
+        'openai/gpt-5': { input: 1, output: 8, cachedInput: 0.1 },
+      },
     });
   });
 
@@ -123,6 +129,11 @@ describe('loadConfig', () => {
     ['MODEL_CONTEXT_WINDOWS', '[8192]'],
     ['MODEL_CONTEXT_WINDOWS', '{"llama3": 8192}'],
     ['MODEL_CONTEXT_WINDOWS', '{"openai-chat/llama3": 10}'],
+    ['MODEL_PRICES', 'not json'],
+    ['MODEL_PRICES', '{"gpt-5": {"input": 1, "output": 1}}'],
+    ['MODEL_PRICES', '{"openai/gpt-5": {"input": -1, "output": 1}}'],
+    ['MODEL_PRICES', '{"openai/gpt-5": {"input": 1}}'],
+    ['MODEL_PRICES', '{"openai/gpt-5": {"input": 1, "output": 1, "per": "token"}}'],
   ])('rejects %s=%p with a ConfigError naming the variable', (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err).toBeInstanceOf(ConfigError);

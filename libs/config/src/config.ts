@@ -38,6 +38,32 @@ const ContextWindows = z
     ),
   );
 
+/** A JSON object in a variable: `{"openai-chat/llama3.1:8b": {"input": 0, "output": 0}}`, USD per million tokens. */
+const ModelPrices = z
+  .string()
+  .transform((raw, ctx) => {
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be a JSON object of "<provider>/<model>": {input, output}',
+      });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.record(
+      z.string().regex(/^[a-z-]+\/.+$/, 'keys must be "<provider>/<model>" or "<provider>/*"'),
+      z.strictObject({
+        input: z.number().min(0),
+        output: z.number().min(0),
+        cachedInput: z.number().min(0).optional(),
+      }),
+      { error: 'must be a JSON object of "<provider>/<model>": {input, output, cachedInput?}' },
+    ),
+  );
+
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   DATABASE_URL: Url(['postgres:', 'postgresql:']).default('postgresql://postgres@127.0.0.1:5432/switchboard'),
@@ -61,6 +87,8 @@ export const ConfigSchema = z.object({
     .default('scripted/demo'),
   /** Context windows of models the built-in table does not know (compatible servers): JSON object. */
   MODEL_CONTEXT_WINDOWS: ContextWindows.optional(),
+  /** Prices (USD per million tokens) over the maintained price table, for every tenant: JSON object. */
+  MODEL_PRICES: ModelPrices.optional(),
   /** Per-attempt timeout of a provider request; a hung model call is retried after it (seed 002). */
   PROVIDER_TIMEOUT_MS: Int(120_000, 1000),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Priority } from './envelope';
+import { AppError } from './errors';
 
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
@@ -119,12 +120,35 @@ export const BlockedTools = z
 export const ToolSchemaMode = z.enum(['relaxed', 'strict']);
 export type ToolSchemaMode = z.infer<typeof ToolSchemaMode>;
 
+/** A price key: `<provider>/<model>` or `<provider>/*` (every model of that provider). */
+export const PriceKey = z
+  .string()
+  .regex(new RegExp(`^(${CONCRETE_MODEL_REF}|(openai|openai-chat|anthropic|scripted)/\\*)$`), {
+    message:
+      'must be "<provider>/<model>" or "<provider>/*" with provider openai, openai-chat, anthropic or scripted',
+  });
+
+/** USD per million tokens; cached input tokens cost `input` unless `cachedInput` is given. */
+export const ModelPrice = z.strictObject({
+  input: z.number().min(0).max(10_000),
+  output: z.number().min(0).max(10_000),
+  cachedInput: z.number().min(0).max(10_000).optional(),
+});
+export type ModelPrice = z.infer<typeof ModelPrice>;
+
+/** The tenant's own prices, over the deployment's and the maintained table (ADR 0007). */
+export const ModelPrices = z
+  .record(PriceKey, ModelPrice)
+  .refine((v) => Object.keys(v).length <= 100, { message: 'at most 100 prices' });
+export type ModelPrices = z.infer<typeof ModelPrices>;
+
 /** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
 export const TenantSettings = z.strictObject({
   modelRoutes: ModelRoutes.optional(),
   blockedTools: BlockedTools.optional(),
   /** `strict` asks providers for strict tool-argument decoding; `relaxed` (the default) works everywhere. */
   toolSchemaMode: ToolSchemaMode.optional(),
+  modelPrices: ModelPrices.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -156,7 +180,16 @@ export function parseTenantSettings(json: unknown): Required<TenantSettings> {
     }
   }
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
-  return { modelRoutes, blockedTools, toolSchemaMode: mode.success ? mode.data : 'relaxed' };
+  const modelPrices: ModelPrices = {};
+  if (isRecord(stored.modelPrices)) {
+    for (const [key, value] of Object.entries(stored.modelPrices)) {
+      const price = ModelPrice.safeParse(value);
+      if (PriceKey.safeParse(key).success && price.success && Object.keys(modelPrices).length < 100) {
+        modelPrices[key] = price.data;
+      }
+    }
+  }
+  return { modelRoutes, blockedTools, toolSchemaMode: mode.success ? mode.data : 'relaxed', modelPrices };
 }
 
 /**
@@ -168,6 +201,11 @@ export const UpdateSettingsRequest = z
     modelRoutes: z.strictObject(perRoute(ConcreteModelRef.nullable().optional())).optional(),
     blockedTools: BlockedTools.optional(),
     toolSchemaMode: ToolSchemaMode.optional(),
+    /** Merges per key; `null` removes that price. */
+    modelPrices: z
+      .record(PriceKey, ModelPrice.nullable())
+      .refine((v) => Object.keys(v).length <= 100, { message: 'at most 100 prices' })
+      .optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -186,10 +224,21 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
     if (ref === null) delete modelRoutes[route];
     else if (ref !== undefined) modelRoutes[route] = ref;
   }
+  const modelPrices: ModelPrices = { ...current.modelPrices };
+  for (const [key, price] of Object.entries(update.modelPrices ?? {})) {
+    if (price === null) delete modelPrices[key];
+    else modelPrices[key] = price;
+  }
+  if (Object.keys(modelPrices).length > 100) {
+    throw new AppError('validation_failed', 'a tenant has at most 100 prices', {
+      issues: [{ path: 'modelPrices', message: 'at most 100 prices' }],
+    });
+  }
   return {
     ...base,
     modelRoutes,
     blockedTools: update.blockedTools ?? current.blockedTools,
     toolSchemaMode: update.toolSchemaMode ?? current.toolSchemaMode,
+    modelPrices,
   };
 }

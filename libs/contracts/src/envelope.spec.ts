@@ -147,7 +147,7 @@ describe('ModelRef', () => {
   it.each([
     'openai/gpt-4o',
     'openai-chat/llama3.1:8b',
-    'anthropic/claude-sonnet-4-5',
+    'anthropic/claude-sonnet-5-5',
     'scripted/demo',
     'openai-chat/org@model_v2',
   ])('accepts %s', (ref) => {
@@ -261,7 +261,7 @@ describe('CreateAgentRequest', () => {
         tier: 'chat',
         instructions: 'be nice',
         model: 'openai/gpt-4o',
-        fallbackModels: ['anthropic/claude-haiku-4-5'],
+        fallbackModels: ['anthropic/claude-haiku-5-5'],
         tools: ['word_count'],
         allowedSubagents: ['researcher'],
         budgets: { maxIterations: 5, maxToolCalls: 10, maxUsd: 1, deadlineMs: 60_000, maxReflections: 0 },

@@ -3,7 +3,7 @@ import { applySettingsUpdate, parseTenantSettings, TenantSettings, UpdateSetting
 describe('TenantSettings', () => {
   it('accepts routes to concrete models and a block list', () => {
     const settings = {
-      modelRoutes: { chat: 'openai/gpt-4o-mini', coding: 'anthropic/claude-sonnet-4-5' },
+      modelRoutes: { chat: 'openai/gpt-4o-mini', coding: 'anthropic/claude-sonnet-5-5' },
       blockedTools: ['http_get'],
     };
     expect(TenantSettings.parse(settings)).toEqual(settings);
@@ -39,6 +39,7 @@ describe('parseTenantSettings', () => {
       modelRoutes: { burst: 'openai/gpt-4o-mini' },
       blockedTools: ['a'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
     });
     expect(parseTenantSettings({ toolSchemaMode: 'strict' }).toolSchemaMode).toBe('strict');
   });
@@ -58,6 +59,7 @@ describe('parseTenantSettings', () => {
       modelRoutes: {},
       blockedTools: [],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
     });
   });
 
@@ -79,6 +81,24 @@ describe('parseTenantSettings', () => {
       modelRoutes: { chat: 'openai/gpt-4o' },
       blockedTools: ['a', 'b'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
+    });
+  });
+
+  it('keeps the valid prices and drops the invalid ones', () => {
+    expect(
+      parseTenantSettings({
+        modelPrices: {
+          'openai-chat/llama3.1:8b': { input: 0, output: 0 },
+          'openai/*': { input: 1, output: 2, cachedInput: 0.5 },
+          'gpt-5': { input: 1, output: 1 },
+          'openai/gpt-5': { input: -1, output: 1 },
+          'anthropic/claude-opus-4-6': { input: 1 },
+        },
+      }).modelPrices,
+    ).toEqual({
+      'openai-chat/llama3.1:8b': { input: 0, output: 0 },
+      'openai/*': { input: 1, output: 2, cachedInput: 0.5 },
     });
   });
 
@@ -99,7 +119,11 @@ describe('UpdateSettingsRequest', () => {
     ['a route removal', { modelRoutes: { chat: null } }],
     ['a block list', { blockedTools: ['http_get'] }],
     ['an empty block list', { blockedTools: [] }],
-    ['both', { modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', burst: null }, blockedTools: [] }],
+    ['both', { modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', burst: null }, blockedTools: [] }],
+    [
+      'a price and a price removal',
+      { modelPrices: { 'openai/gpt-5': { input: 1, output: 8 }, 'openai-chat/*': null } },
+    ],
   ])('accepts %s', (_name, body) => {
     expect(UpdateSettingsRequest.parse(body)).toEqual(body);
   });
@@ -114,6 +138,14 @@ describe('UpdateSettingsRequest', () => {
     ['blockedTools null', { blockedTools: null }],
     ['blockedTools not an array', { blockedTools: 'http_get' }],
     ['duplicate blocked tools', { blockedTools: ['a', 'a'] }],
+    ['a price for a bare model name', { modelPrices: { 'gpt-5': { input: 1, output: 1 } } }],
+    ['a price for an unknown provider', { modelPrices: { 'fake/m1': { input: 1, output: 1 } } }],
+    ['a negative price', { modelPrices: { 'openai/gpt-5': { input: -1, output: 1 } } }],
+    ['a price without output', { modelPrices: { 'openai/gpt-5': { input: 1 } } }],
+    [
+      'a price with an unknown field',
+      { modelPrices: { 'openai/gpt-5': { input: 1, output: 1, per: 'token' } } },
+    ],
   ])('rejects %s', (_name, body) => {
     expect(UpdateSettingsRequest.safeParse(body).success).toBe(false);
   });
@@ -133,8 +165,30 @@ describe('applySettingsUpdate', () => {
       modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', burst: 'openai/gpt-4.1-mini' },
       blockedTools: ['a'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
       budgets: { maxUsd: 1 },
     });
+  });
+
+  it('merges prices per key, null removing one', () => {
+    const priced = { ...stored, modelPrices: { 'openai/gpt-5': { input: 1, output: 8 } } };
+    expect(
+      applySettingsUpdate(priced, {
+        modelPrices: { 'openai/gpt-5': null, 'openai-chat/llama3.1:8b': { input: 0, output: 0 } },
+      }).modelPrices,
+    ).toEqual({ 'openai-chat/llama3.1:8b': { input: 0, output: 0 } });
+  });
+
+  it('refuses more than 100 prices in all', () => {
+    const many = Object.fromEntries(
+      Array.from({ length: 100 }, (_, i) => [`openai/m${i}`, { input: 1, output: 1 }]),
+    );
+    expect(() =>
+      applySettingsUpdate(
+        { modelPrices: many },
+        { modelPrices: { 'openai/one-more': { input: 1, output: 1 } } },
+      ),
+    ).toThrow('at most 100 prices');
   });
 
   it('replaces the block list and the schema mode when given', () => {
@@ -150,6 +204,7 @@ describe('applySettingsUpdate', () => {
       modelRoutes: {},
       blockedTools: ['b'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
     });
   });
 });

@@ -1,66 +1,148 @@
+import { calcPrice, type PriceCalculation } from '@pydantic/genai-prices';
 import type { Usage } from './types';
 
-/** USD per million tokens. Cached input is billed at `cachedInput` when the provider discounts it. */
-interface Rate {
+/**
+ * Prices of model calls (ADR 0007). Lookup order for one call:
+ *  1. the cost the provider reported (OpenRouter-style gateways send one);
+ *  2. an override: the tenant's `modelPrices`, then the deployment's `MODEL_PRICES`, by
+ *     `provider/model`, the OpenAI family name (`openai-chat/x` → `openai/x`), then `provider/*`;
+ *  3. the built-in simulated price of the `scripted` provider;
+ *  4. the maintained price table of `@pydantic/genai-prices` (bundled data, no network) for the
+ *     OpenAI and Anthropic families: aliases and dated snapshots, cached-token and tiered prices.
+ * Anything else is `unpriced`: booked at zero and flagged, never silently free.
+ */
+
+/** USD per million tokens. Cached input is billed at `cachedInput` when given, else at `input`. */
+export interface ModelPrice {
   input: number;
   output: number;
   cachedInput?: number;
 }
 
-/**
- * Per-model rate table, used when the provider reports no cost. Keys are
- * `provider/model` or `provider/*`. The scripted provider is priced like a small
- * model so the demo exercises cost accounting end to end; its spend is simulated.
- */
-const RATES: Record<string, Rate> = {
-  'openai/gpt-4o': { input: 2.5, output: 10, cachedInput: 1.25 },
-  'openai/gpt-4o-mini': { input: 0.15, output: 0.6, cachedInput: 0.075 },
-  'openai/gpt-4.1': { input: 2, output: 8, cachedInput: 0.5 },
-  'openai/gpt-4.1-mini': { input: 0.4, output: 1.6, cachedInput: 0.1 },
-  'anthropic/claude-sonnet-4-5': { input: 3, output: 15, cachedInput: 0.3 },
-  'anthropic/claude-haiku-4-5': { input: 1, output: 5, cachedInput: 0.1 },
-  'scripted/*': { input: 0.5, output: 1.5 },
-};
+/** Prices by `provider/model` or `provider/*`, over the maintained table. */
+export type PriceOverrides = Record<string, ModelPrice>;
 
-function rateFor(provider: string, model: string): Rate | undefined {
-  const family = provider === 'openai-chat' ? 'openai' : provider;
-  return RATES[`${family}/${model}`] ?? RATES[`${family}/*`];
-}
+/** Where a call's cost came from (the ledger's `cost_source`). */
+export type CostSource = 'provider' | 'override' | 'rate_table' | 'unpriced';
+
+/** What a turn's cost is worth (the turn's `cost_status`). */
+export type CostStatus = 'provider_reported' | 'priced' | 'unpriced';
 
 export interface Cost {
   usd: number;
-  source: 'provider' | 'rate_table' | 'unpriced';
+  source: CostSource;
 }
 
-export function costOf(provider: string, model: string, usage: Usage, reportedUsd?: number): Cost {
-  if (reportedUsd !== undefined && Number.isFinite(reportedUsd) && reportedUsd >= 0) {
-    return { usd: reportedUsd, source: 'provider' };
+/**
+ * The scripted provider's spend is simulated at a small model's rate, so the offline demo and the
+ * tests exercise cost accounting and `maxUsd` budgets end to end. It is an explicit price, never
+ * "unpriced".
+ */
+const SCRIPTED: ModelPrice = { input: 0.5, output: 1.5 };
+
+/** Provider names of this project → the provider ids of the maintained table. */
+const TABLE_PROVIDER: Record<string, string> = {
+  openai: 'openai',
+  'openai-chat': 'openai',
+  anthropic: 'anthropic',
+};
+
+function overrideFor(provider: string, model: string, overrides: PriceOverrides): ModelPrice | undefined {
+  const family = provider === 'openai-chat' ? 'openai' : provider;
+  return (
+    overrides[`${provider}/${model}`] ??
+    overrides[`${family}/${model}`] ??
+    overrides[`${provider}/*`] ??
+    overrides[`${family}/*`]
+  );
+}
+
+/** The maintained table's answer for a model, or null when it does not know the model. */
+function tableLookup(provider: string, model: string, usage: Usage): PriceCalculation | null {
+  const providerId = TABLE_PROVIDER[provider];
+  if (!providerId) return null;
+  const inputTokens = Math.max(0, usage.inputTokens);
+  try {
+    return calcPrice(
+      {
+        input_tokens: inputTokens,
+        cache_read_tokens: Math.min(Math.max(0, usage.cachedTokens), inputTokens),
+        output_tokens: Math.max(0, usage.outputTokens),
+      },
+      model,
+      { providerId },
+    );
+  } catch {
+    return null;
   }
-  const rate = rateFor(provider, model);
-  if (!rate) return { usd: 0, source: 'unpriced' };
+}
+
+function byRate(rate: ModelPrice, usage: Usage): number {
   const cached = Math.min(usage.cachedTokens, usage.inputTokens);
-  const usd =
+  return (
     ((usage.inputTokens - cached) * rate.input +
       cached * (rate.cachedInput ?? rate.input) +
       usage.outputTokens * rate.output) /
-    1_000_000;
-  return { usd, source: 'rate_table' };
+    1_000_000
+  );
 }
 
-/** Context windows in tokens, by `provider/model` or `provider/*`; unknown models get 128k. */
+/** The cost of one provider call. */
+export function costOf(
+  provider: string,
+  model: string,
+  usage: Usage,
+  reportedUsd?: number,
+  overrides: PriceOverrides = {},
+): Cost {
+  if (reportedUsd !== undefined && Number.isFinite(reportedUsd) && reportedUsd >= 0) {
+    return { usd: reportedUsd, source: 'provider' };
+  }
+  const override = overrideFor(provider, model, overrides);
+  if (override) return { usd: byRate(override, usage), source: 'override' };
+  if (provider === 'scripted') return { usd: byRate(SCRIPTED, usage), source: 'rate_table' };
+  const table = tableLookup(provider, model, usage);
+  if (table) return { usd: table.total_price, source: 'rate_table' };
+  return { usd: 0, source: 'unpriced' };
+}
+
+/**
+ * Whether calls to `ref` (`provider/model`) can be priced before they are made: an override, the
+ * scripted provider or the maintained table knows it. A provider that reports its own cost may
+ * still price an unknown model, but only after the call: a budget cannot rely on that.
+ */
+export function isPriced(ref: string, overrides: PriceOverrides = {}): boolean {
+  const [provider, ...rest] = ref.split('/');
+  const model = rest.join('/');
+  if (!model) return false;
+  if (overrideFor(provider, model, overrides) || provider === 'scripted') return true;
+  return tableLookup(provider, model, { inputTokens: 0, outputTokens: 0, cachedTokens: 0 }) !== null;
+}
+
+/** The turn-level status one call contributes. */
+export function costStatusOf(source: CostSource | string): CostStatus {
+  if (source === 'provider') return 'provider_reported';
+  if (source === 'unpriced') return 'unpriced';
+  return 'priced';
+}
+
+/** Context windows by provider family when neither an override nor the maintained table knows the model. */
 const WINDOWS: Record<string, number> = {
-  'openai/gpt-4o': 128_000,
-  'openai/gpt-4o-mini': 128_000,
-  'openai/gpt-4.1': 1_047_576,
-  'openai/gpt-4.1-mini': 1_047_576,
   'anthropic/*': 200_000,
   'scripted/*': 128_000,
 };
 
-/** A model's context window in tokens; `overrides` (deployment config) win over the built-in table. */
+/**
+ * A model's context window in tokens: the deployment's `overrides` first, then the maintained
+ * table, then the provider family, else 128k.
+ */
 export function contextWindow(ref: string, overrides: Record<string, number> = {}): number {
   if (overrides[ref] !== undefined) return overrides[ref];
   const [provider, ...rest] = ref.split('/');
+  const model = rest.join('/');
+  const known = tableLookup(provider, model, { inputTokens: 0, outputTokens: 0, cachedTokens: 0 })?.model
+    .context_window;
+  if (known) return known;
   const family = provider === 'openai-chat' ? 'openai' : provider;
-  return WINDOWS[`${family}/${rest.join('/')}`] ?? WINDOWS[`${family}/*`] ?? 128_000;
+  return WINDOWS[`${family}/*`] ?? 128_000;
 }
