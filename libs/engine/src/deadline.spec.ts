@@ -86,7 +86,8 @@ describe('the turn deadline', () => {
       new AbortController().signal,
     );
     expect(outcome).toMatchObject({ status: 'completed', stopReason: 'deadline', toolCalls: 1 });
-    expect(h.results).toEqual([expect.objectContaining({ ok: false, kind: 'execution_failed' })]);
+    // The tool saw the abort and stopped; its answer is the stop's, not the tool's own error.
+    expect(h.results).toEqual([expect.objectContaining({ ok: false, kind: 'cancelled', retryable: true })]);
   });
 
   it('counts from when the turn first started, across a resume', async () => {

@@ -393,6 +393,19 @@ export class TurnEngine {
             };
           }
         }
+        // An earlier run started this call and never recorded its outcome: the effect may have
+        // happened. Only a read-only tool, or one that deduplicates by the idempotency key, runs again.
+        const resumed = input.startedCalls?.includes(call.id) ?? false;
+        if (resumed && tool.sideEffect !== 'read_only' && !tool.honoursIdempotencyKey) {
+          return outcomeUnknown(call.name, meta.idempotencyKey);
+        }
+        // The call's own signal: the turn's, or this call's timeout, whichever comes first.
+        const timeout = new AbortController();
+        const timer = setTimeout(
+          () => timeout.abort(new DOMException(`tool timed out after ${tool.timeoutMs} ms`, 'TimeoutError')),
+          tool.timeoutMs,
+        );
+        const callSignal = AbortSignal.any([signal, timeout.signal]);
         let open = true;
         try {
           return await executeBounded(
@@ -403,13 +416,16 @@ export class TurnEngine {
                 turnId: input.turnId,
                 callId: call.id,
                 idempotencyKey: meta.idempotencyKey,
-                signal,
-                writeGate: { isOpen: () => open && !signal.aborted },
+                signal: callSignal,
+                resumed,
+                writeGate: { isOpen: () => open && !callSignal.aborted },
               }),
             tool.timeoutMs,
-            signal,
+            callSignal,
+            timeout.signal,
           );
         } finally {
+          clearTimeout(timer);
           // Whatever the tool still does after this has no effect on the turn.
           open = false;
         }
@@ -578,23 +594,31 @@ export class TurnEngine {
   }
 }
 
+/**
+ * Runs a tool under its call signal: when that aborts (the call's timeout, or the turn stopping) the
+ * call is answered at once, and the tool, which sees the same signal, is expected to stop.
+ */
 async function executeBounded(
   fn: () => Promise<unknown>,
   timeoutMs: number,
-  signal: AbortSignal,
+  callSignal: AbortSignal,
+  timeoutSignal: AbortSignal,
 ): Promise<ToolOutcome> {
-  let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
+  // Whatever the tool answers once its signal has aborted (often the abort itself), the abort's cause wins.
+  const aborted = () => (timeoutSignal.aborted ? new ToolTimeout(timeoutMs) : new TurnStopped());
   try {
     const result = await Promise.race([
       fn(),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new ToolTimeout(timeoutMs)), timeoutMs);
-        onAbort = () => reject(new TurnStopped());
-        if (signal.aborted) onAbort();
-        else signal.addEventListener('abort', onAbort, { once: true });
+        onAbort = () => reject(aborted());
+        if (callSignal.aborted) onAbort();
+        else callSignal.addEventListener('abort', onAbort, { once: true });
       }),
-    ]);
+    ]).catch((err: unknown) => {
+      throw callSignal.aborted ? aborted() : err;
+    });
+    if (callSignal.aborted) throw aborted();
     try {
       // The result becomes a transcript entry and a JSON column: it must survive JSON.
       JSON.stringify(result);
@@ -632,8 +656,7 @@ async function executeBounded(
     if (err instanceof TurnStopped) return stoppedOutcome('the turn was stopped while this call ran');
     return { ok: false, kind: 'execution_failed', message: errorMessage(err), retryable: false };
   } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
+    if (onAbort) callSignal.removeEventListener('abort', onAbort);
   }
 }
 
@@ -678,6 +701,21 @@ function stoppedOutcome(message: string): Failure {
     message,
     hint: 'the call may be made again in a later turn',
     retryable: true,
+  };
+}
+
+/**
+ * Seed 002's envelope for a side-effecting call an earlier run started but never recorded: the
+ * effect may or may not have happened, so the call is not repeated blindly.
+ */
+function outcomeUnknown(tool: string, idempotencyKey: string): Failure {
+  return {
+    ok: false,
+    kind: 'outcome_unknown',
+    message: `an earlier run of this turn started "${tool}" and stopped before its result was recorded; its effect may or may not have happened`,
+    hint: 'verify whether the effect happened (read back what the call would have changed) before calling the tool again',
+    retryable: false,
+    details: { idempotencyKey },
   };
 }
 

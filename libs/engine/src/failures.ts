@@ -9,6 +9,7 @@ export type FailureClass =
   | 'BlockedByPolicy'
   | 'ModelConnection'
   | 'Timeout'
+  | 'OutcomeUnknown'
   | 'Denied'
   | 'ApprovalExpired'
   | 'BadArguments'
@@ -39,6 +40,12 @@ const RULES: {
     class: 'Timeout',
     category: 'recoverable',
     next: 'Retry, or ask for less.',
+  },
+  {
+    test: (f) => f.kind === 'outcome_unknown',
+    class: 'OutcomeUnknown',
+    category: 'needs_user_confirmation',
+    next: 'Check whether the action took effect before repeating it.',
   },
   {
     test: (f) => f.kind === 'unknown_tool',

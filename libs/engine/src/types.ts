@@ -1,7 +1,9 @@
 import type { Budgets } from '@switchboard/contracts';
 import type {
   ChatMessage,
+  CostStatus,
   ModelResponse,
+  PriceOverrides,
   ToolCallRequest,
   TransportDiagnostics,
   Usage,
@@ -52,6 +54,14 @@ export interface TurnInput {
   summarizer?: { model: string; consecutiveFailures: number };
   /** The model reflections run on (seed 001 4h); the turn's own model when absent. */
   reflectionModel?: string;
+  /** Prices over the maintained table: the tenant's, then the deployment's (ADR 0007). */
+  prices?: PriceOverrides;
+  /**
+   * Calls of this turn an earlier run started and never recorded a result for (their tool_calls row
+   * was left `running`): a side-effecting one is run again only when its tool honours the
+   * idempotency key; otherwise it is answered `outcome_unknown` (ADR 0004).
+   */
+  startedCalls?: string[];
 }
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */
@@ -191,7 +201,7 @@ export interface SummaryRecord {
  * `summary` is our `brief`, its `model_ref` our `model`).
  */
 export interface FailureArtifact {
-  kind: 'provider_error' | 'context_length_exceeded' | 'no_progress' | 'internal';
+  kind: 'provider_error' | 'context_length_exceeded' | 'no_progress' | 'budget_unenforceable' | 'internal';
   /** Provenance: provider transport, protocol (contract or response shape), or the turn itself. */
   category: 'transport' | 'protocol' | 'runtime' | 'unknown';
   message: string;
@@ -215,4 +225,6 @@ export interface TurnOutcome {
   iterations: number;
   toolCalls: number;
   failure?: FailureArtifact;
+  /** Set when the outcome itself decides the turn's cost status (a budget refused on unpriced models). */
+  costStatus?: CostStatus;
 }

@@ -11,7 +11,16 @@ export interface ToolContext {
   callId: string;
   /** turn id + tool call id: side-effecting tools pass it on so a retried turn never repeats an effect. */
   idempotencyKey: string;
+  /**
+   * The call's own signal: aborted when the call's `timeoutMs` passes (reason: a `TimeoutError`)
+   * or when the turn stops (cancel, deadline, lost lease). A tool passes it to whatever it awaits.
+   */
   signal: AbortSignal;
+  /**
+   * An earlier run of this turn started this call and stopped before its result was recorded
+   * (only tools that honour the idempotency key are run again then; see `honoursIdempotencyKey`).
+   */
+  resumed: boolean;
   /**
    * The write gate (seed 001 stage 5): closed once the call's result is settled
    * (it timed out, the turn was cancelled, or the turn ended). A tool checks it
@@ -29,6 +38,13 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   resourceKeys?: (args: z.infer<S>) => string[];
   timeoutMs: number;
   needsApproval: boolean;
+  /**
+   * The tool deduplicates its external effect by `ctx.idempotencyKey` (for example it sends it as
+   * an `Idempotency-Key` header). A side-effecting call that an earlier run started but never
+   * recorded is run again, with the same key, only when this is true; otherwise the model gets an
+   * `outcome_unknown` result (docs/adr/0004-at-least-once-without-duplicates.md).
+   */
+  honoursIdempotencyKey?: boolean;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
 }
 

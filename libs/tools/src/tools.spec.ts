@@ -10,6 +10,7 @@ const ctx: ToolContext = {
   callId: 'c',
   idempotencyKey: 'turn:c',
   signal: new AbortController().signal,
+  resumed: false,
   writeGate: { isOpen: () => true },
 };
 
