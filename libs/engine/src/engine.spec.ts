@@ -566,7 +566,10 @@ describe('TurnEngine budgets', () => {
       callTools([call('2', 'ping')], 'pricier', { reportedCostUsd: 0.05 }),
       reply('done', { reportedCostUsd: 0.05 }),
     ]);
-    const outcome = await h.run({ budget: { ...DEFAULT_BUDGET, maxUsd: 0.01 } });
+    const outcome = await h.run({
+      budget: { ...DEFAULT_BUDGET, maxUsd: 0.01 },
+      prices: { 'fake/m1': { input: 1, output: 1 } },
+    });
 
     expect(h.provider.models).toEqual(['m1']);
     expect(outcome.status).not.toBe('failed');

@@ -25,6 +25,7 @@ import {
   summarizerMessages,
 } from './side-calls';
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
+import { canBudget, unpricedModels } from './budget';
 import type {
   SummaryRecord,
   ToolCallMeta,
@@ -158,6 +159,33 @@ export class TurnEngine {
       iterations,
       toolCalls,
     });
+    // A `maxUsd` budget needs a price for every model the turn may call: refuse before the first call.
+    const unpriced = unpricedModels(input);
+    if (unpriced.length > 0) {
+      const brief =
+        `The agent has a maxUsd budget of ${input.budget.maxUsd} but ${unpriced.join(', ')} ` +
+        `${unpriced.length === 1 ? 'has' : 'have'} no known price, so the budget could not be enforced. ` +
+        'Set a price (tenant settings modelPrices or the deployment MODEL_PRICES), pick a priced model, or remove maxUsd.';
+      await cp.emit('stop_hook_fired', {
+        hook: 'budget',
+        reason: 'budget_unenforceable',
+        iteration: iterations,
+        unpricedModels: unpriced,
+      });
+      return outcome({
+        status: 'failed',
+        stopReason: 'budget_unenforceable',
+        finalText: '',
+        costStatus: 'unpriced',
+        failure: {
+          kind: 'budget_unenforceable',
+          category: 'runtime',
+          message: `no price for ${unpriced.join(', ')}`,
+          brief,
+          model: unpriced[0],
+        },
+      });
+    }
 
     for (;;) {
       if (signal.aborted) {
@@ -245,7 +273,11 @@ export class TurnEngine {
           // The omitted middle is written down by the summarizer's model when it can be; else a note.
           let summary: string | null = null;
           let call;
-          if (input.summarizer && state.summarizerFailures < SUMMARIZER_FAILURE_LIMIT) {
+          if (
+            input.summarizer &&
+            state.summarizerFailures < SUMMARIZER_FAILURE_LIMIT &&
+            canBudget(input, input.summarizer.model)
+          ) {
             const maxChars = Math.floor(window * 4 * 0.4);
             const r = await sideCall(
               this.options.providers,
@@ -253,6 +285,7 @@ export class TurnEngine {
               input.summarizer.model,
               compactionMessages(c.dropped, maxChars),
               signal,
+              input.prices,
             );
             state.spentUsd += r.record.costUsd;
             call = r.record;
@@ -513,6 +546,7 @@ export class TurnEngine {
       bytes <= this.summarizeAboveBytes ||
       bytes > this.summarizeMaxBytes ||
       state.summarizerFailures >= SUMMARIZER_FAILURE_LIMIT ||
+      !canBudget(input, input.summarizer.model) ||
       signal.aborted
     ) {
       return undefined;
@@ -530,6 +564,7 @@ export class TurnEngine {
       input.summarizer.model,
       summarizerMessages(call.name, meta.arguments, rendered, this.toolResultMaxBytes),
       signal,
+      input.prices,
     );
     state.spentUsd += r.record.costUsd;
     // A cancelled turn says nothing about the summarizer's health: truncate, count nothing.
@@ -575,12 +610,28 @@ export class TurnEngine {
       (maxUsd !== undefined && state.spentUsd >= maxUsd) ||
       (deadlineMs !== undefined && Date.now() - startedAt >= deadlineMs);
     const model = input.reflectionModel ?? input.model;
-    const r = unaffordable
-      ? {
-          text: '',
-          record: { purpose: 'reflect' as const, ok: false, costUsd: 0, error: 'budget exhausted' },
-        }
-      : await sideCall(this.options.providers, 'reflect', model, reflectionMessages(turn, 32_000), signal);
+    const unpriced = !canBudget(input, model);
+    const r =
+      unaffordable || unpriced
+        ? {
+            text: '',
+            record: {
+              purpose: 'reflect' as const,
+              ok: false,
+              costUsd: 0,
+              error: unpriced
+                ? 'no price for the reflection model under a maxUsd budget'
+                : 'budget exhausted',
+            },
+          }
+        : await sideCall(
+            this.options.providers,
+            'reflect',
+            model,
+            reflectionMessages(turn, 32_000),
+            signal,
+            input.prices,
+          );
     state.spentUsd += r.record.costUsd;
     const note = r.record.ok ? reflectionNote(r.text) : null;
     await cp.emit('reflection_completed', {

@@ -8,3 +8,4 @@ export * from './failures';
 export * from './gates';
 export * from './side-calls';
 export * from './model-round';
+export * from './budget';

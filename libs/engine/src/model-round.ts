@@ -156,7 +156,7 @@ export class ModelRound {
     if (succeeded) {
       // Persistence failures (a lost lease, a dead database) are not provider failures: they propagate.
       const { response, ref, provider, model } = succeeded;
-      const cost = costOf(provider, model, response.usage, response.reportedCostUsd);
+      const cost = costOf(provider, model, response.usage, response.reportedCostUsd, input.prices);
       await cp.emit('provider_round_completed', {
         round,
         model: ref,

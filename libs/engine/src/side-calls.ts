@@ -1,4 +1,10 @@
-import { costOf, ProviderError, type ChatMessage, type ProviderRegistry } from '@switchboard/providers';
+import {
+  costOf,
+  ProviderError,
+  type ChatMessage,
+  type PriceOverrides,
+  type ProviderRegistry,
+} from '@switchboard/providers';
 import { evidenceBlock } from './context';
 import { tracedComplete } from './traced-call';
 import type { SideCallRecord } from './types';
@@ -19,6 +25,7 @@ export async function sideCall(
   ref: string,
   messages: ChatMessage[],
   signal: AbortSignal,
+  prices?: PriceOverrides,
 ): Promise<SideCallResult> {
   let resolved;
   try {
@@ -32,7 +39,7 @@ export async function sideCall(
       { messages, tools: [], signal },
       { 'switchboard.side_call.purpose': purpose },
     );
-    const cost = costOf(resolved.provider.name, resolved.model, r.usage, r.reportedCostUsd);
+    const cost = costOf(resolved.provider.name, resolved.model, r.usage, r.reportedCostUsd, prices);
     const text = r.text.trim();
     return {
       text,

@@ -120,7 +120,7 @@ export function isPriced(ref: string, overrides: PriceOverrides = {}): boolean {
 }
 
 /** The turn-level status one call contributes. */
-export function costStatusOf(source: CostSource | string): CostStatus {
+export function costStatusOf(source: string): CostStatus {
   if (source === 'provider') return 'provider_reported';
   if (source === 'unpriced') return 'unpriced';
   return 'priced';
