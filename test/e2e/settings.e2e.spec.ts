@@ -219,13 +219,13 @@ describe('tenant settings', () => {
       '#/components/schemas/UpdateSettingsDto',
     );
     expect(path.get.responses['200'].content['application/json'].schema.$ref).toBe(
-      '#/components/schemas/SettingsResponseDto',
+      '#/components/schemas/Settings',
     );
     const routes = res.body.components.schemas.UpdateSettingsDto.properties.modelRoutes.properties;
     expect(Object.keys(routes)).toEqual(['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization']);
     const schemas = res.body.components.schemas;
     expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);
-    expect(Object.keys(schemas.SettingsResponseDto.properties).sort()).toEqual([
+    expect(Object.keys(schemas.Settings.properties).sort()).toEqual([
       'blockedTools',
       'defaultModel',
       'modelRoutes',

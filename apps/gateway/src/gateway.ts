@@ -1,11 +1,11 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { cleanupOpenApiDoc } from 'nestjs-zod';
+import { SwaggerModule } from '@nestjs/swagger';
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER, NestPinoLogger } from '@switchboard/platform';
 import { GatewayModule } from './gateway.module';
+import { createOpenApiDocument } from './http/openapi';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
 export async function createGateway(config: Config): Promise<NestFastifyApplication> {
@@ -20,15 +20,6 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   // JSON only: anything else is a 415 rather than a string the validator has to reject.
   app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain']);
 
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Switchboard API')
-      .setDescription('Multi-tenant backend for tool-using LLM agent turns')
-      .setVersion('v1')
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, cleanupOpenApiDoc(document), { jsonDocumentUrl: 'docs/openapi.json' });
+  SwaggerModule.setup('docs', app, createOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }

@@ -28,6 +28,9 @@ const STATUS: Record<ErrorCode, number> = {
   internal: 500,
 };
 
+/** Every error code, for the OpenAPI error schema. */
+export const ERROR_CODES = Object.keys(STATUS) as [ErrorCode, ...ErrorCode[]];
+
 /** A failure the caller can act on. Thrown by core code, rendered by the gateway. */
 export class AppError extends Error {
   readonly status: number;

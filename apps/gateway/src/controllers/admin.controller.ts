@@ -1,15 +1,15 @@
 import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { newId } from '@switchboard/contracts';
+import { CreatedTenantResponse, newId } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { AdminOnly } from '../auth/guard';
 import { generateApiKey } from '../auth/keys';
 import { CreateTenantDto } from '../http/dto';
+import { AdminApi, BODY_ERRORS, Operation } from '../http/openapi';
 import { presentApiKey, presentTenant } from '../http/presenters';
 import { DB } from '@switchboard/platform';
 
 /** Creates a tenant with its first API key in one transaction. Shared with the admin CLI. */
-export async function createTenant(db: Db, name: string) {
+export async function createTenant(db: Db, name: string): Promise<CreatedTenantResponse> {
   const { key, hash, prefix } = generateApiKey();
   const [tenant, apiKey] = await db.$transaction(async (tx) => {
     const tenant = await tx.tenant.create({ data: { id: newId(), name } });
@@ -21,8 +21,7 @@ export async function createTenant(db: Db, name: string) {
   return { tenant: presentTenant(tenant), apiKey: { ...presentApiKey(apiKey), key } };
 }
 
-@ApiTags('admin')
-@ApiBearerAuth()
+@AdminApi('admin')
 @Controller('v1/admin')
 export class AdminController {
   constructor(@Inject(DB) private readonly db: Db) {}
@@ -31,7 +30,14 @@ export class AdminController {
   @Post('tenants')
   @AdminOnly()
   @HttpCode(201)
-  create(@Body() body: CreateTenantDto) {
+  @Operation({
+    id: 'createTenant',
+    summary: 'Create a tenant and its first API key',
+    status: 201,
+    schema: CreatedTenantResponse,
+    errors: BODY_ERRORS,
+  })
+  create(@Body() body: CreateTenantDto): Promise<CreatedTenantResponse> {
     return createTenant(this.db, body.name);
   }
 }

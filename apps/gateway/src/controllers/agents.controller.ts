@@ -1,16 +1,22 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { AppError, newId, notFound, type CreateAgentRequest } from '@switchboard/contracts';
+import {
+  AgentPageResponse,
+  AgentResponse,
+  AppError,
+  newId,
+  notFound,
+  type CreateAgentRequest,
+} from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from '../http/presenters';
 import { CONFIG, DB, TOOLS } from '@switchboard/platform';
 
-@ApiTags('agents')
-@ApiBearerAuth()
+@TenantApi('agents')
 @Controller('v1/agents')
 export class AgentsController {
   constructor(
@@ -32,7 +38,14 @@ export class AgentsController {
 
   @Post()
   @HttpCode(201)
-  async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto) {
+  @Operation({
+    id: 'createAgent',
+    summary: 'Create an agent',
+    status: 201,
+    schema: AgentResponse,
+    errors: BODY_ERRORS,
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
     const b = body;
     this.checkTools(b.tools);
     const row = await this.db.agent.create({
@@ -54,7 +67,14 @@ export class AgentsController {
   }
 
   @Get()
-  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto) {
+  @Operation({
+    id: 'listAgents',
+    summary: 'Agents of the tenant, by id',
+    status: 200,
+    schema: AgentPageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<AgentPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     const rows = await this.db.agent.findMany({
@@ -78,12 +98,24 @@ export class AgentsController {
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+  @Operation({ id: 'getAgent', summary: 'An agent', status: 200, schema: AgentResponse, errors: [404] })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentResponse> {
     return presentAgent(await this.find(tenantId, id));
   }
 
   @Patch(':id')
-  async update(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: UpdateAgentDto) {
+  @Operation({
+    id: 'updateAgent',
+    summary: 'Change fields of an agent',
+    status: 200,
+    schema: AgentResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async update(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: UpdateAgentDto,
+  ): Promise<AgentResponse> {
     const agent = await this.find(tenantId, id);
     const b = body as Partial<CreateAgentRequest>;
     this.checkTools(b.tools);
@@ -97,7 +129,8 @@ export class AgentsController {
   /** Soft delete: existing sessions keep their history; no new session can use the agent. */
   @Delete(':id')
   @HttpCode(204)
-  async remove(@TenantId() tenantId: string, @Param('id') id: string) {
+  @Operation({ id: 'deleteAgent', summary: 'Delete an agent (soft)', status: 204, errors: [404] })
+  async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
     const agent = await this.find(tenantId, id);
     await this.db.agent.update({ where: { id: agent.id }, data: { deletedAt: new Date() } });
   }

@@ -1,22 +1,34 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { newId, notFound } from '@switchboard/contracts';
+import {
+  ApiKeyListResponse,
+  ApiKeyResponse,
+  CreatedApiKeyResponse,
+  newId,
+  notFound,
+} from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
 import { generateApiKey } from '../auth/keys';
 import { CreateApiKeyDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { pathId, presentApiKey } from '../http/presenters';
 import { DB } from '@switchboard/platform';
 
-@ApiTags('api-keys')
-@ApiBearerAuth()
+@TenantApi('api-keys')
 @Controller('v1/api-keys')
 export class ApiKeysController {
   constructor(@Inject(DB) private readonly db: Db) {}
 
   @Post()
   @HttpCode(201)
-  async create(@TenantId() tenantId: string, @Body() body: CreateApiKeyDto) {
+  @Operation({
+    id: 'createApiKey',
+    summary: 'Create an API key for the calling tenant (the key is shown once)',
+    status: 201,
+    schema: CreatedApiKeyResponse,
+    errors: BODY_ERRORS,
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
     const { key, hash, prefix } = generateApiKey();
     const row = await this.db.apiKey.create({
       data: { id: newId(), tenantId, name: body.name ?? 'unnamed', prefix, hash },
@@ -25,14 +37,22 @@ export class ApiKeysController {
   }
 
   @Get()
-  async list(@TenantId() tenantId: string) {
+  @Operation({ id: 'listApiKeys', summary: "The tenant's API keys", status: 200, schema: ApiKeyListResponse })
+  async list(@TenantId() tenantId: string): Promise<ApiKeyListResponse> {
     const rows = await this.db.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
     return { data: rows.map(presentApiKey) };
   }
 
   /** Revokes a key: it stops working at once. Revoking twice is harmless. */
   @Delete(':id')
-  async revoke(@TenantId() tenantId: string, @Param('id') id: string) {
+  @Operation({
+    id: 'revokeApiKey',
+    summary: 'Revoke an API key',
+    status: 200,
+    schema: ApiKeyResponse,
+    errors: [404],
+  })
+  async revoke(@TenantId() tenantId: string, @Param('id') id: string): Promise<ApiKeyResponse> {
     const key = await this.db.apiKey.findFirst({ where: { id: pathId(id, 'api key'), tenantId } });
     if (!key) throw notFound('api key');
     const row = key.revokedAt

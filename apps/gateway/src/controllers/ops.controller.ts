@@ -1,14 +1,18 @@
-import { Controller, Get, Header, Inject } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { Controller, Get, Header, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import type { FastifyReply } from 'fastify';
 import type IORedis from 'ioredis';
+import { HealthResponse, ReadinessResponse } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Metrics } from '@switchboard/observability';
 import { Public } from '../auth/guard';
+import { ApiErrors, Operation, schemaRef } from '../http/openapi';
 import { DB, METRICS, REDIS } from '@switchboard/platform';
 
-/** Liveness, readiness and Prometheus metrics. */
-@ApiExcludeController()
+/** Liveness, readiness and Prometheus metrics. No credentials. */
+@ApiTags('ops')
+@ApiErrors(500)
 @Controller()
 @Public()
 export class OpsController {
@@ -21,17 +25,33 @@ export class OpsController {
   ) {}
 
   @Get('healthz')
-  healthz() {
+  @Operation({ id: 'getHealth', summary: 'Liveness', status: 200, schema: HealthResponse })
+  healthz(): HealthResponse {
     return { status: 'ok' };
   }
 
   @Get('readyz')
-  @HealthCheck()
-  readyz() {
-    return this.health.check([
-      () => this.probe('postgres', () => this.db.$queryRaw`SELECT 1`),
-      () => this.probe('redis', () => this.redis.ping()),
-    ]);
+  // Documented below from the contracts' schema instead of terminus' own description.
+  @HealthCheck({ swaggerDocumentation: false })
+  @Operation({
+    id: 'getReadiness',
+    summary: 'Readiness: Postgres and Redis answer',
+    status: 200,
+    schema: ReadinessResponse,
+  })
+  @ApiResponse({ status: 503, description: 'A dependency is down', schema: schemaRef(ReadinessResponse) })
+  async readyz(@Res({ passthrough: true }) reply: FastifyReply) {
+    try {
+      return await this.health.check([
+        () => this.probe('postgres', () => this.db.$queryRaw`SELECT 1`),
+        () => this.probe('redis', () => this.redis.ping()),
+      ]);
+    } catch (err) {
+      // Not ready is an answer, not a failure: 503 with the check result, which probes and operators read.
+      if (!(err instanceof ServiceUnavailableException)) throw err;
+      void reply.status(503);
+      return err.getResponse();
+    }
   }
 
   private async probe(key: string, fn: () => Promise<unknown>) {
@@ -49,6 +69,12 @@ export class OpsController {
 
   @Get('metrics')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics' })
+  @ApiResponse({
+    status: 200,
+    description: 'Prometheus text exposition format',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
   metricsText() {
     return this.metrics.registry.metrics();
   }

@@ -1,10 +1,23 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiTags } from '@nestjs/swagger';
+import { ApiHeader } from '@nestjs/swagger';
 import type { Admission } from '@switchboard/admission';
-import { AppError, IdempotencyKey, isUuid, newId, notFound, type MessageBody } from '@switchboard/contracts';
+import {
+  AdmitMessageResponse,
+  AppError,
+  EventPageResponse,
+  IdempotencyKey,
+  isUuid,
+  MessagePageResponse,
+  newId,
+  notFound,
+  SessionPageResponse,
+  SessionResponse,
+  type MessageBody,
+} from '@switchboard/contracts';
 import { Prisma, type Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
 import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import {
   decodeCursor,
   encodeCursor,
@@ -15,8 +28,7 @@ import {
 } from '../http/presenters';
 import { ADMISSION, DB } from '@switchboard/platform';
 
-@ApiTags('sessions')
-@ApiBearerAuth()
+@TenantApi('sessions')
 @Controller('v1/sessions')
 export class SessionsController {
   constructor(
@@ -26,7 +38,14 @@ export class SessionsController {
 
   @Post()
   @HttpCode(201)
-  async create(@TenantId() tenantId: string, @Body() body: CreateSessionDto) {
+  @Operation({
+    id: 'createSession',
+    summary: 'Start a session with an agent',
+    status: 201,
+    schema: SessionResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateSessionDto): Promise<SessionResponse> {
     const agent = isUuid(body.agentId)
       ? await this.db.agent.findFirst({ where: { id: body.agentId, tenantId, deletedAt: null } })
       : null;
@@ -44,7 +63,14 @@ export class SessionsController {
   }
 
   @Get()
-  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto) {
+  @Operation({
+    id: 'listSessions',
+    summary: 'Sessions of the tenant, by id',
+    status: 200,
+    schema: SessionPageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SessionPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     const rows = await this.db.session.findMany({
@@ -66,13 +92,21 @@ export class SessionsController {
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+  @Operation({ id: 'getSession', summary: 'A session', status: 200, schema: SessionResponse, errors: [404] })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionResponse> {
     return presentSession(await this.find(tenantId, id));
   }
 
   /** Closes the session: its history stays readable; new messages are refused with 409. */
   @Delete(':id')
-  async close(@TenantId() tenantId: string, @Param('id') id: string) {
+  @Operation({
+    id: 'closeSession',
+    summary: 'Close a session',
+    status: 200,
+    schema: SessionResponse,
+    errors: [404],
+  })
+  async close(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionResponse> {
     const session = await this.find(tenantId, id);
     const row =
       session.status === 'closed'
@@ -86,7 +120,18 @@ export class SessionsController {
 
   /** The transcript in order, with provenance on every entry. */
   @Get(':id/messages')
-  async messages(@TenantId() tenantId: string, @Param('id') id: string, @Query() q: PageQueryDto) {
+  @Operation({
+    id: 'listMessages',
+    summary: "The session's transcript",
+    status: 200,
+    schema: MessagePageResponse,
+    errors: [400, 404],
+  })
+  async messages(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: PageQueryDto,
+  ): Promise<MessagePageResponse> {
     const session = await this.find(tenantId, id);
     const after = decodeCursor<[number, number]>(q.cursor, ['number', 'number']);
     const limit = q.limit ?? 100;
@@ -111,13 +156,20 @@ export class SessionsController {
   /** Admits a message: persisted before the 202, then a turn runs it. Honors Idempotency-Key. */
   @Post(':id/messages')
   @HttpCode(202)
+  @Operation({
+    id: 'admitMessage',
+    summary: 'Admit a message: a turn runs it',
+    status: 202,
+    schema: AdmitMessageResponse,
+    errors: [...BODY_ERRORS, 404, 409, 422],
+  })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   async admit(
     @TenantId() tenantId: string,
     @Param('id') id: string,
     @Body() body: AdmitMessageDto,
     @Headers('idempotency-key') idempotencyKey?: string,
-  ) {
+  ): Promise<AdmitMessageResponse> {
     const sessionId = pathId(id, 'session');
     if (idempotencyKey !== undefined && !IdempotencyKey.safeParse(idempotencyKey).success) {
       throw new AppError('bad_request', 'Idempotency-Key must be 1 to 200 characters');
@@ -139,12 +191,27 @@ export class SessionsController {
       idempotencyKey,
       multitask: b.multitask,
     });
-    return { messageId: admitted.messageId, turnId: admitted.turnId, status: admitted.status };
+    return {
+      messageId: admitted.messageId,
+      turnId: admitted.turnId,
+      status: admitted.status as AdmitMessageResponse['status'],
+    };
   }
 
   /** The durable event journal, ordered by the per-session seq. */
   @Get(':id/events')
-  async events(@TenantId() tenantId: string, @Param('id') id: string, @Query() q: EventsQueryDto) {
+  @Operation({
+    id: 'listEvents',
+    summary: "The session's event journal",
+    status: 200,
+    schema: EventPageResponse,
+    errors: [400, 404],
+  })
+  async events(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: EventsQueryDto,
+  ): Promise<EventPageResponse> {
     const session = await this.find(tenantId, id);
     const limit = q.limit ?? 200;
     const rows = await this.db.event.findMany({

@@ -1,20 +1,19 @@
 import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { AppError, applySettingsUpdate, notFound } from '@switchboard/contracts';
+import { AppError, applySettingsUpdate, notFound, SettingsResponse } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { Prisma, type Db } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, TOOLS } from '@switchboard/platform';
 import { TenantId } from '../auth/guard';
-import { SettingsResponseDto, UpdateSettingsDto } from '../http/dto';
+import { UpdateSettingsDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { presentSettings } from '../http/presenters';
 
 /**
  * The calling tenant's settings: model routes (what `hint:<route>` resolves to) and blocked tools.
  * `defaultModel` is the deployment's DEFAULT_MODEL, what a hint resolves to when its route is unset.
  */
-@ApiTags('settings')
-@ApiBearerAuth()
+@TenantApi('settings')
 @Controller('v1/settings')
 export class SettingsController {
   constructor(
@@ -24,8 +23,8 @@ export class SettingsController {
   ) {}
 
   @Get()
-  @ApiOkResponse({ type: SettingsResponseDto })
-  async get(@TenantId() tenantId: string) {
+  @Operation({ id: 'getSettings', summary: "The tenant's settings", status: 200, schema: SettingsResponse })
+  async get(@TenantId() tenantId: string): Promise<SettingsResponse> {
     const tenant = await this.db.tenant.findUnique({ where: { id: tenantId }, select: { settings: true } });
     if (!tenant) throw notFound('tenant');
     return presentSettings(tenant.settings, this.config.DEFAULT_MODEL);
@@ -33,8 +32,14 @@ export class SettingsController {
 
   /** Merges `modelRoutes` per route (`null` removes one) and replaces `blockedTools`. */
   @Patch()
-  @ApiOkResponse({ type: SettingsResponseDto })
-  async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto) {
+  @Operation({
+    id: 'updateSettings',
+    summary: "Change the tenant's settings",
+    status: 200,
+    schema: SettingsResponse,
+    errors: BODY_ERRORS,
+  })
+  async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
     if (body.blockedTools) this.checkTools(body.blockedTools);
     const settings = await this.db.$transaction(async (tx) => {
       // Row lock: concurrent PATCHes merge one after the other instead of losing each other's routes.

@@ -1,21 +1,40 @@
 import type { Agent, ApiKey, Event, Message, Session, Tenant, ToolCall, Turn } from '@prisma/client';
-import { AppError, isUuid, notFound, parseTenantSettings } from '@switchboard/contracts';
+import {
+  AppError,
+  isUuid,
+  notFound,
+  parseTenantSettings,
+  type AgentResponse,
+  type ApiKeyResponse,
+  type EventResponse,
+  type MessageResponse,
+  type SessionResponse,
+  type SettingsResponse,
+  type TenantResponse,
+  type ToolCallResponse,
+  type TurnResponse,
+} from '@switchboard/contracts';
 
-/** Rows → API JSON. One place decides what a client sees. */
+/**
+ * Rows → API JSON. One place decides what a client sees. Each presenter returns its response
+ * schema's type (libs/contracts/src/responses.ts), which the OpenAPI document is generated from:
+ * a field added here without the schema does not compile. Columns the database keeps as plain
+ * text or JSON are narrowed to the values the runtime writes there.
+ */
 
-export const presentTenant = (t: Tenant) => ({
+export const presentTenant = (t: Tenant): TenantResponse => ({
   id: t.id,
   name: t.name,
   createdAt: t.createdAt.toISOString(),
 });
 
 /** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */
-export const presentSettings = (settings: unknown, defaultModel: string) => {
+export const presentSettings = (settings: unknown, defaultModel: string): SettingsResponse => {
   const { modelRoutes, blockedTools, toolSchemaMode } = parseTenantSettings(settings);
   return { modelRoutes, blockedTools, toolSchemaMode, defaultModel };
 };
 
-export const presentApiKey = (k: ApiKey) => ({
+export const presentApiKey = (k: ApiKey): ApiKeyResponse => ({
   id: k.id,
   name: k.name,
   prefix: k.prefix,
@@ -24,61 +43,63 @@ export const presentApiKey = (k: ApiKey) => ({
   revokedAt: k.revokedAt?.toISOString() ?? null,
 });
 
-export const presentAgent = (a: Agent) => ({
+export const presentAgent = (a: Agent): AgentResponse => ({
   id: a.id,
   name: a.name,
   archetype: a.archetype,
-  tier: a.tier,
+  tier: a.tier as AgentResponse['tier'],
   instructions: a.instructions,
   model: a.model,
   fallbackModels: a.fallbackModels,
   tools: a.tools,
   allowedSubagents: a.allowedSubagents,
-  budgets: a.budgets,
+  budgets: a.budgets as AgentResponse['budgets'],
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
 });
 
-export const presentSession = (s: Session) => ({
+export const presentSession = (s: Session): SessionResponse => ({
   id: s.id,
   agentId: s.agentId,
-  status: s.status,
+  status: s.status as SessionResponse['status'],
   title: s.title,
-  metadata: s.metadata,
+  metadata: s.metadata as SessionResponse['metadata'],
   usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens, costUsd: s.costUsd.toString() },
   createdAt: s.createdAt.toISOString(),
   updatedAt: s.updatedAt.toISOString(),
   closedAt: s.closedAt?.toISOString() ?? null,
 });
 
-export const presentMessage = (m: Message) => ({
+type M = MessageResponse;
+
+export const presentMessage = (m: Message): MessageResponse => ({
   id: m.id,
   sessionId: m.sessionId,
   turnId: m.turnId,
-  role: m.role,
-  kind: m.kind,
-  origin: m.origin,
-  trust: m.trust,
-  authorityClass: m.authorityClass,
-  priority: m.priority,
-  deliverySurface: m.deliverySurface,
-  admissionContext: m.admissionContext,
-  body: m.body,
-  toolCalls: m.toolCalls ?? [],
+  role: m.role as M['role'],
+  kind: m.kind as M['kind'],
+  origin: m.origin as M['origin'],
+  trust: m.trust as M['trust'],
+  authorityClass: m.authorityClass as M['authorityClass'],
+  priority: m.priority as M['priority'],
+  deliverySurface: m.deliverySurface as M['deliverySurface'],
+  admissionContext: m.admissionContext as M['admissionContext'],
+  body: m.body as M['body'],
+  toolCalls: (m.toolCalls ?? []) as M['toolCalls'],
   toolCallId: m.toolCallId,
-  metadata: m.metadata,
+  metadata: m.metadata as M['metadata'],
   correlationId: m.correlationId,
   causationId: m.causationId,
   createdAt: m.createdAt.toISOString(),
 });
 
-export const presentToolCall = (c: ToolCall) => ({
+export const presentToolCall = (c: ToolCall): ToolCallResponse => ({
   id: c.id,
   callId: c.callId,
   name: c.name,
   arguments: c.arguments,
-  sideEffect: c.sideEffect,
-  status: c.status,
+  sideEffect: c.sideEffect as ToolCallResponse['sideEffect'],
+  status: c.status as ToolCallResponse['status'],
   result: c.result,
   error: c.error,
   startedAt: c.startedAt?.toISOString() ?? null,
@@ -86,35 +107,36 @@ export const presentToolCall = (c: ToolCall) => ({
   durationMs: c.durationMs,
 });
 
-export const presentTurn = (t: Turn & { toolCalls?: ToolCall[] }) => ({
+export const presentTurn = (t: Turn & { toolCalls?: ToolCall[] }): TurnResponse => ({
   id: t.id,
   sessionId: t.sessionId,
   agentId: t.agentId,
   inputMessageId: t.inputMessageId,
   seq: t.seq,
-  status: t.status,
-  priority: t.priority,
+  status: t.status as TurnResponse['status'],
+  priority: t.priority as TurnResponse['priority'],
   model: t.model,
   stopReason: t.stopReason,
   finalText: t.finalText,
   iterations: t.iterations,
   usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens, cachedTokens: t.cachedTokens },
   costUsd: t.costUsd.toString(),
-  attempts: t.attempts,
-  failure: t.failure,
-  decision: t.decision,
-  finalisationErrors: t.finalisationErrors,
+  costStatus: t.costStatus as TurnResponse['costStatus'],
+  attempts: t.attempts as TurnResponse['attempts'],
+  failure: t.failure as TurnResponse['failure'],
+  decision: t.decision as TurnResponse['decision'],
+  finalisationErrors: t.finalisationErrors as TurnResponse['finalisationErrors'],
   toolCalls: (t.toolCalls ?? []).map(presentToolCall),
   createdAt: t.createdAt.toISOString(),
   startedAt: t.startedAt?.toISOString() ?? null,
   completedAt: t.completedAt?.toISOString() ?? null,
 });
 
-export const presentEvent = (e: Event) => ({
+export const presentEvent = (e: Event): EventResponse => ({
   seq: e.seq,
-  type: e.type,
+  type: e.type as EventResponse['type'],
   turnId: e.turnId,
-  data: e.data,
+  data: e.data as EventResponse['data'],
   createdAt: e.createdAt.toISOString(),
 });
 
@@ -128,18 +150,26 @@ export function encodeCursor(parts: (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
+/** Largest Postgres `integer`: a cursor's numbers (turn seq, position) are columns of that type. */
+const PG_INT_MAX = 2_147_483_647;
+
+const cursorPart = (p: unknown, kind: 'string' | 'number') =>
+  kind === 'string'
+    ? typeof p === 'string' && isUuid(p)
+    : typeof p === 'number' && Number.isInteger(p) && p >= 0 && p <= PG_INT_MAX;
+
+/**
+ * A cursor is opaque to clients but forgeable: each part must be what encodeCursor writes for its
+ * kind, a UUID (`'string'`) or a non-negative Postgres integer (`'number'`), else a 400.
+ */
 export function decodeCursor<T extends (string | number)[]>(
   cursor: string | undefined,
-  shape: string[],
+  shape: ('string' | 'number')[],
 ): T | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(parts) &&
-      parts.length === shape.length &&
-      parts.every((p, i) => typeof p === shape[i] && (typeof p !== 'string' || isUuid(p)))
-    ) {
+    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => cursorPart(p, shape[i]))) {
       return parts as T;
     }
   } catch {

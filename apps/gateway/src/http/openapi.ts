@@ -1,0 +1,123 @@
+import { applyDecorators } from '@nestjs/common';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import {
+  ApiBearerAuth,
+  ApiOperation,
+  ApiResponse,
+  ApiTags,
+  DocumentBuilder,
+  SwaggerModule,
+  type OpenAPIObject,
+} from '@nestjs/swagger';
+import { cleanupOpenApiDoc } from 'nestjs-zod';
+import { z } from 'zod';
+import { ApiSchemas, ErrorResponse } from '@switchboard/contracts';
+
+/** Security scheme names in the OpenAPI document. */
+export const API_KEY_AUTH = 'apiKey';
+export const ADMIN_AUTH = 'adminToken';
+
+/** Error statuses an operation can answer with; every one carries the `Error` body. */
+export type ErrorStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422 | 500 | 503;
+
+const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
+  400: 'Invalid request: body, query, cursor or header failed validation, or the body is not JSON',
+  401: 'Missing, invalid or revoked credentials',
+  404: 'No such object for the calling tenant',
+  409: 'Conflicts with the current state (closed session, a turn already running, a request still in flight)',
+  413: 'Request body larger than the limit',
+  415: 'Body is not application/json',
+  422: 'Idempotency-Key reused with a different body',
+  500: 'Unexpected failure (logged)',
+  503: 'A dependency (Postgres, Redis) is unavailable: retry later',
+};
+
+const COMPONENTS = '#/components/schemas/';
+
+/** `$ref` to a response schema registered in ApiSchemas (libs/contracts/src/responses.ts). */
+export function schemaRef(schema: z.ZodType): { $ref: string } {
+  const id = ApiSchemas.get(schema)?.id;
+  if (!id) throw new Error('response schema is not registered in ApiSchemas');
+  return { $ref: `${COMPONENTS}${id}` };
+}
+
+/** Documents error responses with the shared `Error` schema. */
+export const ApiErrors = (...statuses: ErrorStatus[]) =>
+  applyDecorators(
+    ...statuses.map((status) =>
+      ApiResponse({ status, description: ERROR_DESCRIPTIONS[status], schema: schemaRef(ErrorResponse) }),
+    ),
+  );
+
+/** A body-carrying request can also fail on its body: validation, size, media type. */
+export const BODY_ERRORS: ErrorStatus[] = [400, 413, 415];
+
+/** A controller whose routes need a tenant's API key. */
+export const TenantApi = (tag: string) =>
+  applyDecorators(ApiTags(tag), ApiBearerAuth(API_KEY_AUTH), ApiErrors(401, 500, 503));
+
+/** A controller whose routes need ADMIN_TOKEN. */
+export const AdminApi = (tag: string) =>
+  applyDecorators(ApiTags(tag), ApiBearerAuth(ADMIN_AUTH), ApiErrors(401, 500, 503));
+
+/** An operation: readable operationId, its success response from a zod DTO, its own error statuses. */
+export function Operation(o: {
+  id: string;
+  summary: string;
+  status: number;
+  /** The response schema (registered in ApiSchemas); omitted for an empty response (204). */
+  schema?: z.ZodType;
+  description?: string;
+  errors?: ErrorStatus[];
+}) {
+  return applyDecorators(
+    ApiOperation({ operationId: o.id, summary: o.summary }),
+    ApiResponse({
+      status: o.status,
+      description: o.description ?? o.summary,
+      ...(o.schema ? { schema: schemaRef(o.schema) } : {}),
+    }),
+    ApiErrors(...(o.errors ?? [])),
+  );
+}
+
+/** The OpenAPI document served at /docs and /docs/openapi.json. */
+export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObject {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Switchboard API')
+      .setDescription('Multi-tenant backend for tool-using LLM agent turns')
+      .setVersion('v1')
+      // addSecurity rather than addBearerAuth, whose default bearerFormat is "JWT".
+      .addSecurity(API_KEY_AUTH, {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'API key',
+        description: 'A tenant API key (`sb_` + 40 characters), shown once when created',
+      })
+      .addSecurity(ADMIN_AUTH, {
+        type: 'http',
+        scheme: 'bearer',
+        description: "The deployment's ADMIN_TOKEN, for the admin API only",
+      })
+      .build(),
+  );
+  const cleaned = cleanupOpenApiDoc(document);
+  cleaned.components = {
+    ...cleaned.components,
+    schemas: { ...cleaned.components?.schemas, ...responseComponents() },
+  };
+  return cleaned;
+}
+
+/** Every response schema as an OpenAPI 3.0 component, `$ref`s between them by name. */
+function responseComponents(): Record<string, object> {
+  const { schemas } = z.toJSONSchema(ApiSchemas, {
+    target: 'openapi-3.0',
+    io: 'output',
+    uri: (id) => `${COMPONENTS}${id}`,
+  });
+  // `$id` is JSON Schema, not OpenAPI 3.0: the component's name already identifies it.
+  return Object.fromEntries(Object.entries(schemas).map(([id, { $id: _, ...schema }]) => [id, schema]));
+}

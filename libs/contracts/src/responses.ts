@@ -1,0 +1,308 @@
+import { z } from 'zod';
+import { Budgets, ModelRoutes, Tier, ToolSchemaMode } from './api';
+import {
+  AdmissionContext,
+  AuthorityClass,
+  DeliverySurface,
+  MessageBody,
+  MessageKind,
+  MessageOrigin,
+  Priority,
+  TrustLevel,
+} from './envelope';
+import { ERROR_CODES } from './errors';
+import { EventType, TurnStatus as TurnStatuses } from './events';
+
+/**
+ * Response bodies of the HTTP API. The gateway's presenters are typed by these schemas and the
+ * OpenAPI document is generated from them, so the two cannot drift. Objects are strict: a field a
+ * presenter adds or drops without a change here fails to compile and fails the OpenAPI e2e test.
+ * Free-form JSON the engine writes (attempt timeline, failure artifact, decision record, tool
+ * results, event data) is documented by its known fields and left open.
+ */
+
+/** Response schemas by their OpenAPI component name; the gateway turns this registry into `components.schemas`. */
+export const ApiSchemas = z.registry<{ id: string }>();
+
+const Id = z.uuid();
+const Timestamp = z.iso.datetime({ offset: true });
+/** Money as a decimal string, so no precision is lost in JSON. */
+const Usd = z.string().regex(/^-?\d+(\.\d+)?$/);
+const Json = z.unknown();
+const JsonObject = z.record(z.string(), z.unknown());
+
+/** `{error: {code, message, details?}}`: the one shape of every 4xx and 5xx. */
+export const ErrorResponse = z
+  .strictObject({
+    error: z.strictObject({
+      code: z.enum(ERROR_CODES),
+      message: z.string(),
+      /** For validation_failed: `{issues: [{path, message, code}]}`. */
+      details: Json.optional(),
+    }),
+  })
+  .register(ApiSchemas, { id: 'Error' });
+export type ErrorResponse = z.infer<typeof ErrorResponse>;
+
+export const TenantResponse = z
+  .strictObject({ id: Id, name: z.string(), createdAt: Timestamp })
+  .register(ApiSchemas, { id: 'Tenant' });
+export type TenantResponse = z.infer<typeof TenantResponse>;
+
+export const ApiKeyResponse = z
+  .strictObject({
+    id: Id,
+    name: z.string(),
+    /** The key's first characters, safe to display. */
+    prefix: z.string(),
+    createdAt: Timestamp,
+    lastUsedAt: Timestamp.nullable(),
+    revokedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'ApiKey' });
+export type ApiKeyResponse = z.infer<typeof ApiKeyResponse>;
+
+/** A new key: the only response that carries the key itself. */
+export const CreatedApiKeyResponse = ApiKeyResponse.extend({ key: z.string() }).register(ApiSchemas, {
+  id: 'CreatedApiKey',
+});
+export type CreatedApiKeyResponse = z.infer<typeof CreatedApiKeyResponse>;
+
+export const ApiKeyListResponse = z
+  .strictObject({ data: z.array(ApiKeyResponse) })
+  .register(ApiSchemas, { id: 'ApiKeyList' });
+export type ApiKeyListResponse = z.infer<typeof ApiKeyListResponse>;
+
+export const CreatedTenantResponse = z
+  .strictObject({
+    tenant: TenantResponse,
+    apiKey: CreatedApiKeyResponse,
+  })
+  .register(ApiSchemas, { id: 'CreatedTenant' });
+export type CreatedTenantResponse = z.infer<typeof CreatedTenantResponse>;
+
+/** Opaque cursor of the next page; null on the last page. */
+const NextCursor = z.string().nullable();
+
+export const AgentResponse = z
+  .strictObject({
+    id: Id,
+    name: z.string(),
+    archetype: z.string(),
+    tier: Tier,
+    instructions: z.string(),
+    /** `<provider>/<model>` or `hint:<route>`. */
+    model: z.string(),
+    fallbackModels: z.array(z.string()),
+    tools: z.array(z.string()),
+    allowedSubagents: z.array(z.string()),
+    budgets: Budgets,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'Agent' });
+export type AgentResponse = z.infer<typeof AgentResponse>;
+
+export const AgentPageResponse = z
+  .strictObject({ data: z.array(AgentResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'AgentPage' });
+export type AgentPageResponse = z.infer<typeof AgentPageResponse>;
+
+export const SessionStatus = z.enum(['active', 'closed']);
+
+export const SessionResponse = z
+  .strictObject({
+    id: Id,
+    agentId: Id,
+    status: SessionStatus,
+    title: z.string().nullable(),
+    metadata: JsonObject,
+    usage: z.strictObject({ inputTokens: z.int(), outputTokens: z.int(), costUsd: Usd }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    closedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'Session' });
+export type SessionResponse = z.infer<typeof SessionResponse>;
+
+export const SessionPageResponse = z
+  .strictObject({ data: z.array(SessionResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'SessionPage' });
+export type SessionPageResponse = z.infer<typeof SessionPageResponse>;
+
+/** One transcript entry, with the envelope's provenance. */
+export const MessageResponse = z
+  .strictObject({
+    id: Id,
+    sessionId: Id,
+    turnId: Id.nullable(),
+    role: z.enum(['user', 'assistant', 'tool']),
+    kind: MessageKind,
+    origin: MessageOrigin,
+    trust: TrustLevel,
+    authorityClass: AuthorityClass,
+    priority: Priority,
+    deliverySurface: DeliverySurface.nullable(),
+    admissionContext: AdmissionContext.nullable(),
+    body: MessageBody,
+    /** Tool calls an assistant entry asked for; `arguments` is the model's raw JSON text. */
+    toolCalls: z.array(z.strictObject({ id: z.string(), name: z.string(), arguments: z.string() })),
+    /** For role `tool`: the call this result answers. */
+    toolCallId: z.string().nullable(),
+    metadata: JsonObject,
+    correlationId: z.string().nullable(),
+    causationId: z.string().nullable(),
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'Message' });
+export type MessageResponse = z.infer<typeof MessageResponse>;
+
+export const MessagePageResponse = z
+  .strictObject({ data: z.array(MessageResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'MessagePage' });
+export type MessagePageResponse = z.infer<typeof MessagePageResponse>;
+
+export const AdmitMessageResponse = z
+  .strictObject({
+    messageId: Id,
+    turnId: Id,
+    status: z.enum(Object.values(TurnStatuses)),
+  })
+  .register(ApiSchemas, { id: 'AdmittedMessage' });
+export type AdmitMessageResponse = z.infer<typeof AdmitMessageResponse>;
+
+export const ToolCallResponse = z
+  .strictObject({
+    id: Id,
+    /** The provider's id for the call. */
+    callId: z.string(),
+    name: z.string(),
+    arguments: Json,
+    sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
+    status: z.enum(['pending', 'running', 'completed', 'failed']),
+    /** The tool's result once completed; null otherwise. */
+    result: Json,
+    /** The classified tool error of a failed call; null otherwise. */
+    error: Json,
+    startedAt: Timestamp.nullable(),
+    completedAt: Timestamp.nullable(),
+    durationMs: z.int().nullable(),
+  })
+  .register(ApiSchemas, { id: 'ToolCall' });
+export type ToolCallResponse = z.infer<typeof ToolCallResponse>;
+
+/** One provider attempt of the timeline (libs/engine ProviderAttempt); more fields may appear. */
+export const ProviderAttemptResponse = z
+  .looseObject({
+    round: z.int(),
+    provider: z.string().optional(),
+    model: z.string(),
+    attempt: z.int(),
+    maxAttempts: z.int(),
+    startedAt: z.string(),
+    completedAt: z.string(),
+    durationMs: z.number(),
+    outcome: z.enum(['succeeded', 'retrying', 'retries_exhausted', 'fail_fast_aborted']),
+    failureKind: z.string().optional(),
+    requestId: z.string().optional(),
+  })
+  .register(ApiSchemas, { id: 'ProviderAttempt' });
+export type ProviderAttemptResponse = z.infer<typeof ProviderAttemptResponse>;
+
+/**
+ * Why a turn failed (seed 002 failure artifact; libs/engine FailureArtifact); more fields may appear.
+ * Inline rather than a component: OpenAPI 3.0 cannot mark a `$ref` nullable.
+ */
+export const FailureArtifactResponse = z.looseObject({
+  kind: z.string(),
+  category: z.enum(['transport', 'protocol', 'runtime', 'unknown']),
+  message: z.string(),
+  brief: z.string(),
+});
+export type FailureArtifactResponse = z.infer<typeof FailureArtifactResponse>;
+
+export const TurnResponse = z
+  .strictObject({
+    id: Id,
+    sessionId: Id,
+    agentId: Id,
+    inputMessageId: Id,
+    /** Admission order within the session. */
+    seq: z.int(),
+    status: z.enum(Object.values(TurnStatuses)),
+    priority: Priority,
+    /** The model that answered; null until a round ran. */
+    model: z.string().nullable(),
+    stopReason: z.string().nullable(),
+    finalText: z.string().nullable(),
+    iterations: z.int(),
+    usage: z.strictObject({ inputTokens: z.int(), outputTokens: z.int(), cachedTokens: z.int() }),
+    costUsd: Usd,
+    /**
+     * What costUsd is worth (ADR 0007): `priced` from a price table or override, `provider_reported`
+     * when every call's cost came from the provider, `unpriced` when a call's model had no price (booked
+     * at zero) or a maxUsd budget was refused for that reason; null before any provider call.
+     */
+    costStatus: z.enum(['priced', 'provider_reported', 'unpriced']).nullable(),
+    attempts: z.array(ProviderAttemptResponse),
+    failure: FailureArtifactResponse.nullable(),
+    /** The decision record (seed 001 stage 6): the strategy the turn took. */
+    decision: JsonObject.nullable(),
+    /** Finalisation steps that failed; the turn's result stands. */
+    finalisationErrors: z.array(JsonObject),
+    toolCalls: z.array(ToolCallResponse),
+    createdAt: Timestamp,
+    startedAt: Timestamp.nullable(),
+    completedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'Turn' });
+export type TurnResponse = z.infer<typeof TurnResponse>;
+
+export const EventResponse = z
+  .strictObject({
+    /** Per-session, gap-free, increasing. */
+    seq: z.int(),
+    type: z.enum(Object.values(EventType)),
+    turnId: Id.nullable(),
+    data: JsonObject,
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'Event' });
+export type EventResponse = z.infer<typeof EventResponse>;
+
+export const EventPageResponse = z
+  .strictObject({
+    data: z.array(EventResponse),
+    /** Pass as `after` to read on. */
+    lastSeq: z.int(),
+  })
+  .register(ApiSchemas, { id: 'EventPage' });
+export type EventPageResponse = z.infer<typeof EventPageResponse>;
+
+export const SettingsResponse = z
+  .strictObject({
+    modelRoutes: ModelRoutes,
+    blockedTools: z.array(z.string()),
+    toolSchemaMode: ToolSchemaMode,
+    /** The deployment's DEFAULT_MODEL: what a hint resolves to when the tenant has not set its route. */
+    defaultModel: z.string(),
+  })
+  .register(ApiSchemas, { id: 'Settings' });
+export type SettingsResponse = z.infer<typeof SettingsResponse>;
+
+export const HealthResponse = z
+  .strictObject({ status: z.literal('ok') })
+  .register(ApiSchemas, { id: 'Health' });
+export type HealthResponse = z.infer<typeof HealthResponse>;
+
+const Indicators = z.record(z.string(), z.looseObject({ status: z.enum(['up', 'down']) }));
+/** @nestjs/terminus' health check result: 200 when every dependency is up, 503 otherwise. */
+export const ReadinessResponse = z
+  .strictObject({
+    status: z.enum(['ok', 'error', 'shutting_down']),
+    info: Indicators.optional(),
+    error: Indicators.optional(),
+    details: Indicators,
+  })
+  .register(ApiSchemas, { id: 'Readiness' });
+export type ReadinessResponse = z.infer<typeof ReadinessResponse>;
