@@ -68,10 +68,12 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
     });
 
     const turn = await finished(admitted.body.turnId);
+    // The turn names the model that answered: the fallback, for the last round.
     expect(turn).toMatchObject({
       status: 'completed',
       finalText: 'Two words.',
-      model: 'anthropic/claude-sonnet-5-5',
+      model: 'openai/gpt-4.1',
+      costStatus: 'priced',
     });
     // Round 0 on Anthropic; round 1: Anthropic refuses the key, OpenAI Responses answers.
     expect(

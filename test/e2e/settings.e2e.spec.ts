@@ -11,7 +11,13 @@ describe('tenant settings', () => {
   let tenantA: string;
   const ADMIN = 'test-admin-token-0123456789';
   const DEFAULT_MODEL = 'scripted/demo';
-  const EMPTY = { modelRoutes: {}, blockedTools: [], toolSchemaMode: 'relaxed', defaultModel: DEFAULT_MODEL };
+  const EMPTY = {
+    modelRoutes: {},
+    blockedTools: [],
+    toolSchemaMode: 'relaxed',
+    modelPrices: {},
+    defaultModel: DEFAULT_MODEL,
+  };
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -39,14 +45,15 @@ describe('tenant settings', () => {
 
   it('PATCH merges routes per key, replaces blocked tools, and GET returns the same', async () => {
     const first = await a.patch('/v1/settings', {
-      modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', chat: 'openai/gpt-4o-mini' },
+      modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', chat: 'openai/gpt-4o-mini' },
       blockedTools: ['current_time'],
     });
     expect(first.status).toBe(200);
     expect(first.body).toEqual({
-      modelRoutes: { coding: 'anthropic/claude-sonnet-4-5', chat: 'openai/gpt-4o-mini' },
+      modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', chat: 'openai/gpt-4o-mini' },
       blockedTools: ['current_time'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
       defaultModel: DEFAULT_MODEL,
     });
 
@@ -55,12 +62,13 @@ describe('tenant settings', () => {
     expect(second.status).toBe(200);
     const expected = {
       modelRoutes: {
-        coding: 'anthropic/claude-sonnet-4-5',
+        coding: 'anthropic/claude-sonnet-5-5',
         chat: 'openai/gpt-4o-mini',
         burst: 'openai-chat/llama3.1:8b',
       },
       blockedTools: ['current_time'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
       defaultModel: DEFAULT_MODEL,
     };
     expect(second.body).toEqual(expected);
@@ -131,6 +139,7 @@ describe('tenant settings', () => {
       modelRoutes: { coding: 'openai/gpt-4o' },
       blockedTools: [],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
       defaultModel: DEFAULT_MODEL,
     });
     // And a PATCH writes the cleaned-up value back.
@@ -152,6 +161,7 @@ describe('tenant settings', () => {
       modelRoutes: { coding: 'openai/gpt-4o' },
       blockedTools: ['word_count'],
       toolSchemaMode: 'relaxed',
+      modelPrices: {},
       defaultModel: DEFAULT_MODEL,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
@@ -228,8 +238,35 @@ describe('tenant settings', () => {
     expect(Object.keys(schemas.Settings.properties).sort()).toEqual([
       'blockedTools',
       'defaultModel',
+      'modelPrices',
       'modelRoutes',
       'toolSchemaMode',
     ]);
+  });
+
+  it('merges prices per key, null removing one, and rejects a malformed price without changing anything', async () => {
+    const c = (await newTenant(gateway.url, ADMIN, 'prices')).api;
+    const set = await c.patch('/v1/settings', {
+      modelPrices: {
+        'openai-chat/llama3.1:8b': { input: 0, output: 0 },
+        'openai/gpt-5': { input: 1, output: 8 },
+      },
+    });
+    expect(set.status).toBe(200);
+    const removed = await c.patch('/v1/settings', { modelPrices: { 'openai/gpt-5': null } });
+    expect(removed.body.modelPrices).toEqual({ 'openai-chat/llama3.1:8b': { input: 0, output: 0 } });
+
+    for (const modelPrices of [
+      { 'gpt-5': { input: 1, output: 1 } },
+      { 'openai/gpt-5': { input: -1, output: 1 } },
+      { 'openai/gpt-5': { input: 1 } },
+    ]) {
+      const bad = await c.patch('/v1/settings', { modelPrices });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.code).toBe('validation_failed');
+    }
+    expect((await c.get('/v1/settings')).body.modelPrices).toEqual({
+      'openai-chat/llama3.1:8b': { input: 0, output: 0 },
+    });
   });
 });

@@ -52,6 +52,7 @@ export class HarnessModule {
               leaseMs: cfg.SESSION_LEASE_MS,
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
+              prices: cfg.MODEL_PRICES,
             });
           },
         },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budgets, ModelRoutes, Tier, ToolSchemaMode } from './api';
+import { Budgets, ModelPrices, ModelRoutes, Tier, ToolSchemaMode } from './api';
 import {
   AdmissionContext,
   AuthorityClass,
@@ -284,6 +284,8 @@ export const SettingsResponse = z
     modelRoutes: ModelRoutes,
     blockedTools: z.array(z.string()),
     toolSchemaMode: ToolSchemaMode,
+    /** The tenant's prices (USD per million tokens) over the deployment's and the maintained table. */
+    modelPrices: ModelPrices,
     /** The deployment's DEFAULT_MODEL: what a hint resolves to when the tenant has not set its route. */
     defaultModel: z.string(),
   })

@@ -44,6 +44,12 @@ export class Metrics {
     labelNames: ['provider', 'model'] as const,
     registers: [this.registry],
   });
+  readonly unpricedCalls = new Counter({
+    name: 'switchboard_unpriced_model_calls_total',
+    help: 'Provider calls booked at zero because their model has no known price (ADR 0007)',
+    labelNames: ['provider', 'model'] as const,
+    registers: [this.registry],
+  });
   readonly toolCalls = new Counter({
     name: 'switchboard_tool_calls_total',
     help: 'Tool calls by tool and outcome',

@@ -169,7 +169,9 @@ describe('TurnRunner', () => {
       const t = await turn(ids);
       expect(t.status).toBe('completed');
       expect(model.requests.map((r) => r.model)).toEqual(['coder', 'thinker']);
-      expect(t.model).toBe('openai-chat/coder');
+      // The turn names the model that answered; its unknown model has no price.
+      expect(t.model).toBe('openai-chat/thinker');
+      expect(t.costStatus).toBe('unpriced');
       expect((t.attempts as { model: string }[]).map((a) => a.model)).toEqual([
         'openai-chat/coder',
         'openai-chat/thinker',

@@ -39,9 +39,11 @@ import {
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import {
   contextWindow,
+  costStatusOf,
   resolveModelList,
   resolveModelRef,
   type ChatMessage,
+  type PriceOverrides,
   type Usage,
 } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
@@ -69,6 +71,8 @@ export interface TurnRunnerOptions {
   defaultModel: string;
   /** Context windows (tokens) by model ref, over the built-in table: for models it does not know. */
   contextWindows?: Record<string, number>;
+  /** The deployment's prices (MODEL_PRICES) over the maintained table; a tenant's own prices win by key. */
+  prices?: PriceOverrides;
   /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
   finalisers?: FinalisationStep[];
 }
@@ -291,6 +295,7 @@ export class TurnRunner {
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
               stopHooks: this.stopHooks,
               contextWindowTokens: contextWindow(model, this.o.contextWindows),
+              prices: { ...this.o.prices, ...settings.modelPrices },
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
             },
@@ -370,7 +375,8 @@ export class TurnRunner {
           UPDATE turns SET status = ${outcome.status}, stop_reason = ${outcome.stopReason},
             final_text = ${outcome.finalText}, iterations = ${outcome.iterations},
             tool_call_count = ${outcome.toolCalls},
-            failure = ${outcome.failure ? JSON.stringify(outcome.failure) : null}::jsonb, completed_at = now()
+            failure = ${outcome.failure ? JSON.stringify(outcome.failure) : null}::jsonb, completed_at = now(),
+            cost_status = coalesce(${outcome.costStatus ?? null}::text, cost_status)
           WHERE id = ${turn.id}::uuid
           RETURNING input_tokens, output_tokens, cost_usd
         )
@@ -424,7 +430,7 @@ export class TurnRunner {
     await this.o.db.$executeRaw`
       UPDATE turns SET decision = jsonb_build_object(
         'strategy', ${strategy}::text,
-        'model', ${model}::text,
+        'model', coalesce(model, ${model}::text),
         'tools', (SELECT coalesce(jsonb_agg(DISTINCT name), '[]'::jsonb) FROM tool_calls WHERE turn_id = ${turn.id}::uuid),
         'iterations', ${outcome.iterations}::int,
         'toolCalls', ${outcome.toolCalls}::int,
@@ -584,11 +590,13 @@ class PostgresCheckpoints implements TurnCheckpoints {
         costSource: r.costSource,
       });
       await tx.$executeRaw`
-        UPDATE turns SET iterations = ${r.round + 1}, attempts = attempts || ${JSON.stringify(r.attempts)}::jsonb
+        UPDATE turns SET iterations = ${r.round + 1}, attempts = attempts || ${JSON.stringify(r.attempts)}::jsonb,
+          model = ${r.model}
         WHERE id = ${t.id}::uuid`;
     });
     this.nextPosition++;
     this.observeAttempts(r.attempts);
+    this.countUnpriced(r.provider, r.model, r.costSource);
   }
 
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
@@ -701,7 +709,15 @@ class PostgresCheckpoints implements TurnCheckpoints {
     if (call) this.countSideCall(call);
   }
 
+  /** A call booked at zero for want of a price (ADR 0007), once committed. */
+  private countUnpriced(provider: string, model: string, costSource: string): void {
+    if (costSource === 'unpriced') this.metrics.unpricedCalls.inc({ provider, model });
+  }
+
   private countSideCall(call: SideCallRecord): void {
+    if (call.usage && call.provider && call.model) {
+      this.countUnpriced(call.provider, call.model, call.costSource ?? 'rate_table');
+    }
     this.metrics.sideCalls.inc({ purpose: call.purpose, outcome: call.ok ? 'ok' : 'failed' });
   }
 
@@ -724,6 +740,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     c: { provider: string; model: string; usage: Usage; costUsd: number; costSource: string },
   ): Promise<void> {
     const t = this.turn;
+    const status = costStatusOf(c.costSource);
     await insertLedgerEntry(tx, {
       id: newId(),
       tenantId: t.tenantId,
@@ -744,7 +761,11 @@ class PostgresCheckpoints implements TurnCheckpoints {
         input_tokens = input_tokens + ${c.usage.inputTokens},
         output_tokens = output_tokens + ${c.usage.outputTokens},
         cached_tokens = cached_tokens + ${c.usage.cachedTokens},
-        cost_usd = cost_usd + ${c.costUsd.toFixed(8)}::numeric
+        cost_usd = cost_usd + ${c.costUsd.toFixed(8)}::numeric,
+        cost_status = CASE
+          WHEN cost_status = 'unpriced' OR ${status}::text = 'unpriced' THEN 'unpriced'
+          WHEN cost_status = 'priced' OR ${status}::text = 'priced' THEN 'priced'
+          ELSE 'provider_reported' END
       WHERE id = ${t.id}::uuid`;
   }
 

@@ -30,8 +30,8 @@ export const presentTenant = (t: Tenant): TenantResponse => ({
 
 /** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */
 export const presentSettings = (settings: unknown, defaultModel: string): SettingsResponse => {
-  const { modelRoutes, blockedTools, toolSchemaMode } = parseTenantSettings(settings);
-  return { modelRoutes, blockedTools, toolSchemaMode, defaultModel };
+  const { modelRoutes, blockedTools, toolSchemaMode, modelPrices } = parseTenantSettings(settings);
+  return { modelRoutes, blockedTools, toolSchemaMode, modelPrices, defaultModel };
 };
 
 export const presentApiKey = (k: ApiKey): ApiKeyResponse => ({
