@@ -11,6 +11,7 @@ import { CONFIG, DB, InfraModule, LOGGER, METRICS, TOOLS } from '@switchboard/pl
 import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
+import { MaintenanceProcessor } from './maintenance.processor';
 import { ReconcilerService } from './reconciler.service';
 import { TURN_RUNNER } from './tokens';
 import { TurnsProcessor } from './turns.processor';
@@ -57,6 +58,7 @@ export class HarnessModule {
           },
         },
         TurnsProcessor,
+        MaintenanceProcessor,
         ReconcilerService,
       ],
     };

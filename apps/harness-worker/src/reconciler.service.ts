@@ -1,42 +1,74 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
-import { QueueName } from '@switchboard/contracts';
+import { Jobs, QueueName, type MaintenanceJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
-import { CONFIG, DB, LOGGER } from '@switchboard/platform';
+import { CONFIG, DB, LOGGER, REDIS } from '@switchboard/platform';
 import { reconcileTurns } from '@switchboard/turns';
+import { RECONCILE_MIN_AGE_MS } from './maintenance.processor';
 
-/** Re-enqueues unfinished turns from Postgres at start-up and then periodically. */
+/**
+ * Re-enqueues unfinished turns from Postgres once when this process starts, and keeps
+ * the cluster's one `reconcile` job scheduler in place (every RECONCILE_INTERVAL_MS):
+ * however many harness processes run, one reconcile job runs per interval. The scheduler
+ * lives in Redis, so it is upserted again whenever the connection comes back (a Redis
+ * that restarted empty has lost it). Upserting an existing scheduler keeps its next run.
+ */
 @Injectable()
 export class ReconcilerService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
+  private readonly onReady = () => void this.schedule();
 
   constructor(
     @Inject(DB) private readonly db: Db,
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
+    @InjectQueue(QueueName.Maintenance) private readonly maintenance: Queue,
+    @Inject(REDIS) private readonly redis: IORedis,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   onApplicationBootstrap(): void {
-    void this.tick();
+    void this.reconcileOnce();
     if (this.config.RECONCILE_INTERVAL_MS > 0) {
-      this.timer = setInterval(() => void this.tick(), this.config.RECONCILE_INTERVAL_MS);
-      this.timer.unref();
+      void this.schedule();
+      this.redis.on('ready', this.onReady);
     }
   }
 
   onApplicationShutdown(): void {
-    clearInterval(this.timer);
+    this.redis.off('ready', this.onReady);
   }
 
-  private async tick(): Promise<void> {
+  private async reconcileOnce(): Promise<void> {
     try {
-      await reconcileTurns(this.db, this.turns, this.logger, { olderThanMs: 2000 });
+      await reconcileTurns(this.db, this.turns, this.logger, { olderThanMs: RECONCILE_MIN_AGE_MS });
     } catch (err) {
-      this.logger.warn({ err }, 'reconcile failed; will retry');
+      this.logger.warn({ err }, 'start-up reconcile failed; the scheduled one will retry');
+    }
+  }
+
+  private async schedule(): Promise<void> {
+    const data: MaintenanceJob = { task: 'reconcile' };
+    const def = Jobs.maintenance;
+    try {
+      await this.maintenance.upsertJobScheduler(
+        def.jobId(data),
+        { every: this.config.RECONCILE_INTERVAL_MS },
+        {
+          name: data.task,
+          data,
+          opts: {
+            attempts: def.attempts,
+            removeOnComplete: { age: def.keepCompletedSeconds },
+            removeOnFail: { age: def.keepFailedSeconds },
+          },
+        },
+      );
+    } catch (err) {
+      this.logger.warn({ err }, 'could not schedule the reconciler; retrying when Redis is back');
     }
   }
 }

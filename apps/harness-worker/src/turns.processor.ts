@@ -1,9 +1,8 @@
 import { Inject } from '@nestjs/common';
-import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import type { Logger, Metrics } from '@switchboard/observability';
-import { ConfiguredWorkerHost, LOGGER, METRICS } from '@switchboard/platform';
+import { traceIdOf, type Metrics } from '@switchboard/observability';
+import { METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
 import type { TurnRunner } from '@switchboard/turns';
 import { TURN_RUNNER } from './tokens';
@@ -11,17 +10,14 @@ import { TURN_RUNNER } from './tokens';
 /** How long a job whose session is busy waits before it looks again. */
 const busyDelayMs = () => 200 + Math.floor(Math.random() * 400);
 
-@Processor(QueueName.Turns, { autorun: false })
-export class TurnsProcessor extends ConfiguredWorkerHost {
+@QueueProcessor(QueueName.Turns, 'HARNESS_CONCURRENCY')
+export class TurnsProcessor extends QueueWorker {
   constructor(
     @Inject(TURN_RUNNER) private readonly runner: TurnRunner,
     @Inject(METRICS) private readonly metrics: Metrics,
-    @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
   }
-
-  protected readonly concurrencySetting = 'HARNESS_CONCURRENCY' as const;
 
   async process(job: Job, token?: string): Promise<void> {
     const result = await consume(Jobs.turn, job, (data) => this.runner.handle(data), this.metrics);
@@ -32,13 +28,23 @@ export class TurnsProcessor extends ConfiguredWorkerHost {
     }
   }
 
-  @OnWorkerEvent('failed')
-  async onFailed(job: Job | undefined, err: Error): Promise<void> {
+  protected override async onFailed(job: Job | undefined, err: Error): Promise<void> {
     if (!job || err instanceof UnrecoverableError) return;
-    this.logger.error({ err, jobId: job.id, attempt: job.attemptsMade }, 'turn job failed');
-    if (job.attemptsMade >= (job.opts.attempts ?? 1)) {
-      const parsed = Jobs.turn.schema.safeParse(job.data);
-      if (parsed.success) await this.runner.failPermanently(parsed.data.turnId, err).catch(() => undefined);
-    }
+    const parsed = Jobs.turn.schema.safeParse(job.data);
+    const turn = parsed.success ? parsed.data : undefined;
+    const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+    // Outside any span here: the trace id comes from the job's trace context.
+    this.logger.error(
+      {
+        err,
+        jobId: job.id,
+        turnId: turn?.turnId,
+        trace_id: traceIdOf(turn?.trace),
+        attempt: job.attemptsMade,
+        maxAttempts: job.opts.attempts,
+      },
+      final ? 'turn job failed; no attempts left' : 'turn job failed; will retry',
+    );
+    if (final && turn) await this.runner.failPermanently(turn.turnId, err).catch(() => undefined);
   }
 }

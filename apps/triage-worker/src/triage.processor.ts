@@ -1,27 +1,23 @@
 import { Inject } from '@nestjs/common';
-import { Processor } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import type { Admission } from '@switchboard/admission';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import type { Logger, Metrics } from '@switchboard/observability';
-import { ADMISSION, ConfiguredWorkerHost, DB, LOGGER, METRICS } from '@switchboard/platform';
+import type { Metrics } from '@switchboard/observability';
+import { ADMISSION, DB, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
 import { triageDelivery } from '@switchboard/triage';
 
 /** Triages trigger deliveries: rules first; forwarded ones are admitted as turns. */
-@Processor(QueueName.Triage, { autorun: false })
-export class TriageProcessor extends ConfiguredWorkerHost {
+@QueueProcessor(QueueName.Triage, 'TRIAGE_CONCURRENCY')
+export class TriageProcessor extends QueueWorker {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(ADMISSION) private readonly admission: Admission,
     @Inject(METRICS) private readonly metrics: Metrics,
-    @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
   }
-
-  protected readonly concurrencySetting = 'TRIAGE_CONCURRENCY' as const;
 
   async process(job: Job): Promise<string> {
     return consume(

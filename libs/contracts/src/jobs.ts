@@ -9,6 +9,7 @@ export const QueueName = {
   Turns: 'turns',
   PostTurn: 'post-turn',
   OutboundWebhooks: 'outbound-webhooks',
+  Maintenance: 'maintenance',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -59,6 +60,20 @@ export const OutboundWebhookJob = z.object({
 });
 export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;
 
+/**
+ * Cluster-wide housekeeping. Each task is a BullMQ job scheduler whose id is the task
+ * name: every process that runs the task upserts it, and the queue still makes one job
+ * per interval however many processes do.
+ */
+export const MaintenanceTask = z.enum(['reconcile']);
+export type MaintenanceTask = z.infer<typeof MaintenanceTask>;
+
+export const MaintenanceJob = z.object({
+  task: MaintenanceTask,
+  trace: TraceCarrier.optional(),
+});
+export type MaintenanceJob = z.infer<typeof MaintenanceJob>;
+
 export interface JobDefinition<S extends z.ZodType> {
   queue: QueueName;
   schema: S;
@@ -102,4 +117,15 @@ export const Jobs = {
     keepCompletedSeconds: DAY,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof PostTurnJob>,
+  maintenance: {
+    queue: QueueName.Maintenance,
+    schema: MaintenanceJob,
+    /** Also the job scheduler's id; each run's job id is BullMQ's `repeat:<task>:<slot>`. */
+    jobId: (d: MaintenanceJob) => d.task,
+    // The next interval is the retry.
+    attempts: 1,
+    backoff: { type: 'fixed', delay: 1000 },
+    keepCompletedSeconds: 3600,
+    keepFailedSeconds: DAY,
+  } satisfies JobDefinition<typeof MaintenanceJob>,
 } as const;

@@ -1,1 +1,2 @@
 export * from './cost-log';
+export * from './registry';

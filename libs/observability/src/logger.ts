@@ -33,4 +33,10 @@ export function createLogger(options: { service: string; level?: string }): Logg
   });
 }
 
+/** The trace id of a W3C trace context carrier (a job's `trace`), for logs outside its span. */
+export function traceIdOf(carrier?: { traceparent?: string }): string | undefined {
+  const match = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/.exec(carrier?.traceparent ?? '');
+  return match && !/^0+$/.test(match[1]) ? match[1] : undefined;
+}
+
 export type { Logger };

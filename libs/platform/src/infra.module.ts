@@ -15,6 +15,7 @@ import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
 import { ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TOOLS } from './tokens';
+import { WorkerFailures } from './worker';
 
 @Injectable()
 class InfraLifecycle implements OnApplicationShutdown {
@@ -45,6 +46,7 @@ export class InfraModule {
       { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
       { provide: REDIS, useValue: redis },
       { provide: TOOLS, useValue: new ToolRegistry() },
+      WorkerFailures,
       InfraLifecycle,
     ];
     return {

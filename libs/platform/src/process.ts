@@ -3,6 +3,7 @@ import type { Config } from '@switchboard/config';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { LOGGER, METRICS } from './tokens';
 import { NestPinoLogger } from './nest-logger';
+import { WorkerFailures } from './worker';
 
 /**
  * Runs a worker process: builds its Nest context, serves /metrics when asked,
@@ -19,6 +20,11 @@ export function runWorkerProcess(
     const app = await create(config);
     const logger = app.get<Logger>(LOGGER);
     app.useLogger(new NestPinoLogger(logger));
+    // A worker that stopped for good leaves a process that looks alive but does nothing: exit instead.
+    app.get(WorkerFailures).onFailure((err, queue) => {
+      logger.fatal({ err, queue }, 'a queue worker stopped; exiting');
+      process.exit(1);
+    });
     await app.init();
     if (config.METRICS_PORT > 0) await app.get<Metrics>(METRICS).serve(config.METRICS_PORT);
     logger.info({ service }, 'worker started');

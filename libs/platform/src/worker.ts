@@ -1,24 +1,124 @@
-import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
-import { WorkerHost } from '@nestjs/bullmq';
+import {
+  Inject,
+  Injectable,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { Worker, type Job, type WorkerOptions } from 'bullmq';
+import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
-import { CONFIG } from './tokens';
+import type { QueueName } from '@switchboard/contracts';
+import type { Logger } from '@switchboard/observability';
+import { CONFIG, LOGGER, REDIS } from './tokens';
 
-type ConcurrencySetting = 'HARNESS_CONCURRENCY' | 'HOOKS_CONCURRENCY' | 'TRIAGE_CONCURRENCY';
+export type ConcurrencySetting = 'HARNESS_CONCURRENCY' | 'HOOKS_CONCURRENCY' | 'TRIAGE_CONCURRENCY';
+
+export interface ProcessorSpec {
+  queue: QueueName;
+  /** A configuration setting, or a fixed number. */
+  concurrency: ConcurrencySetting | number;
+}
+
+const PROCESSOR_SPECS = new WeakMap<object, ProcessorSpec>();
+
+/** Marks a `QueueWorker` subclass as the processor of one queue. */
+export function QueueProcessor(queue: QueueName, concurrency: ProcessorSpec['concurrency']): ClassDecorator {
+  return (target) => {
+    PROCESSOR_SPECS.set(target, { queue, concurrency });
+  };
+}
+
+/** The queue a provider class processes, if it is a `@QueueProcessor`. */
+export function processorSpec(target: unknown): ProcessorSpec | undefined {
+  return typeof target === 'function' ? PROCESSOR_SPECS.get(target) : undefined;
+}
 
 /**
- * A `@Processor(queue, { autorun: false })` worker that takes its concurrency,
- * lock duration and stalled-job interval from configuration, then starts:
- * decorator options are fixed at import time, configuration is not.
+ * The BullMQ worker options for a processor, all given at construction: BullMQ's lock
+ * manager derives its renewal period from `lockDuration` when the Worker is built, so
+ * changing the options later leaves locks renewed on the 30 s default.
  */
-export abstract class ConfiguredWorkerHost extends WorkerHost implements OnApplicationBootstrap {
+export function workerOptions(config: Config, spec: ProcessorSpec, connection: IORedis): WorkerOptions {
+  return {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    concurrency: typeof spec.concurrency === 'number' ? spec.concurrency : config[spec.concurrency],
+    lockDuration: config.QUEUE_LOCK_MS,
+    stalledInterval: config.QUEUE_STALLED_INTERVAL_MS,
+    autorun: false,
+  };
+}
+
+/**
+ * Where a worker reports that it stopped for good (its Redis refused it, its loop died).
+ * The process runner exits non-zero on the first report; in tests nobody listens.
+ */
+@Injectable()
+export class WorkerFailures {
+  private readonly listeners: ((err: Error, queue: string) => void)[] = [];
+  private first?: { err: Error; queue: string };
+
+  report(queue: string, err: Error): void {
+    this.first ??= { err, queue };
+    for (const listener of this.listeners) listener(err, queue);
+  }
+
+  /** Calls `listener` on every report, at once for one that came before. */
+  onFailure(listener: (err: Error, queue: string) => void): void {
+    this.listeners.push(listener);
+    if (this.first) listener(this.first.err, this.first.queue);
+  }
+}
+
+/**
+ * A queue's processor: builds its BullMQ Worker from configuration when the application
+ * boots, and closes it (waiting for jobs in flight) before connections are shut down.
+ * Subclasses are decorated with `@QueueProcessor(queue, concurrency)`.
+ */
+export abstract class QueueWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   @Inject(CONFIG) protected readonly config!: Config;
-  protected abstract readonly concurrencySetting: ConcurrencySetting;
+  @Inject(LOGGER) protected readonly logger!: Logger;
+  @Inject(REDIS) private readonly connection!: IORedis;
+  @Inject(WorkerFailures) private readonly failures!: WorkerFailures;
+  private bullWorker?: Worker;
+
+  abstract process(job: Job, token?: string): Promise<unknown>;
+
+  /** Called after each failed attempt (retried or not). */
+  protected onFailed?(job: Job | undefined, err: Error): Promise<void> | void;
+
+  get worker(): Worker {
+    if (!this.bullWorker) throw new Error(`${this.constructor.name} has not started`);
+    return this.bullWorker;
+  }
 
   onApplicationBootstrap(): void {
-    const opts = this.worker.opts as { lockDuration?: number; stalledInterval?: number };
-    opts.lockDuration = this.config.QUEUE_LOCK_MS;
-    opts.stalledInterval = this.config.QUEUE_STALLED_INTERVAL_MS;
-    this.worker.concurrency = this.config[this.concurrencySetting];
-    void this.worker.run().catch(() => undefined);
+    const spec = processorSpec(this.constructor);
+    if (!spec) throw new Error(`${this.constructor.name} is not decorated with @QueueProcessor`);
+    const worker = new Worker(
+      spec.queue,
+      (job: Job, token?: string) => this.process(job, token),
+      workerOptions(this.config, spec, this.connection),
+    );
+    this.bullWorker = worker;
+    worker.on('error', (err) => this.logger.error({ err, queue: spec.queue }, 'queue worker error'));
+    const onFailed = this.onFailed?.bind(this);
+    if (onFailed) {
+      worker.on('failed', (job, err) => {
+        void Promise.resolve(onFailed(job, err)).catch((e: unknown) =>
+          this.logger.error({ err: e, queue: spec.queue }, 'failed-job handler threw'),
+        );
+      });
+    }
+    // run() settles only when the worker closes; a rejection means it never started or its loop died.
+    worker.run().catch((err: unknown) => {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.logger.fatal({ err: error, queue: spec.queue }, 'queue worker stopped');
+      this.failures.report(spec.queue, error);
+    });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.bullWorker?.close();
   }
 }

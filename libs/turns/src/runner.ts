@@ -7,7 +7,7 @@ import {
   newId,
   parseTenantSettings,
   type Budgets,
-  type PostTurnHookName,
+  PostTurnHookName,
   type TraceCarrier,
   type TurnJob,
 } from '@switchboard/contracts';
@@ -51,7 +51,8 @@ import type { ToolRegistry } from '@switchboard/tools';
 import { SessionLease } from './lease';
 import { coherentHistory, toChatMessage } from './transcript';
 
-export const POST_TURN_HOOKS: PostTurnHookName[] = ['cost-log'];
+/** Every named hook runs after every terminal turn (libs/hooks has exactly one handler per name). */
+export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options;
 
 export interface TurnRunnerOptions {
   db: Db;

@@ -1,0 +1,19 @@
+import type { PostTurnHookName, PostTurnJob } from '@switchboard/contracts';
+import { runCostLog, type HookContext } from './cost-log';
+
+export type HookOutcome = 'written' | 'already_done' | 'skipped';
+export type PostTurnHook = (ctx: HookContext, job: PostTurnJob) => Promise<HookOutcome>;
+
+/**
+ * Every post-turn hook by name, one handler each: the `post-turn` processor dispatches
+ * through this table and nothing else. A name added to `PostTurnHookName` without a
+ * handler here does not compile.
+ */
+export const postTurnHooks: { readonly [K in PostTurnHookName]: PostTurnHook } = {
+  'cost-log': runCostLog,
+};
+
+/** The handler for a hook name, or undefined for a name this build does not know. */
+export function postTurnHook(name: string): PostTurnHook | undefined {
+  return Object.hasOwn(postTurnHooks, name) ? postTurnHooks[name as PostTurnHookName] : undefined;
+}
