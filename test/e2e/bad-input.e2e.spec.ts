@@ -52,7 +52,7 @@ describe('bad input', () => {
     otherSessionId = (await other.post('/v1/sessions', { agentId: otherAgentId })).body.id;
     // Settings to leave untouched: a bad PATCH must not clear or partly apply anything.
     const settings = await api.patch('/v1/settings', {
-      modelRoutes: { chat: 'openai/gpt-4o-mini', coding: 'anthropic/claude-sonnet-4-5' },
+      modelRoutes: { chat: 'openai/gpt-4o-mini', coding: 'anthropic/claude-sonnet-5-5' },
       blockedTools: ['current_time'],
     });
     if (settings.status !== 200)

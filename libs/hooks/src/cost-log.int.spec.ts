@@ -97,7 +97,7 @@ describe('runCostLog', () => {
       },
       {
         provider: 'anthropic',
-        model: 'claude-sonnet-4-5',
+        model: 'claude-sonnet-5-5',
         inputTokens: 200,
         outputTokens: 30,
         costUsd: '0.00100001',
@@ -134,7 +134,7 @@ describe('runCostLog', () => {
       outputTokens: 90,
       cachedTokens: 55,
       costUsd: '0.00112350',
-      models: ['gpt-4o', 'claude-sonnet-4-5'],
+      models: ['gpt-4o', 'claude-sonnet-5-5'],
     });
 
     expect(await runCostLog(ctx(), job(turnId))).toBe('already_done');

@@ -4,7 +4,7 @@ import { resolveModelList, resolveModelRef } from './routes';
 const DEFAULT = 'scripted/demo';
 
 describe('resolveModelRef', () => {
-  it.each(['openai/gpt-4o', 'anthropic/claude-sonnet-4-5', 'openai-chat/llama3.1:8b', 'scripted/demo'])(
+  it.each(['openai/gpt-4o', 'anthropic/claude-sonnet-5-5', 'openai-chat/llama3.1:8b', 'scripted/demo'])(
     'returns the concrete reference %s unchanged, with no route',
     (ref) => {
       expect(resolveModelRef(ref, { chat: 'openai/gpt-4o-mini' }, DEFAULT)).toEqual({ ref });
@@ -12,8 +12,8 @@ describe('resolveModelRef', () => {
   );
 
   it("resolves a hint to the tenant's route", () => {
-    expect(resolveModelRef('hint:coding', { coding: 'anthropic/claude-sonnet-4-5' }, DEFAULT)).toEqual({
-      ref: 'anthropic/claude-sonnet-4-5',
+    expect(resolveModelRef('hint:coding', { coding: 'anthropic/claude-sonnet-5-5' }, DEFAULT)).toEqual({
+      ref: 'anthropic/claude-sonnet-5-5',
       route: 'coding',
     });
   });
@@ -62,11 +62,11 @@ describe('resolveModelList', () => {
     expect(
       resolveModelList(
         ['hint:coding', 'openai/gpt-4o', 'hint:burst'],
-        { coding: 'anthropic/claude-sonnet-4-5', burst: 'openai-chat/llama3.1:8b' },
+        { coding: 'anthropic/claude-sonnet-5-5', burst: 'openai-chat/llama3.1:8b' },
         DEFAULT,
       ),
     ).toEqual([
-      { ref: 'anthropic/claude-sonnet-4-5', route: 'coding' },
+      { ref: 'anthropic/claude-sonnet-5-5', route: 'coding' },
       { ref: 'openai/gpt-4o' },
       { ref: 'openai-chat/llama3.1:8b', route: 'burst' },
     ]);
