@@ -56,14 +56,19 @@ export class OpsController {
 
   private async probe(key: string, fn: () => Promise<unknown>) {
     const check = this.indicator.check(key);
+    let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
         fn(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000)),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timeout')), 2000);
+        }),
       ]);
       return check.up();
     } catch (err) {
       return check.down({ message: (err as Error).message });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -119,5 +119,18 @@ function responseComponents(): Record<string, object> {
     uri: (id) => `${COMPONENTS}${id}`,
   });
   // `$id` is JSON Schema, not OpenAPI 3.0: the component's name already identifies it.
-  return Object.fromEntries(Object.entries(schemas).map(([id, { $id: _, ...schema }]) => [id, schema]));
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, { $id: _, ...schema }]) => [id, nullableEnums(schema)]),
+  );
+}
+
+/** OpenAPI 3.0.3: `nullable` does not widen an `enum`; null must be listed (zod leaves it out). */
+function nullableEnums<T>(node: T): T {
+  if (Array.isArray(node)) node.forEach(nullableEnums);
+  else if (node && typeof node === 'object') {
+    const s = node as Record<string, unknown>;
+    if (s.nullable === true && Array.isArray(s.enum) && !s.enum.includes(null)) s.enum.push(null);
+    Object.values(s).forEach(nullableEnums);
+  }
+  return node;
 }

@@ -1,0 +1,418 @@
+import { randomUUID } from 'node:crypto';
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createTestEnv, startTcpProxy, waitFor, type TcpProxy, type TestEnv } from '@switchboard/testing';
+import { createGateway } from '../../apps/gateway/src/gateway';
+import { Api, type ApiResponse } from '../support/api';
+import { FIXTURES, startHarness } from '../support/stack';
+
+/**
+ * The OpenAPI document against the running gateway: every operation is called for real (a success
+ * and an error), each answer's status must be documented for that operation and its body must
+ * match the documented schema; every registered route is documented and every operation documents
+ * its success body and its errors. Response schemas are strict, so a presenter field added or
+ * dropped without the schema fails here.
+ */
+
+interface Operation {
+  operationId: string;
+  method: string;
+  path: string;
+  security?: Record<string, string[]>[];
+  responses: Record<string, { content?: Record<string, { schema: object }> }>;
+}
+
+const ADMIN = 'test-admin-token-0123456789';
+
+/**
+ * OpenAPI 3.0 schema → what Ajv (draft-07) reads: the boolean `exclusiveMinimum`/`exclusiveMaximum`
+ * of draft-04 become numbers. (`nullable` Ajv understands itself.)
+ */
+function jsonSchema<T>(node: T): T {
+  if (Array.isArray(node)) node.forEach(jsonSchema);
+  else if (node && typeof node === 'object') {
+    const s = node as Record<string, unknown>;
+    for (const [flag, bound] of [
+      ['exclusiveMinimum', 'minimum'],
+      ['exclusiveMaximum', 'maximum'],
+    ]) {
+      if (s[flag] === true) {
+        s[flag] = s[bound];
+        delete s[bound];
+      } else if (s[flag] === false) delete s[flag];
+    }
+    Object.values(s).forEach(jsonSchema);
+  }
+  return node;
+}
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+/** Open on purpose: JSON the engine or terminus writes that may gain fields (documented by their known fields). */
+const OPEN_OBJECTS = [
+  'ProviderAttempt',
+  'Readiness/properties/details/additionalProperties',
+  'Readiness/properties/error/additionalProperties',
+  'Readiness/properties/info/additionalProperties',
+  'Turn/properties/failure',
+];
+/** Operations that cannot be made to fail from outside. */
+const NO_ERROR_CASE = ['getHealth', 'getMetrics'];
+
+describe('the OpenAPI document matches what the server answers', () => {
+  let env: TestEnv;
+  let pgProxy: TcpProxy;
+  let app: NestFastifyApplication;
+  let harness: Awaited<ReturnType<typeof startHarness>>;
+  let url: string;
+  let doc: any;
+  let operations: Operation[];
+  const routes: { method: string; url: string }[] = [];
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  addFormats(ajv);
+  const validators = new Map<string, ValidateFunction>();
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    // The gateway reaches Postgres through a proxy so /readyz can be shown a database that is down.
+    const pg = new URL(env.databaseUrl);
+    pgProxy = await startTcpProxy({ host: pg.hostname, port: Number(pg.port || 5432) });
+    const config = env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES });
+    app = await createGateway(
+      env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES, DATABASE_URL: pgProxy.rewrite(env.databaseUrl) }),
+    );
+    app.useLogger(false);
+    // Fastify's own view of the routes, independent of what Swagger scanned.
+    app
+      .getHttpAdapter()
+      .getInstance()
+      .addHook('onRoute', (r) => {
+        for (const method of [r.method].flat()) routes.push({ method: method.toLowerCase(), url: r.url });
+      });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.getHttpServer().address();
+    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    harness = await startHarness(config);
+
+    const res = await new Api(url).get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    doc = res.body;
+    ajv.addSchema({ $id: 'openapi.json', components: jsonSchema(structuredClone(doc.components)) });
+    operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => METHODS.includes(method))
+        .map(([method, op]) => ({ ...op, method, path })),
+    );
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await app?.close();
+    await pgProxy?.close();
+    await env?.cleanup();
+  });
+
+  /** `$ref`s point into the document registered as `openapi.json`. */
+  function validatorFor(schema: object): ValidateFunction {
+    const json = JSON.stringify(schema);
+    let validate = validators.get(json);
+    if (!validate) {
+      validate = ajv.compile(jsonSchema(JSON.parse(json.replaceAll('"$ref":"#/', '"$ref":"openapi.json#/'))));
+      validators.set(json, validate);
+    }
+    return validate;
+  }
+
+  const op = (id: string) => {
+    const found = operations.find((o) => o.operationId === id);
+    if (!found) throw new Error(`no operation ${id} in the document`);
+    return found;
+  };
+
+  /** Problems with one answer: undocumented status, wrong media type, body not matching the schema. */
+  function check(o: Operation, res: ApiResponse, raw: string): string[] {
+    const where = `${o.operationId} → ${res.status}`;
+    const documented = o.responses[String(res.status)];
+    if (!documented) return [`${where}: status not documented (${raw.slice(0, 200)})`];
+    if (!documented.content) return raw === '' ? [] : [`${where}: documented without a body but got ${raw}`];
+    const type = (res.headers.get('content-type') ?? '').split(';')[0].trim();
+    const media = documented.content[type];
+    if (!media) return [`${where}: content-type ${type} not documented`];
+    const validate = validatorFor(media.schema);
+    if (validate(type === 'application/json' ? JSON.parse(raw) : raw)) return [];
+    return [
+      `${where}: body does not match the schema: ${ajv.errorsText(validate.errors)} in ${raw.slice(0, 300)}`,
+    ];
+  }
+
+  /** Calls an operation by its operationId on its documented method and path. */
+  async function call(
+    id: string,
+    options: {
+      params?: Record<string, string>;
+      query?: string;
+      body?: unknown;
+      raw?: { body: string; contentType: string };
+      auth?: string | null;
+    } = {},
+  ): Promise<{ op: Operation; res: ApiResponse; raw: string }> {
+    const o = op(id);
+    const path = o.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      const value = options.params?.[name];
+      if (value === undefined) throw new Error(`${id}: no value for {${name}}`);
+      return encodeURIComponent(value);
+    });
+    const headers: Record<string, string> = {};
+    if (options.auth) headers.authorization = `Bearer ${options.auth}`;
+    let body: string | undefined;
+    if (options.raw) {
+      body = options.raw.body;
+      headers['content-type'] = options.raw.contentType;
+    } else if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(`${url}${path}${options.query ? `?${options.query}` : ''}`, {
+      method: o.method.toUpperCase(),
+      headers,
+      body,
+    });
+    const raw = await response.text();
+    let parsed: unknown = raw;
+    try {
+      parsed = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      // not JSON
+    }
+    return { op: o, res: { status: response.status, body: parsed, headers: response.headers }, raw };
+  }
+
+  it('documents every route the server registers, and nothing else', () => {
+    const served = new Set(
+      routes
+        .filter((r) => r.method !== 'head' && !r.url.startsWith('/docs'))
+        .map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`),
+    );
+    const documented = new Set(operations.map((o) => `${o.method} ${o.path}`));
+    expect(served.size).toBeGreaterThan(15);
+    expect([...served].sort()).toEqual([...documented].sort());
+  });
+
+  it('gives every operation a readable id, its success body and its error bodies', () => {
+    const ids = operations.map((o) => o.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const o of operations) {
+      expect(o.operationId).toMatch(/^[a-z]+[A-Z][A-Za-z]*$/);
+      const statuses = Object.keys(o.responses);
+      const success = statuses.filter((s) => s.startsWith('2'));
+      expect({ op: o.operationId, success: success.length }).toEqual({ op: o.operationId, success: 1 });
+      for (const s of success) {
+        if (s === '204') expect(o.responses[s].content).toBeUndefined();
+        else
+          expect({ op: o.operationId, content: o.responses[s].content }).toEqual({
+            op: o.operationId,
+            content: expect.any(Object),
+          });
+      }
+      const errors = statuses.filter((s) => /^[45]/.test(s));
+      expect({ op: o.operationId, errors: errors.length > 0 }).toEqual({ op: o.operationId, errors: true });
+      for (const s of errors) {
+        const schema = o.responses[s].content?.['application/json']?.schema;
+        // /readyz answers 503 with the health-check result that probes read; every other error is Error.
+        const expected = o.operationId === 'getReadiness' && s === '503' ? 'Readiness' : 'Error';
+        expect({ op: o.operationId, status: s, schema }).toEqual({
+          op: o.operationId,
+          status: s,
+          schema: { $ref: `#/components/schemas/${expected}` },
+        });
+      }
+    }
+  });
+
+  it('declares API keys as opaque bearer tokens, and the admin token as its own scheme', () => {
+    const schemes = doc.components.securitySchemes;
+    expect(schemes).toEqual({
+      apiKey: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'API key' }),
+      adminToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+    });
+    expect(schemes.adminToken.bearerFormat).toBeUndefined();
+    for (const o of operations) {
+      const expected = o.path.startsWith('/v1/admin/')
+        ? [{ adminToken: [] }]
+        : o.path.startsWith('/v1/')
+          ? [{ apiKey: [] }]
+          : undefined;
+      expect({ op: o.operationId, security: o.security }).toEqual({ op: o.operationId, security: expected });
+    }
+  });
+
+  it('response schemas are closed: a field added to or dropped from a presenter fails validation', () => {
+    const schemas: Record<string, any> = doc.components.schemas;
+    const open: string[] = [];
+    const walk = (path: string, s: any): void => {
+      if (!s || typeof s !== 'object') return;
+      if (s.type === 'object' && s.properties && s.additionalProperties !== false) open.push(path);
+      for (const [key, value] of Object.entries(s)) {
+        if (Array.isArray(value)) value.forEach((v, i) => walk(`${path}/${key}/${i}`, v));
+        else if (value && typeof value === 'object') walk(`${path}/${key}`, value);
+      }
+    };
+    const responseSchemas = new Set(
+      operations.flatMap((o) =>
+        Object.values(o.responses).flatMap((r) =>
+          Object.values(r.content ?? {}).map((m: any) => m.schema.$ref?.split('/').pop()),
+        ),
+      ),
+    );
+    responseSchemas.delete(undefined);
+    for (const name of Object.keys(schemas)) {
+      if (/Dto$/.test(name)) continue; // request bodies
+      walk(name, schemas[name]);
+    }
+    expect(open.sort()).toEqual(OPEN_OBJECTS);
+    // Every documented response body is one of the closed components, with its fields required.
+    for (const name of responseSchemas) {
+      expect(schemas[name as string]).toBeDefined();
+    }
+    expect(schemas.Agent.required).toEqual(Object.keys(schemas.Agent.properties));
+  });
+
+  it('every operation answers as documented, on success and on error', async () => {
+    const problems: string[] = [];
+    const exercised = new Map<string, Set<number>>();
+    const run = async (id: string, expected: number, options: Parameters<typeof call>[1] = {}) => {
+      const { op: o, res, raw } = await call(id, options);
+      if (res.status !== expected)
+        problems.push(`${id}: expected ${expected}, got ${res.status} ${raw.slice(0, 200)}`);
+      problems.push(...check(o, res, raw));
+      if (!exercised.has(id)) exercised.set(id, new Set());
+      exercised.get(id)!.add(res.status);
+      return res;
+    };
+    const unknown = randomUUID();
+
+    // Admin and keys.
+    const tenant = await run('createTenant', 201, { auth: ADMIN, body: { name: 'openapi' } });
+    const key: string = tenant.body.apiKey.key;
+    await run('createTenant', 401, { body: { name: 'no token' } });
+    await run('createTenant', 400, { auth: ADMIN, body: { name: 'x', extra: true } });
+    await run('createTenant', 415, { auth: ADMIN, raw: { body: 'name=x', contentType: 'text/plain' } });
+    const second = await run('createApiKey', 201, { auth: key, body: { name: 'second' } });
+    await run('createApiKey', 400, { auth: key, body: { name: '' } });
+    await run('listApiKeys', 200, { auth: key });
+    await run('listApiKeys', 401, { auth: 'sb_not-a-key' });
+    await run('revokeApiKey', 200, { auth: key, params: { id: second.body.id } });
+    await run('revokeApiKey', 404, { auth: key, params: { id: unknown } });
+
+    // Settings.
+    await run('getSettings', 200, { auth: key });
+    await run('updateSettings', 200, { auth: key, body: { blockedTools: [] } });
+    await run('updateSettings', 400, { auth: key, body: { toolSchemaMode: 'loose' } });
+
+    // Agents.
+    const agent = await run('createAgent', 201, {
+      auth: key,
+      body: { name: 'counter', budgets: { maxIterations: 5 } },
+    });
+    await run('createAgent', 400, { auth: key, body: { name: 'bad', tools: ['rm_rf'] } });
+    const spare = await run('createAgent', 201, { auth: key, body: { name: 'spare' } });
+    await run('listAgents', 200, { auth: key, query: 'limit=1' });
+    await run('listAgents', 400, { auth: key, query: 'cursor=not-a-cursor' });
+    await run('getAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('getAgent', 404, { auth: key, params: { id: unknown } });
+    await run('updateAgent', 200, {
+      auth: key,
+      params: { id: agent.body.id },
+      body: { instructions: 'Count.' },
+    });
+    await run('updateAgent', 400, { auth: key, params: { id: agent.body.id }, body: {} });
+    await run('updateAgent', 404, { auth: key, params: { id: unknown }, body: { name: 'x' } });
+    await run('deleteAgent', 204, { auth: key, params: { id: spare.body.id } });
+    await run('deleteAgent', 404, { auth: key, params: { id: spare.body.id } });
+
+    // Sessions, messages, a turn that runs a tool, the journal.
+    const session = await run('createSession', 201, {
+      auth: key,
+      body: { agentId: agent.body.id, title: 't', metadata: { a: 1 } },
+    });
+    await run('createSession', 404, { auth: key, body: { agentId: unknown } });
+    await run('listSessions', 200, { auth: key });
+    await run('listSessions', 401, {});
+    await run('getSession', 200, { auth: key, params: { id: session.body.id } });
+    await run('getSession', 404, { auth: key, params: { id: 'not-a-uuid' } });
+    const admitted = await run('admitMessage', 202, {
+      auth: key,
+      params: { id: session.body.id },
+      body: { content: 'one two three four', correlationId: 'c-1' },
+    });
+    await run('admitMessage', 400, { auth: key, params: { id: session.body.id }, body: { content: '' } });
+    await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
+    await waitFor(
+      async () =>
+        (await new Api(url, key).get(`/v1/turns/${admitted.body.turnId}`)).body.status === 'completed',
+      { what: 'the turn completed' },
+    );
+    const turn = await run('getTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
+    expect(turn.body.toolCalls.length).toBeGreaterThan(0);
+    await run('getTurn', 404, { auth: key, params: { id: unknown } });
+    const transcript = await run('listMessages', 200, {
+      auth: key,
+      params: { id: session.body.id },
+      query: 'limit=3',
+    });
+    expect(transcript.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    await run('listMessages', 200, {
+      auth: key,
+      params: { id: session.body.id },
+      query: `cursor=${transcript.body.nextCursor}`,
+    });
+    await run('listMessages', 400, { auth: key, params: { id: session.body.id }, query: 'cursor=bad' });
+    await run('listMessages', 404, { auth: key, params: { id: unknown } });
+    const events = await run('listEvents', 200, { auth: key, params: { id: session.body.id } });
+    expect(events.body.data.length).toBeGreaterThan(3);
+    await run('listEvents', 400, { auth: key, params: { id: session.body.id }, query: 'after=-1' });
+    await run('listEvents', 404, { auth: key, params: { id: unknown } });
+    await run('closeSession', 200, { auth: key, params: { id: session.body.id } });
+    await run('closeSession', 404, { auth: key, params: { id: unknown } });
+    await run('admitMessage', 409, { auth: key, params: { id: session.body.id }, body: { content: 'late' } });
+
+    // Every operation that needs credentials refuses a request without them.
+    for (const o of operations.filter((x) => x.security)) {
+      const params = Object.fromEntries([...o.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1], unknown]));
+      await run(o.operationId, 401, {
+        params,
+        ...(['post', 'patch'].includes(o.method) ? { body: {} } : {}),
+      });
+    }
+
+    // Operations without credentials.
+    await run('getHealth', 200);
+    await run('getMetrics', 200);
+    await run('getReadiness', 200);
+    await pgProxy.down();
+    try {
+      await run('getReadiness', 503);
+      // Whatever a tenant route answers while Postgres is down is documented and in the error shape.
+      const { op: o, res, raw } = await call('getSettings', { auth: key });
+      expect(res.status).toBeGreaterThanOrEqual(500);
+      problems.push(...check(o, res, raw));
+    } finally {
+      await pgProxy.up();
+    }
+
+    expect(problems).toEqual([]);
+    // Every documented operation was exercised, with a success and (where one exists) an error.
+    for (const o of operations) {
+      const statuses = [...(exercised.get(o.operationId) ?? [])];
+      expect({ op: o.operationId, success: statuses.some((s) => s < 300) }).toEqual({
+        op: o.operationId,
+        success: true,
+      });
+      if (!NO_ERROR_CASE.includes(o.operationId)) {
+        expect({ op: o.operationId, error: statuses.some((s) => s >= 400) }).toEqual({
+          op: o.operationId,
+          error: true,
+        });
+      }
+    }
+  });
+});
