@@ -18,8 +18,13 @@ export const REDACT_PATHS = [
 ];
 
 /** JSON logs carrying the active trace and span ids. */
-export function createLogger(options: { service: string; level?: string }): Logger {
-  return pino({
+export function createLogger(options: {
+  service: string;
+  level?: string;
+  /** Where lines go; stdout when absent. */
+  destination?: pino.DestinationStream;
+}): Logger {
+  const opts: pino.LoggerOptions = {
     name: options.service,
     level: options.level ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
@@ -30,7 +35,8 @@ export function createLogger(options: { service: string; level?: string }): Logg
       const { traceId, spanId } = span.spanContext();
       return { trace_id: traceId, span_id: spanId };
     },
-  });
+  };
+  return options.destination ? pino(opts, options.destination) : pino(opts);
 }
 
 /** The trace id of a W3C trace context carrier (a job's `trace`), for logs outside its span. */

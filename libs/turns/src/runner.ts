@@ -276,6 +276,7 @@ export class TurnRunner {
           nextPosition,
           this.o.metrics,
           history.seqs,
+          this.o.logger,
         );
         let outcome: TurnOutcome;
         try {
@@ -313,6 +314,17 @@ export class TurnRunner {
         // fails the job retries and the turn resumes. Every later step is isolated: its failure is
         // logged and recorded on the turn, and the result stands.
         await this.finalise(turn, lease, outcome, checkpoints.drain());
+        if (outcome.status === 'failed') {
+          this.o.logger.warn(
+            {
+              turnId: turn.id,
+              stopReason: outcome.stopReason,
+              failure: outcome.failure?.kind,
+              failureKind: outcome.failure?.failureKind,
+            },
+            'turn failed',
+          );
+        }
         span.setAttributes({
           'switchboard.turn.status': outcome.status,
           'switchboard.turn.iterations': outcome.iterations,
@@ -517,12 +529,30 @@ class PostgresCheckpoints implements TurnCheckpoints {
     private readonly metrics: Metrics,
     /** The turn seq of each message of the history the engine was given (for compaction cuts). */
     private readonly historySeqs: number[],
+    private readonly logger: Logger,
   ) {}
 
   /** Provider attempts into the latency histogram, once committed (`ok` or the failure kind). */
   private observeAttempts(attempts: ProviderAttempt[]): void {
     for (const a of attempts) {
       const provider = a.provider ?? a.model.split('/')[0];
+      if (a.outcome !== 'succeeded') {
+        const next = a.advancedToFallback
+          ? 'falling back'
+          : a.outcome === 'retrying'
+            ? 'retrying'
+            : 'giving up';
+        this.logger.warn(
+          {
+            turnId: this.turn.id,
+            model: a.model,
+            attempt: a.attempt,
+            failureKind: a.failureKind,
+            backoffMs: a.backoffMs,
+          },
+          `provider attempt failed; ${next}`,
+        );
+      }
       this.metrics.providerCalls.observe(
         {
           provider,
@@ -663,6 +693,12 @@ class PostgresCheckpoints implements TurnCheckpoints {
       await tx.$executeRaw`UPDATE turns SET tool_call_count = tool_call_count + 1 WHERE id = ${t.id}::uuid`;
     });
     this.metrics.toolCalls.inc({ tool: meta.call.name, outcome: outcome.ok ? 'ok' : outcome.kind });
+    if (!outcome.ok && outcome.kind === 'timeout') {
+      this.logger.warn(
+        { turnId: this.turn.id, tool: meta.call.name, callId: meta.call.id, durationMs },
+        'tool call timed out',
+      );
+    }
     if (summary) this.countSideCall(summary.call);
   }
 
