@@ -5,20 +5,34 @@ import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER, NestPinoLogger } from '@switchboard/platform';
 import { GatewayModule } from './gateway.module';
+import { registerJsonBodyParser } from './http/body';
+import { clientErrorHandler, frameworkErrors } from './http/errors';
 import { createOpenApiDocument } from './http/openapi';
+import { registerRequestLog, requestLogOptions } from './http/request-log';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
 export async function createGateway(config: Config): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: config.BODY_LIMIT_BYTES, trustProxy: true });
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: true,
+    // Errors Fastify and Node answer before Nest sees the request, in the one error shape too.
+    frameworkErrors: frameworkErrors((): Logger => logger),
+    clientErrorHandler,
+    // One log line per request, with a request id echoed in x-request-id.
+    ...requestLogOptions(config),
+  });
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(config), adapter, {
     bufferLogs: true,
+    // Nest would add a form (urlencoded) parser; the gateway registers its own JSON-only parser.
+    bodyParser: false,
   });
-  const logger = app.get<Logger>(LOGGER);
+  const logger: Logger = app.get<Logger>(LOGGER);
   app.useLogger(new NestPinoLogger(logger));
   app.enableShutdownHooks();
 
-  // JSON only: anything else is a 415 rather than a string the validator has to reject.
-  app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain']);
+  // JSON only (UTF-8, bounded depth): anything else is a 415 rather than a string the validator has to reject.
+  registerJsonBodyParser(app.getHttpAdapter().getInstance(), config.BODY_LIMIT_BYTES);
+  registerRequestLog(app.getHttpAdapter().getInstance());
 
   SwaggerModule.setup('docs', app, createOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
   return app;

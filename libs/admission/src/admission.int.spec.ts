@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
+import { Client } from 'pg';
 import {
   AppError,
   newId,
@@ -10,7 +11,7 @@ import {
 } from '@switchboard/contracts';
 import { createLogger } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
-import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
 import { Admission, type AdmitInput } from './admission';
 
 /** Admission on real Postgres and a real BullMQ queue. */
@@ -289,11 +290,19 @@ describe('Admission', () => {
 
   it('admits one idempotency key once, even when 5 callers race', async () => {
     const sessionId = await newSession();
-    const results = await Promise.all(
+    const settled = await Promise.allSettled(
       Array.from({ length: 5 }, () =>
         admission.admit(operatorInput(sessionId, 'once', { idempotencyKey: 'k-1' })),
       ),
     );
+    // A caller that arrives while the first is being admitted is told so (409); later ones replay.
+    const results = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    for (const r of settled) {
+      if (r.status === 'rejected') {
+        expect(r.reason).toBeInstanceOf(AppError);
+        expect(r.reason).toMatchObject({ code: 'idempotency_key_in_flight', status: 409 });
+      }
+    }
     expect(new Set(results.map((r) => r.messageId)).size).toBe(1);
     expect(new Set(results.map((r) => r.turnId)).size).toBe(1);
     expect(results.filter((r) => !r.replayed)).toHaveLength(1);
@@ -318,6 +327,69 @@ describe('Admission', () => {
     expect(other.messageId).not.toBe(results[0].messageId);
     expect((await footprint(sessionId)).turns).toBe(2);
     expect(await queue.getJob(results[0].turnId)).toBeDefined();
+  });
+
+  it('refuses an idempotency key reused with a different request (422) and writes nothing', async () => {
+    const sessionId = await newSession();
+    const first = await admission.admit(operatorInput(sessionId, 'deploy v1', { idempotencyKey: 'k' }));
+    const before = await footprint(sessionId);
+    const changes: Partial<AdmitInput>[] = [
+      { body: { type: 'text', text: 'deploy v2' } },
+      { priority: 'interject' },
+      { metadata: { a: 1 } },
+      { correlationId: 'c-1' },
+      { multitask: 'reject' },
+    ];
+    for (const extra of changes) {
+      await expect(
+        admission.admit({ ...operatorInput(sessionId, 'deploy v1', { idempotencyKey: 'k' }), ...extra }),
+      ).rejects.toMatchObject({ code: 'idempotency_key_reused', status: 422 });
+    }
+    expect(await footprint(sessionId)).toEqual(before);
+    // Defaults spelled out are the same request: it replays.
+    const again = await admission.admit(
+      operatorInput(sessionId, 'deploy v1', {
+        idempotencyKey: 'k',
+        priority: 'normal',
+        multitask: 'enqueue',
+        metadata: {},
+      }),
+    );
+    expect(again).toMatchObject({ messageId: first.messageId, turnId: first.turnId, replayed: true });
+    const stored = await env.db.message.findUniqueOrThrow({ where: { id: first.messageId } });
+    expect(stored.idempotencyFingerprint).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('answers 409 in flight while the first request with the key is still being admitted', async () => {
+    const sessionId = await newSession();
+    // Another transaction holds the session row: the first admission takes the key's lock, then waits.
+    const holder = new Client({ connectionString: env.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+      const first = admission.admit(operatorInput(sessionId, 'slow', { idempotencyKey: 'k-slow' }));
+      await waitFor(
+        async () => {
+          const [{ n }] = await env.db.$queryRaw<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+          return n > 0;
+        },
+        { what: 'the first admission to hold the idempotency lock' },
+      );
+      await expect(
+        admission.admit(operatorInput(sessionId, 'slow', { idempotencyKey: 'k-slow' })),
+      ).rejects.toMatchObject({ code: 'idempotency_key_in_flight', status: 409 });
+      await holder.query('COMMIT');
+      const admitted = await first;
+      expect(admitted.replayed).toBe(false);
+      const retry = await admission.admit(operatorInput(sessionId, 'slow', { idempotencyKey: 'k-slow' }));
+      expect(retry).toMatchObject({ messageId: admitted.messageId, replayed: true });
+      expect((await footprint(sessionId)).messages).toBe(1);
+    } finally {
+      await holder.end();
+    }
   });
 
   it("answers not_found for another tenant's session and writes nothing", async () => {

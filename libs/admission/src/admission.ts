@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
+import { configure } from 'safe-stable-stringify';
 import {
   AppError,
   defaultTrust,
@@ -15,7 +17,7 @@ import {
   type MessageOrigin,
   type Priority,
 } from '@switchboard/contracts';
-import { appendEvents, insertMessage, isUniqueViolation, type Db } from '@switchboard/database';
+import { appendEvents, insertMessage, isUniqueViolation, type Db, type Tx } from '@switchboard/database';
 import { currentTraceCarrier, withSpan, type Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 
@@ -59,25 +61,36 @@ export class Admission {
     private readonly options: { enqueueTimeoutMs?: number } = {},
   ) {}
 
+  /**
+   * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), scoped to the session: the first
+   * request with a key admits; a retry with the same request gets the first admission back
+   * (`replayed`); the same key with a different request is `idempotency_key_reused` (422); a retry
+   * while the first is still being admitted is `idempotency_key_in_flight` (409). A request that
+   * failed stored nothing, so its key stays free.
+   */
   async admit(input: AdmitInput): Promise<Admitted> {
     return withSpan(
       'admit message',
       { attributes: { 'switchboard.session.id': input.sessionId } },
       async (span) => {
-        if (input.idempotencyKey) {
-          const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
+        const idempotency = input.idempotencyKey
+          ? { key: input.idempotencyKey, fingerprint: requestFingerprint(input) }
+          : undefined;
+        if (idempotency) {
+          const existing = await this.findByKey(this.db, input, idempotency);
           if (existing) return existing;
         }
-        let admitted: Admitted & { traceContext: unknown };
+        let admitted: Admitted & { traceContext?: unknown };
         try {
-          admitted = await this.persist(input);
+          admitted = await this.persist(input, idempotency);
         } catch (err) {
-          if (input.idempotencyKey && isUniqueViolation(err)) {
-            const existing = await this.findByKey(input.tenantId, input.sessionId, input.idempotencyKey);
+          if (idempotency && isUniqueViolation(err)) {
+            const existing = await this.findByKey(this.db, input, idempotency);
             if (existing) return existing;
           }
           throw err;
         }
+        if (admitted.replayed) return admitted;
         span.setAttribute('switchboard.turn.id', admitted.turnId);
         try {
           const enqueued = publish(
@@ -105,13 +118,25 @@ export class Admission {
     );
   }
 
-  private async findByKey(tenantId: string, sessionId: string, key: string): Promise<Admitted | null> {
-    const msg = await this.db.message.findFirst({
-      where: { tenantId, sessionId, idempotencyKey: key },
-      select: { id: true },
+  /** The admission an earlier request with this key made, or null; 422 when that request differed. */
+  private async findByKey(
+    db: Db | Tx,
+    input: AdmitInput,
+    idempotency: Idempotency,
+  ): Promise<Admitted | null> {
+    const msg = await db.message.findFirst({
+      where: { tenantId: input.tenantId, sessionId: input.sessionId, idempotencyKey: idempotency.key },
+      select: { id: true, idempotencyFingerprint: true },
     });
     if (!msg) return null;
-    const turn = await this.db.turn.findUnique({
+    // Messages admitted before fingerprints were stored have none: they replay as they always did.
+    if (msg.idempotencyFingerprint !== null && msg.idempotencyFingerprint !== idempotency.fingerprint) {
+      throw new AppError(
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used with a different request: use a new key for a new message',
+      );
+    }
+    const turn = await db.turn.findUnique({
       where: { inputMessageId: msg.id },
       select: { id: true, status: true },
     });
@@ -119,7 +144,7 @@ export class Admission {
     return { messageId: msg.id, turnId: turn.id, status: turn.status, replayed: true };
   }
 
-  private async persist(input: AdmitInput) {
+  private async persist(input: AdmitInput, idempotency: Idempotency | undefined) {
     const priority = input.priority ?? 'normal';
     const trust = defaultTrust(input.origin);
     const authorityClass = deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false);
@@ -127,7 +152,23 @@ export class Admission {
     const turnId = newId();
     const traceContext = currentTraceCarrier();
 
-    return this.db.$transaction(async (tx) => {
+    return this.db.$transaction(async (tx): Promise<Admitted & { traceContext?: unknown }> => {
+      if (idempotency) {
+        // Held until this transaction ends: a second request with the key meanwhile is in flight (409),
+        // not queued behind the session lock. Taken before that lock, so it never waits for it.
+        const lockKey = `idempotency:${input.sessionId}:${idempotency.key}`;
+        const [{ locked }] = await tx.$queryRaw<{ locked: boolean }[]>`
+          SELECT pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) AS locked`;
+        if (!locked) {
+          throw new AppError(
+            'idempotency_key_in_flight',
+            'a request with this Idempotency-Key is still being processed: retry later',
+          );
+        }
+        // The holder may have committed between the first look and the lock.
+        const existing = await this.findByKey(tx, input, idempotency);
+        if (existing) return existing;
+      }
       // Locks the session row: admissions of one session get consecutive seqs in commit order.
       const rows = await tx.$queryRaw<{ seq: number; agent_id: string; status: string }[]>`
         UPDATE sessions SET last_turn_seq = last_turn_seq + 1, updated_at = now()
@@ -166,7 +207,8 @@ export class Admission {
         metadata: input.metadata ?? {},
         correlationId: input.correlationId ?? null,
         causationId: input.causationId ?? null,
-        idempotencyKey: input.idempotencyKey ?? null,
+        idempotencyKey: idempotency?.key ?? null,
+        idempotencyFingerprint: idempotency?.fingerprint ?? null,
       });
       await tx.$executeRaw`
         INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context)
@@ -192,6 +234,34 @@ export class Admission {
       return { messageId, turnId, status: 'queued', replayed: false, traceContext };
     });
   }
+}
+
+interface Idempotency {
+  key: string;
+  fingerprint: string;
+}
+
+const canonicalJson = configure({ deterministic: true });
+
+/**
+ * sha256 of the request as admitted, in canonical JSON (sorted keys, defaults filled in): what a
+ * retry must repeat for its key to replay. `"hi"` and `[{type:"text",text:"hi"}]` are the same
+ * message; a different text, priority, multitask, metadata or correlationId is a different request.
+ */
+export function requestFingerprint(input: AdmitInput): string {
+  const request = {
+    kind: input.kind,
+    origin: input.origin,
+    body: input.body,
+    deliverySurface: input.deliverySurface,
+    admissionContext: input.admissionContext,
+    priority: input.priority ?? 'normal',
+    multitask: input.multitask ?? 'enqueue',
+    metadata: input.metadata ?? {},
+    correlationId: input.correlationId ?? null,
+    causationId: input.causationId ?? null,
+  };
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

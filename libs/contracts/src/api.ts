@@ -64,10 +64,27 @@ export const UpdateAgentRequest = CreateAgentRequest.partial().refine((v) => Obj
 });
 export type UpdateAgentRequest = z.infer<typeof UpdateAgentRequest>;
 
+/** Largest `metadata` object, in bytes of its JSON. */
+export const MAX_METADATA_BYTES = 16_384;
+
+/**
+ * Free-form JSON the caller attaches to a session or message. Bounded in size here; its nesting is
+ * bounded with the whole body (MAX_JSON_DEPTH) before it is parsed.
+ */
+export const Metadata = z.record(z.string().max(200), z.unknown()).superRefine((value, ctx) => {
+  const bytes = Buffer.byteLength(JSON.stringify(value));
+  if (bytes > MAX_METADATA_BYTES) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `metadata is ${bytes} bytes of JSON; at most ${MAX_METADATA_BYTES} are allowed`,
+    });
+  }
+});
+
 export const CreateSessionRequest = z.strictObject({
   agentId: z.string().min(1).max(100),
   title: z.string().max(200).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: Metadata.optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequest>;
 
@@ -78,7 +95,7 @@ export const AdmitMessageRequest = z.strictObject({
   priority: Priority.optional(),
   /** enqueue (default): run after the session's earlier messages; reject: 409 while a turn is queued or running. */
   multitask: z.enum(['enqueue', 'reject']).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: Metadata.optional(),
   correlationId: z.string().min(1).max(200).optional(),
 });
 export type AdmitMessageRequest = z.infer<typeof AdmitMessageRequest>;
@@ -94,7 +111,12 @@ export const EventsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 
-export const IdempotencyKey = z.string().min(1).max(200);
+/** An Idempotency-Key header value: 1 to 200 printable ASCII characters. */
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x20-\x7e]+$/);
 
 /** One schema per route, all optional: `{ chat?: …, reasoning?: …, … }`. */
 function perRoute<S extends z.ZodType>(value: S): Record<ModelRoute, S> {

@@ -12,8 +12,14 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'request_timeout'
+  | 'uri_too_long'
+  | 'headers_too_large'
+  | 'idempotency_key_in_flight'
+  | 'idempotency_key_reused'
   | 'rate_limited'
-  | 'internal';
+  | 'internal'
+  | 'unavailable';
 
 const STATUS: Record<ErrorCode, number> = {
   bad_request: 400,
@@ -24,8 +30,17 @@ const STATUS: Record<ErrorCode, number> = {
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  request_timeout: 408,
+  uri_too_long: 414,
+  headers_too_large: 431,
+  /** The first request with this Idempotency-Key is still being processed: retry later. */
+  idempotency_key_in_flight: 409,
+  /** The Idempotency-Key was already used with a different request body. */
+  idempotency_key_reused: 422,
   rate_limited: 429,
   internal: 500,
+  /** A dependency (Postgres) cannot be reached: retry after the Retry-After header's seconds. */
+  unavailable: 503,
 };
 
 /** Every error code, for the OpenAPI error schema. */

@@ -4,4 +4,5 @@ export * from './errors';
 export * from './events';
 export * from './ids';
 export * from './jobs';
+export * from './text';
 export * from './responses';

@@ -33,18 +33,20 @@ export interface MessageRow {
   correlationId?: string | null;
   causationId?: string | null;
   idempotencyKey?: string | null;
+  idempotencyFingerprint?: string | null;
 }
 
 export async function insertMessage(tx: Tx, m: MessageRow): Promise<void> {
   await tx.$executeRaw`
     INSERT INTO messages (id, tenant_id, agent_id, session_id, turn_id, turn_seq, position, role, kind, origin,
       trust, authority_class, priority, delivery_surface, admission_context, body, tool_calls, tool_call_id,
-      metadata, correlation_id, causation_id, idempotency_key)
+      metadata, correlation_id, causation_id, idempotency_key, idempotency_fingerprint)
     VALUES (${m.id}::uuid, ${m.tenantId}::uuid, ${m.agentId}::uuid, ${m.sessionId}::uuid, ${m.turnId}::uuid,
       ${m.turnSeq}, ${m.position}, ${m.role}, ${m.kind}, ${json(m.origin)}::jsonb, ${m.trust}, ${m.authorityClass},
       ${m.priority}, ${m.deliverySurface ?? null}, ${m.admissionContext ?? null}, ${json(m.body)}::jsonb,
       ${json(m.toolCalls)}::jsonb, ${m.toolCallId ?? null}, ${json(m.metadata ?? {})}::jsonb,
-      ${m.correlationId ?? null}, ${m.causationId ?? null}, ${m.idempotencyKey ?? null})`;
+      ${m.correlationId ?? null}, ${m.causationId ?? null}, ${m.idempotencyKey ?? null},
+      ${m.idempotencyFingerprint ?? null})`;
 }
 
 export interface LedgerRow {

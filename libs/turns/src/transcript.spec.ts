@@ -114,6 +114,7 @@ function message(overrides: Partial<Message>): Message {
     workItemId: null,
     taskId: null,
     idempotencyKey: null,
+    idempotencyFingerprint: null,
     createdAt: new Date('2025-06-01T12:00:00Z'),
     ...overrides,
   };

@@ -1,11 +1,9 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiHeader } from '@nestjs/swagger';
 import type { Admission } from '@switchboard/admission';
 import {
   AdmitMessageResponse,
-  AppError,
   EventPageResponse,
-  IdempotencyKey,
   isUuid,
   MessagePageResponse,
   newId,
@@ -17,6 +15,7 @@ import {
 import { Prisma, type Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
 import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from '../http/dto';
+import { IdempotencyKeyHeader } from '../http/idempotency';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import {
   decodeCursor,
@@ -163,17 +162,22 @@ export class SessionsController {
     schema: AdmitMessageResponse,
     errors: [...BODY_ERRORS, 404, 409, 422],
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'Up to 200 printable ASCII characters. A retry with the same key and body returns the first ' +
+      'admission; the same key with another body is 422 idempotency_key_reused; a retry while the ' +
+      'first request is still being admitted is 409 idempotency_key_in_flight.',
+    schema: { type: 'string', minLength: 1, maxLength: 200 },
+  })
   async admit(
     @TenantId() tenantId: string,
     @Param('id') id: string,
     @Body() body: AdmitMessageDto,
-    @Headers('idempotency-key') idempotencyKey?: string,
+    @IdempotencyKeyHeader() idempotencyKey?: string,
   ): Promise<AdmitMessageResponse> {
     const sessionId = pathId(id, 'session');
-    if (idempotencyKey !== undefined && !IdempotencyKey.safeParse(idempotencyKey).success) {
-      throw new AppError('bad_request', 'Idempotency-Key must be 1 to 200 characters');
-    }
     const b = body;
     const text = typeof b.content === 'string' ? b.content : b.content.map((c) => c.text).join('\n\n');
     const messageBody: MessageBody = { type: 'text', text };

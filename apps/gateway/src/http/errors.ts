@@ -1,16 +1,24 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorBody, type ErrorCode } from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON: 'invalid_json',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+  FST_ERR_BAD_URL: 'bad_request',
+  FST_ERR_MAX_PARAM_LENGTH: 'uri_too_long',
 };
+
+/** Seconds a client is told to wait (Retry-After) before trying again. */
+const RETRY_AFTER_S: Partial<Record<ErrorCode, number>> = { unavailable: 5, idempotency_key_in_flight: 1 };
 
 const BY_STATUS: Record<number, ErrorCode> = {
   400: 'bad_request',
@@ -18,36 +26,54 @@ const BY_STATUS: Record<number, ErrorCode> = {
   403: 'unauthorized',
   404: 'not_found',
   409: 'conflict',
+  408: 'request_timeout',
   413: 'payload_too_large',
+  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'rate_limited',
+  431: 'headers_too_large',
 };
 
-/** Any thrown value → the one error shape. Unknown failures are 500s and are logged. */
-export function toErrorResponse(err: unknown, logger: Logger): { status: number; body: ErrorBody } {
-  if (err instanceof AppError) return { status: err.status, body: err.toBody() };
+export interface ErrorResponse {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+}
+
+const respond = (app: AppError): ErrorResponse => ({
+  status: app.status,
+  body: app.toBody(),
+  headers: RETRY_AFTER_S[app.code] === undefined ? {} : { 'retry-after': String(RETRY_AFTER_S[app.code]) },
+});
+
+/**
+ * Any thrown value → the one error shape. A database that cannot be reached is a 503 `unavailable`
+ * with Retry-After; other unknown failures are 500s and are logged.
+ */
+export function toErrorResponse(err: unknown, logger: Logger): ErrorResponse {
+  if (err instanceof AppError) return respond(err);
   const e = err as { code?: string; statusCode?: number; message?: string };
   if (typeof e?.code === 'string' && FASTIFY_CODES[e.code]) {
-    const app = new AppError(FASTIFY_CODES[e.code], friendly(e.code, e.message ?? ''));
-    return { status: app.status, body: app.toBody() };
+    return respond(new AppError(FASTIFY_CODES[e.code], friendly(e.code, e.message ?? '')));
   }
   if (err instanceof SyntaxError) {
-    const app = new AppError('invalid_json', `request body is not valid JSON: ${err.message}`);
-    return { status: app.status, body: app.toBody() };
+    return respond(new AppError('invalid_json', `request body is not valid JSON: ${err.message}`));
   }
   if (err instanceof HttpException) {
     const status = err.getStatus();
     if (status < 500) {
       const code =
         status === 400 && /json/i.test(err.message) ? 'invalid_json' : (BY_STATUS[status] ?? 'bad_request');
-      return { status, body: { error: { code, message: err.message } } };
+      // Nest turns Fastify's errors into HttpExceptions carrying only Fastify's text.
+      const message = status === 415 ? friendly('FST_ERR_CTP_INVALID_MEDIA_TYPE', '') : err.message;
+      return { status, body: { error: { code, message } }, headers: {} };
     }
   } else if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const code = BY_STATUS[e.statusCode] ?? 'bad_request';
-    return { status: e.statusCode, body: { error: { code, message: e.message ?? code } } };
+    return { status: e.statusCode, body: { error: { code, message: e.message ?? code } }, headers: {} };
   }
   logger.error({ err }, 'unhandled error');
-  return { status: 500, body: { error: { code: 'internal', message: 'internal error' } } };
+  return respond(new AppError('internal', 'internal error'));
 }
 
 function friendly(code: string, message: string): string {
@@ -58,6 +84,12 @@ function friendly(code: string, message: string): string {
       return 'unsupported content type: send application/json';
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return 'request body is empty but content-type is application/json';
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'content-length does not match the request body';
+    case 'FST_ERR_BAD_URL':
+      return 'malformed URL: a percent-encoded sequence is not valid';
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return 'a path segment of the URL is too long';
     default:
       return `request body is not valid JSON: ${message}`;
   }
@@ -69,7 +101,46 @@ export class ErrorFilter implements ExceptionFilter {
 
   catch(err: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const { status, body } = toErrorResponse(err, this.logger);
-    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+    send(reply, toErrorResponse(err, this.logger));
   }
+}
+
+function send(reply: FastifyReply, { status, body, headers }: ErrorResponse): void {
+  void reply
+    .status(status)
+    .headers({ ...headers, 'content-type': 'application/json; charset=utf-8' })
+    .send(body);
+}
+
+/**
+ * Fastify's `frameworkErrors`: a URL it cannot decode (400) or route (a path segment over
+ * maxParamLength, 414) never reaches Nest, so it is answered here in the same shape.
+ */
+export const frameworkErrors =
+  (logger: () => Logger) =>
+  (err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void =>
+    send(reply, toErrorResponse(err, logger()));
+
+/**
+ * Fastify's `clientErrorHandler`: Node's HTTP parser refused the request (headers or request line
+ * over its 16 KiB limit → 431, a request that took too long → 408, anything else → 400). There is
+ * no request object yet, so the response is written to the socket, in the same shape.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const app =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('headers_too_large', 'the request line and headers are larger than the server accepts')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('request_timeout', 'the request was not received in time')
+        : new AppError('bad_request', 'malformed HTTP request');
+  const body = JSON.stringify(app.toBody());
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${app.status} ${http.STATUS_CODES[app.status]}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

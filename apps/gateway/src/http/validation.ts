@@ -1,21 +1,44 @@
+import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
 import { createZodValidationPipe } from 'nestjs-zod';
 import type { ZodError } from 'zod';
-import { AppError } from '@switchboard/contracts';
+import { AppError, findInvalidText } from '@switchboard/contracts';
+
+interface Issue {
+  path: string;
+  message: string;
+  code: string;
+}
+
+const failed = (issues: Issue[]) =>
+  new AppError('validation_failed', issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '), {
+    issues,
+  });
 
 /** Strict request validation: the error lists every issue with its path. */
-export const ValidationPipe = createZodValidationPipe({
-  createValidationException: (error: unknown) => {
-    const issues = (error as ZodError).issues.map((i) => ({
-      path: i.path.join('.'),
-      message: i.message,
-      code: i.code,
-    }));
-    return new AppError(
-      'validation_failed',
-      issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '),
-      {
-        issues,
-      },
-    );
-  },
+const ZodPipe = createZodValidationPipe({
+  createValidationException: (error: unknown) =>
+    failed(
+      (error as ZodError).issues.map((i) => ({ path: i.path.join('.'), message: i.message, code: i.code })),
+    ),
 });
+
+/**
+ * The global pipe. Before any schema runs, every string and object key of the body, the query and
+ * the path parameters is checked for text Postgres cannot store (NUL, lone surrogates): one check
+ * for every route and field, so no handler can pass such a string to the database.
+ */
+@Injectable()
+export class ValidationPipe implements PipeTransform {
+  private readonly zod = new ZodPipe();
+
+  transform(value: unknown, metadata: ArgumentMetadata): unknown {
+    if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
+      const issues = findInvalidText(value);
+      if (issues.length > 0) {
+        const prefix = metadata.type === 'param' && metadata.data ? metadata.data : '';
+        throw failed(issues.map((i) => ({ ...i, path: [prefix, i.path].filter(Boolean).join('.') })));
+      }
+    }
+    return this.zod.transform(value, metadata);
+  }
+}

@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError, MAX_JSON_DEPTH } from '@switchboard/contracts';
+
+/**
+ * The gateway's only body parser: `application/json` in UTF-8. Every other content type (form
+ * bodies, text/plain, none at all) finds no parser and Fastify answers 415. The raw bytes are
+ * checked before anything parses them:
+ * - a charset other than UTF-8 is a 415; bytes that are not valid UTF-8 are a 400 `invalid_json`
+ *   (RFC 8259 §8.1: JSON exchanged between systems is UTF-8), never replacement characters;
+ * - nesting deeper than MAX_JSON_DEPTH is a 400 `validation_failed`, before recursive code
+ *   (validation, JSON.stringify, the database driver) can overflow the stack on it.
+ * Parsing itself is Fastify's default (secure-json-parse: `__proto__` and `constructor.prototype`
+ * keys are refused).
+ */
+export function registerJsonBodyParser(fastify: FastifyInstance, bodyLimit: number): void {
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (req, body, done) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
+    if (charset && !/^utf-?8$/i.test(charset)) {
+      done(new AppError('unsupported_media_type', `unsupported charset "${charset}": send UTF-8`), undefined);
+      return;
+    }
+    let text: string;
+    try {
+      text = decoder.decode(body as Buffer);
+    } catch {
+      done(new AppError('invalid_json', 'request body is not valid UTF-8'), undefined);
+      return;
+    }
+    if (exceedsDepth(text, MAX_JSON_DEPTH)) {
+      done(
+        new AppError('validation_failed', `request body is nested deeper than ${MAX_JSON_DEPTH} levels`, {
+          issues: [{ path: '', message: `nested deeper than ${MAX_JSON_DEPTH} levels`, code: 'too_deep' }],
+        }),
+        undefined,
+      );
+      return;
+    }
+    void parseJson(req, text, done);
+  });
+}
+
+/** True when the JSON text opens more than `max` objects/arrays at once. Linear, no recursion. */
+export function exceedsDepth(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+  }
+  return false;
+}

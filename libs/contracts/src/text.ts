@@ -1,0 +1,54 @@
+/**
+ * Text the API accepts. Postgres cannot store U+0000 in `text` or `jsonb`, and a UTF-16 lone
+ * surrogate (`"\ud800"` in JSON) is not a Unicode scalar value: `jsonb` refuses it and it has no
+ * UTF-8 encoding. Both are rejected at the edge, in every string and every object key of a request,
+ * instead of failing in the database (docs/adr/0005).
+ */
+
+/** Deepest nesting of objects and arrays a JSON request body may have. */
+export const MAX_JSON_DEPTH = 32;
+
+/** A surrogate code unit that is not half of a pair (a `u` regex sees a pair as one code point). */
+const LONE_SURROGATE = /\p{Cs}/u;
+const invalidText = (s: string) => s.includes('\u0000') || LONE_SURROGATE.test(s);
+
+export interface TextIssue {
+  /** Dotted path like the validation issues' (`metadata.a.0`); empty for the value itself. */
+  path: string;
+  message: string;
+  code: 'invalid_text';
+}
+
+/** The strings and object keys in `value` that cannot be stored; at most `limit` of them. */
+export function findInvalidText(value: unknown, limit = 20): TextIssue[] {
+  const issues: TextIssue[] = [];
+  // Iterative, so even a value nested deeper than any bound cannot overflow the stack.
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
+  while (stack.length > 0 && issues.length < limit) {
+    const { value: v, path } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (invalidText(v)) issues.push(issue(path, describe(v)));
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: [...path, i] });
+    } else if (v !== null && typeof v === 'object') {
+      const entries = Object.entries(v as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i];
+        if (invalidText(key)) issues.push(issue([...path, key], `key ${describe(key)}`));
+        stack.push({ value: child, path: [...path, key] });
+      }
+    }
+  }
+  return issues;
+}
+
+const describe = (s: string) =>
+  s.includes('\u0000')
+    ? 'contains a NUL character (U+0000)'
+    : 'contains a lone UTF-16 surrogate (not a Unicode character)';
+
+const issue = (path: (string | number)[], message: string): TextIssue => ({
+  path: path.map((p) => (typeof p === 'string' ? JSON.stringify(p).slice(1, -1) : p)).join('.'),
+  message,
+  code: 'invalid_text',
+});

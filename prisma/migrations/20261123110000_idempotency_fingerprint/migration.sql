@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "messages" ADD COLUMN     "idempotency_fingerprint" TEXT;
+
