@@ -1,4 +1,4 @@
-import { context, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import pino, { type Logger } from 'pino';
 
 /** Paths whose values never reach a log line. */
@@ -7,6 +7,10 @@ export const REDACT_PATHS = [
   '*.authorization',
   'req.headers.authorization',
   'req.headers["x-admin-token"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
   'apiKey',
   '*.apiKey',
   'token',
@@ -31,7 +35,7 @@ export function createLogger(options: {
     base: { service: options.service },
     mixin() {
       const span = trace.getSpan(context.active());
-      if (!span) return {};
+      if (!span || !isSpanContextValid(span.spanContext())) return {};
       const { traceId, spanId } = span.spanContext();
       return { trace_id: traceId, span_id: spanId };
     },

@@ -4,6 +4,7 @@
  */
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
+import { NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 let sdk: NodeSDK | undefined;
 
@@ -15,7 +16,11 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
   process.env.OTEL_TRACES_EXPORTER ??= hasEndpoint ? 'otlp' : 'none';
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  // With no span processor the SDK registers no tracer provider at all, and every span (hence
+  // every trace id in logs and jobs) would be empty: a processor that drops spans keeps the ids.
+  const exportsNothing = process.env.OTEL_TRACES_EXPORTER === 'none';
   sdk = new NodeSDK({
+    ...(exportsNothing ? { spanProcessors: [new NoopSpanProcessor()] } : {}),
     instrumentations: [
       getNodeAutoInstrumentations({
         '@opentelemetry/instrumentation-fs': { enabled: false },

@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { Config } from '@switchboard/config';
+import { createLogger } from '@switchboard/observability';
+
+/** The request id header, read from the client (or a proxy) and echoed on every response. */
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** An incoming request id is kept only when it is short and of a safe charset; otherwise one is made. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export function requestId(req: IncomingMessage): string {
+  const given = req.headers[REQUEST_ID_HEADER];
+  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/**
+ * Fastify's own pino request logging, quietened to one line per request (written by
+ * `registerRequestLog`), with the request id as `requestId` on every line of the request.
+ */
+export function requestLogOptions(
+  config: Config,
+): Pick<FastifyServerOptions, 'loggerInstance' | 'disableRequestLogging' | 'genReqId' | 'requestIdLogLabel'> {
+  return {
+    loggerInstance: createLogger({ service: 'gateway', level: config.LOG_LEVEL }),
+    disableRequestLogging: true,
+    genReqId: requestId,
+    requestIdLogLabel: 'requestId',
+  };
+}
+
+interface Logged {
+  tenantId?: string;
+  /** The trace of the request's server span, taken while it is active. */
+  logTraceId?: string;
+}
+
+/**
+ * One line per request when the response is sent: method, route template, status,
+ * duration, tenant (once authenticated), trace id and request id. Headers are never
+ * logged, so neither the API key nor cookies can reach the line.
+ */
+export function registerRequestLog(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+    const span = trace.getSpan(context.active());
+    if (span && isSpanContextValid(span.spanContext())) {
+      (request as FastifyRequest & Logged).logTraceId = span.spanContext().traceId;
+    }
+  });
+  fastify.addHook('onResponse', async (request, reply) => {
+    const r = request as FastifyRequest & Logged;
+    const status = reply.statusCode;
+    request.log[status >= 500 ? 'error' : 'info'](
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        status,
+        durationMs: Math.round(reply.elapsedTime * 10) / 10,
+        ...(r.tenantId ? { tenantId: r.tenantId } : {}),
+        ...(r.logTraceId ? { trace_id: r.logTraceId } : {}),
+      },
+      'request completed',
+    );
+  });
+}
