@@ -1,0 +1,63 @@
+import { Queue } from 'bullmq';
+import { Jobs, newId, QueueName } from '@switchboard/contracts';
+import { createRedis, jobOptions } from '@switchboard/queue';
+import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import { startHooks, type Running } from '../../../test/support/stack';
+
+/** The post-turn processor dispatches by hook name through the hook registry; an unknown name is never retried. */
+jest.setTimeout(30_000);
+
+describe('PostTurnProcessor', () => {
+  let env: TestEnv;
+  let hooks: Running;
+  let queue: Queue;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    hooks = await startHooks(env.config());
+    queue = new Queue(QueueName.PostTurn, { connection: createRedis(env.redisUrl), prefix: env.queuePrefix });
+  });
+
+  afterAll(async () => {
+    await hooks?.close();
+    await queue?.close();
+    await (await queue?.client)?.quit().catch(() => undefined);
+    await env?.cleanup();
+  });
+
+  it('runs the named hook’s handler', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'hooks');
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const turnId = newId();
+    await env.db.turn.create({
+      data: {
+        id: turnId,
+        tenantId,
+        sessionId,
+        agentId,
+        seq: 1,
+        inputMessageId: newId(),
+        status: 'completed',
+      },
+    });
+    const data = { turnId, tenantId, hook: 'cost-log' as const, trace: {} };
+    await queue.add(QueueName.PostTurn, data, jobOptions(Jobs.postTurn, data));
+    const run = await waitFor(() =>
+      env.db.hookRun.findFirst({ where: { turnId } }).then((r) => r ?? undefined),
+    );
+    expect(run).toMatchObject({ hook: 'cost-log', status: 'completed' });
+  });
+
+  it('fails a job naming a hook it has no handler for, without retrying it', async () => {
+    const data = { turnId: newId(), tenantId: newId(), hook: 'no-such-hook', trace: {} };
+    const job = await queue.add(QueueName.PostTurn, data, {
+      jobId: `${data.turnId}.${data.hook}`,
+      attempts: Jobs.postTurn.attempts,
+      backoff: Jobs.postTurn.backoff,
+    });
+    await waitFor(async () => (await queue.getJobState(job.id!)) === 'failed', { what: 'the job failed' });
+    const failed = await queue.getJob(job.id!);
+    expect(failed?.attemptsMade).toBe(1);
+    expect(failed?.failedReason).toMatch(/no-such-hook|invalid post-turn job/);
+  });
+});
