@@ -210,6 +210,81 @@ describe('bad input', () => {
       'bad_request',
     ],
     ['bad cursor', () => api.get(`/v1/sessions/${sessionId}/messages?cursor=nonsense`), 400, 'bad_request'],
+    ...['[99999999999,0]', '[1e309,0]', '[-1,0]', '[1.5,0]'].map((c): Case => [
+      `forged cursor ${c}`,
+      () => api.get(`/v1/sessions/${sessionId}/messages?cursor=${Buffer.from(c).toString('base64url')}`),
+      400,
+      'bad_request',
+    ]),
+    [
+      'NUL in message content',
+      () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'a\u0000b' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'lone surrogate in an agent name',
+      () => api.post('/v1/agents', { name: 'a\ud800' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'NUL in a metadata key',
+      () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x', metadata: { 'k\u0000': 1 } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'lone surrogate in a correlationId',
+      () => api.post(`/v1/sessions/${sessionId}/messages`, { content: 'x', correlationId: '\udc00' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'NUL in a tenant name',
+      () => new Api(gateway.url, ADMIN).post('/v1/admin/tenants', { name: 'x\u0000' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'NUL in a session title',
+      () => api.post('/v1/sessions', { agentId, title: '\u0000' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'metadata nested 1,500 levels',
+      () =>
+        api.request('POST', `/v1/sessions/${sessionId}/messages`, {
+          raw: `{"content":"x","metadata":{"a":${'['.repeat(1500)}${']'.repeat(1500)}}}`,
+          headers: { 'content-type': 'application/json' },
+        }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'a form body',
+      () =>
+        api.request('POST', `/v1/sessions/${sessionId}/messages`, {
+          raw: 'content=hi',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'invalid UTF-8',
+      () =>
+        api.request('POST', `/v1/sessions/${sessionId}/messages`, {
+          raw: Buffer.concat([Buffer.from('{"content":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
+          headers: { 'content-type': 'application/json' },
+        }),
+      400,
+      'invalid_json',
+    ],
+    ['a malformed URL', () => api.get('/v1/agents/%zz'), 400, 'bad_request'],
+    ['a path segment too long', () => api.get(`/v1/agents/${'a'.repeat(10_000)}`), 414, 'uri_too_long'],
+    ['a 100 KB URL', () => api.get(`/v1/agents/${'a'.repeat(100_000)}`), 431, 'headers_too_large'],
     ['bad limit', () => api.get('/v1/agents?limit=0'), 400, 'validation_failed'],
     ['unknown query parameter', () => api.get('/v1/agents?colour=red'), 400, 'validation_failed'],
     ['no key', () => new Api(gateway.url).get('/v1/agents'), 401, 'unauthorized'],

@@ -18,11 +18,11 @@ export class Api {
   async request<T = any>(
     method: string,
     path: string,
-    options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+    options: { body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {},
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (this.key && !('authorization' in headers)) headers.authorization = `Bearer ${this.key}`;
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     if (options.raw !== undefined) body = options.raw;
     else if (options.body !== undefined) {
       body = JSON.stringify(options.body);

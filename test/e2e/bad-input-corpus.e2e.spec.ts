@@ -1,0 +1,593 @@
+import { ErrorResponse } from '@switchboard/contracts';
+import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { Api, newTenant, type ApiResponse } from '../support/api';
+import { startGateway } from '../support/stack';
+
+/**
+ * A generated corpus of malformed requests across every route: wrong types, unknown fields, NUL and
+ * lone surrogates, deep and huge JSON, bad ids and cursors, bad content types, invalid UTF-8,
+ * missing or wrong credentials, another tenant's ids, bad Idempotency-Keys, malformed URLs. Each
+ * must be a 4xx in the one error shape (the contracts' ErrorResponse schema), never a 5xx, and
+ * leave the row count of every table in the database as it was.
+ */
+jest.setTimeout(120_000);
+
+const ADMIN = 'test-admin-token-0123456789';
+const UNKNOWN_ID = '01a20360-0000-7000-8000-000000000000';
+
+interface Case {
+  name: string;
+  run: () => Promise<ApiResponse>;
+  /** The status this malformation must get, when it is one status whatever the route. */
+  status?: number;
+  code?: string;
+}
+
+describe('bad input corpus', () => {
+  let env: TestEnv;
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
+  let api: Api;
+  let admin: Api;
+  let anonymous: Api;
+  const ids: Record<string, string> = {};
+  const cases: Case[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    gateway = await startGateway(env.config({ BODY_LIMIT_BYTES: String(512 * 1024) }));
+    ({ api } = await newTenant(gateway.url, ADMIN, 'mine'));
+    const other = await newTenant(gateway.url, ADMIN, 'theirs');
+    admin = new Api(gateway.url, ADMIN);
+    anonymous = new Api(gateway.url);
+    ids.agent = (await api.post('/v1/agents', { name: 'mine' })).body.id;
+    ids.session = (await api.post('/v1/sessions', { agentId: ids.agent })).body.id;
+    // An admitted message with a key (its turn stays queued: no worker runs here).
+    const admitted = await api.post(
+      `/v1/sessions/${ids.session}/messages`,
+      { content: 'first' },
+      { 'idempotency-key': 'corpus-key' },
+    );
+    if (admitted.status !== 202) throw new Error(`admit: ${admitted.status}`);
+    ids.turn = admitted.body.turnId;
+    ids.closedSession = (await api.post('/v1/sessions', { agentId: ids.agent })).body.id;
+    await api.delete(`/v1/sessions/${ids.closedSession}`);
+    ids.otherKey = other.keyId;
+    ids.otherAgent = (await other.api.post('/v1/agents', { name: 'theirs' })).body.id;
+    ids.otherSession = (await other.api.post('/v1/sessions', { agentId: ids.otherAgent })).body.id;
+    ids.otherTurn = (
+      await other.api.post(`/v1/sessions/${ids.otherSession}/messages`, { content: 'x' })
+    ).body.turnId;
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    await env?.cleanup();
+  });
+
+  /** Row counts of every table in the test database's public schema. */
+  async function rowCounts(): Promise<Record<string, number>> {
+    const tables = await env.db.$queryRaw<{ name: string }[]>`
+      SELECT table_name::text AS name FROM information_schema.tables
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`;
+    const rows = await env.db.$queryRawUnsafe<{ name: string; n: number }[]>(
+      tables
+        .map(({ name }) => `SELECT '${name}' AS name, count(*)::int AS n FROM "${name}"`)
+        .join(' UNION ALL '),
+    );
+    return Object.fromEntries(rows.map((r) => [r.name, r.n]));
+  }
+
+  // ---- the corpus ---------------------------------------------------------------------------
+
+  const json = { 'content-type': 'application/json' };
+  const send = (client: () => Api, method: string, path: () => string, body: unknown, headers = {}) =>
+    client().request(method, path(), { raw: JSON.stringify(body), headers: { ...json, ...headers } });
+  const sendRaw = (
+    method: string,
+    path: () => string,
+    raw: string | Uint8Array,
+    headers: Record<string, string>,
+  ) => api.request(method, path(), { raw, headers });
+
+  /** Routes that take a JSON body, with a valid body to break. */
+  const bodyRoutes: {
+    name: string;
+    method: string;
+    path: () => string;
+    client: () => Api;
+    valid: () => Record<string, unknown>;
+  }[] = [
+    {
+      name: 'create tenant',
+      method: 'POST',
+      path: () => '/v1/admin/tenants',
+      client: () => admin,
+      valid: () => ({ name: 't' }),
+    },
+    {
+      name: 'create api key',
+      method: 'POST',
+      path: () => '/v1/api-keys',
+      client: () => api,
+      valid: () => ({ name: 'k' }),
+    },
+    {
+      name: 'create agent',
+      method: 'POST',
+      path: () => '/v1/agents',
+      client: () => api,
+      valid: () => ({ name: 'a', instructions: 'be brief', archetype: 'helper' }),
+    },
+    {
+      name: 'patch agent',
+      method: 'PATCH',
+      path: () => `/v1/agents/${ids.agent}`,
+      client: () => api,
+      valid: () => ({ name: 'renamed', instructions: 'x' }),
+    },
+    {
+      name: 'create session',
+      method: 'POST',
+      path: () => '/v1/sessions',
+      client: () => api,
+      valid: () => ({ agentId: ids.agent, title: 'hello', metadata: { k: 'v' } }),
+    },
+    {
+      name: 'admit message',
+      method: 'POST',
+      path: () => `/v1/sessions/${ids.session}/messages`,
+      client: () => api,
+      valid: () => ({ content: 'hi', metadata: { k: 'v' }, correlationId: 'c-1' }),
+    },
+    {
+      name: 'patch settings',
+      method: 'PATCH',
+      path: () => '/v1/settings',
+      client: () => api,
+      valid: () => ({ blockedTools: ['word_count'], toolSchemaMode: 'strict' }),
+    },
+  ];
+
+  const WRONG_VALUES: [string, unknown][] = [
+    ['a number', 42],
+    ['an object', { nested: true }],
+    ['an array', [1]],
+    ['null', null],
+  ];
+
+  const deep = (levels: number): unknown => JSON.parse('['.repeat(levels) + ']'.repeat(levels));
+  const deepText = (levels: number) => '{"a":' + '['.repeat(levels) + ']'.repeat(levels) + '}';
+
+  for (const r of bodyRoutes) {
+    const breaks: [string, () => unknown, number?, string?][] = [
+      ['an unknown field', () => ({ ...r.valid(), colour: 'red' }), 400, 'validation_failed'],
+      ['a JSON array', () => [r.valid()], 400, 'validation_failed'],
+      ['a JSON string', () => 'hello', 400, 'validation_failed'],
+      ['JSON null', () => null, 400],
+      ['a __proto__ key', () => JSON.parse(`{"__proto__":{"admin":true},"name":"x"}`), 400],
+    ];
+    for (const field of Object.keys(r.valid())) {
+      const kind = (v: unknown) => (Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v);
+      for (const [what, value] of WRONG_VALUES.filter(([, v]) => kind(v) !== kind(r.valid()[field]))) {
+        breaks.push([
+          `${field} as ${what}`,
+          () => ({ ...r.valid(), [field]: value }),
+          400,
+          'validation_failed',
+        ]);
+      }
+      const valid = r.valid()[field];
+      if (typeof valid === 'string' && field !== 'agentId') {
+        breaks.push([
+          `${field} with NUL`,
+          () => ({ ...r.valid(), [field]: 'a\u0000b' }),
+          400,
+          'validation_failed',
+        ]);
+        breaks.push([
+          `${field} with a lone surrogate`,
+          () => ({ ...r.valid(), [field]: 'a\ud800b' }),
+          400,
+          'validation_failed',
+        ]);
+        breaks.push([`${field} 300,000 long`, () => ({ ...r.valid(), [field]: 'x'.repeat(300_000) }), 400]);
+      }
+      if (field === 'metadata') {
+        breaks.push(
+          [
+            'a metadata key with NUL',
+            () => ({ ...r.valid(), metadata: { 'k\u0000': 1 } }),
+            400,
+            'validation_failed',
+          ],
+          [
+            'a metadata value with a lone surrogate',
+            () => ({ ...r.valid(), metadata: { k: ['ok', { v: '\udc00' }] } }),
+            400,
+            'validation_failed',
+          ],
+          [
+            'metadata nested 40 levels',
+            () => ({ ...r.valid(), metadata: { d: deep(40) } }),
+            400,
+            'validation_failed',
+          ],
+          [
+            'metadata of 20,000 bytes',
+            () => ({ ...r.valid(), metadata: { big: 'x'.repeat(20_000) } }),
+            400,
+            'validation_failed',
+          ],
+        );
+      }
+    }
+    for (const [what, body, status, code] of breaks) {
+      cases.push({
+        name: `${r.name}: ${what}`,
+        run: () => send(r.client, r.method, r.path, body()),
+        status,
+        code,
+      });
+    }
+
+    const rawBodies: [string, string | Uint8Array, Record<string, string>, number, string][] = [
+      ['invalid JSON', '{"name":', json, 400, 'invalid_json'],
+      ['an empty JSON body', '', json, 400, 'invalid_json'],
+      [
+        'invalid UTF-8',
+        Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]),
+        json,
+        400,
+        'invalid_json',
+      ],
+      ['JSON nested 5,000 levels', deepText(5000), json, 400, 'validation_failed'],
+      [
+        'a field nested 5,000 levels',
+        `${JSON.stringify(r.valid()).slice(0, -1)},"deep":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+        json,
+        400,
+        'validation_failed',
+      ],
+      [
+        'a form body',
+        'name=x&content=hi',
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        415,
+        'unsupported_media_type',
+      ],
+      ['text/plain', '{"name":"x"}', { 'content-type': 'text/plain' }, 415, 'unsupported_media_type'],
+      [
+        'multipart',
+        '--b\r\n\r\nx\r\n--b--',
+        { 'content-type': 'multipart/form-data; boundary=b' },
+        415,
+        'unsupported_media_type',
+      ],
+      ['XML', '<name>x</name>', { 'content-type': 'application/xml' }, 415, 'unsupported_media_type'],
+      [
+        'JSON in latin1',
+        '{"name":"x"}',
+        { 'content-type': 'application/json; charset=latin1' },
+        415,
+        'unsupported_media_type',
+      ],
+      ['no content type', '{"name":"x"}', {}, 415, 'unsupported_media_type'],
+    ];
+    for (const [what, raw, headers, status, code] of rawBodies) {
+      cases.push({
+        name: `${r.name}: ${what}`,
+        run: () => r.client().request(r.method, r.path(), { raw, headers }),
+        status,
+        code,
+      });
+    }
+    cases.push(
+      {
+        name: `${r.name}: no credentials`,
+        run: () => send(() => anonymous, r.method, r.path, r.valid()),
+        status: 401,
+        code: 'unauthorized',
+      },
+      {
+        name: `${r.name}: a Basic authorization`,
+        run: () => send(() => anonymous, r.method, r.path, r.valid(), { authorization: 'Basic YTpi' }),
+        status: 401,
+        code: 'unauthorized',
+      },
+      {
+        name: `${r.name}: an unknown key`,
+        run: () => send(() => new Api(gateway.url, 'sb_not-a-key'), r.method, r.path, r.valid()),
+        status: 401,
+        code: 'unauthorized',
+      },
+    );
+  }
+
+  // Ids in paths: malformed, unknown, another tenant's.
+  const idRoutes: {
+    name: string;
+    method: string;
+    path: (id: string) => string;
+    body?: unknown;
+    other: () => string;
+  }[] = [
+    { name: 'get agent', method: 'GET', path: (id) => `/v1/agents/${id}`, other: () => ids.otherAgent },
+    {
+      name: 'patch agent',
+      method: 'PATCH',
+      path: (id) => `/v1/agents/${id}`,
+      body: { name: 'stolen' },
+      other: () => ids.otherAgent,
+    },
+    { name: 'delete agent', method: 'DELETE', path: (id) => `/v1/agents/${id}`, other: () => ids.otherAgent },
+    {
+      name: 'revoke api key',
+      method: 'DELETE',
+      path: (id) => `/v1/api-keys/${id}`,
+      other: () => ids.otherKey,
+    },
+    { name: 'get session', method: 'GET', path: (id) => `/v1/sessions/${id}`, other: () => ids.otherSession },
+    {
+      name: 'close session',
+      method: 'DELETE',
+      path: (id) => `/v1/sessions/${id}`,
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'transcript',
+      method: 'GET',
+      path: (id) => `/v1/sessions/${id}/messages`,
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'admit message',
+      method: 'POST',
+      path: (id) => `/v1/sessions/${id}/messages`,
+      body: { content: 'x' },
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'events',
+      method: 'GET',
+      path: (id) => `/v1/sessions/${id}/events`,
+      other: () => ids.otherSession,
+    },
+    { name: 'get turn', method: 'GET', path: (id) => `/v1/turns/${id}`, other: () => ids.otherTurn },
+  ];
+  for (const r of idRoutes) {
+    const call = (id: () => string) => () =>
+      r.body === undefined
+        ? api.request(r.method, r.path(id()))
+        : api.request(r.method, r.path(id()), { body: r.body });
+    cases.push(
+      { name: `${r.name}: another tenant's id`, run: call(r.other), status: 404, code: 'not_found' },
+      { name: `${r.name}: an unknown id`, run: call(() => UNKNOWN_ID), status: 404, code: 'not_found' },
+      { name: `${r.name}: not a UUID`, run: call(() => 'not-a-uuid'), status: 404, code: 'not_found' },
+      { name: `${r.name}: SQL in the id`, run: call(() => "1'%20or%201=1"), status: 404, code: 'not_found' },
+      {
+        name: `${r.name}: NUL in the id`,
+        run: call(() => `${UNKNOWN_ID}%00`),
+        status: 400,
+        code: 'validation_failed',
+      },
+      { name: `${r.name}: a bad percent-escape`, run: call(() => '%zz'), status: 400, code: 'bad_request' },
+      {
+        name: `${r.name}: an id of 500 characters`,
+        run: call(() => 'a'.repeat(500)),
+        status: 414,
+        code: 'uri_too_long',
+      },
+    );
+  }
+
+  // Queries and cursors.
+  const cursor = (text: string) => Buffer.from(text).toString('base64url');
+  const badQueries: [string, string, number, string][] = [
+    ['a nonsense cursor', 'cursor=nonsense', 400, 'bad_request'],
+    ['a cursor of 300 characters', `cursor=${'a'.repeat(300)}`, 400, 'validation_failed'],
+    ['a NUL cursor', 'cursor=%00', 400, 'validation_failed'],
+    ['limit 0', 'limit=0', 400, 'validation_failed'],
+    ['limit -1', 'limit=-1', 400, 'validation_failed'],
+    ['limit 1.5', 'limit=1.5', 400, 'validation_failed'],
+    ['limit abc', 'limit=abc', 400, 'validation_failed'],
+    ['limit 10000', 'limit=10000', 400, 'validation_failed'],
+    ['limit twice', 'limit=1&limit=2', 400, 'validation_failed'],
+    ['an unknown parameter', 'colour=red', 400, 'validation_failed'],
+  ];
+  for (const [path, what] of [
+    [() => '/v1/agents', 'agents'],
+    [() => '/v1/sessions', 'sessions'],
+    [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
+  ] as const) {
+    for (const [q, query, status, code] of badQueries) {
+      cases.push({ name: `list ${what}: ${q}`, run: () => api.get(`${path()}?${query}`), status, code });
+    }
+  }
+  const forgedTranscriptCursors = [
+    '[99999999999,0]',
+    '[1e309,0]',
+    '[-1,0]',
+    '[1.5,0]',
+    '[0]',
+    '[0,0,0]',
+    '["1",0]',
+    '[null,0]',
+    '{}',
+    '[0,2147483648]',
+  ];
+  for (const c of forgedTranscriptCursors) {
+    cases.push({
+      name: `transcript: forged cursor ${c}`,
+      run: () => api.get(`/v1/sessions/${ids.session}/messages?cursor=${cursor(c)}`),
+      status: 400,
+      code: 'bad_request',
+    });
+  }
+  for (const c of ['[1]', '["not-a-uuid"]', `["${UNKNOWN_ID}","x"]`]) {
+    cases.push({
+      name: `agents: forged cursor ${c}`,
+      run: () => api.get(`/v1/agents?cursor=${cursor(c)}`),
+      status: 400,
+      code: 'bad_request',
+    });
+  }
+  for (const [q, query] of [
+    ['after -1', 'after=-1'],
+    ['after abc', 'after=abc'],
+    ['after 1e400', 'after=1e400'],
+    ['limit 501', 'limit=501'],
+    ['an unknown parameter', 'cursor=x'],
+  ]) {
+    cases.push({
+      name: `events: ${q}`,
+      run: () => api.get(`/v1/sessions/${ids.session}/events?${query}`),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
+
+  // Idempotency-Key and admission conflicts.
+  const admit =
+    (body: unknown, headers: Record<string, string> = {}) =>
+    () =>
+      api.post(`/v1/sessions/${ids.session}/messages`, body, headers);
+  cases.push(
+    {
+      name: 'Idempotency-Key of 201 characters',
+      run: admit({ content: 'x' }, { 'idempotency-key': 'k'.repeat(201) }),
+      status: 400,
+      code: 'bad_request',
+    },
+    {
+      name: 'Idempotency-Key empty when unquoted',
+      run: admit({ content: 'x' }, { 'idempotency-key': '""' }),
+      status: 400,
+      code: 'bad_request',
+    },
+    {
+      name: 'Idempotency-Key not ASCII',
+      run: admit({ content: 'x' }, { 'idempotency-key': 'cl\u00e9' }),
+      status: 400,
+      code: 'bad_request',
+    },
+    {
+      name: 'Idempotency-Key reused with another body',
+      run: admit({ content: 'second' }, { 'idempotency-key': 'corpus-key' }),
+      status: 422,
+      code: 'idempotency_key_reused',
+    },
+    {
+      name: 'Idempotency-Key reused with another priority',
+      run: admit({ content: 'first', priority: 'interject' }, { 'idempotency-key': 'corpus-key' }),
+      status: 422,
+      code: 'idempotency_key_reused',
+    },
+    {
+      name: 'multitask reject while a turn is queued',
+      run: admit({ content: 'x', multitask: 'reject' }),
+      status: 409,
+      code: 'conflict',
+    },
+    {
+      name: 'a message into a closed session',
+      run: () => api.post(`/v1/sessions/${ids.closedSession}/messages`, { content: 'x' }),
+      status: 409,
+      code: 'conflict',
+    },
+    { name: 'content blocks empty', run: admit({ content: [] }), status: 400, code: 'validation_failed' },
+    {
+      name: 'content block of another type',
+      run: admit({ content: [{ type: 'image', url: 'x' }] }),
+      status: 400,
+      code: 'validation_failed',
+    },
+    {
+      name: 'content block text with NUL',
+      run: admit({ content: [{ type: 'text', text: 'a\u0000' }] }),
+      status: 400,
+      code: 'validation_failed',
+    },
+  );
+
+  // Other routes and URLs.
+  cases.push(
+    {
+      name: 'settings read without a key',
+      run: () => anonymous.get('/v1/settings'),
+      status: 401,
+      code: 'unauthorized',
+    },
+    {
+      name: 'api keys listed without a key',
+      run: () => anonymous.get('/v1/api-keys'),
+      status: 401,
+      code: 'unauthorized',
+    },
+    {
+      name: 'admin route with an API key',
+      run: () => api.post('/v1/admin/tenants', { name: 'x' }),
+      status: 401,
+      code: 'unauthorized',
+    },
+    {
+      name: 'tenant route with the admin token',
+      run: () => admin.get('/v1/agents'),
+      status: 401,
+      code: 'unauthorized',
+    },
+    { name: 'an unknown route', run: () => api.get('/v1/nothing'), status: 404, code: 'not_found' },
+    {
+      name: 'a method no route has',
+      run: () => api.request('PUT', '/v1/agents'),
+      status: 404,
+      code: 'not_found',
+    },
+    { name: 'POST to healthz', run: () => api.post('/healthz', {}), status: 404, code: 'not_found' },
+    { name: 'a bad percent-escape in a query', run: () => api.get('/v1/agents?limit=%zz'), status: 400 },
+    {
+      name: 'a 100 KB URL',
+      run: () => api.get(`/v1/agents?x=${'a'.repeat(100_000)}`),
+      status: 431,
+      code: 'headers_too_large',
+    },
+    {
+      name: 'a body over the limit',
+      run: () => sendRaw('POST', () => '/v1/agents', `{"name":"${'x'.repeat(600_000)}"}`, json),
+      status: 413,
+      code: 'payload_too_large',
+    },
+  );
+
+  it('has at least 150 cases', () => {
+    expect(cases.length).toBeGreaterThanOrEqual(150);
+  });
+
+  it('answers every malformed request with a 4xx in the one error shape and changes no table', async () => {
+    const before = await rowCounts();
+    expect(Object.keys(before).length).toBeGreaterThan(10);
+    const failures: string[] = [];
+    for (const c of cases) {
+      let res: ApiResponse;
+      try {
+        res = await c.run();
+      } catch (err) {
+        failures.push(`${c.name}: request failed: ${(err as Error).message}`);
+        continue;
+      }
+      const shape = ErrorResponse.safeParse(res.body);
+      if (res.status < 400 || res.status >= 500) failures.push(`${c.name}: status ${res.status}`);
+      else if (!shape.success) failures.push(`${c.name}: body ${JSON.stringify(res.body)?.slice(0, 200)}`);
+      else if (c.status !== undefined && res.status !== c.status)
+        failures.push(`${c.name}: ${res.status} ${shape.data.error.code}, expected ${c.status}`);
+      else if (c.code !== undefined && shape.data.error.code !== c.code)
+        failures.push(`${c.name}: code ${shape.data.error.code}, expected ${c.code}`);
+      else if (res.status === 503 || res.status >= 500) failures.push(`${c.name}: 5xx`);
+      const after = await rowCounts();
+      if (JSON.stringify(after) !== JSON.stringify(before)) {
+        failures.push(`${c.name}: row counts changed ${JSON.stringify(before)} → ${JSON.stringify(after)}`);
+        Object.assign(before, after);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});
