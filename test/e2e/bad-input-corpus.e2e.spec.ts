@@ -435,6 +435,7 @@ describe('bad input corpus', () => {
     ['after -1', 'after=-1'],
     ['after abc', 'after=abc'],
     ['after 1e400', 'after=1e400'],
+    ['after beyond a Postgres integer', 'after=99999999999'],
     ['limit 501', 'limit=501'],
     ['an unknown parameter', 'cursor=x'],
   ]) {

@@ -106,8 +106,11 @@ export const PageQuery = z.strictObject({
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 
+/** Largest Postgres `integer`: sequence numbers are columns of that type. */
+export const PG_INT_MAX = 2_147_483_647;
+
 export const EventsQuery = z.strictObject({
-  after: z.coerce.number().int().min(0).optional(),
+  after: z.coerce.number().int().min(0).max(PG_INT_MAX).optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 

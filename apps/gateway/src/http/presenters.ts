@@ -4,6 +4,7 @@ import {
   isUuid,
   notFound,
   parseTenantSettings,
+  PG_INT_MAX,
   type AgentResponse,
   type ApiKeyResponse,
   type EventResponse,
@@ -150,9 +151,6 @@ export function encodeCursor(parts: (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-/** Largest Postgres `integer`: a cursor's numbers (turn seq, position) are columns of that type. */
-const PG_INT_MAX = 2_147_483_647;
-
 const cursorPart = (p: unknown, kind: 'string' | 'number') =>
   kind === 'string'
     ? typeof p === 'string' && isUuid(p)
@@ -160,7 +158,7 @@ const cursorPart = (p: unknown, kind: 'string' | 'number') =>
 
 /**
  * A cursor is opaque to clients but forgeable: each part must be what encodeCursor writes for its
- * kind, a UUID (`'string'`) or a non-negative Postgres integer (`'number'`), else a 400.
+ * kind, a UUID (`'string'`) or a non-negative Postgres integer (`'number'`: turn seq, position), else a 400.
  */
 export function decodeCursor<T extends (string | number)[]>(
   cursor: string | undefined,
@@ -169,7 +167,11 @@ export function decodeCursor<T extends (string | number)[]>(
   if (cursor === undefined) return undefined;
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => cursorPart(p, shape[i]))) {
+    if (
+      Array.isArray(parts) &&
+      parts.length === shape.length &&
+      parts.every((p, i) => cursorPart(p, shape[i]))
+    ) {
       return parts as T;
     }
   } catch {
