@@ -40,6 +40,10 @@ export class HarnessModule {
               anthropicApiKey: cfg.ANTHROPIC_API_KEY,
               anthropicBaseUrl: cfg.ANTHROPIC_BASE_URL,
               timeoutMs: cfg.PROVIDER_TIMEOUT_MS,
+              streamTimeouts: {
+                idleMs: cfg.PROVIDER_STREAM_IDLE_MS,
+                totalMs: cfg.PROVIDER_ATTEMPT_TIMEOUT_MS,
+              },
               scriptedFixtures: cfg.SCRIPTED_FIXTURES_DIR ? loadFixtureDir(cfg.SCRIPTED_FIXTURES_DIR) : [],
             });
             return new TurnRunner({
@@ -53,6 +57,7 @@ export class HarnessModule {
               leaseMs: cfg.SESSION_LEASE_MS,
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
+              checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,
               prices: cfg.MODEL_PRICES,
             });
           },

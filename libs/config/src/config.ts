@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 
 /**
@@ -91,8 +92,25 @@ export const ConfigSchema = z.object({
   MODEL_PRICES: ModelPrices.optional(),
   /** Per-attempt timeout of a provider request; a hung model call is retried after it (seed 002). */
   PROVIDER_TIMEOUT_MS: Int(120_000, 1000),
+  /** Longest silence between two chunks of a streamed model response before the attempt times out. */
+  PROVIDER_STREAM_IDLE_MS: Int(60_000, 100),
+  /** Longest a whole provider attempt (headers and the full stream) may take before it times out. */
+  PROVIDER_ATTEMPT_TIMEOUT_MS: Int(600_000, 1000),
+  /** How long a turn's checkpoint write retries transient database errors (a restart) before the job fails. */
+  CHECKPOINT_RETRY_MS: Int(30_000, 0),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */
   SCRIPTED_FIXTURES_DIR: z.string().optional(),
+  /** Comma-separated modules whose `tools` export is registered next to the built-ins (tests; unset in production). */
+  EXTRA_TOOL_MODULES: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean),
+    )
+    .refine((mods) => mods.every((m) => existsSync(m)), 'must list existing module files')
+    .optional(),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),

@@ -3,6 +3,8 @@ import type { Tx } from './prisma';
 import { insertEvents } from './rows';
 
 export interface JournalEvent {
+  /** Given by a caller that needs to find the event again (a retried step checking it committed). */
+  id?: string;
   type: string;
   data: Record<string, unknown>;
   turnId?: string | null;
@@ -85,7 +87,7 @@ export async function appendEvents(
   await insertEvents(
     tx,
     args.events.map((e, i) => ({
-      id: newId(),
+      id: e.id ?? newId(),
       tenantId: args.tenantId,
       sessionId: args.sessionId,
       turnId: e.turnId ?? null,

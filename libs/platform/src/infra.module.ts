@@ -13,7 +13,7 @@ import { QueueName } from '@switchboard/contracts';
 import { createPrisma, type Db } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
-import { ToolRegistry } from '@switchboard/tools';
+import { BUILTIN_TOOLS, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TOOLS } from './tokens';
 import { WorkerFailures } from './worker';
 
@@ -45,7 +45,10 @@ export class InfraModule {
       { provide: METRICS, useValue: new Metrics(service) },
       { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
       { provide: REDIS, useValue: redis },
-      { provide: TOOLS, useValue: new ToolRegistry() },
+      {
+        provide: TOOLS,
+        useValue: new ToolRegistry([...BUILTIN_TOOLS, ...loadToolModules(config.EXTRA_TOOL_MODULES)]),
+      },
       WorkerFailures,
       InfraLifecycle,
     ];

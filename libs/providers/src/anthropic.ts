@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
 import { classifyHttpError } from './errors';
+import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
   ProviderError,
   type ChatMessage,
@@ -19,6 +20,8 @@ export class AnthropicProvider implements ModelProvider {
     baseURL?: string;
     timeoutMs?: number;
     maxTokens?: number;
+    /** Silence between chunks, and the whole attempt (DEFAULT_STREAM_TIMEOUTS when absent). */
+    streamTimeouts?: Partial<StreamTimeouts>;
     fetch?: typeof fetch;
   }) {
     this.client = new Anthropic({
@@ -29,11 +32,14 @@ export class AnthropicProvider implements ModelProvider {
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     this.maxTokens = options.maxTokens ?? 4096;
+    this.timeouts = { ...DEFAULT_STREAM_TIMEOUTS, ...options.streamTimeouts };
   }
 
   private readonly maxTokens: number;
+  private readonly timeouts: StreamTimeouts;
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
+    const guard = new AttemptGuard(this.name, request.signal, this.timeouts);
     try {
       const system = request.messages.filter((m) => m.role === 'system').map((m) => m.content);
       const stream = this.client.messages.stream(
@@ -53,8 +59,11 @@ export class AnthropicProvider implements ModelProvider {
               }
             : {}),
         },
-        { signal: request.signal },
+        { signal: guard.signal },
       );
+      // The idle clock starts with the response headers and restarts at every stream event.
+      stream.on('connect', () => guard.touch());
+      stream.on('streamEvent', () => guard.touch());
       if (request.onTextDelta) stream.on('text', (delta) => request.onTextDelta?.(delta));
       const message = await stream.finalMessage();
       let text = '';
@@ -83,8 +92,11 @@ export class AnthropicProvider implements ModelProvider {
               : 'stop',
       };
     } catch (err) {
-      if (err instanceof ProviderError) throw err;
-      throw classifyHttpError(err, this.name, request.signal);
+      const e = guard.errorFor(err, request.signal);
+      if (e instanceof ProviderError) throw e;
+      throw classifyHttpError(e, this.name, request.signal);
+    } finally {
+      guard.dispose();
     }
   }
 }

@@ -7,3 +7,4 @@ export * from './registry';
 export * from './routes';
 export * from './scripted';
 export * from './types';
+export * from './stream-guard';

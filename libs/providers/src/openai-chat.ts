@@ -2,6 +2,7 @@ import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { classifyHttpError } from './errors';
 import { createOpenAIClient, type OpenAIClientOptions } from './openai-client';
+import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
   ProviderError,
   type ChatMessage,
@@ -15,12 +16,15 @@ import {
 export class OpenAIChatProvider implements ModelProvider {
   readonly name = 'openai-chat';
   private readonly client: OpenAI;
+  private readonly timeouts: StreamTimeouts;
 
   constructor(options: OpenAIClientOptions) {
     this.client = createOpenAIClient(options);
+    this.timeouts = { ...DEFAULT_STREAM_TIMEOUTS, ...options.streamTimeouts };
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
+    const guard = new AttemptGuard(this.name, request.signal, this.timeouts);
     try {
       const stream = await this.client.chat.completions.create(
         {
@@ -42,11 +46,13 @@ export class OpenAIChatProvider implements ModelProvider {
           stream: true,
           stream_options: { include_usage: true },
         },
-        { signal: request.signal },
+        { signal: guard.signal },
       );
-      return await assemble(stream, request.onTextDelta);
+      return await assemble(guard.watch(stream), request.onTextDelta);
     } catch (err) {
-      throw classifyHttpError(err, this.name, request.signal);
+      throw classifyHttpError(guard.errorFor(err, request.signal), this.name, request.signal);
+    } finally {
+      guard.dispose();
     }
   }
 }

@@ -1,9 +1,13 @@
 import OpenAI from 'openai';
+import type { StreamTimeouts } from './stream-guard';
 
 export interface OpenAIClientOptions {
   apiKey?: string;
   baseURL?: string;
+  /** Wait for response headers (the SDK's own timeout). */
   timeoutMs?: number;
+  /** Silence between chunks, and the whole attempt (DEFAULT_STREAM_TIMEOUTS when absent). */
+  streamTimeouts?: Partial<StreamTimeouts>;
   fetch?: typeof fetch;
 }
 

@@ -2,6 +2,7 @@ import type OpenAI from 'openai';
 import type { ResponseInputItem, ResponseStreamEvent, Response } from 'openai/resources/responses/responses';
 import { classifyHttpError } from './errors';
 import { createOpenAIClient, type OpenAIClientOptions } from './openai-client';
+import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
   ProviderError,
   type ChatMessage,
@@ -14,12 +15,15 @@ import {
 export class OpenAIResponsesProvider implements ModelProvider {
   readonly name = 'openai';
   private readonly client: OpenAI;
+  private readonly timeouts: StreamTimeouts;
 
   constructor(options: OpenAIClientOptions) {
     this.client = createOpenAIClient(options);
+    this.timeouts = { ...DEFAULT_STREAM_TIMEOUTS, ...options.streamTimeouts };
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
+    const guard = new AttemptGuard(this.name, request.signal, this.timeouts);
     try {
       const system = request.messages.filter((m) => m.role === 'system').map((m) => m.content);
       const stream = await this.client.responses.create(
@@ -41,11 +45,13 @@ export class OpenAIResponsesProvider implements ModelProvider {
           stream: true,
           store: false,
         },
-        { signal: request.signal },
+        { signal: guard.signal },
       );
-      return await assemble(stream, request.onTextDelta);
+      return await assemble(guard.watch(stream), request.onTextDelta);
     } catch (err) {
-      throw classifyHttpError(err, this.name, request.signal);
+      throw classifyHttpError(guard.errorFor(err, request.signal), this.name, request.signal);
+    } finally {
+      guard.dispose();
     }
   }
 }

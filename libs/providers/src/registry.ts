@@ -2,6 +2,7 @@ import { AnthropicProvider } from './anthropic';
 import { OpenAIChatProvider } from './openai-chat';
 import { OpenAIResponsesProvider } from './openai-responses';
 import { ScriptedProvider, type ScriptedFixture } from './scripted';
+import type { StreamTimeouts } from './stream-guard';
 import { ProviderError, type ModelProvider } from './types';
 
 export interface ProviderSettings {
@@ -9,8 +10,10 @@ export interface ProviderSettings {
   openaiBaseUrl?: string;
   anthropicApiKey?: string;
   anthropicBaseUrl?: string;
-  /** Per-attempt request timeout for the SDK providers. */
+  /** Wait for response headers, per attempt, for the SDK providers. */
   timeoutMs?: number;
+  /** Silence between stream chunks, and the whole attempt, for the SDK providers. */
+  streamTimeouts?: Partial<StreamTimeouts>;
   scriptedFixtures?: ScriptedFixture[];
 }
 
@@ -27,15 +30,21 @@ export class ProviderRegistry {
 
   constructor(settings: ProviderSettings = {}, extra: ModelProvider[] = []) {
     this.register(new ScriptedProvider(settings.scriptedFixtures));
-    const { timeoutMs } = settings;
+    const { timeoutMs, streamTimeouts } = settings;
     this.register(
-      new OpenAIChatProvider({ apiKey: settings.openaiApiKey, baseURL: settings.openaiBaseUrl, timeoutMs }),
+      new OpenAIChatProvider({
+        apiKey: settings.openaiApiKey,
+        baseURL: settings.openaiBaseUrl,
+        timeoutMs,
+        streamTimeouts,
+      }),
     );
     this.register(
       new OpenAIResponsesProvider({
         apiKey: settings.openaiApiKey,
         baseURL: settings.openaiBaseUrl,
         timeoutMs,
+        streamTimeouts,
       }),
     );
     this.register(
@@ -43,6 +52,7 @@ export class ProviderRegistry {
         apiKey: settings.anthropicApiKey,
         baseURL: settings.anthropicBaseUrl,
         timeoutMs,
+        streamTimeouts,
       }),
     );
     for (const p of extra) this.register(p);

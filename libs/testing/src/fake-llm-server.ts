@@ -75,6 +75,13 @@ export interface ScriptedMessage {
   costUsd?: number;
   /** Wait this long before sending anything (for streams: before the status line / first byte). */
   delayMs?: number;
+  /** Streams only: wait this long between two SSE frames (a slow but live stream). */
+  frameIntervalMs?: number;
+  /**
+   * Streams only: send this many SSE frames, then nothing more, holding the connection open until
+   * the client aborts or the server closes (a stream that stalls after its first chunks).
+   */
+  stallAfterFrames?: number;
 }
 
 export interface ScriptedError {
@@ -1165,7 +1172,9 @@ export class FakeLlmServer {
           const alive = await this.delay(reply.delayMs, res);
           if (!alive) return;
         }
-        if (frames) {
+        if (frames && (reply.frameIntervalMs !== undefined || reply.stallAfterFrames !== undefined)) {
+          await this.paceSse(res, frames, headers, reply.frameIntervalMs ?? 0, reply.stallAfterFrames);
+        } else if (frames) {
           this.sendSse(res, frames, headers);
         } else {
           this.sendJson(res, 200, json, headers);
@@ -1209,6 +1218,29 @@ export class FakeLlmServer {
     headers: Record<string, string>,
   ): void {
     this.send(res, status, JSON.stringify(body), { 'content-type': 'application/json', ...headers });
+  }
+
+  /** SSE frames one by one, `intervalMs` apart; after `stallAfter` frames the stream goes silent, left open. */
+  private async paceSse(
+    res: http.ServerResponse,
+    frames: string[],
+    headers: Record<string, string>,
+    intervalMs: number,
+    stallAfter: number | undefined,
+  ): Promise<void> {
+    if (res.destroyed) return;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      ...headers,
+    });
+    for (const [i, frame] of frames.entries()) {
+      if (stallAfter !== undefined && i >= stallAfter) return;
+      if (i > 0 && intervalMs > 0 && !(await this.delay(intervalMs, res))) return;
+      res.write(frame);
+    }
+    res.end();
   }
 
   private sendSse(res: http.ServerResponse, frames: string[], headers: Record<string, string>): void {

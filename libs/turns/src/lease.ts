@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '@switchboard/database';
+import { isTransientDbError, type Db } from '@switchboard/database';
+import { retryTransient } from './durable';
 
 /**
  * The session lease: at most one worker runs a session's turns at a time
@@ -35,6 +36,27 @@ export class SessionLease {
     await this.db.$executeRaw`
       UPDATE sessions SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
       WHERE id = ${this.sessionId}::uuid AND lease_token = ${this.token}::uuid`;
+  }
+
+  /**
+   * Releases the lease without throwing. When the database is briefly unreachable (a restart), it
+   * keeps trying in the background for as long as the lease would have lasted anyway, so the
+   * session is free as soon as the database is back rather than when the lease expires.
+   * `onError` hears each failure; `final` says it gave up (the lease then expires on its own).
+   */
+  async releaseOrRetry(onError: (err: unknown, final: boolean) => void): Promise<void> {
+    try {
+      await this.release();
+      return;
+    } catch (err) {
+      onError(err, !isTransientDbError(err));
+      if (!isTransientDbError(err)) return;
+    }
+    void retryTransient(() => this.release(), {
+      maxMs: this.ms,
+      maxBackoffMs: 1_000,
+      unref: true,
+    }).catch((err: unknown) => onError(err, true));
   }
 
   get fence() {

@@ -48,6 +48,7 @@ import {
 } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
 import type { ToolRegistry } from '@switchboard/tools';
+import { retryTransient } from './durable';
 import { SessionLease } from './lease';
 import { coherentHistory, toChatMessage } from './transcript';
 
@@ -76,6 +77,8 @@ export interface TurnRunnerOptions {
   prices?: PriceOverrides;
   /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
   finalisers?: FinalisationStep[];
+  /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
+  checkpointRetryMs?: number;
 }
 
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
@@ -136,7 +139,15 @@ export class TurnRunner {
       }
       throw err;
     } finally {
-      await lease.release().catch((err: unknown) => this.o.logger.error({ err }, 'lease release failed'));
+      // A database blip must not keep the session locked until the lease expires.
+      await lease.releaseOrRetry((err, final) =>
+        final
+          ? this.o.logger.error(
+              { err, sessionId: own.sessionId },
+              'lease release failed; it expires on its own',
+            )
+          : this.o.logger.warn({ err, sessionId: own.sessionId }, 'lease release failed; retrying'),
+      );
     }
     const after = await db.turn.findUnique({ where: { id: own.id }, select: { status: true } });
     return after && !isTerminal(after.status) ? 'busy' : 'done';
@@ -277,7 +288,17 @@ export class TurnRunner {
           this.o.metrics,
           history.seqs,
           this.o.logger,
+          this.o.checkpointRetryMs ?? 30_000,
         );
+        // Calls an earlier run started and never recorded: their effect may have happened (ADR 0004).
+        const startedCalls = resumed
+          ? (
+              await db.toolCall.findMany({
+                where: { turnId: turn.id, status: 'running' },
+                select: { callId: true },
+              })
+            ).map((c) => c.callId)
+          : [];
         let outcome: TurnOutcome;
         try {
           outcome = await this.o.engine.run(
@@ -300,6 +321,7 @@ export class TurnRunner {
               prices: { ...this.o.prices, ...settings.modelPrices },
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
+              startedCalls,
             },
             checkpoints,
             controller.signal,
@@ -515,7 +537,11 @@ export function renderSystemPrompt(agent: Pick<Agent, 'name' | 'instructions'>, 
   return parts.join('\n\n');
 }
 
-/** The engine's checkpoints, each a fenced Postgres transaction. */
+/**
+ * The engine's checkpoints, each a fenced Postgres transaction. A step that meets a transient
+ * database error (a restart, a dropped connection) is retried for up to `retryMs`, holding what it
+ * records in memory meanwhile: a finished tool's result is not lost to a database blip (ADR 0004).
+ */
 class PostgresCheckpoints implements TurnCheckpoints {
   private pendingEvents: JournalEvent[] = [];
   private deltas = '';
@@ -530,7 +556,37 @@ class PostgresCheckpoints implements TurnCheckpoints {
     /** The turn seq of each message of the history the engine was given (for compaction cuts). */
     private readonly historySeqs: number[],
     private readonly logger: Logger,
+    private readonly retryMs: number,
   ) {}
+
+  /**
+   * One step: its events and `write` in one fenced transaction, retried on transient errors. The
+   * events carry ids, so a retry first looks for the step's first event: an attempt whose answer
+   * was lost may have committed, and must not be applied twice.
+   */
+  private async step(name: string, events: JournalEvent[], write: (tx: Tx) => Promise<void>): Promise<void> {
+    const marker = events[0]?.id;
+    await retryTransient(
+      async (attempt) => {
+        if (attempt > 1 && marker) {
+          const found = await this.db.event.findUnique({ where: { id: marker }, select: { id: true } });
+          if (found) return;
+        }
+        await this.db.$transaction(async (tx) => {
+          await appendEvents(tx, { ...this.base(), events });
+          await write(tx);
+        });
+      },
+      {
+        maxMs: this.retryMs,
+        onRetry: (err, attempt) =>
+          this.logger.warn(
+            { err, turnId: this.turn.id, step: name, attempt },
+            'checkpoint write failed on a transient database error; retrying',
+          ),
+      },
+    );
+  }
 
   /** Provider attempts into the latency histogram, once committed (`ok` or the failure kind). */
   private observeAttempts(attempts: ProviderAttempt[]): void {
@@ -573,7 +629,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
 
   private takeEvents(extra: JournalEvent[] = []): JournalEvent[] {
     this.bufferDeltas();
-    const events = [...this.pendingEvents, ...extra];
+    const events = [...this.pendingEvents, ...extra].map((e) => ({ ...e, id: e.id ?? newId() }));
     this.pendingEvents = [];
     return events;
   }
@@ -600,8 +656,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
   async recordRound(r: RoundRecord): Promise<void> {
     const t = this.turn;
     const position = this.nextPosition;
-    await this.db.$transaction(async (tx) => {
-      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+    await this.step('round', this.takeEvents(), async (tx) => {
       await insertMessage(tx, {
         ...this.entry(position),
         role: 'assistant',
@@ -631,8 +686,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
   }
 
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
-    await this.db.$transaction(async (tx) => {
-      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+    await this.step('failed_attempts', this.takeEvents(), async (tx) => {
       await tx.$executeRaw`
         UPDATE turns SET attempts = attempts || ${JSON.stringify(attempts)}::jsonb WHERE id = ${this.turn.id}::uuid`;
     });
@@ -641,8 +695,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
 
   async toolStarted(meta: ToolCallMeta): Promise<void> {
     const t = this.turn;
-    await this.db.$transaction(async (tx) => {
-      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+    await this.step('tool_started', this.takeEvents(), async (tx) => {
       // A resumed turn starts the same call again: the row is kept, its start time renewed.
       await tx.$executeRaw`
         INSERT INTO tool_calls (id, tenant_id, session_id, turn_id, call_id, name, arguments, side_effect, status,
@@ -664,8 +717,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const t = this.turn;
     // Taken before the await: calls of one wave record their results concurrently.
     const position = this.nextPosition++;
-    await this.db.$transaction(async (tx) => {
-      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+    // The tool already ran: its outcome is held here until it commits, through database restarts.
+    await this.step('tool_result', this.takeEvents(), async (tx) => {
       if (summary) {
         // The summarizer's cost and the session's failure streak commit with the result they shaped.
         await this.bookSideCall(tx, summary.call, `${t.id}:summarize:${meta.call.id}`);
@@ -705,8 +758,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
   async recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void> {
     const t = this.turn;
     const position = note === null ? undefined : this.nextPosition++;
-    await this.db.$transaction(async (tx) => {
-      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+    await this.step('reflection', this.takeEvents(), async (tx) => {
       await this.bookSideCall(tx, call, `${t.id}:reflect:${index}`);
       if (position === undefined || note === null) return;
       await insertMessage(tx, {
@@ -734,8 +786,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
       droppedMessages: c.droppedMessages,
       summary: c.summary,
     };
-    await this.db.$transaction(async (tx) => {
-      await appendEvents(tx, { ...this.base(), events: this.takeEvents() });
+    await this.step('compaction', this.takeEvents(), async (tx) => {
       // Each compaction summary is a separate purchase, even when a resumed turn compacts again.
       if (call) await this.bookSideCall(tx, call, `${this.turn.id}:${call.purpose}:${newId()}`);
       if (stored.headThroughSeq !== undefined && stored.keepFromSeq !== undefined) {
