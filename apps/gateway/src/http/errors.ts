@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorBody, type ErrorCode } from '@switchboard/contracts';
+import { isTransientDbError } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
 
@@ -71,6 +72,10 @@ export function toErrorResponse(err: unknown, logger: Logger): ErrorResponse {
   } else if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const code = BY_STATUS[e.statusCode] ?? 'bad_request';
     return { status: e.statusCode, body: { error: { code, message: e.message ?? code } }, headers: {} };
+  }
+  if (isTransientDbError(err)) {
+    logger.warn({ err }, 'database unavailable');
+    return respond(new AppError('unavailable', 'the service is temporarily unavailable: retry later'));
   }
   logger.error({ err }, 'unhandled error');
   return respond(new AppError('internal', 'internal error'));
