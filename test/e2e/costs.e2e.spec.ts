@@ -20,14 +20,7 @@ describe('costs and budgets', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
-    stack = await startStack(
-      env.config({
-        OPENAI_BASE_URL: llm.openaiBaseUrl,
-        OPENAI_API_KEY: 'sk-test',
-        ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
-        ANTHROPIC_API_KEY: 'sk-ant-test',
-      }),
-    );
+    stack = await startStack(env.config(llm.providerEnv));
     ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789'));
   });
 

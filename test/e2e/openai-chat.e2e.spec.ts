@@ -15,7 +15,7 @@ describe('the message path through the openai SDK', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
-    stack = await startStack(env.config({ OPENAI_BASE_URL: llm.openaiBaseUrl, OPENAI_API_KEY: 'sk-test' }));
+    stack = await startStack(env.config(llm.providerEnv));
     ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789'));
   });
 

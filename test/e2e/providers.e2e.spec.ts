@@ -17,14 +17,7 @@ describe('model routes across the Anthropic and OpenAI Responses SDKs', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
-    stack = await startStack(
-      env.config({
-        OPENAI_BASE_URL: llm.openaiBaseUrl,
-        OPENAI_API_KEY: 'sk-test',
-        ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
-        ANTHROPIC_API_KEY: 'sk-ant-test',
-      }),
-    );
+    stack = await startStack(env.config(llm.providerEnv));
     ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789'));
     const routes = await api.patch('/v1/settings', {
       modelRoutes: { coding: 'anthropic/claude-sonnet-5-5', reasoning: 'openai/gpt-4.1' },

@@ -990,6 +990,16 @@ export class FakeLlmServer {
     return this.url;
   }
 
+  /** The provider variables (SPEC §14) that point a Switchboard process's SDKs at this server. */
+  get providerEnv(): Record<string, string> {
+    return {
+      OPENAI_BASE_URL: this.openaiBaseUrl,
+      OPENAI_API_KEY: 'sk-test',
+      ANTHROPIC_BASE_URL: this.anthropicBaseUrl,
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+    };
+  }
+
   /** Number of scripted replies not yet consumed. */
   get pendingReplies(): number {
     return this.queue.length;

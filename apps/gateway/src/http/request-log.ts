@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { context, isSpanContextValid, trace } from '@opentelemetry/api';
-import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Config } from '@switchboard/config';
 import { createLogger } from '@switchboard/observability';
 
@@ -22,12 +22,11 @@ export function requestId(req: IncomingMessage): string {
  */
 export function requestLogOptions(
   config: Config,
-): Pick<FastifyServerOptions, 'loggerInstance' | 'disableRequestLogging' | 'genReqId' | 'requestIdLogLabel'> {
+): Pick<FastifyServerOptions, 'loggerInstance' | 'logController' | 'genReqId'> {
   return {
     loggerInstance: createLogger({ service: 'gateway', level: config.LOG_LEVEL }),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: requestId,
-    requestIdLogLabel: 'requestId',
   };
 }
 
