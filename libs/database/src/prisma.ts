@@ -4,9 +4,20 @@ import pg from 'pg';
 
 /** Prisma through the pg driver adapter: no native query engine (docs/adr/0002-prisma-engine.md). */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
+  return createDatabase(databaseUrl, options).prisma;
+}
+
+/**
+ * Prisma and the pg pool under it, for code that also runs typed SQL on the same connections
+ * (libs/store, docs/adr/0010-turn-store-on-pg.md). `prisma.$disconnect()` ends the pool.
+ */
+export function createDatabase(
+  databaseUrl: string,
+  options: { poolSize?: number } = {},
+): { prisma: PrismaClient; pool: pg.Pool } {
   const pool = dropDeadClients(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }));
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  return new PrismaClient({ adapter });
+  return { prisma: new PrismaClient({ adapter }), pool };
 }
 
 /**

@@ -1,0 +1,164 @@
+import type pg from 'pg';
+
+/**
+ * Typed SQL over node-postgres for the hot path (docs/adr/0010-turn-store-on-pg.md).
+ *
+ * `sql` is a tagged template: every interpolated value becomes a `$n` parameter, and an
+ * interpolated `Sql` fragment (from `sql` or `join`) is spliced in with its own parameters
+ * renumbered. Values are never concatenated into the text. Row types are declared by the caller
+ * (`db.rows<{ id: string }>(sql`...`)`); column aliases in the statement give them their
+ * camelCase names.
+ *
+ * Values go through node-postgres' own conversion: strings, numbers, booleans, null, Dates and
+ * Buffers as themselves; JS arrays as Postgres arrays (`$1::uuid[]`); pass JSON through `json()`
+ * and cast it (`${json(v)}::jsonb`), since a plain object would also be JSON but an array would not.
+ */
+export class Sql {
+  constructor(
+    readonly strings: readonly string[],
+    readonly values: readonly unknown[],
+  ) {}
+
+  /** The statement text with `$1..$n` placeholders and its parameter values. */
+  toQuery(): { text: string; values: unknown[] } {
+    const values: unknown[] = [];
+    const text = this.render(values);
+    return { text, values };
+  }
+
+  private render(values: unknown[]): string {
+    let text = this.strings[0];
+    for (let i = 0; i < this.values.length; i++) {
+      const v = this.values[i];
+      if (v instanceof Sql) text += v.render(values);
+      else {
+        values.push(v === undefined ? null : v);
+        text += `$${values.length}`;
+      }
+      text += this.strings[i + 1];
+    }
+    return text;
+  }
+}
+
+/** A parameterised statement or fragment: `sql`SELECT ... WHERE id = ${id}::uuid``. */
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
+  return new Sql([...strings], values);
+}
+
+/** Fragments joined by a fixed separator (`, ` by default): multi-row VALUES lists, OR-ed conditions. */
+export function join(parts: readonly Sql[], separator = ', '): Sql {
+  if (parts.length === 0) return new Sql([''], []);
+  return new Sql(['', ...parts.slice(1).map(() => separator), ''], parts);
+}
+
+/** A JSON parameter (cast it: `${json(v)}::jsonb`); undefined and null stay SQL NULL. */
+export function json(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+/** Where committed transactions and statements are counted (a prom-client Counter fits). */
+export interface CountSink {
+  inc(labels: { component: string }, value?: number): void;
+}
+
+export interface SqlDbOptions {
+  /** The label the counts carry: `harness`, `admission`, `gateway`... */
+  component: string;
+  transactions?: CountSink;
+  statements?: CountSink;
+}
+
+/** What a caller can run statements on: the pool (each statement its own transaction) or an open transaction. */
+export interface SqlRunner {
+  rows<R>(query: Sql): Promise<R[]>;
+  first<R>(query: Sql): Promise<R | undefined>;
+  /** The number of rows the statement affected. */
+  execute(query: Sql): Promise<number>;
+}
+
+/**
+ * The store's handle on a pg pool (the one Prisma's adapter uses, so both share its connections).
+ * It counts what it sends: `transactions` committed (a statement outside a transaction is one) and
+ * `statements` (BEGIN and COMMIT not included), for the per-turn budget and its metrics.
+ */
+export class SqlDb implements SqlRunner {
+  readonly counts = { transactions: 0, statements: 0 };
+
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly options: SqlDbOptions = { component: 'default' },
+  ) {}
+
+  /** The same pool counted under another component label (or into other sinks). */
+  withOptions(options: Partial<SqlDbOptions>): SqlDb {
+    return new SqlDb(this.pool, { ...this.options, ...options });
+  }
+
+  get component(): string {
+    return this.options.component;
+  }
+
+  async rows<R>(query: Sql): Promise<R[]> {
+    const result = await this.pool.query(query.toQuery());
+    this.count(1, 1);
+    return result.rows as R[];
+  }
+
+  async first<R>(query: Sql): Promise<R | undefined> {
+    return (await this.rows<R>(query))[0];
+  }
+
+  async execute(query: Sql): Promise<number> {
+    const result = await this.pool.query(query.toQuery());
+    this.count(1, 1);
+    return result.rowCount ?? 0;
+  }
+
+  /**
+   * BEGIN, `fn` on one connection, COMMIT; ROLLBACK when `fn` throws. A connection that fails
+   * mid-transaction is released as broken so the pool drops it. Counted when it commits.
+   */
+  async transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let statements = 0;
+    const tx: SqlRunner = {
+      rows: async <R>(query: Sql) => {
+        statements++;
+        return (await client.query(query.toQuery())).rows as R[];
+      },
+      first: async <R>(query: Sql) => {
+        statements++;
+        return (await client.query(query.toQuery())).rows[0] as R | undefined;
+      },
+      execute: async (query: Sql) => {
+        statements++;
+        return (await client.query(query.toQuery())).rowCount ?? 0;
+      },
+    };
+    try {
+      await client.query('BEGIN');
+      const result = await fn(tx);
+      await client.query('COMMIT');
+      client.release();
+      this.count(1, statements);
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+        client.release();
+      } catch (rollbackErr) {
+        client.release(rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr)));
+      }
+      throw err;
+    }
+  }
+
+  private count(transactions: number, statements: number): void {
+    this.counts.transactions += transactions;
+    this.counts.statements += statements;
+    const labels = { component: this.options.component };
+    this.options.transactions?.inc(labels, transactions);
+    this.options.statements?.inc(labels, statements);
+  }
+}
