@@ -17,7 +17,18 @@ export function createDatabase(
 ): { prisma: PrismaClient; pool: pg.Pool } {
   const pool = dropDeadClients(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }));
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  return { prisma: new PrismaClient({ adapter }), pool };
+  const prisma = new PrismaClient({ adapter });
+  pools.set(prisma, pool);
+  return { prisma, pool };
+}
+
+const pools = new WeakMap<PrismaClient, pg.Pool>();
+
+/** The pg pool under a client made by `createPrisma`/`createDatabase`, for typed SQL on the same connections. */
+export function poolOf(db: PrismaClient): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('this PrismaClient was not made by createPrisma: it has no pg pool to share');
+  return pool;
 }
 
 /**

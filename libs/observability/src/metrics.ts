@@ -69,6 +69,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly dbTransactions = new Counter({
+    name: 'switchboard_db_transactions_total',
+    help: 'Postgres transactions committed by the typed-SQL store (a lone statement is one), by component',
+    labelNames: ['component'] as const,
+    registers: [this.registry],
+  });
+  readonly dbStatements = new Counter({
+    name: 'switchboard_db_statements_total',
+    help: 'SQL statements the typed-SQL store sent (BEGIN and COMMIT not counted), by component',
+    labelNames: ['component'] as const,
+    registers: [this.registry],
+  });
+
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });

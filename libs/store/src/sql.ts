@@ -162,3 +162,16 @@ export class SqlDb implements SqlRunner {
     this.options.statements?.inc(labels, statements);
   }
 }
+
+/** A store handle on `pool` (`poolOf(prisma)` shares Prisma's), counted into the process's metrics under `component`. */
+export function sqlDbFor(
+  pool: pg.Pool,
+  component: string,
+  metrics?: { dbTransactions: CountSink; dbStatements: CountSink },
+): SqlDb {
+  return new SqlDb(pool, {
+    component,
+    transactions: metrics?.dbTransactions,
+    statements: metrics?.dbStatements,
+  });
+}
