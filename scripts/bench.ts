@@ -5,18 +5,19 @@
  *   - turns/s
  *   - platform latency before the model: admission committed → first provider request
  *   - platform latency after the model: last provider byte → turn completed
- *   - end to end as the client sees it: POST → turn completed observed (watched in Postgres)
+ *   - end to end as the client sees it: POST → turn completed observed
+ *   - per turn: SQL statements, Postgres transactions, Postgres and Redis round trips,
+ *     Redis commands, and CPU ms of every process (with --count; see bench-lib.ts)
  *
- *   npm run bench -- --sessions 50 --turns 10 --workers 2 --model-delay 0
+ *   npm run bench -- --sessions 50 --turns 10 --workers 2 --model-delay 0 [--count]
+ *   npm run bench -- --sessions 1,16 --workers 1,2,4 --count    (every combination, one table)
  *
  * The timings before and after the model come from the turn's own records
  * (admission time, provider attempt timeline, completion time), all taken on
- * this machine, so they exclude the client's polling.
+ * this machine, so they exclude the client's waiting.
  */
-import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
-import globalSetup from '../libs/testing/src/global-setup';
-import { createTestEnv, spawnApp, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { pct, redisCpuMs, sleep, startSwitchboard } from './bench-lib';
 
 const { values } = parseArgs({
   options: {
@@ -25,167 +26,82 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '2' },
     concurrency: { type: 'string', default: '64' },
     'model-delay': { type: 'string', default: '0' },
-    'poll-ms': { type: 'string', default: '10' },
+    /** Turns run before measuring (V8, Prisma and pools warm up), in sessions of their own. */
+    warmup: { type: 'string', default: '20' },
+    /** Count statements, transactions, round trips and CPU per turn (proxies in front of Postgres and Redis). */
+    count: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     /** Write V8 CPU profiles of the harness workers to this directory. */
     profile: { type: 'string' },
   },
 });
-const SESSIONS = Number(values.sessions);
+const list = (s: string) => s.split(',').map(Number);
 const TURNS = Number(values.turns);
-const WORKERS = Number(values.workers);
 const MODEL_DELAY = Number(values['model-delay']);
-const POLL_MS = Number(values['poll-ms']);
+const WARMUP = Number(values.warmup);
+// An idle Postgres backend flushes its statistics up to 10 s late (PGSTAT_IDLE_INTERVAL in
+// Postgres 15); pg_stat_force_next_flush() only flushes the calling backend's.
+const STATS_FLUSH_MS = 11_000;
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
-};
-const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms`;
+type Result = Awaited<ReturnType<typeof run>>;
 
-class CompletionWatcher {
-  private readonly pending = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
-  private readonly timer: NodeJS.Timeout;
-  private busy = false;
-
-  constructor(
-    private readonly db: TestEnv['db'],
-    intervalMs: number,
-  ) {
-    this.timer = setInterval(() => void this.tick(), intervalMs);
-  }
-
-  done(turnId: string): Promise<void> {
-    return new Promise((resolve, reject) => this.pending.set(turnId, { resolve, reject }));
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-
-  private async tick(): Promise<void> {
-    if (this.busy || this.pending.size === 0) return;
-    this.busy = true;
-    try {
-      const rows = await this.db.turn.findMany({
-        where: { id: { in: [...this.pending.keys()] }, status: { in: ['completed', 'failed', 'cancelled'] } },
-        select: { id: true, status: true },
-      });
-      for (const r of rows) {
-        const waiter = this.pending.get(r.id);
-        this.pending.delete(r.id);
-        if (r.status === 'completed') waiter?.resolve();
-        else waiter?.reject(new Error(`turn ${r.id} ${r.status}`));
-      }
-    } finally {
-      this.busy = false;
-    }
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
-async function main() {
-  await globalSetup();
-  const env = await createTestEnv();
-  const procs: AppProcess[] = [];
-  const fixtures = await import('node:fs').then((fs) => {
-    const dir = fs.mkdtempSync('/tmp/sb-bench-');
-    fs.writeFileSync(
-      `${dir}/bench.json`,
-      JSON.stringify({
-        name: 'bench',
-        rounds: [
-          { toolCalls: [{ name: 'word_count', arguments: { text: '{{input}}' } }], delayMs: MODEL_DELAY },
-          { text: 'counted {{lastToolResult}}', delayMs: MODEL_DELAY },
-        ],
-      }),
-    );
-    return dir;
+async function run(sessionsN: number, workers: number) {
+  const sb = await startSwitchboard({
+    workers,
+    modelDelayMs: MODEL_DELAY,
+    harnessConcurrency: Number(values.concurrency),
+    count: values.count,
+    harnessNodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
   });
   try {
-    const port = await freePort();
-    const penv = env.processEnv({
-      LOG_LEVEL: 'error',
-      PORT: String(port),
-      SCRIPTED_FIXTURES_DIR: fixtures,
-      HARNESS_CONCURRENCY: values.concurrency,
-      SESSION_LEASE_MS: '30000',
-      QUEUE_LOCK_MS: '30000',
-      QUEUE_STALLED_INTERVAL_MS: '30000',
-    });
-    const apps: Parameters<typeof spawnApp>[0][] = [
-      'gateway',
-      'hooks-worker',
-      ...Array.from({ length: WORKERS }, () => 'harness-worker' as const),
-    ];
-    const nodeArgs = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
-    // allSettled: when one fails to start, the others are still collected and stopped below.
-    const spawned = await Promise.allSettled(
-      apps.map(async (app) => {
-        const p = await spawnApp(app, penv, { nodeArgs: app === 'harness-worker' ? nodeArgs : [] });
-        procs.push(p);
-        return p;
+    const { key, agentId } = await sb.tenant();
+    const newSession = async () => (await sb.post<{ id: string }>('/v1/sessions', { agentId }, key)).id;
+
+    // Warm-up in sessions of its own, not measured.
+    const warm = await Promise.all(Array.from({ length: Math.min(5, WARMUP) }, newSession));
+    await Promise.all(
+      warm.map(async (s, i) => {
+        for (let t = i; t < WARMUP; t += warm.length) await sb.turn(key, s, `warm ${t} up words`);
       }),
     );
-    const failed = spawned.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    const base = `http://127.0.0.1:${port}`;
-    const post = async <T>(path: string, body: unknown, key?: string): Promise<T> => {
-      const res = await fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          authorization: `Bearer ${key ?? 'test-admin-token-0123456789'}`,
-        },
-        body: JSON.stringify(body),
-      });
-      if (!res.ok) throw new Error(`${path} ${res.status} ${await res.text()}`);
-      return (await res.json()) as T;
-    };
-    const { apiKey } = await post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
-    const key = apiKey.key;
-    const agent = await post<{ id: string }>('/v1/agents', { name: 'bench', model: 'scripted/bench' }, key);
-    const sessions: string[] = await Promise.all(
-      Array.from(
-        { length: SESSIONS },
-        async () => (await post<{ id: string }>('/v1/sessions', { agentId: agent.id }, key)).id,
-      ),
-    );
+    const sessions = await Promise.all(Array.from({ length: sessionsN }, newSession));
 
-    // Completion is watched in Postgres with one query for every pending turn, so the
-    // client's waiting does not load the gateway it is measuring.
-    const watcher = new CompletionWatcher(env.db, POLL_MS);
+    await sleep(STATS_FLUSH_MS);
+    const x0 = await sb.xactCommit();
+    const w0 = sb.watcherQueries();
+    const cpu0 = await sb.cpu();
+    const r0 = await redisCpuMs(sb.env.redisUrl);
+    const client0 = process.cpuUsage();
+    sb.pg?.reset();
+    sb.redis?.reset();
+
+    const ids: string[] = [];
     const clientLatency: number[] = [];
     const t0 = performance.now();
     await Promise.all(
       sessions.map(async (s, i) => {
         for (let t = 0; t < TURNS; t++) {
           const sent = performance.now();
-          const { turnId } = await post<{ turnId: string }>(
-            `/v1/sessions/${s}/messages`,
-            { content: `session ${i} turn ${t} words` },
-            key,
-          );
-          await watcher.done(turnId);
+          ids.push(await sb.turn(key, s, `session ${i} turn ${t} words`));
           clientLatency.push(performance.now() - sent);
         }
       }),
     );
     const wall = (performance.now() - t0) / 1000;
-    watcher.stop();
+    const pgWire = sb.pg ? { ...sb.pg.read() } : undefined;
+    const redisWire = sb.redis ? { ...sb.redis.read() } : undefined;
+    const cpu1 = await sb.cpu();
+    const r1 = await redisCpuMs(sb.env.redisUrl);
+    const client = process.cpuUsage(client0);
+    const w1 = sb.watcherQueries();
+    await sleep(STATS_FLUSH_MS);
+    const x1 = await sb.xactCommit();
+    // Our own statements on the bench database between the two readings: the watcher's, the
+    // first reading's SELECT, cpu()'s two pg_stat_activity queries, the flush call.
+    const xacts = x1 - x0 - (w1 - w0) - 4;
 
-    const turns = await env.db.turn.findMany({ where: { status: 'completed' } });
+    const turns = await sb.env.db.turn.findMany({ where: { id: { in: ids } } });
+    const durable = await sb.verifyDurable(ids);
     const before: number[] = [];
     const after: number[] = [];
     for (const t of turns) {
@@ -195,34 +111,111 @@ async function main() {
       before.push(first - t.createdAt.getTime());
       after.push(t.completedAt!.getTime() - lastEnd);
     }
-    const result = {
-      sessions: SESSIONS,
+    const n = ids.length;
+    const per = (x: number) => Number((x / n).toFixed(1));
+    const cpuPerTurn: Record<string, number> = {};
+    for (const k of Object.keys(cpu1)) cpuPerTurn[k] = per(cpu1[k] - (cpu0[k] ?? 0));
+    cpuPerTurn.redis = per(r1 - r0);
+    cpuPerTurn['bench client (+proxies)'] = per((client.user + client.system) / 1000);
+    const total = Object.entries(cpuPerTurn)
+      .filter(([k]) => !k.startsWith('bench client'))
+      .reduce((s, [, v]) => s + v, 0);
+    return {
+      sessions: sessionsN,
       turnsPerSession: TURNS,
-      harnessWorkers: WORKERS,
+      harnessWorkers: workers,
       modelDelayMs: MODEL_DELAY,
-      turns: turns.length,
+      waitMode: sb.waitMode,
+      turns: n,
+      durable: durable.ok,
       wallSeconds: Number(wall.toFixed(2)),
-      turnsPerSecond: Number((turns.length / wall).toFixed(1)),
+      turnsPerSecond: Number((n / wall).toFixed(1)),
       admitToFirstProviderRequestMs: { p50: pct(before, 50), p99: pct(before, 99) },
       lastProviderByteToCompletedMs: { p50: pct(after, 50), p99: pct(after, 99) },
       clientPostToCompletedMs: {
         p50: Number(pct(clientLatency, 50).toFixed(1)),
         p99: Number(pct(clientLatency, 99).toFixed(1)),
       },
+      perTurn: {
+        postgresTransactions: per(xacts),
+        ...(pgWire
+          ? {
+              sqlStatements: per(pgWire.statements - pgWire.control),
+              sqlStatementsWithBeginCommit: per(pgWire.statements),
+              postgresTransactionsOnTheWire: per(pgWire.transactions),
+              postgresRoundTrips: per(pgWire.roundTrips),
+            }
+          : {}),
+        ...(redisWire
+          ? {
+              redisCommands: per(redisWire.commands),
+              redisRoundTrips: per(redisWire.roundTrips),
+              redisByCommand: Object.fromEntries(
+                Object.entries(redisWire.byCommand)
+                  .sort((a, b) => b[1] - a[1])
+                  .map(([k, v]) => [k, per(v)]),
+              ),
+            }
+          : {}),
+        cpuMs: cpuPerTurn,
+        cpuMsTotal: Number(total.toFixed(1)),
+      },
     };
-    if (values.json) console.log(JSON.stringify(result, null, 2));
-    else {
-      console.log(`
-${turns.length} turns (${SESSIONS} sessions × ${TURNS}, ${WORKERS} harness workers, model delay ${MODEL_DELAY} ms) in ${wall.toFixed(2)} s
-  throughput                          ${result.turnsPerSecond} turns/s
-  admit → first provider request      ${fmt(before)}
-  last provider byte → turn completed ${fmt(after)}
-  client POST → completed observed    ${fmt(clientLatency)}`);
-    }
   } finally {
-    await Promise.all(procs.map((p) => p.kill('SIGTERM')));
-    await env.cleanup();
+    await sb.stop();
   }
+}
+
+function print(r: Result): void {
+  const ms = (x: { p50: number; p99: number }) => `p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms`;
+  const p = r.perTurn;
+  console.log(`
+${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWorkers} harness workers, model delay ${r.modelDelayMs} ms; client waits by ${r.waitMode}) in ${r.wallSeconds} s
+  throughput                          ${r.turnsPerSecond} turns/s   (${r.durable}/${r.turns} durably persisted)
+  admit → first provider request      ${ms(r.admitToFirstProviderRequestMs)}
+  last provider byte → turn completed ${ms(r.lastProviderByteToCompletedMs)}
+  client POST → completed observed    ${ms(r.clientPostToCompletedMs)}
+  per turn: Postgres transactions ${p.postgresTransactions} (pg_stat_database)${
+    p.sqlStatements !== undefined
+      ? `, ${p.postgresTransactionsOnTheWire} (on the wire); SQL statements ${p.sqlStatements} (+BEGIN/COMMIT: ${p.sqlStatementsWithBeginCommit}); Postgres round trips ${p.postgresRoundTrips}
+            Redis commands ${p.redisCommands}, round trips ≈ ${p.redisRoundTrips}: ${Object.entries(
+              p.redisByCommand ?? {},
+            )
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')}`
+      : ''
+  }
+  CPU ms per turn: ${Object.entries(p.cpuMs)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}; total ${p.cpuMsTotal} (without the bench client)`);
+}
+
+function table(rs: Result[]): string {
+  const head =
+    '| sessions × turns | harness workers | turns/s | admit → first provider request p50 / p99 | last byte → completed p50 / p99 | client POST → completed p50 / p99 | Postgres xacts / turn | SQL statements / turn | Redis commands / round trips per turn | CPU ms / turn (total; harness, Postgres, gateway, hooks, Redis) |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+  const rows = rs.map((r) => {
+    const p = r.perTurn;
+    const harness = Object.entries(p.cpuMs)
+      .filter(([k]) => k.startsWith('harness'))
+      .reduce((s, [, v]) => s + v, 0);
+    return `| ${r.sessions} × ${r.turnsPerSession} | ${r.harnessWorkers} | ${r.turnsPerSecond} | ${r.admitToFirstProviderRequestMs.p50} / ${r.admitToFirstProviderRequestMs.p99} ms | ${r.lastProviderByteToCompletedMs.p50} / ${r.lastProviderByteToCompletedMs.p99} ms | ${r.clientPostToCompletedMs.p50} / ${r.clientPostToCompletedMs.p99} ms | ${p.postgresTransactions} | ${p.sqlStatements ?? '–'} | ${p.redisCommands ?? '–'} / ${p.redisRoundTrips ?? '–'} | ${p.cpuMsTotal}; ${harness.toFixed(1)}, ${p.cpuMs.postgres}, ${p.cpuMs.gateway}, ${p.cpuMs['hooks-worker']}, ${p.cpuMs.redis} |`;
+  });
+  return [head, ...rows].join('\n');
+}
+
+async function main() {
+  const results: Result[] = [];
+  for (const workers of list(values.workers))
+    for (const sessions of list(values.sessions)) {
+      const r = await run(sessions, workers);
+      results.push(r);
+      if (!values.json) print(r);
+    }
+  if (values.json) console.log(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));
+  else console.log(`\n${table(results)}`);
+  const lost = results.filter((r) => r.durable !== r.turns);
+  if (lost.length) throw new Error(`turns not durably persisted in ${lost.length} run(s)`);
 }
 
 main().then(

@@ -1,0 +1,517 @@
+/**
+ * Shared pieces of the message-path benchmarks (scripts/bench.ts, scripts/bench-peers.ts): a
+ * Switchboard made of real processes on a database of its own, a completion watcher, and the
+ * meters for the per-turn costs (statements and round trips counted on the wire by proxies that
+ * only our processes use, transactions from pg_stat_database, CPU from /proc).
+ */
+import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import net, { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import IORedis from 'ioredis';
+import { AdmitMessageRequest } from '@switchboard/contracts';
+import { createTestEnv, spawnApp, type AppProcess, type TestEnv } from '@switchboard/testing';
+import globalSetup from '../libs/testing/src/global-setup';
+
+export const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
+};
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Whether the API has `wait: true` on POST /v1/sessions/:id/messages (issue 9). */
+export const admitSupportsWait = (): boolean => 'wait' in AdmitMessageRequest.shape;
+
+/**
+ * Watches turns complete with one Postgres query for every pending turn every `intervalMs`, so the
+ * client's waiting does not load the gateway being measured. `queries` counts its statements (each
+ * one an autocommit transaction on the bench database).
+ */
+export class CompletionWatcher {
+  private readonly pending = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
+  private readonly timer: NodeJS.Timeout;
+  private busy = false;
+  queries = 0;
+
+  constructor(
+    private readonly db: TestEnv['db'],
+    intervalMs: number,
+  ) {
+    this.timer = setInterval(() => void this.tick(), intervalMs);
+  }
+
+  done(turnId: string): Promise<void> {
+    return new Promise((resolve, reject) => this.pending.set(turnId, { resolve, reject }));
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.busy || this.pending.size === 0) return;
+    this.busy = true;
+    try {
+      this.queries++;
+      const rows = await this.db.turn.findMany({
+        where: { id: { in: [...this.pending.keys()] }, status: { in: ['completed', 'failed', 'cancelled'] } },
+        select: { id: true, status: true },
+      });
+      for (const r of rows) {
+        const waiter = this.pending.get(r.id);
+        this.pending.delete(r.id);
+        if (r.status === 'completed') waiter?.resolve();
+        else waiter?.reject(new Error(`turn ${r.id} ${r.status}`));
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+// --- wire counters ---------------------------------------------------------------------------------
+
+/** What the Postgres proxy saw clients send. */
+export interface PgWire {
+  /** Statements executed: simple queries plus extended-protocol Executes (BEGIN/COMMIT included). */
+  statements: number;
+  /** BEGIN, COMMIT, ROLLBACK among them. */
+  control: number;
+  /** Explicit transactions (BEGIN) plus statements run outside one (each its own transaction). */
+  transactions: number;
+  /** Times a client waited for the server: simple queries plus Syncs. */
+  roundTrips: number;
+}
+/** What the Redis proxy saw clients send. */
+export interface RedisWire {
+  commands: number;
+  /** Client writes that reached the proxy (a pipeline written at once is one): ≈ round trips. */
+  roundTrips: number;
+  byCommand: Record<string, number>;
+}
+
+const CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback)\b/i;
+const OPENS = /^\s*(begin|start\s+transaction)\b/i;
+
+/** Parses the frontend side of the Postgres wire protocol (v3) of one connection. */
+class PgConnectionCounter {
+  private buf = Buffer.alloc(0);
+  private startup = true;
+  private inTx = false;
+  constructor(private readonly totals: () => PgWire) {}
+
+  private get total(): PgWire {
+    return this.totals();
+  }
+
+  feed(chunk: Buffer): void {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    let off = 0;
+    for (;;) {
+      if (this.startup) {
+        if (this.buf.length - off < 8) break;
+        const len = this.buf.readInt32BE(off);
+        if (this.buf.length - off < len) break;
+        const code = this.buf.readInt32BE(off + 4);
+        // SSLRequest / GSSENCRequest are followed by the real startup message.
+        if (code !== 80877103 && code !== 80877104) this.startup = false;
+        off += len;
+        continue;
+      }
+      if (this.buf.length - off < 5) break;
+      const type = String.fromCharCode(this.buf[off]);
+      const len = this.buf.readInt32BE(off + 1);
+      if (this.buf.length - off < 1 + len) break;
+      const body = this.buf.subarray(off + 5, off + 1 + len);
+      if (type === 'Q') {
+        this.total.roundTrips++;
+        this.statement(body.toString('utf8', 0, Math.max(0, body.length - 1)));
+      } else if (type === 'P') {
+        const nameEnd = body.indexOf(0);
+        this.lastParsed = body.toString('utf8', nameEnd + 1, body.indexOf(0, nameEnd + 1));
+      } else if (type === 'E') {
+        this.statement(this.lastParsed);
+      } else if (type === 'S') {
+        this.total.roundTrips++;
+      }
+      off += 1 + len;
+    }
+    this.buf = this.buf.subarray(off);
+  }
+
+  private lastParsed = '';
+
+  private statement(text: string): void {
+    this.total.statements++;
+    if (CONTROL.test(text)) {
+      this.total.control++;
+      if (OPENS.test(text)) {
+        this.inTx = true;
+        this.total.transactions++;
+      } else this.inTx = false;
+    } else if (!this.inTx) this.total.transactions++;
+  }
+}
+
+/** Parses RESP commands (and inline ones) a Redis client sends on one connection. */
+class RespConnectionCounter {
+  private buf = Buffer.alloc(0);
+  constructor(private readonly totals: () => RedisWire) {}
+
+  private get total(): RedisWire {
+    return this.totals();
+  }
+
+  feed(chunk: Buffer): void {
+    this.total.roundTrips++;
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    let off = 0;
+    for (;;) {
+      const next = this.one(off);
+      if (next < 0) break;
+      off = next;
+    }
+    this.buf = this.buf.subarray(off);
+  }
+
+  private record(name: string): void {
+    this.total.commands++;
+    this.total.byCommand[name] = (this.total.byCommand[name] ?? 0) + 1;
+  }
+
+  /** The offset after one complete command at `off`, or -1 when it is not all here yet. */
+  private one(off: number): number {
+    const b = this.buf;
+    if (off >= b.length) return -1;
+    const eol = b.indexOf('\r\n', off);
+    if (eol < 0) return -1;
+    if (b[off] !== 0x2a) {
+      this.record(b.toString('latin1', off, eol).trim().split(/\s+/)[0].toLowerCase());
+      return eol + 2;
+    }
+    const n = Number(b.toString('latin1', off + 1, eol));
+    let p = eol + 2;
+    let name = '';
+    for (let i = 0; i < n; i++) {
+      const e = b.indexOf('\r\n', p);
+      if (e < 0) return -1;
+      const len = Number(b.toString('latin1', p + 1, e));
+      const start = e + 2;
+      if (start + len + 2 > b.length) return -1;
+      if (i === 0) name = b.toString('latin1', start, start + len).toLowerCase();
+      p = start + len + 2;
+    }
+    this.record(name);
+    return p;
+  }
+}
+
+export interface CountingProxy<T> {
+  port: number;
+  /** `url` with its host and port replaced by the proxy's. */
+  rewrite(url: string): string;
+  /** Counts since the last reset. */
+  read(): T;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+async function countingProxy<T>(
+  target: URL,
+  fresh: () => T,
+  counter: (totals: () => T) => { feed(chunk: Buffer): void },
+): Promise<CountingProxy<T>> {
+  let total = fresh();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    // Reads the current totals at each use, so a reset() counts open connections into the new ones.
+    const parser = counter(() => total);
+    sockets.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.on('data', (chunk: Buffer) => {
+      parser.feed(chunk);
+      if (!upstream.write(chunk)) client.pause();
+    });
+    upstream.on('drain', () => client.resume());
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    port,
+    rewrite(url) {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    read: () => total,
+    reset() {
+      total = fresh();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export const pgProxy = (url: string) =>
+  countingProxy<PgWire>(
+    new URL(url),
+    () => ({ statements: 0, control: 0, transactions: 0, roundTrips: 0 }),
+    (totals) => new PgConnectionCounter(totals),
+  );
+export const redisProxy = (url: string) =>
+  countingProxy<RedisWire>(
+    new URL(url),
+    () => ({ commands: 0, roundTrips: 0, byCommand: {} }),
+    (totals) => new RespConnectionCounter(totals),
+  );
+
+// --- CPU -------------------------------------------------------------------------------------------
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** utime + stime of a process in ms (0 once it is gone). */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+// --- Switchboard as real processes -----------------------------------------------------------------
+
+export interface SwitchboardOptions {
+  workers: number;
+  modelDelayMs: number;
+  harnessConcurrency?: number;
+  /** Route the processes' Postgres and Redis connections through counting proxies. */
+  count?: boolean;
+  /** Node flags for the harness workers (e.g. --cpu-prof). */
+  harnessNodeArgs?: string[];
+}
+
+export interface Switchboard {
+  base: string;
+  env: TestEnv;
+  /** The database's name (for pg_stat_database). */
+  dbName: string;
+  procs: { name: string; app: AppProcess }[];
+  pg?: CountingProxy<PgWire>;
+  redis?: CountingProxy<RedisWire>;
+  post<T>(path: string, body: unknown, key?: string): Promise<T>;
+  /** A tenant with an API key and the two-round bench agent. */
+  tenant(): Promise<{ key: string; agentId: string }>;
+  /** Sends one message and resolves with its turn id once the turn completed. */
+  turn(key: string, sessionId: string, content: string): Promise<string>;
+  /** How the client learns that a turn ended. */
+  waitMode: 'wait: true' | 'postgres watcher';
+  /** Statements the watcher ran on the bench database (each an autocommit transaction). */
+  watcherQueries(): number;
+  /** Committed transactions on the bench database (stats flushed first). */
+  xactCommit(): Promise<number>;
+  /** CPU ms of each process, and of the bench database's Postgres backends together. */
+  cpu(): Promise<Record<string, number>>;
+  /** Checks every listed turn is completed in Postgres with its transcript and tool call. */
+  verifyDurable(turnIds: string[]): Promise<{ ok: number; bad: string[] }>;
+  stop(): Promise<void>;
+}
+
+export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switchboard> {
+  await globalSetup();
+  const env = await createTestEnv();
+  const dbName = new URL(env.databaseUrl).pathname.slice(1);
+  const procs: { name: string; app: AppProcess }[] = [];
+  const fixtures = mkdtempSync(path.join(tmpdir(), 'sb-bench-'));
+  writeFileSync(
+    `${fixtures}/bench.json`,
+    JSON.stringify({
+      name: 'bench',
+      rounds: [
+        { toolCalls: [{ name: 'word_count', arguments: { text: '{{input}}' } }], delayMs: opts.modelDelayMs },
+        { text: 'counted {{lastToolResult}}', delayMs: opts.modelDelayMs },
+      ],
+    }),
+  );
+  const pg = opts.count ? await pgProxy(env.databaseUrl) : undefined;
+  const redis = opts.count ? await redisProxy(env.redisUrl) : undefined;
+  const admin = new Client({ connectionString: env.databaseUrl });
+  await admin.connect();
+  let watcher: CompletionWatcher | undefined;
+  const stop = async () => {
+    watcher?.stop();
+    await Promise.all(procs.map((p) => p.app.kill('SIGTERM')));
+    await admin.end().catch(() => undefined);
+    await pg?.close();
+    await redis?.close();
+    await env.cleanup();
+  };
+  try {
+    const port = await freePort();
+    const penv = env.processEnv({
+      LOG_LEVEL: 'error',
+      PORT: String(port),
+      SCRIPTED_FIXTURES_DIR: fixtures,
+      HARNESS_CONCURRENCY: String(opts.harnessConcurrency ?? 64),
+      SESSION_LEASE_MS: '30000',
+      QUEUE_LOCK_MS: '30000',
+      QUEUE_STALLED_INTERVAL_MS: '30000',
+      ...(pg ? { DATABASE_URL: pg.rewrite(env.databaseUrl) } : {}),
+      ...(redis ? { REDIS_URL: redis.rewrite(env.redisUrl) } : {}),
+    });
+    const apps = [
+      'gateway' as const,
+      'hooks-worker' as const,
+      ...Array.from({ length: opts.workers }, () => 'harness-worker' as const),
+    ];
+    // allSettled: when one fails to start, the others are still collected and stopped.
+    const spawned = await Promise.allSettled(
+      apps.map(async (app, i) => {
+        const name = app === 'harness-worker' ? `harness-${i - 2}` : app;
+        const p = await spawnApp(app, penv, {
+          nodeArgs: app === 'harness-worker' ? (opts.harnessNodeArgs ?? []) : [],
+        });
+        procs.push({ name, app: p });
+        return p;
+      }),
+    );
+    const failed = spawned.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    procs.sort((a, b) => a.name.localeCompare(b.name));
+    const base = `http://127.0.0.1:${port}`;
+    const post = async <T>(urlPath: string, body: unknown, key?: string): Promise<T> => {
+      const res = await fetch(`${base}${urlPath}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${key ?? 'test-admin-token-0123456789'}`,
+        },
+        body: JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${urlPath} ${res.status} ${await res.text()}`);
+      return (await res.json()) as T;
+    };
+    const useWait = admitSupportsWait();
+    if (!useWait) watcher = new CompletionWatcher(env.db, 10);
+    return {
+      base,
+      env,
+      dbName,
+      procs,
+      pg,
+      redis,
+      post,
+      waitMode: useWait ? 'wait: true' : 'postgres watcher',
+      watcherQueries: () => watcher?.queries ?? 0,
+      async tenant() {
+        const { apiKey } = await post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
+        const agent = await post<{ id: string }>(
+          '/v1/agents',
+          { name: 'bench', model: 'scripted/bench' },
+          apiKey.key,
+        );
+        return { key: apiKey.key, agentId: agent.id };
+      },
+      async turn(key, sessionId, content) {
+        if (useWait) {
+          const res = await post<{ turnId: string; status?: string; turn?: { status?: string } }>(
+            `/v1/sessions/${sessionId}/messages`,
+            { content, wait: true },
+            key,
+          );
+          const status = res.status ?? res.turn?.status;
+          if (status !== undefined && status !== 'completed') throw new Error(`turn ${res.turnId} ${status}`);
+          return res.turnId;
+        }
+        const { turnId } = await post<{ turnId: string }>(
+          `/v1/sessions/${sessionId}/messages`,
+          { content },
+          key,
+        );
+        await watcher!.done(turnId);
+        return turnId;
+      },
+      async xactCommit() {
+        await admin.query('SELECT pg_stat_force_next_flush()');
+        // Other backends flush their counters up to 10 s after going idle: the caller waits for that.
+        const r = await admin.query<{ n: string }>(
+          'SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1',
+          [dbName],
+        );
+        return Number(r.rows[0].n);
+      },
+      async cpu() {
+        const out: Record<string, number> = {};
+        for (const p of procs) out[p.name] = cpuMs(p.app.child.pid!);
+        const backends = await admin.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [dbName],
+        );
+        out.postgres = backends.rows.reduce((sum, r) => sum + cpuMs(r.pid), 0);
+        return out;
+      },
+      async verifyDurable(turnIds) {
+        const rows = await admin.query<{ id: string; status: string; messages: string; tools: string }>(
+          `SELECT t.id, t.status,
+                  (SELECT count(*) FROM messages m WHERE m.turn_id = t.id)::text AS messages,
+                  (SELECT count(*) FROM tool_calls c WHERE c.turn_id = t.id AND c.status = 'completed')::text AS tools
+             FROM turns t WHERE t.id = ANY($1::uuid[])`,
+          [turnIds],
+        );
+        const good = new Set(
+          rows.rows
+            // user input, assistant tool call, tool result, assistant answer
+            .filter((r) => r.status === 'completed' && Number(r.messages) >= 4 && Number(r.tools) === 1)
+            .map((r) => r.id),
+        );
+        const bad = turnIds.filter((id) => !good.has(id));
+        return { ok: turnIds.length - bad.length, bad };
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Redis's own CPU (shared with anything else using it) in ms. */
+export async function redisCpuMs(url: string): Promise<number> {
+  const r = new IORedis(url, { lazyConnect: true });
+  try {
+    await r.connect();
+    const info = await r.info('cpu');
+    const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+    return (get('used_cpu_sys') + get('used_cpu_user')) * 1000;
+  } finally {
+    r.disconnect();
+  }
+}
