@@ -338,6 +338,10 @@ export interface Switchboard {
   watcherQueries(): number;
   /** Committed transactions on the bench database (stats flushed first). */
   xactCommit(): Promise<number>;
+  /** The cluster's WAL position in bytes (cluster-wide: anything else writing counts too). */
+  walBytes(): Promise<number>;
+  /** Bytes on disk (with indexes and TOAST) of the turn's tables, and the number of turns stored. */
+  storage(): Promise<{ turns: number; bytes: Record<string, number> }>;
   /** CPU ms of each process, and of the bench database's Postgres backends together. */
   cpu(): Promise<Record<string, number>>;
   /** Checks every listed turn is completed in Postgres with its transcript and tool call. */
@@ -467,6 +471,24 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
           [dbName],
         );
         return Number(r.rows[0].n);
+      },
+      async walBytes() {
+        const r = await admin.query<{ n: string }>(
+          "SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::text AS n",
+        );
+        return Number(r.rows[0].n);
+      },
+      async storage() {
+        const tables = ['messages', 'events', 'turns', 'tool_calls', 'ledger_entries', 'hook_runs'];
+        const r = await admin.query<{ t: string; n: string }>(
+          'SELECT t, pg_total_relation_size(t::regclass)::text AS n FROM unnest($1::text[]) AS t',
+          [tables],
+        );
+        const turns = await admin.query<{ n: string }>('SELECT count(*)::text AS n FROM turns');
+        return {
+          turns: Number(turns.rows[0].n),
+          bytes: Object.fromEntries(r.rows.map((x) => [x.t, Number(x.n)])),
+        };
       },
       async cpu() {
         const out: Record<string, number> = {};

@@ -68,6 +68,7 @@ async function run(sessionsN: number, workers: number) {
 
     await sleep(STATS_FLUSH_MS);
     const x0 = await sb.xactCommit();
+    const wal0 = await sb.walBytes();
     const w0 = sb.watcherQueries();
     const cpu0 = await sb.cpu();
     const r0 = await redisCpuMs(sb.env.redisUrl);
@@ -97,8 +98,10 @@ async function run(sessionsN: number, workers: number) {
     await sleep(STATS_FLUSH_MS);
     const x1 = await sb.xactCommit();
     // Our own statements on the bench database between the two readings: the watcher's, the
-    // first reading's SELECT, cpu()'s two pg_stat_activity queries, the flush call.
-    const xacts = x1 - x0 - (w1 - w0) - 4;
+    // first reading's SELECT, the WAL position, cpu()'s two pg_stat_activity queries, the flush call.
+    const xacts = x1 - x0 - (w1 - w0) - 5;
+    const wal = (await sb.walBytes()) - wal0;
+    const stored = await sb.storage();
 
     const turns = await sb.env.db.turn.findMany({ where: { id: { in: ids } } });
     const durable = await sb.verifyDurable(ids);
@@ -157,6 +160,11 @@ async function run(sessionsN: number, workers: number) {
               ),
             }
           : {}),
+        walBytes: Math.round(wal / n),
+        /** Table bytes (with indexes) over every turn stored, warm-up included. */
+        storedBytes: Object.fromEntries(
+          Object.entries(stored.bytes).map(([k, v]) => [k, Math.round(v / stored.turns)]),
+        ),
         cpuMs: cpuPerTurn,
         cpuMsTotal: Number(total.toFixed(1)),
       },
@@ -185,6 +193,9 @@ ${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWor
               .join(', ')}`
       : ''
   }
+  WAL bytes per turn ≈ ${p.walBytes} (cluster-wide); stored bytes per turn: ${Object.entries(p.storedBytes)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}
   CPU ms per turn: ${Object.entries(p.cpuMs)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ')}; total ${p.cpuMsTotal} (without the bench client)`);
