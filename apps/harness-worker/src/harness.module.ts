@@ -25,12 +25,21 @@ export class HarnessModule {
       providers: [
         {
           provide: TURN_RUNNER,
-          inject: [CONFIG, DB, TOOLS, getQueueToken(QueueName.PostTurn), LOGGER, METRICS],
+          inject: [
+            CONFIG,
+            DB,
+            TOOLS,
+            getQueueToken(QueueName.PostTurn),
+            getQueueToken(QueueName.Turns),
+            LOGGER,
+            METRICS,
+          ],
           useFactory: (
             cfg: Config,
             db: Db,
             tools: ToolRegistry,
             postTurn: Queue,
+            turns: Queue,
             logger: Logger,
             metrics: Metrics,
           ) => {
@@ -51,6 +60,7 @@ export class HarnessModule {
               engine: new TurnEngine({ providers, tools }),
               tools,
               postTurnQueue: postTurn,
+              turnsQueue: turns,
               logger,
               metrics,
               workerId: `${hostname()}:${process.pid}`,

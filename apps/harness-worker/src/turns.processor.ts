@@ -7,8 +7,8 @@ import { consume } from '@switchboard/queue';
 import type { TurnRunner } from '@switchboard/turns';
 import { TURN_RUNNER } from './tokens';
 
-/** How long a job whose session is busy waits before it looks again. */
-const busyDelayMs = () => 200 + Math.floor(Math.random() * 400);
+/** How long a job whose worker stopped with turns left in its session waits before it looks again. */
+const laterDelayMs = () => 200 + Math.floor(Math.random() * 400);
 
 @QueueProcessor(QueueName.Turns, 'HARNESS_CONCURRENCY')
 export class TurnsProcessor extends QueueWorker {
@@ -21,9 +21,11 @@ export class TurnsProcessor extends QueueWorker {
 
   async process(job: Job, token?: string): Promise<void> {
     const result = await consume(Jobs.turn, job, (data) => this.runner.handle(data), this.metrics);
-    if (result === 'busy') {
-      // Another worker holds the session: look again shortly, without spending an attempt.
-      await job.moveToDelayed(Date.now() + busyDelayMs(), token);
+    // `busy`: the session's lease holder runs this turn (it releases only when no turn is left), so
+    // the job is done. `later`: this worker stopped with turns left; look again shortly, without
+    // spending an attempt.
+    if (result === 'later') {
+      await job.moveToDelayed(Date.now() + laterDelayMs(), token);
       throw new DelayedError();
     }
   }

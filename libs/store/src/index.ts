@@ -1,1 +1,2 @@
 export * from './sql';
+export * from './turn-store';

@@ -31,10 +31,11 @@ export async function retryTransient<T>(
       try {
         return await fn(attempt);
       } catch (err) {
-        const error = err instanceof Error ? err : new Error(String(err));
+        // node-postgres' socket errors are not `instanceof Error` inside Jest's sandbox: classify the original.
+        const error = err instanceof Error ? err : new Error(String(err), { cause: err });
         // The worst next backoff must still fit in the budget; otherwise this error is the answer.
         const next = Math.min(maxBackoffMs, minBackoffMs * 2 ** attempt);
-        if (!isTransientDbError(error) || Date.now() - started + next > o.maxMs) {
+        if (!isTransientDbError(err) || Date.now() - started + next > o.maxMs) {
           throw new pRetry.AbortError(error);
         }
         throw error;

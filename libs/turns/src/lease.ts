@@ -1,41 +1,46 @@
 import { randomUUID } from 'node:crypto';
-import { isTransientDbError, type Db } from '@switchboard/database';
+import { isTransientDbError, poolOf, type Db } from '@switchboard/database';
+import { SqlDb, TurnStore } from '@switchboard/store';
 import { retryTransient } from './durable';
+
+/** The harness's store over the pool under a Prisma client made by `createPrisma`. */
+export function turnStoreFor(db: Db | TurnStore): TurnStore {
+  return db instanceof TurnStore ? db : new TurnStore(new SqlDb(poolOf(db), { component: 'harness' }));
+}
 
 /**
  * The session lease: at most one worker runs a session's turns at a time
  * (docs/adr/0003-per-session-ordering.md). It lives in Postgres, the source of
  * truth, so a Redis that restarts empty cannot let two workers into one session.
+ *
+ * The runner takes it together with the session's next turn (`TurnStore.claimNext`, one
+ * statement) using this object's token; `claim` takes it alone.
  */
 export class SessionLease {
-  private constructor(
-    private readonly db: Db,
+  constructor(
+    private readonly store: TurnStore,
     readonly sessionId: string,
-    readonly token: string,
     readonly ms: number,
+    readonly token: string = randomUUID(),
   ) {}
 
-  static async claim(db: Db, sessionId: string, owner: string, ms: number): Promise<SessionLease | null> {
-    const token = randomUUID();
-    const n = await db.$executeRaw`
-      UPDATE sessions SET lease_owner = ${owner}, lease_token = ${token}::uuid,
-        lease_expires_at = now() + (${ms} * interval '1 millisecond')
-      WHERE id = ${sessionId}::uuid AND (lease_token IS NULL OR lease_expires_at < now())`;
-    return n === 1 ? new SessionLease(db, sessionId, token, ms) : null;
+  static async claim(
+    db: Db | TurnStore,
+    sessionId: string,
+    owner: string,
+    ms: number,
+  ): Promise<SessionLease | null> {
+    const lease = new SessionLease(turnStoreFor(db), sessionId, ms);
+    return (await lease.store.claimLease(sessionId, owner, lease.fence)) ? lease : null;
   }
 
   /** Extends the lease; false when it was lost (expired and taken by another worker). */
   async renew(): Promise<boolean> {
-    const n = await this.db.$executeRaw`
-      UPDATE sessions SET lease_expires_at = now() + (${this.ms} * interval '1 millisecond')
-      WHERE id = ${this.sessionId}::uuid AND lease_token = ${this.token}::uuid`;
-    return n === 1;
+    return this.store.renewLease(this.sessionId, this.fence);
   }
 
   async release(): Promise<void> {
-    await this.db.$executeRaw`
-      UPDATE sessions SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-      WHERE id = ${this.sessionId}::uuid AND lease_token = ${this.token}::uuid`;
+    await this.store.releaseLease(this.sessionId, this.token);
   }
 
   /**
@@ -43,20 +48,22 @@ export class SessionLease {
    * keeps trying in the background for as long as the lease would have lasted anyway, so the
    * session is free as soon as the database is back rather than when the lease expires.
    * `onError` hears each failure; `final` says it gave up (the lease then expires on its own).
+   * Resolves true when the release committed now (false: it failed or continues in the background).
    */
-  async releaseOrRetry(onError: (err: unknown, final: boolean) => void): Promise<void> {
+  async releaseOrRetry(onError: (err: unknown, final: boolean) => void): Promise<boolean> {
     try {
       await this.release();
-      return;
+      return true;
     } catch (err) {
       onError(err, !isTransientDbError(err));
-      if (!isTransientDbError(err)) return;
+      if (!isTransientDbError(err)) return false;
     }
     void retryTransient(() => this.release(), {
       maxMs: this.ms,
       maxBackoffMs: 1_000,
       unref: true,
     }).catch((err: unknown) => onError(err, true));
+    return false;
   }
 
   get fence() {

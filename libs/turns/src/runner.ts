@@ -1,4 +1,3 @@
-import type { Agent, Message, Session, Turn } from '@prisma/client';
 import type { Queue } from 'bullmq';
 import {
   EventType,
@@ -8,18 +7,12 @@ import {
   parseTenantSettings,
   type Budgets,
   PostTurnHookName,
+  PRIORITY_RANK,
+  Priority,
   type TraceCarrier,
   type TurnJob,
 } from '@switchboard/contracts';
-import {
-  appendEvents,
-  insertLedgerEntry,
-  insertMessage,
-  LeaseLostError,
-  type Db,
-  type Tx,
-  type JournalEvent,
-} from '@switchboard/database';
+import { LeaseLostError, redact, type Db, type JournalEvent } from '@switchboard/database';
 import {
   compactionNote,
   DEFAULT_BUDGET,
@@ -47,6 +40,23 @@ import {
   type Usage,
 } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
+import {
+  SqlDb,
+  TurnStore,
+  type AgentRow,
+  type CostStatus,
+  type LedgerInsert,
+  type MessageInsert,
+  type SessionChanges,
+  type Step,
+  type StepResult,
+  type ToolCallUpsert,
+  type TranscriptEntry,
+  type TurnChanges,
+  type TurnLoad,
+  type TurnRow,
+} from '@switchboard/store';
+import { poolOf } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
 import { retryTransient } from './durable';
 import { SessionLease } from './lease';
@@ -55,11 +65,18 @@ import { coherentHistory, toChatMessage } from './transcript';
 /** Every named hook runs after every terminal turn (libs/hooks has exactly one handler per name). */
 export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options;
 
+/** How old the kill switch a checkpoint returned may be before a stop-hook check reads it again. */
+const KILL_SWITCH_MAX_AGE_MS = 1_000;
+
 export interface TurnRunnerOptions {
   db: Db;
+  /** The turn's statements (docs/adr/0010); by default over `db`'s pg pool, counted as `harness`. */
+  store?: TurnStore;
   engine: TurnEngine;
   tools: ToolRegistry;
   postTurnQueue: Queue;
+  /** Where a wake-up job goes when a turn failed for good and its session has more turns waiting. */
+  turnsQueue?: Queue;
   logger: Logger;
   metrics: Metrics;
   /** Identifies this process in session leases. */
@@ -84,106 +101,154 @@ export interface TurnRunnerOptions {
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
 export interface FinalisationStep {
   name: string;
-  run(turn: Turn, outcome: TurnOutcome): Promise<void>;
+  run(turn: TurnRow, outcome: TurnOutcome): Promise<void>;
 }
 
-export type HandleResult = 'done' | 'busy';
+/**
+ * `done`: the job's turn is finished (or unknown). `busy`: another worker holds the session and will
+ * run the job's turn (its holder drains the session and releases only when no turn is left), so the
+ * job can complete. `later`: this worker stopped with turns left (its per-lease bound, a lost
+ * lease): the job looks again shortly.
+ */
+export type HandleResult = 'done' | 'busy' | 'later';
 
 /**
- * Runs turns from Postgres for a turn job: claims the session lease, runs the
- * session's oldest unfinished turns in admission order, checkpoints every step
- * so a killed worker's turn resumes without duplicates, and finalises.
+ * Runs turns from Postgres for a turn job: claims the session lease together with the session's
+ * oldest unfinished turn, runs the session's turns in admission order, checkpoints every step so a
+ * killed worker's turn resumes without duplicates, and finalises (docs/adr/0010 lists the statements).
  */
 export class TurnRunner {
-  private readonly stopHooks: StopHook[];
+  private readonly store: TurnStore;
 
   constructor(private readonly o: TurnRunnerOptions) {
-    // The tenant's kill switch is read from Postgres between iterations, so flipping it stops
-    // running turns at their next safe point on every worker.
-    const killSwitch = killSwitchHook(async (tenantId) => {
-      const rows = await o.db.$queryRaw<{ kill_switch: boolean }[]>`
-        SELECT kill_switch FROM tenants WHERE id = ${tenantId}::uuid`;
-      return rows[0]?.kill_switch ?? false;
-    });
-    this.stopHooks = [killSwitch, ...(o.stopHooks ?? [])];
+    this.store =
+      o.store ??
+      new TurnStore(
+        new SqlDb(poolOf(o.db), {
+          component: 'harness',
+          transactions: o.metrics.dbTransactions,
+          statements: o.metrics.dbStatements,
+        }),
+      );
   }
 
   async handle(job: TurnJob): Promise<HandleResult> {
-    const { db } = this.o;
-    const own = await db.turn.findUnique({ where: { id: job.turnId } });
-    // Workers derive the tenant from the database; a job naming another tenant is ignored.
-    if (!own || own.tenantId !== job.tenantId || own.sessionId !== job.sessionId) {
+    const lease = new SessionLease(this.store, job.sessionId, this.o.leaseMs);
+    const claim = (turnId: string) =>
+      this.store.claimNext({
+        sessionId: job.sessionId,
+        turnId,
+        tenantId: job.tenantId,
+        owner: this.o.workerId,
+        lease: lease.fence,
+      });
+    const first = await claim(job.turnId);
+    // Workers derive the tenant from the database; a job naming another tenant or session is ignored.
+    if (first.ownStatus === undefined) {
       this.o.logger.warn({ turnId: job.turnId }, 'turn job for an unknown turn; dropping');
       return 'done';
     }
-    if (isTerminal(own.status)) {
-      await this.enqueueHooks(own);
-      return 'done';
-    }
-    const lease = await SessionLease.claim(db, own.sessionId, this.o.workerId, this.o.leaseMs);
-    if (!lease) return 'busy';
+    // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
+    if (isTerminal(first.ownStatus))
+      await this.enqueueHooks({ ...job, id: job.turnId, status: first.ownStatus });
+    if (!first.leased) return first.pending && !isTerminal(first.ownStatus) ? 'busy' : 'done';
+
+    let released = false;
     try {
       const max = this.o.maxTurnsPerLease ?? 20;
-      for (let i = 0; i < max; i++) {
-        const next = await db.turn.findFirst({
-          where: { sessionId: own.sessionId, status: { in: ['queued', 'running'] } },
-          orderBy: { seq: 'asc' },
-        });
-        if (!next) break;
-        await this.runOne(next, lease, next.id === own.id ? undefined : (next.traceContext as TraceCarrier));
+      let next = first.next;
+      for (let ran = 0; next && ran < max; ran++) {
+        const turn = next.turn;
+        const result = await this.runOne(
+          next,
+          lease,
+          turn.id === job.turnId ? undefined : (turn.traceContext as TraceCarrier),
+        );
+        // Released with the final commit: no turn was admitted after this one, nothing is left.
+        if (result.released) {
+          released = true;
+          return 'done';
+        }
+        if (ran + 1 >= max) break;
+        const again = await claim(job.turnId);
+        if (!again.leased) {
+          if (!again.pending) {
+            released = true;
+            return 'done';
+          }
+          throw new LeaseLostError(job.sessionId);
+        }
+        next = again.next;
       }
     } catch (err) {
       if (err instanceof LeaseLostError) {
-        this.o.logger.warn({ sessionId: own.sessionId }, 'session lease lost; another worker continues');
-        return 'busy';
+        this.o.logger.warn({ sessionId: job.sessionId }, 'session lease lost; another worker continues');
+        released = true;
+        return 'later';
       }
       throw err;
     } finally {
       // A database blip must not keep the session locked until the lease expires.
-      await lease.releaseOrRetry((err, final) =>
-        final
-          ? this.o.logger.error(
-              { err, sessionId: own.sessionId },
-              'lease release failed; it expires on its own',
-            )
-          : this.o.logger.warn({ err, sessionId: own.sessionId }, 'lease release failed; retrying'),
-      );
+      if (!released) {
+        released = await lease.releaseOrRetry((err, final) =>
+          final
+            ? this.o.logger.error(
+                { err, sessionId: job.sessionId },
+                'lease release failed; it expires on its own',
+              )
+            : this.o.logger.warn({ err, sessionId: job.sessionId }, 'lease release failed; retrying'),
+        );
+      }
     }
-    const after = await db.turn.findUnique({ where: { id: own.id }, select: { status: true } });
-    return after && !isTerminal(after.status) ? 'busy' : 'done';
+    // Released with turns perhaps left (the per-lease bound, or one another run finished first): looked
+    // for after the release, so a turn whose job saw this worker's lease is never left behind.
+    return (await this.store.nextUnfinished(job.sessionId)) ? 'later' : 'done';
   }
 
   /** Marks a turn failed when its job has used every attempt (a bug or a dead dependency). */
   async failPermanently(turnId: string, error: Error): Promise<void> {
-    const turn = await this.o.db.turn.findUnique({ where: { id: turnId } });
-    if (!turn || isTerminal(turn.status)) return;
-    await this.o.db.$transaction(async (tx) => {
-      await tx.turn.update({
-        where: { id: turnId },
-        data: {
-          status: 'failed',
-          stopReason: 'internal_error',
-          completedAt: new Date(),
-          failure: {
-            kind: 'internal',
-            category: 'unknown',
-            message: error.message.slice(0, 2000),
-            brief: 'The turn could not be run after every retry; see the worker logs for this turn id.',
-          },
-        },
-      });
-      await appendEvents(tx, {
-        tenantId: turn.tenantId,
-        sessionId: turn.sessionId,
-        events: [{ type: EventType.TurnFailed, turnId, data: { stopReason: 'internal_error' } }],
-      });
+    const failed = await this.store.failTurn({
+      turnId,
+      stopReason: 'internal_error',
+      failure: {
+        kind: 'internal',
+        category: 'unknown',
+        message: error.message.slice(0, 2000),
+        brief: 'The turn could not be run after every retry; see the worker logs for this turn id.',
+      },
+      eventId: newId(),
+      eventData: { stopReason: 'internal_error' },
     });
+    if (!failed) return;
     this.o.metrics.turns.inc({ status: 'failed' });
-    await this.enqueueHooks(turn);
+    await this.enqueueHooks({ id: turnId, tenantId: failed.tenantId, status: 'failed' });
+    // Jobs of the session's later turns may have completed while this one held the session: wake one.
+    await this.wake(failed.sessionId);
   }
 
-  private async runOne(turn: Turn, lease: SessionLease, parent?: TraceCarrier): Promise<void> {
-    await withSpan(
+  /** Enqueues a fresh job for the session's oldest unfinished turn (its old job may have completed). */
+  private async wake(sessionId: string): Promise<void> {
+    const queue = this.o.turnsQueue;
+    if (!queue) return;
+    const next = await this.store.nextUnfinished(sessionId);
+    if (!next) return;
+    const old = await queue.getJob(next.id);
+    if (old) {
+      const state = await old.getState();
+      if (state !== 'completed' && state !== 'failed') return;
+      await old.remove().catch(() => undefined);
+    }
+    await publish(
+      queue,
+      Jobs.turn,
+      { turnId: next.id, sessionId, tenantId: next.tenantId },
+      { priority: PRIORITY_RANK[Priority.catch('normal').parse(next.priority)] },
+    );
+  }
+
+  private async runOne(load: TurnLoad, lease: SessionLease, parent?: TraceCarrier): Promise<StepResult> {
+    const turn = load.turn;
+    return withSpan(
       'turn',
       {
         parent,
@@ -195,14 +260,9 @@ export class TurnRunner {
       },
       async (span) => {
         const started = Date.now();
-        const { db } = this.o;
-        const [session, agent, tenant] = await Promise.all([
-          db.session.findUniqueOrThrow({ where: { id: turn.sessionId } }),
-          db.agent.findUniqueOrThrow({ where: { id: turn.agentId } }),
-          db.tenant.findUniqueOrThrow({ where: { id: turn.tenantId }, select: { settings: true } }),
-        ]);
+        const { agent, session } = load;
         // Model routes by hint (`hint:coding`) resolve per tenant, then to the deployment default.
-        const settings = parseTenantSettings(tenant.settings);
+        const settings = parseTenantSettings(load.tenant.settings);
         const routes = settings.modelRoutes;
         const [model, ...fallbackModels] = resolveModelList(
           [agent.model, ...agent.fallbackModels],
@@ -210,61 +270,35 @@ export class TurnRunner {
           this.o.defaultModel,
         ).map((r) => r.ref);
         const summarizerModel = resolveModelRef('hint:summarization', routes, this.o.defaultModel).ref;
-        const resumed = turn.status === 'running';
-        await db.$transaction(async (tx) => {
-          await tx.turn.update({
-            where: { id: turn.id },
-            data: {
-              status: 'running',
-              startedAt: turn.startedAt ?? new Date(),
-              runCount: { increment: 1 },
-              model,
-            },
-          });
-          await appendEvents(tx, {
-            tenantId: turn.tenantId,
-            sessionId: turn.sessionId,
-            lease: lease.fence,
-            events: [
-              {
-                type: EventType.TurnStarted,
-                turnId: turn.id,
-                data: {
-                  seq: turn.seq,
-                  resumed,
-                  model,
-                  ...(model === agent.model ? {} : { route: agent.model }),
-                },
-              },
-            ],
-          });
-        });
 
-        const systemPrompt = await this.systemPrompt(session, agent);
-        // A compacted session loads only its first exchange and the turns after the cut; a note (the
+        // Rendered on the session's first turn, stored with the turn's first commit, reused byte for byte.
+        const systemPrompt = session.systemPrompt ?? this.renderPrompt(agent);
+        // A compacted session loaded only its first exchange and the turns after the cut; a note (the
         // summary when one was written) stands in for the middle.
         const compaction = parseCompaction(session.compaction);
-        const [earlier, own] = await Promise.all([
-          db.message.findMany({
-            where: {
-              sessionId: turn.sessionId,
-              turnSeq: { lt: turn.seq },
-              ...(compaction
-                ? {
-                    OR: [
-                      { turnSeq: { lte: compaction.headThroughSeq } },
-                      { turnSeq: { gte: compaction.keepFromSeq } },
-                    ],
-                  }
-                : {}),
-            },
-            orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
-          }),
-          db.message.findMany({
-            where: { sessionId: turn.sessionId, turnSeq: turn.seq },
-            orderBy: { position: 'asc' },
-          }),
-        ]);
+        const own = load.own;
+        // After the highest position written so far (a failed step may have left a gap).
+        const nextPosition = own.length > 0 ? own[own.length - 1].position + 1 : 0;
+        const history = buildHistory(load.earlier, compaction);
+        const checkpoints = new PostgresCheckpoints(
+          this.store,
+          turn,
+          lease,
+          nextPosition,
+          this.o.metrics,
+          history.seqs,
+          this.o.logger,
+          this.o.checkpointRetryMs ?? 30_000,
+          load.tenant.killSwitch,
+        );
+        // turn_started commits with the turn's first checkpoint (the turn row is `running` already).
+        await checkpoints.emit(EventType.TurnStarted, {
+          seq: turn.seq,
+          resumed: load.resumed,
+          model,
+          ...(model === agent.model ? {} : { route: agent.model }),
+        });
+        checkpoints.started(model, session.systemPrompt === null ? systemPrompt : undefined);
 
         const controller = new AbortController();
         const heartbeat = setInterval(
@@ -276,29 +310,10 @@ export class TurnRunner {
           },
           Math.max(100, Math.floor(lease.ms / 3)),
         );
+        // The tenant's kill switch, as the latest checkpoint saw it: flipping it stops running turns at
+        // their next safe point on every worker.
+        const stopHooks = [killSwitchHook(() => checkpoints.killSwitch()), ...(this.o.stopHooks ?? [])];
 
-        // After the highest position written so far (a failed step may have left a gap).
-        const nextPosition = own.length > 0 ? own[own.length - 1].position + 1 : 0;
-        const history = buildHistory(earlier, compaction);
-        const checkpoints = new PostgresCheckpoints(
-          db,
-          turn,
-          lease,
-          nextPosition,
-          this.o.metrics,
-          history.seqs,
-          this.o.logger,
-          this.o.checkpointRetryMs ?? 30_000,
-        );
-        // Calls an earlier run started and never recorded: their effect may have happened (ADR 0004).
-        const startedCalls = resumed
-          ? (
-              await db.toolCall.findMany({
-                where: { turnId: turn.id, status: 'running' },
-                select: { callId: true },
-              })
-            ).map((c) => c.callId)
-          : [];
         let outcome: TurnOutcome;
         try {
           outcome = await this.o.engine.run(
@@ -316,12 +331,12 @@ export class TurnRunner {
               toolSchemaMode: settings.toolSchemaMode,
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
               budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
-              stopHooks: this.stopHooks,
+              stopHooks,
               contextWindowTokens: contextWindow(model, this.o.contextWindows),
               prices: { ...this.o.prices, ...settings.modelPrices },
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
-              startedCalls,
+              startedCalls: load.startedCalls,
             },
             checkpoints,
             controller.signal,
@@ -332,10 +347,11 @@ export class TurnRunner {
         if (controller.signal.aborted && controller.signal.reason === 'lease_lost') {
           throw new LeaseLostError(turn.sessionId);
         }
-        // Finalisation (seed 001 stage 6). The essential step commits the turn's result; if it
-        // fails the job retries and the turn resumes. Every later step is isolated: its failure is
-        // logged and recorded on the turn, and the result stands.
-        await this.finalise(turn, lease, outcome, checkpoints.drain());
+        // Finalisation (seed 001 stage 6). The essential step commits the turn's result with its last
+        // round, the decision record and the terminal event, and releases the lease when no turn is
+        // queued behind it; if it fails the job retries and the turn resumes. Every later step is
+        // isolated: its failure is logged and recorded on the turn, and the result stands.
+        const committed = await checkpoints.finalise(outcome, model);
         if (outcome.status === 'failed') {
           this.o.logger.warn(
             {
@@ -351,98 +367,30 @@ export class TurnRunner {
           'switchboard.turn.status': outcome.status,
           'switchboard.turn.iterations': outcome.iterations,
         });
-        const steps: FinalisationStep[] = [
-          { name: 'decision_record', run: (t, o) => this.recordDecision(t, o, model) },
-          {
-            name: 'metrics',
-            run: async (_t, o) => {
-              this.o.metrics.turns.inc({ status: o.status });
-              this.o.metrics.turnDuration.observe({ status: o.status }, (Date.now() - started) / 1000);
-            },
-          },
-          ...(this.o.finalisers ?? []),
-        ];
-        for (const step of steps) await this.isolated(turn, step.name, () => step.run(turn, outcome));
+        this.o.metrics.turns.inc({ status: outcome.status });
+        this.o.metrics.turnDuration.observe({ status: outcome.status }, (Date.now() - started) / 1000);
+        const finished = { ...turn, status: outcome.status };
+        for (const step of this.o.finalisers ?? []) {
+          await this.isolated(turn, step.name, () => step.run(finished, outcome));
+        }
         // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded,
         // then the job fails so its retry enqueues it again (the turn is terminal by then).
-        const hooks = await this.isolated(turn, 'enqueue_hooks', () =>
-          this.enqueueHooks({ ...turn, status: outcome.status }),
-        );
+        const hooks = await this.isolated(turn, 'enqueue_hooks', () => this.enqueueHooks(finished));
         if (hooks) throw hooks;
+        return committed;
       },
     );
   }
 
-  /** Rendered on the session's first turn, persisted verbatim, reused byte for byte after. */
-  private async systemPrompt(session: Session, agent: Agent): Promise<string> {
-    if (session.systemPrompt !== null) return session.systemPrompt;
-    const rendered = renderSystemPrompt(
+  private renderPrompt(agent: AgentRow): string {
+    return renderSystemPrompt(
       agent,
       this.o.tools.names().filter((n) => agent.tools.includes(n)),
     );
-    await this.o.db.session.updateMany({
-      where: { id: session.id, systemPrompt: null },
-      data: { systemPrompt: rendered },
-    });
-    const stored = await this.o.db.session.findUniqueOrThrow({
-      where: { id: session.id },
-      select: { systemPrompt: true },
-    });
-    return stored.systemPrompt ?? rendered;
-  }
-
-  private async finalise(
-    turn: Turn,
-    lease: SessionLease,
-    outcome: TurnOutcome,
-    pending: JournalEvent[],
-  ): Promise<void> {
-    const type =
-      outcome.status === 'completed'
-        ? EventType.TurnCompleted
-        : outcome.status === 'failed'
-          ? EventType.TurnFailed
-          : EventType.TurnCancelled;
-    await this.o.db.$transaction(async (tx) => {
-      // The terminal state and the session's usage roll-up in one statement.
-      const [current] = await tx.$queryRaw<{ cost: string }[]>`
-        WITH t AS (
-          UPDATE turns SET status = ${outcome.status}, stop_reason = ${outcome.stopReason},
-            final_text = ${outcome.finalText}, iterations = ${outcome.iterations},
-            tool_call_count = ${outcome.toolCalls},
-            failure = ${outcome.failure ? JSON.stringify(outcome.failure) : null}::jsonb, completed_at = now(),
-            cost_status = coalesce(${outcome.costStatus ?? null}::text, cost_status)
-          WHERE id = ${turn.id}::uuid
-          RETURNING input_tokens, output_tokens, cost_usd
-        )
-        UPDATE sessions s SET input_tokens = s.input_tokens + t.input_tokens,
-          output_tokens = s.output_tokens + t.output_tokens, cost_usd = s.cost_usd + t.cost_usd, updated_at = now()
-        FROM t WHERE s.id = ${turn.sessionId}::uuid
-        RETURNING t.cost_usd::text AS cost`;
-      await appendEvents(tx, {
-        tenantId: turn.tenantId,
-        sessionId: turn.sessionId,
-        lease: lease.fence,
-        events: [
-          ...pending,
-          {
-            type,
-            turnId: turn.id,
-            data: {
-              stopReason: outcome.stopReason,
-              iterations: outcome.iterations,
-              toolCalls: outcome.toolCalls,
-              costUsd: current.cost,
-              ...(outcome.failure ? { failure: outcome.failure } : {}),
-            },
-          },
-        ],
-      });
-    });
   }
 
   /** Runs one finalisation step; a failure is logged, recorded on the turn, and returned. */
-  private async isolated(turn: Turn, step: string, fn: () => Promise<void>): Promise<Error | undefined> {
+  private async isolated(turn: TurnRow, step: string, fn: () => Promise<void>): Promise<Error | undefined> {
     try {
       await fn();
       return undefined;
@@ -450,30 +398,16 @@ export class TurnRunner {
       const error = err instanceof Error ? err : new Error(String(err));
       this.o.logger.error({ err: error, turnId: turn.id, step }, 'finalisation step failed');
       const entry = { step, message: error.message.slice(0, 1000), at: new Date().toISOString() };
-      await this.o.db.$executeRaw`
-        UPDATE turns SET finalisation_errors = finalisation_errors || ${JSON.stringify([entry])}::jsonb
-        WHERE id = ${turn.id}::uuid`.catch((e: unknown) =>
-        this.o.logger.error({ err: e, turnId: turn.id, step }, 'could not record a finalisation failure'),
-      );
+      await this.store
+        .recordFinalisationError(turn.id, entry)
+        .catch((e: unknown) =>
+          this.o.logger.error({ err: e, turnId: turn.id, step }, 'could not record a finalisation failure'),
+        );
       return error;
     }
   }
 
-  /** Seed 001's decision record: the strategy the turn took, for analytics and audits. */
-  private async recordDecision(turn: Turn, outcome: TurnOutcome, model: string): Promise<void> {
-    const strategy = outcome.toolCalls > 0 ? 'tool_assisted' : 'direct_answer';
-    await this.o.db.$executeRaw`
-      UPDATE turns SET decision = jsonb_build_object(
-        'strategy', ${strategy}::text,
-        'model', coalesce(model, ${model}::text),
-        'tools', (SELECT coalesce(jsonb_agg(DISTINCT name), '[]'::jsonb) FROM tool_calls WHERE turn_id = ${turn.id}::uuid),
-        'iterations', ${outcome.iterations}::int,
-        'toolCalls', ${outcome.toolCalls}::int,
-        'stopReason', ${outcome.stopReason}::text)
-      WHERE id = ${turn.id}::uuid`;
-  }
-
-  async enqueueHooks(turn: Pick<Turn, 'id' | 'tenantId' | 'status'>): Promise<void> {
+  async enqueueHooks(turn: { id: string; tenantId: string; status: string }): Promise<void> {
     if (!isTerminal(turn.status)) return;
     for (const hook of POST_TURN_HOOKS) {
       await publish(this.o.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook });
@@ -506,7 +440,7 @@ function parseCompaction(json: unknown): StoredCompaction | null {
  * the middle between the first exchange and the kept turns.
  */
 export function buildHistory(
-  earlier: Message[],
+  earlier: TranscriptEntry[],
   compaction: StoredCompaction | null,
 ): { messages: ChatMessage[]; seqs: number[] } {
   const seqOf = new Map<ChatMessage, number>();
@@ -527,7 +461,7 @@ export function buildHistory(
   };
 }
 
-export function renderSystemPrompt(agent: Pick<Agent, 'name' | 'instructions'>, tools: string[]): string {
+export function renderSystemPrompt(agent: Pick<AgentRow, 'name' | 'instructions'>, tools: string[]): string {
   const parts = [
     agent.instructions.trim() || 'You are a helpful assistant.',
     `You are the agent "${agent.name}", running on Switchboard.`,
@@ -537,18 +471,44 @@ export function renderSystemPrompt(agent: Pick<Agent, 'name' | 'instructions'>, 
   return parts.join('\n\n');
 }
 
+/** Parts of a checkpoint statement, gathered from what the engine records (`Step` without its frame). */
+interface Writes {
+  messages: MessageInsert[];
+  ledger: LedgerInsert[];
+  toolCalls: ToolCallUpsert[];
+  turn: TurnChanges;
+  session: SessionChanges;
+}
+
+const emptyWrites = (): Writes => ({ messages: [], ledger: [], toolCalls: [], turn: {}, session: {} });
+
+const STATUS_RANK: Record<CostStatus, number> = { provider_reported: 0, priced: 1, unpriced: 2 };
+
+/** Sum of two non-negative decimals with 8 places, exactly. */
+function addUsd(a: string, b: string): string {
+  const digits = (BigInt(a.replace('.', '')) + BigInt(b.replace('.', ''))).toString().padStart(9, '0');
+  return `${digits.slice(0, -8)}.${digits.slice(-8)}`;
+}
+
 /**
- * The engine's checkpoints, each a fenced Postgres transaction. A step that meets a transient
- * database error (a restart, a dropped connection) is retried for up to `retryMs`, holding what it
- * records in memory meanwhile: a finished tool's result is not lost to a database blip (ADR 0004).
+ * The engine's checkpoints, each one fenced statement (`TurnStore.commitStep`). A step that meets a
+ * transient database error (a restart, a dropped connection) is retried for up to `retryMs`, holding
+ * what it records in memory meanwhile: a finished tool's result is not lost to a database blip (ADR
+ * 0004). What needs no commit of its own waits for the next one (docs/adr/0010): a read-only tool's
+ * start goes with its result, the last round (no tool calls) with the finalisation.
  */
 class PostgresCheckpoints implements TurnCheckpoints {
   private pendingEvents: JournalEvent[] = [];
   private deltas = '';
+  /** Written with the next commit: the last round, the first commit's turn model and system prompt. */
+  private deferred: Writes = emptyWrites();
+  /** Committed-after hooks of the deferred writes (metrics once the round is durable). */
+  private afterDeferred: (() => void)[] = [];
+  private kill: { value: boolean; at: number };
 
   constructor(
-    private readonly db: Db,
-    private readonly turn: Turn,
+    private readonly store: TurnStore,
+    private readonly turn: TurnRow,
     private readonly lease: SessionLease,
     /** Next transcript position of this turn (0 is its input). */
     private nextPosition: number,
@@ -557,25 +517,61 @@ class PostgresCheckpoints implements TurnCheckpoints {
     private readonly historySeqs: number[],
     private readonly logger: Logger,
     private readonly retryMs: number,
-  ) {}
+    killSwitch: boolean,
+  ) {
+    this.kill = { value: killSwitch, at: Date.now() };
+  }
+
+  /** The run's model and, on the session's first turn, its rendered system prompt: for the first commit. */
+  started(model: string, systemPrompt: string | undefined): void {
+    this.deferred.turn.model = model;
+    if (systemPrompt !== undefined) this.deferred.session.systemPrompt = systemPrompt;
+  }
+
+  /** The tenant's kill switch as the latest commit saw it, read again when that is over a second old. */
+  async killSwitch(): Promise<boolean> {
+    if (Date.now() - this.kill.at > KILL_SWITCH_MAX_AGE_MS) {
+      this.kill = { value: await this.store.killSwitch(this.turn.tenantId), at: Date.now() };
+    }
+    return this.kill.value;
+  }
 
   /**
-   * One step: its events and `write` in one fenced transaction, retried on transient errors. The
-   * events carry ids, so a retry first looks for the step's first event: an attempt whose answer
-   * was lost may have committed, and must not be applied twice.
+   * One step: its events and writes (with whatever was deferred) in one fenced statement, retried on
+   * transient errors. The events carry ids, so a retry first looks for the step's first event: an
+   * attempt whose answer was lost may have committed, and must not be applied twice.
    */
-  private async step(name: string, events: JournalEvent[], write: (tx: Tx) => Promise<void>): Promise<void> {
+  private async step(name: string, events: JournalEvent[], writes: Writes): Promise<StepResult> {
+    // Taken at once: steps of one wave of tool calls run concurrently, and only one carries them.
+    const merged = this.withDeferred(writes);
+    const after = this.afterDeferred;
+    this.deferred = emptyWrites();
+    this.afterDeferred = [];
+    const t = this.turn;
+    const step: Step = {
+      tenantId: t.tenantId,
+      sessionId: t.sessionId,
+      turnId: t.id,
+      fence: this.lease.fence,
+      events: events.map((e) => ({
+        id: e.id!,
+        turnId: e.turnId ?? null,
+        type: e.type,
+        data: redact(e.data),
+        withTurnCost:
+          e.type === EventType.TurnCompleted ||
+          e.type === EventType.TurnFailed ||
+          e.type === EventType.TurnCancelled,
+      })),
+      ...merged,
+    };
     const marker = events[0]?.id;
-    await retryTransient(
-      async (attempt) => {
-        if (attempt > 1 && marker) {
-          const found = await this.db.event.findUnique({ where: { id: marker }, select: { id: true } });
-          if (found) return;
+    const result = await retryTransient(
+      async (attempt): Promise<StepResult> => {
+        if (attempt > 1 && marker && (await this.store.eventExists(marker))) {
+          return { applied: true, released: false, killSwitch: this.kill.value };
         }
-        await this.db.$transaction(async (tx) => {
-          await appendEvents(tx, { ...this.base(), events });
-          await write(tx);
-        });
+        return this.store.commitStep(step);
       },
       {
         maxMs: this.retryMs,
@@ -586,6 +582,29 @@ class PostgresCheckpoints implements TurnCheckpoints {
           ),
       },
     );
+    if (!result.applied) throw new LeaseLostError(t.sessionId);
+    this.kill = { value: result.killSwitch, at: Date.now() };
+    for (const fn of after) fn();
+    return result;
+  }
+
+  /** The step's writes with the deferred ones first (their order in the transcript and the ledger). */
+  private withDeferred(w: Writes): Writes {
+    const d = this.deferred;
+    const usage = mergeUsage(d.turn.usage, w.turn.usage);
+    return {
+      messages: [...d.messages, ...w.messages],
+      ledger: [...d.ledger, ...w.ledger],
+      toolCalls: [...d.toolCalls, ...w.toolCalls],
+      turn: {
+        ...d.turn,
+        ...w.turn,
+        ...(usage ? { usage } : {}),
+        attempts: [...(d.turn.attempts ?? []), ...(w.turn.attempts ?? [])],
+        ...((w.turn.model ?? d.turn.model) ? { model: w.turn.model ?? d.turn.model } : {}),
+      },
+      session: { ...d.session, ...w.session },
+    };
   }
 
   /** Provider attempts into the latency histogram, once committed (`ok` or the failure kind). */
@@ -649,62 +668,74 @@ class PostgresCheckpoints implements TurnCheckpoints {
     };
   }
 
-  private base() {
-    return { tenantId: this.turn.tenantId, sessionId: this.turn.sessionId, lease: this.lease.fence };
+  /** A round's rows: its assistant message, its ledger entry and usage, its attempts and the iteration count. */
+  private roundWrites(r: RoundRecord, position: number): Writes {
+    const w = emptyWrites();
+    w.messages.push({
+      ...this.entry(position),
+      role: 'assistant',
+      kind: 'internal_followup',
+      origin: { kind: 'system', subsystem: 'harness' },
+      trust: 'trusted_system',
+      authorityClass: 'runtime_instruction',
+      body: { type: 'text', text: r.response.text },
+      toolCalls: r.response.toolCalls,
+      metadata: { model: r.model, round: r.round, finishReason: r.response.finishReason },
+    });
+    this.book(w, `${this.turn.id}:round:${r.round}`, {
+      provider: r.provider,
+      model: r.model,
+      usage: r.response.usage,
+      costUsd: r.costUsd,
+      costSource: r.costSource,
+    });
+    w.turn.iterations = r.round + 1;
+    w.turn.attempts = r.attempts;
+    w.turn.model = r.model;
+    return w;
   }
 
   async recordRound(r: RoundRecord): Promise<void> {
-    const t = this.turn;
-    const position = this.nextPosition;
-    await this.step('round', this.takeEvents(), async (tx) => {
-      await insertMessage(tx, {
-        ...this.entry(position),
-        role: 'assistant',
-        kind: 'internal_followup',
-        origin: { kind: 'system', subsystem: 'harness' },
-        trust: 'trusted_system',
-        authorityClass: 'runtime_instruction',
-        body: { type: 'text', text: r.response.text },
-        toolCalls: r.response.toolCalls,
-        metadata: { model: r.model, round: r.round, finishReason: r.response.finishReason },
-      });
-      await this.bookUsage(tx, `${t.id}:round:${r.round}`, {
-        provider: r.provider,
-        model: r.model,
-        usage: r.response.usage,
-        costUsd: r.costUsd,
-        costSource: r.costSource,
-      });
-      await tx.$executeRaw`
-        UPDATE turns SET iterations = ${r.round + 1}, attempts = attempts || ${JSON.stringify(r.attempts)}::jsonb,
-          model = ${r.model}
-        WHERE id = ${t.id}::uuid`;
-    });
-    this.nextPosition++;
-    this.observeAttempts(r.attempts);
-    this.countUnpriced(r.provider, r.model, r.costSource);
+    const position = this.nextPosition++;
+    const writes = this.roundWrites(r, position);
+    const committed = () => {
+      this.observeAttempts(r.attempts);
+      this.countUnpriced(r.provider, r.model, r.costSource);
+    };
+    if (r.response.toolCalls.length === 0) {
+      // The last round: nothing follows it but the finalisation, which commits it (docs/adr/0010).
+      this.deferred = this.withDeferred(writes);
+      this.afterDeferred.push(committed);
+      return;
+    }
+    await this.step('round', this.takeEvents(), writes);
+    committed();
   }
 
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
-    await this.step('failed_attempts', this.takeEvents(), async (tx) => {
-      await tx.$executeRaw`
-        UPDATE turns SET attempts = attempts || ${JSON.stringify(attempts)}::jsonb WHERE id = ${this.turn.id}::uuid`;
-    });
+    const w = emptyWrites();
+    w.turn.attempts = attempts;
+    await this.step('failed_attempts', this.takeEvents(), w);
     this.observeAttempts(attempts);
   }
 
+  /**
+   * A side-effecting call's start is committed before it runs: a resumed turn must know it may have
+   * happened (ADR 0004). A read-only call's start is written with its result: run again, it is harmless.
+   */
   async toolStarted(meta: ToolCallMeta): Promise<void> {
-    const t = this.turn;
-    await this.step('tool_started', this.takeEvents(), async (tx) => {
-      // A resumed turn starts the same call again: the row is kept, its start time renewed.
-      await tx.$executeRaw`
-        INSERT INTO tool_calls (id, tenant_id, session_id, turn_id, call_id, name, arguments, side_effect, status,
-          idempotency_key, started_at)
-        VALUES (${newId()}::uuid, ${t.tenantId}::uuid, ${t.sessionId}::uuid, ${t.id}::uuid, ${meta.call.id},
-          ${meta.call.name}, ${JSON.stringify(meta.arguments ?? {})}::jsonb, ${meta.sideEffect}, 'running',
-          ${meta.idempotencyKey}, now())
-        ON CONFLICT (turn_id, call_id) DO UPDATE SET status = 'running', started_at = now()`;
+    if (meta.sideEffect === 'read_only') return;
+    const w = emptyWrites();
+    w.toolCalls.push({
+      id: newId(),
+      callId: meta.call.id,
+      name: meta.call.name,
+      arguments: meta.arguments ?? {},
+      sideEffect: meta.sideEffect,
+      idempotencyKey: meta.idempotencyKey,
+      status: 'running',
     });
+    await this.step('tool_started', this.takeEvents(), w);
   }
 
   async recordToolResult(
@@ -717,34 +748,39 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const t = this.turn;
     // Taken before the await: calls of one wave record their results concurrently.
     const position = this.nextPosition++;
-    // The tool already ran: its outcome is held here until it commits, through database restarts.
-    await this.step('tool_result', this.takeEvents(), async (tx) => {
-      if (summary) {
-        // The summarizer's cost and the session's failure streak commit with the result they shaped.
-        await this.bookSideCall(tx, summary.call, `${t.id}:summarize:${meta.call.id}`);
-        await tx.$executeRaw`
-          UPDATE sessions SET summarizer_failures = ${summary.consecutiveFailures} WHERE id = ${t.sessionId}::uuid`;
-      }
-      await tx.$executeRaw`
-        UPDATE tool_calls SET status = ${outcome.ok ? 'completed' : 'failed'},
-          result = ${outcome.ok ? JSON.stringify(outcome.result) : null}::jsonb,
-          error = ${outcome.ok ? null : JSON.stringify(outcome)}::jsonb,
-          completed_at = now(), duration_ms = ${durationMs}
-        WHERE turn_id = ${t.id}::uuid AND call_id = ${meta.call.id}`;
-      await insertMessage(tx, {
-        ...this.entry(position),
-        role: 'tool',
-        kind: 'internal_followup',
-        origin: { kind: 'system', subsystem: 'tools' },
-        trust: 'untrusted_external',
-        // Tool output informs the model; it never authorises anything by itself.
-        authorityClass: 'external_evidence',
-        body: { type: 'text', text: content },
-        toolCallId: meta.call.id,
-        metadata: { tool: meta.call.name },
-      });
-      await tx.$executeRaw`UPDATE turns SET tool_call_count = tool_call_count + 1 WHERE id = ${t.id}::uuid`;
+    const w = emptyWrites();
+    if (summary) {
+      // The summarizer's cost and the session's failure streak commit with the result they shaped.
+      this.bookSideCall(w, summary.call, `${t.id}:summarize:${meta.call.id}`);
+      w.session.summarizerFailures = summary.consecutiveFailures;
+    }
+    w.toolCalls.push({
+      id: newId(),
+      callId: meta.call.id,
+      name: meta.call.name,
+      arguments: meta.arguments ?? {},
+      sideEffect: meta.sideEffect,
+      idempotencyKey: meta.idempotencyKey,
+      status: outcome.ok ? 'completed' : 'failed',
+      result: outcome.ok ? outcome.result : undefined,
+      error: outcome.ok ? undefined : outcome,
+      durationMs,
     });
+    w.messages.push({
+      ...this.entry(position),
+      role: 'tool',
+      kind: 'internal_followup',
+      origin: { kind: 'system', subsystem: 'tools' },
+      trust: 'untrusted_external',
+      // Tool output informs the model; it never authorises anything by itself.
+      authorityClass: 'external_evidence',
+      body: { type: 'text', text: content },
+      toolCallId: meta.call.id,
+      metadata: { tool: meta.call.name },
+    });
+    w.turn.toolCallsAdded = 1;
+    // The tool already ran: its outcome is held here until it commits, through database restarts.
+    await this.step('tool_result', this.takeEvents(), w);
     this.metrics.toolCalls.inc({ tool: meta.call.name, outcome: outcome.ok ? 'ok' : outcome.kind });
     if (!outcome.ok && outcome.kind === 'timeout') {
       this.logger.warn(
@@ -757,12 +793,11 @@ class PostgresCheckpoints implements TurnCheckpoints {
 
   async recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void> {
     const t = this.turn;
-    const position = note === null ? undefined : this.nextPosition++;
-    await this.step('reflection', this.takeEvents(), async (tx) => {
-      await this.bookSideCall(tx, call, `${t.id}:reflect:${index}`);
-      if (position === undefined || note === null) return;
-      await insertMessage(tx, {
-        ...this.entry(position),
+    const w = emptyWrites();
+    this.bookSideCall(w, call, `${t.id}:reflect:${index}`);
+    if (note !== null) {
+      w.messages.push({
+        ...this.entry(this.nextPosition++),
         role: 'user',
         kind: 'internal_followup',
         origin: { kind: 'system', subsystem: 'reflection' },
@@ -771,7 +806,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
         body: { type: 'text', text: note },
         metadata: { reflection: index, model: call.model },
       });
-    });
+    }
+    await this.step('reflection', this.takeEvents(), w);
     this.countSideCall(call);
   }
 
@@ -786,15 +822,60 @@ class PostgresCheckpoints implements TurnCheckpoints {
       droppedMessages: c.droppedMessages,
       summary: c.summary,
     };
-    await this.step('compaction', this.takeEvents(), async (tx) => {
-      // Each compaction summary is a separate purchase, even when a resumed turn compacts again.
-      if (call) await this.bookSideCall(tx, call, `${this.turn.id}:${call.purpose}:${newId()}`);
-      if (stored.headThroughSeq !== undefined && stored.keepFromSeq !== undefined) {
-        await tx.$executeRaw`
-          UPDATE sessions SET compaction = ${JSON.stringify(stored)}::jsonb WHERE id = ${this.turn.sessionId}::uuid`;
-      }
-    });
+    const w = emptyWrites();
+    // Each compaction summary is a separate purchase, even when a resumed turn compacts again.
+    if (call) this.bookSideCall(w, call, `${this.turn.id}:${call.purpose}:${newId()}`);
+    if (stored.headThroughSeq !== undefined && stored.keepFromSeq !== undefined)
+      w.session.compaction = stored;
+    await this.step('compaction', this.takeEvents(), w);
     if (call) this.countSideCall(call);
+  }
+
+  /**
+   * The essential finalisation, one statement: whatever is deferred (the last round), the terminal
+   * state and decision record, the session's usage roll-up, the pending events and the terminal
+   * event, and the lease's release when no turn was admitted after this one.
+   */
+  async finalise(outcome: TurnOutcome, model: string): Promise<StepResult> {
+    const t = this.turn;
+    const type =
+      outcome.status === 'completed'
+        ? EventType.TurnCompleted
+        : outcome.status === 'failed'
+          ? EventType.TurnFailed
+          : EventType.TurnCancelled;
+    const w = emptyWrites();
+    w.turn.terminal = {
+      status: outcome.status,
+      stopReason: outcome.stopReason,
+      finalText: outcome.finalText,
+      iterations: outcome.iterations,
+      toolCalls: outcome.toolCalls,
+      failure: outcome.failure ?? null,
+      costStatus: outcome.costStatus ?? null,
+      decision: {
+        strategy: outcome.toolCalls > 0 ? 'tool_assisted' : 'direct_answer',
+        model,
+        iterations: outcome.iterations,
+        toolCalls: outcome.toolCalls,
+        stopReason: outcome.stopReason,
+      },
+    };
+    w.session.rollUpTurn = true;
+    w.session.releaseIfNoTurnAfter = t.seq;
+    const events = this.takeEvents([
+      {
+        type,
+        turnId: t.id,
+        data: {
+          stopReason: outcome.stopReason,
+          iterations: outcome.iterations,
+          toolCalls: outcome.toolCalls,
+          ...(outcome.failure ? { failure: outcome.failure } : {}),
+        },
+      },
+    ]);
+    return this.step('finalise', events, w);
   }
 
   /** A call booked at zero for want of a price (ADR 0007), once committed. */
@@ -810,9 +891,9 @@ class PostgresCheckpoints implements TurnCheckpoints {
   }
 
   /** A side call's usage into the ledger and the turn's totals (nothing when it reached no provider). */
-  private async bookSideCall(tx: Tx, call: SideCallRecord, key: string): Promise<void> {
+  private bookSideCall(w: Writes, call: SideCallRecord, key: string): void {
     if (!call.usage || !call.provider || !call.model) return;
-    await this.bookUsage(tx, key, {
+    this.book(w, key, {
       provider: call.provider,
       model: call.model,
       usage: call.usage,
@@ -822,14 +903,14 @@ class PostgresCheckpoints implements TurnCheckpoints {
   }
 
   /** One provider call's usage: a ledger entry under a deterministic key, and the turn's totals. */
-  private async bookUsage(
-    tx: Tx,
+  private book(
+    w: Writes,
     key: string,
     c: { provider: string; model: string; usage: Usage; costUsd: number; costSource: string },
-  ): Promise<void> {
+  ): void {
     const t = this.turn;
-    const status = costStatusOf(c.costSource);
-    await insertLedgerEntry(tx, {
+    const costUsd = c.costUsd.toFixed(8);
+    w.ledger.push({
       id: newId(),
       tenantId: t.tenantId,
       agentId: t.agentId,
@@ -841,20 +922,16 @@ class PostgresCheckpoints implements TurnCheckpoints {
       inputTokens: c.usage.inputTokens,
       outputTokens: c.usage.outputTokens,
       cachedTokens: c.usage.cachedTokens,
-      costUsd: c.costUsd.toFixed(8),
+      costUsd,
       costSource: c.costSource,
     });
-    await tx.$executeRaw`
-      UPDATE turns SET
-        input_tokens = input_tokens + ${c.usage.inputTokens},
-        output_tokens = output_tokens + ${c.usage.outputTokens},
-        cached_tokens = cached_tokens + ${c.usage.cachedTokens},
-        cost_usd = cost_usd + ${c.costUsd.toFixed(8)}::numeric,
-        cost_status = CASE
-          WHEN cost_status = 'unpriced' OR ${status}::text = 'unpriced' THEN 'unpriced'
-          WHEN cost_status = 'priced' OR ${status}::text = 'priced' THEN 'priced'
-          ELSE 'provider_reported' END
-      WHERE id = ${t.id}::uuid`;
+    w.turn.usage = mergeUsage(w.turn.usage, {
+      inputTokens: c.usage.inputTokens,
+      outputTokens: c.usage.outputTokens,
+      cachedTokens: c.usage.cachedTokens,
+      costUsd,
+      costStatus: costStatusOf(c.costSource),
+    });
   }
 
   /** Buffered: committed with the next checkpoint, together with the state it reports. */
@@ -866,9 +943,16 @@ class PostgresCheckpoints implements TurnCheckpoints {
   textDelta(delta: string): void {
     this.deltas += delta;
   }
+}
 
-  /** Events not yet committed; finalisation commits them with the terminal event. */
-  drain(): JournalEvent[] {
-    return this.takeEvents();
-  }
+function mergeUsage(a: TurnChanges['usage'], b: TurnChanges['usage']): TurnChanges['usage'] {
+  if (!a) return b;
+  if (!b) return a;
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cachedTokens: a.cachedTokens + b.cachedTokens,
+    costUsd: addUsd(a.costUsd, b.costUsd),
+    costStatus: STATUS_RANK[a.costStatus] >= STATUS_RANK[b.costStatus] ? a.costStatus : b.costStatus,
+  };
 }

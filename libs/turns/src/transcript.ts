@@ -1,14 +1,19 @@
-import type { Message } from '@prisma/client';
 import { bodyText, type MessageBody } from '@switchboard/contracts';
 import { evidenceBlock } from '@switchboard/engine';
 import type { ChatMessage, ToolCallRequest } from '@switchboard/providers';
+import type { TranscriptEntry } from '@switchboard/store';
 
 /**
  * A persisted transcript entry as the model sees it. Content that is only
  * evidence (webhook bodies, channel text) is wrapped so it informs the model
  * without reading as an instruction.
  */
-export function toChatMessage(m: Message): ChatMessage {
+export function toChatMessage(
+  m: Pick<
+    TranscriptEntry,
+    'role' | 'kind' | 'trust' | 'authorityClass' | 'body' | 'toolCalls' | 'toolCallId' | 'metadata'
+  >,
+): ChatMessage {
   switch (m.role) {
     case 'assistant':
       return {
@@ -20,7 +25,7 @@ export function toChatMessage(m: Message): ChatMessage {
       return {
         role: 'tool',
         toolCallId: m.toolCallId ?? '',
-        name: (m.metadata as { tool?: string }).tool ?? '',
+        name: (m.metadata as { tool?: string } | null)?.tool ?? '',
         content: bodyText(m.body as MessageBody),
       };
     default: {
