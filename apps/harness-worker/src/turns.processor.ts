@@ -1,14 +1,11 @@
 import { Inject } from '@nestjs/common';
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import { traceIdOf, type Metrics } from '@switchboard/observability';
 import { METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import type { TurnRunner } from '@switchboard/turns';
+import { settleTurnJob, type TurnRunner } from '@switchboard/turns';
 import { TURN_RUNNER } from './tokens';
-
-/** How long a job whose worker stopped with turns left in its session waits before it looks again. */
-const laterDelayMs = () => 200 + Math.floor(Math.random() * 400);
 
 @QueueProcessor(QueueName.Turns, 'HARNESS_CONCURRENCY')
 export class TurnsProcessor extends QueueWorker {
@@ -21,13 +18,7 @@ export class TurnsProcessor extends QueueWorker {
 
   async process(job: Job, token?: string): Promise<void> {
     const result = await consume(Jobs.turn, job, (data) => this.runner.handle(data), this.metrics);
-    // `busy`: the session's lease holder runs this turn (it releases only when no turn is left), so
-    // the job is done. `later`: this worker stopped with turns left; look again shortly, without
-    // spending an attempt.
-    if (result === 'later') {
-      await job.moveToDelayed(Date.now() + laterDelayMs(), token);
-      throw new DelayedError();
-    }
+    await settleTurnJob(result, job, token);
   }
 
   protected override async onFailed(job: Job | undefined, err: Error): Promise<void> {

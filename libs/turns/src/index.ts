@@ -2,3 +2,4 @@ export * from './lease';
 export * from './reconciler';
 export * from './runner';
 export * from './transcript';
+export * from './turn-job';

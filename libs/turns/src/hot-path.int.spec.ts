@@ -1,0 +1,269 @@
+import { Queue, Worker, type Job } from 'bullmq';
+import type IORedis from 'ioredis';
+import type pg from 'pg';
+import { z } from 'zod';
+import { Admission } from '@switchboard/admission';
+import { Jobs, QueueName } from '@switchboard/contracts';
+import { createDatabase, type Db } from '@switchboard/database';
+import { TurnEngine } from '@switchboard/engine';
+import { createLogger, Metrics } from '@switchboard/observability';
+import {
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from '@switchboard/providers';
+import { consume, createRedis } from '@switchboard/queue';
+import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import { TurnRunner, type HandleResult } from './runner';
+import { settleTurnJob } from './turn-job';
+
+/**
+ * The turn's hot path against real Postgres and BullMQ (docs/adr/0010): what a simple turn costs
+ * in transactions, counted on the harness's own connections; and a busy session's jobs completing at
+ * once while every turn admitted into it still runs, in order.
+ */
+jest.setTimeout(60_000);
+
+const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
+
+/** Instant model: a word_count call first, then an answer (the bench's simple turn). */
+class Instant implements ModelProvider {
+  readonly name = 'instant';
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    // This turn's tool result is in: after the last user message (earlier turns' are before it).
+    const answered = request.messages.at(-1)?.role === 'tool';
+    return answered
+      ? { text: 'three words', toolCalls: [], usage: USAGE, finishReason: 'stop' }
+      : {
+          text: '',
+          toolCalls: [{ id: 'c1', name: 'word_count', arguments: '{"text":"a b c"}' }],
+          usage: USAGE,
+          finishReason: 'tool_calls',
+        };
+  }
+}
+
+const wordCount = defineTool({
+  name: 'word_count',
+  description: 'Counts words',
+  schema: z.strictObject({ text: z.string() }),
+  sideEffect: 'read_only',
+  timeoutMs: 2_000,
+  needsApproval: false,
+  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
+}) as ToolDefinition;
+
+/**
+ * Counts what a pool sends Postgres, below every library: a statement outside BEGIN..COMMIT is one
+ * transaction, a BEGIN..COMMIT block is one.
+ */
+function countTransactions(pool: pg.Pool): { transactions: number; statements: string[] } {
+  const counts = { transactions: 0, statements: [] as string[] };
+  pool.on('connect', (client) => {
+    let open = false;
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string };
+      const text = (typeof first === 'string' ? first : (first?.text ?? '')).trim();
+      const verb = text.split(/\s+/)[0]?.toUpperCase() ?? '';
+      if (verb === 'BEGIN') open = true;
+      else if (verb === 'COMMIT' || verb === 'ROLLBACK') {
+        open = false;
+        if (verb === 'COMMIT') counts.transactions++;
+      } else {
+        counts.statements.push(text.slice(0, 60));
+        if (!open) counts.transactions++;
+      }
+      return query(...args);
+    };
+  });
+  return counts;
+}
+
+describe('the turn hot path', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let turnsQueue: Queue;
+  let postTurn: Queue;
+  let admission: Admission;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const tools = new ToolRegistry([wordCount]);
+  const engine = new TurnEngine({ providers: new ProviderRegistry({}, [new Instant()]), tools });
+
+  const runner = (db: Db, metrics: Metrics, workerId: string) =>
+    new TurnRunner({
+      db,
+      engine,
+      tools,
+      postTurnQueue: postTurn,
+      turnsQueue,
+      logger,
+      metrics,
+      workerId,
+      leaseMs: 10_000,
+      defaultModel: 'instant/m',
+    });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
+    admission = new Admission(env.db, turnsQueue, logger);
+  });
+
+  afterAll(async () => {
+    await turnsQueue?.close();
+    await postTurn?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  const admit = (tenantId: string, sessionId: string, text: string) =>
+    admission.admit({
+      tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+    });
+
+  it('runs a simple turn (two rounds, one read-only tool) in four harness transactions', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'budget', {
+      model: 'instant/m',
+      tools: ['word_count'],
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const { turnId } = await admit(tenantId, sessionId, 'count a b c');
+
+    // The harness on its own pool, counted below Prisma and the store.
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
+    const sent = countTransactions(pool);
+    const metrics = new Metrics('budget');
+    try {
+      expect(await runner(prisma, metrics, 'budget').handle({ turnId, sessionId, tenantId, trace: {} })).toBe(
+        'done',
+      );
+    } finally {
+      await prisma.$disconnect();
+    }
+
+    const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+    expect(turn).toMatchObject({
+      status: 'completed',
+      finalText: 'three words',
+      iterations: 2,
+      toolCallCount: 1,
+    });
+    // Claim + load, round 1, the tool's start and result, round 2 + finalisation + decision + release.
+    expect(sent.transactions).toBeLessThanOrEqual(4);
+    expect(sent.statements).toHaveLength(sent.transactions);
+    // The store's own counter (the metric the benchmark reads) agrees with the wire.
+    const counted = (await metrics.registry.getSingleMetric('switchboard_db_transactions_total')!.get())
+      .values;
+    expect(counted).toEqual([
+      expect.objectContaining({ labels: { component: 'harness' }, value: sent.transactions }),
+    ]);
+
+    // Everything a turn persists is there, once.
+    const transcript = await env.db.message.findMany({ where: { sessionId }, orderBy: { position: 'asc' } });
+    expect(transcript.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    const call = await env.db.toolCall.findFirstOrThrow({ where: { turnId } });
+    expect(call).toMatchObject({ status: 'completed', result: { words: 3 }, sideEffect: 'read_only' });
+    expect(call.startedAt!.getTime()).toBeLessThanOrEqual(call.completedAt!.getTime());
+    expect((await env.db.ledgerEntry.findMany({ where: { turnId } })).map((l) => l.key).sort()).toEqual([
+      `${turnId}:round:0`,
+      `${turnId}:round:1`,
+    ]);
+    const events = await env.db.event.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.map((e) => e.type)).toEqual([
+      'message_admitted',
+      'turn_started',
+      'provider_round_started',
+      'provider_round_completed',
+      'tool_call_started',
+      'tool_call_completed',
+      'iteration_completed',
+      'provider_round_started',
+      'provider_round_completed',
+      'turn_completed',
+    ]);
+    expect(events.at(-1)!.data).toMatchObject({ costUsd: turn.costUsd.toFixed(8) });
+    expect(turn.decision).toMatchObject({ strategy: 'tool_assisted', tools: ['word_count'] });
+    const session = await env.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+    expect(session).toMatchObject({ leaseToken: null, inputTokens: 20, outputTokens: 10 });
+    expect(session.systemPrompt).toContain('word_count');
+  });
+
+  it('completes a busy session’s jobs at once and still runs every turn admitted into it, in order', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'busy', {
+      model: 'instant/m',
+      tools: ['word_count'],
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const results: HandleResult[] = [];
+    // Three workers, two jobs at a time each, each its own runner; no reconciler.
+    const redis = createRedis(env.redisUrl);
+    const workers = ['w1', 'w2', 'w3'].map((id) => {
+      const r = runner(env.db, new Metrics(id), id);
+      return new Worker(
+        QueueName.Turns,
+        async (job: Job, token?: string) => {
+          const result = await consume(Jobs.turn, job, (data) => r.handle(data));
+          results.push(result);
+          await settleTurnJob(result, job, token);
+        },
+        { connection: redis, prefix: env.queuePrefix, concurrency: 2 },
+      );
+    });
+    try {
+      const n = 30;
+      // Admitted concurrently, in three waves so admissions land while turns run and finish.
+      const ids: string[] = [];
+      for (let wave = 0; wave < 3; wave++) {
+        const admitted = await Promise.all(
+          Array.from({ length: n / 3 }, (_, i) => admit(tenantId, sessionId, `message ${wave}-${i}`)),
+        );
+        ids.push(...admitted.map((a) => a.turnId));
+      }
+      await waitFor(
+        async () => (await env.db.turn.count({ where: { sessionId, status: 'completed' } })) === n,
+        { what: 'every turn of the session completed', timeoutMs: 45_000 },
+      );
+      const turns = await env.db.turn.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+      expect(turns).toHaveLength(n);
+      // One at a time, in admission order.
+      for (let i = 1; i < turns.length; i++) {
+        expect(turns[i].startedAt!.getTime()).toBeGreaterThanOrEqual(turns[i - 1].completedAt!.getTime());
+      }
+      expect(turns.every((t) => t.runCount === 1)).toBe(true);
+      // Jobs that found the session busy completed at once instead of polling.
+      expect(results.filter((r) => r === 'busy').length).toBeGreaterThan(0);
+      const messages = await env.db.message.findMany({
+        where: { sessionId },
+        orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+      });
+      expect(messages).toHaveLength(n * 4);
+      // Nothing waits for a wake-up: every job is done and the lease is free.
+      await waitFor(
+        async () => (await turnsQueue.getJobCounts('delayed', 'waiting', 'active')).active === 0,
+        {
+          what: 'idle queue',
+        },
+      );
+      const counts = await turnsQueue.getJobCounts('delayed', 'waiting', 'active', 'failed');
+      expect(counts).toMatchObject({ delayed: 0, waiting: 0, active: 0, failed: 0 });
+      const states = await Promise.all(ids.map(async (id) => (await turnsQueue.getJob(id))?.getState()));
+      expect(new Set(states)).toEqual(new Set(['completed']));
+      expect((await env.db.session.findUniqueOrThrow({ where: { id: sessionId } })).leaseToken).toBeNull();
+    } finally {
+      await Promise.all(workers.map((w) => w.close()));
+      await redis.quit();
+    }
+  });
+});
