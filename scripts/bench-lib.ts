@@ -109,7 +109,7 @@ const OPENS = /^\s*(begin|start\s+transaction)\b/i;
 
 /** Parses the frontend side of the Postgres wire protocol (v3) of one connection. */
 class PgConnectionCounter {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private startup = true;
   private inTx = false;
   constructor(private readonly totals: () => PgWire) {}
@@ -169,7 +169,7 @@ class PgConnectionCounter {
 
 /** Parses RESP commands (and inline ones) a Redis client sends on one connection. */
 class RespConnectionCounter {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   constructor(private readonly totals: () => RedisWire) {}
 
   private get total(): RedisWire {
