@@ -1,0 +1,132 @@
+/**
+ * The live channel: a copy of a session's journal events, pushed over Redis pub/sub to whichever
+ * gateway process holds a listener for that session (docs/adr/0011-live-channel.md).
+ *
+ * Postgres stays the truth. Pub/sub delivers at most once and only to processes subscribed at the
+ * moment of the PUBLISH, so a reader that must not miss anything follows **subscribe, then read**:
+ *
+ * 1. subscribe to the session's channel and wait until Redis confirms the subscription;
+ * 2. read what it needs from Postgres (the journal after its cursor, or a turn's status);
+ * 3. take live events only past what it read, de-duplicated by the session `seq` (`LiveCursor`);
+ * 4. on `resync` (the subscriber's connection dropped and came back; events may have been
+ *    published meanwhile) read Postgres again from its cursor.
+ *
+ * An event committed before step 1 is in Postgres by step 2; one committed after step 1 arrives
+ * live; one committed in between may arrive both ways, and the seq drops the second copy.
+ */
+
+/** A journal event as committed: the same fields as the API's Event (`GET /v1/sessions/:id/events`). */
+export interface LiveEvent {
+  /** The session's journal seq. */
+  seq: number;
+  type: string;
+  turnId: string | null;
+  data: Record<string, unknown>;
+  /** ISO time; the publisher stamps the publishing time when the caller has none. */
+  createdAt: string;
+}
+
+/**
+ * Not a journal row (yet): a text delta delivered as the provider streams it, persisted later
+ * coalesced (issue 10). It carries `after`, the seq of the last journal event committed before it,
+ * so a reader that already read past that point drops it.
+ */
+export interface LiveEphemeralEvent {
+  ephemeral: true;
+  after: number;
+  type: string;
+  turnId: string | null;
+  data: Record<string, unknown>;
+  createdAt: string;
+}
+
+export type LiveMessage = LiveEvent | LiveEphemeralEvent;
+
+export const isEphemeral = (e: LiveMessage): e is LiveEphemeralEvent =>
+  (e as LiveEphemeralEvent).ephemeral === true;
+
+/** Terminal journal event types of a turn (SPEC §6). */
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'turn_completed',
+  'turn_failed',
+  'turn_cancelled',
+]);
+
+/**
+ * The session's channel name, under the deployment's key prefix (QUEUE_PREFIX) so deployments and
+ * test files sharing one Redis never hear each other.
+ */
+export function sessionChannel(prefix: string, sessionId: string): string {
+  return `${prefix}:live:session:${sessionId}`;
+}
+
+/** What travels in one PUBLISH: one commit's events, in seq order. */
+interface Wire {
+  v: 1;
+  sessionId: string;
+  events: LiveMessage[];
+}
+
+export function encode(sessionId: string, events: readonly LiveMessage[]): string {
+  const wire: Wire = { v: 1, sessionId, events: [...events] };
+  return JSON.stringify(wire);
+}
+
+/** The batch in a message, or undefined for anything this version does not understand. */
+export function decode(raw: string): { sessionId: string; events: LiveMessage[] } | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  const w = parsed as Partial<Wire> | null;
+  if (!w || w.v !== 1 || typeof w.sessionId !== 'string' || !Array.isArray(w.events)) return undefined;
+  const events = w.events.filter(
+    (e): e is LiveMessage =>
+      !!e &&
+      typeof e === 'object' &&
+      typeof e.type === 'string' &&
+      (isEphemeral(e) ? Number.isInteger(e.after) : Number.isInteger(e.seq)),
+  );
+  return { sessionId: w.sessionId, events };
+}
+
+/**
+ * De-duplication by seq for a subscribe-then-read reader: `advance` with what it read from
+ * Postgres, then `accept` each live event; an event at or below the cursor was already read.
+ */
+export class LiveCursor {
+  constructor(private seq = 0) {}
+
+  /** The highest journal seq seen so far. */
+  get last(): number {
+    return this.seq;
+  }
+
+  /** Records events read from the journal. */
+  advance(seq: number): void {
+    if (seq > this.seq) this.seq = seq;
+  }
+
+  /**
+   * True when a journal event skips seqs this reader has not seen: events that were committed but
+   * not published live (today only terminal and round-level events are), or lost while the
+   * subscriber's connection was down. A reader that needs every event reads the journal from
+   * `last` before taking it.
+   */
+  isGap(e: LiveMessage): boolean {
+    return !isEphemeral(e) && e.seq > this.seq + 1;
+  }
+
+  /**
+   * True when a live event is new to this reader (and moves the cursor for a journal event). An
+   * ephemeral event is new while nothing after its `after` seq has been seen.
+   */
+  accept(e: LiveMessage): boolean {
+    if (isEphemeral(e)) return e.after >= this.seq;
+    if (e.seq <= this.seq) return false;
+    this.seq = e.seq;
+    return true;
+  }
+}

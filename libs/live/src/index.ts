@@ -1,0 +1,3 @@
+export * from './channel';
+export * from './publisher';
+export * from './subscriber';

@@ -1,0 +1,221 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import IORedis from 'ioredis';
+import { createLogger } from '@switchboard/observability';
+import { startTcpProxy, testRedisUrl, waitFor, type TcpProxy } from '@switchboard/testing';
+import { sessionChannel, type LiveMessage } from './channel';
+import { RedisLivePublisher } from './publisher';
+import { LiveSubscriber, type LiveListener } from './subscriber';
+
+/**
+ * The live channel on the real Redis: publishers and subscribers on separate connections, as the
+ * harness and gateway processes have them. Each test uses its own prefix.
+ */
+jest.setTimeout(30_000);
+
+const logger = createLogger({ service: 'test', level: 'silent' });
+
+/** A listener that records what it hears. */
+function recorder() {
+  const batches: LiveMessage[][] = [];
+  let resyncs = 0;
+  const listener: LiveListener = {
+    onEvents: (events) => batches.push(events),
+    onResync: () => resyncs++,
+  };
+  return {
+    listener,
+    batches,
+    seqs: () => batches.flat().map((e) => ('seq' in e ? e.seq : -1)),
+    resyncs: () => resyncs,
+  };
+}
+
+const event = (seq: number, type = 'provider_round_completed', turnId: string | null = null) => ({
+  seq,
+  type,
+  turnId,
+  data: { n: seq },
+});
+
+describe('live channel', () => {
+  const url = testRedisUrl();
+  let prefix: string;
+  let command: IORedis;
+  let publisher: RedisLivePublisher;
+  const closing: (() => Promise<unknown>)[] = [];
+
+  beforeEach(async () => {
+    prefix = `sbt_live_${randomBytes(4).toString('hex')}`;
+    command = new IORedis(url, { maxRetriesPerRequest: null });
+    publisher = new RedisLivePublisher(command, { prefix, logger });
+    closing.push(() => command.quit());
+    // The publisher drops batches while its connection is not ready (as a process's would be at start-up).
+    await command.ping();
+  });
+
+  afterEach(async () => {
+    for (const close of closing.splice(0).reverse()) await close().catch(() => undefined);
+  });
+
+  const subscriber = (options: { lingerMs?: number; url?: string } = {}) => {
+    const s = LiveSubscriber.connect(options.url ?? url, { prefix, logger, lingerMs: options.lingerMs ?? 0 });
+    closing.push(() => s.close());
+    return s;
+  };
+
+  const subscribers = async (sessionId: string) =>
+    Number(((await command.pubsub('NUMSUB', sessionChannel(prefix, sessionId))) as [string, number])[1]);
+
+  it('delivers each commit batch to subscribers on different connections, in publish order', async () => {
+    const sessionId = randomUUID();
+    const [a, b] = [subscriber(), subscriber()];
+    const [ra, rb] = [recorder(), recorder()];
+    const [sa, sb] = [a.listen(sessionId, ra.listener), b.listen(sessionId, rb.listener)];
+    expect(await sa.ready).toBe(true);
+    expect(await sb.ready).toBe(true);
+    expect(await subscribers(sessionId)).toBe(2);
+
+    for (let seq = 1; seq <= 20; seq += 2) await publisher.publish(sessionId, [event(seq), event(seq + 1)]);
+    await waitFor(() => ra.seqs().length === 20 && rb.seqs().length === 20, { what: 'all events' });
+    const all = Array.from({ length: 20 }, (_, i) => i + 1);
+    expect(ra.seqs()).toEqual(all);
+    expect(rb.seqs()).toEqual(all);
+    // One message per PUBLISH: batches stay whole.
+    expect(ra.batches.map((b) => b.length)).toEqual(Array(10).fill(2));
+    expect(ra.batches[0][0]).toMatchObject({ seq: 1, type: 'provider_round_completed', data: { n: 1 } });
+    expect(typeof ra.batches[0][0].createdAt).toBe('string');
+  });
+
+  it('hears only its own session, and nothing from another prefix', async () => {
+    const [mine, other] = [randomUUID(), randomUUID()];
+    const s = subscriber();
+    const r = recorder();
+    expect(await s.listen(mine, r.listener).ready).toBe(true);
+    const stranger = new RedisLivePublisher(command, { prefix: `${prefix}x`, logger });
+    await stranger.publish(mine, [event(1)]);
+    await publisher.publish(other, [event(1)]);
+    await publisher.publish(mine, [event(7)]);
+    await waitFor(() => r.seqs().length > 0, { what: 'the event' });
+    expect(r.seqs()).toEqual([7]);
+  });
+
+  it('multiplexes listeners onto one subscription per session and unsubscribes when the last leaves', async () => {
+    const sessionId = randomUUID();
+    const s = subscriber();
+    const [r1, r2] = [recorder(), recorder()];
+    const first = s.listen(sessionId, r1.listener);
+    const second = s.listen(sessionId, r2.listener);
+    expect(await first.ready).toBe(true);
+    expect(await second.ready).toBe(true);
+    expect(await subscribers(sessionId)).toBe(1);
+    expect(s.channelCount).toBe(1);
+
+    first.close();
+    expect(await subscribers(sessionId)).toBe(1);
+    await publisher.publish(sessionId, [event(1)]);
+    await waitFor(() => r2.seqs().length === 1, { what: 'the second listener' });
+
+    second.close();
+    await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'the unsubscription' });
+    expect(s.channelCount).toBe(0);
+    await publisher.publish(sessionId, [event(2)]);
+    // A listener on another session proves later messages are flowing before we look.
+    const probe = recorder();
+    const probeSession = randomUUID();
+    expect(await s.listen(probeSession, probe.listener).ready).toBe(true);
+    await publisher.publish(probeSession, [event(3)]);
+    await waitFor(() => probe.seqs().length === 1, { what: 'the probe' });
+    expect(r1.seqs()).toEqual([]);
+    expect(r2.seqs()).toEqual([1]);
+  });
+
+  it('keeps a channel subscribed for lingerMs after its last listener, and reuses it', async () => {
+    const sessionId = randomUUID();
+    const s = subscriber({ lingerMs: 60_000 });
+    const first = s.listen(sessionId, recorder().listener);
+    expect(await first.ready).toBe(true);
+    first.close();
+    // Still subscribed: the next listener is ready at once, with no new SUBSCRIBE.
+    const again = s.listen(sessionId, recorder().listener);
+    expect(again.isReady).toBe(true);
+    expect(await subscribers(sessionId)).toBe(1);
+    again.close();
+  });
+
+  it('subscribes again after its connection drops, and tells listeners to resync', async () => {
+    const redis = new URL(url);
+    const proxy: TcpProxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });
+    closing.push(() => proxy.close());
+    const sessionId = randomUUID();
+    const s = subscriber({ url: proxy.rewrite(url) });
+    const r = recorder();
+    const sub = s.listen(sessionId, r.listener);
+    expect(await sub.ready).toBe(true);
+    await publisher.publish(sessionId, [event(1)]);
+    await waitFor(() => r.seqs().length === 1, { what: 'the first event' });
+
+    await proxy.down();
+    await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'Redis to drop the subscriber' });
+    await waitFor(() => !sub.isReady, { what: 'the subscriber to see its connection close' });
+    // Lost: nobody is subscribed. The resync is how the listener learns to read Postgres.
+    await publisher.publish(sessionId, [event(2)]);
+    // A listener that joins while the connection is down waits for the real subscription.
+    const late = recorder();
+    const lateSub = s.listen(sessionId, late.listener);
+    expect(lateSub.isReady).toBe(false);
+
+    await proxy.up();
+    await waitFor(() => r.resyncs() === 1, { what: 'the resync', timeoutMs: 15_000 });
+    expect(await lateSub.ready).toBe(true);
+    expect(sub.isReady).toBe(true);
+    expect(await subscribers(sessionId)).toBe(1);
+    await publisher.publish(sessionId, [event(3)]);
+    await waitFor(() => r.seqs().length === 2 && late.seqs().length === 1, { what: 'events after it' });
+    expect(r.seqs()).toEqual([1, 3]);
+    expect(late.seqs()).toEqual([3]);
+  });
+
+  it('a watch pulls batches in order, times out, and stops when aborted or closed', async () => {
+    const sessionId = randomUUID();
+    const s = subscriber();
+    const watch = s.watch(sessionId);
+    expect(await watch.subscribed(Date.now() + 5000)).toBe(true);
+    await publisher.publish(sessionId, [event(1)]);
+    await publisher.publish(sessionId, [event(2, 'turn_completed', 't')]);
+    const first = await watch.next(Date.now() + 5000);
+    const second = await watch.next(Date.now() + 5000);
+    expect(first).toEqual([expect.objectContaining({ seq: 1 })]);
+    expect(second).toEqual([expect.objectContaining({ seq: 2, type: 'turn_completed', turnId: 't' })]);
+    expect(await watch.next(Date.now() + 50)).toBe('timeout');
+    const abort = new AbortController();
+    const pending = watch.next(Date.now() + 10_000, abort.signal);
+    abort.abort();
+    expect(await pending).toBe('aborted');
+    const closed = watch.next(Date.now() + 10_000);
+    watch.close();
+    expect(await closed).toBe('aborted');
+    await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'the unsubscription' });
+  });
+
+  it('a publish while Redis is unreachable neither throws nor waits, and is logged', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const dead = new IORedis('redis://127.0.0.1:1', { maxRetriesPerRequest: null, lazyConnect: true });
+    dead.on('error', () => undefined);
+    closing.push(async () => dead.disconnect());
+    const cut = new RedisLivePublisher(dead, {
+      prefix,
+      logger: createLogger({ service: 'test', level: 'warn', destination: sink }),
+    });
+    const started = Date.now();
+    await expect(cut.publish(randomUUID(), [event(1)])).resolves.toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(lines.join('')).toContain('live events not published');
+  });
+});
