@@ -1,6 +1,6 @@
 import type IORedis from 'ioredis';
 import type { Logger } from '@switchboard/observability';
-import { encode, sessionChannel, type LiveEphemeralEvent, type LiveEvent, type LiveMessage } from './channel';
+import { encode, sessionChannel, type LiveEphemeralEvent, type LiveEvent } from './channel';
 
 type WithOptionalTime<T extends { createdAt: string }> = Omit<T, 'createdAt'> & { createdAt?: string };
 
