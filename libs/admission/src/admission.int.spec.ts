@@ -9,7 +9,7 @@ import {
   type MessageKind,
   type MessageOrigin,
 } from '@switchboard/contracts';
-import { createLogger } from '@switchboard/observability';
+import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
 import { createTestEnv, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
 import { Admission, type AdmitInput } from './admission';
@@ -471,6 +471,31 @@ describe('Admission', () => {
       lastTurnSeq: 1,
       lastEventSeq: 1,
     });
+  });
+
+  it('admits in one statement (one transaction), with or without a key; reject takes one short transaction', async () => {
+    const metrics = new Metrics('test');
+    const counted = new Admission(env.db, queue, logger, { metrics });
+    const count = async () => {
+      const value = async (c: typeof metrics.dbStatements) =>
+        (await c.get()).values.find((v) => v.labels.component === 'admission')?.value ?? 0;
+      return {
+        transactions: await value(metrics.dbTransactions),
+        statements: await value(metrics.dbStatements),
+      };
+    };
+    const sessionId = await newSession();
+    await counted.admit(operatorInput(sessionId, 'plain'));
+    expect(await count()).toEqual({ transactions: 1, statements: 1 });
+    await counted.admit(operatorInput(sessionId, 'keyed', { idempotencyKey: 'count-1' }));
+    expect(await count()).toEqual({ transactions: 2, statements: 2 });
+    // A replay is the same single statement, and writes nothing.
+    await counted.admit(operatorInput(sessionId, 'keyed', { idempotencyKey: 'count-1' }));
+    expect(await count()).toEqual({ transactions: 3, statements: 3 });
+    const idle = await newSession();
+    await counted.admit(operatorInput(idle, 'alone', { multitask: 'reject', idempotencyKey: 'count-2' }));
+    expect(await count()).toEqual({ transactions: 4, statements: 6 });
+    expect(await env.db.turn.count({ where: { sessionId: { in: [sessionId, idle] } } })).toBe(3);
   });
 
   it('still admits within the enqueue timeout when the queue never answers', async () => {

@@ -5,7 +5,6 @@ import {
   AppError,
   defaultTrust,
   deriveAuthorityClass,
-  EventType,
   Jobs,
   newId,
   notFound,
@@ -17,9 +16,10 @@ import {
   type MessageOrigin,
   type Priority,
 } from '@switchboard/contracts';
-import { appendEvents, insertMessage, isUniqueViolation, type Db, type Tx } from '@switchboard/database';
-import { currentTraceCarrier, withSpan, type Logger } from '@switchboard/observability';
+import { poolOf, type Db } from '@switchboard/database';
+import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
+import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
 
 export interface AdmitInput {
   tenantId: string;
@@ -47,6 +47,9 @@ export interface Admitted {
   replayed: boolean;
 }
 
+/** Postgres unique violation (node-postgres error). */
+const isUniqueViolation = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '23505';
+
 /**
  * Admission: every input becomes one persisted MessageEnvelope and one queued
  * turn, committed to Postgres before the caller hears back, then a wake-up job
@@ -54,12 +57,17 @@ export interface Admitted {
  * enqueues it later.
  */
 export class Admission {
+  private readonly store: AdmissionStore;
+
+  /** `db` must come from `createPrisma`/`createDatabase`: admission runs typed SQL on its pg pool. */
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly turnsQueue: Queue,
     private readonly logger: Logger,
-    private readonly options: { enqueueTimeoutMs?: number } = {},
-  ) {}
+    private readonly options: { enqueueTimeoutMs?: number; metrics?: Metrics } = {},
+  ) {
+    this.store = new AdmissionStore(sqlDbFor(poolOf(db), 'admission', options.metrics));
+  }
 
   /**
    * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), scoped to the session: the first
@@ -76,17 +84,14 @@ export class Admission {
         const idempotency = input.idempotencyKey
           ? { key: input.idempotencyKey, fingerprint: requestFingerprint(input) }
           : undefined;
-        if (idempotency) {
-          const existing = await this.findByKey(this.db, input, idempotency);
-          if (existing) return existing;
-        }
-        let admitted: Admitted & { traceContext?: unknown };
+        let admitted: Admitted;
         try {
           admitted = await this.persist(input, idempotency);
         } catch (err) {
+          // Another request with the key committed between this statement's snapshot and its lock.
           if (idempotency && isUniqueViolation(err)) {
-            const existing = await this.findByKey(this.db, input, idempotency);
-            if (existing) return existing;
+            const prior = await this.store.findByKey(input, idempotency.key);
+            if (prior) return replay(prior, idempotency);
           }
           throw err;
         }
@@ -108,132 +113,70 @@ export class Admission {
             'enqueue failed after admission; the reconciler will retry',
           );
         }
-        return {
-          messageId: admitted.messageId,
-          turnId: admitted.turnId,
-          status: admitted.status,
-          replayed: false,
-        };
+        return admitted;
       },
     );
   }
 
-  /** The admission an earlier request with this key made, or null; 422 when that request differed. */
-  private async findByKey(
-    db: Db | Tx,
-    input: AdmitInput,
-    idempotency: Idempotency,
-  ): Promise<Admitted | null> {
-    const msg = await db.message.findFirst({
-      where: { tenantId: input.tenantId, sessionId: input.sessionId, idempotencyKey: idempotency.key },
-      select: { id: true, idempotencyFingerprint: true },
-    });
-    if (!msg) return null;
-    // Messages admitted before fingerprints were stored have none: they replay as they always did.
-    if (msg.idempotencyFingerprint !== null && msg.idempotencyFingerprint !== idempotency.fingerprint) {
-      throw new AppError(
-        'idempotency_key_reused',
-        'this Idempotency-Key was already used with a different request: use a new key for a new message',
-      );
-    }
-    const turn = await db.turn.findUnique({
-      where: { inputMessageId: msg.id },
-      select: { id: true, status: true },
-    });
-    if (!turn) return null;
-    return { messageId: msg.id, turnId: turn.id, status: turn.status, replayed: true };
-  }
-
-  private async persist(input: AdmitInput, idempotency: Idempotency | undefined) {
+  /** One statement for `enqueue`, one short transaction for `reject` (libs/store/src/admission-store.ts). */
+  private async persist(input: AdmitInput, idempotency: Idempotency | undefined): Promise<Admitted> {
     const priority = input.priority ?? 'normal';
-    const trust = defaultTrust(input.origin);
-    const authorityClass = deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false);
     const messageId = newId();
     const turnId = newId();
-    const traceContext = currentTraceCarrier();
-
-    return this.db.$transaction(async (tx): Promise<Admitted & { traceContext?: unknown }> => {
-      if (idempotency) {
-        // Held until this transaction ends: a second request with the key meanwhile is in flight (409),
-        // not queued behind the session lock. Taken before that lock, so it never waits for it.
-        const lockKey = `idempotency:${input.sessionId}:${idempotency.key}`;
-        const [{ locked }] = await tx.$queryRaw<{ locked: boolean }[]>`
-          SELECT pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) AS locked`;
-        if (!locked) {
-          throw new AppError(
-            'idempotency_key_in_flight',
-            'a request with this Idempotency-Key is still being processed: retry later',
-          );
-        }
-        // The holder may have committed between the first look and the lock.
-        const existing = await this.findByKey(tx, input, idempotency);
-        if (existing) return existing;
-      }
-      // Locks the session row: admissions of one session get consecutive seqs in commit order.
-      const rows = await tx.$queryRaw<{ seq: number; agent_id: string; status: string }[]>`
-        UPDATE sessions SET last_turn_seq = last_turn_seq + 1, updated_at = now()
-        WHERE id = ${input.sessionId}::uuid AND tenant_id = ${input.tenantId}::uuid
-        RETURNING last_turn_seq AS seq, agent_id, status`;
-      if (rows.length === 0) throw notFound('session');
-      const { seq, agent_id: agentId, status } = rows[0];
-      if (status !== 'active') throw new AppError('conflict', 'session is closed');
-      if (input.multitask === 'reject') {
-        const busy = await tx.turn.count({
-          where: { sessionId: input.sessionId, status: { in: ['queued', 'running'] } },
-        });
-        if (busy > 0) {
-          throw new AppError('conflict', 'a turn is already queued or running in this session', {
-            multitask: 'reject',
-          });
-        }
-      }
-      await insertMessage(tx, {
-        id: messageId,
-        tenantId: input.tenantId,
-        agentId,
-        sessionId: input.sessionId,
-        turnId,
-        turnSeq: seq,
-        position: 0,
-        role: 'user',
-        kind: input.kind,
-        origin: input.origin,
-        trust,
-        authorityClass,
-        priority,
-        deliverySurface: input.deliverySurface,
-        admissionContext: input.admissionContext,
-        body: input.body,
-        metadata: input.metadata ?? {},
-        correlationId: input.correlationId ?? null,
-        causationId: input.causationId ?? null,
-        idempotencyKey: idempotency?.key ?? null,
-        idempotencyFingerprint: idempotency?.fingerprint ?? null,
-      });
-      await tx.$executeRaw`
-        INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context)
-        VALUES (${turnId}::uuid, ${input.tenantId}::uuid, ${input.sessionId}::uuid, ${agentId}::uuid, ${seq},
-          ${messageId}::uuid, 'queued', ${priority}, ${JSON.stringify(traceContext)}::jsonb)`;
-      await appendEvents(tx, {
-        tenantId: input.tenantId,
-        sessionId: input.sessionId,
-        events: [
-          {
-            type: EventType.MessageAdmitted,
-            turnId,
-            data: {
-              messageId,
-              kind: input.kind,
-              authorityClass,
-              priority,
-              deliverySurface: input.deliverySurface,
-            },
-          },
-        ],
-      });
-      return { messageId, turnId, status: 'queued', replayed: false, traceContext };
+    const result = await this.store.admit({
+      tenantId: input.tenantId,
+      sessionId: input.sessionId,
+      messageId,
+      turnId,
+      eventId: newId(),
+      kind: input.kind,
+      origin: input.origin,
+      trust: defaultTrust(input.origin),
+      authorityClass: deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false),
+      priority,
+      deliverySurface: input.deliverySurface,
+      admissionContext: input.admissionContext,
+      body: input.body,
+      metadata: input.metadata ?? {},
+      correlationId: input.correlationId ?? null,
+      causationId: input.causationId ?? null,
+      idempotency,
+      traceContext: currentTraceCarrier(),
+      rejectIfBusy: input.multitask === 'reject',
     });
+    switch (result.kind) {
+      case 'admitted':
+        return { messageId, turnId, status: 'queued', replayed: false };
+      case 'prior':
+        return replay(result.prior, idempotency!);
+      case 'in_flight':
+        // Held until the first request's transaction ends: a retry meanwhile is told, not queued.
+        throw new AppError(
+          'idempotency_key_in_flight',
+          'a request with this Idempotency-Key is still being processed: retry later',
+        );
+      case 'not_found':
+        throw notFound('session');
+      case 'closed':
+        throw new AppError('conflict', 'session is closed');
+      case 'busy':
+        throw new AppError('conflict', 'a turn is already queued or running in this session', {
+          multitask: 'reject',
+        });
+    }
   }
+}
+
+/** The earlier admission with this key; 422 when that request differed. */
+function replay(prior: PriorAdmission, idempotency: Idempotency): Admitted {
+  // Messages admitted before fingerprints were stored have none: they replay as they always did.
+  if (prior.fingerprint !== null && prior.fingerprint !== idempotency.fingerprint) {
+    throw new AppError(
+      'idempotency_key_reused',
+      'this Idempotency-Key was already used with a different request: use a new key for a new message',
+    );
+  }
+  return { messageId: prior.messageId, turnId: prior.turnId, status: prior.status, replayed: true };
 }
 
 interface Idempotency {

@@ -1,2 +1,3 @@
 export * from './sql';
 export * from './turn-store';
+export * from './admission-store';

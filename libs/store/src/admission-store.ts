@@ -1,0 +1,181 @@
+import { json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
+
+/**
+ * Admission's statements (docs/adr/0004, 0010): the message, its queued turn with the next
+ * per-session seq, the `message_admitted` journal event and the session's counters, committed
+ * together under the session row lock.
+ *
+ * - `multitask: enqueue` (the common case) is ONE statement in its own transaction, with or without
+ *   an Idempotency-Key: the key's advisory lock and its earlier admission are looked up in the same
+ *   statement, and the session UPDATE that takes the row lock gives the seqs the INSERTs use. Every
+ *   refusal (unknown or foreign session, closed, key in flight, key already used) writes nothing
+ *   and is told apart from the returned row.
+ * - `multitask: reject` needs the busy check to see turns committed while it waited for the session
+ *   lock, which one statement's snapshot cannot: BEGIN, [key lock], `FOR UPDATE`, the same
+ *   statement with the busy check, COMMIT.
+ */
+
+export interface AdmissionInsert {
+  tenantId: string;
+  sessionId: string;
+  messageId: string;
+  turnId: string;
+  /** The `message_admitted` event's id. */
+  eventId: string;
+  kind: string;
+  origin: unknown;
+  trust: string;
+  authorityClass: string;
+  priority: string;
+  deliverySurface: string;
+  admissionContext: string;
+  body: unknown;
+  metadata: Record<string, unknown>;
+  correlationId: string | null;
+  causationId: string | null;
+  idempotency?: { key: string; fingerprint: string };
+  /** The admission's W3C trace context, stored on the turn so the worker joins its trace. */
+  traceContext: unknown;
+  /** `multitask: reject`: refuse while a turn of the session is queued or running. */
+  rejectIfBusy: boolean;
+}
+
+/** The admission an earlier request with the same Idempotency-Key made. */
+export interface PriorAdmission {
+  messageId: string;
+  turnId: string;
+  status: string;
+  /** Null for messages admitted before fingerprints were stored. */
+  fingerprint: string | null;
+}
+
+export type AdmissionOutcome =
+  | { kind: 'admitted'; seq: number; eventSeq: number; agentId: string }
+  | { kind: 'prior'; prior: PriorAdmission }
+  | { kind: 'in_flight' }
+  | { kind: 'not_found' }
+  | { kind: 'closed' }
+  | { kind: 'busy' };
+
+interface AdmitRow {
+  locked: boolean;
+  prior: PriorAdmission | null;
+  seq: number | null;
+  event_seq: number | null;
+  agent_id: string | null;
+  session_status: string | null;
+}
+
+/** The advisory lock of one key in one session, held by the admitting transaction. */
+const keyLock = (sessionId: string, key: string) =>
+  sql`pg_try_advisory_xact_lock(hashtextextended(${`idempotency:${sessionId}:${key}`}, 0))`;
+
+const priorOf = (a: { tenantId: string; sessionId: string }, key: string) => sql`
+  SELECT m.id AS "messageId", t.id AS "turnId", t.status, m.idempotency_fingerprint AS fingerprint
+  FROM messages m JOIN turns t ON t.input_message_id = m.id
+  WHERE m.session_id = ${a.sessionId}::uuid AND m.tenant_id = ${a.tenantId}::uuid
+    AND m.idempotency_key = ${key}`;
+
+function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
+  const key = a.idempotency?.key;
+  const lock = key && o.takeKeyLock ? keyLock(a.sessionId, key) : sql`true`;
+  const prior = key ? priorOf(a, key) : sql`SELECT NULL::uuid AS "messageId" WHERE false`;
+  const busy = a.rejectIfBusy
+    ? sql`AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid
+        AND status IN ('queued', 'running'))`
+    : sql``;
+  const event = {
+    messageId: a.messageId,
+    kind: a.kind,
+    authorityClass: a.authorityClass,
+    priority: a.priority,
+    deliverySurface: a.deliverySurface,
+  };
+  // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their
+  // seqs. The lock CTE runs once (a volatile function is never inlined), before the row is locked.
+  return sql`
+    WITH l AS (SELECT ${lock} AS locked),
+    prior AS (${prior}),
+    s AS (
+      UPDATE sessions SET last_turn_seq = last_turn_seq + 1, last_event_seq = last_event_seq + 1,
+        updated_at = now()
+      WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid AND status = 'active'
+        AND (SELECT locked FROM l) AND NOT EXISTS (SELECT 1 FROM prior) ${busy}
+      RETURNING last_turn_seq AS seq, last_event_seq AS event_seq, agent_id
+    ),
+    m AS (
+      INSERT INTO messages (id, tenant_id, agent_id, session_id, turn_id, turn_seq, position, role, kind, origin,
+        trust, authority_class, priority, delivery_surface, admission_context, body, metadata, correlation_id,
+        causation_id, idempotency_key, idempotency_fingerprint)
+      SELECT ${a.messageId}::uuid, ${a.tenantId}::uuid, s.agent_id, ${a.sessionId}::uuid, ${a.turnId}::uuid, s.seq,
+        0, 'user', ${a.kind}, ${json(a.origin)}::jsonb, ${a.trust}, ${a.authorityClass}, ${a.priority},
+        ${a.deliverySurface}, ${a.admissionContext}, ${json(a.body)}::jsonb, ${json(a.metadata)}::jsonb,
+        ${a.correlationId}, ${a.causationId}, ${key ?? null}, ${a.idempotency?.fingerprint ?? null}
+      FROM s
+    ),
+    t AS (
+      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context)
+      SELECT ${a.turnId}::uuid, ${a.tenantId}::uuid, ${a.sessionId}::uuid, s.agent_id, s.seq, ${a.messageId}::uuid,
+        'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb
+      FROM s
+    ),
+    e AS (
+      INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
+      SELECT ${a.eventId}::uuid, ${a.tenantId}::uuid, ${a.sessionId}::uuid, ${a.turnId}::uuid, s.event_seq,
+        'message_admitted', ${json(event)}::jsonb
+      FROM s
+    )
+    SELECT (SELECT locked FROM l) AS locked,
+      (SELECT row_to_json(prior) FROM prior LIMIT 1) AS prior,
+      s.seq, s.event_seq, s.agent_id,
+      (SELECT status FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid)
+        AS session_status
+    FROM (SELECT 1) AS one LEFT JOIN s ON true`;
+}
+
+function outcome(row: AdmitRow | undefined, rejectIfBusy: boolean): AdmissionOutcome {
+  if (!row) throw new Error('admission statement returned no row');
+  // A committed earlier admission wins over a lock held by a third request: it replays.
+  if (row.prior) return { kind: 'prior', prior: row.prior };
+  if (!row.locked) return { kind: 'in_flight' };
+  if (row.seq !== null && row.event_seq !== null && row.agent_id !== null) {
+    return { kind: 'admitted', seq: row.seq, eventSeq: row.event_seq, agentId: row.agent_id };
+  }
+  if (row.session_status === null) return { kind: 'not_found' };
+  if (row.session_status !== 'active') return { kind: 'closed' };
+  if (rejectIfBusy) return { kind: 'busy' };
+  throw new Error('admission wrote nothing for an active session');
+}
+
+export class AdmissionStore {
+  constructor(readonly db: SqlDb) {}
+
+  /** Admits, or says why not; a refusal writes nothing. A key admitted meanwhile surfaces as 23505. */
+  async admit(a: AdmissionInsert): Promise<AdmissionOutcome> {
+    if (!a.rejectIfBusy) {
+      return outcome(await this.db.first<AdmitRow>(admitStatement(a, { takeKeyLock: true })), false);
+    }
+    return this.db.transaction(async (tx: SqlRunner) => {
+      if (a.idempotency) {
+        // Before the session lock, so a second request with the key is told "in flight" at once.
+        const head = await tx.first<{ locked: boolean; prior: PriorAdmission | null }>(sql`
+          SELECT ${keyLock(a.sessionId, a.idempotency.key)} AS locked,
+            (SELECT row_to_json(p) FROM (${priorOf(a, a.idempotency.key)}) p LIMIT 1) AS prior`);
+        if (head?.prior) return { kind: 'prior', prior: head.prior };
+        if (!head?.locked) return { kind: 'in_flight' };
+      }
+      await tx.execute(sql`
+        SELECT 1 FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid FOR UPDATE`);
+      // A new statement: its snapshot sees every turn committed before the lock was granted.
+      return outcome(await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: false })), true);
+    });
+  }
+
+  /** The admission made with this key in this session, if any. */
+  async findByKey(
+    a: { tenantId: string; sessionId: string },
+    key: string,
+  ): Promise<PriorAdmission | undefined> {
+    return this.db.first<PriorAdmission>(priorOf(a, key));
+  }
+}
