@@ -1,13 +1,15 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
 import { hostname } from 'node:os';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { CONFIG, DB, InfraModule, LOGGER, METRICS, TOOLS } from '@switchboard/platform';
+import { RedisLivePublisher } from '@switchboard/live';
+import { CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TOOLS } from '@switchboard/platform';
 import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
@@ -33,6 +35,7 @@ export class HarnessModule {
             getQueueToken(QueueName.Turns),
             LOGGER,
             METRICS,
+            REDIS,
           ],
           useFactory: (
             cfg: Config,
@@ -42,6 +45,7 @@ export class HarnessModule {
             turns: Queue,
             logger: Logger,
             metrics: Metrics,
+            redis: IORedis,
           ) => {
             const providers = new ProviderRegistry({
               openaiApiKey: cfg.OPENAI_API_KEY,
@@ -61,6 +65,7 @@ export class HarnessModule {
               tools,
               postTurnQueue: postTurn,
               turnsQueue: turns,
+              live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
               logger,
               metrics,
               workerId: `${hostname()}:${process.pid}`,

@@ -203,6 +203,17 @@ export interface Step {
   messages?: MessageInsert[];
   ledger?: LedgerInsert[];
   toolCalls?: ToolCallUpsert[];
+  /** Return the events as committed (seq, data with the cost filled in) for the live channel (libs/live). */
+  returnEvents?: boolean;
+}
+
+/** A journal event as one step committed it. */
+export interface CommittedEvent {
+  seq: number;
+  type: string;
+  turnId: string | null;
+  data: Record<string, unknown>;
+  createdAt: string;
 }
 
 export interface StepResult {
@@ -212,6 +223,8 @@ export interface StepResult {
   released: boolean;
   /** The tenant's kill switch as this statement saw it. */
   killSwitch: boolean;
+  /** With `returnEvents`: what the step journaled, in seq order. */
+  events?: CommittedEvent[];
 }
 
 interface ClaimRow {
@@ -393,13 +406,17 @@ export class TurnStore {
    * step happens only when that row matched, so a lost lease writes nothing.
    */
   async commitStep(step: Step, runner: SqlRunner = this.db): Promise<StepResult> {
-    const row = await runner.first<{ applied: boolean; released: boolean; kill_switch: boolean | null }>(
-      stepStatement(step),
-    );
+    const row = await runner.first<{
+      applied: boolean;
+      released: boolean;
+      kill_switch: boolean | null;
+      events?: CommittedEvent[] | null;
+    }>(stepStatement(step));
     return {
       applied: row?.applied ?? false,
       released: row?.released ?? false,
       killSwitch: !!row?.kill_switch,
+      ...(step.returnEvents ? { events: row?.events ?? [] } : {}),
     };
   }
 
@@ -413,7 +430,7 @@ export class TurnStore {
     stopReason: string;
     eventId: string;
     eventData: unknown;
-  }): Promise<{ tenantId: string; sessionId: string } | undefined> {
+  }): Promise<{ tenantId: string; sessionId: string; eventSeq: number } | undefined> {
     return this.db.first(sql`
       WITH t AS (
         UPDATE turns SET status = 'failed', stop_reason = ${a.stopReason}, completed_at = now(),
@@ -431,7 +448,7 @@ export class TurnStore {
           ${json(a.eventData)}::jsonb
         FROM t, s
       )
-      SELECT tenant_id AS "tenantId", session_id AS "sessionId" FROM t`);
+      SELECT tenant_id AS "tenantId", session_id AS "sessionId", (SELECT last_event_seq FROM s) AS "eventSeq" FROM t`);
   }
 
   /** A finalisation step's failure, recorded on the turn. */
@@ -601,10 +618,12 @@ export function stepStatement(step: Step): Sql {
     ctes.push(sql`e AS (
       INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
       SELECT v.id, ${step.tenantId}::uuid, ${step.sessionId}::uuid, v.turn_id, s.base + v.ord, v.type, ${data}
-      FROM s, (VALUES ${join(rows)}) AS v (id, turn_id, ord, type, data, with_cost))`);
+      FROM s, (VALUES ${join(rows)}) AS v (id, turn_id, ord, type, data, with_cost)
+      ${step.returnEvents ? sql`RETURNING seq, type, turn_id AS "turnId", data, created_at AS "createdAt"` : sql``})`);
   }
 
   return sql`WITH ${join(ctes, ',\n')}
     SELECT EXISTS (SELECT 1 FROM s) AS applied, coalesce((SELECT released FROM s), false) AS released,
-      (SELECT kill_switch FROM tenants WHERE id = ${step.tenantId}::uuid) AS kill_switch`;
+      (SELECT kill_switch FROM tenants WHERE id = ${step.tenantId}::uuid) AS kill_switch
+      ${step.returnEvents && n > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
 }

@@ -29,6 +29,7 @@ import {
   type TurnCheckpoints,
   type TurnOutcome,
 } from '@switchboard/engine';
+import type { LivePublisher } from '@switchboard/live';
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import {
   contextWindow,
@@ -96,6 +97,8 @@ export interface TurnRunnerOptions {
   finalisers?: FinalisationStep[];
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
+  /** The live channel (libs/live): the terminal events go out on it after their commit. Never fails a turn. */
+  live?: LivePublisher;
 }
 
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
@@ -220,6 +223,9 @@ export class TurnRunner {
       eventData: { stopReason: 'internal_error' },
     });
     if (!failed) return;
+    await this.o.live?.publish(failed.sessionId, [
+      { seq: failed.eventSeq, type: EventType.TurnFailed, turnId, data: { stopReason: 'internal_error' } },
+    ]);
     this.o.metrics.turns.inc({ status: 'failed' });
     await this.enqueueHooks({ id: turnId, tenantId: failed.tenantId, status: 'failed' });
     // Jobs of the session's later turns may have completed while this one held the session: wake one.
@@ -352,6 +358,8 @@ export class TurnRunner {
         // queued behind it; if it fails the job retries and the turn resumes. Every later step is
         // isolated: its failure is logged and recorded on the turn, and the result stands.
         const committed = await checkpoints.finalise(outcome, model);
+        // Waiting clients hear of the end now; the journal stays the truth (libs/live, ADR 0011).
+        await this.o.live?.publish(turn.sessionId, committed.events ?? []);
         if (outcome.status === 'failed') {
           this.o.logger.warn(
             {
@@ -541,7 +549,12 @@ class PostgresCheckpoints implements TurnCheckpoints {
    * transient errors. The events carry ids, so a retry first looks for the step's first event: an
    * attempt whose answer was lost may have committed, and must not be applied twice.
    */
-  private async step(name: string, events: JournalEvent[], writes: Writes): Promise<StepResult> {
+  private async step(
+    name: string,
+    events: JournalEvent[],
+    writes: Writes,
+    options: { returnEvents?: boolean } = {},
+  ): Promise<StepResult> {
     // Taken at once: steps of one wave of tool calls run concurrently, and only one carries them.
     const merged = this.withDeferred(writes);
     const after = this.afterDeferred;
@@ -564,6 +577,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
           e.type === EventType.TurnCancelled,
       })),
       ...merged,
+      returnEvents: options.returnEvents,
     };
     const marker = events[0]?.id;
     const result = await retryTransient(
@@ -875,7 +889,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
         },
       },
     ]);
-    return this.step('finalise', events, w);
+    return this.step('finalise', events, w, { returnEvents: true });
   }
 
   /** A call booked at zero for want of a price (ADR 0007), once committed. */
