@@ -1,4 +1,10 @@
-import { Inject, Module, type DynamicModule, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Module,
+  type DynamicModule,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { getQueueToken } from '@nestjs/bullmq';
 import { TerminusModule } from '@nestjs/terminus';
@@ -7,9 +13,11 @@ import { Gauge } from 'prom-client';
 import { Admission } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { poolOf, type Db } from '@switchboard/database';
+import { LiveSubscriber } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { ADMISSION, DB, InfraModule, LOGGER, METRICS } from '@switchboard/platform';
+import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS } from '@switchboard/platform';
+import { sqlDbFor } from '@switchboard/store';
 import { AuthGuard } from './auth/guard';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
@@ -19,7 +27,19 @@ import { SessionsController } from './controllers/sessions.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { ErrorFilter } from './http/errors';
+import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './http/validation';
+
+const LIVE_SUBSCRIBER = Symbol('LIVE_SUBSCRIBER');
+
+/** The process's one live-channel subscriber connection, closed on shutdown. */
+class LiveLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(LIVE_SUBSCRIBER) private readonly live: LiveSubscriber) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.live.close();
+  }
+}
 
 const QUEUES = Object.values(QueueName);
 
@@ -73,9 +93,28 @@ export class GatewayModule {
         { provide: APP_FILTER, useClass: ErrorFilter },
         {
           provide: ADMISSION,
-          inject: [DB, getQueueToken(QueueName.Turns), LOGGER],
-          useFactory: (db: Db, turns: Queue, logger: Logger) => new Admission(db, turns, logger),
+          inject: [DB, getQueueToken(QueueName.Turns), LOGGER, METRICS],
+          useFactory: (db: Db, turns: Queue, logger: Logger, metrics: Metrics) =>
+            new Admission(db, turns, logger, { metrics }),
         },
+        {
+          provide: LIVE_SUBSCRIBER,
+          inject: [CONFIG, LOGGER],
+          // Connects on the first wait: a gateway nobody waits on holds no subscriber connection.
+          useFactory: (cfg: Config, logger: Logger) =>
+            LiveSubscriber.connect(
+              cfg.REDIS_URL,
+              { prefix: cfg.QUEUE_PREFIX, logger },
+              { lazyConnect: true },
+            ),
+        },
+        {
+          provide: TURN_WAITER,
+          inject: [DB, METRICS, LIVE_SUBSCRIBER],
+          useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber) =>
+            new TurnWaiter(db, sqlDbFor(poolOf(db), 'gateway', metrics), live),
+        },
+        LiveLifecycle,
         QueueDepthMetrics,
       ],
     };

@@ -111,6 +111,8 @@ export const ConfigSchema = z.object({
     )
     .refine((mods) => mods.every((m) => existsSync(m)), 'must list existing module files')
     .optional(),
+  /** Longest a `wait` admission holds its response for the turn to end (and the cap on `wait: <seconds>`); 0 turns waiting off. */
+  WAIT_TIMEOUT_MS: Int(60_000, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),

@@ -97,6 +97,13 @@ export const AdmitMessageRequest = z.strictObject({
   multitask: z.enum(['enqueue', 'reject']).optional(),
   metadata: Metadata.optional(),
   correlationId: z.string().min(1).max(200).optional(),
+  /**
+   * Hold the response until the turn ends: `true` for up to the deployment's WAIT_TIMEOUT_MS, or a
+   * number of seconds (capped by it). Ended → 200 with the turn (as GET /v1/turns/:id); still
+   * running at the bound → 202 as without it. Not part of the Idempotency-Key's request: a retry with
+   * or without it replays (and waits when it asks to).
+   */
+  wait: z.union([z.boolean(), z.int().min(1).max(3600)]).optional(),
 });
 export type AdmitMessageRequest = z.infer<typeof AdmitMessageRequest>;
 

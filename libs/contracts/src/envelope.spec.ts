@@ -236,6 +236,10 @@ describe('AdmitMessageRequest', () => {
     ).toBe(true);
   });
 
+  it.each([true, false, 1, 30, 3600])('accepts wait: %p', (wait) => {
+    expect(AdmitMessageRequest.safeParse({ content: 'hi', wait }).success).toBe(true);
+  });
+
   it.each([
     ['an unknown field', { content: 'hi', extra: 1 }],
     ['a caller-supplied authorityClass', { content: 'hi', authorityClass: 'operator_instruction' }],
@@ -246,6 +250,10 @@ describe('AdmitMessageRequest', () => {
     ['an unknown priority', { content: 'hi', priority: 'urgent' }],
     ['an unknown multitask mode', { content: 'hi', multitask: 'interrupt' }],
     ['a missing content', {}],
+    ['wait of 0 seconds', { content: 'hi', wait: 0 }],
+    ['wait of a fraction of a second', { content: 'hi', wait: 1.5 }],
+    ['wait over an hour', { content: 'hi', wait: 3601 }],
+    ['wait as a string', { content: 'hi', wait: 'yes' }],
   ])('rejects %s', (_label, body) => {
     expect(AdmitMessageRequest.safeParse(body).success).toBe(false);
   });

@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiHeader } from '@nestjs/swagger';
 import type { Admission } from '@switchboard/admission';
 import {
@@ -10,8 +11,10 @@ import {
   notFound,
   SessionPageResponse,
   SessionResponse,
+  TurnResponse,
   type MessageBody,
 } from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
 import { Prisma, type Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
 import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from '../http/dto';
@@ -25,7 +28,8 @@ import {
   presentMessage,
   presentSession,
 } from '../http/presenters';
-import { ADMISSION, DB } from '@switchboard/platform';
+import { ADMISSION, CONFIG, DB } from '@switchboard/platform';
+import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 
 @TenantApi('sessions')
 @Controller('v1/sessions')
@@ -33,6 +37,8 @@ export class SessionsController {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   @Post()
@@ -152,7 +158,10 @@ export class SessionsController {
     };
   }
 
-  /** Admits a message: persisted before the 202, then a turn runs it. Honors Idempotency-Key. */
+  /**
+   * Admits a message: persisted before the 202, then a turn runs it. Honors Idempotency-Key. With
+   * `wait`, answers 200 with the turn once it has ended, or 202 when the bound passes first.
+   */
   @Post(':id/messages')
   @HttpCode(202)
   @Operation({
@@ -160,6 +169,16 @@ export class SessionsController {
     summary: 'Admit a message: a turn runs it',
     status: 202,
     schema: AdmitMessageResponse,
+    description:
+      'Admitted: the turn is queued (or, with `wait`, did not end within the bound). A replayed ' +
+      'Idempotency-Key answers the first admission.',
+    alternative: {
+      status: 200,
+      schema: TurnResponse,
+      description:
+        '`wait` was set and the turn ended within the bound (WAIT_TIMEOUT_MS, or `wait` seconds ' +
+        'when fewer): the turn as GET /v1/turns/{id} shows it.',
+    },
     errors: [...BODY_ERRORS, 404, 409, 422],
   })
   @ApiHeader({
@@ -175,10 +194,60 @@ export class SessionsController {
     @TenantId() tenantId: string,
     @Param('id') id: string,
     @Body() body: AdmitMessageDto,
-    @IdempotencyKeyHeader() idempotencyKey?: string,
-  ): Promise<AdmitMessageResponse> {
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const sessionId = pathId(id, 'session');
     const b = body;
+    const waitMs =
+      b.wait === undefined || b.wait === false
+        ? 0
+        : Math.min(this.config.WAIT_TIMEOUT_MS, b.wait === true ? Infinity : b.wait * 1000);
+    // Listening starts before the admission, so its SUBSCRIBE overlaps the admission statement.
+    const deadline = Date.now() + waitMs;
+    const watch = waitMs > 0 ? this.waiter.watch(sessionId) : undefined;
+    const alreadySubscribed = watch?.subscription.isReady ?? false;
+    try {
+      const admitted = await this.admitPrompt(tenantId, sessionId, b, idempotencyKey);
+      if (watch) {
+        // The client going away ends the wait and releases the subscription.
+        const gone = new AbortController();
+        const onClose = () => gone.abort();
+        reply.raw.once('close', onClose);
+        try {
+          const turn = await this.waiter.untilEnded(watch, {
+            tenantId,
+            turnId: admitted.turnId,
+            deadline,
+            signal: gone.signal,
+            subscribedBeforeAdmission: alreadySubscribed && !admitted.replayed,
+          });
+          if (gone.signal.aborted) return;
+          if (turn) {
+            await reply.status(200).send(turn);
+            return;
+          }
+        } finally {
+          reply.raw.off('close', onClose);
+        }
+      }
+      await reply.status(202).send({
+        messageId: admitted.messageId,
+        turnId: admitted.turnId,
+        status: admitted.status as AdmitMessageResponse['status'],
+      } satisfies AdmitMessageResponse);
+    } finally {
+      watch?.close();
+    }
+  }
+
+  /** The operator's message as an envelope, through Admission. */
+  private async admitPrompt(
+    tenantId: string,
+    sessionId: string,
+    b: AdmitMessageDto,
+    idempotencyKey: string | undefined,
+  ) {
     const text = typeof b.content === 'string' ? b.content : b.content.map((c) => c.text).join('\n\n');
     const messageBody: MessageBody = { type: 'text', text };
     const admitted = await this.admission.admit({
@@ -195,11 +264,7 @@ export class SessionsController {
       idempotencyKey,
       multitask: b.multitask,
     });
-    return {
-      messageId: admitted.messageId,
-      turnId: admitted.turnId,
-      status: admitted.status as AdmitMessageResponse['status'],
-    };
+    return admitted;
   }
 
   /** The durable event journal, ordered by the per-session seq. */

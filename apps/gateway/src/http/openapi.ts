@@ -69,6 +69,8 @@ export function Operation(o: {
   schema?: z.ZodType;
   description?: string;
   errors?: ErrorStatus[];
+  /** A second success the request can ask for (admitMessage with `wait`: 200 with the ended turn). */
+  alternative?: { status: number; schema: z.ZodType; description: string };
 }) {
   return applyDecorators(
     ApiOperation({ operationId: o.id, summary: o.summary }),
@@ -77,6 +79,15 @@ export function Operation(o: {
       description: o.description ?? o.summary,
       ...(o.schema ? { schema: schemaRef(o.schema) } : {}),
     }),
+    ...(o.alternative
+      ? [
+          ApiResponse({
+            status: o.alternative.status,
+            description: o.alternative.description,
+            schema: schemaRef(o.alternative.schema),
+          }),
+        ]
+      : []),
     ApiErrors(...(o.errors ?? [])),
   );
 }

@@ -1,0 +1,81 @@
+import { isTerminal, type TurnResponse } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
+import { sql, type SqlDb } from '@switchboard/store';
+import { presentTurn } from './presenters';
+
+export const TURN_WAITER = Symbol('TURN_WAITER');
+
+/**
+ * Holds a request until a turn ends, without polling: it listens on the session's live channel
+ * (libs/live, one subscriber connection per gateway process) and reads Postgres only when it must:
+ *
+ * - subscribe first, then read the turn's status (subscribe-then-read: a turn that ended before the
+ *   subscription is seen in Postgres, one that ends after it is heard);
+ * - a terminal event of the turn, or a resync after the subscriber's connection dropped, reads again;
+ * - at the deadline one last read, so a lost publish costs latency, never a wrong answer.
+ *
+ * The subscription is opened before the admission (`watch`), so its SUBSCRIBE overlaps the admission
+ * statement; when the session's channel was already subscribed before the admission began (another
+ * waiter, or one lingering from this client's previous turn), the first read is skipped: whatever
+ * the turn commits is published after the admission committed, hence after the subscription.
+ */
+export class TurnWaiter {
+  constructor(
+    private readonly db: Db,
+    private readonly sqlDb: SqlDb,
+    private readonly live: LiveSubscriber,
+  ) {}
+
+  /** Starts listening to the session; close the watch when done (a disconnect included). */
+  watch(sessionId: string): LiveWatch {
+    return this.live.watch(sessionId);
+  }
+
+  /**
+   * The turn as GET /v1/turns/:id presents it once it has ended, or undefined when the deadline
+   * passed (or the signal fired: the client went away) first.
+   */
+  async untilEnded(
+    watch: LiveWatch,
+    o: {
+      tenantId: string;
+      turnId: string;
+      deadline: number;
+      signal?: AbortSignal;
+      /** The channel was subscribed before the turn was admitted: nothing can have been missed. */
+      subscribedBeforeAdmission: boolean;
+    },
+  ): Promise<TurnResponse | undefined> {
+    let read = !o.subscribedBeforeAdmission;
+    if (!(await watch.subscribed(o.deadline, o.signal))) {
+      // Redis unreachable for the whole bound (or the client left): one look at Postgres.
+      return o.signal?.aborted ? undefined : this.ended(o.tenantId, o.turnId);
+    }
+    for (;;) {
+      if (read && (await this.hasEnded(o.tenantId, o.turnId))) return this.ended(o.tenantId, o.turnId);
+      const next = await watch.next(o.deadline, o.signal);
+      if (next === 'aborted') return undefined;
+      if (next === 'timeout') return this.ended(o.tenantId, o.turnId);
+      read =
+        next === 'resync' ||
+        next.some((e) => !isEphemeral(e) && e.turnId === o.turnId && TERMINAL_EVENT_TYPES.has(e.type));
+    }
+  }
+
+  /** One indexed read of the status, on the shared pool (no Prisma query compilation on the hot path). */
+  private async hasEnded(tenantId: string, turnId: string): Promise<boolean> {
+    const row = await this.sqlDb.first<{ status: string }>(
+      sql`SELECT status FROM turns WHERE id = ${turnId}::uuid AND tenant_id = ${tenantId}::uuid`,
+    );
+    return !!row && isTerminal(row.status);
+  }
+
+  private async ended(tenantId: string, turnId: string): Promise<TurnResponse | undefined> {
+    const turn = await this.db.turn.findFirst({
+      where: { id: turnId, tenantId },
+      include: { toolCalls: { orderBy: { startedAt: 'asc' } } },
+    });
+    return turn && isTerminal(turn.status) ? presentTurn(turn) : undefined;
+  }
+}

@@ -1,0 +1,189 @@
+import net from 'node:net';
+import IORedis from 'ioredis';
+import { sessionChannel } from '@switchboard/live';
+import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { Api, newTenant } from '../support/api';
+import { FIXTURES, startGateway, type Running } from '../support/stack';
+
+/**
+ * `wait` on admission through real processes: two gateway replicas and a harness worker, each its
+ * own process. A waiting request learns that its turn ended from the live channel (Redis pub/sub
+ * fan-out to every replica), not by polling.
+ */
+jest.setTimeout(90_000);
+
+const ADMIN = 'test-admin-token-0123456789';
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('admission with wait', () => {
+  let env: TestEnv;
+  const processes: AppProcess[] = [];
+  const running: Running[] = [];
+  let a: Api;
+  let b: Api;
+  let redis: IORedis;
+  let echo: string;
+  let slow: string;
+
+  async function gatewayProcess(): Promise<string> {
+    const port = await freePort();
+    processes.push(
+      await spawnApp(
+        'gateway',
+        env.processEnv({ PORT: String(port), HOST: '127.0.0.1', WAIT_TIMEOUT_MS: '20000' }),
+        { readyPattern: /Server listening at|successfully started/ },
+      ),
+    );
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${url}/healthz`)).ok, { what: 'the gateway to listen' });
+    return url;
+  }
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    const [urlA, urlB] = await Promise.all([gatewayProcess(), gatewayProcess()]);
+    processes.push(await spawnApp('harness-worker', env.processEnv({ SCRIPTED_FIXTURES_DIR: FIXTURES })));
+    const tenant = await newTenant(urlA, ADMIN);
+    a = tenant.api;
+    b = new Api(urlB, a.key);
+    redis = new IORedis(env.redisUrl);
+    echo = (await a.post('/v1/agents', { name: 'echo', model: 'scripted/echo' })).body.id;
+    slow = (await a.post('/v1/agents', { name: 'slow', model: 'scripted/slow' })).body.id;
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await Promise.all(running.map((r) => r.close()));
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+    await env?.cleanup();
+  });
+
+  const newSession = async (agentId: string) => (await a.post('/v1/sessions', { agentId })).body.id as string;
+  /** Gateway processes subscribed to the session's live channel. */
+  const subscribers = async (sessionId: string) =>
+    Number(
+      ((await redis.pubsub('NUMSUB', sessionChannel(env.queuePrefix, sessionId))) as [string, number])[1],
+    );
+
+  it('answers 200 with the ended turn, as GET /v1/turns/:id shows it', async () => {
+    const sessionId = await newSession(echo);
+    const started = Date.now();
+    const res = await a.post(`/v1/sessions/${sessionId}/messages`, { content: 'hello', wait: true });
+    expect(res.status).toBe(200);
+    // Heard live, not found by the last look at the 20 s bound.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(res.body).toMatchObject({ status: 'completed', finalText: 'You said: hello', sessionId });
+    const turn = await a.get(`/v1/turns/${res.body.id}`);
+    expect(res.body).toEqual(turn.body);
+  });
+
+  it('answers every turn of a session waited on one after another (the channel lingers between them)', async () => {
+    const sessionId = await newSession(echo);
+    for (const word of ['one', 'two', 'three']) {
+      const res = await a.post(`/v1/sessions/${sessionId}/messages`, { content: word, wait: true });
+      expect({ status: res.status, text: res.body.finalText }).toEqual({
+        status: 200,
+        text: `You said: ${word}`,
+      });
+    }
+  });
+
+  it('fans out to every replica: waiters on both gateways are answered, one subscription per process', async () => {
+    const sessionId = await newSession(slow);
+    const send = (api: Api, content: string) =>
+      api.post(`/v1/sessions/${sessionId}/messages`, { content, wait: true });
+    const started = Date.now();
+    const pending = [send(a, 'first'), send(a, 'second'), send(b, 'third')];
+    // Three waiters, two processes: each gateway multiplexes its waiters onto one subscription.
+    await waitFor(async () => (await subscribers(sessionId)) === 2, { what: 'both gateways subscribed' });
+    const answers = await Promise.all(pending);
+    // Three 1.5 s turns in a row, each answered as it ended: far from the 20 s bound.
+    expect(Date.now() - started).toBeLessThan(12_000);
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(answers.map((r) => r.body.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(answers.map((r) => r.body.finalText).sort()).toEqual(
+      ['slow reply to first', 'slow reply to second', 'slow reply to third'].sort(),
+    );
+  });
+
+  it('answers 202 as without wait when the turn outlasts the bound (WAIT_TIMEOUT_MS, or fewer seconds asked)', async () => {
+    const short = await startGateway(env.config({ WAIT_TIMEOUT_MS: '300' }));
+    running.push(short);
+    const sessionId = await newSession(slow);
+    let started = Date.now();
+    const bounded = await new Api(short.url, a.key).post(`/v1/sessions/${sessionId}/messages`, {
+      content: 'too slow',
+      wait: true,
+    });
+    const elapsed = Date.now() - started;
+    expect(bounded.status).toBe(202);
+    expect(bounded.body).toEqual({
+      messageId: expect.any(String),
+      turnId: expect.any(String),
+      status: 'queued',
+    });
+    expect(elapsed).toBeGreaterThanOrEqual(250);
+    expect(elapsed).toBeLessThan(1_400);
+
+    // `wait: 1` on a gateway whose bound is 20 s: one second.
+    started = Date.now();
+    const asked = await a.post(`/v1/sessions/${sessionId}/messages`, { content: 'also slow', wait: 1 });
+    expect(asked.status).toBe(202);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    // The turns still run: a later wait sees the last one end.
+    const last = await a.post(`/v1/sessions/${sessionId}/messages`, { content: 'last', wait: true });
+    expect(last.body).toMatchObject({ status: 'completed', finalText: 'slow reply to last' });
+  });
+
+  it('a turn that ended before the wait subscribed is read from Postgres (an idempotent replay waits too)', async () => {
+    const sessionId = await newSession(echo);
+    const headers = { 'idempotency-key': 'replay-after-end' };
+    const first = await a.post(`/v1/sessions/${sessionId}/messages`, { content: 'done already' }, headers);
+    expect(first.status).toBe(202);
+    await waitFor(async () => (await a.get(`/v1/turns/${first.body.turnId}`)).body.status === 'completed', {
+      what: 'the turn to end',
+    });
+    // Nothing will be published for this turn any more: only the read after subscribing can answer.
+    const started = Date.now();
+    const replay = await b.post(
+      `/v1/sessions/${sessionId}/messages`,
+      { content: 'done already', wait: true },
+      headers,
+    );
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ id: first.body.turnId, status: 'completed' });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('a client that disconnects releases its subscription', async () => {
+    const sessionId = await newSession(slow);
+    // Three slow turns ahead: the waited turn cannot end for 4.5 s or more.
+    for (const content of ['ahead 1', 'ahead 2', 'ahead 3']) {
+      expect((await a.post(`/v1/sessions/${sessionId}/messages`, { content })).status).toBe(202);
+    }
+    const gone = new AbortController();
+    const request = fetch(`${a.baseUrl}/v1/sessions/${sessionId}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'never mind', wait: true }),
+      signal: gone.signal,
+    }).catch((err: unknown) => err);
+    await waitFor(async () => (await subscribers(sessionId)) === 1, { what: 'the waiter subscribed' });
+    gone.abort();
+    await request;
+    // Unsubscribed once the channel's linger (2 s) has passed: before the turn could have ended.
+    await waitFor(async () => (await subscribers(sessionId)) === 0, {
+      what: 'the subscription released',
+      timeoutMs: 10_000,
+    });
+    const ended = await env.db.turn.count({ where: { sessionId, status: 'completed' } });
+    expect(ended).toBeLessThan(4);
+  });
+});
