@@ -1,20 +1,25 @@
 import { Inject } from '@nestjs/common';
 import { UnrecoverableError, type Job } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { poolOf, type Db } from '@switchboard/database';
 import { postTurnHook } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
+import { sqlDbFor, type SqlDb } from '@switchboard/store';
 
 /** Runs post-turn hooks, one job per (turn, hook), each retried on its own. */
 @QueueProcessor(QueueName.PostTurn, 'HOOKS_CONCURRENCY')
 export class PostTurnProcessor extends QueueWorker {
+  /** Hooks' statements on typed SQL over Prisma's pg pool, counted as `hooks`. */
+  private readonly sql: SqlDb;
+
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(METRICS) private readonly metrics: Metrics,
   ) {
     super();
+    this.sql = sqlDbFor(poolOf(db), 'hooks', metrics);
   }
 
   async process(job: Job): Promise<string> {
@@ -26,7 +31,10 @@ export class PostTurnProcessor extends QueueWorker {
         // A hook this build has no handler for will not get one by retrying.
         if (!hook) throw new UnrecoverableError(`no handler for post-turn hook ${data.hook}`);
         try {
-          const outcome = await hook({ db: this.db, logger: this.logger, metrics: this.metrics }, data);
+          const outcome = await hook(
+            { db: this.db, sql: this.sql, logger: this.logger, metrics: this.metrics },
+            data,
+          );
           this.metrics.hooks.inc({ hook: data.hook, outcome });
           return outcome;
         } catch (err) {

@@ -1,7 +1,8 @@
 import { newId } from '@switchboard/contracts';
-import { Prisma } from '@switchboard/database';
+import { createDatabase, poolOf, Prisma } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import { sqlDbFor } from '@switchboard/store';
+import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { runCostLog, type HookContext } from './cost-log';
 
 /** The cost-log post-turn hook: one roll-up row per turn, however often it runs. */
@@ -26,7 +27,12 @@ describe('runCostLog', () => {
     await env?.cleanup();
   });
 
-  const ctx = (metrics = new Metrics('test')): HookContext => ({ db: env.db, logger, metrics });
+  const ctx = (metrics = new Metrics('test')): HookContext => ({
+    db: env.db,
+    sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
+    logger,
+    metrics,
+  });
   const job = (turnId: string, tenant = tenantId) => ({
     turnId,
     tenantId: tenant,
@@ -139,6 +145,34 @@ describe('runCostLog', () => {
 
     expect(await runCostLog(ctx(), job(turnId))).toBe('already_done');
     expect(await hookRuns(turnId)).toHaveLength(1);
+  });
+
+  it('is one statement, hence one transaction, per run, written or already done', async () => {
+    const turnId = await turn('completed');
+    await ledger(turnId, [
+      { provider: 'openai', model: 'a', inputTokens: 3, outputTokens: 2, costUsd: '0.01' },
+      { provider: 'openai', model: 'b', inputTokens: 5, outputTokens: 1, costUsd: '0.02' },
+    ]);
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
+    const wire = countPoolTransactions(pool);
+    try {
+      const counted: HookContext = {
+        db: prisma,
+        sql: sqlDbFor(pool, 'hooks'),
+        logger,
+        metrics: new Metrics('test'),
+      };
+      expect(await runCostLog(counted, job(turnId))).toBe('written');
+      expect(wire).toMatchObject({ transactions: 1, statements: [expect.stringMatching(/^WITH t AS/)] });
+      expect(await runCostLog(counted, job(turnId))).toBe('already_done');
+      expect(wire.transactions).toBe(2);
+      expect(wire.statements).toHaveLength(2);
+      expect(counted.sql.counts).toEqual({ transactions: 2, statements: 2 });
+    } finally {
+      await prisma.$disconnect();
+    }
+    const [run] = await hookRuns(turnId);
+    expect(run.output).toMatchObject({ providerCalls: 2, costUsd: '0.03000000', models: ['a', 'b'] });
   });
 
   it('adds costs exactly, to 8 decimals, where floating point would drift', async () => {

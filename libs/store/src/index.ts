@@ -1,3 +1,4 @@
 export * from './sql';
 export * from './turn-store';
 export * from './admission-store';
+export * from './hook-store';

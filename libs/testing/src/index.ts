@@ -5,3 +5,4 @@ export * from './services';
 export * from './wait';
 export * from './seed';
 export * from './tcp-proxy';
+export * from './pool-counter';
