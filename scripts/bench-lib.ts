@@ -317,6 +317,14 @@ export interface SwitchboardOptions {
   count?: boolean;
   /** Node flags for the harness workers (e.g. --cpu-prof). */
   harnessNodeArgs?: string[];
+  /** Write a V8 CPU profile of every process into `<dir>/<process name>/`. */
+  profileDir?: string;
+  /**
+   * Run OpenTelemetry as production does with no collector (its auto-instrumentation on, spans
+   * dropped). The test environment turns it off (OTEL_SDK_DISABLED=true), and so does the bench
+   * unless asked.
+   */
+  otel?: boolean;
 }
 
 export interface Switchboard {
@@ -388,6 +396,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       SESSION_LEASE_MS: '30000',
       QUEUE_LOCK_MS: '30000',
       QUEUE_STALLED_INTERVAL_MS: '30000',
+      ...(opts.otel ? { OTEL_SDK_DISABLED: 'false' } : {}),
       ...(pg ? { DATABASE_URL: pg.rewrite(env.databaseUrl) } : {}),
       ...(redis ? { REDIS_URL: redis.rewrite(env.redisUrl) } : {}),
     });
@@ -400,8 +409,11 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
     const spawned = await Promise.allSettled(
       apps.map(async (app, i) => {
         const name = app === 'harness-worker' ? `harness-${i - 2}` : app;
+        const profile = opts.profileDir
+          ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.profileDir, name)}`]
+          : [];
         const p = await spawnApp(app, penv, {
-          nodeArgs: app === 'harness-worker' ? (opts.harnessNodeArgs ?? []) : [],
+          nodeArgs: [...profile, ...(app === 'harness-worker' ? (opts.harnessNodeArgs ?? []) : [])],
         });
         procs.push({ name, app: p });
         return p;

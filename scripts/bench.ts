@@ -31,8 +31,10 @@ const { values } = parseArgs({
     /** Count statements, transactions, round trips and CPU per turn (proxies in front of Postgres and Redis). */
     count: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
-    /** Write V8 CPU profiles of the harness workers to this directory. */
+    /** Write V8 CPU profiles of every process (gateway, hooks worker, harness workers) to <dir>/<process>/. */
     profile: { type: 'string' },
+    /** Run with OpenTelemetry on as in production (no collector: spans made, then dropped). */
+    otel: { type: 'boolean', default: false },
   },
 });
 const list = (s: string) => s.split(',').map(Number);
@@ -51,7 +53,8 @@ async function run(sessionsN: number, workers: number) {
     modelDelayMs: MODEL_DELAY,
     harnessConcurrency: Number(values.concurrency),
     count: values.count,
-    harnessNodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
+    profileDir: values.profile,
+    otel: values.otel,
   });
   try {
     const { key, agentId } = await sb.tenant();
@@ -129,6 +132,7 @@ async function run(sessionsN: number, workers: number) {
       harnessWorkers: workers,
       modelDelayMs: MODEL_DELAY,
       waitMode: sb.waitMode,
+      otel: Boolean(values.otel),
       turns: n,
       durable: durable.ok,
       wallSeconds: Number(wall.toFixed(2)),
@@ -178,7 +182,7 @@ function print(r: Result): void {
   const ms = (x: { p50: number; p99: number }) => `p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms`;
   const p = r.perTurn;
   console.log(`
-${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWorkers} harness workers, model delay ${r.modelDelayMs} ms; client waits by ${r.waitMode}) in ${r.wallSeconds} s
+${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWorkers} harness workers, model delay ${r.modelDelayMs} ms; client waits by ${r.waitMode}; OpenTelemetry ${r.otel ? 'on' : 'off'}) in ${r.wallSeconds} s
   throughput                          ${r.turnsPerSecond} turns/s   (${r.durable}/${r.turns} durably persisted)
   admit → first provider request      ${ms(r.admitToFirstProviderRequestMs)}
   last provider byte → turn completed ${ms(r.lastProviderByteToCompletedMs)}
