@@ -162,6 +162,22 @@ describe('admission with wait', () => {
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
+  it('a gateway that shuts down answers its waiting requests 202 rather than holding the drain', async () => {
+    const leaving = await startGateway(env.config({ WAIT_TIMEOUT_MS: '20000' }));
+    const sessionId = await newSession(slow);
+    const waiting = new Api(leaving.url, a.key).post(`/v1/sessions/${sessionId}/messages`, {
+      content: 'shutting down',
+      wait: true,
+    });
+    await waitFor(async () => (await subscribers(sessionId)) === 1, { what: 'the waiter subscribed' });
+    const started = Date.now();
+    await leaving.close();
+    const res = await waiting;
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ turnId: expect.any(String) });
+    expect(Date.now() - started).toBeLessThan(1_400);
+  });
+
   it('a client that disconnects releases its subscription', async () => {
     const sessionId = await newSession(slow);
     // Three slow turns ahead: the waited turn cannot end for 4.5 s or more.

@@ -1,6 +1,7 @@
 import {
   Inject,
   Module,
+  type BeforeApplicationShutdown,
   type DynamicModule,
   type OnApplicationShutdown,
   type OnModuleInit,
@@ -32,9 +33,19 @@ import { ValidationPipe } from './http/validation';
 
 const LIVE_SUBSCRIBER = Symbol('LIVE_SUBSCRIBER');
 
-/** The process's one live-channel subscriber connection, closed on shutdown. */
-class LiveLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(LIVE_SUBSCRIBER) private readonly live: LiveSubscriber) {}
+/**
+ * Waiting requests answer 202 when shutdown begins (before the HTTP server drains), and the
+ * process's one live-channel subscriber connection closes after it.
+ */
+class LiveLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown {
+  constructor(
+    @Inject(LIVE_SUBSCRIBER) private readonly live: LiveSubscriber,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+  ) {}
+
+  beforeApplicationShutdown(): void {
+    this.waiter.stop();
+  }
 
   async onApplicationShutdown(): Promise<void> {
     await this.live.close();

@@ -21,11 +21,19 @@ export const TURN_WAITER = Symbol('TURN_WAITER');
  * the turn commits is published after the admission committed, hence after the subscription.
  */
 export class TurnWaiter {
+  /** Aborted when the gateway shuts down: waiting requests answer 202 at once instead of holding the drain. */
+  private readonly stopping = new AbortController();
+
   constructor(
     private readonly db: Db,
     private readonly sqlDb: SqlDb,
     private readonly live: LiveSubscriber,
   ) {}
+
+  /** Ends every wait in progress (each answers as at its bound, without the last read). */
+  stop(): void {
+    this.stopping.abort();
+  }
 
   /** Starts listening to the session; close the watch when done (a disconnect included). */
   watch(sessionId: string): LiveWatch {
@@ -47,14 +55,15 @@ export class TurnWaiter {
       subscribedBeforeAdmission: boolean;
     },
   ): Promise<TurnResponse | undefined> {
+    const signal = o.signal ? AbortSignal.any([o.signal, this.stopping.signal]) : this.stopping.signal;
     let read = !o.subscribedBeforeAdmission;
-    if (!(await watch.subscribed(o.deadline, o.signal))) {
+    if (!(await watch.subscribed(o.deadline, signal))) {
       // Redis unreachable for the whole bound (or the client left): one look at Postgres.
-      return o.signal?.aborted ? undefined : this.ended(o.tenantId, o.turnId);
+      return signal.aborted ? undefined : this.ended(o.tenantId, o.turnId);
     }
     for (;;) {
       if (read && (await this.hasEnded(o.tenantId, o.turnId))) return this.ended(o.tenantId, o.turnId);
-      const next = await watch.next(o.deadline, o.signal);
+      const next = await watch.next(o.deadline, signal);
       if (next === 'aborted') return undefined;
       if (next === 'timeout') return this.ended(o.tenantId, o.turnId);
       read =
