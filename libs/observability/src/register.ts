@@ -4,7 +4,7 @@
  */
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
-import { NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 let sdk: NodeSDK | undefined;
 
@@ -18,14 +18,29 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
   // With no span processor the SDK registers no tracer provider at all, and every span (hence
   // every trace id in logs and jobs) would be empty: a processor that drops spans keeps the ids.
+  // Spans nobody exports are not recorded either: the always-off sampler makes every span a
+  // non-recording one that still carries a trace id (the parent's, or a new one) and propagates it,
+  // so logs and jobs keep their ids at a fraction of the cost (docs/BENCHMARKS.md). An explicit
+  // OTEL_TRACES_SAMPLER wins.
   const exportsNothing = process.env.OTEL_TRACES_EXPORTER === 'none';
+  // Only the libraries SPEC §12 traces (BullMQ and GenAI spans are our own, libs/queue and
+  // libs/turns): getNodeAutoInstrumentations would otherwise patch about 40. The operator's own
+  // OTEL_NODE_ENABLED_INSTRUMENTATIONS / OTEL_NODE_DISABLED_INSTRUMENTATIONS still apply.
+  process.env.OTEL_NODE_ENABLED_INSTRUMENTATIONS ??= 'http,undici,pg,ioredis';
   sdk = new NodeSDK({
-    ...(exportsNothing ? { spanProcessors: [new NoopSpanProcessor()] } : {}),
+    ...(exportsNothing
+      ? {
+          spanProcessors: [new NoopSpanProcessor()],
+          sampler: process.env.OTEL_TRACES_SAMPLER ? undefined : new AlwaysOffSampler(),
+        }
+      : {}),
     instrumentations: [
       getNodeAutoInstrumentations({
-        '@opentelemetry/instrumentation-fs': { enabled: false },
-        '@opentelemetry/instrumentation-dns': { enabled: false },
-        '@opentelemetry/instrumentation-net': { enabled: false },
+        // A statement outside any traced operation (pool upkeep, start-up) is not worth a trace of
+        // its own; the pool's connect spans add nothing to the query spans. ioredis already
+        // requires a parent by default, which keeps BullMQ's polling out of traces.
+        '@opentelemetry/instrumentation-pg': { requireParentSpan: true, ignoreConnectSpans: true },
+        '@opentelemetry/instrumentation-ioredis': { requireParentSpan: true },
       }),
     ],
   });

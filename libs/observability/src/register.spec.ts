@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * What `@switchboard/observability/register` sets up, seen from a fresh Node process as an app
+ * sees it: which libraries it patches, and whether spans are recorded.
+ */
+jest.setTimeout(30_000);
+
+const ROOT = path.resolve(__dirname, '../../..');
+const PROBE = `
+require(${JSON.stringify(path.join(__dirname, 'register.ts'))});
+const { trace } = require('@opentelemetry/api');
+const pg = require('pg');
+const nest = require('@nestjs/core/router/router-execution-context');
+const span = trace.getTracer('probe').startSpan('probe');
+console.log(JSON.stringify({
+  recording: span.isRecording(),
+  traceId: span.spanContext().traceId,
+  pgPatched: Boolean(pg.Client.prototype.query.__wrapped),
+  nestPatched: Boolean(nest.RouterExecutionContext.prototype.create.__wrapped),
+}));
+`;
+
+async function probe(env: Record<string, string>): Promise<Record<string, unknown>> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
+  const { stdout } = await promisify(execFile)(process.execPath, ['-r', '@swc-node/register', '-e', PROBE], {
+    cwd: ROOT,
+    env: { ...clean, ...env },
+  });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+}
+
+describe('observability/register', () => {
+  it('without a collector records no span but still gives every span a trace id', async () => {
+    const seen = await probe({});
+    expect(seen).toMatchObject({ recording: false, traceId: expect.stringMatching(/^(?!0+$)[0-9a-f]{32}$/) });
+  });
+
+  it('patches the libraries SPEC §12 traces (pg) and not the rest of the auto-instrumentations (Nest)', async () => {
+    expect(await probe({})).toMatchObject({ pgPatched: true, nestPatched: false });
+    // The operator's own list wins.
+    expect(
+      await probe({
+        OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http,pg,nestjs-core',
+        OTEL_TRACES_EXPORTER: 'none',
+      }),
+    ).toMatchObject({ pgPatched: true, nestPatched: true });
+  });
+
+  it('records spans when a sampler is configured explicitly', async () => {
+    expect(await probe({ OTEL_TRACES_SAMPLER: 'always_on' })).toMatchObject({ recording: true });
+  });
+});
