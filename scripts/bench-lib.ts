@@ -458,14 +458,15 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       },
       async turn(key, sessionId, content) {
         if (useWait) {
-          const res = await post<{ turnId: string; status?: string; turn?: { status?: string } }>(
+          // 200: the ended turn (as GET /v1/turns/:id, `id`); 202 at the bound: {messageId, turnId, status}.
+          const res = await post<{ id?: string; turnId?: string; status?: string }>(
             `/v1/sessions/${sessionId}/messages`,
             { content, wait: true },
             key,
           );
-          const status = res.status ?? res.turn?.status;
-          if (status !== undefined && status !== 'completed') throw new Error(`turn ${res.turnId} ${status}`);
-          return res.turnId;
+          const turnId = res.turnId ?? res.id;
+          if (!turnId || res.status !== 'completed') throw new Error(`turn ${turnId} ${res.status}`);
+          return turnId;
         }
         const { turnId } = await post<{ turnId: string }>(
           `/v1/sessions/${sessionId}/messages`,
