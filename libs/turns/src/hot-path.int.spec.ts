@@ -1,6 +1,5 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type IORedis from 'ioredis';
-import type pg from 'pg';
 import { z } from 'zod';
 import { Admission } from '@switchboard/admission';
 import { Jobs, QueueName } from '@switchboard/contracts';
@@ -15,7 +14,14 @@ import {
 } from '@switchboard/providers';
 import { consume, createRedis } from '@switchboard/queue';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
-import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  countPoolTransactions,
+  createTestEnv,
+  seedSession,
+  seedTenant,
+  waitFor,
+  type TestEnv,
+} from '@switchboard/testing';
 import { TurnRunner, type HandleResult } from './runner';
 import { settleTurnJob } from './turn-job';
 
@@ -54,33 +60,6 @@ const wordCount = defineTool({
   needsApproval: false,
   execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
 }) as ToolDefinition;
-
-/**
- * Counts what a pool sends Postgres, below every library: a statement outside BEGIN..COMMIT is one
- * transaction, a BEGIN..COMMIT block is one.
- */
-function countTransactions(pool: pg.Pool): { transactions: number; statements: string[] } {
-  const counts = { transactions: 0, statements: [] as string[] };
-  pool.on('connect', (client) => {
-    let open = false;
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      const first = args[0] as string | { text?: string };
-      const text = (typeof first === 'string' ? first : (first?.text ?? '')).trim();
-      const verb = text.split(/\s+/)[0]?.toUpperCase() ?? '';
-      if (verb === 'BEGIN') open = true;
-      else if (verb === 'COMMIT' || verb === 'ROLLBACK') {
-        open = false;
-        if (verb === 'COMMIT') counts.transactions++;
-      } else {
-        counts.statements.push(text.slice(0, 60));
-        if (!open) counts.transactions++;
-      }
-      return query(...args);
-    };
-  });
-  return counts;
-}
 
 describe('the turn hot path', () => {
   let env: TestEnv;
@@ -142,7 +121,7 @@ describe('the turn hot path', () => {
 
     // The harness on its own pool, counted below Prisma and the store.
     const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
-    const sent = countTransactions(pool);
+    const sent = countPoolTransactions(pool);
     const metrics = new Metrics('budget');
     try {
       expect(await runner(prisma, metrics, 'budget').handle({ turnId, sessionId, tenantId, trace: {} })).toBe(
