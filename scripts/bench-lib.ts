@@ -5,13 +5,13 @@
  * only our processes use, transactions from pg_stat_database, CPU from /proc).
  */
 import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import net, { createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import IORedis from 'ioredis';
 import { AdmitMessageRequest } from '@switchboard/contracts';
-import { createTestEnv, spawnApp, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, spawnApp, startTcpProxy, type AppProcess, type TestEnv } from '@switchboard/testing';
 import globalSetup from '../libs/testing/src/global-setup';
 
 export const pct = (xs: number[], p: number): number => {
@@ -236,46 +236,24 @@ async function countingProxy<T>(
   counter: (totals: () => T) => { feed(chunk: Buffer): void },
 ): Promise<CountingProxy<T>> {
   let total = fresh();
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    // Reads the current totals at each use, so a reset() counts open connections into the new ones.
-    const parser = counter(() => total);
-    sockets.add(client).add(upstream);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.on('data', (chunk: Buffer) => {
-      parser.feed(chunk);
-      if (!upstream.write(chunk)) client.pause();
-    });
-    upstream.on('drain', () => client.resume());
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    port,
-    rewrite(url) {
-      const u = new URL(url);
-      u.hostname = '127.0.0.1';
-      u.port = String(port);
-      return u.toString();
+  const proxy = await startTcpProxy(
+    { host: target.hostname, port: Number(target.port) },
+    {
+      tap: () => {
+        // Reads the current totals at each use, so a reset() counts open connections into the new ones.
+        const parser = counter(() => total);
+        return (chunk) => parser.feed(chunk);
+      },
     },
+  );
+  return {
+    port: proxy.port,
+    rewrite: (url) => proxy.rewrite(url),
     read: () => total,
     reset() {
       total = fresh();
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: () => proxy.close(),
   };
 }
 

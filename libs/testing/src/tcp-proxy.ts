@@ -20,10 +20,19 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export interface TcpProxyOptions {
+  /** Called once per connection; the function it returns sees every chunk the client sends upstream. */
+  tap?: () => (chunk: Buffer) => void;
+}
+
+export async function startTcpProxy(
+  target: { host: string; port: number },
+  options: TcpProxyOptions = {},
+): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   const onConnection = (client: net.Socket) => {
     const upstream = net.connect(target.port, target.host);
+    const feed = options.tap?.();
     sockets.add(client);
     sockets.add(upstream);
     const drop = () => {
@@ -34,7 +43,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
+    if (feed) {
+      client.on('data', (chunk: Buffer) => {
+        feed(chunk);
+        if (!upstream.write(chunk)) client.pause();
+      });
+      upstream.on('drain', () => client.resume());
+    } else {
+      client.pipe(upstream);
+    }
     upstream.pipe(client);
   };
   let server = net.createServer(onConnection);
