@@ -28,23 +28,28 @@ import { SessionsController } from './controllers/sessions.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { ErrorFilter } from './http/errors';
+import { InFlightRequests } from './http/in-flight';
 import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './http/validation';
 
 const LIVE_SUBSCRIBER = Symbol('LIVE_SUBSCRIBER');
 
 /**
- * Waiting requests answer 202 when shutdown begins (before the HTTP server drains), and the
- * process's one live-channel subscriber connection closes after it.
+ * Shutdown drains: waiting requests answer 202 at once, requests in flight finish (bounded by
+ * SHUTDOWN_GRACE_MS) before the HTTP server closes its connections, and the process's one
+ * live-channel subscriber connection closes after it.
  */
 class LiveLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     @Inject(LIVE_SUBSCRIBER) private readonly live: LiveSubscriber,
     @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(InFlightRequests) private readonly inFlight: InFlightRequests,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  beforeApplicationShutdown(): void {
+  async beforeApplicationShutdown(): Promise<void> {
     this.waiter.stop();
+    await this.inFlight.settled(this.config.SHUTDOWN_GRACE_MS);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -125,6 +130,7 @@ export class GatewayModule {
           useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber) =>
             new TurnWaiter(db, sqlDbFor(poolOf(db), 'gateway', metrics), live),
         },
+        InFlightRequests,
         LiveLifecycle,
         QueueDepthMetrics,
       ],

@@ -8,6 +8,7 @@ import { GatewayModule } from './gateway.module';
 import { registerJsonBodyParser } from './http/body';
 import { clientErrorHandler, frameworkErrors } from './http/errors';
 import { createOpenApiDocument } from './http/openapi';
+import { InFlightRequests } from './http/in-flight';
 import { registerRequestLog, requestLogOptions } from './http/request-log';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
@@ -33,6 +34,7 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   // JSON only (UTF-8, bounded depth): anything else is a 415 rather than a string the validator has to reject.
   registerJsonBodyParser(app.getHttpAdapter().getInstance(), config.BODY_LIMIT_BYTES);
   registerRequestLog(app.getHttpAdapter().getInstance());
+  app.get(InFlightRequests).attach(app.getHttpAdapter().getInstance());
 
   SwaggerModule.setup('docs', app, createOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
