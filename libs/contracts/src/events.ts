@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /** Progress event types of SPEC §6, journaled per session with a monotonically increasing seq. */
 export const EventType = {
   MessageAdmitted: 'message_admitted',
@@ -13,6 +15,7 @@ export const EventType = {
   SubagentCompleted: 'subagent_completed',
   ReflectionCompleted: 'reflection_completed',
   ApprovalRequested: 'approval_requested',
+  ApprovalDecided: 'approval_decided',
   StopHookFired: 'stop_hook_fired',
   ContextUnavailable: 'context_unavailable',
   TurnCompleted: 'turn_completed',
@@ -20,6 +23,170 @@ export const EventType = {
   TurnCancelled: 'turn_cancelled',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
+
+/*
+ * The event union (SPEC §6): one data schema per EventType. It describes the journal
+ * (`GET /v1/sessions/:id/events`), the live channel (libs/live) and the SSE frames
+ * (`GET /v1/turns/:id/stream`, `GET /v1/sessions/:id/stream`), and types what the engine emits
+ * (`TurnCheckpoints.emit`). Known fields are listed; objects stay open (`looseObject`) so a journal
+ * row written by an older or newer version still parses, and large payloads (attempt timelines,
+ * failure artifacts, tool errors) are described only by their outline.
+ */
+
+const Json = z.record(z.string(), z.unknown());
+/** Token usage as the providers report it (libs/providers `Usage`). */
+const UsageData = z.object({
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  cachedTokens: z.number().optional(),
+});
+/**
+ * One provider attempt of a round's timeline (libs/engine `ProviderAttempt`), by its outline. Nested
+ * objects are plain `z.object`s (other fields pass unchecked) so the engine's interfaces, which have
+ * no index signature, are assignable to them.
+ */
+const AttemptData = z.object({ model: z.string(), attempt: z.int(), outcome: z.string() });
+/** The failure artifact of a failed turn (libs/engine `FailureArtifact`); left open. */
+const FailureData = z.object({ kind: z.string(), message: z.string() });
+
+/** Every journaled event's data, by type. */
+export const EventData = {
+  message_admitted: z.looseObject({
+    messageId: z.string(),
+    kind: z.string(),
+    authorityClass: z.string(),
+    priority: z.string(),
+    deliverySurface: z.string(),
+  }),
+  turn_started: z.looseObject({
+    /** The turn's per-session seq. */
+    seq: z.int(),
+    /** A run after a crash or a lost lease: the turn carries on from what it committed. */
+    resumed: z.boolean(),
+    model: z.string(),
+    /** The agent's model route when it named a route rather than a model. */
+    route: z.string().optional(),
+  }),
+  provider_round_started: z.looseObject({
+    round: z.int(),
+    model: z.string(),
+    /** When the call started (ISO): the event is journaled with the round, delivered live at once. */
+    startedAt: z.string().optional(),
+  }),
+  /** Streamed text: live, a chunk as the provider streamed it; in the journal, a round's text. */
+  text_delta: z.looseObject({ text: z.string() }),
+  provider_round_completed: z.looseObject({
+    round: z.int(),
+    /** The model that answered (a fallback, perhaps). */
+    model: z.string(),
+    requestedModel: z.string(),
+    usage: UsageData,
+    costUsd: z.number(),
+    toolCalls: z.int(),
+    attempts: z.array(AttemptData),
+  }),
+  tool_call_started: z.looseObject({ callId: z.string(), name: z.string() }),
+  tool_call_completed: z.looseObject({
+    callId: z.string(),
+    name: z.string(),
+    ok: z.boolean(),
+    durationMs: z.number(),
+    /** A failed call's classified failure (retryable, its kind). */
+    failure: Json.optional(),
+    tool_error: Json.optional(),
+    error: z.string().optional(),
+    /** The no-progress detector's verdict when it was not `continue`. */
+    noProgress: z.string().optional(),
+  }),
+  iteration_completed: z.looseObject({ iteration: z.int(), costUsd: z.number() }),
+  context_compacted: z.looseObject({
+    droppedMessages: z.int(),
+    beforeTokens: z.number(),
+    afterTokens: z.number(),
+    summarized: z.boolean(),
+  }),
+  subagent_spawned: z.looseObject({
+    agent: z.string(),
+    callId: z.string().optional(),
+    tool: z.string().optional(),
+    model: z.string().optional(),
+    bytes: z.number().optional(),
+  }),
+  subagent_completed: z.looseObject({
+    agent: z.string(),
+    callId: z.string().optional(),
+    ok: z.boolean(),
+    costUsd: z.number().optional(),
+    bytes: z.number().optional(),
+    error: z.string().optional(),
+    /** The session's summarizer was switched off after repeated failures. */
+    disabled: z.boolean().optional(),
+  }),
+  reflection_completed: z.looseObject({
+    index: z.int(),
+    ok: z.boolean(),
+    costUsd: z.number(),
+    error: z.string().optional(),
+  }),
+  approval_requested: z.looseObject({ callId: z.string(), name: z.string() }),
+  approval_decided: z.looseObject({ callId: z.string().optional(), decision: z.string().optional() }),
+  stop_hook_fired: z.looseObject({
+    hook: z.string(),
+    reason: z.string(),
+    iteration: z.int(),
+    unpricedModels: z.array(z.string()).optional(),
+  }),
+  context_unavailable: z.looseObject({ sources: z.array(z.string()) }),
+  turn_completed: terminalData(),
+  turn_failed: terminalData(),
+  turn_cancelled: terminalData(),
+} as const satisfies Record<EventType, z.ZodType<Record<string, unknown>>>;
+
+/** A terminal event's data; `costUsd` (decimal string) is filled in by the statement that commits it. */
+function terminalData() {
+  return z.looseObject({
+    stopReason: z.string(),
+    iterations: z.int().optional(),
+    toolCalls: z.int().optional(),
+    failure: FailureData.optional(),
+    costUsd: z.string().optional(),
+  });
+}
+
+/** The data an event of type `T` carries. */
+export type EventData<T extends EventType = EventType> = z.input<(typeof EventData)[T]>;
+
+const ISO_TIME = z.iso.datetime({ offset: true });
+
+function eventOf<T extends EventType>(type: T) {
+  return z.strictObject({
+    /** Per-session, gap-free, increasing. */
+    seq: z.int(),
+    type: z.literal(type),
+    turnId: z.uuid().nullable(),
+    data: EventData[type],
+    createdAt: ISO_TIME,
+  });
+}
+
+type EventSchemas = { [T in EventType]: ReturnType<typeof eventOf<T>> };
+const eventSchemas = Object.fromEntries(
+  Object.values(EventType).map((t) => [t, eventOf(t)]),
+) as unknown as EventSchemas;
+
+/** A journal event as the API shows it: `GET /v1/sessions/:id/events`, SSE frames, the live channel. */
+export const TurnEvent = z.discriminatedUnion(
+  'type',
+  Object.values(eventSchemas) as unknown as [EventSchemas[EventType], ...EventSchemas[EventType][]],
+);
+export type TurnEvent = z.infer<typeof TurnEvent>;
+
+/** Parses one event's data by its type (unknown types fail). */
+export function parseEventData<T extends EventType>(type: T, data: unknown): EventData<T> {
+  return EventData[type].parse(data) as EventData<T>;
+}
+
+export const isEventType = (s: string): s is EventType => Object.prototype.hasOwnProperty.call(EventData, s);
 
 export const TurnStatus = {
   Queued: 'queued',

@@ -11,7 +11,7 @@ import {
   TrustLevel,
 } from './envelope';
 import { ERROR_CODES } from './errors';
-import { EventType, TurnStatus as TurnStatuses } from './events';
+import { TurnEvent, TurnStatus as TurnStatuses } from './events';
 
 /**
  * Response bodies of the HTTP API. The gateway's presenters are typed by these schemas and the
@@ -258,16 +258,11 @@ export const TurnResponse = z
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;
 
-export const EventResponse = z
-  .strictObject({
-    /** Per-session, gap-free, increasing. */
-    seq: z.int(),
-    type: z.enum(Object.values(EventType)),
-    turnId: Id.nullable(),
-    data: JsonObject,
-    createdAt: Timestamp,
-  })
-  .register(ApiSchemas, { id: 'Event' });
+/**
+ * A journal event: the event union of libs/contracts events.ts (one data schema per type). The same
+ * shape is an SSE frame's data on the stream endpoints.
+ */
+export const EventResponse = TurnEvent.register(ApiSchemas, { id: 'Event' });
 export type EventResponse = z.infer<typeof EventResponse>;
 
 export const EventPageResponse = z

@@ -4,6 +4,7 @@
  */
 import { getEventListeners } from 'node:events';
 import { z } from 'zod';
+import { EventData, isEventType, type EventType } from '@switchboard/contracts';
 import {
   ProviderError,
   ProviderRegistry,
@@ -929,6 +930,17 @@ describe('TurnEngine events', () => {
     });
     expect(iteration.data).toEqual({ iteration: 1, costUsd: expect.any(Number) });
     expect(round2.data).toEqual({ round: 1, model: 'fake/m1' });
+  });
+
+  it("emits data every event's schema in the union accepts (libs/contracts events.ts)", async () => {
+    const h = harness([callTools([call('c1', 'ping'), call('c2', 'explode')]), reply('bye')]);
+    await h.run();
+    expect(h.cp.events.length).toBeGreaterThan(5);
+    for (const e of h.cp.events) {
+      expect(isEventType(e.type)).toBe(true);
+      const parsed = EventData[e.type as EventType].safeParse(e.data);
+      expect({ type: e.type, issues: parsed.error?.issues }).toEqual({ type: e.type, issues: undefined });
+    }
   });
 
   // Events are buffered by the checkpoints and committed with the next state change, so each is

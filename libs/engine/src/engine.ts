@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { withSpan } from '@switchboard/observability';
 import type { ChatMessage, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
+import type { EventData } from '@switchboard/contracts';
 import { ToolError, type ToolRegistry } from '@switchboard/tools';
 import {
   assemble,
@@ -789,7 +790,7 @@ function completedEvent(
   call: ToolCallRequest,
   result: ToolOutcome,
   durationMs: number,
-): Record<string, unknown> {
+): EventData<'tool_call_completed'> {
   return {
     callId: call.id,
     name: call.name,

@@ -1,4 +1,4 @@
-import type { Budgets } from '@switchboard/contracts';
+import type { Budgets, EventData, EventType } from '@switchboard/contracts';
 import type {
   ChatMessage,
   CostStatus,
@@ -172,9 +172,9 @@ export interface TurnCheckpoints {
   /**
    * Journals a progress event. It becomes durable with the next checkpoint, in
    * the same transaction as the state it describes, so the journal never shows
-   * a step that was not committed.
+   * a step that was not committed. `data` is typed by the event union (libs/contracts events.ts).
    */
-  emit(type: string, data: Record<string, unknown>): Promise<void>;
+  emit<T extends EventType>(type: T, data: EventData<T>): Promise<void>;
   textDelta(delta: string): void;
 }
 

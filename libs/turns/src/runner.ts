@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import {
   EventType,
+  type EventData,
   isTerminal,
   Jobs,
   newId,
@@ -949,7 +950,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
   }
 
   /** Buffered: committed with the next checkpoint, together with the state it reports. */
-  async emit(type: string, data: Record<string, unknown>): Promise<void> {
+  async emit<T extends EventType>(type: T, data: EventData<T>): Promise<void> {
     this.bufferDeltas();
     this.pendingEvents.push({ type, turnId: this.turn.id, data });
   }

@@ -133,13 +133,15 @@ export const presentTurn = (t: Turn & { toolCalls?: ToolCall[] }): TurnResponse 
   completedAt: t.completedAt?.toISOString() ?? null,
 });
 
-export const presentEvent = (e: Event): EventResponse => ({
-  seq: e.seq,
-  type: e.type as EventResponse['type'],
-  turnId: e.turnId,
-  data: e.data as EventResponse['data'],
-  createdAt: e.createdAt.toISOString(),
-});
+/** A journal row as the API shows it; its data is what the engine emitted under the event union. */
+export const presentEvent = (e: Event): EventResponse =>
+  ({
+    seq: e.seq,
+    type: e.type,
+    turnId: e.turnId,
+    data: e.data,
+    createdAt: e.createdAt.toISOString(),
+  }) as EventResponse;
 
 /** An id in a path: anything that is not a UUID cannot name an object, so it is a 404. */
 export function pathId(id: string, what: string): string {
