@@ -237,6 +237,26 @@ describe('FakeLlmServer', () => {
       expect(server.requests[0]?.stream).toBe(true);
     });
 
+    it('streams the text in `textPieces` deltas, `frameIntervalMs` apart', async () => {
+      server.enqueue(scripted.text('abcdefghij', { textPieces: 10, frameIntervalMs: 20 }));
+
+      const started = Date.now();
+      const stream = await openaiClient(server).chat.completions.create({
+        model: MODEL_OPENAI,
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      const arrivals: { text: string; at: number }[] = [];
+      for await (const chunk of stream) {
+        const text = chunk.choices[0]?.delta.content;
+        if (text) arrivals.push({ text, at: Date.now() - started });
+      }
+
+      expect(arrivals.map((a) => a.text)).toEqual('abcdefghij'.split(''));
+      // Spread over the stream, not delivered at once at its end.
+      expect(arrivals[9].at - arrivals[0].at).toBeGreaterThanOrEqual(150);
+    });
+
     it('is compatible with the SDK stream helper (finalChatCompletion)', async () => {
       server.enqueue(scripted.toolCall('get_weather', { city: 'Oslo' }, { text: 'One sec.', id: 'call_x' }));
 

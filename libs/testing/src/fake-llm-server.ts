@@ -78,6 +78,11 @@ export interface ScriptedMessage {
   /** Streams only: wait this long between two SSE frames (a slow but live stream). */
   frameIntervalMs?: number;
   /**
+   * Streams only: split the text into this many deltas (default 3), so a stream can be as chatty as
+   * a real one (one frame per token) when combined with `frameIntervalMs`.
+   */
+  textPieces?: number;
+  /**
    * Streams only: send this many SSE frames, then nothing more, holding the connection open until
    * the client aborts or the server closes (a stream that stalls after its first chunks).
    */
@@ -461,7 +466,8 @@ const chatCompletions: WireFormat = {
       chunk([{ index: 0, delta: d, logprobs: null, finish_reason: null }]);
 
     const chunks: ChatCompletionChunk[] = [delta({ role: 'assistant', content: '', refusal: null })];
-    for (const piece of splitInPieces(reply.text ?? '')) chunks.push(delta({ content: piece }));
+    for (const piece of splitInPieces(reply.text ?? '', reply.textPieces))
+      chunks.push(delta({ content: piece }));
     toolCalls.forEach((call, index) => {
       chunks.push(
         delta({
@@ -638,7 +644,7 @@ const responses: WireFormat = {
         content_index: 0,
         part: emptyPart,
       });
-      for (const piece of splitInPieces(text)) {
+      for (const piece of splitInPieces(text, reply.textPieces)) {
         push({
           type: 'response.output_text.delta',
           sequence_number: seq++,
@@ -859,7 +865,7 @@ const anthropicMessages: WireFormat = {
     content.forEach((block, index) => {
       if (block.type === 'text') {
         push({ type: 'content_block_start', index, content_block: { ...block, text: '' } });
-        for (const piece of splitInPieces(block.text)) {
+        for (const piece of splitInPieces(block.text, reply.textPieces)) {
           push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
         }
       } else if (block.type === 'tool_use') {
