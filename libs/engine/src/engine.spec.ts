@@ -418,7 +418,9 @@ describe('TurnEngine recoverable tool failures', () => {
     const result = h.cp.outcomeFor('m');
     expect(result).toMatchObject({ ok: false, kind: 'invalid_arguments', retryable: true });
     expect(result.ok === false && result.message).toMatch(/not valid JSON/);
-    expect(h.cp.started[0].arguments).toEqual({ _raw: '{"value": "x"' });
+    // Never started (it never ran); its result records the raw arguments.
+    expect(h.cp.started).toEqual([]);
+    expect(h.cp.results[0].meta.arguments).toEqual({ _raw: '{"value": "x"' });
     expect(executed).toHaveLength(0);
     expect(outcome.status).toBe('completed');
   });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { withSpan } from '@switchboard/observability';
 import type { ChatMessage, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import type { EventData } from '@switchboard/contracts';
@@ -13,7 +13,7 @@ import {
   type ContextSources,
 } from './context';
 import { classifyToolFailure } from './failures';
-import type { ToolGates } from './gates';
+import { defaultApprovalPolicy, type ToolGates } from './gates';
 import { ModelRound } from './model-round';
 import { fingerprint, NoProgressTracker } from './no-progress';
 import {
@@ -28,12 +28,14 @@ import {
 import { BUILTIN_STOP_HOOKS } from './stop-hooks';
 import { canBudget, unpricedModels } from './budget';
 import type {
+  ApprovalDecision,
   SummaryRecord,
   ToolCallMeta,
   ToolOutcome,
   TurnCheckpoints,
   TurnInput,
   TurnOutcome,
+  Wait,
 } from './types';
 import { planWaves } from './waves';
 
@@ -147,7 +149,8 @@ export class TurnEngine {
     const replays: Replays = { round: new Map(), turn: new Map() };
     // Stage 1: memory and the context pack, concurrently, before the loop.
     const first = turn[0];
-    const context = await loadContext(this.options.context ?? NO_CONTEXT, {
+    // A turn stopped before it began (a cancel found at its claim) loads nothing.
+    const context = await loadContext(signal.aborted ? NO_CONTEXT : (this.options.context ?? NO_CONTEXT), {
       tenantId: input.tenantId,
       sessionId: input.sessionId,
       turnId: input.turnId,
@@ -203,14 +206,23 @@ export class TurnEngine {
       const pending = unansweredCalls(turn);
       if (pending.length > 0) {
         let roundFailed = false;
+        // Calls of this round that wait for a decision (docs/adr/0013): each gets its own wait.
+        const waits: Wait[] = [];
         for (const wave of planWaves(pending, this.options.tools, input.tools)) {
           if (signal.aborted) break;
+          // After a wait, later side-effecting calls are held (unanswered) so effects keep the model's order.
+          const hold = waits.length > 0;
           // Every call of a wave settles and is answered before a failure of one propagates.
           const settled = await Promise.allSettled(
-            wave.map((call) => this.runTool(input, call, cp, signal, tracker, replays, state)),
+            wave.map((call) => this.runTool(input, call, cp, signal, tracker, replays, state, hold)),
           );
           settled.forEach((r, i) => {
             if (r.status !== 'fulfilled') return;
+            if ('wait' in r.value) {
+              waits.push(r.value.wait);
+              return;
+            }
+            if ('held' in r.value) return;
             const call = wave[i];
             turn.push({
               role: 'tool',
@@ -223,8 +235,8 @@ export class TurnEngine {
           });
           const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
           if (failed) throw failed.reason;
-          const halt = settled.find((r) => r.status === 'fulfilled' && r.value.halt);
-          if (halt?.status === 'fulfilled' && halt.value.halt) {
+          const halt = settled.find((r) => r.status === 'fulfilled' && 'halt' in r.value && r.value.halt);
+          if (halt?.status === 'fulfilled' && 'halt' in halt.value && halt.value.halt) {
             const summary = halt.value.halt;
             return outcome({
               status: 'failed',
@@ -233,6 +245,15 @@ export class TurnEngine {
               failure: { kind: 'no_progress', category: 'runtime', message: summary, brief: summary },
             });
           }
+        }
+        // A pause is an outcome, not an await: the runner persists the waits and frees the worker.
+        if (waits.length > 0 && !signal.aborted) {
+          return outcome({
+            status: 'waiting',
+            stopReason: 'awaiting_approval',
+            finalText: lastText(turn),
+            waits,
+          });
         }
         // Reflection (seed 001 4h): off unless the budget grants reflections.
         if (
@@ -310,6 +331,11 @@ export class TurnEngine {
         }
         compacted = true;
       }
+      // The safe point before a provider call (docs/adr/0014): a cancel stops the turn here, and an
+      // operator's interjection joins it here, so the model sees it in this call.
+      if (signal.aborted) continue;
+      const interjected = (await cp.interjections?.()) ?? [];
+      turn.push(...interjected);
       const messages = assemble(input.systemPrompt, history, turn, context);
       const round = await this.modelRound.call(input, iterations, messages, toolSpecs, cp, signal);
       if ('failure' in round) {
@@ -337,16 +363,25 @@ export class TurnEngine {
     tracker: NoProgressTracker,
     replays: Replays,
     state: RunState,
-  ): Promise<{ content: string; ok: boolean; halt?: string }> {
+    /** Hold a side-effecting call that passes its gates (an earlier call of the round waits). */
+    hold = false,
+  ): Promise<ToolRun> {
     const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
     const parsedArgs = parseArguments(call.arguments);
     const args = parsedArgs.ok ? parsedArgs.value : undefined;
     const parseError = parsedArgs.ok ? undefined : parsedArgs.error;
     const meta = this.callMeta(input, call);
-    await cp.emit('tool_call_started', { callId: call.id, name: call.name });
-    await cp.toolStarted(meta);
+    // A call that waits or is held leaves no trace yet: its start is journaled (and, for a side
+    // effect, committed) only when it runs or is answered, so a resumed run never mistakes a
+    // gated call for one that started and was never recorded (ADR 0004).
+    let announced = false;
+    const announce = async () => {
+      if (announced) return;
+      announced = true;
+      await cp.emit('tool_call_started', { callId: call.id, name: call.name });
+    };
     const started = Date.now();
-    const result = await withSpan(
+    const gated = await withSpan(
       `execute_tool ${call.name}`,
       {
         attributes: {
@@ -355,7 +390,7 @@ export class TurnEngine {
           'gen_ai.tool.call.id': call.id,
         },
       },
-      async (): Promise<ToolOutcome> => {
+      async (): Promise<ToolOutcome | { wait: Wait } | { held: true }> => {
         if (!tool) {
           return {
             ok: false,
@@ -381,6 +416,7 @@ export class TurnEngine {
           turnId: input.turnId,
           call,
           tool,
+          approval: input.approval,
         };
         const replay = (tool.sideEffect === 'read_only' ? replays.round : replays.turn).get(
           fingerprint(call),
@@ -413,26 +449,35 @@ export class TurnEngine {
             retryable: true,
           };
         }
-        if (tool.needsApproval) {
-          if (gates.approve) await cp.emit('approval_requested', { callId: call.id, name: call.name });
-          const decision = gates.approve ? await gates.approve(gctx, parsed.data) : 'rejected';
-          if (decision !== 'approved') {
+        // Approval (docs/adr/0013): a stored decision is acted on; without one the call waits.
+        const policy = await (gates.approval ?? defaultApprovalPolicy)(gctx, parsed.data);
+        if (policy) {
+          const decision = input.decisions?.find((d) => d.callId === call.id);
+          if (!decision) {
             return {
-              ok: false,
-              kind: 'denied',
-              message: gates.approve
-                ? 'the call was not approved'
-                : 'this tool needs approval and none can be asked for',
-              retryable: false,
+              wait: {
+                kind: 'approval',
+                approvalId: randomUUID(),
+                callId: call.id,
+                tool: call.name,
+                arguments: parsed.data,
+                sideEffect: tool.sideEffect,
+                policy,
+              },
             };
           }
+          if (decision.status !== 'approved') return refusedByDecision(decision);
         }
+        if (hold && tool.sideEffect !== 'read_only') return { held: true };
         // An earlier run started this call and never recorded its outcome: the effect may have
         // happened. Only a read-only tool, or one that deduplicates by the idempotency key, runs again.
         const resumed = input.startedCalls?.includes(call.id) ?? false;
         if (resumed && tool.sideEffect !== 'read_only' && !tool.honoursIdempotencyKey) {
           return outcomeUnknown(call.name, meta.idempotencyKey);
         }
+        // The call really runs now: its start is journaled and, for a side effect, committed first.
+        await announce();
+        await cp.toolStarted(meta);
         // The call's own signal: the turn's, or this call's timeout, whichever comes first.
         const timeout = new AbortController();
         const timer = setTimeout(
@@ -465,6 +510,9 @@ export class TurnEngine {
         }
       },
     );
+    if ('wait' in gated || 'held' in gated) return gated;
+    const result = gated;
+    await announce();
     const durationMs = Date.now() - started;
     if (tool && this.options.gates?.after) {
       try {
@@ -744,6 +792,35 @@ class TurnStopped extends Error {
 }
 
 type Failure = Extract<ToolOutcome, { ok: false }>;
+
+/** What running one call gives the round: its answer, a wait for a decision, or a call held for later. */
+type ToolRun = { content: string; ok: boolean; halt?: string } | { wait: Wait } | { held: true };
+
+/** The result a gated call gets when its decision was not an approval (classified; never retried as is). */
+function refusedByDecision(d: ApprovalDecision): Failure {
+  const why = d.reason ? `: ${d.reason}` : '';
+  switch (d.status) {
+    case 'expired':
+      return {
+        ok: false,
+        kind: 'approval_expired',
+        message: `nobody decided on this call before its approval expired${why}`,
+        hint: 'ask the user whether to try again; do not repeat the call unasked',
+        retryable: false,
+      };
+    case 'cancelled':
+      return stoppedOutcome(`the approval of this call was cancelled${why}`);
+    case 'approved':
+    case 'rejected':
+      return {
+        ok: false,
+        kind: 'approval_rejected',
+        message: `a person rejected this call${why}`,
+        hint: 'do not retry this call; continue without it or ask the user what to do instead',
+        retryable: false,
+      };
+  }
+}
 
 /** A call cut off, or never run, because the turn stopped (cancel, deadline, lost lease). */
 function stoppedOutcome(message: string): Failure {

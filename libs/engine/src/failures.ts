@@ -66,7 +66,7 @@ const RULES: {
     next: 'An operator must allow this tool.',
   },
   {
-    test: (f) => f.kind === 'denied',
+    test: (f) => f.kind === 'denied' || f.kind === 'approval_rejected',
     class: 'Denied',
     category: 'user_declined',
     next: 'Do not retry; the user declined.',

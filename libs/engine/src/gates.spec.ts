@@ -104,35 +104,6 @@ describe('per-call gates', () => {
     expect(runs).toEqual([]);
   });
 
-  it('asks for approval after validation, and runs only approved calls', async () => {
-    const asked: unknown[] = [];
-    const gates: ToolGates = {
-      approve: async (_ctx, args) => (
-        asked.push(args),
-        (args as { n: number }).n < 100 ? 'approved' : 'rejected'
-      ),
-    };
-    const { outcomes, events } = await run(
-      [[c('ok', 'pay', 5)], [c('no', 'pay', 500)], [c('bad', 'pay', 'x')]],
-      gates,
-    );
-    expect(runs).toEqual(['pay:5']);
-    expect(outcomes.get('no')).toMatchObject({ ok: false, kind: 'denied' });
-    expect(outcomes.get('bad')).toMatchObject({ ok: false, kind: 'invalid_arguments' });
-    expect(asked).toEqual([{ n: 5 }, { n: 500 }]);
-    // Each request for a decision is journaled (SPEC §6 approval_requested).
-    expect(events.filter((e) => e.type === 'approval_requested').map((e) => e.data)).toEqual([
-      { callId: 'ok', name: 'pay' },
-      { callId: 'no', name: 'pay' },
-    ]);
-  });
-
-  it('refuses a tool that needs approval when nobody can approve', async () => {
-    const { outcomes } = await run([[c('p', 'pay', 1)]]);
-    expect(outcomes.get('p')).toMatchObject({ ok: false, kind: 'denied', retryable: false });
-    expect(runs).toEqual([]);
-  });
-
   it('runs the post-hook with the outcome and ignores its failure', async () => {
     const seen: ToolOutcome[] = [];
     const gates: ToolGates = {

@@ -62,7 +62,47 @@ export interface TurnInput {
    * idempotency key; otherwise it is answered `outcome_unknown` (ADR 0004).
    */
   startedCalls?: string[];
+  /**
+   * What the approval policy reads (docs/adr/0013): tools the agent and the tenant list as needing
+   * approval, and whether this turn's input (or a later user message of the turn) is untrusted
+   * content (`external_evidence`, `integration_signal`), which cannot authorise a side effect by itself.
+   */
+  approval?: { agent: string[]; tenant: string[]; untrustedInput: boolean };
+  /** Decisions on this turn's gated calls, stored by the approvals API: a resumed run acts on them. */
+  decisions?: ApprovalDecision[];
 }
+
+/** Why a call needs approval: the tool declares it, the agent or tenant lists it, or the input is untrusted. */
+export type ApprovalPolicy = 'tool' | 'agent' | 'tenant' | 'untrusted_input';
+
+/** A human's (or the expiry's) decision on one gated call. */
+export interface ApprovalDecision {
+  approvalId: string;
+  callId: string;
+  status: 'approved' | 'rejected' | 'expired' | 'cancelled';
+  reason?: string | null;
+}
+
+/**
+ * A gated call waiting for a decision. The engine does not await it: the round's waits end the run
+ * with a `waiting` outcome, the runner persists them and frees the worker, and the decision resumes
+ * the turn from Postgres (docs/adr/0013).
+ */
+export interface ApprovalWait {
+  kind: 'approval';
+  approvalId: string;
+  callId: string;
+  tool: string;
+  arguments: unknown;
+  sideEffect: SideEffect;
+  policy: ApprovalPolicy;
+}
+
+/**
+ * What a `waiting` turn waits on. One kind today; sub-agent tasks (issue 11) add
+ * `{ kind: 'task'; taskId; callId }` and reuse the same pause and resume.
+ */
+export type Wait = ApprovalWait;
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */
 export interface ProviderAttempt {
@@ -176,6 +216,12 @@ export interface TurnCheckpoints {
    */
   emit<T extends EventType>(type: T, data: EventData<T>): Promise<void>;
   textDelta(delta: string): void;
+  /**
+   * Messages delivered into the running turn since the last call (an operator's `interject`,
+   * docs/adr/0014), already committed to the turn's transcript. The engine asks at the safe point
+   * before each provider call, so the model sees them in that call.
+   */
+  interjections?(): Promise<ChatMessage[]>;
 }
 
 /** Where the context guard cut `TurnInput.history`, and what stands in for the cut part. */
@@ -219,7 +265,8 @@ export interface FailureArtifact {
 }
 
 export interface TurnOutcome {
-  status: 'completed' | 'failed' | 'cancelled';
+  /** `waiting`: not terminal; the turn pauses on `waits` and resumes when they are all resolved. */
+  status: 'completed' | 'failed' | 'cancelled' | 'waiting';
   stopReason: string;
   finalText: string;
   iterations: number;
@@ -227,4 +274,6 @@ export interface TurnOutcome {
   failure?: FailureArtifact;
   /** Set when the outcome itself decides the turn's cost status (a budget refused on unpriced models). */
   costStatus?: CostStatus;
+  /** With `waiting`: one per call of the round that waits, each resolved on its own. */
+  waits?: Wait[];
 }
