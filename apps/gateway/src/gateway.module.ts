@@ -10,14 +10,15 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { getQueueToken } from '@nestjs/bullmq';
 import { TerminusModule } from '@nestjs/terminus';
 import type { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
 import { Gauge } from 'prom-client';
-import { Admission } from '@switchboard/admission';
+import { Admission, TurnControl } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
-import { LiveSubscriber } from '@switchboard/live';
+import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS } from '@switchboard/platform';
+import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS } from '@switchboard/platform';
 import { sqlDbFor } from '@switchboard/store';
 import { AuthGuard } from './auth/guard';
 import { AdminController } from './controllers/admin.controller';
@@ -29,6 +30,7 @@ import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { ErrorFilter } from './http/errors';
 import { InFlightRequests } from './http/in-flight';
+import { TURN_CONTROL } from './http/turn-control';
 import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './http/validation';
 
@@ -108,10 +110,39 @@ export class GatewayModule {
         { provide: APP_PIPE, useClass: ValidationPipe },
         { provide: APP_FILTER, useClass: ErrorFilter },
         {
+          provide: TURN_CONTROL,
+          inject: [
+            CONFIG,
+            DB,
+            REDIS,
+            getQueueToken(QueueName.PostTurn),
+            getQueueToken(QueueName.Turns),
+            LOGGER,
+            METRICS,
+          ],
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            redis: IORedis,
+            postTurn: Queue,
+            turns: Queue,
+            logger: Logger,
+            metrics: Metrics,
+          ) =>
+            new TurnControl(sqlDbFor(poolOf(db), 'gateway', metrics), {
+              redis,
+              prefix: cfg.QUEUE_PREFIX,
+              postTurnQueue: postTurn,
+              turnsQueue: turns,
+              live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
+              logger,
+            }),
+        },
+        {
           provide: ADMISSION,
-          inject: [DB, getQueueToken(QueueName.Turns), LOGGER, METRICS],
-          useFactory: (db: Db, turns: Queue, logger: Logger, metrics: Metrics) =>
-            new Admission(db, turns, logger, { metrics }),
+          inject: [DB, getQueueToken(QueueName.Turns), LOGGER, METRICS, TURN_CONTROL],
+          useFactory: (db: Db, turns: Queue, logger: Logger, metrics: Metrics, control: TurnControl) =>
+            new Admission(db, turns, logger, { metrics, control }),
         },
         {
           provide: LIVE_SUBSCRIBER,

@@ -20,6 +20,7 @@ import { poolOf, type Db } from '@switchboard/database';
 import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
+import type { TurnControl } from './turn-control';
 
 export interface AdmitInput {
   tenantId: string;
@@ -36,7 +37,11 @@ export interface AdmitInput {
   correlationId?: string;
   causationId?: string;
   idempotencyKey?: string;
-  multitask?: 'enqueue' | 'reject';
+  /**
+   * enqueue (default): run after what is queued; reject: refuse while a turn is queued or running;
+   * interrupt: cancel the session's active turn and run this message after it (docs/adr/0014).
+   */
+  multitask?: 'enqueue' | 'reject' | 'interrupt';
 }
 
 export interface Admitted {
@@ -64,7 +69,12 @@ export class Admission {
     db: Db,
     private readonly turnsQueue: Queue,
     private readonly logger: Logger,
-    private readonly options: { enqueueTimeoutMs?: number; metrics?: Metrics } = {},
+    private readonly options: {
+      enqueueTimeoutMs?: number;
+      metrics?: Metrics;
+      /** Cancels for `multitask: interrupt` and the nudge of an interjection; without it, neither happens. */
+      control?: TurnControl;
+    } = {},
   ) {
     this.store = new AdmissionStore(sqlDbFor(poolOf(db), 'admission', options.metrics));
   }
@@ -97,12 +107,13 @@ export class Admission {
         }
         if (admitted.replayed) return admitted;
         span.setAttribute('switchboard.turn.id', admitted.turnId);
+        await this.steer(input, admitted);
         try {
           const enqueued = publish(
             this.turnsQueue,
             Jobs.turn,
             { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
-            { priority: PRIORITY_RANK[input.priority ?? 'normal'] },
+            { priority: PRIORITY_RANK[effectivePriority(input)] },
           );
           // A Redis that is down would hold the caller forever; the admission already stands in Postgres.
           enqueued.catch(() => undefined);
@@ -118,9 +129,27 @@ export class Admission {
     );
   }
 
+  /**
+   * After the commit (docs/adr/0014): `interrupt` cancels the turn in the way (the admitted one runs
+   * when it has ended), and a trusted interjection's worker is told to pull it at its next safe point.
+   * Neither fails the admission: it stands, and the heartbeat finds what a lost message would have said.
+   */
+  private async steer(input: AdmitInput, admitted: Admitted): Promise<void> {
+    const control = this.options.control;
+    if (!control) return;
+    try {
+      if (input.multitask === 'interrupt') {
+        await control.interrupt(input.tenantId, input.sessionId, admitted.turnId);
+      }
+      if (effectivePriority(input) === 'interject') await control.notifyInterjection(input.sessionId);
+    } catch (err) {
+      this.logger.warn({ err, turnId: admitted.turnId }, 'could not signal the running turn after admission');
+    }
+  }
+
   /** One statement for `enqueue`, one short transaction for `reject` (libs/store/src/admission-store.ts). */
   private async persist(input: AdmitInput, idempotency: Idempotency | undefined): Promise<Admitted> {
-    const priority = input.priority ?? 'normal';
+    const priority = effectivePriority(input);
     const messageId = newId();
     const turnId = newId();
     const result = await this.store.admit({
@@ -165,6 +194,19 @@ export class Admission {
         });
     }
   }
+}
+
+/**
+ * The band a message is admitted in (SPEC §2): `interject` only from a trusted operator (authority
+ * `operator_instruction`); from anyone else it is `next`, the most urgent band that does not enter a
+ * running turn.
+ */
+export function effectivePriority(input: Pick<AdmitInput, 'priority' | 'kind' | 'verifiedIntegration'>): Priority {
+  const priority = input.priority ?? 'normal';
+  if (priority !== 'interject') return priority;
+  return deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false) === 'operator_instruction'
+    ? 'interject'
+    : 'next';
 }
 
 /** The earlier admission with this key; 422 when that request differed. */

@@ -1,1 +1,2 @@
 export * from './admission';
+export * from './turn-control';

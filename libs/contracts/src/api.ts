@@ -93,8 +93,11 @@ export const ContentBlock = z.strictObject({ type: z.literal('text'), text: z.st
 export const AdmitMessageRequest = z.strictObject({
   content: z.union([z.string().min(1).max(200_000), z.array(ContentBlock).min(1).max(50)]),
   priority: Priority.optional(),
-  /** enqueue (default): run after the session's earlier messages; reject: 409 while a turn is queued or running. */
-  multitask: z.enum(['enqueue', 'reject']).optional(),
+  /**
+   * enqueue (default): run after the session's earlier messages; reject: 409 while a turn is queued or
+   * running; interrupt: cancel the session's running turn (or one awaiting approval), then run this one.
+   */
+  multitask: z.enum(['enqueue', 'reject', 'interrupt']).optional(),
   metadata: Metadata.optional(),
   correlationId: z.string().min(1).max(200).optional(),
   /**
@@ -109,6 +112,12 @@ export type AdmitMessageRequest = z.infer<typeof AdmitMessageRequest>;
 
 export const PageQuery = z.strictObject({
   cursor: z.string().max(200).optional(),
+/** POST /v1/turns/:id/cancel: the body is optional; a reason, when given, is journaled with turn_cancelled. */
+export const CancelTurnRequest = z.strictObject({
+  reason: z.string().min(1).max(500).optional(),
+});
+export type CancelTurnRequest = z.infer<typeof CancelTurnRequest>;
+
   limit: z.coerce.number().int().min(1).max(200).optional(),
 });
 export type PageQuery = z.infer<typeof PageQuery>;

@@ -21,6 +21,7 @@ export const EventType = {
   TurnCompleted: 'turn_completed',
   TurnFailed: 'turn_failed',
   TurnCancelled: 'turn_cancelled',
+  InterjectionDelivered: 'interjection_delivered',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -140,6 +141,16 @@ export const EventData = {
   turn_completed: terminalData(),
   turn_failed: terminalData(),
   turn_cancelled: terminalData(),
+  /**
+   * An operator's `interject` message joined this (running) turn at a safe point (docs/adr/0014):
+   * it is in the turn's transcript at `position`, and the model sees it in the next provider call.
+   * The interject turn that carried it ends `completed` with stop reason `interjected`.
+   */
+  interjection_delivered: z.looseObject({
+    messageId: z.string(),
+    interjectTurnId: z.string(),
+    position: z.int(),
+  }),
 } as const satisfies Record<EventType, z.ZodType<Record<string, unknown>>>;
 
 /** A terminal event's data; `costUsd` (decimal string) is filled in by the statement that commits it. */
@@ -150,6 +161,10 @@ function terminalData() {
     toolCalls: z.int().optional(),
     failure: FailureData.optional(),
     costUsd: z.string().optional(),
+    /** turn_cancelled: the reason given with the cancel (POST /v1/turns/:id/cancel, `multitask: interrupt`). */
+    reason: z.string().optional(),
+    /** turn_completed of an interject turn delivered into a running turn: that turn (docs/adr/0014). */
+    intoTurnId: z.string().optional(),
   });
 }
 

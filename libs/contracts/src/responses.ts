@@ -256,6 +256,8 @@ export const TurnResponse = z
     completedAt: Timestamp.nullable(),
   })
   .register(ApiSchemas, { id: 'Turn' });
+    /** When a cancel was requested (POST /v1/turns/:id/cancel, `multitask: interrupt`); null if never. */
+    cancelRequestedAt: Timestamp.nullable(),
 export type TurnResponse = z.infer<typeof TurnResponse>;
 
 /**

@@ -1,3 +1,4 @@
 export * from './channel';
 export * from './publisher';
 export * from './subscriber';
+export * from './control';

@@ -2,3 +2,4 @@ export * from './sql';
 export * from './turn-store';
 export * from './admission-store';
 export * from './hook-store';
+export * from './control-store';

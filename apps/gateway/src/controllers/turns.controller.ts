@@ -1,22 +1,74 @@
-import { Controller, Get, Inject, Param } from '@nestjs/common';
-import { notFound, TurnResponse } from '@switchboard/contracts';
+import { Body, Controller, Get, Inject, Param, Post, Res } from '@nestjs/common';
+import { ApiBody } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import type { TurnControl } from '@switchboard/admission';
+import { CancelTurnRequest, notFound, TurnResponse } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
-import { Operation, TenantApi } from '../http/openapi';
+import { CancelTurnDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { pathId, presentTurn } from '../http/presenters';
+import { validateOptionalBody } from '../http/validation';
 import { DB } from '@switchboard/platform';
+import { TURN_CONTROL } from '../http/turn-control';
 
 @TenantApi('turns')
 @Controller('v1/turns')
 export class TurnsController {
-  constructor(@Inject(DB) private readonly db: Db) {}
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(TURN_CONTROL) private readonly control: TurnControl,
+  ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
   @Get(':id')
   @Operation({ id: 'getTurn', summary: 'A turn', status: 200, schema: TurnResponse, errors: [404] })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnResponse> {
+    return this.find(tenantId, pathId(id, 'turn'));
+  }
+
+  /**
+   * Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once: 200 with
+   * the turn, `cancelled`. A running turn is stopped by its worker at the next safe point: 202 with
+   * the turn as it stands (`running`, `cancelRequestedAt` set); it ends `cancelled` with
+   * `turn_cancelled` journaled. A turn that already ended is answered 200 as it is, unchanged.
+   */
+  @Post(':id/cancel')
+  @Operation({
+    id: 'cancelTurn',
+    summary: 'Cancel a turn',
+    status: 202,
+    schema: TurnResponse,
+    description:
+      'The turn is running: the cancel is recorded and its worker stops it at the next safe point ' +
+      '(before a provider call or a tool); the turn as it stands, with cancelRequestedAt.',
+    alternative: {
+      status: 200,
+      schema: TurnResponse,
+      description:
+        'The turn has ended: it was queued or awaiting approval and is now cancelled, or it had ' +
+        'already ended (a repeated cancel changes nothing).',
+    },
+    errors: [...BODY_ERRORS, 404],
+  })
+  @ApiBody({ type: CancelTurnDto, required: false })
+  async cancel(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() raw: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const turnId = pathId(id, 'turn');
+    const body = validateOptionalBody(CancelTurnRequest, raw);
+    const result = await this.control.cancel(tenantId, turnId, body.reason);
+    if (!result) throw notFound('turn');
+    const turn = await this.find(tenantId, turnId);
+    await reply.status(turn.status === 'running' ? 202 : 200).send(turn);
+  }
+
+  private async find(tenantId: string, id: string): Promise<TurnResponse> {
     const turn = await this.db.turn.findFirst({
-      where: { id: pathId(id, 'turn'), tenantId },
+      where: { id, tenantId },
       include: { toolCalls: { orderBy: { startedAt: 'asc' } } },
     });
     if (!turn) throw notFound('turn');

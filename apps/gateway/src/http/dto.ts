@@ -1,6 +1,9 @@
 import { createZodDto } from 'nestjs-zod';
 import {
   AdmitMessageRequest,
+  CancelTurnRequest,
+  ApprovalsQuery,
+  DecideApprovalRequest,
   CreateAgentRequest,
   CreateApiKeyRequest,
   CreateSessionRequest,
@@ -18,6 +21,7 @@ export class CreateAgentDto extends createZodDto(CreateAgentRequest) {}
 export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}
 export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
 export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
+export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
 export class EventsQueryDto extends createZodDto(EventsQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}

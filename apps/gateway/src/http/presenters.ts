@@ -141,6 +141,7 @@ export const presentEvent = (e: Event): EventResponse =>
     turnId: e.turnId,
     data: e.data,
     createdAt: e.createdAt.toISOString(),
+  cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
   }) as EventResponse;
 
 /** An id in a path: anything that is not a UUID cannot name an object, so it is a 404. */

@@ -1,6 +1,6 @@
 import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
 import { createZodValidationPipe } from 'nestjs-zod';
-import type { ZodError } from 'zod';
+import type { ZodError, ZodType } from 'zod';
 import { AppError, findInvalidText } from '@switchboard/contracts';
 
 interface Issue {
@@ -13,6 +13,13 @@ const failed = (issues: Issue[]) =>
   new AppError('validation_failed', issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '), {
     issues,
   });
+
+/** Validates an optional body by hand (the pipe needs one): no body is `{}`; errors as the pipe's. */
+export function validateOptionalBody<T>(schema: ZodType<T>, value: unknown): T {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  throw failed(r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, code: i.code })));
+}
 
 /** Strict request validation: the error lists every issue with its path. */
 const ZodPipe = createZodValidationPipe({

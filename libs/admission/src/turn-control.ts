@@ -1,0 +1,130 @@
+import type { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import {
+  Jobs,
+  newId,
+  PostTurnHookName,
+  Priority,
+  PRIORITY_RANK,
+  type TurnStatus,
+} from '@switchboard/contracts';
+import { sendControl, type LivePublisher } from '@switchboard/live';
+import type { Logger } from '@switchboard/observability';
+import { publish } from '@switchboard/queue';
+import { ControlStore, TurnStore, type SqlDb } from '@switchboard/store';
+
+export interface CancelResult {
+  /** The turn's status after the request: `running` while its worker stops it, else terminal. */
+  status: TurnStatus;
+  /** The request changed something (false: the turn had already ended). */
+  changed: boolean;
+}
+
+/**
+ * Steering a turn from the gateway (docs/adr/0014): cancel (POST /v1/turns/:id/cancel, and
+ * `multitask: interrupt`) and the nudge that tells the worker holding a session that an interjection
+ * waits. The request is durable in Postgres before any message is sent; the control channel only
+ * makes it fast.
+ */
+export class TurnControl {
+  private readonly store: ControlStore;
+  private readonly turns: TurnStore;
+
+  constructor(
+    db: SqlDb,
+    private readonly o: {
+      redis: IORedis;
+      prefix: string;
+      postTurnQueue: Queue;
+      turnsQueue: Queue;
+      live: LivePublisher;
+      logger: Logger;
+    },
+  ) {
+    this.store = new ControlStore(db);
+    this.turns = new TurnStore(db);
+  }
+
+  /**
+   * Cancels a turn of this tenant; undefined when there is none. A queued turn (or one awaiting
+   * approval) ends here at once; a running one is stopped by its worker at the next safe point (the
+   * worker is told over the control channel; its heartbeat finds the request when the message is
+   * lost, and a claim after its worker died ends it without running it). A turn that already ended
+   * is left as it is.
+   */
+  async cancel(tenantId: string, turnId: string, reason?: string): Promise<CancelResult | undefined> {
+    const r = await this.store.requestCancel({ tenantId, turnId, reason: reason ?? null, eventId: newId() });
+    switch (r.kind) {
+      case 'not_found':
+        return undefined;
+      case 'ended':
+        return { status: r.status as TurnStatus, changed: false };
+      case 'requested':
+        if (r.leaseOwner) {
+          await sendControl(this.o.redis, this.o, r.leaseOwner, {
+            v: 1,
+            type: 'cancel',
+            turnId,
+            sessionId: r.sessionId,
+          });
+        } else {
+          // Its worker's lease lapsed (the worker died): the next claim of the session ends it. Make
+          // sure one comes even when the turn's own job already completed.
+          await this.wake(r.sessionId);
+        }
+        return { status: 'running', changed: true };
+      case 'cancelled':
+        await this.o.live.publish(r.sessionId, r.events);
+        // As the runner does for every terminal turn: the same job ids, so a repeat is a no-op.
+        await Promise.all(
+          PostTurnHookName.options.map((hook) =>
+            publish(this.o.postTurnQueue, Jobs.postTurn, { turnId, tenantId: r.tenantId, hook }),
+          ),
+        );
+        // The turn's own job, when it fires, finds it ended and only drains the session; a session whose
+        // jobs already completed gets a fresh one for its next turn.
+        await this.wake(r.sessionId);
+        return { status: 'cancelled', changed: true };
+    }
+  }
+
+  /**
+   * `multitask: interrupt`: cancels the session's active turns (running, or awaiting approval) other
+   * than the one just admitted, which then runs after them.
+   */
+  async interrupt(tenantId: string, sessionId: string, admittedTurnId: string): Promise<void> {
+    for (const id of await this.store.activeTurns(sessionId, tenantId, admittedTurnId)) {
+      await this.cancel(tenantId, id, 'interrupted by a newer message (multitask: interrupt)');
+    }
+  }
+
+  /** Tells the worker holding the session that an interjection waits; false when none holds it. */
+  async notifyInterjection(sessionId: string): Promise<boolean> {
+    const owner = await this.store.leaseOwner(sessionId);
+    if (!owner) return false;
+    return sendControl(this.o.redis, this.o, owner, { v: 1, type: 'interject', sessionId });
+  }
+
+  /** A fresh job for the session's next unfinished turn when its own job is no longer alive. */
+  private async wake(sessionId: string): Promise<void> {
+    try {
+      const next = await this.turns.nextUnfinished(sessionId);
+      if (!next) return;
+      const old = await this.o.turnsQueue.getJob(next.id);
+      if (old) {
+        const state = await old.getState();
+        if (state !== 'completed' && state !== 'failed') return;
+        await old.remove().catch(() => undefined);
+      }
+      await publish(
+        this.o.turnsQueue,
+        Jobs.turn,
+        { turnId: next.id, sessionId, tenantId: next.tenantId },
+        { priority: PRIORITY_RANK[Priority.catch('normal').parse(next.priority)] },
+      );
+    } catch (err) {
+      // The reconciler re-enqueues unfinished turns whose jobs are gone.
+      this.o.logger.warn({ err, sessionId }, 'could not wake the session after a cancel');
+    }
+  }
+}

@@ -1,0 +1,117 @@
+import { json, sql, type SqlDb } from './sql';
+import type { CommittedEvent } from './turn-store';
+
+/**
+ * The gateway's side of steering a turn (docs/adr/0014): a cancel request recorded durably on the
+ * turn, and a turn that no worker holds (queued, awaiting approval) ended at once.
+ */
+
+export type CancelOutcome =
+  /** No such turn in this tenant. */
+  | { kind: 'not_found' }
+  /** The turn had already ended: nothing changed. */
+  | { kind: 'ended'; status: string; sessionId: string }
+  /**
+   * The turn is running: the request is recorded, and the worker holding the session (`leaseOwner`,
+   * null when its lease lapsed: the next claim ends it) is to be told.
+   */
+  | { kind: 'requested'; sessionId: string; leaseOwner: string | null }
+  /** No worker held it (queued, awaiting approval): ended here, with its journaled events. */
+  | {
+      kind: 'cancelled';
+      sessionId: string;
+      tenantId: string;
+      priority: string;
+      events: CommittedEvent[];
+    };
+
+export class ControlStore {
+  constructor(readonly db: SqlDb) {}
+
+  /**
+   * Records a cancel request and ends the turn when no worker holds it, in one transaction that
+   * locks the session row first: a claim, a finalisation and an interjection's delivery all update
+   * that row before they touch the turn, so the status read after the lock is the one that stands.
+   */
+  async requestCancel(a: {
+    tenantId: string;
+    turnId: string;
+    reason: string | null;
+    eventId: string;
+  }): Promise<CancelOutcome> {
+    return this.db.transaction(async (tx) => {
+      const found = await tx.first<{ session_id: string }>(sql`
+        SELECT session_id FROM turns WHERE id = ${a.turnId}::uuid AND tenant_id = ${a.tenantId}::uuid`);
+      if (!found) return { kind: 'not_found' };
+      const sessionId = found.session_id;
+      const session = await tx.first<{ lease_owner: string | null; held: boolean }>(sql`
+        SELECT lease_owner, (lease_token IS NOT NULL AND lease_expires_at > now()) AS held
+        FROM sessions WHERE id = ${sessionId}::uuid FOR UPDATE`);
+      // A new statement after the lock: its snapshot sees whatever committed before the lock was granted.
+      const turn = await tx.first<{ status: string; priority: string }>(sql`
+        SELECT status, priority FROM turns WHERE id = ${a.turnId}::uuid`);
+      if (!turn) return { kind: 'not_found' };
+      if (['completed', 'failed', 'cancelled'].includes(turn.status)) {
+        return { kind: 'ended', status: turn.status, sessionId };
+      }
+      if (turn.status === 'running') {
+        await tx.execute(sql`
+          UPDATE turns SET cancel_requested_at = coalesce(cancel_requested_at, now()),
+            cancel_reason = coalesce(cancel_reason, ${a.reason}::text)
+          WHERE id = ${a.turnId}::uuid`);
+        return {
+          kind: 'requested',
+          sessionId,
+          leaseOwner: session?.held ? session.lease_owner : null,
+        };
+      }
+      // queued or awaiting_approval: no worker holds it, so it ends here, as the runner would end it.
+      const data = { stopReason: 'cancelled', ...(a.reason ? { reason: a.reason } : {}) };
+      const events = await tx.rows<CommittedEvent>(sql`
+        WITH t AS (
+          UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now(),
+            final_text = coalesce(final_text, ''), cancel_requested_at = coalesce(cancel_requested_at, now()),
+            cancel_reason = coalesce(cancel_reason, ${a.reason}::text),
+            decision = jsonb_build_object('strategy', 'cancelled', 'model', model, 'tools', (SELECT coalesce(jsonb_agg(DISTINCT name), '[]'::jsonb)
+                FROM tool_calls WHERE turn_id = ${a.turnId}::uuid),
+              'iterations', iterations, 'toolCalls', tool_call_count, 'stopReason', 'cancelled')
+          WHERE id = ${a.turnId}::uuid
+          RETURNING input_tokens, output_tokens, cost_usd, iterations, tool_call_count
+        ),
+        s AS (
+          -- The turn's usage so far (a turn that waited for approval had spent some) joins the session's.
+          UPDATE sessions SET last_event_seq = sessions.last_event_seq + 1,
+            input_tokens = sessions.input_tokens + t.input_tokens,
+            output_tokens = sessions.output_tokens + t.output_tokens,
+            cost_usd = sessions.cost_usd + t.cost_usd, updated_at = now()
+          FROM t WHERE sessions.id = ${sessionId}::uuid
+          RETURNING sessions.last_event_seq AS seq
+        )
+        INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
+        SELECT ${a.eventId}::uuid, ${a.tenantId}::uuid, ${sessionId}::uuid, ${a.turnId}::uuid, s.seq, 'turn_cancelled',
+          ${json(data)}::jsonb || jsonb_build_object('iterations', t.iterations, 'toolCalls', t.tool_call_count,
+            'costUsd', t.cost_usd::text)
+        FROM s, t
+        RETURNING seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
+      return { kind: 'cancelled', sessionId, tenantId: a.tenantId, priority: turn.priority, events };
+    });
+  }
+
+  /** The session's turns a worker holds or that wait on a human: what `multitask: interrupt` cancels. */
+  async activeTurns(sessionId: string, tenantId: string, except: string): Promise<string[]> {
+    const rows = await this.db.rows<{ id: string }>(sql`
+      SELECT id FROM turns
+      WHERE session_id = ${sessionId}::uuid AND tenant_id = ${tenantId}::uuid AND id <> ${except}::uuid
+        AND status IN ('running', 'awaiting_approval')
+      ORDER BY seq`);
+    return rows.map((r) => r.id);
+  }
+
+  /** The worker holding the session's lease, if it is live (an interjection's control message goes there). */
+  async leaseOwner(sessionId: string): Promise<string | null> {
+    const row = await this.db.first<{ lease_owner: string | null }>(sql`
+      SELECT lease_owner FROM sessions
+      WHERE id = ${sessionId}::uuid AND lease_token IS NOT NULL AND lease_expires_at > now()`);
+    return row?.lease_owner ?? null;
+  }
+}
