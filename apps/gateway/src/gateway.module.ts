@@ -24,10 +24,12 @@ import { AuthGuard } from './auth/guard';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
+import { ChatCompletionsController } from './controllers/chat-completions.controller';
 import { OpsController } from './controllers/ops.controller';
 import { SessionsController } from './controllers/sessions.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
+import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { InFlightRequests } from './http/in-flight';
 import { TURN_CONTROL } from './http/turn-control';
@@ -104,6 +106,7 @@ export class GatewayModule {
         TurnsController,
         SettingsController,
         OpsController,
+        ChatCompletionsController,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },
@@ -162,6 +165,7 @@ export class GatewayModule {
             new TurnWaiter(db, sqlDbFor(poolOf(db), 'gateway', metrics), live),
         },
         InFlightRequests,
+        ChatCompletionStreamer,
         LiveLifecycle,
         QueueDepthMetrics,
       ],

@@ -6,3 +6,4 @@ export * from './ids';
 export * from './jobs';
 export * from './text';
 export * from './responses';
+export * from './chat-completions';

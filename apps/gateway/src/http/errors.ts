@@ -6,6 +6,7 @@ import { AppError, type ErrorBody, type ErrorCode } from '@switchboard/contracts
 import { isTransientDbError } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
+import { isChatCompletionsUrl, toOpenAiErrorResponse } from './chat-completions';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON: 'invalid_json',
@@ -106,11 +107,21 @@ export class ErrorFilter implements ExceptionFilter {
 
   catch(err: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    send(reply, toErrorResponse(err, this.logger));
+    const url = host.switchToHttp().getRequest<FastifyRequest | undefined>()?.url;
+    // The OpenAI-compatible route answers in OpenAI's error shape, whatever failed (auth, body, handler).
+    if (isChatCompletionsUrl(url)) {
+      send(
+        reply,
+        toOpenAiErrorResponse(err, (e) => toErrorResponse(e, this.logger)),
+      );
+    } else send(reply, toErrorResponse(err, this.logger));
   }
 }
 
-function send(reply: FastifyReply, { status, body, headers }: ErrorResponse): void {
+function send(
+  reply: FastifyReply,
+  { status, body, headers }: Omit<ErrorResponse, 'body'> & { body: unknown },
+): void {
   void reply
     .status(status)
     .headers({ ...headers, 'content-type': 'application/json; charset=utf-8' })

@@ -35,6 +35,11 @@ export class TurnWaiter {
     this.stopping.abort();
   }
 
+  /** Aborted when the gateway begins to shut down (streams end then, as waits do). */
+  get shutdown(): AbortSignal {
+    return this.stopping.signal;
+  }
+
   /** Starts listening to the session; close the watch when done (a disconnect included). */
   watch(sessionId: string): LiveWatch {
     return this.live.watch(sessionId);
@@ -80,7 +85,8 @@ export class TurnWaiter {
     return !!row && isTerminal(row.status);
   }
 
-  private async ended(tenantId: string, turnId: string): Promise<TurnResponse | undefined> {
+  /** The turn as GET /v1/turns/:id presents it when it has ended; undefined while it has not. */
+  async ended(tenantId: string, turnId: string): Promise<TurnResponse | undefined> {
     const turn = await this.db.turn.findFirst({
       where: { id: turnId, tenantId },
       include: { toolCalls: { orderBy: { startedAt: 'asc' } } },

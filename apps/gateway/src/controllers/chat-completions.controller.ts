@@ -1,0 +1,362 @@
+import { applyDecorators, Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createZodDto } from 'nestjs-zod';
+import type { Admission, Admitted } from '@switchboard/admission';
+import {
+  ChatCompletionRequest,
+  ChatCompletionResponse,
+  isUuid,
+  newId,
+  OpenAiErrorResponse,
+  unsupportedChatParameter,
+} from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import type { Db } from '@switchboard/database';
+import { ADMISSION, CONFIG, DB } from '@switchboard/platform';
+import { TenantId } from '../auth/guard';
+import {
+  completionOf,
+  endedTurnError,
+  OpenAiError,
+  planConversation,
+  requestedSessionId,
+  sessionIdForKey,
+  type ConversationPlan,
+} from '../http/chat-completions';
+import { IdempotencyKeyHeader } from '../http/idempotency';
+import { API_KEY_AUTH, schemaRef } from '../http/openapi';
+import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
+import { ChatCompletionStreamer } from '../http/chat-completion-stream';
+
+const SESSION_HEADER = 'x-session-id';
+
+class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}
+
+const ERRORS: [number, string][] = [
+  [
+    400,
+    'Invalid request (body, header), an OpenAI parameter the facade does not support, or a model that is not the session’s agent',
+  ],
+  [401, 'Missing, invalid or revoked API key'],
+  [404, 'No agent of the tenant with that name or id (`model_not_found`), or no such session'],
+  [408, 'The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; poll GET /v1/turns/{id}'],
+  [
+    409,
+    'The session is closed, the turn was cancelled, or a request with this Idempotency-Key is still in flight',
+  ],
+  [413, 'Request body larger than the limit'],
+  [415, 'Body is not application/json'],
+  [422, 'Idempotency-Key reused with a different request'],
+  [500, 'Unexpected failure (logged)'],
+  [502, 'The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced)'],
+  [503, 'A dependency (Postgres, Redis) is unavailable: retry later'],
+];
+
+/** Every error of the route, in OpenAI's shape. */
+const OpenAiErrors = () =>
+  applyDecorators(
+    ...ERRORS.map(([status, description]) =>
+      ApiResponse({ status, description, schema: schemaRef(OpenAiErrorResponse) }),
+    ),
+  );
+
+/**
+ * `POST /v1/chat/completions`, OpenAI-compatible (SPEC §3; docs/adr/0015-chat-completions-facade.md):
+ * `model` names an agent, the conversation is a session, the last user message is admitted through
+ * the same Admission as POST /v1/sessions/:id/messages (operator authority, Idempotency-Key honoured),
+ * and the answer is the turn's final text, whole or streamed as `chat.completion.chunk`s. Errors come
+ * in OpenAI's shape (the ErrorFilter answers this route so), so the stock `openai` client maps them.
+ */
+@ApiTags('chat')
+@ApiBearerAuth(API_KEY_AUTH)
+@Controller('v1/chat')
+export class ChatCompletionsController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(ChatCompletionStreamer) private readonly streamer: ChatCompletionStreamer,
+  ) {}
+
+  @Post('completions')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'createChatCompletion',
+    summary: 'OpenAI-compatible chat completion: the agent named by `model` answers in a session',
+  })
+  @ApiResponse({
+    status: 200,
+    description:
+      'The turn ended: its final answer as a `chat.completion`, or with `stream: true` Server-Sent Events, ' +
+      'one `chat.completion.chunk` (ChatCompletionChunk) per `data:` frame, ending with `data: [DONE]`. ' +
+      'The `X-Session-Id` header names the session (new or continued).',
+    content: {
+      'application/json': { schema: schemaRef(ChatCompletionResponse) },
+      'text/event-stream': { schema: { type: 'string' } },
+    },
+  })
+  @OpenAiErrors()
+  @ApiHeader({
+    name: 'X-Session-Id',
+    required: false,
+    description:
+      'The session to continue (or `metadata.session_id`). Without one a new session of the agent is ' +
+      'created, seeded with the earlier messages of the request; its id comes back in this header.',
+    schema: { type: 'string', format: 'uuid' },
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'As on POST /v1/sessions/{id}/messages. Without X-Session-Id, the new session is derived from ' +
+      'the key, so a retry continues the same session and waits for the same turn.',
+    schema: { type: 'string', minLength: 1, maxLength: 200 },
+  })
+  async create(
+    @TenantId() tenantId: string,
+    @Body() body: ChatCompletionDto,
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const unsupported = unsupportedChatParameter(body);
+    if (unsupported) {
+      throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
+    }
+    const plan = planConversation(body.messages);
+    const agentId = await this.agentOf(tenantId, body.model);
+    const sessionId = await this.sessionFor(
+      tenantId,
+      agentId,
+      requestedSessionId(req.headers[SESSION_HEADER], body.metadata),
+      idempotencyKey,
+      plan,
+    );
+    void reply.header(SESSION_HEADER, sessionId);
+
+    // Listening starts before the admission (as for `wait` on POST …/messages): nothing the turn
+    // commits can be missed.
+    const watch = this.waiter.watch(sessionId);
+    const alreadySubscribed = watch.subscription.isReady;
+    try {
+      const admitted = await this.admit(tenantId, sessionId, body, plan, idempotencyKey);
+      const subscribedBeforeAdmission = alreadySubscribed && !admitted.replayed;
+      if (body.stream) {
+        await this.streamer.stream(reply, watch, {
+          tenantId,
+          sessionId,
+          turnId: admitted.turnId,
+          model: body.model,
+          includeUsage: body.stream_options?.include_usage === true,
+          subscribedBeforeAdmission,
+        });
+        return;
+      }
+      await this.answer(
+        reply,
+        watch,
+        tenantId,
+        admitted,
+        body.model,
+        subscribedBeforeAdmission,
+        idempotencyKey,
+      );
+    } finally {
+      watch.close();
+    }
+  }
+
+  /** Non-streaming: holds the request until the turn ends (bounded by WAIT_TIMEOUT_MS). */
+  private async answer(
+    reply: FastifyReply,
+    watch: ReturnType<TurnWaiter['watch']>,
+    tenantId: string,
+    admitted: Admitted,
+    model: string,
+    subscribedBeforeAdmission: boolean,
+    idempotencyKey: string | undefined,
+  ): Promise<void> {
+    const bound = this.config.WAIT_TIMEOUT_MS;
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      const turn = await this.waiter.untilEnded(watch, {
+        tenantId,
+        turnId: admitted.turnId,
+        deadline: Date.now() + bound,
+        signal: gone.signal,
+        subscribedBeforeAdmission,
+      });
+      if (gone.signal.aborted) return;
+      if (!turn) {
+        throw new OpenAiError(
+          408,
+          'turn_timeout',
+          `turn ${admitted.turnId} did not end within ${Math.round(bound / 1000)} s; it goes on running: ` +
+            `GET /v1/turns/${admitted.turnId} for its answer` +
+            (idempotencyKey ? ', or send the request again with the same Idempotency-Key to wait again' : ''),
+          // A retry with the same key waits for the same turn; without one it would admit the message again.
+          { retry: idempotencyKey !== undefined, headers: { 'x-turn-id': admitted.turnId } },
+        );
+      }
+      const failed = endedTurnError(turn);
+      if (failed) throw failed;
+      await reply.status(200).send(completionOf(turn, model));
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+
+  /** The agent `model` names: by name (the most recent when names repeat) or by id; 404 model_not_found. */
+  private async agentOf(tenantId: string, model: string): Promise<string> {
+    const agent = await this.db.agent.findFirst({
+      where: { tenantId, deletedAt: null, OR: [{ name: model }, ...(isUuid(model) ? [{ id: model }] : [])] },
+      orderBy: { createdAt: 'desc' },
+      select: { id: true },
+    });
+    if (!agent) {
+      throw new OpenAiError(
+        404,
+        'model_not_found',
+        `The model \`${model}\` does not exist: name an agent of the tenant (GET /v1/agents), by name or id`,
+        { param: 'model' },
+      );
+    }
+    return agent.id;
+  }
+
+  /**
+   * The session to admit into: the one the request names (it must be the agent's and open), or a new
+   * one seeded with the request's earlier messages (docs/adr/0015). With an Idempotency-Key the new
+   * session's id is derived from the key, so a retry lands in it again and is not seeded twice.
+   */
+  private async sessionFor(
+    tenantId: string,
+    agentId: string,
+    requested: string | undefined,
+    idempotencyKey: string | undefined,
+    plan: ConversationPlan,
+  ): Promise<string> {
+    if (requested !== undefined) {
+      const session = isUuid(requested)
+        ? await this.db.session.findFirst({
+            where: { id: requested, tenantId },
+            select: { agentId: true, status: true },
+          })
+        : null;
+      if (!session) {
+        throw new OpenAiError(404, 'session_not_found', `session ${requested} not found`, {
+          param: 'X-Session-Id',
+        });
+      }
+      if (session.agentId !== agentId) {
+        throw new OpenAiError(400, 'model_session_mismatch', 'model: the session belongs to another agent', {
+          param: 'model',
+        });
+      }
+      if (session.status === 'closed') {
+        throw new OpenAiError(409, 'session_closed', `session ${requested} is closed`, { retry: false });
+      }
+      return requested;
+    }
+    const id = idempotencyKey ? sessionIdForKey(tenantId, idempotencyKey) : newId();
+    const created = await this.db.$transaction(async (tx) => {
+      const imported = plan.history.length > 0;
+      const inserted = await tx.session.createMany({
+        data: [
+          {
+            id,
+            tenantId,
+            agentId,
+            metadata: { createdBy: 'chat.completions' },
+            lastTurnSeq: imported ? 1 : 0,
+          },
+        ],
+        skipDuplicates: true,
+      });
+      if (inserted.count === 0) return false;
+      if (imported) {
+        // The conversation so far is the session's first turn, ended as `imported`: every later
+        // turn's history starts with it, and nothing runs it.
+        const turnId = newId();
+        const messageIds = plan.history.map(() => newId());
+        await tx.message.createMany({
+          data: plan.history.map((h, position) => ({
+            id: messageIds[position],
+            tenantId,
+            agentId,
+            sessionId: id,
+            turnId,
+            turnSeq: 1,
+            position,
+            role: h.role,
+            // The caller wrote both sides of this history: operator provenance, not the harness's.
+            kind: 'operator_prompt',
+            origin: { kind: 'operator' },
+            trust: 'trusted_operator',
+            authorityClass: 'operator_instruction',
+            deliverySurface: 'http_public_enqueue',
+            admissionContext: 'control_authenticated',
+            body: { type: 'text', text: h.text },
+            metadata: { imported: 'chat.completions' },
+          })),
+        });
+        const now = new Date();
+        const lastAssistant = plan.history.filter((h) => h.role === 'assistant').at(-1);
+        await tx.turn.create({
+          data: {
+            id: turnId,
+            tenantId,
+            sessionId: id,
+            agentId,
+            seq: 1,
+            inputMessageId: messageIds[0],
+            status: 'completed',
+            stopReason: 'imported',
+            finalText: lastAssistant?.text ?? null,
+            startedAt: now,
+            completedAt: now,
+          },
+        });
+      }
+      return true;
+    });
+    if (!created) {
+      // The key's session exists: a retry, or the same key sent for another agent.
+      const session = await this.db.session.findFirst({ where: { id, tenantId }, select: { agentId: true } });
+      if (session?.agentId !== agentId) {
+        throw new OpenAiError(
+          422,
+          'idempotency_key_reused',
+          'this Idempotency-Key was already used with a different request: use a new key for a new message',
+        );
+      }
+    }
+    return id;
+  }
+
+  /** The last user message, as POST /v1/sessions/:id/messages admits an operator's message. */
+  private admit(
+    tenantId: string,
+    sessionId: string,
+    body: ChatCompletionDto,
+    plan: ConversationPlan,
+    idempotencyKey: string | undefined,
+  ): Promise<Admitted> {
+    const { session_id: _, ...metadata } = body.metadata ?? {};
+    return this.admission.admit({
+      tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text: plan.prompt },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+      metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
+      idempotencyKey,
+    });
+  }
+}
