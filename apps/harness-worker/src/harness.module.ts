@@ -66,6 +66,7 @@ export class HarnessModule {
               postTurnQueue: postTurn,
               turnsQueue: turns,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
+              liveDeltaFlushMs: cfg.LIVE_DELTA_FLUSH_MS,
               logger,
               metrics,
               workerId: `${hostname()}:${process.pid}`,

@@ -113,6 +113,10 @@ export const ConfigSchema = z.object({
     .optional(),
   /** Longest a `wait` admission holds its response for the turn to end (and the cap on `wait: <seconds>`); 0 turns waiting off. */
   WAIT_TIMEOUT_MS: Int(60_000, 0),
+  /** How often a streaming round's text is published live at most (docs/adr/0015). */
+  LIVE_DELTA_FLUSH_MS: Int(30, 0),
+  /** Comment lines an SSE stream sends while idle, so proxies and clients keep it open. */
+  SSE_HEARTBEAT_MS: Int(15_000, 100),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),

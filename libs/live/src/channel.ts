@@ -24,12 +24,17 @@ export interface LiveEvent {
   data: Record<string, unknown>;
   /** ISO time; the publisher stamps the publishing time when the caller has none. */
   createdAt: string;
+  /** The journal row's id: a reader recognises the committed copy of an ephemeral event by it. */
+  id?: string;
 }
 
 /**
- * Not a journal row (yet): a text delta delivered as the provider streams it, persisted later
- * coalesced (issue 10). It carries `after`, the seq of the last journal event committed before it,
- * so a reader that already read past that point drops it.
+ * Not a journal row (yet): an event a running turn has emitted but not committed — a round's or a
+ * tool's start, text as the provider streams it (docs/adr/0015). It carries `after`, the seq of the
+ * last journal event the turn committed before it, so a reader that already read past that point
+ * drops it; `id`, the id its journal row will have; `index`, its place among the events the turn's
+ * next commit journals; and for a text chunk `offset`, where it starts in that event's text. A
+ * reader takes one only when it has every earlier one of the same `after`.
  */
 export interface LiveEphemeralEvent {
   ephemeral: true;
@@ -38,6 +43,9 @@ export interface LiveEphemeralEvent {
   turnId: string | null;
   data: Record<string, unknown>;
   createdAt: string;
+  id?: string;
+  index?: number;
+  offset?: number;
 }
 
 export type LiveMessage = LiveEvent | LiveEphemeralEvent;
@@ -111,8 +119,7 @@ export class LiveCursor {
 
   /**
    * True when a journal event skips seqs this reader has not seen: events that were committed but
-   * not published live (today only terminal and round-level events are), or lost while the
-   * subscriber's connection was down. A reader that needs every event reads the journal from
+   * not published live (a PUBLISH given up), or lost while the subscriber's connection was down. A reader that needs every event reads the journal from
    * `last` before taking it.
    */
   isGap(e: LiveMessage): boolean {

@@ -17,6 +17,12 @@ export interface LivePublisher {
    * journal in Postgres, which readers fall back to, is the truth.
    */
   publish(sessionId: string, events: readonly PublishableEvent[]): Promise<void>;
+  /**
+   * The same, resolving to the number of processes subscribed to the session's channel that
+   * received the batch (undefined when it was not published): a writer of ephemeral events skips
+   * them while nobody listens (docs/adr/0015).
+   */
+  publishCounted?(sessionId: string, events: readonly PublishableEvent[]): Promise<number | undefined>;
 }
 
 /** For processes and tests without a live channel. */
@@ -42,14 +48,18 @@ export class RedisLivePublisher implements LivePublisher {
   ) {}
 
   async publish(sessionId: string, events: readonly PublishableEvent[]): Promise<void> {
-    if (events.length === 0) return;
+    await this.publishCounted(sessionId, events);
+  }
+
+  async publishCounted(sessionId: string, events: readonly PublishableEvent[]): Promise<number | undefined> {
+    if (events.length === 0) return undefined;
     const { logger, prefix } = this.options;
     if (this.redis.status !== 'ready') {
       logger.warn(
         { sessionId, redis: this.redis.status, events: events.length },
         'live events not published: Redis is not connected; readers fall back to the journal',
       );
-      return;
+      return undefined;
     }
     const now = new Date().toISOString();
     const payload = encode(
@@ -58,7 +68,7 @@ export class RedisLivePublisher implements LivePublisher {
     );
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
+      return await Promise.race([
         this.redis.publish(sessionChannel(prefix, sessionId), payload),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
@@ -69,6 +79,7 @@ export class RedisLivePublisher implements LivePublisher {
       ]);
     } catch (err) {
       logger.warn({ err, sessionId }, 'live events not published; readers fall back to the journal');
+      return undefined;
     } finally {
       clearTimeout(timer);
     }

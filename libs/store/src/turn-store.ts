@@ -209,6 +209,8 @@ export interface Step {
 
 /** A journal event as one step committed it. */
 export interface CommittedEvent {
+  /** The journal row's id: a live reader matches it to the ephemeral copy it already had (ADR 0015). */
+  id?: string;
   seq: number;
   type: string;
   turnId: string | null;
@@ -619,7 +621,7 @@ export function stepStatement(step: Step): Sql {
       INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
       SELECT v.id, ${step.tenantId}::uuid, ${step.sessionId}::uuid, v.turn_id, s.base + v.ord, v.type, ${data}
       FROM s, (VALUES ${join(rows)}) AS v (id, turn_id, ord, type, data, with_cost)
-      ${step.returnEvents ? sql`RETURNING seq, type, turn_id AS "turnId", data, created_at AS "createdAt"` : sql``})`);
+      ${step.returnEvents ? sql`RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"` : sql``})`);
   }
 
   return sql`WITH ${join(ctes, ',\n')}

@@ -62,6 +62,7 @@ import { poolOf } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
 import { retryTransient } from './durable';
 import { SessionLease } from './lease';
+import { LiveProgress } from './live-progress';
 import { coherentHistory, toChatMessage } from './transcript';
 
 /** Every named hook runs after every terminal turn (libs/hooks has exactly one handler per name). */
@@ -98,8 +99,13 @@ export interface TurnRunnerOptions {
   finalisers?: FinalisationStep[];
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
-  /** The live channel (libs/live): the terminal events go out on it after their commit. Never fails a turn. */
+  /**
+   * The live channel (libs/live): every commit's events go out on it after the commit, a round's
+   * start and its streamed text before (docs/adr/0015). Never fails a turn.
+   */
   live?: LivePublisher;
+  /** How often a streaming round's text is published at most (LIVE_DELTA_FLUSH_MS, default 30 ms). */
+  liveDeltaFlushMs?: number;
 }
 
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
@@ -298,6 +304,11 @@ export class TurnRunner {
           this.o.checkpointRetryMs ?? 30_000,
           load.tenant.killSwitch,
         );
+        // Every commit's events go out live after it, and before it what a client should not wait
+        // for: starts, and text as it streams (docs/adr/0015).
+        if (this.o.live) {
+          checkpoints.live = new LiveProgress(this.o.live, turn.sessionId, turn.id, this.o.liveDeltaFlushMs);
+        }
         // turn_started commits with the turn's first checkpoint (the turn row is `running` already).
         await checkpoints.emit(EventType.TurnStarted, {
           seq: turn.seq,
@@ -350,6 +361,7 @@ export class TurnRunner {
           );
         } finally {
           clearInterval(heartbeat);
+          checkpoints.live?.close();
         }
         if (controller.signal.aborted && controller.signal.reason === 'lease_lost') {
           throw new LeaseLostError(turn.sessionId);
@@ -358,9 +370,8 @@ export class TurnRunner {
         // round, the decision record and the terminal event, and releases the lease when no turn is
         // queued behind it; if it fails the job retries and the turn resumes. Every later step is
         // isolated: its failure is logged and recorded on the turn, and the result stands.
+        // Waiting clients hear of the end as it commits (the step publishes it); the journal stays the truth.
         const committed = await checkpoints.finalise(outcome, model);
-        // Waiting clients hear of the end now; the journal stays the truth (libs/live, ADR 0011).
-        await this.o.live?.publish(turn.sessionId, committed.events ?? []);
         if (outcome.status === 'failed') {
           this.o.logger.warn(
             {
@@ -509,6 +520,10 @@ function addUsd(a: string, b: string): string {
 class PostgresCheckpoints implements TurnCheckpoints {
   private pendingEvents: JournalEvent[] = [];
   private deltas = '';
+  /** The id of the text_delta event the streamed text becomes (its ephemeral chunks carry it). */
+  private deltaId = '';
+  /** The live channel: each commit's events after it, starts and streamed text before (ADR 0015). */
+  live?: LiveProgress;
   /** Written with the next commit: the last round, the first commit's turn model and system prompt. */
   private deferred: Writes = emptyWrites();
   /** Committed-after hooks of the deferred writes (metrics once the round is durable). */
@@ -578,7 +593,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
           e.type === EventType.TurnCancelled,
       })),
       ...merged,
-      returnEvents: options.returnEvents,
+      returnEvents: options.returnEvents || this.live !== undefined,
     };
     const marker = events[0]?.id;
     const result = await retryTransient(
@@ -598,6 +613,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
       },
     );
     if (!result.applied) throw new LeaseLostError(t.sessionId);
+    this.live?.committed(result.events);
     this.kill = { value: result.killSwitch, at: Date.now() };
     for (const fn of after) fn();
     return result;
@@ -657,7 +673,12 @@ class PostgresCheckpoints implements TurnCheckpoints {
   /** Streamed text since the last event becomes one coalesced text_delta event, in order. */
   private bufferDeltas(): void {
     if (!this.deltas) return;
-    this.pendingEvents.push({ type: EventType.TextDelta, turnId: this.turn.id, data: { text: this.deltas } });
+    this.push({
+      id: this.deltaId,
+      type: EventType.TextDelta,
+      turnId: this.turn.id,
+      data: { text: this.deltas },
+    });
     this.deltas = '';
   }
 
@@ -952,11 +973,22 @@ class PostgresCheckpoints implements TurnCheckpoints {
   /** Buffered: committed with the next checkpoint, together with the state it reports. */
   async emit<T extends EventType>(type: T, data: EventData<T>): Promise<void> {
     this.bufferDeltas();
-    this.pendingEvents.push({ type, turnId: this.turn.id, data });
+    // The round's start is journaled with the round, and delivered live when the call starts.
+    const stamped =
+      type === EventType.ProviderRoundStarted ? { ...data, startedAt: new Date().toISOString() } : data;
+    this.push({ id: newId(), type, turnId: this.turn.id, data: stamped });
+  }
+
+  /** Ids are given as events are buffered, so their live copies (ADR 0015) carry the journal row's id. */
+  private push(e: JournalEvent & { id: string }): void {
+    this.pendingEvents.push(e);
+    this.live?.emitted(e.id, e.type, e.data);
   }
 
   textDelta(delta: string): void {
+    if (!this.deltas) this.deltaId = newId();
     this.deltas += delta;
+    this.live?.delta(this.deltaId, this.pendingEvents.length, delta);
   }
 }
 

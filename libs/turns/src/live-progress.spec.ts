@@ -1,0 +1,93 @@
+import type { LivePublisher, PublishableEvent } from '@switchboard/live';
+import { LiveProgress } from './live-progress';
+
+/** Records every batch; answers `receivers` subscribers. */
+class Recorder implements LivePublisher {
+  readonly batches: PublishableEvent[][] = [];
+  receivers = 1;
+  async publish(_sessionId: string, events: readonly PublishableEvent[]): Promise<void> {
+    this.batches.push([...events]);
+  }
+  async publishCounted(_sessionId: string, events: readonly PublishableEvent[]): Promise<number> {
+    this.batches.push([...events]);
+    return this.receivers;
+  }
+}
+
+const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
+const committed = (seq: number, id: string, type = 'x') => ({
+  id,
+  seq,
+  type,
+  turnId: 't',
+  data: {},
+  createdAt: new Date().toISOString(),
+});
+
+describe('LiveProgress', () => {
+  it('publishes the round start at once with what is buffered before it, then coalesced text with offsets', async () => {
+    const pub = new Recorder();
+    const live = new LiveProgress(pub, 's', 't', 20);
+    live.emitted('e0', 'turn_started', { seq: 1 });
+    expect(pub.batches).toHaveLength(0);
+    live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
+    expect(pub.batches).toHaveLength(1);
+    expect(pub.batches[0]).toMatchObject([
+      { ephemeral: true, id: 'e0', index: 0, after: 0, type: 'turn_started' },
+      { ephemeral: true, id: 'e1', index: 1, after: 0, type: 'provider_round_started' },
+    ]);
+    await tick();
+    // The first chunk goes out at once (nothing was flushed within the interval before)...
+    live.delta('d', 2, 'Hel');
+    live.delta('d', 2, 'lo');
+    await tick(1);
+    // ...later ones within the interval are coalesced.
+    live.delta('d', 2, ', ');
+    live.delta('d', 2, 'world');
+    await tick(40);
+    const text = pub.batches.slice(1).flat();
+    expect(text.map((e) => e.data.text)).toEqual(['Hello', ', world']);
+    expect(text).toMatchObject([
+      { id: 'd', index: 2, offset: 0, type: 'text_delta' },
+      { id: 'd', index: 2, offset: 5, type: 'text_delta' },
+    ]);
+    expect(pub.batches.length).toBe(3);
+  });
+
+  it('publishes each commit as journaled and drops what is provisional', async () => {
+    const pub = new Recorder();
+    const live = new LiveProgress(pub, 's', 't', 1000);
+    live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
+    await tick();
+    live.delta('d', 1, 'a');
+    await tick();
+    live.delta('d', 1, 'b');
+    live.emitted('d', 'text_delta', { text: 'ab' });
+    live.emitted('e2', 'provider_round_completed', {});
+    live.committed([committed(5, 'e1'), committed(6, 'd'), committed(7, 'e2')]);
+    await tick(1100);
+    // prs, the first chunk, the commit; the pending 'b' is in the commit.
+    expect(pub.batches).toHaveLength(3);
+    expect(pub.batches[2].map((e) => 'seq' in e && e.seq)).toEqual([5, 6, 7]);
+    // After the commit, ephemeral events say what they follow.
+    live.emitted('e3', 'provider_round_started', { round: 1, model: 'm' });
+    expect(pub.batches[3]).toMatchObject([{ id: 'e3', after: 7, index: 0 }]);
+  });
+
+  it('sends no text or tool starts while the round start reached nobody', async () => {
+    const pub = new Recorder();
+    pub.receivers = 0;
+    const live = new LiveProgress(pub, 's', 't', 0);
+    live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
+    await tick();
+    live.delta('d', 1, 'abc');
+    live.emitted('d', 'text_delta', { text: 'abc' });
+    live.emitted('e2', 'tool_call_started', { callId: 'c', name: 'n' });
+    await tick(5);
+    expect(pub.batches).toHaveLength(1);
+    // The next round probes again.
+    pub.receivers = 1;
+    live.emitted('e3', 'provider_round_started', { round: 1, model: 'm' });
+    expect(pub.batches[1].map((e) => e.id)).toEqual(['d', 'e2', 'e3']);
+  });
+});
