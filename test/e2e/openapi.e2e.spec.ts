@@ -222,8 +222,14 @@ describe('the OpenAPI document matches what the server answers', () => {
       expect({ op: o.operationId, errors: errors.length > 0 }).toEqual({ op: o.operationId, errors: true });
       for (const s of errors) {
         const schema = o.responses[s].content?.['application/json']?.schema;
-        // /readyz answers 503 with the health-check result that probes read; every other error is Error.
-        const expected = o.operationId === 'getReadiness' && s === '503' ? 'Readiness' : 'Error';
+        // /readyz answers 503 with the health-check result that probes read; the OpenAI-compatible
+        // route answers in OpenAI's error shape; every other error is Error.
+        const expected =
+          o.operationId === 'getReadiness' && s === '503'
+            ? 'Readiness'
+            : o.operationId === 'createChatCompletion'
+              ? 'OpenAiError'
+              : 'Error';
         expect({ op: o.operationId, status: s, schema }).toEqual({
           op: o.operationId,
           status: s,
@@ -357,6 +363,21 @@ describe('the OpenAPI document matches what the server answers', () => {
       body: { content: 'one two', wait: true },
     });
     expect(waited.body.status).toBe('completed');
+    // The OpenAI-compatible facade: the agent by name, a new session, the turn's answer.
+    const chat = await run('createChatCompletion', 200, {
+      auth: key,
+      body: { model: 'counter', messages: [{ role: 'user', content: 'one two' }] },
+    });
+    expect(chat.body.object).toBe('chat.completion');
+    await run('createChatCompletion', 404, {
+      auth: key,
+      body: { model: 'nobody', messages: [{ role: 'user', content: 'hi' }] },
+    });
+    await run('createChatCompletion', 400, { auth: key, body: { model: 'counter', messages: [] } });
+    await run('createChatCompletion', 415, {
+      auth: key,
+      raw: { body: 'model=counter', contentType: 'text/plain' },
+    });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
     await waitFor(
       async () =>
