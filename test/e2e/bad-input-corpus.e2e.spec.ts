@@ -1,4 +1,4 @@
-import { ErrorResponse } from '@switchboard/contracts';
+import { ErrorResponse, OpenAiErrorResponse } from '@switchboard/contracts';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant, type ApiResponse } from '../support/api';
 import { startGateway } from '../support/stack';
@@ -7,8 +7,9 @@ import { startGateway } from '../support/stack';
  * A generated corpus of malformed requests across every route: wrong types, unknown fields, NUL and
  * lone surrogates, deep and huge JSON, bad ids and cursors, bad content types, invalid UTF-8,
  * missing or wrong credentials, another tenant's ids, bad Idempotency-Keys, malformed URLs. Each
- * must be a 4xx in the one error shape (the contracts' ErrorResponse schema), never a 5xx, and
- * leave the row count of every table in the database as it was.
+ * must be a 4xx in the one error shape (the contracts' ErrorResponse schema; OpenAI's shape on the
+ * OpenAI-compatible route), never a 5xx, and leave the row count of every table in the database as
+ * it was.
  */
 jest.setTimeout(120_000);
 
@@ -21,6 +22,8 @@ interface Case {
   /** The status this malformation must get, when it is one status whatever the route. */
   status?: number;
   code?: string;
+  /** The OpenAI-compatible route: OpenAI's error shape, `invalid_api_key` for `unauthorized`. */
+  openai?: boolean;
 }
 
 describe('bad input corpus', () => {
@@ -96,6 +99,7 @@ describe('bad input corpus', () => {
     path: () => string;
     client: () => Api;
     valid: () => Record<string, unknown>;
+    openai?: boolean;
   }[] = [
     {
       name: 'create tenant',
@@ -145,6 +149,14 @@ describe('bad input corpus', () => {
       path: () => '/v1/settings',
       client: () => api,
       valid: () => ({ blockedTools: ['word_count'], toolSchemaMode: 'strict' }),
+    },
+    {
+      name: 'chat completion',
+      method: 'POST',
+      path: () => '/v1/chat/completions',
+      client: () => api,
+      valid: () => ({ model: 'mine', messages: [{ role: 'user', content: 'hi' }], user: 'u-1' }),
+      openai: true,
     },
   ];
 
@@ -227,6 +239,7 @@ describe('bad input corpus', () => {
         run: () => send(r.client, r.method, r.path, body()),
         status,
         code,
+        openai: r.openai,
       });
     }
 
@@ -279,6 +292,7 @@ describe('bad input corpus', () => {
         run: () => r.client().request(r.method, r.path(), { raw, headers }),
         status,
         code,
+        openai: r.openai,
       });
     }
     cases.push(
@@ -301,6 +315,7 @@ describe('bad input corpus', () => {
         code: 'unauthorized',
       },
     );
+    if (r.openai) for (const c of cases.slice(-3)) c.openai = true;
   }
 
   // Ids in paths: malformed, unknown, another tenant's.
@@ -510,6 +525,104 @@ describe('bad input corpus', () => {
     },
   );
 
+  // The OpenAI-compatible route: what it refuses before anything is written.
+  const chat =
+    (change: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    () =>
+      api.post(
+        '/v1/chat/completions',
+        { model: 'mine', messages: [{ role: 'user', content: 'hi' }], ...change },
+        headers,
+      );
+  cases.push(
+    ...(
+      [
+        [
+          'client tools',
+          chat({ tools: [{ type: 'function', function: { name: 'f' } }] }),
+          400,
+          'unsupported_parameter',
+        ],
+        ['n: 3', chat({ n: 3 }), 400, 'unsupported_value'],
+        ['logprobs', chat({ logprobs: true }), 400, 'unsupported_parameter'],
+        [
+          'a JSON schema response format',
+          chat({ response_format: { type: 'json_schema' } }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'a tool message',
+          chat({ messages: [{ role: 'tool', content: 'x', tool_call_id: 'c' }] }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'an image part',
+          chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'an assistant message last',
+          chat({ messages: [{ role: 'assistant', content: 'x' }] }),
+          400,
+          'invalid_value',
+        ],
+        ['a blank user message', chat({ messages: [{ role: 'user', content: '  ' }] }), 400, 'invalid_value'],
+        ['an unknown role', chat({ messages: [{ role: 'robot', content: 'x' }] }), 400, 'validation_failed'],
+        [
+          '1,001 messages',
+          chat({ messages: Array.from({ length: 1001 }, () => ({ role: 'user', content: 'x' })) }),
+          400,
+          'validation_failed',
+        ],
+        [
+          '17 metadata pairs',
+          chat({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }),
+          400,
+          'validation_failed',
+        ],
+        ['a metadata number', chat({ metadata: { k: 1 } }), 400, 'validation_failed'],
+        ['temperature 3', chat({ temperature: 3 }), 400, 'validation_failed'],
+        ['an unknown model', chat({ model: 'gpt-4o' }), 404, 'model_not_found'],
+        ['another tenant’s agent id', chat({ model: UNKNOWN_ID }), 404, 'model_not_found'],
+        [
+          'another tenant’s session',
+          () => chat({}, { 'x-session-id': ids.otherSession })(),
+          404,
+          'session_not_found',
+        ],
+        ['an unknown session', chat({}, { 'x-session-id': UNKNOWN_ID }), 404, 'session_not_found'],
+        [
+          'a session id that is not a UUID',
+          chat({ metadata: { session_id: "1' or 1=1" } }),
+          404,
+          'session_not_found',
+        ],
+        [
+          'two different session ids',
+          () => chat({ metadata: { session_id: ids.session } }, { 'x-session-id': UNKNOWN_ID })(),
+          400,
+          'invalid_value',
+        ],
+        ['a closed session', () => chat({}, { 'x-session-id': ids.closedSession })(), 409, 'session_closed'],
+        [
+          'an Idempotency-Key of 201 characters',
+          chat({}, { 'idempotency-key': 'k'.repeat(201) }),
+          400,
+          'bad_request',
+        ],
+      ] as [string, () => Promise<ApiResponse>, number, string][]
+    ).map(([name, run, status, code]) => ({
+      name: `chat completion: ${name}`,
+      run,
+      status,
+      code,
+      openai: true,
+    })),
+  );
+
   // Other routes and URLs.
   cases.push(
     {
@@ -575,13 +688,14 @@ describe('bad input corpus', () => {
         failures.push(`${c.name}: request failed: ${(err as Error).message}`);
         continue;
       }
-      const shape = ErrorResponse.safeParse(res.body);
+      const shape = c.openai ? OpenAiErrorResponse.safeParse(res.body) : ErrorResponse.safeParse(res.body);
+      const expectedCode = c.openai && c.code === 'unauthorized' ? 'invalid_api_key' : c.code;
       if (res.status < 400 || res.status >= 500) failures.push(`${c.name}: status ${res.status}`);
       else if (!shape.success) failures.push(`${c.name}: body ${JSON.stringify(res.body)?.slice(0, 200)}`);
       else if (c.status !== undefined && res.status !== c.status)
         failures.push(`${c.name}: ${res.status} ${shape.data.error.code}, expected ${c.status}`);
-      else if (c.code !== undefined && shape.data.error.code !== c.code)
-        failures.push(`${c.name}: code ${shape.data.error.code}, expected ${c.code}`);
+      else if (expectedCode !== undefined && shape.data.error.code !== expectedCode)
+        failures.push(`${c.name}: code ${shape.data.error.code}, expected ${expectedCode}`);
       else if (res.status === 503 || res.status >= 500) failures.push(`${c.name}: 5xx`);
       const after = await rowCounts();
       if (JSON.stringify(after) !== JSON.stringify(before)) {
