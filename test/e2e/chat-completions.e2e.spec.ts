@@ -5,7 +5,7 @@ import { newTenant, type Api } from '../support/api';
 import { startGateway, startStack } from '../support/stack';
 
 /**
- * POST /v1/chat/completions with the stock `openai` client (docs/adr/0015): `model` names an agent,
+ * POST /v1/chat/completions with the stock `openai` client (docs/adr/0016): `model` names an agent,
  * the conversation is a session, the answer is the turn's; the agent runs against the fake LLM
  * server through the real openai SDK on the provider side too. (test/e2e/openai-chat.e2e.spec.ts is
  * the other direction: the harness calling an OpenAI-compatible model.)

@@ -62,7 +62,7 @@ const OpenAiErrors = () =>
   );
 
 /**
- * `POST /v1/chat/completions`, OpenAI-compatible (SPEC §3; docs/adr/0015-chat-completions-facade.md):
+ * `POST /v1/chat/completions`, OpenAI-compatible (SPEC §3; docs/adr/0016-chat-completions-facade.md):
  * `model` names an agent, the conversation is a session, the last user message is admitted through
  * the same Admission as POST /v1/sessions/:id/messages (operator authority, Idempotency-Key honoured),
  * and the answer is the turn's final text, whole or streamed as `chat.completion.chunk`s. Errors come
@@ -230,7 +230,7 @@ export class ChatCompletionsController {
 
   /**
    * The session to admit into: the one the request names (it must be the agent's and open), or a new
-   * one seeded with the request's earlier messages (docs/adr/0015). With an Idempotency-Key the new
+   * one seeded with the request's earlier messages (docs/adr/0016). With an Idempotency-Key the new
    * session's id is derived from the key, so a retry lands in it again and is not seeded twice.
    */
   private async sessionFor(

@@ -28,7 +28,7 @@ export interface StreamOptions {
 }
 
 /**
- * `stream: true`: the turn as `chat.completion.chunk` SSE frames (docs/adr/0015). The first chunk
+ * `stream: true`: the turn as `chat.completion.chunk` SSE frames (docs/adr/0016). The first chunk
  * carries the assistant role; text deltas follow as the provider streams them (ephemeral live
  * `text_delta` events of the turn); when the turn ends, whatever of its final answer was not streamed
  * (a resumed turn streams nothing; a resync may lose deltas) is sent as one chunk, then the

@@ -12,7 +12,7 @@ import {
 import type { ErrorResponse } from './errors';
 
 /**
- * The OpenAI-compatible facade's mapping (docs/adr/0015-chat-completions-facade.md): OpenAI's
+ * The OpenAI-compatible facade's mapping (docs/adr/0016-chat-completions-facade.md): OpenAI's
  * request → what is admitted, an ended turn → `chat.completion` / chunks, any failure → OpenAI's
  * error shape. Plain functions; the controller does the I/O.
  */
@@ -119,7 +119,7 @@ export interface HistoryEntry {
   text: string;
 }
 
-/** What a request admits (docs/adr/0015): the last user message; the earlier ones seed a new session. */
+/** What a request admits (docs/adr/0016): the last user message; the earlier ones seed a new session. */
 export interface ConversationPlan {
   prompt: string;
   history: HistoryEntry[];
