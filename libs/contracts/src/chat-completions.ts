@@ -3,7 +3,7 @@ import { ApiSchemas } from './responses';
 
 /**
  * `POST /v1/chat/completions`: OpenAI's Chat Completions wire format, so the stock `openai` client
- * works against the gateway (docs/adr/0015-chat-completions-facade.md). `model` names an agent; the
+ * works against the gateway (docs/adr/0016-chat-completions-facade.md). `model` names an agent; the
  * conversation is a session. Objects are strict like every other request body: OpenAI parameters the
  * facade cannot honour are accepted where ignoring them is harmless (sampling knobs: the agent's own
  * settings decide) and refused with `unsupported_parameter` where the client would get something other
