@@ -94,7 +94,8 @@ export class ControlSubscriber {
     redis.on('error', (err: Error) => o.logger.debug({ err }, 'control subscriber connection error'));
     const ready = redis.subscribe(channel).then(
       () => undefined,
-      (err: unknown) => o.logger.warn({ err }, 'control channel subscription failed; heartbeats still stop turns'),
+      (err: unknown) =>
+        o.logger.warn({ err }, 'control channel subscription failed; heartbeats still stop turns'),
     );
     return new ControlSubscriber(redis, ready);
   }

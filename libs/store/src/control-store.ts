@@ -92,7 +92,12 @@ export class ControlStore {
           ${json(data)}::jsonb || jsonb_build_object('iterations', t.iterations, 'toolCalls', t.tool_call_count,
             'costUsd', t.cost_usd::text)
         FROM s, t
-        RETURNING seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
+        RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
+      // Its pending approvals end with it (docs/adr/0013): no longer listed as pending, a decision is a 409.
+      await tx.execute(sql`
+        UPDATE approvals SET status = 'cancelled', decided_by = 'system', decided_at = now(),
+          reason = 'the turn was cancelled'
+        WHERE turn_id = ${a.turnId}::uuid AND status = 'pending'`);
       return { kind: 'cancelled', sessionId, tenantId: a.tenantId, priority: turn.priority, events };
     });
   }
