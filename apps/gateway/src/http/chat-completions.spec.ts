@@ -14,6 +14,7 @@ import {
   OpenAiError,
   planConversation,
   requestedSessionId,
+  RoundText,
   sessionIdForKey,
   toOpenAiErrorResponse,
 } from './chat-completions';
@@ -254,5 +255,54 @@ describe('OpenAI error shape', () => {
     expect(isChatCompletionsUrl('/v1/chat/completions?x=1')).toBe(true);
     expect(isChatCompletionsUrl('/v1/chat/completionsX')).toBe(false);
     expect(isChatCompletionsUrl(undefined)).toBe(false);
+  });
+});
+
+describe('RoundText', () => {
+  const run = (steps: (t: RoundText) => void) => {
+    const sent: string[] = [];
+    steps(new RoundText((s) => sent.push(s)));
+    return sent;
+  };
+
+  it('passes deltas on and sets a round that follows one that spoke apart', () => {
+    expect(
+      run((t) => {
+        t.round(0);
+        t.add('Let me ');
+        t.add('count.');
+        t.round(1);
+        t.round(0); // a committed copy of an earlier start changes nothing
+        t.add('Two');
+        t.add(' words.');
+        t.complete('Two words.');
+      }),
+    ).toEqual(['Let me ', 'count.', '\n\n', 'Two', ' words.']);
+  });
+
+  it('sends what the deltas did not carry: all of a resumed round, or the tail', () => {
+    expect(run((t) => t.complete('whole answer'))).toEqual(['whole answer']);
+    expect(
+      run((t) => {
+        t.round(0);
+        t.add('whole ');
+        t.complete('whole answer');
+      }),
+    ).toEqual(['whole ', 'answer']);
+    expect(
+      run((t) => {
+        t.round(0);
+        t.add('thinking');
+        t.round(1);
+        t.complete('done');
+      }),
+    ).toEqual(['thinking', '\n\n', 'done']);
+    // A final text the deltas contradict is not patched up.
+    expect(
+      run((t) => {
+        t.add('abc');
+        t.complete('xyz');
+      }),
+    ).toEqual(['abc']);
   });
 });

@@ -298,6 +298,41 @@ export class ChunkWriter {
   }
 }
 
+/**
+ * The text a stream carries, round by round: rounds after one that said something are set apart by
+ * a blank line, and at the end whatever of the final answer the last round's deltas did not carry is
+ * sent (all of it for a resumed turn, whose rounds streamed nothing here).
+ */
+export class RoundText {
+  private n = -1;
+  private current = '';
+  private earlier = false;
+
+  constructor(private readonly send: (text: string) => void) {}
+
+  /** A provider round started (a repeat of a round already seen, its committed copy, changes nothing). */
+  round(n: number): void {
+    if (n <= this.n) return;
+    if (this.current !== '') this.earlier = true;
+    this.n = n;
+    this.current = '';
+  }
+
+  add(delta: string): void {
+    if (delta === '') return;
+    if (this.current === '' && this.earlier) this.send('\n\n');
+    this.current += delta;
+    this.send(delta);
+  }
+
+  /** The turn ended with this final answer: send what the deltas left out. */
+  complete(final: string): void {
+    if (final.length > this.current.length && final.startsWith(this.current)) {
+      this.add(final.slice(this.current.length));
+    }
+  }
+}
+
 /** One SSE frame. */
 export const sseData = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
 
