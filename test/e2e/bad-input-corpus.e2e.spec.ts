@@ -144,6 +144,13 @@ describe('bad input corpus', () => {
       valid: () => ({ content: 'hi', metadata: { k: 'v' }, correlationId: 'c-1' }),
     },
     {
+      name: 'cancel turn',
+      method: 'POST',
+      path: () => `/v1/turns/${ids.turn}/cancel`,
+      client: () => api,
+      valid: () => ({ reason: 'no longer needed' }),
+    },
+    {
       name: 'patch settings',
       method: 'PATCH',
       path: () => '/v1/settings',

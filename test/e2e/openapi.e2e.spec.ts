@@ -56,7 +56,7 @@ const OPEN_OBJECTS = [
   'Turn/properties/failure',
 ];
 /** Operations a request option gives a second success: `wait` on admission answers 200 with the ended turn. */
-const TWO_SUCCESSES: Record<string, string[]> = { admitMessage: ['200', '202'] };
+const TWO_SUCCESSES: Record<string, string[]> = { admitMessage: ['200', '202'], cancelTurn: ['200', '202'] };
 /** Operations that cannot be made to fail from outside. */
 const NO_ERROR_CASE = ['getHealth', 'getMetrics'];
 
@@ -392,6 +392,14 @@ describe('the OpenAPI document matches what the server answers', () => {
       params: { id: session.body.id },
       query: 'limit=3',
     });
+    // Cancelling an ended turn answers it as it is (a running one would be 202).
+    await run('cancelTurn', 200, {
+      auth: key,
+      params: { id: admitted.body.turnId },
+      body: { reason: 'late' },
+    });
+    await run('cancelTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { why: 'x' } });
+    await run('cancelTurn', 404, { auth: key, params: { id: unknown } });
     expect(transcript.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool']);
     await run('listMessages', 200, {
       auth: key,

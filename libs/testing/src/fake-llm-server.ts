@@ -129,6 +129,8 @@ export interface RecordedRequest {
   endpoint: FakeLlmEndpoint | null;
   /** Whether the request asked for a streamed response (`"stream": true`). */
   stream: boolean;
+  /** Set when the connection closed before the response ended (the client aborted it, e.g. a cancel). */
+  closedEarly?: boolean;
 }
 
 export type DefaultReply = ScriptedReply | ((req: RecordedRequest) => ScriptedReply);
@@ -1101,6 +1103,9 @@ export class FakeLlmServer {
         this.sendJson(res, 404, openAiDefaultError(404, `FakeLlmServer: no fake endpoint for ${path}`), {
           'x-request-id': requestId,
         });
+      res.once('close', () => {
+        if (!res.writableEnded) recorded.closedEarly = true;
+      });
         return;
       }
       const headers = { [route.format.requestIdHeader]: requestId };

@@ -16,7 +16,8 @@ const failed = (issues: Issue[]) =>
 
 /** Validates an optional body by hand (the pipe needs one): no body is `{}`; errors as the pipe's. */
 export function validateOptionalBody<T>(schema: ZodType<T>, value: unknown): T {
-  const r = schema.safeParse(value ?? {});
+  // Only an absent body is `{}`: a JSON `null` is a body, and not an object.
+  const r = schema.safeParse(value === undefined ? {} : value);
   if (r.success) return r.data;
   throw failed(r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, code: i.code })));
 }
