@@ -19,13 +19,15 @@ import { poolOf, type Db } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS } from '@switchboard/platform';
-import { sqlDbFor } from '@switchboard/store';
+import { sqlDbFor, type SqlDb } from '@switchboard/store';
 import { AuthGuard } from './auth/guard';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
 import { OpsController } from './controllers/ops.controller';
+import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
+import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { SessionsController } from './controllers/sessions.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
@@ -107,6 +109,7 @@ export class GatewayModule {
         SettingsController,
         OpsController,
         ChatCompletionsController,
+        StreamsController,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },
@@ -143,9 +146,21 @@ export class GatewayModule {
         },
         {
           provide: ADMISSION,
-          inject: [DB, getQueueToken(QueueName.Turns), LOGGER, METRICS, TURN_CONTROL],
-          useFactory: (db: Db, turns: Queue, logger: Logger, metrics: Metrics, control: TurnControl) =>
-            new Admission(db, turns, logger, { metrics, control }),
+          inject: [CONFIG, DB, REDIS, getQueueToken(QueueName.Turns), LOGGER, METRICS, TURN_CONTROL],
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            redis: IORedis,
+            turns: Queue,
+            logger: Logger,
+            metrics: Metrics,
+            control: TurnControl,
+          ) =>
+            new Admission(db, turns, logger, {
+              metrics,
+              control,
+              live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
+            }),
         },
         {
           provide: LIVE_SUBSCRIBER,
@@ -163,6 +178,18 @@ export class GatewayModule {
           inject: [DB, METRICS, LIVE_SUBSCRIBER],
           useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber) =>
             new TurnWaiter(db, sqlDbFor(poolOf(db), 'gateway', metrics), live),
+        },
+        {
+          provide: GATEWAY_SQL,
+          inject: [DB, METRICS],
+          useFactory: (db: Db, metrics: Metrics) => sqlDbFor(poolOf(db), 'gateway', metrics),
+        },
+        {
+          provide: EVENT_STREAMS,
+          inject: [GATEWAY_SQL, LIVE_SUBSCRIBER, TURN_WAITER],
+          // Streams end with the waits when the gateway begins to shut down (the drain does not wait for them).
+          useFactory: (sqlDb: SqlDb, live: LiveSubscriber, waiter: TurnWaiter) =>
+            new EventStreams(sqlDb, live, waiter.shutdown),
         },
         InFlightRequests,
         ChatCompletionStreamer,

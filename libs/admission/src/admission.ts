@@ -5,6 +5,7 @@ import {
   AppError,
   defaultTrust,
   deriveAuthorityClass,
+  EventType,
   Jobs,
   newId,
   notFound,
@@ -17,6 +18,7 @@ import {
   type Priority,
 } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
+import type { LivePublisher } from '@switchboard/live';
 import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
@@ -74,6 +76,8 @@ export class Admission {
       metrics?: Metrics;
       /** Cancels for `multitask: interrupt` and the nudge of an interjection; without it, neither happens. */
       control?: TurnControl;
+      /** The live channel: `message_admitted` goes out on it after the commit (docs/adr/0015). */
+      live?: LivePublisher;
     } = {},
   ) {
     this.store = new AdmissionStore(sqlDbFor(poolOf(db), 'admission', options.metrics));
@@ -152,12 +156,13 @@ export class Admission {
     const priority = effectivePriority(input);
     const messageId = newId();
     const turnId = newId();
+    const eventId = newId();
     const result = await this.store.admit({
       tenantId: input.tenantId,
       sessionId: input.sessionId,
       messageId,
       turnId,
-      eventId: newId(),
+      eventId,
       kind: input.kind,
       origin: input.origin,
       trust: defaultTrust(input.origin),
@@ -175,6 +180,17 @@ export class Admission {
     });
     switch (result.kind) {
       case 'admitted':
+        // Streams of the session hear of it now; sent at once, not awaited, never failing the admission.
+        void this.options.live?.publish(input.sessionId, [
+          {
+            id: eventId,
+            seq: result.eventSeq,
+            type: EventType.MessageAdmitted,
+            turnId,
+            data: result.event.data,
+            createdAt: result.event.createdAt,
+          },
+        ]);
         return { messageId, turnId, status: 'queued', replayed: false };
       case 'prior':
         return replay(result.prior, idempotency!);
@@ -201,7 +217,9 @@ export class Admission {
  * `operator_instruction`); from anyone else it is `next`, the most urgent band that does not enter a
  * running turn.
  */
-export function effectivePriority(input: Pick<AdmitInput, 'priority' | 'kind' | 'verifiedIntegration'>): Priority {
+export function effectivePriority(
+  input: Pick<AdmitInput, 'priority' | 'kind' | 'verifiedIntegration'>,
+): Priority {
   const priority = input.priority ?? 'normal';
   if (priority !== 'interject') return priority;
   return deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false) === 'operator_instruction'

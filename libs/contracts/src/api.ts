@@ -130,6 +130,17 @@ export const EventsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 
+/** A journal seq as a client gives it back: `?after=` or the `Last-Event-ID` header of an SSE stream. */
+export const EventCursor = z
+  .string()
+  .regex(/^\d{1,10}$/, 'must be a journal seq (a non-negative integer)')
+  .transform(Number)
+  .pipe(z.int().min(0).max(PG_INT_MAX));
+
+/** GET /v1/turns/:id/stream and /v1/sessions/:id/stream: where to start (Last-Event-ID wins). */
+export const StreamQuery = z.strictObject({ after: EventCursor.optional() });
+export type StreamQuery = z.infer<typeof StreamQuery>;
+
 /** An Idempotency-Key header value: 1 to 200 printable ASCII characters. */
 export const IdempotencyKey = z
   .string()

@@ -196,6 +196,32 @@ export const TurnEvent = z.discriminatedUnion(
 );
 export type TurnEvent = z.infer<typeof TurnEvent>;
 
+/**
+ * A journaled event as an SSE frame's data (`id: <seq>`): the Event, with `streamed: true` when its
+ * content already went out on that stream as live frames before its commit (docs/adr/0015).
+ */
+export const JournaledFrame = z.discriminatedUnion(
+  'type',
+  Object.values(eventSchemas).map((s) => s.extend({ streamed: z.literal(true).optional() })) as unknown as [
+    EventSchemas[EventType],
+    ...EventSchemas[EventType][],
+  ],
+);
+
+/**
+ * An emitted event not committed yet, as an SSE frame's data (no `id:`): a round's or a tool's
+ * start, or text as the provider streams it. Its journaled copy follows when the step commits.
+ */
+export const LiveFrame = z.strictObject({
+  ephemeral: z.literal(true),
+  /** The last journal seq committed before it. */
+  after: z.int(),
+  type: z.enum(Object.values(EventType) as [EventType, ...EventType[]]),
+  turnId: z.uuid().nullable(),
+  data: Json,
+  createdAt: ISO_TIME,
+});
+
 /** Parses one event's data by its type (unknown types fail). */
 export function parseEventData<T extends EventType>(type: T, data: unknown): EventData<T> {
   return EventData[type].parse(data) as EventData<T>;

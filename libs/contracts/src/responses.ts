@@ -11,7 +11,7 @@ import {
   TrustLevel,
 } from './envelope';
 import { ERROR_CODES } from './errors';
-import { TurnEvent, TurnStatus as TurnStatuses } from './events';
+import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
 
 /**
  * Response bodies of the HTTP API. The gateway's presenters are typed by these schemas and the
@@ -266,6 +266,16 @@ export type TurnResponse = z.infer<typeof TurnResponse>;
  */
 export const EventResponse = TurnEvent.register(ApiSchemas, { id: 'Event' });
 export type EventResponse = z.infer<typeof EventResponse>;
+
+/**
+ * One SSE frame's data on `GET /v1/turns/:id/stream` and `GET /v1/sessions/:id/stream` (docs/adr/0015):
+ * a journaled event (`id: <seq>`, `streamed` when it already went out live) or a live one (no id,
+ * `ephemeral: true`).
+ */
+export const StreamFrameResponse = z
+  .union([JournaledFrame, LiveFrame])
+  .register(ApiSchemas, { id: 'StreamFrame' });
+export type StreamFrameResponse = z.infer<typeof StreamFrameResponse>;
 
 export const EventPageResponse = z
   .strictObject({

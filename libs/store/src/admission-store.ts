@@ -50,7 +50,14 @@ export interface PriorAdmission {
 }
 
 export type AdmissionOutcome =
-  | { kind: 'admitted'; seq: number; eventSeq: number; agentId: string }
+  | {
+      kind: 'admitted';
+      seq: number;
+      eventSeq: number;
+      agentId: string;
+      /** The `message_admitted` event as journaled, for the live channel (docs/adr/0015). */
+      event: { data: Record<string, unknown>; createdAt: string };
+    }
   | { kind: 'prior'; prior: PriorAdmission }
   | { kind: 'in_flight' }
   | { kind: 'not_found' }
@@ -63,6 +70,7 @@ interface AdmitRow {
   seq: number | null;
   event_seq: number | null;
   agent_id: string | null;
+  created_at: Date;
   session_status: string | null;
 }
 
@@ -84,13 +92,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     ? sql`AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid
         AND status IN ('queued', 'running'))`
     : sql``;
-  const event = {
-    messageId: a.messageId,
-    kind: a.kind,
-    authorityClass: a.authorityClass,
-    priority: a.priority,
-    deliverySurface: a.deliverySurface,
-  };
+  const event = admittedEvent(a);
   // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their
   // seqs. The lock CTE runs once (a volatile function is never inlined), before the row is locked.
   return sql`
@@ -127,19 +129,35 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     )
     SELECT (SELECT locked FROM l) AS locked,
       (SELECT row_to_json(prior) FROM prior LIMIT 1) AS prior,
-      s.seq, s.event_seq, s.agent_id,
+      s.seq, s.event_seq, s.agent_id, now()::timestamptz(3) AS created_at,
       (SELECT status FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid)
         AS session_status
     FROM (SELECT 1) AS one LEFT JOIN s ON true`;
 }
 
-function outcome(row: AdmitRow | undefined, rejectIfBusy: boolean): AdmissionOutcome {
+/** The `message_admitted` event's data (SPEC §6; libs/contracts events.ts). */
+const admittedEvent = (a: AdmissionInsert) => ({
+  messageId: a.messageId,
+  kind: a.kind,
+  authorityClass: a.authorityClass,
+  priority: a.priority,
+  deliverySurface: a.deliverySurface,
+});
+
+function outcome(a: AdmissionInsert, row: AdmitRow | undefined, rejectIfBusy: boolean): AdmissionOutcome {
   if (!row) throw new Error('admission statement returned no row');
   // A committed earlier admission wins over a lock held by a third request: it replays.
   if (row.prior) return { kind: 'prior', prior: row.prior };
   if (!row.locked) return { kind: 'in_flight' };
   if (row.seq !== null && row.event_seq !== null && row.agent_id !== null) {
-    return { kind: 'admitted', seq: row.seq, eventSeq: row.event_seq, agentId: row.agent_id };
+    return {
+      kind: 'admitted',
+      seq: row.seq,
+      eventSeq: row.event_seq,
+      agentId: row.agent_id,
+      // now() is the transaction's time: the event row's created_at (to the ms, as the column).
+      event: { data: admittedEvent(a), createdAt: new Date(row.created_at).toISOString() },
+    };
   }
   if (row.session_status === null) return { kind: 'not_found' };
   if (row.session_status !== 'active') return { kind: 'closed' };
@@ -153,7 +171,7 @@ export class AdmissionStore {
   /** Admits, or says why not; a refusal writes nothing. A key admitted meanwhile surfaces as 23505. */
   async admit(a: AdmissionInsert): Promise<AdmissionOutcome> {
     if (!a.rejectIfBusy) {
-      return outcome(await this.db.first<AdmitRow>(admitStatement(a, { takeKeyLock: true })), false);
+      return outcome(a, await this.db.first<AdmitRow>(admitStatement(a, { takeKeyLock: true })), false);
     }
     return this.db.transaction(async (tx: SqlRunner) => {
       if (a.idempotency) {
@@ -167,7 +185,7 @@ export class AdmissionStore {
       await tx.execute(sql`
         SELECT 1 FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid FOR UPDATE`);
       // A new statement: its snapshot sees every turn committed before the lock was granted.
-      return outcome(await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: false })), true);
+      return outcome(a, await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: false })), true);
     });
   }
 

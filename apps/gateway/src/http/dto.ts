@@ -10,6 +10,7 @@ import {
   CreateTenantRequest,
   EventsQuery,
   PageQuery,
+  StreamQuery,
   UpdateAgentRequest,
   UpdateSettingsRequest,
 } from '@switchboard/contracts';
@@ -24,4 +25,5 @@ export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
 export class EventsQueryDto extends createZodDto(EventsQuery) {}
+export class StreamQueryDto extends createZodDto(StreamQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}
