@@ -1,6 +1,14 @@
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import { ChatCompletionChunk, ChatCompletionResponse, OpenAiErrorResponse } from '@switchboard/contracts';
-import { createTestEnv, crossRealmSafeFetch, FakeLlmServer, type TestEnv } from '@switchboard/testing';
+import IORedis from 'ioredis';
+import { sessionChannel } from '@switchboard/live';
+import {
+  createTestEnv,
+  crossRealmSafeFetch,
+  FakeLlmServer,
+  waitFor,
+  type TestEnv,
+} from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
 import { startGateway, startStack } from '../support/stack';
 
@@ -280,6 +288,90 @@ describe('POST /v1/chat/completions with the openai client', () => {
     const textChunks = chunks.filter(({ chunk }) => (chunk.choices[0]?.delta.content ?? '') !== '');
     expect(textChunks.length).toBeGreaterThan(3);
     expect(textChunks[0].at).toBeLessThan(Date.parse(turn.completedAt) - 500);
+  });
+
+  /** Every chunk of a stream, and the text they carry. */
+  async function drain(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    return { chunks, text: chunks.map((c) => c.choices[0]?.delta.content ?? '').join('') };
+  }
+
+  it('streams what a tool round says too, set apart from the answer; the whole completion is the answer', async () => {
+    llm.enqueue(
+      {
+        kind: 'message',
+        text: 'Let me count.',
+        toolCalls: [{ id: 'call_s', name: 'word_count', arguments: '{"text":"a b"}' }],
+      },
+      { kind: 'message', text: 'Two words.', textPieces: 3 },
+    );
+    const stream = await client.chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: 'count "a b"' }],
+      stream: true,
+    });
+    const { chunks, text } = await drain(stream);
+    expect(text).toBe('Let me count.\n\nTwo words.');
+    expect(chunks.every((c) => c.choices.every((choice) => choice.delta.tool_calls === undefined))).toBe(
+      true,
+    );
+    const turn = (await api.get(`/v1/turns/${(chunks[0] as unknown as { turn_id: string }).turn_id}`)).body;
+    expect(turn.finalText).toBe('Two words.');
+  });
+
+  it('a stream of a turn that already ended (a keyed replay) carries its text from the journal', async () => {
+    llm.enqueue({ kind: 'message', text: 'Said once, streamed twice.', textPieces: 4 });
+    const request = {
+      model: 'helper',
+      messages: [{ role: 'user' as const, content: 'replay me' }],
+      stream: true as const,
+      stream_options: { include_usage: true },
+    };
+    const headers = { 'Idempotency-Key': 'stream-replay-1' };
+    const first = await drain(await client.chat.completions.create(request, { headers }));
+    const again = await drain(await client.chat.completions.create(request, { headers }));
+    expect(first.text).toBe('Said once, streamed twice.');
+    expect(again.text).toBe(first.text);
+    expect(again.chunks[0].id).toBe(first.chunks[0].id);
+    expect(again.chunks.at(-1)!.usage).toEqual(first.chunks.at(-1)!.usage);
+  });
+
+  it('a client that leaves mid-stream releases the session’s subscription; the turn still completes', async () => {
+    llm.enqueue({
+      kind: 'message',
+      text: 'one two three four five six',
+      textPieces: 6,
+      frameIntervalMs: 200,
+    });
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'helper', messages: [{ role: 'user', content: 'then leave' }], stream: true })
+      .withResponse();
+    const sessionId = response.headers.get('x-session-id')!;
+    let turnId = '';
+    for await (const chunk of stream) {
+      turnId = (chunk as unknown as { turn_id: string }).turn_id;
+      if (chunk.choices[0]?.delta.content) break; // leaving: the SDK aborts the request
+    }
+    const redis = new IORedis(env.redisUrl);
+    try {
+      await waitFor(
+        async () =>
+          Number(
+            (
+              (await redis.pubsub('NUMSUB', sessionChannel(env.queuePrefix, sessionId))) as [string, number]
+            )[1],
+          ) === 0,
+        { what: 'the gateway to unsubscribe' },
+      );
+    } finally {
+      redis.disconnect();
+    }
+    const turn = await waitFor(async () => {
+      const t = (await api.get(`/v1/turns/${turnId}`)).body;
+      return t.status === 'completed' ? t : undefined;
+    });
+    expect(turn.finalText).toBe('one two three four five six');
   });
 
   it('Idempotency-Key: a retry gets the same turn (in the same new session), the model is called once', async () => {

@@ -369,6 +369,11 @@ describe('the OpenAPI document matches what the server answers', () => {
       body: { model: 'counter', messages: [{ role: 'user', content: 'one two' }] },
     });
     expect(chat.body.object).toBe('chat.completion');
+    const streamed = await run('createChatCompletion', 200, {
+      auth: key,
+      body: { model: 'counter', messages: [{ role: 'user', content: 'three four' }], stream: true },
+    });
+    expect(streamed.body).toMatch(/^data: \{"id":"chatcmpl-[\s\S]*data: \[DONE\]\n\n$/);
     await run('createChatCompletion', 404, {
       auth: key,
       body: { model: 'nobody', messages: [{ role: 'user', content: 'hi' }] },

@@ -150,7 +150,6 @@ export class ChatCompletionsController {
           turnId: admitted.turnId,
           model: body.model,
           includeUsage: body.stream_options?.include_usage === true,
-          subscribedBeforeAdmission,
         });
         return;
       }
