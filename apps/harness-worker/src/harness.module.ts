@@ -1,4 +1,12 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Module,
+  type DynamicModule,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
@@ -8,7 +16,7 @@ import { QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { RedisLivePublisher } from '@switchboard/live';
+import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
 import { CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TOOLS } from '@switchboard/platform';
 import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
@@ -17,6 +25,38 @@ import { MaintenanceProcessor } from './maintenance.processor';
 import { ReconcilerService } from './reconciler.service';
 import { TURN_RUNNER } from './tokens';
 import { TurnsProcessor } from './turns.processor';
+
+/**
+ * This process in session leases (`sessions.lease_owner`) and the name of its control channel
+ * (docs/adr/0014): host and pid for operators, and a random part so two harnesses in one process
+ * (tests) are told apart.
+ */
+const WORKER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+
+/** The worker's control subscription: cancels and interjections for the turns it holds. */
+@Injectable()
+class ControlLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private subscriber?: ControlSubscriber;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(TURN_RUNNER) private readonly runner: TurnRunner,
+  ) {}
+
+  /** Not awaited: a Redis that is away must not hold the start; heartbeats stop turns meanwhile. */
+  onApplicationBootstrap(): void {
+    this.subscriber = ControlSubscriber.connect(
+      this.config.REDIS_URL,
+      { prefix: this.config.QUEUE_PREFIX, workerId: WORKER_ID, logger: this.logger },
+      (m) => this.runner.control(m),
+    );
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.subscriber?.close();
+  }
+}
 
 @Module({})
 export class HarnessModule {
@@ -69,7 +109,7 @@ export class HarnessModule {
               liveDeltaFlushMs: cfg.LIVE_DELTA_FLUSH_MS,
               logger,
               metrics,
-              workerId: `${hostname()}:${process.pid}`,
+              workerId: WORKER_ID,
               leaseMs: cfg.SESSION_LEASE_MS,
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
@@ -78,6 +118,7 @@ export class HarnessModule {
             });
           },
         },
+        ControlLifecycle,
         TurnsProcessor,
         MaintenanceProcessor,
         ReconcilerService,

@@ -110,14 +110,14 @@ export const AdmitMessageRequest = z.strictObject({
 });
 export type AdmitMessageRequest = z.infer<typeof AdmitMessageRequest>;
 
-export const PageQuery = z.strictObject({
-  cursor: z.string().max(200).optional(),
 /** POST /v1/turns/:id/cancel: the body is optional; a reason, when given, is journaled with turn_cancelled. */
 export const CancelTurnRequest = z.strictObject({
   reason: z.string().min(1).max(500).optional(),
 });
 export type CancelTurnRequest = z.infer<typeof CancelTurnRequest>;
 
+export const PageQuery = z.strictObject({
+  cursor: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(200).optional(),
 });
 export type PageQuery = z.infer<typeof PageQuery>;

@@ -254,10 +254,10 @@ export const TurnResponse = z
     createdAt: Timestamp,
     startedAt: Timestamp.nullable(),
     completedAt: Timestamp.nullable(),
-  })
-  .register(ApiSchemas, { id: 'Turn' });
     /** When a cancel was requested (POST /v1/turns/:id/cancel, `multitask: interrupt`); null if never. */
     cancelRequestedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;
 
 /**

@@ -10,6 +10,25 @@ import { join, json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
 /** Statuses of a turn that is still to run (queued) or was interrupted (running). */
 const UNFINISHED = sql`('queued', 'running')`;
 
+/** A queued interject turn waiting to be delivered into the session's running turn (docs/adr/0014). */
+const PENDING_INTERJECTION = (t: Sql) => sql`${t}.status = 'queued' AND ${t}.priority = 'interject'
+  AND ${t}.started_at IS NULL AND ${t}.cancel_requested_at IS NULL`;
+
+/** An interjection delivered into a running turn: its message, now part of that turn's transcript. */
+export interface DeliveredInterjection {
+  messageId: string;
+  kind: string;
+  origin: unknown;
+  trust: string;
+  authorityClass: string;
+  priority: string;
+  body: unknown;
+  metadata: unknown;
+}
+
+/** Statuses of a turn that ended. */
+const ENDED = sql`('completed', 'failed', 'cancelled')`;
+
 /** The turn row as the runner uses it. */
 export interface TurnRow {
   id: string;
@@ -29,6 +48,10 @@ export interface TurnRow {
   runCount: number;
   createdAt: Date;
   startedAt: Date | null;
+  /** A cancel was requested (docs/adr/0014): the claim that returns it must not run it. */
+  cancelRequested: boolean;
+  /** The reason given with the cancel, if any. */
+  cancelReason: string | null;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -186,7 +209,8 @@ export interface SessionChanges {
   rollUpTurn?: boolean;
   /**
    * Release the lease in the same statement when no turn was admitted after this seq
-   * (`last_turn_seq`, which admission increments under this row's lock, is re-read at commit).
+   * (`last_turn_seq`, which admission increments under this row's lock, is re-read at commit) and
+   * no other turn of the session is unfinished (an earlier seq in a lower priority band).
    */
   releaseIfNoTurnAfter?: number;
 }
@@ -225,6 +249,8 @@ export interface StepResult {
   released: boolean;
   /** The tenant's kill switch as this statement saw it. */
   killSwitch: boolean;
+  /** A cancel of the step's turn was requested (docs/adr/0014): the runner stops it at its next safe point. */
+  cancelRequested: boolean;
   /** With `returnEvents`: what the step journaled, in seq order. */
   events?: CommittedEvent[];
 }
@@ -249,7 +275,15 @@ const TURN_JSON = sql`json_build_object(
   'inputMessageId', ut.input_message_id, 'status', ut.status, 'priority', ut.priority, 'model', ut.model,
   'iterations', ut.iterations, 'toolCallCount', ut.tool_call_count, 'costUsd', ut.cost_usd::text,
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
-  'startedAt', ut.started_at)`;
+  'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
+  'cancelReason', ut.cancel_reason)`;
+
+/**
+ * The order a session's pending turns run in (SPEC §2 priority, docs/adr/0014): a turn that already
+ * started (interrupted, or resumed) first, then by priority band, FIFO (admission seq) within a band.
+ */
+export const DRAIN_ORDER = (t: Sql) => sql`(${t}.started_at IS NULL),
+  CASE ${t}.priority WHEN 'interject' THEN 1 WHEN 'next' THEN 2 WHEN 'normal' THEN 3 ELSE 4 END, ${t}.seq`;
 
 export class TurnStore {
   constructor(readonly db: SqlDb) {}
@@ -290,7 +324,7 @@ export class TurnStore {
       ),
       nt AS (
         SELECT t.id FROM turns t JOIN s ON t.session_id = s.id
-        WHERE t.status IN ${UNFINISHED} ORDER BY t.seq LIMIT 1
+        WHERE t.status IN ${UNFINISHED} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
       ),
       ut AS (
         UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
@@ -315,7 +349,13 @@ export class TurnStore {
             'body', m.body, 'toolCalls', m.tool_calls, 'toolCallId', m.tool_call_id, 'metadata', m.metadata,
             'turnSeq', m.turn_seq, 'position', m.position) ORDER BY m.turn_seq, m.position), '[]'::json)
           FROM messages m
-          WHERE m.session_id = ut.session_id AND m.turn_seq <= ut.seq AND (
+          WHERE m.session_id = ut.session_id AND (
+            m.turn_seq = ut.seq
+            -- Earlier turns are those that ran and ended: with priority bands a later seq may have run
+            -- first, and a turn still waiting (or cancelled before it ran) is no part of the history.
+            OR EXISTS (SELECT 1 FROM turns e WHERE e.session_id = m.session_id AND e.seq = m.turn_seq
+              AND e.id <> ut.id AND e.status IN ${ENDED} AND e.started_at IS NOT NULL)
+          ) AND (
             m.turn_seq = ut.seq
             OR jsonb_typeof(s.compaction -> 'headThroughSeq') IS DISTINCT FROM 'number'
             OR jsonb_typeof(s.compaction -> 'keepFromSeq') IS DISTINCT FROM 'number'
@@ -350,7 +390,7 @@ export class TurnStore {
         },
         agent: row.agent,
         tenant: { settings: row.settings, killSwitch: row.kill_switch ?? false },
-        earlier: transcript.filter((m) => m.turnSeq < turn.seq),
+        earlier: transcript.filter((m) => m.turnSeq !== turn.seq),
         own: transcript.filter((m) => m.turnSeq === turn.seq),
         startedCalls: row.started_calls ?? [],
       };
@@ -364,6 +404,96 @@ export class TurnStore {
       UPDATE sessions SET lease_expires_at = now() + (${lease.ms} * interval '1 millisecond')
       WHERE id = ${sessionId}::uuid AND lease_token = ${lease.token}::uuid`);
     return n === 1;
+  }
+
+  /**
+   * The running turn's heartbeat: extends the lease and says whether the turn was asked to stop, or
+   * an interjection waits for it (docs/adr/0014): the backstop when a control message was lost.
+   */
+  async heartbeat(
+    sessionId: string,
+    lease: Fence,
+    turnId: string,
+  ): Promise<{ held: boolean; cancelRequested: boolean; interjection: boolean }> {
+    const row = await this.db.first<{ held: boolean; cancel_requested: boolean; interjection: boolean }>(sql`
+      WITH s AS (
+        UPDATE sessions SET lease_expires_at = now() + (${lease.ms} * interval '1 millisecond')
+        WHERE id = ${sessionId}::uuid AND lease_token = ${lease.token}::uuid
+        RETURNING id
+      )
+      SELECT EXISTS (SELECT 1 FROM s) AS held,
+        coalesce((SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${turnId}::uuid), false)
+          AS cancel_requested,
+        EXISTS (SELECT 1 FROM turns WHERE session_id = ${sessionId}::uuid AND ${PENDING_INTERJECTION(sql`turns`)})
+          AS interjection`);
+    return {
+      held: row?.held ?? false,
+      cancelRequested: row?.cancel_requested ?? false,
+      interjection: row?.interjection ?? false,
+    };
+  }
+
+  /**
+   * Delivers the session's pending interjections into its running turn (docs/adr/0014), in one
+   * transaction fenced by the lease: each interject turn (queued, never started, not cancelled) ends
+   * `completed` with stop reason `interjected`, its input message moves into the running turn's
+   * transcript at `fromPosition` onwards (so the next provider call, and any resumed run, sees it), and
+   * `interjection_delivered` (on the running turn) and the interject turn's `turn_completed` are
+   * journaled. Returns the delivered messages in order and the committed events; null when the lease
+   * was lost.
+   */
+  async deliverInterjections(a: {
+    tenantId: string;
+    sessionId: string;
+    turnId: string;
+    turnSeq: number;
+    fence: Fence;
+    fromPosition: number;
+  }): Promise<{ messages: DeliveredInterjection[]; events: CommittedEvent[] } | null> {
+    return this.db.transaction(async (tx) => {
+      const fenced = await tx.execute(sql`
+        UPDATE sessions SET lease_expires_at = now() + (${a.fence.ms} * interval '1 millisecond')
+        WHERE id = ${a.sessionId}::uuid AND lease_token = ${a.fence.token}::uuid`);
+      if (fenced !== 1) return null;
+      // The session row is locked: a cancel of an interject turn (which locks it first) cannot race this.
+      const pending = await tx.rows<DeliveredInterjection & { interjectTurnId: string }>(sql`
+        SELECT t.id AS "interjectTurnId", m.id AS "messageId", m.kind, m.origin, m.trust,
+          m.authority_class AS "authorityClass", m.priority, m.body, m.metadata
+        FROM turns t JOIN messages m ON m.id = t.input_message_id
+        WHERE t.session_id = ${a.sessionId}::uuid AND ${PENDING_INTERJECTION(sql`t`)}
+        ORDER BY t.seq FOR UPDATE OF t`);
+      if (pending.length === 0) return { messages: [], events: [] };
+      const n = pending.length;
+      const seqRow = await tx.first<{ base: number }>(sql`
+        UPDATE sessions SET last_event_seq = last_event_seq + ${2 * n}::int WHERE id = ${a.sessionId}::uuid
+        RETURNING last_event_seq - ${2 * n}::int AS base`);
+      const base = seqRow!.base;
+      const events: CommittedEvent[] = [];
+      for (const [i, p] of pending.entries()) {
+        const position = a.fromPosition + i;
+        await tx.execute(sql`
+          UPDATE messages SET turn_id = ${a.turnId}::uuid, turn_seq = ${a.turnSeq}::int, position = ${position}::int,
+            metadata = metadata || jsonb_build_object('interjectedFrom', ${p.interjectTurnId}::text)
+          WHERE id = ${p.messageId}::uuid`);
+        await tx.execute(sql`
+          UPDATE turns SET status = 'completed', stop_reason = 'interjected', final_text = '',
+            completed_at = now(), started_at = coalesce(started_at, now()),
+            decision = jsonb_build_object('strategy', 'interjected', 'intoTurnId', ${a.turnId}::text,
+              'iterations', 0, 'toolCalls', 0, 'stopReason', 'interjected')
+          WHERE id = ${p.interjectTurnId}::uuid`);
+        const delivered = { messageId: p.messageId, interjectTurnId: p.interjectTurnId, position };
+        const completed = { stopReason: 'interjected', intoTurnId: a.turnId, iterations: 0, toolCalls: 0 };
+        const rows = await tx.rows<CommittedEvent>(sql`
+          INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data) VALUES
+            (gen_random_uuid(), ${a.tenantId}::uuid, ${a.sessionId}::uuid, ${a.turnId}::uuid, ${base + 2 * i + 1}::int,
+              'interjection_delivered', ${json(delivered)}::jsonb),
+            (gen_random_uuid(), ${a.tenantId}::uuid, ${a.sessionId}::uuid, ${p.interjectTurnId}::uuid,
+              ${base + 2 * i + 2}::int, 'turn_completed', ${json(completed)}::jsonb)
+          RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
+        events.push(...rows.sort((x, y) => x.seq - y.seq));
+      }
+      return { messages: pending.map(({ interjectTurnId: _, ...m }) => m), events };
+    });
   }
 
   /** Releases the lease if it is still ours. */
@@ -382,13 +512,21 @@ export class TurnStore {
     return n === 1;
   }
 
-  /** The oldest unfinished turn of the session, if any (read after a release: nothing left behind). */
+  /** The session's next unfinished turn in drain order, if any (read after a release: nothing left behind). */
   async nextUnfinished(
     sessionId: string,
   ): Promise<{ id: string; tenantId: string; priority: string; traceContext: unknown } | undefined> {
     return this.db.first(sql`
       SELECT id, tenant_id AS "tenantId", priority, trace_context AS "traceContext" FROM turns
-      WHERE session_id = ${sessionId}::uuid AND status IN ${UNFINISHED} ORDER BY seq LIMIT 1`);
+      WHERE session_id = ${sessionId}::uuid AND status IN ${UNFINISHED} ORDER BY ${DRAIN_ORDER(sql`turns`)}
+      LIMIT 1`);
+  }
+
+  /** The reason given with a turn's cancel request, if any. */
+  async cancelReason(turnId: string): Promise<string | null> {
+    const row = await this.db.first<{ cancel_reason: string | null }>(sql`
+      SELECT cancel_reason FROM turns WHERE id = ${turnId}::uuid`);
+    return row?.cancel_reason ?? null;
   }
 
   async killSwitch(tenantId: string): Promise<boolean> {
@@ -412,12 +550,14 @@ export class TurnStore {
       applied: boolean;
       released: boolean;
       kill_switch: boolean | null;
+      cancel_requested: boolean | null;
       events?: CommittedEvent[] | null;
     }>(stepStatement(step));
     return {
       applied: row?.applied ?? false,
       released: row?.released ?? false,
       killSwitch: !!row?.kill_switch,
+      cancelRequested: !!row?.cancel_requested,
       ...(step.returnEvents ? { events: row?.events ?? [] } : {}),
     };
   }
@@ -493,7 +633,11 @@ export function stepStatement(step: Step): Sql {
     const extend = sql`now() + (${fenced.ms}::int * interval '1 millisecond')`;
     if (ses.releaseIfNoTurnAfter !== undefined) {
       // Re-evaluated on the row's latest version: an admission that committed meanwhile keeps the lease.
-      const idle = sql`sessions.last_turn_seq <= ${ses.releaseIfNoTurnAfter}::int`;
+      // Priority bands run turns out of seq order, so an earlier turn still waiting keeps it too (seen
+      // in the statement's snapshot: it was admitted, and so committed, before this seq ran).
+      const idle = sql`sessions.last_turn_seq <= ${ses.releaseIfNoTurnAfter}::int AND NOT EXISTS (
+        SELECT 1 FROM turns o WHERE o.session_id = sessions.id AND o.status IN ${UNFINISHED}
+          AND o.id <> ${step.turnId}::uuid)`;
       sets.push(sql`lease_owner = CASE WHEN ${idle} THEN NULL ELSE sessions.lease_owner END,
         lease_token = CASE WHEN ${idle} THEN NULL ELSE sessions.lease_token END,
         lease_expires_at = CASE WHEN ${idle} THEN NULL ELSE ${extend} END`);
@@ -626,6 +770,7 @@ export function stepStatement(step: Step): Sql {
 
   return sql`WITH ${join(ctes, ',\n')}
     SELECT EXISTS (SELECT 1 FROM s) AS applied, coalesce((SELECT released FROM s), false) AS released,
-      (SELECT kill_switch FROM tenants WHERE id = ${step.tenantId}::uuid) AS kill_switch
+      (SELECT kill_switch FROM tenants WHERE id = ${step.tenantId}::uuid) AS kill_switch,
+      (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${step.turnId}::uuid) AS cancel_requested
       ${step.returnEvents && n > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
 }

@@ -1098,14 +1098,14 @@ export class FakeLlmServer {
         stream,
       };
       this.record(recorded);
+      res.once('close', () => {
+        if (!res.writableEnded) recorded.closedEarly = true;
+      });
 
       if (!route) {
         this.sendJson(res, 404, openAiDefaultError(404, `FakeLlmServer: no fake endpoint for ${path}`), {
           'x-request-id': requestId,
         });
-      res.once('close', () => {
-        if (!res.writableEnded) recorded.closedEarly = true;
-      });
         return;
       }
       const headers = { [route.format.requestIdHeader]: requestId };

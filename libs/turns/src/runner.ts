@@ -30,7 +30,7 @@ import {
   type TurnCheckpoints,
   type TurnOutcome,
 } from '@switchboard/engine';
-import type { LivePublisher } from '@switchboard/live';
+import type { ControlMessage, LivePublisher } from '@switchboard/live';
 import { withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import {
   contextWindow,
@@ -46,6 +46,7 @@ import {
   SqlDb,
   TurnStore,
   type AgentRow,
+  type CommittedEvent,
   type CostStatus,
   type LedgerInsert,
   type MessageInsert,
@@ -129,6 +130,8 @@ export type HandleResult = 'done' | 'busy' | 'later';
  */
 export class TurnRunner {
   private readonly store: TurnStore;
+  /** This process's running turns by session: where control messages land (docs/adr/0014). */
+  private readonly running = new Map<string, RunningTurn>();
 
   constructor(private readonly o: TurnRunnerOptions) {
     this.store =
@@ -182,10 +185,9 @@ export class TurnRunner {
         if (ran + 1 >= max) break;
         const again = await claim(job.turnId);
         if (!again.leased) {
-          if (!again.pending) {
-            released = true;
-            return 'done';
-          }
+          // Nothing left (a turn behind it was cancelled, or delivered as an interjection): the lease
+          // is still ours and is released below.
+          if (!again.pending) break;
           throw new LeaseLostError(job.sessionId);
         }
         next = again.next;
@@ -213,6 +215,18 @@ export class TurnRunner {
     // Released with turns perhaps left (the per-lease bound, or one another run finished first): looked
     // for after the release, so a turn whose job saw this worker's lease is never left behind.
     return (await this.store.nextUnfinished(job.sessionId)) ? 'later' : 'done';
+  }
+
+  /**
+   * A control message for this worker (docs/adr/0014): a cancel aborts the turn (it stops at its next
+   * safe point); an interjection is delivered at the next safe point before a provider call. A
+   * message for a turn this process no longer runs is dropped: the request is in Postgres.
+   */
+  control(m: ControlMessage): void {
+    const r = this.running.get(m.sessionId);
+    if (!r) return;
+    if (m.type === 'cancel' && m.turnId === r.turnId) r.cancel();
+    if (m.type === 'interject') r.interject();
   }
 
   /** Marks a turn failed when its job has used every attempt (a bug or a dead dependency). */
@@ -309,20 +323,38 @@ export class TurnRunner {
         if (this.o.live) {
           checkpoints.live = new LiveProgress(this.o.live, turn.sessionId, turn.id, this.o.liveDeltaFlushMs);
         }
-        // turn_started commits with the turn's first checkpoint (the turn row is `running` already).
-        await checkpoints.emit(EventType.TurnStarted, {
-          seq: turn.seq,
-          resumed: load.resumed,
-          model,
-          ...(model === agent.model ? {} : { route: agent.model }),
-        });
-        checkpoints.started(model, session.systemPrompt === null ? systemPrompt : undefined);
-
         const controller = new AbortController();
+        // Cancelled before this claim (its worker died, or it was claimed as the cancel committed): it
+        // does not run; the engine only answers calls an earlier run left open and ends it cancelled.
+        if (turn.cancelRequested) controller.abort(CANCELLED);
+        else {
+          // turn_started commits with the turn's first checkpoint (the turn row is `running` already).
+          await checkpoints.emit(EventType.TurnStarted, {
+            seq: turn.seq,
+            resumed: load.resumed,
+            model,
+            ...(model === agent.model ? {} : { route: agent.model }),
+          });
+        }
+        checkpoints.started(model, session.systemPrompt === null ? systemPrompt : undefined);
+        // Control (docs/adr/0014): a control message, a checkpoint or the heartbeat that finds a cancel
+        // request stops the turn at its next safe point; an interjection is pulled before the next call.
+        const cancel = () => controller.signal.aborted || controller.abort(CANCELLED);
+        checkpoints.onCancelRequested = cancel;
+        checkpoints.onDelivered = (events) => this.o.live?.publish(turn.sessionId, events);
+        this.running.set(turn.sessionId, {
+          turnId: turn.id,
+          cancel,
+          interject: () => checkpoints.interjectionWaiting(),
+        });
         const heartbeat = setInterval(
           () => {
-            lease.renew().then(
-              (ok) => ok || controller.abort('lease_lost'),
+            this.store.heartbeat(turn.sessionId, lease.fence, turn.id).then(
+              (h) => {
+                if (!h.held) controller.abort('lease_lost');
+                else if (h.cancelRequested) cancel();
+                else if (h.interjection) checkpoints.interjectionWaiting();
+              },
               (err: unknown) => this.o.logger.warn({ err }, 'lease renewal failed'),
             );
           },
@@ -362,9 +394,14 @@ export class TurnRunner {
         } finally {
           clearInterval(heartbeat);
           checkpoints.live?.close();
+          if (this.running.get(turn.sessionId)?.turnId === turn.id) this.running.delete(turn.sessionId);
         }
         if (controller.signal.aborted && controller.signal.reason === 'lease_lost') {
           throw new LeaseLostError(turn.sessionId);
+        }
+        // The reason given with the cancel goes into turn_cancelled (read only for a cancelled turn).
+        if (outcome.status === 'cancelled' && controller.signal.reason === CANCELLED) {
+          checkpoints.cancelReason = (await this.store.cancelReason(turn.id)) ?? undefined;
         }
         // Finalisation (seed 001 stage 6). The essential step commits the turn's result with its last
         // round, the decision record and the terminal event, and releases the lease when no turn is
@@ -433,6 +470,16 @@ export class TurnRunner {
       await publish(this.o.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook });
     }
   }
+}
+
+/** The abort reason of a turn stopped by a cancel request (a lost lease is `lease_lost`, a deadline `deadline`). */
+const CANCELLED = 'cancelled';
+
+/** A turn this process runs, as control messages reach it. */
+interface RunningTurn {
+  turnId: string;
+  cancel(): void;
+  interject(): void;
 }
 
 /** A session's compaction as stored: the cut in turn seqs, and what stands in for the middle. */
@@ -529,6 +576,14 @@ class PostgresCheckpoints implements TurnCheckpoints {
   /** Committed-after hooks of the deferred writes (metrics once the round is durable). */
   private afterDeferred: (() => void)[] = [];
   private kill: { value: boolean; at: number };
+  /** An interjection waits for this turn (a control message or the heartbeat said so). */
+  private interjection = false;
+  /** Called when a commit finds the turn's cancel requested (docs/adr/0014). */
+  onCancelRequested?: () => void;
+  /** Publishes events committed outside a step (an interjection's delivery) on the live channel. */
+  onDelivered?: (events: CommittedEvent[]) => Promise<void> | undefined;
+  /** The cancel's reason, for turn_cancelled. */
+  cancelReason?: string;
 
   constructor(
     private readonly store: TurnStore,
@@ -599,7 +654,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const result = await retryTransient(
       async (attempt): Promise<StepResult> => {
         if (attempt > 1 && marker && (await this.store.eventExists(marker))) {
-          return { applied: true, released: false, killSwitch: this.kill.value };
+          return { applied: true, released: false, killSwitch: this.kill.value, cancelRequested: false };
         }
         return this.store.commitStep(step);
       },
@@ -615,6 +670,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     if (!result.applied) throw new LeaseLostError(t.sessionId);
     this.live?.committed(result.events);
     this.kill = { value: result.killSwitch, at: Date.now() };
+    if (result.cancelRequested) this.onCancelRequested?.();
     for (const fn of after) fn();
     return result;
   }
@@ -908,10 +964,44 @@ class PostgresCheckpoints implements TurnCheckpoints {
           iterations: outcome.iterations,
           toolCalls: outcome.toolCalls,
           ...(outcome.failure ? { failure: outcome.failure } : {}),
+          ...(outcome.status === 'cancelled' && this.cancelReason ? { reason: this.cancelReason } : {}),
         },
       },
     ]);
     return this.step('finalise', events, w, { returnEvents: true });
+  }
+
+  interjectionWaiting(): void {
+    this.interjection = true;
+  }
+
+  /**
+   * The safe point before a provider call (docs/adr/0014): when an interjection waits, the session's
+   * pending interject messages move into this turn's transcript in one fenced transaction, and the
+   * engine adds them to the next call.
+   */
+  async interjections(): Promise<ChatMessage[]> {
+    if (!this.interjection) return [];
+    this.interjection = false;
+    const t = this.turn;
+    const delivered = await retryTransient(
+      () =>
+        this.store.deliverInterjections({
+          tenantId: t.tenantId,
+          sessionId: t.sessionId,
+          turnId: t.id,
+          turnSeq: t.seq,
+          fence: this.lease.fence,
+          fromPosition: this.nextPosition,
+        }),
+      { maxMs: this.retryMs },
+    );
+    if (!delivered) throw new LeaseLostError(t.sessionId);
+    this.nextPosition += delivered.messages.length;
+    await this.onDelivered?.(delivered.events);
+    return delivered.messages.map((m) =>
+      toChatMessage({ ...m, role: 'user', toolCalls: null, toolCallId: null }),
+    );
   }
 
   /** A call booked at zero for want of a price (ADR 0007), once committed. */

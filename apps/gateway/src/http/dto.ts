@@ -2,8 +2,6 @@ import { createZodDto } from 'nestjs-zod';
 import {
   AdmitMessageRequest,
   CancelTurnRequest,
-  ApprovalsQuery,
-  DecideApprovalRequest,
   CreateAgentRequest,
   CreateApiKeyRequest,
   CreateSessionRequest,

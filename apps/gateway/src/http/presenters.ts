@@ -131,6 +131,7 @@ export const presentTurn = (t: Turn & { toolCalls?: ToolCall[] }): TurnResponse 
   createdAt: t.createdAt.toISOString(),
   startedAt: t.startedAt?.toISOString() ?? null,
   completedAt: t.completedAt?.toISOString() ?? null,
+  cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
 });
 
 /** A journal row as the API shows it; its data is what the engine emitted under the event union. */
@@ -141,7 +142,6 @@ export const presentEvent = (e: Event): EventResponse =>
     turnId: e.turnId,
     data: e.data,
     createdAt: e.createdAt.toISOString(),
-  cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
   }) as EventResponse;
 
 /** An id in a path: anything that is not a UUID cannot name an object, so it is a 404. */
