@@ -375,6 +375,13 @@ describe('bad input corpus', () => {
       other: () => ids.otherSession,
     },
     { name: 'get turn', method: 'GET', path: (id) => `/v1/turns/${id}`, other: () => ids.otherTurn },
+    {
+      name: 'cancel turn',
+      method: 'POST',
+      path: (id) => `/v1/turns/${id}/cancel`,
+      body: {},
+      other: () => ids.otherTurn,
+    },
   ];
   for (const r of idRoutes) {
     const call = (id: () => string) => () =>
