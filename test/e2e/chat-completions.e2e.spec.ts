@@ -1,21 +1,24 @@
+import net from 'node:net';
+import IORedis from 'ioredis';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import { ChatCompletionChunk, ChatCompletionResponse, OpenAiErrorResponse } from '@switchboard/contracts';
-import IORedis from 'ioredis';
 import { sessionChannel } from '@switchboard/live';
 import {
   createTestEnv,
   crossRealmSafeFetch,
   FakeLlmServer,
+  spawnApp,
   waitFor,
+  type AppProcess,
   type TestEnv,
 } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
-import { startGateway, startStack } from '../support/stack';
 
 /**
- * POST /v1/chat/completions with the stock `openai` client (docs/adr/0016): `model` names an agent,
- * the conversation is a session, the answer is the turn's; the agent runs against the fake LLM
- * server through the real openai SDK on the provider side too. (test/e2e/openai-chat.e2e.spec.ts is
+ * POST /v1/chat/completions with the stock `openai` client (docs/adr/0016), through real processes
+ * (a gateway and a harness worker, each its own process): `model` names an agent, the conversation
+ * is a session, the answer is the turn's; the agent runs against the fake LLM server (in this
+ * process) through the real openai SDK on the provider side too. (test/e2e/openai-chat.e2e.spec.ts is
  * the other direction: the harness calling an OpenAI-compatible model.)
  */
 jest.setTimeout(90_000);
@@ -25,7 +28,8 @@ const ADMIN = 'test-admin-token-0123456789';
 describe('POST /v1/chat/completions with the openai client', () => {
   let env: TestEnv;
   let llm: FakeLlmServer;
-  let stack: Awaited<ReturnType<typeof startStack>>;
+  const processes: AppProcess[] = [];
+  let url: string;
   let api: Api;
   let client: OpenAI;
   let agentId: string;
@@ -43,12 +47,35 @@ describe('POST /v1/chat/completions with the openai client', () => {
       .slice(1)
       .map((m) => [m.role, m.content]);
 
+  /** A gateway process on a free port; its URL once it answers. */
+  async function gatewayProcess(overrides: Record<string, string> = {}): Promise<string> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    processes.push(
+      await spawnApp(
+        'gateway',
+        env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1', ...overrides }),
+        { readyPattern: /Server listening at|successfully started/ },
+      ),
+    );
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${base}/healthz`)).ok, { what: 'the gateway to listen' });
+    return base;
+  }
+
   beforeAll(async () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
-    stack = await startStack(env.config(llm.providerEnv));
-    ({ api } = await newTenant(stack.url, ADMIN));
-    client = openai(stack.url, api.key!);
+    const [gateway, harness] = await Promise.all([
+      gatewayProcess(),
+      spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
+    ]);
+    processes.push(harness);
+    url = gateway;
+    ({ api } = await newTenant(url, ADMIN));
+    client = openai(url, api.key!);
     agentId = (
       await api.post('/v1/agents', {
         name: 'helper',
@@ -60,7 +87,7 @@ describe('POST /v1/chat/completions with the openai client', () => {
   });
 
   afterAll(async () => {
-    await stack?.close();
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
     await llm?.close();
     await env?.cleanup();
   });
@@ -398,7 +425,7 @@ describe('POST /v1/chat/completions with the openai client', () => {
   it('a failing provider fails the turn: 502 turn_failed (not retried), or an error in the stream', async () => {
     llm.enqueue({ kind: 'error', status: 401 });
     const before = llm.requests.length;
-    const retrying = openai(stack.url, api.key!, { maxRetries: 2 });
+    const retrying = openai(url, api.key!, { maxRetries: 2 });
     const failed = await retrying.chat.completions
       .create({ model: 'helper', messages: [{ role: 'user', content: 'fail please' }] })
       .catch((e: unknown) => e);
@@ -430,20 +457,20 @@ describe('POST /v1/chat/completions with the openai client', () => {
     expect(err).toBeInstanceOf(NotFoundError);
     expect(err).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
     // Another tenant's agent is unknown too.
-    const other = await newTenant(stack.url, ADMIN, 'other');
-    const theirs = openai(stack.url, other.api.key!);
+    const other = await newTenant(url, ADMIN, 'other');
+    const theirs = openai(url, other.api.key!);
     await expect(
       theirs.chat.completions.create({ model: 'helper', messages: [{ role: 'user', content: 'hi' }] }),
     ).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('a bad key is an AuthenticationError, in OpenAI’s error shape', async () => {
-    const err = await openai(stack.url, 'sb_not-a-key')
+    const err = await openai(url, 'sb_not-a-key')
       .chat.completions.create({ model: 'helper', messages: [{ role: 'user', content: 'hi' }] })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AuthenticationError);
     expect(err).toMatchObject({ status: 401, code: 'invalid_api_key' });
-    const raw = await fetch(`${stack.url}/v1/chat/completions`, {
+    const raw = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'helper', messages: [{ role: 'user', content: 'hi' }] }),
@@ -550,7 +577,7 @@ describe('POST /v1/chat/completions with the openai client', () => {
     expect(failures).toEqual([]);
 
     // Not JSON at all, in OpenAI's shape too.
-    const raw = await fetch(`${stack.url}/v1/chat/completions`, {
+    const raw = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${api.key}` },
       body: '{"model":',
@@ -571,7 +598,7 @@ describe('POST /v1/chat/completions with the openai client', () => {
     expect(mismatch).toBeInstanceOf(BadRequestError);
     expect(mismatch).toMatchObject({ code: 'model_session_mismatch', param: 'model' });
     await api.delete(`/v1/sessions/${otherSession}`);
-    const closed = await openai(stack.url, api.key!, { maxRetries: 2 })
+    const closed = await openai(url, api.key!, { maxRetries: 2 })
       .chat.completions.create(
         { model: 'other', messages: [{ role: 'user', content: 'hi' }] },
         { headers: { 'X-Session-Id': otherSession } },
@@ -581,29 +608,25 @@ describe('POST /v1/chat/completions with the openai client', () => {
   });
 
   it('a turn that outlasts WAIT_TIMEOUT_MS is a 408 turn_timeout naming the turn; a keyed retry waits again', async () => {
-    const short = await startGateway(env.config({ ...llm.providerEnv, WAIT_TIMEOUT_MS: '400' }));
-    try {
-      llm.enqueue({ kind: 'message', text: 'late but there', delayMs: 1500 });
-      const err = await openai(short.url, api.key!)
-        .chat.completions.create(
-          { model: 'helper', messages: [{ role: 'user', content: 'take your time' }] },
-          { headers: { 'Idempotency-Key': 'slow-1' } },
-        )
-        .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(APIError);
-      expect(err).toMatchObject({ status: 408, code: 'turn_timeout' });
-      const turnId = (err as APIError).headers?.get('x-turn-id');
-      expect((err as APIError).message).toContain(`turn ${turnId} did not end`);
-      expect((err as APIError).headers?.get('x-should-retry')).toBe('true');
-      // The SDK's own retries (408 with the same key) wait for the same turn until it answers.
-      const retried = await openai(short.url, api.key!, { maxRetries: 5 }).chat.completions.create(
+    const short = await gatewayProcess({ WAIT_TIMEOUT_MS: '400' });
+    llm.enqueue({ kind: 'message', text: 'late but there', delayMs: 1500 });
+    const err = await openai(short, api.key!)
+      .chat.completions.create(
         { model: 'helper', messages: [{ role: 'user', content: 'take your time' }] },
         { headers: { 'Idempotency-Key': 'slow-1' } },
-      );
-      expect(retried.id).toBe(`chatcmpl-${turnId}`);
-      expect(retried.choices[0].message.content).toBe('late but there');
-    } finally {
-      await short.close();
-    }
+      )
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIError);
+    expect(err).toMatchObject({ status: 408, code: 'turn_timeout' });
+    const turnId = (err as APIError).headers?.get('x-turn-id');
+    expect((err as APIError).message).toContain(`turn ${turnId} did not end`);
+    expect((err as APIError).headers?.get('x-should-retry')).toBe('true');
+    // The SDK's own retries (408 with the same key) wait for the same turn until it answers.
+    const retried = await openai(short, api.key!, { maxRetries: 5 }).chat.completions.create(
+      { model: 'helper', messages: [{ role: 'user', content: 'take your time' }] },
+      { headers: { 'Idempotency-Key': 'slow-1' } },
+    );
+    expect(retried.id).toBe(`chatcmpl-${turnId}`);
+    expect(retried.choices[0].message.content).toBe('late but there');
   });
 });
