@@ -19,10 +19,12 @@ import { poolOf, type Db } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS } from '@switchboard/platform';
-import { sqlDbFor, type SqlDb } from '@switchboard/store';
+import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
+import { Approvals } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
+import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
 import { OpsController } from './controllers/ops.controller';
@@ -106,6 +108,7 @@ export class GatewayModule {
         AgentsController,
         SessionsController,
         TurnsController,
+        ApprovalsController,
         SettingsController,
         OpsController,
         ChatCompletionsController,
@@ -161,6 +164,17 @@ export class GatewayModule {
               control,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
             }),
+        },
+        {
+          provide: APPROVALS,
+          inject: [CONFIG, DB, REDIS, getQueueToken(QueueName.Turns), LOGGER, METRICS],
+          useFactory: (cfg: Config, db: Db, redis: IORedis, turns: Queue, logger: Logger, metrics: Metrics) =>
+            new Approvals(
+              new ApprovalStore(sqlDbFor(poolOf(db), 'gateway', metrics)),
+              turns,
+              logger,
+              new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
+            ),
         },
         {
           provide: LIVE_SUBSCRIBER,

@@ -14,7 +14,13 @@ import { hostname } from 'node:os';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import { TurnEngine } from '@switchboard/engine';
+import {
+  defaultApprovalPolicy,
+  NO_CONTEXT,
+  TurnEngine,
+  type ContextSources,
+  type ToolGates,
+} from '@switchboard/engine';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
 import { CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TOOLS } from '@switchboard/platform';
@@ -23,7 +29,7 @@ import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { ReconcilerService } from './reconciler.service';
-import { TURN_RUNNER } from './tokens';
+import { CONTEXT_SOURCES, TOOL_GATES, TURN_RUNNER } from './tokens';
 import { TurnsProcessor } from './turns.processor';
 
 /**
@@ -76,6 +82,8 @@ export class HarnessModule {
             LOGGER,
             METRICS,
             REDIS,
+            TOOL_GATES,
+            CONTEXT_SOURCES,
           ],
           useFactory: (
             cfg: Config,
@@ -86,6 +94,8 @@ export class HarnessModule {
             logger: Logger,
             metrics: Metrics,
             redis: IORedis,
+            gates: ToolGates,
+            context: ContextSources,
           ) => {
             const providers = new ProviderRegistry({
               openaiApiKey: cfg.OPENAI_API_KEY,
@@ -101,7 +111,7 @@ export class HarnessModule {
             });
             return new TurnRunner({
               db,
-              engine: new TurnEngine({ providers, tools }),
+              engine: new TurnEngine({ providers, tools, gates, context }),
               tools,
               postTurnQueue: postTurn,
               turnsQueue: turns,
@@ -115,9 +125,13 @@ export class HarnessModule {
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
               checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,
               prices: cfg.MODEL_PRICES,
+              approvalTtlMs: cfg.APPROVAL_TTL_MS,
             });
           },
         },
+        // Overridable seams: a module that brings memory or extra policy provides its own.
+        { provide: TOOL_GATES, useValue: { approval: defaultApprovalPolicy } satisfies ToolGates },
+        { provide: CONTEXT_SOURCES, useValue: NO_CONTEXT },
         ControlLifecycle,
         TurnsProcessor,
         MaintenanceProcessor,

@@ -1,12 +1,15 @@
 import { Inject } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
+import type IORedis from 'ioredis';
 import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { poolOf, type Db } from '@switchboard/database';
+import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
-import { DB, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
+import { DB, METRICS, QueueProcessor, QueueWorker, REDIS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import { reconcileTurns } from '@switchboard/turns';
+import { ApprovalStore, sqlDbFor } from '@switchboard/store';
+import { Approvals, reconcileTurns } from '@switchboard/turns';
 
 /** Turns younger than this are left alone: their own enqueue may still be in flight. */
 export const RECONCILE_MIN_AGE_MS = 2000;
@@ -21,9 +24,13 @@ export class MaintenanceProcessor extends QueueWorker {
     @Inject(DB) private readonly db: Db,
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
     @Inject(METRICS) private readonly metrics: Metrics,
+    @Inject(REDIS) private readonly redis: IORedis,
   ) {
     super();
   }
+
+  /** Expiry of approvals (docs/adr/0013): built on first use, when the worker's logger is set. */
+  private approvals?: Approvals;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -32,10 +39,18 @@ export class MaintenanceProcessor extends QueueWorker {
   private async run(task: MaintenanceTask): Promise<number> {
     switch (task) {
       case 'reconcile': {
+        // Approvals past their time first: their turns resume with an ApprovalExpired result.
+        this.approvals ??= new Approvals(
+          new ApprovalStore(sqlDbFor(poolOf(this.db), 'harness', this.metrics)),
+          this.turns,
+          this.logger,
+          new RedisLivePublisher(this.redis, { prefix: this.config.QUEUE_PREFIX, logger: this.logger }),
+        );
+        const expired = await this.approvals.expireDue();
         const requeued = await reconcileTurns(this.db, this.turns, this.logger, {
           olderThanMs: RECONCILE_MIN_AGE_MS,
         });
-        this.logger.info({ task, requeued }, 'maintenance task ran');
+        this.logger.info({ task, requeued, expired }, 'maintenance task ran');
         return requeued;
       }
     }

@@ -98,6 +98,8 @@ export const ConfigSchema = z.object({
   PROVIDER_ATTEMPT_TIMEOUT_MS: Int(600_000, 1000),
   /** How long a turn's checkpoint write retries transient database errors (a restart) before the job fails. */
   CHECKPOINT_RETRY_MS: Int(30_000, 0),
+  /** How long an approval waits for a decision before it expires (a tenant's approvalTtlMs wins). */
+  APPROVAL_TTL_MS: Int(24 * 3600 * 1000, 1000),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */
   SCRIPTED_FIXTURES_DIR: z.string().optional(),
   /** Comma-separated modules whose `tools` export is registered next to the built-ins (tests; unset in production). */

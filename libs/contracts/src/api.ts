@@ -55,6 +55,8 @@ export const CreateAgentRequest = z.strictObject({
   fallbackModels: z.array(ModelRef).max(5).optional(),
   tools: z.array(ToolName).max(100).optional(),
   allowedSubagents: z.array(z.string().min(1).max(120)).max(50).optional(),
+  /** Tools whose calls by this agent wait for a human decision (docs/adr/0013). */
+  approvalRequired: z.array(ToolName).max(100).optional(),
   budgets: Budgets.optional(),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
@@ -201,6 +203,14 @@ export const TenantSettings = z.strictObject({
   /** `strict` asks providers for strict tool-argument decoding; `relaxed` (the default) works everywhere. */
   toolSchemaMode: ToolSchemaMode.optional(),
   modelPrices: ModelPrices.optional(),
+  /** Tools whose calls by any agent of the tenant wait for a human decision (docs/adr/0013). */
+  approvalRequired: BlockedTools.optional(),
+  /** How long an approval waits before it expires, in ms; the deployment's APPROVAL_TTL_MS when absent. */
+  approvalTtlMs: z
+    .int()
+    .min(1000)
+    .max(30 * 24 * 3600 * 1000)
+    .optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -212,7 +222,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
  * is dropped entry by entry (an unknown route, a route naming a hint, a bad tool name), so one
  * bad value cannot switch off the rest. Both fields are always present.
  */
-export function parseTenantSettings(json: unknown): Required<TenantSettings> {
+export function parseTenantSettings(
+  json: unknown,
+): Required<Omit<TenantSettings, 'approvalTtlMs'>> & Pick<TenantSettings, 'approvalTtlMs'> {
   const stored = isRecord(json) ? json : {};
   const modelRoutes: ModelRoutes = {};
   if (isRecord(stored.modelRoutes)) {
@@ -222,15 +234,18 @@ export function parseTenantSettings(json: unknown): Required<TenantSettings> {
       if (ref.success) modelRoutes[route] = ref.data;
     }
   }
-  const blockedTools: string[] = [];
-  if (Array.isArray(stored.blockedTools)) {
-    for (const tool of stored.blockedTools) {
+  const toolList = (value: unknown): string[] => {
+    const list: string[] = [];
+    if (!Array.isArray(value)) return list;
+    for (const tool of value) {
       const name = ToolName.safeParse(tool);
-      if (name.success && !blockedTools.includes(name.data) && blockedTools.length < 100) {
-        blockedTools.push(name.data);
-      }
+      if (name.success && !list.includes(name.data) && list.length < 100) list.push(name.data);
     }
-  }
+    return list;
+  };
+  const blockedTools = toolList(stored.blockedTools);
+  const approvalRequired = toolList(stored.approvalRequired);
+  const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
   const modelPrices: ModelPrices = {};
   if (isRecord(stored.modelPrices)) {
@@ -241,7 +256,14 @@ export function parseTenantSettings(json: unknown): Required<TenantSettings> {
       }
     }
   }
-  return { modelRoutes, blockedTools, toolSchemaMode: mode.success ? mode.data : 'relaxed', modelPrices };
+  return {
+    modelRoutes,
+    blockedTools,
+    toolSchemaMode: mode.success ? mode.data : 'relaxed',
+    modelPrices,
+    approvalRequired,
+    ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
+  };
 }
 
 /**
@@ -257,6 +279,15 @@ export const UpdateSettingsRequest = z
     modelPrices: z
       .record(PriceKey, ModelPrice.nullable())
       .refine((v) => Object.keys(v).length <= 100, { message: 'at most 100 prices' })
+      .optional(),
+    /** Replaces the whole list (`[]` clears it). */
+    approvalRequired: BlockedTools.optional(),
+    /** `null` goes back to the deployment's APPROVAL_TTL_MS. */
+    approvalTtlMs: z
+      .int()
+      .min(1000)
+      .max(30 * 24 * 3600 * 1000)
+      .nullable()
       .optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
@@ -292,5 +323,23 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
     blockedTools: update.blockedTools ?? current.blockedTools,
     toolSchemaMode: update.toolSchemaMode ?? current.toolSchemaMode,
     modelPrices,
+    approvalRequired: update.approvalRequired ?? current.approvalRequired,
+    approvalTtlMs:
+      update.approvalTtlMs === null ? undefined : (update.approvalTtlMs ?? current.approvalTtlMs),
   };
 }
+
+/** An approval's states (docs/adr/0013): pending until decided, expired by the reconciler, cancelled with its turn. */
+export const ApprovalStatus = z.enum(['pending', 'approved', 'rejected', 'expired', 'cancelled']);
+export type ApprovalStatus = z.infer<typeof ApprovalStatus>;
+
+/** GET /v1/approvals: the tenant's approvals, newest first, optionally of one status. */
+export const ApprovalsQuery = PageQuery.extend({ status: ApprovalStatus.optional() });
+export type ApprovalsQuery = z.infer<typeof ApprovalsQuery>;
+
+/** POST /v1/approvals/:id: the human decision on a gated tool call. */
+export const DecideApprovalRequest = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().trim().min(1).max(2000).optional(),
+});
+export type DecideApprovalRequest = z.infer<typeof DecideApprovalRequest>;

@@ -28,6 +28,11 @@ export const TurnJob = z.object({
   turnId: z.uuid(),
   sessionId: z.uuid(),
   tenantId: z.uuid(),
+  /**
+   * A resume of a paused turn (docs/adr/0013): the wait that ended (an approval id). Its job id is
+   * `${turnId}.${resume}`, so it never collides with the turn's first job, kept completed for a day.
+   */
+  resume: z.uuid().optional(),
   trace: TraceCarrier,
 });
 export type TurnJob = z.infer<typeof TurnJob>;
@@ -93,7 +98,7 @@ export const Jobs = {
   turn: {
     queue: QueueName.Turns,
     schema: TurnJob,
-    jobId: (d: TurnJob) => d.turnId,
+    jobId: (d: TurnJob) => (d.resume ? `${d.turnId}.${d.resume}` : d.turnId),
     attempts: 5,
     backoff: { type: 'exponential', delay: 1000 },
     keepCompletedSeconds: DAY,

@@ -96,6 +96,8 @@ export const AgentResponse = z
     fallbackModels: z.array(z.string()),
     tools: z.array(z.string()),
     allowedSubagents: z.array(z.string()),
+    /** Tools whose calls by this agent wait for a human decision. */
+    approvalRequired: z.array(z.string()),
     budgets: Budgets,
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -293,6 +295,10 @@ export const SettingsResponse = z
     toolSchemaMode: ToolSchemaMode,
     /** The tenant's prices (USD per million tokens) over the deployment's and the maintained table. */
     modelPrices: ModelPrices,
+    /** Tools whose calls by any agent of the tenant wait for a human decision. */
+    approvalRequired: z.array(z.string()),
+    /** How long an approval waits before it expires (ms); null: the deployment's APPROVAL_TTL_MS. */
+    approvalTtlMs: z.int().nullable(),
     /** The deployment's DEFAULT_MODEL: what a hint resolves to when the tenant has not set its route. */
     defaultModel: z.string(),
   })
@@ -315,3 +321,30 @@ export const ReadinessResponse = z
   })
   .register(ApiSchemas, { id: 'Readiness' });
 export type ReadinessResponse = z.infer<typeof ReadinessResponse>;
+
+export const ApprovalResponse = z
+  .strictObject({
+    id: Id,
+    sessionId: Id,
+    turnId: Id,
+    /** The provider's id of the gated tool call. */
+    callId: z.string(),
+    toolName: z.string(),
+    /** The call's arguments, redacted as journal events are. */
+    arguments: Json,
+    sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
+    /** Why approval was asked: the tool declares it, the agent or the tenant lists it, or the turn's input is untrusted. */
+    policy: z.enum(['tool', 'agent', 'tenant', 'untrusted_input']),
+    status: z.enum(['pending', 'approved', 'rejected', 'expired', 'cancelled']),
+    reason: z.string().nullable(),
+    decidedAt: Timestamp.nullable(),
+    expiresAt: Timestamp,
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'Approval' });
+export type ApprovalResponse = z.infer<typeof ApprovalResponse>;
+
+export const ApprovalPageResponse = z
+  .strictObject({ data: z.array(ApprovalResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'ApprovalPage' });
+export type ApprovalPageResponse = z.infer<typeof ApprovalPageResponse>;

@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newId } from '@switchboard/contracts';
 import { withSpan } from '@switchboard/observability';
 import type { ChatMessage, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import type { EventData } from '@switchboard/contracts';
@@ -457,7 +458,7 @@ export class TurnEngine {
             return {
               wait: {
                 kind: 'approval',
-                approvalId: randomUUID(),
+                approvalId: newId(),
                 callId: call.id,
                 tool: call.name,
                 arguments: parsed.data,

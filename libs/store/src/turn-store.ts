@@ -10,6 +10,12 @@ import { join, json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
 /** Statuses of a turn that is still to run (queued) or was interrupted (running). */
 const UNFINISHED = sql`('queued', 'running')`;
 
+/**
+ * Statuses that hold a session's order: the unfinished ones and a turn paused on a wait
+ * (`awaiting_approval`, docs/adr/0013), which blocks the turns behind it without being runnable.
+ */
+const HOLDS_SESSION = sql`('queued', 'running', 'awaiting_approval')`;
+
 /** A queued interject turn waiting to be delivered into the session's running turn (docs/adr/0014). */
 const PENDING_INTERJECTION = (t: Sql) => sql`${t}.status = 'queued' AND ${t}.priority = 'interject'
   AND ${t}.started_at IS NULL AND ${t}.cancel_requested_at IS NULL`;
@@ -75,6 +81,8 @@ export interface AgentRow {
   model: string;
   fallbackModels: string[];
   tools: string[];
+  /** Tools whose calls by this agent need a human decision (docs/adr/0013). */
+  approvalRequired: string[];
   budgets: unknown;
 }
 
@@ -92,6 +100,28 @@ export interface TurnLoad {
   own: TranscriptEntry[];
   /** Calls an interrupted run started and never recorded (ADR 0004). */
   startedCalls: string[];
+  /** Decisions on this turn's gated calls (approved, rejected, expired, cancelled): docs/adr/0013. */
+  decisions: StoredDecision[];
+}
+
+/** A decided approval of the turn, as the engine acts on it. */
+export interface StoredDecision {
+  approvalId: string;
+  callId: string;
+  status: 'approved' | 'rejected' | 'expired' | 'cancelled';
+  reason: string | null;
+}
+
+/** One approval row a paused turn writes (docs/adr/0013). */
+export interface ApprovalInsert {
+  id: string;
+  callId: string;
+  toolName: string;
+  /** Already redacted. */
+  arguments: unknown;
+  sideEffect: string;
+  policy: string;
+  expiresAt: Date;
 }
 
 export interface ClaimResult {
@@ -103,6 +133,8 @@ export interface ClaimResult {
   pending: boolean;
   /** The oldest unfinished turn, marked running; none when another run finished it meanwhile. */
   next?: TurnLoad;
+  /** The session's next turn is paused on a wait (docs/adr/0013): nothing of it can run now. */
+  blocked?: boolean;
 }
 
 export interface Fence {
@@ -187,6 +219,8 @@ export interface TurnChanges {
   attempts?: unknown[];
   model?: string;
   toolCallsAdded?: number;
+  /** The turn pauses on its waits (docs/adr/0013): `awaiting_approval`, not terminal. */
+  waiting?: boolean;
   terminal?: {
     status: string;
     stopReason: string;
@@ -213,6 +247,8 @@ export interface SessionChanges {
    * no other turn of the session is unfinished (an earlier seq in a lower priority band).
    */
   releaseIfNoTurnAfter?: number;
+  /** Release the lease whatever is queued: the turn paused and blocks the session (docs/adr/0013). */
+  release?: boolean;
 }
 
 export interface Step {
@@ -227,6 +263,8 @@ export interface Step {
   messages?: MessageInsert[];
   ledger?: LedgerInsert[];
   toolCalls?: ToolCallUpsert[];
+  /** Approvals a paused turn asks for (docs/adr/0013). */
+  approvals?: ApprovalInsert[];
   /** Return the events as committed (seq, data with the cost filled in) for the live channel (libs/live). */
   returnEvents?: boolean;
 }
@@ -268,6 +306,8 @@ interface ClaimRow {
   kill_switch: boolean | null;
   transcript: TranscriptEntry[] | null;
   started_calls: string[] | null;
+  blocked: boolean;
+  decisions: StoredDecision[] | null;
 }
 
 const TURN_JSON = sql`json_build_object(
@@ -323,8 +363,8 @@ export class TurnStore {
         RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction
       ),
       nt AS (
-        SELECT t.id FROM turns t JOIN s ON t.session_id = s.id
-        WHERE t.status IN ${UNFINISHED} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
+        SELECT t.id, t.status FROM turns t JOIN s ON t.session_id = s.id
+        WHERE t.status IN ${HOLDS_SESSION} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
       ),
       ut AS (
         UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
@@ -336,14 +376,19 @@ export class TurnStore {
         (SELECT status FROM own) AS own_status,
         s.id IS NOT NULL AS leased,
         (SELECT found FROM pending) AS pending,
+        EXISTS (SELECT 1 FROM nt WHERE nt.status = 'awaiting_approval') AS blocked,
         CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn,
         s.system_prompt, s.summarizer_failures, s.compaction,
         CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object(
           'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
-          'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets) END AS agent,
+          'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
+          'approvalRequired', coalesce(a.approval_required, '{}')) END AS agent,
         tn.settings, tn.kill_switch,
         (SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c
           WHERE c.turn_id = ut.id AND c.status = 'running') AS started_calls,
+        (SELECT coalesce(json_agg(json_build_object('approvalId', ap.id, 'callId', ap.call_id,
+            'status', ap.status, 'reason', ap.reason)), '[]'::json) FROM approvals ap
+          WHERE ap.turn_id = ut.id AND ap.status <> 'pending') AS decisions,
         (SELECT coalesce(json_agg(json_build_object(
             'role', m.role, 'kind', m.kind, 'trust', m.trust, 'authorityClass', m.authority_class,
             'body', m.body, 'toolCalls', m.tool_calls, 'toolCallId', m.tool_call_id, 'metadata', m.metadata,
@@ -371,6 +416,7 @@ export class TurnStore {
       ownStatus: row.own_status ?? undefined,
       leased: row.leased,
       pending: row.pending,
+      blocked: row.blocked,
     };
     if (row.turn && row.agent) {
       const t = row.turn;
@@ -393,6 +439,7 @@ export class TurnStore {
         earlier: transcript.filter((m) => m.turnSeq !== turn.seq),
         own: transcript.filter((m) => m.turnSeq === turn.seq),
         startedCalls: row.started_calls ?? [],
+        decisions: row.decisions ?? [],
       };
     }
     return result;
@@ -529,6 +576,13 @@ export class TurnStore {
     return row?.cancel_reason ?? null;
   }
 
+  /** Whether a turn of the session is paused on a wait (docs/adr/0013): the turns behind it cannot run. */
+  async sessionWaiting(sessionId: string): Promise<boolean> {
+    const row = await this.db.first(sql`
+      SELECT 1 AS one FROM turns WHERE session_id = ${sessionId}::uuid AND status = 'awaiting_approval' LIMIT 1`);
+    return row !== undefined;
+  }
+
   async killSwitch(tenantId: string): Promise<boolean> {
     const row = await this.db.first<{ kill_switch: boolean }>(sql`
       SELECT kill_switch FROM tenants WHERE id = ${tenantId}::uuid`);
@@ -631,7 +685,9 @@ export function stepStatement(step: Step): Sql {
   }
   if (fenced) {
     const extend = sql`now() + (${fenced.ms}::int * interval '1 millisecond')`;
-    if (ses.releaseIfNoTurnAfter !== undefined) {
+    if (ses.release) {
+      sets.push(sql`lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL`);
+    } else if (ses.releaseIfNoTurnAfter !== undefined) {
       // Re-evaluated on the row's latest version: an admission that committed meanwhile keeps the lease.
       // Priority bands run turns out of seq order, so an earlier turn still waiting keeps it too (seen
       // in the statement's snapshot: it was admitted, and so committed, before this seq ran).
@@ -690,6 +746,7 @@ export function stepStatement(step: Step): Sql {
   if (t?.attempts && t.attempts.length > 0)
     turnSets.push(sql`attempts = turns.attempts || ${json(t.attempts)}::jsonb`);
   if (t?.model !== undefined) turnSets.push(sql`model = ${t.model}`);
+  if (t?.waiting) turnSets.push(sql`status = 'awaiting_approval'`);
   const costOut = n > 0 && step.events.some((e) => e.withTurnCost);
   if (turnSets.length > 0) {
     ctes.push(sql`t AS (
@@ -712,6 +769,20 @@ export function stepStatement(step: Step): Sql {
       INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
         input_tokens, output_tokens, cached_tokens, cost_usd, cost_source)
       SELECT v.* FROM (VALUES ${join(rows)}) AS v WHERE EXISTS (SELECT 1 FROM s))`);
+  }
+
+  if (step.approvals && step.approvals.length > 0) {
+    const rows = step.approvals.map(
+      (a) => sql`(${a.id}::uuid, ${step.tenantId}::uuid, ${step.sessionId}::uuid, ${step.turnId}::uuid,
+        ${a.callId}::text, ${a.toolName}::text, ${json(a.arguments ?? {})}::jsonb, ${a.sideEffect}::text,
+        ${a.policy}::text, ${a.expiresAt.toISOString()}::timestamptz)`,
+    );
+    // One approval per call: a pause replayed after its commit asks for nothing twice.
+    ctes.push(sql`ap AS (
+      INSERT INTO approvals (id, tenant_id, session_id, turn_id, call_id, tool_name, arguments, side_effect,
+        policy, expires_at)
+      SELECT v.* FROM (VALUES ${join(rows)}) AS v WHERE EXISTS (SELECT 1 FROM s)
+      ON CONFLICT (turn_id, call_id) DO NOTHING)`);
   }
 
   if (step.toolCalls && step.toolCalls.length > 0) {

@@ -19,6 +19,7 @@ import {
   DEFAULT_BUDGET,
   killSwitchHook,
   TurnEngine,
+  UNTRUSTED_AUTHORITY,
   type StopHook,
   type ProviderAttempt,
   type CompactionRecord,
@@ -46,6 +47,7 @@ import {
   SqlDb,
   TurnStore,
   type AgentRow,
+  type ApprovalInsert,
   type CommittedEvent,
   type CostStatus,
   type LedgerInsert,
@@ -71,6 +73,9 @@ export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.opt
 
 /** How old the kill switch a checkpoint returned may be before a stop-hook check reads it again. */
 const KILL_SWITCH_MAX_AGE_MS = 1_000;
+
+/** How long an approval waits when neither the tenant nor the deployment says (24 h). */
+const DEFAULT_APPROVAL_TTL_MS = 24 * 3600 * 1000;
 
 export interface TurnRunnerOptions {
   db: Db;
@@ -100,6 +105,8 @@ export interface TurnRunnerOptions {
   finalisers?: FinalisationStep[];
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
+  /** How long an approval waits for a decision (APPROVAL_TTL_MS); a tenant's approvalTtlMs wins. */
+  approvalTtlMs?: number;
   /**
    * The live channel (libs/live): every commit's events go out on it after the commit, a round's
    * start and its streamed text before (docs/adr/0015). Never fails a turn.
@@ -212,6 +219,9 @@ export class TurnRunner {
         );
       }
     }
+    // A session paused on a wait runs nothing until the decision resumes it with a job of its own
+    // (docs/adr/0013); looked for after the release, like the turns left behind below.
+    if (await this.store.sessionWaiting(job.sessionId)) return 'done';
     // Released with turns perhaps left (the per-lease bound, or one another run finished first): looked
     // for after the release, so a turn whose job saw this worker's lease is never left behind.
     return (await this.store.nextUnfinished(job.sessionId)) ? 'later' : 'done';
@@ -387,6 +397,19 @@ export class TurnRunner {
               spentUsd: Number(turn.costUsd),
               startedAt: (turn.startedAt ?? new Date()).getTime(),
               startedCalls: load.startedCalls,
+              // Approval policy inputs and stored decisions (docs/adr/0013). Untrusted content that
+              // triggered the turn (its input, or a user message delivered into it) cannot authorise a
+              // side effect by itself; tool output is not counted.
+              approval: {
+                agent: agent.approvalRequired,
+                tenant: settings.approvalRequired,
+                untrustedInput: own.some(
+                  (m) =>
+                    m.role === 'user' &&
+                    (UNTRUSTED_AUTHORITY as readonly string[]).includes(m.authorityClass),
+                ),
+              },
+              decisions: load.decisions,
             },
             checkpoints,
             controller.signal,
@@ -402,6 +425,15 @@ export class TurnRunner {
         // The reason given with the cancel goes into turn_cancelled (read only for a cancelled turn).
         if (outcome.status === 'cancelled' && controller.signal.reason === CANCELLED) {
           checkpoints.cancelReason = (await this.store.cancelReason(turn.id)) ?? undefined;
+        }
+        // A pause (docs/adr/0013): the waits, the turn `awaiting_approval` and the lease's release commit
+        // together; the worker goes on to other work and the decision resumes the turn on any worker.
+        if (outcome.status === 'waiting') {
+          const ttlMs = settings.approvalTtlMs ?? this.o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS;
+          const paused = await checkpoints.pause(outcome, ttlMs);
+          span.setAttributes({ 'switchboard.turn.status': 'awaiting_approval' });
+          this.o.metrics.turns.inc({ status: 'awaiting_approval' });
+          return paused;
         }
         // Finalisation (seed 001 stage 6). The essential step commits the turn's result with its last
         // round, the decision record and the terminal event, and releases the lease when no turn is
@@ -624,7 +656,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     name: string,
     events: JournalEvent[],
     writes: Writes,
-    options: { returnEvents?: boolean } = {},
+    options: { returnEvents?: boolean; approvals?: ApprovalInsert[] } = {},
   ): Promise<StepResult> {
     // Taken at once: steps of one wave of tool calls run concurrently, and only one carries them.
     const merged = this.withDeferred(writes);
@@ -648,6 +680,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
           e.type === EventType.TurnCancelled,
       })),
       ...merged,
+      ...(options.approvals ? { approvals: options.approvals } : {}),
       returnEvents: options.returnEvents || this.live !== undefined,
     };
     const marker = events[0]?.id;
@@ -928,6 +961,45 @@ class PostgresCheckpoints implements TurnCheckpoints {
    * state and decision record, the session's usage roll-up, the pending events and the terminal
    * event, and the lease's release when no turn was admitted after this one.
    */
+  /**
+   * The pause (docs/adr/0013), one statement: an approval row and an `approval_requested` event per
+   * wait, the turn `awaiting_approval`, and the lease released whatever is queued behind it (those
+   * turns wait for this one). Nothing of the gated calls was started, so a resumed run finds them
+   * unanswered and acts on their decisions.
+   */
+  async pause(outcome: TurnOutcome, ttlMs: number): Promise<StepResult> {
+    const w = emptyWrites();
+    w.turn.waiting = true;
+    w.session.release = true;
+    const expiresAt = new Date(Date.now() + ttlMs);
+    const waits = outcome.waits ?? [];
+    const approvals: ApprovalInsert[] = waits.map((wait) => ({
+      id: wait.approvalId,
+      callId: wait.callId,
+      toolName: wait.tool,
+      arguments: redact(wait.arguments),
+      sideEffect: wait.sideEffect,
+      policy: wait.policy,
+      expiresAt,
+    }));
+    const events = this.takeEvents(
+      approvals.map((a) => ({
+        type: EventType.ApprovalRequested,
+        turnId: this.turn.id,
+        data: {
+          approvalId: a.id,
+          callId: a.callId,
+          name: a.toolName,
+          arguments: a.arguments,
+          sideEffect: a.sideEffect,
+          policy: a.policy,
+          expiresAt: expiresAt.toISOString(),
+        },
+      })),
+    );
+    return this.step('pause', events, w, { returnEvents: true, approvals });
+  }
+
   async finalise(outcome: TurnOutcome, model: string): Promise<StepResult> {
     const t = this.turn;
     const type =

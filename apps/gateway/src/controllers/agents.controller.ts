@@ -25,13 +25,11 @@ export class AgentsController {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  private checkTools(tools: string[] | undefined) {
+  private checkTools(tools: string[] | undefined, path = 'tools') {
     const unknown = this.tools.unknown(tools ?? []);
     if (unknown.length > 0) {
       throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
-        issues: [
-          { path: 'tools', message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() },
-        ],
+        issues: [{ path, message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() }],
       });
     }
   }
@@ -48,6 +46,7 @@ export class AgentsController {
   async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
     const b = body;
     this.checkTools(b.tools);
+    this.checkTools(b.approvalRequired, 'approvalRequired');
     const row = await this.db.agent.create({
       data: {
         id: newId(),
@@ -60,6 +59,7 @@ export class AgentsController {
         fallbackModels: b.fallbackModels ?? [],
         tools: b.tools ?? this.tools.names(),
         allowedSubagents: b.allowedSubagents ?? [],
+        approvalRequired: b.approvalRequired ?? [],
         budgets: b.budgets ?? {},
       },
     });
@@ -119,6 +119,7 @@ export class AgentsController {
     const agent = await this.find(tenantId, id);
     const b = body as Partial<CreateAgentRequest>;
     this.checkTools(b.tools);
+    this.checkTools(b.approvalRequired, 'approvalRequired');
     const row = await this.db.agent.update({
       where: { id: agent.id },
       data: { ...b, ...(b.budgets ? { budgets: b.budgets } : {}) },

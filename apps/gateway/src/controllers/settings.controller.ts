@@ -40,7 +40,8 @@ export class SettingsController {
     errors: BODY_ERRORS,
   })
   async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
-    if (body.blockedTools) this.checkTools(body.blockedTools);
+    if (body.blockedTools) this.checkTools(body.blockedTools, 'blockedTools');
+    if (body.approvalRequired) this.checkTools(body.approvalRequired, 'approvalRequired');
     const settings = await this.db.$transaction(async (tx) => {
       // Row lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
       const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
@@ -56,13 +57,13 @@ export class SettingsController {
     return presentSettings(settings, this.config.DEFAULT_MODEL);
   }
 
-  private checkTools(tools: string[]) {
+  private checkTools(tools: string[], path: string) {
     const unknown = this.tools.unknown(tools);
     if (unknown.length > 0) {
       throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
         issues: [
           {
-            path: 'blockedTools',
+            path,
             message: `unknown tools: ${unknown.join(', ')}`,
             available: this.tools.names(),
           },

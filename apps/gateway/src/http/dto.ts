@@ -2,6 +2,8 @@ import { createZodDto } from 'nestjs-zod';
 import {
   AdmitMessageRequest,
   CancelTurnRequest,
+  ApprovalsQuery,
+  DecideApprovalRequest,
   CreateAgentRequest,
   CreateApiKeyRequest,
   CreateSessionRequest,
@@ -25,3 +27,5 @@ export class PageQueryDto extends createZodDto(PageQuery) {}
 export class EventsQueryDto extends createZodDto(EventsQuery) {}
 export class StreamQueryDto extends createZodDto(StreamQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}
+export class ApprovalsQueryDto extends createZodDto(ApprovalsQuery) {}
+export class DecideApprovalDto extends createZodDto(DecideApprovalRequest) {}

@@ -1,4 +1,14 @@
-import type { Agent, ApiKey, Event, Message, Session, Tenant, ToolCall, Turn } from '@prisma/client';
+import type {
+  Agent,
+  ApiKey,
+  Approval,
+  Event,
+  Message,
+  Session,
+  Tenant,
+  ToolCall,
+  Turn,
+} from '@prisma/client';
 import {
   AppError,
   isUuid,
@@ -7,6 +17,7 @@ import {
   PG_INT_MAX,
   type AgentResponse,
   type ApiKeyResponse,
+  type ApprovalResponse,
   type EventResponse,
   type MessageResponse,
   type SessionResponse,
@@ -31,8 +42,16 @@ export const presentTenant = (t: Tenant): TenantResponse => ({
 
 /** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */
 export const presentSettings = (settings: unknown, defaultModel: string): SettingsResponse => {
-  const { modelRoutes, blockedTools, toolSchemaMode, modelPrices } = parseTenantSettings(settings);
-  return { modelRoutes, blockedTools, toolSchemaMode, modelPrices, defaultModel };
+  const s = parseTenantSettings(settings);
+  return {
+    modelRoutes: s.modelRoutes,
+    blockedTools: s.blockedTools,
+    toolSchemaMode: s.toolSchemaMode,
+    modelPrices: s.modelPrices,
+    approvalRequired: s.approvalRequired,
+    approvalTtlMs: s.approvalTtlMs ?? null,
+    defaultModel,
+  };
 };
 
 export const presentApiKey = (k: ApiKey): ApiKeyResponse => ({
@@ -54,6 +73,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   fallbackModels: a.fallbackModels,
   tools: a.tools,
   allowedSubagents: a.allowedSubagents,
+  approvalRequired: a.approvalRequired,
   budgets: a.budgets as AgentResponse['budgets'],
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
@@ -182,3 +202,21 @@ export function decodeCursor<T extends (string | number)[]>(
   }
   throw new AppError('bad_request', 'invalid cursor');
 }
+
+type A = ApprovalResponse;
+
+export const presentApproval = (a: Approval): ApprovalResponse => ({
+  id: a.id,
+  sessionId: a.sessionId,
+  turnId: a.turnId,
+  callId: a.callId,
+  toolName: a.toolName,
+  arguments: a.arguments,
+  sideEffect: a.sideEffect as A['sideEffect'],
+  policy: a.policy as A['policy'],
+  status: a.status as A['status'],
+  reason: a.reason,
+  decidedAt: a.decidedAt?.toISOString() ?? null,
+  expiresAt: a.expiresAt.toISOString(),
+  createdAt: a.createdAt.toISOString(),
+});

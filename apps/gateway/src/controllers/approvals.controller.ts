@@ -1,0 +1,128 @@
+import {
+  Body,
+  Controller,
+  createParamDecorator,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+} from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
+import { AppError, ApprovalPageResponse, ApprovalResponse, notFound } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { Approvals } from '@switchboard/turns';
+import { TenantId, type AuthedRequest } from '../auth/guard';
+import { ApprovalsQueryDto, DecideApprovalDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
+import { decodeCursor, encodeCursor, pathId, presentApproval } from '../http/presenters';
+import { DB } from '@switchboard/platform';
+
+export const APPROVALS = Symbol('APPROVALS');
+
+/** The API key that made the request: who decided. */
+const ApiKeyId = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): string =>
+    ctx.switchToHttp().getRequest<AuthedRequest>().apiKeyId ?? 'api',
+);
+
+const VERDICT = { approve: 'approved', reject: 'rejected' } as const;
+
+/**
+ * Human-in-the-loop decisions on gated tool calls (SPEC §3, docs/adr/0013). A turn whose tool call
+ * needs approval is `awaiting_approval` and holds no worker; the decision on its last pending
+ * approval puts it back in the queue, and whichever worker takes it acts on the stored decisions.
+ */
+@TenantApi('approvals')
+@Controller('v1/approvals')
+export class ApprovalsController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(APPROVALS) private readonly approvals: Approvals,
+  ) {}
+
+  /** Newest first. `status=pending` lists what waits for a decision (never an approval whose turn ended). */
+  @Get()
+  @Operation({
+    id: 'listApprovals',
+    summary: 'Approvals of the tenant, newest first',
+    status: 200,
+    schema: ApprovalPageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: ApprovalsQueryDto): Promise<ApprovalPageResponse> {
+    const before = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.db.approval.findMany({
+      where: {
+        tenantId,
+        ...(q.status ? { status: q.status } : {}),
+        ...(q.status === 'pending' ? { turn: { status: 'awaiting_approval' } } : {}),
+        ...(before ? { id: { lt: before[0] } } : {}),
+      },
+      orderBy: { id: 'desc' },
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentApproval),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  @Get(':id')
+  @Operation({
+    id: 'getApproval',
+    summary: 'An approval',
+    status: 200,
+    schema: ApprovalResponse,
+    errors: [404],
+  })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<ApprovalResponse> {
+    const row = await this.db.approval.findFirst({ where: { id: pathId(id, 'approval'), tenantId } });
+    if (!row) throw notFound('approval');
+    return presentApproval(row);
+  }
+
+  /**
+   * Approve or reject, once: a replay of the same decision answers the stored one; another decision
+   * after it, a decision after the expiry, or one whose turn no longer waits (cancelled) is a 409.
+   */
+  @Post(':id')
+  @HttpCode(200)
+  @Operation({
+    id: 'decideApproval',
+    summary: 'Approve or reject a gated tool call; its turn resumes',
+    status: 200,
+    schema: ApprovalResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async decide(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Param('id') id: string,
+    @Body() body: DecideApprovalDto,
+  ): Promise<ApprovalResponse> {
+    const approvalId = pathId(id, 'approval');
+    const outcome = await this.approvals.decide({
+      approvalId,
+      tenantId,
+      verdict: VERDICT[body.decision],
+      reason: body.reason ?? null,
+      decidedBy: apiKeyId,
+    });
+    if (outcome.kind === 'not_found') throw notFound('approval');
+    if (outcome.kind === 'conflict') {
+      const message =
+        outcome.why === 'expired'
+          ? 'the approval expired before a decision'
+          : outcome.why === 'turn_not_waiting'
+            ? 'the turn of this approval no longer waits for it'
+            : `the approval was already decided: ${outcome.approval.status}`;
+      throw new AppError('conflict', message, { status: outcome.approval.status });
+    }
+    const row = await this.db.approval.findFirstOrThrow({ where: { id: approvalId, tenantId } });
+    return presentApproval(row);
+  }
+}

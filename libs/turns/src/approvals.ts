@@ -1,0 +1,75 @@
+import type { Queue } from 'bullmq';
+import { Jobs, newId, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
+import type { LivePublisher } from '@switchboard/live';
+import { withSpan, type Logger } from '@switchboard/observability';
+import { publish } from '@switchboard/queue';
+import type { ApprovalStore, ApprovalVerdict, DecideOutcome } from '@switchboard/store';
+
+/**
+ * Deciding an approval and resuming its turn (docs/adr/0013), shared by the approvals API (a person)
+ * and the maintenance queue (expiry). The decision commits first; then its event goes out on the
+ * live channel and, when it was the turn's last pending approval, a turn job resumes the turn on
+ * whichever worker takes it. A lost enqueue is found by the reconciler (the turn is `queued`).
+ */
+export class Approvals {
+  constructor(
+    private readonly store: ApprovalStore,
+    private readonly turnsQueue: Queue,
+    private readonly logger: Logger,
+    private readonly live?: LivePublisher,
+  ) {}
+
+  async decide(a: {
+    approvalId: string;
+    tenantId: string | null;
+    verdict: ApprovalVerdict;
+    reason: string | null;
+    decidedBy: string;
+  }): Promise<DecideOutcome> {
+    const outcome = await this.store.decide({ ...a, eventId: newId() });
+    if (outcome.kind !== 'decided') return outcome;
+    const { approval } = outcome;
+    await this.live?.publish(approval.sessionId, outcome.events);
+    if (outcome.resumed) {
+      try {
+        // The resume continues the admission's trace and keeps the turn's priority band.
+        await withSpan('resume turn', { parent: outcome.traceContext as TraceCarrier }, () =>
+          publish(
+            this.turnsQueue,
+            Jobs.turn,
+            {
+              turnId: approval.turnId,
+              sessionId: approval.sessionId,
+              tenantId: approval.tenantId,
+              resume: approval.id,
+            },
+            { priority: PRIORITY_RANK[Priority.catch('normal').parse(outcome.priority)] },
+          ),
+        );
+      } catch (err) {
+        this.logger.error(
+          { err, turnId: approval.turnId },
+          'enqueue failed after an approval decision; the reconciler will retry',
+        );
+      }
+    }
+    return outcome;
+  }
+
+  /** Expires pending approvals past their time: each call gets ApprovalExpired and its turn resumes. */
+  async expireDue(limit = 100): Promise<number> {
+    let expired = 0;
+    for (const approvalId of await this.store.due(limit)) {
+      const r = await this.decide({
+        approvalId,
+        tenantId: null,
+        verdict: 'expired',
+        reason: null,
+        decidedBy: 'system',
+      });
+      if (r.kind === 'decided') expired++;
+    }
+    if (expired > 0) this.logger.info({ expired }, 'approvals expired');
+    return expired;
+  }
+}
