@@ -382,6 +382,18 @@ describe('bad input corpus', () => {
       body: {},
       other: () => ids.otherTurn,
     },
+    {
+      name: 'turn stream',
+      method: 'GET',
+      path: (id) => `/v1/turns/${id}/stream`,
+      other: () => ids.otherTurn,
+    },
+    {
+      name: 'session stream',
+      method: 'GET',
+      path: (id) => `/v1/sessions/${id}/stream`,
+      other: () => ids.otherSession,
+    },
   ];
   for (const r of idRoutes) {
     const call = (id: () => string) => () =>
@@ -474,6 +486,41 @@ describe('bad input corpus', () => {
       status: 400,
       code: 'validation_failed',
     });
+  }
+  // SSE streams: a bad cursor is refused before any stream starts (docs/adr/0015).
+  for (const [what, path] of [
+    ['turn stream', () => `/v1/turns/${ids.turn}/stream`],
+    ['session stream', () => `/v1/sessions/${ids.session}/stream`],
+  ] as const) {
+    for (const [q, query] of [
+      ['after -1', 'after=-1'],
+      ['after abc', 'after=abc'],
+      ['after 1.5', 'after=1.5'],
+      ['after 1e400', 'after=1e400'],
+      ['after beyond a Postgres integer', 'after=99999999999'],
+      ['after twice', 'after=1&after=2'],
+      ['an unknown parameter', 'limit=1'],
+    ]) {
+      cases.push({
+        name: `${what}: ${q}`,
+        run: () => api.get(`${path()}?${query}`),
+        status: 400,
+        code: 'validation_failed',
+      });
+    }
+    for (const [q, header] of [
+      ['Last-Event-ID abc', 'abc'],
+      ['Last-Event-ID -1', '-1'],
+      ['Last-Event-ID 1.5', '1.5'],
+      ['Last-Event-ID beyond a Postgres integer', '99999999999'],
+    ]) {
+      cases.push({
+        name: `${what}: ${q}`,
+        run: () => api.request('GET', path(), { headers: { 'last-event-id': header } }),
+        status: 400,
+        code: 'bad_request',
+      });
+    }
   }
 
   // Idempotency-Key and admission conflicts.

@@ -35,20 +35,25 @@ export type EventType = (typeof EventType)[keyof typeof EventType];
  */
 
 const Json = z.record(z.string(), z.unknown());
+/**
+ * An object described by its outline: other fields pass and are kept (`looseObject`), and its type
+ * has no index signature, so the engine's interfaces (ProviderAttempt, Usage, FailureArtifact) are
+ * assignable to it.
+ */
+function outline<T extends z.ZodRawShape>(shape: T) {
+  return z.looseObject(shape) as unknown as z.ZodObject<T>;
+}
+
 /** Token usage as the providers report it (libs/providers `Usage`). */
-const UsageData = z.object({
+const UsageData = outline({
   inputTokens: z.number(),
   outputTokens: z.number(),
   cachedTokens: z.number().optional(),
 });
-/**
- * One provider attempt of a round's timeline (libs/engine `ProviderAttempt`), by its outline. Nested
- * objects are plain `z.object`s (other fields pass unchecked) so the engine's interfaces, which have
- * no index signature, are assignable to them.
- */
-const AttemptData = z.object({ model: z.string(), attempt: z.int(), outcome: z.string() });
+/** One provider attempt of a round's timeline (libs/engine `ProviderAttempt`). */
+const AttemptData = outline({ model: z.string(), attempt: z.int(), outcome: z.string() });
 /** The failure artifact of a failed turn (libs/engine `FailureArtifact`); left open. */
-const FailureData = z.object({ kind: z.string(), message: z.string() });
+const FailureData = outline({ kind: z.string(), message: z.string() });
 
 /** Every journaled event's data, by type. */
 export const EventData = {
@@ -160,7 +165,8 @@ function terminalData() {
     iterations: z.int().optional(),
     toolCalls: z.int().optional(),
     failure: FailureData.optional(),
-    costUsd: z.string().optional(),
+    /** The turn's cost (decimal string), filled in by the statement that commits the event. */
+    costUsd: z.union([z.string(), z.number()]).optional(),
     /** turn_cancelled: the reason given with the cancel (POST /v1/turns/:id/cancel, `multitask: interrupt`). */
     reason: z.string().optional(),
     /** turn_completed of an interject turn delivered into a running turn: that turn (docs/adr/0014). */

@@ -9,7 +9,7 @@ import {
   Res,
   type ExecutionContext,
 } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiProduces, ApiResponse } from '@nestjs/swagger';
+import { ApiHeader, ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, EventCursor, notFound, StreamFrameResponse } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
@@ -27,7 +27,8 @@ export const GATEWAY_SQL = Symbol('GATEWAY_SQL');
 /** The `Last-Event-ID` header (an EventSource sends it when it reconnects), validated; undefined when absent. */
 const LastEventId = createParamDecorator((_: unknown, ctx: ExecutionContext): number | undefined => {
   const raw = ctx.switchToHttp().getRequest<FastifyRequest>().headers['last-event-id'];
-  if (raw === undefined) return undefined;
+  // An EventSource sends none until it has seen an id; an empty one says the same.
+  if (raw === undefined || raw === '') return undefined;
   const parsed = EventCursor.safeParse(typeof raw === 'string' ? raw.trim() : undefined);
   if (!parsed.success)
     throw new AppError('bad_request', 'Last-Event-ID must be a journal seq (a non-negative integer)');
@@ -46,7 +47,6 @@ const STREAM_DESCRIPTION =
 const StreamDocs = (id: string, summary: string, ends: string) =>
   applyDecorators(
     ApiOperation({ operationId: id, summary }),
-    ApiProduces('text/event-stream'),
     ApiHeader({
       name: 'Last-Event-ID',
       required: false,
