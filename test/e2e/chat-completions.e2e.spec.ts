@@ -607,6 +607,42 @@ describe('POST /v1/chat/completions with the openai client', () => {
     expect(closed).toMatchObject({ status: 409, code: 'session_closed' });
   });
 
+  it('a gateway that shuts down answers its held requests at once: 503 server_shutting_down, or that error in the stream', async () => {
+    const leaving = await gatewayProcess();
+    const process_ = processes.at(-1)!;
+    const before = llm.requests.length;
+    llm.enqueue(
+      { kind: 'message', text: 'too late', delayMs: 4000 },
+      { kind: 'message', text: 'too late', delayMs: 4000 },
+    );
+    const held = openai(leaving, api.key!)
+      .chat.completions.create(
+        { model: 'helper', messages: [{ role: 'user', content: 'hold on' }] },
+        { headers: { 'Idempotency-Key': 'shutdown-1' } },
+      )
+      .catch((e: unknown) => e);
+    const stream = await openai(leaving, api.key!).chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: 'stream on' }],
+      stream: true,
+    });
+    const streamed = (async () => {
+      for await (const _ of stream) void _;
+    })().catch((e: unknown) => e);
+    // Both turns are at the model (each is a new session, so they run side by side).
+    await waitFor(async () => llm.requests.length >= before + 2, { what: 'both turns to call the model' });
+    const started = Date.now();
+    await process_.kill('SIGTERM');
+    const [answer, error] = await Promise.all([held, streamed]);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(answer).toBeInstanceOf(APIError);
+    expect(answer).toMatchObject({ status: 503, code: 'server_shutting_down' });
+    // With an Idempotency-Key a retry (on another replica) waits for the same turn.
+    expect((answer as APIError).headers?.get('x-should-retry')).toBe('true');
+    expect(error).toBeInstanceOf(APIError);
+    expect(error).toMatchObject({ code: 'server_shutting_down' });
+  });
+
   it('a turn that outlasts WAIT_TIMEOUT_MS is a 408 turn_timeout naming the turn; a keyed retry waits again', async () => {
     const short = await gatewayProcess({ WAIT_TIMEOUT_MS: '400' });
     llm.enqueue({ kind: 'message', text: 'late but there', delayMs: 1500 });

@@ -190,6 +190,15 @@ export class ChatCompletionsController {
         subscribedBeforeAdmission,
       });
       if (gone.signal.aborted) return;
+      if (!turn && this.waiter.shutdown.aborted) {
+        throw new OpenAiError(
+          503,
+          'server_shutting_down',
+          `the gateway is shutting down; turn ${admitted.turnId} goes on: GET /v1/turns/${admitted.turnId} ` +
+            'for its answer',
+          { retry: idempotencyKey !== undefined, headers: { 'x-turn-id': admitted.turnId } },
+        );
+      }
       if (!turn) {
         throw new OpenAiError(
           408,
