@@ -1,4 +1,4 @@
-import { ErrorResponse, OpenAiErrorResponse } from '@switchboard/contracts';
+import { ErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant, type ApiResponse } from '../support/api';
 import { startGateway } from '../support/stack';
@@ -60,6 +60,27 @@ describe('bad input corpus', () => {
     ids.otherTurn = (
       await other.api.post(`/v1/sessions/${ids.otherSession}/messages`, { content: 'x' })
     ).body.turnId;
+    // Approvals as a paused turn writes them (no worker runs here): one of each tenant.
+    const approval = async (turnId: string, sessionId: string) => {
+      const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+      const row = await env.db.approval.create({
+        data: {
+          id: newId(),
+          tenantId: turn.tenantId,
+          sessionId,
+          turnId,
+          callId: 'c1',
+          toolName: 'word_count',
+          arguments: {},
+          sideEffect: 'read_only',
+          policy: 'tenant',
+          expiresAt: new Date(Date.now() + 3_600_000),
+        },
+      });
+      return row.id;
+    };
+    ids.approval = await approval(ids.turn, ids.session);
+    ids.otherApproval = await approval(ids.otherTurn, ids.otherSession);
   });
 
   afterAll(async () => {
@@ -156,6 +177,13 @@ describe('bad input corpus', () => {
       path: () => '/v1/settings',
       client: () => api,
       valid: () => ({ blockedTools: ['word_count'], toolSchemaMode: 'strict' }),
+    },
+    {
+      name: 'decide approval',
+      method: 'POST',
+      path: () => `/v1/approvals/${ids.approval}`,
+      client: () => api,
+      valid: () => ({ decision: 'approve', reason: 'looks right' }),
     },
     {
       name: 'chat completion',
@@ -389,6 +417,19 @@ describe('bad input corpus', () => {
       other: () => ids.otherTurn,
     },
     {
+      name: 'get approval',
+      method: 'GET',
+      path: (id) => `/v1/approvals/${id}`,
+      other: () => ids.otherApproval,
+    },
+    {
+      name: 'decide approval',
+      method: 'POST',
+      path: (id) => `/v1/approvals/${id}`,
+      body: { decision: 'approve' },
+      other: () => ids.otherApproval,
+    },
+    {
       name: 'session stream',
       method: 'GET',
       path: (id) => `/v1/sessions/${id}/stream`,
@@ -435,10 +476,31 @@ describe('bad input corpus', () => {
     ['limit twice', 'limit=1&limit=2', 400, 'validation_failed'],
     ['an unknown parameter', 'colour=red', 400, 'validation_failed'],
   ];
+  cases.push(
+    {
+      name: 'list approvals: an unknown status',
+      run: () => api.get('/v1/approvals?status=maybe'),
+      status: 400,
+      code: 'validation_failed',
+    },
+    {
+      name: 'decide approval: an unknown decision',
+      run: () => api.post(`/v1/approvals/${ids.approval}`, { decision: 'maybe' }),
+      status: 400,
+      code: 'validation_failed',
+    },
+    {
+      name: 'decide approval: no decision',
+      run: () => api.post(`/v1/approvals/${ids.approval}`, { reason: 'why not' }),
+      status: 400,
+      code: 'validation_failed',
+    },
+  );
   for (const [path, what] of [
     [() => '/v1/agents', 'agents'],
     [() => '/v1/sessions', 'sessions'],
     [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
+    [() => '/v1/approvals', 'approvals'],
   ] as const) {
     for (const [q, query, status, code] of badQueries) {
       cases.push({ name: `list ${what}: ${q}`, run: () => api.get(`${path()}?${query}`), status, code });

@@ -412,6 +412,35 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('cancelTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { why: 'x' } });
     await run('cancelTurn', 404, { auth: key, params: { id: unknown } });
+    // Approvals: an agent that lists its tool as needing one pauses; the decision resumes the turn.
+    const gated = await run('createAgent', 201, {
+      auth: key,
+      body: { name: 'gated', approvalRequired: ['word_count'] },
+    });
+    const client = new Api(url, key);
+    const gatedSession = (await client.post('/v1/sessions', { agentId: gated.body.id })).body.id as string;
+    const gatedTurn = (await client.post(`/v1/sessions/${gatedSession}/messages`, { content: 'one two' }))
+      .body.turnId as string;
+    await waitFor(
+      async () => (await client.get(`/v1/turns/${gatedTurn}`)).body.status === 'awaiting_approval',
+      { what: 'the turn waits for approval' },
+    );
+    const pendingApprovals = await run('listApprovals', 200, { auth: key, query: 'status=pending' });
+    const approvalId = pendingApprovals.body.data[0].id as string;
+    await run('listApprovals', 400, { auth: key, query: 'status=maybe' });
+    await run('getApproval', 200, { auth: key, params: { id: approvalId } });
+    await run('getApproval', 404, { auth: key, params: { id: unknown } });
+    await run('decideApproval', 400, { auth: key, params: { id: approvalId }, body: { decision: 'maybe' } });
+    await run('decideApproval', 404, { auth: key, params: { id: unknown }, body: { decision: 'approve' } });
+    await run('decideApproval', 200, {
+      auth: key,
+      params: { id: approvalId },
+      body: { decision: 'approve' },
+    });
+    await run('decideApproval', 409, { auth: key, params: { id: approvalId }, body: { decision: 'reject' } });
+    await waitFor(async () => (await client.get(`/v1/turns/${gatedTurn}`)).body.status === 'completed', {
+      what: 'the approved turn completed',
+    });
     const transcript = await run('listMessages', 200, {
       auth: key,
       params: { id: session.body.id },
