@@ -50,7 +50,10 @@ const ERRORS: [number, string][] = [
   [422, 'Idempotency-Key reused with a different request'],
   [500, 'Unexpected failure (logged)'],
   [502, 'The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced)'],
-  [503, 'A dependency (Postgres, Redis) is unavailable: retry later'],
+  [
+    503,
+    'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later',
+  ],
 ];
 
 /** Every error of the route, in OpenAI's shape. */
