@@ -107,7 +107,7 @@ export class EventStreams {
     const signal = AbortSignal.any([o.signal, this.shutdown]);
     const idleMs = o.idleMs ?? 15_000;
     const watch = o.watch ?? this.live.watch(o.sessionId);
-    const reader = new Reader(o);
+    const reader = new StreamReader(o);
     try {
       // Subscribe first: whatever commits after the confirmation arrives live. Redis away: go on
       // with the journal (read again at every idle interval below).
@@ -156,7 +156,7 @@ export class EventStreams {
    * and moves its cursor to the session's last seq as that statement saw it (nothing of the turn
    * can be missing below it).
    */
-  private async readJournal(reader: Reader): Promise<StreamItem[]> {
+  private async readJournal(reader: StreamReader): Promise<StreamItem[]> {
     const items: StreamItem[] = [];
     for (;;) {
       const from = reader.cursor.last;
@@ -193,7 +193,7 @@ interface JournalRow {
  * One stream's position: the journal cursor, and the ephemeral events it passed on that are not
  * committed yet (by id, with the text they carried).
  */
-class Reader {
+export class StreamReader {
   readonly cursor: LiveCursor;
   readonly sessionId: string;
   readonly turnId?: string;
@@ -205,7 +205,7 @@ class Reader {
   /** Ids of the journal events taken lately: an ephemeral event whose copy is among them is stale. */
   private readonly recent = new Set<string>();
 
-  constructor(o: EventStreamOptions) {
+  constructor(o: Pick<EventStreamOptions, 'sessionId' | 'turnId' | 'after'>) {
     this.cursor = new LiveCursor(o.after);
     this.sessionId = o.sessionId;
     this.turnId = o.turnId;
