@@ -26,7 +26,9 @@ function waitForFile(file: string, signal: AbortSignal): Promise<void> {
   });
 }
 
-async function effect(path: string, ctx: ToolContext, dedupe: boolean): Promise<unknown> {
+async function effect(arg: string, ctx: ToolContext, dedupe: boolean): Promise<unknown> {
+  // The first absolute path in the argument: untrusted input reaches the model framed as evidence.
+  const path = /\/[^\s<>"']+/.exec(arg)?.[0] ?? arg;
   appendFileSync(`${path}.runs`, `${JSON.stringify({ key: ctx.idempotencyKey, resumed: ctx.resumed })}\n`);
   writeFileSync(`${path}.started`, ctx.idempotencyKey);
   await waitForFile(`${path}.release`, ctx.signal);
