@@ -88,9 +88,10 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
   const key = a.idempotency?.key;
   const lock = key && o.takeKeyLock ? keyLock(a.sessionId, key) : sql`true`;
   const prior = key ? priorOf(a, key) : sql`SELECT NULL::uuid AS "messageId" WHERE false`;
+  // A turn paused for approval keeps the session busy: it resumes before anything admitted now.
   const busy = a.rejectIfBusy
     ? sql`AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid
-        AND status IN ('queued', 'running'))`
+        AND status IN ('queued', 'running', 'awaiting_approval'))`
     : sql``;
   const event = admittedEvent(a);
   // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their

@@ -16,6 +16,7 @@ import { ApprovalStore, sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
 import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { Approvals } from './approvals';
+import { reconcileTurns } from './reconciler';
 import { TurnRunner } from './runner';
 
 /**
@@ -193,6 +194,22 @@ describe('approvals', () => {
     expect((await turnRow(second)).status).toBe('queued');
     expect((await turnRow(first)).status).toBe('awaiting_approval');
     expect((await env.db.session.findUniqueOrThrow({ where: { id: ids.sessionId } })).leaseToken).toBeNull();
+    // The reconciler leaves a turn behind a paused one alone (its job is not re-made every interval).
+    await (await turnsQueue.getJob(second))?.remove();
+    await reconcileTurns(env.db, turnsQueue, logger);
+    expect(await turnsQueue.getJob(second)).toBeUndefined();
+    // `multitask: reject` sees the session busy.
+    await expect(
+      admission.admit({
+        ...ids,
+        kind: 'operator_prompt',
+        origin: { kind: 'operator' },
+        body: { type: 'text', text: 'now' },
+        deliverySurface: 'http_public_enqueue',
+        admissionContext: 'control_authenticated',
+        multitask: 'reject',
+      }),
+    ).rejects.toMatchObject({ code: 'conflict' });
 
     // Approved: the turn is queued again with a resume job of its own, then runs the call once.
     const decided = await decide(approval.id, ids.tenantId, 'approved');

@@ -26,6 +26,8 @@ export async function reconcileTurns(
       where: {
         status: { in: ['queued', 'running'] },
         createdAt: { lte: cutoff },
+        // Turns behind one paused for approval cannot run: the decision's resume job drains them.
+        NOT: { session: { turns: { some: { status: 'awaiting_approval' } } } },
         ...(after ? { id: { gt: after } } : {}),
       },
       select: { id: true, sessionId: true, tenantId: true, priority: true, traceContext: true },
