@@ -236,6 +236,10 @@ describe('AdmitMessageRequest', () => {
     ).toBe(true);
   });
 
+  it.each(['enqueue', 'reject', 'interrupt'])('accepts multitask: %s', (multitask) => {
+    expect(AdmitMessageRequest.safeParse({ content: 'hi', multitask }).success).toBe(true);
+  });
+
   it.each([true, false, 1, 30, 3600])('accepts wait: %p', (wait) => {
     expect(AdmitMessageRequest.safeParse({ content: 'hi', wait }).success).toBe(true);
   });
@@ -248,7 +252,7 @@ describe('AdmitMessageRequest', () => {
     ['empty content', { content: '' }],
     ['no content blocks', { content: [] }],
     ['an unknown priority', { content: 'hi', priority: 'urgent' }],
-    ['an unknown multitask mode', { content: 'hi', multitask: 'interrupt' }],
+    ['an unknown multitask mode', { content: 'hi', multitask: 'replace' }],
     ['a missing content', {}],
     ['wait of 0 seconds', { content: 'hi', wait: 0 }],
     ['wait of a fraction of a second', { content: 'hi', wait: 1.5 }],
