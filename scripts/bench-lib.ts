@@ -303,6 +303,10 @@ export interface SwitchboardOptions {
    * unless asked.
    */
   otel?: boolean;
+  /** More environment for every process (e.g. a fake provider's URLs, METRICS_PORT). */
+  env?: Record<string, string>;
+  /** More environment for the harness workers only (e.g. METRICS_PORT with one worker). */
+  harnessEnv?: Record<string, string>;
 }
 
 export interface Switchboard {
@@ -377,6 +381,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       ...(opts.otel ? { OTEL_SDK_DISABLED: 'false' } : {}),
       ...(pg ? { DATABASE_URL: pg.rewrite(env.databaseUrl) } : {}),
       ...(redis ? { REDIS_URL: redis.rewrite(env.redisUrl) } : {}),
+      ...opts.env,
     });
     const apps = [
       'gateway' as const,
@@ -390,7 +395,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
         const profile = opts.profileDir
           ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.profileDir, name)}`]
           : [];
-        const p = await spawnApp(app, penv, {
+        const p = await spawnApp(app, app === 'harness-worker' ? { ...penv, ...opts.harnessEnv } : penv, {
           nodeArgs: [...profile, ...(app === 'harness-worker' ? (opts.harnessNodeArgs ?? []) : [])],
         });
         procs.push({ name, app: p });

@@ -82,9 +82,36 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /**
+   * How late the event loop ran a timer, one sample every `intervalMs` once `monitorEventLoop()`
+   * started it. Cumulative, unlike prom-client's `nodejs_eventloop_lag_p99_seconds` (reset at every
+   * scrape): a quantile over any window (histogram_quantile, or two readings' difference) reads
+   * the same distribution whoever scrapes and how often. Buckets are fine around 50 ms, the
+   * harness's goal for its p99 (docs/BENCHMARKS.md, in-flight capacity).
+   */
+  readonly eventLoopDelay = new Histogram({
+    name: 'switchboard_event_loop_delay_seconds',
+    help: 'Delay of the event loop: how late a periodic timer ran',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Samples the event loop's delay into `eventLoopDelay` until the returned function is called. */
+  monitorEventLoop(intervalMs = 20): () => void {
+    let due = performance.now() + intervalMs;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      this.eventLoopDelay.observe(Math.max(0, now - due) / 1000);
+      // Node schedules the next run from when this one started.
+      due = now + intervalMs;
+    }, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Workers have no HTTP API: this serves /metrics for Prometheus on its own port. */

@@ -26,7 +26,9 @@ export function runWorkerProcess(
       process.exit(1);
     });
     await app.init();
-    if (config.METRICS_PORT > 0) await app.get<Metrics>(METRICS).serve(config.METRICS_PORT);
+    const metrics = app.get<Metrics>(METRICS);
+    metrics.monitorEventLoop();
+    if (config.METRICS_PORT > 0) await metrics.serve(config.METRICS_PORT);
     logger.info({ service }, 'worker started');
     let stopping = false;
     const stop = (signal: string) => {

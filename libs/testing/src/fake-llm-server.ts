@@ -1008,6 +1008,11 @@ export class FakeLlmServer {
     };
   }
 
+  /** Responses not yet finished (streams in progress, delayed or hanging replies). */
+  get openResponseCount(): number {
+    return this.openResponses.size;
+  }
+
   /** Number of scripted replies not yet consumed. */
   get pendingReplies(): number {
     return this.queue.length;

@@ -1,0 +1,297 @@
+/**
+ * In-flight capacity of one harness process (issue 10; not a test). Real processes (a gateway,
+ * one harness worker, a hooks worker) on a database of their own, and a fake OpenAI-compatible
+ * model server in this process whose every answer streams for `--stream-seconds` in frames
+ * `--chunk-ms` apart. One message is admitted on each of `--turns` sessions (one turn per
+ * session, so nothing queues behind a session), `--admit-concurrency` POSTs at a time, and
+ * every `--sample-ms` the bench samples:
+ *   - turns in flight: `running` turns in Postgres (claimed by the harness, not yet finalised),
+ *     and provider streams open on the fake server
+ *   - the harness's RSS (/proc/<pid>/status VmRSS) and CPU (/proc/<pid>/stat)
+ *   - the harness's event-loop delay from its /metrics: `switchboard_event_loop_delay_seconds`,
+ *     a cumulative histogram of how late a 20 ms timer ran (libs/observability), so the p99 of any
+ *     stretch of the run is read from the difference of two scrapes
+ *
+ *   npm run bench:inflight -- --turns 2000 --stream-seconds 2
+ *   npm run bench:inflight -- --turns 2000 --stream-seconds 30     (holding capacity, not throughput)
+ *
+ * With a 2 s stream, 2,000 turns in flight at once needs about 1,000 turns/s through admission,
+ * claim and finalisation; a longer stream measures what holding 2,000 costs (memory, lag)
+ * separately from how fast they come and go.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Client } from 'pg';
+import { FakeLlmServer, scripted } from '@switchboard/testing';
+import { cpuMs, freePort, sleep, startSwitchboard } from './bench-lib';
+
+const { values } = parseArgs({
+  options: {
+    turns: { type: 'string', default: '2000' },
+    'stream-seconds': { type: 'string', default: '2' },
+    /** Time between two frames of a provider stream. */
+    'chunk-ms': { type: 'string', default: '250' },
+    /** HARNESS_CONCURRENCY (default: --turns). */
+    concurrency: { type: 'string' },
+    'admit-concurrency': { type: 'string', default: '64' },
+    'sample-ms': { type: 'string', default: '1000' },
+    /** Turns run before measuring (V8 and the pools warm up). */
+    warmup: { type: 'string', default: '20' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const TURNS = Number(values.turns);
+const STREAM_MS = Number(values['stream-seconds']) * 1000;
+const CHUNK_MS = Number(values['chunk-ms']);
+const CONCURRENCY = Number(values.concurrency ?? TURNS);
+const ADMIT_CONCURRENCY = Number(values['admit-concurrency']);
+const SAMPLE_MS = Number(values['sample-ms']);
+const WARMUP = Number(values.warmup);
+const LAG_GOAL_MS = 50;
+
+/**
+ * A Chat Completions stream has the role frame, the text pieces, the finish frame, the usage frame
+ * and `[DONE]`: n + 4 frames, n + 3 intervals, paced `frameIntervalMs` apart.
+ */
+function streamReply() {
+  const intervals = Math.max(4, Math.round(STREAM_MS / CHUNK_MS));
+  const pieces = intervals - 3;
+  // Fixed-width words, so each piece is exactly one word.
+  const text = Array.from({ length: pieces }, (_, i) => `w${String(i % 1000).padStart(3, '0')} `).join('');
+  return scripted.text(text, {
+    textPieces: pieces,
+    frameIntervalMs: STREAM_MS / intervals,
+    usage: { input: 50, output: pieces },
+  });
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+async function pool<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i], i);
+      }
+    }),
+  );
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** Cumulative bucket counts of the event-loop delay histogram, by upper bound in ms (+Inf last). */
+type Buckets = [number, number][];
+
+function lagBuckets(body: string): Buckets {
+  const re = /^switchboard_event_loop_delay_seconds_bucket\{le="([^"]+)"[^}]*\} ([0-9.eE+-]+)$/gm;
+  return [...body.matchAll(re)].map((m) => [m[1] === '+Inf' ? Infinity : Number(m[1]) * 1000, Number(m[2])]);
+}
+
+const minus = (a: Buckets, b: Buckets): Buckets => a.map(([le, n], i) => [le, n - (b[i]?.[1] ?? 0)]);
+const plus = (a: Buckets, b: Buckets): Buckets => a.map(([le, n], i) => [le, n + (b[i]?.[1] ?? 0)]);
+
+/** A quantile from cumulative buckets, linear within its bucket (as Prometheus' histogram_quantile). */
+function quantile(b: Buckets, q: number): number {
+  const total = b.at(-1)?.[1] ?? 0;
+  if (!total) return NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const [le, n] of b) {
+    if (n >= rank)
+      return le === Infinity ? lower : lower + ((le - lower) * (rank - below)) / (n - below || 1);
+    lower = le;
+    below = n;
+  }
+  return lower;
+}
+
+/** Share of samples later than `ms` (a bucket bound). */
+function over(b: Buckets, ms: number): number {
+  const total = b.at(-1)?.[1] ?? 0;
+  const upTo = b.find(([le]) => le === ms)?.[1] ?? 0;
+  return total ? (total - upTo) / total : NaN;
+}
+
+function lagSummary(b: Buckets) {
+  return {
+    samples: b.at(-1)?.[1] ?? 0,
+    p50: Number(quantile(b, 0.5).toFixed(1)),
+    p99: Number(quantile(b, 0.99).toFixed(1)),
+    [`over${LAG_GOAL_MS}msPercent`]: Number((over(b, LAG_GOAL_MS) * 100).toFixed(2)),
+  };
+}
+
+interface Sample {
+  t: number;
+  running: number;
+  queued: number;
+  ended: number;
+  streams: number;
+  rssMiB: number;
+  cpuMs: number;
+  /** Event-loop delay samples in the window since the previous sample (not cumulative). */
+  lag: Buckets;
+  lagP99Ms: number;
+}
+
+async function main() {
+  const fake = await FakeLlmServer.start();
+  fake.setDefault(() => streamReply());
+  const metricsPort = await freePort();
+  const sb = await startSwitchboard({
+    workers: 1,
+    modelDelayMs: 0,
+    harnessConcurrency: CONCURRENCY,
+    env: { ...fake.providerEnv },
+    harnessEnv: { METRICS_PORT: String(metricsPort) },
+  });
+  const pg = new Client({ connectionString: sb.env.databaseUrl });
+  await pg.connect();
+  try {
+    const harness = sb.procs.find((p) => p.name.startsWith('harness'))!.app.child.pid!;
+    const { apiKey } = await sb.post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
+    const key = apiKey.key;
+    const agent = await sb.post<{ id: string }>(
+      '/v1/agents',
+      { name: 'stream', model: 'openai-chat/gpt-4o-mini' },
+      key,
+    );
+    const newSession = async () =>
+      (await sb.post<{ id: string }>('/v1/sessions', { agentId: agent.id }, key)).id;
+    const counts = async () => {
+      const r = await pg.query<{ status: string; n: number }>(
+        'SELECT status, count(*)::int AS n FROM turns GROUP BY status',
+      );
+      const by = Object.fromEntries(r.rows.map((x) => [x.status, x.n]));
+      const ended = (by.completed ?? 0) + (by.failed ?? 0) + (by.cancelled ?? 0);
+      return { running: by.running ?? 0, queued: by.queued ?? 0, ended, by };
+    };
+    const waitEnded = async (n: number, timeoutMs: number) => {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const c = await counts();
+        if (c.ended >= n) return c;
+        if (Date.now() > until)
+          throw new Error(`only ${c.ended} of ${n} turns ended: ${JSON.stringify(c.by)}`);
+        await sleep(200);
+      }
+    };
+
+    // Warm-up, not measured: a few streams end to end.
+    const warm = await Promise.all(Array.from({ length: WARMUP }, newSession));
+    await pool(warm, ADMIT_CONCURRENCY, async (s, i) => {
+      await sb.post(`/v1/sessions/${s}/messages`, { content: `warm up ${i}` }, key);
+    });
+    await waitEnded(WARMUP, STREAM_MS + 60_000);
+
+    const sessions: string[] = [];
+    await pool(Array.from({ length: TURNS }), ADMIT_CONCURRENCY, async () => {
+      sessions.push(await newSession());
+    });
+
+    const samples: Sample[] = [];
+    const scrape = async () =>
+      lagBuckets(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
+    let lastLag = await scrape();
+    const t0 = performance.now();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        await sleep(SAMPLE_MS);
+        const [c, cumulative] = await Promise.all([counts(), scrape()]);
+        const lag = minus(cumulative, lastLag);
+        lastLag = cumulative;
+        samples.push({
+          t: (performance.now() - t0) / 1000,
+          running: c.running,
+          queued: c.queued,
+          ended: c.ended - WARMUP,
+          streams: fake.openResponseCount,
+          rssMiB: rssMiB(harness),
+          cpuMs: cpuMs(harness),
+          lag,
+          lagP99Ms: quantile(lag, 0.99),
+        });
+      }
+    })();
+    const rss0 = rssMiB(harness);
+    const cpu0 = cpuMs(harness);
+
+    const admitted: number[] = [];
+    await pool(sessions, ADMIT_CONCURRENCY, async (s, i) => {
+      await sb.post(`/v1/sessions/${s}/messages`, { content: `turn ${i}` }, key);
+      admitted.push(performance.now() - t0);
+    });
+    const admitSeconds = (performance.now() - t0) / 1000;
+    const final = await waitEnded(WARMUP + TURNS, STREAM_MS + TURNS * 100 + 120_000);
+    const wall = (performance.now() - t0) / 1000;
+    sampling = false;
+    await sampler;
+    const cpu = cpuMs(harness) - cpu0;
+
+    const peak = Math.max(...samples.map((s) => s.running));
+    const peakStreams = Math.max(...samples.map((s) => s.streams));
+    // The plateau: samples with at least 90% of the peak in flight.
+    const plateau = samples.filter((s) => s.running >= 0.9 * peak);
+    const busy = samples.filter((s) => s.running > 0);
+    const failed = await pg.query<{ stop_reason: string | null; n: number }>(
+      "SELECT stop_reason, count(*)::int AS n FROM turns WHERE status <> 'completed' GROUP BY stop_reason",
+    );
+    const result = {
+      turns: TURNS,
+      streamSeconds: STREAM_MS / 1000,
+      chunkMs: CHUNK_MS,
+      harnessConcurrency: CONCURRENCY,
+      admitConcurrency: ADMIT_CONCURRENCY,
+      admitSeconds: Number(admitSeconds.toFixed(1)),
+      admitPerSecond: Number((TURNS / admitSeconds).toFixed(0)),
+      wallSeconds: Number(wall.toFixed(1)),
+      turnsPerSecond: Number((TURNS / wall).toFixed(1)),
+      completed: final.by.completed - WARMUP,
+      notCompleted: Object.fromEntries(failed.rows.map((r) => [r.stop_reason ?? 'none', r.n])),
+      inFlightPeak: peak,
+      providerStreamsPeak: peakStreams,
+      plateauSeconds: Number((plateau.length * (SAMPLE_MS / 1000)).toFixed(1)),
+      rssMiB: {
+        idle: Math.round(rss0),
+        peak: Math.round(Math.max(...samples.map((s) => s.rssMiB))),
+        atPeakInFlight: Math.round(plateau.length ? Math.max(...plateau.map((s) => s.rssMiB)) : NaN),
+      },
+      /** The harness's event-loop delay (ms) over every sample while turns ran, and over the plateau. */
+      eventLoopDelayMs: {
+        whileRunning: lagSummary(busy.map((x) => x.lag).reduce(plus)),
+        plateau: lagSummary(plateau.map((x) => x.lag).reduce(plus)),
+        windowP99Max: Number(Math.max(...busy.map((x) => x.lagP99Ms)).toFixed(1)),
+      },
+      harnessCpuPercent: Number(((cpu / (wall * 1000)) * 100).toFixed(0)),
+      harnessCpuMsPerTurn: Number((cpu / TURNS).toFixed(1)),
+      samples,
+    };
+    if (values.json) console.log(JSON.stringify(result, null, 2));
+    else {
+      console.log('   t s  running queued ended streams  RSS MiB  lag p99 ms (this window)');
+      for (const s of samples)
+        console.log(
+          `${s.t.toFixed(1).padStart(6)} ${String(s.running).padStart(8)} ${String(s.queued).padStart(6)} ${String(s.ended).padStart(5)} ${String(s.streams).padStart(7)} ${s.rssMiB.toFixed(0).padStart(8)}  ${s.lagP99Ms.toFixed(1)}`,
+        );
+      console.log(JSON.stringify({ ...result, samples: undefined }, null, 2));
+    }
+  } finally {
+    await pg.end().catch(() => undefined);
+    await sb.stop();
+    await fake.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exit(1);
+  },
+);
