@@ -48,7 +48,6 @@ import {
   TurnStore,
   type AgentRow,
   type ApprovalInsert,
-  type CommittedEvent,
   type CostStatus,
   type LedgerInsert,
   type MessageInsert,
@@ -351,7 +350,6 @@ export class TurnRunner {
         // request stops the turn at its next safe point; an interjection is pulled before the next call.
         const cancel = () => controller.signal.aborted || controller.abort(CANCELLED);
         checkpoints.onCancelRequested = cancel;
-        checkpoints.onDelivered = (events) => this.o.live?.publish(turn.sessionId, events);
         this.running.set(turn.sessionId, {
           turnId: turn.id,
           cancel,
@@ -612,8 +610,6 @@ class PostgresCheckpoints implements TurnCheckpoints {
   private interjection = false;
   /** Called when a commit finds the turn's cancel requested (docs/adr/0014). */
   onCancelRequested?: () => void;
-  /** Publishes events committed outside a step (an interjection's delivery) on the live channel. */
-  onDelivered?: (events: CommittedEvent[]) => Promise<void> | undefined;
   /** The cancel's reason, for turn_cancelled. */
   cancelReason?: string;
 
@@ -1056,6 +1052,9 @@ class PostgresCheckpoints implements TurnCheckpoints {
     if (!this.interjection) return [];
     this.interjection = false;
     const t = this.turn;
+    // What is buffered commits first, so the delivery's events follow it in the journal as they do on
+    // the live channel (an extra statement only when an interjection waits).
+    if (this.pendingEvents.length > 0) await this.step('before_interjection', this.takeEvents(), emptyWrites());
     const delivered = await retryTransient(
       () =>
         this.store.deliverInterjections({
@@ -1070,7 +1069,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     );
     if (!delivered) throw new LeaseLostError(t.sessionId);
     this.nextPosition += delivered.messages.length;
-    await this.onDelivered?.(delivered.events);
+    this.live?.committed(delivered.events);
     return delivered.messages.map((m) =>
       toChatMessage({ ...m, role: 'user', toolCalls: null, toolCallId: null }),
     );
