@@ -1054,7 +1054,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
     const t = this.turn;
     // What is buffered commits first, so the delivery's events follow it in the journal as they do on
     // the live channel (an extra statement only when an interjection waits).
-    if (this.pendingEvents.length > 0) await this.step('before_interjection', this.takeEvents(), emptyWrites());
+    if (this.pendingEvents.length > 0)
+      await this.step('before_interjection', this.takeEvents(), emptyWrites());
     const delivered = await retryTransient(
       () =>
         this.store.deliverInterjections({
