@@ -257,6 +257,35 @@ describe('FakeLlmServer', () => {
       expect(arrivals[9].at - arrivals[0].at).toBeGreaterThanOrEqual(150);
     });
 
+    it('reports each streamed frame to `onFrame` before it is written, paced or not', async () => {
+      const seen: string[] = [];
+      server.onFrame = (frame) => seen.push(frame);
+      server.enqueue(
+        scripted.text('abc', { textPieces: 3, frameIntervalMs: 5 }),
+        scripted.text('xy', { textPieces: 2 }),
+      );
+      const client = openaiClient(server);
+      const texts: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const stream = await client.chat.completions.create({
+          model: MODEL_OPENAI,
+          messages: [{ role: 'user', content: 'hi' }],
+          stream: true,
+        });
+        for await (const chunk of stream) {
+          const text = chunk.choices[0]?.delta.content;
+          // A frame is reported no later than the client reads it.
+          if (text) expect(seen.filter((f) => f.includes(`"content":"${text}"`))).toHaveLength(1);
+          if (text) texts.push(text);
+        }
+      }
+
+      expect(texts).toEqual(['a', 'b', 'c', 'x', 'y']);
+      // role, pieces, finish, [DONE] for each stream.
+      expect(seen).toHaveLength(6 + 5);
+      expect(seen.filter((f) => f === 'data: [DONE]\n\n')).toHaveLength(2);
+    });
+
     it('is compatible with the SDK stream helper (finalChatCompletion)', async () => {
       server.enqueue(scripted.toolCall('get_weather', { city: 'Oslo' }, { text: 'One sec.', id: 'call_x' }));
 

@@ -955,6 +955,11 @@ export class FakeLlmServer {
   readonly requests: RecordedRequest[] = [];
   /** e.g. `http://127.0.0.1:54321` */
   readonly url: string;
+  /**
+   * Called with each SSE frame of a streamed reply just before it is written (a benchmark records
+   * when each chunk left the provider, docs/BENCHMARKS.md).
+   */
+  onFrame?: (frame: string) => void;
 
   private readonly queue: ScriptedReply[] = [];
   private fallback: DefaultReply | undefined;
@@ -1264,6 +1269,7 @@ export class FakeLlmServer {
     for (const [i, frame] of frames.entries()) {
       if (stallAfter !== undefined && i >= stallAfter) return;
       if (i > 0 && intervalMs > 0 && !(await this.delay(intervalMs, res))) return;
+      this.onFrame?.(frame);
       res.write(frame);
     }
     res.end();
@@ -1277,7 +1283,10 @@ export class FakeLlmServer {
       connection: 'keep-alive',
       ...headers,
     });
-    for (const frame of frames) res.write(frame);
+    for (const frame of frames) {
+      this.onFrame?.(frame);
+      res.write(frame);
+    }
     res.end();
   }
 }
