@@ -134,8 +134,26 @@ export const EventData = {
     costUsd: z.number(),
     error: z.string().optional(),
   }),
-  approval_requested: z.looseObject({ callId: z.string(), name: z.string() }),
-  approval_decided: z.looseObject({ callId: z.string().optional(), decision: z.string().optional() }),
+  /** A gated tool call paused its turn (docs/adr/0013); decide it with POST /v1/approvals/:approvalId. */
+  approval_requested: z.looseObject({
+    approvalId: z.string(),
+    callId: z.string(),
+    name: z.string(),
+    /** Redacted as every event's data is. */
+    arguments: z.unknown(),
+    sideEffect: z.string(),
+    policy: z.enum(['tool', 'agent', 'tenant', 'untrusted_input']),
+    expiresAt: z.string(),
+  }),
+  /** A decision on an approval; `resumed` when it was the turn's last pending one (the turn is queued again). */
+  approval_decided: z.looseObject({
+    approvalId: z.string(),
+    callId: z.string(),
+    name: z.string(),
+    decision: z.enum(['approved', 'rejected', 'expired']),
+    reason: z.string().optional(),
+    resumed: z.boolean(),
+  }),
   stop_hook_fired: z.looseObject({
     hook: z.string(),
     reason: z.string(),

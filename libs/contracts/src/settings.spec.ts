@@ -40,6 +40,7 @@ describe('parseTenantSettings', () => {
       blockedTools: ['a'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
     });
     expect(parseTenantSettings({ toolSchemaMode: 'strict' }).toolSchemaMode).toBe('strict');
   });
@@ -60,6 +61,7 @@ describe('parseTenantSettings', () => {
       blockedTools: [],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
     });
   });
 
@@ -82,6 +84,7 @@ describe('parseTenantSettings', () => {
       blockedTools: ['a', 'b'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
     });
   });
 
@@ -100,6 +103,14 @@ describe('parseTenantSettings', () => {
       'openai-chat/llama3.1:8b': { input: 0, output: 0 },
       'openai/*': { input: 1, output: 2, cachedInput: 0.5 },
     });
+  });
+
+  it('reads the approval list and TTL, dropping what is invalid (docs/adr/0013)', () => {
+    const s = parseTenantSettings({ approvalRequired: ['pay', 'pay', '', 7, 'send'], approvalTtlMs: 60_000 });
+    expect(s.approvalRequired).toEqual(['pay', 'send']);
+    expect(s.approvalTtlMs).toBe(60_000);
+    expect(parseTenantSettings({ approvalTtlMs: 5 }).approvalTtlMs).toBeUndefined();
+    expect(parseTenantSettings({ approvalTtlMs: 'soon' }).approvalTtlMs).toBeUndefined();
   });
 
   it('caps the block list at 100 tools', () => {
@@ -166,6 +177,7 @@ describe('applySettingsUpdate', () => {
       blockedTools: ['a'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
       budgets: { maxUsd: 1 },
     });
   });
@@ -199,12 +211,23 @@ describe('applySettingsUpdate', () => {
     });
   });
 
+  it('replaces the approval list, sets the TTL, and null goes back to the deployment TTL', () => {
+    const set = applySettingsUpdate(stored, { approvalRequired: ['pay'], approvalTtlMs: 60_000 });
+    expect(set).toMatchObject({ approvalRequired: ['pay'], approvalTtlMs: 60_000, blockedTools: ['a'] });
+    const cleared = applySettingsUpdate(set, { approvalTtlMs: null });
+    expect(cleared.approvalTtlMs).toBeUndefined();
+    expect(cleared.approvalRequired).toEqual(['pay']);
+    expect(UpdateSettingsRequest.safeParse({ approvalTtlMs: 10 }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ approvalRequired: ['a', 'a'] }).success).toBe(false);
+  });
+
   it('starts from empty settings when what is stored is not an object', () => {
     expect(applySettingsUpdate('garbage', { blockedTools: ['b'] })).toEqual({
       modelRoutes: {},
       blockedTools: ['b'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
     });
   });
 });
