@@ -85,9 +85,30 @@ describe('LiveProgress', () => {
     live.emitted('e2', 'tool_call_started', { callId: 'c', name: 'n' });
     await tick(5);
     expect(pub.batches).toHaveLength(1);
+    // Its commit goes out only if it ends the turn.
+    live.committed([committed(5, 'e1'), committed(6, 'd'), committed(7, 'e2')]);
+    expect(pub.batches).toHaveLength(1);
     // The next round probes again.
     pub.receivers = 1;
     live.emitted('e3', 'provider_round_started', { round: 1, model: 'm' });
-    expect(pub.batches[1].map((e) => e.id)).toEqual(['d', 'e2', 'e3']);
+    expect(pub.batches[1].map((e) => e.id)).toEqual(['e3']);
+    pub.receivers = 0;
+    live.emitted('e4', 'provider_round_started', { round: 2, model: 'm' });
+    await tick();
+    live.committed([committed(8, 'e3'), committed(9, 'e4'), committed(10, 'end', 'turn_completed')]);
+    expect(pub.batches.at(-1)!.map((e) => 'seq' in e && e.seq)).toEqual([8, 9, 10]);
+  });
+
+  it("publishes a tool's start only when the tool still runs a flush interval later", async () => {
+    const pub = new Recorder();
+    const live = new LiveProgress(pub, 's', 't', 20);
+    live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
+    live.committed([committed(2, 'e1')]);
+    live.emitted('fast', 'tool_call_started', { callId: 'a', name: 'n' });
+    live.committed([committed(3, 'fast')]);
+    live.emitted('slow', 'tool_call_started', { callId: 'b', name: 'n' });
+    await tick(40);
+    expect(pub.batches.map((b) => b.map((e) => e.id))).toEqual([['e1'], ['e1'], ['fast'], ['slow']]);
+    expect(pub.batches[3][0]).toMatchObject({ ephemeral: true, after: 3, index: 0 });
   });
 });

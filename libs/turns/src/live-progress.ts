@@ -8,8 +8,19 @@ export const DEFAULT_DELTA_FLUSH_MS = 30;
 /** Buffered text past this size goes out at once, whatever the interval. */
 const DELTA_FLUSH_BYTES = 16 * 1024;
 
-/** Events whose commit waits for slow work (a provider call, a read-only tool): they go out live at once. */
+/**
+ * Events whose commit waits for slow work (a provider call, a read-only tool): they go out live
+ * before it — a round's start at once, a tool's start when the tool is still running a flush
+ * interval later (a fast tool's result commits first and carries it).
+ */
 const STARTS: ReadonlySet<string> = new Set([EventType.ProviderRoundStarted, EventType.ToolCallStarted]);
+/** A commit with one of these ends the run (or pauses it): it goes out whether anyone listened or not. */
+const ENDS: ReadonlySet<string> = new Set([
+  EventType.TurnCompleted,
+  EventType.TurnFailed,
+  EventType.TurnCancelled,
+  EventType.ApprovalRequested,
+]);
 
 interface Provisional {
   id: string;
@@ -28,9 +39,10 @@ interface Provisional {
  * every earlier one, and recognises the committed copies by id (the gateway's event stream).
  *
  * Cost: one PUBLISH per commit, one at each round's start, and for a streaming round one per
- * `flushMs` at most. The round's start is also the probe: when its PUBLISH reached no subscriber
- * the round's text and its tools' starts are not published (a reader that joins later takes no
- * ephemeral event of a list whose start it missed, and reads the commit instead).
+ * `flushMs` at most. The round's start is also the probe: when its PUBLISH reached no subscriber,
+ * the round's text, its tools' starts and its commits are not published, only a commit that ends
+ * the turn (a reader that joins later takes no ephemeral event of a list whose start it missed,
+ * and reads the journal when the next commit it hears skips seqs).
  * Publishing never fails or delays the turn: each PUBLISH is sent at once and not awaited.
  */
 export class LiveProgress {
@@ -70,7 +82,7 @@ export class LiveProgress {
     }
     this.list.push(e);
     if (type === EventType.ProviderRoundStarted) this.flush(true);
-    else if (STARTS.has(type) && this.listening) this.schedule(0);
+    else if (STARTS.has(type) && this.listening) this.schedule(this.flushMs);
   }
 
   /** Streamed text of the event at `index` (its id fixed by the checkpoints when the text began). */
@@ -92,7 +104,9 @@ export class LiveProgress {
     this.text = undefined;
     if (!events || events.length === 0) return;
     this.after = events[events.length - 1].seq;
-    this.send(events);
+    // While nobody listened at the last probe, only the end goes out: a reader that subscribed since
+    // sees the next published commit skip seqs and reads the journal.
+    if (this.listening || events.some((e) => ENDS.has(e.type))) this.send(events);
   }
 
   close(): void {
