@@ -543,6 +543,15 @@ export class TurnStore {
     });
   }
 
+  /** Interjections already delivered into a turn at `fromPosition` or later, in order. */
+  async interjectedSince(turnId: string, fromPosition: number): Promise<DeliveredInterjection[]> {
+    return this.db.rows<DeliveredInterjection>(sql`
+      SELECT id AS "messageId", kind, origin, trust, authority_class AS "authorityClass", priority, body, metadata
+      FROM messages
+      WHERE turn_id = ${turnId}::uuid AND position >= ${fromPosition}::int AND metadata ? 'interjectedFrom'
+      ORDER BY position`);
+  }
+
   /** Releases the lease if it is still ours. */
   async releaseLease(sessionId: string, token: string): Promise<void> {
     await this.db.execute(sql`

@@ -14,7 +14,7 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
-import { SqlDb } from '@switchboard/store';
+import { SqlDb, TurnStore } from '@switchboard/store';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
 import { TurnRunner } from './runner';
@@ -346,5 +346,9 @@ describe('steering turns', () => {
       priority: 'interject',
     });
     expect(msgs.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'user', 'assistant']);
+    // A retried delivery whose first commit's answer was lost finds what it moved.
+    const store = new TurnStore(new SqlDb(poolOf(env.db)));
+    expect((await store.interjectedSince(a.turnId, 0)).map((m) => m.messageId)).toEqual([it.inputMessageId]);
+    expect(await store.interjectedSince(a.turnId, 5)).toEqual([]);
   });
 });

@@ -1057,15 +1057,21 @@ class PostgresCheckpoints implements TurnCheckpoints {
     if (this.pendingEvents.length > 0)
       await this.step('before_interjection', this.takeEvents(), emptyWrites());
     const delivered = await retryTransient(
-      () =>
-        this.store.deliverInterjections({
+      async (attempt) => {
+        // A retry after an attempt whose commit succeeded but whose answer was lost: what it moved is here.
+        if (attempt > 1) {
+          const moved = await this.store.interjectedSince(t.id, this.nextPosition);
+          if (moved.length > 0) return { messages: moved, events: [] };
+        }
+        return this.store.deliverInterjections({
           tenantId: t.tenantId,
           sessionId: t.sessionId,
           turnId: t.id,
           turnSeq: t.seq,
           fence: this.lease.fence,
           fromPosition: this.nextPosition,
-        }),
+        });
+      },
       { maxMs: this.retryMs },
     );
     if (!delivered) throw new LeaseLostError(t.sessionId);
