@@ -292,6 +292,22 @@ describe('approvals', () => {
     expect(late.status).toBe(409);
   });
 
+  it('refuses approval lists naming unknown tools, and bad TTLs', async () => {
+    const agent = await api.post('/v1/agents', { name: 'x', approvalRequired: ['no_such_tool'] });
+    expect(agent.status).toBe(400);
+    expect(agent.body.error.details.issues[0].path).toBe('approvalRequired');
+    const settings = await api.patch('/v1/settings', { approvalRequired: ['no_such_tool'] });
+    expect(settings.status).toBe(400);
+    expect(settings.body.error.details.issues[0].path).toBe('approvalRequired');
+    expect((await api.patch('/v1/settings', { approvalTtlMs: 10 })).status).toBe(400);
+    expect(
+      (await api.patch('/v1/settings', { approvalRequired: ['effect_once', 'effect_once'] })).status,
+    ).toBe(400);
+    const ok = await api.patch('/v1/settings', { approvalRequired: ['effect_once'] });
+    expect(ok.body).toMatchObject({ approvalRequired: ['effect_once'], approvalTtlMs: null });
+    expect((await api.patch('/v1/settings', { approvalRequired: [] })).body.approvalRequired).toEqual([]);
+  });
+
   it('another tenant’s approval is a 404; a cancelled turn’s approval is no longer pending and cannot be decided', async () => {
     await harness();
     const { turnId } = await admit(await gatedSession());
