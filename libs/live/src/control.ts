@@ -100,7 +100,12 @@ export class ControlSubscriber {
     return new ControlSubscriber(redis, ready);
   }
 
+  /** Never waits on a Redis that is away (a QUIT would be queued until it is back). */
   async close(): Promise<void> {
+    if (this.redis.status !== 'ready') {
+      this.redis.disconnect();
+      return;
+    }
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
