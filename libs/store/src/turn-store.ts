@@ -102,6 +102,8 @@ export interface TurnLoad {
   startedCalls: string[];
   /** Decisions on this turn's gated calls (approved, rejected, expired, cancelled): docs/adr/0013. */
   decisions: StoredDecision[];
+  /** Time the turn spent paused for decisions (each pause to its last decision): not deadline time. */
+  waitedMs: number;
 }
 
 /** A decided approval of the turn, as the engine acts on it. */
@@ -308,6 +310,7 @@ interface ClaimRow {
   started_calls: string[] | null;
   blocked: boolean;
   decisions: StoredDecision[] | null;
+  waited_ms: number | null;
 }
 
 const TURN_JSON = sql`json_build_object(
@@ -389,6 +392,10 @@ export class TurnStore {
         (SELECT coalesce(json_agg(json_build_object('approvalId', ap.id, 'callId', ap.call_id,
             'status', ap.status, 'reason', ap.reason)), '[]'::json) FROM approvals ap
           WHERE ap.turn_id = ut.id AND ap.status <> 'pending') AS decisions,
+        -- One pause's approvals share their created_at (one statement): from it to its last decision.
+        (SELECT coalesce(sum(w.ms), 0)::float8 FROM (
+            SELECT extract(epoch FROM max(ap.decided_at) - ap.created_at) * 1000 AS ms FROM approvals ap
+            WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w) AS waited_ms,
         (SELECT coalesce(json_agg(json_build_object(
             'role', m.role, 'kind', m.kind, 'trust', m.trust, 'authorityClass', m.authority_class,
             'body', m.body, 'toolCalls', m.tool_calls, 'toolCallId', m.tool_call_id, 'metadata', m.metadata,
@@ -440,6 +447,7 @@ export class TurnStore {
         own: transcript.filter((m) => m.turnSeq === turn.seq),
         startedCalls: row.started_calls ?? [],
         decisions: row.decisions ?? [],
+        waitedMs: Math.max(0, Number(row.waited_ms ?? 0)),
       };
     }
     return result;

@@ -249,6 +249,23 @@ describe('approvals', () => {
     expect(effects).toHaveLength(1);
   });
 
+  it('the time spent waiting for a person does not count against the turn’s deadline', async () => {
+    const ids = await session();
+    await env.db.agent.update({ where: { id: ids.agentId }, data: { budgets: { deadlineMs: 60_000 } } });
+    const turnId = await admit(ids, 'pay');
+    await runner().handle(job(ids, turnId));
+    const [approval] = await pending(turnId);
+    // Two hours ago it started and paused; the person answers now.
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000);
+    await env.db.turn.update({ where: { id: turnId }, data: { startedAt: twoHoursAgo } });
+    await env.db.approval.update({ where: { id: approval.id }, data: { createdAt: twoHoursAgo } });
+    await decide(approval.id, ids.tenantId, 'approved');
+    await runner().handle(job(ids, turnId, approval.id));
+    const t = await turnRow(turnId);
+    expect(t).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
+    expect(effects).toEqual([`pay:5:${turnId}:c1`]);
+  });
+
   it('another tenant cannot see or decide the approval', async () => {
     const ids = await session();
     const other = await session();

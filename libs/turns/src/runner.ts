@@ -393,7 +393,8 @@ export class TurnRunner {
               contextWindowTokens: contextWindow(model, this.o.contextWindows),
               prices: { ...this.o.prices, ...settings.modelPrices },
               spentUsd: Number(turn.costUsd),
-              startedAt: (turn.startedAt ?? new Date()).getTime(),
+              // The wall-clock deadline counts the turn's runs, not the time it waited for a person.
+              startedAt: (turn.startedAt ?? new Date()).getTime() + load.waitedMs,
               startedCalls: load.startedCalls,
               // Approval policy inputs and stored decisions (docs/adr/0013). Untrusted content that
               // triggered the turn (its input, or a user message delivered into it) cannot authorise a
