@@ -16,6 +16,8 @@ describe('tenant settings', () => {
     blockedTools: [],
     toolSchemaMode: 'relaxed',
     modelPrices: {},
+    approvalRequired: [],
+    approvalTtlMs: null,
     defaultModel: DEFAULT_MODEL,
   };
 
@@ -54,6 +56,8 @@ describe('tenant settings', () => {
       blockedTools: ['current_time'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
+      approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
     });
 
@@ -69,6 +73,8 @@ describe('tenant settings', () => {
       blockedTools: ['current_time'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
+      approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
     };
     expect(second.body).toEqual(expected);
@@ -140,6 +146,8 @@ describe('tenant settings', () => {
       blockedTools: [],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
+      approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
     });
     // And a PATCH writes the cleaned-up value back.
@@ -162,6 +170,8 @@ describe('tenant settings', () => {
       blockedTools: ['word_count'],
       toolSchemaMode: 'relaxed',
       modelPrices: {},
+      approvalRequired: [],
+      approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
@@ -236,6 +246,8 @@ describe('tenant settings', () => {
     const schemas = res.body.components.schemas;
     expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);
     expect(Object.keys(schemas.Settings.properties).sort()).toEqual([
+      'approvalRequired',
+      'approvalTtlMs',
       'blockedTools',
       'defaultModel',
       'modelPrices',
