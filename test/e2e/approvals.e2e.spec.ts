@@ -11,6 +11,7 @@ import { createRedis } from '@switchboard/queue';
 import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
 import { EFFECT_TOOLS_MODULE, lines } from '../support/effect-tools';
 import { newTenant, type Api } from '../support/api';
+import { SseClient } from '../support/sse';
 import { FIXTURES, startGateway, type Running } from '../support/stack';
 
 jest.setTimeout(120_000);
@@ -113,7 +114,14 @@ describe('approvals', () => {
     await harness();
     const session = await gatedSession();
     const first = await admit(session);
-    await status(first.turnId, 'awaiting_approval');
+    // Watched live: the pause, the decision (published by the gateway) and the resumed run, one stream.
+    const stream = await SseClient.open(`${gateway.url}/v1/turns/${first.turnId}/stream`, { key: api.key });
+    await stream.until(
+      (c) => c.journaled.some((f) => f.event === 'approval_requested'),
+      'approval_requested on the turn stream',
+      60_000,
+    );
+    expect((await api.get(`/v1/turns/${first.turnId}`)).body.status).toBe('awaiting_approval');
 
     // No worker holds the session while a human decides.
     const row = await env.db.session.findUniqueOrThrow({ where: { id: session } });
@@ -149,6 +157,24 @@ describe('approvals', () => {
       status: 'approved',
       reason: 'go ahead',
       decidedAt: expect.any(String),
+    });
+    await stream.ended;
+    expect(stream.status).toBe(200);
+    expect(
+      stream.journaled.map((f) => f.event).filter((t) => /^(approval|tool_call|turn_)/.test(t ?? '')),
+    ).toEqual([
+      'turn_started',
+      'approval_requested',
+      'approval_decided',
+      'turn_started',
+      'tool_call_started',
+      'tool_call_completed',
+      'turn_completed',
+    ]);
+    expect(stream.journaled.find((f) => f.event === 'approval_decided')!.data.data).toMatchObject({
+      approvalId: approval.id,
+      decision: 'approved',
+      resumed: true,
     });
     const done = await status(first.turnId, 'completed');
     expect(done.finalText).toContain('"effected":true');
