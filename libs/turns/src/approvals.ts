@@ -17,6 +17,7 @@ export class Approvals {
     private readonly turnsQueue: Queue,
     private readonly logger: Logger,
     private readonly live?: LivePublisher,
+    private readonly enqueueTimeoutMs = 2000,
   ) {}
 
   async decide(a: {
@@ -32,8 +33,9 @@ export class Approvals {
     await this.live?.publish(approval.sessionId, outcome.events);
     if (outcome.resumed) {
       try {
-        // The resume continues the admission's trace and keeps the turn's priority band.
-        await withSpan('resume turn', { parent: outcome.traceContext as TraceCarrier }, () =>
+        // The resume continues the admission's trace and keeps the turn's priority band. A Redis that
+        // is down would hold the decision's answer: bounded, the reconciler finds the queued turn.
+        const enqueued = withSpan('resume turn', { parent: outcome.traceContext as TraceCarrier }, () =>
           publish(
             this.turnsQueue,
             Jobs.turn,
@@ -46,6 +48,8 @@ export class Approvals {
             { priority: PRIORITY_RANK[Priority.catch('normal').parse(outcome.priority)] },
           ),
         );
+        enqueued.catch(() => undefined);
+        await withTimeout(enqueued, this.enqueueTimeoutMs);
       } catch (err) {
         this.logger.error(
           { err, turnId: approval.turnId },
@@ -72,4 +76,14 @@ export class Approvals {
     if (expired > 0) this.logger.info({ expired }, 'approvals expired');
     return expired;
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`enqueue timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
