@@ -228,6 +228,41 @@ describe('approvals', () => {
     });
   });
 
+  it('parallel gated calls of one round each get their own approval; the turn resumes after the last', async () => {
+    await harness();
+    const agent = await api.post('/v1/agents', {
+      name: `twice-${randomUUID().slice(0, 8)}`,
+      model: 'scripted/effect-twice',
+      tools: ['effect_once'],
+      approvalRequired: ['effect_once'],
+    });
+    const session = (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id as string;
+    const file = path.join(dir, randomUUID());
+    writeFileSync(`${file}-a.release`, '');
+    writeFileSync(`${file}-b.release`, '');
+    const turnId = (await api.post(`/v1/sessions/${session}/messages`, { content: file })).body
+      .turnId as string;
+    await status(turnId, 'awaiting_approval');
+    const approvals = (await pendingFor(turnId)) as unknown as {
+      id: string;
+      callId: string;
+      arguments: unknown;
+    }[];
+    expect(
+      approvals.map((a) => a.arguments).sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y))),
+    ).toEqual([{ path: `${file}-a` }, { path: `${file}-b` }]);
+    const a = approvals.find((x) => (x.arguments as { path: string }).path.endsWith('-a'))!;
+    const b = approvals.find((x) => (x.arguments as { path: string }).path.endsWith('-b'))!;
+    expect((await decide(a.id, 'approve')).status).toBe(200);
+    // One of two decided: the turn still waits, nothing ran.
+    expect((await api.get(`/v1/turns/${turnId}`)).body.status).toBe('awaiting_approval');
+    expect(lines(`${file}-a`, 'runs')).toEqual([]);
+    expect((await decide(b.id, 'reject')).status).toBe(200);
+    await status(turnId, 'completed');
+    expect(lines(`${file}-a`, 'effects')).toHaveLength(1);
+    expect(lines(`${file}-b`, 'runs')).toEqual([]);
+  });
+
   it('concurrent decisions act once: approve+approve answers both, approve+reject refuses one', async () => {
     await harness();
     const session = await gatedSession();
