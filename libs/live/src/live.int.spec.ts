@@ -130,6 +130,27 @@ describe('live channel', () => {
     expect(r2.seqs()).toEqual([1]);
   });
 
+  it('confirms every channel subscribed while its lazy connection was still connecting', async () => {
+    // The gateway's subscriber connects on its first use; streams opened together all subscribe
+    // during the connection's handshake (ioredis' ready check must not run on a subscriber).
+    for (const gapMs of [0, 1, 2]) {
+      const s = LiveSubscriber.connect(url, { prefix, logger, lingerMs: 0 }, { lazyConnect: true });
+      closing.push(() => s.close());
+      const sessions = Array.from({ length: 5 }, () => randomUUID());
+      const recorders = sessions.map(() => recorder());
+      const subs = [];
+      for (const [i, sessionId] of sessions.entries()) {
+        subs.push(s.listen(sessionId, recorders[i].listener));
+        await new Promise((resolve) => setTimeout(resolve, gapMs));
+      }
+      const confirmed = Promise.all(subs.map((x) => x.ready));
+      const late = new Promise((resolve) => setTimeout(() => resolve('not confirmed in 5 s'), 5000));
+      expect(await Promise.race([confirmed, late])).toEqual(sessions.map(() => true));
+      for (const [i, sessionId] of sessions.entries()) await publisher.publish(sessionId, [event(i + 1)]);
+      await waitFor(() => recorders.every((r) => r.seqs().length === 1), { what: 'every session' });
+    }
+  });
+
   it('keeps a channel subscribed for lingerMs after its last listener, and reuses it', async () => {
     const sessionId = randomUUID();
     const s = subscriber({ lingerMs: 60_000 });

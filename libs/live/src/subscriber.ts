@@ -108,6 +108,10 @@ export class LiveSubscriber {
         maxRetriesPerRequest: null,
         ...redisOptions,
         autoResubscribe: false,
+        // ioredis' ready check (INFO) races a SUBSCRIBE sent while the connection is still being
+        // made (a lazy connection that several streams subscribe on at once): the INFO is refused in
+        // subscriber mode, or the SUBSCRIBEs are, and their channels are never confirmed.
+        enableReadyCheck: false,
         connectionName: redisOptions.connectionName ?? 'switchboard-live',
       }),
       options,
