@@ -23,7 +23,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { FakeLlmServer, scripted } from '@switchboard/testing';
-import { cpuMs, freePort, sleep, startSwitchboard } from './bench-lib';
+import { cpuMs, freePort, pool, sleep, startSwitchboard } from './bench-lib';
 
 const { values } = parseArgs({
   options: {
@@ -38,6 +38,8 @@ const { values } = parseArgs({
     /** Turns run before measuring (V8 and the pools warm up). */
     warmup: { type: 'string', default: '20' },
     json: { type: 'boolean', default: false },
+    /** Write V8 CPU profiles of every process to <dir>/<process>/. */
+    profile: { type: 'string' },
   },
 });
 const TURNS = Number(values.turns);
@@ -63,19 +65,6 @@ function streamReply() {
     frameIntervalMs: STREAM_MS / intervals,
     usage: { input: 50, output: pieces },
   });
-}
-
-/** Runs `fn` over `items`, at most `limit` at a time. */
-async function pool<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i], i);
-      }
-    }),
-  );
 }
 
 function rssMiB(pid: number): number {
@@ -134,6 +123,9 @@ interface Sample {
   streams: number;
   rssMiB: number;
   cpuMs: number;
+  /** The harness's CPU over the window since the previous sample, % of one core. */
+  cpuPercent: number;
+  heapUsedMiB: number;
   /** Event-loop delay samples in the window since the previous sample (not cumulative). */
   lag: Buckets;
   lagP99Ms: number;
@@ -149,6 +141,7 @@ async function main() {
     harnessConcurrency: CONCURRENCY,
     env: { ...fake.providerEnv },
     harnessEnv: { METRICS_PORT: String(metricsPort) },
+    profileDir: values.profile,
   });
   const pg = new Client({ connectionString: sb.env.databaseUrl });
   await pg.connect();
@@ -195,17 +188,24 @@ async function main() {
     });
 
     const samples: Sample[] = [];
-    const scrape = async () =>
-      lagBuckets(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
-    let lastLag = await scrape();
+    const scrape = async () => {
+      const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const heap = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.eE+-]+)$/m.exec(body);
+      return { lag: lagBuckets(body), heapUsedMiB: heap ? Number(heap[1]) / 2 ** 20 : NaN };
+    };
+    let lastLag = (await scrape()).lag;
+    let lastCpu = { ms: cpuMs(harness), at: performance.now() };
     const t0 = performance.now();
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         await sleep(SAMPLE_MS);
-        const [c, cumulative] = await Promise.all([counts(), scrape()]);
-        const lag = minus(cumulative, lastLag);
-        lastLag = cumulative;
+        const [c, scraped] = await Promise.all([counts(), scrape()]);
+        const lag = minus(scraped.lag, lastLag);
+        lastLag = scraped.lag;
+        const cpuNow = { ms: cpuMs(harness), at: performance.now() };
+        const cpuPercent = ((cpuNow.ms - lastCpu.ms) / (cpuNow.at - lastCpu.at)) * 100;
+        lastCpu = cpuNow;
         samples.push({
           t: (performance.now() - t0) / 1000,
           running: c.running,
@@ -213,7 +213,9 @@ async function main() {
           ended: c.ended - WARMUP,
           streams: fake.openResponseCount,
           rssMiB: rssMiB(harness),
-          cpuMs: cpuMs(harness),
+          cpuMs: cpuNow.ms,
+          cpuPercent,
+          heapUsedMiB: scraped.heapUsedMiB,
           lag,
           lagP99Ms: quantile(lag, 0.99),
         });
@@ -260,6 +262,7 @@ async function main() {
       rssMiB: {
         idle: Math.round(rss0),
         peak: Math.round(Math.max(...samples.map((s) => s.rssMiB))),
+        heapUsedPeak: Math.round(Math.max(...samples.map((s) => s.heapUsedMiB))),
         atPeakInFlight: Math.round(plateau.length ? Math.max(...plateau.map((s) => s.rssMiB)) : NaN),
       },
       /** The harness's event-loop delay (ms) over every sample while turns ran, and over the plateau. */
@@ -274,10 +277,10 @@ async function main() {
     };
     if (values.json) console.log(JSON.stringify(result, null, 2));
     else {
-      console.log('   t s  running queued ended streams  RSS MiB  lag p99 ms (this window)');
+      console.log('   t s  running queued ended streams  RSS MiB  heap MiB  CPU %  lag p99 ms (this window)');
       for (const s of samples)
         console.log(
-          `${s.t.toFixed(1).padStart(6)} ${String(s.running).padStart(8)} ${String(s.queued).padStart(6)} ${String(s.ended).padStart(5)} ${String(s.streams).padStart(7)} ${s.rssMiB.toFixed(0).padStart(8)}  ${s.lagP99Ms.toFixed(1)}`,
+          `${s.t.toFixed(1).padStart(6)} ${String(s.running).padStart(8)} ${String(s.queued).padStart(6)} ${String(s.ended).padStart(5)} ${String(s.streams).padStart(7)} ${s.rssMiB.toFixed(0).padStart(8)} ${s.heapUsedMiB.toFixed(0).padStart(9)} ${s.cpuPercent.toFixed(0).padStart(6)}  ${s.lagP99Ms.toFixed(1)}`,
         );
       console.log(JSON.stringify({ ...result, samples: undefined }, null, 2));
     }

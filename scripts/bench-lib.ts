@@ -33,6 +33,23 @@ export function freePort(): Promise<number> {
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** Runs `fn` over `items`, at most `limit` at a time. */
+export async function pool<T>(
+  items: T[],
+  limit: number,
+  fn: (item: T, i: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i], i);
+      }
+    }),
+  );
+}
+
 /** Whether the API has `wait: true` on POST /v1/sessions/:id/messages (issue 9). */
 export const admitSupportsWait = (): boolean => 'wait' in AdmitMessageRequest.shape;
 
