@@ -222,6 +222,15 @@ describe('SSE event streams', () => {
     s.close();
     // The channel lingers 2 s after its last listener, then is unsubscribed.
     await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'the unsubscription' });
+    // One request log line when the stream ended (Fastify's own hook does not run for a hijacked reply).
+    const logged = () =>
+      processes[0]
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"route":"/v1/sessions/:id/stream"') && l.includes('clientLeft'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    await waitFor(() => logged().length > 0, { what: "the stream's request log line" });
+    expect(logged().at(-1)).toMatchObject({ msg: 'request completed', status: 200, clientLeft: true });
   });
 
   it('answers 404 for another tenant’s or an unknown id, 400 for a bad cursor, before any stream starts', async () => {

@@ -21,6 +21,7 @@ import { StreamQueryDto } from '../http/dto';
 import { EVENT_STREAMS, sseFrame, type EventStreams } from '../http/event-stream';
 import { ApiErrors, schemaRef, TenantApi } from '../http/openapi';
 import { pathId } from '../http/presenters';
+import { logRequest } from '../http/request-log';
 
 export const GATEWAY_SQL = Symbol('GATEWAY_SQL');
 
@@ -129,6 +130,7 @@ export class StreamsController {
     });
     // A first comment line gets the headers out at once.
     reply.raw.write(': stream\n\n');
+    let frames = 0;
     try {
       for await (const item of this.streams.events({
         ...o,
@@ -137,6 +139,7 @@ export class StreamsController {
       })) {
         if (reply.raw.destroyed || reply.raw.writableEnded) break;
         reply.raw.write(sseFrame(item));
+        if (item.kind !== 'idle') frames++;
       }
     } catch (err) {
       // Headers are out: a failure can only end the stream; the client resumes with Last-Event-ID.
@@ -144,6 +147,8 @@ export class StreamsController {
     } finally {
       reply.raw.off('close', onClose);
       if (!reply.raw.writableEnded) reply.raw.end();
+      // The request's one log line, when the stream ends (by either side).
+      logRequest(reply.request, reply, { frames, clientLeft: gone.signal.aborted });
     }
   }
 }

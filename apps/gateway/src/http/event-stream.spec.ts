@@ -55,6 +55,9 @@ describe('StreamReader', () => {
     expect(shown(r.take(journaled(2, 'turn_started', 'b')))).toEqual([]);
     expect(r.isGap(journaled(4, 'x', 'd'))).toBe(true);
     expect(r.isGap(journaled(3, 'x', 'c'))).toBe(false);
+    // An ephemeral event after commits this reader has not seen (published while nobody listened).
+    expect(r.isGap(ephemeral('e', 0, 'provider_round_started', {}, { after: 4 }))).toBe(true);
+    expect(r.isGap(ephemeral('e', 0, 'provider_round_started', {}, { after: 2 }))).toBe(false);
   });
 
   it('passes ephemeral events on in their order, text chunks by offset, and marks their committed copies streamed', () => {

@@ -4,7 +4,6 @@ import {
   LiveCursor,
   TERMINAL_EVENT_TYPES,
   type LiveEphemeralEvent,
-  type LiveEvent,
   type LiveMessage,
   type LiveSubscriber,
   type LiveWatch,
@@ -78,7 +77,8 @@ const RECENT_IDS = 1024;
  *
  * `events()` follows the live channel's reading pattern: it subscribes and waits for Redis to
  * confirm, then reads the journal after `after` (the turn's status first, for a turn stream), then
- * takes live batches, de-duplicated by seq. A live event that skips seqs (a PUBLISH given up) or a
+ * takes live batches, de-duplicated by seq. A live event that skips seqs (a PUBLISH given up, or
+ * not sent while nobody listened), an ephemeral one that follows commits past the cursor, or a
  * resync (the subscriber's connection dropped) reads the journal again from the cursor; while Redis
  * is unreachable the journal is read every `idleMs`.
  *
@@ -129,7 +129,7 @@ export class EventStreams {
         } else {
           items = [];
           for (const m of next) {
-            if (!isEphemeral(m) && reader.isGap(m)) items.push(...(await this.readJournal(reader)));
+            if (reader.isGap(m)) items.push(...(await this.readJournal(reader)));
             items.push(...reader.take(m));
           }
         }
@@ -211,8 +211,14 @@ export class StreamReader {
     this.turnId = o.turnId;
   }
 
-  isGap(e: LiveEvent): boolean {
-    return this.cursor.isGap(e);
+  /**
+   * The journal has events this reader has not seen: a journaled event skips seqs, or an ephemeral
+   * one of the followed turn follows commits past the cursor (the writer published nothing while
+   * nobody listened, ADR 0015).
+   */
+  isGap(m: LiveMessage): boolean {
+    if (!isEphemeral(m)) return this.cursor.isGap(m);
+    return (!this.turnId || m.turnId === this.turnId) && m.after > this.cursor.last;
   }
 
   /** What a message becomes on the stream: nothing (a copy, another turn's), or one or two items. */

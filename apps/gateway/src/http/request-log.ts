@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { context, isSpanContextValid, trace } from '@opentelemetry/api';
-import { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { Config } from '@switchboard/config';
 import { createLogger } from '@switchboard/observability';
 
@@ -49,19 +55,30 @@ export function registerRequestLog(fastify: FastifyInstance): void {
       (request as FastifyRequest & Logged).logTraceId = span.spanContext().traceId;
     }
   });
-  fastify.addHook('onResponse', async (request, reply) => {
-    const r = request as FastifyRequest & Logged;
-    const status = reply.statusCode;
-    request.log[status >= 500 ? 'error' : 'info'](
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? null,
-        status,
-        durationMs: Math.round(reply.elapsedTime * 10) / 10,
-        ...(r.tenantId ? { tenantId: r.tenantId } : {}),
-        ...(r.logTraceId ? { trace_id: r.logTraceId } : {}),
-      },
-      'request completed',
-    );
-  });
+  fastify.addHook('onResponse', async (request, reply) => logRequest(request, reply));
+}
+
+/**
+ * The request's line. Fastify's onResponse does not run for a response the route wrote itself
+ * (`reply.hijack()`, the SSE streams): those routes call this when they end.
+ */
+export function logRequest(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  extra: Record<string, unknown> = {},
+): void {
+  const r = request as FastifyRequest & Logged;
+  const status = reply.statusCode;
+  request.log[status >= 500 ? 'error' : 'info'](
+    {
+      method: request.method,
+      route: request.routeOptions.url ?? null,
+      status,
+      durationMs: Math.round(reply.elapsedTime * 10) / 10,
+      ...(r.tenantId ? { tenantId: r.tenantId } : {}),
+      ...(r.logTraceId ? { trace_id: r.logTraceId } : {}),
+      ...extra,
+    },
+    'request completed',
+  );
 }
