@@ -1,0 +1,173 @@
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { z } from 'zod';
+import { Admission } from '@switchboard/admission';
+import { QueueName } from '@switchboard/contracts';
+import { createDatabase } from '@switchboard/database';
+import { TurnEngine } from '@switchboard/engine';
+import { isEphemeral, type LivePublisher, type PublishableEvent } from '@switchboard/live';
+import { createLogger, Metrics } from '@switchboard/observability';
+import {
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from '@switchboard/providers';
+import { createRedis } from '@switchboard/queue';
+import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import {
+  countPoolTransactions,
+  createTestEnv,
+  seedSession,
+  seedTenant,
+  type TestEnv,
+} from '@switchboard/testing';
+import { TurnRunner } from './runner';
+
+/**
+ * What a turn publishes on the live channel (docs/adr/0015) against real Postgres: every event it
+ * commits, once, after its commit, with the journal row's id and seq; before each commit the round's
+ * start and the streamed text as ephemeral events carrying the same ids; and no transaction more.
+ */
+jest.setTimeout(60_000);
+
+const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
+
+/** A word_count call first, then an answer streamed in three chunks. */
+class Streaming implements ModelProvider {
+  readonly name = 'streaming';
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    if (request.messages.at(-1)?.role !== 'tool') {
+      return {
+        text: '',
+        toolCalls: [{ id: 'c1', name: 'word_count', arguments: '{"text":"a b c"}' }],
+        usage: USAGE,
+        finishReason: 'tool_calls',
+      };
+    }
+    for (const chunk of ['three ', 'words', '.']) {
+      request.onTextDelta?.(chunk);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return { text: 'three words.', toolCalls: [], usage: USAGE, finishReason: 'stop' };
+  }
+}
+
+const wordCount = defineTool({
+  name: 'word_count',
+  description: 'Counts words',
+  schema: z.strictObject({ text: z.string() }),
+  sideEffect: 'read_only',
+  timeoutMs: 2_000,
+  needsApproval: false,
+  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
+}) as ToolDefinition;
+
+/** Every batch, in order; one subscriber hears them. */
+class Recorder implements LivePublisher {
+  readonly batches: PublishableEvent[][] = [];
+  async publish(_: string, events: readonly PublishableEvent[]): Promise<void> {
+    this.batches.push([...events]);
+  }
+  async publishCounted(_: string, events: readonly PublishableEvent[]): Promise<number> {
+    this.batches.push([...events]);
+    return 1;
+  }
+}
+
+describe('live publishing of a turn', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let turnsQueue: Queue;
+  let postTurn: Queue;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const tools = new ToolRegistry([wordCount]);
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
+  });
+
+  afterAll(async () => {
+    await turnsQueue?.close();
+    await postTurn?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  it('publishes every committed event once, after its commit, and the round starts and text before', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'live', {
+      model: 'streaming/m',
+      tools: ['word_count'],
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const admissionLive = new Recorder();
+    const { turnId } = await new Admission(env.db, turnsQueue, logger, { live: admissionLive }).admit({
+      tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text: 'count a b c' },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+    });
+
+    const live = new Recorder();
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
+    const sent = countPoolTransactions(pool);
+    try {
+      const runner = new TurnRunner({
+        db: prisma,
+        engine: new TurnEngine({ providers: new ProviderRegistry({}, [new Streaming()]), tools }),
+        tools,
+        postTurnQueue: postTurn,
+        turnsQueue,
+        logger,
+        metrics: new Metrics('live'),
+        workerId: 'live',
+        leaseMs: 10_000,
+        defaultModel: 'streaming/m',
+        live,
+        liveDeltaFlushMs: 0,
+      });
+      expect(await runner.handle({ turnId, sessionId, tenantId, trace: {} })).toBe('done');
+    } finally {
+      await prisma.$disconnect();
+    }
+    // Publishing costs no transaction: the commits return their events.
+    expect(sent.transactions).toBeLessThanOrEqual(4);
+
+    const journal = await env.db.event.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+    const row = (e: { id: string; seq: number; type: string; turnId: string | null; data: unknown }) => ({
+      id: e.id,
+      seq: e.seq,
+      type: e.type,
+      turnId: e.turnId,
+      data: e.data,
+    });
+    // The admission's event from the gateway side, the turn's from the harness: the journal, once each.
+    const committed = [...admissionLive.batches, ...live.batches].flat().filter((e) => !isEphemeral(e));
+    expect(committed.map((e) => row(e as Parameters<typeof row>[0]))).toEqual(journal.map(row));
+
+    // Before each commit, its round's start and the streamed text, carrying the ids of their rows.
+    const ephemeral = live.batches.flat().filter(isEphemeral);
+    const byId = new Map(journal.map((e) => [e.id, e]));
+    const starts = ephemeral.filter((e) => e.type === 'provider_round_started');
+    expect(starts).toHaveLength(2);
+    for (const e of ephemeral) expect(byId.get(e.id!)?.type).toBe(e.type);
+    const text = ephemeral.filter((e) => e.type === 'text_delta');
+    expect(text.map((e) => e.data.text).join('')).toBe('three words.');
+    expect(text.map((e) => e.offset)).toEqual([0, 6, 11].slice(0, text.length));
+    // Each ephemeral event went out before the batch that committed it.
+    const batchOf = (id: string, ephemeralCopy: boolean) =>
+      live.batches.findIndex((b) => b.some((e) => e.id === id && isEphemeral(e) === ephemeralCopy));
+    for (const e of ephemeral) expect(batchOf(e.id!, true)).toBeLessThan(batchOf(e.id!, false));
+    // provider_round_started is journaled with the round, and says when the call started.
+    const journaledStart = journal.find((e) => e.type === 'provider_round_started')!;
+    expect(new Date((journaledStart.data as { startedAt: string }).startedAt).getTime()).toBeLessThanOrEqual(
+      journaledStart.createdAt.getTime(),
+    );
+  });
+});
