@@ -5,7 +5,7 @@ import { Admission } from '@switchboard/admission';
 import { QueueName } from '@switchboard/contracts';
 import { createDatabase } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import { isEphemeral, type LivePublisher, type PublishableEvent } from '@switchboard/live';
+import type { LiveEphemeralEvent, LivePublisher, PublishableEvent } from '@switchboard/live';
 import { createLogger, Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
@@ -62,6 +62,9 @@ const wordCount = defineTool({
   needsApproval: false,
   execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
 }) as ToolDefinition;
+
+const isEphemeral = (e: PublishableEvent): e is Omit<LiveEphemeralEvent, 'createdAt'> =>
+  'ephemeral' in e && e.ephemeral === true;
 
 /** Every batch, in order; one subscriber hears them. */
 class Recorder implements LivePublisher {
