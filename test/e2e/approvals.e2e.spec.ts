@@ -213,8 +213,14 @@ describe('approvals', () => {
 
   it('rejected: the model gets a rejected result and finishes; the tool never runs', async () => {
     await harness();
-    const { file, turnId } = await admit(await gatedSession());
-    await status(turnId, 'awaiting_approval');
+    const session = await gatedSession();
+    const file = path.join(dir, randomUUID());
+    writeFileSync(`${file}.release`, '');
+    // `wait` answers when the turn pauses for approval: it will not end before a person decides.
+    const waited = await api.post(`/v1/sessions/${session}/messages`, { content: file, wait: true });
+    expect(waited.status).toBe(200);
+    expect(waited.body.status).toBe('awaiting_approval');
+    const turnId = waited.body.id as string;
     const [approval] = await pendingFor(turnId);
     expect((await decide(approval.id, 'reject', 'not this file')).status).toBe(200);
     const done = await status(turnId, 'completed');

@@ -221,6 +221,7 @@ export class SessionsController {
             deadline,
             signal: gone.signal,
             subscribedBeforeAdmission: alreadySubscribed && !admitted.replayed,
+            orPaused: true,
           });
           if (gone.signal.aborted) return;
           if (turn) {

@@ -58,39 +58,55 @@ export class TurnWaiter {
       signal?: AbortSignal;
       /** The channel was subscribed before the turn was admitted: nothing can have been missed. */
       subscribedBeforeAdmission: boolean;
+      /**
+       * Also answer when the turn pauses for approval (docs/adr/0013): it will not end before a
+       * person decides, so holding the request to the bound would only delay the news.
+       */
+      orPaused?: boolean;
     },
   ): Promise<TurnResponse | undefined> {
+    const paused = o.orPaused ?? false;
     const signal = o.signal ? AbortSignal.any([o.signal, this.stopping.signal]) : this.stopping.signal;
     let read = !o.subscribedBeforeAdmission;
     if (!(await watch.subscribed(o.deadline, signal))) {
       // Redis unreachable for the whole bound (or the client left): one look at Postgres.
-      return signal.aborted ? undefined : this.ended(o.tenantId, o.turnId);
+      return signal.aborted ? undefined : this.ended(o.tenantId, o.turnId, paused);
     }
     for (;;) {
-      if (read && (await this.hasEnded(o.tenantId, o.turnId))) return this.ended(o.tenantId, o.turnId);
+      if (read && (await this.hasEnded(o.tenantId, o.turnId, paused)))
+        return this.ended(o.tenantId, o.turnId, paused);
       const next = await watch.next(o.deadline, signal);
       if (next === 'aborted') return undefined;
-      if (next === 'timeout') return this.ended(o.tenantId, o.turnId);
+      if (next === 'timeout') return this.ended(o.tenantId, o.turnId, paused);
       read =
         next === 'resync' ||
-        next.some((e) => !isEphemeral(e) && e.turnId === o.turnId && TERMINAL_EVENT_TYPES.has(e.type));
+        next.some(
+          (e) =>
+            !isEphemeral(e) &&
+            e.turnId === o.turnId &&
+            (TERMINAL_EVENT_TYPES.has(e.type) || (paused && e.type === 'approval_requested')),
+        );
     }
   }
 
   /** One indexed read of the status, on the shared pool (no Prisma query compilation on the hot path). */
-  private async hasEnded(tenantId: string, turnId: string): Promise<boolean> {
+  private async hasEnded(tenantId: string, turnId: string, orPaused: boolean): Promise<boolean> {
     const row = await this.sqlDb.first<{ status: string }>(
       sql`SELECT status FROM turns WHERE id = ${turnId}::uuid AND tenant_id = ${tenantId}::uuid`,
     );
-    return !!row && isTerminal(row.status);
+    return !!row && settled(row.status, orPaused);
   }
 
   /** The turn as GET /v1/turns/:id presents it when it has ended; undefined while it has not. */
-  async ended(tenantId: string, turnId: string): Promise<TurnResponse | undefined> {
+  async ended(tenantId: string, turnId: string, orPaused = false): Promise<TurnResponse | undefined> {
     const turn = await this.db.turn.findFirst({
       where: { id: turnId, tenantId },
       include: { toolCalls: { orderBy: { startedAt: 'asc' } } },
     });
-    return turn && isTerminal(turn.status) ? presentTurn(turn) : undefined;
+    return turn && settled(turn.status, orPaused) ? presentTurn(turn) : undefined;
   }
 }
+
+/** Ended, or (when asked) paused for approval. */
+const settled = (status: string, orPaused: boolean): boolean =>
+  isTerminal(status) || (orPaused && status === 'awaiting_approval');
