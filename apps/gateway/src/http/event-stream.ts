@@ -67,6 +67,8 @@ export interface EventStreamOptions {
 
 /** Rows per journal read. */
 const PAGE = 500;
+/** Longest a stream waits for its subscription before it replays the journal anyway. */
+const SUBSCRIBE_WAIT_MS = 5_000;
 /** Journal ids a stream remembers to recognise stale ephemeral events (a commit's worth, and more). */
 const RECENT_IDS = 1024;
 
@@ -110,8 +112,8 @@ export class EventStreams {
     const reader = new StreamReader(o);
     try {
       // Subscribe first: whatever commits after the confirmation arrives live. Redis away: go on
-      // with the journal (read again at every idle interval below).
-      await watch.subscribed(Date.now() + idleMs, signal);
+      // with the journal after a few seconds (read again at every idle interval below).
+      await watch.subscribed(Date.now() + Math.min(idleMs, SUBSCRIBE_WAIT_MS), signal);
       if (signal.aborted) return;
       const endedBefore = o.turnId !== undefined && (await this.turnEnded(o.turnId));
       for (const item of await this.readJournal(reader)) yield item;
