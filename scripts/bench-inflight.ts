@@ -38,6 +38,8 @@ const { values } = parseArgs({
     /** Turns run before measuring (V8 and the pools warm up). */
     warmup: { type: 'string', default: '20' },
     json: { type: 'boolean', default: false },
+    /** Node flags for the harness, space-separated (e.g. "--max-semi-space-size=64"). */
+    'harness-node-args': { type: 'string', default: '' },
     /** Write V8 CPU profiles of every process to <dir>/<process>/. */
     profile: { type: 'string' },
   },
@@ -142,6 +144,7 @@ async function main() {
     env: { ...fake.providerEnv },
     harnessEnv: { METRICS_PORT: String(metricsPort) },
     profileDir: values.profile,
+    harnessNodeArgs: values['harness-node-args'].split(' ').filter(Boolean),
   });
   const pg = new Client({ connectionString: sb.env.databaseUrl });
   await pg.connect();
@@ -249,6 +252,7 @@ async function main() {
       streamSeconds: STREAM_MS / 1000,
       chunkMs: CHUNK_MS,
       harnessConcurrency: CONCURRENCY,
+      harnessNodeArgs: values['harness-node-args'],
       admitConcurrency: ADMIT_CONCURRENCY,
       admitSeconds: Number(admitSeconds.toFixed(1)),
       admitPerSecond: Number((TURNS / admitSeconds).toFixed(0)),
