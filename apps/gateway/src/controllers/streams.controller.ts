@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import {
   applyDecorators,
   Controller,
@@ -119,6 +120,7 @@ export class StreamsController {
     const gone = new AbortController();
     const onClose = () => gone.abort();
     reply.raw.once('close', onClose);
+    const stop = AbortSignal.any([gone.signal, this.streams.shutdown]);
     reply.hijack();
     reply.raw.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string>),
@@ -138,12 +140,17 @@ export class StreamsController {
         idleMs: this.config.SSE_HEARTBEAT_MS,
       })) {
         if (reply.raw.destroyed || reply.raw.writableEnded) break;
-        reply.raw.write(sseFrame(item));
         if (item.kind !== 'idle') frames++;
+        // A slow client: wait for its socket to drain rather than buffer without bound. Meanwhile live
+        // batches queue in the watch, and past its bound collapse into one journal read.
+        if (!reply.raw.write(sseFrame(item))) await once(reply.raw, 'drain', { signal: stop });
       }
     } catch (err) {
       // Headers are out: a failure can only end the stream; the client resumes with Last-Event-ID.
-      this.logger.error({ err, sessionId: o.sessionId, turnId: o.turnId }, 'event stream failed');
+      // (The client leaving, or the gateway stopping, while its socket was full is no failure.)
+      if (!stop.aborted) {
+        this.logger.error({ err, sessionId: o.sessionId, turnId: o.turnId }, 'event stream failed');
+      }
     } finally {
       reply.raw.off('close', onClose);
       if (!reply.raw.writableEnded) reply.raw.end();

@@ -97,7 +97,7 @@ export class EventStreams {
     private readonly db: SqlDb,
     private readonly live: LiveSubscriber,
     /** Aborted when the gateway begins to shut down: every stream ends. */
-    private readonly shutdown: AbortSignal,
+    readonly shutdown: AbortSignal,
   ) {}
 
   /** Starts listening to a session before something the stream must not miss (an admission). */
