@@ -116,33 +116,47 @@ export class EventStreams {
       await watch.subscribed(Date.now() + Math.min(idleMs, SUBSCRIBE_WAIT_MS), signal);
       if (signal.aborted) return;
       const endedBefore = o.turnId !== undefined && (await this.turnEnded(o.turnId));
-      for (const item of await this.readJournal(reader)) yield item;
+      yield* this.readJournal(reader);
       if (reader.done || endedBefore) return;
       let lastYield = Date.now();
       for (;;) {
-        const next = await watch.next(Math.min(lastYield + idleMs, Date.now() + idleMs), signal);
+        const next = await watch.next(lastYield + idleMs, signal);
         if (next === 'aborted' || signal.aborted) return;
-        let items: StreamItem[];
-        if (next === 'timeout') {
-          items = watch.subscription.isReady ? [] : await this.readJournal(reader);
-          if (items.length === 0) items = [{ kind: 'idle' }];
-        } else if (next === 'resync') {
-          items = await this.readJournal(reader);
-        } else {
-          items = [];
-          for (const m of next) {
-            if (reader.isGap(m)) items.push(...(await this.readJournal(reader)));
-            items.push(...reader.take(m));
-          }
-        }
-        for (const item of items) {
+        let sent = 0;
+        for await (const item of this.wakeUp(next, watch, reader)) {
+          sent++;
           yield item;
-          lastYield = Date.now();
         }
+        // Nothing for idleMs: a heartbeat.
+        if (sent === 0 && next === 'timeout') {
+          yield { kind: 'idle' };
+          sent++;
+        }
+        if (sent > 0) lastYield = Date.now();
         if (reader.done) return;
       }
     } finally {
       watch.close();
+    }
+  }
+
+  /**
+   * What one wake-up of the watch yields: a batch in order (the journal read first where it skips
+   * seqs), or the journal read again after a resync or, while not subscribed, at each interval.
+   */
+  private async *wakeUp(
+    next: LiveMessage[] | 'resync' | 'timeout',
+    watch: LiveWatch,
+    reader: StreamReader,
+  ): AsyncGenerator<StreamItem, void, undefined> {
+    if (next === 'resync' || (next === 'timeout' && !watch.subscription.isReady)) {
+      yield* this.readJournal(reader);
+      return;
+    }
+    if (next === 'timeout') return;
+    for (const m of next) {
+      if (reader.isGap(m)) yield* this.readJournal(reader);
+      yield* reader.take(m);
     }
   }
 
@@ -158,8 +172,7 @@ export class EventStreams {
    * and moves its cursor to the session's last seq as that statement saw it (nothing of the turn
    * can be missing below it).
    */
-  private async readJournal(reader: StreamReader): Promise<StreamItem[]> {
-    const items: StreamItem[] = [];
+  private async *readJournal(reader: StreamReader): AsyncGenerator<StreamItem, void, undefined> {
     for (;;) {
       const from = reader.cursor.last;
       const turn = reader.turnId ? sql`AND turn_id = ${reader.turnId}::uuid` : sql``;
@@ -170,13 +183,14 @@ export class EventStreams {
             WHERE session_id = ${reader.sessionId}::uuid AND seq > ${from} ${turn}
             ORDER BY seq LIMIT ${PAGE}) e), '[]'::json) AS events`);
       const rows = row?.events ?? [];
+      // Page by page: a long history is never held whole.
       for (const r of rows) {
-        items.push(...reader.take(r));
-        if (reader.done) return items;
+        yield* reader.take(r);
+        if (reader.done) return;
       }
       if (rows.length < PAGE) {
         if (reader.turnId && row?.last) reader.cursor.advance(row.last);
-        return items;
+        return;
       }
     }
   }
