@@ -20,6 +20,7 @@
  * separately from how fast they come and go.
  */
 import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { FakeLlmServer, scripted } from '@switchboard/testing';
@@ -224,6 +225,9 @@ async function main() {
         });
       }
     })();
+    // This process is the fake provider: its own delays stretch the streams.
+    const eld = monitorEventLoopDelay({ resolution: 10 });
+    eld.enable();
     const rss0 = rssMiB(harness);
     const cpu0 = cpuMs(harness);
 
@@ -238,12 +242,15 @@ async function main() {
     sampling = false;
     await sampler;
     const cpu = cpuMs(harness) - cpu0;
+    eld.disable();
 
     const peak = Math.max(...samples.map((s) => s.running));
     const peakStreams = Math.max(...samples.map((s) => s.streams));
     // The plateau: samples with at least 90% of the peak in flight.
     const plateau = samples.filter((s) => s.running >= 0.9 * peak);
     const busy = samples.filter((s) => s.running > 0);
+    // Holding: every turn admitted and claimed, none ended yet (a stream longer than the ramp).
+    const holding = samples.filter((s) => s.queued === 0 && s.ended === 0 && s.running > 0);
     const failed = await pg.query<{ stop_reason: string | null; n: number }>(
       "SELECT stop_reason, count(*)::int AS n FROM turns WHERE status <> 'completed' GROUP BY stop_reason",
     );
@@ -263,6 +270,11 @@ async function main() {
       inFlightPeak: peak,
       providerStreamsPeak: peakStreams,
       plateauSeconds: Number((plateau.length * (SAMPLE_MS / 1000)).toFixed(1)),
+      holdingSeconds: Number((holding.length * (SAMPLE_MS / 1000)).toFixed(1)),
+      /** Harness CPU (% of one core) while holding. */
+      holdingCpuPercent: holding.length
+        ? Math.round(holding.reduce((x, h) => x + h.cpuPercent, 0) / holding.length)
+        : undefined,
       rssMiB: {
         idle: Math.round(rss0),
         peak: Math.round(Math.max(...samples.map((s) => s.rssMiB))),
@@ -273,7 +285,13 @@ async function main() {
       eventLoopDelayMs: {
         whileRunning: lagSummary(busy.map((x) => x.lag).reduce(plus)),
         plateau: lagSummary(plateau.map((x) => x.lag).reduce(plus)),
+        holding: holding.length ? lagSummary(holding.map((x) => x.lag).reduce(plus)) : undefined,
         windowP99Max: Number(Math.max(...busy.map((x) => x.lagP99Ms)).toFixed(1)),
+      },
+      benchProcessEventLoopDelayMs: {
+        p50: Number((eld.percentile(50) / 1e6 - 10).toFixed(1)),
+        p99: Number((eld.percentile(99) / 1e6 - 10).toFixed(1)),
+        max: Number((eld.max / 1e6 - 10).toFixed(1)),
       },
       harnessCpuPercent: Number(((cpu / (wall * 1000)) * 100).toFixed(0)),
       harnessCpuMsPerTurn: Number((cpu / TURNS).toFixed(1)),
