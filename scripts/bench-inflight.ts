@@ -286,7 +286,7 @@ async function main() {
         whileRunning: lagSummary(busy.map((x) => x.lag).reduce(plus)),
         plateau: lagSummary(plateau.map((x) => x.lag).reduce(plus)),
         holding: holding.length ? lagSummary(holding.map((x) => x.lag).reduce(plus)) : undefined,
-        windowP99Max: Number(Math.max(...busy.map((x) => x.lagP99Ms)).toFixed(1)),
+        windowP99Max: Number(Math.max(...busy.map((x) => x.lagP99Ms).filter(Number.isFinite)).toFixed(1)),
       },
       benchProcessEventLoopDelayMs: {
         p50: Number((eld.percentile(50) / 1e6 - 10).toFixed(1)),
