@@ -29,6 +29,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'stream-seconds': { type: 'string', default: '2' },
     'chunk-ms': { type: 'string', default: '100' },
+    /** Write V8 CPU profiles of every process to <dir>/<process>/. */
+    profile: { type: 'string' },
   },
 });
 const SESSIONS = Number(values.sessions);
@@ -65,7 +67,12 @@ async function main() {
     const now = performance.now();
     for (const t of frame.match(TAG) ?? []) sent.set(t, now);
   };
-  const sb = await startSwitchboard({ workers: 1, modelDelayMs: 0, env: { ...fake.providerEnv } });
+  const sb = await startSwitchboard({
+    workers: 1,
+    modelDelayMs: 0,
+    env: { ...fake.providerEnv },
+    profileDir: values.profile,
+  });
   const pg = new Client({ connectionString: sb.env.databaseUrl });
   await pg.connect();
   const controller = new AbortController();
