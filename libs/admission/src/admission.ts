@@ -20,7 +20,7 @@ import {
 import { poolOf, type Db } from '@switchboard/database';
 import type { LivePublisher } from '@switchboard/live';
 import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
+import { publish, withTimeout } from '@switchboard/queue';
 import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
 import type { TurnControl } from './turn-control';
 
@@ -265,14 +265,4 @@ export function requestFingerprint(input: AdmitInput): string {
     causationId: input.causationId ?? null,
   };
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`enqueue timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

@@ -83,3 +83,18 @@ export async function consume<S extends z.ZodType, T>(
     () => handler(data),
   );
 }
+
+/**
+ * Rejects when `promise` has not settled within `ms` (the promise itself goes on). An enqueue after a
+ * Postgres commit uses it: a Redis that is down must not hold the caller, the commit already stands and
+ * the reconciler enqueues later.
+ */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`enqueue timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

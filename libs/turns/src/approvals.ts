@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { Jobs, newId, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
 import type { LivePublisher } from '@switchboard/live';
 import { withSpan, type Logger } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
+import { publish, withTimeout } from '@switchboard/queue';
 import type { ApprovalStore, ApprovalVerdict, DecideOutcome } from '@switchboard/store';
 
 /**
@@ -76,14 +76,4 @@ export class Approvals {
     if (expired > 0) this.logger.info({ expired }, 'approvals expired');
     return expired;
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`enqueue timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

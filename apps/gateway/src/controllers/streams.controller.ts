@@ -19,7 +19,7 @@ import { CONFIG, LOGGER } from '@switchboard/platform';
 import { sql, type SqlDb } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { StreamQueryDto } from '../http/dto';
-import { EVENT_STREAMS, sseFrame, type EventStreams } from '../http/event-stream';
+import { EVENT_STREAMS, openEventStream, sseFrame, type EventStreams } from '../http/event-stream';
 import { ApiErrors, schemaRef, TenantApi } from '../http/openapi';
 import { pathId } from '../http/presenters';
 import { logRequest } from '../http/request-log';
@@ -121,15 +121,7 @@ export class StreamsController {
     const onClose = () => gone.abort();
     reply.raw.once('close', onClose);
     const stop = AbortSignal.any([gone.signal, this.streams.shutdown]);
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      // Proxies (nginx) must not buffer the stream.
-      'x-accel-buffering': 'no',
-    });
+    openEventStream(reply);
     // A first comment line gets the headers out at once.
     reply.raw.write(': stream\n\n');
     let frames = 0;

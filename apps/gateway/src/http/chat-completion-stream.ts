@@ -15,7 +15,7 @@ import {
   sseError,
   usageOf,
 } from './chat-completions';
-import { EVENT_STREAMS, type EventStreams } from './event-stream';
+import { EVENT_STREAMS, openEventStream, type EventStreams } from './event-stream';
 import { TURN_WAITER, type TurnWaiter } from './turn-waiter';
 
 export interface StreamOptions {
@@ -54,15 +54,7 @@ export class ChatCompletionStreamer {
     const onClose = () => gone.abort();
     reply.raw.once('close', onClose);
     // From here on the route writes the response itself; errors become frames.
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      // Proxies (nginx) must not buffer the stream.
-      'x-accel-buffering': 'no',
-    });
+    openEventStream(reply);
     const write = (frame: string) => {
       if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
     };

@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { EventType, isTerminal, type EventResponse } from '@switchboard/contracts';
 import {
   isEphemeral,
@@ -324,6 +325,22 @@ export class StreamReader {
  * resumed stream's Last-Event-ID is always a journal seq) and `data: {"ephemeral": true, …}`; an
  * idle one a comment line.
  */
+/**
+ * Takes the response over from Fastify (a stream is long-lived and written by the route itself) and
+ * sends the Server-Sent Events headers: the journal streams and the chat completions facade share it.
+ */
+export function openEventStream(reply: FastifyReply): void {
+  reply.hijack();
+  reply.raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    // Proxies (nginx) must not buffer the stream.
+    'x-accel-buffering': 'no',
+  });
+}
+
 export function sseFrame(item: StreamItem): string {
   if (item.kind === 'idle') return ': heartbeat\n\n';
   if (item.kind === 'live') return `event: ${item.event.type}\ndata: ${JSON.stringify(item.event)}\n\n`;
