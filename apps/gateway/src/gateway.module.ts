@@ -22,6 +22,7 @@ import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS } from '@swi
 import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
 import { Approvals } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
+import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
 import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
@@ -115,6 +116,11 @@ export class GatewayModule {
         StreamsController,
       ],
       providers: [
+        {
+          provide: API_KEY_CACHE,
+          inject: [CONFIG],
+          useFactory: (cfg: Config) => new ApiKeyCache({ ttlMs: cfg.API_KEY_CACHE_MS }),
+        },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_PIPE, useClass: ValidationPipe },
         { provide: APP_FILTER, useClass: ErrorFilter },
@@ -191,7 +197,7 @@ export class GatewayModule {
           provide: TURN_WAITER,
           inject: [DB, METRICS, LIVE_SUBSCRIBER],
           useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber) =>
-            new TurnWaiter(db, sqlDbFor(poolOf(db), 'gateway', metrics), live),
+            new TurnWaiter(sqlDbFor(poolOf(db), 'gateway', metrics), live),
         },
         {
           provide: GATEWAY_SQL,

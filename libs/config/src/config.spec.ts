@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       WAIT_TIMEOUT_MS: 60_000,
       LIVE_DELTA_FLUSH_MS: 30,
       SSE_HEARTBEAT_MS: 15_000,
+      API_KEY_CACHE_MS: 5_000,
       SESSION_LEASE_MS: 30_000,
       QUEUE_LOCK_MS: 30_000,
       QUEUE_STALLED_INTERVAL_MS: 30_000,

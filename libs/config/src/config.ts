@@ -119,6 +119,11 @@ export const ConfigSchema = z.object({
   LIVE_DELTA_FLUSH_MS: Int(30, 0),
   /** Comment lines an SSE stream sends while idle, so proxies and clients keep it open. */
   SSE_HEARTBEAT_MS: Int(15_000, 100),
+  /**
+   * How long a gateway trusts an API key it looked up (docs/adr/0017): a revoke through this
+   * gateway evicts at once, other gateways drop it within this time; 0 looks every key up per request.
+   */
+  API_KEY_CACHE_MS: Int(5_000, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),

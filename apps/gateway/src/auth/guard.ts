@@ -12,6 +12,7 @@ import { AppError } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { CONFIG, DB } from '@switchboard/platform';
+import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
 
 type Access = 'public' | 'admin' | 'tenant';
@@ -40,6 +41,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -57,13 +59,20 @@ export class AuthGuard implements CanActivate {
       return true;
     }
     if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
-    const key = await this.db.apiKey.findUnique({
-      where: { hash: hashApiKey(token) },
-      select: { id: true, tenantId: true, revokedAt: true },
-    });
-    if (!key || key.revokedAt) throw new AppError('unauthorized', 'invalid or revoked API key');
+    const hash = hashApiKey(token);
+    let key = this.keys.get(hash);
+    if (!key) {
+      const row = await this.db.apiKey.findUnique({
+        where: { hash },
+        select: { id: true, tenantId: true, revokedAt: true },
+      });
+      // Only valid keys are cached: a guessed or revoked key is looked up every time (docs/adr/0017).
+      if (!row || row.revokedAt) throw new AppError('unauthorized', 'invalid or revoked API key');
+      key = { keyId: row.id, tenantId: row.tenantId };
+      this.keys.set(hash, key);
+    }
     req.tenantId = key.tenantId;
-    req.apiKeyId = key.id;
+    req.apiKeyId = key.keyId;
     return true;
   }
 }

@@ -8,6 +8,7 @@ import {
 } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
+import { API_KEY_CACHE, type ApiKeyCache } from '../auth/key-cache';
 import { generateApiKey } from '../auth/keys';
 import { CreateApiKeyDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
@@ -17,7 +18,10 @@ import { DB } from '@switchboard/platform';
 @TenantApi('api-keys')
 @Controller('v1/api-keys')
 export class ApiKeysController {
-  constructor(@Inject(DB) private readonly db: Db) {}
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
+  ) {}
 
   @Post()
   @HttpCode(201)
@@ -43,7 +47,10 @@ export class ApiKeysController {
     return { data: rows.map(presentApiKey) };
   }
 
-  /** Revokes a key: it stops working at once. Revoking twice is harmless. */
+  /**
+   * Revokes a key: it stops working at once through this gateway, and through other gateways once
+   * their cached lookup expires (API_KEY_CACHE_MS, docs/adr/0017). Revoking twice is harmless.
+   */
   @Delete(':id')
   @Operation({
     id: 'revokeApiKey',
@@ -58,6 +65,7 @@ export class ApiKeysController {
     const row = key.revokedAt
       ? key
       : await this.db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+    this.keys.evict(key.hash);
     return presentApiKey(row);
   }
 }

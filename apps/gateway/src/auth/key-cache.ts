@@ -1,0 +1,47 @@
+import { LRUCache } from 'lru-cache';
+
+export const API_KEY_CACHE = Symbol('API_KEY_CACHE');
+
+/** What a request needs from its key once it is known to be valid. */
+export interface CachedKey {
+  keyId: string;
+  tenantId: string;
+}
+
+/**
+ * Valid API keys this gateway looked up recently, by key hash (docs/adr/0017), so a request costs
+ * no Postgres transaction for its key. Only valid keys are kept: an unknown or revoked key is looked
+ * up every time, so a client spraying guesses grows nothing. Bounded by `max` (least recently used
+ * out first) and by `ttlMs`, which is also how long another gateway may keep honouring a key revoked
+ * elsewhere; the gateway that revokes evicts at once. `ttlMs` 0 disables it.
+ */
+export class ApiKeyCache {
+  private readonly cache?: LRUCache<string, CachedKey>;
+
+  constructor(o: { ttlMs: number; max?: number; now?: () => number }) {
+    if (o.ttlMs > 0)
+      this.cache = new LRUCache({
+        max: o.max ?? 10_000,
+        ttl: o.ttlMs,
+        ttlResolution: 0,
+        ...(o.now ? { perf: { now: o.now } } : {}),
+      });
+  }
+
+  get(hash: string): CachedKey | undefined {
+    return this.cache?.get(hash);
+  }
+
+  set(hash: string, key: CachedKey): void {
+    this.cache?.set(hash, key);
+  }
+
+  /** A key was revoked: the next request with it is looked up (and refused). */
+  evict(hash: string): void {
+    this.cache?.delete(hash);
+  }
+
+  get size(): number {
+    return this.cache?.size ?? 0;
+  }
+}
