@@ -84,6 +84,39 @@ describe('admission with wait', () => {
     expect(res.body).toEqual(turn.body);
   });
 
+  it('answers exactly what GET /v1/turns/:id answers: with tool calls, failed, paused for approval', async () => {
+    const agent = async (body: Record<string, unknown>) =>
+      (await a.post('/v1/agents', { name: `a-${Date.now()}`, ...body })).body.id as string;
+    const cases = [
+      // Two rounds and a word_count call: the tool calls aggregated in the waiter's one statement.
+      { agentId: await agent({ model: 'scripted/demo' }), status: 'completed', toolCalls: 1 },
+      // A non-retryable provider error: the failure artifact and attempt timeline.
+      { agentId: await agent({ model: 'scripted/auth-fails' }), status: 'failed', toolCalls: 0 },
+      // The tool needs approval: the wait answers the pause (docs/adr/0013).
+      {
+        agentId: await agent({
+          model: 'scripted/demo',
+          tools: ['word_count'],
+          approvalRequired: ['word_count'],
+        }),
+        status: 'awaiting_approval',
+        toolCalls: undefined,
+      },
+    ];
+    for (const c of cases) {
+      const sessionId = await newSession(c.agentId);
+      const res = await a.post(`/v1/sessions/${sessionId}/messages`, {
+        content: 'three small words',
+        wait: true,
+      });
+      expect({ code: res.status, status: res.body.status }).toEqual({ code: 200, status: c.status });
+      if (c.toolCalls !== undefined) expect(res.body.toolCalls).toHaveLength(c.toolCalls);
+      const turn = await a.get(`/v1/turns/${res.body.id}`);
+      // Byte for byte: same fields, same order, same conversions (cost, timestamps).
+      expect(JSON.stringify(res.body)).toBe(JSON.stringify(turn.body));
+    }
+  });
+
   it('answers every turn of a session waited on one after another (the channel lingers between them)', async () => {
     const sessionId = await newSession(echo);
     for (const word of ['one', 'two', 'three']) {

@@ -69,7 +69,8 @@ export class TurnsController {
   private async find(tenantId: string, id: string): Promise<TurnResponse> {
     const turn = await this.db.turn.findFirst({
       where: { id, tenantId },
-      include: { toolCalls: { orderBy: { startedAt: 'asc' } } },
+      // The order the waiter's read uses too (apps/gateway/src/http/turn-waiter.ts): ties by id.
+      include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
     });
     if (!turn) throw notFound('turn');
     return presentTurn(turn);

@@ -114,7 +114,23 @@ export const presentMessage = (m: Message): MessageResponse => ({
   createdAt: m.createdAt.toISOString(),
 });
 
-export const presentToolCall = (c: ToolCall): ToolCallResponse => ({
+/** The tool call columns a client sees (the gateway's typed-SQL read of a turn builds exactly these). */
+export type PresentedToolCall = Pick<
+  ToolCall,
+  | 'id'
+  | 'callId'
+  | 'name'
+  | 'arguments'
+  | 'sideEffect'
+  | 'status'
+  | 'result'
+  | 'error'
+  | 'startedAt'
+  | 'completedAt'
+  | 'durationMs'
+>;
+
+export const presentToolCall = (c: PresentedToolCall): ToolCallResponse => ({
   id: c.id,
   callId: c.callId,
   name: c.name,
@@ -128,7 +144,36 @@ export const presentToolCall = (c: ToolCall): ToolCallResponse => ({
   durationMs: c.durationMs,
 });
 
-export const presentTurn = (t: Turn & { toolCalls?: ToolCall[] }): TurnResponse => ({
+/** The turn columns a client sees, with its tool calls (Prisma's row, or the waiter's one-statement read). */
+export type PresentedTurn = Pick<
+  Turn,
+  | 'id'
+  | 'sessionId'
+  | 'agentId'
+  | 'inputMessageId'
+  | 'seq'
+  | 'status'
+  | 'priority'
+  | 'model'
+  | 'stopReason'
+  | 'finalText'
+  | 'iterations'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'cachedTokens'
+  | 'costUsd'
+  | 'costStatus'
+  | 'attempts'
+  | 'failure'
+  | 'decision'
+  | 'finalisationErrors'
+  | 'createdAt'
+  | 'startedAt'
+  | 'completedAt'
+  | 'cancelRequestedAt'
+> & { toolCalls?: PresentedToolCall[] };
+
+export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   id: t.id,
   sessionId: t.sessionId,
   agentId: t.agentId,

@@ -1,8 +1,8 @@
+import { Prisma } from '@prisma/client';
 import { isTerminal, type TurnResponse } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
 import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
 import { sql, type SqlDb } from '@switchboard/store';
-import { presentTurn } from './presenters';
+import { presentTurn, type PresentedToolCall, type PresentedTurn } from './presenters';
 
 export const TURN_WAITER = Symbol('TURN_WAITER');
 
@@ -25,7 +25,6 @@ export class TurnWaiter {
   private readonly stopping = new AbortController();
 
   constructor(
-    private readonly db: Db,
     private readonly sqlDb: SqlDb,
     private readonly live: LiveSubscriber,
   ) {}
@@ -73,8 +72,10 @@ export class TurnWaiter {
       return signal.aborted ? undefined : this.ended(o.tenantId, o.turnId, paused);
     }
     for (;;) {
-      if (read && (await this.hasEnded(o.tenantId, o.turnId, paused)))
-        return this.ended(o.tenantId, o.turnId, paused);
+      if (read) {
+        const turn = await this.ended(o.tenantId, o.turnId, paused);
+        if (turn) return turn;
+      }
       const next = await watch.next(o.deadline, signal);
       if (next === 'aborted') return undefined;
       if (next === 'timeout') return this.ended(o.tenantId, o.turnId, paused);
@@ -89,22 +90,64 @@ export class TurnWaiter {
     }
   }
 
-  /** One indexed read of the status, on the shared pool (no Prisma query compilation on the hot path). */
-  private async hasEnded(tenantId: string, turnId: string, orPaused: boolean): Promise<boolean> {
-    const row = await this.sqlDb.first<{ status: string }>(
-      sql`SELECT status FROM turns WHERE id = ${turnId}::uuid AND tenant_id = ${tenantId}::uuid`,
-    );
-    return !!row && settled(row.status, orPaused);
-  }
-
   /** The turn as GET /v1/turns/:id presents it when it has ended; undefined while it has not. */
   async ended(tenantId: string, turnId: string, orPaused = false): Promise<TurnResponse | undefined> {
-    const turn = await this.db.turn.findFirst({
-      where: { id: turnId, tenantId },
-      include: { toolCalls: { orderBy: { startedAt: 'asc' } } },
-    });
+    const turn = await readTurn(this.sqlDb, tenantId, turnId);
     return turn && settled(turn.status, orPaused) ? presentTurn(turn) : undefined;
   }
+}
+
+type ToolCallJson = Omit<PresentedToolCall, 'startedAt' | 'completedAt'> & {
+  startedAt: string | null;
+  completedAt: string | null;
+};
+
+/**
+ * The turn with its tool calls in one statement on the shared pool (one transaction, no Prisma
+ * query compilation on the hot path; Prisma's `include` is two). It builds the row Prisma would, so
+ * `presentTurn` answers what GET /v1/turns/:id answers: the cost through Prisma's Decimal (its
+ * string form), timestamps as Dates (inside the tool calls' JSON they are ISO strings), tool calls
+ * in GET's order.
+ */
+export async function readTurn(
+  db: SqlDb,
+  tenantId: string,
+  turnId: string,
+): Promise<PresentedTurn | undefined> {
+  const row = await db.first<
+    Omit<PresentedTurn, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
+  >(sql`
+    SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
+           t.input_message_id AS "inputMessageId", t.seq, t.status, t.priority, t.model,
+           t.stop_reason AS "stopReason", t.final_text AS "finalText", t.iterations,
+           t.input_tokens AS "inputTokens", t.output_tokens AS "outputTokens",
+           t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
+           t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
+           t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
+           t.started_at AS "startedAt", t.completed_at AS "completedAt",
+           t.cancel_requested_at AS "cancelRequestedAt",
+           COALESCE((
+             SELECT json_agg(json_build_object(
+                      'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,
+                      'sideEffect', c.side_effect, 'status', c.status, 'result', c.result,
+                      'error', c.error, 'startedAt', c.started_at, 'completedAt', c.completed_at,
+                      'durationMs', c.duration_ms)
+                    ORDER BY c.started_at, c.id)
+             FROM tool_calls c WHERE c.turn_id = t.id
+           ), '[]'::json) AS "toolCalls"
+    FROM turns t
+    WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
+  if (!row) return undefined;
+  const date = (iso: string | null) => (iso === null ? null : new Date(iso));
+  return {
+    ...row,
+    costUsd: new Prisma.Decimal(row.costUsd),
+    toolCalls: row.toolCalls.map((c) => ({
+      ...c,
+      startedAt: date(c.startedAt),
+      completedAt: date(c.completedAt),
+    })),
+  };
 }
 
 /** Ended, or (when asked) paused for approval. */
