@@ -1,36 +1,44 @@
+import IORedis from 'ioredis';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { newId } from '@switchboard/contracts';
+import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
 import { hashApiKey } from '../../apps/gateway/src/auth/keys';
 import { Api, newTenant } from '../support/api';
 import { startGateway } from '../support/stack';
 
 /**
  * A gateway caches the API keys it looked up (API_KEY_CACHE_MS, docs/adr/0017): a revoke through
- * it takes effect on the next request, one made elsewhere (another gateway, `npm run admin`, the
- * database) once the cached lookup expires; with 0 every request looks its key up.
+ * the API takes effect on the next request through that gateway and, told over Redis, through the
+ * others; one made elsewhere (`npm run admin`, the database) once the cached lookup expires; with 0
+ * every request looks its key up.
  */
 describe('API key cache', () => {
   const ADMIN = 'test-admin-token-0123456789';
   let env: TestEnv;
   let a: Awaited<ReturnType<typeof startGateway>>;
   let b: Awaited<ReturnType<typeof startGateway>>;
+  let c: Awaited<ReturnType<typeof startGateway>>;
   let uncached: Awaited<ReturnType<typeof startGateway>>;
+  let redis: IORedis;
   let owner: Api;
   let tenantId: string;
 
   beforeAll(async () => {
     env = await createTestEnv();
-    // `a` with a TTL no test outlasts; `b` with a short one.
-    [a, b, uncached] = await Promise.all([
+    // `a` and `c` with a TTL no test outlasts; `b` with a short one.
+    [a, b, c, uncached] = await Promise.all([
       startGateway(env.config({ API_KEY_CACHE_MS: '600000' })),
       startGateway(env.config({ API_KEY_CACHE_MS: '300' })),
+      startGateway(env.config({ API_KEY_CACHE_MS: '600000' })),
       startGateway(env.config({ API_KEY_CACHE_MS: '0' })),
     ]);
     ({ api: owner, tenantId } = await newTenant(a.url, ADMIN, 'keys'));
+    redis = new IORedis(env.redisUrl);
   });
 
   afterAll(async () => {
-    await Promise.all([a?.close(), b?.close(), uncached?.close()]);
+    redis?.disconnect();
+    await Promise.all([a?.close(), b?.close(), c?.close(), uncached?.close()]);
     await env?.cleanup();
   });
 
@@ -50,21 +58,36 @@ describe('API key cache', () => {
     expect(await status(uncached.url, key)).toBe(401);
   });
 
-  it('another gateway refuses a revoked key once its cached lookup expires', async () => {
+  const subscribed = async () =>
+    Number(((await redis.pubsub('NUMSUB', revocationChannel(env.queuePrefix))) as [string, number])[1]);
+
+  it('another gateway hears of the revoke on Redis and refuses the key long before its TTL', async () => {
+    // The three caching gateways subscribed to the revocation channel (the uncached one needs none).
+    await waitFor(async () => (await subscribed()) === 3, { what: 'every caching gateway subscribed' });
     const { id, key } = await newKey();
-    expect(await status(b.url, key)).toBe(200);
+    expect(await status(c.url, key)).toBe(200);
+    expect(await status(c.url, key)).toBe(200);
     expect((await owner.delete(`/v1/api-keys/${id}`)).status).toBe(200);
-    await waitFor(async () => (await status(b.url, key)) === 401, { what: 'the revoke to reach gateway b' });
+    // `c` cached the key for ten minutes: only the published eviction can refuse it this soon.
+    await waitFor(async () => (await status(c.url, key)) === 401, {
+      what: 'the revoke to reach gateway c',
+      timeoutMs: 3_000,
+    });
   });
 
   it('caches valid lookups only: a revoke outside the API is seen after the TTL, or at once uncached', async () => {
     const { id, key } = await newKey();
     expect(await status(a.url, key)).toBe(200);
+    expect(await status(b.url, key)).toBe(200);
     // As `npm run admin -- revoke-key` does: straight in Postgres, no gateway told.
     await env.db.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
-    // `a` still trusts its lookup (its TTL outlasts the test); the uncached gateway looks it up.
+    // `a` still trusts its lookup (its TTL outlasts the test); the uncached gateway looks it up;
+    // `b` (300 ms) drops its lookup when it expires.
     expect(await status(a.url, key)).toBe(200);
     expect(await status(uncached.url, key)).toBe(401);
+    await waitFor(async () => (await status(b.url, key)) === 401, {
+      what: 'gateway b to look the key up again',
+    });
     // A refused key is never cached: a key that becomes valid again is accepted on the next request.
     await env.db.apiKey.update({ where: { id }, data: { revokedAt: null } });
     expect(await status(b.url, key)).toBe(200);
@@ -78,5 +101,11 @@ describe('API key cache', () => {
       data: { id: newId(), tenantId, name: 'late', prefix: guess.slice(0, 10), hash: hashApiKey(guess) },
     });
     expect(await status(a.url, guess)).toBe(200);
+  });
+
+  it('a gateway that stops closes its revocation subscription', async () => {
+    await waitFor(async () => (await subscribed()) === 3, { what: 'every caching gateway subscribed' });
+    await c.close();
+    await waitFor(async () => (await subscribed()) === 2, { what: "gateway c's subscription to close" });
   });
 });

@@ -23,6 +23,7 @@ import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
 import { Approvals } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
 import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
+import { KEY_REVOCATIONS, KeyRevocations } from './auth/key-revocations';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
 import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
@@ -120,6 +121,16 @@ export class GatewayModule {
           provide: API_KEY_CACHE,
           inject: [CONFIG],
           useFactory: (cfg: Config) => new ApiKeyCache({ ttlMs: cfg.API_KEY_CACHE_MS }),
+        },
+        {
+          provide: KEY_REVOCATIONS,
+          inject: [CONFIG, API_KEY_CACHE, REDIS, LOGGER],
+          useFactory: (cfg: Config, cache: ApiKeyCache, redis: IORedis, logger: Logger) =>
+            KeyRevocations.connect(cfg.REDIS_URL, cache, redis, {
+              prefix: cfg.QUEUE_PREFIX,
+              logger,
+              enabled: cfg.API_KEY_CACHE_MS > 0,
+            }),
         },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_PIPE, useClass: ValidationPipe },

@@ -120,8 +120,8 @@ export const ConfigSchema = z.object({
   /** Comment lines an SSE stream sends while idle, so proxies and clients keep it open. */
   SSE_HEARTBEAT_MS: Int(15_000, 100),
   /**
-   * How long a gateway trusts an API key it looked up (docs/adr/0017): a revoke through this
-   * gateway evicts at once, other gateways drop it within this time; 0 looks every key up per request.
+   * How long a gateway trusts an API key it looked up (docs/adr/0017): a revoke through the API is
+   * published to every gateway, one they did not hear of applies within this time; 0 looks every key up.
    */
   API_KEY_CACHE_MS: Int(5_000, 0),
   /** Turns one harness worker process runs at once. */

@@ -28,6 +28,14 @@ describe('ApiKeyCache', () => {
     cache.evict('unknown');
   });
 
+  it('forgets every key when cleared (revocations may have gone unheard)', () => {
+    const cache = new ApiKeyCache({ ttlMs: 5_000, now: clock });
+    cache.set('h1', key(1));
+    cache.set('h2', key(2));
+    cache.clear();
+    expect([cache.get('h1'), cache.get('h2'), cache.size]).toEqual([undefined, undefined, 0]);
+  });
+
   it('holds at most max keys, the least recently used leaving first', () => {
     const cache = new ApiKeyCache({ ttlMs: 5_000, max: 3, now: clock });
     for (let i = 1; i <= 3; i++) cache.set(`h${i}`, key(i));

@@ -12,8 +12,8 @@ export interface CachedKey {
  * Valid API keys this gateway looked up recently, by key hash (docs/adr/0017), so a request costs
  * no Postgres transaction for its key. Only valid keys are kept: an unknown or revoked key is looked
  * up every time, so a client spraying guesses grows nothing. Bounded by `max` (least recently used
- * out first) and by `ttlMs`, which is also how long another gateway may keep honouring a key revoked
- * elsewhere; the gateway that revokes evicts at once. `ttlMs` 0 disables it.
+ * out first) and by `ttlMs`, the longest a gateway may keep honouring a key revoked where it did not
+ * hear of it (KeyRevocations tells every gateway of a revoke made through the API). `ttlMs` 0 disables it.
  */
 export class ApiKeyCache {
   private readonly cache?: LRUCache<string, CachedKey>;
@@ -39,6 +39,11 @@ export class ApiKeyCache {
   /** A key was revoked: the next request with it is looked up (and refused). */
   evict(hash: string): void {
     this.cache?.delete(hash);
+  }
+
+  /** Forget every key (revocations may have gone unheard). */
+  clear(): void {
+    this.cache?.clear();
   }
 
   get size(): number {

@@ -8,7 +8,7 @@ import {
 } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../auth/guard';
-import { API_KEY_CACHE, type ApiKeyCache } from '../auth/key-cache';
+import { KEY_REVOCATIONS, type KeyRevocations } from '../auth/key-revocations';
 import { generateApiKey } from '../auth/keys';
 import { CreateApiKeyDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
@@ -20,7 +20,7 @@ import { DB } from '@switchboard/platform';
 export class ApiKeysController {
   constructor(
     @Inject(DB) private readonly db: Db,
-    @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
+    @Inject(KEY_REVOCATIONS) private readonly revocations: KeyRevocations,
   ) {}
 
   @Post()
@@ -48,8 +48,9 @@ export class ApiKeysController {
   }
 
   /**
-   * Revokes a key: it stops working at once through this gateway, and through other gateways once
-   * their cached lookup expires (API_KEY_CACHE_MS, docs/adr/0017). Revoking twice is harmless.
+   * Revokes a key: it stops working at once through this gateway, through the others as soon as
+   * they hear of it on Redis, and at the latest once their cached lookup expires (API_KEY_CACHE_MS,
+   * docs/adr/0017). Revoking twice is harmless.
    */
   @Delete(':id')
   @Operation({
@@ -65,7 +66,7 @@ export class ApiKeysController {
     const row = key.revokedAt
       ? key
       : await this.db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
-    this.keys.evict(key.hash);
+    await this.revocations.revoked(key.hash);
     return presentApiKey(row);
   }
 }
