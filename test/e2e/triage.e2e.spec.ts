@@ -67,6 +67,8 @@ describe('triage worker', () => {
           tenantId,
           triggerId,
           deliveryId: 'gh-delivery-issue',
+          // As the ingress records a delivery whose signature it checked: an integration_signal.
+          verified: true,
           payload: {
             source: 'github',
             eventType: 'issues',

@@ -61,10 +61,11 @@ describe('triageDelivery', () => {
     triggerId: string,
     payload: { source?: string; eventType?: string; body?: Prisma.InputJsonValue },
     tenant = tenantId,
+    verified = false,
   ) {
     const id = newId();
     await env.db.triggerDelivery.create({
-      data: { id, tenantId: tenant, triggerId, deliveryId: `gh-${id}`, payload },
+      data: { id, tenantId: tenant, triggerId, deliveryId: `gh-${id}`, payload, verified },
     });
     return id;
   }
@@ -107,11 +108,12 @@ describe('triageDelivery', () => {
       signatureScheme: 'github',
       rules: [{ match: { eventType: 'ping' }, action: 'drop' }],
     });
-    const id = await delivery(triggerId, {
-      source: 'github',
-      eventType: 'issues',
-      body: { action: 'opened', issue: { number: 7 } },
-    });
+    const id = await delivery(
+      triggerId,
+      { source: 'github', eventType: 'issues', body: { action: 'opened', issue: { number: 7 } } },
+      tenantId,
+      true,
+    );
 
     const result = await triageDelivery(deps, job(id));
 
@@ -164,6 +166,32 @@ describe('triageDelivery', () => {
       authorityClass: 'external_evidence',
       body: { type: 'json', value: 'disk full' },
     });
+  });
+
+  // The scheme is only configuration: a delivery the ingress did not verify is external evidence.
+  it('gives an unverified delivery of a signed trigger the authority of external evidence', async () => {
+    const triggerId = await trigger({ signatureScheme: 'github' });
+    const id = await delivery(triggerId, { source: 'github', eventType: 'issues', body: { n: 1 } });
+
+    const result = await triageDelivery(deps, job(id));
+
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: result!.messageId! } });
+    expect(message).toMatchObject({ kind: 'webhook_event', authorityClass: 'external_evidence' });
+  });
+
+  it('gives a verified delivery the authority of an integration signal', async () => {
+    const triggerId = await trigger({ signatureScheme: 'slack' });
+    const id = await delivery(
+      triggerId,
+      { source: 'slack', eventType: 'message', body: { n: 2 } },
+      tenantId,
+      true,
+    );
+
+    const result = await triageDelivery(deps, job(id));
+
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: result!.messageId! } });
+    expect(message).toMatchObject({ kind: 'webhook_event', authorityClass: 'integration_signal' });
   });
 
   it("falls back to the trigger's name as the source", async () => {

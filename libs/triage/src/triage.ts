@@ -74,7 +74,9 @@ export async function triageDelivery(
     body: { type: 'json', value: payload.body ?? null },
     deliverySurface: 'http_webhook',
     admissionContext: 'external_trigger_capability',
-    verifiedIntegration: trigger.signatureScheme !== 'none',
+    // Only a signature the ingress checked makes an integration_signal; a configured scheme is not
+    // proof (a token-only or unverified delivery is external_evidence, SPEC §2, docs/adr/0019).
+    verifiedIntegration: delivery.verified,
     metadata: { triggerId: trigger.id, deliveryId: delivery.deliveryId },
     // The delivery id makes a re-run of this job admit nothing new.
     idempotencyKey: `delivery:${delivery.id}`,
