@@ -33,6 +33,7 @@ import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { SessionsController } from './controllers/sessions.controller';
+import { SchedulesController } from './controllers/schedules.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
@@ -115,6 +116,7 @@ export class GatewayModule {
         OpsController,
         ChatCompletionsController,
         StreamsController,
+        SchedulesController,
       ],
       providers: [
         {

@@ -7,6 +7,8 @@ import { QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { ADMISSION, DB, InfraModule, LOGGER } from '@switchboard/platform';
+import { ScheduleScheduler } from '@switchboard/schedules';
+import { SCHEDULE_SCHEDULER, SchedulesProcessor } from './schedules.processor';
 import { TriageProcessor } from './triage.processor';
 
 @Module({})
@@ -22,6 +24,12 @@ export class TriageModule {
           useFactory: (db: Db, turns: Queue, logger: Logger) => new Admission(db, turns, logger),
         },
         TriageProcessor,
+        {
+          provide: SCHEDULE_SCHEDULER,
+          inject: [getQueueToken(QueueName.Schedules), DB, LOGGER],
+          useFactory: (queue: Queue, db: Db, logger: Logger) => new ScheduleScheduler(queue, db, logger),
+        },
+        SchedulesProcessor,
       ],
     };
   }

@@ -135,6 +135,11 @@ export const ConfigSchema = z.object({
   QUEUE_STALLED_INTERVAL_MS: Int(30_000, 500),
   /** How often a worker re-enqueues unfinished turns found only in Postgres. */
   RECONCILE_INTERVAL_MS: Int(60_000, 0),
+  /**
+   * Shortest gap between two fires a schedule may have (docs/adr/0020). Cron's resolution is a second,
+   * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
+   */
+  SCHEDULE_MIN_INTERVAL_MS: Int(1000, 1000),
   /** Workers serve Prometheus /metrics on this port; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),

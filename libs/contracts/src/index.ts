@@ -6,4 +6,5 @@ export * from './ids';
 export * from './jobs';
 export * from './text';
 export * from './responses';
+export * from './schedules';
 export * from './chat-completions';

@@ -10,6 +10,7 @@ export const QueueName = {
   PostTurn: 'post-turn',
   OutboundWebhooks: 'outbound-webhooks',
   Maintenance: 'maintenance',
+  Schedules: 'schedules',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -79,6 +80,26 @@ export const MaintenanceJob = z.object({
 });
 export type MaintenanceJob = z.infer<typeof MaintenanceJob>;
 
+/**
+ * A job on `schedules` (docs/adr/0020). `fire`: one fire of a schedule, made by the BullMQ job
+ * scheduler whose id is the schedule id (job id `repeat:<scheduleId>:<fire millis>`); the processor
+ * reads the schedule from Postgres and admits one `timer_tick`. `sync`: the periodic pass that
+ * makes the job schedulers match Postgres.
+ */
+export const ScheduleJob = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('fire'),
+    scheduleId: z.uuid(),
+    tenantId: z.uuid(),
+    trace: TraceCarrier.optional(),
+  }),
+  z.object({ kind: z.literal('sync'), trace: TraceCarrier.optional() }),
+]);
+export type ScheduleJob = z.infer<typeof ScheduleJob>;
+
+/** The id of the job scheduler that runs the `sync` pass (schedule ids are uuids, so it cannot collide). */
+export const SCHEDULE_SYNC_ID = 'sync';
+
 export interface JobDefinition<S extends z.ZodType> {
   queue: QueueName;
   schema: S;
@@ -133,4 +154,15 @@ export const Jobs = {
     keepCompletedSeconds: 3600,
     keepFailedSeconds: DAY,
   } satisfies JobDefinition<typeof MaintenanceJob>,
+  schedule: {
+    queue: QueueName.Schedules,
+    schema: ScheduleJob,
+    /** Also the job scheduler's id. */
+    jobId: (d: ScheduleJob) => (d.kind === 'fire' ? d.scheduleId : SCHEDULE_SYNC_ID),
+    // A fire is retried by the job; its admission is idempotent per (schedule, fire time).
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1000 },
+    keepCompletedSeconds: 3600,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof ScheduleJob>,
 } as const;

@@ -12,6 +12,7 @@ import {
 } from './envelope';
 import { ERROR_CODES } from './errors';
 import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
+import { SchedulePayload } from './schedules';
 
 /**
  * Response bodies of the HTTP API. The gateway's presenters are typed by these schemas and the
@@ -348,3 +349,30 @@ export const ApprovalPageResponse = z
   .strictObject({ data: z.array(ApprovalResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'ApprovalPage' });
 export type ApprovalPageResponse = z.infer<typeof ApprovalPageResponse>;
+
+/** A cron schedule that admits one `timer_tick` message into its session per fire (docs/adr/0020). */
+export const ScheduleResponse = z
+  .strictObject({
+    id: Id,
+    agentId: Id,
+    /** The session its ticks are admitted into. */
+    sessionId: Id,
+    cron: z.string(),
+    /** IANA time zone the expression is read in. */
+    timezone: z.string(),
+    payload: SchedulePayload,
+    /** False while paused. */
+    enabled: z.boolean(),
+    /** The fire time of the last tick admitted. */
+    lastRunAt: Timestamp.nullable(),
+    /** The next fire time by the expression; null while paused. */
+    nextRunAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'Schedule' });
+export type ScheduleResponse = z.infer<typeof ScheduleResponse>;
+
+export const SchedulePageResponse = z
+  .strictObject({ data: z.array(ScheduleResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'SchedulePage' });
+export type SchedulePageResponse = z.infer<typeof SchedulePageResponse>;

@@ -7,11 +7,13 @@ import {
   CreateAgentRequest,
   CreateApiKeyRequest,
   CreateSessionRequest,
+  CreateScheduleRequest,
   CreateTenantRequest,
   EventsQuery,
   PageQuery,
   StreamQuery,
   UpdateAgentRequest,
+  UpdateScheduleRequest,
   UpdateSettingsRequest,
 } from '@switchboard/contracts';
 
@@ -29,3 +31,5 @@ export class StreamQueryDto extends createZodDto(StreamQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}
 export class ApprovalsQueryDto extends createZodDto(ApprovalsQuery) {}
 export class DecideApprovalDto extends createZodDto(DecideApprovalRequest) {}
+export class CreateScheduleDto extends createZodDto(CreateScheduleRequest) {}
+export class UpdateScheduleDto extends createZodDto(UpdateScheduleRequest) {}

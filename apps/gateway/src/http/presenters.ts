@@ -51,6 +51,8 @@ export const presentSettings = (settings: unknown, defaultModel: string): Settin
     approvalRequired: s.approvalRequired,
     approvalTtlMs: s.approvalTtlMs ?? null,
     defaultModel,
+    notifyUrl: s.notifyUrl ?? null,
+    notifySecretSet: s.notifySecret !== undefined,
   };
 };
 
@@ -85,7 +87,7 @@ export const presentSession = (s: Session): SessionResponse => ({
   status: s.status as SessionResponse['status'],
   title: s.title,
   metadata: s.metadata as SessionResponse['metadata'],
-  usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens, costUsd: s.costUsd.toString() },
+  usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens, costUsd: s.costUsd.toFixed() },
   createdAt: s.createdAt.toISOString(),
   updatedAt: s.updatedAt.toISOString(),
   closedAt: s.closedAt?.toISOString() ?? null,
@@ -186,7 +188,7 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   finalText: t.finalText,
   iterations: t.iterations,
   usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens, cachedTokens: t.cachedTokens },
-  costUsd: t.costUsd.toString(),
+  costUsd: t.costUsd.toFixed(),
   costStatus: t.costStatus as TurnResponse['costStatus'],
   attempts: t.attempts as TurnResponse['attempts'],
   failure: t.failure as TurnResponse['failure'],

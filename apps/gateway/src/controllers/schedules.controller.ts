@@ -1,0 +1,234 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { InjectQueue } from '@nestjs/bullmq';
+import type { Schedule } from '@prisma/client';
+import type { Queue } from 'bullmq';
+import type { Config } from '@switchboard/config';
+import {
+  AppError,
+  cronError,
+  isUuid,
+  newId,
+  notFound,
+  QueueName,
+  SchedulePageResponse,
+  SchedulePayload,
+  ScheduleResponse,
+  shortestCronIntervalMs,
+} from '@switchboard/contracts';
+import type { Db, Prisma } from '@switchboard/database';
+import type { Logger } from '@switchboard/observability';
+import { CONFIG, DB, LOGGER } from '@switchboard/platform';
+import { withTimeout } from '@switchboard/queue';
+import { nextRunAt, ScheduleScheduler } from '@switchboard/schedules';
+import { TenantId } from '../auth/guard';
+import { CreateScheduleDto, PageQueryDto, UpdateScheduleDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
+import { decodeCursor, encodeCursor, pathId } from '../http/presenters';
+
+const presentSchedule = (s: Schedule): ScheduleResponse => ({
+  id: s.id,
+  agentId: s.agentId,
+  // Set at creation (a standing session when none was given).
+  sessionId: s.sessionId!,
+  cron: s.cron,
+  timezone: s.timezone,
+  payload: s.payload as SchedulePayload,
+  enabled: s.enabled,
+  lastRunAt: s.lastRunAt?.toISOString() ?? null,
+  nextRunAt: nextRunAt(s)?.toISOString() ?? null,
+  createdAt: s.createdAt.toISOString(),
+});
+
+/**
+ * Cron schedules that admit `timer_tick` messages (SPEC §3, docs/adr/0020). Postgres is the truth:
+ * a change commits first, then the job scheduler in Redis follows; if Redis cannot be reached the
+ * change still stands and the triage workers' sync pass brings the job scheduler in line.
+ */
+@TenantApi('schedules')
+@Controller('v1/schedules')
+export class SchedulesController {
+  private readonly scheduler: ScheduleScheduler;
+
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) private readonly logger: Logger,
+    @InjectQueue(QueueName.Schedules) queue: Queue,
+  ) {
+    this.scheduler = new ScheduleScheduler(queue, db, logger);
+  }
+
+  /** The expression in its zone, held to SCHEDULE_MIN_INTERVAL_MS. */
+  private checkTiming(cron: string, timezone: string): void {
+    const error = cronError(cron, timezone);
+    const shortest = error ? undefined : shortestCronIntervalMs(cron, timezone);
+    const min = this.config.SCHEDULE_MIN_INTERVAL_MS;
+    const message = error
+      ? `invalid cron expression in ${timezone}: ${error}`
+      : shortest! < min
+        ? `fires every ${shortest} ms; schedules may fire at most once per ${min} ms`
+        : undefined;
+    if (message) throw new AppError('validation_failed', message, { issues: [{ path: 'cron', message }] });
+  }
+
+  /** Brings the job scheduler in line after a commit; a Redis that is down leaves it to the sync pass. */
+  private async follow(schedule: Schedule | { id: string; deleted: true }): Promise<void> {
+    try {
+      const op = 'deleted' in schedule ? this.scheduler.remove(schedule.id) : this.scheduler.apply(schedule);
+      op.catch(() => undefined);
+      await withTimeout(op, 2000);
+    } catch (err) {
+      this.logger.warn({ err, scheduleId: schedule.id }, 'job scheduler not updated; the schedule sync will');
+    }
+  }
+
+  private async find(tenantId: string, id: string): Promise<Schedule> {
+    const row = await this.db.schedule.findFirst({ where: { id: pathId(id, 'schedule'), tenantId } });
+    if (!row) throw notFound('schedule');
+    return row;
+  }
+
+  @Post()
+  @HttpCode(201)
+  @Operation({
+    id: 'createSchedule',
+    summary: 'Create a cron schedule that admits timer_tick messages',
+    description:
+      'Each fire admits one `timer_tick` into `sessionId`, or into a session the schedule gets at creation.',
+    status: 201,
+    schema: ScheduleResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateScheduleDto): Promise<ScheduleResponse> {
+    const timezone = body.timezone ?? 'UTC';
+    this.checkTiming(body.cron, timezone);
+    const agent = isUuid(body.agentId)
+      ? await this.db.agent.findFirst({ where: { id: body.agentId, tenantId, deletedAt: null } })
+      : null;
+    if (!agent) throw notFound('agent');
+    if (body.sessionId !== undefined) {
+      const session = isUuid(body.sessionId)
+        ? await this.db.session.findFirst({ where: { id: body.sessionId, tenantId } })
+        : null;
+      if (!session) throw notFound('session');
+      if (session.agentId !== agent.id) {
+        const message = 'the session belongs to another agent';
+        throw new AppError('validation_failed', message, { issues: [{ path: 'sessionId', message }] });
+      }
+      if (session.status !== 'active') throw new AppError('conflict', 'session is closed');
+    }
+    const id = newId();
+    const row = await this.db.$transaction(async (tx) => {
+      let sessionId = body.sessionId;
+      if (sessionId === undefined) {
+        // A standing session for the schedule's ticks, so each sees the ones before it.
+        sessionId = newId();
+        await tx.session.create({
+          data: {
+            id: sessionId,
+            tenantId,
+            agentId: agent.id,
+            title: `schedule ${id}`,
+            metadata: { scheduleId: id },
+          },
+        });
+      }
+      return tx.schedule.create({
+        data: {
+          id,
+          tenantId,
+          agentId: agent.id,
+          sessionId,
+          cron: body.cron,
+          timezone,
+          payload: (body.payload ?? {}) as Prisma.InputJsonValue,
+          enabled: body.enabled ?? true,
+        },
+      });
+    });
+    await this.follow(row);
+    return presentSchedule(row);
+  }
+
+  @Get()
+  @Operation({
+    id: 'listSchedules',
+    summary: 'Schedules of the tenant, by id',
+    status: 200,
+    schema: SchedulePageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SchedulePageResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.db.schedule.findMany({
+      where: { tenantId, ...(after ? { id: { gt: after[0] } } : {}) },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentSchedule),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  @Get(':id')
+  @Operation({
+    id: 'getSchedule',
+    summary: 'A schedule',
+    status: 200,
+    schema: ScheduleResponse,
+    errors: [404],
+  })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<ScheduleResponse> {
+    return presentSchedule(await this.find(tenantId, id));
+  }
+
+  @Patch(':id')
+  @Operation({
+    id: 'updateSchedule',
+    summary: 'Change a schedule: its expression, zone or payload; pause (enabled: false) or resume',
+    status: 200,
+    schema: ScheduleResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async update(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: UpdateScheduleDto,
+  ): Promise<ScheduleResponse> {
+    const current = await this.find(tenantId, id);
+    const cron = body.cron ?? current.cron;
+    const timezone = body.timezone ?? current.timezone;
+    if (body.cron !== undefined || body.timezone !== undefined) this.checkTiming(cron, timezone);
+    const row = await this.db.schedule
+      .update({
+        where: { id: current.id },
+        data: {
+          cron,
+          timezone,
+          ...(body.payload ? { payload: body.payload as Prisma.InputJsonValue } : {}),
+          ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
+        },
+      })
+      .catch((err: unknown) => {
+        // Deleted since it was read (Prisma's "record to update not found").
+        if ((err as { code?: unknown }).code === 'P2025') throw notFound('schedule');
+        throw err;
+      });
+    await this.follow(row);
+    return presentSchedule(row);
+  }
+
+  /** Stops the schedule for good; its session and the ticks already admitted stay. */
+  @Delete(':id')
+  @HttpCode(204)
+  @Operation({ id: 'deleteSchedule', summary: 'Delete a schedule', status: 204, errors: [404] })
+  async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
+    // One statement: a concurrent delete makes this one a 404, not a failed delete.
+    const { count } = await this.db.schedule.deleteMany({ where: { id: pathId(id, 'schedule'), tenantId } });
+    if (count === 0) throw notFound('schedule');
+    await this.follow({ id, deleted: true });
+  }
+}
