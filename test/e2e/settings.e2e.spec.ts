@@ -19,6 +19,8 @@ describe('tenant settings', () => {
     approvalRequired: [],
     approvalTtlMs: null,
     defaultModel: DEFAULT_MODEL,
+    notifyUrl: null,
+    notifySecretSet: false,
   };
 
   beforeAll(async () => {
@@ -59,6 +61,8 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      notifyUrl: null,
+      notifySecretSet: false,
     });
 
     // Only the named route changes; blockedTools is left alone when absent.
@@ -76,6 +80,8 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      notifyUrl: null,
+      notifySecretSet: false,
     };
     expect(second.body).toEqual(expected);
     expect((await a.get('/v1/settings')).body).toEqual(expected);
@@ -149,6 +155,8 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      notifyUrl: null,
+      notifySecretSet: false,
     });
     // And a PATCH writes the cleaned-up value back.
     const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
@@ -173,8 +181,44 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      notifyUrl: null,
+      notifySecretSet: false,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
+  });
+
+  it('sets the notify endpoint with a write-only secret; a URL needs a secret; null removes both', async () => {
+    const { api } = await newTenant(gateway.url, ADMIN, 'n');
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const alone = await api.patch('/v1/settings', { notifyUrl: 'https://hooks.example.com/in' });
+    expect(alone.status).toBe(400);
+    expect((await api.get('/v1/settings')).body).toEqual(EMPTY);
+
+    for (const bad of [
+      { notifyUrl: 'ftp://hooks.example.com/in', notifySecret: secret },
+      { notifyUrl: 'https://hooks.example.com/in', notifySecret: 'plain-secret' },
+      {
+        notifyUrl: 'https://hooks.example.com/in',
+        notifySecret: `whsec_${Buffer.alloc(8).toString('base64')}`,
+      },
+      { notifySecret: null },
+    ]) {
+      expect((await api.patch('/v1/settings', bad)).status).toBe(400);
+    }
+
+    const set = await api.patch('/v1/settings', {
+      notifyUrl: 'https://hooks.example.com/in',
+      notifySecret: secret,
+    });
+    expect(set.status).toBe(200);
+    expect(set.body).toEqual({ ...EMPTY, notifyUrl: 'https://hooks.example.com/in', notifySecretSet: true });
+    expect(JSON.stringify((await api.get('/v1/settings')).body)).not.toContain(secret);
+
+    // A new URL keeps the secret; null removes both.
+    const moved = await api.patch('/v1/settings', { notifyUrl: 'https://hooks.example.com/v2' });
+    expect(moved.body).toMatchObject({ notifyUrl: 'https://hooks.example.com/v2', notifySecretSet: true });
+    const removed = await api.patch('/v1/settings', { notifyUrl: null });
+    expect(removed.body).toEqual(EMPTY);
   });
 
   it('concurrent PATCHes of different routes all land', async () => {

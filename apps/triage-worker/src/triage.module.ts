@@ -3,13 +3,17 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { Admission } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
-import { QueueName } from '@switchboard/contracts';
+import { Jobs, QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { ADMISSION, DB, InfraModule, LOGGER } from '@switchboard/platform';
 import { ScheduleScheduler } from '@switchboard/schedules';
+import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
+import { publish } from '@switchboard/queue';
+import type { TriageDeps } from '@switchboard/triage';
+import { OutboundWebhookProcessor } from './outbound.processor';
 import { SCHEDULE_SCHEDULER, SchedulesProcessor } from './schedules.processor';
-import { TriageProcessor } from './triage.processor';
+import { TRIAGE_DEPS, TriageProcessor } from './triage.processor';
 
 @Module({})
 export class TriageModule {
@@ -23,6 +27,35 @@ export class TriageModule {
           inject: [DB, getQueueToken(QueueName.Turns), LOGGER],
           useFactory: (db: Db, turns: Queue, logger: Logger) => new Admission(db, turns, logger),
         },
+        {
+          provide: TRIAGE_DEPS,
+          inject: [DB, ADMISSION, LOGGER, getQueueToken(QueueName.OutboundWebhooks)],
+          useFactory: (db: Db, admission: Admission, logger: Logger, outbound: Queue): TriageDeps => ({
+            db,
+            admission,
+            logger,
+            // The triage model is called like any other (docs/adr/0018): the same providers and settings.
+            providers: new ProviderRegistry({
+              openaiApiKey: config.OPENAI_API_KEY,
+              openaiBaseUrl: config.OPENAI_BASE_URL,
+              anthropicApiKey: config.ANTHROPIC_API_KEY,
+              anthropicBaseUrl: config.ANTHROPIC_BASE_URL,
+              timeoutMs: config.PROVIDER_TIMEOUT_MS,
+              streamTimeouts: {
+                idleMs: config.PROVIDER_STREAM_IDLE_MS,
+                totalMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+              },
+              scriptedFixtures: config.SCRIPTED_FIXTURES_DIR
+                ? loadFixtureDir(config.SCRIPTED_FIXTURES_DIR)
+                : [],
+            }),
+            defaultModel: config.DEFAULT_MODEL,
+            fallbackModel: config.TRIAGE_FALLBACK_MODEL,
+            cacheTtlMs: config.TRIAGE_CACHE_TTL_MS,
+            prices: config.MODEL_PRICES,
+            notify: (job) => publish(outbound, Jobs.outboundWebhook, job),
+          }),
+        },
         TriageProcessor,
         {
           provide: SCHEDULE_SCHEDULER,
@@ -30,6 +63,7 @@ export class TriageModule {
           useFactory: (queue: Queue, db: Db, logger: Logger) => new ScheduleScheduler(queue, db, logger),
         },
         SchedulesProcessor,
+        OutboundWebhookProcessor,
       ],
     };
   }

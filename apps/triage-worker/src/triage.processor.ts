@@ -1,19 +1,21 @@
 import { Inject } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import type { Admission } from '@switchboard/admission';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
 import type { Metrics } from '@switchboard/observability';
-import { ADMISSION, DB, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
+import { METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import { triageDelivery } from '@switchboard/triage';
+import { triageDelivery, type TriageDeps } from '@switchboard/triage';
 
-/** Triages trigger deliveries: rules first; forwarded ones are admitted as turns. */
+export const TRIAGE_DEPS = Symbol('TRIAGE_DEPS');
+
+/**
+ * Triages trigger deliveries (docs/adr/0018): rules, cache, the `burst` model with a fallback, the
+ * safe default; then drops, notifies, or admits a reactor or orchestrator turn.
+ */
 @QueueProcessor(QueueName.Triage, 'TRIAGE_CONCURRENCY')
 export class TriageProcessor extends QueueWorker {
   constructor(
-    @Inject(DB) private readonly db: Db,
-    @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(TRIAGE_DEPS) private readonly deps: TriageDeps,
     @Inject(METRICS) private readonly metrics: Metrics,
   ) {
     super();
@@ -24,10 +26,7 @@ export class TriageProcessor extends QueueWorker {
       Jobs.triage,
       job,
       async (data) => {
-        const result = await triageDelivery(
-          { db: this.db, admission: this.admission, logger: this.logger },
-          data,
-        );
+        const result = await triageDelivery({ ...this.deps, logger: this.logger }, data);
         return result?.decision.action ?? 'skipped';
       },
       this.metrics,

@@ -128,6 +128,28 @@ export const ConfigSchema = z.object({
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),
   TRIAGE_CONCURRENCY: Int(16, 1),
+  /**
+   * Asked when the triage model (the tenant's `burst` route) answers with something that is not a
+   * decision; unset: the trigger's agent's own model (docs/adr/0018).
+   */
+  TRIAGE_FALLBACK_MODEL: z
+    .string()
+    .regex(/^[a-z-]+\/.+$/, 'must be "<provider>/<model>"')
+    .optional(),
+  /** How long a model's triage decision is reused for an identical delivery; 0 turns the cache off. */
+  TRIAGE_CACHE_TTL_MS: Int(600_000, 0),
+  /** Host names a `notify` endpoint may have although they resolve to private addresses (comma-separated). */
+  OUTBOUND_WEBHOOK_ALLOW_HOSTS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
+    )
+    .optional(),
+  /** How long one outbound notification attempt waits for the endpoint's answer. */
+  OUTBOUND_WEBHOOK_TIMEOUT_MS: Int(10_000, 100),
   /** Session lease: how long a crashed worker's session stays locked. */
   SESSION_LEASE_MS: Int(30_000, 500),
   /** BullMQ lock duration and stalled-job check interval. */

@@ -197,8 +197,29 @@ export const ModelPrices = z
   .refine((v) => Object.keys(v).length <= 100, { message: 'at most 100 prices' });
 export type ModelPrices = z.infer<typeof ModelPrices>;
 
+/**
+ * Where `notify` triage decisions are sent (docs/adr/0018): an http(s) URL. The outbound worker
+ * also refuses private, loopback and link-local addresses unless OUTBOUND_WEBHOOK_ALLOW_HOSTS lists them.
+ */
+export const NotifyUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).max(2000);
+
+/** A Standard Webhooks signing secret: `whsec_` and the base64 of 24 to 64 random bytes. */
+export const NotifySecret = z
+  .string()
+  .regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, { message: 'must be "whsec_" followed by base64' })
+  .refine(
+    (v) => {
+      const bytes = Buffer.from(v.slice('whsec_'.length), 'base64').length;
+      return bytes >= 24 && bytes <= 64;
+    },
+    { message: 'must encode 24 to 64 bytes' },
+  );
+
 /** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
 export const TenantSettings = z.strictObject({
+  /** Endpoint of signed `notify` notifications; set together with `notifySecret`. */
+  notifyUrl: NotifyUrl.optional(),
+  notifySecret: NotifySecret.optional(),
   modelRoutes: ModelRoutes.optional(),
   blockedTools: BlockedTools.optional(),
   /** `strict` asks providers for strict tool-argument decoding; `relaxed` (the default) works everywhere. */
@@ -225,7 +246,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
  */
 export function parseTenantSettings(
   json: unknown,
-): Required<Omit<TenantSettings, 'approvalTtlMs'>> & Pick<TenantSettings, 'approvalTtlMs'> {
+): Required<Omit<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret'>> &
+  Pick<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret'> {
   const stored = isRecord(json) ? json : {};
   const modelRoutes: ModelRoutes = {};
   if (isRecord(stored.modelRoutes)) {
@@ -248,6 +270,8 @@ export function parseTenantSettings(
   const approvalRequired = toolList(stored.approvalRequired);
   const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
+  const notifyUrl = NotifyUrl.safeParse(stored.notifyUrl);
+  const notifySecret = NotifySecret.safeParse(stored.notifySecret);
   const modelPrices: ModelPrices = {};
   if (isRecord(stored.modelPrices)) {
     for (const [key, value] of Object.entries(stored.modelPrices)) {
@@ -264,6 +288,10 @@ export function parseTenantSettings(
     modelPrices,
     approvalRequired,
     ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
+    // Only as a pair: a URL without its secret cannot be signed for.
+    ...(notifyUrl.success && notifySecret.success
+      ? { notifyUrl: notifyUrl.data, notifySecret: notifySecret.data }
+      : {}),
   };
 }
 
@@ -290,6 +318,10 @@ export const UpdateSettingsRequest = z
       .max(30 * 24 * 3600 * 1000)
       .nullable()
       .optional(),
+    /** `null` removes the endpoint (and its secret); a URL needs a secret, given now or before. */
+    notifyUrl: NotifyUrl.nullable().optional(),
+    /** Write-only: never shown again; replacing it rotates the signing secret. */
+    notifySecret: NotifySecret.optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -318,8 +350,17 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
       issues: [{ path: 'modelPrices', message: 'at most 100 prices' }],
     });
   }
+  const notifyUrl = update.notifyUrl === null ? undefined : (update.notifyUrl ?? current.notifyUrl);
+  const notifySecret = update.notifyUrl === null ? undefined : (update.notifySecret ?? current.notifySecret);
+  if (notifyUrl !== undefined && notifySecret === undefined) {
+    throw new AppError('validation_failed', 'notifyUrl needs a notifySecret', {
+      issues: [{ path: 'notifySecret', message: 'required with notifyUrl' }],
+    });
+  }
   return {
     ...base,
+    notifyUrl,
+    notifySecret,
     modelRoutes,
     blockedTools: update.blockedTools ?? current.blockedTools,
     toolSchemaMode: update.toolSchemaMode ?? current.toolSchemaMode,

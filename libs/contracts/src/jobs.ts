@@ -57,10 +57,16 @@ export const PostTurnJob = z.object({
 });
 export type PostTurnJob = z.infer<typeof PostTurnJob>;
 
+/**
+ * A signed outbound notification (Standard Webhooks, docs/adr/0018). The endpoint and its secret are
+ * read from the tenant's settings when each attempt is sent, so neither sits in Redis and a changed
+ * endpoint takes effect on the next retry. `webhookId` is the Standard Webhooks `webhook-id`: the
+ * same on every attempt, so the receiver can deduplicate.
+ */
 export const OutboundWebhookJob = z.object({
   tenantId: z.uuid(),
-  url: z.url(),
-  event: z.string(),
+  webhookId: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/),
+  event: z.string().min(1).max(100),
   payload: z.record(z.string(), z.unknown()),
   trace: TraceCarrier,
 });
@@ -143,6 +149,16 @@ export const Jobs = {
     keepCompletedSeconds: DAY,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof PostTurnJob>,
+  /** Retries with exponential backoff: 5 s, 10 s, 20 s … about 21 minutes over 8 attempts. */
+  outboundWebhook: {
+    queue: QueueName.OutboundWebhooks,
+    schema: OutboundWebhookJob,
+    jobId: (d: OutboundWebhookJob) => d.webhookId,
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 5000 },
+    keepCompletedSeconds: DAY,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof OutboundWebhookJob>,
   maintenance: {
     queue: QueueName.Maintenance,
     schema: MaintenanceJob,

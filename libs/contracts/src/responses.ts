@@ -302,6 +302,10 @@ export const SettingsResponse = z
     approvalTtlMs: z.int().nullable(),
     /** The deployment's DEFAULT_MODEL: what a hint resolves to when the tenant has not set its route. */
     defaultModel: z.string(),
+    /** Endpoint of signed `notify` notifications, or null. */
+    notifyUrl: z.string().nullable(),
+    /** Whether a signing secret is set (the secret itself is never shown). */
+    notifySecretSet: z.boolean(),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;

@@ -1,2 +1,4 @@
 export * from './rules';
 export * from './triage';
+export * from './decide';
+export * from './outbound';

@@ -1,4 +1,4 @@
-import { applyRules, TriageRule, TriageRules, type TriggerEvent } from './rules';
+import { applyRules, TriageRule, TriageRules, valueAt, type TriggerEvent } from './rules';
 
 const event = (overrides: Partial<TriggerEvent> = {}): TriggerEvent => ({
   source: 'github',
@@ -7,22 +7,20 @@ const event = (overrides: Partial<TriggerEvent> = {}): TriggerEvent => ({
   ...overrides,
 });
 
-const rule = (match: TriageRule['match'], action: TriageRule['action'], reason?: string): TriageRule =>
+const rule = (match: TriageRule['match'], action: string, reason?: string): TriageRule =>
   TriageRule.parse({ match, action, ...(reason ? { reason } : {}) });
 
+const act = (rules: TriageRule[], e: TriggerEvent) => applyRules(rules, e)?.action ?? null;
+
 describe('applyRules', () => {
-  it('forwards when no rule matches', () => {
-    expect(applyRules([], event())).toEqual({ action: 'forward', reason: 'no rule matched', rule: null });
-    expect(applyRules([rule({ source: 'stripe' }, 'drop')], event())).toEqual({
-      action: 'forward',
-      reason: 'no rule matched',
-      rule: null,
-    });
+  it('decides nothing when no rule matches (the model decides then)', () => {
+    expect(applyRules([], event())).toBeNull();
+    expect(applyRules([rule({ source: 'stripe' }, 'drop')], event())).toBeNull();
   });
 
   it('lets the first matching rule decide', () => {
     const rules = [
-      rule({ source: 'stripe' }, 'forward', 'payments'),
+      rule({ source: 'stripe' }, 'notify', 'payments'),
       rule({ source: 'github' }, 'drop', 'noisy'),
       rule({ source: 'github' }, 'forward', 'never reached'),
     ];
@@ -38,14 +36,14 @@ describe('applyRules', () => {
   });
 
   it('matches an empty match on every event', () => {
-    expect(applyRules([rule({}, 'drop')], event({ eventType: undefined, payload: null })).rule).toBe(0);
+    expect(applyRules([rule({}, 'drop')], event({ eventType: undefined, payload: null }))?.rule).toBe(0);
   });
 
   it('matches on eventType', () => {
     const rules = [rule({ eventType: 'push' }, 'drop')];
-    expect(applyRules(rules, event({ eventType: 'push' })).action).toBe('drop');
-    expect(applyRules(rules, event({ eventType: 'pull_request' })).action).toBe('forward');
-    expect(applyRules(rules, event({ eventType: undefined })).action).toBe('forward');
+    expect(act(rules, event({ eventType: 'push' }))).toBe('drop');
+    expect(act(rules, event({ eventType: 'pull_request' }))).toBeNull();
+    expect(act(rules, event({ eventType: undefined }))).toBeNull();
   });
 
   it('requires every given field to match', () => {
@@ -53,21 +51,21 @@ describe('applyRules', () => {
       rule({ source: 'github', eventType: 'push', path: 'ref', equals: 'refs/heads/main' }, 'drop'),
     ];
     const push = { source: 'github', eventType: 'push', payload: { ref: 'refs/heads/main' } };
-    expect(applyRules(rules, push).action).toBe('drop');
-    expect(applyRules(rules, { ...push, source: 'gitlab' }).action).toBe('forward');
-    expect(applyRules(rules, { ...push, eventType: 'tag' }).action).toBe('forward');
-    expect(applyRules(rules, { ...push, payload: { ref: 'refs/heads/dev' } }).action).toBe('forward');
+    expect(act(rules, push)).toBe('drop');
+    expect(act(rules, { ...push, source: 'gitlab' })).toBeNull();
+    expect(act(rules, { ...push, eventType: 'tag' })).toBeNull();
+    expect(act(rules, { ...push, payload: { ref: 'refs/heads/dev' } })).toBeNull();
   });
 
   it('compares a top-level payload path with equals', () => {
     const rules = [rule({ path: 'action', equals: 'closed' }, 'drop')];
-    expect(applyRules(rules, event({ payload: { action: 'closed' } })).action).toBe('drop');
-    expect(applyRules(rules, event({ payload: { action: 'opened' } })).action).toBe('forward');
+    expect(act(rules, event({ payload: { action: 'closed' } }))).toBe('drop');
+    expect(act(rules, event({ payload: { action: 'opened' } }))).toBeNull();
   });
 
   it('follows nested dotted paths, including array indexes', () => {
     const draft = [rule({ path: 'pull_request.draft', equals: true }, 'drop', 'drafts')];
-    expect(applyRules(draft, event()).action).toBe('forward');
+    expect(act(draft, event())).toBeNull();
     expect(applyRules(draft, event({ payload: { pull_request: { draft: true } } }))).toEqual({
       action: 'drop',
       reason: 'drafts',
@@ -75,28 +73,28 @@ describe('applyRules', () => {
     });
 
     const label = [rule({ path: 'pull_request.labels.0.name', equals: 'bug' }, 'drop')];
-    expect(applyRules(label, event()).action).toBe('drop');
+    expect(act(label, event())).toBe('drop');
     const number = [rule({ path: 'pull_request.number', equals: 7 }, 'drop')];
-    expect(applyRules(number, event()).action).toBe('drop');
+    expect(act(number, event())).toBe('drop');
   });
 
   it('compares strictly: a number never equals its string form', () => {
     const rules = [rule({ path: 'pull_request.number', equals: '7' }, 'drop')];
-    expect(applyRules(rules, event()).action).toBe('forward');
+    expect(act(rules, event())).toBeNull();
   });
 
   it('matches equals: null only on an explicit null', () => {
     const rules = [rule({ path: 'a.b', equals: null }, 'drop')];
-    expect(applyRules(rules, event({ payload: { a: { b: null } } })).action).toBe('drop');
-    expect(applyRules(rules, event({ payload: { a: {} } })).action).toBe('forward');
+    expect(act(rules, event({ payload: { a: { b: null } } }))).toBe('drop');
+    expect(act(rules, event({ payload: { a: {} } }))).toBeNull();
   });
 
   it('does not match when the path runs through a missing or primitive value', () => {
     const rules = [rule({ path: 'a.b.c', equals: 1 }, 'drop')];
-    expect(applyRules(rules, event({ payload: { a: 'text' } })).action).toBe('forward');
-    expect(applyRules(rules, event({ payload: { a: null } })).action).toBe('forward');
-    expect(applyRules(rules, event({ payload: 'not an object' })).action).toBe('forward');
-    expect(applyRules(rules, event({ payload: undefined })).action).toBe('forward');
+    expect(act(rules, event({ payload: { a: 'text' } }))).toBeNull();
+    expect(act(rules, event({ payload: { a: null } }))).toBeNull();
+    expect(act(rules, event({ payload: 'not an object' }))).toBeNull();
+    expect(act(rules, event({ payload: undefined }))).toBeNull();
   });
 });
 
@@ -107,19 +105,92 @@ describe('TriageRules schema', () => {
         { match: { source: 'github', eventType: 'push' }, action: 'drop', reason: 'noise' },
         { match: { path: 'x.y', equals: 3 }, action: 'forward' },
         { match: {}, action: 'forward' },
+        {
+          match: { eventTypes: ['issues'], where: [{ path: '$.issue.labels[0].name', in: ['p0'] }] },
+          action: 'notify',
+        },
       ]).success,
     ).toBe(true);
+  });
+
+  it('reads the pre-pipeline action forward as spawn_orchestrator', () => {
+    expect(TriageRule.parse({ match: {}, action: 'forward' }).action).toBe('spawn_orchestrator');
   });
 
   it.each([
     ['an unknown rule field', [{ match: {}, action: 'drop', priority: 1 }]],
     ['an unknown match field', [{ match: { sender: 'bot' }, action: 'drop' }]],
-    ['an unknown action', [{ match: {}, action: 'notify' }]],
+    ['an unknown action', [{ match: {}, action: 'escalate' }]],
+    ['path without equals', [{ match: { path: 'a' }, action: 'drop' }]],
+    ['a path with a wildcard', [{ match: { path: 'a.*' }, action: 'drop' }]],
+    [
+      'a filter with two tests',
+      [{ match: { where: [{ path: 'a', equals: 1, exists: true }] }, action: 'drop' }],
+    ],
+    ['a filter with no test', [{ match: { where: [{ path: 'a' }] }, action: 'drop' }]],
+    ['an empty in list', [{ match: { where: [{ path: 'a', in: [] }] }, action: 'drop' }]],
     ['a missing match', [{ action: 'drop' }]],
     ['an object as equals', [{ match: { path: 'a', equals: { b: 1 } }, action: 'drop' }]],
     ['a reason over 200 characters', [{ match: {}, action: 'drop', reason: 'r'.repeat(201) }]],
     ['more than 100 rules', Array.from({ length: 101 }, () => ({ match: {}, action: 'drop' }))],
   ])('rejects %s', (_label, rules) => {
     expect(TriageRules.safeParse(rules).success).toBe(false);
+  });
+});
+
+describe('JSON-path filters', () => {
+  const issue = {
+    source: 'github',
+    eventType: 'issues',
+    payload: { action: 'opened', issue: { labels: [{ name: 'p0' }, { name: 'bug' }], assignee: null } },
+  };
+
+  it('matches any of eventTypes', () => {
+    const rules = [rule({ eventTypes: ['issues', 'issue_comment'] }, 'notify')];
+    expect(act(rules, issue)).toBe('notify');
+    expect(act(rules, { ...issue, eventType: 'push' })).toBeNull();
+    expect(act(rules, { ...issue, eventType: undefined })).toBeNull();
+  });
+
+  it('reads bracket indices and a leading $.', () => {
+    expect(valueAt(issue.payload, '$.issue.labels[1].name')).toBe('bug');
+    expect(valueAt(issue.payload, 'issue.labels.1.name')).toBe('bug');
+    expect(valueAt(issue.payload, 'issue.labels[2].name')).toBeUndefined();
+  });
+
+  it('does not read inherited properties', () => {
+    expect(valueAt({}, 'constructor')).toBeUndefined();
+  });
+
+  it('needs every filter to hold: equals, in, exists', () => {
+    const rules = [
+      rule(
+        {
+          where: [
+            { path: 'action', in: ['opened', 'reopened'] },
+            { path: 'issue.labels[0].name', equals: 'p0' },
+            { path: 'issue.assignee', exists: true },
+            { path: 'issue.milestone', exists: false },
+          ],
+        },
+        'spawn_reactor',
+        'urgent and unassigned',
+      ),
+    ];
+    expect(applyRules(rules, issue)).toEqual({
+      action: 'spawn_reactor',
+      reason: 'urgent and unassigned',
+      rule: 0,
+    });
+    expect(act(rules, { ...issue, payload: { ...issue.payload, action: 'closed' } })).toBeNull();
+    expect(
+      act(rules, { ...issue, payload: { action: 'opened', issue: { labels: [], assignee: null } } }),
+    ).toBeNull();
+    expect(
+      act(rules, {
+        ...issue,
+        payload: { ...issue.payload, issue: { ...issue.payload.issue, milestone: 1 } },
+      }),
+    ).toBeNull();
   });
 });

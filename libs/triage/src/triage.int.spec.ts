@@ -92,7 +92,9 @@ describe('triageDelivery', () => {
 
     const result = await triageDelivery(deps, job(id));
 
-    expect(result).toEqual({ decision: { action: 'drop', reason: 'pings are noise', rule: 0 } });
+    expect(result).toEqual({
+      decision: { action: 'drop', reason: 'pings are noise', source: 'rule', costUsd: 0 },
+    });
     expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
       decision: 'drop',
       reason: 'pings are noise',
@@ -118,7 +120,7 @@ describe('triageDelivery', () => {
     const result = await triageDelivery(deps, job(id));
 
     expect(result).toEqual({
-      decision: { action: 'forward', reason: 'no rule matched', rule: null },
+      decision: { action: 'spawn_orchestrator', reason: 'no rule matched', source: 'default', costUsd: 0 },
       messageId: expect.any(String),
       turnId: expect.any(String),
     });
@@ -147,7 +149,7 @@ describe('triageDelivery', () => {
     });
     expect(await queue.getJob(result!.turnId!)).toBeDefined();
     expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
-      decision: 'forward',
+      decision: 'spawn_orchestrator',
       reason: 'no rule matched',
       messageId: result!.messageId,
     });
@@ -230,18 +232,24 @@ describe('triageDelivery', () => {
       body: { action: 'opened' },
     });
     const result = await triageDelivery(deps, job(id));
-    expect(result!.decision).toEqual({ action: 'forward', reason: 'new issues', rule: 0 });
+    expect(result!.decision).toEqual({
+      action: 'spawn_orchestrator',
+      reason: 'new issues',
+      source: 'rule',
+      costUsd: 0,
+    });
     expect(await messagesOf(id)).toHaveLength(1);
   });
 
-  it('forwards when the trigger rules are invalid, saying so', async () => {
+  it('ignores invalid trigger rules and, without a model, takes the safe default', async () => {
     const triggerId = await trigger({ rules: [{ match: { nope: 1 }, action: 'explode' }] });
     const id = await delivery(triggerId, { source: 'github', eventType: 'ping' });
     const result = await triageDelivery(deps, job(id));
-    expect(result!.decision.action).toBe('forward');
-    expect((await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).reason).toBe(
-      'trigger rules are invalid; forwarding',
-    );
+    expect(result!.decision.action).toBe('spawn_orchestrator');
+    expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      reason: 'no rule matched',
+      decisionSource: 'default',
+    });
     expect(await messagesOf(id)).toHaveLength(1);
   });
 
@@ -252,7 +260,7 @@ describe('triageDelivery', () => {
     const first = await triageDelivery(deps, job(id));
     const second = await triageDelivery(deps, job(id));
 
-    expect(second!.decision.action).toBe('forward');
+    expect(second!.decision.action).toBe('spawn_orchestrator');
     expect(await messagesOf(id)).toHaveLength(1);
     expect(await env.db.turn.count({ where: { sessionId: id } })).toBe(1);
     expect((await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).messageId).toBe(
@@ -279,7 +287,7 @@ describe('triageDelivery', () => {
       expect(await env.db.turn.count({ where: { inputMessageId: first!.messageId } })).toBe(1);
       expect(await env.db.session.count({ where: { id } })).toBe(standing ? 0 : 1);
       expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
-        decision: 'forward',
+        decision: 'spawn_orchestrator',
         messageId: first!.messageId,
       });
     }
@@ -303,7 +311,7 @@ describe('triageDelivery', () => {
     expect(new Set(admitted)).toEqual(new Set([message.id]));
     expect(await messagesOf(id)).toHaveLength(1);
     expect(await env.db.session.count({ where: { id } })).toBe(1);
-    expect(retried!.decision.action).toBe('forward');
+    expect(retried!.decision.action).toBe('spawn_orchestrator');
     expect((await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).messageId).toBe(message.id);
   });
 
@@ -315,7 +323,7 @@ describe('triageDelivery', () => {
     const result = await triageDelivery(deps, job(id));
     expect(result!.messageId).toBeDefined();
     expect(await env.db.message.count({ where: { sessionId: id } })).toBe(1);
-    expect(await triageDelivery(deps, job(id))).toMatchObject({ decision: { action: 'forward' } });
+    expect(await triageDelivery(deps, job(id))).toMatchObject({ decision: { action: 'spawn_orchestrator' } });
     expect(await env.db.message.count({ where: { sessionId: id } })).toBe(1);
   });
 

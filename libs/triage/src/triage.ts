@@ -1,56 +1,139 @@
-import type { TriageJob } from '@switchboard/contracts';
+import type { OutboundWebhookJob, TriageJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Admission } from '@switchboard/admission';
 import type { Logger } from '@switchboard/observability';
-import { applyRules, TriageRules, type RuleDecision } from './rules';
+import { resolveModelList, type PriceOverrides, type ProviderRegistry } from '@switchboard/providers';
+import { parseTenantSettings } from '@switchboard/contracts';
+import { askModels, triggerFingerprint, type TriageCall } from './decide';
+import { applyRules, TriageAction, TriageRules, type TriggerEvent } from './rules';
+
+/** Who made a delivery's decision (docs/adr/0018). */
+export type DecisionSource = 'rule' | 'model' | 'cache' | 'default';
+
+export interface TriageDecision {
+  action: TriageAction;
+  reason: string;
+  source: DecisionSource;
+  /** The model whose answer was used (model), or the last one tried (default). */
+  model?: string;
+  /** Spend of this triage's model calls, every attempt included. */
+  costUsd: number;
+}
 
 export interface TriageResult {
-  decision: RuleDecision;
+  decision: TriageDecision;
   messageId?: string;
   turnId?: string;
 }
 
 /**
- * Triages one trigger delivery: applies the trigger's rules, records the
- * decision on the delivery, and forwards it as a `webhook_event` message into
- * the trigger's standing session (or a new session) through admission.
- * Idempotent: a delivery that already has a decision is not triaged twice.
+ * What triage decides when no rule matched and no model answered with a valid decision: a full turn.
+ * The conservative choice (docs/adr/0018): dropping could lose the one event that mattered, `notify`
+ * needs an endpoint the tenant may not have, and a turn is what every delivery got before triage had
+ * a model; the agent can still decide to do nothing, within its own budgets.
  */
-export async function triageDelivery(
-  deps: { db: Db; admission: Admission; logger: Logger },
-  job: TriageJob,
-): Promise<TriageResult | null> {
+export const SAFE_DEFAULT_ACTION: TriageAction = 'spawn_orchestrator';
+
+/** A light reaction's iteration cap (`spawn_reactor`): the runner applies it from the message metadata. */
+export const REACTOR_MAX_ITERATIONS = 3;
+
+export interface TriageDeps {
+  db: Db;
+  admission: Admission;
+  logger: Logger;
+  /** Without providers no model is asked: rules, then the safe default. */
+  providers?: ProviderRegistry;
+  /** The deployment's DEFAULT_MODEL: where `hint:burst` goes when the tenant has no burst route. */
+  defaultModel?: string;
+  /** TRIAGE_FALLBACK_MODEL: asked when the burst model's answer is not a decision; else the agent's model. */
+  fallbackModel?: string;
+  /** TRIAGE_CACHE_TTL_MS: how long a model decision is reused for an identical delivery; 0 turns it off. */
+  cacheTtlMs?: number;
+  prices?: PriceOverrides;
+  /** Enqueues a signed outbound notification (`outbound-webhooks`); without it `notify` is recorded only. */
+  notify?: (job: Omit<OutboundWebhookJob, 'trace'>) => Promise<unknown>;
+}
+
+/**
+ * Triages one trigger delivery (seed 000 "Triage", SPEC §10, docs/adr/0018): the trigger's rules,
+ * else a cached decision for an identical delivery, else the tenant's `burst` model with a fallback,
+ * else the safe default. The decision is written once (the first writer wins), then its action is
+ * applied; every action is idempotent, so a retried job re-applies the stored decision without
+ * asking a model again.
+ */
+export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<TriageResult | null> {
   const { db } = deps;
   const delivery = await db.triggerDelivery.findUnique({ where: { id: job.deliveryId } });
   if (!delivery || delivery.tenantId !== job.tenantId) return null;
   const trigger = await db.trigger.findUnique({ where: { id: delivery.triggerId } });
   if (!trigger || trigger.tenantId !== delivery.tenantId) return null;
-  if (delivery.decision) {
-    return {
-      decision: {
-        action: delivery.decision as 'drop' | 'forward',
-        reason: delivery.reason ?? '',
-        rule: null,
-      },
-    };
-  }
 
   const payload = delivery.payload as { source?: string; eventType?: string; body?: unknown };
-  const rules = TriageRules.safeParse(trigger.rules);
-  const decision = rules.success
-    ? applyRules(rules.data, {
-        source: payload.source ?? trigger.name,
-        eventType: payload.eventType,
-        payload: payload.body,
-      })
-    : { action: 'forward' as const, reason: 'trigger rules are invalid; forwarding', rule: null };
+  const event: TriggerEvent = {
+    source: payload.source ?? trigger.name,
+    eventType: payload.eventType,
+    payload: payload.body,
+  };
 
-  if (decision.action === 'drop') {
-    await db.triggerDelivery.update({
-      where: { id: delivery.id },
-      data: { decision: 'drop', reason: decision.reason },
+  let decision: TriageDecision;
+  if (delivery.decision !== null) {
+    // `forward` (before the decision pipeline) and anything unreadable replay as the safe default;
+    // the admission's idempotency key makes that a no-op for a delivery already admitted.
+    const stored = TriageAction.safeParse(delivery.decision);
+    decision = {
+      action: stored.success ? stored.data : SAFE_DEFAULT_ACTION,
+      reason: delivery.reason ?? '',
+      source: (delivery.decisionSource as DecisionSource | null) ?? 'rule',
+      ...(delivery.decisionModel ? { model: delivery.decisionModel } : {}),
+      costUsd: Number(delivery.decisionCostUsd),
+    };
+  } else {
+    const fingerprint = triggerFingerprint(trigger.id, event);
+    decision = await decide(deps, trigger, event, fingerprint);
+    // The first writer wins: a concurrent run of the same job applies that run's decision.
+    const won = await db.triggerDelivery.updateMany({
+      where: { id: delivery.id, decision: null },
+      data: {
+        decision: decision.action,
+        reason: decision.reason,
+        decisionSource: decision.source,
+        decisionModel: decision.model ?? null,
+        decisionCostUsd: decision.costUsd,
+        fingerprint,
+        decidedAt: new Date(),
+      },
     });
-    deps.logger.info({ deliveryId: delivery.id, reason: decision.reason }, 'trigger delivery dropped');
+    if (won.count === 0) return triageDelivery(deps, job);
+    deps.logger.info(
+      {
+        deliveryId: delivery.id,
+        action: decision.action,
+        source: decision.source,
+        costUsd: decision.costUsd,
+      },
+      'trigger delivery triaged',
+    );
+  }
+
+  if (decision.action === 'drop') return { decision };
+
+  if (decision.action === 'notify') {
+    if (!deps.notify) return { decision };
+    const webhookId = `msg_${delivery.id}`;
+    await deps.notify({
+      tenantId: trigger.tenantId,
+      webhookId,
+      event: 'trigger.notify',
+      payload: {
+        triggerId: trigger.id,
+        triggerName: trigger.name,
+        deliveryId: delivery.deliveryId,
+        source: event.source,
+        eventType: event.eventType ?? null,
+        reason: decision.reason,
+        body: event.payload ?? null,
+      },
+    });
     return { decision };
   }
 
@@ -77,13 +160,99 @@ export async function triageDelivery(
     // Only a signature the ingress checked makes an integration_signal; a configured scheme is not
     // proof (a token-only or unverified delivery is external_evidence, SPEC §2, docs/adr/0019).
     verifiedIntegration: delivery.verified,
-    metadata: { triggerId: trigger.id, deliveryId: delivery.deliveryId },
+    metadata: {
+      triggerId: trigger.id,
+      deliveryId: delivery.deliveryId,
+      triage: {
+        action: decision.action,
+        reason: decision.reason,
+        source: decision.source,
+        // A light reaction (spawn_reactor): the runner caps the turn's iterations at this.
+        ...(decision.action === 'spawn_reactor' ? { maxIterations: REACTOR_MAX_ITERATIONS } : {}),
+      },
+    },
     // The delivery id makes a re-run of this job admit nothing new.
     idempotencyKey: `delivery:${delivery.id}`,
   });
-  await db.triggerDelivery.update({
-    where: { id: delivery.id },
-    data: { decision: 'forward', reason: decision.reason, messageId: admitted.messageId },
-  });
+  await db.triggerDelivery.update({ where: { id: delivery.id }, data: { messageId: admitted.messageId } });
   return { decision, messageId: admitted.messageId, turnId: admitted.turnId };
+}
+
+type TriggerRow = NonNullable<Awaited<ReturnType<Db['trigger']['findUnique']>>>;
+
+async function decide(
+  deps: TriageDeps,
+  trigger: TriggerRow,
+  event: TriggerEvent,
+  fingerprint: string,
+): Promise<TriageDecision> {
+  const rules = TriageRules.safeParse(trigger.rules);
+  if (!rules.success) {
+    // Stale rules (the API validates them): fall through to the model rather than guess.
+    deps.logger.warn({ triggerId: trigger.id }, 'trigger rules are invalid; ignoring them');
+  } else {
+    const byRule = applyRules(rules.data, event);
+    if (byRule) return { action: byRule.action, reason: byRule.reason, source: 'rule', costUsd: 0 };
+  }
+
+  const ttl = deps.cacheTtlMs ?? 0;
+  if (ttl > 0) {
+    const hit = await deps.db.triggerDelivery.findFirst({
+      where: {
+        triggerId: trigger.id,
+        fingerprint,
+        decisionSource: 'model',
+        decidedAt: { gt: new Date(Date.now() - ttl) },
+      },
+      orderBy: { decidedAt: 'desc' },
+      select: { decision: true, reason: true, decisionModel: true },
+    });
+    const action = TriageAction.safeParse(hit?.decision);
+    if (hit && action.success) {
+      return {
+        action: action.data,
+        reason: hit.reason ?? '',
+        source: 'cache',
+        ...(hit.decisionModel ? { model: hit.decisionModel } : {}),
+        costUsd: 0,
+      };
+    }
+  }
+
+  let calls: TriageCall[] = [];
+  if (deps.providers && deps.defaultModel) {
+    const [tenant, agent] = await Promise.all([
+      deps.db.tenant.findUnique({ where: { id: trigger.tenantId }, select: { settings: true } }),
+      deps.db.agent.findUnique({ where: { id: trigger.agentId }, select: { model: true } }),
+    ]);
+    const settings = parseTenantSettings(tenant?.settings);
+    const refs = resolveModelList(
+      ['hint:burst', deps.fallbackModel ?? agent?.model ?? 'hint:burst'],
+      settings.modelRoutes,
+      deps.defaultModel,
+    ).map((r) => r.ref);
+    const asked = await askModels(deps.providers, refs, event, {
+      prices: { ...deps.prices, ...settings.modelPrices },
+    });
+    calls = asked.calls;
+    if (asked.decision) {
+      return { ...asked.decision, source: 'model', model: asked.model, costUsd: asked.costUsd };
+    }
+    deps.logger.warn(
+      { triggerId: trigger.id, calls },
+      'no triage model gave a decision; using the safe default',
+    );
+    return {
+      action: SAFE_DEFAULT_ACTION,
+      reason:
+        `no model gave a valid decision (${calls.map((c) => `${c.model}: ${c.error ?? 'ok'}`).join('; ')})`.slice(
+          0,
+          500,
+        ),
+      source: 'default',
+      model: asked.model,
+      costUsd: asked.costUsd,
+    };
+  }
+  return { action: SAFE_DEFAULT_ACTION, reason: 'no rule matched', source: 'default', costUsd: 0 };
 }

@@ -388,7 +388,7 @@ export class TurnRunner {
               blockedTools: settings.blockedTools,
               toolSchemaMode: settings.toolSchemaMode,
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
-              budget: { ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) },
+              budget: reactorCap({ ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) }, own),
               stopHooks,
               contextWindowTokens: contextWindow(model, this.o.contextWindows),
               prices: { ...this.o.prices, ...settings.modelPrices },
@@ -1171,4 +1171,20 @@ function mergeUsage(a: TurnChanges['usage'], b: TurnChanges['usage']): TurnChang
     costUsd: addUsd(a.costUsd, b.costUsd),
     costStatus: STATUS_RANK[a.costStatus] >= STATUS_RANK[b.costStatus] ? a.costStatus : b.costStatus,
   };
+}
+
+/**
+ * A `spawn_reactor` triage decision (docs/adr/0018) runs a light turn: its webhook message carries
+ * `metadata.triage.maxIterations`, which can only lower the agent's iteration budget.
+ */
+function reactorCap<B extends { maxIterations: number }>(budget: B, own: readonly TranscriptEntry[]): B {
+  let cap = budget.maxIterations;
+  for (const m of own) {
+    if (m.kind !== 'webhook_event') continue;
+    const triage = (m.metadata as { triage?: { maxIterations?: unknown } } | null)?.triage;
+    if (typeof triage?.maxIterations === 'number' && triage.maxIterations >= 1) {
+      cap = Math.min(cap, Math.floor(triage.maxIterations));
+    }
+  }
+  return cap === budget.maxIterations ? budget : { ...budget, maxIterations: cap };
 }

@@ -1,0 +1,178 @@
+import { lookup as dnsLookup } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { newId, parseTenantSettings, type OutboundWebhookJob } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { Logger } from '@switchboard/observability';
+
+/**
+ * Addresses a notification may not reach unless allowlisted (docs/adr/0018): loopback, private,
+ * link-local (cloud metadata), carrier-grade NAT, unspecified and unique-local ranges.
+ */
+const BLOCKED = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+] as const) {
+  BLOCKED.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+] as const) {
+  BLOCKED.addSubnet(net, bits, 'ipv6');
+}
+
+/** True for an address a notification must not reach (IPv4-mapped IPv6 is read as IPv4). */
+export function isBlockedAddress(address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return BLOCKED.check(mapped[1], 'ipv4');
+  const family = isIP(address);
+  if (family === 0) return true;
+  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+export class RefusedAddressError extends Error {}
+
+/**
+ * A DNS lookup that refuses blocked addresses at connect time, so a name that resolves to a public
+ * address when checked and a private one when used (DNS rebinding) is still refused.
+ */
+export function guardedLookup(allowHosts: ReadonlySet<string>): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses;
+      const allowed = allowHosts.has(hostname.toLowerCase());
+      const refused = list.find((a) => !allowed && isBlockedAddress(a.address));
+      if (refused) {
+        return callback(
+          new RefusedAddressError(`${hostname} resolves to ${refused.address}, a private address`),
+          '',
+          0,
+        );
+      }
+      if (options.all) return callback(null, list, 0);
+      return callback(null, list[0].address, list[0].family);
+    });
+  };
+}
+
+export interface OutboundDeps {
+  db: Db;
+  logger: Logger;
+  /** OUTBOUND_WEBHOOK_ALLOW_HOSTS: host names allowed to resolve to private addresses. */
+  allowHosts: ReadonlySet<string>;
+  timeoutMs: number;
+}
+
+export type SendOutcome = 'delivered' | 'no_endpoint';
+
+/** A failed attempt the queue should retry (non-2xx, timeout, connection error). */
+export class DeliveryFailedError extends Error {}
+
+/**
+ * Sends one attempt of a signed notification (Standard Webhooks: `webhook-id`, `webhook-timestamp`,
+ * `webhook-signature` over `id.timestamp.body`) to the tenant's endpoint and logs it in
+ * `outbound_webhook_attempts`. Throws DeliveryFailedError to be retried, RefusedAddressError when
+ * the endpoint is a private address (not worth retrying). No endpoint configured: logged, not retried.
+ */
+export async function sendNotification(
+  deps: OutboundDeps,
+  job: OutboundWebhookJob,
+  attempt: number,
+): Promise<SendOutcome> {
+  const tenant = await deps.db.tenant.findUnique({ where: { id: job.tenantId }, select: { settings: true } });
+  const settings = parseTenantSettings(tenant?.settings);
+  const started = Date.now();
+  const log = (url: string, status: number | null, error: string | null) =>
+    deps.db.outboundWebhookAttempt.create({
+      data: {
+        id: newId(),
+        tenantId: job.tenantId,
+        webhookId: job.webhookId,
+        url,
+        event: job.event,
+        attempt,
+        status,
+        error: error?.slice(0, 500) ?? null,
+        durationMs: Date.now() - started,
+      },
+    });
+  if (!settings.notifyUrl || !settings.notifySecret) {
+    await log('', null, 'the tenant has no notify endpoint');
+    return 'no_endpoint';
+  }
+  const url = settings.notifyUrl;
+  const timestamp = new Date();
+  const body = JSON.stringify({ type: job.event, timestamp: timestamp.toISOString(), data: job.payload });
+  const signature = new Webhook(settings.notifySecret).sign(job.webhookId, timestamp, body);
+  let status: number | null = null;
+  try {
+    status = await post(
+      url,
+      body,
+      {
+        'content-type': 'application/json',
+        'webhook-id': job.webhookId,
+        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+        'webhook-signature': signature,
+        'user-agent': 'switchboard-webhooks/1',
+      },
+      deps,
+    );
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    await log(url, null, message);
+    if (err instanceof RefusedAddressError) throw err;
+    throw new DeliveryFailedError(message);
+  }
+  const ok = status >= 200 && status < 300;
+  await log(url, status, ok ? null : `answered ${status}`);
+  if (!ok) throw new DeliveryFailedError(`${url} answered ${status}`);
+  return 'delivered';
+}
+
+/** One POST; redirects are not followed (a redirect could point anywhere). Resolves with the status. */
+function post(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  deps: OutboundDeps,
+): Promise<number> {
+  const target = new URL(url);
+  const client = target.protocol === 'https:' ? https : http;
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  // A literal IP never goes through the lookup: check it here.
+  if (isIP(host) !== 0 && !deps.allowHosts.has(host) && isBlockedAddress(host)) {
+    return Promise.reject(new RefusedAddressError(`${host} is a private address`));
+  }
+  return new Promise((resolve, reject) => {
+    const req = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        lookup: guardedLookup(deps.allowHosts),
+        timeout: deps.timeoutMs,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${deps.timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
