@@ -35,7 +35,11 @@ describe('triage worker', () => {
   });
 
   it('drops a ping by rule and runs a forwarded delivery as a completed turn', async () => {
-    const agent = await api.post('/v1/agents', { name: 'reactor', instructions: 'React to GitHub events.' });
+    const agent = await api.post('/v1/agents', {
+      name: 'reactor',
+      instructions: 'React to GitHub events.',
+      tools: ['word_count'],
+    });
     expect(agent.status).toBe(201);
     expect(agent.body.model).toBe('scripted/demo');
 
@@ -93,11 +97,15 @@ describe('triage worker', () => {
     const forwarded = await waitFor(
       async () => {
         const d = await env.db.triggerDelivery.findUniqueOrThrow({ where: { id: issue } });
-        return d.decision ? d : undefined;
+        // The decision is recorded first, the message id once the turn is admitted.
+        return d.messageId ? d : undefined;
       },
       { what: 'the issue delivery to be triaged' },
     );
-    expect(forwarded).toMatchObject({ decision: 'forward', reason: 'no rule matched' });
+    // No rule matched; the deployment's scripted model answers prose, not a decision, so triage
+    // takes the safe default (docs/adr/0018).
+    expect(forwarded).toMatchObject({ decision: 'spawn_orchestrator', decisionSource: 'default' });
+    expect(forwarded.reason).toContain('no model gave a valid decision');
     expect(forwarded.messageId).toEqual(expect.any(String));
 
     // A new session per delivery, keyed by the delivery id, visible to the tenant.
@@ -174,6 +182,6 @@ describe('triage worker', () => {
     const results = await Promise.all(
       [ping, issue].map(async (id) => (await triage.getJob(id))!.returnvalue),
     );
-    expect(results).toEqual(['drop', 'forward']);
+    expect(results).toEqual(['drop', 'spawn_orchestrator']);
   });
 });
