@@ -296,6 +296,8 @@ describe('tenant settings', () => {
       'defaultModel',
       'modelPrices',
       'modelRoutes',
+      'notifySecretSet',
+      'notifyUrl',
       'toolSchemaMode',
     ]);
   });
