@@ -33,6 +33,8 @@ import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { SessionsController } from './controllers/sessions.controller';
+import { HooksController } from './controllers/hooks.controller';
+import { TriggersController } from './controllers/triggers.controller';
 import { SchedulesController } from './controllers/schedules.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
@@ -116,6 +118,8 @@ export class GatewayModule {
         OpsController,
         ChatCompletionsController,
         StreamsController,
+        TriggersController,
+        HooksController,
         SchedulesController,
       ],
       providers: [

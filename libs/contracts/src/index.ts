@@ -7,4 +7,5 @@ export * from './jobs';
 export * from './text';
 export * from './responses';
 export * from './schedules';
+export * from './triggers';
 export * from './chat-completions';

@@ -11,6 +11,7 @@ import {
   TrustLevel,
 } from './envelope';
 import { ERROR_CODES } from './errors';
+import { TriggerDeliveryMode, TriggerScheme } from './triggers';
 import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
 import { SchedulePayload } from './schedules';
 
@@ -73,6 +74,48 @@ export const ApiKeyListResponse = z
   .strictObject({ data: z.array(ApiKeyResponse) })
   .register(ApiSchemas, { id: 'ApiKeyList' });
 export type ApiKeyListResponse = z.infer<typeof ApiKeyListResponse>;
+
+/** An external trigger capability (docs/adr/0019); its token and secret are shown only when issued. */
+export const TriggerResponse = z
+  .strictObject({
+    id: Id,
+    agentId: Id,
+    name: z.string(),
+    scheme: TriggerScheme,
+    deliveryMode: TriggerDeliveryMode,
+    /** The standing session deliveries are admitted into; null: a new session per delivery. */
+    sessionId: Id.nullable(),
+    rules: z.array(JsonObject),
+    /** Until then the secret before the last rotation is still accepted. */
+    previousSecretExpiresAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+    revokedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'Trigger' });
+export type TriggerResponse = z.infer<typeof TriggerResponse>;
+
+/**
+ * A trigger just created or rotated: the only responses that carry its URL token (`path`, to append
+ * to the gateway's public URL; null when no new token was issued, as in a signed trigger's rotation)
+ * and its signing secret (null when we generated none: `token` triggers, and `slack`, whose secret
+ * the tenant gave).
+ */
+export const IssuedTriggerResponse = TriggerResponse.extend({
+  path: z.string().nullable(),
+  signingSecret: z.string().nullable(),
+}).register(ApiSchemas, { id: 'IssuedTrigger' });
+export type IssuedTriggerResponse = z.infer<typeof IssuedTriggerResponse>;
+
+export const TriggerListResponse = z
+  .strictObject({ data: z.array(TriggerResponse) })
+  .register(ApiSchemas, { id: 'TriggerList' });
+export type TriggerListResponse = z.infer<typeof TriggerListResponse>;
+
+/** What `POST /v1/hooks/{token}` answers: the stored delivery's id, the same for every replay of it. */
+export const HookDeliveryResponse = z
+  .strictObject({ deliveryId: Id, duplicate: z.boolean() })
+  .register(ApiSchemas, { id: 'HookDelivery' });
+export type HookDeliveryResponse = z.infer<typeof HookDeliveryResponse>;
 
 export const CreatedTenantResponse = z
   .strictObject({

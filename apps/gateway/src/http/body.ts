@@ -1,6 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError, MAX_JSON_DEPTH } from '@switchboard/contracts';
 
+/** A request whose JSON body also keeps its bytes: webhook signatures are over the raw body (docs/adr/0019). */
+export interface RawBodyRequest {
+  rawBody?: Buffer;
+}
+
+/** The one route that reads `rawBody`. */
+export const HOOK_ROUTE = '/v1/hooks/:token';
+
 /**
  * The gateway's only body parser: `application/json` in UTF-8. Every other content type (form
  * bodies, text/plain, none at all) finds no parser and Fastify answers 415. The raw bytes are
@@ -38,6 +46,8 @@ export function registerJsonBodyParser(fastify: FastifyInstance, bodyLimit: numb
       );
       return;
     }
+    // Kept only for the webhook ingress, whose signatures are over these exact bytes.
+    if (req.routeOptions.url === HOOK_ROUTE) (req as RawBodyRequest).rawBody = body as Buffer;
     void parseJson(req, text, done);
   });
 }

@@ -9,8 +9,10 @@ import {
   CreateSessionRequest,
   CreateScheduleRequest,
   CreateTenantRequest,
+  CreateTriggerRequest,
   EventsQuery,
   PageQuery,
+  RotateTriggerRequest,
   StreamQuery,
   UpdateAgentRequest,
   UpdateScheduleRequest,
@@ -31,5 +33,7 @@ export class StreamQueryDto extends createZodDto(StreamQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}
 export class ApprovalsQueryDto extends createZodDto(ApprovalsQuery) {}
 export class DecideApprovalDto extends createZodDto(DecideApprovalRequest) {}
+export class CreateTriggerDto extends createZodDto(CreateTriggerRequest) {}
+export class RotateTriggerDto extends createZodDto(RotateTriggerRequest) {}
 export class CreateScheduleDto extends createZodDto(CreateScheduleRequest) {}
 export class UpdateScheduleDto extends createZodDto(UpdateScheduleRequest) {}

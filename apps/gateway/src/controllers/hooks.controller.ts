@@ -1,0 +1,196 @@
+import { Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import { ApiTags } from '@nestjs/swagger';
+import type { Queue } from 'bullmq';
+import type { FastifyRequest } from 'fastify';
+import {
+  AppError,
+  findInvalidText,
+  HookDeliveryResponse,
+  Jobs,
+  newId,
+  notFound,
+  QueueName,
+} from '@switchboard/contracts';
+import type { Db, Prisma } from '@switchboard/database';
+import type { Logger } from '@switchboard/observability';
+import { DB, LOGGER } from '@switchboard/platform';
+import { publish } from '@switchboard/queue';
+import { Public } from '../auth/guard';
+import {
+  hashTriggerToken,
+  isTriggerToken,
+  SignatureError,
+  verifyDelivery,
+  type Headers,
+} from '../hooks/verify';
+import type { RawBodyRequest } from '../http/body';
+import { ApiErrors, Operation } from '../http/openapi';
+import { schemeOf } from './triggers.controller';
+
+/** Headers kept with a delivery: provenance for triage and audit. Signatures and credentials are not. */
+const KEPT_HEADERS = [
+  'content-type',
+  'user-agent',
+  'x-github-event',
+  'x-github-delivery',
+  'x-github-hook-id',
+  'x-github-hook-installation-target-type',
+  'x-github-hook-installation-target-id',
+  'x-slack-request-timestamp',
+  'x-slack-retry-num',
+  'x-slack-retry-reason',
+  'webhook-id',
+  'webhook-timestamp',
+  'idempotency-key',
+];
+
+/** A sender's delivery id: at most this long, printable ASCII. */
+const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
+
+const first = (headers: Headers, name: string): string | undefined => {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+const field = (body: unknown, ...path: string[]): string | undefined => {
+  let v: unknown = body;
+  for (const key of path)
+    v = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'string' ? v : undefined;
+};
+
+/**
+ * The id replays share, by scheme (docs/adr/0019): GitHub's X-GitHub-Delivery (a redelivery keeps
+ * it); Standard Webhooks' webhook-id; Slack's `event_id` (its retries keep it), else the request
+ * timestamp and signature; a token trigger's Idempotency-Key, else none (every post is new).
+ */
+function deliveryIdOf(scheme: string, headers: Headers, body: unknown): string | undefined {
+  switch (scheme) {
+    case 'github':
+      return first(headers, 'x-github-delivery');
+    case 'standard-webhooks':
+      return first(headers, 'webhook-id');
+    case 'slack':
+      return (
+        field(body, 'event_id') ??
+        `${first(headers, 'x-slack-request-timestamp')}:${first(headers, 'x-slack-signature')}`
+      );
+    default:
+      return first(headers, 'idempotency-key') ?? newId();
+  }
+}
+
+/** The event's type as its sender names it. */
+function eventTypeOf(scheme: string, headers: Headers, body: unknown): string | undefined {
+  if (scheme === 'github') return first(headers, 'x-github-event');
+  if (scheme === 'slack') return field(body, 'event', 'type') ?? field(body, 'type');
+  return field(body, 'type');
+}
+
+/**
+ * The webhook ingress (seed 002 "External Trigger Ingress", SPEC §10, docs/adr/0019). No API key:
+ * the URL's token is the capability. The signature is checked on the raw body before anything is
+ * written; the delivery is stored (deduplicated by the sender's delivery id) and a triage job
+ * enqueued before the 202, so an accepted delivery is never lost and a replay writes nothing new.
+ */
+@ApiTags('hooks')
+@ApiErrors(500, 503)
+@Public()
+@Controller('v1/hooks')
+export class HooksController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(getQueueToken(QueueName.Triage)) private readonly triage: Queue,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @Post(':token')
+  @HttpCode(202)
+  @Operation({
+    id: 'deliverHook',
+    summary: 'Deliver a webhook to a trigger (the URL token is the credential; signed by the trigger scheme)',
+    status: 202,
+    schema: HookDeliveryResponse,
+    errors: [400, 401, 404, 413, 415],
+  })
+  async deliver(
+    @Param('token') token: string,
+    @Req() req: FastifyRequest & RawBodyRequest,
+  ): Promise<HookDeliveryResponse> {
+    // Unknown, malformed and revoked tokens are one answer: nothing tells a guesser which it was.
+    const trigger = isTriggerToken(token)
+      ? await this.db.trigger.findUnique({ where: { tokenHash: hashTriggerToken(token) } })
+      : null;
+    if (!trigger || trigger.revokedAt) throw notFound('trigger');
+    const raw = req.rawBody;
+    if (!raw)
+      throw new AppError('bad_request', 'a delivery needs a JSON body (Content-Type: application/json)');
+
+    const scheme = schemeOf(trigger);
+    const secrets = [trigger.signingSecret, this.previousSecret(trigger)].filter((s): s is string => !!s);
+    let verified: boolean;
+    try {
+      verified = await verifyDelivery(scheme, secrets, raw, req.headers);
+    } catch (err) {
+      if (!(err instanceof SignatureError)) throw err;
+      this.logger.info({ triggerId: trigger.id, reason: err.message }, 'webhook delivery refused');
+      throw new AppError('unauthorized', `signature refused: ${err.message}`);
+    }
+
+    const body: unknown = req.body;
+    // What Postgres cannot store is refused like on every other route (docs/adr/0005).
+    const invalid = findInvalidText(body);
+    if (invalid.length > 0) {
+      throw new AppError('validation_failed', 'the body has text that cannot be stored', { issues: invalid });
+    }
+    const deliveryId = deliveryIdOf(scheme, req.headers, body);
+    if (!deliveryId || !DELIVERY_ID.test(deliveryId)) {
+      throw new AppError(
+        'bad_request',
+        'missing or malformed delivery id header (1 to 200 printable characters)',
+      );
+    }
+    const headers = Object.fromEntries(
+      KEPT_HEADERS.flatMap((h) => {
+        const v = first(req.headers, h);
+        return v === undefined ? [] : [[h, v.slice(0, 500)]];
+      }),
+    );
+    const eventType = eventTypeOf(scheme, req.headers, body);
+    const payload = {
+      source: scheme === 'token' ? trigger.name : scheme,
+      ...(eventType ? { eventType: eventType.slice(0, 200) } : {}),
+      headers,
+      body,
+    } as Prisma.InputJsonValue;
+
+    // The unique (trigger, delivery id) index makes a replay, even a concurrent one, write nothing.
+    const id = newId();
+    const inserted = await this.db.$queryRaw<{ id: string }[]>`
+      INSERT INTO trigger_deliveries (id, tenant_id, trigger_id, delivery_id, payload, verified)
+      VALUES (${id}::uuid, ${trigger.tenantId}::uuid, ${trigger.id}::uuid, ${deliveryId},
+        ${JSON.stringify(payload)}::jsonb, ${verified})
+      ON CONFLICT (trigger_id, delivery_id) DO NOTHING
+      RETURNING id`;
+    if (inserted.length > 0) {
+      await publish(this.triage, Jobs.triage, { deliveryId: id, tenantId: trigger.tenantId });
+      return { deliveryId: id, duplicate: false };
+    }
+    const existing = await this.db.triggerDelivery.findUniqueOrThrow({
+      where: { triggerId_deliveryId: { triggerId: trigger.id, deliveryId } },
+      select: { id: true, decision: true },
+    });
+    // Not yet decided: the first answer may have failed to enqueue; the job id makes this a no-op otherwise.
+    if (existing.decision === null) {
+      await publish(this.triage, Jobs.triage, { deliveryId: existing.id, tenantId: trigger.tenantId });
+    }
+    return { deliveryId: existing.id, duplicate: true };
+  }
+
+  private previousSecret(t: { previousSigningSecret: string | null; previousSecretExpiresAt: Date | null }) {
+    return t.previousSecretExpiresAt && t.previousSecretExpiresAt.getTime() > Date.now()
+      ? t.previousSigningSecret
+      : null;
+  }
+}

@@ -1,0 +1,212 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import type { Trigger } from '@prisma/client';
+import {
+  AppError,
+  defaultRotationGraceSeconds,
+  IssuedTriggerResponse,
+  newId,
+  notFound,
+  TriggerDeliveryMode,
+  TriggerListResponse,
+  TriggerResponse,
+  TriggerScheme,
+} from '@switchboard/contracts';
+import type { Db, Prisma } from '@switchboard/database';
+import { DB } from '@switchboard/platform';
+import { TriageRules } from '@switchboard/triage';
+import { TenantId } from '../auth/guard';
+import { generateSigningSecret, generateTriggerToken } from '../hooks/verify';
+import { CreateTriggerDto, RotateTriggerDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
+import { pathId } from '../http/presenters';
+
+/** Rows written before the trigger API have scheme `none`: a token-only trigger. */
+export function schemeOf(t: Pick<Trigger, 'signatureScheme'>): TriggerScheme {
+  const scheme = TriggerScheme.safeParse(t.signatureScheme);
+  return scheme.success ? scheme.data : 'token';
+}
+
+export const presentTrigger = (t: Trigger): TriggerResponse => {
+  const mode = TriggerDeliveryMode.safeParse(t.deliveryMode);
+  return {
+    id: t.id,
+    agentId: t.agentId,
+    name: t.name,
+    scheme: schemeOf(t),
+    deliveryMode: mode.success ? mode.data : 'enqueue_message',
+    sessionId: t.sessionId,
+    rules: Array.isArray(t.rules) ? (t.rules as Record<string, unknown>[]) : [],
+    previousSecretExpiresAt: t.previousSecretExpiresAt?.toISOString() ?? null,
+    createdAt: t.createdAt.toISOString(),
+    revokedAt: t.revokedAt?.toISOString() ?? null,
+  };
+};
+
+/** The path a sender posts to: the token is its only credential (docs/adr/0019). */
+const hookPath = (token: string) => `/v1/hooks/${token}`;
+
+/** The rules as triage reads them (libs/triage): a trigger never stores rules triage would ignore. */
+function checkRules(rules: unknown): Prisma.InputJsonValue {
+  const parsed = TriageRules.safeParse(rules);
+  if (parsed.success) return parsed.data;
+  throw new AppError('validation_failed', 'invalid triage rules', {
+    issues: parsed.error.issues.map((i) => ({
+      path: ['rules', ...i.path].join('.'),
+      message: i.message,
+      code: i.code,
+    })),
+  });
+}
+
+/**
+ * External trigger capabilities (seed 002, SPEC §10, docs/adr/0019): a URL token and, for signed
+ * schemes, a signing secret, both shown only when issued. Tenant-scoped: another tenant's trigger
+ * is a 404.
+ */
+@TenantApi('triggers')
+@Controller('v1/triggers')
+export class TriggersController {
+  constructor(@Inject(DB) private readonly db: Db) {}
+
+  @Post()
+  @HttpCode(201)
+  @Operation({
+    id: 'createTrigger',
+    summary: 'Create a trigger: its URL token and signing secret are shown once',
+    status: 201,
+    schema: IssuedTriggerResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateTriggerDto): Promise<IssuedTriggerResponse> {
+    const rules = checkRules(body.rules);
+    const agent = await this.db.agent.findFirst({
+      where: { id: body.agentId, tenantId, deletedAt: null },
+      select: { id: true },
+    });
+    if (!agent) throw notFound('agent');
+    if (body.sessionId) {
+      const session = await this.db.session.findFirst({
+        where: { id: body.sessionId, tenantId, agentId: agent.id },
+        select: { id: true },
+      });
+      if (!session) throw notFound('session');
+    }
+    const { token, hash } = generateTriggerToken();
+    const generated =
+      body.scheme === 'github' || body.scheme === 'standard-webhooks'
+        ? generateSigningSecret(body.scheme)
+        : null;
+    const row = await this.db.trigger.create({
+      data: {
+        id: newId(),
+        tenantId,
+        agentId: agent.id,
+        name: body.name,
+        tokenHash: hash,
+        signatureScheme: body.scheme,
+        signingSecret: generated ?? body.signingSecret ?? null,
+        deliveryMode: body.deliveryMode,
+        sessionId: body.sessionId ?? null,
+        rules,
+      },
+    });
+    return { ...presentTrigger(row), path: hookPath(token), signingSecret: generated };
+  }
+
+  @Get()
+  @Operation({
+    id: 'listTriggers',
+    summary: "The tenant's triggers",
+    status: 200,
+    schema: TriggerListResponse,
+  })
+  async list(@TenantId() tenantId: string): Promise<TriggerListResponse> {
+    const rows = await this.db.trigger.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+    return { data: rows.map(presentTrigger) };
+  }
+
+  @Get(':id')
+  @Operation({ id: 'getTrigger', summary: 'A trigger', status: 200, schema: TriggerResponse, errors: [404] })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TriggerResponse> {
+    return presentTrigger(await this.find(tenantId, id));
+  }
+
+  /** Revokes the capability: its URL answers 404 from now on. Revoking twice is harmless. */
+  @Delete(':id')
+  @Operation({
+    id: 'revokeTrigger',
+    summary: 'Revoke a trigger',
+    status: 200,
+    schema: TriggerResponse,
+    errors: [404],
+  })
+  async revoke(@TenantId() tenantId: string, @Param('id') id: string): Promise<TriggerResponse> {
+    const trigger = await this.find(tenantId, id);
+    const row = trigger.revokedAt
+      ? trigger
+      : await this.db.trigger.update({ where: { id: trigger.id }, data: { revokedAt: new Date() } });
+    return presentTrigger(row);
+  }
+
+  /**
+   * Rotates the credential (docs/adr/0019). Signed schemes get a new signing secret (Slack's is
+   * given, as at creation); the previous one keeps verifying for `graceSeconds`. A `token` trigger
+   * has no secret: its URL token is replaced, and the old URL stops working at once.
+   */
+  @Post(':id/rotate')
+  @HttpCode(200)
+  @Operation({
+    id: 'rotateTrigger',
+    summary: "Rotate a trigger's signing secret (or a token trigger's URL token)",
+    status: 200,
+    schema: IssuedTriggerResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async rotate(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: RotateTriggerDto,
+  ): Promise<IssuedTriggerResponse> {
+    const trigger = await this.find(tenantId, id);
+    if (trigger.revokedAt) throw new AppError('conflict', 'the trigger is revoked');
+    const scheme = schemeOf(trigger);
+    if ((scheme === 'slack') !== (body.signingSecret !== undefined)) {
+      throw new AppError(
+        'validation_failed',
+        'signingSecret is required for slack triggers and refused for others',
+        {
+          issues: [
+            { path: 'signingSecret', message: 'required for slack, refused otherwise', code: 'custom' },
+          ],
+        },
+      );
+    }
+    if (scheme === 'token') {
+      if (body.graceSeconds !== undefined) {
+        throw new AppError('validation_failed', 'a token trigger has no secret to keep valid', {
+          issues: [{ path: 'graceSeconds', message: 'refused for token triggers', code: 'custom' }],
+        });
+      }
+      const { token, hash } = generateTriggerToken();
+      const row = await this.db.trigger.update({ where: { id: trigger.id }, data: { tokenHash: hash } });
+      return { ...presentTrigger(row), path: hookPath(token), signingSecret: null };
+    }
+    const generated = scheme === 'slack' ? null : generateSigningSecret(scheme);
+    const grace = body.graceSeconds ?? defaultRotationGraceSeconds(scheme);
+    const row = await this.db.trigger.update({
+      where: { id: trigger.id },
+      data: {
+        signingSecret: generated ?? body.signingSecret ?? null,
+        previousSigningSecret: grace > 0 ? trigger.signingSecret : null,
+        previousSecretExpiresAt: grace > 0 ? new Date(Date.now() + grace * 1000) : null,
+      },
+    });
+    return { ...presentTrigger(row), path: null, signingSecret: generated };
+  }
+
+  private async find(tenantId: string, id: string): Promise<Trigger> {
+    const row = await this.db.trigger.findFirst({ where: { id: pathId(id, 'trigger'), tenantId } });
+    if (!row) throw notFound('trigger');
+    return row;
+  }
+}
