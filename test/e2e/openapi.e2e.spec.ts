@@ -334,7 +334,7 @@ describe('the OpenAPI document matches what the server answers', () => {
     // Agents.
     const agent = await run('createAgent', 201, {
       auth: key,
-      body: { name: 'counter', budgets: { maxIterations: 5 } },
+      body: { name: 'counter', tools: ['word_count'], budgets: { maxIterations: 5 } },
     });
     await run('createAgent', 400, { auth: key, body: { name: 'bad', tools: ['rm_rf'] } });
     const spare = await run('createAgent', 201, { auth: key, body: { name: 'spare' } });
@@ -351,6 +351,36 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('updateAgent', 404, { auth: key, params: { id: unknown }, body: { name: 'x' } });
     await run('deleteAgent', 204, { auth: key, params: { id: spare.body.id } });
     await run('deleteAgent', 404, { auth: key, params: { id: spare.body.id } });
+
+    // Schedules.
+    const schedule = await run('createSchedule', 201, {
+      auth: key,
+      body: {
+        agentId: agent.body.id,
+        cron: '0 9 * * 1-5',
+        timezone: 'Europe/Paris',
+        payload: { text: 'standup' },
+      },
+    });
+    await run('createSchedule', 400, { auth: key, body: { agentId: agent.body.id, cron: '61 * * * *' } });
+    await run('createSchedule', 404, { auth: key, body: { agentId: unknown, cron: '0 9 * * *' } });
+    await run('listSchedules', 200, { auth: key, query: 'limit=1' });
+    await run('listSchedules', 400, { auth: key, query: 'cursor=not-a-cursor' });
+    await run('getSchedule', 200, { auth: key, params: { id: schedule.body.id } });
+    await run('getSchedule', 404, { auth: key, params: { id: unknown } });
+    await run('updateSchedule', 200, {
+      auth: key,
+      params: { id: schedule.body.id },
+      body: { enabled: false },
+    });
+    await run('updateSchedule', 400, {
+      auth: key,
+      params: { id: schedule.body.id },
+      body: { timezone: 'Nowhere' },
+    });
+    await run('updateSchedule', 404, { auth: key, params: { id: unknown }, body: { enabled: true } });
+    await run('deleteSchedule', 204, { auth: key, params: { id: schedule.body.id } });
+    await run('deleteSchedule', 404, { auth: key, params: { id: schedule.body.id } });
 
     // Sessions, messages, a turn that runs a tool, the journal.
     const session = await run('createSession', 201, {
@@ -415,7 +445,7 @@ describe('the OpenAPI document matches what the server answers', () => {
     // Approvals: an agent that lists its tool as needing one pauses; the decision resumes the turn.
     const gated = await run('createAgent', 201, {
       auth: key,
-      body: { name: 'gated', approvalRequired: ['word_count'] },
+      body: { name: 'gated', tools: ['word_count'], approvalRequired: ['word_count'] },
     });
     const client = new Api(url, key);
     const gatedSession = (await client.post('/v1/sessions', { agentId: gated.body.id })).body.id as string;
