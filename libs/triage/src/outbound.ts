@@ -163,6 +163,8 @@ function post(
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body) },
         lookup: guardedLookup(deps.allowHosts),
+        // A fresh connection per attempt: a pooled socket would skip the lookup's address check.
+        agent: false,
         timeout: deps.timeoutMs,
       },
       (res) => {
