@@ -57,6 +57,19 @@ describe('bad input corpus', () => {
     ids.otherKey = other.keyId;
     ids.otherAgent = (await other.api.post('/v1/agents', { name: 'theirs' })).body.id;
     ids.otherSession = (await other.api.post('/v1/sessions', { agentId: ids.otherAgent })).body.id;
+    ids.schedule = (await api.post('/v1/schedules', { agentId: ids.agent, cron: '0 9 * * *' })).body.id;
+    ids.otherSchedule = (
+      await other.api.post('/v1/schedules', { agentId: ids.otherAgent, cron: '0 9 * * *' })
+    ).body.id;
+    const trigger = await api.post('/v1/triggers', { agentId: ids.agent, name: 'gh', scheme: 'github' });
+    ids.trigger = trigger.body.id;
+    ids.signedHook = trigger.body.path;
+    ids.tokenHook = (
+      await api.post('/v1/triggers', { agentId: ids.agent, name: 'alerts', scheme: 'token' })
+    ).body.path;
+    ids.otherTrigger = (
+      await other.api.post('/v1/triggers', { agentId: ids.otherAgent, name: 'theirs', scheme: 'token' })
+    ).body.id;
     ids.otherTurn = (
       await other.api.post(`/v1/sessions/${ids.otherSession}/messages`, { content: 'x' })
     ).body.turnId;
@@ -158,6 +171,26 @@ describe('bad input corpus', () => {
       valid: () => ({ agentId: ids.agent, title: 'hello', metadata: { k: 'v' } }),
     },
     {
+      name: 'create schedule',
+      method: 'POST',
+      path: () => '/v1/schedules',
+      client: () => api,
+      valid: () => ({
+        agentId: ids.agent,
+        cron: '0 9 * * 1-5',
+        timezone: 'Europe/Paris',
+        payload: { text: 'standup' },
+        enabled: false,
+      }),
+    },
+    {
+      name: 'patch schedule',
+      method: 'PATCH',
+      path: () => `/v1/schedules/${ids.schedule}`,
+      client: () => api,
+      valid: () => ({ cron: '0 10 * * *', timezone: 'UTC', payload: { text: 'later' }, enabled: true }),
+    },
+    {
       name: 'admit message',
       method: 'POST',
       path: () => `/v1/sessions/${ids.session}/messages`,
@@ -184,6 +217,27 @@ describe('bad input corpus', () => {
       path: () => `/v1/approvals/${ids.approval}`,
       client: () => api,
       valid: () => ({ decision: 'approve', reason: 'looks right' }),
+    },
+    {
+      name: 'create trigger',
+      method: 'POST',
+      path: () => '/v1/triggers',
+      client: () => api,
+      valid: () => ({
+        agentId: ids.agent,
+        name: 'hooks',
+        scheme: 'token',
+        deliveryMode: 'wake_hint',
+        sessionId: ids.session,
+        rules: [],
+      }),
+    },
+    {
+      name: 'rotate trigger',
+      method: 'POST',
+      path: () => `/v1/triggers/${ids.trigger}/rotate`,
+      client: () => api,
+      valid: () => ({ graceSeconds: 60 }),
     },
     {
       name: 'chat completion',
@@ -371,10 +425,43 @@ describe('bad input corpus', () => {
     },
     { name: 'delete agent', method: 'DELETE', path: (id) => `/v1/agents/${id}`, other: () => ids.otherAgent },
     {
+      name: 'get schedule',
+      method: 'GET',
+      path: (id) => `/v1/schedules/${id}`,
+      other: () => ids.otherSchedule,
+    },
+    {
+      name: 'patch schedule',
+      method: 'PATCH',
+      path: (id) => `/v1/schedules/${id}`,
+      body: { enabled: false },
+      other: () => ids.otherSchedule,
+    },
+    {
+      name: 'delete schedule',
+      method: 'DELETE',
+      path: (id) => `/v1/schedules/${id}`,
+      other: () => ids.otherSchedule,
+    },
+    {
       name: 'revoke api key',
       method: 'DELETE',
       path: (id) => `/v1/api-keys/${id}`,
       other: () => ids.otherKey,
+    },
+    { name: 'get trigger', method: 'GET', path: (id) => `/v1/triggers/${id}`, other: () => ids.otherTrigger },
+    {
+      name: 'revoke trigger',
+      method: 'DELETE',
+      path: (id) => `/v1/triggers/${id}`,
+      other: () => ids.otherTrigger,
+    },
+    {
+      name: 'rotate trigger',
+      method: 'POST',
+      path: (id) => `/v1/triggers/${id}/rotate`,
+      body: {},
+      other: () => ids.otherTrigger,
     },
     { name: 'get session', method: 'GET', path: (id) => `/v1/sessions/${id}`, other: () => ids.otherSession },
     {
@@ -498,6 +585,7 @@ describe('bad input corpus', () => {
   );
   for (const [path, what] of [
     [() => '/v1/agents', 'agents'],
+    [() => '/v1/schedules', 'schedules'],
     [() => '/v1/sessions', 'sessions'],
     [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
     [() => '/v1/approvals', 'approvals'],
@@ -530,6 +618,12 @@ describe('bad input corpus', () => {
     cases.push({
       name: `agents: forged cursor ${c}`,
       run: () => api.get(`/v1/agents?cursor=${cursor(c)}`),
+      status: 400,
+      code: 'bad_request',
+    });
+    cases.push({
+      name: `schedules: forged cursor ${c}`,
+      run: () => api.get(`/v1/schedules?cursor=${cursor(c)}`),
       status: 400,
       code: 'bad_request',
     });
@@ -772,6 +866,72 @@ describe('bad input corpus', () => {
       status: 401,
       code: 'unauthorized',
     },
+    // The webhook ingress: no API key, any JSON body, but only bytes it can verify and store (docs/adr/0019).
+    ...(
+      [
+        ['invalid JSON', () => ids.tokenHook, '{"a":', json, 400, 'invalid_json'],
+        ['an empty JSON body', () => ids.tokenHook, '', json, 400, 'invalid_json'],
+        [
+          'invalid UTF-8',
+          () => ids.tokenHook,
+          Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x7d]),
+          json,
+          400,
+          'invalid_json',
+        ],
+        ['JSON nested 5,000 levels', () => ids.tokenHook, deepText(5000), json, 400, 'validation_failed'],
+        ['a string with NUL', () => ids.tokenHook, '{"a":"x\\u0000"}', json, 400, 'validation_failed'],
+        ['a key with a lone surrogate', () => ids.tokenHook, '{"\\ud800":1}', json, 400, 'validation_failed'],
+        [
+          'a form body',
+          () => ids.signedHook,
+          'payload=%7B%7D',
+          { 'content-type': 'application/x-www-form-urlencoded' },
+          415,
+          'unsupported_media_type',
+        ],
+        ['no content type', () => ids.tokenHook, '{}', {}, 415, 'unsupported_media_type'],
+        ['an unknown token', () => `/v1/hooks/sbt_${'A'.repeat(32)}`, '{}', json, 404, 'not_found'],
+        ['a 2,000-character token', () => `/v1/hooks/${'a'.repeat(2000)}`, '{}', json, 404, 'not_found'],
+        [
+          'no signature',
+          () => ids.signedHook,
+          '{}',
+          { ...json, 'x-github-delivery': 'd-1' },
+          401,
+          'unauthorized',
+        ],
+        [
+          'a wrong signature',
+          () => ids.signedHook,
+          '{}',
+          { ...json, 'x-github-delivery': 'd-2', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
+          401,
+          'unauthorized',
+        ],
+        [
+          'an API key instead of a signature',
+          () => ids.signedHook,
+          '{}',
+          { ...json, 'x-github-delivery': 'd-3', authorization: `Bearer ${api.key}` },
+          401,
+          'unauthorized',
+        ],
+        [
+          'a body over the limit',
+          () => ids.tokenHook,
+          `{"a":"${'x'.repeat(600_000)}"}`,
+          json,
+          413,
+          'payload_too_large',
+        ],
+      ] as [string, () => string, string | Uint8Array, Record<string, string>, number, string][]
+    ).map(([what, path, raw, headers, status, code]) => ({
+      name: `deliver hook: ${what}`,
+      run: () => anonymous.request('POST', path(), { raw, headers }),
+      status,
+      code,
+    })),
     { name: 'an unknown route', run: () => api.get('/v1/nothing'), status: 404, code: 'not_found' },
     {
       name: 'a method no route has',
