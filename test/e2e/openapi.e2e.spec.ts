@@ -257,9 +257,10 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     expect(schemes.adminToken.bearerFormat).toBeUndefined();
     for (const o of operations) {
+      // The webhook ingress has no API key: its URL token is the credential (docs/adr/0019).
       const expected = o.path.startsWith('/v1/admin/')
         ? [{ adminToken: [] }]
-        : o.path.startsWith('/v1/')
+        : o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')
           ? [{ apiKey: [] }]
           : undefined;
       expect({ op: o.operationId, security: o.security }).toEqual({ op: o.operationId, security: expected });
@@ -381,6 +382,51 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('updateSchedule', 404, { auth: key, params: { id: unknown }, body: { enabled: true } });
     await run('deleteSchedule', 204, { auth: key, params: { id: schedule.body.id } });
     await run('deleteSchedule', 404, { auth: key, params: { id: schedule.body.id } });
+
+    // Triggers and the webhook ingress (a token trigger: the URL is the only credential).
+    const trigger = await run('createTrigger', 201, {
+      auth: key,
+      body: { agentId: agent.body.id, name: 'alerts', scheme: 'token' },
+    });
+    await run('createTrigger', 400, {
+      auth: key,
+      body: { agentId: agent.body.id, name: 'x', scheme: 'svn' },
+    });
+    await run('createTrigger', 404, { auth: key, body: { agentId: unknown, name: 'x', scheme: 'token' } });
+    await run('listTriggers', 200, { auth: key });
+    await run('listTriggers', 401, {});
+    await run('getTrigger', 200, { auth: key, params: { id: trigger.body.id } });
+    await run('getTrigger', 404, { auth: key, params: { id: unknown } });
+    const hookToken = (trigger.body.path as string).split('/').pop()!;
+    await run('deliverHook', 202, { params: { token: hookToken }, body: { type: 'disk_full' } });
+    await run('deliverHook', 404, { params: { token: 'sbt_unknown' }, body: {} });
+    await run('deliverHook', 415, {
+      params: { token: hookToken },
+      raw: { body: 'a=b', contentType: 'text/plain' },
+    });
+    const signed = await run('createTrigger', 201, {
+      auth: key,
+      body: { agentId: agent.body.id, name: 'gh', scheme: 'github' },
+    });
+    await run('deliverHook', 401, {
+      params: { token: (signed.body.path as string).split('/').pop()! },
+      body: {},
+    });
+    await run('deliverHook', 400, {
+      params: { token: hookToken },
+      raw: { body: '{', contentType: 'application/json' },
+    });
+    const rotated = await run('rotateTrigger', 200, { auth: key, params: { id: trigger.body.id }, body: {} });
+    expect(rotated.body.path).not.toBe(trigger.body.path);
+    await run('rotateTrigger', 400, {
+      auth: key,
+      params: { id: signed.body.id },
+      body: { graceSeconds: -1 },
+    });
+    await run('rotateTrigger', 404, { auth: key, params: { id: unknown }, body: {} });
+    await run('revokeTrigger', 200, { auth: key, params: { id: trigger.body.id } });
+    await run('revokeTrigger', 404, { auth: key, params: { id: unknown } });
+    await run('rotateTrigger', 409, { auth: key, params: { id: trigger.body.id }, body: {} });
 
     // Sessions, messages, a turn that runs a tool, the journal.
     const session = await run('createSession', 201, {
