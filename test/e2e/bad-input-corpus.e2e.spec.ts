@@ -57,6 +57,10 @@ describe('bad input corpus', () => {
     ids.otherKey = other.keyId;
     ids.otherAgent = (await other.api.post('/v1/agents', { name: 'theirs' })).body.id;
     ids.otherSession = (await other.api.post('/v1/sessions', { agentId: ids.otherAgent })).body.id;
+    ids.schedule = (await api.post('/v1/schedules', { agentId: ids.agent, cron: '0 9 * * *' })).body.id;
+    ids.otherSchedule = (
+      await other.api.post('/v1/schedules', { agentId: ids.otherAgent, cron: '0 9 * * *' })
+    ).body.id;
     const trigger = await api.post('/v1/triggers', { agentId: ids.agent, name: 'gh', scheme: 'github' });
     ids.trigger = trigger.body.id;
     ids.signedHook = trigger.body.path;
@@ -165,6 +169,26 @@ describe('bad input corpus', () => {
       path: () => '/v1/sessions',
       client: () => api,
       valid: () => ({ agentId: ids.agent, title: 'hello', metadata: { k: 'v' } }),
+    },
+    {
+      name: 'create schedule',
+      method: 'POST',
+      path: () => '/v1/schedules',
+      client: () => api,
+      valid: () => ({
+        agentId: ids.agent,
+        cron: '0 9 * * 1-5',
+        timezone: 'Europe/Paris',
+        payload: { text: 'standup' },
+        enabled: false,
+      }),
+    },
+    {
+      name: 'patch schedule',
+      method: 'PATCH',
+      path: () => `/v1/schedules/${ids.schedule}`,
+      client: () => api,
+      valid: () => ({ cron: '0 10 * * *', timezone: 'UTC', payload: { text: 'later' }, enabled: true }),
     },
     {
       name: 'admit message',
@@ -401,6 +425,25 @@ describe('bad input corpus', () => {
     },
     { name: 'delete agent', method: 'DELETE', path: (id) => `/v1/agents/${id}`, other: () => ids.otherAgent },
     {
+      name: 'get schedule',
+      method: 'GET',
+      path: (id) => `/v1/schedules/${id}`,
+      other: () => ids.otherSchedule,
+    },
+    {
+      name: 'patch schedule',
+      method: 'PATCH',
+      path: (id) => `/v1/schedules/${id}`,
+      body: { enabled: false },
+      other: () => ids.otherSchedule,
+    },
+    {
+      name: 'delete schedule',
+      method: 'DELETE',
+      path: (id) => `/v1/schedules/${id}`,
+      other: () => ids.otherSchedule,
+    },
+    {
       name: 'revoke api key',
       method: 'DELETE',
       path: (id) => `/v1/api-keys/${id}`,
@@ -542,6 +585,7 @@ describe('bad input corpus', () => {
   );
   for (const [path, what] of [
     [() => '/v1/agents', 'agents'],
+    [() => '/v1/schedules', 'schedules'],
     [() => '/v1/sessions', 'sessions'],
     [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
     [() => '/v1/approvals', 'approvals'],
@@ -574,6 +618,12 @@ describe('bad input corpus', () => {
     cases.push({
       name: `agents: forged cursor ${c}`,
       run: () => api.get(`/v1/agents?cursor=${cursor(c)}`),
+      status: 400,
+      code: 'bad_request',
+    });
+    cases.push({
+      name: `schedules: forged cursor ${c}`,
+      run: () => api.get(`/v1/schedules?cursor=${cursor(c)}`),
       status: 400,
       code: 'bad_request',
     });
