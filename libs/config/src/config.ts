@@ -113,6 +113,24 @@ export const ConfigSchema = z.object({
     )
     .refine((mods) => mods.every((m) => existsSync(m)), 'must list existing module files')
     .optional(),
+  /**
+   * Hosts `http_fetch` may reach although their address is private, loopback or link-local
+   * (docs/adr/0021): comma-separated exact host names, IPs or CIDR ranges. For tests and deliberate
+   * internal services; unset in a normal deployment.
+   */
+  HTTP_FETCH_ALLOW_HOSTS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (hosts) => hosts.every((h) => /^[\w.:[\]/-]+$/.test(h)),
+      'must list host names, IPs or CIDR ranges',
+    )
+    .optional(),
   /** Longest a `wait` admission holds its response for the turn to end (and the cap on `wait: <seconds>`); 0 turns waiting off. */
   WAIT_TIMEOUT_MS: Int(60_000, 0),
   /** How often a streaming round's text is published live at most (docs/adr/0015). */

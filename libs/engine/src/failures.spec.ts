@@ -13,6 +13,13 @@ describe('classifyToolFailure', () => {
     [f('unknown_tool', 'no tool named "x"', true), 'MissingApp', 'recoverable', true],
     [f('invalid_arguments', 'q: expected string', true), 'BadArguments', 'recoverable', true],
     [f('blocked', 'tool is blocked for this tenant'), 'BlockedByPolicy', 'blocked_by_policy', false],
+    [
+      f('blocked_address', 'refused to fetch http://169.254.169.254/: link-local (cloud metadata)'),
+      'BlockedByPolicy',
+      'blocked_by_policy',
+      false,
+    ],
+    [f('http_error', 'GET https://x.test/ answered 503', true), 'ServiceUnavailable', 'recoverable', true],
     [f('denied', 'the user rejected the call'), 'Denied', 'user_declined', false],
     [f('approval_expired', 'no decision in time'), 'ApprovalExpired', 'needs_user_confirmation', false],
     [

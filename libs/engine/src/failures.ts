@@ -66,6 +66,13 @@ const RULES: {
     next: 'An operator must allow this tool.',
   },
   {
+    // http_fetch refused a private, loopback, link-local or metadata address (docs/adr/0021).
+    test: (f) => f.kind === 'blocked_address',
+    class: 'BlockedByPolicy',
+    category: 'blocked_by_policy',
+    next: 'Use a public URL; an operator can exempt an internal host (HTTP_FETCH_ALLOW_HOSTS).',
+  },
+  {
     test: (f) => f.kind === 'denied' || f.kind === 'approval_rejected',
     class: 'Denied',
     category: 'user_declined',

@@ -13,7 +13,7 @@ import { QueueName } from '@switchboard/contracts';
 import { createPrisma, type Db } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
-import { BUILTIN_TOOLS, loadToolModules, ToolRegistry } from '@switchboard/tools';
+import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TOOLS } from './tokens';
 import { WorkerFailures } from './worker';
 
@@ -47,7 +47,10 @@ export class InfraModule {
       { provide: REDIS, useValue: redis },
       {
         provide: TOOLS,
-        useValue: new ToolRegistry([...BUILTIN_TOOLS, ...loadToolModules(config.EXTRA_TOOL_MODULES)]),
+        useValue: new ToolRegistry([
+          ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
+          ...loadToolModules(config.EXTRA_TOOL_MODULES),
+        ]),
       },
       WorkerFailures,
       InfraLifecycle,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { createHttpFetch, type HttpFetchOptions } from './http-fetch';
 import { defineTool, type ToolDefinition } from './tool';
 
 export const wordCount = defineTool({
@@ -32,4 +33,14 @@ export const currentTime = defineTool({
   },
 });
 
-export const BUILTIN_TOOLS: ToolDefinition[] = [wordCount, currentTime] as ToolDefinition[];
+export interface BuiltinToolOptions {
+  httpFetch?: HttpFetchOptions;
+}
+
+/** The tools every deployment registers; agents still get only the ones they name. */
+export function builtinTools(options: BuiltinToolOptions = {}): ToolDefinition[] {
+  return [wordCount, currentTime, createHttpFetch(options.httpFetch)] as ToolDefinition[];
+}
+
+/** The built-ins with default options (no host exempt from http_fetch's address checks). */
+export const BUILTIN_TOOLS: ToolDefinition[] = builtinTools();

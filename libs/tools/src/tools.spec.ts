@@ -81,9 +81,10 @@ describe('current_time', () => {
 describe('ToolRegistry', () => {
   it('registers the built-ins by default', () => {
     const registry = new ToolRegistry();
-    expect(registry.names()).toEqual(['word_count', 'current_time']);
+    expect(registry.names()).toEqual(['word_count', 'current_time', 'http_fetch']);
     expect(registry.get('word_count')).toBe(wordCount);
-    expect(BUILTIN_TOOLS).toEqual([wordCount, currentTime]);
+    expect(BUILTIN_TOOLS.slice(0, 2)).toEqual([wordCount, currentTime]);
+    expect(registry.get('http_fetch')?.sideEffect).toBe('network');
   });
 
   it('starts from the given tools only', () => {
