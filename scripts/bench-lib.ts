@@ -451,7 +451,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
         const { apiKey } = await post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
         const agent = await post<{ id: string }>(
           '/v1/agents',
-          { name: 'bench', model: 'scripted/bench' },
+          { name: 'bench', model: 'scripted/bench', tools: ['word_count'] },
           apiKey.key,
         );
         return { key: apiKey.key, agentId: agent.id };

@@ -90,7 +90,12 @@ async function main() {
     ADMIN_TOKEN,
   );
   const key = apiKey.key;
-  const agent = await api<{ id: string; model: string }>('POST', '/v1/agents', { name: 'word-counter' }, key);
+  const agent = await api<{ id: string; model: string }>(
+    'POST',
+    '/v1/agents',
+    { name: 'word-counter', tools: ['word_count'] },
+    key,
+  );
   const session = await api<{ id: string }>('POST', '/v1/sessions', { agentId: agent.id }, key);
   const text = 'Switchboard turns messages into complete agent turns';
   const admitted = await api<{ turnId: string }>(

@@ -21,7 +21,11 @@ describe('a message travels end to end', () => {
   });
 
   it('admits, runs a tool-using turn, persists it and runs the cost hook', async () => {
-    const agent = await api.post('/v1/agents', { name: 'counter', instructions: 'Count words.' });
+    const agent = await api.post('/v1/agents', {
+      name: 'counter',
+      instructions: 'Count words.',
+      tools: ['word_count'],
+    });
     expect(agent.status).toBe(201);
     expect(agent.body.model).toBe('scripted/demo');
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
@@ -131,7 +135,11 @@ describe('a message travels end to end', () => {
   });
 
   it('runs the read-only calls of one round together and answers each exactly once', async () => {
-    const agent = await api.post('/v1/agents', { name: 'parallel', model: 'scripted/parallel' });
+    const agent = await api.post('/v1/agents', {
+      name: 'parallel',
+      model: 'scripted/parallel',
+      tools: ['word_count', 'current_time'],
+    });
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
     const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'a b' });
     const turn = await waitFor(async () => {

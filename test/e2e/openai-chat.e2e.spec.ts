@@ -104,6 +104,42 @@ describe('the message path through the openai SDK', () => {
     expect(Number(ledger[0].costUsd)).toBeCloseTo((100 * 0.15 + 20 * 0.075 + 15 * 0.6) / 1e6, 10);
   });
 
+  it('a new agent has no tools unless it names them; an unknown name is refused at creation', async () => {
+    const refused = await api.post('/v1/agents', { name: 'x', tools: ['word_count', 'rm_rf'] });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details.issues[0]).toMatchObject({
+      path: 'tools',
+      message: 'unknown tools: rm_rf',
+      available: expect.arrayContaining(['word_count', 'http_fetch']),
+    });
+
+    const agent = await api.post('/v1/agents', { name: 'bare', model: 'openai-chat/gpt-4o-mini' });
+    expect(agent.status).toBe(201);
+    expect(agent.body.tools).toEqual([]);
+    // The model calls a registered tool anyway: the agent does not have it, so it never runs.
+    llm.enqueue(
+      { kind: 'message', toolCalls: [{ id: 'call_x', name: 'word_count', arguments: '{"text":"a b"}' }] },
+      { kind: 'message', text: 'No tools here.' },
+    );
+    const before = llm.requests.length;
+    const session = await api.post('/v1/sessions', { agentId: agent.body.id });
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, { content: 'count a b' });
+    const turn = await waitFor(async () => {
+      const r = await api.get(`/v1/turns/${admitted.body.turnId}`);
+      return ['completed', 'failed'].includes(r.body.status) ? r.body : undefined;
+    });
+    expect(turn.status).toBe('completed');
+    const [first] = llm.requests.slice(before);
+    expect((first.body as { tools?: unknown[] }).tools ?? []).toEqual([]);
+    expect(turn.toolCalls).toEqual([
+      expect.objectContaining({
+        name: 'word_count',
+        status: 'failed',
+        error: expect.objectContaining({ kind: 'unknown_tool' }),
+      }),
+    ]);
+  });
+
   it('sends the first turn’s system prompt byte for byte on later turns, even after the agent changes', async () => {
     const agent = await api.post('/v1/agents', {
       name: 'stable',

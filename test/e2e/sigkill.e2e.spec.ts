@@ -40,7 +40,11 @@ describe('a harness worker killed mid-turn', () => {
   const turn = (id: string) => env.db.turn.findUniqueOrThrow({ where: { id } });
 
   it('loses nothing, resumes the turn and duplicates nothing', async () => {
-    const agent = await api.post('/v1/agents', { name: 'slow', model: 'scripted/slow-after-tool' });
+    const agent = await api.post('/v1/agents', {
+      name: 'slow',
+      model: 'scripted/slow-after-tool',
+      tools: ['word_count'],
+    });
     const s1 = (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id;
     const s2 = (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id;
 

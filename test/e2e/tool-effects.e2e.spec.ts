@@ -74,7 +74,11 @@ describe('tool effects across database restarts and killed workers', () => {
 
   /** Starts a turn of a fresh session whose model calls `tool` with a path of its own. */
   async function start(model: string) {
-    const agent = await api.post('/v1/agents', { name: `effects-${randomUUID().slice(0, 8)}`, model });
+    const agent = await api.post('/v1/agents', {
+      name: `effects-${randomUUID().slice(0, 8)}`,
+      model,
+      tools: ['effect_once', 'effect_idempotent'],
+    });
     expect(agent.status).toBe(201);
     const session = (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id as string;
     const file = path.join(dir, randomUUID());

@@ -41,7 +41,7 @@ describe('tracing', () => {
   });
 
   it('puts every hop of a message in one trace with the right parents', async () => {
-    const agent = await api.post('/v1/agents', { name: 'traced' });
+    const agent = await api.post('/v1/agents', { name: 'traced', tools: ['word_count'] });
     const session = await api.post('/v1/sessions', { agentId: agent.body.id });
     exporter.reset();
     const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, {

@@ -53,7 +53,17 @@ export const CreateAgentRequest = z.strictObject({
   instructions: z.string().max(100_000).optional(),
   model: ModelRef.optional(),
   fallbackModels: z.array(ModelRef).max(5).optional(),
-  tools: z.array(ToolName).max(100).optional(),
+  /**
+   * Tools the agent may call, by name; an unknown name is refused. Absent: none (issue 11), so a
+   * tool added to the deployment is never enabled silently.
+   */
+  tools: z
+    .array(ToolName)
+    .max(100)
+    .optional()
+    .describe(
+      'Tools the agent may call, by name (GET /v1/settings lists the available ones); absent or empty: the agent has no tools',
+    ),
   allowedSubagents: z.array(z.string().min(1).max(120)).max(50).optional(),
   /** Tools whose calls by this agent wait for a human decision (docs/adr/0013). */
   approvalRequired: z.array(ToolName).max(100).optional(),

@@ -57,7 +57,8 @@ export class AgentsController {
         instructions: b.instructions ?? '',
         model: b.model ?? this.config.DEFAULT_MODEL,
         fallbackModels: b.fallbackModels ?? [],
-        tools: b.tools ?? this.tools.names(),
+        // No tools unless named: a tool added to the deployment is never enabled silently.
+        tools: b.tools ?? [],
         allowedSubagents: b.allowedSubagents ?? [],
         approvalRequired: b.approvalRequired ?? [],
         budgets: b.budgets ?? {},
