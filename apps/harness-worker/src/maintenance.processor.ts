@@ -1,6 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
+import { Admission } from '@switchboard/admission';
 import type IORedis from 'ioredis';
 import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
@@ -9,6 +10,7 @@ import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
 import { ApprovalStore, sqlDbFor } from '@switchboard/store';
+import { flushIdleWakeHints } from '@switchboard/triage';
 import { Approvals, reconcileTurns } from '@switchboard/turns';
 
 /** Turns younger than this are left alone: their own enqueue may still be in flight. */
@@ -31,6 +33,7 @@ export class MaintenanceProcessor extends QueueWorker {
 
   /** Expiry of approvals (docs/adr/0013): built on first use, when the worker's logger is set. */
   private approvals?: Approvals;
+  private admission?: Admission;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -50,7 +53,14 @@ export class MaintenanceProcessor extends QueueWorker {
         const requeued = await reconcileTurns(this.db, this.turns, this.logger, {
           olderThanMs: RECONCILE_MIN_AGE_MS,
         });
-        this.logger.info({ task, requeued, expired }, 'maintenance task ran');
+        // Wake hints held while their session was busy become a system tick once it is idle (docs/adr/0018).
+        this.admission ??= new Admission(this.db, this.turns, this.logger);
+        const woken = await flushIdleWakeHints({
+          db: this.db,
+          admission: this.admission,
+          logger: this.logger,
+        });
+        this.logger.info({ task, requeued, expired, woken }, 'maintenance task ran');
         return requeued;
       }
     }

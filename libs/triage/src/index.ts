@@ -2,3 +2,4 @@ export * from './rules';
 export * from './triage';
 export * from './decide';
 export * from './outbound';
+export * from './wake';

@@ -6,12 +6,14 @@ import { resolveModelList, type PriceOverrides, type ProviderRegistry } from '@s
 import { parseTenantSettings } from '@switchboard/contracts';
 import { askModels, triggerFingerprint, type TriageCall } from './decide';
 import { applyRules, TriageAction, TriageRules, type TriggerEvent } from './rules';
+import { flushWakeHints, recordWakeHint } from './wake';
 
-/** Who made a delivery's decision (docs/adr/0018). */
-export type DecisionSource = 'rule' | 'model' | 'cache' | 'default';
+/** Who made a delivery's decision (docs/adr/0018); `mode`: the trigger's `wake_hint` delivery mode. */
+export type DecisionSource = 'rule' | 'model' | 'cache' | 'default' | 'mode';
 
 export interface TriageDecision {
-  action: TriageAction;
+  /** `wake_hint`: coalesced into the session's next system tick (a `wake_hint` trigger). */
+  action: TriageAction | 'wake_hint';
   reason: string;
   source: DecisionSource;
   /** The model whose answer was used (model), or the last one tried (default). */
@@ -74,6 +76,9 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
     eventType: payload.eventType,
     payload: payload.body,
   };
+
+  // A wake_hint trigger's deliveries never enter the transcript (seed 002 "Wake Hints").
+  if (trigger.deliveryMode === 'wake_hint') return wakeHint(deps, trigger, delivery, event);
 
   let decision: TriageDecision;
   if (delivery.decision !== null) {
@@ -255,4 +260,62 @@ async function decide(
     };
   }
   return { action: SAFE_DEFAULT_ACTION, reason: 'no rule matched', source: 'default', costUsd: 0 };
+}
+
+type DeliveryRow = NonNullable<Awaited<ReturnType<Db['triggerDelivery']['findUnique']>>>;
+
+/**
+ * A `wake_hint` trigger's delivery (docs/adr/0018): the trigger's rules may drop it (no model is
+ * asked: a wake hint carries no content to judge); otherwise it is counted into the pending hints
+ * of the trigger's session (its standing session, else one keyed by the trigger id), which become
+ * one `system_tick` as soon as that session is idle.
+ */
+async function wakeHint(
+  deps: TriageDeps,
+  trigger: TriggerRow,
+  delivery: DeliveryRow,
+  event: TriggerEvent,
+): Promise<TriageResult> {
+  const { db } = deps;
+  if (delivery.decision === 'drop') {
+    return { decision: { action: 'drop', reason: delivery.reason ?? '', source: 'rule', costUsd: 0 } };
+  }
+  if (delivery.decision === null) {
+    const rules = TriageRules.safeParse(trigger.rules);
+    const byRule = rules.success ? applyRules(rules.data, event) : null;
+    if (byRule?.action === 'drop') {
+      await db.triggerDelivery.updateMany({
+        where: { id: delivery.id, decision: null },
+        data: { decision: 'drop', reason: byRule.reason, decisionSource: 'rule', decidedAt: new Date() },
+      });
+      return { decision: { action: 'drop', reason: byRule.reason, source: 'rule', costUsd: 0 } };
+    }
+  }
+  let sessionId = trigger.sessionId;
+  if (!sessionId) {
+    await db.$executeRaw`
+      INSERT INTO sessions (id, tenant_id, agent_id, title, updated_at)
+      VALUES (${trigger.id}::uuid, ${trigger.tenantId}::uuid, ${trigger.agentId}::uuid,
+        ${`${trigger.name} wake hints`}, now())
+      ON CONFLICT (id) DO NOTHING`;
+    sessionId = trigger.id;
+  }
+  await recordWakeHint(db, {
+    deliveryRowId: delivery.id,
+    tenantId: trigger.tenantId,
+    agentId: trigger.agentId,
+    sessionId,
+    triggerId: trigger.id,
+    eventType: event.eventType ?? event.source,
+  });
+  const tick = await flushWakeHints(deps, sessionId);
+  return {
+    decision: {
+      action: 'wake_hint',
+      reason: 'coalesced into the next system tick',
+      source: 'mode',
+      costUsd: 0,
+    },
+    ...(tick ? { messageId: tick.messageId } : {}),
+  };
 }

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { Admission } from '@switchboard/admission';
+import { newId, QueueName } from '@switchboard/contracts';
+import type { Prisma } from '@switchboard/database';
+import { createLogger } from '@switchboard/observability';
+import { createRedis } from '@switchboard/queue';
+import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { triageDelivery, type TriageDeps } from './triage';
+import { flushIdleWakeHints } from './wake';
+
+/** Wake hints on real Postgres and BullMQ: coalesced while busy, one system tick when idle. */
+jest.setTimeout(30_000);
+
+describe('wake hints', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let queue: Queue;
+  let deps: TriageDeps;
+  let tenantId: string;
+  let agentId: string;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    deps = { db: env.db, admission: new Admission(env.db, queue, logger), logger };
+    tenantId = newId();
+    agentId = newId();
+    await env.db.tenant.create({ data: { id: tenantId, name: 'wake' } });
+    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'sleeper', model: 'scripted/echo' } });
+  });
+
+  afterAll(async () => {
+    await queue?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  async function trigger(rules: Prisma.InputJsonValue = []) {
+    const id = newId();
+    await env.db.trigger.create({
+      data: {
+        id,
+        tenantId,
+        agentId,
+        name: 'wake',
+        tokenHash: randomBytes(16).toString('hex'),
+        deliveryMode: 'wake_hint',
+        rules,
+      },
+    });
+    return id;
+  }
+
+  async function deliver(triggerId: string, eventType: string) {
+    const id = newId();
+    await env.db.triggerDelivery.create({
+      data: {
+        id,
+        tenantId,
+        triggerId,
+        deliveryId: `d-${id}`,
+        payload: { source: 'ext', eventType, body: { x: 1 } },
+      },
+    });
+    return { id, result: await triageDelivery(deps, { deliveryId: id, tenantId, trace: {} }) };
+  }
+
+  const messages = (sessionId: string) =>
+    env.db.message.findMany({ where: { sessionId }, orderBy: { createdAt: 'asc' } });
+
+  it('wakes an idle session at once, coalesces while it is busy, and ticks once when it is idle again', async () => {
+    const triggerId = await trigger();
+    const sessionId = triggerId;
+
+    const first = await deliver(triggerId, 'changed');
+    expect(first.result!.decision).toMatchObject({ action: 'wake_hint', source: 'mode' });
+    expect(first.result!.messageId).toEqual(expect.any(String));
+    let msgs = await messages(sessionId);
+    expect(msgs).toHaveLength(1);
+    expect(msgs[0]).toMatchObject({
+      kind: 'system_tick',
+      origin: { kind: 'system', subsystem: 'wake_hints' },
+      authorityClass: 'runtime_instruction',
+      priority: 'background',
+      metadata: { wakeHints: { count: 1, eventTypes: ['changed'], triggerIds: [triggerId] } },
+    });
+
+    // The tick's turn is queued: the session is busy, so hints are only counted.
+    const busy = [
+      await deliver(triggerId, 'changed'),
+      await deliver(triggerId, 'deleted'),
+      await deliver(triggerId, 'changed'),
+    ];
+    expect(busy.every((b) => b.result!.messageId === undefined)).toBe(true);
+    // A retried job counts its delivery once.
+    await triageDelivery(deps, { deliveryId: busy[0].id, tenantId, trace: {} });
+    expect(await messages(sessionId)).toHaveLength(1);
+    expect(await env.db.wakeHint.findUniqueOrThrow({ where: { sessionId } })).toMatchObject({
+      count: 3,
+      eventTypes: ['changed', 'deleted'],
+    });
+    expect(await env.db.message.count({ where: { sessionId, kind: 'webhook_event' } })).toBe(0);
+
+    // The sweep leaves a busy session alone.
+    expect(await flushIdleWakeHints(deps)).toBe(0);
+    await env.db.turn.updateMany({ where: { sessionId }, data: { status: 'completed' } });
+    expect(await flushIdleWakeHints(deps)).toBe(1);
+    msgs = await messages(sessionId);
+    expect(msgs).toHaveLength(2);
+    expect(msgs[1]).toMatchObject({
+      kind: 'system_tick',
+      metadata: { wakeHints: { count: 3, eventTypes: ['changed', 'deleted'] } },
+    });
+    expect(await env.db.wakeHint.findUnique({ where: { sessionId } })).toBeNull();
+    expect(await flushIdleWakeHints(deps)).toBe(0);
+  });
+
+  it("lets the trigger's rules drop a wake hint: nothing is counted", async () => {
+    const triggerId = await trigger([{ match: { eventType: 'heartbeat' }, action: 'drop', reason: 'noise' }]);
+    const { id, result } = await deliver(triggerId, 'heartbeat');
+    expect(result!.decision).toMatchObject({ action: 'drop', source: 'rule' });
+    expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      decision: 'drop',
+    });
+    expect(await env.db.wakeHint.findUnique({ where: { sessionId: triggerId } })).toBeNull();
+    expect(await env.db.message.count({ where: { sessionId: triggerId } })).toBe(0);
+  });
+});
