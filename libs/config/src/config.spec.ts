@@ -47,6 +47,14 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads HTTP_FETCH_ALLOW_HOSTS as a list of names, IPs and CIDR ranges', () => {
+    expect(
+      loadConfig({ HTTP_FETCH_ALLOW_HOSTS: ' localhost, 10.0.0.0/8,[::1],intranet.example. ' })
+        .HTTP_FETCH_ALLOW_HOSTS,
+    ).toEqual(['localhost', '10.0.0.0/8', '[::1]', 'intranet.example.']);
+    expect(loadConfig({}).HTTP_FETCH_ALLOW_HOSTS).toBeUndefined();
+  });
+
   it('parses the values it is given, coercing numbers', () => {
     const config = loadConfig({
       NODE_ENV: 'production',
@@ -141,6 +149,9 @@ describe('loadConfig', () => {
     ['CHECKPOINT_RETRY_MS', '-5'],
     ['WAIT_TIMEOUT_MS', '-1'],
     ['EXTRA_TOOL_MODULES', '/no/such/tools.ts'],
+    ['HTTP_FETCH_ALLOW_HOSTS', 'localhost,10.0.0.0/33'],
+    ['HTTP_FETCH_ALLOW_HOSTS', 'intranet/8'],
+    ['HTTP_FETCH_ALLOW_HOSTS', 'http://localhost'],
     ['MODEL_CONTEXT_WINDOWS', 'not json'],
     ['MODEL_CONTEXT_WINDOWS', '[8192]'],
     ['MODEL_CONTEXT_WINDOWS', '{"llama3": 8192}'],

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -65,6 +66,19 @@ const ModelPrices = z
     ),
   );
 
+/** A host name, an IP, or an IP/prefix (HTTP_FETCH_ALLOW_HOSTS). */
+function isAllowEntry(entry: string): boolean {
+  const [ip, prefix, extra] = entry.replace(/^\[|\]$/g, '').split('/');
+  const family = isIP(ip);
+  if (family === 0)
+    return (
+      prefix === undefined && /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/i.test(ip)
+    );
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return extra === undefined && /^\d+$/.test(prefix) && bits <= (family === 4 ? 32 : 128);
+}
+
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   DATABASE_URL: Url(['postgres:', 'postgresql:']).default('postgresql://postgres@127.0.0.1:5432/switchboard'),
@@ -126,10 +140,7 @@ export const ConfigSchema = z.object({
         .map((h) => h.trim())
         .filter(Boolean),
     )
-    .refine(
-      (hosts) => hosts.every((h) => /^[\w.:[\]/-]+$/.test(h)),
-      'must list host names, IPs or CIDR ranges',
-    )
+    .refine((hosts) => hosts.every(isAllowEntry), 'must list host names, IPs or CIDR ranges')
     .optional(),
   /** Longest a `wait` admission holds its response for the turn to end (and the cap on `wait: <seconds>`); 0 turns waiting off. */
   WAIT_TIMEOUT_MS: Int(60_000, 0),

@@ -7,7 +7,13 @@ import {
   type ModelResponse,
   type ToolCallRequest,
 } from '@switchboard/providers';
-import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
+import {
+  createHttpFetch,
+  defineTool,
+  ToolRegistry,
+  type SideEffect,
+  type ToolDefinition,
+} from '@switchboard/tools';
 import { TurnEngine } from './engine';
 import { defaultApprovalPolicy } from './gates';
 import { checkpoints, turnInput } from './test-support';
@@ -201,6 +207,10 @@ describe('the default approval policy', () => {
       expect(defaultApprovalPolicy(ctx(make('w', effect), untrusted))).toBe('untrusted_input');
     }
     expect(defaultApprovalPolicy(ctx(make('read', 'read_only'), untrusted))).toBeNull();
+    // http_fetch is `network`: a fetched URL can carry data out, so an untrusted turn asks first.
+    const httpFetch = createHttpFetch();
+    expect(defaultApprovalPolicy(ctx(httpFetch, untrusted))).toBe('untrusted_input');
+    expect(defaultApprovalPolicy(ctx(httpFetch, none))).toBeNull();
   });
 
   it('gates a side-effecting call of an untrusted turn in the engine', async () => {
