@@ -62,7 +62,7 @@ export const CreateAgentRequest = z.strictObject({
     .max(100)
     .optional()
     .describe(
-      'Tools the agent may call, by name (GET /v1/settings lists the available ones); absent or empty: the agent has no tools',
+      'Tools the agent may call, by name; an unknown name is refused (the error lists the available ones); absent or empty: the agent has no tools',
     ),
   allowedSubagents: z.array(z.string().min(1).max(120)).max(50).optional(),
   /** Tools whose calls by this agent wait for a human decision (docs/adr/0013). */
