@@ -1,44 +1,20 @@
 import { lookup as dnsLookup } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { newId, parseTenantSettings, type OutboundWebhookJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
+import { refusedAddress, refusedName } from '@switchboard/tools';
 
 /**
- * Addresses a notification may not reach unless allowlisted (docs/adr/0018): loopback, private,
- * link-local (cloud metadata), carrier-grade NAT, unspecified and unique-local ranges.
+ * True for an address a notification must not reach unless allowlisted: the same rules as
+ * `http_fetch` (libs/tools, docs/adr/0021): private, loopback, link-local, CGNAT, multicast,
+ * documentation ranges, anything but global unicast IPv6.
  */
-const BLOCKED = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-] as const) {
-  BLOCKED.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-] as const) {
-  BLOCKED.addSubnet(net, bits, 'ipv6');
-}
-
-/** True for an address a notification must not reach (IPv4-mapped IPv6 is read as IPv4). */
 export function isBlockedAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return BLOCKED.check(mapped[1], 'ipv4');
-  const family = isIP(address);
-  if (family === 0) return true;
-  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  return refusedAddress(address) !== null;
 }
 
 export class RefusedAddressError extends Error {}
@@ -152,9 +128,12 @@ function post(
   const target = new URL(url);
   const client = target.protocol === 'https:' ? https : http;
   const host = target.hostname.replace(/^\[|\]$/g, '');
-  // A literal IP never goes through the lookup: check it here.
-  if (isIP(host) !== 0 && !deps.allowHosts.has(host) && isBlockedAddress(host)) {
-    return Promise.reject(new RefusedAddressError(`${host} is a private address`));
+  // A literal IP never goes through the lookup: check it here. Metadata names are refused by name.
+  if (!deps.allowHosts.has(host.toLowerCase())) {
+    if (refusedName(host)) return Promise.reject(new RefusedAddressError(`${host} is a private address`));
+    if (isIP(host) !== 0 && isBlockedAddress(host)) {
+      return Promise.reject(new RefusedAddressError(`${host} is a private address`));
+    }
   }
   return new Promise((resolve, reject) => {
     const req = client.request(
