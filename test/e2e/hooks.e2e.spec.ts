@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { TERMINAL_TURN_STATUSES } from '@switchboard/contracts';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
@@ -22,7 +22,8 @@ describe('triggers and webhook ingress', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    stack = await startStack(env.config());
+    // Signing secrets sealed at rest (the OpenAPI and bad-input tests run without a key).
+    stack = await startStack(env.config({ TRIGGER_SECRET_KEY: randomBytes(32).toString('base64') }));
     ({ api } = await newTenant(stack.url, ADMIN, 'hooks-inc'));
     ({ api: other } = await newTenant(stack.url, ADMIN, 'someone-else'));
     const agent = await api.post('/v1/agents', { name: 'reactor', instructions: 'React to GitHub events.' });
@@ -87,6 +88,8 @@ describe('triggers and webhook ingress', () => {
     // Neither credential is stored as given: the token as its hash, and nothing lists either again.
     const row = await env.db.trigger.findUniqueOrThrow({ where: { id: created.body.id } });
     expect(row.tokenHash).not.toContain(created.body.path.split('/').pop());
+    expect(row.signingSecret).toMatch(/^enc:v1:/);
+    expect(row.signingSecret).not.toContain(created.body.signingSecret);
     const listed = await api.get('/v1/triggers');
     expect(JSON.stringify(listed.body)).not.toContain(created.body.signingSecret);
     expect(listed.body.data.map((t: { id: string }) => t.id)).toEqual([created.body.id]);

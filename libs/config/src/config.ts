@@ -88,6 +88,14 @@ export const ConfigSchema = z.object({
   PORT: Int(3000, 1),
   HOST: z.string().default('0.0.0.0'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /**
+   * Encrypts triggers' signing secrets at rest (AES-256-GCM, docs/adr/0019): base64 of 32 bytes.
+   * Unset: secrets are stored as given. Secrets written under a key cannot be read without it.
+   */
+  TRIGGER_SECRET_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, { message: 'must be the base64 of 32 bytes' })
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Largest request body the gateway accepts, in bytes. */
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),

@@ -12,9 +12,11 @@ import {
   TriggerScheme,
 } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
-import { DB } from '@switchboard/platform';
+import type { Config } from '@switchboard/config';
+import { CONFIG, DB } from '@switchboard/platform';
 import { TriageRules } from '@switchboard/triage';
 import { TenantId } from '../auth/guard';
+import { SecretBox } from '../hooks/secrets';
 import { generateSigningSecret, generateTriggerToken } from '../hooks/verify';
 import { CreateTriggerDto, RotateTriggerDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
@@ -66,7 +68,18 @@ function checkRules(rules: unknown): Prisma.InputJsonValue {
 @TenantApi('triggers')
 @Controller('v1/triggers')
 export class TriggersController {
-  constructor(@Inject(DB) private readonly db: Db) {}
+  private readonly secrets: SecretBox;
+
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.secrets = new SecretBox(config.TRIGGER_SECRET_KEY);
+  }
+
+  private sealed(secret: string | null | undefined): string | null {
+    return secret ? this.secrets.seal(secret) : null;
+  }
 
   @Post()
   @HttpCode(201)
@@ -104,7 +117,7 @@ export class TriggersController {
         name: body.name,
         tokenHash: hash,
         signatureScheme: body.scheme,
-        signingSecret: generated ?? body.signingSecret ?? null,
+        signingSecret: this.sealed(generated ?? body.signingSecret),
         deliveryMode: body.deliveryMode,
         sessionId: body.sessionId ?? null,
         rules,
@@ -196,7 +209,8 @@ export class TriggersController {
     const row = await this.db.trigger.update({
       where: { id: trigger.id },
       data: {
-        signingSecret: generated ?? body.signingSecret ?? null,
+        signingSecret: this.sealed(generated ?? body.signingSecret),
+        // Kept as stored (sealed or not): it is only ever read back through the same box.
         previousSigningSecret: grace > 0 ? trigger.signingSecret : null,
         previousSecretExpiresAt: grace > 0 ? new Date(Date.now() + grace * 1000) : null,
       },
