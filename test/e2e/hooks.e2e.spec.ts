@@ -148,6 +148,19 @@ describe('triggers and webhook ingress', () => {
       await env.db.message.count({ where: { sessionId: message.sessionId, kind: 'webhook_event' } }),
     ).toBe(1);
 
+    // The journal of the delivery's session: one admission, one turn, completed.
+    const events = await api.get(`/v1/sessions/${message.sessionId}/events`);
+    const types = events.body.data.map((e: { type: string }) => e.type);
+    expect(types.filter((t: string) => t === 'message_admitted')).toHaveLength(1);
+    expect(types.filter((t: string) => t === 'turn_completed')).toHaveLength(1);
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toMatch(
+      /switchboard_webhook_deliveries_total\{scheme="github",outcome="accepted",service="gateway"\} 1\b/,
+    );
+    expect(metrics).toMatch(
+      /switchboard_webhook_deliveries_total\{scheme="github",outcome="duplicate",service="gateway"\} 4\b/,
+    );
+
     // A sixth replay after the turn: still the same delivery, still nothing new.
     const before = await counts();
     const late = await deliver(

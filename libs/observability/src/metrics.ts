@@ -62,6 +62,12 @@ export class Metrics {
     labelNames: ['purpose', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly webhookDeliveries = new Counter({
+    name: 'switchboard_webhook_deliveries_total',
+    help: 'Webhook deliveries to triggers by scheme and outcome (accepted, duplicate, refused, not_found)',
+    labelNames: ['scheme', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly hooks = new Counter({
     name: 'switchboard_hook_runs_total',
     help: 'Post-turn hook runs by hook and outcome',

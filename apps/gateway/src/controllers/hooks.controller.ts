@@ -14,9 +14,9 @@ import {
 } from '@switchboard/contracts';
 import type pg from 'pg';
 import { poolOf, type Db } from '@switchboard/database';
-import type { Logger } from '@switchboard/observability';
+import type { Logger, Metrics } from '@switchboard/observability';
 import type { Config } from '@switchboard/config';
-import { CONFIG, DB, LOGGER } from '@switchboard/platform';
+import { CONFIG, DB, LOGGER, METRICS } from '@switchboard/platform';
 import { publish } from '@switchboard/queue';
 import { Public } from '../auth/guard';
 import {
@@ -121,6 +121,7 @@ export class HooksController {
     @Inject(getQueueToken(QueueName.Triage)) private readonly triage: Queue,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(CONFIG) config: Config,
+    @Inject(METRICS) private readonly metrics: Metrics,
   ) {
     this.pool = poolOf(db);
     this.box = new SecretBox(config.TRIGGER_SECRET_KEY);
@@ -152,7 +153,10 @@ export class HooksController {
           )
         ).rows[0]
       : undefined;
-    if (!trigger || trigger.revokedAt) throw notFound('trigger');
+    if (!trigger || trigger.revokedAt) {
+      this.metrics.webhookDeliveries.inc({ scheme: 'unknown', outcome: 'not_found' });
+      throw notFound('trigger');
+    }
     const raw = req.rawBody;
     if (!raw)
       throw new AppError('bad_request', 'a delivery needs a JSON body (Content-Type: application/json)');
@@ -167,6 +171,7 @@ export class HooksController {
     } catch (err) {
       if (!(err instanceof SignatureError)) throw err;
       this.logger.info({ triggerId: trigger.id, reason: err.message }, 'webhook delivery refused');
+      this.metrics.webhookDeliveries.inc({ scheme, outcome: 'refused' });
       throw new AppError('unauthorized', `signature refused: ${err.message}`);
     }
 
@@ -207,6 +212,7 @@ export class HooksController {
     );
     if (inserted.rowCount === 1) {
       await publish(this.triage, Jobs.triage, { deliveryId: id, tenantId: trigger.tenantId });
+      this.metrics.webhookDeliveries.inc({ scheme, outcome: 'accepted' });
       return { deliveryId: id, duplicate: false };
     }
     // A replay: its statement ran after the first one committed, so this read sees that row.
@@ -220,6 +226,7 @@ export class HooksController {
     if (existing.decision === null) {
       await publish(this.triage, Jobs.triage, { deliveryId: existing.id, tenantId: trigger.tenantId });
     }
+    this.metrics.webhookDeliveries.inc({ scheme, outcome: 'duplicate' });
     return { deliveryId: existing.id, duplicate: true };
   }
 
