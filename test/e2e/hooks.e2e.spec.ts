@@ -300,6 +300,21 @@ describe('triggers and webhook ingress', () => {
     expect((await deliver(tokRotated.body.path, '{}', {})).status).toBe(202);
   });
 
+  it('stores one delivery when its replays arrive at the same time', async () => {
+    const created = await api.post('/v1/triggers', { agentId, name: 'gh-race', scheme: 'github' });
+    const raw = JSON.stringify({ action: 'labeled' });
+    const delivery = randomUUID();
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        deliver(created.body.path, raw, githubHeaders(created.body.signingSecret, raw, delivery)),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(202));
+    expect(new Set(answers.map((a) => a.body.deliveryId)).size).toBe(1);
+    expect(answers.filter((a) => !a.body.duplicate)).toHaveLength(1);
+    expect(await env.db.triggerDelivery.count({ where: { triggerId: created.body.id } })).toBe(1);
+  });
+
   it('accepts Slack v0 signatures and refuses a 6-minute-old request', async () => {
     const secret = 'abcdef0123456789abcdef0123456789';
     const slack = await api.post('/v1/triggers', {
