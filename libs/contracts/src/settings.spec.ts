@@ -231,3 +231,34 @@ describe('applySettingsUpdate', () => {
     });
   });
 });
+
+describe('notify endpoint settings (docs/adr/0018)', () => {
+  const secret = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+
+  it('reads the URL and secret only as a valid pair', () => {
+    expect(parseTenantSettings({ notifyUrl: 'https://h.example/x', notifySecret: secret })).toMatchObject({
+      notifyUrl: 'https://h.example/x',
+      notifySecret: secret,
+    });
+    expect(parseTenantSettings({ notifyUrl: 'https://h.example/x' }).notifyUrl).toBeUndefined();
+    expect(
+      parseTenantSettings({ notifyUrl: 'file:///etc/passwd', notifySecret: secret }).notifyUrl,
+    ).toBeUndefined();
+    expect(
+      parseTenantSettings({ notifyUrl: 'https://h.example/x', notifySecret: 'whsec_c2hvcnQ=' }).notifySecret,
+    ).toBe(undefined);
+  });
+
+  it('needs a secret with a URL, keeps the secret when the URL moves, and null removes both', () => {
+    expect(() => applySettingsUpdate({}, { notifyUrl: 'https://h.example/x' })).toThrow(
+      'notifyUrl needs a notifySecret',
+    );
+    const set = applySettingsUpdate({}, { notifyUrl: 'https://h.example/x', notifySecret: secret });
+    const moved = applySettingsUpdate(set, { notifyUrl: 'https://h.example/y' });
+    expect(moved).toMatchObject({ notifyUrl: 'https://h.example/y', notifySecret: secret });
+    const removed = applySettingsUpdate(moved, { notifyUrl: null });
+    expect(parseTenantSettings(removed).notifyUrl).toBeUndefined();
+    expect(parseTenantSettings(removed).notifySecret).toBeUndefined();
+    expect(UpdateSettingsRequest.safeParse({ notifySecret: null }).success).toBe(false);
+  });
+});
