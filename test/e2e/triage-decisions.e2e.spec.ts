@@ -164,4 +164,62 @@ describe('triage decisions and signed notifications', () => {
     // Nothing entered a transcript: notify is not a turn.
     expect(await env.db.message.count({ where: { tenantId } })).toBe(0);
   });
+
+  it('wake_hint deliveries through the ingress: one system tick while idle, then coalesced, never a webhook message', async () => {
+    const agent = await api.post('/v1/agents', {
+      name: 'sleeper',
+      instructions: 'Check the tracker when woken.',
+    });
+    expect(agent.status).toBe(201);
+    const created = await api.post('/v1/triggers', {
+      agentId: agent.body.id,
+      name: 'tracker',
+      scheme: 'token',
+      deliveryMode: 'wake_hint',
+    });
+    expect(created.status).toBe(201);
+    const triggerId: string = created.body.id;
+    const hook = (n: number, type: string) =>
+      fetch(`${gateway.url}${created.body.path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': `wake-${n}` },
+        body: JSON.stringify({ type, ticket: n }),
+      });
+    const before = llm.requests.length;
+
+    expect((await hook(1, 'ticket.updated')).status).toBe(202);
+    // No harness runs here: the tick's turn stays queued, so the session stays busy.
+    const [tick] = await waitFor(
+      async () => {
+        const rows = await env.db.message.findMany({ where: { sessionId: triggerId } });
+        return rows.length > 0 ? rows : undefined;
+      },
+      { what: 'the first wake hint to become a system tick' },
+    );
+    expect(tick).toMatchObject({
+      kind: 'system_tick',
+      authorityClass: 'runtime_instruction',
+      metadata: { wakeHints: { count: 1, eventTypes: ['ticket.updated'], triggerIds: [triggerId] } },
+    });
+
+    for (const [n, type] of [
+      [2, 'ticket.updated'],
+      [3, 'ticket.closed'],
+      [3, 'ticket.closed'], // a replay of the same delivery id: deduplicated by the ingress
+    ] as const) {
+      expect((await hook(n, type)).status).toBe(202);
+    }
+    const pending = await waitFor(
+      async () => {
+        const row = await env.db.wakeHint.findUnique({ where: { sessionId: triggerId } });
+        return row && row.count === 2 ? row : undefined;
+      },
+      { what: 'the busy session to coalesce two wake hints' },
+    );
+    expect(pending.eventTypes).toEqual(['ticket.updated', 'ticket.closed']);
+    expect(await env.db.message.count({ where: { sessionId: triggerId } })).toBe(1);
+    expect(await env.db.message.count({ where: { tenantId, kind: 'webhook_event' } })).toBe(0);
+    // A wake hint asks no model.
+    expect(llm.requests.length).toBe(before);
+  });
 });
