@@ -1177,7 +1177,10 @@ function mergeUsage(a: TurnChanges['usage'], b: TurnChanges['usage']): TurnChang
  * A `spawn_reactor` triage decision (docs/adr/0018) runs a light turn: its webhook message carries
  * `metadata.triage.maxIterations`, which can only lower the agent's iteration budget.
  */
-export function reactorCap<B extends { maxIterations: number }>(budget: B, own: readonly TranscriptEntry[]): B {
+export function reactorCap<B extends { maxIterations: number }>(
+  budget: B,
+  own: readonly TranscriptEntry[],
+): B {
   let cap = budget.maxIterations;
   for (const m of own) {
     if (m.kind !== 'webhook_event') continue;
