@@ -7,6 +7,10 @@ import { createGateway } from '../../apps/gateway/src/gateway';
 import { Api, type ApiResponse } from '../support/api';
 import { FIXTURES, startHarness } from '../support/stack';
 
+// One test walks every operation (success and error cases, streams included): on two busy cores it
+// takes well over the default 5 s.
+jest.setTimeout(60_000);
+
 /**
  * The OpenAPI document against the running gateway: every operation is called for real (a success
  * and an error), each answer's status must be documented for that operation and its body must
