@@ -344,6 +344,24 @@ describe('triggers and webhook ingress', () => {
       verified: true,
       payload: { source: 'slack', eventType: 'app_mention' },
     });
+
+    // Slack's Request URL handshake: signed, answered with its challenge, nothing stored.
+    const before = await env.db.triggerDelivery.count();
+    const handshake = JSON.stringify({
+      token: 'legacy',
+      challenge: 'c-3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+      type: 'url_verification',
+    });
+    const signHandshake = (ts: number) => ({
+      'x-slack-request-timestamp': String(ts),
+      'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${handshake}`).digest('hex')}`,
+    });
+    const answered = await deliver(slack.body.path, handshake, signHandshake(now));
+    expect(answered.status).toBe(200);
+    expect(answered.body).toEqual({ challenge: 'c-3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' });
+    // Unsigned (or stale), the handshake is refused like any delivery.
+    expect((await deliver(slack.body.path, handshake, signHandshake(now - 360))).status).toBe(401);
+    expect(await env.db.triggerDelivery.count()).toBe(before);
   });
 
   it('validates the trigger API and keeps triggers to their tenant', async () => {

@@ -60,7 +60,11 @@ const OPEN_OBJECTS = [
   'Turn/properties/failure',
 ];
 /** Operations a request option gives a second success: `wait` on admission answers 200 with the ended turn. */
-const TWO_SUCCESSES: Record<string, string[]> = { admitMessage: ['200', '202'], cancelTurn: ['200', '202'] };
+const TWO_SUCCESSES: Record<string, string[]> = {
+  admitMessage: ['200', '202'],
+  cancelTurn: ['200', '202'],
+  deliverHook: ['200', '202'],
+};
 /** Operations that cannot be made to fail from outside. */
 const NO_ERROR_CASE = ['getHealth', 'getMetrics'];
 

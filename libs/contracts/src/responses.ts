@@ -117,6 +117,12 @@ export const HookDeliveryResponse = z
   .register(ApiSchemas, { id: 'HookDelivery' });
 export type HookDeliveryResponse = z.infer<typeof HookDeliveryResponse>;
 
+/** Slack's signed `url_verification` handshake, answered with its challenge (nothing is stored). */
+export const SlackChallengeResponse = z
+  .strictObject({ challenge: z.string() })
+  .register(ApiSchemas, { id: 'SlackChallenge' });
+export type SlackChallengeResponse = z.infer<typeof SlackChallengeResponse>;
+
 export const CreatedTenantResponse = z
   .strictObject({
     tenant: TenantResponse,

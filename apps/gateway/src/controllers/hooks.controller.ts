@@ -1,8 +1,8 @@
-import { Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import { ApiTags } from '@nestjs/swagger';
 import type { Queue } from 'bullmq';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   AppError,
   findInvalidText,
@@ -11,6 +11,7 @@ import {
   newId,
   notFound,
   QueueName,
+  SlackChallengeResponse,
 } from '@switchboard/contracts';
 import type pg from 'pg';
 import { poolOf, type Db } from '@switchboard/database';
@@ -135,11 +136,17 @@ export class HooksController {
     status: 202,
     schema: HookDeliveryResponse,
     errors: [400, 401, 404, 409, 413, 415],
+    alternative: {
+      status: 200,
+      schema: SlackChallengeResponse,
+      description: "A Slack trigger's signed url_verification request: its challenge echoed, nothing stored",
+    },
   })
   async deliver(
     @Param('token') token: string,
     @Req() req: FastifyRequest & RawBodyRequest,
-  ): Promise<HookDeliveryResponse> {
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<HookDeliveryResponse | SlackChallengeResponse> {
     // Unknown, malformed and revoked tokens are one answer: nothing tells a guesser which it was.
     // Plain pg on this path, not Prisma: a Prisma model query costs ~3 ms of CPU (docs/adr/0002).
     const trigger = isTriggerToken(token)
@@ -180,6 +187,14 @@ export class HooksController {
     const invalid = findInvalidText(body);
     if (invalid.length > 0) {
       throw new AppError('validation_failed', 'the body has text that cannot be stored', { issues: invalid });
+    }
+    // Slack confirms an Events API Request URL with a signed url_verification event that must be
+    // answered with its challenge; it is not an event, so nothing is stored or triaged.
+    const challenge =
+      scheme === 'slack' && field(body, 'type') === 'url_verification' ? field(body, 'challenge') : undefined;
+    if (challenge !== undefined) {
+      reply.status(200);
+      return { challenge };
     }
     const deliveryId = deliveryIdOf(scheme, req.headers, body);
     if (!deliveryId || !DELIVERY_ID.test(deliveryId)) {
