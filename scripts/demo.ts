@@ -139,6 +139,7 @@ Where to look:
   the turn          curl -H "Authorization: Bearer ${key}" ${BASE}/v1/turns/${admitted.turnId}
   the transcript    curl -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/messages
   the journal       curl -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/events
+  the live stream   curl -N -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/stream
   metrics           ${BASE}/metrics  (workers: :9464 :9465 :9466)
   tenant            ${tenant.id}
   admin token       ${ADMIN_TOKEN}
