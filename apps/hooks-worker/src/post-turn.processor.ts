@@ -1,11 +1,12 @@
 import { Inject } from '@nestjs/common';
-import { UnrecoverableError, type Job } from 'bullmq';
+import { getQueueToken } from '@nestjs/bullmq';
+import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { postTurnHook } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
-import { consume } from '@switchboard/queue';
+import { consume, publish } from '@switchboard/queue';
 import { sqlDbFor, type SqlDb } from '@switchboard/store';
 
 /** Runs post-turn hooks, one job per (turn, hook), each retried on its own. */
@@ -17,6 +18,7 @@ export class PostTurnProcessor extends QueueWorker {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(METRICS) private readonly metrics: Metrics,
+    @Inject(getQueueToken(QueueName.OutboundWebhooks)) private readonly outbound: Queue,
   ) {
     super();
     this.sql = sqlDbFor(poolOf(db), 'hooks', metrics);
@@ -32,7 +34,16 @@ export class PostTurnProcessor extends QueueWorker {
         if (!hook) throw new UnrecoverableError(`no handler for post-turn hook ${data.hook}`);
         try {
           const outcome = await hook(
-            { db: this.db, sql: this.sql, logger: this.logger, metrics: this.metrics },
+            {
+              db: this.db,
+              sql: this.sql,
+              logger: this.logger,
+              metrics: this.metrics,
+              notify: (n) =>
+                publish(this.outbound, Jobs.outboundWebhook, n, {
+                  backoff: { type: 'exponential', delay: this.config.OUTBOUND_WEBHOOK_BACKOFF_MS },
+                }),
+            },
             data,
           );
           this.metrics.hooks.inc({ hook: data.hook, outcome });

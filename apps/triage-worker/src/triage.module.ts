@@ -53,7 +53,10 @@ export class TriageModule {
             fallbackModel: config.TRIAGE_FALLBACK_MODEL,
             cacheTtlMs: config.TRIAGE_CACHE_TTL_MS,
             prices: config.MODEL_PRICES,
-            notify: (job) => publish(outbound, Jobs.outboundWebhook, job),
+            notify: (job) =>
+              publish(outbound, Jobs.outboundWebhook, job, {
+                backoff: { type: 'exponential', delay: config.OUTBOUND_WEBHOOK_BACKOFF_MS },
+              }),
           }),
         },
         TriageProcessor,

@@ -187,6 +187,8 @@ export const ConfigSchema = z.object({
     .optional(),
   /** How long one outbound notification attempt waits for the endpoint's answer. */
   OUTBOUND_WEBHOOK_TIMEOUT_MS: Int(10_000, 100),
+  /** The first retry delay of an outbound notification (exponential after it); tests make it small. */
+  OUTBOUND_WEBHOOK_BACKOFF_MS: Int(5_000, 10),
   /** Session lease: how long a crashed worker's session stays locked. */
   SESSION_LEASE_MS: Int(30_000, 500),
   /** BullMQ lock duration and stalled-job check interval. */

@@ -45,7 +45,8 @@ export const TriageJob = z.object({
 });
 export type TriageJob = z.infer<typeof TriageJob>;
 
-export const PostTurnHookName = z.enum(['cost-log']);
+/** `completion-webhook`: the signed `turn.*` notification to the tenant's notify endpoint (docs/adr/0018). */
+export const PostTurnHookName = z.enum(['cost-log', 'completion-webhook']);
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 
 /** One job per (turn, hook): job id = `${turnId}.${hook}` (BullMQ ids cannot contain ":"). */
@@ -149,7 +150,10 @@ export const Jobs = {
     keepCompletedSeconds: DAY,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof PostTurnJob>,
-  /** Retries with exponential backoff: 5 s, 10 s, 20 s … about 21 minutes over 8 attempts. */
+  /**
+   * Retries with exponential backoff: 5 s, 10 s, 20 s … about 21 minutes over 8 attempts. Producers
+   * pass OUTBOUND_WEBHOOK_BACKOFF_MS as the first delay (`publish`'s `backoff` option).
+   */
   outboundWebhook: {
     queue: QueueName.OutboundWebhooks,
     schema: OutboundWebhookJob,

@@ -1,4 +1,4 @@
-import { newId, type PostTurnJob } from '@switchboard/contracts';
+import { newId, type OutboundWebhookJob, type PostTurnJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { recordCostLog, type SqlDb } from '@switchboard/store';
@@ -9,6 +9,8 @@ export interface HookContext {
   sql: SqlDb;
   logger: Logger;
   metrics: Metrics;
+  /** Publishes a signed notification on `outbound-webhooks` (the completion-webhook hook's only output). */
+  notify?: (job: Omit<OutboundWebhookJob, 'trace'>) => Promise<unknown>;
 }
 
 /**

@@ -1,2 +1,3 @@
+export * from './completion-webhook';
 export * from './cost-log';
 export * from './registry';

@@ -1,4 +1,5 @@
 import type { PostTurnHookName, PostTurnJob } from '@switchboard/contracts';
+import { runCompletionWebhook } from './completion-webhook';
 import { runCostLog, type HookContext } from './cost-log';
 
 export type HookOutcome = 'written' | 'already_done' | 'skipped';
@@ -11,6 +12,7 @@ export type PostTurnHook = (ctx: HookContext, job: PostTurnJob) => Promise<HookO
  */
 export const postTurnHooks: { readonly [K in PostTurnHookName]: PostTurnHook } = {
   'cost-log': runCostLog,
+  'completion-webhook': runCompletionWebhook,
 };
 
 /** The handler for a hook name, or undefined for a name this build does not know. */
