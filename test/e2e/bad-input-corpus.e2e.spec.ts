@@ -564,6 +564,26 @@ describe('bad input corpus', () => {
     ['an unknown parameter', 'colour=red', 400, 'validation_failed'],
   ];
   cases.push(
+    ...(
+      [
+        ['an unknown groupBy', 'groupBy=tenant'],
+        ['groupBy with SQL', 'groupBy=day;DROP%20TABLE%20ledger_entries'],
+        ['a quoted groupBy', 'groupBy=%22day%22'],
+        ['groupBy of 500 characters', `groupBy=${'day,'.repeat(125)}`],
+        ['a NUL in groupBy', 'groupBy=day%00'],
+        ['a nonsense from', 'from=nonsense'],
+        ['an epoch number as to', 'to=1767225600000'],
+        ['from after to', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z'],
+        ['a window of ten years', 'from=2016-01-01T00:00:00Z&to=2026-01-01T00:00:00Z'],
+        ['from twice', 'from=2026-01-01T00:00:00Z&from=2026-01-02T00:00:00Z'],
+        ['an unknown parameter', 'colour=red'],
+      ] as const
+    ).map(([what, query]) => ({
+      name: `usage: ${what}`,
+      run: () => api.get(`/v1/usage?${query}`),
+      status: 400,
+      code: 'validation_failed',
+    })),
     {
       name: 'list approvals: an unknown status',
       run: () => api.get('/v1/approvals?status=maybe'),

@@ -542,6 +542,10 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(events.body.data.length).toBeGreaterThan(3);
     await run('listEvents', 400, { auth: key, params: { id: session.body.id }, query: 'after=-1' });
     await run('listEvents', 404, { auth: key, params: { id: unknown } });
+    // Usage: the ledger now holds the turn's cost.
+    const usage = await run('getUsage', 200, { auth: key, query: 'groupBy=day,agent,session,model' });
+    expect(usage.body.totals.entries).toBeGreaterThan(0);
+    await run('getUsage', 400, { auth: key, query: 'groupBy=tenant' });
     // The SSE streams: an ended turn's stream replays its history and ends.
     const turnStream = await run('streamTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
     expect(turnStream.body).toMatch(/event: turn_completed\ndata: /);

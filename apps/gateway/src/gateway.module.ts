@@ -38,6 +38,7 @@ import { TriggersController } from './controllers/triggers.controller';
 import { SchedulesController } from './controllers/schedules.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
+import { UsageController } from './controllers/usage.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { InFlightRequests } from './http/in-flight';
@@ -121,6 +122,7 @@ export class GatewayModule {
         TriggersController,
         HooksController,
         SchedulesController,
+        UsageController,
       ],
       providers: [
         {

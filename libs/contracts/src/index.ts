@@ -8,4 +8,5 @@ export * from './text';
 export * from './responses';
 export * from './schedules';
 export * from './triggers';
+export * from './usage';
 export * from './chat-completions';

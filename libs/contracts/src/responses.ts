@@ -14,6 +14,7 @@ import { ERROR_CODES } from './errors';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
 import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
 import { SchedulePayload } from './schedules';
+import { USAGE_DIMENSIONS } from './usage';
 
 /**
  * Response bodies of the HTTP API. The gateway's presenters are typed by these schemas and the
@@ -358,6 +359,38 @@ export const SettingsResponse = z
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;
+
+/** Ledger sums (GET /v1/usage): tokens as integers, USD as an exact decimal string. */
+const UsageSums = {
+  inputTokens: z.int(),
+  outputTokens: z.int(),
+  cachedTokens: z.int(),
+  costUsd: Usd,
+  /** Ledger entries summed: one per provider call. */
+  entries: z.int(),
+};
+
+/** GET /v1/usage: the tenant's token and cost sums over `[from, to)`, in total and per group. */
+export const UsageResponse = z
+  .strictObject({
+    from: Timestamp,
+    to: Timestamp,
+    groupBy: z.array(z.enum(USAGE_DIMENSIONS)),
+    totals: z.strictObject(UsageSums),
+    /** One per combination of the groupBy dimensions that has entries, in ascending order of them. */
+    groups: z.array(
+      z.strictObject({
+        /** The UTC day, YYYY-MM-DD. */
+        day: z.iso.date().optional(),
+        agentId: Id.optional(),
+        sessionId: Id.optional(),
+        model: z.string().optional(),
+        ...UsageSums,
+      }),
+    ),
+  })
+  .register(ApiSchemas, { id: 'Usage' });
+export type UsageResponse = z.infer<typeof UsageResponse>;
 
 export const HealthResponse = z
   .strictObject({ status: z.literal('ok') })

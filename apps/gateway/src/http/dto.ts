@@ -17,6 +17,7 @@ import {
   UpdateAgentRequest,
   UpdateScheduleRequest,
   UpdateSettingsRequest,
+  UsageQuery,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -37,3 +38,4 @@ export class CreateTriggerDto extends createZodDto(CreateTriggerRequest) {}
 export class RotateTriggerDto extends createZodDto(RotateTriggerRequest) {}
 export class CreateScheduleDto extends createZodDto(CreateScheduleRequest) {}
 export class UpdateScheduleDto extends createZodDto(UpdateScheduleRequest) {}
+export class UsageQueryDto extends createZodDto(UsageQuery) {}

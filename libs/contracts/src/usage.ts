@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/** What GET /v1/usage can group the cost ledger by; `day` buckets are UTC calendar days. */
+export const USAGE_DIMENSIONS = ['day', 'agent', 'session', 'model'] as const;
+export type UsageDimension = (typeof USAGE_DIMENSIONS)[number];
+
+const DAY_MS = 24 * 3600 * 1000;
+/** The widest window one request may sum: a year and a day (a leap year fits). */
+export const USAGE_MAX_RANGE_DAYS = 366;
+/** The window when `from` is absent: the 30 days before `to`. */
+export const USAGE_DEFAULT_RANGE_DAYS = 30;
+
+const Instant = z.iso
+  .datetime({ offset: true })
+  .transform((s) => new Date(s))
+  .pipe(z.date());
+
+const GroupBy = z
+  .string()
+  .max(100)
+  .transform((s) => s.split(','))
+  .pipe(
+    z
+      .array(z.enum(USAGE_DIMENSIONS))
+      .refine((dims) => new Set(dims).size === dims.length, 'must not name a dimension twice'),
+  );
+
+/**
+ * GET /v1/usage: the window `[from, to)` (ISO timestamps; `to` defaults to now, `from` to 30 days
+ * before `to`, at most 366 days wide) and `groupBy`, a comma list of day|agent|session|model
+ * (default `day`).
+ */
+export const UsageQuery = z
+  .strictObject({
+    from: Instant.optional(),
+    to: Instant.optional(),
+    groupBy: GroupBy.optional(),
+  })
+  .transform((q) => {
+    const to = q.to ?? new Date();
+    const from = q.from ?? new Date(to.getTime() - USAGE_DEFAULT_RANGE_DAYS * DAY_MS);
+    return { from, to, groupBy: q.groupBy ?? (['day'] as UsageDimension[]) };
+  })
+  .refine((q) => q.from < q.to, { message: 'from must be before to', path: ['from'] })
+  .refine((q) => q.to.getTime() - q.from.getTime() <= USAGE_MAX_RANGE_DAYS * DAY_MS, {
+    message: `the window may span at most ${USAGE_MAX_RANGE_DAYS} days`,
+    path: ['to'],
+  });
+export type UsageQuery = z.infer<typeof UsageQuery>;
