@@ -18,6 +18,10 @@ const Instant = z.iso
 const GroupBy = z
   .string()
   .max(100)
+  .regex(new RegExp(`^(${USAGE_DIMENSIONS.join('|')})(,(${USAGE_DIMENSIONS.join('|')}))*$`), {
+    message: `must be a comma list of ${USAGE_DIMENSIONS.join(', ')}`,
+  })
+  .describe('A comma list of day|agent|session|model, each at most once (default: day).')
   .transform((s) => s.split(','))
   .pipe(
     z
@@ -32,8 +36,10 @@ const GroupBy = z
  */
 export const UsageQuery = z
   .strictObject({
-    from: Instant.optional(),
-    to: Instant.optional(),
+    from: Instant.optional().describe('Start of the window, inclusive (default: 30 days before `to`).'),
+    to: Instant.optional().describe(
+      'End of the window, exclusive (default: now); at most 366 days after `from`.',
+    ),
     groupBy: GroupBy.optional(),
   })
   .transform((q) => {
