@@ -8,9 +8,10 @@ import { consume } from '@switchboard/queue';
 import { RefusedAddressError, sendNotification } from '@switchboard/triage';
 
 /**
- * Sends signed `notify` notifications (Standard Webhooks, docs/adr/0018), one attempt per job
- * attempt; retries and backoff are the job definition's (`Jobs.outboundWebhook`). Every attempt is
- * logged in `outbound_webhook_attempts`. A private endpoint is refused without retrying.
+ * Sends signed notifications — triage `notify` and completion webhooks (Standard Webhooks,
+ * docs/adr/0018), one attempt per job attempt; retries are the job definition's
+ * (`Jobs.outboundWebhook`), the backoff the producer's (OUTBOUND_WEBHOOK_BACKOFF_MS). Every attempt
+ * is logged in `outbound_webhook_attempts`. A private endpoint is refused without retrying.
  */
 @QueueProcessor(QueueName.OutboundWebhooks, 'TRIAGE_CONCURRENCY')
 export class OutboundWebhookProcessor extends QueueWorker {
