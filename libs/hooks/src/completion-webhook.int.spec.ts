@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import { newId, type OutboundWebhookJob } from '@switchboard/contracts';
+import { poolOf } from '@switchboard/database';
+import { createLogger, Metrics } from '@switchboard/observability';
+import { sqlDbFor } from '@switchboard/store';
+import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import { COMPLETION_FINAL_TEXT_MAX, runCompletionWebhook } from './completion-webhook';
+import type { HookContext } from './cost-log';
+
+/** The completion-webhook hook's choices on real Postgres; the send itself is the e2e's. */
+jest.setTimeout(30_000);
+
+describe('runCompletionWebhook', () => {
+  let env: TestEnv;
+  let seq = 0;
+  const published: Omit<OutboundWebhookJob, 'trace'>[] = [];
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+  });
+
+  afterAll(async () => {
+    await env?.cleanup();
+  });
+
+  const ctx = (): HookContext => {
+    const metrics = new Metrics('test');
+    return {
+      db: env.db,
+      sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
+      logger,
+      metrics,
+      notify: async (job) => published.push(job),
+    };
+  };
+
+  async function tenant(withEndpoint: boolean) {
+    const ids = await seedTenant(env.db, `t-${newId()}`);
+    if (withEndpoint) {
+      await env.db.tenant.update({
+        where: { id: ids.tenantId },
+        data: { settings: { notifyUrl: 'https://receiver.example/hooks', notifySecret: secret } },
+      });
+    }
+    const sessionId = newId();
+    await env.db.session.create({ data: { id: sessionId, tenantId: ids.tenantId, agentId: ids.agentId } });
+    return { ...ids, sessionId };
+  }
+
+  async function turn(
+    t: { tenantId: string; agentId: string; sessionId: string },
+    data: { status: string; finalText?: string | null },
+  ) {
+    const id = newId();
+    await env.db.turn.create({
+      data: {
+        id,
+        tenantId: t.tenantId,
+        sessionId: t.sessionId,
+        agentId: t.agentId,
+        seq: ++seq,
+        inputMessageId: newId(),
+        completedAt: new Date(),
+        ...data,
+      },
+    });
+    return id;
+  }
+
+  const run = (turnId: string, tenantId: string) =>
+    runCompletionWebhook(ctx(), { turnId, tenantId, hook: 'completion-webhook', trace: {} });
+
+  beforeEach(() => {
+    published.length = 0;
+  });
+
+  it('publishes one job per run with the webhook id derived from the turn; a long finalText is cut', async () => {
+    const t = await tenant(true);
+    const id = await turn(t, { status: 'completed', finalText: 'x'.repeat(COMPLETION_FINAL_TEXT_MAX + 10) });
+    expect(await run(id, t.tenantId)).toBe('written');
+    expect(await run(id, t.tenantId)).toBe('written');
+    expect(published.map((j) => j.webhookId)).toEqual([`msg_turn_${id}`, `msg_turn_${id}`]);
+    expect(published[0]).toEqual(published[1]);
+    expect(published[0]).toMatchObject({
+      tenantId: t.tenantId,
+      event: 'turn.completed',
+      payload: { type: 'turn.completed', finalTextTruncated: true, costUsd: '0.00000000' },
+    });
+    expect((published[0].payload.finalText as string).length).toBe(COMPLETION_FINAL_TEXT_MAX);
+  });
+
+  it('skips a tenant without an endpoint, a turn that has not ended, and another tenant’s turn', async () => {
+    const quiet = await tenant(false);
+    expect(await run(await turn(quiet, { status: 'completed' }), quiet.tenantId)).toBe('skipped');
+    const loud = await tenant(true);
+    expect(await run(await turn(loud, { status: 'running' }), loud.tenantId)).toBe('skipped');
+    const other = await turn(quiet, { status: 'failed' });
+    expect(await run(other, loud.tenantId)).toBe('skipped');
+    expect(published).toEqual([]);
+  });
+
+  it('maps failed and cancelled, with a null finalText', async () => {
+    const t = await tenant(true);
+    await run(await turn(t, { status: 'failed', finalText: null }), t.tenantId);
+    await run(await turn(t, { status: 'cancelled' }), t.tenantId);
+    expect(published.map((j) => [j.event, j.payload.finalText, j.payload.finalTextTruncated])).toEqual([
+      ['turn.failed', null, false],
+      ['turn.cancelled', null, false],
+    ]);
+  });
+});
