@@ -1,13 +1,13 @@
 import {
   costOf,
   ProviderError,
+  tracedComplete,
   type ChatMessage,
   type ModelResponse,
   type ProviderRegistry,
   type ToolSpec,
   type TransportDiagnostics,
 } from '@switchboard/providers';
-import { tracedComplete } from './traced-call';
 import type { FailureArtifact, ProviderAttempt, TurnCheckpoints, TurnInput } from './types';
 
 export interface ModelRoundOptions {

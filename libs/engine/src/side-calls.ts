@@ -1,12 +1,12 @@
 import {
   costOf,
   ProviderError,
+  tracedComplete,
   type ChatMessage,
   type PriceOverrides,
   type ProviderRegistry,
 } from '@switchboard/providers';
 import { evidenceBlock } from './context';
-import { tracedComplete } from './traced-call';
 import type { SideCallRecord } from './types';
 
 /**

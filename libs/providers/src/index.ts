@@ -1,4 +1,5 @@
 export * from './anthropic';
+export * from './call';
 export * from './errors';
 export * from './openai-chat';
 export * from './openai-responses';

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { SpanKind, withSpan } from '@switchboard/observability';
 import {
   costOf,
   ProviderError,
+  tracedComplete,
   type ChatMessage,
   type PriceOverrides,
   type ProviderRegistry,
@@ -101,19 +101,10 @@ export async function askModels(
   for (const ref of refs) {
     try {
       const resolved = providers.resolve(ref);
-      const r = await withSpan(
-        `chat ${resolved.model}`,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: {
-            'gen_ai.operation.name': 'chat',
-            'gen_ai.system': resolved.provider.name,
-            'gen_ai.request.model': resolved.model,
-            'switchboard.side_call.purpose': 'triage',
-          },
-        },
-        () =>
-          resolved.provider.complete({ model: resolved.model, messages, tools: [], signal: options.signal }),
+      const r = await tracedComplete(
+        resolved,
+        { messages, tools: [], signal: options.signal },
+        { 'switchboard.side_call.purpose': 'triage' },
       );
       const cost = costOf(resolved.provider.name, resolved.model, r.usage, r.reportedCostUsd, options.prices);
       costUsd += cost.usd;

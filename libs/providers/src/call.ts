@@ -1,5 +1,6 @@
 import { SpanKind, withSpan } from '@switchboard/observability';
-import type { ModelRequest, ModelResponse, ResolvedModel } from '@switchboard/providers';
+import type { ResolvedModel } from './registry';
+import type { ModelRequest, ModelResponse } from './types';
 
 /**
  * One provider call inside an OpenTelemetry GenAI client span (`chat <model>`),
