@@ -492,6 +492,7 @@ export class TurnEngine {
             () =>
               tool.execute(parsed.data, {
                 tenantId: input.tenantId,
+                agentId: input.agentId,
                 sessionId: input.sessionId,
                 turnId: input.turnId,
                 callId: call.id,

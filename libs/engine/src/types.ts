@@ -26,6 +26,8 @@ export interface TurnInput {
   turnId: string;
   tenantId: string;
   sessionId: string;
+  /** The agent the turn runs as; tools scoped to an agent (memory, sub-agents) read it from their context. */
+  agentId?: string;
   systemPrompt: string;
   /** Earlier turns, oldest first. */
   history: ChatMessage[];

@@ -6,6 +6,8 @@ export type SideEffect = 'read_only' | 'local_write' | 'network' | 'destructive'
 
 export interface ToolContext {
   tenantId: string;
+  /** The agent the turn runs as (absent only where a caller runs a tool outside a turn's agent). */
+  agentId?: string;
   sessionId: string;
   turnId: string;
   callId: string;

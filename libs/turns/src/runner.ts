@@ -379,6 +379,7 @@ export class TurnRunner {
               turnId: turn.id,
               tenantId: turn.tenantId,
               sessionId: turn.sessionId,
+              agentId: agent.id,
               systemPrompt,
               history: history.messages,
               turnMessages: own.map(toChatMessage),
