@@ -1,0 +1,2 @@
+// Tools a tenant brings through MCP servers (issue 11).
+export {};
