@@ -1,2 +1,2 @@
 // Sub-agents as child turns tracked by tasks, and the built-in archetypes (issue 11).
-export {};
+export * from './archetypes';
