@@ -116,8 +116,11 @@ describe('a harness worker killed mid-turn', () => {
     expect(second.startedAt!.getTime()).toBeGreaterThanOrEqual(first.completedAt!.getTime());
 
     // And each finished turn got its post-turn hook exactly once.
-    await waitFor(async () => (await env.db.hookRun.count({ where: { turnId: { in: ids } } })) === 3, {
-      what: 'cost-log hooks',
-    });
+    await waitFor(
+      async () => (await env.db.hookRun.count({ where: { turnId: { in: ids }, hook: 'cost-log' } })) === 3,
+      {
+        what: 'cost-log hooks',
+      },
+    );
   });
 });

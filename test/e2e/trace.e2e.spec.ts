@@ -7,6 +7,7 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
+import { PostTurnHookName } from '@switchboard/contracts';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
 import { startStack } from '../support/stack';
@@ -15,6 +16,9 @@ import { startStack } from '../support/stack';
  * One trace covers admit → queue → turn (a span per provider call and per tool
  * call) → post-turn hook, carried across BullMQ in job data.
  */
+/** Every terminal turn gets one post-turn job per hook name. */
+const HOOKS = PostTurnHookName.options.length;
+
 describe('tracing', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -52,8 +56,8 @@ describe('tracing', () => {
     const spans = await waitFor(
       () => {
         const all = exporter.getFinishedSpans();
-        // One post-turn job per hook (cost-log, completion-webhook).
-        return all.filter((s) => s.name === 'post-turn process').length === 2 ? all : undefined;
+        // One post-turn job per hook name.
+        return all.filter((s) => s.name === 'post-turn process').length === HOOKS ? all : undefined;
       },
       { what: 'the post-turn hook spans' },
     );
@@ -87,10 +91,8 @@ describe('tracing', () => {
         'chat demo',
         'chat demo',
         'execute_tool word_count',
-        'post-turn publish',
-        'post-turn publish',
-        'post-turn process',
-        'post-turn process',
+        ...Array<string>(HOOKS).fill('post-turn publish'),
+        ...Array<string>(HOOKS).fill('post-turn process'),
       ].sort(),
     );
 

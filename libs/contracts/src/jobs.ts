@@ -45,8 +45,19 @@ export const TriageJob = z.object({
 });
 export type TriageJob = z.infer<typeof TriageJob>;
 
-/** `completion-webhook`: the signed `turn.*` notification to the tenant's notify endpoint (docs/adr/0018). */
-export const PostTurnHookName = z.enum(['cost-log', 'completion-webhook']);
+/**
+ * `completion-webhook`: the signed `turn.*` notification to the tenant's notify endpoint (docs/adr/0018).
+ * `learning`: the turn's tool calls added to the agent's per-tool statistics.
+ * `archivist`: durable facts distilled by a model into the agent's memory (also for cancelled turns).
+ * `episodic-index`: the turn as one searchable memory record (docs/adr/0022).
+ */
+export const PostTurnHookName = z.enum([
+  'cost-log',
+  'completion-webhook',
+  'learning',
+  'archivist',
+  'episodic-index',
+]);
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 
 /** One job per (turn, hook): job id = `${turnId}.${hook}` (BullMQ ids cannot contain ":"). */

@@ -235,6 +235,160 @@ describe('runCostLog', () => {
     expect(await counter(metrics.costUsd, labels)).toBeCloseTo(0.75, 10);
   });
 
+  describe('the tenant spend roll-up (tenant_spend_daily)', () => {
+    /** A fresh tenant with an agent and a session, so its roll-up holds only what the test adds. */
+    async function freshTenant(name: string) {
+      const t = await seedTenant(env.db, name);
+      const session = newId();
+      await env.db.session.create({ data: { id: session, tenantId: t.tenantId, agentId: t.agentId } });
+      let n = 0;
+      return {
+        tenantId: t.tenantId,
+        /** An ended turn with ledger entries at the given times and costs. */
+        async turn(entries: { at: string; costUsd: string; input?: number; output?: number }[]) {
+          const id = newId();
+          await env.db.turn.create({
+            data: {
+              id,
+              tenantId: t.tenantId,
+              sessionId: session,
+              agentId: t.agentId,
+              seq: ++n,
+              inputMessageId: newId(),
+              status: 'completed',
+            },
+          });
+          await env.db.ledgerEntry.createMany({
+            data: entries.map((e, i) => ({
+              id: newId(),
+              tenantId: t.tenantId,
+              agentId: t.agentId,
+              sessionId: session,
+              turnId: id,
+              key: `${id}:${i}:0`,
+              provider: 'openai',
+              model: 'm',
+              inputTokens: e.input ?? 10,
+              outputTokens: e.output ?? 5,
+              cachedTokens: 1,
+              costUsd: new Prisma.Decimal(e.costUsd),
+              costSource: 'rate_table',
+              createdAt: new Date(e.at),
+            })),
+          });
+          return id;
+        },
+      };
+    }
+
+    const spend = (tenant: string) =>
+      env.db.$queryRaw<
+        {
+          day: string;
+          costUsd: string;
+          inputTokens: number;
+          outputTokens: number;
+          cachedTokens: number;
+          providerCalls: number;
+          turns: number;
+        }[]
+      >`SELECT to_char(day, 'YYYY-MM-DD') AS day, cost_usd::text AS "costUsd", input_tokens::int AS "inputTokens",
+          output_tokens::int AS "outputTokens", cached_tokens::int AS "cachedTokens",
+          provider_calls AS "providerCalls", turns
+        FROM tenant_spend_daily WHERE tenant_id = ${tenant}::uuid ORDER BY day`;
+
+    it('adds each turn exactly once, per UTC day of its entries, however runs race or repeat', async () => {
+      const t = await freshTenant('spend-race');
+      const other = await freshTenant('spend-other');
+      // 40 turns with costs that drift in floating point (0.1 + 0.2 ...), 3 entries each, one day.
+      const costs = ['0.10000001', '0.20000002', '0.30000003'];
+      const turns = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          t.turn(
+            costs.map((c, j) => ({ at: `2026-11-20T10:${String(i).padStart(2, '0')}:0${j}Z`, costUsd: c })),
+          ),
+        ),
+      );
+      const foreign = await other.turn([{ at: '2026-11-20T12:00:00Z', costUsd: '5' }]);
+
+      // Every turn's hook runs 3 times at once, all turns at the same time, plus the other tenant's.
+      const runs = await Promise.all([
+        ...turns.flatMap((id) => [1, 2, 3].map(() => runCostLog(ctx(), job(id, t.tenantId)))),
+        runCostLog(ctx(), job(foreign, other.tenantId)),
+      ]);
+      expect(runs.filter((r) => r === 'written')).toHaveLength(41);
+
+      const expected = {
+        day: '2026-11-20',
+        costUsd: '24.00000240',
+        inputTokens: 40 * 3 * 10,
+        outputTokens: 40 * 3 * 5,
+        cachedTokens: 40 * 3,
+        providerCalls: 120,
+        turns: 40,
+      };
+      expect(await spend(t.tenantId)).toEqual([expected]);
+      expect(await spend(other.tenantId)).toEqual([
+        {
+          day: '2026-11-20',
+          costUsd: '5.00000000',
+          inputTokens: 10,
+          outputTokens: 5,
+          cachedTokens: 1,
+          providerCalls: 1,
+          turns: 1,
+        },
+      ]);
+      // The roll-up agrees with the ledger it summarises.
+      const [ledger] = await env.db.$queryRaw<{ sum: string }[]>`
+        SELECT sum(cost_usd)::numeric(20, 8)::text AS sum FROM ledger_entries WHERE tenant_id = ${t.tenantId}::uuid`;
+      expect(ledger.sum).toBe(expected.costUsd);
+
+      // A later re-run of every job adds nothing.
+      const again = await Promise.all(turns.map((id) => runCostLog(ctx(), job(id, t.tenantId))));
+      expect(new Set(again)).toEqual(new Set(['already_done']));
+      expect(await spend(t.tenantId)).toEqual([expected]);
+    });
+
+    it('splits a turn across midnight by its entries, counting the turn on the day it ended', async () => {
+      const t = await freshTenant('spend-midnight');
+      const id = await t.turn([
+        { at: '2026-11-21T23:59:59.900Z', costUsd: '0.5', input: 7, output: 3 },
+        { at: '2026-11-22T00:00:00.100Z', costUsd: '0.25', input: 2, output: 1 },
+      ]);
+      expect(await runCostLog(ctx(), job(id, t.tenantId))).toBe('written');
+      expect(await spend(t.tenantId)).toEqual([
+        {
+          day: '2026-11-21',
+          costUsd: '0.50000000',
+          inputTokens: 7,
+          outputTokens: 3,
+          cachedTokens: 1,
+          providerCalls: 1,
+          turns: 0,
+        },
+        {
+          day: '2026-11-22',
+          costUsd: '0.25000000',
+          inputTokens: 2,
+          outputTokens: 1,
+          cachedTokens: 1,
+          providerCalls: 1,
+          turns: 1,
+        },
+      ]);
+      // A turn with no provider call adds no row; a skipped (foreign-tenant) job adds nothing.
+      const empty = await t.turn([]);
+      expect(await runCostLog(ctx(), job(empty, t.tenantId))).toBe('written');
+      const foreign = await t.turn([{ at: '2026-11-22T01:00:00Z', costUsd: '9' }]);
+      expect(await runCostLog(ctx(), job(foreign, newId()))).toBe('skipped');
+      expect((await spend(t.tenantId)).map((r) => [r.day, r.costUsd, r.turns])).toEqual([
+        ['2026-11-21', '0.50000000', 0],
+        ['2026-11-22', '0.25000000', 1],
+      ]);
+    });
+  });
+
   it.each(['queued', 'running', 'awaiting_approval'])(
     'skips a %s turn and writes nothing',
     async (status) => {

@@ -1,6 +1,9 @@
 import type { PostTurnHookName, PostTurnJob } from '@switchboard/contracts';
+import { runArchivist } from './archivist';
 import { runCompletionWebhook } from './completion-webhook';
 import { runCostLog, type HookContext } from './cost-log';
+import { runEpisodicIndex } from './episodic';
+import { runLearning } from './learning';
 
 export type HookOutcome = 'written' | 'already_done' | 'skipped';
 export type PostTurnHook = (ctx: HookContext, job: PostTurnJob) => Promise<HookOutcome>;
@@ -13,6 +16,9 @@ export type PostTurnHook = (ctx: HookContext, job: PostTurnJob) => Promise<HookO
 export const postTurnHooks: { readonly [K in PostTurnHookName]: PostTurnHook } = {
   'cost-log': runCostLog,
   'completion-webhook': runCompletionWebhook,
+  archivist: runArchivist,
+  'episodic-index': runEpisodicIndex,
+  learning: runLearning,
 };
 
 /** The handler for a hook name, or undefined for a name this build does not know. */

@@ -44,7 +44,9 @@ interface CostLogRow {
  * The cost-log hook's one statement (docs/adr/0010): reads the turn (it must be the job's tenant's
  * and terminal), sums its ledger in SQL (exact numeric, 8 places), and inserts the `hook_runs` row
  * `ON CONFLICT (turn_id, hook) DO NOTHING`, so a re-run, or runs racing for one turn, write one row
- * and exactly one of them is told `written`. One transaction, one round trip.
+ * and exactly one of them is told `written`. Only that run adds the turn's ledger, per UTC day of its
+ * entries, to `tenant_spend_daily` (the tenant's spend roll-up): the roll-up counts each turn exactly
+ * once however often the hook runs. One transaction, one round trip.
  */
 export async function recordCostLog(
   db: SqlRunner,
@@ -82,6 +84,32 @@ export async function recordCostLog(
       SELECT ${job.id}::uuid, tenant_id, turn_id, 'cost-log', 'completed', output, now() FROM line
       ON CONFLICT (turn_id, hook) DO NOTHING
       RETURNING output
+    ),
+    per_day AS (
+      SELECT (created_at AT TIME ZONE 'UTC')::date AS day, sum(cost_usd) AS cost_usd,
+        sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+        sum(cached_tokens) AS cached_tokens, count(*) AS calls, max(created_at) AS last_at
+      FROM ledger_entries WHERE turn_id = (SELECT id FROM t)
+      GROUP BY 1
+    ),
+    spend AS (
+      INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,
+        provider_calls, turns, updated_at)
+      SELECT t.tenant_id, d.day, d.cost_usd, d.input_tokens, d.output_tokens, d.cached_tokens, d.calls,
+        CASE WHEN d.last_at = (SELECT max(last_at) FROM per_day) THEN 1 ELSE 0 END, now()
+      FROM t, per_day d
+      -- Only the run that inserted the hook_runs row adds the turn; days in order, so two turns
+      -- spanning the same midnight lock the same rows in the same order.
+      WHERE EXISTS (SELECT 1 FROM ins)
+      ORDER BY d.day
+      ON CONFLICT (tenant_id, day) DO UPDATE SET
+        cost_usd = tenant_spend_daily.cost_usd + excluded.cost_usd,
+        input_tokens = tenant_spend_daily.input_tokens + excluded.input_tokens,
+        output_tokens = tenant_spend_daily.output_tokens + excluded.output_tokens,
+        cached_tokens = tenant_spend_daily.cached_tokens + excluded.cached_tokens,
+        provider_calls = tenant_spend_daily.provider_calls + excluded.provider_calls,
+        turns = tenant_spend_daily.turns + excluded.turns,
+        updated_at = now()
     )
     SELECT EXISTS (SELECT 1 FROM t) AS found,
       (SELECT output FROM ins) AS line,
@@ -93,4 +121,136 @@ export async function recordCostLog(
   if (!row?.found) return { kind: 'skipped' };
   if (!row.line) return { kind: 'already_done' };
   return { kind: 'written', line: row.line, byModel: row.byModel };
+}
+
+/** One tool's calls in one turn, as the `learning` hook run recorded them (hook_runs.output.tools). */
+export interface TurnToolUse {
+  tool: string;
+  calls: number;
+  failures: number;
+  /** Failure count per tool error kind (the tool error envelope's `kind`). */
+  failuresByKind: Record<string, number>;
+  totalLatencyMs: number;
+  maxLatencyMs: number;
+}
+
+export type LearningResult =
+  { kind: 'skipped' } | { kind: 'already_done' } | { kind: 'written'; tools: TurnToolUse[] };
+
+/**
+ * The learning hook's one statement: reads the turn (the job's tenant's, terminal), rolls its finished
+ * tool calls (`completed` or `failed`; a call a cancel cut short never finished) up per tool, inserts the
+ * `hook_runs (turn_id, 'learning')` row `ON CONFLICT DO NOTHING`, and only when that row is new adds the
+ * roll-up to the agent's `agent_tool_stats` rows. A re-run, or runs racing for one turn, add nothing.
+ */
+export async function recordLearning(
+  db: SqlRunner,
+  job: { id: string; turnId: string; tenantId: string },
+): Promise<LearningResult> {
+  const row = await db.first<{ found: boolean; tools: TurnToolUse[] | null }>(sql`
+    WITH t AS (
+      SELECT id, tenant_id, agent_id FROM turns
+      WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
+        AND status = ANY(${[...TERMINAL_TURN_STATUSES]}::text[])
+    ),
+    c AS (
+      SELECT name AS tool, status = 'failed' AS failed, coalesce(error->>'kind', 'unknown') AS kind,
+        coalesce(duration_ms, 0) AS ms, coalesce(completed_at, started_at, now()) AS at
+      FROM tool_calls
+      WHERE turn_id = (SELECT id FROM t) AND tenant_id = ${job.tenantId}::uuid
+        AND status IN ('completed', 'failed')
+    ),
+    kinds AS (
+      SELECT tool, jsonb_object_agg(kind, n) AS by_kind
+      FROM (SELECT tool, kind, count(*)::int AS n FROM c WHERE failed GROUP BY tool, kind) k
+      GROUP BY tool
+    ),
+    per_tool AS (
+      SELECT a.*, coalesce(k.by_kind, '{}'::jsonb) AS by_kind
+      FROM (
+        SELECT tool, count(*)::int AS calls, (count(*) FILTER (WHERE failed))::int AS failures,
+          sum(ms)::bigint AS total_ms, max(ms)::int AS max_ms, max(at) AS last_used_at,
+          max(at) FILTER (WHERE failed) AS last_failed_at,
+          (array_agg(kind ORDER BY at DESC) FILTER (WHERE failed))[1] AS last_failure_kind
+        FROM c GROUP BY tool) a
+      LEFT JOIN kinds k ON k.tool = a.tool
+    ),
+    ins AS (
+      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
+      SELECT ${job.id}::uuid, t.tenant_id, t.id, 'learning', 'completed', jsonb_build_object(
+        'agentId', t.agent_id,
+        'tools', (SELECT coalesce(jsonb_agg(jsonb_build_object('tool', tool, 'calls', calls,
+            'failures', failures, 'failuresByKind', by_kind, 'totalLatencyMs', total_ms,
+            'maxLatencyMs', max_ms) ORDER BY tool), '[]'::jsonb) FROM per_tool)), now()
+      FROM t
+      ON CONFLICT (turn_id, hook) DO NOTHING
+      RETURNING output
+    ),
+    stats AS (
+      INSERT INTO agent_tool_stats (tenant_id, agent_id, tool, calls, failures, failures_by_kind,
+        total_latency_ms, max_latency_ms, last_used_at, last_failed_at, last_failure_kind, updated_at)
+      SELECT t.tenant_id, t.agent_id, p.tool, p.calls, p.failures, p.by_kind, p.total_ms, p.max_ms,
+        p.last_used_at, p.last_failed_at, p.last_failure_kind, now()
+      FROM t, per_tool p
+      -- Only the run that inserted the hook_runs row; tools in order, so concurrent turns of one
+      -- agent lock its rows in the same order.
+      WHERE EXISTS (SELECT 1 FROM ins)
+      ORDER BY p.tool
+      ON CONFLICT (agent_id, tool) DO UPDATE SET
+        calls = agent_tool_stats.calls + excluded.calls,
+        failures = agent_tool_stats.failures + excluded.failures,
+        failures_by_kind = (
+          SELECT coalesce(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
+            SELECT key, sum(value::int) AS total FROM (
+              SELECT * FROM jsonb_each_text(agent_tool_stats.failures_by_kind)
+              UNION ALL SELECT * FROM jsonb_each_text(excluded.failures_by_kind)) kv
+            GROUP BY key) merged),
+        total_latency_ms = agent_tool_stats.total_latency_ms + excluded.total_latency_ms,
+        max_latency_ms = greatest(agent_tool_stats.max_latency_ms, excluded.max_latency_ms),
+        last_used_at = greatest(agent_tool_stats.last_used_at, excluded.last_used_at),
+        last_failed_at = greatest(agent_tool_stats.last_failed_at, excluded.last_failed_at),
+        last_failure_kind = CASE
+          WHEN excluded.last_failed_at IS NOT NULL AND (agent_tool_stats.last_failed_at IS NULL
+            OR excluded.last_failed_at >= agent_tool_stats.last_failed_at)
+          THEN excluded.last_failure_kind ELSE agent_tool_stats.last_failure_kind END,
+        updated_at = now()
+    )
+    SELECT EXISTS (SELECT 1 FROM t) AS found, (SELECT output->'tools' FROM ins) AS tools
+  `);
+  if (!row?.found) return { kind: 'skipped' };
+  if (!row.tools) return { kind: 'already_done' };
+  return { kind: 'written', tools: row.tools };
+}
+
+/** An agent's tool statistics as GET /v1/agents/:id shows them. */
+export interface AgentToolStatus {
+  tool: string;
+  calls: number;
+  failures: number;
+  failuresByKind: Record<string, number>;
+  /** failures / calls, rounded to 4 places; 0 with no calls. */
+  failureRate: number;
+  avgLatencyMs: number;
+  maxLatencyMs: number;
+  lastUsedAt: string | null;
+  lastFailedAt: string | null;
+  lastFailureKind: string | null;
+}
+
+/** The agent's `agent_tool_stats` rows, by tool name (the tenant's rows only). */
+export async function agentToolStatus(
+  db: SqlRunner,
+  q: { tenantId: string; agentId: string },
+): Promise<AgentToolStatus[]> {
+  return db.rows<AgentToolStatus>(sql`
+    SELECT tool, calls, failures, failures_by_kind AS "failuresByKind",
+      CASE WHEN calls = 0 THEN 0 ELSE round(failures::numeric / calls, 4)::float8 END AS "failureRate",
+      CASE WHEN calls = 0 THEN 0 ELSE round(total_latency_ms::numeric / calls)::int END AS "avgLatencyMs",
+      max_latency_ms AS "maxLatencyMs",
+      to_char(last_used_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastUsedAt",
+      to_char(last_failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastFailedAt",
+      last_failure_kind AS "lastFailureKind"
+    FROM agent_tool_stats
+    WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
+    ORDER BY tool`);
 }

@@ -1,0 +1,247 @@
+import { newId } from '@switchboard/contracts';
+import { createDatabase, poolOf } from '@switchboard/database';
+import { createLogger, Metrics } from '@switchboard/observability';
+import { agentToolStatus, sqlDbFor } from '@switchboard/store';
+import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import type { HookContext } from './cost-log';
+import { runLearning } from './learning';
+
+/** The learning post-turn hook: per agent and tool, each ended turn's tool calls counted exactly once. */
+jest.setTimeout(30_000);
+
+describe('runLearning', () => {
+  let env: TestEnv;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+  });
+
+  afterAll(async () => {
+    await env?.cleanup();
+  });
+
+  const ctx = (): HookContext => ({
+    db: env.db,
+    sql: sqlDbFor(poolOf(env.db), 'hooks'),
+    logger,
+    metrics: new Metrics('test'),
+  });
+  const job = (turnId: string, tenantId: string) => ({
+    turnId,
+    tenantId,
+    hook: 'learning' as const,
+    trace: {},
+  });
+
+  interface Call {
+    name: string;
+    status: 'completed' | 'failed' | 'running';
+    ms: number;
+    at: string;
+    kind?: string;
+  }
+
+  async function agent(name: string) {
+    const t = await seedTenant(env.db, name);
+    const sessionId = newId();
+    await env.db.session.create({ data: { id: sessionId, tenantId: t.tenantId, agentId: t.agentId } });
+    let seq = 0;
+    return {
+      ...t,
+      /** An ended turn (status given) with these tool calls. */
+      async turn(calls: Call[], status = 'completed') {
+        const id = newId();
+        await env.db.turn.create({
+          data: {
+            id,
+            tenantId: t.tenantId,
+            sessionId,
+            agentId: t.agentId,
+            seq: ++seq,
+            inputMessageId: newId(),
+            status,
+          },
+        });
+        await env.db.toolCall.createMany({
+          data: calls.map((c, i) => ({
+            id: newId(),
+            tenantId: t.tenantId,
+            sessionId,
+            turnId: id,
+            callId: `call_${i}`,
+            name: c.name,
+            arguments: {},
+            sideEffect: 'read_only',
+            status: c.status,
+            idempotencyKey: `${id}:call_${i}`,
+            error:
+              c.status === 'failed'
+                ? { ok: false, kind: c.kind ?? 'execution_failed', message: 'x', retryable: false }
+                : undefined,
+            startedAt: new Date(Date.parse(c.at) - c.ms),
+            completedAt: c.status === 'running' ? null : new Date(c.at),
+            durationMs: c.status === 'running' ? null : c.ms,
+          })),
+        });
+        return id;
+      },
+    };
+  }
+
+  it('adds a turn’s calls per tool, then answers already_done and adds nothing', async () => {
+    const a = await agent('learn');
+    const turnId = await a.turn([
+      { name: 'http_fetch', status: 'completed', ms: 120, at: '2026-11-20T10:00:01.000Z' },
+      { name: 'http_fetch', status: 'failed', ms: 30, at: '2026-11-20T10:00:02.000Z', kind: 'timeout' },
+      { name: 'http_fetch', status: 'failed', ms: 50, at: '2026-11-20T10:00:03.000Z', kind: 'http_error' },
+      { name: 'word_count', status: 'completed', ms: 2, at: '2026-11-20T10:00:04.000Z' },
+      // Cut short by a cancel: never finished, not counted.
+      { name: 'word_count', status: 'running', ms: 0, at: '2026-11-20T10:00:05.000Z' },
+    ]);
+
+    expect(await runLearning(ctx(), job(turnId, a.tenantId))).toBe('written');
+    const run = await env.db.hookRun.findUniqueOrThrow({
+      where: { turnId_hook: { turnId, hook: 'learning' } },
+    });
+    expect(run).toMatchObject({ tenantId: a.tenantId, status: 'completed' });
+    expect(run.output).toEqual({
+      agentId: a.agentId,
+      tools: [
+        {
+          tool: 'http_fetch',
+          calls: 3,
+          failures: 2,
+          failuresByKind: { timeout: 1, http_error: 1 },
+          totalLatencyMs: 200,
+          maxLatencyMs: 120,
+        },
+        { tool: 'word_count', calls: 1, failures: 0, failuresByKind: {}, totalLatencyMs: 2, maxLatencyMs: 2 },
+      ],
+    });
+    const status = [
+      {
+        tool: 'http_fetch',
+        calls: 3,
+        failures: 2,
+        failuresByKind: { timeout: 1, http_error: 1 },
+        failureRate: 0.6667,
+        avgLatencyMs: 67,
+        maxLatencyMs: 120,
+        lastUsedAt: '2026-11-20T10:00:03.000Z',
+        lastFailedAt: '2026-11-20T10:00:03.000Z',
+        lastFailureKind: 'http_error',
+      },
+      {
+        tool: 'word_count',
+        calls: 1,
+        failures: 0,
+        failuresByKind: {},
+        failureRate: 0,
+        avgLatencyMs: 2,
+        maxLatencyMs: 2,
+        lastUsedAt: '2026-11-20T10:00:04.000Z',
+        lastFailedAt: null,
+        lastFailureKind: null,
+      },
+    ];
+    const sql = ctx().sql;
+    expect(await agentToolStatus(sql, { tenantId: a.tenantId, agentId: a.agentId })).toEqual(status);
+
+    expect(await runLearning(ctx(), job(turnId, a.tenantId))).toBe('already_done');
+    expect(await agentToolStatus(sql, { tenantId: a.tenantId, agentId: a.agentId })).toEqual(status);
+    // Another tenant cannot read the agent's statistics.
+    expect(await agentToolStatus(sql, { tenantId: newId(), agentId: a.agentId })).toEqual([]);
+  });
+
+  it('is one statement per run', async () => {
+    const a = await agent('learn-one');
+    const turnId = await a.turn([{ name: 'x', status: 'completed', ms: 1, at: '2026-11-20T10:00:00Z' }]);
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
+    const wire = countPoolTransactions(pool);
+    try {
+      const counted: HookContext = {
+        db: prisma,
+        sql: sqlDbFor(pool, 'hooks'),
+        logger,
+        metrics: new Metrics('t'),
+      };
+      expect(await runLearning(counted, job(turnId, a.tenantId))).toBe('written');
+      expect(await runLearning(counted, job(turnId, a.tenantId))).toBe('already_done');
+      expect(wire.transactions).toBe(2);
+      expect(wire.statements).toHaveLength(2);
+    } finally {
+      await prisma.$disconnect();
+    }
+  });
+
+  it('sums exactly when many turns of one agent and their repeats run at once', async () => {
+    const a = await agent('learn-race');
+    const kinds = ['timeout', 'http_error', 'invalid_arguments'];
+    let calls = 0;
+    let failures = 0;
+    let totalMs = 0;
+    const byKind: Record<string, number> = {};
+    const turns = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => {
+        const list: Call[] = Array.from({ length: 1 + (i % 4) }, (_, j) => {
+          const failed = (i + j) % 3 === 0;
+          const kind = kinds[(i + j) % kinds.length];
+          calls++;
+          totalMs += 10 + i + j;
+          if (failed) {
+            failures++;
+            byKind[kind] = (byKind[kind] ?? 0) + 1;
+          }
+          return {
+            name: 'http_fetch',
+            status: failed ? 'failed' : 'completed',
+            ms: 10 + i + j,
+            at: new Date(Date.UTC(2026, 10, 20, 11, 0, i, j)).toISOString(),
+            kind,
+          };
+        });
+        return a.turn(list, i % 5 === 0 ? 'cancelled' : 'completed');
+      }),
+    );
+
+    const runs = await Promise.all(
+      turns.flatMap((id) => [1, 2, 3].map(() => runLearning(ctx(), job(id, a.tenantId)))),
+    );
+    expect(runs.filter((r) => r === 'written')).toHaveLength(30);
+    expect(await env.db.hookRun.count({ where: { turnId: { in: turns }, hook: 'learning' } })).toBe(30);
+
+    const [stat] = await agentToolStatus(ctx().sql, { tenantId: a.tenantId, agentId: a.agentId });
+    expect(stat).toMatchObject({
+      tool: 'http_fetch',
+      calls,
+      failures,
+      failuresByKind: byKind,
+      maxLatencyMs: 10 + 29 + 1,
+      avgLatencyMs: Math.round(totalMs / calls),
+      lastUsedAt: new Date(Date.UTC(2026, 10, 20, 11, 0, 29, 1)).toISOString(),
+    });
+    const row = await env.db.agentToolStat.findUniqueOrThrow({
+      where: { agentId_tool: { agentId: a.agentId, tool: 'http_fetch' } },
+    });
+    expect(Number(row.totalLatencyMs)).toBe(totalMs);
+  });
+
+  it('skips a turn not ended, another tenant’s job and a missing turn, writing nothing', async () => {
+    const a = await agent('learn-skip');
+    const running = await a.turn(
+      [{ name: 'x', status: 'completed', ms: 1, at: '2026-11-20T10:00:00Z' }],
+      'running',
+    );
+    const done = await a.turn([{ name: 'x', status: 'completed', ms: 1, at: '2026-11-20T10:00:00Z' }]);
+    expect(await runLearning(ctx(), job(running, a.tenantId))).toBe('skipped');
+    expect(await runLearning(ctx(), job(done, newId()))).toBe('skipped');
+    expect(await runLearning(ctx(), job(newId(), a.tenantId))).toBe('skipped');
+    expect(await env.db.hookRun.count({ where: { turnId: { in: [running, done] } } })).toBe(0);
+    expect(await env.db.agentToolStat.count({ where: { agentId: a.agentId } })).toBe(0);
+    // A turn with no tool calls still records its run (and no statistics).
+    const none = await a.turn([]);
+    expect(await runLearning(ctx(), job(none, a.tenantId))).toBe('written');
+    expect(await env.db.agentToolStat.count({ where: { agentId: a.agentId } })).toBe(0);
+  });
+});
