@@ -1,2 +1,6 @@
-// Agent memory on Postgres full-text search (issue 13): the store, the memory tools and recall.
-export {};
+// Agent memory on Postgres full-text search (issue 13, docs/adr/0022): the store, the memory tools and recall.
+export * from './types';
+export * from './cjk';
+export * from './snippet';
+export * from './source-ref';
+export * from './store';

@@ -1,0 +1,204 @@
+import { newId } from '@switchboard/contracts';
+import { join, json, Sql, sql, type SqlRunner } from '@switchboard/store';
+import { SEARCH_CONFIG, searchQuery, searchText } from './cjk';
+import { snippetOf } from './snippet';
+import { decodeSourceRef, encodeSourceRef } from './source-ref';
+import {
+  MEMORY_CONTENT_MAX_CHARS,
+  MEMORY_DEDUPE_KEY_MAX_CHARS,
+  MEMORY_GET_DEFAULT_CHARS,
+  MEMORY_GET_MAX_CHARS,
+  MEMORY_KINDS,
+  MEMORY_SEARCH_MAX_LIMIT,
+  MEMORY_TITLE_MAX_CHARS,
+  type MemoryDocument,
+  type MemoryHit,
+  type MemoryItem,
+  type MemoryKind,
+  type MemoryProvenance,
+  type MemoryWrite,
+} from './types';
+
+const CONFIG = new Sql([`'${SEARCH_CONFIG}'::regconfig`], []);
+
+/** The search vector of a title and content: the title weighs more (A) than the content (B). */
+function vector(title: string, content: string): Sql {
+  return sql`setweight(to_tsvector(${CONFIG}, ${searchText(title)}), 'A') ||
+    setweight(to_tsvector(${CONFIG}, ${searchText(content)}), 'B')`;
+}
+
+function check(r: MemoryWrite): void {
+  if (!MEMORY_KINDS.includes(r.kind))
+    throw new RangeError(`memory kind must be one of ${MEMORY_KINDS.join(', ')}`);
+  if (r.title.length > MEMORY_TITLE_MAX_CHARS)
+    throw new RangeError(`memory title is over ${MEMORY_TITLE_MAX_CHARS} characters`);
+  if (r.content.length === 0 || r.content.length > MEMORY_CONTENT_MAX_CHARS)
+    throw new RangeError(`memory content must be 1 to ${MEMORY_CONTENT_MAX_CHARS} characters`);
+  if (r.dedupeKey.length === 0 || r.dedupeKey.length > MEMORY_DEDUPE_KEY_MAX_CHARS)
+    throw new RangeError(`memory dedupe key must be 1 to ${MEMORY_DEDUPE_KEY_MAX_CHARS} characters`);
+}
+
+/**
+ * One statement inserting `records`, `ON CONFLICT (agent_id, dedupe_key) DO NOTHING`, returning the
+ * ids it inserted. A hook runs it in its own transaction next to its `hook_runs` insert, or embeds it
+ * as a data-modifying CTE of its one statement (`WITH mem AS (${memoryInsertSql(records)}) ...`), so
+ * the records and the hook's run commit together and a re-run writes nothing twice.
+ * Throws a RangeError for a record out of bounds (kind, title, content, dedupe key): cut before.
+ */
+export function memoryInsertSql(records: MemoryWrite[]): Sql {
+  const unique = [...new Map(records.map((r) => [`${r.agentId}\u0000${r.dedupeKey}`, r])).values()];
+  if (unique.length === 0) return sql`SELECT NULL::uuid AS id WHERE false`;
+  for (const r of unique) check(r);
+  const rows = unique.map(
+    (
+      r,
+    ) => sql`(${newId()}::uuid, ${r.tenantId}::uuid, ${r.agentId}::uuid, ${r.kind}, ${r.title}, ${r.content},
+      ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.title, r.content)})`,
+  );
+  return sql`INSERT INTO memory_records
+      (id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search)
+    VALUES ${join(rows)}
+    ON CONFLICT (agent_id, dedupe_key) DO NOTHING
+    RETURNING id`;
+}
+
+/** Inserts `records` on `db` (the pool or the caller's open transaction); the number written. */
+export async function writeMemory(db: SqlRunner, records: MemoryWrite[]): Promise<number> {
+  if (records.length === 0) return 0;
+  return db.execute(memoryInsertSql(records));
+}
+
+export interface MemoryScope {
+  tenantId: string;
+  agentId: string;
+}
+
+export interface MemorySearchQuery extends MemoryScope {
+  query: string;
+  limit?: number;
+  kinds?: MemoryKind[];
+}
+
+export interface MemoryListQuery extends MemoryScope {
+  kinds?: MemoryKind[];
+  limit?: number;
+  /** The last item of the previous page (newest first). */
+  after?: { createdAt: string; id: string };
+}
+
+interface Row {
+  id: string;
+  kind: MemoryKind;
+  title: string;
+  content: string;
+  totalChars: number;
+  provenance: MemoryProvenance;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const PREVIEW_CHARS = 200;
+
+/**
+ * An agent's memory (docs/adr/0022): records in `memory_records`, searched with Postgres full-text
+ * search. Every read and delete is filtered by tenant AND agent: nothing of another agent or tenant
+ * is ever found, whatever ref or query is given. `db` is the store's handle (`SqlDb`) on the shared
+ * pool; each call is one statement outside any transaction.
+ */
+export class MemoryStore {
+  constructor(private readonly db: SqlRunner) {}
+
+  write(records: MemoryWrite[]): Promise<number> {
+    return writeMemory(this.db, records);
+  }
+
+  /** Best matches first (rank, then newest); [] for a query with no searchable term. */
+  async search(q: MemorySearchQuery): Promise<MemoryHit[]> {
+    const tsquery = searchQuery(q.query);
+    if (tsquery === null) return [];
+    const limit = Math.min(Math.max(q.limit ?? 8, 1), MEMORY_SEARCH_MAX_LIMIT);
+    const rows = await this.db.rows<Row & { score: number }>(sql`
+      WITH q AS (SELECT to_tsquery(${CONFIG}, ${tsquery}) AS q)
+      SELECT m.id, m.kind, m.title, left(m.content, 20000) AS content, m.updated_at AS "updatedAt",
+        ts_rank(m.search, q.q, 1)::float8 AS score
+      FROM memory_records m, q
+      WHERE m.tenant_id = ${q.tenantId}::uuid AND m.agent_id = ${q.agentId}::uuid
+        AND m.search @@ q.q ${kindFilter(q.kinds)}
+      ORDER BY score DESC, m.updated_at DESC, m.id
+      LIMIT ${limit}`);
+    return rows.map((r) => ({
+      sourceRef: encodeSourceRef(r.id),
+      kind: r.kind,
+      title: r.title,
+      snippet: snippetOf(r.content, q.query),
+      score: Math.round(r.score * 10_000) / 10_000,
+      updatedAt: r.updatedAt.toISOString(),
+    }));
+  }
+
+  /** The record's exact content, cut to `maxChars` (default 12,000, at most 50,000); null when not this agent's. */
+  async get(q: MemoryScope & { sourceRef: string; maxChars?: number }): Promise<MemoryDocument | null> {
+    const id = decodeSourceRef(q.sourceRef);
+    if (id === null) return null;
+    const max = Math.min(Math.max(q.maxChars ?? MEMORY_GET_DEFAULT_CHARS, 1), MEMORY_GET_MAX_CHARS);
+    const row = await this.db.first<Row>(sql`
+      SELECT id, kind, title, left(content, ${max}) AS content, char_length(content) AS "totalChars",
+        provenance, created_at AS "createdAt", updated_at AS "updatedAt"
+      FROM memory_records
+      WHERE id = ${id}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid`);
+    if (!row) return null;
+    return {
+      sourceRef: q.sourceRef,
+      kind: row.kind,
+      title: row.title,
+      content: row.content,
+      truncated: row.totalChars > max,
+      totalChars: row.totalChars,
+      provenance: row.provenance,
+      createdAt: row.createdAt.toISOString(),
+      updatedAt: row.updatedAt.toISOString(),
+    };
+  }
+
+  /** Newest first, `limit + 1` rows asked so the caller knows whether there is a next page. */
+  async list(q: MemoryListQuery): Promise<{ items: MemoryItem[]; more: boolean }> {
+    const limit = Math.min(Math.max(q.limit ?? 20, 1), 200);
+    const after = q.after
+      ? sql`AND (created_at, id) < (${q.after.createdAt}::timestamptz, ${q.after.id}::uuid)`
+      : sql``;
+    const rows = await this.db.rows<Row>(sql`
+      SELECT id, kind, title, left(content, ${PREVIEW_CHARS}) AS content,
+        char_length(content) AS "totalChars", provenance, created_at AS "createdAt", updated_at AS "updatedAt"
+      FROM memory_records
+      WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid ${kindFilter(q.kinds)} ${after}
+      ORDER BY created_at DESC, id DESC
+      LIMIT ${limit + 1}`);
+    return {
+      items: rows.slice(0, limit).map((r) => ({
+        sourceRef: encodeSourceRef(r.id),
+        kind: r.kind,
+        title: r.title,
+        preview: r.content,
+        totalChars: r.totalChars,
+        provenance: r.provenance,
+        createdAt: r.createdAt.toISOString(),
+        updatedAt: r.updatedAt.toISOString(),
+      })),
+      more: rows.length > limit,
+    };
+  }
+
+  /** Deletes the record; false when the ref names nothing of this agent's. */
+  async forget(q: MemoryScope & { sourceRef: string }): Promise<boolean> {
+    const id = decodeSourceRef(q.sourceRef);
+    if (id === null) return false;
+    const n = await this.db.execute(sql`
+      DELETE FROM memory_records
+      WHERE id = ${id}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid`);
+    return n > 0;
+  }
+}
+
+function kindFilter(kinds: MemoryKind[] | undefined): Sql {
+  return kinds && kinds.length > 0 ? sql`AND kind = ANY(${kinds}::text[])` : sql``;
+}
