@@ -349,6 +349,23 @@ describe('the OpenAPI document matches what the server answers', () => {
     const spare = await run('createAgent', 201, { auth: key, body: { name: 'spare' } });
     await run('listAgents', 200, { auth: key, query: 'limit=1' });
     await run('listAgents', 400, { auth: key, query: 'cursor=not-a-cursor' });
+    // With a tool status as the learning hook writes it (a documented `status.tools` entry).
+    const { tenantId } = await env.db.agent.findUniqueOrThrow({ where: { id: agent.body.id } });
+    await env.db.agentToolStat.create({
+      data: {
+        tenantId,
+        agentId: agent.body.id,
+        tool: 'word_count',
+        calls: 3,
+        failures: 1,
+        failuresByKind: { timeout: 1 },
+        totalLatencyMs: 30,
+        maxLatencyMs: 20,
+        lastUsedAt: new Date(),
+        lastFailedAt: new Date(),
+        lastFailureKind: 'timeout',
+      },
+    });
     await run('getAgent', 200, { auth: key, params: { id: agent.body.id } });
     await run('getAgent', 404, { auth: key, params: { id: unknown } });
     await run('updateAgent', 200, {

@@ -156,6 +156,34 @@ export const AgentResponse = z
   .register(ApiSchemas, { id: 'Agent' });
 export type AgentResponse = z.infer<typeof AgentResponse>;
 
+/** One tool's record for an agent (the `learning` post-turn hook's roll-up of its ended turns). */
+export const AgentToolStatusResponse = z
+  .strictObject({
+    tool: z.string(),
+    calls: z.int(),
+    failures: z.int(),
+    /** Failures per tool error kind (`timeout`, `http_error`, `invalid_arguments`...). */
+    failuresByKind: z.record(z.string(), z.int()),
+    /** failures / calls, 4 decimal places. */
+    failureRate: z.number().min(0).max(1),
+    avgLatencyMs: z.int(),
+    maxLatencyMs: z.int(),
+    lastUsedAt: Timestamp.nullable(),
+    lastFailedAt: Timestamp.nullable(),
+    lastFailureKind: z.string().nullable(),
+  })
+  .register(ApiSchemas, { id: 'AgentToolStatus' });
+export type AgentToolStatusResponse = z.infer<typeof AgentToolStatusResponse>;
+
+/** GET /v1/agents/:id: the agent and its status (the list leaves the status out, to stay one cheap query). */
+export const AgentDetailResponse = AgentResponse.extend({
+  status: z.strictObject({
+    /** Per tool the agent has called, by name; tools it never called are absent. */
+    tools: z.array(AgentToolStatusResponse),
+  }),
+}).register(ApiSchemas, { id: 'AgentDetail' });
+export type AgentDetailResponse = z.infer<typeof AgentDetailResponse>;
+
 export const AgentPageResponse = z
   .strictObject({ data: z.array(AgentResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'AgentPage' });

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import {
+  AgentDetailResponse,
   AgentPageResponse,
   AgentResponse,
   AppError,
@@ -9,12 +10,14 @@ import {
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
+import { agentToolStatus, type SqlDb } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from '../http/presenters';
 import { CONFIG, DB, TOOLS } from '@switchboard/platform';
+import { GATEWAY_SQL } from './streams.controller';
 
 @TenantApi('agents')
 @Controller('v1/agents')
@@ -23,6 +26,7 @@ export class AgentsController {
     @Inject(DB) private readonly db: Db,
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
   ) {}
 
   private checkTools(tools: string[] | undefined, path = 'tools') {
@@ -99,9 +103,20 @@ export class AgentsController {
   }
 
   @Get(':id')
-  @Operation({ id: 'getAgent', summary: 'An agent', status: 200, schema: AgentResponse, errors: [404] })
-  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentResponse> {
-    return presentAgent(await this.find(tenantId, id));
+  @Operation({
+    id: 'getAgent',
+    summary: 'An agent and its status',
+    description:
+      "`status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by " +
+      'kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends.',
+    status: 200,
+    schema: AgentDetailResponse,
+    errors: [404],
+  })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentDetailResponse> {
+    const agent = await this.find(tenantId, id);
+    const tools = await agentToolStatus(this.sql, { tenantId, agentId: agent.id });
+    return { ...presentAgent(agent), status: { tools } };
   }
 
   @Patch(':id')
