@@ -23,8 +23,16 @@ import {
 } from '@switchboard/engine';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
-import { CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TOOLS } from '@switchboard/platform';
-import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
+import {
+  CONFIG,
+  DB,
+  InfraModule,
+  LOGGER,
+  METRICS,
+  providerRegistryFromConfig,
+  REDIS,
+  TOOLS,
+} from '@switchboard/platform';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import { MaintenanceProcessor } from './maintenance.processor';
@@ -97,18 +105,7 @@ export class HarnessModule {
             gates: ToolGates,
             context: ContextSources,
           ) => {
-            const providers = new ProviderRegistry({
-              openaiApiKey: cfg.OPENAI_API_KEY,
-              openaiBaseUrl: cfg.OPENAI_BASE_URL,
-              anthropicApiKey: cfg.ANTHROPIC_API_KEY,
-              anthropicBaseUrl: cfg.ANTHROPIC_BASE_URL,
-              timeoutMs: cfg.PROVIDER_TIMEOUT_MS,
-              streamTimeouts: {
-                idleMs: cfg.PROVIDER_STREAM_IDLE_MS,
-                totalMs: cfg.PROVIDER_ATTEMPT_TIMEOUT_MS,
-              },
-              scriptedFixtures: cfg.SCRIPTED_FIXTURES_DIR ? loadFixtureDir(cfg.SCRIPTED_FIXTURES_DIR) : [],
-            });
+            const providers = providerRegistryFromConfig(cfg);
             return new TurnRunner({
               db,
               engine: new TurnEngine({ providers, tools, gates, context }),

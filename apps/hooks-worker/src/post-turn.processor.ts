@@ -3,9 +3,9 @@ import { getQueueToken } from '@nestjs/bullmq';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
-import { postTurnHook } from '@switchboard/hooks';
+import { postTurnHook, type HookModels } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
-import { DB, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
+import { DB, METRICS, providerRegistryFromConfig, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume, publish } from '@switchboard/queue';
 import { sqlDbFor, type SqlDb } from '@switchboard/store';
 
@@ -14,6 +14,8 @@ import { sqlDbFor, type SqlDb } from '@switchboard/store';
 export class PostTurnProcessor extends QueueWorker {
   /** Hooks' statements on typed SQL over Prisma's pg pool, counted as `hooks`. */
   private readonly sql: SqlDb;
+  /** The archivist's model providers, built as the harness builds its own; on first use (config is injected). */
+  private modelsCache?: HookModels;
 
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -22,6 +24,15 @@ export class PostTurnProcessor extends QueueWorker {
   ) {
     super();
     this.sql = sqlDbFor(poolOf(db), 'hooks', metrics);
+  }
+
+  private models(): HookModels {
+    this.modelsCache ??= {
+      providers: providerRegistryFromConfig(this.config),
+      defaultModel: this.config.DEFAULT_MODEL,
+      prices: this.config.MODEL_PRICES,
+    };
+    return this.modelsCache;
   }
 
   async process(job: Job): Promise<string> {
@@ -39,6 +50,7 @@ export class PostTurnProcessor extends QueueWorker {
               sql: this.sql,
               logger: this.logger,
               metrics: this.metrics,
+              models: this.models(),
               notify: (n) =>
                 publish(this.outbound, Jobs.outboundWebhook, n, {
                   backoff: { type: 'exponential', delay: this.config.OUTBOUND_WEBHOOK_BACKOFF_MS },

@@ -6,9 +6,8 @@ import type { Config } from '@switchboard/config';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
-import { ADMISSION, DB, InfraModule, LOGGER } from '@switchboard/platform';
+import { ADMISSION, DB, InfraModule, LOGGER, providerRegistryFromConfig } from '@switchboard/platform';
 import { ScheduleScheduler } from '@switchboard/schedules';
-import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
 import { publish } from '@switchboard/queue';
 import type { TriageDeps } from '@switchboard/triage';
 import { OutboundWebhookProcessor } from './outbound.processor';
@@ -35,20 +34,7 @@ export class TriageModule {
             admission,
             logger,
             // The triage model is called like any other (docs/adr/0018): the same providers and settings.
-            providers: new ProviderRegistry({
-              openaiApiKey: config.OPENAI_API_KEY,
-              openaiBaseUrl: config.OPENAI_BASE_URL,
-              anthropicApiKey: config.ANTHROPIC_API_KEY,
-              anthropicBaseUrl: config.ANTHROPIC_BASE_URL,
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-              streamTimeouts: {
-                idleMs: config.PROVIDER_STREAM_IDLE_MS,
-                totalMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
-              },
-              scriptedFixtures: config.SCRIPTED_FIXTURES_DIR
-                ? loadFixtureDir(config.SCRIPTED_FIXTURES_DIR)
-                : [],
-            }),
+            providers: providerRegistryFromConfig(config),
             defaultModel: config.DEFAULT_MODEL,
             fallbackModel: config.TRIAGE_FALLBACK_MODEL,
             cacheTtlMs: config.TRIAGE_CACHE_TTL_MS,

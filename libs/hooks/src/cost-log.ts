@@ -2,6 +2,7 @@ import { newId, type OutboundWebhookJob, type PostTurnJob } from '@switchboard/c
 import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { recordCostLog, type SqlDb } from '@switchboard/store';
+import type { HookModels } from './archivist';
 
 export interface HookContext {
   db: Db;
@@ -11,6 +12,8 @@ export interface HookContext {
   metrics: Metrics;
   /** Publishes a signed notification on `outbound-webhooks` (the completion-webhook hook's only output). */
   notify?: (job: Omit<OutboundWebhookJob, 'trace'>) => Promise<unknown>;
+  /** The model providers (the archivist's summarization call). */
+  models?: HookModels;
 }
 
 /**

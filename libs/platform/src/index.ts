@@ -3,3 +3,4 @@ export * from './nest-logger';
 export * from './tokens';
 export * from './worker';
 export * from './process';
+export * from './providers';

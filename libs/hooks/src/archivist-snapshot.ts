@@ -1,0 +1,170 @@
+import { bodyText, MessageBody, newId } from '@switchboard/contracts';
+import { json, sql, type SqlRunner } from '@switchboard/store';
+
+/**
+ * The `TurnContext` snapshot (seed 000 "Post-turn hooks") the archivist and the episodic index read:
+ * the turn's input, its final (or, for a cancelled turn, partial) assistant text and its tool calls
+ * with their outcomes, each bounded so one huge tool result or message cannot blow up a hook's
+ * model call or memory record. Read from Postgres in one statement, scoped to the job's tenant.
+ */
+export interface TurnSnapshot {
+  turnId: string;
+  tenantId: string;
+  sessionId: string;
+  agentId: string;
+  status: string;
+  /** The tenant's settings (model routes and prices for the archivist's call). */
+  settings: unknown;
+  /** Whether this hook already has its `hook_runs` row for the turn (a re-run does nothing). */
+  done: boolean;
+  input: { text: string; kind: string; authorityClass: string; truncated: boolean };
+  /** The final text of a completed turn; what the committed rounds said for a cancelled one. */
+  assistant: { text: string; partial: boolean; truncated: boolean };
+  toolCalls: SnapshotToolCall[];
+  /** Tool calls the turn made beyond the ones in `toolCalls`. */
+  omittedToolCalls: number;
+  /** Transcript positions (within the turn) of the input and assistant entries the snapshot holds. */
+  messageSeqs: number[];
+}
+
+export interface SnapshotToolCall {
+  name: string;
+  arguments: string;
+  /** pending | running | completed | failed (a cancel leaves a call pending or failed `cancelled`). */
+  status: string;
+  /** The result or the error, as JSON text, bounded. */
+  outcome: string;
+}
+
+/** Bounds of one snapshot, in characters (and calls). */
+export const SNAPSHOT_BOUNDS = {
+  input: 4000,
+  assistant: 6000,
+  toolCalls: 20,
+  toolArguments: 300,
+  toolOutcome: 600,
+} as const;
+
+interface SnapshotRow {
+  turnId: string;
+  tenantId: string;
+  sessionId: string;
+  agentId: string;
+  status: string;
+  finalText: string | null;
+  settings: unknown;
+  done: boolean;
+  messages: { position: number; role: string; kind: string; authorityClass: string; body: unknown }[];
+  toolCalls: { name: string; arguments: string; status: string; outcome: string | null }[];
+  toolCallCount: number;
+}
+
+/** `text` cut to `max` characters (at a code point), and whether it was cut. */
+export function bounded(text: string, max: number): { text: string; truncated: boolean } {
+  if (text.length <= max) return { text, truncated: false };
+  // Never half of a surrogate pair.
+  const cut = /[\uD800-\uDBFF]$/.test(text.slice(0, max)) ? text.slice(0, max - 1) : text.slice(0, max);
+  return { text: `${cut}…`, truncated: true };
+}
+
+function textOf(body: unknown): string {
+  const parsed = MessageBody.safeParse(body);
+  return parsed.success ? bodyText(parsed.data) : '';
+}
+
+/**
+ * The snapshot of the job's turn for `hook`, or null when the turn is not the tenant's or has not
+ * ended (nothing to do, nothing recorded). Tool results are cut in SQL so a large one is never read.
+ */
+export async function loadTurnSnapshot(
+  db: SqlRunner,
+  job: { turnId: string; tenantId: string },
+  hook: string,
+): Promise<TurnSnapshot | null> {
+  const row = await db.first<SnapshotRow>(sql`
+    WITH t AS (
+      SELECT id, tenant_id, session_id, agent_id, seq, status, final_text FROM turns
+      WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
+        AND status IN ('completed', 'failed', 'cancelled')
+    )
+    SELECT t.id AS "turnId", t.tenant_id AS "tenantId", t.session_id AS "sessionId",
+      t.agent_id AS "agentId", t.status, t.final_text AS "finalText",
+      (SELECT settings FROM tenants WHERE id = t.tenant_id) AS settings,
+      EXISTS (SELECT 1 FROM hook_runs h WHERE h.turn_id = t.id AND h.hook = ${hook}) AS done,
+      (SELECT coalesce(json_agg(json_build_object('position', m.position, 'role', m.role, 'kind', m.kind,
+          'authorityClass', m.authority_class, 'body', m.body) ORDER BY m.position), '[]')
+        FROM messages m
+        WHERE m.session_id = t.session_id AND m.turn_seq = t.seq AND m.tenant_id = t.tenant_id
+          AND m.role IN ('user', 'assistant')) AS messages,
+      (SELECT coalesce(json_agg(json_build_object('name', c.name,
+          'arguments', left(c.arguments::text, ${SNAPSHOT_BOUNDS.toolArguments + 1}),
+          'status', c.status,
+          'outcome', left(coalesce(c.error, c.result)::text, ${SNAPSHOT_BOUNDS.toolOutcome + 1}))
+          ORDER BY c.started_at NULLS LAST, c.call_id), '[]')
+        FROM (SELECT * FROM tool_calls WHERE turn_id = t.id AND tenant_id = t.tenant_id
+              ORDER BY started_at NULLS LAST, call_id LIMIT ${SNAPSHOT_BOUNDS.toolCalls}) c) AS "toolCalls",
+      (SELECT count(*)::int FROM tool_calls WHERE turn_id = t.id AND tenant_id = t.tenant_id) AS "toolCallCount"
+    FROM t
+  `);
+  if (!row) return null;
+  const [first, ...rest] = row.messages;
+  const inputEntry = first && first.position === 0 && first.role === 'user' ? first : undefined;
+  const assistantEntries = rest.filter((m) => m.role === 'assistant' && textOf(m.body).trim().length > 0);
+  const input = bounded(inputEntry ? textOf(inputEntry.body).trim() : '', SNAPSHOT_BOUNDS.input);
+  // A completed turn's final text is its answer; otherwise what its committed rounds said.
+  const finalText = row.finalText?.trim() ?? '';
+  const assistantText =
+    finalText.length > 0
+      ? finalText
+      : assistantEntries
+          .map((m) => textOf(m.body).trim())
+          .join('\n\n')
+          .trim();
+  const assistant = bounded(assistantText, SNAPSHOT_BOUNDS.assistant);
+  return {
+    turnId: row.turnId,
+    tenantId: row.tenantId,
+    sessionId: row.sessionId,
+    agentId: row.agentId,
+    status: row.status,
+    settings: row.settings,
+    done: row.done,
+    input: {
+      text: input.text,
+      truncated: input.truncated,
+      kind: inputEntry?.kind ?? '',
+      authorityClass: inputEntry?.authorityClass ?? '',
+    },
+    assistant: { text: assistant.text, truncated: assistant.truncated, partial: finalText.length === 0 },
+    toolCalls: row.toolCalls.map((c) => ({
+      name: c.name,
+      arguments: bounded(c.arguments, SNAPSHOT_BOUNDS.toolArguments).text,
+      status: c.status,
+      outcome: bounded(c.outcome ?? '', SNAPSHOT_BOUNDS.toolOutcome).text,
+    })),
+    omittedToolCalls: Math.max(0, row.toolCallCount - row.toolCalls.length),
+    messageSeqs: [
+      ...(inputEntry ? [inputEntry.position] : []),
+      ...(finalText.length > 0 ? assistantEntries.slice(-1) : assistantEntries).map((m) => m.position),
+    ],
+  };
+}
+
+/**
+ * Inserts the hook's `hook_runs` row inside the caller's transaction, `ON CONFLICT DO NOTHING`: true
+ * when this run inserted it (its effects may follow in the same transaction), false when a run already
+ * recorded the turn (the caller writes nothing). A concurrent run waits on the unique index until the
+ * first commits or rolls back, so exactly one of them gets true.
+ */
+export async function claimHookRun(
+  tx: SqlRunner,
+  run: { tenantId: string; turnId: string; hook: string; output: Record<string, unknown> },
+): Promise<boolean> {
+  const inserted = await tx.execute(sql`
+    INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
+    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook}, 'completed',
+      ${json(run.output)}::jsonb, now())
+    ON CONFLICT (turn_id, hook) DO NOTHING
+  `);
+  return inserted === 1;
+}

@@ -1,0 +1,384 @@
+import { newId } from '@switchboard/contracts';
+import { poolOf } from '@switchboard/database';
+import { MemoryStore } from '@switchboard/memory';
+import { createLogger, Metrics } from '@switchboard/observability';
+import { ProviderRegistry } from '@switchboard/providers';
+import { sqlDbFor } from '@switchboard/store';
+import {
+  createTestEnv,
+  FakeLlmServer,
+  scripted,
+  seedSession,
+  seedTenant,
+  type RecordedRequest,
+  type TestEnv,
+} from '@switchboard/testing';
+import { ArchivistError, runArchivist } from './archivist';
+import type { HookContext } from './cost-log';
+
+/**
+ * The archivist on real Postgres with the real OpenAI SDK against the fake LLM server: facts land in
+ * the agent's memory with provenance, together with the hook's run and its ledger entries, once.
+ */
+jest.setTimeout(30_000);
+
+const ROUTE_MODEL = 'openai-chat/archivist-small';
+
+describe('runArchivist', () => {
+  let env: TestEnv;
+  let llm: FakeLlmServer;
+  let seq = 0;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    llm = await FakeLlmServer.start();
+  });
+
+  afterAll(async () => {
+    await llm?.close();
+    await env?.cleanup();
+  });
+
+  const ctx = (defaultModel = 'openai-chat/deployment-default'): HookContext => {
+    const metrics = new Metrics('test');
+    return {
+      db: env.db,
+      sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
+      logger,
+      metrics,
+      models: {
+        // No SDK retries: every request the test scripts is one the hook made.
+        providers: new ProviderRegistry({
+          openaiApiKey: 'sk-test',
+          openaiBaseUrl: llm.openaiBaseUrl,
+          timeoutMs: 10_000,
+        }),
+        defaultModel,
+      },
+    };
+  };
+
+  async function tenant(route: string | null = ROUTE_MODEL) {
+    const ids = await seedTenant(env.db, `t-${newId()}`);
+    if (route) {
+      await env.db.tenant.update({
+        where: { id: ids.tenantId },
+        data: { settings: { modelRoutes: { summarization: route } } },
+      });
+    }
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    return { ...ids, sessionId };
+  }
+
+  type T = Awaited<ReturnType<typeof tenant>>;
+
+  const message = (t: T, turnId: string, turnSeq: number, position: number, role: string, text: string) => ({
+    id: newId(),
+    tenantId: t.tenantId,
+    agentId: t.agentId,
+    sessionId: t.sessionId,
+    turnId,
+    turnSeq,
+    position,
+    role,
+    kind: role === 'user' ? 'user_message' : 'assistant_message',
+    origin: { type: 'api' },
+    trust: 'trusted',
+    authorityClass: role === 'user' ? 'user_direct' : 'runtime',
+    body: { type: 'text', text },
+  });
+
+  /** A turn with its input, an assistant round that called a tool, the tool's result and (unless cancelled) an answer. */
+  async function turn(
+    t: T,
+    opts: { status: 'completed' | 'cancelled' | 'failed'; input: string; answer?: string; partial?: string },
+  ) {
+    const id = newId();
+    const s = ++seq;
+    await env.db.turn.create({
+      data: {
+        id,
+        tenantId: t.tenantId,
+        sessionId: t.sessionId,
+        agentId: t.agentId,
+        seq: s,
+        inputMessageId: newId(),
+        status: opts.status,
+        finalText: opts.answer ?? null,
+        completedAt: new Date(),
+      },
+    });
+    const assistantRound = {
+      ...message(t, id, s, 1, 'assistant', opts.partial ?? ''),
+      toolCalls: [
+        { id: 'call_1', name: 'http_fetch', arguments: '{"url":"https://status.example/deploys"}' },
+      ],
+    };
+    await env.db.message.createMany({
+      data: [
+        message(t, id, s, 0, 'user', opts.input),
+        assistantRound,
+        {
+          ...message(t, id, s, 2, 'tool', '{"next":"Tuesday"}'),
+          kind: 'tool_result',
+          toolCallId: 'call_1',
+        },
+        ...(opts.answer ? [message(t, id, s, 3, 'assistant', opts.answer)] : []),
+      ],
+    });
+    await env.db.toolCall.create({
+      data: {
+        id: newId(),
+        tenantId: t.tenantId,
+        sessionId: t.sessionId,
+        turnId: id,
+        callId: 'call_1',
+        name: 'http_fetch',
+        arguments: { url: 'https://status.example/deploys' },
+        sideEffect: 'network',
+        status: opts.status === 'cancelled' ? 'failed' : 'completed',
+        idempotencyKey: `${id}:call_1`,
+        ...(opts.status === 'cancelled'
+          ? { error: { kind: 'cancelled', message: 'the turn was cancelled' } }
+          : { result: { next: 'Tuesday' } }),
+        durationMs: 12,
+      },
+    });
+    return id;
+  }
+
+  const run = (turnId: string, tenantId: string, c = ctx()) =>
+    runArchivist(c, { turnId, tenantId, hook: 'archivist', trace: {} });
+
+  const facts = (...list: { title: string; content: string }[]) =>
+    scripted.text(JSON.stringify({ facts: list }), { usage: { input: 400, output: 60 }, costUsd: 0.0021 });
+
+  const requestsSince = (before: number): RecordedRequest[] => llm.requests.slice(before);
+  const userPrompt = (r: RecordedRequest): string => {
+    const messages = (r.body as { messages: { role: string; content: string }[] }).messages;
+    return messages.filter((m) => m.role === 'user').map((m) => m.content)[0] ?? '';
+  };
+
+  const memoryOf = (agentId: string) =>
+    env.db.memoryRecord.findMany({ where: { agentId }, orderBy: { dedupeKey: 'asc' } });
+
+  it('writes the facts as memory with provenance, its hook run and its ledger entry in one go', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'completed',
+      input: 'Remember: my deploy window is Tuesdays 14:00 UTC. Check the status page.',
+      answer: 'Noted — your deploy window is Tuesdays at 14:00 UTC; the next one is on Tuesday.',
+    });
+    const before = llm.requests.length;
+    llm.enqueue(
+      facts(
+        { title: 'Deploy window', content: 'The user deploys on Tuesdays at 14:00 UTC.' },
+        { title: 'Status page', content: 'The user checks deploys at https://status.example/deploys.' },
+      ),
+    );
+
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+
+    const [req] = requestsSince(before);
+    expect((req.body as { model: string }).model).toBe('archivist-small');
+    const prompt = userPrompt(req);
+    expect(prompt).toContain('my deploy window is Tuesdays 14:00 UTC');
+    expect(prompt).toContain('Tool call http_fetch {"url": "https://status.example/deploys"} → completed');
+    expect(prompt).toContain('your deploy window is Tuesdays at 14:00 UTC');
+    expect(prompt).toMatch(/^<evidence kind="turn" status="completed">/);
+
+    const records = await memoryOf(t.agentId);
+    expect(records.map((r) => [r.kind, r.title, r.dedupeKey])).toEqual([
+      ['fact', 'Deploy window', `archivist:${turnId}:0`],
+      ['fact', 'Status page', `archivist:${turnId}:1`],
+    ]);
+    for (const r of records) {
+      expect(r.tenantId).toBe(t.tenantId);
+      expect(r.provenance).toEqual({
+        source: 'archivist',
+        hook: 'archivist',
+        turnId,
+        sessionId: t.sessionId,
+        messageSeqs: [0, 3],
+        model: ROUTE_MODEL,
+      });
+    }
+    const hits = await new MemoryStore(sqlDbFor(poolOf(env.db), 'test')).search({
+      tenantId: t.tenantId,
+      agentId: t.agentId,
+      query: 'deploy window Tuesdays',
+    });
+    expect(hits[0]).toMatchObject({ kind: 'fact', title: 'Deploy window' });
+
+    const run1 = await env.db.hookRun.findUniqueOrThrow({
+      where: { turnId_hook: { turnId, hook: 'archivist' } },
+    });
+    expect(run1).toMatchObject({ status: 'completed', tenantId: t.tenantId });
+    expect(run1.output).toMatchObject({ facts: 2, model: ROUTE_MODEL, calls: 1, costUsd: '0.00210000' });
+    const ledger = await env.db.ledgerEntry.findMany({ where: { turnId } });
+    expect(
+      ledger.map((e) => [e.key, e.provider, e.model, e.inputTokens, e.outputTokens, e.costSource]),
+    ).toEqual([[`hook:archivist:${turnId}:1`, 'openai-chat', 'archivist-small', 400, 60, 'provider']]);
+    expect(ledger[0].costUsd.toFixed(8)).toBe('0.00210000');
+    expect(ledger[0]).toMatchObject({ tenantId: t.tenantId, agentId: t.agentId, sessionId: t.sessionId });
+    // The turn's own totals stay what the turn spent.
+    expect((await env.db.turn.findUniqueOrThrow({ where: { id: turnId } })).costUsd.toFixed(8)).toBe(
+      '0.00000000',
+    );
+
+    // A re-run (a retried job, a duplicate) calls no model and writes nothing.
+    const again = llm.requests.length;
+    await expect(run(turnId, t.tenantId)).resolves.toBe('already_done');
+    expect(llm.requests.length).toBe(again);
+    expect(await memoryOf(t.agentId)).toHaveLength(2);
+    expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(1);
+    expect(await env.db.hookRun.count({ where: { turnId } })).toBe(1);
+  });
+
+  it('archives a cancelled turn from its partial context', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'cancelled',
+      input: 'Our staging database is pg-staging-3 in eu-west-1; migrate it tonight.',
+      partial: 'Starting the migration of pg-staging-3 in eu-west-1.',
+    });
+    const before = llm.requests.length;
+    llm.enqueue(facts({ title: 'Staging database', content: 'Staging runs on pg-staging-3 in eu-west-1.' }));
+
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+
+    const prompt = userPrompt(requestsSince(before)[0]);
+    expect(prompt).toMatch(/^<evidence kind="turn" status="cancelled">/);
+    expect(prompt).toContain('pg-staging-3 in eu-west-1; migrate it tonight');
+    expect(prompt).toContain('Assistant (partial: the turn was cancelled before it finished):');
+    expect(prompt).toContain('Starting the migration of pg-staging-3');
+    expect(prompt).toContain('→ failed: {"kind": "cancelled"');
+    const records = await memoryOf(t.agentId);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ kind: 'fact', title: 'Staging database' });
+    expect(records[0].provenance).toMatchObject({ turnId, messageSeqs: [0, 1] });
+  });
+
+  it('asks once more after an answer that is not the facts JSON, and books both calls', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'completed',
+      input: 'I prefer answers in French.',
+      answer: 'D’accord.',
+    });
+    const before = llm.requests.length;
+    llm.enqueue(
+      scripted.text('Sure! The user prefers French.', { usage: { input: 300, output: 10 } }),
+      scripted.text(
+        '```json\n{"facts":[{"title":"Language","content":"The user prefers answers in French."}]}\n```',
+        {
+          usage: { input: 330, output: 20 },
+        },
+      ),
+    );
+
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+
+    const [first, second] = requestsSince(before);
+    expect(first).toBeDefined();
+    const retryMessages = (second.body as { messages: { role: string; content: string }[] }).messages;
+    expect(retryMessages.slice(-2)).toEqual([
+      expect.objectContaining({ role: 'assistant', content: 'Sure! The user prefers French.' }),
+      expect.objectContaining({ role: 'user', content: expect.stringContaining('not JSON') }),
+    ]);
+    expect((await memoryOf(t.agentId)).map((r) => r.content)).toEqual([
+      'The user prefers answers in French.',
+    ]);
+    expect(
+      (await env.db.ledgerEntry.findMany({ where: { turnId }, orderBy: { key: 'asc' } })).map((e) => e.key),
+    ).toEqual([`hook:archivist:${turnId}:1`, `hook:archivist:${turnId}:2`]);
+  });
+
+  it('fails the run, writing nothing, when both answers are unusable; a later run writes the facts', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'completed',
+      input: 'My team is called Falcon.',
+      answer: 'Hi Falcon!',
+    });
+    llm.enqueue(scripted.text('{"facts": "Falcon"}'), scripted.text('no facts here'));
+
+    const failed = run(turnId, t.tenantId);
+    await expect(failed).rejects.toBeInstanceOf(ArchivistError);
+    await expect(failed).rejects.toMatchObject({ kind: 'invalid_output' });
+    expect(await memoryOf(t.agentId)).toEqual([]);
+    expect(await env.db.hookRun.count({ where: { turnId } })).toBe(0);
+    expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(0);
+
+    // BullMQ's retry of the job.
+    llm.enqueue(facts({ title: 'Team', content: 'The user’s team is called Falcon.' }));
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+    expect((await memoryOf(t.agentId)).map((r) => r.title)).toEqual(['Team']);
+  });
+
+  it('records an empty list of facts as a run that wrote nothing to memory', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, { status: 'completed', input: 'thanks!', answer: 'You are welcome.' });
+    llm.enqueue(facts());
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+    expect(await memoryOf(t.agentId)).toEqual([]);
+    expect((await env.db.hookRun.findFirstOrThrow({ where: { turnId } })).output).toMatchObject({ facts: 0 });
+  });
+
+  it('refuses another tenant’s turn: no model call, nothing written', async () => {
+    const owner = await tenant();
+    const other = await tenant();
+    const turnId = await turn(owner, { status: 'completed', input: 'my PIN is 4321', answer: 'ok' });
+    const before = llm.requests.length;
+    await expect(run(turnId, other.tenantId)).resolves.toBe('skipped');
+    expect(llm.requests.length).toBe(before);
+    expect(await env.db.hookRun.count({ where: { turnId } })).toBe(0);
+    expect(
+      await env.db.memoryRecord.count({ where: { tenantId: { in: [owner.tenantId, other.tenantId] } } }),
+    ).toBe(0);
+  });
+
+  it('skips a failed turn and records the skip, without a model call', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, { status: 'failed', input: 'my deploy window is Mondays' });
+    const before = llm.requests.length;
+    await expect(run(turnId, t.tenantId)).resolves.toBe('skipped');
+    await expect(run(turnId, t.tenantId)).resolves.toBe('already_done');
+    expect(llm.requests.length).toBe(before);
+    expect((await env.db.hookRun.findFirstOrThrow({ where: { turnId } })).output).toMatchObject({
+      skipped: 'turn_failed',
+    });
+    expect(await memoryOf(t.agentId)).toEqual([]);
+  });
+
+  it('uses the deployment default model when the tenant has no summarization route', async () => {
+    const t = await tenant(null);
+    const turnId = await turn(t, { status: 'completed', input: 'I live in Lisbon.', answer: 'Nice.' });
+    const before = llm.requests.length;
+    llm.enqueue(facts({ title: 'Home', content: 'The user lives in Lisbon.' }));
+    await expect(run(turnId, t.tenantId, ctx('openai-chat/deployment-default'))).resolves.toBe('written');
+    expect((requestsSince(before)[0].body as { model: string }).model).toBe('deployment-default');
+    expect((await memoryOf(t.agentId))[0].provenance).toMatchObject({
+      model: 'openai-chat/deployment-default',
+    });
+  });
+
+  it('two runs racing for one turn write its facts and its ledger once', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'completed',
+      input: 'The on-call phone is +351 555 0100.',
+      answer: 'Saved.',
+    });
+    llm.enqueue(
+      facts({ title: 'On-call phone', content: 'The on-call phone is +351 555 0100.' }),
+      facts({ title: 'On-call phone', content: 'The on-call phone number is +351 555 0100.' }),
+    );
+    const outcomes = await Promise.all([run(turnId, t.tenantId), run(turnId, t.tenantId)]);
+    expect(outcomes.sort()).toEqual(['already_done', 'written']);
+    expect(await memoryOf(t.agentId)).toHaveLength(1);
+    expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(1);
+    expect(await env.db.hookRun.count({ where: { turnId } })).toBe(1);
+  });
+});

@@ -1,0 +1,101 @@
+import type { PostTurnJob } from '@switchboard/contracts';
+import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql } from '@switchboard/memory';
+import { withSpan } from '@switchboard/observability';
+import { bounded, claimHookRun, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
+import type { HookContext } from './cost-log';
+
+export const EPISODIC_HOOK = 'episodic-index';
+
+/** An episode's title is the start of the user input, at most this long. */
+export const EPISODE_TITLE_CHARS = 120;
+
+/** The episode's text: the user input and the assistant's (final or partial) answer, each bounded by the snapshot. */
+export function episodeContent(s: TurnSnapshot): string {
+  const answer = s.status === 'cancelled' ? 'Assistant (partial, the turn was cancelled)' : 'Assistant';
+  return [`User: ${s.input.text || '(empty)'}`, '', `${answer}: ${s.assistant.text || '(no answer)'}`].join(
+    '\n',
+  );
+}
+
+/** The title: the input's first line, bounded. */
+export function episodeTitle(s: TurnSnapshot): string {
+  const firstLine = (s.input.text || s.assistant.text).split('\n', 1)[0].trim();
+  return bounded(firstLine, Math.min(EPISODE_TITLE_CHARS, MEMORY_TITLE_MAX_CHARS - 1)).text;
+}
+
+/**
+ * The episodic-index hook (seed 000 "Episodic memory indexing"): the turn as one searchable memory
+ * record of kind `episode` (title from the user input; content = input + final text, bounded), with
+ * provenance, under the dedupe key `episode:<turn id>`. Completed and cancelled turns are indexed
+ * (a cancelled one with what it said so far); a failed turn, or one with neither input nor answer,
+ * is skipped and recorded. The record and the `hook_runs` row commit in one transaction after one
+ * read: a re-run finds the row and writes nothing (`already_done`). No model call.
+ */
+export async function runEpisodicIndex(
+  ctx: HookContext,
+  job: PostTurnJob,
+): Promise<'written' | 'already_done' | 'skipped'> {
+  return withSpan(
+    'hook episodic-index',
+    {
+      attributes: {
+        'switchboard.hook': EPISODIC_HOOK,
+        'switchboard.turn.id': job.turnId,
+        'switchboard.tenant.id': job.tenantId,
+      },
+    },
+    async (span) => {
+      const { outcome, reason } = await index(ctx, job);
+      span.setAttribute('switchboard.hook.outcome', outcome);
+      ctx.logger.info({ hook: EPISODIC_HOOK, turnId: job.turnId, outcome, reason }, 'episodic index run');
+      return outcome;
+    },
+  );
+}
+
+async function index(
+  ctx: HookContext,
+  job: PostTurnJob,
+): Promise<{ outcome: 'written' | 'already_done' | 'skipped'; reason?: string }> {
+  const s = await loadTurnSnapshot(ctx.sql, job, EPISODIC_HOOK);
+  if (!s) return { outcome: 'skipped', reason: 'no_ended_turn' };
+  if (s.done) return { outcome: 'already_done' };
+  const skip =
+    s.status === 'failed'
+      ? 'turn_failed'
+      : !s.input.text && !s.assistant.text
+        ? 'nothing_to_index'
+        : undefined;
+  const dedupeKey = `episode:${s.turnId}`;
+  const written = await ctx.sql.transaction(async (tx) => {
+    const claimed = await claimHookRun(tx, {
+      tenantId: s.tenantId,
+      turnId: s.turnId,
+      hook: EPISODIC_HOOK,
+      output: skip ? { skipped: skip, turnStatus: s.status } : { dedupeKey, turnStatus: s.status },
+    });
+    if (!claimed || skip) return claimed;
+    await tx.execute(
+      memoryInsertSql([
+        {
+          tenantId: s.tenantId,
+          agentId: s.agentId,
+          kind: 'episode',
+          title: episodeTitle(s),
+          content: episodeContent(s),
+          dedupeKey,
+          provenance: {
+            source: 'episodic',
+            hook: EPISODIC_HOOK,
+            turnId: s.turnId,
+            sessionId: s.sessionId,
+            messageSeqs: s.messageSeqs,
+          },
+        },
+      ]),
+    );
+    return true;
+  });
+  if (!written) return { outcome: 'already_done' };
+  return skip ? { outcome: 'skipped', reason: skip } : { outcome: 'written' };
+}
