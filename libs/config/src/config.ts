@@ -150,6 +150,27 @@ export const ConfigSchema = z.object({
     )
     .refine((hosts) => hosts.every(isAllowEntry), 'must list host names, IPs or CIDR ranges')
     .optional(),
+  /**
+   * Hosts a tenant's MCP server may live on although their address is private, loopback or
+   * link-local (docs/adr/0023; same form as HTTP_FETCH_ALLOW_HOSTS). For tests and internal servers.
+   */
+  MCP_ALLOW_HOSTS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
+    )
+    .refine((hosts) => hosts.every(isAllowEntry), 'must list host names, IPs or CIDR ranges')
+    .optional(),
+  /** How long a harness worker trusts an MCP server's tool list before listing it again (docs/adr/0023). */
+  MCP_TOOLS_TTL_MS: Int(300_000, 0),
+  /** Seals MCP servers' auth header values at rest (AES-256-GCM, base64 of 32 bytes); unset: stored as given. */
+  MCP_SECRET_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, { message: 'must be the base64 of 32 bytes' })
+    .optional(),
   /** Longest a `wait` admission holds its response for the turn to end (and the cap on `wait: <seconds>`); 0 turns waiting off. */
   WAIT_TIMEOUT_MS: Int(60_000, 0),
   /** How often a streaming round's text is published live at most (docs/adr/0015). */

@@ -47,6 +47,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * `outcome_unknown` result (docs/adr/0004-at-least-once-without-duplicates.md).
    */
   honoursIdempotencyKey?: boolean;
+  /**
+   * The arguments' JSON Schema as the tool brings it (an MCP tool, docs/adr/0023): sent to providers
+   * as is, never strict; `schema` then only validates (it cannot be derived back from zod).
+   */
+  parameters?: Record<string, unknown>;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
 }
 
@@ -56,6 +61,9 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
 
 /** JSON Schema of a tool's arguments, derived from its zod schema, emitted for providers in `mode`. */
 export function toolSpec(tool: ToolDefinition, mode: SchemaMode = 'relaxed'): ToolSpec {
+  if (tool.parameters) {
+    return { name: tool.name, description: tool.description, parameters: tool.parameters, strict: false };
+  }
   const { $schema: _ignored, ...source } = z.toJSONSchema(tool.schema, {
     target: 'draft-7',
     io: 'input',
@@ -66,6 +74,19 @@ export function toolSpec(tool: ToolDefinition, mode: SchemaMode = 'relaxed'): To
     parameters: emitSchema(source, mode),
     strict: mode === 'strict',
   };
+}
+
+/**
+ * Thrown by a tool whose call must wait for a sub-agent task (docs/adr/0024): the engine ends the
+ * round with a `{kind: 'task'}` wait instead of a result, the runner pauses the turn and frees the
+ * worker, and the task's end resumes it; the call then runs again (it honours the idempotency key)
+ * and answers from the ended task.
+ */
+export class ToolWait extends Error {
+  constructor(readonly taskId: string) {
+    super(`waiting for task ${taskId}`);
+    this.name = 'ToolWait';
+  }
 }
 
 /**

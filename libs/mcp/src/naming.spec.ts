@@ -1,0 +1,55 @@
+import {
+  MCP_SERVER_NAME,
+  mcpToolName,
+  namesMcpTools,
+  offerable,
+  sideEffectOf,
+  splitMcpToolName,
+} from './naming';
+
+describe('MCP tool names', () => {
+  it('namespaces a tool as <server>__<tool> and splits it back at the first __', () => {
+    expect(mcpToolName('srv', 'add')).toBe('srv__add');
+    expect(splitMcpToolName('srv__add')).toEqual({ server: 'srv', tool: 'add' });
+    expect(splitMcpToolName('my_srv__do__it')).toEqual({ server: 'my_srv', tool: 'do__it' });
+    expect(splitMcpToolName('word_count')).toBeNull();
+    expect(splitMcpToolName('__x')).toBeNull();
+    expect(splitMcpToolName('srv__')).toBeNull();
+  });
+
+  it.each(['srv', 'a', 'my-srv', 'my_srv', 'a1_b2-c3', 'x'.repeat(32)])('accepts the server name %s', (n) =>
+    expect(MCP_SERVER_NAME.test(n)).toBe(true),
+  );
+
+  it.each(['', 'Srv', 'a__b', '_a', 'a_', 'a.b', 'a b', 'x'.repeat(33), 'ü'])(
+    'refuses the server name %j',
+    (n) => expect(MCP_SERVER_NAME.test(n)).toBe(false),
+  );
+
+  it('only an agent list with a namespaced name needs MCP', () => {
+    expect(namesMcpTools(['word_count', 'current_time'])).toBe(false);
+    expect(namesMcpTools(['word_count', 'srv__add'])).toBe(true);
+  });
+
+  it('offers only names a provider accepts', () => {
+    expect(offerable('srv', 'add')).toBe(true);
+    expect(offerable('srv', 'files.read')).toBe(false);
+    expect(offerable('srv', 'x'.repeat(60))).toBe(false);
+  });
+});
+
+describe('side-effect class from MCP annotations', () => {
+  it.each([
+    [{ readOnlyHint: true }, 'read_only'],
+    [{ readOnlyHint: true, destructiveHint: true }, 'read_only'],
+    [{}, 'destructive'],
+    [undefined, 'destructive'],
+    [{ readOnlyHint: false }, 'destructive'],
+    [{ destructiveHint: true, openWorldHint: false }, 'destructive'],
+    [{ destructiveHint: false }, 'network'],
+    [{ destructiveHint: false, openWorldHint: true }, 'network'],
+    [{ destructiveHint: false, openWorldHint: false }, 'local_write'],
+  ] as const)('%j → %s', (annotations, expected) => {
+    expect(sideEffectOf(annotations)).toBe(expected);
+  });
+});
