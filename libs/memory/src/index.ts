@@ -4,3 +4,4 @@ export * from './cjk';
 export * from './snippet';
 export * from './source-ref';
 export * from './store';
+export * from './tools';

@@ -10,9 +10,11 @@ import { BullModule } from '@nestjs/bullmq';
 import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
-import { createPrisma, type Db } from '@switchboard/database';
+import { createPrisma, poolOf, type Db } from '@switchboard/database';
+import { MemoryStore, memoryTools } from '@switchboard/memory';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
+import { sqlDbFor } from '@switchboard/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TOOLS } from './tokens';
 import { WorkerFailures } from './worker';
@@ -47,10 +49,14 @@ export class InfraModule {
       { provide: REDIS, useValue: redis },
       {
         provide: TOOLS,
-        useValue: new ToolRegistry([
-          ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
-          ...loadToolModules(config.EXTRA_TOOL_MODULES),
-        ]),
+        inject: [DB, METRICS],
+        // Tools that need the database (memory_search, memory_get) share the process's pool.
+        useFactory: (db: Db, metrics: Metrics) =>
+          new ToolRegistry([
+            ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
+            ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
+            ...loadToolModules(config.EXTRA_TOOL_MODULES),
+          ]),
       },
       WorkerFailures,
       InfraLifecycle,

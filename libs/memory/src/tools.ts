@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '@switchboard/tools';
+import type { MemoryStore } from './store';
+import { MEMORY_GET_DEFAULT_CHARS, MEMORY_GET_MAX_CHARS, MEMORY_KINDS } from './types';
+
+export const MEMORY_SEARCH_TOOL = 'memory_search';
+export const MEMORY_GET_TOOL = 'memory_get';
+
+/** The agent the call runs as: memory is per agent, and a call outside an agent's turn has none. */
+function scope(ctx: ToolContext): { tenantId: string; agentId: string } {
+  if (!ctx.agentId)
+    throw new ToolError('no_agent', 'memory is per agent and this call runs outside an agent');
+  return { tenantId: ctx.tenantId, agentId: ctx.agentId };
+}
+
+/**
+ * `memory_search` and `memory_get` (seed 002): search the agent's own memory, then read one record's
+ * exact text by the `source_ref` a search returned. Read-only; the tenant and agent come from the
+ * turn's context, never from the model, so a ref from elsewhere finds nothing. Agents get them only
+ * when they name them in `tools`.
+ */
+export function memoryTools(store: MemoryStore): ToolDefinition[] {
+  const search = defineTool({
+    name: MEMORY_SEARCH_TOOL,
+    description:
+      "Searches this agent's long-term memory (facts, past episodes, notes) by keywords. Returns the best " +
+      'matches with a source_ref, kind, title, snippet, score and updated_at; pass a source_ref to ' +
+      'memory_get for the full text.',
+    schema: z.strictObject({
+      query: z.string().min(1).max(1000).describe('Keywords or a question'),
+      limit: z.int().min(1).max(20).optional().describe('How many results, 1 to 20 (default 8)'),
+      kind: z.enum(MEMORY_KINDS).optional().describe('Only records of this kind'),
+    }),
+    sideEffect: 'read_only',
+    timeoutMs: 5_000,
+    needsApproval: false,
+    async execute({ query, limit, kind }, ctx) {
+      const hits = await store.search({
+        ...scope(ctx),
+        query,
+        limit: limit ?? 8,
+        kinds: kind ? [kind] : undefined,
+      });
+      return {
+        results: hits.map((h) => ({
+          source_ref: h.sourceRef,
+          kind: h.kind,
+          title: h.title,
+          snippet: h.snippet,
+          score: h.score,
+          updated_at: h.updatedAt,
+        })),
+      };
+    },
+  });
+
+  const get = defineTool({
+    name: MEMORY_GET_TOOL,
+    description:
+      "Returns the exact text of one record of this agent's memory, by the source_ref memory_search gave. " +
+      `At most max_chars characters (default ${MEMORY_GET_DEFAULT_CHARS}); truncated tells whether more exists.`,
+    schema: z.strictObject({
+      source_ref: z.string().min(1).max(100).describe('A source_ref copied from a memory_search result'),
+      max_chars: z
+        .int()
+        .min(1)
+        .max(MEMORY_GET_MAX_CHARS)
+        .optional()
+        .describe(`Characters to return, 1 to ${MEMORY_GET_MAX_CHARS}`),
+    }),
+    sideEffect: 'read_only',
+    timeoutMs: 5_000,
+    needsApproval: false,
+    async execute({ source_ref, max_chars }, ctx) {
+      const doc = await store.get({ ...scope(ctx), sourceRef: source_ref, maxChars: max_chars });
+      if (!doc) {
+        throw new ToolError('not_found', 'no memory record of this agent has that source_ref', {
+          recoveryHint: 'Use a source_ref exactly as memory_search returned it.',
+        });
+      }
+      return {
+        source_ref: doc.sourceRef,
+        kind: doc.kind,
+        title: doc.title,
+        content: doc.content,
+        truncated: doc.truncated,
+        total_chars: doc.totalChars,
+        provenance: doc.provenance,
+        updated_at: doc.updatedAt,
+      };
+    },
+  });
+
+  return [search, get] as ToolDefinition[];
+}
