@@ -178,7 +178,7 @@ describe('MemoryStore', () => {
     const second = await store.list({
       ...scope,
       limit: 100,
-      after: { createdAt: last.createdAt, id: decodeSourceRef(last.sourceRef) ?? '' },
+      after: decodeSourceRef(last.sourceRef) ?? '',
     });
     const all = await store.list({ ...scope, limit: 100 });
     expect([...first.items, ...second.items].map((i) => i.sourceRef)).toEqual(

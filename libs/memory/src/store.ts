@@ -82,8 +82,8 @@ export interface MemorySearchQuery extends MemoryScope {
 export interface MemoryListQuery extends MemoryScope {
   kinds?: MemoryKind[];
   limit?: number;
-  /** The last item of the previous page (newest first). */
-  after?: { createdAt: string; id: string };
+  /** The record id of the previous page's last item (ids are UUIDv7: id order is creation order). */
+  after?: string;
 }
 
 interface Row {
@@ -119,7 +119,8 @@ export class MemoryStore {
     const limit = Math.min(Math.max(q.limit ?? 8, 1), MEMORY_SEARCH_MAX_LIMIT);
     const rows = await this.db.rows<Row & { score: number }>(sql`
       WITH q AS (SELECT to_tsquery(${CONFIG}, ${tsquery}) AS q)
-      SELECT m.id, m.kind, m.title, left(m.content, 20000) AS content, m.updated_at AS "updatedAt",
+      SELECT m.id, m.kind, m.title, left(m.content, 20000) AS content, char_length(m.content) AS "totalChars",
+        m.provenance, m.created_at AS "createdAt", m.updated_at AS "updatedAt",
         ts_rank(m.search, q.q, 1)::float8 AS score
       FROM memory_records m, q
       WHERE m.tenant_id = ${q.tenantId}::uuid AND m.agent_id = ${q.agentId}::uuid
@@ -133,6 +134,9 @@ export class MemoryStore {
       snippet: snippetOf(r.content, q.query),
       score: Math.round(r.score * 10_000) / 10_000,
       updatedAt: r.updatedAt.toISOString(),
+      provenance: r.provenance,
+      totalChars: r.totalChars,
+      createdAt: r.createdAt.toISOString(),
     }));
   }
 
@@ -161,20 +165,19 @@ export class MemoryStore {
   }
 
   /** Newest first, `limit + 1` rows asked so the caller knows whether there is a next page. */
-  async list(q: MemoryListQuery): Promise<{ items: MemoryItem[]; more: boolean }> {
+  async list(q: MemoryListQuery): Promise<{ items: (MemoryItem & { id: string })[]; more: boolean }> {
     const limit = Math.min(Math.max(q.limit ?? 20, 1), 200);
-    const after = q.after
-      ? sql`AND (created_at, id) < (${q.after.createdAt}::timestamptz, ${q.after.id}::uuid)`
-      : sql``;
+    const after = q.after ? sql`AND id < ${q.after}::uuid` : sql``;
     const rows = await this.db.rows<Row>(sql`
       SELECT id, kind, title, left(content, ${PREVIEW_CHARS}) AS content,
         char_length(content) AS "totalChars", provenance, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid ${kindFilter(q.kinds)} ${after}
-      ORDER BY created_at DESC, id DESC
+      ORDER BY id DESC
       LIMIT ${limit + 1}`);
     return {
       items: rows.slice(0, limit).map((r) => ({
+        id: r.id,
         sourceRef: encodeSourceRef(r.id),
         kind: r.kind,
         title: r.title,

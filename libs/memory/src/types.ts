@@ -29,6 +29,9 @@ export interface MemoryHit {
   snippet: string;
   score: number;
   updatedAt: string;
+  provenance: MemoryProvenance;
+  totalChars: number;
+  createdAt: string;
 }
 
 export interface MemoryDocument {
