@@ -10,7 +10,7 @@ import {
 import { PostTurnHookName } from '@switchboard/contracts';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
-import { startStack } from '../support/stack';
+import { FIXTURES, startStack } from '../support/stack';
 
 /**
  * One trace covers admit → queue → turn (a span per provider call and per tool
@@ -31,8 +31,13 @@ describe('tracing', () => {
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
     trace.setGlobalTracerProvider(provider);
     env = await createTestEnv();
-    stack = await startStack(env.config());
+    stack = await startStack(env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES }));
     ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789'));
+    // The archivist's summarization call answers with no facts (the default, scripted/demo, calls a tool).
+    const routed = await api.patch('/v1/settings', {
+      modelRoutes: { summarization: 'scripted/archivist-none' },
+    });
+    expect(routed.status).toBe(200);
   });
 
   afterAll(async () => {
@@ -91,6 +96,9 @@ describe('tracing', () => {
         'chat demo',
         'chat demo',
         'execute_tool word_count',
+        'hook archivist',
+        'chat archivist-none',
+        'hook episodic-index',
         ...Array<string>(HOOKS).fill('post-turn publish'),
         ...Array<string>(HOOKS).fill('post-turn process'),
       ].sort(),
@@ -106,6 +114,11 @@ describe('tracing', () => {
       expect(c.attributes['gen_ai.request.model']).toBe('demo');
     }
     expect(parentOf(tool)).toBe(id(turn));
+    // The hooks that read the turn or call a model have their own spans inside their job's.
+    const archivist = one('hook archivist');
+    expect(consumeHooks.map(id)).toContain(parentOf(archivist));
+    expect(parentOf(one('chat archivist-none'))).toBe(id(archivist));
+    expect(consumeHooks.map(id)).toContain(parentOf(one('hook episodic-index')));
     expect(tool.attributes['gen_ai.tool.name']).toBe('word_count');
     for (const p of publishHooks) expect(parentOf(p)).toBe(id(turn));
     expect(consumeHooks.map(parentOf).sort()).toEqual(publishHooks.map(id).sort());
