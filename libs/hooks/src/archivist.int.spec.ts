@@ -14,7 +14,7 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { ArchivistError, runArchivist } from './archivist';
-import type { HookContext } from './cost-log';
+import { runCostLog, type HookContext } from './cost-log';
 
 /**
  * The archivist on real Postgres with the real OpenAI SDK against the fake LLM server: facts land in
@@ -362,6 +362,52 @@ describe('runArchivist', () => {
     expect((await memoryOf(t.agentId))[0].provenance).toMatchObject({
       model: 'openai-chat/deployment-default',
     });
+  });
+
+  it('its spend counts once in the tenant roll-up and never in the turn’s cost line, whichever hook runs first', async () => {
+    const t = await tenant();
+    const own = async (turnId: string) =>
+      env.db.ledgerEntry.create({
+        data: {
+          id: newId(),
+          tenantId: t.tenantId,
+          agentId: t.agentId,
+          sessionId: t.sessionId,
+          turnId,
+          key: `${turnId}:round:0`,
+          provider: 'openai-chat',
+          model: 'chat-small',
+          inputTokens: 100,
+          outputTokens: 10,
+          costUsd: '0.00100000',
+          costSource: 'override',
+        },
+      });
+    const archivistFirst = await turn(t, { status: 'completed', input: 'I use Neovim.', answer: 'Nice.' });
+    const costLogFirst = await turn(t, { status: 'completed', input: 'I use Helix too.', answer: 'Nice.' });
+    await own(archivistFirst);
+    await own(costLogFirst);
+    const costLog = (turnId: string) =>
+      runCostLog(ctx(), { turnId, tenantId: t.tenantId, hook: 'cost-log', trace: {} });
+
+    llm.enqueue(facts({ title: 'Editor', content: 'The user uses Neovim.' }));
+    await expect(run(archivistFirst, t.tenantId)).resolves.toBe('written');
+    await expect(costLog(archivistFirst)).resolves.toBe('written');
+    await expect(costLog(costLogFirst)).resolves.toBe('written');
+    llm.enqueue(facts({ title: 'Editor', content: 'The user uses Helix.' }));
+    await expect(run(costLogFirst, t.tenantId)).resolves.toBe('written');
+
+    for (const turnId of [archivistFirst, costLogFirst]) {
+      const line = await env.db.hookRun.findUniqueOrThrow({
+        where: { turnId_hook: { turnId, hook: 'cost-log' } },
+      });
+      expect(line.output).toMatchObject({ providerCalls: 1, costUsd: '0.00100000', models: ['chat-small'] });
+    }
+    const [spend, ...otherDays] = await env.db.tenantSpendDaily.findMany({ where: { tenantId: t.tenantId } });
+    expect(otherDays).toEqual([]);
+    expect(spend.costUsd.toFixed(8)).toBe('0.00620000'); // 2 × 0.001 own + 2 × 0.0021 archivist
+    expect(spend).toMatchObject({ providerCalls: 4, turns: 2 });
+    expect(Number(spend.inputTokens)).toBe(2 * 100 + 2 * 400);
   });
 
   it('two runs racing for one turn write its facts and its ledger once', async () => {

@@ -327,7 +327,10 @@ async function distil(
  * The calls' spend in the ledger, in the hook's transaction, under deterministic keys
  * (`hook:archivist:<turn id>:<n>`): it counts in the tenant's usage (GET /v1/usage) with the turn's
  * agent, session and turn, but not in the turn's own totals (`turns.cost_usd`), which were final when
- * the turn ended. The `hook:` prefix tells a hook's entries from the turn's own.
+ * the turn ended. The `hook:` prefix tells a hook's entries from the turn's own: the cost-log hook
+ * leaves them out of the turn's cost line and its tenant roll-up, and this transaction adds them to
+ * the tenant's `tenant_spend_daily` row for the day instead (provider calls, no turn), so the roll-up
+ * counts them exactly once whichever hook runs first.
  */
 async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ModelCall[]): Promise<void> {
   if (calls.length === 0) return;
@@ -342,5 +345,21 @@ async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ModelCall[]): Pr
       input_tokens, output_tokens, cached_tokens, cost_usd, cost_source)
     VALUES ${join(rows)}
     ON CONFLICT (key) DO NOTHING
+  `);
+  const usd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
+  const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + c.usage[k], 0);
+  // The ledger rows' day: their created_at is this transaction's now().
+  await tx.execute(sql`
+    INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,
+      provider_calls, turns, updated_at)
+    VALUES (${s.tenantId}::uuid, (now() AT TIME ZONE 'UTC')::date, ${usd}::numeric, ${tokens('inputTokens')},
+      ${tokens('outputTokens')}, ${tokens('cachedTokens')}, ${calls.length}, 0, now())
+    ON CONFLICT (tenant_id, day) DO UPDATE SET
+      cost_usd = tenant_spend_daily.cost_usd + excluded.cost_usd,
+      input_tokens = tenant_spend_daily.input_tokens + excluded.input_tokens,
+      output_tokens = tenant_spend_daily.output_tokens + excluded.output_tokens,
+      cached_tokens = tenant_spend_daily.cached_tokens + excluded.cached_tokens,
+      provider_calls = tenant_spend_daily.provider_calls + excluded.provider_calls,
+      updated_at = now()
   `);
 }

@@ -62,7 +62,8 @@ export async function recordCostLog(
       SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
         sum(output_tokens) AS output_tokens, sum(cached_tokens) AS cached_tokens,
         sum(cost_usd) AS cost_usd, min(created_at) AS first_at
-      FROM ledger_entries WHERE turn_id = (SELECT id FROM t)
+      -- The turn's own calls: a hook's (key 'hook:…', the archivist's) are booked and rolled up by it.
+      FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
       GROUP BY provider, model
     ),
     line AS (
@@ -89,7 +90,7 @@ export async function recordCostLog(
       SELECT (created_at AT TIME ZONE 'UTC')::date AS day, sum(cost_usd) AS cost_usd,
         sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
         sum(cached_tokens) AS cached_tokens, count(*) AS calls, max(created_at) AS last_at
-      FROM ledger_entries WHERE turn_id = (SELECT id FROM t)
+      FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
       GROUP BY 1
     ),
     spend AS (
