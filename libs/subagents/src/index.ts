@@ -1,2 +1,3 @@
 // Sub-agents as child turns tracked by tasks, and the built-in archetypes (issue 11).
 export * from './archetypes';
+export * from './tiers';
