@@ -26,7 +26,6 @@ import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './auth/key-revocations';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
-import { ArchetypesController } from './controllers/archetypes.controller';
 import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
@@ -34,6 +33,7 @@ import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { SessionsController } from './controllers/sessions.controller';
+import { TasksController } from './controllers/tasks.controller';
 import { HooksController } from './controllers/hooks.controller';
 import { TriggersController } from './controllers/triggers.controller';
 import { SchedulesController } from './controllers/schedules.controller';
@@ -113,9 +113,9 @@ export class GatewayModule {
         AdminController,
         ApiKeysController,
         AgentsController,
-        ArchetypesController,
         SessionsController,
         TurnsController,
+        TasksController,
         ApprovalsController,
         SettingsController,
         OpsController,

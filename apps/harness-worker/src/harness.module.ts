@@ -31,8 +31,10 @@ import {
   METRICS,
   providerRegistryFromConfig,
   REDIS,
+  TASKS,
   TOOLS,
 } from '@switchboard/platform';
+import type { TaskService } from '@switchboard/subagents';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import { MaintenanceProcessor } from './maintenance.processor';
@@ -92,6 +94,7 @@ export class HarnessModule {
             REDIS,
             TOOL_GATES,
             CONTEXT_SOURCES,
+            TASKS,
           ],
           useFactory: (
             cfg: Config,
@@ -104,6 +107,7 @@ export class HarnessModule {
             redis: IORedis,
             gates: ToolGates,
             context: ContextSources,
+            tasks: TaskService,
           ) => {
             const providers = providerRegistryFromConfig(cfg);
             return new TurnRunner({
@@ -123,6 +127,7 @@ export class HarnessModule {
               checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,
               prices: cfg.MODEL_PRICES,
               approvalTtlMs: cfg.APPROVAL_TTL_MS,
+              tasks,
             });
           },
         },

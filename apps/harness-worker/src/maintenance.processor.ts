@@ -7,9 +7,10 @@ import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
-import { DB, METRICS, QueueProcessor, QueueWorker, REDIS } from '@switchboard/platform';
+import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
 import { ApprovalStore, sqlDbFor } from '@switchboard/store';
+import type { TaskService } from '@switchboard/subagents';
 import { flushIdleWakeHints } from '@switchboard/triage';
 import { Approvals, reconcileTurns } from '@switchboard/turns';
 
@@ -27,6 +28,7 @@ export class MaintenanceProcessor extends QueueWorker {
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(TASKS) private readonly tasks: TaskService,
   ) {
     super();
   }
@@ -50,6 +52,8 @@ export class MaintenanceProcessor extends QueueWorker {
           new RedisLivePublisher(this.redis, { prefix: this.config.QUEUE_PREFIX, logger: this.logger }),
         );
         const expired = await this.approvals.expireDue();
+        // Sub-agent tasks whose parent was not told of their end (a worker died between): told now.
+        const settled = await this.tasks.settleDue();
         const requeued = await reconcileTurns(this.db, this.turns, this.logger, {
           olderThanMs: RECONCILE_MIN_AGE_MS,
         });
@@ -60,7 +64,7 @@ export class MaintenanceProcessor extends QueueWorker {
           admission: this.admission,
           logger: this.logger,
         });
-        this.logger.info({ task, requeued, expired, woken }, 'maintenance task ran');
+        this.logger.info({ task, requeued, expired, woken, settled }, 'maintenance task ran');
         return requeued;
       }
     }

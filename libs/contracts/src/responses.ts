@@ -150,8 +150,6 @@ export const AgentResponse = z
     /** Tools whose calls by this agent wait for a human decision. */
     approvalRequired: z.array(z.string()),
     budgets: Budgets,
-    /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
-    builtIn: z.boolean(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
@@ -185,27 +183,6 @@ export const AgentDetailResponse = AgentResponse.extend({
   }),
 }).register(ApiSchemas, { id: 'AgentDetail' });
 export type AgentDetailResponse = z.infer<typeof AgentDetailResponse>;
-
-/** A built-in archetype every tenant has (seed 000; docs/adr/0025-archetypes-and-tiers.md). */
-export const ArchetypeResponse = z
-  .strictObject({
-    name: z.string(),
-    tier: Tier,
-    description: z.string(),
-    /** The narrow system prompt its agents run with. */
-    instructions: z.string(),
-    /** Tools by name; a deployment that does not register one does not offer it. */
-    tools: z.array(z.string()),
-    /** A model route hint, `hint:<route>`. */
-    model: z.string(),
-  })
-  .register(ApiSchemas, { id: 'Archetype' });
-export type ArchetypeResponse = z.infer<typeof ArchetypeResponse>;
-
-export const ArchetypeListResponse = z
-  .strictObject({ data: z.array(ArchetypeResponse) })
-  .register(ApiSchemas, { id: 'ArchetypeList' });
-export type ArchetypeListResponse = z.infer<typeof ArchetypeListResponse>;
 
 export const AgentPageResponse = z
   .strictObject({ data: z.array(AgentResponse), nextCursor: NextCursor })
@@ -325,6 +302,38 @@ export const FailureArtifactResponse = z.looseObject({
 });
 export type FailureArtifactResponse = z.infer<typeof FailureArtifactResponse>;
 
+/**
+ * A sub-agent task (docs/adr/0024): a parent turn's spawn, run as the child's own turn. `handback` is
+ * what the parent saw: `completed {result}` or `incomplete {reason}`.
+ */
+export const TaskResponse = z
+  .strictObject({
+    id: Id,
+    /** The name the parent spawned (an agent of the tenant or a built-in archetype). */
+    agent: z.string(),
+    agentId: Id,
+    status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']),
+    /** A root turn is depth 0; its child 1 (at most 3). */
+    depth: z.int(),
+    /** The parent waits for it (a blocking spawn, or wait_subagent). */
+    blocking: z.boolean(),
+    parentTurnId: Id.nullable(),
+    parentSessionId: Id.nullable(),
+    childSessionId: Id.nullable(),
+    childTurnId: Id.nullable(),
+    input: JsonObject,
+    handback: JsonObject.nullable(),
+    /** The child's final text, bounded. */
+    output: z.string().nullable(),
+    /** The child turn's cost. */
+    costUsd: Usd,
+    createdAt: Timestamp,
+    completedAt: Timestamp.nullable(),
+    closedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'Task' });
+export type TaskResponse = z.infer<typeof TaskResponse>;
+
 export const TurnResponse = z
   .strictObject({
     id: Id,
@@ -360,6 +369,8 @@ export const TurnResponse = z
     completedAt: Timestamp.nullable(),
     /** When a cancel was requested (POST /v1/turns/:id/cancel, `multitask: interrupt`); null if never. */
     cancelRequestedAt: Timestamp.nullable(),
+    /** GET /v1/turns/:id only: the sub-agent tasks this turn spawned, oldest first (docs/adr/0024). */
+    children: z.array(TaskResponse).optional(),
   })
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;

@@ -90,7 +90,9 @@ class Harness {
 }
 
 const decide = (outcome: TurnOutcome, status: ApprovalDecision['status'], reason?: string) =>
-  (outcome.waits ?? []).map((w) => ({ approvalId: w.approvalId, callId: w.callId, status, reason }));
+  (outcome.waits ?? []).flatMap((w) =>
+    w.kind === 'approval' ? [{ approvalId: w.approvalId, callId: w.callId, status, reason }] : [],
+  );
 
 beforeEach(() => (effects.length = 0));
 
@@ -131,7 +133,7 @@ describe('approvals as waits (docs/adr/0013)', () => {
     const first = await h.run();
     expect(first.status).toBe('waiting');
     expect(first.waits?.map((w) => w.callId)).toEqual(['a', 'b']);
-    expect(new Set(first.waits?.map((w) => w.approvalId)).size).toBe(2);
+    expect(new Set(first.waits?.map((w) => (w.kind === 'approval' ? w.approvalId : w.taskId))).size).toBe(2);
     expect(effects).toEqual(['read:1']);
 
     const second = await h.run({ decisions: decide(first, 'approved') });

@@ -3,7 +3,7 @@ import { newId } from '@switchboard/contracts';
 import { withSpan } from '@switchboard/observability';
 import type { ChatMessage, ProviderRegistry, ToolCallRequest } from '@switchboard/providers';
 import type { EventData } from '@switchboard/contracts';
-import { ToolError, type ToolRegistry } from '@switchboard/tools';
+import { ToolError, ToolWait, type ToolRegistry } from '@switchboard/tools';
 import {
   assemble,
   compactHistory,
@@ -251,7 +251,7 @@ export class TurnEngine {
         if (waits.length > 0 && !signal.aborted) {
           return outcome({
             status: 'waiting',
-            stopReason: 'awaiting_approval',
+            stopReason: waits.some((w) => w.kind === 'approval') ? 'awaiting_approval' : 'awaiting_subagent',
             finalText: lastText(turn),
             waits,
           });
@@ -505,6 +505,10 @@ export class TurnEngine {
             callSignal,
             timeout.signal,
           );
+        } catch (err) {
+          // The call waits for a sub-agent task (docs/adr/0024): the turn pauses like an approval.
+          if (err instanceof ToolWait) return { wait: { kind: 'task', taskId: err.taskId, callId: call.id } };
+          throw err;
         } finally {
           clearTimeout(timer);
           // Whatever the tool still does after this has no effect on the turn.
@@ -602,7 +606,7 @@ export class TurnEngine {
     ) {
       return undefined;
     }
-    await cp.emit('summarizer_started', {
+    await cp.emit('subagent_spawned', {
       agent: 'summarizer',
       callId: call.id,
       tool: call.name,
@@ -629,7 +633,7 @@ export class TurnEngine {
       ? r.record
       : { ...r.record, ok: false, error: r.record.error ?? 'the summary was not smaller' };
     state.summarizerFailures = ok ? 0 : state.summarizerFailures + 1;
-    await cp.emit('summarizer_completed', {
+    await cp.emit('subagent_completed', {
       agent: 'summarizer',
       callId: call.id,
       ok,
@@ -734,6 +738,8 @@ async function executeBounded(
     }
     return { ok: true, result: result ?? null };
   } catch (err) {
+    // A sub-agent wait is no outcome: the caller turns it into the round's `task` wait.
+    if (err instanceof ToolWait) throw err;
     if (err instanceof ToolError) {
       const field = (err.details as { field?: unknown } | undefined)?.field;
       return {

@@ -101,10 +101,17 @@ export interface ApprovalWait {
 }
 
 /**
- * What a `waiting` turn waits on. One kind today; sub-agent tasks (issue 11) add
- * `{ kind: 'task'; taskId; callId }` and reuse the same pause and resume.
+ * A call waiting for a sub-agent task to end (docs/adr/0024): a blocking `spawn_subagent` or a
+ * `wait_subagent`. No row is written for it (the task row exists); the task's end resumes the turn.
  */
-export type Wait = ApprovalWait;
+export interface TaskWait {
+  kind: 'task';
+  taskId: string;
+  callId: string;
+}
+
+/** What a `waiting` turn waits on: a human's decision or a sub-agent task; both pause and resume alike. */
+export type Wait = ApprovalWait | TaskWait;
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */
 export interface ProviderAttempt {

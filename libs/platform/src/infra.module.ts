@@ -6,17 +6,21 @@ import {
   type DynamicModule,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { BullModule } from '@nestjs/bullmq';
+import { BullModule, getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { TurnControl } from '@switchboard/admission';
 import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
 import { MemoryStore, memoryTools } from '@switchboard/memory';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { RedisLivePublisher } from '@switchboard/live';
+import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
 import { sqlDbFor } from '@switchboard/store';
+import { subagentTools, TaskService } from '@switchboard/subagents';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, LOGGER, METRICS, REDIS, TOOLS } from './tokens';
+import { CONFIG, DB, LOGGER, METRICS, REDIS, TASKS, TOOLS } from './tokens';
 import { WorkerFailures } from './worker';
 
 @Injectable()
@@ -48,13 +52,34 @@ export class InfraModule {
       { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
       { provide: REDIS, useValue: redis },
       {
+        // Sub-agent tasks (docs/adr/0024): spawns enqueue child turns; close_subagent cancels through ADR 0014.
+        provide: TASKS,
+        inject: [DB, LOGGER, getQueueToken(QueueName.Turns), getQueueToken(QueueName.PostTurn)],
+        useFactory: (db: Db, logger: Logger, turns: Queue, postTurn: Queue) => {
+          const control = new TurnControl(sqlDbFor(poolOf(db), 'subagents'), {
+            redis,
+            prefix: config.QUEUE_PREFIX,
+            postTurnQueue: postTurn,
+            turnsQueue: turns,
+            live: new RedisLivePublisher(redis, { prefix: config.QUEUE_PREFIX, logger }),
+            logger,
+          });
+          return new TaskService(db, {
+            turnsQueue: turns,
+            logger,
+            cancelTurn: (tenantId, turnId, reason) => control.cancel(tenantId, turnId, reason),
+          });
+        },
+      },
+      {
         provide: TOOLS,
-        inject: [DB, METRICS],
+        inject: [DB, METRICS, TASKS],
         // Tools that need the database (memory_search, memory_get) share the process's pool.
-        useFactory: (db: Db, metrics: Metrics) =>
+        useFactory: (db: Db, metrics: Metrics, tasks: TaskService) =>
           new ToolRegistry([
             ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
             ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
+            ...subagentTools(tasks),
             ...loadToolModules(config.EXTRA_TOOL_MODULES),
           ]),
       },

@@ -6,3 +6,5 @@ export const LOGGER = Symbol('LOGGER');
 export const METRICS = Symbol('METRICS');
 export const TOOLS = Symbol('TOOLS');
 export const ADMISSION = Symbol('ADMISSION');
+/** Sub-agent tasks (libs/subagents TaskService, docs/adr/0024). */
+export const TASKS = Symbol('TASKS');

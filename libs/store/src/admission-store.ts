@@ -91,7 +91,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
   // A turn paused for approval keeps the session busy: it resumes before anything admitted now.
   const busy = a.rejectIfBusy
     ? sql`AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid
-        AND status IN ('queued', 'running', 'awaiting_approval'))`
+        AND status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent'))`
     : sql``;
   const event = admittedEvent(a);
   // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their
@@ -164,6 +164,14 @@ function outcome(a: AdmissionInsert, row: AdmitRow | undefined, rejectIfBusy: bo
   if (row.session_status !== 'active') return { kind: 'closed' };
   if (rejectIfBusy) return { kind: 'busy' };
   throw new Error('admission wrote nothing for an active session');
+}
+
+/**
+ * The `enqueue` admission inside the caller's open transaction: a sub-agent's spawn admits its child's
+ * message and turn in the same transaction as the task row (docs/adr/0024).
+ */
+export async function admitWithin(tx: SqlRunner, a: AdmissionInsert): Promise<AdmissionOutcome> {
+  return outcome(a, await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: true })), false);
 }
 
 export class AdmissionStore {

@@ -98,6 +98,12 @@ export class ControlStore {
         UPDATE approvals SET status = 'cancelled', decided_by = 'system', decided_at = now(),
           reason = 'the turn was cancelled'
         WHERE turn_id = ${a.turnId}::uuid AND status = 'pending'`);
+      // A sub-agent's child turn ended here ends its task (docs/adr/0024); the parent hears of it from
+      // the tasks sweep (the runner never saw this turn end).
+      await tx.execute(sql`
+        UPDATE tasks SET status = 'cancelled', completed_at = now(), updated_at = now(),
+          handback = jsonb_build_object('status', 'incomplete', 'reason', 'cancelled'), output = ''
+        WHERE child_turn_id = ${a.turnId}::uuid AND status IN ('pending', 'running')`);
       return { kind: 'cancelled', sessionId, tenantId: a.tenantId, priority: turn.priority, events };
     });
   }
@@ -107,7 +113,7 @@ export class ControlStore {
     const rows = await this.db.rows<{ id: string }>(sql`
       SELECT id FROM turns
       WHERE session_id = ${sessionId}::uuid AND tenant_id = ${tenantId}::uuid AND id <> ${except}::uuid
-        AND status IN ('running', 'awaiting_approval')
+        AND status IN ('running', 'awaiting_approval', 'awaiting_subagent')
       ORDER BY seq`);
     return rows.map((r) => r.id);
   }

@@ -12,9 +12,14 @@ const UNFINISHED = sql`('queued', 'running')`;
 
 /**
  * Statuses that hold a session's order: the unfinished ones and a turn paused on a wait
- * (`awaiting_approval`, docs/adr/0013), which blocks the turns behind it without being runnable.
+ * (`awaiting_approval`, docs/adr/0013; `awaiting_subagent`, docs/adr/0024), which blocks the turns
+ * behind it without being runnable.
  */
-const HOLDS_SESSION = sql`('queued', 'running', 'awaiting_approval')`;
+const HOLDS_SESSION = sql`('queued', 'running', 'awaiting_approval', 'awaiting_subagent')`;
+
+/** A turn paused on a wait (docs/adr/0013, 0024). */
+export type WaitingStatus = 'awaiting_approval' | 'awaiting_subagent';
+const WAITING = sql`('awaiting_approval', 'awaiting_subagent')`;
 
 /** A queued interject turn waiting to be delivered into the session's running turn (docs/adr/0014). */
 const PENDING_INTERJECTION = (t: Sql) => sql`${t}.status = 'queued' AND ${t}.priority = 'interject'
@@ -58,6 +63,8 @@ export interface TurnRow {
   cancelRequested: boolean;
   /** The reason given with the cancel, if any. */
   cancelReason: string | null;
+  /** The sub-agent task this turn runs as a child (docs/adr/0024); null for every other turn. */
+  taskId: string | null;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -129,6 +136,8 @@ export interface ApprovalInsert {
 export interface ClaimResult {
   /** The job's own turn status; undefined when no such turn is in that session and tenant. */
   ownStatus?: string;
+  /** The job's own turn's sub-agent task, when it runs one (docs/adr/0024). */
+  ownTaskId?: string;
   /** The lease is ours. */
   leased: boolean;
   /** The session had unfinished turns (seen before the claim). */
@@ -221,8 +230,8 @@ export interface TurnChanges {
   attempts?: unknown[];
   model?: string;
   toolCallsAdded?: number;
-  /** The turn pauses on its waits (docs/adr/0013): `awaiting_approval`, not terminal. */
-  waiting?: boolean;
+  /** The turn pauses on its waits (docs/adr/0013, 0024): not terminal. */
+  waiting?: WaitingStatus;
   terminal?: {
     status: string;
     stopReason: string;
@@ -253,6 +262,13 @@ export interface SessionChanges {
   release?: boolean;
 }
 
+/** What a child turn's step writes on its task row (docs/adr/0024). */
+export interface TaskChanges {
+  id: string;
+  /** Absent: the task starts running (from pending). */
+  end?: { status: 'completed' | 'failed' | 'cancelled'; handback: unknown; output: string };
+}
+
 export interface Step {
   tenantId: string;
   sessionId: string;
@@ -267,6 +283,8 @@ export interface Step {
   toolCalls?: ToolCallUpsert[];
   /** Approvals a paused turn asks for (docs/adr/0013). */
   approvals?: ApprovalInsert[];
+  /** The sub-agent task the turn runs (docs/adr/0024): `running` with its first commit, its end with the terminal one. */
+  task?: TaskChanges;
   /** Return the events as committed (seq, data with the cost filled in) for the live channel (libs/live). */
   returnEvents?: boolean;
 }
@@ -297,6 +315,7 @@ export interface StepResult {
 
 interface ClaimRow {
   own_status: string | null;
+  own_task_id: string | null;
   leased: boolean;
   pending: boolean;
   turn: Record<string, unknown> | null;
@@ -319,7 +338,7 @@ const TURN_JSON = sql`json_build_object(
   'iterations', ut.iterations, 'toolCallCount', ut.tool_call_count, 'costUsd', ut.cost_usd::text,
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
-  'cancelReason', ut.cancel_reason)`;
+  'cancelReason', ut.cancel_reason, 'taskId', ut.task_id)`;
 
 /**
  * The order a session's pending turns run in (SPEC §2 priority, docs/adr/0014): a turn that already
@@ -349,7 +368,7 @@ export class TurnStore {
   }): Promise<ClaimResult> {
     const row = await this.db.first<ClaimRow>(sql`
       WITH own AS (
-        SELECT status FROM turns
+        SELECT status, task_id FROM turns
         WHERE id = ${a.turnId}::uuid AND session_id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid
       ),
       pending AS (
@@ -376,10 +395,10 @@ export class TurnStore {
         RETURNING t.*
       )
       SELECT
-        (SELECT status FROM own) AS own_status,
+        (SELECT status FROM own) AS own_status, (SELECT task_id FROM own) AS own_task_id,
         s.id IS NOT NULL AS leased,
         (SELECT found FROM pending) AS pending,
-        EXISTS (SELECT 1 FROM nt WHERE nt.status = 'awaiting_approval') AS blocked,
+        EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS blocked,
         CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn,
         s.system_prompt, s.summarizer_failures, s.compaction,
         CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object(
@@ -395,7 +414,11 @@ export class TurnStore {
         -- One pause's approvals share their created_at (one statement): from it to its last decision.
         (SELECT coalesce(sum(w.ms), 0)::float8 FROM (
             SELECT extract(epoch FROM max(ap.decided_at) - ap.created_at) * 1000 AS ms FROM approvals ap
-            WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w) AS waited_ms,
+            WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)
+          -- Waits for sub-agents (docs/adr/0024): the span of the blocking children it waited for.
+          + (SELECT coalesce(extract(epoch FROM max(k.completed_at) - min(k.created_at)) * 1000, 0)::float8
+            FROM tasks k WHERE k.parent_turn_id = ut.id AND k.blocking AND k.completed_at IS NOT NULL)
+          AS waited_ms,
         (SELECT coalesce(json_agg(json_build_object(
             'role', m.role, 'kind', m.kind, 'trust', m.trust, 'authorityClass', m.authority_class,
             'body', m.body, 'toolCalls', m.tool_calls, 'toolCallId', m.tool_call_id, 'metadata', m.metadata,
@@ -421,6 +444,7 @@ export class TurnStore {
     if (!row) throw new Error('claim returned no row');
     const result: ClaimResult = {
       ownStatus: row.own_status ?? undefined,
+      ...(row.own_task_id ? { ownTaskId: row.own_task_id } : {}),
       leased: row.leased,
       pending: row.pending,
       blocked: row.blocked,
@@ -596,7 +620,7 @@ export class TurnStore {
   /** Whether a turn of the session is paused on a wait (docs/adr/0013): the turns behind it cannot run. */
   async sessionWaiting(sessionId: string): Promise<boolean> {
     const row = await this.db.first(sql`
-      SELECT 1 AS one FROM turns WHERE session_id = ${sessionId}::uuid AND status = 'awaiting_approval' LIMIT 1`);
+      SELECT 1 AS one FROM turns WHERE session_id = ${sessionId}::uuid AND status IN ${WAITING} LIMIT 1`);
     return row !== undefined;
   }
 
@@ -763,7 +787,7 @@ export function stepStatement(step: Step): Sql {
   if (t?.attempts && t.attempts.length > 0)
     turnSets.push(sql`attempts = turns.attempts || ${json(t.attempts)}::jsonb`);
   if (t?.model !== undefined) turnSets.push(sql`model = ${t.model}`);
-  if (t?.waiting) turnSets.push(sql`status = 'awaiting_approval'`);
+  if (t?.waiting) turnSets.push(sql`status = ${t.waiting}::text`);
   const costOut = n > 0 && step.events.some((e) => e.withTurnCost);
   if (turnSets.length > 0) {
     ctes.push(sql`t AS (
@@ -786,6 +810,23 @@ export function stepStatement(step: Step): Sql {
       INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
         input_tokens, output_tokens, cached_tokens, cost_usd, cost_source)
       SELECT v.* FROM (VALUES ${join(rows)}) AS v WHERE EXISTS (SELECT 1 FROM s))`);
+  }
+
+  if (step.task) {
+    const k = step.task;
+    // The child's end (or start) on its task row, in the child's own statement: no extra transaction.
+    ctes.push(
+      k.end
+        ? sql`k AS (
+      UPDATE tasks SET status = ${k.end.status}::text, handback = ${json(k.end.handback)}::jsonb,
+        output = ${k.end.output}::text, completed_at = now(), updated_at = now(),
+        cost_usd = coalesce((SELECT cost_usd FROM turns WHERE id = ${step.turnId}::uuid), 0)
+          + ${usage?.costUsd ?? '0'}::numeric
+      WHERE id = ${k.id}::uuid AND status IN ('pending', 'running') AND EXISTS (SELECT 1 FROM s))`
+        : sql`k AS (
+      UPDATE tasks SET status = 'running', updated_at = now()
+      WHERE id = ${k.id}::uuid AND status = 'pending' AND EXISTS (SELECT 1 FROM s))`,
+    );
   }
 
   if (step.approvals && step.approvals.length > 0) {

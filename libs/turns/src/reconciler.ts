@@ -27,7 +27,7 @@ export async function reconcileTurns(
         status: { in: ['queued', 'running'] },
         createdAt: { lte: cutoff },
         // Turns behind one paused for approval cannot run: the decision's resume job drains them.
-        NOT: { session: { turns: { some: { status: 'awaiting_approval' } } } },
+        NOT: { session: { turns: { some: { status: { in: ['awaiting_approval', 'awaiting_subagent'] } } } } },
         ...(after ? { id: { gt: after } } : {}),
       },
       select: { id: true, sessionId: true, tenantId: true, priority: true, traceContext: true },

@@ -55,10 +55,12 @@ import {
   type Step,
   type StepResult,
   type ToolCallUpsert,
+  type TaskChanges,
   type TranscriptEntry,
   type TurnChanges,
   type TurnLoad,
   type TurnRow,
+  type WaitingStatus,
 } from '@switchboard/store';
 import { poolOf } from '@switchboard/database';
 import type { ToolRegistry } from '@switchboard/tools';
@@ -113,6 +115,41 @@ export interface TurnRunnerOptions {
   live?: LivePublisher;
   /** How often a streaming round's text is published at most (LIVE_DELTA_FLUSH_MS, default 30 ms). */
   liveDeltaFlushMs?: number;
+  /**
+   * Sub-agent tasks (docs/adr/0024, libs/subagents): told after a child turn ended (its task row ended
+   * in the same statement) and after a turn paused on a task wait, so the parent resumes once its
+   * children have ended. Never called for turns that neither run a task nor wait for one.
+   */
+  tasks?: TaskWaits;
+}
+
+/** What the runner tells the sub-agent side; each call is idempotent and safe to repeat. */
+export interface TaskWaits {
+  /** A child turn ended: journal `subagent_completed` on the parent and resume a parent waiting for it. */
+  childEnded(childTurnId: string): Promise<void>;
+  /** A turn paused on task waits: resume it now if they all ended meanwhile. */
+  parentPaused(turnId: string, taskIds: string[]): Promise<void>;
+}
+
+/** The longest result a child hands back to its parent (the parent never sees the child's transcript). */
+export const HANDBACK_MAX_CHARS = 4000;
+
+/**
+ * A child turn's outcome as its task's end (seed 000 handback): `completed {result}` for a final
+ * answer, `incomplete {reason}` for anything that stopped it short (a cap, the deadline, a breaker).
+ */
+export function taskEnd(outcome: Pick<TurnOutcome, 'status' | 'stopReason' | 'finalText'>): {
+  status: 'completed' | 'failed' | 'cancelled';
+  handback: Record<string, unknown>;
+  output: string;
+} {
+  const output = outcome.finalText.slice(0, HANDBACK_MAX_CHARS);
+  const status = outcome.status === 'waiting' ? 'failed' : outcome.status;
+  const handback =
+    outcome.status === 'completed' && outcome.stopReason === 'final_answer'
+      ? { status: 'completed', result: output }
+      : { status: 'incomplete', reason: outcome.stopReason, ...(output ? { partial: output } : {}) };
+  return { status, handback, output };
 }
 
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
@@ -168,8 +205,11 @@ export class TurnRunner {
       return 'done';
     }
     // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
-    if (isTerminal(first.ownStatus))
+    if (isTerminal(first.ownStatus)) {
       await this.enqueueHooks({ ...job, id: job.turnId, status: first.ownStatus });
+      // A child whose worker died after its end committed: its parent hears of it now (idempotent).
+      if (first.ownTaskId) await this.o.tasks?.childEnded(job.turnId);
+    }
     if (!first.leased) return first.pending && !isTerminal(first.ownStatus) ? 'busy' : 'done';
 
     let released = false;
@@ -346,6 +386,8 @@ export class TurnRunner {
           });
         }
         checkpoints.started(model, session.systemPrompt === null ? systemPrompt : undefined);
+        // A child turn's task is `running` from its first commit (docs/adr/0024).
+        if (turn.taskId) checkpoints.task = { id: turn.taskId };
         // Control (docs/adr/0014): a control message, a checkpoint or the heartbeat that finds a cancel
         // request stops the turn at its next safe point; an interjection is pulled before the next call.
         const cancel = () => controller.signal.aborted || controller.abort(CANCELLED);
@@ -430,9 +472,14 @@ export class TurnRunner {
         // together; the worker goes on to other work and the decision resumes the turn on any worker.
         if (outcome.status === 'waiting') {
           const ttlMs = settings.approvalTtlMs ?? this.o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS;
-          const paused = await checkpoints.pause(outcome, ttlMs);
-          span.setAttributes({ 'switchboard.turn.status': 'awaiting_approval' });
-          this.o.metrics.turns.inc({ status: 'awaiting_approval' });
+          const waits = outcome.waits ?? [];
+          const status = waits.some((w) => w.kind === 'approval') ? 'awaiting_approval' : 'awaiting_subagent';
+          const paused = await checkpoints.pause(outcome, ttlMs, status);
+          span.setAttributes({ 'switchboard.turn.status': status });
+          this.o.metrics.turns.inc({ status });
+          // A child may have ended before the pause committed: looked at again now (docs/adr/0024).
+          const taskIds = waits.flatMap((w) => (w.kind === 'task' ? [w.taskId] : []));
+          if (status === 'awaiting_subagent') await this.o.tasks?.parentPaused(turn.id, taskIds);
           return paused;
         }
         // Finalisation (seed 001 stage 6). The essential step commits the turn's result with its last
@@ -441,6 +488,17 @@ export class TurnRunner {
         // isolated: its failure is logged and recorded on the turn, and the result stands.
         // Waiting clients hear of the end as it commits (the step publishes it); the journal stays the truth.
         const committed = await checkpoints.finalise(outcome, model);
+        // The child's task ended in that statement; its parent hears of it (and resumes) now.
+        if (turn.taskId) {
+          const taskId = turn.taskId;
+          await this.isolated(
+            turn,
+            'task_handback',
+            () => this.o.tasks?.childEnded(turn.id) ?? Promise.resolve(),
+          ).then((err) =>
+            err ? this.o.logger.warn({ taskId }, 'parent not told yet; the tasks sweep retries') : undefined,
+          );
+        }
         if (outcome.status === 'failed') {
           this.o.logger.warn(
             {
@@ -577,6 +635,8 @@ interface Writes {
   toolCalls: ToolCallUpsert[];
   turn: TurnChanges;
   session: SessionChanges;
+  /** A child turn's task row (docs/adr/0024). */
+  task?: TaskChanges;
 }
 
 const emptyWrites = (): Writes => ({ messages: [], ledger: [], toolCalls: [], turn: {}, session: {} });
@@ -614,6 +674,9 @@ class PostgresCheckpoints implements TurnCheckpoints {
   onCancelRequested?: () => void;
   /** The cancel's reason, for turn_cancelled. */
   cancelReason?: string;
+  /** The sub-agent task this turn runs (docs/adr/0024): `running` with the first commit, ended with the last. */
+  task?: { id: string };
+  private taskStarted = false;
 
   constructor(
     private readonly store: TurnStore,
@@ -679,6 +742,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
       })),
       ...merged,
       ...(options.approvals ? { approvals: options.approvals } : {}),
+      ...this.taskChanges(merged.task),
       returnEvents: options.returnEvents || this.live !== undefined,
     };
     const marker = events[0]?.id;
@@ -706,6 +770,15 @@ class PostgresCheckpoints implements TurnCheckpoints {
     return result;
   }
 
+  /** A child turn's task row: its end when the step carries it, else `running` with the first commit. */
+  private taskChanges(end: TaskChanges | undefined): { task?: TaskChanges } {
+    if (!this.task) return {};
+    if (end) return { task: end };
+    if (this.taskStarted) return {};
+    this.taskStarted = true;
+    return { task: { id: this.task.id } };
+  }
+
   /** The step's writes with the deferred ones first (their order in the transcript and the ledger). */
   private withDeferred(w: Writes): Writes {
     const d = this.deferred;
@@ -722,6 +795,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
         ...((w.turn.model ?? d.turn.model) ? { model: w.turn.model ?? d.turn.model } : {}),
       },
       session: { ...d.session, ...w.session },
+      ...((w.task ?? d.task) ? { task: w.task ?? d.task } : {}),
     };
   }
 
@@ -965,12 +1039,13 @@ class PostgresCheckpoints implements TurnCheckpoints {
    * turns wait for this one). Nothing of the gated calls was started, so a resumed run finds them
    * unanswered and acts on their decisions.
    */
-  async pause(outcome: TurnOutcome, ttlMs: number): Promise<StepResult> {
+  async pause(outcome: TurnOutcome, ttlMs: number, status: WaitingStatus): Promise<StepResult> {
     const w = emptyWrites();
-    w.turn.waiting = true;
+    w.turn.waiting = status;
     w.session.release = true;
     const expiresAt = new Date(Date.now() + ttlMs);
-    const waits = outcome.waits ?? [];
+    // A task wait writes no row: the task exists, and its end resumes the turn (docs/adr/0024).
+    const waits = (outcome.waits ?? []).flatMap((x) => (x.kind === 'approval' ? [x] : []));
     const approvals: ApprovalInsert[] = waits.map((wait) => ({
       id: wait.approvalId,
       callId: wait.callId,
@@ -1025,6 +1100,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     };
     w.session.rollUpTurn = true;
     w.session.releaseIfNoTurnAfter = t.seq;
+    if (this.task) w.task = { id: this.task.id, end: taskEnd(outcome) };
     const events = this.takeEvents([
       {
         type,

@@ -9,7 +9,9 @@ import { CancelTurnDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { pathId, presentTurn } from '../http/presenters';
 import { validateOptionalBody } from '../http/validation';
-import { DB } from '@switchboard/platform';
+import { DB, TASKS } from '@switchboard/platform';
+import type { TaskService } from '@switchboard/subagents';
+import { presentTask } from './tasks.controller';
 import { TURN_CONTROL } from '../http/turn-control';
 
 @TenantApi('turns')
@@ -18,13 +20,17 @@ export class TurnsController {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(TURN_CONTROL) private readonly control: TurnControl,
+    @Inject(TASKS) private readonly tasks: TaskService,
   ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
   @Get(':id')
   @Operation({ id: 'getTurn', summary: 'A turn', status: 200, schema: TurnResponse, errors: [404] })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnResponse> {
-    return this.find(tenantId, pathId(id, 'turn'));
+    const turn = await this.find(tenantId, pathId(id, 'turn'));
+    // The sub-agent tasks it spawned (docs/adr/0024).
+    const children = await this.tasks.ofTurn(tenantId, turn.id);
+    return { ...turn, children: children.map(presentTask) };
   }
 
   /**

@@ -1,0 +1,48 @@
+import { Controller, Get, Inject, Param } from '@nestjs/common';
+import { notFound, TaskResponse } from '@switchboard/contracts';
+import { TASKS } from '@switchboard/platform';
+import type { TaskRow, TaskService } from '@switchboard/subagents';
+import { TenantId } from '../auth/guard';
+import { Operation, TenantApi } from '../http/openapi';
+import { pathId } from '../http/presenters';
+
+/** A task row as the API shows it. */
+export function presentTask(t: TaskRow): TaskResponse {
+  return {
+    id: t.id,
+    agent: t.agentName,
+    agentId: t.agentId,
+    status: t.status,
+    depth: t.depth,
+    blocking: t.blocking,
+    parentTurnId: t.parentTurnId,
+    parentSessionId: t.parentSessionId,
+    childSessionId: t.sessionId,
+    childTurnId: t.childTurnId,
+    input: (t.input ?? {}),
+    handback: (t.handback) ?? null,
+    output: t.output,
+    costUsd: t.costUsd,
+    createdAt: new Date(t.createdAt).toISOString(),
+    completedAt: t.completedAt ? new Date(t.completedAt).toISOString() : null,
+    closedAt: t.closedAt ? new Date(t.closedAt).toISOString() : null,
+  };
+}
+
+/**
+ * Sub-agent tasks (docs/adr/0024): what a parent turn delegated, the child session and turn that run
+ * it, its status and the compact handback the parent saw. Another tenant's task is a 404.
+ */
+@TenantApi('tasks')
+@Controller('v1/tasks')
+export class TasksController {
+  constructor(@Inject(TASKS) private readonly tasks: TaskService) {}
+
+  @Get(':id')
+  @Operation({ id: 'getTask', summary: 'A sub-agent task', status: 200, schema: TaskResponse, errors: [404] })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TaskResponse> {
+    const task = await this.tasks.get(tenantId, pathId(id, 'task'));
+    if (!task) throw notFound('task');
+    return presentTask(task);
+  }
+}

@@ -1,0 +1,441 @@
+import type { Queue } from 'bullmq';
+import { Admission, type Admitted } from '@switchboard/admission';
+import {
+  EventType,
+  Jobs,
+  newId,
+  PRIORITY_RANK,
+  Priority,
+  type MessageBody,
+  type TraceCarrier,
+} from '@switchboard/contracts';
+import { poolOf, type Db } from '@switchboard/database';
+import { withSpan, type Logger } from '@switchboard/observability';
+import { publish, withTimeout } from '@switchboard/queue';
+import { admitWithin, json, sql, sqlDbFor, type SqlDb, type SqlRunner } from '@switchboard/store';
+
+/**
+ * Sub-agent tasks (docs/adr/0024): a parent turn's spawn call becomes a task row, a child session (or
+ * a reused idle one) and the child's admitted message and queued turn, in one transaction; the child
+ * runs as its own turn on the queue. Its end is written on the task row by its terminal statement
+ * (libs/turns runner), and then `childEnded` tells the parent: `subagent_completed` on the parent's
+ * session journal, and the parent's waiting turn back in the queue once every task it waits for ended.
+ */
+
+/** Task statuses (seed 002 "Background Task Model"). */
+export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+const OPEN = sql`('pending', 'running')`;
+
+/** The compact result a parent sees of its child (never the child's transcript). */
+export type Handback =
+  { status: 'completed'; result: string } | { status: 'incomplete'; reason: string; partial?: string };
+
+export interface TaskRow {
+  id: string;
+  tenantId: string;
+  agentId: string;
+  agentName: string;
+  parentTurnId: string | null;
+  parentTaskId: string | null;
+  parentSessionId: string | null;
+  sessionId: string | null;
+  childTurnId: string | null;
+  callId: string | null;
+  status: TaskStatus;
+  depth: number;
+  blocking: boolean;
+  input: { task?: string; context?: string };
+  handback: Handback | null;
+  output: string | null;
+  /** Decimal, 8 places. */
+  costUsd: string;
+  createdAt: Date;
+  completedAt: Date | null;
+  closedAt: Date | null;
+}
+
+const TASK_COLUMNS = sql`k.id, k.tenant_id AS "tenantId", k.agent_id AS "agentId", k.agent_name AS "agentName",
+  k.parent_turn_id AS "parentTurnId", k.parent_task_id AS "parentTaskId", k.parent_session_id AS "parentSessionId",
+  k.session_id AS "sessionId", k.child_turn_id AS "childTurnId", k.call_id AS "callId", k.status, k.depth,
+  k.blocking, k.input, k.handback, k.output, k.cost_usd::text AS "costUsd", k.created_at AS "createdAt",
+  k.completed_at AS "completedAt", k.closed_at AS "closedAt"`;
+
+export const isEnded = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'cancelled';
+
+/** What the spawn writes (the caller has checked the tier, the allow-list and the depth). */
+export interface SpawnInput {
+  tenantId: string;
+  parentTurnId: string;
+  parentSessionId: string;
+  parentTaskId: string | null;
+  callId: string;
+  agent: { id: string; name: string };
+  depth: number;
+  task: string;
+  context?: string;
+  blocking: boolean;
+}
+
+export type SpawnOutcome = { task: TaskRow; created: boolean };
+
+export interface TaskServiceOptions {
+  turnsQueue: Queue;
+  logger: Logger;
+  enqueueTimeoutMs?: number;
+  /** Cancels a turn through the cancel path of docs/adr/0014 (TurnControl.cancel); close_subagent uses it. */
+  cancelTurn?: (tenantId: string, turnId: string, reason: string) => Promise<unknown>;
+}
+
+export class TaskService {
+  readonly sql: SqlDb;
+  private readonly admission: Admission;
+
+  constructor(
+    readonly db: Db,
+    private readonly o: TaskServiceOptions,
+  ) {
+    this.sql = sqlDbFor(poolOf(db), 'subagents');
+    this.admission = new Admission(db, o.turnsQueue, o.logger);
+  }
+
+  /**
+   * steer_subagent: a follow-up instruction admitted to the child's session in the `next` band (it runs
+   * after the child's current turn; a runtime message never interjects, SPEC §2). The call's
+   * idempotency key makes a re-run admit nothing twice.
+   */
+  async steer(task: TaskRow, message: string, idempotencyKey: string): Promise<Admitted> {
+    return this.admission.admit({
+      tenantId: task.tenantId,
+      sessionId: task.sessionId!,
+      kind: 'internal_followup',
+      origin: { kind: 'system', subsystem: 'subagent' },
+      body: { type: 'text', text: message },
+      deliverySurface: 'runtime_system',
+      admissionContext: 'runtime_owned',
+      priority: 'next',
+      metadata: { subagent: { taskId: task.id, steer: true } },
+      causationId: task.parentTurnId ?? undefined,
+      idempotencyKey,
+    });
+  }
+
+  /** The task of a parent's spawn call, if that call ran before (a resumed or re-run call). */
+  async byCall(parentTurnId: string, callId: string): Promise<TaskRow | undefined> {
+    return this.sql.first<TaskRow>(sql`
+      SELECT ${TASK_COLUMNS} FROM tasks k WHERE k.parent_turn_id = ${parentTurnId}::uuid AND k.call_id = ${callId}`);
+  }
+
+  /** A task of this tenant, or of this parent session when given (a tool sees only its session's children). */
+  async get(tenantId: string, id: string, parentSessionId?: string): Promise<TaskRow | undefined> {
+    return this.sql.first<TaskRow>(sql`
+      SELECT ${TASK_COLUMNS} FROM tasks k WHERE k.id = ${id}::uuid AND k.tenant_id = ${tenantId}::uuid
+        ${parentSessionId ? sql`AND k.parent_session_id = ${parentSessionId}::uuid` : sql``}`);
+  }
+
+  /** The children a parent session spawned, newest first. */
+  async list(tenantId: string, parentSessionId: string, limit = 50): Promise<TaskRow[]> {
+    return this.sql.rows<TaskRow>(sql`
+      SELECT ${TASK_COLUMNS} FROM tasks k
+      WHERE k.tenant_id = ${tenantId}::uuid AND k.parent_session_id = ${parentSessionId}::uuid
+      ORDER BY k.created_at DESC, k.id LIMIT ${limit}::int`);
+  }
+
+  /** The children a turn spawned, oldest first (GET /v1/turns/:id). */
+  async ofTurn(tenantId: string, parentTurnId: string): Promise<TaskRow[]> {
+    return this.sql.rows<TaskRow>(sql`
+      SELECT ${TASK_COLUMNS} FROM tasks k
+      WHERE k.tenant_id = ${tenantId}::uuid AND k.parent_turn_id = ${parentTurnId}::uuid
+      ORDER BY k.created_at, k.id`);
+  }
+
+  /** The spawn depth of the task a turn runs (0 for a turn that runs none: a root turn). */
+  async parentContext(
+    tenantId: string,
+    turnId: string,
+  ): Promise<
+    | {
+        depth: number;
+        taskId: string | null;
+        agent: { tier: string; allowedSubagents: string[]; name: string };
+      }
+    | undefined
+  > {
+    return this.sql.first(sql`
+      SELECT coalesce(k.depth, 0)::int AS depth, t.task_id AS "taskId",
+        json_build_object('tier', a.tier, 'allowedSubagents', a.allowed_subagents, 'name', a.name) AS agent
+      FROM turns t JOIN agents a ON a.id = t.agent_id LEFT JOIN tasks k ON k.id = t.task_id
+      WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
+  }
+
+  /**
+   * One transaction: the task row (unique by the parent's turn and call: a re-run finds it), the
+   * child's session (an idle child session of the same agent under the same parent session is reused
+   * with its history), the child's message and queued turn through admission's own statement, and
+   * `subagent_spawned` on the parent's session journal. The child's job is published after the commit;
+   * a lost one is found by the reconciler (the child turn is `queued`).
+   */
+  async spawn(a: SpawnInput): Promise<SpawnOutcome> {
+    const result = await this.sql.transaction(async (tx) => {
+      const taskId = newId();
+      const inserted = await tx.first<{ id: string }>(sql`
+        INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_task_id, parent_session_id,
+          call_id, kind, status, depth, blocking, input, updated_at)
+        VALUES (${taskId}::uuid, ${a.tenantId}::uuid, ${a.agent.id}::uuid, ${a.agent.name}, ${a.parentTurnId}::uuid,
+          ${a.parentTaskId}::uuid, ${a.parentSessionId}::uuid, ${a.callId}, 'subagent', 'pending', ${a.depth}::int,
+          ${a.blocking}, ${json({ task: a.task, ...(a.context ? { context: a.context } : {}) })}::jsonb, now())
+        ON CONFLICT (parent_turn_id, call_id) DO NOTHING RETURNING id`);
+      if (!inserted) return undefined;
+      // Reuse (seed 000 "Running a reusable sub-agent"): the same agent under the same parent session,
+      // active and idle (no turn queued, running or waiting), keeps its history.
+      const reused = await tx.first<{ id: string }>(sql`
+        SELECT s.id FROM sessions s
+        WHERE s.parent_session_id = ${a.parentSessionId}::uuid AND s.agent_id = ${a.agent.id}::uuid
+          AND s.tenant_id = ${a.tenantId}::uuid AND s.status = 'active'
+          AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id
+            AND t.status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent'))
+        ORDER BY s.created_at LIMIT 1 FOR UPDATE SKIP LOCKED`);
+      const sessionId = reused?.id ?? newId();
+      if (!reused) {
+        await tx.execute(sql`
+          INSERT INTO sessions (id, tenant_id, agent_id, parent_session_id, title, metadata, updated_at)
+          VALUES (${sessionId}::uuid, ${a.tenantId}::uuid, ${a.agent.id}::uuid, ${a.parentSessionId}::uuid,
+            ${`sub-agent ${a.agent.name}`}, ${json({ subagent: { parentSessionId: a.parentSessionId } })}::jsonb, now())`);
+      }
+      const body: MessageBody = {
+        type: 'text',
+        text: a.context ? `${a.task}\n\nContext from the parent agent:\n${a.context}` : a.task,
+      };
+      const messageId = newId();
+      const turnId = newId();
+      const admitted = await admitWithin(tx, {
+        tenantId: a.tenantId,
+        sessionId,
+        messageId,
+        turnId,
+        eventId: newId(),
+        kind: 'internal_followup',
+        origin: { kind: 'system', subsystem: 'subagent' },
+        trust: 'trusted_system',
+        authorityClass: 'runtime_instruction',
+        priority: 'normal',
+        deliverySurface: 'runtime_system',
+        admissionContext: 'runtime_owned',
+        body,
+        metadata: { subagent: { taskId, parentTurnId: a.parentTurnId, depth: a.depth } },
+        correlationId: a.parentTurnId,
+        causationId: a.parentTurnId,
+        traceContext: {},
+        rejectIfBusy: false,
+      });
+      if (admitted.kind !== 'admitted') throw new Error(`child admission refused: ${admitted.kind}`);
+      await tx.execute(sql`
+        UPDATE turns SET parent_turn_id = ${a.parentTurnId}::uuid, task_id = ${taskId}::uuid
+        WHERE id = ${turnId}::uuid`);
+      await tx.execute(sql`
+        UPDATE messages SET task_id = ${taskId}::uuid WHERE id = ${messageId}::uuid`);
+      await tx.execute(sql`
+        UPDATE tasks SET session_id = ${sessionId}::uuid, child_turn_id = ${turnId}::uuid WHERE id = ${taskId}::uuid`);
+      const data = {
+        taskId,
+        agent: a.agent.name,
+        childSessionId: sessionId,
+        childTurnId: turnId,
+        depth: a.depth,
+        blocking: a.blocking,
+        callId: a.callId,
+        reused: !!reused,
+      };
+      await tx.execute(sql`
+        WITH s AS (
+          UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${a.parentSessionId}::uuid
+          RETURNING last_event_seq AS seq
+        )
+        INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
+        SELECT ${newId()}::uuid, ${a.tenantId}::uuid, ${a.parentSessionId}::uuid, ${a.parentTurnId}::uuid, s.seq,
+          ${EventType.SubagentSpawned}, ${json(data)}::jsonb
+        FROM s`);
+      return { taskId, sessionId, turnId };
+    });
+    if (!result) {
+      // The same call spawned before (a concurrent or earlier run): that child is the one.
+      const task = await this.byCall(a.parentTurnId, a.callId);
+      if (!task) throw new Error('task conflict without a task');
+      return { task, created: false };
+    }
+    await this.enqueue(
+      { turnId: result.turnId, sessionId: result.sessionId, tenantId: a.tenantId },
+      'normal',
+    );
+    const task = await this.get(a.tenantId, result.taskId);
+    return { task: task!, created: true };
+  }
+
+  /** A parent now waits for this task (wait_subagent): its end resumes the parent's waiting turn. */
+  async markBlocking(taskId: string): Promise<void> {
+    await this.sql.execute(
+      sql`UPDATE tasks SET blocking = true, updated_at = now() WHERE id = ${taskId}::uuid`,
+    );
+  }
+
+  /**
+   * A child turn ended (its task row ended in the same statement): `subagent_completed` on the parent's
+   * session journal once (parent_notified_at), and the parent's waiting turn resumed when nothing it
+   * waits for is still open. A child turn that ended outside the runner (cancelled while queued, failed
+   * after every retry) has its task ended here from the turn row.
+   */
+  async childEnded(childTurnId: string): Promise<void> {
+    const task = await this.sql.first<{ id: string }>(sql`
+      SELECT id FROM tasks WHERE child_turn_id = ${childTurnId}::uuid`);
+    if (task) await this.settle(task.id);
+  }
+
+  /** Ends (from its turn) and reports one task to its parent; idempotent. */
+  async settle(taskId: string): Promise<void> {
+    const resume = await this.sql.transaction(async (tx) => {
+      const head = await tx.first<{ parent_session_id: string | null }>(sql`
+        SELECT parent_session_id FROM tasks WHERE id = ${taskId}::uuid`);
+      if (!head?.parent_session_id) return undefined;
+      // The parent session row first: the order every status change of a turn follows (ADR 0013).
+      await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${head.parent_session_id}::uuid FOR UPDATE`);
+      // Ended outside the runner: the task follows its turn.
+      await tx.execute(sql`
+        UPDATE tasks k SET status = t.status, completed_at = coalesce(t.completed_at, now()), updated_at = now(),
+          output = left(coalesce(t.final_text, ''), 4000), cost_usd = t.cost_usd,
+          handback = CASE WHEN t.status = 'completed' AND t.stop_reason = 'final_answer'
+            THEN jsonb_build_object('status', 'completed', 'result', left(coalesce(t.final_text, ''), 4000))
+            ELSE jsonb_build_object('status', 'incomplete', 'reason', coalesce(t.stop_reason, t.status)) END
+        FROM turns t
+        WHERE k.id = ${taskId}::uuid AND t.id = k.child_turn_id AND k.status IN ${OPEN}
+          AND t.status IN ('completed', 'failed', 'cancelled')`);
+      const row = await tx.first<TaskRow>(sql`
+        UPDATE tasks k SET parent_notified_at = now()
+        WHERE k.id = ${taskId}::uuid AND k.parent_notified_at IS NULL AND k.status NOT IN ${OPEN}
+        RETURNING ${TASK_COLUMNS}`);
+      if (row) {
+        const data = {
+          taskId: row.id,
+          agent: row.agentName,
+          status: row.status,
+          ok: row.status === 'completed',
+          handback: row.handback,
+          costUsd: row.costUsd,
+          callId: row.callId,
+        };
+        await tx.execute(sql`
+          WITH s AS (
+            UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${row.parentSessionId}::uuid
+            RETURNING last_event_seq AS seq
+          )
+          INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
+          SELECT ${newId()}::uuid, ${row.tenantId}::uuid, ${row.parentSessionId}::uuid, ${row.parentTurnId}::uuid,
+            s.seq, ${EventType.SubagentCompleted}, ${json(data)}::jsonb
+          FROM s`);
+      }
+      return resumeWithin(tx, head.parent_session_id);
+    });
+    if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
+  }
+
+  /** A parent paused on task waits: resumed now when its children all ended before the pause committed. */
+  async parentPaused(turnId: string): Promise<void> {
+    const resume = await this.sql.transaction(async (tx) => {
+      const t = await tx.first<{ session_id: string }>(
+        sql`SELECT session_id FROM turns WHERE id = ${turnId}::uuid`,
+      );
+      if (!t) return undefined;
+      await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${t.session_id}::uuid FOR UPDATE`);
+      return resumeWithin(tx, t.session_id);
+    });
+    if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
+  }
+
+  /**
+   * Ended tasks whose parent has not heard of them (a worker died between the child's end and the
+   * report, or the child turn ended outside the runner), and open tasks whose child turn ended: each
+   * settled. The maintenance queue's reconcile job runs it.
+   */
+  async settleDue(limit = 100): Promise<number> {
+    const due = await this.sql.rows<{ id: string }>(sql`
+      SELECT k.id FROM tasks k LEFT JOIN turns t ON t.id = k.child_turn_id
+      WHERE k.kind = 'subagent' AND k.parent_notified_at IS NULL AND k.parent_session_id IS NOT NULL
+        AND (k.status NOT IN ${OPEN} OR t.status IN ('completed', 'failed', 'cancelled'))
+      ORDER BY k.created_at LIMIT ${limit}::int`);
+    for (const d of due) await this.settle(d.id);
+    return due.length;
+  }
+
+  /** close_subagent: the task is closed; a child still running is cancelled (ADR 0014's cancel path). */
+  async close(task: TaskRow): Promise<void> {
+    await this.sql.execute(sql`
+      UPDATE tasks SET closed_at = coalesce(closed_at, now()), blocking = false, updated_at = now()
+      WHERE id = ${task.id}::uuid`);
+    if (!isEnded(task.status) && task.childTurnId && this.o.cancelTurn) {
+      await this.o.cancelTurn(task.tenantId, task.childTurnId, 'closed by the parent agent');
+      // A queued child ends at once (its task with it); the parent hears of it here.
+      await this.settle(task.id);
+    }
+  }
+
+  private async enqueue(
+    job: { turnId: string; sessionId: string; tenantId: string; resume?: string },
+    priority: string,
+    traceContext?: unknown,
+  ): Promise<void> {
+    try {
+      const enqueued = withSpan('enqueue sub-agent turn', { parent: traceContext as TraceCarrier }, () =>
+        publish(this.o.turnsQueue, Jobs.turn, job, {
+          priority: PRIORITY_RANK[Priority.catch('normal').parse(priority)],
+        }),
+      );
+      enqueued.catch(() => undefined);
+      await withTimeout(enqueued, this.o.enqueueTimeoutMs ?? 2000);
+    } catch (err) {
+      this.o.logger.error({ err, turnId: job.turnId }, 'enqueue failed; the reconciler will retry');
+    }
+  }
+}
+
+/**
+ * Inside a transaction holding the parent session's row lock: the session's turn paused on
+ * sub-agents goes back to `queued` (its run state kept, so it resumes first) when no blocking task of
+ * the session is still open. The resume job's id names the last task that ended (`<turnId>.<taskId>`),
+ * the same from whichever side gets here first.
+ */
+async function resumeWithin(
+  tx: SqlRunner,
+  sessionId: string,
+): Promise<
+  | {
+      job: { turnId: string; sessionId: string; tenantId: string; resume: string };
+      priority: string;
+      traceContext: unknown;
+    }
+  | undefined
+> {
+  const row = await tx.first<{
+    id: string;
+    tenant_id: string;
+    priority: string;
+    trace_context: unknown;
+    last: string | null;
+  }>(sql`
+    WITH w AS (
+      SELECT id FROM turns WHERE session_id = ${sessionId}::uuid AND status = 'awaiting_subagent' LIMIT 1
+    ),
+    u AS (
+      UPDATE turns t SET status = 'queued' FROM w
+      WHERE t.id = w.id AND t.status = 'awaiting_subagent' AND NOT EXISTS (
+        SELECT 1 FROM tasks k WHERE k.parent_session_id = ${sessionId}::uuid AND k.blocking AND k.closed_at IS NULL
+          AND k.status IN ${OPEN})
+      RETURNING t.id, t.tenant_id, t.priority, t.trace_context
+    )
+    SELECT u.*, (SELECT k.id FROM tasks k WHERE k.parent_session_id = ${sessionId}::uuid AND k.blocking
+        ORDER BY k.completed_at DESC NULLS LAST, k.id LIMIT 1) AS last
+    FROM u`);
+  if (!row) return undefined;
+  return {
+    job: { turnId: row.id, sessionId, tenantId: row.tenant_id, resume: row.last ?? row.id },
+    priority: row.priority,
+    traceContext: row.trace_context,
+  };
+}

@@ -1,0 +1,325 @@
+import { randomUUID } from 'node:crypto';
+import {
+  createTestEnv,
+  FakeLlmServer,
+  scripted,
+  spawnApp,
+  waitFor,
+  type AppProcess,
+  type RecordedRequest,
+  type ScriptedReply,
+  type TestEnv,
+} from '@switchboard/testing';
+import { newTenant, type Api } from '../support/api';
+import { startGateway, type Running } from '../support/stack';
+
+jest.setTimeout(120_000);
+
+const ADMIN = 'test-admin-token-0123456789';
+const MODEL = 'openai-chat/gpt-4o-mini';
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+
+interface ChatMsg {
+  role: string;
+  content?: unknown;
+}
+
+/** What one model request is: which agent asks, and the tool results of its turn so far. */
+interface Ask {
+  agent: string;
+  /** The turn's input (the last user message). */
+  input: string;
+  /** Tool result contents after the input, in order. */
+  results: string[];
+}
+
+const text = (c: unknown): string =>
+  typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? '').join('') : '';
+
+function ask(req: RecordedRequest): Ask {
+  const messages = ((req.body as { messages?: ChatMsg[] }).messages ?? []);
+  const system = text(messages.find((m) => m.role === 'system' || m.role === 'developer')?.content);
+  const agent = /You are the agent "([^"]+)"/.exec(system)?.[1] ?? '?';
+  let last = -1;
+  messages.forEach((m, i) => {
+    if (m.role === 'user') last = i;
+  });
+  return {
+    agent,
+    input: text(messages[last]?.content),
+    results: messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [text(m.content)] : [])),
+  };
+}
+
+/**
+ * Sub-agents through real processes (docs/adr/0024): a gateway, harness worker processes and a fake
+ * LLM scripted per agent (each request is answered by the script of the agent whose system prompt
+ * asks). A spawn is a task row and a child turn on the queue; the parent sees one compact handback;
+ * waits pause the parent and free its worker.
+ */
+describe('sub-agents', () => {
+  let env: TestEnv;
+  let llm: FakeLlmServer;
+  let gateway: Running & { url: string };
+  let api: Api;
+  let tenantId: string;
+  const workers: AppProcess[] = [];
+  /** Per agent name: its reply to a request. */
+  const scripts = new Map<string, (a: Ask) => ScriptedReply>();
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    llm = await FakeLlmServer.start();
+    llm.setDefault((req) => {
+      const a = ask(req);
+      const script = scripts.get(a.agent);
+      return script ? script(a) : scripted.text(`no script for ${a.agent}`);
+    });
+    gateway = await startGateway(env.config(llm.providerEnv));
+    ({ api, tenantId } = await newTenant(gateway.url, ADMIN));
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')));
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    await llm?.close();
+    await env?.cleanup();
+  });
+
+  const harness = async (extra: Record<string, string> = {}) => {
+    const w = await spawnApp(
+      'harness-worker',
+      env.processEnv({ ...llm.providerEnv, RECONCILE_INTERVAL_MS: '500', ...extra }),
+    );
+    workers.push(w);
+    return w;
+  };
+
+  const unique = (name: string) => `${name}-${randomUUID().slice(0, 6)}`;
+
+  async function agent(name: string, tier: string, tools: string[] = []) {
+    const r = await api.post('/v1/agents', { name, tier, model: MODEL, tools });
+    expect(r.status).toBe(201);
+    return r.body.id as string;
+  }
+
+  async function send(agentId: string, content: string) {
+    const session = (await api.post('/v1/sessions', { agentId })).body.id as string;
+    const r = await api.post(`/v1/sessions/${session}/messages`, { content });
+    expect(r.status).toBe(202);
+    return { session, turnId: r.body.turnId as string };
+  }
+
+  const ended = (turnId: string, timeoutMs = 60_000) =>
+    waitFor(
+      async () => {
+        const r = await api.get(`/v1/turns/${turnId}`);
+        return ['completed', 'failed', 'cancelled'].includes(r.body.status) ? r.body : undefined;
+      },
+      { what: `turn ${turnId} ended`, timeoutMs },
+    );
+
+  const events = (sessionId: string) =>
+    env.db.event.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+
+  it('async spawn then wait_subagent: the child runs as its own turn, the parent gets one compact handback', async () => {
+    const boss = unique('boss');
+    const helper = unique('helper');
+    scripts.set(boss, (a) => {
+      if (a.results.length === 0)
+        return scripted.toolCall(
+          'spawn_subagent',
+          { agent: helper, task: 'count the sheep' },
+          { id: 'call_spawn' },
+        );
+      if (a.results.length === 1) {
+        const taskId = UUID.exec(a.results[0])![0];
+        return scripted.toolCall('wait_subagent', { task_id: taskId }, { id: 'call_wait' });
+      }
+      return scripted.text(`relayed: ${a.results[1]}`);
+    });
+    scripts.set(helper, () => scripted.text('there are 42 sheep'));
+    await agent(helper, 'worker');
+    const bossId = await agent(boss, 'chat', ['spawn_subagent', 'wait_subagent']);
+    await harness();
+    const { session, turnId } = await send(bossId, 'how many sheep?');
+    const turn = await ended(turnId);
+    expect(turn.status).toBe('completed');
+    expect(turn.finalText).toContain('there are 42 sheep');
+    expect(turn.finalText).toContain('"status":"completed"');
+
+    // GET /v1/turns/:id lists its child; GET /v1/tasks/:id shows it.
+    expect(turn.children).toHaveLength(1);
+    const child = turn.children[0];
+    expect(child).toMatchObject({
+      agent: helper,
+      status: 'completed',
+      depth: 1,
+      parentTurnId: turnId,
+      parentSessionId: session,
+      handback: { status: 'completed', result: 'there are 42 sheep' },
+      output: 'there are 42 sheep',
+    });
+    const task = await api.get(`/v1/tasks/${child.id}`);
+    expect(task.status).toBe(200);
+    expect(task.body).toEqual(child);
+    expect(task.body.blocking).toBe(true); // wait_subagent made the parent wait for it
+
+    // The child is its own session and turn, linked to the parent; its transcript never reached the parent.
+    const childTurn = await env.db.turn.findUniqueOrThrow({ where: { id: child.childTurnId } });
+    expect(childTurn).toMatchObject({ parentTurnId: turnId, taskId: child.id, status: 'completed' });
+    expect(childTurn.sessionId).toBe(child.childSessionId);
+    expect(childTurn.sessionId).not.toBe(session);
+
+    // The parent's journal has the spawn and the completion, once each.
+    const journal = await events(session);
+    const spawned = journal.filter((e) => e.type === 'subagent_spawned');
+    const completed = journal.filter((e) => e.type === 'subagent_completed');
+    expect(spawned).toHaveLength(1);
+    expect(spawned[0].data).toMatchObject({ taskId: child.id, agent: helper, depth: 1, blocking: false });
+    expect(completed).toHaveLength(1);
+    expect(completed[0].data).toMatchObject({ taskId: child.id, status: 'completed' });
+    // The parent paused for its child and resumed once.
+    expect(journal.filter((e) => e.type === 'turn_completed' && e.turnId === turnId)).toHaveLength(1);
+  });
+
+  it('a blocking spawn frees the parent’s worker: with one harness slot the child still runs', async () => {
+    const boss = unique('boss');
+    const helper = unique('helper');
+    scripts.set(boss, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall(
+            'spawn_subagent',
+            { agent: helper, task: 'name a colour', blocking: true },
+            { id: 'call_block' },
+          )
+        : scripted.text(`child: ${a.results[0]}`),
+    );
+    scripts.set(helper, () => scripted.text('teal'));
+    await agent(helper, 'worker');
+    const bossId = await agent(boss, 'chat', ['spawn_subagent']);
+    await harness({ HARNESS_CONCURRENCY: '1' });
+    const { session, turnId } = await send(bossId, 'a colour please');
+    const turn = await ended(turnId);
+    expect(turn.status).toBe('completed');
+    expect(turn.finalText).toContain('teal');
+    const journal = await events(session);
+    // The parent ran twice (paused, then resumed) and ended once.
+    const started = journal.filter((e) => e.type === 'turn_started' && e.turnId === turnId);
+    expect(started).toHaveLength(2);
+    expect((started[1].data as { resumed: boolean }).resumed).toBe(true);
+    expect(journal.filter((e) => e.type === 'turn_completed' && e.turnId === turnId)).toHaveLength(1);
+    expect(turn.children).toHaveLength(1);
+    expect(turn.children[0]).toMatchObject({ blocking: true, status: 'completed' });
+  });
+
+  it('refuses the spawn that would make depth 4, naming the depth', async () => {
+    const root = unique('root');
+    const mid = unique('mid');
+    const leaf = unique('leaf');
+    scripts.set(root, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall('spawn_subagent', { agent: mid, task: 'delegate further', blocking: true })
+        : scripted.text(`root got: ${a.results[0]}`),
+    );
+    scripts.set(mid, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall('spawn_subagent', { agent: leaf, task: 'do it', blocking: true })
+        : scripted.text(`mid could not delegate: ${a.results[0]}`),
+    );
+    scripts.set(leaf, () => scripted.text('leaf ran'));
+    await agent(leaf, 'worker');
+    await agent(mid, 'reasoning', ['spawn_subagent']);
+    const rootId = await agent(root, 'chat', ['spawn_subagent']);
+    // The root turn already runs as a grandchild (depth 2) of an outer chain: its child is depth 3, and
+    // that child's spawn would make depth 4.
+    const { turnId } = await send(rootId, 'start the chain');
+    const outer = randomUUID();
+    await env.db.$executeRaw`
+      INSERT INTO tasks (id, tenant_id, agent_id, kind, status, depth, updated_at)
+      VALUES (${outer}::uuid, ${tenantId}::uuid, ${rootId}::uuid, 'subagent', 'running', 2, now())`;
+    await env.db.$executeRaw`UPDATE turns SET task_id = ${outer}::uuid WHERE id = ${turnId}::uuid`;
+    await harness();
+    const turn = await ended(turnId);
+    expect(turn.status).toBe('completed');
+    expect(turn.children).toHaveLength(1);
+    const midTask = turn.children[0];
+    expect(midTask.depth).toBe(3);
+    expect(midTask.status).toBe('completed');
+    // The mid agent's spawn was refused with a classified error naming the depth; no depth-4 task exists.
+    expect(midTask.output).toContain('spawn_depth_exceeded');
+    expect(midTask.output).toContain('depth 4');
+    const deeper = await env.db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM tasks WHERE depth >= 4`;
+    expect(deeper[0].n).toBe(0);
+    const midCall = await env.db.toolCall.findFirstOrThrow({
+      where: { turnId: midTask.childTurnId, name: 'spawn_subagent' },
+    });
+    expect(midCall.status).toBe('failed');
+    expect(midCall.error).toMatchObject({ kind: 'spawn_depth_exceeded' });
+  });
+
+  it('a harness SIGKILLed while a child runs: the child completes once, one task, the parent resumes once', async () => {
+    const boss = unique('boss');
+    const helper = unique('helper');
+    let childCalls = 0;
+    scripts.set(boss, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall(
+            'spawn_subagent',
+            { agent: helper, task: 'slow work', blocking: true },
+            { id: 'call_slow' },
+          )
+        : scripted.text(`child: ${a.results[0]}`),
+    );
+    scripts.set(helper, () => {
+      childCalls++;
+      // The first call hangs long enough for the worker to be killed under it.
+      return childCalls === 1
+        ? scripted.text('slow result', { delayMs: 20_000 })
+        : scripted.text('slow result');
+    });
+    await agent(helper, 'worker');
+    const bossId = await agent(boss, 'chat', ['spawn_subagent']);
+    const a = await harness({ SESSION_LEASE_MS: '3000' });
+    const { session, turnId } = await send(bossId, 'do the slow thing');
+    // The child's model call is in flight on worker a.
+    await waitFor(() => childCalls >= 1, { what: 'the child called its model', timeoutMs: 30_000 });
+    await a.kill('SIGKILL');
+    await harness({ SESSION_LEASE_MS: '3000' });
+    const turn = await ended(turnId, 90_000);
+    expect(turn.status).toBe('completed');
+    expect(turn.finalText).toContain('slow result');
+    expect(turn.children).toHaveLength(1);
+    const tasks = await env.db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM tasks WHERE parent_turn_id = ${turnId}::uuid`;
+    expect(tasks[0].n).toBe(1);
+    const child = turn.children[0];
+    const childJournal = await events(child.childSessionId);
+    expect(
+      childJournal.filter((e) => e.type === 'turn_completed' && e.turnId === child.childTurnId),
+    ).toHaveLength(1);
+    const journal = await events(session);
+    expect(journal.filter((e) => e.type === 'subagent_completed')).toHaveLength(1);
+    expect(journal.filter((e) => e.type === 'turn_completed' && e.turnId === turnId)).toHaveLength(1);
+    // The parent's spawn call has one result in its transcript.
+    const results = await env.db.message.findMany({ where: { turnId, role: 'tool' } });
+    expect(results).toHaveLength(1);
+  });
+
+  it('GET /v1/tasks/:id: another tenant’s task and unknown or malformed ids are 404', async () => {
+    const row = await env.db.$queryRaw<
+      { id: string }[]
+    >`SELECT id FROM tasks WHERE tenant_id = ${tenantId}::uuid LIMIT 1`;
+    expect(row.length).toBe(1);
+    const other = await newTenant(gateway.url, ADMIN);
+    const foreign = await other.api.get(`/v1/tasks/${row[0].id}`);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('not_found');
+    expect((await api.get(`/v1/tasks/${randomUUID()}`)).status).toBe(404);
+    expect((await api.get('/v1/tasks/not-a-uuid')).status).toBe(404);
+  });
+});
