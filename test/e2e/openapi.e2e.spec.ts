@@ -377,6 +377,15 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('updateAgent', 404, { auth: key, params: { id: unknown }, body: { name: 'x' } });
     await run('deleteAgent', 204, { auth: key, params: { id: spare.body.id } });
     await run('deleteAgent', 404, { auth: key, params: { id: spare.body.id } });
+    // Built-in archetypes and the tier rules (docs/adr/0025).
+    await run('listArchetypes', 200, { auth: key });
+    const pawn = await run('createAgent', 201, {
+      auth: key,
+      body: { name: 'pawn', archetype: 'researcher' },
+    });
+    await run('createAgent', 201, { auth: key, body: { name: 'lead', allowedSubagents: ['pawn'] } });
+    await run('updateAgent', 409, { auth: key, params: { id: pawn.body.id }, body: { tier: 'chat' } });
+    await run('deleteAgent', 409, { auth: key, params: { id: pawn.body.id } });
 
     // Schedules.
     const schedule = await run('createSchedule', 201, {

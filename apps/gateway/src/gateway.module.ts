@@ -26,6 +26,7 @@ import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './auth/key-revocations';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
+import { ArchetypesController } from './controllers/archetypes.controller';
 import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
@@ -113,6 +114,7 @@ export class GatewayModule {
         AdminController,
         ApiKeysController,
         AgentsController,
+        ArchetypesController,
         SessionsController,
         TurnsController,
         TasksController,

@@ -11,6 +11,8 @@ export const EventType = {
   ToolCallCompleted: 'tool_call_completed',
   IterationCompleted: 'iteration_completed',
   ContextCompacted: 'context_compacted',
+  SummarizerStarted: 'summarizer_started',
+  SummarizerCompleted: 'summarizer_completed',
   SubagentSpawned: 'subagent_spawned',
   SubagentCompleted: 'subagent_completed',
   ReflectionCompleted: 'reflection_completed',
@@ -111,14 +113,18 @@ export const EventData = {
     afterTokens: z.number(),
     summarized: z.boolean(),
   }),
-  subagent_spawned: z.looseObject({
+  /**
+   * The summarizer side-call (seed 000): one provider call inside the turn that compresses an
+   * oversized tool result. Not a sub-agent: no task, no child turn (docs/adr/0025).
+   */
+  summarizer_started: z.looseObject({
     agent: z.string(),
     callId: z.string().optional(),
     tool: z.string().optional(),
     model: z.string().optional(),
     bytes: z.number().optional(),
   }),
-  subagent_completed: z.looseObject({
+  summarizer_completed: z.looseObject({
     agent: z.string(),
     callId: z.string().optional(),
     ok: z.boolean(),
@@ -127,6 +133,28 @@ export const EventData = {
     error: z.string().optional(),
     /** The session's summarizer was switched off after repeated failures. */
     disabled: z.boolean().optional(),
+  }),
+  /** A child agent runs as its own turn, tracked by a task (issue 11); journaled on the parent's session. */
+  subagent_spawned: z.looseObject({
+    taskId: z.string(),
+    /** The child agent's name (a tenant agent or a built-in archetype). */
+    agent: z.string(),
+    childSessionId: z.string(),
+    childTurnId: z.string(),
+    /** The child's spawn depth: a root turn is 0, its child 1 (at most MAX_SPAWN_DEPTH). */
+    depth: z.int(),
+    /** The parent waits for the child before its next step. */
+    blocking: z.boolean(),
+  }),
+  /** A child's task ended or handed back; journaled on the parent's session. */
+  subagent_completed: z.looseObject({
+    taskId: z.string(),
+    /** The task's status: completed, failed, cancelled, or a handback needing the parent (awaiting_user, incomplete). */
+    status: z.string(),
+    /** The compact result the parent sees (`completed`, `awaiting_user {question, options}`, `incomplete {reason}`). */
+    handback: z.unknown().optional(),
+    /** The child turn's cost (a decimal string or a number). */
+    costUsd: z.union([z.string(), z.number()]).optional(),
   }),
   reflection_completed: z.looseObject({
     index: z.int(),

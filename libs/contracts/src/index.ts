@@ -10,4 +10,3 @@ export * from './schedules';
 export * from './triggers';
 export * from './usage';
 export * from './chat-completions';
-export * from './mcp';

@@ -150,6 +150,8 @@ export const AgentResponse = z
     /** Tools whose calls by this agent wait for a human decision. */
     approvalRequired: z.array(z.string()),
     budgets: Budgets,
+    /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
+    builtIn: z.boolean(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
@@ -183,6 +185,27 @@ export const AgentDetailResponse = AgentResponse.extend({
   }),
 }).register(ApiSchemas, { id: 'AgentDetail' });
 export type AgentDetailResponse = z.infer<typeof AgentDetailResponse>;
+
+/** A built-in archetype every tenant has (seed 000; docs/adr/0025-archetypes-and-tiers.md). */
+export const ArchetypeResponse = z
+  .strictObject({
+    name: z.string(),
+    tier: Tier,
+    description: z.string(),
+    /** The narrow system prompt its agents run with. */
+    instructions: z.string(),
+    /** Tools by name; a deployment that does not register one does not offer it. */
+    tools: z.array(z.string()),
+    /** A model route hint, `hint:<route>`. */
+    model: z.string(),
+  })
+  .register(ApiSchemas, { id: 'Archetype' });
+export type ArchetypeResponse = z.infer<typeof ArchetypeResponse>;
+
+export const ArchetypeListResponse = z
+  .strictObject({ data: z.array(ArchetypeResponse) })
+  .register(ApiSchemas, { id: 'ArchetypeList' });
+export type ArchetypeListResponse = z.infer<typeof ArchetypeListResponse>;
 
 export const AgentPageResponse = z
   .strictObject({ data: z.array(AgentResponse), nextCursor: NextCursor })

@@ -606,7 +606,7 @@ export class TurnEngine {
     ) {
       return undefined;
     }
-    await cp.emit('subagent_spawned', {
+    await cp.emit('summarizer_started', {
       agent: 'summarizer',
       callId: call.id,
       tool: call.name,
@@ -633,7 +633,7 @@ export class TurnEngine {
       ? r.record
       : { ...r.record, ok: false, error: r.record.error ?? 'the summary was not smaller' };
     state.summarizerFailures = ok ? 0 : state.summarizerFailures + 1;
-    await cp.emit('subagent_completed', {
+    await cp.emit('summarizer_completed', {
       agent: 'summarizer',
       callId: call.id,
       ok,

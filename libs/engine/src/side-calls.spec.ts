@@ -144,13 +144,13 @@ describe('the summarizer detour', () => {
       consecutiveFailures: 0,
     });
     const types = h.events.map((e) => e.type);
-    expect(types.indexOf('subagent_spawned')).toBeLessThan(types.indexOf('subagent_completed'));
-    expect(h.events.find((e) => e.type === 'subagent_spawned')?.data).toMatchObject({
+    expect(types.indexOf('summarizer_started')).toBeLessThan(types.indexOf('summarizer_completed'));
+    expect(h.events.find((e) => e.type === 'summarizer_started')?.data).toMatchObject({
       agent: 'summarizer',
       callId: 'c1',
       tool: 'big',
     });
-    expect(h.events.find((e) => e.type === 'subagent_completed')?.data).toMatchObject({
+    expect(h.events.find((e) => e.type === 'summarizer_completed')?.data).toMatchObject({
       agent: 'summarizer',
       ok: true,
     });
@@ -177,7 +177,7 @@ describe('the summarizer detour', () => {
       call: expect.objectContaining({ ok: false, error: expect.stringContaining('boom') }),
       consecutiveFailures: 2,
     });
-    expect(h.events.find((e) => e.type === 'subagent_completed')?.data).toMatchObject({ ok: false });
+    expect(h.events.find((e) => e.type === 'summarizer_completed')?.data).toMatchObject({ ok: false });
   });
 
   it('treats a summary no smaller than the payload as a failure', async () => {
@@ -204,7 +204,7 @@ describe('the summarizer detour', () => {
     // Two more failures reach three; the remaining calls are not sent to the summarizer.
     expect(h.provider.side).toHaveLength(2);
     expect(h.results.map((r) => r.summary?.consecutiveFailures)).toEqual([2, 3, undefined, undefined]);
-    expect(h.events.filter((e) => e.type === 'subagent_completed').pop()?.data).toMatchObject({
+    expect(h.events.filter((e) => e.type === 'summarizer_completed').pop()?.data).toMatchObject({
       disabled: true,
     });
     expect(h.results.every((r) => r.content.includes('[truncated:'))).toBe(true);

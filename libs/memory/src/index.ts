@@ -5,4 +5,3 @@ export * from './snippet';
 export * from './source-ref';
 export * from './store';
 export * from './tools';
-export * from './recall';

@@ -4,4 +4,3 @@ export * from './tokens';
 export * from './worker';
 export * from './process';
 export * from './providers';
-export * from './secret-box';

@@ -176,6 +176,9 @@ export const ARCHETYPES: readonly Archetype[] = Object.freeze(
 
 const byName = new Map(ARCHETYPES.map((a) => [a.name, a]));
 
+/** Every tool an archetype names: product tools a worker registers even where the gateway does not. */
+export const ARCHETYPE_TOOLS: ReadonlySet<string> = new Set(ARCHETYPES.flatMap((a) => a.tools));
+
 /** The built-in archetype of that name, if any. */
 export function archetype(name: string): Archetype | undefined {
   return byName.get(name);

@@ -241,7 +241,7 @@ describe('TurnRunner', () => {
       // The turn's totals include the summarizer.
       expect(t.inputTokens).toBe(360);
       expect(await eventTypes(t.id)).toEqual(
-        expect.arrayContaining(['subagent_spawned', 'subagent_completed', 'tool_call_completed']),
+        expect.arrayContaining(['summarizer_started', 'summarizer_completed', 'tool_call_completed']),
       );
     });
 

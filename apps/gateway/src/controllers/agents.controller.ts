@@ -11,6 +11,7 @@ import {
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { agentToolStatus, type SqlDb } from '@switchboard/store';
+import { ARCHETYPE_TOOLS, archetype, checkTierRules, refuseBuiltIn } from '@switchboard/subagents';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
@@ -29,8 +30,12 @@ export class AgentsController {
     @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
   ) {}
 
+  /**
+   * Tools a worker registers that the gateway does not run (sub-agent and memory tools, named by
+   * the built-in archetypes) are known too.
+   */
   private checkTools(tools: string[] | undefined, path = 'tools') {
-    const unknown = this.tools.unknown(tools ?? []);
+    const unknown = this.tools.unknown(tools ?? []).filter((t) => !ARCHETYPE_TOOLS.has(t));
     if (unknown.length > 0) {
       throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
         issues: [{ path, message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() }],
@@ -45,29 +50,37 @@ export class AgentsController {
     summary: 'Create an agent',
     status: 201,
     schema: AgentResponse,
-    errors: BODY_ERRORS,
+    description:
+      '`archetype` naming a built-in archetype (GET /v1/archetypes) fills `tier`, `instructions`, `tools` ' +
+      'and `model` from it when they are omitted; any other value is a free label. `allowedSubagents` ' +
+      'names must resolve (an agent of the tenant, else a built-in archetype) and obey the tier rules ' +
+      '(chat → reasoning | worker; reasoning → worker; worker → nothing): 400 otherwise, and 409 ' +
+      "(details.referrers) when the new agent, overriding an archetype's name, would break another agent's list.",
+    errors: [...BODY_ERRORS, 409],
   })
   async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
     const b = body;
     this.checkTools(b.tools);
     this.checkTools(b.approvalRequired, 'approvalRequired');
-    const row = await this.db.agent.create({
-      data: {
-        id: newId(),
-        tenantId,
-        name: b.name,
-        archetype: b.archetype ?? 'orchestrator',
-        tier: b.tier ?? 'chat',
-        instructions: b.instructions ?? '',
-        model: b.model ?? this.config.DEFAULT_MODEL,
-        fallbackModels: b.fallbackModels ?? [],
-        // No tools unless named: a tool added to the deployment is never enabled silently.
-        tools: b.tools ?? [],
-        allowedSubagents: b.allowedSubagents ?? [],
-        approvalRequired: b.approvalRequired ?? [],
-        budgets: b.budgets ?? {},
-      },
-    });
+    const base = b.archetype ? archetype(b.archetype) : undefined;
+    const data = {
+      id: newId(),
+      tenantId,
+      name: b.name,
+      archetype: b.archetype ?? 'orchestrator',
+      tier: b.tier ?? base?.tier ?? 'chat',
+      instructions: b.instructions ?? base?.instructions ?? '',
+      model: b.model ?? base?.model ?? this.config.DEFAULT_MODEL,
+      fallbackModels: b.fallbackModels ?? [],
+      // No tools unless named (by the agent or its archetype): a tool added to the deployment is never enabled silently.
+      tools: b.tools ?? (base ? [...base.tools] : []),
+      allowedSubagents: b.allowedSubagents ?? [],
+      approvalRequired: b.approvalRequired ?? [],
+      budgets: b.budgets ?? {},
+    };
+    const row = await checkTierRules(this.db, tenantId, { saved: { ...data, createdAt: new Date() } }, (tx) =>
+      tx.agent.create({ data }),
+    );
     return presentAgent(row);
   }
 
@@ -82,6 +95,7 @@ export class AgentsController {
   async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<AgentPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
+    // Built-in archetypes a sub-agent spawn materialised are listed too, marked `builtIn`.
     const rows = await this.db.agent.findMany({
       where: { tenantId, deletedAt: null, ...(after ? { id: { gt: after[0] } } : {}) },
       orderBy: { id: 'asc' },
@@ -125,30 +139,52 @@ export class AgentsController {
     summary: 'Change fields of an agent',
     status: 200,
     schema: AgentResponse,
-    errors: [...BODY_ERRORS, 404],
+    description:
+      'The tier rules are checked as on create, for this agent and for every agent listing it in ' +
+      '`allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 ' +
+      "(details.referrers names them). A built-in archetype's row is read-only (409): create an agent " +
+      'with its name to override it.',
+    errors: [...BODY_ERRORS, 404, 409],
   })
   async update(
     @TenantId() tenantId: string,
     @Param('id') id: string,
     @Body() body: UpdateAgentDto,
   ): Promise<AgentResponse> {
-    const agent = await this.find(tenantId, id);
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
     const b = body as Partial<CreateAgentRequest>;
     this.checkTools(b.tools);
     this.checkTools(b.approvalRequired, 'approvalRequired');
-    const row = await this.db.agent.update({
-      where: { id: agent.id },
-      data: { ...b, ...(b.budgets ? { budgets: b.budgets } : {}) },
-    });
+    const saved = {
+      ...agent,
+      ...(b.name !== undefined ? { name: b.name } : {}),
+      ...(b.tier !== undefined ? { tier: b.tier } : {}),
+      ...(b.allowedSubagents !== undefined ? { allowedSubagents: b.allowedSubagents } : {}),
+    };
+    const row = await checkTierRules(this.db, tenantId, { saved }, (tx) =>
+      tx.agent.update({
+        where: { id: agent.id },
+        data: { ...b, ...(b.budgets ? { budgets: b.budgets } : {}) },
+      }),
+    );
     return presentAgent(row);
   }
 
   /** Soft delete: existing sessions keep their history; no new session can use the agent. */
   @Delete(':id')
   @HttpCode(204)
-  @Operation({ id: 'deleteAgent', summary: 'Delete an agent (soft)', status: 204, errors: [404] })
+  @Operation({
+    id: 'deleteAgent',
+    summary: 'Delete an agent (soft)',
+    description:
+      "409 when an agent listing it in `allowedSubagents` would break (details.referrers), or for a built-in archetype's row.",
+    status: 204,
+    errors: [404, 409],
+  })
   async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
-    const agent = await this.find(tenantId, id);
-    await this.db.agent.update({ where: { id: agent.id }, data: { deletedAt: new Date() } });
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
+    await checkTierRules(this.db, tenantId, { deletedId: agent.id }, (tx) =>
+      tx.agent.update({ where: { id: agent.id }, data: { deletedAt: new Date() } }),
+    );
   }
 }

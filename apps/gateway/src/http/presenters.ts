@@ -77,6 +77,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   allowedSubagents: a.allowedSubagents,
   approvalRequired: a.approvalRequired,
   budgets: a.budgets as AgentResponse['budgets'],
+  builtIn: a.builtIn,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
 });
