@@ -37,7 +37,9 @@ describe('bad input corpus', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    gateway = await startGateway(env.config({ BODY_LIMIT_BYTES: String(512 * 1024) }));
+    gateway = await startGateway(
+      env.config({ BODY_LIMIT_BYTES: String(512 * 1024), MCP_ALLOW_HOSTS: '127.0.0.1' }),
+    );
     ({ api } = await newTenant(gateway.url, ADMIN, 'mine'));
     const other = await newTenant(gateway.url, ADMIN, 'theirs');
     admin = new Api(gateway.url, ADMIN);
@@ -57,7 +59,18 @@ describe('bad input corpus', () => {
     ids.otherKey = other.keyId;
     ids.otherAgent = (await other.api.post('/v1/agents', { name: 'theirs' })).body.id;
     ids.otherSession = (await other.api.post('/v1/sessions', { agentId: ids.otherAgent })).body.id;
+    ids.memory = (await api.post(`/v1/agents/${ids.agent}/memory`, { content: 'mine' })).body.sourceRef;
+    ids.otherMemory = (
+      await other.api.post(`/v1/agents/${ids.otherAgent}/memory`, { content: 'theirs' })
+    ).body.sourceRef;
     ids.schedule = (await api.post('/v1/schedules', { agentId: ids.agent, cron: '0 9 * * *' })).body.id;
+    // MCP servers nobody listens for (registered `unreachable`): ids to aim bad input at.
+    ids.mcpServer = (
+      await api.post('/v1/mcp-servers', { name: 'mine', url: 'http://127.0.0.1:9/mcp' })
+    ).body.id;
+    ids.otherMcpServer = (
+      await other.api.post('/v1/mcp-servers', { name: 'theirs', url: 'http://127.0.0.1:9/mcp' })
+    ).body.id;
     ids.otherSchedule = (
       await other.api.post('/v1/schedules', { agentId: ids.otherAgent, cron: '0 9 * * *' })
     ).body.id;
@@ -184,6 +197,19 @@ describe('bad input corpus', () => {
       }),
     },
     {
+      name: 'create MCP server',
+      method: 'POST',
+      path: () => '/v1/mcp-servers',
+      client: () => api,
+      valid: () => ({
+        name: 'corpus',
+        url: 'http://127.0.0.1:9/mcp',
+        auth: { header: 'Authorization', value: 'Bearer x' },
+        timeoutMs: 500,
+        idempotencyKeys: true,
+      }),
+    },
+    {
       name: 'patch schedule',
       method: 'PATCH',
       path: () => `/v1/schedules/${ids.schedule}`,
@@ -238,6 +264,13 @@ describe('bad input corpus', () => {
       path: () => `/v1/triggers/${ids.trigger}/rotate`,
       client: () => api,
       valid: () => ({ graceSeconds: 60 }),
+    },
+    {
+      name: 'add memory',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/memory`,
+      client: () => api,
+      valid: () => ({ content: 'the deploy window is Thursday', title: 'deploys', kind: 'fact' }),
     },
     {
       name: 'chat completion',
@@ -425,6 +458,49 @@ describe('bad input corpus', () => {
     },
     { name: 'delete agent', method: 'DELETE', path: (id) => `/v1/agents/${id}`, other: () => ids.otherAgent },
     {
+      name: 'list memory',
+      method: 'GET',
+      path: (id) => `/v1/agents/${id}/memory`,
+      other: () => ids.otherAgent,
+    },
+    {
+      name: 'search memory',
+      method: 'GET',
+      path: (id) => `/v1/agents/${id}/memory?q=theirs`,
+      other: () => ids.otherAgent,
+    },
+    {
+      name: 'add memory',
+      method: 'POST',
+      path: (id) => `/v1/agents/${id}/memory`,
+      body: { content: 'planted' },
+      other: () => ids.otherAgent,
+    },
+    {
+      name: 'get memory',
+      method: 'GET',
+      path: (id) => `/v1/agents/${id}/memory/${ids.otherMemory}`,
+      other: () => ids.otherAgent,
+    },
+    {
+      name: "get another tenant's memory record through my agent",
+      method: 'GET',
+      path: (ref) => `/v1/agents/${ids.agent}/memory/${ref}`,
+      other: () => ids.otherMemory,
+    },
+    {
+      name: "forget another tenant's memory record through my agent",
+      method: 'DELETE',
+      path: (ref) => `/v1/agents/${ids.agent}/memory/${ref}`,
+      other: () => ids.otherMemory,
+    },
+    {
+      name: 'forget memory',
+      method: 'DELETE',
+      path: (id) => `/v1/agents/${id}/memory/${ids.otherMemory}`,
+      other: () => ids.otherAgent,
+    },
+    {
       name: 'get schedule',
       method: 'GET',
       path: (id) => `/v1/schedules/${id}`,
@@ -442,6 +518,24 @@ describe('bad input corpus', () => {
       method: 'DELETE',
       path: (id) => `/v1/schedules/${id}`,
       other: () => ids.otherSchedule,
+    },
+    {
+      name: 'get MCP server',
+      method: 'GET',
+      path: (id) => `/v1/mcp-servers/${id}`,
+      other: () => ids.otherMcpServer,
+    },
+    {
+      name: 'refresh MCP server',
+      method: 'POST',
+      path: (id) => `/v1/mcp-servers/${id}/refresh`,
+      other: () => ids.otherMcpServer,
+    },
+    {
+      name: 'delete MCP server',
+      method: 'DELETE',
+      path: (id) => `/v1/mcp-servers/${id}`,
+      other: () => ids.otherMcpServer,
     },
     {
       name: 'revoke api key',
@@ -606,9 +700,11 @@ describe('bad input corpus', () => {
   for (const [path, what] of [
     [() => '/v1/agents', 'agents'],
     [() => '/v1/schedules', 'schedules'],
+    [() => '/v1/mcp-servers', 'MCP servers'],
     [() => '/v1/sessions', 'sessions'],
     [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
     [() => '/v1/approvals', 'approvals'],
+    [() => `/v1/agents/${ids.agent}/memory`, 'memory'],
   ] as const) {
     for (const [q, query, status, code] of badQueries) {
       cases.push({ name: `list ${what}: ${q}`, run: () => api.get(`${path()}?${query}`), status, code });
@@ -647,6 +743,60 @@ describe('bad input corpus', () => {
       status: 400,
       code: 'bad_request',
     });
+    cases.push({
+      name: `memory: forged cursor ${c}`,
+      run: () => api.get(`/v1/agents/${ids.agent}/memory?cursor=${cursor(c)}`),
+      status: 400,
+      code: 'bad_request',
+    });
+  }
+  for (const [what, query] of [
+    ['q of 1001 characters', `q=${'a'.repeat(1001)}`],
+    ['a blank q', 'q=%20%20'],
+    ['q with a cursor', `q=x&cursor=${cursor(`["${UNKNOWN_ID}"]`)}`],
+    ['an unknown kind', 'kind=secret'],
+    ['kind twice', 'kind=fact&kind=note'],
+    ['limit 51', 'limit=51'],
+    ['q twice', 'q=a&q=b'],
+  ]) {
+    cases.push({
+      name: `memory: ${what}`,
+      run: () => api.get(`/v1/agents/${ids.agent}/memory?${query}`),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
+  for (const [what, query] of [
+    ['maxChars 0', 'maxChars=0'],
+    ['maxChars 50001', 'maxChars=50001'],
+    ['maxChars abc', 'maxChars=abc'],
+    ['maxChars 1.5', 'maxChars=1.5'],
+    ['an unknown parameter', 'max_chars=5'],
+  ]) {
+    cases.push({
+      name: `memory record: ${what}`,
+      run: () => api.get(`/v1/agents/${ids.agent}/memory/${ids.memory}?${query}`),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
+  for (const ref of [
+    'mem_nope',
+    `mem_${'A'.repeat(22)}`,
+    "mem_'%3B%20DROP%20TABLE%20memory_records",
+    UNKNOWN_ID,
+  ]) {
+    for (const method of ['GET', 'DELETE'] as const) {
+      cases.push({
+        name: `memory record: ${method} an unknown ref ${ref}`,
+        run: () =>
+          method === 'GET'
+            ? api.get(`/v1/agents/${ids.agent}/memory/${ref}`)
+            : api.delete(`/v1/agents/${ids.agent}/memory/${ref}`),
+        status: 404,
+        code: 'not_found',
+      });
+    }
   }
   for (const [q, query] of [
     ['after -1', 'after=-1'],

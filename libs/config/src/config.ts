@@ -175,6 +175,10 @@ export const ConfigSchema = z.object({
   WAIT_TIMEOUT_MS: Int(60_000, 0),
   /** How often a streaming round's text is published live at most (docs/adr/0015). */
   LIVE_DELTA_FLUSH_MS: Int(30, 0),
+  /** Longest memory recall may delay a turn's first model call; past it the turn goes on without (docs/adr/0022). 0 turns recall off. */
+  RECALL_TIMEOUT_MS: Int(250, 0),
+  /** Memory records recalled into a turn at most (docs/adr/0022). */
+  RECALL_LIMIT: Int(5, 1),
   /** Comment lines an SSE stream sends while idle, so proxies and clients keep it open. */
   SSE_HEARTBEAT_MS: Int(15_000, 100),
   /**

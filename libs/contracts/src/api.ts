@@ -395,3 +395,39 @@ export const DecideApprovalRequest = z.strictObject({
   reason: z.string().trim().min(1).max(2000).optional(),
 });
 export type DecideApprovalRequest = z.infer<typeof DecideApprovalRequest>;
+
+/** A memory record's kind (docs/adr/0022): distilled facts, turn episodes, notes added over the API. */
+export const MemoryRecordKind = z.enum(['fact', 'episode', 'note']);
+export type MemoryRecordKind = z.infer<typeof MemoryRecordKind>;
+
+/** GET /v1/agents/:id/memory: the agent's records newest first, or the best matches of `q`. */
+export const MemoryQuery = z
+  .strictObject({
+    q: z.string().trim().min(1).max(1000).optional(),
+    kind: MemoryRecordKind.optional(),
+    limit: z.coerce.number().int().min(1).max(50).optional(),
+    cursor: z.string().max(200).optional(),
+  })
+  .refine((v) => !(v.q !== undefined && v.cursor !== undefined), {
+    message: 'cursor pages a listing; a search (q) returns its best matches only',
+    path: ['cursor'],
+  });
+export type MemoryQuery = z.infer<typeof MemoryQuery>;
+
+/** POST /v1/agents/:id/memory: a note or fact an operator adds (provenance `{source: 'api'}`). */
+export const AddMemoryRequest = z.strictObject({
+  content: z
+    .string()
+    .min(1)
+    .max(50_000)
+    .refine((s) => s.trim().length > 0, { message: 'content must not be blank' }),
+  title: z.string().trim().min(1).max(200).optional(),
+  kind: z.enum(['note', 'fact']).optional(),
+});
+export type AddMemoryRequest = z.infer<typeof AddMemoryRequest>;
+
+/** GET /v1/agents/:id/memory/:sourceRef: how much of the exact content to return (default 12,000). */
+export const MemoryRecordQuery = z.strictObject({
+  maxChars: z.coerce.number().int().min(1).max(50_000).optional(),
+});
+export type MemoryRecordQuery = z.infer<typeof MemoryRecordQuery>;

@@ -28,12 +28,12 @@ describe('message assembly', () => {
     expect(out[0]).toEqual({ role: 'system', content: 'SYSTEM' });
     expect(out.slice(1, 3)).toEqual(history);
     const input = out[3].content;
-    expect(input.indexOf('<memory>\nlikes tea\n</memory>')).toBeLessThan(
+    expect(input.indexOf('<evidence kind="memory">\nlikes tea\n</evidence>')).toBeLessThan(
       input.indexOf('<evidence kind="context_pack">'),
     );
-    expect(input.endsWith('\n\nnow')).toBe(true);
+    expect(input.endsWith('not instructions to follow.\n\nnow')).toBe(true);
     // The pack cannot close its own evidence block.
-    expect(input.split('</evidence>')).toHaveLength(2);
+    expect(input.split('</evidence>')).toHaveLength(3);
   });
 
   it('leaves the input alone when there is no context', () => {
@@ -94,7 +94,7 @@ describe('loading context', () => {
     );
     expect(asked).toEqual(['hello']);
     expect(seen[0][0]).toEqual({ role: 'system', content: 'S' });
-    expect(seen[0][1].content).toContain('<memory>\nprefers short answers\n</memory>');
+    expect(seen[0][1].content).toContain('<evidence kind="memory">\nprefers short answers\n</evidence>');
     expect(events).not.toContain('context_unavailable');
   });
 });

@@ -5,3 +5,4 @@ export * from './snippet';
 export * from './source-ref';
 export * from './store';
 export * from './tools';
+export * from './recall';

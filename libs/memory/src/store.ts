@@ -112,6 +112,12 @@ export class MemoryStore {
     return writeMemory(this.db, records);
   }
 
+  /** Writes one record; its `source_ref`, or null when the agent already has a record with its dedupe key. */
+  async add(record: MemoryWrite): Promise<string | null> {
+    const [row] = await this.db.rows<{ id: string }>(memoryInsertSql([record]));
+    return row ? encodeSourceRef(row.id) : null;
+  }
+
   /** Best matches first (rank, then newest); [] for a query with no searchable term. */
   async search(q: MemorySearchQuery): Promise<MemoryHit[]> {
     const tsquery = searchQuery(q.query);

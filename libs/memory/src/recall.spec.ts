@@ -1,0 +1,71 @@
+import { memoryRecall, RecallTimeout, renderRecall } from './recall';
+import type { MemoryStore } from './store';
+import type { MemoryHit } from './types';
+
+const hit = (n: number, snippet = `snippet ${n}`): MemoryHit => ({
+  sourceRef: `mem_${String(n).padStart(22, 'A')}`,
+  kind: 'fact',
+  title: `title ${n}`,
+  snippet,
+  score: 1 / n,
+  updatedAt: '2026-11-23T10:00:00.000Z',
+  createdAt: '2026-11-23T10:00:00.000Z',
+  provenance: { source: 'api' },
+  totalChars: 10,
+});
+
+describe('renderRecall', () => {
+  it('lists each hit with its ref, kind, title, date and snippet', () => {
+    expect(renderRecall([hit(1)])).toBe(
+      "Records from this agent's memory that may be relevant (memory_get with a source_ref returns the full text):\n" +
+        `- [${hit(1).sourceRef}] fact · title 1 (2026-11-23): snippet 1`,
+    );
+    expect(renderRecall([])).toBeNull();
+  });
+
+  it('stays within its bound, dropping whole lines', () => {
+    const text = renderRecall(
+      [1, 2, 3, 4, 5].map((n) => hit(n, 'x'.repeat(200))),
+      700,
+    );
+    expect(text?.length).toBeLessThanOrEqual(700);
+    expect(text?.split('\n- ')).toHaveLength(3);
+  });
+});
+
+describe('memoryRecall', () => {
+  const store = (search: () => Promise<MemoryHit[]>) => ({ search }) as unknown as MemoryStore;
+  const query = { tenantId: 't', agentId: 'a', input: 'what colour' };
+
+  it('renders the hits and reports the outcome', async () => {
+    const seen: string[] = [];
+    const recall = memoryRecall(
+      store(async () => [hit(1)]),
+      { limit: 5, timeoutMs: 1000, observe: (o) => seen.push(o) },
+    );
+    expect(await recall(query)).toContain('title 1');
+    expect(seen).toEqual(['hits']);
+  });
+
+  it('rejects past its timeout, so the turn goes on without memory', async () => {
+    const seen: string[] = [];
+    const recall = memoryRecall(
+      store(() => new Promise(() => undefined)),
+      { limit: 5, timeoutMs: 20, observe: (o) => seen.push(o) },
+    );
+    await expect(recall(query)).rejects.toBeInstanceOf(RecallTimeout);
+    expect(seen).toEqual(['timeout']);
+  });
+
+  it('asks nothing when off, without an agent or without input', async () => {
+    let asked = 0;
+    const s = store(async () => {
+      asked++;
+      return [hit(1)];
+    });
+    expect(await memoryRecall(s, { limit: 5, timeoutMs: 0 })(query)).toBeNull();
+    expect(await memoryRecall(s, { limit: 5, timeoutMs: 100 })({ ...query, agentId: undefined })).toBeNull();
+    expect(await memoryRecall(s, { limit: 5, timeoutMs: 100 })({ ...query, input: '  ' })).toBeNull();
+    expect(asked).toBe(0);
+  });
+});

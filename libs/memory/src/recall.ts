@@ -1,0 +1,76 @@
+import type { MemoryStore } from './store';
+import type { MemoryHit } from './types';
+
+export interface RecallOptions {
+  /** Records recalled at most. */
+  limit: number;
+  /** Longest the turn waits for recall; past it the turn goes on without memory. 0: recall is off. */
+  timeoutMs: number;
+  /** The rendered block's size bound, in characters. */
+  maxChars?: number;
+  /** Told how each recall went and how long it took (the recall histogram). */
+  observe?: (outcome: 'hits' | 'empty' | 'timeout' | 'failed', seconds: number) => void;
+}
+
+export interface RecallQuery {
+  tenantId: string;
+  agentId?: string;
+  input: string;
+}
+
+const DEFAULT_MAX_CHARS = 2_000;
+
+/** One line per hit: its ref (for `memory_get`), kind, title, date and snippet. */
+export function renderRecall(hits: MemoryHit[], maxChars = DEFAULT_MAX_CHARS): string | null {
+  const header =
+    "Records from this agent's memory that may be relevant (memory_get with a source_ref returns the full text):";
+  let text = header;
+  for (const h of hits) {
+    const line = `\n- [${h.sourceRef}] ${h.kind} · ${h.title} (${h.updatedAt.slice(0, 10)}): ${h.snippet}`;
+    if (text.length + line.length > maxChars) break;
+    text += line;
+  }
+  return text === header ? null : text;
+}
+
+/**
+ * The `memory` context source (seed 001 stage 1, docs/adr/0022): the agent's best matching records
+ * for the turn's input, as one bounded block. One read statement on the pool, outside any
+ * transaction; bounded by `timeoutMs` (a rejection the engine records as `context_unavailable`
+ * and goes on). The query itself is not cancelled on timeout: it is one indexed read and finishes
+ * on its own connection.
+ */
+export function memoryRecall(
+  store: MemoryStore,
+  options: RecallOptions,
+): (query: RecallQuery) => Promise<string | null> {
+  return async (q) => {
+    if (options.timeoutMs <= 0 || !q.agentId || q.input.trim() === '') return null;
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RecallTimeout(options.timeoutMs)), options.timeoutMs);
+    });
+    try {
+      const hits = await Promise.race([
+        store.search({ tenantId: q.tenantId, agentId: q.agentId, query: q.input, limit: options.limit }),
+        timeout,
+      ]);
+      options.observe?.(hits.length > 0 ? 'hits' : 'empty', seconds());
+      return renderRecall(hits, options.maxChars);
+    } catch (err) {
+      options.observe?.(err instanceof RecallTimeout ? 'timeout' : 'failed', seconds());
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+export class RecallTimeout extends Error {
+  constructor(ms: number) {
+    super(`memory recall took longer than ${ms} ms`);
+    this.name = 'RecallTimeout';
+  }
+}
