@@ -10,3 +10,4 @@ export * from './schedules';
 export * from './triggers';
 export * from './usage';
 export * from './chat-completions';
+export * from './mcp';

@@ -3,11 +3,7 @@ import type { SideEffect } from '@switchboard/tools';
 /** Between an MCP server's name and its tool's in the name an agent lists: `<server>__<tool>`. */
 export const MCP_SEPARATOR = '__';
 
-/**
- * An MCP server's name, its tools' namespace: lower-case letters, digits, `-` and single `_`
- * (never `__`, never at either end), so `<server>__<tool>` splits back at its first `__`.
- */
-export const MCP_SERVER_NAME = /^(?=.{1,32}$)[a-z0-9-]+(?:_[a-z0-9-]+)*$/;
+export { MCP_SERVER_NAME } from '@switchboard/contracts';
 
 /** What providers accept as a tool name (OpenAI's rule, the narrowest): longer or odder names are not offered. */
 const PROVIDER_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;

@@ -1,5 +1,5 @@
 import type { McpServer } from '@prisma/client';
-import type { Db } from '@switchboard/database';
+import type { Db, Prisma } from '@switchboard/database';
 import type { ToolDefinition } from '@switchboard/tools';
 import type { McpClients, McpConnection, McpToolEntry } from './clients';
 import { namesMcpTools, offerable, splitMcpToolName } from './naming';
@@ -51,7 +51,7 @@ export async function refreshServer(
     return await db.mcpServer.update({
       where: { id: row.id },
       data: {
-        tools: tools,
+        tools: tools as unknown as Prisma.InputJsonValue,
         toolsFetchedAt: new Date(),
         status: 'ok',
         lastError: null,
@@ -152,4 +152,27 @@ export class McpToolSource {
       ...(fetchedAt === undefined ? { unavailable: updated.lastError ?? 'unreachable' } : {}),
     };
   }
+}
+
+/**
+ * The `server__tool` names among `names` an agent of the tenant cannot have: no live server of that
+ * name, or a server that has listed its tools without that one (a server never listed accepts any).
+ */
+export async function unknownMcpTools(db: Db, tenantId: string, names: readonly string[]): Promise<string[]> {
+  const split = names.flatMap((n) => {
+    const s = splitMcpToolName(n);
+    return s ? [{ name: n, ...s }] : [];
+  });
+  if (split.length === 0) return [];
+  const rows = await db.mcpServer.findMany({
+    where: { tenantId, deletedAt: null, name: { in: [...new Set(split.map((s) => s.server))] } },
+    select: { name: true, tools: true, toolsFetchedAt: true },
+  });
+  return split
+    .filter((s) => {
+      const row = rows.find((r) => r.name === s.server);
+      if (!row) return true;
+      return row.toolsFetchedAt !== null && !storedTools(row).some((t) => t.name === s.tool);
+    })
+    .map((s) => s.name);
 }

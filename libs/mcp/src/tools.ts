@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ToolError, type ToolDefinition } from '@switchboard/tools';
 import { z } from 'zod';
 import type { McpClients, McpConnection, McpToolEntry } from './clients';
-import { mcpToolName, sideEffectOf } from './naming';
+import { mcpToolName, offerable, sideEffectOf } from './naming';
 
 /** Where a side-effecting call's idempotency key goes in the MCP request's `_meta` (docs/adr/0023). */
 export const IDEMPOTENCY_META_KEY = 'io.switchboard/idempotency-key';
@@ -142,4 +142,19 @@ function toolErrorText(result: CallToolResult): string {
     .join('\n')
     .trim();
   return (text || 'the tool reported an error').slice(0, TOOL_ERROR_MAX_CHARS);
+}
+
+/** What the API shows of a cached tool: the same classes the engine will apply. */
+export function describeMcpTool(server: { name: string; idempotencyKeys: boolean }, entry: McpToolEntry) {
+  const sideEffect = sideEffectOf(entry.annotations);
+  return {
+    name: mcpToolName(server.name, entry.name),
+    tool: entry.name,
+    description: entry.description ?? null,
+    sideEffect,
+    needsApproval: sideEffect !== 'read_only',
+    honoursIdempotencyKey: sideEffect !== 'read_only' && honoursKey(entry, server),
+    offered: offerable(server.name, entry.name),
+    inputSchema: entry.inputSchema,
+  };
 }

@@ -4,3 +4,4 @@ export * from './tokens';
 export * from './worker';
 export * from './process';
 export * from './providers';
+export * from './secret-box';
