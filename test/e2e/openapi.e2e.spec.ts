@@ -5,6 +5,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createTestEnv, startTcpProxy, waitFor, type TcpProxy, type TestEnv } from '@switchboard/testing';
 import { createGateway } from '../../apps/gateway/src/gateway';
 import { Api, type ApiResponse } from '../support/api';
+import { startMcpServer } from '../support/mcp-server';
 import { FIXTURES, startHarness } from '../support/stack';
 
 // One test walks every operation (success and error cases, streams included): on two busy cores it
@@ -88,7 +89,11 @@ describe('the OpenAPI document matches what the server answers', () => {
     pgProxy = await startTcpProxy({ host: pg.hostname, port: Number(pg.port || 5432) });
     const config = env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES });
     app = await createGateway(
-      env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES, DATABASE_URL: pgProxy.rewrite(env.databaseUrl) }),
+      env.config({
+        SCRIPTED_FIXTURES_DIR: FIXTURES,
+        DATABASE_URL: pgProxy.rewrite(env.databaseUrl),
+        MCP_ALLOW_HOSTS: '127.0.0.1',
+      }),
     );
     app.useLogger(false);
     // Fastify's own view of the routes, independent of what Swagger scanned.
@@ -417,6 +422,25 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('deleteSchedule', 204, { auth: key, params: { id: schedule.body.id } });
     await run('deleteSchedule', 404, { auth: key, params: { id: schedule.body.id } });
 
+    // MCP servers (docs/adr/0023): a real MCP server, its tools listed at registration.
+    const mcp = await startMcpServer();
+    try {
+      const server = await run('createMcpServer', 201, { auth: key, body: { name: 'srv', url: mcp.url } });
+      expect(server.body.tools.length).toBeGreaterThan(0);
+      await run('createMcpServer', 400, { auth: key, body: { name: 'a__b', url: mcp.url } });
+      await run('createMcpServer', 409, { auth: key, body: { name: 'srv', url: mcp.url } });
+      await run('listMcpServers', 200, { auth: key, query: 'limit=1' });
+      await run('listMcpServers', 400, { auth: key, query: 'cursor=not-a-cursor' });
+      await run('getMcpServer', 200, { auth: key, params: { id: server.body.id } });
+      await run('getMcpServer', 404, { auth: key, params: { id: unknown } });
+      await run('refreshMcpServer', 200, { auth: key, params: { id: server.body.id } });
+      await run('refreshMcpServer', 404, { auth: key, params: { id: unknown } });
+      await run('deleteMcpServer', 204, { auth: key, params: { id: server.body.id } });
+      await run('deleteMcpServer', 404, { auth: key, params: { id: server.body.id } });
+    } finally {
+      await mcp.close();
+    }
+
     // Triggers and the webhook ingress (a token trigger: the URL is the only credential).
     const trigger = await run('createTrigger', 201, {
       auth: key,
@@ -540,6 +564,16 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listApprovals', 400, { auth: key, query: 'status=maybe' });
     await run('getApproval', 200, { auth: key, params: { id: approvalId } });
     await run('getApproval', 404, { auth: key, params: { id: unknown } });
+    // Sub-agent tasks (docs/adr/0024): a task row as a spawn writes it, under the gated turn.
+    const taskId = randomUUID();
+    await env.db.$executeRaw`
+      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, call_id, status,
+        depth, input, updated_at)
+      SELECT ${taskId}::uuid, tenant_id, agent_id, 'researcher', id, session_id, 'c1', 'pending', 1,
+        '{"task":"x"}'::jsonb, now()
+      FROM turns WHERE id = ${gatedTurn}::uuid`;
+    await run('getTask', 200, { auth: key, params: { id: taskId } });
+    await run('getTask', 404, { auth: key, params: { id: unknown } });
     await run('decideApproval', 400, { auth: key, params: { id: approvalId }, body: { decision: 'maybe' } });
     await run('decideApproval', 404, { auth: key, params: { id: unknown }, body: { decision: 'approve' } });
     await run('decideApproval', 200, {
@@ -572,6 +606,32 @@ describe('the OpenAPI document matches what the server answers', () => {
     const usage = await run('getUsage', 200, { auth: key, query: 'groupBy=day,agent,session,model' });
     expect(usage.body.totals.entries).toBeGreaterThan(0);
     await run('getUsage', 400, { auth: key, query: 'groupBy=tenant' });
+    await run('getDailySpend', 200, { auth: key });
+    await run('getDailySpend', 200, { auth: key, query: 'from=2026-01-01&to=2026-01-31' });
+    await run('getDailySpend', 400, { auth: key, query: 'from=2026-02-01&to=2026-01-01' });
+    // An agent's memory: add, list, search, read, forget.
+    const memory = await run('addMemory', 201, {
+      auth: key,
+      params: { id: agent.body.id },
+      body: { content: 'The deploy window is Thursday.', kind: 'fact' },
+    });
+    await run('addMemory', 400, { auth: key, params: { id: agent.body.id }, body: { content: '' } });
+    await run('addMemory', 404, { auth: key, params: { id: unknown }, body: { content: 'x' } });
+    await run('listMemory', 200, { auth: key, params: { id: agent.body.id } });
+    const found = await run('listMemory', 200, {
+      auth: key,
+      params: { id: agent.body.id },
+      query: 'q=deploy',
+    });
+    expect(found.body.data.map((m: { sourceRef: string }) => m.sourceRef)).toEqual([memory.body.sourceRef]);
+    await run('listMemory', 400, { auth: key, params: { id: agent.body.id }, query: 'kind=secret' });
+    await run('listMemory', 404, { auth: key, params: { id: unknown } });
+    const ref = { id: agent.body.id, sourceRef: memory.body.sourceRef };
+    await run('getMemory', 200, { auth: key, params: ref, query: 'maxChars=5' });
+    await run('getMemory', 400, { auth: key, params: ref, query: 'maxChars=50001' });
+    await run('getMemory', 404, { auth: key, params: { id: agent.body.id, sourceRef: 'mem_nope' } });
+    await run('forgetMemory', 204, { auth: key, params: ref });
+    await run('forgetMemory', 404, { auth: key, params: ref });
     // The SSE streams: an ended turn's stream replays its history and ends.
     const turnStream = await run('streamTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
     expect(turnStream.body).toMatch(/event: turn_completed\ndata: /);

@@ -32,6 +32,7 @@ import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
 import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
+import { McpServersController } from './controllers/mcp-servers.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { SessionsController } from './controllers/sessions.controller';
 import { TasksController } from './controllers/tasks.controller';
@@ -41,6 +42,7 @@ import { SchedulesController } from './controllers/schedules.controller';
 import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { UsageController } from './controllers/usage.controller';
+import { MemoryController } from './controllers/memory.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { InFlightRequests } from './http/in-flight';
@@ -126,7 +128,9 @@ export class GatewayModule {
         TriggersController,
         HooksController,
         SchedulesController,
+        McpServersController,
         UsageController,
+        MemoryController,
       ],
       providers: [
         {

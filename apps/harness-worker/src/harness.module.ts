@@ -13,14 +13,9 @@ import type IORedis from 'ioredis';
 import { hostname } from 'node:os';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
-import {
-  defaultApprovalPolicy,
-  NO_CONTEXT,
-  TurnEngine,
-  type ContextSources,
-  type ToolGates,
-} from '@switchboard/engine';
+import { poolOf, type Db } from '@switchboard/database';
+import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
+import { memoryRecall, MemoryStore } from '@switchboard/memory';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
 import {
@@ -31,10 +26,13 @@ import {
   METRICS,
   providerRegistryFromConfig,
   REDIS,
+  SecretBox,
   TASKS,
   TOOLS,
 } from '@switchboard/platform';
+import { McpClients, McpToolSource } from '@switchboard/mcp';
 import type { TaskService } from '@switchboard/subagents';
+import { sqlDbFor } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import { MaintenanceProcessor } from './maintenance.processor';
@@ -74,6 +72,31 @@ class ControlLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
   }
 }
 
+/** MCP tools for turns (docs/adr/0023): one client per server per worker, closed at shutdown. */
+@Injectable()
+class McpTools implements OnApplicationShutdown {
+  readonly source: McpToolSource;
+  private readonly clients: McpClients;
+
+  constructor(@Inject(CONFIG) config: Config, @Inject(DB) db: Db) {
+    const secrets = new SecretBox(config.MCP_SECRET_KEY);
+    this.clients = new McpClients({
+      allowHosts: config.MCP_ALLOW_HOSTS,
+      onToolsChanged: (serverId) => this.source.invalidate(serverId),
+    });
+    this.source = new McpToolSource({
+      db,
+      clients: this.clients,
+      openSecret: (stored) => secrets.open(stored),
+      ttlMs: config.MCP_TOOLS_TTL_MS,
+    });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.clients.close();
+  }
+}
+
 @Module({})
 export class HarnessModule {
   static forRoot(config: Config): DynamicModule {
@@ -95,6 +118,7 @@ export class HarnessModule {
             TOOL_GATES,
             CONTEXT_SOURCES,
             TASKS,
+            McpTools,
           ],
           useFactory: (
             cfg: Config,
@@ -108,6 +132,7 @@ export class HarnessModule {
             gates: ToolGates,
             context: ContextSources,
             tasks: TaskService,
+            mcp: McpTools,
           ) => {
             const providers = providerRegistryFromConfig(cfg);
             return new TurnRunner({
@@ -128,13 +153,28 @@ export class HarnessModule {
               prices: cfg.MODEL_PRICES,
               approvalTtlMs: cfg.APPROVAL_TTL_MS,
               tasks,
+              turnTools: (q) => mcp.source.forTurn(q.tenantId, q.tools),
             });
           },
         },
         // Overridable seams: a module that brings memory or extra policy provides its own.
         { provide: TOOL_GATES, useValue: { approval: defaultApprovalPolicy } satisfies ToolGates },
-        { provide: CONTEXT_SOURCES, useValue: NO_CONTEXT },
+        {
+          provide: CONTEXT_SOURCES,
+          inject: [CONFIG, DB, METRICS],
+          // Recall (docs/adr/0022): the agent's memory for the turn's input, one read outside any
+          // transaction, bounded by RECALL_TIMEOUT_MS. No context pack source exists yet.
+          useFactory: (cfg: Config, db: Db, metrics: Metrics): ContextSources => ({
+            memory: memoryRecall(new MemoryStore(sqlDbFor(poolOf(db), 'recall', metrics)), {
+              limit: cfg.RECALL_LIMIT,
+              timeoutMs: cfg.RECALL_TIMEOUT_MS,
+              observe: (outcome, seconds) => metrics.memoryRecall.observe({ outcome }, seconds),
+            }),
+            contextPack: async () => null,
+          }),
+        },
         ControlLifecycle,
+        McpTools,
         TurnsProcessor,
         MaintenanceProcessor,
         ReconcilerService,

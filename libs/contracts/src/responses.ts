@@ -394,6 +394,13 @@ export const TurnResponse = z
     cancelRequestedAt: Timestamp.nullable(),
     /** GET /v1/turns/:id only: the sub-agent tasks this turn spawned, oldest first (docs/adr/0024). */
     children: z.array(TaskResponse).optional(),
+    /**
+     * GET /v1/turns/:id only: what its sub-agents' child turns (and theirs, recursively) cost; it
+     * counts against this turn's maxUsd (docs/adr/0025).
+     */
+    childrenCostUsd: Usd.optional(),
+    /** GET /v1/turns/:id only: costUsd + childrenCostUsd. */
+    totalCostUsd: Usd.optional(),
   })
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;
@@ -477,6 +484,29 @@ export const UsageResponse = z
   .register(ApiSchemas, { id: 'Usage' });
 export type UsageResponse = z.infer<typeof UsageResponse>;
 
+/** One UTC day of a tenant's spend roll-up (the cost-log hook's, per ended turn). */
+const DailySpendSums = {
+  /** Exact decimal. */
+  costUsd: Usd,
+  inputTokens: z.int(),
+  outputTokens: z.int(),
+  cachedTokens: z.int(),
+  providerCalls: z.int(),
+  /** Turns whose last provider call fell on the day. */
+  turns: z.int(),
+};
+
+/** GET /v1/usage/daily: the tenant's spend roll-up per UTC day, days without spend left out. */
+export const DailySpendResponse = z
+  .strictObject({
+    from: z.iso.date(),
+    to: z.iso.date(),
+    totals: z.strictObject(DailySpendSums),
+    days: z.array(z.strictObject({ day: z.iso.date(), ...DailySpendSums })),
+  })
+  .register(ApiSchemas, { id: 'DailySpend' });
+export type DailySpendResponse = z.infer<typeof DailySpendResponse>;
+
 export const HealthResponse = z
   .strictObject({ status: z.literal('ok') })
   .register(ApiSchemas, { id: 'Health' });
@@ -547,3 +577,87 @@ export const SchedulePageResponse = z
   .strictObject({ data: z.array(ScheduleResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'SchedulePage' });
 export type SchedulePageResponse = z.infer<typeof SchedulePageResponse>;
+
+/** One tool of an MCP server as agents see it (docs/adr/0023). */
+export const McpToolResponse = z
+  .strictObject({
+    /** The name an agent lists: `<server>__<tool>`. */
+    name: z.string(),
+    /** The tool's own name on its server. */
+    tool: z.string(),
+    description: z.string().nullable(),
+    /** From the tool's MCP annotations (readOnlyHint, destructiveHint, openWorldHint). */
+    sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
+    /** Anything not read-only needs a human's approval before it runs. */
+    needsApproval: z.boolean(),
+    /** A call a crashed run started is run again with the same key (idempotentHint or the server setting). */
+    honoursIdempotencyKey: z.boolean(),
+    /** False when its namespaced name is not a valid provider tool name (it is then never offered). */
+    offered: z.boolean(),
+    /** The arguments' JSON Schema as the server gave it. */
+    inputSchema: z.record(z.string(), z.unknown()),
+  })
+  .register(ApiSchemas, { id: 'McpTool' });
+export type McpToolResponse = z.infer<typeof McpToolResponse>;
+
+/** A tenant's MCP server; its auth header's value is never shown. */
+export const McpServerResponse = z
+  .strictObject({
+    id: Id,
+    name: z.string(),
+    url: z.string(),
+    /** The auth header's name; its value is a secret. */
+    authHeader: z.string().nullable(),
+    timeoutMs: z.number().int(),
+    idempotencyKeys: z.boolean(),
+    /** `ok` after a listing succeeded; `unreachable` (lastError says why) otherwise. */
+    status: z.enum(['ok', 'unreachable']),
+    lastError: z.string().nullable(),
+    tools: z.array(McpToolResponse),
+    toolsFetchedAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'McpServer' });
+export type McpServerResponse = z.infer<typeof McpServerResponse>;
+
+export const McpServerPageResponse = z
+  .strictObject({ data: z.array(McpServerResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'McpServerPage' });
+export type McpServerPageResponse = z.infer<typeof McpServerPageResponse>;
+
+const MemoryFields = {
+  /** Opaque; resolves only for this agent (docs/adr/0022). */
+  sourceRef: z.string(),
+  kind: z.enum(['fact', 'episode', 'note']),
+  title: z.string(),
+  /** `{source: archivist | episodic | api, turnId?, sessionId?, messageSeqs?, hook?, model?}` */
+  provenance: JsonObject,
+  /** Characters of the full content. */
+  totalChars: z.int(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+};
+
+/** A memory record in a listing or a search result: a snippet, and a score when searched. */
+export const MemoryRecordResponse = z
+  .strictObject({
+    ...MemoryFields,
+    /** Around the first match when searched, else the content's beginning. */
+    snippet: z.string(),
+    /** Relative rank within one search (higher is better); null in a listing. */
+    score: z.number().nullable(),
+  })
+  .register(ApiSchemas, { id: 'MemoryRecord' });
+export type MemoryRecordResponse = z.infer<typeof MemoryRecordResponse>;
+
+export const MemoryPageResponse = z
+  .strictObject({ data: z.array(MemoryRecordResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'MemoryPage' });
+export type MemoryPageResponse = z.infer<typeof MemoryPageResponse>;
+
+/** A memory record's exact content, cut to `maxChars`. */
+export const MemoryDocumentResponse = z
+  .strictObject({ ...MemoryFields, content: z.string(), truncated: z.boolean() })
+  .register(ApiSchemas, { id: 'MemoryDocument' });
+export type MemoryDocumentResponse = z.infer<typeof MemoryDocumentResponse>;

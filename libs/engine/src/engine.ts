@@ -85,6 +85,9 @@ export class TurnEngine {
   private readonly summarizeMaxBytes: number;
   private readonly reflectEvery: number;
 
+  /** Each MCP turn's view of the tools (its input is the key: it lives as long as the run). */
+  private readonly turnTools = new WeakMap<TurnInput, ToolRegistry>();
+
   constructor(private readonly options: EngineOptions) {
     this.modelRound = new ModelRound({
       providers: options.providers,
@@ -153,12 +156,13 @@ export class TurnEngine {
     // A turn stopped before it began (a cancel found at its claim) loads nothing.
     const context = await loadContext(signal.aborted ? NO_CONTEXT : (this.options.context ?? NO_CONTEXT), {
       tenantId: input.tenantId,
+      agentId: input.agentId,
       sessionId: input.sessionId,
       turnId: input.turnId,
       input: first?.role === 'user' ? first.content : '',
     });
     if (context.failed.length > 0) await cp.emit('context_unavailable', { sources: context.failed });
-    const toolSpecs = this.options.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
+    const toolSpecs = this.toolsOf(input).specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
     const outcome = (o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome => ({
       ...o,
       iterations,
@@ -209,7 +213,7 @@ export class TurnEngine {
         let roundFailed = false;
         // Calls of this round that wait for a decision (docs/adr/0013): each gets its own wait.
         const waits: Wait[] = [];
-        for (const wave of planWaves(pending, this.options.tools, input.tools)) {
+        for (const wave of planWaves(pending, this.toolsOf(input), input.tools)) {
           if (signal.aborted) break;
           // After a wait, later side-effecting calls are held (unanswered) so effects keep the model's order.
           const hold = waits.length > 0;
@@ -356,6 +360,20 @@ export class TurnEngine {
     }
   }
 
+  /**
+   * The tools this turn can call: the process-wide registry, or, when the turn brought its own
+   * (`extraTools`, an agent's MCP tools, docs/adr/0023), a view with them over it.
+   */
+  private toolsOf(input: TurnInput): ToolRegistry {
+    if (!input.extraTools?.length) return this.options.tools;
+    let view = this.turnTools.get(input);
+    if (!view) {
+      view = this.options.tools.withTurnTools(input.extraTools);
+      this.turnTools.set(input, view);
+    }
+    return view;
+  }
+
   private async runTool(
     input: TurnInput,
     call: ToolCallRequest,
@@ -367,7 +385,7 @@ export class TurnEngine {
     /** Hold a side-effecting call that passes its gates (an earlier call of the round waits). */
     hold = false,
   ): Promise<ToolRun> {
-    const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
+    const tool = input.tools.includes(call.name) ? this.toolsOf(input).get(call.name) : undefined;
     const parsedArgs = parseArguments(call.arguments);
     const args = parsedArgs.ok ? parsedArgs.value : undefined;
     const parseError = parsedArgs.ok ? undefined : parsedArgs.error;
@@ -553,7 +571,7 @@ export class TurnEngine {
   /** What the checkpoints record of a call: arguments as parsed (or raw when they are not JSON). */
   private callMeta(input: TurnInput, call: ToolCallRequest): ToolCallMeta {
     const parsed = parseArguments(call.arguments);
-    const tool = input.tools.includes(call.name) ? this.options.tools.get(call.name) : undefined;
+    const tool = input.tools.includes(call.name) ? this.toolsOf(input).get(call.name) : undefined;
     return {
       call,
       sideEffect: tool?.sideEffect ?? 'read_only',

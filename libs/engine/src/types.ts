@@ -8,7 +8,7 @@ import type {
   TransportDiagnostics,
   Usage,
 } from '@switchboard/providers';
-import type { SideEffect } from '@switchboard/tools';
+import type { SideEffect, ToolDefinition } from '@switchboard/tools';
 import type { StopHook } from './stop-hooks';
 
 export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs'>> & {
@@ -36,6 +36,11 @@ export interface TurnInput {
   model: string;
   fallbackModels: string[];
   tools: string[];
+  /**
+   * Tools resolved for this turn only (the agent's MCP tools, docs/adr/0023), looked up before the
+   * process-wide registry; absent for a turn whose tools are all built in.
+   */
+  extraTools?: ToolDefinition[];
   budget: TurnBudget;
   /** Custom stop hooks, checked after the built-in ones (budget, caps, deadline). */
   stopHooks?: StopHook[];

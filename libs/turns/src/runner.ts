@@ -63,7 +63,7 @@ import {
   type WaitingStatus,
 } from '@switchboard/store';
 import { poolOf } from '@switchboard/database';
-import type { ToolRegistry } from '@switchboard/tools';
+import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
 import { retryTransient } from './durable';
 import { SessionLease } from './lease';
 import { LiveProgress } from './live-progress';
@@ -121,6 +121,11 @@ export interface TurnRunnerOptions {
    * children have ended. Never called for turns that neither run a task nor wait for one.
    */
   tasks?: TaskWaits;
+  /**
+   * Tools resolved for one turn (an agent's MCP tools, docs/adr/0023); called only when the agent
+   * names a `server__tool`, so a turn with built-in tools only makes no extra query.
+   */
+  turnTools?: (q: { tenantId: string; agentId: string; tools: string[] }) => Promise<ToolDefinition[]>;
 }
 
 /** What the runner tells the sub-agent side; each call is idempotent and safe to repeat. */
@@ -347,6 +352,10 @@ export class TurnRunner {
         ).map((r) => r.ref);
         const summarizerModel = resolveModelRef('hint:summarization', routes, this.o.defaultModel).ref;
 
+        const extraTools =
+          this.o.turnTools && agent.tools.some((n) => n.includes('__'))
+            ? await this.o.turnTools({ tenantId: turn.tenantId, agentId: agent.id, tools: agent.tools })
+            : undefined;
         // Rendered on the session's first turn, stored with the turn's first commit, reused byte for byte.
         const systemPrompt = session.systemPrompt ?? this.renderPrompt(agent);
         // A compacted session loaded only its first exchange and the turns after the cut; a note (the
@@ -428,6 +437,7 @@ export class TurnRunner {
               model,
               fallbackModels,
               tools: agent.tools,
+              extraTools,
               blockedTools: settings.blockedTools,
               toolSchemaMode: settings.toolSchemaMode,
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
@@ -435,7 +445,9 @@ export class TurnRunner {
               stopHooks,
               contextWindowTokens: contextWindow(model, this.o.contextWindows),
               prices: { ...this.o.prices, ...settings.modelPrices },
-              spentUsd: Number(turn.costUsd),
+              // Its sub-agents' spend counts against its maxUsd (docs/adr/0025): a parent resuming after a
+              // wait sees what its children cost.
+              spentUsd: Number(turn.costUsd) + Number(turn.childrenCostUsd ?? 0),
               // The wall-clock deadline counts the turn's runs, not the time it waited for a person.
               startedAt: (turn.startedAt ?? new Date()).getTime() + load.waitedMs,
               startedCalls: load.startedCalls,
@@ -530,10 +542,11 @@ export class TurnRunner {
   }
 
   private renderPrompt(agent: AgentRow): string {
-    return renderSystemPrompt(
-      agent,
-      this.o.tools.names().filter((n) => agent.tools.includes(n)),
-    );
+    return renderSystemPrompt(agent, [
+      ...this.o.tools.names().filter((n) => agent.tools.includes(n)),
+      // MCP tools (docs/adr/0023), resolved per turn.
+      ...agent.tools.filter((n) => n.includes('__')),
+    ]);
   }
 
   /** Runs one finalisation step; a failure is logged, recorded on the turn, and returned. */

@@ -12,6 +12,7 @@ import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { agentToolStatus, type SqlDb } from '@switchboard/store';
 import { ARCHETYPE_TOOLS, archetype, checkTierRules, refuseBuiltIn } from '@switchboard/subagents';
+import { splitMcpToolName, unknownMcpTools } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
@@ -34,8 +35,14 @@ export class AgentsController {
    * Tools a worker registers that the gateway does not run (sub-agent and memory tools, named by
    * the built-in archetypes) are known too.
    */
-  private checkTools(tools: string[] | undefined, path = 'tools') {
+  private async checkTools(tenantId: string, tools: string[] | undefined, path = 'tools') {
     const unknown = this.tools.unknown(tools ?? []).filter((t) => !ARCHETYPE_TOOLS.has(t));
+    // `server__tool` names an MCP tool (docs/adr/0023): known when the tenant has that server and,
+    // once the server listed its tools, when the list has it.
+    if (unknown.some((t) => splitMcpToolName(t))) {
+      const mcp = await unknownMcpTools(this.db, tenantId, unknown);
+      unknown.splice(0, unknown.length, ...unknown.filter((t) => !splitMcpToolName(t) || mcp.includes(t)));
+    }
     if (unknown.length > 0) {
       throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
         issues: [{ path, message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() }],
@@ -60,8 +67,8 @@ export class AgentsController {
   })
   async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
     const b = body;
-    this.checkTools(b.tools);
-    this.checkTools(b.approvalRequired, 'approvalRequired');
+    await this.checkTools(tenantId, b.tools);
+    await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     const base = b.archetype ? archetype(b.archetype) : undefined;
     const data = {
       id: newId(),
@@ -153,8 +160,8 @@ export class AgentsController {
   ): Promise<AgentResponse> {
     const agent = refuseBuiltIn(await this.find(tenantId, id));
     const b = body as Partial<CreateAgentRequest>;
-    this.checkTools(b.tools);
-    this.checkTools(b.approvalRequired, 'approvalRequired');
+    await this.checkTools(tenantId, b.tools);
+    await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     const saved = {
       ...agent,
       ...(b.name !== undefined ? { name: b.name } : {}),

@@ -8,6 +8,7 @@ import {
   CreateApiKeyRequest,
   CreateSessionRequest,
   CreateScheduleRequest,
+  CreateMcpServerRequest,
   CreateTenantRequest,
   CreateTriggerRequest,
   EventsQuery,
@@ -18,6 +19,9 @@ import {
   UpdateScheduleRequest,
   UpdateSettingsRequest,
   UsageQuery,
+  AddMemoryRequest,
+  MemoryQuery,
+  MemoryRecordQuery,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -39,3 +43,7 @@ export class RotateTriggerDto extends createZodDto(RotateTriggerRequest) {}
 export class CreateScheduleDto extends createZodDto(CreateScheduleRequest) {}
 export class UpdateScheduleDto extends createZodDto(UpdateScheduleRequest) {}
 export class UsageQueryDto extends createZodDto(UsageQuery) {}
+export class CreateMcpServerDto extends createZodDto(CreateMcpServerRequest) {}
+export class MemoryQueryDto extends createZodDto(MemoryQuery) {}
+export class AddMemoryDto extends createZodDto(AddMemoryRequest) {}
+export class MemoryRecordQueryDto extends createZodDto(MemoryRecordQuery) {}

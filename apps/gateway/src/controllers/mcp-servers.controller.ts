@@ -1,0 +1,176 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import type { OnApplicationShutdown } from '@nestjs/common';
+import type { McpServer } from '@prisma/client';
+import type { Config } from '@switchboard/config';
+import { AppError, McpServerPageResponse, McpServerResponse, newId, notFound } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import { describeMcpTool, McpClients, refreshServer, refusedServerUrl, storedTools } from '@switchboard/mcp';
+import { CONFIG, DB, SecretBox } from '@switchboard/platform';
+import { HostAllowList } from '@switchboard/tools';
+import { TenantId } from '../auth/guard';
+import { CreateMcpServerDto, PageQueryDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
+import { decodeCursor, encodeCursor, pathId } from '../http/presenters';
+
+/** A registration as the API shows it: the auth header's name, never its value. */
+export const presentMcpServer = (s: McpServer): McpServerResponse => ({
+  id: s.id,
+  name: s.name,
+  url: s.url,
+  authHeader: s.authHeaderName,
+  timeoutMs: s.timeoutMs,
+  idempotencyKeys: s.idempotencyKeys,
+  status: s.status === 'ok' ? 'ok' : 'unreachable',
+  lastError: s.lastError,
+  tools: storedTools(s).map((t) => describeMcpTool(s, t)),
+  toolsFetchedAt: s.toolsFetchedAt?.toISOString() ?? null,
+  createdAt: s.createdAt.toISOString(),
+  updatedAt: s.updatedAt.toISOString(),
+});
+
+/**
+ * A tenant's MCP servers (issue 11, docs/adr/0023): their tools reach agents that name them as
+ * `<server>__<tool>`. Registering connects and lists the tools; a server that cannot be reached is
+ * still registered, `unreachable`, and listed again by POST :id/refresh or by a worker whose cache
+ * is stale. The auth header's value is sealed at rest and never returned.
+ */
+@TenantApi('mcp-servers')
+@Controller('v1/mcp-servers')
+export class McpServersController implements OnApplicationShutdown {
+  private readonly secrets: SecretBox;
+  private readonly clients: McpClients;
+  private readonly allow: HostAllowList;
+
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.secrets = new SecretBox(config.MCP_SECRET_KEY);
+    this.clients = new McpClients({ allowHosts: config.MCP_ALLOW_HOSTS });
+    this.allow = new HostAllowList(config.MCP_ALLOW_HOSTS ?? []);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.clients.close();
+  }
+
+  private open = (stored: string) => this.secrets.open(stored);
+
+  private async find(tenantId: string, id: string): Promise<McpServer> {
+    const row = await this.db.mcpServer.findFirst({
+      where: { id: pathId(id, 'MCP server'), tenantId, deletedAt: null },
+    });
+    if (!row) throw notFound('MCP server');
+    return row;
+  }
+
+  @Post()
+  @HttpCode(201)
+  @Operation({
+    id: 'createMcpServer',
+    summary: 'Register an MCP server: its tools become available to agents as <name>__<tool>',
+    description:
+      'Connects and lists the tools. A server that cannot be reached is still registered with status ' +
+      '`unreachable` (see lastError). A URL on a private, loopback or link-local address is refused ' +
+      'unless the deployment allows the host (MCP_ALLOW_HOSTS). The auth header value is never returned.',
+    status: 201,
+    schema: McpServerResponse,
+    errors: [...BODY_ERRORS, 409],
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateMcpServerDto): Promise<McpServerResponse> {
+    const refused = await refusedServerUrl(body.url, this.allow);
+    if (refused) {
+      const message = `the URL is refused: ${refused}`;
+      throw new AppError('validation_failed', message, { issues: [{ path: 'url', message }] });
+    }
+    const taken = await this.db.mcpServer.findFirst({
+      where: { tenantId, name: body.name, deletedAt: null },
+      select: { id: true },
+    });
+    if (taken) throw new AppError('conflict', `an MCP server named "${body.name}" exists`);
+    const row = await this.db.mcpServer
+      .create({
+        data: {
+          id: newId(),
+          tenantId,
+          name: body.name,
+          url: body.url,
+          authHeaderName: body.auth?.header ?? null,
+          authHeaderValue: body.auth ? this.secrets.seal(body.auth.value) : null,
+          timeoutMs: body.timeoutMs ?? 30_000,
+          idempotencyKeys: body.idempotencyKeys ?? false,
+        },
+      })
+      .catch((err: unknown) => {
+        // The same name registered concurrently (the live-name unique index).
+        if ((err as { code?: unknown }).code === 'P2002') {
+          throw new AppError('conflict', `an MCP server named "${body.name}" exists`);
+        }
+        throw err;
+      });
+    return presentMcpServer(await refreshServer(this.db, this.clients, row, this.open));
+  }
+
+  @Get()
+  @Operation({
+    id: 'listMcpServers',
+    summary: "The tenant's MCP servers, by id",
+    status: 200,
+    schema: McpServerPageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<McpServerPageResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.db.mcpServer.findMany({
+      where: { tenantId, deletedAt: null, ...(after ? { id: { gt: after[0] } } : {}) },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentMcpServer),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  @Get(':id')
+  @Operation({
+    id: 'getMcpServer',
+    summary: 'An MCP server and its cached tools (namespaced names, side-effect classes)',
+    status: 200,
+    schema: McpServerResponse,
+    errors: [404],
+  })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<McpServerResponse> {
+    return presentMcpServer(await this.find(tenantId, id));
+  }
+
+  @Post(':id/refresh')
+  @HttpCode(200)
+  @Operation({
+    id: 'refreshMcpServer',
+    summary: "List an MCP server's tools again and store them",
+    description: 'Workers pick the new list up within MCP_TOOLS_TTL_MS.',
+    status: 200,
+    schema: McpServerResponse,
+    errors: [404],
+  })
+  async refresh(@TenantId() tenantId: string, @Param('id') id: string): Promise<McpServerResponse> {
+    return presentMcpServer(
+      await refreshServer(this.db, this.clients, await this.find(tenantId, id), this.open),
+    );
+  }
+
+  /** Agents that name its tools keep their lists; those names are simply not available any more. */
+  @Delete(':id')
+  @HttpCode(204)
+  @Operation({ id: 'deleteMcpServer', summary: 'Delete an MCP server (soft)', status: 204, errors: [404] })
+  async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
+    const { count } = await this.db.mcpServer.updateMany({
+      where: { id: pathId(id, 'MCP server'), tenantId, deletedAt: null },
+      data: { deletedAt: new Date() },
+    });
+    if (count === 0) throw notFound('MCP server');
+  }
+}
