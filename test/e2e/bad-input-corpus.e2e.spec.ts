@@ -107,6 +107,13 @@ describe('bad input corpus', () => {
     };
     ids.approval = await approval(ids.turn, ids.session);
     ids.otherApproval = await approval(ids.otherTurn, ids.otherSession);
+    // A sub-agent task of the other tenant (docs/adr/0024), as a spawn writes it.
+    ids.otherTask = newId();
+    await env.db.$executeRaw`
+      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, call_id, status,
+        depth, updated_at)
+      SELECT ${ids.otherTask}::uuid, tenant_id, agent_id, 'researcher', id, session_id, 'c1', 'pending', 1, now()
+      FROM turns WHERE id = ${ids.otherTurn}::uuid`;
   });
 
   afterAll(async () => {
@@ -616,6 +623,7 @@ describe('bad input corpus', () => {
       path: (id) => `/v1/sessions/${id}/stream`,
       other: () => ids.otherSession,
     },
+    { name: 'get task', method: 'GET', path: (id) => `/v1/tasks/${id}`, other: () => ids.otherTask },
   ];
   for (const r of idRoutes) {
     const call = (id: () => string) => () =>

@@ -574,6 +574,16 @@ describe('the OpenAPI document matches what the server answers', () => {
       FROM turns WHERE id = ${gatedTurn}::uuid`;
     await run('getTask', 200, { auth: key, params: { id: taskId } });
     await run('getTask', 404, { auth: key, params: { id: unknown } });
+    // Sub-agent tasks (docs/adr/0024): a task row as a spawn writes it, under the gated turn.
+    const taskId = randomUUID();
+    await env.db.$executeRaw`
+      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, call_id, status,
+        depth, input, updated_at)
+      SELECT ${taskId}::uuid, tenant_id, agent_id, 'researcher', id, session_id, 'c1', 'pending', 1,
+        '{"task":"x"}'::jsonb, now()
+      FROM turns WHERE id = ${gatedTurn}::uuid`;
+    await run('getTask', 200, { auth: key, params: { id: taskId } });
+    await run('getTask', 404, { auth: key, params: { id: unknown } });
     await run('decideApproval', 400, { auth: key, params: { id: approvalId }, body: { decision: 'maybe' } });
     await run('decideApproval', 404, { auth: key, params: { id: unknown }, body: { decision: 'approve' } });
     await run('decideApproval', 200, {
