@@ -1,0 +1,166 @@
+import {
+  createTestEnv,
+  FakeLlmServer,
+  scripted,
+  spawnApp,
+  waitFor,
+  type AppProcess,
+  type RecordedRequest,
+  type ScriptedReply,
+  type TestEnv,
+} from '@switchboard/testing';
+import { newTenant, type Api } from '../support/api';
+import { startGateway, type Running } from '../support/stack';
+
+jest.setTimeout(90_000);
+
+/** What the user says in session 1, and the part of it that must come back in session 2. */
+const SAID = 'Please remember this: my deploy window is Tuesdays 14:00 UTC.';
+const FACT = 'Tuesdays 14:00 UTC';
+const ASKED = 'When is my deploy window?';
+
+/**
+ * Memory across sessions (issue 13), with a real gateway, harness worker and hooks worker and the
+ * fake LLM behind the real provider SDKs: a fact said in session 1 is distilled by the archivist
+ * into the agent's memory, with provenance pointing at session 1's turn, and recalled into the
+ * model's request in session 2 of the same agent. Another tenant's agent, asked the same thing,
+ * never sees it: not in its model request, not in its memory.
+ */
+describe('memory recall across sessions', () => {
+  let env: TestEnv;
+  let llm: FakeLlmServer;
+  let gateway: Running & { url: string };
+  let api: Api;
+  let other: Api;
+  const workers: AppProcess[] = [];
+
+  const isArchivist = (r: RecordedRequest) => r.rawBody.includes('You are the archivist');
+  const model = (r: RecordedRequest) => (r.body as { model: string }).model;
+
+  /** The archivist distils the deploy window from the turn that states it, and nothing from others. */
+  const reply = (r: RecordedRequest): ScriptedReply => {
+    if (!isArchivist(r)) return scripted.text('Noted.', { usage: { input: 120, output: 4 } });
+    const facts = r.rawBody.includes('my deploy window is Tuesdays 14:00 UTC')
+      ? [{ title: 'Deploy window', content: `The user's deploy window is ${FACT}.` }]
+      : [];
+    return scripted.text(JSON.stringify({ facts }), { usage: { input: 300, output: 30 } });
+  };
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    llm = await FakeLlmServer.start();
+    llm.setDefault(reply);
+    gateway = await startGateway(env.config(llm.providerEnv));
+    for (const app of ['harness-worker', 'hooks-worker'] as const) {
+      workers.push(await spawnApp(app, env.processEnv(llm.providerEnv)));
+    }
+    ({ api } = await newTenant(gateway.url, 'test-admin-token-0123456789', 'recall'));
+    ({ api: other } = await newTenant(gateway.url, 'test-admin-token-0123456789', 'other'));
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+    await gateway?.close();
+    await llm?.close();
+    await env?.cleanup();
+  });
+
+  /** An agent on the fake LLM whose tenant routes summarization (the archivist) to the fake LLM too. */
+  async function agentOf(client: Api): Promise<string> {
+    const routed = await client.patch('/v1/settings', {
+      modelRoutes: { summarization: 'openai-chat/archivist-mini' },
+    });
+    expect(routed.status).toBe(200);
+    const agent = await client.post('/v1/agents', { name: 'ops', model: 'openai-chat/chat-mini' });
+    expect(agent.status).toBe(201);
+    return agent.body.id as string;
+  }
+
+  /** Says `content` in a new session of `agentId` and waits for the turn and its memory hooks to finish. */
+  async function say(client: Api, agentId: string, content: string) {
+    const session = await client.post('/v1/sessions', { agentId });
+    expect(session.status).toBe(201);
+    const before = llm.requests.length;
+    const admitted = await client.post(`/v1/sessions/${session.body.id}/messages`, { content });
+    expect(admitted.status).toBe(202);
+    const turnId = admitted.body.turnId as string;
+    const turn = await waitFor(
+      async () => {
+        const t = (await client.get(`/v1/turns/${turnId}`)).body;
+        return ['completed', 'failed', 'cancelled'].includes(t.status) ? t : undefined;
+      },
+      { what: `turn ${turnId} ended`, timeoutMs: 30_000 },
+    );
+    expect(turn.status).toBe('completed');
+    const runs = await waitFor(
+      async () => {
+        const rows = await env.db.hookRun.findMany({
+          where: { turnId, hook: { in: ['archivist', 'episodic-index'] } },
+        });
+        return rows.length === 2 ? rows : undefined;
+      },
+      { what: `the memory hooks of turn ${turnId}`, timeoutMs: 30_000 },
+    );
+    expect(runs.map((r) => r.status)).toEqual(['completed', 'completed']);
+    // The model request of the turn itself (not the archivist's), found by its input.
+    const request = llm.requests
+      .slice(before)
+      .find((r) => !isArchivist(r) && r.rawBody.includes(JSON.stringify(content).slice(1, -1)));
+    expect(request).toBeDefined();
+    return { sessionId: session.body.id as string, turnId, request: request! };
+  }
+
+  it('recalls a fact from session 1 in session 2 of the same agent, and never in another tenant', async () => {
+    const agentId = await agentOf(api);
+    const first = await say(api, agentId, SAID);
+
+    // The archivist called the tenant's summarization route with the turn.
+    const archived = llm.requests.filter(
+      (r) => isArchivist(r) && r.rawBody.includes('my deploy window is Tuesdays'),
+    );
+    expect(archived.map(model)).toEqual(['archivist-mini']);
+
+    // The agent's memory shows the fact, with provenance pointing at session 1's turn.
+    const memory = await api.get(`/v1/agents/${agentId}/memory`);
+    expect(memory.status).toBe(200);
+    const fact = memory.body.data.find((r: { kind: string }) => r.kind === 'fact');
+    expect(fact).toMatchObject({
+      kind: 'fact',
+      title: 'Deploy window',
+      provenance: {
+        source: 'archivist',
+        turnId: first.turnId,
+        sessionId: first.sessionId,
+        model: 'openai-chat/archivist-mini',
+      },
+    });
+    const doc = await api.get(`/v1/agents/${agentId}/memory/${fact.sourceRef}`);
+    expect(doc.body.content).toBe(`The user's deploy window is ${FACT}.`);
+    // The episodic index holds the turn as well.
+    expect(memory.body.data.map((r: { kind: string }) => r.kind).sort()).toEqual(['episode', 'fact']);
+
+    // Session 2 of the same agent: the model's request carries the recalled fact.
+    const second = await say(api, agentId, ASKED);
+    expect(second.sessionId).not.toBe(first.sessionId);
+    expect(second.request.rawBody).toContain(FACT);
+    // …through recall: the memory block names the record by its source_ref.
+    expect(second.request.rawBody).toContain(fact.sourceRef);
+
+    // Another tenant's agent asked the same: its request lacks the fact, its memory has nothing of it,
+    // and the first tenant's agent and records are not found with its key.
+    const otherAgentId = await agentOf(other);
+    const foreign = await say(other, otherAgentId, ASKED);
+    expect(foreign.request.rawBody).not.toContain(FACT);
+    expect(foreign.request.rawBody).not.toContain('deploy window is');
+    const otherMemory = await other.get(`/v1/agents/${otherAgentId}/memory`);
+    expect(otherMemory.status).toBe(200);
+    expect(JSON.stringify(otherMemory.body)).not.toContain('Tuesdays');
+    const searched = await other.get(
+      `/v1/agents/${otherAgentId}/memory?q=${encodeURIComponent('deploy window Tuesdays')}`,
+    );
+    expect(searched.status).toBe(200);
+    expect(searched.body.data.filter((r: { kind: string }) => r.kind === 'fact')).toEqual([]);
+    expect((await other.get(`/v1/agents/${agentId}/memory`)).status).toBe(404);
+    expect((await other.get(`/v1/agents/${otherAgentId}/memory/${fact.sourceRef}`)).status).toBe(404);
+  });
+});
