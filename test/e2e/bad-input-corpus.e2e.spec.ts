@@ -686,6 +686,22 @@ describe('bad input corpus', () => {
       status: 400,
       code: 'validation_failed',
     })),
+    ...(
+      [
+        ['a timestamp as from', 'from=2026-01-01T00:00:00Z'],
+        ['a nonsense to', 'to=yesterday'],
+        ['February 30th', 'from=2026-02-30'],
+        ['from after to', 'from=2026-02-01&to=2026-01-01'],
+        ['a window of 367 days', 'from=2025-01-01&to=2026-01-02'],
+        ['to twice', 'to=2026-01-01&to=2026-01-02'],
+        ['an unknown parameter', 'groupBy=day'],
+      ] as const
+    ).map(([what, query]) => ({
+      name: `daily spend: ${what}`,
+      run: () => api.get(`/v1/usage/daily?${query}`),
+      status: 400,
+      code: 'validation_failed',
+    })),
     {
       name: 'list approvals: an unknown status',
       run: () => api.get('/v1/approvals?status=maybe'),

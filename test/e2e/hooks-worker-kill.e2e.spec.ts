@@ -255,6 +255,22 @@ describe('a hooks worker killed mid-hook', () => {
       FROM tenant_spend_daily WHERE tenant_id = ${tenantId}::uuid`;
     expect(Number(ledger.usd)).toBeGreaterThan(0);
     expect(spend).toEqual({ ...ledger, turns: TURNS });
+    // The tenant reads it per day; another tenant sees none of it.
+    const daily = await api.get('/v1/usage/daily');
+    expect(daily.status).toBe(200);
+    expect(daily.body.totals).toMatchObject({
+      inputTokens: ledger.input,
+      outputTokens: ledger.output,
+      providerCalls: ledger.calls,
+      turns: TURNS,
+    });
+    expect(Number(daily.body.totals.costUsd).toFixed(8)).toBe(ledger.usd);
+    expect(daily.body.days.reduce((n: number, d: { turns: number }) => n + d.turns, 0)).toBe(TURNS);
+    const other = await newTenant(gateway.url, 'test-admin-token-0123456789', 'someone-else');
+    expect((await other.api.get('/v1/usage/daily')).body).toMatchObject({
+      days: [],
+      totals: { costUsd: '0', turns: 0 },
+    });
 
     // Completion webhooks: one outbound job and one signed delivery per turn.
     const ids = turnIds.map(completionWebhookId).sort();

@@ -53,3 +53,30 @@ export const UsageQuery = z
     path: ['to'],
   });
 export type UsageQuery = z.infer<typeof UsageQuery>;
+
+/** A UTC calendar day, YYYY-MM-DD. */
+const Day = z.iso.date();
+const dayOf = (d: Date) => d.toISOString().slice(0, 10);
+
+/**
+ * GET /v1/usage/daily: the tenant's spend roll-up per UTC day over `from`..`to`, both inclusive
+ * (`to` defaults to today, `from` to 29 days before `to`; at most 366 days).
+ */
+export const DailySpendQuery = z
+  .strictObject({
+    from: Day.optional().describe('First UTC day, inclusive (default: 29 days before `to`).'),
+    to: Day.optional().describe(
+      'Last UTC day, inclusive (default: today, UTC); at most 366 days after `from`.',
+    ),
+  })
+  .transform((q) => {
+    const to = q.to ?? dayOf(new Date());
+    const from = q.from ?? dayOf(new Date(Date.parse(to) - (USAGE_DEFAULT_RANGE_DAYS - 1) * DAY_MS));
+    return { from, to };
+  })
+  .refine((q) => q.from <= q.to, { message: 'from must not be after to', path: ['from'] })
+  .refine((q) => Date.parse(q.to) - Date.parse(q.from) < USAGE_MAX_RANGE_DAYS * DAY_MS, {
+    message: `the window may span at most ${USAGE_MAX_RANGE_DAYS} days`,
+    path: ['to'],
+  });
+export type DailySpendQuery = z.infer<typeof DailySpendQuery>;

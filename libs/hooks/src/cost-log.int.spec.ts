@@ -1,7 +1,7 @@
 import { newId } from '@switchboard/contracts';
 import { createDatabase, poolOf, Prisma } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { sqlDbFor } from '@switchboard/store';
+import { sqlDbFor, tenantDailySpend } from '@switchboard/store';
 import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { runCostLog, type HookContext } from './cost-log';
 
@@ -357,6 +357,35 @@ describe('runCostLog', () => {
         { at: '2026-11-22T00:00:00.100Z', costUsd: '0.25', input: 2, output: 1 },
       ]);
       expect(await runCostLog(ctx(), job(id, t.tenantId))).toBe('written');
+      // As GET /v1/usage/daily reads it: per day over an inclusive window, and the totals.
+      const read = (from: string, to: string) =>
+        tenantDailySpend(ctx().sql, { tenantId: t.tenantId, from, to });
+      expect(await read('2026-11-01', '2026-11-30')).toEqual({
+        days: [
+          expect.objectContaining({ day: '2026-11-21', costUsd: '0.5', turns: 0 }),
+          expect.objectContaining({ day: '2026-11-22', costUsd: '0.25', turns: 1 }),
+        ],
+        totals: {
+          costUsd: '0.75',
+          inputTokens: 9,
+          outputTokens: 4,
+          cachedTokens: 2,
+          providerCalls: 2,
+          turns: 1,
+        },
+      });
+      expect((await read('2026-11-22', '2026-11-22')).days.map((d) => d.day)).toEqual(['2026-11-22']);
+      expect(await read('2026-10-01', '2026-10-31')).toEqual({
+        days: [],
+        totals: {
+          costUsd: '0',
+          inputTokens: 0,
+          outputTokens: 0,
+          cachedTokens: 0,
+          providerCalls: 0,
+          turns: 0,
+        },
+      });
       expect(await spend(t.tenantId)).toEqual([
         {
           day: '2026-11-21',

@@ -255,3 +255,40 @@ export async function agentToolStatus(
     WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
     ORDER BY tool`);
 }
+
+/** One UTC day of a tenant's spend roll-up; USD as an exact decimal string. */
+export interface DailySpend {
+  day: string;
+  costUsd: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  providerCalls: number;
+  turns: number;
+}
+
+/**
+ * The tenant's `tenant_spend_daily` rows over `from`..`to` (UTC days, inclusive) and their totals,
+ * from one statement (one snapshot): a primary-key range read, however large the ledger grows.
+ */
+export async function tenantDailySpend(
+  db: SqlRunner,
+  q: { tenantId: string; from: string; to: string },
+): Promise<{ days: DailySpend[]; totals: Omit<DailySpend, 'day'> }> {
+  const row = await db.first<{ days: DailySpend[]; totals: Omit<DailySpend, 'day'> }>(sql`
+    WITH d AS (
+      SELECT day, cost_usd, input_tokens, output_tokens, cached_tokens, provider_calls, turns
+      FROM tenant_spend_daily
+      WHERE tenant_id = ${q.tenantId}::uuid AND day BETWEEN ${q.from}::date AND ${q.to}::date
+    )
+    SELECT
+      coalesce((SELECT json_agg(json_build_object('day', to_char(day, 'YYYY-MM-DD'),
+        'costUsd', trim_scale(cost_usd)::text, 'inputTokens', input_tokens, 'outputTokens', output_tokens,
+        'cachedTokens', cached_tokens, 'providerCalls', provider_calls, 'turns', turns) ORDER BY day)
+        FROM d), '[]') AS days,
+      (SELECT json_build_object('costUsd', trim_scale(coalesce(sum(cost_usd), 0))::text,
+        'inputTokens', coalesce(sum(input_tokens), 0), 'outputTokens', coalesce(sum(output_tokens), 0),
+        'cachedTokens', coalesce(sum(cached_tokens), 0), 'providerCalls', coalesce(sum(provider_calls), 0),
+        'turns', coalesce(sum(turns), 0)) FROM d) AS totals`);
+  return row!;
+}

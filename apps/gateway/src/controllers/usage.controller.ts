@@ -1,6 +1,12 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
-import { UsageResponse, type UsageDimension } from '@switchboard/contracts';
-import { join, Sql, sql, type SqlDb } from '@switchboard/store';
+import { createZodDto } from 'nestjs-zod';
+import {
+  DailySpendQuery,
+  DailySpendResponse,
+  UsageResponse,
+  type UsageDimension,
+} from '@switchboard/contracts';
+import { join, Sql, sql, tenantDailySpend, type SqlDb } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { UsageQueryDto } from '../http/dto';
 import { Operation, TenantApi } from '../http/openapi';
@@ -14,6 +20,8 @@ const DIMENSIONS: Record<UsageDimension, { column: Sql; field: 'day' | 'agentId'
     session: { column: sql`session_id::text`, field: 'sessionId' },
     model: { column: sql`model`, field: 'model' },
   };
+
+class DailySpendQueryDto extends createZodDto(DailySpendQuery) {}
 
 /** A dimension's quoted column alias: fixed text from the table above, never the client's. */
 const alias = (field: string): Sql => new Sql([`"${field}"`], []);
@@ -93,5 +101,23 @@ export class UsageController {
           ...sums(r),
         })),
     };
+  }
+
+  @Get('daily')
+  @Operation({
+    id: 'getDailySpend',
+    summary: "The tenant's spend per UTC day (the cost-log hook's roll-up)",
+    description:
+      'Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, ' +
+      'tokens, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once ' +
+      '(and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage ' +
+      'sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap.',
+    status: 200,
+    schema: DailySpendResponse,
+    errors: [400],
+  })
+  async daily(@TenantId() tenantId: string, @Query() q: DailySpendQueryDto): Promise<DailySpendResponse> {
+    const { from, to } = q;
+    return { from, to, ...(await tenantDailySpend(this.db, { tenantId, from, to })) };
   }
 }
