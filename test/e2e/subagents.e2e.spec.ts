@@ -31,13 +31,15 @@ interface Ask {
   input: string;
   /** Tool result contents after the input, in order. */
   results: string[];
+  /** The whole request's messages, as JSON. */
+  transcript: string;
 }
 
 const text = (c: unknown): string =>
   typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? '').join('') : '';
 
 function ask(req: RecordedRequest): Ask {
-  const messages = ((req.body as { messages?: ChatMsg[] }).messages ?? []);
+  const messages = (req.body as { messages?: ChatMsg[] }).messages ?? [];
   const system = text(messages.find((m) => m.role === 'system' || m.role === 'developer')?.content);
   const agent = /You are the agent "([^"]+)"/.exec(system)?.[1] ?? '?';
   let last = -1;
@@ -48,6 +50,7 @@ function ask(req: RecordedRequest): Ask {
     agent,
     input: text(messages[last]?.content),
     results: messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [text(m.content)] : [])),
+    transcript: JSON.stringify(messages),
   };
 }
 
@@ -308,6 +311,136 @@ describe('sub-agents', () => {
     // The parent's spawn call has one result in its transcript.
     const results = await env.db.message.findMany({ where: { turnId, role: 'tool' } });
     expect(results).toHaveLength(1);
+  });
+
+  it('reuses an idle child session of the same agent, with its history', async () => {
+    const boss = unique('boss');
+    const helper = unique('helper');
+    const seen: Ask[] = [];
+    scripts.set(boss, (a) => {
+      if (a.results.length < 2) {
+        const task = a.results.length === 0 ? 'remember the word kiwi' : 'which word did I give you?';
+        return scripted.toolCall('spawn_subagent', { agent: helper, task, blocking: true });
+      }
+      return scripted.text('done');
+    });
+    scripts.set(helper, (a) => {
+      seen.push(a);
+      return scripted.text(seen.length === 1 ? 'noted' : 'kiwi');
+    });
+    await agent(helper, 'worker');
+    const bossId = await agent(boss, 'chat', ['spawn_subagent']);
+    await harness();
+    const { turnId } = await send(bossId, 'two delegations');
+    const turn = await ended(turnId);
+    expect(turn.status).toBe('completed');
+    expect(turn.children).toHaveLength(2);
+    const [first, second] = turn.children;
+    expect(second.childSessionId).toBe(first.childSessionId);
+    expect(second.handback).toEqual({ status: 'completed', result: 'kiwi' });
+    // The second child turn saw the first task and its answer as history.
+    expect(seen[1].input).toBe('which word did I give you?');
+    expect(seen[1].transcript).toContain('remember the word kiwi');
+    expect(seen[1].transcript).toContain('noted');
+    const history = await env.db.message.findMany({
+      where: { sessionId: first.childSessionId },
+      orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+    });
+    expect(history.map((m) => m.turnSeq)).toEqual([1, 1, 2, 2]);
+  });
+
+  it('close_subagent cancels a running child; steer_subagent admits a follow-up into a child session', async () => {
+    const boss = unique('boss');
+    const slow = unique('slow');
+    const quick = unique('quick');
+    scripts.set(boss, (a) => {
+      const ids = a.results.map((r) => UUID.exec(r)?.[0]);
+      switch (a.results.length) {
+        case 0:
+          return {
+            kind: 'message',
+            toolCalls: [
+              {
+                id: 'call_a',
+                name: 'spawn_subagent',
+                arguments: JSON.stringify({ agent: slow, task: 'take forever' }),
+              },
+              {
+                id: 'call_b',
+                name: 'spawn_subagent',
+                arguments: JSON.stringify({ agent: quick, task: 'say hi' }),
+              },
+            ],
+          };
+        case 2:
+          return scripted.toolCall('close_subagent', { task_id: ids[0] }, { id: 'call_close' });
+        case 3:
+          return scripted.toolCall(
+            'steer_subagent',
+            { task_id: ids[1], message: 'now say bye' },
+            { id: 'call_steer' },
+          );
+        case 4:
+          return scripted.toolCall('list_subagents', {}, { id: 'call_list' });
+        default:
+          return scripted.text('closed and steered');
+      }
+    });
+    scripts.set(slow, () => scripted.text('too late', { delayMs: 60_000 }));
+    scripts.set(quick, (a) => scripted.text(a.input.includes('bye') ? 'bye' : 'hi'));
+    await agent(slow, 'worker');
+    await agent(quick, 'worker');
+    const bossId = await agent(boss, 'chat', [
+      'spawn_subagent',
+      'close_subagent',
+      'steer_subagent',
+      'list_subagents',
+    ]);
+    await harness();
+    const { session, turnId } = await send(bossId, 'close one, steer the other');
+    const turn = await ended(turnId);
+    expect(turn.status).toBe('completed');
+    expect(turn.children).toHaveLength(2);
+    const [a, b] = turn.children;
+    // The slow child was cancelled through the cancel path; its task ended incomplete and closed.
+    const closed = await waitFor(
+      async () => {
+        const r = await api.get(`/v1/tasks/${a.id}`);
+        return r.body.status === 'cancelled' ? r.body : undefined;
+      },
+      { what: 'the closed child was cancelled', timeoutMs: 30_000 },
+    );
+    expect(closed.closedAt).not.toBeNull();
+    expect(closed.handback).toMatchObject({ status: 'incomplete', reason: 'cancelled' });
+    const slowTurn = await env.db.turn.findUniqueOrThrow({ where: { id: a.childTurnId } });
+    expect(slowTurn.status).toBe('cancelled');
+    // The steer is a second turn in the quick child's session, in the `next` band, and it ran.
+    const steered = await waitFor(
+      async () => {
+        const turns = await env.db.turn.findMany({
+          where: { sessionId: b.childSessionId },
+          orderBy: { seq: 'asc' },
+        });
+        return turns.length === 2 && turns[1].status === 'completed' ? turns : undefined;
+      },
+      { what: 'the steer ran in the child session', timeoutMs: 30_000 },
+    );
+    expect(steered[1].priority).toBe('next');
+    expect(steered[1].finalText).toBe('bye');
+    // list_subagents answered both tasks to the parent.
+    const list = await env.db.message.findFirstOrThrow({
+      where: { turnId, role: 'tool', toolCallId: 'call_list' },
+    });
+    expect(JSON.stringify(list.body)).toContain(a.id);
+    expect(JSON.stringify(list.body)).toContain(b.id);
+    // The parent's journal reports the cancelled child.
+    await waitFor(
+      async () =>
+        (await events(session)).some(
+          (e) => e.type === 'subagent_completed' && (e.data as { taskId: string }).taskId === a.id,
+        ),
+      { what: 'subagent_completed for the closed child' },
+    );
   });
 
   it('GET /v1/tasks/:id: another tenant’s task and unknown or malformed ids are 404', async () => {
