@@ -19,7 +19,7 @@ CREATE TABLE "memory_records" (
 CREATE UNIQUE INDEX "memory_records_agent_id_dedupe_key_key" ON "memory_records"("agent_id", "dedupe_key");
 
 -- CreateIndex
-CREATE INDEX "memory_records_tenant_id_agent_id_id_idx" ON "memory_records"("tenant_id", "agent_id", "id");
+CREATE INDEX "memory_records_tenant_id_agent_id_created_at_idx" ON "memory_records"("tenant_id", "agent_id", "created_at");
 
 -- CreateIndex
 CREATE INDEX "memory_records_search_idx" ON "memory_records" USING GIN ("search");

@@ -1,0 +1,241 @@
+/**
+ * Memory recall's cost (docs/adr/0022): the latency of one recall (the `memory` context source: a
+ * full-text search of one agent's records for the turn's input) over an agent with 1k and one with
+ * 50k records, among records of other agents and tenants; then whole turns through the
+ * TurnRunner (Postgres persistence, an instant model) with and without recall, in one run.
+ *
+ *   npm run bench:recall -- [--queries 500] [--turns 300] [--small 1000] [--large 50000] [--noise 20000]
+ */
+import { parseArgs } from 'node:util';
+import { Queue } from 'bullmq';
+import { Admission } from '@switchboard/admission';
+import { newId, QueueName } from '@switchboard/contracts';
+import { poolOf } from '@switchboard/database';
+import { NO_CONTEXT, TurnEngine, type ContextSources } from '@switchboard/engine';
+import { memoryRecall, MemoryStore, writeMemory, type MemoryWrite } from '@switchboard/memory';
+import { createLogger, Metrics } from '@switchboard/observability';
+import { ProviderRegistry, type ModelProvider, type ModelResponse } from '@switchboard/providers';
+import { createRedis } from '@switchboard/queue';
+import { sql, sqlDbFor } from '@switchboard/store';
+import { createTestEnv, seedSession, seedTenant } from '@switchboard/testing';
+import { ToolRegistry } from '@switchboard/tools';
+import { TurnRunner } from '@switchboard/turns';
+import globalSetup from '../libs/testing/src/global-setup';
+
+const { values } = parseArgs({
+  options: {
+    queries: { type: 'string', default: '500' },
+    turns: { type: 'string', default: '300' },
+    small: { type: 'string', default: '1000' },
+    large: { type: 'string', default: '50000' },
+    noise: { type: 'string', default: '20000' },
+  },
+});
+const QUERIES = Number(values.queries);
+const TURNS = Number(values.turns);
+
+// --- Synthetic text: a Zipf-distributed vocabulary of pseudo-words, some CJK ------------------------
+let seed = 42;
+const rand = () => {
+  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+  return seed / 2 ** 31;
+};
+const SYLLABLES = [
+  'ka',
+  'to',
+  'mi',
+  're',
+  'su',
+  'no',
+  'la',
+  'vi',
+  'de',
+  'po',
+  'shi',
+  'ran',
+  'bel',
+  'gor',
+  'fen',
+];
+const VOCAB = Array.from({ length: 5000 }, (_, i) => {
+  let w = '';
+  for (let n = i + 1; n > 0; n = Math.floor(n / SYLLABLES.length)) w += SYLLABLES[n % SYLLABLES.length];
+  return w;
+});
+const CJK = [
+  '机器学习',
+  '数据分析',
+  '东京タワー',
+  '会议记录',
+  '部署计划',
+  '用户偏好',
+  '日本語の勉強',
+  '项目进度',
+];
+// Zipf(1): word k drawn with weight 1/k.
+const HARMONIC = VOCAB.reduce((s, _, k) => s + 1 / (k + 1), 0);
+const word = (): string => {
+  let r = rand() * HARMONIC;
+  for (let k = 0; k < VOCAB.length; k++) {
+    r -= 1 / (k + 1);
+    if (r <= 0) return VOCAB[k];
+  }
+  return VOCAB[VOCAB.length - 1];
+};
+const sentence = (n: number): string =>
+  Array.from({ length: n }, () => (rand() < 0.05 ? CJK[Math.floor(rand() * CJK.length)] : word())).join(' ');
+
+function records(tenantId: string, agentId: string, n: number): MemoryWrite[] {
+  return Array.from({ length: n }, (_, i) => ({
+    tenantId,
+    agentId,
+    kind: i % 3 === 0 ? 'episode' : 'fact',
+    title: sentence(4),
+    // Facts are a sentence or two; episodes a paragraph.
+    content: sentence(i % 3 === 0 ? 120 : 25),
+    dedupeKey: `bench:${i}`,
+    provenance: { source: 'archivist' },
+  }));
+}
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+const summary = (ms: number[]) => {
+  const s = [...ms].sort((a, b) => a - b);
+  return `p50 ${pct(s, 0.5).toFixed(2)} ms  p95 ${pct(s, 0.95).toFixed(2)} ms  p99 ${pct(s, 0.99).toFixed(2)} ms  max ${s[s.length - 1].toFixed(2)} ms`;
+};
+
+class Instant implements ModelProvider {
+  readonly name = 'instant';
+  async complete(): Promise<ModelResponse> {
+    return {
+      text: 'ok',
+      toolCalls: [],
+      usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 },
+      finishReason: 'stop',
+    };
+  }
+}
+
+async function main() {
+  await globalSetup();
+  const env = await createTestEnv();
+  const redis = createRedis(env.redisUrl);
+  const turnsQueue = new Queue(QueueName.Turns, { connection: redis, prefix: env.queuePrefix });
+  const postTurn = new Queue(QueueName.PostTurn, { connection: redis, prefix: env.queuePrefix });
+  try {
+    const sqlDb = sqlDbFor(poolOf(env.db), 'bench');
+    const store = new MemoryStore(sqlDb);
+    const small = await seedTenant(env.db, 'small', { model: 'instant/m' });
+    const large = await seedTenant(env.db, 'large', { model: 'instant/m' });
+    const seedRecords = async (tenantId: string, agentId: string, n: number) => {
+      const all = records(tenantId, agentId, n);
+      for (let i = 0; i < all.length; i += 500) await writeMemory(sqlDb, all.slice(i, i + 500));
+    };
+    const t0 = performance.now();
+    await seedRecords(small.tenantId, small.agentId, Number(values.small));
+    await seedRecords(large.tenantId, large.agentId, Number(values.large));
+    // Noise: other agents of the same tenants and other tenants, written the same way.
+    const noise = Number(values.noise);
+    for (let i = 0; i < 10; i++) {
+      await seedRecords(i % 2 ? large.tenantId : newId(), newId(), Math.floor(noise / 10));
+    }
+    await sqlDb.execute(sql`ANALYZE memory_records`);
+    console.log(
+      `seeded ${values.small} + ${values.large} records and ${noise} of other agents/tenants in ` +
+        `${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
+
+    // --- Recall alone -------------------------------------------------------------------------------
+    const inputs = Array.from({ length: QUERIES }, () => `Could you tell me about ${sentence(6)}?`);
+    const recallOf = (agent: { tenantId: string; agentId: string }) => {
+      const recall = memoryRecall(store, { limit: 5, timeoutMs: 10_000 });
+      return async (input: string) => recall({ tenantId: agent.tenantId, agentId: agent.agentId, input });
+    };
+    for (const [name, agent, n] of [
+      ['1k records', small, values.small],
+      ['50k records', large, values.large],
+    ] as const) {
+      const recall = recallOf(agent);
+      for (const input of inputs.slice(0, 50)) await recall(input);
+      const ms: number[] = [];
+      let hits = 0;
+      for (const input of inputs) {
+        const started = performance.now();
+        if (await recall(input)) hits++;
+        ms.push(performance.now() - started);
+      }
+      console.log(`recall, agent with ${name} (${n}): ${summary(ms)}  (${hits}/${inputs.length} with hits)`);
+    }
+
+    // --- Turns with and without recall, interleaved --------------------------------------------------
+    const logger = createLogger({ service: 'bench', level: 'silent' });
+    const admission = new Admission(env.db, turnsQueue, logger);
+    const providers = new ProviderRegistry({}, [new Instant()]);
+    const recallSources: ContextSources = {
+      memory: memoryRecall(store, { limit: 5, timeoutMs: 250 }),
+      contextPack: async () => null,
+    };
+    const runnerWith = (context: ContextSources) =>
+      new TurnRunner({
+        db: env.db,
+        engine: new TurnEngine({ providers, tools: new ToolRegistry([]), context }),
+        tools: new ToolRegistry([]),
+        postTurnQueue: postTurn,
+        logger,
+        metrics: new Metrics('bench'),
+        workerId: 'bench',
+        leaseMs: 30_000,
+        defaultModel: 'instant/m',
+      });
+    const runners = { without: runnerWith(NO_CONTEXT), with: runnerWith(recallSources) };
+    const sessions: string[] = [];
+    for (let i = 0; i < 2 * TURNS + 40; i++)
+      sessions.push(await seedSession(env.db, large.tenantId, large.agentId));
+    const turn = async (kind: 'with' | 'without', input: string) => {
+      const sessionId = sessions.pop()!;
+      const started = performance.now();
+      const { turnId } = await admission.admit({
+        tenantId: large.tenantId,
+        sessionId,
+        kind: 'operator_prompt',
+        origin: { kind: 'operator' },
+        body: { type: 'text', text: input },
+        deliverySurface: 'http_public_enqueue',
+        admissionContext: 'control_authenticated',
+      });
+      if ((await runners[kind].handle({ turnId, sessionId, tenantId: large.tenantId, trace: {} })) !== 'done')
+        throw new Error('busy');
+      return performance.now() - started;
+    };
+    for (let i = 0; i < 20; i++) {
+      await turn('without', inputs[i]);
+      await turn('with', inputs[i]);
+    }
+    const times = { with: [] as number[], without: [] as number[] };
+    for (let i = 0; i < TURNS; i++) {
+      const input = inputs[i % inputs.length];
+      // Alternate which goes first so drift affects both alike.
+      for (const kind of i % 2 ? (['with', 'without'] as const) : (['without', 'with'] as const))
+        times[kind].push(await turn(kind, input));
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    console.log(`\nturn (admit + run, instant model, agent with ${values.large} records), ${TURNS} each:`);
+    console.log(`  without recall: ${summary(times.without)}  mean ${mean(times.without).toFixed(2)} ms`);
+    console.log(`  with recall:    ${summary(times.with)}  mean ${mean(times.with).toFixed(2)} ms`);
+    console.log(`  ratio with / without (mean): ${(mean(times.with) / mean(times.without)).toFixed(2)}`);
+  } finally {
+    await turnsQueue.close();
+    await postTurn.close();
+    await redis.quit();
+    await env.cleanup();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exit(1);
+  },
+);
