@@ -18,6 +18,8 @@ jest.setTimeout(90_000);
 const SAID = 'Please remember this: my deploy window is Tuesdays 14:00 UTC.';
 const FACT = 'Tuesdays 14:00 UTC';
 const ASKED = 'When is my deploy window?';
+/** Said in a turn that is cancelled while the model is still thinking. */
+const ROTATION = 'our on-call rotation starts Mondays 09:00 CET';
 
 /**
  * Memory across sessions (issue 13), with a real gateway, harness worker and hooks worker and the
@@ -39,10 +41,20 @@ describe('memory recall across sessions', () => {
 
   /** The archivist distils the deploy window from the turn that states it, and nothing from others. */
   const reply = (r: RecordedRequest): ScriptedReply => {
-    if (!isArchivist(r)) return scripted.text('Noted.', { usage: { input: 120, output: 4 } });
+    if (!isArchivist(r)) {
+      // The cancelled turn: one tool round, then a model call that never answers.
+      if (r.rawBody.includes(ROTATION)) {
+        return r.rawBody.includes('"role":"tool"')
+          ? { kind: 'hang' }
+          : scripted.toolCall('word_count', { text: 'on-call rotation' });
+      }
+      return scripted.text('Noted.', { usage: { input: 120, output: 4 } });
+    }
     const facts = r.rawBody.includes('my deploy window is Tuesdays 14:00 UTC')
       ? [{ title: 'Deploy window', content: `The user's deploy window is ${FACT}.` }]
-      : [];
+      : r.rawBody.includes(ROTATION)
+        ? [{ title: 'On-call rotation', content: 'The on-call rotation starts Mondays 09:00 CET.' }]
+        : [];
     return scripted.text(JSON.stringify({ facts }), { usage: { input: 300, output: 30 } });
   };
 
@@ -162,5 +174,47 @@ describe('memory recall across sessions', () => {
     expect(searched.body.data.filter((r: { kind: string }) => r.kind === 'fact')).toEqual([]);
     expect((await other.get(`/v1/agents/${agentId}/memory`)).status).toBe(404);
     expect((await other.get(`/v1/agents/${otherAgentId}/memory/${fact.sourceRef}`)).status).toBe(404);
+  });
+
+  it('archives a cancelled turn from its partial context: the input, the committed tool round', async () => {
+    const agent = await api.post('/v1/agents', {
+      name: 'ops-tools',
+      model: 'openai-chat/chat-mini',
+      tools: ['word_count'],
+    });
+    expect(agent.status).toBe(201);
+    const session = await api.post('/v1/sessions', { agentId: agent.body.id });
+    const before = llm.requests.length;
+    const admitted = await api.post(`/v1/sessions/${session.body.id}/messages`, {
+      content: `FYI ${ROTATION}. Count the words of that.`,
+    });
+    const turnId = admitted.body.turnId as string;
+    // The tool round committed; the second model call hangs until the cancel aborts it.
+    await waitFor(
+      () => llm.requests.slice(before).find((r) => !isArchivist(r) && r.rawBody.includes('"role":"tool"')),
+      { what: 'the model call after the tool round', timeoutMs: 30_000 },
+    );
+    expect((await api.post(`/v1/turns/${turnId}/cancel`, { reason: 'enough' })).status).toBeLessThan(300);
+    const run = await waitFor(
+      () =>
+        env.db.hookRun
+          .findUnique({ where: { turnId_hook: { turnId, hook: 'archivist' } } })
+          .then((r) => r ?? undefined),
+      { what: 'the archivist run of the cancelled turn', timeoutMs: 30_000 },
+    );
+    expect((await api.get(`/v1/turns/${turnId}`)).body.status).toBe('cancelled');
+    expect(run.output).toMatchObject({ facts: 1, turnStatus: 'cancelled' });
+
+    const [archived] = llm.requests.slice(before).filter((r) => isArchivist(r));
+    expect(archived.rawBody).toContain('status=\\"cancelled\\"');
+    expect(archived.rawBody).toContain('Tool call word_count');
+    expect(archived.rawBody).toContain('partial: the turn was cancelled');
+    const memory = await api.get(`/v1/agents/${agent.body.id}/memory?kind=fact`);
+    expect(memory.body.data).toEqual([
+      expect.objectContaining({
+        title: 'On-call rotation',
+        provenance: expect.objectContaining({ source: 'archivist', turnId, sessionId: session.body.id }),
+      }),
+    ]);
   });
 });
