@@ -20,7 +20,9 @@ export class ToolRegistry {
    * docs/adr/0023). The registry itself is untouched; the view costs only the extra tools' specs.
    */
   withTurnTools(extra: ToolDefinition[]): ToolRegistry {
-    return extra.length === 0 ? this : new ToolRegistry(extra, this);
+    // A process-wide tool keeps its name: a turn's tool cannot shadow it.
+    const own = extra.filter((t) => !this.get(t.name));
+    return own.length === 0 ? this : new ToolRegistry(own, this);
   }
 
   register(tool: ToolDefinition): void {

@@ -99,6 +99,23 @@ describe('ToolRegistry', () => {
     expect(() => new ToolRegistry([tool('b'), tool('b')])).toThrow(/"b"/);
   });
 
+  it('gives a turn a view with its own tools over the registry, which stays as it was', () => {
+    const registry = new ToolRegistry([tool('a')]);
+    expect(registry.withTurnTools([])).toBe(registry);
+    const raw = { ...tool('srv__x'), parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+    const view = registry.withTurnTools([raw, tool('a')]);
+    expect(view.names()).toEqual(['a', 'srv__x']);
+    expect(view.get('a')).toBe(registry.get('a'));
+    expect(view.unknown(['a', 'srv__x', 'z'])).toEqual(['z']);
+    // A tool that brings its own JSON Schema is sent as is, never strict.
+    expect(view.specsFor(['srv__x', 'a'], 'strict')).toEqual([
+      { name: 'srv__x', description: 'the srv__x tool', parameters: raw.parameters, strict: false },
+      expect.objectContaining({ name: 'a', strict: true }),
+    ]);
+    expect(registry.names()).toEqual(['a']);
+    expect(registry.get('srv__x')).toBeUndefined();
+  });
+
   it('lists the wanted names no tool has, in the order asked', () => {
     const registry = new ToolRegistry([tool('a'), tool('b')]);
     expect(registry.unknown(['z', 'a', 'y', 'b'])).toEqual(['z', 'y']);
