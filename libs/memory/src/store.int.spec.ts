@@ -3,7 +3,7 @@ import { poolOf } from '@switchboard/database';
 import { sql, sqlDbFor, type SqlDb } from '@switchboard/store';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { decodeSourceRef } from './source-ref';
-import { memoryInsertSql, MemoryStore } from './store';
+import { memoryInsertSql, MemoryStore, RANK_CANDIDATES } from './store';
 import type { MemoryKind, MemoryWrite } from './types';
 
 /** The memory store on real Postgres: scoping, ranking, CJK search, exact bounded reads, idempotent writes. */
@@ -167,6 +167,33 @@ describe('MemoryStore', () => {
         )
       )?.n,
     ).toBe(0);
+  });
+
+  it('finds nothing for a query of stop words or punctuation only', async () => {
+    expect(await search('what is the')).toEqual([]);
+    expect(await search('?!')).toEqual([]);
+  });
+
+  it('ranks at most the newest RANK_CANDIDATES matches, so a common word costs the same at any size', async () => {
+    const bulkAgent = newId();
+    const bulk = (i: number, title: string, content: string): MemoryWrite =>
+      rec(title, content, { agentId: bulkAgent, dedupeKey: `bulk-${i}` });
+    // The oldest record matches best (both words, in its title too); then more newer records that
+    // match one word than the bound.
+    await store.write([bulk(0, 'zebra quokka', 'zebra quokka zebra quokka')]);
+    await db.execute(
+      sql`UPDATE memory_records SET created_at = now() - interval '1 day' WHERE dedupe_key = 'bulk-0'`,
+    );
+    const newer = Array.from({ length: RANK_CANDIDATES }, (_, i) =>
+      bulk(i + 1, `note ${i}`, `a zebra, number ${i}`),
+    );
+    for (let i = 0; i < newer.length; i += 250) await store.write(newer.slice(i, i + 250));
+    const scope = { tenantId: tenant, agentId: bulkAgent };
+    const hits = await store.search({ ...scope, query: 'zebra quokka', limit: 3 });
+    expect(hits).toHaveLength(3);
+    expect(hits.map((h) => h.title)).not.toContain('zebra quokka');
+    // A query the old record alone matches still finds it (the GIN index, not the newest 1,000).
+    expect((await store.search({ ...scope, query: 'quokka' })).map((h) => h.title)).toEqual(['zebra quokka']);
   });
 
   it('lists newest first in pages and forgets a record', async () => {
