@@ -34,8 +34,11 @@ describe('agent memory', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
-    gateway = await startGateway(env.config(llm.providerEnv));
-    harness = await spawnApp('harness-worker', env.processEnv(llm.providerEnv));
+    // The recall budget is generous here: these tests check what recall brings, not its deadline
+    // (the unit tests do), and a loaded CI machine must not turn that into a flaky miss.
+    const settings = { ...llm.providerEnv, RECALL_TIMEOUT_MS: '5000' };
+    gateway = await startGateway(env.config(settings));
+    harness = await spawnApp('harness-worker', env.processEnv(settings));
     ({ api } = await newTenant(gateway.url, ADMIN, 'mine'));
     ({ api: other } = await newTenant(gateway.url, ADMIN, 'theirs'));
   });
