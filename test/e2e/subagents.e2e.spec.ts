@@ -33,6 +33,8 @@ interface Ask {
   results: string[];
   /** The whole request's messages, as JSON. */
   transcript: string;
+  /** The tools the request offered the model. */
+  tools: string[];
 }
 
 const text = (c: unknown): string =>
@@ -51,6 +53,9 @@ function ask(req: RecordedRequest): Ask {
     input: text(messages[last]?.content),
     results: messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [text(m.content)] : [])),
     transcript: JSON.stringify(messages),
+    tools: ((req.body as { tools?: { function?: { name?: string } }[] }).tools ?? []).map(
+      (t) => t.function?.name ?? '',
+    ),
   };
 }
 
@@ -144,8 +149,14 @@ describe('sub-agents', () => {
       }
       return scripted.text(`relayed: ${a.results[1]}`);
     });
-    scripts.set(helper, () => scripted.text('there are 42 sheep'));
-    await agent(helper, 'worker');
+    const offered: string[][] = [];
+    scripts.set(helper, (a) => {
+      offered.push(a.tools);
+      // Slow enough that the parent's wait_subagent finds it still running and pauses.
+      return scripted.text('there are 42 sheep', { delayMs: 2_000 });
+    });
+    // A worker-tier child is never offered the delegation tools, even when its definition names them.
+    await agent(helper, 'worker', ['current_time', 'spawn_subagent']);
     const bossId = await agent(boss, 'chat', ['spawn_subagent', 'wait_subagent']);
     await harness();
     const { session, turnId } = await send(bossId, 'how many sheep?');
@@ -153,6 +164,7 @@ describe('sub-agents', () => {
     expect(turn.status).toBe('completed');
     expect(turn.finalText).toContain('there are 42 sheep');
     expect(turn.finalText).toContain('"status":"completed"');
+    expect(offered).toEqual([['current_time']]);
 
     // GET /v1/turns/:id lists its child; GET /v1/tasks/:id shows it.
     expect(turn.children).toHaveLength(1);
@@ -185,7 +197,8 @@ describe('sub-agents', () => {
     expect(spawned[0].data).toMatchObject({ taskId: child.id, agent: helper, depth: 1, blocking: false });
     expect(completed).toHaveLength(1);
     expect(completed[0].data).toMatchObject({ taskId: child.id, status: 'completed' });
-    // The parent paused for its child and resumed once.
+    // The parent paused for its child (awaiting_subagent, no worker held) and resumed once.
+    expect(journal.filter((e) => e.type === 'turn_started' && e.turnId === turnId)).toHaveLength(2);
     expect(journal.filter((e) => e.type === 'turn_completed' && e.turnId === turnId)).toHaveLength(1);
   });
 

@@ -88,6 +88,8 @@ export interface AgentRow {
   model: string;
   fallbackModels: string[];
   tools: string[];
+  /** chat | reasoning | worker (docs/adr/0025): a worker is never offered the delegation tools. */
+  tier?: string;
   /** Tools whose calls by this agent need a human decision (docs/adr/0013). */
   approvalRequired: string[];
   budgets: unknown;
@@ -404,7 +406,7 @@ export class TurnStore {
         CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object(
           'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
           'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
-          'approvalRequired', coalesce(a.approval_required, '{}')) END AS agent,
+          'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier) END AS agent,
         tn.settings, tn.kill_switch,
         (SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c
           WHERE c.turn_id = ut.id AND c.status = 'running') AS started_calls,

@@ -60,6 +60,20 @@ const TASK_COLUMNS = sql`k.id, k.tenant_id AS "tenantId", k.agent_id AS "agentId
   k.blocking, k.input, k.handback, k.output, k.cost_usd::text AS "costUsd", k.created_at AS "createdAt",
   k.completed_at AS "completedAt", k.closed_at AS "closedAt"`;
 
+/** The delegation tools (libs/subagents/src/tools.ts), what a worker-tier agent is never offered. */
+export const DELEGATION_TOOLS: readonly string[] = [
+  'spawn_subagent',
+  'wait_subagent',
+  'list_subagents',
+  'close_subagent',
+  'steer_subagent',
+];
+
+/** An agent's own tools, without the delegation tools for a worker-tier agent (seed 000: a worker spawns nothing). */
+export function offeredTools(agent: { tier?: string; tools: string[] }): string[] {
+  return agent.tier === 'worker' ? agent.tools.filter((n) => !DELEGATION_TOOLS.includes(n)) : agent.tools;
+}
+
 export const isEnded = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 /** What the spawn writes (the caller has checked the tier, the allow-list and the depth). */
@@ -268,6 +282,11 @@ export class TaskService {
     );
     const task = await this.get(a.tenantId, result.taskId);
     return { task: task!, created: true };
+  }
+
+  /** The tools a turn of this agent is offered (`offeredTools`). */
+  offered(agent: { tier?: string; tools: string[] }): string[] {
+    return offeredTools(agent);
   }
 
   /** A parent now waits for this task (wait_subagent): its end resumes the parent's waiting turn. */

@@ -134,6 +134,8 @@ export interface TaskWaits {
   childEnded(childTurnId: string): Promise<void>;
   /** A turn paused on task waits: resume it now if they all ended meanwhile. */
   parentPaused(turnId: string, taskIds: string[]): Promise<void>;
+  /** The tools an agent is offered: its own, without the delegation tools for a worker-tier agent. */
+  offered(agent: { tier?: string; tools: string[] }): string[];
 }
 
 /** The longest result a child hands back to its parent (the parent never sees the child's transcript). */
@@ -436,7 +438,7 @@ export class TurnRunner {
               turnMessages: own.map(toChatMessage),
               model,
               fallbackModels,
-              tools: agent.tools,
+              tools: this.o.tasks?.offered(agent) ?? agent.tools,
               extraTools,
               blockedTools: settings.blockedTools,
               toolSchemaMode: settings.toolSchemaMode,
@@ -542,8 +544,9 @@ export class TurnRunner {
   }
 
   private renderPrompt(agent: AgentRow): string {
+    const offered = this.o.tasks?.offered(agent) ?? agent.tools;
     return renderSystemPrompt(agent, [
-      ...this.o.tools.names().filter((n) => agent.tools.includes(n)),
+      ...this.o.tools.names().filter((n) => offered.includes(n)),
       // MCP tools (docs/adr/0023), resolved per turn.
       ...agent.tools.filter((n) => n.includes('__')),
     ]);
