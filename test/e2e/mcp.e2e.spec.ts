@@ -232,12 +232,19 @@ describe('MCP servers', () => {
 
   it('a slow server is mcp_timeout after its timeout and the turn goes on', async () => {
     const started = Date.now();
-    const { turn: t } = await turn([
+    const { turn: t, session } = await turn([
       scripted.toolCall('srv__slow', { ms: 20_000 }),
       scripted.text('Too slow.'),
     ]);
     expect(t.status).toBe('completed');
     expect(lastToolMessage()).toMatchObject({ ok: false, kind: 'mcp_timeout', retryable: true });
+    const events = (await call(api, 'get', `/v1/sessions/${session}/events`)).body.data as {
+      type: string;
+      data: { failure?: { class: string } };
+    }[];
+    expect(events.find((e) => e.type === 'tool_call_completed')?.data.failure).toMatchObject({
+      class: 'Timeout',
+    });
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 

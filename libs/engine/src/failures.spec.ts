@@ -10,6 +10,21 @@ const f = (kind: string, message: string, retryable = false) => ({
 describe('classifyToolFailure', () => {
   it.each([
     [f('timeout', 'tool timed out after 10 ms', true), 'Timeout', 'recoverable', true],
+    // MCP tools' failures (docs/adr/0023).
+    [f('mcp_timeout', 'MCP server "srv" did not answer in time', true), 'Timeout', 'recoverable', true],
+    [
+      f('mcp_unavailable', 'MCP server "srv" is unavailable: ECONNREFUSED', true),
+      'ServiceUnavailable',
+      'recoverable',
+      true,
+    ],
+    [
+      f('mcp_auth_failed', 'MCP server "srv" answered 401 unauthorized'),
+      'BadCredentials',
+      'needs_user_confirmation',
+      false,
+    ],
+    [f('mcp_tool_error', 'the widget is jammed'), 'ToolError', 'recoverable', false],
     [f('unknown_tool', 'no tool named "x"', true), 'MissingApp', 'recoverable', true],
     [f('invalid_arguments', 'q: expected string', true), 'BadArguments', 'recoverable', true],
     [f('blocked', 'tool is blocked for this tenant'), 'BlockedByPolicy', 'blocked_by_policy', false],

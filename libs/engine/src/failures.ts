@@ -36,7 +36,8 @@ const RULES: {
   next: string;
 }[] = [
   {
-    test: (f) => f.kind === 'timeout',
+    // `mcp_timeout`: an MCP server did not answer within its timeout (docs/adr/0023).
+    test: (f) => f.kind === 'timeout' || f.kind === 'mcp_timeout',
     class: 'Timeout',
     category: 'recoverable',
     next: 'Retry, or ask for less.',

@@ -104,6 +104,23 @@ describe('MCP client against a real server', () => {
     });
   });
 
+  it('a call the server refuses marks its tool list stale', async () => {
+    const changed = jest.fn();
+    const gone = mcpToolDefinition(
+      conn,
+      { idempotencyKeys: false },
+      { name: 'gone', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+      clients,
+      changed,
+    );
+    // The SDK's server answers an unknown tool with an isError result (others send a JSON-RPC error).
+    await expect(gone.execute({}, ctx())).rejects.toMatchObject({
+      kind: 'mcp_tool_error',
+      message: expect.stringContaining('gone not found'),
+    });
+    expect(changed).toHaveBeenCalledTimes(1);
+  });
+
   it('a slow server is mcp_timeout after the server timeout', async () => {
     const slow = await tool('slow');
     const started = Date.now();

@@ -115,7 +115,12 @@ export class McpToolSource {
     return tools.flatMap((t) => {
       const entry = listed.tools.find((e) => e.name === t);
       if (entry && offerable(row.name, entry.name)) {
-        return [mcpToolDefinition(conn, { idempotencyKeys: row.idempotencyKeys }, entry, this.o.clients)];
+        // A refused call may mean the list changed: the next turn lists the server again.
+        return [
+          mcpToolDefinition(conn, { idempotencyKeys: row.idempotencyKeys }, entry, this.o.clients, () =>
+            this.invalidate(row.id),
+          ),
+        ];
       }
       // Never listed (the server has been down since it was registered): a classified failure.
       if (!entry && listed.unavailable) return [unavailableToolDefinition(conn, t, listed.unavailable)];

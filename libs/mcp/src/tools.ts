@@ -73,6 +73,11 @@ export function mcpToolDefinition(
   settings: McpServerSettings,
   entry: McpToolEntry,
   clients: McpClients,
+  /**
+   * The server refused the call (a protocol error, or an error result): the tool may have changed or
+   * gone, so its list is worth listing again. Not called for timeouts or an unreachable server.
+   */
+  onRefused?: () => void,
 ): ToolDefinition {
   const sideEffect = sideEffectOf(entry.annotations);
   const { $schema: _ignored, ...parameters } = entry.inputSchema;
@@ -87,14 +92,14 @@ export function mcpToolDefinition(
     honoursIdempotencyKey: sideEffect !== 'read_only' && honoursKey(entry, settings),
     async execute(args, ctx) {
       const meta = sideEffect === 'read_only' ? undefined : { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey };
-      const result = await clients.callTool(
-        conn,
-        entry.name,
-        args as Record<string, unknown>,
-        meta,
-        ctx.signal,
-      );
+      const result = await clients
+        .callTool(conn, entry.name, args as Record<string, unknown>, meta, ctx.signal)
+        .catch((err: unknown) => {
+          if (err instanceof ToolError && err.kind === 'mcp_protocol_error') onRefused?.();
+          throw err;
+        });
       if (result.isError) {
+        onRefused?.();
         throw new ToolError('mcp_tool_error', toolErrorText(result), {
           details: { server: conn.name, tool: entry.name },
           retryable: false,
