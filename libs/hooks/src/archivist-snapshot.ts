@@ -154,16 +154,23 @@ export async function loadTurnSnapshot(
  * Inserts the hook's `hook_runs` row inside the caller's transaction, `ON CONFLICT DO NOTHING`: true
  * when this run inserted it (its effects may follow in the same transaction), false when a run already
  * recorded the turn (the caller writes nothing). A concurrent run waits on the unique index until the
- * first commits or rolls back, so exactly one of them gets true.
+ * first commits or rolls back, so exactly one of them gets true. `failed` records a run that can
+ * never succeed (so it is not retried either).
  */
 export async function claimHookRun(
   tx: SqlRunner,
-  run: { tenantId: string; turnId: string; hook: string; output: Record<string, unknown> },
+  run: {
+    tenantId: string;
+    turnId: string;
+    hook: string;
+    output: Record<string, unknown>;
+    status?: 'completed' | 'failed';
+  },
 ): Promise<boolean> {
   const inserted = await tx.execute(sql`
     INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook}, 'completed',
-      ${json(run.output)}::jsonb, now())
+    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook},
+      ${run.status ?? 'completed'}, ${json(run.output)}::jsonb, now())
     ON CONFLICT (turn_id, hook) DO NOTHING
   `);
   return inserted === 1;

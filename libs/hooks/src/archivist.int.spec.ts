@@ -1,3 +1,4 @@
+import { UnrecoverableError } from 'bullmq';
 import { newId } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { MemoryStore } from '@switchboard/memory';
@@ -315,6 +316,25 @@ describe('runArchivist', () => {
     llm.enqueue(facts({ title: 'Team', content: 'The user’s team is called Falcon.' }));
     await expect(run(turnId, t.tenantId)).resolves.toBe('written');
     expect((await memoryOf(t.agentId)).map((r) => r.title)).toEqual(['Team']);
+  });
+
+  it('records a model that answers with a tool call (scripted/demo) as failed, never retried', async () => {
+    const t = await tenant('scripted/demo');
+    const turnId = await turn(t, { status: 'completed', input: 'My cat is called Miso.', answer: 'Cute.' });
+    const failed = run(turnId, t.tenantId);
+    await expect(failed).rejects.toBeInstanceOf(UnrecoverableError);
+    await expect(failed).rejects.toThrow(/scripted\/demo answered the archivist with a tool call/);
+    const row = await env.db.hookRun.findUniqueOrThrow({
+      where: { turnId_hook: { turnId, hook: 'archivist' } },
+    });
+    expect(row).toMatchObject({
+      status: 'failed',
+      output: expect.objectContaining({ error: 'unsupported_model' }),
+    });
+    expect(await memoryOf(t.agentId)).toEqual([]);
+    // A scripted fixture's simulated spend is not booked for a run that kept nothing.
+    expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(0);
+    await expect(run(turnId, t.tenantId)).resolves.toBe('already_done');
   });
 
   it('records an empty list of facts as a run that wrote nothing to memory', async () => {

@@ -1,3 +1,4 @@
+import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
 import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
 import { evidenceBlock } from '@switchboard/engine';
@@ -70,10 +71,16 @@ export const ARCHIVIST_PROMPT = [
   `At most ${ARCHIVIST_MAX_FACTS} facts. When nothing is worth keeping, answer {"facts": []}.`,
 ].join('\n');
 
-/** Why an archivist run failed; thrown so BullMQ retries the job with backoff. */
+/**
+ * Why an archivist run failed. `invalid_output` (twice) and `no_model` are thrown so BullMQ retries
+ * the job with backoff. `unsupported_model`: the model answered with a tool call although none was
+ * offered, which no real provider does; only a scripted fixture that always calls a tool (the
+ * deployment default `scripted/demo`) answers so, every time: the run is recorded `failed` and not
+ * retried.
+ */
 export class ArchivistError extends Error {
   constructor(
-    readonly kind: 'invalid_output' | 'no_model',
+    readonly kind: 'invalid_output' | 'no_model' | 'unsupported_model',
     message: string,
   ) {
     super(message);
@@ -125,7 +132,8 @@ export function parseFacts(
   return { ok: true, facts: parsed.data };
 }
 
-interface ModelCall {
+/** One model call the archivist made, priced. */
+export interface ArchivistCall {
   provider: string;
   model: string;
   usage: Usage;
@@ -204,7 +212,16 @@ async function archive(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   const settings = parseTenantSettings(snapshot.settings);
   const ref = resolveModelRef('hint:summarization', settings.modelRoutes, ctx.models.defaultModel).ref;
   const prices = { ...ctx.models.prices, ...settings.modelPrices };
-  const { facts, calls } = await distil(ctx.models.providers, ref, snapshot, prices);
+  let distilled;
+  try {
+    distilled = await distil(ctx.models.providers, ref, snapshot, prices);
+  } catch (err) {
+    if (err instanceof ArchivistError && err.kind === 'unsupported_model') {
+      return recordUnsupported(ctx, snapshot, ref, err);
+    }
+    throw err;
+  }
+  const { facts, calls } = distilled;
 
   const costUsd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
   const records: MemoryWrite[] = facts.map((f, i) => ({
@@ -275,19 +292,42 @@ async function recordSkip(ctx: HookContext, s: TurnSnapshot, reason: string): Pr
   return claimed ? { outcome: 'skipped', facts: 0, reason } : { outcome: 'already_done', facts: 0 };
 }
 
+/**
+ * The run of a model that cannot do the task, recorded `failed`; then an UnrecoverableError so BullMQ
+ * does not retry what will fail the same way. Its call is not booked: only a scripted fixture answers
+ * so, and its spend is simulated (booking it would put a ledger entry on every turn of a deployment
+ * left on the scripted default).
+ */
+async function recordUnsupported(
+  ctx: HookContext,
+  s: TurnSnapshot,
+  ref: string,
+  err: ArchivistError,
+): Promise<ArchiveResult> {
+  const claimed = await claimHookRun(ctx.sql, {
+    tenantId: s.tenantId,
+    turnId: s.turnId,
+    hook: ARCHIVIST_HOOK,
+    status: 'failed',
+    output: { error: err.kind, message: err.message, model: ref, turnStatus: s.status },
+  });
+  if (!claimed) return { outcome: 'already_done', facts: 0 };
+  throw new UnrecoverableError(err.message);
+}
+
 /** Asks the model for the facts: once, and once more with the reason when the answer is not valid. */
 async function distil(
   providers: ProviderRegistry,
   ref: string,
   snapshot: TurnSnapshot,
   prices: PriceOverrides,
-): Promise<{ facts: ArchivistFact[]; calls: ModelCall[] }> {
+): Promise<{ facts: ArchivistFact[]; calls: ArchivistCall[] }> {
   const resolved = providers.resolve(ref);
   const messages: ChatMessage[] = [
     { role: 'system', content: ARCHIVIST_PROMPT },
     { role: 'user', content: renderTurn(snapshot) },
   ];
-  const calls: ModelCall[] = [];
+  const calls: ArchivistCall[] = [];
   let error = '';
   for (let attempt = 1; attempt <= 2; attempt++) {
     const r = await tracedComplete(
@@ -303,10 +343,14 @@ async function distil(
       costUsd: cost.usd,
       costSource: cost.source,
     });
-    const parsed =
-      r.toolCalls.length > 0 && !r.text.trim()
-        ? { ok: false as const, error: 'the answer is a tool call, not JSON' }
-        : parseFacts(r.text);
+    if (r.toolCalls.length > 0 && !r.text.trim()) {
+      throw new ArchivistError(
+        'unsupported_model',
+        `${ref} answered the archivist with a tool call although none was offered: route the ` +
+          "tenant's summarization model (modelRoutes.summarization) to a model that answers text",
+      );
+    }
+    const parsed = parseFacts(r.text);
     if (parsed.ok) return { facts: parsed.facts, calls };
     error = parsed.error;
     messages.push(
@@ -332,7 +376,7 @@ async function distil(
  * the tenant's `tenant_spend_daily` row for the day instead (provider calls, no turn), so the roll-up
  * counts them exactly once whichever hook runs first.
  */
-async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ModelCall[]): Promise<void> {
+async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ArchivistCall[]): Promise<void> {
   if (calls.length === 0) return;
   const rows = calls.map(
     (c, i) => sql`(${newId()}::uuid, ${s.tenantId}::uuid, ${s.agentId}::uuid, ${s.sessionId}::uuid,
