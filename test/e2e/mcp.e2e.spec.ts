@@ -266,6 +266,11 @@ describe('MCP servers', () => {
   });
 
   it('deletes a server: it is gone from the list and its tools from agents’ reach', async () => {
+    // Tenant settings may name MCP tools too (approval, blocking).
+    const patch = (body: unknown) => api.patch('/v1/settings', body);
+    expect((await patch({ approvalRequired: ['srv__add'], blockedTools: ['srv__fail'] })).status).toBe(200);
+    expect((await patch({ approvalRequired: ['ghost__add'] })).status).toBe(400);
+    expect((await patch({ approvalRequired: [], blockedTools: [] })).status).toBe(200);
     expect((await call(api, 'delete', `/v1/mcp-servers/${serverId}`)).status).toBe(204);
     expect((await call(api, 'get', `/v1/mcp-servers/${serverId}`)).status).toBe(404);
     expect((await call(api, 'post', '/v1/agents', { name: 'late', tools: ['srv__add'] })).status).toBe(400);

@@ -2,6 +2,7 @@ import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
 import { AppError, applySettingsUpdate, notFound, SettingsResponse } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { Prisma, type Db } from '@switchboard/database';
+import { splitMcpToolName, unknownMcpTools } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, TOOLS } from '@switchboard/platform';
 import { TenantId } from '../auth/guard';
@@ -40,8 +41,8 @@ export class SettingsController {
     errors: BODY_ERRORS,
   })
   async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
-    if (body.blockedTools) this.checkTools(body.blockedTools, 'blockedTools');
-    if (body.approvalRequired) this.checkTools(body.approvalRequired, 'approvalRequired');
+    if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
+    if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
     const settings = await this.db.$transaction(async (tx) => {
       // Row lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
       const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
@@ -57,8 +58,13 @@ export class SettingsController {
     return presentSettings(settings, this.config.DEFAULT_MODEL);
   }
 
-  private checkTools(tools: string[], path: string) {
-    const unknown = this.tools.unknown(tools);
+  /** Built-in names, and `server__tool` names of the tenant's MCP servers (docs/adr/0023). */
+  private async checkTools(tenantId: string, tools: string[], path: string) {
+    let unknown = this.tools.unknown(tools);
+    if (unknown.some((t) => splitMcpToolName(t))) {
+      const mcp = await unknownMcpTools(this.db, tenantId, unknown);
+      unknown = unknown.filter((t) => !splitMcpToolName(t) || mcp.includes(t));
+    }
     if (unknown.length > 0) {
       throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
         issues: [
