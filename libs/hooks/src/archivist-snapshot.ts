@@ -17,6 +17,7 @@ export interface TurnSnapshot {
   settings: unknown;
   /** Whether this hook already has its `hook_runs` row for the turn (a re-run does nothing). */
   done: boolean;
+  /** The turn's input, then any message delivered into the turn while it ran. */
   input: { text: string; kind: string; authorityClass: string; truncated: boolean };
   /** The final text of a completed turn; what the committed rounds said for a cancelled one. */
   assistant: { text: string; partial: boolean; truncated: boolean };
@@ -110,7 +111,21 @@ export async function loadTurnSnapshot(
   const [first, ...rest] = row.messages;
   const inputEntry = first && first.position === 0 && first.role === 'user' ? first : undefined;
   const assistantEntries = rest.filter((m) => m.role === 'assistant' && textOf(m.body).trim().length > 0);
-  const input = bounded(inputEntry ? textOf(inputEntry.body).trim() : '', SNAPSHOT_BOUNDS.input);
+  // Messages delivered into the running turn (interjections, docs/adr/0014) are input too; the
+  // runtime's own notes to the model (reflection) are not.
+  const interjections = rest.filter(
+    (m) =>
+      m.role === 'user' && m.authorityClass !== 'runtime_instruction' && textOf(m.body).trim().length > 0,
+  );
+  const input = bounded(
+    [
+      inputEntry ? textOf(inputEntry.body).trim() : '',
+      ...interjections.map((m) => `(added during the turn) ${textOf(m.body).trim()}`),
+    ]
+      .filter((t) => t.length > 0)
+      .join('\n\n'),
+    SNAPSHOT_BOUNDS.input,
+  );
   // A completed turn's final text is its answer; otherwise what its committed rounds said.
   const finalText = row.finalText?.trim() ?? '';
   const assistantText =
@@ -144,9 +159,12 @@ export async function loadTurnSnapshot(
     })),
     omittedToolCalls: Math.max(0, row.toolCallCount - row.toolCalls.length),
     messageSeqs: [
-      ...(inputEntry ? [inputEntry.position] : []),
-      ...(finalText.length > 0 ? assistantEntries.slice(-1) : assistantEntries).map((m) => m.position),
-    ],
+      ...(inputEntry ? [inputEntry] : []),
+      ...interjections,
+      ...(finalText.length > 0 ? assistantEntries.slice(-1) : assistantEntries),
+    ]
+      .map((m) => m.position)
+      .sort((a, b) => a - b),
   };
 }
 

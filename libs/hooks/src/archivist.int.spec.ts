@@ -261,6 +261,35 @@ describe('runArchivist', () => {
     expect(records[0].provenance).toMatchObject({ turnId, messageSeqs: [0, 1] });
   });
 
+  it('reads messages delivered into the turn as input, and not the runtime’s own notes', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'completed',
+      input: 'Plan the release.',
+      answer: 'Planned for Friday.',
+    });
+    const { turnSeq } = await env.db.message.findFirstOrThrow({ where: { turnId, position: 0 } });
+    await env.db.message.createMany({
+      data: [
+        message(t, turnId, turnSeq, 4, 'user', 'also: our release train leaves every second Friday'),
+        {
+          ...message(t, turnId, turnSeq, 5, 'user', 'Reflection: the tool result looked stale.'),
+          kind: 'internal_followup',
+          authorityClass: 'runtime_instruction',
+        },
+      ],
+    });
+    const before = llm.requests.length;
+    llm.enqueue(facts({ title: 'Release train', content: 'Releases leave every second Friday.' }));
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+    const prompt = userPrompt(requestsSince(before)[0]);
+    expect(prompt).toContain(
+      'Plan the release.\n\n(added during the turn) also: our release train leaves every second Friday',
+    );
+    expect(prompt).not.toContain('Reflection: the tool result looked stale');
+    expect((await memoryOf(t.agentId))[0].provenance).toMatchObject({ messageSeqs: [0, 3, 4] });
+  });
+
   it('asks once more after an answer that is not the facts JSON, and books both calls', async () => {
     const t = await tenant();
     const turnId = await turn(t, {
