@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -19,6 +20,11 @@ export interface TestMcpServer {
   unauthorized: number;
   /** Every Authorization header value the server was sent. */
   authHeaders: string[];
+  /**
+   * Adds a read-only tool answering `text`; in a stateful server the live sessions are told
+   * (notifications/tools/list_changed).
+   */
+  addTool(name: string, text: string): void;
   close(): Promise<void>;
 }
 
@@ -29,12 +35,21 @@ export interface TestMcpServer {
  * `slow` (read-only, answers after `ms` unless the client gives up first).
  */
 export async function startMcpServer(
-  options: { token?: string; port?: number } = {},
+  options: { token?: string; port?: number; stateful?: boolean } = {},
 ): Promise<TestMcpServer> {
   const calls: SeenCall[] = [];
   const state = { unauthorized: 0, authHeaders: [] as string[] };
+  const added: { name: string; text: string }[] = [];
+  const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
+  const addTo = (server: McpServer, tool: { name: string; text: string }) =>
+    server.registerTool(
+      tool.name,
+      { description: `Answers ${tool.text}.`, annotations: { readOnlyHint: true } },
+      async () => ({ content: [{ type: 'text', text: tool.text }] }),
+    );
   const build = () => {
     const server = new McpServer({ name: 'test-tools', version: '1.0.0' });
+    for (const tool of added) addTo(server, tool);
     server.registerTool(
       'add',
       {
@@ -110,6 +125,30 @@ export async function startMcpServer(
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
     }
+    if (options.stateful) {
+      const id = req.headers['mcp-session-id'];
+      const session = typeof id === 'string' ? sessions.get(id) : undefined;
+      if (session) {
+        void session.transport.handleRequest(req, res);
+        return;
+      }
+      if (req.method !== 'POST' || id !== undefined) {
+        res.writeHead(404).end();
+        return;
+      }
+      const server = build();
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => void sessions.set(sid, { server, transport }),
+      });
+      server
+        .connect(transport)
+        .then(() => transport.handleRequest(req, res))
+        .catch(() => {
+          if (!res.headersSent) res.writeHead(500).end();
+        });
+      return;
+    }
     if (req.method !== 'POST') {
       res.writeHead(405, { allow: 'POST' }).end();
       return;
@@ -137,7 +176,14 @@ export async function startMcpServer(
       return state.unauthorized;
     },
     authHeaders: state.authHeaders,
+    addTool: (name, text) => {
+      const tool = { name, text };
+      added.push(tool);
+      for (const { server } of sessions.values()) addTo(server, tool);
+    },
     close: async () => {
+      await Promise.all([...sessions.values()].map(({ server }) => server.close().catch(() => undefined)));
+      sessions.clear();
       http.closeAllConnections();
       await new Promise((resolve) => http.close(resolve));
     },

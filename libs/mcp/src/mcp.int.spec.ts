@@ -1,3 +1,4 @@
+import { waitFor } from '@switchboard/testing';
 import { ToolError } from '@switchboard/tools';
 import { startMcpServer, type TestMcpServer } from '../../../test/support/mcp-server';
 import { McpClients, type McpConnection } from './clients';
@@ -160,6 +161,22 @@ describe('MCP client against a real server', () => {
       expect(err).toMatchObject({ kind: 'blocked_address' });
     } finally {
       await strict.close();
+    }
+  });
+
+  it('hears tools/list_changed from a stateful server', async () => {
+    const stateful = await startMcpServer({ stateful: true });
+    const changed: string[] = [];
+    const listening = new McpClients({ allowHosts: ['127.0.0.1'], onToolsChanged: (id) => changed.push(id) });
+    try {
+      const c = { ...conn, id: 'srv-sf', url: stateful.url, headers: {}, timeoutMs: 5_000 };
+      expect((await listening.listTools(c)).map((t) => t.name)).not.toContain('fresh');
+      stateful.addTool('fresh', 'new');
+      await waitFor(() => changed.includes('srv-sf'), { what: 'list_changed heard', timeoutMs: 5_000 });
+      expect((await listening.listTools(c)).map((t) => t.name)).toContain('fresh');
+    } finally {
+      await listening.close();
+      await stateful.close();
     }
   });
 
