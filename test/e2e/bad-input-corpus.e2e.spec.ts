@@ -624,6 +624,13 @@ describe('bad input corpus', () => {
       other: () => ids.otherSession,
     },
     { name: 'get task', method: 'GET', path: (id) => `/v1/tasks/${id}`, other: () => ids.otherTask },
+    {
+      name: 'answer task',
+      method: 'POST',
+      path: (id) => `/v1/tasks/${id}/answer`,
+      body: { answer: 'x' },
+      other: () => ids.otherTask,
+    },
   ];
   for (const r of idRoutes) {
     const call = (id: () => string) => () =>

@@ -567,23 +567,22 @@ describe('the OpenAPI document matches what the server answers', () => {
     // Sub-agent tasks (docs/adr/0024): a task row as a spawn writes it, under the gated turn.
     const taskId = randomUUID();
     await env.db.$executeRaw`
-      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, call_id, status,
-        depth, input, updated_at)
-      SELECT ${taskId}::uuid, tenant_id, agent_id, 'researcher', id, session_id, 'c1', 'pending', 1,
+      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, session_id,
+        call_id, status, depth, input, updated_at)
+      SELECT ${taskId}::uuid, tenant_id, agent_id, 'researcher', id, session_id, session_id, 'c1', 'pending', 1,
         '{"task":"x"}'::jsonb, now()
       FROM turns WHERE id = ${gatedTurn}::uuid`;
     await run('getTask', 200, { auth: key, params: { id: taskId } });
     await run('getTask', 404, { auth: key, params: { id: unknown } });
-    // Sub-agent tasks (docs/adr/0024): a task row as a spawn writes it, under the gated turn.
-    const taskId = randomUUID();
+    // Its child asks its user (awaiting_user); the answer resumes it, a second answer is a 409.
+    await run('answerTask', 409, { auth: key, params: { id: taskId }, body: { answer: 'Rome' } });
     await env.db.$executeRaw`
-      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, call_id, status,
-        depth, input, updated_at)
-      SELECT ${taskId}::uuid, tenant_id, agent_id, 'researcher', id, session_id, 'c1', 'pending', 1,
-        '{"task":"x"}'::jsonb, now()
-      FROM turns WHERE id = ${gatedTurn}::uuid`;
-    await run('getTask', 200, { auth: key, params: { id: taskId } });
-    await run('getTask', 404, { auth: key, params: { id: unknown } });
+      UPDATE tasks SET status = 'running',
+        handback = '{"status":"awaiting_user","question":"which city?","callId":"c9"}'::jsonb
+      WHERE id = ${taskId}::uuid`;
+    await run('answerTask', 400, { auth: key, params: { id: taskId }, body: { answer: '' } });
+    await run('answerTask', 404, { auth: key, params: { id: unknown }, body: { answer: 'Rome' } });
+    await run('answerTask', 200, { auth: key, params: { id: taskId }, body: { answer: 'Rome' } });
     await run('decideApproval', 400, { auth: key, params: { id: approvalId }, body: { decision: 'maybe' } });
     await run('decideApproval', 404, { auth: key, params: { id: unknown }, body: { decision: 'approve' } });
     await run('decideApproval', 200, {

@@ -164,7 +164,8 @@ describe('sub-agents', () => {
     expect(turn.status).toBe('completed');
     expect(turn.finalText).toContain('there are 42 sheep');
     expect(turn.finalText).toContain('"status":"completed"');
-    expect(offered).toEqual([['current_time']]);
+    // ask_user is offered to every child.
+    expect(offered).toEqual([['current_time', 'ask_user']]);
 
     // GET /v1/turns/:id lists its child; GET /v1/tasks/:id shows it.
     expect(turn.children).toHaveLength(1);
@@ -454,6 +455,59 @@ describe('sub-agents', () => {
         ),
       { what: 'subagent_completed for the closed child' },
     );
+  });
+
+  it('a child that asks its user hands back awaiting_user; the answer through the API resumes it', async () => {
+    const boss = unique('boss');
+    const helper = unique('helper');
+    scripts.set(boss, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall('spawn_subagent', { agent: helper, task: 'book a trip', blocking: true })
+        : scripted.text(`question for you: ${a.results[0]}`),
+    );
+    scripts.set(helper, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall(
+            'ask_user',
+            { question: 'which city?', options: ['Paris', 'Rome'] },
+            { id: 'call_ask' },
+          )
+        : scripted.text(`booked ${UUID.test(a.results[0]) ? '?' : a.results[0]}`),
+    );
+    await agent(helper, 'worker');
+    const bossId = await agent(boss, 'chat', ['spawn_subagent']);
+    await harness();
+    const { session, turnId } = await send(bossId, 'plan my trip');
+    // The parent resumes with the question and relays it; the child waits, holding no worker.
+    const turn = await ended(turnId);
+    expect(turn.status).toBe('completed');
+    expect(turn.finalText).toContain('awaiting_user');
+    expect(turn.finalText).toContain('which city?');
+    const taskId = turn.children[0].id as string;
+    const asked = (await api.get(`/v1/tasks/${taskId}`)).body;
+    expect(asked.status).toBe('running');
+    expect(asked.handback).toMatchObject({
+      status: 'awaiting_user',
+      question: 'which city?',
+      options: ['Paris', 'Rome'],
+    });
+    const childTurn = await env.db.turn.findUniqueOrThrow({ where: { id: asked.childTurnId } });
+    expect(childTurn.status).toBe('awaiting_subagent');
+    // Answering something that does not wait is a 409; the answer resumes the child.
+    const answered = await api.post(`/v1/tasks/${taskId}/answer`, { answer: 'Rome' });
+    expect(answered.status).toBe(200);
+    expect(answered.body.handback).toBeNull();
+    expect((await api.post(`/v1/tasks/${taskId}/answer`, { answer: 'Paris' })).status).toBe(409);
+    const done = await waitFor(
+      async () => {
+        const r = await api.get(`/v1/tasks/${taskId}`);
+        return r.body.status === 'completed' ? r.body : undefined;
+      },
+      { what: 'the child completed after the answer', timeoutMs: 30_000 },
+    );
+    expect(done.handback.result).toContain('Rome');
+    const reports = (await events(session)).filter((e) => e.type === 'subagent_completed');
+    expect(reports.map((e) => (e.data as { status: string }).status)).toEqual(['awaiting_user', 'completed']);
   });
 
   it('GET /v1/tasks/:id: another tenant’s task and unknown or malformed ids are 404', async () => {

@@ -396,6 +396,10 @@ export const DecideApprovalRequest = z.strictObject({
 });
 export type DecideApprovalRequest = z.infer<typeof DecideApprovalRequest>;
 
+/** POST /v1/tasks/:id/answer: the user's answer to a sub-agent's question (docs/adr/0024). */
+export const AnswerTaskRequest = z.strictObject({ answer: z.string().trim().min(1).max(20_000) });
+export type AnswerTaskRequest = z.infer<typeof AnswerTaskRequest>;
+
 /** A memory record's kind (docs/adr/0022): distilled facts, turn episodes, notes added over the API. */
 export const MemoryRecordKind = z.enum(['fact', 'episode', 'note']);
 export type MemoryRecordKind = z.infer<typeof MemoryRecordKind>;

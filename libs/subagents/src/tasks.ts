@@ -12,7 +12,7 @@ import {
 import { poolOf, type Db } from '@switchboard/database';
 import { withSpan, type Logger } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
-import { admitWithin, json, sql, sqlDbFor, type SqlDb, type SqlRunner } from '@switchboard/store';
+import { admitWithin, json, sql, sqlDbFor, type Sql, type SqlDb, type SqlRunner } from '@switchboard/store';
 
 /**
  * Sub-agent tasks (docs/adr/0024): a parent turn's spawn call becomes a task row, a child session (or
@@ -28,7 +28,10 @@ const OPEN = sql`('pending', 'running')`;
 
 /** The compact result a parent sees of its child (never the child's transcript). */
 export type Handback =
-  { status: 'completed'; result: string } | { status: 'incomplete'; reason: string; partial?: string };
+  | { status: 'completed'; result: string }
+  | { status: 'incomplete'; reason: string; partial?: string }
+  /** The child asked its user (ask_user); the answer through POST /v1/tasks/:id/answer resumes it. */
+  | { status: 'awaiting_user'; question: string; options?: string[]; callId: string };
 
 export interface TaskRow {
   id: string;
@@ -44,7 +47,7 @@ export interface TaskRow {
   status: TaskStatus;
   depth: number;
   blocking: boolean;
-  input: { task?: string; context?: string };
+  input: { task?: string; context?: string; answers?: Record<string, string> };
   handback: Handback | null;
   output: string | null;
   /** Decimal, 8 places. */
@@ -70,9 +73,18 @@ export const DELEGATION_TOOLS: readonly string[] = [
 ];
 
 /** An agent's own tools, without the delegation tools for a worker-tier agent (seed 000: a worker spawns nothing). */
-export function offeredTools(agent: { tier?: string; tools: string[] }): string[] {
-  return agent.tier === 'worker' ? agent.tools.filter((n) => !DELEGATION_TOOLS.includes(n)) : agent.tools;
+export function offeredTools(agent: { tier?: string; tools: string[] }, child = false): string[] {
+  const own =
+    agent.tier === 'worker' ? agent.tools.filter((n) => !DELEGATION_TOOLS.includes(n)) : agent.tools;
+  // Every child may ask its user through its parent (awaiting_user handback).
+  return child && !own.includes(ASK_USER) ? [...own, ASK_USER] : own;
 }
+
+/** The child-only tool that hands back `awaiting_user {question, options}`. */
+export const ASK_USER = 'ask_user';
+
+/** The task's child has not asked its user a question it waits on (`awaiting_user` handback). */
+const NOT_ASKING = (k: Sql) => sql`coalesce(${k}.handback ->> 'status', '') <> 'awaiting_user'`;
 
 export const isEnded = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'cancelled';
 
@@ -285,8 +297,79 @@ export class TaskService {
   }
 
   /** The tools a turn of this agent is offered (`offeredTools`). */
-  offered(agent: { tier?: string; tools: string[] }): string[] {
-    return offeredTools(agent);
+  offered(agent: { tier?: string; tools: string[] }, child = false): string[] {
+    return offeredTools(agent, child);
+  }
+
+  /** The task a child turn runs, if any. */
+  async ofChildTurn(childTurnId: string): Promise<TaskRow | undefined> {
+    return this.sql.first<TaskRow>(sql`
+      SELECT ${TASK_COLUMNS} FROM tasks k WHERE k.child_turn_id = ${childTurnId}::uuid`);
+  }
+
+  /**
+   * ask_user: the child hands back `awaiting_user {question, options}` (the task stays open), the parent
+   * hears of it (`subagent_completed` with that status) and a parent waiting for it resumes with it; the
+   * child's own turn then pauses until `answer`.
+   */
+  async ask(task: TaskRow, callId: string, question: string, options: string[] | undefined): Promise<void> {
+    const handback = { status: 'awaiting_user', question, ...(options ? { options } : {}), callId };
+    const resumeId = newId();
+    const resume = await this.sql.transaction(async (tx) => {
+      if (!task.parentSessionId) return undefined;
+      await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${task.parentSessionId}::uuid FOR UPDATE`);
+      const asked = await tx.execute(sql`
+        UPDATE tasks SET handback = ${json(handback)}::jsonb, updated_at = now()
+        WHERE id = ${task.id}::uuid AND status IN ${OPEN} AND ${NOT_ASKING(sql`tasks`)}`);
+      if (asked === 0) return undefined;
+      const data = { taskId: task.id, agent: task.agentName, status: 'awaiting_user', ok: false, handback };
+      await tx.execute(sql`
+        WITH s AS (
+          UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${task.parentSessionId}::uuid
+          RETURNING last_event_seq AS seq
+        )
+        INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
+        SELECT ${resumeId}::uuid, ${task.tenantId}::uuid, ${task.parentSessionId}::uuid, ${task.parentTurnId}::uuid,
+          s.seq, ${EventType.SubagentCompleted}, ${json(data)}::jsonb
+        FROM s`);
+      return resumeWithin(tx, task.parentSessionId, resumeId);
+    });
+    if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
+  }
+
+  /**
+   * POST /v1/tasks/:id/answer: the answer to the child's question is stored on the task (by the asking
+   * call's id, so the re-run ask_user returns it), the handback cleared (the child's end reports again),
+   * and the child's turn resumed. `conflict` when the child is not waiting for an answer.
+   */
+  async answer(
+    tenantId: string,
+    taskId: string,
+    answer: string,
+  ): Promise<{ kind: 'not_found' } | { kind: 'conflict' } | { kind: 'answered'; task: TaskRow }> {
+    const resumeId = newId();
+    const result = await this.sql.transaction(async (tx) => {
+      const head = await tx.first<{ session_id: string | null }>(sql`
+        SELECT session_id FROM tasks WHERE id = ${taskId}::uuid AND tenant_id = ${tenantId}::uuid`);
+      if (!head) return { kind: 'not_found' as const };
+      if (!head.session_id) return { kind: 'conflict' as const };
+      // The child session row first: the child turn's status changes under it (ADR 0013's order).
+      await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${head.session_id}::uuid FOR UPDATE`);
+      const row = await tx.first<{ call_id: string }>(sql`
+        SELECT handback ->> 'callId' AS call_id FROM tasks
+        WHERE id = ${taskId}::uuid AND status IN ${OPEN} AND handback ->> 'status' = 'awaiting_user' FOR UPDATE`);
+      if (!row) return { kind: 'conflict' as const };
+      await tx.execute(sql`
+        UPDATE tasks SET handback = NULL, parent_notified_at = NULL, updated_at = now(),
+          input = input || jsonb_build_object('answers',
+            coalesce(input -> 'answers', '{}'::jsonb) || jsonb_build_object(${row.call_id}::text, ${answer}::text))
+        WHERE id = ${taskId}::uuid`);
+      return { kind: 'answered' as const, resume: await resumeWithin(tx, head.session_id, resumeId) };
+    });
+    if (result.kind !== 'answered') return result;
+    if (result.resume)
+      await this.enqueue(result.resume.job, result.resume.priority, result.resume.traceContext);
+    return { kind: 'answered', task: (await this.get(tenantId, taskId))! };
   }
 
   /** A parent now waits for this task (wait_subagent): its end resumes the parent's waiting turn. */
@@ -423,6 +506,8 @@ export class TaskService {
 async function resumeWithin(
   tx: SqlRunner,
   sessionId: string,
+  /** The resume job's wait id when it is not a task's end (an ask, an answer): unique per resume. */
+  resumeId?: string,
 ): Promise<
   | {
       job: { turnId: string; sessionId: string; tenantId: string; resume: string };
@@ -444,8 +529,11 @@ async function resumeWithin(
     u AS (
       UPDATE turns t SET status = 'queued' FROM w
       WHERE t.id = w.id AND t.status = 'awaiting_subagent' AND NOT EXISTS (
+        -- A child that asked its user (awaiting_user) has handed back: its parent goes on.
         SELECT 1 FROM tasks k WHERE k.parent_session_id = ${sessionId}::uuid AND k.blocking AND k.closed_at IS NULL
-          AND k.status IN ${OPEN})
+          AND k.status IN ${OPEN} AND ${NOT_ASKING(sql`k`)})
+        -- A child turn that asked its user waits for the answer (POST /v1/tasks/:id/answer).
+        AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.child_turn_id = t.id AND NOT ${NOT_ASKING(sql`o`)})
       RETURNING t.id, t.tenant_id, t.priority, t.trace_context
     )
     SELECT u.*, (SELECT k.id FROM tasks k WHERE k.parent_session_id = ${sessionId}::uuid AND k.blocking
@@ -453,7 +541,7 @@ async function resumeWithin(
     FROM u`);
   if (!row) return undefined;
   return {
-    job: { turnId: row.id, sessionId, tenantId: row.tenant_id, resume: row.last ?? row.id },
+    job: { turnId: row.id, sessionId, tenantId: row.tenant_id, resume: resumeId ?? row.last ?? row.id },
     priority: row.priority,
     traceContext: row.trace_context,
   };

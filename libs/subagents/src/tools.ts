@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, ToolError, ToolWait, type ToolDefinition } from '@switchboard/tools';
 import { MAX_SPAWN_DEPTH, maySpawn, resolveSubagent, type Tier } from './archetypes';
-import { isEnded, type TaskRow, type TaskService } from './tasks';
+import { ASK_USER, isEnded, type TaskRow, type TaskService } from './tasks';
 
 /**
  * The delegation tools (docs/adr/0024). A child runs as its own turn; its parent sees one compact
@@ -10,13 +10,16 @@ import { isEnded, type TaskRow, type TaskService } from './tasks';
  * up its worker, and the child's end resumes it, when the same call runs again and answers from the task.
  */
 
+/** The child asked its user and waits for the answer: its parent has what it needs to relay. */
+const asking = (t: TaskRow): boolean => t.handback?.status === 'awaiting_user';
+
 /** What the parent sees of a task. */
 export function taskAnswer(t: TaskRow): Record<string, unknown> {
   return {
     task_id: t.id,
     agent: t.agentName,
     status: t.status,
-    ...(isEnded(t.status) && t.handback ? { handback: t.handback } : {}),
+    ...((isEnded(t.status) || asking(t)) && t.handback ? { handback: t.handback } : {}),
     ...(t.closedAt ? { closed: true } : {}),
   };
 }
@@ -120,7 +123,7 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     needsApproval: false,
     async execute(args, ctx) {
       const task = await ownTask(svc, ctx.tenantId, ctx.sessionId, args.task_id);
-      if (isEnded(task.status) || task.closedAt) return taskAnswer(task);
+      if (isEnded(task.status) || task.closedAt || asking(task)) return taskAnswer(task);
       await svc.markBlocking(task.id);
       throw new ToolWait(task.id);
     },
@@ -177,12 +180,37 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     },
   });
 
-  return [spawn, wait, list, close, steer];
+  const ask = defineTool({
+    name: ASK_USER,
+    description:
+      'Ask your user a question you cannot go on without (a sub-agent only): your parent gets it as ' +
+      'awaiting_user {question, options} and relays it; you continue with the answer as this call\u2019s result.',
+    schema: z.strictObject({
+      question: z.string().min(1).max(2000),
+      options: z.array(z.string().min(1).max(200)).max(10).optional(),
+    }),
+    sideEffect: 'local_write',
+    timeoutMs: 10_000,
+    needsApproval: false,
+    // Re-run on resume: it answers from the stored answer.
+    honoursIdempotencyKey: true,
+    async execute(args, ctx) {
+      const task = await svc.ofChildTurn(ctx.turnId);
+      if (!task)
+        throw new ToolError('not_a_subagent', 'only a sub-agent can ask its user through its parent');
+      const answer = task.input.answers?.[ctx.callId];
+      if (answer !== undefined) return { answer };
+      await svc.ask(task, ctx.callId, args.question, args.options);
+      throw new ToolWait(task.id);
+    },
+  });
+
+  return [spawn, wait, list, close, steer, ask];
 }
 
 /** An ended task answers; an open one the parent waits for pauses the call; else its id and status. */
 function answerOrWait(task: TaskRow, blocking: boolean): Record<string, unknown> {
-  if (isEnded(task.status)) return taskAnswer(task);
+  if (isEnded(task.status) || asking(task)) return taskAnswer(task);
   if (blocking && !task.closedAt) throw new ToolWait(task.id);
   return taskAnswer(task);
 }

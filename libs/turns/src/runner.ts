@@ -134,8 +134,11 @@ export interface TaskWaits {
   childEnded(childTurnId: string): Promise<void>;
   /** A turn paused on task waits: resume it now if they all ended meanwhile. */
   parentPaused(turnId: string, taskIds: string[]): Promise<void>;
-  /** The tools an agent is offered: its own, without the delegation tools for a worker-tier agent. */
-  offered(agent: { tier?: string; tools: string[] }): string[];
+  /**
+   * The tools an agent is offered: its own, without the delegation tools for a worker-tier agent, and
+   * `ask_user` for a child turn (`child`).
+   */
+  offered(agent: { tier?: string; tools: string[] }, child?: boolean): string[];
 }
 
 /** The longest result a child hands back to its parent (the parent never sees the child's transcript). */
@@ -359,7 +362,7 @@ export class TurnRunner {
             ? await this.o.turnTools({ tenantId: turn.tenantId, agentId: agent.id, tools: agent.tools })
             : undefined;
         // Rendered on the session's first turn, stored with the turn's first commit, reused byte for byte.
-        const systemPrompt = session.systemPrompt ?? this.renderPrompt(agent);
+        const systemPrompt = session.systemPrompt ?? this.renderPrompt(agent, !!turn.taskId);
         // A compacted session loaded only its first exchange and the turns after the cut; a note (the
         // summary when one was written) stands in for the middle.
         const compaction = parseCompaction(session.compaction);
@@ -438,7 +441,7 @@ export class TurnRunner {
               turnMessages: own.map(toChatMessage),
               model,
               fallbackModels,
-              tools: this.o.tasks?.offered(agent) ?? agent.tools,
+              tools: this.o.tasks?.offered(agent, !!turn.taskId) ?? agent.tools,
               extraTools,
               blockedTools: settings.blockedTools,
               toolSchemaMode: settings.toolSchemaMode,
@@ -543,8 +546,8 @@ export class TurnRunner {
     );
   }
 
-  private renderPrompt(agent: AgentRow): string {
-    const offered = this.o.tasks?.offered(agent) ?? agent.tools;
+  private renderPrompt(agent: AgentRow, child: boolean): string {
+    const offered = this.o.tasks?.offered(agent, child) ?? agent.tools;
     return renderSystemPrompt(agent, [
       ...this.o.tools.names().filter((n) => offered.includes(n)),
       // MCP tools (docs/adr/0023), resolved per turn.

@@ -1,9 +1,10 @@
-import { Controller, Get, Inject, Param } from '@nestjs/common';
-import { notFound, TaskResponse } from '@switchboard/contracts';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { AppError, notFound, TaskResponse } from '@switchboard/contracts';
 import { TASKS } from '@switchboard/platform';
 import type { TaskRow, TaskService } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
-import { Operation, TenantApi } from '../http/openapi';
+import { AnswerTaskDto } from '../http/dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { pathId } from '../http/presenters';
 
 /** A task row as the API shows it. */
@@ -19,8 +20,8 @@ export function presentTask(t: TaskRow): TaskResponse {
     parentSessionId: t.parentSessionId,
     childSessionId: t.sessionId,
     childTurnId: t.childTurnId,
-    input: (t.input ?? {}),
-    handback: (t.handback) ?? null,
+    input: t.input ?? {},
+    handback: t.handback ?? null,
     output: t.output,
     costUsd: t.costUsd,
     createdAt: new Date(t.createdAt).toISOString(),
@@ -44,5 +45,29 @@ export class TasksController {
     const task = await this.tasks.get(tenantId, pathId(id, 'task'));
     if (!task) throw notFound('task');
     return presentTask(task);
+  }
+
+  /**
+   * The answer to the question a sub-agent asked (`awaiting_user` handback): stored on the task, and
+   * the child's turn resumes with it. 409 when the task's child is not waiting for an answer.
+   */
+  @Post(':id/answer')
+  @HttpCode(200)
+  @Operation({
+    id: 'answerTask',
+    summary: "Answer a sub-agent's question; the child resumes",
+    status: 200,
+    schema: TaskResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async answer(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: AnswerTaskDto,
+  ): Promise<TaskResponse> {
+    const r = await this.tasks.answer(tenantId, pathId(id, 'task'), body.answer);
+    if (r.kind === 'not_found') throw notFound('task');
+    if (r.kind === 'conflict') throw new AppError('conflict', 'the task is not waiting for an answer');
+    return presentTask(r.task);
   }
 }

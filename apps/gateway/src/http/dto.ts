@@ -4,6 +4,7 @@ import {
   CancelTurnRequest,
   ApprovalsQuery,
   DecideApprovalRequest,
+  AnswerTaskRequest,
   CreateAgentRequest,
   CreateApiKeyRequest,
   CreateSessionRequest,
@@ -38,6 +39,7 @@ export class StreamQueryDto extends createZodDto(StreamQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}
 export class ApprovalsQueryDto extends createZodDto(ApprovalsQuery) {}
 export class DecideApprovalDto extends createZodDto(DecideApprovalRequest) {}
+export class AnswerTaskDto extends createZodDto(AnswerTaskRequest) {}
 export class CreateTriggerDto extends createZodDto(CreateTriggerRequest) {}
 export class RotateTriggerDto extends createZodDto(RotateTriggerRequest) {}
 export class CreateScheduleDto extends createZodDto(CreateScheduleRequest) {}
