@@ -53,6 +53,23 @@ export class TurnControl {
    * is left as it is.
    */
   async cancel(tenantId: string, turnId: string, reason?: string): Promise<CancelResult | undefined> {
+    const result = await this.cancelOne(tenantId, turnId, reason);
+    // Its sub-agents' child turns are cancelled with it, recursively (docs/adr/0025), after its own
+    // cancel is recorded, so a parent still running cannot see a child's cancelled handback and spawn
+    // again. Also for a repeated cancel of a cancelled turn: a cascade cut short is finished by a retry.
+    if (result && (result.changed || result.status === 'cancelled')) {
+      for (const child of await this.store.activeChildTurns(tenantId, turnId)) {
+        await this.cancel(tenantId, child, `parent turn ${turnId} was cancelled`);
+      }
+    }
+    return result;
+  }
+
+  private async cancelOne(
+    tenantId: string,
+    turnId: string,
+    reason?: string,
+  ): Promise<CancelResult | undefined> {
     const r = await this.store.requestCancel({ tenantId, turnId, reason: reason ?? null, eventId: newId() });
     switch (r.kind) {
       case 'not_found':

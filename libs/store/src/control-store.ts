@@ -118,6 +118,19 @@ export class ControlStore {
     return rows.map((r) => r.id);
   }
 
+  /**
+   * The child turns of a turn's sub-agent tasks that have not ended (docs/adr/0025): what cancelling
+   * the turn cancels too. Their own children are found when each of them is cancelled.
+   */
+  async activeChildTurns(tenantId: string, turnId: string): Promise<string[]> {
+    const rows = await this.db.rows<{ id: string }>(sql`
+      SELECT t.id FROM tasks k JOIN turns t ON t.id = k.child_turn_id
+      WHERE k.parent_turn_id = ${turnId}::uuid AND k.tenant_id = ${tenantId}::uuid
+        AND t.status NOT IN ('completed', 'failed', 'cancelled')
+      ORDER BY k.created_at, k.id`);
+    return rows.map((r) => r.id);
+  }
+
   /** The worker holding the session's lease, if it is live (an interjection's control message goes there). */
   async leaseOwner(sessionId: string): Promise<string | null> {
     const row = await this.db.first<{ lease_owner: string | null }>(sql`

@@ -4,3 +4,4 @@ export * from './approval-store';
 export * from './admission-store';
 export * from './hook-store';
 export * from './control-store';
+export * from './subagent-cost';

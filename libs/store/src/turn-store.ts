@@ -1,4 +1,5 @@
 import { join, json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
+import { descendantsCostUsd } from './subagent-cost';
 
 /**
  * The turn's statements on the hot path (docs/adr/0010-turn-store-on-pg.md): the lease claim with
@@ -65,6 +66,8 @@ export interface TurnRow {
   cancelReason: string | null;
   /** The sub-agent task this turn runs as a child (docs/adr/0024); null for every other turn. */
   taskId: string | null;
+  /** What its sub-agents' child turns (and theirs) have cost so far: it counts against its maxUsd (docs/adr/0025). */
+  childrenCostUsd: string;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -340,7 +343,8 @@ const TURN_JSON = sql`json_build_object(
   'iterations', ut.iterations, 'toolCallCount', ut.tool_call_count, 'costUsd', ut.cost_usd::text,
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
-  'cancelReason', ut.cancel_reason, 'taskId', ut.task_id)`;
+  'cancelReason', ut.cancel_reason, 'taskId', ut.task_id,
+  'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text)`;
 
 /**
  * The order a session's pending turns run in (SPEC §2 priority, docs/adr/0014): a turn that already

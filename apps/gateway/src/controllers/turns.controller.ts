@@ -13,6 +13,8 @@ import { DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { presentTask } from './tasks.controller';
 import { TURN_CONTROL } from '../http/turn-control';
+import { costRollup, type SqlDb } from '@switchboard/store';
+import { GATEWAY_SQL } from './streams.controller';
 
 @TenantApi('turns')
 @Controller('v1/turns')
@@ -21,6 +23,7 @@ export class TurnsController {
     @Inject(DB) private readonly db: Db,
     @Inject(TURN_CONTROL) private readonly control: TurnControl,
     @Inject(TASKS) private readonly tasks: TaskService,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
   ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
@@ -30,7 +33,9 @@ export class TurnsController {
     const turn = await this.find(tenantId, pathId(id, 'turn'));
     // The sub-agent tasks it spawned (docs/adr/0024).
     const children = await this.tasks.ofTurn(tenantId, turn.id);
-    return { ...turn, children: children.map(presentTask) };
+    // Its children's cost rolls up into it (docs/adr/0025).
+    const rollup = await costRollup(this.sql, tenantId, turn.id);
+    return { ...turn, children: children.map(presentTask), ...rollup };
   }
 
   /**

@@ -1,0 +1,275 @@
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { Admission, TurnControl } from '@switchboard/admission';
+import { newId, QueueName } from '@switchboard/contracts';
+import { poolOf } from '@switchboard/database';
+import { TurnEngine } from '@switchboard/engine';
+import { noLivePublisher } from '@switchboard/live';
+import { createLogger, Metrics } from '@switchboard/observability';
+import {
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from '@switchboard/providers';
+import { createRedis } from '@switchboard/queue';
+import { costRollup, SqlDb } from '@switchboard/store';
+import { ToolRegistry } from '@switchboard/tools';
+import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import { TurnRunner } from './runner';
+
+/**
+ * A parent turn and its sub-agents' child turns (issue 11, docs/adr/0025) on real Postgres and
+ * BullMQ: cancelling the parent cancels its children's turns and tasks recursively, and the
+ * children's cost rolls up into the parent, counting against its maxUsd when it resumes.
+ */
+jest.setTimeout(30_000);
+
+class Model implements ModelProvider {
+  readonly name = 'openai-chat';
+  readonly requests: ModelRequest[] = [];
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    this.requests.push(request);
+    return {
+      text: 'done',
+      toolCalls: [],
+      usage: { inputTokens: 10, outputTokens: 5, cachedTokens: 0 },
+      finishReason: 'stop',
+    };
+  }
+}
+
+describe('sub-agent cancel cascade and cost roll-up', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let turnsQueue: Queue;
+  let postTurn: Queue;
+  let admission: Admission;
+  let control: TurnControl;
+  let sqlDb: SqlDb;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const model = new Model();
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
+    admission = new Admission(env.db, turnsQueue, logger);
+    sqlDb = new SqlDb(poolOf(env.db));
+    control = new TurnControl(sqlDb, {
+      redis: connection,
+      prefix: env.queuePrefix,
+      postTurnQueue: postTurn,
+      turnsQueue,
+      live: noLivePublisher,
+      logger,
+    });
+  });
+
+  afterAll(async () => {
+    await turnsQueue?.close();
+    await postTurn?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  async function admit(tenantId: string, sessionId: string, text = 'go') {
+    const { turnId } = await admission.admit({
+      tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+    });
+    return turnId;
+  }
+
+  /** A child turn in its own session, linked to `parentTurnId` by a task, with what it has cost. */
+  async function child(
+    ids: { tenantId: string; agentId: string },
+    parentTurnId: string,
+    o: { status?: string; costUsd?: string; depth?: number } = {},
+  ) {
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    const turnId = await admit(ids.tenantId, sessionId, 'child task');
+    await env.db.turn.update({
+      where: { id: turnId },
+      data: {
+        parentTurnId,
+        status: o.status ?? 'queued',
+        costUsd: o.costUsd ?? '0',
+        ...(o.status === 'running' ? { startedAt: new Date() } : {}),
+      },
+    });
+    const taskId = newId();
+    await env.db.task.create({
+      data: {
+        id: taskId,
+        tenantId: ids.tenantId,
+        agentId: ids.agentId,
+        parentTurnId,
+        sessionId,
+        childTurnId: turnId,
+        depth: o.depth ?? 1,
+        status: o.status === 'running' ? 'running' : 'pending',
+      },
+    });
+    await env.db.turn.update({ where: { id: turnId }, data: { taskId } });
+    return { sessionId, turnId, taskId };
+  }
+
+  const turn = (id: string) => env.db.turn.findUniqueOrThrow({ where: { id } });
+  const task = (id: string) => env.db.task.findUniqueOrThrow({ where: { id } });
+
+  it('cancelling a parent cancels its running and queued children and their children, not others', async () => {
+    const ids = await seedTenant(env.db, 'cascade');
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    const parent = await admit(ids.tenantId, sessionId);
+    // The parent waits for its children (no worker holds it).
+    await env.db.turn.update({
+      where: { id: parent },
+      data: { status: 'awaiting_subagent', startedAt: new Date() },
+    });
+    const running = await child(ids, parent, { status: 'running' });
+    const queued = await child(ids, parent);
+    const grandchild = await child(ids, running.turnId, { depth: 2 });
+    const done = await child(ids, parent, { status: 'completed' });
+    // Another parent's child is left alone.
+    const otherParent = await admit(ids.tenantId, await seedSession(env.db, ids.tenantId, ids.agentId));
+    const stranger = await child(ids, otherParent);
+
+    const r = await control.cancel(ids.tenantId, parent, 'stop everything');
+    expect(r).toEqual({ status: 'cancelled', changed: true });
+    expect((await turn(parent)).status).toBe('cancelled');
+    // The queued child and the grandchild end at once, with their tasks.
+    for (const c of [queued, grandchild]) {
+      expect(await turn(c.turnId)).toMatchObject({
+        status: 'cancelled',
+        cancelReason: expect.stringContaining(`parent turn`),
+      });
+      expect((await task(c.taskId)).status).toBe('cancelled');
+    }
+    // The running child: its cancel is recorded for its worker (which ends it and its task).
+    expect((await turn(running.turnId)).cancelRequestedAt).not.toBeNull();
+    expect((await turn(running.turnId)).cancelReason).toBe(`parent turn ${parent} was cancelled`);
+    // An ended child and another parent's child are untouched.
+    expect((await turn(done.turnId)).cancelRequestedAt).toBeNull();
+    expect(await turn(stranger.turnId)).toMatchObject({ status: 'queued', cancelRequestedAt: null });
+    expect((await task(stranger.taskId)).status).toBe('pending');
+    // A child's cancel is journaled on its own session.
+    const cancelled = await env.db.event.findMany({
+      where: { turnId: queued.turnId, type: 'turn_cancelled' },
+    });
+    expect(cancelled).toHaveLength(1);
+  });
+
+  it('a repeated cancel of a cancelled parent finishes a cascade cut short', async () => {
+    const ids = await seedTenant(env.db, 'retry');
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    const parent = await admit(ids.tenantId, sessionId);
+    // As if the gateway died after cancelling the parent but before its children.
+    await env.db.turn.update({
+      where: { id: parent },
+      data: { status: 'cancelled', completedAt: new Date() },
+    });
+    const orphan = await child(ids, parent);
+    expect(await control.cancel(ids.tenantId, parent)).toEqual({ status: 'cancelled', changed: false });
+    expect((await turn(orphan.turnId)).status).toBe('cancelled');
+    expect((await task(orphan.taskId)).status).toBe('cancelled');
+  });
+
+  it('a completed parent’s children are not cancelled by a cancel of the ended parent', async () => {
+    const ids = await seedTenant(env.db, 'ended');
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    const parent = await admit(ids.tenantId, sessionId);
+    await env.db.turn.update({
+      where: { id: parent },
+      data: { status: 'completed', completedAt: new Date() },
+    });
+    const async = await child(ids, parent);
+    expect(await control.cancel(ids.tenantId, parent)).toEqual({ status: 'completed', changed: false });
+    expect((await turn(async.turnId)).status).toBe('queued');
+  });
+
+  it('rolls the children’s cost (recursively, running ones included) up into the parent', async () => {
+    const ids = await seedTenant(env.db, 'rollup');
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    const parent = await admit(ids.tenantId, sessionId);
+    await env.db.turn.update({ where: { id: parent }, data: { costUsd: '0.1' } });
+    const a = await child(ids, parent, { status: 'completed', costUsd: '0.2' });
+    await child(ids, parent, { status: 'running', costUsd: '0.3' });
+    await child(ids, a.turnId, { status: 'completed', costUsd: '0.05', depth: 2 });
+    expect(await costRollup(sqlDb, ids.tenantId, parent)).toEqual({
+      childrenCostUsd: '0.55000000',
+      totalCostUsd: '0.65000000',
+    });
+    expect(await costRollup(sqlDb, ids.tenantId, a.turnId)).toEqual({
+      childrenCostUsd: '0.05000000',
+      totalCostUsd: '0.25000000',
+    });
+    // Another tenant sees nothing.
+    const other = await seedTenant(env.db, 'other');
+    expect(await costRollup(sqlDb, other.tenantId, parent)).toBeUndefined();
+  });
+
+  describe('against the parent’s maxUsd', () => {
+    const runner = () =>
+      new TurnRunner({
+        db: env.db,
+        engine: new TurnEngine({ providers: new ProviderRegistry({}, [model]), tools: new ToolRegistry([]) }),
+        tools: new ToolRegistry([]),
+        postTurnQueue: postTurn,
+        logger,
+        metrics: new Metrics('rollup'),
+        workerId: 'rollup',
+        leaseMs: 10_000,
+        defaultModel: 'openai-chat/m',
+      });
+
+    async function budgeted(maxUsd: number) {
+      const ids = await seedTenant(env.db, 'budget', { model: 'openai-chat/m' });
+      await env.db.agent.update({ where: { id: ids.agentId }, data: { budgets: { maxUsd } } });
+      await env.db.tenant.update({
+        where: { id: ids.tenantId },
+        data: { settings: { modelPrices: { 'openai-chat/m': { input: 1, output: 1 } } } },
+      });
+      const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+      const parent = await admit(ids.tenantId, sessionId);
+      return { ids, sessionId, parent };
+    }
+
+    const run = async (p: { ids: { tenantId: string }; sessionId: string; parent: string }) => {
+      expect(
+        await runner().handle({
+          turnId: p.parent,
+          sessionId: p.sessionId,
+          tenantId: p.ids.tenantId,
+          trace: {},
+        }),
+      ).toBe('done');
+      return turn(p.parent);
+    };
+
+    it('stops a parent whose children spent its budget before its next model call', async () => {
+      const p = await budgeted(0.5);
+      await child(p.ids, p.parent, { status: 'completed', costUsd: '0.3' });
+      await child(p.ids, p.parent, { status: 'completed', costUsd: '0.25' });
+      const before = model.requests.length;
+      const t = await run(p);
+      expect(t.stopReason).toBe('max_usd');
+      expect(model.requests.length).toBe(before);
+    });
+
+    it('runs a parent whose children left budget', async () => {
+      const p = await budgeted(0.5);
+      await child(p.ids, p.parent, { status: 'completed', costUsd: '0.1' });
+      const before = model.requests.length;
+      const t = await run(p);
+      expect(t).toMatchObject({ status: 'completed', stopReason: expect.not.stringMatching(/max_usd/) });
+      expect(model.requests.length).toBe(before + 1);
+    });
+  });
+});
