@@ -4,7 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { HostAllowList } from '@switchboard/tools';
 import { mcpFailure } from './errors';
 import type { McpToolAnnotations } from './naming';
-import { blockedServer, refusedServerUrl } from './url';
+import { blockedServer, guardedFetch, refusedServerUrl } from './url';
 
 /** What connecting to one MCP server needs; `version` changes when its registration does. */
 export interface McpConnection {
@@ -154,10 +154,19 @@ export class McpClients {
         },
       },
     });
+    // The address is checked again on every connection the transport opens (DNS rebinding).
+    const guard = guardedFetch(conn.name, this.allow);
     const transport = new StreamableHTTPClientTransport(new URL(conn.url), {
       requestInit: { headers: conn.headers, redirect: 'error' },
+      fetch: guard.fetch,
     });
-    await client.connect(transport, { timeout: conn.timeoutMs });
+    client.onclose = () => void guard.close().catch(() => undefined);
+    try {
+      await client.connect(transport, { timeout: conn.timeoutMs });
+    } catch (err) {
+      await client.close().catch(() => undefined);
+      throw err;
+    }
     return client;
   }
 }

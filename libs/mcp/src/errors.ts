@@ -41,8 +41,9 @@ export function mcpFailure(err: unknown, server: string): ToolError {
       retryable: false,
     });
   }
-  // fetch's network failures (connection refused, reset, DNS) are TypeErrors with a cause.
+  // fetch's network failures (connection refused, reset, DNS, a refused address) are TypeErrors with a cause.
   const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+  if (cause instanceof ToolError) return cause;
   const message = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
   return unavailable(server, message);
 }

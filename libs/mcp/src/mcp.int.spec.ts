@@ -153,6 +153,16 @@ describe('MCP client against a real server', () => {
     }
   });
 
+  it('reaches a server by a host name the deployment allows (checked at connect)', async () => {
+    const named = new McpClients({ allowHosts: ['localhost'] });
+    try {
+      const url = server.url.replace('127.0.0.1', 'localhost');
+      await expect(named.listTools({ ...conn, id: 'srv-named', url })).resolves.toHaveLength(5);
+    } finally {
+      await named.close();
+    }
+  });
+
   it('a loopback server is refused without an allowlist entry', async () => {
     const strict = new McpClients();
     try {

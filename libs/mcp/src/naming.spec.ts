@@ -1,3 +1,5 @@
+import { HostAllowList } from '@switchboard/tools';
+import { checkedLookup } from './url';
 import {
   MCP_SERVER_NAME,
   mcpToolName,
@@ -51,5 +53,30 @@ describe('side-effect class from MCP annotations', () => {
     [{ destructiveHint: false, openWorldHint: false }, 'local_write'],
   ] as const)('%j → %s', (annotations, expected) => {
     expect(sideEffectOf(annotations)).toBe(expected);
+  });
+});
+
+describe('the connection-time address check', () => {
+  const resolve = (allow: string[], host = 'localhost') =>
+    new Promise<{ err: unknown; address: unknown }>((done) =>
+      checkedLookup('srv', new HostAllowList(allow))(host, { all: true }, (err, address) =>
+        done({ err, address }),
+      ),
+    );
+
+  it('refuses a name that resolves to loopback, as a blocked_address tool error', async () => {
+    const { err } = await resolve([]);
+    expect(err).toMatchObject({
+      kind: 'blocked_address',
+      message: expect.stringContaining('localhost resolves to'),
+    });
+  });
+
+  it('passes the checked addresses on when the name or its address is allowed', async () => {
+    for (const allow of [['localhost'], ['127.0.0.1', '::1']]) {
+      const { err, address } = await resolve(allow);
+      expect(err).toBeNull();
+      expect(address).toEqual(expect.arrayContaining([expect.objectContaining({ address: '127.0.0.1' })]));
+    }
   });
 });

@@ -1,5 +1,9 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
+import type { LookupFunction } from 'node:net';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { HostAllowList, refusedAddress, refusedName, ToolError } from '@switchboard/tools';
+import { Agent, fetch as undiciFetch } from 'undici';
 
 /**
  * Why an MCP server URL must not be connected to, or null (docs/adr/0023, the same address policy as
@@ -41,4 +45,39 @@ export function blockedServer(server: string, why: string): ToolError {
     details: { server },
     retryable: false,
   });
+}
+
+/**
+ * The address check where the connection is made (docs/adr/0023): the DNS step of every new
+ * connection resolves, refuses when any address is refused (unless the deployment allows the name
+ * or the address), and hands the checked addresses to the socket, so a second answer (DNS
+ * rebinding) cannot slip in between the check and the connect.
+ */
+export function checkedLookup(server: string, allow: HostAllowList): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { all: true, family: options.family }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(err, '', 0);
+      if (!allow.allowsName(hostname)) {
+        for (const a of addresses) {
+          const why = allow.allowsAddress(a.address) ? null : refusedAddress(a.address);
+          if (why)
+            return callback(blockedServer(server, `${hostname} resolves to ${a.address} (${why})`), '', 0);
+        }
+      }
+      if (options.all) return (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+/** A `fetch` for one server's transport whose connections go through `checkedLookup`. */
+export function guardedFetch(
+  server: string,
+  allow: HostAllowList,
+): { fetch: FetchLike; close(): Promise<void> } {
+  const agent = new Agent({ connect: { lookup: checkedLookup(server, allow) } });
+  return {
+    fetch: (url, init) => undiciFetch(url, { ...(init as object), dispatcher: agent }),
+    close: () => agent.close(),
+  };
 }
