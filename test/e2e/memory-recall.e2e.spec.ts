@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import {
   createTestEnv,
   FakeLlmServer,
@@ -10,9 +11,20 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
-import { startGateway, type Running } from '../support/stack';
 
 jest.setTimeout(90_000);
+
+/** A port nothing listens on now, for the gateway process. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
 
 /** What the user says in session 1, and the part of it that must come back in session 2. */
 const SAID = 'Please remember this: my deploy window is Tuesdays 14:00 UTC.';
@@ -22,8 +34,8 @@ const ASKED = 'When is my deploy window?';
 const ROTATION = 'our on-call rotation starts Mondays 09:00 CET';
 
 /**
- * Memory across sessions (issue 13), with a real gateway, harness worker and hooks worker and the
- * fake LLM behind the real provider SDKs: a fact said in session 1 is distilled by the archivist
+ * Memory across sessions (issue 13), with the gateway, a harness worker and a hooks worker as real
+ * processes (as production starts them) and the fake LLM behind the real provider SDKs: a fact said in session 1 is distilled by the archivist
  * into the agent's memory, with provenance pointing at session 1's turn, and recalled into the
  * model's request in session 2 of the same agent. Another tenant's agent, asked the same thing,
  * never sees it: not in its model request, not in its memory.
@@ -31,7 +43,6 @@ const ROTATION = 'our on-call rotation starts Mondays 09:00 CET';
 describe('memory recall across sessions', () => {
   let env: TestEnv;
   let llm: FakeLlmServer;
-  let gateway: Running & { url: string };
   let api: Api;
   let other: Api;
   const workers: AppProcess[] = [];
@@ -62,17 +73,23 @@ describe('memory recall across sessions', () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
     llm.setDefault(reply);
-    gateway = await startGateway(env.config(llm.providerEnv));
+    const port = await freePort();
+    workers.push(
+      await spawnApp(
+        'gateway',
+        env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' }),
+      ),
+    );
     for (const app of ['harness-worker', 'hooks-worker'] as const) {
       workers.push(await spawnApp(app, env.processEnv(llm.providerEnv)));
     }
-    ({ api } = await newTenant(gateway.url, 'test-admin-token-0123456789', 'recall'));
-    ({ api: other } = await newTenant(gateway.url, 'test-admin-token-0123456789', 'other'));
+    const url = `http://127.0.0.1:${port}`;
+    ({ api } = await newTenant(url, 'test-admin-token-0123456789', 'recall'));
+    ({ api: other } = await newTenant(url, 'test-admin-token-0123456789', 'other'));
   });
 
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-    await gateway?.close();
     await llm?.close();
     await env?.cleanup();
   });
