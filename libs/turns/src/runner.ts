@@ -357,10 +357,6 @@ export class TurnRunner {
         ).map((r) => r.ref);
         const summarizerModel = resolveModelRef('hint:summarization', routes, this.o.defaultModel).ref;
 
-        const extraTools =
-          this.o.turnTools && agent.tools.some((n) => n.includes('__'))
-            ? await this.o.turnTools({ tenantId: turn.tenantId, agentId: agent.id, tools: agent.tools })
-            : undefined;
         // Rendered on the session's first turn, stored with the turn's first commit, reused byte for byte.
         const systemPrompt = session.systemPrompt ?? this.renderPrompt(agent, !!turn.taskId);
         // A compacted session loaded only its first exchange and the turns after the cut; a note (the
@@ -430,6 +426,12 @@ export class TurnRunner {
 
         let outcome: TurnOutcome;
         try {
+          // The agent's MCP tools (docs/adr/0023), resolved once the heartbeat keeps the lease: a
+          // server's listing may take up to its timeout.
+          const extraTools =
+            this.o.turnTools && agent.tools.some((n) => n.includes('__'))
+              ? await this.o.turnTools({ tenantId: turn.tenantId, agentId: agent.id, tools: agent.tools })
+              : undefined;
           outcome = await this.o.engine.run(
             {
               turnId: turn.id,
