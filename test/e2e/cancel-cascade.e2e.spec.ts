@@ -41,9 +41,10 @@ function ask(req: RecordedRequest): { agent: string; results: string[] } {
  * a harness-worker process and a fake LLM: the parent spawns two children, pauses on wait_subagent,
  * and is cancelled while both children hang inside their model calls. Both child turns end
  * `cancelled` (their calls aborted), both tasks end `cancelled`, the parent never calls its model
- * again, and GET /v1/turns/:id rolls the children's cost up into the parent.
+ * again, and GET /v1/turns/:id rolls the children's cost up into the parent. A child's spend also
+ * counts against the parent's maxUsd: a parent resuming after a blocking spawn over budget stops.
  */
-describe('cancel cascade through real processes', () => {
+describe('sub-agent cancel cascade and cost roll-up through real processes', () => {
   let env: TestEnv;
   let llm: FakeLlmServer;
   let gateway: Running & { url: string };
@@ -158,5 +159,48 @@ describe('cancel cascade through real processes', () => {
     expect(requestsOf(boss).length).toBe(bossCalls);
     const journal = await env.db.event.findMany({ where: { sessionId: session, turnId: parentId } });
     expect(journal.filter((e) => e.type === 'turn_cancelled')).toHaveLength(1);
+  });
+
+  it('a child’s spend counts against the parent’s maxUsd: the parent resumes over budget and stops', async () => {
+    const boss = `thrifty-${randomUUID().slice(0, 6)}`;
+    const helper = `spender-${randomUUID().slice(0, 6)}`;
+    scripts.set(boss, (a) =>
+      a.results.length === 0
+        ? scripted.toolCall(
+            'spawn_subagent',
+            { agent: helper, task: 'spend', blocking: true },
+            { id: 'call_b' },
+          )
+        : scripted.text('the boss spent more'),
+    );
+    // The provider reports what the child's call cost.
+    scripts.set(helper, () => scripted.text('spent', { costUsd: 0.3 }));
+    expect((await api.post('/v1/agents', { name: helper, tier: 'worker', model: MODEL })).status).toBe(201);
+    const bossAgent = await api.post('/v1/agents', {
+      name: boss,
+      tier: 'chat',
+      model: MODEL,
+      tools: ['spawn_subagent'],
+      budgets: { maxUsd: 0.25 },
+    });
+    expect(bossAgent.status).toBe(201);
+    const session = (await api.post('/v1/sessions', { agentId: bossAgent.body.id })).body.id as string;
+    const admitted = await api.post(`/v1/sessions/${session}/messages`, { content: 'spend it' });
+    const parentId = admitted.body.turnId as string;
+    const parent = await waitFor(
+      async () => {
+        const r = await api.get(`/v1/turns/${parentId}`);
+        return ['completed', 'failed', 'cancelled'].includes(r.body.status) ? r.body : undefined;
+      },
+      { what: 'parent ended' },
+    );
+    // Its own spend is far below 0.25; with the child's 0.3 it is over, so it stops before its next call.
+    expect(parent.stopReason).toBe('max_usd');
+    expect(requestsOf(boss)).toHaveLength(1);
+    expect(Number(parent.costUsd)).toBeLessThan(0.25);
+    expect(parent.children).toHaveLength(1);
+    expect(parent.children[0].status).toBe('completed');
+    expect(Number(parent.childrenCostUsd)).toBeCloseTo(0.3, 8);
+    expect(Number(parent.totalCostUsd)).toBeCloseTo(Number(parent.costUsd) + 0.3, 8);
   });
 });
