@@ -180,6 +180,18 @@ describe('TaskService', () => {
     expect(await svc.settleDue()).toBe(0);
   });
 
+  it('the sweep resumes a parent whose worker died between its pause and its own check', async () => {
+    const p = await parent();
+    const { task } = await spawn(p, await p.child('helper'), 'c1');
+    await end(task.id, task.childTurnId!);
+    await svc.childEnded(task.childTurnId!);
+    // The pause committed; its worker was killed before parentPaused.
+    await env.db.$executeRaw`UPDATE turns SET status = 'awaiting_subagent' WHERE id = ${p.turnId}::uuid`;
+    expect(await svc.settleDue()).toBe(1);
+    expect(await status(p.turnId)).toBe('queued');
+    expect(await svc.settleDue()).toBe(0);
+  });
+
   it('reuses an idle child session of the same agent; a busy one or another agent gets a new session', async () => {
     const p = await parent();
     const helper = await p.child('helper');

@@ -454,7 +454,8 @@ export class TaskService {
   /**
    * Ended tasks whose parent has not heard of them (a worker died between the child's end and the
    * report, or the child turn ended outside the runner), and open tasks whose child turn ended: each
-   * settled. The maintenance queue's reconcile job runs it.
+   * settled; then parents still paused with nothing left to wait for: resumed. The maintenance queue's
+   * reconcile job runs it.
    */
   async settleDue(limit = 100): Promise<number> {
     const due = await this.sql.rows<{ id: string }>(sql`
@@ -463,7 +464,17 @@ export class TaskService {
         AND (k.status NOT IN ${OPEN} OR t.status IN ('completed', 'failed', 'cancelled'))
       ORDER BY k.created_at LIMIT ${limit}::int`);
     for (const d of due) await this.settle(d.id);
-    return due.length;
+    // A parent whose worker died between its pause and its own check, after its children had ended
+    // and reported: nothing else would resume it.
+    const stuck = await this.sql.rows<{ id: string }>(sql`
+      SELECT t.id FROM turns t
+      WHERE t.status = 'awaiting_subagent'
+        AND NOT EXISTS (SELECT 1 FROM tasks k WHERE k.parent_session_id = t.session_id AND k.blocking
+          AND k.closed_at IS NULL AND k.status IN ${OPEN} AND ${NOT_ASKING(sql`k`)})
+        AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.child_turn_id = t.id AND NOT ${NOT_ASKING(sql`o`)})
+      ORDER BY t.created_at LIMIT ${limit}::int`);
+    for (const t of stuck) await this.parentPaused(t.id);
+    return due.length + stuck.length;
   }
 
   /** close_subagent: the task is closed; a child still running is cancelled (ADR 0014's cancel path). */
