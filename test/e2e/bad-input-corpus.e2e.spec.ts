@@ -943,6 +943,37 @@ describe('bad input corpus', () => {
     },
   );
 
+  // Tier rules on agent definitions (docs/adr/0025): refused inside the save's transaction, nothing written.
+  const newAgent = (body: Record<string, unknown>) => () =>
+    api.post('/v1/agents', { name: 'tiers', ...body });
+  cases.push(
+    ...(
+      [
+        [
+          'a chat agent listing a chat archetype',
+          newAgent({ tier: 'chat', allowedSubagents: ['orchestrator'] }),
+        ],
+        [
+          'a reasoning agent listing a reasoning archetype',
+          newAgent({ tier: 'reasoning', allowedSubagents: ['planner'] }),
+        ],
+        ['a worker listing a sub-agent', newAgent({ tier: 'worker', allowedSubagents: ['researcher'] })],
+        [
+          'a worker archetype listing a sub-agent',
+          newAgent({ archetype: 'critic', allowedSubagents: ['summarizer'] }),
+        ],
+        ['an unknown sub-agent', newAgent({ allowedSubagents: ['no_such_agent'] })],
+        ['another tenant’s agent as sub-agent', newAgent({ allowedSubagents: ['theirs'] })],
+        ['a duplicated sub-agent', newAgent({ allowedSubagents: ['researcher', 'researcher'] })],
+        ['a chat agent listing itself by name', newAgent({ name: 'mine', allowedSubagents: ['mine'] })],
+        [
+          'a patch to a tier that may not spawn what the agent lists',
+          () => api.patch(`/v1/agents/${ids.agent}`, { tier: 'worker', allowedSubagents: ['researcher'] }),
+        ],
+      ] as [string, () => Promise<ApiResponse>][]
+    ).map(([name, run]) => ({ name: `tier rules: ${name}`, run, status: 400, code: 'validation_failed' })),
+  );
+
   // The OpenAI-compatible route: what it refuses before anything is written.
   const chat =
     (change: Record<string, unknown>, headers: Record<string, string> = {}) =>
