@@ -56,6 +56,15 @@ export class McpServersController implements OnApplicationShutdown {
 
   private open = (stored: string) => this.secrets.open(stored);
 
+  /** Lists the tools and stores them; the gateway keeps no connection to a tenant's server after. */
+  private async listTools(row: McpServer): Promise<McpServer> {
+    try {
+      return await refreshServer(this.db, this.clients, row, this.open);
+    } finally {
+      this.clients.drop(row.id);
+    }
+  }
+
   private async find(tenantId: string, id: string): Promise<McpServer> {
     const row = await this.db.mcpServer.findFirst({
       where: { id: pathId(id, 'MCP server'), tenantId, deletedAt: null },
@@ -108,7 +117,7 @@ export class McpServersController implements OnApplicationShutdown {
         }
         throw err;
       });
-    return presentMcpServer(await refreshServer(this.db, this.clients, row, this.open));
+    return presentMcpServer(await this.listTools(row));
   }
 
   @Get()
@@ -157,9 +166,7 @@ export class McpServersController implements OnApplicationShutdown {
     errors: [404],
   })
   async refresh(@TenantId() tenantId: string, @Param('id') id: string): Promise<McpServerResponse> {
-    return presentMcpServer(
-      await refreshServer(this.db, this.clients, await this.find(tenantId, id), this.open),
-    );
+    return presentMcpServer(await this.listTools(await this.find(tenantId, id)));
   }
 
   /** Agents that name its tools keep their lists; those names are simply not available any more. */
