@@ -76,7 +76,8 @@ describe('sub-agent cancel cascade and cost roll-up through real processes', () 
 
   const requestsOf = (agent: string) => llm.requests.filter((r) => ask(r).agent === agent);
 
-  it('a parent cancelled while two children run cancels both children and their tasks', async () => {
+  /** A parent waiting on the first of two children it spawned, both hanging inside their model calls. */
+  async function twoRunningChildren() {
     const boss = `boss-${randomUUID().slice(0, 6)}`;
     const helper = `helper-${randomUUID().slice(0, 6)}`;
     scripts.set(boss, (a) => {
@@ -129,6 +130,21 @@ describe('sub-agent cancel cascade and cost roll-up through real processes', () 
     for (const id of childTurns) expect((await api.get(`/v1/turns/${id}`)).body.status).toBe('running');
     const bossCalls = requestsOf(boss).length;
 
+    return { boss, parentId, session, childTurns, bossCalls };
+  }
+
+  /** Waits for a turn to end and returns it. */
+  const ended = (id: string) =>
+    waitFor(
+      async () => {
+        const r = await api.get(`/v1/turns/${id}`);
+        return ['completed', 'failed', 'cancelled'].includes(r.body.status) ? r.body : undefined;
+      },
+      { what: `turn ${id} ended` },
+    );
+
+  it('a parent cancelled while two children run cancels both children and their tasks', async () => {
+    const { boss, parentId, session, childTurns, bossCalls } = await twoRunningChildren();
     const cancel = await api.post(`/v1/turns/${parentId}/cancel`, { reason: 'user stopped it' });
     expect(cancel.status).toBe(200);
     expect(cancel.body.status).toBe('cancelled');
@@ -159,6 +175,22 @@ describe('sub-agent cancel cascade and cost roll-up through real processes', () 
     expect(requestsOf(boss).length).toBe(bossCalls);
     const journal = await env.db.event.findMany({ where: { sessionId: session, turnId: parentId } });
     expect(journal.filter((e) => e.type === 'turn_cancelled')).toHaveLength(1);
+  });
+
+  it('children left running under a cancelled parent (a gateway died mid-cascade) are cancelled by the maintenance sweep', async () => {
+    const { parentId, childTurns } = await twoRunningChildren();
+    // The parent's own cancel committed; the gateway died before it cancelled the children.
+    await env.db.$executeRaw`
+      UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now(),
+        cancel_requested_at = now()
+      WHERE id = ${parentId}::uuid`;
+    for (const id of childTurns) {
+      expect((await ended(id)).status).toBe('cancelled');
+      const row = await env.db.turn.findUniqueOrThrow({ where: { id } });
+      expect(row.cancelReason).toBe(`parent turn ${parentId} was cancelled`);
+    }
+    const tasks = await env.db.task.findMany({ where: { parentTurnId: parentId } });
+    expect(tasks.map((t) => t.status)).toEqual(['cancelled', 'cancelled']);
   });
 
   it('a child’s spend counts against the parent’s maxUsd: the parent resumes over budget and stops', async () => {

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
-import { Admission } from '@switchboard/admission';
+import { Admission, TurnControl } from '@switchboard/admission';
 import type IORedis from 'ioredis';
 import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
@@ -26,6 +26,7 @@ export class MaintenanceProcessor extends QueueWorker {
   constructor(
     @Inject(DB) private readonly db: Db,
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
+    @InjectQueue(QueueName.PostTurn) private readonly postTurn: Queue,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(REDIS) private readonly redis: IORedis,
     @Inject(TASKS) private readonly tasks: TaskService,
@@ -36,6 +37,7 @@ export class MaintenanceProcessor extends QueueWorker {
   /** Expiry of approvals (docs/adr/0013): built on first use, when the worker's logger is set. */
   private approvals?: Approvals;
   private admission?: Admission;
+  private control?: TurnControl;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -54,6 +56,16 @@ export class MaintenanceProcessor extends QueueWorker {
         const expired = await this.approvals.expireDue();
         // Sub-agent tasks whose parent was not told of their end (a worker died between): told now.
         const settled = await this.tasks.settleDue();
+        // Children left open under a cancelled parent (the cascade cut short): cancelled now (docs/adr/0025).
+        this.control ??= new TurnControl(sqlDbFor(poolOf(this.db), 'harness', this.metrics), {
+          redis: this.redis,
+          prefix: this.config.QUEUE_PREFIX,
+          postTurnQueue: this.postTurn,
+          turnsQueue: this.turns,
+          live: new RedisLivePublisher(this.redis, { prefix: this.config.QUEUE_PREFIX, logger: this.logger }),
+          logger: this.logger,
+        });
+        const orphans = await this.control.cancelOrphans();
         const requeued = await reconcileTurns(this.db, this.turns, this.logger, {
           olderThanMs: RECONCILE_MIN_AGE_MS,
         });
@@ -64,7 +76,7 @@ export class MaintenanceProcessor extends QueueWorker {
           admission: this.admission,
           logger: this.logger,
         });
-        this.logger.info({ task, requeued, expired, woken, settled }, 'maintenance task ran');
+        this.logger.info({ task, requeued, expired, woken, settled, orphans }, 'maintenance task ran');
         return requeued;
       }
     }

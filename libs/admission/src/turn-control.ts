@@ -106,6 +106,19 @@ export class TurnControl {
   }
 
   /**
+   * The maintenance sweep's half of the cascade (docs/adr/0025): child turns still open under a
+   * cancelled parent (a gateway died between the parent's cancel and its children's) are cancelled
+   * now. Returns how many.
+   */
+  async cancelOrphans(): Promise<number> {
+    const orphans = await this.store.orphanedChildTurns();
+    for (const o of orphans) {
+      await this.cancel(o.tenantId, o.turnId, `parent turn ${o.parentTurnId} was cancelled`);
+    }
+    return orphans.length;
+  }
+
+  /**
    * `multitask: interrupt`: cancels the session's active turns (running, or awaiting approval) other
    * than the one just admitted, which then runs after them.
    */

@@ -131,6 +131,27 @@ export class ControlStore {
     return rows.map((r) => r.id);
   }
 
+  /**
+   * Child turns still open under a cancelled parent: the cascade a gateway that died after the
+   * parent's cancel never finished (docs/adr/0025), for the maintenance sweep. Open tasks only, so
+   * the scan stays small.
+   */
+  async orphanedChildTurns(
+    limit = 100,
+  ): Promise<{ tenantId: string; turnId: string; parentTurnId: string }[]> {
+    return this.db.rows(sql`
+      SELECT t.tenant_id AS "tenantId", t.id AS "turnId", p.id AS "parentTurnId"
+      FROM tasks k
+        JOIN turns p ON p.id = k.parent_turn_id
+        JOIN turns t ON t.id = k.child_turn_id
+      WHERE k.status IN ('pending', 'running') AND p.status = 'cancelled'
+        AND t.status NOT IN ('completed', 'failed', 'cancelled')
+        -- A cancel already requested ends the turn at its worker's next safe point or next claim.
+        AND t.cancel_requested_at IS NULL
+      ORDER BY k.created_at, k.id
+      LIMIT ${limit}`);
+  }
+
   /** The worker holding the session's lease, if it is live (an interjection's control message goes there). */
   async leaseOwner(sessionId: string): Promise<string | null> {
     const row = await this.db.first<{ lease_owner: string | null }>(sql`

@@ -181,6 +181,32 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
     expect((await task(orphan.taskId)).status).toBe('cancelled');
   });
 
+  it('the maintenance sweep cancels children left open under a cancelled parent, once', async () => {
+    const ids = await seedTenant(env.db, 'sweep');
+    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+    const parent = await admit(ids.tenantId, sessionId);
+    // The parent was cancelled and the gateway died before its children were.
+    await env.db.turn.update({
+      where: { id: parent },
+      data: { status: 'cancelled', completedAt: new Date() },
+    });
+    const queued = await child(ids, parent);
+    const running = await child(ids, parent, { status: 'running' });
+    const grandchild = await child(ids, queued.turnId, { depth: 2 });
+    // A live parent's child is no orphan.
+    const live = await admit(ids.tenantId, await seedSession(env.db, ids.tenantId, ids.agentId));
+    const kept = await child(ids, live);
+
+    expect(await control.cancelOrphans()).toBe(2);
+    expect((await turn(queued.turnId)).status).toBe('cancelled');
+    expect((await task(queued.taskId)).status).toBe('cancelled');
+    expect((await turn(grandchild.turnId)).status).toBe('cancelled');
+    expect((await turn(running.turnId)).cancelReason).toBe(`parent turn ${parent} was cancelled`);
+    expect((await turn(kept.turnId)).status).toBe('queued');
+    // The running child's cancel is already requested: the next sweep has nothing to do.
+    expect(await control.cancelOrphans()).toBe(0);
+  });
+
   it('a completed parent’s children are not cancelled by a cancel of the ended parent', async () => {
     const ids = await seedTenant(env.db, 'ended');
     const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
