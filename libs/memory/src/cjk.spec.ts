@@ -27,7 +27,14 @@ describe('CJK expansion', () => {
   it('queries words OR-ed and each CJK run as the AND of its bigrams', () => {
     expect(searchQuery('favourite colour 机器学习')).toBe('favourite | colour | ( 机器 & 器学 & 学习 )');
     expect(searchQuery('猫')).toBe('猫');
-    expect(searchQuery('東京タワーはどこ')).toBe('( 東京 & 京タ & タワ & ワー & ーは & はど & どこ )');
+    expect(searchQuery('タワー')).toBe('( タワ & ワー )');
+  });
+
+  it('treats a long CJK run as a sentence: its bigrams OR-ed, not all required', () => {
+    expect(searchQuery('東京タワーはどこ')).toBe('東京 | 京タ | タワ | ワー | ーは | はど | どこ');
+    expect(searchQuery('我最喜欢的颜色是什么')).toBe(
+      '我最 | 最喜 | 喜欢 | 欢的 | 的颜 | 颜色 | 色是 | 是什 | 什么',
+    );
   });
 
   it('never lets tsquery syntax through and returns null when nothing is searchable', () => {

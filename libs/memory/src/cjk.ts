@@ -9,8 +9,11 @@
  *
  * - `searchText` is what a record's `search` vector is built from (title and content).
  * - `searchQuery` is a `to_tsquery` expression for a query: its words OR-ed (ranking prefers records
- *   that match more of them), each multi-character CJK run as the AND of its bigrams (every bigram of
- *   the run must occur, which is how the run "matches" without a word breaker).
+ *   that match more of them). A short CJK run (a keyword: at most `CJK_KEYWORD_CHARS` characters) is
+ *   the AND of its bigrams: every bigram must occur, which is how `机器学习` "matches" without a word
+ *   breaker and its characters scattered do not. A longer run is a sentence (`我最喜欢的颜色是什么`),
+ *   which no record contains whole: its bigrams are OR-ed like words, and ranking prefers records
+ *   sharing more of them.
  */
 
 /** The text search configuration records and queries are parsed with. */
@@ -22,6 +25,8 @@ const RUNS =
   /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}ー々〆]+|[^\s\p{P}\p{S}\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}ー々〆]+/gu;
 /** Pieces the tsquery syntax gives meaning to never reach it: only letters, marks and digits do. */
 const WORD = /^[\p{L}\p{M}\p{N}]+$/u;
+/** CJK runs up to this long are keywords (all bigrams required); longer ones are sentences. */
+export const CJK_KEYWORD_CHARS = 4;
 /** A query of this many terms is enough; a pasted page must not become a huge tsquery. */
 const MAX_QUERY_TERMS = 32;
 
@@ -54,27 +59,36 @@ export function searchText(text: string): string {
     .join(' ');
 }
 
+/** A query's distinct terms, the first MAX_QUERY_TERMS of them (a pasted page is not a query). */
+function queryTerms(query: string): Term[] {
+  const seen = new Set<string>();
+  const out: Term[] = [];
+  for (const t of terms(query)) {
+    const key = `${t.kind}:${t.text}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(t);
+    if (out.length === MAX_QUERY_TERMS) break;
+  }
+  return out;
+}
+
 /**
  * The `to_tsquery` expression for a search (`null` when the query has no searchable term):
  * `colour | favourite | ( 机器 & 器学 & 学习 )`. Every operand is letters, marks and digits only,
  * so nothing a user types can break the tsquery syntax.
  */
 export function searchQuery(query: string): string | null {
-  const seen = new Set<string>();
-  const operands: string[] = [];
-  for (const t of terms(query)) {
-    const key = `${t.kind}:${t.text}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
+  const operands = queryTerms(query).flatMap((t) => {
     const parts = (t.kind === 'word' ? [t.text] : bigrams(t.text)).filter((p) => WORD.test(p));
-    if (parts.length === 0) continue;
-    operands.push(parts.length === 1 ? parts[0] : `( ${parts.join(' & ')} )`);
-    if (operands.length === MAX_QUERY_TERMS) break;
-  }
-  return operands.length > 0 ? operands.join(' | ') : null;
+    if (parts.length <= 1) return parts;
+    if ([...t.text].length > CJK_KEYWORD_CHARS) return [...new Set(parts)];
+    return [`( ${parts.join(' & ')} )`];
+  });
+  return operands.length > 0 ? [...new Set(operands)].join(' | ') : null;
 }
 
 /** Strings to look for in a record's original text when cutting a snippet around the first match. */
 export function highlightNeedles(query: string): string[] {
-  return terms(query).flatMap((t) => (t.kind === 'word' ? [t.text] : [t.text, ...bigrams(t.text)]));
+  return queryTerms(query).flatMap((t) => (t.kind === 'word' ? [t.text] : [t.text, ...bigrams(t.text)]));
 }

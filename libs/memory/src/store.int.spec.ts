@@ -90,6 +90,17 @@ describe('MemoryStore', () => {
     expect((await search('学习')).map((h) => h.title)).toEqual(['学习计划', '喜好']);
   });
 
+  it('answers a Chinese question by the bigrams it shares with a record (a sentence is no keyword)', async () => {
+    const zhAgent = newId();
+    await store.write([
+      rec('颜色', '用户最喜欢的颜色是蓝色。', { agentId: zhAgent }),
+      rec('天气', '明天北京有雨。', { agentId: zhAgent }),
+    ]);
+    const hits = await store.search({ tenantId: tenant, agentId: zhAgent, query: '我最喜欢的颜色是什么？' });
+    expect(hits.map((h) => h.title)).toEqual(['颜色']);
+    expect(hits[0].snippet).toBe('用户最喜欢的颜色是蓝色。');
+  });
+
   it('finds Japanese text, kana and kanji, including a one-character query', async () => {
     expect((await search('東京タワー')).map((h) => h.title)).toEqual(['好み']);
     expect((await search('猫')).map((h) => h.title)).toEqual(['好み']);
