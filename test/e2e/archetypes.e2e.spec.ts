@@ -1,4 +1,4 @@
-import { AgentPageResponse, AgentResponse, ArchetypeListResponse } from '@switchboard/contracts';
+import { AgentPageResponse, AgentResponse, ArchetypeListResponse, newId } from '@switchboard/contracts';
 import { ARCHETYPES, archetype, resolveSubagent } from '@switchboard/subagents';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
@@ -183,6 +183,25 @@ describe('archetypes and tiers', () => {
     expect((await api.get(`/v1/agents/${row!.id}`)).body.builtIn).toBe(true);
     // Another tenant sees none of it.
     expect((await other.get(`/v1/agents/${row!.id}`)).status).toBe(404);
+  });
+
+  it('lets an agent saved before the rules edit other fields; a change of its tier or list is checked', async () => {
+    // A worker listing a sub-agent, as stored before the tier rules existed.
+    const legacy = await env.db.agent.create({
+      data: {
+        id: newId(),
+        tenantId,
+        name: 'legacy',
+        tier: 'worker',
+        model: 'scripted/echo',
+        allowedSubagents: ['researcher'],
+      },
+    });
+    expect((await api.patch(`/v1/agents/${legacy.id}`, { instructions: 'still here' })).status).toBe(200);
+    expect((await api.patch(`/v1/agents/${legacy.id}`, { tier: 'reasoning' })).status).toBe(200);
+    const bad = await api.patch(`/v1/agents/${legacy.id}`, { allowedSubagents: ['planner'] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details.issues[0].path).toBe('allowedSubagents.0');
   });
 
   it('accepts the product’s worker-registered tools (sub-agent, memory) by name', async () => {

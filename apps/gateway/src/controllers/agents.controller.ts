@@ -9,7 +9,7 @@ import {
   type CreateAgentRequest,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import type { Db } from '@switchboard/database';
+import type { Db, Tx } from '@switchboard/database';
 import { agentToolStatus, type SqlDb } from '@switchboard/store';
 import { ARCHETYPE_TOOLS, archetype, checkTierRules, refuseBuiltIn } from '@switchboard/subagents';
 import { splitMcpToolName, unknownMcpTools } from '@switchboard/mcp';
@@ -168,12 +168,17 @@ export class AgentsController {
       ...(b.tier !== undefined ? { tier: b.tier } : {}),
       ...(b.allowedSubagents !== undefined ? { allowedSubagents: b.allowedSubagents } : {}),
     };
-    const row = await checkTierRules(this.db, tenantId, { saved }, (tx) =>
+    const write = (tx: Tx) =>
       tx.agent.update({
         where: { id: agent.id },
         data: { ...b, ...(b.budgets ? { budgets: b.budgets } : {}) },
-      }),
-    );
+      });
+    // Only a change of name, tier or list can break a tier rule: other edits (an agent saved before the
+    // rules whose list breaks them can still change its instructions) skip the check and its lock.
+    const touchesTiers = b.name !== undefined || b.tier !== undefined || b.allowedSubagents !== undefined;
+    const row = touchesTiers
+      ? await checkTierRules(this.db, tenantId, { saved }, write)
+      : await write(this.db);
     return presentAgent(row);
   }
 
