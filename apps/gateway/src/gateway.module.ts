@@ -18,7 +18,8 @@ import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS } from '@switchboard/platform';
+import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TASKS } from '@switchboard/platform';
+import type { TaskService } from '@switchboard/subagents';
 import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
 import { Approvals } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
@@ -47,6 +48,7 @@ import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { InFlightRequests } from './http/in-flight';
 import { TURN_CONTROL } from './http/turn-control';
+import { turnDetail } from './http/turn-detail';
 import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './http/validation';
 
@@ -222,9 +224,13 @@ export class GatewayModule {
         },
         {
           provide: TURN_WAITER,
-          inject: [DB, METRICS, LIVE_SUBSCRIBER],
-          useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber) =>
-            new TurnWaiter(sqlDbFor(poolOf(db), 'gateway', metrics), live),
+          inject: [DB, METRICS, LIVE_SUBSCRIBER, TASKS],
+          useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber, tasks: TaskService) =>
+            new TurnWaiter(
+              sqlDbFor(poolOf(db), 'gateway', metrics),
+              live,
+              turnDetail(tasks, sqlDbFor(poolOf(db), 'gateway', metrics)),
+            ),
         },
         {
           provide: GATEWAY_SQL,

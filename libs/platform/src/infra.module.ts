@@ -56,17 +56,19 @@ export class InfraModule {
         provide: TASKS,
         inject: [DB, LOGGER, getQueueToken(QueueName.Turns), getQueueToken(QueueName.PostTurn)],
         useFactory: (db: Db, logger: Logger, turns: Queue, postTurn: Queue) => {
+          const live = new RedisLivePublisher(redis, { prefix: config.QUEUE_PREFIX, logger });
           const control = new TurnControl(sqlDbFor(poolOf(db), 'subagents'), {
             redis,
             prefix: config.QUEUE_PREFIX,
             postTurnQueue: postTurn,
             turnsQueue: turns,
-            live: new RedisLivePublisher(redis, { prefix: config.QUEUE_PREFIX, logger }),
+            live,
             logger,
           });
           return new TaskService(db, {
             turnsQueue: turns,
             logger,
+            live,
             cancelTurn: (tenantId, turnId, reason) => control.cancel(tenantId, turnId, reason),
           });
         },

@@ -12,7 +12,17 @@ import {
 import { poolOf, type Db } from '@switchboard/database';
 import { withSpan, type Logger } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
-import { admitWithin, json, sql, sqlDbFor, type Sql, type SqlDb, type SqlRunner } from '@switchboard/store';
+import {
+  admitWithin,
+  json,
+  sql,
+  sqlDbFor,
+  type CommittedEvent,
+  type Sql,
+  type SqlDb,
+  type SqlRunner,
+} from '@switchboard/store';
+import type { LivePublisher } from '@switchboard/live';
 
 /**
  * Sub-agent tasks (docs/adr/0024): a parent turn's spawn call becomes a task row, a child session (or
@@ -108,6 +118,8 @@ export interface TaskServiceOptions {
   turnsQueue: Queue;
   logger: Logger;
   enqueueTimeoutMs?: number;
+  /** The live channel: the parent's subagent_spawned / subagent_completed go out on it after the commit. */
+  live?: LivePublisher;
   /** Cancels a turn through the cancel path of docs/adr/0014 (TurnControl.cancel); close_subagent uses it. */
   cancelTurn?: (tenantId: string, turnId: string, reason: string) => Promise<unknown>;
 }
@@ -271,16 +283,14 @@ export class TaskService {
         callId: a.callId,
         reused: !!reused,
       };
-      await tx.execute(sql`
-        WITH s AS (
-          UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${a.parentSessionId}::uuid
-          RETURNING last_event_seq AS seq
-        )
-        INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
-        SELECT ${newId()}::uuid, ${a.tenantId}::uuid, ${a.parentSessionId}::uuid, ${a.parentTurnId}::uuid, s.seq,
-          ${EventType.SubagentSpawned}, ${json(data)}::jsonb
-        FROM s`);
-      return { taskId, sessionId, turnId };
+      const events = await journal(tx, {
+        tenantId: a.tenantId,
+        sessionId: a.parentSessionId,
+        turnId: a.parentTurnId,
+        type: EventType.SubagentSpawned,
+        data,
+      });
+      return { taskId, sessionId, turnId, events };
     });
     if (!result) {
       // The same call spawned before (a concurrent or earlier run): that child is the one.
@@ -288,6 +298,7 @@ export class TaskService {
       if (!task) throw new Error('task conflict without a task');
       return { task, created: false };
     }
+    await this.o.live?.publish(a.parentSessionId, result.events);
     await this.enqueue(
       { turnId: result.turnId, sessionId: result.sessionId, tenantId: a.tenantId },
       'normal',
@@ -315,7 +326,9 @@ export class TaskService {
   async ask(task: TaskRow, callId: string, question: string, options: string[] | undefined): Promise<void> {
     const handback = { status: 'awaiting_user', question, ...(options ? { options } : {}), callId };
     const resumeId = newId();
+    let events: CommittedEvent[] = [];
     const resume = await this.sql.transaction(async (tx) => {
+      events = [];
       if (!task.parentSessionId) return undefined;
       await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${task.parentSessionId}::uuid FOR UPDATE`);
       const asked = await tx.execute(sql`
@@ -323,17 +336,17 @@ export class TaskService {
         WHERE id = ${task.id}::uuid AND status IN ${OPEN} AND ${NOT_ASKING(sql`tasks`)}`);
       if (asked === 0) return undefined;
       const data = { taskId: task.id, agent: task.agentName, status: 'awaiting_user', ok: false, handback };
-      await tx.execute(sql`
-        WITH s AS (
-          UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${task.parentSessionId}::uuid
-          RETURNING last_event_seq AS seq
-        )
-        INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
-        SELECT ${resumeId}::uuid, ${task.tenantId}::uuid, ${task.parentSessionId}::uuid, ${task.parentTurnId}::uuid,
-          s.seq, ${EventType.SubagentCompleted}, ${json(data)}::jsonb
-        FROM s`);
+      events = await journal(tx, {
+        id: resumeId,
+        tenantId: task.tenantId,
+        sessionId: task.parentSessionId,
+        turnId: task.parentTurnId,
+        type: EventType.SubagentCompleted,
+        data,
+      });
       return resumeWithin(tx, task.parentSessionId, resumeId);
     });
+    if (task.parentSessionId) await this.o.live?.publish(task.parentSessionId, events);
     if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
   }
 
@@ -393,10 +406,14 @@ export class TaskService {
 
   /** Ends (from its turn) and reports one task to its parent; idempotent. */
   async settle(taskId: string): Promise<void> {
+    let events: CommittedEvent[] = [];
+    let parentSessionId: string | null = null;
     const resume = await this.sql.transaction(async (tx) => {
+      events = [];
       const head = await tx.first<{ parent_session_id: string | null }>(sql`
         SELECT parent_session_id FROM tasks WHERE id = ${taskId}::uuid`);
       if (!head?.parent_session_id) return undefined;
+      parentSessionId = head.parent_session_id;
       // The parent session row first: the order every status change of a turn follows (ADR 0013).
       await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${head.parent_session_id}::uuid FOR UPDATE`);
       // Ended outside the runner: the task follows its turn.
@@ -423,18 +440,17 @@ export class TaskService {
           costUsd: row.costUsd,
           callId: row.callId,
         };
-        await tx.execute(sql`
-          WITH s AS (
-            UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${row.parentSessionId}::uuid
-            RETURNING last_event_seq AS seq
-          )
-          INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
-          SELECT ${newId()}::uuid, ${row.tenantId}::uuid, ${row.parentSessionId}::uuid, ${row.parentTurnId}::uuid,
-            s.seq, ${EventType.SubagentCompleted}, ${json(data)}::jsonb
-          FROM s`);
+        events = await journal(tx, {
+          tenantId: row.tenantId,
+          sessionId: head.parent_session_id,
+          turnId: row.parentTurnId,
+          type: EventType.SubagentCompleted,
+          data,
+        });
       }
       return resumeWithin(tx, head.parent_session_id);
     });
+    if (parentSessionId) await this.o.live?.publish(parentSessionId, events);
     if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
   }
 
@@ -506,6 +522,23 @@ export class TaskService {
       this.o.logger.error({ err, turnId: job.turnId }, 'enqueue failed; the reconciler will retry');
     }
   }
+}
+
+/** One event on a session's journal (its seq allocated under the session row), as committed. */
+async function journal(
+  tx: SqlRunner,
+  e: { tenantId: string; sessionId: string; turnId: string | null; type: string; data: unknown; id?: string },
+): Promise<CommittedEvent[]> {
+  return tx.rows<CommittedEvent>(sql`
+    WITH s AS (
+      UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${e.sessionId}::uuid
+      RETURNING last_event_seq AS seq
+    )
+    INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
+    SELECT ${e.id ?? newId()}::uuid, ${e.tenantId}::uuid, ${e.sessionId}::uuid, ${e.turnId}::uuid, s.seq,
+      ${e.type}, ${json(e.data)}::jsonb
+    FROM s
+    RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
 }
 
 /**

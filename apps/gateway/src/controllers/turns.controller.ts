@@ -11,9 +11,9 @@ import { pathId, presentTurn } from '../http/presenters';
 import { validateOptionalBody } from '../http/validation';
 import { DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
-import { presentTask } from './tasks.controller';
+import { turnDetail } from '../http/turn-detail';
 import { TURN_CONTROL } from '../http/turn-control';
-import { costRollup, type SqlDb } from '@switchboard/store';
+import type { SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from './streams.controller';
 
 @TenantApi('turns')
@@ -30,12 +30,8 @@ export class TurnsController {
   @Get(':id')
   @Operation({ id: 'getTurn', summary: 'A turn', status: 200, schema: TurnResponse, errors: [404] })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnResponse> {
-    const turn = await this.find(tenantId, pathId(id, 'turn'));
-    // The sub-agent tasks it spawned (docs/adr/0024).
-    const children = await this.tasks.ofTurn(tenantId, turn.id);
-    // Its children's cost rolls up into it (docs/adr/0025).
-    const rollup = await costRollup(this.sql, tenantId, turn.id);
-    return { ...turn, children: children.map(presentTask), ...rollup };
+    // Its sub-agent tasks (docs/adr/0024) and their cost (docs/adr/0025), as `wait` on admission adds them.
+    return turnDetail(this.tasks, this.sql)(tenantId, await this.find(tenantId, pathId(id, 'turn')));
   }
 
   /**

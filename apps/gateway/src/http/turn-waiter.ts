@@ -3,6 +3,7 @@ import { isTerminal, type TurnResponse } from '@switchboard/contracts';
 import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
 import { sql, type SqlDb } from '@switchboard/store';
 import { presentTurn, type PresentedToolCall, type PresentedTurn } from './presenters';
+import type { TurnDetail } from './turn-detail';
 
 export const TURN_WAITER = Symbol('TURN_WAITER');
 
@@ -27,6 +28,8 @@ export class TurnWaiter {
   constructor(
     private readonly sqlDb: SqlDb,
     private readonly live: LiveSubscriber,
+    /** What GET /v1/turns/:id adds to the turn (its sub-agent tasks): the same body either way. */
+    private readonly detail?: TurnDetail,
   ) {}
 
   /** Ends every wait in progress (each answers as at its bound, without the last read). */
@@ -93,7 +96,9 @@ export class TurnWaiter {
   /** The turn as GET /v1/turns/:id presents it when it has ended; undefined while it has not. */
   async ended(tenantId: string, turnId: string, orPaused = false): Promise<TurnResponse | undefined> {
     const turn = await readTurn(this.sqlDb, tenantId, turnId);
-    return turn && settled(turn.status, orPaused) ? presentTurn(turn) : undefined;
+    if (!turn || !settled(turn.status, orPaused)) return undefined;
+    const presented = presentTurn(turn);
+    return this.detail ? this.detail(tenantId, presented) : presented;
   }
 }
 
