@@ -308,6 +308,13 @@ export class TurnRunner {
     ]);
     this.o.metrics.turns.inc({ status: 'failed' });
     await this.enqueueHooks({ id: turnId, tenantId: failed.tenantId, status: 'failed' });
+    // A child turn's task ends with it and its parent hears of it (a no-op for other turns; the
+    // tasks sweep retries a failure here).
+    await this.o.tasks
+      ?.childEnded(turnId)
+      .catch((err: unknown) =>
+        this.o.logger.warn({ err, turnId }, 'parent not told yet; the tasks sweep retries'),
+      );
     // Jobs of the session's later turns may have completed while this one held the session: wake one.
     await this.wake(failed.sessionId);
   }
