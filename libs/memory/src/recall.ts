@@ -15,6 +15,8 @@ export interface RecallOptions {
 export interface RecallQuery {
   tenantId: string;
   agentId?: string;
+  /** The turn's session: what was distilled from it is already in the turn's history, so it is not recalled. */
+  sessionId?: string;
   input: string;
 }
 
@@ -54,7 +56,13 @@ export function memoryRecall(
     });
     try {
       const hits = await Promise.race([
-        store.search({ tenantId: q.tenantId, agentId: q.agentId, query: q.input, limit: options.limit }),
+        store.search({
+          tenantId: q.tenantId,
+          agentId: q.agentId,
+          query: q.input,
+          limit: options.limit,
+          excludeSessionId: q.sessionId,
+        }),
         timeout,
       ]);
       options.observe?.(hits.length > 0 ? 'hits' : 'empty', seconds());

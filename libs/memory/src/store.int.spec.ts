@@ -73,6 +73,27 @@ describe('MemoryStore', () => {
     expect((await search('cat')).map((h) => h.title)).toEqual(['Pets']);
   });
 
+  it('leaves out records of the session recall runs for (they are in its history), and only those', async () => {
+    // An agent of its own, so the shared fixture stays as the other tests expect it.
+    const scope = { tenantId: tenant, agentId: newId() };
+    const session = newId();
+    await store.write([
+      rec('Deploy window', 'Deploys happen on Tuesdays.', {
+        ...scope,
+        dedupeKey: 'episode:s1',
+        kind: 'episode',
+        provenance: { source: 'episodic', sessionId: session },
+      }),
+      rec('Deploy freeze', 'No deploys on Fridays.', { ...scope, dedupeKey: 'api:1' }),
+    ]);
+    const titles = async (excludeSessionId?: string) =>
+      (await store.search({ ...scope, query: 'deploys', excludeSessionId })).map((h) => h.title).sort();
+    expect(await titles()).toEqual(['Deploy freeze', 'Deploy window']);
+    // Records without a session (added through the API) are never left out.
+    expect(await titles(session)).toEqual(['Deploy freeze']);
+    expect(await titles(newId())).toEqual(['Deploy freeze', 'Deploy window']);
+  });
+
   it('filters by kind and bounds the number of hits', async () => {
     expect((await search('colour', { kinds: ['episode'] })).map((h) => h.title)).toEqual([
       'Colour of the car',

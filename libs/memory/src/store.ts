@@ -77,6 +77,8 @@ export interface MemorySearchQuery extends MemoryScope {
   query: string;
   limit?: number;
   kinds?: MemoryKind[];
+  /** Leave out records distilled from this session (recall: its turns are already in the history). */
+  excludeSessionId?: string;
 }
 
 export interface MemoryListQuery extends MemoryScope {
@@ -136,6 +138,7 @@ export class MemoryStore {
         SELECT id FROM memory_records
         WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
           AND search @@ to_tsquery(${CONFIG}, ${tsquery}) ${kindFilter(q.kinds)}
+          ${sessionFilter(q.excludeSessionId)}
         ORDER BY created_at DESC
         LIMIT ${RANK_CANDIDATES}
       )
@@ -227,4 +230,8 @@ export class MemoryStore {
 
 function kindFilter(kinds: MemoryKind[] | undefined): Sql {
   return kinds && kinds.length > 0 ? sql`AND kind = ANY(${kinds}::text[])` : sql``;
+}
+
+function sessionFilter(sessionId: string | undefined): Sql {
+  return sessionId ? sql`AND (provenance->>'sessionId') IS DISTINCT FROM ${sessionId}` : sql``;
 }
