@@ -225,6 +225,9 @@ export const NotifySecret = z
     { message: 'must encode 24 to 64 bytes' },
   );
 
+/** A tenant's daily spend cap in USD: positive, at most a million. */
+export const DailySpendLimitUsd = z.number().positive().max(1_000_000);
+
 /** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
 export const TenantSettings = z.strictObject({
   /** Endpoint of signed `notify` notifications; set together with `notifySecret`. */
@@ -243,6 +246,11 @@ export const TenantSettings = z.strictObject({
     .min(1000)
     .max(30 * 24 * 3600 * 1000)
     .optional(),
+  /**
+   * What the tenant's turns may spend per UTC day, in USD (SPEC §13): a turn claimed with nothing
+   * left stops before its first model call, a running one stops at it (docs/adr/0026). Absent: no cap.
+   */
+  dailySpendLimitUsd: DailySpendLimitUsd.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -256,8 +264,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
  */
 export function parseTenantSettings(
   json: unknown,
-): Required<Omit<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret'>> &
-  Pick<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret'> {
+): Required<Omit<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret' | 'dailySpendLimitUsd'>> &
+  Pick<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret' | 'dailySpendLimitUsd'> {
   const stored = isRecord(json) ? json : {};
   const modelRoutes: ModelRoutes = {};
   if (isRecord(stored.modelRoutes)) {
@@ -279,6 +287,7 @@ export function parseTenantSettings(
   const blockedTools = toolList(stored.blockedTools);
   const approvalRequired = toolList(stored.approvalRequired);
   const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
+  const limit = DailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
   const notifyUrl = NotifyUrl.safeParse(stored.notifyUrl);
   const notifySecret = NotifySecret.safeParse(stored.notifySecret);
@@ -298,6 +307,7 @@ export function parseTenantSettings(
     modelPrices,
     approvalRequired,
     ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
+    ...(limit.success ? { dailySpendLimitUsd: limit.data } : {}),
     // Only as a pair: a URL without its secret cannot be signed for.
     ...(notifyUrl.success && notifySecret.success
       ? { notifyUrl: notifyUrl.data, notifySecret: notifySecret.data }
@@ -332,6 +342,8 @@ export const UpdateSettingsRequest = z
     notifyUrl: NotifyUrl.nullable().optional(),
     /** Write-only: never shown again; replacing it rotates the signing secret. */
     notifySecret: NotifySecret.optional(),
+    /** `null` removes the cap. */
+    dailySpendLimitUsd: DailySpendLimitUsd.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -378,6 +390,10 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
     approvalRequired: update.approvalRequired ?? current.approvalRequired,
     approvalTtlMs:
       update.approvalTtlMs === null ? undefined : (update.approvalTtlMs ?? current.approvalTtlMs),
+    dailySpendLimitUsd:
+      update.dailySpendLimitUsd === null
+        ? undefined
+        : (update.dailySpendLimitUsd ?? current.dailySpendLimitUsd),
   };
 }
 

@@ -11,6 +11,7 @@ import {
   TrustLevel,
 } from './envelope';
 import { ERROR_CODES } from './errors';
+import { McpApproval } from './mcp';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
 import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
 import { SchedulePayload } from './schedules';
@@ -448,6 +449,8 @@ export const SettingsResponse = z
     notifyUrl: z.string().nullable(),
     /** Whether a signing secret is set (the secret itself is never shown). */
     notifySecretSet: z.boolean(),
+    /** What the tenant's turns may spend per UTC day (USD), or null: no cap (docs/adr/0026). */
+    dailySpendLimitUsd: z.number().nullable(),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;
@@ -588,7 +591,7 @@ export const McpToolResponse = z
     description: z.string().nullable(),
     /** From the tool's MCP annotations (readOnlyHint, destructiveHint, openWorldHint). */
     sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
-    /** Anything not read-only needs a human's approval before it runs. */
+    /** Needs a human's approval before it runs: per the server's `approval` setting. */
     needsApproval: z.boolean(),
     /** A call a crashed run started is run again with the same key (idempotentHint or the server setting). */
     honoursIdempotencyKey: z.boolean(),
@@ -610,6 +613,8 @@ export const McpServerResponse = z
     authHeader: z.string().nullable(),
     timeoutMs: z.number().int(),
     idempotencyKeys: z.boolean(),
+    /** Which tools need approval: all but read-only (`side_effects`), `destructive_only` or `none`. */
+    approval: McpApproval,
     /** `ok` after a listing succeeded; `unreachable` (lastError says why) otherwise. */
     status: z.enum(['ok', 'unreachable']),
     lastError: z.string().nullable(),

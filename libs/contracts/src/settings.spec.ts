@@ -262,3 +262,19 @@ describe('notify endpoint settings (docs/adr/0018)', () => {
     expect(UpdateSettingsRequest.safeParse({ notifySecret: null }).success).toBe(false);
   });
 });
+
+describe('daily spend cap (docs/adr/0026)', () => {
+  it('sets, keeps and removes the cap; reads only a positive number', () => {
+    expect(UpdateSettingsRequest.safeParse({ dailySpendLimitUsd: 0 }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ dailySpendLimitUsd: -1 }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ dailySpendLimitUsd: '5' }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ dailySpendLimitUsd: 2_000_000 }).success).toBe(false);
+    const set = applySettingsUpdate({}, UpdateSettingsRequest.parse({ dailySpendLimitUsd: 12.5 }));
+    expect(parseTenantSettings(set).dailySpendLimitUsd).toBe(12.5);
+    const kept = applySettingsUpdate(set, UpdateSettingsRequest.parse({ toolSchemaMode: 'strict' }));
+    expect(parseTenantSettings(kept).dailySpendLimitUsd).toBe(12.5);
+    const removed = applySettingsUpdate(kept, UpdateSettingsRequest.parse({ dailySpendLimitUsd: null }));
+    expect(parseTenantSettings(removed).dailySpendLimitUsd).toBeUndefined();
+    expect(parseTenantSettings({ dailySpendLimitUsd: 'lots' }).dailySpendLimitUsd).toBeUndefined();
+  });
+});

@@ -7,7 +7,13 @@ import {
 } from '@switchboard/providers';
 import { ToolRegistry } from '@switchboard/tools';
 import { TurnEngine } from './engine';
-import { BUILTIN_STOP_HOOKS, killSwitchHook, type LoopState, type StopHook } from './stop-hooks';
+import {
+  BUILTIN_STOP_HOOKS,
+  killSwitchHook,
+  tenantSpendHook,
+  type LoopState,
+  type StopHook,
+} from './stop-hooks';
 import { DEFAULT_BUDGET, type TurnCheckpoints } from './types';
 
 class Echo implements ModelProvider {
@@ -100,5 +106,16 @@ describe('stop hooks', () => {
     expect(await hook.check(state({ tenantId: 'killed' }))).toBe('kill_switch');
     expect(await hook.check(state({ tenantId: 'alive' }))).toBeNull();
     expect(asked).toEqual(['killed', 'alive']);
+  });
+
+  it('the tenant cap stops at what is left of the day, and never without a cap (docs/adr/0026)', () => {
+    let cap: number | undefined = 0.5;
+    const hook = tenantSpendHook(() => cap);
+    expect(hook.check(state({ spentUsd: 0.49 }))).toBeNull();
+    expect(hook.check(state({ spentUsd: 0.5 }))).toBe('tenant_budget_exhausted');
+    cap = 0;
+    expect(hook.check(state({ spentUsd: 0 }))).toBe('tenant_budget_exhausted');
+    cap = undefined;
+    expect(hook.check(state({ spentUsd: 1000 }))).toBeNull();
   });
 });

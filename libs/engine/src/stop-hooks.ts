@@ -53,3 +53,18 @@ export const BUILTIN_STOP_HOOKS: readonly StopHook[] = [
 export function killSwitchHook(isKilled: (tenantId: string) => Promise<boolean>): StopHook {
   return { name: 'kill_switch', check: async (s) => ((await isKilled(s.tenantId)) ? 'kill_switch' : null) };
 }
+
+/**
+ * The tenant's daily spend cap (docs/adr/0026): `capUsd` is what this run's `spentUsd` may reach
+ * (the cap less the tenant's other spend today, as the latest checkpoint read it), undefined without
+ * a cap. Checked where `max_usd` is, so a turn with nothing left stops before its first model call.
+ */
+export function tenantSpendHook(capUsd: () => number | undefined): StopHook {
+  return {
+    name: 'tenant_budget',
+    check: (s) => {
+      const cap = capUsd();
+      return cap !== undefined && s.spentUsd >= cap ? 'tenant_budget_exhausted' : null;
+    },
+  };
+}

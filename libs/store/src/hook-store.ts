@@ -84,7 +84,11 @@ export async function recordCostLog(
       INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
       SELECT ${job.id}::uuid, tenant_id, turn_id, 'cost-log', 'completed', output, now() FROM line
       ON CONFLICT (turn_id, hook) DO NOTHING
-      RETURNING output
+      RETURNING turn_id, output
+    ),
+    -- From now on the turn's spend is read from the roll-up, not from the turn (the daily cap, ADR 0026).
+    rolled AS (
+      UPDATE turns SET spend_rolled_up_at = now() WHERE id = (SELECT turn_id FROM ins)
     ),
     per_day AS (
       SELECT (created_at AT TIME ZONE 'UTC')::date AS day, sum(cost_usd) AS cost_usd,

@@ -1,5 +1,6 @@
 import { join, json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
 import { descendantsCostUsd } from './subagent-cost';
+import { tenantCapUsd } from './tenant-spend';
 
 /**
  * The turn's statements on the hot path (docs/adr/0010-turn-store-on-pg.md): the lease claim with
@@ -105,7 +106,15 @@ export interface TurnLoad {
   resumed: boolean;
   session: { systemPrompt: string | null; summarizerFailures: number; compaction: unknown };
   agent: AgentRow;
-  tenant: { settings: unknown; killSwitch: boolean };
+  tenant: {
+    settings: unknown;
+    killSwitch: boolean;
+    /**
+     * Under the tenant's daily spend cap (docs/adr/0026): what this turn may still spend (USD, the
+     * limit less the tenant's other spend today; zero or less: nothing). Absent: no cap.
+     */
+    capUsd?: number;
+  };
   /** Earlier turns' entries (the compacted middle left out), in order. */
   earlier: TranscriptEntry[];
   /** This turn's entries so far (its input, and what an interrupted run committed), in order. */
@@ -312,6 +321,11 @@ export interface StepResult {
   released: boolean;
   /** The tenant's kill switch as this statement saw it. */
   killSwitch: boolean;
+  /**
+   * What the turn may still spend under the tenant's daily cap, as this statement saw it (docs/adr/0026):
+   * the key is present (undefined: no cap) when the statement read it.
+   */
+  tenantCapUsd?: number;
   /** A cancel of the step's turn was requested (docs/adr/0014): the runner stops it at its next safe point. */
   cancelRequested: boolean;
   /** With `returnEvents`: what the step journaled, in seq order. */
@@ -330,6 +344,7 @@ interface ClaimRow {
   agent: AgentRow | null;
   settings: unknown;
   kill_switch: boolean | null;
+  tenant_cap_usd: string | null;
   transcript: TranscriptEntry[] | null;
   started_calls: string[] | null;
   blocked: boolean;
@@ -412,6 +427,7 @@ export class TurnStore {
           'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
           'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier) END AS agent,
         tn.settings, tn.kill_switch,
+        CASE WHEN ut.id IS NULL THEN NULL ELSE ${tenantCapUsd(sql`tn`, sql`ut.id`)} END AS tenant_cap_usd,
         (SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c
           WHERE c.turn_id = ut.id AND c.status = 'running') AS started_calls,
         (SELECT coalesce(json_agg(json_build_object('approvalId', ap.id, 'callId', ap.call_id,
@@ -472,7 +488,11 @@ export class TurnStore {
           compaction: row.compaction,
         },
         agent: row.agent,
-        tenant: { settings: row.settings, killSwitch: row.kill_switch ?? false },
+        tenant: {
+          settings: row.settings,
+          killSwitch: row.kill_switch ?? false,
+          ...(row.tenant_cap_usd === null ? {} : { capUsd: Number(row.tenant_cap_usd) }),
+        },
         earlier: transcript.filter((m) => m.turnSeq !== turn.seq),
         own: transcript.filter((m) => m.turnSeq === turn.seq),
         startedCalls: row.started_calls ?? [],
@@ -651,6 +671,7 @@ export class TurnStore {
       applied: boolean;
       released: boolean;
       kill_switch: boolean | null;
+      tenant_cap_usd: string | null;
       cancel_requested: boolean | null;
       events?: CommittedEvent[] | null;
     }>(stepStatement(step));
@@ -658,6 +679,7 @@ export class TurnStore {
       applied: row?.applied ?? false,
       released: row?.released ?? false,
       killSwitch: !!row?.kill_switch,
+      tenantCapUsd: row?.tenant_cap_usd == null ? undefined : Number(row.tenant_cap_usd),
       cancelRequested: !!row?.cancel_requested,
       ...(step.returnEvents ? { events: row?.events ?? [] } : {}),
     };
@@ -906,6 +928,8 @@ export function stepStatement(step: Step): Sql {
   return sql`WITH ${join(ctes, ',\n')}
     SELECT EXISTS (SELECT 1 FROM s) AS applied, coalesce((SELECT released FROM s), false) AS released,
       (SELECT kill_switch FROM tenants WHERE id = ${step.tenantId}::uuid) AS kill_switch,
+      (SELECT ${tenantCapUsd(sql`tn`, sql`${step.turnId}::uuid`)} FROM tenants tn
+        WHERE tn.id = ${step.tenantId}::uuid) AS tenant_cap_usd,
       (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${step.turnId}::uuid) AS cancel_requested
       ${step.returnEvents && n > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
 }

@@ -18,6 +18,7 @@ import {
   compactionNote,
   DEFAULT_BUDGET,
   killSwitchHook,
+  tenantSpendHook,
   TurnEngine,
   UNTRUSTED_AUTHORITY,
   type StopHook,
@@ -429,7 +430,17 @@ export class TurnRunner {
         );
         // The tenant's kill switch, as the latest checkpoint saw it: flipping it stops running turns at
         // their next safe point on every worker.
-        const stopHooks = [killSwitchHook(() => checkpoints.killSwitch()), ...(this.o.stopHooks ?? [])];
+        // The tenant's daily spend cap (docs/adr/0026), as the claim and then each commit read it: the
+        // engine's spentUsd includes the children's cost at claim, which the tenant's spend also holds.
+        const childrenUsd = Number(turn.childrenCostUsd ?? 0);
+        checkpoints.tenantCapUsd = load.tenant.capUsd;
+        const stopHooks = [
+          killSwitchHook(() => checkpoints.killSwitch()),
+          tenantSpendHook(() =>
+            checkpoints.tenantCapUsd === undefined ? undefined : checkpoints.tenantCapUsd + childrenUsd,
+          ),
+          ...(this.o.stopHooks ?? []),
+        ];
 
         let outcome: TurnOutcome;
         try {
@@ -696,6 +707,11 @@ class PostgresCheckpoints implements TurnCheckpoints {
   /** Committed-after hooks of the deferred writes (metrics once the round is durable). */
   private afterDeferred: (() => void)[] = [];
   private kill: { value: boolean; at: number };
+  /**
+   * What the turn may still spend under the tenant's daily cap as the latest commit read it (the cap
+   * less the tenant's other spend today, docs/adr/0026); undefined: the tenant has no cap.
+   */
+  tenantCapUsd?: number;
   /** An interjection waits for this turn (a control message or the heartbeat said so). */
   private interjection = false;
   /** Called when a commit finds the turn's cancel requested (docs/adr/0014). */
@@ -793,6 +809,8 @@ class PostgresCheckpoints implements TurnCheckpoints {
     if (!result.applied) throw new LeaseLostError(t.sessionId);
     this.live?.committed(result.events);
     this.kill = { value: result.killSwitch, at: Date.now() };
+    // A retried step that found its commit answers without the cap: the last value stands.
+    if (result.applied && 'tenantCapUsd' in result) this.tenantCapUsd = result.tenantCapUsd;
     if (result.cancelRequested) this.onCancelRequested?.();
     for (const fn of after) fn();
     return result;

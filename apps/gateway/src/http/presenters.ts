@@ -53,6 +53,7 @@ export const presentSettings = (settings: unknown, defaultModel: string): Settin
     defaultModel,
     notifyUrl: s.notifyUrl ?? null,
     notifySecretSet: s.notifySecret !== undefined,
+    dailySpendLimitUsd: s.dailySpendLimitUsd ?? null,
   };
 };
 

@@ -1,0 +1,238 @@
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { z } from 'zod';
+import { Admission } from '@switchboard/admission';
+import { newId, QueueName } from '@switchboard/contracts';
+import { createDatabase, poolOf, type Db } from '@switchboard/database';
+import { TurnEngine } from '@switchboard/engine';
+import { createLogger, Metrics } from '@switchboard/observability';
+import {
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from '@switchboard/providers';
+import { createRedis } from '@switchboard/queue';
+import { recordCostLog, sqlDbFor } from '@switchboard/store';
+import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import {
+  countPoolTransactions,
+  createTestEnv,
+  seedSession,
+  seedTenant,
+  type TestEnv,
+} from '@switchboard/testing';
+import { TurnRunner } from './runner';
+
+/**
+ * The tenant's daily spend cap (SPEC §13, docs/adr/0026 addendum) against real Postgres: read in the
+ * claim and every checkpoint, it stops a turn before its first model call when nothing is left, and a
+ * running turn where its spend reaches what is left; spend not rolled up yet counts, once.
+ */
+jest.setTimeout(60_000);
+
+/** 10 input + 5 output tokens at $1000 per million each: $0.015 a round. */
+const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
+const ROUND_USD = 0.015;
+const PRICES = {
+  'capped/simple': { input: 1000, output: 1000 },
+  'capped/loop': { input: 1000, output: 1000 },
+};
+
+/** `simple`: a word_count call, then an answer. `loop`: a word_count call every round. */
+class Capped implements ModelProvider {
+  readonly name = 'capped';
+  /** The input text of every turn a request was made for. */
+  readonly calls: string[] = [];
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    const input =
+      request.messages.find((m) => m.role === 'user' && m.content.startsWith('t:'))?.content ?? '';
+    this.calls.push(input);
+    const answered = request.messages.at(-1)?.role === 'tool';
+    return answered && request.model === 'simple'
+      ? { text: 'done', toolCalls: [], usage: USAGE, finishReason: 'stop' }
+      : {
+          text: '',
+          toolCalls: [{ id: `c${this.calls.length}`, name: 'word_count', arguments: '{"text":"a b"}' }],
+          usage: USAGE,
+          finishReason: 'tool_calls',
+        };
+  }
+}
+
+const wordCount = defineTool({
+  name: 'word_count',
+  description: 'Counts words',
+  schema: z.strictObject({ text: z.string() }),
+  sideEffect: 'read_only',
+  timeoutMs: 2_000,
+  needsApproval: false,
+  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
+}) as ToolDefinition;
+
+describe('the tenant daily spend cap', () => {
+  let env: TestEnv;
+  let connection: IORedis;
+  let turnsQueue: Queue;
+  let postTurn: Queue;
+  let admission: Admission;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const tools = new ToolRegistry([wordCount]);
+  const provider = new Capped();
+  const engine = new TurnEngine({ providers: new ProviderRegistry({}, [provider]), tools });
+
+  const runner = (db: Db, metrics = new Metrics('cap')) =>
+    new TurnRunner({
+      db,
+      engine,
+      tools,
+      postTurnQueue: postTurn,
+      turnsQueue,
+      logger,
+      metrics,
+      workerId: 'cap',
+      leaseMs: 10_000,
+      defaultModel: 'capped/simple',
+      prices: PRICES,
+    });
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    connection = createRedis(env.redisUrl);
+    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
+    admission = new Admission(env.db, turnsQueue, logger);
+  });
+
+  afterAll(async () => {
+    await turnsQueue?.close();
+    await postTurn?.close();
+    await connection?.quit();
+    await env?.cleanup();
+  });
+
+  async function tenant(name: string, limit: number | undefined, model = 'capped/simple') {
+    const { tenantId, agentId } = await seedTenant(env.db, name, { model, tools: ['word_count'] });
+    if (limit !== undefined) {
+      await env.db.tenant.update({
+        where: { id: tenantId },
+        data: { settings: { dailySpendLimitUsd: limit } },
+      });
+    }
+    return { tenantId, agentId };
+  }
+
+  /** Admits `text` into a new session of the tenant and runs it to its end. */
+  async function run(t: { tenantId: string; agentId: string }, text: string, db: Db = env.db) {
+    const sessionId = await seedSession(env.db, t.tenantId, t.agentId);
+    const { turnId } = await admission.admit({
+      tenantId: t.tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+    });
+    expect(await runner(db).handle({ turnId, sessionId, tenantId: t.tenantId, trace: {} })).toBe('done');
+    const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+    const events = await env.db.event.findMany({ where: { turnId }, orderBy: { seq: 'asc' } });
+    return { turn, events, calls: provider.calls.filter((c) => c === text).length };
+  }
+
+  const rollUp = (tenantId: string, turnId: string) =>
+    recordCostLog(sqlDbFor(poolOf(env.db), 'hooks'), { id: newId(), turnId, tenantId });
+
+  it('changes nothing for a tenant without a cap: the simple turn is still four transactions, one statement each', async () => {
+    const t = await tenant('uncapped', undefined);
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
+    const sent = countPoolTransactions(pool);
+    try {
+      const r = await run(t, 't:uncapped', prisma);
+      expect(r.turn).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
+      expect(r.calls).toBe(2);
+    } finally {
+      await prisma.$disconnect();
+    }
+    expect(sent.transactions).toBeLessThanOrEqual(4);
+    expect(sent.statements).toHaveLength(sent.transactions);
+  });
+
+  it('stops the next turn before any model call once earlier turns (rolled up or not) reached the cap', async () => {
+    // Each simple turn costs two rounds; the cap allows one turn and a half.
+    const t = await tenant('capped', 3 * ROUND_USD);
+    const first = await run(t, 't:first');
+    expect(first.turn).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
+    expect(Number(first.turn.costUsd)).toBeCloseTo(2 * ROUND_USD, 8);
+    // The second starts with one round left and stops at its check after it: spend of the first,
+    // not rolled up yet, counts from the turn row.
+    const second = await run(t, 't:second');
+    expect(second.calls).toBe(1);
+    expect(second.turn).toMatchObject({ status: 'completed', stopReason: 'tenant_budget_exhausted' });
+
+    // Rolled up, the first turn counts once: from the roll-up, no longer from its row.
+    expect(await rollUp(t.tenantId, first.turn.id)).toMatchObject({ kind: 'written' });
+    const third = await run(t, 't:third');
+    expect(third.calls).toBe(0);
+    expect(third.turn).toMatchObject({
+      status: 'completed',
+      stopReason: 'tenant_budget_exhausted',
+      iterations: 0,
+    });
+    expect(third.turn.costUsd.toNumber()).toBe(0);
+    expect(third.events.map((e) => e.type)).toEqual([
+      'message_admitted',
+      'turn_started',
+      'stop_hook_fired',
+      'turn_completed',
+    ]);
+    expect(third.events[2].data).toMatchObject({ hook: 'tenant_budget', reason: 'tenant_budget_exhausted' });
+    // Raising the cap by one turn's spend lets exactly the next turn through: nothing counted twice.
+    await env.db.tenant.update({
+      where: { id: t.tenantId },
+      data: { settings: { dailySpendLimitUsd: 5 * ROUND_USD } },
+    });
+    await rollUp(t.tenantId, second.turn.id);
+    const fourth = await run(t, 't:fourth');
+    expect(fourth.turn).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
+    expect(fourth.calls).toBe(2);
+    const day = await env.db.tenantSpendDaily.findFirstOrThrow({ where: { tenantId: t.tenantId } });
+    expect(day.costUsd.toNumber()).toBeCloseTo(3 * ROUND_USD, 8);
+  });
+
+  it('stops a running turn where its spend reaches the cap, like its own maxUsd', async () => {
+    const t = await tenant('looping', 2.5 * ROUND_USD, 'capped/loop');
+    const r = await run(t, 't:loop');
+    // Rounds 1 and 2 leave less than the cap spent; round 3 crosses it; the check after it stops.
+    expect(r.calls).toBe(3);
+    expect(r.turn).toMatchObject({ status: 'completed', stopReason: 'tenant_budget_exhausted' });
+    expect(r.events.filter((e) => e.type === 'stop_hook_fired').map((e) => e.data)).toEqual([
+      expect.objectContaining({ hook: 'tenant_budget', reason: 'tenant_budget_exhausted' }),
+    ]);
+  });
+
+  it('sees spend of the tenant’s turns still in flight, and no other tenant’s', async () => {
+    const a = await tenant('in-flight', 4 * ROUND_USD);
+    const b = await tenant('neighbour', 4 * ROUND_USD);
+    const c = await tenant('no-cap', undefined);
+    // A turn of `a` still running (or interrupted) with spend on its row.
+    const busy = await run(a, 't:busy');
+    await env.db.turn.update({
+      where: { id: busy.turn.id },
+      data: { status: 'running', completedAt: null, costUsd: 3 * ROUND_USD },
+    });
+    const blocked = await run(a, 't:blocked');
+    expect(blocked.turn.stopReason).toBe('tenant_budget_exhausted');
+    expect(blocked.calls).toBe(1);
+    // Neither a tenant with its own cap nor one without is touched by a's spend.
+    expect((await run(b, 't:b')).turn.stopReason).toBe('final_answer');
+    expect((await run(c, 't:c')).turn.stopReason).toBe('final_answer');
+    // A turn that ended before today (its hook never ran) is not today's spend.
+    await env.db.turn.update({
+      where: { id: busy.turn.id },
+      data: { status: 'completed', completedAt: new Date(Date.now() - 2 * 24 * 3600 * 1000) },
+    });
+    await env.db.turn.update({ where: { id: blocked.turn.id }, data: { costUsd: 0 } });
+    expect((await run(a, 't:after')).turn.stopReason).toBe('final_answer');
+  });
+});
