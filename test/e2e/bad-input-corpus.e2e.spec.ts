@@ -214,7 +214,15 @@ describe('bad input corpus', () => {
         auth: { header: 'Authorization', value: 'Bearer x' },
         timeoutMs: 500,
         idempotencyKeys: true,
+        approval: 'destructive_only',
       }),
+    },
+    {
+      name: 'patch MCP server',
+      method: 'PATCH',
+      path: () => `/v1/mcp-servers/${ids.mcpServer}`,
+      client: () => api,
+      valid: () => ({ timeoutMs: 800, idempotencyKeys: false, approval: 'none' }),
     },
     {
       name: 'patch schedule',
@@ -533,6 +541,13 @@ describe('bad input corpus', () => {
       other: () => ids.otherMcpServer,
     },
     {
+      name: 'patch MCP server',
+      method: 'PATCH',
+      path: (id) => `/v1/mcp-servers/${id}`,
+      body: { approval: 'none' },
+      other: () => ids.otherMcpServer,
+    },
+    {
       name: 'refresh MCP server',
       method: 'POST',
       path: (id) => `/v1/mcp-servers/${id}/refresh`,
@@ -779,6 +794,23 @@ describe('bad input corpus', () => {
       run: () => api.get(`/v1/agents/${ids.agent}/memory?cursor=${cursor(c)}`),
       status: 400,
       code: 'bad_request',
+    });
+  }
+  // The tenant's daily spend cap (docs/adr/0026): a positive number of USD up to a million, or null.
+  for (const [what, value] of [
+    ['zero', 0],
+    ['negative', -5],
+    ['a string', '10.00'],
+    ['over a million', 1_000_001],
+    ['infinite', 1e309],
+    ['an object', { usd: 5 }],
+    ['true', true],
+  ] as const) {
+    cases.push({
+      name: `settings: dailySpendLimitUsd ${what}`,
+      run: () => api.patch('/v1/settings', { dailySpendLimitUsd: value }),
+      status: 400,
+      code: 'validation_failed',
     });
   }
   for (const [what, query] of [

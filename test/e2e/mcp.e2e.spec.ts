@@ -41,13 +41,20 @@ describe('MCP servers', () => {
   /** Every response body the API gave in this file: none may contain the secret. */
   const seen: string[] = [];
 
-  const call = async (client: Api, method: 'get' | 'post' | 'delete', path: string, body?: unknown) => {
+  const call = async (
+    client: Api,
+    method: 'get' | 'post' | 'patch' | 'delete',
+    path: string,
+    body?: unknown,
+  ) => {
     const res =
       method === 'post'
         ? await client.post(path, body)
-        : method === 'get'
-          ? await client.get(path)
-          : await client.delete(path);
+        : method === 'patch'
+          ? await client.patch(path, body)
+          : method === 'get'
+            ? await client.get(path)
+            : await client.delete(path);
     seen.push(JSON.stringify(res.body ?? null));
     return res;
   };
@@ -77,9 +84,9 @@ describe('MCP servers', () => {
   });
 
   /** Runs one turn of the agent on `replies`; the turn once it is in one of `until`, and the tool message. */
-  async function turn(replies: ScriptedReply[], until = ['completed', 'failed']) {
+  async function turn(replies: ScriptedReply[], until = ['completed', 'failed'], agent = agentId) {
     llm.enqueue(...replies);
-    const session = (await api.post('/v1/sessions', { agentId })).body.id as string;
+    const session = (await api.post('/v1/sessions', { agentId: agent })).body.id as string;
     const admitted = await api.post(`/v1/sessions/${session}/messages`, { content: 'go' });
     expect(admitted.status).toBe(202);
     const t = await waitFor(
@@ -218,6 +225,53 @@ describe('MCP servers', () => {
     const deletes = mcp.calls.filter((c) => c.tool === 'delete_item');
     expect(deletes).toHaveLength(1);
     expect(deletes[0].meta?.[IDEMPOTENCY_META_KEY]).toBe(`${paused.id}:call_del`);
+  });
+
+  it('a server registered with approval "none" runs a destructive tool at once, still with the key in _meta', async () => {
+    const created = await call(api, 'post', '/v1/mcp-servers', {
+      name: 'free',
+      url: mcp.url,
+      auth: { header: 'Authorization', value: `Bearer ${TOKEN}` },
+      timeoutMs: 1_000,
+      approval: 'none',
+    });
+    expect(created.status).toBe(201);
+    const needs = (body: { tools: { name: string; needsApproval: boolean }[] }) =>
+      Object.fromEntries(body.tools.map((t) => [t.name, t.needsApproval]));
+    expect(created.body.approval).toBe('none');
+    expect(needs(created.body)).toMatchObject({ free__delete_item: false, free__append_note: false });
+    // PATCH changes the setting in place; GET shows it; the default is side_effects.
+    const patched = await call(api, 'patch', `/v1/mcp-servers/${created.body.id}`, {
+      approval: 'destructive_only',
+    });
+    expect(patched.status).toBe(200);
+    expect(needs(patched.body)).toMatchObject({ free__delete_item: true, free__append_note: false });
+    expect((await call(api, 'patch', `/v1/mcp-servers/${created.body.id}`, {})).status).toBe(400);
+    expect(
+      (await call(other, 'patch', `/v1/mcp-servers/${created.body.id}`, { approval: 'none' })).status,
+    ).toBe(404);
+    await call(api, 'patch', `/v1/mcp-servers/${created.body.id}`, { approval: 'none' });
+    expect((await call(api, 'get', `/v1/mcp-servers/${created.body.id}`)).body.approval).toBe('none');
+    expect((await call(api, 'get', `/v1/mcp-servers/${serverId}`)).body.approval).toBe('side_effects');
+
+    const agent = await call(api, 'post', '/v1/agents', {
+      name: 'mcp-free',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['free__delete_item'],
+    });
+    expect(agent.status).toBe(201);
+    const before = mcp.calls.filter((c) => c.tool === 'delete_item').length;
+    const { turn: t } = await turn(
+      [scripted.toolCall('free__delete_item', { id: 'x2' }, { id: 'call_free' }), scripted.text('Gone.')],
+      ['awaiting_approval', 'completed', 'failed'],
+      agent.body.id,
+    );
+    expect(t.status).toBe('completed');
+    const deletes = mcp.calls.filter((c) => c.tool === 'delete_item').slice(before);
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0].meta?.[IDEMPOTENCY_META_KEY]).toBe(`${t.id}:call_free`);
+    const approvals = (await call(api, 'get', '/v1/approvals?limit=200')).body.data as { turnId: string }[];
+    expect(approvals.filter((a) => a.turnId === t.id)).toEqual([]);
   });
 
   it('a tool error is mcp_tool_error and the turn goes on', async () => {

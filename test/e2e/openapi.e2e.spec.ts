@@ -433,6 +433,13 @@ describe('the OpenAPI document matches what the server answers', () => {
       await run('listMcpServers', 400, { auth: key, query: 'cursor=not-a-cursor' });
       await run('getMcpServer', 200, { auth: key, params: { id: server.body.id } });
       await run('getMcpServer', 404, { auth: key, params: { id: unknown } });
+      await run('updateMcpServer', 200, {
+        auth: key,
+        params: { id: server.body.id },
+        body: { approval: 'none' },
+      });
+      await run('updateMcpServer', 400, { auth: key, params: { id: server.body.id }, body: {} });
+      await run('updateMcpServer', 404, { auth: key, params: { id: unknown }, body: { approval: 'none' } });
       await run('refreshMcpServer', 200, { auth: key, params: { id: server.body.id } });
       await run('refreshMcpServer', 404, { auth: key, params: { id: unknown } });
       await run('deleteMcpServer', 204, { auth: key, params: { id: server.body.id } });

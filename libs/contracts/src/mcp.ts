@@ -33,6 +33,14 @@ export const McpAuthHeader = z.strictObject({
     .regex(/^[\t\x20-\x7e]*$/, 'must be printable ASCII'),
 });
 
+/**
+ * Which of a server's tools need a human's approval before they run (docs/adr/0023): `side_effects`
+ * (default) every tool that is not read-only; `destructive_only` only tools classed `destructive`;
+ * `none` no tool of the server. The tenant's and the agent's `approvalRequired` lists still apply.
+ */
+export const McpApproval = z.enum(['side_effects', 'destructive_only', 'none']);
+export type McpApproval = z.infer<typeof McpApproval>;
+
 export const CreateMcpServerRequest = z.strictObject({
   name: z
     .string()
@@ -46,5 +54,20 @@ export const CreateMcpServerRequest = z.strictObject({
    * started is then run again with the same key (docs/adr/0004); else it is answered outcome_unknown.
    */
   idempotencyKeys: z.boolean().optional(),
+  /** Which tools need approval (default `side_effects`). */
+  approval: McpApproval.optional(),
 });
 export type CreateMcpServerRequest = z.infer<typeof CreateMcpServerRequest>;
+
+/**
+ * The settings of a registration that can change in place; the name (agents' tool names) and the URL
+ * and secret (what was checked and listed) are fixed: delete and register again for those.
+ */
+export const UpdateMcpServerRequest = z
+  .strictObject({
+    timeoutMs: z.number().int().min(100).max(120_000).optional(),
+    idempotencyKeys: z.boolean().optional(),
+    approval: McpApproval.optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'at least one field is required' });
+export type UpdateMcpServerRequest = z.infer<typeof UpdateMcpServerRequest>;

@@ -1,4 +1,5 @@
 import { HostAllowList } from '@switchboard/tools';
+import { mcpNeedsApproval } from './tools';
 import { checkedLookup } from './url';
 import {
   MCP_SERVER_NAME,
@@ -53,6 +54,17 @@ describe('side-effect class from MCP annotations', () => {
     [{ destructiveHint: false, openWorldHint: false }, 'local_write'],
   ] as const)('%j → %s', (annotations, expected) => {
     expect(sideEffectOf(annotations)).toBe(expected);
+  });
+});
+
+describe('approval by the server setting', () => {
+  it.each([
+    ['side_effects', [false, true, true, true]],
+    ['destructive_only', [false, false, false, true]],
+    ['none', [false, false, false, false]],
+  ] as const)('%s: read_only, local_write, network, destructive → %j', (approval, expected) => {
+    const classes = ['read_only', 'local_write', 'network', 'destructive'] as const;
+    expect(classes.map((c) => mcpNeedsApproval(c, approval))).toEqual(expected);
   });
 });
 

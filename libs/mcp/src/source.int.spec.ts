@@ -48,7 +48,14 @@ describe('McpToolSource', () => {
   const source = (db: Db = env.db, ttlMs = 60_000) =>
     new McpToolSource({ db, clients, openSecret: (s) => s, ttlMs, now: () => now });
 
-  const register = (tenantId: string, name: string, url: string, tools?: McpToolEntry[], fetchedAt?: Date) =>
+  const register = (
+    tenantId: string,
+    name: string,
+    url: string,
+    tools?: McpToolEntry[],
+    fetchedAt?: Date,
+    approval?: string,
+  ) =>
     env.db.mcpServer.create({
       data: {
         id: newId(),
@@ -56,6 +63,7 @@ describe('McpToolSource', () => {
         name,
         url,
         timeoutMs: 1_000,
+        ...(approval ? { approval } : {}),
         ...(tools
           ? {
               tools: tools as unknown as Prisma.InputJsonValue,
@@ -109,6 +117,43 @@ describe('McpToolSource', () => {
       data: { url: 'http://127.0.0.1:9/mcp', updatedAt: stored.updatedAt },
     });
     expect((await s.forTurn(tenantA, ['live__add'])).map((t) => t.name)).toEqual(['live__add']);
+  });
+
+  it('applies the server’s approval setting to the tools it resolves; the column admits only the three', async () => {
+    const names = ['add', 'append_note', 'delete_item'];
+    const needs = async (approval: string) => {
+      await register(
+        tenantA,
+        `appr-${approval}`.replace('_', '-'),
+        server.url,
+        undefined,
+        undefined,
+        approval,
+      );
+      const tools = await source().forTurn(
+        tenantA,
+        names.map((n) => `appr-${approval}`.replace('_', '-') + `__${n}`),
+      );
+      return tools.map((t) => [t.sideEffect, t.needsApproval, t.honoursIdempotencyKey ?? false]);
+    };
+    expect(await needs('side_effects')).toEqual([
+      ['read_only', false, false],
+      ['local_write', true, true],
+      ['destructive', true, false],
+    ]);
+    expect(await needs('destructive_only')).toEqual([
+      ['read_only', false, false],
+      ['local_write', false, true],
+      ['destructive', true, false],
+    ]);
+    expect(await needs('none')).toEqual([
+      ['read_only', false, false],
+      ['local_write', false, true],
+      ['destructive', false, false],
+    ]);
+    await expect(
+      register(tenantA, 'appr-bad', server.url, undefined, undefined, 'sometimes'),
+    ).rejects.toThrow(/mcp_servers_approval_check/);
   });
 
   it('a server never listed and unreachable gives a tool that answers mcp_unavailable', async () => {

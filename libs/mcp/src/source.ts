@@ -3,7 +3,7 @@ import type { Db, Prisma } from '@switchboard/database';
 import type { ToolDefinition } from '@switchboard/tools';
 import type { McpClients, McpConnection, McpToolEntry } from './clients';
 import { namesMcpTools, offerable, splitMcpToolName } from './naming';
-import { mcpToolDefinition, unavailableToolDefinition } from './tools';
+import { approvalOf, mcpToolDefinition, unavailableToolDefinition } from './tools';
 
 export interface McpToolSourceOptions {
   db: Db;
@@ -117,8 +117,12 @@ export class McpToolSource {
       if (entry && offerable(row.name, entry.name)) {
         // A refused call may mean the list changed: the next turn lists the server again.
         return [
-          mcpToolDefinition(conn, { idempotencyKeys: row.idempotencyKeys }, entry, this.o.clients, () =>
-            this.invalidate(row.id),
+          mcpToolDefinition(
+            conn,
+            { idempotencyKeys: row.idempotencyKeys, approval: approvalOf(row.approval) },
+            entry,
+            this.o.clients,
+            () => this.invalidate(row.id),
           ),
         ];
       }

@@ -1,6 +1,7 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ToolError, type ToolDefinition } from '@switchboard/tools';
+import { McpApproval } from '@switchboard/contracts';
+import { ToolError, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { z } from 'zod';
 import type { McpClients, McpConnection, McpToolEntry } from './clients';
 import { mcpToolName, offerable, sideEffectOf } from './naming';
@@ -53,20 +54,32 @@ function argumentsSchema(inputSchema: Record<string, unknown>): z.ZodType<Record
   });
 }
 
+/**
+ * Whether a tool of this class needs a human's approval under the server's setting (docs/adr/0023).
+ * The tenant's and the agent's approvalRequired lists are applied by the engine on top.
+ */
+export function mcpNeedsApproval(sideEffect: SideEffect, approval: McpApproval): boolean {
+  if (approval === 'none' || sideEffect === 'read_only') return false;
+  return approval === 'side_effects' || sideEffect === 'destructive';
+}
+
 /** Whether a side-effecting call of this tool may be run again after a crash (ADR 0004). */
-function honoursKey(entry: McpToolEntry, server: McpServerSettings): boolean {
+function honoursKey(entry: McpToolEntry, server: Pick<McpServerSettings, 'idempotencyKeys'>): boolean {
   return server.idempotencyKeys || entry.annotations?.idempotentHint === true;
 }
 
 export interface McpServerSettings {
   /** The server deduplicates side effects by the `_meta` idempotency key (a registration setting). */
   idempotencyKeys: boolean;
+  /** Which tools need approval (a registration setting; `side_effects` when absent). */
+  approval?: McpApproval;
 }
 
 /**
  * One MCP tool as the engine runs it (docs/adr/0023): named `<server>__<tool>`, its JSON Schema sent
- * to providers as is, its side-effect class from its annotations, and approval required for anything
- * not read-only. A side-effecting call carries the turn's idempotency key in `_meta`.
+ * to providers as is, its side-effect class from its annotations, and approval required as the
+ * server's `approval` setting says (by default for anything not read-only). A side-effecting call
+ * carries the turn's idempotency key in `_meta`, approved or not.
  */
 export function mcpToolDefinition(
   conn: McpConnection,
@@ -88,7 +101,7 @@ export function mcpToolDefinition(
     parameters: { type: 'object', ...parameters },
     sideEffect,
     timeoutMs: conn.timeoutMs + ENGINE_TIMEOUT_MARGIN_MS,
-    needsApproval: sideEffect !== 'read_only',
+    needsApproval: mcpNeedsApproval(sideEffect, settings.approval ?? 'side_effects'),
     honoursIdempotencyKey: sideEffect !== 'read_only' && honoursKey(entry, settings),
     async execute(args, ctx) {
       const meta = sideEffect === 'read_only' ? undefined : { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey };
@@ -141,6 +154,12 @@ export function unavailableToolDefinition(conn: McpConnection, tool: string, why
   };
 }
 
+/** A stored `approval` column as the setting (the column's CHECK admits only these; anything else is the default). */
+export function approvalOf(stored: string): McpApproval {
+  const parsed = McpApproval.safeParse(stored);
+  return parsed.success ? parsed.data : 'side_effects';
+}
+
 function toolErrorText(result: CallToolResult): string {
   const text = result.content
     .map((c) => (c.type === 'text' ? c.text : `[${c.type}]`))
@@ -150,14 +169,17 @@ function toolErrorText(result: CallToolResult): string {
 }
 
 /** What the API shows of a cached tool: the same classes the engine will apply. */
-export function describeMcpTool(server: { name: string; idempotencyKeys: boolean }, entry: McpToolEntry) {
+export function describeMcpTool(
+  server: { name: string; idempotencyKeys: boolean; approval: string },
+  entry: McpToolEntry,
+) {
   const sideEffect = sideEffectOf(entry.annotations);
   return {
     name: mcpToolName(server.name, entry.name),
     tool: entry.name,
     description: entry.description ?? null,
     sideEffect,
-    needsApproval: sideEffect !== 'read_only',
+    needsApproval: mcpNeedsApproval(sideEffect, approvalOf(server.approval)),
     honoursIdempotencyKey: sideEffect !== 'read_only' && honoursKey(entry, server),
     offered: offerable(server.name, entry.name),
     inputSchema: entry.inputSchema,

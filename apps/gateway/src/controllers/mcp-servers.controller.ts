@@ -1,14 +1,21 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { McpServer } from '@prisma/client';
 import type { Config } from '@switchboard/config';
 import { AppError, McpServerPageResponse, McpServerResponse, newId, notFound } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import { describeMcpTool, McpClients, refreshServer, refusedServerUrl, storedTools } from '@switchboard/mcp';
+import {
+  approvalOf,
+  describeMcpTool,
+  McpClients,
+  refreshServer,
+  refusedServerUrl,
+  storedTools,
+} from '@switchboard/mcp';
 import { CONFIG, DB, SecretBox } from '@switchboard/platform';
 import { HostAllowList } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
-import { CreateMcpServerDto, PageQueryDto } from '../http/dto';
+import { CreateMcpServerDto, PageQueryDto, UpdateMcpServerDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId } from '../http/presenters';
 
@@ -20,6 +27,7 @@ export const presentMcpServer = (s: McpServer): McpServerResponse => ({
   authHeader: s.authHeaderName,
   timeoutMs: s.timeoutMs,
   idempotencyKeys: s.idempotencyKeys,
+  approval: approvalOf(s.approval),
   status: s.status === 'ok' ? 'ok' : 'unreachable',
   lastError: s.lastError,
   tools: storedTools(s).map((t) => describeMcpTool(s, t)),
@@ -108,6 +116,7 @@ export class McpServersController implements OnApplicationShutdown {
           authHeaderValue: body.auth ? this.secrets.seal(body.auth.value) : null,
           timeoutMs: body.timeoutMs ?? 30_000,
           idempotencyKeys: body.idempotencyKeys ?? false,
+          approval: body.approval ?? 'side_effects',
         },
       })
       .catch((err: unknown) => {
@@ -152,6 +161,39 @@ export class McpServersController implements OnApplicationShutdown {
     errors: [404],
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<McpServerResponse> {
+    return presentMcpServer(await this.find(tenantId, id));
+  }
+
+  /**
+   * Changes a registration's settings in place. `updated_at` moves, so workers reconnect (a new
+   * timeout) and resolve the tools with the new approval setting at their next turn.
+   */
+  @Patch(':id')
+  @Operation({
+    id: 'updateMcpServer',
+    summary: "Change an MCP server's settings: approval, timeoutMs, idempotencyKeys",
+    description:
+      'The name, URL and auth header are fixed (delete and register again). Workers apply the new ' +
+      "settings when a turn (or a resumed turn) next resolves the server's tools.",
+    status: 200,
+    schema: McpServerResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async update(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: UpdateMcpServerDto,
+  ): Promise<McpServerResponse> {
+    const current = await this.find(tenantId, id);
+    const { count } = await this.db.mcpServer.updateMany({
+      where: { id: current.id, tenantId, deletedAt: null },
+      data: {
+        ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+        ...(body.idempotencyKeys !== undefined ? { idempotencyKeys: body.idempotencyKeys } : {}),
+        ...(body.approval !== undefined ? { approval: body.approval } : {}),
+      },
+    });
+    if (count === 0) throw notFound('MCP server');
     return presentMcpServer(await this.find(tenantId, id));
   }
 

@@ -10,6 +10,7 @@ import {
   CreateSessionRequest,
   CreateScheduleRequest,
   CreateMcpServerRequest,
+  UpdateMcpServerRequest,
   CreateTenantRequest,
   CreateTriggerRequest,
   EventsQuery,
@@ -46,6 +47,7 @@ export class CreateScheduleDto extends createZodDto(CreateScheduleRequest) {}
 export class UpdateScheduleDto extends createZodDto(UpdateScheduleRequest) {}
 export class UsageQueryDto extends createZodDto(UsageQuery) {}
 export class CreateMcpServerDto extends createZodDto(CreateMcpServerRequest) {}
+export class UpdateMcpServerDto extends createZodDto(UpdateMcpServerRequest) {}
 export class MemoryQueryDto extends createZodDto(MemoryQuery) {}
 export class AddMemoryDto extends createZodDto(AddMemoryRequest) {}
 export class MemoryRecordQueryDto extends createZodDto(MemoryRecordQuery) {}
