@@ -802,7 +802,6 @@ describe('bad input corpus', () => {
     ['negative', -5],
     ['a string', '10.00'],
     ['over a million', 1_000_001],
-    ['infinite', 1e309],
     ['an object', { usd: 5 }],
     ['true', true],
   ] as const) {
