@@ -50,6 +50,7 @@ const config = {
     {
       ...common,
       displayName: 'integration',
+      setupFilesAfterEnv: ['<rootDir>/libs/testing/src/slow-setup.ts'],
       testMatch: ['<rootDir>/{apps,libs}/**/*.int.spec.ts'],
       testPathIgnorePatterns: ignore,
       globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
@@ -57,6 +58,7 @@ const config = {
     {
       ...common,
       displayName: 'e2e',
+      setupFilesAfterEnv: ['<rootDir>/libs/testing/src/slow-setup.ts'],
       testMatch: ['<rootDir>/{apps,libs}/**/*.e2e.spec.ts', '<rootDir>/test/**/*.e2e.spec.ts'],
       testPathIgnorePatterns: ignore,
       globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
