@@ -363,7 +363,7 @@ describe('sub-agents', () => {
     expect(history.map((m) => m.turnSeq)).toEqual([1, 1, 2, 2]);
   });
 
-  it('close_subagent cancels a running child; steer_subagent admits a follow-up into a child session', async () => {
+  it('close_subagent cancels a running child; steer_subagent interjects into the running child turn', async () => {
     const boss = unique('boss');
     const slow = unique('slow');
     const quick = unique('quick');
@@ -389,10 +389,11 @@ describe('sub-agents', () => {
         case 2:
           return scripted.toolCall('close_subagent', { task_id: ids[0] }, { id: 'call_close' });
         case 3:
+          // Late enough that the quick child's turn is running (its first model call takes 4 s).
           return scripted.toolCall(
             'steer_subagent',
             { task_id: ids[1], message: 'now say bye' },
-            { id: 'call_steer' },
+            { id: 'call_steer', delayMs: 1_500 },
           );
         case 4:
           return scripted.toolCall('list_subagents', {}, { id: 'call_list' });
@@ -401,9 +402,16 @@ describe('sub-agents', () => {
       }
     });
     scripts.set(slow, () => scripted.text('too late', { delayMs: 60_000 }));
-    scripts.set(quick, (a) => scripted.text(a.input.includes('bye') ? 'bye' : 'hi'));
+    // One tool round, so its turn makes a second model call: the steer reaches that call.
+    scripts.set(quick, (a) => {
+      if (a.transcript.includes('now say bye')) return scripted.text('bye');
+      if (!a.transcript.includes('call_wc')) {
+        return scripted.toolCall('word_count', { text: 'hi there' }, { id: 'call_wc', delayMs: 4_000 });
+      }
+      return scripted.text('hi');
+    });
     await agent(slow, 'worker');
-    await agent(quick, 'worker');
+    await agent(quick, 'worker', ['word_count']);
     const bossId = await agent(boss, 'chat', [
       'spawn_subagent',
       'close_subagent',
@@ -428,19 +436,36 @@ describe('sub-agents', () => {
     expect(closed.handback).toMatchObject({ status: 'incomplete', reason: 'cancelled' });
     const slowTurn = await env.db.turn.findUniqueOrThrow({ where: { id: a.childTurnId } });
     expect(slowTurn.status).toBe('cancelled');
-    // The steer is a second turn in the quick child's session, in the `next` band, and it ran.
+    // The steer is an interjection (docs/adr/0014, 0024): delivered into the quick child's running turn
+    // before its next model call, so that same turn answers it; the steer's own turn ends `interjected`.
     const steered = await waitFor(
       async () => {
         const turns = await env.db.turn.findMany({
           where: { sessionId: b.childSessionId },
           orderBy: { seq: 'asc' },
         });
-        return turns.length === 2 && turns[1].status === 'completed' ? turns : undefined;
+        return turns.length === 2 && turns.every((t) => t.status === 'completed') ? turns : undefined;
       },
-      { what: 'the steer ran in the child session', timeoutMs: 30_000 },
+      { what: 'the child turn and the steer ended', timeoutMs: 30_000 },
     );
-    expect(steered[1].priority).toBe('next');
-    expect(steered[1].finalText).toBe('bye');
+    expect(steered[0]).toMatchObject({ id: b.childTurnId, finalText: 'bye' });
+    expect(steered[1]).toMatchObject({ priority: 'interject', stopReason: 'interjected' });
+    const childAsks = llm.requests.map(ask).filter((x) => x.agent === quick);
+    expect(childAsks).toHaveLength(2);
+    expect(childAsks[0].transcript).not.toContain('now say bye');
+    expect(childAsks[1].transcript).toContain('call_wc');
+    expect(childAsks[1].transcript).toContain('now say bye');
+    // Provenance: the steering parent turn and the task.
+    const steerMessage = await env.db.message.findUniqueOrThrow({
+      where: { id: steered[1].inputMessageId },
+    });
+    expect(steerMessage).toMatchObject({
+      turnId: b.childTurnId,
+      priority: 'interject',
+      authorityClass: 'runtime_instruction',
+      causationId: turnId,
+      metadata: expect.objectContaining({ subagent: { taskId: b.id, steer: true, fromTurnId: turnId } }),
+    });
     // list_subagents answered both tasks to the parent.
     const list = await env.db.message.findFirstOrThrow({
       where: { turnId, role: 'tool', toolCallId: 'call_list' },

@@ -233,6 +233,30 @@ describe('Admission', () => {
     },
   );
 
+  it('honours interject from a runtime message only when a sub-agent’s parent sends it (fromParent)', async () => {
+    const runtime = (sessionId: string, fromParent?: boolean) =>
+      admission.admit({
+        tenantId,
+        sessionId,
+        kind: 'internal_followup',
+        origin: { kind: 'system', subsystem: 'subagent' },
+        body: { type: 'text', text: 'steer' },
+        deliverySurface: 'runtime_system',
+        admissionContext: 'runtime_owned',
+        priority: 'interject',
+        ...(fromParent !== undefined ? { fromParent } : {}),
+      });
+    const plain = await runtime(await newSession());
+    const steer = await runtime(await newSession(), true);
+    const turn = (id: string) => env.db.turn.findUniqueOrThrow({ where: { id } });
+    expect((await turn(plain.turnId)).priority).toBe('next');
+    expect((await turn(steer.turnId)).priority).toBe('interject');
+    expect((await queue.getJob(steer.turnId))!.opts.priority).toBe(PRIORITY_RANK.interject);
+    // Its authority stays a runtime instruction: the band changes, not what the message may authorise.
+    const message = await env.db.message.findUniqueOrThrow({ where: { id: steer.messageId } });
+    expect(message).toMatchObject({ priority: 'interject', authorityClass: 'runtime_instruction' });
+  });
+
   it('stores a webhook envelope with its provenance', async () => {
     const sessionId = await newSession();
     const unverified = await admission.admit(webhookInput(sessionId, false));

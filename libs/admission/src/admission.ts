@@ -44,6 +44,12 @@ export interface AdmitInput {
    * interrupt: cancel the session's active turn and run this message after it (docs/adr/0014).
    */
   multitask?: 'enqueue' | 'reject' | 'interrupt';
+  /**
+   * The sender is the parent turn of the session's sub-agent (steer_subagent, docs/adr/0024): it holds
+   * operator-like authority over its child, so `priority: interject` is honoured although the message's
+   * kind is a runtime one. Set only by the runtime; nothing a client sends maps to it.
+   */
+  fromParent?: boolean;
 }
 
 export interface Admitted {
@@ -214,14 +220,15 @@ export class Admission {
 
 /**
  * The band a message is admitted in (SPEC §2): `interject` only from a trusted operator (authority
- * `operator_instruction`); from anyone else it is `next`, the most urgent band that does not enter a
- * running turn.
+ * `operator_instruction`) or a sub-agent's parent turn (`fromParent`); from anyone else it is `next`,
+ * the most urgent band that does not enter a running turn.
  */
 export function effectivePriority(
-  input: Pick<AdmitInput, 'priority' | 'kind' | 'verifiedIntegration'>,
+  input: Pick<AdmitInput, 'priority' | 'kind' | 'verifiedIntegration' | 'fromParent'>,
 ): Priority {
   const priority = input.priority ?? 'normal';
   if (priority !== 'interject') return priority;
+  if (input.fromParent === true) return 'interject';
   return deriveAuthorityClass(input.kind, input.verifiedIntegration ?? false) === 'operator_instruction'
     ? 'interject'
     : 'next';

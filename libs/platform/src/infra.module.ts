@@ -69,6 +69,7 @@ export class InfraModule {
             turnsQueue: turns,
             logger,
             live,
+            control,
             cancelTurn: (tenantId, turnId, reason) => control.cancel(tenantId, turnId, reason),
           });
         },

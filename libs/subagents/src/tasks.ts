@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { Admission, type Admitted } from '@switchboard/admission';
+import { Admission, type Admitted, type TurnControl } from '@switchboard/admission';
 import {
   EventType,
   Jobs,
@@ -120,6 +120,8 @@ export interface TaskServiceOptions {
   enqueueTimeoutMs?: number;
   /** The live channel: the parent's subagent_spawned / subagent_completed go out on it after the commit. */
   live?: LivePublisher;
+  /** Tells a child's worker that a steer waits to be interjected (docs/adr/0014); without it, its heartbeat finds it. */
+  control?: TurnControl;
   /** Cancels a turn through the cancel path of docs/adr/0014 (TurnControl.cancel); close_subagent uses it. */
   cancelTurn?: (tenantId: string, turnId: string, reason: string) => Promise<unknown>;
 }
@@ -133,15 +135,17 @@ export class TaskService {
     private readonly o: TaskServiceOptions,
   ) {
     this.sql = sqlDbFor(poolOf(db), 'subagents');
-    this.admission = new Admission(db, o.turnsQueue, o.logger);
+    this.admission = new Admission(db, o.turnsQueue, o.logger, o.control ? { control: o.control } : {});
   }
 
   /**
-   * steer_subagent: a follow-up instruction admitted to the child's session in the `next` band (it runs
-   * after the child's current turn; a runtime message never interjects, SPEC §2). The call's
-   * idempotency key makes a re-run admit nothing twice.
+   * steer_subagent: an instruction from the parent, which holds operator-like authority over its child,
+   * so it is an interjection (docs/adr/0014, 0024): delivered into the child's running turn before its
+   * next provider call, or, when none runs, run first in line as the child's next turn. Provenance: the
+   * steering parent turn (causation) and the task (metadata). The call's idempotency key makes a re-run
+   * admit nothing twice.
    */
-  async steer(task: TaskRow, message: string, idempotencyKey: string): Promise<Admitted> {
+  async steer(task: TaskRow, message: string, idempotencyKey: string, fromTurnId: string): Promise<Admitted> {
     return this.admission.admit({
       tenantId: task.tenantId,
       sessionId: task.sessionId!,
@@ -150,9 +154,10 @@ export class TaskService {
       body: { type: 'text', text: message },
       deliverySurface: 'runtime_system',
       admissionContext: 'runtime_owned',
-      priority: 'next',
-      metadata: { subagent: { taskId: task.id, steer: true } },
-      causationId: task.parentTurnId ?? undefined,
+      priority: 'interject',
+      fromParent: true,
+      metadata: { subagent: { taskId: task.id, steer: true, fromTurnId } },
+      causationId: fromTurnId,
       idempotencyKey,
     });
   }

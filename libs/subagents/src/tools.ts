@@ -162,8 +162,8 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
   const steer = defineTool({
     name: 'steer_subagent',
     description:
-      'Send a sub-agent a follow-up instruction: it is admitted to the child\u2019s session as the next ' +
-      'message (after the turn it is running).',
+      'Steer a sub-agent: your instruction reaches the child\u2019s running turn before its next model ' +
+      'call (or, when it is idle, runs first as its next turn).',
     schema: z.strictObject({
       task_id: z.string().min(1).max(100),
       message: z.string().min(1).max(20_000),
@@ -175,7 +175,7 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     async execute(args, ctx) {
       const task = await ownTask(svc, ctx.tenantId, ctx.sessionId, args.task_id);
       if (!task.sessionId) throw new ToolError('unknown_task', 'the task has no child session yet');
-      const admitted = await svc.steer(task, args.message, ctx.idempotencyKey);
+      const admitted = await svc.steer(task, args.message, ctx.idempotencyKey, ctx.turnId);
       return { task_id: task.id, turn_id: admitted.turnId, status: admitted.status };
     },
   });
