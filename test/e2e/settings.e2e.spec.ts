@@ -21,6 +21,7 @@ describe('tenant settings', () => {
     defaultModel: DEFAULT_MODEL,
     notifyUrl: null,
     notifySecretSet: false,
+    dailySpendLimitUsd: null,
   };
 
   beforeAll(async () => {
@@ -63,6 +64,7 @@ describe('tenant settings', () => {
       defaultModel: DEFAULT_MODEL,
       notifyUrl: null,
       notifySecretSet: false,
+      dailySpendLimitUsd: null,
     });
 
     // Only the named route changes; blockedTools is left alone when absent.
@@ -82,6 +84,7 @@ describe('tenant settings', () => {
       defaultModel: DEFAULT_MODEL,
       notifyUrl: null,
       notifySecretSet: false,
+      dailySpendLimitUsd: null,
     };
     expect(second.body).toEqual(expected);
     expect((await a.get('/v1/settings')).body).toEqual(expected);
@@ -157,6 +160,7 @@ describe('tenant settings', () => {
       defaultModel: DEFAULT_MODEL,
       notifyUrl: null,
       notifySecretSet: false,
+      dailySpendLimitUsd: null,
     });
     // And a PATCH writes the cleaned-up value back.
     const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
@@ -183,6 +187,7 @@ describe('tenant settings', () => {
       defaultModel: DEFAULT_MODEL,
       notifyUrl: null,
       notifySecretSet: false,
+      dailySpendLimitUsd: null,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
   });
@@ -293,6 +298,7 @@ describe('tenant settings', () => {
       'approvalRequired',
       'approvalTtlMs',
       'blockedTools',
+      'dailySpendLimitUsd',
       'defaultModel',
       'modelPrices',
       'modelRoutes',

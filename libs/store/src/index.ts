@@ -5,3 +5,4 @@ export * from './admission-store';
 export * from './hook-store';
 export * from './control-store';
 export * from './subagent-cost';
+export * from './tenant-spend';

@@ -13,7 +13,7 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
-import { recordCostLog, sqlDbFor } from '@switchboard/store';
+import { recordCostLog, sql, sqlDbFor, tenantCapUsd } from '@switchboard/store';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import {
   countPoolTransactions,
@@ -156,6 +156,32 @@ describe('the tenant daily spend cap', () => {
     }
     expect(sent.transactions).toBeLessThanOrEqual(4);
     expect(sent.statements).toHaveLength(sent.transactions);
+  });
+
+  it('runs neither spend sub-select for a tenant without a cap (the CASE short-circuits them)', async () => {
+    const free = await tenant('explain-free', undefined);
+    const capped = await tenant('explain-capped', 1);
+    const db = sqlDbFor(poolOf(env.db), 'test');
+    const plan = async (tenantId: string) => {
+      const [row] = await db.rows<{ 'QUERY PLAN': unknown }>(sql`
+        EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON)
+        SELECT ${tenantCapUsd(sql`tn`, sql`${newId()}::uuid`)} FROM tenants tn WHERE tn.id = ${tenantId}::uuid`);
+      return JSON.stringify(row['QUERY PLAN']);
+    };
+    // Each sub-plan node of the JSON plan carries its loop count: 0 loops is "never executed".
+    const loops = (p: string) => [...p.matchAll(/"Actual Loops":\s*(\d+)/g)].map((m) => Number(m[1]));
+    const freePlan = await plan(free.tenantId);
+    expect(freePlan).toContain('turns_spend_not_rolled_up_idx');
+    expect(
+      loops(freePlan)
+        .slice(1)
+        .every((n) => n === 0),
+    ).toBe(true);
+    expect(
+      loops(await plan(capped.tenantId))
+        .slice(1)
+        .some((n) => n > 0),
+    ).toBe(true);
   });
 
   it('stops the next turn before any model call once earlier turns (rolled up or not) reached the cap', async () => {
