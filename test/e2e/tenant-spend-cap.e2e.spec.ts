@@ -97,6 +97,16 @@ describe('tenant daily spend cap', () => {
     const fourth = await message(api, agent.body.id, 'fourth');
     expect(fourth.turn.stopReason).toBe('tenant_budget_exhausted');
     expect(llm.requests.length).toBe(before);
+    // The chat completions facade's turn too: answered like any stop hook's end (finish_reason length).
+    const completion = await api.post('/v1/chat/completions', {
+      model: 'capped',
+      messages: [{ role: 'user', content: 'fifth?' }],
+    });
+    expect(completion.status).toBe(200);
+    expect(completion.body.choices[0]).toMatchObject({ finish_reason: 'length', message: { content: '' } });
+    const facadeTurn = await api.get(`/v1/turns/${completion.body.id.replace('chatcmpl-', '')}`);
+    expect(facadeTurn.body.stopReason).toBe('tenant_budget_exhausted');
+    expect(llm.requests.length).toBe(before);
 
     // Another tenant is not touched; and raising the cap lets this tenant's next turn run.
     const other = await newTenant(stack.url, 'test-admin-token-0123456789', 'other');
