@@ -3,3 +3,4 @@ export * from './archetypes';
 export * from './tiers';
 export * from './tasks';
 export * from './tools';
+export * from './budget';

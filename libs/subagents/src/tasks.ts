@@ -14,6 +14,7 @@ import { withSpan, type Logger } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
 import {
   admitWithin,
+  descendantsCostUsd,
   json,
   sql,
   sqlDbFor,
@@ -23,6 +24,7 @@ import {
   type SqlRunner,
 } from '@switchboard/store';
 import type { LivePublisher } from '@switchboard/live';
+import { agentMaxUsd, type ParentBudget } from './budget';
 
 /**
  * Sub-agent tasks (docs/adr/0024): a parent turn's spawn call becomes a task row, a child session (or
@@ -110,6 +112,8 @@ export interface SpawnInput {
   task: string;
   context?: string;
   blocking: boolean;
+  /** The child turn's cap: its share of the parent's budget (docs/adr/0025); absent: its agent's own. */
+  maxUsd?: number;
 }
 
 export type SpawnOutcome = { task: TaskRow; created: boolean };
@@ -191,7 +195,11 @@ export class TaskService {
       ORDER BY k.created_at, k.id`);
   }
 
-  /** The spawn depth of the task a turn runs (0 for a turn that runs none: a root turn). */
+  /**
+   * The spawn depth of the task a turn runs (0 for a turn that runs none: a root turn), and the turn's
+   * budget: its cap (its agent's maxUsd, lowered by the share its own parent gave it) and what it and
+   * its descendants spent as of their last checkpoints (docs/adr/0025).
+   */
   async parentContext(
     tenantId: string,
     turnId: string,
@@ -200,14 +208,35 @@ export class TaskService {
         depth: number;
         taskId: string | null;
         agent: { tier: string; allowedSubagents: string[]; name: string };
+        budget: ParentBudget;
       }
     | undefined
   > {
-    return this.sql.first(sql`
+    const row = await this.sql.first<{
+      depth: number;
+      taskId: string | null;
+      agent: { tier: string; allowedSubagents: string[]; name: string };
+      budgets: unknown;
+      shareUsd: string | null;
+      spentUsd: string;
+    }>(sql`
       SELECT coalesce(k.depth, 0)::int AS depth, t.task_id AS "taskId",
-        json_build_object('tier', a.tier, 'allowedSubagents', a.allowed_subagents, 'name', a.name) AS agent
+        json_build_object('tier', a.tier, 'allowedSubagents', a.allowed_subagents, 'name', a.name) AS agent,
+        a.budgets, m.metadata #>> '{subagent,maxUsd}' AS "shareUsd",
+        (t.cost_usd + ${descendantsCostUsd(sql`t.id`)})::text AS "spentUsd"
       FROM turns t JOIN agents a ON a.id = t.agent_id LEFT JOIN tasks k ON k.id = t.task_id
+        LEFT JOIN messages m ON m.id = t.input_message_id
       WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
+    if (!row) return undefined;
+    const own = agentMaxUsd(row.budgets);
+    const share = row.shareUsd === null ? undefined : Number(row.shareUsd);
+    const caps = [own, share].filter((v): v is number => v !== undefined && Number.isFinite(v));
+    return {
+      depth: row.depth,
+      taskId: row.taskId,
+      agent: row.agent,
+      budget: { maxUsd: caps.length ? Math.min(...caps) : null, spentUsd: Number(row.spentUsd) },
+    };
   }
 
   /**
@@ -264,7 +293,14 @@ export class TaskService {
         deliverySurface: 'runtime_system',
         admissionContext: 'runtime_owned',
         body,
-        metadata: { subagent: { taskId, parentTurnId: a.parentTurnId, depth: a.depth } },
+        metadata: {
+          subagent: {
+            taskId,
+            parentTurnId: a.parentTurnId,
+            depth: a.depth,
+            ...(a.maxUsd !== undefined ? { maxUsd: a.maxUsd } : {}),
+          },
+        },
         correlationId: a.parentTurnId,
         causationId: a.parentTurnId,
         traceContext: {},

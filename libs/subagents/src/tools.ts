@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool, ToolError, ToolWait, type ToolDefinition } from '@switchboard/tools';
 import { MAX_SPAWN_DEPTH, maySpawn, resolveSubagent, type Tier } from './archetypes';
+import { agentMaxUsd, childMaxUsd } from './budget';
 import { ASK_USER, isEnded, type TaskRow, type TaskService } from './tasks';
 
 /**
@@ -94,6 +95,19 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
           { recoveryHint: 'chat spawns reasoning or worker agents; reasoning spawns worker agents' },
         );
       }
+      // The child may spend only what its parent has left (docs/adr/0025).
+      const share = childMaxUsd(agentMaxUsd(child.budgets), parent.budget);
+      if (share === 'exhausted') {
+        throw new ToolError(
+          'parent_budget_exhausted',
+          `this turn has spent its budget (maxUsd ${parent.budget.maxUsd}); nothing is left for a sub-agent`,
+          {
+            details: { maxUsd: parent.budget.maxUsd, spentUsd: parent.budget.spentUsd },
+            recoveryHint: 'finish with what you have, or report that the budget ran out',
+            retryable: false,
+          },
+        );
+      }
       const { task } = await svc.spawn({
         tenantId: ctx.tenantId,
         parentTurnId: ctx.turnId,
@@ -105,6 +119,7 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
         task: args.task,
         context: args.context,
         blocking: args.blocking ?? false,
+        ...(share.maxUsd !== undefined ? { maxUsd: share.maxUsd } : {}),
       });
       return answerOrWait(task, task.blocking);
     },

@@ -68,6 +68,7 @@ import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
 import { retryTransient } from './durable';
 import { SessionLease } from './lease';
 import { LiveProgress } from './live-progress';
+import { parentBudgetCap } from './parent-budget';
 import { coherentHistory, toChatMessage } from './transcript';
 
 /** Every named hook runs after every terminal turn (libs/hooks has exactly one handler per name). */
@@ -466,7 +467,11 @@ export class TurnRunner {
               blockedTools: settings.blockedTools,
               toolSchemaMode: settings.toolSchemaMode,
               summarizer: { model: summarizerModel, consecutiveFailures: session.summarizerFailures },
-              budget: reactorCap({ ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) }, own),
+              // A child turn spends at most what its parent had left at the spawn (docs/adr/0025).
+              budget: parentBudgetCap(
+                reactorCap({ ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) }, own),
+                own,
+              ),
               stopHooks,
               contextWindowTokens: contextWindow(model, this.o.contextWindows),
               prices: { ...this.o.prices, ...settings.modelPrices },

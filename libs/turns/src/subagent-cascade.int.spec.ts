@@ -297,5 +297,32 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
       expect(t).toMatchObject({ status: 'completed', stopReason: expect.not.stringMatching(/max_usd/) });
       expect(model.requests.length).toBe(before + 1);
     });
+
+    it('caps a child turn at the share its spawn wrote on its input message, below its agent’s maxUsd', async () => {
+      const run2 = async (share: number | undefined) => {
+        const { ids } = await budgeted(5);
+        const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+        const { turnId } = await admission.admit({
+          tenantId: ids.tenantId,
+          sessionId,
+          kind: 'internal_followup',
+          origin: { kind: 'system', subsystem: 'subagent' },
+          body: { type: 'text', text: 'child task' },
+          deliverySurface: 'runtime_system',
+          admissionContext: 'runtime_owned',
+          metadata: { subagent: { taskId: newId(), ...(share !== undefined ? { maxUsd: share } : {}) } },
+        });
+        // Its own children spent 0.2: over a 0.1 share, far under its agent's 5.
+        await child(ids, turnId, { status: 'completed', costUsd: '0.2', depth: 2 });
+        const before = model.requests.length;
+        const t = await run({ ids, sessionId, parent: turnId });
+        return { stopReason: t.stopReason, requests: model.requests.length - before };
+      };
+      expect(await run2(0.1)).toEqual({ stopReason: 'max_usd', requests: 0 });
+      expect(await run2(undefined)).toEqual({
+        stopReason: expect.not.stringMatching(/max_usd/),
+        requests: 1,
+      });
+    });
   });
 });
