@@ -547,4 +547,54 @@ describe('sub-agents', () => {
     expect((await api.get(`/v1/tasks/${randomUUID()}`)).status).toBe(404);
     expect((await api.get('/v1/tasks/not-a-uuid')).status).toBe(404);
   });
+
+  it('a child gets at most what its parent has left; with nothing left the spawn is refused', async () => {
+    const boss = unique('boss');
+    const broke = unique('broke');
+    const helper = unique('helper');
+    const delegate = (a: Ask) =>
+      a.results.length === 0
+        ? scripted.toolCall(
+            'spawn_subagent',
+            { agent: helper, task: 'help', blocking: true },
+            { id: 'call_s' },
+          )
+        : scripted.text('done');
+    scripts.set(boss, delegate);
+    scripts.set(broke, delegate);
+    scripts.set(helper, () => scripted.text('helped'));
+    await agent(helper, 'worker');
+    const budgeted = async (name: string, maxUsd: number) => {
+      const r = await api.post('/v1/agents', {
+        name,
+        tier: 'chat',
+        model: MODEL,
+        tools: ['spawn_subagent'],
+        budgets: { maxUsd },
+      });
+      expect(r.status).toBe(201);
+      return r.body.id as string;
+    };
+    await harness();
+    // $1 cap: the child's share is the dollar less the parent's first model call.
+    const first = await send(await budgeted(boss, 1), 'delegate');
+    const done = await ended(first.turnId);
+    expect(done.status).toBe('completed');
+    expect(done.children).toHaveLength(1);
+    const childTurn = await env.db.turn.findUniqueOrThrow({ where: { id: done.children[0].childTurnId } });
+    const input = await env.db.message.findUniqueOrThrow({ where: { id: childTurn.inputMessageId } });
+    const share = (input.metadata as { subagent: { maxUsd: number } }).subagent.maxUsd;
+    expect(share).toBeLessThan(1);
+    expect(share).toBeGreaterThanOrEqual(1 - Number(done.costUsd));
+    // A cap nothing fits under: the spawn is a classified tool error, no task, and the parent stops.
+    const second = await send(await budgeted(broke, 0.0000001), 'delegate');
+    const refused = await ended(second.turnId);
+    expect(refused.children).toEqual([]);
+    expect(refused.stopReason).toBe('max_usd');
+    const result = await env.db.message.findFirstOrThrow({
+      where: { turnId: second.turnId, role: 'tool', toolCallId: 'call_s' },
+    });
+    expect(JSON.stringify(result.body)).toContain('parent_budget_exhausted');
+    expect(await env.db.task.count({ where: { parentTurnId: second.turnId } })).toBe(0);
+  });
 });
