@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import IORedis from 'ioredis';
 import {
   createTestEnv,
   FakeLlmServer,
@@ -73,7 +74,7 @@ describe('sub-agents', () => {
   let tenantId: string;
   const workers: AppProcess[] = [];
   /** Per agent name: its reply to a request. */
-  const scripts = new Map<string, (a: Ask) => ScriptedReply>();
+  const scripts = new Map<string, (a: Ask) => ScriptedReply | Promise<ScriptedReply>>();
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -87,8 +88,12 @@ describe('sub-agents', () => {
     ({ api, tenantId } = await newTenant(gateway.url, ADMIN));
   });
 
+  /** Redis connections a test opened. */
+  const redises: IORedis[] = [];
+
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')));
+    redises.splice(0).forEach((r) => r.disconnect());
   });
 
   afterAll(async () => {
@@ -389,11 +394,11 @@ describe('sub-agents', () => {
         case 2:
           return scripted.toolCall('close_subagent', { task_id: ids[0] }, { id: 'call_close' });
         case 3:
-          // Late enough that the quick child's turn is running (its first model call takes 4 s).
+          // The quick child's turn is running: its first model call is held until this steer is admitted.
           return scripted.toolCall(
             'steer_subagent',
             { task_id: ids[1], message: 'now say bye' },
-            { id: 'call_steer', delayMs: 1_500 },
+            { id: 'call_steer' },
           );
         case 4:
           return scripted.toolCall('list_subagents', {}, { id: 'call_list' });
@@ -403,13 +408,26 @@ describe('sub-agents', () => {
     });
     scripts.set(slow, () => scripted.text('too late', { delayMs: 60_000 }));
     // One tool round, so its turn makes a second model call: the steer reaches that call.
-    scripts.set(quick, (a) => {
+    scripts.set(quick, async (a) => {
       if (a.transcript.includes('now say bye')) return scripted.text('bye');
       if (!a.transcript.includes('call_wc')) {
-        return scripted.toolCall('word_count', { text: 'hi there' }, { id: 'call_wc', delayMs: 4_000 });
+        // Held (the child's turn stays running) until the parent's steer is admitted and its worker
+        // has been told on the control channel, so the steer meets a running turn however slow the
+        // machine is.
+        await steerSignalled;
+        return scripted.toolCall('word_count', { text: 'hi there' }, { id: 'call_wc' });
       }
       return scripted.text('hi');
     });
+    // The interjection's control message (docs/adr/0014) as published to the child's worker.
+    const listener = new IORedis(env.redisUrl);
+    redises.push(listener);
+    await listener.psubscribe(`${env.queuePrefix}:control:worker:*`);
+    const steerSignalled = new Promise<void>((resolve) =>
+      listener.on('pmessage', (_p, _ch, m) => {
+        if ((JSON.parse(m) as { type?: string }).type === 'interject') resolve();
+      }),
+    );
     await agent(slow, 'worker');
     await agent(quick, 'worker', ['word_count']);
     const bossId = await agent(boss, 'chat', [

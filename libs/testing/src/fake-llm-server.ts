@@ -133,7 +133,8 @@ export interface RecordedRequest {
   closedEarly?: boolean;
 }
 
-export type DefaultReply = ScriptedReply | ((req: RecordedRequest) => ScriptedReply);
+/** A fixed reply, or one computed per request; a promise holds the request until the test says how to answer. */
+export type DefaultReply = ScriptedReply | ((req: RecordedRequest) => ScriptedReply | Promise<ScriptedReply>);
 
 // ---------------------------------------------------------------------------------------------------------
 // Reply builders (optional sugar)
@@ -1070,7 +1071,7 @@ export class FakeLlmServer {
     }
   }
 
-  private takeReply(request: RecordedRequest): ScriptedReply | undefined {
+  private takeReply(request: RecordedRequest): ScriptedReply | Promise<ScriptedReply> | undefined {
     const next = this.queue.shift();
     if (next) return next;
     if (typeof this.fallback === 'function') return this.fallback(request);
@@ -1130,7 +1131,7 @@ export class FakeLlmServer {
         return;
       }
 
-      const reply = this.takeReply(recorded);
+      const reply = await this.takeReply(recorded);
       if (!reply) {
         const message =
           `FakeLlmServer: the script ran out of replies (request #${this.requests.length}: POST ${path}). ` +
