@@ -155,14 +155,21 @@ describe('sub-agents', () => {
       return scripted.text(`relayed: ${a.results[1]}`);
     });
     const offered: string[][] = [];
-    scripts.set(helper, (a) => {
+    let bossId = '';
+    scripts.set(helper, async (a) => {
       offered.push(a.tools);
-      // Slow enough that the parent's wait_subagent finds it still running and pauses.
-      return scripted.text('there are 42 sheep', { delayMs: 2_000 });
+      // Held until the parent's wait_subagent has found it running and paused the parent.
+      await waitFor(
+        async () =>
+          (await env.db.turn.findFirst({ where: { agentId: bossId, status: 'awaiting_subagent' } })) ??
+          undefined,
+        { what: 'the parent paused', timeoutMs: 30_000 },
+      );
+      return scripted.text('there are 42 sheep');
     });
     // A worker-tier child is never offered the delegation tools, even when its definition names them.
     await agent(helper, 'worker', ['current_time', 'spawn_subagent']);
-    const bossId = await agent(boss, 'chat', ['spawn_subagent', 'wait_subagent']);
+    bossId = await agent(boss, 'chat', ['spawn_subagent', 'wait_subagent']);
     await harness();
     const { session, turnId } = await send(bossId, 'how many sheep?');
     const turn = await ended(turnId);
