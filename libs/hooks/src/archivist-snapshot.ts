@@ -1,4 +1,6 @@
-import { bodyText, MessageBody, newId } from '@switchboard/contracts';
+import type { Span } from '@opentelemetry/api';
+import { bodyText, MessageBody, newId, type PostTurnJob } from '@switchboard/contracts';
+import { withSpan } from '@switchboard/observability';
 import { json, sql, type SqlRunner } from '@switchboard/store';
 
 /**
@@ -192,4 +194,27 @@ export async function claimHookRun(
     ON CONFLICT (turn_id, hook) DO NOTHING
   `);
   return inserted === 1;
+}
+
+/** A hook's own span (`hook <name>`) inside its job's, carrying the turn, the tenant and, after the run, its outcome. */
+export function hookSpan<T extends { outcome: string }>(
+  hook: string,
+  job: PostTurnJob,
+  run: (span: Span) => Promise<T>,
+): Promise<T> {
+  return withSpan(
+    `hook ${hook}`,
+    {
+      attributes: {
+        'switchboard.hook': hook,
+        'switchboard.turn.id': job.turnId,
+        'switchboard.tenant.id': job.tenantId,
+      },
+    },
+    async (span) => {
+      const result = await run(span);
+      span.setAttribute('switchboard.hook.outcome', result.outcome);
+      return result;
+    },
+  );
 }

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
 import { evidenceBlock } from '@switchboard/engine';
 import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql, type MemoryWrite } from '@switchboard/memory';
-import { withSpan } from '@switchboard/observability';
 import {
   costOf,
   resolveModelRef,
@@ -14,8 +13,8 @@ import {
   type ProviderRegistry,
   type Usage,
 } from '@switchboard/providers';
-import { join, sql, type SqlRunner } from '@switchboard/store';
-import { claimHookRun, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
+import { ACCUMULATE_DAILY_SPEND, join, sql, type SqlRunner } from '@switchboard/store';
+import { claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
 import type { HookContext } from './cost-log';
 
 export const ARCHIVIST_HOOK = 'archivist';
@@ -158,38 +157,26 @@ export async function runArchivist(
   ctx: HookContext,
   job: PostTurnJob,
 ): Promise<'written' | 'already_done' | 'skipped'> {
-  return withSpan(
-    'hook archivist',
-    {
-      attributes: {
-        'switchboard.hook': ARCHIVIST_HOOK,
-        'switchboard.turn.id': job.turnId,
-        'switchboard.tenant.id': job.tenantId,
+  const result = await hookSpan(ARCHIVIST_HOOK, job, async (span) => {
+    const started = Date.now();
+    const r = await archive(ctx, job);
+    span.setAttribute('switchboard.archivist.facts', r.facts);
+    ctx.logger.info(
+      {
+        hook: ARCHIVIST_HOOK,
+        turnId: job.turnId,
+        outcome: r.outcome,
+        facts: r.facts,
+        model: r.model,
+        costUsd: r.costUsd,
+        reason: r.reason,
+        durationMs: Date.now() - started,
       },
-    },
-    async (span) => {
-      const started = Date.now();
-      const result = await archive(ctx, job);
-      span.setAttributes({
-        'switchboard.hook.outcome': result.outcome,
-        'switchboard.archivist.facts': result.facts,
-      });
-      ctx.logger.info(
-        {
-          hook: ARCHIVIST_HOOK,
-          turnId: job.turnId,
-          outcome: result.outcome,
-          facts: result.facts,
-          model: result.model,
-          costUsd: result.costUsd,
-          reason: result.reason,
-          durationMs: Date.now() - started,
-        },
-        'archivist run',
-      );
-      return result.outcome;
-    },
-  );
+      'archivist run',
+    );
+    return r;
+  });
+  return result.outcome;
 }
 
 interface ArchiveResult {
@@ -398,12 +385,6 @@ async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ArchivistCall[])
       provider_calls, turns, updated_at)
     VALUES (${s.tenantId}::uuid, (now() AT TIME ZONE 'UTC')::date, ${usd}::numeric, ${tokens('inputTokens')},
       ${tokens('outputTokens')}, ${tokens('cachedTokens')}, ${calls.length}, 0, now())
-    ON CONFLICT (tenant_id, day) DO UPDATE SET
-      cost_usd = tenant_spend_daily.cost_usd + excluded.cost_usd,
-      input_tokens = tenant_spend_daily.input_tokens + excluded.input_tokens,
-      output_tokens = tenant_spend_daily.output_tokens + excluded.output_tokens,
-      cached_tokens = tenant_spend_daily.cached_tokens + excluded.cached_tokens,
-      provider_calls = tenant_spend_daily.provider_calls + excluded.provider_calls,
-      updated_at = now()
+    ${ACCUMULATE_DAILY_SPEND}
   `);
 }

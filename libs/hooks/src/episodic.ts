@@ -1,7 +1,6 @@
 import type { PostTurnJob } from '@switchboard/contracts';
 import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql } from '@switchboard/memory';
-import { withSpan } from '@switchboard/observability';
-import { bounded, claimHookRun, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
+import { bounded, claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
 import type { HookContext } from './cost-log';
 
 export const EPISODIC_HOOK = 'episodic-index';
@@ -35,22 +34,15 @@ export async function runEpisodicIndex(
   ctx: HookContext,
   job: PostTurnJob,
 ): Promise<'written' | 'already_done' | 'skipped'> {
-  return withSpan(
-    'hook episodic-index',
-    {
-      attributes: {
-        'switchboard.hook': EPISODIC_HOOK,
-        'switchboard.turn.id': job.turnId,
-        'switchboard.tenant.id': job.tenantId,
-      },
-    },
-    async (span) => {
-      const { outcome, reason } = await index(ctx, job);
-      span.setAttribute('switchboard.hook.outcome', outcome);
-      ctx.logger.info({ hook: EPISODIC_HOOK, turnId: job.turnId, outcome, reason }, 'episodic index run');
-      return outcome;
-    },
-  );
+  const { outcome } = await hookSpan(EPISODIC_HOOK, job, async () => {
+    const r = await index(ctx, job);
+    ctx.logger.info(
+      { hook: EPISODIC_HOOK, turnId: job.turnId, outcome: r.outcome, reason: r.reason },
+      'episodic index run',
+    );
+    return r;
+  });
+  return outcome;
 }
 
 async function index(

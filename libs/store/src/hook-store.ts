@@ -41,6 +41,19 @@ interface CostLogRow {
 }
 
 /**
+ * The tail of every `INSERT INTO tenant_spend_daily`: a day's row adds up what each writer brings (the
+ * cost-log hook a turn's own calls, a hook its own calls), so the roll-up is one sum whoever writes first.
+ */
+export const ACCUMULATE_DAILY_SPEND = sql`ON CONFLICT (tenant_id, day) DO UPDATE SET
+  cost_usd = tenant_spend_daily.cost_usd + excluded.cost_usd,
+  input_tokens = tenant_spend_daily.input_tokens + excluded.input_tokens,
+  output_tokens = tenant_spend_daily.output_tokens + excluded.output_tokens,
+  cached_tokens = tenant_spend_daily.cached_tokens + excluded.cached_tokens,
+  provider_calls = tenant_spend_daily.provider_calls + excluded.provider_calls,
+  turns = tenant_spend_daily.turns + excluded.turns,
+  updated_at = now()`;
+
+/**
  * The cost-log hook's one statement (docs/adr/0010): reads the turn (it must be the job's tenant's
  * and terminal), sums its ledger in SQL (exact numeric, 8 places), and inserts the `hook_runs` row
  * `ON CONFLICT (turn_id, hook) DO NOTHING`, so a re-run, or runs racing for one turn, write one row
@@ -107,14 +120,7 @@ export async function recordCostLog(
       -- spanning the same midnight lock the same rows in the same order.
       WHERE EXISTS (SELECT 1 FROM ins)
       ORDER BY d.day
-      ON CONFLICT (tenant_id, day) DO UPDATE SET
-        cost_usd = tenant_spend_daily.cost_usd + excluded.cost_usd,
-        input_tokens = tenant_spend_daily.input_tokens + excluded.input_tokens,
-        output_tokens = tenant_spend_daily.output_tokens + excluded.output_tokens,
-        cached_tokens = tenant_spend_daily.cached_tokens + excluded.cached_tokens,
-        provider_calls = tenant_spend_daily.provider_calls + excluded.provider_calls,
-        turns = tenant_spend_daily.turns + excluded.turns,
-        updated_at = now()
+      ${ACCUMULATE_DAILY_SPEND}
     )
     SELECT EXISTS (SELECT 1 FROM t) AS found,
       (SELECT output FROM ins) AS line,
