@@ -66,7 +66,7 @@ const ModelPrices = z
     ),
   );
 
-/** A host name, an IP, or an IP/prefix (HTTP_FETCH_ALLOW_HOSTS). */
+/** A host name, an IP, or an IP/prefix (HTTP_FETCH_ALLOW_HOSTS, MCP_ALLOW_HOSTS). */
 function isAllowEntry(entry: string): boolean {
   const [ip, prefix, extra] = entry.replace(/^\[|\]$/g, '').split('/');
   const family = isIP(ip);
@@ -78,6 +78,18 @@ function isAllowEntry(entry: string): boolean {
   const bits = Number(prefix);
   return extra === undefined && /^\d+$/.test(prefix) && bits <= (family === 4 ? 32 : 128);
 }
+
+/** Comma-separated allow-list entries (HTTP_FETCH_ALLOW_HOSTS, MCP_ALLOW_HOSTS). */
+const AllowHosts = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean),
+  )
+  .refine((hosts) => hosts.every(isAllowEntry), 'must list host names, IPs or CIDR ranges')
+  .optional();
 
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -140,30 +152,12 @@ export const ConfigSchema = z.object({
    * (docs/adr/0021): comma-separated exact host names, IPs or CIDR ranges. For tests and deliberate
    * internal services; unset in a normal deployment.
    */
-  HTTP_FETCH_ALLOW_HOSTS: z
-    .string()
-    .transform((v) =>
-      v
-        .split(',')
-        .map((h) => h.trim())
-        .filter(Boolean),
-    )
-    .refine((hosts) => hosts.every(isAllowEntry), 'must list host names, IPs or CIDR ranges')
-    .optional(),
+  HTTP_FETCH_ALLOW_HOSTS: AllowHosts,
   /**
    * Hosts a tenant's MCP server may live on although their address is private, loopback or
    * link-local (docs/adr/0023; same form as HTTP_FETCH_ALLOW_HOSTS). For tests and internal servers.
    */
-  MCP_ALLOW_HOSTS: z
-    .string()
-    .transform((v) =>
-      v
-        .split(',')
-        .map((h) => h.trim())
-        .filter(Boolean),
-    )
-    .refine((hosts) => hosts.every(isAllowEntry), 'must list host names, IPs or CIDR ranges')
-    .optional(),
+  MCP_ALLOW_HOSTS: AllowHosts,
   /** How long a harness worker trusts an MCP server's tool list before listing it again (docs/adr/0023). */
   MCP_TOOLS_TTL_MS: Int(300_000, 0),
   /** Seals MCP servers' auth header values at rest (AES-256-GCM, base64 of 32 bytes); unset: stored as given. */
