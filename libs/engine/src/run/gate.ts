@@ -1,0 +1,108 @@
+import { newId } from '@switchboard/contracts';
+import type { ToolCallRequest } from '@switchboard/providers';
+import type { ToolDefinition } from '@switchboard/tools';
+import { defaultApprovalPolicy, type GateContext } from '../gates';
+import type { ToolOutcome, Wait } from '../types';
+import type { PreparedCall } from './tool-call';
+import {
+  blockedTool,
+  invalidArguments,
+  invalidJson,
+  refusedBeforeRun,
+  refusedByDecision,
+  unknownTool,
+  type Failure,
+} from './tool-outcomes';
+import type { TurnRun } from './turn-run';
+
+/** A call the tool gates let through: its tool and its arguments as the tool's schema parsed them. */
+export interface Cleared {
+  tool: ToolDefinition;
+  args: unknown;
+}
+
+/** What the tool gates make of a call: cleared to run, answered without running, or a wait for a decision. */
+export type GateVerdict = { cleared: Cleared } | { wait: Wait } | ToolOutcome;
+
+/**
+ * The tool gates before a call runs (seed 001 4g), in order: a tool the turn has and arguments that
+ * are JSON → duplicate/replay → blocked tool → the `before` gate → argument validation → approval
+ * (docs/adr/0013). The first gate that answers the call decides it.
+ */
+export async function passGates(run: TurnRun, c: PreparedCall): Promise<GateVerdict> {
+  const { call, tool, args } = c;
+  if (!tool) return unknownTool(call.name, run.input.tools);
+  if (!args.ok) return invalidJson(args.error);
+  const replay = run.replays.find(tool, call);
+  if (replay) return replay;
+  const ctx = gateContext(run, call, tool);
+  const refused = await refusal(run, ctx, args.value);
+  if (refused) return refused;
+  const parsed = tool.schema.safeParse(args.value);
+  if (!parsed.success) return invalidArguments(parsed.error.issues);
+  const approval = await approvalGate(run, ctx, parsed.data);
+  return approval ?? { cleared: { tool, args: parsed.data } };
+}
+
+/** The `after` tool gate: best effort, a failing gate never changes the result. */
+export async function afterGate(
+  run: TurnRun,
+  call: ToolCallRequest,
+  tool: ToolDefinition,
+  result: ToolOutcome,
+): Promise<void> {
+  const { gates } = run.resources;
+  if (!gates.after) return;
+  const { tenantId, sessionId, turnId } = run.input;
+  try {
+    await gates.after({ tenantId, sessionId, turnId, call, tool }, result);
+  } catch {
+    // Best effort: a failing after gate never changes the result.
+  }
+}
+
+function gateContext(run: TurnRun, call: ToolCallRequest, tool: ToolDefinition): GateContext {
+  const { tenantId, sessionId, turnId, approval } = run.input;
+  return { tenantId, sessionId, turnId, call, tool, approval };
+}
+
+/** The blocked-tool gate (the tenant's list, then policy), then the `before` gate. */
+async function refusal(run: TurnRun, ctx: GateContext, args: unknown): Promise<Failure | undefined> {
+  const { gates } = run.resources;
+  const blocked = run.input.blockedTools?.includes(ctx.call.name)
+    ? `the tool "${ctx.call.name}" is blocked for this tenant`
+    : await gates.blocked?.(ctx);
+  if (blocked) return blockedTool(blocked);
+  const refused = await gates.before?.(ctx, args);
+  if (refused) return refusedBeforeRun(refused);
+  return undefined;
+}
+
+/**
+ * Approval (docs/adr/0013): a call the policy gates is acted on by its stored decision; without one
+ * it waits. Undefined: the call may run.
+ */
+async function approvalGate(
+  run: TurnRun,
+  ctx: GateContext,
+  args: unknown,
+): Promise<{ wait: Wait } | Failure | undefined> {
+  const policy = await (run.resources.gates.approval ?? defaultApprovalPolicy)(ctx, args);
+  if (!policy) return undefined;
+  const { call, tool } = ctx;
+  const decision = run.input.decisions?.find((d) => d.callId === call.id);
+  if (!decision) {
+    return {
+      wait: {
+        kind: 'approval',
+        approvalId: newId(),
+        callId: call.id,
+        tool: call.name,
+        arguments: args,
+        sideEffect: tool.sideEffect,
+        policy,
+      },
+    };
+  }
+  return decision.status === 'approved' ? undefined : refusedByDecision(decision);
+}

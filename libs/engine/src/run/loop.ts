@@ -1,0 +1,139 @@
+import { assemble, loadContext, NO_CONTEXT } from '../context';
+import { unpricedModels } from '../budget';
+import { BUILTIN_STOP_HOOKS, type LoopState } from '../stop-hooks';
+import type { TurnOutcome } from '../types';
+import { guardContext } from './context-guard';
+import { answerUnrun } from './tool-call';
+import { runToolRound } from './tool-round';
+import type { TurnRun } from './turn-run';
+
+/**
+ * One run of a turn, the tool-call loop of SPEC §5: memory and the context pack first, a budget that
+ * cannot be enforced refused, then step after step until one gives the run's outcome.
+ */
+export async function runTurn(run: TurnRun): Promise<TurnOutcome> {
+  await loadTurnContext(run);
+  const refused = await refuseUnpricedBudget(run);
+  if (refused) return refused;
+  for (;;) {
+    const outcome = await step(run);
+    if (outcome) return outcome;
+  }
+}
+
+/**
+ * One step: a stop, the final answer, the last round's tool calls, or (after the stop hooks and the
+ * context guard) the next round. Undefined: the loop goes on.
+ */
+async function step(run: TurnRun): Promise<TurnOutcome | undefined> {
+  if (run.signal.aborted) {
+    // Every call of the last round gets its one result, even the ones the stop kept from running.
+    await answerUnrun(run);
+    return run.cancelled();
+  }
+  const last = run.messages[run.messages.length - 1];
+  if (last?.role === 'assistant' && last.toolCalls.length === 0) {
+    return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText: last.content });
+  }
+  const pending = run.unansweredCalls();
+  if (pending.length > 0) return runToolRound(run, pending);
+  return (await stopHookVote(run)) ?? (await nextRound(run));
+}
+
+/** Stage 1 (seed 001): memory and the context pack, concurrently, before the first round. */
+async function loadTurnContext(run: TurnRun): Promise<void> {
+  const { input } = run;
+  const first = run.messages[0];
+  // A turn stopped before it began (a cancel found at its claim) loads nothing.
+  const sources = run.signal.aborted ? NO_CONTEXT : run.resources.context;
+  run.context = await loadContext(sources, {
+    tenantId: input.tenantId,
+    agentId: input.agentId,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    input: first?.role === 'user' ? first.content : '',
+  });
+  if (run.context.failed.length > 0)
+    await run.cp.emit('context_unavailable', { sources: run.context.failed });
+  run.toolSpecs = run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
+}
+
+/** A `maxUsd` budget needs a price for every model the turn may call: refused before the first call (ADR 0007). */
+async function refuseUnpricedBudget(run: TurnRun): Promise<TurnOutcome | undefined> {
+  const { input } = run;
+  const unpriced = unpricedModels(input);
+  if (unpriced.length === 0) return undefined;
+  const brief =
+    `The agent has a maxUsd budget of ${input.budget.maxUsd} but ${unpriced.join(', ')} ` +
+    `${unpriced.length === 1 ? 'has' : 'have'} no known price, so the budget could not be enforced. ` +
+    'Set a price (tenant settings modelPrices or the deployment MODEL_PRICES), pick a priced model, or remove maxUsd.';
+  await run.cp.emit('stop_hook_fired', {
+    hook: 'budget',
+    reason: 'budget_unenforceable',
+    iteration: run.rounds,
+    unpricedModels: unpriced,
+  });
+  return run.outcome({
+    status: 'failed',
+    stopReason: 'budget_unenforceable',
+    finalText: '',
+    costStatus: 'unpriced',
+    failure: {
+      kind: 'budget_unenforceable',
+      category: 'runtime',
+      message: `no price for ${unpriced.join(', ')}`,
+      brief,
+      model: unpriced[0],
+    },
+  });
+}
+
+/** Stop hooks, between rounds (seed 000): the first vote ends the run with its reason. */
+async function stopHookVote(run: TurnRun): Promise<TurnOutcome | undefined> {
+  const { input } = run;
+  const state: LoopState = {
+    turnId: input.turnId,
+    tenantId: input.tenantId,
+    iterations: run.rounds,
+    toolCalls: run.toolCalls,
+    spentUsd: run.spentUsd,
+    elapsedMs: run.elapsedMs(),
+    budget: input.budget,
+  };
+  for (const hook of [...BUILTIN_STOP_HOOKS, ...(input.stopHooks ?? [])]) {
+    const reason = await hook.check(state);
+    if (reason) {
+      await run.cp.emit('stop_hook_fired', { hook: hook.name, reason, iteration: run.rounds });
+      return run.outcome({ status: 'completed', stopReason: reason, finalText: run.lastText() });
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The next model round, after the context guard. The safe point before the provider call
+ * (docs/adr/0014): a cancel stops the turn here, and an operator's interjection joins it here, so the
+ * model sees it in this call.
+ */
+async function nextRound(run: TurnRun): Promise<TurnOutcome | undefined> {
+  await guardContext(run);
+  if (run.signal.aborted) return undefined;
+  run.messages.push(...((await run.cp.interjections?.()) ?? []));
+  const { input, cp, signal } = run;
+  const messages = assemble(input.systemPrompt, run.history, run.messages, run.context);
+  const round = await run.resources.modelRound.call(input, run.rounds, messages, run.toolSpecs, cp, signal);
+  if ('failure' in round) {
+    if (signal.aborted) return run.cancelled();
+    return run.outcome({
+      status: 'failed',
+      stopReason: round.failure.kind,
+      finalText: '',
+      failure: round.failure,
+    });
+  }
+  run.messages.push({ role: 'assistant', content: round.response.text, toolCalls: round.response.toolCalls });
+  run.spentUsd += round.costUsd;
+  run.replays.newRound();
+  run.rounds++;
+  return undefined;
+}

@@ -1,0 +1,151 @@
+import type { ChatMessage, ProviderRegistry, ToolCallRequest, ToolSpec } from '@switchboard/providers';
+import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
+import type { ContextSources, TurnContext } from '../context';
+import type { ToolGates } from '../gates';
+import type { ModelRound } from '../model-round';
+import { NoProgressTracker } from '../no-progress';
+import { isReflectionNote } from '../side-calls/reflect';
+import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
+import { Replays } from './replays';
+
+/** What every run shares: the engine's ports and limits, fixed when the engine is built. */
+export interface EngineResources {
+  providers: ProviderRegistry;
+  /** The process-wide registry; a turn that brings its own tools sees a view over it (`TurnRun.tools`). */
+  tools: ToolRegistry;
+  /** The tool gates policy fills in (seed 001 4g); `{}` when none. */
+  gates: ToolGates;
+  context: ContextSources;
+  modelRound: ModelRound;
+  /** Largest tool result the model sees, in UTF-8 bytes. */
+  toolResultMaxBytes: number;
+  /** Results above this go through the summarizer first (when the turn has one). */
+  summarizeAboveBytes: number;
+  /** Results above this are too big to pay a model call for: truncation only. */
+  summarizeMaxBytes: number;
+  /** With reflections in the budget, reflect after a failing round and every this many rounds. */
+  reflectEvery: number;
+}
+
+/**
+ * One run of a turn: its input, checkpoints and signal, and everything the run accumulates. A run
+ * starts from what earlier runs committed (`input.turnMessages`), so its counters, the no-progress
+ * breaker and the reflections are rebuilt from that transcript. The loop (`loop.ts`) and every step
+ * it takes read and update this one object.
+ */
+export class TurnRun {
+  /** The turn's messages: its input, what earlier runs persisted, then what this run adds. */
+  readonly messages: ChatMessage[];
+  /** Rounds so far (the contract's `iterations`). */
+  rounds: number;
+  /** Tool calls answered so far. */
+  toolCalls: number;
+  /** Reflections taken so far (seed 001 4h). */
+  reflections: number;
+  /** Spend of the turn so far, earlier runs included: rounds and side calls. */
+  spentUsd: number;
+  /** The session's consecutive summarizer failures (seed 000: three turn it off). */
+  summarizerFailures: number;
+  /** When the turn first started, for the wall-clock deadline (epoch ms). */
+  readonly startedAt: number;
+  /** The no-progress breaker, seeded with the failures the transcript already holds. */
+  readonly noProgress: NoProgressTracker;
+  /** The duplicate/replay gate's memory of successful calls. */
+  readonly replays = new Replays();
+  /** Earlier turns, as the model sees them: compacted at most once per run (the context guard). */
+  history: ChatMessage[];
+  compacted = false;
+  /** Memory and the context pack, loaded once before the first round. */
+  context: TurnContext = { memory: null, contextPack: null, failed: [] };
+  /** The tool specs sent with every round. */
+  toolSpecs: ToolSpec[] = [];
+  private toolView?: ToolRegistry;
+
+  constructor(
+    readonly resources: EngineResources,
+    readonly input: TurnInput,
+    readonly cp: TurnCheckpoints,
+    readonly signal: AbortSignal,
+  ) {
+    this.messages = [...input.turnMessages];
+    this.rounds = this.messages.filter((m) => m.role === 'assistant').length;
+    this.toolCalls = this.messages.filter((m) => m.role === 'tool').length;
+    this.spentUsd = input.spentUsd ?? 0;
+    this.summarizerFailures = input.summarizer?.consecutiveFailures ?? 0;
+    this.reflections = this.messages.filter((m, i) => i > 0 && isReflectionNote(m)).length;
+    this.startedAt = input.startedAt ?? Date.now();
+    this.noProgress = replayFailures(this.messages);
+    this.history = input.history;
+  }
+
+  /**
+   * The tools this turn can call: the process-wide registry, or, when the turn brought its own
+   * (`extraTools`, an agent's MCP tools, docs/adr/0023), a view with them over it.
+   */
+  get tools(): ToolRegistry {
+    if (!this.input.extraTools?.length) return this.resources.tools;
+    this.toolView ??= this.resources.tools.withTurnTools(this.input.extraTools);
+    return this.toolView;
+  }
+
+  /** The tool a call names, when the turn may call it. */
+  toolFor(call: ToolCallRequest): ToolDefinition | undefined {
+    return this.input.tools.includes(call.name) ? this.tools.get(call.name) : undefined;
+  }
+
+  /** An outcome of this run, with its counters. */
+  outcome(o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome {
+    return { ...o, iterations: this.rounds, toolCalls: this.toolCalls };
+  }
+
+  /** The run ends `cancelled` (a cancel, an interrupt, a lost lease, or the deadline: `deadline.ts`). */
+  cancelled(): TurnOutcome {
+    return this.outcome({ status: 'cancelled', stopReason: 'cancelled', finalText: this.lastText() });
+  }
+
+  /** The latest text the model wrote in this turn. */
+  lastText(): string {
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const m = this.messages[i];
+      if (m.role === 'assistant' && m.content) return m.content;
+    }
+    return '';
+  }
+
+  /** The calls of the last round that have no result yet. */
+  unansweredCalls(): ToolCallRequest[] {
+    const turn = this.messages;
+    for (let i = turn.length - 1; i >= 0; i--) {
+      const m = turn[i];
+      if (m.role === 'assistant') {
+        const answered = new Set(turn.slice(i + 1).flatMap((x) => (x.role === 'tool' ? [x.toolCallId] : [])));
+        return m.toolCalls.filter((c) => !answered.has(c.id));
+      }
+    }
+    return [];
+  }
+
+  /** Time since the turn first started. */
+  elapsedMs(): number {
+    return Date.now() - this.startedAt;
+  }
+}
+
+/** A resumed turn's breaker starts from the failures its transcript already holds. */
+function replayFailures(turn: ChatMessage[]): NoProgressTracker {
+  const tracker = new NoProgressTracker();
+  const calls = new Map<string, ToolCallRequest>();
+  for (const m of turn) {
+    if (m.role === 'assistant') for (const c of m.toolCalls) calls.set(c.id, c);
+    if (m.role !== 'tool') continue;
+    const call = calls.get(m.toolCallId);
+    if (!call) continue;
+    try {
+      tracker.record(call, JSON.parse(m.content) as ToolOutcome);
+    } catch {
+      // A result cut by the result budget was a success large enough to be cut.
+      tracker.record(call, { ok: true, result: null });
+    }
+  }
+  return tracker;
+}

@@ -1,0 +1,14 @@
+/**
+ * Side calls: model calls outside the loop's rounds (the summarizer sub-agent, reflection, the
+ * compaction summary). Each file keeps its prompt beside its call; these are the public names.
+ */
+export { sideCall, type SideCallResult } from './side-call';
+export { SUMMARIZER_FAILURE_LIMIT, SUMMARIZER_PROMPT, summarizerMessages } from './summarize';
+export { COMPACTION_PROMPT, compactionMessages } from './compact';
+export {
+  isReflectionNote,
+  REFLECTION_OPEN,
+  REFLECTION_PROMPT,
+  reflectionMessages,
+  reflectionNote,
+} from './reflect';
