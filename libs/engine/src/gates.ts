@@ -13,10 +13,10 @@ export interface GateContext {
 }
 
 /**
- * The per-call gates of seed 001 4g that policy fills in, in the order the
- * engine applies them: duplicate/replay → blocked → pre-hook → argument
- * validation → approval → bounded execution → post-hook → replay record.
- * Every gate is optional.
+ * The tool gates of seed 001 4g that policy fills in, in the order the
+ * engine applies them (run/gate.ts, run/tool-call.ts): duplicate/replay →
+ * blocked → before → argument validation → approval → bounded execution →
+ * after → replay record. Every gate is optional.
  */
 export interface ToolGates {
   /** A reason to refuse the tool outright (tenant or agent policy), or null. */

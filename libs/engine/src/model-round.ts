@@ -94,7 +94,7 @@ export class ModelRound {
             break;
           }
           if (pe.kind === 'context_length') {
-            // Terminal for the turn: another model would only hide that the conversation is too long.
+            // Ends the turn: another model would only hide that the conversation is too long.
             attempts.push(
               failedAttempt(at, pe, {
                 outcome: 'fail_fast_aborted',

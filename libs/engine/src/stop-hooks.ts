@@ -1,6 +1,6 @@
 import type { TurnBudget } from './types';
 
-/** What a stop hook sees between two iterations of the tool-call loop. */
+/** What a stop hook sees between two rounds of the tool-call loop (`iterations` counts rounds). */
 export interface LoopState {
   turnId: string;
   tenantId: string;
@@ -12,7 +12,7 @@ export interface LoopState {
 }
 
 /**
- * A policy lever checked between iterations (seed 000 "Stop hooks"). Returning
+ * A policy lever checked between rounds, before each model call (seed 000 "Stop hooks"). Returning
  * a reason votes to stop; the first vote ends the loop with that reason on the
  * turn. Hooks are policy-driven; cancellation (user-driven) is separate.
  */
@@ -49,7 +49,7 @@ export const BUILTIN_STOP_HOOKS: readonly StopHook[] = [
   deadlineHook,
 ];
 
-/** A per-tenant kill switch: `isKilled` is asked between iterations. */
+/** A per-tenant kill switch: `isKilled` is asked between rounds. */
 export function killSwitchHook(isKilled: (tenantId: string) => Promise<boolean>): StopHook {
   return { name: 'kill_switch', check: async (s) => ((await isKilled(s.tenantId)) ? 'kill_switch' : null) };
 }

@@ -134,7 +134,7 @@ export interface ProviderAttempt {
   outcome: AttemptOutcome;
   /** The ProviderError kind of a failed attempt. */
   failureKind?: string;
-  /** How that kind is treated: retried, failed fast, terminal for the turn, or cancelled. */
+  /** How that kind is treated: retried, failed fast, ending the turn (`terminal`), or cancelled. */
   disposition?: 'retryable' | 'fail_fast' | 'terminal' | 'cancelled';
   /** This attempt ended its model's candidacy and the next configured model was tried. */
   advancedToFallback: boolean;
@@ -279,10 +279,11 @@ export interface FailureArtifact {
 }
 
 export interface TurnOutcome {
-  /** `waiting`: not terminal; the turn pauses on `waits` and resumes when they are all resolved. */
+  /** `waiting`: not ended; the turn waits on `waits` and resumes when they are all resolved. */
   status: 'completed' | 'failed' | 'cancelled' | 'waiting';
   stopReason: string;
   finalText: string;
+  /** Rounds (the contract's name). */
   iterations: number;
   toolCalls: number;
   failure?: FailureArtifact;

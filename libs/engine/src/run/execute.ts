@@ -1,4 +1,4 @@
-import { ToolError, ToolWait } from '@switchboard/tools';
+import { ToolError, ToolWait, type ToolContext } from '@switchboard/tools';
 import type { ToolOutcome, Wait } from '../types';
 import type { Cleared } from './gate';
 import { boundDetails } from './result-bounds';
@@ -18,7 +18,6 @@ export async function executeCall(
   { tool, args }: Cleared,
   resumed: boolean,
 ): Promise<ToolOutcome | { wait: Wait }> {
-  const { input } = run;
   const timeout = new AbortController();
   const timer = setTimeout(
     () => timeout.abort(new DOMException(`tool timed out after ${tool.timeoutMs} ms`, 'TimeoutError')),
@@ -26,20 +25,10 @@ export async function executeCall(
   );
   const callSignal = AbortSignal.any([run.signal, timeout.signal]);
   let open = true;
+  const writeGate = { isOpen: () => open && !callSignal.aborted };
   try {
     return await executeBounded(
-      () =>
-        tool.execute(args, {
-          tenantId: input.tenantId,
-          agentId: input.agentId,
-          sessionId: input.sessionId,
-          turnId: input.turnId,
-          callId: c.call.id,
-          idempotencyKey: c.meta.idempotencyKey,
-          signal: callSignal,
-          resumed,
-          writeGate: { isOpen: () => open && !callSignal.aborted },
-        }),
+      () => tool.execute(args, toolContext(run, c, { signal: callSignal, resumed, writeGate })),
       tool.timeoutMs,
       callSignal,
       timeout.signal,
@@ -51,6 +40,24 @@ export async function executeCall(
     clearTimeout(timer);
     open = false;
   }
+}
+
+/** What the tool sees of the turn and of this call. */
+function toolContext(
+  run: TurnRun,
+  c: PreparedCall,
+  call: Pick<ToolContext, 'signal' | 'resumed' | 'writeGate'>,
+): ToolContext {
+  const { tenantId, agentId, sessionId, turnId } = run.input;
+  return {
+    tenantId,
+    agentId,
+    sessionId,
+    turnId,
+    callId: c.call.id,
+    idempotencyKey: c.meta.idempotencyKey,
+    ...call,
+  };
 }
 
 /**

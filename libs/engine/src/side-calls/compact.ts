@@ -1,7 +1,7 @@
 import type { ChatMessage } from '@switchboard/providers';
 import { evidenceBlock } from '../context';
 import type { TurnRun } from '../run/turn-run';
-import { renderForSummary, sideCall, type SideCallResult } from './side-call';
+import { renderForSummary, runSideCall, type SideCallResult } from './side-call';
 import { summarizerModel } from './summarize';
 
 /** Compaction (context guard): the omitted middle of the conversation, written down by the model. */
@@ -37,14 +37,5 @@ export async function compactionSummary(
   const model = summarizerModel(run);
   if (model === undefined) return undefined;
   const maxChars = Math.floor(windowTokens * 4 * 0.4);
-  const r = await sideCall(
-    run.resources.providers,
-    'compact',
-    model,
-    compactionMessages(dropped, maxChars),
-    run.signal,
-    run.input.prices,
-  );
-  run.spentUsd += r.record.costUsd;
-  return r;
+  return runSideCall(run, 'compact', model, compactionMessages(dropped, maxChars));
 }

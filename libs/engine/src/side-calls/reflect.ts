@@ -2,7 +2,7 @@ import type { ChatMessage } from '@switchboard/providers';
 import { canBudget } from '../budget';
 import { evidenceBlock } from '../context';
 import type { TurnRun } from '../run/turn-run';
-import { renderForSummary, sideCall, type SideCallResult } from './side-call';
+import { renderForSummary, runSideCall, type SideCallResult } from './side-call';
 
 /** Reflection (seed 001 4h): a short look back at the turn so far, before the next round. */
 export const REFLECTION_PROMPT = [
@@ -51,7 +51,6 @@ export function reflectionDue(run: TurnRun, roundFailed: boolean): boolean {
 export async function reflect(run: TurnRun): Promise<void> {
   const index = run.reflections;
   const r = await reflectionCall(run);
-  run.spentUsd += r.record.costUsd;
   const note = r.record.ok ? reflectionNote(r.text) : null;
   await run.cp.emit('reflection_completed', {
     index,
@@ -64,7 +63,7 @@ export async function reflect(run: TurnRun): Promise<void> {
   if (note) run.messages.push({ role: 'user', content: note });
 }
 
-/** The reflection's side call, or its stub when the budget is spent or the model has no price. */
+/** The reflection's side call (its cost booked), or its stub when the budget is spent or the model has no price. */
 async function reflectionCall(run: TurnRun): Promise<SideCallResult> {
   const { input } = run;
   const { maxUsd, deadlineMs } = input.budget;
@@ -77,12 +76,5 @@ async function reflectionCall(run: TurnRun): Promise<SideCallResult> {
     const error = unpriced ? 'no price for the reflection model under a maxUsd budget' : 'budget exhausted';
     return { text: '', record: { purpose: 'reflect', ok: false, costUsd: 0, error } };
   }
-  return sideCall(
-    run.resources.providers,
-    'reflect',
-    model,
-    reflectionMessages(run.messages, 32_000),
-    run.signal,
-    input.prices,
-  );
+  return runSideCall(run, 'reflect', model, reflectionMessages(run.messages, 32_000));
 }

@@ -6,6 +6,7 @@ import {
   type PriceOverrides,
   type ProviderRegistry,
 } from '@switchboard/providers';
+import type { TurnRun } from '../run/turn-run';
 import type { SideCallRecord } from '../types';
 
 /**
@@ -56,6 +57,18 @@ export async function sideCall(
   } catch (err) {
     return { text: '', record: { purpose, ok: false, model: ref, costUsd: 0, error: message(err) } };
   }
+}
+
+/** A side call of this run, on its providers, signal and prices; its cost is booked to the run's spend. */
+export async function runSideCall(
+  run: TurnRun,
+  purpose: SideCallRecord['purpose'],
+  model: string,
+  messages: ChatMessage[],
+): Promise<SideCallResult> {
+  const r = await sideCall(run.resources.providers, purpose, model, messages, run.signal, run.input.prices);
+  run.spentUsd += r.record.costUsd;
+  return r;
 }
 
 function message(err: unknown): string {

@@ -3,7 +3,7 @@ import { canBudget } from '../budget';
 import { evidenceBlock } from '../context';
 import type { TurnRun } from '../run/turn-run';
 import type { SideCallRecord, SummaryRecord, ToolCallMeta } from '../types';
-import { sideCall } from './side-call';
+import { runSideCall, type SideCallResult } from './side-call';
 
 /** Three consecutive failures in a session turn the summarizer off (seed 000 self-healing). */
 export const SUMMARIZER_FAILURE_LIMIT = 3;
@@ -65,38 +65,34 @@ export async function summarize(
     model,
     bytes,
   });
-  const r = await sideCall(
-    run.resources.providers,
-    'summarize',
-    model,
-    summarizerMessages(call.name, meta.arguments, rendered, run.resources.toolResultMaxBytes),
-    run.signal,
-    run.input.prices,
-  );
-  run.spentUsd += r.record.costUsd;
+  const messages = summarizerMessages(call.name, meta.arguments, rendered, run.resources.toolResultMaxBytes);
+  const r = await runSideCall(run, 'summarize', model, messages);
   // A cancelled turn says nothing about the summarizer's health: truncate, count nothing.
   if (!r.record.ok && run.signal.aborted) return undefined;
-  // A summary that is no smaller than what it replaces is a failure too.
-  const content = r.record.ok
-    ? JSON.stringify({ ok: true, summarized: true, original_bytes: bytes, summary: r.text })
-    : undefined;
-  const ok = content !== undefined && Buffer.byteLength(content, 'utf8') < bytes;
-  const record: SideCallRecord = ok
-    ? r.record
-    : { ...r.record, ok: false, error: r.record.error ?? 'the summary was not smaller' };
-  run.summarizerFailures = ok ? 0 : run.summarizerFailures + 1;
+  const { content, record } = judged(r, bytes);
+  run.summarizerFailures = record.ok ? 0 : run.summarizerFailures + 1;
   await run.cp.emit('summarizer_completed', {
     agent: 'summarizer',
     callId: call.id,
-    ok,
+    ok: record.ok,
     costUsd: record.costUsd,
-    ...(ok ? { bytes: Buffer.byteLength(content, 'utf8') } : { error: record.error }),
+    ...(content !== undefined ? { bytes: Buffer.byteLength(content, 'utf8') } : { error: record.error }),
     ...(run.summarizerFailures >= SUMMARIZER_FAILURE_LIMIT ? { disabled: true } : {}),
   });
-  return {
-    content: ok ? content : undefined,
-    record: { call: record, consecutiveFailures: run.summarizerFailures },
-  };
+  return { content, record: { call: record, consecutiveFailures: run.summarizerFailures } };
+}
+
+/**
+ * The summary the model sees in place of a result of `bytes`, when the call worked and its summary
+ * is smaller: one that is no smaller than what it replaces is a failure too.
+ */
+function judged(r: SideCallResult, bytes: number): { content?: string; record: SideCallRecord } {
+  const content = r.record.ok
+    ? JSON.stringify({ ok: true, summarized: true, original_bytes: bytes, summary: r.text })
+    : undefined;
+  if (content !== undefined && Buffer.byteLength(content, 'utf8') < bytes)
+    return { content, record: r.record };
+  return { record: { ...r.record, ok: false, error: r.record.error ?? 'the summary was not smaller' } };
 }
 
 /** The summarizer's model when a result of `bytes` goes through it: over the threshold, under the cap. */
