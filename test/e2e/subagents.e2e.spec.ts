@@ -556,7 +556,15 @@ describe('sub-agents', () => {
       { what: 'the child completed after the answer', timeoutMs: 30_000 },
     );
     expect(done.handback.result).toContain('Rome');
-    const reports = (await events(session)).filter((e) => e.type === 'subagent_completed');
+    // The task's end commits with the child's last checkpoint; the parent's journal hears of it just
+    // after (childEnded, retried by the tasks sweep), so the report is awaited, not read at once.
+    const reports = await waitFor(
+      async () => {
+        const r = (await events(session)).filter((e) => e.type === 'subagent_completed');
+        return r.length >= 2 ? r : undefined;
+      },
+      { what: "the parent's second subagent_completed", timeoutMs: 30_000 },
+    );
     expect(reports.map((e) => (e.data as { status: string }).status)).toEqual(['awaiting_user', 'completed']);
   });
 
