@@ -192,7 +192,7 @@ describe('a turn cancelled while a call awaits approval', () => {
         tool_name: 'word_count',
       });
       // word_count never ran: the model was not told a count.
-      expect(results.get(wordCount)).not.toContain('"count"');
+      expect(results.get(wordCount)).not.toContain('"words"');
     },
   );
 });
