@@ -1,5 +1,6 @@
 import { json, sql, type SqlDb } from './sql';
 import type { CommittedEvent } from './turn-store';
+import { answerUnrunCalls } from './unrun-answers';
 
 /**
  * The gateway's side of steering a turn (docs/adr/0014): a cancel request recorded durably on the
@@ -65,9 +66,12 @@ export class ControlStore {
           leaseOwner: session?.held ? session.lease_owner : null,
         };
       }
-      // queued or awaiting_approval: no worker holds it, so it ends here, as the runner would end it.
+      // queued or awaiting_approval: no worker holds it, so it ends here, as the runner would end it:
+      // first every call of its rounds left without a result (a gated, held or waiting call) is
+      // answered cancelled, so a later turn's history keeps the round and what already ran in it.
+      const answered = await answerUnrunCalls(tx, { tenantId: a.tenantId, sessionId, turnId: a.turnId });
       const data = { stopReason: 'cancelled', ...(a.reason ? { reason: a.reason } : {}) };
-      const events = await tx.rows<CommittedEvent>(sql`
+      const ended = await tx.rows<CommittedEvent>(sql`
         WITH t AS (
           UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now(),
             final_text = coalesce(final_text, ''), cancel_requested_at = coalesce(cancel_requested_at, now()),
@@ -93,6 +97,7 @@ export class ControlStore {
             'costUsd', t.cost_usd::text)
         FROM s, t
         RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
+      const events = [...answered, ...ended];
       // Its pending approvals end with it (docs/adr/0013): no longer listed as pending, a decision is a 409.
       await tx.execute(sql`
         UPDATE approvals SET status = 'cancelled', decided_by = 'system', decided_at = now(),

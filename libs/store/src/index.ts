@@ -6,3 +6,4 @@ export * from './hook-store';
 export * from './control-store';
 export * from './subagent-cost';
 export * from './tenant-spend';
+export * from './unrun-answers';

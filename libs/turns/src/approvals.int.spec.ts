@@ -11,8 +11,9 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
+import { newId } from '@switchboard/contracts';
 import { createRedis } from '@switchboard/queue';
-import { ApprovalStore, sqlDbFor } from '@switchboard/store';
+import { ApprovalStore, ControlStore, sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
 import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { Approvals } from './approvals';
@@ -29,25 +30,35 @@ jest.setTimeout(30_000);
 
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 
-/** Calls the tools the user's message names (`pay`, `send`, `pay2`: two parallel pays), then answers. */
+/**
+ * Calls the tools the user's message names (`pay`, `send`, `pay2`: two parallel pays, `pay+look`: a
+ * gated pay and a read-only look in one round), then answers. Every request is kept.
+ */
+const requests: ModelRequest['messages'][] = [];
 class Model implements ModelProvider {
   readonly name = 'openai-chat';
   async complete(r: ModelRequest): Promise<ModelResponse> {
+    requests.push(structuredClone(r.messages));
     const last = r.messages[r.messages.length - 1];
     if (last.role === 'tool') {
       return { text: `answered: ${last.content}`, toolCalls: [], usage: USAGE, finishReason: 'stop' };
     }
     // Untrusted input reaches the model framed as evidence: the word is looked for inside it.
-    const text = /\b(pay2|pay|send)\b/.exec(last.content)?.[1] ?? last.content;
+    const text = /\b(pay2|pay\+look|pay|send)\b/.exec(last.content)?.[1] ?? last.content;
     const calls =
-      text === 'pay2'
+      text === 'pay+look'
         ? [
-            { id: 'c1', name: 'pay', arguments: '{"amount":1,"apiKey":"sk-secret"}' },
-            { id: 'c2', name: 'pay', arguments: '{"amount":2}' },
+            { id: 'c1', name: 'pay', arguments: '{"amount":3}' },
+            { id: 'c2', name: 'look', arguments: '{"amount":4}' },
           ]
-        : text === 'pay' || text === 'send'
-          ? [{ id: 'c1', name: text, arguments: '{"amount":5,"apiKey":"sk-secret"}' }]
-          : [];
+        : text === 'pay2'
+          ? [
+              { id: 'c1', name: 'pay', arguments: '{"amount":1,"apiKey":"sk-secret"}' },
+              { id: 'c2', name: 'pay', arguments: '{"amount":2}' },
+            ]
+          : text === 'pay' || text === 'send'
+            ? [{ id: 'c1', name: text, arguments: '{"amount":5,"apiKey":"sk-secret"}' }]
+            : [];
     return calls.length > 0
       ? { text: '', toolCalls: calls, usage: USAGE, finishReason: 'tool_calls' }
       : { text: `plain: ${text}`, toolCalls: [], usage: USAGE, finishReason: 'stop' };
@@ -68,7 +79,11 @@ const tool = (name: string, sideEffect: SideEffect, needsApproval: boolean) =>
       { paid: amount }
     ),
   }) as ToolDefinition;
-const tools = new ToolRegistry([tool('pay', 'destructive', true), tool('send', 'network', false)]);
+const tools = new ToolRegistry([
+  tool('pay', 'destructive', true),
+  tool('send', 'network', false),
+  tool('look', 'read_only', false),
+]);
 
 describe('approvals', () => {
   let env: TestEnv;
@@ -77,6 +92,7 @@ describe('approvals', () => {
   let postTurn: Queue;
   let admission: Admission;
   let store: ApprovalStore;
+  let control: ControlStore;
   let approvals: Approvals;
   const logger = createLogger({ service: 'test', level: 'silent' });
 
@@ -101,6 +117,7 @@ describe('approvals', () => {
     postTurn = new Queue('post-turn', { connection, prefix: env.queuePrefix });
     admission = new Admission(env.db, turnsQueue, logger);
     store = new ApprovalStore(sqlDbFor(poolOf(env.db), 'test'));
+    control = new ControlStore(sqlDbFor(poolOf(env.db), 'test'));
     approvals = new Approvals(store, turnsQueue, logger);
   });
 
@@ -116,7 +133,7 @@ describe('approvals', () => {
   async function session() {
     const { tenantId, agentId } = await seedTenant(env.db, 'approvals', {
       model: 'openai-chat/m',
-      tools: ['pay', 'send'],
+      tools: ['pay', 'send', 'look'],
     });
     return { tenantId, agentId, sessionId: await seedSession(env.db, tenantId, agentId) };
   }
@@ -374,5 +391,74 @@ describe('approvals', () => {
       why: 'turn_not_waiting',
     });
     expect(await store.due()).not.toContain(approval.id);
+  });
+
+  it('a turn cancelled while a call awaits approval answers it cancelled; the next turn sees the whole round', async () => {
+    const ids = await session();
+    const turnId = await admit(ids, 'pay+look');
+    await runner().handle(job(ids, turnId));
+    expect((await turnRow(turnId)).status).toBe('awaiting_approval');
+    expect(effects).toEqual([`look:4:${turnId}:c2`]);
+    const [approval] = await pending(turnId);
+
+    const r = await control.requestCancel({ tenantId: ids.tenantId, turnId, reason: 'no', eventId: newId() });
+    expect(r).toMatchObject({ kind: 'cancelled' });
+    // Ended in one transaction with its gated call answered: the transcript's round is whole.
+    const messages = await env.db.message.findMany({ where: { turnId }, orderBy: { position: 'asc' } });
+    expect(messages.map((m) => [m.role, m.toolCallId])).toEqual([
+      ['user', null],
+      ['assistant', null],
+      ['tool', 'c2'],
+      ['tool', 'c1'],
+    ]);
+    expect(JSON.parse((messages[2].body as { text: string }).text)).toEqual({
+      ok: true,
+      result: { paid: 4 },
+    });
+    expect(JSON.parse((messages[3].body as { text: string }).text)).toMatchObject({
+      ok: false,
+      kind: 'cancelled',
+      retryable: true,
+      tool_name: 'pay',
+    });
+    const calls = await env.db.toolCall.findMany({ where: { turnId }, orderBy: { callId: 'asc' } });
+    expect(
+      calls.map((c) => [c.callId, c.status, c.sideEffect, (c.error as { kind?: string } | null)?.kind]),
+    ).toEqual([
+      ['c1', 'failed', 'destructive', 'cancelled'],
+      ['c2', 'completed', 'read_only', undefined],
+    ]);
+    expect(calls[0].idempotencyKey).toBe(`${turnId}:c1`);
+    expect((await turnRow(turnId)).toolCallCount).toBe(2);
+    expect((await env.db.approval.findUniqueOrThrow({ where: { id: approval.id } })).status).toBe(
+      'cancelled',
+    );
+    const events = await env.db.event.findMany({ where: { turnId }, orderBy: { seq: 'asc' } });
+    expect(events.slice(-2).map((e) => [e.type, (e.data as { callId?: string }).callId])).toEqual([
+      ['tool_call_completed', 'c1'],
+      ['turn_cancelled', undefined],
+    ]);
+    expect(events.at(-2)?.data).toMatchObject({
+      ok: false,
+      failure: { kind: 'cancelled', class: 'ToolError' },
+    });
+    expect(events.at(-1)?.data).toMatchObject({ toolCalls: 2 });
+    if (r.kind === 'cancelled')
+      expect(r.events.map((e) => e.type)).toEqual(['tool_call_completed', 'turn_cancelled']);
+
+    // The next turn's model request carries the round, the call that ran and the cancelled one.
+    requests.length = 0;
+    const next = await admit(ids, 'hello');
+    await runner().handle(job(ids, next));
+    expect((await turnRow(next)).status).toBe('completed');
+    expect(requests[0].map((m) => (m.role === 'tool' ? `tool:${m.toolCallId}` : m.role))).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool:c2',
+      'tool:c1',
+      'user',
+    ]);
+    expect(effects).toEqual([`look:4:${turnId}:c2`]);
   });
 });

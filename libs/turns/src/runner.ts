@@ -651,7 +651,9 @@ export function buildHistory(
     return chat;
   });
   const coherent = coherentHistory(all);
-  const seqs = coherent.map((m) => seqOf.get(m)!);
+  // An answer coherentHistory adds for a call without a result follows its round: the round's seq.
+  const seqs: number[] = [];
+  for (const m of coherent) seqs.push(seqOf.get(m) ?? seqs[seqs.length - 1]);
   if (!compaction) return { messages: coherent, seqs };
   const at = seqs.findIndex((s) => s >= compaction.keepFromSeq);
   const cut = at === -1 ? coherent.length : at;

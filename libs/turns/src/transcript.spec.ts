@@ -1,6 +1,8 @@
 import type { Message } from '@prisma/client';
 import type { ChatMessage, ToolCallRequest } from '@switchboard/providers';
-import { coherentHistory, toChatMessage } from './transcript';
+import type { TranscriptEntry } from '@switchboard/store';
+import { buildHistory } from './runner';
+import { coherentHistory, noResultRecorded, toChatMessage } from './transcript';
 
 const call = (id: string, name = 'echo'): ToolCallRequest => ({ id, name, arguments: '{}' });
 const user = (content: string): ChatMessage => ({ role: 'user', content });
@@ -41,15 +43,50 @@ describe('coherentHistory', () => {
     expect(coherentHistory(history)).toEqual(history);
   });
 
-  it('drops an assistant tool-call message with a missing result, together with its partial results', () => {
+  it('keeps a round cancelled while a call awaited approval: the call that ran and the one answered cancelled', () => {
+    // What the transcript of a turn cancelled while `word_count` awaited approval holds (issue 18).
+    const round = assistant('', [call('wc', 'word_count'), call('ct', 'current_time')]);
     const history = [
+      user('count and time'),
+      round,
+      result('ct', '{"ok":true,"result":"12:00"}'),
+      result('wc', '{"ok":false,"kind":"cancelled"}'),
+      user('next'),
+    ];
+    expect(coherentHistory(history)).toEqual(history);
+  });
+
+  it('keeps a round with a missing result, answering the missing call as of unknown outcome', () => {
+    const round = assistant('calling', [call('a'), call('b')]);
+    const history = [user('q1'), round, result('a'), user('q2'), assistant('answer 2')];
+    expect(coherentHistory(history)).toEqual([
       user('q1'),
-      assistant('calling', [call('a'), call('b')]),
+      round,
       result('a'),
+      noResultRecorded(call('b')),
       user('q2'),
       assistant('answer 2'),
-    ];
-    expect(coherentHistory(history)).toEqual([user('q1'), user('q2'), assistant('answer 2')]);
+    ]);
+    expect(JSON.parse(noResultRecorded(call('b')).content)).toMatchObject({
+      ok: false,
+      kind: 'outcome_unknown',
+      retryable: false,
+      tool_name: 'echo',
+    });
+  });
+
+  it('drops a round none of whose calls has a result', () => {
+    const history = [user('q1'), assistant('calling', [call('a'), call('b')]), user('q2')];
+    expect(coherentHistory(history)).toEqual([user('q1'), user('q2')]);
+  });
+
+  it('keeps one result per call: a second result of the same call is dropped', () => {
+    const round = assistant('', [call('a')]);
+    expect(coherentHistory([user('q'), round, result('a', 'first'), result('a', 'again')])).toEqual([
+      user('q'),
+      round,
+      result('a', 'first'),
+    ]);
   });
 
   it('drops an unanswered tool-call message at the very end', () => {
@@ -64,8 +101,15 @@ describe('coherentHistory', () => {
   it('judges each tool-call round on its own', () => {
     const complete = [assistant('', [call('a')]), result('a')];
     const partial = [assistant('', [call('b'), call('c')]), result('c')];
-    const history = [user('q'), ...complete, ...partial, assistant('final')];
-    expect(coherentHistory(history)).toEqual([user('q'), ...complete, assistant('final')]);
+    const unanswered = [assistant('', [call('d')])];
+    const history = [user('q'), ...complete, ...partial, ...unanswered, assistant('final')];
+    expect(coherentHistory(history)).toEqual([
+      user('q'),
+      ...complete,
+      ...partial,
+      noResultRecorded(call('b')),
+      assistant('final'),
+    ]);
   });
 
   it('drops tool results that follow no assistant tool-call message', () => {
@@ -85,6 +129,34 @@ describe('coherentHistory', () => {
     const copy = structuredClone(history);
     coherentHistory(history);
     expect(history).toEqual(copy);
+  });
+});
+
+describe('buildHistory', () => {
+  it('gives an answer added for a call without a result the seq of its round', () => {
+    const entry = (turnSeq: number, position: number, m: Partial<Message>) =>
+      message({ turnSeq, position, ...m }) as unknown as TranscriptEntry;
+    const calls = [call('a'), call('b')] as unknown as Message['toolCalls'];
+    const earlier = [
+      entry(1, 0, { body: { type: 'text', text: 'q1' } }),
+      entry(1, 1, { role: 'assistant', body: { type: 'text', text: '' }, toolCalls: calls }),
+      entry(1, 2, {
+        role: 'tool',
+        body: { type: 'text', text: 'ok' },
+        toolCallId: 'a',
+        metadata: { tool: 'echo' },
+      }),
+      entry(2, 0, { body: { type: 'text', text: 'q2' } }),
+    ];
+    const { messages, seqs } = buildHistory(earlier, null);
+    expect(messages.map((m) => (m.role === 'tool' ? `tool:${m.toolCallId}` : m.role))).toEqual([
+      'user',
+      'assistant',
+      'tool:a',
+      'tool:b',
+      'user',
+    ]);
+    expect(seqs).toEqual([1, 1, 1, 1, 2]);
   });
 });
 

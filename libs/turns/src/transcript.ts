@@ -44,9 +44,15 @@ export function toChatMessage(
 }
 
 /**
- * Earlier turns as a coherent conversation: an assistant tool-call message whose
- * calls were never all answered (a failed or cancelled turn) is dropped together
- * with its partial results, so every provider accepts the history.
+ * Earlier turns as a coherent conversation, where every assistant tool-call message is followed by one
+ * result per call, so every provider accepts the history.
+ *
+ * A turn ended by a cancel answers its unrun calls (the engine's `answerUnrun`, or the cancel
+ * statement for a turn no worker held), so its rounds arrive whole. A round still partly answered (a
+ * turn that failed mid-round, or one cancelled before issue 18's fix) is kept when at least one of its
+ * calls has a result, which the model must not lose (it may have had an effect): each call without
+ * one is answered as of unknown outcome. A round none of whose calls has a result is dropped, and so
+ * is a result that follows no tool-call message.
  */
 export function coherentHistory(messages: ChatMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -57,12 +63,38 @@ export function coherentHistory(messages: ChatMessage[]): ChatMessage[] {
       const results: ChatMessage[] = [];
       let j = i + 1;
       while (j < messages.length && messages[j].role === 'tool') results.push(messages[j++]);
-      const answered = new Set(results.map((r) => (r.role === 'tool' ? r.toolCallId : '')));
-      if (m.toolCalls.every((c) => answered.has(c.id))) out.push(m, ...results);
+      // One result per call of the round: the first recorded one; results of other calls are dropped.
+      const answered = new Map<string, ChatMessage>();
+      for (const r of results) {
+        const id = r.role === 'tool' ? r.toolCallId : '';
+        if (m.toolCalls.some((c) => c.id === id) && !answered.has(id)) answered.set(id, r);
+      }
+      if (answered.size > 0) {
+        const missing = m.toolCalls.filter((c) => !answered.has(c.id)).map(noResultRecorded);
+        out.push(m, ...answered.values(), ...missing);
+      }
       i = j - 1;
       continue;
     }
     out.push(m);
   }
   return out;
+}
+
+/** The answer standing in for a call of a kept round whose result was never recorded. */
+export function noResultRecorded(call: ToolCallRequest): ChatMessage {
+  return {
+    role: 'tool',
+    toolCallId: call.id,
+    name: call.name,
+    content: JSON.stringify({
+      ok: false,
+      kind: 'outcome_unknown',
+      message:
+        'no result was recorded for this call: the turn ended before it ran or before its result was recorded',
+      hint: 'check whether it took effect before calling it again',
+      retryable: false,
+      tool_name: call.name,
+    }),
+  };
 }
