@@ -2,6 +2,7 @@ import { join, sql, type Sql, type SqlRunner } from '../sql';
 import { descendantsCostUsd } from '../subagent-cost';
 import { tenantCapUsd } from '../tenant-spend';
 import type { Lease } from './lease';
+import { TASK_START_CTE } from './task';
 import { DRAIN_ORDER, ENDED, HOLDS_SESSION, UNFINISHED, WAITING } from './statuses';
 
 /**
@@ -12,7 +13,8 @@ import { DRAIN_ORDER, ENDED, HOLDS_SESSION, UNFINISHED, WAITING } from './status
  *
  * Its CTEs, in order: `own` (the job's turn), `pending` (the session has unfinished turns), `s` (the
  * lease), `nt` (the session's next turn, any that holds the session), `ut` (that turn marked running
- * when it is runnable). The select list then loads what the turn needs from `ut` and `s`.
+ * when it is runnable), `kt` (a child turn's sub-agent task marked running with it, docs/adr/0024).
+ * The select list then loads what the turn needs from `ut` and `s`.
  */
 
 /** The turn row as the runner uses it. */
@@ -263,7 +265,7 @@ const TRANSCRIPT = sql`(SELECT coalesce(json_agg(json_build_object(
 
 /** The claim's one statement. */
 export function claimStatement(a: ClaimNext): Sql {
-  const ctes = [ownCte(a), pendingCte(a), leaseCte(a), NEXT_TURN_CTE, RUN_TURN_CTE];
+  const ctes = [ownCte(a), pendingCte(a), leaseCte(a), NEXT_TURN_CTE, RUN_TURN_CTE, TASK_START_CTE];
   const columns = [
     CLAIM_FLAGS,
     sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn`,

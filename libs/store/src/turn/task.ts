@@ -2,13 +2,24 @@ import { json, sql, type Sql } from '../sql';
 
 /**
  * A child turn's sub-agent task row (docs/adr/0024), written in the child's own statements: no
- * extra transaction.
+ * extra transaction. The claim that marks the child turn running marks its task running
+ * (`TASK_START_CTE`), so `GET /v1/tasks/:id` says `running` while the child's first model call is in
+ * flight; the child's last checkpoint writes the task's end (`taskCte`).
  */
+
+/**
+ * The claim's `kt`: the claimed turn's task, `pending` → `running`. A turn that runs no task has a
+ * null `task_id`: the scalar subquery makes that one index probe on a null key, which matches nothing.
+ */
+export const TASK_START_CTE = sql`kt AS (
+  UPDATE tasks SET status = 'running', updated_at = now()
+  WHERE id = (SELECT task_id FROM ut) AND status = 'pending'
+)`;
 
 /** What a child turn's checkpoint writes on its task row. */
 export interface TaskChanges {
   id: string;
-  /** Absent: the task starts running (from pending),. */
+  /** Absent: the task starts running (from pending), which its turn's claim already did. */
   end?: { status: 'completed' | 'failed' | 'cancelled'; handback: unknown; output: string };
 }
 
