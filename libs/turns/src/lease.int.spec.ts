@@ -1,5 +1,6 @@
 import { newId } from '@switchboard/contracts';
 import { createTestEnv, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import type { Lease } from '@switchboard/store';
 import { SessionLease } from './lease';
 
 /** The per-session lease in Postgres: at most one worker holds a session at a time. */
@@ -121,10 +122,10 @@ describe('SessionLease', () => {
     expect(await current.renew()).toBe(true);
   });
 
-  it('exposes the fence (token and duration) that journal appends use', async () => {
+  it('is the Lease (token and duration) that statements are fenced by', async () => {
     const sessionId = await newSession();
-    const lease = (await SessionLease.claim(env.db, sessionId, 'w', 1234))!;
-    expect(lease.fence).toEqual({ token: lease.token, ms: 1234 });
+    const lease: Lease = (await SessionLease.claim(env.db, sessionId, 'w', 1234))!;
+    expect({ token: lease.token, ms: lease.ms }).toEqual({ token: expect.any(String), ms: 1234 });
     expect((await leaseRow(sessionId)).leaseToken).toBe(lease.token);
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isTransientDbError, poolOf, type Db } from '@switchboard/database';
-import { SqlDb, TurnStore } from '@switchboard/store';
+import { SqlDb, TurnStore, type Lease } from '@switchboard/store';
 import { retryTransient } from './durable';
 
 /** The harness's store over the pool under a Prisma client made by `createPrisma`. */
@@ -14,9 +14,10 @@ export function turnStoreFor(db: Db | TurnStore): TurnStore {
  * truth, so a Redis that restarts empty cannot let two workers into one session.
  *
  * The runner takes it together with the session's next turn (`TurnStore.claimNext`, one
- * statement) using this object's token; `claim` takes it alone.
+ * statement) using this object's token; `claim` takes it alone. It is itself the `Lease` (token and
+ * duration) every statement of the turn is fenced by.
  */
-export class SessionLease {
+export class SessionLease implements Lease {
   constructor(
     private readonly store: TurnStore,
     readonly sessionId: string,
@@ -31,12 +32,12 @@ export class SessionLease {
     ms: number,
   ): Promise<SessionLease | null> {
     const lease = new SessionLease(turnStoreFor(db), sessionId, ms);
-    return (await lease.store.claimLease(sessionId, owner, lease.fence)) ? lease : null;
+    return (await lease.store.claimLease(sessionId, owner, lease)) ? lease : null;
   }
 
   /** Extends the lease; false when it was lost (expired and taken by another worker). */
   async renew(): Promise<boolean> {
-    return this.store.renewLease(this.sessionId, this.fence);
+    return this.store.renewLease(this.sessionId, this);
   }
 
   async release(): Promise<void> {
@@ -64,9 +65,5 @@ export class SessionLease {
       unref: true,
     }).catch((err: unknown) => onError(err, true));
     return false;
-  }
-
-  get fence() {
-    return { token: this.token, ms: this.ms };
   }
 }

@@ -53,8 +53,8 @@ import {
   type LedgerInsert,
   type MessageInsert,
   type SessionChanges,
-  type Step,
-  type StepResult,
+  type CheckpointResult,
+  type CheckpointWrites,
   type ToolCallUpsert,
   type TaskChanges,
   type TranscriptEntry,
@@ -208,7 +208,7 @@ export class TurnRunner {
         turnId,
         tenantId: job.tenantId,
         owner: this.o.workerId,
-        lease: lease.fence,
+        lease,
       });
     const first = await claim(job.turnId);
     // Workers derive the tenant from the database; a job naming another tenant or session is ignored.
@@ -341,7 +341,11 @@ export class TurnRunner {
     );
   }
 
-  private async runOne(load: TurnLoad, lease: SessionLease, parent?: TraceCarrier): Promise<StepResult> {
+  private async runOne(
+    load: TurnLoad,
+    lease: SessionLease,
+    parent?: TraceCarrier,
+  ): Promise<CheckpointResult> {
     const turn = load.turn;
     return withSpan(
       'turn',
@@ -418,7 +422,7 @@ export class TurnRunner {
         });
         const heartbeat = setInterval(
           () => {
-            this.store.heartbeat(turn.sessionId, lease.fence, turn.id).then(
+            this.store.heartbeat(turn.sessionId, lease, turn.id).then(
               (h) => {
                 if (!h.held) controller.abort('lease_lost');
                 else if (h.cancelRequested) cancel();
@@ -674,7 +678,7 @@ export function renderSystemPrompt(agent: Pick<AgentRow, 'name' | 'instructions'
   return parts.join('\n\n');
 }
 
-/** Parts of a checkpoint statement, gathered from what the engine records (`Step` without its frame). */
+/** Parts of a checkpoint statement, gathered from what the engine records (`CheckpointWrites` without its frame). */
 interface Writes {
   messages: MessageInsert[];
   ledger: LedgerInsert[];
@@ -696,7 +700,7 @@ function addUsd(a: string, b: string): string {
 }
 
 /**
- * The engine's checkpoints, each one fenced statement (`TurnStore.commitStep`). A step that meets a
+ * The engine's checkpoints, each one fenced statement (`TurnStore.commitCheckpoint`). A step that meets a
  * transient database error (a restart, a dropped connection) is retried for up to `retryMs`, holding
  * what it records in memory meanwhile: a finished tool's result is not lost to a database blip (ADR
  * 0004). What needs no commit of its own waits for the next one (docs/adr/0010): a read-only tool's
@@ -769,18 +773,18 @@ class PostgresCheckpoints implements TurnCheckpoints {
     events: JournalEvent[],
     writes: Writes,
     options: { returnEvents?: boolean; approvals?: ApprovalInsert[] } = {},
-  ): Promise<StepResult> {
+  ): Promise<CheckpointResult> {
     // Taken at once: steps of one wave of tool calls run concurrently, and only one carries them.
     const merged = this.withDeferred(writes);
     const after = this.afterDeferred;
     this.deferred = emptyWrites();
     this.afterDeferred = [];
     const t = this.turn;
-    const step: Step = {
+    const step: CheckpointWrites = {
       tenantId: t.tenantId,
       sessionId: t.sessionId,
       turnId: t.id,
-      fence: this.lease.fence,
+      lease: this.lease,
       events: events.map((e) => ({
         id: e.id!,
         turnId: e.turnId ?? null,
@@ -798,11 +802,11 @@ class PostgresCheckpoints implements TurnCheckpoints {
     };
     const marker = events[0]?.id;
     const result = await retryTransient(
-      async (attempt): Promise<StepResult> => {
+      async (attempt): Promise<CheckpointResult> => {
         if (attempt > 1 && marker && (await this.store.eventExists(marker))) {
           return { applied: true, released: false, killSwitch: this.kill.value, cancelRequested: false };
         }
-        return this.store.commitStep(step);
+        return this.store.commitCheckpoint(step);
       },
       {
         maxMs: this.retryMs,
@@ -1092,7 +1096,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
    * turns wait for this one). Nothing of the gated calls was started, so a resumed run finds them
    * unanswered and acts on their decisions.
    */
-  async pause(outcome: TurnOutcome, ttlMs: number, status: WaitingStatus): Promise<StepResult> {
+  async pause(outcome: TurnOutcome, ttlMs: number, status: WaitingStatus): Promise<CheckpointResult> {
     const w = emptyWrites();
     w.turn.waiting = status;
     w.session.release = true;
@@ -1126,7 +1130,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
     return this.step('pause', events, w, { returnEvents: true, approvals });
   }
 
-  async finalise(outcome: TurnOutcome, model: string): Promise<StepResult> {
+  async finalise(outcome: TurnOutcome, model: string): Promise<CheckpointResult> {
     const t = this.turn;
     const type =
       outcome.status === 'completed'
@@ -1199,7 +1203,7 @@ class PostgresCheckpoints implements TurnCheckpoints {
           sessionId: t.sessionId,
           turnId: t.id,
           turnSeq: t.seq,
-          fence: this.lease.fence,
+          lease: this.lease,
           fromPosition: this.nextPosition,
         });
       },

@@ -1,0 +1,118 @@
+import { join, sql, type Sql, type SqlRunner } from '../sql';
+import { tenantCapUsd } from '../tenant-spend';
+import {
+  carriesTurnCost,
+  eventsCte,
+  ledgerCte,
+  messagesCte,
+  toolCallsCte,
+  type CommittedEvent,
+  type EventInsert,
+  type LedgerInsert,
+  type MessageInsert,
+  type ToolCallUpsert,
+  type TurnFrame,
+} from './checkpoint-rows';
+import { rollUpCte, sessionCte, type SessionChanges } from './checkpoint-session';
+import { turnCte, type TurnChanges } from './checkpoint-turn';
+import type { Lease } from './lease';
+import { taskCte, type TaskChanges } from './task';
+import { approvalsCte, type ApprovalInsert } from './waits';
+
+/**
+ * A checkpoint (docs/adr/0010): one atomic commit of a turn's progress, one statement. The session
+ * row is updated first (`s`: fenced by the lease, which it extends; event seqs allocated; the
+ * session changes), and every other write selects from it, so a lost lease writes nothing.
+ */
+
+/** A checkpoint's write set. */
+export interface CheckpointWrites extends TurnFrame {
+  /** The lease the checkpoint is fenced by (and extends); null only for writes outside a lease. */
+  lease: Lease | null;
+  events: EventInsert[];
+  turn?: TurnChanges;
+  session?: SessionChanges;
+  messages?: MessageInsert[];
+  ledger?: LedgerInsert[];
+  toolCalls?: ToolCallUpsert[];
+  /** Approvals a waiting turn asks for (docs/adr/0013). */
+  approvals?: ApprovalInsert[];
+  /** The sub-agent task the turn runs (docs/adr/0024): its end with the turn's last checkpoint. */
+  task?: TaskChanges;
+  /** Return the events as committed (seq, data with the cost filled in) for the live channel (libs/live). */
+  returnEvents?: boolean;
+}
+
+export interface CheckpointResult {
+  /** False when the fence failed: nothing was written. */
+  applied: boolean;
+  /** The lease was released by this checkpoint. */
+  released: boolean;
+  /** The tenant's kill switch as this statement saw it. */
+  killSwitch: boolean;
+  /**
+   * What the turn may still spend under the tenant's daily cap, as this statement saw it (docs/adr/0026):
+   * the key is present (undefined: no cap) when the statement read it.
+   */
+  tenantCapUsd?: number;
+  /** A cancel of the checkpoint's turn was requested (docs/adr/0014): the runner stops it at its next safe point. */
+  cancelRequested: boolean;
+  /** With `returnEvents`: what the checkpoint journaled, in seq order. */
+  events?: CommittedEvent[];
+}
+
+interface CheckpointRow {
+  applied: boolean;
+  released: boolean;
+  kill_switch: boolean | null;
+  tenant_cap_usd: string | null;
+  cancel_requested: boolean | null;
+  events?: CommittedEvent[] | null;
+}
+
+/** What every checkpoint reads back: applied, released, the kill switch, the cap, a cancel; its events when asked. */
+function resultColumns(w: CheckpointWrites): Sql {
+  return sql`SELECT EXISTS (SELECT 1 FROM s) AS applied, coalesce((SELECT released FROM s), false) AS released,
+    (SELECT kill_switch FROM tenants WHERE id = ${w.tenantId}::uuid) AS kill_switch,
+    (SELECT ${tenantCapUsd(sql`tn`, sql`${w.turnId}::uuid`)} FROM tenants tn
+      WHERE tn.id = ${w.tenantId}::uuid) AS tenant_cap_usd,
+    (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${w.turnId}::uuid) AS cancel_requested
+    ${w.returnEvents && w.events.length > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
+}
+
+/** The single statement of a checkpoint (see `TurnStore.commitCheckpoint`). */
+export function checkpointStatement(w: CheckpointWrites): Sql {
+  const session = w.session ?? {};
+  const usage = w.turn?.usage;
+  const ctes = [
+    rollUpCte(w.turnId, session, usage),
+    sessionCte(w, session, w.lease, w.events.length),
+    turnCte(w.turnId, w.turn, carriesTurnCost(w.events)),
+    ledgerCte(w.ledger),
+    taskCte(w.turnId, w.task, usage?.costUsd),
+    approvalsCte(w, w.approvals),
+    toolCallsCte(w, w.toolCalls),
+    messagesCte(w.messages),
+    eventsCte(w, w.events, w.returnEvents),
+  ].filter((c): c is Sql => c !== undefined);
+  return sql`WITH ${join(ctes, ',\n')}
+    ${resultColumns(w)}`;
+}
+
+/** Commits a checkpoint: one statement, on the pool or in the caller's transaction. */
+export async function commitCheckpoint(runner: SqlRunner, w: CheckpointWrites): Promise<CheckpointResult> {
+  const row = await runner.first<CheckpointRow>(checkpointStatement(w));
+  return {
+    applied: row?.applied ?? false,
+    released: row?.released ?? false,
+    killSwitch: !!row?.kill_switch,
+    tenantCapUsd: row?.tenant_cap_usd == null ? undefined : Number(row.tenant_cap_usd),
+    cancelRequested: !!row?.cancel_requested,
+    ...(w.returnEvents ? { events: row?.events ?? [] } : {}),
+  };
+}
+
+/** Whether an event is in the journal: a retried checkpoint whose first attempt's answer was lost. */
+export async function eventExists(db: SqlRunner, id: string): Promise<boolean> {
+  return (await db.first(sql`SELECT 1 AS one FROM events WHERE id = ${id}::uuid`)) !== undefined;
+}

@@ -1,0 +1,340 @@
+import { join, sql, type Sql, type SqlRunner } from '../sql';
+import { descendantsCostUsd } from '../subagent-cost';
+import { tenantCapUsd } from '../tenant-spend';
+import type { Lease } from './lease';
+import { TASK_START_CTE } from './task';
+import { DRAIN_ORDER, ENDED, HOLDS_SESSION, UNFINISHED, WAITING } from './statuses';
+
+/**
+ * The claim (docs/adr/0010, statement 1): one statement takes (or, holding it, extends) the session
+ * lease when the job's turn belongs to the session and the session has unfinished turns; marks the
+ * session's next turn in drain order running; and loads it with its session, agent, tenant settings,
+ * transcript, interrupted calls and decisions.
+ *
+ * Its CTEs, in order: `own` (the job's turn), `pending` (the session has unfinished turns), `s` (the
+ * lease), `nt` (the session's next turn, any that holds the session), `ut` (that turn marked running
+ * when it is runnable), `kt` (a child turn's sub-agent task marked running with it, docs/adr/0024).
+ * The select list then loads what the turn needs from `ut` and `s`.
+ */
+
+/** The turn row as the runner uses it. */
+export interface TurnRow {
+  id: string;
+  tenantId: string;
+  sessionId: string;
+  agentId: string;
+  seq: number;
+  inputMessageId: string;
+  status: string;
+  priority: string;
+  model: string | null;
+  iterations: number;
+  toolCallCount: number;
+  /** Decimal, 8 places. */
+  costUsd: string;
+  traceContext: unknown;
+  runCount: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  /** A cancel was requested (docs/adr/0014): the claim that returns it must not run it. */
+  cancelRequested: boolean;
+  /** The reason given with the cancel, if any. */
+  cancelReason: string | null;
+  /** The sub-agent task this turn runs as a child (docs/adr/0024); null for every other turn. */
+  taskId: string | null;
+  /** What its sub-agents' child turns (and theirs) have cost so far: it counts against its maxUsd (docs/adr/0025). */
+  childrenCostUsd: string;
+}
+
+/** A transcript entry with what the model's view of it needs (a subset of the messages row). */
+export interface TranscriptEntry {
+  role: string;
+  kind: string;
+  trust: string;
+  authorityClass: string;
+  body: unknown;
+  toolCalls: unknown;
+  toolCallId: string | null;
+  metadata: unknown;
+  turnSeq: number;
+  position: number;
+}
+
+export interface AgentRow {
+  id: string;
+  name: string;
+  instructions: string;
+  model: string;
+  fallbackModels: string[];
+  tools: string[];
+  /** chat | reasoning | worker (docs/adr/0025): a worker is never offered the delegation tools. */
+  tier?: string;
+  /** Tools whose calls by this agent need a human decision (docs/adr/0013). */
+  approvalRequired: string[];
+  budgets: unknown;
+}
+
+/** A decided approval of the turn, as the engine acts on it. */
+export interface StoredDecision {
+  approvalId: string;
+  callId: string;
+  status: 'approved' | 'rejected' | 'expired' | 'cancelled';
+  reason: string | null;
+}
+
+/** A turn ready to run: the turn (now `running`), its session, agent, tenant settings and transcript. */
+export interface TurnLoad {
+  turn: TurnRow;
+  /** An earlier run of this turn was interrupted (it had been claimed before). */
+  resumed: boolean;
+  session: { systemPrompt: string | null; summarizerFailures: number; compaction: unknown };
+  agent: AgentRow;
+  tenant: {
+    settings: unknown;
+    killSwitch: boolean;
+    /**
+     * Under the tenant's daily spend cap (docs/adr/0026): what this turn may still spend (USD, the
+     * limit less the tenant's other spend today; zero or less: nothing). Absent: no cap.
+     */
+    capUsd?: number;
+  };
+  /** Earlier turns' entries (the compacted middle left out), in order. */
+  earlier: TranscriptEntry[];
+  /** This turn's entries so far (its input, and what an interrupted run committed), in order. */
+  own: TranscriptEntry[];
+  /** Calls an interrupted run started and never recorded (ADR 0004). */
+  startedCalls: string[];
+  /** Decisions on this turn's gated calls (approved, rejected, expired, cancelled): docs/adr/0013. */
+  decisions: StoredDecision[];
+  /** Time the turn spent waiting for decisions (each pause to its last decision): not deadline time. */
+  waitedMs: number;
+}
+
+/** What the claim is asked. */
+export interface ClaimNext {
+  sessionId: string;
+  /** The job's turn: it must be in this session and tenant. */
+  turnId: string;
+  tenantId: string;
+  owner: string;
+  lease: Lease;
+}
+
+export interface ClaimResult {
+  /** The job's own turn status; undefined when no such turn is in that session and tenant. */
+  ownStatus?: string;
+  /** The job's own turn's sub-agent task, when it runs one (docs/adr/0024). */
+  ownTaskId?: string;
+  /** The lease is ours. */
+  leased: boolean;
+  /** The session had unfinished turns (seen before the claim). */
+  pending: boolean;
+  /** The oldest unfinished turn, marked running; none when another run finished it meanwhile. */
+  next?: TurnLoad;
+  /** The session's next turn is waiting (docs/adr/0013): nothing of it can run now. */
+  blocked?: boolean;
+}
+
+interface ClaimRow {
+  own_status: string | null;
+  own_task_id: string | null;
+  leased: boolean;
+  pending: boolean;
+  turn: Record<string, unknown> | null;
+  system_prompt: string | null;
+  summarizer_failures: number | null;
+  compaction: unknown;
+  agent: AgentRow | null;
+  settings: unknown;
+  kill_switch: boolean | null;
+  tenant_cap_usd: string | null;
+  transcript: TranscriptEntry[] | null;
+  started_calls: string[] | null;
+  blocked: boolean;
+  decisions: StoredDecision[] | null;
+  waited_ms: number | null;
+}
+
+// --- The CTEs ---
+
+/** `own`: the job's turn, only when it is in this session and tenant. */
+const ownCte = (a: ClaimNext) => sql`own AS (
+  SELECT status, task_id FROM turns
+  WHERE id = ${a.turnId}::uuid AND session_id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid
+)`;
+
+/** `pending`: the session has unfinished turns (in the statement's snapshot). */
+const pendingCte = (a: ClaimNext) => sql`pending AS (
+  SELECT EXISTS (
+    SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid AND status IN ${UNFINISHED}
+  ) AS found
+)`;
+
+/** `s`: the lease taken when free, expired or already ours; only for the job's own session with work in it. */
+const leaseCte = (a: ClaimNext) => sql`s AS (
+  UPDATE sessions SET lease_owner = ${a.owner}, lease_token = ${a.lease.token}::uuid,
+    lease_expires_at = now() + (${a.lease.ms} * interval '1 millisecond')
+  WHERE id = ${a.sessionId}::uuid
+    AND (lease_token = ${a.lease.token}::uuid OR lease_token IS NULL OR lease_expires_at < now())
+    AND EXISTS (SELECT 1 FROM own) AND (SELECT found FROM pending)
+  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction
+)`;
+
+/** `nt`: the session's next turn in drain order, a waiting one included (it holds the session). */
+const NEXT_TURN_CTE = sql`nt AS (
+  SELECT t.id, t.status FROM turns t JOIN s ON t.session_id = s.id
+  WHERE t.status IN ${HOLDS_SESSION} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
+)`;
+
+/**
+ * `ut`: that turn marked running when it is unfinished, re-checked on its latest row version (a turn
+ * another holder finished while this statement waited for the session row is not taken).
+ */
+const RUN_TURN_CTE = sql`ut AS (
+  UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
+    run_count = t.run_count + 1
+  FROM nt WHERE t.id = nt.id AND t.status IN ${UNFINISHED}
+  RETURNING t.*
+)`;
+
+// --- The select list: what the turn needs, from `ut` and `s` ---
+
+/** The claim's own answers: the job's turn, the lease, work seen, the next turn waiting. */
+const CLAIM_FLAGS = sql`(SELECT status FROM own) AS own_status, (SELECT task_id FROM own) AS own_task_id,
+  s.id IS NOT NULL AS leased,
+  (SELECT found FROM pending) AS pending,
+  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS blocked`;
+
+/** The claimed turn as `TurnRow`. */
+const TURN_JSON = sql`json_build_object(
+  'id', ut.id, 'tenantId', ut.tenant_id, 'sessionId', ut.session_id, 'agentId', ut.agent_id, 'seq', ut.seq,
+  'inputMessageId', ut.input_message_id, 'status', ut.status, 'priority', ut.priority, 'model', ut.model,
+  'iterations', ut.iterations, 'toolCallCount', ut.tool_call_count, 'costUsd', ut.cost_usd::text,
+  'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
+  'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
+  'cancelReason', ut.cancel_reason, 'taskId', ut.task_id,
+  'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text)`;
+
+/** The turn's agent as `AgentRow`. */
+const AGENT_JSON = sql`json_build_object(
+  'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
+  'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
+  'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier)`;
+
+/** Calls an interrupted run started and never recorded (ADR 0004). */
+const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c
+  WHERE c.turn_id = ut.id AND c.status = 'running') AS started_calls`;
+
+/** The turn's decided approvals (docs/adr/0013). */
+const DECISIONS = sql`(SELECT coalesce(json_agg(json_build_object('approvalId', ap.id, 'callId', ap.call_id,
+    'status', ap.status, 'reason', ap.reason)), '[]'::json) FROM approvals ap
+  WHERE ap.turn_id = ut.id AND ap.status <> 'pending') AS decisions`;
+
+/** Time the turn spent waiting: approvals, then blocking sub-agents. */
+const WAITED_MS = sql`
+  -- One pause's approvals share their created_at (one statement): from it to its last decision.
+  (SELECT coalesce(sum(w.ms), 0)::float8 FROM (
+      SELECT extract(epoch FROM max(ap.decided_at) - ap.created_at) * 1000 AS ms FROM approvals ap
+      WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)
+    -- Waits for sub-agents (docs/adr/0024): the span of the blocking children it waited for.
+    + (SELECT coalesce(extract(epoch FROM max(k.completed_at) - min(k.created_at)) * 1000, 0)::float8
+      FROM tasks k WHERE k.parent_turn_id = ut.id AND k.blocking AND k.completed_at IS NOT NULL)
+    AS waited_ms`;
+
+/**
+ * The turn's transcript: its own entries and the entries of earlier turns that ran and ended, the
+ * compacted middle (the session's compaction cut) left out.
+ */
+const TRANSCRIPT = sql`(SELECT coalesce(json_agg(json_build_object(
+    'role', m.role, 'kind', m.kind, 'trust', m.trust, 'authorityClass', m.authority_class,
+    'body', m.body, 'toolCalls', m.tool_calls, 'toolCallId', m.tool_call_id, 'metadata', m.metadata,
+    'turnSeq', m.turn_seq, 'position', m.position) ORDER BY m.turn_seq, m.position), '[]'::json)
+  FROM messages m
+  WHERE m.session_id = ut.session_id AND (
+    m.turn_seq = ut.seq
+    -- Earlier turns are those that ran and ended: with priority bands a later seq may have run
+    -- first, and a turn still waiting (or cancelled before it ran) is no part of the history.
+    OR EXISTS (SELECT 1 FROM turns e WHERE e.session_id = m.session_id AND e.seq = m.turn_seq
+      AND e.id <> ut.id AND e.status IN ${ENDED} AND e.started_at IS NOT NULL)
+  ) AND (
+    m.turn_seq = ut.seq
+    OR jsonb_typeof(s.compaction -> 'headThroughSeq') IS DISTINCT FROM 'number'
+    OR jsonb_typeof(s.compaction -> 'keepFromSeq') IS DISTINCT FROM 'number'
+    OR m.turn_seq <= (s.compaction ->> 'headThroughSeq')::numeric
+    OR m.turn_seq >= (s.compaction ->> 'keepFromSeq')::numeric)) AS transcript`;
+
+/** The claim's one statement. */
+export function claimStatement(a: ClaimNext): Sql {
+  const ctes = [ownCte(a), pendingCte(a), leaseCte(a), NEXT_TURN_CTE, RUN_TURN_CTE, TASK_START_CTE];
+  const columns = [
+    CLAIM_FLAGS,
+    sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn`,
+    sql`s.system_prompt, s.summarizer_failures, s.compaction`,
+    sql`CASE WHEN a.id IS NULL THEN NULL ELSE ${AGENT_JSON} END AS agent`,
+    sql`tn.settings, tn.kill_switch`,
+    sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${tenantCapUsd(sql`tn`, sql`ut.id`)} END AS tenant_cap_usd`,
+    STARTED_CALLS,
+    DECISIONS,
+    WAITED_MS,
+    TRANSCRIPT,
+  ];
+  return sql`
+    WITH ${join(ctes, ',\n')}
+    SELECT
+      ${join(columns, ',\n')}
+    FROM (SELECT 1) one
+    LEFT JOIN s ON true
+    LEFT JOIN ut ON true
+    LEFT JOIN agents a ON a.id = ut.agent_id
+    LEFT JOIN tenants tn ON tn.id = s.tenant_id`;
+}
+
+/** The claimed turn, loaded for its run. */
+function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow }): TurnLoad {
+  const t = row.turn;
+  const turn: TurnRow = {
+    ...(t as unknown as TurnRow),
+    createdAt: new Date(t.createdAt as string),
+    startedAt: t.startedAt ? new Date(t.startedAt as string) : null,
+  };
+  const transcript = row.transcript ?? [];
+  return {
+    turn,
+    resumed: turn.runCount > 1,
+    session: {
+      systemPrompt: row.system_prompt,
+      summarizerFailures: row.summarizer_failures ?? 0,
+      compaction: row.compaction,
+    },
+    agent: row.agent,
+    tenant: {
+      settings: row.settings,
+      killSwitch: row.kill_switch ?? false,
+      ...(row.tenant_cap_usd === null ? {} : { capUsd: Number(row.tenant_cap_usd) }),
+    },
+    earlier: transcript.filter((m) => m.turnSeq !== turn.seq),
+    own: transcript.filter((m) => m.turnSeq === turn.seq),
+    startedCalls: row.started_calls ?? [],
+    decisions: row.decisions ?? [],
+    waitedMs: Math.max(0, Number(row.waited_ms ?? 0)),
+  };
+}
+
+/**
+ * Runs the claim. `next` can be absent with `leased`: the session's next turn is waiting
+ * (`blocked`), or another holder finished it meanwhile.
+ */
+export async function claimNext(db: SqlRunner, a: ClaimNext): Promise<ClaimResult> {
+  const row = await db.first<ClaimRow>(claimStatement(a));
+  if (!row) throw new Error('claim returned no row');
+  const result: ClaimResult = {
+    ownStatus: row.own_status ?? undefined,
+    ...(row.own_task_id ? { ownTaskId: row.own_task_id } : {}),
+    leased: row.leased,
+    pending: row.pending,
+    blocked: row.blocked,
+  };
+  const { turn, agent } = row;
+  if (turn && agent) result.next = loadOf({ ...row, turn, agent });
+  return result;
+}

@@ -1,0 +1,81 @@
+import { sql, type SqlRunner } from '../sql';
+import { PENDING_INTERJECTION } from './statuses';
+
+/**
+ * The session lease (docs/adr/0003): a worker's exclusive, time-bound hold on a session. Every
+ * statement of a running turn is fenced by its token, and extends it by its duration.
+ */
+export interface Lease {
+  token: string;
+  ms: number;
+}
+
+/** The lease's new expiry, `ms` from now. */
+export const leaseExpiry = (lease: Lease) => sql`now() + (${lease.ms} * interval '1 millisecond')`;
+
+/** Takes the lease when it is free or expired (no turn is loaded): for tests and tools. */
+export async function claimLease(
+  db: SqlRunner,
+  sessionId: string,
+  owner: string,
+  lease: Lease,
+): Promise<boolean> {
+  const n = await db.execute(sql`
+    UPDATE sessions SET lease_owner = ${owner}, lease_token = ${lease.token}::uuid,
+      lease_expires_at = ${leaseExpiry(lease)}
+    WHERE id = ${sessionId}::uuid AND (lease_token IS NULL OR lease_expires_at < now())`);
+  return n === 1;
+}
+
+/** Extends the lease; false when it is no longer ours. */
+export async function renewLease(db: SqlRunner, sessionId: string, lease: Lease): Promise<boolean> {
+  const n = await db.execute(sql`
+    UPDATE sessions SET lease_expires_at = ${leaseExpiry(lease)}
+    WHERE id = ${sessionId}::uuid AND lease_token = ${lease.token}::uuid`);
+  return n === 1;
+}
+
+/** Releases the lease if it is still ours. */
+export async function releaseLease(db: SqlRunner, sessionId: string, token: string): Promise<void> {
+  await db.execute(sql`
+    UPDATE sessions SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = ${sessionId}::uuid AND lease_token = ${token}::uuid`);
+}
+
+/** What the running turn's heartbeat learns. */
+export interface Heartbeat {
+  /** The lease is still ours (and was extended). */
+  held: boolean;
+  /** A cancel of the turn was requested (docs/adr/0014). */
+  cancelRequested: boolean;
+  /** An interjection waits for the turn (docs/adr/0014). */
+  interjection: boolean;
+}
+
+/**
+ * The running turn's heartbeat: extends the lease and says whether the turn was asked to stop, or
+ * an interjection waits for it (docs/adr/0014): the backstop when a control message was lost.
+ */
+export async function heartbeat(
+  db: SqlRunner,
+  sessionId: string,
+  lease: Lease,
+  turnId: string,
+): Promise<Heartbeat> {
+  const row = await db.first<{ held: boolean; cancel_requested: boolean; interjection: boolean }>(sql`
+    WITH s AS (
+      UPDATE sessions SET lease_expires_at = ${leaseExpiry(lease)}
+      WHERE id = ${sessionId}::uuid AND lease_token = ${lease.token}::uuid
+      RETURNING id
+    )
+    SELECT EXISTS (SELECT 1 FROM s) AS held,
+      coalesce((SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${turnId}::uuid), false)
+        AS cancel_requested,
+      EXISTS (SELECT 1 FROM turns WHERE session_id = ${sessionId}::uuid AND ${PENDING_INTERJECTION(sql`turns`)})
+        AS interjection`);
+  return {
+    held: row?.held ?? false,
+    cancelRequested: row?.cancel_requested ?? false,
+    interjection: row?.interjection ?? false,
+  };
+}
