@@ -45,7 +45,7 @@ export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Prom
   r.metrics.turns.inc({ status: outcome.status });
   r.metrics.turnDuration.observe({ status: outcome.status }, (Date.now() - ctx.startedAt) / 1000);
   const ended = { ...turn, status: outcome.status };
-  for (const step of r.finalisers ?? []) {
+  for (const step of r.finalisationSteps ?? []) {
     await isolated(r, turn, step.name, () => step.run(ended, outcome));
   }
   // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded, then

@@ -32,7 +32,7 @@ export interface TurnRunnerOptions {
   /** The deployment's prices (MODEL_PRICES) over the maintained table; a tenant's own prices win by key. */
   prices?: PriceOverrides;
   /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
-  finalisers?: FinalisationStep[];
+  finalisationSteps?: FinalisationStep[];
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
   /** How long an approval waits for a decision (APPROVAL_TTL_MS); a tenant's approvalTtlMs wins. */

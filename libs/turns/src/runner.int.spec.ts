@@ -96,7 +96,7 @@ describe('TurnRunner', () => {
       workerId: 'test',
       leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
-      finalisers,
+      finalisationSteps: finalisers,
       // A small window for one model, so a few turns reach the context guard.
       contextWindows: { 'openai-chat/small-window': 1_000 },
     });

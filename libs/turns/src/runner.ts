@@ -23,7 +23,7 @@ export type HandleResult = 'done' | 'busy' | 'later';
 
 /**
  * Runs turns from Postgres for a turn job: claims the session lease together with the session's
- * oldest unfinished turn, runs the session's turns in admission order, checkpoints every step so a
+ * oldest unfinished turn, runs the session's turns in admission order, checkpoints its progress so a
  * killed worker's turn resumes without duplicates, and finalises (docs/adr/0010 lists the statements).
  */
 export class TurnRunner {
@@ -115,8 +115,8 @@ export class TurnRunner {
         );
       }
     }
-    // A session paused on a wait runs nothing until the decision resumes it with a job of its own
-    // (docs/adr/0013); looked for after the release, like the turns left behind below.
+    // A waiting session (an approval, a sub-agent task) runs nothing until the decision resumes it
+    // with a job of its own (docs/adr/0013); looked for after the release, like the turns left behind.
     if (await this.r.store.sessionWaiting(job.sessionId)) return 'done';
     // Released with turns perhaps left (the per-lease bound, or one another run finished first): looked
     // for after the release, so a turn whose job saw this worker's lease is never left behind.

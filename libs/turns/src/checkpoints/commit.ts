@@ -61,22 +61,22 @@ export interface CommitOptions {
  * attempt whose answer was lost may have committed, and must not be applied twice. A lost lease
  * throws `LeaseLostError`.
  */
-export async function commitCheckpoint(step: Step, o: CommitOptions): Promise<StepResult> {
-  const marker = step.events[0]?.id;
+export async function commitCheckpoint(statement: Step, o: CommitOptions): Promise<StepResult> {
+  const marker = statement.events[0]?.id;
   const result = await retryTransient(
     async (attempt): Promise<StepResult> => {
       if (attempt > 1 && marker && (await o.store.eventExists(marker))) return o.found();
-      return o.store.commitStep(step);
+      return o.store.commitStep(statement);
     },
     {
       maxMs: o.retryMs,
       onRetry: (err, attempt) =>
         o.logger.warn(
-          { err, turnId: step.turnId, step: o.name, attempt },
+          { err, turnId: statement.turnId, step: o.name, attempt },
           'checkpoint write failed on a transient database error; retrying',
         ),
     },
   );
-  if (!result.applied) throw new LeaseLostError(step.sessionId);
+  if (!result.applied) throw new LeaseLostError(statement.sessionId);
   return result;
 }
