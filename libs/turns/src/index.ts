@@ -1,6 +1,12 @@
 export * from './lease';
 export * from './reconciler';
 export * from './runner';
+export type { FinalisationStep, TaskWaits, TurnRunnerOptions } from './runner-options';
+export { POST_TURN_HOOKS } from './finalise';
+export { HANDBACK_MAX_CHARS, taskEnd } from './handback';
+export { buildHistory } from './history';
+export { renderSystemPrompt } from './system-prompt';
+export { reactorCap } from './reactor-cap';
 export * from './transcript';
 export * from './turn-job';
 export * from './approvals';

@@ -1,5 +1,5 @@
 import type { TranscriptEntry } from '@switchboard/store';
-import { reactorCap } from './runner';
+import { reactorCap } from './reactor-cap';
 
 const entry = (kind: string, metadata: unknown): TranscriptEntry => ({
   role: 'user',

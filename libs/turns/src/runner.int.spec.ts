@@ -14,7 +14,8 @@ import {
 import { createRedis } from '@switchboard/queue';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
-import { TurnRunner, type FinalisationStep } from './runner';
+import type { FinalisationStep } from './runner-options';
+import { TurnRunner } from './runner';
 
 /**
  * The harness's TurnRunner against real Postgres and a real BullMQ queue, with
@@ -95,7 +96,7 @@ describe('TurnRunner', () => {
       workerId: 'test',
       leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
-      finalisers,
+      finalisationSteps: finalisers,
       // A small window for one model, so a few turns reach the context guard.
       contextWindows: { 'openai-chat/small-window': 1_000 },
     });

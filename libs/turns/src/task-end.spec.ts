@@ -1,4 +1,4 @@
-import { HANDBACK_MAX_CHARS, taskEnd } from './runner';
+import { HANDBACK_MAX_CHARS, taskEnd } from './handback';
 
 /** A child turn's outcome as its task's end and the parent's handback (docs/adr/0024). */
 describe('taskEnd', () => {

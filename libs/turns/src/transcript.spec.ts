@@ -1,7 +1,7 @@
 import type { Message } from '@prisma/client';
 import type { ChatMessage, ToolCallRequest } from '@switchboard/providers';
 import type { TranscriptEntry } from '@switchboard/store';
-import { buildHistory } from './runner';
+import { buildHistory } from './history';
 import { coherentHistory, noResultRecorded, toChatMessage } from './transcript';
 
 const call = (id: string, name = 'echo'): ToolCallRequest => ({ id, name, arguments: '{}' });

@@ -19,26 +19,22 @@ export const TASK_START_CTE = sql`kt AS (
 /** What a child turn's checkpoint writes on its task row. */
 export interface TaskChanges {
   id: string;
-  /** Absent: the task starts running (from pending), which its turn's claim already did. */
-  end?: { status: 'completed' | 'failed' | 'cancelled'; handback: unknown; output: string };
+  /** The task's end; its start (`running`) is the claim's (`claimNext`). */
+  end: { status: 'completed' | 'failed' | 'cancelled'; handback: unknown; output: string };
 }
 
-/** `k`: the task's end (its cost the turn's after this checkpoint), or its start. */
+/** `k`: the task's end (its cost the turn's after this checkpoint). */
 export function taskCte(
   turnId: string,
   task: TaskChanges | undefined,
   costUsd: string | undefined,
 ): Sql | undefined {
   if (!task) return undefined;
-  // The child's end (or start) on its task row, in the child's own statement: no extra transaction.
-  return task.end
-    ? sql`k AS (
+  // The child's end on its task row, in the child's own statement: no extra transaction.
+  return sql`k AS (
     UPDATE tasks SET status = ${task.end.status}::text, handback = ${json(task.end.handback)}::jsonb,
       output = ${task.end.output}::text, completed_at = now(), updated_at = now(),
       cost_usd = coalesce((SELECT cost_usd FROM turns WHERE id = ${turnId}::uuid), 0)
         + ${costUsd ?? '0'}::numeric
-    WHERE id = ${task.id}::uuid AND status IN ('pending', 'running') AND EXISTS (SELECT 1 FROM s))`
-    : sql`k AS (
-    UPDATE tasks SET status = 'running', updated_at = now()
-    WHERE id = ${task.id}::uuid AND status = 'pending' AND EXISTS (SELECT 1 FROM s))`;
+    WHERE id = ${task.id}::uuid AND status IN ('pending', 'running') AND EXISTS (SELECT 1 FROM s))`;
 }

@@ -1,0 +1,3 @@
+export * from './postgres-checkpoints';
+export * from './signals';
+export * from './writes';

@@ -1,0 +1,78 @@
+import type { Logger } from '@switchboard/observability';
+import type { TurnStore } from '@switchboard/store';
+import type { SessionLease } from './lease';
+
+/** Why a turn's run was aborted: a cancel request, or its lease lost (the engine adds `deadline`). */
+export const CANCELLED = 'cancelled';
+export const LEASE_LOST = 'lease_lost';
+
+/** A turn this process runs, as control messages reach it (docs/adr/0014). */
+export interface RunningTurn {
+  turnId: string;
+  cancel(): void;
+  interject(): void;
+}
+
+/**
+ * A running turn's abort: a control message, a checkpoint or the heartbeat that finds a cancel
+ * request stops the turn at its next safe point (docs/adr/0014); a heartbeat that finds the lease
+ * lost stops it too.
+ */
+export class TurnControl {
+  private readonly controller = new AbortController();
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Stops the run at its next safe point (once; a lost lease is not overwritten). */
+  readonly cancel = (): void => {
+    if (!this.controller.signal.aborted) this.controller.abort(CANCELLED);
+  };
+
+  leaseLost(): void {
+    this.controller.abort(LEASE_LOST);
+  }
+
+  /** The run was stopped because another worker holds the session now. */
+  get lostLease(): boolean {
+    return this.controller.signal.aborted && this.controller.signal.reason === LEASE_LOST;
+  }
+
+  /** The run was stopped by a cancel request (its reason goes into turn_cancelled). */
+  get cancelled(): boolean {
+    return this.controller.signal.reason === CANCELLED;
+  }
+}
+
+export interface HeartbeatOptions {
+  store: TurnStore;
+  lease: SessionLease;
+  turnId: string;
+  control: TurnControl;
+  /** An interjection waits for the turn. */
+  interject: () => void;
+  logger: Logger;
+}
+
+/**
+ * Renews the lease every third of its length while the turn runs; each renewal also reports a
+ * cancel request or a waiting interjection. Returns the stop.
+ */
+export function startHeartbeat(o: HeartbeatOptions): () => void {
+  const { lease } = o;
+  const timer = setInterval(
+    () => {
+      o.store.heartbeat(lease.sessionId, lease, o.turnId).then(
+        (h) => {
+          if (!h.held) o.control.leaseLost();
+          else if (h.cancelRequested) o.control.cancel();
+          else if (h.interjection) o.interject();
+        },
+        (err: unknown) => o.logger.warn({ err }, 'lease renewal failed'),
+      );
+    },
+    Math.max(100, Math.floor(lease.ms / 3)),
+  );
+  return () => clearInterval(timer);
+}

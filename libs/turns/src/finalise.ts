@@ -1,0 +1,67 @@
+import { isTerminal, Jobs, PostTurnHookName } from '@switchboard/contracts';
+import type { TurnOutcome } from '@switchboard/engine';
+import { publish } from '@switchboard/queue';
+import type { CheckpointResult } from '@switchboard/store';
+import { isolated } from './finalisation-steps';
+import { handBack } from './handback';
+import type { RunnerResources } from './runner-options';
+import type { TurnContext } from './turn-context';
+
+/** Every named hook runs after every ended turn (libs/hooks has exactly one handler per name). */
+export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options;
+
+/**
+ * Finalisation (seed 001 stage 6). The essential checkpoint commits the turn's result with its last
+ * round, the decision record and the ended event, and releases the lease when no turn is queued
+ * behind it; if it fails the job retries and the turn resumes. Every later finalisation step is
+ * isolated: its failure is logged and recorded on the turn, and the result stands. Waiting clients
+ * hear of the end as it commits (the checkpoint publishes it); the journal stays the truth.
+ */
+export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Promise<CheckpointResult> {
+  const { r, turn, span } = ctx;
+  // The reason given with the cancel goes into turn_cancelled (read only for a cancelled turn).
+  const cancelReason =
+    outcome.status === 'cancelled' && ctx.control.cancelled
+      ? ((await r.store.cancelReason(turn.id)) ?? undefined)
+      : undefined;
+  const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancelReason);
+  // The child's task ended in that statement; its parent hears of it (and resumes) now.
+  await handBack(r, turn);
+  if (outcome.status === 'failed') {
+    r.logger.warn(
+      {
+        turnId: turn.id,
+        stopReason: outcome.stopReason,
+        failure: outcome.failure?.kind,
+        failureKind: outcome.failure?.failureKind,
+      },
+      'turn failed',
+    );
+  }
+  span.setAttributes({
+    'switchboard.turn.status': outcome.status,
+    'switchboard.turn.iterations': outcome.iterations,
+  });
+  r.metrics.turns.inc({ status: outcome.status });
+  r.metrics.turnDuration.observe({ status: outcome.status }, (Date.now() - ctx.startedAt) / 1000);
+  const ended = { ...turn, status: outcome.status };
+  for (const step of r.finalisationSteps ?? []) {
+    await isolated(r, turn, step.name, () => step.run(ended, outcome));
+  }
+  // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded, then
+  // the job fails so its retry enqueues it again (the turn has ended by then).
+  const hooks = await isolated(r, turn, 'enqueue_hooks', () => enqueueHooks(r, ended));
+  if (hooks) throw hooks;
+  return committed;
+}
+
+/** One `post-turn` job per hook for an ended turn (job ids make a repeat a no-op). */
+export async function enqueueHooks(
+  r: Pick<RunnerResources, 'postTurnQueue'>,
+  turn: { id: string; tenantId: string; status: string },
+): Promise<void> {
+  if (!isTerminal(turn.status)) return;
+  for (const hook of POST_TURN_HOOKS) {
+    await publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook });
+  }
+}

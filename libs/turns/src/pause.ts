@@ -1,0 +1,21 @@
+import type { TurnOutcome } from '@switchboard/engine';
+import type { CheckpointResult } from '@switchboard/store';
+import type { TurnContext } from './turn-context';
+
+/**
+ * A waiting outcome's pause (docs/adr/0013): the waits, the turn `awaiting_approval` or
+ * `awaiting_subagent` and the lease's release commit together; the worker goes on to other work and
+ * the decision (or the task's end) resumes the turn on any worker.
+ */
+export async function pauseTurn(ctx: TurnContext, outcome: TurnOutcome): Promise<CheckpointResult> {
+  const { r, turn } = ctx;
+  const waits = outcome.waits ?? [];
+  const status = waits.some((w) => w.kind === 'approval') ? 'awaiting_approval' : 'awaiting_subagent';
+  const paused = await ctx.checkpoints.pause(outcome, ctx.plan.approvalTtlMs, status);
+  ctx.span.setAttributes({ 'switchboard.turn.status': status });
+  r.metrics.turns.inc({ status });
+  // A child may have ended before the pause committed: looked at again now (docs/adr/0024).
+  const taskIds = waits.flatMap((w) => (w.kind === 'task' ? [w.taskId] : []));
+  if (status === 'awaiting_subagent') await r.tasks?.parentPaused(turn.id, taskIds);
+  return paused;
+}

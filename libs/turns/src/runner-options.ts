@@ -1,0 +1,85 @@
+import type { Queue } from 'bullmq';
+import type { Db } from '@switchboard/database';
+import type { StopHook, TurnEngine, TurnOutcome } from '@switchboard/engine';
+import type { LivePublisher } from '@switchboard/live';
+import type { Logger, Metrics } from '@switchboard/observability';
+import type { PriceOverrides } from '@switchboard/providers';
+import type { TurnRow, TurnStore } from '@switchboard/store';
+import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
+
+export interface TurnRunnerOptions {
+  db: Db;
+  /** The turn's statements (docs/adr/0010); by default over `db`'s pg pool, counted as `harness`. */
+  store?: TurnStore;
+  engine: TurnEngine;
+  tools: ToolRegistry;
+  postTurnQueue: Queue;
+  /** Where a wake-up job goes when a turn failed for good and its session has more turns waiting. */
+  turnsQueue?: Queue;
+  logger: Logger;
+  metrics: Metrics;
+  /** Identifies this process in session leases. */
+  workerId: string;
+  leaseMs: number;
+  /** Custom stop hooks every turn checks between rounds, after the built-in ones. */
+  stopHooks?: StopHook[];
+  /** Turns one lease holder runs before letting other sessions' jobs in. */
+  maxTurnsPerLease?: number;
+  /** What a `hint:<route>` resolves to when the tenant has no route for it (the deployment's DEFAULT_MODEL). */
+  defaultModel: string;
+  /** Context windows (tokens) by model ref, over the built-in table: for models it does not know. */
+  contextWindows?: Record<string, number>;
+  /** The deployment's prices (MODEL_PRICES) over the maintained table; a tenant's own prices win by key. */
+  prices?: PriceOverrides;
+  /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
+  finalisationSteps?: FinalisationStep[];
+  /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
+  checkpointRetryMs?: number;
+  /** How long an approval waits for a decision (APPROVAL_TTL_MS); a tenant's approvalTtlMs wins. */
+  approvalTtlMs?: number;
+  /**
+   * The live channel (libs/live): every checkpoint's events go out on it after the commit, a round's
+   * start and its streamed text before (docs/adr/0015). Never fails a turn.
+   */
+  live?: LivePublisher;
+  /** How often a streaming round's text is published at most (LIVE_DELTA_FLUSH_MS, default 30 ms). */
+  liveDeltaFlushMs?: number;
+  /**
+   * Sub-agent tasks (docs/adr/0024, libs/subagents): told after a child turn ended (its task row ended
+   * in the same statement) and after a turn paused on a task wait, so the parent resumes once its
+   * children have ended. Never called for turns that neither run a task nor wait for one.
+   */
+  tasks?: TaskWaits;
+  /**
+   * Tools resolved for one turn (an agent's MCP tools, docs/adr/0023); called only when the agent
+   * names a `server__tool`, so a turn with built-in tools only makes no extra query.
+   */
+  turnTools?: (q: { tenantId: string; agentId: string; tools: string[] }) => Promise<ToolDefinition[]>;
+}
+
+/** What the runner tells the sub-agent side; each call is idempotent and safe to repeat. */
+export interface TaskWaits {
+  /** A child turn ended: journal `subagent_completed` on the parent and resume a parent waiting for it. */
+  childEnded(childTurnId: string): Promise<void>;
+  /** A turn paused on task waits: resume it now if they all ended meanwhile. */
+  parentPaused(turnId: string, taskIds: string[]): Promise<void>;
+  /**
+   * The tools an agent is offered: its own, without the delegation tools for a worker-tier agent, and
+   * `ask_user` for a child turn (`child`).
+   */
+  offered(agent: { tier?: string; tools: string[] }, child?: boolean): string[];
+}
+
+/** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
+export interface FinalisationStep {
+  name: string;
+  run(turn: TurnRow, outcome: TurnOutcome): Promise<void>;
+}
+
+/**
+ * What every part of the runner shares (one object, built once per runner): the options with the
+ * turn store resolved.
+ */
+export interface RunnerResources extends Omit<TurnRunnerOptions, 'store'> {
+  store: TurnStore;
+}

@@ -1,0 +1,143 @@
+import { parseTenantSettings, type Budgets } from '@switchboard/contracts';
+import {
+  DEFAULT_BUDGET,
+  killSwitchHook,
+  tenantSpendHook,
+  UNTRUSTED_AUTHORITY,
+  type StopHook,
+  type TurnInput,
+} from '@switchboard/engine';
+import {
+  contextWindow,
+  resolveModelList,
+  resolveModelRef,
+  type PriceOverrides,
+} from '@switchboard/providers';
+import type { TurnLoad } from '@switchboard/store';
+import { buildHistory, parseCompaction } from './history';
+import { parentBudgetCap } from './parent-budget';
+import { reactorCap } from './reactor-cap';
+import { promptTools, renderSystemPrompt } from './system-prompt';
+import { toChatMessage } from './transcript';
+
+/** How long an approval waits when neither the tenant nor the deployment says (24 h). */
+export const DEFAULT_APPROVAL_TTL_MS = 24 * 3600 * 1000;
+
+/** What a claimed turn is planned with besides its claim: the deployment's settings and tools. */
+export interface TurnPlanOptions {
+  /** What a `hint:<route>` resolves to when the tenant has no route for it (DEFAULT_MODEL). */
+  defaultModel: string;
+  contextWindows?: Record<string, number>;
+  /** The deployment's prices; the tenant's own win by key. */
+  prices?: PriceOverrides;
+  /** The deployment's approval wait (APPROVAL_TTL_MS); the tenant's wins. */
+  approvalTtlMs?: number;
+  /** The tools the agent is offered (`TaskWaits.offered`; its own without sub-agents). */
+  offered: string[];
+  /** The registry's tool names, in order: the system prompt names those offered. */
+  registered: string[];
+  /** Now (epoch ms): the deadline's start for a turn that has no start yet. */
+  now: number;
+}
+
+/** The engine's input without what the run itself provides (stop hooks over its checkpoints, MCP tools). */
+export type PlannedInput = Omit<TurnInput, 'stopHooks' | 'extraTools'>;
+
+/** A claimed turn as it will run: the engine's input and what its checkpoints and pause need. */
+export interface TurnPlan {
+  input: PlannedInput;
+  /** The turn seq of each history message: where a compaction cut falls (history.ts). */
+  historySeqs: number[];
+  /** Rendered on the session's first turn, stored with its first checkpoint; else undefined. */
+  newSystemPrompt?: string;
+  /** After the highest position this turn has written (a failed checkpoint may have left a gap). */
+  nextPosition: number;
+  /** How long the turn's approvals wait (tenant, then deployment, then 24 h). */
+  approvalTtlMs: number;
+}
+
+/**
+ * A claim as the engine's input, pure: model routes by hint (the tenant's, then the deployment
+ * default) with fallbacks, the system prompt (rendered on the session's first turn, reused byte for
+ * byte after), history with the compaction note, budget caps (a triage reactor's, a child's parent
+ * budget), approval inputs, prices, the deadline's start and what is spent already.
+ */
+export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
+  const { turn, agent, session, own } = load;
+  const settings = parseTenantSettings(load.tenant.settings);
+  const routes = settings.modelRoutes;
+  const [model, ...fallbackModels] = resolveModelList(
+    [agent.model, ...agent.fallbackModels],
+    routes,
+    o.defaultModel,
+  ).map((r) => r.ref);
+  const systemPrompt =
+    session.systemPrompt ?? renderSystemPrompt(agent, promptTools(agent, o.offered, o.registered));
+  // A compacted session loaded only its first exchange and the turns after the cut.
+  const history = buildHistory(load.earlier, parseCompaction(session.compaction));
+  const input: PlannedInput = {
+    turnId: turn.id,
+    tenantId: turn.tenantId,
+    sessionId: turn.sessionId,
+    agentId: agent.id,
+    systemPrompt,
+    history: history.messages,
+    turnMessages: own.map(toChatMessage),
+    model,
+    fallbackModels,
+    tools: o.offered,
+    blockedTools: settings.blockedTools,
+    toolSchemaMode: settings.toolSchemaMode,
+    summarizer: {
+      model: resolveModelRef('hint:summarization', routes, o.defaultModel).ref,
+      consecutiveFailures: session.summarizerFailures,
+    },
+    // A child turn spends at most what its parent had left at the spawn (docs/adr/0025).
+    budget: parentBudgetCap(reactorCap({ ...DEFAULT_BUDGET, ...(agent.budgets as Budgets) }, own), own),
+    contextWindowTokens: contextWindow(model, o.contextWindows),
+    prices: { ...o.prices, ...settings.modelPrices },
+    // Its sub-agents' spend counts against its maxUsd (docs/adr/0025): a parent resuming after a
+    // wait sees what its children cost.
+    spentUsd: Number(turn.costUsd) + Number(turn.childrenCostUsd ?? 0),
+    // The wall-clock deadline counts the turn's runs, not the time it waited for a person.
+    startedAt: (turn.startedAt?.getTime() ?? o.now) + load.waitedMs,
+    startedCalls: load.startedCalls,
+    // Approval policy inputs and stored decisions (docs/adr/0013). Untrusted content that triggered
+    // the turn (its input, or a user message delivered into it) cannot authorise a side effect by
+    // itself; tool output is not counted.
+    approval: {
+      agent: agent.approvalRequired,
+      tenant: settings.approvalRequired,
+      untrustedInput: own.some(
+        (m) => m.role === 'user' && (UNTRUSTED_AUTHORITY as readonly string[]).includes(m.authorityClass),
+      ),
+    },
+    decisions: load.decisions,
+  };
+  return {
+    input,
+    historySeqs: history.seqs,
+    newSystemPrompt: session.systemPrompt === null ? systemPrompt : undefined,
+    nextPosition: own.length > 0 ? own[own.length - 1].position + 1 : 0,
+    approvalTtlMs: settings.approvalTtlMs ?? o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
+  };
+}
+
+/**
+ * The stop hooks a turn checks before each model call: the tenant's kill switch and daily spend cap
+ * (docs/adr/0026) as its latest checkpoint read them, then the deployment's own. The engine's
+ * spentUsd includes the children's cost at claim, which the tenant's spend also holds.
+ */
+export function turnStopHooks(
+  signals: { killSwitch(): Promise<boolean>; readonly tenantCapUsd: number | undefined },
+  childrenUsd: number,
+  custom: StopHook[] = [],
+): StopHook[] {
+  return [
+    killSwitchHook(() => signals.killSwitch()),
+    tenantSpendHook(() =>
+      signals.tenantCapUsd === undefined ? undefined : signals.tenantCapUsd + childrenUsd,
+    ),
+    ...custom,
+  ];
+}
