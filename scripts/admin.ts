@@ -8,6 +8,7 @@
 import { loadConfig } from '@switchboard/config';
 import { isUuid, newId } from '@switchboard/contracts';
 import { createPrisma } from '@switchboard/database';
+import { TenantsRepository } from '@switchboard/store';
 import { createTenant } from '../apps/gateway/src/controllers/admin.controller';
 import { generateApiKey } from '../apps/gateway/src/auth/keys';
 
@@ -19,7 +20,7 @@ async function main(argv: string[]): Promise<number> {
       case 'create-tenant': {
         const name = args.join(' ').trim();
         if (!name) return usage('create-tenant needs a name');
-        console.log(JSON.stringify(await createTenant(db, name), null, 2));
+        console.log(JSON.stringify(await createTenant(new TenantsRepository(db), name), null, 2));
         return 0;
       }
       case 'create-key': {

@@ -51,6 +51,7 @@ import { TURN_CONTROL } from './http/turn-control';
 import { turnDetail } from './http/turn-detail';
 import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './http/validation';
+import { REPOSITORIES } from './repositories';
 
 const LIVE_SUBSCRIBER = Symbol('LIVE_SUBSCRIBER');
 
@@ -244,6 +245,7 @@ export class GatewayModule {
           useFactory: (sqlDb: SqlDb, live: LiveSubscriber, waiter: TurnWaiter) =>
             new EventStreams(sqlDb, live, waiter.shutdown),
         },
+        ...REPOSITORIES,
         InFlightRequests,
         ChatCompletionStreamer,
         LiveLifecycle,

@@ -22,6 +22,7 @@ import type { LivePublisher } from '@switchboard/live';
 import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
 import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
+import { importSession, type SessionImport, type SessionImportResult } from './session-import';
 import type { TurnControl } from './turn-control';
 
 export interface AdmitInput {
@@ -74,7 +75,7 @@ export class Admission {
 
   /** `db` must come from `createPrisma`/`createDatabase`: admission runs typed SQL on its pg pool. */
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly turnsQueue: Queue,
     private readonly logger: Logger,
     private readonly options: {
@@ -155,6 +156,14 @@ export class Admission {
     } catch (err) {
       this.logger.warn({ err, turnId: admitted.turnId }, 'could not signal the running turn after admission');
     }
+  }
+
+  /**
+   * A new session seeded with a conversation held elsewhere, its history ended as the session's
+   * first turn (`importSession`); a session with the id that exists already is left as it is.
+   */
+  importSession(s: SessionImport): Promise<SessionImportResult> {
+    return importSession(this.db, s);
   }
 
   /** One statement for `enqueue`, one short transaction for `reject` (libs/store/src/admission-store.ts). */

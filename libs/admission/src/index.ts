@@ -1,2 +1,3 @@
 export * from './admission';
 export * from './turn-control';
+export * from './session-import';

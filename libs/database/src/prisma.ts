@@ -122,6 +122,11 @@ export function isTransientDbError(err: unknown): boolean {
   return false;
 }
 
+/** One round trip to Postgres (`SELECT 1`): readiness probes. */
+export async function pingDatabase(db: PrismaClient): Promise<void> {
+  await db.$queryRaw`SELECT 1`;
+}
+
 export { Prisma, PrismaClient };
 export type Db = PrismaClient;
 export type Tx = Prisma.TransactionClient;

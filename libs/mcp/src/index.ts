@@ -5,3 +5,4 @@ export * from './naming';
 export * from './source';
 export * from './tools';
 export * from './url';
+export * from './servers-repository';

@@ -1,1 +1,2 @@
 export * from './schedules';
+export * from './schedules-repository';

@@ -4,3 +4,4 @@ export * from './tiers';
 export * from './tasks';
 export * from './tools';
 export * from './budget';
+export * from './agents-repository';

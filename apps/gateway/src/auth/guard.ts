@@ -10,8 +10,8 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import type { Db } from '@switchboard/database';
-import { CONFIG, DB } from '@switchboard/platform';
+import { CONFIG } from '@switchboard/platform';
+import { ApiKeysRepository } from '@switchboard/store';
 import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
 
@@ -39,7 +39,7 @@ export const TenantId = createParamDecorator((_: unknown, ctx: ExecutionContext)
 export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
-    @Inject(DB) private readonly db: Db,
+    @Inject(ApiKeysRepository) private readonly apiKeys: ApiKeysRepository,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
   ) {}
@@ -62,10 +62,7 @@ export class AuthGuard implements CanActivate {
     const hash = hashApiKey(token);
     let key = this.keys.get(hash);
     if (!key) {
-      const row = await this.db.apiKey.findUnique({
-        where: { hash },
-        select: { id: true, tenantId: true, revokedAt: true },
-      });
+      const row = await this.apiKeys.byHash(hash);
       // Only valid keys are cached: a guessed or revoked key is looked up every time (docs/adr/0017).
       if (!row || row.revokedAt) throw new AppError('unauthorized', 'invalid or revoked API key');
       key = { keyId: row.id, tenantId: row.tenantId };

@@ -1,30 +1,23 @@
 import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
-import { CreatedTenantResponse, newId } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { CreatedTenantResponse } from '@switchboard/contracts';
+import { TenantsRepository } from '@switchboard/store';
 import { AdminOnly } from '../auth/guard';
 import { generateApiKey } from '../auth/keys';
 import { CreateTenantDto } from '../http/dto';
 import { AdminApi, BODY_ERRORS, Operation } from '../http/openapi';
 import { presentApiKey, presentTenant } from '../http/presenters';
-import { DB } from '@switchboard/platform';
 
 /** Creates a tenant with its first API key in one transaction. Shared with the admin CLI. */
-export async function createTenant(db: Db, name: string): Promise<CreatedTenantResponse> {
+export async function createTenant(tenants: TenantsRepository, name: string): Promise<CreatedTenantResponse> {
   const { key, hash, prefix } = generateApiKey();
-  const [tenant, apiKey] = await db.$transaction(async (tx) => {
-    const tenant = await tx.tenant.create({ data: { id: newId(), name } });
-    const apiKey = await tx.apiKey.create({
-      data: { id: newId(), tenantId: tenant.id, name: 'default', prefix, hash },
-    });
-    return [tenant, apiKey] as const;
-  });
+  const { tenant, apiKey } = await tenants.createWithKey(name, { prefix, hash });
   return { tenant: presentTenant(tenant), apiKey: { ...presentApiKey(apiKey), key } };
 }
 
 @AdminApi('admin')
 @Controller('v1/admin')
 export class AdminController {
-  constructor(@Inject(DB) private readonly db: Db) {}
+  constructor(@Inject(TenantsRepository) private readonly tenants: TenantsRepository) {}
 
   /** A new tenant and its first API key. The key is shown in this response only. */
   @Post('tenants')
@@ -38,6 +31,6 @@ export class AdminController {
     errors: BODY_ERRORS,
   })
   create(@Body() body: CreateTenantDto): Promise<CreatedTenantResponse> {
-    return createTenant(this.db, body.name);
+    return createTenant(this.tenants, body.name);
   }
 }

@@ -9,23 +9,23 @@ import {
   type CreateAgentRequest,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import type { Db, Tx } from '@switchboard/database';
 import { agentToolStatus, type SqlDb } from '@switchboard/store';
-import { ARCHETYPE_TOOLS, archetype, checkTierRules, refuseBuiltIn } from '@switchboard/subagents';
-import { splitMcpToolName, unknownMcpTools } from '@switchboard/mcp';
+import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
+import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from '../http/presenters';
-import { CONFIG, DB, TOOLS } from '@switchboard/platform';
+import { CONFIG, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
 
 @TenantApi('agents')
 @Controller('v1/agents')
 export class AgentsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
@@ -40,7 +40,7 @@ export class AgentsController {
     // `server__tool` names an MCP tool (docs/adr/0023): known when the tenant has that server and,
     // once the server listed its tools, when the list has it.
     if (unknown.some((t) => splitMcpToolName(t))) {
-      const mcp = await unknownMcpTools(this.db, tenantId, unknown);
+      const mcp = await this.mcpServers.unknownTools(tenantId, unknown);
       unknown.splice(0, unknown.length, ...unknown.filter((t) => !splitMcpToolName(t) || mcp.includes(t)));
     }
     if (unknown.length > 0) {
@@ -85,10 +85,7 @@ export class AgentsController {
       approvalRequired: b.approvalRequired ?? [],
       budgets: b.budgets ?? {},
     };
-    const row = await checkTierRules(this.db, tenantId, { saved: { ...data, createdAt: new Date() } }, (tx) =>
-      tx.agent.create({ data }),
-    );
-    return presentAgent(row);
+    return presentAgent(await this.agents.create(data));
   }
 
   @Get()
@@ -103,22 +100,15 @@ export class AgentsController {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     // Built-in archetypes a sub-agent spawn materialised are listed too, marked `builtIn`.
-    const rows = await this.db.agent.findMany({
-      where: { tenantId, deletedAt: null, ...(after ? { id: { gt: after[0] } } : {}) },
-      orderBy: { id: 'asc' },
-      take: limit + 1,
-    });
-    const page = rows.slice(0, limit);
+    const page = await this.agents.page(tenantId, after?.[0], limit);
     return {
-      data: page.map(presentAgent),
-      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+      data: page.rows.map(presentAgent),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
     };
   }
 
   private async find(tenantId: string, id: string) {
-    const row = await this.db.agent.findFirst({
-      where: { id: pathId(id, 'agent'), tenantId, deletedAt: null },
-    });
+    const row = await this.agents.find(tenantId, pathId(id, 'agent'));
     if (!row) throw notFound('agent');
     return row;
   }
@@ -162,23 +152,8 @@ export class AgentsController {
     const b = body as Partial<CreateAgentRequest>;
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
-    const saved = {
-      ...agent,
-      ...(b.name !== undefined ? { name: b.name } : {}),
-      ...(b.tier !== undefined ? { tier: b.tier } : {}),
-      ...(b.allowedSubagents !== undefined ? { allowedSubagents: b.allowedSubagents } : {}),
-    };
-    const write = (tx: Tx) =>
-      tx.agent.update({
-        where: { id: agent.id },
-        data: { ...b, ...(b.budgets ? { budgets: b.budgets } : {}) },
-      });
-    // Only a change of name, tier or list can break a tier rule: other edits (an agent saved before the
-    // rules whose list breaks them can still change its instructions) skip the check and its lock.
-    const touchesTiers = b.name !== undefined || b.tier !== undefined || b.allowedSubagents !== undefined;
-    const row = touchesTiers
-      ? await checkTierRules(this.db, tenantId, { saved }, write)
-      : await write(this.db);
+    // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
+    const row = await this.agents.update(agent, b);
     return presentAgent(row);
   }
 
@@ -195,8 +170,6 @@ export class AgentsController {
   })
   async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
     const agent = refuseBuiltIn(await this.find(tenantId, id));
-    await checkTierRules(this.db, tenantId, { deletedId: agent.id }, (tx) =>
-      tx.agent.update({ where: { id: agent.id }, data: { deletedAt: new Date() } }),
-    );
+    await this.agents.softDelete(agent);
   }
 }

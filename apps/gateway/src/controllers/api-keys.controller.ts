@@ -1,25 +1,18 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import {
-  ApiKeyListResponse,
-  ApiKeyResponse,
-  CreatedApiKeyResponse,
-  newId,
-  notFound,
-} from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { ApiKeyListResponse, ApiKeyResponse, CreatedApiKeyResponse, notFound } from '@switchboard/contracts';
+import { ApiKeysRepository } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { KEY_REVOCATIONS, type KeyRevocations } from '../auth/key-revocations';
 import { generateApiKey } from '../auth/keys';
 import { CreateApiKeyDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { pathId, presentApiKey } from '../http/presenters';
-import { DB } from '@switchboard/platform';
 
 @TenantApi('api-keys')
 @Controller('v1/api-keys')
 export class ApiKeysController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(ApiKeysRepository) private readonly keys: ApiKeysRepository,
     @Inject(KEY_REVOCATIONS) private readonly revocations: KeyRevocations,
   ) {}
 
@@ -34,16 +27,14 @@ export class ApiKeysController {
   })
   async create(@TenantId() tenantId: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
     const { key, hash, prefix } = generateApiKey();
-    const row = await this.db.apiKey.create({
-      data: { id: newId(), tenantId, name: body.name ?? 'unnamed', prefix, hash },
-    });
+    const row = await this.keys.create(tenantId, { name: body.name ?? 'unnamed', prefix, hash });
     return { ...presentApiKey(row), key };
   }
 
   @Get()
   @Operation({ id: 'listApiKeys', summary: "The tenant's API keys", status: 200, schema: ApiKeyListResponse })
   async list(@TenantId() tenantId: string): Promise<ApiKeyListResponse> {
-    const rows = await this.db.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+    const rows = await this.keys.list(tenantId);
     return { data: rows.map(presentApiKey) };
   }
 
@@ -61,11 +52,9 @@ export class ApiKeysController {
     errors: [404],
   })
   async revoke(@TenantId() tenantId: string, @Param('id') id: string): Promise<ApiKeyResponse> {
-    const key = await this.db.apiKey.findFirst({ where: { id: pathId(id, 'api key'), tenantId } });
+    const key = await this.keys.find(tenantId, pathId(id, 'api key'));
     if (!key) throw notFound('api key');
-    const row = key.revokedAt
-      ? key
-      : await this.db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+    const row = await this.keys.revoke(key);
     await this.revocations.revoked(key.hash);
     return presentApiKey(row);
   }

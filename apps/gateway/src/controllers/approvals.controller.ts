@@ -11,13 +11,12 @@ import {
 } from '@nestjs/common';
 import type { ExecutionContext } from '@nestjs/common';
 import { AppError, ApprovalPageResponse, ApprovalResponse, notFound } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { ApprovalsRepository } from '@switchboard/store';
 import type { Approvals } from '@switchboard/turns';
 import { TenantId, type AuthedRequest } from '../auth/guard';
 import { ApprovalsQueryDto, DecideApprovalDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId, presentApproval } from '../http/presenters';
-import { DB } from '@switchboard/platform';
 
 export const APPROVALS = Symbol('APPROVALS');
 
@@ -38,7 +37,7 @@ const VERDICT = { approve: 'approved', reject: 'rejected' } as const;
 @Controller('v1/approvals')
 export class ApprovalsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(ApprovalsRepository) private readonly reads: ApprovalsRepository,
     @Inject(APPROVALS) private readonly approvals: Approvals,
   ) {}
 
@@ -54,20 +53,10 @@ export class ApprovalsController {
   async list(@TenantId() tenantId: string, @Query() q: ApprovalsQueryDto): Promise<ApprovalPageResponse> {
     const before = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const rows = await this.db.approval.findMany({
-      where: {
-        tenantId,
-        ...(q.status ? { status: q.status } : {}),
-        ...(q.status === 'pending' ? { turn: { status: 'awaiting_approval' } } : {}),
-        ...(before ? { id: { lt: before[0] } } : {}),
-      },
-      orderBy: { id: 'desc' },
-      take: limit + 1,
-    });
-    const page = rows.slice(0, limit);
+    const page = await this.reads.page(tenantId, { status: q.status, beforeId: before?.[0] }, limit);
     return {
-      data: page.map(presentApproval),
-      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+      data: page.rows.map(presentApproval),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
     };
   }
 
@@ -80,7 +69,7 @@ export class ApprovalsController {
     errors: [404],
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<ApprovalResponse> {
-    const row = await this.db.approval.findFirst({ where: { id: pathId(id, 'approval'), tenantId } });
+    const row = await this.reads.find(tenantId, pathId(id, 'approval'));
     if (!row) throw notFound('approval');
     return presentApproval(row);
   }
@@ -122,7 +111,8 @@ export class ApprovalsController {
             : `the approval was already decided: ${outcome.approval.status}`;
       throw new AppError('conflict', message, { status: outcome.approval.status });
     }
-    const row = await this.db.approval.findFirstOrThrow({ where: { id: approvalId, tenantId } });
+    const row = await this.reads.find(tenantId, approvalId);
+    if (!row) throw notFound('approval');
     return presentApproval(row);
   }
 }

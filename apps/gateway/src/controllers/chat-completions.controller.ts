@@ -12,8 +12,9 @@ import {
   unsupportedChatParameter,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import type { Db } from '@switchboard/database';
-import { ADMISSION, CONFIG, DB } from '@switchboard/platform';
+import { ADMISSION, CONFIG } from '@switchboard/platform';
+import { SessionsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
 import {
   completionOf,
@@ -24,12 +25,21 @@ import {
   sessionIdForKey,
   type ConversationPlan,
 } from '../http/chat-completions';
+import { ErrorShapeOf } from '../http/errors';
 import { IdempotencyKeyHeader } from '../http/idempotency';
 import { API_KEY_AUTH, schemaRef } from '../http/openapi';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 import { ChatCompletionStreamer } from '../http/chat-completion-stream';
 
 const SESSION_HEADER = 'x-session-id';
+
+/** What the facade admits (and imports) as: an operator's prompt over the public API. */
+const OPERATOR_PROMPT = {
+  kind: 'operator_prompt',
+  origin: { kind: 'operator' },
+  deliverySurface: 'http_public_enqueue',
+  admissionContext: 'control_authenticated',
+} as const;
 
 class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}
 
@@ -69,14 +79,15 @@ const OpenAiErrors = () =>
  * `model` names an agent, the conversation is a session, the last user message is admitted through
  * the same Admission as POST /v1/sessions/:id/messages (operator authority, Idempotency-Key honoured),
  * and the answer is the turn's final text, whole or streamed as `chat.completion.chunk`s. Errors come
- * in OpenAI's shape (the ErrorFilter answers this route so), so the stock `openai` client maps them.
+ * in OpenAI's shape (the route declares it: `ErrorShapeOf`), so the stock `openai` client maps them.
  */
 @ApiTags('chat')
 @ApiBearerAuth(API_KEY_AUTH)
 @Controller('v1/chat')
 export class ChatCompletionsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
     @Inject(ADMISSION) private readonly admission: Admission,
     @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
     @Inject(CONFIG) private readonly config: Config,
@@ -85,6 +96,8 @@ export class ChatCompletionsController {
 
   @Post('completions')
   @HttpCode(200)
+  // Every error of the route in OpenAI's shape: the guard's, the body parser's and the handler's.
+  @ErrorShapeOf('openai')
   @ApiOperation({
     operationId: 'createChatCompletion',
     summary: 'OpenAI-compatible chat completion: the agent named by `model` answers in a session',
@@ -223,12 +236,8 @@ export class ChatCompletionsController {
 
   /** The agent `model` names: by name (the most recent when names repeat) or by id; 404 model_not_found. */
   private async agentOf(tenantId: string, model: string): Promise<string> {
-    const agent = await this.db.agent.findFirst({
-      where: { tenantId, deletedAt: null, OR: [{ name: model }, ...(isUuid(model) ? [{ id: model }] : [])] },
-      orderBy: { createdAt: 'desc' },
-      select: { id: true },
-    });
-    if (!agent) {
+    const agentId = await this.agents.idByModel(tenantId, model);
+    if (!agentId) {
       throw new OpenAiError(
         404,
         'model_not_found',
@@ -236,7 +245,7 @@ export class ChatCompletionsController {
         { param: 'model' },
       );
     }
-    return agent.id;
+    return agentId;
   }
 
   /**
@@ -252,12 +261,7 @@ export class ChatCompletionsController {
     plan: ConversationPlan,
   ): Promise<string> {
     if (requested !== undefined) {
-      const session = isUuid(requested)
-        ? await this.db.session.findFirst({
-            where: { id: requested, tenantId },
-            select: { agentId: true, status: true },
-          })
-        : null;
+      const session = isUuid(requested) ? await this.sessions.find(tenantId, requested) : null;
       if (!session) {
         throw new OpenAiError(404, 'session_not_found', `session ${requested} not found`, {
           param: 'X-Session-Id',
@@ -274,77 +278,23 @@ export class ChatCompletionsController {
       return requested;
     }
     const id = idempotencyKey ? sessionIdForKey(tenantId, idempotencyKey) : newId();
-    const created = await this.db.$transaction(async (tx) => {
-      const imported = plan.history.length > 0;
-      const inserted = await tx.session.createMany({
-        data: [
-          {
-            id,
-            tenantId,
-            agentId,
-            metadata: { createdBy: 'chat.completions' },
-            lastTurnSeq: imported ? 1 : 0,
-          },
-        ],
-        skipDuplicates: true,
-      });
-      if (inserted.count === 0) return false;
-      if (imported) {
-        // The conversation so far is the session's first turn, ended as `imported`: every later
-        // turn's history starts with it, and nothing runs it.
-        const turnId = newId();
-        const messageIds = plan.history.map(() => newId());
-        await tx.message.createMany({
-          data: plan.history.map((h, position) => ({
-            id: messageIds[position],
-            tenantId,
-            agentId,
-            sessionId: id,
-            turnId,
-            turnSeq: 1,
-            position,
-            role: h.role,
-            // The caller wrote both sides of this history: operator provenance, not the harness's.
-            kind: 'operator_prompt',
-            origin: { kind: 'operator' },
-            trust: 'trusted_operator',
-            authorityClass: 'operator_instruction',
-            deliverySurface: 'http_public_enqueue',
-            admissionContext: 'control_authenticated',
-            body: { type: 'text', text: h.text },
-            metadata: { imported: 'chat.completions' },
-          })),
-        });
-        const now = new Date();
-        const lastAssistant = plan.history.filter((h) => h.role === 'assistant').at(-1);
-        await tx.turn.create({
-          data: {
-            id: turnId,
-            tenantId,
-            sessionId: id,
-            agentId,
-            seq: 1,
-            inputMessageId: messageIds[0],
-            status: 'completed',
-            stopReason: 'imported',
-            finalText: lastAssistant?.text ?? null,
-            startedAt: now,
-            completedAt: now,
-          },
-        });
-      }
-      return true;
+    const imported = await this.admission.importSession({
+      sessionId: id,
+      tenantId,
+      agentId,
+      metadata: { createdBy: 'chat.completions' },
+      history: plan.history,
+      // The caller wrote both sides of this history: the operator's provenance, as `admit` gives it.
+      ...OPERATOR_PROMPT,
+      messageMetadata: { imported: 'chat.completions' },
     });
-    if (!created) {
-      // The key's session exists: a retry, or the same key sent for another agent.
-      const session = await this.db.session.findFirst({ where: { id, tenantId }, select: { agentId: true } });
-      if (session?.agentId !== agentId) {
-        throw new OpenAiError(
-          422,
-          'idempotency_key_reused',
-          'this Idempotency-Key was already used with a different request: use a new key for a new message',
-        );
-      }
+    // The key's session exists of another agent: the same key sent for another request.
+    if (imported === 'other_agent') {
+      throw new OpenAiError(
+        422,
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used with a different request: use a new key for a new message',
+      );
     }
     return id;
   }
@@ -361,11 +311,8 @@ export class ChatCompletionsController {
     return this.admission.admit({
       tenantId,
       sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
+      ...OPERATOR_PROMPT,
       body: { type: 'text', text: plan.prompt },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
       metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
       idempotencyKey,
     });

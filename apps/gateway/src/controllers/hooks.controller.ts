@@ -13,12 +13,11 @@ import {
   QueueName,
   SlackChallengeResponse,
 } from '@switchboard/contracts';
-import type pg from 'pg';
-import { poolOf, type Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { Config } from '@switchboard/config';
-import { CONFIG, DB, LOGGER, METRICS } from '@switchboard/platform';
+import { CONFIG, LOGGER, METRICS } from '@switchboard/platform';
 import { publish } from '@switchboard/queue';
+import { DeliveriesRepository } from '@switchboard/triage';
 import { Public } from '../auth/guard';
 import {
   hashTriggerToken,
@@ -48,17 +47,6 @@ const KEPT_HEADERS = [
   'webhook-timestamp',
   'idempotency-key',
 ];
-
-interface TriggerRow {
-  id: string;
-  tenantId: string;
-  name: string;
-  signatureScheme: string;
-  signingSecret: string | null;
-  previousSigningSecret: string | null;
-  previousSecretExpiresAt: Date | null;
-  revokedAt: Date | null;
-}
 
 /** A sender's delivery id: at most this long, printable ASCII. */
 const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
@@ -114,17 +102,15 @@ function eventTypeOf(scheme: string, headers: Headers, body: unknown): string | 
 @Public()
 @Controller('v1/hooks')
 export class HooksController {
-  private readonly pool: pg.Pool;
   private readonly box: SecretBox;
 
   constructor(
-    @Inject(DB) db: Db,
+    @Inject(DeliveriesRepository) private readonly deliveries: DeliveriesRepository,
     @Inject(getQueueToken(QueueName.Triage)) private readonly triage: Queue,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(CONFIG) config: Config,
     @Inject(METRICS) private readonly metrics: Metrics,
   ) {
-    this.pool = poolOf(db);
     this.box = new SecretBox(config.TRIGGER_SECRET_KEY);
   }
 
@@ -148,17 +134,8 @@ export class HooksController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<HookDeliveryResponse | SlackChallengeResponse> {
     // Unknown, malformed and revoked tokens are one answer: nothing tells a guesser which it was.
-    // Plain pg on this path, not Prisma: a Prisma model query costs ~3 ms of CPU (docs/adr/0002).
     const trigger = isTriggerToken(token)
-      ? (
-          await this.pool.query<TriggerRow>(
-            `SELECT id, tenant_id AS "tenantId", name, signature_scheme AS "signatureScheme",
-               signing_secret AS "signingSecret", previous_signing_secret AS "previousSigningSecret",
-               previous_secret_expires_at AS "previousSecretExpiresAt", revoked_at AS "revokedAt"
-             FROM triggers WHERE token_hash = $1`,
-            [hashTriggerToken(token)],
-          )
-        ).rows[0]
+      ? await this.deliveries.triggerByTokenHash(hashTriggerToken(token))
       : undefined;
     if (!trigger || trigger.revokedAt) {
       this.metrics.webhookDeliveries.inc({ scheme: 'unknown', outcome: 'not_found' });
@@ -217,25 +194,23 @@ export class HooksController {
       body,
     };
 
-    // The unique (trigger, delivery id) index makes a replay, even a concurrent one, write nothing.
+    // A replay, even a concurrent one, stores nothing (DeliveriesRepository.record).
     const id = newId();
-    const inserted = await this.pool.query(
-      `INSERT INTO trigger_deliveries (id, tenant_id, trigger_id, delivery_id, payload, verified)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6)
-       ON CONFLICT (trigger_id, delivery_id) DO NOTHING`,
-      [id, trigger.tenantId, trigger.id, deliveryId, JSON.stringify(payload), verified],
-    );
-    if (inserted.rowCount === 1) {
+    const stored = await this.deliveries.record({
+      id,
+      tenantId: trigger.tenantId,
+      triggerId: trigger.id,
+      deliveryId,
+      payload,
+      verified,
+    });
+    if (stored) {
       await publish(this.triage, Jobs.triage, { deliveryId: id, tenantId: trigger.tenantId });
       this.metrics.webhookDeliveries.inc({ scheme, outcome: 'accepted' });
       return { deliveryId: id, duplicate: false };
     }
     // A replay: its statement ran after the first one committed, so this read sees that row.
-    const { rows } = await this.pool.query<{ id: string; decision: string | null }>(
-      'SELECT id, decision FROM trigger_deliveries WHERE trigger_id = $1 AND delivery_id = $2',
-      [trigger.id, deliveryId],
-    );
-    const existing = rows[0];
+    const existing = await this.deliveries.find(trigger.id, deliveryId);
     if (!existing) throw new AppError('conflict', 'the delivery is being stored by another request: retry');
     // Not yet decided: the first answer may have failed to enqueue; the job id makes this a no-op otherwise.
     if (existing.decision === null) {

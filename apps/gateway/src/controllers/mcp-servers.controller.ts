@@ -2,17 +2,16 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Qu
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { McpServer } from '@prisma/client';
 import type { Config } from '@switchboard/config';
-import { AppError, McpServerPageResponse, McpServerResponse, newId, notFound } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { AppError, McpServerPageResponse, McpServerResponse, notFound } from '@switchboard/contracts';
 import {
   approvalOf,
   describeMcpTool,
   McpClients,
-  refreshServer,
+  McpServersRepository,
   refusedServerUrl,
   storedTools,
 } from '@switchboard/mcp';
-import { CONFIG, DB, SecretBox } from '@switchboard/platform';
+import { CONFIG, SecretBox } from '@switchboard/platform';
 import { HostAllowList } from '@switchboard/tools';
 import { TenantId } from '../auth/guard';
 import { CreateMcpServerDto, PageQueryDto, UpdateMcpServerDto } from '../http/dto';
@@ -50,7 +49,7 @@ export class McpServersController implements OnApplicationShutdown {
   private readonly allow: HostAllowList;
 
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(McpServersRepository) private readonly servers: McpServersRepository,
     @Inject(CONFIG) config: Config,
   ) {
     this.secrets = new SecretBox(config.MCP_SECRET_KEY);
@@ -67,16 +66,14 @@ export class McpServersController implements OnApplicationShutdown {
   /** Lists the tools and stores them; the gateway keeps no connection to a tenant's server after. */
   private async listTools(row: McpServer): Promise<McpServer> {
     try {
-      return await refreshServer(this.db, this.clients, row, this.open);
+      return await this.servers.refresh(this.clients, row, this.open);
     } finally {
       this.clients.drop(row.id);
     }
   }
 
   private async find(tenantId: string, id: string): Promise<McpServer> {
-    const row = await this.db.mcpServer.findFirst({
-      where: { id: pathId(id, 'MCP server'), tenantId, deletedAt: null },
-    });
+    const row = await this.servers.find(tenantId, pathId(id, 'MCP server'));
     if (!row) throw notFound('MCP server');
     return row;
   }
@@ -100,32 +97,20 @@ export class McpServersController implements OnApplicationShutdown {
       const message = `the URL is refused: ${refused}`;
       throw new AppError('validation_failed', message, { issues: [{ path: 'url', message }] });
     }
-    const taken = await this.db.mcpServer.findFirst({
-      where: { tenantId, name: body.name, deletedAt: null },
-      select: { id: true },
+    const taken = () => new AppError('conflict', `an MCP server named "${body.name}" exists`);
+    if (await this.servers.nameTaken(tenantId, body.name)) throw taken();
+    const row = await this.servers.create({
+      tenantId,
+      name: body.name,
+      url: body.url,
+      authHeaderName: body.auth?.header ?? null,
+      authHeaderValue: body.auth ? this.secrets.seal(body.auth.value) : null,
+      timeoutMs: body.timeoutMs ?? 30_000,
+      idempotencyKeys: body.idempotencyKeys ?? false,
+      approval: body.approval ?? 'side_effects',
     });
-    if (taken) throw new AppError('conflict', `an MCP server named "${body.name}" exists`);
-    const row = await this.db.mcpServer
-      .create({
-        data: {
-          id: newId(),
-          tenantId,
-          name: body.name,
-          url: body.url,
-          authHeaderName: body.auth?.header ?? null,
-          authHeaderValue: body.auth ? this.secrets.seal(body.auth.value) : null,
-          timeoutMs: body.timeoutMs ?? 30_000,
-          idempotencyKeys: body.idempotencyKeys ?? false,
-          approval: body.approval ?? 'side_effects',
-        },
-      })
-      .catch((err: unknown) => {
-        // The same name registered concurrently (the live-name unique index).
-        if ((err as { code?: unknown }).code === 'P2002') {
-          throw new AppError('conflict', `an MCP server named "${body.name}" exists`);
-        }
-        throw err;
-      });
+    // The same name registered concurrently.
+    if (row === 'name_taken') throw taken();
     return presentMcpServer(await this.listTools(row));
   }
 
@@ -140,15 +125,10 @@ export class McpServersController implements OnApplicationShutdown {
   async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<McpServerPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const rows = await this.db.mcpServer.findMany({
-      where: { tenantId, deletedAt: null, ...(after ? { id: { gt: after[0] } } : {}) },
-      orderBy: { id: 'asc' },
-      take: limit + 1,
-    });
-    const page = rows.slice(0, limit);
+    const page = await this.servers.page(tenantId, after?.[0], limit);
     return {
-      data: page.map(presentMcpServer),
-      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+      data: page.rows.map(presentMcpServer),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
     };
   }
 
@@ -185,15 +165,7 @@ export class McpServersController implements OnApplicationShutdown {
     @Body() body: UpdateMcpServerDto,
   ): Promise<McpServerResponse> {
     const current = await this.find(tenantId, id);
-    const { count } = await this.db.mcpServer.updateMany({
-      where: { id: current.id, tenantId, deletedAt: null },
-      data: {
-        ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
-        ...(body.idempotencyKeys !== undefined ? { idempotencyKeys: body.idempotencyKeys } : {}),
-        ...(body.approval !== undefined ? { approval: body.approval } : {}),
-      },
-    });
-    if (count === 0) throw notFound('MCP server');
+    if (!(await this.servers.update(tenantId, current.id, body))) throw notFound('MCP server');
     return presentMcpServer(await this.find(tenantId, id));
   }
 
@@ -216,10 +188,6 @@ export class McpServersController implements OnApplicationShutdown {
   @HttpCode(204)
   @Operation({ id: 'deleteMcpServer', summary: 'Delete an MCP server (soft)', status: 204, errors: [404] })
   async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
-    const { count } = await this.db.mcpServer.updateMany({
-      where: { id: pathId(id, 'MCP server'), tenantId, deletedAt: null },
-      data: { deletedAt: new Date() },
-    });
-    if (count === 0) throw notFound('MCP server');
+    if (!(await this.servers.softDelete(tenantId, pathId(id, 'MCP server')))) throw notFound('MCP server');
   }
 }

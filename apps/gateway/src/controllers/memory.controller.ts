@@ -6,10 +6,9 @@ import {
   notFound,
   type MemoryRecordResponse,
 } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
 import { MemoryStore, type MemoryDocument, type MemoryKind } from '@switchboard/memory';
-import { DB } from '@switchboard/platform';
 import type { SqlDb } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
 import { AddMemoryDto, MemoryQueryDto, MemoryRecordQueryDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
@@ -45,17 +44,14 @@ export class MemoryController {
   private readonly store: MemoryStore;
 
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
     @Inject(GATEWAY_SQL) sql: SqlDb,
   ) {
     this.store = new MemoryStore(sql);
   }
 
   private async agent(tenantId: string, id: string): Promise<{ tenantId: string; agentId: string }> {
-    const agent = await this.db.agent.findFirst({
-      where: { id: pathId(id, 'agent'), tenantId, deletedAt: null },
-      select: { id: true },
-    });
+    const agent = await this.agents.find(tenantId, pathId(id, 'agent'));
     if (!agent) throw notFound('agent');
     return { tenantId, agentId: agent.id };
   }

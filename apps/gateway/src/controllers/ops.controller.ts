@@ -4,7 +4,7 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs
 import type { FastifyReply } from 'fastify';
 import type IORedis from 'ioredis';
 import { HealthResponse, ReadinessResponse } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { pingDatabase, type Db } from '@switchboard/database';
 import type { Metrics } from '@switchboard/observability';
 import { Public } from '../auth/guard';
 import { ApiErrors, Operation, schemaRef } from '../http/openapi';
@@ -43,7 +43,7 @@ export class OpsController {
   async readyz(@Res({ passthrough: true }) reply: FastifyReply) {
     try {
       return await this.health.check([
-        () => this.probe('postgres', () => this.db.$queryRaw`SELECT 1`),
+        () => this.probe('postgres', () => pingDatabase(this.db)),
         () => this.probe('redis', () => this.redis.ping()),
       ]);
     } catch (err) {

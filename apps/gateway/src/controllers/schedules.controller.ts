@@ -1,25 +1,22 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
-import { InjectQueue } from '@nestjs/bullmq';
 import type { Schedule } from '@prisma/client';
-import type { Queue } from 'bullmq';
 import type { Config } from '@switchboard/config';
 import {
   AppError,
   cronError,
   isUuid,
-  newId,
   notFound,
-  QueueName,
   SchedulePageResponse,
   SchedulePayload,
   ScheduleResponse,
   shortestCronIntervalMs,
 } from '@switchboard/contracts';
-import type { Db, Prisma } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
-import { CONFIG, DB, LOGGER } from '@switchboard/platform';
+import { CONFIG, LOGGER } from '@switchboard/platform';
 import { withTimeout } from '@switchboard/queue';
-import { nextRunAt, ScheduleScheduler } from '@switchboard/schedules';
+import { nextRunAt, ScheduleScheduler, SchedulesRepository } from '@switchboard/schedules';
+import { SessionsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
 import { CreateScheduleDto, PageQueryDto, UpdateScheduleDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
@@ -47,16 +44,14 @@ const presentSchedule = (s: Schedule): ScheduleResponse => ({
 @TenantApi('schedules')
 @Controller('v1/schedules')
 export class SchedulesController {
-  private readonly scheduler: ScheduleScheduler;
-
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(SchedulesRepository) private readonly schedules: SchedulesRepository,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
+    @Inject(ScheduleScheduler) private readonly scheduler: ScheduleScheduler,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
-    @InjectQueue(QueueName.Schedules) queue: Queue,
-  ) {
-    this.scheduler = new ScheduleScheduler(queue, db, logger);
-  }
+  ) {}
 
   /** The expression in its zone, held to SCHEDULE_MIN_INTERVAL_MS. */
   private checkTiming(cron: string, timezone: string): void {
@@ -83,7 +78,7 @@ export class SchedulesController {
   }
 
   private async find(tenantId: string, id: string): Promise<Schedule> {
-    const row = await this.db.schedule.findFirst({ where: { id: pathId(id, 'schedule'), tenantId } });
+    const row = await this.schedules.find(tenantId, pathId(id, 'schedule'));
     if (!row) throw notFound('schedule');
     return row;
   }
@@ -102,14 +97,10 @@ export class SchedulesController {
   async create(@TenantId() tenantId: string, @Body() body: CreateScheduleDto): Promise<ScheduleResponse> {
     const timezone = body.timezone ?? 'UTC';
     this.checkTiming(body.cron, timezone);
-    const agent = isUuid(body.agentId)
-      ? await this.db.agent.findFirst({ where: { id: body.agentId, tenantId, deletedAt: null } })
-      : null;
+    const agent = await this.agents.find(tenantId, body.agentId);
     if (!agent) throw notFound('agent');
     if (body.sessionId !== undefined) {
-      const session = isUuid(body.sessionId)
-        ? await this.db.session.findFirst({ where: { id: body.sessionId, tenantId } })
-        : null;
+      const session = isUuid(body.sessionId) ? await this.sessions.find(tenantId, body.sessionId) : null;
       if (!session) throw notFound('session');
       if (session.agentId !== agent.id) {
         const message = 'the session belongs to another agent';
@@ -117,34 +108,14 @@ export class SchedulesController {
       }
       if (session.status !== 'active') throw new AppError('conflict', 'session is closed');
     }
-    const id = newId();
-    const row = await this.db.$transaction(async (tx) => {
-      let sessionId = body.sessionId;
-      if (sessionId === undefined) {
-        // A standing session for the schedule's ticks, so each sees the ones before it.
-        sessionId = newId();
-        await tx.session.create({
-          data: {
-            id: sessionId,
-            tenantId,
-            agentId: agent.id,
-            title: `schedule ${id}`,
-            metadata: { scheduleId: id },
-          },
-        });
-      }
-      return tx.schedule.create({
-        data: {
-          id,
-          tenantId,
-          agentId: agent.id,
-          sessionId,
-          cron: body.cron,
-          timezone,
-          payload: (body.payload ?? {}) as Prisma.InputJsonValue,
-          enabled: body.enabled ?? true,
-        },
-      });
+    const row = await this.schedules.create({
+      tenantId,
+      agentId: agent.id,
+      sessionId: body.sessionId,
+      cron: body.cron,
+      timezone,
+      payload: body.payload ?? {},
+      enabled: body.enabled ?? true,
     });
     await this.follow(row);
     return presentSchedule(row);
@@ -161,15 +132,10 @@ export class SchedulesController {
   async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SchedulePageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const rows = await this.db.schedule.findMany({
-      where: { tenantId, ...(after ? { id: { gt: after[0] } } : {}) },
-      orderBy: { id: 'asc' },
-      take: limit + 1,
-    });
-    const page = rows.slice(0, limit);
+    const page = await this.schedules.page(tenantId, after?.[0], limit);
     return {
-      data: page.map(presentSchedule),
-      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+      data: page.rows.map(presentSchedule),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
     };
   }
 
@@ -202,21 +168,14 @@ export class SchedulesController {
     const cron = body.cron ?? current.cron;
     const timezone = body.timezone ?? current.timezone;
     if (body.cron !== undefined || body.timezone !== undefined) this.checkTiming(cron, timezone);
-    const row = await this.db.schedule
-      .update({
-        where: { id: current.id },
-        data: {
-          cron,
-          timezone,
-          ...(body.payload ? { payload: body.payload as Prisma.InputJsonValue } : {}),
-          ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
-        },
-      })
-      .catch((err: unknown) => {
-        // Deleted since it was read (Prisma's "record to update not found").
-        if ((err as { code?: unknown }).code === 'P2025') throw notFound('schedule');
-        throw err;
-      });
+    const row = await this.schedules.update(current.id, {
+      cron,
+      timezone,
+      payload: body.payload,
+      enabled: body.enabled,
+    });
+    // Deleted since it was read.
+    if (!row) throw notFound('schedule');
     await this.follow(row);
     return presentSchedule(row);
   }
@@ -227,8 +186,7 @@ export class SchedulesController {
   @Operation({ id: 'deleteSchedule', summary: 'Delete a schedule', status: 204, errors: [404] })
   async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
     // One statement: a concurrent delete makes this one a 404, not a failed delete.
-    const { count } = await this.db.schedule.deleteMany({ where: { id: pathId(id, 'schedule'), tenantId } });
-    if (count === 0) throw notFound('schedule');
+    if (!(await this.schedules.delete(tenantId, pathId(id, 'schedule')))) throw notFound('schedule');
     await this.follow({ id, deleted: true });
   }
 }

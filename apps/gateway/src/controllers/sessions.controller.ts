@@ -5,9 +5,7 @@ import type { Admission } from '@switchboard/admission';
 import {
   AdmitMessageResponse,
   EventPageResponse,
-  isUuid,
   MessagePageResponse,
-  newId,
   notFound,
   SessionPageResponse,
   SessionResponse,
@@ -15,7 +13,8 @@ import {
   type MessageBody,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import { Prisma, type Db } from '@switchboard/database';
+import { SessionsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
 import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from '../http/dto';
 import { IdempotencyKeyHeader } from '../http/idempotency';
@@ -28,14 +27,15 @@ import {
   presentMessage,
   presentSession,
 } from '../http/presenters';
-import { ADMISSION, CONFIG, DB } from '@switchboard/platform';
+import { ADMISSION, CONFIG } from '@switchboard/platform';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 
 @TenantApi('sessions')
 @Controller('v1/sessions')
 export class SessionsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
     @Inject(ADMISSION) private readonly admission: Admission,
     @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
     @Inject(CONFIG) private readonly config: Config,
@@ -51,18 +51,13 @@ export class SessionsController {
     errors: [...BODY_ERRORS, 404],
   })
   async create(@TenantId() tenantId: string, @Body() body: CreateSessionDto): Promise<SessionResponse> {
-    const agent = isUuid(body.agentId)
-      ? await this.db.agent.findFirst({ where: { id: body.agentId, tenantId, deletedAt: null } })
-      : null;
+    const agent = await this.agents.find(tenantId, body.agentId);
     if (!agent) throw notFound('agent');
-    const row = await this.db.session.create({
-      data: {
-        id: newId(),
-        tenantId,
-        agentId: agent.id,
-        title: body.title ?? null,
-        metadata: (body.metadata ?? {}) as Prisma.InputJsonValue,
-      },
+    const row = await this.sessions.create({
+      tenantId,
+      agentId: agent.id,
+      title: body.title ?? null,
+      metadata: body.metadata ?? {},
     });
     return presentSession(row);
   }
@@ -78,20 +73,15 @@ export class SessionsController {
   async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SessionPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const rows = await this.db.session.findMany({
-      where: { tenantId, ...(after ? { id: { gt: after[0] } } : {}) },
-      orderBy: { id: 'asc' },
-      take: limit + 1,
-    });
-    const page = rows.slice(0, limit);
+    const page = await this.sessions.page(tenantId, after?.[0], limit);
     return {
-      data: page.map(presentSession),
-      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+      data: page.rows.map(presentSession),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
     };
   }
 
   private async find(tenantId: string, id: string) {
-    const row = await this.db.session.findFirst({ where: { id: pathId(id, 'session'), tenantId } });
+    const row = await this.sessions.find(tenantId, pathId(id, 'session'));
     if (!row) throw notFound('session');
     return row;
   }
@@ -113,14 +103,7 @@ export class SessionsController {
   })
   async close(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionResponse> {
     const session = await this.find(tenantId, id);
-    const row =
-      session.status === 'closed'
-        ? session
-        : await this.db.session.update({
-            where: { id: session.id },
-            data: { status: 'closed', closedAt: new Date() },
-          });
-    return presentSession(row);
+    return presentSession(await this.sessions.close(session));
   }
 
   /** The transcript in order, with provenance on every entry. */
@@ -140,21 +123,11 @@ export class SessionsController {
     const session = await this.find(tenantId, id);
     const after = decodeCursor<[number, number]>(q.cursor, ['number', 'number']);
     const limit = q.limit ?? 100;
-    const rows = await this.db.message.findMany({
-      where: {
-        sessionId: session.id,
-        ...(after
-          ? { OR: [{ turnSeq: { gt: after[0] } }, { turnSeq: after[0], position: { gt: after[1] } }] }
-          : {}),
-      },
-      orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
-      take: limit + 1,
-    });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const page = await this.sessions.messages(session.id, after, limit);
+    const last = page.rows[page.rows.length - 1];
     return {
-      data: page.map(presentMessage),
-      nextCursor: rows.length > limit ? encodeCursor([last.turnSeq, last.position]) : null,
+      data: page.rows.map(presentMessage),
+      nextCursor: page.more ? encodeCursor([last.turnSeq, last.position]) : null,
     };
   }
 
@@ -284,11 +257,7 @@ export class SessionsController {
   ): Promise<EventPageResponse> {
     const session = await this.find(tenantId, id);
     const limit = q.limit ?? 200;
-    const rows = await this.db.event.findMany({
-      where: { sessionId: session.id, seq: { gt: q.after ?? 0 } },
-      orderBy: { seq: 'asc' },
-      take: limit,
-    });
+    const rows = await this.sessions.events(session.id, q.after ?? 0, limit);
     return {
       data: rows.map(presentEvent),
       lastSeq: rows.length > 0 ? rows[rows.length - 1].seq : (q.after ?? 0),

@@ -1,10 +1,10 @@
 import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
-import { AppError, applySettingsUpdate, notFound, SettingsResponse } from '@switchboard/contracts';
+import { AppError, notFound, SettingsResponse } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
-import { Prisma, type Db } from '@switchboard/database';
-import { splitMcpToolName, unknownMcpTools } from '@switchboard/mcp';
+import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
+import { TenantsRepository } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, TOOLS } from '@switchboard/platform';
+import { CONFIG, TOOLS } from '@switchboard/platform';
 import { TenantId } from '../auth/guard';
 import { UpdateSettingsDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
@@ -18,7 +18,8 @@ import { presentSettings } from '../http/presenters';
 @Controller('v1/settings')
 export class SettingsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
+    @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -26,7 +27,7 @@ export class SettingsController {
   @Get()
   @Operation({ id: 'getSettings', summary: "The tenant's settings", status: 200, schema: SettingsResponse })
   async get(@TenantId() tenantId: string): Promise<SettingsResponse> {
-    const tenant = await this.db.tenant.findUnique({ where: { id: tenantId }, select: { settings: true } });
+    const tenant = await this.tenants.settings(tenantId);
     if (!tenant) throw notFound('tenant');
     return presentSettings(tenant.settings, this.config.DEFAULT_MODEL);
   }
@@ -43,26 +44,17 @@ export class SettingsController {
   async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
     if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
     if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
-    const settings = await this.db.$transaction(async (tx) => {
-      // Row lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
-      const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
-        SELECT settings FROM tenants WHERE id = ${tenantId}::uuid FOR UPDATE`;
-      if (!locked) throw notFound('tenant');
-      const row = await tx.tenant.update({
-        where: { id: tenantId },
-        data: { settings: applySettingsUpdate(locked.settings, body) as Prisma.InputJsonValue },
-        select: { settings: true },
-      });
-      return row.settings;
-    });
-    return presentSettings(settings, this.config.DEFAULT_MODEL);
+    // Under the tenant row's lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
+    const updated = await this.tenants.updateSettings(tenantId, body);
+    if (!updated) throw notFound('tenant');
+    return presentSettings(updated.settings, this.config.DEFAULT_MODEL);
   }
 
   /** Built-in names, and `server__tool` names of the tenant's MCP servers (docs/adr/0023). */
   private async checkTools(tenantId: string, tools: string[], path: string) {
     let unknown = this.tools.unknown(tools);
     if (unknown.some((t) => splitMcpToolName(t))) {
-      const mcp = await unknownMcpTools(this.db, tenantId, unknown);
+      const mcp = await this.mcpServers.unknownTools(tenantId, unknown);
       unknown = unknown.filter((t) => !splitMcpToolName(t) || mcp.includes(t));
     }
     if (unknown.length > 0) {

@@ -16,7 +16,7 @@ import { AppError, EventCursor, notFound, StreamFrameResponse } from '@switchboa
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
-import { sql, type SqlDb } from '@switchboard/store';
+import { sessionOfTurn, tenantSessionId, type SqlDb } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { StreamQueryDto } from '../http/dto';
 import { EVENT_STREAMS, openEventStream, sseFrame, type EventStreams } from '../http/event-stream';
@@ -87,11 +87,9 @@ export class StreamsController {
     @LastEventId() lastEventId: number | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const turn = await this.db.first<{ session_id: string }>(
-      sql`SELECT session_id FROM turns WHERE id = ${pathId(id, 'turn')}::uuid AND tenant_id = ${tenantId}::uuid`,
-    );
-    if (!turn) throw notFound('turn');
-    await this.serve(reply, { sessionId: turn.session_id, turnId: id, after: lastEventId ?? q.after ?? 0 });
+    const sessionId = await sessionOfTurn(this.db, tenantId, pathId(id, 'turn'));
+    if (!sessionId) throw notFound('turn');
+    await this.serve(reply, { sessionId, turnId: id, after: lastEventId ?? q.after ?? 0 });
   }
 
   /** A session's events, every turn's; the stream stays open until the client leaves. */
@@ -104,11 +102,9 @@ export class StreamsController {
     @LastEventId() lastEventId: number | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const session = await this.db.first<{ id: string }>(
-      sql`SELECT id FROM sessions WHERE id = ${pathId(id, 'session')}::uuid AND tenant_id = ${tenantId}::uuid`,
-    );
-    if (!session) throw notFound('session');
-    await this.serve(reply, { sessionId: session.id, after: lastEventId ?? q.after ?? 0 });
+    const sessionId = await tenantSessionId(this.db, tenantId, pathId(id, 'session'));
+    if (!sessionId) throw notFound('session');
+    await this.serve(reply, { sessionId, after: lastEventId ?? q.after ?? 0 });
   }
 
   /**

@@ -4,17 +4,18 @@ import {
   AppError,
   defaultRotationGraceSeconds,
   IssuedTriggerResponse,
-  newId,
   notFound,
   TriggerDeliveryMode,
   TriggerListResponse,
   TriggerResponse,
   TriggerScheme,
 } from '@switchboard/contracts';
-import type { Db, Prisma } from '@switchboard/database';
+import type { Prisma } from '@switchboard/database';
 import type { Config } from '@switchboard/config';
-import { CONFIG, DB } from '@switchboard/platform';
-import { TriageRules } from '@switchboard/triage';
+import { CONFIG } from '@switchboard/platform';
+import { SessionsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
+import { TriageRules, TriggersRepository } from '@switchboard/triage';
 import { TenantId } from '../auth/guard';
 import { SecretBox } from '../hooks/secrets';
 import { generateSigningSecret, generateTriggerToken } from '../hooks/verify';
@@ -71,7 +72,9 @@ export class TriggersController {
   private readonly secrets: SecretBox;
 
   constructor(
-    @Inject(DB) private readonly db: Db,
+    @Inject(TriggersRepository) private readonly triggers: TriggersRepository,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
     @Inject(CONFIG) config: Config,
   ) {
     this.secrets = new SecretBox(config.TRIGGER_SECRET_KEY);
@@ -92,36 +95,27 @@ export class TriggersController {
   })
   async create(@TenantId() tenantId: string, @Body() body: CreateTriggerDto): Promise<IssuedTriggerResponse> {
     const rules = checkRules(body.rules);
-    const agent = await this.db.agent.findFirst({
-      where: { id: body.agentId, tenantId, deletedAt: null },
-      select: { id: true },
-    });
+    const agent = await this.agents.find(tenantId, body.agentId);
     if (!agent) throw notFound('agent');
     if (body.sessionId) {
-      const session = await this.db.session.findFirst({
-        where: { id: body.sessionId, tenantId, agentId: agent.id },
-        select: { id: true },
-      });
-      if (!session) throw notFound('session');
+      const session = await this.sessions.find(tenantId, body.sessionId);
+      if (session?.agentId !== agent.id) throw notFound('session');
     }
     const { token, hash } = generateTriggerToken();
     const generated =
       body.scheme === 'github' || body.scheme === 'standard-webhooks'
         ? generateSigningSecret(body.scheme)
         : null;
-    const row = await this.db.trigger.create({
-      data: {
-        id: newId(),
-        tenantId,
-        agentId: agent.id,
-        name: body.name,
-        tokenHash: hash,
-        signatureScheme: body.scheme,
-        signingSecret: this.sealed(generated ?? body.signingSecret),
-        deliveryMode: body.deliveryMode,
-        sessionId: body.sessionId ?? null,
-        rules,
-      },
+    const row = await this.triggers.create({
+      tenantId,
+      agentId: agent.id,
+      name: body.name,
+      tokenHash: hash,
+      signatureScheme: body.scheme,
+      signingSecret: this.sealed(generated ?? body.signingSecret),
+      deliveryMode: body.deliveryMode,
+      sessionId: body.sessionId ?? null,
+      rules,
     });
     return { ...presentTrigger(row), path: hookPath(token), signingSecret: generated };
   }
@@ -134,7 +128,7 @@ export class TriggersController {
     schema: TriggerListResponse,
   })
   async list(@TenantId() tenantId: string): Promise<TriggerListResponse> {
-    const rows = await this.db.trigger.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+    const rows = await this.triggers.list(tenantId);
     return { data: rows.map(presentTrigger) };
   }
 
@@ -155,9 +149,7 @@ export class TriggersController {
   })
   async revoke(@TenantId() tenantId: string, @Param('id') id: string): Promise<TriggerResponse> {
     const trigger = await this.find(tenantId, id);
-    const row = trigger.revokedAt
-      ? trigger
-      : await this.db.trigger.update({ where: { id: trigger.id }, data: { revokedAt: new Date() } });
+    const row = await this.triggers.revoke(trigger);
     return presentTrigger(row);
   }
 
@@ -201,25 +193,21 @@ export class TriggersController {
         });
       }
       const { token, hash } = generateTriggerToken();
-      const row = await this.db.trigger.update({ where: { id: trigger.id }, data: { tokenHash: hash } });
+      const row = await this.triggers.replaceToken(trigger, hash);
       return { ...presentTrigger(row), path: hookPath(token), signingSecret: null };
     }
     const generated = scheme === 'slack' ? null : generateSigningSecret(scheme);
     const grace = body.graceSeconds ?? defaultRotationGraceSeconds(scheme);
-    const row = await this.db.trigger.update({
-      where: { id: trigger.id },
-      data: {
-        signingSecret: this.sealed(generated ?? body.signingSecret),
-        // Kept as stored (sealed or not): it is only ever read back through the same box.
-        previousSigningSecret: grace > 0 ? trigger.signingSecret : null,
-        previousSecretExpiresAt: grace > 0 ? new Date(Date.now() + grace * 1000) : null,
-      },
-    });
+    const row = await this.triggers.replaceSecret(
+      trigger,
+      this.sealed(generated ?? body.signingSecret),
+      grace > 0 ? new Date(Date.now() + grace * 1000) : null,
+    );
     return { ...presentTrigger(row), path: null, signingSecret: generated };
   }
 
   private async find(tenantId: string, id: string): Promise<Trigger> {
-    const row = await this.db.trigger.findFirst({ where: { id: pathId(id, 'trigger'), tenantId } });
+    const row = await this.triggers.find(tenantId, pathId(id, 'trigger'));
     if (!row) throw notFound('trigger');
     return row;
   }

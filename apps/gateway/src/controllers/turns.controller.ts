@@ -13,7 +13,7 @@ import { DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from '../http/turn-detail';
 import { TURN_CONTROL } from '../http/turn-control';
-import type { SqlDb } from '@switchboard/store';
+import { findTurn, type SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from './streams.controller';
 
 @TenantApi('turns')
@@ -74,11 +74,7 @@ export class TurnsController {
   }
 
   private async find(tenantId: string, id: string): Promise<TurnResponse> {
-    const turn = await this.db.turn.findFirst({
-      where: { id, tenantId },
-      // The order the waiter's read uses too (apps/gateway/src/http/turn-waiter.ts): ties by id.
-      include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
-    });
+    const turn = await findTurn(this.db, tenantId, id);
     if (!turn) throw notFound('turn');
     return presentTurn(turn);
   }

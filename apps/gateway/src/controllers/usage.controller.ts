@@ -1,44 +1,13 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { createZodDto } from 'nestjs-zod';
-import {
-  DailySpendQuery,
-  DailySpendResponse,
-  UsageResponse,
-  type UsageDimension,
-} from '@switchboard/contracts';
-import { join, Sql, sql, tenantDailySpend, type SqlDb } from '@switchboard/store';
+import { DailySpendQuery, DailySpendResponse, UsageResponse } from '@switchboard/contracts';
+import { tenantDailySpend, tenantUsage, usageField, type SqlDb, type UsageRow } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { UsageQueryDto } from '../http/dto';
 import { Operation, TenantApi } from '../http/openapi';
 import { GATEWAY_SQL } from './streams.controller';
 
-/** Each dimension's column in the ledger and its name in the response. `day` is the UTC calendar day. */
-const DIMENSIONS: Record<UsageDimension, { column: Sql; field: 'day' | 'agentId' | 'sessionId' | 'model' }> =
-  {
-    day: { column: sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`, field: 'day' },
-    agent: { column: sql`agent_id::text`, field: 'agentId' },
-    session: { column: sql`session_id::text`, field: 'sessionId' },
-    model: { column: sql`model`, field: 'model' },
-  };
-
 class DailySpendQueryDto extends createZodDto(DailySpendQuery) {}
-
-/** A dimension's quoted column alias: fixed text from the table above, never the client's. */
-const alias = (field: string): Sql => new Sql([`"${field}"`], []);
-
-interface UsageRow {
-  day?: string;
-  agentId?: string;
-  sessionId?: string;
-  model?: string;
-  /** 1 on the totals row (the empty grouping set). */
-  total: number;
-  inputTokens: string;
-  outputTokens: string;
-  cachedTokens: string;
-  costUsd: string;
-  entries: string;
-}
 
 /**
  * The tenant's spend from the cost ledger (issue 13): tokens and USD over a window, in total and per
@@ -63,23 +32,8 @@ export class UsageController {
     errors: [400],
   })
   async get(@TenantId() tenantId: string, @Query() q: UsageQueryDto): Promise<UsageResponse> {
-    const dims = q.groupBy.map((d) => DIMENSIONS[d]);
-    const columns = join(dims.map((d) => sql`${d.column} AS ${alias(d.field)}`));
-    const names = join(dims.map((d) => alias(d.field)));
-    const rows = await this.db.rows<UsageRow>(sql`
-      SELECT ${names},
-             GROUPING(${names}) <> 0 AS total,
-             coalesce(sum(input_tokens), 0)::text AS "inputTokens",
-             coalesce(sum(output_tokens), 0)::text AS "outputTokens",
-             coalesce(sum(cached_tokens), 0)::text AS "cachedTokens",
-             trim_scale(coalesce(sum(cost_usd), 0))::text AS "costUsd",
-             count(*)::text AS entries
-        FROM (SELECT ${columns}, input_tokens, output_tokens, cached_tokens, cost_usd
-                FROM ledger_entries
-               WHERE tenant_id = ${tenantId}::uuid
-                 AND created_at >= ${q.from}::timestamptz AND created_at < ${q.to}::timestamptz) e
-       GROUP BY GROUPING SETS ((${names}), ())
-       ORDER BY total, ${names}`);
+    const fields = q.groupBy.map(usageField);
+    const rows = await tenantUsage(this.db, { tenantId, from: q.from, to: q.to, groupBy: q.groupBy });
     const sums = (r: UsageRow) => ({
       inputTokens: Number(r.inputTokens),
       outputTokens: Number(r.outputTokens),
@@ -97,7 +51,7 @@ export class UsageController {
       groups: rows
         .filter((r) => !r.total)
         .map((r) => ({
-          ...Object.fromEntries(dims.map((d) => [d.field, r[d.field]])),
+          ...Object.fromEntries(fields.map((f) => [f, r[f]])),
           ...sums(r),
         })),
     };

@@ -10,14 +10,17 @@ import {
   createdAt,
   endedTurnError,
   finishReason,
-  isChatCompletionsUrl,
   OpenAiError,
   planConversation,
   requestedSessionId,
   RoundText,
   sessionIdForKey,
-  toOpenAiErrorResponse,
+  toOpenAiErrorAnswer,
 } from './chat-completions';
+import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
+import type { FastifyRequest } from 'fastify';
+import { ChatCompletionsController } from '../controllers/chat-completions.controller';
+import { errorShapeOf } from './errors';
 
 const request = (change: Record<string, unknown>) =>
   ChatCompletionRequest.parse({ model: 'a', messages: [{ role: 'user', content: 'hi' }], ...change });
@@ -215,7 +218,7 @@ describe('OpenAI error shape', () => {
 
   it('reshapes the gateway errors: type by status, param from the first issue, invalid_api_key', () => {
     expect(
-      toOpenAiErrorResponse(
+      toOpenAiErrorAnswer(
         new AppError('validation_failed', 'messages: too small', {
           issues: [{ path: 'messages', message: 'too small', code: 'too_small' }],
         }),
@@ -233,7 +236,7 @@ describe('OpenAI error shape', () => {
       },
       headers: {},
     });
-    expect(toOpenAiErrorResponse(new AppError('unauthorized', 'no key'), native).body.error).toEqual({
+    expect(toOpenAiErrorAnswer(new AppError('unauthorized', 'no key'), native).body.error).toEqual({
       message: 'no key',
       type: 'authentication_error',
       param: null,
@@ -242,7 +245,7 @@ describe('OpenAI error shape', () => {
   });
 
   it('renders its own errors with x-should-retry when told', () => {
-    const answer = toOpenAiErrorResponse(
+    const answer = toOpenAiErrorAnswer(
       new OpenAiError(408, 'turn_timeout', 'late', { retry: true, headers: { 'x-turn-id': 't' } }),
       native,
     );
@@ -250,11 +253,18 @@ describe('OpenAI error shape', () => {
     expect(answer.body.error.type).toBe('timeout_error');
   });
 
-  it('knows its route', () => {
-    expect(isChatCompletionsUrl('/v1/chat/completions')).toBe(true);
-    expect(isChatCompletionsUrl('/v1/chat/completions?x=1')).toBe(true);
-    expect(isChatCompletionsUrl('/v1/chat/completionsX')).toBe(false);
-    expect(isChatCompletionsUrl(undefined)).toBe(false);
+  it('is the shape its route declares, whatever the URL', () => {
+    const matched = (config: Record<string, unknown>) =>
+      ({ routeOptions: { config } }) as unknown as FastifyRequest;
+    expect(
+      Reflect.getMetadata(
+        FASTIFY_ROUTE_CONFIG_METADATA,
+        Object.getOwnPropertyDescriptor(ChatCompletionsController.prototype, 'create')!.value as object,
+      ),
+    ).toEqual({ errorShape: 'openai' });
+    expect(errorShapeOf(matched({ errorShape: 'openai' }))).toBe('openai');
+    expect(errorShapeOf(matched({}))).toBe('switchboard');
+    expect(errorShapeOf(undefined)).toBe('switchboard');
   });
 });
 

@@ -9,19 +9,13 @@ import {
   type OpenAiErrorResponse,
   type TurnResponse,
 } from '@switchboard/contracts';
-import type { ErrorResponse } from './errors';
+import type { ErrorAnswer } from './errors';
 
 /**
  * The OpenAI-compatible facade's mapping (docs/adr/0016-chat-completions-facade.md): OpenAI's
  * request → what is admitted, an ended turn → `chat.completion` / chunks, any failure → OpenAI's
  * error shape. Plain functions; the controller does the I/O.
  */
-
-export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
-
-/** True for a request to the facade: its errors are answered in OpenAI's shape. */
-export const isChatCompletionsUrl = (url: string | undefined): boolean =>
-  !!url && (url === CHAT_COMPLETIONS_PATH || url.startsWith(`${CHAT_COMPLETIONS_PATH}?`));
 
 /**
  * An error in OpenAI's terms. `retry` sets `x-should-retry`, which the openai SDK obeys: its default
@@ -91,10 +85,7 @@ export function renderOpenAiError(err: OpenAiError): OpenAiErrorAnswer {
  * they are, everything else as `native` (the gateway's one error mapping) answers it, same status,
  * reshaped; a validation failure's first issue is the `param`.
  */
-export function toOpenAiErrorResponse(
-  err: unknown,
-  native: (err: unknown) => ErrorResponse,
-): OpenAiErrorAnswer {
+export function toOpenAiErrorAnswer(err: unknown, native: (err: unknown) => ErrorAnswer): OpenAiErrorAnswer {
   if (err instanceof OpenAiError) return renderOpenAiError(err);
   const answer = native(err);
   const { code, message, details } = answer.body.error;

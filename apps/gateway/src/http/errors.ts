@@ -1,12 +1,13 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorBody, type ErrorCode } from '@switchboard/contracts';
 import { isTransientDbError } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
-import { isChatCompletionsUrl, toOpenAiErrorResponse } from './chat-completions';
+import { toOpenAiErrorAnswer } from './chat-completions';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON: 'invalid_json',
@@ -36,13 +37,14 @@ const BY_STATUS: Record<number, ErrorCode> = {
   431: 'headers_too_large',
 };
 
-export interface ErrorResponse {
+/** An error as the gateway answers it: status, body in the one error shape (`ErrorBody`), headers. */
+export interface ErrorAnswer {
   status: number;
   body: ErrorBody;
   headers: Record<string, string>;
 }
 
-const respond = (app: AppError): ErrorResponse => ({
+const respond = (app: AppError): ErrorAnswer => ({
   status: app.status,
   body: app.toBody(),
   headers: RETRY_AFTER_S[app.code] === undefined ? {} : { 'retry-after': String(RETRY_AFTER_S[app.code]) },
@@ -52,7 +54,7 @@ const respond = (app: AppError): ErrorResponse => ({
  * Any thrown value → the one error shape. A database that cannot be reached is a 503 `unavailable`
  * with Retry-After; other unknown failures are 500s and are logged.
  */
-export function toErrorResponse(err: unknown, logger: Logger): ErrorResponse {
+export function toErrorAnswer(err: unknown, logger: Logger): ErrorAnswer {
   if (err instanceof AppError) return respond(err);
   const e = err as { code?: string; statusCode?: number; message?: string };
   if (typeof e?.code === 'string' && FASTIFY_CODES[e.code]) {
@@ -101,26 +103,43 @@ function friendly(code: string, message: string): string {
   }
 }
 
+/** The error shapes a route may answer in: the gateway's own, or OpenAI's (the chat-completions facade). */
+export type ErrorShape = 'switchboard' | 'openai';
+
+/** Fastify route config (`@RouteConfig`) naming the route's error shape; without it, the gateway's own. */
+export interface ErrorShapeConfig {
+  errorShape?: ErrorShape;
+}
+
+/**
+ * Marks a route as answering its errors in `shape`. The route's Fastify config carries it, so every
+ * error of a request the route matched takes it: the guard's and the pipes' as the handler's, and
+ * the body parser's, which fails before Nest's per-controller filters could see it.
+ */
+export const ErrorShapeOf = (shape: ErrorShape) =>
+  RouteConfig({ errorShape: shape } satisfies ErrorShapeConfig);
+
+/** The error shape of the route the request matched (none matched: the gateway's own). */
+export function errorShapeOf(req: FastifyRequest | undefined): ErrorShape {
+  const config = req?.routeOptions?.config as ErrorShapeConfig | undefined;
+  return config?.errorShape ?? 'switchboard';
+}
+
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
   constructor(@Inject(LOGGER) private readonly logger: Logger) {}
 
   catch(err: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const url = host.switchToHttp().getRequest<FastifyRequest | undefined>()?.url;
-    // The OpenAI-compatible route answers in OpenAI's error shape, whatever failed (auth, body, handler).
-    if (isChatCompletionsUrl(url)) {
-      send(
-        reply,
-        toOpenAiErrorResponse(err, (e) => toErrorResponse(e, this.logger)),
-      );
-    } else send(reply, toErrorResponse(err, this.logger));
+    const req = host.switchToHttp().getRequest<FastifyRequest | undefined>();
+    const native = (e: unknown) => toErrorAnswer(e, this.logger);
+    send(reply, errorShapeOf(req) === 'openai' ? toOpenAiErrorAnswer(err, native) : native(err));
   }
 }
 
 function send(
   reply: FastifyReply,
-  { status, body, headers }: Omit<ErrorResponse, 'body'> & { body: unknown },
+  { status, body, headers }: Omit<ErrorAnswer, 'body'> & { body: unknown },
 ): void {
   void reply
     .status(status)
@@ -135,7 +154,7 @@ function send(
 export const frameworkErrors =
   (logger: () => Logger) =>
   (err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void =>
-    send(reply, toErrorResponse(err, logger()));
+    send(reply, toErrorAnswer(err, logger()));
 
 /**
  * Fastify's `clientErrorHandler`: Node's HTTP parser refused the request (headers or request line

@@ -9,7 +9,7 @@ import {
   type LiveSubscriber,
   type LiveWatch,
 } from '@switchboard/live';
-import { sql, type SqlDb } from '@switchboard/store';
+import { journalPage, turnStatus, type SqlDb } from '@switchboard/store';
 
 export const EVENT_STREAMS = Symbol('EVENT_STREAMS');
 
@@ -162,10 +162,8 @@ export class EventStreams {
   }
 
   private async turnEnded(turnId: string): Promise<boolean> {
-    const row = await this.db.first<{ status: string }>(
-      sql`SELECT status FROM turns WHERE id = ${turnId}::uuid`,
-    );
-    return !!row && isTerminal(row.status);
+    const status = await turnStatus(this.db, turnId);
+    return status !== undefined && isTerminal(status);
   }
 
   /**
@@ -175,35 +173,23 @@ export class EventStreams {
    */
   private async *readJournal(reader: StreamReader): AsyncGenerator<StreamItem, void, undefined> {
     for (;;) {
-      const from = reader.cursor.last;
-      const turn = reader.turnId ? sql`AND turn_id = ${reader.turnId}::uuid` : sql``;
-      const row = await this.db.first<{ last: number | null; events: JournalRow[] }>(sql`
-        SELECT (SELECT last_event_seq FROM sessions WHERE id = ${reader.sessionId}::uuid) AS last,
-          coalesce((SELECT json_agg(e ORDER BY e.seq) FROM (
-            SELECT id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt" FROM events
-            WHERE session_id = ${reader.sessionId}::uuid AND seq > ${from} ${turn}
-            ORDER BY seq LIMIT ${PAGE}) e), '[]'::json) AS events`);
-      const rows = row?.events ?? [];
+      const { last, events: rows } = await journalPage(this.db, {
+        sessionId: reader.sessionId,
+        after: reader.cursor.last,
+        turnId: reader.turnId,
+        limit: PAGE,
+      });
       // Page by page: a long history is never held whole.
       for (const r of rows) {
         yield* reader.take(r);
         if (reader.done) return;
       }
       if (rows.length < PAGE) {
-        if (reader.turnId && row?.last) reader.cursor.advance(row.last);
+        if (reader.turnId && last) reader.cursor.advance(last);
         return;
       }
     }
   }
-}
-
-interface JournalRow {
-  id: string;
-  seq: number;
-  type: string;
-  turnId: string | null;
-  data: Record<string, unknown>;
-  createdAt: string;
 }
 
 /**

@@ -1,14 +1,4 @@
-import type {
-  Agent,
-  ApiKey,
-  Approval,
-  Event,
-  Message,
-  Session,
-  Tenant,
-  ToolCall,
-  Turn,
-} from '@prisma/client';
+import type { Agent, ApiKey, Approval, Event, Message, Session, Tenant } from '@prisma/client';
 import {
   AppError,
   isUuid,
@@ -26,6 +16,7 @@ import {
   type ToolCallResponse,
   type TurnResponse,
 } from '@switchboard/contracts';
+import type { ToolCallRead, TurnRead } from '@switchboard/store';
 
 /**
  * Rows → API JSON. One place decides what a client sees. Each presenter returns its response
@@ -118,21 +109,8 @@ export const presentMessage = (m: Message): MessageResponse => ({
   createdAt: m.createdAt.toISOString(),
 });
 
-/** The tool call columns a client sees (the gateway's typed-SQL read of a turn builds exactly these). */
-export type PresentedToolCall = Pick<
-  ToolCall,
-  | 'id'
-  | 'callId'
-  | 'name'
-  | 'arguments'
-  | 'sideEffect'
-  | 'status'
-  | 'result'
-  | 'error'
-  | 'startedAt'
-  | 'completedAt'
-  | 'durationMs'
->;
+/** The tool call columns a client sees (`ToolCallRead`, libs/store/src/turn-reads.ts). */
+export type PresentedToolCall = ToolCallRead;
 
 export const presentToolCall = (c: PresentedToolCall): ToolCallResponse => ({
   id: c.id,
@@ -148,34 +126,8 @@ export const presentToolCall = (c: PresentedToolCall): ToolCallResponse => ({
   durationMs: c.durationMs,
 });
 
-/** The turn columns a client sees, with its tool calls (Prisma's row, or the waiter's one-statement read). */
-export type PresentedTurn = Pick<
-  Turn,
-  | 'id'
-  | 'sessionId'
-  | 'agentId'
-  | 'inputMessageId'
-  | 'seq'
-  | 'status'
-  | 'priority'
-  | 'model'
-  | 'stopReason'
-  | 'finalText'
-  | 'iterations'
-  | 'inputTokens'
-  | 'outputTokens'
-  | 'cachedTokens'
-  | 'costUsd'
-  | 'costStatus'
-  | 'attempts'
-  | 'failure'
-  | 'decision'
-  | 'finalisationErrors'
-  | 'createdAt'
-  | 'startedAt'
-  | 'completedAt'
-  | 'cancelRequestedAt'
-> & { toolCalls?: PresentedToolCall[] };
+/** The turn columns a client sees, with its tool calls (`TurnRead`, libs/store/src/turn-reads.ts). */
+export type PresentedTurn = TurnRead;
 
 export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   id: t.id,

@@ -1,8 +1,7 @@
-import { Prisma } from '@prisma/client';
 import { isTerminal, type TurnResponse } from '@switchboard/contracts';
 import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
-import { sql, type SqlDb } from '@switchboard/store';
-import { presentTurn, type PresentedToolCall, type PresentedTurn } from './presenters';
+import { readTurn, type SqlDb } from '@switchboard/store';
+import { presentTurn } from './presenters';
 import type { TurnDetail } from './turn-detail';
 
 export const TURN_WAITER = Symbol('TURN_WAITER');
@@ -100,59 +99,6 @@ export class TurnWaiter {
     const presented = presentTurn(turn);
     return this.detail ? this.detail(tenantId, presented) : presented;
   }
-}
-
-type ToolCallJson = Omit<PresentedToolCall, 'startedAt' | 'completedAt'> & {
-  startedAt: string | null;
-  completedAt: string | null;
-};
-
-/**
- * The turn with its tool calls in one statement on the shared pool (one transaction, no Prisma
- * query compilation on the hot path; Prisma's `include` is two). It builds the row Prisma would, so
- * `presentTurn` answers what GET /v1/turns/:id answers: the cost through Prisma's Decimal (its
- * string form), timestamps as Dates (inside the tool calls' JSON they are ISO strings), tool calls
- * in GET's order.
- */
-export async function readTurn(
-  db: SqlDb,
-  tenantId: string,
-  turnId: string,
-): Promise<PresentedTurn | undefined> {
-  const row = await db.first<
-    Omit<PresentedTurn, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
-  >(sql`
-    SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
-           t.input_message_id AS "inputMessageId", t.seq, t.status, t.priority, t.model,
-           t.stop_reason AS "stopReason", t.final_text AS "finalText", t.iterations,
-           t.input_tokens AS "inputTokens", t.output_tokens AS "outputTokens",
-           t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
-           t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
-           t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
-           t.started_at AS "startedAt", t.completed_at AS "completedAt",
-           t.cancel_requested_at AS "cancelRequestedAt",
-           COALESCE((
-             SELECT json_agg(json_build_object(
-                      'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,
-                      'sideEffect', c.side_effect, 'status', c.status, 'result', c.result,
-                      'error', c.error, 'startedAt', c.started_at, 'completedAt', c.completed_at,
-                      'durationMs', c.duration_ms)
-                    ORDER BY c.started_at, c.id)
-             FROM tool_calls c WHERE c.turn_id = t.id
-           ), '[]'::json) AS "toolCalls"
-    FROM turns t
-    WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
-  if (!row) return undefined;
-  const date = (iso: string | null) => (iso === null ? null : new Date(iso));
-  return {
-    ...row,
-    costUsd: new Prisma.Decimal(row.costUsd),
-    toolCalls: row.toolCalls.map((c) => ({
-      ...c,
-      startedAt: date(c.startedAt),
-      completedAt: date(c.completedAt),
-    })),
-  };
 }
 
 /** Ended, or (when asked) paused for approval. */

@@ -1,0 +1,107 @@
+import { newId } from '@switchboard/contracts';
+import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import { importSession, type SessionImport } from './session-import';
+
+/** `importSession` on real Postgres: the seeded session, its ended first turn, and retries. */
+jest.setTimeout(30_000);
+
+describe('importSession', () => {
+  let env: TestEnv;
+  let tenantId: string;
+  let agentId: string;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    ({ tenantId, agentId } = await seedTenant(env.db, 'session-import'));
+  });
+
+  afterAll(async () => {
+    await env?.cleanup();
+  });
+
+  const operator = (change: Partial<SessionImport>): SessionImport => ({
+    sessionId: newId(),
+    tenantId,
+    agentId,
+    metadata: { createdBy: 'test' },
+    history: [],
+    kind: 'operator_prompt',
+    origin: { kind: 'operator' },
+    deliverySurface: 'http_public_enqueue',
+    admissionContext: 'control_authenticated',
+    messageMetadata: { imported: 'test' },
+    ...change,
+  });
+
+  it('seeds the history as an ended first turn, each message with the envelope admission derives', async () => {
+    const s = operator({
+      history: [
+        { role: 'user', text: 'one' },
+        { role: 'assistant', text: 'two' },
+        { role: 'user', text: 'three' },
+      ],
+    });
+    expect(await importSession(env.db, s)).toBe('created');
+
+    const session = await env.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
+    expect(session).toMatchObject({ tenantId, agentId, lastTurnSeq: 1, metadata: { createdBy: 'test' } });
+    const turns = await env.db.turn.findMany({ where: { sessionId: s.sessionId } });
+    expect(turns).toHaveLength(1);
+    expect(turns[0]).toMatchObject({ seq: 1, status: 'completed', stopReason: 'imported', finalText: 'two' });
+    const messages = await env.db.message.findMany({
+      where: { sessionId: s.sessionId },
+      orderBy: { position: 'asc' },
+    });
+    expect(messages.map((m) => [m.role, m.body])).toEqual([
+      ['user', { type: 'text', text: 'one' }],
+      ['assistant', { type: 'text', text: 'two' }],
+      ['user', { type: 'text', text: 'three' }],
+    ]);
+    expect(turns[0].inputMessageId).toBe(messages[0].id);
+    for (const m of messages) {
+      expect(m).toMatchObject({
+        turnId: turns[0].id,
+        turnSeq: 1,
+        kind: 'operator_prompt',
+        origin: { kind: 'operator' },
+        trust: 'trusted_operator',
+        authorityClass: 'operator_instruction',
+        deliverySurface: 'http_public_enqueue',
+        admissionContext: 'control_authenticated',
+        metadata: { imported: 'test' },
+      });
+    }
+  });
+
+  it('without a history creates the session alone, at turn seq 0', async () => {
+    const s = operator({});
+    expect(await importSession(env.db, s)).toBe('created');
+    expect(await env.db.session.findUniqueOrThrow({ where: { id: s.sessionId } })).toMatchObject({
+      lastTurnSeq: 0,
+    });
+    expect(await env.db.turn.count({ where: { sessionId: s.sessionId } })).toBe(0);
+  });
+
+  it('a retry with the same id finds the session and seeds nothing twice', async () => {
+    const s = operator({ history: [{ role: 'user', text: 'once' }] });
+    expect(await importSession(env.db, s)).toBe('created');
+    expect(await importSession(env.db, s)).toBe('exists');
+    expect(await env.db.message.count({ where: { sessionId: s.sessionId } })).toBe(1);
+    expect(await env.db.turn.count({ where: { sessionId: s.sessionId } })).toBe(1);
+  });
+
+  it("the same id for another agent, or another tenant's session, writes nothing", async () => {
+    const other = await env.db.agent.create({
+      data: { id: newId(), tenantId, name: 'b', model: 'scripted/echo' },
+    });
+    const s = operator({ history: [{ role: 'user', text: 'first' }] });
+    expect(await importSession(env.db, s)).toBe('created');
+    expect(await importSession(env.db, { ...s, agentId: other.id })).toBe('other_agent');
+
+    const elsewhere = await seedTenant(env.db, 'elsewhere');
+    expect(
+      await importSession(env.db, { ...s, tenantId: elsewhere.tenantId, agentId: elsewhere.agentId }),
+    ).toBe('other_agent');
+    expect(await env.db.message.count({ where: { sessionId: s.sessionId } })).toBe(1);
+  });
+});

@@ -1,0 +1,92 @@
+import type { Event, Message, Session } from '@prisma/client';
+import { newId } from '@switchboard/contracts';
+import type { Db, Prisma } from '@switchboard/database';
+
+/** One page of rows by a key, and whether another page follows (the caller encodes its cursor). */
+export interface Page<T> {
+  rows: T[];
+  more: boolean;
+}
+
+/** `take: limit + 1` rows → the page and whether more follow. */
+export const pageOf = <T>(rows: T[], limit: number): Page<T> => ({
+  rows: rows.slice(0, limit),
+  more: rows.length > limit,
+});
+
+/**
+ * Sessions and what a client reads of them: the transcript (`messages`) and the journal (`events`).
+ * The gateway's CRUD, on Prisma (docs/adr/0010: the turn's own statements are in `TurnStore`).
+ * Every read is scoped by tenant; a session of another tenant is not found.
+ */
+export class SessionsRepository {
+  constructor(private readonly db: Db) {}
+
+  create(s: {
+    tenantId: string;
+    agentId: string;
+    title: string | null;
+    metadata: Record<string, unknown>;
+  }): Promise<Session> {
+    return this.db.session.create({
+      data: {
+        id: newId(),
+        tenantId: s.tenantId,
+        agentId: s.agentId,
+        title: s.title,
+        metadata: s.metadata as Prisma.InputJsonValue,
+      },
+    });
+  }
+
+  /** By id, after the cursor's id. */
+  async page(tenantId: string, afterId: string | undefined, limit: number): Promise<Page<Session>> {
+    const rows = await this.db.session.findMany({
+      where: { tenantId, ...(afterId !== undefined ? { id: { gt: afterId } } : {}) },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    return pageOf(rows, limit);
+  }
+
+  find(tenantId: string, id: string): Promise<Session | null> {
+    return this.db.session.findFirst({ where: { id, tenantId } });
+  }
+
+  /** Closes an open session; a closed one is returned as it is. */
+  close(session: Session): Promise<Session> {
+    if (session.status === 'closed') return Promise.resolve(session);
+    return this.db.session.update({
+      where: { id: session.id },
+      data: { status: 'closed', closedAt: new Date() },
+    });
+  }
+
+  /** The transcript in order (turn seq, position), after the cursor's (turn seq, position). */
+  async messages(
+    sessionId: string,
+    after: [turnSeq: number, position: number] | undefined,
+    limit: number,
+  ): Promise<Page<Message>> {
+    const rows = await this.db.message.findMany({
+      where: {
+        sessionId,
+        ...(after
+          ? { OR: [{ turnSeq: { gt: after[0] } }, { turnSeq: after[0], position: { gt: after[1] } }] }
+          : {}),
+      },
+      orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+      take: limit + 1,
+    });
+    return pageOf(rows, limit);
+  }
+
+  /** The journal after `afterSeq`, in seq order, at most `limit` events. */
+  events(sessionId: string, afterSeq: number, limit: number): Promise<Event[]> {
+    return this.db.event.findMany({
+      where: { sessionId, seq: { gt: afterSeq } },
+      orderBy: { seq: 'asc' },
+      take: limit,
+    });
+  }
+}

@@ -1,0 +1,122 @@
+import { Prisma, type ToolCall, type Turn } from '@prisma/client';
+import type { Db } from '@switchboard/database';
+import { sql, type SqlDb } from './sql';
+
+/** The tool-call columns a client sees. */
+export type ToolCallRead = Pick<
+  ToolCall,
+  | 'id'
+  | 'callId'
+  | 'name'
+  | 'arguments'
+  | 'sideEffect'
+  | 'status'
+  | 'result'
+  | 'error'
+  | 'startedAt'
+  | 'completedAt'
+  | 'durationMs'
+>;
+
+/** The turn columns a client sees, with its tool calls (Prisma's row, or `readTurn`'s one statement). */
+export type TurnRead = Pick<
+  Turn,
+  | 'id'
+  | 'sessionId'
+  | 'agentId'
+  | 'inputMessageId'
+  | 'seq'
+  | 'status'
+  | 'priority'
+  | 'model'
+  | 'stopReason'
+  | 'finalText'
+  | 'iterations'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'cachedTokens'
+  | 'costUsd'
+  | 'costStatus'
+  | 'attempts'
+  | 'failure'
+  | 'decision'
+  | 'finalisationErrors'
+  | 'createdAt'
+  | 'startedAt'
+  | 'completedAt'
+  | 'cancelRequestedAt'
+> & { toolCalls?: ToolCallRead[] };
+
+/** The turn of the tenant with its tool calls (ties by id: the order `readTurn` uses too), through Prisma. */
+export function findTurn(db: Db, tenantId: string, turnId: string): Promise<TurnRead | null> {
+  return db.turn.findFirst({
+    where: { id: turnId, tenantId },
+    include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
+  });
+}
+
+type ToolCallJson = Omit<ToolCallRead, 'startedAt' | 'completedAt'> & {
+  startedAt: string | null;
+  completedAt: string | null;
+};
+
+/**
+ * The turn with its tool calls in one statement on the shared pool (one transaction, no Prisma
+ * query compilation on the hot path; Prisma's `include` is two). It builds the row Prisma would
+ * (`findTurn`): the cost as Prisma's Decimal (from its string form), timestamps as Dates (inside the
+ * tool calls' JSON they are ISO strings), tool calls in the same order.
+ */
+export async function readTurn(db: SqlDb, tenantId: string, turnId: string): Promise<TurnRead | undefined> {
+  const row = await db.first<
+    Omit<TurnRead, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
+  >(sql`
+    SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
+           t.input_message_id AS "inputMessageId", t.seq, t.status, t.priority, t.model,
+           t.stop_reason AS "stopReason", t.final_text AS "finalText", t.iterations,
+           t.input_tokens AS "inputTokens", t.output_tokens AS "outputTokens",
+           t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
+           t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
+           t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
+           t.started_at AS "startedAt", t.completed_at AS "completedAt",
+           t.cancel_requested_at AS "cancelRequestedAt",
+           COALESCE((
+             SELECT json_agg(json_build_object(
+                      'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,
+                      'sideEffect', c.side_effect, 'status', c.status, 'result', c.result,
+                      'error', c.error, 'startedAt', c.started_at, 'completedAt', c.completed_at,
+                      'durationMs', c.duration_ms)
+                    ORDER BY c.started_at, c.id)
+             FROM tool_calls c WHERE c.turn_id = t.id
+           ), '[]'::json) AS "toolCalls"
+    FROM turns t
+    WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
+  if (!row) return undefined;
+  const date = (iso: string | null) => (iso === null ? null : new Date(iso));
+  return {
+    ...row,
+    costUsd: new Prisma.Decimal(row.costUsd),
+    toolCalls: row.toolCalls.map((c) => ({
+      ...c,
+      startedAt: date(c.startedAt),
+      completedAt: date(c.completedAt),
+    })),
+  };
+}
+
+/** The session of the tenant's turn; undefined when there is no such turn. */
+export async function sessionOfTurn(
+  db: SqlDb,
+  tenantId: string,
+  turnId: string,
+): Promise<string | undefined> {
+  const row = await db.first<{ session_id: string }>(
+    sql`SELECT session_id FROM turns WHERE id = ${turnId}::uuid AND tenant_id = ${tenantId}::uuid`,
+  );
+  return row?.session_id;
+}
+
+/** A turn's status; undefined when there is no such turn. */
+export async function turnStatus(db: SqlDb, turnId: string): Promise<string | undefined> {
+  const row = await db.first<{ status: string }>(sql`SELECT status FROM turns WHERE id = ${turnId}::uuid`);
+  return row?.status;
+}

@@ -1,0 +1,63 @@
+import type { Trigger } from '@prisma/client';
+import { newId } from '@switchboard/contracts';
+import type { Db, Prisma } from '@switchboard/database';
+
+/** A new trigger's columns (its token hashed, its signing secret already sealed). */
+export interface NewTrigger {
+  tenantId: string;
+  agentId: string;
+  name: string;
+  tokenHash: string;
+  signatureScheme: string;
+  signingSecret: string | null;
+  deliveryMode: string;
+  sessionId: string | null;
+  rules: Prisma.InputJsonValue;
+}
+
+/** A tenant's triggers (docs/adr/0019): the webhook ingress's own lookup is in the hooks controller's pg path. */
+export class TriggersRepository {
+  constructor(private readonly db: Db) {}
+
+  create(t: NewTrigger): Promise<Trigger> {
+    return this.db.trigger.create({ data: { id: newId(), ...t } });
+  }
+
+  list(tenantId: string): Promise<Trigger[]> {
+    return this.db.trigger.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+  }
+
+  find(tenantId: string, id: string): Promise<Trigger | null> {
+    return this.db.trigger.findFirst({ where: { id, tenantId } });
+  }
+
+  /** Revokes the trigger; a revoked one is returned as it is. */
+  revoke(trigger: Trigger): Promise<Trigger> {
+    if (trigger.revokedAt) return Promise.resolve(trigger);
+    return this.db.trigger.update({ where: { id: trigger.id }, data: { revokedAt: new Date() } });
+  }
+
+  /** A new URL token (its hash): the old one stops working at once. */
+  replaceToken(trigger: Trigger, tokenHash: string): Promise<Trigger> {
+    return this.db.trigger.update({ where: { id: trigger.id }, data: { tokenHash } });
+  }
+
+  /**
+   * A new signing secret (sealed); the current one stays valid until `previousExpiresAt`, kept as
+   * stored (sealed or not: it is only ever read back through the same box), or not at all without one.
+   */
+  replaceSecret(
+    trigger: Trigger,
+    signingSecret: string | null,
+    previousExpiresAt: Date | null,
+  ): Promise<Trigger> {
+    return this.db.trigger.update({
+      where: { id: trigger.id },
+      data: {
+        signingSecret,
+        previousSigningSecret: previousExpiresAt ? trigger.signingSecret : null,
+        previousSecretExpiresAt: previousExpiresAt,
+      },
+    });
+  }
+}
