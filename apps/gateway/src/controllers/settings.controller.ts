@@ -4,6 +4,7 @@ import type { Config } from '@switchboard/config';
 import { Prisma, type Db } from '@switchboard/database';
 import { splitMcpToolName, unknownMcpTools } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
+import { refusedNotifyUrl } from '@switchboard/triage';
 import { CONFIG, DB, TOOLS } from '@switchboard/platform';
 import { TenantId } from '../auth/guard';
 import { UpdateSettingsDto } from '../http/dto';
@@ -43,6 +44,7 @@ export class SettingsController {
   async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
     if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
     if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
+    if (body.notifyUrl) await this.checkNotifyUrl(body.notifyUrl);
     const settings = await this.db.$transaction(async (tx) => {
       // Row lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
       const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
@@ -56,6 +58,15 @@ export class SettingsController {
       return row.settings;
     });
     return presentSettings(settings, this.config.DEFAULT_MODEL);
+  }
+
+  /** The send path's address rules, up front (OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts a host). */
+  private async checkNotifyUrl(url: string) {
+    const refused = await refusedNotifyUrl(url, new Set(this.config.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []));
+    if (refused) {
+      const message = `the URL is refused: ${refused}`;
+      throw new AppError('validation_failed', message, { issues: [{ path: 'notifyUrl', message }] });
+    }
   }
 
   /** Built-in names, and `server__tool` names of the tenant's MCP servers (docs/adr/0023). */
