@@ -98,6 +98,7 @@ export const ConfigSchema = z.object({
   /** BullMQ key prefix; tests give each file its own. */
   QUEUE_PREFIX: z.string().min(1).default('sb'),
   PORT: Int(3000, 1),
+  /** The address the gateway's port and the workers' METRICS_PORT listen on. */
   HOST: z.string().default('0.0.0.0'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /**
@@ -220,7 +221,7 @@ export const ConfigSchema = z.object({
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */
   SCHEDULE_MIN_INTERVAL_MS: Int(1000, 1000),
-  /** Workers serve Prometheus /metrics on this port; 0 turns it off. */
+  /** Workers serve Prometheus /metrics on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),
   OTEL_SDK_DISABLED: z
