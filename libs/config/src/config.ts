@@ -110,6 +110,8 @@ export const ConfigSchema = z.object({
     .refine((v) => Buffer.from(v, 'base64').length === 32, { message: 'must be the base64 of 32 bytes' })
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Append log lines to this file instead of writing them to stdout (tests keep in-process apps' logs there). */
+  LOG_FILE: z.string().min(1).optional(),
   /** Largest request body the gateway accepts, in bytes. */
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
   OPENAI_API_KEY: z.string().optional(),

@@ -176,7 +176,9 @@ describe('QueueWorker', () => {
     const fake = await oldRedis();
     try {
       // It may log that it started before the worker's failure arrives, or fail first.
-      const { code, output } = await spawnApp('hooks-worker', env.processEnv({ REDIS_URL: fake.url })).then(
+      const { code, output } = await spawnApp('hooks-worker', env.processEnv({ REDIS_URL: fake.url }), {
+        expectExit: true,
+      }).then(
         async (p) => {
           const exited = await Promise.race([
             once(p.child, 'exit').then(([c]) => c as number | null),
