@@ -50,6 +50,7 @@ const config = {
     {
       ...common,
       displayName: 'integration',
+      testEnvironment: '<rootDir>/libs/testing/src/test-environment.ts',
       setupFilesAfterEnv: ['<rootDir>/libs/testing/src/slow-setup.ts'],
       testMatch: ['<rootDir>/{apps,libs}/**/*.int.spec.ts'],
       testPathIgnorePatterns: ignore,
@@ -58,6 +59,7 @@ const config = {
     {
       ...common,
       displayName: 'e2e',
+      testEnvironment: '<rootDir>/libs/testing/src/test-environment.ts',
       setupFilesAfterEnv: ['<rootDir>/libs/testing/src/slow-setup.ts'],
       testMatch: ['<rootDir>/{apps,libs}/**/*.e2e.spec.ts', '<rootDir>/test/**/*.e2e.spec.ts'],
       testPathIgnorePatterns: ignore,

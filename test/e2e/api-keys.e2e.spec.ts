@@ -103,6 +103,29 @@ describe('API key cache', () => {
     expect(await status(a.url, guess)).toBe(200);
   });
 
+  it('a request with a key sets its lastUsedAt (off the request, coarse), shown by GET /v1/api-keys', async () => {
+    const used = await newKey();
+    const unused = await newKey();
+    const listed = async () => {
+      const res = await owner.get('/v1/api-keys');
+      expect(res.status).toBe(200);
+      const byId = new Map<string, { lastUsedAt: string | null }>(
+        res.body.data.map((k: { id: string; lastUsedAt: string | null }) => [k.id, k]),
+      );
+      return { used: byId.get(used.id)?.lastUsedAt, unused: byId.get(unused.id)?.lastUsedAt };
+    };
+    expect(await listed()).toEqual({ used: null, unused: null });
+    const before = Date.now();
+    expect(await status(uncached.url, used.key)).toBe(200);
+    const seen = await waitFor(async () => (await listed()).used, { what: 'the key to show its last use' });
+    expect(new Date(seen).getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(new Date(seen).getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect((await listed()).unused).toBeNull();
+    // The row says the same.
+    const row = await env.db.apiKey.findUniqueOrThrow({ where: { id: used.id } });
+    expect(row.lastUsedAt?.toISOString()).toBe(seen);
+  });
+
   it('a gateway that stops closes its revocation subscription', async () => {
     await waitFor(async () => (await subscribed()) === 3, { what: 'every caching gateway subscribed' });
     await c.close();

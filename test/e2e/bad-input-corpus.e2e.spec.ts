@@ -812,6 +812,25 @@ describe('bad input corpus', () => {
       code: 'validation_failed',
     });
   }
+  // A notify endpoint on a private, loopback, link-local or metadata address: refused when set, as at send time.
+  for (const url of [
+    'http://127.0.0.1/in',
+    'http://localhost:9/in',
+    'http://10.0.0.1/in',
+    'http://169.254.169.254/',
+    'http://[::1]/in',
+  ]) {
+    cases.push({
+      name: `settings: notifyUrl ${url}`,
+      run: () =>
+        api.patch('/v1/settings', {
+          notifyUrl: url,
+          notifySecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+        }),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
   for (const [what, query] of [
     ['q of 1001 characters', `q=${'a'.repeat(1001)}`],
     ['a blank q', 'q=%20%20'],

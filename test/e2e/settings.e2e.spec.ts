@@ -26,7 +26,8 @@ describe('tenant settings', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    gateway = await startGateway(env.config({ DEFAULT_MODEL }));
+    // 127.0.0.2 is exempt from the notify endpoint's address rules, as a deployment would exempt a host.
+    gateway = await startGateway(env.config({ DEFAULT_MODEL, OUTBOUND_WEBHOOK_ALLOW_HOSTS: '127.0.0.2' }));
     ({ api: a, tenantId: tenantA } = await newTenant(gateway.url, ADMIN, 'a'));
     ({ api: b } = await newTenant(gateway.url, ADMIN, 'b'));
   });
@@ -224,6 +225,44 @@ describe('tenant settings', () => {
     expect(moved.body).toMatchObject({ notifyUrl: 'https://hooks.example.com/v2', notifySecretSet: true });
     const removed = await api.patch('/v1/settings', { notifyUrl: null });
     expect(removed.body).toEqual(EMPTY);
+  });
+
+  it('refuses a private, loopback, link-local or metadata notify endpoint up front, naming the field', async () => {
+    const { api } = await newTenant(gateway.url, ADMIN, 'private-notify');
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    for (const notifyUrl of [
+      'http://127.0.0.1:8080/in',
+      'http://localhost:8080/in',
+      'http://10.1.2.3/in',
+      'http://192.168.0.10/in',
+      'http://169.254.169.254/latest/meta-data',
+      'http://metadata.google.internal/computeMetadata/v1',
+      'http://[::1]:8080/in',
+      'http://[fd00::1]/in',
+    ]) {
+      const res = await api.patch('/v1/settings', { notifyUrl, notifySecret: secret });
+      expect({ notifyUrl, status: res.status, code: res.body.error?.code }).toEqual({
+        notifyUrl,
+        status: 400,
+        code: 'validation_failed',
+      });
+      expect(res.body.error.details.issues).toEqual([
+        { path: 'notifyUrl', message: expect.stringMatching(/^the URL is refused: /) },
+      ]);
+    }
+    // Nothing stored.
+    expect((await api.get('/v1/settings')).body).toEqual(EMPTY);
+    // A host OUTBOUND_WEBHOOK_ALLOW_HOSTS lists is accepted, as the send path accepts it.
+    const allowed = await api.patch('/v1/settings', {
+      notifyUrl: 'http://127.0.0.2:8080/in',
+      notifySecret: secret,
+    });
+    expect(allowed.status).toBe(200);
+    expect(allowed.body).toMatchObject({ notifyUrl: 'http://127.0.0.2:8080/in', notifySecretSet: true });
+    // Moving the URL alone to a private address is refused too, and keeps the one stored.
+    const moved = await api.patch('/v1/settings', { notifyUrl: 'http://127.0.0.1/in' });
+    expect(moved.status).toBe(400);
+    expect((await api.get('/v1/settings')).body.notifyUrl).toBe('http://127.0.0.2:8080/in');
   });
 
   it('concurrent PATCHes of different routes all land', async () => {

@@ -25,6 +25,7 @@ import { Approvals } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
 import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './auth/key-revocations';
+import { KEY_USAGE, KeyUsage } from './auth/key-usage';
 import { AdminController } from './controllers/admin.controller';
 import { AgentsController } from './controllers/agents.controller';
 import { ArchetypesController } from './controllers/archetypes.controller';
@@ -150,6 +151,11 @@ export class GatewayModule {
               logger,
               enabled: cfg.API_KEY_CACHE_MS > 0,
             }),
+        },
+        {
+          provide: KEY_USAGE,
+          inject: [GATEWAY_SQL, LOGGER],
+          useFactory: (sqlDb: SqlDb, logger: Logger) => new KeyUsage(sqlDb, logger),
         },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_PIPE, useClass: ValidationPipe },

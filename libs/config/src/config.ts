@@ -98,6 +98,7 @@ export const ConfigSchema = z.object({
   /** BullMQ key prefix; tests give each file its own. */
   QUEUE_PREFIX: z.string().min(1).default('sb'),
   PORT: Int(3000, 1),
+  /** The address the gateway's port and the workers' METRICS_PORT listen on. */
   HOST: z.string().default('0.0.0.0'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /**
@@ -109,6 +110,8 @@ export const ConfigSchema = z.object({
     .refine((v) => Buffer.from(v, 'base64').length === 32, { message: 'must be the base64 of 32 bytes' })
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Append log lines to this file instead of writing them to stdout (tests keep in-process apps' logs there). */
+  LOG_FILE: z.string().min(1).optional(),
   /** Largest request body the gateway accepts, in bytes. */
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
   OPENAI_API_KEY: z.string().optional(),
@@ -220,7 +223,7 @@ export const ConfigSchema = z.object({
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */
   SCHEDULE_MIN_INTERVAL_MS: Int(1000, 1000),
-  /** Workers serve Prometheus /metrics on this port; 0 turns it off. */
+  /** Workers serve Prometheus /metrics on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),
   OTEL_SDK_DISABLED: z

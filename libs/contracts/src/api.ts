@@ -208,8 +208,9 @@ export const ModelPrices = z
 export type ModelPrices = z.infer<typeof ModelPrices>;
 
 /**
- * Where `notify` triage decisions are sent (docs/adr/0018): an http(s) URL. The outbound worker
- * also refuses private, loopback and link-local addresses unless OUTBOUND_WEBHOOK_ALLOW_HOSTS lists them.
+ * Where `notify` triage decisions are sent (docs/adr/0018): an http(s) URL. `PATCH /v1/settings`
+ * refuses private, loopback and link-local addresses unless OUTBOUND_WEBHOOK_ALLOW_HOSTS lists them,
+ * and the outbound worker refuses them again at send time (a name may resolve elsewhere by then).
  */
 export const NotifyUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).max(2000);
 

@@ -60,6 +60,7 @@ export const ApiKeyResponse = z
     /** The key's first characters, safe to display. */
     prefix: z.string(),
     createdAt: Timestamp,
+    /** When a request last used the key, to about a minute (written at most once a minute); null if never. */
     lastUsedAt: Timestamp.nullable(),
     revokedAt: Timestamp.nullable(),
   })

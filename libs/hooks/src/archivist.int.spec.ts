@@ -15,7 +15,8 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { ArchivistError, runArchivist } from './archivist';
-import { runCostLog, type HookContext } from './cost-log';
+import type { HookContext } from './context';
+import { runCostLog } from './cost-log';
 
 /**
  * The archivist on real Postgres with the real OpenAI SDK against the fake LLM server: facts land in

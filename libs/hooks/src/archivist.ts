@@ -15,18 +15,9 @@ import {
 } from '@switchboard/providers';
 import { ACCUMULATE_DAILY_SPEND, join, sql, type SqlRunner } from '@switchboard/store';
 import { claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 
 export const ARCHIVIST_HOOK = 'archivist';
-
-/** What a hook that calls a model needs: the process's providers, built from its configuration. */
-export interface HookModels {
-  providers: ProviderRegistry;
-  /** What `hint:summarization` resolves to when the tenant has no route for it (DEFAULT_MODEL). */
-  defaultModel: string;
-  /** The deployment's prices (MODEL_PRICES); a tenant's own `modelPrices` win by key. */
-  prices?: PriceOverrides;
-}
 
 /** At most this many facts per turn; a longer list is cut, not refused. */
 export const ARCHIVIST_MAX_FACTS = 10;

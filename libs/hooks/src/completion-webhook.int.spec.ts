@@ -5,7 +5,7 @@ import { createLogger, Metrics } from '@switchboard/observability';
 import { sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { COMPLETION_FINAL_TEXT_MAX, runCompletionWebhook } from './completion-webhook';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 
 /** The completion-webhook hook's choices on real Postgres; the send itself is the e2e's. */
 jest.setTimeout(30_000);

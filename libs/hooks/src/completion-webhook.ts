@@ -1,5 +1,5 @@
 import { parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 
 /** The longest `finalText` a completion webhook carries; the whole text is at GET /v1/turns/:id. */
 export const COMPLETION_FINAL_TEXT_MAX = 4000;

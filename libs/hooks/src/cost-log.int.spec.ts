@@ -3,7 +3,8 @@ import { createDatabase, poolOf, Prisma } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { sqlDbFor, tenantDailySpend } from '@switchboard/store';
 import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
-import { runCostLog, type HookContext } from './cost-log';
+import type { HookContext } from './context';
+import { runCostLog } from './cost-log';
 
 /** The cost-log post-turn hook: one roll-up row per turn, however often it runs. */
 jest.setTimeout(30_000);

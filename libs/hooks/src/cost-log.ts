@@ -1,20 +1,6 @@
-import { newId, type OutboundWebhookJob, type PostTurnJob } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
-import type { Logger, Metrics } from '@switchboard/observability';
-import { recordCostLog, type SqlDb } from '@switchboard/store';
-import type { HookModels } from './archivist';
-
-export interface HookContext {
-  db: Db;
-  /** The store over the same pg pool (`sqlDbFor(poolOf(db), 'hooks', metrics)`). */
-  sql: SqlDb;
-  logger: Logger;
-  metrics: Metrics;
-  /** Publishes a signed notification on `outbound-webhooks` (the completion-webhook hook's only output). */
-  notify?: (job: Omit<OutboundWebhookJob, 'trace'>) => Promise<unknown>;
-  /** The model providers (the archivist's summarization call). */
-  models?: HookModels;
-}
+import { newId, type PostTurnJob } from '@switchboard/contracts';
+import { recordCostLog } from '@switchboard/store';
+import type { HookContext } from './context';
 
 /**
  * The cost log hook: rolls the turn's ledger entries up into one cost log line

@@ -5,7 +5,7 @@ import { createLogger, Metrics } from '@switchboard/observability';
 import { sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
 import { SNAPSHOT_BOUNDS } from './archivist-snapshot';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 import { runEpisodicIndex } from './episodic';
 
 /** The episodic-index hook on real Postgres: one searchable `episode` record per ended turn, once. */

@@ -1,7 +1,7 @@
 import type { PostTurnJob } from '@switchboard/contracts';
 import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql } from '@switchboard/memory';
 import { bounded, claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 
 export const EPISODIC_HOOK = 'episodic-index';
 

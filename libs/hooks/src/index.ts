@@ -1,6 +1,7 @@
 export * from './archivist';
 export * from './archivist-snapshot';
 export * from './completion-webhook';
+export * from './context';
 export * from './cost-log';
 export * from './episodic';
 export * from './learning';

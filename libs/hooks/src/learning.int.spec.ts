@@ -3,7 +3,7 @@ import { createDatabase, poolOf } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { agentToolStatus, sqlDbFor } from '@switchboard/store';
 import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 import { runLearning } from './learning';
 
 /** The learning post-turn hook: per agent and tool, each ended turn's tool calls counted exactly once. */

@@ -1,6 +1,6 @@
 import { newId, type PostTurnJob } from '@switchboard/contracts';
 import { recordLearning } from '@switchboard/store';
-import type { HookContext } from './cost-log';
+import type { HookContext } from './context';
 
 /**
  * The learning hook (seed 000 "Post-turn hooks", issue 13): what each tool the turn called did —

@@ -1,7 +1,8 @@
 import type { PostTurnHookName, PostTurnJob } from '@switchboard/contracts';
 import { runArchivist } from './archivist';
 import { runCompletionWebhook } from './completion-webhook';
-import { runCostLog, type HookContext } from './cost-log';
+import type { HookContext } from './context';
+import { runCostLog } from './cost-log';
 import { runEpisodicIndex } from './episodic';
 import { runLearning } from './learning';
 

@@ -21,12 +21,17 @@ export const REDACT_PATHS = [
   '*.password',
 ];
 
+/** One appending stream per log file, shared by every logger of the process that writes there. */
+const files = new Map<string, pino.DestinationStream>();
+
 /** JSON logs carrying the active trace and span ids. */
 export function createLogger(options: {
   service: string;
   level?: string;
   /** Where lines go; stdout when absent. */
   destination?: pino.DestinationStream;
+  /** A file the lines are appended to (LOG_FILE), when no `destination` is given. */
+  file?: string;
 }): Logger {
   const opts: pino.LoggerOptions = {
     name: options.service,
@@ -40,7 +45,13 @@ export function createLogger(options: {
       return { trace_id: traceId, span_id: spanId };
     },
   };
-  return options.destination ? pino(opts, options.destination) : pino(opts);
+  const file = options.file;
+  let destination = options.destination;
+  if (!destination && file) {
+    destination = files.get(file) ?? pino.destination({ dest: file, append: true, mkdir: true, sync: true });
+    files.set(file, destination);
+  }
+  return destination ? pino(opts, destination) : pino(opts);
 }
 
 /** The trace id of a W3C trace context carrier (a job's `trace`), for logs outside its span. */

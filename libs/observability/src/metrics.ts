@@ -127,8 +127,8 @@ export class Metrics {
     return () => clearInterval(timer);
   }
 
-  /** Workers have no HTTP API: this serves /metrics for Prometheus on its own port. */
-  serve(port: number, host = '0.0.0.0'): Promise<Server> {
+  /** Workers have no HTTP API: this serves /metrics for Prometheus on its own port, on `host` (HOST). */
+  serve(port: number, host: string): Promise<Server> {
     const server = createServer((req, res) => {
       if (req.url !== '/metrics') {
         res.writeHead(404).end();

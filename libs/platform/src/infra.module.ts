@@ -47,7 +47,10 @@ export class InfraModule {
     const redis = createRedis(config.REDIS_URL);
     const providers = [
       { provide: CONFIG, useValue: config },
-      { provide: LOGGER, useValue: createLogger({ service, level: config.LOG_LEVEL }) },
+      {
+        provide: LOGGER,
+        useValue: createLogger({ service, level: config.LOG_LEVEL, file: config.LOG_FILE }),
+      },
       { provide: METRICS, useValue: new Metrics(service) },
       { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
       { provide: REDIS, useValue: redis },

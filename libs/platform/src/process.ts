@@ -6,7 +6,7 @@ import { NestPinoLogger } from './nest-logger';
 import { WorkerFailures } from './worker';
 
 /**
- * Runs a worker process: builds its Nest context, serves /metrics when asked,
+ * Runs a worker process: builds its Nest context, serves /metrics on HOST when asked,
  * and on SIGTERM/SIGINT drains in-flight jobs within the grace period. Past the
  * grace period it exits; unfinished turns resume on another worker.
  */
@@ -28,7 +28,8 @@ export function runWorkerProcess(
     await app.init();
     const metrics = app.get<Metrics>(METRICS);
     metrics.monitorEventLoop();
-    if (config.METRICS_PORT > 0) await metrics.serve(config.METRICS_PORT);
+    // On HOST, like the gateway's port: HOST=127.0.0.1 keeps /metrics off the other interfaces.
+    if (config.METRICS_PORT > 0) await metrics.serve(config.METRICS_PORT, config.HOST);
     logger.info({ service }, 'worker started');
     let stopping = false;
     const stop = (signal: string) => {

@@ -1,5 +1,7 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:net';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { Writable } from 'node:stream';
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -174,7 +176,9 @@ describe('QueueWorker', () => {
     const fake = await oldRedis();
     try {
       // It may log that it started before the worker's failure arrives, or fail first.
-      const { code, output } = await spawnApp('hooks-worker', env.processEnv({ REDIS_URL: fake.url })).then(
+      const { code, output } = await spawnApp('hooks-worker', env.processEnv({ REDIS_URL: fake.url }), {
+        expectExit: true,
+      }).then(
         async (p) => {
           const exited = await Promise.race([
             once(p.child, 'exit').then(([c]) => c as number | null),
@@ -191,4 +195,56 @@ describe('QueueWorker', () => {
       fake.server.close();
     }
   });
+
+  it('a worker process serves /metrics on HOST only (HOST=127.0.0.1: not on other interfaces)', async () => {
+    const port = await freePort();
+    const p = await spawnApp(
+      'hooks-worker',
+      env.processEnv({ HOST: '127.0.0.1', METRICS_PORT: String(port) }),
+    );
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('switchboard_event_loop_delay_seconds');
+      // Linux lists listening sockets in /proc: the one on the port is bound to 127.0.0.1, not 0.0.0.0.
+      if (existsSync('/proc/net/tcp')) expect(listeningAddresses(port)).toEqual(['127.0.0.1']);
+      // And a connection through another interface of this machine is refused.
+      const outside = Object.values(networkInterfaces())
+        .flat()
+        .find((a) => a && a.family === 'IPv4' && !a.internal);
+      if (outside) {
+        const socket = connect(port, outside.address);
+        const [err] = (await once(socket, 'error').finally(() => socket.destroy())) as [
+          NodeJS.ErrnoException,
+        ];
+        expect(err.code).toBe('ECONNREFUSED');
+      }
+    } finally {
+      await p.kill('SIGTERM');
+    }
+  });
 });
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The local addresses of the TCP sockets listening on `port` (IPv4 as dotted quads, IPv6 as hex). */
+function listeningAddresses(port: number): string[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  return ['/proc/net/tcp', '/proc/net/tcp6']
+    .filter((f) => existsSync(f))
+    .flatMap((f) => readFileSync(f, 'utf8').trim().split('\n').slice(1))
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, local, , state]) => state === '0A' && local.endsWith(`:${hexPort}`))
+    .map(([, local]) => {
+      const hex = local.split(':')[0];
+      return hex.length === 8
+        ? Array.from({ length: 4 }, (_, i) => parseInt(hex.slice(6 - 2 * i, 8 - 2 * i), 16)).join('.')
+        : hex;
+    });
+}

@@ -13,3 +13,4 @@ export * from './approvals-repository';
 export * from './turn-reads';
 export * from './journal-reads';
 export * from './usage-reads';
+export * from './api-key-use';

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { Client } from 'pg';
 import IORedis from 'ioredis';
 import { loadConfig, type Config } from '@switchboard/config';
 import { createPrisma, type Db } from '@switchboard/database';
+import { registerLog, releaseTestLogs, useTestLogs } from './logs';
 import { adminDatabaseUrl, templateName, testRedisUrl, withDatabase } from './services';
 
 export interface TestEnv {
@@ -12,7 +14,10 @@ export interface TestEnv {
   /** This test file's own BullMQ key prefix. */
   queuePrefix: string;
   db: Db;
-  /** Configuration for apps started by this test file. */
+  /**
+   * Configuration for apps started in this test's process; their logs go to a file of the test's
+   * log directory (LOG_FILE), whose tail is printed when a test fails (`logs.ts`).
+   */
   config(overrides?: Record<string, string>): Config;
   /** Environment variables for app processes spawned by this test file. */
   processEnv(overrides?: Record<string, string>): NodeJS.ProcessEnv;
@@ -47,6 +52,8 @@ export async function createTestEnv(): Promise<TestEnv> {
   const redisUrl = testRedisUrl();
   const queuePrefix = `sbt_${id}`;
   const db = createPrisma(databaseUrl, { poolSize: 5 });
+  const logFile = path.join(useTestLogs(), 'in-process.log');
+  registerLog({ label: 'apps in the test process', file: logFile });
   const baseEnv = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
@@ -66,7 +73,7 @@ export async function createTestEnv(): Promise<TestEnv> {
     redisUrl,
     queuePrefix,
     db,
-    config: (overrides = {}) => loadConfig({ ...baseEnv, ...overrides }),
+    config: (overrides = {}) => loadConfig({ ...baseEnv, LOG_FILE: logFile, ...overrides }),
     processEnv: (overrides = {}) => ({
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -93,6 +100,7 @@ export async function createTestEnv(): Promise<TestEnv> {
       } finally {
         await drop.end();
       }
+      releaseTestLogs();
     },
   };
 }

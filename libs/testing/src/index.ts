@@ -1,5 +1,6 @@
 export * from './env';
 export * from './fake-llm-server';
+export * from './logs';
 export * from './processes';
 export * from './services';
 export * from './wait';

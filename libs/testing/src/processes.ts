@@ -1,23 +1,34 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import path from 'node:path';
+import { registerLog, testLogDir } from './logs';
 import { ROOT } from './services';
 
 export interface AppProcess {
   child: ChildProcess;
   /** Everything the process wrote so far. */
   output(): string;
+  /** The file its stdout and stderr go to (in the test file's log directory), not the test output. */
+  logFile: string;
   kill(signal: NodeJS.Signals): Promise<number | null>;
 }
 
 /**
  * Starts an app as a real process, exactly as production does
  * (`node -r @swc-node/register apps/<app>/src/main.ts`), and resolves once it
- * logged that it is ready.
+ * logged that it is ready. Its output goes to its own log file, whose tail is printed when a test
+ * fails (`logs.ts`) or when the process exits without being told to.
  */
 export async function spawnApp(
   app: 'gateway' | 'harness-worker' | 'triage-worker' | 'hooks-worker',
   env: NodeJS.ProcessEnv,
-  options: { readyPattern?: RegExp; timeoutMs?: number; nodeArgs?: string[] } = {},
+  options: {
+    readyPattern?: RegExp;
+    timeoutMs?: number;
+    nodeArgs?: string[];
+    /** The test expects the process to exit by itself: its exit is not reported. */
+    expectExit?: boolean;
+  } = {},
 ): Promise<AppProcess> {
   const child = spawn(
     process.execPath,
@@ -29,17 +40,35 @@ export async function spawnApp(
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  const label = `${app} (pid ${child.pid})`;
+  const logFile = path.join(testLogDir(), `${app}-${child.pid}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  registerLog({ label, file: logFile });
   let out = '';
+  let started = false;
+  let killed = false;
   const ready = options.readyPattern ?? /worker started|Nest application successfully started/;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close': the process exited and its stdout and stderr ended, so the log has every line.
+  child.once('close', (code, signal) => {
+    log.end();
+    if (started && !killed && !options.expectExit) {
+      console.error(
+        `${label} exited unexpectedly (code ${code}, signal ${signal}); last lines of ${logFile}:\n` +
+          out.trimEnd().split('\n').slice(-40).join('\n'),
+      );
+    }
+  });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`${app} did not start in time:\n${out.slice(-2000)}`)),
+      () => reject(new Error(`${app} did not start in time (log: ${logFile}):\n${out.slice(-2000)}`)),
       options.timeoutMs ?? 30_000,
     );
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      if (ready.test(out)) {
+      log.write(chunk);
+      if (!started && ready.test(out)) {
+        started = true;
         clearTimeout(timer);
         resolve();
       }
@@ -48,13 +77,17 @@ export async function spawnApp(
     child.stderr?.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`${app} exited with ${code} before it was ready:\n${out.slice(-2000)}`));
+      reject(
+        new Error(`${app} exited with ${code} before it was ready (log: ${logFile}):\n${out.slice(-2000)}`),
+      );
     });
   });
   return {
     child,
     output: () => out,
+    logFile,
     kill: async (signal) => {
+      killed = true;
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },

@@ -1,4 +1,5 @@
 import { lookup as dnsLookup } from 'node:dns';
+import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
@@ -18,6 +19,40 @@ export function isBlockedAddress(address: string): boolean {
 }
 
 export class RefusedAddressError extends Error {}
+
+/**
+ * Why a notify endpoint's host must not be sent to without resolving it, or null: a cloud metadata
+ * name, or a literal IP that is blocked (isBlockedAddress). Hosts OUTBOUND_WEBHOOK_ALLOW_HOSTS lists
+ * (`allowHosts`, lower-case names) are exempt. Checked at every send and when the URL is set.
+ */
+export function refusedNotifyHost(host: string, allowHosts: ReadonlySet<string>): string | null {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (allowHosts.has(bare.toLowerCase())) return null;
+  if (refusedName(bare)) return `${bare} is a cloud metadata service`;
+  if (isIP(bare) !== 0 && isBlockedAddress(bare)) return `${bare} is a private address`;
+  return null;
+}
+
+/**
+ * Why a notify endpoint must not be set, or null (`PATCH /v1/settings`): the send path's
+ * rules, checked up front — refusedNotifyHost, then every address the name resolves to now, as
+ * guardedLookup checks them at connect time. A name that does not resolve (yet) is accepted: at send
+ * time it fails and is retried like any unreachable endpoint.
+ */
+export async function refusedNotifyUrl(raw: string, allowHosts: ReadonlySet<string>): Promise<string | null> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'not a URL';
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const refused = refusedNotifyHost(host, allowHosts);
+  if (refused || isIP(host) !== 0 || allowHosts.has(host.toLowerCase())) return refused;
+  const addresses = await lookup(host, { all: true }).catch(() => []);
+  const blocked = addresses.find((a) => isBlockedAddress(a.address));
+  return blocked ? `${host} resolves to ${blocked.address}, a private address` : null;
+}
 
 /**
  * A DNS lookup that refuses blocked addresses at connect time, so a name that resolves to a public
@@ -129,12 +164,8 @@ function post(
   const client = target.protocol === 'https:' ? https : http;
   const host = target.hostname.replace(/^\[|\]$/g, '');
   // A literal IP never goes through the lookup: check it here. Metadata names are refused by name.
-  if (!deps.allowHosts.has(host.toLowerCase())) {
-    if (refusedName(host)) return Promise.reject(new RefusedAddressError(`${host} is a private address`));
-    if (isIP(host) !== 0 && isBlockedAddress(host)) {
-      return Promise.reject(new RefusedAddressError(`${host} is a private address`));
-    }
-  }
+  const refused = refusedNotifyHost(host, deps.allowHosts);
+  if (refused) return Promise.reject(new RefusedAddressError(refused));
   return new Promise((resolve, reject) => {
     const req = client.request(
       target,

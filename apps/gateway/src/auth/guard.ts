@@ -13,6 +13,7 @@ import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
 import { ApiKeysRepository } from '@switchboard/store';
 import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
+import { KEY_USAGE, type KeyUsage } from './key-usage';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
 
 type Access = 'public' | 'admin' | 'tenant';
@@ -42,6 +43,7 @@ export class AuthGuard implements CanActivate {
     @Inject(ApiKeysRepository) private readonly apiKeys: ApiKeysRepository,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
+    @Inject(KEY_USAGE) private readonly usage: KeyUsage,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -70,6 +72,7 @@ export class AuthGuard implements CanActivate {
     }
     req.tenantId = key.tenantId;
     req.apiKeyId = key.keyId;
+    this.usage.touch(key.keyId);
     return true;
   }
 }

@@ -4,6 +4,7 @@ import type { Config } from '@switchboard/config';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import { TenantsRepository } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
+import { refusedNotifyUrl } from '@switchboard/triage';
 import { CONFIG, TOOLS } from '@switchboard/platform';
 import { TenantId } from '../auth/guard';
 import { UpdateSettingsDto } from '../http/dto';
@@ -44,10 +45,20 @@ export class SettingsController {
   async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
     if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
     if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
+    if (body.notifyUrl) await this.checkNotifyUrl(body.notifyUrl);
     // Under the tenant row's lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
     const updated = await this.tenants.updateSettings(tenantId, body);
     if (!updated) throw notFound('tenant');
     return presentSettings(updated.settings, this.config.DEFAULT_MODEL);
+  }
+
+  /** The send path's address rules, up front (OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts a host). */
+  private async checkNotifyUrl(url: string) {
+    const refused = await refusedNotifyUrl(url, new Set(this.config.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []));
+    if (refused) {
+      const message = `the URL is refused: ${refused}`;
+      throw new AppError('validation_failed', message, { issues: [{ path: 'notifyUrl', message }] });
+    }
   }
 
   /** Built-in names, and `server__tool` names of the tenant's MCP servers (docs/adr/0023). */

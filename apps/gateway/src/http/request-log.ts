@@ -30,7 +30,7 @@ export function requestLogOptions(
   config: Config,
 ): Pick<FastifyServerOptions, 'loggerInstance' | 'logController' | 'genReqId'> {
   return {
-    loggerInstance: createLogger({ service: 'gateway', level: config.LOG_LEVEL }),
+    loggerInstance: createLogger({ service: 'gateway', level: config.LOG_LEVEL, file: config.LOG_FILE }),
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: requestId,
   };

@@ -1,0 +1,27 @@
+import type { OutboundWebhookJob } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { Logger, Metrics } from '@switchboard/observability';
+import type { PriceOverrides, ProviderRegistry } from '@switchboard/providers';
+import type { SqlDb } from '@switchboard/store';
+
+/** What every post-turn hook receives: the hooks worker's connections and services. */
+export interface HookContext {
+  db: Db;
+  /** The store over the same pg pool (`sqlDbFor(poolOf(db), 'hooks', metrics)`). */
+  sql: SqlDb;
+  logger: Logger;
+  metrics: Metrics;
+  /** Publishes a signed notification on `outbound-webhooks` (the completion-webhook hook's only output). */
+  notify?: (job: Omit<OutboundWebhookJob, 'trace'>) => Promise<unknown>;
+  /** The model providers (the archivist's summarization call). */
+  models?: HookModels;
+}
+
+/** What a hook that calls a model needs: the process's providers, built from its configuration. */
+export interface HookModels {
+  providers: ProviderRegistry;
+  /** What `hint:summarization` resolves to when the tenant has no route for it (DEFAULT_MODEL). */
+  defaultModel: string;
+  /** The deployment's prices (MODEL_PRICES); a tenant's own `modelPrices` win by key. */
+  prices?: PriceOverrides;
+}
