@@ -4,4 +4,5 @@ export * from './completion-webhook';
 export * from './cost-log';
 export * from './episodic';
 export * from './learning';
+export * from './reconcile';
 export * from './registry';
