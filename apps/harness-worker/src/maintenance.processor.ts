@@ -84,10 +84,7 @@ export class MaintenanceProcessor extends QueueWorker {
           admission: this.admission,
           logger: this.logger,
         });
-        this.logger.info(
-          { task, requeued, expired, woken, settled, orphans, hooks },
-          'maintenance task ran',
-        );
+        this.logger.info({ task, requeued, expired, woken, settled, orphans, hooks }, 'maintenance task ran');
         return requeued;
       }
     }

@@ -63,7 +63,14 @@ describe('reconcileHooks', () => {
 
   const ran = (turnId: string, hook: string) =>
     env.db.hookRun.create({
-      data: { id: newId(), tenantId: ids.tenantId, turnId, hook, status: 'completed', completedAt: new Date() },
+      data: {
+        id: newId(),
+        tenantId: ids.tenantId,
+        turnId,
+        hook,
+        status: 'completed',
+        completedAt: new Date(),
+      },
     });
   const jobIds = async () => (await queue.getJobs(['waiting', 'prioritized'])).map((j) => j.id).sort();
   const settledOf = async (id: string) =>
@@ -82,11 +89,7 @@ describe('reconcileHooks', () => {
     const first = await reconcileHooks(sql, queue, logger, { graceMs: 10_000 });
     expect(first).toEqual({ republished: HOOKS.length + 2, settled: 2 });
     expect(await jobIds()).toEqual(
-      [
-        ...HOOKS.map((h) => `${lost}.${h}`),
-        `${half}.completion-webhook`,
-        `${half}.episodic-index`,
-      ].sort(),
+      [...HOOKS.map((h) => `${lost}.${h}`), `${half}.completion-webhook`, `${half}.episodic-index`].sort(),
     );
     expect(await settledOf(done)).toBe(true);
     expect(await settledOf(imported)).toBe(true);
@@ -118,7 +121,8 @@ describe('reconcileHooks', () => {
     const worker = new Worker(
       QueueName.PostTurn,
       async (j) => {
-        if (j.data.hook === 'archivist') throw new UnrecoverableError('job stalled more than allowable limit');
+        if (j.data.hook === 'archivist')
+          throw new UnrecoverableError('job stalled more than allowable limit');
         return 'written';
       },
       { connection: workerConnection, prefix: env.queuePrefix },
