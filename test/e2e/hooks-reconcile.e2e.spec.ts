@@ -24,7 +24,7 @@ import { FIXTURES, startGateway, startHarness, startTriage, type Running } from 
 jest.setTimeout(180_000);
 
 describe('post-turn hooks through repeated hooks worker deaths', () => {
-  const TURNS = 16;
+  const TURNS = 12;
   const KILLS = 6;
   let env: TestEnv;
   let gateway: Running & { url: string };
@@ -186,10 +186,13 @@ describe('post-turn hooks through repeated hooks worker deaths', () => {
            WHERE id = ANY(${turnIds}::uuid[]) AND hooks_settled_at IS NOT NULL) AS settled`;
       return row;
     };
+    const runsWanted = TURNS * PostTurnHookName.options.length;
     await waitFor(
       async () => {
         const p = await progress();
-        return p.runs === TURNS * PostTurnHookName.options.length && p.settled === TURNS;
+        if (p.runs === runsWanted && p.settled === TURNS) return true;
+        // Not yet: a timeout names how far it got.
+        throw new Error(`hook runs ${p.runs}/${runsWanted}, turns settled ${p.settled}/${TURNS}`);
       },
       { what: 'a hook run per (turn, hook) and every turn settled', timeoutMs: 90_000 },
     );
