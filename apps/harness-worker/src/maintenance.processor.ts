@@ -10,7 +10,7 @@ import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import { ApprovalStore, sqlDbFor } from '@switchboard/store';
+import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { flushIdleWakeHints } from '@switchboard/triage';
 import { Approvals, reconcileTurns } from '@switchboard/turns';
@@ -39,6 +39,7 @@ export class MaintenanceProcessor extends QueueWorker {
   private approvals?: Approvals;
   private admission?: Admission;
   private control?: TurnControl;
+  private sql?: SqlDb;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -71,12 +72,10 @@ export class MaintenanceProcessor extends QueueWorker {
           olderThanMs: RECONCILE_MIN_AGE_MS,
         });
         // Ended turns missing a post-turn hook's run: their jobs published again (docs/adr/0027).
-        const hooks = await reconcileHooks(
-          sqlDbFor(poolOf(this.db), 'harness', this.metrics),
-          this.postTurn,
-          this.logger,
-          { graceMs: this.config.HOOKS_RECONCILE_GRACE_MS },
-        );
+        this.sql ??= sqlDbFor(poolOf(this.db), 'harness', this.metrics);
+        const hooks = await reconcileHooks(this.sql, this.postTurn, this.logger, {
+          graceMs: this.config.HOOKS_RECONCILE_GRACE_MS,
+        });
         // Wake hints held while their session was busy become a system tick once it is idle (docs/adr/0018).
         this.admission ??= new Admission(this.db, this.turns, this.logger);
         const woken = await flushIdleWakeHints({
