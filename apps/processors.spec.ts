@@ -3,7 +3,7 @@ import type IORedis from 'ioredis';
 import { loadConfig } from '@switchboard/config';
 import { Jobs, PostTurnHookName, QueueName } from '@switchboard/contracts';
 import { postTurnHook, postTurnHooks } from '@switchboard/hooks';
-import { processorSpec, REDIS } from '@switchboard/platform';
+import { processorSpec, REDIS, workerOptions } from '@switchboard/platform';
 import { HarnessModule } from './harness-worker/src/harness.module';
 import { HooksModule } from './hooks-worker/src/hooks.module';
 import { TriageModule } from './triage-worker/src/triage.module';
@@ -14,10 +14,11 @@ import { TriageModule } from './triage-worker/src/triage.module';
  * hook name has exactly one handler.
  */
 describe('processors across the apps', () => {
-  const config = loadConfig({
+  const vars = {
     DATABASE_URL: 'postgresql://localhost:5432/unused',
     ADMIN_TOKEN: 'test-admin-token-0123456789',
-  });
+  };
+  const config = loadConfig(vars);
   const apps: Record<string, DynamicModule> = {
     'harness-worker': HarnessModule.forRoot(config),
     'hooks-worker': HooksModule.forRoot(config),
@@ -67,5 +68,23 @@ describe('processors across the apps', () => {
     for (const name of PostTurnHookName.options) expect(postTurnHook(name)).toEqual(expect.any(Function));
     expect(postTurnHook('nope')).toBeUndefined();
     expect(postTurnHook('constructor')).toBeUndefined();
+  });
+
+  it('lets a post-turn job survive HOOKS_MAX_STALLED_COUNT worker deaths; other queues keep BullMQ’s default', () => {
+    const specs = Object.values(apps).flatMap((mod) =>
+      providers(mod).flatMap((p) => {
+        const spec = processorSpec(p);
+        return spec ? [spec] : [];
+      }),
+    );
+    const stalls = (c: typeof config) =>
+      Object.fromEntries(
+        specs.map((spec) => [spec.queue, workerOptions(c, spec, undefined as never).maxStalledCount]),
+      );
+    expect(stalls(config)).toEqual(
+      Object.fromEntries(specs.map((s) => [s.queue, s.queue === QueueName.PostTurn ? 10 : undefined])),
+    );
+    const lenient = loadConfig({ ...vars, HOOKS_MAX_STALLED_COUNT: '25' });
+    expect(stalls(lenient)[QueueName.PostTurn]).toBe(25);
   });
 });

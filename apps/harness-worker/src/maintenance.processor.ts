@@ -5,11 +5,12 @@ import { Admission, TurnControl } from '@switchboard/admission';
 import type IORedis from 'ioredis';
 import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
+import { reconcileHooks } from '@switchboard/hooks';
 import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import { ApprovalStore, sqlDbFor } from '@switchboard/store';
+import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { flushIdleWakeHints } from '@switchboard/triage';
 import { Approvals, reconcileTurns } from '@switchboard/turns';
@@ -38,6 +39,7 @@ export class MaintenanceProcessor extends QueueWorker {
   private approvals?: Approvals;
   private admission?: Admission;
   private control?: TurnControl;
+  private sql?: SqlDb;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -69,6 +71,11 @@ export class MaintenanceProcessor extends QueueWorker {
         const requeued = await reconcileTurns(this.db, this.turns, this.logger, {
           olderThanMs: RECONCILE_MIN_AGE_MS,
         });
+        // Ended turns missing a post-turn hook's run: their jobs published again (docs/adr/0027).
+        this.sql ??= sqlDbFor(poolOf(this.db), 'harness', this.metrics);
+        const hooks = await reconcileHooks(this.sql, this.postTurn, this.logger, {
+          graceMs: this.config.HOOKS_RECONCILE_GRACE_MS,
+        });
         // Wake hints held while their session was busy become a system tick once it is idle (docs/adr/0018).
         this.admission ??= new Admission(this.db, this.turns, this.logger);
         const woken = await flushIdleWakeHints({
@@ -76,7 +83,7 @@ export class MaintenanceProcessor extends QueueWorker {
           admission: this.admission,
           logger: this.logger,
         });
-        this.logger.info({ task, requeued, expired, woken, settled, orphans }, 'maintenance task ran');
+        this.logger.info({ task, requeued, expired, woken, settled, orphans, hooks }, 'maintenance task ran');
         return requeued;
       }
     }

@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { createRedis, jobOptions } from '@switchboard/queue';
 import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
-import { startHooks, type Running } from '../../../test/support/stack';
+import { FIXTURES, startHooks, type Running } from '../../../test/support/stack';
 
 /** The post-turn processor dispatches by hook name through the hook registry; an unknown name is never retried. */
 jest.setTimeout(30_000);
@@ -14,7 +14,7 @@ describe('PostTurnProcessor', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    hooks = await startHooks(env.config());
+    hooks = await startHooks(env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES }));
     queue = new Queue(QueueName.PostTurn, { connection: createRedis(env.redisUrl), prefix: env.queuePrefix });
   });
 
@@ -46,6 +46,40 @@ describe('PostTurnProcessor', () => {
       env.db.hookRun.findFirst({ where: { turnId } }).then((r) => r ?? undefined),
     );
     expect(run).toMatchObject({ hook: 'cost-log', status: 'completed' });
+  });
+
+  it('records a hook that failed its last attempt as failed (the hooks reconcile leaves it be)', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'failing-archivist');
+    // The archivist's model refuses every call.
+    await env.db.tenant.update({
+      where: { id: tenantId },
+      data: { settings: { modelRoutes: { summarization: 'scripted/auth-fails' } } },
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const turnId = newId();
+    await env.db.turn.create({
+      data: {
+        id: turnId,
+        tenantId,
+        sessionId,
+        agentId,
+        seq: 1,
+        inputMessageId: newId(),
+        status: 'completed',
+        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
+        completedAt: new Date(),
+      },
+    });
+    const data = { turnId, tenantId, hook: 'archivist' as const, trace: {} };
+    const job = await queue.add(QueueName.PostTurn, data, {
+      ...jobOptions(Jobs.postTurn, data),
+      attempts: 1,
+    });
+    await waitFor(async () => (await queue.getJobState(job.id!)) === 'failed', { what: 'the job failed' });
+    const run = await waitFor(() =>
+      env.db.hookRun.findFirst({ where: { turnId, hook: 'archivist' } }).then((r) => r ?? undefined),
+    );
+    expect(run).toMatchObject({ status: 'failed', attempts: 1, output: { error: expect.any(String) } });
   });
 
   it('fails a job naming a hook it has no handler for, without retrying it', async () => {

@@ -1,16 +1,20 @@
 import { Inject } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
-import { Jobs, QueueName } from '@switchboard/contracts';
+import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { postTurnHook, type HookModels } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, providerRegistryFromConfig, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume, publish } from '@switchboard/queue';
-import { sqlDbFor, type SqlDb } from '@switchboard/store';
+import { recordHookFailure, sqlDbFor, type SqlDb } from '@switchboard/store';
 
-/** Runs post-turn hooks, one job per (turn, hook), each retried on its own. */
-@QueueProcessor(QueueName.PostTurn, 'HOOKS_CONCURRENCY')
+/**
+ * Runs post-turn hooks, one job per (turn, hook), each retried on its own (docs/adr/0027): a job
+ * survives HOOKS_MAX_STALLED_COUNT deaths of its worker; a hook that fails for good is recorded
+ * `failed`; a job lost or failed on stalls is re-published by the hooks reconcile.
+ */
+@QueueProcessor(QueueName.PostTurn, 'HOOKS_CONCURRENCY', { maxStalledCount: 'HOOKS_MAX_STALLED_COUNT' })
 export class PostTurnProcessor extends QueueWorker {
   /** Hooks' statements on typed SQL over Prisma's pg pool, counted as `hooks`. */
   private readonly sql: SqlDb;
@@ -62,6 +66,19 @@ export class PostTurnProcessor extends QueueWorker {
           return outcome;
         } catch (err) {
           this.metrics.hooks.inc({ hook: data.hook, outcome: 'error' });
+          // Its last attempt, or nothing a retry mends: recorded, so the hooks reconcile leaves it be.
+          if (err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+            await recordHookFailure(this.sql, {
+              id: newId(),
+              turnId: data.turnId,
+              tenantId: data.tenantId,
+              hook: data.hook,
+              attempts: job.attemptsMade + 1,
+              error: err instanceof Error ? err.message : String(err),
+            }).catch((e: unknown) =>
+              this.logger.warn({ err: e, turnId: data.turnId, hook: data.hook }, 'hook failure not recorded'),
+            );
+          }
           throw err;
         }
       },

@@ -186,6 +186,16 @@ export const ConfigSchema = z.object({
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),
+  /**
+   * How often a post-turn job may stall (its hooks worker died holding it) before BullMQ fails it
+   * (docs/adr/0027); a job failed so is re-published by the hooks reconcile.
+   */
+  HOOKS_MAX_STALLED_COUNT: Int(10, 1),
+  /**
+   * How long after a turn ended the hooks reconcile (each maintenance `reconcile`, every
+   * RECONCILE_INTERVAL_MS) first looks for its missing post-turn hooks (docs/adr/0027).
+   */
+  HOOKS_RECONCILE_GRACE_MS: Int(10_000, 0),
   TRIAGE_CONCURRENCY: Int(16, 1),
   /**
    * Asked when the triage model (the tenant's `burst` route) answers with something that is not a

@@ -76,13 +76,20 @@ describe('runCompletionWebhook', () => {
     published.length = 0;
   });
 
-  it('publishes one job per run with the webhook id derived from the turn; a long finalText is cut', async () => {
+  it('publishes one job with the webhook id derived from the turn and records the run; a long finalText is cut', async () => {
     const t = await tenant(true);
     const id = await turn(t, { status: 'completed', finalText: 'x'.repeat(COMPLETION_FINAL_TEXT_MAX + 10) });
     expect(await run(id, t.tenantId)).toBe('written');
-    expect(await run(id, t.tenantId)).toBe('written');
-    expect(published.map((j) => j.webhookId)).toEqual([`msg_turn_${id}`, `msg_turn_${id}`]);
-    expect(published[0]).toEqual(published[1]);
+    // A re-run (a retried or re-published job) finds the hook_runs row and publishes nothing.
+    expect(await run(id, t.tenantId)).toBe('already_done');
+    expect(published.map((j) => j.webhookId)).toEqual([`msg_turn_${id}`]);
+    expect(await env.db.hookRun.findMany({ where: { turnId: id } })).toEqual([
+      expect.objectContaining({
+        hook: 'completion-webhook',
+        status: 'completed',
+        output: { webhookId: `msg_turn_${id}`, event: 'turn.completed', turnStatus: 'completed' },
+      }),
+    ]);
     expect(published[0]).toMatchObject({
       tenantId: t.tenantId,
       event: 'turn.completed',
@@ -93,12 +100,20 @@ describe('runCompletionWebhook', () => {
 
   it('skips a tenant without an endpoint, a turn that has not ended, and another tenant’s turn', async () => {
     const quiet = await tenant(false);
-    expect(await run(await turn(quiet, { status: 'completed' }), quiet.tenantId)).toBe('skipped');
+    const quietTurn = await turn(quiet, { status: 'completed' });
+    expect(await run(quietTurn, quiet.tenantId)).toBe('skipped');
+    // The skip is recorded, so the hooks reconcile sees the hook ran.
+    expect(await run(quietTurn, quiet.tenantId)).toBe('already_done');
     const loud = await tenant(true);
-    expect(await run(await turn(loud, { status: 'running' }), loud.tenantId)).toBe('skipped');
+    const running = await turn(loud, { status: 'running' });
+    expect(await run(running, loud.tenantId)).toBe('skipped');
     const other = await turn(quiet, { status: 'failed' });
     expect(await run(other, loud.tenantId)).toBe('skipped');
     expect(published).toEqual([]);
+    const runs = await env.db.hookRun.findMany({ where: { turnId: { in: [quietTurn, running, other] } } });
+    expect(runs.map((r) => [r.turnId, r.output])).toEqual([
+      [quietTurn, { skipped: 'no_endpoint', turnStatus: 'completed' }],
+    ]);
   });
 
   it('maps failed and cancelled, with a null finalText', async () => {

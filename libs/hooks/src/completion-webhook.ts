@@ -1,5 +1,9 @@
 import { parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
+import { sql } from '@switchboard/store';
+import { claimHookRun } from './archivist-snapshot';
 import type { HookContext } from './context';
+
+export const COMPLETION_WEBHOOK_HOOK = 'completion-webhook';
 
 /** The longest `finalText` a completion webhook carries; the whole text is at GET /v1/turns/:id. */
 export const COMPLETION_FINAL_TEXT_MAX = 4000;
@@ -18,21 +22,38 @@ const EVENTS: Record<string, string> = {
  * publishes one `turn.completed | turn.failed | turn.cancelled` notification on `outbound-webhooks`,
  * whose worker signs, sends, retries and logs it. The webhook id is derived from the turn id, so a
  * retried hook or a hooks worker killed after publishing adds the same job (a no-op) and every
- * attempt carries the same `webhook-id`. No endpoint: skipped, nothing queued.
+ * attempt carries the same `webhook-id`. No endpoint: skipped, nothing queued. Either way the run is
+ * recorded in `hook_runs` (docs/adr/0027), after the publish (the effect is in Redis, so the record
+ * cannot share its transaction: a worker killed between the two publishes again, under the same id,
+ * and the receiver deduplicates by `webhook-id`); a run that finds the row does nothing.
  */
 export async function runCompletionWebhook(
   ctx: HookContext,
   job: PostTurnJob,
 ): Promise<'written' | 'already_done' | 'skipped'> {
-  const tenant = await ctx.db.tenant.findUnique({ where: { id: job.tenantId }, select: { settings: true } });
-  if (!parseTenantSettings(tenant?.settings).notifyUrl) return 'skipped';
+  const recorded = await ctx.sql.first(sql`
+    SELECT 1 FROM hook_runs WHERE turn_id = ${job.turnId}::uuid AND hook = ${COMPLETION_WEBHOOK_HOOK}`);
+  if (recorded) return 'already_done';
   const turn = await ctx.db.turn.findFirst({ where: { id: job.turnId, tenantId: job.tenantId } });
   const event = turn && EVENTS[turn.status];
+  // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
   if (!turn || !event) return 'skipped';
+  const record = (output: Record<string, unknown>) =>
+    claimHookRun(ctx.sql, {
+      tenantId: job.tenantId,
+      turnId: job.turnId,
+      hook: COMPLETION_WEBHOOK_HOOK,
+      output: { ...output, turnStatus: turn.status },
+    });
+  const tenant = await ctx.db.tenant.findUnique({ where: { id: job.tenantId }, select: { settings: true } });
+  if (!parseTenantSettings(tenant?.settings).notifyUrl) {
+    return (await record({ skipped: 'no_endpoint' })) ? 'skipped' : 'already_done';
+  }
   if (!ctx.notify) throw new Error('the completion-webhook hook has no outbound-webhooks publisher');
+  const webhookId = completionWebhookId(turn.id);
   await ctx.notify({
     tenantId: job.tenantId,
-    webhookId: completionWebhookId(turn.id),
+    webhookId,
     event,
     payload: {
       type: event,
@@ -52,5 +73,5 @@ export async function runCompletionWebhook(
       completedAt: turn.completedAt?.toISOString() ?? null,
     },
   });
-  return 'written';
+  return (await record({ webhookId, event })) ? 'written' : 'already_done';
 }

@@ -5,4 +5,5 @@ export * from './context';
 export * from './cost-log';
 export * from './episodic';
 export * from './learning';
+export * from './reconcile';
 export * from './registry';

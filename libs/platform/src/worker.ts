@@ -12,19 +12,29 @@ import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER, REDIS } from './tokens';
 
 export type ConcurrencySetting = 'HARNESS_CONCURRENCY' | 'HOOKS_CONCURRENCY' | 'TRIAGE_CONCURRENCY';
+export type StalledCountSetting = 'HOOKS_MAX_STALLED_COUNT';
 
 export interface ProcessorSpec {
   queue: QueueName;
   /** A configuration setting, or a fixed number. */
   concurrency: ConcurrencySetting | number;
+  /**
+   * How often a job may stall (its worker died holding it) before BullMQ fails it: a configuration
+   * setting, or a fixed number; unset, BullMQ's default (1: the second stall fails the job).
+   */
+  maxStalledCount?: StalledCountSetting | number;
 }
 
 const PROCESSOR_SPECS = new WeakMap<object, ProcessorSpec>();
 
 /** Marks a `QueueWorker` subclass as the processor of one queue. */
-export function QueueProcessor(queue: QueueName, concurrency: ProcessorSpec['concurrency']): ClassDecorator {
+export function QueueProcessor(
+  queue: QueueName,
+  concurrency: ProcessorSpec['concurrency'],
+  options: Pick<ProcessorSpec, 'maxStalledCount'> = {},
+): ClassDecorator {
   return (target) => {
-    PROCESSOR_SPECS.set(target, { queue, concurrency });
+    PROCESSOR_SPECS.set(target, { queue, concurrency, ...options });
   };
 }
 
@@ -45,6 +55,12 @@ export function workerOptions(config: Config, spec: ProcessorSpec, connection: I
     concurrency: typeof spec.concurrency === 'number' ? spec.concurrency : config[spec.concurrency],
     lockDuration: config.QUEUE_LOCK_MS,
     stalledInterval: config.QUEUE_STALLED_INTERVAL_MS,
+    ...(spec.maxStalledCount === undefined
+      ? {}
+      : {
+          maxStalledCount:
+            typeof spec.maxStalledCount === 'number' ? spec.maxStalledCount : config[spec.maxStalledCount],
+        }),
     autorun: false,
   };
 }

@@ -302,3 +302,69 @@ export async function tenantDailySpend(
         'turns', coalesce(sum(turns), 0)) FROM d) AS totals`);
   return row!;
 }
+
+/** A post-turn hook an ended turn has no `hook_runs` row for (what the hooks reconcile re-publishes). */
+export interface MissingHookRun {
+  turnId: string;
+  tenantId: string;
+  hook: string;
+  /** The turn's admission trace, which a re-published job continues. */
+  traceContext: Record<string, string>;
+}
+
+/**
+ * The hooks reconcile's one statement (docs/adr/0027): takes up to `limit` ended turns not settled yet
+ * that ended at least `graceMs` ago (oldest first, from the partial index turns_hooks_unsettled_idx),
+ * answers the (turn, hook) pairs among `hooks` that have no `hook_runs` row, and settles
+ * (`hooks_settled_at`) the turns that have a row for every hook, so a later sweep never reads them
+ * again. A turn the chat-completions facade imported (`stop_reason = 'imported'`: a caller's history,
+ * not a run) has no hooks and is settled as it is found.
+ */
+export async function unsettledHookRuns(
+  db: SqlRunner,
+  q: { hooks: readonly string[]; graceMs: number; limit: number },
+): Promise<{ missing: MissingHookRun[]; settled: number }> {
+  const row = await db.first<{ missing: MissingHookRun[]; settled: number }>(sql`
+    WITH c AS (
+      -- The predicate is the partial index's, word for word, so the planner uses it.
+      SELECT id, tenant_id, trace_context, stop_reason FROM turns
+      WHERE hooks_settled_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+        AND completed_at <= now() - make_interval(secs => ${q.graceMs / 1000}::float8)
+      ORDER BY completed_at
+      LIMIT ${q.limit}::int
+    ),
+    m AS (
+      SELECT c.id AS turn_id, c.tenant_id, h.hook, c.trace_context
+      FROM c CROSS JOIN unnest(${[...q.hooks]}::text[]) AS h(hook)
+      WHERE c.stop_reason IS DISTINCT FROM 'imported'
+        AND NOT EXISTS (SELECT 1 FROM hook_runs r WHERE r.turn_id = c.id AND r.hook = h.hook)
+    ),
+    s AS (
+      UPDATE turns t SET hooks_settled_at = now() FROM c
+      WHERE t.id = c.id AND NOT EXISTS (SELECT 1 FROM m WHERE m.turn_id = c.id)
+      RETURNING t.id
+    )
+    SELECT (SELECT count(*)::int FROM s) AS settled,
+      coalesce((SELECT json_agg(json_build_object('turnId', turn_id, 'tenantId', tenant_id, 'hook', hook,
+        'traceContext', trace_context) ORDER BY turn_id, hook) FROM m), '[]') AS missing`);
+  return row!;
+}
+
+/**
+ * A hook that failed for good (its last attempt, or an error no retry mends) recorded `failed`, so the
+ * hooks reconcile does not run it again on every sweep; `ON CONFLICT DO NOTHING` keeps a row the hook
+ * wrote itself (a run that committed, or the archivist's own `failed` record). A job whose turn is not
+ * the tenant's records nothing.
+ */
+export async function recordHookFailure(
+  db: SqlRunner,
+  run: { id: string; turnId: string; tenantId: string; hook: string; attempts: number; error: string },
+): Promise<boolean> {
+  const inserted = await db.execute(sql`
+    INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, attempts, completed_at)
+    SELECT ${run.id}::uuid, tenant_id, id, ${run.hook}, 'failed',
+      jsonb_build_object('error', ${run.error.slice(0, 1000)}::text), ${run.attempts}, now()
+    FROM turns WHERE id = ${run.turnId}::uuid AND tenant_id = ${run.tenantId}::uuid
+    ON CONFLICT (turn_id, hook) DO NOTHING`);
+  return inserted === 1;
+}
