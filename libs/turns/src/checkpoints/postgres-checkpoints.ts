@@ -16,7 +16,6 @@ import type { ChatMessage } from '@switchboard/providers';
 import type {
   ApprovalInsert,
   CheckpointResult,
-  TaskChanges,
   TurnRow,
   TurnStore,
   WaitingStatus,
