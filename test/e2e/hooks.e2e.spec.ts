@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { TERMINAL_TURN_STATUSES } from '@switchboard/contracts';
+import { ENDED_STATUSES } from '@switchboard/contracts';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant } from '../support/api';
 import { startStack } from '../support/stack';
@@ -57,7 +57,7 @@ describe('triggers and webhook ingress', () => {
     await waitFor(
       async () =>
         (await env.db.triggerDelivery.count({ where: { decision: null } })) === 0 &&
-        (await env.db.turn.count({ where: { status: { notIn: [...TERMINAL_TURN_STATUSES] } } })) === 0,
+        (await env.db.turn.count({ where: { status: { notIn: [...ENDED_STATUSES] } } })) === 0,
       { what: 'earlier deliveries to settle', timeoutMs: 30_000 },
     );
     return {

@@ -293,5 +293,6 @@ export const TurnStatus = {
 } as const;
 export type TurnStatus = (typeof TurnStatus)[keyof typeof TurnStatus];
 
-export const TERMINAL_TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled'];
-export const isTerminal = (s: string): boolean => (TERMINAL_TURN_STATUSES as readonly string[]).includes(s);
+/** A turn's or a task's end (docs/ARCHITECTURE.md glossary: ended); an ended turn never changes again. */
+export const ENDED_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled'];
+export const isEnded = (s: string): boolean => (ENDED_STATUSES as readonly string[]).includes(s);

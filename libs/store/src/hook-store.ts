@@ -1,4 +1,4 @@
-import { TERMINAL_TURN_STATUSES } from '@switchboard/contracts';
+import { ENDED_STATUSES } from '@switchboard/contracts';
 import { sql, type SqlRunner } from './sql';
 
 /** The cost log line a `cost-log` hook run records (hook_runs.output). */
@@ -69,7 +69,7 @@ export async function recordCostLog(
     WITH t AS (
       SELECT id, session_id, agent_id, tenant_id, status FROM turns
       WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
-        AND status = ANY(${[...TERMINAL_TURN_STATUSES]}::text[])
+        AND status = ANY(${[...ENDED_STATUSES]}::text[])
     ),
     e AS (
       SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
@@ -162,7 +162,7 @@ export async function recordLearning(
     WITH t AS (
       SELECT id, tenant_id, agent_id FROM turns
       WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
-        AND status = ANY(${[...TERMINAL_TURN_STATUSES]}::text[])
+        AND status = ANY(${[...ENDED_STATUSES]}::text[])
     ),
     c AS (
       SELECT name AS tool, status = 'failed' AS failed, coalesce(error->>'kind', 'unknown') AS kind,

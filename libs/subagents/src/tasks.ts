@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import { Admission, type Admitted, type TurnControl } from '@switchboard/admission';
 import {
   EventType,
+  isEnded,
   Jobs,
   newId,
   PRIORITY_RANK,
@@ -97,8 +98,6 @@ export const ASK_USER = 'ask_user';
 
 /** The task's child has not asked its user a question it waits on (`awaiting_user` handback). */
 const NOT_ASKING = (k: Sql) => sql`coalesce(${k}.handback ->> 'status', '') <> 'awaiting_user'`;
-
-export const isEnded = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 /** What the spawn writes (the caller has checked the tier, the allow-list and the depth). */
 export interface SpawnInput {

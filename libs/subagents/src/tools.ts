@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { defineTool, ToolError, ToolWait, type ToolDefinition } from '@switchboard/tools';
 import { MAX_SPAWN_DEPTH, maySpawn, resolveSubagent, type Tier } from './archetypes';
 import { agentMaxUsd, childMaxUsd } from './budget';
-import { ASK_USER, isEnded, type TaskRow, type TaskService } from './tasks';
+import { isEnded } from '@switchboard/contracts';
+import { ASK_USER, type TaskRow, type TaskService } from './tasks';
 
 /**
  * The delegation tools (docs/adr/0024). A child runs as its own turn; its parent sees one compact

@@ -1,4 +1,4 @@
-import { isTerminal, Jobs, PostTurnHookName } from '@switchboard/contracts';
+import { isEnded, Jobs, PostTurnHookName } from '@switchboard/contracts';
 import type { TurnOutcome } from '@switchboard/engine';
 import { publish } from '@switchboard/queue';
 import type { CheckpointResult } from '@switchboard/store';
@@ -60,7 +60,7 @@ export async function enqueueHooks(
   r: Pick<RunnerResources, 'postTurnQueue'>,
   turn: { id: string; tenantId: string; status: string },
 ): Promise<void> {
-  if (!isTerminal(turn.status)) return;
+  if (!isEnded(turn.status)) return;
   for (const hook of POST_TURN_HOOKS) {
     await publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook });
   }

@@ -1,4 +1,4 @@
-import { isTerminal, type TraceCarrier, type TurnJob } from '@switchboard/contracts';
+import { isEnded, type TraceCarrier, type TurnJob } from '@switchboard/contracts';
 import { LeaseLostError, poolOf } from '@switchboard/database';
 import type { TurnOutcome } from '@switchboard/engine';
 import type { ControlMessage } from '@switchboard/live';
@@ -62,12 +62,12 @@ export class TurnRunner {
       return 'done';
     }
     // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
-    if (isTerminal(first.ownStatus)) {
+    if (isEnded(first.ownStatus)) {
       await this.enqueueHooks({ ...job, id: job.turnId, status: first.ownStatus });
       // A child whose worker died after its end committed: its parent hears of it now (idempotent).
       if (first.ownTaskId) await this.r.tasks?.childEnded(job.turnId);
     }
-    if (!first.leased) return first.pending && !isTerminal(first.ownStatus) ? 'busy' : 'done';
+    if (!first.leased) return first.pending && !isEnded(first.ownStatus) ? 'busy' : 'done';
 
     let released = false;
     try {

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { EventType, isTerminal, type EventResponse } from '@switchboard/contracts';
+import { EventType, isEnded, type EventResponse } from '@switchboard/contracts';
 import {
   isEphemeral,
   LiveCursor,
@@ -163,7 +163,7 @@ export class EventStreams {
 
   private async turnEnded(turnId: string): Promise<boolean> {
     const status = await turnStatus(this.db, turnId);
-    return status !== undefined && isTerminal(status);
+    return status !== undefined && isEnded(status);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { isTerminal, type TurnResponse } from '@switchboard/contracts';
+import { isEnded, type TurnResponse } from '@switchboard/contracts';
 import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
 import { readTurn, type SqlDb } from '@switchboard/store';
 import { presentTurn } from './presenters';
@@ -103,4 +103,4 @@ export class TurnWaiter {
 
 /** Ended, or (when asked) paused for approval. */
 const settled = (status: string, orPaused: boolean): boolean =>
-  isTerminal(status) || (orPaused && status === 'awaiting_approval');
+  isEnded(status) || (orPaused && status === 'awaiting_approval');
