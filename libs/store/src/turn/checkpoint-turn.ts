@@ -35,7 +35,7 @@ export interface TurnChanges {
   toolCallsAdded?: number;
   /** The turn waits (docs/adr/0013, 0024): it has not ended. */
   waiting?: WaitingStatus;
-  terminal?: TurnEnd;
+  end?: TurnEnd;
 }
 
 function usageSet(usage: TurnUsage): Sql {
@@ -76,8 +76,8 @@ function turnSets(turnId: string, changes: TurnChanges | undefined): Sql[] {
   const usage = changes?.usage;
   const sets: Sql[] = [];
   if (usage) sets.push(usageSet(usage));
-  if (changes?.terminal) {
-    sets.push(endSet(turnId, changes, changes.terminal));
+  if (changes?.end) {
+    sets.push(endSet(turnId, changes, changes.end));
   } else {
     if (usage) sets.push(sql`cost_status = ${combinedCostStatus(usage)}`);
     if (changes?.iterations !== undefined) sets.push(sql`iterations = ${changes.iterations}::int`);

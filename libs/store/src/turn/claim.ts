@@ -132,7 +132,7 @@ export interface ClaimResult {
   /** The oldest unfinished turn, marked running; none when another run finished it meanwhile. */
   next?: TurnLoad;
   /** The session's next turn is waiting (docs/adr/0013): nothing of it can run now. */
-  blocked?: boolean;
+  waiting?: boolean;
 }
 
 interface ClaimRow {
@@ -150,7 +150,7 @@ interface ClaimRow {
   tenant_cap_usd: string | null;
   transcript: TranscriptEntry[] | null;
   started_calls: string[] | null;
-  blocked: boolean;
+  waiting: boolean;
   decisions: StoredDecision[] | null;
   waited_ms: number | null;
 }
@@ -203,7 +203,7 @@ const RUN_TURN_CTE = sql`ut AS (
 const CLAIM_FLAGS = sql`(SELECT status FROM own) AS own_status, (SELECT task_id FROM own) AS own_task_id,
   s.id IS NOT NULL AS leased,
   (SELECT found FROM pending) AS pending,
-  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS blocked`;
+  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting`;
 
 /** The claimed turn as `TurnRow`. */
 const TURN_JSON = sql`json_build_object(
@@ -322,7 +322,7 @@ function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow
 
 /**
  * Runs the claim. `next` can be absent with `leased`: the session's next turn is waiting
- * (`blocked`), or another holder finished it meanwhile.
+ * (`waiting`), or another holder finished it meanwhile.
  */
 export async function claimNext(db: SqlRunner, a: ClaimNext): Promise<ClaimResult> {
   const row = await db.first<ClaimRow>(claimStatement(a));
@@ -332,7 +332,7 @@ export async function claimNext(db: SqlRunner, a: ClaimNext): Promise<ClaimResul
     ...(row.own_task_id ? { ownTaskId: row.own_task_id } : {}),
     leased: row.leased,
     pending: row.pending,
-    blocked: row.blocked,
+    waiting: row.waiting,
   };
   const { turn, agent } = row;
   if (turn && agent) result.next = loadOf({ ...row, turn, agent });

@@ -3,7 +3,7 @@ import { UNFINISHED } from './statuses';
 
 /**
  * A turn's end outside its checkpoints: a turn that could not be run after every retry, and a
- * finalisation step's failure. (A turn that runs ends with its last checkpoint: `TurnChanges.terminal`.)
+ * finalisation step's failure. (A turn that runs ends with its last checkpoint: `TurnChanges.end`.)
  */
 
 export interface FailTurn {

@@ -259,7 +259,7 @@ export function finaliseRows(
         ? EventType.TurnFailed
         : EventType.TurnCancelled;
   const writes = emptyWrites();
-  writes.turn.terminal = {
+  writes.turn.end = {
     status: outcome.status,
     stopReason: outcome.stopReason,
     finalText: outcome.finalText,
