@@ -1,10 +1,12 @@
 import type { Queue } from 'bullmq';
+import { z } from 'zod';
 import { Admission, TurnControl } from '@switchboard/admission';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { noLivePublisher } from '@switchboard/live';
 import { Metrics, type Logger } from '@switchboard/observability';
 import { SqlDb } from '@switchboard/store';
+import { defineTool, type ToolDefinition } from '@switchboard/tools';
 import { startQueues, type AdmissionFixture, type AdmissionOptions } from './admission-fixture';
 
 /** What every TurnRunner in a test is built over: spread into its options beside the engine and tools. */
@@ -69,3 +71,14 @@ export async function startHarness(
     }),
   };
 }
+
+/** The specs' `word_count`: read-only, 2 s, answers `{ words }` (the built-in also counts characters). */
+export const wordCountTool = defineTool({
+  name: 'word_count',
+  description: 'Counts words',
+  schema: z.strictObject({ text: z.string() }),
+  sideEffect: 'read_only',
+  timeoutMs: 2_000,
+  needsApproval: false,
+  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
+}) as ToolDefinition;
