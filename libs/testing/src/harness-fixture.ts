@@ -13,7 +13,8 @@ import { startQueues, type AdmissionFixture, type AdmissionOptions } from './adm
 export interface RunnerDeps {
   db: Db;
   postTurnQueue: Queue;
-  turnsQueue: Queue;
+  /** Where the runner sends a wake-up job; `undefined` in the overrides builds a runner without one. */
+  turnsQueue?: Queue;
   logger: Logger;
   metrics: Metrics;
   workerId: string;
