@@ -10,10 +10,11 @@ import {
   hookContext,
   hookJob,
   scripted,
+  seedEndedTurn,
   seedTenantSession,
-  seedTurn,
   transcriptMessage,
   type RecordedRequest,
+  type EndedTurnSeed,
   type SessionIds,
   type TestEnv,
 } from '@switchboard/testing';
@@ -64,15 +65,8 @@ describe('runArchivist', () => {
     );
 
   /** A turn with its input, an assistant round that called a tool, the tool's result and (unless cancelled) an answer. */
-  async function turn(
-    t: SessionIds,
-    opts: { status: 'completed' | 'cancelled' | 'failed'; input: string; answer?: string; partial?: string },
-  ) {
-    const row = await seedTurn(env.db, t, {
-      status: opts.status,
-      finalText: opts.answer ?? null,
-      completedAt: new Date(),
-    });
+  async function turn(t: SessionIds, opts: EndedTurnSeed) {
+    const row = await seedEndedTurn(env.db, t, opts);
     const id = row.id;
     const assistantRound = {
       ...transcriptMessage(t, row, 1, 'assistant', opts.partial ?? ''),

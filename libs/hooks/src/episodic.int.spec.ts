@@ -6,9 +6,11 @@ import {
   createTestEnv,
   hookContext,
   hookJob,
+  seedEndedTurn,
   seedTenantSession,
   seedTurn,
   transcriptMessage,
+  type EndedTurnSeed,
   type SessionIds,
   type TestEnv,
 } from '@switchboard/testing';
@@ -31,15 +33,8 @@ describe('runEpisodicIndex', () => {
 
   const tenant = () => seedTenantSession(env.db, `t-${newId()}`);
 
-  async function turn(
-    t: SessionIds,
-    opts: { status: 'completed' | 'cancelled' | 'failed'; input: string; answer?: string; partial?: string },
-  ) {
-    const row = await seedTurn(env.db, t, {
-      status: opts.status,
-      finalText: opts.answer ?? null,
-      completedAt: new Date(),
-    });
+  async function turn(t: SessionIds, opts: EndedTurnSeed) {
+    const row = await seedEndedTurn(env.db, t, opts);
     await env.db.message.createMany({
       data: [
         transcriptMessage(t, row, 0, 'user', opts.input),

@@ -85,6 +85,18 @@ async function nextTurnSeq(db: Db, sessionId: string): Promise<number> {
   return (_max.seq ?? 0) + 1;
 }
 
+/** What an ended turn said: its input, its answer, or (cut short) what it had said so far. */
+export interface EndedTurnSeed {
+  status: 'completed' | 'cancelled' | 'failed';
+  input: string;
+  answer?: string;
+  partial?: string;
+}
+
+/** The row of an ended turn (`seedTurn`): its status, its answer as the final text, completed now. */
+export const seedEndedTurn = (db: Db, s: SessionIds, turn: EndedTurnSeed) =>
+  seedTurn(db, s, { status: turn.status, finalText: turn.answer ?? null, completedAt: new Date() });
+
 /**
  * A transcript message row of a turn: a `user` message is the user's own (`user_message`,
  * `user_direct`), any other role the runtime's (`assistant_message`, `runtime`); spread over the
