@@ -1,5 +1,4 @@
 import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { Client } from 'pg';
 import {
   AppError,
@@ -9,37 +8,37 @@ import {
   type MessageKind,
   type MessageOrigin,
 } from '@switchboard/contracts';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics, type Logger } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
-import { createTestEnv, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  operatorPrompt,
+  seedTenant,
+  startAdmission,
+  waitFor,
+  type AdmissionFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { Admission, type AdmitInput } from './admission';
 
 /** Admission on real Postgres and a real BullMQ queue. */
 jest.setTimeout(30_000);
 
 describe('Admission', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
-  let connection: IORedis;
   let queue: Queue;
   let admission: Admission;
+  let logger: Logger;
   let tenantId: string;
   let agentId: string;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, queue, logger);
+    f = await startAdmission();
+    ({ env, turnsQueue: queue, admission, logger } = f);
     ({ tenantId, agentId } = await seedTenant(env.db, 'admission'));
   });
 
-  afterAll(async () => {
-    await queue?.close();
-    // BullMQ leaves a connection it was handed open.
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => f?.close());
 
   async function newSession(overrides: { tenantId?: string; agentId?: string; status?: string } = {}) {
     const id = newId();
@@ -54,18 +53,8 @@ describe('Admission', () => {
     return id;
   }
 
-  function operatorInput(sessionId: string, text = 'hello', extra: Partial<AdmitInput> = {}): AdmitInput {
-    return {
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-      ...extra,
-    };
-  }
+  const operatorInput = (sessionId: string, text = 'hello', extra: Partial<AdmitInput> = {}): AdmitInput =>
+    operatorPrompt({ tenantId, sessionId }, text, extra);
 
   function webhookInput(sessionId: string, verifiedIntegration: boolean): AdmitInput {
     return {

@@ -2,16 +2,20 @@ import { UnrecoverableError } from 'bullmq';
 import { newId } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { MemoryStore } from '@switchboard/memory';
-import { createLogger, Metrics } from '@switchboard/observability';
 import { ProviderRegistry } from '@switchboard/providers';
 import { sqlDbFor } from '@switchboard/store';
 import {
   createTestEnv,
   FakeLlmServer,
+  hookContext,
+  hookJob,
   scripted,
-  seedSession,
-  seedTenant,
+  seedEndedTurn,
+  seedTenantSession,
+  transcriptMessage,
   type RecordedRequest,
+  type EndedTurnSeed,
+  type SessionIds,
   type TestEnv,
 } from '@switchboard/testing';
 import { ArchivistError, runArchivist } from './archivist';
@@ -29,8 +33,6 @@ const ROUTE_MODEL = 'openai-chat/archivist-small';
 describe('runArchivist', () => {
   let env: TestEnv;
   let llm: FakeLlmServer;
-  let seq = 0;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -42,13 +44,8 @@ describe('runArchivist', () => {
     await env?.cleanup();
   });
 
-  const ctx = (defaultModel = 'openai-chat/deployment-default'): HookContext => {
-    const metrics = new Metrics('test');
-    return {
-      db: env.db,
-      sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
-      logger,
-      metrics,
+  const ctx = (defaultModel = 'openai-chat/deployment-default'): HookContext =>
+    hookContext(env, {
       models: {
         // No SDK retries: every request the test scripts is one the hook made.
         providers: new ProviderRegistry({
@@ -58,75 +55,36 @@ describe('runArchivist', () => {
         }),
         defaultModel,
       },
-    };
-  };
+    });
 
-  async function tenant(route: string | null = ROUTE_MODEL) {
-    const ids = await seedTenant(env.db, `t-${newId()}`);
-    if (route) {
-      await env.db.tenant.update({
-        where: { id: ids.tenantId },
-        data: { settings: { modelRoutes: { summarization: route } } },
-      });
-    }
-    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
-    return { ...ids, sessionId };
-  }
-
-  type T = Awaited<ReturnType<typeof tenant>>;
-
-  const message = (t: T, turnId: string, turnSeq: number, position: number, role: string, text: string) => ({
-    id: newId(),
-    tenantId: t.tenantId,
-    agentId: t.agentId,
-    sessionId: t.sessionId,
-    turnId,
-    turnSeq,
-    position,
-    role,
-    kind: role === 'user' ? 'user_message' : 'assistant_message',
-    origin: { type: 'api' },
-    trust: 'trusted',
-    authorityClass: role === 'user' ? 'user_direct' : 'runtime',
-    body: { type: 'text', text },
-  });
+  const tenant = (route: string | null = ROUTE_MODEL) =>
+    seedTenantSession(
+      env.db,
+      `t-${newId()}`,
+      {},
+      route ? { settings: { modelRoutes: { summarization: route } } } : {},
+    );
 
   /** A turn with its input, an assistant round that called a tool, the tool's result and (unless cancelled) an answer. */
-  async function turn(
-    t: T,
-    opts: { status: 'completed' | 'cancelled' | 'failed'; input: string; answer?: string; partial?: string },
-  ) {
-    const id = newId();
-    const s = ++seq;
-    await env.db.turn.create({
-      data: {
-        id,
-        tenantId: t.tenantId,
-        sessionId: t.sessionId,
-        agentId: t.agentId,
-        seq: s,
-        inputMessageId: newId(),
-        status: opts.status,
-        finalText: opts.answer ?? null,
-        completedAt: new Date(),
-      },
-    });
+  async function turn(t: SessionIds, opts: EndedTurnSeed) {
+    const row = await seedEndedTurn(env.db, t, opts);
+    const id = row.id;
     const assistantRound = {
-      ...message(t, id, s, 1, 'assistant', opts.partial ?? ''),
+      ...transcriptMessage(t, row, 1, 'assistant', opts.partial ?? ''),
       toolCalls: [
         { id: 'call_1', name: 'http_fetch', arguments: '{"url":"https://status.example/deploys"}' },
       ],
     };
     await env.db.message.createMany({
       data: [
-        message(t, id, s, 0, 'user', opts.input),
+        transcriptMessage(t, row, 0, 'user', opts.input),
         assistantRound,
         {
-          ...message(t, id, s, 2, 'tool', '{"next":"Tuesday"}'),
+          ...transcriptMessage(t, row, 2, 'tool', '{"next":"Tuesday"}'),
           kind: 'tool_result',
           toolCallId: 'call_1',
         },
-        ...(opts.answer ? [message(t, id, s, 3, 'assistant', opts.answer)] : []),
+        ...(opts.answer ? [transcriptMessage(t, row, 3, 'assistant', opts.answer)] : []),
       ],
     });
     await env.db.toolCall.create({
@@ -151,7 +109,7 @@ describe('runArchivist', () => {
   }
 
   const run = (turnId: string, tenantId: string, c = ctx()) =>
-    runArchivist(c, { turnId, tenantId, hook: 'archivist', trace: {} });
+    runArchivist(c, hookJob('archivist', turnId, tenantId));
 
   const facts = (...list: { title: string; content: string }[]) =>
     scripted.text(JSON.stringify({ facts: list }), { usage: { input: 400, output: 60 }, costUsd: 0.0021 });
@@ -272,9 +230,21 @@ describe('runArchivist', () => {
     const { turnSeq } = await env.db.message.findFirstOrThrow({ where: { turnId, position: 0 } });
     await env.db.message.createMany({
       data: [
-        message(t, turnId, turnSeq, 4, 'user', 'also: our release train leaves every second Friday'),
+        transcriptMessage(
+          t,
+          { id: turnId, seq: turnSeq },
+          4,
+          'user',
+          'also: our release train leaves every second Friday',
+        ),
         {
-          ...message(t, turnId, turnSeq, 5, 'user', 'Reflection: the tool result looked stale.'),
+          ...transcriptMessage(
+            t,
+            { id: turnId, seq: turnSeq },
+            5,
+            'user',
+            'Reflection: the tool result looked stale.',
+          ),
           kind: 'internal_followup',
           authorityClass: 'runtime_instruction',
         },

@@ -1,9 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { newId, type OutboundWebhookJob } from '@switchboard/contracts';
-import { poolOf } from '@switchboard/database';
-import { createLogger, Metrics } from '@switchboard/observability';
-import { sqlDbFor } from '@switchboard/store';
-import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  hookContext,
+  hookJob,
+  seedTenantSession,
+  seedTurn,
+  type SessionIds,
+  type TestEnv,
+} from '@switchboard/testing';
 import { COMPLETION_FINAL_TEXT_MAX, runCompletionWebhook } from './completion-webhook';
 import type { HookContext } from './context';
 
@@ -12,9 +17,7 @@ jest.setTimeout(30_000);
 
 describe('runCompletionWebhook', () => {
   let env: TestEnv;
-  let seq = 0;
   const published: Omit<OutboundWebhookJob, 'trace'>[] = [];
-  const logger = createLogger({ service: 'test', level: 'silent' });
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
 
   beforeAll(async () => {
@@ -25,52 +28,21 @@ describe('runCompletionWebhook', () => {
     await env?.cleanup();
   });
 
-  const ctx = (): HookContext => {
-    const metrics = new Metrics('test');
-    return {
-      db: env.db,
-      sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
-      logger,
-      metrics,
-      notify: async (job) => published.push(job),
-    };
-  };
+  const ctx = () => hookContext(env, { notify: async (job) => published.push(job) });
 
-  async function tenant(withEndpoint: boolean) {
-    const ids = await seedTenant(env.db, `t-${newId()}`);
-    if (withEndpoint) {
-      await env.db.tenant.update({
-        where: { id: ids.tenantId },
-        data: { settings: { notifyUrl: 'https://receiver.example/hooks', notifySecret: secret } },
-      });
-    }
-    const sessionId = newId();
-    await env.db.session.create({ data: { id: sessionId, tenantId: ids.tenantId, agentId: ids.agentId } });
-    return { ...ids, sessionId };
-  }
+  const tenant = (withEndpoint: boolean) =>
+    seedTenantSession(
+      env.db,
+      `t-${newId()}`,
+      {},
+      withEndpoint ? { settings: { notifyUrl: 'https://receiver.example/hooks', notifySecret: secret } } : {},
+    );
 
-  async function turn(
-    t: { tenantId: string; agentId: string; sessionId: string },
-    data: { status: string; finalText?: string | null },
-  ) {
-    const id = newId();
-    await env.db.turn.create({
-      data: {
-        id,
-        tenantId: t.tenantId,
-        sessionId: t.sessionId,
-        agentId: t.agentId,
-        seq: ++seq,
-        inputMessageId: newId(),
-        completedAt: new Date(),
-        ...data,
-      },
-    });
-    return id;
-  }
+  const turn = async (t: SessionIds, data: { status: string; finalText?: string | null }) =>
+    (await seedTurn(env.db, t, { completedAt: new Date(), ...data })).id;
 
   const run = (turnId: string, tenantId: string) =>
-    runCompletionWebhook(ctx(), { turnId, tenantId, hook: 'completion-webhook', trace: {} });
+    runCompletionWebhook(ctx(), hookJob('completion-webhook', turnId, tenantId));
 
   beforeEach(() => {
     published.length = 0;

@@ -1,8 +1,16 @@
 import { newId } from '@switchboard/contracts';
-import { createDatabase, poolOf, Prisma } from '@switchboard/database';
+import { createDatabase, Prisma } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { sqlDbFor, tenantDailySpend } from '@switchboard/store';
-import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  countPoolTransactions,
+  createTestEnv,
+  hookContext,
+  hookJob,
+  seedTenantSession,
+  seedTurn,
+  type TestEnv,
+} from '@switchboard/testing';
 import type { HookContext } from './context';
 import { runCostLog } from './cost-log';
 
@@ -14,40 +22,22 @@ describe('runCostLog', () => {
   let tenantId: string;
   let agentId: string;
   let sessionId: string;
-  let seq = 0;
   const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
     env = await createTestEnv();
-    ({ tenantId, agentId } = await seedTenant(env.db, 'cost'));
-    sessionId = newId();
-    await env.db.session.create({ data: { id: sessionId, tenantId, agentId } });
+    ({ tenantId, agentId, sessionId } = await seedTenantSession(env.db, 'cost'));
   });
 
   afterAll(async () => {
     await env?.cleanup();
   });
 
-  const ctx = (metrics = new Metrics('test')): HookContext => ({
-    db: env.db,
-    sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
-    logger,
-    metrics,
-  });
-  const job = (turnId: string, tenant = tenantId) => ({
-    turnId,
-    tenantId: tenant,
-    hook: 'cost-log' as const,
-    trace: {},
-  });
+  const ctx = (metrics = new Metrics('test')) => hookContext(env, { metrics });
+  const job = (turnId: string, tenant = tenantId) => hookJob('cost-log', turnId, tenant);
 
-  async function turn(status: string): Promise<string> {
-    const id = newId();
-    await env.db.turn.create({
-      data: { id, tenantId, sessionId, agentId, seq: ++seq, inputMessageId: newId(), status },
-    });
-    return id;
-  }
+  const turn = async (status: string): Promise<string> =>
+    (await seedTurn(env.db, { tenantId, agentId, sessionId }, { status })).id;
 
   interface Entry {
     provider: string;
@@ -239,32 +229,19 @@ describe('runCostLog', () => {
   describe('the tenant spend roll-up (tenant_spend_daily)', () => {
     /** A fresh tenant with an agent and a session, so its roll-up holds only what the test adds. */
     async function freshTenant(name: string) {
-      const t = await seedTenant(env.db, name);
-      const session = newId();
-      await env.db.session.create({ data: { id: session, tenantId: t.tenantId, agentId: t.agentId } });
+      const t = await seedTenantSession(env.db, name);
       let n = 0;
       return {
         tenantId: t.tenantId,
         /** An ended turn with ledger entries at the given times and costs. */
         async turn(entries: { at: string; costUsd: string; input?: number; output?: number }[]) {
-          const id = newId();
-          await env.db.turn.create({
-            data: {
-              id,
-              tenantId: t.tenantId,
-              sessionId: session,
-              agentId: t.agentId,
-              seq: ++n,
-              inputMessageId: newId(),
-              status: 'completed',
-            },
-          });
+          const { id } = await seedTurn(env.db, t, { seq: ++n, status: 'completed' });
           await env.db.ledgerEntry.createMany({
             data: entries.map((e, i) => ({
               id: newId(),
               tenantId: t.tenantId,
               agentId: t.agentId,
-              sessionId: session,
+              sessionId: t.sessionId,
               turnId: id,
               key: `${id}:${i}:0`,
               provider: 'openai',

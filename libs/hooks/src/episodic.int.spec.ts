@@ -1,9 +1,19 @@
 import { newId } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { MemoryStore } from '@switchboard/memory';
-import { createLogger, Metrics } from '@switchboard/observability';
 import { sqlDbFor } from '@switchboard/store';
-import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  hookContext,
+  hookJob,
+  seedEndedTurn,
+  seedTenantSession,
+  seedTurn,
+  transcriptMessage,
+  type EndedTurnSeed,
+  type SessionIds,
+  type TestEnv,
+} from '@switchboard/testing';
 import { SNAPSHOT_BOUNDS } from './archivist-snapshot';
 import type { HookContext } from './context';
 import { runEpisodicIndex } from './episodic';
@@ -13,8 +23,6 @@ jest.setTimeout(30_000);
 
 describe('runEpisodicIndex', () => {
   let env: TestEnv;
-  let seq = 0;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -24,65 +32,22 @@ describe('runEpisodicIndex', () => {
     await env?.cleanup();
   });
 
-  const ctx = (): HookContext => {
-    const metrics = new Metrics('test');
-    return { db: env.db, sql: sqlDbFor(poolOf(env.db), 'hooks', metrics), logger, metrics };
-  };
+  const tenant = () => seedTenantSession(env.db, `t-${newId()}`);
 
-  async function tenant() {
-    const ids = await seedTenant(env.db, `t-${newId()}`);
-    const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
-    return { ...ids, sessionId };
-  }
-  type T = Awaited<ReturnType<typeof tenant>>;
-
-  const message = (t: T, turnId: string, turnSeq: number, position: number, role: string, text: string) => ({
-    id: newId(),
-    tenantId: t.tenantId,
-    agentId: t.agentId,
-    sessionId: t.sessionId,
-    turnId,
-    turnSeq,
-    position,
-    role,
-    kind: role === 'user' ? 'user_message' : 'assistant_message',
-    origin: { type: 'api' },
-    trust: 'trusted',
-    authorityClass: role === 'user' ? 'user_direct' : 'runtime',
-    body: { type: 'text', text },
-  });
-
-  async function turn(
-    t: T,
-    opts: { status: 'completed' | 'cancelled' | 'failed'; input: string; answer?: string; partial?: string },
-  ) {
-    const id = newId();
-    const s = ++seq;
-    await env.db.turn.create({
-      data: {
-        id,
-        tenantId: t.tenantId,
-        sessionId: t.sessionId,
-        agentId: t.agentId,
-        seq: s,
-        inputMessageId: newId(),
-        status: opts.status,
-        finalText: opts.answer ?? null,
-        completedAt: new Date(),
-      },
-    });
+  async function turn(t: SessionIds, opts: EndedTurnSeed) {
+    const row = await seedEndedTurn(env.db, t, opts);
     await env.db.message.createMany({
       data: [
-        message(t, id, s, 0, 'user', opts.input),
-        ...(opts.partial ? [message(t, id, s, 1, 'assistant', opts.partial)] : []),
-        ...(opts.answer ? [message(t, id, s, 2, 'assistant', opts.answer)] : []),
+        transcriptMessage(t, row, 0, 'user', opts.input),
+        ...(opts.partial ? [transcriptMessage(t, row, 1, 'assistant', opts.partial)] : []),
+        ...(opts.answer ? [transcriptMessage(t, row, 2, 'assistant', opts.answer)] : []),
       ],
     });
-    return id;
+    return row.id;
   }
 
   const run = (turnId: string, tenantId: string) =>
-    runEpisodicIndex(ctx(), { turnId, tenantId, hook: 'episodic-index', trace: {} });
+    runEpisodicIndex(hookContext(env), hookJob('episodic-index', turnId, tenantId));
   const memoryOf = (agentId: string) => env.db.memoryRecord.findMany({ where: { agentId } });
 
   it('indexes a completed turn as one episode with provenance, searchable; a re-run writes nothing', async () => {
@@ -171,18 +136,7 @@ describe('runEpisodicIndex', () => {
     const other = await tenant();
     const turnId = await turn(owner, { status: 'completed', input: 'secret plan', answer: 'ok' });
     await expect(run(turnId, other.tenantId)).resolves.toBe('skipped');
-    const running = newId();
-    await env.db.turn.create({
-      data: {
-        id: running,
-        tenantId: owner.tenantId,
-        sessionId: owner.sessionId,
-        agentId: owner.agentId,
-        seq: ++seq,
-        inputMessageId: newId(),
-        status: 'running',
-      },
-    });
+    const { id: running } = await seedTurn(env.db, owner, { status: 'running' });
     await expect(run(running, owner.tenantId)).resolves.toBe('skipped');
     expect(await env.db.hookRun.count({ where: { turnId: { in: [turnId, running] } } })).toBe(0);
     expect(

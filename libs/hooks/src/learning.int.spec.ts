@@ -1,8 +1,16 @@
 import { newId } from '@switchboard/contracts';
-import { createDatabase, poolOf } from '@switchboard/database';
+import { createDatabase } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { agentToolStatus, sqlDbFor } from '@switchboard/store';
-import { countPoolTransactions, createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  countPoolTransactions,
+  createTestEnv,
+  hookContext,
+  hookJob,
+  seedTenantSession,
+  seedTurn,
+  type TestEnv,
+} from '@switchboard/testing';
 import type { HookContext } from './context';
 import { runLearning } from './learning';
 
@@ -21,18 +29,8 @@ describe('runLearning', () => {
     await env?.cleanup();
   });
 
-  const ctx = (): HookContext => ({
-    db: env.db,
-    sql: sqlDbFor(poolOf(env.db), 'hooks'),
-    logger,
-    metrics: new Metrics('test'),
-  });
-  const job = (turnId: string, tenantId: string) => ({
-    turnId,
-    tenantId,
-    hook: 'learning' as const,
-    trace: {},
-  });
+  const ctx = () => hookContext(env);
+  const job = (turnId: string, tenantId: string) => hookJob('learning', turnId, tenantId);
 
   interface Call {
     name: string;
@@ -43,26 +41,14 @@ describe('runLearning', () => {
   }
 
   async function agent(name: string) {
-    const t = await seedTenant(env.db, name);
-    const sessionId = newId();
-    await env.db.session.create({ data: { id: sessionId, tenantId: t.tenantId, agentId: t.agentId } });
+    const t = await seedTenantSession(env.db, name);
+    const { sessionId } = t;
     let seq = 0;
     return {
       ...t,
       /** An ended turn (status given) with these tool calls. */
       async turn(calls: Call[], status = 'completed') {
-        const id = newId();
-        await env.db.turn.create({
-          data: {
-            id,
-            tenantId: t.tenantId,
-            sessionId,
-            agentId: t.agentId,
-            seq: ++seq,
-            inputMessageId: newId(),
-            status,
-          },
-        });
+        const { id } = await seedTurn(env.db, t, { seq: ++seq, status });
         await env.db.toolCall.createMany({
           data: calls.map((c, i) => ({
             id: newId(),

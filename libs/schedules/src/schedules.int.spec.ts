@@ -1,42 +1,40 @@
-import { Queue, Worker, type Job } from 'bullmq';
-import type IORedis from 'ioredis';
-import { Admission } from '@switchboard/admission';
+import { Worker, type Job, type Queue } from 'bullmq';
+import type { Admission } from '@switchboard/admission';
 import { newId, QueueName, SCHEDULE_SYNC_ID, type AppError } from '@switchboard/contracts';
-import { createLogger } from '@switchboard/observability';
+import type { Logger } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
-import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  seedSession,
+  seedTenant,
+  startAdmission,
+  waitFor,
+  type AdmissionFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { fireSchedule, fireTimeOf, ScheduleScheduler, tickKey } from './schedules';
 
 /** Schedules on real Postgres and real BullMQ job schedulers (docs/adr/0020). */
 jest.setTimeout(30_000);
 
 describe('schedules', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
-  let connection: IORedis;
   let queue: Queue;
-  let turns: Queue;
   let scheduler: ScheduleScheduler;
   let admission: Admission;
+  let logger: Logger;
   let tenantId: string;
   let agentId: string;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    queue = new Queue(QueueName.Schedules, { connection, prefix: env.queuePrefix });
-    turns = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
+    f = await startAdmission();
+    ({ env, admission, logger } = f);
+    queue = f.queue(QueueName.Schedules);
     scheduler = new ScheduleScheduler(queue, env.db, logger);
-    admission = new Admission(env.db, turns, logger);
     ({ tenantId, agentId } = await seedTenant(env.db, 'schedules'));
   });
 
-  afterAll(async () => {
-    await queue?.close();
-    await turns?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => f?.close());
 
   async function newSchedule(fields: { cron?: string; enabled?: boolean; payload?: object } = {}) {
     const sessionId = await seedSession(env.db, tenantId, agentId);

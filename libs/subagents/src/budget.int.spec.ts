@@ -1,10 +1,13 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { Admission } from '@switchboard/admission';
+import type { Queue } from 'bullmq';
+import type { Admission } from '@switchboard/admission';
 import { newId } from '@switchboard/contracts';
-import { createLogger } from '@switchboard/observability';
-import { createRedis } from '@switchboard/queue';
-import { createTestEnv, seedSession, type TestEnv } from '@switchboard/testing';
+import {
+  operatorPrompt,
+  seedSession,
+  startAdmission,
+  type AdmissionFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import type { ToolContext } from '@switchboard/tools';
 import { TaskService } from './tasks';
 import { subagentTools } from './tools';
@@ -17,26 +20,19 @@ import { subagentTools } from './tools';
 jest.setTimeout(30_000);
 
 describe('spawn_subagent and the parent’s budget', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
-  let connection: IORedis;
   let turnsQueue: Queue;
   let admission: Admission;
   let svc: TaskService;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue('turns', { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
-    svc = new TaskService(env.db, { turnsQueue, logger });
+    f = await startAdmission();
+    ({ env, turnsQueue, admission } = f);
+    svc = new TaskService(env.db, { turnsQueue, logger: f.logger });
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => f?.close());
 
   const spawnTool = () => subagentTools(svc).find((t) => t.name === 'spawn_subagent')!;
   const ctx = (tenantId: string, sessionId: string, turnId: string, callId: string): ToolContext => ({
@@ -64,15 +60,7 @@ describe('spawn_subagent and the parent’s budget', () => {
     await env.db.tenant.create({ data: { id: tenantId, name: 'budget' } });
     const agentId = await agent(tenantId, 'boss', 'chat', budgets);
     const sessionId = await seedSession(env.db, tenantId, agentId);
-    const { turnId } = await admission.admit({
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text: 'delegate' },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    const { turnId } = await admission.admit(operatorPrompt({ tenantId, sessionId }, 'delegate'));
     await env.db
       .$executeRaw`UPDATE turns SET status = 'running', started_at = now() WHERE id = ${turnId}::uuid`;
     return { tenantId, sessionId, turnId };

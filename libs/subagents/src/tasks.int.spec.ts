@@ -1,10 +1,14 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { Admission } from '@switchboard/admission';
+import type { Queue } from 'bullmq';
+import type { Admission } from '@switchboard/admission';
 import { newId } from '@switchboard/contracts';
-import { createLogger } from '@switchboard/observability';
-import { createRedis } from '@switchboard/queue';
-import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  operatorPrompt,
+  seedSession,
+  seedTenant,
+  startAdmission,
+  type AdmissionFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { TaskService } from './tasks';
 
 /**
@@ -15,40 +19,25 @@ import { TaskService } from './tasks';
 jest.setTimeout(30_000);
 
 describe('TaskService', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
-  let connection: IORedis;
   let turnsQueue: Queue;
   let admission: Admission;
   let svc: TaskService;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue('turns', { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
-    svc = new TaskService(env.db, { turnsQueue, logger });
+    f = await startAdmission();
+    ({ env, turnsQueue, admission } = f);
+    svc = new TaskService(env.db, { turnsQueue, logger: f.logger });
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => f?.close());
 
   /** A tenant, a parent agent with a running turn in its session, and a child agent. */
   async function parent() {
     const { tenantId, agentId } = await seedTenant(env.db, 'tasks', { model: 'openai-chat/m' });
     const sessionId = await seedSession(env.db, tenantId, agentId);
-    const { turnId } = await admission.admit({
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text: 'delegate' },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    const { turnId } = await admission.admit(operatorPrompt({ tenantId, sessionId }, 'delegate'));
     await env.db
       .$executeRaw`UPDATE turns SET status = 'running', started_at = now() WHERE id = ${turnId}::uuid`;
     const child = async (name: string) => {

@@ -7,3 +7,6 @@ export * from './wait';
 export * from './seed';
 export * from './tcp-proxy';
 export * from './pool-counter';
+export * from './admission-fixture';
+export * from './harness-fixture';
+export * from './hooks';

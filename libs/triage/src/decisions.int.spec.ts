@@ -1,20 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { Queue } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
 import { Admission } from '@switchboard/admission';
-import { newId, QueueName, type OutboundWebhookJob } from '@switchboard/contracts';
+import { newId, type OutboundWebhookJob } from '@switchboard/contracts';
 import type { Prisma } from '@switchboard/database';
-import { createLogger } from '@switchboard/observability';
+import { createLogger, type Logger } from '@switchboard/observability';
 import { OpenAIChatProvider, ProviderRegistry } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
 import {
   createTestEnv,
   crossRealmSafeFetch,
   FakeLlmServer,
   scripted,
+  seedTenant,
+  startAdmission,
+  type AdmissionFixture,
   type TestEnv,
 } from '@switchboard/testing';
 import { DeliveryFailedError, RefusedAddressError, sendNotification } from './outbound';
@@ -30,27 +31,24 @@ const decision = (action: string, reason: string, costUsd?: number) =>
   scripted.text(JSON.stringify({ action, reason }), costUsd === undefined ? {} : { costUsd });
 
 describe('triage decisions', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
   let llm: FakeLlmServer;
-  let connection: IORedis;
   let queue: Queue;
+  let logger: Logger;
   let deps: TriageDeps;
   let notified: Omit<OutboundWebhookJob, 'trace'>[];
   let tenantId: string;
   let agentId: string;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
+    f = await startAdmission();
+    ({ env, turnsQueue: queue, logger } = f);
     llm = await FakeLlmServer.start();
-    connection = createRedis(env.redisUrl);
-    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    tenantId = newId();
-    agentId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'triage' } });
-    await env.db.agent.create({
-      data: { id: agentId, tenantId, name: 'reactor', model: 'openai-chat/agent-model' },
-    });
+    ({ tenantId, agentId } = await seedTenant(env.db, 'triage', {
+      name: 'reactor',
+      model: 'openai-chat/agent-model',
+    }));
   });
 
   beforeEach(() => {
@@ -73,10 +71,8 @@ describe('triage decisions', () => {
   });
 
   afterAll(async () => {
-    await queue?.close();
-    await connection?.quit();
     await llm?.close();
-    await env?.cleanup();
+    await f?.close();
   });
 
   async function trigger(rules: Prisma.InputJsonValue = []) {

@@ -1,42 +1,29 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { Admission } from '@switchboard/admission';
-import { newId, QueueName } from '@switchboard/contracts';
+import type { Queue } from 'bullmq';
+import { newId } from '@switchboard/contracts';
 import type { Prisma } from '@switchboard/database';
-import { createLogger } from '@switchboard/observability';
-import { createRedis } from '@switchboard/queue';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { seedTenant, startAdmission, type AdmissionFixture, type TestEnv } from '@switchboard/testing';
 import { triageDelivery } from './triage';
 
 /** Triage of trigger deliveries with a real Admission on Postgres and BullMQ. */
 jest.setTimeout(30_000);
 
 describe('triageDelivery', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
-  let connection: IORedis;
   let queue: Queue;
   let deps: Parameters<typeof triageDelivery>[0];
   let tenantId: string;
   let agentId: string;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    deps = { db: env.db, admission: new Admission(env.db, queue, logger), logger };
-    tenantId = newId();
-    agentId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'triage' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'reactor', model: 'scripted/echo' } });
+    f = await startAdmission();
+    ({ env, turnsQueue: queue } = f);
+    deps = { db: env.db, admission: f.admission, logger: f.logger };
+    ({ tenantId, agentId } = await seedTenant(env.db, 'triage', { name: 'reactor' }));
   });
 
-  afterAll(async () => {
-    await queue?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => f?.close());
 
   async function trigger(
     options: { signatureScheme?: string; sessionId?: string; rules?: Prisma.InputJsonValue } = {},

@@ -1,12 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { Admission } from '@switchboard/admission';
-import { newId, QueueName } from '@switchboard/contracts';
+import { newId } from '@switchboard/contracts';
 import type { Prisma } from '@switchboard/database';
-import { createLogger } from '@switchboard/observability';
-import { createRedis } from '@switchboard/queue';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { seedTenant, startAdmission, type AdmissionFixture, type TestEnv } from '@switchboard/testing';
 import { triageDelivery, type TriageDeps } from './triage';
 import { flushIdleWakeHints } from './wake';
 
@@ -14,30 +9,20 @@ import { flushIdleWakeHints } from './wake';
 jest.setTimeout(30_000);
 
 describe('wake hints', () => {
+  let f: AdmissionFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let queue: Queue;
   let deps: TriageDeps;
   let tenantId: string;
   let agentId: string;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    queue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    deps = { db: env.db, admission: new Admission(env.db, queue, logger), logger };
-    tenantId = newId();
-    agentId = newId();
-    await env.db.tenant.create({ data: { id: tenantId, name: 'wake' } });
-    await env.db.agent.create({ data: { id: agentId, tenantId, name: 'sleeper', model: 'scripted/echo' } });
+    f = await startAdmission();
+    ({ env } = f);
+    deps = { db: env.db, admission: f.admission, logger: f.logger };
+    ({ tenantId, agentId } = await seedTenant(env.db, 'wake', { name: 'sleeper' }));
   });
 
-  afterAll(async () => {
-    await queue?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => f?.close());
 
   async function trigger(rules: Prisma.InputJsonValue = []) {
     const id = newId();

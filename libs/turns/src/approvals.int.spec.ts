@@ -1,10 +1,9 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import { Admission } from '@switchboard/admission';
+import type { Admission } from '@switchboard/admission';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics, type Logger } from '@switchboard/observability';
 import {
   ProviderRegistry,
   type ModelProvider,
@@ -12,9 +11,8 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { newId } from '@switchboard/contracts';
-import { createRedis } from '@switchboard/queue';
 import { ApprovalStore, ControlStore, sqlDbFor } from '@switchboard/store';
-import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import { seedTenantSession, startHarness, type HarnessFixture, type TestEnv } from '@switchboard/testing';
 import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { Approvals } from './approvals';
 import { reconcileTurns } from './reconciler';
@@ -86,36 +84,26 @@ const tools = new ToolRegistry([
 ]);
 
 describe('approvals', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
   let turnsQueue: Queue;
-  let postTurn: Queue;
   let admission: Admission;
+  let logger: Logger;
   let store: ApprovalStore;
   let control: ControlStore;
   let approvals: Approvals;
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   const runner = (workerId = 'w1') =>
     new TurnRunner({
-      db: env.db,
+      ...h.runnerDeps({ metrics: new Metrics('approvals'), workerId }),
       engine: new TurnEngine({ providers: new ProviderRegistry({}, [new Model()]), tools }),
       tools,
-      postTurnQueue: postTurn,
-      turnsQueue,
-      logger,
-      metrics: new Metrics('approvals'),
-      workerId,
-      leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
     });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue('turns', { connection, prefix: env.queuePrefix });
-    postTurn = new Queue('post-turn', { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
+    h = await startHarness();
+    ({ env, turnsQueue, admission, logger } = h);
     store = new ApprovalStore(sqlDbFor(poolOf(env.db), 'test'));
     control = new ControlStore(sqlDbFor(poolOf(env.db), 'test'));
     approvals = new Approvals(store, turnsQueue, logger);
@@ -123,20 +111,10 @@ describe('approvals', () => {
 
   beforeEach(() => (effects.length = 0));
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
-  async function session() {
-    const { tenantId, agentId } = await seedTenant(env.db, 'approvals', {
-      model: 'openai-chat/m',
-      tools: ['pay', 'send', 'look'],
-    });
-    return { tenantId, agentId, sessionId: await seedSession(env.db, tenantId, agentId) };
-  }
+  const session = () =>
+    seedTenantSession(env.db, 'approvals', { model: 'openai-chat/m', tools: ['pay', 'send', 'look'] });
 
   async function admit(ids: { tenantId: string; sessionId: string }, text: string, kind = 'operator_prompt') {
     const { turnId } = await admission.admit({

@@ -1,22 +1,24 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import { Admission, TurnControl } from '@switchboard/admission';
-import { QueueName, type Priority } from '@switchboard/contracts';
+import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Priority } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import { noLivePublisher } from '@switchboard/live';
-import { createLogger, Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
 import { SqlDb, TurnStore } from '@switchboard/store';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
-import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  seedTenantSession,
+  startHarness,
+  waitFor,
+  type HarnessFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { TurnRunner } from './runner';
 
 /**
@@ -92,61 +94,31 @@ const hold = defineTool({
 }) as ToolDefinition;
 
 describe('steering turns', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let turnsQueue: Queue;
   let postTurn: Queue;
   let control: TurnControl;
   let admission: Admission;
-  const logger = createLogger({ service: 'test', level: 'silent' });
   const tools = new ToolRegistry([hold]);
   const provider = new Scripted();
   const engine = new TurnEngine({ providers: new ProviderRegistry({}, [provider]), tools });
 
   const runner = (leaseMs = 10_000) =>
     new TurnRunner({
-      db: env.db,
+      ...h.runnerDeps({ workerId: `w-${Math.random()}`, leaseMs }),
       engine,
       tools,
-      postTurnQueue: postTurn,
-      turnsQueue,
-      logger,
-      metrics: new Metrics('test'),
-      workerId: `w-${Math.random()}`,
-      leaseMs,
       defaultModel: 'scripted-ctl/m',
     });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
-    control = new TurnControl(new SqlDb(poolOf(env.db)), {
-      redis: connection,
-      prefix: env.queuePrefix,
-      postTurnQueue: postTurn,
-      turnsQueue,
-      live: noLivePublisher,
-      logger,
-    });
-    admission = new Admission(env.db, turnsQueue, logger, { control });
+    h = await startHarness({ admitWithControl: true });
+    ({ env, postTurnQueue: postTurn, control, admission } = h);
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
-  const session = async () => {
-    const { tenantId, agentId } = await seedTenant(env.db, 'ctl', {
-      model: 'scripted-ctl/m',
-      tools: ['hold'],
-    });
-    return { tenantId, sessionId: await seedSession(env.db, tenantId, agentId) };
-  };
+  const session = () => seedTenantSession(env.db, 'ctl', { model: 'scripted-ctl/m', tools: ['hold'] });
   const admit = (
     s: { tenantId: string; sessionId: string },
     text: string,

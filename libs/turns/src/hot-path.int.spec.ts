@@ -1,11 +1,8 @@
-import { Queue, Worker, type Job } from 'bullmq';
-import type IORedis from 'ioredis';
-import { z } from 'zod';
-import { Admission } from '@switchboard/admission';
+import { Worker, type Job } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import { createDatabase, type Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
   type ModelProvider,
@@ -13,13 +10,16 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { consume, createRedis } from '@switchboard/queue';
-import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import { ToolRegistry } from '@switchboard/tools';
 import {
   countPoolTransactions,
-  createTestEnv,
+  operatorPrompt,
   seedSession,
   seedTenant,
+  startHarness,
   waitFor,
+  wordCountTool,
+  type HarnessFixture,
   type TestEnv,
 } from '@switchboard/testing';
 import { TurnRunner, type HandleResult } from './runner';
@@ -51,65 +51,24 @@ class Instant implements ModelProvider {
   }
 }
 
-const wordCount = defineTool({
-  name: 'word_count',
-  description: 'Counts words',
-  schema: z.strictObject({ text: z.string() }),
-  sideEffect: 'read_only',
-  timeoutMs: 2_000,
-  needsApproval: false,
-  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
-}) as ToolDefinition;
-
 describe('the turn hot path', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let turnsQueue: Queue;
-  let postTurn: Queue;
-  let admission: Admission;
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  const tools = new ToolRegistry([wordCount]);
+  const tools = new ToolRegistry([wordCountTool]);
   const engine = new TurnEngine({ providers: new ProviderRegistry({}, [new Instant()]), tools });
 
   const runner = (db: Db, metrics: Metrics, workerId: string) =>
-    new TurnRunner({
-      db,
-      engine,
-      tools,
-      postTurnQueue: postTurn,
-      turnsQueue,
-      logger,
-      metrics,
-      workerId,
-      leaseMs: 10_000,
-      defaultModel: 'instant/m',
-    });
+    new TurnRunner({ ...h.runnerDeps({ db, metrics, workerId }), engine, tools, defaultModel: 'instant/m' });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
+    h = await startHarness();
+    env = h.env;
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
   const admit = (tenantId: string, sessionId: string, text: string) =>
-    admission.admit({
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    h.admission.admit(operatorPrompt({ tenantId, sessionId }, text));
 
   it('runs a simple turn (two rounds, one read-only tool) in four harness transactions', async () => {
     const { tenantId, agentId } = await seedTenant(env.db, 'budget', {
@@ -230,14 +189,14 @@ describe('the turn hot path', () => {
       expect(messages).toHaveLength(n * 4);
       // Nothing waits for a wake-up: every job is done and the lease is free.
       await waitFor(
-        async () => (await turnsQueue.getJobCounts('delayed', 'waiting', 'active')).active === 0,
+        async () => (await h.turnsQueue.getJobCounts('delayed', 'waiting', 'active')).active === 0,
         {
           what: 'idle queue',
         },
       );
-      const counts = await turnsQueue.getJobCounts('delayed', 'waiting', 'active', 'failed');
+      const counts = await h.turnsQueue.getJobCounts('delayed', 'waiting', 'active', 'failed');
       expect(counts).toMatchObject({ delayed: 0, waiting: 0, active: 0, failed: 0 });
-      const states = await Promise.all(ids.map(async (id) => (await turnsQueue.getJob(id))?.getState()));
+      const states = await Promise.all(ids.map(async (id) => (await h.turnsQueue.getJob(id))?.getState()));
       expect(new Set(states)).toEqual(new Set(['completed']));
       expect((await env.db.session.findUniqueOrThrow({ where: { id: sessionId } })).leaseToken).toBeNull();
     } finally {

@@ -1,25 +1,23 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { z } from 'zod';
 import { Admission } from '@switchboard/admission';
-import { QueueName } from '@switchboard/contracts';
 import { createDatabase } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import type { LiveEphemeralEvent, LivePublisher, PublishableEvent } from '@switchboard/live';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
-import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import { ToolRegistry } from '@switchboard/tools';
 import {
   countPoolTransactions,
-  createTestEnv,
+  operatorPrompt,
   seedSession,
   seedTenant,
+  startHarness,
+  wordCountTool,
+  type HarnessFixture,
   type TestEnv,
 } from '@switchboard/testing';
 import { TurnRunner } from './runner';
@@ -53,16 +51,6 @@ class Streaming implements ModelProvider {
   }
 }
 
-const wordCount = defineTool({
-  name: 'word_count',
-  description: 'Counts words',
-  schema: z.strictObject({ text: z.string() }),
-  sideEffect: 'read_only',
-  timeoutMs: 2_000,
-  needsApproval: false,
-  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
-}) as ToolDefinition;
-
 const isEphemeral = (e: PublishableEvent): e is Omit<LiveEphemeralEvent, 'createdAt'> =>
   'ephemeral' in e && e.ephemeral === true;
 
@@ -79,26 +67,16 @@ class Recorder implements LivePublisher {
 }
 
 describe('live publishing of a turn', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let turnsQueue: Queue;
-  let postTurn: Queue;
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  const tools = new ToolRegistry([wordCount]);
+  const tools = new ToolRegistry([wordCountTool]);
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
+    h = await startHarness();
+    env = h.env;
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
   it('publishes every committed event once, after its commit, and the round starts and text before', async () => {
     const { tenantId, agentId } = await seedTenant(env.db, 'live', {
@@ -107,30 +85,18 @@ describe('live publishing of a turn', () => {
     });
     const sessionId = await seedSession(env.db, tenantId, agentId);
     const admissionLive = new Recorder();
-    const { turnId } = await new Admission(env.db, turnsQueue, logger, { live: admissionLive }).admit({
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text: 'count a b c' },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    const { turnId } = await new Admission(env.db, h.turnsQueue, h.logger, { live: admissionLive }).admit(
+      operatorPrompt({ tenantId, sessionId }, 'count a b c'),
+    );
 
     const live = new Recorder();
     const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
     const sent = countPoolTransactions(pool);
     try {
       const runner = new TurnRunner({
-        db: prisma,
+        ...h.runnerDeps({ db: prisma, metrics: new Metrics('live'), workerId: 'live' }),
         engine: new TurnEngine({ providers: new ProviderRegistry({}, [new Streaming()]), tools }),
         tools,
-        postTurnQueue: postTurn,
-        turnsQueue,
-        logger,
-        metrics: new Metrics('live'),
-        workerId: 'live',
-        leaseMs: 10_000,
         defaultModel: 'streaming/m',
         live,
         liveDeltaFlushMs: 0,

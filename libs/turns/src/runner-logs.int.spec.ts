@@ -6,10 +6,7 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { z } from 'zod';
-import { Admission } from '@switchboard/admission';
 import { TurnEngine } from '@switchboard/engine';
 import { createLogger, Metrics } from '@switchboard/observability';
 import {
@@ -19,9 +16,14 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
-import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  operatorPrompt,
+  seedTenantSession,
+  startHarness,
+  type HarnessFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { TurnRunner } from './runner';
 
 /**
@@ -67,60 +69,40 @@ type Line = Record<string, unknown> & { msg: string };
 describe('harness logs for a turn', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let postTurn: Queue;
-  let admission: Admission;
   const model = new Model();
   const lines: Line[] = [];
-  const logger = createLogger({ service: 'test', level: 'silent' });
 
   beforeAll(async () => {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     trace.setGlobalTracerProvider(provider);
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    postTurn = new Queue('post-turn', { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, new Queue('turns', { connection, prefix: env.queuePrefix }), logger);
+    h = await startHarness();
+    env = h.env;
   });
 
   afterAll(async () => {
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
+    await h?.close();
     await provider.shutdown();
     trace.disable();
     context.disable();
   });
 
   async function run(agent: { model: string; fallbackModels?: string[]; tools?: string[] }) {
-    const { tenantId, agentId } = await seedTenant(env.db, 'logs', agent);
-    if (agent.fallbackModels) {
-      await env.db.agent.update({ where: { id: agentId }, data: { fallbackModels: agent.fallbackModels } });
-    }
-    const sessionId = await seedSession(env.db, tenantId, agentId);
-    const { turnId } = await admission.admit({
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text: 'go' },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    const { tenantId, sessionId } = await seedTenantSession(env.db, 'logs', agent);
+    const { turnId } = await h.admission.admit(operatorPrompt({ tenantId, sessionId }, 'go'));
     lines.length = 0;
     exporter.reset();
     const tools = new ToolRegistry([hang]);
     const runner = new TurnRunner({
-      db: env.db,
+      ...h.runnerDeps({
+        turnsQueue: undefined,
+        // The processes' logger (trace ids mixed in), writing to this test.
+        logger: createLogger({ service: 'test', level: 'info', destination: sink(lines) }),
+        metrics: new Metrics('logs'),
+      }),
       engine: new TurnEngine({ providers: new ProviderRegistry({}, [model]), tools, maxBackoffMs: 1 }),
       tools,
-      postTurnQueue: postTurn,
-      // The processes' logger (trace ids mixed in), writing to this test.
-      logger: createLogger({ service: 'test', level: 'info', destination: sink(lines) }),
-      metrics: new Metrics('logs'),
-      workerId: 'test',
-      leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
     });
     await runner.handle({ turnId, sessionId, tenantId, trace: {} });

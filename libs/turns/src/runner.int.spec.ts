@@ -1,9 +1,7 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import { Admission } from '@switchboard/admission';
 import { COMPACTION_PROMPT, SUMMARIZER_PROMPT, TurnEngine } from '@switchboard/engine';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics } from '@switchboard/observability';
 import {
   ProviderError,
   ProviderRegistry,
@@ -11,9 +9,14 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
-import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  operatorPrompt,
+  seedTenantSession,
+  startHarness,
+  type HarnessFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import type { FinalisationStep } from './runner-options';
 import { TurnRunner } from './runner';
 
@@ -69,19 +72,16 @@ const tool = (name: string, execute: () => Promise<unknown>) =>
 const BIG = Array.from({ length: 500 }, (_, i) => ({ id: `inv-${i}`, note: 'n'.repeat(50) }));
 
 describe('TurnRunner', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let turnsQueue: Queue;
   let postTurn: Queue;
-  let admission: Admission;
   const model = new Model();
-  const logger = createLogger({ service: 'test', level: 'silent' });
   const finalisers: FinalisationStep[] = [];
   let metrics = new Metrics('runner');
 
   const runner = () =>
     new TurnRunner({
-      db: env.db,
+      ...h.runnerDeps({ turnsQueue: undefined, metrics }),
       engine: new TurnEngine({
         providers: new ProviderRegistry({}, [model]),
         tools: new ToolRegistry([tool('big', async () => BIG), tool('other', async () => 'fine')]),
@@ -90,11 +90,6 @@ describe('TurnRunner', () => {
         maxBackoffMs: 1,
       }),
       tools: new ToolRegistry([tool('big', async () => BIG), tool('other', async () => 'fine')]),
-      postTurnQueue: postTurn,
-      logger,
-      metrics,
-      workerId: 'test',
-      leaseMs: 10_000,
       defaultModel: 'openai-chat/default',
       finalisationSteps: finalisers,
       // A small window for one model, so a few turns reach the context guard.
@@ -102,11 +97,8 @@ describe('TurnRunner', () => {
     });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue('turns', { connection, prefix: env.queuePrefix });
-    postTurn = new Queue('post-turn', { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
+    h = await startHarness();
+    ({ env, postTurnQueue: postTurn } = h);
   });
 
   beforeEach(() => {
@@ -120,37 +112,17 @@ describe('TurnRunner', () => {
     finalisers.length = 0;
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
   async function tenant(
     agent: { model: string; tools?: string[]; fallbackModels?: string[] },
     settings = {},
   ) {
-    const { tenantId, agentId } = await seedTenant(env.db, 'runner', {
-      model: agent.model,
-      tools: agent.tools,
-    });
-    await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
-    if (agent.fallbackModels)
-      await env.db.agent.update({ where: { id: agentId }, data: { fallbackModels: agent.fallbackModels } });
-    const sessionId = await seedSession(env.db, tenantId, agentId);
-    return { tenantId, agentId, sessionId };
+    return seedTenantSession(env.db, 'runner', agent, { settings });
   }
 
   async function turn(ids: { tenantId: string; sessionId: string }, text = 'go') {
-    const { turnId } = await admission.admit({
-      ...ids,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    const { turnId } = await h.admission.admit(operatorPrompt(ids, text));
     expect(
       await runner().handle({ turnId, sessionId: ids.sessionId, tenantId: ids.tenantId, trace: {} }),
     ).toBe('done');

@@ -1,21 +1,24 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { Admission, TurnControl } from '@switchboard/admission';
-import { newId, QueueName } from '@switchboard/contracts';
+import type { Admission, TurnControl } from '@switchboard/admission';
+import { newId } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import { noLivePublisher } from '@switchboard/live';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
 import { costRollup, SqlDb } from '@switchboard/store';
 import { ToolRegistry } from '@switchboard/tools';
-import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboard/testing';
+import {
+  operatorPrompt,
+  seedSession,
+  seedTenant,
+  startHarness,
+  type HarnessFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { TurnRunner } from './runner';
 
 /**
@@ -40,52 +43,23 @@ class Model implements ModelProvider {
 }
 
 describe('sub-agent cancel cascade and cost roll-up', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let turnsQueue: Queue;
-  let postTurn: Queue;
   let admission: Admission;
   let control: TurnControl;
   let sqlDb: SqlDb;
-  const logger = createLogger({ service: 'test', level: 'silent' });
   const model = new Model();
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
+    h = await startHarness();
+    ({ env, admission, control } = h);
     sqlDb = new SqlDb(poolOf(env.db));
-    control = new TurnControl(sqlDb, {
-      redis: connection,
-      prefix: env.queuePrefix,
-      postTurnQueue: postTurn,
-      turnsQueue,
-      live: noLivePublisher,
-      logger,
-    });
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
-  async function admit(tenantId: string, sessionId: string, text = 'go') {
-    const { turnId } = await admission.admit({
-      tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
-    return turnId;
-  }
+  const admit = async (tenantId: string, sessionId: string, text = 'go') =>
+    (await admission.admit(operatorPrompt({ tenantId, sessionId }, text))).turnId;
 
   /** A child turn in its own session, linked to `parentTurnId` by a task, with what it has cost. */
   async function child(
@@ -244,14 +218,9 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
   describe('against the parent’s maxUsd', () => {
     const runner = () =>
       new TurnRunner({
-        db: env.db,
+        ...h.runnerDeps({ turnsQueue: undefined, metrics: new Metrics('rollup'), workerId: 'rollup' }),
         engine: new TurnEngine({ providers: new ProviderRegistry({}, [model]), tools: new ToolRegistry([]) }),
         tools: new ToolRegistry([]),
-        postTurnQueue: postTurn,
-        logger,
-        metrics: new Metrics('rollup'),
-        workerId: 'rollup',
-        leaseMs: 10_000,
         defaultModel: 'openai-chat/m',
       });
 

@@ -1,25 +1,23 @@
-import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
-import { z } from 'zod';
-import { Admission } from '@switchboard/admission';
-import { newId, QueueName } from '@switchboard/contracts';
+import { newId } from '@switchboard/contracts';
 import { createDatabase, poolOf, type Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import { createLogger, Metrics } from '@switchboard/observability';
+import { Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { createRedis } from '@switchboard/queue';
 import { recordCostLog, sql, sqlDbFor, tenantCapUsd } from '@switchboard/store';
-import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import { ToolRegistry } from '@switchboard/tools';
 import {
   countPoolTransactions,
-  createTestEnv,
+  operatorPrompt,
   seedSession,
   seedTenant,
+  startHarness,
+  wordCountTool,
+  type HarnessFixture,
   type TestEnv,
 } from '@switchboard/testing';
 import { TurnRunner } from './runner';
@@ -60,80 +58,41 @@ class Capped implements ModelProvider {
   }
 }
 
-const wordCount = defineTool({
-  name: 'word_count',
-  description: 'Counts words',
-  schema: z.strictObject({ text: z.string() }),
-  sideEffect: 'read_only',
-  timeoutMs: 2_000,
-  needsApproval: false,
-  execute: async ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
-}) as ToolDefinition;
-
 describe('the tenant daily spend cap', () => {
+  let h: HarnessFixture;
   let env: TestEnv;
-  let connection: IORedis;
-  let turnsQueue: Queue;
-  let postTurn: Queue;
-  let admission: Admission;
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  const tools = new ToolRegistry([wordCount]);
+  const tools = new ToolRegistry([wordCountTool]);
   const provider = new Capped();
   const engine = new TurnEngine({ providers: new ProviderRegistry({}, [provider]), tools });
 
   const runner = (db: Db, metrics = new Metrics('cap')) =>
     new TurnRunner({
-      db,
+      ...h.runnerDeps({ db, metrics, workerId: 'cap' }),
       engine,
       tools,
-      postTurnQueue: postTurn,
-      turnsQueue,
-      logger,
-      metrics,
-      workerId: 'cap',
-      leaseMs: 10_000,
       defaultModel: 'capped/simple',
       prices: PRICES,
     });
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    connection = createRedis(env.redisUrl);
-    turnsQueue = new Queue(QueueName.Turns, { connection, prefix: env.queuePrefix });
-    postTurn = new Queue(QueueName.PostTurn, { connection, prefix: env.queuePrefix });
-    admission = new Admission(env.db, turnsQueue, logger);
+    h = await startHarness();
+    env = h.env;
   });
 
-  afterAll(async () => {
-    await turnsQueue?.close();
-    await postTurn?.close();
-    await connection?.quit();
-    await env?.cleanup();
-  });
+  afterAll(() => h?.close());
 
-  async function tenant(name: string, limit: number | undefined, model = 'capped/simple') {
-    const { tenantId, agentId } = await seedTenant(env.db, name, { model, tools: ['word_count'] });
-    if (limit !== undefined) {
-      await env.db.tenant.update({
-        where: { id: tenantId },
-        data: { settings: { dailySpendLimitUsd: limit } },
-      });
-    }
-    return { tenantId, agentId };
-  }
+  const tenant = (name: string, limit: number | undefined, model = 'capped/simple') =>
+    seedTenant(
+      env.db,
+      name,
+      { model, tools: ['word_count'] },
+      limit !== undefined ? { settings: { dailySpendLimitUsd: limit } } : {},
+    );
 
   /** Admits `text` into a new session of the tenant and runs it to its end. */
   async function run(t: { tenantId: string; agentId: string }, text: string, db: Db = env.db) {
     const sessionId = await seedSession(env.db, t.tenantId, t.agentId);
-    const { turnId } = await admission.admit({
-      tenantId: t.tenantId,
-      sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: { type: 'text', text },
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-    });
+    const { turnId } = await h.admission.admit(operatorPrompt({ tenantId: t.tenantId, sessionId }, text));
     expect(await runner(db).handle({ turnId, sessionId, tenantId: t.tenantId, trace: {} })).toBe('done');
     const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
     const events = await env.db.event.findMany({ where: { turnId }, orderBy: { seq: 'asc' } });

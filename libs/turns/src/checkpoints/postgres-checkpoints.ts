@@ -13,13 +13,7 @@ import type {
 } from '@switchboard/engine';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { ChatMessage } from '@switchboard/providers';
-import type {
-  ApprovalInsert,
-  CheckpointResult,
-  TurnRow,
-  TurnStore,
-  WaitingStatus,
-} from '@switchboard/store';
+import type { ApprovalInsert, CheckpointResult, TurnRow, TurnStore, WaitingStatus } from '@switchboard/store';
 import { retryTransient } from '../durable';
 import { storedCompaction } from '../history';
 import type { SessionLease } from '../lease';
