@@ -10,7 +10,6 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { COMPLETION_FINAL_TEXT_MAX, runCompletionWebhook } from './completion-webhook';
-import type { HookContext } from './context';
 
 /** The completion-webhook hook's choices on real Postgres; the send itself is the e2e's. */
 jest.setTimeout(30_000);

@@ -15,7 +15,6 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { SNAPSHOT_BOUNDS } from './archivist-snapshot';
-import type { HookContext } from './context';
 import { runEpisodicIndex } from './episodic';
 
 /** The episodic-index hook on real Postgres: one searchable `episode` record per ended turn, once. */
