@@ -162,14 +162,15 @@ describe('completion webhooks', () => {
     });
     expect(turn.finalText).toEqual(expect.any(String));
 
-    // The hook runs again (a retry, or a worker killed after publishing): the outbound job id is the
-    // webhook id, already taken, so nothing more is sent.
+    // The hook runs again (a retry, or the hooks reconcile): its hook_runs record says it ran, so it
+    // publishes nothing (ADR 0027); had it died between publishing and recording, the outbound job id
+    // is the webhook id, already taken, so nothing more would be sent either.
     const data = { turnId, tenantId, hook: 'completion-webhook' as const, trace: {} };
     const rerun = await postTurn.add(QueueName.PostTurn, data, {
       jobId: `${turnId}.completion-webhook.rerun`,
     });
     await waitFor(async () => ((await rerun.isCompleted()) ? true : undefined), { what: 'the re-run hook' });
-    expect((await postTurn.getJob(rerun.id!))?.returnvalue).toBe('written');
+    expect((await postTurn.getJob(rerun.id!))?.returnvalue).toBe('already_done');
     expect(await env.db.outboundWebhookAttempt.count({ where: { webhookId } })).toBe(3);
     expect(received.filter((r) => r.headers['webhook-id'] === webhookId)).toHaveLength(3);
   });
