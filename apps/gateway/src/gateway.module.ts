@@ -47,6 +47,7 @@ import { UsageController } from './controllers/usage.controller';
 import { MemoryController } from './controllers/memory.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
+import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
 import { InFlightRequests } from './http/in-flight';
 import { TURN_CONTROL } from './http/turn-control';
 import { turnDetail } from './http/turn-detail';
@@ -157,7 +158,10 @@ export class GatewayModule {
           inject: [GATEWAY_SQL, LOGGER],
           useFactory: (sqlDb: SqlDb, logger: Logger) => new KeyUsage(sqlDb, logger),
         },
+        // In this order: the rate limits count the tenant the AuthGuard found.
         { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
+        ApiRateLimits,
         { provide: APP_PIPE, useClass: ValidationPipe },
         { provide: APP_FILTER, useClass: ErrorFilter },
         {

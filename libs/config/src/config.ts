@@ -183,6 +183,15 @@ export const ConfigSchema = z.object({
    * published to every gateway, one they did not hear of applies within this time; 0 looks every key up.
    */
   API_KEY_CACHE_MS: Int(5_000, 0),
+  /**
+   * Requests per minute per tenant in each rate-limit bucket of the HTTP API (docs/adr/0028), shared
+   * by every gateway through Redis; 0 turns a bucket off. A tenant's `rateLimits` (set by the
+   * operator: PATCH /v1/admin/tenants/{id}/limits) override them. Webhooks count per trigger.
+   */
+  RATE_LIMIT_ADMISSION_PER_MIN: Int(600, 0),
+  RATE_LIMIT_READS_PER_MIN: Int(3_000, 0),
+  RATE_LIMIT_WRITES_PER_MIN: Int(600, 0),
+  RATE_LIMIT_WEBHOOKS_PER_MIN: Int(600, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   HOOKS_CONCURRENCY: Int(16, 1),

@@ -135,6 +135,12 @@ export const PageQuery = z.strictObject({
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 
+/** GET /v1/triggers: a page of the tenant's triggers; revoked ones only when asked for. */
+export const TriggersQuery = PageQuery.extend({
+  includeRevoked: z.enum(['true', 'false']).optional(),
+});
+export type TriggersQuery = z.infer<typeof TriggersQuery>;
+
 /** Largest Postgres `integer`: sequence numbers are columns of that type. */
 export const PG_INT_MAX = 2_147_483_647;
 
@@ -452,3 +458,68 @@ export const MemoryRecordQuery = z.strictObject({
   maxChars: z.coerce.number().int().min(1).max(50_000).optional(),
 });
 export type MemoryRecordQuery = z.infer<typeof MemoryRecordQuery>;
+
+/**
+ * The rate-limit buckets of the HTTP API (docs/adr/0028): `admission` (messages, chat completions),
+ * `reads` (GET), `writes` (other changes), and `webhooks` (each trigger's hook URL).
+ */
+export const RATE_LIMIT_BUCKETS = ['admission', 'reads', 'writes', 'webhooks'] as const;
+export type RateLimitBucket = (typeof RATE_LIMIT_BUCKETS)[number];
+
+/** Requests per minute; 0 means unlimited. */
+const PerMinute = z.int().min(0).max(1_000_000);
+
+/**
+ * A tenant's rate limits as the operator overrides them (stored as `settings.rateLimits`; the
+ * tenant cannot change them through PATCH /v1/settings). A bucket absent here takes the deployment's
+ * default (RATE_LIMIT_*_PER_MIN). `*PerKey` limits one API key below the tenant's own limit.
+ */
+export const RateLimitOverrides = z.strictObject({
+  admission: PerMinute.optional(),
+  reads: PerMinute.optional(),
+  writes: PerMinute.optional(),
+  webhooks: PerMinute.optional(),
+  admissionPerKey: PerMinute.optional(),
+  readsPerKey: PerMinute.optional(),
+  writesPerKey: PerMinute.optional(),
+});
+export type RateLimitOverrides = z.infer<typeof RateLimitOverrides>;
+
+/** Reads stored overrides tolerantly: an invalid entry is dropped, never thrown. */
+export function parseRateLimitOverrides(settings: unknown): RateLimitOverrides {
+  const stored = isRecord(settings) && isRecord(settings.rateLimits) ? settings.rateLimits : {};
+  const out: RateLimitOverrides = {};
+  for (const key of Object.keys(RateLimitOverrides.shape) as (keyof RateLimitOverrides)[]) {
+    const v = PerMinute.safeParse(stored[key]);
+    if (v.success) out[key] = v.data;
+  }
+  return out;
+}
+
+/** PATCH /v1/admin/tenants/:id/limits: merges per bucket; `null` goes back to the deployment's default. */
+export const UpdateRateLimitsRequest = z
+  .strictObject({
+    admission: PerMinute.nullable().optional(),
+    reads: PerMinute.nullable().optional(),
+    writes: PerMinute.nullable().optional(),
+    webhooks: PerMinute.nullable().optional(),
+    admissionPerKey: PerMinute.nullable().optional(),
+    readsPerKey: PerMinute.nullable().optional(),
+    writesPerKey: PerMinute.nullable().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
+export type UpdateRateLimitsRequest = z.infer<typeof UpdateRateLimitsRequest>;
+
+/** The stored settings with a rate-limit update merged in; other keys are left as they are. */
+export function applyRateLimitsUpdate(
+  stored: unknown,
+  update: UpdateRateLimitsRequest,
+): Record<string, unknown> {
+  const base = isRecord(stored) ? stored : {};
+  const limits: Record<string, number> = { ...parseRateLimitOverrides(base) };
+  for (const [key, value] of Object.entries(update)) {
+    if (value === null) delete limits[key];
+    else if (value !== undefined) limits[key] = value;
+  }
+  return { ...base, rateLimits: limits };
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budgets, ModelPrices, ModelRoutes, Tier, ToolSchemaMode } from './api';
+import { Budgets, ModelPrices, ModelRoutes, RateLimitOverrides, Tier, ToolSchemaMode } from './api';
 import {
   AdmissionContext,
   AuthorityClass,
@@ -74,7 +74,7 @@ export const CreatedApiKeyResponse = ApiKeyResponse.extend({ key: z.string() }).
 export type CreatedApiKeyResponse = z.infer<typeof CreatedApiKeyResponse>;
 
 export const ApiKeyListResponse = z
-  .strictObject({ data: z.array(ApiKeyResponse) })
+  .strictObject({ data: z.array(ApiKeyResponse), nextCursor: z.string().nullable() })
   .register(ApiSchemas, { id: 'ApiKeyList' });
 export type ApiKeyListResponse = z.infer<typeof ApiKeyListResponse>;
 
@@ -110,7 +110,7 @@ export const IssuedTriggerResponse = TriggerResponse.extend({
 export type IssuedTriggerResponse = z.infer<typeof IssuedTriggerResponse>;
 
 export const TriggerListResponse = z
-  .strictObject({ data: z.array(TriggerResponse) })
+  .strictObject({ data: z.array(TriggerResponse), nextCursor: z.string().nullable() })
   .register(ApiSchemas, { id: 'TriggerList' });
 export type TriggerListResponse = z.infer<typeof TriggerListResponse>;
 
@@ -667,3 +667,24 @@ export const MemoryDocumentResponse = z
   .strictObject({ ...MemoryFields, content: z.string(), truncated: z.boolean() })
   .register(ApiSchemas, { id: 'MemoryDocument' });
 export type MemoryDocumentResponse = z.infer<typeof MemoryDocumentResponse>;
+
+/**
+ * A tenant's rate limits (docs/adr/0028): the operator's overrides as stored, and the limits in
+ * force per bucket (requests per minute, 0 = unlimited), the deployment's defaults filling the rest.
+ */
+export const TenantLimitsResponse = z
+  .strictObject({
+    tenantId: Id,
+    rateLimits: RateLimitOverrides,
+    effective: z.strictObject({
+      admission: z.int(),
+      reads: z.int(),
+      writes: z.int(),
+      webhooks: z.int(),
+      admissionPerKey: z.int(),
+      readsPerKey: z.int(),
+      writesPerKey: z.int(),
+    }),
+  })
+  .register(ApiSchemas, { id: 'TenantLimits' });
+export type TenantLimitsResponse = z.infer<typeof TenantLimitsResponse>;

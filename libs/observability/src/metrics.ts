@@ -68,6 +68,12 @@ export class Metrics {
     labelNames: ['scheme', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly rateLimited = new Counter({
+    name: 'switchboard_rate_limited_total',
+    help: 'Requests answered 429 by rate-limit bucket (admission, reads, writes, webhooks)',
+    labelNames: ['bucket'] as const,
+    registers: [this.registry],
+  });
   readonly memoryRecall = new Histogram({
     name: 'switchboard_memory_recall_duration_seconds',
     help: "Memory recall before a turn's loop, by outcome (hits, empty, timeout, failed)",

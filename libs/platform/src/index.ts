@@ -5,3 +5,4 @@ export * from './worker';
 export * from './process';
 export * from './providers';
 export * from './secret-box';
+export * from './rate-limits';

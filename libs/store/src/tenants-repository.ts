@@ -1,5 +1,11 @@
 import type { ApiKey, Tenant } from '@prisma/client';
-import { applySettingsUpdate, newId, type UpdateSettingsRequest } from '@switchboard/contracts';
+import {
+  applyRateLimitsUpdate,
+  applySettingsUpdate,
+  newId,
+  type UpdateRateLimitsRequest,
+  type UpdateSettingsRequest,
+} from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
 
 /** A key as stored: its hash and display prefix (the key itself is never stored). */
@@ -50,6 +56,26 @@ export class TenantsRepository {
       });
     });
   }
+
+  /**
+   * The operator's rate-limit overrides merged into the settings (`settings.rateLimits`,
+   * docs/adr/0028), under the row's lock like a settings update. Undefined when there is no such tenant.
+   */
+  updateRateLimits(
+    tenantId: string,
+    update: UpdateRateLimitsRequest,
+  ): Promise<{ settings: unknown } | undefined> {
+    return this.db.$transaction(async (tx) => {
+      const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
+        SELECT settings FROM tenants WHERE id = ${tenantId}::uuid FOR UPDATE`;
+      if (!locked) return undefined;
+      return tx.tenant.update({
+        where: { id: tenantId },
+        data: { settings: applyRateLimitsUpdate(locked.settings, update) as Prisma.InputJsonValue },
+        select: { settings: true },
+      });
+    });
+  }
 }
 
 /** A tenant's API keys, and the lookup that authenticates a request. */
@@ -60,8 +86,13 @@ export class ApiKeysRepository {
     return this.db.apiKey.create({ data: { id: newId(), tenantId, ...key } });
   }
 
-  list(tenantId: string): Promise<ApiKey[]> {
-    return this.db.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+  /** One page by id (time-ordered), revoked keys included; `limit + 1` rows tell whether more follow. */
+  page(tenantId: string, afterId: string | undefined, limit: number): Promise<ApiKey[]> {
+    return this.db.apiKey.findMany({
+      where: { tenantId, ...(afterId !== undefined ? { id: { gt: afterId } } : {}) },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
   }
 
   find(tenantId: string, id: string): Promise<ApiKey | null> {

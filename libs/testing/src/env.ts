@@ -66,6 +66,11 @@ export async function createTestEnv(): Promise<TestEnv> {
     QUEUE_LOCK_MS: '3000',
     QUEUE_STALLED_INTERVAL_MS: '1000',
     RECONCILE_INTERVAL_MS: '0',
+    // Off in tests: bursts of requests are what many tests send (test/e2e/rate-limits sets its own).
+    RATE_LIMIT_ADMISSION_PER_MIN: '0',
+    RATE_LIMIT_READS_PER_MIN: '0',
+    RATE_LIMIT_WRITES_PER_MIN: '0',
+    RATE_LIMIT_WEBHOOKS_PER_MIN: '0',
     SHUTDOWN_GRACE_MS: '5000',
   };
   return {

@@ -23,8 +23,20 @@ export class TriggersRepository {
     return this.db.trigger.create({ data: { id: newId(), ...t } });
   }
 
-  list(tenantId: string): Promise<Trigger[]> {
-    return this.db.trigger.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+  /** One page by id (time-ordered), `limit + 1` rows: the caller tells from the extra one whether more follow. */
+  page(
+    tenantId: string,
+    o: { afterId?: string; limit: number; includeRevoked: boolean },
+  ): Promise<Trigger[]> {
+    return this.db.trigger.findMany({
+      where: {
+        tenantId,
+        ...(o.includeRevoked ? {} : { revokedAt: null }),
+        ...(o.afterId !== undefined ? { id: { gt: o.afterId } } : {}),
+      },
+      orderBy: { id: 'asc' },
+      take: o.limit + 1,
+    });
   }
 
   find(tenantId: string, id: string): Promise<Trigger | null> {

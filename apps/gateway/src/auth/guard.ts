@@ -16,7 +16,7 @@ import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
 import { KEY_USAGE, type KeyUsage } from './key-usage';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
 
-type Access = 'public' | 'admin' | 'tenant';
+export type Access = 'public' | 'admin' | 'tenant';
 const ACCESS = 'switchboard:access';
 /** No credentials needed (health, metrics, docs). */
 export const Public = () => SetMetadata(ACCESS, 'public' satisfies Access);
@@ -35,6 +35,10 @@ export const TenantId = createParamDecorator((_: unknown, ctx: ExecutionContext)
   return tenantId;
 });
 
+/** Who may call the route: a tenant (an API key) unless marked otherwise. */
+export const accessOf = (reflector: Reflector, ctx: ExecutionContext): Access =>
+  reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ?? 'tenant';
+
 /** Every route needs an API key unless marked otherwise. */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -47,9 +51,7 @@ export class AuthGuard implements CanActivate {
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    const access =
-      this.reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ??
-      'tenant';
+    const access = accessOf(this.reflector, ctx);
     if (access === 'public') return true;
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
     const token = bearer(req.headers.authorization);

@@ -1,11 +1,17 @@
-import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
-import { CreatedTenantResponse } from '@switchboard/contracts';
+import { Body, Controller, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
+import {
+  CreatedTenantResponse,
+  notFound,
+  parseRateLimitOverrides,
+  TenantLimitsResponse,
+} from '@switchboard/contracts';
 import { TenantsRepository } from '@switchboard/store';
 import { AdminOnly } from '../auth/guard';
 import { generateApiKey } from '../auth/keys';
-import { CreateTenantDto } from '../http/dto';
+import { CreateTenantDto, UpdateRateLimitsDto } from '../http/dto';
 import { AdminApi, BODY_ERRORS, Operation } from '../http/openapi';
-import { presentApiKey, presentTenant } from '../http/presenters';
+import { pathId, presentApiKey, presentTenant } from '../http/presenters';
+import { ApiRateLimits } from '../http/rate-limit';
 
 /** Creates a tenant with its first API key in one transaction. Shared with the admin CLI. */
 export async function createTenant(tenants: TenantsRepository, name: string): Promise<CreatedTenantResponse> {
@@ -17,7 +23,10 @@ export async function createTenant(tenants: TenantsRepository, name: string): Pr
 @AdminApi('admin')
 @Controller('v1/admin')
 export class AdminController {
-  constructor(@Inject(TenantsRepository) private readonly tenants: TenantsRepository) {}
+  constructor(
+    @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
+    @Inject(ApiRateLimits) private readonly limits: ApiRateLimits,
+  ) {}
 
   /** A new tenant and its first API key. The key is shown in this response only. */
   @Post('tenants')
@@ -32,5 +41,33 @@ export class AdminController {
   })
   create(@Body() body: CreateTenantDto): Promise<CreatedTenantResponse> {
     return createTenant(this.tenants, body.name);
+  }
+
+  /**
+   * The operator's rate-limit overrides for a tenant (docs/adr/0028), merged per bucket; `null` goes
+   * back to the deployment's default. Other gateways apply them within a few seconds.
+   */
+  @Patch('tenants/:id/limits')
+  @AdminOnly()
+  @Operation({
+    id: 'updateTenantLimits',
+    summary: "Set a tenant's rate limits (requests per minute per bucket; 0 = unlimited, null = default)",
+    status: 200,
+    schema: TenantLimitsResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async updateLimits(
+    @Param('id') id: string,
+    @Body() body: UpdateRateLimitsDto,
+  ): Promise<TenantLimitsResponse> {
+    const tenantId = pathId(id, 'tenant');
+    const updated = await this.tenants.updateRateLimits(tenantId, body);
+    if (!updated) throw notFound('tenant');
+    this.limits.forget(tenantId);
+    return {
+      tenantId,
+      rateLimits: parseRateLimitOverrides(updated.settings),
+      effective: await this.limits.effective(tenantId),
+    };
   }
 }

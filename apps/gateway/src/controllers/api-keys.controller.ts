@@ -1,12 +1,12 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiKeyListResponse, ApiKeyResponse, CreatedApiKeyResponse, notFound } from '@switchboard/contracts';
 import { ApiKeysRepository } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { KEY_REVOCATIONS, type KeyRevocations } from '../auth/key-revocations';
 import { generateApiKey } from '../auth/keys';
-import { CreateApiKeyDto } from '../http/dto';
+import { CreateApiKeyDto, PageQueryDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
-import { pathId, presentApiKey } from '../http/presenters';
+import { decodeCursor, encodeCursor, pathId, presentApiKey } from '../http/presenters';
 
 @TenantApi('api-keys')
 @Controller('v1/api-keys')
@@ -32,10 +32,22 @@ export class ApiKeysController {
   }
 
   @Get()
-  @Operation({ id: 'listApiKeys', summary: "The tenant's API keys", status: 200, schema: ApiKeyListResponse })
-  async list(@TenantId() tenantId: string): Promise<ApiKeyListResponse> {
-    const rows = await this.keys.list(tenantId);
-    return { data: rows.map(presentApiKey) };
+  @Operation({
+    id: 'listApiKeys',
+    summary: "The tenant's API keys, by id (revoked ones included)",
+    status: 200,
+    schema: ApiKeyListResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<ApiKeyListResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.keys.page(tenantId, after?.[0], limit);
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentApiKey),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
   }
 
   /**

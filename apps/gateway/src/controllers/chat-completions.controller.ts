@@ -27,9 +27,10 @@ import {
 } from '../http/chat-completions';
 import { ErrorShapeOf } from '../http/errors';
 import { IdempotencyKeyHeader } from '../http/idempotency';
-import { API_KEY_AUTH, schemaRef } from '../http/openapi';
+import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../http/openapi';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 import { ChatCompletionStreamer } from '../http/chat-completion-stream';
+import { RateLimitBucketOf } from '../http/rate-limit';
 
 const SESSION_HEADER = 'x-session-id';
 
@@ -58,6 +59,10 @@ const ERRORS: [number, string][] = [
   [413, 'Request body larger than the limit'],
   [415, 'Body is not application/json'],
   [422, 'Idempotency-Key reused with a different request'],
+  [
+    429,
+    'Rate limit exceeded (`rate_limited`, type `rate_limit_error`: the stock client raises RateLimitError): retry after Retry-After seconds',
+  ],
   [500, 'Unexpected failure (logged)'],
   [502, 'The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced)'],
   [
@@ -70,7 +75,12 @@ const ERRORS: [number, string][] = [
 const OpenAiErrors = () =>
   applyDecorators(
     ...ERRORS.map(([status, description]) =>
-      ApiResponse({ status, description, schema: schemaRef(OpenAiErrorResponse) }),
+      ApiResponse({
+        status,
+        description,
+        schema: schemaRef(OpenAiErrorResponse),
+        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
+      }),
     ),
   );
 
@@ -95,6 +105,7 @@ export class ChatCompletionsController {
   ) {}
 
   @Post('completions')
+  @RateLimitBucketOf('admission')
   @HttpCode(200)
   // Every error of the route in OpenAI's shape: the guard's, the body parser's and the handler's.
   @ErrorShapeOf('openai')

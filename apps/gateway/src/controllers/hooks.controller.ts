@@ -29,6 +29,7 @@ import {
 import { SecretBox } from '../hooks/secrets';
 import type { RawBodyRequest } from '../http/body';
 import { ApiErrors, Operation } from '../http/openapi';
+import { ApiRateLimits } from '../http/rate-limit';
 import { schemeOf } from './triggers.controller';
 
 /** Headers kept with a delivery: provenance for triage and audit. Signatures and credentials are not. */
@@ -110,6 +111,7 @@ export class HooksController {
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(CONFIG) config: Config,
     @Inject(METRICS) private readonly metrics: Metrics,
+    @Inject(ApiRateLimits) private readonly limits: ApiRateLimits,
   ) {
     this.box = new SecretBox(config.TRIGGER_SECRET_KEY);
   }
@@ -121,7 +123,7 @@ export class HooksController {
     summary: 'Deliver a webhook to a trigger (the URL token is the credential; signed by the trigger scheme)',
     status: 202,
     schema: HookDeliveryResponse,
-    errors: [400, 401, 404, 409, 413, 415],
+    errors: [400, 401, 404, 409, 413, 415, 429],
     alternative: {
       status: 200,
       schema: SlackChallengeResponse,
@@ -141,6 +143,9 @@ export class HooksController {
       this.metrics.webhookDeliveries.inc({ scheme: 'unknown', outcome: 'not_found' });
       throw notFound('trigger');
     }
+    // Counted per trigger before any work (docs/adr/0028). A sender retries a 429, and its retry is
+    // deduplicated by its delivery id like any replay: nothing is lost.
+    await this.limits.enforce('webhooks', { tenantId: trigger.tenantId, triggerId: trigger.id }, reply);
     const raw = req.rawBody;
     if (!raw)
       throw new AppError('bad_request', 'a delivery needs a JSON body (Content-Type: application/json)');

@@ -29,6 +29,7 @@ import {
 } from '../http/presenters';
 import { ADMISSION, CONFIG } from '@switchboard/platform';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
+import { RateLimitBucketOf } from '../http/rate-limit';
 
 @TenantApi('sessions')
 @Controller('v1/sessions')
@@ -136,6 +137,7 @@ export class SessionsController {
    * `wait`, answers 200 with the turn once it has ended, or 202 when the bound passes first.
    */
   @Post(':id/messages')
+  @RateLimitBucketOf('admission')
   @HttpCode(202)
   @Operation({
     id: 'admitMessage',

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import type { Trigger } from '@prisma/client';
 import {
   AppError,
@@ -19,9 +19,9 @@ import { TriageRules, TriggersRepository } from '@switchboard/triage';
 import { TenantId } from '../auth/guard';
 import { SecretBox } from '../hooks/secrets';
 import { generateSigningSecret, generateTriggerToken } from '../hooks/verify';
-import { CreateTriggerDto, RotateTriggerDto } from '../http/dto';
+import { CreateTriggerDto, RotateTriggerDto, TriggersQueryDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
-import { pathId } from '../http/presenters';
+import { decodeCursor, encodeCursor, pathId } from '../http/presenters';
 
 /** Rows written before the trigger API have scheme `none`: a token-only trigger. */
 export function schemeOf(t: Pick<Trigger, 'signatureScheme'>): TriggerScheme {
@@ -123,13 +123,24 @@ export class TriggersController {
   @Get()
   @Operation({
     id: 'listTriggers',
-    summary: "The tenant's triggers",
+    summary: "The tenant's triggers, by id; revoked ones with `includeRevoked=true`",
     status: 200,
     schema: TriggerListResponse,
+    errors: [400],
   })
-  async list(@TenantId() tenantId: string): Promise<TriggerListResponse> {
-    const rows = await this.triggers.list(tenantId);
-    return { data: rows.map(presentTrigger) };
+  async list(@TenantId() tenantId: string, @Query() q: TriggersQueryDto): Promise<TriggerListResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.triggers.page(tenantId, {
+      afterId: after?.[0],
+      limit,
+      includeRevoked: q.includeRevoked === 'true',
+    });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentTrigger),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
   }
 
   @Get(':id')

@@ -15,10 +15,12 @@ import {
   CreateTriggerRequest,
   EventsQuery,
   PageQuery,
+  TriggersQuery,
   RotateTriggerRequest,
   StreamQuery,
   UpdateAgentRequest,
   UpdateScheduleRequest,
+  UpdateRateLimitsRequest,
   UpdateSettingsRequest,
   UsageQuery,
   AddMemoryRequest,
@@ -28,6 +30,7 @@ import {
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
 export class CreateTenantDto extends createZodDto(CreateTenantRequest) {}
+export class UpdateRateLimitsDto extends createZodDto(UpdateRateLimitsRequest) {}
 export class CreateApiKeyDto extends createZodDto(CreateApiKeyRequest) {}
 export class CreateAgentDto extends createZodDto(CreateAgentRequest) {}
 export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}
@@ -35,6 +38,7 @@ export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
 export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
+export class TriggersQueryDto extends createZodDto(TriggersQuery) {}
 export class EventsQueryDto extends createZodDto(EventsQuery) {}
 export class StreamQueryDto extends createZodDto(StreamQuery) {}
 export class UpdateSettingsDto extends createZodDto(UpdateSettingsRequest) {}

@@ -18,7 +18,7 @@ export const API_KEY_AUTH = 'apiKey';
 export const ADMIN_AUTH = 'adminToken';
 
 /** Error statuses an operation can answer with; every one carries the `Error` body. */
-export type ErrorStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503;
 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'Invalid request: body, query, cursor or header failed validation, or the body is not JSON',
@@ -28,6 +28,9 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   413: 'Request body larger than the limit',
   415: 'Body is not application/json',
   422: 'Idempotency-Key reused with a different body',
+  429:
+    "Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or " +
+    'the trigger; retry after Retry-After seconds',
   500: 'Unexpected failure (logged)',
   503: 'A dependency (Postgres, Redis) is unavailable: retry later',
 };
@@ -45,16 +48,34 @@ export function schemaRef(schema: z.ZodType): { $ref: string } {
 export const ApiErrors = (...statuses: ErrorStatus[]) =>
   applyDecorators(
     ...statuses.map((status) =>
-      ApiResponse({ status, description: ERROR_DESCRIPTIONS[status], schema: schemaRef(ErrorResponse) }),
+      ApiResponse({
+        status,
+        description: ERROR_DESCRIPTIONS[status],
+        schema: schemaRef(ErrorResponse),
+        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
+      }),
     ),
   );
+
+/** The headers of a 429 (draft-ietf-httpapi-ratelimit-headers-10 fields, and Retry-After). */
+export const RATE_LIMIT_HEADERS = {
+  'Retry-After': { description: 'Seconds until the quota has room again', schema: { type: 'integer' } },
+  RateLimit: {
+    description: 'The deciding policy\'s remaining quota and reset, e.g. `"admission";r=0;t=42`',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: 'The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60`',
+    schema: { type: 'string' },
+  },
+} as const;
 
 /** A body-carrying request can also fail on its body: validation, size, media type. */
 export const BODY_ERRORS: ErrorStatus[] = [400, 413, 415];
 
 /** A controller whose routes need a tenant's API key. */
 export const TenantApi = (tag: string) =>
-  applyDecorators(ApiTags(tag), ApiBearerAuth(API_KEY_AUTH), ApiErrors(401, 500, 503));
+  applyDecorators(ApiTags(tag), ApiBearerAuth(API_KEY_AUTH), ApiErrors(401, 429, 500, 503));
 
 /** A controller whose routes need ADMIN_TOKEN. */
 export const AdminApi = (tag: string) =>
