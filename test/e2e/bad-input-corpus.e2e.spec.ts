@@ -40,7 +40,7 @@ describe('bad input corpus', () => {
     gateway = await startGateway(
       env.config({ BODY_LIMIT_BYTES: String(512 * 1024), MCP_ALLOW_HOSTS: '127.0.0.1' }),
     );
-    ({ api } = await newTenant(gateway.url, ADMIN, 'mine'));
+    ({ api, tenantId: ids.tenant } = await newTenant(gateway.url, ADMIN, 'mine'));
     const other = await newTenant(gateway.url, ADMIN, 'theirs');
     admin = new Api(gateway.url, ADMIN);
     anonymous = new Api(gateway.url);
@@ -161,6 +161,13 @@ describe('bad input corpus', () => {
       path: () => '/v1/admin/tenants',
       client: () => admin,
       valid: () => ({ name: 't' }),
+    },
+    {
+      name: 'patch tenant limits',
+      method: 'PATCH',
+      path: () => `/v1/admin/tenants/${ids.tenant}/limits`,
+      client: () => admin,
+      valid: () => ({ reads: 100_000 }),
     },
     {
       name: 'create api key',
@@ -751,6 +758,8 @@ describe('bad input corpus', () => {
     [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
     [() => '/v1/approvals', 'approvals'],
     [() => `/v1/agents/${ids.agent}/memory`, 'memory'],
+    [() => '/v1/triggers', 'triggers'],
+    [() => '/v1/api-keys', 'API keys'],
   ] as const) {
     for (const [q, query, status, code] of badQueries) {
       cases.push({ name: `list ${what}: ${q}`, run: () => api.get(`${path()}?${query}`), status, code });
@@ -789,6 +798,17 @@ describe('bad input corpus', () => {
       status: 400,
       code: 'bad_request',
     });
+    for (const [what, path] of [
+      ['triggers', '/v1/triggers'],
+      ['API keys', '/v1/api-keys'],
+    ]) {
+      cases.push({
+        name: `${what}: forged cursor ${c}`,
+        run: () => api.get(`${path}?cursor=${cursor(c)}`),
+        status: 400,
+        code: 'bad_request',
+      });
+    }
     cases.push({
       name: `memory: forged cursor ${c}`,
       run: () => api.get(`/v1/agents/${ids.agent}/memory?cursor=${cursor(c)}`),
@@ -796,6 +816,54 @@ describe('bad input corpus', () => {
       code: 'bad_request',
     });
   }
+  cases.push({
+    name: 'list triggers: includeRevoked not a boolean',
+    run: () => api.get('/v1/triggers?includeRevoked=maybe'),
+    status: 400,
+    code: 'validation_failed',
+  });
+  // Rate limits (docs/adr/0028): the operator sets them; the tenant cannot.
+  for (const [what, body] of [
+    ['a negative limit', { reads: -1 }],
+    ['a fractional limit', { admission: 1.5 }],
+    ['a limit over a million', { webhooks: 1_000_001 }],
+    ['a string limit', { writes: '100' }],
+    ['an unknown bucket', { uploads: 10 }],
+    ['no field', {}],
+  ] as const) {
+    cases.push({
+      name: `tenant limits: ${what}`,
+      run: () => admin.patch(`/v1/admin/tenants/${ids.tenant}/limits`, body),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
+  cases.push(
+    {
+      name: 'tenant limits: an unknown tenant',
+      run: () => admin.patch(`/v1/admin/tenants/${UNKNOWN_ID}/limits`, { reads: 10 }),
+      status: 404,
+      code: 'not_found',
+    },
+    {
+      name: 'tenant limits: not a tenant id',
+      run: () => admin.patch('/v1/admin/tenants/nope/limits', { reads: 10 }),
+      status: 404,
+      code: 'not_found',
+    },
+    {
+      name: 'tenant limits with an API key',
+      run: () => api.patch(`/v1/admin/tenants/${ids.tenant}/limits`, { reads: 10 }),
+      status: 401,
+      code: 'unauthorized',
+    },
+    {
+      name: 'patch settings: a tenant cannot set its own rate limits',
+      run: () => api.patch('/v1/settings', { rateLimits: { admission: 1_000_000 } }),
+      status: 400,
+      code: 'validation_failed',
+    },
+  );
   // The tenant's daily spend cap (docs/adr/0026): a positive number of USD up to a million, or null.
   for (const [what, value] of [
     ['zero', 0],
