@@ -163,13 +163,6 @@ describe('bad input corpus', () => {
       valid: () => ({ name: 't' }),
     },
     {
-      name: 'patch tenant limits',
-      method: 'PATCH',
-      path: () => `/v1/admin/tenants/${ids.tenant}/limits`,
-      client: () => admin,
-      valid: () => ({ reads: 100_000 }),
-    },
-    {
       name: 'create api key',
       method: 'POST',
       path: () => '/v1/api-keys',

@@ -333,6 +333,21 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('createTenant', 401, { body: { name: 'no token' } });
     await run('createTenant', 400, { auth: ADMIN, body: { name: 'x', extra: true } });
     await run('createTenant', 415, { auth: ADMIN, raw: { body: 'name=x', contentType: 'text/plain' } });
+    // Rate limits (docs/adr/0028): the operator's override, and the 429 it brings, as documented.
+    const limited = await run('createTenant', 201, { auth: ADMIN, body: { name: 'limited' } });
+    await run('updateTenantLimits', 200, {
+      auth: ADMIN,
+      params: { id: limited.body.tenant.id },
+      body: { reads: 1 },
+    });
+    await run('updateTenantLimits', 400, {
+      auth: ADMIN,
+      params: { id: limited.body.tenant.id },
+      body: { reads: -1 },
+    });
+    await run('updateTenantLimits', 404, { auth: ADMIN, params: { id: unknown }, body: { reads: 1 } });
+    await run('listAgents', 200, { auth: limited.body.apiKey.key });
+    await run('listAgents', 429, { auth: limited.body.apiKey.key });
     const second = await run('createApiKey', 201, { auth: key, body: { name: 'second' } });
     await run('createApiKey', 400, { auth: key, body: { name: '' } });
     await run('listApiKeys', 200, { auth: key });

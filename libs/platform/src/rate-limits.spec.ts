@@ -75,6 +75,13 @@ describe('bucket choice', () => {
       { policy: 'webhooks', key: `trigger:${TRIGGER}`, quota: 30 },
     ]);
     expect(subjectsFor('webhooks', limits, { tenantId: TENANT })).toEqual([]);
+    // Off: nothing to count (a quota of 0 would refuse everything).
+    expect(
+      subjectsFor('webhooks', effectiveLimits(DEFAULTS, { webhooks: 0 }), {
+        tenantId: TENANT,
+        triggerId: TRIGGER,
+      }),
+    ).toEqual([]);
   });
 });
 

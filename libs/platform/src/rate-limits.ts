@@ -96,7 +96,7 @@ export function subjectsFor(
   who: { tenantId?: string; apiKeyId?: string; triggerId?: string },
 ): Subject[] {
   if (bucket === 'webhooks') {
-    return who.triggerId
+    return who.triggerId && limits.webhooks > 0
       ? [{ policy: 'webhooks', key: `trigger:${who.triggerId}`, quota: limits.webhooks }]
       : [];
   }
