@@ -1,5 +1,5 @@
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
-import { newTenant, type Api } from '../support/api';
+import { newTenant, type Api, type ApiResponse } from '../support/api';
 import { startGateway } from '../support/stack';
 
 /**
@@ -34,7 +34,9 @@ describe('paging triggers and API keys', () => {
     let pages = 0;
     do {
       const sep = path.includes('?') ? '&' : '?';
-      const res = await api.get(`${path}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+      const res: ApiResponse = await api.get(
+        `${path}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(res.status).toBe(200);
       expect(res.body.data.length).toBeLessThanOrEqual(limit);
       ids.push(...res.body.data.map((r: { id: string }) => r.id));

@@ -72,7 +72,7 @@ describe('rate limits across two gateway processes', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    urls = (await Promise.all([gatewayProcess(), gatewayProcess()])) as [string, string];
+    urls = await Promise.all<[Promise<string>, Promise<string>]>([gatewayProcess(), gatewayProcess()]);
   });
 
   afterAll(async () => {
