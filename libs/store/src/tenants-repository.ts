@@ -45,16 +45,7 @@ export class TenantsRepository {
     tenantId: string,
     update: UpdateSettingsRequest,
   ): Promise<{ settings: unknown } | undefined> {
-    return this.db.$transaction(async (tx) => {
-      const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
-        SELECT settings FROM tenants WHERE id = ${tenantId}::uuid FOR UPDATE`;
-      if (!locked) return undefined;
-      return tx.tenant.update({
-        where: { id: tenantId },
-        data: { settings: applySettingsUpdate(locked.settings, update) as Prisma.InputJsonValue },
-        select: { settings: true },
-      });
-    });
+    return this.mergeLocked(tenantId, (settings) => applySettingsUpdate(settings, update));
   }
 
   /**
@@ -65,13 +56,21 @@ export class TenantsRepository {
     tenantId: string,
     update: UpdateRateLimitsRequest,
   ): Promise<{ settings: unknown } | undefined> {
+    return this.mergeLocked(tenantId, (settings) => applyRateLimitsUpdate(settings, update));
+  }
+
+  /** Rewrites the tenant's settings with `merge` under the row's lock; undefined for no such tenant. */
+  private mergeLocked(
+    tenantId: string,
+    merge: (settings: unknown) => unknown,
+  ): Promise<{ settings: unknown } | undefined> {
     return this.db.$transaction(async (tx) => {
       const [locked] = await tx.$queryRaw<{ settings: unknown }[]>`
         SELECT settings FROM tenants WHERE id = ${tenantId}::uuid FOR UPDATE`;
       if (!locked) return undefined;
       return tx.tenant.update({
         where: { id: tenantId },
-        data: { settings: applyRateLimitsUpdate(locked.settings, update) as Prisma.InputJsonValue },
+        data: { settings: merge(locked.settings) as Prisma.InputJsonValue },
         select: { settings: true },
       });
     });
