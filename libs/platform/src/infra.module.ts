@@ -6,6 +6,7 @@ import {
   type DynamicModule,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { BullModule, getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { TurnControl } from '@switchboard/admission';
@@ -16,7 +17,7 @@ import { createPrisma, poolOf, type Db } from '@switchboard/database';
 import { MemoryStore, memoryTools } from '@switchboard/memory';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
-import { createRedis } from '@switchboard/queue';
+import { closeQueue, createRedis } from '@switchboard/queue';
 import { sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
@@ -28,10 +29,18 @@ class InfraLifecycle implements OnApplicationShutdown {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(REDIS) private readonly redis: IORedis,
+    private readonly modules: ModuleRef,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.db.$disconnect().catch(() => undefined);
+    // Every queue closed before the shared connection goes (see closeQueue: a Redis that was never
+    // reached must not fail the shutdown).
+    await Promise.all(
+      Object.values(QueueName).map((name) =>
+        closeQueue(this.modules.get<Queue>(getQueueToken(name), { strict: false })),
+      ),
+    );
     this.redis.disconnect();
   }
 }

@@ -98,3 +98,21 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     }),
   ]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Closes a queue so that nothing it started can surface later as an unhandled rejection.
+ *
+ * BullMQ (taskforcesh/bullmq#3546): a queue on a shared connection that never became ready keeps a
+ * pending start-up; `close()` drops its connection's listeners, and when the shared client ends
+ * afterwards that start-up fails and is re-emitted as `error` on a listener-less emitter, which
+ * throws inside a promise chain: an unhandled rejection (`connect ECONNREFUSED`) from a process
+ * shutting down while Redis is unreachable. A no-op listener after the close absorbs it. Call this
+ * before disconnecting the shared client.
+ */
+export async function closeQueue(queue: Queue): Promise<void> {
+  await queue.close().catch(() => undefined);
+  (queue as unknown as { connection: { on(event: 'error', fn: () => void): void } }).connection.on(
+    'error',
+    () => undefined,
+  );
+}
