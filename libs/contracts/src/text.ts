@@ -22,24 +22,38 @@ export interface TextIssue {
 /** The strings and object keys in `value` that cannot be stored; at most `limit` of them. */
 export function findInvalidText(value: unknown, limit = 20): TextIssue[] {
   const issues: TextIssue[] = [];
-  // Iterative, so even a value nested deeper than any bound cannot overflow the stack.
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
+  // Iterative, so even a value nested deeper than any bound cannot overflow the stack; each entry
+  // links to its parent's path rather than copying it, so a deep value costs linear time.
+  const stack: { value: unknown; path?: PathLink }[] = [{ value }];
   while (stack.length > 0 && issues.length < limit) {
     const { value: v, path } = stack.pop()!;
     if (typeof v === 'string') {
-      if (invalidText(v)) issues.push(issue(path, describe(v)));
+      if (invalidText(v)) issues.push(issue(pathOf(path), describe(v)));
     } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: [...path, i] });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: { parent: path, step: i } });
     } else if (v !== null && typeof v === 'object') {
       const entries = Object.entries(v as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i];
-        if (invalidText(key)) issues.push(issue([...path, key], `key ${describe(key)}`));
-        stack.push({ value: child, path: [...path, key] });
+        const at: PathLink = { parent: path, step: key };
+        if (invalidText(key)) issues.push(issue(pathOf(at), `key ${describe(key)}`));
+        stack.push({ value: child, path: at });
       }
     }
   }
   return issues;
+}
+
+/** One step of a path, linked to the steps before it. */
+interface PathLink {
+  parent?: PathLink;
+  step: string | number;
+}
+
+function pathOf(link: PathLink | undefined): (string | number)[] {
+  const steps: (string | number)[] = [];
+  for (let at = link; at; at = at.parent) steps.push(at.step);
+  return steps.reverse();
 }
 
 const describe = (s: string) =>
