@@ -194,6 +194,12 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_WEBHOOKS_PER_MIN: Int(600, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
+  /**
+   * The most turns one tenant may run at once across every harness worker (docs/adr/0029), when the
+   * operator set no `maxConcurrentTurns` for it; 0: no cap (the fair share across tenants still holds).
+   * Turns past the cap stay queued and start as soon as a slot frees.
+   */
+  TENANT_MAX_CONCURRENT_TURNS: Int(0, 0),
   HOOKS_CONCURRENCY: Int(16, 1),
   /**
    * How often a post-turn job may stall (its hooks worker died holding it) before BullMQ fails it

@@ -1,5 +1,6 @@
 import type { SqlDb, SqlRunner } from './sql';
 import { claimNext, type ClaimNext, type ClaimResult } from './turn/claim';
+import { pickAndClaim, type PickNext, type PickResult } from './turn/pick';
 import {
   commitCheckpoint,
   eventExists,
@@ -21,6 +22,7 @@ import { sessionWaiting } from './turn/waits';
 export * from './turn/statuses';
 export * from './turn/lease';
 export * from './turn/claim';
+export * from './turn/pick';
 export * from './turn/checkpoint';
 export * from './turn/checkpoint-rows';
 export * from './turn/checkpoint-session';
@@ -47,6 +49,14 @@ export class TurnStore {
   /** The claim: the lease and the session's next turn, loaded, in one statement (`turn/claim.ts`). */
   claimNext(a: ClaimNext): Promise<ClaimResult> {
     return claimNext(this.db, a);
+  }
+
+  /**
+   * The fair choice and its claim (`turn/pick.ts`, docs/adr/0029): the next session to run across
+   * tenants, under their caps and shares, claimed with `p.lease`.
+   */
+  pickAndClaim(p: PickNext): Promise<PickResult> {
+    return pickAndClaim(this.db, p);
   }
 
   /** Takes the lease when it is free or expired (no turn is loaded): for tests and tools. */

@@ -23,8 +23,13 @@ export interface TurnRunnerOptions {
   leaseMs: number;
   /** Custom stop hooks every turn checks between rounds, after the built-in ones. */
   stopHooks?: StopHook[];
-  /** Turns one lease holder runs before letting other sessions' jobs in. */
-  maxTurnsPerLease?: number;
+  /** Turns one job runs (across the sessions it chooses) before it lets other jobs in (default 20). */
+  maxTurnsPerJob?: number;
+  /**
+   * The most turns a tenant may run at once across every harness worker when it sets no
+   * `maxConcurrentTurns` of its own (TENANT_MAX_CONCURRENT_TURNS; 0 or absent: no cap). docs/adr/0029.
+   */
+  defaultMaxConcurrentTurns?: number;
   /** What a `hint:<route>` resolves to when the tenant has no route for it (the deployment's DEFAULT_MODEL). */
   defaultModel: string;
   /** Context windows (tokens) by model ref, over the built-in table: for models it does not know. */

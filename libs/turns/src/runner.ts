@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { isEnded, type TraceCarrier, type TurnJob } from '@switchboard/contracts';
 import { LeaseLostError, poolOf } from '@switchboard/database';
 import type { TurnOutcome } from '@switchboard/engine';
 import type { ControlMessage } from '@switchboard/live';
 import { withSpan } from '@switchboard/observability';
-import { SqlDb, TurnStore, type CheckpointResult, type TurnLoad } from '@switchboard/store';
+import { SqlDb, TurnStore, type CheckpointResult, type ClaimResult, type TurnLoad } from '@switchboard/store';
 import { startHeartbeat, type RunningTurn } from './control';
 import { failPermanently } from './failure';
 import { enqueueHooks, finaliseTurn } from './finalise';
@@ -14,17 +15,23 @@ import { openTurn, type TurnContext } from './turn-context';
 import { turnStopHooks } from './turn-plan';
 
 /**
- * `done`: the job's turn is finished (or unknown). `busy`: another worker holds the session and will
- * run the job's turn (its holder drains the session and releases only when no turn is left), so the
- * job can complete. `later`: this worker stopped with turns left (its per-lease bound, a lost
- * lease): the job looks again shortly.
+ * `done`: nothing runnable was left when the job last chose (or its turn is unknown). `later`: the job
+ * ran its bound of turns, or lost a lease, with work perhaps left: it looks again shortly.
  */
-export type HandleResult = 'done' | 'busy' | 'later';
+export type HandleResult = 'done' | 'later';
 
 /**
- * Runs turns from Postgres for a turn job: claims the session lease together with the session's
- * oldest unfinished turn, runs the session's turns in admission order, checkpoints its progress so a
- * killed worker's turn resumes without duplicates, and finalises (docs/adr/0010 lists the statements).
+ * What one session's drain ended with: the turns it ran; whether it gave the session back with work
+ * left because another tenant waits (`yielded`); a lost lease.
+ */
+type Drained = { ran: number; yielded?: boolean; lostLease?: boolean };
+
+/**
+ * Runs turns from Postgres for a turn job. A job is a wake-up (docs/adr/0003): the worker chooses
+ * the next session fairly across tenants, under their caps (docs/adr/0029), whatever turn the job
+ * named; claims the session lease together with the session's next turn; runs the session's turns in
+ * drain order, checkpointing so a killed worker's turn resumes without duplicates, and finalises
+ * (docs/adr/0010 lists the statements); then chooses again, until nothing is runnable.
  */
 export class TurnRunner {
   /** What every part of a turn's run shares (docs/adr/0010 lists the store's statements). */
@@ -46,81 +53,120 @@ export class TurnRunner {
   }
 
   async handle(job: TurnJob): Promise<HandleResult> {
-    const lease = new SessionLease(this.r.store, job.sessionId, this.r.leaseMs);
-    const claim = (turnId: string) =>
-      this.r.store.claimNext({
-        sessionId: job.sessionId,
-        turnId,
-        tenantId: job.tenantId,
+    const max = this.r.maxTurnsPerJob ?? 20;
+    let ran = 0;
+    let missed = 0;
+    for (let first = true; ; first = false) {
+      const token = randomUUID();
+      const picked = await this.r.store.pickAndClaim({
+        own: first ? job : undefined,
         owner: this.r.workerId,
-        lease: lease,
+        lease: { token, ms: this.r.leaseMs },
+        defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
       });
-    const first = await claim(job.turnId);
-    // Workers derive the tenant from the database; a job naming another tenant or session is ignored.
-    if (first.ownStatus === undefined) {
-      this.r.logger.warn({ turnId: job.turnId }, 'turn job for an unknown turn; dropping');
-      return 'done';
+      if (first) {
+        // Workers derive the tenant from the database; a job naming another tenant or session is ignored.
+        // (It still wakes this worker: whatever it chose is runnable work.)
+        if (picked.ownStatus === undefined) {
+          this.r.logger.warn({ turnId: job.turnId }, 'turn job for an unknown turn');
+        } else if (isEnded(picked.ownStatus)) {
+          // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
+          await this.enqueueHooks({ ...job, id: job.turnId, status: picked.ownStatus });
+          // A child whose worker died after its end committed: its parent hears of it now (idempotent).
+          if (picked.ownTaskId) await this.r.tasks?.childEnded(job.turnId);
+        }
+      }
+      // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
+      // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
+      if (!picked.claimed) return 'done';
+      const { claim, sessionId } = picked.claimed;
+      const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
+      // Another worker took the session (or the tenant's last slot) between the choice and the claim:
+      // choose again, a few times at most before looking again later.
+      if (!claim.leased) {
+        if (++missed >= 5) return 'later';
+        continue;
+      }
+      const drained = await this.drain(job, lease, claim, max - ran);
+      ran += drained.ran;
+      if (drained.lostLease || ran >= max) return 'later';
+      // The session is empty, no other tenant waits and this one has no cap: every unfinished turn
+      // has a job of its own that will choose, so this one need not choose again. Otherwise the
+      // worker that gave back a session or freed a capped slot is the one that chooses next.
+      if (!drained.yielded && !picked.claimed.capped) return 'done';
     }
-    // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
-    if (isEnded(first.ownStatus)) {
-      await this.enqueueHooks({ ...job, id: job.turnId, status: first.ownStatus });
-      // A child whose worker died after its end committed: its parent hears of it now (idempotent).
-      if (first.ownTaskId) await this.r.tasks?.childEnded(job.turnId);
-    }
-    if (!first.leased) return first.pending && !isEnded(first.ownStatus) ? 'busy' : 'done';
+  }
 
+  /**
+   * Runs a claimed session's turns in drain order until none is left, its bound is reached, or
+   * another tenant has work waiting (the session is given back and the job chooses again), then
+   * releases the lease unless the last commit did.
+   */
+  private async drain(
+    job: TurnJob,
+    lease: SessionLease,
+    claimed: ClaimResult,
+    bound: number,
+  ): Promise<Drained> {
     let released = false;
+    let ran = 0;
+    let yielded = false;
     try {
-      const max = this.r.maxTurnsPerLease ?? 20;
-      let next = first.next;
-      for (let ran = 0; next && ran < max; ran++) {
-        const turn = next.turn;
+      let claim = claimed;
+      while (claim.next && ran < bound) {
+        const turn = claim.next.turn;
         const result = await this.runOne(
-          next,
+          claim.next,
           lease,
           turn.id === job.turnId ? undefined : (turn.traceContext as TraceCarrier),
         );
+        ran++;
         // Released with the final commit: no turn was admitted after this one, nothing is left.
         if (result.released) {
           released = true;
-          return 'done';
+          break;
         }
-        if (ran + 1 >= max) break;
-        const again = await claim(job.turnId);
+        // Others wait: the session goes back, to be chosen again fairly (docs/adr/0029).
+        if (claim.contended) {
+          yielded = true;
+          break;
+        }
+        if (ran >= bound) break;
+        const again = await this.r.store.claimNext({
+          sessionId: lease.sessionId,
+          turnId: turn.id,
+          tenantId: turn.tenantId,
+          owner: this.r.workerId,
+          lease,
+        });
         if (!again.leased) {
           // Nothing left (a turn behind it was cancelled, or delivered as an interjection): the lease
           // is still ours and is released below.
           if (!again.pending) break;
-          throw new LeaseLostError(job.sessionId);
+          throw new LeaseLostError(lease.sessionId);
         }
-        next = again.next;
+        claim = again;
       }
     } catch (err) {
       if (err instanceof LeaseLostError) {
-        this.r.logger.warn({ sessionId: job.sessionId }, 'session lease lost; another worker continues');
-        released = true;
-        return 'later';
+        this.r.logger.warn({ sessionId: lease.sessionId }, 'session lease lost; another worker continues');
+        return { ran, lostLease: true };
       }
       throw err;
     } finally {
       // A database blip must not keep the session locked until the lease expires.
-      if (!released) {
-        released = await lease.releaseOrRetry((err, final) =>
-          final
-            ? this.r.logger.error(
-                { err, sessionId: job.sessionId },
-                'lease release failed; it expires on its own',
-              )
-            : this.r.logger.warn({ err, sessionId: job.sessionId }, 'lease release failed; retrying'),
-        );
-      }
+      if (!released) released = await this.release(lease);
     }
-    // A waiting session (an approval, a sub-agent task) runs nothing until the decision resumes it
-    // with a job of its own (docs/adr/0013); looked for after the release, like the turns left behind.
-    if (await this.r.store.sessionWaiting(job.sessionId)) return 'done';
-    // Released with turns perhaps left (the per-lease bound, or one another run finished first): looked
-    // for after the release, so a turn whose job saw this worker's lease is never left behind.
-    return (await this.r.store.nextUnfinished(job.sessionId)) ? 'later' : 'done';
+    return { ran, yielded };
+  }
+
+  /** Releases a lease; a failure is logged and the lease expires on its own. */
+  private release(lease: SessionLease): Promise<boolean> {
+    return lease.releaseOrRetry((err, final) =>
+      final
+        ? this.r.logger.error({ err, sessionId: lease.sessionId }, 'lease release failed; it expires on its own')
+        : this.r.logger.warn({ err, sessionId: lease.sessionId }, 'lease release failed; retrying'),
+    );
   }
 
   /**

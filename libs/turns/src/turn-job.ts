@@ -1,14 +1,13 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { HandleResult } from './runner';
 
-/** How long a job whose worker stopped with turns left in its session waits before it looks again. */
+/** How long a job that stopped with work perhaps left (its bound, a lost lease) waits before it looks again. */
 export const laterDelayMs = () => 200 + Math.floor(Math.random() * 400);
 
 /**
- * What a turn job does with `TurnRunner.handle`'s answer. `done` and `busy` complete it: a busy
- * session's lease holder runs its turn (it releases only when no turn was admitted after the one it
- * finished, and looks again after any other release). `later` (this worker stopped with turns left)
- * moves it back to delayed for a moment, without spending an attempt.
+ * What a turn job does with `TurnRunner.handle`'s answer. `done` completes it: nothing was runnable
+ * when it last chose, and whoever frees a turn chooses again (docs/adr/0029). `later` (it ran its
+ * bound, or lost a lease) moves it back to delayed for a moment, without spending an attempt.
  */
 export async function settleTurnJob(result: HandleResult, job: Job, token?: string): Promise<void> {
   if (result !== 'later') return;

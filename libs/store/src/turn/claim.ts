@@ -118,6 +118,11 @@ export interface ClaimNext {
   tenantId: string;
   owner: string;
   lease: Lease;
+  /**
+   * The tenant's concurrency cap (docs/adr/0029), when it has one: the lease is taken only while the
+   * tenant's other sessions under a live lease are fewer. The caller holds the tenant's advisory lock.
+   */
+  cap?: number;
 }
 
 export interface ClaimResult {
@@ -133,9 +138,14 @@ export interface ClaimResult {
   next?: TurnLoad;
   /** The session's next turn is waiting (docs/adr/0013): nothing of it can run now. */
   waiting?: boolean;
+  /**
+   * Another tenant has unfinished turns (docs/adr/0029): the holder gives the session back after
+   * this turn and chooses again, rather than draining it while others wait.
+   */
+  contended?: boolean;
 }
 
-interface ClaimRow {
+export interface ClaimRow {
   own_status: string | null;
   own_task_id: string | null;
   leased: boolean;
@@ -151,34 +161,67 @@ interface ClaimRow {
   transcript: TranscriptEntry[] | null;
   started_calls: string[] | null;
   waiting: boolean;
+  contended: boolean;
   decisions: StoredDecision[] | null;
   waited_ms: number | null;
 }
 
 // --- The CTEs ---
 
+/**
+ * Whom a claim is for, as SQL: the bound values of a `ClaimNext`, or the columns of the fair choice
+ * it runs in the same statement (`turn/pick.ts`), with the condition under which it may take the lease.
+ */
+export interface ClaimTarget {
+  session: Sql;
+  turn: Sql;
+  tenant: Sql;
+  owner: string;
+  lease: Lease;
+  /** An extra condition on taking the lease. */
+  when?: Sql;
+}
+
+/** The target of a claim asked with bound values; a cap adds its guard. */
+export function targetOf(a: ClaimNext): ClaimTarget {
+  const target: ClaimTarget = {
+    session: sql`${a.sessionId}::uuid`,
+    turn: sql`${a.turnId}::uuid`,
+    tenant: sql`${a.tenantId}::uuid`,
+    owner: a.owner,
+    lease: a.lease,
+  };
+  return a.cap ? { ...target, when: capGuard(target, a.cap) } : target;
+}
+
 /** `own`: the job's turn, only when it is in this session and tenant. */
-const ownCte = (a: ClaimNext) => sql`own AS (
+const ownCte = (t: ClaimTarget) => sql`own AS (
   SELECT status, task_id FROM turns
-  WHERE id = ${a.turnId}::uuid AND session_id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid
+  WHERE id = ${t.turn} AND session_id = ${t.session} AND tenant_id = ${t.tenant}
 )`;
 
 /** `pending`: the session has unfinished turns (in the statement's snapshot). */
-const pendingCte = (a: ClaimNext) => sql`pending AS (
+const pendingCte = (t: ClaimTarget) => sql`pending AS (
   SELECT EXISTS (
-    SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid AND status IN ${UNFINISHED}
+    SELECT 1 FROM turns WHERE session_id = ${t.session} AND status IN ${UNFINISHED}
   ) AS found
 )`;
 
 /** `s`: the lease taken when free, expired or already ours; only for the job's own session with work in it. */
-const leaseCte = (a: ClaimNext) => sql`s AS (
-  UPDATE sessions SET lease_owner = ${a.owner}, lease_token = ${a.lease.token}::uuid,
-    lease_expires_at = now() + (${a.lease.ms} * interval '1 millisecond')
-  WHERE id = ${a.sessionId}::uuid
-    AND (lease_token = ${a.lease.token}::uuid OR lease_token IS NULL OR lease_expires_at < now())
-    AND EXISTS (SELECT 1 FROM own) AND (SELECT found FROM pending)
+const leaseCte = (t: ClaimTarget) => sql`s AS (
+  UPDATE sessions SET lease_owner = ${t.owner}, lease_token = ${t.lease.token}::uuid,
+    lease_expires_at = now() + (${t.lease.ms} * interval '1 millisecond')
+  WHERE id = ${t.session}
+    AND (lease_token = ${t.lease.token}::uuid OR lease_token IS NULL OR lease_expires_at < now())
+    AND EXISTS (SELECT 1 FROM own) AND (SELECT found FROM pending)${t.when ? sql`
+    AND ${t.when}` : sql``}
   RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction
 )`;
+
+/** The tenant's cap (docs/adr/0029): its other sessions under a live lease, fewer than the cap. */
+const capGuard = (t: ClaimTarget, cap: number) => sql`(lease_token = ${t.lease.token}::uuid
+      OR (SELECT count(*) FROM sessions o WHERE o.tenant_id = ${t.tenant} AND o.id <> ${t.session}
+        AND o.lease_token IS NOT NULL AND o.lease_expires_at > now()) < ${cap}::int)`;
 
 /** `nt`: the session's next turn in drain order, a waiting one included (it holds the session). */
 const NEXT_TURN_CTE = sql`nt AS (
@@ -199,11 +242,16 @@ const RUN_TURN_CTE = sql`ut AS (
 
 // --- The select list: what the turn needs, from `ut` and `s` ---
 
-/** The claim's own answers: the job's turn, the lease, work seen, the next turn waiting. */
-const CLAIM_FLAGS = sql`(SELECT status FROM own) AS own_status, (SELECT task_id FROM own) AS own_task_id,
+/** The claim's own answers: the job's turn, the lease, work seen, the next turn waiting, contention. */
+const claimFlags = (t: ClaimTarget) => sql`(SELECT status FROM own) AS own_status,
+  (SELECT task_id FROM own) AS own_task_id,
   s.id IS NOT NULL AS leased,
   (SELECT found FROM pending) AS pending,
-  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting`;
+  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting,
+  -- Two probes of the unfinished turns' index, either side of this tenant (docs/adr/0029).
+  (EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id < ${t.tenant})
+    OR EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id > ${t.tenant}))
+    AS contended`;
 
 /** The claimed turn as `TurnRow`. */
 const TURN_JSON = sql`json_build_object(
@@ -263,30 +311,38 @@ const TRANSCRIPT = sql`(SELECT coalesce(json_agg(json_build_object(
     OR m.turn_seq <= (s.compaction ->> 'headThroughSeq')::numeric
     OR m.turn_seq >= (s.compaction ->> 'keepFromSeq')::numeric)) AS transcript`;
 
+/** The claim's parts, for its own statement or one that chooses its target first (`turn/pick.ts`). */
+export function claimParts(t: ClaimTarget): { ctes: Sql[]; columns: Sql[]; joins: Sql } {
+  return {
+    ctes: [ownCte(t), pendingCte(t), leaseCte(t), NEXT_TURN_CTE, RUN_TURN_CTE, TASK_START_CTE],
+    columns: [
+      claimFlags(t),
+      sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn`,
+      sql`s.system_prompt, s.summarizer_failures, s.compaction`,
+      sql`CASE WHEN a.id IS NULL THEN NULL ELSE ${AGENT_JSON} END AS agent`,
+      sql`tn.settings, tn.kill_switch`,
+      sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${tenantCapUsd(sql`tn`, sql`ut.id`)} END AS tenant_cap_usd`,
+      STARTED_CALLS,
+      DECISIONS,
+      WAITED_MS,
+      TRANSCRIPT,
+    ],
+    joins: sql`LEFT JOIN s ON true
+    LEFT JOIN ut ON true
+    LEFT JOIN agents a ON a.id = ut.agent_id
+    LEFT JOIN tenants tn ON tn.id = s.tenant_id`,
+  };
+}
+
 /** The claim's one statement. */
 export function claimStatement(a: ClaimNext): Sql {
-  const ctes = [ownCte(a), pendingCte(a), leaseCte(a), NEXT_TURN_CTE, RUN_TURN_CTE, TASK_START_CTE];
-  const columns = [
-    CLAIM_FLAGS,
-    sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn`,
-    sql`s.system_prompt, s.summarizer_failures, s.compaction`,
-    sql`CASE WHEN a.id IS NULL THEN NULL ELSE ${AGENT_JSON} END AS agent`,
-    sql`tn.settings, tn.kill_switch`,
-    sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${tenantCapUsd(sql`tn`, sql`ut.id`)} END AS tenant_cap_usd`,
-    STARTED_CALLS,
-    DECISIONS,
-    WAITED_MS,
-    TRANSCRIPT,
-  ];
+  const { ctes, columns, joins } = claimParts(targetOf(a));
   return sql`
     WITH ${join(ctes, ',\n')}
     SELECT
       ${join(columns, ',\n')}
     FROM (SELECT 1) one
-    LEFT JOIN s ON true
-    LEFT JOIN ut ON true
-    LEFT JOIN agents a ON a.id = ut.agent_id
-    LEFT JOIN tenants tn ON tn.id = s.tenant_id`;
+    ${joins}`;
 }
 
 /** The claimed turn, loaded for its run. */
@@ -327,12 +383,18 @@ function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow
 export async function claimNext(db: SqlRunner, a: ClaimNext): Promise<ClaimResult> {
   const row = await db.first<ClaimRow>(claimStatement(a));
   if (!row) throw new Error('claim returned no row');
+  return claimResultOf(row);
+}
+
+/** A claim's row as its result. */
+export function claimResultOf(row: ClaimRow): ClaimResult {
   const result: ClaimResult = {
     ownStatus: row.own_status ?? undefined,
     ...(row.own_task_id ? { ownTaskId: row.own_task_id } : {}),
     leased: row.leased,
     pending: row.pending,
     waiting: row.waiting,
+    contended: row.contended,
   };
   const { turn, agent } = row;
   if (turn && agent) result.next = loadOf({ ...row, turn, agent });

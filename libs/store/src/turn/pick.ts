@@ -1,0 +1,173 @@
+import { join, sql, type Sql, type SqlDb } from '../sql';
+import { claimNext, claimParts, claimResultOf, type ClaimResult, type ClaimRow } from './claim';
+import type { Lease } from './lease';
+import { UNFINISHED, WAITING } from './statuses';
+
+/**
+ * The fair choice (docs/adr/0029): which session a worker runs next, whatever turn its job named.
+ * Jobs are wake-ups (docs/adr/0003) and Postgres says what runs, so the choice lives here, where the
+ * claim is: among the tenants with runnable turns, not paused and under their concurrency cap, the one
+ * with the fewest slots in use per unit of share (a slot is a session under a live lease), the
+ * tenant waiting longest first among equals; within that tenant the best head of a priority band,
+ * where each band has a head start over the band below instead of strict precedence (so background
+ * never starves); within the session, the claim's drain order (docs/adr/0014) as before.
+ */
+
+/**
+ * How far ahead of the band below a band's turns stand, in seconds: a `normal` turn goes before a
+ * `background` turn admitted up to this long before it, and no longer. Strict bands would let a
+ * steady stream of normal turns starve background ones.
+ */
+export const BAND_HEAD_START_S = 10;
+
+/** The priority bands with their head start, highest first. */
+const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('background', 0)) AS b(band, rank)`;
+
+/** A tenant's concurrency cap: its `maxConcurrentTurns` setting, else the deployment's default (0: none). */
+export const tenantCap = (settings: Sql, defaultCap: number): Sql =>
+  sql`coalesce(CASE WHEN jsonb_typeof(${settings} -> 'maxConcurrentTurns') = 'number'
+    THEN (${settings} ->> 'maxConcurrentTurns')::int END, ${defaultCap}::int)`;
+
+/** A tenant's share (its weight in the fair choice): its `share` setting when positive, else 1. */
+export const tenantShare = (settings: Sql): Sql =>
+  sql`CASE WHEN jsonb_typeof(${settings} -> 'share') = 'number' AND (${settings} ->> 'share')::float8 > 0
+    THEN (${settings} ->> 'share')::float8 ELSE 1 END`;
+
+/** What the fair claim is asked. */
+export interface PickNext {
+  /** The job's own turn: its status is read in the same statement (undefined: none asked). */
+  own?: { turnId: string; sessionId: string; tenantId: string };
+  owner: string;
+  /** The lease the claim takes, whichever session it chooses. */
+  lease: Lease;
+  /** The deployment's cap per tenant when the tenant sets none (0: no cap). */
+  defaultCap: number;
+}
+
+interface PickRow extends ClaimRow {
+  job_status: string | null;
+  job_task_id: string | null;
+  pick_tenant_id: string | null;
+  pick_session_id: string | null;
+  pick_turn_id: string | null;
+  pick_cap: number | null;
+}
+
+/** The CTEs of the choice: `job_turn` (the job's own turn) and `pick` (the session to run next). */
+function pickCtes(p: PickNext): Sql[] {
+  const own = p.own
+    ? sql`SELECT status, task_id FROM turns WHERE id = ${p.own.turnId}::uuid
+        AND session_id = ${p.own.sessionId}::uuid AND tenant_id = ${p.own.tenantId}::uuid`
+    : sql`SELECT NULL::text AS status, NULL::uuid AS task_id WHERE false`;
+  return [
+    sql`job_turn AS (${own})`,
+    // The tenants with unfinished turns and the oldest of each: one index probe per tenant.
+    sql`waiting (tenant_id, oldest) AS (
+      (SELECT tenant_id, created_at FROM turns WHERE status IN ${UNFINISHED}
+        ORDER BY tenant_id, created_at LIMIT 1)
+      UNION ALL
+      SELECT n.tenant_id, n.created_at FROM waiting w CROSS JOIN LATERAL (
+        SELECT tenant_id, created_at FROM turns WHERE status IN ${UNFINISHED} AND tenant_id > w.tenant_id
+        ORDER BY tenant_id, created_at LIMIT 1) n
+    )`,
+    // Slots in use: each tenant's sessions under a live lease.
+    sql`busy AS (
+      SELECT tenant_id, count(*)::int AS n FROM sessions
+      WHERE lease_token IS NOT NULL AND lease_expires_at > now() GROUP BY tenant_id
+    )`,
+    // The tenants that may start a turn: not paused, under their cap.
+    sql`ranked AS (
+      SELECT w.tenant_id, w.oldest, c.cap, coalesce(b.n, 0)::float8 / c.share AS load
+      FROM waiting w
+      JOIN tenants tn ON tn.id = w.tenant_id
+      LEFT JOIN busy b ON b.tenant_id = w.tenant_id
+      CROSS JOIN LATERAL (SELECT ${tenantCap(sql`tn.settings`, p.defaultCap)} AS cap,
+        ${tenantShare(sql`tn.settings`)} AS share) c
+      WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
+    )`,
+    // Fewest slots per share first, the longest waiting among equals; then the tenant's best runnable
+    // turn: the oldest of each band, an interrupted one first, then by the bands' head start.
+    sql`pick AS (
+      SELECT r.tenant_id, r.cap, h.session_id, h.turn_id FROM ranked r
+      CROSS JOIN LATERAL (
+        SELECT c.session_id, c.turn_id FROM ${BANDS} CROSS JOIN LATERAL (
+          SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+          JOIN sessions s ON s.id = t.session_id
+          WHERE t.tenant_id = r.tenant_id AND t.priority = b.band AND t.status IN ${UNFINISHED}
+            AND (s.lease_token IS NULL OR s.lease_expires_at < now())
+            AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})
+          ORDER BY t.created_at LIMIT 1) c
+        ORDER BY (c.started_at IS NULL), c.created_at - b.rank * ${BAND_HEAD_START_S} * interval '1 second'
+        LIMIT 1) h
+      ORDER BY r.load, r.oldest, r.tenant_id
+      LIMIT 1
+    )`,
+  ];
+}
+
+/**
+ * The choice and, for a tenant without a cap, its claim, in one statement: the claim's CTEs take
+ * their session, turn and tenant from `pick`. A tenant with a cap is only chosen here; its claim
+ * follows under its lock (`pickAndClaim`).
+ */
+export function pickStatement(p: PickNext): Sql {
+  const { ctes, columns, joins } = claimParts({
+    session: sql`(SELECT session_id FROM pick)`,
+    turn: sql`(SELECT turn_id FROM pick)`,
+    tenant: sql`(SELECT tenant_id FROM pick)`,
+    owner: p.owner,
+    lease: p.lease,
+    when: sql`(SELECT cap FROM pick) <= 0`,
+  });
+  return sql`
+    WITH RECURSIVE ${join([...pickCtes(p), ...ctes], ',\n')}
+    SELECT
+      (SELECT status FROM job_turn) AS job_status, (SELECT task_id FROM job_turn) AS job_task_id,
+      pick.tenant_id AS pick_tenant_id, pick.session_id AS pick_session_id, pick.turn_id AS pick_turn_id,
+      pick.cap AS pick_cap,
+      ${join(columns, ',\n')}
+    FROM (SELECT 1) one
+    LEFT JOIN pick ON true
+    ${joins}`;
+}
+
+/** The answer of `pickAndClaim`. */
+export interface PickResult {
+  /** The job's own turn status; undefined when it named no such turn (or none was asked). */
+  ownStatus?: string;
+  ownTaskId?: string;
+  /** The session chosen and its claim; undefined when nothing was runnable. */
+  claimed?: {
+    sessionId: string;
+    tenantId: string;
+    /** The tenant runs under a concurrency cap: freeing one of its slots obliges a new choice. */
+    capped: boolean;
+    claim: ClaimResult;
+  };
+}
+
+/**
+ * Chooses the next session fairly and claims it with `p.lease`: one statement for a tenant without a
+ * cap. A tenant with a cap is claimed in a transaction that first takes the tenant's advisory lock,
+ * so the cap is counted again after every other claim for it committed: two workers choosing for the
+ * same tenant at once cannot both take its last slot (docs/adr/0029).
+ */
+export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> {
+  const row = await db.first<PickRow>(pickStatement(p));
+  if (!row) throw new Error('pick returned no row');
+  const result: PickResult = {
+    ...(row.job_status ? { ownStatus: row.job_status } : {}),
+    ...(row.job_task_id ? { ownTaskId: row.job_task_id } : {}),
+  };
+  const { pick_session_id: sessionId, pick_tenant_id: tenantId, pick_turn_id: turnId } = row;
+  if (!sessionId || !tenantId || !turnId) return result;
+  const cap = row.pick_cap ?? 0;
+  const claim =
+    cap > 0
+      ? await db.transaction(async (tx) => {
+          await tx.first(sql`SELECT pg_advisory_xact_lock(hashtextextended(${tenantId}::text, 29))`);
+          return claimNext(tx, { sessionId, turnId, tenantId, owner: p.owner, lease: p.lease, cap });
+        })
+      : claimResultOf(row);
+  return { ...result, claimed: { sessionId, tenantId, capped: cap > 0, claim } };
+}
