@@ -125,3 +125,19 @@ export function transcriptMessage(
     body: { type: 'text', text },
   } satisfies Prisma.MessageCreateManyInput;
 }
+
+/**
+ * Ends every unfinished or waiting turn of the test's database (cancelled) and frees every lease: a
+ * harness chooses across all tenants (docs/adr/0029), so a test that calls `handle` directly starts
+ * with nothing left runnable by the tests before it.
+ */
+export async function settleLeftovers(db: Db): Promise<void> {
+  await db.turn.updateMany({
+    where: { status: { in: ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'] } },
+    data: { status: 'cancelled' },
+  });
+  await db.session.updateMany({
+    where: { leaseToken: { not: null } },
+    data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null },
+  });
+}

@@ -12,7 +12,13 @@ import {
 } from '@switchboard/providers';
 import { newId } from '@switchboard/contracts';
 import { ApprovalStore, ControlStore, sqlDbFor } from '@switchboard/store';
-import { seedTenantSession, startHarness, type HarnessFixture, type TestEnv } from '@switchboard/testing';
+import {
+  seedTenantSession,
+  settleLeftovers,
+  startHarness,
+  type HarnessFixture,
+  type TestEnv,
+} from '@switchboard/testing';
 import { defineTool, ToolRegistry, type SideEffect, type ToolDefinition } from '@switchboard/tools';
 import { Approvals } from './approvals';
 import { reconcileTurns } from './reconciler';
@@ -109,7 +115,11 @@ describe('approvals', () => {
     approvals = new Approvals(store, turnsQueue, logger);
   });
 
-  beforeEach(() => (effects.length = 0));
+  // The harness chooses across every tenant (docs/adr/0029): each test starts with nothing runnable.
+  beforeEach(async () => {
+    effects.length = 0;
+    await settleLeftovers(env.db);
+  });
 
   afterAll(() => h?.close());
 

@@ -56,17 +56,21 @@ export class TurnRunner {
     const max = this.r.maxTurnsPerJob ?? 20;
     let ran = 0;
     let missed = 0;
+    // The job's own turn has ended, or its session was drained: the job may complete once nothing
+    // else obliges it to choose again.
+    let ownDone = false;
     for (let first = true; ; first = false) {
       const token = randomUUID();
       const picked = await this.r.store.pickAndClaim({
-        own: first ? job : undefined,
+        // Until the job's own turn is run, its session is its tenant's first choice.
+        own: ownDone ? undefined : job,
         owner: this.r.workerId,
         lease: { token, ms: this.r.leaseMs },
         defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
       });
       if (first) {
-        // Workers derive the tenant from the database; a job naming another tenant or session is ignored.
-        // (It still wakes this worker: whatever it chose is runnable work.)
+        // Workers derive the tenant from the database; a job naming another tenant or session is
+        // ignored (it still wakes this worker: whatever it chose is runnable work).
         if (picked.ownStatus === undefined) {
           this.r.logger.warn({ turnId: job.turnId }, 'turn job for an unknown turn');
         } else if (isEnded(picked.ownStatus)) {
@@ -75,6 +79,7 @@ export class TurnRunner {
           // A child whose worker died after its end committed: its parent hears of it now (idempotent).
           if (picked.ownTaskId) await this.r.tasks?.childEnded(job.turnId);
         }
+        ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
       }
       // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
       // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
@@ -90,10 +95,11 @@ export class TurnRunner {
       const drained = await this.drain(job, lease, claim, max - ran);
       ran += drained.ran;
       if (drained.lostLease || ran >= max) return 'later';
-      // The session is empty, no other tenant waits and this one has no cap: every unfinished turn
-      // has a job of its own that will choose, so this one need not choose again. Otherwise the
-      // worker that gave back a session or freed a capped slot is the one that chooses next.
-      if (!drained.yielded && !picked.claimed.capped) return 'done';
+      if (sessionId === job.sessionId && !drained.yielded) ownDone = true;
+      // The job's own session is drained, no other tenant waits and this one has no cap: every other
+      // unfinished turn has a job of its own that will choose. Otherwise the worker that gave back a
+      // session, or freed a capped slot, or has not run its own turn yet, chooses again.
+      if (ownDone && !drained.yielded && !picked.claimed.capped) return 'done';
     }
   }
 
@@ -164,7 +170,10 @@ export class TurnRunner {
   private release(lease: SessionLease): Promise<boolean> {
     return lease.releaseOrRetry((err, final) =>
       final
-        ? this.r.logger.error({ err, sessionId: lease.sessionId }, 'lease release failed; it expires on its own')
+        ? this.r.logger.error(
+            { err, sessionId: lease.sessionId },
+            'lease release failed; it expires on its own',
+          )
         : this.r.logger.warn({ err, sessionId: lease.sessionId }, 'lease release failed; retrying'),
     );
   }

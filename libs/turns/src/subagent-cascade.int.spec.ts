@@ -15,6 +15,7 @@ import {
   operatorPrompt,
   seedSession,
   seedTenant,
+  settleLeftovers,
   startHarness,
   type HarnessFixture,
   type TestEnv,
@@ -216,6 +217,9 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
   });
 
   describe('against the parent’s maxUsd', () => {
+    // The harness chooses across every tenant (docs/adr/0029): each test starts with nothing runnable.
+    beforeEach(() => settleLeftovers(env.db));
+
     const runner = () =>
       new TurnRunner({
         ...h.runnerDeps({ turnsQueue: undefined, metrics: new Metrics('rollup'), workerId: 'rollup' }),
@@ -270,6 +274,8 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
     it('caps a child turn at the share its spawn wrote on its input message, below its agent’s maxUsd', async () => {
       const run2 = async (share: number | undefined) => {
         const { ids } = await budgeted(5);
+        // Only the child turn below is runnable (the seeded parent is not part of this case).
+        await settleLeftovers(env.db);
         const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
         const { turnId } = await admission.admit({
           tenantId: ids.tenantId,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { newId } from '@switchboard/contracts';
 import { createDatabase, poolOf, type Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
@@ -205,6 +206,15 @@ describe('the tenant daily spend cap', () => {
     await env.db.turn.update({
       where: { id: busy.turn.id },
       data: { status: 'running', completedAt: null, costUsd: 3 * ROUND_USD },
+    });
+    // Running on another worker: its session is leased (else the next job would resume it).
+    await env.db.session.update({
+      where: { id: busy.turn.sessionId },
+      data: {
+        leaseToken: randomUUID(),
+        leaseOwner: 'elsewhere',
+        leaseExpiresAt: new Date(Date.now() + 60_000),
+      },
     });
     const blocked = await run(a, 't:blocked');
     expect(blocked.turn.stopReason).toBe('tenant_budget_exhausted');

@@ -213,8 +213,12 @@ const leaseCte = (t: ClaimTarget) => sql`s AS (
     lease_expires_at = now() + (${t.lease.ms} * interval '1 millisecond')
   WHERE id = ${t.session}
     AND (lease_token = ${t.lease.token}::uuid OR lease_token IS NULL OR lease_expires_at < now())
-    AND EXISTS (SELECT 1 FROM own) AND (SELECT found FROM pending)${t.when ? sql`
-    AND ${t.when}` : sql``}
+    AND EXISTS (SELECT 1 FROM own) AND (SELECT found FROM pending)${
+      t.when
+        ? sql`
+    AND ${t.when}`
+        : sql``
+    }
   RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction
 )`;
 

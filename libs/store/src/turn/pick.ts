@@ -1,7 +1,7 @@
 import { join, sql, type Sql, type SqlDb } from '../sql';
 import { claimNext, claimParts, claimResultOf, type ClaimResult, type ClaimRow } from './claim';
 import type { Lease } from './lease';
-import { UNFINISHED, WAITING } from './statuses';
+import { DRAIN_ORDER, UNFINISHED, WAITING } from './statuses';
 
 /**
  * The fair choice (docs/adr/0029): which session a worker runs next, whatever turn its job named.
@@ -20,8 +20,19 @@ import { UNFINISHED, WAITING } from './statuses';
  */
 export const BAND_HEAD_START_S = 10;
 
+/** The job's own session's head start in its tenant: ahead of every band (an interrupted turn aside). */
+const OWN_RANK = 1000;
+
 /** The priority bands with their head start, highest first. */
 const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('background', 0)) AS b(band, rank)`;
+
+/**
+ * A turn `t` in session `ss` may start: no lease holds the session (or it expired) and no turn of it
+ * waits. A session row another choice is locking is passed over (SKIP LOCKED), so workers choosing
+ * at once take different sessions.
+ */
+const RUNNABLE = sql`(ss.lease_token IS NULL OR ss.lease_expires_at < now())
+  AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})`;
 
 /** A tenant's concurrency cap: its `maxConcurrentTurns` setting, else the deployment's default (0: none). */
 export const tenantCap = (settings: Sql, defaultCap: number): Sql =>
@@ -55,6 +66,7 @@ interface PickRow extends ClaimRow {
 
 /** The CTEs of the choice: `job_turn` (the job's own turn) and `pick` (the session to run next). */
 function pickCtes(p: PickNext): Sql[] {
+  const ownSession = p.own ? sql`${p.own.sessionId}::uuid` : sql`NULL::uuid`;
   const own = p.own
     ? sql`SELECT status, task_id FROM turns WHERE id = ${p.own.turnId}::uuid
         AND session_id = ${p.own.sessionId}::uuid AND tenant_id = ${p.own.tenantId}::uuid`
@@ -86,18 +98,35 @@ function pickCtes(p: PickNext): Sql[] {
       WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
     )`,
     // Fewest slots per share first, the longest waiting among equals; then the tenant's best runnable
-    // turn: the oldest of each band, an interrupted one first, then by the bands' head start.
+    // turn: the oldest of each band, the job's own session's next and the oldest interrupted turn
+    // (started, its lease expired); an interrupted one first, then the job's own, then by the bands'
+    // head start.
     sql`pick AS (
       SELECT r.tenant_id, r.cap, h.session_id, h.turn_id FROM ranked r
       CROSS JOIN LATERAL (
-        SELECT c.session_id, c.turn_id FROM ${BANDS} CROSS JOIN LATERAL (
-          SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
-          JOIN sessions s ON s.id = t.session_id
-          WHERE t.tenant_id = r.tenant_id AND t.priority = b.band AND t.status IN ${UNFINISHED}
-            AND (s.lease_token IS NULL OR s.lease_expires_at < now())
-            AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})
-          ORDER BY t.created_at LIMIT 1) c
-        ORDER BY (c.started_at IS NULL), c.created_at - b.rank * ${BAND_HEAD_START_S} * interval '1 second'
+        SELECT c.session_id, c.turn_id FROM (
+          SELECT x.*, b.rank FROM ${BANDS} CROSS JOIN LATERAL (
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+            JOIN sessions ss ON ss.id = t.session_id
+            WHERE t.tenant_id = r.tenant_id AND t.priority = b.band AND t.status IN ${UNFINISHED}
+              AND ${RUNNABLE}
+            ORDER BY t.created_at LIMIT 1 FOR UPDATE OF ss SKIP LOCKED) x
+          UNION ALL
+          -- The job's own session first in its tenant (its band came first in the queue already).
+          SELECT z.*, ${OWN_RANK} FROM (
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+            JOIN sessions ss ON ss.id = t.session_id
+            WHERE t.session_id = ${ownSession} AND t.tenant_id = r.tenant_id AND t.status IN ${UNFINISHED}
+              AND ${RUNNABLE}
+            ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1 FOR UPDATE OF ss SKIP LOCKED) z
+          UNION ALL
+          SELECT y.*, 0 FROM (
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+            JOIN sessions ss ON ss.id = t.session_id
+            WHERE t.tenant_id = r.tenant_id AND t.status = 'running' AND ${RUNNABLE}
+            ORDER BY t.created_at LIMIT 1 FOR UPDATE OF ss SKIP LOCKED) y
+        ) c
+        ORDER BY (c.started_at IS NULL), c.created_at - c.rank * ${BAND_HEAD_START_S} * interval '1 second'
         LIMIT 1) h
       ORDER BY r.load, r.oldest, r.tenant_id
       LIMIT 1

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { poolOf } from '@switchboard/database';
+import {
+  createTestEnv,
+  seedSession,
+  seedTenant,
+  seedTurn,
+  type SessionIds,
+  type TestEnv,
+} from '@switchboard/testing';
+import { SqlDb } from '../sql';
+import { pickAndClaim, type PickNext } from './pick';
+
+/** The fair choice and its claim (docs/adr/0029) on real Postgres. */
+jest.setTimeout(30_000);
+
+describe('pickAndClaim', () => {
+  let env: TestEnv;
+  let db: SqlDb;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    db = new SqlDb(poolOf(env.db), { component: 'test' });
+  });
+
+  afterAll(async () => {
+    await env?.cleanup();
+  });
+
+  // The choice looks at every tenant: each test starts with nothing unfinished and nothing leased.
+  beforeEach(async () => {
+    await env.db.turn.updateMany({
+      where: { status: { in: ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'] } },
+      data: { status: 'cancelled' },
+    });
+    await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
+  });
+
+  const ask = (over: Partial<PickNext> = {}): PickNext => ({
+    owner: 'test',
+    lease: { token: randomUUID(), ms: 30_000 },
+    defaultCap: 0,
+    ...over,
+  });
+
+  const tenant = async (name: string, settings: Record<string, unknown> = {}) => {
+    const { tenantId, agentId } = await seedTenant(env.db, name, {}, { settings: settings as never });
+    return {
+      tenantId,
+      agentId,
+      session: async (): Promise<SessionIds> => ({
+        tenantId,
+        agentId,
+        sessionId: await seedSession(env.db, tenantId, agentId),
+      }),
+    };
+  };
+
+  /** A queued turn admitted `agoMs` ago. */
+  const queued = (s: SessionIds, agoMs = 0, priority = 'normal') =>
+    seedTurn(env.db, s, { status: 'queued', priority, createdAt: new Date(Date.now() - agoMs) });
+
+  const hold = (sessionId: string, ms = 30_000) =>
+    env.db.session.update({
+      where: { id: sessionId },
+      data: { leaseToken: randomUUID(), leaseOwner: 'other', leaseExpiresAt: new Date(Date.now() + ms) },
+    });
+
+  it('reads the job’s own turn and claims nothing when nothing is runnable', async () => {
+    const a = await tenant('own');
+    const s = await a.session();
+    const t = await seedTurn(env.db, s, { status: 'completed' });
+    const result = await pickAndClaim(db, ask({ own: { turnId: t.id, ...s } }));
+    expect(result).toEqual({ ownStatus: 'completed' });
+  });
+
+  it('serves the tenant with fewer slots in use first, whatever arrived first', async () => {
+    const a = await tenant('a');
+    const b = await tenant('b');
+    // A's backlog came first; one of A's sessions is already running.
+    const held = await a.session();
+    await queued(held, 5_000);
+    await hold(held.sessionId);
+    for (let i = 0; i < 3; i++) await queued(await a.session(), 4_000 - i);
+    const bs = await b.session();
+    const bt = await queued(bs, 0);
+
+    const first = await pickAndClaim(db, ask());
+    expect(first.claimed).toMatchObject({ tenantId: b.tenantId, sessionId: bs.sessionId, capped: false });
+    expect(first.claimed?.claim).toMatchObject({ leased: true, contended: true });
+    expect(first.claimed?.claim.next?.turn).toMatchObject({ id: bt.id, status: 'running' });
+    // Now one slot each: the tenant waiting longest (A) goes next.
+    const second = await pickAndClaim(db, ask());
+    expect(second.claimed?.tenantId).toBe(a.tenantId);
+  });
+
+  it('weighs slots by share', async () => {
+    const a = await tenant('heavy', { share: 3 });
+    const b = await tenant('light');
+    for (let i = 0; i < 2; i++) await hold((await a.session()).sessionId);
+    await queued(await a.session(), 1_000);
+    await hold((await b.session()).sessionId);
+    await queued(await b.session(), 0);
+    // A: 2 slots / share 3 < B: 1 slot / share 1.
+    expect((await pickAndClaim(db, ask())).claimed?.tenantId).toBe(a.tenantId);
+  });
+
+  it('skips a tenant at its cap, its own setting over the default, and counts an expired lease as free', async () => {
+    const capped = await tenant('capped', { maxConcurrentTurns: 1 });
+    const held = await capped.session();
+    await hold(held.sessionId);
+    await queued(await capped.session(), 10_000);
+    expect((await pickAndClaim(db, ask({ defaultCap: 5 }))).claimed).toBeUndefined();
+    // The holder died: once its lease expired the slot is free again.
+    await hold(held.sessionId, -1);
+    const result = await pickAndClaim(db, ask({ defaultCap: 5 }));
+    expect(result.claimed).toMatchObject({ tenantId: capped.tenantId, capped: true });
+    expect(result.claimed?.claim.leased).toBe(true);
+  });
+
+  it('applies the deployment default cap to a tenant without one', async () => {
+    const t = await tenant('default-cap');
+    await hold((await t.session()).sessionId);
+    await queued(await t.session());
+    expect((await pickAndClaim(db, ask({ defaultCap: 1 }))).claimed).toBeUndefined();
+    expect((await pickAndClaim(db, ask({ defaultCap: 2 }))).claimed?.tenantId).toBe(t.tenantId);
+  });
+
+  it('never lets two claims at once take a capped tenant’s last slot', async () => {
+    const t = await tenant('race', { maxConcurrentTurns: 2 });
+    for (let i = 0; i < 10; i++) await queued(await t.session(), 1_000 + i);
+    const live = () =>
+      env.db.session.count({
+        where: { tenantId: t.tenantId, leaseToken: { not: null }, leaseExpiresAt: { gt: new Date() } },
+      });
+    // Rounds of ten workers choosing at once: never more than the cap, and the cap reached.
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(Array.from({ length: 10 }, () => pickAndClaim(db, ask())));
+      expect(await live()).toBeLessThanOrEqual(2);
+    }
+    expect(await live()).toBe(2);
+  });
+
+  it('holds back a paused tenant and a session whose turn waits', async () => {
+    const paused = await tenant('paused');
+    await env.db.tenant.update({ where: { id: paused.tenantId }, data: { killSwitch: true } });
+    await queued(await paused.session());
+    const waiting = await tenant('waiting');
+    const ws = await waiting.session();
+    await seedTurn(env.db, ws, { status: 'awaiting_approval', startedAt: new Date() });
+    await queued(ws);
+    expect((await pickAndClaim(db, ask())).claimed).toBeUndefined();
+  });
+
+  it('puts a higher band first, but not ahead of a lower band’s turn waiting longer than the head start', async () => {
+    const t = await tenant('bands');
+    const normal = await t.session();
+    await queued(normal, 5_000, 'normal');
+    const next = await t.session();
+    await queued(next, 0, 'next');
+    expect((await pickAndClaim(db, ask())).claimed?.sessionId).toBe(next.sessionId);
+
+    const background = await t.session();
+    await queued(background, 25_000, 'background');
+    const later = await t.session();
+    await queued(later, 0, 'normal');
+    // 25 s of waiting outweighs the normal band's 10 s head start: background does not starve.
+    expect((await pickAndClaim(db, ask())).claimed?.sessionId).toBe(background.sessionId);
+  });
+
+  it('resumes an interrupted turn (started, its lease expired) before one that has not started', async () => {
+    const t = await tenant('resume');
+    const fresh = await t.session();
+    await queued(fresh, 10_000);
+    const crashed = await t.session();
+    const interrupted = await seedTurn(env.db, crashed, {
+      status: 'running',
+      startedAt: new Date(),
+      runCount: 1,
+    });
+    await hold(crashed.sessionId, -1);
+    const result = await pickAndClaim(db, ask());
+    expect(result.claimed?.sessionId).toBe(crashed.sessionId);
+    expect(result.claimed?.claim.next).toMatchObject({ turn: { id: interrupted.id }, resumed: true });
+  });
+});
