@@ -10,10 +10,10 @@ import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
+import { ApprovalStore, sqlDbFor, TurnStore, type SqlDb } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { flushIdleWakeHints } from '@switchboard/triage';
-import { Approvals, reconcileTurns } from '@switchboard/turns';
+import { Approvals, reconcileTurns, sweepExpiredLeases } from '@switchboard/turns';
 
 /** Turns younger than this are left alone: their own enqueue may still be in flight. */
 export const RECONCILE_MIN_AGE_MS = 2000;
@@ -40,6 +40,7 @@ export class MaintenanceProcessor extends QueueWorker {
   private admission?: Admission;
   private control?: TurnControl;
   private sql?: SqlDb;
+  private store?: TurnStore;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -47,6 +48,11 @@ export class MaintenanceProcessor extends QueueWorker {
 
   private async run(task: MaintenanceTask): Promise<number> {
     switch (task) {
+      case 'leases': {
+        // Sessions a dead worker held: freed, their next turn woken (docs/adr/0029).
+        this.store ??= new TurnStore(sqlDbFor(poolOf(this.db), 'harness', this.metrics));
+        return sweepExpiredLeases(this.store, this.turns, this.logger);
+      }
       case 'reconcile': {
         // Approvals past their time first: their turns resume with an ApprovalExpired result.
         this.approvals ??= new Approvals(

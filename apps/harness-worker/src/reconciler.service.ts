@@ -32,7 +32,7 @@ export class ReconcilerService implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationBootstrap(): void {
     void this.reconcileOnce();
-    if (this.config.RECONCILE_INTERVAL_MS > 0) {
+    if (this.config.RECONCILE_INTERVAL_MS > 0 || this.config.LEASE_SWEEP_MS > 0) {
       void this.schedule();
       this.redis.on('ready', this.onReady);
     }
@@ -51,24 +51,31 @@ export class ReconcilerService implements OnApplicationBootstrap, OnApplicationS
   }
 
   private async schedule(): Promise<void> {
-    const data: MaintenanceJob = { task: 'reconcile' };
+    const tasks: [MaintenanceJob['task'], number][] = [
+      ['reconcile', this.config.RECONCILE_INTERVAL_MS],
+      ['leases', this.config.LEASE_SWEEP_MS],
+    ];
     const def = Jobs.maintenance;
     try {
-      await this.maintenance.upsertJobScheduler(
-        def.jobId(data),
-        { every: this.config.RECONCILE_INTERVAL_MS },
-        {
-          name: data.task,
-          data,
-          opts: {
-            attempts: def.attempts,
-            removeOnComplete: { age: def.keepCompletedSeconds },
-            removeOnFail: { age: def.keepFailedSeconds },
+      for (const [task, every] of tasks) {
+        if (every <= 0) continue;
+        const data: MaintenanceJob = { task };
+        await this.maintenance.upsertJobScheduler(
+          def.jobId(data),
+          { every },
+          {
+            name: data.task,
+            data,
+            opts: {
+              attempts: def.attempts,
+              removeOnComplete: { age: def.keepCompletedSeconds },
+              removeOnFail: { age: def.keepFailedSeconds },
+            },
           },
-        },
-      );
+        );
+      }
     } catch (err) {
-      this.logger.warn({ err }, 'could not schedule the reconciler; retrying when Redis is back');
+      this.logger.warn({ err }, 'could not schedule the maintenance tasks; retrying when Redis is back');
     }
   }
 }

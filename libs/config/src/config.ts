@@ -244,6 +244,11 @@ export const ConfigSchema = z.object({
   /** How often a worker re-enqueues unfinished turns found only in Postgres. */
   RECONCILE_INTERVAL_MS: Int(60_000, 0),
   /**
+   * How often expired session leases are freed and their sessions' next turns woken (docs/adr/0029):
+   * how soon after SESSION_LEASE_MS a dead worker's sessions, and its tenants' slots, are taken up. 0: off.
+   */
+  LEASE_SWEEP_MS: Int(5_000, 0),
+  /**
    * Shortest gap between two fires a schedule may have (docs/adr/0020). Cron's resolution is a second,
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */

@@ -89,7 +89,12 @@ export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;
  * name: every process that runs the task upserts it, and the queue still makes one job
  * per interval however many processes do.
  */
-export const MaintenanceTask = z.enum(['reconcile']);
+/**
+ * `reconcile`: every RECONCILE_INTERVAL_MS, what Redis lost and what waited past its time. `leases`:
+ * every LEASE_SWEEP_MS, the sessions whose lease expired (a worker died holding them): their next turn
+ * woken, the slot they held in their tenant's cap free again (docs/adr/0029).
+ */
+export const MaintenanceTask = z.enum(['reconcile', 'leases']);
 export type MaintenanceTask = z.infer<typeof MaintenanceTask>;
 
 export const MaintenanceJob = z.object({

@@ -15,7 +15,16 @@ import {
   type DeliveredInterjection,
   type DeliverInterjections,
 } from './turn/interjections';
-import { claimLease, heartbeat, releaseLease, renewLease, type Heartbeat, type Lease } from './turn/lease';
+import {
+  claimLease,
+  freeExpiredLeases,
+  heartbeat,
+  releaseLease,
+  renewLease,
+  type FreedSession,
+  type Heartbeat,
+  type Lease,
+} from './turn/lease';
 import { cancelReason, killSwitch, nextUnfinished } from './turn/reads';
 import { sessionWaiting } from './turn/waits';
 
@@ -67,6 +76,11 @@ export class TurnStore {
   /** Extends the lease; false when it is no longer ours. */
   renewLease(sessionId: string, lease: Lease): Promise<boolean> {
     return renewLease(this.db, sessionId, lease);
+  }
+
+  /** Frees every expired lease and answers each freed session's next unfinished turn (docs/adr/0029). */
+  freeExpiredLeases(): Promise<FreedSession[]> {
+    return freeExpiredLeases(this.db);
   }
 
   /** Releases the lease if it is still ours. */

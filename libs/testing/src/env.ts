@@ -66,6 +66,7 @@ export async function createTestEnv(): Promise<TestEnv> {
     QUEUE_LOCK_MS: '3000',
     QUEUE_STALLED_INTERVAL_MS: '1000',
     RECONCILE_INTERVAL_MS: '0',
+    LEASE_SWEEP_MS: '1000',
     // Off in tests: bursts of requests are what many tests send (test/e2e/rate-limits sets its own).
     RATE_LIMIT_ADMISSION_PER_MIN: '0',
     RATE_LIMIT_READS_PER_MIN: '0',

@@ -3,6 +3,7 @@ import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/c
 import type { Db } from '@switchboard/database';
 import { withSpan, type Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
+import type { TurnStore } from '@switchboard/store';
 
 /**
  * Postgres is the source of truth, Redis the transport. The reconciler re-enqueues
@@ -34,27 +35,55 @@ export async function reconcileTurns(
       orderBy: { id: 'asc' },
       take: pageSize,
     });
-    for (const t of page) {
-      const job = await turnsQueue.getJob(t.id);
-      if (job) {
-        const state = await job.getState();
-        if (state !== 'completed' && state !== 'failed') continue;
-        await job.remove().catch(() => undefined);
-      }
-      // The re-enqueue continues the admission's trace and keeps the turn's priority band.
-      await withSpan('reconcile turn', { parent: t.traceContext as TraceCarrier }, () =>
-        publish(
-          turnsQueue,
-          Jobs.turn,
-          { turnId: t.id, sessionId: t.sessionId, tenantId: t.tenantId },
-          { priority: PRIORITY_RANK[Priority.catch('normal').parse(t.priority)] },
-        ),
-      );
-      requeued++;
-    }
+    for (const t of page) if (await wakeTurn(turnsQueue, t)) requeued++;
     if (page.length < pageSize || options.limit !== undefined) break;
     after = page[page.length - 1].id;
   }
   if (requeued > 0) logger.warn({ requeued }, 'reconciler re-enqueued unfinished turns');
   return requeued;
+}
+
+/** An unfinished turn to wake, as the reconcile and the lease sweep find it. */
+interface Unfinished {
+  id: string;
+  sessionId: string;
+  tenantId: string;
+  priority: string;
+  traceContext: unknown;
+}
+
+/**
+ * Publishes a turn's wake-up job again unless a live one exists (waiting, active, delayed): a
+ * completed or failed job of the same id is removed first, since BullMQ ignores an id it still holds.
+ * The job continues the admission's trace and keeps the turn's priority band. True when published.
+ */
+export async function wakeTurn(turnsQueue: Queue, t: Unfinished): Promise<boolean> {
+  const job = await turnsQueue.getJob(t.id);
+  if (job) {
+    const state = await job.getState();
+    if (state !== 'completed' && state !== 'failed') return false;
+    await job.remove().catch(() => undefined);
+  }
+  await withSpan('reconcile turn', { parent: t.traceContext as TraceCarrier }, () =>
+    publish(
+      turnsQueue,
+      Jobs.turn,
+      { turnId: t.id, sessionId: t.sessionId, tenantId: t.tenantId },
+      { priority: PRIORITY_RANK[Priority.catch('normal').parse(t.priority)] },
+    ),
+  );
+  return true;
+}
+
+/**
+ * The lease sweep (docs/adr/0029): frees the sessions whose lease expired and wakes each one's next
+ * turn, so a dead worker's sessions, and the slots they held under their tenants' caps, are taken up
+ * again within a sweep, without waiting for the reconcile.
+ */
+export async function sweepExpiredLeases(store: TurnStore, turnsQueue: Queue, logger: Logger): Promise<number> {
+  const freed = await store.freeExpiredLeases();
+  let woken = 0;
+  for (const f of freed) if (await wakeTurn(turnsQueue, { ...f, id: f.turnId })) woken++;
+  if (freed.length > 0) logger.warn({ freed: freed.length, woken }, 'expired session leases freed');
+  return freed.length;
 }

@@ -1,5 +1,5 @@
 import { sql, type SqlRunner } from '../sql';
-import { PENDING_INTERJECTION } from './statuses';
+import { DRAIN_ORDER, PENDING_INTERJECTION, UNFINISHED } from './statuses';
 
 /**
  * The session lease (docs/adr/0003): a worker's exclusive, time-bound hold on a session. Every
@@ -78,4 +78,33 @@ export async function heartbeat(
     cancelRequested: row?.cancel_requested ?? false,
     interjection: row?.interjection ?? false,
   };
+}
+
+/** A session freed from an expired lease, with its next unfinished turn (to wake). */
+export interface FreedSession {
+  sessionId: string;
+  turnId: string;
+  tenantId: string;
+  priority: string;
+  traceContext: unknown;
+}
+
+/**
+ * Frees every expired lease (its holder died, or stalled past it) and answers each freed session's
+ * next unfinished turn, in one statement (docs/adr/0029): nothing else would wake a turn whose
+ * tenant was at its cap while the dead holder's slot counted. A holder that was only slow finds its
+ * lease gone at its next fenced write, as it would had another worker taken it.
+ */
+export async function freeExpiredLeases(db: SqlRunner): Promise<FreedSession[]> {
+  return db.rows<FreedSession>(sql`
+    WITH freed AS (
+      UPDATE sessions SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE lease_token IS NOT NULL AND lease_expires_at < now()
+      RETURNING id
+    )
+    SELECT f.id AS "sessionId", t.id AS "turnId", t.tenant_id AS "tenantId", t.priority,
+      t.trace_context AS "traceContext"
+    FROM freed f CROSS JOIN LATERAL (
+      SELECT * FROM turns WHERE session_id = f.id AND status IN ${UNFINISHED}
+      ORDER BY ${DRAIN_ORDER(sql`turns`)} LIMIT 1) t`);
 }

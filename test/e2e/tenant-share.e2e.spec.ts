@@ -1,0 +1,143 @@
+import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { newTenant, type Api } from '../support/api';
+import { FIXTURES, startGateway, startHooks, type Running } from '../support/stack';
+
+jest.setTimeout(120_000);
+
+/**
+ * Tenants sharing the harness (docs/adr/0029), with real worker processes: a tenant's concurrency cap
+ * holds across processes and survives a killed holder, and a tenant arriving behind another's backlog
+ * is served next, not after it.
+ */
+describe('tenants sharing the harness', () => {
+  let env: TestEnv;
+  let gateway: Running & { url: string };
+  let hooks: Running;
+  const workers: AppProcess[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    gateway = await startGateway(env.config());
+    hooks = await startHooks(env.config());
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+    await hooks?.close();
+    await gateway?.close();
+    await env?.cleanup();
+  });
+
+  // Each case starts its own workers and stops them: no case sees another's processes.
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.kill('SIGTERM')));
+  });
+
+  const harness = async (extra: Record<string, string> = {}) => {
+    const w = await spawnApp('harness-worker', env.processEnv({ SCRIPTED_FIXTURES_DIR: FIXTURES, ...extra }));
+    workers.push(w);
+    return w;
+  };
+
+  /** A tenant with one agent of `model` and `n` sessions, each sent one message; the turn ids. */
+  const tenantWithTurns = async (name: string, model: string, n: number) => {
+    const { api } = await newTenant(gateway.url, 'test-admin-token-0123456789', name);
+    const agent = await api.post('/v1/agents', { name: 'a', model });
+    const sessions = await Promise.all(
+      Array.from(
+        { length: n },
+        async () => (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id,
+      ),
+    );
+    return { api, agentId: agent.body.id as string, sessions };
+  };
+
+  const send = async (api: Api, sessionId: string, content: string) => {
+    const res = await api.post(`/v1/sessions/${sessionId}/messages`, { content });
+    expect(res.status).toBe(202);
+    return res.body.turnId as string;
+  };
+
+  const turnsOf = (ids: string[]) => env.db.turn.findMany({ where: { id: { in: ids } } });
+
+  const allCompleted = (ids: string[], what: string) =>
+    waitFor(async () => (await turnsOf(ids)).every((t) => t.status === 'completed'), {
+      what,
+      timeoutMs: 60_000,
+    });
+
+  /** The most of these turns that ran at once, from their start and end times. */
+  const mostAtOnce = (turns: { startedAt: Date | null; completedAt: Date | null }[]) => {
+    const edges = turns.flatMap((t) => [
+      { at: t.startedAt!.getTime(), d: 1 },
+      { at: t.completedAt!.getTime(), d: -1 },
+    ]);
+    // An end and a start at the same millisecond: the end first (the slot was handed over).
+    edges.sort((a, b) => a.at - b.at || a.d - b.d);
+    let now = 0;
+    let most = 0;
+    for (const e of edges) most = Math.max(most, (now += e.d));
+    return most;
+  };
+
+  it('two harness processes never run more of a tenant’s turns at once than its cap; other tenants go on', async () => {
+    const cap = { TENANT_MAX_CONCURRENT_TURNS: '2', HARNESS_CONCURRENCY: '4' };
+    await harness(cap);
+    await harness(cap);
+    const a = await tenantWithTurns('capped', 'scripted/steady', 8);
+    const b = await tenantWithTurns('neighbour', 'scripted/steady', 2);
+    const aTurns = await Promise.all(a.sessions.map((s, i) => send(a.api, s, `a${i}`)));
+    const bTurns = await Promise.all(b.sessions.map((s, i) => send(b.api, s, `b${i}`)));
+    await allCompleted([...aTurns, ...bTurns], 'every turn of both tenants');
+
+    const ranA = await turnsOf(aTurns);
+    expect(mostAtOnce(ranA)).toBe(2);
+    // The cap is the tenant's, not the deployment's: B ran while A's backlog waited for its slots.
+    const ranB = await turnsOf(bTurns);
+    const lastAStart = Math.max(...ranA.map((t) => t.startedAt!.getTime()));
+    expect(Math.max(...ranB.map((t) => t.startedAt!.getTime()))).toBeLessThan(lastAStart);
+  });
+
+  it('a SIGKILLed holder’s slot is freed: its turn resumes and the queued one runs after it', async () => {
+    const cap = { TENANT_MAX_CONCURRENT_TURNS: '1' };
+    const first = await harness(cap);
+    const t = await tenantWithTurns('killed', 'scripted/slow-after-tool', 2);
+    await env.db.agent.update({ where: { id: t.agentId }, data: { tools: ['word_count'] } });
+    const t1 = await send(t.api, t.sessions[0], 'count these four words');
+    await waitFor(
+      async () =>
+        (await env.db.event.findFirst({ where: { turnId: t1, type: 'tool_call_completed' } })) ?? undefined,
+      { what: 'the first turn’s tool round', timeoutMs: 30_000 },
+    );
+    // Over the cap while the first turn runs: it waits, queued.
+    const t2 = await send(t.api, t.sessions[1], 'and these three');
+    expect(await first.kill('SIGKILL')).toBeNull();
+    expect((await env.db.turn.findUniqueOrThrow({ where: { id: t2 } })).status).toBe('queued');
+
+    await harness(cap);
+    await allCompleted([t1, t2], 'both turns after the holder died');
+    const [r1, r2] = [t1, t2].map((id) => env.db.turn.findUniqueOrThrow({ where: { id } }));
+    const [one, two] = await Promise.all([r1, r2]);
+    expect(one.runCount).toBe(2);
+    // The cap held through the recovery: the queued turn started once the resumed one had ended.
+    expect(two.startedAt!.getTime()).toBeGreaterThanOrEqual(one.completedAt!.getTime());
+  });
+
+  it('serves a tenant arriving behind another’s backlog next, not after it (start order)', async () => {
+    await harness({ HARNESS_CONCURRENCY: '2' });
+    const a = await tenantWithTurns('backlog', 'scripted/steady', 16);
+    const b = await tenantWithTurns('late', 'scripted/steady', 2);
+    const aTurns: string[] = [];
+    for (const [i, s] of a.sessions.entries()) aTurns.push(await send(a.api, s, `a${i}`));
+    const bTurns = await Promise.all(b.sessions.map((s, i) => send(b.api, s, `b${i}`)));
+    await allCompleted([...aTurns, ...bTurns], 'the backlog and the late tenant');
+
+    const started = (await turnsOf([...aTurns, ...bTurns]))
+      .sort((x, y) => x.startedAt!.getTime() - y.startedAt!.getTime())
+      .map((x) => x.id);
+    const positions = bTurns.map((id) => started.indexOf(id));
+    // In arrival order they would start 17th and 18th; shared fairly, both start within the first
+    // few slots freed after they arrived.
+    expect(Math.max(...positions)).toBeLessThan(8);
+  });
+});
