@@ -168,21 +168,40 @@ describe('a message travels end to end', () => {
     ).toEqual(['call_0_0', 'call_0_1', 'call_0_2']);
   });
 
-  it('stops a tenant’s turns at the next safe point when its kill switch is on', async () => {
+  it('stops a tenant’s running turn at its next safe point when its kill switch is on, and holds its queued turns', async () => {
     const { api: killed, tenantId } = await newTenant(stack.url, ADMIN, 'killed');
-    const agent = await killed.post('/v1/agents', { name: 'k' });
-    const session = await killed.post('/v1/sessions', { agentId: agent.body.id });
+    const agent = await killed.post('/v1/agents', {
+      name: 'k',
+      model: 'scripted/tool-then-slow-tool',
+      tools: ['word_count'],
+    });
+    const s1 = await killed.post('/v1/sessions', { agentId: agent.body.id });
+    const s2 = await killed.post('/v1/sessions', { agentId: agent.body.id });
+    const running = await killed.post(`/v1/sessions/${s1.body.id}/messages`, {
+      content: 'count these words',
+    });
+    await waitFor(
+      async () =>
+        (await env.db.event.findFirst({
+          where: { turnId: running.body.turnId, type: 'tool_call_completed' },
+        })) ?? undefined,
+      { what: 'the tool round committed' },
+    );
+    const held = await killed.post(`/v1/sessions/${s2.body.id}/messages`, { content: 'waits' });
     await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: true } });
-    const admitted = await killed.post(`/v1/sessions/${session.body.id}/messages`, { content: 'anything' });
+    // The running turn stops at its next safe point: after the round in flight, before the third.
     const turn = await waitFor(async () => {
-      const r = await killed.get(`/v1/turns/${admitted.body.turnId}`);
+      const r = await killed.get(`/v1/turns/${running.body.turnId}`);
       return r.body.status === 'completed' ? r.body : undefined;
     });
     expect(turn.stopReason).toBe('kill_switch');
-    expect(turn.iterations).toBe(0);
-    expect(turn.attempts).toEqual([]);
-    const events = (await killed.get(`/v1/sessions/${session.body.id}/events`)).body.data;
+    expect(turn.iterations).toBe(2);
+    expect(turn.finalText ?? '').not.toContain('counted twice');
+    const events = (await killed.get(`/v1/sessions/${s1.body.id}/events`)).body.data;
     expect(events.map((e: { type: string }) => e.type)).toContain('stop_hook_fired');
+    // A turn queued while the switch is on is held, not ended (docs/adr/0029): resuming the tenant
+    // (POST /v1/admin/tenants/{id}/resume) wakes it.
+    expect((await killed.get(`/v1/turns/${held.body.turnId}`)).body.status).toBe('queued');
   });
 
   it('reuses the system prompt of the first turn byte for byte', async () => {

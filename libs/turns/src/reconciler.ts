@@ -80,7 +80,11 @@ export async function wakeTurn(turnsQueue: Queue, t: Unfinished): Promise<boolea
  * turn, so a dead worker's sessions, and the slots they held under their tenants' caps, are taken up
  * again within a sweep, without waiting for the reconcile.
  */
-export async function sweepExpiredLeases(store: TurnStore, turnsQueue: Queue, logger: Logger): Promise<number> {
+export async function sweepExpiredLeases(
+  store: TurnStore,
+  turnsQueue: Queue,
+  logger: Logger,
+): Promise<number> {
   const freed = await store.freeExpiredLeases();
   let woken = 0;
   for (const f of freed) if (await wakeTurn(turnsQueue, { ...f, id: f.turnId })) woken++;

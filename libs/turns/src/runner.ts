@@ -115,6 +115,7 @@ export class TurnRunner {
     bound: number,
   ): Promise<Drained> {
     let released = false;
+    let releasedByCommit = false;
     let ran = 0;
     let yielded = false;
     try {
@@ -129,7 +130,7 @@ export class TurnRunner {
         ran++;
         // Released with the final commit: no turn was admitted after this one, nothing is left.
         if (result.released) {
-          released = true;
+          released = releasedByCommit = true;
           break;
         }
         // Others wait: the session goes back, to be chosen again fairly (docs/adr/0029).
@@ -163,6 +164,9 @@ export class TurnRunner {
       // A database blip must not keep the session locked until the lease expires.
       if (!released) released = await this.release(lease);
     }
+    // Released here rather than with the last commit: a turn admitted meanwhile saw the lease and
+    // left it to this holder, so the session is chosen again if anything is left in it.
+    if (!yielded && !releasedByCommit && (await this.r.store.nextUnfinished(lease.sessionId))) yielded = true;
     return { ran, yielded };
   }
 

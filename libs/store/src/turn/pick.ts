@@ -28,8 +28,10 @@ const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('backgr
 
 /**
  * A turn `t` in session `ss` may start: no lease holds the session (or it expired) and no turn of it
- * waits. A session row another choice is locking is passed over (SKIP LOCKED), so workers choosing
- * at once take different sessions.
+ * waits. Workers choosing at once may choose the same session: the claim's lease update lets one
+ * have it and the others choose again. (Passing over locked rows instead, SKIP LOCKED, would let a
+ * choice see nothing runnable while another choice merely looked at a session, and a job complete
+ * with its turn left behind.)
  */
 const RUNNABLE = sql`(ss.lease_token IS NULL OR ss.lease_expires_at < now())
   AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})`;
@@ -110,7 +112,7 @@ function pickCtes(p: PickNext): Sql[] {
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.tenant_id = r.tenant_id AND t.priority = b.band AND t.status IN ${UNFINISHED}
               AND ${RUNNABLE}
-            ORDER BY t.created_at LIMIT 1 FOR UPDATE OF ss SKIP LOCKED) x
+            ORDER BY t.created_at LIMIT 1) x
           UNION ALL
           -- The job's own session first in its tenant (its band came first in the queue already).
           SELECT z.*, ${OWN_RANK} FROM (
@@ -118,13 +120,13 @@ function pickCtes(p: PickNext): Sql[] {
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.session_id = ${ownSession} AND t.tenant_id = r.tenant_id AND t.status IN ${UNFINISHED}
               AND ${RUNNABLE}
-            ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1 FOR UPDATE OF ss SKIP LOCKED) z
+            ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1) z
           UNION ALL
           SELECT y.*, 0 FROM (
             SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.tenant_id = r.tenant_id AND t.status = 'running' AND ${RUNNABLE}
-            ORDER BY t.created_at LIMIT 1 FOR UPDATE OF ss SKIP LOCKED) y
+            ORDER BY t.created_at LIMIT 1) y
         ) c
         ORDER BY (c.started_at IS NULL), c.created_at - c.rank * ${BAND_HEAD_START_S} * interval '1 second'
         LIMIT 1) h
