@@ -1,9 +1,9 @@
 import type { OutboundWebhookJob, TriageJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import type { Admission } from '@switchboard/admission';
+import type { Admission, Admitted } from '@switchboard/admission';
 import type { Logger } from '@switchboard/observability';
 import { resolveModelList, type PriceOverrides, type ProviderRegistry } from '@switchboard/providers';
-import { parseTenantSettings } from '@switchboard/contracts';
+import { parseTenantSettings, TenantPausedError } from '@switchboard/contracts';
 import { askModels, triggerFingerprint, type TriageCall } from './decide';
 import { applyRules, TriageAction, TriageRules, type TriggerEvent } from './rules';
 import { flushWakeHints, recordWakeHint } from './wake';
@@ -154,7 +154,7 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
       ON CONFLICT (id) DO NOTHING`;
     sessionId = delivery.id;
   }
-  const admitted = await deps.admission.admit({
+  const admitted = await admitDelivery(deps, delivery.id, {
     tenantId: trigger.tenantId,
     sessionId,
     kind: 'webhook_event',
@@ -179,8 +179,28 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
     // The delivery id makes a re-run of this job admit nothing new.
     idempotencyKey: `delivery:${delivery.id}`,
   });
+  if (!admitted) return { decision };
   await db.triggerDelivery.update({ where: { id: delivery.id }, data: { messageId: admitted.messageId } });
   return { decision, messageId: admitted.messageId, turnId: admitted.turnId };
+}
+
+/**
+ * Admits a decided delivery. A delivery the ingress stored before its tenant was paused and triaged
+ * while it is (docs/adr/0030) is not admitted: logged, its decision kept, the job done (retries could
+ * only fail the same way).
+ */
+async function admitDelivery(
+  deps: TriageDeps,
+  deliveryId: string,
+  input: Parameters<Admission['admit']>[0],
+): Promise<Admitted | undefined> {
+  try {
+    return await deps.admission.admit(input);
+  } catch (err) {
+    if (!(err instanceof TenantPausedError)) throw err;
+    deps.logger.warn({ deliveryId, tenantId: input.tenantId }, 'delivery not admitted: the tenant is paused');
+    return undefined;
+  }
 }
 
 type TriggerRow = NonNullable<Awaited<ReturnType<Db['trigger']['findUnique']>>>;

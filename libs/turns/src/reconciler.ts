@@ -1,13 +1,13 @@
 import type { Queue } from 'bullmq';
-import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import { withSpan, type Logger } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
+import type { Logger } from '@switchboard/observability';
+import { requeueTurn } from './requeue';
 
 /**
  * Postgres is the source of truth, Redis the transport. The reconciler re-enqueues
  * every admitted, unfinished turn whose job Redis no longer has (a Redis that came
- * back empty, an enqueue that failed after the admission committed).
+ * back empty, an enqueue that failed after the admission committed). A paused tenant's turns are
+ * left alone (docs/adr/0030): the claim would hold them, and the resume wakes them.
  */
 export async function reconcileTurns(
   db: Db,
@@ -28,6 +28,7 @@ export async function reconcileTurns(
         createdAt: { lte: cutoff },
         // Turns behind one paused for approval cannot run: the decision's resume job drains them.
         NOT: { session: { turns: { some: { status: { in: ['awaiting_approval', 'awaiting_subagent'] } } } } },
+        session: { tenant: { killSwitch: false } },
         ...(after ? { id: { gt: after } } : {}),
       },
       select: { id: true, sessionId: true, tenantId: true, priority: true, traceContext: true },
@@ -35,22 +36,7 @@ export async function reconcileTurns(
       take: pageSize,
     });
     for (const t of page) {
-      const job = await turnsQueue.getJob(t.id);
-      if (job) {
-        const state = await job.getState();
-        if (state !== 'completed' && state !== 'failed') continue;
-        await job.remove().catch(() => undefined);
-      }
-      // The re-enqueue continues the admission's trace and keeps the turn's priority band.
-      await withSpan('reconcile turn', { parent: t.traceContext as TraceCarrier }, () =>
-        publish(
-          turnsQueue,
-          Jobs.turn,
-          { turnId: t.id, sessionId: t.sessionId, tenantId: t.tenantId },
-          { priority: PRIORITY_RANK[Priority.catch('normal').parse(t.priority)] },
-        ),
-      );
-      requeued++;
+      if (await requeueTurn(turnsQueue, t, 'reconcile turn')) requeued++;
     }
     if (page.length < pageSize || options.limit !== undefined) break;
     after = page[page.length - 1].id;

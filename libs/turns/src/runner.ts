@@ -70,6 +70,8 @@ export class TurnRunner {
     if (!first.leased) return first.pending && !isEnded(first.ownStatus) ? 'busy' : 'done';
 
     let released = false;
+    // The tenant was paused (docs/adr/0030): the claim held the session's turns and ran none.
+    let paused = first.paused === true;
     try {
       const max = this.r.maxTurnsPerLease ?? 20;
       let next = first.next;
@@ -93,6 +95,7 @@ export class TurnRunner {
           if (!again.pending) break;
           throw new LeaseLostError(job.sessionId);
         }
+        paused = again.paused === true;
         next = again.next;
       }
     } catch (err) {
@@ -118,6 +121,9 @@ export class TurnRunner {
     // A waiting session (an approval, a sub-agent task) runs nothing until the decision resumes it
     // with a job of its own (docs/adr/0013); looked for after the release, like the turns left behind.
     if (await this.r.store.sessionWaiting(job.sessionId)) return 'done';
+    // A paused tenant's turns wait for the resume, which wakes each session with a job of its own;
+    // read again after the release, so a resume that came meanwhile is not missed.
+    if (paused && (await this.r.store.killSwitch(job.tenantId))) return 'done';
     // Released with turns perhaps left (the per-lease bound, or one another run finished first): looked
     // for after the release, so a turn whose job saw this worker's lease is never left behind.
     return (await this.r.store.nextUnfinished(job.sessionId)) ? 'later' : 'done';

@@ -133,6 +133,8 @@ export interface ClaimResult {
   next?: TurnLoad;
   /** The session's next turn is waiting (docs/adr/0013): nothing of it can run now. */
   waiting?: boolean;
+  /** The tenant is paused (docs/adr/0030): its turns are held, none was marked running. */
+  paused?: boolean;
 }
 
 interface ClaimRow {
@@ -151,6 +153,7 @@ interface ClaimRow {
   transcript: TranscriptEntry[] | null;
   started_calls: string[] | null;
   waiting: boolean;
+  paused: boolean;
   decisions: StoredDecision[] | null;
   waited_ms: number | null;
 }
@@ -186,14 +189,18 @@ const NEXT_TURN_CTE = sql`nt AS (
   WHERE t.status IN ${HOLDS_SESSION} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
 )`;
 
+/** The tenant of the leased session is paused (docs/adr/0030): its turns are held where they are. */
+const TENANT_PAUSED = sql`EXISTS (SELECT 1 FROM tenants tp WHERE tp.id = s.tenant_id AND tp.kill_switch)`;
+
 /**
  * `ut`: that turn marked running when it is unfinished, re-checked on its latest row version (a turn
- * another holder finished while this statement waited for the session row is not taken).
+ * another holder finished while this statement waited for the session row is not taken), unless the
+ * tenant is paused: a held turn stays `queued` (or `running`, interrupted) until the resume wakes it.
  */
 const RUN_TURN_CTE = sql`ut AS (
   UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
     run_count = t.run_count + 1
-  FROM nt WHERE t.id = nt.id AND t.status IN ${UNFINISHED}
+  FROM nt, s WHERE t.id = nt.id AND t.status IN ${UNFINISHED} AND NOT ${TENANT_PAUSED}
   RETURNING t.*
 )`;
 
@@ -203,7 +210,8 @@ const RUN_TURN_CTE = sql`ut AS (
 const CLAIM_FLAGS = sql`(SELECT status FROM own) AS own_status, (SELECT task_id FROM own) AS own_task_id,
   s.id IS NOT NULL AS leased,
   (SELECT found FROM pending) AS pending,
-  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting`;
+  EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting,
+  coalesce(${TENANT_PAUSED}, false) AS paused`;
 
 /** The claimed turn as `TurnRow`. */
 const TURN_JSON = sql`json_build_object(
@@ -333,6 +341,7 @@ export async function claimNext(db: SqlRunner, a: ClaimNext): Promise<ClaimResul
     leased: row.leased,
     pending: row.pending,
     waiting: row.waiting,
+    paused: row.paused,
   };
   const { turn, agent } = row;
   if (turn && agent) result.next = loadOf({ ...row, turn, agent });
