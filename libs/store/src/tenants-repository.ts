@@ -92,7 +92,7 @@ export class TenantsRepository {
         action: 'tenant.created',
         targetType: 'tenant',
         targetId: tenant.id,
-        details: { name, firstApiKey: { id: apiKey.id, prefix: apiKey.prefix } },
+        details: { name, firstKey: { id: apiKey.id, prefix: apiKey.prefix } },
       });
       return { tenant, apiKey };
     });
