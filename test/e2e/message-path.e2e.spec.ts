@@ -168,21 +168,23 @@ describe('a message travels end to end', () => {
     ).toEqual(['call_0_0', 'call_0_1', 'call_0_2']);
   });
 
-  it('stops a tenant’s turns at the next safe point when its kill switch is on', async () => {
+  it('refuses a tenant’s messages while its kill switch is on, and runs them again once it is off', async () => {
+    // The kill switch is the operator's pause (docs/adr/0030, test/e2e/tenant-admin.e2e.spec.ts: a
+    // running turn stops at its next safe point, queued ones are held).
     const { api: killed, tenantId } = await newTenant(stack.url, ADMIN, 'killed');
     const agent = await killed.post('/v1/agents', { name: 'k' });
     const session = await killed.post('/v1/sessions', { agentId: agent.body.id });
     await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: true } });
-    const admitted = await killed.post(`/v1/sessions/${session.body.id}/messages`, { content: 'anything' });
-    const turn = await waitFor(async () => {
-      const r = await killed.get(`/v1/turns/${admitted.body.turnId}`);
-      return r.body.status === 'completed' ? r.body : undefined;
+    const refused = await killed.post(`/v1/sessions/${session.body.id}/messages`, { content: 'anything' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('tenant_paused');
+    expect(await env.db.message.count({ where: { sessionId: session.body.id } })).toBe(0);
+    await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: false } });
+    const admitted = await killed.post(`/v1/sessions/${session.body.id}/messages`, {
+      content: 'anything',
+      wait: true,
     });
-    expect(turn.stopReason).toBe('kill_switch');
-    expect(turn.iterations).toBe(0);
-    expect(turn.attempts).toEqual([]);
-    const events = (await killed.get(`/v1/sessions/${session.body.id}/events`)).body.data;
-    expect(events.map((e: { type: string }) => e.type)).toContain('stop_hook_fired');
+    expect(admitted.body).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
   });
 
   it('reuses the system prompt of the first turn byte for byte', async () => {
