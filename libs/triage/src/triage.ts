@@ -146,11 +146,13 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
   // id so a retried job reuses it instead of opening a second one.
   let sessionId = trigger.sessionId;
   if (!sessionId) {
-    // Atomic under concurrent runs of the same delivery: one insert wins, the others find it.
+    // Atomic under concurrent runs of the same delivery: one insert wins, the others find it. None for
+    // a paused tenant (docs/adr/0030): its admission below is refused, and no empty session is left.
     await db.$executeRaw`
       INSERT INTO sessions (id, tenant_id, agent_id, title, updated_at)
-      VALUES (${delivery.id}::uuid, ${trigger.tenantId}::uuid, ${trigger.agentId}::uuid,
-        ${`${trigger.name} delivery`}, now())
+      SELECT ${delivery.id}::uuid, ${trigger.tenantId}::uuid, ${trigger.agentId}::uuid,
+        ${`${trigger.name} delivery`}, now()
+      WHERE NOT EXISTS (SELECT 1 FROM tenants WHERE id = ${trigger.tenantId}::uuid AND kill_switch)
       ON CONFLICT (id) DO NOTHING`;
     sessionId = delivery.id;
   }
