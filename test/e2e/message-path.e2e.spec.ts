@@ -170,7 +170,7 @@ describe('a message travels end to end', () => {
 
   it('refuses a tenant’s messages while its kill switch is on, and runs them again once it is off', async () => {
     // The kill switch is the operator's pause (docs/adr/0030, test/e2e/tenant-admin.e2e.spec.ts: a
-    // running turn stops at its next safe point, queued ones are held).
+    // running turn stops at its next safe point, queued ones wait for the resume).
     const { api: killed, tenantId } = await newTenant(stack.url, ADMIN, 'killed');
     const agent = await killed.post('/v1/agents', { name: 'k' });
     const session = await killed.post('/v1/sessions', { agentId: agent.body.id });

@@ -20,7 +20,7 @@ const UNKNOWN_ID = '01a20360-0000-7000-8000-000000000000';
  * The operator's tenant API through the real gateway and a harness worker (docs/adr/0030): the
  * tenant view with today's spend and turn counts, the operator's settings, pause (admission refused
  * with 403 tenant_paused and nothing written, a running turn stopped at its next safe point, queued
- * turns held, reads answered) and resume (the held turns run), and the audit log as a tenant and as
+ * turns kept queued, reads answered) and resume (the queued turns run), and the audit log as a tenant and as
  * the operator sees it.
  */
 describe('operator tenant API', () => {
@@ -219,7 +219,7 @@ describe('operator tenant API', () => {
     writeFileSync(`${second}.release`, '');
     const running = await api.post(`/v1/sessions/${session}/messages`, { content: first });
     await waitFor(() => existsSync(`${first}.started`), { what: 'the first turn holds in its tool' });
-    const held = await api.post(`/v1/sessions/${session}/messages`, { content: second });
+    const behind = await api.post(`/v1/sessions/${session}/messages`, { content: second });
 
     const paused = await admin.post(`/v1/admin/tenants/${tenantId}/pause`, { reason: 'runaway costs' });
     expect(paused.status).toBe(200);
@@ -281,23 +281,23 @@ describe('operator tenant API', () => {
     expect(stopped).toMatchObject({ status: 'completed', stopReason: 'kill_switch', iterations: 1 });
     const events = (await api.get(`/v1/sessions/${session}/events`)).body.data;
     expect(events.map((e: { type: string }) => e.type)).toContain('stop_hook_fired');
-    // Its worker looked at the queued turn and held it: the job is done, the turn still queued.
+    // Its worker looked at the queued turn and left it: the job is done, the turn still queued.
     await waitFor(
       async () => (await (await turnsQueue.getJob(running.body.turnId))?.getState()) === 'completed',
       { what: 'the running turn’s job completed' },
     );
-    expect((await turnOf(api, held.body.turnId)).status).toBe('queued');
+    expect((await turnOf(api, behind.body.turnId)).status).toBe('queued');
     expect((await admin.get(`/v1/admin/tenants/${tenantId}`)).body.turns).toEqual({
       running: 0,
       queued: 1,
       waiting: 0,
     });
 
-    // Resume: admission opens, the held turn runs.
+    // Resume: admission opens, the queued turn runs.
     const resumed = await admin.post(`/v1/admin/tenants/${tenantId}/resume`);
     expect(resumed.status).toBe(200);
     expect(resumed.body).toMatchObject({ paused: false, pausedAt: null, pauseReason: null });
-    const ran = await untilStatus(api, held.body.turnId, ['completed', 'failed', 'cancelled']);
+    const ran = await untilStatus(api, behind.body.turnId, ['completed', 'failed', 'cancelled']);
     expect(ran).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
     expect(ran.finalText).toMatch(/^released: /);
     const after = await api.post(`/v1/sessions/${session}/messages`, { content: second, wait: true });

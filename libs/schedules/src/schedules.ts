@@ -169,7 +169,7 @@ export async function fireSchedule(
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
     if (err.code === 'tenant_paused') {
-      // The operator paused the tenant (docs/adr/0030): this tick is skipped, not held for later.
+      // The operator paused the tenant (docs/adr/0030): this tick is skipped, not kept for later.
       deps.logger.info({ scheduleId: schedule.id }, 'schedule fire skipped: the tenant is paused');
       return 'skipped';
     }

@@ -7,7 +7,7 @@ import { requeueTurn } from './requeue';
  * Postgres is the source of truth, Redis the transport. The reconciler re-enqueues
  * every admitted, unfinished turn whose job Redis no longer has (a Redis that came
  * back empty, an enqueue that failed after the admission committed). A paused tenant's turns are
- * left alone (docs/adr/0030): the claim would hold them, and the resume wakes them.
+ * left alone (docs/adr/0030): the claim would leave them queued, and the resume wakes them.
  */
 export async function reconcileTurns(
   db: Db,

@@ -70,7 +70,7 @@ export class TurnRunner {
     if (!first.leased) return first.pending && !isEnded(first.ownStatus) ? 'busy' : 'done';
 
     let released = false;
-    // The tenant was paused (docs/adr/0030): the claim held the session's turns and ran none.
+    // The tenant was paused (docs/adr/0030): the claim left the session's turns queued and ran none.
     let paused = first.paused === true;
     try {
       const max = this.r.maxTurnsPerLease ?? 20;

@@ -1,4 +1,3 @@
-import type { Job } from 'bullmq';
 import { Jobs, TenantPausedError, type TurnJob } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
@@ -92,8 +91,8 @@ describe('tenant pause and resume', () => {
     expect(replay).toMatchObject({ turnId: first.turnId, replayed: true });
   });
 
-  it('holds the turns of a paused tenant, and runs them once resumed', async () => {
-    const { tenantId, agentId } = await seedTenant(h.env.db, 'held');
+  it('keeps a paused tenant’s turns queued, and runs them once resumed', async () => {
+    const { tenantId, agentId } = await seedTenant(h.env.db, 'kept');
     const a = await seedSession(h.env.db, tenantId, agentId);
     const b = await seedSession(h.env.db, tenantId, agentId);
     const a1 = await h.admission.admit(operatorPrompt({ tenantId, sessionId: a }, 'a one'));
@@ -103,7 +102,7 @@ describe('tenant pause and resume', () => {
     // Paused again: nothing changes.
     expect(await pauses.pause(tenantId, 'again', 'operator')).toEqual({ found: true, changed: false });
 
-    // The claims hold them: the jobs complete, the turns stay queued, the sessions' leases are free.
+    // The claims leave them queued: the jobs complete, the sessions' leases are free.
     expect(await runner.handle(jobOf(a1.turnId, a, tenantId))).toBe('done');
     expect(await runner.handle(jobOf(b1.turnId, b, tenantId))).toBe('done');
     expect(await statuses([a1.turnId, a2.turnId, b1.turnId])).toEqual(['queued', 'queued', 'queued']);
@@ -117,7 +116,7 @@ describe('tenant pause and resume', () => {
     // Resume: one wake-up job per session, for its next turn in drain order.
     const resumed = await pauses.resume(tenantId, 'operator');
     expect(resumed).toEqual({ found: true, changed: true, woken: 2 });
-    const woken = (await h.turnsQueue.getJobs(['prioritized', 'waiting'])) as Job[];
+    const woken = await h.turnsQueue.getJobs(['prioritized', 'waiting']);
     expect(
       woken
         .filter((j) => (j.data as TurnJob).tenantId === tenantId)

@@ -170,7 +170,7 @@ export class AdminController {
 
   /**
    * Pauses a tenant (docs/adr/0030): its running turns stop at their next safe point, its queued
-   * turns are held, and every admission of its input answers 403 `tenant_paused`. Pausing a paused
+   * turns stay queued, and every admission of its input answers 403 `tenant_paused`. Pausing a paused
    * tenant changes nothing.
    */
   @Post('tenants/:id/pause')
@@ -178,7 +178,7 @@ export class AdminController {
   @HttpCode(200)
   @Operation({
     id: 'pauseTenant',
-    summary: 'Pause a tenant: admission refused, running turns stopped, queued turns held',
+    summary: 'Pause a tenant: admission refused, running turns stopped, queued turns kept',
     status: 200,
     schema: OperatorTenantResponse,
     errors: [...BODY_ERRORS, 404],
@@ -192,13 +192,13 @@ export class AdminController {
     return operatorTenant(this.tenants, tenantId);
   }
 
-  /** Resumes a tenant: admission opens again and its held turns are woken. Resuming twice is harmless. */
+  /** Resumes a tenant: admission opens again and its queued turns are woken. Resuming twice is harmless. */
   @Post('tenants/:id/resume')
   @AdminOnly()
   @HttpCode(200)
   @Operation({
     id: 'resumeTenant',
-    summary: 'Resume a paused tenant: admission opens, its held turns run',
+    summary: 'Resume a paused tenant: admission opens, its queued turns run',
     status: 200,
     schema: OperatorTenantResponse,
     errors: [...BODY_ERRORS, 404],

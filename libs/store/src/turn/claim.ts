@@ -133,7 +133,7 @@ export interface ClaimResult {
   next?: TurnLoad;
   /** The session's next turn is waiting (docs/adr/0013): nothing of it can run now. */
   waiting?: boolean;
-  /** The tenant is paused (docs/adr/0030): its turns are held, none was marked running. */
+  /** The tenant is paused (docs/adr/0030): its turns stay queued, none was marked running. */
   paused?: boolean;
 }
 
@@ -189,13 +189,13 @@ const NEXT_TURN_CTE = sql`nt AS (
   WHERE t.status IN ${HOLDS_SESSION} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
 )`;
 
-/** The tenant of the leased session is paused (docs/adr/0030): its turns are held where they are. */
+/** The tenant of the leased session is paused (docs/adr/0030): its turns stay where they are. */
 const TENANT_PAUSED = sql`EXISTS (SELECT 1 FROM tenants tp WHERE tp.id = s.tenant_id AND tp.kill_switch)`;
 
 /**
  * `ut`: that turn marked running when it is unfinished, re-checked on its latest row version (a turn
  * another holder finished while this statement waited for the session row is not taken), unless the
- * tenant is paused: a held turn stays `queued` (or `running`, interrupted) until the resume wakes it.
+ * tenant is paused: the turn stays `queued` (or `running`, interrupted) until the resume wakes it.
  */
 const RUN_TURN_CTE = sql`ut AS (
   UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
