@@ -32,6 +32,7 @@ describe('bad input corpus', () => {
   let api: Api;
   let admin: Api;
   let anonymous: Api;
+  let pausedApi: Api;
   const ids: Record<string, string> = {};
   const cases: Case[] = [];
 
@@ -114,6 +115,17 @@ describe('bad input corpus', () => {
         depth, updated_at)
       SELECT ${ids.otherTask}::uuid, tenant_id, agent_id, 'researcher', id, session_id, 'c1', 'pending', 1, now()
       FROM turns WHERE id = ${ids.otherTurn}::uuid`;
+    // A tenant the operator paused (docs/adr/0030): every admission of its input is a 403.
+    const paused = await newTenant(gateway.url, ADMIN, 'paused');
+    pausedApi = paused.api;
+    ids.pausedTenant = paused.tenantId;
+    ids.pausedAgent = (await paused.api.post('/v1/agents', { name: 'paused' })).body.id;
+    ids.pausedSession = (await paused.api.post('/v1/sessions', { agentId: ids.pausedAgent })).body.id;
+    ids.pausedHook = (
+      await paused.api.post('/v1/triggers', { agentId: ids.pausedAgent, name: 'p', scheme: 'token' })
+    ).body.path;
+    const pausing = await admin.post(`/v1/admin/tenants/${paused.tenantId}/pause`, { reason: 'corpus' });
+    if (pausing.status !== 200) throw new Error(`pause: ${pausing.status}`);
   });
 
   afterAll(async () => {
@@ -161,6 +173,13 @@ describe('bad input corpus', () => {
       path: () => '/v1/admin/tenants',
       client: () => admin,
       valid: () => ({ name: 't' }),
+    },
+    {
+      name: 'pause tenant',
+      method: 'POST',
+      path: () => `/v1/admin/tenants/${ids.tenant}/pause`,
+      client: () => admin,
+      valid: () => ({ reason: 'abuse report' }),
     },
     {
       name: 'create api key',
@@ -857,6 +876,266 @@ describe('bad input corpus', () => {
       code: 'validation_failed',
     },
   );
+  // The operator's tenant settings (docs/adr/0030): every field nullable, so checked by explicit cases.
+  for (const [what, body] of [
+    ['no field', {}],
+    ['an unknown field', { maxTurns: 3 }],
+    ['rate limits (their own route)', { rateLimits: { admission: 1 } }],
+    ['maxConcurrentTurns 0', { maxConcurrentTurns: 0 }],
+    ['maxConcurrentTurns fractional', { maxConcurrentTurns: 1.5 }],
+    ['maxConcurrentTurns a string', { maxConcurrentTurns: '4' }],
+    ['maxConcurrentTurns an object', { maxConcurrentTurns: { n: 4 } }],
+    ['share 0', { share: 0 }],
+    ['share below 0.1', { share: 0.05 }],
+    ['share over 100', { share: 100.5 }],
+    ['share an array', { share: [2] }],
+    ['share true', { share: true }],
+    ['a negative spend cap', { dailySpendLimitUsd: -0.01 }],
+    ['a spend cap over a million', { dailySpendLimitUsd: 1_000_001 }],
+    ['a spend cap as a string', { dailySpendLimitUsd: '10' }],
+    ['one valid field and one bad', { share: 2, maxConcurrentTurns: -1 }],
+    ['a JSON array', [{ share: 2 }]],
+    ['JSON null', null],
+    ['a string with NUL as a key', { 'share\u0000': 2 }],
+  ] as const) {
+    cases.push({
+      name: `patch tenant: ${what}`,
+      run: () =>
+        admin.request('PATCH', `/v1/admin/tenants/${ids.tenant}`, {
+          raw: JSON.stringify(body),
+          headers: json,
+        }),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
+  for (const [what, run, status, code] of [
+    [
+      'patch tenant: invalid JSON',
+      () => admin.request('PATCH', `/v1/admin/tenants/${ids.tenant}`, { raw: '{"share":', headers: json }),
+      400,
+      'invalid_json',
+    ],
+    [
+      'patch tenant: text/plain',
+      () =>
+        admin.request('PATCH', `/v1/admin/tenants/${ids.tenant}`, {
+          raw: '{"share":2}',
+          headers: { 'content-type': 'text/plain' },
+        }),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'patch tenant: an unknown tenant',
+      () => admin.patch(`/v1/admin/tenants/${UNKNOWN_ID}`, { share: 2 }),
+      404,
+      'not_found',
+    ],
+    [
+      'patch tenant: not a tenant id',
+      () => admin.patch('/v1/admin/tenants/nope', { share: 2 }),
+      404,
+      'not_found',
+    ],
+    [
+      'patch tenant: SQL in the id',
+      () => admin.patch("/v1/admin/tenants/1'%20or%201=1", { share: 2 }),
+      404,
+      'not_found',
+    ],
+    [
+      'patch tenant with an API key',
+      () => api.patch(`/v1/admin/tenants/${ids.tenant}`, { share: 2 }),
+      401,
+      'unauthorized',
+    ],
+    [
+      'patch tenant without credentials',
+      () => anonymous.patch(`/v1/admin/tenants/${ids.tenant}`, { share: 2 }),
+      401,
+      'unauthorized',
+    ],
+    ['get tenant: an unknown tenant', () => admin.get(`/v1/admin/tenants/${UNKNOWN_ID}`), 404, 'not_found'],
+    ['get tenant: not a tenant id', () => admin.get('/v1/admin/tenants/nope'), 404, 'not_found'],
+    [
+      'get tenant: NUL in the id',
+      () => admin.get(`/v1/admin/tenants/${UNKNOWN_ID}%00`),
+      400,
+      'validation_failed',
+    ],
+    ['get tenant with an API key', () => api.get(`/v1/admin/tenants/${ids.tenant}`), 401, 'unauthorized'],
+    ['list tenants with an API key', () => api.get('/v1/admin/tenants'), 401, 'unauthorized'],
+    [
+      'pause tenant: an unknown tenant',
+      () => admin.post(`/v1/admin/tenants/${UNKNOWN_ID}/pause`, {}),
+      404,
+      'not_found',
+    ],
+    [
+      'pause tenant: no body, an unknown tenant',
+      () => admin.post(`/v1/admin/tenants/${UNKNOWN_ID}/pause`),
+      404,
+      'not_found',
+    ],
+    ['pause tenant: not a tenant id', () => admin.post('/v1/admin/tenants/nope/pause', {}), 404, 'not_found'],
+    [
+      'pause tenant: a reason of 501 characters',
+      () => admin.post(`/v1/admin/tenants/${ids.tenant}/pause`, { reason: 'x'.repeat(501) }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'pause tenant: a blank reason',
+      () => admin.post(`/v1/admin/tenants/${ids.tenant}/pause`, { reason: '   ' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'resume tenant: an unknown tenant',
+      () => admin.post(`/v1/admin/tenants/${UNKNOWN_ID}/resume`),
+      404,
+      'not_found',
+    ],
+    ['resume tenant: not a tenant id', () => admin.post('/v1/admin/tenants/nope/resume'), 404, 'not_found'],
+    [
+      'resume tenant: an unknown field',
+      () => admin.post(`/v1/admin/tenants/${ids.pausedTenant}/resume`, { force: true }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'resume tenant: a JSON array',
+      () => admin.post(`/v1/admin/tenants/${ids.pausedTenant}/resume`, []),
+      400,
+      'validation_failed',
+    ],
+    [
+      'resume tenant: invalid JSON',
+      () =>
+        admin.request('POST', `/v1/admin/tenants/${ids.pausedTenant}/resume`, { raw: '{', headers: json }),
+      400,
+      'invalid_json',
+    ],
+    [
+      'resume tenant with an API key',
+      () => pausedApi.post(`/v1/admin/tenants/${ids.pausedTenant}/resume`),
+      401,
+      'unauthorized',
+    ],
+    ['admin audit events with an API key', () => api.get('/v1/admin/audit-events'), 401, 'unauthorized'],
+    ['audit events with the admin token', () => admin.get('/v1/audit-events'), 401, 'unauthorized'],
+    ['audit events without a key', () => anonymous.get('/v1/audit-events'), 401, 'unauthorized'],
+    // A paused tenant's input: 403 tenant_paused, nothing written (docs/adr/0030).
+    [
+      'a paused tenant’s message',
+      () => pausedApi.post(`/v1/sessions/${ids.pausedSession}/messages`, { content: 'x' }),
+      403,
+      'tenant_paused',
+    ],
+    [
+      'a paused tenant’s message with an Idempotency-Key',
+      () =>
+        pausedApi.post(
+          `/v1/sessions/${ids.pausedSession}/messages`,
+          { content: 'x' },
+          { 'idempotency-key': 'k-paused' },
+        ),
+      403,
+      'tenant_paused',
+    ],
+    [
+      'a paused tenant’s message with multitask reject',
+      () =>
+        pausedApi.post(`/v1/sessions/${ids.pausedSession}/messages`, { content: 'x', multitask: 'reject' }),
+      403,
+      'tenant_paused',
+    ],
+    [
+      'a paused tenant’s webhook delivery',
+      () => anonymous.post(ids.pausedHook, { type: 'x' }, { 'idempotency-key': 'd-paused' }),
+      403,
+      'tenant_paused',
+    ],
+  ] as [string, () => Promise<ApiResponse>, number, string][]) {
+    cases.push({ name: what, run, status, code });
+  }
+  cases.push(
+    ...(
+      [
+        ['a new session', {}],
+        ['its session', { 'x-session-id': '' }],
+      ] as const
+    ).map(([what, headers]) => ({
+      name: `chat completion of a paused tenant: ${what}`,
+      run: () =>
+        pausedApi.post(
+          '/v1/chat/completions',
+          {
+            model: 'paused',
+            messages: [
+              { role: 'user', content: 'a' },
+              { role: 'assistant', content: 'b' },
+              { role: 'user', content: 'c' },
+            ],
+          },
+          'x-session-id' in headers ? { 'x-session-id': ids.pausedSession } : {},
+        ),
+      status: 403,
+      code: 'tenant_paused',
+      openai: true,
+    })),
+  );
+  // Operator and audit lists: limit and cursor as every list; filters by known values only.
+  for (const [q, query, status, code] of badQueries) {
+    cases.push(
+      { name: `list tenants: ${q}`, run: () => admin.get(`/v1/admin/tenants?${query}`), status, code },
+      { name: `audit events: ${q}`, run: () => api.get(`/v1/audit-events?${query}`), status, code },
+      {
+        name: `admin audit events: ${q}`,
+        run: () => admin.get(`/v1/admin/audit-events?${query}`),
+        status,
+        code,
+      },
+    );
+  }
+  for (const c of ['[1]', '["not-a-uuid"]', `["${UNKNOWN_ID}","x"]`]) {
+    cases.push(
+      {
+        name: `list tenants: forged cursor ${c}`,
+        run: () => admin.get(`/v1/admin/tenants?cursor=${cursor(c)}`),
+        status: 400,
+        code: 'bad_request',
+      },
+      {
+        name: `audit events: forged cursor ${c}`,
+        run: () => api.get(`/v1/audit-events?cursor=${cursor(c)}`),
+        status: 400,
+        code: 'bad_request',
+      },
+      {
+        name: `admin audit events: forged cursor ${c}`,
+        run: () => admin.get(`/v1/admin/audit-events?cursor=${cursor(c)}`),
+        status: 400,
+        code: 'bad_request',
+      },
+    );
+  }
+  for (const [what, client, query] of [
+    ['audit events: an unknown action', () => api, '/v1/audit-events?action=tenant.deleted'],
+    ['audit events: an action with SQL', () => api, "/v1/audit-events?action=tenant.paused'%20OR%201=1"],
+    ['audit events: two actions', () => api, '/v1/audit-events?action=tenant.paused&action=tenant.resumed'],
+    ['audit events: a tenant filter', () => api, `/v1/audit-events?tenantId=${ids.tenant}`],
+    [
+      'admin audit events: a tenant id that is not a UUID',
+      () => admin,
+      '/v1/admin/audit-events?tenantId=nope',
+    ],
+    ['admin audit events: a NUL tenant id', () => admin, '/v1/admin/audit-events?tenantId=%00'],
+    ['admin audit events: an unknown action', () => admin, '/v1/admin/audit-events?action=everything'],
+  ] as [string, () => Api, string][]) {
+    cases.push({ name: what, run: () => client().get(query), status: 400, code: 'validation_failed' });
+  }
   // The tenant's daily spend cap (docs/adr/0026): a positive number of USD up to a million, or null.
   for (const [what, value] of [
     ['zero', 0],

@@ -169,6 +169,7 @@ describe('a message travels end to end', () => {
   });
 
   it('stops a tenant’s running turn at its next safe point when its kill switch is on, and holds its queued turns', async () => {
+    // The kill switch is the operator's pause (docs/adr/0030; the API: test/e2e/tenant-admin.e2e.spec.ts).
     const { api: killed, tenantId } = await newTenant(stack.url, ADMIN, 'killed');
     const agent = await killed.post('/v1/agents', {
       name: 'k',
@@ -202,6 +203,11 @@ describe('a message travels end to end', () => {
     // A turn queued while the switch is on is held, not ended (docs/adr/0029): resuming the tenant
     // (POST /v1/admin/tenants/{id}/resume) wakes it.
     expect((await killed.get(`/v1/turns/${held.body.turnId}`)).body.status).toBe('queued');
+    // While the switch is on, a new message is refused and writes nothing (docs/adr/0030).
+    const refused = await killed.post(`/v1/sessions/${s2.body.id}/messages`, { content: 'anything' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('tenant_paused');
+    expect(await env.db.message.count({ where: { sessionId: s2.body.id } })).toBe(1);
   });
 
   it('reuses the system prompt of the first turn byte for byte', async () => {

@@ -348,6 +348,34 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('updateTenantLimits', 404, { auth: ADMIN, params: { id: unknown }, body: { reads: 1 } });
     await run('listAgents', 200, { auth: limited.body.apiKey.key });
     await run('listAgents', 429, { auth: limited.body.apiKey.key });
+    // The operator's tenant view, settings and pause (docs/adr/0030).
+    const ownTenantId: string = tenant.body.tenant.id;
+    await run('listTenants', 200, { auth: ADMIN, query: 'limit=1' });
+    await run('listTenants', 400, { auth: ADMIN, query: 'cursor=not-a-cursor' });
+    await run('getTenant', 200, { auth: ADMIN, params: { id: ownTenantId } });
+    await run('getTenant', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('updateTenant', 200, {
+      auth: ADMIN,
+      params: { id: ownTenantId },
+      body: { maxConcurrentTurns: 8, share: 2, dailySpendLimitUsd: 100 },
+    });
+    await run('updateTenant', 400, { auth: ADMIN, params: { id: ownTenantId }, body: { share: 0 } });
+    await run('updateTenant', 404, { auth: ADMIN, params: { id: unknown }, body: { share: 2 } });
+    const paused = await run('pauseTenant', 200, {
+      auth: ADMIN,
+      params: { id: limited.body.tenant.id },
+      body: { reason: 'openapi' },
+    });
+    expect(paused.body.paused).toBe(true);
+    await run('pauseTenant', 400, { auth: ADMIN, params: { id: ownTenantId }, body: { reason: '' } });
+    await run('pauseTenant', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('resumeTenant', 200, { auth: ADMIN, params: { id: limited.body.tenant.id } });
+    await run('resumeTenant', 400, { auth: ADMIN, params: { id: ownTenantId }, body: { now: true } });
+    await run('resumeTenant', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('listAdminAuditEvents', 200, { auth: ADMIN, query: `tenantId=${ownTenantId}&limit=2` });
+    await run('listAdminAuditEvents', 400, { auth: ADMIN, query: 'tenantId=nope' });
+    await run('listAuditEvents', 200, { auth: key, query: 'action=tenant.created' });
+    await run('listAuditEvents', 400, { auth: key, query: 'action=nope' });
     const second = await run('createApiKey', 201, { auth: key, body: { name: 'second' } });
     await run('createApiKey', 400, { auth: key, body: { name: '' } });
     await run('listApiKeys', 200, { auth: key });
@@ -552,6 +580,32 @@ describe('the OpenAPI document matches what the server answers', () => {
       raw: { body: 'model=counter', contentType: 'text/plain' },
     });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
+    {
+      // Paused by the operator (docs/adr/0030): the documented 403, in the route's error shape.
+      const fresh = await new Api(url, key).post('/v1/triggers', {
+        agentId: agent.body.id,
+        name: 'while paused',
+        scheme: 'token',
+      });
+      await new Api(url, ADMIN).post(`/v1/admin/tenants/${ownTenantId}/pause`, {});
+      try {
+        await run('admitMessage', 403, {
+          auth: key,
+          params: { id: session.body.id },
+          body: { content: 'hi' },
+        });
+        await run('createChatCompletion', 403, {
+          auth: key,
+          body: { model: 'counter', messages: [{ role: 'user', content: 'one' }] },
+        });
+        await run('deliverHook', 403, {
+          params: { token: (fresh.body.path as string).split('/').pop()! },
+          body: { type: 'x' },
+        });
+      } finally {
+        await new Api(url, ADMIN).post(`/v1/admin/tenants/${ownTenantId}/resume`);
+      }
+    }
     await waitFor(
       async () =>
         (await new Api(url, key).get(`/v1/turns/${admitted.body.turnId}`)).body.status === 'completed',

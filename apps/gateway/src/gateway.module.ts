@@ -20,13 +20,14 @@ import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
-import { ApprovalStore, sqlDbFor, type SqlDb } from '@switchboard/store';
-import { Approvals } from '@switchboard/turns';
+import { ApprovalStore, sqlDbFor, TenantsRepository, TurnStore, type SqlDb } from '@switchboard/store';
+import { Approvals, TenantPause } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
 import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './auth/key-revocations';
 import { KEY_USAGE, KeyUsage } from './auth/key-usage';
-import { AdminController } from './controllers/admin.controller';
+import { AdminController, TENANT_PAUSE } from './controllers/admin.controller';
+import { AuditController } from './controllers/audit.controller';
 import { AgentsController } from './controllers/agents.controller';
 import { ArchetypesController } from './controllers/archetypes.controller';
 import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
@@ -136,6 +137,7 @@ export class GatewayModule {
         McpServersController,
         UsageController,
         MemoryController,
+        AuditController,
       ],
       providers: [
         {
@@ -221,6 +223,12 @@ export class GatewayModule {
               logger,
               new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
             ),
+        },
+        {
+          provide: TENANT_PAUSE,
+          inject: [DB, TenantsRepository, getQueueToken(QueueName.Turns), LOGGER, METRICS],
+          useFactory: (db: Db, tenants: TenantsRepository, turns: Queue, logger: Logger, metrics: Metrics) =>
+            new TenantPause(tenants, new TurnStore(sqlDbFor(poolOf(db), 'gateway', metrics)), turns, logger),
         },
         {
           provide: LIVE_SUBSCRIBER,

@@ -10,6 +10,7 @@ import { ScheduleScheduler, SchedulesRepository } from '@switchboard/schedules';
 import {
   ApiKeysRepository,
   ApprovalsRepository,
+  AuditLogRepository,
   SessionsRepository,
   TenantsRepository,
 } from '@switchboard/store';
@@ -31,6 +32,7 @@ export const REPOSITORIES: Provider[] = [
   onDb(AgentsRepository),
   onDb(ApiKeysRepository),
   onDb(ApprovalsRepository),
+  onDb(AuditLogRepository),
   onDb(McpServersRepository),
   onDb(SchedulesRepository),
   onDb(SessionsRepository),

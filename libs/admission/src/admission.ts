@@ -10,6 +10,7 @@ import {
   newId,
   notFound,
   PRIORITY_RANK,
+  TenantPausedError,
   type AdmissionContext,
   type DeliverySurface,
   type MessageBody,
@@ -215,6 +216,9 @@ export class Admission {
           'idempotency_key_in_flight',
           'a request with this Idempotency-Key is still being processed: retry later',
         );
+      case 'paused':
+        // Refused where every input is admitted (docs/adr/0030): the gateway answers 403 tenant_paused.
+        throw new TenantPausedError();
       case 'not_found':
         throw notFound('session');
       case 'closed':

@@ -1,4 +1,5 @@
 import {
+  TenantPausedError,
   defaultTrust,
   deriveAuthorityClass,
   newId,
@@ -49,11 +50,15 @@ export type SessionImportResult = 'created' | 'exists' | 'other_agent';
  * Creates the session, and when there is a history, the history as the session's first turn, ended
  * as `imported` (`completed`, stop reason `imported`, the last assistant text as its final text):
  * every later turn's history starts with it, and nothing runs it. One transaction; a session that
- * exists already is left as it is.
+ * exists already is left as it is. A paused tenant (docs/adr/0030) gets nothing: the session is
+ * only ever made for an admission, which would be refused.
  */
 export async function importSession(db: Db, s: SessionImport): Promise<SessionImportResult> {
   const imported = s.history.length > 0;
   const created = await db.$transaction(async (tx) => {
+    const [tenant] = await tx.$queryRaw<{ kill_switch: boolean }[]>`
+      SELECT kill_switch FROM tenants WHERE id = ${s.tenantId}::uuid`;
+    if (tenant?.kill_switch) throw new TenantPausedError();
     const inserted = await tx.session.createMany({
       data: [
         {

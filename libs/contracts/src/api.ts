@@ -234,6 +234,11 @@ export const NotifySecret = z
 
 /** A tenant's daily spend cap in USD: positive, at most a million. */
 export const DailySpendLimitUsd = z.number().positive().max(1_000_000);
+/**
+ * The daily spend cap as the operator may set it: 0 stops every model call of the tenant's turns
+ * (a tenant's own PATCH /v1/settings takes a positive cap only).
+ */
+export const OperatorDailySpendLimitUsd = z.number().min(0).max(1_000_000);
 
 /** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
 export const TenantSettings = z.strictObject({
@@ -294,7 +299,8 @@ export function parseTenantSettings(
   const blockedTools = toolList(stored.blockedTools);
   const approvalRequired = toolList(stored.approvalRequired);
   const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
-  const limit = DailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
+  // The operator may have set 0 (PATCH /v1/admin/tenants/:id): a cap like any other.
+  const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
   const notifyUrl = NotifyUrl.safeParse(stored.notifyUrl);
   const notifySecret = NotifySecret.safeParse(stored.notifySecret);
@@ -523,3 +529,88 @@ export function applyRateLimitsUpdate(
   }
   return { ...base, rateLimits: limits };
 }
+
+/**
+ * The operator's tenant settings (docs/adr/0030), stored in `tenants.settings` under these exact
+ * names: the scheduler reads `maxConcurrentTurns` and `share`, the spend cap `dailySpendLimitUsd`
+ * (docs/adr/0026).
+ */
+/** Turns of the tenant that may run at once; absent: the deployment's default. */
+export const MaxConcurrentTurns = z.int().min(1).max(100_000);
+/** The tenant's weight when tenants compete for workers (fair share); absent: 1. */
+export const TenantShare = z.number().min(0.1).max(100);
+export const DEFAULT_TENANT_SHARE = 1;
+
+/** The operator's settings of a tenant as stored, read tolerantly (an invalid value is the default). */
+export interface OperatorTenantSettings {
+  maxConcurrentTurns: number | null;
+  share: number;
+  dailySpendLimitUsd: number | null;
+}
+
+export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSettings {
+  const stored = isRecord(settings) ? settings : {};
+  const max = MaxConcurrentTurns.safeParse(stored.maxConcurrentTurns);
+  const share = TenantShare.safeParse(stored.share);
+  const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
+  return {
+    maxConcurrentTurns: max.success ? max.data : null,
+    share: share.success ? share.data : DEFAULT_TENANT_SHARE,
+    dailySpendLimitUsd: limit.success ? limit.data : null,
+  };
+}
+
+/** PATCH /v1/admin/tenants/:id: each field replaces its setting; `null` goes back to the default (or no cap). */
+export const UpdateTenantRequest = z
+  .strictObject({
+    maxConcurrentTurns: MaxConcurrentTurns.nullable().optional(),
+    share: TenantShare.nullable().optional(),
+    dailySpendLimitUsd: OperatorDailySpendLimitUsd.nullable().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
+export type UpdateTenantRequest = z.infer<typeof UpdateTenantRequest>;
+
+/** The stored settings with the operator's update merged in: `null` removes the key; other keys stay. */
+export function applyTenantUpdate(stored: unknown, update: UpdateTenantRequest): Record<string, unknown> {
+  const next: Record<string, unknown> = { ...(isRecord(stored) ? stored : {}) };
+  for (const [key, value] of Object.entries(update)) {
+    if (value === null) delete next[key];
+    else if (value !== undefined) next[key] = value;
+  }
+  return next;
+}
+
+/** POST /v1/admin/tenants/:id/pause: the body is optional; a reason is kept with the pause. */
+export const PauseTenantRequest = z.strictObject({
+  reason: z.string().trim().min(1).max(500).optional(),
+});
+export type PauseTenantRequest = z.infer<typeof PauseTenantRequest>;
+
+/** POST /v1/admin/tenants/:id/resume: no fields; the body is optional. */
+export const ResumeTenantRequest = z.strictObject({});
+
+/**
+ * What the audit log records (docs/adr/0030): security-relevant changes, one entry each, written in
+ * the transaction of the change.
+ */
+export const AUDIT_ACTIONS = [
+  'tenant.created',
+  'tenant.settings_changed',
+  'tenant.limits_changed',
+  'tenant.paused',
+  'tenant.resumed',
+  'api_key.created',
+  'api_key.revoked',
+  'trigger.secret_rotated',
+  'approval.decided',
+] as const;
+export const AuditAction = z.enum(AUDIT_ACTIONS);
+export type AuditAction = z.infer<typeof AuditAction>;
+
+/** GET /v1/audit-events: the tenant's own entries, newest first, optionally of one action. */
+export const AuditEventsQuery = PageQuery.extend({ action: AuditAction.optional() });
+export type AuditEventsQuery = z.infer<typeof AuditEventsQuery>;
+
+/** GET /v1/admin/audit-events: every entry, newest first, optionally of one tenant and one action. */
+export const AdminAuditEventsQuery = AuditEventsQuery.extend({ tenantId: z.uuid().optional() });
+export type AdminAuditEventsQuery = z.infer<typeof AdminAuditEventsQuery>;

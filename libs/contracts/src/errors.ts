@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'validation_failed'
   | 'invalid_json'
   | 'unauthorized'
+  | 'tenant_paused'
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
@@ -26,6 +27,8 @@ const STATUS: Record<ErrorCode, number> = {
   validation_failed: 400,
   invalid_json: 400,
   unauthorized: 401,
+  /** The operator paused the tenant (docs/adr/0030): nothing is admitted until it is resumed. */
+  tenant_paused: 403,
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
@@ -71,3 +74,17 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
+
+/**
+ * The tenant is paused by the operator (docs/adr/0030): admission refuses every new input (a
+ * message, a chat completion, a webhook delivery, a scheduled tick) and writes nothing. Reads work.
+ */
+export class TenantPausedError extends AppError {
+  constructor() {
+    super(
+      'tenant_paused',
+      'the tenant is paused by the operator: no new work is admitted until it is resumed (reads still work)',
+    );
+    this.name = 'TenantPausedError';
+  }
+}

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { Budgets, ModelPrices, ModelRoutes, RateLimitOverrides, Tier, ToolSchemaMode } from './api';
+import {
+  AuditAction,
+  Budgets,
+  ModelPrices,
+  ModelRoutes,
+  RateLimitOverrides,
+  Tier,
+  ToolSchemaMode,
+} from './api';
 import {
   AdmissionContext,
   AuthorityClass,
@@ -688,3 +696,64 @@ export const TenantLimitsResponse = z
   })
   .register(ApiSchemas, { id: 'TenantLimits' });
 export type TenantLimitsResponse = z.infer<typeof TenantLimitsResponse>;
+
+/**
+ * A tenant as the operator sees it (docs/adr/0030): whether it is paused, the settings the operator
+ * controls, and live figures — today's spend (UTC; the roll-up plus turns not rolled up yet, as the
+ * daily cap counts it) and its unfinished turns by state.
+ */
+export const OperatorTenantResponse = z
+  .strictObject({
+    id: Id,
+    name: z.string(),
+    createdAt: Timestamp,
+    /** Paused: admission answers 403 tenant_paused, running turns stop at their next safe point, queued ones wait. */
+    paused: z.boolean(),
+    pausedAt: Timestamp.nullable(),
+    pauseReason: z.string().nullable(),
+    /** Turns of the tenant that may run at once; null: the deployment's default. */
+    maxConcurrentTurns: z.int().nullable(),
+    /** Weight of the tenant when tenants compete for workers (fair share); 1 unless set. */
+    share: z.number(),
+    /** USD per UTC day, or null: no cap (docs/adr/0026). */
+    dailySpendLimitUsd: z.number().nullable(),
+    /** The operator's rate-limit overrides as stored (docs/adr/0028). */
+    rateLimits: RateLimitOverrides,
+    /** What the tenant's turns spent today (UTC), exact decimal. */
+    spentTodayUsd: Usd,
+    turns: z.strictObject({
+      running: z.int(),
+      queued: z.int(),
+      /** Awaiting an approval or a sub-agent. */
+      waiting: z.int(),
+    }),
+  })
+  .register(ApiSchemas, { id: 'OperatorTenant' });
+export type OperatorTenantResponse = z.infer<typeof OperatorTenantResponse>;
+
+export const OperatorTenantPageResponse = z
+  .strictObject({ data: z.array(OperatorTenantResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'OperatorTenantPage' });
+export type OperatorTenantPageResponse = z.infer<typeof OperatorTenantPageResponse>;
+
+/** One audit log entry (docs/adr/0030). `details` never holds a secret or a key hash. */
+export const AuditEventResponse = z
+  .strictObject({
+    id: Id,
+    /** null: an operator-wide event. */
+    tenantId: Id.nullable(),
+    /** `operator` (ADMIN_TOKEN or the admin CLI) or `api_key:<key id>`. */
+    actor: z.string(),
+    action: AuditAction,
+    targetType: z.string(),
+    targetId: z.string().nullable(),
+    details: JsonObject,
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'AuditEvent' });
+export type AuditEventResponse = z.infer<typeof AuditEventResponse>;
+
+export const AuditEventPageResponse = z
+  .strictObject({ data: z.array(AuditEventResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'AuditEventPage' });
+export type AuditEventPageResponse = z.infer<typeof AuditEventPageResponse>;

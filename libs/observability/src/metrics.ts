@@ -64,7 +64,7 @@ export class Metrics {
   });
   readonly webhookDeliveries = new Counter({
     name: 'switchboard_webhook_deliveries_total',
-    help: 'Webhook deliveries to triggers by scheme and outcome (accepted, duplicate, refused, not_found)',
+    help: 'Webhook deliveries to triggers by scheme and outcome (accepted, duplicate, refused, not_found, paused)',
     labelNames: ['scheme', 'outcome'] as const,
     registers: [this.registry],
   });

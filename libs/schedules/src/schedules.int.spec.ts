@@ -145,6 +145,30 @@ describe('schedules', () => {
     expect(await fireSchedule(deps, { scheduleId: other.id, tenantId: newId() }, new Date())).toBe('skipped');
   });
 
+  it('skips a fire of a paused tenant (docs/adr/0030): nothing admitted, its job scheduler kept', async () => {
+    const own = await seedTenant(env.db, 'paused-schedules');
+    const sessionId = await seedSession(env.db, own.tenantId, own.agentId);
+    const schedule = await env.db.schedule.create({
+      data: { id: newId(), tenantId: own.tenantId, agentId: own.agentId, sessionId, cron: '0 9 * * *' },
+    });
+    await scheduler.apply(schedule);
+    await env.db.tenant.update({ where: { id: own.tenantId }, data: { killSwitch: true } });
+    const deps = { db: env.db, admission, scheduler, logger };
+    const fireTime = new Date('2026-03-02T09:00:00Z');
+    expect(await fireSchedule(deps, { scheduleId: schedule.id, tenantId: own.tenantId }, fireTime)).toBe(
+      'skipped',
+    );
+    expect(await env.db.message.count({ where: { sessionId } })).toBe(0);
+    expect((await env.db.schedule.findUniqueOrThrow({ where: { id: schedule.id } })).lastRunAt).toBeNull();
+    // The schedule stands: once resumed, its next fire admits.
+    expect(await queue.getJobScheduler(schedule.id)).toBeDefined();
+    await env.db.tenant.update({ where: { id: own.tenantId }, data: { killSwitch: false } });
+    const next = new Date('2026-03-03T09:00:00Z');
+    expect(await fireSchedule(deps, { scheduleId: schedule.id, tenantId: own.tenantId }, next)).toBe(
+      'admitted',
+    );
+  });
+
   it('syncs job schedulers from Postgres: missing ones created, changed ones replaced, stale ones removed', async () => {
     await env.db.schedule.deleteMany({});
     for (const s of await queue.getJobSchedulers()) await queue.removeJobScheduler(s.key);

@@ -133,7 +133,8 @@ export type FireOutcome = 'admitted' | 'replayed' | 'skipped';
 
 /**
  * One fire of a schedule: reads the schedule from Postgres (the truth: a paused or deleted one admits
- * nothing, and its stale job scheduler goes) and admits one `timer_tick` keyed by the fire time.
+ * nothing, and its stale job scheduler goes) and admits one `timer_tick` keyed by the fire time. A
+ * paused tenant's admission refuses it: the fire is skipped.
  */
 export async function fireSchedule(
   deps: { db: Db; admission: Admission; scheduler: ScheduleScheduler; logger: Logger },
@@ -167,6 +168,11 @@ export async function fireSchedule(
     outcome = admitted.replayed ? 'replayed' : 'admitted';
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
+    if (err.code === 'tenant_paused') {
+      // The operator paused the tenant (docs/adr/0030): this tick is skipped, not kept for later.
+      deps.logger.info({ scheduleId: schedule.id }, 'schedule fire skipped: the tenant is paused');
+      return 'skipped';
+    }
     if (err.code === 'not_found' || err.code === 'conflict') {
       // Its session is gone or closed: no retry can help; the tick is dropped and logged.
       deps.logger.warn({ scheduleId: schedule.id, err }, 'schedule fire dropped: its session cannot take it');

@@ -13,6 +13,9 @@ import { json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
  * - `multitask: reject` needs the busy check to see turns committed while it waited for the session
  *   lock, which one statement's snapshot cannot: BEGIN, [key lock], `FOR UPDATE`, the same
  *   statement with the busy check, COMMIT.
+ *
+ * The tenant's kill switch (the operator's pause, docs/adr/0030) is read by the same statement: a
+ * paused tenant's input is refused (`paused`) and nothing is written, at no extra round trip.
  */
 
 export interface AdmissionInsert {
@@ -60,6 +63,8 @@ export type AdmissionOutcome =
     }
   | { kind: 'prior'; prior: PriorAdmission }
   | { kind: 'in_flight' }
+  /** The operator paused the tenant (docs/adr/0030): nothing was written. */
+  | { kind: 'paused' }
   | { kind: 'not_found' }
   | { kind: 'closed' }
   | { kind: 'busy' };
@@ -72,6 +77,7 @@ interface AdmitRow {
   agent_id: string | null;
   created_at: Date;
   session_status: string | null;
+  paused: boolean;
 }
 
 /** The advisory lock of one key in one session, held by the admitting transaction. */
@@ -94,6 +100,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
         AND status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent'))`
     : sql``;
   const event = admittedEvent(a);
+  const paused = sql`EXISTS (SELECT 1 FROM tenants WHERE id = ${a.tenantId}::uuid AND kill_switch)`;
   // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their
   // seqs. The lock CTE runs once (a volatile function is never inlined), before the row is locked.
   return sql`
@@ -103,7 +110,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
       UPDATE sessions SET last_turn_seq = last_turn_seq + 1, last_event_seq = last_event_seq + 1,
         updated_at = now()
       WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid AND status = 'active'
-        AND (SELECT locked FROM l) AND NOT EXISTS (SELECT 1 FROM prior) ${busy}
+        AND (SELECT locked FROM l) AND NOT EXISTS (SELECT 1 FROM prior) AND NOT ${paused} ${busy}
       RETURNING last_turn_seq AS seq, last_event_seq AS event_seq, agent_id
     ),
     m AS (
@@ -132,7 +139,8 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
       (SELECT row_to_json(prior) FROM prior LIMIT 1) AS prior,
       s.seq, s.event_seq, s.agent_id, now()::timestamptz(3) AS created_at,
       (SELECT status FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid)
-        AS session_status
+        AS session_status,
+      ${paused} AS paused
     FROM (SELECT 1) AS one LEFT JOIN s ON true`;
 }
 
@@ -149,6 +157,7 @@ function outcome(a: AdmissionInsert, row: AdmitRow | undefined, rejectIfBusy: bo
   if (!row) throw new Error('admission statement returned no row');
   // A committed earlier admission wins over a lock held by a third request: it replays.
   if (row.prior) return { kind: 'prior', prior: row.prior };
+  if (row.paused && row.seq === null) return { kind: 'paused' };
   if (!row.locked) return { kind: 'in_flight' };
   if (row.seq !== null && row.event_seq !== null && row.agent_id !== null) {
     return {

@@ -1,3 +1,4 @@
+import { auditInsert } from './audit-log';
 import { json, sql, type SqlDb } from './sql';
 import type { CommittedEvent } from './turn-store';
 
@@ -70,7 +71,8 @@ export class ApprovalStore {
   /**
    * Decides one approval once (compare-and-set on `pending`), journals `approval_decided`, and when it
    * was the turn's last pending approval puts the turn back to `queued` (its run state kept) so a
-   * job resumes it. `tenantId` null: the system (expiry) acting on any tenant's approval.
+   * job resumes it. `tenantId` null: the system (expiry) acting on any tenant's approval. With an
+   * `actor` (a person's decision, not an expiry) the `approval.decided` audit entry commits with it.
    */
   async decide(a: {
     approvalId: string;
@@ -79,6 +81,7 @@ export class ApprovalStore {
     reason: string | null;
     decidedBy: string;
     eventId: string;
+    actor?: string;
   }): Promise<DecideOutcome> {
     return this.db.transaction(async (tx) => {
       const found = await tx.first<{ session_id: string }>(sql`
@@ -134,6 +137,24 @@ export class ApprovalStore {
           'approval_decided', ${json(data)}::jsonb
         FROM s
         RETURNING seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
+      if (a.actor !== undefined) {
+        await tx.execute(
+          auditInsert({
+            tenantId: row.tenant_id,
+            actor: a.actor,
+            action: 'approval.decided',
+            targetType: 'approval',
+            targetId: row.id,
+            details: {
+              decision: a.verdict,
+              turnId: row.turn_id,
+              toolName: row.tool_name,
+              callId: row.call_id,
+              ...(a.reason ? { reason: a.reason } : {}),
+            },
+          }),
+        );
+      }
       return {
         kind: 'decided',
         approval: { ...approval, status: a.verdict, reason: a.reason },

@@ -9,6 +9,7 @@ export * from './tenant-spend';
 export * from './unrun-answers';
 export * from './sessions-repository';
 export * from './tenants-repository';
+export * from './audit-log';
 export * from './approvals-repository';
 export * from './turn-reads';
 export * from './journal-reads';

@@ -27,7 +27,7 @@ describe('store repositories', () => {
       const models = Array.from({ length: 8 }, (_, i) => `openai/model-${i}`);
       await Promise.all(
         models.map((m) =>
-          tenants.updateSettings(tenantId, { modelPrices: { [m]: { input: 1, output: 2 } } }),
+          tenants.updateSettings(tenantId, { modelPrices: { [m]: { input: 1, output: 2 } } }, 'api_key:test'),
         ),
       );
       const { settings } = (await tenants.settings(tenantId))!;
@@ -38,7 +38,7 @@ describe('store repositories', () => {
       const tenants = new TenantsRepository(env.db);
       const id = newId();
       expect(await tenants.settings(id)).toBeUndefined();
-      expect(await tenants.updateSettings(id, { blockedTools: ['x'] })).toBeUndefined();
+      expect(await tenants.updateSettings(id, { blockedTools: ['x'] }, 'api_key:test')).toBeUndefined();
       expect(await env.db.tenant.count({ where: { id } })).toBe(0);
     });
 
@@ -60,10 +60,14 @@ describe('store repositories', () => {
   describe('ApiKeysRepository', () => {
     it('revokes once: a revoked key keeps its first revocation time', async () => {
       const keys = new ApiKeysRepository(env.db);
-      const key = await keys.create(tenantId, { name: 'k', prefix: 'sb_k', hash: `h-${newId()}` });
-      const revoked = await keys.revoke(key);
+      const key = await keys.create(
+        tenantId,
+        { name: 'k', prefix: 'sb_k', hash: `h-${newId()}` },
+        'operator',
+      );
+      const revoked = await keys.revoke(key, 'operator');
       expect(revoked.revokedAt).toBeInstanceOf(Date);
-      expect((await keys.revoke(revoked)).revokedAt).toEqual(revoked.revokedAt);
+      expect((await keys.revoke(revoked, 'operator')).revokedAt).toEqual(revoked.revokedAt);
       expect(await keys.byHash(key.hash)).toMatchObject({
         id: key.id,
         tenantId,

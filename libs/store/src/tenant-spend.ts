@@ -17,11 +17,12 @@ const limitOf = (settings: Sql): Sql =>
  * turn counts twice or not at all; the partial index on turns not rolled up keeps the read small.
  * A turn still running since yesterday counts whole (its spend before midnight included).
  */
-const spentTodayExcept = (tenantId: Sql, turnId: Sql): Sql => sql`(
+const spentTodayExcept = (tenantId: Sql, turnId: Sql | null): Sql => sql`(
   coalesce((SELECT d.cost_usd FROM tenant_spend_daily d
     WHERE d.tenant_id = ${tenantId} AND d.day = (now() AT TIME ZONE 'UTC')::date), 0)
   + coalesce((SELECT sum(o.cost_usd) FROM turns o
-    WHERE o.tenant_id = ${tenantId} AND o.spend_rolled_up_at IS NULL AND o.id <> ${turnId}
+    WHERE o.tenant_id = ${tenantId} AND o.spend_rolled_up_at IS NULL
+      ${turnId === null ? sql`` : sql`AND o.id <> ${turnId}`}
       AND (o.completed_at IS NULL
         OR o.completed_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')), 0))`;
 
@@ -33,3 +34,9 @@ const spentTodayExcept = (tenantId: Sql, turnId: Sql): Sql => sql`(
 export const tenantCapUsd = (tenant: Sql, turnId: Sql): Sql =>
   sql`CASE WHEN ${limitOf(sql`${tenant}.settings`)} IS NOT NULL
     THEN (${limitOf(sql`${tenant}.settings`)} - ${spentTodayExcept(sql`${tenant}.id`, turnId)})::text END`;
+
+/**
+ * What the tenant spent today (UTC), every turn included, as `numeric`: the same sum the cap reads
+ * (the roll-up plus turns not rolled up yet). The operator's tenant view shows it (docs/adr/0030).
+ */
+export const tenantSpentTodayUsd = (tenantId: Sql): Sql => spentTodayExcept(tenantId, null);

@@ -25,7 +25,7 @@ import {
   type Heartbeat,
   type Lease,
 } from './turn/lease';
-import { cancelReason, killSwitch, nextUnfinished } from './turn/reads';
+import { cancelReason, killSwitch, nextUnfinished, turnsToWake, type TurnToWake } from './turn/reads';
 import { sessionWaiting } from './turn/waits';
 
 export * from './turn/statuses';
@@ -136,6 +136,11 @@ export class TurnStore {
     sessionId: string,
   ): Promise<{ id: string; tenantId: string; priority: string; traceContext: unknown } | undefined> {
     return nextUnfinished(this.db, sessionId);
+  }
+
+  /** A page of the tenant's sessions with turns to run, each with its next turn (docs/adr/0030). */
+  turnsToWake(tenantId: string, afterSessionId: string | undefined, limit: number): Promise<TurnToWake[]> {
+    return turnsToWake(this.db, tenantId, afterSessionId, limit);
   }
 
   /** The reason given with a turn's cancel request, if any. */

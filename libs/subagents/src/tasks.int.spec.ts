@@ -104,6 +104,16 @@ describe('TaskService', () => {
     expect(await turnsQueue.getJob(childTurns[0].id)).toBeDefined();
   });
 
+  it('spawns nothing for a paused tenant (docs/adr/0030): the spawn’s transaction rolls back whole', async () => {
+    const p = await parent();
+    const helper = await p.child('helper');
+    await env.db.tenant.update({ where: { id: p.tenantId }, data: { killSwitch: true } });
+    await expect(spawn(p, helper, 'c1')).rejects.toMatchObject({ code: 'tenant_paused' });
+    expect(await env.db.task.count({ where: { parentTurnId: p.turnId } })).toBe(0);
+    expect(await env.db.session.count({ where: { parentSessionId: p.sessionId } })).toBe(0);
+    expect(await events(p.sessionId, 'subagent_spawned')).toHaveLength(0);
+  });
+
   it('the child ends before the parent’s pause commits: the pause’s own check resumes it, reported once', async () => {
     const p = await parent();
     const { task } = await spawn(p, await p.child('helper'), 'c1');

@@ -7,6 +7,7 @@ import {
   newId,
   PRIORITY_RANK,
   Priority,
+  TenantPausedError,
   type MessageBody,
   type TraceCarrier,
 } from '@switchboard/contracts';
@@ -305,6 +306,8 @@ export class TaskService {
         traceContext: {},
         rejectIfBusy: false,
       });
+      // A paused tenant (docs/adr/0030) spawns nothing: the spawn's transaction rolls back whole.
+      if (admitted.kind === 'paused') throw new TenantPausedError();
       if (admitted.kind !== 'admitted') throw new Error(`child admission refused: ${admitted.kind}`);
       await tx.execute(sql`
         UPDATE turns SET parent_turn_id = ${a.parentTurnId}::uuid, task_id = ${taskId}::uuid

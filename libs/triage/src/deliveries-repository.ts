@@ -10,6 +10,8 @@ export interface IngressTrigger {
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
   revokedAt: Date | null;
+  /** The trigger's tenant is paused (docs/adr/0030): its deliveries are refused, nothing stored. */
+  tenantPaused: boolean;
 }
 
 /** A delivery as the ingress stores it, before triage decides on it. */
@@ -30,13 +32,14 @@ export interface NewDelivery {
 export class DeliveriesRepository {
   constructor(private readonly pool: pg.Pool) {}
 
-  /** The trigger whose URL token has this hash, revoked or not. */
+  /** The trigger whose URL token has this hash, revoked or not, with its tenant's pause in the same read. */
   async triggerByTokenHash(tokenHash: string): Promise<IngressTrigger | undefined> {
     const { rows } = await this.pool.query<IngressTrigger>(
-      `SELECT id, tenant_id AS "tenantId", name, signature_scheme AS "signatureScheme",
-         signing_secret AS "signingSecret", previous_signing_secret AS "previousSigningSecret",
-         previous_secret_expires_at AS "previousSecretExpiresAt", revoked_at AS "revokedAt"
-       FROM triggers WHERE token_hash = $1`,
+      `SELECT tr.id, tr.tenant_id AS "tenantId", tr.name, tr.signature_scheme AS "signatureScheme",
+         tr.signing_secret AS "signingSecret", tr.previous_signing_secret AS "previousSigningSecret",
+         tr.previous_secret_expires_at AS "previousSecretExpiresAt", tr.revoked_at AS "revokedAt",
+         coalesce(tn.kill_switch, false) AS "tenantPaused"
+       FROM triggers tr LEFT JOIN tenants tn ON tn.id = tr.tenant_id WHERE tr.token_hash = $1`,
       [tokenHash],
     );
     return rows[0];

@@ -339,4 +339,35 @@ describe('triageDelivery', () => {
     expect(await env.db.session.findUnique({ where: { id } })).toBeNull();
     expect(await messagesOf(id)).toHaveLength(0);
   });
+
+  it('admits nothing for a paused tenant (docs/adr/0030): the decision is kept, no session is left', async () => {
+    const paused = await seedTenant(env.db, 'paused', { name: 'reactor' });
+    const triggerId = newId();
+    await env.db.trigger.create({
+      data: {
+        id: triggerId,
+        tenantId: paused.tenantId,
+        agentId: paused.agentId,
+        name: 'gh',
+        tokenHash: randomBytes(16).toString('hex'),
+        signatureScheme: 'github',
+      },
+    });
+    const id = await delivery(
+      triggerId,
+      { source: 'github', eventType: 'issues', body: {} },
+      paused.tenantId,
+    );
+    await env.db.tenant.update({ where: { id: paused.tenantId }, data: { killSwitch: true } });
+    const result = await triageDelivery(deps, job(id, paused.tenantId));
+    expect(result).toEqual({
+      decision: { action: 'spawn_orchestrator', reason: 'no rule matched', source: 'default', costUsd: 0 },
+    });
+    expect(await env.db.session.count({ where: { tenantId: paused.tenantId } })).toBe(0);
+    expect(await env.db.message.count({ where: { tenantId: paused.tenantId } })).toBe(0);
+    expect(await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      decision: 'spawn_orchestrator',
+      messageId: null,
+    });
+  });
 });

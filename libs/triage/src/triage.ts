@@ -1,9 +1,9 @@
 import type { OutboundWebhookJob, TriageJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import type { Admission } from '@switchboard/admission';
+import type { Admission, Admitted } from '@switchboard/admission';
 import type { Logger } from '@switchboard/observability';
 import { resolveModelList, type PriceOverrides, type ProviderRegistry } from '@switchboard/providers';
-import { parseTenantSettings } from '@switchboard/contracts';
+import { parseTenantSettings, TenantPausedError } from '@switchboard/contracts';
 import { askModels, triggerFingerprint, type TriageCall } from './decide';
 import { applyRules, TriageAction, TriageRules, type TriggerEvent } from './rules';
 import { flushWakeHints, recordWakeHint } from './wake';
@@ -146,15 +146,17 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
   // id so a retried job reuses it instead of opening a second one.
   let sessionId = trigger.sessionId;
   if (!sessionId) {
-    // Atomic under concurrent runs of the same delivery: one insert wins, the others find it.
+    // Atomic under concurrent runs of the same delivery: one insert wins, the others find it. None for
+    // a paused tenant (docs/adr/0030): its admission below is refused, and no empty session is left.
     await db.$executeRaw`
       INSERT INTO sessions (id, tenant_id, agent_id, title, updated_at)
-      VALUES (${delivery.id}::uuid, ${trigger.tenantId}::uuid, ${trigger.agentId}::uuid,
-        ${`${trigger.name} delivery`}, now())
+      SELECT ${delivery.id}::uuid, ${trigger.tenantId}::uuid, ${trigger.agentId}::uuid,
+        ${`${trigger.name} delivery`}, now()
+      WHERE NOT EXISTS (SELECT 1 FROM tenants WHERE id = ${trigger.tenantId}::uuid AND kill_switch)
       ON CONFLICT (id) DO NOTHING`;
     sessionId = delivery.id;
   }
-  const admitted = await deps.admission.admit({
+  const admitted = await admitDelivery(deps, delivery.id, {
     tenantId: trigger.tenantId,
     sessionId,
     kind: 'webhook_event',
@@ -179,8 +181,28 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
     // The delivery id makes a re-run of this job admit nothing new.
     idempotencyKey: `delivery:${delivery.id}`,
   });
+  if (!admitted) return { decision };
   await db.triggerDelivery.update({ where: { id: delivery.id }, data: { messageId: admitted.messageId } });
   return { decision, messageId: admitted.messageId, turnId: admitted.turnId };
+}
+
+/**
+ * Admits a decided delivery. A delivery the ingress stored before its tenant was paused and triaged
+ * while it is (docs/adr/0030) is not admitted: logged, its decision kept, the job done (retries could
+ * only fail the same way).
+ */
+async function admitDelivery(
+  deps: TriageDeps,
+  deliveryId: string,
+  input: Parameters<Admission['admit']>[0],
+): Promise<Admitted | undefined> {
+  try {
+    return await deps.admission.admit(input);
+  } catch (err) {
+    if (!(err instanceof TenantPausedError)) throw err;
+    deps.logger.warn({ deliveryId, tenantId: input.tenantId }, 'delivery not admitted: the tenant is paused');
+    return undefined;
+  }
 }
 
 type TriggerRow = NonNullable<Awaited<ReturnType<Db['trigger']['findUnique']>>>;

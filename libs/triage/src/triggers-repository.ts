@@ -1,6 +1,7 @@
 import type { Trigger } from '@prisma/client';
 import { newId } from '@switchboard/contracts';
-import type { Db, Prisma } from '@switchboard/database';
+import type { Db, Prisma, Tx } from '@switchboard/database';
+import { recordAudit } from '@switchboard/store';
 
 /** A new trigger's columns (its token hashed, its signing secret already sealed). */
 export interface NewTrigger {
@@ -49,27 +50,55 @@ export class TriggersRepository {
     return this.db.trigger.update({ where: { id: trigger.id }, data: { revokedAt: new Date() } });
   }
 
-  /** A new URL token (its hash): the old one stops working at once. */
-  replaceToken(trigger: Trigger, tokenHash: string): Promise<Trigger> {
-    return this.db.trigger.update({ where: { id: trigger.id }, data: { tokenHash } });
+  /**
+   * A new URL token (its hash): the old one stops working at once. The `trigger.secret_rotated`
+   * entry commits with it (docs/adr/0030), naming what was replaced, never the token or its hash.
+   */
+  replaceToken(trigger: Trigger, tokenHash: string, actor: string): Promise<Trigger> {
+    return this.db.$transaction(async (tx) => {
+      const row = await tx.trigger.update({ where: { id: trigger.id }, data: { tokenHash } });
+      await rotated(tx, row, actor, { replaced: 'url_token' });
+      return row;
+    });
   }
 
   /**
    * A new signing secret (sealed); the current one stays valid until `previousExpiresAt`, kept as
-   * stored (sealed or not: it is only ever read back through the same box), or not at all without one.
+   * stored (sealed or not: it is only ever read back through the same box), or not at all without
+   * one. The `trigger.secret_rotated` entry commits with it, without either secret.
    */
   replaceSecret(
     trigger: Trigger,
     signingSecret: string | null,
     previousExpiresAt: Date | null,
+    actor: string,
   ): Promise<Trigger> {
-    return this.db.trigger.update({
-      where: { id: trigger.id },
-      data: {
-        signingSecret,
-        previousSigningSecret: previousExpiresAt ? trigger.signingSecret : null,
-        previousSecretExpiresAt: previousExpiresAt,
-      },
+    return this.db.$transaction(async (tx) => {
+      const row = await tx.trigger.update({
+        where: { id: trigger.id },
+        data: {
+          signingSecret,
+          previousSigningSecret: previousExpiresAt ? trigger.signingSecret : null,
+          previousSecretExpiresAt: previousExpiresAt,
+        },
+      });
+      await rotated(tx, row, actor, {
+        replaced: 'signing_secret',
+        previousValidUntil: previousExpiresAt?.toISOString() ?? null,
+      });
+      return row;
     });
   }
+}
+
+/** The audit entry of a rotation. */
+function rotated(tx: Tx, t: Trigger, actor: string, details: Record<string, unknown>): Promise<void> {
+  return recordAudit(tx, {
+    tenantId: t.tenantId,
+    actor,
+    action: 'trigger.secret_rotated',
+    targetType: 'trigger',
+    targetId: t.id,
+    details: { name: t.name, scheme: t.signatureScheme, ...details },
+  });
 }

@@ -114,4 +114,22 @@ describe('wake hints', () => {
     expect(await env.db.wakeHint.findUnique({ where: { sessionId: triggerId } })).toBeNull();
     expect(await env.db.message.count({ where: { sessionId: triggerId } })).toBe(0);
   });
+
+  it('keeps a paused tenant’s hints pending, and ticks once it is resumed (docs/adr/0030)', async () => {
+    const triggerId = await trigger();
+    const sessionId = triggerId;
+    await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: true } });
+    try {
+      const { result } = await deliver(triggerId, 'changed');
+      expect(result!.decision).toMatchObject({ action: 'wake_hint' });
+      expect(result!.messageId).toBeUndefined();
+      expect(await flushIdleWakeHints(deps)).toBe(0);
+      expect(await messages(sessionId)).toHaveLength(0);
+      expect(await env.db.wakeHint.findUniqueOrThrow({ where: { sessionId } })).toMatchObject({ count: 1 });
+    } finally {
+      await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: false } });
+    }
+    expect(await flushIdleWakeHints(deps)).toBe(1);
+    expect((await messages(sessionId)).map((m) => m.kind)).toEqual(['system_tick']);
+  });
 });

@@ -1,5 +1,5 @@
 import type { Admission } from '@switchboard/admission';
-import { newId } from '@switchboard/contracts';
+import { newId, TenantPausedError } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 
@@ -88,7 +88,7 @@ export async function flushWakeHints(
     firstAt: hint.first_at.toISOString(),
     lastAt: hint.last_at.toISOString(),
   };
-  const admitted = await deps.admission.admit({
+  const admitted = await admitTick(deps, {
     tenantId: hint.tenant_id,
     sessionId,
     kind: 'system_tick',
@@ -105,6 +105,7 @@ export async function flushWakeHints(
     metadata: { wakeHints: summary },
     idempotencyKey: `wake:${hint.id}`,
   });
+  if (!admitted) return null;
   // Remove what this tick covered; hints counted after the read stay pending under a new id.
   await db.$executeRaw`
     UPDATE wake_hints SET id = ${newId()}::uuid, count = count - ${hint.count}
@@ -117,14 +118,31 @@ export async function flushWakeHints(
   return { messageId: admitted.messageId, count: hint.count };
 }
 
-/** The maintenance sweep: flushes every session with pending hints whose turn has ended. */
+/** The tick's admission; a paused tenant's hints stay pending for after its resume (docs/adr/0030). */
+async function admitTick(
+  deps: { admission: Admission },
+  input: Parameters<Admission['admit']>[0],
+): Promise<{ messageId: string } | undefined> {
+  try {
+    return await deps.admission.admit(input);
+  } catch (err) {
+    if (err instanceof TenantPausedError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The maintenance sweep: flushes every session with pending hints whose turn has ended. A paused
+ * tenant's sessions are left for after its resume.
+ */
 export async function flushIdleWakeHints(
   deps: { db: Db; admission: Admission; logger: Logger },
   limit = 500,
 ): Promise<number> {
   const rows = await deps.db.$queryRaw<{ session_id: string }[]>`
     SELECT w.session_id FROM wake_hints w
-    WHERE NOT EXISTS (
+    WHERE NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.id = w.tenant_id AND tn.kill_switch)
+      AND NOT EXISTS (
       SELECT 1 FROM turns t WHERE t.session_id = w.session_id
         AND t.status NOT IN ('completed', 'failed', 'cancelled'))
     ORDER BY w.first_at LIMIT ${limit}`;

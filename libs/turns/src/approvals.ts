@@ -26,6 +26,8 @@ export class Approvals {
     verdict: ApprovalVerdict;
     reason: string | null;
     decidedBy: string;
+    /** Who decided, for the audit log (`api_key:<id>`); none for an expiry. */
+    actor?: string;
   }): Promise<DecideOutcome> {
     const outcome = await this.store.decide({ ...a, eventId: newId() });
     if (outcome.kind !== 'decided') return outcome;

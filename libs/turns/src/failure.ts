@@ -1,6 +1,6 @@
-import { EventType, Jobs, newId, PRIORITY_RANK, Priority } from '@switchboard/contracts';
-import { publish } from '@switchboard/queue';
+import { EventType, newId } from '@switchboard/contracts';
 import { enqueueHooks } from './finalise';
+import { requeueTurn } from './requeue';
 import type { RunnerResources } from './runner-options';
 
 /** Marks a turn failed when its job has used every attempt (a bug or a dead dependency). */
@@ -38,16 +38,5 @@ export async function wake(r: RunnerResources, sessionId: string): Promise<void>
   if (!queue) return;
   const next = await r.store.nextUnfinished(sessionId);
   if (!next) return;
-  const old = await queue.getJob(next.id);
-  if (old) {
-    const state = await old.getState();
-    if (state !== 'completed' && state !== 'failed') return;
-    await old.remove().catch(() => undefined);
-  }
-  await publish(
-    queue,
-    Jobs.turn,
-    { turnId: next.id, sessionId, tenantId: next.tenantId },
-    { priority: PRIORITY_RANK[Priority.catch('normal').parse(next.priority)] },
-  );
+  await requeueTurn(queue, { ...next, sessionId }, 'wake turn');
 }

@@ -10,3 +10,5 @@ export { reactorCap } from './reactor-cap';
 export * from './transcript';
 export * from './turn-job';
 export * from './approvals';
+export * from './requeue';
+export * from './tenant-pause';

@@ -1,14 +1,14 @@
 import type { Queue } from 'bullmq';
-import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import { withSpan, type Logger } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
+import type { Logger } from '@switchboard/observability';
 import type { TurnStore } from '@switchboard/store';
+import { requeueTurn } from './requeue';
 
 /**
  * Postgres is the source of truth, Redis the transport. The reconciler re-enqueues
  * every admitted, unfinished turn whose job Redis no longer has (a Redis that came
- * back empty, an enqueue that failed after the admission committed).
+ * back empty, an enqueue that failed after the admission committed). A paused tenant's turns are
+ * left alone (docs/adr/0030): the claim would leave them queued, and the resume wakes them.
  */
 export async function reconcileTurns(
   db: Db,
@@ -29,50 +29,21 @@ export async function reconcileTurns(
         createdAt: { lte: cutoff },
         // Turns behind one paused for approval cannot run: the decision's resume job drains them.
         NOT: { session: { turns: { some: { status: { in: ['awaiting_approval', 'awaiting_subagent'] } } } } },
+        session: { tenant: { killSwitch: false } },
         ...(after ? { id: { gt: after } } : {}),
       },
       select: { id: true, sessionId: true, tenantId: true, priority: true, traceContext: true },
       orderBy: { id: 'asc' },
       take: pageSize,
     });
-    for (const t of page) if (await wakeTurn(turnsQueue, t)) requeued++;
+    for (const t of page) {
+      if (await requeueTurn(turnsQueue, t, 'reconcile turn')) requeued++;
+    }
     if (page.length < pageSize || options.limit !== undefined) break;
     after = page[page.length - 1].id;
   }
   if (requeued > 0) logger.warn({ requeued }, 'reconciler re-enqueued unfinished turns');
   return requeued;
-}
-
-/** An unfinished turn to wake, as the reconcile and the lease sweep find it. */
-interface Unfinished {
-  id: string;
-  sessionId: string;
-  tenantId: string;
-  priority: string;
-  traceContext: unknown;
-}
-
-/**
- * Publishes a turn's wake-up job again unless a live one exists (waiting, active, delayed): a
- * completed or failed job of the same id is removed first, since BullMQ ignores an id it still holds.
- * The job continues the admission's trace and keeps the turn's priority band. True when published.
- */
-export async function wakeTurn(turnsQueue: Queue, t: Unfinished): Promise<boolean> {
-  const job = await turnsQueue.getJob(t.id);
-  if (job) {
-    const state = await job.getState();
-    if (state !== 'completed' && state !== 'failed') return false;
-    await job.remove().catch(() => undefined);
-  }
-  await withSpan('reconcile turn', { parent: t.traceContext as TraceCarrier }, () =>
-    publish(
-      turnsQueue,
-      Jobs.turn,
-      { turnId: t.id, sessionId: t.sessionId, tenantId: t.tenantId },
-      { priority: PRIORITY_RANK[Priority.catch('normal').parse(t.priority)] },
-    ),
-  );
-  return true;
 }
 
 /**
@@ -87,7 +58,8 @@ export async function sweepExpiredLeases(
 ): Promise<number> {
   const freed = await store.freeExpiredLeases();
   let woken = 0;
-  for (const f of freed) if (await wakeTurn(turnsQueue, { ...f, id: f.turnId })) woken++;
+  for (const f of freed)
+    if (await requeueTurn(turnsQueue, { ...f, id: f.turnId }, 'wake freed session')) woken++;
   if (freed.length > 0) logger.warn({ freed: freed.length, woken }, 'expired session leases freed');
   return freed.length;
 }

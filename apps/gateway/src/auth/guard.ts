@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
-import { ApiKeysRepository } from '@switchboard/store';
+import { ApiKeysRepository, apiKeyActor } from '@switchboard/store';
 import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
 import { KEY_USAGE, type KeyUsage } from './key-usage';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
@@ -33,6 +33,19 @@ export const TenantId = createParamDecorator((_: unknown, ctx: ExecutionContext)
   const tenantId = ctx.switchToHttp().getRequest<AuthedRequest>().tenantId;
   if (!tenantId) throw new AppError('unauthorized', 'missing tenant');
   return tenantId;
+});
+
+/** The API key that made the request (who decided an approval). */
+export const ApiKeyId = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): string =>
+    ctx.switchToHttp().getRequest<AuthedRequest>().apiKeyId ?? 'api',
+);
+
+/** Who made the request, as the audit log names it (docs/adr/0030): `api_key:<id>`. */
+export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
+  const keyId = ctx.switchToHttp().getRequest<AuthedRequest>().apiKeyId;
+  if (!keyId) throw new AppError('unauthorized', 'missing API key');
+  return apiKeyActor(keyId);
 });
 
 /** Who may call the route: a tenant (an API key) unless marked otherwise. */

@@ -1,30 +1,72 @@
-import { Body, Controller, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBody } from '@nestjs/swagger';
 import {
+  AuditEventPageResponse,
   CreatedTenantResponse,
   notFound,
+  OperatorTenantPageResponse,
+  OperatorTenantResponse,
   parseRateLimitOverrides,
+  PauseTenantRequest,
+  ResumeTenantRequest,
   TenantLimitsResponse,
 } from '@switchboard/contracts';
-import { TenantsRepository } from '@switchboard/store';
+import { AuditLogRepository, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
+import type { TenantPause } from '@switchboard/turns';
 import { AdminOnly } from '../auth/guard';
 import { generateApiKey } from '../auth/keys';
-import { CreateTenantDto, UpdateRateLimitsDto } from '../http/dto';
+import {
+  AdminAuditEventsQueryDto,
+  CreateTenantDto,
+  PageQueryDto,
+  PauseTenantDto,
+  ResumeTenantDto,
+  UpdateRateLimitsDto,
+  UpdateTenantDto,
+} from '../http/dto';
 import { AdminApi, BODY_ERRORS, Operation } from '../http/openapi';
-import { pathId, presentApiKey, presentTenant } from '../http/presenters';
+import {
+  decodeCursor,
+  encodeCursor,
+  pathId,
+  presentApiKey,
+  presentOperatorTenant,
+  presentTenant,
+} from '../http/presenters';
 import { ApiRateLimits } from '../http/rate-limit';
+import { validateOptionalBody } from '../http/validation';
+import { auditEventPage } from './audit.controller';
+
+export const TENANT_PAUSE = Symbol('TENANT_PAUSE');
 
 /** Creates a tenant with its first API key in one transaction. Shared with the admin CLI. */
 export async function createTenant(tenants: TenantsRepository, name: string): Promise<CreatedTenantResponse> {
   const { key, hash, prefix } = generateApiKey();
-  const { tenant, apiKey } = await tenants.createWithKey(name, { prefix, hash });
+  const { tenant, apiKey } = await tenants.createWithKey(name, { prefix, hash }, OPERATOR_ACTOR);
   return { tenant: presentTenant(tenant), apiKey: { ...presentApiKey(apiKey), key } };
 }
 
+/** One tenant as the operator sees it; 404 when there is none. Shared with the admin CLI. */
+export async function operatorTenant(
+  tenants: TenantsRepository,
+  tenantId: string,
+): Promise<OperatorTenantResponse> {
+  const row = await tenants.overview(tenantId);
+  if (!row) throw notFound('tenant');
+  return presentOperatorTenant(row);
+}
+
+/**
+ * The operator's API (ADMIN_TOKEN): tenants, their settings, limits and pause (docs/adr/0028,
+ * 0030), and the audit log of every tenant. Every change writes its audit entry as `operator`.
+ */
 @AdminApi('admin')
 @Controller('v1/admin')
 export class AdminController {
   constructor(
     @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
+    @Inject(AuditLogRepository) private readonly audit: AuditLogRepository,
+    @Inject(TENANT_PAUSE) private readonly pauses: TenantPause,
     @Inject(ApiRateLimits) private readonly limits: ApiRateLimits,
   ) {}
 
@@ -41,6 +83,61 @@ export class AdminController {
   })
   create(@Body() body: CreateTenantDto): Promise<CreatedTenantResponse> {
     return createTenant(this.tenants, body.name);
+  }
+
+  /** Every tenant by id (creation order), with its pause, operator settings, today's spend and turn counts. */
+  @Get('tenants')
+  @AdminOnly()
+  @Operation({
+    id: 'listTenants',
+    summary: 'Tenants with their pause, limits, spend today and unfinished turns',
+    status: 200,
+    schema: OperatorTenantPageResponse,
+    errors: [400],
+  })
+  async list(@Query() q: PageQueryDto): Promise<OperatorTenantPageResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.tenants.overviewPage(after?.[0], limit);
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentOperatorTenant),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  @Get('tenants/:id')
+  @AdminOnly()
+  @Operation({
+    id: 'getTenant',
+    summary: 'A tenant with its pause, limits, spend today and unfinished turns',
+    status: 200,
+    schema: OperatorTenantResponse,
+    errors: [404],
+  })
+  get(@Param('id') id: string): Promise<OperatorTenantResponse> {
+    return operatorTenant(this.tenants, pathId(id, 'tenant'));
+  }
+
+  /**
+   * The operator's settings of a tenant (docs/adr/0030): `maxConcurrentTurns`, `share` (fair share),
+   * `dailySpendLimitUsd`, each replaced when given, `null` back to the default. Merged into
+   * `tenants.settings` under the row's lock with its audit entry.
+   */
+  @Patch('tenants/:id')
+  @AdminOnly()
+  @Operation({
+    id: 'updateTenant',
+    summary: "Set a tenant's concurrency cap, fair share weight or daily spend cap (null = default)",
+    status: 200,
+    schema: OperatorTenantResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async update(@Param('id') id: string, @Body() body: UpdateTenantDto): Promise<OperatorTenantResponse> {
+    const tenantId = pathId(id, 'tenant');
+    const updated = await this.tenants.updateOperatorSettings(tenantId, body, OPERATOR_ACTOR);
+    if (!updated) throw notFound('tenant');
+    return operatorTenant(this.tenants, tenantId);
   }
 
   /**
@@ -61,7 +158,7 @@ export class AdminController {
     @Body() body: UpdateRateLimitsDto,
   ): Promise<TenantLimitsResponse> {
     const tenantId = pathId(id, 'tenant');
-    const updated = await this.tenants.updateRateLimits(tenantId, body);
+    const updated = await this.tenants.updateRateLimits(tenantId, body, OPERATOR_ACTOR);
     if (!updated) throw notFound('tenant');
     this.limits.forget(tenantId);
     return {
@@ -69,5 +166,63 @@ export class AdminController {
       rateLimits: parseRateLimitOverrides(updated.settings),
       effective: await this.limits.effective(tenantId),
     };
+  }
+
+  /**
+   * Pauses a tenant (docs/adr/0030): its running turns stop at their next safe point, its queued
+   * turns stay queued, and every admission of its input answers 403 `tenant_paused`. Pausing a paused
+   * tenant changes nothing.
+   */
+  @Post('tenants/:id/pause')
+  @AdminOnly()
+  @HttpCode(200)
+  @Operation({
+    id: 'pauseTenant',
+    summary: 'Pause a tenant: admission refused, running turns stopped, queued turns kept',
+    status: 200,
+    schema: OperatorTenantResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  @ApiBody({ type: PauseTenantDto, required: false })
+  async pause(@Param('id') id: string, @Body() raw: unknown): Promise<OperatorTenantResponse> {
+    const tenantId = pathId(id, 'tenant');
+    const body = validateOptionalBody(PauseTenantRequest, raw);
+    const change = await this.pauses.pause(tenantId, body.reason ?? null, OPERATOR_ACTOR);
+    if (!change.found) throw notFound('tenant');
+    return operatorTenant(this.tenants, tenantId);
+  }
+
+  /** Resumes a tenant: admission opens again and its queued turns are woken. Resuming twice is harmless. */
+  @Post('tenants/:id/resume')
+  @AdminOnly()
+  @HttpCode(200)
+  @Operation({
+    id: 'resumeTenant',
+    summary: 'Resume a paused tenant: admission opens, its queued turns run',
+    status: 200,
+    schema: OperatorTenantResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  @ApiBody({ type: ResumeTenantDto, required: false })
+  async resume(@Param('id') id: string, @Body() raw: unknown): Promise<OperatorTenantResponse> {
+    const tenantId = pathId(id, 'tenant');
+    validateOptionalBody(ResumeTenantRequest, raw);
+    const change = await this.pauses.resume(tenantId, OPERATOR_ACTOR);
+    if (!change.found) throw notFound('tenant');
+    return operatorTenant(this.tenants, tenantId);
+  }
+
+  /** The audit log of every tenant (and operator-wide entries), newest first. */
+  @Get('audit-events')
+  @AdminOnly()
+  @Operation({
+    id: 'listAdminAuditEvents',
+    summary: 'The audit log across tenants, newest first (optionally of one tenant or action)',
+    status: 200,
+    schema: AuditEventPageResponse,
+    errors: [400],
+  })
+  auditEvents(@Query() q: AdminAuditEventsQueryDto): Promise<AuditEventPageResponse> {
+    return auditEventPage(this.audit, q, q.tenantId);
   }
 }

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiKeyListResponse, ApiKeyResponse, CreatedApiKeyResponse, notFound } from '@switchboard/contracts';
 import { ApiKeysRepository } from '@switchboard/store';
-import { TenantId } from '../auth/guard';
+import { Actor, TenantId } from '../auth/guard';
 import { KEY_REVOCATIONS, type KeyRevocations } from '../auth/key-revocations';
 import { generateApiKey } from '../auth/keys';
 import { CreateApiKeyDto, PageQueryDto } from '../http/dto';
@@ -25,9 +25,13 @@ export class ApiKeysController {
     schema: CreatedApiKeyResponse,
     errors: BODY_ERRORS,
   })
-  async create(@TenantId() tenantId: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
+  async create(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Body() body: CreateApiKeyDto,
+  ): Promise<CreatedApiKeyResponse> {
     const { key, hash, prefix } = generateApiKey();
-    const row = await this.keys.create(tenantId, { name: body.name ?? 'unnamed', prefix, hash });
+    const row = await this.keys.create(tenantId, { name: body.name ?? 'unnamed', prefix, hash }, actor);
     return { ...presentApiKey(row), key };
   }
 
@@ -63,10 +67,14 @@ export class ApiKeysController {
     schema: ApiKeyResponse,
     errors: [404],
   })
-  async revoke(@TenantId() tenantId: string, @Param('id') id: string): Promise<ApiKeyResponse> {
+  async revoke(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+  ): Promise<ApiKeyResponse> {
     const key = await this.keys.find(tenantId, pathId(id, 'api key'));
     if (!key) throw notFound('api key');
-    const row = await this.keys.revoke(key);
+    const row = await this.keys.revoke(key, actor);
     await this.revocations.revoked(key.hash);
     return presentApiKey(row);
   }

@@ -1,30 +1,13 @@
-import {
-  Body,
-  Controller,
-  createParamDecorator,
-  Get,
-  HttpCode,
-  Inject,
-  Param,
-  Post,
-  Query,
-} from '@nestjs/common';
-import type { ExecutionContext } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { AppError, ApprovalPageResponse, ApprovalResponse, notFound } from '@switchboard/contracts';
 import { ApprovalsRepository } from '@switchboard/store';
 import type { Approvals } from '@switchboard/turns';
-import { TenantId, type AuthedRequest } from '../auth/guard';
+import { Actor, ApiKeyId, TenantId } from '../auth/guard';
 import { ApprovalsQueryDto, DecideApprovalDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId, presentApproval } from '../http/presenters';
 
 export const APPROVALS = Symbol('APPROVALS');
-
-/** The API key that made the request: who decided. */
-const ApiKeyId = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): string =>
-    ctx.switchToHttp().getRequest<AuthedRequest>().apiKeyId ?? 'api',
-);
 
 const VERDICT = { approve: 'approved', reject: 'rejected' } as const;
 
@@ -90,6 +73,7 @@ export class ApprovalsController {
   async decide(
     @TenantId() tenantId: string,
     @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
     @Param('id') id: string,
     @Body() body: DecideApprovalDto,
   ): Promise<ApprovalResponse> {
@@ -100,6 +84,7 @@ export class ApprovalsController {
       verdict: VERDICT[body.decision],
       reason: body.reason ?? null,
       decidedBy: apiKeyId,
+      actor,
     });
     if (outcome.kind === 'not_found') throw notFound('approval');
     if (outcome.kind === 'conflict') {

@@ -50,6 +50,10 @@ const ERRORS: [number, string][] = [
     'Invalid request (body, header), an OpenAI parameter the facade does not support, or a model that is not the session’s agent',
   ],
   [401, 'Missing, invalid or revoked API key'],
+  [
+    403,
+    'The operator paused the tenant (`tenant_paused`, type `permission_error`: the stock client raises PermissionDeniedError)',
+  ],
   [404, 'No agent of the tenant with that name or id (`model_not_found`), or no such session'],
   [408, 'The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; poll GET /v1/turns/{id}'],
   [

@@ -12,6 +12,7 @@ import {
   notFound,
   QueueName,
   SlackChallengeResponse,
+  TenantPausedError,
 } from '@switchboard/contracts';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { Config } from '@switchboard/config';
@@ -123,7 +124,7 @@ export class HooksController {
     summary: 'Deliver a webhook to a trigger (the URL token is the credential; signed by the trigger scheme)',
     status: 202,
     schema: HookDeliveryResponse,
-    errors: [400, 401, 404, 409, 413, 415, 429],
+    errors: [400, 401, 403, 404, 409, 413, 415, 429],
     alternative: {
       status: 200,
       schema: SlackChallengeResponse,
@@ -162,6 +163,13 @@ export class HooksController {
       this.logger.info({ triggerId: trigger.id, reason: err.message }, 'webhook delivery refused');
       this.metrics.webhookDeliveries.inc({ scheme, outcome: 'refused' });
       throw new AppError('unauthorized', `signature refused: ${err.message}`);
+    }
+
+    // The operator paused the trigger's tenant (docs/adr/0030): refused once the sender is verified
+    // (a 401 tells an unsigned sender nothing more), nothing stored.
+    if (trigger.tenantPaused) {
+      this.metrics.webhookDeliveries.inc({ scheme, outcome: 'paused' });
+      throw new TenantPausedError();
     }
 
     const body: unknown = req.body;

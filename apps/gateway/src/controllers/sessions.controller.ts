@@ -154,7 +154,7 @@ export class SessionsController {
         '`wait` was set and the turn ended within the bound (WAIT_TIMEOUT_MS, or `wait` seconds ' +
         'when fewer): the turn as GET /v1/turns/{id} shows it.',
     },
-    errors: [...BODY_ERRORS, 404, 409, 422],
+    errors: [...BODY_ERRORS, 403, 404, 409, 422],
   })
   @ApiHeader({
     name: 'Idempotency-Key',

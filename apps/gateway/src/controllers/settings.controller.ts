@@ -6,7 +6,7 @@ import { TenantsRepository } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
 import { refusedNotifyUrl } from '@switchboard/triage';
 import { CONFIG, TOOLS } from '@switchboard/platform';
-import { TenantId } from '../auth/guard';
+import { Actor, TenantId } from '../auth/guard';
 import { UpdateSettingsDto } from '../http/dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { presentSettings } from '../http/presenters';
@@ -42,12 +42,17 @@ export class SettingsController {
     schema: SettingsResponse,
     errors: BODY_ERRORS,
   })
-  async update(@TenantId() tenantId: string, @Body() body: UpdateSettingsDto): Promise<SettingsResponse> {
+  async update(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Body() body: UpdateSettingsDto,
+  ): Promise<SettingsResponse> {
     if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
     if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
     if (body.notifyUrl) await this.checkNotifyUrl(body.notifyUrl);
     // Under the tenant row's lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
-    const updated = await this.tenants.updateSettings(tenantId, body);
+    // The audit entry (docs/adr/0030) names the fields changed, in the same transaction.
+    const updated = await this.tenants.updateSettings(tenantId, body, actor);
     if (!updated) throw notFound('tenant');
     return presentSettings(updated.settings, this.config.DEFAULT_MODEL);
   }

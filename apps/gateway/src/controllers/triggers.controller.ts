@@ -16,7 +16,7 @@ import { CONFIG } from '@switchboard/platform';
 import { SessionsRepository } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TriageRules, TriggersRepository } from '@switchboard/triage';
-import { TenantId } from '../auth/guard';
+import { Actor, TenantId } from '../auth/guard';
 import { SecretBox } from '../hooks/secrets';
 import { generateSigningSecret, generateTriggerToken } from '../hooks/verify';
 import { CreateTriggerDto, RotateTriggerDto, TriggersQueryDto } from '../http/dto';
@@ -180,6 +180,7 @@ export class TriggersController {
   })
   async rotate(
     @TenantId() tenantId: string,
+    @Actor() actor: string,
     @Param('id') id: string,
     @Body() body: RotateTriggerDto,
   ): Promise<IssuedTriggerResponse> {
@@ -204,7 +205,7 @@ export class TriggersController {
         });
       }
       const { token, hash } = generateTriggerToken();
-      const row = await this.triggers.replaceToken(trigger, hash);
+      const row = await this.triggers.replaceToken(trigger, hash, actor);
       return { ...presentTrigger(row), path: hookPath(token), signingSecret: null };
     }
     const generated = scheme === 'slack' ? null : generateSigningSecret(scheme);
@@ -213,6 +214,7 @@ export class TriggersController {
       trigger,
       this.sealed(generated ?? body.signingSecret),
       grace > 0 ? new Date(Date.now() + grace * 1000) : null,
+      actor,
     );
     return { ...presentTrigger(row), path: null, signingSecret: generated };
   }

@@ -26,11 +26,21 @@ import {
   AddMemoryRequest,
   MemoryQuery,
   MemoryRecordQuery,
+  UpdateTenantRequest,
+  AuditEventsQuery,
+  AdminAuditEventsQuery,
+  PauseTenantRequest,
+  ResumeTenantRequest,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
 export class CreateTenantDto extends createZodDto(CreateTenantRequest) {}
 export class UpdateRateLimitsDto extends createZodDto(UpdateRateLimitsRequest) {}
+export class UpdateTenantDto extends createZodDto(UpdateTenantRequest) {}
+export class PauseTenantDto extends createZodDto(PauseTenantRequest) {}
+export class ResumeTenantDto extends createZodDto(ResumeTenantRequest) {}
+export class AuditEventsQueryDto extends createZodDto(AuditEventsQuery) {}
+export class AdminAuditEventsQueryDto extends createZodDto(AdminAuditEventsQuery) {}
 export class CreateApiKeyDto extends createZodDto(CreateApiKeyRequest) {}
 export class CreateAgentDto extends createZodDto(CreateAgentRequest) {}
 export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}

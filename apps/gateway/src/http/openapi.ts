@@ -18,11 +18,14 @@ export const API_KEY_AUTH = 'apiKey';
 export const ADMIN_AUTH = 'adminToken';
 
 /** Error statuses an operation can answer with; every one carries the `Error` body. */
-export type ErrorStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503;
 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'Invalid request: body, query, cursor or header failed validation, or the body is not JSON',
   401: 'Missing, invalid or revoked credentials',
+  403:
+    'The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is ' +
+    'resumed; reads still work',
   404: 'No such object for the calling tenant',
   409: 'Conflicts with the current state (closed session, a turn already running, a request still in flight)',
   413: 'Request body larger than the limit',

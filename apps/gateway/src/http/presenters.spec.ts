@@ -1,6 +1,6 @@
 import { Prisma } from '@prisma/client';
-import { TurnResponse } from '@switchboard/contracts';
-import { presentTurn, type PresentedTurn } from './presenters';
+import { AuditEventResponse, OperatorTenantResponse, TurnResponse } from '@switchboard/contracts';
+import { presentAuditEvent, presentOperatorTenant, presentTurn, type PresentedTurn } from './presenters';
 
 const turn = (costUsd: string): PresentedTurn => ({
   id: '00000000-0000-4000-8000-000000000001',
@@ -39,5 +39,56 @@ describe('presentTurn', () => {
     const body = presentTurn(turn(stored));
     expect(body.costUsd).toBe(shown);
     expect(TurnResponse.shape.costUsd.safeParse(body.costUsd).success).toBe(true);
+  });
+});
+
+describe('presentOperatorTenant', () => {
+  const row = (settings: unknown) => ({
+    id: '00000000-0000-4000-8000-000000000001',
+    name: 'acme',
+    createdAt: new Date(0),
+    paused: true,
+    pausedAt: new Date(1000),
+    pauseReason: 'abuse',
+    settings,
+    spentTodayUsd: '1.25',
+    running: 1,
+    queued: 2,
+    waiting: 3,
+  });
+
+  it('shows the operator’s settings with their defaults, and the live figures', () => {
+    const body = presentOperatorTenant(row({ modelRoutes: {}, rateLimits: { admission: 5, bogus: 1 } }));
+    expect(OperatorTenantResponse.parse(body)).toEqual({
+      id: '00000000-0000-4000-8000-000000000001',
+      name: 'acme',
+      createdAt: '1970-01-01T00:00:00.000Z',
+      paused: true,
+      pausedAt: '1970-01-01T00:00:01.000Z',
+      pauseReason: 'abuse',
+      maxConcurrentTurns: null,
+      share: 1,
+      dailySpendLimitUsd: null,
+      rateLimits: { admission: 5 },
+      spentTodayUsd: '1.25',
+      turns: { running: 1, queued: 2, waiting: 3 },
+    });
+    expect(
+      presentOperatorTenant(row({ maxConcurrentTurns: 4, share: 0.5, dailySpendLimitUsd: 0 })),
+    ).toMatchObject({ maxConcurrentTurns: 4, share: 0.5, dailySpendLimitUsd: 0 });
+  });
+
+  it('presents an audit entry in its schema', () => {
+    const body = presentAuditEvent({
+      id: '00000000-0000-4000-8000-000000000002',
+      tenantId: null,
+      actor: 'operator',
+      action: 'tenant.created',
+      targetType: 'tenant',
+      targetId: 'x',
+      details: {},
+      createdAt: new Date(0),
+    });
+    expect(AuditEventResponse.parse(body)).toEqual(body);
   });
 });

@@ -3,8 +3,12 @@ import {
   AppError,
   isUuid,
   notFound,
+  parseOperatorTenantSettings,
+  parseRateLimitOverrides,
   parseTenantSettings,
   PG_INT_MAX,
+  type AuditEventResponse,
+  type OperatorTenantResponse,
   type AgentResponse,
   type ApiKeyResponse,
   type ApprovalResponse,
@@ -16,7 +20,7 @@ import {
   type ToolCallResponse,
   type TurnResponse,
 } from '@switchboard/contracts';
-import type { ToolCallRead, TurnRead } from '@switchboard/store';
+import type { AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
 
 /**
  * Rows → API JSON. One place decides what a client sees. Each presenter returns its response
@@ -29,6 +33,37 @@ export const presentTenant = (t: Tenant): TenantResponse => ({
   id: t.id,
   name: t.name,
   createdAt: t.createdAt.toISOString(),
+});
+
+/** A tenant as the operator sees it (docs/adr/0030): its pause, the settings it controls, live figures. */
+export const presentOperatorTenant = (t: TenantOverview): OperatorTenantResponse => {
+  const operator = parseOperatorTenantSettings(t.settings);
+  return {
+    id: t.id,
+    name: t.name,
+    createdAt: t.createdAt.toISOString(),
+    paused: t.paused,
+    pausedAt: t.pausedAt?.toISOString() ?? null,
+    pauseReason: t.pauseReason,
+    maxConcurrentTurns: operator.maxConcurrentTurns,
+    share: operator.share,
+    dailySpendLimitUsd: operator.dailySpendLimitUsd,
+    rateLimits: parseRateLimitOverrides(t.settings),
+    spentTodayUsd: t.spentTodayUsd,
+    turns: { running: t.running, queued: t.queued, waiting: t.waiting },
+  };
+};
+
+/** An audit log entry (docs/adr/0030); its action narrowed to the ones the writers record. */
+export const presentAuditEvent = (e: AuditRow): AuditEventResponse => ({
+  id: e.id,
+  tenantId: e.tenantId,
+  actor: e.actor,
+  action: e.action as AuditEventResponse['action'],
+  targetType: e.targetType,
+  targetId: e.targetId,
+  details: e.details,
+  createdAt: e.createdAt.toISOString(),
 });
 
 /** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */

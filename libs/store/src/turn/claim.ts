@@ -143,6 +143,8 @@ export interface ClaimResult {
    * this turn and chooses again, rather than draining it while others wait.
    */
   contended?: boolean;
+  /** The tenant is paused (docs/adr/0030): its turns stay queued, none was marked running. */
+  paused?: boolean;
 }
 
 export interface ClaimRow {
@@ -162,6 +164,7 @@ export interface ClaimRow {
   started_calls: string[] | null;
   waiting: boolean;
   contended: boolean;
+  paused: boolean;
   decisions: StoredDecision[] | null;
   waited_ms: number | null;
 }
@@ -233,14 +236,18 @@ const NEXT_TURN_CTE = sql`nt AS (
   WHERE t.status IN ${HOLDS_SESSION} ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1
 )`;
 
+/** The tenant of the leased session is paused (docs/adr/0030): its turns stay where they are. */
+const TENANT_PAUSED = sql`EXISTS (SELECT 1 FROM tenants tp WHERE tp.id = s.tenant_id AND tp.kill_switch)`;
+
 /**
  * `ut`: that turn marked running when it is unfinished, re-checked on its latest row version (a turn
- * another holder finished while this statement waited for the session row is not taken).
+ * another holder finished while this statement waited for the session row is not taken), unless the
+ * tenant is paused: the turn stays `queued` (or `running`, interrupted) until the resume wakes it.
  */
 const RUN_TURN_CTE = sql`ut AS (
   UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
     run_count = t.run_count + 1
-  FROM nt WHERE t.id = nt.id AND t.status IN ${UNFINISHED}
+  FROM nt, s WHERE t.id = nt.id AND t.status IN ${UNFINISHED} AND NOT ${TENANT_PAUSED}
   RETURNING t.*
 )`;
 
@@ -255,7 +262,8 @@ const claimFlags = (t: ClaimTarget) => sql`(SELECT status FROM own) AS own_statu
   -- Two probes of the unfinished turns' index, either side of this tenant (docs/adr/0029).
   (EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id < ${t.tenant})
     OR EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id > ${t.tenant}))
-    AS contended`;
+    AS contended,
+  coalesce(${TENANT_PAUSED}, false) AS paused`;
 
 /** The claimed turn as `TurnRow`. */
 const TURN_JSON = sql`json_build_object(
@@ -399,6 +407,7 @@ export function claimResultOf(row: ClaimRow): ClaimResult {
     pending: row.pending,
     waiting: row.waiting,
     contended: row.contended,
+    paused: row.paused,
   };
   const { turn, agent } = row;
   if (turn && agent) result.next = loadOf({ ...row, turn, agent });
