@@ -188,7 +188,8 @@ describe('a message travels end to end', () => {
         })) ?? undefined,
       { what: 'the tool round committed' },
     );
-    const held = await killed.post(`/v1/sessions/${s2.body.id}/messages`, { content: 'waits' });
+    // Queued behind the running turn in its session.
+    const held = await killed.post(`/v1/sessions/${s1.body.id}/messages`, { content: 'waits' });
     await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: true } });
     // The running turn stops at its next safe point: after the round in flight, before the third.
     const turn = await waitFor(async () => {
@@ -207,7 +208,7 @@ describe('a message travels end to end', () => {
     const refused = await killed.post(`/v1/sessions/${s2.body.id}/messages`, { content: 'anything' });
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('tenant_paused');
-    expect(await env.db.message.count({ where: { sessionId: s2.body.id } })).toBe(1);
+    expect(await env.db.message.count({ where: { sessionId: s2.body.id } })).toBe(0);
   });
 
   it('reuses the system prompt of the first turn byte for byte', async () => {
