@@ -42,6 +42,8 @@ import { pct, pool, sleep, startSwitchboard, type Switchboard } from './bench-li
 const FLAGS = {
   workers: '2',
   'harness-concurrency': '32',
+  /** TENANT_MAX_CONCURRENT_TURNS for the harness workers (0: no cap). */
+  'tenant-cap': '0',
   'b-turns': '20',
   'b-interval-ms': '500',
   'a-turns': '2000',
@@ -70,6 +72,7 @@ const num = (k: keyof typeof FLAGS): number => {
 };
 const WORKERS = num('workers');
 const HARNESS_CONCURRENCY = num('harness-concurrency');
+const TENANT_CAP = num('tenant-cap');
 const B_TURNS = num('b-turns');
 const B_INTERVAL_MS = num('b-interval-ms');
 const A_TURNS = num('a-turns');
@@ -541,7 +544,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
   const ge = bLowerBound ? '≥ ' : '';
   const msTriple = (b: BResult, lower = '') => `${lower}${b.p50} / ${lower}${b.p90} / ${lower}${b.max} ms`;
   const counts = (t: Tally, extra = '') => `${t.rateLimited} / ${t.otherNon2xx}${extra}`;
-  const header = `Noisy neighbour (issue 19), commit ${gitCommit()}: ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}, model ${MODEL}, rate limits ${RATE_LIMITS ? 'on (defaults)' : 'off'}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`;
+  const header = `Noisy neighbour (issue 19), commit ${gitCommit()}: ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}, TENANT_MAX_CONCURRENT_TURNS ${TENANT_CAP}, model ${MODEL}, rate limits ${RATE_LIMITS ? 'on (defaults)' : 'off'}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`;
   console.log(`\n${header}\n`);
   console.log(
     table([
@@ -617,6 +620,7 @@ Goal (issue 19):
       config: {
         harnessWorkers: WORKERS,
         harnessConcurrency: HARNESS_CONCURRENCY,
+        tenantCap: TENANT_CAP,
         model: MODEL,
         rateLimits: RATE_LIMITS,
         waitTimeoutMs: WAIT_TIMEOUT_MS,
@@ -666,6 +670,7 @@ async function main() {
       harnessNodeArgs: ['--max-semi-space-size=64'],
       env: {
         WAIT_TIMEOUT_MS: String(WAIT_TIMEOUT_MS),
+        TENANT_MAX_CONCURRENT_TURNS: String(TENANT_CAP),
         ...(RATE_LIMITS ? DEFAULT_LIMITS : {}),
       },
     });

@@ -28,10 +28,7 @@ const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('backgr
 
 /**
  * A turn `t` in session `ss` may start: no lease holds the session (or it expired) and no turn of it
- * waits. Workers choosing at once may choose the same session: the claim's lease update lets one
- * have it and the others choose again. (Passing over locked rows instead, SKIP LOCKED, would let a
- * choice see nothing runnable while another choice merely looked at a session, and a job complete
- * with its turn left behind.)
+ * waits.
  */
 const RUNNABLE = sql`(ss.lease_token IS NULL OR ss.lease_expires_at < now())
   AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})`;
@@ -55,6 +52,13 @@ export interface PickNext {
   lease: Lease;
   /** The deployment's cap per tenant when the tenant sets none (0: no cap). */
   defaultCap: number;
+  /**
+   * Pass over sessions another choice is looking at (`FOR UPDATE SKIP LOCKED`), so workers choosing at
+   * once take different sessions instead of all but one losing the claim. Such a choice can see
+   * nothing runnable while another merely looked at a session: an empty answer is only final from a
+   * choice made without it (`pickAndClaim` asks again).
+   */
+  skipLocked?: boolean;
 }
 
 interface PickRow extends ClaimRow {
@@ -68,6 +72,7 @@ interface PickRow extends ClaimRow {
 
 /** The CTEs of the choice: `job_turn` (the job's own turn) and `pick` (the session to run next). */
 function pickCtes(p: PickNext): Sql[] {
+  const lock = p.skipLocked ? sql` FOR UPDATE OF ss SKIP LOCKED` : sql``;
   const ownSession = p.own ? sql`${p.own.sessionId}::uuid` : sql`NULL::uuid`;
   const own = p.own
     ? sql`SELECT status, task_id FROM turns WHERE id = ${p.own.turnId}::uuid
@@ -112,7 +117,7 @@ function pickCtes(p: PickNext): Sql[] {
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.tenant_id = r.tenant_id AND t.priority = b.band AND t.status IN ${UNFINISHED}
               AND ${RUNNABLE}
-            ORDER BY t.created_at LIMIT 1) x
+            ORDER BY t.created_at LIMIT 1${lock}) x
           UNION ALL
           -- The job's own session first in its tenant (its band came first in the queue already).
           SELECT z.*, ${OWN_RANK} FROM (
@@ -120,13 +125,13 @@ function pickCtes(p: PickNext): Sql[] {
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.session_id = ${ownSession} AND t.tenant_id = r.tenant_id AND t.status IN ${UNFINISHED}
               AND ${RUNNABLE}
-            ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1) z
+            ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1${lock}) z
           UNION ALL
           SELECT y.*, 0 FROM (
             SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.tenant_id = r.tenant_id AND t.status = 'running' AND ${RUNNABLE}
-            ORDER BY t.created_at LIMIT 1) y
+            ORDER BY t.created_at LIMIT 1${lock}) y
         ) c
         ORDER BY (c.started_at IS NULL), c.created_at - c.rank * ${BAND_HEAD_START_S} * interval '1 second'
         LIMIT 1) h
@@ -184,7 +189,9 @@ export interface PickResult {
  * same tenant at once cannot both take its last slot (docs/adr/0029).
  */
 export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> {
-  const row = await db.first<PickRow>(pickStatement(p));
+  let row = await db.first<PickRow>(pickStatement({ ...p, skipLocked: true }));
+  // Nothing seen past the locked sessions: only a choice that waits for them may say nothing is left.
+  if (row && !row.pick_session_id) row = await db.first<PickRow>(pickStatement({ ...p, skipLocked: false }));
   if (!row) throw new Error('pick returned no row');
   const result: PickResult = {
     ...(row.job_status ? { ownStatus: row.job_status } : {}),
