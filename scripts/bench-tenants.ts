@@ -85,6 +85,9 @@ const TIMEOUT_MS = num('timeout-s') * 1000;
 const MODEL = values.model;
 const RATE_LIMITS = values['rate-limits'];
 /** The README's defaults (ADR 0028), per tenant and minute. */
+/** A B result's medians of where the time went, as one cell. */
+const partsOf = (r: { parts: Record<string, number> }) =>
+  `${r.parts.admitMs} / ${r.parts.queueMs} / ${r.parts.runMs} / ${r.parts.answerMs} ms`;
 const DEFAULT_LIMITS = {
   RATE_LIMIT_ADMISSION_PER_MIN: '600',
   RATE_LIMIT_READS_PER_MIN: '3000',
@@ -224,9 +227,13 @@ interface BSample {
   timedOut: boolean;
   /** How late the send left after its slot on the schedule, ms. */
   lagMs: number;
+  /** Send → admitted, admitted → started, started → ended, ended → answered (ms). */
+  parts?: Record<'admitMs' | 'queueMs' | 'runMs' | 'answerMs', number>;
 }
 
 interface BResult {
+  /** Medians of where B's time went: admission, queue, run, answer (ms). */
+  parts: Record<string, number>;
   sent: number;
   answered: number;
   p50: number;
@@ -353,6 +360,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
   /** One B turn: wait: true on a fresh session. */
   const bTurn = async (session: string, i: number, tally: Tally, lagMs: number): Promise<BSample> => {
     const t0 = performance.now();
+    const sentAt = Date.now();
     try {
       const res = await tenants.B.api.call('POST', `/v1/sessions/${session}/messages`, {
         content: `b ${i}`,
@@ -361,7 +369,16 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
       const ms = performance.now() - t0;
       tally.add(res.status);
       const turnStatus = typeof res.body.status === 'string' ? res.body.status : undefined;
-      return { ms, status: res.status, turnStatus, timedOut: res.status === 202, lagMs };
+      // Where the time went (server timestamps, same clock): admitted, queued, ran, answered.
+      const at = (k: string) => (typeof res.body[k] === 'string' ? Date.parse(res.body[k] as string) : NaN);
+      const [created, started, completed] = [at('createdAt'), at('startedAt'), at('completedAt')];
+      const parts = {
+        admitMs: created - sentAt,
+        queueMs: started - created,
+        runMs: completed - started,
+        answerMs: Date.now() - completed,
+      };
+      return { ms, status: res.status, turnStatus, timedOut: res.status === 202, lagMs, parts };
     } catch (err) {
       tally.add('error');
       progress(`B request failed: ${(err as Error).message}`);
@@ -390,7 +407,15 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
   const summariseB = (samples: BSample[], inline: number): BResult => {
     const answered = samples.filter((s) => s.status !== 'error');
     const ms = answered.map((s) => s.ms);
+    const withParts = answered.flatMap((x) => (x.parts ? [x.parts] : []));
+    const parts = Object.fromEntries(
+      (['admitMs', 'queueMs', 'runMs', 'answerMs'] as const).map((k) => [
+        k,
+        round(pct(withParts.map((p) => p[k]).filter(Number.isFinite), 50)),
+      ]),
+    );
     return {
+      parts,
       sent: samples.length,
       answered: answered.length,
       p50: round(pct(ms, 50)),
@@ -555,6 +580,11 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
         `${bSharedResult.sent} / ${bSharedResult.answered}`,
       ],
       ['latency p50 / p90 / max', msTriple(bAlone), msTriple(bSharedResult, ge)],
+      [
+        'median admit / queue / run / answer',
+        partsOf(bAlone),
+        partsOf(bSharedResult),
+      ],
       [
         '429s / other non-2xx (wait timeouts)',
         counts(tallies.alone.B, ` (${bAlone.waitTimeouts})`),

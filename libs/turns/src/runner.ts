@@ -81,15 +81,21 @@ export class TurnRunner {
         }
         ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
       }
+      // Another worker is claiming for the capped tenant chosen: choose again; after a few, look
+      // again shortly (that worker takes the slot, or finds it gone).
+      if (picked.tenantLocked) {
+        if (++missed >= 5) return 'later';
+        continue;
+      }
       // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
       // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
       if (!picked.claimed) return 'done';
       const { claim, sessionId } = picked.claimed;
       const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
-      // Another worker took the session (or the tenant's last slot) between the choice and the claim:
-      // choose again, a few times at most before looking again later.
+      // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
+      // chooses again when it lets go) between the choice and the claim: choose again, a few times.
       if (!claim.leased) {
-        if (++missed >= 5) return 'later';
+        if (++missed >= 5) return 'done';
         continue;
       }
       const drained = await this.drain(job, lease, claim, max - ran);

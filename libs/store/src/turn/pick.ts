@@ -172,6 +172,11 @@ export interface PickResult {
   /** The job's own turn status; undefined when it named no such turn (or none was asked). */
   ownStatus?: string;
   ownTaskId?: string;
+  /**
+   * Another worker was claiming for the same capped tenant (its advisory lock was taken): nothing was
+   * claimed; choose again, and look again shortly rather than conclude nothing is runnable.
+   */
+  tenantLocked?: boolean;
   /** The session chosen and its claim; undefined when nothing was runnable. */
   claimed?: {
     sessionId: string;
@@ -184,9 +189,10 @@ export interface PickResult {
 
 /**
  * Chooses the next session fairly and claims it with `p.lease`: one statement for a tenant without a
- * cap. A tenant with a cap is claimed in a transaction that first takes the tenant's advisory lock,
- * so the cap is counted again after every other claim for it committed: two workers choosing for the
- * same tenant at once cannot both take its last slot (docs/adr/0029).
+ * cap. A tenant with a cap is claimed in a transaction that first takes the tenant's advisory lock
+ * (or gives up at once, `tenantLocked`), so the cap is counted again after every other claim for it
+ * committed: two workers choosing for the same tenant at once cannot both take its last slot
+ * (docs/adr/0029).
  */
 export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> {
   let row = await db.first<PickRow>(pickStatement({ ...p, skipLocked: true }));
@@ -200,12 +206,17 @@ export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> 
   const { pick_session_id: sessionId, pick_tenant_id: tenantId, pick_turn_id: turnId } = row;
   if (!sessionId || !tenantId || !turnId) return result;
   const cap = row.pick_cap ?? 0;
-  const claim =
-    cap > 0
-      ? await db.transaction(async (tx) => {
-          await tx.first(sql`SELECT pg_advisory_xact_lock(hashtextextended(${tenantId}::text, 29))`);
-          return claimNext(tx, { sessionId, turnId, tenantId, owner: p.owner, lease: p.lease, cap });
-        })
-      : claimResultOf(row);
-  return { ...result, claimed: { sessionId, tenantId, capped: cap > 0, claim } };
+  if (cap <= 0)
+    return { ...result, claimed: { sessionId, tenantId, capped: false, claim: claimResultOf(row) } };
+  const claim = await db.transaction(async (tx) => {
+    // Not waiting for the lock: workers queueing behind one tenant's lock would hold back the very
+    // holder whose slot just freed. The worker that has it takes the slot or finds the cap full.
+    const lock = await tx.first<{ held: boolean }>(
+      sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${tenantId}::text, 29)) AS held`,
+    );
+    if (!lock?.held) return undefined;
+    return claimNext(tx, { sessionId, turnId, tenantId, owner: p.owner, lease: p.lease, cap });
+  });
+  if (!claim) return { ...result, tenantLocked: true };
+  return { ...result, claimed: { sessionId, tenantId, capped: true, claim } };
 }
