@@ -15,10 +15,11 @@ import { openTurn, type TurnContext } from './turn-context';
 import { turnStopHooks } from './turn-plan';
 
 /**
- * `done`: nothing runnable was left when the job last chose (or its turn is unknown). `later`: the job
- * ran its bound of turns, or lost a lease, with work perhaps left: it looks again shortly.
+ * `done`: nothing runnable was left when the job last chose (or its own turn had run). `again`: the
+ * job ran its bound of turns with work perhaps left: it goes back to the queue at once. `later`: it
+ * lost a lease: it looks again shortly.
  */
-export type HandleResult = 'done' | 'later';
+export type HandleResult = 'done' | 'again' | 'later';
 
 /**
  * What one session's drain ended with: the turns it ran; whether it gave the session back with work
@@ -56,6 +57,8 @@ export class TurnRunner {
     const max = this.r.maxTurnsPerJob ?? 20;
     let ran = 0;
     let missed = 0;
+    // Capped tenants whose lock another worker held during this job's choices (ADR 0029).
+    const skipTenants: string[] = [];
     // The job's own turn has ended, or its session was drained: the job may complete once nothing
     // else obliges it to choose again.
     let ownDone = false;
@@ -64,6 +67,7 @@ export class TurnRunner {
       const picked = await this.r.store.pickAndClaim({
         // Until the job's own turn is run, its session is its tenant's first choice.
         own: ownDone ? undefined : job,
+        skipTenants,
         owner: this.r.workerId,
         lease: { token, ms: this.r.leaseMs },
         defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
@@ -81,16 +85,16 @@ export class TurnRunner {
         }
         ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
       }
-      // Another worker is claiming for the capped tenant chosen: choose again; after a few, look
-      // again shortly (that worker takes the slot, or finds it gone).
+      // Another worker is claiming for the capped tenant chosen: choose among the others.
       if (picked.tenantLocked) {
-        if (++missed >= 5) return 'later';
+        skipTenants.push(picked.tenantLocked);
         continue;
       }
       // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
       // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
       if (!picked.claimed) return 'done';
       const { claim, sessionId } = picked.claimed;
+      skipTenants.length = 0;
       const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
       // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
       // chooses again when it lets go) between the choice and the claim: choose again, a few times.
@@ -100,7 +104,8 @@ export class TurnRunner {
       }
       const drained = await this.drain(job, lease, claim, max - ran);
       ran += drained.ran;
-      if (drained.lostLease || ran >= max) return 'later';
+      if (drained.lostLease) return 'later';
+      if (ran >= max) return 'again';
       if (sessionId === job.sessionId && !drained.yielded) ownDone = true;
       // The job's own session is drained, no other tenant waits and this one has no cap: every other
       // unfinished turn has a job of its own that will choose. Otherwise the worker that gave back a

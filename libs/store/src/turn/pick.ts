@@ -52,6 +52,8 @@ export interface PickNext {
   lease: Lease;
   /** The deployment's cap per tenant when the tenant sets none (0: no cap). */
   defaultCap: number;
+  /** Tenants not to choose this time (their advisory lock was in use: another worker claims for them). */
+  skipTenants?: string[];
   /**
    * Pass over sessions another choice is looking at (`FOR UPDATE SKIP LOCKED`), so workers choosing at
    * once take different sessions instead of all but one losing the claim. Such a choice can see
@@ -103,6 +105,7 @@ function pickCtes(p: PickNext): Sql[] {
       CROSS JOIN LATERAL (SELECT ${tenantCap(sql`tn.settings`, p.defaultCap)} AS cap,
         ${tenantShare(sql`tn.settings`)} AS share) c
       WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
+        AND w.tenant_id <> ALL(${p.skipTenants ?? []}::uuid[])
     )`,
     // Fewest slots per share first, the longest waiting among equals; then the tenant's best runnable
     // turn: the oldest of each band, the job's own session's next and the oldest interrupted turn
@@ -173,10 +176,11 @@ export interface PickResult {
   ownStatus?: string;
   ownTaskId?: string;
   /**
-   * Another worker was claiming for the same capped tenant (its advisory lock was taken): nothing was
-   * claimed; choose again, and look again shortly rather than conclude nothing is runnable.
+   * Another worker was claiming for this capped tenant (its advisory lock was in use): nothing was
+   * claimed. That worker takes the slot, or finds the cap full or the session taken, and whoever
+   * holds the tenant's slots chooses again when one frees; this worker chooses among the others.
    */
-  tenantLocked?: boolean;
+  tenantLocked?: string;
   /** The session chosen and its claim; undefined when nothing was runnable. */
   claimed?: {
     sessionId: string;
@@ -217,6 +221,6 @@ export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> 
     if (!lock?.held) return undefined;
     return claimNext(tx, { sessionId, turnId, tenantId, owner: p.owner, lease: p.lease, cap });
   });
-  if (!claim) return { ...result, tenantLocked: true };
+  if (!claim) return { ...result, tenantLocked: tenantId };
   return { ...result, claimed: { sessionId, tenantId, capped: true, claim } };
 }
