@@ -57,8 +57,6 @@ export class TurnRunner {
     const max = this.r.maxTurnsPerJob ?? 20;
     let ran = 0;
     let missed = 0;
-    // Capped tenants whose lock another worker held during this job's choices (ADR 0029).
-    const skipTenants: string[] = [];
     // The job's own turn has ended, or its session was drained: the job may complete once nothing
     // else obliges it to choose again.
     let ownDone = false;
@@ -67,7 +65,6 @@ export class TurnRunner {
       const picked = await this.r.store.pickAndClaim({
         // Until the job's own turn is run, its session is its tenant's first choice.
         own: ownDone ? undefined : job,
-        skipTenants,
         owner: this.r.workerId,
         lease: { token, ms: this.r.leaseMs },
         defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
@@ -85,16 +82,10 @@ export class TurnRunner {
         }
         ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
       }
-      // Another worker is claiming for the capped tenant chosen: choose among the others.
-      if (picked.tenantLocked) {
-        skipTenants.push(picked.tenantLocked);
-        continue;
-      }
       // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
       // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
       if (!picked.claimed) return 'done';
       const { claim, sessionId } = picked.claimed;
-      skipTenants.length = 0;
       const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
       // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
       // chooses again when it lets go) between the choice and the claim: choose again, a few times.

@@ -52,8 +52,6 @@ export interface PickNext {
   lease: Lease;
   /** The deployment's cap per tenant when the tenant sets none (0: no cap). */
   defaultCap: number;
-  /** Tenants not to choose this time (their advisory lock was in use: another worker claims for them). */
-  skipTenants?: string[];
   /**
    * Pass over sessions another choice is looking at (`FOR UPDATE SKIP LOCKED`), so workers choosing at
    * once take different sessions instead of all but one losing the claim. Such a choice can see
@@ -105,7 +103,6 @@ function pickCtes(p: PickNext): Sql[] {
       CROSS JOIN LATERAL (SELECT ${tenantCap(sql`tn.settings`, p.defaultCap)} AS cap,
         ${tenantShare(sql`tn.settings`)} AS share) c
       WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
-        AND w.tenant_id <> ALL(${p.skipTenants ?? []}::uuid[])
     )`,
     // Fewest slots per share first, the longest waiting among equals; then the tenant's best runnable
     // turn: the oldest of each band, the job's own session's next and the oldest interrupted turn
@@ -175,12 +172,6 @@ export interface PickResult {
   /** The job's own turn status; undefined when it named no such turn (or none was asked). */
   ownStatus?: string;
   ownTaskId?: string;
-  /**
-   * Another worker was claiming for this capped tenant (its advisory lock was in use): nothing was
-   * claimed. That worker takes the slot, or finds the cap full or the session taken, and whoever
-   * holds the tenant's slots chooses again when one frees; this worker chooses among the others.
-   */
-  tenantLocked?: string;
   /** The session chosen and its claim; undefined when nothing was runnable. */
   claimed?: {
     sessionId: string;
@@ -193,10 +184,10 @@ export interface PickResult {
 
 /**
  * Chooses the next session fairly and claims it with `p.lease`: one statement for a tenant without a
- * cap. A tenant with a cap is claimed in a transaction that first takes the tenant's advisory lock
- * (or gives up at once, `tenantLocked`), so the cap is counted again after every other claim for it
- * committed: two workers choosing for the same tenant at once cannot both take its last slot
- * (docs/adr/0029).
+ * cap. A tenant with a cap is claimed in a transaction that first takes the tenant's advisory lock,
+ * so the cap is counted again after every other claim for it committed: two workers choosing for the
+ * same tenant at once cannot both take its last slot (docs/adr/0029). Every claimer waits for the
+ * lock (a claimer giving up instead could leave a free slot no loop comes back for).
  */
 export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> {
   let row = await db.first<PickRow>(pickStatement({ ...p, skipLocked: true }));
@@ -213,14 +204,8 @@ export async function pickAndClaim(db: SqlDb, p: PickNext): Promise<PickResult> 
   if (cap <= 0)
     return { ...result, claimed: { sessionId, tenantId, capped: false, claim: claimResultOf(row) } };
   const claim = await db.transaction(async (tx) => {
-    // Not waiting for the lock: workers queueing behind one tenant's lock would hold back the very
-    // holder whose slot just freed. The worker that has it takes the slot or finds the cap full.
-    const lock = await tx.first<{ held: boolean }>(
-      sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${tenantId}::text, 29)) AS held`,
-    );
-    if (!lock?.held) return undefined;
+    await tx.first(sql`SELECT pg_advisory_xact_lock(hashtextextended(${tenantId}::text, 29))`);
     return claimNext(tx, { sessionId, turnId, tenantId, owner: p.owner, lease: p.lease, cap });
   });
-  if (!claim) return { ...result, tenantLocked: tenantId };
   return { ...result, claimed: { sessionId, tenantId, capped: true, claim } };
 }
