@@ -370,7 +370,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
       tally.add(res.status);
       const turnStatus = typeof res.body.status === 'string' ? res.body.status : undefined;
       // Where the time went (server timestamps, same clock): admitted, queued, ran, answered.
-      const at = (k: string) => (typeof res.body[k] === 'string' ? Date.parse(res.body[k] as string) : NaN);
+      const at = (k: string) => (typeof res.body[k] === 'string' ? Date.parse(res.body[k]) : NaN);
       const [created, started, completed] = [at('createdAt'), at('startedAt'), at('completedAt')];
       const parts = {
         admitMs: created - sentAt,
@@ -580,11 +580,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
         `${bSharedResult.sent} / ${bSharedResult.answered}`,
       ],
       ['latency p50 / p90 / max', msTriple(bAlone), msTriple(bSharedResult, ge)],
-      [
-        'median admit / queue / run / answer',
-        partsOf(bAlone),
-        partsOf(bSharedResult),
-      ],
+      ['median admit / queue / run / answer', partsOf(bAlone), partsOf(bSharedResult)],
       [
         '429s / other non-2xx (wait timeouts)',
         counts(tallies.alone.B, ` (${bAlone.waitTimeouts})`),
