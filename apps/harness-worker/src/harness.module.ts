@@ -148,6 +148,7 @@ export class HarnessModule {
               workerId: WORKER_ID,
               leaseMs: cfg.SESSION_LEASE_MS,
               defaultMaxConcurrentTurns: cfg.TENANT_MAX_CONCURRENT_TURNS,
+              maxRunningTurns: cfg.HARNESS_CONCURRENCY,
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
               checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,

@@ -23,6 +23,11 @@ export interface TurnRunnerOptions {
   leaseMs: number;
   /** Custom stop hooks every turn checks between rounds, after the built-in ones. */
   stopHooks?: StopHook[];
+  /**
+   * The most turns this process runs at once (HARNESS_CONCURRENCY): the ceiling of its adaptive
+   * limit (`TurnPermits`, docs/adr/0029). Absent: no limit beyond the queue's job slots.
+   */
+  maxRunningTurns?: number;
   /** Turns one job runs (across the sessions it chooses) before it lets other jobs in (default 20). */
   maxTurnsPerJob?: number;
   /**

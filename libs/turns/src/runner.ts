@@ -12,6 +12,7 @@ import { SessionLease } from './lease';
 import { pauseTurn } from './pause';
 import type { RunnerResources, TurnRunnerOptions } from './runner-options';
 import { openTurn, type TurnContext } from './turn-context';
+import { TurnPermits } from './turn-permits';
 import { turnStopHooks } from './turn-plan';
 
 /**
@@ -39,6 +40,8 @@ export class TurnRunner {
   private readonly r: RunnerResources;
   /** This process's running turns by session: where control messages land (docs/adr/0014). */
   private readonly running = new Map<string, RunningTurn>();
+  /** How many turns this process runs at once, adapted to its event loop (ADR 0029). */
+  private readonly permits?: TurnPermits;
 
   constructor(o: TurnRunnerOptions) {
     const store =
@@ -51,6 +54,12 @@ export class TurnRunner {
         }),
       );
     this.r = { ...o, store };
+    this.permits = o.maxRunningTurns ? new TurnPermits({ max: o.maxRunningTurns }) : undefined;
+  }
+
+  /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
+  close(): void {
+    this.permits?.close();
   }
 
   async handle(job: TurnJob): Promise<HandleResult> {
@@ -61,48 +70,70 @@ export class TurnRunner {
     // else obliges it to choose again.
     let ownDone = false;
     for (let first = true; ; first = false) {
-      const token = randomUUID();
-      const picked = await this.r.store.pickAndClaim({
-        // Until the job's own turn is run, its session is its tenant's first choice.
-        own: ownDone ? undefined : job,
-        owner: this.r.workerId,
-        lease: { token, ms: this.r.leaseMs },
-        defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
-      });
-      if (first) {
-        // Workers derive the tenant from the database; a job naming another tenant or session is
-        // ignored (it still wakes this worker: whatever it chose is runnable work).
-        if (picked.ownStatus === undefined) {
-          this.r.logger.warn({ turnId: job.turnId }, 'turn job for an unknown turn');
-        } else if (isEnded(picked.ownStatus)) {
-          // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
-          await this.enqueueHooks({ ...job, id: job.turnId, status: picked.ownStatus });
-          // A child whose worker died after its end committed: its parent hears of it now (idempotent).
-          if (picked.ownTaskId) await this.r.tasks?.childEnded(job.turnId);
-        }
-        ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
+      // A permit first: when the process is saturated, the next one to free goes to a fresh choice.
+      await this.permits?.acquire();
+      try {
+        const step = await this.step(job, first, ownDone, ran, max);
+        if (step.ownDone) ownDone = true;
+        ran = step.ran;
+        if (step.missed) missed++;
+        if (step.result) return step.result;
+        if (missed >= 5) return 'done';
+      } finally {
+        this.permits?.release();
       }
-      // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
-      // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
-      if (!picked.claimed) return 'done';
-      const { claim, sessionId } = picked.claimed;
-      const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
-      // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
-      // chooses again when it lets go) between the choice and the claim: choose again, a few times.
-      if (!claim.leased) {
-        if (++missed >= 5) return 'done';
-        continue;
-      }
-      const drained = await this.drain(job, lease, claim, max - ran);
-      ran += drained.ran;
-      if (drained.lostLease) return 'later';
-      if (ran >= max) return 'again';
-      if (sessionId === job.sessionId && !drained.yielded) ownDone = true;
-      // The job's own session is drained, no other tenant waits and this one has no cap: every other
-      // unfinished turn has a job of its own that will choose. Otherwise the worker that gave back a
-      // session, or freed a capped slot, or has not run its own turn yet, chooses again.
-      if (ownDone && !drained.yielded && !picked.claimed.capped) return 'done';
     }
+  }
+
+  /** One choice of `handle`'s loop and the drain of what it claimed; `result` ends the job. */
+  private async step(
+    job: TurnJob,
+    first: boolean,
+    ownDoneBefore: boolean,
+    ranBefore: number,
+    max: number,
+  ): Promise<{ result?: HandleResult; ownDone: boolean; ran: number; missed?: boolean }> {
+    let ownDone = ownDoneBefore;
+    let ran = ranBefore;
+    const token = randomUUID();
+    const picked = await this.r.store.pickAndClaim({
+      // Until the job's own turn is run, its session is its tenant's first choice.
+      own: ownDone ? undefined : job,
+      owner: this.r.workerId,
+      lease: { token, ms: this.r.leaseMs },
+      defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
+    });
+    if (first) {
+      // Workers derive the tenant from the database; a job naming another tenant or session is
+      // ignored (it still wakes this worker: whatever it chose is runnable work).
+      if (picked.ownStatus === undefined) {
+        this.r.logger.warn({ turnId: job.turnId }, 'turn job for an unknown turn');
+      } else if (isEnded(picked.ownStatus)) {
+        // A redelivered job of a finished turn enqueues its hooks again (their ids make it a no-op if they are).
+        await this.enqueueHooks({ ...job, id: job.turnId, status: picked.ownStatus });
+        // A child whose worker died after its end committed: its parent hears of it now (idempotent).
+        if (picked.ownTaskId) await this.r.tasks?.childEnded(job.turnId);
+      }
+      ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
+    }
+    // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
+    // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
+    if (!picked.claimed) return { result: 'done', ownDone, ran };
+    const { claim, sessionId } = picked.claimed;
+    const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
+    // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
+    // chooses again when it lets go) between the choice and the claim: choose again, a few times.
+    if (!claim.leased) return { ownDone, ran, missed: true };
+    const drained = await this.drain(job, lease, claim, max - ran);
+    ran += drained.ran;
+    if (drained.lostLease) return { result: 'later', ownDone, ran };
+    if (ran >= max) return { result: 'again', ownDone, ran };
+    if (sessionId === job.sessionId && !drained.yielded) ownDone = true;
+    // The job's own session is drained, no other tenant waits and this one has no cap: every other
+    // unfinished turn has a job of its own that will choose. Otherwise the worker that gave back a
+    // session, or freed a capped slot, or has not run its own turn yet, chooses again.
+    if (ownDone && !drained.yielded && !picked.claimed.capped) return { result: 'done', ownDone, ran };
+    return { ownDone, ran };
   }
 
   /**
