@@ -211,6 +211,7 @@ export class GatewayModule {
               metrics,
               control,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
+              perTenantConcurrency: cfg.ADMISSION_CONCURRENCY_PER_TENANT,
             }),
         },
         {

@@ -22,6 +22,7 @@ import { poolOf, type Db } from '@switchboard/database';
 import type { LivePublisher } from '@switchboard/live';
 import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
+import { TenantGate } from './tenant-gate';
 import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
 import { importSession, type SessionImport, type SessionImportResult } from './session-import';
 import type { TurnControl } from './turn-control';
@@ -86,10 +87,18 @@ export class Admission {
       control?: TurnControl;
       /** The live channel: `message_admitted` goes out on it after the commit (docs/adr/0015). */
       live?: LivePublisher;
+      /**
+       * At most this many admissions of one tenant at a time in this process, the rest waiting in
+       * order (ADMISSION_CONCURRENCY_PER_TENANT, docs/adr/0029); 0 or absent: no bound.
+       */
+      perTenantConcurrency?: number;
     } = {},
   ) {
     this.store = new AdmissionStore(sqlDbFor(poolOf(db), 'admission', options.metrics));
+    this.gate = new TenantGate(options.perTenantConcurrency ?? 0);
   }
+
+  private readonly gate: TenantGate;
 
   /**
    * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), scoped to the session: the first
@@ -99,6 +108,10 @@ export class Admission {
    * failed stored nothing, so its key stays free.
    */
   async admit(input: AdmitInput): Promise<Admitted> {
+    return this.gate.run(input.tenantId, () => this.admitNow(input));
+  }
+
+  private admitNow(input: AdmitInput): Promise<Admitted> {
     return withSpan(
       'admit message',
       { attributes: { 'switchboard.session.id': input.sessionId } },

@@ -192,6 +192,12 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_READS_PER_MIN: Int(3_000, 0),
   RATE_LIMIT_WRITES_PER_MIN: Int(600, 0),
   RATE_LIMIT_WEBHOOKS_PER_MIN: Int(600, 0),
+  /**
+   * Admissions of one tenant a gateway process runs at once; the rest wait their turn, none is
+   * refused (docs/adr/0029): a tenant's burst then shares the gateway with other tenants' requests
+   * instead of filling it. 0: no bound.
+   */
+  ADMISSION_CONCURRENCY_PER_TENANT: Int(8, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   /**

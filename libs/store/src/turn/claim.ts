@@ -139,8 +139,8 @@ export interface ClaimResult {
   /** The session's next turn is waiting (docs/adr/0013): nothing of it can run now. */
   waiting?: boolean;
   /**
-   * Another tenant has unfinished turns (docs/adr/0029): the holder gives the session back after
-   * this turn and chooses again, rather than draining it while others wait.
+   * Another tenant has a turn queued (docs/adr/0029): the holder gives the session back after this
+   * turn and chooses again, rather than draining it while others wait.
    */
   contended?: boolean;
   /** The tenant is paused (docs/adr/0030): its turns stay queued, none was marked running. */
@@ -259,9 +259,12 @@ const claimFlags = (t: ClaimTarget) => sql`(SELECT status FROM own) AS own_statu
   s.id IS NOT NULL AS leased,
   (SELECT found FROM pending) AS pending,
   EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting,
-  -- Two probes of the unfinished turns' index, either side of this tenant (docs/adr/0029).
-  (EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id < ${t.tenant})
-    OR EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id > ${t.tenant}))
+  -- Two probes of the unfinished turns' index, either side of this tenant (docs/adr/0029): another
+  -- tenant has a turn waiting to start (one already running needs no slot given back).
+  (EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id < ${t.tenant}
+      AND q.status = 'queued')
+    OR EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id > ${t.tenant}
+      AND q.status = 'queued'))
     AS contended,
   coalesce(${TENANT_PAUSED}, false) AS paused`;
 
