@@ -66,11 +66,13 @@ export async function spawnApp(
     );
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      log.write(chunk);
       if (!started && ready.test(out)) {
         started = true;
         clearTimeout(timer);
-        resolve();
+        // Ready once the line is in the log file too: a failure reported at once reads that file.
+        log.write(chunk, () => resolve());
+      } else {
+        log.write(chunk);
       }
     };
     child.stdout?.on('data', onData);
