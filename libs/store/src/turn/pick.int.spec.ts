@@ -94,6 +94,15 @@ describe('pickAndClaim', () => {
     expect(second.claimed?.tenantId).toBe(a.tenantId);
   });
 
+  it('among tenants with as many slots in use, serves the smaller backlog first, then the longest waiting', async () => {
+    const heavy = await tenant('heavy-backlog');
+    for (let i = 0; i < 5; i++) await queued(await heavy.session(), 10_000 - i);
+    const light = await tenant('light-backlog');
+    const ls = await light.session();
+    await queued(ls, 0);
+    expect((await pickAndClaim(db, ask())).claimed?.sessionId).toBe(ls.sessionId);
+  });
+
   it('weighs slots by share', async () => {
     const a = await tenant('heavy', { share: 3 });
     const b = await tenant('light');

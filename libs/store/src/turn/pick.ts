@@ -20,6 +20,13 @@ import { DRAIN_ORDER, UNFINISHED, WAITING } from './statuses';
  */
 export const BAND_HEAD_START_S = 10;
 
+/**
+ * Among tenants with as many slots per share in use, the one with less waiting goes first (a light
+ * tenant's turn is not queued behind a heavy one's backlog at every tie), then the one waiting
+ * longest. Backlogs are counted up to this many turns, so the count stays a bounded read.
+ */
+const BACKLOG_COUNT_LIMIT = 100;
+
 /** The job's own session's head start in its tenant: ahead of every band (an interrupted turn aside). */
 const OWN_RANK = 1000;
 
@@ -96,7 +103,10 @@ function pickCtes(p: PickNext): Sql[] {
     )`,
     // The tenants that may start a turn: not paused, under their cap.
     sql`ranked AS (
-      SELECT w.tenant_id, w.oldest, c.cap, coalesce(b.n, 0)::float8 / c.share AS load
+      SELECT w.tenant_id, w.oldest, c.cap, coalesce(b.n, 0)::float8 / c.share AS load,
+        -- The tenant's backlog, counted up to BACKLOG_COUNT_LIMIT (a bounded read of the index).
+        (SELECT count(*) FROM (SELECT 1 FROM turns q WHERE q.tenant_id = w.tenant_id
+          AND q.status IN ${UNFINISHED} LIMIT ${BACKLOG_COUNT_LIMIT}) x) AS backlog
       FROM waiting w
       JOIN tenants tn ON tn.id = w.tenant_id
       LEFT JOIN busy b ON b.tenant_id = w.tenant_id
@@ -104,7 +114,8 @@ function pickCtes(p: PickNext): Sql[] {
         ${tenantShare(sql`tn.settings`)} AS share) c
       WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
     )`,
-    // Fewest slots per share first, the longest waiting among equals; then the tenant's best runnable
+    // Fewest slots per share first; among equals the smaller backlog, then the longest waiting; then
+    // the tenant's best runnable
     // turn: the oldest of each band, the job's own session's next and the oldest interrupted turn
     // (started, its lease expired); an interrupted one first, then the job's own, then by the bands'
     // head start.
@@ -135,7 +146,7 @@ function pickCtes(p: PickNext): Sql[] {
         ) c
         ORDER BY (c.started_at IS NULL), c.created_at - c.rank * ${BAND_HEAD_START_S} * interval '1 second'
         LIMIT 1) h
-      ORDER BY r.load, r.oldest, r.tenant_id
+      ORDER BY r.load, r.backlog, r.oldest, r.tenant_id
       LIMIT 1
     )`,
   ];
