@@ -246,11 +246,7 @@ export class GatewayModule {
           provide: TURN_WAITER,
           inject: [DB, METRICS, LIVE_SUBSCRIBER, TASKS],
           useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber, tasks: TaskService) =>
-            new TurnWaiter(
-              sqlDbFor(poolOf(db), 'gateway', metrics),
-              live,
-              turnDetail(tasks, sqlDbFor(poolOf(db), 'gateway', metrics)),
-            ),
+            new TurnWaiter(sqlDbFor(poolOf(db), 'gateway', metrics), live, turnDetail(tasks)),
         },
         {
           provide: GATEWAY_SQL,

@@ -54,7 +54,9 @@ export class TurnRunner {
         }),
       );
     this.r = { ...o, store };
-    this.permits = o.maxRunningTurns ? new TurnPermits({ max: o.maxRunningTurns }) : undefined;
+    this.permits = o.maxRunningTurns
+      ? new TurnPermits({ max: o.maxRunningTurns, targetDelayMs: o.loopDelayTargetMs })
+      : undefined;
   }
 
   /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
@@ -166,8 +168,9 @@ export class TurnRunner {
           released = releasedByCommit = true;
           break;
         }
-        // Others wait: the session goes back, to be chosen again fairly (docs/adr/0029).
-        if (claim.contended) {
+        // Others wait (seen at the claim, or by the turn's last checkpoint): the session goes back, to
+        // be chosen again fairly (docs/adr/0029).
+        if (claim.contended || result.contended) {
           yielded = true;
           break;
         }
