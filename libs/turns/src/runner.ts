@@ -247,12 +247,17 @@ export class TurnRunner {
     parent?: TraceCarrier,
   ): Promise<CheckpointResult> {
     const turn = load.turn;
+    // The GenAI semantic conventions' agent span: the session is the conversation.
     const attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.id': load.agent.id,
+      'gen_ai.agent.name': load.agent.name,
+      'gen_ai.conversation.id': turn.sessionId,
       'switchboard.turn.id': turn.id,
       'switchboard.session.id': turn.sessionId,
       'switchboard.tenant.id': turn.tenantId,
     };
-    return withSpan('turn', { parent, attributes }, async (span) => {
+    return withSpan(`invoke_agent ${load.agent.name}`, { parent, attributes }, async (span) => {
       const ctx = await openTurn(this.r, load, lease, span);
       const outcome = await this.run(ctx);
       if (ctx.control.lostLease) throw new LeaseLostError(turn.sessionId);
