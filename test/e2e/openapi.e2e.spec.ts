@@ -250,7 +250,7 @@ describe('the OpenAPI document matches what the server answers', () => {
         const expected =
           o.operationId === 'getReadiness' && s === '503'
             ? 'Readiness'
-            : o.operationId === 'createChatCompletion'
+            : ['createChatCompletion', 'listModels', 'retrieveModel'].includes(o.operationId)
               ? 'OpenAiError'
               : 'Error';
         expect({ op: o.operationId, status: s, schema }).toEqual({
@@ -579,6 +579,12 @@ describe('the OpenAPI document matches what the server answers', () => {
       auth: key,
       raw: { body: 'model=counter', contentType: 'text/plain' },
     });
+    // The agents as OpenAI models.
+    const models = await run('listModels', 200, { auth: key });
+    expect(models.body.data.map((m: { id: string }) => m.id)).toContain('counter');
+    await run('listModels', 401, {});
+    await run('retrieveModel', 200, { auth: key, params: { model: 'counter' } });
+    await run('retrieveModel', 404, { auth: key, params: { model: 'nobody' } });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
     {
       // Paused by the operator (docs/adr/0030): the documented 403, in the route's error shape.
