@@ -254,6 +254,13 @@ describe('the OpenAPI document matches what the server answers', () => {
     const script = path.resolve(__dirname, '../../scripts/validate-openapi.mjs');
     const valid = await promisify(execFile)(process.execPath, [script, `${url}/docs/openapi.json`]);
     expect(valid.stdout).toContain('valid OpenAPI 3.1.0');
+    // The typed client (libs/client) is generated from this document: regenerate it after a change.
+    const generated = await promisify(execFile)(process.execPath, [
+      path.resolve(__dirname, '../../scripts/generate-client.mjs'),
+      `${url}/docs/openapi.json`,
+      '--check',
+    ]);
+    expect(generated.stdout).toContain('libs/client/src/openapi.ts matches');
     // And it can fail: a document without its required `info` is refused.
     const broken = structuredClone(doc);
     delete broken.info;
