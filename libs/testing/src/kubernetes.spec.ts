@@ -307,6 +307,9 @@ describe.each(OVERLAYS)('overlay %s, rendered', (overlay) => {
   it('selects its own pods with each Deployment and the gateway Service', () => {
     for (const d of deployments)
       expect(matches(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
+    // A PodMonitor (docs/DEPLOYMENT.md) selects every pod of the install by this label.
+    for (const d of deployments)
+      expect(d.spec.template.metadata.labels['app.kubernetes.io/part-of']).toBe('switchboard');
     const service = find(objects, 'Service', 'switchboard-gateway')!;
     expect(matches(service.spec.selector, deployment('gateway').spec.template.metadata.labels)).toBe(true);
     expect(service.spec.ports[0].targetPort).toBe('http');
