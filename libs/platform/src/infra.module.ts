@@ -22,7 +22,7 @@ import { sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TASKS, TOOLS } from './tokens';
-import { WorkerFailures } from './worker';
+import { QueueWorkers, WorkerFailures } from './worker';
 
 @Injectable()
 class InfraLifecycle implements OnApplicationShutdown {
@@ -99,6 +99,7 @@ export class InfraModule {
           ]),
       },
       WorkerFailures,
+      QueueWorkers,
       InfraLifecycle,
     ];
     return {
