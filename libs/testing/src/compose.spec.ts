@@ -422,7 +422,12 @@ describe('Grafana provisioning', () => {
 });
 
 describe('ops/grafana/dashboards/switchboard.json', () => {
-  let dashboard: { uid?: string; title?: string; panels?: GrafanaPanel[] };
+  let dashboard: {
+    uid?: string;
+    title?: string;
+    panels?: GrafanaPanel[];
+    templating?: { list: { name: string; query: { query: string } | string; includeAll?: boolean }[] };
+  };
   let panels: GrafanaPanel[];
   let queryPanels: GrafanaPanel[];
   let exprs: { title?: string; expr: string }[];
@@ -502,9 +507,36 @@ describe('ops/grafana/dashboards/switchboard.json', () => {
     expect(has(/histogram_quantile\(0\.99, sum by \(le, provider, model\).*provider_call_duration/)).toBe(
       true,
     );
-    expect(has(/switchboard_provider_call_duration_seconds_count\{outcome!="ok"\}/)).toBe(true);
+    expect(has(/switchboard_provider_call_duration_seconds_count\{outcome!="ok",/)).toBe(true);
     expect(has(/switchboard_tool_calls_total\{outcome!="ok"\}/)).toBe(true);
     expect(has(/switchboard_cost_usd_total.*\* 3600/)).toBe(true);
     expect(has(/by \([^)]*outcome\) \(rate\(switchboard_hook_runs_total/)).toBe(true);
+  });
+
+  it('filters by provider, model, queue and service: variables from label values, used by every panel of those metrics', () => {
+    const vars = new Map(
+      (dashboard.templating?.list ?? []).map((v) => [
+        v.name,
+        typeof v.query === 'string' ? v.query : v.query.query,
+      ]),
+    );
+    expect([...vars.keys()].sort()).toEqual(['model', 'provider', 'queue', 'service']);
+    for (const [name, query] of vars) expect(query).toMatch(new RegExp(`^label_values\\(.*, ${name}\\)$`));
+    const filters: [RegExp, string[]][] = [
+      [/switchboard_(provider_call_duration_seconds|tokens_total|cost_usd_total)/, ['provider', 'model']],
+      [/switchboard_queue_(jobs|wait_seconds)/, ['queue']],
+      [/process_cpu|process_resident|nodejs_eventloop/, ['service']],
+    ];
+    for (const { title, expr } of exprs) {
+      for (const [metric, labels] of filters) {
+        if (!metric.test(expr)) continue;
+        for (const label of labels) {
+          expect({ title, filtered: expr.includes(`${label}=~"$${label}"`) }).toEqual({
+            title,
+            filtered: true,
+          });
+        }
+      }
+    }
   });
 });
