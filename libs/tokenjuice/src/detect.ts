@@ -36,6 +36,8 @@ export function kindFromHint(hint: KindHint): ContentKind | undefined {
 const SEARCH_LINE = /^[^\s:][^:\n]{0,300}:\d+:(\d+:)?/;
 const CODE_LINE =
   /^\s*(import\s|export\s|from\s\S+\simport|(async\s+)?function\s|class\s|interface\s|type\s\w+\s*=|def\s|fn\s|pub\s|impl\s|package\s|#include|public\s|private\s|protected\s|const\s\w+\s*=|let\s|return\b|}\s*$|@\w+)/;
+/** Lines that end as statements, blocks and lists do, or are comments. */
+const CODE_END = /([;{},]\s*$|^\s*(\/\/|\/\*\*|\*\s|#\s))/;
 const LOG_LINE =
   /(\b(error|warn(ing)?|info|debug|fail(ed|ure)?|pass(ed)?|ok|done|exit code)\b|✓|✕|✗|^\s*at\s|^\d{4}-\d\d-\d\dT|^\[\d|^\$ |^> )/i;
 
@@ -57,7 +59,7 @@ export function detectKind(text: string, hint: KindHint = {}): ContentKind {
     const share = (re: RegExp) => lines.filter((l) => re.test(l)).length / lines.length;
     if (share(SEARCH_LINE) >= 0.6) return 'search';
     if ((head.match(/<\/?[a-z][a-z0-9]*[\s>/]/gi)?.length ?? 0) > 20) return 'html';
-    if (share(CODE_LINE) >= 0.25) return 'code';
+    if (share(CODE_LINE) >= 0.25 || share(CODE_END) >= 0.4) return 'code';
     if (share(LOG_LINE) >= 0.1 || lines.length >= 20) return 'log';
   }
   return 'text';
