@@ -7,7 +7,7 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { markerId, tokenjuiceCorpus } from '@switchboard/tokenjuice';
-import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
+import { ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import { TurnEngine, type CompactionOriginals } from './engine';
 import { checkpoints, turnInput } from './test-support';
 import type { TurnCheckpoints } from './types';
@@ -33,7 +33,7 @@ const log = tokenjuiceCorpus().find((e) => e.file === 'failing-test-run.log')!;
 const logText = (log.value as { content: { text: string }[] }).content[0].text;
 
 function tool(name: string, value: unknown, extra: Partial<ToolDefinition> = {}): ToolDefinition {
-  return defineTool({
+  return {
     name,
     description: 'returns a log',
     schema: z.strictObject({ command: z.string() }),
@@ -42,7 +42,7 @@ function tool(name: string, value: unknown, extra: Partial<ToolDefinition> = {})
     needsApproval: false,
     execute: async () => value,
     ...extra,
-  }) as ToolDefinition;
+  };
 }
 
 async function run(
