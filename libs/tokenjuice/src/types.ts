@@ -8,9 +8,32 @@ export type ContentKind = (typeof CONTENT_KINDS)[number];
  */
 export type CompactionMode = 'full' | 'light' | 'off';
 
-/** The agent setting: `auto` is `light` for `hint:coding` agents, `full` for the others. */
-export const TOOL_RESULT_COMPRESSION = ['auto', 'full', 'light', 'off'] as const;
-export type ToolResultCompression = (typeof TOOL_RESULT_COMPRESSION)[number];
+/** The read-only tool that returns a lossy compaction's original (seed 000 "CCR"). */
+export const TOKENJUICE_RETRIEVE_TOOL = 'tokenjuice_retrieve';
+
+/**
+ * An agent's `toolResultCompression` as a turn's mode: `auto` (or none) is `light` for an agent whose
+ * model is `hint:coding` (coding agents keep raw build, test, diff and search text unless a rewrite
+ * is lossless; seed 000) and `full` for the others.
+ */
+export function resolveCompression(setting: string | undefined, agentModel: string): CompactionMode {
+  if (setting === 'full' || setting === 'light' || setting === 'off') return setting;
+  return agentModel === 'hint:coding' ? 'light' : 'full';
+}
+
+/**
+ * The tools a turn offers with TokenJuice: in `full` mode an agent that has tools also gets
+ * `tokenjuice_retrieve` (when the deployment registers it), appended so the offered list's prefix
+ * stays as it was.
+ */
+export function withRetrieveTool(
+  offered: string[],
+  mode: CompactionMode,
+  registered: readonly string[],
+): string[] {
+  if (mode !== 'full' || offered.length === 0 || offered.includes(TOKENJUICE_RETRIEVE_TOOL)) return offered;
+  return registered.includes(TOKENJUICE_RETRIEVE_TOOL) ? [...offered, TOKENJUICE_RETRIEVE_TOOL] : offered;
+}
 
 /** What the caller knows besides the bytes: the tool, its arguments, a content type. */
 export interface KindHint {

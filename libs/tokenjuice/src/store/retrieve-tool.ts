@@ -2,9 +2,8 @@ import { z } from 'zod';
 import { defineTool, ToolError, type ToolDefinition } from '@switchboard/tools';
 import { parseMarker } from '../marker';
 import { sliceOriginal } from '../range';
+import { TOKENJUICE_RETRIEVE_TOOL } from '../types';
 import type { OriginalsStore } from './originals';
-
-export const TOKENJUICE_RETRIEVE_TOOL = 'tokenjuice_retrieve';
 
 /** Most bytes of an original one call returns; the answer says where to go on. */
 export const RETRIEVE_DEFAULT_MAX_BYTES = 12 * 1024;
@@ -77,8 +76,8 @@ export function tokenjuiceRetrieveTool(
           },
         );
       }
-      const slice = sliceOriginal(stored.content, range, maxBytes);
-      return { marker: `tj:${id}`, tool: stored.tool, kind: stored.kind, ...slice };
+      const { content, ...slice } = sliceOriginal(stored.content, range, maxBytes);
+      return { marker: `tj:${id}`, tool: stored.tool, kind: stored.kind, ...slice, content };
     },
   });
 }
