@@ -1,5 +1,5 @@
--- TokenJuice (docs/adr/0033): an agent's tool-result compression setting (auto | full | light | off),
--- and the originals of lossily compacted tool results, per tenant, kept until expires_at; the
+-- TokenJuice (docs/adr/0033): the tool-result compression setting of an agent (auto | full | light | off),
+-- and the originals of lossily compacted tool results, per tenant, kept until expires_at. The
 -- maintenance `tokenjuice` sweep deletes expired rows off the expires_at index. Postgres stores the
 -- content TOASTed (compressed out of line), so a large original costs its compressed size.
 -- AlterTable
