@@ -262,7 +262,7 @@ export const ConfigSchema = z.object({
    * Results longer than this (characters) are not parsed by kind: `full` keeps their head and tail
    * (the original stored), `light` leaves them alone. Bounds the event-loop time one result costs.
    */
-  TOKENJUICE_MAX_INPUT_CHARS: Int(1_048_576, 1024),
+  TOKENJUICE_MAX_INPUT_CHARS: Int(262_144, 1024),
   /** How often the maintenance `tokenjuice` sweep deletes expired originals. 0: off. */
   TOKENJUICE_SWEEP_MS: Int(3_600_000, 0),
   /**

@@ -30,7 +30,7 @@ export interface CompactOptions {
 }
 
 /** The defaults the harness uses unless configured (TOKENJUICE_*). */
-export const DEFAULT_MAX_INPUT_CHARS = 1024 * 1024;
+export const DEFAULT_MAX_INPUT_CHARS = 256 * 1024;
 /** A compaction must save at least this share of the bytes to be used. */
 export const MIN_SAVING = 0.1;
 
@@ -41,8 +41,8 @@ export interface TextCompaction extends Compacted {
 /**
  * Compacts one text by its kind, or `undefined` when nothing worth having comes out (the mode allows
  * no rewrite of this kind, or it saves less than MIN_SAVING). Synchronous and bounded: an input over
- * `maxInputChars` is never parsed (`full` keeps its head and tail; `light` leaves it alone), so one
- * call costs at most a few milliseconds per 100 KB (docs/BENCHMARKS.md).
+ * `maxInputChars` is never parsed (`full` keeps its head and tail; `light` leaves it alone): one call
+ * at the default bound costs tens of milliseconds, HTML the most (docs/BENCHMARKS.md).
  */
 export function compactText(text: string, o: CompactOptions): TextCompaction | undefined {
   const max = o.maxInputChars ?? DEFAULT_MAX_INPUT_CHARS;

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { compactToolResult, type ToolResultCompaction } from '@switchboard/tokenjuice';
 import type { ToolCallMeta } from '../types';
 import type { TurnRun } from './turn-run';
@@ -43,6 +44,8 @@ export async function compactResult(
   if (mode === 'off' || run.signal.aborted) return undefined;
   const o = run.resources.tokenjuice;
   const { call } = meta;
+  // Compaction is synchronous (bounded by maxInputChars): let pending I/O run first.
+  await yieldToEventLoop();
   const used = mode === 'full' && o.originals ? 'full' : 'light';
   const c = compactToolResult(value, {
     mode: used,
