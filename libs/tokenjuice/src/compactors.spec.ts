@@ -10,6 +10,7 @@ import {
   compactLog,
   compactSearch,
   compactText,
+  HTML_MAX_CHARS,
   CORPUS_DIR,
   detectKind,
   tokenjuiceCorpusReport,
@@ -264,5 +265,15 @@ describe('TokenJuice compactors on the corpus', () => {
     expect(report.files).toHaveLength(6);
     for (const f of report.files) expect(f.ratio).toBeGreaterThan(2);
     expect(report.ratio).toBeGreaterThan(3);
+  });
+});
+
+describe('HTML past its bound', () => {
+  it('converts the first HTML_MAX_CHARS and says the page goes on', () => {
+    const page = `<html><body>${'<p>paragraph of text</p>'.repeat(HTML_MAX_CHARS / 20)}<p>THE END</p></body></html>`;
+    const c = compactHtml(page, 'full')!;
+    expect(c.text).toContain('paragraph of text');
+    expect(c.text).not.toContain('THE END');
+    expect(c.text).toMatch(/… \[the page goes on: its last \d+ characters of HTML were not converted\]$/);
   });
 });

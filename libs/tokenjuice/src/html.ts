@@ -1,13 +1,21 @@
 import { convert } from 'html-to-text';
 import type { Compacted } from './types';
 
+/**
+ * HTML converted at most: html-to-text is the costliest compactor (about 0.4 ms per KiB on a busy
+ * 2-core machine, docs/BENCHMARKS.md), so a longer page is converted up to here and the rest is left
+ * to `tokenjuice_retrieve`.
+ */
+export const HTML_MAX_CHARS = 96 * 1024;
+
 /** HTML (seed 000): the readable text, by `html-to-text`; scripts, styles, images and in-page anchors go. */
 export function compactHtml(html: string, mode: 'full' | 'light'): Compacted | undefined {
   // Markup to text drops the markup: never lossless.
   if (mode === 'light') return undefined;
-  const text = convert(html, {
+  const input = html.length > HTML_MAX_CHARS ? html.slice(0, HTML_MAX_CHARS) : html;
+  const text = convert(input, {
     wordwrap: false,
-    limits: { maxInputLength: html.length },
+    limits: { maxInputLength: input.length },
     selectors: [
       {
         selector: 'a',
@@ -24,5 +32,9 @@ export function compactHtml(html: string, mode: 'full' | 'light'): Compacted | u
       { selector: 'table', format: 'dataTable', options: { uppercaseHeaderCells: false } },
     ],
   });
-  return { text: text.replace(/\n{3,}/g, '\n\n').trim(), lossy: true };
+  const rest =
+    input.length < html.length
+      ? `\n… [the page goes on: its last ${html.length - input.length} characters of HTML were not converted]`
+      : '';
+  return { text: text.replace(/\n{3,}/g, '\n\n').trim() + rest, lossy: true };
 }

@@ -8,6 +8,6 @@ export * from './corpus';
 export { compactJsonValue, compactJsonText } from './json';
 export { compactLog } from './log';
 export { compactDiff } from './diff';
-export { compactHtml } from './html';
+export { compactHtml, HTML_MAX_CHARS } from './html';
 export { compactSearch } from './search';
 export { compactCode } from './code';
