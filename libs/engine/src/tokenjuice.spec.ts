@@ -18,6 +18,15 @@ class OneCall implements ModelProvider {
   requests: ChatMessage[][] = [];
   constructor(private readonly tool: string) {}
   async complete(req: ModelRequest): Promise<ModelResponse> {
+    // The summarizer's side call: a short summary.
+    if (req.messages[0]?.role === 'system' && req.messages[0].content.includes('summarizer sub-agent')) {
+      return {
+        text: 'three tests failed',
+        toolCalls: [],
+        usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 },
+        finishReason: 'stop',
+      };
+    }
     this.requests.push(req.messages);
     const first = this.requests.length === 1;
     return {
@@ -49,12 +58,14 @@ async function run(
   t: ToolDefinition,
   mode: 'full' | 'light' | 'off' | undefined,
   originals?: CompactionOriginals,
+  summarizeAboveBytes?: number,
 ): Promise<{ content: string; events: { type: string; data: unknown }[]; provider: OneCall }> {
   const provider = new OneCall(t.name);
   const engine = new TurnEngine({
     providers: new ProviderRegistry({}, [provider]),
     tools: new ToolRegistry([t]),
     toolResultMaxBytes: 64 * 1024,
+    summarizeAboveBytes,
     tokenjuice: { originals },
   });
   let content = '';
@@ -64,7 +75,11 @@ async function run(
     emit: async (type, data) => void events.push({ type, data }),
   });
   const outcome = await engine.run(
-    turnInput({ tools: [t.name], toolResultCompression: mode }),
+    turnInput({
+      tools: [t.name],
+      toolResultCompression: mode,
+      ...(summarizeAboveBytes ? { summarizer: { model: 'fake/small', consecutiveFailures: 0 } } : {}),
+    }),
     cp,
     new AbortController().signal,
   );
@@ -142,5 +157,14 @@ describe('TokenJuice in the engine', () => {
     });
     expect(content).toBe(JSON.stringify({ ok: true, result: logText }));
     expect(keep).not.toHaveBeenCalled();
+  });
+
+  it('a compacted result still over the summarizer threshold is summarised, its marker line kept', async () => {
+    const { content } = await run(tool('run_shell', log.value), 'full', { keep: async () => undefined }, 500);
+    const id = markerId(logText);
+    const [first, summary] = content.split('\n');
+    expect(first.startsWith(`⟦tj:${id}⟧ run_shell returned`)).toBe(true);
+    expect(first).toContain(`tokenjuice_retrieve {"marker":"tj:${id}"}`);
+    expect(JSON.parse(summary)).toMatchObject({ ok: true, summarized: true, summary: 'three tests failed' });
   });
 });

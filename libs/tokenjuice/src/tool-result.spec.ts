@@ -3,8 +3,10 @@ import {
   markerId,
   markerText,
   parseMarker,
+  resolveCompression,
   sliceOriginal,
   tokenjuiceCorpus,
+  withRetrieveTool,
 } from './index';
 
 describe('compactToolResult', () => {
@@ -109,5 +111,33 @@ describe('sliceOriginal', () => {
     const s = sliceOriginal(text, {}, 6);
     expect(s).toMatchObject({ content: 'one\ntw', truncated: true, nextStartByte: 6 });
     expect(sliceOriginal(text, { startByte: s.nextStartByte }, 100).content).toBe('o\nthree\nfour\n');
+  });
+});
+
+describe('the agent setting', () => {
+  it('auto is light for a hint:coding agent and full for the others; the rest are as set', () => {
+    expect(resolveCompression('auto', 'hint:coding')).toBe('light');
+    expect(resolveCompression(undefined, 'hint:coding')).toBe('light');
+    expect(resolveCompression('auto', 'hint:chat')).toBe('full');
+    expect(resolveCompression('auto', 'anthropic/claude-sonnet-4')).toBe('full');
+    expect(resolveCompression('full', 'hint:coding')).toBe('full');
+    expect(resolveCompression('off', 'openai/gpt-5')).toBe('off');
+    expect(resolveCompression('light', 'openai/gpt-5')).toBe('light');
+  });
+
+  it('offers tokenjuice_retrieve to full-mode agents with tools, appended, when the deployment has it', () => {
+    const registered = ['http_fetch', 'tokenjuice_retrieve'];
+    expect(withRetrieveTool(['http_fetch'], 'full', registered)).toEqual([
+      'http_fetch',
+      'tokenjuice_retrieve',
+    ]);
+    expect(withRetrieveTool(['http_fetch'], 'light', registered)).toEqual(['http_fetch']);
+    expect(withRetrieveTool(['http_fetch'], 'off', registered)).toEqual(['http_fetch']);
+    expect(withRetrieveTool([], 'full', registered)).toEqual([]);
+    expect(withRetrieveTool(['http_fetch'], 'full', ['http_fetch'])).toEqual(['http_fetch']);
+    expect(withRetrieveTool(['tokenjuice_retrieve', 'x'], 'full', registered)).toEqual([
+      'tokenjuice_retrieve',
+      'x',
+    ]);
   });
 });

@@ -166,7 +166,12 @@ async function record(
   const juiced = raw ? undefined : await compactResult(run, meta, result.result);
   const shown = juiced?.content ?? rendered;
   const summary = raw ? undefined : await summarize(run, meta, shown);
-  const content = boundToolResult(summary?.content ?? shown, run.resources.toolResultMaxBytes);
+  // A summary of a compacted result keeps its first line: the marker and how to retrieve the original.
+  const summarized =
+    summary?.content !== undefined && juiced?.marker !== undefined
+      ? `${juiced.content.slice(0, juiced.content.indexOf('\n'))}\n${summary.content}`
+      : summary?.content;
+  const content = boundToolResult(summarized ?? shown, run.resources.toolResultMaxBytes);
   await run.cp.recordToolResult(meta, result, durationMs, content, summary?.record);
   return { content, ok: result.ok, halt: verdict.action === 'halt' ? verdict.summary : undefined };
 }
