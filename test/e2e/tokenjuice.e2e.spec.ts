@@ -1,4 +1,4 @@
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { markerId } from '@switchboard/tokenjuice';
 import { newTenant, type Api } from '../support/api';
 import { FIXTURES, startStack } from '../support/stack';
@@ -21,7 +21,11 @@ describe('TokenJuice', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     stack = await startStack(
-      env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES, EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE }),
+      env.config({
+        SCRIPTED_FIXTURES_DIR: FIXTURES,
+        EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE,
+        TOKENJUICE_SWEEP_MS: '500',
+      }),
     );
     ({ api } = await newTenant(stack.url, 'test-admin-token-0123456789', 'tj-mine'));
     ({ api: other } = await newTenant(stack.url, 'test-admin-token-0123456789', 'tj-theirs'));
@@ -113,5 +117,22 @@ describe('TokenJuice', () => {
     const refused = theirs.results.get('call_0_0')!.text;
     expect(JSON.parse(refused)).toMatchObject({ ok: false, kind: 'not_found' });
     expect(refused).not.toContain('agent request limits');
+  });
+
+  it('the maintenance sweep deletes originals past their retention', async () => {
+    const id = markerId(TEST_LOG);
+    expect(await env.db.toolResultOriginal.count({ where: { id } })).toBe(1);
+    await env.db.toolResultOriginal.updateMany({
+      where: { id },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    // The `tokenjuice` job scheduler (TOKENJUICE_SWEEP_MS) runs on the maintenance queue.
+    await waitFor(
+      async () => ((await env.db.toolResultOriginal.count({ where: { id } })) === 0 ? true : undefined),
+      {
+        what: 'the tokenjuice sweep',
+        timeoutMs: 20_000,
+      },
+    );
   });
 });

@@ -62,7 +62,7 @@ export class MaintenanceProcessor extends QueueWorker {
           this.config.TOKENJUICE_RETENTION_HOURS * 3_600_000,
         );
         const deleted = await this.originals.sweep();
-        this.logger.info({ task, deleted }, 'maintenance task ran');
+        if (deleted > 0) this.logger.info({ task, deleted }, 'expired tool-result originals deleted');
         return deleted;
       }
       case 'reconcile': {
