@@ -277,3 +277,17 @@ describe('HTML past its bound', () => {
     expect(c.text).toMatch(/… \[the page goes on: its last \d+ characters of HTML were not converted\]$/);
   });
 });
+
+describe('JSON: a short list', () => {
+  it('keeps every row of a table of up to 12 rows, long cells cut', () => {
+    const hits = Array.from({ length: 10 }, (_, i) => ({
+      title: `Result ${i}`,
+      url: `https://example.com/${i}`,
+      snippet: `${'words '.repeat(30)}end ${i}`,
+    }));
+    const t = compactJsonText(JSON.stringify(hits), 'full')!.text;
+    for (let i = 0; i < 10; i++) expect(t).toContain(`Result ${i} | https://example.com/${i} |`);
+    expect(t).not.toContain('end 3');
+    expect(t).not.toMatch(/… \d+ rows/);
+  });
+});

@@ -15,8 +15,10 @@ const HEAD_ROWS = 3;
 const TAIL_ROWS = 1;
 /** At most this many error and outlier rows are shown (`full`). */
 const MAX_SIGNAL_ROWS = 15;
+/** A table of at most this many rows keeps them all (`full`): search hits, a page of results. */
+const ALL_ROWS_UP_TO = 12;
 /** A cell or string longer than this is cut (`full`). */
-const MAX_CELL_CHARS = 60;
+const MAX_CELL_CHARS = 100;
 const MAX_STRING_CHARS = 300;
 /** Arrays of scalars longer than this show their first elements only (`full`). */
 const MAX_ARRAY_ITEMS = 20;
@@ -150,7 +152,8 @@ function table(rows: Obj[], ctx: Ctx): string {
     lines.push(`same in every row: ${constant.map((c) => `${c}=${cell(flat[0][c], ctx)}`).join(', ')}`);
   }
   lines.push(shown.join(' | '));
-  const keep = ctx.mode === 'light' ? flat.map((_, i) => i) : keptRows(flat, shown);
+  const keep =
+    ctx.mode === 'light' || flat.length <= ALL_ROWS_UP_TO ? flat.map((_, i) => i) : keptRows(flat, shown);
   let previous = -1;
   for (const i of keep) {
     if (i > previous + 1) lines.push(`… ${i - previous - 1} rows`);

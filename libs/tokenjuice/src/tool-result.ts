@@ -113,8 +113,9 @@ function render(
   tool: string,
   rest: Record<string, unknown> | undefined,
 ): string {
+  const what = c.kind === 'oversize' ? 'output, too large to compact by kind' : c.kind;
   const header = marker
-    ? `${markerText(marker)} ${tool} returned ${originalBytes} bytes of ${c.kind}; TokenJuice shortened it. ` +
+    ? `${markerText(marker)} ${tool} returned ${originalBytes} bytes of ${what}; TokenJuice shortened it. ` +
       `For anything left out call tokenjuice_retrieve {"marker":"tj:${marker}"} (whole, or startLine/endLine, or startByte/endByte).`
     : `[${tool} returned ${originalBytes} bytes of ${c.kind}; TokenJuice rewrote it without loss]`;
   const fields = rest && Object.keys(rest).length > 0 ? `\n${JSON.stringify(rest)}` : '';
