@@ -38,7 +38,7 @@ describe('TokenJuice compactors on the corpus', () => {
 
     it('says each key once, the constant columns once, and counts what it left out', () => {
       expect(full.text.match(/billing_details\.email/g)).toHaveLength(1);
-      expect(full.text).toContain('same in every row: object=charge');
+      expect(full.text).toContain('same in every row: object=charge | amount_refunded=0');
       expect(full.text).toContain('(120 rows × 40 columns)');
       expect(full.text).toMatch(/status "succeeded"×116 "failed"×4/);
       const shownRows = full.text.split('\n').filter((l) => l.startsWith('ch_')).length;
@@ -289,5 +289,14 @@ describe('JSON: a short list', () => {
     for (let i = 0; i < 10; i++) expect(t).toContain(`Result ${i} | https://example.com/${i} |`);
     expect(t).not.toContain('end 3');
     expect(t).not.toMatch(/… \d+ rows/);
+  });
+});
+
+describe('JSON: keys with dots', () => {
+  it('makes no dotted columns when a key has a dot, so nothing collides', () => {
+    const rows = Array.from({ length: 4 }, (_, i) => ({ 'a.b': i, a: { b: i + 100 } }));
+    const t = compactJsonText(JSON.stringify(rows), 'light')!.text;
+    expect(t).toContain('a.b | a');
+    expect(t).toContain('2 | {"b":102}');
   });
 });

@@ -93,21 +93,25 @@ function inline(v: Json, ctx: Ctx): string {
   });
 }
 
-/** Flattens nested objects into `a.b.c` keys (unless a key has a dot: then the object stays a cell). */
+/** Flattens nested objects into `a.b.c` keys, down to FLATTEN_DEPTH. */
 function flatten(o: Obj, prefix = '', depth = 0, out: Record<string, Json> = {}): Record<string, Json> {
   for (const [k, v] of Object.entries(o)) {
     const key = prefix + k;
-    if (
-      isObj(v) &&
-      Object.keys(v).length > 0 &&
-      depth < FLATTEN_DEPTH &&
-      !Object.keys(v).some((x) => x.includes('.'))
-    )
-      flatten(v, `${key}.`, depth + 1, out);
+    if (isObj(v) && Object.keys(v).length > 0 && depth < FLATTEN_DEPTH) flatten(v, `${key}.`, depth + 1, out);
     else out[key] = v;
   }
   return out;
 }
+
+/** A key with a dot anywhere flattening would reach: dotted columns would be ambiguous, so none are made. */
+function hasDottedKey(o: Obj, depth = 0): boolean {
+  return Object.entries(o).some(
+    ([k, v]) => k.includes('.') || (isObj(v) && depth < FLATTEN_DEPTH && hasDottedKey(v, depth + 1)),
+  );
+}
+
+/** JSON with `|` escaped (it can only occur inside strings), so a cell never holds the column separator. */
+const cellJson = (v: Json): string => JSON.stringify(v).replace(/\|/g, '\\u007c');
 
 /** A cell that reads back to its JSON value: bare when unambiguous, else JSON. */
 function cell(v: Json | undefined, ctx: Ctx): string {
@@ -120,8 +124,8 @@ function cell(v: Json | undefined, ctx: Ctx): string {
       /[|\n\r\t]/.test(v) ||
       /^[[{"]/.test(v) ||
       /^(true|false|null|-?\d[\d.eE+-]*)$/.test(v);
-    s = ambiguous ? JSON.stringify(v) : v;
-  } else s = JSON.stringify(v);
+    s = ambiguous ? cellJson(v) : v;
+  } else s = cellJson(v);
   if (ctx.mode === 'full' && s.length > MAX_CELL_CHARS) {
     ctx.lossy = true;
     return `${s.slice(0, MAX_CELL_CHARS)}…`;
@@ -130,7 +134,7 @@ function cell(v: Json | undefined, ctx: Ctx): string {
 }
 
 function table(rows: Obj[], ctx: Ctx): string {
-  const flat = rows.map((r) => flatten(r));
+  const flat = rows.some((r) => hasDottedKey(r)) ? rows.map((r) => ({ ...r })) : rows.map((r) => flatten(r));
   const columns: string[] = [];
   const seen = new Set<string>();
   for (const r of flat) {
@@ -149,7 +153,7 @@ function table(rows: Obj[], ctx: Ctx): string {
   const shown = columns.filter((c) => !constant.includes(c));
   const lines = [`(${rows.length} rows × ${columns.length} columns)`];
   if (constant.length > 0) {
-    lines.push(`same in every row: ${constant.map((c) => `${c}=${cell(flat[0][c], ctx)}`).join(', ')}`);
+    lines.push(`same in every row: ${constant.map((c) => `${c}=${cell(flat[0][c], ctx)}`).join(' | ')}`);
   }
   lines.push(shown.join(' | '));
   const keep =
