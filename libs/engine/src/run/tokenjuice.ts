@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { compactToolResult, type ToolResultCompaction } from '@switchboard/tokenjuice';
+import { compactToolResult, DEFAULT_MIN_BYTES, type ToolResultCompaction } from '@switchboard/tokenjuice';
 import type { ToolCallMeta } from '../types';
 import type { TurnRun } from './turn-run';
 
@@ -39,10 +39,13 @@ export async function compactResult(
   run: TurnRun,
   meta: ToolCallMeta,
   value: unknown,
+  renderedChars: number,
 ): Promise<ToolResultCompaction | undefined> {
   const mode = run.input.toolResultCompression ?? 'off';
-  if (mode === 'off' || run.signal.aborted) return undefined;
   const o = run.resources.tokenjuice;
+  // A rendering under minBytes characters holds a payload too small to compact: no cost on the hot path.
+  if (mode === 'off' || run.signal.aborted || renderedChars < (o.minBytes ?? DEFAULT_MIN_BYTES))
+    return undefined;
   const { call } = meta;
   // Compaction is synchronous (bounded by maxInputChars): let pending I/O run first.
   await yieldToEventLoop();

@@ -163,7 +163,7 @@ async function record(
   const rendered = JSON.stringify(result);
   // TokenJuice first (docs/adr/0033), then the summarizer on what is still large, then the budget.
   const raw = !result.ok || tool?.rawResult === true;
-  const juiced = raw ? undefined : await compactResult(run, meta, result.result);
+  const juiced = raw ? undefined : await compactResult(run, meta, result.result, rendered.length);
   const shown = juiced?.content ?? rendered;
   const summary = raw ? undefined : await summarize(run, meta, shown);
   // A summary of a compacted result keeps its first line: the marker and how to retrieve the original.
