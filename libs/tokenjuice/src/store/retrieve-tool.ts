@@ -1,12 +1,27 @@
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolDefinition } from '@switchboard/tools';
 import { parseMarker } from '../marker';
-import { sliceOriginal } from '../range';
+import { sliceOriginal, type OriginalRange, type OriginalSlice } from '../range';
 import { TOKENJUICE_RETRIEVE_TOOL } from '../types';
 import type { OriginalsStore } from './originals';
 
-/** Most bytes of an original one call returns; the answer says where to go on. */
+/**
+ * Most bytes one answer's `content` takes once rendered as JSON (escapes included), so the answer fits
+ * the engine's 16 KiB result budget with its other fields; the answer says where to go on.
+ */
 export const RETRIEVE_DEFAULT_MAX_BYTES = 12 * 1024;
+
+/** The slice whose JSON rendering fits `maxBytes`: cut shorter while escapes make it larger. */
+function fittingSlice(original: string, range: OriginalRange, maxBytes: number): OriginalSlice {
+  let budget = maxBytes;
+  for (;;) {
+    const slice = sliceOriginal(original, range, budget);
+    const rendered = Buffer.byteLength(JSON.stringify(slice.content), 'utf8');
+    if (rendered <= maxBytes || budget <= 64) return slice;
+    const raw = slice.range.endByte - slice.range.startByte;
+    budget = Math.max(64, Math.floor((raw * maxBytes) / rendered) - 16);
+  }
+}
 
 const Range = z.int().min(0).max(1_000_000_000);
 
@@ -25,8 +40,8 @@ export function tokenjuiceRetrieveTool(
     name: TOKENJUICE_RETRIEVE_TOOL,
     description:
       'Returns the original of a tool result TokenJuice shortened, by the marker ⟦tj:…⟧ shown in it: ' +
-      `whole, or lines startLine–endLine (1-based, inclusive), or bytes startByte–endByte; at most ${maxBytes} bytes ` +
-      'a call (then truncated is true and nextStartByte says where to go on).',
+      `whole, or lines startLine–endLine (1-based, inclusive), or bytes startByte–endByte; about ${maxBytes} bytes ` +
+      'at most a call (then truncated is true and nextStartByte says where to go on).',
     schema: z
       .strictObject({
         marker: z
@@ -76,7 +91,7 @@ export function tokenjuiceRetrieveTool(
           },
         );
       }
-      const { content, ...slice } = sliceOriginal(stored.content, range, maxBytes);
+      const { content, ...slice } = fittingSlice(stored.content, range, maxBytes);
       return { marker: `tj:${id}`, tool: stored.tool, kind: stored.kind, ...slice, content };
     },
   });
