@@ -300,3 +300,15 @@ describe('JSON: keys with dots', () => {
     expect(t).toContain('2 | {"b":102}');
   });
 });
+
+describe('search: compiler output read as matches', () => {
+  it('ranks a file’s errors first', () => {
+    const lines = [
+      ...Array.from({ length: 6 }, (_, i) => `src/a.c:${i + 1}:1: warning: unused variable 'x${i}'`),
+      'src/a.c:40:5: error: expected ‘;’ before ‘}’ token',
+      ...Array.from({ length: 6 }, (_, i) => `src/b.c:${i + 1}:1: note: declared here`),
+    ];
+    const t = compactSearch(lines.join('\n'), 'full', {})!.text;
+    expect(t).toContain('40:5: error: expected ‘;’ before ‘}’ token');
+  });
+});

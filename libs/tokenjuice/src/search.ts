@@ -2,8 +2,8 @@ import type { Compacted, KindHint } from './types';
 
 /**
  * Search results, `path:line:text` (grep -n, ripgrep): grouped by file, the path said once. `light`
- * keeps every match (the grouping alone is lossless); `full` keeps each file's best matches (the
- * query's exact text, then definitions) in line order with a `+N more` tally and their line numbers.
+ * keeps every match (the grouping alone is lossless); `full` keeps each file's best matches (errors,
+ * then the query's exact text, then definitions) in line order with a `+N more` tally and their line numbers.
  */
 
 const MATCH = /^([^\s:][^:\n]{0,300}?):(\d+):(?:(\d+):)?(.*)$/;
@@ -68,8 +68,12 @@ export function compactSearch(text: string, mode: 'full' | 'light', hint: KindHi
 
 /** The best `PER_FILE` matches of a file, in line order. */
 function best(matches: Match[], query: string | undefined): Match[] {
+  // Compiler output (`file:line:col: error: …`) reads like search results: its errors rank first.
   const score = (m: Match) =>
-    (query && m.text.includes(query) ? 2 : 0) + (DEFINITION.test(m.text) ? 1 : 0) - m.text.length / 10_000;
+    (/\b(error|fatal|fail(ed|ure)?)\b/i.test(m.text) ? 4 : 0) +
+    (query && m.text.includes(query) ? 2 : 0) +
+    (DEFINITION.test(m.text) ? 1 : 0) -
+    m.text.length / 10_000;
   return [...matches]
     .map((m, i) => ({ m, i, s: score(m) }))
     .sort((a, b) => b.s - a.s || a.i - b.i)
