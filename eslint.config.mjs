@@ -3,7 +3,18 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', '.nx/', 'prisma/migrations/', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'coverage/',
+      '.nx/',
+      'prisma/migrations/',
+      '**/*.js',
+      '**/*.mjs',
+      'libs/client/src/openapi.ts',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -63,6 +63,8 @@ const { values } = parseArgs({
     ) as Record<keyof typeof FLAGS, { type: 'string'; default: string }>),
     /** The deployment's default rate limits (README) instead of none. */
     'rate-limits': { type: 'boolean', default: ['1', 'true'].includes(envOf('rate-limits') ?? '') },
+    /** Extra settings for every process, `KEY=VALUE`, repeatable (e.g. ADMISSION_CONCURRENCY_PER_TENANT=2). */
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 const num = (k: keyof typeof FLAGS): number => {
@@ -84,6 +86,13 @@ const POLL_MS = Math.max(10, num('poll-ms'));
 const TIMEOUT_MS = num('timeout-s') * 1000;
 const MODEL = values.model;
 const RATE_LIMITS = values['rate-limits'];
+const EXTRA_ENV = Object.fromEntries(
+  values.env.map((kv) => {
+    const at = kv.indexOf('=');
+    if (at < 1) throw new Error(`--env takes KEY=VALUE, not ${kv}`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
 /** The README's defaults (ADR 0028), per tenant and minute. */
 /** A B result's medians of where the time went, as one cell. */
 const partsOf = (r: { parts: Record<string, number> }) =>
@@ -569,7 +578,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
   const ge = bLowerBound ? '≥ ' : '';
   const msTriple = (b: BResult, lower = '') => `${lower}${b.p50} / ${lower}${b.p90} / ${lower}${b.max} ms`;
   const counts = (t: Tally, extra = '') => `${t.rateLimited} / ${t.otherNon2xx}${extra}`;
-  const header = `Noisy neighbour (issue 19), commit ${gitCommit()}: ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}, TENANT_MAX_CONCURRENT_TURNS ${TENANT_CAP}, model ${MODEL}, rate limits ${RATE_LIMITS ? 'on (defaults)' : 'off'}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`;
+  const header = `Noisy neighbour (issue 19), commit ${gitCommit()}: ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}, TENANT_MAX_CONCURRENT_TURNS ${TENANT_CAP}, model ${MODEL}, rate limits ${RATE_LIMITS ? 'on (defaults)' : 'off'}${values.env.length ? `, ${values.env.join(' ')}` : ''}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`;
   console.log(`\n${header}\n`);
   console.log(
     table([
@@ -656,6 +665,7 @@ Goal (issue 19):
         aSessions: A_SESSIONS,
         aConcurrency: A_CONCURRENCY,
         warmup: WARMUP,
+        env: EXTRA_ENV,
       },
       loadAverage: [round(load0, 2), round(load1, 2)],
       b: {
@@ -698,6 +708,7 @@ async function main() {
         WAIT_TIMEOUT_MS: String(WAIT_TIMEOUT_MS),
         TENANT_MAX_CONCURRENT_TURNS: String(TENANT_CAP),
         ...(RATE_LIMITS ? DEFAULT_LIMITS : {}),
+        ...EXTRA_ENV,
       },
     });
     progress(`database ${sb.dbName}, queue prefix ${sb.env.queuePrefix}, gateway ${sb.base}`);

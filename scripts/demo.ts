@@ -2,50 +2,114 @@
  * Starts the gateway and the three workers as separate processes, sends one
  * message through the HTTP API, waits for the turn and prints what happened.
  * Keeps the services running until Ctrl-C, or exits when given --exit.
+ *
+ * Settings (environment): PORT (gateway, 3000); HARNESS_METRICS_PORT, TRIAGE_METRICS_PORT,
+ * HOOKS_METRICS_PORT (the workers' metrics, default METRICS_PORT, +1, +2, or 9464–9466);
+ * DEMO_READY_TIMEOUT_S (how long the services may take to start, 180); DEMO_TURN_TIMEOUT_S (120);
+ * DEMO_LOG_DIR (where each service's log goes; a new temporary folder by default). When anything
+ * fails, the last lines of every service's log are printed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..');
-const PORT = Number(process.env.PORT ?? 3000);
+const env = process.env;
+/** A port from the environment, or the default; anything else stops the demo before it starts. */
+function port(name: string, fallback: number): number {
+  const raw = env[name];
+  const n = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 65_535) {
+    console.error(`${name} must be a port number (1–65535), not ${raw}`);
+    process.exit(2);
+  }
+  return n;
+}
+function seconds(name: string, fallback: number): number {
+  const raw = env[name];
+  const n = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(n) || n <= 0) {
+    console.error(`${name} must be a number of seconds > 0, not ${raw}`);
+    process.exit(2);
+  }
+  return n;
+}
+const PORT = port('PORT', 3000);
+const METRICS_BASE = port('METRICS_PORT', 9464);
+const METRICS_PORTS = {
+  'harness-worker': port('HARNESS_METRICS_PORT', METRICS_BASE),
+  'triage-worker': port('TRIAGE_METRICS_PORT', METRICS_BASE + 1),
+  'hooks-worker': port('HOOKS_METRICS_PORT', METRICS_BASE + 2),
+};
+const READY_TIMEOUT_MS = seconds('DEMO_READY_TIMEOUT_S', 180) * 1000;
+const TURN_TIMEOUT_MS = seconds('DEMO_TURN_TIMEOUT_S', 120) * 1000;
+const LOG_DIR = env.DEMO_LOG_DIR || mkdtempSync(path.join(tmpdir(), 'switchboard-demo-'));
+mkdirSync(LOG_DIR, { recursive: true });
 const BASE = `http://127.0.0.1:${PORT}`;
-const ADMIN_TOKEN = process.env.ADMIN_TOKEN ?? `demo-${randomBytes(12).toString('hex')}`;
+const ADMIN_TOKEN = env.ADMIN_TOKEN ?? `demo-${randomBytes(12).toString('hex')}`;
 const exitAfter = process.argv.includes('--exit');
-const children: ChildProcess[] = [];
+const children: { app: string; child: ChildProcess; log: string }[] = [];
 
 function start(app: string, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []) {
+  const log = path.join(LOG_DIR, `${app}.log`);
+  const fd = openSync(log, 'a');
   const child = spawn(
     process.execPath,
     [...nodeArgs, '-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')],
     {
       cwd: ROOT,
       env: {
-        ...process.env,
+        ...env,
         ADMIN_TOKEN,
         PORT: String(PORT),
-        LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+        LOG_LEVEL: env.LOG_LEVEL ?? 'info',
         ...extraEnv,
       },
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', fd, fd],
     },
   );
+  closeSync(fd);
   child.on('exit', (code, signal) => {
-    if (!stopping) {
-      console.error(`${app} exited (${signal ?? code}); stopping the demo`);
-      stop(1);
-    }
+    if (!stopping) fail(`${app} exited (${signal ?? `code ${code}`})`);
   });
-  children.push(child);
+  children.push({ app, child, log });
+}
+
+/** The last lines of a service's log. */
+function tail(file: string, lines = 25): string {
+  try {
+    const all = readFileSync(file, 'utf8').trimEnd().split('\n');
+    return all.slice(-lines).join('\n') || '(empty)';
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Says what failed, shows every service's log tail, and stops everything. */
+function fail(why: string): void {
+  if (stopping) return;
+  console.error(`\nThe demo failed: ${why}`);
+  for (const { app, log } of children) {
+    console.error(`\n--- ${app}: last lines of ${log} ---\n${tail(log)}`);
+  }
+  console.error(`\nEvery service's whole log is in ${LOG_DIR}.`);
+  stop(1);
 }
 
 let stopping = false;
 function stop(code: number) {
   stopping = true;
-  for (const c of children) c.kill('SIGTERM');
-  setTimeout(() => process.exit(code), 1500).unref();
+  for (const { child } of children) child.kill('SIGTERM');
+  setTimeout(() => process.exit(code), 5000).unref();
   Promise.all(
-    children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))),
+    children.map(
+      ({ child }) =>
+        new Promise((r) =>
+          child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r),
+        ),
+    ),
   ).then(
     () => process.exit(code),
     () => process.exit(code),
@@ -65,23 +129,45 @@ async function api<T>(method: string, url: string, body?: unknown, token?: strin
   return json;
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
+/** Probes until it answers; says every 15 s that it is still waiting. */
+async function until<T>(probe: () => Promise<T | undefined>, what: string, ms: number): Promise<T> {
+  const started = Date.now();
+  let said = started;
   for (;;) {
     const v = await probe().catch(() => undefined);
     if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    const now = Date.now();
+    if (now - started > ms) throw new Error(`timed out after ${Math.round(ms / 1000)} s waiting for ${what}`);
+    if (now - said >= 15_000) {
+      said = now;
+      console.log(`  still waiting for ${what} (${Math.round((now - started) / 1000)} s)`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
 async function main() {
   start('gateway');
   // A larger young generation keeps streamed chunks' garbage out of the old generation (BENCHMARKS.md).
-  start('harness-worker', { METRICS_PORT: '9464' }, ['--max-semi-space-size=64']);
-  start('triage-worker', { METRICS_PORT: '9465' });
-  start('hooks-worker', { METRICS_PORT: '9466' });
-  await until(async () => ((await fetch(`${BASE}/readyz`)).ok ? true : undefined), 'the gateway to be ready');
+  start('harness-worker', { METRICS_PORT: String(METRICS_PORTS['harness-worker']) }, [
+    '--max-semi-space-size=64',
+  ]);
+  start('triage-worker', { METRICS_PORT: String(METRICS_PORTS['triage-worker']) });
+  start('hooks-worker', { METRICS_PORT: String(METRICS_PORTS['hooks-worker']) });
+  console.log(`  logs in ${LOG_DIR}`);
+  await until(
+    async () => ((await fetch(`${BASE}/readyz`)).ok ? true : undefined),
+    'the gateway to be ready',
+    READY_TIMEOUT_MS,
+  );
+  // Each worker is up once it serves its metrics.
+  for (const [app, p] of Object.entries(METRICS_PORTS)) {
+    await until(
+      async () => ((await fetch(`http://127.0.0.1:${p}/metrics`)).ok ? true : undefined),
+      `the ${app} to be ready`,
+      READY_TIMEOUT_MS,
+    );
+  }
 
   const { tenant, apiKey } = await api<{ tenant: { id: string }; apiKey: { key: string } }>(
     'POST',
@@ -113,10 +199,14 @@ async function main() {
     toolCalls: { name: string; result: unknown }[];
     usage: unknown;
   };
-  const turn = await until(async () => {
-    const t = await api<Turn>('GET', `/v1/turns/${admitted.turnId}`, undefined, key);
-    return ['completed', 'failed', 'cancelled'].includes(t.status) ? t : undefined;
-  }, 'the turn');
+  const turn = await until(
+    async () => {
+      const t = await api<Turn>('GET', `/v1/turns/${admitted.turnId}`, undefined, key);
+      return ['completed', 'failed', 'cancelled'].includes(t.status) ? t : undefined;
+    },
+    'the turn',
+    TURN_TIMEOUT_MS,
+  );
   const events = await api<{ data: { seq: number; type: string }[] }>(
     'GET',
     `/v1/sessions/${session.id}/events`,
@@ -140,7 +230,10 @@ Where to look:
   the transcript    curl -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/messages
   the journal       curl -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/events
   the live stream   curl -N -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/stream
-  metrics           ${BASE}/metrics  (workers: :9464 :9465 :9466)
+  metrics           ${BASE}/metrics  (workers: ${Object.values(METRICS_PORTS)
+    .map((p) => `:${p}`)
+    .join(' ')})
+  service logs      ${LOG_DIR}
   tenant            ${tenant.id}
   admin token       ${ADMIN_TOKEN}
 `);
@@ -148,7 +241,4 @@ Where to look:
   else console.log('Services keep running; Ctrl-C stops them.');
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
-  stop(1);
-});
+main().catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));

@@ -5,13 +5,12 @@ export NX_DAEMON=false
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-# npm ci cannot be used: the lockfile lacks other platforms' optional binaries
-# (@swc/core-*, nx-*), which this registry does not serve. npm install honours the
-# lockfile for everything it has and is a no-op when node_modules is current.
+# npm ci installs exactly the committed lockfile and never rewrites it (npm install may); it runs
+# when node_modules is missing or older than package.json or the lockfile.
 ensure_deps() {
   if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    step "install dependencies"
-    npm install --no-audit --no-fund --loglevel=error
+    step "install dependencies (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
   fi
 }
 

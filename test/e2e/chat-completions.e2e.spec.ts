@@ -665,4 +665,33 @@ describe('POST /v1/chat/completions with the openai client', () => {
     expect(retried.id).toBe(`chatcmpl-${turnId}`);
     expect(retried.choices[0].message.content).toBe('late but there');
   });
+
+  it('lists the tenant’s agents as models and retrieves one by name (GET /v1/models)', async () => {
+    const { api: other } = await newTenant(url, ADMIN, 'models');
+    const models = openai(url, other.key!);
+    expect((await models.models.list()).data).toEqual([]);
+    for (const name of ['first', 'second', 'first']) {
+      expect((await other.post('/v1/agents', { name, model: 'openai-chat/gpt-4o-mini' })).status).toBe(201);
+    }
+    const listed = (await models.models.list()).data;
+    // One model per name, the most recent first; nothing of another tenant (this file's `helper`).
+    expect(listed.map((m) => m.id)).toEqual(['first', 'second']);
+    expect(listed[0]).toEqual({
+      id: 'first',
+      object: 'model',
+      created: expect.any(Number),
+      owned_by: 'switchboard',
+    });
+    expect(await models.models.retrieve('second')).toMatchObject({ id: 'second', object: 'model' });
+    // Errors in OpenAI's shape: the stock client raises its own error classes.
+    await expect(models.models.retrieve('helper')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(models.models.retrieve('no-such-agent')).rejects.toMatchObject({
+      status: 404,
+      code: 'model_not_found',
+      param: 'model',
+    });
+    await expect(openai(url, 'sb_not_a_key').models.list()).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
+  });
 });

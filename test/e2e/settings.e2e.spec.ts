@@ -22,6 +22,7 @@ describe('tenant settings', () => {
     notifyUrl: null,
     notifySecretSet: false,
     dailySpendLimitUsd: null,
+    operatorDailySpendLimitUsd: null,
   };
 
   beforeAll(async () => {
@@ -66,6 +67,7 @@ describe('tenant settings', () => {
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
+      operatorDailySpendLimitUsd: null,
     });
 
     // Only the named route changes; blockedTools is left alone when absent.
@@ -86,6 +88,7 @@ describe('tenant settings', () => {
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
+      operatorDailySpendLimitUsd: null,
     };
     expect(second.body).toEqual(expected);
     expect((await a.get('/v1/settings')).body).toEqual(expected);
@@ -162,6 +165,7 @@ describe('tenant settings', () => {
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
+      operatorDailySpendLimitUsd: null,
     });
     // And a PATCH writes the cleaned-up value back.
     const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
@@ -189,6 +193,7 @@ describe('tenant settings', () => {
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
+      operatorDailySpendLimitUsd: null,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
   });
@@ -343,6 +348,7 @@ describe('tenant settings', () => {
       'modelRoutes',
       'notifySecretSet',
       'notifyUrl',
+      'operatorDailySpendLimitUsd',
       'toolSchemaMode',
     ]);
   });

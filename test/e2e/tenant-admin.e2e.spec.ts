@@ -139,10 +139,29 @@ describe('operator tenant API', () => {
       share: 2.5,
       dailySpendLimitUsd: 20,
     });
-    // The same keys the scheduler and the spend cap read; the tenant sees its cap.
+    // The keys the scheduler and the spend cap read; the tenant sees the operator's cap, read-only.
     const stored = await env.db.tenant.findUniqueOrThrow({ where: { id: tenantId } });
-    expect(stored.settings).toMatchObject({ maxConcurrentTurns: 4, share: 2.5, dailySpendLimitUsd: 20 });
-    expect((await api.get('/v1/settings')).body.dailySpendLimitUsd).toBe(20);
+    expect(stored.settings).toMatchObject({
+      maxConcurrentTurns: 4,
+      share: 2.5,
+      operatorDailySpendLimitUsd: 20,
+    });
+    expect((await api.get('/v1/settings')).body).toMatchObject({
+      dailySpendLimitUsd: null,
+      operatorDailySpendLimitUsd: 20,
+    });
+    // The tenant's own budget is apart from it: setting or removing its own cannot raise the operator's.
+    expect((await api.patch('/v1/settings', { dailySpendLimitUsd: 1000 })).body).toMatchObject({
+      dailySpendLimitUsd: 1000,
+      operatorDailySpendLimitUsd: 20,
+    });
+    expect((await api.patch('/v1/settings', { dailySpendLimitUsd: null })).status).toBe(200);
+    expect((await admin.get(`/v1/admin/tenants/${tenantId}`)).body.dailySpendLimitUsd).toBe(20);
+    expectError(
+      await api.patch('/v1/settings', { operatorDailySpendLimitUsd: 1000 }),
+      400,
+      'validation_failed',
+    );
     const reset = await admin.patch(`/v1/admin/tenants/${tenantId}`, { share: null, dailySpendLimitUsd: 0 });
     expect(reset.body).toMatchObject({ maxConcurrentTurns: 4, share: 1, dailySpendLimitUsd: 0 });
 

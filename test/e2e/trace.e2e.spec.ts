@@ -79,7 +79,7 @@ describe('tracing', () => {
     const admit = one('admit message');
     const publishTurn = one('turns publish');
     const consumeTurn = one('turns process');
-    const turn = one('turn');
+    const turn = one('invoke_agent traced');
     const chats = byName('chat demo');
     const tool = one('execute_tool word_count');
     const publishHooks = byName('post-turn publish');
@@ -92,7 +92,7 @@ describe('tracing', () => {
         'admit message',
         'turns publish',
         'turns process',
-        'turn',
+        'invoke_agent traced',
         'chat demo',
         'chat demo',
         'execute_tool word_count',
@@ -123,6 +123,22 @@ describe('tracing', () => {
     for (const p of publishHooks) expect(parentOf(p)).toBe(id(turn));
     expect(consumeHooks.map(parentOf).sort()).toEqual(publishHooks.map(id).sort());
     expect(turn.attributes['switchboard.turn.id']).toBe(turnId);
+    // The GenAI semantic conventions: the agent span, the conversation on every GenAI span.
+    expect(turn.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.id': agent.body.id,
+      'gen_ai.agent.name': 'traced',
+      'gen_ai.conversation.id': session.body.id,
+    });
+    for (const span of [...chats, tool]) {
+      expect(span.attributes['gen_ai.conversation.id']).toBe(session.body.id);
+      expect(span.attributes['gen_ai.agent.id']).toBe(agent.body.id);
+    }
+    for (const c of chats) {
+      expect(c.attributes['gen_ai.provider.name']).toBe('scripted');
+      expect(c.attributes).not.toHaveProperty('gen_ai.system');
+      expect(typeof c.attributes['gen_ai.usage.input_tokens']).toBe('number');
+    }
     expect(consumeTurn.attributes['messaging.message.id']).toBe(turnId);
 
     // The tool ran between the two model rounds.

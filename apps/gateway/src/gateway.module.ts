@@ -33,6 +33,7 @@ import { ArchetypesController } from './controllers/archetypes.controller';
 import { APPROVALS, ApprovalsController } from './controllers/approvals.controller';
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
+import { ModelsController } from './controllers/models.controller';
 import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { McpServersController } from './controllers/mcp-servers.controller';
@@ -130,6 +131,7 @@ export class GatewayModule {
         SettingsController,
         OpsController,
         ChatCompletionsController,
+        ModelsController,
         StreamsController,
         TriggersController,
         HooksController,
@@ -246,11 +248,7 @@ export class GatewayModule {
           provide: TURN_WAITER,
           inject: [DB, METRICS, LIVE_SUBSCRIBER, TASKS],
           useFactory: (db: Db, metrics: Metrics, live: LiveSubscriber, tasks: TaskService) =>
-            new TurnWaiter(
-              sqlDbFor(poolOf(db), 'gateway', metrics),
-              live,
-              turnDetail(tasks, sqlDbFor(poolOf(db), 'gateway', metrics)),
-            ),
+            new TurnWaiter(sqlDbFor(poolOf(db), 'gateway', metrics), live, turnDetail(tasks)),
         },
         {
           provide: GATEWAY_SQL,

@@ -2,8 +2,8 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import type { Config } from '@switchboard/config';
-import type { Logger } from '@switchboard/observability';
-import { LOGGER, NestPinoLogger } from '@switchboard/platform';
+import type { Logger, Metrics } from '@switchboard/observability';
+import { LOGGER, METRICS, NestPinoLogger } from '@switchboard/platform';
 import { GatewayModule } from './gateway.module';
 import { registerJsonBodyParser } from './http/body';
 import { clientErrorHandler, frameworkErrors } from './http/errors';
@@ -33,7 +33,7 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
 
   // JSON only (UTF-8, bounded depth): anything else is a 415 rather than a string the validator has to reject.
   registerJsonBodyParser(app.getHttpAdapter().getInstance(), config.BODY_LIMIT_BYTES);
-  registerRequestLog(app.getHttpAdapter().getInstance());
+  registerRequestLog(app.getHttpAdapter().getInstance(), app.get<Metrics>(METRICS));
   app.get(InFlightRequests).attach(app.getHttpAdapter().getInstance());
 
   SwaggerModule.setup('docs', app, createOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });

@@ -164,6 +164,7 @@ export class HarnessModule {
               leaseMs: cfg.SESSION_LEASE_MS,
               defaultMaxConcurrentTurns: cfg.TENANT_MAX_CONCURRENT_TURNS,
               maxRunningTurns: cfg.HARNESS_CONCURRENCY,
+              loopDelayTargetMs: cfg.HARNESS_LOOP_DELAY_TARGET_MS,
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
               checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,

@@ -66,8 +66,21 @@ export class PostTurnProcessor extends QueueWorker {
           return outcome;
         } catch (err) {
           this.metrics.hooks.inc({ hook: data.hook, outcome: 'error' });
+          const final = err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+          // Logged as well as counted: which turn, which hook, why, and whether it is retried.
+          this.logger[final ? 'error' : 'warn'](
+            {
+              err,
+              turnId: data.turnId,
+              tenantId: data.tenantId,
+              hook: data.hook,
+              attempt: job.attemptsMade + 1,
+              attempts: job.opts.attempts ?? 1,
+            },
+            final ? 'post-turn hook failed; no attempts left' : 'post-turn hook failed; will retry',
+          );
           // Its last attempt, or nothing a retry mends: recorded, so the hooks reconcile leaves it be.
-          if (err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+          if (final) {
             await recordHookFailure(this.sql, {
               id: newId(),
               turnId: data.turnId,

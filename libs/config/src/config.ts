@@ -200,6 +200,8 @@ export const ConfigSchema = z.object({
   ADMISSION_CONCURRENCY_PER_TENANT: Int(8, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
+  /** The event-loop delay the harness's adaptive limit aims under (docs/adr/0029). */
+  HARNESS_LOOP_DELAY_TARGET_MS: Int(10, 1),
   /**
    * The most turns one tenant may run at once across every harness worker (docs/adr/0029), when the
    * operator set no `maxConcurrentTurns` for it; 0: no cap (the fair share across tenants still holds).

@@ -543,10 +543,12 @@ export function applyRateLimitsUpdate(
 }
 
 /**
- * The operator's tenant settings (docs/adr/0030), stored in `tenants.settings` under these exact
- * names: the scheduler reads `maxConcurrentTurns` and `share`, the spend cap `dailySpendLimitUsd`
- * (docs/adr/0026).
+ * The operator's tenant settings (docs/adr/0030), stored in `tenants.settings`: the scheduler reads
+ * `maxConcurrentTurns` and `share`; the operator's spend cap is stored as `operatorDailySpendLimitUsd`,
+ * apart from the tenant's own `dailySpendLimitUsd` (PATCH /v1/settings), and the cap that holds is
+ * the smaller of the two (docs/adr/0026): a tenant cannot raise or remove the operator's.
  */
+export const OPERATOR_SPEND_LIMIT_KEY = 'operatorDailySpendLimitUsd';
 /** Turns of the tenant that may run at once; absent: the deployment's default. */
 export const MaxConcurrentTurns = z.int().min(1).max(100_000);
 /** The tenant's weight when tenants compete for workers (fair share); absent: 1. */
@@ -564,7 +566,7 @@ export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSe
   const stored = isRecord(settings) ? settings : {};
   const max = MaxConcurrentTurns.safeParse(stored.maxConcurrentTurns);
   const share = TenantShare.safeParse(stored.share);
-  const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
+  const limit = OperatorDailySpendLimitUsd.safeParse(stored[OPERATOR_SPEND_LIMIT_KEY]);
   return {
     maxConcurrentTurns: max.success ? max.data : null,
     share: share.success ? share.data : DEFAULT_TENANT_SHARE,
@@ -585,7 +587,8 @@ export type UpdateTenantRequest = z.infer<typeof UpdateTenantRequest>;
 /** The stored settings with the operator's update merged in: `null` removes the key; other keys stay. */
 export function applyTenantUpdate(stored: unknown, update: UpdateTenantRequest): Record<string, unknown> {
   const next: Record<string, unknown> = { ...(isRecord(stored) ? stored : {}) };
-  for (const [key, value] of Object.entries(update)) {
+  for (const [field, value] of Object.entries(update)) {
+    const key = field === 'dailySpendLimitUsd' ? OPERATOR_SPEND_LIMIT_KEY : field;
     if (value === null) delete next[key];
     else if (value !== undefined) next[key] = value;
   }

@@ -275,3 +275,24 @@ export const ChatCompletionChunk = z
   })
   .register(ApiSchemas, { id: 'ChatCompletionChunk' });
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunk>;
+
+/**
+ * `GET /v1/models` (OpenAI-compatible): the tenant's agents as models, named as `model` names them in
+ * a chat completion, so front-ends that list models offer the agents.
+ */
+export const ModelObject = z
+  .strictObject({
+    /** The agent's name (the most recent agent of that name answers it). */
+    id: z.string(),
+    object: z.literal('model'),
+    /** Unix seconds of the agent's creation. */
+    created: z.int(),
+    owned_by: z.string(),
+  })
+  .register(ApiSchemas, { id: 'Model' });
+export type ModelObject = z.infer<typeof ModelObject>;
+
+export const ModelList = z
+  .strictObject({ object: z.literal('list'), data: z.array(ModelObject) })
+  .register(ApiSchemas, { id: 'ModelList' });
+export type ModelList = z.infer<typeof ModelList>;

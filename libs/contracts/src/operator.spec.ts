@@ -59,7 +59,8 @@ describe('applyTenantUpdate', () => {
       modelRoutes: { chat: 'openai/gpt-4o' },
       rateLimits: { admission: 5 },
       maxConcurrentTurns: 3,
-      dailySpendLimitUsd: 0,
+      // Apart from the tenant's own budget (PATCH /v1/settings), which cannot raise it.
+      operatorDailySpendLimitUsd: 0,
     });
     expect(applyTenantUpdate(null, { maxConcurrentTurns: 8 })).toEqual({ maxConcurrentTurns: 8 });
     expect(stored.share).toBe(2);
@@ -74,9 +75,11 @@ describe('parseOperatorTenantSettings', () => {
     expect(
       parseOperatorTenantSettings({ maxConcurrentTurns: 0, share: 1000, dailySpendLimitUsd: -1 }),
     ).toEqual(defaults);
-    expect(parseOperatorTenantSettings({ maxConcurrentTurns: 7, share: 0.5, dailySpendLimitUsd: 0 })).toEqual(
-      { maxConcurrentTurns: 7, share: 0.5, dailySpendLimitUsd: 0 },
-    );
+    expect(
+      parseOperatorTenantSettings({ maxConcurrentTurns: 7, share: 0.5, operatorDailySpendLimitUsd: 0 }),
+    ).toEqual({ maxConcurrentTurns: 7, share: 0.5, dailySpendLimitUsd: 0 });
+    // The tenant's own budget is not the operator's cap.
+    expect(parseOperatorTenantSettings({ dailySpendLimitUsd: 5 }).dailySpendLimitUsd).toBeNull();
   });
 
   it('keeps an operator’s zero spend cap in the tenant’s own settings view, which cannot set one', () => {

@@ -463,6 +463,11 @@ export const SettingsResponse = z
     notifySecretSet: z.boolean(),
     /** What the tenant's turns may spend per UTC day (USD), or null: no cap (docs/adr/0026). */
     dailySpendLimitUsd: z.number().nullable(),
+    /**
+     * The operator's daily cap for the tenant (USD; PATCH /v1/admin/tenants/:id), or null. Read-only
+     * here: the cap that holds is the smaller of this and `dailySpendLimitUsd`.
+     */
+    operatorDailySpendLimitUsd: z.number().nullable(),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;

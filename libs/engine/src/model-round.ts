@@ -25,6 +25,13 @@ export interface ModelRoundOptions {
  * every attempt lands on the timeline with its outcome, timing, backoff, usage
  * and transport diagnostics.
  */
+/** What a turn's GenAI spans carry besides the model (the conversation is the session). */
+export const genAiAttributes = (input: TurnInput): Record<string, string> => ({
+  'gen_ai.conversation.id': input.sessionId,
+  'switchboard.tenant.id': input.tenantId,
+  ...(input.agentId ? { 'gen_ai.agent.id': input.agentId } : {}),
+});
+
 export class ModelRound {
   constructor(private readonly o: ModelRoundOptions) {}
 
@@ -65,12 +72,11 @@ export class ModelRound {
         const started = Date.now();
         const at = { round, ref, attempt, maxAttempts, started };
         try {
-          const response = await tracedComplete(resolved, {
-            messages,
-            tools,
-            signal,
-            onTextDelta: (d) => cp.textDelta(d),
-          });
+          const response = await tracedComplete(
+            resolved,
+            { messages, tools, signal, onTextDelta: (d) => cp.textDelta(d) },
+            genAiAttributes(input),
+          );
           attempts.push({
             ...timing(at),
             provider: resolved.provider.name,

@@ -7,8 +7,21 @@ export class Metrics {
 
   readonly turns = new Counter({
     name: 'switchboard_turns_total',
-    help: 'Turns finished, by terminal status',
+    help: 'Turns ended, by terminal status (completed, failed, cancelled); pauses are counted apart',
     labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly turnPauses = new Counter({
+    name: 'switchboard_turn_pauses_total',
+    help: 'Turns paused to wait (awaiting_approval, awaiting_subagent): not an end, they resume',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpRequests = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Gateway HTTP requests by method, route template and status code (OpenTelemetry http.server.request.duration)',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
   readonly turnDuration = new Histogram({

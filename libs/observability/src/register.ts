@@ -5,6 +5,7 @@
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { AlwaysOffSampler, NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { defaultServiceName } from './service-name';
 
 let sdk: NodeSDK | undefined;
 
@@ -28,6 +29,7 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
   // OTEL_NODE_ENABLED_INSTRUMENTATIONS / OTEL_NODE_DISABLED_INSTRUMENTATIONS still apply.
   process.env.OTEL_NODE_ENABLED_INSTRUMENTATIONS ??= 'http,undici,pg,ioredis';
   sdk = new NodeSDK({
+    ...(process.env.OTEL_SERVICE_NAME ? {} : { serviceName: defaultServiceName() }),
     ...(exportsNothing
       ? {
           spanProcessors: [new NoopSpanProcessor()],

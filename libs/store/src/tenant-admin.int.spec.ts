@@ -114,7 +114,7 @@ describe('tenant administration in the store', () => {
     expect(merged?.settings).toMatchObject({
       blockedTools: ['word_count'],
       maxConcurrentTurns: 4,
-      dailySpendLimitUsd: 0,
+      operatorDailySpendLimitUsd: 0,
     });
     expect(merged?.settings).not.toHaveProperty('share');
     // Concurrent updates of different keys apply one after the other.

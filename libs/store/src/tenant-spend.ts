@@ -5,10 +5,18 @@ import { sql, type Sql } from './sql';
  * already read the tenant row (the claim, every checkpoint): no statement of its own.
  */
 
-/** The tenant's `dailySpendLimitUsd` setting as `numeric`, or NULL when it has none. */
+/**
+ * The tenant's cap as `numeric`, or NULL when it has none: the smaller of its own
+ * `dailySpendLimitUsd` (PATCH /v1/settings) and the operator's (PATCH /v1/admin/tenants/:id, stored
+ * as `operatorDailySpendLimitUsd`, docs/adr/0030): a tenant can lower its budget, never raise or
+ * remove the operator's. LEAST ignores NULLs.
+ */
 const limitOf = (settings: Sql): Sql =>
-  sql`CASE WHEN jsonb_typeof(${settings} -> 'dailySpendLimitUsd') = 'number'
-    THEN (${settings} ->> 'dailySpendLimitUsd')::numeric END`;
+  sql`LEAST(
+    CASE WHEN jsonb_typeof(${settings} -> 'dailySpendLimitUsd') = 'number'
+      THEN (${settings} ->> 'dailySpendLimitUsd')::numeric END,
+    CASE WHEN jsonb_typeof(${settings} -> 'operatorDailySpendLimitUsd') = 'number'
+      THEN (${settings} ->> 'operatorDailySpendLimitUsd')::numeric END)`;
 
 /**
  * What the tenant spent today (UTC) apart from one turn: the cost-log hook's roll-up for today, plus

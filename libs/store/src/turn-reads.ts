@@ -1,6 +1,7 @@
 import { Prisma, type ToolCall, type Turn } from '@prisma/client';
 import type { Db } from '@switchboard/database';
 import { sql, type SqlDb } from './sql';
+import { descendantsCostUsd } from './subagent-cost';
 
 /** The tool-call columns a client sees. */
 export type ToolCallRead = Pick<
@@ -55,6 +56,13 @@ export function findTurn(db: Db, tenantId: string, turnId: string): Promise<Turn
   });
 }
 
+/**
+ * `readTurn`'s row: the turn, its tool calls, and what GET /v1/turns/:id adds (docs/adr/0025): the
+ * cost of the turns below it (`costRollup`'s figures, in the same statement) and whether it spawned
+ * sub-agent tasks at all, so their list is read only for a turn that did.
+ */
+export type TurnDetailRead = TurnRead & { childrenCostUsd: string; totalCostUsd: string; spawned: boolean };
+
 type ToolCallJson = Omit<ToolCallRead, 'startedAt' | 'completedAt'> & {
   startedAt: string | null;
   completedAt: string | null;
@@ -66,9 +74,13 @@ type ToolCallJson = Omit<ToolCallRead, 'startedAt' | 'completedAt'> & {
  * (`findTurn`): the cost as Prisma's Decimal (from its string form), timestamps as Dates (inside the
  * tool calls' JSON they are ISO strings), tool calls in the same order.
  */
-export async function readTurn(db: SqlDb, tenantId: string, turnId: string): Promise<TurnRead | undefined> {
+export async function readTurn(
+  db: SqlDb,
+  tenantId: string,
+  turnId: string,
+): Promise<TurnDetailRead | undefined> {
   const row = await db.first<
-    Omit<TurnRead, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
+    Omit<TurnDetailRead, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
   >(sql`
     SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
            t.input_message_id AS "inputMessageId", t.seq, t.status, t.priority, t.model,
@@ -87,8 +99,10 @@ export async function readTurn(db: SqlDb, tenantId: string, turnId: string): Pro
                       'durationMs', c.duration_ms)
                     ORDER BY c.started_at, c.id)
              FROM tool_calls c WHERE c.turn_id = t.id
-           ), '[]'::json) AS "toolCalls"
-    FROM turns t
+           ), '[]'::json) AS "toolCalls",
+           d.children::text AS "childrenCostUsd", (t.cost_usd + d.children)::text AS "totalCostUsd",
+           EXISTS (SELECT 1 FROM tasks k WHERE k.parent_turn_id = t.id) AS spawned
+    FROM turns t, LATERAL (SELECT ${descendantsCostUsd(sql`t.id`)} AS children) d
     WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
   if (!row) return undefined;
   const date = (iso: string | null) => (iso === null ? null : new Date(iso));

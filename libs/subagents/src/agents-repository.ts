@@ -53,6 +53,20 @@ export class AgentsRepository {
     return agent?.id;
   }
 
+  /**
+   * The tenant's agent names for `GET /v1/models`, each with its most recent agent's creation (the one
+   * `idByModel` picks), most recent first; at most `limit`.
+   */
+  async modelNames(tenantId: string, limit: number): Promise<{ name: string; createdAt: Date }[]> {
+    return this.db.agent.findMany({
+      where: { tenantId, deletedAt: null },
+      orderBy: { createdAt: 'desc' },
+      distinct: ['name'],
+      select: { name: true, createdAt: true },
+      take: limit,
+    });
+  }
+
   /** By id, after the cursor's id. */
   async page(tenantId: string, afterId: string | undefined, limit: number): Promise<AgentPage> {
     const rows = await this.db.agent.findMany({

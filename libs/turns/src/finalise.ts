@@ -55,13 +55,19 @@ export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Prom
   return committed;
 }
 
-/** One `post-turn` job per hook for an ended turn (job ids make a repeat a no-op). */
+/**
+ * One `post-turn` job per hook for an ended turn (job ids make a repeat a no-op), sent at once: the
+ * adds share the connection's pipeline instead of a round trip each while the worker still holds its
+ * permit (docs/adr/0029). One that fails fails the whole; the retry adds every one again, harmlessly.
+ */
 export async function enqueueHooks(
   r: Pick<RunnerResources, 'postTurnQueue'>,
   turn: { id: string; tenantId: string; status: string },
 ): Promise<void> {
   if (!isEnded(turn.status)) return;
-  for (const hook of POST_TURN_HOOKS) {
-    await publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook });
-  }
+  await Promise.all(
+    POST_TURN_HOOKS.map((hook) =>
+      publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook }),
+    ),
+  );
 }

@@ -13,7 +13,7 @@ export async function pauseTurn(ctx: TurnContext, outcome: TurnOutcome): Promise
   const status = waits.some((w) => w.kind === 'approval') ? 'awaiting_approval' : 'awaiting_subagent';
   const paused = await ctx.checkpoints.pause(outcome, ctx.plan.approvalTtlMs, status);
   ctx.span.setAttributes({ 'switchboard.turn.status': status });
-  r.metrics.turns.inc({ status });
+  r.metrics.turnPauses.inc({ status });
   // A child may have ended before the pause committed: looked at again now (docs/adr/0024).
   const taskIds = waits.flatMap((w) => (w.kind === 'task' ? [w.taskId] : []));
   if (status === 'awaiting_subagent') await r.tasks?.parentPaused(turn.id, taskIds);

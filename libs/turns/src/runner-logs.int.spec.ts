@@ -106,7 +106,7 @@ describe('harness logs for a turn', () => {
       defaultModel: 'openai-chat/default',
     });
     await runner.handle({ turnId, sessionId, tenantId, trace: {} });
-    const turnSpan = exporter.getFinishedSpans().find((s) => s.name === 'turn');
+    const turnSpan = exporter.getFinishedSpans().find((s) => s.name.startsWith('invoke_agent '));
     expect(turnSpan).toBeDefined();
     return { turnId, traceId: turnSpan!.spanContext().traceId };
   }

@@ -28,6 +28,8 @@ export interface TurnRunnerOptions {
    * limit (`TurnPermits`, docs/adr/0029). Absent: no limit beyond the queue's job slots.
    */
   maxRunningTurns?: number;
+  /** The event-loop delay the adaptive limit aims under, mean per window (default 10 ms). */
+  loopDelayTargetMs?: number;
   /** Turns one job runs (across the sessions it chooses) before it lets other jobs in (default 20). */
   maxTurnsPerJob?: number;
   /**

@@ -399,4 +399,41 @@ describe('TurnRunner', () => {
       expect(t.finalisationErrors).toEqual([]);
     });
   });
+
+  describe('fair share (docs/adr/0029)', () => {
+    it('gives the session back as soon as a turn ends while another tenant’s turn waits, not one turn later', async () => {
+      const a = await tenant({ model: 'openai-chat/default', tools: ['admit_other'] });
+      const b = await tenant({ model: 'openai-chat/default' });
+      let bTurn = '';
+      // A's first turn admits B's turn while it runs: its claim saw no other tenant waiting.
+      const admitOther = tool('admit_other', async () => {
+        bTurn = (await h.admission.admit(operatorPrompt(b, 'b'))).turnId;
+        return 'admitted';
+      });
+      const admitted: string[] = [];
+      for (const text of ['a1', 'a2', 'a3'])
+        admitted.push((await h.admission.admit(operatorPrompt(a, text))).turnId);
+      model.rounds = [reply('', [{ id: 'c1', name: 'admit_other', arguments: '{}' }]), reply('one')];
+      const tools = new ToolRegistry([admitOther]);
+      const fair = new TurnRunner({
+        ...h.runnerDeps({ turnsQueue: undefined, metrics }),
+        engine: new TurnEngine({ providers: new ProviderRegistry({}, [model]), tools, maxBackoffMs: 1 }),
+        tools,
+        defaultModel: 'openai-chat/default',
+      });
+      expect(
+        await fair.handle({ turnId: admitted[0], sessionId: a.sessionId, tenantId: a.tenantId, trace: {} }),
+      ).toBe('done');
+      const started = async (id: string) =>
+        (await env.db.turn.findUniqueOrThrow({ where: { id } })).startedAt!.getTime();
+      // B's turn ran next (the smaller backlog), before A's second turn, which the holder would have
+      // claimed straight away had it looked for contention only at its claim.
+      expect(bTurn).not.toBe('');
+      expect(await started(bTurn)).toBeLessThan(await started(admitted[1]));
+      expect(await started(admitted[0])).toBeLessThan(await started(bTurn));
+      for (const id of [...admitted, bTurn]) {
+        expect((await env.db.turn.findUniqueOrThrow({ where: { id } })).status).toBe('completed');
+      }
+    });
+  });
 });

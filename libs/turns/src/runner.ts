@@ -54,7 +54,9 @@ export class TurnRunner {
         }),
       );
     this.r = { ...o, store };
-    this.permits = o.maxRunningTurns ? new TurnPermits({ max: o.maxRunningTurns }) : undefined;
+    this.permits = o.maxRunningTurns
+      ? new TurnPermits({ max: o.maxRunningTurns, targetDelayMs: o.loopDelayTargetMs })
+      : undefined;
   }
 
   /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
@@ -166,8 +168,9 @@ export class TurnRunner {
           released = releasedByCommit = true;
           break;
         }
-        // Others wait: the session goes back, to be chosen again fairly (docs/adr/0029).
-        if (claim.contended) {
+        // Others wait (seen at the claim, or by the turn's last checkpoint): the session goes back, to
+        // be chosen again fairly (docs/adr/0029).
+        if (claim.contended || result.contended) {
           yielded = true;
           break;
         }
@@ -244,12 +247,17 @@ export class TurnRunner {
     parent?: TraceCarrier,
   ): Promise<CheckpointResult> {
     const turn = load.turn;
+    // The GenAI semantic conventions' agent span: the session is the conversation.
     const attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.id': load.agent.id,
+      'gen_ai.agent.name': load.agent.name,
+      'gen_ai.conversation.id': turn.sessionId,
       'switchboard.turn.id': turn.id,
       'switchboard.session.id': turn.sessionId,
       'switchboard.tenant.id': turn.tenantId,
     };
-    return withSpan('turn', { parent, attributes }, async (span) => {
+    return withSpan(`invoke_agent ${load.agent.name}`, { parent, attributes }, async (span) => {
       const ctx = await openTurn(this.r, load, lease, span);
       const outcome = await this.run(ctx);
       if (ctx.control.lostLease) throw new LeaseLostError(turn.sessionId);

@@ -197,6 +197,25 @@ describe('the tenant daily spend cap', () => {
     ]);
   });
 
+  it('holds the smaller of the operator’s cap and the tenant’s own budget: a tenant cannot raise the operator’s', async () => {
+    const seeded = (name: string, settings: Record<string, number>) =>
+      seedTenant(env.db, name, { model: 'capped/simple', tools: ['word_count'] }, { settings });
+    // The operator's zero under a generous budget of the tenant's own: nothing runs.
+    const held = await run(
+      await seeded('held', { operatorDailySpendLimitUsd: 0, dailySpendLimitUsd: 1000 }),
+      't:held',
+    );
+    expect(held.calls).toBe(0);
+    expect(held.turn).toMatchObject({ status: 'completed', stopReason: 'tenant_budget_exhausted' });
+    // The tenant's own budget below a generous operator cap holds too (one round's worth).
+    const own = await run(
+      await seeded('own', { operatorDailySpendLimitUsd: 1000, dailySpendLimitUsd: 0.5 * ROUND_USD }),
+      't:own',
+    );
+    expect(own.calls).toBe(1);
+    expect(own.turn).toMatchObject({ status: 'completed', stopReason: 'tenant_budget_exhausted' });
+  });
+
   it('sees spend of the tenant’s turns still in flight, and no other tenant’s', async () => {
     const a = await tenant('in-flight', 4 * ROUND_USD);
     const b = await tenant('neighbour', 4 * ROUND_USD);

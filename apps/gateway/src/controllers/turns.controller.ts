@@ -13,7 +13,7 @@ import { DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from '../http/turn-detail';
 import { TURN_CONTROL } from '../http/turn-control';
-import { findTurn, type SqlDb } from '@switchboard/store';
+import { findTurn, readTurn, type SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from './streams.controller';
 
 @TenantApi('turns')
@@ -31,7 +31,9 @@ export class TurnsController {
   @Operation({ id: 'getTurn', summary: 'A turn', status: 200, schema: TurnResponse, errors: [404] })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnResponse> {
     // Its sub-agent tasks (docs/adr/0024) and their cost (docs/adr/0025), as `wait` on admission adds them.
-    return turnDetail(this.tasks, this.sql)(tenantId, await this.find(tenantId, pathId(id, 'turn')));
+    const turn = await readTurn(this.sql, tenantId, pathId(id, 'turn'));
+    if (!turn) throw notFound('turn');
+    return turnDetail(this.tasks)(tenantId, turn);
   }
 
   /**

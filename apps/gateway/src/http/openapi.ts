@@ -121,9 +121,13 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
   const document = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
+      // 3.1: the schemas are JSON Schema 2020-12, as zod writes them (3.0's dialect cannot say
+      // `exclusiveMinimum: 0` or `propertyNames`); validated in test/e2e/openapi.e2e.spec.ts.
+      .setOpenAPIVersion('3.1.0')
       .setTitle('Switchboard API')
       .setDescription('Multi-tenant backend for tool-using LLM agent turns')
       .setVersion('v1')
+      .addServer('/', 'This deployment (the document is served by the gateway it describes)')
       // addSecurity rather than addBearerAuth, whose default bearerFormat is "JWT".
       .addSecurity(API_KEY_AUTH, {
         type: 'http',
@@ -138,7 +142,7 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
       })
       .build(),
   );
-  const cleaned = cleanupOpenApiDoc(document);
+  const cleaned = cleanupOpenApiDoc(document, { version: '3.1' });
   cleaned.components = {
     ...cleaned.components,
     schemas: { ...cleaned.components?.schemas, ...responseComponents() },
@@ -146,26 +150,15 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
   return cleaned;
 }
 
-/** Every response schema as an OpenAPI 3.0 component, `$ref`s between them by name. */
+/** Every response schema as an OpenAPI 3.1 component (JSON Schema 2020-12), `$ref`s between them by name. */
 function responseComponents(): Record<string, object> {
   const { schemas } = z.toJSONSchema(ApiSchemas, {
-    target: 'openapi-3.0',
+    target: 'draft-2020-12',
     io: 'output',
     uri: (id) => `${COMPONENTS}${id}`,
   });
-  // `$id` is JSON Schema, not OpenAPI 3.0: the component's name already identifies it.
+  // The component's name identifies it; `$id` and `$schema` would make each its own document.
   return Object.fromEntries(
-    Object.entries(schemas).map(([id, { $id: _, ...schema }]) => [id, nullableEnums(schema)]),
+    Object.entries(schemas).map(([id, { $id: _, $schema: __, ...schema }]) => [id, schema]),
   );
-}
-
-/** OpenAPI 3.0.3: `nullable` does not widen an `enum`; null must be listed (zod leaves it out). */
-function nullableEnums<T>(node: T): T {
-  if (Array.isArray(node)) node.forEach(nullableEnums);
-  else if (node && typeof node === 'object') {
-    const s = node as Record<string, unknown>;
-    if (s.nullable === true && Array.isArray(s.enum) && !s.enum.includes(null)) s.enum.push(null);
-    Object.values(s).forEach(nullableEnums);
-  }
-  return node;
 }

@@ -74,7 +74,7 @@ describe('presentOperatorTenant', () => {
       turns: { running: 1, queued: 2, waiting: 3 },
     });
     expect(
-      presentOperatorTenant(row({ maxConcurrentTurns: 4, share: 0.5, dailySpendLimitUsd: 0 })),
+      presentOperatorTenant(row({ maxConcurrentTurns: 4, share: 0.5, operatorDailySpendLimitUsd: 0 })),
     ).toMatchObject({ maxConcurrentTurns: 4, share: 0.5, dailySpendLimitUsd: 0 });
   });
 

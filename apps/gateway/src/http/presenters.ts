@@ -80,6 +80,7 @@ export const presentSettings = (settings: unknown, defaultModel: string): Settin
     notifyUrl: s.notifyUrl ?? null,
     notifySecretSet: s.notifySecret !== undefined,
     dailySpendLimitUsd: s.dailySpendLimitUsd ?? null,
+    operatorDailySpendLimitUsd: parseOperatorTenantSettings(settings).dailySpendLimitUsd,
   };
 };
 

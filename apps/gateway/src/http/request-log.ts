@@ -9,7 +9,7 @@ import {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Config } from '@switchboard/config';
-import { createLogger } from '@switchboard/observability';
+import { createLogger, type Metrics } from '@switchboard/observability';
 
 /** The request id header, read from the client (or a proxy) and echoed on every response. */
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -40,19 +40,31 @@ interface Logged {
   tenantId?: string;
   /** The trace of the request's server span, taken while it is active. */
   logTraceId?: string;
+  /** Where the request's duration is observed (`http_server_request_duration_seconds`). */
+  httpMetrics?: Metrics['httpRequests'];
 }
 
 /**
  * One line per request when the response is sent: method, route template, status,
  * duration, tenant (once authenticated), trace id and request id. Headers are never
- * logged, so neither the API key nor cookies can reach the line.
+ * logged, so neither the API key nor cookies can reach the line. The same moment observes the
+ * request's duration by method, route template and status (`metrics`), and the request's server
+ * span is named by its route (`POST /v1/sessions/:id/messages`, with `http.route`), as the
+ * OpenTelemetry HTTP conventions name it; a request no route matched keeps the method alone.
  */
-export function registerRequestLog(fastify: FastifyInstance): void {
+export function registerRequestLog(fastify: FastifyInstance, metrics?: Metrics): void {
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    const r = request as FastifyRequest & Logged;
+    r.httpMetrics = metrics?.httpRequests;
     const span = trace.getSpan(context.active());
     if (span && isSpanContextValid(span.spanContext())) {
-      (request as FastifyRequest & Logged).logTraceId = span.spanContext().traceId;
+      r.logTraceId = span.spanContext().traceId;
+      const route = request.routeOptions.url;
+      if (route) {
+        span.updateName(`${request.method} ${route}`);
+        span.setAttribute('http.route', route);
+      }
     }
   });
   fastify.addHook('onResponse', async (request, reply) => logRequest(request, reply));
@@ -69,6 +81,11 @@ export function logRequest(
 ): void {
   const r = request as FastifyRequest & Logged;
   const status = reply.statusCode;
+  r.httpMetrics?.observe(
+    // Unmatched paths share one label value: a scanner's paths must not become series.
+    { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(status) },
+    reply.elapsedTime / 1000,
+  );
   request.log[status >= 500 ? 'error' : 'info'](
     {
       method: request.method,

@@ -1,19 +1,22 @@
 import type { TurnResponse } from '@switchboard/contracts';
-import { costRollup, type SqlDb } from '@switchboard/store';
+import type { TurnDetailRead } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { presentTask } from '../controllers/tasks.controller';
+import { presentTurn } from './presenters';
 
 /**
- * What GET /v1/turns/:id adds to the turn row's presentation, shared with `wait` on admission so the
- * two answer the same body: the sub-agent tasks the turn spawned (docs/adr/0024) and their cost
- * rolled up into it (docs/adr/0025).
+ * GET /v1/turns/:id's body, shared with `wait` on admission so the two answer the same: the turn row
+ * as `readTurn` reads it in one statement, with its cost rolled up from the turns below it
+ * (docs/adr/0025), and the sub-agent tasks it spawned (docs/adr/0024), read only when it spawned any:
+ * a turn that did not is answered from that one statement.
  */
-export type TurnDetail = (tenantId: string, turn: TurnResponse) => Promise<TurnResponse>;
+export type TurnDetail = (tenantId: string, turn: TurnDetailRead) => Promise<TurnResponse>;
 
-export function turnDetail(tasks: TaskService, sql: SqlDb): TurnDetail {
+export function turnDetail(tasks: TaskService): TurnDetail {
   return async (tenantId, turn) => ({
-    ...turn,
-    children: (await tasks.ofTurn(tenantId, turn.id)).map(presentTask),
-    ...(await costRollup(sql, tenantId, turn.id)),
+    ...presentTurn(turn),
+    children: turn.spawned ? (await tasks.ofTurn(tenantId, turn.id)).map(presentTask) : [],
+    childrenCostUsd: turn.childrenCostUsd,
+    totalCostUsd: turn.totalCostUsd,
   });
 }

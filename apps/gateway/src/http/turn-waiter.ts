@@ -96,8 +96,7 @@ export class TurnWaiter {
   async ended(tenantId: string, turnId: string, orPaused = false): Promise<TurnResponse | undefined> {
     const turn = await readTurn(this.sqlDb, tenantId, turnId);
     if (!turn || !settled(turn.status, orPaused)) return undefined;
-    const presented = presentTurn(turn);
-    return this.detail ? this.detail(tenantId, presented) : presented;
+    return this.detail ? this.detail(tenantId, turn) : presentTurn(turn);
   }
 }
 

@@ -1,4 +1,5 @@
 import { withSpan } from '@switchboard/observability';
+import { genAiAttributes } from '../model-round';
 import type { ToolCallRequest } from '@switchboard/providers';
 import type { ToolDefinition } from '@switchboard/tools';
 import { summarize } from '../side-calls/summarize';
@@ -46,6 +47,7 @@ export async function runToolCall(run: TurnRun, call: ToolCallRequest, hold: boo
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': call.name,
         'gen_ai.tool.call.id': call.id,
+        ...genAiAttributes(run.input),
       },
     },
     () => gateAndExecute(run, c, hold),

@@ -15,6 +15,7 @@ import {
 } from './checkpoint-rows';
 import { rollUpCte, sessionCte, type SessionChanges } from './checkpoint-session';
 import { turnCte, type TurnChanges } from './checkpoint-turn';
+import { OTHER_TENANT_QUEUED } from './statuses';
 import type { Lease } from './lease';
 import { taskCte, type TaskChanges } from './task';
 import { approvalsCte, type ApprovalInsert } from './waits';
@@ -59,6 +60,11 @@ export interface CheckpointResult {
   cancelRequested: boolean;
   /** With `returnEvents`: what the checkpoint journaled, in seq order. */
   events?: CommittedEvent[];
+  /**
+   * Read by a checkpoint that ends the turn (docs/adr/0029): another tenant has a turn waiting to
+   * start, so the holder gives the session back instead of running the session's next turn.
+   */
+  contended?: boolean;
 }
 
 interface CheckpointRow {
@@ -68,6 +74,7 @@ interface CheckpointRow {
   tenant_cap_usd: string | null;
   cancel_requested: boolean | null;
   events?: CommittedEvent[] | null;
+  contended?: boolean;
 }
 
 /** What every checkpoint reads back: applied, released, the kill switch, the cap, a cancel; its events when asked. */
@@ -77,6 +84,7 @@ function resultColumns(w: CheckpointWrites): Sql {
     (SELECT ${tenantCapUsd(sql`tn`, sql`${w.turnId}::uuid`)} FROM tenants tn
       WHERE tn.id = ${w.tenantId}::uuid) AS tenant_cap_usd,
     (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${w.turnId}::uuid) AS cancel_requested
+    ${w.turn?.end ? sql`, ${OTHER_TENANT_QUEUED(sql`${w.tenantId}::uuid`)} AS contended` : sql``}
     ${w.returnEvents && w.events.length > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
 }
 
@@ -109,6 +117,7 @@ export async function commitCheckpoint(runner: SqlRunner, w: CheckpointWrites): 
     tenantCapUsd: row?.tenant_cap_usd == null ? undefined : Number(row.tenant_cap_usd),
     cancelRequested: !!row?.cancel_requested,
     ...(w.returnEvents ? { events: row?.events ?? [] } : {}),
+    ...(w.turn?.end ? { contended: !!row?.contended } : {}),
   };
 }
 

@@ -3,7 +3,7 @@ import { descendantsCostUsd } from '../subagent-cost';
 import { tenantCapUsd } from '../tenant-spend';
 import type { Lease } from './lease';
 import { TASK_START_CTE } from './task';
-import { DRAIN_ORDER, ENDED, HOLDS_SESSION, UNFINISHED, WAITING } from './statuses';
+import { DRAIN_ORDER, ENDED, HOLDS_SESSION, OTHER_TENANT_QUEUED, UNFINISHED, WAITING } from './statuses';
 
 /**
  * The claim (docs/adr/0010, statement 1): one statement takes (or, holding it, extends) the session
@@ -261,13 +261,7 @@ const claimFlags = (t: ClaimTarget) => sql`(SELECT status FROM own) AS own_statu
   s.id IS NOT NULL AS leased,
   (SELECT found FROM pending) AS pending,
   EXISTS (SELECT 1 FROM nt WHERE nt.status IN ${WAITING}) AS waiting,
-  -- Two probes of the unfinished turns' index, either side of this tenant (docs/adr/0029): another
-  -- tenant has a turn waiting to start (one already running needs no slot given back).
-  (EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id < ${t.tenant}
-      AND q.status = 'queued')
-    OR EXISTS (SELECT 1 FROM turns q WHERE q.status IN ${UNFINISHED} AND q.tenant_id > ${t.tenant}
-      AND q.status = 'queued'))
-    AS contended,
+  ${OTHER_TENANT_QUEUED(t.tenant)} AS contended,
   coalesce(${TENANT_PAUSED}, false) AS paused`;
 
 /** The claimed turn as `TurnRow`. */

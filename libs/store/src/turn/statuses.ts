@@ -29,3 +29,14 @@ export const DRAIN_ORDER = (t: Sql) => sql`(${t}.started_at IS NULL),
 /** A queued interject turn waiting to be delivered into the session's running turn (docs/adr/0014). */
 export const PENDING_INTERJECTION = (t: Sql) => sql`${t}.status = 'queued' AND ${t}.priority = 'interject'
   AND ${t}.started_at IS NULL AND ${t}.cancel_requested_at IS NULL`;
+
+/**
+ * Another tenant than `tenant` has a turn waiting to start (docs/adr/0029): two probes of the
+ * unfinished turns' partial index, either side of the tenant (one already running needs no slot given
+ * back). The claim reads it before a turn runs and a turn's last checkpoint after, so a holder gives
+ * its session back as soon as someone waits.
+ */
+export const OTHER_TENANT_QUEUED = (tenant: Sql) => sql`(EXISTS (SELECT 1 FROM turns q
+      WHERE q.status IN ${UNFINISHED} AND q.tenant_id < ${tenant} AND q.status = 'queued')
+    OR EXISTS (SELECT 1 FROM turns q
+      WHERE q.status IN ${UNFINISHED} AND q.tenant_id > ${tenant} AND q.status = 'queued'))`;

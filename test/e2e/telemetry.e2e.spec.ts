@@ -1,0 +1,126 @@
+import { createServer, type Server } from 'node:http';
+import net from 'node:net';
+import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { Api, newTenant } from '../support/api';
+
+/**
+ * Telemetry as a Jaeger or Grafana user meets it (issue 23), from a real gateway process exporting
+ * OTLP/HTTP (JSON) to a collector this test runs: the service is named without OTEL_SERVICE_NAME,
+ * server spans are named by their route with `http.route` (an unmatched path keeps the method
+ * alone), and /metrics counts requests by method, route template and status.
+ */
+jest.setTimeout(120_000);
+
+const ADMIN = 'test-admin-token-0123456789';
+
+interface OtlpSpan {
+  name: string;
+  kind: number;
+  attributes: { key: string; value: { stringValue?: string; intValue?: string } }[];
+}
+interface OtlpExport {
+  resourceSpans: {
+    resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+    scopeSpans: { spans: OtlpSpan[] }[];
+  }[];
+}
+
+const attr = (s: OtlpSpan, key: string) => s.attributes.find((a) => a.key === key)?.value.stringValue;
+
+describe('telemetry from a gateway process', () => {
+  let env: TestEnv;
+  let gateway: AppProcess;
+  let collector: Server;
+  let base: string;
+  const exports: OtlpExport[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        if (req.url === '/v1/traces') exports.push(JSON.parse(body) as OtlpExport);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port: collectorPort } = collector.address() as net.AddressInfo;
+    const probe = net.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as net.AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    gateway = await spawnApp(
+      'gateway',
+      env.processEnv({
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        OTEL_SDK_DISABLED: 'false',
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      }),
+      { readyPattern: /Server listening at|successfully started/ },
+    );
+    base = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${base}/healthz`)).ok, { what: 'the gateway to listen' });
+  });
+
+  afterAll(async () => {
+    await gateway?.kill('SIGTERM');
+    await new Promise((resolve) => collector?.close(resolve));
+    await env?.cleanup();
+  });
+
+  const spans = () =>
+    exports.flatMap((e) =>
+      e.resourceSpans.flatMap((r) =>
+        r.scopeSpans.flatMap((s) =>
+          s.spans.map((span) => ({
+            span,
+            service: r.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue,
+          })),
+        ),
+      ),
+    );
+
+  it('names the service and each server span by its route; an unmatched path keeps the method', async () => {
+    const { api } = await newTenant(base, ADMIN, 'traced');
+    expect((await api.get('/v1/agents/01a20360-0000-7000-8000-000000000000')).status).toBe(404);
+    expect((await new Api(base).get('/no/such/route')).status).toBe(404);
+
+    const seen = await waitFor(
+      () => {
+        const all = spans();
+        const names = all.map((s) => s.span.name);
+        return names.includes('POST /v1/admin/tenants') &&
+          names.includes('GET /v1/agents/:id') &&
+          names.includes('GET')
+          ? all
+          : undefined;
+      },
+      { what: 'the server spans at the collector' },
+    );
+    const server = (name: string) => seen.find((s) => s.span.name === name)!;
+    expect(server('POST /v1/admin/tenants').service).toBe('switchboard-gateway');
+    expect(attr(server('POST /v1/admin/tenants').span, 'http.route')).toBe('/v1/admin/tenants');
+    expect(attr(server('GET /v1/agents/:id').span, 'http.route')).toBe('/v1/agents/:id');
+    expect(attr(server('GET').span, 'http.route')).toBeUndefined();
+    // The raw path is never the span's name: ids would make every span name unique.
+    expect(seen.some((s) => s.span.name.includes('01a20360'))).toBe(false);
+  });
+
+  it('counts requests on /metrics by method, route template and status, unmatched paths as one', async () => {
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(
+      /http_server_request_duration_seconds_count\{service="gateway",method="POST",route="\/v1\/admin\/tenants",status_code="201"\} [1-9]/,
+    );
+    expect(metrics).toMatch(
+      /http_server_request_duration_seconds_count\{service="gateway",method="GET",route="\/v1\/agents\/:id",status_code="404"\} [1-9]/,
+    );
+    expect(metrics).toMatch(
+      /http_server_request_duration_seconds_count\{service="gateway",method="GET",route="unmatched",status_code="404"\} [1-9]/,
+    );
+    expect(metrics).not.toContain('/no/such/route');
+  });
+});
