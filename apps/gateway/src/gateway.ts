@@ -10,6 +10,7 @@ import { clientErrorHandler, frameworkErrors } from './http/errors';
 import { createOpenApiDocument } from './http/openapi';
 import { InFlightRequests } from './http/in-flight';
 import { registerRequestLog, requestLogOptions } from './http/request-log';
+import { registerSecurityHeaders } from './http/security-headers';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
 export async function createGateway(config: Config): Promise<NestFastifyApplication> {
@@ -30,6 +31,8 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   const logger: Logger = app.get<Logger>(LOGGER);
   app.useLogger(new NestPinoLogger(logger));
   app.enableShutdownHooks();
+  // Before any route is added (Swagger's below, the controllers' at init): its hook covers them all.
+  await registerSecurityHeaders(app);
 
   // JSON only (UTF-8, bounded depth): anything else is a 415 rather than a string the validator has to reject.
   registerJsonBodyParser(app.getHttpAdapter().getInstance(), config.BODY_LIMIT_BYTES);

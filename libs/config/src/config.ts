@@ -272,7 +272,7 @@ export const ConfigSchema = z.object({
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */
   SCHEDULE_MIN_INTERVAL_MS: Int(1000, 1000),
-  /** Workers serve Prometheus /metrics on this port, on HOST; 0 turns it off. */
+  /** Workers serve /metrics (Prometheus), /healthz and /readyz on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),
   OTEL_SDK_DISABLED: z

@@ -214,7 +214,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   },
   METRICS_PORT: {
     meaning:
-      "the workers' Prometheus `/metrics` port, on `HOST`; `0` serves none (the gateway serves `/metrics` on `PORT`)",
+      "the workers' port for `/metrics`, `/healthz` and `/readyz`, on `HOST` (9464 in the image); `0` serves none (the gateway serves them on `PORT`)",
     default: '`0` (off)',
   },
   SHUTDOWN_GRACE_MS: {

@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** One registry per process, with the product's metrics. */
@@ -144,20 +143,5 @@ export class Metrics {
     }, intervalMs);
     timer.unref();
     return () => clearInterval(timer);
-  }
-
-  /** Workers have no HTTP API: this serves /metrics for Prometheus on its own port, on `host` (HOST). */
-  serve(port: number, host: string): Promise<Server> {
-    const server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      this.registry
-        .metrics()
-        .then((body) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(body))
-        .catch(() => res.writeHead(500).end());
-    });
-    return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
   }
 }

@@ -3,6 +3,7 @@ export * from './nest-logger';
 export * from './tokens';
 export * from './worker';
 export * from './process';
+export * from './ops-server';
 export * from './providers';
 export * from './secret-box';
 export * from './rate-limits';

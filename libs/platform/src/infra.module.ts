@@ -23,7 +23,7 @@ import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TASKS, TOOLS } from './tokens';
-import { WorkerFailures } from './worker';
+import { QueueWorkers, WorkerFailures } from './worker';
 
 @Injectable()
 class InfraLifecycle implements OnApplicationShutdown {
@@ -106,6 +106,7 @@ export class InfraModule {
           ]),
       },
       WorkerFailures,
+      QueueWorkers,
       InfraLifecycle,
     ];
     return {

@@ -1,12 +1,38 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
+import { pingDatabase, type Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { LOGGER, METRICS } from './tokens';
+import { readiness, serveWorkerOps, type ReadinessCheck } from './ops-server';
+import { DB, LOGGER, METRICS, REDIS } from './tokens';
 import { NestPinoLogger } from './nest-logger';
-import { WorkerFailures } from './worker';
+import { QueueWorkers, WorkerFailures } from './worker';
 
 /**
- * Runs a worker process: builds its Nest context, serves /metrics on HOST when asked,
+ * A worker is ready when it can do its work: Postgres and Redis answer and each of its queue
+ * workers runs. Each queue is its own check (`queue:<name>`), so /readyz says which one stopped.
+ */
+export function workerReadinessChecks(app: INestApplicationContext): ReadinessCheck[] {
+  const db = app.get<Db>(DB);
+  const redis = app.get<IORedis>(REDIS);
+  const workers = app.get(QueueWorkers);
+  const queues = workers.states().map(({ queue }) => queue);
+  return [
+    { name: 'postgres', check: () => pingDatabase(db) },
+    { name: 'redis', check: () => redis.ping() },
+    ...queues.map((queue) => ({
+      name: `queue:${queue}`,
+      check: async () => {
+        const state = workers.states().find((s) => s.queue === queue);
+        if (!state?.running) throw new Error('worker not running');
+      },
+    })),
+  ];
+}
+
+/**
+ * Runs a worker process: builds its Nest context, serves /metrics, /healthz and /readyz on
+ * METRICS_PORT (on HOST) when asked,
  * and on SIGTERM/SIGINT drains in-flight jobs within the grace period. Past the
  * grace period it exits; unfinished turns resume on another worker.
  */
@@ -28,10 +54,16 @@ export function runWorkerProcess(
     await app.init();
     const metrics = app.get<Metrics>(METRICS);
     metrics.monitorEventLoop();
-    // On HOST, like the gateway's port: HOST=127.0.0.1 keeps /metrics off the other interfaces.
-    if (config.METRICS_PORT > 0) await metrics.serve(config.METRICS_PORT, config.HOST);
-    logger.info({ service }, 'worker started');
     let stopping = false;
+    // On HOST, like the gateway's port: HOST=127.0.0.1 keeps the port off the other interfaces.
+    if (config.METRICS_PORT > 0) {
+      const checks = workerReadinessChecks(app);
+      await serveWorkerOps(config.METRICS_PORT, config.HOST, {
+        metrics,
+        ready: () => readiness(checks, { stopping }),
+      });
+    }
+    logger.info({ service, metricsPort: config.METRICS_PORT || undefined }, 'worker started');
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;

@@ -1,6 +1,7 @@
 import {
   Inject,
   Injectable,
+  Optional,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
@@ -87,6 +88,24 @@ export class WorkerFailures {
 }
 
 /**
+ * The queue workers of this process, for its readiness (`/readyz` on METRICS_PORT): each one is
+ * ready while its BullMQ worker runs (started, not closing, its loop alive).
+ */
+@Injectable()
+export class QueueWorkers {
+  private readonly workers = new Map<string, Worker>();
+
+  add(queue: string, worker: Worker): void {
+    this.workers.set(queue, worker);
+  }
+
+  /** Each queue's worker and whether it is running now. */
+  states(): { queue: string; running: boolean }[] {
+    return [...this.workers].map(([queue, w]) => ({ queue, running: w.isRunning() && !w.closing }));
+  }
+}
+
+/**
  * A queue's processor: builds its BullMQ Worker from configuration when the application
  * boots, and closes it (waiting for jobs in flight) before connections are shut down.
  * Subclasses are decorated with `@QueueProcessor(queue, concurrency)`.
@@ -96,6 +115,7 @@ export abstract class QueueWorker implements OnApplicationBootstrap, BeforeAppli
   @Inject(LOGGER) protected readonly logger!: Logger;
   @Inject(REDIS) private readonly connection!: IORedis;
   @Inject(WorkerFailures) private readonly failures!: WorkerFailures;
+  @Optional() @Inject(QueueWorkers) private readonly registry?: QueueWorkers;
   private bullWorker?: Worker;
 
   abstract process(job: Job, token?: string): Promise<unknown>;
@@ -117,6 +137,7 @@ export abstract class QueueWorker implements OnApplicationBootstrap, BeforeAppli
       workerOptions(this.config, spec, this.connection),
     );
     this.bullWorker = worker;
+    this.registry?.add(spec.queue, worker);
     worker.on('error', (err) => this.logger.error({ err, queue: spec.queue }, 'queue worker error'));
     const onFailed = this.onFailed?.bind(this);
     if (onFailed) {

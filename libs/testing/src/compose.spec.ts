@@ -306,9 +306,23 @@ describe('docker-compose.yml', () => {
         names.add(env.OTEL_SERVICE_NAME);
       }
       expect(names.size).toBe(APPS.length);
-      expect(compose.services.jaeger.image).toMatch(/^jaegertracing\/all-in-one:/);
-      expect(envOf(compose.services.jaeger).COLLECTOR_OTLP_ENABLED).toBe('true');
-      expect(compose.services.jaeger.ports).toContain('16686:16686');
+      // Jaeger v2 (v1's all-in-one image reached its end of life): OTLP receivers on every interface.
+      expect(compose.services.jaeger.image).toMatch(/^jaegertracing\/jaeger:2\.\d+\.\d+$/);
+      expect(envOf(compose.services.jaeger).JAEGER_LISTEN_HOST).toBe('0.0.0.0');
+      expect(compose.services.jaeger.ports).toEqual(expect.arrayContaining(['16686:16686', '4318:4318']));
+    });
+
+    it('health-checks each worker on its readiness endpoint at METRICS_PORT', () => {
+      for (const worker of WORKERS) {
+        const test = JSON.stringify(compose.services[worker].healthcheck?.test);
+        expect({ worker, test }).toEqual({
+          worker,
+          test: expect.stringContaining(`http://127.0.0.1:${WORKER_METRICS_PORT}/readyz`),
+        });
+      }
+      expect(JSON.stringify(compose.services.gateway.healthcheck?.test)).toContain(
+        `http://127.0.0.1:${GATEWAY_PORT}/readyz`,
+      );
     });
 
     it('publishes Grafana on host port 3001', () => {

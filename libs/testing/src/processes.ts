@@ -14,8 +14,9 @@ export interface AppProcess {
 }
 
 /**
- * Starts an app as a real process, exactly as production does
- * (`node -r @swc-node/register apps/<app>/src/main.ts`), and resolves once it
+ * Starts an app as a real process, as `npm run start:<app>` does
+ * (`node -r @swc-node/register apps/<app>/src/main.ts`), or as the image does from a build's
+ * output (`compiledDir`: `node <dir>/apps/<app>/src/main.js`), and resolves once it
  * logged that it is ready. Its output goes to its own log file, whose tail is printed when a test
  * fails (`logs.ts`) or when the process exits without being told to.
  */
@@ -28,18 +29,19 @@ export async function spawnApp(
     nodeArgs?: string[];
     /** The test expects the process to exit by itself: its exit is not reported. */
     expectExit?: boolean;
+    /** Run the compiled JavaScript of `npm run build` in this directory, with no compiler loaded. */
+    compiledDir?: string;
   } = {},
 ): Promise<AppProcess> {
-  const child = spawn(
-    process.execPath,
-    [...(options.nodeArgs ?? []), '-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')],
-    {
-      cwd: ROOT,
-      // Readiness is read from the start-up log line, which is logged at info.
-      env: { ...env, LOG_LEVEL: ['debug', 'trace'].includes(env.LOG_LEVEL ?? '') ? env.LOG_LEVEL : 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const entry = options.compiledDir
+    ? [path.join(options.compiledDir, 'apps', app, 'src', 'main.js')]
+    : ['-r', '@swc-node/register', path.join('apps', app, 'src', 'main.ts')];
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
+    cwd: ROOT,
+    // Readiness is read from the start-up log line, which is logged at info.
+    env: { ...env, LOG_LEVEL: ['debug', 'trace'].includes(env.LOG_LEVEL ?? '') ? env.LOG_LEVEL : 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const label = `${app} (pid ${child.pid})`;
   const logFile = path.join(testLogDir(), `${app}-${child.pid}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });

@@ -1,0 +1,105 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT, createTestEnv, spawnApp, type AppProcess, type TestEnv } from '@switchboard/testing';
+
+/**
+ * `npm run build` and what the image runs: the command compiles the apps and libraries to
+ * JavaScript, and the compiled gateway and a compiled worker start with plain `node` (no
+ * @swc-node/register, no TypeScript) and answer their health endpoints.
+ */
+jest.setTimeout(120_000);
+
+const run = promisify(execFile);
+const APPS = ['gateway', 'harness-worker', 'triage-worker', 'hooks-worker'];
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === 'object' && address ? address.port : 0;
+}
+
+describe('npm run build', () => {
+  let env: TestEnv;
+  // Inside the repository, as dist/ is: the compiled files resolve node_modules by walking up.
+  const outDir = path.join(ROOT, 'tmp', `build-${randomBytes(4).toString('hex')}`);
+  const processes: AppProcess[] = [];
+  let buildOutput = '';
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    const { stdout } = await run('npm', ['run', '--silent', 'build', '--', '--out-dir', outDir], {
+      cwd: ROOT,
+    });
+    buildOutput = stdout;
+  });
+
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+    await rm(outDir, { recursive: true, force: true });
+    await env?.cleanup();
+  });
+
+  it('compiles every app and no test file or test helper', async () => {
+    expect(buildOutput).toMatch(/compiled \d+ files to /);
+    const files = (await readdir(outDir, { recursive: true })).map(String);
+    for (const app of APPS) expect(files).toContain(path.join('apps', app, 'src', 'main.js'));
+    expect(files.filter((f) => f.endsWith('.ts'))).toEqual([]);
+    expect(files.filter((f) => /spec\.js$/.test(f))).toEqual([]);
+    expect(files.filter((f) => f.startsWith(path.join('libs', 'testing')))).toEqual([]);
+    // The aliases are rewritten: nothing requires '@switchboard/…' at run time.
+    const compiled = await Promise.all(
+      files.filter((f) => f.endsWith('.js')).map((f) => readFile(path.join(outDir, f), 'utf8')),
+    );
+    expect(compiled.length).toBeGreaterThan(100);
+    expect(compiled.filter((code) => code.includes('require("@switchboard/'))).toEqual([]);
+  });
+
+  it('starts the compiled gateway with plain node; it answers /healthz and /readyz', async () => {
+    const port = await freePort();
+    const gateway = await spawnApp('gateway', env.processEnv({ PORT: String(port), HOST: '127.0.0.1' }), {
+      compiledDir: outDir,
+      readyPattern: /Server listening at|successfully started/,
+    });
+    processes.push(gateway);
+    const url = `http://127.0.0.1:${port}`;
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    // The process runs the compiled entry point: no loader on its command line.
+    expect(gateway.child.spawnargs.slice(1)).toEqual([
+      path.join(outDir, 'apps', 'gateway', 'src', 'main.js'),
+    ]);
+  });
+
+  it('starts a compiled worker with plain node; it answers /healthz and /readyz on METRICS_PORT', async () => {
+    const port = await freePort();
+    const worker = await spawnApp(
+      'triage-worker',
+      env.processEnv({ METRICS_PORT: String(port), HOST: '127.0.0.1' }),
+      { compiledDir: outDir },
+    );
+    processes.push(worker);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({
+      status: 'ok',
+      details: { 'queue:triage': { status: 'up' }, 'queue:outbound-webhooks': { status: 'up' } },
+    });
+  });
+
+  it('exits non-zero, with the reason, when it cannot write its output', async () => {
+    await expect(
+      run('npm', ['run', '--silent', 'build', '--', '--out-dir', '/dev/null/switchboard-build'], {
+        cwd: ROOT,
+      }),
+    ).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/ENOTDIR/) });
+  });
+});
