@@ -193,14 +193,19 @@ describe('bad input corpus', () => {
       method: 'POST',
       path: () => '/v1/agents',
       client: () => api,
-      valid: () => ({ name: 'a', instructions: 'be brief', archetype: 'helper' }),
+      valid: () => ({
+        name: 'a',
+        instructions: 'be brief',
+        archetype: 'helper',
+        toolResultCompression: 'light',
+      }),
     },
     {
       name: 'patch agent',
       method: 'PATCH',
       path: () => `/v1/agents/${ids.agent}`,
       client: () => api,
-      valid: () => ({ name: 'renamed', instructions: 'x' }),
+      valid: () => ({ name: 'renamed', instructions: 'x', toolResultCompression: 'off' }),
     },
     {
       name: 'create session',
@@ -1332,6 +1337,24 @@ describe('bad input corpus', () => {
       code: 'validation_failed',
     },
   );
+
+  // TokenJuice's setting (docs/adr/0033): one of four words, nothing else.
+  for (const value of ['maximum', 'FULL', 'auto ', '', 'lossless']) {
+    cases.push(
+      {
+        name: `create agent: toolResultCompression ${JSON.stringify(value)}`,
+        run: () => api.post('/v1/agents', { name: 'tj', toolResultCompression: value }),
+        status: 400,
+        code: 'validation_failed',
+      },
+      {
+        name: `patch agent: toolResultCompression ${JSON.stringify(value)}`,
+        run: () => api.patch(`/v1/agents/${ids.agent}`, { toolResultCompression: value }),
+        status: 400,
+        code: 'validation_failed',
+      },
+    );
+  }
 
   // Tier rules on agent definitions (docs/adr/0025): refused inside the save's transaction, nothing written.
   const newAgent = (body: Record<string, unknown>) => () =>

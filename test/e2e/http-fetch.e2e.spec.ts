@@ -79,7 +79,8 @@ describe('http_fetch', () => {
     );
     const [first, second] = llm.requests.slice(before);
     const tools = (first.body as { tools: { function: { name: string } }[] }).tools;
-    expect(tools.map((t) => t.function.name)).toEqual(['http_fetch']);
+    // tokenjuice_retrieve: offered to every agent with tools whose results TokenJuice compacts (ADR 0033).
+    expect(tools.map((t) => t.function.name)).toEqual(['http_fetch', 'tokenjuice_retrieve']);
     const messages = (second.body as { messages: { role: string; content: string }[] }).messages;
     const toolMessage = JSON.parse(messages.find((m) => m.role === 'tool')!.content) as Record<string, any>;
     return { turn, toolMessage, session };

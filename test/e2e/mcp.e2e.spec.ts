@@ -181,7 +181,8 @@ describe('MCP servers', () => {
       llm.requests[before].body as { tools: { function: { name: string; parameters: any } }[] }
     ).tools;
     expect(offered.map((o) => o.function.name).sort()).toEqual(
-      ['srv__add', 'srv__delete_item', 'srv__fail', 'srv__slow', 'word_count'].sort(),
+      // tokenjuice_retrieve: offered to every agent with tools whose results TokenJuice compacts (ADR 0033).
+      ['srv__add', 'srv__delete_item', 'srv__fail', 'srv__slow', 'tokenjuice_retrieve', 'word_count'].sort(),
     );
     expect(offered.find((o) => o.function.name === 'srv__add')!.function.parameters).toMatchObject({
       type: 'object',

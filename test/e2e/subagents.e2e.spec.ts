@@ -176,8 +176,8 @@ describe('sub-agents', () => {
     expect(turn.status).toBe('completed');
     expect(turn.finalText).toContain('there are 42 sheep');
     expect(turn.finalText).toContain('"status":"completed"');
-    // ask_user is offered to every child.
-    expect(offered).toEqual([['current_time', 'ask_user']]);
+    // ask_user is offered to every child; tokenjuice_retrieve to every agent with tools (ADR 0033).
+    expect(offered).toEqual([['current_time', 'ask_user', 'tokenjuice_retrieve']]);
 
     // GET /v1/turns/:id lists its child; GET /v1/tasks/:id shows it.
     expect(turn.children).toHaveLength(1);

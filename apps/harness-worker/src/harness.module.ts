@@ -33,6 +33,7 @@ import {
 import { McpClients, McpToolSource } from '@switchboard/mcp';
 import type { TaskService } from '@switchboard/subagents';
 import { sqlDbFor } from '@switchboard/store';
+import { OriginalsStore } from '@switchboard/tokenjuice/store';
 import type { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import { MaintenanceProcessor } from './maintenance.processor';
@@ -137,7 +138,21 @@ export class HarnessModule {
             const providers = providerRegistryFromConfig(cfg);
             return new TurnRunner({
               db,
-              engine: new TurnEngine({ providers, tools, gates, context }),
+              engine: new TurnEngine({
+                providers,
+                tools,
+                gates,
+                context,
+                // TokenJuice (docs/adr/0033): originals of lossy compactions, kept per tenant.
+                tokenjuice: {
+                  originals: new OriginalsStore(
+                    sqlDbFor(poolOf(db), 'tokenjuice', metrics),
+                    cfg.TOKENJUICE_RETENTION_HOURS * 3_600_000,
+                  ),
+                  minBytes: cfg.TOKENJUICE_MIN_BYTES,
+                  maxInputChars: cfg.TOKENJUICE_MAX_INPUT_CHARS,
+                },
+              }),
               tools,
               postTurnQueue: postTurn,
               turnsQueue: turns,

@@ -12,6 +12,7 @@ import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchb
 import { consume } from '@switchboard/queue';
 import { ApprovalStore, sqlDbFor, TurnStore, type SqlDb } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
+import { OriginalsStore } from '@switchboard/tokenjuice/store';
 import { flushIdleWakeHints } from '@switchboard/triage';
 import { Approvals, reconcileTurns, sweepExpiredLeases } from '@switchboard/turns';
 
@@ -41,6 +42,7 @@ export class MaintenanceProcessor extends QueueWorker {
   private control?: TurnControl;
   private sql?: SqlDb;
   private store?: TurnStore;
+  private originals?: OriginalsStore;
 
   async process(job: Job): Promise<number> {
     return consume(Jobs.maintenance, job, (data) => this.run(data.task), this.metrics);
@@ -52,6 +54,16 @@ export class MaintenanceProcessor extends QueueWorker {
         // Sessions a dead worker held: freed, their next turn woken (docs/adr/0029).
         this.store ??= new TurnStore(sqlDbFor(poolOf(this.db), 'harness', this.metrics));
         return sweepExpiredLeases(this.store, this.turns, this.logger);
+      }
+      case 'tokenjuice': {
+        // Originals of compacted tool results past their retention (docs/adr/0033).
+        this.originals ??= new OriginalsStore(
+          sqlDbFor(poolOf(this.db), 'tokenjuice', this.metrics),
+          this.config.TOKENJUICE_RETENTION_HOURS * 3_600_000,
+        );
+        const deleted = await this.originals.sweep();
+        if (deleted > 0) this.logger.info({ task, deleted }, 'expired tool-result originals deleted');
+        return deleted;
       }
       case 'reconcile': {
         // Approvals past their time first: their turns resume with an ApprovalExpired result.

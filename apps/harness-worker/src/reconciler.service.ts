@@ -54,6 +54,7 @@ export class ReconcilerService implements OnApplicationBootstrap, OnApplicationS
     const tasks: [MaintenanceJob['task'], number][] = [
       ['reconcile', this.config.RECONCILE_INTERVAL_MS],
       ['leases', this.config.LEASE_SWEEP_MS],
+      ['tokenjuice', this.config.TOKENJUICE_SWEEP_MS],
     ];
     const def = Jobs.maintenance;
     try {

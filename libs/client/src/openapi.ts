@@ -818,6 +818,11 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
       };
+      /**
+       * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
+       * @enum {string}
+       */
+      toolResultCompression?: 'auto' | 'full' | 'light' | 'off';
     };
     UpdateAgentDto: {
       name?: string;
@@ -838,6 +843,11 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
       };
+      /**
+       * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
+       * @enum {string}
+       */
+      toolResultCompression?: 'auto' | 'full' | 'light' | 'off';
     };
     CreateSessionDto: {
       agentId: string;
@@ -1226,6 +1236,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
       };
+      /** @enum {string} */
+      toolResultCompression: 'auto' | 'full' | 'light' | 'off';
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -1266,6 +1278,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
       };
+      /** @enum {string} */
+      toolResultCompression: 'auto' | 'full' | 'light' | 'off';
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -1767,6 +1781,27 @@ export interface components {
       | {
           seq: number;
           /** @constant */
+          type: 'tool_result_compacted';
+          turnId: string | null;
+          data: {
+            callId: string;
+            tool: string;
+            kind: string;
+            /** @enum {string} */
+            mode: 'full' | 'light';
+            lossy: boolean;
+            marker?: string;
+            originalBytes: number;
+            contentBytes: number;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
           type: 'subagent_spawned';
           turnId: string | null;
           data: {
@@ -2192,6 +2227,29 @@ export interface components {
           | {
               seq: number;
               /** @constant */
+              type: 'tool_result_compacted';
+              turnId: string | null;
+              data: {
+                callId: string;
+                tool: string;
+                kind: string;
+                /** @enum {string} */
+                mode: 'full' | 'light';
+                lossy: boolean;
+                marker?: string;
+                originalBytes: number;
+                contentBytes: number;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
               type: 'subagent_spawned';
               turnId: string | null;
               data: {
@@ -2434,6 +2492,7 @@ export interface components {
             | 'context_compacted'
             | 'summarizer_started'
             | 'summarizer_completed'
+            | 'tool_result_compacted'
             | 'subagent_spawned'
             | 'subagent_completed'
             | 'reflection_completed'

@@ -256,6 +256,17 @@ export const ConfigSchema = z.object({
    * how soon after SESSION_LEASE_MS a dead worker's sessions, and its tenants' slots, are taken up. 0: off.
    */
   LEASE_SWEEP_MS: Int(5_000, 0),
+  /** TokenJuice (docs/adr/0033): how long a compacted tool result's original stays retrievable. */
+  TOKENJUICE_RETENTION_HOURS: Int(168, 1),
+  /** Tool results smaller than this (UTF-8 bytes) are never compacted. */
+  TOKENJUICE_MIN_BYTES: Int(2048, 0),
+  /**
+   * Results longer than this (characters) are not parsed by kind: `full` keeps their head and tail
+   * (the original stored), `light` leaves them alone. Bounds the event-loop time one result costs.
+   */
+  TOKENJUICE_MAX_INPUT_CHARS: Int(262_144, 1024),
+  /** How often the maintenance `tokenjuice` sweep deletes expired originals. 0: off. */
+  TOKENJUICE_SWEEP_MS: Int(3_600_000, 0),
   /**
    * Shortest gap between two fires a schedule may have (docs/adr/0020). Cron's resolution is a second,
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.

@@ -195,6 +195,19 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how often expired session leases (a worker died holding them) are freed and their sessions' next turns woken, one `leases` job per interval for the cluster (ADR 0029); `0` off (the reconcile still recovers them)",
   },
+  TOKENJUICE_RETENTION_HOURS: {
+    meaning:
+      'how long the original of a tool result TokenJuice compacted lossily stays retrievable with `tokenjuice_retrieve` (ADR 0033)',
+  },
+  TOKENJUICE_MIN_BYTES: { meaning: 'tool results smaller than this are never compacted' },
+  TOKENJUICE_MAX_INPUT_CHARS: {
+    meaning:
+      'longer results are not parsed by kind: `full` keeps their first 16 KB and last 4 KB (the original stored), `light` leaves them alone; bounds the CPU one result costs',
+  },
+  TOKENJUICE_SWEEP_MS: {
+    meaning:
+      'how often the maintenance `tokenjuice` job deletes expired originals, one job per interval for the cluster; `0` off',
+  },
   SCHEDULE_MIN_INTERVAL_MS: {
     meaning:
       "shortest gap between two fires a schedule may have (a create or change below it is a 400); 1000 is cron's resolution, so the default allows every expression (ADR 0020)",

@@ -39,6 +39,14 @@ export const Budgets = z.strictObject({
 export type Budgets = z.infer<typeof Budgets>;
 
 export const Tier = z.enum(['chat', 'reasoning', 'worker']);
+
+/**
+ * TokenJuice for an agent's tool results (docs/adr/0033): `full` compacts by kind and keeps the
+ * original for `tokenjuice_retrieve`; `light` rewrites only without loss; `off` leaves results as
+ * they are; `auto` (the default) is `light` for a `hint:coding` agent and `full` for the others.
+ */
+export const ToolResultCompression = z.enum(['auto', 'full', 'light', 'off']);
+export type ToolResultCompression = z.infer<typeof ToolResultCompression>;
 const Name = z.string().trim().min(1).max(120);
 
 export const CreateTenantRequest = z.strictObject({ name: Name });
@@ -68,6 +76,10 @@ export const CreateAgentRequest = z.strictObject({
   /** Tools whose calls by this agent wait for a human decision (docs/adr/0013). */
   approvalRequired: z.array(ToolName).max(100).optional(),
   budgets: Budgets.optional(),
+  toolResultCompression: ToolResultCompression.optional().describe(
+    'TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), ' +
+      'light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)',
+  ),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 

@@ -13,6 +13,7 @@ export const EventType = {
   ContextCompacted: 'context_compacted',
   SummarizerStarted: 'summarizer_started',
   SummarizerCompleted: 'summarizer_completed',
+  ToolResultCompacted: 'tool_result_compacted',
   SubagentSpawned: 'subagent_spawned',
   SubagentCompleted: 'subagent_completed',
   ReflectionCompleted: 'reflection_completed',
@@ -133,6 +134,20 @@ export const EventData = {
     error: z.string().optional(),
     /** The session's summarizer was switched off after repeated failures. */
     disabled: z.boolean().optional(),
+  }),
+  /**
+   * TokenJuice compacted a tool result before it entered history (seed 000; docs/adr/0033): its kind,
+   * sizes, and for a lossy compaction the marker `tokenjuice_retrieve` returns the original by.
+   */
+  tool_result_compacted: z.looseObject({
+    callId: z.string(),
+    tool: z.string(),
+    kind: z.string(),
+    mode: z.enum(['full', 'light']),
+    lossy: z.boolean(),
+    marker: z.string().optional(),
+    originalBytes: z.int(),
+    contentBytes: z.int(),
   }),
   /** A child agent runs as its own turn, tracked by a task (issue 11); journaled on the parent's session. */
   subagent_spawned: z.looseObject({

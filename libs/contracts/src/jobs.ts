@@ -94,7 +94,7 @@ export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;
  * every LEASE_SWEEP_MS, the sessions whose lease expired (a worker died holding them): their next turn
  * woken, the slot they held in their tenant's cap free again (docs/adr/0029).
  */
-export const MaintenanceTask = z.enum(['reconcile', 'leases']);
+export const MaintenanceTask = z.enum(['reconcile', 'leases', 'tokenjuice']);
 export type MaintenanceTask = z.infer<typeof MaintenanceTask>;
 
 export const MaintenanceJob = z.object({

@@ -6,6 +6,7 @@ import {
   ModelRoutes,
   RateLimitOverrides,
   Tier,
+  ToolResultCompression,
   ToolSchemaMode,
 } from './api';
 import {
@@ -160,6 +161,8 @@ export const AgentResponse = z
     /** Tools whose calls by this agent wait for a human decision. */
     approvalRequired: z.array(z.string()),
     budgets: Budgets,
+    /** TokenJuice for its tool results (docs/adr/0033): auto | full | light | off. */
+    toolResultCompression: ToolResultCompression,
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,

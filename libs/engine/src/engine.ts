@@ -5,10 +5,12 @@ import type { ToolGates } from './gates';
 import { ModelRound } from './model-round';
 import { withinDeadline } from './run/deadline';
 import { runTurn } from './run/loop';
+import type { TokenJuiceOptions } from './run/tokenjuice';
 import { TurnRun, type EngineResources } from './run/turn-run';
 import type { TurnCheckpoints, TurnInput, TurnOutcome } from './types';
 
 export { boundDetails, boundToolResult, TOOL_ERROR_DETAILS_MAX_BYTES } from './run/result-bounds';
+export type { CompactionOriginals, TokenJuiceOptions } from './run/tokenjuice';
 
 export interface EngineOptions {
   providers: ProviderRegistry;
@@ -30,6 +32,8 @@ export interface EngineOptions {
   summarizeMaxBytes?: number;
   /** With reflections in the budget, reflect after a failing tool round and every this many rounds. */
   reflectEvery?: number;
+  /** TokenJuice (docs/adr/0033): where lossy compactions keep originals; without it only lossless ones run. */
+  tokenjuice?: TokenJuiceOptions;
 }
 
 const defaultSleep = (ms: number, signal?: AbortSignal) =>
@@ -63,6 +67,7 @@ export class TurnEngine {
       summarizeAboveBytes: options.summarizeAboveBytes ?? toolResultMaxBytes,
       summarizeMaxBytes: options.summarizeMaxBytes ?? 512 * 1024,
       reflectEvery: options.reflectEvery ?? 3,
+      tokenjuice: options.tokenjuice ?? {},
     };
   }
 

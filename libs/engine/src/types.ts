@@ -59,6 +59,11 @@ export interface TurnInput {
    * consecutive failures so far; absent, oversized results are only truncated.
    */
   summarizer?: { model: string; consecutiveFailures: number };
+  /**
+   * TokenJuice's mode for this turn's tool results (docs/adr/0033), the agent's setting resolved:
+   * `full` (lossy, originals kept for `tokenjuice_retrieve`), `light` (lossless only), `off` (absent).
+   */
+  toolResultCompression?: 'full' | 'light' | 'off';
   /** The model reflections run on (seed 001 4h); the turn's own model when absent. */
   reflectionModel?: string;
   /** Prices over the maintained table: the tenant's, then the deployment's (ADR 0007). */

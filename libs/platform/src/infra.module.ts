@@ -20,6 +20,7 @@ import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { closeQueue, createRedis } from '@switchboard/queue';
 import { sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
+import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CONFIG, DB, LOGGER, METRICS, REDIS, TASKS, TOOLS } from './tokens';
 import { QueueWorkers, WorkerFailures } from './worker';
@@ -94,6 +95,12 @@ export class InfraModule {
           new ToolRegistry([
             ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
             ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
+            tokenjuiceRetrieveTool(
+              new OriginalsStore(
+                sqlDbFor(poolOf(db), 'tokenjuice', metrics),
+                config.TOKENJUICE_RETENTION_HOURS * 3_600_000,
+              ),
+            ),
             ...subagentTools(tasks),
             ...loadToolModules(config.EXTRA_TOOL_MODULES),
           ]),

@@ -23,6 +23,7 @@ export type NewAgent = Pick<
   | 'tools'
   | 'allowedSubagents'
   | 'approvalRequired'
+  | 'toolResultCompression'
 > & { budgets: Prisma.InputJsonValue };
 
 /** The fields a change may set: those of the request that creates one. */

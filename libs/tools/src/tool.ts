@@ -52,6 +52,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * as is, never strict; `schema` then only validates (it cannot be derived back from zod).
    */
   parameters?: Record<string, unknown>;
+  /**
+   * The result enters history as the tool returns it: no TokenJuice compaction and no summarizer
+   * detour (`tokenjuice_retrieve`, whose answer is an original already; docs/adr/0033). The result
+   * budget still applies.
+   */
+  rawResult?: boolean;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
 }
 

@@ -14,6 +14,7 @@ import {
   type PriceOverrides,
 } from '@switchboard/providers';
 import type { TurnLoad } from '@switchboard/store';
+import { resolveCompression, withRetrieveTool } from '@switchboard/tokenjuice';
 import { buildHistory, parseCompaction } from './history';
 import { parentBudgetCap } from './parent-budget';
 import { reactorCap } from './reactor-cap';
@@ -75,6 +76,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     session.systemPrompt ?? renderSystemPrompt(agent, promptTools(agent, o.offered, o.registered));
   // A compacted session loaded only its first exchange and the turns after the cut.
   const history = buildHistory(load.earlier, parseCompaction(session.compaction));
+  // TokenJuice (docs/adr/0033): the agent's setting as this turn's mode.
+  const compression = resolveCompression(agent.toolResultCompression, agent.model);
   const input: PlannedInput = {
     turnId: turn.id,
     tenantId: turn.tenantId,
@@ -85,7 +88,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     turnMessages: own.map(toChatMessage),
     model,
     fallbackModels,
-    tools: o.offered,
+    tools: withRetrieveTool(o.offered, compression, o.registered),
+    toolResultCompression: compression,
     blockedTools: settings.blockedTools,
     toolSchemaMode: settings.toolSchemaMode,
     summarizer: {

@@ -84,6 +84,7 @@ export class AgentsController {
       allowedSubagents: b.allowedSubagents ?? [],
       approvalRequired: b.approvalRequired ?? [],
       budgets: b.budgets ?? {},
+      toolResultCompression: b.toolResultCompression ?? 'auto',
     };
     return presentAgent(await this.agents.create(data));
   }

@@ -105,6 +105,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   allowedSubagents: a.allowedSubagents,
   approvalRequired: a.approvalRequired,
   budgets: a.budgets as AgentResponse['budgets'],
+  toolResultCompression: a.toolResultCompression as AgentResponse['toolResultCompression'],
   builtIn: a.builtIn,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),

@@ -7,6 +7,7 @@ import type { ToolCallMeta, ToolOutcome, Wait } from '../types';
 import { executeCall } from './execute';
 import { afterGate, passGates, type Cleared } from './gate';
 import { boundToolResult } from './result-bounds';
+import { compactResult } from './tokenjuice';
 import { completedEvent, outcomeUnknown, stoppedOutcome, type Failure } from './tool-outcomes';
 import type { TurnRun } from './turn-run';
 
@@ -141,8 +142,8 @@ async function startAndExecute(
 
 /**
  * An answered call: the `after` gate, the replay record, seed 002's envelope naming the tool, the
- * no-progress breaker's verdict, `tool_call_completed`, the summarizer detour for a large success,
- * the result budget, and the checkpoint.
+ * no-progress breaker's verdict, `tool_call_completed`, TokenJuice's compaction and the summarizer
+ * detour for a large success, the result budget, and the checkpoint.
  */
 async function record(
   run: TurnRun,
@@ -162,8 +163,17 @@ async function record(
     ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
   });
   const rendered = JSON.stringify(result);
-  const summary = result.ok ? await summarize(run, meta, rendered) : undefined;
-  const content = boundToolResult(summary?.content ?? rendered, run.resources.toolResultMaxBytes);
+  // TokenJuice first (docs/adr/0033), then the summarizer on what is still large, then the budget.
+  const raw = !result.ok || tool?.rawResult === true;
+  const juiced = raw ? undefined : await compactResult(run, meta, result.result, rendered.length);
+  const shown = juiced?.content ?? rendered;
+  const summary = raw ? undefined : await summarize(run, meta, shown);
+  // A summary of a compacted result keeps its first line: the marker and how to retrieve the original.
+  const summarized =
+    summary?.content !== undefined && juiced?.marker !== undefined
+      ? `${juiced.content.slice(0, juiced.content.indexOf('\n'))}\n${summary.content}`
+      : summary?.content;
+  const content = boundToolResult(summarized ?? shown, run.resources.toolResultMaxBytes);
   await run.cp.recordToolResult(meta, result, durationMs, content, summary?.record);
   return { content, ok: result.ok, halt: verdict.action === 'halt' ? verdict.summary : undefined };
 }

@@ -7,6 +7,7 @@ import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflect';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
 import { Replays } from './replays';
+import type { TokenJuiceOptions } from './tokenjuice';
 
 /** What every run shares: the engine's ports and limits, fixed when the engine is built. */
 export interface EngineResources {
@@ -25,6 +26,8 @@ export interface EngineResources {
   summarizeMaxBytes: number;
   /** With reflections in the budget, reflect after a failing round and every this many rounds. */
   reflectEvery: number;
+  /** TokenJuice's originals store and bounds (docs/adr/0033); a turn's mode is `input.toolResultCompression`. */
+  tokenjuice: TokenJuiceOptions;
 }
 
 /**

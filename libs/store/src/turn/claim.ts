@@ -72,6 +72,8 @@ export interface AgentRow {
   /** Tools whose calls by this agent need a human decision (docs/adr/0013). */
   approvalRequired: string[];
   budgets: unknown;
+  /** TokenJuice (docs/adr/0033): auto | full | light | off. */
+  toolResultCompression?: string;
 }
 
 /** A decided approval of the turn, as the engine acts on it. */
@@ -276,7 +278,8 @@ const TURN_JSON = sql`json_build_object(
 const AGENT_JSON = sql`json_build_object(
   'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
   'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
-  'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier)`;
+  'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
+  'toolResultCompression', a.tool_result_compression)`;
 
 /** Calls an interrupted run started and never recorded (ADR 0004). */
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c

@@ -1,0 +1,13 @@
+export * from './types';
+export * from './detect';
+export * from './compact';
+export * from './tool-result';
+export * from './marker';
+export * from './range';
+export * from './corpus';
+export { compactJsonValue, compactJsonText } from './json';
+export { compactLog } from './log';
+export { compactDiff } from './diff';
+export { compactHtml, HTML_MAX_CHARS } from './html';
+export { compactSearch } from './search';
+export { compactCode } from './code';

@@ -1,0 +1,2 @@
+export * from './originals';
+export * from './retrieve-tool';
