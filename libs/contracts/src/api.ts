@@ -199,11 +199,15 @@ export const PriceKey = z
       'must be "<provider>/<model>" or "<provider>/*" with provider openai, openai-chat, anthropic or scripted',
   });
 
-/** USD per million tokens; cached input tokens cost `input` unless `cachedInput` is given. */
+/**
+ * USD per million tokens; cached input tokens cost `input` unless `cachedInput` is given, input
+ * written to the provider's prompt cache costs `input` unless `cacheWrite` is given.
+ */
 export const ModelPrice = z.strictObject({
   input: z.number().min(0).max(10_000),
   output: z.number().min(0).max(10_000),
   cachedInput: z.number().min(0).max(10_000).optional(),
+  cacheWrite: z.number().min(0).max(10_000).optional(),
 });
 export type ModelPrice = z.infer<typeof ModelPrice>;
 

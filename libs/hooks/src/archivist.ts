@@ -369,7 +369,7 @@ async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ArchivistCall[])
     ON CONFLICT (key) DO NOTHING
   `);
   const usd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
-  const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + c.usage[k], 0);
+  const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + (c.usage[k] ?? 0), 0);
   // The ledger rows' day: their created_at is this transaction's now().
   await tx.execute(sql`
     INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,
