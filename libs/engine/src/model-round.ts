@@ -1,4 +1,5 @@
 import {
+  cacheSavingsUsd,
   costOf,
   ProviderError,
   tracedComplete,
@@ -70,6 +71,7 @@ export class ModelRound {
             tools,
             signal,
             onTextDelta: (d) => cp.textDelta(d),
+            ...(input.promptCache ? { cache: input.promptCache } : {}),
           });
           attempts.push({
             ...timing(at),
@@ -157,12 +159,14 @@ export class ModelRound {
       // Persistence failures (a lost lease, a dead database) are not provider failures: they propagate.
       const { response, ref, provider, model } = succeeded;
       const cost = costOf(provider, model, response.usage, response.reportedCostUsd, input.prices);
+      const cacheSavedUsd = cacheSavingsUsd(provider, model, response.usage, input.prices);
       await cp.emit('provider_round_completed', {
         round,
         model: ref,
         requestedModel: input.model,
         usage: response.usage,
         costUsd: cost.usd,
+        cacheSavedUsd,
         toolCalls: response.toolCalls.length,
         attempts,
       });
@@ -173,6 +177,7 @@ export class ModelRound {
         response,
         costUsd: cost.usd,
         costSource: cost.source,
+        cacheSavedUsd,
         attempts,
       });
       return { response, costUsd: cost.usd };

@@ -35,7 +35,9 @@ export type TurnRead = Pick<
   | 'inputTokens'
   | 'outputTokens'
   | 'cachedTokens'
+  | 'cacheWriteTokens'
   | 'costUsd'
+  | 'cacheSavedUsd'
   | 'costStatus'
   | 'attempts'
   | 'failure'
@@ -68,13 +70,18 @@ type ToolCallJson = Omit<ToolCallRead, 'startedAt' | 'completedAt'> & {
  */
 export async function readTurn(db: SqlDb, tenantId: string, turnId: string): Promise<TurnRead | undefined> {
   const row = await db.first<
-    Omit<TurnRead, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
+    Omit<TurnRead, 'costUsd' | 'cacheSavedUsd' | 'toolCalls'> & {
+      costUsd: string;
+      cacheSavedUsd: string;
+      toolCalls: ToolCallJson[];
+    }
   >(sql`
     SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
            t.input_message_id AS "inputMessageId", t.seq, t.status, t.priority, t.model,
            t.stop_reason AS "stopReason", t.final_text AS "finalText", t.iterations,
            t.input_tokens AS "inputTokens", t.output_tokens AS "outputTokens",
-           t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
+           t.cached_tokens AS "cachedTokens", t.cache_write_tokens AS "cacheWriteTokens",
+           t.cost_usd::text AS "costUsd", t.cache_saved_usd::text AS "cacheSavedUsd",
            t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
@@ -95,6 +102,7 @@ export async function readTurn(db: SqlDb, tenantId: string, turnId: string): Pro
   return {
     ...row,
     costUsd: new Prisma.Decimal(row.costUsd),
+    cacheSavedUsd: new Prisma.Decimal(row.cacheSavedUsd),
     toolCalls: row.toolCalls.map((c) => ({
       ...c,
       startedAt: date(c.startedAt),

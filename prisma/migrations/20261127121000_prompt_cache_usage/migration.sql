@@ -1,0 +1,10 @@
+-- Prompt caching, measured (docs/adr/0032): the tokens each provider call wrote to the provider's
+-- prompt cache and what the cache saved, per ledger entry and summed on the turn. Defaults keep the
+-- rows written before it valid (no cache was asked for then).
+-- AlterTable
+ALTER TABLE "ledger_entries" ADD COLUMN     "cache_saved_usd" DECIMAL(18,8) NOT NULL DEFAULT 0,
+ADD COLUMN     "cache_write_tokens" INTEGER NOT NULL DEFAULT 0;
+
+-- AlterTable
+ALTER TABLE "turns" ADD COLUMN     "cache_saved_usd" DECIMAL(18,8) NOT NULL DEFAULT 0,
+ADD COLUMN     "cache_write_tokens" INTEGER NOT NULL DEFAULT 0;
