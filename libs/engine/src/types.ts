@@ -78,6 +78,8 @@ export interface TurnInput {
   approval?: { agent: string[]; tenant: string[]; untrustedInput: boolean };
   /** Decisions on this turn's gated calls, stored by the approvals API: a resumed run acts on them. */
   decisions?: ApprovalDecision[];
+  /** Whether the agent has memory records (the claim's EXISTS): false skips recall (docs/adr/0032). */
+  agentHasMemory?: boolean;
   /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */
   promptCache?: PromptCache;
 }

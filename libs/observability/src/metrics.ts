@@ -76,7 +76,7 @@ export class Metrics {
   });
   readonly memoryRecall = new Histogram({
     name: 'switchboard_memory_recall_duration_seconds',
-    help: "Memory recall before a turn's loop, by outcome (hits, empty, timeout, failed)",
+    help: "Memory recall before a turn's loop, by outcome (hits, empty, skipped: the agent has no memory, timeout, failed)",
     labelNames: ['outcome'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],

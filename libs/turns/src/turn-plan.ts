@@ -16,6 +16,7 @@ import {
 import type { TurnLoad } from '@switchboard/store';
 import { buildHistory, parseCompaction } from './history';
 import { parentBudgetCap } from './parent-budget';
+import { promptCacheFor } from './prompt-cache';
 import { reactorCap } from './reactor-cap';
 import { promptTools, renderSystemPrompt } from './system-prompt';
 import { toChatMessage } from './transcript';
@@ -113,6 +114,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
       ),
     },
     decisions: load.decisions,
+    ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
+    promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
   };
   return {
     input,
