@@ -56,15 +56,19 @@ export class AnthropicProvider implements ModelProvider {
       }));
       const lastTool = tools[tools.length - 1];
       if (breakpoint && lastTool) lastTool.cache_control = breakpoint;
-      const systemBlocks: TextBlockParam[] =
-        system.length > 0
-          ? [{ type: 'text', text: system.join('\n\n'), ...(breakpoint ? { cache_control: breakpoint } : {}) }]
-          : [];
+      // A breakpoint needs the system prompt as a block; without one it stays a string.
+      const systemText = system.join('\n\n');
+      const systemParam: string | TextBlockParam[] | undefined =
+        system.length === 0
+          ? undefined
+          : breakpoint
+            ? [{ type: 'text', text: systemText, cache_control: breakpoint }]
+            : systemText;
       const stream = this.client.messages.stream(
         {
           model: request.model,
           max_tokens: this.maxTokens,
-          ...(systemBlocks.length > 0 ? { system: systemBlocks } : {}),
+          ...(systemParam === undefined ? {} : { system: systemParam }),
           messages: markLastMessage(toMessages(request.messages), breakpoint),
           ...(tools.length > 0 ? { tools } : {}),
         },
@@ -116,10 +120,14 @@ function cacheControl(request: ModelRequest): CacheControlEphemeral | undefined 
 }
 
 /** The latest message with the breakpoint on its last content block (a string becomes a text block). */
-function markLastMessage(messages: MessageParam[], breakpoint: CacheControlEphemeral | undefined): MessageParam[] {
+function markLastMessage(
+  messages: MessageParam[],
+  breakpoint: CacheControlEphemeral | undefined,
+): MessageParam[] {
   const last = messages[messages.length - 1];
   if (!breakpoint || !last) return messages;
-  const blocks = typeof last.content === 'string' ? [{ type: 'text' as const, text: last.content }] : [...last.content];
+  const blocks =
+    typeof last.content === 'string' ? [{ type: 'text' as const, text: last.content }] : [...last.content];
   const tail = blocks[blocks.length - 1];
   // An empty text block cannot carry a breakpoint (the API refuses it); nothing else is ever empty here.
   if (!tail || (tail.type === 'text' && tail.text === '')) return messages;
