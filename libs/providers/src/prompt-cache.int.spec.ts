@@ -73,15 +73,15 @@ describe('prompt caching on the wire', () => {
       const b = body(server.requests[0]);
       const tools = b['tools'] as Record<string, unknown>[];
       expect(tools[0]).not.toHaveProperty('cache_control');
-      expect(tools[1]!['cache_control']).toEqual({ type: 'ephemeral' });
+      expect(tools[1]['cache_control']).toEqual({ type: 'ephemeral' });
       expect(b['system']).toEqual([{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }]);
       const messages = b['messages'] as { role: string; content: Record<string, unknown>[] }[];
       // The two tool results' user message is the latest: its last block carries the breakpoint.
-      const last = messages[messages.length - 1]!;
+      const last = messages[messages.length - 1];
       expect(last.role).toBe('user');
-      expect(last.content[last.content.length - 1]!['cache_control']).toEqual({ type: 'ephemeral' });
+      expect(last.content[last.content.length - 1]['cache_control']).toEqual({ type: 'ephemeral' });
       // Exactly three breakpoints (the API allows four).
-      expect(server.requests[0]!.rawBody.match(/"cache_control"/g)).toHaveLength(3);
+      expect(server.requests[0].rawBody.match(/"cache_control"/g)).toHaveLength(3);
       // Earlier messages carry none, and a string message became one text block for it.
       expect(JSON.stringify(messages.slice(0, -1))).not.toContain('cache_control');
     });
@@ -89,16 +89,16 @@ describe('prompt caching on the wire', () => {
     it('asks for the 1 h lifetime on every breakpoint for long retention, and reports 1 h writes', async () => {
       const r = await call('anthropic', ROUND_1, { key: 'k1', retention: 'long' });
       const b = body(server.requests[0]);
-      expect((b['tools'] as Record<string, unknown>[])[1]!['cache_control']).toEqual({
+      expect((b['tools'] as Record<string, unknown>[])[1]['cache_control']).toEqual({
         type: 'ephemeral',
         ttl: '1h',
       });
-      expect((b['system'] as Record<string, unknown>[])[0]!['cache_control']).toEqual({
+      expect((b['system'] as Record<string, unknown>[])[0]['cache_control']).toEqual({
         type: 'ephemeral',
         ttl: '1h',
       });
       const messages = b['messages'] as { content: Record<string, unknown>[] }[];
-      expect(messages[0]!.content).toEqual([
+      expect(messages[0].content).toEqual([
         { type: 'text', text: 'count: a b c', cache_control: { type: 'ephemeral', ttl: '1h' } },
       ]);
       expect(r.usage.cacheWriteTokens).toBeGreaterThan(1024);
@@ -138,10 +138,10 @@ describe('prompt caching on the wire', () => {
       await call(kind, ROUND_1, { key: 'sb-abc', retention: 'long' });
       await call(kind, ROUND_1);
       const [short, long, none] = server.requests.map(body);
-      expect(short!['prompt_cache_key']).toBe('sb-abc');
+      expect(short['prompt_cache_key']).toBe('sb-abc');
       expect(short).not.toHaveProperty('prompt_cache_retention');
-      expect(long!['prompt_cache_key']).toBe('sb-abc');
-      expect(long!['prompt_cache_retention']).toBe('24h');
+      expect(long['prompt_cache_key']).toBe('sb-abc');
+      expect(long['prompt_cache_retention']).toBe('24h');
       expect(none).not.toHaveProperty('prompt_cache_key');
       expect(none).not.toHaveProperty('prompt_cache_retention');
       // OpenAI caching needs no marker in the prompt.

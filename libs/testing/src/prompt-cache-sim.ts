@@ -148,17 +148,17 @@ export class PromptCacheSim {
   private openai(hashes: string[], tokens: number[]): CacheOutcome {
     let read = 0;
     for (let i = hashes.length - 1; i >= 0; i--) {
-      if (this.live(hashes[i]!)) {
-        read = tokens[i]! >= this.minTokens ? Math.floor(tokens[i]! / 128) * 128 : 0;
+      if (this.live(hashes[i])) {
+        read = tokens[i] >= this.minTokens ? Math.floor(tokens[i] / 128) * 128 : 0;
         break;
       }
     }
     // The whole prompt is cached (OpenAI keeps entries 5–10 min idle, up to 1 h; 24 h retention asked).
     const last = hashes.length - 1;
-    if (last >= 0 && tokens[last]! >= this.minTokens) this.entries.set(hashes[last]!, this.now() + 600_000);
+    if (last >= 0 && tokens[last] >= this.minTokens) this.entries.set(hashes[last], this.now() + 600_000);
     // Every earlier boundary is a prefix of it, so reachable too.
     for (let i = 0; i < last; i++)
-      if (tokens[i]! >= this.minTokens) this.entries.set(hashes[i]!, this.now() + 600_000);
+      if (tokens[i] >= this.minTokens) this.entries.set(hashes[i], this.now() + 600_000);
     return { read, write: 0, write1h: 0 };
   }
 
@@ -168,29 +168,29 @@ export class PromptCacheSim {
     let hit = -1;
     for (const bp of breakpoints) {
       for (let i = bp; i >= Math.max(0, bp - 20); i--) {
-        if (i > hit && this.live(hashes[i]!)) {
+        if (i > hit && this.live(hashes[i])) {
           hit = i;
           break;
         }
       }
     }
-    const read = hit >= 0 ? tokens[hit]! : 0;
+    const read = hit >= 0 ? tokens[hit] : 0;
     let write = 0;
     let write1h = 0;
     for (const bp of breakpoints) {
-      const ttl = blocks[bp]!.breakpoint === '1h' ? 3_600_000 : 300_000;
-      if (tokens[bp]! < this.minTokens) continue;
+      const ttl = blocks[bp].breakpoint === '1h' ? 3_600_000 : 300_000;
+      if (tokens[bp] < this.minTokens) continue;
       // A hit refreshes its entry; a new prefix is written.
-      this.entries.set(hashes[bp]!, this.now() + ttl);
+      this.entries.set(hashes[bp], this.now() + ttl);
     }
     if (hit >= 0) {
       const bpTtl = blocks.slice(0, hit + 1).some((b) => b.breakpoint === '1h') ? 3_600_000 : 300_000;
-      this.entries.set(hashes[hit]!, this.now() + bpTtl);
+      this.entries.set(hashes[hit], this.now() + bpTtl);
     }
-    const lastBp = breakpoints[breakpoints.length - 1]!;
-    if (tokens[lastBp]! >= this.minTokens && lastBp > hit) {
-      write = tokens[lastBp]! - read;
-      if (blocks[lastBp]!.breakpoint === '1h') write1h = write;
+    const lastBp = breakpoints[breakpoints.length - 1];
+    if (tokens[lastBp] >= this.minTokens && lastBp > hit) {
+      write = tokens[lastBp] - read;
+      if (blocks[lastBp].breakpoint === '1h') write1h = write;
     }
     return { read, write, write1h };
   }
