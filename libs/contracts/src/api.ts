@@ -46,6 +46,37 @@ export type CreateTenantRequest = z.infer<typeof CreateTenantRequest>;
 
 export const CreateApiKeyRequest = z.strictObject({ name: Name.optional() });
 
+/**
+ * When the archivist distils a session's turns into memory (docs/adr/0032). `debounced` (the
+ * default): a turn worth distilling is deferred, and the session's deferred turns are distilled in
+ * one model call after `afterTurns` of them or `idleMs` without a new one; `every_turn`: one call per
+ * turn; `off`: never. An agent's settings win over the tenant's, field by field.
+ */
+export const ArchivistSettings = z.strictObject({
+  mode: z.enum(['debounced', 'every_turn', 'off']).optional(),
+  afterTurns: z.int().min(1).max(50).optional(),
+  idleMs: z
+    .int()
+    .min(1000)
+    .max(24 * 3600 * 1000)
+    .optional(),
+});
+export type ArchivistSettings = z.infer<typeof ArchivistSettings>;
+
+/** The archivist's defaults: distil after 10 deferred turns or 10 minutes idle. */
+export const ARCHIVIST_DEFAULTS: Required<ArchivistSettings> = {
+  mode: 'debounced',
+  afterTurns: 10,
+  idleMs: 10 * 60 * 1000,
+};
+
+/** The settings in force: the agent's over the tenant's over the defaults (either may be invalid: ignored). */
+export function resolveArchivistSettings(tenant: unknown, agent: unknown): Required<ArchivistSettings> {
+  const t = ArchivistSettings.safeParse(tenant ?? {});
+  const a = ArchivistSettings.safeParse(agent ?? {});
+  return { ...ARCHIVIST_DEFAULTS, ...(t.success ? t.data : {}), ...(a.success ? a.data : {}) };
+}
+
 export const CreateAgentRequest = z.strictObject({
   name: Name,
   archetype: z.string().trim().min(1).max(60).optional(),
@@ -68,6 +99,8 @@ export const CreateAgentRequest = z.strictObject({
   /** Tools whose calls by this agent wait for a human decision (docs/adr/0013). */
   approvalRequired: z.array(ToolName).max(100).optional(),
   budgets: Budgets.optional(),
+  /** When the archivist distils this agent's sessions; over the tenant's settings (docs/adr/0032). */
+  archivist: ArchivistSettings.optional(),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 
@@ -267,6 +300,8 @@ export const TenantSettings = z.strictObject({
    * left stops before its first model call, a running one stops at it (docs/adr/0026). Absent: no cap.
    */
   dailySpendLimitUsd: DailySpendLimitUsd.optional(),
+  /** When the archivist distils the tenant's sessions (docs/adr/0032); an agent's own settings win. */
+  archivist: ArchivistSettings.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -305,6 +340,7 @@ export function parseTenantSettings(
   const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
   // The operator may have set 0 (PATCH /v1/admin/tenants/:id): a cap like any other.
   const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
+  const archivist = ArchivistSettings.safeParse(stored.archivist ?? {});
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
   const notifyUrl = NotifyUrl.safeParse(stored.notifyUrl);
   const notifySecret = NotifySecret.safeParse(stored.notifySecret);
@@ -323,6 +359,7 @@ export function parseTenantSettings(
     toolSchemaMode: mode.success ? mode.data : 'relaxed',
     modelPrices,
     approvalRequired,
+    archivist: archivist.success ? archivist.data : {},
     ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
     ...(limit.success ? { dailySpendLimitUsd: limit.data } : {}),
     // Only as a pair: a URL without its secret cannot be signed for.
@@ -361,6 +398,8 @@ export const UpdateSettingsRequest = z
     notifySecret: NotifySecret.optional(),
     /** `null` removes the cap. */
     dailySpendLimitUsd: DailySpendLimitUsd.nullable().optional(),
+    /** Replaces the tenant's archivist settings (`{}` or `null`: the defaults), docs/adr/0032. */
+    archivist: ArchivistSettings.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -411,6 +450,7 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
       update.dailySpendLimitUsd === null
         ? undefined
         : (update.dailySpendLimitUsd ?? current.dailySpendLimitUsd),
+    archivist: update.archivist === null ? {} : (update.archivist ?? current.archivist),
   };
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AuditAction,
+  ArchivistSettings,
   Budgets,
   ModelPrices,
   ModelRoutes,
@@ -160,6 +161,8 @@ export const AgentResponse = z
     /** Tools whose calls by this agent wait for a human decision. */
     approvalRequired: z.array(z.string()),
     budgets: Budgets,
+    /** The agent's own archivist settings (the tenant's apply to the fields it leaves out), docs/adr/0032. */
+    archivist: ArchivistSettings,
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,
@@ -475,6 +478,12 @@ export const SettingsResponse = z
     notifySecretSet: z.boolean(),
     /** What the tenant's turns may spend per UTC day (USD), or null: no cap (docs/adr/0026). */
     dailySpendLimitUsd: z.number().nullable(),
+    /** The archivist's settings in force for the tenant's agents, defaults filled in (docs/adr/0032). */
+    archivist: z.strictObject({
+      mode: z.enum(['debounced', 'every_turn', 'off']),
+      afterTurns: z.int(),
+      idleMs: z.int(),
+    }),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;

@@ -23,7 +23,7 @@ export type NewAgent = Pick<
   | 'tools'
   | 'allowedSubagents'
   | 'approvalRequired'
-> & { budgets: Prisma.InputJsonValue };
+> & { budgets: Prisma.InputJsonValue; archivist?: Prisma.InputJsonValue };
 
 /** The fields a change may set: those of the request that creates one. */
 export type AgentChange = Partial<CreateAgentRequest>;

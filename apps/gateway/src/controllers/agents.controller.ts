@@ -84,6 +84,7 @@ export class AgentsController {
       allowedSubagents: b.allowedSubagents ?? [],
       approvalRequired: b.approvalRequired ?? [],
       budgets: b.budgets ?? {},
+      archivist: b.archivist ?? {},
     };
     return presentAgent(await this.agents.create(data));
   }

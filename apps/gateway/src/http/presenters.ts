@@ -5,7 +5,9 @@ import {
   notFound,
   parseOperatorTenantSettings,
   parseRateLimitOverrides,
+  ArchivistSettings,
   parseTenantSettings,
+  resolveArchivistSettings,
   PG_INT_MAX,
   type AuditEventResponse,
   type OperatorTenantResponse,
@@ -80,6 +82,7 @@ export const presentSettings = (settings: unknown, defaultModel: string): Settin
     notifyUrl: s.notifyUrl ?? null,
     notifySecretSet: s.notifySecret !== undefined,
     dailySpendLimitUsd: s.dailySpendLimitUsd ?? null,
+    archivist: resolveArchivistSettings(s.archivist, undefined),
   };
 };
 
@@ -104,6 +107,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   allowedSubagents: a.allowedSubagents,
   approvalRequired: a.approvalRequired,
   budgets: a.budgets as AgentResponse['budgets'],
+  archivist: ArchivistSettings.safeParse(a.archivist).data ?? {},
   builtIn: a.builtIn,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),

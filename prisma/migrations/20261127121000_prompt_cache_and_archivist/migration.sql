@@ -8,3 +8,7 @@ ADD COLUMN     "cache_write_tokens" INTEGER NOT NULL DEFAULT 0;
 -- AlterTable
 ALTER TABLE "turns" ADD COLUMN     "cache_saved_usd" DECIMAL(18,8) NOT NULL DEFAULT 0,
 ADD COLUMN     "cache_write_tokens" INTEGER NOT NULL DEFAULT 0;
+
+-- The archivist's per-agent settings (docs/adr/0032): over the tenant's `settings.archivist`.
+-- AlterTable
+ALTER TABLE "agents" ADD COLUMN     "archivist" JSONB NOT NULL DEFAULT '{}';
