@@ -324,7 +324,7 @@ async function distilTurns(
       source: 'archivist',
       hook: ARCHIVIST_HOOK,
       turnId: last.turnId,
-      turnIds,
+      ...(turnIds.length > 1 ? { turnIds } : {}),
       sessionId: last.sessionId,
       messageSeqs: last.messageSeqs,
       model: ref,
