@@ -192,4 +192,24 @@ describe('pickAndClaim', () => {
     expect(result.claimed?.sessionId).toBe(crashed.sessionId);
     expect(result.claimed?.claim.next).toMatchObject({ turn: { id: interrupted.id }, resumed: true });
   });
+
+  it('reads whether the agent has any memory record in the claim itself, per agent and tenant (docs/adr/0032)', async () => {
+    const a = await tenant(`mem-${randomUUID()}`);
+    const s1 = await a.session();
+    await queued(s1);
+    const before = await pickAndClaim(db, ask());
+    expect(before.claimed?.claim.next?.agent.hasMemory).toBe(false);
+    // Written by another process (the hooks worker, the memory API): the next claim sees it.
+    await env.db
+      .$executeRaw`INSERT INTO memory_records (id, tenant_id, agent_id, kind, title, content, dedupe_key, search)
+      VALUES (${randomUUID()}::uuid, ${a.tenantId}::uuid, ${a.agentId}::uuid, 'fact', 't', 'c', ${randomUUID()},
+              to_tsvector('simple', 't c'))`;
+    await env.db.turn.updateMany({ where: { sessionId: s1.sessionId }, data: { status: 'completed' } });
+    await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
+    await queued(s1);
+    const after = await pickAndClaim(db, ask());
+    expect(after.claimed?.claim.next?.agent.hasMemory).toBe(true);
+    // Its prompt cache is its own session's.
+    expect(after.claimed?.claim.next?.turn.cacheSessionId).toBe(s1.sessionId);
+  });
 });
