@@ -200,7 +200,7 @@ describe('bad input corpus', () => {
       method: 'PATCH',
       path: () => `/v1/agents/${ids.agent}`,
       client: () => api,
-      valid: () => ({ name: 'renamed', instructions: 'x' }),
+      valid: () => ({ name: 'renamed', instructions: 'x', archivist: { mode: 'every_turn', afterTurns: 3 } }),
     },
     {
       name: 'create session',
@@ -269,7 +269,11 @@ describe('bad input corpus', () => {
       method: 'PATCH',
       path: () => '/v1/settings',
       client: () => api,
-      valid: () => ({ blockedTools: ['word_count'], toolSchemaMode: 'strict' }),
+      valid: () => ({
+        blockedTools: ['word_count'],
+        toolSchemaMode: 'strict',
+        archivist: { mode: 'debounced', afterTurns: 5, idleMs: 60_000 },
+      }),
     },
     {
       name: 'decide approval',
