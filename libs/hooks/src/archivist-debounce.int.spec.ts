@@ -143,14 +143,14 @@ describe('archivist debounce', () => {
     await until(async () => (await runs(s)).every((r) => r.status === 'completed'), 'the distillation');
     expect(llm.requests.length - before).toBe(1);
     // The one request carried every turn.
-    const prompt = JSON.stringify(llm.requests[before]!.body);
+    const prompt = JSON.stringify(llm.requests[before].body);
     for (let i = 0; i < 6; i++) expect(prompt).toContain(`change ${i}`);
     expect((await runs(s)).map((r) => (r.output as { turns: number }).turns)).toEqual(Array(6).fill(6));
     expect(await memory(s)).toHaveLength(1);
     const entries = await ledger(s);
     expect(entries).toHaveLength(1);
-    expect(entries[0]!.turnId).toBe(turns[5]);
-    expect(entries[0]!.costUsd.toFixed()).toBe('0.002');
+    expect(entries[0].turnId).toBe(turns[5]);
+    expect(entries[0].costUsd.toFixed()).toBe('0.002');
   });
 
   it('distils at once when afterTurns turns are deferred, without waiting for the idle period', async () => {
@@ -194,7 +194,7 @@ describe('archivist debounce', () => {
     startWorker();
     // The job's retry finds the turn deferred and publishes its session's distillation.
     await expect(runArchivist(ctx(), hookJob('archivist', id, s.tenantId))).resolves.toBe('already_done');
-    await until(async () => (await runs(s))[0]!.status === 'completed', 'the distillation');
+    await until(async () => (await runs(s))[0].status === 'completed', 'the distillation');
     expect(await memory(s)).toHaveLength(1);
   });
 
@@ -210,11 +210,11 @@ describe('archivist debounce', () => {
     const turns: string[] = [];
     for (let i = 0; i < 2; i++) {
       turns.push(await endedTurn(s, `Billing runs on day ${i + 1}.`));
-      await runArchivist(ctx(), hookJob('archivist', turns[i]!, s.tenantId));
+      await runArchivist(ctx(), hookJob('archivist', turns[i], s.tenantId));
     }
     // A distillation of the session that stalls in its model call (its worker about to die).
     const stalled = runArchivist(ctx(), {
-      ...hookJob('archivist', turns[1]!, s.tenantId),
+      ...hookJob('archivist', turns[1], s.tenantId),
       sessionId: s.sessionId,
     });
     await llm.waitForRequests(before + 1);

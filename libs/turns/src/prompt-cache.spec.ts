@@ -19,11 +19,7 @@ describe('promptCacheFor', () => {
     expect(own.key).not.toContain('s1');
     expect(promptCacheFor(load(), [], []).key).toBe(own.key);
     const child = promptCacheFor(load({ cacheSessionId: 'parent' }), [], []);
-    const parent = promptCacheFor(
-      { ...load(), turn: { ...load().turn, sessionId: 'parent' } } as never,
-      [],
-      [],
-    );
+    const parent = promptCacheFor({ ...load(), turn: { ...load().turn, sessionId: 'parent' } }, [], []);
     expect(child.key).toBe(parent.key);
     expect(child.key).not.toBe(own.key);
   });
