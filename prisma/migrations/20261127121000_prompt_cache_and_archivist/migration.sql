@@ -12,3 +12,7 @@ ADD COLUMN     "cache_write_tokens" INTEGER NOT NULL DEFAULT 0;
 -- The archivist's per-agent settings (docs/adr/0032): over the tenant's `settings.archivist`.
 -- AlterTable
 ALTER TABLE "agents" ADD COLUMN     "archivist" JSONB NOT NULL DEFAULT '{}';
+
+-- Partial index (migration SQL only): the archivist's deferred turns, which the hooks reconcile
+-- reads to find sessions whose distillation job was lost. It holds only turns waiting for one.
+CREATE INDEX "hook_runs_deferred_idx" ON "hook_runs" ("created_at") WHERE "status" = 'deferred';
