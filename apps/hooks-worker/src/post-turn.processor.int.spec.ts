@@ -54,7 +54,10 @@ describe('PostTurnProcessor', () => {
     await env.db.tenant.update({
       where: { id: tenantId },
       data: {
-        settings: { modelRoutes: { summarization: 'scripted/auth-fails' }, archivist: { mode: 'every_turn' } },
+        settings: {
+          modelRoutes: { summarization: 'scripted/auth-fails' },
+          archivist: { mode: 'every_turn' },
+        },
       },
     });
     const sessionId = await seedSession(env.db, tenantId, agentId);
