@@ -269,11 +269,7 @@ describe('bad input corpus', () => {
       method: 'PATCH',
       path: () => '/v1/settings',
       client: () => api,
-      valid: () => ({
-        blockedTools: ['word_count'],
-        toolSchemaMode: 'strict',
-        archivist: { mode: 'debounced', afterTurns: 5, idleMs: 60_000 },
-      }),
+      valid: () => ({ blockedTools: ['word_count'], toolSchemaMode: 'strict' }),
     },
     {
       name: 'decide approval',
@@ -873,6 +869,26 @@ describe('bad input corpus', () => {
       status: 401,
       code: 'unauthorized',
     },
+    // The archivist's settings (docs/adr/0032): null restores the defaults, so checked by explicit cases.
+    ...(
+      [
+        ['an unknown mode', { mode: 'always' }],
+        ['afterTurns 0', { afterTurns: 0 }],
+        ['afterTurns over 50', { afterTurns: 51 }],
+        ['afterTurns fractional', { afterTurns: 2.5 }],
+        ['idleMs under a second', { idleMs: 999 }],
+        ['idleMs over a day', { idleMs: 86_400_001 }],
+        ['idleMs a string', { idleMs: '60000' }],
+        ['an unknown field', { every: 3 }],
+        ['an array', [{ mode: 'off' }]],
+        ['a string', 'off'],
+      ] as const
+    ).map(([what, archivist]) => ({
+      name: `patch settings: archivist ${what}`,
+      run: () => api.patch('/v1/settings', { archivist }),
+      status: 400,
+      code: 'validation_failed',
+    })),
     {
       name: 'patch settings: a tenant cannot set its own rate limits',
       run: () => api.patch('/v1/settings', { rateLimits: { admission: 1_000_000 } }),
