@@ -212,4 +212,49 @@ describe('pickAndClaim', () => {
     // Its prompt cache is its own session's.
     expect(after.claimed?.claim.next?.turn.cacheSessionId).toBe(s1.sessionId);
   });
+
+  it('gives a child turn on its parent’s agent its parent’s session for the prompt cache, another agent’s its own', async () => {
+    const a = await tenant(`cache-${randomUUID()}`);
+    const parentSession = await a.session();
+    const parent = await seedTurn(env.db, parentSession, { status: 'awaiting_subagent' });
+    const child = async (agentId: string) => {
+      const childSession: SessionIds = {
+        tenantId: a.tenantId,
+        agentId,
+        sessionId: await seedSession(env.db, a.tenantId, agentId),
+      };
+      const taskId = randomUUID();
+      await env.db.task.create({
+        data: {
+          id: taskId,
+          tenantId: a.tenantId,
+          agentId,
+          parentTurnId: parent.id,
+          parentSessionId: parentSession.sessionId,
+          sessionId: childSession.sessionId,
+          callId: randomUUID(),
+        },
+      });
+      await seedTurn(env.db, childSession, { status: 'queued', taskId });
+      const claimed = await pickAndClaim(db, ask());
+      await env.db.turn.updateMany({
+        where: { sessionId: childSession.sessionId },
+        data: { status: 'completed' },
+      });
+      await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
+      return {
+        cacheSessionId: claimed.claimed?.claim.next?.turn.cacheSessionId,
+        own: childSession.sessionId,
+      };
+    };
+    const same = await child(a.agentId);
+    expect(same.cacheSessionId).toBe(parentSession.sessionId);
+    const otherAgent = (
+      await env.db.agent.create({
+        data: { id: randomUUID(), tenantId: a.tenantId, name: 'other', model: 'scripted/echo' },
+      })
+    ).id;
+    const other = await child(otherAgent);
+    expect(other.cacheSessionId).toBe(other.own);
+  });
 });
