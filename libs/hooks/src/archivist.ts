@@ -391,6 +391,7 @@ function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
     ctx.metrics.tokens.inc({ ...labels, direction: 'input' }, c.usage.inputTokens);
     ctx.metrics.tokens.inc({ ...labels, direction: 'output' }, c.usage.outputTokens);
     ctx.metrics.tokens.inc({ ...labels, direction: 'cached' }, c.usage.cachedTokens);
+    ctx.metrics.tokens.inc({ ...labels, direction: 'cache_write' }, c.usage.cacheWriteTokens ?? 0);
     ctx.metrics.costUsd.inc(labels, c.costUsd);
   }
 }

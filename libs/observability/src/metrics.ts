@@ -34,7 +34,7 @@ export class Metrics {
   });
   readonly tokens = new Counter({
     name: 'switchboard_tokens_total',
-    help: 'Tokens used, by direction (input, output, cached)',
+    help: 'Tokens used, by direction (input, output; cached: read from the prompt cache, cache_write: written to it, both part of input)',
     labelNames: ['provider', 'model', 'direction'] as const,
     registers: [this.registry],
   });
