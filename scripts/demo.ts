@@ -176,6 +176,14 @@ async function main() {
     ADMIN_TOKEN,
   );
   const key = apiKey.key;
+  // The archivist distils on the scripted model that answers its JSON (scripted/demo calls a tool),
+  // soon after the session goes idle (docs/adr/0032).
+  await api(
+    'PATCH',
+    '/v1/settings',
+    { modelRoutes: { summarization: 'scripted/archivist' }, archivist: { idleMs: 2000 } },
+    key,
+  );
   const agent = await api<{ id: string; model: string }>(
     'POST',
     '/v1/agents',
@@ -207,6 +215,20 @@ async function main() {
     'the turn',
     TURN_TIMEOUT_MS,
   );
+  // The archivist's distillation of the session, once it has been idle for 2 s.
+  const memory = await until(
+    async () => {
+      const m = await api<{ data: { title: string }[] }>(
+        'GET',
+        `/v1/agents/${agent.id}/memory?kind=fact`,
+        undefined,
+        key,
+      );
+      return m.data.length > 0 ? m.data : undefined;
+    },
+    'the archivist',
+    TURN_TIMEOUT_MS,
+  );
   const events = await api<{ data: { seq: number; type: string }[] }>(
     'GET',
     `/v1/sessions/${session.id}/events`,
@@ -222,6 +244,7 @@ Switchboard is running.
   tools     ${turn.toolCalls.map((c) => `${c.name} → ${JSON.stringify(c.result)}`).join('; ')}
   answer    ${turn.finalText}
   cost      $${turn.costUsd} (model ${agent.model}; the scripted provider's spend is simulated)
+  memory    ${memory.map((m) => m.title).join('; ')} (the archivist, one model call after the session went idle)
   events    ${events.data.map((e) => `${e.seq}:${e.type}`).join(' ')}
 
 Where to look:

@@ -205,7 +205,12 @@ describe('bad input corpus', () => {
       method: 'PATCH',
       path: () => `/v1/agents/${ids.agent}`,
       client: () => api,
-      valid: () => ({ name: 'renamed', instructions: 'x', toolResultCompression: 'off' }),
+      valid: () => ({
+        name: 'renamed',
+        instructions: 'x',
+        toolResultCompression: 'off',
+        archivist: { mode: 'every_turn', afterTurns: 3 },
+      }),
     },
     {
       name: 'create session',
@@ -874,6 +879,26 @@ describe('bad input corpus', () => {
       status: 401,
       code: 'unauthorized',
     },
+    // The archivist's settings (docs/adr/0032): null restores the defaults, so checked by explicit cases.
+    ...(
+      [
+        ['an unknown mode', { mode: 'always' }],
+        ['afterTurns 0', { afterTurns: 0 }],
+        ['afterTurns over 50', { afterTurns: 51 }],
+        ['afterTurns fractional', { afterTurns: 2.5 }],
+        ['idleMs under a second', { idleMs: 999 }],
+        ['idleMs over a day', { idleMs: 86_400_001 }],
+        ['idleMs a string', { idleMs: '60000' }],
+        ['an unknown field', { every: 3 }],
+        ['an array', [{ mode: 'off' }]],
+        ['a string', 'off'],
+      ] as const
+    ).map(([what, archivist]) => ({
+      name: `patch settings: archivist ${what}`,
+      run: () => api.patch('/v1/settings', { archivist }),
+      status: 400,
+      code: 'validation_failed',
+    })),
     {
       name: 'patch settings: a tenant cannot set its own rate limits',
       run: () => api.patch('/v1/settings', { rateLimits: { admission: 1_000_000 } }),

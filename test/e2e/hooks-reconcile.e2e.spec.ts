@@ -128,6 +128,8 @@ describe('post-turn hooks through repeated hooks worker deaths', () => {
       notifyUrl,
       notifySecret: secret,
       modelRoutes: { summarization: 'scripted/kill-facts' },
+      // One distillation per turn, at once (the default defers to the session's, docs/adr/0032).
+      archivist: { mode: 'every_turn' },
     });
     expect(settings.status).toBe(200);
     const agent = await api.post('/v1/agents', { name: 'counter', tools: ['word_count'] });

@@ -125,6 +125,8 @@ describe('a hooks worker killed mid-hook', () => {
       notifyUrl,
       notifySecret: secret,
       modelRoutes: { summarization: 'scripted/kill-facts' },
+      // One distillation per turn, at once (the default defers to the session's, docs/adr/0032).
+      archivist: { mode: 'every_turn' },
     });
     expect(settings.status).toBe(200);
     const agent = await api.post('/v1/agents', { name: 'counter', tools: ['word_count'] });

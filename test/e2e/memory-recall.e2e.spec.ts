@@ -98,6 +98,8 @@ describe('memory recall across sessions', () => {
   async function agentOf(client: Api): Promise<string> {
     const routed = await client.patch('/v1/settings', {
       modelRoutes: { summarization: 'openai-chat/archivist-mini' },
+      // One distillation per turn, at once (the default defers to the session's, docs/adr/0032).
+      archivist: { mode: 'every_turn' },
     });
     expect(routed.status).toBe(200);
     const agent = await client.post('/v1/agents', { name: 'ops', model: 'openai-chat/chat-mini' });

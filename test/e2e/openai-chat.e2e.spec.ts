@@ -58,7 +58,7 @@ describe('the message path through the openai SDK', () => {
         result: { words: 3, characters: 16 },
       }),
     ]);
-    expect(turn.usage).toEqual({ inputTokens: 280, outputTokens: 23, cachedTokens: 20 });
+    expect(turn.usage).toEqual({ inputTokens: 280, outputTokens: 23, cachedTokens: 20, cacheWriteTokens: 0 });
 
     // What went over the wire.
     const [first, second] = llm.requests.filter((r) => r.endpoint === 'openai.chat.completions');

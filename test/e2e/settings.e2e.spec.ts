@@ -11,6 +11,8 @@ describe('tenant settings', () => {
   let tenantA: string;
   const ADMIN = 'test-admin-token-0123456789';
   const DEFAULT_MODEL = 'scripted/demo';
+  // The archivist's settings in force (docs/adr/0032): the defaults until the tenant sets its own.
+  const ARCHIVIST_DEFAULTS = { mode: 'debounced', afterTurns: 10, idleMs: 600_000 };
   const EMPTY = {
     modelRoutes: {},
     blockedTools: [],
@@ -19,6 +21,7 @@ describe('tenant settings', () => {
     approvalRequired: [],
     approvalTtlMs: null,
     defaultModel: DEFAULT_MODEL,
+    archivist: ARCHIVIST_DEFAULTS,
     notifyUrl: null,
     notifySecretSet: false,
     dailySpendLimitUsd: null,
@@ -64,6 +67,7 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      archivist: ARCHIVIST_DEFAULTS,
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -85,6 +89,7 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      archivist: ARCHIVIST_DEFAULTS,
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -162,6 +167,7 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      archivist: ARCHIVIST_DEFAULTS,
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -190,6 +196,7 @@ describe('tenant settings', () => {
       approvalRequired: [],
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
+      archivist: ARCHIVIST_DEFAULTS,
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -338,9 +345,15 @@ describe('tenant settings', () => {
     expect(Object.keys(routes)).toEqual(['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization']);
     const schemas = res.body.components.schemas;
     expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);
+    expect(schemas.Settings.properties.archivist.properties.mode.enum).toEqual([
+      'debounced',
+      'every_turn',
+      'off',
+    ]);
     expect(Object.keys(schemas.Settings.properties).sort()).toEqual([
       'approvalRequired',
       'approvalTtlMs',
+      'archivist',
       'blockedTools',
       'dailySpendLimitUsd',
       'defaultModel',
@@ -377,5 +390,17 @@ describe('tenant settings', () => {
     expect((await c.get('/v1/settings')).body.modelPrices).toEqual({
       'openai-chat/llama3.1:8b': { input: 0, output: 0 },
     });
+  });
+
+  it('sets the archivist’s settings, shows them with the defaults filled in, and null restores the defaults', async () => {
+    const set = await a.patch('/v1/settings', { archivist: { mode: 'every_turn', idleMs: 5000 } });
+    expect(set.status).toBe(200);
+    expect(set.body.archivist).toEqual({ mode: 'every_turn', afterTurns: 10, idleMs: 5000 });
+    expect((await a.get('/v1/settings')).body.archivist).toEqual(set.body.archivist);
+    const bad = await a.patch('/v1/settings', { archivist: { afterTurns: 0 } });
+    expect(bad.status).toBe(400);
+    expect((await a.get('/v1/settings')).body.archivist).toEqual(set.body.archivist);
+    const reset = await a.patch('/v1/settings', { archivist: null });
+    expect(reset.body.archivist).toEqual(ARCHIVIST_DEFAULTS);
   });
 });

@@ -36,6 +36,8 @@ describe('tracing', () => {
     // The archivist's summarization call answers with no facts (the default, scripted/demo, calls a tool).
     const routed = await api.patch('/v1/settings', {
       modelRoutes: { summarization: 'scripted/archivist-none' },
+      // One distillation per turn, at once (the default defers to the session's, docs/adr/0032).
+      archivist: { mode: 'every_turn' },
     });
     expect(routed.status).toBe(200);
   });

@@ -58,6 +58,8 @@ describe('usage from the cost ledger', () => {
 
   const sum = (turns: { costUsd: string }[]) =>
     turns.reduce((acc, t) => acc.plus(t.costUsd), new Prisma.Decimal(0)).toFixed();
+  const saved = (turns: { cacheSavedUsd: string }[]) =>
+    turns.reduce((acc, t) => acc.plus(t.cacheSavedUsd), new Prisma.Decimal(0)).toFixed();
 
   it('sums what the turns report, per agent, session, model and day, and only for the tenant', async () => {
     // A priced model (rate table) and one whose cost the provider reports.
@@ -78,15 +80,22 @@ describe('usage from the cost ledger', () => {
 
     const res = await api.get(`/v1/usage?${window()}&groupBy=agent,session,model`);
     expect(res.status).toBe(200);
-    const tokens = (ts: typeof turns, k: 'inputTokens' | 'outputTokens' | 'cachedTokens') =>
-      ts.reduce((n, t) => n + t.usage[k], 0);
+    const tokens = (
+      ts: typeof turns,
+      k: 'inputTokens' | 'outputTokens' | 'cachedTokens' | 'cacheWriteTokens',
+    ) => ts.reduce((n, t) => n + t.usage[k], 0);
     expect(res.body.totals).toEqual({
       inputTokens: tokens(turns, 'inputTokens'),
       outputTokens: tokens(turns, 'outputTokens'),
       cachedTokens: tokens(turns, 'cachedTokens'),
+      cacheWriteTokens: tokens(turns, 'cacheWriteTokens'),
       costUsd: sum(turns),
+      cacheSavedUsd: saved(turns),
       entries: 4,
     });
+    // The 100 cached tokens of the second turn, at gpt-5's cached rate: a saving, shown on the turn too.
+    expect(Number(t2.cacheSavedUsd)).toBeGreaterThan(0);
+    expect(res.body.totals.cacheSavedUsd).toBe(t2.cacheSavedUsd);
     expect(res.body.totals.inputTokens).toBe(1_234 + 777 + 10 + 500);
     expect(Number(res.body.totals.costUsd)).toBeGreaterThan(0.00012345);
     expect(res.body.groupBy).toEqual(['agent', 'session', 'model']);
@@ -97,7 +106,9 @@ describe('usage from the cost ledger', () => {
       inputTokens: tokens(ts, 'inputTokens'),
       outputTokens: tokens(ts, 'outputTokens'),
       cachedTokens: tokens(ts, 'cachedTokens'),
+      cacheWriteTokens: tokens(ts, 'cacheWriteTokens'),
       costUsd: sum(ts),
+      cacheSavedUsd: saved(ts),
       entries: ts.length,
     });
     expect(res.body.groups).toEqual(
@@ -177,7 +188,9 @@ describe('usage from the cost ledger', () => {
       inputTokens: 200,
       outputTokens: 400,
       cachedTokens: 0,
+      cacheWriteTokens: 0,
       costUsd: '0.000002',
+      cacheSavedUsd: '0',
       entries: 200,
     });
     expect(res.body.groups).toEqual([{ sessionId, ...res.body.totals }]);

@@ -53,7 +53,12 @@ describe('PostTurnProcessor', () => {
     // The archivist's model refuses every call.
     await env.db.tenant.update({
       where: { id: tenantId },
-      data: { settings: { modelRoutes: { summarization: 'scripted/auth-fails' } } },
+      data: {
+        settings: {
+          modelRoutes: { summarization: 'scripted/auth-fails' },
+          archivist: { mode: 'every_turn' },
+        },
+      },
     });
     const sessionId = await seedSession(env.db, tenantId, agentId);
     const turnId = newId();

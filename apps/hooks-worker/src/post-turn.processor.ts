@@ -3,7 +3,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
-import { postTurnHook, type HookModels } from '@switchboard/hooks';
+import { archivistSessionDedup, postTurnHook, type HookModels } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, providerRegistryFromConfig, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume, publish } from '@switchboard/queue';
@@ -25,6 +25,7 @@ export class PostTurnProcessor extends QueueWorker {
     @Inject(DB) private readonly db: Db,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(getQueueToken(QueueName.OutboundWebhooks)) private readonly outbound: Queue,
+    @Inject(getQueueToken(QueueName.PostTurn)) private readonly postTurn: Queue,
   ) {
     super();
     this.sql = sqlDbFor(poolOf(db), 'hooks', metrics);
@@ -55,6 +56,11 @@ export class PostTurnProcessor extends QueueWorker {
               logger: this.logger,
               metrics: this.metrics,
               models: this.models(),
+              deferArchivist: (j, delayMs) =>
+                publish(this.postTurn, Jobs.postTurn, j, {
+                  delay: delayMs,
+                  deduplication: archivistSessionDedup(j.sessionId ?? j.turnId),
+                }),
               notify: (n) =>
                 publish(this.outbound, Jobs.outboundWebhook, n, {
                   backoff: { type: 'exponential', delay: this.config.OUTBOUND_WEBHOOK_BACKOFF_MS },

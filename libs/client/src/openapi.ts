@@ -823,6 +823,12 @@ export interface components {
        * @enum {string}
        */
       toolResultCompression?: 'auto' | 'full' | 'light' | 'off';
+      archivist?: {
+        /** @enum {string} */
+        mode?: 'debounced' | 'every_turn' | 'off';
+        afterTurns?: number;
+        idleMs?: number;
+      };
     };
     UpdateAgentDto: {
       name?: string;
@@ -848,6 +854,12 @@ export interface components {
        * @enum {string}
        */
       toolResultCompression?: 'auto' | 'full' | 'light' | 'off';
+      archivist?: {
+        /** @enum {string} */
+        mode?: 'debounced' | 'every_turn' | 'off';
+        afterTurns?: number;
+        idleMs?: number;
+      };
     };
     CreateSessionDto: {
       agentId: string;
@@ -902,6 +914,7 @@ export interface components {
           input: number;
           output: number;
           cachedInput?: number;
+          cacheWrite?: number;
         } | null;
       };
       approvalRequired?: string[];
@@ -909,6 +922,12 @@ export interface components {
       notifyUrl?: string | null;
       notifySecret?: string;
       dailySpendLimitUsd?: number | null;
+      archivist?: {
+        /** @enum {string} */
+        mode?: 'debounced' | 'every_turn' | 'off';
+        afterTurns?: number;
+        idleMs?: number;
+      } | null;
     };
     ChatCompletionDto: {
       model: string;
@@ -1238,6 +1257,12 @@ export interface components {
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
+      archivist: {
+        /** @enum {string} */
+        mode?: 'debounced' | 'every_turn' | 'off';
+        afterTurns?: number;
+        idleMs?: number;
+      };
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -1280,6 +1305,12 @@ export interface components {
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
+      archivist: {
+        /** @enum {string} */
+        mode?: 'debounced' | 'every_turn' | 'off';
+        afterTurns?: number;
+        idleMs?: number;
+      };
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -1550,8 +1581,10 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
       };
       costUsd: string;
+      cacheSavedUsd: string;
       costStatus: ('priced' | 'provider_reported' | 'unpriced') | null;
       attempts: components['schemas']['ProviderAttempt'][];
       failure:
@@ -1656,10 +1689,12 @@ export interface components {
               inputTokens: number;
               outputTokens: number;
               cachedTokens?: number;
+              cacheWriteTokens?: number;
             } & {
               [key: string]: unknown;
             };
             costUsd: number;
+            cacheSavedUsd?: number;
             toolCalls: number;
             attempts: ({
               model: string;
@@ -2088,10 +2123,12 @@ export interface components {
                   inputTokens: number;
                   outputTokens: number;
                   cachedTokens?: number;
+                  cacheWriteTokens?: number;
                 } & {
                   [key: string]: unknown;
                 };
                 costUsd: number;
+                cacheSavedUsd?: number;
                 toolCalls: number;
                 attempts: ({
                   model: string;
@@ -2532,6 +2569,7 @@ export interface components {
           input: number;
           output: number;
           cachedInput?: number;
+          cacheWrite?: number;
         };
       };
       approvalRequired: string[];
@@ -2541,6 +2579,12 @@ export interface components {
       notifySecretSet: boolean;
       dailySpendLimitUsd: number | null;
       operatorDailySpendLimitUsd: number | null;
+      archivist: {
+        /** @enum {string} */
+        mode: 'debounced' | 'every_turn' | 'off';
+        afterTurns: number;
+        idleMs: number;
+      };
     };
     Usage: {
       /** Format: date-time */
@@ -2552,7 +2596,9 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
         costUsd: string;
+        cacheSavedUsd: string;
         entries: number;
       };
       groups: {
@@ -2566,7 +2612,9 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
         costUsd: string;
+        cacheSavedUsd: string;
         entries: number;
       }[];
     };

@@ -61,8 +61,9 @@ const ModelPrices = z
         input: z.number().min(0),
         output: z.number().min(0),
         cachedInput: z.number().min(0).optional(),
+        cacheWrite: z.number().min(0).optional(),
       }),
-      { error: 'must be a JSON object of "<provider>/<model>": {input, output, cachedInput?}' },
+      { error: 'must be a JSON object of "<provider>/<model>": {input, output, cachedInput?, cacheWrite?}' },
     ),
   );
 

@@ -54,6 +54,37 @@ export type CreateTenantRequest = z.infer<typeof CreateTenantRequest>;
 
 export const CreateApiKeyRequest = z.strictObject({ name: Name.optional() });
 
+/**
+ * When the archivist distils a session's turns into memory (docs/adr/0032). `debounced` (the
+ * default): a turn worth distilling is deferred, and the session's deferred turns are distilled in
+ * one model call after `afterTurns` of them or `idleMs` without a new one; `every_turn`: one call per
+ * turn; `off`: never. An agent's settings win over the tenant's, field by field.
+ */
+export const ArchivistSettings = z.strictObject({
+  mode: z.enum(['debounced', 'every_turn', 'off']).optional(),
+  afterTurns: z.int().min(1).max(50).optional(),
+  idleMs: z
+    .int()
+    .min(1000)
+    .max(24 * 3600 * 1000)
+    .optional(),
+});
+export type ArchivistSettings = z.infer<typeof ArchivistSettings>;
+
+/** The archivist's defaults: distil after 10 deferred turns or 10 minutes idle. */
+export const ARCHIVIST_DEFAULTS: Required<ArchivistSettings> = {
+  mode: 'debounced',
+  afterTurns: 10,
+  idleMs: 10 * 60 * 1000,
+};
+
+/** The settings in force: the agent's over the tenant's over the defaults (either may be invalid: ignored). */
+export function resolveArchivistSettings(tenant: unknown, agent: unknown): Required<ArchivistSettings> {
+  const t = ArchivistSettings.safeParse(tenant ?? {});
+  const a = ArchivistSettings.safeParse(agent ?? {});
+  return { ...ARCHIVIST_DEFAULTS, ...(t.success ? t.data : {}), ...(a.success ? a.data : {}) };
+}
+
 export const CreateAgentRequest = z.strictObject({
   name: Name,
   archetype: z.string().trim().min(1).max(60).optional(),
@@ -80,6 +111,8 @@ export const CreateAgentRequest = z.strictObject({
     'TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), ' +
       'light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)',
   ),
+  /** When the archivist distils this agent's sessions; over the tenant's settings (docs/adr/0032). */
+  archivist: ArchivistSettings.optional(),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 
@@ -211,11 +244,15 @@ export const PriceKey = z
       'must be "<provider>/<model>" or "<provider>/*" with provider openai, openai-chat, anthropic or scripted',
   });
 
-/** USD per million tokens; cached input tokens cost `input` unless `cachedInput` is given. */
+/**
+ * USD per million tokens; cached input tokens cost `input` unless `cachedInput` is given, input
+ * written to the provider's prompt cache costs `input` unless `cacheWrite` is given.
+ */
 export const ModelPrice = z.strictObject({
   input: z.number().min(0).max(10_000),
   output: z.number().min(0).max(10_000),
   cachedInput: z.number().min(0).max(10_000).optional(),
+  cacheWrite: z.number().min(0).max(10_000).optional(),
 });
 export type ModelPrice = z.infer<typeof ModelPrice>;
 
@@ -275,6 +312,8 @@ export const TenantSettings = z.strictObject({
    * left stops before its first model call, a running one stops at it (docs/adr/0026). Absent: no cap.
    */
   dailySpendLimitUsd: DailySpendLimitUsd.optional(),
+  /** When the archivist distils the tenant's sessions (docs/adr/0032); an agent's own settings win. */
+  archivist: ArchivistSettings.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -313,6 +352,7 @@ export function parseTenantSettings(
   const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
   // The operator may have set 0 (PATCH /v1/admin/tenants/:id): a cap like any other.
   const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
+  const archivist = ArchivistSettings.safeParse(stored.archivist ?? {});
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
   const notifyUrl = NotifyUrl.safeParse(stored.notifyUrl);
   const notifySecret = NotifySecret.safeParse(stored.notifySecret);
@@ -331,6 +371,7 @@ export function parseTenantSettings(
     toolSchemaMode: mode.success ? mode.data : 'relaxed',
     modelPrices,
     approvalRequired,
+    archivist: archivist.success ? archivist.data : {},
     ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
     ...(limit.success ? { dailySpendLimitUsd: limit.data } : {}),
     // Only as a pair: a URL without its secret cannot be signed for.
@@ -369,6 +410,8 @@ export const UpdateSettingsRequest = z
     notifySecret: NotifySecret.optional(),
     /** `null` removes the cap. */
     dailySpendLimitUsd: DailySpendLimitUsd.nullable().optional(),
+    /** Replaces the tenant's archivist settings (`{}` or `null`: the defaults), docs/adr/0032. */
+    archivist: ArchivistSettings.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -419,6 +462,7 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
       update.dailySpendLimitUsd === null
         ? undefined
         : (update.dailySpendLimitUsd ?? current.dailySpendLimitUsd),
+    archivist: update.archivist === null ? {} : (update.archivist ?? current.archivist),
   };
 }
 

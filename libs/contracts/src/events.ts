@@ -51,7 +51,10 @@ function outline<T extends z.ZodRawShape>(shape: T) {
 const UsageData = outline({
   inputTokens: z.number(),
   outputTokens: z.number(),
+  /** Prompt tokens read from the provider's prompt cache (part of inputTokens). */
   cachedTokens: z.number().optional(),
+  /** Prompt tokens written to the provider's prompt cache (part of inputTokens), docs/adr/0032. */
+  cacheWriteTokens: z.number().optional(),
 });
 /** One provider attempt of a round's timeline (libs/engine `ProviderAttempt`). */
 const AttemptData = outline({ model: z.string(), attempt: z.int(), outcome: z.string() });
@@ -91,6 +94,8 @@ export const EventData = {
     requestedModel: z.string(),
     usage: UsageData,
     costUsd: z.number(),
+    /** What the provider's prompt cache saved on this call, USD (negative when it only wrote). */
+    cacheSavedUsd: z.number().optional(),
     toolCalls: z.int(),
     attempts: z.array(AttemptData),
   }),

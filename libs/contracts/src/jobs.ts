@@ -60,11 +60,17 @@ export const PostTurnHookName = z.enum([
 ]);
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 
-/** One job per (turn, hook): job id = `${turnId}.${hook}` (BullMQ ids cannot contain ":"). */
+/**
+ * One job per (turn, hook): job id = `${turnId}.${hook}` (BullMQ ids cannot contain ":"). With
+ * `sessionId` (archivist only, docs/adr/0032): the session's debounced distillation, triggered by
+ * `turnId`, distilling every turn of the session the archivist deferred; job id
+ * `${turnId}.${hook}.session`, deduplicated per session by BullMQ (`archivistSessionDedup`).
+ */
 export const PostTurnJob = z.object({
   turnId: z.uuid(),
   tenantId: z.uuid(),
   hook: PostTurnHookName,
+  sessionId: z.uuid().optional(),
   trace: TraceCarrier,
 });
 export type PostTurnJob = z.infer<typeof PostTurnJob>;
@@ -160,7 +166,7 @@ export const Jobs = {
   postTurn: {
     queue: QueueName.PostTurn,
     schema: PostTurnJob,
-    jobId: (d: PostTurnJob) => `${d.turnId}.${d.hook}`,
+    jobId: (d: PostTurnJob) => (d.sessionId ? `${d.turnId}.${d.hook}.session` : `${d.turnId}.${d.hook}`),
     attempts: 8,
     backoff: { type: 'exponential', delay: 2000 },
     keepCompletedSeconds: DAY,

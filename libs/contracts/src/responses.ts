@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AuditAction,
+  ArchivistSettings,
   Budgets,
   ModelPrices,
   ModelRoutes,
@@ -163,6 +164,8 @@ export const AgentResponse = z
     budgets: Budgets,
     /** TokenJuice for its tool results (docs/adr/0033): auto | full | light | off. */
     toolResultCompression: ToolResultCompression,
+    /** The agent's own archivist settings (the tenant's apply to the fields it leaves out), docs/adr/0032. */
+    archivist: ArchivistSettings,
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,
@@ -385,8 +388,23 @@ export const TurnResponse = z
     stopReason: z.string().nullable(),
     finalText: z.string().nullable(),
     iterations: z.int(),
-    usage: z.strictObject({ inputTokens: z.int(), outputTokens: z.int(), cachedTokens: z.int() }),
+    /**
+     * Tokens over the turn's own provider calls. inputTokens counts every prompt token; cachedTokens of
+     * them were read from the provider's prompt cache, cacheWriteTokens written to it (docs/adr/0032).
+     */
+    usage: z.strictObject({
+      inputTokens: z.int(),
+      outputTokens: z.int(),
+      cachedTokens: z.int(),
+      cacheWriteTokens: z.int(),
+    }),
     costUsd: Usd,
+    /**
+     * What the provider's prompt cache saved over the turn's calls, USD (exact decimal): their cost
+     * with every prompt token at the input rate, less costUsd's part for them; negative when the calls
+     * only wrote the cache.
+     */
+    cacheSavedUsd: Usd,
     /**
      * What costUsd is worth (ADR 0007): `priced` from a price table or override, `provider_reported`
      * when every call's cost came from the provider, `unpriced` when a call's model had no price (booked
@@ -468,6 +486,12 @@ export const SettingsResponse = z
      * here: the cap that holds is the smaller of this and `dailySpendLimitUsd`.
      */
     operatorDailySpendLimitUsd: z.number().nullable(),
+    /** The archivist's settings in force for the tenant's agents, defaults filled in (docs/adr/0032). */
+    archivist: z.strictObject({
+      mode: z.enum(['debounced', 'every_turn', 'off']),
+      afterTurns: z.int(),
+      idleMs: z.int(),
+    }),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;
@@ -476,8 +500,13 @@ export type SettingsResponse = z.infer<typeof SettingsResponse>;
 const UsageSums = {
   inputTokens: z.int(),
   outputTokens: z.int(),
+  /** Of inputTokens, read from the provider's prompt cache. */
   cachedTokens: z.int(),
+  /** Of inputTokens, written to the provider's prompt cache (docs/adr/0032). */
+  cacheWriteTokens: z.int(),
   costUsd: Usd,
+  /** What the prompt cache saved: the calls at the plain input rate less what they cost; may be negative. */
+  cacheSavedUsd: Usd,
   /** Ledger entries summed: one per provider call. */
   entries: z.int(),
 };

@@ -1,4 +1,11 @@
-import { applySettingsUpdate, parseTenantSettings, TenantSettings, UpdateSettingsRequest } from './api';
+import {
+  applySettingsUpdate,
+  ARCHIVIST_DEFAULTS,
+  parseTenantSettings,
+  resolveArchivistSettings,
+  TenantSettings,
+  UpdateSettingsRequest,
+} from './api';
 
 describe('TenantSettings', () => {
   it('accepts routes to concrete models and a block list', () => {
@@ -41,6 +48,7 @@ describe('parseTenantSettings', () => {
       toolSchemaMode: 'relaxed',
       modelPrices: {},
       approvalRequired: [],
+      archivist: {},
     });
     expect(parseTenantSettings({ toolSchemaMode: 'strict' }).toolSchemaMode).toBe('strict');
   });
@@ -62,6 +70,7 @@ describe('parseTenantSettings', () => {
       toolSchemaMode: 'relaxed',
       modelPrices: {},
       approvalRequired: [],
+      archivist: {},
     });
   });
 
@@ -85,6 +94,7 @@ describe('parseTenantSettings', () => {
       toolSchemaMode: 'relaxed',
       modelPrices: {},
       approvalRequired: [],
+      archivist: {},
     });
   });
 
@@ -178,6 +188,7 @@ describe('applySettingsUpdate', () => {
       toolSchemaMode: 'relaxed',
       modelPrices: {},
       approvalRequired: [],
+      archivist: {},
       budgets: { maxUsd: 1 },
     });
   });
@@ -228,6 +239,7 @@ describe('applySettingsUpdate', () => {
       toolSchemaMode: 'relaxed',
       modelPrices: {},
       approvalRequired: [],
+      archivist: {},
     });
   });
 });
@@ -276,5 +288,32 @@ describe('daily spend cap (docs/adr/0026)', () => {
     const removed = applySettingsUpdate(kept, UpdateSettingsRequest.parse({ dailySpendLimitUsd: null }));
     expect(parseTenantSettings(removed).dailySpendLimitUsd).toBeUndefined();
     expect(parseTenantSettings({ dailySpendLimitUsd: 'lots' }).dailySpendLimitUsd).toBeUndefined();
+  });
+});
+
+describe('archivist settings (docs/adr/0032)', () => {
+  it('resolves the agent’s over the tenant’s over the defaults, field by field, ignoring invalid ones', () => {
+    expect(resolveArchivistSettings(undefined, undefined)).toEqual(ARCHIVIST_DEFAULTS);
+    expect(resolveArchivistSettings({ mode: 'every_turn', idleMs: 5000 }, { idleMs: 2000 })).toEqual({
+      mode: 'every_turn',
+      afterTurns: ARCHIVIST_DEFAULTS.afterTurns,
+      idleMs: 2000,
+    });
+    expect(resolveArchivistSettings({ mode: 'sometimes' }, { afterTurns: 0 })).toEqual(ARCHIVIST_DEFAULTS);
+  });
+
+  it('is replaced by a PATCH, and null goes back to the defaults; out-of-range values are refused', () => {
+    const stored = applySettingsUpdate({}, { archivist: { mode: 'off' } });
+    expect(parseTenantSettings(stored).archivist).toEqual({ mode: 'off' });
+    expect(parseTenantSettings(applySettingsUpdate(stored, { archivist: null })).archivist).toEqual({});
+    expect(parseTenantSettings(applySettingsUpdate(stored, { blockedTools: [] })).archivist).toEqual({
+      mode: 'off',
+    });
+    expect(UpdateSettingsRequest.safeParse({ archivist: { afterTurns: 0 } }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ archivist: { idleMs: 10 } }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ archivist: { mode: 'always' } }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ archivist: { every: 1 } }).success).toBe(false);
+    // A stored value that is no longer valid reads as none.
+    expect(parseTenantSettings({ archivist: { mode: 'always' } }).archivist).toEqual({});
   });
 });

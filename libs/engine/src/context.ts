@@ -8,6 +8,11 @@ export interface ContextQuery {
   sessionId: string;
   turnId: string;
   input: string;
+  /**
+   * Whether the agent has any memory record, as the turn's claim read it (docs/adr/0032); `false`:
+   * a memory source has nothing to recall and makes no query. Unknown when absent.
+   */
+  hasMemory?: boolean;
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  cacheSavingsUsd,
   costOf,
   ProviderError,
   tracedComplete,
@@ -74,7 +75,13 @@ export class ModelRound {
         try {
           const response = await tracedComplete(
             resolved,
-            { messages, tools, signal, onTextDelta: (d) => cp.textDelta(d) },
+            {
+              messages,
+              tools,
+              signal,
+              onTextDelta: (d) => cp.textDelta(d),
+              ...(input.promptCache ? { cache: input.promptCache } : {}),
+            },
             genAiAttributes(input),
           );
           attempts.push({
@@ -163,12 +170,14 @@ export class ModelRound {
       // Persistence failures (a lost lease, a dead database) are not provider failures: they propagate.
       const { response, ref, provider, model } = succeeded;
       const cost = costOf(provider, model, response.usage, response.reportedCostUsd, input.prices);
+      const cacheSavedUsd = cacheSavingsUsd(provider, model, response.usage, input.prices);
       await cp.emit('provider_round_completed', {
         round,
         model: ref,
         requestedModel: input.model,
         usage: response.usage,
         costUsd: cost.usd,
+        cacheSavedUsd,
         toolCalls: response.toolCalls.length,
         attempts,
       });
@@ -179,6 +188,7 @@ export class ModelRound {
         response,
         costUsd: cost.usd,
         costSource: cost.source,
+        cacheSavedUsd,
         attempts,
       });
       return { response, costUsd: cost.usd };

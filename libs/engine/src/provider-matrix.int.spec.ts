@@ -35,7 +35,7 @@ const ENDPOINT = {
 const PROVIDER_TIMEOUT_MS = 300;
 
 const USAGE = { input: 40, output: 6, cached: 8 };
-const NEUTRAL_USAGE = { inputTokens: 40, outputTokens: 6, cachedTokens: 8 };
+const NEUTRAL_USAGE = { inputTokens: 40, outputTokens: 6, cachedTokens: 8, cacheWriteTokens: 0 };
 
 function sdkProviders(server: FakeLlmServer): ModelProvider[] {
   const openai = { apiKey: 'k', baseURL: server.openaiBaseUrl, timeoutMs: PROVIDER_TIMEOUT_MS };

@@ -4,6 +4,7 @@ import type {
   CostStatus,
   ModelResponse,
   PriceOverrides,
+  PromptCache,
   ToolCallRequest,
   TransportDiagnostics,
   Usage,
@@ -82,6 +83,10 @@ export interface TurnInput {
   approval?: { agent: string[]; tenant: string[]; untrustedInput: boolean };
   /** Decisions on this turn's gated calls, stored by the approvals API: a resumed run acts on them. */
   decisions?: ApprovalDecision[];
+  /** Whether the agent has memory records (the claim's EXISTS): false skips recall (docs/adr/0032). */
+  agentHasMemory?: boolean;
+  /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */
+  promptCache?: PromptCache;
 }
 
 /** Why a call needs approval: the tool declares it, the agent or tenant lists it, or the input is untrusted. */
@@ -162,6 +167,8 @@ export interface RoundRecord {
   response: ModelResponse;
   costUsd: number;
   costSource: string;
+  /** What the provider's prompt cache saved on the call (negative when it only wrote): docs/adr/0032. */
+  cacheSavedUsd?: number;
   attempts: ProviderAttempt[];
 }
 
@@ -194,6 +201,8 @@ export interface SideCallRecord {
   usage?: Usage;
   costUsd: number;
   costSource?: string;
+  /** What the provider's prompt cache saved on the call (docs/adr/0032). */
+  cacheSavedUsd?: number;
   error?: string;
 }
 

@@ -19,6 +19,12 @@ export interface TurnSnapshot {
   settings: unknown;
   /** Whether this hook already has its `hook_runs` row for the turn (a re-run does nothing). */
   done: boolean;
+  /** That row's status when there is one: `deferred` waits for its session's distillation (docs/adr/0032). */
+  runStatus: string | null;
+  /** The turn's seq in its session. */
+  seq: number;
+  /** The agent's own archivist settings (docs/adr/0032). */
+  agentArchivist: unknown;
   /** The turn's input, then any message delivered into the turn while it ran. */
   input: { text: string; kind: string; authorityClass: string; truncated: boolean };
   /** The final text of a completed turn; what the committed rounds said for a cancelled one. */
@@ -57,6 +63,9 @@ interface SnapshotRow {
   finalText: string | null;
   settings: unknown;
   done: boolean;
+  runStatus: string | null;
+  seq: number;
+  agentArchivist: unknown;
   messages: { position: number; role: string; kind: string; authorityClass: string; body: unknown }[];
   toolCalls: { name: string; arguments: string; status: string; outcome: string | null }[];
   toolCallCount: number;
@@ -91,9 +100,11 @@ export async function loadTurnSnapshot(
         AND status IN ('completed', 'failed', 'cancelled')
     )
     SELECT t.id AS "turnId", t.tenant_id AS "tenantId", t.session_id AS "sessionId",
-      t.agent_id AS "agentId", t.status, t.final_text AS "finalText",
+      t.agent_id AS "agentId", t.status, t.final_text AS "finalText", t.seq,
       (SELECT settings FROM tenants WHERE id = t.tenant_id) AS settings,
+      (SELECT archivist FROM agents WHERE id = t.agent_id) AS "agentArchivist",
       EXISTS (SELECT 1 FROM hook_runs h WHERE h.turn_id = t.id AND h.hook = ${hook}) AS done,
+      (SELECT h.status FROM hook_runs h WHERE h.turn_id = t.id AND h.hook = ${hook}) AS "runStatus",
       (SELECT coalesce(json_agg(json_build_object('position', m.position, 'role', m.role, 'kind', m.kind,
           'authorityClass', m.authority_class, 'body', m.body) ORDER BY m.position), '[]')
         FROM messages m
@@ -146,6 +157,9 @@ export async function loadTurnSnapshot(
     status: row.status,
     settings: row.settings,
     done: row.done,
+    runStatus: row.runStatus,
+    seq: row.seq,
+    agentArchivist: row.agentArchivist,
     input: {
       text: input.text,
       truncated: input.truncated,
@@ -184,7 +198,7 @@ export async function claimHookRun(
     turnId: string;
     hook: string;
     output: Record<string, unknown>;
-    status?: 'completed' | 'failed';
+    status?: 'completed' | 'failed' | 'deferred';
   },
 ): Promise<boolean> {
   const inserted = await tx.execute(sql`

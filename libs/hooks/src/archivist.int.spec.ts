@@ -62,7 +62,13 @@ describe('runArchivist', () => {
       env.db,
       `t-${newId()}`,
       {},
-      route ? { settings: { modelRoutes: { summarization: route } } } : {},
+      // One distillation per turn, at once: the debounce has its own tests (archivist-debounce.int.spec.ts).
+      {
+        settings: {
+          archivist: { mode: 'every_turn' },
+          ...(route ? { modelRoutes: { summarization: route } } : {}),
+        },
+      },
     );
 
   /** A turn with its input, an assistant round that called a tool, the tool's result and (unless cancelled) an answer. */
@@ -430,7 +436,7 @@ describe('runArchivist', () => {
     expect(Number(spend.inputTokens)).toBe(2 * 100 + 2 * 400);
   });
 
-  it('two runs racing for one turn write its facts and its ledger once', async () => {
+  it('two runs racing for one turn write its facts once; both calls’ spend is booked', async () => {
     const t = await tenant();
     const turnId = await turn(t, {
       status: 'completed',
@@ -444,7 +450,8 @@ describe('runArchivist', () => {
     const outcomes = await Promise.all([run(turnId, t.tenantId), run(turnId, t.tenantId)]);
     expect(outcomes.sort()).toEqual(['already_done', 'written']);
     expect(await memoryOf(t.agentId)).toHaveLength(1);
-    expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(1);
+    // The loser's call was made: its spend is booked under its own key, its facts are not kept.
+    expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(2);
     expect(await env.db.hookRun.count({ where: { turnId } })).toBe(1);
   });
 });

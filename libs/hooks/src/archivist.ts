@@ -1,9 +1,16 @@
 import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
-import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
+import {
+  newId,
+  parseTenantSettings,
+  resolveArchivistSettings,
+  type ArchivistSettings,
+  type PostTurnJob,
+} from '@switchboard/contracts';
 import { evidenceBlock } from '@switchboard/engine';
 import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql, type MemoryWrite } from '@switchboard/memory';
 import {
+  cacheSavingsUsd,
   costOf,
   resolveModelRef,
   tracedComplete,
@@ -13,9 +20,9 @@ import {
   type ProviderRegistry,
   type Usage,
 } from '@switchboard/providers';
-import { ACCUMULATE_DAILY_SPEND, join, sql, type SqlRunner } from '@switchboard/store';
+import { ACCUMULATE_DAILY_SPEND, join, json, sql, type SqlRunner } from '@switchboard/store';
 import { claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
-import type { HookContext } from './context';
+import type { HookContext, HookOutcome } from './context';
 
 export const ARCHIVIST_HOOK = 'archivist';
 
@@ -129,35 +136,43 @@ export interface ArchivistCall {
   usage: Usage;
   costUsd: number;
   costSource: CostSource;
+  cacheSavedUsd: number;
 }
 
 /**
- * The archivist hook (seed 000 "Post-turn hooks", SPEC §11): distils the durable facts of a turn into
- * the agent's memory (kind `fact`), with provenance back to the turn. Runs for completed turns and for
- * cancelled ones on their partial context (what the committed rounds said and the tool calls that
- * ran). A failed turn is skipped and recorded: its partial context ends in an error the user will
- * usually retry, and facts distilled from a broken run would outlive the retry that corrects them.
+ * The archivist hook (seed 000 "Post-turn hooks", SPEC §11): distils the durable facts of a session's
+ * turns into the agent's memory (kind `fact`), with provenance back to the turns. Runs for completed
+ * turns and for cancelled ones on their partial context. Skipped, and recorded so: a failed turn (its
+ * partial context ends in an error the user will usually retry), an empty one, a bare acknowledgement
+ * with no tool call (`nothing_new`), and every turn of an agent whose archivist is `off`.
  *
- * One model call on the tenant's `summarization` route (one more with a correction when the answer is
- * not the expected JSON; a second bad answer fails the job, which BullMQ retries). The facts, the
- * `hook_runs` row and the calls' ledger entries commit in ONE transaction: a crash before the commit
- * leaves nothing, and a run after it finds the row and does nothing (`already_done`), without calling
- * the model again.
+ * Post-turn model calls only when they pay (docs/adr/0032): in `debounced` mode (the default) a turn
+ * worth distilling is only recorded `deferred` (its hook_runs row) and the session's distillation job
+ * is published with BullMQ's deduplication per session (`replace` + `keepLastIfActive`): each new
+ * deferred turn pushes the delayed job back by `idleMs`, the `afterTurns`-th one makes it run now, and
+ * a job published while one runs is kept for after it, so one distillation per session runs at a
+ * time. That job (`runSession`) distils every deferred turn of the session in one model call (one
+ * more with a correction when the answer is not the expected JSON). `every_turn` distils each turn at
+ * once, the same way, as a batch of one.
+ *
+ * A distillation's facts, its turns' hook_runs rows (deferred → completed, compared and set) and the
+ * calls' ledger entries commit in ONE transaction: a crash before the commit leaves the turns deferred
+ * for the job's rerun (none lost), one after it leaves none deferred (none distilled twice). A rerun
+ * that finds its turns taken by another run keeps nothing but still books its calls' spend.
  */
-export async function runArchivist(
-  ctx: HookContext,
-  job: PostTurnJob,
-): Promise<'written' | 'already_done' | 'skipped'> {
+export async function runArchivist(ctx: HookContext, job: PostTurnJob): Promise<HookOutcome> {
   const result = await hookSpan(ARCHIVIST_HOOK, job, async (span) => {
     const started = Date.now();
-    const r = await archive(ctx, job);
+    const r = job.sessionId ? await runSession(ctx, job, job.sessionId) : await runTurn(ctx, job);
     span.setAttribute('switchboard.archivist.facts', r.facts);
     ctx.logger.info(
       {
         hook: ARCHIVIST_HOOK,
         turnId: job.turnId,
+        sessionId: job.sessionId,
         outcome: r.outcome,
         facts: r.facts,
+        turns: r.turns,
         model: r.model,
         costUsd: r.costUsd,
         reason: r.reason,
@@ -171,91 +186,220 @@ export async function runArchivist(
 }
 
 interface ArchiveResult {
-  outcome: 'written' | 'already_done' | 'skipped';
+  outcome: HookOutcome;
   facts: number;
+  /** Turns distilled. */
+  turns?: number;
   model?: string;
   costUsd?: string;
   reason?: string;
 }
 
-async function archive(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResult> {
+/** Bare acknowledgements and greetings: a turn that says only this (and calls no tool) has nothing new. */
+const ACKNOWLEDGEMENT =
+  /^(?:(?:ok(?:ay)?|k|thanks?|thank you|very much|thx|ty|cool|great|nice|perfect|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|good ?bye|see you|cheers|👍|🙏)[\s,.!]*)+$/iu;
+
+/**
+ * BullMQ's deduplication of a session's distillation (docs/adr/0032): one id per session; `replace`
+ * swaps a delayed job for the new one (the debounce: its delay starts again), `keepLastIfActive` keeps
+ * the newest one published while one runs and starts it after (never two at once, none dropped).
+ */
+export function archivistSessionDedup(sessionId: string): {
+  id: string;
+  replace: true;
+  keepLastIfActive: true;
+} {
+  return { id: `archivist.${sessionId}`, replace: true, keepLastIfActive: true };
+}
+
+/** At most this many deferred turns go into one distillation (a longer backlog takes more runs). */
+export const ARCHIVIST_MAX_BATCH = 20;
+
+/** The per-turn job: skip, distil now (`every_turn`), or defer to the session's distillation. */
+async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResult> {
   const snapshot = await loadTurnSnapshot(ctx.sql, job, ARCHIVIST_HOOK);
   // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
   if (!snapshot) return { outcome: 'skipped', facts: 0, reason: 'no_ended_turn' };
-  if (snapshot.done) return { outcome: 'already_done', facts: 0 };
-  const skip = skipReason(snapshot);
-  if (skip) return recordSkip(ctx, snapshot, skip);
-  if (!ctx.models) throw new ArchivistError('no_model', 'the archivist hook has no model providers');
-
   const settings = parseTenantSettings(snapshot.settings);
+  const config = resolveArchivistSettings(settings.archivist, snapshot.agentArchivist);
+  // Deferred by an earlier attempt whose publish may not have happened: publish again (deduplicated).
+  if (snapshot.runStatus === 'deferred') {
+    await deferToSession(ctx, snapshot, config);
+    return { outcome: 'already_done', facts: 0, reason: 'deferred' };
+  }
+  if (snapshot.done) return { outcome: 'already_done', facts: 0 };
+  const skip = config.mode === 'off' ? 'archivist_off' : skipReason(snapshot);
+  if (skip) return recordSkip(ctx, snapshot, skip);
+  if (config.mode === 'every_turn') return distilTurns(ctx, [snapshot], snapshot.turnId);
+  const claimed = await claimHookRun(ctx.sql, {
+    tenantId: snapshot.tenantId,
+    turnId: snapshot.turnId,
+    hook: ARCHIVIST_HOOK,
+    status: 'deferred',
+    output: { deferred: true, turnStatus: snapshot.status },
+  });
+  if (!claimed) return { outcome: 'already_done', facts: 0 };
+  await deferToSession(ctx, snapshot, config);
+  return { outcome: 'deferred', facts: 0 };
+}
+
+/**
+ * Publishes the session's distillation, debounced: `idleMs` from now, or now once `afterTurns` turns
+ * are deferred. BullMQ's deduplication id is the session: a delayed job is replaced (its timer starts
+ * again), a running one keeps the latest as its successor.
+ */
+async function deferToSession(
+  ctx: HookContext,
+  s: TurnSnapshot,
+  config: Required<ArchivistSettings>,
+): Promise<void> {
+  if (!ctx.deferArchivist) throw new ArchivistError('no_model', 'the archivist hook cannot publish jobs');
+  const row = await ctx.sql.first<{ n: number }>(sql`
+    SELECT count(*)::int AS n FROM hook_runs h JOIN turns t ON t.id = h.turn_id
+    WHERE t.session_id = ${s.sessionId}::uuid AND t.tenant_id = ${s.tenantId}::uuid
+      AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'`);
+  const pending = row?.n ?? 0;
+  await ctx.deferArchivist(
+    { turnId: s.turnId, tenantId: s.tenantId, hook: ARCHIVIST_HOOK, sessionId: s.sessionId },
+    pending >= config.afterTurns ? 0 : config.idleMs,
+  );
+}
+
+/** The session's distillation: every deferred turn of it, oldest first, in one model call. */
+async function runSession(ctx: HookContext, job: PostTurnJob, sessionId: string): Promise<ArchiveResult> {
+  const rows = await ctx.sql.rows<{ turnId: string }>(sql`
+    SELECT h.turn_id AS "turnId" FROM hook_runs h JOIN turns t ON t.id = h.turn_id
+    WHERE t.session_id = ${sessionId}::uuid AND t.tenant_id = ${job.tenantId}::uuid
+      AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'
+    ORDER BY t.seq LIMIT ${ARCHIVIST_MAX_BATCH}`);
+  // Distilled already (a trigger published while the last run ran), or never deferred.
+  if (rows.length === 0) return { outcome: 'skipped', facts: 0, reason: 'nothing_deferred' };
+  const snapshots: TurnSnapshot[] = [];
+  for (const r of rows) {
+    const snap = await loadTurnSnapshot(
+      ctx.sql,
+      { turnId: r.turnId, tenantId: job.tenantId },
+      ARCHIVIST_HOOK,
+    );
+    if (snap) snapshots.push(snap);
+  }
+  return distilTurns(ctx, snapshots, job.turnId);
+}
+
+/**
+ * One distillation of `snapshots` (one session's turns, oldest first): the model call, then facts,
+ * hook_runs rows and ledger entries in one transaction. `runId` names the run in the ledger keys.
+ */
+async function distilTurns(
+  ctx: HookContext,
+  snapshots: TurnSnapshot[],
+  runId: string,
+): Promise<ArchiveResult> {
+  const last = snapshots[snapshots.length - 1];
+  if (!last) return { outcome: 'skipped', facts: 0, reason: 'nothing_deferred' };
+  if (!ctx.models) throw new ArchivistError('no_model', 'the archivist hook has no model providers');
+  const settings = parseTenantSettings(last.settings);
   const ref = resolveModelRef('hint:summarization', settings.modelRoutes, ctx.models.defaultModel).ref;
   const prices = { ...ctx.models.prices, ...settings.modelPrices };
+  const turnIds = snapshots.map((s) => s.turnId);
   let distilled;
   try {
-    distilled = await distil(ctx.models.providers, ref, snapshot, prices);
+    distilled = await distil(ctx.models.providers, ref, snapshots, prices);
   } catch (err) {
     if (err instanceof ArchivistError && err.kind === 'unsupported_model') {
-      return recordUnsupported(ctx, snapshot, ref, err);
+      return recordUnsupported(ctx, snapshots, ref, err);
     }
     throw err;
   }
   const { facts, calls } = distilled;
-
   const costUsd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
   const records: MemoryWrite[] = facts.map((f, i) => ({
-    tenantId: snapshot.tenantId,
-    agentId: snapshot.agentId,
+    tenantId: last.tenantId,
+    agentId: last.agentId,
     kind: 'fact',
     title: f.title,
     content: f.content,
-    dedupeKey: `archivist:${snapshot.turnId}:${i}`,
+    dedupeKey: `archivist:${last.turnId}:${i}`,
     provenance: {
       source: 'archivist',
       hook: ARCHIVIST_HOOK,
-      turnId: snapshot.turnId,
-      sessionId: snapshot.sessionId,
-      messageSeqs: snapshot.messageSeqs,
+      turnId: last.turnId,
+      ...(turnIds.length > 1 ? { turnIds } : {}),
+      sessionId: last.sessionId,
+      messageSeqs: last.messageSeqs,
       model: ref,
     },
   }));
-  const written = await ctx.sql.transaction(async (tx) => {
-    const claimed = await claimHookRun(tx, {
-      tenantId: snapshot.tenantId,
-      turnId: snapshot.turnId,
-      hook: ARCHIVIST_HOOK,
-      output: {
-        facts: records.length,
-        model: ref,
-        calls: calls.length,
-        costUsd,
-        turnStatus: snapshot.status,
-      },
+  const output = { facts: records.length, model: ref, calls: calls.length, costUsd, turns: turnIds.length };
+  const written = await ctx.sql
+    .transaction(async (tx) => {
+      const claimed = await claimTurns(tx, snapshots, output);
+      // Another run distilled some of these turns meanwhile: its facts stand, this run's are dropped.
+      if (!claimed) throw new TurnsTaken();
+      if (records.length > 0) await tx.execute(memoryInsertSql(records));
+      await bookCalls(tx, last, calls, `hook:${ARCHIVIST_HOOK}:${last.turnId}`);
+      return true;
+    })
+    .catch(async (err: unknown) => {
+      if (!(err instanceof TurnsTaken)) throw err;
+      // The spend happened all the same: booked under this run's own keys.
+      await ctx.sql.transaction((tx) =>
+        bookCalls(tx, last, calls, `hook:${ARCHIVIST_HOOK}:${runId}:${newId()}`),
+      );
+      return false;
     });
-    // Another run recorded the turn meanwhile: its facts stand, this run's are dropped.
-    if (!claimed) return false;
-    if (records.length > 0) await tx.execute(memoryInsertSql(records));
-    await bookCalls(tx, snapshot, calls);
-    return true;
-  });
-  if (!written) return { outcome: 'already_done', facts: 0, model: ref };
-  for (const c of calls) {
-    ctx.metrics.tokens.inc({ provider: c.provider, model: c.model, direction: 'input' }, c.usage.inputTokens);
-    ctx.metrics.tokens.inc(
-      { provider: c.provider, model: c.model, direction: 'output' },
-      c.usage.outputTokens,
-    );
-    ctx.metrics.tokens.inc(
-      { provider: c.provider, model: c.model, direction: 'cached' },
-      c.usage.cachedTokens,
-    );
-    ctx.metrics.costUsd.inc({ provider: c.provider, model: c.model }, c.costUsd);
+  countCalls(ctx, calls);
+  if (!written) return { outcome: 'already_done', facts: 0, model: ref, costUsd };
+  return { outcome: 'written', facts: records.length, turns: turnIds.length, model: ref, costUsd };
+}
+
+class TurnsTaken extends Error {}
+
+/**
+ * The distilled turns' hook_runs rows, in the caller's transaction: a deferred row becomes completed
+ * (compare and set), a turn without one (`every_turn`) gets one. True only when every turn was this
+ * run's to take: a concurrent run waits on the rows (or the unique index) until the first commits.
+ */
+async function claimTurns(
+  tx: SqlRunner,
+  snapshots: TurnSnapshot[],
+  output: Record<string, unknown>,
+): Promise<boolean> {
+  for (const s of snapshots) {
+    const turnOutput = { ...output, turnStatus: s.status };
+    if (s.runStatus === 'deferred') {
+      const n = await tx.execute(sql`
+        UPDATE hook_runs SET status = 'completed', output = ${json(turnOutput)}::jsonb, completed_at = now()
+        WHERE turn_id = ${s.turnId}::uuid AND hook = ${ARCHIVIST_HOOK} AND status = 'deferred'`);
+      if (n !== 1) return false;
+    } else {
+      const claimed = await claimHookRun(tx, {
+        tenantId: s.tenantId,
+        turnId: s.turnId,
+        hook: ARCHIVIST_HOOK,
+        output: turnOutput,
+      });
+      if (!claimed) return false;
+    }
   }
-  return { outcome: 'written', facts: records.length, model: ref, costUsd };
+  return true;
+}
+
+function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
+  for (const c of calls) {
+    const labels = { provider: c.provider, model: c.model };
+    ctx.metrics.tokens.inc({ ...labels, direction: 'input' }, c.usage.inputTokens);
+    ctx.metrics.tokens.inc({ ...labels, direction: 'output' }, c.usage.outputTokens);
+    ctx.metrics.tokens.inc({ ...labels, direction: 'cached' }, c.usage.cachedTokens);
+    ctx.metrics.tokens.inc({ ...labels, direction: 'cache_write' }, c.usage.cacheWriteTokens ?? 0);
+    ctx.metrics.costUsd.inc(labels, c.costUsd);
+  }
 }
 
 function skipReason(s: TurnSnapshot): string | undefined {
   if (s.status === 'failed') return 'turn_failed';
   if (!s.input.text && !s.assistant.text && s.toolCalls.length === 0) return 'nothing_to_distil';
+  if (s.toolCalls.length === 0 && ACKNOWLEDGEMENT.test(s.input.text.trim())) return 'nothing_new';
   return undefined;
 }
 
@@ -271,25 +415,36 @@ async function recordSkip(ctx: HookContext, s: TurnSnapshot, reason: string): Pr
 }
 
 /**
- * The run of a model that cannot do the task, recorded `failed`; then an UnrecoverableError so BullMQ
- * does not retry what will fail the same way. Its call is not booked: only a scripted fixture answers
- * so, and its spend is simulated (booking it would put a ledger entry on every turn of a deployment
- * left on the scripted default).
+ * The run of a model that cannot do the task: its turns recorded `failed`; then an UnrecoverableError
+ * so BullMQ does not retry what will fail the same way. Its call is not booked: only a scripted
+ * fixture answers so, and its spend is simulated.
  */
 async function recordUnsupported(
   ctx: HookContext,
-  s: TurnSnapshot,
+  snapshots: TurnSnapshot[],
   ref: string,
   err: ArchivistError,
 ): Promise<ArchiveResult> {
-  const claimed = await claimHookRun(ctx.sql, {
-    tenantId: s.tenantId,
-    turnId: s.turnId,
-    hook: ARCHIVIST_HOOK,
-    status: 'failed',
-    output: { error: err.kind, message: err.message, model: ref, turnStatus: s.status },
-  });
-  if (!claimed) return { outcome: 'already_done', facts: 0 };
+  const output = { error: err.kind, message: err.message, model: ref };
+  let recorded = 0;
+  for (const s of snapshots) {
+    const turnOutput = { ...output, turnStatus: s.status };
+    recorded +=
+      s.runStatus === 'deferred'
+        ? await ctx.sql.execute(sql`
+            UPDATE hook_runs SET status = 'failed', output = ${json(turnOutput)}::jsonb, completed_at = now()
+            WHERE turn_id = ${s.turnId}::uuid AND hook = ${ARCHIVIST_HOOK} AND status = 'deferred'`)
+        : (await claimHookRun(ctx.sql, {
+              tenantId: s.tenantId,
+              turnId: s.turnId,
+              hook: ARCHIVIST_HOOK,
+              status: 'failed',
+              output: turnOutput,
+            }))
+          ? 1
+          : 0;
+  }
+  if (recorded === 0) return { outcome: 'already_done', facts: 0 };
   throw new UnrecoverableError(err.message);
 }
 
@@ -297,13 +452,13 @@ async function recordUnsupported(
 async function distil(
   providers: ProviderRegistry,
   ref: string,
-  snapshot: TurnSnapshot,
+  snapshots: TurnSnapshot[],
   prices: PriceOverrides,
 ): Promise<{ facts: ArchivistFact[]; calls: ArchivistCall[] }> {
   const resolved = providers.resolve(ref);
   const messages: ChatMessage[] = [
     { role: 'system', content: ARCHIVIST_PROMPT },
-    { role: 'user', content: renderTurn(snapshot) },
+    { role: 'user', content: snapshots.map(renderTurn).join('\n\n') },
   ];
   const calls: ArchivistCall[] = [];
   let error = '';
@@ -320,6 +475,7 @@ async function distil(
       usage: r.usage,
       costUsd: cost.usd,
       costSource: cost.source,
+      cacheSavedUsd: cacheSavingsUsd(resolved.provider.name, resolved.model, r.usage, prices),
     });
     if (r.toolCalls.length > 0 && !r.text.trim()) {
       throw new ArchivistError(
@@ -354,22 +510,27 @@ async function distil(
  * the tenant's `tenant_spend_daily` row for the day instead (provider calls, no turn), so the roll-up
  * counts them exactly once whichever hook runs first.
  */
-async function bookCalls(tx: SqlRunner, s: TurnSnapshot, calls: ArchivistCall[]): Promise<void> {
+async function bookCalls(
+  tx: SqlRunner,
+  s: TurnSnapshot,
+  calls: ArchivistCall[],
+  keyPrefix: string,
+): Promise<void> {
   if (calls.length === 0) return;
   const rows = calls.map(
     (c, i) => sql`(${newId()}::uuid, ${s.tenantId}::uuid, ${s.agentId}::uuid, ${s.sessionId}::uuid,
-      ${s.turnId}::uuid, ${`hook:${ARCHIVIST_HOOK}:${s.turnId}:${i + 1}`}, ${c.provider}, ${c.model},
-      ${c.usage.inputTokens}, ${c.usage.outputTokens}, ${c.usage.cachedTokens}, ${c.costUsd.toFixed(8)}::numeric,
-      ${c.costSource})`,
+      ${s.turnId}::uuid, ${`${keyPrefix}:${i + 1}`}, ${c.provider}, ${c.model},
+      ${c.usage.inputTokens}, ${c.usage.outputTokens}, ${c.usage.cachedTokens}, ${c.usage.cacheWriteTokens ?? 0},
+      ${c.costUsd.toFixed(8)}::numeric, ${c.cacheSavedUsd.toFixed(8)}::numeric, ${c.costSource})`,
   );
   await tx.execute(sql`
     INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
-      input_tokens, output_tokens, cached_tokens, cost_usd, cost_source)
+      input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, cache_saved_usd, cost_source)
     VALUES ${join(rows)}
     ON CONFLICT (key) DO NOTHING
   `);
   const usd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
-  const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + c.usage[k], 0);
+  const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + (c.usage[k] ?? 0), 0);
   // The ledger rows' day: their created_at is this transaction's now().
   await tx.execute(sql`
     INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,

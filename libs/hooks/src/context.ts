@@ -1,4 +1,4 @@
-import type { OutboundWebhookJob } from '@switchboard/contracts';
+import type { OutboundWebhookJob, PostTurnJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides, ProviderRegistry } from '@switchboard/providers';
@@ -15,7 +15,15 @@ export interface HookContext {
   notify?: (job: Omit<OutboundWebhookJob, 'trace'>) => Promise<unknown>;
   /** The model providers (the archivist's summarization call). */
   models?: HookModels;
+  /**
+   * Publishes the archivist's session distillation (docs/adr/0032) on `post-turn`, `delayMs` from now,
+   * deduplicated per session (`replace` + `keepLastIfActive`).
+   */
+  deferArchivist?: (job: Omit<PostTurnJob, 'trace'>, delayMs: number) => Promise<unknown>;
 }
+
+/** What a hook run did; `deferred`: the archivist left the turn to its session's distillation. */
+export type HookOutcome = 'written' | 'already_done' | 'skipped' | 'deferred';
 
 /** What a hook that calls a model needs: the process's providers, built from its configuration. */
 export interface HookModels {

@@ -45,6 +45,7 @@ describe('runCostLog', () => {
     inputTokens: number;
     outputTokens: number;
     cachedTokens?: number;
+    cacheWriteTokens?: number;
     costUsd: string;
   }
 
@@ -63,6 +64,7 @@ describe('runCostLog', () => {
         inputTokens: e.inputTokens,
         outputTokens: e.outputTokens,
         cachedTokens: e.cachedTokens ?? 0,
+        cacheWriteTokens: e.cacheWriteTokens ?? 0,
         costUsd: new Prisma.Decimal(e.costUsd),
         costSource: 'rate_table',
         createdAt: new Date(base + i * 1000),
@@ -202,6 +204,7 @@ describe('runCostLog', () => {
         inputTokens: 11,
         outputTokens: 7,
         cachedTokens: 3,
+        cacheWriteTokens: 4,
         costUsd: '0.25',
       },
       { provider: 'openai', model: 'gpt-4o-mini', inputTokens: 13, outputTokens: 5, costUsd: '0.5' },
@@ -218,6 +221,7 @@ describe('runCostLog', () => {
     expect(await counter(metrics.tokens, { ...labels, direction: 'input' })).toBe(24);
     expect(await counter(metrics.tokens, { ...labels, direction: 'output' })).toBe(12);
     expect(await counter(metrics.tokens, { ...labels, direction: 'cached' })).toBe(3);
+    expect(await counter(metrics.tokens, { ...labels, direction: 'cache_write' })).toBe(4);
     expect(await counter(metrics.costUsd, labels)).toBeCloseTo(0.75, 10);
 
     // A later re-run (a retried job) counts nothing more.

@@ -18,6 +18,10 @@ export async function runCostLog(
     ctx.metrics.tokens.inc({ provider: e.provider, model: e.model, direction: 'input' }, e.inputTokens);
     ctx.metrics.tokens.inc({ provider: e.provider, model: e.model, direction: 'output' }, e.outputTokens);
     ctx.metrics.tokens.inc({ provider: e.provider, model: e.model, direction: 'cached' }, e.cachedTokens);
+    ctx.metrics.tokens.inc(
+      { provider: e.provider, model: e.model, direction: 'cache_write' },
+      e.cacheWriteTokens,
+    );
     ctx.metrics.costUsd.inc({ provider: e.provider, model: e.model }, Number(e.costUsd));
   }
   ctx.logger.info({ costLog: result.line }, 'turn cost');

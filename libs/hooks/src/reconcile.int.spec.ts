@@ -180,4 +180,31 @@ describe('reconcileHooks', () => {
     });
     expect((await jobIds()).every((j) => j?.startsWith(newer))).toBe(true);
   });
+
+  it('publishes the distillation of a session whose deferred archivist turns are overdue, and only those', async () => {
+    const overdue = await turn({ status: 'completed' });
+    const recent = await turn({ status: 'completed' });
+    const deferred = (turnId: string, agoMs: number) =>
+      env.db.hookRun.create({
+        data: {
+          id: newId(),
+          tenantId: ids.tenantId,
+          turnId,
+          hook: 'archivist',
+          status: 'deferred',
+          createdAt: new Date(Date.now() - agoMs),
+        },
+      });
+    // Deferred 20 minutes ago, past the default 10 minutes' idle period and the 5 minutes' margin.
+    await deferred(overdue, 20 * 60_000);
+    const session = await reconcileHooks(sql, queue, logger, { graceMs: 10_000 });
+    expect(session.archivistSessions).toBe(1);
+    const job = await queue.getJob(`${overdue}.archivist.session`);
+    expect(job?.data).toMatchObject({ turnId: overdue, sessionId: ids.sessionId, hook: 'archivist' });
+    // A session with a turn deferred just now is within its idle period: nothing published.
+    await env.db.hookRun.updateMany({ where: { turnId: overdue }, data: { status: 'completed' } });
+    await deferred(recent, 1000);
+    expect((await reconcileHooks(sql, queue, logger, { graceMs: 10_000 })).archivistSessions).toBeUndefined();
+    expect(await queue.getJob(`${recent}.archivist.session`)).toBeUndefined();
+  });
 });

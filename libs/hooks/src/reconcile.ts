@@ -1,8 +1,9 @@
 import type { Queue } from 'bullmq';
-import { Jobs, PostTurnHookName, type TraceCarrier } from '@switchboard/contracts';
+import { ARCHIVIST_DEFAULTS, Jobs, PostTurnHookName, type TraceCarrier } from '@switchboard/contracts';
 import { withSpan, type Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
-import { unsettledHookRuns, type SqlRunner } from '@switchboard/store';
+import { sql, unsettledHookRuns, type SqlRunner } from '@switchboard/store';
+import { ARCHIVIST_HOOK, archivistSessionDedup } from './archivist';
 
 /** Ended turns one sweep looks at, at most (each has one job per post-turn hook). */
 export const HOOKS_RECONCILE_LIMIT = 200;
@@ -41,7 +42,7 @@ export async function reconcileHooks(
   postTurnQueue: Queue,
   logger: Logger,
   options: { graceMs: number; limit?: number },
-): Promise<{ republished: number; settled: number }> {
+): Promise<{ republished: number; settled: number; archivistSessions?: number }> {
   const { missing, settled } = await unsettledHookRuns(db, {
     hooks: PostTurnHookName.options,
     graceMs: options.graceMs,
@@ -57,5 +58,50 @@ export async function reconcileHooks(
   if (republished > 0) {
     logger.warn({ republished, missing: missing.length }, 'hooks reconcile re-published post-turn jobs');
   }
-  return { republished, settled };
+  const archivistSessions = await reconcileDeferredArchivist(db, postTurnQueue, options.limit);
+  if (archivistSessions > 0) {
+    logger.warn({ sessions: archivistSessions }, 'hooks reconcile published overdue archivist distillations');
+  }
+  return { republished, settled, ...(archivistSessions > 0 ? { archivistSessions } : {}) };
+}
+
+/** How long past its idle period a session's deferred turns may wait before the sweep publishes its job. */
+export const ARCHIVIST_OVERDUE_MARGIN_MS = 5 * 60 * 1000;
+
+/**
+ * Sessions whose deferred archivist turns (docs/adr/0032) are overdue: the newest was deferred longer
+ * ago than the session's idle period (the agent's, the tenant's or the default) plus a margin, so its
+ * distillation job was lost (Redis keeps nothing on disk) or failed for good. Their job is published
+ * again, to run now, deduplicated as every session job is.
+ */
+export async function reconcileDeferredArchivist(
+  db: SqlRunner,
+  postTurnQueue: Queue,
+  limit = HOOKS_RECONCILE_LIMIT,
+): Promise<number> {
+  const overdue = await db.rows<{ sessionId: string; tenantId: string; turnId: string }>(sql`
+    SELECT t.session_id AS "sessionId", t.tenant_id AS "tenantId",
+           (array_agg(t.id ORDER BY t.seq DESC))[1] AS "turnId"
+    FROM hook_runs h
+    JOIN turns t ON t.id = h.turn_id
+    JOIN agents a ON a.id = t.agent_id
+    JOIN tenants tn ON tn.id = t.tenant_id
+    WHERE h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'
+    GROUP BY t.session_id, t.tenant_id, a.archivist, tn.settings
+    HAVING max(h.created_at) < now() - ${ARCHIVIST_OVERDUE_MARGIN_MS} * interval '1 millisecond'
+      - coalesce(
+          CASE WHEN jsonb_typeof(a.archivist -> 'idleMs') = 'number' THEN (a.archivist ->> 'idleMs')::numeric END,
+          CASE WHEN jsonb_typeof(tn.settings -> 'archivist' -> 'idleMs') = 'number'
+               THEN (tn.settings -> 'archivist' ->> 'idleMs')::numeric END,
+          ${ARCHIVIST_DEFAULTS.idleMs}) * interval '1 millisecond'
+    LIMIT ${limit}`);
+  for (const o of overdue) {
+    await publish(
+      postTurnQueue,
+      Jobs.postTurn,
+      { turnId: o.turnId, tenantId: o.tenantId, hook: ARCHIVIST_HOOK, sessionId: o.sessionId },
+      { delay: 0, deduplication: archivistSessionDedup(o.sessionId) },
+    );
+  }
+  return overdue.length;
 }

@@ -1,12 +1,12 @@
 import type { PostTurnHookName, PostTurnJob } from '@switchboard/contracts';
 import { runArchivist } from './archivist';
 import { runCompletionWebhook } from './completion-webhook';
-import type { HookContext } from './context';
+import type { HookContext, HookOutcome } from './context';
 import { runCostLog } from './cost-log';
 import { runEpisodicIndex } from './episodic';
 import { runLearning } from './learning';
 
-export type HookOutcome = 'written' | 'already_done' | 'skipped';
+export type { HookOutcome };
 export type PostTurnHook = (ctx: HookContext, job: PostTurnJob) => Promise<HookOutcome>;
 
 /**

@@ -57,6 +57,19 @@ describe('memoryRecall', () => {
     expect(seen).toEqual(['timeout']);
   });
 
+  it('asks nothing for an agent the claim found without memory, and says so (docs/adr/0032)', async () => {
+    const seen: string[] = [];
+    const search = jest.fn(async () => [hit(1)]);
+    const recall = memoryRecall(store(search), { limit: 5, timeoutMs: 1000, observe: (o) => seen.push(o) });
+    expect(await recall({ ...query, hasMemory: false })).toBeNull();
+    expect(search).not.toHaveBeenCalled();
+    expect(seen).toEqual(['skipped']);
+    // Known to have memory, or unknown: it asks.
+    expect(await recall({ ...query, hasMemory: true })).toContain('title 1');
+    expect(await recall(query)).toContain('title 1');
+    expect(search).toHaveBeenCalledTimes(2);
+  });
+
   it('asks nothing when off, without an agent or without input', async () => {
     let asked = 0;
     const s = store(async () => {

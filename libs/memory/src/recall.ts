@@ -9,7 +9,7 @@ export interface RecallOptions {
   /** The rendered block's size bound, in characters. */
   maxChars?: number;
   /** Told how each recall went and how long it took (the recall histogram). */
-  observe?: (outcome: 'hits' | 'empty' | 'timeout' | 'failed', seconds: number) => void;
+  observe?: (outcome: 'hits' | 'empty' | 'skipped' | 'timeout' | 'failed', seconds: number) => void;
 }
 
 export interface RecallQuery {
@@ -18,6 +18,8 @@ export interface RecallQuery {
   /** The turn's session: what was distilled from it is already in the turn's history, so it is not recalled. */
   sessionId?: string;
   input: string;
+  /** The claim's answer to "has this agent any memory record?": `false` skips the query (docs/adr/0032). */
+  hasMemory?: boolean;
 }
 
 const DEFAULT_MAX_CHARS = 2_000;
@@ -48,6 +50,11 @@ export function memoryRecall(
 ): (query: RecallQuery) => Promise<string | null> {
   return async (q) => {
     if (options.timeoutMs <= 0 || !q.agentId || q.input.trim() === '') return null;
+    // An agent without memory has nothing to recall: no query (the claim read it in its statement).
+    if (q.hasMemory === false) {
+      options.observe?.('skipped', 0);
+      return null;
+    }
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     let timer: NodeJS.Timeout | undefined;

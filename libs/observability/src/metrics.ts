@@ -46,7 +46,7 @@ export class Metrics {
   });
   readonly tokens = new Counter({
     name: 'switchboard_tokens_total',
-    help: 'Tokens used, by direction (input, output, cached)',
+    help: 'Tokens used, by direction (input, output; cached: read from the prompt cache, cache_write: written to it, both part of input)',
     labelNames: ['provider', 'model', 'direction'] as const,
     registers: [this.registry],
   });
@@ -88,7 +88,7 @@ export class Metrics {
   });
   readonly memoryRecall = new Histogram({
     name: 'switchboard_memory_recall_duration_seconds',
-    help: "Memory recall before a turn's loop, by outcome (hits, empty, timeout, failed)",
+    help: "Memory recall before a turn's loop, by outcome (hits, empty, skipped: the agent has no memory, timeout, failed)",
     labelNames: ['outcome'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],

@@ -1,5 +1,10 @@
 import Anthropic from '@anthropic-ai/sdk';
-import type { MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
+import type {
+  CacheControlEphemeral,
+  MessageParam,
+  TextBlockParam,
+  ToolResultBlockParam,
+} from '@anthropic-ai/sdk/resources/messages';
 import { classifyHttpError } from './errors';
 import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
@@ -42,22 +47,30 @@ export class AnthropicProvider implements ModelProvider {
     const guard = new AttemptGuard(this.name, request.signal, this.timeouts);
     try {
       const system = request.messages.filter((m) => m.role === 'system').map((m) => m.content);
+      const breakpoint = cacheControl(request);
+      const tools: Anthropic.Tool[] = request.tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: t.parameters as Anthropic.Tool.InputSchema,
+        ...(t.strict ? { strict: true } : {}),
+      }));
+      const lastTool = tools[tools.length - 1];
+      if (breakpoint && lastTool) lastTool.cache_control = breakpoint;
+      // A breakpoint needs the system prompt as a block; without one it stays a string.
+      const systemText = system.join('\n\n');
+      const systemParam: string | TextBlockParam[] | undefined =
+        system.length === 0
+          ? undefined
+          : breakpoint
+            ? [{ type: 'text', text: systemText, cache_control: breakpoint }]
+            : systemText;
       const stream = this.client.messages.stream(
         {
           model: request.model,
           max_tokens: this.maxTokens,
-          ...(system.length > 0 ? { system: system.join('\n\n') } : {}),
-          messages: toMessages(request.messages),
-          ...(request.tools.length > 0
-            ? {
-                tools: request.tools.map((t) => ({
-                  name: t.name,
-                  description: t.description,
-                  input_schema: t.parameters as Anthropic.Tool.InputSchema,
-                  ...(t.strict ? { strict: true } : {}),
-                })),
-              }
-            : {}),
+          ...(systemParam === undefined ? {} : { system: systemParam }),
+          messages: markLastMessage(toMessages(request.messages), breakpoint),
+          ...(tools.length > 0 ? { tools } : {}),
         },
         { signal: guard.signal },
       );
@@ -74,16 +87,10 @@ export class AnthropicProvider implements ModelProvider {
           toolCalls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) });
         }
       }
-      const cached = message.usage.cache_read_input_tokens ?? 0;
       return {
         text,
         toolCalls,
-        usage: {
-          // Anthropic reports cached reads apart from input; the neutral model counts them as input.
-          inputTokens: message.usage.input_tokens + cached,
-          outputTokens: message.usage.output_tokens,
-          cachedTokens: cached,
-        },
+        usage: usageOf(message.usage),
         finishReason:
           message.stop_reason === 'tool_use'
             ? 'tool_calls'
@@ -99,6 +106,50 @@ export class AnthropicProvider implements ModelProvider {
       guard.dispose();
     }
   }
+}
+
+/**
+ * The breakpoint every cached request carries (docs/adr/0032): Anthropic caches nothing unless asked.
+ * Three of its four breakpoints: the last tool (tools come first in the prefix), the system prompt,
+ * and the last block of the latest message, so the next round of the turn, and the next turn, re-read
+ * all of it. `long` asks for the 1 h lifetime on all three (a 1 h entry may not follow a 5 min one).
+ */
+function cacheControl(request: ModelRequest): CacheControlEphemeral | undefined {
+  if (!request.cache) return undefined;
+  return request.cache.retention === 'long' ? { type: 'ephemeral', ttl: '1h' } : { type: 'ephemeral' };
+}
+
+/** The latest message with the breakpoint on its last content block (a string becomes a text block). */
+function markLastMessage(
+  messages: MessageParam[],
+  breakpoint: CacheControlEphemeral | undefined,
+): MessageParam[] {
+  const last = messages[messages.length - 1];
+  if (!breakpoint || !last) return messages;
+  const blocks =
+    typeof last.content === 'string' ? [{ type: 'text' as const, text: last.content }] : [...last.content];
+  const tail = blocks[blocks.length - 1];
+  // An empty text block cannot carry a breakpoint (the API refuses it); nothing else is ever empty here.
+  if (!tail || (tail.type === 'text' && tail.text === '')) return messages;
+  blocks[blocks.length - 1] = { ...tail, cache_control: breakpoint } as typeof tail;
+  return [...messages.slice(0, -1), { ...last, content: blocks } as MessageParam];
+}
+
+/**
+ * Anthropic reports cache reads and writes apart from `input_tokens`; the neutral model counts every
+ * prompt token as input, with the cached reads and the writes as parts of it.
+ */
+export function usageOf(u: Anthropic.Usage): ModelResponse['usage'] {
+  const read = u.cache_read_input_tokens ?? 0;
+  const write = u.cache_creation_input_tokens ?? 0;
+  const write1h = u.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  return {
+    inputTokens: u.input_tokens + read + write,
+    outputTokens: u.output_tokens,
+    cachedTokens: read,
+    cacheWriteTokens: write,
+    ...(write1h > 0 ? { cacheWrite1hTokens: Math.min(write1h, write) } : {}),
+  };
 }
 
 /** Anthropic alternates user and assistant turns; consecutive tool results share one user message. */

@@ -1,7 +1,7 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { classifyHttpError } from './errors';
-import { createOpenAIClient, type OpenAIClientOptions } from './openai-client';
+import { createOpenAIClient, openAiCacheParams, type OpenAIClientOptions } from './openai-client';
 import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
   ProviderError,
@@ -43,6 +43,7 @@ export class OpenAIChatProvider implements ModelProvider {
                 })),
               }
             : {}),
+          ...openAiCacheParams(request),
           stream: true,
           stream_options: { include_usage: true },
         },
@@ -88,7 +89,7 @@ async function assemble(
   let text = '';
   let finish: string | null = null;
   const calls = new Map<number, ToolCallRequest>();
-  let usage = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+  let usage: ModelResponse['usage'] = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
   let reportedCostUsd: number | undefined;
   for await (const chunk of stream) {
     if (chunk.usage) {
@@ -96,6 +97,7 @@ async function assemble(
         inputTokens: chunk.usage.prompt_tokens ?? 0,
         outputTokens: chunk.usage.completion_tokens ?? 0,
         cachedTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
+        cacheWriteTokens: chunk.usage.prompt_tokens_details?.cache_write_tokens ?? 0,
       };
       // Some OpenAI-compatible gateways report spend alongside usage.
       const cost = (chunk.usage as { cost?: unknown }).cost;

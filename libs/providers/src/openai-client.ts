@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import type { StreamTimeouts } from './stream-guard';
+import type { ModelRequest } from './types';
 
 export interface OpenAIClientOptions {
   apiKey?: string;
@@ -21,4 +22,22 @@ export function createOpenAIClient(options: OpenAIClientOptions): OpenAI {
     timeout: options.timeoutMs ?? 120_000,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
+}
+
+/**
+ * The prompt-cache fields of both OpenAI APIs (docs/adr/0032). OpenAI caches prompts of 1024 tokens
+ * or more on its own; `prompt_cache_key` routes requests that share a prefix to the same cache (one
+ * key per agent and session). `long` asks for `prompt_cache_retention: 24h`, the only lifetime longer
+ * than the default the API offers (`prompt_cache_options.ttl` knows only `30m`); the field is marked
+ * deprecated in favour of that one, which cannot say it.
+ */
+export function openAiCacheParams(request: Pick<ModelRequest, 'cache'>): {
+  prompt_cache_key?: string;
+  prompt_cache_retention?: '24h';
+} {
+  if (!request.cache) return {};
+  return {
+    prompt_cache_key: request.cache.key,
+    ...(request.cache.retention === 'long' ? { prompt_cache_retention: '24h' as const } : {}),
+  };
 }

@@ -1,7 +1,7 @@
 import type OpenAI from 'openai';
 import type { ResponseInputItem, ResponseStreamEvent, Response } from 'openai/resources/responses/responses';
 import { classifyHttpError } from './errors';
-import { createOpenAIClient, type OpenAIClientOptions } from './openai-client';
+import { createOpenAIClient, openAiCacheParams, type OpenAIClientOptions } from './openai-client';
 import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
   ProviderError,
@@ -42,6 +42,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
                 })),
               }
             : {}),
+          ...openAiCacheParams(request),
           stream: true,
           store: false,
         },
@@ -111,6 +112,7 @@ async function assemble(
       inputTokens: usage?.input_tokens ?? 0,
       outputTokens: usage?.output_tokens ?? 0,
       cachedTokens: usage?.input_tokens_details?.cached_tokens ?? 0,
+      cacheWriteTokens: usage?.input_tokens_details?.cache_write_tokens ?? 0,
     },
     reportedCostUsd: typeof cost === 'number' ? cost : undefined,
     finishReason: toolCalls.length > 0 ? 'tool_calls' : final.status === 'incomplete' ? 'length' : 'stop',

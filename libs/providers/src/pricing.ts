@@ -12,11 +12,15 @@ import type { Usage } from './types';
  * Anything else is `unpriced`: booked at zero and flagged, never silently free.
  */
 
-/** USD per million tokens. Cached input is billed at `cachedInput` when given, else at `input`. */
+/**
+ * USD per million tokens. Cached input is billed at `cachedInput` when given, else at `input`; input
+ * written to the provider's cache at `cacheWrite` when given, else at `input`.
+ */
 export interface ModelPrice {
   input: number;
   output: number;
   cachedInput?: number;
+  cacheWrite?: number;
 }
 
 /** Prices by `provider/model` or `provider/*`, over the maintained table. */
@@ -61,12 +65,15 @@ function overrideFor(provider: string, model: string, overrides: PriceOverrides)
 function tableLookup(provider: string, model: string, usage: Usage): PriceCalculation | null {
   const providerId = TABLE_PROVIDER[provider];
   if (!providerId) return null;
-  const inputTokens = Math.max(0, usage.inputTokens);
+  const { input, read, write, write1h } = inputParts(usage);
   try {
     return calcPrice(
       {
-        input_tokens: inputTokens,
-        cache_read_tokens: Math.min(Math.max(0, usage.cachedTokens), inputTokens),
+        input_tokens: input,
+        cache_read_tokens: read,
+        // The table prices writes at the model's cache-write rate (1 h writes at their own, Anthropic).
+        ...(write > 0 ? { cache_write_tokens: write } : {}),
+        ...(write1h > 0 ? { cache_write_1h_tokens: write1h } : {}),
         output_tokens: Math.max(0, usage.outputTokens),
       },
       model,
@@ -77,11 +84,21 @@ function tableLookup(provider: string, model: string, usage: Usage): PriceCalcul
   }
 }
 
+/** The prompt's parts, clamped so reads and writes never exceed the input they are part of. */
+function inputParts(usage: Usage): { input: number; read: number; write: number; write1h: number } {
+  const input = Math.max(0, usage.inputTokens);
+  const read = Math.min(Math.max(0, usage.cachedTokens), input);
+  const write = Math.min(Math.max(0, usage.cacheWriteTokens ?? 0), input - read);
+  const write1h = Math.min(Math.max(0, usage.cacheWrite1hTokens ?? 0), write);
+  return { input, read, write, write1h };
+}
+
 function byRate(rate: ModelPrice, usage: Usage): number {
-  const cached = Math.min(usage.cachedTokens, usage.inputTokens);
+  const { input, read, write } = inputParts(usage);
   return (
-    ((usage.inputTokens - cached) * rate.input +
-      cached * (rate.cachedInput ?? rate.input) +
+    ((input - read - write) * rate.input +
+      read * (rate.cachedInput ?? rate.input) +
+      write * (rate.cacheWrite ?? rate.input) +
       usage.outputTokens * rate.output) /
     1_000_000
   );
@@ -104,6 +121,27 @@ export function costOf(
   const table = tableLookup(provider, model, usage);
   if (table) return { usd: table.total_price, source: 'rate_table' };
   return { usd: 0, source: 'unpriced' };
+}
+
+/**
+ * What the provider's prompt cache saved on one call (docs/adr/0032): its cost with every prompt token
+ * billed as plain input, less its cost as billed (cheaper reads, dearer writes). Negative when a call
+ * only wrote the cache (the first call of a prefix pays for the writes the later ones read). Priced
+ * the same way as the call, from the rates (a provider-reported cost has no rates: the rate table's
+ * or the override's are used when there are any, else nothing is claimed).
+ */
+export function cacheSavingsUsd(
+  provider: string,
+  model: string,
+  usage: Usage,
+  overrides: PriceOverrides = {},
+): number {
+  const { read, write } = inputParts(usage);
+  if (read === 0 && write === 0) return 0;
+  const plain: Usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedTokens: 0 };
+  const without = costOf(provider, model, plain, undefined, overrides);
+  if (without.source === 'unpriced') return 0;
+  return without.usd - costOf(provider, model, usage, undefined, overrides).usd;
 }
 
 /**

@@ -96,7 +96,7 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
     expect(r.toolCalls).toEqual([{ id: 'call_9', name: 'word_count', arguments: expect.any(String) }]);
     expect(JSON.parse(r.toolCalls[0].arguments)).toEqual({ text: 'x y' });
     expect(r.finishReason).toBe('tool_calls');
-    expect(r.usage).toEqual({ inputTokens: 50, outputTokens: 7, cachedTokens: 10 });
+    expect(r.usage).toEqual({ inputTokens: 50, outputTokens: 7, cachedTokens: 10, cacheWriteTokens: 0 });
     expect(server.requests[0].stream).toBe(true);
   });
 

@@ -44,6 +44,17 @@ export const BUILTIN_FIXTURES: ScriptedFixture[] = [
     ],
   }),
   ScriptedFixture.parse({ name: 'echo', rounds: [{ text: 'You said: {{input}}' }] }),
+  // The archivist's answer for the offline demo (its tenant routes `summarization` here): one fact.
+  ScriptedFixture.parse({
+    name: 'archivist',
+    rounds: [
+      {
+        text: JSON.stringify({
+          facts: [{ title: 'Offline demo', content: 'The user tried the word counter of the offline demo.' }],
+        }),
+      },
+    ],
+  }),
 ];
 
 /** Loads every *.json fixture in a directory; a bad file fails start-up naming the file. */

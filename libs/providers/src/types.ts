@@ -24,9 +24,26 @@ export interface ToolSpec {
 }
 
 export interface Usage {
+  /** Every prompt token, cached reads and cache writes included (OpenAI's semantics on every provider). */
   inputTokens: number;
   outputTokens: number;
+  /** Prompt tokens read from the provider's prompt cache (a part of inputTokens). */
   cachedTokens: number;
+  /** Prompt tokens written to the provider's prompt cache (a part of inputTokens; Anthropic, some OpenAI models). */
+  cacheWriteTokens?: number;
+  /** Of cacheWriteTokens, those written with the long (1 h) lifetime, priced apart (Anthropic). */
+  cacheWrite1hTokens?: number;
+}
+
+/**
+ * What the provider's prompt cache is asked for (docs/adr/0032). `key` groups requests that share a
+ * prefix (OpenAI `prompt_cache_key`: one per agent and session, a sub-agent on its parent's agent and
+ * model gets its parent's); `retention` `long` asks for the longer lifetime where the API has one
+ * (Anthropic `ttl: 1h`, OpenAI `prompt_cache_retention: 24h`), for turns that may pause.
+ */
+export interface PromptCache {
+  key: string;
+  retention: 'short' | 'long';
 }
 
 export interface ModelRequest {
@@ -36,6 +53,8 @@ export interface ModelRequest {
   tools: ToolSpec[];
   signal?: AbortSignal;
   onTextDelta?: (delta: string) => void;
+  /** Ask the provider to cache the request's stable prefix; absent: no cache is asked for. */
+  cache?: PromptCache;
 }
 
 export interface ModelResponse {

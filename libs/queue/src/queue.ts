@@ -13,7 +13,7 @@ export function createRedis(url: string, options: RedisOptions = {}): IORedis {
 export function jobOptions<S extends z.ZodType>(
   def: JobDefinition<S>,
   data: z.infer<S>,
-  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff'> = {},
+  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff' | 'deduplication'> = {},
 ): JobsOptions {
   return {
     jobId: def.jobId(data),
@@ -33,7 +33,7 @@ export async function publish<S extends z.ZodType>(
   queue: Queue,
   def: JobDefinition<S>,
   data: Omit<z.infer<S>, 'trace'>,
-  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff'> = {},
+  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff' | 'deduplication'> = {},
 ): Promise<Job> {
   return withSpan(
     `${def.queue} publish`,

@@ -25,6 +25,8 @@ export interface CostByModel {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  /** Written to the provider's prompt cache (docs/adr/0032). */
+  cacheWriteTokens: number;
   /** Exact decimal. */
   costUsd: string;
 }
@@ -74,7 +76,7 @@ export async function recordCostLog(
     e AS (
       SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
         sum(output_tokens) AS output_tokens, sum(cached_tokens) AS cached_tokens,
-        sum(cost_usd) AS cost_usd, min(created_at) AS first_at
+        sum(cache_write_tokens) AS cache_write_tokens, sum(cost_usd) AS cost_usd, min(created_at) AS first_at
       -- The turn's own calls: a hook's (key 'hook:…', the archivist's) are booked and rolled up by it.
       FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
       GROUP BY provider, model
@@ -127,7 +129,7 @@ export async function recordCostLog(
       coalesce((SELECT json_agg(json_build_object(
         'provider', provider, 'model', model, 'inputTokens', input_tokens::int,
         'outputTokens', output_tokens::int, 'cachedTokens', cached_tokens::int,
-        'costUsd', cost_usd::text)) FROM e WHERE EXISTS (SELECT 1 FROM ins)), '[]') AS "byModel"
+        'cacheWriteTokens', cache_write_tokens::int, 'costUsd', cost_usd::text)) FROM e WHERE EXISTS (SELECT 1 FROM ins)), '[]') AS "byModel"
   `);
   if (!row?.found) return { kind: 'skipped' };
   if (!row.line) return { kind: 'already_done' };

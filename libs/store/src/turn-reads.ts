@@ -36,7 +36,9 @@ export type TurnRead = Pick<
   | 'inputTokens'
   | 'outputTokens'
   | 'cachedTokens'
+  | 'cacheWriteTokens'
   | 'costUsd'
+  | 'cacheSavedUsd'
   | 'costStatus'
   | 'attempts'
   | 'failure'
@@ -80,13 +82,18 @@ export async function readTurn(
   turnId: string,
 ): Promise<TurnDetailRead | undefined> {
   const row = await db.first<
-    Omit<TurnDetailRead, 'costUsd' | 'toolCalls'> & { costUsd: string; toolCalls: ToolCallJson[] }
+    Omit<TurnDetailRead, 'costUsd' | 'cacheSavedUsd' | 'toolCalls'> & {
+      costUsd: string;
+      cacheSavedUsd: string;
+      toolCalls: ToolCallJson[];
+    }
   >(sql`
     SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
            t.input_message_id AS "inputMessageId", t.seq, t.status, t.priority, t.model,
            t.stop_reason AS "stopReason", t.final_text AS "finalText", t.iterations,
            t.input_tokens AS "inputTokens", t.output_tokens AS "outputTokens",
-           t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
+           t.cached_tokens AS "cachedTokens", t.cache_write_tokens AS "cacheWriteTokens",
+           t.cost_usd::text AS "costUsd", t.cache_saved_usd::text AS "cacheSavedUsd",
            t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
@@ -109,6 +116,7 @@ export async function readTurn(
   return {
     ...row,
     costUsd: new Prisma.Decimal(row.costUsd),
+    cacheSavedUsd: new Prisma.Decimal(row.cacheSavedUsd),
     toolCalls: row.toolCalls.map((c) => ({
       ...c,
       startedAt: date(c.startedAt),

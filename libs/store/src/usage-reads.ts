@@ -29,7 +29,9 @@ export interface UsageRow {
   inputTokens: string;
   outputTokens: string;
   cachedTokens: string;
+  cacheWriteTokens: string;
   costUsd: string;
+  cacheSavedUsd: string;
   entries: string;
 }
 
@@ -51,9 +53,12 @@ export function tenantUsage(
            coalesce(sum(input_tokens), 0)::text AS "inputTokens",
            coalesce(sum(output_tokens), 0)::text AS "outputTokens",
            coalesce(sum(cached_tokens), 0)::text AS "cachedTokens",
+           coalesce(sum(cache_write_tokens), 0)::text AS "cacheWriteTokens",
            trim_scale(coalesce(sum(cost_usd), 0))::text AS "costUsd",
+           trim_scale(coalesce(sum(cache_saved_usd), 0))::text AS "cacheSavedUsd",
            count(*)::text AS entries
-      FROM (SELECT ${columns}, input_tokens, output_tokens, cached_tokens, cost_usd
+      FROM (SELECT ${columns}, input_tokens, output_tokens, cached_tokens, cache_write_tokens,
+                   cost_usd, cache_saved_usd
               FROM ledger_entries
              WHERE tenant_id = ${q.tenantId}::uuid
                AND created_at >= ${q.from}::timestamptz AND created_at < ${q.to}::timestamptz) e

@@ -18,7 +18,11 @@
  *     and excludes them from `input_tokens`, so there `input_tokens = input - cached` and
  *     `cache_read_input_tokens = cached`.
  *   - Without `usage`, tokens are estimated as ceil(chars / 4) of the raw request body (input) and of the
- *     scripted text + tool arguments (output); `cached` defaults to 0.
+ *     scripted text + tool arguments (output); `cached` defaults to 0, unless `simulatePromptCache()`
+ *     turned on the providers' prefix caching (prompt-cache-sim.ts): then cached reads and (Anthropic)
+ *     cache writes are what the provider would report for the request, on its own wire fields
+ *     (`prompt_tokens_details.cached_tokens`, `input_tokens_details.cached_tokens`,
+ *     `cache_read_input_tokens` / `cache_creation_input_tokens` / `cache_creation`).
  *   - `costUsd` is reported the way OpenRouter-style gateways do: an extra numeric `usage.cost` (USD) next to
  *     the token counts (chat completion `usage` / final usage chunk, Responses `response.usage`, Anthropic
  *     `usage` / final `message_delta.usage`). First-party OpenAI and Anthropic never send it; it is omitted
@@ -27,6 +31,7 @@
  *   - Tool-call ids default to deterministic, provider-flavoured ids (`call_fake_N`, `toolu_fake_N`).
  */
 import * as http from 'node:http';
+import { PromptCacheSim, type CacheOutcome, type PromptCacheOptions } from './prompt-cache-sim';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
 import type {
@@ -64,6 +69,8 @@ export interface ScriptedUsage {
   output: number;
   /** Prompt tokens served from the provider's prompt cache (subset of `input`). */
   cached?: number;
+  /** Prompt tokens written to the provider's prompt cache (subset of `input`, apart from `cached`). */
+  cacheWrite?: number;
 }
 
 export interface ScriptedMessage {
@@ -263,12 +270,16 @@ interface RenderContext {
   stream: boolean;
   nextId: (prefix: string) => string;
   requestId: string;
+  /** What the simulated prompt cache read and wrote for this request, when it is on. */
+  cache?: CacheOutcome;
 }
 
 interface ResolvedUsage {
   input: number;
   output: number;
   cached: number;
+  cacheWrite: number;
+  cacheWrite1h: number;
   costUsd: number | undefined;
 }
 
@@ -298,15 +309,20 @@ function resolveUsage(reply: ScriptedMessage, ctx: RenderContext): ResolvedUsage
       input: reply.usage.input,
       output: reply.usage.output,
       cached: reply.usage.cached ?? 0,
+      cacheWrite: reply.usage.cacheWrite ?? 0,
+      cacheWrite1h: 0,
       costUsd: reply.costUsd,
     };
   }
   const outputChars =
     (reply.text ?? '').length + (reply.toolCalls ?? []).reduce((n, call) => n + call.arguments.length, 0);
+  const cache = ctx.cache ?? { read: 0, write: 0, write1h: 0 };
   return {
-    input: estimateTokens(ctx.rawBody.length),
+    input: Math.max(estimateTokens(ctx.rawBody.length), cache.read + cache.write),
     output: estimateTokens(outputChars),
-    cached: 0,
+    cached: cache.read,
+    cacheWrite: cache.write,
+    cacheWrite1h: cache.write1h,
     costUsd: reply.costUsd,
   };
 }
@@ -397,7 +413,11 @@ function chatUsage(usage: ResolvedUsage): CompletionUsage & { cost?: number } {
       prompt_tokens: usage.input,
       completion_tokens: usage.output,
       total_tokens: usage.input + usage.output,
-      prompt_tokens_details: { cached_tokens: usage.cached, audio_tokens: 0 },
+      prompt_tokens_details: {
+        cached_tokens: usage.cached,
+        audio_tokens: 0,
+        ...(usage.cacheWrite > 0 ? { cache_write_tokens: usage.cacheWrite } : {}),
+      },
       completion_tokens_details: {
         reasoning_tokens: 0,
         audio_tokens: 0,
@@ -533,7 +553,7 @@ function responsesUsage(usage: ResolvedUsage): ResponseUsage & { cost?: number }
   return withCost(
     {
       input_tokens: usage.input,
-      input_tokens_details: { cached_tokens: usage.cached, cache_write_tokens: 0 },
+      input_tokens_details: { cached_tokens: usage.cached, cache_write_tokens: usage.cacheWrite },
       output_tokens: usage.output,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: usage.input + usage.output,
@@ -777,10 +797,14 @@ type WireAnthropicUsage = AnthropicUsage & { cost?: number };
 function anthropicUsage(usage: ResolvedUsage): WireAnthropicUsage {
   return withCost(
     {
-      input_tokens: Math.max(0, usage.input - usage.cached),
-      cache_creation_input_tokens: 0,
+      // Anthropic counts cache reads and writes apart from input_tokens.
+      input_tokens: Math.max(0, usage.input - usage.cached - usage.cacheWrite),
+      cache_creation_input_tokens: usage.cacheWrite,
       cache_read_input_tokens: usage.cached,
-      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+      cache_creation: {
+        ephemeral_5m_input_tokens: usage.cacheWrite - usage.cacheWrite1h,
+        ephemeral_1h_input_tokens: usage.cacheWrite1h,
+      },
       output_tokens: usage.output,
       output_tokens_details: null,
       server_tool_use: null,
@@ -968,6 +992,7 @@ export class FakeLlmServer {
   private readonly requestWaiters: { count: number; resolve: () => void }[] = [];
   private idCounter = 0;
   private closing: Promise<void> | undefined;
+  private promptCache: PromptCacheSim | undefined;
 
   private constructor(private readonly server: http.Server) {
     const address = server.address();
@@ -1022,6 +1047,16 @@ export class FakeLlmServer {
   /** Number of scripted replies not yet consumed. */
   get pendingReplies(): number {
     return this.queue.length;
+  }
+
+  /**
+   * Simulate the providers' prefix caching (prompt-cache-sim.ts) for replies without scripted
+   * `usage`: Anthropic at its `cache_control` breakpoints, OpenAI automatically per
+   * `prompt_cache_key`. Off by default. Returns the simulation (e.g. to `clear()` it).
+   */
+  simulatePromptCache(options: PromptCacheOptions = {}): PromptCacheSim {
+    this.promptCache = new PromptCacheSim(options);
+    return this.promptCache;
   }
 
   /** Append replies to the FIFO script; each model request consumes one. */
@@ -1148,6 +1183,10 @@ export class FakeLlmServer {
         stream: route.format.isStream(body),
         nextId: (prefix) => this.nextId(prefix),
         requestId,
+        // Only an answered request reads or writes the cache.
+        ...(this.promptCache && reply.kind === 'message'
+          ? { cache: this.promptCache.apply(route.endpoint, body) }
+          : {}),
       };
       await this.respond(route.format, reply, ctx, res, headers);
     } catch (err) {

@@ -8,11 +8,11 @@ import type { TestEnv } from './env';
 /**
  * What a post-turn hook is handed, over this test file's database: a silent logger, fresh metrics
  * (or the ones given, to read after the run) and the store on the same pg pool, counted as `hooks`.
- * `notify` and `models` are the hook's own and passed as they are.
+ * `notify`, `models` and `deferArchivist` are the hook's own and passed as they are.
  */
 export function hookContext(
   env: TestEnv,
-  options: { metrics?: Metrics } & Pick<HookContext, 'notify' | 'models'> = {},
+  options: { metrics?: Metrics } & Pick<HookContext, 'notify' | 'models' | 'deferArchivist'> = {},
 ): HookContext {
   const { metrics = new Metrics('test'), ...rest } = options;
   return {

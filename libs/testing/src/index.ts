@@ -1,5 +1,6 @@
 export * from './env';
 export * from './fake-llm-server';
+export * from './prompt-cache-sim';
 export * from './logs';
 export * from './processes';
 export * from './services';

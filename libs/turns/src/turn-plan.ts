@@ -17,6 +17,7 @@ import type { TurnLoad } from '@switchboard/store';
 import { resolveCompression, withRetrieveTool } from '@switchboard/tokenjuice';
 import { buildHistory, parseCompaction } from './history';
 import { parentBudgetCap } from './parent-budget';
+import { promptCacheFor } from './prompt-cache';
 import { reactorCap } from './reactor-cap';
 import { promptTools, renderSystemPrompt } from './system-prompt';
 import { toChatMessage } from './transcript';
@@ -117,6 +118,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
       ),
     },
     decisions: load.decisions,
+    ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
+    promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
   };
   return {
     input,

@@ -85,6 +85,7 @@ export class AgentsController {
       approvalRequired: b.approvalRequired ?? [],
       budgets: b.budgets ?? {},
       toolResultCompression: b.toolResultCompression ?? 'auto',
+      archivist: b.archivist ?? {},
     };
     return presentAgent(await this.agents.create(data));
   }

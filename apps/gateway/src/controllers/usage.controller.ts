@@ -38,7 +38,9 @@ export class UsageController {
       inputTokens: Number(r.inputTokens),
       outputTokens: Number(r.outputTokens),
       cachedTokens: Number(r.cachedTokens),
+      cacheWriteTokens: Number(r.cacheWriteTokens),
       costUsd: r.costUsd,
+      cacheSavedUsd: r.cacheSavedUsd,
       entries: Number(r.entries),
     });
     const totals = rows.find((r) => r.total);

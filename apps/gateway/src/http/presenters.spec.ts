@@ -17,7 +17,9 @@ const turn = (costUsd: string): PresentedTurn => ({
   inputTokens: 1,
   outputTokens: 1,
   cachedTokens: 0,
+  cacheWriteTokens: 0,
   costUsd: new Prisma.Decimal(costUsd),
+  cacheSavedUsd: new Prisma.Decimal('-0.000125'),
   costStatus: 'priced',
   attempts: [],
   failure: null,
@@ -39,6 +41,13 @@ describe('presentTurn', () => {
     const body = presentTurn(turn(stored));
     expect(body.costUsd).toBe(shown);
     expect(TurnResponse.shape.costUsd.safeParse(body.costUsd).success).toBe(true);
+  });
+
+  it('shows the cache-write tokens and what caching saved, a negative saving as a plain decimal', () => {
+    const body = presentTurn(turn('1'));
+    expect(body.usage).toEqual({ inputTokens: 1, outputTokens: 1, cachedTokens: 0, cacheWriteTokens: 0 });
+    expect(body.cacheSavedUsd).toBe('-0.000125');
+    expect(TurnResponse.safeParse({ ...body, attempts: [], toolCalls: [] }).success).toBe(true);
   });
 });
 

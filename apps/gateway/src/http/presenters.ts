@@ -5,7 +5,9 @@ import {
   notFound,
   parseOperatorTenantSettings,
   parseRateLimitOverrides,
+  ArchivistSettings,
   parseTenantSettings,
+  resolveArchivistSettings,
   PG_INT_MAX,
   type AuditEventResponse,
   type OperatorTenantResponse,
@@ -81,6 +83,7 @@ export const presentSettings = (settings: unknown, defaultModel: string): Settin
     notifySecretSet: s.notifySecret !== undefined,
     dailySpendLimitUsd: s.dailySpendLimitUsd ?? null,
     operatorDailySpendLimitUsd: parseOperatorTenantSettings(settings).dailySpendLimitUsd,
+    archivist: resolveArchivistSettings(s.archivist, undefined),
   };
 };
 
@@ -106,6 +109,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   approvalRequired: a.approvalRequired,
   budgets: a.budgets as AgentResponse['budgets'],
   toolResultCompression: a.toolResultCompression as AgentResponse['toolResultCompression'],
+  archivist: ArchivistSettings.safeParse(a.archivist).data ?? {},
   builtIn: a.builtIn,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
@@ -178,8 +182,14 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   stopReason: t.stopReason,
   finalText: t.finalText,
   iterations: t.iterations,
-  usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens, cachedTokens: t.cachedTokens },
+  usage: {
+    inputTokens: t.inputTokens,
+    outputTokens: t.outputTokens,
+    cachedTokens: t.cachedTokens,
+    cacheWriteTokens: t.cacheWriteTokens,
+  },
   costUsd: t.costUsd.toFixed(),
+  cacheSavedUsd: t.cacheSavedUsd.toFixed(),
   costStatus: t.costStatus as TurnResponse['costStatus'],
   attempts: t.attempts as TurnResponse['attempts'],
   failure: t.failure as TurnResponse['failure'],

@@ -52,6 +52,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     sessionId: input.sessionId,
     turnId: input.turnId,
     input: first?.role === 'user' ? first.content : '',
+    ...(input.agentHasMemory === undefined ? {} : { hasMemory: input.agentHasMemory }),
   });
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });

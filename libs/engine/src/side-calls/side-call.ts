@@ -1,4 +1,5 @@
 import {
+  cacheSavingsUsd,
   costOf,
   ProviderError,
   tracedComplete,
@@ -51,6 +52,7 @@ export async function sideCall(
         usage: r.usage,
         costUsd: cost.usd,
         costSource: cost.source,
+        cacheSavedUsd: cacheSavingsUsd(resolved.provider.name, resolved.model, r.usage, prices),
         ...(text.length > 0 ? {} : { error: 'the model returned no text' }),
       },
     };

@@ -64,8 +64,11 @@ export interface LedgerInsert {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
   /** Decimal as a string, 8 places. */
   costUsd: string;
+  /** What the prompt cache saved (docs/adr/0032); decimal, 8 places, negative when it only wrote. */
+  cacheSavedUsd: string;
   costSource: string;
 }
 
@@ -77,11 +80,12 @@ export function ledgerCte(ledger: LedgerInsert[] | undefined): Sql | undefined {
       e,
     ) => sql`(${e.id}::uuid, ${e.tenantId}::uuid, ${e.agentId}::uuid, ${e.sessionId}::uuid, ${e.turnId}::uuid,
       ${e.key}::text, ${e.provider}::text, ${e.model}::text, ${e.inputTokens}::int, ${e.outputTokens}::int,
-      ${e.cachedTokens}::int, ${e.costUsd}::numeric, ${e.costSource}::text)`,
+      ${e.cachedTokens}::int, ${e.cacheWriteTokens}::int, ${e.costUsd}::numeric, ${e.cacheSavedUsd}::numeric,
+      ${e.costSource}::text)`,
   );
   return sql`l AS (
     INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
-      input_tokens, output_tokens, cached_tokens, cost_usd, cost_source)
+      input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, cache_saved_usd, cost_source)
     SELECT v.* FROM (VALUES ${join(rows)}) AS v ${FENCED})`;
 }
 

@@ -10,7 +10,10 @@ export interface TurnUsage {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
   costUsd: string;
+  /** What the prompt cache saved (docs/adr/0032), decimal, either sign. */
+  cacheSavedUsd: string;
   costStatus: CostStatus;
 }
 
@@ -42,7 +45,9 @@ function usageSet(usage: TurnUsage): Sql {
   return sql`input_tokens = turns.input_tokens + ${usage.inputTokens}::int,
     output_tokens = turns.output_tokens + ${usage.outputTokens}::int,
     cached_tokens = turns.cached_tokens + ${usage.cachedTokens}::int,
-    cost_usd = turns.cost_usd + ${usage.costUsd}::numeric`;
+    cache_write_tokens = turns.cache_write_tokens + ${usage.cacheWriteTokens}::int,
+    cost_usd = turns.cost_usd + ${usage.costUsd}::numeric,
+    cache_saved_usd = turns.cache_saved_usd + ${usage.cacheSavedUsd}::numeric`;
 }
 
 /** The turn's cost status with this checkpoint's: unpriced wins, then priced. */

@@ -44,6 +44,11 @@ export interface TurnRow {
   taskId: string | null;
   /** What its sub-agents' child turns (and theirs) have cost so far: it counts against its maxUsd (docs/adr/0025). */
   childrenCostUsd: string;
+  /**
+   * The session whose provider prompt cache the turn shares (docs/adr/0032): its own, or for a child
+   * turn running its parent's agent, the parent's session (same instructions, tools and model).
+   */
+  cacheSessionId?: string;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -74,6 +79,11 @@ export interface AgentRow {
   budgets: unknown;
   /** TokenJuice (docs/adr/0033): auto | full | light | off. */
   toolResultCompression?: string;
+  /**
+   * Whether the agent has any memory record, read in the claim itself (an index probe, always current
+   * whichever process wrote): recall is skipped without one (docs/adr/0032).
+   */
+  hasMemory?: boolean;
 }
 
 /** A decided approval of the turn, as the engine acts on it. */
@@ -272,14 +282,17 @@ const TURN_JSON = sql`json_build_object(
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id,
-  'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text)`;
+  'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
+  'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
+    WHERE tk.id = ut.task_id AND pt.agent_id = ut.agent_id), ut.session_id))`;
 
 /** The turn's agent as `AgentRow`. */
 const AGENT_JSON = sql`json_build_object(
   'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
   'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
   'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
-  'toolResultCompression', a.tool_result_compression)`;
+  'toolResultCompression', a.tool_result_compression,
+  'hasMemory', EXISTS (SELECT 1 FROM memory_records mr WHERE mr.tenant_id = a.tenant_id AND mr.agent_id = a.id))`;
 
 /** Calls an interrupted run started and never recorded (ADR 0004). */
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c

@@ -192,4 +192,69 @@ describe('pickAndClaim', () => {
     expect(result.claimed?.sessionId).toBe(crashed.sessionId);
     expect(result.claimed?.claim.next).toMatchObject({ turn: { id: interrupted.id }, resumed: true });
   });
+
+  it('reads whether the agent has any memory record in the claim itself, per agent and tenant (docs/adr/0032)', async () => {
+    const a = await tenant(`mem-${randomUUID()}`);
+    const s1 = await a.session();
+    await queued(s1);
+    const before = await pickAndClaim(db, ask());
+    expect(before.claimed?.claim.next?.agent.hasMemory).toBe(false);
+    // Written by another process (the hooks worker, the memory API): the next claim sees it.
+    await env.db
+      .$executeRaw`INSERT INTO memory_records (id, tenant_id, agent_id, kind, title, content, dedupe_key, search)
+      VALUES (${randomUUID()}::uuid, ${a.tenantId}::uuid, ${a.agentId}::uuid, 'fact', 't', 'c', ${randomUUID()},
+              to_tsvector('simple', 't c'))`;
+    await env.db.turn.updateMany({ where: { sessionId: s1.sessionId }, data: { status: 'completed' } });
+    await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
+    await queued(s1);
+    const after = await pickAndClaim(db, ask());
+    expect(after.claimed?.claim.next?.agent.hasMemory).toBe(true);
+    // Its prompt cache is its own session's.
+    expect(after.claimed?.claim.next?.turn.cacheSessionId).toBe(s1.sessionId);
+  });
+
+  it('gives a child turn on its parent’s agent its parent’s session for the prompt cache, another agent’s its own', async () => {
+    const a = await tenant(`cache-${randomUUID()}`);
+    const parentSession = await a.session();
+    const parent = await seedTurn(env.db, parentSession, { status: 'awaiting_subagent' });
+    const child = async (agentId: string) => {
+      const childSession: SessionIds = {
+        tenantId: a.tenantId,
+        agentId,
+        sessionId: await seedSession(env.db, a.tenantId, agentId),
+      };
+      const taskId = randomUUID();
+      await env.db.task.create({
+        data: {
+          id: taskId,
+          tenantId: a.tenantId,
+          agentId,
+          parentTurnId: parent.id,
+          parentSessionId: parentSession.sessionId,
+          sessionId: childSession.sessionId,
+          callId: randomUUID(),
+        },
+      });
+      await seedTurn(env.db, childSession, { status: 'queued', taskId });
+      const claimed = await pickAndClaim(db, ask());
+      await env.db.turn.updateMany({
+        where: { sessionId: childSession.sessionId },
+        data: { status: 'completed' },
+      });
+      await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
+      return {
+        cacheSessionId: claimed.claimed?.claim.next?.turn.cacheSessionId,
+        own: childSession.sessionId,
+      };
+    };
+    const same = await child(a.agentId);
+    expect(same.cacheSessionId).toBe(parentSession.sessionId);
+    const otherAgent = (
+      await env.db.agent.create({
+        data: { id: randomUUID(), tenantId: a.tenantId, name: 'other', model: 'scripted/echo' },
+      })
+    ).id;
+    const other = await child(otherAgent);
+    expect(other.cacheSessionId).toBe(other.own);
+  });
 });

@@ -38,9 +38,18 @@ export function book(
   turn: TurnRow,
   w: PendingWrites,
   key: string,
-  c: { provider: string; model: string; usage: Usage; costUsd: number; costSource: string },
+  c: {
+    provider: string;
+    model: string;
+    usage: Usage;
+    costUsd: number;
+    costSource: string;
+    cacheSavedUsd?: number;
+  },
 ): void {
   const costUsd = c.costUsd.toFixed(8);
+  const cacheSavedUsd = (c.cacheSavedUsd ?? 0).toFixed(8);
+  const cacheWriteTokens = c.usage.cacheWriteTokens ?? 0;
   w.ledger.push({
     id: newId(),
     tenantId: turn.tenantId,
@@ -53,14 +62,18 @@ export function book(
     inputTokens: c.usage.inputTokens,
     outputTokens: c.usage.outputTokens,
     cachedTokens: c.usage.cachedTokens,
+    cacheWriteTokens,
     costUsd,
+    cacheSavedUsd,
     costSource: c.costSource,
   });
   w.turn.usage = mergeUsage(w.turn.usage, {
     inputTokens: c.usage.inputTokens,
     outputTokens: c.usage.outputTokens,
     cachedTokens: c.usage.cachedTokens,
+    cacheWriteTokens,
     costUsd,
+    cacheSavedUsd,
     costStatus: costStatusOf(c.costSource),
   });
 }
@@ -74,6 +87,7 @@ export function bookSideCall(turn: TurnRow, w: PendingWrites, call: SideCallReco
     usage: call.usage,
     costUsd: call.costUsd,
     costSource: call.costSource ?? 'rate_table',
+    cacheSavedUsd: call.cacheSavedUsd,
   });
 }
 
@@ -97,6 +111,7 @@ export function roundWrites(turn: TurnRow, r: RoundRecord, position: number): Pe
     usage: r.response.usage,
     costUsd: r.costUsd,
     costSource: r.costSource,
+    cacheSavedUsd: r.cacheSavedUsd,
   });
   w.turn.iterations = r.round + 1;
   w.turn.attempts = r.attempts;

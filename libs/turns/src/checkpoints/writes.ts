@@ -61,9 +61,19 @@ export function mergeUsage(a: TurnChanges['usage'], b: TurnChanges['usage']): Tu
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     cachedTokens: a.cachedTokens + b.cachedTokens,
+    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
     costUsd: addUsd(a.costUsd, b.costUsd),
+    cacheSavedUsd: addSignedUsd(a.cacheSavedUsd, b.cacheSavedUsd),
     costStatus: STATUS_RANK[a.costStatus] >= STATUS_RANK[b.costStatus] ? a.costStatus : b.costStatus,
   };
+}
+
+/** Sum of two decimals with 8 places, either sign, exactly. */
+export function addSignedUsd(a: string, b: string): string {
+  const units = BigInt(a.replace('.', '')) + BigInt(b.replace('.', ''));
+  const sign = units < 0n ? '-' : '';
+  const digits = (units < 0n ? -units : units).toString().padStart(9, '0');
+  return `${sign}${digits.slice(0, -8)}.${digits.slice(-8)}`;
 }
 
 /** Sum of two non-negative decimals with 8 places, exactly. */
