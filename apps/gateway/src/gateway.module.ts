@@ -46,6 +46,7 @@ import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { UsageController } from './controllers/usage.controller';
 import { MemoryController } from './controllers/memory.controller';
+import { WorkItemsController } from './controllers/work-items.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
@@ -137,6 +138,7 @@ export class GatewayModule {
         McpServersController,
         UsageController,
         MemoryController,
+        WorkItemsController,
         AuditController,
       ],
       providers: [

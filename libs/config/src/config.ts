@@ -259,6 +259,11 @@ export const ConfigSchema = z.object({
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */
   SCHEDULE_MIN_INTERVAL_MS: Int(1000, 1000),
+  /**
+   * The recheck deadline a work item's blocker gets when update_work_item gives no recheck_after
+   * (seed 002; docs/adr/0031): one low-priority system tick when it is due.
+   */
+  WORK_ITEM_RECHECK_MS: Int(3_600_000, 1000),
   /** Workers serve Prometheus /metrics on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),

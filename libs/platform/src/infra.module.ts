@@ -15,6 +15,7 @@ import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
 import { MemoryStore, memoryTools } from '@switchboard/memory';
+import { WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { closeQueue, createRedis } from '@switchboard/queue';
@@ -95,6 +96,9 @@ export class InfraModule {
             ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
             ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
             ...subagentTools(tasks),
+            ...workItemTools(
+              new WorkItemStore(sqlDbFor(poolOf(db), 'work-items', metrics), config.WORK_ITEM_RECHECK_MS),
+            ),
             ...loadToolModules(config.EXTRA_TOOL_MODULES),
           ]),
       },

@@ -1,0 +1,3 @@
+export * from './store';
+export * from './tools';
+export * from './projection';
