@@ -16,7 +16,7 @@ import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
 import { memoryRecall, MemoryStore } from '@switchboard/memory';
-import { WorkItemStore, workItemContext } from '@switchboard/work-items';
+import { workActivationStep, WorkItemStore, workItemContext } from '@switchboard/work-items';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
 import {
@@ -113,6 +113,7 @@ export class HarnessModule {
             TOOLS,
             getQueueToken(QueueName.PostTurn),
             getQueueToken(QueueName.Turns),
+            getQueueToken(QueueName.Work),
             LOGGER,
             METRICS,
             REDIS,
@@ -127,6 +128,7 @@ export class HarnessModule {
             tools: ToolRegistry,
             postTurn: Queue,
             turns: Queue,
+            work: Queue,
             logger: Logger,
             metrics: Metrics,
             redis: IORedis,
@@ -157,6 +159,8 @@ export class HarnessModule {
               approvalTtlMs: cfg.APPROVAL_TTL_MS,
               tasks,
               turnTools: (q) => mcp.source.forTurn(q.tenantId, q.tools),
+              // After every ended turn: an agent with open work gets an activation pass (docs/adr/0031).
+              finalisationSteps: [workActivationStep(db, work)],
             });
           },
         },

@@ -264,6 +264,11 @@ export const ConfigSchema = z.object({
    * (seed 002; docs/adr/0031): one low-priority system tick when it is due.
    */
   WORK_ITEM_RECHECK_MS: Int(3_600_000, 1000),
+  /**
+   * Keep-working system ticks in a row that may end with no work item changed before the runtime
+   * stops ticking the agent (docs/adr/0031); the next message, enqueue or due recheck starts again.
+   */
+  WORK_TICK_MAX_IDLE: Int(3, 1),
   /** Workers serve Prometheus /metrics on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),

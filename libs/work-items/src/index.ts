@@ -1,3 +1,4 @@
 export * from './store';
 export * from './tools';
 export * from './projection';
+export * from './activation';

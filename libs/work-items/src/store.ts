@@ -26,7 +26,6 @@ export interface WorkItemRow {
   createdTurnId: string | null;
   closedBy: 'agent' | 'operator' | null;
   closedTurnId: string | null;
-  idleTicks: number;
   createdAt: Date;
   updatedAt: Date;
   completedAt: Date | null;
@@ -39,7 +38,7 @@ const COLUMNS = sql`w.id, w.tenant_id AS "tenantId", w.agent_id AS "agentId", w.
   w.objective, w.state, w.plan_status AS "planStatus", w.plan, w.todo_list AS "todoList",
   w.blocked_by AS "blockedBy", w.recheck_at AS "recheckAt", w.recheck_consumed_at AS "recheckConsumedAt",
   w.result_summary AS "resultSummary", w.created_by AS "createdBy", w.created_turn_id AS "createdTurnId",
-  w.closed_by AS "closedBy", w.closed_turn_id AS "closedTurnId", w.idle_ticks AS "idleTicks",
+  w.closed_by AS "closedBy", w.closed_turn_id AS "closedTurnId",
   w.created_at AS "createdAt", w.updated_at AS "updatedAt", w.completed_at AS "completedAt",
   (w.id = a.current_work_item_id) IS TRUE AS current`;
 
@@ -191,8 +190,12 @@ export class WorkItemStore {
         WHERE agents.id = ${agentId}::uuid AND agents.tenant_id = ${tenantId}::uuid AND w.state = 'open'
         RETURNING agents.id
       ),
+      -- A change of focus is a change of work (the stall rule of docs/adr/0031); picking the current one is not.
       touched AS (
-        UPDATE work_items SET idle_ticks = 0 FROM u WHERE work_items.id = ${id}::uuid RETURNING work_items.id
+        UPDATE work_items SET updated_at = now() FROM u
+        WHERE work_items.id = ${id}::uuid
+          AND (SELECT current_work_item_id FROM agents WHERE id = ${agentId}::uuid) IS DISTINCT FROM ${id}::uuid
+        RETURNING work_items.id
       )
       SELECT (SELECT state FROM w) AS state, EXISTS (SELECT 1 FROM u) AS picked`);
     if (!row?.state) return 'not_found';
@@ -216,7 +219,7 @@ export class WorkItemStore {
               recheck_at = now() + make_interval(secs => ${(p.recheckAfterMs ?? this.defaultRecheckMs) / 1000}),
               recheck_consumed_at = NULL`;
     const n = await this.db.execute(sql`
-      UPDATE work_items SET updated_at = now(), idle_ticks = 0,
+      UPDATE work_items SET updated_at = now(),
         objective = COALESCE(${p.objective ?? null}, objective),
         plan_status = COALESCE(${p.planStatus ?? null}, plan_status),
         plan = COALESCE(${p.plan ?? null}, plan),
@@ -253,7 +256,7 @@ export class WorkItemStore {
       u AS (
         UPDATE work_items SET state = ${c.state}, closed_by = ${c.by}, closed_turn_id = ${c.turnId ?? null}::uuid,
           result_summary = ${c.report}, blocked_by = NULL, recheck_at = NULL, recheck_consumed_at = NULL,
-          completed_at = now(), updated_at = now(), idle_ticks = 0
+          completed_at = now(), updated_at = now()
         WHERE id = (SELECT id FROM w) AND state = 'open'
         RETURNING id
       ),

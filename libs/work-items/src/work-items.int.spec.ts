@@ -311,7 +311,6 @@ describe('work items', () => {
       createdTurnId: null,
       closedBy: null,
       closedTurnId: null,
-      idleTicks: 0,
       createdAt: now,
       updatedAt: now,
       completedAt: null,

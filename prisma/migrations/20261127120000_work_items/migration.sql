@@ -23,7 +23,6 @@ CREATE TABLE "work_items" (
     "idempotency_key" TEXT,
     "closed_by" TEXT,
     "closed_turn_id" UUID,
-    "idle_ticks" INTEGER NOT NULL DEFAULT 0,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "completed_at" TIMESTAMPTZ(3),

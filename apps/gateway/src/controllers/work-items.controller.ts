@@ -1,15 +1,21 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { InjectQueue } from '@nestjs/bullmq';
 import { ApiBody } from '@nestjs/swagger';
+import type { Queue } from 'bullmq';
 import type { Config } from '@switchboard/config';
 import {
   AppError,
   CancelWorkItemRequest,
+  Jobs,
+  QueueName,
   CompleteWorkItemRequest,
   notFound,
   WorkItemPageResponse,
   WorkItemResponse,
 } from '@switchboard/contracts';
-import { CONFIG } from '@switchboard/platform';
+import type { Logger } from '@switchboard/observability';
+import { CONFIG, LOGGER } from '@switchboard/platform';
+import { publish, withTimeout } from '@switchboard/queue';
 import type { SqlDb } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { readinessOf, WorkItemStore, type Refusal, type WorkItemRow } from '@switchboard/work-items';
@@ -66,6 +72,8 @@ export class WorkItemsController {
     @Inject(AgentsRepository) private readonly agents: AgentsRepository,
     @Inject(GATEWAY_SQL) sql: SqlDb,
     @Inject(CONFIG) config: Config,
+    @InjectQueue(QueueName.Work) private readonly work: Queue,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.store = new WorkItemStore(sql, config.WORK_ITEM_RECHECK_MS);
   }
@@ -105,6 +113,15 @@ export class WorkItemsController {
     });
     // Deleted since it was read.
     if (!row) throw notFound('agent');
+    // An idle agent is woken for it (docs/adr/0031). The item stands either way: a Redis that is
+    // away leaves it to the maintenance sweep.
+    try {
+      const job = publish(this.work, Jobs.work, { tenantId, agentId, cause: `item-${row.id}` });
+      job.catch(() => undefined);
+      await withTimeout(job, 2000);
+    } catch (err) {
+      this.logger.warn({ err, workItemId: row.id }, 'work activation not requested; the sweep will');
+    }
     return presentWorkItem(row);
   }
 

@@ -50,7 +50,9 @@ function toolContext(
 ): ToolContext {
   const { tenantId, agentId, sessionId, turnId } = run.input;
   // The assistant message that asked for this call: its text is the round's text.
-  const round = run.messages.find((m) => m.role === 'assistant' && m.toolCalls.some((t) => t.id === c.call.id));
+  const round = run.messages.find(
+    (m) => m.role === 'assistant' && m.toolCalls.some((t) => t.id === c.call.id),
+  );
   return {
     tenantId,
     agentId,
