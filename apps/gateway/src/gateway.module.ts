@@ -47,6 +47,7 @@ import { TurnsController } from './controllers/turns.controller';
 import { UsageController } from './controllers/usage.controller';
 import { MemoryController } from './controllers/memory.controller';
 import { WorkItemsController } from './controllers/work-items.controller';
+import { AgentLifecycleController } from './controllers/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
@@ -139,6 +140,7 @@ export class GatewayModule {
         UsageController,
         MemoryController,
         WorkItemsController,
+        AgentLifecycleController,
         AuditController,
       ],
       providers: [

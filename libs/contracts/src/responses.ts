@@ -188,10 +188,30 @@ export const AgentToolStatusResponse = z
 export type AgentToolStatusResponse = z.infer<typeof AgentToolStatusResponse>;
 
 /** GET /v1/agents/:id: the agent and its status (the list leaves the status out, to stay one cheap query). */
+/**
+ * The agent's lifecycle (seed 002 "Agent State"; docs/adr/0031): stopped and paused are the
+ * operator's; awake_running (a turn runs), awaiting_task (a turn waits for a sub-agent), asleep (the
+ * agent chose to sleep) and awake_idle are derived.
+ */
+export const AgentLifecycleResponse = z
+  .strictObject({
+    state: z.enum(['awake_idle', 'awake_running', 'awaiting_task', 'asleep', 'paused', 'stopped']),
+    why: z.string(),
+    since: Timestamp,
+    /** A timed sleep's end. */
+    until: Timestamp.nullable(),
+    /** For a stopped agent: resume is required before new prompts; a wake does not override it. */
+    hint: z.string().nullable(),
+    currentWorkItemId: Id.nullable(),
+  })
+  .register(ApiSchemas, { id: 'AgentLifecycle' });
+export type AgentLifecycleResponse = z.infer<typeof AgentLifecycleResponse>;
+
 export const AgentDetailResponse = AgentResponse.extend({
   status: z.strictObject({
     /** Per tool the agent has called, by name; tools it never called are absent. */
     tools: z.array(AgentToolStatusResponse),
+    lifecycle: AgentLifecycleResponse,
   }),
 }).register(ApiSchemas, { id: 'AgentDetail' });
 export type AgentDetailResponse = z.infer<typeof AgentDetailResponse>;

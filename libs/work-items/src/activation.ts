@@ -1,10 +1,11 @@
 import type { Queue } from 'bullmq';
 import type { Admission } from '@switchboard/admission';
-import { AppError, Jobs, newId, TenantPausedError } from '@switchboard/contracts';
+import { AgentStoppedError, AppError, Jobs, newId, TenantPausedError } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 import { flushWakeHints } from '@switchboard/triage';
+import { ASLEEP_TEXT } from './lifecycle';
 
 /**
  * Runtime-owned activation (seed 002 "Work-Queue Activation And Tick", "SystemTick",
@@ -16,13 +17,13 @@ import { flushWakeHints } from '@switchboard/triage';
  */
 
 /** Why a tick was admitted, in its metadata (`workTick.reason`). */
-export type TickReason = 'continue_current' | 'activate_queued' | 'recheck_due';
+export type TickReason = 'continue_current' | 'activate_queued' | 'recheck_due' | 'sleep_timer';
 
 export type ActivationOutcome =
   | { kind: 'admitted'; reason: TickReason; messageId: string; sessionId: string }
   /** Pending wake hints of the work session became the tick (they are never starved by work ticks). */
   | { kind: 'wake_hints'; messageId: string; sessionId: string }
-  | { kind: 'busy' | 'nothing' | 'stalled' | 'held' | 'gone' };
+  | { kind: 'busy' | 'nothing' | 'stalled' | 'held' | 'gone' | 'asleep' };
 
 export interface ActivationDeps {
   db: Db;
@@ -40,6 +41,12 @@ export interface ActivationDeps {
 interface StateRow {
   deleted: boolean;
   paused: boolean;
+  lifecycle: string;
+  asleep: boolean;
+  asleep_at: Date | null;
+  sleeping_until: Date | null;
+  /** A timed sleep ended and nothing woke the agent since: its wake tick is due. */
+  sleep_due: boolean;
   current_runnable: boolean;
   current_id: string | null;
   queued_runnable: boolean;
@@ -66,6 +73,9 @@ async function readState(db: Db, tenantId: string, agentId: string): Promise<Sta
     `
     SELECT a.deleted_at IS NOT NULL AS deleted,
       COALESCE((SELECT kill_switch FROM tenants WHERE id = a.tenant_id), false) AS paused,
+      a.lifecycle, ${ASLEEP_TEXT} AS asleep, a.asleep_at, a.sleeping_until,
+      (a.asleep_at IS NOT NULL AND a.sleeping_until <= now() AND NOT EXISTS (SELECT 1 FROM turns st
+        WHERE st.tenant_id = a.tenant_id AND st.agent_id = a.id AND st.created_at > a.asleep_at)) AS sleep_due,
       a.current_work_item_id AS current_id,
       EXISTS (SELECT 1 FROM work_items w WHERE w.id = a.current_work_item_id AND w.state = 'open'
         AND w.blocked_by IS NULL AND w.plan_status <> 'needs_input') AS current_runnable,
@@ -163,7 +173,7 @@ async function admitTick(
   try {
     return await admission.admit(input);
   } catch (err) {
-    if (err instanceof TenantPausedError) return 'paused';
+    if (err instanceof TenantPausedError || err instanceof AgentStoppedError) return 'paused';
     // A racing activation admitted under the key with another text (the state moved between reads).
     if (err instanceof AppError && err.code === 'idempotency_key_reused') return { messageId: '' };
     throw err;
@@ -186,11 +196,16 @@ export async function activateWork(
   if (!state || state.deleted) return { kind: 'gone' };
   if (state.next_recheck && deps.workQueue)
     await scheduleActivation(deps.workQueue, agent, state.next_recheck);
-  if (state.paused) return { kind: 'held' };
+  if (state.asleep && state.sleeping_until && deps.workQueue) {
+    await scheduleActivation(deps.workQueue, agent, state.sleeping_until);
+  }
+  // Paused or stopped by the operator, or the tenant paused: nothing runs until the resume.
+  if (state.paused || state.lifecycle !== 'active') return { kind: 'held' };
   if (state.busy) return { kind: 'busy' };
   const due = await dueRechecks(db, tenantId, agentId);
-  const work = state.current_runnable || state.queued_runnable;
-  if (!work && due.length === 0) return { kind: 'nothing' };
+  // Keep-working ticks wait while the agent sleeps; a due recheck or its timer wakes it.
+  const work = !state.asleep && (state.current_runnable || state.queued_runnable);
+  if (!work && due.length === 0 && !state.sleep_due) return { kind: state.asleep ? 'asleep' : 'nothing' };
   const sessionId =
     state.work_session_id && state.session_active
       ? state.work_session_id
@@ -208,6 +223,22 @@ export async function activateWork(
     deliverySurface: 'runtime_system' as const,
     admissionContext: 'runtime_owned' as const,
   };
+  if (state.sleep_due && due.length === 0 && state.asleep_at) {
+    // A timed sleep ended: one tick wakes the agent (its turn is admitted after the sleep began).
+    const admitted = await admitTick(deps.admission, {
+      ...common,
+      body: {
+        type: 'text',
+        text: `System tick: your sleep timer ended (asleep since ${state.asleep_at.toISOString()}). Check whether anything needs you.`,
+      },
+      priority: 'normal',
+      metadata: { workTick: { reason: 'sleep_timer', asleepAt: state.asleep_at.toISOString() } },
+      idempotencyKey: `sleep:${state.asleep_at.getTime()}`,
+    });
+    if (admitted === 'paused') return { kind: 'held' };
+    logger.info({ tenantId, agentId, sessionId, messageId: admitted.messageId }, 'sleep timer tick admitted');
+    return { kind: 'admitted', reason: 'sleep_timer', messageId: admitted.messageId, sessionId };
+  }
   if (work) {
     if (await stalled(db, tenantId, agentId, sessionId, deps.maxIdleTicks)) {
       logger.warn({ tenantId, agentId, sessionId }, 'work ticks stopped: the last ones changed no work item');
@@ -277,7 +308,7 @@ export async function activateIdleAgents(deps: ActivationDeps, limit = 200): Pro
     SELECT DISTINCT ON (w.agent_id) w.tenant_id, w.agent_id
     FROM work_items w JOIN agents a ON a.id = w.agent_id
     WHERE w.state = 'open' AND a.deleted_at IS NULL
-      AND ((w.blocked_by IS NULL AND w.plan_status <> 'needs_input')
+      AND ((w.blocked_by IS NULL AND w.plan_status <> 'needs_input' AND NOT ${ASLEEP_TEXT})
         OR (w.blocked_by IS NOT NULL AND w.recheck_consumed_at IS NULL AND w.recheck_at <= now()))
       AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.work_session_id
         AND t.status IN (${UNFINISHED}))
@@ -303,7 +334,8 @@ export function workActivationStep(db: Db, workQueue: Queue) {
     async run(turn: { id: string; tenantId: string; agentId: string }): Promise<void> {
       const [row] = await db.$queryRaw<{ open: boolean }[]>`
         SELECT EXISTS (SELECT 1 FROM work_items WHERE tenant_id = ${turn.tenantId}::uuid
-          AND agent_id = ${turn.agentId}::uuid AND state = 'open') AS open`;
+          AND agent_id = ${turn.agentId}::uuid AND state = 'open')
+          OR EXISTS (SELECT 1 FROM agents WHERE id = ${turn.agentId}::uuid AND sleeping_until > now()) AS open`;
       if (!row?.open) return;
       await publish(workQueue, Jobs.work, { tenantId: turn.tenantId, agentId: turn.agentId, cause: turn.id });
     },

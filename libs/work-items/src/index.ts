@@ -2,3 +2,4 @@ export * from './store';
 export * from './tools';
 export * from './projection';
 export * from './activation';
+export * from './lifecycle';

@@ -112,6 +112,11 @@ export class WorkItemStore {
         SELECT id, current_work_item_id FROM agents
         WHERE id = ${n.agentId}::uuid AND tenant_id = ${n.tenantId}::uuid AND deleted_at IS NULL
       ),
+      -- An operator's enqueue is a wake signal (docs/adr/0031): a sleeping agent wakes for it.
+      wake AS (
+        UPDATE agents SET asleep_at = NULL, sleeping_until = NULL, sleep_reason = NULL
+        WHERE id = (SELECT id FROM a) AND ${n.createdBy} = 'operator' AND asleep_at IS NOT NULL
+      ),
       ins AS (
         INSERT INTO work_items (id, tenant_id, agent_id, objective, plan_status, plan, todo_list,
           created_by, created_turn_id, idempotency_key)

@@ -35,6 +35,7 @@ import {
   WorkItemsQuery,
   CompleteWorkItemRequest,
   CancelWorkItemRequest,
+  AgentPostureRequest,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -73,3 +74,4 @@ export class CreateWorkItemDto extends createZodDto(CreateWorkItemRequest) {}
 export class WorkItemsQueryDto extends createZodDto(WorkItemsQuery) {}
 export class CompleteWorkItemDto extends createZodDto(CompleteWorkItemRequest) {}
 export class CancelWorkItemDto extends createZodDto(CancelWorkItemRequest) {}
+export class AgentPostureDto extends createZodDto(AgentPostureRequest) {}
