@@ -192,6 +192,12 @@ describe('agent lifecycle', () => {
     await idle(agentId);
     const napping = await lifecycle(agentId);
     expect(napping.state).toBe('asleep');
+    const nap = await env.db.turn.findFirstOrThrow({ where: { agentId }, orderBy: { createdAt: 'desc' } });
+    expect((await api.get(`/v1/turns/${nap.id}`)).body.closure).toMatchObject({
+      outcome: 'waiting',
+      waitingReason: 'awaiting_timer',
+      runtimePosture: 'asleep',
+    });
     expect(Date.parse(napping.until)).toBeGreaterThan(Date.now() - 1000);
     const tick = await waitFor(
       () => env.db.message.findFirst({ where: { agentId, kind: 'system_tick' } }).then((m) => m ?? undefined),

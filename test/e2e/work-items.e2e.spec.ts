@@ -190,6 +190,24 @@ describe('work items driven by system ticks', () => {
     expect((await ticks(agentId)).length).toBe(settled);
     const detail = await api.get(`/v1/agents/${agentId}/work-items/${items[0]}`);
     expect(detail.body).toMatchObject({ state: 'completed', closedBy: 'agent', readiness: 'completed' });
+    // Every ended turn has its closure decision, on the turn and in the journal: continuable while
+    // queued work remained, completed after the last item.
+    const turns = await env.db.turn.findMany({ where: { agentId }, orderBy: { createdAt: 'asc' } });
+    // All in the agent's one work session, one at a time.
+    expect(new Set(turns.map((t) => t.sessionId)).size).toBe(1);
+    const closures = await Promise.all(
+      turns.map(async (t) => (await api.get(`/v1/turns/${t.id}`)).body.closure),
+    );
+    expect(closures.every((c) => c !== null)).toBe(true);
+    expect(closures.slice(0, -1).map((c) => c.outcome)).toEqual(
+      closures.slice(0, -1).map(() => 'continuable'),
+    );
+    expect(closures[0].workSignal).toMatchObject({ status: 'queued', reactivationMode: 'activate_queued' });
+    expect(closures[closures.length - 1]).toMatchObject({ outcome: 'completed', runtimePosture: 'awake' });
+    const journal = await api.get(`/v1/sessions/${turns[0].sessionId}/events?limit=500`);
+    expect(journal.status).toBe(200);
+    const closureEvents = journal.body.data.filter((e: { type: string }) => e.type === 'turn_closure');
+    expect(closureEvents.map((e: { turnId: string }) => e.turnId)).toEqual(turns.map((t) => t.id));
     // Another tenant sees none of it.
     expect((await other.get(`/v1/agents/${agentId}/work-items`)).status).toBe(404);
     expect((await other.get(`/v1/agents/${agentId}/work-items/${items[0]}`)).status).toBe(404);
@@ -228,6 +246,12 @@ describe('work items driven by system ticks', () => {
     expect(all.filter((m) => (m.metadata as any).workTick?.reason === 'recheck_due')).toHaveLength(1);
     // One tick picked it up and blocked it; the recheck is the only other one.
     expect(all).toHaveLength(2);
+    // The turn that blocked it closed `waiting` for an external change, the item bound.
+    const first = await env.db.turn.findFirstOrThrow({ where: { inputMessageId: all[0].id } });
+    expect((await api.get(`/v1/turns/${first.id}`)).body.closure).toMatchObject({
+      outcome: 'waiting',
+      waitingReason: 'awaiting_external_change',
+    });
   });
 
   it('a model calling a tool named like a tick gets an unknown-tool result and makes no tick', async () => {
@@ -326,6 +350,10 @@ describe('work items driven by system ticks', () => {
         return w.state === 'completed' ? w : undefined;
       },
       { what: 'the item completed after the restart', timeoutMs: 60_000 },
+    );
+    await waitFor(
+      async () => (await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } })).status === 'completed',
+      { what: 'the tick turn ended' },
     );
     const ended = await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } });
     expect(ended.status).toBe('completed');

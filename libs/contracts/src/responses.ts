@@ -387,6 +387,25 @@ export const TaskResponse = z
   .register(ApiSchemas, { id: 'Task' });
 export type TaskResponse = z.infer<typeof TaskResponse>;
 
+export const TurnClosureResponse = z
+  .strictObject({
+    outcome: z.enum(['completed', 'continuable', 'waiting', 'failed']),
+    waitingReason: z
+      .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
+      .optional(),
+    workSignal: z
+      .strictObject({
+        workItemId: Id,
+        status: z.enum(['active', 'queued']),
+        reactivationMode: z.enum(['continue_active', 'activate_queued']),
+      })
+      .optional(),
+    workItemId: Id.nullable(),
+    runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']),
+  })
+  .register(ApiSchemas, { id: 'TurnClosure' });
+export type TurnClosureResponse = z.infer<typeof TurnClosureResponse>;
+
 export const TurnResponse = z
   .strictObject({
     id: Id,
@@ -422,6 +441,13 @@ export const TurnResponse = z
     completedAt: Timestamp.nullable(),
     /** When a cancel was requested (POST /v1/turns/:id/cancel, `multitask: interrupt`); null if never. */
     cancelRequestedAt: Timestamp.nullable(),
+    /** The work item the turn was bound to when it began (the agent's current one; docs/adr/0031). */
+    workItemId: Id.nullable(),
+    /**
+     * The closure decision, recorded when the turn ended (seed 002 "Closure Decision", docs/adr/0031);
+     * null before (and for a turn whose worker died between its end and the record).
+     */
+    closure: TurnClosureResponse.nullable(),
     /** GET /v1/turns/:id only: the sub-agent tasks this turn spawned, oldest first (docs/adr/0024). */
     children: z.array(TaskResponse).optional(),
     /**

@@ -5,6 +5,7 @@ import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 import { flushWakeHints } from '@switchboard/triage';
+import { recordClosure } from './closure';
 import { ASLEEP_TEXT } from './lifecycle';
 
 /**
@@ -142,12 +143,16 @@ async function stalled(
  */
 export async function ensureWorkSession(db: Db, tenantId: string, agentId: string): Promise<string> {
   return db.$transaction(async (tx) => {
-    const [agent] = await tx.$queryRaw<{ work_session_id: string | null; active: boolean }[]>`
-      SELECT a.work_session_id,
-        EXISTS (SELECT 1 FROM sessions s WHERE s.id = a.work_session_id AND s.status = 'active') AS active
-      FROM agents a WHERE a.id = ${agentId}::uuid AND a.tenant_id = ${tenantId}::uuid FOR UPDATE`;
+    const [agent] = await tx.$queryRaw<{ work_session_id: string | null }[]>`
+      SELECT work_session_id FROM agents
+      WHERE id = ${agentId}::uuid AND tenant_id = ${tenantId}::uuid FOR UPDATE`;
     if (!agent) throw new Error(`agent ${agentId} not found`);
-    if (agent.work_session_id && agent.active) return agent.work_session_id;
+    // A statement of its own, after the lock: it sees a session another activation made meanwhile.
+    const [active] = agent.work_session_id
+      ? await tx.$queryRaw<{ active: boolean }[]>`
+          SELECT status = 'active' AS active FROM sessions WHERE id = ${agent.work_session_id}::uuid`
+      : [];
+    if (agent.work_session_id && active?.active) return agent.work_session_id;
     const id = newId();
     await tx.session.create({ data: { id, tenantId, agentId, title: 'Work items (system ticks)' } });
     await tx.agent.update({ where: { id: agentId }, data: { workSessionId: id } });
@@ -324,14 +329,16 @@ export async function activateIdleAgents(deps: ActivationDeps, limit = 200): Pro
 }
 
 /**
- * The harness's finalisation step after every ended turn (docs/adr/0031): when the agent has open
- * work, a `work` job (id `<agentId>.<turnId>`, so a re-run step adds nothing) asks the triage worker
- * for an activation pass. One indexed read for agents without work; nothing else.
+ * The harness's finalisation step after every ended turn (docs/adr/0031): the turn's closure decision
+ * recorded (turn row and `turn_closure` event), then, when the agent has open work or a timed sleep,
+ * a `work` job (id `<agentId>.<turnId>`, so a re-run step adds nothing) asks the triage worker for an
+ * activation pass.
  */
 export function workActivationStep(db: Db, workQueue: Queue) {
   return {
     name: 'work-activation',
-    async run(turn: { id: string; tenantId: string; agentId: string }): Promise<void> {
+    async run(turn: { id: string; tenantId: string; agentId: string; sessionId: string }): Promise<void> {
+      await recordClosure(db, turn);
       const [row] = await db.$queryRaw<{ open: boolean }[]>`
         SELECT EXISTS (SELECT 1 FROM work_items WHERE tenant_id = ${turn.tenantId}::uuid
           AND agent_id = ${turn.agentId}::uuid AND state = 'open')

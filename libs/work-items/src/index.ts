@@ -3,3 +3,4 @@ export * from './tools';
 export * from './projection';
 export * from './activation';
 export * from './lifecycle';
+export * from './closure';

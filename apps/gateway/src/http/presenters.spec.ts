@@ -27,6 +27,8 @@ const turn = (costUsd: string): PresentedTurn => ({
   startedAt: null,
   completedAt: null,
   cancelRequestedAt: null,
+  workItemId: null,
+  closure: null,
 });
 
 describe('presentTurn', () => {
