@@ -337,6 +337,20 @@ describe('bad input corpus', () => {
       valid: () => ({ reason: 'not needed' }),
     },
     {
+      name: 'pause agent',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/pause`,
+      client: () => api,
+      valid: () => ({ reason: 'maintenance' }),
+    },
+    {
+      name: 'stop agent',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/stop`,
+      client: () => api,
+      valid: () => ({ reason: 'incident' }),
+    },
+    {
       name: 'chat completion',
       method: 'POST',
       path: () => '/v1/chat/completions',
@@ -564,6 +578,12 @@ describe('bad input corpus', () => {
       path: (id) => `/v1/agents/${id}/memory/${ids.otherMemory}`,
       other: () => ids.otherAgent,
     },
+    ...(['pause', 'stop', 'resume'] as const).map((op) => ({
+      name: `${op} agent`,
+      method: 'POST',
+      path: (id: string) => `/v1/agents/${id}/${op}`,
+      other: () => ids.otherAgent,
+    })),
     {
       name: 'list work items',
       method: 'GET',

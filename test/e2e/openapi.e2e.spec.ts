@@ -744,6 +744,21 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('cancelWorkItem', 409, { auth: key, params: itemRef, body: { reason: 'late' } });
     await run('cancelWorkItem', 400, { auth: key, params: itemRef, body: { reason: '' } });
     await run('cancelWorkItem', 404, { auth: key, params: { id: unknown, itemId: unknown } });
+    // The agent's lifecycle (docs/adr/0031): pause, stop, resume.
+    await run('pauseAgent', 200, {
+      auth: key,
+      params: { id: agent.body.id },
+      body: { reason: 'maintenance' },
+    });
+    await run('pauseAgent', 400, { auth: key, params: { id: agent.body.id }, body: { reason: '' } });
+    await run('pauseAgent', 404, { auth: key, params: { id: unknown } });
+    await run('stopAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('stopAgent', 400, { auth: key, params: { id: agent.body.id }, body: { colour: 'red' } });
+    await run('stopAgent', 404, { auth: key, params: { id: unknown } });
+    await run('admitMessage', 409, { auth: key, params: { id: session.body.id }, body: { content: 'hi' } });
+    await run('getAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('resumeAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('resumeAgent', 404, { auth: key, params: { id: unknown } });
     // The SSE streams: an ended turn's stream replays its history and ends.
     const turnStream = await run('streamTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
     expect(turnStream.body).toMatch(/event: turn_completed\ndata: /);

@@ -387,23 +387,22 @@ export const TaskResponse = z
   .register(ApiSchemas, { id: 'Task' });
 export type TaskResponse = z.infer<typeof TaskResponse>;
 
-export const TurnClosureResponse = z
-  .strictObject({
-    outcome: z.enum(['completed', 'continuable', 'waiting', 'failed']),
-    waitingReason: z
-      .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
-      .optional(),
-    workSignal: z
-      .strictObject({
-        workItemId: Id,
-        status: z.enum(['active', 'queued']),
-        reactivationMode: z.enum(['continue_active', 'activate_queued']),
-      })
-      .optional(),
-    workItemId: Id.nullable(),
-    runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']),
-  })
-  .register(ApiSchemas, { id: 'TurnClosure' });
+/** Inline in the Turn schema (a nullable `$ref` is not valid OpenAPI 3.0). */
+export const TurnClosureResponse = z.strictObject({
+  outcome: z.enum(['completed', 'continuable', 'waiting', 'failed']),
+  waitingReason: z
+    .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
+    .optional(),
+  workSignal: z
+    .strictObject({
+      workItemId: Id,
+      status: z.enum(['active', 'queued']),
+      reactivationMode: z.enum(['continue_active', 'activate_queued']),
+    })
+    .optional(),
+  workItemId: Id.nullable(),
+  runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']),
+});
 export type TurnClosureResponse = z.infer<typeof TurnClosureResponse>;
 
 export const TurnResponse = z
