@@ -2,7 +2,7 @@ import { QueueName } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { sqlDbFor } from '@switchboard/store';
 import { seedTenant, startAdmission, type AdmissionFixture } from '@switchboard/testing';
-import { activateWork, ensureWorkSession, type ActivationDeps } from './activation';
+import { activateIdleAgents, activateWork, ensureWorkSession, type ActivationDeps } from './activation';
 import { setPosture } from './lifecycle';
 import { WorkItemStore } from './store';
 
@@ -101,6 +101,20 @@ describe('work activation', () => {
       data: { status: 'completed', completedAt: new Date() },
     });
     expect(await activateWork(deps, { tenantId, agentId })).toEqual({ kind: 'nothing' });
+    expect(await ticks(agentId)).toHaveLength(1);
+  });
+
+  it('the sweep finds a timed sleep that ended unwoken, and wakes it once', async () => {
+    const { tenantId, agentId } = await seedTenant(f.env.db, 'sweep-sleep');
+    await f.env.db.agent.update({
+      where: { id: agentId },
+      data: { asleepAt: new Date(Date.now() - 2000), sleepingUntil: new Date(Date.now() - 1000) },
+    });
+    expect(await activateIdleAgents(deps)).toBeGreaterThanOrEqual(1);
+    const [tick] = await ticks(agentId);
+    expect(tick).toMatchObject({ metadata: { workTick: { reason: 'sleep_timer' } } });
+    // Woken: the tick's turn came after the sleep; a second sweep admits nothing for it.
+    await activateIdleAgents(deps);
     expect(await ticks(agentId)).toHaveLength(1);
   });
 });

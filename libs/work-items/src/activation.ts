@@ -305,19 +305,28 @@ export async function activateWork(
 
 /**
  * The maintenance sweep's part (a backstop for lost `work` jobs and a Redis that came back empty):
- * agents with runnable open work or a due recheck whose work session is idle, oldest first.
+ * active agents with runnable open work or a due recheck whose work session is idle, and agents whose
+ * timed sleep ended unwoken.
  */
 export async function activateIdleAgents(deps: ActivationDeps, limit = 200): Promise<number> {
   const rows = await deps.db.$queryRawUnsafe<{ tenant_id: string; agent_id: string }[]>(
     `
-    SELECT DISTINCT ON (w.agent_id) w.tenant_id, w.agent_id
-    FROM work_items w JOIN agents a ON a.id = w.agent_id
-    WHERE w.state = 'open' AND a.deleted_at IS NULL
-      AND ((w.blocked_by IS NULL AND w.plan_status <> 'needs_input' AND NOT ${ASLEEP_TEXT})
-        OR (w.blocked_by IS NOT NULL AND w.recheck_consumed_at IS NULL AND w.recheck_at <= now()))
-      AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.work_session_id
-        AND t.status IN (${UNFINISHED}))
-    ORDER BY w.agent_id LIMIT $1`,
+    SELECT tenant_id, agent_id FROM (
+      SELECT w.tenant_id, w.agent_id
+      FROM work_items w JOIN agents a ON a.id = w.agent_id
+      WHERE w.state = 'open' AND a.deleted_at IS NULL AND a.lifecycle = 'active'
+        AND ((w.blocked_by IS NULL AND w.plan_status <> 'needs_input' AND NOT ${ASLEEP_TEXT})
+          OR (w.blocked_by IS NOT NULL AND w.recheck_consumed_at IS NULL AND w.recheck_at <= now()))
+        AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.work_session_id
+          AND t.status IN (${UNFINISHED}))
+      UNION
+      -- Timed sleeps that ended with nothing admitted since (their delayed job lost with Redis).
+      SELECT a.tenant_id, a.id FROM agents a
+      WHERE a.sleeping_until <= now() AND a.deleted_at IS NULL AND a.lifecycle = 'active'
+        AND NOT EXISTS (SELECT 1 FROM turns st WHERE st.tenant_id = a.tenant_id AND st.agent_id = a.id
+          AND st.created_at > a.asleep_at)
+    ) due
+    ORDER BY agent_id LIMIT $1`,
     limit,
   );
   let admitted = 0;
