@@ -86,7 +86,8 @@ async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<C
 }
 
 /**
- * Decides and records the closure of an ended turn: on the turn row and as a `turn_closure` journal
+ * Decides and records the closure of an ended turn: on the turn row and, when it tells more than the
+ * terminal event (continuable, waiting, or a turn bound to a work item), as a `turn_closure` journal
  * event, in one transaction, once (a re-run step finds it recorded and writes nothing).
  */
 export async function recordClosure(
@@ -100,7 +101,11 @@ export async function recordClosure(
     const won = await tx.$executeRaw`
       UPDATE turns SET closure = ${JSON.stringify(closure)}::jsonb
       WHERE id = ${turn.id}::uuid AND tenant_id = ${turn.tenantId}::uuid AND closure IS NULL`;
-    if (won === 0) return;
+    // Journaled when it says more than the terminal event: work to continue or wait for, or a turn
+    // bound to a work item. A plain answer's closure is on the turn only.
+    const telling =
+      closure.outcome === 'continuable' || closure.outcome === 'waiting' || !!closure.workItemId;
+    if (won === 0 || !telling) return;
     await appendEvents(tx, {
       tenantId: turn.tenantId,
       sessionId: turn.sessionId,
