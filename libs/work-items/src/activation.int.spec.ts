@@ -105,7 +105,7 @@ describe('work activation', () => {
   });
 
   it('the sweep finds a timed sleep that ended unwoken, and wakes it once', async () => {
-    const { tenantId, agentId } = await seedTenant(f.env.db, 'sweep-sleep');
+    const { agentId } = await seedTenant(f.env.db, 'sweep-sleep');
     await f.env.db.agent.update({
       where: { id: agentId },
       data: { asleepAt: new Date(Date.now() - 2000), sleepingUntil: new Date(Date.now() - 1000) },

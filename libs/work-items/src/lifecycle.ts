@@ -192,5 +192,5 @@ export function sleepTool(db: SqlRunner): ToolDefinition {
         wakes_on: ms ? 'its timer or the next wake signal' : 'the next wake signal',
       };
     },
-  }) as ToolDefinition;
+  });
 }
