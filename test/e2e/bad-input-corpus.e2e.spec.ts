@@ -65,6 +65,10 @@ describe('bad input corpus', () => {
       await other.api.post(`/v1/agents/${ids.otherAgent}/memory`, { content: 'theirs' })
     ).body.sourceRef;
     ids.schedule = (await api.post('/v1/schedules', { agentId: ids.agent, cron: '0 9 * * *' })).body.id;
+    ids.workItem = (await api.post(`/v1/agents/${ids.agent}/work-items`, { objective: 'mine' })).body.id;
+    ids.otherWorkItem = (
+      await other.api.post(`/v1/agents/${ids.otherAgent}/work-items`, { objective: 'theirs' })
+    ).body.id;
     // MCP servers nobody listens for (registered `unreachable`): ids to aim bad input at.
     ids.mcpServer = (
       await api.post('/v1/mcp-servers', { name: 'mine', url: 'http://127.0.0.1:9/mcp' })
@@ -317,6 +321,46 @@ describe('bad input corpus', () => {
       valid: () => ({ content: 'the deploy window is Thursday', title: 'deploys', kind: 'fact' }),
     },
     {
+      name: 'enqueue work item',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/work-items`,
+      client: () => api,
+      valid: () => ({
+        objective: 'ship the release',
+        planStatus: 'ready',
+        plan: 'tag, build, announce',
+        todoList: [{ text: 'tag', state: 'pending' }],
+      }),
+    },
+    {
+      name: 'complete work item',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/work-items/${ids.workItem}/complete`,
+      client: () => api,
+      valid: () => ({ summary: 'done by hand' }),
+    },
+    {
+      name: 'cancel work item',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/work-items/${ids.workItem}/cancel`,
+      client: () => api,
+      valid: () => ({ reason: 'not needed' }),
+    },
+    {
+      name: 'pause agent',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/pause`,
+      client: () => api,
+      valid: () => ({ reason: 'maintenance' }),
+    },
+    {
+      name: 'stop agent',
+      method: 'POST',
+      path: () => `/v1/agents/${ids.agent}/stop`,
+      client: () => api,
+      valid: () => ({ reason: 'incident' }),
+    },
+    {
       name: 'chat completion',
       method: 'POST',
       path: () => '/v1/chat/completions',
@@ -542,6 +586,55 @@ describe('bad input corpus', () => {
       name: 'forget memory',
       method: 'DELETE',
       path: (id) => `/v1/agents/${id}/memory/${ids.otherMemory}`,
+      other: () => ids.otherAgent,
+    },
+    ...(['pause', 'stop', 'resume'] as const).map((op) => ({
+      name: `${op} agent`,
+      method: 'POST',
+      path: (id: string) => `/v1/agents/${id}/${op}`,
+      other: () => ids.otherAgent,
+    })),
+    {
+      name: 'list work items',
+      method: 'GET',
+      path: (id) => `/v1/agents/${id}/work-items`,
+      other: () => ids.otherAgent,
+    },
+    {
+      name: 'enqueue work item',
+      method: 'POST',
+      path: (id) => `/v1/agents/${id}/work-items`,
+      body: { objective: 'planted' },
+      other: () => ids.otherAgent,
+    },
+    {
+      name: 'get work item',
+      method: 'GET',
+      path: (id) => `/v1/agents/${id}/work-items/${ids.otherWorkItem}`,
+      other: () => ids.otherAgent,
+    },
+    {
+      name: "get another tenant's work item through my agent",
+      method: 'GET',
+      path: (item) => `/v1/agents/${ids.agent}/work-items/${item}`,
+      other: () => ids.otherWorkItem,
+    },
+    {
+      name: "complete another tenant's work item through my agent",
+      method: 'POST',
+      path: (item) => `/v1/agents/${ids.agent}/work-items/${item}/complete`,
+      other: () => ids.otherWorkItem,
+    },
+    {
+      name: "cancel another tenant's work item through my agent",
+      method: 'POST',
+      path: (item) => `/v1/agents/${ids.agent}/work-items/${item}/cancel`,
+      other: () => ids.otherWorkItem,
+    },
+    {
+      name: 'cancel work item',
+      method: 'POST',
+      path: (id) => `/v1/agents/${id}/work-items/${ids.otherWorkItem}/cancel`,
       other: () => ids.otherAgent,
     },
     {
@@ -780,6 +873,7 @@ describe('bad input corpus', () => {
     [() => `/v1/sessions/${ids.session}/messages`, 'transcript'],
     [() => '/v1/approvals', 'approvals'],
     [() => `/v1/agents/${ids.agent}/memory`, 'memory'],
+    [() => `/v1/agents/${ids.agent}/work-items`, 'work items'],
     [() => '/v1/triggers', 'triggers'],
     [() => '/v1/api-keys', 'API keys'],
   ] as const) {
@@ -799,6 +893,26 @@ describe('bad input corpus', () => {
     '{}',
     '[0,2147483648]',
   ];
+  for (const [what, query] of [
+    ['an unknown view', 'view=doing'],
+    ['a view twice', 'view=queued&view=blocked'],
+    ['a NUL view', 'view=queued%00'],
+  ] as const) {
+    cases.push({
+      name: `list work items: ${what}`,
+      run: () => api.get(`/v1/agents/${ids.agent}/work-items?${query}`),
+      status: 400,
+      code: 'validation_failed',
+    });
+  }
+  for (const c of ['[-1]', '[1.5]', '["x"]', '[2147483648]', '[1,2]']) {
+    cases.push({
+      name: `work items: forged cursor ${c}`,
+      run: () => api.get(`/v1/agents/${ids.agent}/work-items?cursor=${cursor(c)}`),
+      status: 400,
+      code: 'bad_request',
+    });
+  }
   for (const c of forgedTranscriptCursors) {
     cases.push({
       name: `transcript: forged cursor ${c}`,

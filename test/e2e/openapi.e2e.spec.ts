@@ -731,6 +731,48 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('getMemory', 404, { auth: key, params: { id: agent.body.id, sourceRef: 'mem_nope' } });
     await run('forgetMemory', 204, { auth: key, params: ref });
     await run('forgetMemory', 404, { auth: key, params: ref });
+    // An agent's work items (docs/adr/0031): enqueue, list, read, complete, cancel.
+    const item = await run('createWorkItem', 201, {
+      auth: key,
+      params: { id: agent.body.id },
+      body: { objective: 'Ship it', todoList: [{ text: 'tag', state: 'pending' }] },
+    });
+    await run('createWorkItem', 400, { auth: key, params: { id: agent.body.id }, body: { objective: '' } });
+    await run('createWorkItem', 404, { auth: key, params: { id: unknown }, body: { objective: 'x' } });
+    await run('listWorkItems', 200, { auth: key, params: { id: agent.body.id }, query: 'view=queued' });
+    await run('listWorkItems', 400, { auth: key, params: { id: agent.body.id }, query: 'view=doing' });
+    await run('listWorkItems', 404, { auth: key, params: { id: unknown } });
+    const itemRef = { id: agent.body.id, itemId: item.body.id };
+    await run('getWorkItem', 200, { auth: key, params: itemRef });
+    await run('getWorkItem', 404, { auth: key, params: { id: agent.body.id, itemId: unknown } });
+    const dropped = await run('createWorkItem', 201, {
+      auth: key,
+      params: { id: agent.body.id },
+      body: { objective: 'Drop it' },
+    });
+    await run('completeWorkItem', 200, { auth: key, params: itemRef, body: { summary: 'Shipped.' } });
+    await run('completeWorkItem', 409, { auth: key, params: itemRef });
+    await run('completeWorkItem', 400, { auth: key, params: itemRef, body: { summary: 1 } });
+    await run('completeWorkItem', 404, { auth: key, params: { id: agent.body.id, itemId: unknown } });
+    await run('cancelWorkItem', 200, { auth: key, params: { id: agent.body.id, itemId: dropped.body.id } });
+    await run('cancelWorkItem', 409, { auth: key, params: itemRef, body: { reason: 'late' } });
+    await run('cancelWorkItem', 400, { auth: key, params: itemRef, body: { reason: '' } });
+    await run('cancelWorkItem', 404, { auth: key, params: { id: unknown, itemId: unknown } });
+    // The agent's lifecycle (docs/adr/0031): pause, stop, resume.
+    await run('pauseAgent', 200, {
+      auth: key,
+      params: { id: agent.body.id },
+      body: { reason: 'maintenance' },
+    });
+    await run('pauseAgent', 400, { auth: key, params: { id: agent.body.id }, body: { reason: '' } });
+    await run('pauseAgent', 404, { auth: key, params: { id: unknown } });
+    await run('stopAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('stopAgent', 400, { auth: key, params: { id: agent.body.id }, body: { colour: 'red' } });
+    await run('stopAgent', 404, { auth: key, params: { id: unknown } });
+    await run('admitMessage', 409, { auth: key, params: { id: session.body.id }, body: { content: 'hi' } });
+    await run('getAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('resumeAgent', 200, { auth: key, params: { id: agent.body.id } });
+    await run('resumeAgent', 404, { auth: key, params: { id: unknown } });
     // The SSE streams: an ended turn's stream replays its history and ends.
     const turnStream = await run('streamTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
     expect(turnStream.body).toMatch(/event: turn_completed\ndata: /);

@@ -47,6 +47,8 @@ import { SettingsController } from './controllers/settings.controller';
 import { TurnsController } from './controllers/turns.controller';
 import { UsageController } from './controllers/usage.controller';
 import { MemoryController } from './controllers/memory.controller';
+import { WorkItemsController } from './controllers/work-items.controller';
+import { AgentLifecycleController } from './controllers/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
 import { ErrorFilter } from './http/errors';
 import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
@@ -139,6 +141,8 @@ export class GatewayModule {
         McpServersController,
         UsageController,
         MemoryController,
+        WorkItemsController,
+        AgentLifecycleController,
         AuditController,
       ],
       providers: [

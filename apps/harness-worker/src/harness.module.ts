@@ -16,6 +16,7 @@ import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
 import { memoryRecall, MemoryStore } from '@switchboard/memory';
+import { workActivationStep, WorkItemStore, workItemContext } from '@switchboard/work-items';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
 import {
@@ -113,6 +114,7 @@ export class HarnessModule {
             TOOLS,
             getQueueToken(QueueName.PostTurn),
             getQueueToken(QueueName.Turns),
+            getQueueToken(QueueName.Work),
             LOGGER,
             METRICS,
             REDIS,
@@ -127,6 +129,7 @@ export class HarnessModule {
             tools: ToolRegistry,
             postTurn: Queue,
             turns: Queue,
+            work: Queue,
             logger: Logger,
             metrics: Metrics,
             redis: IORedis,
@@ -172,6 +175,8 @@ export class HarnessModule {
               approvalTtlMs: cfg.APPROVAL_TTL_MS,
               tasks,
               turnTools: (q) => mcp.source.forTurn(q.tenantId, q.tools),
+              // After every ended turn: an agent with open work gets an activation pass (docs/adr/0031).
+              finalisationSteps: [workActivationStep(db, work)],
             });
           },
         },
@@ -181,14 +186,17 @@ export class HarnessModule {
           provide: CONTEXT_SOURCES,
           inject: [CONFIG, DB, METRICS],
           // Recall (docs/adr/0022): the agent's memory for the turn's input, one read outside any
-          // transaction, bounded by RECALL_TIMEOUT_MS. No context pack source exists yet.
+          // transaction, bounded by RECALL_TIMEOUT_MS. The context pack is the agent's work items
+          // (docs/adr/0031): the turn bound to its current item and the queue projected, one statement.
           useFactory: (cfg: Config, db: Db, metrics: Metrics): ContextSources => ({
             memory: memoryRecall(new MemoryStore(sqlDbFor(poolOf(db), 'recall', metrics)), {
               limit: cfg.RECALL_LIMIT,
               timeoutMs: cfg.RECALL_TIMEOUT_MS,
               observe: (outcome, seconds) => metrics.memoryRecall.observe({ outcome }, seconds),
             }),
-            contextPack: async () => null,
+            contextPack: workItemContext(
+              new WorkItemStore(sqlDbFor(poolOf(db), 'work-items', metrics), cfg.WORK_ITEM_RECHECK_MS),
+            ),
           }),
         },
         ControlLifecycle,

@@ -15,6 +15,7 @@ import type { TaskService } from '@switchboard/subagents';
 import { OriginalsStore } from '@switchboard/tokenjuice/store';
 import { flushIdleWakeHints } from '@switchboard/triage';
 import { Approvals, reconcileTurns, sweepExpiredLeases } from '@switchboard/turns';
+import { activateIdleAgents } from '@switchboard/work-items';
 
 /** Turns younger than this are left alone: their own enqueue may still be in flight. */
 export const RECONCILE_MIN_AGE_MS = 2000;
@@ -29,6 +30,7 @@ export class MaintenanceProcessor extends QueueWorker {
     @Inject(DB) private readonly db: Db,
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
     @InjectQueue(QueueName.PostTurn) private readonly postTurn: Queue,
+    @InjectQueue(QueueName.Work) private readonly work: Queue,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(REDIS) private readonly redis: IORedis,
     @Inject(TASKS) private readonly tasks: TaskService,
@@ -101,7 +103,18 @@ export class MaintenanceProcessor extends QueueWorker {
           admission: this.admission,
           logger: this.logger,
         });
-        this.logger.info({ task, requeued, expired, woken, settled, orphans, hooks }, 'maintenance task ran');
+        // Idle agents with runnable work or a due recheck whose `work` job was lost (docs/adr/0031).
+        const activated = await activateIdleAgents({
+          db: this.db,
+          admission: this.admission,
+          logger: this.logger,
+          workQueue: this.work,
+          maxIdleTicks: this.config.WORK_TICK_MAX_IDLE,
+        });
+        this.logger.info(
+          { task, requeued, expired, woken, settled, orphans, hooks, activated },
+          'maintenance task ran',
+        );
         return requeued;
       }
     }

@@ -12,6 +12,7 @@ import { publish } from '@switchboard/queue';
 import type { TriageDeps } from '@switchboard/triage';
 import { OutboundWebhookProcessor } from './outbound.processor';
 import { SCHEDULE_SCHEDULER, SchedulesProcessor } from './schedules.processor';
+import { WorkProcessor } from './work.processor';
 import { TRIAGE_DEPS, TriageProcessor } from './triage.processor';
 
 @Module({})
@@ -52,6 +53,7 @@ export class TriageModule {
           useFactory: (queue: Queue, db: Db, logger: Logger) => new ScheduleScheduler(queue, db, logger),
         },
         SchedulesProcessor,
+        WorkProcessor,
         OutboundWebhookProcessor,
       ],
     };

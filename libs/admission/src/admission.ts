@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { configure } from 'safe-stable-stringify';
 import {
+  AgentStoppedError,
   AppError,
   defaultTrust,
   deriveAuthorityClass,
@@ -232,6 +233,9 @@ export class Admission {
       case 'paused':
         // Refused where every input is admitted (docs/adr/0030): the gateway answers 403 tenant_paused.
         throw new TenantPausedError();
+      case 'stopped':
+        // The stopped boundary (docs/adr/0031): 409 agent_stopped naming the resume.
+        throw new AgentStoppedError(result.agentId);
       case 'not_found':
         throw notFound('session');
       case 'closed':

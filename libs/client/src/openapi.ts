@@ -754,6 +754,126 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/agents/{id}/work-items': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The agent's work items of one view, oldest first */
+    get: operations['listWorkItems'];
+    put?: never;
+    /** Enqueue a work item for the agent */
+    post: operations['createWorkItem'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/work-items/{itemId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A work item */
+    get: operations['getWorkItem'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/work-items/{itemId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Complete a work item as the operator */
+    post: operations['completeWorkItem'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/work-items/{itemId}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel a work item */
+    post: operations['cancelWorkItem'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Pause an agent: its queued turns and work wait until it is resumed */
+    post: operations['pauseAgent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/stop': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Stop an agent: nothing new is admitted for it until it is resumed */
+    post: operations['stopAgent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Resume a paused or stopped agent: what was held runs */
+    post: operations['resumeAgent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/audit-events': {
     parameters: {
       query?: never;
@@ -1122,6 +1242,26 @@ export interface components {
       /** @enum {string} */
       kind?: 'note' | 'fact';
     };
+    CreateWorkItemDto: {
+      objective: string;
+      /** @enum {string} */
+      planStatus?: 'draft' | 'ready' | 'needs_input';
+      plan?: string;
+      todoList?: {
+        text: string;
+        /** @enum {string} */
+        state: 'pending' | 'in_progress' | 'completed';
+      }[];
+    };
+    CompleteWorkItemDto: {
+      summary?: string;
+    };
+    CancelWorkItemDto: {
+      reason?: string;
+    };
+    AgentPostureDto: {
+      reason?: string;
+    };
     Error: {
       error: {
         /** @enum {string} */
@@ -1131,6 +1271,7 @@ export interface components {
           | 'invalid_json'
           | 'unauthorized'
           | 'tenant_paused'
+          | 'agent_stopped'
           | 'not_found'
           | 'conflict'
           | 'payload_too_large'
@@ -1283,6 +1424,16 @@ export interface components {
       lastFailedAt: string | null;
       lastFailureKind: string | null;
     };
+    AgentLifecycle: {
+      /** @enum {string} */
+      state: 'awake_idle' | 'awake_running' | 'awaiting_task' | 'asleep' | 'paused' | 'stopped';
+      why: string;
+      /** Format: date-time */
+      since: string;
+      until: string | null;
+      hint: string | null;
+      currentWorkItemId: string | null;
+    };
     AgentDetail: {
       /** Format: uuid */
       id: string;
@@ -1318,6 +1469,7 @@ export interface components {
       updatedAt: string;
       status: {
         tools: components['schemas']['AgentToolStatus'][];
+        lifecycle: components['schemas']['AgentLifecycle'];
       };
     };
     Archetype: {
@@ -1610,6 +1762,25 @@ export interface components {
       startedAt: string | null;
       completedAt: string | null;
       cancelRequestedAt: string | null;
+      workItemId: string | null;
+      closure: {
+        /** @enum {string} */
+        outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
+        /** @enum {string} */
+        waitingReason?:
+          'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_task_result' | 'awaiting_timer';
+        workSignal?: {
+          /** Format: uuid */
+          workItemId: string;
+          /** @enum {string} */
+          status: 'active' | 'queued';
+          /** @enum {string} */
+          reactivationMode: 'continue_active' | 'activate_queued';
+        };
+        workItemId: string | null;
+        /** @enum {string} */
+        runtimePosture: 'awake' | 'asleep' | 'paused' | 'stopped';
+      } | null;
       children?: components['schemas']['Task'][];
       childrenCostUsd?: string;
       totalCostUsd?: string;
@@ -2033,6 +2204,38 @@ export interface components {
             messageId: string;
             interjectTurnId: string;
             position: number;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'turn_closure';
+          turnId: string | null;
+          data: {
+            /** @enum {string} */
+            outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
+            /** @enum {string} */
+            waitingReason?:
+              | 'awaiting_operator_input'
+              | 'awaiting_external_change'
+              | 'awaiting_task_result'
+              | 'awaiting_timer';
+            workSignal?: {
+              workItemId: string;
+              /** @enum {string} */
+              status: 'active' | 'queued';
+              /** @enum {string} */
+              reactivationMode: 'continue_active' | 'activate_queued';
+            } & {
+              [key: string]: unknown;
+            };
+            workItemId?: string | null;
+            /** @enum {string} */
+            runtimePosture?: 'awake' | 'asleep' | 'paused' | 'stopped';
           } & {
             [key: string]: unknown;
           };
@@ -2511,6 +2714,40 @@ export interface components {
               /** @constant */
               streamed?: true;
             }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'turn_closure';
+              turnId: string | null;
+              data: {
+                /** @enum {string} */
+                outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
+                /** @enum {string} */
+                waitingReason?:
+                  | 'awaiting_operator_input'
+                  | 'awaiting_external_change'
+                  | 'awaiting_task_result'
+                  | 'awaiting_timer';
+                workSignal?: {
+                  workItemId: string;
+                  /** @enum {string} */
+                  status: 'active' | 'queued';
+                  /** @enum {string} */
+                  reactivationMode: 'continue_active' | 'activate_queued';
+                } & {
+                  [key: string]: unknown;
+                };
+                workItemId?: string | null;
+                /** @enum {string} */
+                runtimePosture?: 'awake' | 'asleep' | 'paused' | 'stopped';
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
         )
       | {
           /** @constant */
@@ -2540,7 +2777,8 @@ export interface components {
             | 'turn_completed'
             | 'turn_failed'
             | 'turn_cancelled'
-            | 'interjection_delivered';
+            | 'interjection_delivered'
+            | 'turn_closure';
           turnId: string | null;
           data: {
             [key: string]: unknown;
@@ -2956,6 +3194,50 @@ export interface components {
       /** @constant */
       object: 'list';
       data: components['schemas']['Model'][];
+    };
+    WorkItem: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      agentId: string;
+      objective: string;
+      /** @enum {string} */
+      state: 'open' | 'completed' | 'cancelled';
+      /** @enum {string} */
+      planStatus: 'draft' | 'ready' | 'needs_input';
+      plan: string | null;
+      todoList: {
+        text: string;
+        /** @enum {string} */
+        state: 'pending' | 'in_progress' | 'completed';
+      }[];
+      blockedBy: string | null;
+      recheckAt: string | null;
+      recheckConsumedAt: string | null;
+      current: boolean;
+      /** @enum {string} */
+      readiness: 'runnable' | 'waiting_for_operator' | 'blocked' | 'completed';
+      completionReport: {
+        text: string;
+        /** @enum {string} */
+        by: 'agent' | 'operator';
+        turnId: string | null;
+        /** Format: date-time */
+        at: string;
+      } | null;
+      /** @enum {string} */
+      createdBy: 'agent' | 'operator';
+      createdTurnId: string | null;
+      closedBy: ('agent' | 'operator') | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
+      completedAt: string | null;
+    };
+    WorkItemPage: {
+      data: components['schemas']['WorkItem'][];
+      nextCursor: string | null;
     };
   };
   responses: never;
@@ -4014,7 +4296,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description `status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. */
+      /** @description `status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. `status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and since when, and its current work item. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8235,6 +8517,779 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listWorkItems: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+        view?: 'all' | 'current' | 'queued' | 'runnable' | 'blocked' | 'waiting_for_operator' | 'completed';
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description `view`: all (default), current, queued (open, not current, not blocked), runnable (open, not blocked, plan not needs_input), blocked, waiting_for_operator (plan needs_input), completed (completed or cancelled). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkItemPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createWorkItem: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWorkItemDto'];
+      };
+    };
+    responses: {
+      /** @description A control-plane enqueue: an open item joins the queue without any transcript message and never replaces the agent's current item. An idle agent is driven to it by runtime system ticks. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkItem'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getWorkItem: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        itemId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A work item */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkItem'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  completeWorkItem: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        itemId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['CompleteWorkItemDto'];
+      };
+    };
+    responses: {
+      /** @description `summary`, when given, is its completion report. 409 when it is already closed. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkItem'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  cancelWorkItem: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        itemId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['CancelWorkItemDto'];
+      };
+    };
+    responses: {
+      /** @description The item leaves the queue for good (state cancelled); the agent drops it as its focus. `reason` is kept as its closing note. 409 when it is already closed. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkItem'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  pauseAgent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['AgentPostureDto'];
+      };
+    };
+    responses: {
+      /** @description Admission goes on (messages queue); nothing new starts. A turn already running finishes. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentLifecycle'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  stopAgent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['AgentPostureDto'];
+      };
+    };
+    responses: {
+      /** @description Every admission for it (API messages, chat completions, webhook deliveries, schedule fires, runtime ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. A turn already running finishes. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentLifecycle'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  resumeAgent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Resume a paused or stopped agent: what was held runs */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentLifecycle'];
+        };
       };
       /** @description Missing, invalid or revoked credentials */
       401: {

@@ -273,6 +273,16 @@ export const ConfigSchema = z.object({
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */
   SCHEDULE_MIN_INTERVAL_MS: Int(1000, 1000),
+  /**
+   * The recheck deadline a work item's blocker gets when update_work_item gives no recheck_after
+   * (seed 002; docs/adr/0031): one low-priority system tick when it is due.
+   */
+  WORK_ITEM_RECHECK_MS: Int(3_600_000, 1000),
+  /**
+   * Keep-working system ticks in a row that may end with no work item changed before the runtime
+   * stops ticking the agent (docs/adr/0031); the next message, enqueue or due recheck starts again.
+   */
+  WORK_TICK_MAX_IDLE: Int(3, 1),
   /** Workers serve /metrics (Prometheus), /healthz and /readyz on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),

@@ -212,6 +212,14 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "shortest gap between two fires a schedule may have (a create or change below it is a 400); 1000 is cron's resolution, so the default allows every expression (ADR 0020)",
   },
+  WORK_ITEM_RECHECK_MS: {
+    meaning:
+      "the recheck deadline a work item's blocker gets when `update_work_item` gives no `recheck_after`: one low-priority system tick when it is due (ADR 0031)",
+  },
+  WORK_TICK_MAX_IDLE: {
+    meaning:
+      'keep-working system ticks in a row that may end with no work item changed before the runtime stops ticking the agent; the next message, enqueue or due recheck starts again (ADR 0031)',
+  },
   METRICS_PORT: {
     meaning:
       "the workers' port for `/metrics`, `/healthz` and `/readyz`, on `HOST` (9464 in the image); `0` serves none (the gateway serves them on `PORT`)",

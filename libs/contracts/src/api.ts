@@ -645,6 +645,12 @@ export const PauseTenantRequest = z.strictObject({
 });
 export type PauseTenantRequest = z.infer<typeof PauseTenantRequest>;
 
+/** POST /v1/agents/:id/pause and /stop: an optional reason, shown as the status's `why`. */
+export const AgentPostureRequest = z.strictObject({
+  reason: z.string().trim().min(1).max(500).optional(),
+});
+export type AgentPostureRequest = z.infer<typeof AgentPostureRequest>;
+
 /** POST /v1/admin/tenants/:id/resume: no fields; the body is optional. */
 export const ResumeTenantRequest = z.strictObject({});
 

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'invalid_json'
   | 'unauthorized'
   | 'tenant_paused'
+  | 'agent_stopped'
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
@@ -29,6 +30,8 @@ const STATUS: Record<ErrorCode, number> = {
   unauthorized: 401,
   /** The operator paused the tenant (docs/adr/0030): nothing is admitted until it is resumed. */
   tenant_paused: 403,
+  /** The agent is stopped (docs/adr/0031): nothing new is admitted for it until it is resumed. */
+  agent_stopped: 409,
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
@@ -86,5 +89,21 @@ export class TenantPausedError extends AppError {
       'the tenant is paused by the operator: no new work is admitted until it is resumed (reads still work)',
     );
     this.name = 'TenantPausedError';
+  }
+}
+
+/**
+ * The agent is stopped (seed 002 "Turn Terminal", the stopped boundary; docs/adr/0031): every new
+ * admission for it is refused and nothing is stored, until POST /v1/agents/:id/resume.
+ */
+export class AgentStoppedError extends AppError {
+  constructor(agentId?: string) {
+    super(
+      'agent_stopped',
+      'the agent is stopped: nothing new is admitted for it. Resume it first ' +
+        `(POST /v1/agents/${agentId ?? ':id'}/resume); a wake or a message does not cross the stopped boundary`,
+      agentId ? { agentId, resume: `/v1/agents/${agentId}/resume` } : undefined,
+    );
+    this.name = 'AgentStoppedError';
   }
 }

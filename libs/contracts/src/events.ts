@@ -25,6 +25,7 @@ export const EventType = {
   TurnFailed: 'turn_failed',
   TurnCancelled: 'turn_cancelled',
   InterjectionDelivered: 'interjection_delivered',
+  TurnClosure: 'turn_closure',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -221,6 +222,28 @@ export const EventData = {
     messageId: z.string(),
     interjectTurnId: z.string(),
     position: z.int(),
+  }),
+  /**
+   * The closure decision of an ended turn (seed 002 "Closure Decision", docs/adr/0031), journaled
+   * after its terminal event: whether persisted work warrants a runtime follow-up, waits, or is done.
+   */
+  turn_closure: z.looseObject({
+    outcome: z.enum(['completed', 'continuable', 'waiting', 'failed']),
+    /** Only for `waiting`. */
+    waitingReason: z
+      .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
+      .optional(),
+    /** Only for `continuable`: the work the runtime reactivates. */
+    workSignal: z
+      .looseObject({
+        workItemId: z.string(),
+        status: z.enum(['active', 'queued']),
+        reactivationMode: z.enum(['continue_active', 'activate_queued']),
+      })
+      .optional(),
+    /** The work item the turn was bound to when it began. */
+    workItemId: z.string().nullable().optional(),
+    runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']).optional(),
   }),
 } as const satisfies Record<EventType, z.ZodType<Record<string, unknown>>>;
 

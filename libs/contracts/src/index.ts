@@ -11,3 +11,4 @@ export * from './triggers';
 export * from './usage';
 export * from './chat-completions';
 export * from './mcp';
+export * from './work-items';

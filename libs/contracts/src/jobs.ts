@@ -11,6 +11,7 @@ export const QueueName = {
   OutboundWebhooks: 'outbound-webhooks',
   Maintenance: 'maintenance',
   Schedules: 'schedules',
+  Work: 'work',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -126,6 +127,20 @@ export const ScheduleJob = z.discriminatedUnion('kind', [
 ]);
 export type ScheduleJob = z.infer<typeof ScheduleJob>;
 
+/**
+ * A wake-up of an agent's work (docs/adr/0031): the triage worker runs one activation pass, which
+ * admits at most one runtime `system_tick`. `cause` makes the id (`<agentId>.<cause>`): a turn id
+ * after a turn ended, `item-<id>` after an enqueue, `at-<millis>` for a timer (a due recheck, a
+ * sleep's end), so a repeat of the same cause is a no-op and distinct causes each run.
+ */
+export const WorkJob = z.object({
+  tenantId: z.uuid(),
+  agentId: z.uuid(),
+  cause: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/),
+  trace: TraceCarrier.optional(),
+});
+export type WorkJob = z.infer<typeof WorkJob>;
+
 /** The id of the job scheduler that runs the `sync` pass (schedule ids are uuids, so it cannot collide). */
 export const SCHEDULE_SYNC_ID = 'sync';
 
@@ -207,4 +222,14 @@ export const Jobs = {
     keepCompletedSeconds: 3600,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof ScheduleJob>,
+  work: {
+    queue: QueueName.Work,
+    schema: WorkJob,
+    jobId: (d: WorkJob) => `${d.agentId}.${d.cause}`,
+    // The activation is idempotent: a retry admits at most the tick the first attempt did.
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1000 },
+    keepCompletedSeconds: DAY,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof WorkJob>,
 } as const;

@@ -194,10 +194,30 @@ export const AgentToolStatusResponse = z
 export type AgentToolStatusResponse = z.infer<typeof AgentToolStatusResponse>;
 
 /** GET /v1/agents/:id: the agent and its status (the list leaves the status out, to stay one cheap query). */
+/**
+ * The agent's lifecycle (seed 002 "Agent State"; docs/adr/0031): stopped and paused are the
+ * operator's; awake_running (a turn runs), awaiting_task (a turn waits for a sub-agent), asleep (the
+ * agent chose to sleep) and awake_idle are derived.
+ */
+export const AgentLifecycleResponse = z
+  .strictObject({
+    state: z.enum(['awake_idle', 'awake_running', 'awaiting_task', 'asleep', 'paused', 'stopped']),
+    why: z.string(),
+    since: Timestamp,
+    /** A timed sleep's end. */
+    until: Timestamp.nullable(),
+    /** For a stopped agent: resume is required before new prompts; a wake does not override it. */
+    hint: z.string().nullable(),
+    currentWorkItemId: Id.nullable(),
+  })
+  .register(ApiSchemas, { id: 'AgentLifecycle' });
+export type AgentLifecycleResponse = z.infer<typeof AgentLifecycleResponse>;
+
 export const AgentDetailResponse = AgentResponse.extend({
   status: z.strictObject({
     /** Per tool the agent has called, by name; tools it never called are absent. */
     tools: z.array(AgentToolStatusResponse),
+    lifecycle: AgentLifecycleResponse,
   }),
 }).register(ApiSchemas, { id: 'AgentDetail' });
 export type AgentDetailResponse = z.infer<typeof AgentDetailResponse>;
@@ -373,6 +393,24 @@ export const TaskResponse = z
   .register(ApiSchemas, { id: 'Task' });
 export type TaskResponse = z.infer<typeof TaskResponse>;
 
+/** Inline in the Turn schema (a nullable `$ref` is not valid OpenAPI 3.0). */
+export const TurnClosureResponse = z.strictObject({
+  outcome: z.enum(['completed', 'continuable', 'waiting', 'failed']),
+  waitingReason: z
+    .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
+    .optional(),
+  workSignal: z
+    .strictObject({
+      workItemId: Id,
+      status: z.enum(['active', 'queued']),
+      reactivationMode: z.enum(['continue_active', 'activate_queued']),
+    })
+    .optional(),
+  workItemId: Id.nullable(),
+  runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']),
+});
+export type TurnClosureResponse = z.infer<typeof TurnClosureResponse>;
+
 export const TurnResponse = z
   .strictObject({
     id: Id,
@@ -423,6 +461,13 @@ export const TurnResponse = z
     completedAt: Timestamp.nullable(),
     /** When a cancel was requested (POST /v1/turns/:id/cancel, `multitask: interrupt`); null if never. */
     cancelRequestedAt: Timestamp.nullable(),
+    /** The work item the turn was bound to when it began (the agent's current one; docs/adr/0031). */
+    workItemId: Id.nullable(),
+    /**
+     * The closure decision, recorded when the turn ended (seed 002 "Closure Decision", docs/adr/0031);
+     * null before (and for a turn whose worker died between its end and the record).
+     */
+    closure: TurnClosureResponse.nullable(),
     /** GET /v1/turns/:id only: the sub-agent tasks this turn spawned, oldest first (docs/adr/0024). */
     children: z.array(TaskResponse).optional(),
     /**

@@ -15,6 +15,7 @@ import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
 import { MemoryStore, memoryTools } from '@switchboard/memory';
+import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { closeQueue, createRedis } from '@switchboard/queue';
@@ -102,6 +103,10 @@ export class InfraModule {
               ),
             ),
             ...subagentTools(tasks),
+            ...workItemTools(
+              new WorkItemStore(sqlDbFor(poolOf(db), 'work-items', metrics), config.WORK_ITEM_RECHECK_MS),
+            ),
+            sleepTool(sqlDbFor(poolOf(db), 'work-items', metrics)),
             ...loadToolModules(config.EXTRA_TOOL_MODULES),
           ]),
       },

@@ -173,6 +173,11 @@ export async function fireSchedule(
       deps.logger.info({ scheduleId: schedule.id }, 'schedule fire skipped: the tenant is paused');
       return 'skipped';
     }
+    if (err.code === 'agent_stopped') {
+      // The stopped boundary (docs/adr/0031): the tick is refused, nothing stored, not kept for later.
+      deps.logger.info({ scheduleId: schedule.id }, 'schedule fire refused: the agent is stopped');
+      return 'skipped';
+    }
     if (err.code === 'not_found' || err.code === 'conflict') {
       // Its session is gone or closed: no retry can help; the tick is dropped and logged.
       deps.logger.warn({ scheduleId: schedule.id, err }, 'schedule fire dropped: its session cannot take it');

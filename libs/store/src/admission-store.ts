@@ -15,7 +15,8 @@ import { json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
  *   statement with the busy check, COMMIT.
  *
  * The tenant's kill switch (the operator's pause, docs/adr/0030) is read by the same statement: a
- * paused tenant's input is refused (`paused`) and nothing is written, at no extra round trip.
+ * paused tenant's input is refused (`paused`) and nothing is written, at no extra round trip. So is
+ * the session's agent's lifecycle (docs/adr/0031): a stopped agent's input is refused (`stopped`).
  */
 
 export interface AdmissionInsert {
@@ -65,6 +66,8 @@ export type AdmissionOutcome =
   | { kind: 'in_flight' }
   /** The operator paused the tenant (docs/adr/0030): nothing was written. */
   | { kind: 'paused' }
+  /** The session's agent is stopped (docs/adr/0031): nothing was written. */
+  | { kind: 'stopped'; agentId: string }
   | { kind: 'not_found' }
   | { kind: 'closed' }
   | { kind: 'busy' };
@@ -78,6 +81,7 @@ interface AdmitRow {
   created_at: Date;
   session_status: string | null;
   paused: boolean;
+  stopped_agent: string | null;
 }
 
 /** The advisory lock of one key in one session, held by the admitting transaction. */
@@ -101,6 +105,9 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     : sql``;
   const event = admittedEvent(a);
   const paused = sql`EXISTS (SELECT 1 FROM tenants WHERE id = ${a.tenantId}::uuid AND kill_switch)`;
+  // The stopped boundary (docs/adr/0031): a stopped agent's session admits nothing.
+  const stoppedAgent = sql`(SELECT ag.id FROM sessions ss JOIN agents ag ON ag.id = ss.agent_id
+    WHERE ss.id = ${a.sessionId}::uuid AND ss.tenant_id = ${a.tenantId}::uuid AND ag.lifecycle = 'stopped')`;
   // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their
   // seqs. The lock CTE runs once (a volatile function is never inlined), before the row is locked.
   return sql`
@@ -110,7 +117,8 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
       UPDATE sessions SET last_turn_seq = last_turn_seq + 1, last_event_seq = last_event_seq + 1,
         updated_at = now()
       WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid AND status = 'active'
-        AND (SELECT locked FROM l) AND NOT EXISTS (SELECT 1 FROM prior) AND NOT ${paused} ${busy}
+        AND (SELECT locked FROM l) AND NOT EXISTS (SELECT 1 FROM prior) AND NOT ${paused}
+        AND ${stoppedAgent} IS NULL ${busy}
       RETURNING last_turn_seq AS seq, last_event_seq AS event_seq, agent_id
     ),
     m AS (
@@ -140,7 +148,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
       s.seq, s.event_seq, s.agent_id, now()::timestamptz(3) AS created_at,
       (SELECT status FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid)
         AS session_status,
-      ${paused} AS paused
+      ${paused} AS paused, ${stoppedAgent} AS stopped_agent
     FROM (SELECT 1) AS one LEFT JOIN s ON true`;
 }
 
@@ -158,6 +166,7 @@ function outcome(a: AdmissionInsert, row: AdmitRow | undefined, rejectIfBusy: bo
   // A committed earlier admission wins over a lock held by a third request: it replays.
   if (row.prior) return { kind: 'prior', prior: row.prior };
   if (row.paused && row.seq === null) return { kind: 'paused' };
+  if (row.stopped_agent && row.seq === null) return { kind: 'stopped', agentId: row.stopped_agent };
   if (!row.locked) return { kind: 'in_flight' };
   if (row.seq !== null && row.event_seq !== null && row.agent_id !== null) {
     return {

@@ -48,6 +48,8 @@ export type TurnRead = Pick<
   | 'startedAt'
   | 'completedAt'
   | 'cancelRequestedAt'
+  | 'workItemId'
+  | 'closure'
 > & { toolCalls?: ToolCallRead[] };
 
 /** The turn of the tenant with its tool calls (ties by id: the order `readTurn` uses too), through Prisma. */
@@ -97,7 +99,7 @@ export async function readTurn(
            t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
-           t.cancel_requested_at AS "cancelRequestedAt",
+           t.cancel_requested_at AS "cancelRequestedAt", t.work_item_id AS "workItemId", t.closure,
            COALESCE((
              SELECT json_agg(json_build_object(
                       'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,

@@ -8,6 +8,7 @@ import {
   PRIORITY_RANK,
   Priority,
   TenantPausedError,
+  AgentStoppedError,
   type MessageBody,
   type TraceCarrier,
 } from '@switchboard/contracts';
@@ -308,6 +309,8 @@ export class TaskService {
       });
       // A paused tenant (docs/adr/0030) spawns nothing: the spawn's transaction rolls back whole.
       if (admitted.kind === 'paused') throw new TenantPausedError();
+      // A stopped child agent (docs/adr/0031) is not crossed either.
+      if (admitted.kind === 'stopped') throw new AgentStoppedError(admitted.agentId);
       if (admitted.kind !== 'admitted') throw new Error(`child admission refused: ${admitted.kind}`);
       await tx.execute(sql`
         UPDATE turns SET parent_turn_id = ${a.parentTurnId}::uuid, task_id = ${taskId}::uuid

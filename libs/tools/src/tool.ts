@@ -29,6 +29,11 @@ export interface ToolContext {
    * right before committing an effect; a late effect must not happen.
    */
   writeGate: { isOpen(): boolean };
+  /**
+   * The assistant text of the round that made this call (seed 002: `complete_work_item` takes its
+   * completion report from it); empty when the round had none.
+   */
+  roundText?: string;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {

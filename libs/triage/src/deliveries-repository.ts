@@ -12,6 +12,9 @@ export interface IngressTrigger {
   revokedAt: Date | null;
   /** The trigger's tenant is paused (docs/adr/0030): its deliveries are refused, nothing stored. */
   tenantPaused: boolean;
+  /** The trigger's agent, and whether it is stopped (docs/adr/0031): its deliveries are refused, nothing stored. */
+  agentId: string;
+  agentStopped: boolean;
 }
 
 /** A delivery as the ingress stores it, before triage decides on it. */
@@ -38,8 +41,11 @@ export class DeliveriesRepository {
       `SELECT tr.id, tr.tenant_id AS "tenantId", tr.name, tr.signature_scheme AS "signatureScheme",
          tr.signing_secret AS "signingSecret", tr.previous_signing_secret AS "previousSigningSecret",
          tr.previous_secret_expires_at AS "previousSecretExpiresAt", tr.revoked_at AS "revokedAt",
-         coalesce(tn.kill_switch, false) AS "tenantPaused"
-       FROM triggers tr LEFT JOIN tenants tn ON tn.id = tr.tenant_id WHERE tr.token_hash = $1`,
+         coalesce(tn.kill_switch, false) AS "tenantPaused", tr.agent_id AS "agentId",
+         coalesce(ag.lifecycle = 'stopped', false) AS "agentStopped"
+       FROM triggers tr LEFT JOIN tenants tn ON tn.id = tr.tenant_id
+         LEFT JOIN agents ag ON ag.id = tr.agent_id AND ag.tenant_id = tr.tenant_id
+       WHERE tr.token_hash = $1`,
       [tokenHash],
     );
     return rows[0];

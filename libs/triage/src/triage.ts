@@ -3,7 +3,7 @@ import type { Db } from '@switchboard/database';
 import type { Admission, Admitted } from '@switchboard/admission';
 import type { Logger } from '@switchboard/observability';
 import { resolveModelList, type PriceOverrides, type ProviderRegistry } from '@switchboard/providers';
-import { parseTenantSettings, TenantPausedError } from '@switchboard/contracts';
+import { AgentStoppedError, parseTenantSettings, TenantPausedError } from '@switchboard/contracts';
 import { askModels, triggerFingerprint, type TriageCall } from './decide';
 import { applyRules, TriageAction, TriageRules, type TriggerEvent } from './rules';
 import { flushWakeHints, recordWakeHint } from './wake';
@@ -199,6 +199,14 @@ async function admitDelivery(
   try {
     return await deps.admission.admit(input);
   } catch (err) {
+    if (err instanceof AgentStoppedError) {
+      // Stopped after the ingress took the delivery (docs/adr/0031): recorded, not admitted.
+      deps.logger.warn(
+        { deliveryId, tenantId: input.tenantId },
+        'delivery not admitted: the agent is stopped',
+      );
+      return undefined;
+    }
     if (!(err instanceof TenantPausedError)) throw err;
     deps.logger.warn({ deliveryId, tenantId: input.tenantId }, 'delivery not admitted: the tenant is paused');
     return undefined;

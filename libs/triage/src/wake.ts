@@ -1,5 +1,5 @@
 import type { Admission } from '@switchboard/admission';
-import { newId, TenantPausedError } from '@switchboard/contracts';
+import { AgentStoppedError, newId, TenantPausedError } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 
@@ -126,7 +126,8 @@ async function admitTick(
   try {
     return await deps.admission.admit(input);
   } catch (err) {
-    if (err instanceof TenantPausedError) return undefined;
+    // A paused tenant's or a stopped agent's hints stay pending (docs/adr/0030, 0031).
+    if (err instanceof TenantPausedError || err instanceof AgentStoppedError) return undefined;
     throw err;
   }
 }

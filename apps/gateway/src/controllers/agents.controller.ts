@@ -19,6 +19,8 @@ import { BODY_ERRORS, Operation, TenantApi } from '../http/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from '../http/presenters';
 import { CONFIG, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
+import { agentStatus } from '@switchboard/work-items';
+import { presentLifecycle } from './agent-lifecycle.controller';
 
 @TenantApi('agents')
 @Controller('v1/agents')
@@ -121,15 +123,22 @@ export class AgentsController {
     summary: 'An agent and its status',
     description:
       "`status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by " +
-      'kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends.',
+      'kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. ' +
+      '`status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and ' +
+      'since when, and its current work item.',
     status: 200,
     schema: AgentDetailResponse,
     errors: [404],
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentDetailResponse> {
     const agent = await this.find(tenantId, id);
-    const tools = await agentToolStatus(this.sql, { tenantId, agentId: agent.id });
-    return { ...presentAgent(agent), status: { tools } };
+    const [tools, lifecycle] = await Promise.all([
+      agentToolStatus(this.sql, { tenantId, agentId: agent.id }),
+      agentStatus(this.sql, tenantId, agent.id),
+    ]);
+    // Deleted since it was read.
+    if (!lifecycle) throw notFound('agent');
+    return { ...presentAgent(agent), status: { tools, lifecycle: presentLifecycle(lifecycle) } };
   }
 
   @Patch(':id')

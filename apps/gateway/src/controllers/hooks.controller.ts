@@ -13,6 +13,7 @@ import {
   QueueName,
   SlackChallengeResponse,
   TenantPausedError,
+  AgentStoppedError,
 } from '@switchboard/contracts';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { Config } from '@switchboard/config';
@@ -170,6 +171,11 @@ export class HooksController {
     if (trigger.tenantPaused) {
       this.metrics.webhookDeliveries.inc({ scheme, outcome: 'paused' });
       throw new TenantPausedError();
+    }
+    // The trigger's agent is stopped (docs/adr/0031): the stopped boundary, nothing stored.
+    if (trigger.agentStopped) {
+      this.metrics.webhookDeliveries.inc({ scheme, outcome: 'stopped' });
+      throw new AgentStoppedError(trigger.agentId);
     }
 
     const body: unknown = req.body;

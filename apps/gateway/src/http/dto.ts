@@ -31,6 +31,11 @@ import {
   AdminAuditEventsQuery,
   PauseTenantRequest,
   ResumeTenantRequest,
+  CreateWorkItemRequest,
+  WorkItemsQuery,
+  CompleteWorkItemRequest,
+  CancelWorkItemRequest,
+  AgentPostureRequest,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -65,3 +70,8 @@ export class UpdateMcpServerDto extends createZodDto(UpdateMcpServerRequest) {}
 export class MemoryQueryDto extends createZodDto(MemoryQuery) {}
 export class AddMemoryDto extends createZodDto(AddMemoryRequest) {}
 export class MemoryRecordQueryDto extends createZodDto(MemoryRecordQuery) {}
+export class CreateWorkItemDto extends createZodDto(CreateWorkItemRequest) {}
+export class WorkItemsQueryDto extends createZodDto(WorkItemsQuery) {}
+export class CompleteWorkItemDto extends createZodDto(CompleteWorkItemRequest) {}
+export class CancelWorkItemDto extends createZodDto(CancelWorkItemRequest) {}
+export class AgentPostureDto extends createZodDto(AgentPostureRequest) {}

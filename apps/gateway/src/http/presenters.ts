@@ -200,6 +200,8 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   startedAt: t.startedAt?.toISOString() ?? null,
   completedAt: t.completedAt?.toISOString() ?? null,
   cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
+  workItemId: t.workItemId,
+  closure: (t.closure ?? null) as TurnResponse['closure'],
 });
 
 /** A journal row as the API shows it; its data is what the engine emitted under the event union. */

@@ -49,6 +49,10 @@ function toolContext(
   call: Pick<ToolContext, 'signal' | 'resumed' | 'writeGate'>,
 ): ToolContext {
   const { tenantId, agentId, sessionId, turnId } = run.input;
+  // The assistant message that asked for this call: its text is the round's text.
+  const round = run.messages.find(
+    (m) => m.role === 'assistant' && m.toolCalls.some((t) => t.id === c.call.id),
+  );
   return {
     tenantId,
     agentId,
@@ -56,6 +60,7 @@ function toolContext(
     turnId,
     callId: c.call.id,
     idempotencyKey: c.meta.idempotencyKey,
+    roundText: round?.role === 'assistant' ? round.content : '',
     ...call,
   };
 }

@@ -34,11 +34,12 @@ const OWN_RANK = 1000;
 const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('background', 0)) AS b(band, rank)`;
 
 /**
- * A turn `t` in session `ss` may start: no lease holds the session (or it expired) and no turn of it
- * waits.
+ * A turn `t` in session `ss` may start: no lease holds the session (or it expired), no turn of it
+ * waits, and its agent is not paused or stopped by the operator (docs/adr/0031).
  */
 const RUNNABLE = sql`(ss.lease_token IS NULL OR ss.lease_expires_at < now())
-  AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})`;
+  AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})
+  AND NOT EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id AND ah.lifecycle <> 'active')`;
 
 /** A tenant's concurrency cap: its `maxConcurrentTurns` setting, else the deployment's default (0: none). */
 export const tenantCap = (settings: Sql, defaultCap: number): Sql =>

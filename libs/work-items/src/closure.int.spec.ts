@@ -1,0 +1,66 @@
+import { newId } from '@switchboard/contracts';
+import { createTestEnv, seedTenantSession, seedTurn, type TestEnv } from '@switchboard/testing';
+import { recordClosure } from './closure';
+
+jest.setTimeout(30_000);
+
+/** The closure of an ended turn, recorded once on the turn and in the journal (docs/adr/0031). */
+describe('recordClosure', () => {
+  let env: TestEnv;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+  });
+
+  afterAll(async () => {
+    await env?.cleanup();
+  });
+
+  it('writes the decision on the turn, and no event for a plain answer', async () => {
+    const s = await seedTenantSession(env.db, 'plain');
+    const turn = await seedTurn(env.db, s, { status: 'completed', completedAt: new Date() });
+    expect(
+      await recordClosure(env.db, { id: turn.id, tenantId: s.tenantId, sessionId: s.sessionId }),
+    ).toMatchObject({ outcome: 'completed' });
+    expect((await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } })).closure).toMatchObject({
+      outcome: 'completed',
+    });
+    expect(await env.db.event.count({ where: { sessionId: s.sessionId } })).toBe(0);
+  });
+
+  it('writes the decision and one turn_closure event, once', async () => {
+    const s = await seedTenantSession(env.db, 'closure');
+    const item = newId();
+    await env.db.workItem.create({
+      data: {
+        id: item,
+        tenantId: s.tenantId,
+        agentId: s.agentId,
+        objective: 'x',
+        createdBy: 'operator',
+        blockedBy: 'ci',
+      },
+    });
+    const turn = await seedTurn(env.db, s, {
+      status: 'completed',
+      completedAt: new Date(),
+      workItemId: item,
+    });
+    const target = { id: turn.id, tenantId: s.tenantId, sessionId: s.sessionId };
+    expect(await recordClosure(env.db, target)).toMatchObject({
+      outcome: 'waiting',
+      waitingReason: 'awaiting_external_change',
+      workItemId: item,
+    });
+    // A re-run step writes nothing more.
+    await recordClosure(env.db, target);
+    const row = await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } });
+    expect(row.closure).toMatchObject({ outcome: 'waiting', runtimePosture: 'awake', workItemId: item });
+    const events = await env.db.event.findMany({ where: { sessionId: s.sessionId, type: 'turn_closure' } });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ turnId: turn.id, data: { outcome: 'waiting' } });
+    // Another tenant's turn id finds nothing.
+    const other = await seedTenantSession(env.db, 'other');
+    expect(await recordClosure(env.db, { ...target, tenantId: other.tenantId })).toBeUndefined();
+  });
+});

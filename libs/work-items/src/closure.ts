@@ -1,0 +1,116 @@
+import { EventType } from '@switchboard/contracts';
+import { appendEvents, type Db } from '@switchboard/database';
+import { ASLEEP_TEXT } from './lifecycle';
+
+/**
+ * The closure decision of an ended turn (seed 002 "Closure Decision", docs/adr/0031), distinct from
+ * the agent's status: `failed` for a failed or cancelled turn; `continuable` when persisted work
+ * warrants a runtime follow-up with no new trigger (a runnable current item, or runnable queued work
+ * the model must pick); `waiting` when the turn's item waits (for operator input, an external
+ * change) or the agent sleeps on a timer; `completed` otherwise.
+ */
+export interface ClosureDecision {
+  outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
+  waitingReason?: 'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_timer';
+  workSignal?: {
+    workItemId: string;
+    status: 'active' | 'queued';
+    reactivationMode: 'continue_active' | 'activate_queued';
+  };
+  workItemId: string | null;
+  runtimePosture: 'awake' | 'asleep' | 'paused' | 'stopped';
+}
+
+interface ClosureRow {
+  status: string;
+  work_item_id: string | null;
+  lifecycle: 'active' | 'paused' | 'stopped';
+  asleep: boolean;
+  sleeping_until: Date | null;
+  current_id: string | null;
+  current_runnable: boolean;
+  queued_id: string | null;
+  subject_state: string | null;
+  subject_blocked: boolean;
+  subject_needs_input: boolean;
+}
+
+export function decideClosure(r: ClosureRow): ClosureDecision {
+  const runtimePosture = r.lifecycle === 'active' ? (r.asleep ? 'asleep' : 'awake') : r.lifecycle;
+  const base = { workItemId: r.work_item_id, runtimePosture } as const;
+  if (r.status === 'failed' || r.status === 'cancelled') return { ...base, outcome: 'failed' };
+  if (!r.asleep && r.current_runnable && r.current_id) {
+    return {
+      ...base,
+      outcome: 'continuable',
+      workSignal: { workItemId: r.current_id, status: 'active', reactivationMode: 'continue_active' },
+    };
+  }
+  if (!r.asleep && r.queued_id) {
+    return {
+      ...base,
+      outcome: 'continuable',
+      workSignal: { workItemId: r.queued_id, status: 'queued', reactivationMode: 'activate_queued' },
+    };
+  }
+  if (r.subject_state === 'open' && r.subject_needs_input) {
+    return { ...base, outcome: 'waiting', waitingReason: 'awaiting_operator_input' };
+  }
+  if (r.subject_state === 'open' && r.subject_blocked) {
+    return { ...base, outcome: 'waiting', waitingReason: 'awaiting_external_change' };
+  }
+  if (r.asleep && r.sleeping_until) return { ...base, outcome: 'waiting', waitingReason: 'awaiting_timer' };
+  return { ...base, outcome: 'completed' };
+}
+
+/** The facts the decision is made from, in one read: the turn, its agent, its bound and current items. */
+async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<ClosureRow | undefined> {
+  const [row] = await db.$queryRawUnsafe<ClosureRow[]>(
+    `
+    SELECT t.status, t.work_item_id, a.lifecycle, ${ASLEEP_TEXT} AS asleep, a.sleeping_until,
+      a.current_work_item_id AS current_id,
+      EXISTS (SELECT 1 FROM work_items w WHERE w.id = a.current_work_item_id AND w.state = 'open'
+        AND w.blocked_by IS NULL AND w.plan_status <> 'needs_input') AS current_runnable,
+      (SELECT w.id FROM work_items w WHERE w.tenant_id = a.tenant_id AND w.agent_id = a.id
+        AND w.state = 'open' AND w.blocked_by IS NULL AND w.plan_status <> 'needs_input'
+        AND w.id IS DISTINCT FROM a.current_work_item_id ORDER BY w.position LIMIT 1) AS queued_id,
+      s.state AS subject_state, s.blocked_by IS NOT NULL AS subject_blocked,
+      s.plan_status = 'needs_input' AS subject_needs_input
+    FROM turns t JOIN agents a ON a.id = t.agent_id AND a.tenant_id = t.tenant_id
+    LEFT JOIN work_items s ON s.id = coalesce(t.work_item_id, a.current_work_item_id)
+    WHERE t.id = $1::uuid AND t.tenant_id = $2::uuid`,
+    turnId,
+    tenantId,
+  );
+  return row;
+}
+
+/**
+ * Decides and records the closure of an ended turn: on the turn row and, when it tells more than the
+ * terminal event (continuable, waiting, or a turn bound to a work item), as a `turn_closure` journal
+ * event, in one transaction, once (a re-run step finds it recorded and writes nothing).
+ */
+export async function recordClosure(
+  db: Db,
+  turn: { id: string; tenantId: string; sessionId: string },
+): Promise<ClosureDecision | undefined> {
+  const facts = await closureFacts(db, turn.tenantId, turn.id);
+  if (!facts) return undefined;
+  const closure = decideClosure(facts);
+  await db.$transaction(async (tx) => {
+    const won = await tx.$executeRaw`
+      UPDATE turns SET closure = ${JSON.stringify(closure)}::jsonb
+      WHERE id = ${turn.id}::uuid AND tenant_id = ${turn.tenantId}::uuid AND closure IS NULL`;
+    // Journaled when it says more than the terminal event: work to continue or wait for, or a turn
+    // bound to a work item. A plain answer's closure is on the turn only.
+    const telling =
+      closure.outcome === 'continuable' || closure.outcome === 'waiting' || !!closure.workItemId;
+    if (won === 0 || !telling) return;
+    await appendEvents(tx, {
+      tenantId: turn.tenantId,
+      sessionId: turn.sessionId,
+      events: [{ type: EventType.TurnClosure, turnId: turn.id, data: { ...closure } }],
+    });
+  });
+  return closure;
+}

@@ -1,0 +1,93 @@
+import type { ContextQuery } from '@switchboard/engine';
+import { readinessOf, type WorkItemRow, type WorkItemStore } from './store';
+
+/** How much of a plan and of a completion report the prompt shows. */
+const PLAN_PREVIEW = 2000;
+const REPORT_PREVIEW = 300;
+
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}… [truncated]` : text);
+const line = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+const TODO_MARK = { pending: '[ ]', in_progress: '[>]', completed: '[x]' } as const;
+
+function blocker(w: WorkItemRow, now: Date): string {
+  if (!w.blockedBy) return '';
+  const due = w.recheckAt && !w.recheckConsumedAt && w.recheckAt <= now ? ', recheck due now' : '';
+  const at = w.recheckAt && !w.recheckConsumedAt ? ` (recheck at ${w.recheckAt.toISOString()}${due})` : '';
+  return `blocked by: ${line(w.blockedBy)}${at}`;
+}
+
+/**
+ * The work-queue prompt projection (seed 002 "Work-Queue Prompt Projection"): the current item in
+ * full, the others by readiness, recent completions only through their promoted reports. Null when
+ * the agent has no work items: the message-driven path stays as it was. It goes into the turn's
+ * input content, never the system prompt (SPEC §5: the cached prefix stays byte for byte).
+ */
+export function renderWorkItems(items: WorkItemRow[], now = new Date()): string | null {
+  if (items.length === 0) return null;
+  const current = items.find((w) => w.current && w.state === 'open');
+  const open = items.filter((w) => w.state === 'open' && w !== current);
+  const closed = items.filter((w) => w.state !== 'open');
+  const out: string[] = ['Work items (the runtime record of your durable objectives):'];
+  if (current) {
+    out.push('Current work item:');
+    out.push(`- id: ${current.id}`, `  objective: ${line(current.objective)}`);
+    out.push(`  plan_status: ${current.planStatus}; readiness: ${readinessOf(current)}`);
+    if (current.plan) out.push(`  plan: ${cut(current.plan, PLAN_PREVIEW)}`);
+    if (current.todoList.length > 0) {
+      out.push('  todo_list:');
+      for (const t of current.todoList) out.push(`    ${TODO_MARK[t.state]} ${line(t.text)}`);
+    }
+    if (current.blockedBy) out.push(`  ${blocker(current, now)}`);
+  } else {
+    out.push('Current work item: none.');
+  }
+  const group = (title: string, rows: WorkItemRow[], extra: (w: WorkItemRow) => string = () => '') => {
+    if (rows.length === 0) return;
+    out.push(title);
+    for (const w of rows) out.push(`- ${w.id}: ${line(w.objective)}${extra(w)}`);
+  };
+  const due = (w: WorkItemRow) => !!w.recheckAt && !w.recheckConsumedAt && w.recheckAt <= now;
+  group(
+    'Blocked, recheck due:',
+    open.filter((w) => w.blockedBy && due(w)),
+    (w) => ` — ${blocker(w, now)}`,
+  );
+  group(
+    'Queued, runnable (pick_work_item to focus on one):',
+    open.filter((w) => readinessOf(w) === 'runnable'),
+  );
+  group(
+    'Waiting for operator input:',
+    open.filter((w) => readinessOf(w) === 'waiting_for_operator'),
+  );
+  group(
+    'Blocked:',
+    open.filter((w) => w.blockedBy && !due(w)),
+    (w) => ` — ${blocker(w, now)}`,
+  );
+  group(
+    'Recently completed:',
+    closed.filter((w) => w.state === 'completed' && w.resultSummary),
+    (w) => ` — report: ${cut(line(w.resultSummary!), REPORT_PREVIEW)}`,
+  );
+  out.push(
+    'Work on the current item; when it is done, write the report for the operator and call ' +
+      'complete_work_item in the same reply.',
+  );
+  return out.join('\n');
+}
+
+/**
+ * The engine's context-pack source for work items: binds the turn to the agent's current item when
+ * it begins (seed 002 "Turn-End Work-Item Transition Commit"; a later run of the turn keeps the
+ * first binding) and renders the projection.
+ */
+export function workItemContext(store: WorkItemStore): (q: ContextQuery) => Promise<string | null> {
+  return async (q) => {
+    if (!q.agentId) return null;
+    return renderWorkItems(
+      await store.forPrompt({ tenantId: q.tenantId, agentId: q.agentId, bindTurnId: q.turnId }),
+    );
+  };
+}
