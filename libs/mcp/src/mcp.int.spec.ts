@@ -31,7 +31,9 @@ describe('MCP client against a real server', () => {
       name: 'srv',
       url: server.url,
       headers: { Authorization: 'Bearer s3cret' },
-      timeoutMs: 1_000,
+      // Roomy: connecting and listing on a loaded machine can take more than a second. The slow
+      // server's test gives its call a short timeout of its own.
+      timeoutMs: 10_000,
       version: 'v1',
     };
   });
@@ -41,9 +43,9 @@ describe('MCP client against a real server', () => {
     await server.close();
   });
 
-  const tool = async (name: string) => {
+  const tool = async (name: string, timeoutMs = conn.timeoutMs) => {
     const entry = (await clients.listTools(conn)).find((t) => t.name === name)!;
-    return mcpToolDefinition(conn, { idempotencyKeys: false }, entry, clients);
+    return mcpToolDefinition({ ...conn, timeoutMs }, { idempotencyKeys: false }, entry, clients);
   };
 
   it('lists the tools with their schemas and annotations', async () => {
@@ -123,7 +125,7 @@ describe('MCP client against a real server', () => {
   });
 
   it('a slow server is mcp_timeout after the server timeout', async () => {
-    const slow = await tool('slow');
+    const slow = await tool('slow', 1_000);
     const started = Date.now();
     await expect(slow.execute({ ms: 5_000 }, ctx())).rejects.toMatchObject({
       kind: 'mcp_timeout',
