@@ -347,12 +347,9 @@ export function workActivationStep(db: Db, workQueue: Queue) {
   return {
     name: 'work-activation',
     async run(turn: { id: string; tenantId: string; agentId: string; sessionId: string }): Promise<void> {
-      await recordClosure(db, turn);
-      const [row] = await db.$queryRaw<{ open: boolean }[]>`
-        SELECT EXISTS (SELECT 1 FROM work_items WHERE tenant_id = ${turn.tenantId}::uuid
-          AND agent_id = ${turn.agentId}::uuid AND state = 'open')
-          OR EXISTS (SELECT 1 FROM agents WHERE id = ${turn.agentId}::uuid AND sleeping_until > now()) AS open`;
-      if (!row?.open) return;
+      // The closure's read also says whether the agent has open work or a timed sleep.
+      const recorded = await recordClosure(db, turn);
+      if (!recorded?.hasWork) return;
       await publish(workQueue, Jobs.work, { tenantId: turn.tenantId, agentId: turn.agentId, cause: turn.id });
     },
   };

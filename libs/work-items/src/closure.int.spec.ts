@@ -21,7 +21,7 @@ describe('recordClosure', () => {
     const turn = await seedTurn(env.db, s, { status: 'completed', completedAt: new Date() });
     expect(
       await recordClosure(env.db, { id: turn.id, tenantId: s.tenantId, sessionId: s.sessionId }),
-    ).toMatchObject({ outcome: 'completed' });
+    ).toEqual({ closure: expect.objectContaining({ outcome: 'completed' }), hasWork: false });
     expect((await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } })).closure).toMatchObject({
       outcome: 'completed',
     });
@@ -48,9 +48,9 @@ describe('recordClosure', () => {
     });
     const target = { id: turn.id, tenantId: s.tenantId, sessionId: s.sessionId };
     expect(await recordClosure(env.db, target)).toMatchObject({
-      outcome: 'waiting',
-      waitingReason: 'awaiting_external_change',
-      workItemId: item,
+      closure: { outcome: 'waiting', waitingReason: 'awaiting_external_change', workItemId: item },
+      // The agent's open (blocked) item: the activation step asks for a pass.
+      hasWork: true,
     });
     // A re-run step writes nothing more.
     await recordClosure(env.db, target);

@@ -33,9 +33,11 @@ interface ClosureRow {
   subject_state: string | null;
   subject_blocked: boolean;
   subject_needs_input: boolean;
+  /** The agent has open work or a timed sleep: the activation step asks for a pass. */
+  has_work: boolean;
 }
 
-export function decideClosure(r: ClosureRow): ClosureDecision {
+export function decideClosure(r: Omit<ClosureRow, 'has_work'>): ClosureDecision {
   const runtimePosture = r.lifecycle === 'active' ? (r.asleep ? 'asleep' : 'awake') : r.lifecycle;
   const base = { workItemId: r.work_item_id, runtimePosture } as const;
   if (r.status === 'failed' || r.status === 'cancelled') return { ...base, outcome: 'failed' };
@@ -75,7 +77,9 @@ async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<C
         AND w.state = 'open' AND w.blocked_by IS NULL AND w.plan_status <> 'needs_input'
         AND w.id IS DISTINCT FROM a.current_work_item_id ORDER BY w.position LIMIT 1) AS queued_id,
       s.state AS subject_state, s.blocked_by IS NOT NULL AS subject_blocked,
-      s.plan_status = 'needs_input' AS subject_needs_input
+      s.plan_status = 'needs_input' AS subject_needs_input,
+      EXISTS (SELECT 1 FROM work_items o WHERE o.tenant_id = a.tenant_id AND o.agent_id = a.id
+        AND o.state = 'open') OR coalesce(a.sleeping_until > now(), false) AS has_work
     FROM turns t JOIN agents a ON a.id = t.agent_id AND a.tenant_id = t.tenant_id
     LEFT JOIN work_items s ON s.id = coalesce(t.work_item_id, a.current_work_item_id)
     WHERE t.id = $1::uuid AND t.tenant_id = $2::uuid`,
@@ -93,24 +97,26 @@ async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<C
 export async function recordClosure(
   db: Db,
   turn: { id: string; tenantId: string; sessionId: string },
-): Promise<ClosureDecision | undefined> {
+): Promise<{ closure: ClosureDecision; hasWork: boolean } | undefined> {
   const facts = await closureFacts(db, turn.tenantId, turn.id);
   if (!facts) return undefined;
   const closure = decideClosure(facts);
-  await db.$transaction(async (tx) => {
-    const won = await tx.$executeRaw`
+  const record = (runner: Pick<Db, '$executeRaw'>) => runner.$executeRaw`
       UPDATE turns SET closure = ${JSON.stringify(closure)}::jsonb
       WHERE id = ${turn.id}::uuid AND tenant_id = ${turn.tenantId}::uuid AND closure IS NULL`;
-    // Journaled when it says more than the terminal event: work to continue or wait for, or a turn
-    // bound to a work item. A plain answer's closure is on the turn only.
-    const telling =
-      closure.outcome === 'continuable' || closure.outcome === 'waiting' || !!closure.workItemId;
-    if (won === 0 || !telling) return;
-    await appendEvents(tx, {
-      tenantId: turn.tenantId,
-      sessionId: turn.sessionId,
-      events: [{ type: EventType.TurnClosure, turnId: turn.id, data: { ...closure } }],
+  // Journaled when it says more than the terminal event: work to continue or wait for, or a turn
+  // bound to a work item. A plain answer's closure is on the turn only: one statement, no transaction.
+  const telling = closure.outcome === 'continuable' || closure.outcome === 'waiting' || !!closure.workItemId;
+  if (!telling) await record(db);
+  else {
+    await db.$transaction(async (tx) => {
+      if ((await record(tx)) === 0) return;
+      await appendEvents(tx, {
+        tenantId: turn.tenantId,
+        sessionId: turn.sessionId,
+        events: [{ type: EventType.TurnClosure, turnId: turn.id, data: { ...closure } }],
+      });
     });
-  });
-  return closure;
+  }
+  return { closure, hasWork: facts.has_work };
 }
