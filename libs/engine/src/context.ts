@@ -13,6 +13,11 @@ export interface ContextQuery {
    * a memory source has nothing to recall and makes no query. Unknown when absent.
    */
   hasMemory?: boolean;
+  /**
+   * Whether the agent ever had a work item, as the claim read it (docs/adr/0031); `false`: the
+   * context pack has nothing to project (or bind) and makes no query. Unknown when absent.
+   */
+  hasWorkItems?: boolean;
 }
 
 /**

@@ -85,6 +85,8 @@ export interface TurnInput {
   decisions?: ApprovalDecision[];
   /** Whether the agent has memory records (the claim's EXISTS): false skips recall (docs/adr/0032). */
   agentHasMemory?: boolean;
+  /** Whether the agent ever had a work item (the claim's EXISTS): false skips the work-item projection. */
+  agentHasWorkItems?: boolean;
   /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */
   promptCache?: PromptCache;
 }

@@ -119,6 +119,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     },
     decisions: load.decisions,
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
+    ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
   };
   return {

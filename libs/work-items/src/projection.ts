@@ -85,7 +85,8 @@ export function renderWorkItems(items: WorkItemRow[], now = new Date()): string 
  */
 export function workItemContext(store: WorkItemStore): (q: ContextQuery) => Promise<string | null> {
   return async (q) => {
-    if (!q.agentId) return null;
+    // An agent that never had a work item has nothing to project or bind: no statement (the claim read it).
+    if (!q.agentId || q.hasWorkItems === false) return null;
     return renderWorkItems(
       await store.forPrompt({ tenantId: q.tenantId, agentId: q.agentId, bindTurnId: q.turnId }),
     );

@@ -53,6 +53,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     turnId: input.turnId,
     input: first?.role === 'user' ? first.content : '',
     ...(input.agentHasMemory === undefined ? {} : { hasMemory: input.agentHasMemory }),
+    ...(input.agentHasWorkItems === undefined ? {} : { hasWorkItems: input.agentHasWorkItems }),
   });
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });

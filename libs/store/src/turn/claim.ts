@@ -84,6 +84,11 @@ export interface AgentRow {
    * whichever process wrote): recall is skipped without one (docs/adr/0032).
    */
   hasMemory?: boolean;
+  /**
+   * Whether the agent has ever had a work item (docs/adr/0031), read in the claim the same way: an
+   * agent that never had one gets no work-item projection statement.
+   */
+  hasWorkItems?: boolean;
 }
 
 /** A decided approval of the turn, as the engine acts on it. */
@@ -292,7 +297,8 @@ const AGENT_JSON = sql`json_build_object(
   'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
   'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
   'toolResultCompression', a.tool_result_compression,
-  'hasMemory', EXISTS (SELECT 1 FROM memory_records mr WHERE mr.tenant_id = a.tenant_id AND mr.agent_id = a.id))`;
+  'hasMemory', EXISTS (SELECT 1 FROM memory_records mr WHERE mr.tenant_id = a.tenant_id AND mr.agent_id = a.id),
+  'hasWorkItems', EXISTS (SELECT 1 FROM work_items wi WHERE wi.tenant_id = a.tenant_id AND wi.agent_id = a.id))`;
 
 /** Calls an interrupted run started and never recorded (ADR 0004). */
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c

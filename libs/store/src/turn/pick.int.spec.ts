@@ -213,6 +213,30 @@ describe('pickAndClaim', () => {
     expect(after.claimed?.claim.next?.turn.cacheSessionId).toBe(s1.sessionId);
   });
 
+  it('reads whether the agent ever had a work item in the claim itself (docs/adr/0031)', async () => {
+    const a = await tenant(`work-${randomUUID()}`);
+    const s1 = await a.session();
+    await queued(s1);
+    const before = await pickAndClaim(db, ask());
+    expect(before.claimed?.claim.next?.agent.hasWorkItems).toBe(false);
+    // A completed item counts too: the projection shows recently closed items.
+    await env.db.workItem.create({
+      data: {
+        id: randomUUID(),
+        tenantId: a.tenantId,
+        agentId: a.agentId,
+        objective: 'o',
+        state: 'completed',
+        createdBy: 'operator',
+      },
+    });
+    await env.db.turn.updateMany({ where: { sessionId: s1.sessionId }, data: { status: 'completed' } });
+    await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
+    await queued(s1);
+    const after = await pickAndClaim(db, ask());
+    expect(after.claimed?.claim.next?.agent.hasWorkItems).toBe(true);
+  });
+
   it('gives a child turn on its parent’s agent its parent’s session for the prompt cache, another agent’s its own', async () => {
     const a = await tenant(`cache-${randomUUID()}`);
     const parentSession = await a.session();
