@@ -65,6 +65,21 @@ describe('work items driven by system ticks', () => {
     const answer = lastTool
       ? ((JSON.parse(lastTool.content!) as { result?: Record<string, unknown> }).result ?? {})
       : {};
+    if (model === 'plodder') {
+      // Works without updating its item: word counts until the runtime's reminder comes, then
+      // completes the item with its report.
+      if (input.startsWith('Runtime reminder')) {
+        const id = /Current work item ([0-9a-f-]{36})/.exec(input)![1];
+        return { ...scripted.toolCall('complete_work_item', { work_item_id: id }), text: 'Report: counted.' };
+      }
+      if (!lastTool) {
+        const next = firstUnder(input, 'Queued, runnable');
+        if (next) return scripted.toolCall('pick_work_item', { work_item_id: next });
+        return scripted.text('Nothing to do.');
+      }
+      if (lastTool && answer.state === 'completed') return scripted.text('Done.');
+      return scripted.toolCall('word_count', { text: 'one two three' });
+    }
     if (model === 'ticker') {
       // A model that tries to wake itself with a tool named like a tick.
       if (!lastTool) return scripted.toolCall('system_tick', {});
@@ -133,7 +148,15 @@ describe('work items driven by system ticks', () => {
 
   let harness: AppProcess | undefined;
   async function startHarness(): Promise<AppProcess> {
-    harness = await spawnApp('harness-worker', env.processEnv(llm.providerEnv));
+    harness = await spawnApp(
+      'harness-worker',
+      env.processEnv({
+        ...llm.providerEnv,
+        // The progress reminder after 3 stale rounds (the diligent and blocking agents never get there).
+        WORK_ITEM_STALE_REMINDER_ROUNDS: '3',
+        WORK_ITEM_STALE_REMINDER_COOLDOWN_ROUNDS: '2',
+      }),
+    );
     workers.push(harness);
     return harness;
   }
@@ -216,6 +239,43 @@ describe('work items driven by system ticks', () => {
     expect((await other.get(`/v1/agents/${agentId}/work-items/${items[0]}`)).status).toBe(404);
     expect((await other.post(`/v1/agents/${agentId}/work-items`, { objective: 'x' })).status).toBe(404);
     expect((await other.post(`/v1/agents/${agentId}/work-items/${items[0]}/cancel`)).status).toBe(404);
+  });
+
+  it('many rounds without a work-item update bring a provider-only progress reminder, never journaled', async () => {
+    const agentId = (
+      await api.post('/v1/agents', {
+        name: 'plodder',
+        model: 'openai-chat/plodder',
+        tools: [...WORK_TOOLS, 'word_count'],
+      })
+    ).body.id as string;
+    const item = (await api.post(`/v1/agents/${agentId}/work-items`, { objective: 'Count the words' })).body;
+    await waitFor(
+      async () => {
+        const w = await api.get(`/v1/agents/${agentId}/work-items/${item.id as string}`);
+        return w.body.state === 'completed' ? w.body : undefined;
+      },
+      { what: 'the plodding agent to complete its item', timeoutMs: 60_000 },
+    );
+    const sent = llm.requests.filter((r) => (r.body as { model: string }).model === 'plodder');
+    const reminded = sent.filter((r) => conversation(r).input.startsWith('Runtime reminder'));
+    expect(reminded).toHaveLength(1);
+    const text = conversation(reminded[0]).input;
+    // After the pick (a work-item update), three word counts: three stale rounds.
+    expect(text).toContain('3 model rounds have passed without a work-item update');
+    expect(text).toContain(`Current work item ${item.id as string}: Count the words`);
+    // The reminder is the last message of that request, after the tool results.
+    const messages = (reminded[0].body as { messages: ChatMessage[] }).messages;
+    expect(messages[messages.length - 1]).toMatchObject({ role: 'user' });
+    expect(messages[messages.length - 2]).toMatchObject({ role: 'tool' });
+    // Provider-only: not in the transcript, not in the journal.
+    const stored = await env.db.message.findMany({ where: { agentId } });
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.some((m) => JSON.stringify(m).includes('Runtime reminder'))).toBe(false);
+    const [{ n }] = await env.db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM events e JOIN turns t ON t.id = e.turn_id
+      WHERE t.agent_id = ${agentId}::uuid AND e.data::text LIKE '%Runtime reminder%'`;
+    expect(n).toBe(0);
   });
 
   it('a blocked item with recheck_after gets exactly one tick when due', async () => {

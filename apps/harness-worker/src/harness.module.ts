@@ -16,7 +16,12 @@ import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
 import { memoryRecall, MemoryStore } from '@switchboard/memory';
-import { workActivationStep, WorkItemStore, workItemContext } from '@switchboard/work-items';
+import {
+  workActivationStep,
+  WorkItemStore,
+  workItemContext,
+  workItemReminder,
+} from '@switchboard/work-items';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
 import {
@@ -188,16 +193,25 @@ export class HarnessModule {
           // Recall (docs/adr/0022): the agent's memory for the turn's input, one read outside any
           // transaction, bounded by RECALL_TIMEOUT_MS. The context pack is the agent's work items
           // (docs/adr/0031): the turn bound to its current item and the queue projected, one statement.
-          useFactory: (cfg: Config, db: Db, metrics: Metrics): ContextSources => ({
-            memory: memoryRecall(new MemoryStore(sqlDbFor(poolOf(db), 'recall', metrics)), {
-              limit: cfg.RECALL_LIMIT,
-              timeoutMs: cfg.RECALL_TIMEOUT_MS,
-              observe: (outcome, seconds) => metrics.memoryRecall.observe({ outcome }, seconds),
-            }),
-            contextPack: workItemContext(
-              new WorkItemStore(sqlDbFor(poolOf(db), 'work-items', metrics), cfg.WORK_ITEM_RECHECK_MS),
-            ),
-          }),
+          useFactory: (cfg: Config, db: Db, metrics: Metrics): ContextSources => {
+            const workItems = new WorkItemStore(
+              sqlDbFor(poolOf(db), 'work-items', metrics),
+              cfg.WORK_ITEM_RECHECK_MS,
+            );
+            return {
+              memory: memoryRecall(new MemoryStore(sqlDbFor(poolOf(db), 'recall', metrics)), {
+                limit: cfg.RECALL_LIMIT,
+                timeoutMs: cfg.RECALL_TIMEOUT_MS,
+                observe: (outcome, seconds) => metrics.memoryRecall.observe({ outcome }, seconds),
+              }),
+              contextPack: workItemContext(workItems),
+              workReminder: workItemReminder(workItems, {
+                rounds: cfg.WORK_ITEM_STALE_REMINDER_ROUNDS,
+                cooldownRounds: cfg.WORK_ITEM_STALE_REMINDER_COOLDOWN_ROUNDS,
+                maxTokens: cfg.WORK_ITEM_STALE_REMINDER_MAX_TOKENS,
+              }),
+            };
+          },
         },
         ControlLifecycle,
         McpTools,

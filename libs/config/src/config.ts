@@ -283,6 +283,13 @@ export const ConfigSchema = z.object({
    * stops ticking the agent (docs/adr/0031); the next message, enqueue or due recheck starts again.
    */
   WORK_TICK_MAX_IDLE: Int(3, 1),
+  /**
+   * The provider-only work-item progress reminder (seed 002; docs/adr/0031): after this many rounds of a
+   * turn without a successful work-item call, then at most every COOLDOWN rounds, bounded to MAX_TOKENS.
+   */
+  WORK_ITEM_STALE_REMINDER_ROUNDS: Int(8, 1),
+  WORK_ITEM_STALE_REMINDER_COOLDOWN_ROUNDS: Int(4, 1),
+  WORK_ITEM_STALE_REMINDER_MAX_TOKENS: Int(400, 50),
   /** Workers serve /metrics (Prometheus), /healthz and /readyz on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),

@@ -216,6 +216,16 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "the recheck deadline a work item's blocker gets when `update_work_item` gives no `recheck_after`: one low-priority system tick when it is due (ADR 0031)",
   },
+  WORK_ITEM_STALE_REMINDER_ROUNDS: {
+    meaning:
+      'rounds of a turn without a successful work-item tool call before the runtime adds a provider-only progress reminder (never journaled) built from the current work item (ADR 0031)',
+  },
+  WORK_ITEM_STALE_REMINDER_COOLDOWN_ROUNDS: {
+    meaning: 'rounds between two work-item progress reminders within one run',
+  },
+  WORK_ITEM_STALE_REMINDER_MAX_TOKENS: {
+    meaning: 'the size bound of a work-item progress reminder, in tokens (about four characters each)',
+  },
   WORK_TICK_MAX_IDLE: {
     meaning:
       'keep-working system ticks in a row that may end with no work item changed before the runtime stops ticking the agent; the next message, enqueue or due recheck starts again (ADR 0031)',

@@ -27,6 +27,22 @@ export interface ContextQuery {
 export interface ContextSources {
   memory(query: ContextQuery): Promise<string | null>;
   contextPack(query: ContextQuery): Promise<string | null>;
+  /**
+   * The work-item progress reminder (seed 002, docs/adr/0031), asked before each round of a turn
+   * whose agent has work items: its text, sent to the provider only (never journaled, never in the
+   * transcript), or null when none is due. The source owns the thresholds.
+   */
+  workReminder?: (query: WorkReminderQuery) => Promise<string | null>;
+}
+
+export interface WorkReminderQuery {
+  tenantId: string;
+  agentId: string;
+  turnId: string;
+  /** Rounds of this turn since the last successful work-item tool call (or since it began). */
+  staleRounds: number;
+  /** Rounds since this run's last reminder (Infinity: none yet). */
+  roundsSinceReminder: number;
 }
 
 export const NO_CONTEXT: ContextSources = {

@@ -1,4 +1,4 @@
-import type { ContextQuery } from '@switchboard/engine';
+import type { ContextQuery, WorkReminderQuery } from '@switchboard/engine';
 import { readinessOf, type WorkItemRow, type WorkItemStore } from './store';
 
 /** How much of a plan and of a completion report the prompt shows. */
@@ -90,5 +90,55 @@ export function workItemContext(store: WorkItemStore): (q: ContextQuery) => Prom
     return renderWorkItems(
       await store.forPrompt({ tenantId: q.tenantId, agentId: q.agentId, bindTurnId: q.turnId }),
     );
+  };
+}
+
+/** The stale-progress reminder's thresholds (WORK_ITEM_STALE_REMINDER_*). */
+export interface ReminderLimits {
+  /** Rounds without a successful work-item call before a reminder. */
+  rounds: number;
+  /** Rounds between two reminders of one run. */
+  cooldownRounds: number;
+  /** The reminder's size bound, in tokens (about four characters each). */
+  maxTokens: number;
+}
+
+/**
+ * The provider-only work-item progress reminder (seed 002): derived from the current item's
+ * objective, plan status, plan, open todos and blocker, bounded, completed todos left out. It asks
+ * for an update only where material progress, a change of scope, a blocker or a finished checklist
+ * item actually emerged: it marks no progress by itself.
+ */
+export function renderReminder(current: WorkItemRow, staleRounds: number, maxChars: number): string {
+  const open = current.todoList.filter((t) => t.state !== 'completed');
+  const lines = [
+    `Runtime reminder (not from the user): ${staleRounds} model rounds have passed without a work-item update.`,
+    `Current work item ${current.id}: ${line(current.objective)}`,
+    `plan_status: ${current.planStatus}`,
+    ...(current.blockedBy ? [`blocked_by: ${line(current.blockedBy)}`] : []),
+    ...(open.length > 0 ? ['open todos:', ...open.map((t) => `${TODO_MARK[t.state]} ${line(t.text)}`)] : []),
+    ...(current.plan ? [`plan: ${line(current.plan)}`] : []),
+    'If material progress, a change of scope, a blocker or a completed checklist item emerged, record it with',
+    'update_work_item (or complete_work_item when the objective is met, with your report in the same message);',
+    'otherwise carry on without updating.',
+  ];
+  const text = lines.join('\n');
+  return text.length > maxChars ? `${text.slice(0, Math.max(0, maxChars - 14))}… [truncated]` : text;
+}
+
+/**
+ * The engine's `workReminder` source (docs/adr/0031): nothing until `rounds` rounds passed without a
+ * work-item update and `cooldownRounds` since the last reminder; then one read of the agent's
+ * current item (none open: no reminder).
+ */
+export function workItemReminder(
+  store: WorkItemStore,
+  limits: ReminderLimits,
+): (q: WorkReminderQuery) => Promise<string | null> {
+  return async (q) => {
+    if (q.staleRounds < limits.rounds || q.roundsSinceReminder < limits.cooldownRounds) return null;
+    const items = await store.forPrompt({ tenantId: q.tenantId, agentId: q.agentId }, 0);
+    const current = items.find((w) => w.current && w.state === 'open');
+    return current ? renderReminder(current, q.staleRounds, limits.maxTokens * 4) : null;
   };
 }

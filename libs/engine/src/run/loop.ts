@@ -6,6 +6,7 @@ import { guardContext } from './context-guard';
 import { answerUnrun } from './tool-call';
 import { runToolRound } from './tool-round';
 import type { TurnRun } from './turn-run';
+import { workReminder } from './work-reminder';
 
 /**
  * One run of a turn, the tool-call loop of SPEC §5: memory and the context pack first, a budget that
@@ -123,6 +124,10 @@ async function nextRound(run: TurnRun): Promise<TurnOutcome | undefined> {
   run.messages.push(...((await run.cp.interjections?.()) ?? []));
   const { input, cp, signal } = run;
   const messages = assemble(input.systemPrompt, run.history, run.messages, run.context);
+  // The stale work-item reminder goes to the provider only: not into run.messages, so it is neither
+  // journaled nor in the transcript (seed 002, docs/adr/0031).
+  const reminder = await workReminder(run);
+  if (reminder) messages.push({ role: 'user', content: reminder });
   const round = await run.resources.modelRound.call(input, run.rounds, messages, run.toolSpecs, cp, signal);
   if ('failure' in round) {
     if (signal.aborted) return run.cancelled();

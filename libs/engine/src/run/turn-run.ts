@@ -41,6 +41,8 @@ export class TurnRun {
   readonly messages: ChatMessage[];
   /** Rounds so far (the contract's `iterations`). */
   rounds: number;
+  /** The round count when this run last sent a work-item reminder (docs/adr/0031). */
+  lastWorkReminderRound?: number;
   /** Tool calls answered so far. */
   toolCalls: number;
   /** Reflections taken so far (seed 001 4h). */
