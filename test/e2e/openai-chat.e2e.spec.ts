@@ -72,10 +72,16 @@ describe('the message path through the openai SDK', () => {
     expect(body1.model).toBe('gpt-4o-mini');
     expect(body1.messages.map((m) => m.role)).toEqual(['system', 'user']);
     expect(body1.messages[0].content).toContain('Use tools.');
+    // The agent's tool, then tokenjuice_retrieve, offered to every agent that compacts tool results
+    // (docs/adr/0033).
     expect(body1.tools).toEqual([
       expect.objectContaining({
         type: 'function',
         function: expect.objectContaining({ name: 'word_count' }),
+      }),
+      expect.objectContaining({
+        type: 'function',
+        function: expect.objectContaining({ name: 'tokenjuice_retrieve' }),
       }),
     ]);
     const body2 = second.body as { messages: Record<string, unknown>[] };

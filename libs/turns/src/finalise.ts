@@ -15,16 +15,34 @@ export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.opt
  * round, the decision record and the ended event, and releases the lease when no turn is queued
  * behind it; if it fails the job retries and the turn resumes. Every later finalisation step is
  * isolated: its failure is logged and recorded on the turn, and the result stands. Waiting clients
- * hear of the end as it commits (the checkpoint publishes it); the journal stays the truth.
+ * hear of the end once the finalisation steps have run (`publishFinal`), so what they read of the
+ * turn includes what those steps record (its closure, docs/adr/0031); the journal stays the truth.
  */
 export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Promise<CheckpointResult> {
-  const { r, turn, span } = ctx;
+  const { r, turn } = ctx;
   // The reason given with the cancel goes into turn_cancelled (read only for a cancelled turn).
   const cancelReason =
     outcome.status === 'cancelled' && ctx.control.cancelled
       ? ((await r.store.cancelReason(turn.id)) ?? undefined)
       : undefined;
   const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancelReason);
+  try {
+    await afterCommit(ctx, outcome);
+  } finally {
+    // Waiting clients hear of the end now, with what the finalisation steps recorded in place.
+    ctx.checkpoints.publishFinal();
+  }
+  // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded, then
+  // the job fails so its retry enqueues it again (the turn has ended by then).
+  const ended = { ...turn, status: outcome.status };
+  const hooks = await isolated(r, turn, 'enqueue_hooks', () => enqueueHooks(r, ended));
+  if (hooks) throw hooks;
+  return committed;
+}
+
+/** After the essential commit: the parent hears of its child, the metrics, the finalisation steps. */
+async function afterCommit(ctx: TurnContext, outcome: TurnOutcome): Promise<void> {
+  const { r, turn, span } = ctx;
   // The child's task ended in that statement; its parent hears of it (and resumes) now.
   await handBack(r, turn);
   if (outcome.status === 'failed') {
@@ -48,11 +66,6 @@ export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Prom
   for (const step of r.finalisationSteps ?? []) {
     await isolated(r, turn, step.name, () => step.run(ended, outcome));
   }
-  // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded, then
-  // the job fails so its retry enqueues it again (the turn has ended by then).
-  const hooks = await isolated(r, turn, 'enqueue_hooks', () => enqueueHooks(r, ended));
-  if (hooks) throw hooks;
-  return committed;
 }
 
 /**

@@ -13,7 +13,14 @@ import type {
 } from '@switchboard/engine';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { ChatMessage } from '@switchboard/providers';
-import type { ApprovalInsert, CheckpointResult, TurnRow, TurnStore, WaitingStatus } from '@switchboard/store';
+import type {
+  ApprovalInsert,
+  CheckpointResult,
+  CommittedEvent,
+  TurnRow,
+  TurnStore,
+  WaitingStatus,
+} from '@switchboard/store';
 import { retryTransient } from '../durable';
 import { storedCompaction } from '../history';
 import type { SessionLease } from '../lease';
@@ -74,6 +81,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   private deferred: PendingWrites = emptyWrites();
   /** Committed-after hooks of the deferred writes (metrics once the round is durable). */
   private afterDeferred: (() => void)[] = [];
+  /** The finalisation's committed events, published by `publishFinal` once the finalisation steps ran. */
+  private finalEvents?: CommittedEvent[];
 
   constructor(private readonly c: CheckpointContext) {
     this.turn = c.turn;
@@ -126,7 +135,10 @@ export class PostgresCheckpoints implements TurnCheckpoints {
         cancelRequested: false,
       }),
     });
-    this.c.live?.committed(result.events);
+    // The end goes out once the finalisation steps have run (`publishFinal`): a client woken by it
+    // reads the turn with what they record (its closure) in place.
+    if (name === 'finalise') this.finalEvents = result.events ?? [];
+    else this.c.live?.committed(result.events);
     this.signals.observe(result);
     for (const fn of after) fn();
     return result;
@@ -223,6 +235,13 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   async finalise(outcome: TurnOutcome, model: string, cancelReason?: string): Promise<CheckpointResult> {
     const rows = finaliseRows(this.turn, outcome, { model, cancelReason });
     return this.commit('finalise', this.events.take([rows.event]), rows.writes, { returnEvents: true });
+  }
+
+  /** Publishes the finalisation's events (see `commit`); a second call publishes nothing. */
+  publishFinal(): void {
+    if (this.finalEvents === undefined) return;
+    this.c.live?.committed(this.finalEvents);
+    this.finalEvents = undefined;
   }
 
   interjectionWaiting(): void {
