@@ -210,8 +210,10 @@ describe('completion webhooks', () => {
     expect((await ended(api, turnId)).status).toBe('completed');
     const job = await waitFor(
       async () => {
+        // finishedOn and the return value come in the one read of the job: asking its state after
+        // fetching it could find it completed while the fetched copy still had no return value.
         const j = await postTurn.getJob(`${turnId}.completion-webhook`);
-        return j && (await j.isCompleted()) ? j : undefined;
+        return j?.finishedOn ? j : undefined;
       },
       { what: 'the completion-webhook hook job' },
     );
