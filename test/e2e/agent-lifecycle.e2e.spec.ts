@@ -1,10 +1,10 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import net from 'node:net';
 import {
   createTestEnv,
   FakeLlmServer,
   scripted,
   spawnApp,
+  spawnGateway,
   waitFor,
   type AppProcess,
   type RecordedRequest,
@@ -56,22 +56,13 @@ describe('agent lifecycle', () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
     llm.setDefault(reply);
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
-    await new Promise((resolve) => server.close(resolve));
+    const gateway = await spawnGateway(env.processEnv(llm.providerEnv));
     workers.push(
-      await spawnApp(
-        'gateway',
-        env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' }),
-      ),
+      gateway,
       await spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
       await spawnApp('triage-worker', env.processEnv(llm.providerEnv)),
     );
-    url = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok, {
-      what: 'the gateway to listen',
-    });
+    url = gateway.url;
     ({ api } = await newTenant(url, ADMIN, 'lifecycle'));
   });
 

@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { createSwitchboardClient } from '@switchboard/client';
-import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, runProcess, waitFor, type TestEnv } from '@switchboard/testing';
 import { newTenant } from '../support/api';
 import { startStack } from '../support/stack';
 
@@ -11,8 +9,6 @@ import { startStack } from '../support/stack';
  * the client's typed calls and its SSE helper directly; a bad key and bad arguments fail clearly.
  */
 jest.setTimeout(180_000);
-
-const ROOT = path.resolve(__dirname, '../..');
 
 describe('the typed client and the CLI', () => {
   let env: TestEnv;
@@ -31,28 +27,16 @@ describe('the typed client and the CLI', () => {
   });
 
   /** The CLI as a process (asynchronously: the stack answers from this process). */
-  function cli(
-    args: string[],
-    o: { key?: string } = {},
-  ): Promise<{ code: number | null; out: string; err: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['-r', '@swc-node/register', 'scripts/cli.ts', ...args], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          SWITCHBOARD_URL: stack.url,
-          SWITCHBOARD_API_KEY: o.key ?? key,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, out, err }));
+  async function cli(args: string[], o: { key?: string } = {}) {
+    const r = await runProcess(process.execPath, ['-r', '@swc-node/register', 'scripts/cli.ts', ...args], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        SWITCHBOARD_URL: stack.url,
+        SWITCHBOARD_API_KEY: o.key ?? key,
+      },
     });
+    return { code: r.code, out: r.stdout, err: r.stderr };
   }
   const json = async (args: string[]) => {
     const r = await cli(args);

@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT, createTestEnv, spawnApp, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { ROOT, createTestEnv, freePort, spawnApp, type AppProcess, type TestEnv } from '@switchboard/testing';
 
 /**
  * `npm run build` and what the image runs: the command compiles the apps and libraries to
@@ -15,14 +14,6 @@ jest.setTimeout(120_000);
 
 const run = promisify(execFile);
 const APPS = ['gateway', 'harness-worker', 'triage-worker', 'hooks-worker'];
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 describe('npm run build', () => {
   let env: TestEnv;

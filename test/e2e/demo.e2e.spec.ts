@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, freePort, runProcess, type TestEnv } from '@switchboard/testing';
 
 /**
  * `npm run demo` as a newcomer meets it (issue 23): scripts/demo.ts starts the four services as
@@ -15,32 +13,12 @@ import { createTestEnv, type TestEnv } from '@switchboard/testing';
  */
 jest.setTimeout(240_000);
 
-const ROOT = path.resolve(__dirname, '../..');
-
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function runDemo(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'scripts/demo.ts', '--exit'], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+/** scripts/demo.ts --exit, to its end (the demo stops its services and exits itself). */
+const runDemo = (env: NodeJS.ProcessEnv) =>
+  runProcess(process.execPath, ['-r', '@swc-node/register', 'scripts/demo.ts', '--exit'], {
+    env,
+    timeoutMs: 230_000,
   });
-}
 
 describe('the demo (npm run demo)', () => {
   let env: TestEnv;

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, runProcess, type TestEnv } from '@switchboard/testing';
 import { startStack } from '../support/stack';
 
 /**
@@ -23,31 +22,12 @@ function block(marker: string): string {
   return fenced[1];
 }
 
-/**
- * Runs a block with bash, asynchronously: the stack answers from this very process. No rc files (a
- * system bashrc may read unset variables under `set -u`).
- */
-function bash(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('error', reject);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
+/** A block run with bash, no rc files (a system bashrc may read unset variables under `set -u`). */
+const bash = (script: string, env: Record<string, string>) =>
+  runProcess('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    timeoutMs: 90_000,
   });
-}
 
 describe('README examples', () => {
   let env: TestEnv;
@@ -65,7 +45,7 @@ describe('README examples', () => {
 
   it('runs the quickstart as written: a tenant, an agent, a turn to its end, its journal and memory', async () => {
     const r = await bash(block('quickstart'), { SB: stack.url, ADMIN_TOKEN: 'test-admin-token-0123456789' });
-    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toContain('"status": "completed"');
     expect(r.stdout).toContain('"stopReason": "final_answer"');
     expect(r.stdout).toContain('["message_admitted","turn_started"');
@@ -76,7 +56,7 @@ describe('README examples', () => {
 
   it('fails when a step does: the same block against a gateway that refuses the admin token', async () => {
     const r = await bash(block('quickstart'), { SB: stack.url, ADMIN_TOKEN: 'not-the-admin-token-000' });
-    expect(r.status).not.toBe(0);
+    expect(r.code).not.toBe(0);
     expect(r.stdout).not.toContain('"status": "completed"');
   });
 });

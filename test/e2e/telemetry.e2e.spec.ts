@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import net from 'node:net';
-import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
+import { createTestEnv, spawnGateway, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant } from '../support/api';
 
 /**
@@ -29,7 +29,7 @@ const attr = (s: OtlpSpan, key: string) => s.attributes.find((a) => a.key === ke
 
 describe('telemetry from a gateway process', () => {
   let env: TestEnv;
-  let gateway: AppProcess;
+  let gateway: AppProcess & { url: string };
   let collector: Server;
   let base: string;
   const exports: OtlpExport[] = [];
@@ -46,24 +46,15 @@ describe('telemetry from a gateway process', () => {
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
     const { port: collectorPort } = collector.address() as net.AddressInfo;
-    const probe = net.createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const { port } = probe.address() as net.AddressInfo;
-    await new Promise((resolve) => probe.close(resolve));
-    gateway = await spawnApp(
-      'gateway',
+    gateway = await spawnGateway(
       env.processEnv({
-        PORT: String(port),
-        HOST: '127.0.0.1',
         OTEL_SDK_DISABLED: 'false',
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '100',
       }),
-      { readyPattern: /Server listening at|successfully started/ },
     );
-    base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${base}/healthz`)).ok, { what: 'the gateway to listen' });
+    base = gateway.url;
   });
 
   afterAll(async () => {

@@ -1,9 +1,9 @@
-import net from 'node:net';
 import {
   createTestEnv,
   FakeLlmServer,
   scripted,
   spawnApp,
+  spawnGateway,
   waitFor,
   type AppProcess,
   type RecordedRequest,
@@ -120,21 +120,9 @@ describe('work items driven by system ticks', () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
     llm.setDefault((r) => hold?.(r) ?? worker(r));
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
-    await new Promise((resolve) => server.close(resolve));
-    workers.push(
-      await spawnApp(
-        'gateway',
-        env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' }),
-      ),
-      await spawnApp('triage-worker', env.processEnv(llm.providerEnv)),
-    );
-    url = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok, {
-      what: 'the gateway to listen',
-    });
+    const gateway = await spawnGateway(env.processEnv(llm.providerEnv));
+    workers.push(gateway, await spawnApp('triage-worker', env.processEnv(llm.providerEnv)));
+    url = gateway.url;
     await startHarness();
     ({ api } = await newTenant(url, ADMIN, 'workers'));
     ({ api: other } = await newTenant(url, ADMIN, 'others'));

@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { registerLog, testLogDir } from './logs';
 import { ROOT } from './services';
+import { waitFor } from './wait';
 
 export interface AppProcess {
   child: ChildProcess;
@@ -96,4 +98,54 @@ export async function spawnApp(
       return exited;
     },
   };
+}
+
+/** A loopback port nothing listens on at the moment (for a process that needs its port up front). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A gateway process on a free loopback port, resolved once it answers /healthz. */
+export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
+  const port = await freePort();
+  const gateway = await spawnApp(
+    'gateway',
+    { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    {
+      readyPattern: /Server listening at|successfully started/,
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok, {
+    what: 'the gateway to listen',
+  });
+  return Object.assign(gateway, { url });
+}
+
+/**
+ * Runs a command to its end without blocking the test's event loop (an in-process stack answers
+ * from it), and gives its exit code and output. Killed after `timeoutMs`.
+ */
+export function runProcess(
+  command: string,
+  args: string[],
+  o: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: o.cwd ?? ROOT, env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 120_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
