@@ -291,20 +291,26 @@ export function configTable(): string {
 }
 
 /** The README with its table replaced by `configTable()`; throws when the markers are missing. */
-export function withConfigTable(readme: string): string {
+/** Where the table lies between the markers, or undefined without them. */
+function tableBounds(readme: string): { begin: number; end: number } | undefined {
   const begin = readme.indexOf(BEGIN);
   const end = readme.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`README.md lacks the markers ${BEGIN} … ${END}`);
+  return begin < 0 || end < begin ? undefined : { begin, end };
+}
+
+export function withConfigTable(readme: string): string {
+  const at = tableBounds(readme);
+  if (!at) throw new Error(`README.md lacks the markers ${BEGIN} … ${END}`);
+  const { begin, end } = at;
   return `${readme.slice(0, begin + BEGIN.length)}\n\n${configTable()}\n\n${readme.slice(end)}`;
 }
 
 /** The rows of the table between the README's markers, cells trimmed (for the drift test). */
 export function readmeConfigRows(readme: string): string[][] {
-  const begin = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  if (begin < 0 || end < begin) return [];
+  const at = tableBounds(readme);
+  if (!at) return [];
   return readme
-    .slice(begin + BEGIN.length, end)
+    .slice(at.begin + BEGIN.length, at.end)
     .split('\n')
     .filter((l) => l.startsWith('| `'))
     .map((l) =>

@@ -1,4 +1,4 @@
-import { sql, type Sql, type SqlRunner } from './sql';
+import { sql, type Sql } from './sql';
 
 /**
  * Children's cost rolls up into the parent turn (issue 11, docs/adr/0025): the cost of every turn
@@ -13,15 +13,3 @@ export const descendantsCostUsd = (turnId: Sql): Sql => sql`(
     SELECT k.child_turn_id FROM tasks k JOIN d ON k.parent_turn_id = d.id WHERE k.child_turn_id IS NOT NULL
   )
   SELECT coalesce(sum(t.cost_usd), 0) FROM turns t JOIN d ON t.id = d.id)`;
-
-/** A turn's own cost, its descendants' and the sum, as decimal strings (GET /v1/turns/:id). */
-export async function costRollup(
-  db: SqlRunner,
-  tenantId: string,
-  turnId: string,
-): Promise<{ childrenCostUsd: string; totalCostUsd: string } | undefined> {
-  return db.first(sql`
-    SELECT c.children::text AS "childrenCostUsd", (t.cost_usd + c.children)::text AS "totalCostUsd"
-    FROM turns t, LATERAL (SELECT ${descendantsCostUsd(sql`t.id`)} AS children) c
-    WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
-}

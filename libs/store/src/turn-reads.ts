@@ -62,7 +62,7 @@ export function findTurn(db: Db, tenantId: string, turnId: string): Promise<Turn
 
 /**
  * `readTurn`'s row: the turn, its tool calls, and what GET /v1/turns/:id adds (docs/adr/0025): the
- * cost of the turns below it (`costRollup`'s figures, in the same statement) and whether it spawned
+ * cost of the turns below it (`descendantsCostUsd`, in the same statement) and whether it spawned
  * sub-agent tasks at all, so their list is read only for a turn that did.
  */
 export type TurnDetailRead = TurnRead & { childrenCostUsd: string; totalCostUsd: string; spawned: boolean };

@@ -9,7 +9,7 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
-import { costRollup, SqlDb } from '@switchboard/store';
+import { readTurn, SqlDb } from '@switchboard/store';
 import { ToolRegistry } from '@switchboard/tools';
 import {
   operatorPrompt,
@@ -203,17 +203,19 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
     const a = await child(ids, parent, { status: 'completed', costUsd: '0.2' });
     await child(ids, parent, { status: 'running', costUsd: '0.3' });
     await child(ids, a.turnId, { status: 'completed', costUsd: '0.05', depth: 2 });
-    expect(await costRollup(sqlDb, ids.tenantId, parent)).toEqual({
+    // As GET /v1/turns/:id reads it: the turn's one statement carries the roll-up.
+    expect(await readTurn(sqlDb, ids.tenantId, parent)).toMatchObject({
       childrenCostUsd: '0.55000000',
       totalCostUsd: '0.65000000',
+      spawned: true,
     });
-    expect(await costRollup(sqlDb, ids.tenantId, a.turnId)).toEqual({
+    expect(await readTurn(sqlDb, ids.tenantId, a.turnId)).toMatchObject({
       childrenCostUsd: '0.05000000',
       totalCostUsd: '0.25000000',
     });
     // Another tenant sees nothing.
     const other = await seedTenant(env.db, 'other');
-    expect(await costRollup(sqlDb, other.tenantId, parent)).toBeUndefined();
+    expect(await readTurn(sqlDb, other.tenantId, parent)).toBeUndefined();
   });
 
   describe('against the parent’s maxUsd', () => {

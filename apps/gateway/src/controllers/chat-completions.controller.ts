@@ -1,4 +1,4 @@
-import { applyDecorators, Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createZodDto } from 'nestjs-zod';
@@ -8,7 +8,6 @@ import {
   ChatCompletionResponse,
   isUuid,
   newId,
-  OpenAiErrorResponse,
   unsupportedChatParameter,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
@@ -27,7 +26,7 @@ import {
 } from '../http/chat-completions';
 import { ErrorShapeOf } from '../http/errors';
 import { IdempotencyKeyHeader } from '../http/idempotency';
-import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../http/openapi';
+import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../http/openapi';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 import { ChatCompletionStreamer } from '../http/chat-completion-stream';
 import { RateLimitBucketOf } from '../http/rate-limit';
@@ -75,19 +74,6 @@ const ERRORS: [number, string][] = [
   ],
 ];
 
-/** Every error of the route, in OpenAI's shape. */
-const OpenAiErrors = () =>
-  applyDecorators(
-    ...ERRORS.map(([status, description]) =>
-      ApiResponse({
-        status,
-        description,
-        schema: schemaRef(OpenAiErrorResponse),
-        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
-      }),
-    ),
-  );
-
 /**
  * `POST /v1/chat/completions`, OpenAI-compatible (SPEC §3; docs/adr/0016-chat-completions-facade.md):
  * `model` names an agent, the conversation is a session, the last user message is admitted through
@@ -128,7 +114,7 @@ export class ChatCompletionsController {
       'text/event-stream': { schema: { type: 'string' } },
     },
   })
-  @OpenAiErrors()
+  @OpenAiErrorResponses(ERRORS)
   @ApiHeader({
     name: 'X-Session-Id',
     required: false,

@@ -1,11 +1,11 @@
-import { applyDecorators, Controller, Get, Inject, Param } from '@nestjs/common';
+import { Controller, Get, Inject, Param } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { ModelList, ModelObject, OpenAiErrorResponse } from '@switchboard/contracts';
+import { ModelList, ModelObject } from '@switchboard/contracts';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
 import { OpenAiError } from '../http/chat-completions';
 import { ErrorShapeOf } from '../http/errors';
-import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../http/openapi';
+import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../http/openapi';
 
 /** The most models one list shows (OpenAI's list has no paging): the most recently created names. */
 export const MODELS_LIMIT = 1000;
@@ -17,17 +17,7 @@ const ERRORS: [number, string][] = [
   [503, 'A dependency is unavailable: retry later'],
 ];
 
-const OpenAiErrors = (codes: number[]) =>
-  applyDecorators(
-    ...ERRORS.filter(([status]) => codes.includes(status)).map(([status, description]) =>
-      ApiResponse({
-        status,
-        description,
-        schema: schemaRef(OpenAiErrorResponse),
-        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
-      }),
-    ),
-  );
+const errors = (codes: number[]) => ERRORS.filter(([status]) => codes.includes(status));
 
 const present = (a: { name: string; createdAt: Date }): ModelObject => ({
   id: a.name,
@@ -54,7 +44,7 @@ export class ModelsController {
     summary: `OpenAI-compatible: the tenant's agents as models, most recent first (at most ${MODELS_LIMIT})`,
   })
   @ApiResponse({ status: 200, description: 'The models', schema: schemaRef(ModelList) })
-  @OpenAiErrors([401, 429, 503])
+  @OpenAiErrorResponses(errors([401, 429, 503]))
   async list(@TenantId() tenantId: string): Promise<ModelList> {
     return { object: 'list', data: (await this.agents.modelNames(tenantId, MODELS_LIMIT)).map(present) };
   }
@@ -63,7 +53,7 @@ export class ModelsController {
   @ErrorShapeOf('openai')
   @ApiOperation({ operationId: 'retrieveModel', summary: 'OpenAI-compatible: one agent as a model, by name' })
   @ApiResponse({ status: 200, description: 'The model', schema: schemaRef(ModelObject) })
-  @OpenAiErrors([401, 404, 429, 503])
+  @OpenAiErrorResponses(errors([401, 404, 429, 503]))
   async get(@TenantId() tenantId: string, @Param('model') model: string): Promise<ModelObject> {
     const agentId = await this.agents.idByModel(tenantId, model);
     const agent = agentId ? await this.agents.find(tenantId, agentId) : null;

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
 import { z } from 'zod';
-import { ApiSchemas, ErrorResponse } from '@switchboard/contracts';
+import { ApiSchemas, ErrorResponse, OpenAiErrorResponse } from '@switchboard/contracts';
 
 /** Security scheme names in the OpenAPI document. */
 export const API_KEY_AUTH = 'apiKey';
@@ -162,3 +162,19 @@ function responseComponents(): Record<string, object> {
     Object.entries(schemas).map(([id, { $id: _, $schema: __, ...schema }]) => [id, schema]),
   );
 }
+
+/**
+ * The error responses of an OpenAI-compatible route, each in OpenAI's error shape (the route declares
+ * `ErrorShapeOf('openai')`), 429 with the rate-limit headers.
+ */
+export const OpenAiErrorResponses = (errors: readonly (readonly [number, string])[]) =>
+  applyDecorators(
+    ...errors.map(([status, description]) =>
+      ApiResponse({
+        status,
+        description,
+        schema: schemaRef(OpenAiErrorResponse),
+        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
+      }),
+    ),
+  );

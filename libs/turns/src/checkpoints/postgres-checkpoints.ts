@@ -111,7 +111,12 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     name: string,
     events: JournalEvent[],
     writes: PendingWrites,
-    options: { returnEvents?: boolean; approvals?: ApprovalInsert[] } = {},
+    options: {
+      returnEvents?: boolean;
+      approvals?: ApprovalInsert[];
+      /** Keep the committed events for `publishFinal` instead of publishing them now. */
+      publishLater?: boolean;
+    } = {},
   ): Promise<CheckpointResult> {
     // Taken at once: checkpoints of one wave of tool calls run concurrently, and only one carries them.
     const merged = withDeferred(this.deferred, writes);
@@ -135,9 +140,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
         cancelRequested: false,
       }),
     });
-    // The end goes out once the finalisation steps have run (`publishFinal`): a client woken by it
-    // reads the turn with what they record (its closure) in place.
-    if (name === 'finalise') this.finalEvents = result.events ?? [];
+    if (options.publishLater) this.finalEvents = result.events ?? [];
     else this.c.live?.committed(result.events);
     this.signals.observe(result);
     for (const fn of after) fn();
@@ -234,7 +237,12 @@ export class PostgresCheckpoints implements TurnCheckpoints {
    */
   async finalise(outcome: TurnOutcome, model: string, cancelReason?: string): Promise<CheckpointResult> {
     const rows = finaliseRows(this.turn, outcome, { model, cancelReason });
-    return this.commit('finalise', this.events.take([rows.event]), rows.writes, { returnEvents: true });
+    // The end goes out once the finalisation steps have run (`publishFinal`): a client woken by it
+    // reads the turn with what they record (its closure) in place.
+    return this.commit('finalise', this.events.take([rows.event]), rows.writes, {
+      returnEvents: true,
+      publishLater: true,
+    });
   }
 
   /** Publishes the finalisation's events (see `commit`); a second call publishes nothing. */
