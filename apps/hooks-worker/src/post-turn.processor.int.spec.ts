@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { createRedis, jobOptions } from '@switchboard/queue';
@@ -85,6 +86,20 @@ describe('PostTurnProcessor', () => {
       env.db.hookRun.findFirst({ where: { turnId, hook: 'archivist' } }).then((r) => r ?? undefined),
     );
     expect(run).toMatchObject({ status: 'failed', attempts: 1, output: { error: expect.any(String) } });
+    // Logged as well as counted: which turn and hook, and that no attempt is left.
+    const logged = await waitFor(() => {
+      const lines = readFileSync(env.config().LOG_FILE!, 'utf8').split('\n').filter(Boolean);
+      return lines
+        .flatMap((l) => {
+          try {
+            return [JSON.parse(l) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        })
+        .find((l) => l.turnId === turnId && l.msg === 'post-turn hook failed; no attempts left');
+    });
+    expect(logged).toMatchObject({ level: 50, hook: 'archivist', tenantId, attempt: 1, attempts: 1 });
   });
 
   it('fails a job naming a hook it has no handler for, without retrying it', async () => {
