@@ -443,11 +443,20 @@ describe('runArchivist', () => {
       input: 'The on-call phone is +351 555 0100.',
       answer: 'Saved.',
     });
-    llm.enqueue(
+    // Neither call is answered before both have been made: a race in fact, not only in name (under
+    // load the first run could otherwise commit before the second had read the turn).
+    const both = llm.requests.length + 2;
+    const replies = [
       facts({ title: 'On-call phone', content: 'The on-call phone is +351 555 0100.' }),
       facts({ title: 'On-call phone', content: 'The on-call phone number is +351 555 0100.' }),
+    ];
+    llm.setDefault(async () => {
+      await llm.waitForRequests(both);
+      return replies.shift() ?? { kind: 'error', status: 500 };
+    });
+    const outcomes = await Promise.all([run(turnId, t.tenantId), run(turnId, t.tenantId)]).finally(() =>
+      llm.setDefault(undefined),
     );
-    const outcomes = await Promise.all([run(turnId, t.tenantId), run(turnId, t.tenantId)]);
     expect(outcomes.sort()).toEqual(['already_done', 'written']);
     expect(await memoryOf(t.agentId)).toHaveLength(1);
     // The loser's call was made: its spend is booked under its own key, its facts are not kept.
