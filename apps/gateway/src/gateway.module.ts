@@ -50,6 +50,10 @@ import { MemoryController } from './controllers/memory.controller';
 import { WorkItemsController } from './controllers/work-items.controller';
 import { AgentLifecycleController } from './controllers/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
+import { LangGraphController } from './controllers/langgraph.controller';
+import { LangGraphReads } from './langgraph/reads';
+import { LangGraphRunStreamer } from './langgraph/run-stream';
+import { LangGraphSnapshots } from './langgraph/snapshots';
 import { ErrorFilter } from './http/errors';
 import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
 import { InFlightRequests } from './http/in-flight';
@@ -144,6 +148,7 @@ export class GatewayModule {
         WorkItemsController,
         AgentLifecycleController,
         AuditController,
+        LangGraphController,
       ],
       providers: [
         {
@@ -269,6 +274,9 @@ export class GatewayModule {
         ...REPOSITORIES,
         InFlightRequests,
         ChatCompletionStreamer,
+        { provide: LangGraphReads, inject: [DB], useFactory: (db: Db) => new LangGraphReads(db) },
+        LangGraphSnapshots,
+        LangGraphRunStreamer,
         LiveLifecycle,
         QueueDepthMetrics,
       ],

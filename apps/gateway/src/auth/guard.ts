@@ -12,6 +12,7 @@ import { AppError } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
 import { ApiKeysRepository, apiKeyActor } from '@switchboard/store';
+import type { ErrorShapeConfig } from '../http/errors';
 import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
 import { KEY_USAGE, type KeyUsage } from './key-usage';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
@@ -52,6 +53,17 @@ export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): s
 export const accessOf = (reflector: Reflector, ctx: ExecutionContext): Access =>
   reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ?? 'tenant';
 
+/**
+ * The `x-api-key` header, on routes that accept it (the LangGraph adapter's: its SDK sends the key
+ * there, docs/adr/0038).
+ */
+function apiKeyHeader(req: FastifyRequest): string | undefined {
+  const config = req.routeOptions?.config as ErrorShapeConfig | undefined;
+  if (!config?.apiKeyHeader) return undefined;
+  const value = req.headers['x-api-key'];
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}
+
 /** Every route needs an API key unless marked otherwise. */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -67,7 +79,7 @@ export class AuthGuard implements CanActivate {
     const access = accessOf(this.reflector, ctx);
     if (access === 'public') return true;
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
-    const token = bearer(req.headers.authorization);
+    const token = bearer(req.headers.authorization) ?? apiKeyHeader(req);
     if (access === 'admin') {
       const admin = this.config.ADMIN_TOKEN;
       if (!admin) throw new AppError('unauthorized', 'the admin API is disabled: set ADMIN_TOKEN');

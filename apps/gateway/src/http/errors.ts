@@ -7,6 +7,7 @@ import { AppError, type ErrorBody, type ErrorCode } from '@switchboard/contracts
 import { isTransientDbError } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
+import { toLangGraphErrorAnswer } from '../langgraph/mapping';
 import { toOpenAiErrorAnswer } from './chat-completions';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -103,12 +104,17 @@ function friendly(code: string, message: string): string {
   }
 }
 
-/** The error shapes a route may answer in: the gateway's own, or OpenAI's (the chat-completions facade). */
-export type ErrorShape = 'switchboard' | 'openai';
+/**
+ * The error shapes a route may answer in: the gateway's own, OpenAI's (the chat-completions facade),
+ * or LangGraph's `{detail}` (the LangGraph adapter, docs/adr/0038).
+ */
+export type ErrorShape = 'switchboard' | 'openai' | 'langgraph';
 
 /** Fastify route config (`@RouteConfig`) naming the route's error shape; without it, the gateway's own. */
 export interface ErrorShapeConfig {
   errorShape?: ErrorShape;
+  /** The API key may come in the `x-api-key` header (the LangGraph SDK's), as well as the bearer. */
+  apiKeyHeader?: boolean;
 }
 
 /**
@@ -133,7 +139,15 @@ export class ErrorFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const req = host.switchToHttp().getRequest<FastifyRequest | undefined>();
     const native = (e: unknown) => toErrorAnswer(e, this.logger);
-    send(reply, errorShapeOf(req) === 'openai' ? toOpenAiErrorAnswer(err, native) : native(err));
+    const shape = errorShapeOf(req);
+    send(
+      reply,
+      shape === 'openai'
+        ? toOpenAiErrorAnswer(err, native)
+        : shape === 'langgraph'
+          ? toLangGraphErrorAnswer(err, native)
+          : native(err),
+    );
   }
 }
 

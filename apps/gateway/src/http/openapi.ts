@@ -135,6 +135,13 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
         bearerFormat: 'API key',
         description: 'A tenant API key (`sb_` + 40 characters), shown once when created',
       })
+      // The LangGraph adapter (docs/adr/0038) also takes the API key where its SDK sends it.
+      .addSecurity('langgraphApiKey', {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-api-key',
+        description: 'A tenant API key in the `x-api-key` header (the LangGraph SDK’s), on /langgraph routes',
+      })
       .addSecurity(ADMIN_AUTH, {
         type: 'http',
         scheme: 'bearer',

@@ -1,0 +1,720 @@
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import { ApiBody, ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { createZodDto } from 'nestjs-zod';
+import type { z } from 'zod';
+import type { Admission, TurnControl } from '@switchboard/admission';
+import {
+  isUuid,
+  LangGraphAssistant,
+  LangGraphAssistantList,
+  LangGraphAssistantSearchRequest,
+  LangGraphCancelQuery,
+  LangGraphErrorResponse,
+  LangGraphHistoryQuery,
+  LangGraphHistoryRequest,
+  LangGraphJoinQuery,
+  LangGraphRun,
+  LangGraphRunList,
+  LangGraphRunListQuery,
+  LangGraphRunRequest,
+  LangGraphThread,
+  LangGraphThreadCreateRequest,
+  LangGraphThreadList,
+  LangGraphThreadSearchRequest,
+  LangGraphThreadState,
+  LangGraphThreadStateList,
+  LangGraphValues,
+  newId,
+} from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { ADMISSION, CONFIG } from '@switchboard/platform';
+import type { Approvals } from '@switchboard/turns';
+import { Actor, ApiKeyId, TenantId } from '../auth/guard';
+import type { ErrorShapeConfig } from '../http/errors';
+import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../http/openapi';
+import { RateLimitBucketOf } from '../http/rate-limit';
+import { TURN_CONTROL } from '../http/turn-control';
+import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
+import { validateOptionalBody } from '../http/validation';
+import {
+  assistantOf,
+  decisionsOf,
+  LangGraphError,
+  planRun,
+  runOf,
+  stateOf,
+  streamModesOf,
+  threadOf,
+  turnStatusesOf,
+  valuesOf,
+} from '../langgraph/mapping';
+import { LangGraphReads } from '../langgraph/reads';
+import { LangGraphRunStreamer } from '../langgraph/run-stream';
+import { LangGraphSnapshots } from '../langgraph/snapshots';
+import { APPROVALS } from './approvals.controller';
+
+class AssistantSearchDto extends createZodDto(LangGraphAssistantSearchRequest) {}
+class ThreadCreateDto extends createZodDto(LangGraphThreadCreateRequest) {}
+class ThreadSearchDto extends createZodDto(LangGraphThreadSearchRequest) {}
+class HistoryDto extends createZodDto(LangGraphHistoryRequest) {}
+class RunDto extends createZodDto(LangGraphRunRequest) {}
+class RunListQueryDto extends createZodDto(LangGraphRunListQuery) {}
+class CancelQueryDto extends createZodDto(LangGraphCancelQuery) {}
+class JoinQueryDto extends createZodDto(LangGraphJoinQuery) {}
+class HistoryQueryDto extends createZodDto(LangGraphHistoryQuery) {}
+
+/** What a run admits as: an operator's prompt over the public API (as /v1/chat/completions does). */
+const OPERATOR_PROMPT = {
+  kind: 'operator_prompt',
+  origin: { kind: 'operator' },
+  deliverySurface: 'http_public_enqueue',
+  admissionContext: 'control_authenticated',
+} as const;
+
+/** The security scheme of the `x-api-key` header the LangGraph SDK sends. */
+export const LANGGRAPH_API_KEY_AUTH = 'langgraphApiKey';
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'The body is not JSON, or a header or query is malformed',
+  401: 'Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`)',
+  403: 'The operator paused the tenant: nothing is admitted until it is resumed',
+  404: 'No such assistant, thread or run for the calling tenant',
+  408: 'The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again',
+  409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists',
+  413: 'Request body larger than the limit',
+  415: 'Body is not application/json',
+  422: 'The body failed validation, or asks for what the subset does not support (rollback, checkpoints…)',
+  429: 'Rate limit exceeded: retry after Retry-After seconds',
+  500: 'Unexpected failure (logged)',
+  503: 'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later',
+};
+
+const COMMON = [401, 429, 500, 503];
+const BODY = [400, 413, 415, 422];
+
+/**
+ * One LangGraph route: LangGraph's `{detail}` error shape for every error of the request (the guard's
+ * and the body parser's too), the `x-api-key` header accepted as the API key, and its OpenAPI entry.
+ */
+function LangGraphRoute(o: {
+  id: string;
+  summary: string;
+  status: number;
+  schema?: z.ZodType;
+  stream?: boolean;
+  errors: number[];
+}) {
+  return applyDecorators(
+    RouteConfig({ errorShape: 'langgraph', apiKeyHeader: true } satisfies ErrorShapeConfig),
+    ApiOperation({ operationId: o.id, summary: o.summary }),
+    ApiResponse({
+      status: o.status,
+      description: o.summary,
+      ...(o.stream
+        ? { content: { 'text/event-stream': { schema: { type: 'string' } } } }
+        : o.schema
+          ? { schema: schemaRef(o.schema) }
+          : {}),
+    }),
+    ...[...new Set([...o.errors, ...COMMON])].map((status) =>
+      ApiResponse({
+        status,
+        description: ERROR_TEXT[status],
+        schema: schemaRef(LangGraphErrorResponse),
+        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
+      }),
+    ),
+  );
+}
+
+/**
+ * The LangGraph Agent Server API subset (docs/adr/0038-langgraph-agent-server-api.md), so
+ * `@langchain/langgraph-sdk`'s `new Client({ apiUrl: '<gateway>/langgraph', apiKey })` works unmodified:
+ * assistants are agents, threads sessions, runs turns, interrupts approvals. A thin adapter over the
+ * same seams as `/v1/chat/completions`: Admission admits, the TurnWaiter waits, the event-stream seam
+ * streams, TurnControl cancels, Approvals decides.
+ */
+@ApiTags('langgraph')
+@ApiSecurity(LANGGRAPH_API_KEY_AUTH)
+@ApiSecurity(API_KEY_AUTH)
+@Controller('langgraph')
+export class LangGraphController {
+  constructor(
+    @Inject(LangGraphReads) private readonly reads: LangGraphReads,
+    @Inject(LangGraphSnapshots) private readonly snapshots: LangGraphSnapshots,
+    @Inject(LangGraphRunStreamer) private readonly streamer: LangGraphRunStreamer,
+    @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(TURN_CONTROL) private readonly control: TurnControl,
+    @Inject(APPROVALS) private readonly approvals: Approvals,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  // ---------------------------------------------------------------------------------------------
+  // Assistants
+  // ---------------------------------------------------------------------------------------------
+
+  @Post('assistants/search')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphSearchAssistants',
+    summary: "The tenant's agents as LangGraph assistants (graph_id = the agent's name)",
+    status: 200,
+    schema: LangGraphAssistantList,
+    errors: BODY,
+  })
+  async searchAssistants(
+    @TenantId() tenantId: string,
+    @Body() body: AssistantSearchDto,
+  ): Promise<LangGraphAssistant[]> {
+    if (body.graph_id !== undefined && body.name !== undefined && body.graph_id !== body.name) return [];
+    const rows = await this.reads.agents(tenantId, {
+      graphId: body.graph_id,
+      name: body.name,
+      limit: body.limit ?? 10,
+      offset: body.offset ?? 0,
+      sortBy: body.sort_by ?? 'created_at',
+      desc: (body.sort_order ?? 'desc') === 'desc',
+    });
+    return rows.map(assistantOf);
+  }
+
+  @Get('assistants/:assistant_id')
+  @LangGraphRoute({
+    id: 'langgraphGetAssistant',
+    summary: 'An assistant: an agent by id or by name',
+    status: 200,
+    schema: LangGraphAssistant,
+    errors: [404],
+  })
+  async getAssistant(
+    @TenantId() tenantId: string,
+    @Param('assistant_id') id: string,
+  ): Promise<LangGraphAssistant> {
+    return assistantOf(await this.assistant(tenantId, id));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Threads
+  // ---------------------------------------------------------------------------------------------
+
+  @Post('threads')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphCreateThread',
+    summary:
+      'Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id',
+    status: 200,
+    schema: LangGraphThread,
+    errors: [...BODY, 404, 409],
+  })
+  async createThread(@TenantId() tenantId: string, @Body() body: ThreadCreateDto): Promise<LangGraphThread> {
+    const { assistant_id, graph_id, ...metadata } = body.metadata ?? {};
+    const named =
+      typeof assistant_id === 'string' ? assistant_id : typeof graph_id === 'string' ? graph_id : undefined;
+    if (named === undefined) {
+      throw new LangGraphError(
+        422,
+        'metadata.assistant_id (or graph_id: the agent name, `threads.create({ graphId })`) is required: ' +
+          'a Switchboard thread is a session of one agent. Or start a run on a new thread id with ' +
+          'if_not_exists: "create".',
+      );
+    }
+    const agent = await this.assistant(tenantId, named);
+    const id = body.thread_id ?? newId();
+    const created = await this.reads.createSession({ id, tenantId, agentId: agent.id, metadata });
+    if (!created) {
+      const existing = await this.reads.session(tenantId, id);
+      if (existing && body.if_exists === 'do_nothing') return this.presentThread(existing);
+      throw new LangGraphError(409, `thread ${id} already exists`);
+    }
+    return this.presentThread(created, agent.name);
+  }
+
+  @Post('threads/search')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphSearchThreads',
+    summary:
+      "The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent",
+    status: 200,
+    schema: LangGraphThreadList,
+    errors: BODY,
+  })
+  async searchThreads(
+    @TenantId() tenantId: string,
+    @Body() body: ThreadSearchDto,
+  ): Promise<LangGraphThread[]> {
+    const { assistant_id, graph_id, ...metadata } = body.metadata ?? {};
+    let agentId: string | undefined;
+    const named =
+      typeof assistant_id === 'string' ? assistant_id : typeof graph_id === 'string' ? graph_id : undefined;
+    if (named !== undefined) {
+      const agent = await this.reads.agent(tenantId, named);
+      if (!agent) return [];
+      agentId = agent.id;
+    }
+    const rows = await this.reads.sessions(tenantId, {
+      ids: body.ids,
+      agentId,
+      metadata,
+      limit: body.limit ?? 10,
+      offset: body.offset ?? 0,
+      sortBy: body.sort_by ?? 'created_at',
+      desc: (body.sort_order ?? 'desc') === 'desc',
+    });
+    const names = new Map(
+      (await this.reads.agentsById(tenantId, [...new Set(rows.map((r) => r.agentId))])).map((a) => [
+        a.id,
+        a.name,
+      ]),
+    );
+    const threads = await Promise.all(rows.map((r) => this.presentThread(r, names.get(r.agentId))));
+    return body.status ? threads.filter((t) => t.status === body.status) : threads;
+  }
+
+  @Get('threads/:thread_id')
+  @LangGraphRoute({
+    id: 'langgraphGetThread',
+    summary: 'A thread',
+    status: 200,
+    schema: LangGraphThread,
+    errors: [404],
+  })
+  async getThread(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<LangGraphThread> {
+    return this.presentThread(await this.thread(tenantId, id));
+  }
+
+  @Get('threads/:thread_id/state')
+  @LangGraphRoute({
+    id: 'langgraphGetThreadState',
+    summary: "The thread's state: its transcript as LangChain messages, pending approvals as interrupts",
+    status: 200,
+    schema: LangGraphThreadState,
+    errors: [404],
+  })
+  async getState(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+  ): Promise<LangGraphThreadState> {
+    const session = await this.thread(tenantId, id);
+    return stateOf(session, await this.snapshots.read(session.id));
+  }
+
+  @Get('threads/:thread_id/history')
+  @LangGraphRoute({
+    id: 'langgraphGetThreadHistory',
+    summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
+    status: 200,
+    schema: LangGraphThreadStateList,
+    errors: [400, 404],
+  })
+  async getHistory(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+    @Query() q: HistoryQueryDto,
+  ): Promise<LangGraphThreadState[]> {
+    const session = await this.thread(tenantId, id);
+    if (q.limit === 0) return [];
+    return [stateOf(session, await this.snapshots.read(session.id))];
+  }
+
+  @Post('threads/:thread_id/history')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphSearchThreadHistory',
+    summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
+    status: 200,
+    schema: LangGraphThreadStateList,
+    errors: [...BODY, 404],
+  })
+  @ApiBody({ type: HistoryDto, required: false })
+  async postHistory(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+    @Body() raw: unknown,
+  ): Promise<LangGraphThreadState[]> {
+    const body = validateOptionalBody(LangGraphHistoryRequest, raw);
+    const session = await this.thread(tenantId, id);
+    if (body.limit === 0) return [];
+    return [stateOf(session, await this.snapshots.read(session.id))];
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Runs
+  // ---------------------------------------------------------------------------------------------
+
+  @Post('threads/:thread_id/runs')
+  @HttpCode(200)
+  @RateLimitBucketOf('admission')
+  @LangGraphRoute({
+    id: 'langgraphCreateRun',
+    summary:
+      'Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)',
+    status: 200,
+    schema: LangGraphRun,
+    errors: [...BODY, 403, 404, 409],
+  })
+  async createRun(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
+    @Param('thread_id') threadId: string,
+    @Body() body: RunDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
+    const turn = await this.reads.turn(tenantId, started.sessionId, started.turnId);
+    if (!turn) throw new LangGraphError(404, `run ${started.turnId} not found`);
+    await reply
+      .header('content-location', runPath(started.sessionId, started.turnId))
+      .status(200)
+      .send(runOf(turn, { multitask: started.multitask, metadata: body.metadata }));
+  }
+
+  @Post('threads/:thread_id/runs/stream')
+  @HttpCode(200)
+  @RateLimitBucketOf('admission')
+  @LangGraphRoute({
+    id: 'langgraphStreamRun',
+    summary: 'Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)',
+    status: 200,
+    stream: true,
+    errors: [...BODY, 403, 404, 409],
+  })
+  async streamRun(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
+    @Param('thread_id') threadId: string,
+    @Body() body: RunDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const modes = streamModesOf(body.stream_mode);
+    const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
+    try {
+      void reply.header('content-location', runPath(started.sessionId, started.turnId));
+      await this.streamer.stream(reply, started.watch, {
+        tenantId,
+        sessionId: started.sessionId,
+        turnId: started.turnId,
+        after: started.after,
+        modes,
+      });
+    } finally {
+      started.watch.close();
+    }
+  }
+
+  @Post('threads/:thread_id/runs/wait')
+  @HttpCode(200)
+  @RateLimitBucketOf('admission')
+  @LangGraphRoute({
+    id: 'langgraphWaitRun',
+    summary:
+      "Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)",
+    status: 200,
+    schema: LangGraphValues,
+    errors: [...BODY, 403, 404, 408, 409],
+  })
+  async waitRun(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
+    @Param('thread_id') threadId: string,
+    @Body() body: RunDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
+    try {
+      void reply.header('content-location', runPath(started.sessionId, started.turnId));
+      await this.answerWhenSettled(reply, tenantId, started.sessionId, started.turnId, started.watch);
+    } finally {
+      started.watch.close();
+    }
+  }
+
+  @Get('threads/:thread_id/runs')
+  @LangGraphRoute({
+    id: 'langgraphListRuns',
+    summary: "The thread's runs (its turns), newest first",
+    status: 200,
+    schema: LangGraphRunList,
+    errors: [400, 404, 422],
+  })
+  async listRuns(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Query() q: RunListQueryDto,
+  ): Promise<LangGraphRun[]> {
+    const session = await this.thread(tenantId, threadId);
+    const turns = await this.reads.turns(session.id, {
+      statuses: q.status ? turnStatusesOf(q.status) : undefined,
+      limit: q.limit ?? 10,
+      offset: q.offset ?? 0,
+    });
+    return turns.map((t) => runOf(t));
+  }
+
+  @Get('threads/:thread_id/runs/:run_id')
+  @LangGraphRoute({
+    id: 'langgraphGetRun',
+    summary: 'A run (a turn)',
+    status: 200,
+    schema: LangGraphRun,
+    errors: [404],
+  })
+  async getRun(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+  ): Promise<LangGraphRun> {
+    return runOf(await this.run(tenantId, threadId, runId));
+  }
+
+  @Get('threads/:thread_id/runs/:run_id/join')
+  @LangGraphRoute({
+    id: 'langgraphJoinRun',
+    summary: "Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS)",
+    status: 200,
+    schema: LangGraphValues,
+    errors: [400, 404, 408, 422],
+  })
+  async joinRun(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+    @Query() q: JoinQueryDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    void q;
+    const turn = await this.run(tenantId, threadId, runId);
+    const watch = this.waiter.watch(turn.sessionId);
+    try {
+      await this.answerWhenSettled(reply, tenantId, turn.sessionId, turn.id, watch);
+    } finally {
+      watch.close();
+    }
+  }
+
+  @Post('threads/:thread_id/runs/:run_id/cancel')
+  @HttpCode(202)
+  @LangGraphRoute({
+    id: 'langgraphCancelRun',
+    summary:
+      'Cancel a run (action interrupt): 202 at once, or with wait=1 204 once it ended; rollback is refused (422)',
+    status: 202,
+    errors: [400, 404, 422],
+  })
+  async cancelRun(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+    @Query() q: CancelQueryDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    if (q.action === 'rollback') {
+      throw new LangGraphError(
+        422,
+        'action rollback is not supported: a cancelled run stays in the thread (use action interrupt)',
+      );
+    }
+    const turn = await this.run(tenantId, threadId, runId);
+    const watch = q.wait === '1' || q.wait === 'true' ? this.waiter.watch(turn.sessionId) : undefined;
+    try {
+      const result = await this.control.cancel(
+        tenantId,
+        turn.id,
+        q.reason ?? 'cancelled through the LangGraph API',
+      );
+      if (!result) throw new LangGraphError(404, `run ${runId} not found`);
+      if (watch) {
+        await this.waiter.untilEnded(watch, {
+          tenantId,
+          turnId: turn.id,
+          deadline: Date.now() + this.config.WAIT_TIMEOUT_MS,
+          subscribedBeforeAdmission: false,
+        });
+      }
+      await reply.status(202).send();
+    } finally {
+      watch?.close();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Starts what a run asks for: admits its human message as a turn (multitask_strategy reject /
+   * enqueue / interrupt as Admission's), or decides the thread's pending approvals with
+   * `command.resume` (the paused turn goes on: the run is that turn). Listening starts first.
+   */
+  private async start(
+    tenantId: string,
+    apiKeyId: string,
+    actor: string,
+    threadId: string,
+    body: RunDto,
+  ): Promise<{
+    sessionId: string;
+    turnId: string;
+    after: number;
+    multitask: LangGraphRun['multitask_strategy'];
+    watch: ReturnType<TurnWaiter['watch']>;
+  }> {
+    const plan = planRun(body);
+    const agent = await this.assistant(tenantId, body.assistant_id);
+    let session = await this.reads.session(tenantId, threadId);
+    if (!session) {
+      if (body.if_not_exists !== 'create' || !isUuid(threadId))
+        throw new LangGraphError(404, `thread ${threadId} not found`);
+      session = await this.reads.createSession({ id: threadId, tenantId, agentId: agent.id, metadata: {} });
+      if (!session) throw new LangGraphError(404, `thread ${threadId} not found`);
+    }
+    if (session.agentId !== agent.id) {
+      throw new LangGraphError(409, `thread ${session.id} belongs to another assistant (${session.agentId})`);
+    }
+    if (session.status === 'closed') throw new LangGraphError(409, `thread ${session.id} is closed`);
+    const pending = await this.reads.pending(session.id);
+    if (plan.kind === 'resume') {
+      const decisions = decisionsOf(
+        plan.resume,
+        pending.map((a) => a.id),
+      );
+      const after = await this.reads.lastEventSeq(session.id);
+      const watch = this.waiter.watch(session.id);
+      try {
+        for (const d of decisions) {
+          const outcome = await this.approvals.decide({
+            approvalId: d.approvalId,
+            tenantId,
+            verdict: d.verdict,
+            reason: d.reason,
+            decidedBy: apiKeyId,
+            actor,
+          });
+          if (outcome.kind === 'not_found')
+            throw new LangGraphError(404, `interrupt ${d.approvalId} not found`);
+          if (outcome.kind === 'conflict') {
+            throw new LangGraphError(
+              409,
+              `interrupt ${d.approvalId} can no longer be resumed (${outcome.why})`,
+            );
+          }
+        }
+      } catch (err) {
+        watch.close();
+        throw err;
+      }
+      return { sessionId: session.id, turnId: pending[0].turnId, after, multitask: null, watch };
+    }
+    if (pending.length > 0 && plan.multitask !== 'interrupt') {
+      throw new LangGraphError(
+        409,
+        `thread ${session.id} is interrupted: run ${pending[0].turnId} waits for approval. Resume it with ` +
+          "command: { resume: 'approve' | 'reject' }, or send multitask_strategy interrupt to cancel it",
+      );
+    }
+    const watch = this.waiter.watch(session.id);
+    try {
+      const admitted = await this.admission.admit({
+        tenantId,
+        sessionId: session.id,
+        ...OPERATOR_PROMPT,
+        body: { type: 'text', text: plan.text },
+        metadata: { ...(body.metadata ?? {}), via: 'langgraph' },
+        multitask: plan.multitask,
+      });
+      return { sessionId: session.id, turnId: admitted.turnId, after: 0, multitask: plan.multitask, watch };
+    } catch (err) {
+      watch.close();
+      throw err;
+    }
+  }
+
+  /** Holds the request until the run ends or pauses; the thread's values (`__error__` for a failed run). */
+  private async answerWhenSettled(
+    reply: FastifyReply,
+    tenantId: string,
+    sessionId: string,
+    turnId: string,
+    watch: ReturnType<TurnWaiter['watch']>,
+  ): Promise<void> {
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      const turn = await this.waiter.untilEnded(watch, {
+        tenantId,
+        turnId,
+        deadline: Date.now() + this.config.WAIT_TIMEOUT_MS,
+        signal: gone.signal,
+        subscribedBeforeAdmission: false,
+        orPaused: true,
+      });
+      if (gone.signal.aborted) return;
+      if (!turn) {
+        throw new LangGraphError(
+          this.waiter.shutdown.aborted ? 503 : 408,
+          `run ${turnId} did not end within ${Math.round(this.config.WAIT_TIMEOUT_MS / 1000)} s; it goes on: ` +
+            `join it again (GET /langgraph/threads/${sessionId}/runs/${turnId}/join)`,
+        );
+      }
+      const snap = await this.snapshots.read(sessionId);
+      const values: Record<string, unknown> = valuesOf(snap.messages, snap.pending);
+      if (turn.status === 'failed') {
+        values.__error__ = {
+          error: 'turn_failed',
+          message: await this.snapshots.failureOf(tenantId, turnId),
+        };
+      }
+      await reply.status(200).send(values);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+
+  private async assistant(tenantId: string, idOrName: string) {
+    const agent = await this.reads.agent(tenantId, idOrName);
+    if (!agent) throw new LangGraphError(404, `assistant ${idOrName} not found`);
+    return agent;
+  }
+
+  private async thread(tenantId: string, id: string) {
+    const session = await this.reads.session(tenantId, id);
+    if (!session) throw new LangGraphError(404, `thread ${id} not found`);
+    return session;
+  }
+
+  private async run(tenantId: string, threadId: string, runId: string) {
+    const session = await this.thread(tenantId, threadId);
+    const turn = await this.reads.turn(tenantId, session.id, runId);
+    if (!turn) throw new LangGraphError(404, `run ${runId} not found`);
+    return turn;
+  }
+
+  private async presentThread(
+    session: NonNullable<Awaited<ReturnType<LangGraphReads['session']>>>,
+    graphId?: string,
+  ): Promise<LangGraphThread> {
+    const snap = await this.snapshots.read(session.id);
+    const name = graphId ?? (await this.reads.agentsById(session.tenantId, [session.agentId]))[0]?.name;
+    return threadOf(session, { ...snap, graphId: name });
+  }
+}
+
+/** Where a run is read: the SDK takes the run's id from this header (`onRunCreated`). */
+const runPath = (threadId: string, runId: string) => `/langgraph/threads/${threadId}/runs/${runId}`;

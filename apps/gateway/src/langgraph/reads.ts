@@ -1,0 +1,165 @@
+import type { Agent, Approval, Message, Session, Turn } from '@prisma/client';
+import { isUuid } from '@switchboard/contracts';
+import type { Db, Prisma } from '@switchboard/database';
+
+/** Turn statuses that have not ended. */
+const UNFINISHED = ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'];
+/** Transcript entries a thread's state shows at most (the newest). */
+export const STATE_MESSAGES = 1000;
+
+/**
+ * What the LangGraph adapter reads (docs/adr/0038): agents as assistants, sessions as threads, turns
+ * as runs, pending approvals as interrupts. Every read is scoped by tenant.
+ */
+export class LangGraphReads {
+  constructor(private readonly db: Db) {}
+
+  /** An agent by id, or by name (the most recent when names repeat), as `/v1/chat/completions`' `model`. */
+  agent(tenantId: string, idOrName: string): Promise<Agent | null> {
+    return this.db.agent.findFirst({
+      where: {
+        tenantId,
+        deletedAt: null,
+        OR: [{ name: idOrName }, ...(isUuid(idOrName) ? [{ id: idOrName }] : [])],
+      },
+      orderBy: { createdAt: 'desc' },
+    });
+  }
+
+  agentsById(tenantId: string, ids: string[]): Promise<Agent[]> {
+    return this.db.agent.findMany({ where: { tenantId, id: { in: ids } } });
+  }
+
+  agents(
+    tenantId: string,
+    q: { graphId?: string; name?: string; limit: number; offset: number; sortBy: string; desc: boolean },
+  ): Promise<Agent[]> {
+    const by = {
+      assistant_id: 'id',
+      graph_id: 'name',
+      name: 'name',
+      created_at: 'createdAt',
+      updated_at: 'updatedAt',
+    }[q.sortBy] as 'id' | 'name' | 'createdAt' | 'updatedAt';
+    return this.db.agent.findMany({
+      where: {
+        tenantId,
+        deletedAt: null,
+        ...(q.graphId !== undefined || q.name !== undefined ? { name: q.graphId ?? q.name } : {}),
+      },
+      orderBy: [{ [by]: q.desc ? 'desc' : 'asc' }, { id: 'asc' }],
+      skip: q.offset,
+      take: q.limit,
+    });
+  }
+
+  session(tenantId: string, id: string): Promise<Session | null> {
+    if (!isUuid(id)) return Promise.resolve(null);
+    return this.db.session.findFirst({ where: { id, tenantId } });
+  }
+
+  /** Creates the session with the thread's id; null when the id is taken (by this tenant or another). */
+  async createSession(s: {
+    id: string;
+    tenantId: string;
+    agentId: string;
+    metadata: Record<string, unknown>;
+  }): Promise<Session | null> {
+    const rows = await this.db.session.createManyAndReturn({
+      data: [
+        {
+          id: s.id,
+          tenantId: s.tenantId,
+          agentId: s.agentId,
+          title: null,
+          metadata: s.metadata as Prisma.InputJsonValue,
+        },
+      ],
+      skipDuplicates: true,
+    });
+    return rows[0] ?? null;
+  }
+
+  sessions(
+    tenantId: string,
+    q: {
+      ids?: string[];
+      agentId?: string;
+      metadata: Record<string, unknown>;
+      limit: number;
+      offset: number;
+      sortBy: string;
+      desc: boolean;
+    },
+  ): Promise<Session[]> {
+    const by = { thread_id: 'id', status: 'createdAt', created_at: 'createdAt', updated_at: 'updatedAt' }[
+      q.sortBy
+    ] as 'id' | 'createdAt' | 'updatedAt';
+    return this.db.session.findMany({
+      where: {
+        tenantId,
+        parentSessionId: null,
+        ...(q.ids ? { id: { in: q.ids } } : {}),
+        ...(q.agentId ? { agentId: q.agentId } : {}),
+        AND: Object.entries(q.metadata).map(([key, value]) => ({
+          metadata: { path: [key], equals: value as Prisma.InputJsonValue },
+        })),
+      },
+      orderBy: [{ [by]: q.desc ? 'desc' : 'asc' }, { id: 'asc' }],
+      skip: q.offset,
+      take: q.limit,
+    });
+  }
+
+  /** The thread's status turns: the newest, and every one that has not ended, newest first. */
+  async statusTurns(sessionId: string): Promise<Turn[]> {
+    const [newest, open] = await Promise.all([
+      this.db.turn.findFirst({ where: { sessionId }, orderBy: { seq: 'desc' } }),
+      this.db.turn.findMany({ where: { sessionId, status: { in: UNFINISHED } }, orderBy: { seq: 'desc' } }),
+    ]);
+    const all = [...(newest ? [newest] : []), ...open.filter((t) => t.id !== newest?.id)];
+    return all.sort((a, b) => b.seq - a.seq);
+  }
+
+  /** The transcript, oldest first: its newest STATE_MESSAGES entries. */
+  async transcript(sessionId: string): Promise<Message[]> {
+    const rows = await this.db.message.findMany({
+      where: { sessionId },
+      orderBy: [{ turnSeq: 'desc' }, { position: 'desc' }],
+      take: STATE_MESSAGES,
+    });
+    return rows.reverse();
+  }
+
+  /** Approvals waiting for a decision on a turn that still waits for them. */
+  pending(sessionId: string): Promise<Approval[]> {
+    return this.db.approval.findMany({
+      where: { sessionId, status: 'pending', turn: { status: 'awaiting_approval' } },
+      orderBy: { id: 'asc' },
+    });
+  }
+
+  turn(tenantId: string, sessionId: string, turnId: string): Promise<Turn | null> {
+    if (!isUuid(turnId)) return Promise.resolve(null);
+    return this.db.turn.findFirst({ where: { id: turnId, sessionId, tenantId } });
+  }
+
+  turnById(tenantId: string, turnId: string): Promise<Turn | null> {
+    return this.db.turn.findFirst({ where: { id: turnId, tenantId } });
+  }
+
+  turns(sessionId: string, q: { statuses?: string[]; limit: number; offset: number }): Promise<Turn[]> {
+    return this.db.turn.findMany({
+      where: { sessionId, ...(q.statuses ? { status: { in: q.statuses } } : {}) },
+      orderBy: { seq: 'desc' },
+      skip: q.offset,
+      take: q.limit,
+    });
+  }
+
+  /** The session's last journal seq: a resumed run's stream starts after it. */
+  async lastEventSeq(sessionId: string): Promise<number> {
+    const s = await this.db.session.findUnique({ where: { id: sessionId }, select: { lastEventSeq: true } });
+    return s?.lastEventSeq ?? 0;
+  }
+}
