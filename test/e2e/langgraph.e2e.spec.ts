@@ -144,7 +144,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       input: { messages: [{ type: 'human', content: 'hello there' }] },
       streamMode: ['values', 'messages-tuple', 'updates'],
     })) {
-      events.push(part as { event: string; data: any });
+      events.push(part);
     }
     const kinds = events.map((e) => e.event);
     expect(kinds[0]).toBe('metadata');
@@ -271,7 +271,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       input: { messages: [{ type: 'human', content: 'count please' }] },
       streamMode: ['values', 'updates'],
     })) {
-      events.push(part as { event: string; data: any });
+      events.push(part);
     }
     const runId = events[0].data.run_id as string;
     expect(events.at(-1)).toEqual({ event: 'end', data: { run_id: runId, status: 'interrupted' } });
@@ -309,7 +309,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       command: { resume: 'approve' },
       streamMode: ['values', 'updates'],
     })) {
-      resumed.push(part as { event: string; data: any });
+      resumed.push(part);
     }
     expect(resumed[0]).toMatchObject({ event: 'metadata', data: { run_id: runId } });
     expect(resumed.at(-1)).toEqual({ event: 'end', data: { run_id: runId, status: 'success' } });

@@ -6,15 +6,7 @@ import type { LiveWatch } from '@switchboard/live';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
 import { EVENT_STREAMS, openEventStream, type EventStreams } from '../http/event-stream';
-import {
-  interruptOf,
-  runStatusOf,
-  sseEvent,
-  updatesOf,
-  valuesOf,
-  type ApprovalRow,
-  type LangChainMessage,
-} from './mapping';
+import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from './mapping';
 import { LangGraphSnapshots, type Snapshot } from './snapshots';
 
 export interface RunStreamOptions {
@@ -167,7 +159,7 @@ export class LangGraphRunStreamer {
         });
         return;
       }
-      const snap = await step(true);
+      await step(true);
       if (status === 'failed') {
         write('error', {
           error: 'turn_failed',
@@ -175,7 +167,6 @@ export class LangGraphRunStreamer {
         });
       }
       write('end', { run_id: o.turnId, status: runStatusOf(status ?? 'failed') });
-      void snap;
     } catch (err) {
       this.logger.error({ err, turnId: o.turnId }, 'langgraph run stream failed');
       write('error', { error: 'internal', message: 'internal error while streaming' });
@@ -185,5 +176,3 @@ export class LangGraphRunStreamer {
     }
   }
 }
-
-export type { ApprovalRow, LangChainMessage };
