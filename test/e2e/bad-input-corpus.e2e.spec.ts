@@ -1,4 +1,4 @@
-import { ErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
+import { ErrorResponse, LangGraphErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant, type ApiResponse } from '../support/api';
 import { startGateway } from '../support/stack';
@@ -24,6 +24,8 @@ interface Case {
   code?: string;
   /** The OpenAI-compatible route: OpenAI's error shape, `invalid_api_key` for `unauthorized`. */
   openai?: boolean;
+  /** The LangGraph adapter (docs/adr/0038): LangGraph's `{detail}` shape, no code. */
+  langgraph?: boolean;
 }
 
 describe('bad input corpus', () => {
@@ -1624,6 +1626,103 @@ describe('bad input corpus', () => {
     })),
   );
 
+  // The LangGraph adapter (docs/adr/0038): refused before anything is written, in `{detail}`.
+  const lg =
+    (method: string, path: () => string, body?: unknown, headers: Record<string, string> = {}) =>
+    () =>
+      api.request(method, `/langgraph${path()}`, { body, headers });
+  const lgRun = (change: Record<string, unknown>, thread = () => ids.session) =>
+    lg('POST', () => `/threads/${thread()}/runs`, {
+      assistant_id: 'mine',
+      input: { messages: [{ type: 'human', content: 'hi' }] },
+      ...change,
+    });
+  cases.push(
+    ...(
+      [
+        ['rollback', lgRun({ multitask_strategy: 'rollback' }), 422],
+        ['a checkpoint id', lgRun({ checkpoint_id: 'c1' }), 422],
+        ['interrupt_before', lgRun({ interrupt_before: ['agent'] }), 422],
+        ['an unknown field', lgRun({ colour: 'red' }), 422],
+        ['no message', lgRun({ input: { messages: [] } }), 422],
+        ['two messages', lgRun({ input: { messages: ['a', 'b'] } }), 422],
+        ['an ai message', lgRun({ input: { messages: [{ type: 'ai', content: 'x' }] } }), 422],
+        [
+          'an image part',
+          lgRun({ input: { messages: [{ type: 'human', content: [{ type: 'image_url' }] }] } }),
+          422,
+        ],
+        ['a NUL in the message', lgRun({ input: { messages: ['a\u0000b'] } }), 422],
+        ['command goto', lgRun({ input: undefined, command: { goto: 'agent' } }), 422],
+        ['a resume with nothing pending', lgRun({ input: undefined, command: { resume: 'approve' } }), 409],
+        ['an unknown assistant', lgRun({ assistant_id: 'nobody' }), 404],
+        ['another tenant’s thread', lgRun({}, () => ids.otherSession), 404],
+        ['an unknown thread', lgRun({}, () => UNKNOWN_ID), 404],
+        ['a thread id that is not a UUID', lgRun({ if_not_exists: 'create' }, () => 'not-a-uuid'), 404],
+        ['a closed thread', lgRun({}, () => ids.closedSession), 409],
+        ['multitask reject on a busy thread', lgRun({ multitask_strategy: 'reject' }), 409],
+        [
+          'wait without an assistant',
+          lg('POST', () => `/threads/${ids.session}/runs/wait`, { input: null }),
+          422,
+        ],
+        ['a thread without an assistant', lg('POST', () => '/threads', { metadata: {} }), 422],
+        [
+          'a thread of an unknown assistant',
+          lg('POST', () => '/threads', { metadata: { graph_id: 'nobody' } }),
+          404,
+        ],
+        [
+          'a thread id taken',
+          () => api.post('/langgraph/threads', { thread_id: ids.session, metadata: { graph_id: 'mine' } }),
+          409,
+        ],
+        [
+          'supersteps',
+          lg('POST', () => '/threads', { metadata: { graph_id: 'mine' }, supersteps: [{}] }),
+          422,
+        ],
+        ['a negative search limit', lg('POST', () => '/threads/search', { limit: -1 }), 422],
+        ['an assistant search by a number', lg('POST', () => '/assistants/search', { name: 7 }), 422],
+        ['another tenant’s thread state', lg('GET', () => `/threads/${ids.otherSession}/state`), 404],
+        ['another tenant’s run', lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}`), 404],
+        [
+          'another tenant’s run joined',
+          lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}/join`),
+          404,
+        ],
+        [
+          'another tenant’s run cancelled',
+          lg('POST', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}/cancel`),
+          404,
+        ],
+        ['a run of another thread', lg('GET', () => `/threads/${ids.closedSession}/runs/${ids.turn}`), 404],
+        [
+          'a rollback cancel',
+          lg('POST', () => `/threads/${ids.session}/runs/${ids.turn}/cancel?action=rollback`),
+          422,
+        ],
+        ['a run list limit of 0', lg('GET', () => `/threads/${ids.session}/runs?limit=0`), 422],
+        [
+          'a wrong x-api-key',
+          () =>
+            anonymous.request('POST', '/langgraph/assistants/search', {
+              body: {},
+              headers: { 'x-api-key': 'sb_nope' },
+            }),
+          401,
+        ],
+        ['no key', () => anonymous.request('POST', '/langgraph/threads/search', { body: {} }), 401],
+        ['invalid JSON', () => sendRaw('POST', () => '/langgraph/threads', '{"metadata":', json), 400],
+        [
+          'a text/plain body',
+          () => sendRaw('POST', () => '/langgraph/threads', 'x', { 'content-type': 'text/plain' }),
+          415,
+        ],
+      ] as [string, () => Promise<ApiResponse>, number][]
+    ).map(([name, run, status]) => ({ name: `langgraph: ${name}`, run, status, langgraph: true })),
+  );
+
   // Other routes and URLs.
   cases.push(
     {
@@ -1754,7 +1853,16 @@ describe('bad input corpus', () => {
         failures.push(`${c.name}: request failed: ${(err as Error).message}`);
         continue;
       }
-      const shape = c.openai ? OpenAiErrorResponse.safeParse(res.body) : ErrorResponse.safeParse(res.body);
+      if (c.langgraph) {
+        if (!LangGraphErrorResponse.safeParse(res.body).success)
+          failures.push(`${c.name}: body ${JSON.stringify(res.body)?.slice(0, 200)}`);
+        else if (res.status !== c.status) failures.push(`${c.name}: ${res.status}, expected ${c.status}`);
+      }
+      const shape = c.langgraph
+        ? { success: true as const, data: { error: { code: c.code } } }
+        : c.openai
+          ? OpenAiErrorResponse.safeParse(res.body)
+          : ErrorResponse.safeParse(res.body);
       const expectedCode = c.openai && c.code === 'unauthorized' ? 'invalid_api_key' : c.code;
       if (res.status < 400 || res.status >= 500) failures.push(`${c.name}: status ${res.status}`);
       else if (!shape.success) failures.push(`${c.name}: body ${JSON.stringify(res.body)?.slice(0, 200)}`);

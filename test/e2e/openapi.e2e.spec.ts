@@ -237,7 +237,9 @@ describe('the OpenAPI document matches what the server answers', () => {
             ? 'Readiness'
             : ['createChatCompletion', 'listModels', 'retrieveModel'].includes(o.operationId)
               ? 'OpenAiError'
-              : 'Error';
+              : o.path.startsWith('/langgraph/')
+                ? 'LangGraphError'
+                : 'Error';
         expect({ op: o.operationId, status: s, schema }).toEqual({
           op: o.operationId,
           status: s,
@@ -275,15 +277,19 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(schemes).toEqual({
       apiKey: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'API key' }),
       adminToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      // The LangGraph SDK sends the key in `x-api-key` (docs/adr/0038).
+      langgraphApiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'x-api-key' }),
     });
     expect(schemes.adminToken.bearerFormat).toBeUndefined();
     for (const o of operations) {
       // The webhook ingress has no API key: its URL token is the credential (docs/adr/0019).
       const expected = o.path.startsWith('/v1/admin/')
         ? [{ adminToken: [] }]
-        : o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')
-          ? [{ apiKey: [] }]
-          : undefined;
+        : o.path.startsWith('/langgraph/')
+          ? [{ apiKey: [] }, { langgraphApiKey: [] }]
+          : o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')
+            ? [{ apiKey: [] }]
+            : undefined;
       expect({ op: o.operationId, security: o.security }).toEqual({ op: o.operationId, security: expected });
     }
   });
@@ -593,6 +599,69 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listModels', 401, {});
     await run('retrieveModel', 200, { auth: key, params: { model: 'counter' } });
     await run('retrieveModel', 404, { auth: key, params: { model: 'nobody' } });
+    // The LangGraph Agent Server API subset (docs/adr/0038): assistants, threads, runs, in `{detail}` errors.
+    await run('langgraphSearchAssistants', 200, { auth: key, body: { graph_id: 'counter' } });
+    await run('langgraphSearchAssistants', 422, { auth: key, body: { limit: 'ten' } });
+    await run('langgraphGetAssistant', 200, { auth: key, params: { assistant_id: 'counter' } });
+    await run('langgraphGetAssistant', 404, { auth: key, params: { assistant_id: 'nobody' } });
+    const thread = await run('langgraphCreateThread', 200, {
+      auth: key,
+      body: { metadata: { graph_id: 'counter', topic: 'openapi' } },
+    });
+    const threadId: string = thread.body.thread_id;
+    await run('langgraphCreateThread', 422, { auth: key, body: { metadata: {} } });
+    await run('langgraphSearchThreads', 200, { auth: key, body: { metadata: { topic: 'openapi' } } });
+    await run('langgraphSearchThreads', 422, { auth: key, body: { limit: -1 } });
+    const lgInput = { assistant_id: 'counter', input: { messages: [{ type: 'human', content: 'one two' }] } };
+    const lgWaited = await run('langgraphWaitRun', 200, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: lgInput,
+    });
+    expect(lgWaited.body.messages.length).toBeGreaterThanOrEqual(2);
+    await run('langgraphWaitRun', 404, { auth: key, params: { thread_id: unknown }, body: lgInput });
+    const lgStream = await run('langgraphStreamRun', 200, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { ...lgInput, stream_mode: ['values', 'updates', 'messages-tuple'] },
+    });
+    expect(lgStream.body).toMatch(/^event: metadata\n[\s\S]*event: end\ndata: /);
+    await run('langgraphStreamRun', 422, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { ...lgInput, multitask_strategy: 'rollback' },
+    });
+    const lgRun = await run('langgraphCreateRun', 200, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: lgInput,
+    });
+    await run('langgraphCreateRun', 422, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { assistant_id: 'counter' },
+    });
+    const lgRunPath = { thread_id: threadId, run_id: lgRun.body.run_id as string };
+    await run('langgraphJoinRun', 200, { auth: key, params: lgRunPath });
+    await run('langgraphJoinRun', 404, { auth: key, params: { ...lgRunPath, run_id: unknown } });
+    await run('langgraphGetRun', 200, { auth: key, params: lgRunPath });
+    await run('langgraphGetRun', 404, { auth: key, params: { ...lgRunPath, run_id: unknown } });
+    await run('langgraphListRuns', 200, { auth: key, params: { thread_id: threadId }, query: 'limit=2' });
+    await run('langgraphListRuns', 404, { auth: key, params: { thread_id: unknown } });
+    await run('langgraphCancelRun', 204, { auth: key, params: lgRunPath, query: 'wait=0&action=interrupt' });
+    await run('langgraphCancelRun', 422, { auth: key, params: lgRunPath, query: 'action=rollback' });
+    await run('langgraphGetThread', 200, { auth: key, params: { thread_id: threadId } });
+    await run('langgraphGetThread', 404, { auth: key, params: { thread_id: unknown } });
+    await run('langgraphGetThreadState', 200, { auth: key, params: { thread_id: threadId } });
+    await run('langgraphGetThreadState', 404, { auth: key, params: { thread_id: unknown } });
+    await run('langgraphGetThreadHistory', 200, { auth: key, params: { thread_id: threadId } });
+    await run('langgraphGetThreadHistory', 404, { auth: key, params: { thread_id: unknown } });
+    await run('langgraphSearchThreadHistory', 200, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { limit: 1 },
+    });
+    await run('langgraphSearchThreadHistory', 404, { auth: key, params: { thread_id: unknown } });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
     {
       // Paused by the operator (docs/adr/0030): the documented 403, in the route's error shape.

@@ -891,6 +891,229 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/langgraph/assistants/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The tenant's agents as LangGraph assistants (graph_id = the agent's name) */
+    post: operations['langgraphSearchAssistants'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/assistants/{assistant_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An assistant: an agent by id or by name */
+    get: operations['langgraphGetAssistant'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id */
+    post: operations['langgraphCreateThread'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent */
+    post: operations['langgraphSearchThreads'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A thread */
+    get: operations['langgraphGetThread'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/state': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The thread's state: its transcript as LangChain messages, pending approvals as interrupts */
+    get: operations['langgraphGetThreadState'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/history': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+    get: operations['langgraphGetThreadHistory'];
+    put?: never;
+    /** The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+    post: operations['langgraphSearchThreadHistory'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The thread's runs (its turns), newest first */
+    get: operations['langgraphListRuns'];
+    put?: never;
+    /** Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals) */
+    post: operations['langgraphCreateRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/runs/stream': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end) */
+    post: operations['langgraphStreamRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/runs/wait': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS) */
+    post: operations['langgraphWaitRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/runs/{run_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A run (a turn) */
+    get: operations['langgraphGetRun'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/runs/{run_id}/join': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS) */
+    get: operations['langgraphJoinRun'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/runs/{run_id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); rollback is refused (422) */
+    post: operations['langgraphCancelRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1261,6 +1484,140 @@ export interface components {
     };
     AgentPostureDto: {
       reason?: string;
+    };
+    AssistantSearchDto: {
+      graph_id?: string;
+      name?: string;
+      metadata?: {
+        [key: string]: unknown;
+      };
+      limit?: number;
+      offset?: number;
+      /** @enum {string} */
+      sort_by?: 'assistant_id' | 'graph_id' | 'name' | 'created_at' | 'updated_at';
+      /** @enum {string} */
+      sort_order?: 'asc' | 'desc';
+      select?: string[];
+    };
+    ThreadCreateDto: {
+      /** Format: uuid */
+      thread_id?: string;
+      metadata?: {
+        [key: string]: unknown;
+      };
+      /** @enum {string} */
+      if_exists?: 'raise' | 'do_nothing';
+      supersteps?: unknown[];
+      ttl?: unknown;
+    };
+    ThreadSearchDto: {
+      metadata?: {
+        [key: string]: unknown;
+      };
+      ids?: string[];
+      /** @enum {string} */
+      status?: 'idle' | 'busy' | 'interrupted' | 'error';
+      values?: {
+        [key: string]: unknown;
+      };
+      limit?: number;
+      offset?: number;
+      /** @enum {string} */
+      sort_by?: 'thread_id' | 'status' | 'created_at' | 'updated_at';
+      /** @enum {string} */
+      sort_order?: 'asc' | 'desc';
+      select?: string[];
+      extract?: {
+        [key: string]: unknown;
+      };
+    };
+    HistoryDto: {
+      limit?: number;
+      before?: unknown;
+      metadata?: {
+        [key: string]: unknown;
+      };
+      checkpoint?: unknown;
+      select?: string[];
+    };
+    RunDto: {
+      assistant_id: string;
+      input?:
+        | ({
+            messages: (
+              | string
+              | ({
+                  type?: string;
+                  role?: string;
+                  content: string | unknown[];
+                } & {
+                  [key: string]: unknown;
+                })
+            )[];
+          } & {
+            [key: string]: unknown;
+          })
+        | null;
+      command?: {
+        resume?: unknown;
+        update?: unknown;
+        goto?: unknown;
+      } | null;
+      config?: {
+        [key: string]: unknown;
+      };
+      context?: unknown;
+      metadata?: {
+        [key: string]: unknown;
+      };
+      stream_mode?:
+        | (
+            | 'values'
+            | 'messages'
+            | 'messages-tuple'
+            | 'updates'
+            | 'events'
+            | 'debug'
+            | 'tasks'
+            | 'checkpoints'
+            | 'custom'
+            | 'tools'
+            | 'lifecycle'
+          )
+        | (
+            | 'values'
+            | 'messages'
+            | 'messages-tuple'
+            | 'updates'
+            | 'events'
+            | 'debug'
+            | 'tasks'
+            | 'checkpoints'
+            | 'custom'
+            | 'tools'
+            | 'lifecycle'
+          )[];
+      stream_subgraphs?: boolean;
+      stream_resumable?: boolean;
+      feedback_keys?: string[];
+      interrupt_before?: '*' | string[];
+      interrupt_after?: '*' | string[];
+      checkpoint?: unknown;
+      checkpoint_id?: string;
+      checkpoint_during?: boolean;
+      durability?: string;
+      webhook?: string;
+      strict_resume?: boolean;
+      /** @enum {string} */
+      multitask_strategy?: 'reject' | 'interrupt' | 'rollback' | 'enqueue';
+      /** @enum {string} */
+      on_completion?: 'delete' | 'keep';
+      /** @enum {string} */
+      on_disconnect?: 'cancel' | 'continue';
+      after_seconds?: number;
+      /** @enum {string} */
+      if_not_exists?: 'create' | 'reject';
+      langsmith_tracer?: unknown;
     };
     Error: {
       error: {
@@ -3239,6 +3596,126 @@ export interface components {
       data: components['schemas']['WorkItem'][];
       nextCursor: string | null;
     };
+    LangGraphError: {
+      detail: string;
+    };
+    LangGraphAssistant: {
+      /** Format: uuid */
+      assistant_id: string;
+      graph_id: string;
+      name: string;
+      description: string | null;
+      config: {
+        [key: string]: unknown;
+      };
+      context: {
+        [key: string]: unknown;
+      };
+      metadata: {
+        [key: string]: unknown;
+      };
+      version: number;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    LangGraphAssistantList: components['schemas']['LangGraphAssistant'][];
+    LangGraphInterrupt: {
+      /** Format: uuid */
+      id: string;
+      value: {
+        [key: string]: unknown;
+      };
+    };
+    LangGraphValues: {
+      [key: string]: unknown;
+    };
+    LangGraphThread: {
+      /** Format: uuid */
+      thread_id: string;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** Format: date-time */
+      state_updated_at: string;
+      metadata: {
+        [key: string]: unknown;
+      };
+      /** @enum {string} */
+      status: 'idle' | 'busy' | 'interrupted' | 'error';
+      values: components['schemas']['LangGraphValues'];
+      interrupts: {
+        [key: string]: components['schemas']['LangGraphInterrupt'][];
+      };
+    };
+    LangGraphThreadList: components['schemas']['LangGraphThread'][];
+    LangGraphThreadState: {
+      values: components['schemas']['LangGraphValues'];
+      next: string[];
+      checkpoint: {
+        /** Format: uuid */
+        thread_id: string;
+        checkpoint_ns: string;
+        checkpoint_id: string | null;
+        checkpoint_map: {
+          [key: string]: unknown;
+        } | null;
+      };
+      metadata: {
+        [key: string]: unknown;
+      };
+      created_at: string | null;
+      parent_checkpoint: {
+        /** Format: uuid */
+        thread_id: string;
+        checkpoint_ns: string;
+        checkpoint_id: string | null;
+        checkpoint_map: {
+          [key: string]: unknown;
+        } | null;
+      } | null;
+      tasks: {
+        id: string;
+        name: string;
+        error: string | null;
+        interrupts: components['schemas']['LangGraphInterrupt'][];
+        checkpoint: {
+          /** Format: uuid */
+          thread_id: string;
+          checkpoint_ns: string;
+          checkpoint_id: string | null;
+          checkpoint_map: {
+            [key: string]: unknown;
+          } | null;
+        } | null;
+        state: null;
+      }[];
+    };
+    LangGraphThreadStateList: components['schemas']['LangGraphThreadState'][];
+    LangGraphRun: {
+      /** Format: uuid */
+      run_id: string;
+      /** Format: uuid */
+      thread_id: string;
+      /** Format: uuid */
+      assistant_id: string;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @enum {string} */
+      status: 'pending' | 'running' | 'error' | 'success' | 'timeout' | 'interrupted';
+      metadata: {
+        [key: string]: unknown;
+      };
+      multitask_strategy: ('reject' | 'interrupt' | 'enqueue') | null;
+      kwargs: {
+        [key: string]: unknown;
+      };
+    };
+    LangGraphRunList: components['schemas']['LangGraphRun'][];
   };
   responses: never;
   parameters: never;
@@ -9424,6 +9901,1516 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  langgraphSearchAssistants: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AssistantSearchDto'];
+      };
+    };
+    responses: {
+      /** @description The tenant's agents as LangGraph assistants (graph_id = the agent's name) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphAssistantList'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetAssistant: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        assistant_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An assistant: an agent by id or by name */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphAssistant'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphCreateThread: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ThreadCreateDto'];
+      };
+    };
+    responses: {
+      /** @description Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThread'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphSearchThreads: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ThreadSearchDto'];
+      };
+    };
+    responses: {
+      /** @description The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadList'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThread: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A thread */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThread'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThreadState: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The thread's state: its transcript as LangChain messages, pending approvals as interrupts */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThreadHistory: {
+    parameters: {
+      query?: {
+        limit?: number;
+        before?: string;
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadStateList'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphSearchThreadHistory: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['HistoryDto'];
+      };
+    };
+    responses: {
+      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadStateList'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphListRuns: {
+    parameters: {
+      query?: {
+        limit?: number;
+        offset?: number;
+        status?: 'pending' | 'running' | 'error' | 'success' | 'timeout' | 'interrupted';
+        select?: string | string[];
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The thread's runs (its turns), newest first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphRunList'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphCreateRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunDto'];
+      };
+    };
+    responses: {
+      /** @description Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphRun'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The operator paused the tenant: nothing is admitted until it is resumed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphStreamRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunDto'];
+      };
+    };
+    responses: {
+      /** @description Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The operator paused the tenant: nothing is admitted until it is resumed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphWaitRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RunDto'];
+      };
+    };
+    responses: {
+      /** @description Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphValues'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The operator paused the tenant: nothing is admitted until it is resumed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A run (a turn) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphRun'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphJoinRun: {
+    parameters: {
+      query?: {
+        cancel_on_disconnect?: '0' | '1' | 'true' | 'false';
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphValues'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphCancelRun: {
+    parameters: {
+      query?: {
+        wait?: '0' | '1' | 'true' | 'false';
+        action?: 'interrupt' | 'rollback';
+        reason?: string;
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); rollback is refused (422) */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
         };
       };
     };

@@ -511,12 +511,13 @@ export class LangGraphController {
   }
 
   @Post('threads/:thread_id/runs/:run_id/cancel')
-  @HttpCode(202)
+  @HttpCode(204)
   @LangGraphRoute({
     id: 'langgraphCancelRun',
     summary:
-      'Cancel a run (action interrupt): 202 at once, or with wait=1 204 once it ended; rollback is refused (422)',
-    status: 202,
+      'Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); ' +
+      'rollback is refused (422)',
+    status: 204,
     errors: [400, 404, 422],
   })
   async cancelRun(
@@ -549,7 +550,7 @@ export class LangGraphController {
           subscribedBeforeAdmission: false,
         });
       }
-      await reply.status(202).send();
+      await reply.status(204).send();
     } finally {
       watch?.close();
     }
