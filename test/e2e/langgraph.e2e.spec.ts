@@ -233,35 +233,72 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
     expect((await client.runs.get(threadId, run.run_id)).status).toBe('success');
   });
 
-  it('cancels a long run: the turn is cancelled, the run interrupted', async () => {
+  it('multitask reject refuses a busy thread, interrupt cancels its run; cancel stops a long run', async () => {
     const threadId = await newThread();
-    const before = llm.requests.length;
-    const run = await client.runs.create(threadId, 'helper', {
-      input: { messages: [{ type: 'human', content: 'stall for a while' }] },
-    });
-    await llm.waitForRequests(before + 1);
-    await waitFor(
-      async () => ((await client.runs.get(threadId, run.run_id)).status === 'running' ? true : undefined),
-      {
-        what: 'the run to be running',
-      },
-    );
+    const running = async (text: string) => {
+      const before = llm.requests.length;
+      const run = await client.runs.create(threadId, 'helper', {
+        input: { messages: [{ type: 'human', content: text }] },
+      });
+      await llm.waitForRequests(before + 1);
+      await waitFor(
+        async () => ((await client.runs.get(threadId, run.run_id)).status === 'running' ? true : undefined),
+        { what: 'the run to be running' },
+      );
+      return run.run_id;
+    };
+    const turnEnded = (id: string) =>
+      waitFor(
+        async () => {
+          const t = await api.get(`/v1/turns/${id}`);
+          return ['completed', 'failed', 'cancelled'].includes(t.body.status) ? t.body : undefined;
+        },
+        { what: `turn ${id} ended`, timeoutMs: 60_000 },
+      );
+
+    const first = await running('stall for a while');
     expect((await client.threads.get(threadId)).status).toBe('busy');
-    await client.runs.cancel(threadId, run.run_id);
-    const turn = await waitFor(
-      async () => {
-        const t = await api.get(`/v1/turns/${run.run_id}`);
-        return t.body.status === 'cancelled' ? t.body : undefined;
-      },
-      { what: 'the turn cancelled', timeoutMs: 60_000 },
-    );
-    expect(turn.stopReason).toBe('cancelled');
-    expect((await client.runs.get(threadId, run.run_id)).status).toBe('interrupted');
+    await expect(
+      client.runs.create(threadId, 'helper', {
+        input: { messages: [{ type: 'human', content: 'not now' }] },
+        multitaskStrategy: 'reject',
+      }),
+    ).rejects.toMatchObject({ status: 409 });
+    // interrupt: the running turn is cancelled, the new one runs after it.
+    const after = (await client.runs.wait(threadId, 'helper', {
+      input: { messages: [{ type: 'human', content: 'instead' }] },
+      multitaskStrategy: 'interrupt',
+    })) as { messages: any[] };
+    expect(after.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Answer: instead' });
+    expect((await turnEnded(first)).status).toBe('cancelled');
+    expect((await client.runs.get(threadId, first)).status).toBe('interrupted');
+
+    const second = await running('stall once more');
+    await client.runs.cancel(threadId, second);
+    const turn = await turnEnded(second);
+    expect([turn.status, turn.stopReason]).toEqual(['cancelled', 'cancelled']);
+    expect((await client.runs.get(threadId, second)).status).toBe('interrupted');
     expect((await client.threads.get(threadId)).status).toBe('idle');
-    // Rollback is not supported: refused, and nothing changes.
-    await expect(client.runs.cancel(threadId, run.run_id, false, 'rollback')).rejects.toMatchObject({
+    // Rollback is not supported: refused.
+    await expect(client.runs.cancel(threadId, second, false, 'rollback')).rejects.toMatchObject({
       status: 422,
     });
+  });
+
+  it('streams in `messages` mode: partial messages as the text grows, the complete message at the end', async () => {
+    const threadId = await newThread();
+    const events: { event: string; data: any }[] = [];
+    for await (const part of client.runs.stream(threadId, 'helper', {
+      input: { messages: [{ type: 'human', content: 'piece by piece' }] },
+      streamMode: 'messages',
+    })) {
+      events.push(part);
+    }
+    expect(events.some((e) => e.event === 'values')).toBe(false);
+    const partial = events.filter((e) => e.event === 'messages/partial').map((e) => e.data[0].content);
+    expect(partial.at(-1)).toBe('Answer: piece by piece');
+    const complete = events.filter((e) => e.event === 'messages/complete').map((e) => e.data[0]);
+    expect(complete).toEqual([expect.objectContaining({ type: 'ai', content: 'Answer: piece by piece' })]);
   });
 
   it('surfaces an approval pause as an interrupt and resumes it with command.resume', async () => {
