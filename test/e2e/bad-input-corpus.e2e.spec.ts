@@ -1683,6 +1683,12 @@ describe('bad input corpus', () => {
           422,
         ],
         ['a negative search limit', lg('POST', () => '/threads/search', { limit: -1 }), 422],
+        ['a thread search by values', lg('POST', () => '/threads/search', { values: { x: 1 } }), 422],
+        [
+          'a history from a checkpoint',
+          lg('POST', () => `/threads/${ids.session}/history`, { checkpoint: { checkpoint_id: 'c' } }),
+          422,
+        ],
         ['an assistant search by a number', lg('POST', () => '/assistants/search', { name: 7 }), 422],
         ['another tenant’s thread state', lg('GET', () => `/threads/${ids.otherSession}/state`), 404],
         ['another tenant’s run', lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}`), 404],

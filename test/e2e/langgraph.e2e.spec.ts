@@ -285,6 +285,34 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
     });
   });
 
+  it('on_disconnect cancel: a client that leaves a stream cancels its run', async () => {
+    const threadId = await newThread();
+    const leave = new AbortController();
+    let runId: string | undefined;
+    const before = llm.requests.length;
+    const reading = (async () => {
+      for await (const part of client.runs.stream(threadId, 'helper', {
+        input: { messages: [{ type: 'human', content: 'stall and wait for me' }] },
+        onDisconnect: 'cancel',
+        signal: leave.signal,
+      })) {
+        if (part.event === 'metadata') runId = (part.data as { run_id: string }).run_id;
+      }
+    })().catch(() => undefined);
+    await llm.waitForRequests(before + 1);
+    await waitFor(() => runId, { what: 'the metadata event' });
+    leave.abort();
+    await reading;
+    const turn = await waitFor(
+      async () => {
+        const t = await api.get(`/v1/turns/${runId}`);
+        return t.body.status === 'cancelled' ? t.body : undefined;
+      },
+      { what: 'the turn cancelled', timeoutMs: 60_000 },
+    );
+    expect(turn.stopReason).toBe('cancelled');
+  });
+
   it('streams in `messages` mode: partial messages as the text grows, the complete message at the end', async () => {
     const threadId = await newThread();
     const events: { event: string; data: any }[] = [];

@@ -189,7 +189,11 @@ export class LangGraphController {
       sortBy: body.sort_by ?? 'created_at',
       desc: (body.sort_order ?? 'desc') === 'desc',
     });
-    return rows.map(assistantOf);
+    // Metadata filters match the assistant's metadata (its model, tools, approval_required).
+    const wanted = Object.entries(body.metadata ?? {});
+    return rows
+      .map(assistantOf)
+      .filter((a) => wanted.every(([k, v]) => JSON.stringify(a.metadata[k]) === JSON.stringify(v)));
   }
 
   @Get('assistants/:assistant_id')
@@ -258,6 +262,11 @@ export class LangGraphController {
     @TenantId() tenantId: string,
     @Body() body: ThreadSearchDto,
   ): Promise<LangGraphThread[]> {
+    for (const key of ['values', 'extract'] as const) {
+      if (Object.keys(body[key] ?? {}).length > 0) {
+        throw new LangGraphError(422, `${key}: searching threads by their state is not supported`);
+      }
+    }
     const { assistant_id, graph_id, ...metadata } = body.metadata ?? {};
     let agentId: string | undefined;
     const named =
@@ -328,7 +337,7 @@ export class LangGraphController {
     @Query() q: HistoryQueryDto,
   ): Promise<LangGraphThreadState[]> {
     const session = await this.thread(tenantId, id);
-    if (q.limit === 0) return [];
+    if (q.limit === 0 || q.before !== undefined) return [];
     return [stateOf(session, await this.snapshots.read(session.id))];
   }
 
@@ -349,7 +358,11 @@ export class LangGraphController {
   ): Promise<LangGraphThreadState[]> {
     const body = validateOptionalBody(LangGraphHistoryRequest, raw);
     const session = await this.thread(tenantId, id);
-    if (body.limit === 0) return [];
+    // Only the current state exists: nothing is before it, and no checkpoint can be named.
+    if (body.limit === 0 || body.before !== undefined) return [];
+    if (body.checkpoint !== undefined) {
+      throw new LangGraphError(422, 'checkpoint: past checkpoints (time travel) are not supported');
+    }
     return [stateOf(session, await this.snapshots.read(session.id))];
   }
 
@@ -407,13 +420,17 @@ export class LangGraphController {
     const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
     try {
       void reply.header('content-location', runPath(started.sessionId, started.turnId));
-      await this.streamer.stream(reply, started.watch, {
+      const ended = await this.streamer.stream(reply, started.watch, {
         tenantId,
         sessionId: started.sessionId,
         turnId: started.turnId,
         after: started.after,
         modes,
       });
+      // `on_disconnect: cancel`: the client left before the run ended.
+      if (ended === 'left' && body.on_disconnect === 'cancel') {
+        await this.control.cancel(tenantId, started.turnId, 'the LangGraph client disconnected');
+      }
     } finally {
       started.watch.close();
     }

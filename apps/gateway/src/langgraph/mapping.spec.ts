@@ -219,6 +219,7 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
     refused(() => run({ input: { messages: ['x'] }, interrupt_before: '*' }), 422, /interrupt_before/);
     refused(() => run({ input: { messages: ['x'] }, after_seconds: 5 }), 422, /after_seconds/);
     refused(() => run({ command: { goto: 'agent' } }), 422, /only `resume`/);
+    refused(() => run({ input: { messages: ['x'] }, webhook: 'https://example.com/h' }), 422, /webhook/);
     refused(() => run({ input: { messages: ['x'] }, command: { resume: true } }), 422, /not both/);
     refused(() => run({ input: { messages: [] } }), 422, /exactly one/);
     refused(() => run({}), 422, /exactly one/);

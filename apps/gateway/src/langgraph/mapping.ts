@@ -363,6 +363,12 @@ export function planRun(body: LangGraphRunRequest): RunPlan {
   if (body.after_seconds !== undefined && body.after_seconds > 0) {
     throw new LangGraphError(422, 'after_seconds is not supported: use a schedule (POST /v1/schedules)');
   }
+  if (body.webhook !== undefined) {
+    throw new LangGraphError(
+      422,
+      "webhook is not supported: the tenant's completion webhooks (settings notifyUrl) report every ended turn",
+    );
+  }
   const command = body.command ?? undefined;
   if (command && (command.goto !== undefined || command.update !== undefined)) {
     throw new LangGraphError(422, 'command: only `resume` is supported (goto and update are not)');

@@ -45,7 +45,8 @@ export class LangGraphRunStreamer {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  async stream(reply: FastifyReply, watch: LiveWatch, o: RunStreamOptions): Promise<void> {
+  /** Streams the run; `left` when the client went away before it ended. */
+  async stream(reply: FastifyReply, watch: LiveWatch, o: RunStreamOptions): Promise<'left' | 'done'> {
     const gone = new AbortController();
     const onClose = () => gone.abort();
     reply.raw.once('close', onClose);
@@ -150,14 +151,14 @@ export class LangGraphRunStreamer {
           await step(false);
         }
       }
-      if (gone.signal.aborted) return;
+      if (gone.signal.aborted) return 'left';
       const status = await this.snapshots.turnStatus(o.tenantId, o.turnId);
       if (!paused && (status === undefined || !['completed', 'failed', 'cancelled'].includes(status))) {
         write('error', {
           error: 'server_shutting_down',
           message: `the gateway is shutting down; run ${o.turnId} goes on: join it again`,
         });
-        return;
+        return 'done';
       }
       await step(true);
       if (status === 'failed') {
@@ -167,9 +168,11 @@ export class LangGraphRunStreamer {
         });
       }
       write('end', { run_id: o.turnId, status: runStatusOf(status ?? 'failed') });
+      return 'done';
     } catch (err) {
       this.logger.error({ err, turnId: o.turnId }, 'langgraph run stream failed');
       write('error', { error: 'internal', message: 'internal error while streaming' });
+      return 'done';
     } finally {
       reply.raw.off('close', onClose);
       if (!reply.raw.writableEnded) reply.raw.end();
