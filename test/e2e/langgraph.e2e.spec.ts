@@ -444,9 +444,9 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
       expect({ path, body, status: res.status }).toEqual({ path, body, status });
-      const json = await res.json();
+      const json = (await res.json()) as { detail: string };
       expect(json).toEqual({ detail: expect.any(String) });
-      return json.detail as string;
+      return json.detail;
     };
     const turnsBefore = await env.db.turn.count({ where: { sessionId: threadId } });
     await bad(`/threads/${threadId}/runs`, { assistant_id: 'helper', input: { messages: [] } });
