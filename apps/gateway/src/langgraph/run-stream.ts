@@ -86,8 +86,12 @@ export class LangGraphRunStreamer {
     };
     try {
       write('metadata', { run_id: o.turnId, thread_id: o.sessionId, attempt: 1 });
-      // The state the run starts from (its human message included: admission committed it).
-      const start = await this.snapshots.read(o.sessionId);
+      // The state the run starts from (its human message included: admission committed it). A new
+      // run's own answers, should the worker be quicker than this read, are its steps, not its start.
+      const read = await this.snapshots.read(o.sessionId);
+      const ownLater = (m: { id: string; type: string }) =>
+        o.after === 0 && read.turnOf.get(m.id) === o.turnId && m.type !== 'human';
+      const start = { ...read, messages: read.messages.filter((m) => !ownLater(m)) };
       for (const m of start.messages) known.add(m.id);
       if (modes.has('values'))
         write(

@@ -8,6 +8,8 @@ export interface Snapshot {
   messages: LangChainMessage[];
   pending: ApprovalRow[];
   latest: Turn[];
+  /** The turn of each message, by message id. */
+  turnOf: Map<string, string | null>;
 }
 
 /** Reads a thread's state (docs/adr/0038): the transcript as LangChain messages, pending approvals as interrupts. */
@@ -21,7 +23,12 @@ export class LangGraphSnapshots {
       this.reads.pending(sessionId),
       this.reads.statusTurns(sessionId),
     ]);
-    return { messages: messagesOf(rows), pending, latest };
+    return {
+      messages: messagesOf(rows),
+      pending,
+      latest,
+      turnOf: new Map(rows.map((r) => [r.id, r.turnId])),
+    };
   }
 
   async turnStatus(tenantId: string, turnId: string): Promise<string | undefined> {
