@@ -425,6 +425,15 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
     });
     expect(noKey.status).toBe(401);
     expect(await noKey.json()).toEqual({ detail: expect.stringContaining('API key') });
+    // The x-api-key header is the LangGraph routes' only: the rest of the API wants the bearer.
+    const elsewhere = await fetch(`${url}/v1/agents`, { headers: { 'x-api-key': api.key! } });
+    expect(elsewhere.status).toBe(401);
+    const bearer = await fetch(`${url}/langgraph/assistants/search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${api.key}` },
+      body: '{}',
+    });
+    expect(bearer.status).toBe(200);
 
     const stranger = sdk(other.key!);
     await expect(stranger.threads.get(threadId)).rejects.toMatchObject({ status: 404 });
