@@ -231,6 +231,46 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
     const joined = (await client.runs.join(threadId, run.run_id)) as { messages: any[] };
     expect(joined.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Answer: in the background' });
     expect((await client.runs.get(threadId, run.run_id)).status).toBe('success');
+    // Joined as a stream after it ended: replayed from the journal, to its end.
+    const replay: { event: string; data: any }[] = [];
+    for await (const part of client.runs.joinStream(threadId, run.run_id, {
+      streamMode: ['values', 'updates'],
+    })) {
+      replay.push(part);
+    }
+    expect(replay[0]).toMatchObject({ event: 'metadata', data: { run_id: run.run_id } });
+    expect(replay.at(-1)).toEqual({ event: 'end', data: { run_id: run.run_id, status: 'success' } });
+    expect(
+      replay
+        .filter((e) => e.event === 'values')
+        .at(-1)!
+        .data.messages.at(-1),
+    ).toMatchObject({
+      type: 'ai',
+      content: 'Answer: in the background',
+    });
+    expect(replay.filter((e) => e.event === 'updates').map((e) => Object.keys(e.data))).toEqual([['agent']]);
+  });
+
+  it('joins a running run as a stream', async () => {
+    const threadId = await newThread();
+    const run = await client.runs.create(threadId, 'helper', {
+      input: { messages: [{ type: 'human', content: 'joined live' }] },
+    });
+    const events: { event: string; data: any }[] = [];
+    for await (const part of client.runs.joinStream(threadId, run.run_id, {
+      streamMode: ['messages-tuple', 'values'],
+    })) {
+      events.push(part);
+    }
+    expect(events.at(-1)).toEqual({ event: 'end', data: { run_id: run.run_id, status: 'success' } });
+    const text = events
+      .filter((e) => e.event === 'messages')
+      .map((e) => e.data[0])
+      .filter((m) => m.type === 'AIMessageChunk')
+      .map((m) => m.content)
+      .join('');
+    expect(text).toBe('Answer: joined live');
   });
 
   it('multitask reject refuses a busy thread, interrupt cancels its run; cancel stops a long run', async () => {

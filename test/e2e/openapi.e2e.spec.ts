@@ -644,6 +644,13 @@ describe('the OpenAPI document matches what the server answers', () => {
     const lgRunPath = { thread_id: threadId, run_id: lgRun.body.run_id as string };
     await run('langgraphJoinRun', 200, { auth: key, params: lgRunPath });
     await run('langgraphJoinRun', 404, { auth: key, params: { ...lgRunPath, run_id: unknown } });
+    const lgJoined = await run('langgraphJoinRunStream', 200, {
+      auth: key,
+      params: lgRunPath,
+      query: 'stream_mode=values&stream_mode=updates&cancel_on_disconnect=0',
+    });
+    expect(lgJoined.body).toMatch(/event: end\ndata: /);
+    await run('langgraphJoinRunStream', 404, { auth: key, params: { ...lgRunPath, run_id: unknown } });
     await run('langgraphGetRun', 200, { auth: key, params: lgRunPath });
     await run('langgraphGetRun', 404, { auth: key, params: { ...lgRunPath, run_id: unknown } });
     await run('langgraphListRuns', 200, { auth: key, params: { thread_id: threadId }, query: 'limit=2' });

@@ -1097,6 +1097,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/langgraph/threads/{thread_id}/runs/{run_id}/stream': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Stream a run from its start (an ended run replays from the journal), as runs/stream does; cancel_on_disconnect=1 cancels it when the client leaves */
+    get: operations['langgraphJoinRunStream'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/langgraph/threads/{thread_id}/runs/{run_id}/cancel': {
     parameters: {
       query?: never;
@@ -11270,6 +11287,127 @@ export interface operations {
       };
       /** @description The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again */
       408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphJoinRunStream: {
+    parameters: {
+      query?: {
+        stream_mode?:
+          | (
+              | 'values'
+              | 'messages'
+              | 'messages-tuple'
+              | 'updates'
+              | 'events'
+              | 'debug'
+              | 'tasks'
+              | 'checkpoints'
+              | 'custom'
+              | 'tools'
+              | 'lifecycle'
+            )
+          | (
+              | 'values'
+              | 'messages'
+              | 'messages-tuple'
+              | 'updates'
+              | 'events'
+              | 'debug'
+              | 'tasks'
+              | 'checkpoints'
+              | 'custom'
+              | 'tools'
+              | 'lifecycle'
+            )[];
+        cancel_on_disconnect?: '0' | '1' | 'true' | 'false';
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Stream a run from its start (an ended run replays from the journal), as runs/stream does; cancel_on_disconnect=1 cancels it when the client leaves */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread or run for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };

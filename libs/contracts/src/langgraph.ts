@@ -149,6 +149,13 @@ export const LangGraphHistoryQuery = z.strictObject({
   before: z.string().max(200).optional(),
 });
 
+/** Query of GET /threads/{id}/runs/{run_id}/stream (the SDK's `runs.joinStream`). */
+export const LangGraphJoinStreamQuery = z.strictObject({
+  stream_mode: z.union([LangGraphStreamMode, z.array(LangGraphStreamMode).max(11)]).optional(),
+  cancel_on_disconnect: z.enum(['0', '1', 'true', 'false']).optional(),
+});
+export type LangGraphJoinStreamQuery = z.infer<typeof LangGraphJoinStreamQuery>;
+
 /** Query of GET /threads/{id}/runs/{run_id}/join. */
 export const LangGraphJoinQuery = z.strictObject({
   cancel_on_disconnect: z.enum(['0', '1', 'true', 'false']).optional(),

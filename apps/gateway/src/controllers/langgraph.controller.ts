@@ -26,6 +26,7 @@ import {
   LangGraphHistoryQuery,
   LangGraphHistoryRequest,
   LangGraphJoinQuery,
+  LangGraphJoinStreamQuery,
   LangGraphRun,
   LangGraphRunList,
   LangGraphRunListQuery,
@@ -74,6 +75,7 @@ class RunDto extends createZodDto(LangGraphRunRequest) {}
 class RunListQueryDto extends createZodDto(LangGraphRunListQuery) {}
 class CancelQueryDto extends createZodDto(LangGraphCancelQuery) {}
 class JoinQueryDto extends createZodDto(LangGraphJoinQuery) {}
+class JoinStreamQueryDto extends createZodDto(LangGraphJoinStreamQuery) {}
 class HistoryQueryDto extends createZodDto(LangGraphHistoryQuery) {}
 
 /** What a run admits as: an operator's prompt over the public API (as /v1/chat/completions does). */
@@ -522,6 +524,42 @@ export class LangGraphController {
     const watch = this.waiter.watch(turn.sessionId);
     try {
       await this.answerWhenSettled(reply, tenantId, turn.sessionId, turn.id, watch);
+    } finally {
+      watch.close();
+    }
+  }
+
+  @Get('threads/:thread_id/runs/:run_id/stream')
+  @LangGraphRoute({
+    id: 'langgraphJoinRunStream',
+    summary:
+      'Stream a run from its start (an ended run replays from the journal), as runs/stream does; ' +
+      'cancel_on_disconnect=1 cancels it when the client leaves',
+    status: 200,
+    stream: true,
+    errors: [400, 404, 422],
+  })
+  async joinRunStream(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+    @Query() q: JoinStreamQueryDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const turn = await this.run(tenantId, threadId, runId);
+    const watch = this.waiter.watch(turn.sessionId);
+    try {
+      void reply.header('content-location', runPath(turn.sessionId, turn.id));
+      const ended = await this.streamer.stream(reply, watch, {
+        tenantId,
+        sessionId: turn.sessionId,
+        turnId: turn.id,
+        after: 0,
+        modes: streamModesOf(q.stream_mode),
+      });
+      if (ended === 'left' && (q.cancel_on_disconnect === '1' || q.cancel_on_disconnect === 'true')) {
+        await this.control.cancel(tenantId, turn.id, 'the LangGraph client disconnected');
+      }
     } finally {
       watch.close();
     }
