@@ -1710,6 +1710,16 @@ describe('bad input corpus', () => {
         ],
         ['a run list limit of 0', lg('GET', () => `/threads/${ids.session}/runs?limit=0`), 422],
         [
+          'a joined stream in an unknown mode',
+          lg('GET', () => `/threads/${ids.session}/runs/${ids.turn}/stream?stream_mode=everything`),
+          422,
+        ],
+        [
+          'another tenant’s run joined as a stream',
+          lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}/stream`),
+          404,
+        ],
+        [
           'a wrong x-api-key',
           () =>
             anonymous.request('POST', '/langgraph/assistants/search', {
