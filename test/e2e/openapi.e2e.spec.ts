@@ -15,7 +15,7 @@ import { FIXTURES, startHarness } from '../support/stack';
 
 // One test walks every operation (success and error cases, streams included): on two busy cores it
 // takes well over the default 5 s.
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 /**
  * The OpenAPI document against the running gateway: every operation is called for real (a success

@@ -26,7 +26,7 @@ import { runCostLog } from './cost-log';
  * The archivist on real Postgres with the real OpenAI SDK against the fake LLM server: facts land in
  * the agent's memory with provenance, together with the hook's run and its ledger entries, once.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const ROUTE_MODEL = 'openai-chat/archivist-small';
 

@@ -15,7 +15,7 @@ import type { HookContext } from './context';
 import { runCostLog } from './cost-log';
 
 /** The cost-log post-turn hook: one roll-up row per turn, however often it runs. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('runCostLog', () => {
   let env: TestEnv;
