@@ -530,13 +530,15 @@ async function bookCalls(
     ON CONFLICT (key) DO NOTHING
   `);
   const usd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
+  const saved = calls.reduce((sum, c) => sum + c.cacheSavedUsd, 0).toFixed(8);
   const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + (c.usage[k] ?? 0), 0);
   // The ledger rows' day: their created_at is this transaction's now().
   await tx.execute(sql`
     INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,
-      provider_calls, turns, updated_at)
+      cache_write_tokens, cache_saved_usd, provider_calls, turns, updated_at)
     VALUES (${s.tenantId}::uuid, (now() AT TIME ZONE 'UTC')::date, ${usd}::numeric, ${tokens('inputTokens')},
-      ${tokens('outputTokens')}, ${tokens('cachedTokens')}, ${calls.length}, 0, now())
+      ${tokens('outputTokens')}, ${tokens('cachedTokens')}, ${tokens('cacheWriteTokens')}, ${saved}::numeric,
+      ${calls.length}, 0, now())
     ${ACCUMULATE_DAILY_SPEND}
   `);
 }
