@@ -45,6 +45,10 @@ describe('saysNothingNew (the archivist skips the turn: nothing_new)', () => {
     // A symbol or code.
     'ok -> next',
     '`ok`',
+    '{}',
+    '[ok]',
+    // Punctuation alone.
+    '...',
     // Longer than a bare acknowledgement, however phatic.
     'ok ok ok ok ok ok ok ok ok ok ok ok ok',
     'thanks '.repeat(15),

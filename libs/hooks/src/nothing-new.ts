@@ -2,9 +2,9 @@
  * Whether a turn's input says nothing the archivist could distil (docs/adr/0032, `nothing_new`).
  *
  * The rule: a short message (at most {@link MAX_WORDS} words and {@link MAX_CHARS} characters) with
- * no digit, no question and no symbol, whose every word is a function word (pronouns, determiners,
- * auxiliaries, conjunctions, prepositions) or a phatic one (acknowledgement, thanks, assent, greeting,
- * farewell). Any content word — a noun, a name, a verb saying what to do — or any number makes the
+ * no digit, no question, nothing besides its words but sentence punctuation and emoji, and every word
+ * a function word (pronouns, determiners, auxiliaries, conjunctions, prepositions) or a phatic one
+ * (acknowledgement, thanks, assent, greeting, farewell). Any content word — a noun, a name, a verb saying what to do — or any number makes the
  * message new: "thanks, that helps" and "ok, sounds good, go ahead 👍" say nothing new; "ok, use
  * Postgres", "thanks Bob", "ok 42" and "why?" do. The word lists are closed classes of English plus a
  * small phatic vocabulary; a message in another language is never skipped (the safe side: a model
@@ -15,13 +15,12 @@ export function saysNothingNew(input: string): boolean {
   if (!text || text.length > MAX_CHARS || /[\d?]/u.test(text)) return false;
   const words = text.toLowerCase().match(/[\p{L}']+/gu) ?? [];
   if (words.length > MAX_WORDS) return false;
-  // What is not a word may only be spacing, punctuation and emoji.
-  if (
-    !/^(?:[\s\p{P}\p{Extended_Pictographic}\p{Emoji_Modifier}]|\u200d|\ufe0f)*$/u.test(
-      text.replace(/[\p{L}']+/gu, ''),
-    )
-  )
+  // What is not a word may only be spacing, sentence punctuation and emoji (no braces, brackets or code).
+  const rest = text.replace(/[\p{L}']+/gu, '');
+  if (!/^(?:[\s.,!;:…—–\-"()]|\p{Extended_Pictographic}|\p{Emoji_Modifier}|\u200d|\ufe0f)*$/u.test(rest))
     return false;
+  // Punctuation alone ("...") says nothing at all, which is not the same as nothing new.
+  if (words.length === 0 && !/\p{Extended_Pictographic}/u.test(rest)) return false;
   return words.every((w) => VOCABULARY.has(w.replace(/^'+|'+$/g, '')));
 }
 
