@@ -2866,6 +2866,8 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
+        cacheSavedUsd: string;
         providerCalls: number;
         turns: number;
       };
@@ -2876,6 +2878,8 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
+        cacheSavedUsd: string;
         providerCalls: number;
         turns: number;
       }[];
@@ -8161,7 +8165,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, tokens, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once (and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap. */
+      /** @description Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, tokens (cachedTokens read from and cacheWriteTokens written to the provider cache among them), cacheSavedUsd, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once (and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap. */
       200: {
         headers: {
           [name: string]: unknown;
