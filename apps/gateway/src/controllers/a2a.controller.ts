@@ -11,12 +11,9 @@ import { TenantId } from '../auth/guard';
 import { A2aAgent, agentCardOf } from '../http/a2a';
 import { AGENT_TURNS, type AgentTurns } from '../http/agent-turns';
 import { ErrorShapeOf } from '../http/errors';
-import {
-  JSON_RPC_ERROR_SCHEMA,
-  JSON_RPC_MESSAGE_SCHEMA,
-  JsonRpcErrorResponses,
-} from '../http/jsonrpc-openapi';
+import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../http/jsonrpc-openapi';
 import { API_KEY_AUTH } from '../http/openapi';
+import { RateLimitBucketOf } from '../http/rate-limit';
 import { openEventStream } from '../http/event-stream';
 
 const AGENT_PARAM = {
@@ -55,7 +52,7 @@ export class A2aController {
   @Get(':agentId/.well-known/agent-card.json')
   @ErrorShapeOf('jsonrpc')
   @ApiOperation({
-    operationId: 'getA2aAgentCard',
+    operationId: 'getAgentCard',
     summary: "An agent's A2A agent card (v1.0 JSON; security: the bearer API key)",
   })
   @ApiParam(AGENT_PARAM)
@@ -79,10 +76,12 @@ export class A2aController {
   }
 
   @Post(':agentId')
+  // Tool calls and messages admit turns: the bucket of POST …/messages and chat completions (ADR 0028).
+  @RateLimitBucketOf('admission')
   @HttpCode(200)
   @ErrorShapeOf('jsonrpc')
   @ApiOperation({
-    operationId: 'a2aJsonRpc',
+    operationId: 'callAgentJsonRpc',
     summary: "An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)",
     description:
       'Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods ' +
@@ -100,7 +99,7 @@ export class A2aController {
     description:
       'The JSON-RPC response (result or error), or for a streaming method an SSE stream of JSON-RPC responses',
     content: {
-      'application/json': { schema: { oneOf: [JSON_RPC_MESSAGE_SCHEMA, JSON_RPC_ERROR_SCHEMA] } as object },
+      'application/json': { schema: JSON_RPC_MESSAGE_SCHEMA as object },
       'text/event-stream': { schema: { type: 'string' } },
     },
   })

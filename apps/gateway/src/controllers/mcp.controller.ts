@@ -12,6 +12,7 @@ import { ErrorShapeOf, JSONRPC_INVALID_REQUEST } from '../http/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../http/jsonrpc-openapi';
 import { mcpServerFor, type McpCallRegistry } from '../http/mcp-server';
 import { API_KEY_AUTH } from '../http/openapi';
+import { RateLimitBucketOf } from '../http/rate-limit';
 
 /** How long a tool call is remembered for a cancellation (longer than any wait holds a call). */
 const CALL_TTL_S = 3600;
@@ -73,10 +74,12 @@ export class McpController {
   ) {}
 
   @Post()
+  // Tool calls and messages admit turns: the bucket of POST …/messages and chat completions (ADR 0028).
+  @RateLimitBucketOf('admission')
   @HttpCode(200)
   @ErrorShapeOf('jsonrpc')
   @ApiOperation({
-    operationId: 'mcp',
+    operationId: 'mcpPost',
     summary: "MCP server (Streamable HTTP, stateless): the tenant's agents as tools",
     description:
       'Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, ' +

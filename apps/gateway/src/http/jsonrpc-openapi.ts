@@ -1,27 +1,9 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiResponse } from '@nestjs/swagger';
-import { RATE_LIMIT_HEADERS } from './openapi';
+import { JsonRpcErrorResponse } from '@switchboard/contracts';
+import { RATE_LIMIT_HEADERS, schemaRef } from './openapi';
 
-/** A JSON-RPC 2.0 error response (the MCP and A2A routes' errors, docs/adr/0036, 0037). */
-export const JSON_RPC_ERROR_SCHEMA = {
-  type: 'object',
-  required: ['jsonrpc', 'id', 'error'],
-  properties: {
-    jsonrpc: { type: 'string', const: '2.0' },
-    id: { type: ['string', 'number', 'null'] },
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: {
-        code: { type: 'integer', description: '-32700 parse error, -32600 invalid request, …' },
-        message: { type: 'string' },
-        data: {},
-      },
-    },
-  },
-} as const;
-
-/** A JSON-RPC 2.0 message (request, notification or response), or a batch for MCP's POST. */
+/** A JSON-RPC 2.0 message (request, notification or response): the body of the MCP and A2A routes. */
 export const JSON_RPC_MESSAGE_SCHEMA = {
   type: 'object',
   required: ['jsonrpc'],
@@ -30,17 +12,23 @@ export const JSON_RPC_MESSAGE_SCHEMA = {
     id: { type: ['string', 'number'] },
     method: { type: 'string' },
     params: { type: 'object' },
+    result: {},
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} },
+    },
   },
 } as const;
 
-/** The HTTP-level errors of a JSON-RPC route, each with a JSON-RPC error body. */
+/** The HTTP-level errors of a JSON-RPC route, each with a JSON-RPC error body (JsonRpcError). */
 export const JsonRpcErrorResponses = (errors: readonly (readonly [number, string])[]) =>
   applyDecorators(
     ...errors.map(([status, description]) =>
       ApiResponse({
         status,
         description,
-        content: { 'application/json': { schema: JSON_RPC_ERROR_SCHEMA as object } },
+        schema: schemaRef(JsonRpcErrorResponse),
         ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
       }),
     ),
