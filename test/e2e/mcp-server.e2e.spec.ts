@@ -189,6 +189,55 @@ describe('MCP server (/mcp) with the official MCP SDK client', () => {
       { what: 'the turn to be cancelled', timeoutMs: 60_000 },
     );
     expect(turn.stopReason).toBe('cancelled');
+    // The client's notifications/cancelled (on its own POST, to a fresh stateless server) found the
+    // turn through the call registry: its reason is journaled.
+    const events = (await api.get(`/v1/sessions/${turn.sessionId}/events`)).body.data as {
+      type: string;
+      data: { reason?: string };
+    }[];
+    expect(events.find((e) => e.type === 'turn_cancelled')?.data.reason).toContain('changed my mind');
+  });
+
+  it('a client that drops the connection mid-call cancels the turn (the request’s abort)', async () => {
+    const agent = await api.post('/v1/agents', { name: 'dropper', model: 'openai-chat/gpt-4o-mini' });
+    const abort = new AbortController();
+    const before = llm.requests.length;
+    const pending = fetch(`${url}/mcp`, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: {
+        authorization: `Bearer ${api.key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'dropper', arguments: { message: 'stall and wait' } },
+      }),
+    }).then((r) => r.text());
+    await llm.waitForRequests(before + 1);
+    const [turnId] = await waitFor(async () => {
+      const t = await turnsOf(agent.body.id);
+      return t.length > 0 ? t : undefined;
+    });
+    abort.abort();
+    await expect(pending).rejects.toThrow();
+    const turn = await waitFor(
+      async () => {
+        const t = (await api.get(`/v1/turns/${turnId}`)).body;
+        return t.status === 'cancelled' ? t : undefined;
+      },
+      { what: 'the turn to be cancelled', timeoutMs: 60_000 },
+    );
+    const events = (await api.get(`/v1/sessions/${turn.sessionId}/events`)).body.data as {
+      type: string;
+      data: { reason?: string };
+    }[];
+    expect(events.find((e) => e.type === 'turn_cancelled')?.data.reason).toBe(
+      'the MCP client cancelled the tool call',
+    );
   });
 
   it("another tenant's session id is a tool error, and nothing is admitted", async () => {
