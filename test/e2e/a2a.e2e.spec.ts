@@ -250,6 +250,43 @@ describe('A2A with the @a2a-js/sdk client', () => {
     expect(got.body.result).toMatchObject({ id: sent.body.result.id, status: { state: 'completed' } });
   });
 
+  it('v0.3 clients: message/stream as SSE, ending with the final completed status', async () => {
+    const res = await fetch(`${url}/a2a/${agentId}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 's',
+        method: 'message/stream',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: randomUUID(),
+            role: 'user',
+            parts: [{ kind: 'text', text: 'slow: stream it' }],
+          },
+        },
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const frames = [...(await res.text()).matchAll(/^data: (.*)$/gm)].map(
+      ([, data]) => JSON.parse(data) as { id: string; result: Record<string, any> },
+    );
+    expect(frames.every((f) => f.id === 's')).toBe(true);
+    expect(frames[0].result.kind).toBe('task');
+    const artifactText = frames
+      .filter((f) => f.result.kind === 'artifact-update')
+      .map((f) => f.result.artifact.parts.map((p: { text: string }) => p.text).join(''))
+      .join('');
+    expect(artifactText).toBe('a slow and careful answer');
+    expect(frames[frames.length - 1].result).toMatchObject({
+      kind: 'status-update',
+      status: { state: 'completed' },
+      final: true,
+    });
+  });
+
   it('errors are JSON-RPC errors, never 5xx: bad JSON, unknown method, bad params, another tenant’s task', async () => {
     const badJson = await rpc(agentId, '{"jsonrpc":');
     expect(badJson.status).toBe(400);

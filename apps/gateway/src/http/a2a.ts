@@ -400,7 +400,11 @@ export class A2aAgent implements A2ARequestHandler {
     };
     let working = false;
     for await (const item of this.turns.events(t, this.gone)) {
-      if (item.kind === 'idle') continue;
+      // Silence (SSE_HEARTBEAT_MS): the state again, so the client (and any proxy) knows the stream lives.
+      if (item.kind === 'idle') {
+        yield statusUpdate(t, working ? TaskState.TASK_STATE_WORKING : TaskState.TASK_STATE_SUBMITTED);
+        continue;
+      }
       const e = item.event;
       if (e.type === EventType.TurnStarted || e.type === EventType.ProviderRoundStarted) {
         if (e.type === EventType.ProviderRoundStarted) {

@@ -207,6 +207,11 @@ export class AgentTurns {
     return this.o.control.cancel(tenantId, turnId, reason);
   }
 
+  /** How long an adapter holds a request for a turn (WAIT_TIMEOUT_MS). */
+  get waitTimeoutMs(): number {
+    return this.o.config.WAIT_TIMEOUT_MS;
+  }
+
   /** Aborted when the gateway begins to shut down. */
   get shutdown(): AbortSignal {
     return this.o.waiter.shutdown;

@@ -221,9 +221,12 @@ export function mcpServerFor(turns: AgentTurns, ctx: McpCallContext): Server {
     };
     extra.signal.addEventListener('abort', onAbort, { once: true });
     try {
+      // The call is held at most WAIT_TIMEOUT_MS, progress reported or not.
+      const deadline = Date.now() + turns.waitTimeoutMs;
       const progressToken = request.params._meta?.progressToken;
       if (progressToken !== undefined) {
-        await followWithProgress(turns, started, extra.signal, (progress, message) =>
+        const bounded = AbortSignal.any([extra.signal, AbortSignal.timeout(turns.waitTimeoutMs)]);
+        await followWithProgress(turns, started, bounded, (progress, message) =>
           extra.sendNotification({
             method: 'notifications/progress',
             params: { progressToken, progress, message },
@@ -231,7 +234,7 @@ export function mcpServerFor(turns: AgentTurns, ctx: McpCallContext): Server {
         );
       }
       const turn =
-        (await turns.untilEnded(started, { signal: extra.signal, orPaused: true })) ??
+        (await turns.untilEnded(started, { signal: extra.signal, orPaused: true, deadline })) ??
         (await turns.turn(ctx.tenantId, started.turnId));
       if (extra.signal.aborted) return toolError(`turn ${started.turnId} was cancelled`);
       if (!turn) return toolError(`turn ${started.turnId} not found`);
@@ -273,13 +276,20 @@ export async function followWithProgress(
   let progress = 0;
   let text = '';
   for await (const item of turns.events({ sessionId: started.sessionId, turnId: started.turnId }, signal)) {
-    if (item.kind === 'idle') continue;
+    // Silence (SSE_HEARTBEAT_MS): a step all the same, so the client (and any proxy) knows the call lives.
+    if (item.kind === 'idle') {
+      progress += 1;
+      await report(progress, 'working');
+      continue;
+    }
+    // A committed text whose live chunks were reported already is not reported (or counted) again.
+    if (item.kind === 'journaled' && item.streamed) continue;
     const message = progressMessage(item.event.type, item.event.data, (chunk) => (text += chunk));
     if (message === undefined) continue;
-    // A committed text whose live chunks were reported already is not reported again.
-    if (item.kind === 'journaled' && item.streamed) continue;
     progress += 1;
     await report(progress, message === '' ? summarise(text) : message);
+    // Paused for a person's decision: the call answers now (the turn goes on once decided).
+    if (item.event.type === EventType.ApprovalRequested) return;
   }
 }
 
