@@ -109,6 +109,13 @@ describe('A2A with the @a2a-js/sdk client', () => {
       if (text.startsWith('slow')) {
         return { kind: 'message', text: 'a slow and careful answer', textPieces: 4, frameIntervalMs: 100 };
       }
+      // `count …`: a word_count call first (an agent that needs approval for it pauses there).
+      const toolResult = ((r.body as { messages?: { role: string }[] }).messages ?? []).some(
+        (m) => m.role === 'tool',
+      );
+      if (text.startsWith('count') && !toolResult) {
+        return { kind: 'message', toolCalls: [{ name: 'word_count', arguments: JSON.stringify({ text }) }] };
+      }
       return { kind: 'message', text: `echo: ${text}` };
     });
     const [gateway, harness] = await Promise.all([
@@ -223,6 +230,25 @@ describe('A2A with the @a2a-js/sdk client', () => {
       params: { id: submitted.id },
     });
     expect(again).toMatchObject({ status: 200, body: { id: 9, error: { code: -32002 } } });
+  });
+
+  it('a turn paused for an approval is INPUT_REQUIRED: sendMessage answers, a stream ends there', async () => {
+    const gated = await api.post('/v1/agents', {
+      name: 'gated',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['word_count'],
+      approvalRequired: ['word_count'],
+    });
+    const client = await a2a(gated.body.id, api.key!);
+    const task = (await client.sendMessage(send(userMessage('count these words')))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect((await api.get(`/v1/turns/${task.id}`)).body.status).toBe('awaiting_approval');
+    const events: StreamResponse['payload'][] = [];
+    for await (const e of client.sendMessageStream(send(userMessage('count more words'))))
+      events.push(e.payload);
+    const last = events[events.length - 1];
+    if (last?.$case !== 'statusUpdate') throw new Error(`last event: ${last?.$case}`);
+    expect(last.value.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
   });
 
   it('v0.3 clients: message/send and tasks/get by their JSON-RPC names', async () => {

@@ -74,6 +74,13 @@ describe('MCP server (/mcp) with the official MCP SDK client', () => {
       if (text.startsWith('slow')) {
         return { kind: 'message', text: 'a slow and careful answer', textPieces: 5, frameIntervalMs: 150 };
       }
+      // `count …`: a word_count call first (an agent that needs approval for it pauses there).
+      const toolResult = ((r.body as { messages?: { role: string }[] }).messages ?? []).some(
+        (m) => m.role === 'tool',
+      );
+      if (text.startsWith('count') && !toolResult) {
+        return { kind: 'message', toolCalls: [{ name: 'word_count', arguments: JSON.stringify({ text }) }] };
+      }
       return { kind: 'message', text: `echo: ${text}` };
     });
     const [gateway, harness] = await Promise.all([
@@ -238,6 +245,28 @@ describe('MCP server (/mcp) with the official MCP SDK client', () => {
     expect(events.find((e) => e.type === 'turn_cancelled')?.data.reason).toBe(
       'the MCP client cancelled the tool call',
     );
+  });
+
+  it('a turn paused for an approval answers the call (isError, awaiting_approval), progress included', async () => {
+    await api.post('/v1/agents', {
+      name: 'gated',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['word_count'],
+      approvalRequired: ['word_count'],
+    });
+    const client = await mcp(api.key!);
+    const progress: Progress[] = [];
+    const result = (await client.callTool(
+      { name: 'gated', arguments: { message: 'count these words' } },
+      undefined,
+      { onprogress: (p) => progress.push(p) },
+    )) as CallToolResult;
+    expect(result).toMatchObject({
+      isError: true,
+      structuredContent: { status: 'awaiting_approval' },
+      content: [{ type: 'text', text: expect.stringContaining('approve') }],
+    });
+    expect(progress.map((p) => p.message)).toContain('waiting for a person to approve a tool call');
   });
 
   it("another tenant's session id is a tool error, and nothing is admitted", async () => {
