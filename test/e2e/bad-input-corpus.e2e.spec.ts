@@ -1,4 +1,4 @@
-import { ErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
+import { ErrorResponse, JsonRpcErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant, type ApiResponse } from '../support/api';
 import { startGateway } from '../support/stack';
@@ -24,6 +24,8 @@ interface Case {
   code?: string;
   /** The OpenAI-compatible route: OpenAI's error shape, `invalid_api_key` for `unauthorized`. */
   openai?: boolean;
+  /** The protocol adapters (/mcp, /a2a): a JSON-RPC error response, the gateway's code in `error.data.code`. */
+  jsonrpc?: boolean;
 }
 
 describe('bad input corpus', () => {
@@ -1624,6 +1626,115 @@ describe('bad input corpus', () => {
     })),
   );
 
+  // The protocol adapters (docs/adr/0036, 0037): refused before a JSON-RPC method is read, in JSON-RPC's shape.
+  const mcpHeaders = { ...json, accept: 'application/json, text/event-stream' };
+  const rpcBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const a2aBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: UNKNOWN_ID } });
+  cases.push(
+    ...(
+      [
+        [
+          'MCP without a key',
+          () => anonymous.request('POST', '/mcp', { raw: rpcBody, headers: mcpHeaders }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'MCP with a key that does not exist',
+          () =>
+            new Api(gateway.url, 'sb_' + 'x'.repeat(40)).request('POST', '/mcp', {
+              raw: rpcBody,
+              headers: mcpHeaders,
+            }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'MCP with invalid JSON',
+          () => api.request('POST', '/mcp', { raw: '{"jsonrpc":', headers: mcpHeaders }),
+          400,
+          'invalid_json',
+        ],
+        [
+          'MCP with a form body',
+          () =>
+            api.request('POST', '/mcp', {
+              raw: 'a=1',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            }),
+          415,
+          'unsupported_media_type',
+        ],
+        [
+          'MCP with a body over the limit',
+          () => api.request('POST', '/mcp', { raw: `{"a":"${'x'.repeat(600_000)}"}`, headers: mcpHeaders }),
+          413,
+          'payload_too_large',
+        ],
+        ['MCP GET (stateless: no stream)', () => api.request('GET', '/mcp'), 405, undefined],
+        ['MCP DELETE (stateless: no session)', () => api.request('DELETE', '/mcp'), 405, undefined],
+        [
+          'an agent card without a key',
+          () => anonymous.get(`/a2a/${ids.agent}/.well-known/agent-card.json`),
+          401,
+          'unauthorized',
+        ],
+        [
+          'another tenant’s agent card',
+          () => api.get(`/a2a/${ids.otherAgent}/.well-known/agent-card.json`),
+          404,
+          'not_found',
+        ],
+        [
+          'an agent card of a non-UUID id',
+          () => api.get(`/a2a/not-an-id/.well-known/agent-card.json`),
+          404,
+          'not_found',
+        ],
+        [
+          'A2A without a key',
+          () => anonymous.request('POST', `/a2a/${ids.agent}`, { raw: a2aBody, headers: json }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'A2A to another tenant’s agent',
+          () => api.request('POST', `/a2a/${ids.otherAgent}`, { raw: a2aBody, headers: json }),
+          404,
+          'not_found',
+        ],
+        [
+          'A2A with invalid JSON',
+          () => api.request('POST', `/a2a/${ids.agent}`, { raw: '{"jsonrpc":', headers: json }),
+          400,
+          'invalid_json',
+        ],
+        [
+          'A2A with no content type',
+          () => api.request('POST', `/a2a/${ids.agent}`, { raw: a2aBody, headers: {} }),
+          415,
+          'unsupported_media_type',
+        ],
+        [
+          'A2A with a body over the limit',
+          () =>
+            api.request('POST', `/a2a/${ids.agent}`, {
+              raw: `{"a":"${'x'.repeat(600_000)}"}`,
+              headers: json,
+            }),
+          413,
+          'payload_too_large',
+        ],
+      ] as [string, () => Promise<ApiResponse>, number, string | undefined][]
+    ).map(([name, run, status, code]) => ({
+      name: `protocol adapters: ${name}`,
+      run,
+      status,
+      code,
+      jsonrpc: true,
+    })),
+  );
+
   // Other routes and URLs.
   cases.push(
     {
@@ -1754,14 +1865,21 @@ describe('bad input corpus', () => {
         failures.push(`${c.name}: request failed: ${(err as Error).message}`);
         continue;
       }
-      const shape = c.openai ? OpenAiErrorResponse.safeParse(res.body) : ErrorResponse.safeParse(res.body);
+      const shape = c.jsonrpc
+        ? JsonRpcErrorResponse.safeParse(res.body)
+        : c.openai
+          ? OpenAiErrorResponse.safeParse(res.body)
+          : ErrorResponse.safeParse(res.body);
       const expectedCode = c.openai && c.code === 'unauthorized' ? 'invalid_api_key' : c.code;
+      // A JSON-RPC error carries the gateway's code in `error.data.code`.
+      const codeOf = (error: { code: unknown; data?: { code: string } }) =>
+        c.jsonrpc ? error.data?.code : error.code;
       if (res.status < 400 || res.status >= 500) failures.push(`${c.name}: status ${res.status}`);
       else if (!shape.success) failures.push(`${c.name}: body ${JSON.stringify(res.body)?.slice(0, 200)}`);
       else if (c.status !== undefined && res.status !== c.status)
-        failures.push(`${c.name}: ${res.status} ${shape.data.error.code}, expected ${c.status}`);
-      else if (expectedCode !== undefined && shape.data.error.code !== expectedCode)
-        failures.push(`${c.name}: code ${shape.data.error.code}, expected ${expectedCode}`);
+        failures.push(`${c.name}: ${res.status} ${String(codeOf(shape.data.error))}, expected ${c.status}`);
+      else if (expectedCode !== undefined && codeOf(shape.data.error) !== expectedCode)
+        failures.push(`${c.name}: code ${String(codeOf(shape.data.error))}, expected ${expectedCode}`);
       else if (res.status === 503 || res.status >= 500) failures.push(`${c.name}: 5xx`);
       const after = await rowCounts();
       if (JSON.stringify(after) !== JSON.stringify(before)) {

@@ -19,8 +19,15 @@ import { poolOf, type Db } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TASKS } from '@switchboard/platform';
-import type { TaskService } from '@switchboard/subagents';
-import { ApprovalStore, sqlDbFor, TenantsRepository, TurnStore, type SqlDb } from '@switchboard/store';
+import { AgentsRepository, type TaskService } from '@switchboard/subagents';
+import {
+  ApprovalStore,
+  SessionsRepository,
+  sqlDbFor,
+  TenantsRepository,
+  TurnStore,
+  type SqlDb,
+} from '@switchboard/store';
 import { Approvals, TenantPause } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
 import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
@@ -38,6 +45,9 @@ import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { McpServersController } from './controllers/mcp-servers.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
+import { AGENT_TURNS, AgentTurns } from './http/agent-turns';
+import { McpController } from './controllers/mcp.controller';
+import { A2aController } from './controllers/a2a.controller';
 import { SessionsController } from './controllers/sessions.controller';
 import { TasksController } from './controllers/tasks.controller';
 import { HooksController } from './controllers/hooks.controller';
@@ -144,6 +154,8 @@ export class GatewayModule {
         WorkItemsController,
         AgentLifecycleController,
         AuditController,
+        McpController,
+        A2aController,
       ],
       providers: [
         {
@@ -265,6 +277,43 @@ export class GatewayModule {
           // Streams end with the waits when the gateway begins to shut down (the drain does not wait for them).
           useFactory: (sqlDb: SqlDb, live: LiveSubscriber, waiter: TurnWaiter) =>
             new EventStreams(sqlDb, live, waiter.shutdown),
+        },
+        {
+          provide: AGENT_TURNS,
+          inject: [
+            AgentsRepository,
+            SessionsRepository,
+            ADMISSION,
+            TURN_WAITER,
+            EVENT_STREAMS,
+            TURN_CONTROL,
+            GATEWAY_SQL,
+            TASKS,
+            CONFIG,
+          ],
+          // The MCP server's and A2A's way to run an agent: chat completions' seams (docs/adr/0036, 0037).
+          useFactory: (
+            agents: AgentsRepository,
+            sessions: SessionsRepository,
+            admission: Admission,
+            waiter: TurnWaiter,
+            streams: EventStreams,
+            control: TurnControl,
+            sql: SqlDb,
+            tasks: TaskService,
+            config: Config,
+          ) =>
+            new AgentTurns({
+              agents,
+              sessions,
+              admission,
+              waiter,
+              streams,
+              control,
+              sql,
+              detail: turnDetail(tasks),
+              config,
+            }),
         },
         ...REPOSITORIES,
         InFlightRequests,

@@ -891,6 +891,65 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/mcp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** MCP server: no server-initiated stream (stateless): 405 */
+    get: operations['mcpGet'];
+    put?: never;
+    /**
+     * MCP server (Streamable HTTP, stateless): the tenant's agents as tools
+     * @description Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
+     */
+    post: operations['mcpPost'];
+    /** MCP server: no session to end (stateless): 405 */
+    delete: operations['mcpDelete'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/a2a/{agentId}/.well-known/agent-card.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An agent's A2A agent card (v1.0 JSON; security: the bearer API key) */
+    get: operations['getAgentCard'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/a2a/{agentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)
+     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
+     */
+    post: operations['callAgentJsonRpc'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3242,6 +3301,18 @@ export interface components {
     WorkItemPage: {
       data: components['schemas']['WorkItem'][];
       nextCursor: string | null;
+    };
+    JsonRpcError: {
+      /** @constant */
+      jsonrpc: '2.0';
+      id: string | number | null;
+      error: {
+        code: number;
+        message: string;
+        data?: {
+          code: string;
+        };
+      };
     };
   };
   responses: never;
@@ -9428,6 +9499,477 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  mcpGet: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description This stateless server has no server-initiated stream */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  mcpPost: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @constant */
+          jsonrpc: '2.0';
+          id?: string | number;
+          method?: string;
+          params?: Record<string, never>;
+          result?: unknown;
+          error?: {
+            code: number;
+            message: string;
+            data?: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response: an SSE stream (`text/event-stream`: progress notifications, then the response) or a JSON body */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+          'application/json': {
+            /** @constant */
+            jsonrpc: '2.0';
+            id?: string | number;
+            method?: string;
+            params?: Record<string, never>;
+            result?: unknown;
+            error?: {
+              code: number;
+              message: string;
+              data?: unknown;
+            };
+          };
+        };
+      };
+      /** @description A notification or response was accepted (no body) */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description GET or DELETE: this stateless server has no sessions or server-initiated streams */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description The Accept header does not allow application/json and text/event-stream */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  mcpDelete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description This stateless server has no sessions */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  getAgentCard: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The agent (GET /v1/agents): its A2A endpoint is /a2a/{agentId} */
+        agentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The agent card (A2A v1.0 AgentCard, JSON) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': Record<string, never>;
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description No agent of the tenant with that id */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  callAgentJsonRpc: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The agent (GET /v1/agents): its A2A endpoint is /a2a/{agentId} */
+        agentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          jsonrpc: '2.0';
+          id?: string | number;
+          method?: string;
+          params?: Record<string, never>;
+          result?: unknown;
+          error?: {
+            code: number;
+            message: string;
+            data?: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response (result or error), or for a streaming method an SSE stream of JSON-RPC responses */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            jsonrpc: '2.0';
+            id?: string | number;
+            method?: string;
+            params?: Record<string, never>;
+            result?: unknown;
+            error?: {
+              code: number;
+              message: string;
+              data?: unknown;
+            };
+          };
+          'text/event-stream': string;
+        };
+      };
+      /** @description Not valid JSON (-32700 parse error) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description No agent of the tenant with that id */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
         };
       };
     };

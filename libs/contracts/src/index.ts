@@ -12,3 +12,4 @@ export * from './usage';
 export * from './chat-completions';
 export * from './mcp';
 export * from './work-items';
+export * from './jsonrpc';
