@@ -52,7 +52,12 @@ describe('/v1/responses with the stock clients', () => {
     url = gateway.url;
     ({ api } = await newTenant(url, ADMIN));
     ({ api: other } = await newTenant(url, ADMIN, 'other'));
-    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: api.key!, fetch: crossRealmSafeFetch, maxRetries: 0 });
+    client = new OpenAI({
+      baseURL: `${url}/v1`,
+      apiKey: api.key!,
+      fetch: crossRealmSafeFetch,
+      maxRetries: 0,
+    });
     const agent = await api.post('/v1/agents', {
       name: 'helper',
       model: 'openai-chat/gpt-4o-mini',
@@ -69,7 +74,11 @@ describe('/v1/responses with the stock clients', () => {
   });
 
   it('responses.create: the turn’s answer, usage in the Responses shape, the id derived from the turn', async () => {
-    llm.enqueue({ kind: 'message', text: 'Hello from the agent.', usage: { input: 50, output: 7, cached: 10 } });
+    llm.enqueue({
+      kind: 'message',
+      text: 'Hello from the agent.',
+      usage: { input: 50, output: 7, cached: 10 },
+    });
     const before = llm.requests.length;
     const r = await client.responses.create({
       model: 'helper',
@@ -129,7 +138,10 @@ describe('/v1/responses with the stock clients', () => {
       { kind: 'message', text: 'You asked about a b c.' },
     );
     const before = llm.requests.length;
-    const first = await client.responses.create({ model: 'helper', input: [{ role: 'user', content: 'count a b c' }] });
+    const first = await client.responses.create({
+      model: 'helper',
+      input: [{ role: 'user', content: 'count a b c' }],
+    });
     expect(first.status).toBe('completed');
     expect(first.output.map((i) => i.type)).toEqual(['mcp_call', 'message']);
     expect(first.output[0]).toMatchObject({
@@ -191,7 +203,8 @@ describe('/v1/responses with the stock clients', () => {
       ['assistant', 'noted'],
       ['user', 'what is my colour?'],
     ]);
-    const texts = (page: { data: { content: { text: string }[] }[] }) => page.data.map((i) => i.content[0].text);
+    const texts = (page: { data: { content: { text: string }[] }[] }) =>
+      page.data.map((i) => i.content[0].text);
     const all = await client.responses.inputItems.list(r.id, { order: 'asc' });
     expect(texts(all)).toEqual(['my colour is blue', 'noted', 'what is my colour?']);
     expect(all.data.map((i) => (i as { role: string }).role)).toEqual(['user', 'assistant', 'user']);
@@ -252,8 +265,13 @@ describe('/v1/responses with the stock clients', () => {
     expect(deltas(0)).toBe('Let me count.');
     expect(deltas(2)).toBe('Two words, streamed.');
     // Live: the final answer came in several deltas, as the provider streamed it.
-    expect(events.filter((e) => e.type === 'response.output_text.delta' && e.output_index === 2).length).toBeGreaterThan(1);
-    const toolDone = events.filter((e) => e.type === 'response.output_item.done')[1].item as Record<string, unknown>;
+    expect(
+      events.filter((e) => e.type === 'response.output_text.delta' && e.output_index === 2).length,
+    ).toBeGreaterThan(1);
+    const toolDone = events.filter((e) => e.type === 'response.output_item.done')[1].item as Record<
+      string,
+      unknown
+    >;
     expect(toolDone).toMatchObject({ type: 'mcp_call', name: 'word_count', status: 'completed' });
     const completed = events.at(-1)!.response as OpenAI.Responses.Response;
     expect(completed.status).toBe('completed');
@@ -264,7 +282,8 @@ describe('/v1/responses with the stock clients', () => {
     const retrieved = await client.responses.retrieve(completed.id);
     expect(retrieved.output).toEqual(completed.output);
     const replay: typeof events = [];
-    for await (const e of await client.responses.retrieve(completed.id, { stream: true })) replay.push(e as never);
+    for await (const e of await client.responses.retrieve(completed.id, { stream: true }))
+      replay.push(e as never);
     const structural = (list: typeof events) =>
       list.filter((e) => e.type !== 'response.output_text.delta').map((e) => [e.type, e.sequence_number]);
     expect(structural(replay)).toEqual(structural(events));
@@ -273,7 +292,10 @@ describe('/v1/responses with the stock clients', () => {
     const cut = events.findIndex((e) => e.type === 'response.output_text.delta' && e.output_index === 2);
     const after = events[cut].sequence_number;
     const resumed: typeof events = [];
-    for await (const e of await client.responses.retrieve(completed.id, { stream: true, starting_after: after })) {
+    for await (const e of await client.responses.retrieve(completed.id, {
+      stream: true,
+      starting_after: after,
+    })) {
       resumed.push(e as never);
     }
     expect(resumed[0].sequence_number).toBeGreaterThan(after);
@@ -288,7 +310,11 @@ describe('/v1/responses with the stock clients', () => {
 
   it('background: true answers at once; retrieve follows it to the end; cancel stops a long one', async () => {
     llm.enqueue({ kind: 'message', text: 'Done in the background.', delayMs: 300 });
-    const queued = await client.responses.create({ model: 'helper', input: 'take your time', background: true });
+    const queued = await client.responses.create({
+      model: 'helper',
+      input: 'take your time',
+      background: true,
+    });
     expect(['queued', 'in_progress']).toContain(queued.status);
     expect(queued.background).toBe(true);
     expect(queued.usage).toBeNull();
@@ -400,10 +426,17 @@ describe('/v1/responses with the stock clients', () => {
     await refuse({ input: 'x', surprise: true }, null);
 
     const sdkRefused = await client.responses
-      .create({ model: 'helper', input: 'x', tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }] })
+      .create({
+        model: 'helper',
+        input: 'x',
+        tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }],
+      })
       .catch((e: unknown) => e);
     expect(sdkRefused).toBeInstanceOf(BadRequestError);
-    expect((sdkRefused as BadRequestError).error).toMatchObject({ code: 'unsupported_parameter', param: 'tools' });
+    expect((sdkRefused as BadRequestError).error).toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'tools',
+    });
 
     const unknownPrevious = await client.responses
       .create({ model: 'helper', input: 'x', previous_response_id: 'resp_0123456789abcdef0123456789abcdef' })
@@ -413,7 +446,11 @@ describe('/v1/responses with the stock clients', () => {
       code: 'previous_response_not_found',
       param: 'previous_response_id',
     });
-    const garbledPrevious = await api.post('/v1/responses', { model: 'helper', input: 'x', previous_response_id: 'nope' });
+    const garbledPrevious = await api.post('/v1/responses', {
+      model: 'helper',
+      input: 'x',
+      previous_response_id: 'nope',
+    });
     expect(garbledPrevious.status).toBe(404);
 
     expect(llm.requests.length).toBe(before);
@@ -423,7 +460,12 @@ describe('/v1/responses with the stock clients', () => {
   it('another tenant’s response is 404 on every route; bad ids and starting_after are refused', async () => {
     llm.enqueue({ kind: 'message', text: 'mine' });
     const mine = await client.responses.create({ model: 'helper', input: 'private' });
-    const theirs = new OpenAI({ baseURL: `${url}/v1`, apiKey: other.key!, fetch: crossRealmSafeFetch, maxRetries: 0 });
+    const theirs = new OpenAI({
+      baseURL: `${url}/v1`,
+      apiKey: other.key!,
+      fetch: crossRealmSafeFetch,
+      maxRetries: 0,
+    });
     for (const attempt of [
       () => theirs.responses.retrieve(mine.id),
       () => theirs.responses.cancel(mine.id),
@@ -437,13 +479,22 @@ describe('/v1/responses with the stock clients', () => {
     await (
       await other.post('/v1/agents', { name: 'helper', model: 'openai-chat/gpt-4o-mini' })
     ).body;
-    const cont = await other.post('/v1/responses', { model: 'helper', input: 'x', previous_response_id: mine.id });
+    const cont = await other.post('/v1/responses', {
+      model: 'helper',
+      input: 'x',
+      previous_response_id: mine.id,
+    });
     expect(cont.status).toBe(404);
     expect(cont.body.error.code).toBe('previous_response_not_found');
 
     expect((await api.get('/v1/responses/resp_nothex')).status).toBe(404);
     expect((await api.get('/v1/responses/00000000-0000-4000-8000-000000000000')).status).toBe(404);
-    for (const q of ['stream=true&starting_after=abc', 'stream=true&starting_after=-5', 'starting_after=3', 'stream=maybe']) {
+    for (const q of [
+      'stream=true&starting_after=abc',
+      'stream=true&starting_after=-5',
+      'starting_after=3',
+      'stream=maybe',
+    ]) {
       const r = await api.get(`/v1/responses/${mine.id}?${q}`);
       expect(r.status).toBe(400);
       expect(r.body.error.type).toBe('invalid_request_error');
