@@ -151,7 +151,7 @@ export function unsupportedResponsesParameter(
   if (
     req.tool_choice !== undefined &&
     req.tool_choice !== null &&
-    !['none', 'auto'].includes(String(req.tool_choice))
+    !(req.tool_choice === 'none' || req.tool_choice === 'auto')
   )
     return param('tool_choice', CLIENT_TOOLS);
   if (req.store === false) {

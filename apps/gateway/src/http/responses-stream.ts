@@ -15,7 +15,7 @@ import { CONFIG, DB, LOGGER } from '@switchboard/platform';
 import { journalPage, type SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from '../controllers/streams.controller';
 import { EVENT_STREAMS, openEventStream, type EventStreams } from './event-stream';
-import { presentToolCall, type PresentedToolCall } from './presenters';
+import { presentToolCall } from './presenters';
 import {
   ResponseBuilder,
   responseIdOf,
@@ -145,7 +145,7 @@ export class ResponsesStreamer {
   private async toolCall(turnId: string, callId: string, ok: boolean): Promise<ToolCallResponse | undefined> {
     const row = await this.db.toolCall.findFirst({ where: { turnId, callId } });
     if (!row) return undefined;
-    const call = presentToolCall(row as PresentedToolCall);
+    const call = presentToolCall(row);
     if (call.status === 'completed' || call.status === 'failed') return call;
     return { ...call, status: ok ? 'completed' : 'failed' };
   }

@@ -58,7 +58,7 @@ export function requestRecordOf(metadata: unknown, fallbackModel: string): Respo
     model: typeof r.model === 'string' ? r.model : fallbackModel,
     background: r.background === true,
     previous_response_id: typeof r.previous_response_id === 'string' ? r.previous_response_id : null,
-    metadata: r.metadata && typeof r.metadata === 'object' ? (r.metadata as Record<string, string>) : {},
+    metadata: r.metadata && typeof r.metadata === 'object' ? r.metadata : {},
     user: typeof r.user === 'string' ? r.user : null,
     imported: typeof r.imported === 'number' ? r.imported : 0,
   };
@@ -111,8 +111,9 @@ export function statusOf(turn: Pick<TurnResponse, 'status' | 'stopReason'>): Res
       return 'failed';
     case 'cancelled':
       return 'cancelled';
-    default:
-      // running, awaiting approval, awaiting a sub-agent.
+    case 'running':
+    case 'awaiting_approval':
+    case 'awaiting_subagent':
       return 'in_progress';
   }
 }
