@@ -401,6 +401,58 @@ describe('/v1/responses with the stock clients', () => {
     const result = await run(agent, 'hello there');
     expect(result.finalOutput).toBe('Hello from a Switchboard agent.');
     expect(conversationSent(before)).toEqual([['user', 'hello there']]);
+
+    // The agent's own tool call comes back as a hosted (server-run) call: the SDK shows it, runs nothing.
+    llm.enqueue(
+      {
+        kind: 'message',
+        toolCalls: [{ id: 'call_ag', name: 'word_count', arguments: '{"text":"p q r s"}' }],
+      },
+      { kind: 'message', text: 'Four words.' },
+    );
+    const withTool = await run(agent, 'count p q r s');
+    expect(withTool.finalOutput).toBe('Four words.');
+    const kinds = withTool.newItems.map((i) => i.type);
+    expect(kinds).toEqual(['tool_call_item', 'message_output_item']);
+    expect(withTool.newItems[0].rawItem).toMatchObject({ type: 'hosted_tool_call', name: 'mcp_call' });
+
+    // Streamed through the SDK (stream: true on /v1/responses).
+    llm.enqueue({
+      kind: 'message',
+      text: 'Streamed to the Agents SDK.',
+      textPieces: 3,
+      frameIntervalMs: 100,
+    });
+    const streamed = await run(agent, 'stream it', { stream: true });
+    const text: string[] = [];
+    for await (const chunk of streamed.toTextStream()) text.push(chunk);
+    await streamed.completed;
+    expect(text.join('')).toBe('Streamed to the Agents SDK.');
+    expect(streamed.finalOutput).toBe('Streamed to the Agents SDK.');
+  });
+
+  it('a failed turn is the response with status failed, and response.failed on a stream', async () => {
+    llm.enqueue({ kind: 'error', status: 400 });
+    const failed = await client.responses.create({ model: 'helper', input: 'fail please' });
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatchObject({ code: 'server_error', message: expect.stringContaining('failed') });
+    expect(failed.usage).not.toBeNull();
+
+    llm.enqueue({ kind: 'error', status: 400 });
+    const events: { type: string; response?: { status: string } }[] = [];
+    for await (const e of await client.responses.create({
+      model: 'helper',
+      input: 'fail again',
+      stream: true,
+    })) {
+      events.push(e as never);
+    }
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.failed',
+    ]);
+    expect(events.at(-1)!.response!.status).toBe('failed');
   });
 
   it('bad input: OpenAI-shaped 4xx, nothing admitted', async () => {
