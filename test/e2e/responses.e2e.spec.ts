@@ -311,7 +311,8 @@ describe('/v1/responses with the stock clients', () => {
   });
 
   it('background: true answers at once; retrieve follows it to the end; cancel stops a long one', async () => {
-    llm.enqueue({ kind: 'message', text: 'Done in the background.', delayMs: 300 });
+    // The model takes its time, so the answer comes before the turn can end, however loaded the machine.
+    llm.enqueue({ kind: 'message', text: 'Done in the background.', delayMs: 3000 });
     const queued = await client.responses.create({
       model: 'helper',
       input: 'take your time',
