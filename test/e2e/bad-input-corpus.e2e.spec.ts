@@ -370,6 +370,14 @@ describe('bad input corpus', () => {
       valid: () => ({ model: 'mine', messages: [{ role: 'user', content: 'hi' }], user: 'u-1' }),
       openai: true,
     },
+    {
+      name: 'response',
+      method: 'POST',
+      path: () => '/v1/responses',
+      client: () => api,
+      valid: () => ({ model: 'mine', input: 'hi', user: 'u-1' }),
+      openai: true,
+    },
   ];
 
   const WRONG_VALUES: [string, unknown][] = [
@@ -1733,6 +1741,198 @@ describe('bad input corpus', () => {
       code,
       jsonrpc: true,
     })),
+  );
+
+  // The Responses route (docs/adr/0035): what it refuses before anything is written.
+  const respond =
+    (change: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    () =>
+      api.post('/v1/responses', { model: 'mine', input: 'hi', ...change }, headers);
+  const responseId = (turnId: string) => `resp_${turnId.replace(/-/g, '')}`;
+  cases.push(
+    ...(
+      [
+        [
+          'client tools',
+          respond({ tools: [{ type: 'function', name: 'f', parameters: {} }] }),
+          400,
+          'unsupported_parameter',
+        ],
+        [
+          'a function tool choice',
+          respond({ tool_choice: { type: 'function', name: 'f' } }),
+          400,
+          'unsupported_parameter',
+        ],
+        ['store: false', respond({ store: false }), 400, 'unsupported_value'],
+        [
+          'a JSON schema text format',
+          respond({ text: { format: { type: 'json_schema' } } }),
+          400,
+          'unsupported_value',
+        ],
+        ['a conversation', respond({ conversation: 'conv_1' }), 400, 'unsupported_parameter'],
+        [
+          'a function call output item',
+          respond({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'an image part',
+          respond({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'an unknown item type',
+          respond({ input: [{ type: 'telepathy', text: 'x' }] }),
+          400,
+          'validation_failed',
+        ],
+        [
+          'a part of the wrong shape',
+          respond({ input: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] }),
+          400,
+          'validation_failed',
+        ],
+        ['an unknown role', respond({ input: [{ role: 'robot', content: 'x' }] }), 400, 'validation_failed'],
+        ['an empty input', respond({ input: [] }), 400, 'validation_failed'],
+        [
+          'an assistant message last',
+          respond({ input: [{ role: 'assistant', content: 'x' }] }),
+          400,
+          'invalid_value',
+        ],
+        ['a blank user message', respond({ input: '   ' }), 400, 'invalid_value'],
+        [
+          'only a system message',
+          respond({ input: [{ role: 'system', content: 'x' }] }),
+          400,
+          'invalid_value',
+        ],
+        [
+          '17 metadata pairs',
+          respond({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }),
+          400,
+          'validation_failed',
+        ],
+        ['temperature 3', respond({ temperature: 3 }), 400, 'validation_failed'],
+        ['an unknown model', respond({ model: 'gpt-4o' }), 404, 'model_not_found'],
+        ['another tenant’s agent id', () => respond({ model: ids.otherAgent })(), 404, 'model_not_found'],
+        [
+          'an unknown previous response',
+          respond({ previous_response_id: responseId(UNKNOWN_ID) }),
+          404,
+          'previous_response_not_found',
+        ],
+        [
+          'a previous response id that is not one',
+          respond({ previous_response_id: "resp_1' or 1=1" }),
+          404,
+          'previous_response_not_found',
+        ],
+        [
+          'an Idempotency-Key of 201 characters',
+          respond({}, { 'idempotency-key': 'k'.repeat(201) }),
+          400,
+          'bad_request',
+        ],
+        [
+          'an unknown response',
+          () => api.get(`/v1/responses/${responseId(UNKNOWN_ID)}`),
+          404,
+          'response_not_found',
+        ],
+        [
+          'a response id that is no id',
+          () => api.get('/v1/responses/resp_%27%20or%201%3D1'),
+          404,
+          'response_not_found',
+        ],
+        ['a turn id as a response id', () => api.get(`/v1/responses/${ids.turn}`), 404, 'response_not_found'],
+        [
+          'an unknown response cancelled',
+          () => api.post(`/v1/responses/${responseId(UNKNOWN_ID)}/cancel`),
+          404,
+          'response_not_found',
+        ],
+        [
+          'input items of an unknown response',
+          () => api.get(`/v1/responses/${responseId(UNKNOWN_ID)}/input_items`),
+          404,
+          'response_not_found',
+        ],
+        [
+          'starting_after not a number',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?stream=true&starting_after=x`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'starting_after below -1',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?stream=true&starting_after=-2`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'starting_after without stream',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?starting_after=3`),
+          400,
+          'invalid_value',
+        ],
+        [
+          'an unknown query parameter',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?colour=red`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items limit 0',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?limit=0`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items limit 101',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?limit=101`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items order sideways',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?order=sideways`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items after an unknown item',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?after=msg_x`),
+          400,
+          'invalid_value',
+        ],
+        [
+          'a paused tenant',
+          () => pausedApi.post('/v1/responses', { model: 'paused', input: 'x' }),
+          403,
+          'tenant_paused',
+        ],
+        [
+          'a paused tenant, with history',
+          () =>
+            pausedApi.post('/v1/responses', {
+              model: 'paused',
+              input: [
+                { role: 'user', content: 'a' },
+                { role: 'assistant', content: 'b' },
+                { role: 'user', content: 'c' },
+              ],
+            }),
+          403,
+          'tenant_paused',
+        ],
+      ] as [string, () => Promise<ApiResponse>, number, string][]
+    ).map(([name, run, status, code]) => ({ name: `response: ${name}`, run, status, code, openai: true })),
   );
 
   // Other routes and URLs.

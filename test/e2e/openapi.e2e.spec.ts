@@ -246,7 +246,15 @@ describe('the OpenAPI document matches what the server answers', () => {
         const expected =
           o.operationId === 'getReadiness' && s === '503'
             ? 'Readiness'
-            : ['createChatCompletion', 'listModels', 'retrieveModel'].includes(o.operationId)
+            : [
+                  'createChatCompletion',
+                  'listModels',
+                  'retrieveModel',
+                  'createResponse',
+                  'getResponse',
+                  'cancelResponse',
+                  'listResponseInputItems',
+                ].includes(o.operationId)
               ? 'OpenAiError'
               : JSON_RPC_OPERATIONS.includes(o.operationId)
                 ? 'JsonRpcError'
@@ -609,6 +617,34 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listModels', 401, {});
     await run('retrieveModel', 200, { auth: key, params: { model: 'counter' } });
     await run('retrieveModel', 404, { auth: key, params: { model: 'nobody' } });
+    // The Responses API (docs/adr/0035): a response is a turn.
+    const response = await run('createResponse', 200, {
+      auth: key,
+      body: { model: 'counter', input: 'one two' },
+    });
+    expect(response.body).toMatchObject({ object: 'response', status: 'completed' });
+    const streamedResponse = await run('createResponse', 200, {
+      auth: key,
+      body: { model: 'counter', input: 'five', stream: true },
+    });
+    expect(streamedResponse.body).toMatch(/^event: response\.created\n[\s\S]*event: response\.completed\n/);
+    await run('createResponse', 404, { auth: key, body: { model: 'nobody', input: 'hi' } });
+    await run('createResponse', 400, { auth: key, body: { model: 'counter', input: [] } });
+    await run('createResponse', 415, {
+      auth: key,
+      raw: { body: 'model=counter', contentType: 'text/plain' },
+    });
+    const responseId = { id: response.body.id as string };
+    await run('getResponse', 200, { auth: key, params: responseId });
+    await run('getResponse', 200, { auth: key, params: responseId, query: 'stream=true&starting_after=3' });
+    await run('getResponse', 400, { auth: key, params: responseId, query: 'starting_after=x' });
+    await run('getResponse', 404, { auth: key, params: { id: 'resp_nothing' } });
+    await run('getResponse', 401, { params: responseId });
+    await run('listResponseInputItems', 200, { auth: key, params: responseId });
+    await run('listResponseInputItems', 400, { auth: key, params: responseId, query: 'limit=0' });
+    await run('listResponseInputItems', 404, { auth: key, params: { id: 'resp_nothing' } });
+    await run('cancelResponse', 200, { auth: key, params: responseId });
+    await run('cancelResponse', 404, { auth: key, params: { id: 'resp_nothing' } });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
     // The MCP server (docs/adr/0036): JSON-RPC over POST; a stateless server's GET and DELETE are 405s.
     const mcpHeaders = { accept: 'application/json, text/event-stream' };

@@ -41,6 +41,7 @@ import { APPROVALS, ApprovalsController } from './controllers/approvals.controll
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
 import { ModelsController } from './controllers/models.controller';
+import { ResponsesController } from './controllers/responses.controller';
 import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { McpServersController } from './controllers/mcp-servers.controller';
@@ -60,6 +61,7 @@ import { MemoryController } from './controllers/memory.controller';
 import { WorkItemsController } from './controllers/work-items.controller';
 import { AgentLifecycleController } from './controllers/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
+import { ResponsesStreamer } from './http/responses-stream';
 import { ErrorFilter } from './http/errors';
 import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
 import { InFlightRequests } from './http/in-flight';
@@ -144,6 +146,7 @@ export class GatewayModule {
         OpsController,
         ChatCompletionsController,
         ModelsController,
+        ResponsesController,
         StreamsController,
         TriggersController,
         HooksController,
@@ -318,6 +321,7 @@ export class GatewayModule {
         ...REPOSITORIES,
         InFlightRequests,
         ChatCompletionStreamer,
+        ResponsesStreamer,
         LiveLifecycle,
         QueueDepthMetrics,
       ],

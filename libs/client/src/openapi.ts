@@ -489,6 +489,74 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/responses': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Open Responses: the agent named by `model` answers; a response is a turn */
+    post: operations['createResponse'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/responses/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A response (any turn of the tenant, by `resp_<turn id hex>`); `stream=true` replays and follows its events */
+    get: operations['getResponse'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/responses/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel a response (its turn, as POST /v1/turns/{id}/cancel): any response, background or not; one that ended is answered as it is */
+    post: operations['cancelResponse'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/responses/{id}/input_items': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The input items of a response: the message its turn admitted, after the messages it seeded a new session with */
+    get: operations['listResponseInputItems'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}/stream': {
     parameters: {
       query?: never;
@@ -1228,6 +1296,129 @@ export interface components {
       modalities?: string[] | null;
       prediction?: unknown | null;
       web_search_options?: unknown;
+    };
+    CreateResponseDto: {
+      model: string;
+      input:
+        | string
+        | (
+            | {
+                /** @constant */
+                type?: 'message';
+                /** @enum {string} */
+                role: 'user' | 'system' | 'developer' | 'assistant';
+                content:
+                  | string
+                  | (
+                      | {
+                          /** @constant */
+                          type: 'input_text';
+                          text: string;
+                        }
+                      | ({
+                          /** @constant */
+                          type: 'output_text';
+                          text: string;
+                        } & {
+                          [key: string]: unknown;
+                        })
+                      | ({
+                          /** @constant */
+                          type: 'refusal';
+                          refusal: string;
+                        } & {
+                          [key: string]: unknown;
+                        })
+                      | ({
+                          /** @enum {string} */
+                          type: 'input_image' | 'input_file' | 'input_audio';
+                        } & {
+                          [key: string]: unknown;
+                        })
+                    )[];
+                id?: string;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+                phase?: string | null;
+              }
+            | ({
+                /** @enum {string} */
+                type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
+              } & {
+                [key: string]: unknown;
+              })
+            | ({
+                /** @enum {string} */
+                type:
+                  | 'function_call'
+                  | 'function_call_output'
+                  | 'item_reference'
+                  | 'custom_tool_call'
+                  | 'custom_tool_call_output'
+                  | 'computer_call'
+                  | 'computer_call_output'
+                  | 'web_search_call'
+                  | 'file_search_call'
+                  | 'image_generation_call'
+                  | 'code_interpreter_call'
+                  | 'local_shell_call'
+                  | 'local_shell_call_output'
+                  | 'shell_call'
+                  | 'shell_call_output'
+                  | 'apply_patch_call'
+                  | 'apply_patch_call_output'
+                  | 'mcp_approval_request'
+                  | 'mcp_approval_response'
+                  | 'compaction';
+              } & {
+                [key: string]: unknown;
+              })
+          )[];
+      previous_response_id?: string | null;
+      instructions?: string | null;
+      background?: boolean[];
+      stream?: boolean[];
+      stream_options?: {
+        include_obfuscation?: boolean;
+      } | null;
+      store?: boolean[];
+      metadata?: {
+        [key: string]: string;
+      } | null;
+      user?: string;
+      temperature?: number | null;
+      top_p?: number | null;
+      max_output_tokens?: number | null;
+      max_tool_calls?: number | null;
+      parallel_tool_calls?: boolean[];
+      truncation?: ('auto' | 'disabled') | null;
+      service_tier?: string | null;
+      reasoning?: {
+        [key: string]: unknown;
+      } | null;
+      prompt_cache_key?: string | null;
+      prompt_cache_retention?: string | null;
+      safety_identifier?: string | null;
+      include?: string[] | null;
+      text?:
+        | ({
+            format?: {
+              type: string;
+            } & {
+              [key: string]: unknown;
+            };
+            verbosity?: string | null;
+          } & {
+            [key: string]: unknown;
+          })
+        | null;
+      tools?: unknown[];
+      tool_choice?: unknown;
+      top_logprobs?: number | null;
+      conversation?: unknown;
+      prompt?: unknown;
+      context_management?: unknown;
+      moderation?: unknown;
+      prompt_cache_options?: unknown;
     };
     CreateTriggerDto: {
       /** Format: uuid */
@@ -3257,6 +3448,125 @@ export interface components {
       /** @constant */
       object: 'list';
       data: components['schemas']['Model'][];
+    };
+    ResponseUsage: {
+      input_tokens: number;
+      input_tokens_details: {
+        cached_tokens: number;
+      };
+      output_tokens: number;
+      output_tokens_details: {
+        reasoning_tokens: number;
+      };
+      total_tokens: number;
+    };
+    Response: {
+      id: string;
+      /** @constant */
+      object: 'response';
+      created_at: number;
+      completed_at: number | null;
+      /** @enum {string} */
+      status: 'queued' | 'in_progress' | 'completed' | 'failed' | 'incomplete' | 'cancelled';
+      incomplete_details: {
+        reason: string;
+      } | null;
+      model: string;
+      previous_response_id: string | null;
+      instructions: null;
+      output: (
+        | {
+            /** @constant */
+            type: 'message';
+            id: string;
+            /** @constant */
+            role: 'assistant';
+            /** @enum {string} */
+            status: 'in_progress' | 'completed' | 'incomplete';
+            content: {
+              /** @constant */
+              type: 'output_text';
+              text: string;
+              annotations: unknown[];
+              logprobs: unknown[];
+            }[];
+          }
+        | {
+            /** @constant */
+            type: 'mcp_call';
+            id: string;
+            server_label: string;
+            name: string;
+            arguments: string;
+            output: string | null;
+            error: string | null;
+            /** @enum {string} */
+            status: 'in_progress' | 'completed' | 'failed' | 'incomplete';
+            approval_request_id: null;
+          }
+      )[];
+      output_text: string;
+      error: {
+        code: string;
+        message: string;
+      } | null;
+      tools: unknown[];
+      /** @constant */
+      tool_choice: 'auto';
+      /** @constant */
+      truncation: 'disabled';
+      parallel_tool_calls: boolean;
+      text: {
+        format: {
+          /** @constant */
+          type: 'text';
+        };
+      };
+      top_p: number;
+      presence_penalty: number;
+      frequency_penalty: number;
+      top_logprobs: number;
+      temperature: number;
+      reasoning: null;
+      user: string | null;
+      usage: components['schemas']['ResponseUsage'] | null;
+      max_output_tokens: null;
+      max_tool_calls: null;
+      /** @constant */
+      store: true;
+      background: boolean;
+      /** @constant */
+      service_tier: 'default';
+      metadata: {
+        [key: string]: string;
+      };
+      safety_identifier: null;
+      prompt_cache_key: null;
+      /** Format: uuid */
+      session_id: string;
+      /** Format: uuid */
+      turn_id: string;
+    };
+    ResponseInputItemList: {
+      /** @constant */
+      object: 'list';
+      data: {
+        /** @constant */
+        type: 'message';
+        id: string;
+        /** @constant */
+        role: 'user';
+        /** @constant */
+        status: 'completed';
+        content: {
+          /** @constant */
+          type: 'input_text';
+          text: string;
+        }[];
+      }[];
+      first_id: string | null;
+      last_id: string | null;
+      has_more: boolean;
     };
     WorkItem: {
       /** Format: uuid */
@@ -6467,6 +6777,406 @@ export interface operations {
         };
       };
       /** @description A dependency is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  createResponse: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description As on POST /v1/sessions/{id}/messages. Without previous_response_id, the new session is derived from the key, so a retry answers with the same response. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateResponseDto'];
+      };
+    };
+    responses: {
+      /** @description The response: ended (or, with `background: true`, queued). With `stream: true`, Server-Sent Events (`event:` the type, `data:` the event with its `sequence_number`): response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, then response.completed, response.incomplete or response.failed. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Response'];
+          'text/event-stream': string;
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The operator paused the tenant (`tenant_paused`) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; retrieve the response */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The session is closed, or a request with this Idempotency-Key is still in flight */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Idempotency-Key reused with a different request */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  getResponse: {
+    parameters: {
+      query?: {
+        stream?: 'true' | 'false';
+        starting_after?: number;
+        include?: string | string[];
+        include_obfuscation?: 'true' | 'false';
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The response as it stands, or with `stream=true` its events as on POST /v1/responses with `stream: true`, from the first (or after `starting_after`) until it ends. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Response'];
+          'text/event-stream': string;
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  cancelResponse: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The response: `cancelled` when its turn was queued or awaiting approval, `in_progress` while its worker stops it at the next safe point, or as it ended */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Response'];
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  listResponseInputItems: {
+    parameters: {
+      query?: {
+        limit?: number;
+        order?: 'asc' | 'desc';
+        after?: string;
+        before?: string;
+        include?: string | string[];
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of input items */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ResponseInputItemList'];
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
       503: {
         headers: {
           [name: string]: unknown;
