@@ -122,7 +122,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   },
   RATE_LIMIT_ADMISSION_PER_MIN: {
     meaning:
-      'admissions (`POST /v1/sessions/{id}/messages` and `POST /v1/chat/completions` together) per minute per tenant, counted in Redis across all gateways; past it 429 `rate_limited` with `Retry-After`, `RateLimit` and `RateLimit-Policy` (ADR 0028); `0` turns the bucket off',
+      'admissions (`POST /v1/sessions/{id}/messages`, `/v1/chat/completions`, `/v1/responses` together) per minute per tenant, counted in Redis across all gateways; past it 429 `rate_limited` with `Retry-After`, `RateLimit` and `RateLimit-Policy` (ADR 0028); `0` turns the bucket off',
   },
   RATE_LIMIT_READS_PER_MIN: { meaning: 'tenant `GET` requests per minute per tenant (ADR 0028); `0` off' },
   RATE_LIMIT_WRITES_PER_MIN: {

@@ -10,6 +10,8 @@ export * from './schedules';
 export * from './triggers';
 export * from './usage';
 export * from './chat-completions';
+export * from './open-responses';
 export * from './mcp';
 export * from './work-items';
+export * from './jsonrpc';
 export * from './langgraph';
