@@ -6,6 +6,7 @@ import {
   collectDefaultMetrics,
   type LabelValues,
   type Metric,
+  type RegistryContentType,
 } from 'prom-client';
 
 /** What GET /metrics answers: a body and its content type. */
@@ -36,7 +37,7 @@ export function acceptsOpenMetrics(accept: string | undefined): boolean {
  * `registry.metrics()` (which would rename the counters: see `render`).
  */
 export class Metrics {
-  readonly registry = new Registry(Registry.OPENMETRICS_CONTENT_TYPE);
+  readonly registry = registryOf(Registry.OPENMETRICS_CONTENT_TYPE);
 
   readonly turns = new Counter({
     name: 'switchboard_turns_total',
@@ -201,12 +202,10 @@ export class Metrics {
    * both formats are rendered through a registry made for the one request, a counter seen in
    * OpenMetrics through a copy carrying its family name; `registry.metrics()` is not called.
    */
-  private async render(
-    contentType: typeof Registry.PROMETHEUS_CONTENT_TYPE | typeof Registry.OPENMETRICS_CONTENT_TYPE,
-  ) {
+  private async render(contentType: RegistryContentType): Promise<string> {
     const open = contentType === Registry.OPENMETRICS_CONTENT_TYPE;
     // getMetricsAsString is what metrics() calls for each metric; prom-client does not type it.
-    const view = new Registry(contentType) as Registry & {
+    const view = registryOf(contentType) as Registry<RegistryContentType> & {
       getMetricsAsString(metric: Pick<Metric, 'get'>): Promise<string>;
     };
     view.setDefaultLabels({ service: this.service });
@@ -220,6 +219,13 @@ export class Metrics {
     );
     return open ? `${families.join('\n')}\n# EOF\n` : `${families.join('\n\n')}\n`;
   }
+}
+
+/** A registry rendering in `contentType` (prom-client's types omit the constructor's argument). */
+function registryOf<T extends RegistryContentType>(contentType: T): Registry<T> {
+  const registry = new Registry<T>();
+  registry.setContentType(contentType);
+  return registry;
 }
 
 /** A counter's OpenMetrics family name: its samples are `<family>_total`. */
