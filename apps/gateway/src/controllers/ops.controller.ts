@@ -25,7 +25,14 @@ export class OpsController {
   ) {}
 
   @Get('healthz')
-  @Operation({ id: 'getHealth', summary: 'Liveness', status: 200, schema: HealthResponse })
+  @Operation({
+    id: 'getHealth',
+    summary: 'Liveness',
+    description:
+      'Liveness: 200 while the process answers. It never checks a dependency (a restart would not bring Postgres back); no credentials.',
+    status: 200,
+    schema: HealthResponse,
+  })
   healthz(): HealthResponse {
     return { status: 'ok' };
   }
@@ -36,6 +43,8 @@ export class OpsController {
   @Operation({
     id: 'getReadiness',
     summary: 'Readiness: Postgres and Redis answer',
+    description:
+      'Readiness: 200 when Postgres answers `SELECT 1` and Redis `PING`, 503 naming the failing check otherwise (and while the gateway drains after SIGTERM). No credentials.',
     status: 200,
     schema: ReadinessResponse,
   })
