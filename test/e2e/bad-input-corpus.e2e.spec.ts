@@ -1495,6 +1495,31 @@ describe('bad input corpus', () => {
     },
   );
 
+  // The queue board (ADR 0040): only the admin token opens it, as Bearer or as Basic's password.
+  const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString('base64')}`;
+  for (const [what, authorization] of [
+    ['a tenant API key as Bearer', () => `Bearer ${api.key}`],
+    ['a tenant API key as the Basic password', () => basic(`ops:${api.key}`)],
+    ['Basic with the admin token as the user name', () => basic(`${ADMIN}:`)],
+    ['Basic without a colon', () => basic(ADMIN)],
+    ['Basic that is not base64', () => 'Basic !!not-base64!!'],
+    ['an empty Bearer', () => 'Bearer '],
+    ['the admin token with a trailing character', () => `Bearer ${ADMIN}x`],
+  ] as const) {
+    for (const [method, path] of [
+      ['GET', '/admin/queues'],
+      ['GET', '/admin/queues/api/queues'],
+      ['PUT', '/admin/queues/api/queues/turns/pause'],
+    ] as const) {
+      cases.push({
+        name: `queue board ${method} ${path}: ${what}`,
+        run: () => anonymous.request(method, path, { headers: { authorization: authorization() } }),
+        status: 401,
+        code: 'unauthorized',
+      });
+    }
+  }
+
   // TokenJuice's setting (docs/adr/0033): one of four words, nothing else.
   for (const value of ['maximum', 'FULL', 'auto ', '', 'lossless']) {
     cases.push(

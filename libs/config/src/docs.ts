@@ -25,7 +25,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   HOST: { meaning: "the address the gateway's `PORT` and the workers' `METRICS_PORT` listen on" },
   ADMIN_TOKEN: {
     meaning:
-      'guards the admin API (`/v1/admin/...`: tenants, their limits and pause, the audit log of every tenant); at least 16 characters',
+      'guards the admin API (`/v1/admin/...`: tenants, their limits and pause, the audit log of every tenant) and the queue board (`/admin/queues`); at least 16 characters',
     default: 'unset (admin API disabled)',
   },
   TRIGGER_SECRET_KEY: {
@@ -238,6 +238,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   SHUTDOWN_GRACE_MS: {
     meaning:
       'how long a process that got SIGTERM lets running work finish (requests, turns to their next checkpoint, jobs) before it exits',
+  },
+  QUEUE_BOARD_ACTIONS: {
+    meaning:
+      '`true` lets the queue board (`/admin/queues`, Bull Board behind `ADMIN_TOKEN`) retry, promote, clean, pause and empty jobs and queues; otherwise it only shows them',
   },
   OTEL_SDK_DISABLED: { meaning: '`true` starts no OpenTelemetry at all (no trace ids in logs or jobs)' },
 };
