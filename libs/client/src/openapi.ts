@@ -1246,7 +1246,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** The tenant's agents as LangGraph assistants (graph_id = the agent's name) */
+    /**
+     * The tenant's agents as LangGraph assistants (graph_id = the agent's name)
+     * @description The tenant's agents as LangGraph assistants (`client.assistants.search`): `graph_id` and `name` filter by the agent's name, `metadata` by the assistant's metadata (model, tools, approval_required); newest first, paged by limit/offset.
+     */
     post: operations['langgraphSearchAssistants'];
     delete?: never;
     options?: never;
@@ -1261,7 +1264,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An assistant: an agent by id or by name */
+    /**
+     * An assistant: an agent by id or by name
+     * @description One agent as an assistant (`client.assistants.get`), by its id or by its name (the most recent agent of that name).
+     */
     get: operations['langgraphGetAssistant'];
     put?: never;
     post?: never;
@@ -1280,7 +1286,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id */
+    /**
+     * Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id
+     * @description Creates a thread (`client.threads.create({ graphId })`): a session of the agent that `metadata.assistant_id` or `metadata.graph_id` names, with the given `thread_id` or a new one. Without an assistant the request is refused (422): a session belongs to one agent.
+     */
     post: operations['langgraphCreateThread'];
     delete?: never;
     options?: never;
@@ -1297,7 +1306,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent */
+    /**
+     * The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent
+     * @description The tenant's sessions as threads (`client.threads.search`), newest first: `ids`, `metadata` (assistant_id / graph_id pick the agent) and `status` filter; searching by `values` is not supported (422).
+     */
     post: operations['langgraphSearchThreads'];
     delete?: never;
     options?: never;
@@ -1312,7 +1324,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A thread */
+    /**
+     * A thread
+     * @description A thread (`client.threads.get`): the session with its status (idle, busy, interrupted, error), its values (`{messages}`) and its interrupts by run id.
+     */
     get: operations['langgraphGetThread'];
     put?: never;
     post?: never;
@@ -1329,7 +1344,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The thread's state: its transcript as LangChain messages, pending approvals as interrupts */
+    /**
+     * The thread's state: its transcript as LangChain messages, pending approvals as interrupts
+     * @description The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
+     */
     get: operations['langgraphGetThreadState'];
     put?: never;
     post?: never;
@@ -1346,10 +1364,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+    /**
+     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
+     * @description The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.
+     */
     get: operations['langgraphGetThreadHistory'];
     put?: never;
-    /** The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+    /**
+     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
+     * @description The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).
+     */
     post: operations['langgraphSearchThreadHistory'];
     delete?: never;
     options?: never;
@@ -1364,10 +1388,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The thread's runs (its turns), newest first */
+    /**
+     * The thread's runs (its turns), newest first
+     * @description The thread's runs, its turns newest first (`client.runs.list`), paged by limit/offset and filtered by run status.
+     */
     get: operations['langgraphListRuns'];
     put?: never;
-    /** Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals) */
+    /**
+     * Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)
+     * @description Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and the paused turn goes on. Answers the run at once.
+     */
     post: operations['langgraphCreateRun'];
     delete?: never;
     options?: never;
@@ -1384,7 +1414,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end) */
+    /**
+     * Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)
+     * @description Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval.
+     */
     post: operations['langgraphStreamRun'];
     delete?: never;
     options?: never;
@@ -1401,7 +1434,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS) */
+    /**
+     * Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)
+     * @description Starts a run and holds the request until the turn ends or pauses for approval (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.
+     */
     post: operations['langgraphWaitRun'];
     delete?: never;
     options?: never;
@@ -1416,7 +1452,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A run (a turn) */
+    /**
+     * A run (a turn)
+     * @description A run (`client.runs.get`): the turn with its status as LangGraph names it (pending, running, interrupted, success, error).
+     */
     get: operations['langgraphGetRun'];
     put?: never;
     post?: never;
@@ -1433,7 +1472,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS) */
+    /**
+     * Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS)
+     * @description Holds the request until the run ends or pauses for approval (`client.runs.join`), bounded by WAIT_TIMEOUT_MS; answers the thread's values.
+     */
     get: operations['langgraphJoinRun'];
     put?: never;
     post?: never;
@@ -1450,7 +1492,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Stream a run from its start (an ended run replays from the journal), as runs/stream does; cancel_on_disconnect=1 cancels it when the client leaves */
+    /**
+     * Stream a run from its start (an ended run replays from the journal), as runs/stream does; cancel_on_disconnect=1 cancels it when the client leaves
+     * @description Streams a run from its start as `runs/stream` does (`client.runs.joinStream`): an ended run is replayed from the journal to its `end`; `cancel_on_disconnect=1` cancels the run when the client leaves.
+     */
     get: operations['langgraphJoinRunStream'];
     put?: never;
     post?: never;
@@ -1469,7 +1514,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); rollback is refused (422) */
+    /**
+     * Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); rollback is refused (422)
+     * @description Cancels a run (`client.runs.cancel`, action interrupt) through the same cancel as POST /v1/turns/{id}/cancel; with `wait=1` answers once it ended. `action=rollback` is refused (422): a cancelled turn stays in the thread.
+     */
     post: operations['langgraphCancelRun'];
     delete?: never;
     options?: never;
@@ -1971,7 +2019,7 @@ export interface components {
     AgentPostureDto: {
       reason?: string;
     };
-    AssistantSearchDto: {
+    LangGraphAssistantSearchDto: {
       graph_id?: string;
       name?: string;
       metadata?: {
@@ -1985,7 +2033,7 @@ export interface components {
       sort_order?: 'asc' | 'desc';
       select?: string[];
     };
-    ThreadCreateDto: {
+    LangGraphThreadCreateDto: {
       /** Format: uuid */
       thread_id?: string;
       metadata?: {
@@ -1996,7 +2044,7 @@ export interface components {
       supersteps?: unknown[];
       ttl?: unknown;
     };
-    ThreadSearchDto: {
+    LangGraphThreadSearchDto: {
       metadata?: {
         [key: string]: unknown;
       };
@@ -2017,7 +2065,7 @@ export interface components {
         [key: string]: unknown;
       };
     };
-    HistoryDto: {
+    LangGraphHistoryDto: {
       limit?: number;
       before?: unknown;
       metadata?: {
@@ -2026,7 +2074,7 @@ export interface components {
       checkpoint?: unknown;
       select?: string[];
     };
-    RunDto: {
+    LangGraphRunDto: {
       assistant_id: string;
       input?:
         | ({
@@ -11640,7 +11688,14 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['AssistantSearchDto'];
+        /**
+         * @example {
+         *       "graph_id": "support-triage",
+         *       "limit": 10,
+         *       "offset": 0
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphAssistantSearchDto'];
       };
     };
     responses: {
@@ -11815,7 +11870,15 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['ThreadCreateDto'];
+        /**
+         * @example {
+         *       "metadata": {
+         *         "graph_id": "support-triage",
+         *         "customer": "acme"
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphThreadCreateDto'];
       };
     };
     responses: {
@@ -11935,7 +11998,16 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['ThreadSearchDto'];
+        /**
+         * @example {
+         *       "metadata": {
+         *         "customer": "acme"
+         *       },
+         *       "status": "interrupted",
+         *       "limit": 10
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphThreadSearchDto'];
       };
     };
     responses: {
@@ -12270,7 +12342,12 @@ export interface operations {
     };
     requestBody?: {
       content: {
-        'application/json': components['schemas']['HistoryDto'];
+        /**
+         * @example {
+         *       "limit": 10
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphHistoryDto'];
       };
     };
     responses: {
@@ -12479,7 +12556,26 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['RunDto'];
+        /**
+         * @example {
+         *       "assistant_id": "support-triage",
+         *       "input": {
+         *         "messages": [
+         *           {
+         *             "type": "human",
+         *             "content": "What is the status of ticket #4821?"
+         *           }
+         *         ]
+         *       },
+         *       "stream_mode": [
+         *         "values",
+         *         "messages-tuple",
+         *         "updates"
+         *       ],
+         *       "multitask_strategy": "enqueue"
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphRunDto'];
       };
     };
     responses: {
@@ -12610,7 +12706,26 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['RunDto'];
+        /**
+         * @example {
+         *       "assistant_id": "support-triage",
+         *       "input": {
+         *         "messages": [
+         *           {
+         *             "type": "human",
+         *             "content": "What is the status of ticket #4821?"
+         *           }
+         *         ]
+         *       },
+         *       "stream_mode": [
+         *         "values",
+         *         "messages-tuple",
+         *         "updates"
+         *       ],
+         *       "multitask_strategy": "enqueue"
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphRunDto'];
       };
     };
     responses: {
@@ -12741,7 +12856,26 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['RunDto'];
+        /**
+         * @example {
+         *       "assistant_id": "support-triage",
+         *       "input": {
+         *         "messages": [
+         *           {
+         *             "type": "human",
+         *             "content": "What is the status of ticket #4821?"
+         *           }
+         *         ]
+         *       },
+         *       "stream_mode": [
+         *         "values",
+         *         "messages-tuple",
+         *         "updates"
+         *       ],
+         *       "multitask_strategy": "enqueue"
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphRunDto'];
       };
     };
     responses: {

@@ -13,28 +13,18 @@ import {
 import { RouteConfig } from '@nestjs/platform-fastify';
 import { ApiBody, ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { createZodDto } from 'nestjs-zod';
 import type { z } from 'zod';
 import type { Admission, TurnControl } from '@switchboard/admission';
 import {
   isUuid,
   LangGraphAssistant,
   LangGraphAssistantList,
-  LangGraphAssistantSearchRequest,
-  LangGraphCancelQuery,
   LangGraphErrorResponse,
-  LangGraphHistoryQuery,
   LangGraphHistoryRequest,
-  LangGraphJoinQuery,
-  LangGraphJoinStreamQuery,
   LangGraphRun,
   LangGraphRunList,
-  LangGraphRunListQuery,
-  LangGraphRunRequest,
   LangGraphThread,
-  LangGraphThreadCreateRequest,
   LangGraphThreadList,
-  LangGraphThreadSearchRequest,
   LangGraphThreadState,
   LangGraphThreadStateList,
   LangGraphValues,
@@ -44,6 +34,18 @@ import type { Config } from '@switchboard/config';
 import { ADMISSION, CONFIG } from '@switchboard/platform';
 import type { Approvals } from '@switchboard/turns';
 import { Actor, ApiKeyId, TenantId } from '../auth/guard';
+import {
+  LangGraphAssistantSearchDto,
+  LangGraphCancelQueryDto,
+  LangGraphHistoryDto,
+  LangGraphHistoryQueryDto,
+  LangGraphJoinQueryDto,
+  LangGraphJoinStreamQueryDto,
+  LangGraphRunDto,
+  LangGraphRunListQueryDto,
+  LangGraphThreadCreateDto,
+  LangGraphThreadSearchDto,
+} from '../http/dto';
 import type { ErrorShapeConfig } from '../http/errors';
 import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../http/openapi';
 import { RateLimitBucketOf } from '../http/rate-limit';
@@ -66,17 +68,6 @@ import { LangGraphReads } from '../langgraph/reads';
 import { LangGraphRunStreamer } from '../langgraph/run-stream';
 import { LangGraphSnapshots } from '../langgraph/snapshots';
 import { APPROVALS } from './approvals.controller';
-
-class AssistantSearchDto extends createZodDto(LangGraphAssistantSearchRequest) {}
-class ThreadCreateDto extends createZodDto(LangGraphThreadCreateRequest) {}
-class ThreadSearchDto extends createZodDto(LangGraphThreadSearchRequest) {}
-class HistoryDto extends createZodDto(LangGraphHistoryRequest) {}
-class RunDto extends createZodDto(LangGraphRunRequest) {}
-class RunListQueryDto extends createZodDto(LangGraphRunListQuery) {}
-class CancelQueryDto extends createZodDto(LangGraphCancelQuery) {}
-class JoinQueryDto extends createZodDto(LangGraphJoinQuery) {}
-class JoinStreamQueryDto extends createZodDto(LangGraphJoinStreamQuery) {}
-class HistoryQueryDto extends createZodDto(LangGraphHistoryQuery) {}
 
 /** What a run admits as: an operator's prompt over the public API (as /v1/chat/completions does). */
 const OPERATOR_PROMPT = {
@@ -114,6 +105,7 @@ const BODY = [400, 413, 415, 422];
 function LangGraphRoute(o: {
   id: string;
   summary: string;
+  description: string;
   status: number;
   schema?: z.ZodType;
   stream?: boolean;
@@ -121,7 +113,7 @@ function LangGraphRoute(o: {
 }) {
   return applyDecorators(
     RouteConfig({ errorShape: 'langgraph', apiKeyHeader: true } satisfies ErrorShapeConfig),
-    ApiOperation({ operationId: o.id, summary: o.summary }),
+    ApiOperation({ operationId: o.id, summary: o.summary, description: o.description }),
     ApiResponse({
       status: o.status,
       description: o.summary,
@@ -173,6 +165,8 @@ export class LangGraphController {
   @HttpCode(200)
   @LangGraphRoute({
     id: 'langgraphSearchAssistants',
+    description:
+      "The tenant's agents as LangGraph assistants (`client.assistants.search`): `graph_id` and `name` filter by the agent's name, `metadata` by the assistant's metadata (model, tools, approval_required); newest first, paged by limit/offset.",
     summary: "The tenant's agents as LangGraph assistants (graph_id = the agent's name)",
     status: 200,
     schema: LangGraphAssistantList,
@@ -180,7 +174,7 @@ export class LangGraphController {
   })
   async searchAssistants(
     @TenantId() tenantId: string,
-    @Body() body: AssistantSearchDto,
+    @Body() body: LangGraphAssistantSearchDto,
   ): Promise<LangGraphAssistant[]> {
     if (body.graph_id !== undefined && body.name !== undefined && body.graph_id !== body.name) return [];
     const rows = await this.reads.agents(tenantId, {
@@ -201,6 +195,8 @@ export class LangGraphController {
   @Get('assistants/:assistant_id')
   @LangGraphRoute({
     id: 'langgraphGetAssistant',
+    description:
+      'One agent as an assistant (`client.assistants.get`), by its id or by its name (the most recent agent of that name).',
     summary: 'An assistant: an agent by id or by name',
     status: 200,
     schema: LangGraphAssistant,
@@ -221,13 +217,18 @@ export class LangGraphController {
   @HttpCode(200)
   @LangGraphRoute({
     id: 'langgraphCreateThread',
+    description:
+      'Creates a thread (`client.threads.create({ graphId })`): a session of the agent that `metadata.assistant_id` or `metadata.graph_id` names, with the given `thread_id` or a new one. Without an assistant the request is refused (422): a session belongs to one agent.',
     summary:
       'Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id',
     status: 200,
     schema: LangGraphThread,
     errors: [...BODY, 404, 409],
   })
-  async createThread(@TenantId() tenantId: string, @Body() body: ThreadCreateDto): Promise<LangGraphThread> {
+  async createThread(
+    @TenantId() tenantId: string,
+    @Body() body: LangGraphThreadCreateDto,
+  ): Promise<LangGraphThread> {
     const { assistant_id, graph_id, ...metadata } = body.metadata ?? {};
     const named =
       typeof assistant_id === 'string' ? assistant_id : typeof graph_id === 'string' ? graph_id : undefined;
@@ -254,6 +255,8 @@ export class LangGraphController {
   @HttpCode(200)
   @LangGraphRoute({
     id: 'langgraphSearchThreads',
+    description:
+      "The tenant's sessions as threads (`client.threads.search`), newest first: `ids`, `metadata` (assistant_id / graph_id pick the agent) and `status` filter; searching by `values` is not supported (422).",
     summary:
       "The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent",
     status: 200,
@@ -262,7 +265,7 @@ export class LangGraphController {
   })
   async searchThreads(
     @TenantId() tenantId: string,
-    @Body() body: ThreadSearchDto,
+    @Body() body: LangGraphThreadSearchDto,
   ): Promise<LangGraphThread[]> {
     for (const key of ['values', 'extract'] as const) {
       if (Object.keys(body[key] ?? {}).length > 0) {
@@ -300,6 +303,8 @@ export class LangGraphController {
   @Get('threads/:thread_id')
   @LangGraphRoute({
     id: 'langgraphGetThread',
+    description:
+      'A thread (`client.threads.get`): the session with its status (idle, busy, interrupted, error), its values (`{messages}`) and its interrupts by run id.',
     summary: 'A thread',
     status: 200,
     schema: LangGraphThread,
@@ -312,6 +317,8 @@ export class LangGraphController {
   @Get('threads/:thread_id/state')
   @LangGraphRoute({
     id: 'langgraphGetThreadState',
+    description:
+      "The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
     summary: "The thread's state: its transcript as LangChain messages, pending approvals as interrupts",
     status: 200,
     schema: LangGraphThreadState,
@@ -328,6 +335,8 @@ export class LangGraphController {
   @Get('threads/:thread_id/history')
   @LangGraphRoute({
     id: 'langgraphGetThreadHistory',
+    description:
+      "The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.",
     summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
     status: 200,
     schema: LangGraphThreadStateList,
@@ -336,7 +345,7 @@ export class LangGraphController {
   async getHistory(
     @TenantId() tenantId: string,
     @Param('thread_id') id: string,
-    @Query() q: HistoryQueryDto,
+    @Query() q: LangGraphHistoryQueryDto,
   ): Promise<LangGraphThreadState[]> {
     const session = await this.thread(tenantId, id);
     if (q.limit === 0 || q.before !== undefined) return [];
@@ -347,12 +356,14 @@ export class LangGraphController {
   @HttpCode(200)
   @LangGraphRoute({
     id: 'langgraphSearchThreadHistory',
+    description:
+      "The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).",
     summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
     status: 200,
     schema: LangGraphThreadStateList,
     errors: [...BODY, 404],
   })
-  @ApiBody({ type: HistoryDto, required: false })
+  @ApiBody({ type: LangGraphHistoryDto, required: false })
   async postHistory(
     @TenantId() tenantId: string,
     @Param('thread_id') id: string,
@@ -377,6 +388,8 @@ export class LangGraphController {
   @RateLimitBucketOf('admission')
   @LangGraphRoute({
     id: 'langgraphCreateRun',
+    description:
+      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and the paused turn goes on. Answers the run at once.",
     summary:
       'Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)',
     status: 200,
@@ -388,7 +401,7 @@ export class LangGraphController {
     @ApiKeyId() apiKeyId: string,
     @Actor() actor: string,
     @Param('thread_id') threadId: string,
-    @Body() body: RunDto,
+    @Body() body: LangGraphRunDto,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
@@ -405,6 +418,8 @@ export class LangGraphController {
   @RateLimitBucketOf('admission')
   @LangGraphRoute({
     id: 'langgraphStreamRun',
+    description:
+      "Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval.",
     summary: 'Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)',
     status: 200,
     stream: true,
@@ -415,7 +430,7 @@ export class LangGraphController {
     @ApiKeyId() apiKeyId: string,
     @Actor() actor: string,
     @Param('thread_id') threadId: string,
-    @Body() body: RunDto,
+    @Body() body: LangGraphRunDto,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const modes = streamModesOf(body.stream_mode);
@@ -443,6 +458,8 @@ export class LangGraphController {
   @RateLimitBucketOf('admission')
   @LangGraphRoute({
     id: 'langgraphWaitRun',
+    description:
+      "Starts a run and holds the request until the turn ends or pauses for approval (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.",
     summary:
       "Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)",
     status: 200,
@@ -454,7 +471,7 @@ export class LangGraphController {
     @ApiKeyId() apiKeyId: string,
     @Actor() actor: string,
     @Param('thread_id') threadId: string,
-    @Body() body: RunDto,
+    @Body() body: LangGraphRunDto,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
@@ -469,6 +486,8 @@ export class LangGraphController {
   @Get('threads/:thread_id/runs')
   @LangGraphRoute({
     id: 'langgraphListRuns',
+    description:
+      "The thread's runs, its turns newest first (`client.runs.list`), paged by limit/offset and filtered by run status.",
     summary: "The thread's runs (its turns), newest first",
     status: 200,
     schema: LangGraphRunList,
@@ -477,7 +496,7 @@ export class LangGraphController {
   async listRuns(
     @TenantId() tenantId: string,
     @Param('thread_id') threadId: string,
-    @Query() q: RunListQueryDto,
+    @Query() q: LangGraphRunListQueryDto,
   ): Promise<LangGraphRun[]> {
     const session = await this.thread(tenantId, threadId);
     const turns = await this.reads.turns(session.id, {
@@ -491,6 +510,8 @@ export class LangGraphController {
   @Get('threads/:thread_id/runs/:run_id')
   @LangGraphRoute({
     id: 'langgraphGetRun',
+    description:
+      'A run (`client.runs.get`): the turn with its status as LangGraph names it (pending, running, interrupted, success, error).',
     summary: 'A run (a turn)',
     status: 200,
     schema: LangGraphRun,
@@ -507,6 +528,8 @@ export class LangGraphController {
   @Get('threads/:thread_id/runs/:run_id/join')
   @LangGraphRoute({
     id: 'langgraphJoinRun',
+    description:
+      "Holds the request until the run ends or pauses for approval (`client.runs.join`), bounded by WAIT_TIMEOUT_MS; answers the thread's values.",
     summary: "Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS)",
     status: 200,
     schema: LangGraphValues,
@@ -516,7 +539,7 @@ export class LangGraphController {
     @TenantId() tenantId: string,
     @Param('thread_id') threadId: string,
     @Param('run_id') runId: string,
-    @Query() q: JoinQueryDto,
+    @Query() q: LangGraphJoinQueryDto,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     void q;
@@ -532,6 +555,8 @@ export class LangGraphController {
   @Get('threads/:thread_id/runs/:run_id/stream')
   @LangGraphRoute({
     id: 'langgraphJoinRunStream',
+    description:
+      'Streams a run from its start as `runs/stream` does (`client.runs.joinStream`): an ended run is replayed from the journal to its `end`; `cancel_on_disconnect=1` cancels the run when the client leaves.',
     summary:
       'Stream a run from its start (an ended run replays from the journal), as runs/stream does; ' +
       'cancel_on_disconnect=1 cancels it when the client leaves',
@@ -543,7 +568,7 @@ export class LangGraphController {
     @TenantId() tenantId: string,
     @Param('thread_id') threadId: string,
     @Param('run_id') runId: string,
-    @Query() q: JoinStreamQueryDto,
+    @Query() q: LangGraphJoinStreamQueryDto,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const turn = await this.run(tenantId, threadId, runId);
@@ -569,6 +594,8 @@ export class LangGraphController {
   @HttpCode(204)
   @LangGraphRoute({
     id: 'langgraphCancelRun',
+    description:
+      'Cancels a run (`client.runs.cancel`, action interrupt) through the same cancel as POST /v1/turns/{id}/cancel; with `wait=1` answers once it ended. `action=rollback` is refused (422): a cancelled turn stays in the thread.',
     summary:
       'Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); ' +
       'rollback is refused (422)',
@@ -579,7 +606,7 @@ export class LangGraphController {
     @TenantId() tenantId: string,
     @Param('thread_id') threadId: string,
     @Param('run_id') runId: string,
-    @Query() q: CancelQueryDto,
+    @Query() q: LangGraphCancelQueryDto,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     if (q.action === 'rollback') {
@@ -623,7 +650,7 @@ export class LangGraphController {
     apiKeyId: string,
     actor: string,
     threadId: string,
-    body: RunDto,
+    body: LangGraphRunDto,
   ): Promise<{
     sessionId: string;
     turnId: string;

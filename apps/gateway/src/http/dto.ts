@@ -1,5 +1,15 @@
 import { createZodDto } from 'nestjs-zod';
 import {
+  LangGraphAssistantSearchRequest,
+  LangGraphCancelQuery,
+  LangGraphHistoryQuery,
+  LangGraphHistoryRequest,
+  LangGraphJoinQuery,
+  LangGraphJoinStreamQuery,
+  LangGraphRunListQuery,
+  LangGraphRunRequest,
+  LangGraphThreadCreateRequest,
+  LangGraphThreadSearchRequest,
   AdmitMessageRequest,
   CancelTurnRequest,
   ApprovalsQuery,
@@ -77,3 +87,15 @@ export class CompleteWorkItemDto extends createZodDto(CompleteWorkItemRequest) {
 export class CancelWorkItemDto extends createZodDto(CancelWorkItemRequest) {}
 export class AgentPostureDto extends createZodDto(AgentPostureRequest) {}
 export class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}
+
+// The LangGraph adapter (docs/adr/0038).
+export class LangGraphAssistantSearchDto extends createZodDto(LangGraphAssistantSearchRequest) {}
+export class LangGraphThreadCreateDto extends createZodDto(LangGraphThreadCreateRequest) {}
+export class LangGraphThreadSearchDto extends createZodDto(LangGraphThreadSearchRequest) {}
+export class LangGraphHistoryDto extends createZodDto(LangGraphHistoryRequest) {}
+export class LangGraphRunDto extends createZodDto(LangGraphRunRequest) {}
+export class LangGraphRunListQueryDto extends createZodDto(LangGraphRunListQuery) {}
+export class LangGraphCancelQueryDto extends createZodDto(LangGraphCancelQuery) {}
+export class LangGraphJoinQueryDto extends createZodDto(LangGraphJoinQuery) {}
+export class LangGraphJoinStreamQueryDto extends createZodDto(LangGraphJoinStreamQuery) {}
+export class LangGraphHistoryQueryDto extends createZodDto(LangGraphHistoryQuery) {}

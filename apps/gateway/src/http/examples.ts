@@ -17,6 +17,11 @@ import {
   CreateTriggerDto,
   CreateWorkItemDto,
   DecideApprovalDto,
+  LangGraphAssistantSearchDto,
+  LangGraphHistoryDto,
+  LangGraphRunDto,
+  LangGraphThreadCreateDto,
+  LangGraphThreadSearchDto,
   PauseTenantDto,
   ResumeTenantDto,
   RotateTriggerDto,
@@ -143,5 +148,16 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     ],
     stream: false,
     metadata: { session_id: SESSION_ID },
+  }),
+  // The LangGraph adapter (docs/adr/0038).
+  example(LangGraphAssistantSearchDto, { graph_id: 'support-triage', limit: 10, offset: 0 }),
+  example(LangGraphThreadCreateDto, { metadata: { graph_id: 'support-triage', customer: 'acme' } }),
+  example(LangGraphThreadSearchDto, { metadata: { customer: 'acme' }, status: 'interrupted', limit: 10 }),
+  example(LangGraphHistoryDto, { limit: 10 }),
+  example(LangGraphRunDto, {
+    assistant_id: 'support-triage',
+    input: { messages: [{ type: 'human', content: 'What is the status of ticket #4821?' }] },
+    stream_mode: ['values', 'messages-tuple', 'updates'],
+    multitask_strategy: 'enqueue',
   }),
 ];
