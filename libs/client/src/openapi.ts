@@ -606,6 +606,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/responses': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Open Responses: the agent named by `model` answers; a response is a turn
+     * @description Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn (408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. Client function tools, `store: false` and non-text parts are refused with 400 before anything is written.
+     */
+    post: operations['createResponse'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/responses/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A response (any turn of the tenant, by `resp_<turn id hex>`); `stream=true` replays and follows its events
+     * @description Reads the response's turn as it is now (a response id is its turn's id, derived both ways, nothing stored beside it). With `stream=true` the semantic events are replayed from the journal and followed live; `starting_after=N` resumes right after the sequence number a client last saw. Another tenant's id is 404 `response_not_found`.
+     */
+    get: operations['getResponse'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/responses/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel a response (its turn, as POST /v1/turns/{id}/cancel): any response, background or not; one that ended is answered as it is
+     * @description Cancels the response's turn as POST /v1/turns/{id}/cancel does: a queued turn ends at once, a running one at its next safe point. Safe to repeat: a response that already ended is answered as it is. Another tenant's id is 404 `response_not_found`.
+     */
+    post: operations['cancelResponse'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/responses/{id}/input_items': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The input items of a response: the message its turn admitted, after the messages it seeded a new session with
+     * @description Lists, in OpenAI's list shape and paged by `after`/`limit`/`order`, the message items the response admitted. An `after` that names no item of this response is 400.
+     */
+    get: operations['listResponseInputItems'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}/stream': {
     parameters: {
       query?: never;
@@ -887,7 +967,7 @@ export interface paths {
     };
     /**
      * The tenant's spend per UTC day (the cost-log hook's roll-up)
-     * @description Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, tokens, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once (and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap.
+     * @description Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, tokens (cachedTokens read from and cacheWriteTokens written to the provider cache among them), cacheSavedUsd, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once (and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap.
      */
     get: operations['getDailySpend'];
     put?: never;
@@ -1104,6 +1184,74 @@ export interface paths {
     get: operations['listAuditEvents'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/mcp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * MCP server: no server-initiated stream (stateless): 405
+     * @description The server is stateless (ADR 0036): it opens no server-initiated SSE stream, so GET is answered 405 as the Streamable HTTP transport allows; every exchange is a POST.
+     */
+    get: operations['mcpGet'];
+    put?: never;
+    /**
+     * MCP server (Streamable HTTP, stateless): the tenant's agents as tools
+     * @description Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
+     */
+    post: operations['mcpPost'];
+    /**
+     * MCP server: no session to end (stateless): 405
+     * @description The server issues no `Mcp-Session-Id` (ADR 0036), so there is no session to end: DELETE is answered 405.
+     */
+    delete: operations['mcpDelete'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/a2a/{agentId}/.well-known/agent-card.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An agent's A2A agent card (v1.0 JSON; security: the bearer API key)
+     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.
+     */
+    get: operations['getAgentCard'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/a2a/{agentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)
+     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
+     */
+    post: operations['callAgentJsonRpc'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1388,6 +1536,129 @@ export interface components {
       modalities?: string[] | null;
       prediction?: unknown | null;
       web_search_options?: unknown;
+    };
+    CreateResponseDto: {
+      model: string;
+      input:
+        | string
+        | (
+            | {
+                /** @constant */
+                type?: 'message';
+                /** @enum {string} */
+                role: 'user' | 'system' | 'developer' | 'assistant';
+                content:
+                  | string
+                  | (
+                      | {
+                          /** @constant */
+                          type: 'input_text';
+                          text: string;
+                        }
+                      | ({
+                          /** @constant */
+                          type: 'output_text';
+                          text: string;
+                        } & {
+                          [key: string]: unknown;
+                        })
+                      | ({
+                          /** @constant */
+                          type: 'refusal';
+                          refusal: string;
+                        } & {
+                          [key: string]: unknown;
+                        })
+                      | ({
+                          /** @enum {string} */
+                          type: 'input_image' | 'input_file' | 'input_audio';
+                        } & {
+                          [key: string]: unknown;
+                        })
+                    )[];
+                id?: string;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+                phase?: string | null;
+              }
+            | ({
+                /** @enum {string} */
+                type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
+              } & {
+                [key: string]: unknown;
+              })
+            | ({
+                /** @enum {string} */
+                type:
+                  | 'function_call'
+                  | 'function_call_output'
+                  | 'item_reference'
+                  | 'custom_tool_call'
+                  | 'custom_tool_call_output'
+                  | 'computer_call'
+                  | 'computer_call_output'
+                  | 'web_search_call'
+                  | 'file_search_call'
+                  | 'image_generation_call'
+                  | 'code_interpreter_call'
+                  | 'local_shell_call'
+                  | 'local_shell_call_output'
+                  | 'shell_call'
+                  | 'shell_call_output'
+                  | 'apply_patch_call'
+                  | 'apply_patch_call_output'
+                  | 'mcp_approval_request'
+                  | 'mcp_approval_response'
+                  | 'compaction';
+              } & {
+                [key: string]: unknown;
+              })
+          )[];
+      previous_response_id?: string | null;
+      instructions?: string | null;
+      background?: boolean[];
+      stream?: boolean[];
+      stream_options?: {
+        include_obfuscation?: boolean;
+      } | null;
+      store?: boolean[];
+      metadata?: {
+        [key: string]: string;
+      } | null;
+      user?: string;
+      temperature?: number | null;
+      top_p?: number | null;
+      max_output_tokens?: number | null;
+      max_tool_calls?: number | null;
+      parallel_tool_calls?: boolean[];
+      truncation?: ('auto' | 'disabled') | null;
+      service_tier?: string | null;
+      reasoning?: {
+        [key: string]: unknown;
+      } | null;
+      prompt_cache_key?: string | null;
+      prompt_cache_retention?: string | null;
+      safety_identifier?: string | null;
+      include?: string[] | null;
+      text?:
+        | ({
+            format?: {
+              type: string;
+            } & {
+              [key: string]: unknown;
+            };
+            verbosity?: string | null;
+          } & {
+            [key: string]: unknown;
+          })
+        | null;
+      tools?: unknown[];
+      tool_choice?: unknown;
+      top_logprobs?: number | null;
+      conversation?: unknown;
+      prompt?: unknown;
+      context_management?: unknown;
+      moderation?: unknown;
+      prompt_cache_options?: unknown;
     };
     CreateTriggerDto: {
       /** Format: uuid */
@@ -3085,6 +3356,8 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
+        cacheSavedUsd: string;
         providerCalls: number;
         turns: number;
       };
@@ -3095,6 +3368,8 @@ export interface components {
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
+        cacheWriteTokens: number;
+        cacheSavedUsd: string;
         providerCalls: number;
         turns: number;
       }[];
@@ -3414,6 +3689,125 @@ export interface components {
       object: 'list';
       data: components['schemas']['Model'][];
     };
+    ResponseUsage: {
+      input_tokens: number;
+      input_tokens_details: {
+        cached_tokens: number;
+      };
+      output_tokens: number;
+      output_tokens_details: {
+        reasoning_tokens: number;
+      };
+      total_tokens: number;
+    };
+    Response: {
+      id: string;
+      /** @constant */
+      object: 'response';
+      created_at: number;
+      completed_at: number | null;
+      /** @enum {string} */
+      status: 'queued' | 'in_progress' | 'completed' | 'failed' | 'incomplete' | 'cancelled';
+      incomplete_details: {
+        reason: string;
+      } | null;
+      model: string;
+      previous_response_id: string | null;
+      instructions: null;
+      output: (
+        | {
+            /** @constant */
+            type: 'message';
+            id: string;
+            /** @constant */
+            role: 'assistant';
+            /** @enum {string} */
+            status: 'in_progress' | 'completed' | 'incomplete';
+            content: {
+              /** @constant */
+              type: 'output_text';
+              text: string;
+              annotations: unknown[];
+              logprobs: unknown[];
+            }[];
+          }
+        | {
+            /** @constant */
+            type: 'mcp_call';
+            id: string;
+            server_label: string;
+            name: string;
+            arguments: string;
+            output: string | null;
+            error: string | null;
+            /** @enum {string} */
+            status: 'in_progress' | 'completed' | 'failed' | 'incomplete';
+            approval_request_id: null;
+          }
+      )[];
+      output_text: string;
+      error: {
+        code: string;
+        message: string;
+      } | null;
+      tools: unknown[];
+      /** @constant */
+      tool_choice: 'auto';
+      /** @constant */
+      truncation: 'disabled';
+      parallel_tool_calls: boolean;
+      text: {
+        format: {
+          /** @constant */
+          type: 'text';
+        };
+      };
+      top_p: number;
+      presence_penalty: number;
+      frequency_penalty: number;
+      top_logprobs: number;
+      temperature: number;
+      reasoning: null;
+      user: string | null;
+      usage: components['schemas']['ResponseUsage'] | null;
+      max_output_tokens: null;
+      max_tool_calls: null;
+      /** @constant */
+      store: true;
+      background: boolean;
+      /** @constant */
+      service_tier: 'default';
+      metadata: {
+        [key: string]: string;
+      };
+      safety_identifier: null;
+      prompt_cache_key: null;
+      /** Format: uuid */
+      session_id: string;
+      /** Format: uuid */
+      turn_id: string;
+    };
+    ResponseInputItemList: {
+      /** @constant */
+      object: 'list';
+      data: {
+        /** @constant */
+        type: 'message';
+        id: string;
+        /** @constant */
+        role: 'user';
+        /** @constant */
+        status: 'completed';
+        content: {
+          /** @constant */
+          type: 'input_text';
+          text: string;
+        }[];
+      }[];
+      first_id: string | null;
+      last_id: string | null;
+      has_more: boolean;
+    };
     WorkItem: {
       /** Format: uuid */
       id: string;
@@ -3457,6 +3851,18 @@ export interface components {
     WorkItemPage: {
       data: components['schemas']['WorkItem'][];
       nextCursor: string | null;
+    };
+    JsonRpcError: {
+      /** @constant */
+      jsonrpc: '2.0';
+      id: string | number | null;
+      error: {
+        code: number;
+        message: string;
+        data?: {
+          code: string;
+        };
+      };
     };
   };
   responses: never;
@@ -6750,6 +7156,415 @@ export interface operations {
       };
     };
   };
+  createResponse: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description As on POST /v1/sessions/{id}/messages. Without previous_response_id, the new session is derived from the key, so a retry answers with the same response. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "model": "support-triage",
+         *       "input": "And what did the customer say last?",
+         *       "previous_response_id": "resp_0197a3c61f2a7b3c8d4e5f60718293a4",
+         *       "background": false,
+         *       "stream": false
+         *     }
+         */
+        'application/json': components['schemas']['CreateResponseDto'];
+      };
+    };
+    responses: {
+      /** @description The response: ended (or, with `background: true`, queued). With `stream: true`, Server-Sent Events (`event:` the type, `data:` the event with its `sequence_number`): response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, then response.completed, response.incomplete or response.failed. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Response'];
+          'text/event-stream': string;
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The operator paused the tenant (`tenant_paused`) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; retrieve the response */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The session is closed, or a request with this Idempotency-Key is still in flight */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Idempotency-Key reused with a different request */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  getResponse: {
+    parameters: {
+      query?: {
+        stream?: 'true' | 'false';
+        starting_after?: number;
+        include?: string | string[];
+        include_obfuscation?: 'true' | 'false';
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The response as it stands, or with `stream=true` its events as on POST /v1/responses with `stream: true`, from the first (or after `starting_after`) until it ends. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Response'];
+          'text/event-stream': string;
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  cancelResponse: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The response: `cancelled` when its turn was queued or awaiting approval, `in_progress` while its worker stops it at the next safe point, or as it ended */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Response'];
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  listResponseInputItems: {
+    parameters: {
+      query?: {
+        limit?: number;
+        order?: 'asc' | 'desc';
+        after?: string;
+        before?: string;
+        include?: string | string[];
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of input items */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ResponseInputItemList'];
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
   streamTurn: {
     parameters: {
       query?: {
@@ -9877,6 +10692,477 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  mcpGet: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description This stateless server has no server-initiated stream */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  mcpPost: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @constant */
+          jsonrpc: '2.0';
+          id?: string | number;
+          method?: string;
+          params?: Record<string, never>;
+          result?: unknown;
+          error?: {
+            code: number;
+            message: string;
+            data?: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response: an SSE stream (`text/event-stream`: progress notifications, then the response) or a JSON body */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+          'application/json': {
+            /** @constant */
+            jsonrpc: '2.0';
+            id?: string | number;
+            method?: string;
+            params?: Record<string, never>;
+            result?: unknown;
+            error?: {
+              code: number;
+              message: string;
+              data?: unknown;
+            };
+          };
+        };
+      };
+      /** @description A notification or response was accepted (no body) */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description GET or DELETE: this stateless server has no sessions or server-initiated streams */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description The Accept header does not allow application/json and text/event-stream */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  mcpDelete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description This stateless server has no sessions */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  getAgentCard: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The agent (GET /v1/agents): its A2A endpoint is /a2a/{agentId} */
+        agentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The agent card (A2A v1.0 AgentCard, JSON) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': Record<string, never>;
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description No agent of the tenant with that id */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+    };
+  };
+  callAgentJsonRpc: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The agent (GET /v1/agents): its A2A endpoint is /a2a/{agentId} */
+        agentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @constant */
+          jsonrpc: '2.0';
+          id?: string | number;
+          method?: string;
+          params?: Record<string, never>;
+          result?: unknown;
+          error?: {
+            code: number;
+            message: string;
+            data?: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response (result or error), or for a streaming method an SSE stream of JSON-RPC responses */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            jsonrpc: '2.0';
+            id?: string | number;
+            method?: string;
+            params?: Record<string, never>;
+            result?: unknown;
+            error?: {
+              code: number;
+              message: string;
+              data?: unknown;
+            };
+          };
+          'text/event-stream': string;
+        };
+      };
+      /** @description Not valid JSON (-32700 parse error) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description No agent of the tenant with that id */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
         };
       };
     };
