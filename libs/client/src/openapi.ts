@@ -615,7 +615,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Open Responses: the agent named by `model` answers; a response is a turn */
+    /**
+     * Open Responses: the agent named by `model` answers; a response is a turn
+     * @description Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn (408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. Client function tools, `store: false` and non-text parts are refused with 400 before anything is written.
+     */
     post: operations['createResponse'];
     delete?: never;
     options?: never;
@@ -630,7 +633,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A response (any turn of the tenant, by `resp_<turn id hex>`); `stream=true` replays and follows its events */
+    /**
+     * A response (any turn of the tenant, by `resp_<turn id hex>`); `stream=true` replays and follows its events
+     * @description Reads the response's turn as it is now (a response id is its turn's id, derived both ways, nothing stored beside it). With `stream=true` the semantic events are replayed from the journal and followed live; `starting_after=N` resumes right after the sequence number a client last saw. Another tenant's id is 404 `response_not_found`.
+     */
     get: operations['getResponse'];
     put?: never;
     post?: never;
@@ -649,7 +655,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Cancel a response (its turn, as POST /v1/turns/{id}/cancel): any response, background or not; one that ended is answered as it is */
+    /**
+     * Cancel a response (its turn, as POST /v1/turns/{id}/cancel): any response, background or not; one that ended is answered as it is
+     * @description Cancels the response's turn as POST /v1/turns/{id}/cancel does: a queued turn ends at once, a running one at its next safe point. Safe to repeat: a response that already ended is answered as it is. Another tenant's id is 404 `response_not_found`.
+     */
     post: operations['cancelResponse'];
     delete?: never;
     options?: never;
@@ -664,7 +673,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The input items of a response: the message its turn admitted, after the messages it seeded a new session with */
+    /**
+     * The input items of a response: the message its turn admitted, after the messages it seeded a new session with
+     * @description Lists, in OpenAI's list shape and paged by `after`/`limit`/`order`, the message items the response admitted. An `after` that names no item of this response is 400.
+     */
     get: operations['listResponseInputItems'];
     put?: never;
     post?: never;
@@ -1185,7 +1197,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** MCP server: no server-initiated stream (stateless): 405 */
+    /**
+     * MCP server: no server-initiated stream (stateless): 405
+     * @description The server is stateless (ADR 0036): it opens no server-initiated SSE stream, so GET is answered 405 as the Streamable HTTP transport allows; every exchange is a POST.
+     */
     get: operations['mcpGet'];
     put?: never;
     /**
@@ -1193,7 +1208,10 @@ export interface paths {
      * @description Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
      */
     post: operations['mcpPost'];
-    /** MCP server: no session to end (stateless): 405 */
+    /**
+     * MCP server: no session to end (stateless): 405
+     * @description The server issues no `Mcp-Session-Id` (ADR 0036), so there is no session to end: DELETE is answered 405.
+     */
     delete: operations['mcpDelete'];
     options?: never;
     head?: never;
@@ -1207,7 +1225,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An agent's A2A agent card (v1.0 JSON; security: the bearer API key) */
+    /**
+     * An agent's A2A agent card (v1.0 JSON; security: the bearer API key)
+     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.
+     */
     get: operations['getAgentCard'];
     put?: never;
     post?: never;
@@ -7689,6 +7710,15 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "model": "support-triage",
+         *       "input": "And what did the customer say last?",
+         *       "previous_response_id": "resp_0197a3c61f2a7b3c8d4e5f60718293a4",
+         *       "background": false,
+         *       "stream": false
+         *     }
+         */
         'application/json': components['schemas']['CreateResponseDto'];
       };
     };

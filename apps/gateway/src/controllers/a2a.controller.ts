@@ -54,6 +54,9 @@ export class A2aController {
   @ApiOperation({
     operationId: 'getAgentCard',
     summary: "An agent's A2A agent card (v1.0 JSON; security: the bearer API key)",
+    description:
+      "The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` " +
+      "and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.",
   })
   @ApiParam(AGENT_PARAM)
   @ApiResponse({
@@ -93,7 +96,27 @@ export class A2aController {
       'responses with status 200. docs/adr/0037.',
   })
   @ApiParam(AGENT_PARAM)
-  @ApiBody({ schema: JSON_RPC_MESSAGE_SCHEMA as object })
+  @ApiBody({
+    schema: JSON_RPC_MESSAGE_SCHEMA as object,
+    examples: {
+      send: {
+        summary: 'Send a message (v0.3)',
+        value: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: {
+            message: {
+              kind: 'message',
+              messageId: '0b0c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3',
+              role: 'user',
+              parts: [{ kind: 'text', text: 'Where is order 1182?' }],
+            },
+          },
+        },
+      },
+    },
+  })
   @ApiResponse({
     status: 200,
     description:

@@ -89,7 +89,26 @@ export class McpController {
       '`{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer ' +
       '405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
   })
-  @ApiBody({ schema: JSON_RPC_MESSAGE_SCHEMA as object, required: false })
+  @ApiBody({
+    schema: JSON_RPC_MESSAGE_SCHEMA as object,
+    required: false,
+    examples: {
+      call: {
+        summary: 'Call an agent',
+        value: {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: {
+            name: 'support',
+            arguments: { message: 'Where is order 1182?' },
+            _meta: { progressToken: 7 },
+          },
+        },
+      },
+      list: { summary: 'List the agents', value: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+    },
+  })
   @ApiResponse({
     status: 200,
     description:
@@ -126,6 +145,9 @@ export class McpController {
   @ApiOperation({
     operationId: 'mcpGet',
     summary: 'MCP server: no server-initiated stream (stateless): 405',
+    description:
+      'The server is stateless (ADR 0036): it opens no server-initiated SSE stream, so GET is answered 405 ' +
+      'as the Streamable HTTP transport allows; every exchange is a POST.',
   })
   @JsonRpcErrorResponses([
     [401, 'Missing, invalid or revoked API key'],
@@ -143,6 +165,8 @@ export class McpController {
   @ApiOperation({
     operationId: 'mcpDelete',
     summary: 'MCP server: no session to end (stateless): 405',
+    description:
+      'The server issues no `Mcp-Session-Id` (ADR 0036), so there is no session to end: DELETE is answered 405.',
   })
   @JsonRpcErrorResponses([
     [401, 'Missing, invalid or revoked API key'],

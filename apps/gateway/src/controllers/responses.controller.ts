@@ -1,15 +1,11 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { createZodDto } from 'nestjs-zod';
 import type { Admission, TurnControl } from '@switchboard/admission';
 import {
-  CreateResponseRequest,
-  InputItemsQuery,
   newId,
   ResponseInputItemList,
   ResponseObject,
-  RetrieveResponseQuery,
   unsupportedResponsesParameter,
   type ResponseInputItemObject,
   type TurnResponse,
@@ -20,6 +16,7 @@ import { ADMISSION, CONFIG, DB } from '@switchboard/platform';
 import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
+import { CreateResponseDto, InputItemsQueryDto, RetrieveResponseQueryDto } from '../http/dto';
 import { OpenAiError, sessionIdForKey } from '../http/chat-completions';
 import { ErrorShapeOf } from '../http/errors';
 import { IdempotencyKeyHeader } from '../http/idempotency';
@@ -47,10 +44,6 @@ const OPERATOR_PROMPT = {
   deliverySurface: 'http_public_enqueue',
   admissionContext: 'control_authenticated',
 } as const;
-
-class CreateResponseDto extends createZodDto(CreateResponseRequest) {}
-class RetrieveResponseQueryDto extends createZodDto(RetrieveResponseQuery) {}
-class InputItemsQueryDto extends createZodDto(InputItemsQuery) {}
 
 const ERRORS: [number, string][] = [
   [
@@ -107,6 +100,12 @@ export class ResponsesController {
   @ApiOperation({
     operationId: 'createResponse',
     summary: 'Open Responses: the agent named by `model` answers; a response is a turn',
+    description:
+      'Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with ' +
+      "the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn " +
+      '(408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers ' +
+      'at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. ' +
+      'Client function tools, `store: false` and non-text parts are refused with 400 before anything is written.',
   })
   @ApiResponse({
     status: 200,
@@ -197,6 +196,11 @@ export class ResponsesController {
     operationId: 'getResponse',
     summary:
       'A response (any turn of the tenant, by `resp_<turn id hex>`); `stream=true` replays and follows its events',
+    description:
+      "Reads the response's turn as it is now (a response id is its turn's id, derived both ways, nothing " +
+      'stored beside it). With `stream=true` the semantic events are replayed from the journal and followed ' +
+      'live; `starting_after=N` resumes right after the sequence number a client last saw. Another ' +
+      "tenant's id is 404 `response_not_found`.",
   })
   @ApiResponse({
     status: 200,
@@ -236,6 +240,10 @@ export class ResponsesController {
     summary:
       'Cancel a response (its turn, as POST /v1/turns/{id}/cancel): any response, background or not; ' +
       'one that ended is answered as it is',
+    description:
+      "Cancels the response's turn as POST /v1/turns/{id}/cancel does: a queued turn ends at once, a running " +
+      'one at its next safe point. Safe to repeat: a response that already ended is answered as it is. ' +
+      "Another tenant's id is 404 `response_not_found`.",
   })
   @ApiResponse({
     status: 200,
@@ -263,6 +271,9 @@ export class ResponsesController {
     summary:
       'The input items of a response: the message its turn admitted, after the messages it seeded a new ' +
       'session with',
+    description:
+      "Lists, in OpenAI's list shape and paged by `after`/`limit`/`order`, the message items the response " +
+      'admitted. An `after` that names no item of this response is 400.',
   })
   @ApiResponse({
     status: 200,

@@ -47,6 +47,9 @@ import {
   CancelWorkItemRequest,
   AgentPostureRequest,
   ChatCompletionRequest,
+  CreateResponseRequest,
+  RetrieveResponseQuery,
+  InputItemsQuery,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -87,6 +90,9 @@ export class CompleteWorkItemDto extends createZodDto(CompleteWorkItemRequest) {
 export class CancelWorkItemDto extends createZodDto(CancelWorkItemRequest) {}
 export class AgentPostureDto extends createZodDto(AgentPostureRequest) {}
 export class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}
+export class CreateResponseDto extends createZodDto(CreateResponseRequest) {}
+export class RetrieveResponseQueryDto extends createZodDto(RetrieveResponseQuery) {}
+export class InputItemsQueryDto extends createZodDto(InputItemsQuery) {}
 
 // The LangGraph adapter (docs/adr/0038).
 export class LangGraphAssistantSearchDto extends createZodDto(LangGraphAssistantSearchRequest) {}

@@ -7,6 +7,7 @@ import {
   CancelTurnDto,
   CancelWorkItemDto,
   ChatCompletionDto,
+  CreateResponseDto,
   CompleteWorkItemDto,
   CreateAgentDto,
   CreateApiKeyDto,
@@ -148,6 +149,13 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     ],
     stream: false,
     metadata: { session_id: SESSION_ID },
+  }),
+  example(CreateResponseDto, {
+    model: 'support-triage',
+    input: 'And what did the customer say last?',
+    previous_response_id: 'resp_0197a3c61f2a7b3c8d4e5f60718293a4',
+    background: false,
+    stream: false,
   }),
   // The LangGraph adapter (docs/adr/0038).
   example(LangGraphAssistantSearchDto, { graph_id: 'support-triage', limit: 10, offset: 0 }),
