@@ -252,7 +252,8 @@ export const OTHER_VARIABLES: Record<string, Required<Doc>> = {
   OTEL_SERVICE_NAME: { default: 'unset', meaning: 'the service name on spans' },
   OTEL_NODE_ENABLED_INSTRUMENTATIONS: {
     default: '`http,undici,pg,ioredis`',
-    meaning: 'which OpenTelemetry auto-instrumentations load',
+    meaning:
+      'which OpenTelemetry auto-instrumentations load; without a collector `http,undici` (what carries trace context between processes)',
   },
   OTEL_TRACES_SAMPLER: {
     default: 'unset',
