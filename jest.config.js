@@ -22,8 +22,9 @@ const transform = {
   ],
 };
 
-// ESM-only packages that CommonJS code under test requires (through @fastify/static).
-const ESM_ONLY = ['content-disposition'];
+// ESM-only packages that CommonJS code under test requires (through @fastify/static; jose through
+// @a2a-js/sdk, whose CommonJS build requires it).
+const ESM_ONLY = ['content-disposition', 'jose'];
 transform[`^.+/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`] = [
   '@swc/jest',
   { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },

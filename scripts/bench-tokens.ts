@@ -1,25 +1,29 @@
 /**
- * The token economy of a conversation (issue 21, docs/adr/0032): a scripted 20-turn conversation per
- * provider wire format (Anthropic Messages, OpenAI Responses, OpenAI Chat Completions) through the
- * real harness (admission, TurnRunner, engine, the official SDKs) against the fake model server
- * simulating the providers' prefix caching, with the archivist running as the hooks worker runs it
- * (debounced per session, its session jobs on BullMQ). Every sixth-ish turn calls a tool whose output
- * is one of the kinds of the corpus (an API's JSON list, a failing test log, a diff with a lockfile,
- * an HTML page, search results, a source file).
+ * The token economy of a conversation (issue 21, docs/adr/0032, docs/adr/0033): a scripted 20-turn
+ * coding-agent conversation per provider wire format (Anthropic Messages, OpenAI Responses, OpenAI
+ * Chat Completions) through the real harness (admission, TurnRunner, engine with TokenJuice and its
+ * originals store, the official SDKs) against the fake model server simulating the providers' prefix
+ * caching, with the archivist running as the hooks worker runs it (debounced per session, its session
+ * jobs on BullMQ). The tools return the checked-in corpus (libs/tokenjuice/fixtures: an API's JSON
+ * list, a failing test log, a git diff with lockfiles, an HTML page, search results, a source file),
+ * three at a time in two turns, and the agent compacts them as in production (toolResultCompression
+ * `auto`).
  *
  * Per turn: input tokens, cached tokens (read / written), tool-result tokens before and after
- * compaction, model calls (the turn's rounds and post-turn hooks'), USD. Goals: on turns 2–20 at
- * least 60 % of input tokens read from the cache on every provider; at most 1.1 model calls per turn
- * over the run, hooks included.
+ * compaction as the harness recorded them (the tool call's stored outcome against the transcript's
+ * tool message), model calls (the turn's rounds, its side calls, post-turn hooks'), USD. Goals: on
+ * turns 2–20 at least 60 % of input tokens read from the cache on every provider; tool-result tokens
+ * at least 3× fewer over the corpus; at most 1.1 model calls per turn over the run, hooks included.
  *
  *   npm run bench:tokens -- [--turns 20]
  */
-import { parseArgs } from 'node:util';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { Queue, Worker, type Job } from 'bullmq';
+import { encode } from 'gpt-tokenizer';
 import { z } from 'zod';
 import { Admission } from '@switchboard/admission';
 import { Jobs, QueueName, type PostTurnJob } from '@switchboard/contracts';
-import { poolOf } from '@switchboard/database';
+import { poolOf, type Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import { archivistSessionDedup, runArchivist, type HookContext } from '@switchboard/hooks';
 import { memoryRecall, MemoryStore } from '@switchboard/memory';
@@ -36,12 +40,14 @@ import {
   type RecordedRequest,
   type ScriptedReply,
 } from '@switchboard/testing';
+import { tokenjuiceCorpus, type CorpusEntry } from '@switchboard/tokenjuice';
+import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { defineTool, ToolRegistry, type ToolDefinition } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import globalSetup from '../libs/testing/src/global-setup';
 
 const { values } = parseArgs({ options: { turns: { type: 'string', default: '20' } } });
-const TURNS = Number(values.turns);
+const TURNS = Math.min(Number(values.turns), 20);
 
 /** The wire formats, each with a model the maintained price table knows. */
 const PROVIDERS = [
@@ -61,130 +67,176 @@ const rand = () => {
   return seed / 2 ** 31;
 };
 const WORDS =
-  'deploy service latency budget region tenant queue worker release rollback metric alert owner ticket'.split(
+  'invoice rounding total cent ledger decimal charge currency test fixture release rollback commit review owner'.split(
     ' ',
   );
 const words = (n: number) =>
   Array.from({ length: n }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
 
-/** Tool outputs of each kind the corpus has, generated (deterministic, realistic in shape and size). */
-const TOOL_OUTPUTS: Record<string, () => string> = {
-  json_list: () =>
-    JSON.stringify(
-      Array.from({ length: 60 }, (_, i) => ({
-        id: 1000 + i,
-        name: `service-${i}`,
-        status: i % 17 === 3 ? 'error' : 'ok',
-        latencyMs: 40 + ((i * 37) % 200),
-        region: ['eu-west-3', 'us-east-1', 'ap-south-1'][i % 3],
-        owner: `team-${i % 7}`,
-      })),
-    ),
-  test_log: () =>
-    [
-      ...Array.from({ length: 120 }, (_, i) => `PASS src/module-${i}.spec.ts (${(i % 9) + 1}.${i % 10}s)`),
-      'FAIL src/billing/invoice.spec.ts',
-      '  ● invoice › rounds totals to the cent',
-      '    expect(received).toBe(expected)',
-      '    Expected: "10.00"  Received: "9.99"',
-      'Tests: 1 failed, 540 passed, 541 total',
-    ].join('\n'),
-  diff: () =>
-    [
-      'diff --git a/src/queue.ts b/src/queue.ts',
-      '@@ -10,7 +10,9 @@ export function publish() {',
-      '-  const delay = 0;',
-      '+  const delay = options.delay ?? 0;',
-      '+  const dedup = options.deduplication;',
-      'diff --git a/package-lock.json b/package-lock.json',
-      ...Array.from(
-        { length: 150 },
-        (_, i) =>
-          `+    "node_modules/pkg-${i}": { "version": "1.${i}.0", "integrity": "sha512-${'x'.repeat(40)}" },`,
-      ),
-    ].join('\n'),
-  html: () =>
-    `<html><head><style>${'.c{color:red}'.repeat(80)}</style></head><body>${Array.from(
-      { length: 40 },
-      (_, i) => `<div class="row"><span>Release ${i}</span><p>${words(18)}</p></div>`,
-    ).join('')}</body></html>`,
-  search: () =>
-    Array.from({ length: 80 }, (_, i) => `src/area-${i % 9}/file-${i}.ts:${10 + i}: ${words(10)}`).join('\n'),
-  source: () =>
-    Array.from(
-      { length: 25 },
-      (_, i) =>
-        `export function handler${i}(input: Input): Output {\n${'  const x = compute(input);\n'.repeat(6)}  return x;\n}\n`,
-    ).join('\n'),
-};
-const KINDS = Object.keys(TOOL_OUTPUTS);
-
-/** Turn i's user message: every third turn (from the second) asks for a tool output of the next kind. */
-function userMessage(i: number): { text: string; kind?: string } {
-  if (i % 3 === 1) {
-    const kind = KINDS[Math.floor(i / 3) % KINDS.length];
-    return {
-      text: `Please fetch the ${kind} for the ${words(4)} and tell me what matters. [tool:${kind}]`,
-      kind,
-    };
-  }
-  return { text: `About the ${words(6)}: ${words(30)}. What should we do next?` };
-}
+/**
+ * The checked-in corpus (libs/tokenjuice/fixtures) as the tools return it: the API's JSON list and the
+ * documentation page through `http_fetch`, the failing test run, the `git log -p` with lockfiles, the
+ * search results and the source file through a workspace MCP server's tools.
+ */
+const CORPUS = tokenjuiceCorpus();
+const entry = (file: string): CorpusEntry => CORPUS.find((e) => e.file === file)!;
 
 /**
- * The hook the TokenJuice compaction (issue 21 part 2) fills: a tool result's text as it enters
- * history. Until then every result enters whole: "after" equals "before".
+ * A coding agent's session on a billing bug, 20 operator messages. The corpus arrives in two turns
+ * that each ask for three things at once — the model calls the three tools in one round (parallel
+ * tool calls), reads the results in the next — as a coding agent gathers what it needs; two
+ * messages are bare acknowledgements (the archivist skips them: nothing new).
  */
-const compactToolResult: (tool: string, text: string) => string = (_tool, text) => text;
+const CONVERSATION: { text: string; tools?: CorpusEntry[] }[] = [
+  {
+    text: 'Hi! The nightly invoice job flagged totals that are off by a cent for some tenants. Can you help me dig in?',
+  },
+  {
+    text:
+      'Run the contracts and engine unit tests, show me the last two commits with their patches, and grep ' +
+      'the store and turns libraries for tenantId so we see where the tenant filter is applied.',
+    tools: [
+      entry('failing-test-run.log'),
+      entry('git-log-patch-with-lockfile.diff'),
+      entry('search-results.txt'),
+    ],
+  },
+  { text: 'Which of the failing tests is closest to the rounding problem, and why do you think so?' },
+  { text: 'The lockfile change in the second commit bumped a decimal library. Could that be the cause?' },
+  {
+    text: 'We round with half-even in the ledger but half-up in the invoice renderer, I believe. Check my reasoning.',
+  },
+  { text: 'thanks, that helps' },
+  {
+    text:
+      'Now pull the charges list from the billing API (limit 120), open libs/subagents/src/tasks.ts, and ' +
+      'fetch the bignumber.js documentation page so we can compare its rounding modes.',
+    tools: [entry('api-charges-list.json'), entry('source-file.ts.txt'), entry('docs-page.html')],
+  },
+  { text: 'Which charges in that list failed or look like outliers? Give me their ids.' },
+  { text: 'Does ROUND_HALF_EVEN in bignumber.js match what the ledger does on the 8th decimal?' },
+  {
+    text: 'How does the task service carry the tenant into child turns? Is any query missing the tenant filter?',
+  },
+  {
+    text: 'Draft a fix: one rounding helper used by both the ledger and the renderer, with the mode as a constant.',
+  },
+  { text: 'What tests should we add so this cannot regress? List them with their expectations.' },
+  { text: 'The billing team asks whether refunds go through the same path. Do they?' },
+  { text: 'ok, sounds good' },
+  { text: `Write the commit message for the fix, mentioning the ${words(3)} and the failing test names.` },
+  { text: 'How should we backfill the invoices already sent with the wrong cent?' },
+  { text: 'Is a migration needed, or can we recompute totals on read?' },
+  { text: 'Summarise the incident for the postmortem: cause, impact, fix, follow-ups.' },
+  { text: 'Who should review this? The owners of the ledger and the renderer are different teams.' },
+  { text: 'Last thing: what should I tell support to answer tenants who noticed?' },
+];
 
-const corpusTool = defineTool({
-  name: 'corpus_fetch',
-  description: 'Fetches a document of the given kind',
-  schema: z.strictObject({ kind: z.string() }),
-  sideEffect: 'read_only',
-  timeoutMs: 5_000,
-  needsApproval: false,
-  execute: async ({ kind }) =>
-    compactToolResult('corpus_fetch', (TOOL_OUTPUTS[kind] ?? (() => 'unknown kind'))()),
-}) as ToolDefinition;
+/** The corpus's tools, each answering the call the conversation makes with its corpus entry. */
+function corpusTool(name: string, schema: z.ZodObject): ToolDefinition {
+  return defineTool({
+    name,
+    description: `Workspace tool ${name}`,
+    schema,
+    sideEffect: 'read_only',
+    timeoutMs: 5_000,
+    needsApproval: false,
+    execute: async (args: unknown) => {
+      const hit = CORPUS.find((e) => e.tool === name && isDeepStrictEqual(e.args, args));
+      if (!hit) throw new Error(`no corpus entry for ${name} ${JSON.stringify(args)}`);
+      return hit.value;
+    },
+  });
+}
+
+const CORPUS_TOOLS = [
+  corpusTool('http_fetch', z.strictObject({ url: z.string() })),
+  corpusTool('workspace__run_command', z.strictObject({ command: z.string() })),
+  corpusTool('workspace__git', z.strictObject({ args: z.array(z.string()) })),
+  corpusTool('workspace__grep', z.strictObject({ pattern: z.string(), path: z.string() })),
+  corpusTool('workspace__read_file', z.strictObject({ path: z.string() })),
+];
 
 const INSTRUCTIONS = [
-  'You are the operations assistant of a platform team. Answer precisely and briefly, cite identifiers verbatim,',
-  'and prefer concrete next steps. '.repeat(1),
+  'You are the coding assistant of a platform team. Answer precisely and briefly, cite identifiers verbatim,',
+  'and prefer concrete next steps. Use the workspace tools to read code, run commands and search; use',
+  'http_fetch for APIs and documentation. Call independent tools in parallel.',
   ...Array.from({ length: 40 }, (_, i) => `Rule ${i + 1}: ${words(14)}.`),
 ].join('\n');
 
-const tokens = (chars: number) => Math.ceil(chars / 4);
+/** Tokens as the benchmark counts them (gpt-tokenizer, o200k_base), like `npm run bench:tokenjuice`. */
+const tokens = (text: string) => encode(text).length;
 
-/** The fake model: the archivist gets its JSON; a turn asking for a tool calls it once, then answers. */
+/** Who a model request is for: the turn's own round, the summarizer's side call, or the archivist. */
+function callerOf(req: RecordedRequest): 'round' | 'summarizer' | 'archivist' {
+  if (req.rawBody.includes('You are the archivist')) return 'archivist';
+  if (req.rawBody.includes('You are the summarizer sub-agent')) return 'summarizer';
+  return 'round';
+}
+
+/**
+ * The fake model: the archivist gets its JSON; the summarizer writes as much as it may (the start of
+ * the evidence, up to the limit it is given: the most it could keep); a turn whose message asks for
+ * tools calls them all in one round, then answers once it has their results.
+ */
 function reply(req: RecordedRequest): ScriptedReply {
-  const raw = req.rawBody;
-  if (raw.includes('You are the archivist')) {
+  const caller = callerOf(req);
+  if (caller === 'archivist') {
     return { kind: 'message', text: JSON.stringify({ facts: [{ title: 'Next step', content: words(20) }] }) };
   }
   const body = req.body as Record<string, unknown>;
   const items = (body['messages'] ?? body['input']) as unknown[];
   const last = JSON.stringify(items[items.length - 1] ?? '');
-  const asked = /\[tool:(\w+)\]/.exec(last);
+  if (caller === 'summarizer') {
+    const limit = Number(/Write at most (\d+) characters/.exec(req.rawBody)?.[1] ?? 2000);
+    const evidence = last.slice(last.indexOf('<evidence'));
+    return { kind: 'message', text: evidence.slice(0, limit) };
+  }
+  const asked = CONVERSATION.find((t) => t.tools && last.includes(JSON.stringify(t.text).slice(1, 40)));
   if (asked && !/tool_result|function_call_output|"role":"tool"/.test(last)) {
     return {
       kind: 'message',
-      toolCalls: [{ name: 'corpus_fetch', arguments: JSON.stringify({ kind: asked[1] }) }],
+      toolCalls: asked.tools!.map((e) => ({ name: e.tool, arguments: JSON.stringify(e.args) })),
     };
   }
   return { kind: 'message', text: `${words(40)}.` };
+}
+
+/** One corpus tool call of a turn, as the harness recorded it. */
+interface CallFigures {
+  tool: string;
+  kind: string;
+  /** The payload's UTF-8 bytes before and after TokenJuice (its `tool_result_compacted` event). */
+  bytes: string;
+  /** The original kept in tool_result_originals (lossy compactions). */
+  originalKept: boolean;
+  /** The summarizer ran on what TokenJuice left (over the engine's 16 KiB result budget). */
+  summarized: boolean;
+  before: number;
+  after: number;
 }
 
 interface TurnFigures {
   input: number;
   cached: number;
   written: number;
-  toolBefore: number;
-  toolAfter: number;
-  calls: number;
+  calls: CallFigures[];
+  /** The turn's own model rounds. */
+  rounds: number;
+  /** Side calls inside the turn (the summarizer). */
+  sideCalls: number;
+  /** Post-turn hooks' model calls (the archivist). */
   hookCalls: number;
   usd: number;
   savedUsd: number;
+}
+
+interface RunFigures {
+  wire: string;
+  rows: TurnFigures[];
+  /** The archivist's calls after the last turn, once the session's idle period ran out. */
+  idleHookCalls: number;
+  idleUsd: number;
 }
 
 async function main() {
@@ -204,7 +256,10 @@ async function main() {
     anthropicBaseUrl: llm.anthropicBaseUrl,
   });
   const sqlDb = sqlDbFor(poolOf(env.db), 'bench');
-  const tools = new ToolRegistry([corpusTool]);
+  // As the harness builds them (apps/harness-worker, libs/platform): originals kept per tenant for
+  // `tokenjuice_retrieve`, which the registry offers, so the agent's `auto` mode compacts in full.
+  const originals = new OriginalsStore(sqlDbFor(poolOf(env.db), 'tokenjuice'), 168 * 3_600_000);
+  const tools = new ToolRegistry([...CORPUS_TOOLS, tokenjuiceRetrieveTool(originals)]);
   const runner = new TurnRunner({
     db: env.db,
     engine: new TurnEngine({
@@ -214,6 +269,7 @@ async function main() {
         memory: memoryRecall(new MemoryStore(sqlDb), { limit: 5, timeoutMs: 1000 }),
         contextPack: async () => null,
       },
+      tokenjuice: { originals },
     }),
     tools,
     postTurnQueue: postTurn,
@@ -243,22 +299,33 @@ async function main() {
     },
     { connection: workerConnection, prefix: env.queuePrefix },
   );
+  const callsSince = (before: number) => {
+    const made = llm.requests.slice(before).map(callerOf);
+    return (c: ReturnType<typeof callerOf>) => made.filter((m) => m === c).length;
+  };
+  const hookSpend = async (tenantId: string, where: object) =>
+    (
+      await env.db.ledgerEntry.findMany({ where: { tenantId, key: { startsWith: 'hook:' }, ...where } })
+    ).reduce((n, e) => ({ usd: n.usd + Number(e.costUsd), saved: n.saved + Number(e.cacheSavedUsd) }), {
+      usd: 0,
+      saved: 0,
+    });
 
-  const results: { wire: string; rows: TurnFigures[] }[] = [];
+  const results: RunFigures[] = [];
   try {
     for (const p of PROVIDERS) {
       const { tenantId, agentId } = await seedTenant(
         env.db,
         p.wire,
-        { model: p.model, tools: ['corpus_fetch'] },
+        { model: p.model, tools: CORPUS_TOOLS.map((t) => t.name) },
         { settings: { modelRoutes: { summarization: p.archivist } } },
       );
+      // The agent's toolResultCompression stays `auto` (the default): `full` for its model.
       await env.db.agent.update({ where: { id: agentId }, data: { instructions: INSTRUCTIONS } });
       const sessionId = await seedSession(env.db, tenantId, agentId);
       const rows: TurnFigures[] = [];
       seed = 7;
-      for (let i = 0; i < TURNS; i++) {
-        const msg = userMessage(i);
+      for (const msg of CONVERSATION.slice(0, TURNS)) {
         const before = llm.requests.length;
         const { turnId } = await admission.admit({
           tenantId,
@@ -271,7 +338,6 @@ async function main() {
         });
         if ((await runner.handle({ turnId, sessionId, tenantId, trace: {} })) !== 'done')
           throw new Error('busy');
-        const turnCalls = llm.requests.length - before;
         // The archivist as the hooks worker runs it: deferred, or (the afterTurns-th) distilled now.
         await runArchivist(hooks, { turnId, tenantId, hook: 'archivist', trace: {} });
         await until(async () => {
@@ -280,29 +346,37 @@ async function main() {
           });
           return pending < 10 && (await postTurn.getActiveCount()) === 0;
         });
+        const count = callsSince(before);
         const t = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
-        const hookEntries = await env.db.ledgerEntry.findMany({
-          where: { tenantId, turnId, key: { startsWith: 'hook:' } },
-        });
-        const calls = await env.db.toolCall.findMany({ where: { turnId } });
-        // The result as the model reads it: a string result is its text.
-        const toolChars = calls.reduce(
-          (n, c) => n + (typeof c.result === 'string' ? c.result : JSON.stringify(c.result ?? '')).length,
-          0,
-        );
+        const hook = await hookSpend(tenantId, { turnId });
         rows.push({
           input: t.inputTokens,
           cached: t.cachedTokens,
           written: t.cacheWriteTokens,
-          toolBefore: msg.kind ? tokens(TOOL_OUTPUTS[msg.kind]().length) : 0,
-          toolAfter: tokens(toolChars),
-          calls: turnCalls,
-          hookCalls: llm.requests.length - before - turnCalls,
-          usd: Number(t.costUsd) + hookEntries.reduce((n, e) => n + Number(e.costUsd), 0),
-          savedUsd: Number(t.cacheSavedUsd) + hookEntries.reduce((n, e) => n + Number(e.cacheSavedUsd), 0),
+          calls: await recordedCalls(env.db, tenantId, turnId),
+          rounds: count('round'),
+          sideCalls: count('summarizer'),
+          hookCalls: count('archivist'),
+          usd: Number(t.costUsd) + hook.usd,
+          savedUsd: Number(t.cacheSavedUsd) + hook.saved,
         });
       }
-      results.push({ wire: p.wire, rows });
+      // The session goes idle: its debounced distillation (delayed by idleMs) runs now instead of in
+      // ten minutes. Its calls count in the run: they are what the turns cost after them.
+      const before = llm.requests.length;
+      const spentBefore = await hookSpend(tenantId, {});
+      for (const job of await postTurn.getDelayed()) await job.promote();
+      await until(
+        async () =>
+          (await env.db.hookRun.count({ where: { tenantId, hook: 'archivist', status: 'deferred' } })) ===
+            0 && (await postTurn.getActiveCount()) === 0,
+      );
+      results.push({
+        wire: p.wire,
+        rows,
+        idleHookCalls: callsSince(before)('archivist'),
+        idleUsd: (await hookSpend(tenantId, {})).usd - spentBefore.usd,
+      });
     }
   } finally {
     await worker.close();
@@ -316,6 +390,40 @@ async function main() {
   report(results);
 }
 
+/**
+ * A turn's tool calls as the harness recorded them: "before" is the result as history held it before
+ * TokenJuice (`{"ok":true,"result":…}` of the tool call's stored outcome, which stays whole), "after"
+ * the tool message of the transcript — what the model reads, after TokenJuice, the summarizer and the
+ * byte budget. The kind and whether the original was kept come from tool_result_originals; whether
+ * the summarizer ran from its ledger entry.
+ */
+async function recordedCalls(db: Db, tenantId: string, turnId: string): Promise<CallFigures[]> {
+  const calls = await db.toolCall.findMany({ where: { tenantId, turnId }, orderBy: { startedAt: 'asc' } });
+  const messages = await db.message.findMany({ where: { tenantId, turnId, role: 'tool' } });
+  const kept = await db.toolResultOriginal.findMany({ where: { tenantId, turnId } });
+  const compacted = (
+    await db.event.findMany({ where: { tenantId, turnId, type: 'tool_result_compacted' } })
+  ).map((e) => e.data as { callId: string; kind: string; originalBytes: number; contentBytes: number });
+  const summaries = await db.ledgerEntry.findMany({
+    where: { tenantId, turnId, key: { contains: ':summarize:' } },
+  });
+  return calls.map((c) => {
+    const shown = messages.find((m) => m.toolCallId === c.callId)?.body as { text?: string } | undefined;
+    if (shown?.text === undefined) throw new Error(`no transcript entry for tool call ${c.callId}`);
+    const original = kept.find((o) => o.callId === c.callId);
+    const juiced = compacted.find((e) => e.callId === c.callId);
+    return {
+      tool: c.name,
+      kind: juiced?.kind ?? 'not compacted',
+      originalKept: original !== undefined,
+      bytes: juiced ? `${juiced.originalBytes} → ${juiced.contentBytes}` : '–',
+      summarized: summaries.some((e) => e.key.endsWith(`:summarize:${c.callId}`)),
+      before: tokens(JSON.stringify({ ok: true, result: c.result })),
+      after: tokens(shown.text),
+    };
+  });
+}
+
 async function until(probe: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (!(await probe())) {
@@ -324,39 +432,59 @@ async function until(probe: () => Promise<boolean>): Promise<void> {
   }
 }
 
-function report(results: { wire: string; rows: TurnFigures[] }[]): void {
-  const pad = (v: string | number, n: number) => String(v).padStart(n);
-  for (const { wire, rows } of results) {
+function report(results: RunFigures[]): void {
+  const pct = (a: number, b: number) => (b ? (100 * a) / b : 0).toFixed(0);
+  const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  for (const { wire, rows, idleHookCalls, idleUsd } of results) {
     console.log(`\n## ${wire}\n`);
     console.log(
-      '| turn | input tok | cached tok | cache writes | cached % | tool-result tok before → after (TokenJuice: not wired) | model calls (turn + hooks) | USD | saved by caching |',
+      '| turn | input tok | cached tok | cache writes | cached % | tool-result tok before → after | model calls: rounds + side + hooks | USD | saved by caching |',
     );
     console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     rows.forEach((r, i) => {
+      const before = r.calls.reduce((n, c) => n + c.before, 0);
+      const after = r.calls.reduce((n, c) => n + c.after, 0);
       console.log(
-        `| ${i + 1} | ${r.input} | ${r.cached} | ${r.written} | ${r.input ? ((100 * r.cached) / r.input).toFixed(0) : 0} | ${
-          r.toolBefore ? `${r.toolBefore} → ${r.toolAfter}` : '–'
-        } | ${r.calls} + ${r.hookCalls} | ${r.usd.toFixed(6)} | ${r.savedUsd.toFixed(6)} |`,
+        `| ${i + 1} | ${r.input} | ${r.cached} | ${r.written} | ${pct(r.cached, r.input)} | ${
+          r.calls.length ? `${before} → ${after}` : '–'
+        } | ${r.rounds} + ${r.sideCalls} + ${r.hookCalls} | ${r.usd.toFixed(6)} | ${r.savedUsd.toFixed(6)} |`,
       );
     });
+    console.log(`| idle | | | | | | 0 + 0 + ${idleHookCalls} | ${idleUsd.toFixed(6)} | |`);
+
+    const calls = rows.flatMap((r) => r.calls);
+    console.log(
+      '\n| tool call | kind | TokenJuice bytes | original kept | summarizer ran | before tok | after tok | ratio |',
+    );
+    console.log('| --- | --- | ---: | --- | --- | ---: | ---: | ---: |');
+    for (const c of calls) {
+      console.log(
+        `| ${c.tool} | ${c.kind} | ${c.bytes} | ${c.originalKept ? 'yes' : 'no'} | ${c.summarized ? 'yes' : 'no'} | ${c.before} | ${c.after} | ${(c.before / c.after).toFixed(1)}× |`,
+      );
+    }
+
     const later = rows.slice(1);
     const input = later.reduce((n, r) => n + r.input, 0);
     const cached = later.reduce((n, r) => n + r.cached, 0);
-    const calls = rows.reduce((n, r) => n + r.calls + r.hookCalls, 0);
-    const hookCalls = rows.reduce((n, r) => n + r.hookCalls, 0);
-    const rounds = rows.reduce((n, r) => n + r.calls, 0);
-    const toolBefore = rows.reduce((n, r) => n + r.toolBefore, 0);
-    const toolAfter = rows.reduce((n, r) => n + r.toolAfter, 0);
-    const usd = rows.reduce((n, r) => n + r.usd, 0);
+    const rounds = rows.reduce((n, r) => n + r.rounds, 0);
+    const side = rows.reduce((n, r) => n + r.sideCalls, 0);
+    const hookCalls = rows.reduce((n, r) => n + r.hookCalls, 0) + idleHookCalls;
+    const total = rounds + side + hookCalls;
+    const toolBefore = calls.reduce((n, c) => n + c.before, 0);
+    const toolAfter = calls.reduce((n, c) => n + c.after, 0);
+    const usd = rows.reduce((n, r) => n + r.usd, 0) + idleUsd;
     const saved = rows.reduce((n, r) => n + r.savedUsd, 0);
     const cachedShare = input ? (100 * cached) / input : 0;
+    const turns = rows.length;
+    const toolTurns = rows.filter((r) => r.calls.length > 0).length;
     console.log(
-      `\n${wire}: turns 2–${rows.length}: ${pad(cached, 7)} of ${input} input tokens cached = ${cachedShare.toFixed(1)} % ` +
-        `(goal ≥ 60 %: ${cachedShare >= 60 ? 'met' : 'NOT met'}); model calls ${calls} over ${rows.length} turns = ` +
-        `${(calls / rows.length).toFixed(2)} per turn (${rounds} turn rounds, ${hookCalls} archivist); hooks add ` +
-        `${(hookCalls / rows.length).toFixed(2)} per turn (goal ≤ 0.10: ${hookCalls / rows.length <= 0.1 ? 'met' : 'NOT met'}); ` +
-        `tool-result tokens ${toolBefore} → ${toolAfter}; USD ${usd.toFixed(6)}, caching saved ${saved.toFixed(6)} ` +
-        `(${((100 * saved) / (usd + saved)).toFixed(0)} % of what the run would have cost)`,
+      `\n${wire}:\n` +
+        `- turns 2–${turns}: ${cached} of ${input} input tokens read from the cache = ${cachedShare.toFixed(1)} % (goal ≥ 60 %: ${met(cachedShare >= 60)})\n` +
+        `- tool-result tokens over the corpus (${calls.length} calls): ${toolBefore} → ${toolAfter} = ${(toolBefore / toolAfter).toFixed(1)}× (goal ≥ 3×: ${met(toolBefore >= 3 * toolAfter)})\n` +
+        `- model calls: ${total} over ${turns} turns = ${(total / turns).toFixed(2)} per turn, hooks included (goal ≤ 1.1: ${met(total <= 1.1 * turns)}): ` +
+        `${rounds} turn rounds (${turns} turns, ${toolTurns} of them calling tools: one more round each), ${side} summarizer side calls, ${hookCalls} archivist calls (${idleHookCalls} after the idle period)\n` +
+        `- calls beyond the turns' own rounds: ${side + hookCalls} = ${((side + hookCalls) / turns).toFixed(2)} per turn; post-turn hooks alone ${(hookCalls / turns).toFixed(2)} per turn\n` +
+        `- USD ${usd.toFixed(6)}, caching saved ${saved.toFixed(6)} (${pct(saved, usd + saved)} % of what the run would have cost)`,
     );
   }
 }

@@ -1,4 +1,4 @@
-import { ErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
+import { ErrorResponse, JsonRpcErrorResponse, newId, OpenAiErrorResponse } from '@switchboard/contracts';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant, type ApiResponse } from '../support/api';
 import { startGateway } from '../support/stack';
@@ -24,6 +24,8 @@ interface Case {
   code?: string;
   /** The OpenAI-compatible route: OpenAI's error shape, `invalid_api_key` for `unauthorized`. */
   openai?: boolean;
+  /** The protocol adapters (/mcp, /a2a): a JSON-RPC error response, the gateway's code in `error.data.code`. */
+  jsonrpc?: boolean;
 }
 
 describe('bad input corpus', () => {
@@ -366,6 +368,14 @@ describe('bad input corpus', () => {
       path: () => '/v1/chat/completions',
       client: () => api,
       valid: () => ({ model: 'mine', messages: [{ role: 'user', content: 'hi' }], user: 'u-1' }),
+      openai: true,
+    },
+    {
+      name: 'response',
+      method: 'POST',
+      path: () => '/v1/responses',
+      client: () => api,
+      valid: () => ({ model: 'mine', input: 'hi', user: 'u-1' }),
       openai: true,
     },
   ];
@@ -1477,6 +1487,31 @@ describe('bad input corpus', () => {
     },
   );
 
+  // The queue board (ADR 0040): only the admin token opens it, as Bearer or as Basic's password.
+  const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString('base64')}`;
+  for (const [what, authorization] of [
+    ['a tenant API key as Bearer', () => `Bearer ${api.key}`],
+    ['a tenant API key as the Basic password', () => basic(`ops:${api.key}`)],
+    ['Basic with the admin token as the user name', () => basic(`${ADMIN}:`)],
+    ['Basic without a colon', () => basic(ADMIN)],
+    ['Basic that is not base64', () => 'Basic !!not-base64!!'],
+    ['an empty Bearer', () => 'Bearer '],
+    ['the admin token with a trailing character', () => `Bearer ${ADMIN}x`],
+  ] as const) {
+    for (const [method, path] of [
+      ['GET', '/admin/queues'],
+      ['GET', '/admin/queues/api/queues'],
+      ['PUT', '/admin/queues/api/queues/turns/pause'],
+    ] as const) {
+      cases.push({
+        name: `queue board ${method} ${path}: ${what}`,
+        run: () => anonymous.request(method, path, { headers: { authorization: authorization() } }),
+        status: 401,
+        code: 'unauthorized',
+      });
+    }
+  }
+
   // TokenJuice's setting (docs/adr/0033): one of four words, nothing else.
   for (const value of ['maximum', 'FULL', 'auto ', '', 'lossless']) {
     cases.push(
@@ -1624,6 +1659,307 @@ describe('bad input corpus', () => {
     })),
   );
 
+  // The protocol adapters (docs/adr/0036, 0037): refused before a JSON-RPC method is read, in JSON-RPC's shape.
+  const mcpHeaders = { ...json, accept: 'application/json, text/event-stream' };
+  const rpcBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const a2aBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: UNKNOWN_ID } });
+  cases.push(
+    ...(
+      [
+        [
+          'MCP without a key',
+          () => anonymous.request('POST', '/mcp', { raw: rpcBody, headers: mcpHeaders }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'MCP with a key that does not exist',
+          () =>
+            new Api(gateway.url, 'sb_' + 'x'.repeat(40)).request('POST', '/mcp', {
+              raw: rpcBody,
+              headers: mcpHeaders,
+            }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'MCP with invalid JSON',
+          () => api.request('POST', '/mcp', { raw: '{"jsonrpc":', headers: mcpHeaders }),
+          400,
+          'invalid_json',
+        ],
+        [
+          'MCP with a form body',
+          () =>
+            api.request('POST', '/mcp', {
+              raw: 'a=1',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            }),
+          415,
+          'unsupported_media_type',
+        ],
+        [
+          'MCP with a body over the limit',
+          () => api.request('POST', '/mcp', { raw: `{"a":"${'x'.repeat(600_000)}"}`, headers: mcpHeaders }),
+          413,
+          'payload_too_large',
+        ],
+        ['MCP GET (stateless: no stream)', () => api.request('GET', '/mcp'), 405, undefined],
+        ['MCP DELETE (stateless: no session)', () => api.request('DELETE', '/mcp'), 405, undefined],
+        [
+          'an agent card without a key',
+          () => anonymous.get(`/a2a/${ids.agent}/.well-known/agent-card.json`),
+          401,
+          'unauthorized',
+        ],
+        [
+          'another tenant’s agent card',
+          () => api.get(`/a2a/${ids.otherAgent}/.well-known/agent-card.json`),
+          404,
+          'not_found',
+        ],
+        [
+          'an agent card of a non-UUID id',
+          () => api.get(`/a2a/not-an-id/.well-known/agent-card.json`),
+          404,
+          'not_found',
+        ],
+        [
+          'A2A without a key',
+          () => anonymous.request('POST', `/a2a/${ids.agent}`, { raw: a2aBody, headers: json }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'A2A to another tenant’s agent',
+          () => api.request('POST', `/a2a/${ids.otherAgent}`, { raw: a2aBody, headers: json }),
+          404,
+          'not_found',
+        ],
+        [
+          'A2A with invalid JSON',
+          () => api.request('POST', `/a2a/${ids.agent}`, { raw: '{"jsonrpc":', headers: json }),
+          400,
+          'invalid_json',
+        ],
+        [
+          'A2A with no content type',
+          () => api.request('POST', `/a2a/${ids.agent}`, { raw: a2aBody, headers: {} }),
+          415,
+          'unsupported_media_type',
+        ],
+        [
+          'A2A with a body over the limit',
+          () =>
+            api.request('POST', `/a2a/${ids.agent}`, {
+              raw: `{"a":"${'x'.repeat(600_000)}"}`,
+              headers: json,
+            }),
+          413,
+          'payload_too_large',
+        ],
+      ] as [string, () => Promise<ApiResponse>, number, string | undefined][]
+    ).map(([name, run, status, code]) => ({
+      name: `protocol adapters: ${name}`,
+      run,
+      status,
+      code,
+      jsonrpc: true,
+    })),
+  );
+
+  // The Responses route (docs/adr/0035): what it refuses before anything is written.
+  const respond =
+    (change: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    () =>
+      api.post('/v1/responses', { model: 'mine', input: 'hi', ...change }, headers);
+  const responseId = (turnId: string) => `resp_${turnId.replace(/-/g, '')}`;
+  cases.push(
+    ...(
+      [
+        [
+          'client tools',
+          respond({ tools: [{ type: 'function', name: 'f', parameters: {} }] }),
+          400,
+          'unsupported_parameter',
+        ],
+        [
+          'a function tool choice',
+          respond({ tool_choice: { type: 'function', name: 'f' } }),
+          400,
+          'unsupported_parameter',
+        ],
+        ['store: false', respond({ store: false }), 400, 'unsupported_value'],
+        [
+          'a JSON schema text format',
+          respond({ text: { format: { type: 'json_schema' } } }),
+          400,
+          'unsupported_value',
+        ],
+        ['a conversation', respond({ conversation: 'conv_1' }), 400, 'unsupported_parameter'],
+        [
+          'a function call output item',
+          respond({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'an image part',
+          respond({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'an unknown item type',
+          respond({ input: [{ type: 'telepathy', text: 'x' }] }),
+          400,
+          'validation_failed',
+        ],
+        [
+          'a part of the wrong shape',
+          respond({ input: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] }),
+          400,
+          'validation_failed',
+        ],
+        ['an unknown role', respond({ input: [{ role: 'robot', content: 'x' }] }), 400, 'validation_failed'],
+        ['an empty input', respond({ input: [] }), 400, 'validation_failed'],
+        [
+          'an assistant message last',
+          respond({ input: [{ role: 'assistant', content: 'x' }] }),
+          400,
+          'invalid_value',
+        ],
+        ['a blank user message', respond({ input: '   ' }), 400, 'invalid_value'],
+        [
+          'only a system message',
+          respond({ input: [{ role: 'system', content: 'x' }] }),
+          400,
+          'invalid_value',
+        ],
+        [
+          '17 metadata pairs',
+          respond({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }),
+          400,
+          'validation_failed',
+        ],
+        ['temperature 3', respond({ temperature: 3 }), 400, 'validation_failed'],
+        ['an unknown model', respond({ model: 'gpt-4o' }), 404, 'model_not_found'],
+        ['another tenant’s agent id', () => respond({ model: ids.otherAgent })(), 404, 'model_not_found'],
+        [
+          'an unknown previous response',
+          respond({ previous_response_id: responseId(UNKNOWN_ID) }),
+          404,
+          'previous_response_not_found',
+        ],
+        [
+          'a previous response id that is not one',
+          respond({ previous_response_id: "resp_1' or 1=1" }),
+          404,
+          'previous_response_not_found',
+        ],
+        [
+          'an Idempotency-Key of 201 characters',
+          respond({}, { 'idempotency-key': 'k'.repeat(201) }),
+          400,
+          'bad_request',
+        ],
+        [
+          'an unknown response',
+          () => api.get(`/v1/responses/${responseId(UNKNOWN_ID)}`),
+          404,
+          'response_not_found',
+        ],
+        [
+          'a response id that is no id',
+          () => api.get('/v1/responses/resp_%27%20or%201%3D1'),
+          404,
+          'response_not_found',
+        ],
+        ['a turn id as a response id', () => api.get(`/v1/responses/${ids.turn}`), 404, 'response_not_found'],
+        [
+          'an unknown response cancelled',
+          () => api.post(`/v1/responses/${responseId(UNKNOWN_ID)}/cancel`),
+          404,
+          'response_not_found',
+        ],
+        [
+          'input items of an unknown response',
+          () => api.get(`/v1/responses/${responseId(UNKNOWN_ID)}/input_items`),
+          404,
+          'response_not_found',
+        ],
+        [
+          'starting_after not a number',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?stream=true&starting_after=x`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'starting_after below -1',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?stream=true&starting_after=-2`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'starting_after without stream',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?starting_after=3`),
+          400,
+          'invalid_value',
+        ],
+        [
+          'an unknown query parameter',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}?colour=red`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items limit 0',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?limit=0`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items limit 101',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?limit=101`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items order sideways',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?order=sideways`),
+          400,
+          'validation_failed',
+        ],
+        [
+          'input items after an unknown item',
+          () => api.get(`/v1/responses/${responseId(ids.turn)}/input_items?after=msg_x`),
+          400,
+          'invalid_value',
+        ],
+        [
+          'a paused tenant',
+          () => pausedApi.post('/v1/responses', { model: 'paused', input: 'x' }),
+          403,
+          'tenant_paused',
+        ],
+        [
+          'a paused tenant, with history',
+          () =>
+            pausedApi.post('/v1/responses', {
+              model: 'paused',
+              input: [
+                { role: 'user', content: 'a' },
+                { role: 'assistant', content: 'b' },
+                { role: 'user', content: 'c' },
+              ],
+            }),
+          403,
+          'tenant_paused',
+        ],
+      ] as [string, () => Promise<ApiResponse>, number, string][]
+    ).map(([name, run, status, code]) => ({ name: `response: ${name}`, run, status, code, openai: true })),
+  );
+
   // Other routes and URLs.
   cases.push(
     {
@@ -1754,14 +2090,21 @@ describe('bad input corpus', () => {
         failures.push(`${c.name}: request failed: ${(err as Error).message}`);
         continue;
       }
-      const shape = c.openai ? OpenAiErrorResponse.safeParse(res.body) : ErrorResponse.safeParse(res.body);
+      const shape = c.jsonrpc
+        ? JsonRpcErrorResponse.safeParse(res.body)
+        : c.openai
+          ? OpenAiErrorResponse.safeParse(res.body)
+          : ErrorResponse.safeParse(res.body);
       const expectedCode = c.openai && c.code === 'unauthorized' ? 'invalid_api_key' : c.code;
+      // A JSON-RPC error carries the gateway's code in `error.data.code`.
+      const codeOf = (error: { code: unknown; data?: { code: string } }) =>
+        c.jsonrpc ? error.data?.code : error.code;
       if (res.status < 400 || res.status >= 500) failures.push(`${c.name}: status ${res.status}`);
       else if (!shape.success) failures.push(`${c.name}: body ${JSON.stringify(res.body)?.slice(0, 200)}`);
       else if (c.status !== undefined && res.status !== c.status)
-        failures.push(`${c.name}: ${res.status} ${shape.data.error.code}, expected ${c.status}`);
-      else if (expectedCode !== undefined && shape.data.error.code !== expectedCode)
-        failures.push(`${c.name}: code ${shape.data.error.code}, expected ${expectedCode}`);
+        failures.push(`${c.name}: ${res.status} ${String(codeOf(shape.data.error))}, expected ${c.status}`);
+      else if (expectedCode !== undefined && codeOf(shape.data.error) !== expectedCode)
+        failures.push(`${c.name}: code ${String(codeOf(shape.data.error))}, expected ${expectedCode}`);
       else if (res.status === 503 || res.status >= 500) failures.push(`${c.name}: 5xx`);
       const after = await rowCounts();
       if (JSON.stringify(after) !== JSON.stringify(before)) {

@@ -63,6 +63,12 @@ describe('npm run build', () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok' });
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    // The queue board's page and assets resolve from the installed packages, not from the sources.
+    const admin = { authorization: 'Bearer test-admin-token-0123456789' };
+    const board = await fetch(`${url}/admin/queues`, { headers: admin });
+    expect(board.status).toBe(200);
+    const script = /<script defer src="([^"]+)"/.exec(await board.text())?.[1];
+    expect((await fetch(`${url}/admin/queues/${script}`, { headers: admin })).status).toBe(200);
     // The process runs the compiled entry point: no loader on its command line.
     expect(gateway.child.spawnargs.slice(1)).toEqual([
       path.join(outDir, 'apps', 'gateway', 'src', 'main.js'),

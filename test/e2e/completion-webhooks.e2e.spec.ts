@@ -15,7 +15,7 @@ import { FIXTURES, startStack } from '../support/stack';
  * becomes one signed `turn.*` notification, published by the hooks worker's `completion-webhook` hook
  * and delivered by the outbound-webhooks worker, retried with backoff, every attempt logged.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('completion webhooks', () => {
   let env: TestEnv;

@@ -2,7 +2,7 @@ import { createTestEnv, spawnApp, waitFor, type TestEnv } from '@switchboard/tes
 import { newTenant, type Api } from '../support/api';
 import { FIXTURES, startGateway, type Running } from '../support/stack';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 /** SIGTERM drains: a worker asked to stop finishes the turn it is running, then exits cleanly. */
 describe('a harness worker stopped with SIGTERM', () => {

@@ -10,7 +10,7 @@ import { startStack } from '../support/stack';
  * deliveries are stored once and triaged into one turn however often they are replayed; a bad or
  * missing signature writes nothing; a revoked token is a 404; the trigger API is tenant-scoped.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('triggers and webhook ingress', () => {
   let env: TestEnv;

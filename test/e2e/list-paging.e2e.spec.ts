@@ -7,7 +7,7 @@ import { startGateway } from '../support/stack';
  * (1..200, default 50) and an opaque `cursor`, `nextCursor` null on the last page. Revoked triggers
  * are listed only with `includeRevoked=true`; revoked keys are listed (they show `revokedAt`).
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 

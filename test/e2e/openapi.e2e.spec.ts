@@ -15,7 +15,7 @@ import { FIXTURES, startHarness } from '../support/stack';
 
 // One test walks every operation (success and error cases, streams included): on two busy cores it
 // takes well over the default 5 s.
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 /**
  * The OpenAPI document against the running gateway: every operation is called for real (a success
@@ -49,7 +49,13 @@ const TWO_SUCCESSES: Record<string, string[]> = {
   admitMessage: ['200', '202'],
   cancelTurn: ['200', '202'],
   deliverHook: ['200', '202'],
+  // MCP (docs/adr/0036): a request answers 200, a notification 202.
+  mcpPost: ['200', '202'],
 };
+/** Operations the protocol has answer only an error: a stateless MCP server's GET and DELETE are 405s. */
+const NO_SUCCESS = ['mcpGet', 'mcpDelete'];
+/** The protocol adapters (docs/adr/0036, 0037): their errors are JSON-RPC error responses. */
+const JSON_RPC_OPERATIONS = ['mcpPost', 'mcpGet', 'mcpDelete', 'getAgentCard', 'callAgentJsonRpc'];
 /** Operations that cannot be made to fail from outside. */
 const NO_ERROR_CASE = ['getHealth', 'getMetrics'];
 
@@ -163,6 +169,7 @@ describe('the OpenAPI document matches what the server answers', () => {
       body?: unknown;
       raw?: { body: string; contentType: string };
       auth?: string | null;
+      headers?: Record<string, string>;
     } = {},
   ): Promise<{ op: Operation; res: ApiResponse; raw: string }> {
     const o = op(id);
@@ -171,7 +178,7 @@ describe('the OpenAPI document matches what the server answers', () => {
       if (value === undefined) throw new Error(`${id}: no value for {${name}}`);
       return encodeURIComponent(value);
     });
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...options.headers };
     if (options.auth) headers.authorization = `Bearer ${options.auth}`;
     let body: string | undefined;
     if (options.raw) {
@@ -199,12 +206,46 @@ describe('the OpenAPI document matches what the server answers', () => {
   it('documents every route the server registers, and nothing else', () => {
     const served = new Set(
       routes
-        .filter((r) => r.method !== 'head' && !r.url.startsWith('/docs'))
+        // The queue board (Bull Board) is an operator UI beside the API: test/e2e/queue-board.e2e.spec.ts.
+        .filter(
+          (r) => r.method !== 'head' && !r.url.startsWith('/docs') && !r.url.startsWith('/admin/queues'),
+        )
         .map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`),
     );
     const documented = new Set(operations.map((o) => `${o.method} ${o.path}`));
     expect(served.size).toBeGreaterThan(15);
     expect([...served].sort()).toEqual([...documented].sort());
+  });
+
+  /** Operations without a description, and JSON request bodies without an example. */
+  function undescribed(document: any): string[] {
+    return Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => METHODS.includes(method))
+        .flatMap(([method, o]) => {
+          const where = `${o.operationId} (${method.toUpperCase()} ${path})`;
+          const problems: string[] = [];
+          if (typeof o.description !== 'string' || o.description.trim().length < 20)
+            problems.push(`${where}: no description`);
+          const json = o.requestBody?.content?.['application/json'];
+          if (json && json.example === undefined && json.examples === undefined)
+            problems.push(`${where}: request body without an example`);
+          return problems;
+        }),
+    );
+  }
+
+  it('describes every operation and gives every JSON request body an example', () => {
+    expect(operations.filter((o) => (o as any).requestBody).length).toBeGreaterThan(20);
+    expect(undescribed(doc)).toEqual([]);
+    // The check fails when one is missing.
+    const stripped = structuredClone(doc);
+    delete stripped.paths['/v1/agents'].post.description;
+    delete stripped.paths['/v1/sessions/{id}/messages'].post.requestBody.content['application/json'].example;
+    expect(undescribed(stripped)).toEqual([
+      'createAgent (POST /v1/agents): no description',
+      'admitMessage (POST /v1/sessions/{id}/messages): request body without an example',
+    ]);
   });
 
   it('gives every operation a readable id, its success body and its error bodies', () => {
@@ -216,10 +257,14 @@ describe('the OpenAPI document matches what the server answers', () => {
       const success = statuses.filter((s) => s.startsWith('2'));
       expect({ op: o.operationId, success }).toEqual({
         op: o.operationId,
-        success: TWO_SUCCESSES[o.operationId] ?? [expect.any(String)],
+        success: NO_SUCCESS.includes(o.operationId)
+          ? []
+          : (TWO_SUCCESSES[o.operationId] ?? [expect.any(String)]),
       });
       for (const s of success) {
-        if (s === '204') expect(o.responses[s].content).toBeUndefined();
+        // 204, and MCP's 202 for a notification, have no body.
+        if (s === '204' || (o.operationId === 'mcpPost' && s === '202'))
+          expect(o.responses[s].content).toBeUndefined();
         else
           expect({ op: o.operationId, content: o.responses[s].content }).toEqual({
             op: o.operationId,
@@ -235,9 +280,19 @@ describe('the OpenAPI document matches what the server answers', () => {
         const expected =
           o.operationId === 'getReadiness' && s === '503'
             ? 'Readiness'
-            : ['createChatCompletion', 'listModels', 'retrieveModel'].includes(o.operationId)
+            : [
+                  'createChatCompletion',
+                  'listModels',
+                  'retrieveModel',
+                  'createResponse',
+                  'getResponse',
+                  'cancelResponse',
+                  'listResponseInputItems',
+                ].includes(o.operationId)
               ? 'OpenAiError'
-              : 'Error';
+              : JSON_RPC_OPERATIONS.includes(o.operationId)
+                ? 'JsonRpcError'
+                : 'Error';
         expect({ op: o.operationId, status: s, schema }).toEqual({
           op: o.operationId,
           status: s,
@@ -278,10 +333,13 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     expect(schemes.adminToken.bearerFormat).toBeUndefined();
     for (const o of operations) {
-      // The webhook ingress has no API key: its URL token is the credential (docs/adr/0019).
+      // The webhook ingress has no API key: its URL token is the credential (docs/adr/0019). The
+      // protocol adapters (/mcp, /a2a/…) take the API key as their bearer.
       const expected = o.path.startsWith('/v1/admin/')
         ? [{ adminToken: [] }]
-        : o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')
+        : (o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')) ||
+            o.path === '/mcp' ||
+            o.path.startsWith('/a2a/')
           ? [{ apiKey: [] }]
           : undefined;
       expect({ op: o.operationId, security: o.security }).toEqual({ op: o.operationId, security: expected });
@@ -593,7 +651,82 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listModels', 401, {});
     await run('retrieveModel', 200, { auth: key, params: { model: 'counter' } });
     await run('retrieveModel', 404, { auth: key, params: { model: 'nobody' } });
+    // The Responses API (docs/adr/0035): a response is a turn.
+    const response = await run('createResponse', 200, {
+      auth: key,
+      body: { model: 'counter', input: 'one two' },
+    });
+    expect(response.body).toMatchObject({ object: 'response', status: 'completed' });
+    const streamedResponse = await run('createResponse', 200, {
+      auth: key,
+      body: { model: 'counter', input: 'five', stream: true },
+    });
+    expect(streamedResponse.body).toMatch(/^event: response\.created\n[\s\S]*event: response\.completed\n/);
+    await run('createResponse', 404, { auth: key, body: { model: 'nobody', input: 'hi' } });
+    await run('createResponse', 400, { auth: key, body: { model: 'counter', input: [] } });
+    await run('createResponse', 415, {
+      auth: key,
+      raw: { body: 'model=counter', contentType: 'text/plain' },
+    });
+    const responseId = { id: response.body.id as string };
+    await run('getResponse', 200, { auth: key, params: responseId });
+    await run('getResponse', 200, { auth: key, params: responseId, query: 'stream=true&starting_after=3' });
+    await run('getResponse', 400, { auth: key, params: responseId, query: 'starting_after=x' });
+    await run('getResponse', 404, { auth: key, params: { id: 'resp_nothing' } });
+    await run('getResponse', 401, { params: responseId });
+    await run('listResponseInputItems', 200, { auth: key, params: responseId });
+    await run('listResponseInputItems', 400, { auth: key, params: responseId, query: 'limit=0' });
+    await run('listResponseInputItems', 404, { auth: key, params: { id: 'resp_nothing' } });
+    await run('cancelResponse', 200, { auth: key, params: responseId });
+    await run('cancelResponse', 404, { auth: key, params: { id: 'resp_nothing' } });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
+    // The MCP server (docs/adr/0036): JSON-RPC over POST; a stateless server's GET and DELETE are 405s.
+    const mcpHeaders = { accept: 'application/json, text/event-stream' };
+    await run('mcpPost', 200, {
+      auth: key,
+      headers: mcpHeaders,
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'openapi', version: '1' },
+        },
+      },
+    });
+    await run('mcpPost', 202, {
+      auth: key,
+      headers: mcpHeaders,
+      body: { jsonrpc: '2.0', method: 'notifications/initialized' },
+    });
+    await run('mcpPost', 401, { headers: mcpHeaders, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    await run('mcpPost', 400, {
+      auth: key,
+      headers: mcpHeaders,
+      raw: { body: '{', contentType: 'application/json' },
+    });
+    await run('mcpGet', 405, { auth: key });
+    await run('mcpDelete', 405, { auth: key });
+    // A2A (docs/adr/0037): the agent card and the JSON-RPC endpoint; a JSON-RPC error is a 200.
+    await run('getAgentCard', 200, { auth: key, params: { agentId: agent.body.id } });
+    await run('getAgentCard', 404, { auth: key, params: { agentId: unknown } });
+    const rpcError = await run('callAgentJsonRpc', 200, {
+      auth: key,
+      params: { agentId: agent.body.id },
+      body: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: unknown } },
+    });
+    expect(rpcError.body.error.code).toBe(-32001);
+    await run('callAgentJsonRpc', 404, {
+      auth: key,
+      params: { agentId: unknown },
+      body: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: unknown } },
+    });
+    await run('callAgentJsonRpc', 401, {
+      params: { agentId: agent.body.id },
+      body: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: unknown } },
+    });
     {
       // Paused by the operator (docs/adr/0030): the documented 403, in the route's error shape.
       const fresh = await new Api(url, key).post('/v1/triggers', {
@@ -833,7 +966,7 @@ describe('the OpenAPI document matches what the server answers', () => {
       const statuses = [...(exercised.get(o.operationId) ?? [])];
       expect({ op: o.operationId, success: statuses.some((s) => s < 300) }).toEqual({
         op: o.operationId,
-        success: true,
+        success: !NO_SUCCESS.includes(o.operationId),
       });
       if (!NO_ERROR_CASE.includes(o.operationId)) {
         expect({ op: o.operationId, error: statuses.some((s) => s >= 400) }).toEqual({

@@ -7,7 +7,7 @@ import { startGateway, startHarness, startHooks, type Running } from '../support
  * Postgres is the source of truth: a Redis that comes back empty loses no
  * admitted message. The reconciler re-enqueues every unfinished turn.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('Redis loses every job', () => {
   let env: TestEnv;

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant } from '../support/api';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 

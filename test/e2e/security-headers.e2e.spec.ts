@@ -7,7 +7,7 @@ import { newTenant, type Api } from '../support/api';
  * scripts and styles the Content-Security-Policy must still allow) and on an SSE stream (written
  * on the raw response, which must carry them too and still stream).
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 

@@ -15,6 +15,8 @@ const ADMIN = 'test-admin-token-0123456789';
 
 interface OtlpSpan {
   name: string;
+  traceId: string;
+  spanId: string;
   kind: number;
   attributes: { key: string; value: { stringValue?: string; intValue?: string } }[];
 }
@@ -113,5 +115,31 @@ describe('telemetry from a gateway process', () => {
       /http_server_request_duration_seconds_count\{service="gateway",method="GET",route="unmatched",status_code="404"\} [1-9]/,
     );
     expect(metrics).not.toContain('/no/such/route');
+    // The Prometheus text format carries no exemplars (a plain scrape could not parse them).
+    expect(metrics).not.toContain('trace_id');
+  });
+
+  it('links request durations to their traces with exemplars when scraped as OpenMetrics', async () => {
+    const res = await fetch(`${base}/metrics`, {
+      headers: { accept: 'application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5' },
+    });
+    expect(res.headers.get('content-type')).toBe(
+      'application/openmetrics-text; version=1.0.0; charset=utf-8',
+    );
+    const body = await res.text();
+    expect(body.endsWith('# EOF\n')).toBe(true);
+    const exemplar = body.match(
+      /^http_server_request_duration_seconds_bucket\{[^}]*route="\/v1\/admin\/tenants",status_code="201"[^}]*\} \d+ # \{trace_id="([0-9a-f]{32})",span_id="([0-9a-f]{16})"\} [\d.e-]+ [\d.]+$/m,
+    );
+    expect(exemplar).not.toBeNull();
+    // It names the request's server span, as the collector received it.
+    const [, traceId, spanId] = exemplar!;
+    const span = spans().find((s) => s.span.traceId === traceId && s.span.spanId === spanId);
+    expect(span?.span.name).toBe('POST /v1/admin/tenants');
+    // Counters keep their names in both formats, whichever was scraped first.
+    expect(body).toMatch(/^# TYPE switchboard_rate_limited counter$/m);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
+      /^# TYPE switchboard_rate_limited_total counter$/m,
+    );
   });
 });

@@ -7,6 +7,8 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
+import type { Metrics } from '@switchboard/observability';
+import { METRICS } from '@switchboard/platform';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
 import { FIXTURES, startStack } from '../support/stack';
@@ -149,5 +151,16 @@ describe('tracing', () => {
     const t = (hr: [number, number]) => hr[0] * 1e9 + hr[1];
     expect(t(tool.startTime)).toBeGreaterThanOrEqual(t(firstChat.endTime));
     expect(t(secondChat.startTime)).toBeGreaterThanOrEqual(t(tool.endTime));
+
+    // The turn's duration links to this trace: an exemplar naming the agent span (ADR 0040).
+    const harnessMetrics = stack.harness.app.get<Metrics>(METRICS);
+    const { body } = await harnessMetrics.expose('application/openmetrics-text');
+    expect(body).toMatch(
+      new RegExp(
+        `^switchboard_turn_duration_seconds_bucket\\{[^}]*status="completed"\\} \\d+ # ` +
+          `\\{trace_id="${traceId}",span_id="${turn.spanContext().spanId}"\\}`,
+        'm',
+      ),
+    );
   });
 });

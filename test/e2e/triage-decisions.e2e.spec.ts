@@ -23,7 +23,7 @@ import { startGateway, type Running } from '../support/stack';
  * answers garbage, the fallback model decides `notify`, and the worker's outbound-webhooks queue
  * delivers a Standard Webhooks-signed notification to a local receiver, retrying a 503.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('triage decisions and signed notifications', () => {
   let env: TestEnv;

@@ -8,7 +8,7 @@ import { newTenant, type Api } from '../support/api';
 import { startStack } from '../support/stack';
 
 /** Trigger deliveries through the real triage worker: rules drop noise, the rest become turns. */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('triage worker', () => {
   let env: TestEnv;

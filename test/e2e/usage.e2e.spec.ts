@@ -213,6 +213,69 @@ describe('usage from the cost ledger', () => {
     expect(until.body.totals.entries).toBe(2);
   });
 
+  it('GET /v1/usage/daily rolls up cached reads, cache writes and what caching saved, as GET /v1/usage sums them', async () => {
+    // A tenant of its own: its roll-up holds only these turns.
+    const { api: own } = await newTenant(stack.url, ADMIN, 'usage-daily-cache');
+    const agent = await own.post('/v1/agents', { name: 'cache', model: 'anthropic/claude-sonnet-4-6' });
+    expect(agent.status).toBe(201);
+    const session = await own.post('/v1/sessions', { agentId: agent.body.id });
+    // Anthropic's wire: the first call writes the prefix to the cache (priced above the input rate:
+    // a negative saving), the second reads it (a saving).
+    llm.enqueue(
+      scripted.text('wrote', { usage: { input: 2_400, output: 12, cacheWrite: 2_000 } }),
+      scripted.text('read', { usage: { input: 2_500, output: 9, cached: 2_000 } }),
+    );
+    const turns = [];
+    for (const content of ['first', 'second']) {
+      const admitted = await own.post(`/v1/sessions/${session.body.id}/messages`, { content });
+      expect(admitted.status).toBe(202);
+      turns.push(
+        await waitFor(async () => {
+          const r = await own.get(`/v1/turns/${admitted.body.turnId}`);
+          if (r.body.status === 'failed') throw new Error(`turn failed: ${JSON.stringify(r.body.failure)}`);
+          return r.body.status === 'completed' ? r.body : undefined;
+        }),
+      );
+    }
+    expect(turns.map((t) => t.usage)).toEqual([
+      { inputTokens: 2_400, outputTokens: 12, cachedTokens: 0, cacheWriteTokens: 2_000 },
+      { inputTokens: 2_500, outputTokens: 9, cachedTokens: 2_000, cacheWriteTokens: 0 },
+    ]);
+    expect(Number(turns[0].cacheSavedUsd)).toBeLessThan(0);
+    expect(Number(turns[1].cacheSavedUsd)).toBeGreaterThan(0);
+
+    // The cost-log hook adds each ended turn to the roll-up shortly after it ends.
+    const daily = await waitFor(async () => {
+      const r = await own.get('/v1/usage/daily');
+      expect(r.status).toBe(200);
+      return r.body.totals.turns === 2 ? r.body : undefined;
+    });
+    const ledger = await own.get(`/v1/usage?${window()}`);
+    const expected = {
+      costUsd: sum(turns),
+      inputTokens: 4_900,
+      outputTokens: 21,
+      cachedTokens: 2_000,
+      cacheWriteTokens: 2_000,
+      cacheSavedUsd: saved(turns),
+      providerCalls: 2,
+      turns: 2,
+    };
+    expect(daily.totals).toEqual(expected);
+    expect(daily.days).toEqual([{ day: new Date().toISOString().slice(0, 10), ...expected }]);
+    // The same figures, named alike, as GET /v1/usage sums them from the ledger.
+    const { entries, ...sums } = ledger.body.totals;
+    expect(entries).toBe(2);
+    expect(sums).toEqual({
+      costUsd: expected.costUsd,
+      inputTokens: expected.inputTokens,
+      outputTokens: expected.outputTokens,
+      cachedTokens: expected.cachedTokens,
+      cacheWriteTokens: expected.cacheWriteTokens,
+      cacheSavedUsd: expected.cacheSavedUsd,
+    });
+  });
+
   it('defaults to the last 30 days grouped by day', async () => {
     const res = await api.get('/v1/usage');
     expect(res.status).toBe(200);

@@ -19,8 +19,15 @@ import { poolOf, type Db } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TASKS } from '@switchboard/platform';
-import type { TaskService } from '@switchboard/subagents';
-import { ApprovalStore, sqlDbFor, TenantsRepository, TurnStore, type SqlDb } from '@switchboard/store';
+import { AgentsRepository, type TaskService } from '@switchboard/subagents';
+import {
+  ApprovalStore,
+  SessionsRepository,
+  sqlDbFor,
+  TenantsRepository,
+  TurnStore,
+  type SqlDb,
+} from '@switchboard/store';
 import { Approvals, TenantPause } from '@switchboard/turns';
 import { AuthGuard } from './auth/guard';
 import { API_KEY_CACHE, ApiKeyCache } from './auth/key-cache';
@@ -34,10 +41,14 @@ import { APPROVALS, ApprovalsController } from './controllers/approvals.controll
 import { ApiKeysController } from './controllers/api-keys.controller';
 import { ChatCompletionsController } from './controllers/chat-completions.controller';
 import { ModelsController } from './controllers/models.controller';
+import { ResponsesController } from './controllers/responses.controller';
 import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { McpServersController } from './controllers/mcp-servers.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
+import { AGENT_TURNS, AgentTurns } from './http/agent-turns';
+import { McpController } from './controllers/mcp.controller';
+import { A2aController } from './controllers/a2a.controller';
 import { SessionsController } from './controllers/sessions.controller';
 import { TasksController } from './controllers/tasks.controller';
 import { HooksController } from './controllers/hooks.controller';
@@ -50,6 +61,7 @@ import { MemoryController } from './controllers/memory.controller';
 import { WorkItemsController } from './controllers/work-items.controller';
 import { AgentLifecycleController } from './controllers/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './http/chat-completion-stream';
+import { ResponsesStreamer } from './http/responses-stream';
 import { ErrorFilter } from './http/errors';
 import { ApiRateLimits, RateLimitGuard } from './http/rate-limit';
 import { InFlightRequests } from './http/in-flight';
@@ -134,6 +146,7 @@ export class GatewayModule {
         OpsController,
         ChatCompletionsController,
         ModelsController,
+        ResponsesController,
         StreamsController,
         TriggersController,
         HooksController,
@@ -144,6 +157,8 @@ export class GatewayModule {
         WorkItemsController,
         AgentLifecycleController,
         AuditController,
+        McpController,
+        A2aController,
       ],
       providers: [
         {
@@ -266,9 +281,47 @@ export class GatewayModule {
           useFactory: (sqlDb: SqlDb, live: LiveSubscriber, waiter: TurnWaiter) =>
             new EventStreams(sqlDb, live, waiter.shutdown),
         },
+        {
+          provide: AGENT_TURNS,
+          inject: [
+            AgentsRepository,
+            SessionsRepository,
+            ADMISSION,
+            TURN_WAITER,
+            EVENT_STREAMS,
+            TURN_CONTROL,
+            GATEWAY_SQL,
+            TASKS,
+            CONFIG,
+          ],
+          // The MCP server's and A2A's way to run an agent: chat completions' seams (docs/adr/0036, 0037).
+          useFactory: (
+            agents: AgentsRepository,
+            sessions: SessionsRepository,
+            admission: Admission,
+            waiter: TurnWaiter,
+            streams: EventStreams,
+            control: TurnControl,
+            sql: SqlDb,
+            tasks: TaskService,
+            config: Config,
+          ) =>
+            new AgentTurns({
+              agents,
+              sessions,
+              admission,
+              waiter,
+              streams,
+              control,
+              sql,
+              detail: turnDetail(tasks),
+              config,
+            }),
+        },
         ...REPOSITORIES,
         InFlightRequests,
         ChatCompletionStreamer,
+        ResponsesStreamer,
         LiveLifecycle,
         QueueDepthMetrics,
       ],

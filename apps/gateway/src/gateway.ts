@@ -9,6 +9,7 @@ import { registerJsonBodyParser } from './http/body';
 import { clientErrorHandler, frameworkErrors } from './http/errors';
 import { createOpenApiDocument } from './http/openapi';
 import { InFlightRequests } from './http/in-flight';
+import { registerQueueBoard } from './http/queue-board';
 import { registerRequestLog, requestLogOptions } from './http/request-log';
 import { registerSecurityHeaders } from './http/security-headers';
 
@@ -39,6 +40,7 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   registerRequestLog(app.getHttpAdapter().getInstance(), app.get<Metrics>(METRICS));
   app.get(InFlightRequests).attach(app.getHttpAdapter().getInstance());
 
+  await registerQueueBoard(app, config);
   SwaggerModule.setup('docs', app, createOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }

@@ -76,6 +76,7 @@ class ControlLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
 
   async onApplicationShutdown(): Promise<void> {
     await this.subscriber?.close();
+    this.runner.close();
   }
 }
 

@@ -6,7 +6,7 @@ import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@
 import { FIXTURES, startHooks, type Running } from '../../../test/support/stack';
 
 /** The post-turn processor dispatches by hook name through the hook registry; an unknown name is never retried. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('PostTurnProcessor', () => {
   let env: TestEnv;

@@ -21,7 +21,7 @@ import {
 import { Admission, type AdmitInput } from './admission';
 
 /** Admission on real Postgres and a real BullMQ queue. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('Admission', () => {
   let f: AdmissionFixture;

@@ -3,7 +3,7 @@ import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { importSession, type SessionImport } from './session-import';
 
 /** `importSession` on real Postgres: the seeded session, its ended first turn, and retries. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('importSession', () => {
   let env: TestEnv;

@@ -9,10 +9,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Tenants with their pause, limits, spend today and unfinished turns */
+    /**
+     * Tenants with their pause, limits, spend today and unfinished turns
+     * @description Every tenant in creation order, with its pause, operator settings (concurrency cap, fair share, daily spend cap, rate limits), today's spend and unfinished turns. Paged: up to `limit` (default 50, at most 200), then `cursor` = the previous page's `nextCursor` until it is null; a malformed cursor is a 400.
+     */
     get: operations['listTenants'];
     put?: never;
-    /** Create a tenant and its first API key */
+    /**
+     * Create a tenant and its first API key
+     * @description Creates a tenant and its first API key in one transaction and writes the audit entry as `operator`. The key is in this response only (store it); each call creates a new tenant, so a retry after a lost response makes a second one.
+     */
     post: operations['createTenant'];
     delete?: never;
     options?: never;
@@ -27,14 +33,20 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A tenant with its pause, limits, spend today and unfinished turns */
+    /**
+     * A tenant with its pause, limits, spend today and unfinished turns
+     * @description One tenant as the operator sees it: pause, operator settings, today's spend and unfinished turns. 404 when there is no such tenant.
+     */
     get: operations['getTenant'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    /** Set a tenant's concurrency cap, fair share weight or daily spend cap (null = default) */
+    /**
+     * Set a tenant's concurrency cap, fair share weight or daily spend cap (null = default)
+     * @description Sets the operator's settings of a tenant (docs/adr/0030): `maxConcurrentTurns`, `share` (fair-share weight) and `dailySpendLimitUsd`, each replaced when given and back to the default with `null`; absent fields are kept, so a repeat is harmless. Written with its audit entry; 404 for an unknown tenant.
+     */
     patch: operations['updateTenant'];
     trace?: never;
   };
@@ -51,7 +63,10 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    /** Set a tenant's rate limits (requests per minute per bucket; 0 = unlimited, null = default) */
+    /**
+     * Set a tenant's rate limits (requests per minute per bucket; 0 = unlimited, null = default)
+     * @description Merges the tenant's rate-limit overrides per bucket (docs/adr/0028): requests per minute, `0` for unlimited, `null` back to the deployment's default. Every gateway applies them within a few seconds; a repeat is harmless; 404 for an unknown tenant.
+     */
     patch: operations['updateTenantLimits'];
     trace?: never;
   };
@@ -64,7 +79,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Pause a tenant: admission refused, running turns stopped, queued turns kept */
+    /**
+     * Pause a tenant: admission refused, running turns stopped, queued turns kept
+     * @description Pauses a tenant (docs/adr/0030): its running turns stop at their next safe point, its queued turns stay queued, and every admission of its input answers 403 `tenant_paused` until it is resumed. Pausing a paused tenant changes nothing; the optional `reason` goes to the audit log.
+     */
     post: operations['pauseTenant'];
     delete?: never;
     options?: never;
@@ -81,7 +99,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Resume a paused tenant: admission opens, its queued turns run */
+    /**
+     * Resume a paused tenant: admission opens, its queued turns run
+     * @description Resumes a paused tenant: admission opens again and its queued turns are woken. Resuming a tenant that is not paused changes nothing; 404 for an unknown tenant.
+     */
     post: operations['resumeTenant'];
     delete?: never;
     options?: never;
@@ -96,7 +117,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The audit log across tenants, newest first (optionally of one tenant or action) */
+    /**
+     * The audit log across tenants, newest first (optionally of one tenant or action)
+     * @description The audit log of every tenant, and operator-wide entries, newest first; `tenantId` and `action` narrow it. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     */
     get: operations['listAdminAuditEvents'];
     put?: never;
     post?: never;
@@ -113,10 +137,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's API keys, by id (revoked ones included) */
+    /**
+     * The tenant's API keys, by id (revoked ones included)
+     * @description The tenant's API keys by id, revoked ones included (with `revokedAt`), with their display prefix and last use; never the secret. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     */
     get: operations['listApiKeys'];
     put?: never;
-    /** Create an API key for the calling tenant (the key is shown once) */
+    /**
+     * Create an API key for the calling tenant (the key is shown once)
+     * @description Creates another API key for the calling tenant; the secret `key` is in this response only (only its hash is stored). Each call makes a new key.
+     */
     post: operations['createApiKey'];
     delete?: never;
     options?: never;
@@ -134,7 +164,10 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    /** Revoke an API key */
+    /**
+     * Revoke an API key
+     * @description Revokes a key: it stops working at once on this gateway, on the others as soon as they hear of it on Redis, and at the latest when their cached lookup expires (API_KEY_CACHE_MS). Revoking twice is harmless and answers the key as it is; 404 for another tenant's key.
+     */
     delete: operations['revokeApiKey'];
     options?: never;
     head?: never;
@@ -148,10 +181,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Agents of the tenant, by id */
+    /**
+     * Agents of the tenant, by id
+     * @description The tenant's agents by id (deleted ones are not listed). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     */
     get: operations['listAgents'];
     put?: never;
-    /** Create an agent */
+    /**
+     * Create an agent
+     * @description `archetype` naming a built-in archetype (GET /v1/archetypes) fills `tier`, `instructions`, `tools` and `model` from it when they are omitted; any other value is a free label. `allowedSubagents` names must resolve (an agent of the tenant, else a built-in archetype) and obey the tier rules (chat → reasoning | worker; reasoning → worker; worker → nothing): 400 otherwise, and 409 (details.referrers) when the new agent, overriding an archetype's name, would break another agent's list.
+     */
     post: operations['createAgent'];
     delete?: never;
     options?: never;
@@ -166,15 +205,24 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An agent and its status */
+    /**
+     * An agent and its status
+     * @description `status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. `status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and since when, and its current work item.
+     */
     get: operations['getAgent'];
     put?: never;
     post?: never;
-    /** Delete an agent (soft) */
+    /**
+     * Delete an agent (soft)
+     * @description 409 when an agent listing it in `allowedSubagents` would break (details.referrers), or for a built-in archetype's row.
+     */
     delete: operations['deleteAgent'];
     options?: never;
     head?: never;
-    /** Change fields of an agent */
+    /**
+     * Change fields of an agent
+     * @description The tier rules are checked as on create, for this agent and for every agent listing it in `allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 (details.referrers names them). A built-in archetype's row is read-only (409): create an agent with its name to override it.
+     */
     patch: operations['updateAgent'];
     trace?: never;
   };
@@ -185,7 +233,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Built-in archetypes */
+    /**
+     * Built-in archetypes
+     * @description The archetypes every tenant has, usable as sub-agents by name and as `archetype` defaults of a new agent. An agent of the tenant with the same name overrides one.
+     */
     get: operations['listArchetypes'];
     put?: never;
     post?: never;
@@ -202,10 +253,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Sessions of the tenant, by id */
+    /**
+     * Sessions of the tenant, by id
+     * @description The tenant's sessions by id, open and closed. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     */
     get: operations['listSessions'];
     put?: never;
-    /** Start a session with an agent */
+    /**
+     * Start a session with an agent
+     * @description Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session.
+     */
     post: operations['createSession'];
     delete?: never;
     options?: never;
@@ -220,11 +277,17 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A session */
+    /**
+     * A session
+     * @description A session: its agent, status (open or closed), title, metadata, usage and timestamps. 404 when it is not the calling tenant's.
+     */
     get: operations['getSession'];
     put?: never;
     post?: never;
-    /** Close a session */
+    /**
+     * Close a session
+     * @description Closes the session: its history stays readable and new messages are refused with 409. Closing a closed session is harmless and answers it as it is.
+     */
     delete: operations['closeSession'];
     options?: never;
     head?: never;
@@ -238,10 +301,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The session's transcript */
+    /**
+     * The session's transcript
+     * @description The session's transcript in order, with provenance (who or what admitted each entry) on every entry. Paged by `limit` and `cursor`; 404 for an unknown session.
+     */
     get: operations['listMessages'];
     put?: never;
-    /** Admit a message: a turn runs it */
+    /**
+     * Admit a message: a turn runs it
+     * @description Admits a message into the session: it is persisted before the answer, then a turn runs it (202 with the turn's id). With `wait` the request holds until the turn ends and answers 200 with it, or 202 when the bound passes first. An `Idempotency-Key` makes a retry return the first admission; 409 for a closed session or a stopped agent, 403 when the operator paused the tenant.
+     */
     post: operations['admitMessage'];
     delete?: never;
     options?: never;
@@ -256,7 +325,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The session's event journal */
+    /**
+     * The session's event journal
+     * @description The session's durable event journal, ordered by its per-session `seq`: every turn's rounds, tool calls, approvals and ends. Pass `after` = the last seq you saw for the next events, up to `limit` (at most 500); the same journal the SSE streams replay.
+     */
     get: operations['listEvents'];
     put?: never;
     post?: never;
@@ -273,7 +345,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A turn */
+    /**
+     * A turn
+     * @description A turn: status, final text, stop reason, usage and cost, tool calls and the provider attempt timeline. 404 when it is not the calling tenant's.
+     */
     get: operations['getTurn'];
     put?: never;
     post?: never;
@@ -292,7 +367,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Cancel a turn */
+    /**
+     * Cancel a turn
+     * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.
+     */
     post: operations['cancelTurn'];
     delete?: never;
     options?: never;
@@ -307,7 +385,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A sub-agent task */
+    /**
+     * A sub-agent task
+     * @description A sub-agent task: its parent turn, child session and turn, status, input, its handback (the question it asks when `awaiting_user`) and output. 404 when it is not the calling tenant's.
+     */
     get: operations['getTask'];
     put?: never;
     post?: never;
@@ -326,7 +407,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Answer a sub-agent's question; the child resumes */
+    /**
+     * Answer a sub-agent's question; the child resumes
+     * @description Answers the question a sub-agent asked (`awaiting_user` handback): the answer is stored on the task and the child's turn resumes with it. 409 when the child is not waiting for an answer (already answered, ended or cancelled).
+     */
     post: operations['answerTask'];
     delete?: never;
     options?: never;
@@ -341,7 +425,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Approvals of the tenant, newest first */
+    /**
+     * Approvals of the tenant, newest first
+     * @description The tenant's approvals, newest first; `status=pending` lists what waits for a decision (never one whose turn has ended). Paged by `limit` (default 50, at most 200) and `cursor`.
+     */
     get: operations['listApprovals'];
     put?: never;
     post?: never;
@@ -358,10 +445,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An approval */
+    /**
+     * An approval
+     * @description An approval: the gated tool call (tool, arguments, side-effect class), its turn, the policy that gated it, its status, decision and expiry. 404 when it is not the calling tenant's.
+     */
     get: operations['getApproval'];
     put?: never;
-    /** Approve or reject a gated tool call; its turn resumes */
+    /**
+     * Approve or reject a gated tool call; its turn resumes
+     * @description Approves or rejects a gated tool call, once; the turn resumes with the decision. Replaying the same decision answers the stored one; another decision, a decision after the expiry or on a turn that no longer waits (cancelled) is a 409.
+     */
     post: operations['decideApproval'];
     delete?: never;
     options?: never;
@@ -376,14 +469,20 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's settings */
+    /**
+     * The tenant's settings
+     * @description The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret) and the daily spend cap.
+     */
     get: operations['getSettings'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    /** Change the tenant's settings */
+    /**
+     * Change the tenant's settings
+     * @description Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are.
+     */
     patch: operations['updateSettings'];
     trace?: never;
   };
@@ -394,7 +493,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Liveness */
+    /**
+     * Liveness
+     * @description Liveness: 200 while the process answers. It never checks a dependency (a restart would not bring Postgres back); no credentials.
+     */
     get: operations['getHealth'];
     put?: never;
     post?: never;
@@ -411,7 +513,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Readiness: Postgres and Redis answer */
+    /**
+     * Readiness: Postgres and Redis answer
+     * @description Readiness: 200 when Postgres answers `SELECT 1` and Redis `PING`, 503 naming the failing check otherwise (and while the gateway drains after SIGTERM). No credentials.
+     */
     get: operations['getReadiness'];
     put?: never;
     post?: never;
@@ -428,7 +533,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Prometheus metrics */
+    /**
+     * Prometheus metrics
+     * @description The gateway's metrics (HTTP requests, queue depth, the process). In the Prometheus text format by default; in OpenMetrics, with exemplars linking latency buckets to traces, when the Accept header asks for `application/openmetrics-text` (as Prometheus does).
+     */
     get: operations['getMetrics'];
     put?: never;
     post?: never;
@@ -447,7 +555,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** OpenAI-compatible chat completion: the agent named by `model` answers in a session */
+    /**
+     * OpenAI-compatible chat completion: the agent named by `model` answers in a session
+     * @description OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent).
+     */
     post: operations['createChatCompletion'];
     delete?: never;
     options?: never;
@@ -462,7 +573,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** OpenAI-compatible: the tenant's agents as models, most recent first (at most 1000) */
+    /**
+     * OpenAI-compatible: the tenant's agents as models, most recent first (at most 1000)
+     * @description The tenant's agents as OpenAI model objects (`id` = the agent's name), most recent first, so an OpenAI-compatible front-end can offer them in its model picker. Not paged: at most the 1000 most recent; errors in OpenAI's shape.
+     */
     get: operations['listModels'];
     put?: never;
     post?: never;
@@ -479,7 +593,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** OpenAI-compatible: one agent as a model, by name */
+    /**
+     * OpenAI-compatible: one agent as a model, by name
+     * @description One agent as an OpenAI model object, by its name. 404 in OpenAI's error shape when the tenant has no agent of that name.
+     */
     get: operations['retrieveModel'];
     put?: never;
     post?: never;
@@ -496,7 +613,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A turn's events (SSE) */
+    /**
+     * A turn's events (SSE)
+     * @description The turn's journaled events from the start (or after `Last-Event-ID` / `after`), then live as it runs, with the text as the provider streams it; the stream ends after its terminal event, at once for a turn that had ended. Reconnecting with the last seq resumes with nothing missed; 404 for an unknown turn.
+     */
     get: operations['streamTurn'];
     put?: never;
     post?: never;
@@ -513,7 +633,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A session's events (SSE) */
+    /**
+     * A session's events (SSE)
+     * @description Every turn's events in the session: the journal from the start (or after `Last-Event-ID` / `after`), then live, staying open until the client leaves (or the gateway drains). Reconnecting with the last seq resumes with nothing missed; 404 for an unknown session.
+     */
     get: operations['streamSession'];
     put?: never;
     post?: never;
@@ -530,10 +653,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's triggers, by id; revoked ones with `includeRevoked=true` */
+    /**
+     * The tenant's triggers, by id; revoked ones with `includeRevoked=true`
+     * @description The tenant's triggers by id, without secrets; revoked ones only with `includeRevoked=true`. Paged by `limit` (default 50, at most 200) and `cursor`.
+     */
     get: operations['listTriggers'];
     put?: never;
-    /** Create a trigger: its URL token and signing secret are shown once */
+    /**
+     * Create a trigger: its URL token and signing secret are shown once
+     * @description Creates a webhook trigger for one of the tenant's agents: deliveries to its URL are verified by the trigger's scheme (GitHub, Slack, Standard Webhooks, a plain token) and admitted as messages. Its URL token and signing secret are in this response only; 404 when the agent does not exist.
+     */
     post: operations['createTrigger'];
     delete?: never;
     options?: never;
@@ -548,11 +677,17 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A trigger */
+    /**
+     * A trigger
+     * @description A trigger, without its secret or URL token. 404 when it is not the calling tenant's.
+     */
     get: operations['getTrigger'];
     put?: never;
     post?: never;
-    /** Revoke a trigger */
+    /**
+     * Revoke a trigger
+     * @description Revokes the trigger: its URL answers 404 from now on. Revoking twice is harmless and answers the trigger as it is.
+     */
     delete: operations['revokeTrigger'];
     options?: never;
     head?: never;
@@ -568,7 +703,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Rotate a trigger's signing secret (or a token trigger's URL token) */
+    /**
+     * Rotate a trigger's signing secret (or a token trigger's URL token)
+     * @description Rotates the trigger's credential (docs/adr/0019): a signed scheme gets a new signing secret, and the previous one keeps verifying for `graceSeconds`; a `token` trigger gets a new URL token and the old URL stops at once. The new secret or URL is in this response only; 409 for a revoked trigger.
+     */
     post: operations['rotateTrigger'];
     delete?: never;
     options?: never;
@@ -585,7 +723,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Deliver a webhook to a trigger (the URL token is the credential; signed by the trigger scheme) */
+    /**
+     * Deliver a webhook to a trigger (the URL token is the credential; signed by the trigger scheme)
+     * @description The webhook ingress (docs/adr/0019): no API key, the URL's token is the credential, and the body's signature is checked by the trigger's scheme before anything is written. An accepted delivery is stored, deduplicated by the sender's delivery id (a replay writes nothing new and is answered 202 again), and handed to triage. 401 for a refused signature, 404 for an unknown or revoked token, 403 when the tenant is paused, 409 when the agent is stopped.
+     */
     post: operations['deliverHook'];
     delete?: never;
     options?: never;
@@ -600,10 +741,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Schedules of the tenant, by id */
+    /**
+     * Schedules of the tenant, by id
+     * @description The tenant's schedules by id, with their last and next fire times. Paged by `limit` (default 50, at most 200) and `cursor`.
+     */
     get: operations['listSchedules'];
     put?: never;
-    /** Create a cron schedule that admits timer_tick messages */
+    /**
+     * Create a cron schedule that admits timer_tick messages
+     * @description Each fire admits one `timer_tick` into `sessionId`, or into a session the schedule gets at creation.
+     */
     post: operations['createSchedule'];
     delete?: never;
     options?: never;
@@ -618,15 +765,24 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A schedule */
+    /**
+     * A schedule
+     * @description A schedule: its cron expression, time zone, payload, whether it is enabled and when it fires next. 404 when it is not the calling tenant's.
+     */
     get: operations['getSchedule'];
     put?: never;
     post?: never;
-    /** Delete a schedule */
+    /**
+     * Delete a schedule
+     * @description Stops the schedule for good; its session and the ticks it already admitted stay. 404 when it is not the calling tenant's (or already deleted).
+     */
     delete: operations['deleteSchedule'];
     options?: never;
     head?: never;
-    /** Change a schedule: its expression, zone or payload; pause (enabled: false) or resume */
+    /**
+     * Change a schedule: its expression, zone or payload; pause (enabled: false) or resume
+     * @description Changes a schedule's expression, time zone or payload, or pauses (`enabled: false`) and resumes it; the next fire time is recomputed. Absent fields are kept, so a repeat is harmless; 400 for an invalid cron expression or zone.
+     */
     patch: operations['updateSchedule'];
     trace?: never;
   };
@@ -637,10 +793,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's MCP servers, by id */
+    /**
+     * The tenant's MCP servers, by id
+     * @description The tenant's MCP servers by id, with their status and cached tool count; never the auth header. Paged by `limit` (default 50, at most 200) and `cursor`.
+     */
     get: operations['listMcpServers'];
     put?: never;
-    /** Register an MCP server: its tools become available to agents as <name>__<tool> */
+    /**
+     * Register an MCP server: its tools become available to agents as <name>__<tool>
+     * @description Connects and lists the tools. A server that cannot be reached is still registered with status `unreachable` (see lastError). A URL on a private, loopback or link-local address is refused unless the deployment allows the host (MCP_ALLOW_HOSTS). The auth header value is never returned.
+     */
     post: operations['createMcpServer'];
     delete?: never;
     options?: never;
@@ -655,15 +817,24 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An MCP server and its cached tools (namespaced names, side-effect classes) */
+    /**
+     * An MCP server and its cached tools (namespaced names, side-effect classes)
+     * @description An MCP server with its cached tools (namespaced `<server>__<tool>` names, side-effect classes) and its last error. 404 when it is not the calling tenant's.
+     */
     get: operations['getMcpServer'];
     put?: never;
     post?: never;
-    /** Delete an MCP server (soft) */
+    /**
+     * Delete an MCP server (soft)
+     * @description Deletes the registration (soft). Agents that name its tools keep their lists; those tools are simply not available any more. 404 when it is not the calling tenant's.
+     */
     delete: operations['deleteMcpServer'];
     options?: never;
     head?: never;
-    /** Change an MCP server's settings: approval, timeoutMs, idempotencyKeys */
+    /**
+     * Change an MCP server's settings: approval, timeoutMs, idempotencyKeys
+     * @description The name, URL and auth header are fixed (delete and register again). Workers apply the new settings when a turn (or a resumed turn) next resolves the server's tools.
+     */
     patch: operations['updateMcpServer'];
     trace?: never;
   };
@@ -676,7 +847,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** List an MCP server's tools again and store them */
+    /**
+     * List an MCP server's tools again and store them
+     * @description Workers pick the new list up within MCP_TOOLS_TTL_MS.
+     */
     post: operations['refreshMcpServer'];
     delete?: never;
     options?: never;
@@ -691,7 +865,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's tokens and cost over a window, grouped */
+    /**
+     * The tenant's tokens and cost over a window, grouped
+     * @description Sums of the cost ledger over [from, to) (default: the last 30 days; at most 366 days), grouped by `groupBy`, a comma list of day|agent|session|model (default `day`, UTC days).
+     */
     get: operations['getUsage'];
     put?: never;
     post?: never;
@@ -708,7 +885,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's spend per UTC day (the cost-log hook's roll-up) */
+    /**
+     * The tenant's spend per UTC day (the cost-log hook's roll-up)
+     * @description Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, tokens, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once (and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap.
+     */
     get: operations['getDailySpend'];
     put?: never;
     post?: never;
@@ -725,10 +905,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The agent's memory records, newest first, or the best matches of `q` */
+    /**
+     * The agent's memory records, newest first, or the best matches of `q`
+     * @description Without `q`: a listing, newest first, paged by `cursor`. With `q`: a full-text search (CJK by bigrams), best first, up to `limit` (default 20, at most 50) and no further pages.
+     */
     get: operations['listMemory'];
     put?: never;
-    /** Add a note or fact to the agent’s memory */
+    /**
+     * Add a note or fact to the agent’s memory
+     * @description Provenance `{source: "api"}`; `kind` defaults to `note`, `title` to the first line.
+     */
     post: operations['addMemory'];
     delete?: never;
     options?: never;
@@ -743,11 +929,17 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A memory record's exact content */
+    /**
+     * A memory record's exact content
+     * @description At most `maxChars` characters (default 12,000, at most 50,000); `truncated` tells.
+     */
     get: operations['getMemory'];
     put?: never;
     post?: never;
-    /** Forget a memory record */
+    /**
+     * Forget a memory record
+     * @description Forgets one record of the agent's memory: it no longer shows in listings, searches or recall. 404 when the agent or the record is unknown.
+     */
     delete: operations['forgetMemory'];
     options?: never;
     head?: never;
@@ -761,10 +953,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The agent's work items of one view, oldest first */
+    /**
+     * The agent's work items of one view, oldest first
+     * @description `view`: all (default), current, queued (open, not current, not blocked), runnable (open, not blocked, plan not needs_input), blocked, waiting_for_operator (plan needs_input), completed (completed or cancelled).
+     */
     get: operations['listWorkItems'];
     put?: never;
-    /** Enqueue a work item for the agent */
+    /**
+     * Enqueue a work item for the agent
+     * @description A control-plane enqueue: an open item joins the queue without any transcript message and never replaces the agent's current item. An idle agent is driven to it by runtime system ticks.
+     */
     post: operations['createWorkItem'];
     delete?: never;
     options?: never;
@@ -779,7 +977,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** A work item */
+    /**
+     * A work item
+     * @description A work item of the agent: its objective, state, plan and todo list, what blocks it, its readiness and completion report. 404 when the agent or the item is unknown.
+     */
     get: operations['getWorkItem'];
     put?: never;
     post?: never;
@@ -798,7 +999,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Complete a work item as the operator */
+    /**
+     * Complete a work item as the operator
+     * @description `summary`, when given, is its completion report. 409 when it is already closed.
+     */
     post: operations['completeWorkItem'];
     delete?: never;
     options?: never;
@@ -815,7 +1019,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Cancel a work item */
+    /**
+     * Cancel a work item
+     * @description The item leaves the queue for good (state cancelled); the agent drops it as its focus. `reason` is kept as its closing note. 409 when it is already closed.
+     */
     post: operations['cancelWorkItem'];
     delete?: never;
     options?: never;
@@ -832,7 +1039,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Pause an agent: its queued turns and work wait until it is resumed */
+    /**
+     * Pause an agent: its queued turns and work wait until it is resumed
+     * @description Admission goes on (messages queue); nothing new starts. A turn already running finishes.
+     */
     post: operations['pauseAgent'];
     delete?: never;
     options?: never;
@@ -849,7 +1059,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Stop an agent: nothing new is admitted for it until it is resumed */
+    /**
+     * Stop an agent: nothing new is admitted for it until it is resumed
+     * @description Every admission for it (API messages, chat completions, webhook deliveries, schedule fires, runtime ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. A turn already running finishes.
+     */
     post: operations['stopAgent'];
     delete?: never;
     options?: never;
@@ -866,7 +1079,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Resume a paused or stopped agent: what was held runs */
+    /**
+     * Resume a paused or stopped agent: what was held runs
+     * @description Resumes a paused or stopped agent: its held turns and work run again. Resuming an agent that is neither paused nor stopped changes nothing; 404 for an unknown agent.
+     */
     post: operations['resumeAgent'];
     delete?: never;
     options?: never;
@@ -881,7 +1097,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's audit log, newest first (optionally of one action) */
+    /**
+     * The tenant's audit log, newest first (optionally of one action)
+     * @description The tenant's audit log (who changed what: keys, agents, triggers, settings, operator actions), newest first, optionally of one `action`. Paged by `limit` (default 50, at most 200) and `cursor`.
+     */
     get: operations['listAuditEvents'];
     put?: never;
     post?: never;
@@ -3316,6 +3535,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "acme-support"
+         *     }
+         */
         'application/json': components['schemas']['CreateTenantDto'];
       };
     };
@@ -3454,6 +3678,13 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "maxConcurrentTurns": 20,
+         *       "share": 2,
+         *       "dailySpendLimitUsd": 150
+         *     }
+         */
         'application/json': components['schemas']['UpdateTenantDto'];
       };
     };
@@ -3543,6 +3774,13 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "admission": 1200,
+         *       "reads": 6000,
+         *       "webhooks": null
+         *     }
+         */
         'application/json': components['schemas']['UpdateRateLimitsDto'];
       };
     };
@@ -3632,6 +3870,11 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "reason": "invoice overdue: paused until billing confirms payment"
+         *     }
+         */
         'application/json': components['schemas']['PauseTenantDto'];
       };
     };
@@ -3721,6 +3964,7 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /** @example {} */
         'application/json': components['schemas']['ResumeTenantDto'];
       };
     };
@@ -3952,6 +4196,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "ci-deploy-bot"
+         *     }
+         */
         'application/json': components['schemas']['CreateApiKeyDto'];
       };
     };
@@ -4192,11 +4441,34 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "support-triage",
+         *       "tier": "chat",
+         *       "instructions": "You answer customer questions about Acme Cloud. Look things up before answering; hand billing disputes to a human.",
+         *       "model": "openai/gpt-4.1-mini",
+         *       "fallbackModels": [
+         *         "anthropic/claude-sonnet-4-5"
+         *       ],
+         *       "tools": [
+         *         "http_fetch",
+         *         "current_time"
+         *       ],
+         *       "approvalRequired": [
+         *         "http_fetch"
+         *       ],
+         *       "budgets": {
+         *         "maxIterations": 12,
+         *         "maxUsd": 0.5,
+         *         "deadlineMs": 120000
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['CreateAgentDto'];
       };
     };
     responses: {
-      /** @description `archetype` naming a built-in archetype (GET /v1/archetypes) fills `tier`, `instructions`, `tools` and `model` from it when they are omitted; any other value is a free label. `allowedSubagents` names must resolve (an agent of the tenant, else a built-in archetype) and obey the tier rules (chat → reasoning | worker; reasoning → worker; worker → nothing): 400 otherwise, and 409 (details.referrers) when the new agent, overriding an archetype's name, would break another agent's list. */
+      /** @description Create an agent */
       201: {
         headers: {
           [name: string]: unknown;
@@ -4296,7 +4568,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description `status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. `status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and since when, and its current work item. */
+      /** @description An agent and its status */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4369,7 +4641,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description 409 when an agent listing it in `allowedSubagents` would break (details.referrers), or for a built-in archetype's row. */
+      /** @description Delete an agent (soft) */
       204: {
         headers: {
           [name: string]: unknown;
@@ -4449,11 +4721,20 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "instructions": "You answer customer questions about Acme Cloud in the customer’s language.",
+         *       "budgets": {
+         *         "maxIterations": 16,
+         *         "maxUsd": 1
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['UpdateAgentDto'];
       };
     };
     responses: {
-      /** @description The tier rules are checked as on create, for this agent and for every agent listing it in `allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 (details.referrers names them). A built-in archetype's row is read-only (409): create an agent with its name to override it. */
+      /** @description Change fields of an agent */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4560,7 +4841,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The archetypes every tenant has, usable as sub-agents by name and as `archetype` defaults of a new agent. An agent of the tenant with the same name overrides one. */
+      /** @description Built-in archetypes */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4696,6 +4977,16 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "agentId": "0197a3c2-5d1e-7c4b-9f0a-3e2d1c0b9a87",
+         *       "title": "Ticket #4821: cannot reset password",
+         *       "metadata": {
+         *         "ticketId": 4821,
+         *         "channel": "email"
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['CreateSessionDto'];
       };
     };
@@ -5034,6 +5325,15 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "content": "My password reset link expired twice. Can you check what is wrong with my account?",
+         *       "metadata": {
+         *         "from": "jane@example.com"
+         *       },
+         *       "wait": 30
+         *     }
+         */
         'application/json': components['schemas']['AdmitMessageDto'];
       };
     };
@@ -5332,6 +5632,11 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "reason": "the customer closed the ticket"
+         *     }
+         */
         'application/json': components['schemas']['CancelTurnDto'];
       };
     };
@@ -5518,6 +5823,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "answer": "Use the EU region: the customer is in Germany."
+         *     }
+         */
         'application/json': components['schemas']['AnswerTaskDto'];
       };
     };
@@ -5779,6 +6089,12 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "decision": "approve",
+         *       "reason": "read-only status page fetch"
+         *     }
+         */
         'application/json': components['schemas']['DecideApprovalDto'];
       };
     };
@@ -5952,6 +6268,18 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "modelRoutes": {
+         *         "reasoning": "anthropic/claude-sonnet-4-5",
+         *         "burst": null
+         *       },
+         *       "blockedTools": [
+         *         "http_fetch"
+         *       ],
+         *       "dailySpendLimitUsd": 50
+         *     }
+         */
         'application/json': components['schemas']['UpdateSettingsDto'];
       };
     };
@@ -6112,13 +6440,14 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Prometheus text exposition format */
+      /** @description Prometheus text exposition format, or OpenMetrics when asked for */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'text/plain': string;
+          'application/openmetrics-text': string;
         };
       };
       /** @description Unexpected failure (logged) */
@@ -6146,6 +6475,25 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "model": "support-triage",
+         *       "messages": [
+         *         {
+         *           "role": "system",
+         *           "content": "Answer briefly."
+         *         },
+         *         {
+         *           "role": "user",
+         *           "content": "What is the status of ticket #4821?"
+         *         }
+         *       ],
+         *       "stream": false,
+         *       "metadata": {
+         *         "session_id": "0197a3c4-1b2a-7d3e-8f4c-5a6b7c8d9e0f"
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['ChatCompletionDto'];
       };
     };
@@ -6660,6 +7008,30 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "agentId": "0197a3c2-5d1e-7c4b-9f0a-3e2d1c0b9a87",
+         *       "name": "github-issues",
+         *       "scheme": "github",
+         *       "rules": [
+         *         {
+         *           "match": {
+         *             "eventType": "issues",
+         *             "path": "action",
+         *             "equals": "opened"
+         *           },
+         *           "action": "spawn_reactor"
+         *         },
+         *         {
+         *           "match": {
+         *             "eventType": "issues"
+         *           },
+         *           "action": "drop",
+         *           "reason": "only new issues start a turn"
+         *         }
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateTriggerDto'];
       };
     };
@@ -6910,6 +7282,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "graceSeconds": 3600
+         *     }
+         */
         'application/json': components['schemas']['RotateTriggerDto'];
       };
     };
@@ -7222,11 +7599,21 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "agentId": "0197a3c2-5d1e-7c4b-9f0a-3e2d1c0b9a87",
+         *       "cron": "0 9 * * 1-5",
+         *       "timezone": "Europe/Paris",
+         *       "payload": {
+         *         "text": "Summarise the tickets opened since yesterday 09:00."
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['CreateScheduleDto'];
       };
     };
     responses: {
-      /** @description Each fire admits one `timer_tick` into `sessionId`, or into a session the schedule gets at creation. */
+      /** @description Create a cron schedule that admits timer_tick messages */
       201: {
         headers: {
           [name: string]: unknown;
@@ -7479,6 +7866,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "enabled": false
+         *     }
+         */
         'application/json': components['schemas']['UpdateScheduleDto'];
       };
     };
@@ -7655,11 +8047,23 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "linear",
+         *       "url": "https://mcp.linear.app/mcp",
+         *       "auth": {
+         *         "header": "Authorization",
+         *         "value": "Bearer lin_api_0123456789abcdef"
+         *       },
+         *       "timeoutMs": 20000,
+         *       "approval": "side_effects"
+         *     }
+         */
         'application/json': components['schemas']['CreateMcpServerDto'];
       };
     };
     responses: {
-      /** @description Connects and lists the tools. A server that cannot be reached is still registered with status `unreachable` (see lastError). A URL on a private, loopback or link-local address is refused unless the deployment allows the host (MCP_ALLOW_HOSTS). The auth header value is never returned. */
+      /** @description Register an MCP server: its tools become available to agents as <name>__<tool> */
       201: {
         headers: {
           [name: string]: unknown;
@@ -7903,11 +8307,17 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "approval": "destructive_only",
+         *       "timeoutMs": 45000
+         *     }
+         */
         'application/json': components['schemas']['UpdateMcpServerDto'];
       };
     };
     responses: {
-      /** @description The name, URL and auth header are fixed (delete and register again). Workers apply the new settings when a turn (or a resumed turn) next resolves the server's tools. */
+      /** @description Change an MCP server's settings: approval, timeoutMs, idempotencyKeys */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8007,7 +8417,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Workers pick the new list up within MCP_TOOLS_TTL_MS. */
+      /** @description List an MCP server's tools again and store them */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8085,7 +8495,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Sums of the cost ledger over [from, to) (default: the last 30 days; at most 366 days), grouped by `groupBy`, a comma list of day|agent|session|model (default `day`, UTC days). */
+      /** @description The tenant's tokens and cost over a window, grouped */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8161,7 +8571,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, tokens, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once (and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap. */
+      /** @description The tenant's spend per UTC day (the cost-log hook's roll-up) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8239,7 +8649,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Without `q`: a listing, newest first, paged by `cursor`. With `q`: a full-text search (CJK by bigrams), best first, up to `limit` (default 20, at most 50) and no further pages. */
+      /** @description The agent's memory records, newest first, or the best matches of `q` */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8321,11 +8731,18 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "content": "Acme Cloud resets passwords through SSO for enterprise accounts: the reset link does not apply there.",
+         *       "title": "Password resets on enterprise accounts",
+         *       "kind": "fact"
+         *     }
+         */
         'application/json': components['schemas']['AddMemoryDto'];
       };
     };
     responses: {
-      /** @description Provenance `{source: "api"}`; `kind` defaults to `note`, `title` to the first line. */
+      /** @description Add a note or fact to the agent’s memory */
       201: {
         headers: {
           [name: string]: unknown;
@@ -8428,7 +8845,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description At most `maxChars` characters (default 12,000, at most 50,000); `truncated` tells. */
+      /** @description A memory record's exact content */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8586,7 +9003,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description `view`: all (default), current, queued (open, not current, not blocked), runnable (open, not blocked, plan not needs_input), blocked, waiting_for_operator (plan needs_input), completed (completed or cancelled). */
+      /** @description The agent's work items of one view, oldest first */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8668,11 +9085,27 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "objective": "Triage the 12 open tickets tagged \"billing\" and draft a reply for each.",
+         *       "planStatus": "draft",
+         *       "todoList": [
+         *         {
+         *           "text": "List the open billing tickets",
+         *           "state": "pending"
+         *         },
+         *         {
+         *           "text": "Draft a reply per ticket",
+         *           "state": "pending"
+         *         }
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateWorkItemDto'];
       };
     };
     responses: {
-      /** @description A control-plane enqueue: an open item joins the queue without any transcript message and never replaces the agent's current item. An idle agent is driven to it by runtime system ticks. */
+      /** @description Enqueue a work item for the agent */
       201: {
         headers: {
           [name: string]: unknown;
@@ -8847,11 +9280,16 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "summary": "Replied to 12 billing tickets; 2 escalated to finance."
+         *     }
+         */
         'application/json': components['schemas']['CompleteWorkItemDto'];
       };
     };
     responses: {
-      /** @description `summary`, when given, is its completion report. 409 when it is already closed. */
+      /** @description Complete a work item as the operator */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8961,11 +9399,16 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "reason": "superseded by the new billing workflow"
+         *     }
+         */
         'application/json': components['schemas']['CancelWorkItemDto'];
       };
     };
     responses: {
-      /** @description The item leaves the queue for good (state cancelled); the agent drops it as its focus. `reason` is kept as its closing note. 409 when it is already closed. */
+      /** @description Cancel a work item */
       200: {
         headers: {
           [name: string]: unknown;
@@ -9074,11 +9517,16 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "reason": "provider incident: holding new work until it is resolved"
+         *     }
+         */
         'application/json': components['schemas']['AgentPostureDto'];
       };
     };
     responses: {
-      /** @description Admission goes on (messages queue); nothing new starts. A turn already running finishes. */
+      /** @description Pause an agent: its queued turns and work wait until it is resumed */
       200: {
         headers: {
           [name: string]: unknown;
@@ -9178,11 +9626,16 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "reason": "provider incident: holding new work until it is resolved"
+         *     }
+         */
         'application/json': components['schemas']['AgentPostureDto'];
       };
     };
     responses: {
-      /** @description Every admission for it (API messages, chat completions, webhook deliveries, schedule fires, runtime ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. A turn already running finishes. */
+      /** @description Stop an agent: nothing new is admitted for it until it is resumed */
       200: {
         headers: {
           [name: string]: unknown;

@@ -59,6 +59,7 @@ describe('loadConfig', () => {
       SSE_HEARTBEAT_MS: 15_000,
       API_KEY_CACHE_MS: 5_000,
       SESSION_LEASE_MS: 30_000,
+      QUEUE_BOARD_ACTIONS: false,
       QUEUE_LOCK_MS: 30_000,
       QUEUE_STALLED_INTERVAL_MS: 30_000,
       RECONCILE_INTERVAL_MS: 60_000,

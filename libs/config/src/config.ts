@@ -293,6 +293,14 @@ export const ConfigSchema = z.object({
   /** Workers serve /metrics (Prometheus), /healthz and /readyz on this port, on HOST; 0 turns it off. */
   METRICS_PORT: Int(0, 0),
   SHUTDOWN_GRACE_MS: Int(25_000, 0),
+  /**
+   * The queue board at /admin/queues (Bull Board, ADMIN_TOKEN) is read-only unless this is `true`:
+   * then the operator can retry, promote, clean, pause and empty jobs and queues from it.
+   */
+  QUEUE_BOARD_ACTIONS: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   OTEL_SDK_DISABLED: z
     .enum(['true', 'false'])
     .default('false')

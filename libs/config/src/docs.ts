@@ -25,7 +25,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   HOST: { meaning: "the address the gateway's `PORT` and the workers' `METRICS_PORT` listen on" },
   ADMIN_TOKEN: {
     meaning:
-      'guards the admin API (`/v1/admin/...`: tenants, their limits and pause, the audit log of every tenant); at least 16 characters',
+      'guards the admin API (`/v1/admin/...`: tenants, their limits and pause, the audit log of every tenant) and the queue board (`/admin/queues`); at least 16 characters',
     default: 'unset (admin API disabled)',
   },
   TRIGGER_SECRET_KEY: {
@@ -122,7 +122,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   },
   RATE_LIMIT_ADMISSION_PER_MIN: {
     meaning:
-      'admissions (`POST /v1/sessions/{id}/messages` and `POST /v1/chat/completions` together) per minute per tenant, counted in Redis across all gateways; past it 429 `rate_limited` with `Retry-After`, `RateLimit` and `RateLimit-Policy` (ADR 0028); `0` turns the bucket off',
+      'admissions (`POST /v1/sessions/{id}/messages`, `/v1/chat/completions`, `/v1/responses` together) per minute per tenant, counted in Redis across all gateways; past it 429 `rate_limited` with `Retry-After`, `RateLimit` and `RateLimit-Policy` (ADR 0028); `0` turns the bucket off',
   },
   RATE_LIMIT_READS_PER_MIN: { meaning: 'tenant `GET` requests per minute per tenant (ADR 0028); `0` off' },
   RATE_LIMIT_WRITES_PER_MIN: {
@@ -240,6 +240,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   SHUTDOWN_GRACE_MS: {
     meaning:
       'how long a process that got SIGTERM lets running work finish (requests, turns to their next checkpoint, jobs) before it exits',
+  },
+  QUEUE_BOARD_ACTIONS: {
+    meaning:
+      '`true` lets the queue board (`/admin/queues`, Bull Board behind `ADMIN_TOKEN`) retry, promote, clean, pause and empty jobs and queues; otherwise it only shows them',
   },
   OTEL_SDK_DISABLED: { meaning: '`true` starts no OpenTelemetry at all (no trace ids in logs or jobs)' },
 };

@@ -10,5 +10,7 @@ export * from './schedules';
 export * from './triggers';
 export * from './usage';
 export * from './chat-completions';
+export * from './open-responses';
 export * from './mcp';
 export * from './work-items';
+export * from './jsonrpc';

@@ -584,7 +584,12 @@ const DailySpendSums = {
   costUsd: Usd,
   inputTokens: z.int(),
   outputTokens: z.int(),
+  /** Of inputTokens, read from the provider's prompt cache. */
   cachedTokens: z.int(),
+  /** Of inputTokens, written to the provider's prompt cache (docs/adr/0032). */
+  cacheWriteTokens: z.int(),
+  /** What the prompt cache saved (exact decimal): the calls at the plain input rate less what they cost; may be negative. */
+  cacheSavedUsd: Usd,
   providerCalls: z.int(),
   /** Turns whose last provider call fell on the day. */
   turns: z.int(),

@@ -4,7 +4,7 @@ import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { appendEvents, LeaseLostError } from './journal';
 
 /** The durable event journal: per-session seqs without gaps, fencing by lease, secrets redacted. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('appendEvents', () => {
   let env: TestEnv;

@@ -23,7 +23,7 @@ import type { HookContext } from './context';
  * SDK against the fake model server: a burst of turns is distilled once, a session's turns survive a
  * worker's death and are distilled once, and a turn with nothing new never reaches the model.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const MODEL = 'openai-chat/archivist-small';
 

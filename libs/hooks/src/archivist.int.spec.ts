@@ -26,7 +26,7 @@ import { runCostLog } from './cost-log';
  * The archivist on real Postgres with the real OpenAI SDK against the fake LLM server: facts land in
  * the agent's memory with provenance, together with the hook's run and its ledger entries, once.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const ROUTE_MODEL = 'openai-chat/archivist-small';
 
@@ -405,7 +405,10 @@ describe('runArchivist', () => {
           model: 'chat-small',
           inputTokens: 100,
           outputTokens: 10,
+          cachedTokens: 60,
+          cacheWriteTokens: 20,
           costUsd: '0.00100000',
+          cacheSavedUsd: '0.00010000',
           costSource: 'override',
         },
       });
@@ -416,11 +419,17 @@ describe('runArchivist', () => {
     const costLog = (turnId: string) =>
       runCostLog(ctx(), { turnId, tenantId: t.tenantId, hook: 'cost-log', trace: {} });
 
-    llm.enqueue(facts({ title: 'Editor', content: 'The user uses Neovim.' }));
+    // The archivist's calls read and write the provider's cache too: the roll-up carries both.
+    const cachedFacts = (content: string) =>
+      scripted.text(JSON.stringify({ facts: [{ title: 'Editor', content }] }), {
+        usage: { input: 400, output: 60, cached: 300, cacheWrite: 50 },
+        costUsd: 0.0021,
+      });
+    llm.enqueue(cachedFacts('The user uses Neovim.'));
     await expect(run(archivistFirst, t.tenantId)).resolves.toBe('written');
     await expect(costLog(archivistFirst)).resolves.toBe('written');
     await expect(costLog(costLogFirst)).resolves.toBe('written');
-    llm.enqueue(facts({ title: 'Editor', content: 'The user uses Helix.' }));
+    llm.enqueue(cachedFacts('The user uses Helix.'));
     await expect(run(costLogFirst, t.tenantId)).resolves.toBe('written');
 
     for (const turnId of [archivistFirst, costLogFirst]) {
@@ -434,6 +443,13 @@ describe('runArchivist', () => {
     expect(spend.costUsd.toFixed(8)).toBe('0.00620000'); // 2 × 0.001 own + 2 × 0.0021 archivist
     expect(spend).toMatchObject({ providerCalls: 4, turns: 2 });
     expect(Number(spend.inputTokens)).toBe(2 * 100 + 2 * 400);
+    expect(Number(spend.cachedTokens)).toBe(2 * 60 + 2 * 300);
+    expect(Number(spend.cacheWriteTokens)).toBe(2 * 20 + 2 * 50);
+    // What caching saved: the ledger's sum, the turns' own entries and the archivist's alike.
+    const [ledger] = await env.db.$queryRaw<{ saved: string }[]>`
+      SELECT sum(cache_saved_usd)::numeric(20, 8)::text AS saved FROM ledger_entries
+      WHERE tenant_id = ${t.tenantId}::uuid`;
+    expect(spend.cacheSavedUsd.toFixed(8)).toBe(ledger.saved);
   });
 
   it('two runs racing for one turn write its facts once; both calls’ spend is booked', async () => {

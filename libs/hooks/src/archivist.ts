@@ -23,6 +23,7 @@ import {
 import { ACCUMULATE_DAILY_SPEND, join, json, sql, type SqlRunner } from '@switchboard/store';
 import { claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
 import type { HookContext, HookOutcome } from './context';
+import { saysNothingNew } from './nothing-new';
 
 export const ARCHIVIST_HOOK = 'archivist';
 
@@ -143,8 +144,9 @@ export interface ArchivistCall {
  * The archivist hook (seed 000 "Post-turn hooks", SPEC §11): distils the durable facts of a session's
  * turns into the agent's memory (kind `fact`), with provenance back to the turns. Runs for completed
  * turns and for cancelled ones on their partial context. Skipped, and recorded so: a failed turn (its
- * partial context ends in an error the user will usually retry), an empty one, a bare acknowledgement
- * with no tool call (`nothing_new`), and every turn of an agent whose archivist is `off`.
+ * partial context ends in an error the user will usually retry), an empty one, one whose input says
+ * nothing new and that called no tool (`nothing_new`: a short message of function and phatic words
+ * only, no digit, no question, `saysNothingNew`), and every turn of an agent whose archivist is `off`.
  *
  * Post-turn model calls only when they pay (docs/adr/0032): in `debounced` mode (the default) a turn
  * worth distilling is only recorded `deferred` (its hook_runs row) and the session's distillation job
@@ -194,10 +196,6 @@ interface ArchiveResult {
   costUsd?: string;
   reason?: string;
 }
-
-/** Bare acknowledgements and greetings: a turn that says only this (and calls no tool) has nothing new. */
-const ACKNOWLEDGEMENT =
-  /^(?:(?:ok(?:ay)?|k|thanks?|thank you|very much|thx|ty|cool|great|nice|perfect|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|good ?bye|see you|cheers|👍|🙏)[\s,.!]*)+$/iu;
 
 /**
  * BullMQ's deduplication of a session's distillation (docs/adr/0032): one id per session; `replace`
@@ -409,7 +407,7 @@ function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
 function skipReason(s: TurnSnapshot): string | undefined {
   if (s.status === 'failed') return 'turn_failed';
   if (!s.input.text && !s.assistant.text && s.toolCalls.length === 0) return 'nothing_to_distil';
-  if (s.toolCalls.length === 0 && ACKNOWLEDGEMENT.test(s.input.text.trim())) return 'nothing_new';
+  if (s.toolCalls.length === 0 && saysNothingNew(s.input.text)) return 'nothing_new';
   return undefined;
 }
 
@@ -540,13 +538,15 @@ async function bookCalls(
     ON CONFLICT (key) DO NOTHING
   `);
   const usd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
+  const saved = calls.reduce((sum, c) => sum + c.cacheSavedUsd, 0).toFixed(8);
   const tokens = (k: keyof Usage) => calls.reduce((sum, c) => sum + (c.usage[k] ?? 0), 0);
   // The ledger rows' day: their created_at is this transaction's now().
   await tx.execute(sql`
     INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,
-      provider_calls, turns, updated_at)
+      cache_write_tokens, cache_saved_usd, provider_calls, turns, updated_at)
     VALUES (${s.tenantId}::uuid, (now() AT TIME ZONE 'UTC')::date, ${usd}::numeric, ${tokens('inputTokens')},
-      ${tokens('outputTokens')}, ${tokens('cachedTokens')}, ${calls.length}, 0, now())
+      ${tokens('outputTokens')}, ${tokens('cachedTokens')}, ${tokens('cacheWriteTokens')}, ${saved}::numeric,
+      ${calls.length}, 0, now())
     ${ACCUMULATE_DAILY_SPEND}
   `);
 }

@@ -12,7 +12,7 @@ import {
 import { COMPLETION_FINAL_TEXT_MAX, runCompletionWebhook } from './completion-webhook';
 
 /** The completion-webhook hook's choices on real Postgres; the send itself is the e2e's. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('runCompletionWebhook', () => {
   let env: TestEnv;

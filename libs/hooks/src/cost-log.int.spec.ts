@@ -15,7 +15,7 @@ import type { HookContext } from './context';
 import { runCostLog } from './cost-log';
 
 /** The cost-log post-turn hook: one roll-up row per turn, however often it runs. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('runCostLog', () => {
   let env: TestEnv;
@@ -238,7 +238,16 @@ describe('runCostLog', () => {
       return {
         tenantId: t.tenantId,
         /** An ended turn with ledger entries at the given times and costs. */
-        async turn(entries: { at: string; costUsd: string; input?: number; output?: number }[]) {
+        async turn(
+          entries: {
+            at: string;
+            costUsd: string;
+            input?: number;
+            output?: number;
+            write?: number;
+            saved?: string;
+          }[],
+        ) {
           const { id } = await seedTurn(env.db, t, { seq: ++n, status: 'completed' });
           await env.db.ledgerEntry.createMany({
             data: entries.map((e, i) => ({
@@ -253,7 +262,9 @@ describe('runCostLog', () => {
               inputTokens: e.input ?? 10,
               outputTokens: e.output ?? 5,
               cachedTokens: 1,
+              cacheWriteTokens: e.write ?? 0,
               costUsd: new Prisma.Decimal(e.costUsd),
+              cacheSavedUsd: new Prisma.Decimal(e.saved ?? '0'),
               costSource: 'rate_table',
               createdAt: new Date(e.at),
             })),
@@ -271,11 +282,14 @@ describe('runCostLog', () => {
           inputTokens: number;
           outputTokens: number;
           cachedTokens: number;
+          cacheWriteTokens: number;
+          cacheSavedUsd: string;
           providerCalls: number;
           turns: number;
         }[]
       >`SELECT to_char(day, 'YYYY-MM-DD') AS day, cost_usd::text AS "costUsd", input_tokens::int AS "inputTokens",
           output_tokens::int AS "outputTokens", cached_tokens::int AS "cachedTokens",
+          cache_write_tokens::int AS "cacheWriteTokens", cache_saved_usd::text AS "cacheSavedUsd",
           provider_calls AS "providerCalls", turns
         FROM tenant_spend_daily WHERE tenant_id = ${tenant}::uuid ORDER BY day`;
 
@@ -287,7 +301,12 @@ describe('runCostLog', () => {
       const turns = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
           t.turn(
-            costs.map((c, j) => ({ at: `2026-11-20T10:${String(i).padStart(2, '0')}:0${j}Z`, costUsd: c })),
+            costs.map((c, j) => ({
+              at: `2026-11-20T10:${String(i).padStart(2, '0')}:0${j}Z`,
+              costUsd: c,
+              write: 2,
+              saved: '0.01000001',
+            })),
           ),
         ),
       );
@@ -306,6 +325,8 @@ describe('runCostLog', () => {
         inputTokens: 40 * 3 * 10,
         outputTokens: 40 * 3 * 5,
         cachedTokens: 40 * 3,
+        cacheWriteTokens: 40 * 3 * 2,
+        cacheSavedUsd: '1.20000120',
         providerCalls: 120,
         turns: 40,
       };
@@ -317,6 +338,8 @@ describe('runCostLog', () => {
           inputTokens: 10,
           outputTokens: 5,
           cachedTokens: 1,
+          cacheWriteTokens: 0,
+          cacheSavedUsd: '0.00000000',
           providerCalls: 1,
           turns: 1,
         },
@@ -335,8 +358,16 @@ describe('runCostLog', () => {
     it('splits a turn across midnight by its entries, counting the turn on the day it ended', async () => {
       const t = await freshTenant('spend-midnight');
       const id = await t.turn([
-        { at: '2026-11-21T23:59:59.900Z', costUsd: '0.5', input: 7, output: 3 },
-        { at: '2026-11-22T00:00:00.100Z', costUsd: '0.25', input: 2, output: 1 },
+        // The first call only wrote the cache (saved < 0), the second read it.
+        {
+          at: '2026-11-21T23:59:59.900Z',
+          costUsd: '0.5',
+          input: 7,
+          output: 3,
+          write: 100,
+          saved: '-0.00375',
+        },
+        { at: '2026-11-22T00:00:00.100Z', costUsd: '0.25', input: 2, output: 1, saved: '0.125' },
       ]);
       expect(await runCostLog(ctx(), job(id, t.tenantId))).toBe('written');
       // As GET /v1/usage/daily reads it: per day over an inclusive window, and the totals.
@@ -344,14 +375,28 @@ describe('runCostLog', () => {
         tenantDailySpend(ctx().sql, { tenantId: t.tenantId, from, to });
       expect(await read('2026-11-01', '2026-11-30')).toEqual({
         days: [
-          expect.objectContaining({ day: '2026-11-21', costUsd: '0.5', turns: 0 }),
-          expect.objectContaining({ day: '2026-11-22', costUsd: '0.25', turns: 1 }),
+          expect.objectContaining({
+            day: '2026-11-21',
+            costUsd: '0.5',
+            cacheWriteTokens: 100,
+            cacheSavedUsd: '-0.00375',
+            turns: 0,
+          }),
+          expect.objectContaining({
+            day: '2026-11-22',
+            costUsd: '0.25',
+            cacheWriteTokens: 0,
+            cacheSavedUsd: '0.125',
+            turns: 1,
+          }),
         ],
         totals: {
           costUsd: '0.75',
           inputTokens: 9,
           outputTokens: 4,
           cachedTokens: 2,
+          cacheWriteTokens: 100,
+          cacheSavedUsd: '0.12125',
           providerCalls: 2,
           turns: 1,
         },
@@ -364,6 +409,8 @@ describe('runCostLog', () => {
           inputTokens: 0,
           outputTokens: 0,
           cachedTokens: 0,
+          cacheWriteTokens: 0,
+          cacheSavedUsd: '0',
           providerCalls: 0,
           turns: 0,
         },
@@ -375,6 +422,8 @@ describe('runCostLog', () => {
           inputTokens: 7,
           outputTokens: 3,
           cachedTokens: 1,
+          cacheWriteTokens: 100,
+          cacheSavedUsd: '-0.00375000',
           providerCalls: 1,
           turns: 0,
         },
@@ -384,6 +433,8 @@ describe('runCostLog', () => {
           inputTokens: 2,
           outputTokens: 1,
           cachedTokens: 1,
+          cacheWriteTokens: 0,
+          cacheSavedUsd: '0.12500000',
           providerCalls: 1,
           turns: 1,
         },

@@ -18,7 +18,7 @@ import { SNAPSHOT_BOUNDS } from './archivist-snapshot';
 import { runEpisodicIndex } from './episodic';
 
 /** The episodic-index hook on real Postgres: one searchable `episode` record per ended turn, once. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('runEpisodicIndex', () => {
   let env: TestEnv;

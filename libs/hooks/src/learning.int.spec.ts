@@ -15,7 +15,7 @@ import type { HookContext } from './context';
 import { runLearning } from './learning';
 
 /** The learning post-turn hook: per agent and tool, each ended turn's tool calls counted exactly once. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('runLearning', () => {
   let env: TestEnv;

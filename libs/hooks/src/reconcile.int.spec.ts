@@ -11,7 +11,7 @@ import { reconcileHooks } from './reconcile';
  * The hooks reconcile (docs/adr/0027) on real Postgres and BullMQ, with no hooks worker: which ended
  * turns it publishes jobs for, which it settles, and that an ended job's id does not block it.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('reconcileHooks', () => {
   let env: TestEnv;

@@ -11,7 +11,7 @@ import {
 } from './control';
 
 /** The control channel on the real Redis (docs/adr/0014): one channel per worker, at most once. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 

@@ -11,7 +11,7 @@ import { LiveSubscriber, type LiveListener } from './subscriber';
  * The live channel on the real Redis: publishers and subscribers on separate connections, as the
  * harness and gateway processes have them. Each test uses its own prefix.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 

@@ -4,7 +4,7 @@ import { startMcpServer, type TestMcpServer } from '../../../test/support/mcp-se
 import { McpClients, type McpConnection } from './clients';
 import { IDEMPOTENCY_META_KEY, mcpToolDefinition } from './tools';
 
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const ctx = (signal = new AbortController().signal) => ({
   tenantId: 't',

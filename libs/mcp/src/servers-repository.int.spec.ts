@@ -2,7 +2,7 @@ import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { McpServersRepository, type NewMcpServer } from './servers-repository';
 
 /** `McpServersRepository` on real Postgres: live names, soft delete, changes of a deleted server. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('McpServersRepository', () => {
   let env: TestEnv;

@@ -5,7 +5,7 @@ import { startMcpServer, type TestMcpServer } from '../../../test/support/mcp-se
 import { McpClients, type McpToolEntry } from './clients';
 import { McpToolSource, unknownMcpTools } from './source';
 
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const ctx = {
   tenantId: 't',

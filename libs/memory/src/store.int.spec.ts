@@ -7,7 +7,7 @@ import { memoryInsertSql, MemoryStore, RANK_CANDIDATES } from './store';
 import type { MemoryKind, MemoryWrite } from './types';
 
 /** The memory store on real Postgres: scoping, ranking, CJK search, exact bounded reads, idempotent writes. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('MemoryStore', () => {
   let env: TestEnv;

@@ -7,7 +7,7 @@ import { MemoryStore } from './store';
 import { memoryTools } from './tools';
 
 /** memory_search and memory_get through a tool registry, scoped by the call's tenant and agent. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('memory tools', () => {
   let env: TestEnv;

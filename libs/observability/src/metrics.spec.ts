@@ -1,4 +1,7 @@
-import { Metrics } from './metrics';
+import { context, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { Metrics, traceExemplar } from './metrics';
 
 /** Blocks the event loop for `ms` (what a long synchronous step in a handler does). */
 function block(ms: number): void {
@@ -30,7 +33,7 @@ describe('Metrics.monitorEventLoop', () => {
       await tick(30);
       const after = await delaySamples(metrics);
       expect(after.over100ms - before.over100ms).toBeGreaterThanOrEqual(1);
-      expect(await metrics.registry.metrics()).toMatch(
+      expect((await metrics.expose()).body).toMatch(
         /^switchboard_event_loop_delay_seconds_bucket\{le="0.05"/m,
       );
     } finally {
@@ -39,5 +42,84 @@ describe('Metrics.monitorEventLoop', () => {
     const stopped = (await delaySamples(metrics)).count;
     await tick(50);
     expect((await delaySamples(metrics)).count).toBe(stopped);
+  });
+});
+
+describe('exemplars', () => {
+  const provider = new BasicTracerProvider();
+  const tracer = provider.getTracer('metrics-spec');
+  let contextManager: AsyncLocalStorageContextManager;
+  beforeAll(() => {
+    contextManager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contextManager);
+  });
+  afterAll(() => {
+    context.disable();
+  });
+
+  it("links a turn's duration observed inside an active span to its trace, in OpenMetrics only", async () => {
+    const metrics = new Metrics('test');
+    const ids = tracer.startActiveSpan('turn', (span) => {
+      metrics.turnDuration.observe({
+        labels: { status: 'completed' },
+        value: 0.3,
+        exemplarLabels: traceExemplar(),
+      });
+      span.end();
+      return span.spanContext();
+    });
+
+    const open = await metrics.expose(
+      'application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5',
+    );
+    expect(open.contentType).toBe('application/openmetrics-text; version=1.0.0; charset=utf-8');
+    // The 0.5 s bucket (the first to hold 0.3) carries the exemplar: its trace, span, value and time.
+    expect(open.body).toMatch(
+      new RegExp(
+        `^switchboard_turn_duration_seconds_bucket\\{le="0.5",service="test",status="completed"\\} 1 # \\{trace_id="${ids.traceId}",span_id="${ids.spanId}"\\} 0.3 \\d+`,
+        'm',
+      ),
+    );
+    expect(open.body.endsWith('# EOF\n')).toBe(true);
+
+    // Plain Prometheus scrapes keep the text format, without exemplars (which it cannot parse).
+    const text = await metrics.expose('text/plain');
+    expect(text.contentType).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(text.body).toMatch(
+      /^switchboard_turn_duration_seconds_bucket\{le="0.5",service="test",status="completed"\} 1$/m,
+    );
+    expect(text.body).not.toContain('trace_id');
+    expect((await metrics.expose()).body).not.toContain('# EOF');
+  });
+
+  it('names counters as each format does, whichever was rendered before', async () => {
+    const metrics = new Metrics('test');
+    metrics.turns.inc({ status: 'completed' });
+    const open = (await metrics.expose('application/openmetrics-text')).body;
+    expect(open).toMatch(/^# TYPE switchboard_turns counter$/m);
+    expect(open).toMatch(/^switchboard_turns_total\{status="completed",service="test"\} 1$/m);
+    // prom-client's own OpenMetrics rendering renames its counters for good; this one does not.
+    const text = (await metrics.expose()).body;
+    expect(text).toMatch(/^# TYPE switchboard_turns_total counter$/m);
+    expect(text).toMatch(/^switchboard_turns_total\{status="completed",service="test"\} 1$/m);
+  });
+
+  it('leaves an observation outside a span, or in an unsampled one, without an exemplar', async () => {
+    const metrics = new Metrics('test');
+    metrics.turnDuration.observe({ labels: { status: 'failed' }, value: 2, exemplarLabels: traceExemplar() });
+    const unsampled = trace.wrapSpanContext({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: TraceFlags.NONE,
+    });
+    expect(traceExemplar(unsampled)).toEqual({});
+    metrics.httpRequests.observe({
+      labels: { method: 'GET', route: '/v1/agents', status_code: '200' },
+      value: 0.01,
+      exemplarLabels: traceExemplar(unsampled),
+    });
+    const open = (await metrics.expose('application/openmetrics-text')).body;
+    expect(open).toMatch(/^switchboard_turn_duration_seconds_count\{service="test",status="failed"\} 1$/m);
+    expect(open).not.toContain('trace_id');
   });
 });

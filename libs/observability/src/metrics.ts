@@ -1,8 +1,43 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { isSpanContextValid, TraceFlags, trace, type Span } from '@opentelemetry/api';
+import {
+  Counter,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type LabelValues,
+  type Metric,
+  type RegistryContentType,
+} from 'prom-client';
 
-/** One registry per process, with the product's metrics. */
+/** What GET /metrics answers: a body and its content type. */
+export interface MetricsExposition {
+  contentType: string;
+  body: string;
+}
+
+/**
+ * The exemplar labels of an observation made inside `span` (the active span when none is given):
+ * its `trace_id` and `span_id`, which Grafana turns into a link to the trace (the Prometheus
+ * datasource's `exemplarTraceIdDestinations`). Empty when there is no span or it is not sampled:
+ * an exemplar pointing at a trace nobody exported would be a dead link.
+ */
+export function traceExemplar(span: Span | undefined = trace.getActiveSpan()): LabelValues<string> {
+  const ctx = span?.spanContext();
+  if (!ctx || !isSpanContextValid(ctx) || !(ctx.traceFlags & TraceFlags.SAMPLED)) return {};
+  return { trace_id: ctx.traceId, span_id: ctx.spanId };
+}
+
+/** Whether an Accept header asks for OpenMetrics (what Prometheus sends when it can parse it). */
+export function acceptsOpenMetrics(accept: string | undefined): boolean {
+  return !!accept && /application\/openmetrics-text/i.test(accept);
+}
+
+/**
+ * One registry per process, with the product's metrics. Render it with `expose()`, never with
+ * `registry.metrics()` (which would rename the counters: see `render`).
+ */
 export class Metrics {
-  readonly registry = new Registry();
+  readonly registry = registryOf(Registry.OPENMETRICS_CONTENT_TYPE);
 
   readonly turns = new Counter({
     name: 'switchboard_turns_total',
@@ -22,6 +57,8 @@ export class Metrics {
     labelNames: ['method', 'route', 'status_code'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
+    // observe({ labels, value, exemplarLabels: traceExemplar(span) }): links a bucket to a trace.
+    enableExemplars: true,
   });
   readonly turnDuration = new Histogram({
     name: 'switchboard_turn_duration_seconds',
@@ -29,6 +66,7 @@ export class Metrics {
     labelNames: ['status'] as const,
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [this.registry],
+    enableExemplars: true,
   });
   readonly queueWait = new Histogram({
     name: 'switchboard_queue_wait_seconds',
@@ -127,7 +165,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(service: string) {
+  constructor(private readonly service: string) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
   }
@@ -144,4 +182,53 @@ export class Metrics {
     timer.unref();
     return () => clearInterval(timer);
   }
+
+  /**
+   * The metrics in the format the scraper asked for: OpenMetrics (with the histograms' exemplars)
+   * when its Accept header names `application/openmetrics-text`, as Prometheus does; the
+   * Prometheus text format otherwise, which carries no exemplars (docs/adr/0040).
+   */
+  async expose(accept?: string): Promise<MetricsExposition> {
+    const contentType = acceptsOpenMetrics(accept)
+      ? Registry.OPENMETRICS_CONTENT_TYPE
+      : Registry.PROMETHEUS_CONTENT_TYPE;
+    return { contentType, body: await this.render(contentType) };
+  }
+
+  /**
+   * The registry in one format. prom-client renders a registry in the one format it was made
+   * with (OpenMetrics here: only an OpenMetrics registry accepts exemplar-enabled histograms), and
+   * its OpenMetrics rendering renames each counter in place (`x_total` becomes `x`, for good). So
+   * both formats are rendered through a registry made for the one request, a counter seen in
+   * OpenMetrics through a copy carrying its family name; `registry.metrics()` is not called.
+   */
+  private async render(contentType: RegistryContentType): Promise<string> {
+    const open = contentType === Registry.OPENMETRICS_CONTENT_TYPE;
+    // getMetricsAsString is what metrics() calls for each metric; prom-client does not type it.
+    const view = registryOf(contentType) as Registry<RegistryContentType> & {
+      getMetricsAsString(metric: Pick<Metric, 'get'>): Promise<string>;
+    };
+    view.setDefaultLabels({ service: this.service });
+    const families = await Promise.all(
+      (this.registry.getMetricsAsArray() as unknown as Metric[]).map(async (metric) => {
+        if (!open || (metric as unknown as { type: string }).type !== 'counter')
+          return view.getMetricsAsString(metric);
+        const values = await metric.get();
+        return view.getMetricsAsString({ get: async () => ({ ...values, name: familyName(values) }) });
+      }),
+    );
+    return open ? `${families.join('\n')}\n# EOF\n` : `${families.join('\n\n')}\n`;
+  }
+}
+
+/** A registry rendering in `contentType` (prom-client's types omit the constructor's argument). */
+function registryOf<T extends RegistryContentType>(contentType: T): Registry<T> {
+  const registry = new Registry<T>();
+  registry.setContentType(contentType);
+  return registry;
+}
+
+/** A counter's OpenMetrics family name: its samples are `<family>_total`. */
+function familyName(metric: { name: string }): string {
+  return metric.name.replace(/_total$/, '');
 }

@@ -88,6 +88,19 @@ describe('worker ops port', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(res.text).toContain('switchboard_event_loop_delay_seconds');
     expect(res.text).toContain('service="hooks-worker"');
+    expect(res.text).not.toContain('# EOF');
+  });
+
+  it('serves /metrics in OpenMetrics when the scraper asks for it (where exemplars can be)', async () => {
+    const res = await get(`${base}/metrics`, {
+      headers: { accept: 'application/openmetrics-text;version=1.0.0;q=0.6,text/plain;version=0.0.4;q=0.5' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe(
+      'application/openmetrics-text; version=1.0.0; charset=utf-8',
+    );
+    expect(res.text).toMatch(/^# TYPE switchboard_hook_runs counter$/m);
+    expect(res.text.endsWith('# EOF\n')).toBe(true);
   });
 
   it('answers an unknown path 404 and another method 405, in the one error shape', async () => {

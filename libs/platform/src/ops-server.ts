@@ -65,14 +65,13 @@ export function serveWorkerOps(
     headers: { 'content-type': 'application/json; charset=utf-8' },
     body: JSON.stringify(body),
   });
-  const route = async (path: string) => {
+  const route = async (path: string, accept: string | undefined) => {
     switch (path) {
-      case '/metrics':
-        return {
-          status: 200,
-          headers: { 'content-type': deps.metrics.registry.contentType },
-          body: await deps.metrics.registry.metrics(),
-        };
+      case '/metrics': {
+        // OpenMetrics, with exemplars, when the scraper asks for it (docs/adr/0040).
+        const { contentType, body } = await deps.metrics.expose(accept);
+        return { status: 200, headers: { 'content-type': contentType }, body };
+      }
       case '/healthz':
         return json(200, { status: 'ok' });
       case '/readyz': {
@@ -101,7 +100,7 @@ export function serveWorkerOps(
       answer({ ...refused, headers: { ...refused.headers, allow: 'GET, HEAD' } });
       return;
     }
-    route(path).then(answer, () =>
+    route(path, req.headers.accept).then(answer, () =>
       answer(json(500, { error: { code: 'internal', message: 'Internal error' } })),
     );
   });

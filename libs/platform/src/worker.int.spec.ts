@@ -16,7 +16,7 @@ import { CONFIG, LOGGER, REDIS } from './tokens';
 import { QueueProcessor, QueueWorker, WorkerFailures } from './worker';
 
 /** Worker plumbing with real BullMQ on the running Redis. */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 /** Every run of a job, across every worker of this file. */
 const runs: { jobId: string; worker: string }[] = [];

@@ -2,7 +2,7 @@ import { createTestEnv, seedSession, seedTenant, type TestEnv } from '@switchboa
 import { SchedulesRepository } from './schedules-repository';
 
 /** `SchedulesRepository` on real Postgres: a schedule's own session, and a change racing a delete. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('SchedulesRepository', () => {
   let env: TestEnv;

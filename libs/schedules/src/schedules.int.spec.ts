@@ -14,7 +14,7 @@ import {
 import { fireSchedule, fireTimeOf, ScheduleScheduler, tickKey } from './schedules';
 
 /** Schedules on real Postgres and real BullMQ job schedulers (docs/adr/0020). */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('schedules', () => {
   let f: AdmissionFixture;

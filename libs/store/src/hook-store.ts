@@ -51,6 +51,8 @@ export const ACCUMULATE_DAILY_SPEND = sql`ON CONFLICT (tenant_id, day) DO UPDATE
   input_tokens = tenant_spend_daily.input_tokens + excluded.input_tokens,
   output_tokens = tenant_spend_daily.output_tokens + excluded.output_tokens,
   cached_tokens = tenant_spend_daily.cached_tokens + excluded.cached_tokens,
+  cache_write_tokens = tenant_spend_daily.cache_write_tokens + excluded.cache_write_tokens,
+  cache_saved_usd = tenant_spend_daily.cache_saved_usd + excluded.cache_saved_usd,
   provider_calls = tenant_spend_daily.provider_calls + excluded.provider_calls,
   turns = tenant_spend_daily.turns + excluded.turns,
   updated_at = now()`;
@@ -108,14 +110,16 @@ export async function recordCostLog(
     per_day AS (
       SELECT (created_at AT TIME ZONE 'UTC')::date AS day, sum(cost_usd) AS cost_usd,
         sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-        sum(cached_tokens) AS cached_tokens, count(*) AS calls, max(created_at) AS last_at
+        sum(cached_tokens) AS cached_tokens, sum(cache_write_tokens) AS cache_write_tokens,
+        sum(cache_saved_usd) AS cache_saved_usd, count(*) AS calls, max(created_at) AS last_at
       FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
       GROUP BY 1
     ),
     spend AS (
       INSERT INTO tenant_spend_daily (tenant_id, day, cost_usd, input_tokens, output_tokens, cached_tokens,
-        provider_calls, turns, updated_at)
-      SELECT t.tenant_id, d.day, d.cost_usd, d.input_tokens, d.output_tokens, d.cached_tokens, d.calls,
+        cache_write_tokens, cache_saved_usd, provider_calls, turns, updated_at)
+      SELECT t.tenant_id, d.day, d.cost_usd, d.input_tokens, d.output_tokens, d.cached_tokens,
+        d.cache_write_tokens, d.cache_saved_usd, d.calls,
         CASE WHEN d.last_at = (SELECT max(last_at) FROM per_day) THEN 1 ELSE 0 END, now()
       FROM t, per_day d
       -- Only the run that inserted the hook_runs row adds the turn; days in order, so two turns
@@ -275,6 +279,10 @@ export interface DailySpend {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  /** Written to the provider's prompt cache (docs/adr/0032). */
+  cacheWriteTokens: number;
+  /** What the prompt cache saved, USD as an exact decimal string; may be negative. */
+  cacheSavedUsd: string;
   providerCalls: number;
   turns: number;
 }
@@ -289,18 +297,24 @@ export async function tenantDailySpend(
 ): Promise<{ days: DailySpend[]; totals: Omit<DailySpend, 'day'> }> {
   const row = await db.first<{ days: DailySpend[]; totals: Omit<DailySpend, 'day'> }>(sql`
     WITH d AS (
-      SELECT day, cost_usd, input_tokens, output_tokens, cached_tokens, provider_calls, turns
+      SELECT day, cost_usd, input_tokens, output_tokens, cached_tokens, cache_write_tokens,
+        cache_saved_usd, provider_calls, turns
       FROM tenant_spend_daily
       WHERE tenant_id = ${q.tenantId}::uuid AND day BETWEEN ${q.from}::date AND ${q.to}::date
     )
     SELECT
       coalesce((SELECT json_agg(json_build_object('day', to_char(day, 'YYYY-MM-DD'),
         'costUsd', trim_scale(cost_usd)::text, 'inputTokens', input_tokens, 'outputTokens', output_tokens,
-        'cachedTokens', cached_tokens, 'providerCalls', provider_calls, 'turns', turns) ORDER BY day)
+        'cachedTokens', cached_tokens, 'cacheWriteTokens', cache_write_tokens,
+        'cacheSavedUsd', trim_scale(cache_saved_usd)::text, 'providerCalls', provider_calls,
+        'turns', turns) ORDER BY day)
         FROM d), '[]') AS days,
       (SELECT json_build_object('costUsd', trim_scale(coalesce(sum(cost_usd), 0))::text,
         'inputTokens', coalesce(sum(input_tokens), 0), 'outputTokens', coalesce(sum(output_tokens), 0),
-        'cachedTokens', coalesce(sum(cached_tokens), 0), 'providerCalls', coalesce(sum(provider_calls), 0),
+        'cachedTokens', coalesce(sum(cached_tokens), 0),
+        'cacheWriteTokens', coalesce(sum(cache_write_tokens), 0),
+        'cacheSavedUsd', trim_scale(coalesce(sum(cache_saved_usd), 0))::text,
+        'providerCalls', coalesce(sum(provider_calls), 0),
         'turns', coalesce(sum(turns), 0)) FROM d) AS totals`);
   return row!;
 }

@@ -5,7 +5,7 @@ import { SessionsRepository } from './sessions-repository';
 import { ApiKeysRepository, TenantsRepository } from './tenants-repository';
 
 /** The gateway's repositories in libs/store where they hold more than one query, on real Postgres. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('store repositories', () => {
   let env: TestEnv;

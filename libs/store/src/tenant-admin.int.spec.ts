@@ -12,7 +12,7 @@ import { ApiKeysRepository, TenantsRepository } from './tenants-repository';
  * and resume, and the audit entries each change writes in its own transaction, read back newest
  * first by tenant and action.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const DAY_MS = 24 * 3600 * 1000;
 

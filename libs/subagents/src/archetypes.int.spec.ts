@@ -3,7 +3,7 @@ import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { archetype, resolveSubagent } from './archetypes';
 
 /** Sub-agent names resolve on real Postgres: override, materialisation, one row under concurrency. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('resolveSubagent', () => {
   let env: TestEnv;

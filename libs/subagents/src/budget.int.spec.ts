@@ -17,7 +17,7 @@ import { subagentTools } from './tools';
  * the spawn reads the parent's cap and spend (its own cost and its descendants'), writes the child's
  * share on the child's input message, and refuses with `parent_budget_exhausted` when nothing is left.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('spawn_subagent and the parent’s budget', () => {
   let f: AdmissionFixture;

@@ -14,7 +14,7 @@ import { TaskService } from './tasks';
  * its first checkpoint: `GET /v1/tasks/:id` must not say `pending` while the child's first model call
  * is in flight. The claim stays one statement, and a turn that runs no task touches no task row.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('the claim of a child turn', () => {
   let env: TestEnv;

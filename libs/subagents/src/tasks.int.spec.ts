@@ -16,7 +16,7 @@ import { TaskService } from './tasks';
  * parent's turn and call; the parent's resume is found whichever of the child's end and the parent's
  * pause commits first, and reported once; idle child sessions are reused per agent.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('TaskService', () => {
   let f: AdmissionFixture;

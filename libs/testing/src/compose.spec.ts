@@ -37,7 +37,11 @@ const PRODUCT_METRICS = {
   switchboard_hook_runs_total: 'counter',
   switchboard_side_calls_total: 'counter',
   switchboard_queue_jobs: 'gauge',
+  http_server_request_duration_seconds: 'histogram',
 } as const;
+
+/** The histograms whose observations carry a trace id as an exemplar (docs/adr/0040). */
+const EXEMPLAR_HISTOGRAMS = ['switchboard_turn_duration_seconds', 'http_server_request_duration_seconds'];
 
 type Dict = Record<string, unknown>;
 
@@ -65,7 +69,12 @@ interface GrafanaPanel {
   type: string;
   title?: string;
   datasource?: { type?: string; uid?: string };
-  targets?: { refId?: string; expr?: string; datasource?: { type?: string; uid?: string } }[];
+  targets?: {
+    refId?: string;
+    expr?: string;
+    exemplar?: boolean;
+    datasource?: { type?: string; uid?: string };
+  }[];
   panels?: GrafanaPanel[];
 }
 
@@ -380,6 +389,14 @@ describe('ops/prometheus/prometheus.yml', () => {
     expect(targets).toContain(`gateway:${GATEWAY_PORT}`);
   });
 
+  it('scrapes OpenMetrics first (the exemplars come only in it), and Prometheus stores exemplars', () => {
+    const config = readYaml(PROMETHEUS_FILE) as { global?: { scrape_protocols?: string[] } };
+    expect(config.global?.scrape_protocols?.[0]).toMatch(/^OpenMetricsText/);
+    // The text format stays as a fallback: the apps answer it to any other Accept header.
+    expect(config.global?.scrape_protocols).toContain('PrometheusText0.0.4');
+    expect(loadCompose().services.prometheus.command).toContain('--enable-feature=exemplar-storage');
+  });
+
   it.each(WORKERS)('finds every replica of %s through DNS service discovery', (worker) => {
     const job = scrapeJob(worker);
     expect(job).toBeDefined();
@@ -403,6 +420,13 @@ describe('Grafana provisioning', () => {
     };
     const prometheus = datasources.find((d) => d.type === 'prometheus');
     expect(prometheus).toMatchObject({ uid: 'prometheus', url: 'http://prometheus:9090', isDefault: true });
+    // Exemplars' trace_id opens the trace in the provisioned Jaeger datasource.
+    const jaeger = datasources.find((d) => d.type === 'jaeger');
+    expect(jaeger?.uid).toBeTruthy();
+    expect(
+      (prometheus as { jsonData?: { exemplarTraceIdDestinations?: unknown[] } }).jsonData
+        ?.exemplarTraceIdDestinations,
+    ).toEqual([{ name: 'trace_id', datasourceUid: jaeger?.uid }]);
     expect(containerPathOf('./ops/grafana/provisioning/datasources')).toBe(
       '/etc/grafana/provisioning/datasources',
     );
@@ -477,7 +501,9 @@ describe('ops/grafana/dashboards/switchboard.json', () => {
     for (const { title, expr } of exprs) {
       // Each identifier that names a series (not a function, label or keyword) must be exported.
       const names = [
-        ...expr.matchAll(/\b(switchboard_[a-z0-9_]+|process_[a-z0-9_]+|nodejs_[a-z0-9_]+)\b/g),
+        ...expr.matchAll(
+          /\b(switchboard_[a-z0-9_]+|http_server_[a-z0-9_]+|process_[a-z0-9_]+|nodejs_[a-z0-9_]+)\b/g,
+        ),
       ].map((m) => m[1]);
       expect({ title, expr, refersToAMetric: names.length > 0 }).toEqual({
         title,
@@ -491,6 +517,17 @@ describe('ops/grafana/dashboards/switchboard.json', () => {
           exported: true,
         });
       }
+    }
+  });
+
+  it('shows the exemplars of the latency histograms that carry them, on a time series', () => {
+    for (const histogram of EXEMPLAR_HISTOGRAMS) {
+      const showing = queryPanels.filter(
+        (p) =>
+          p.type === 'timeseries' &&
+          (p.targets ?? []).some((t) => t.exemplar === true && t.expr?.includes(`${histogram}_bucket`)),
+      );
+      expect({ histogram, panels: showing.length > 0 }).toEqual({ histogram, panels: true });
     }
   });
 

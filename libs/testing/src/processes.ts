@@ -66,7 +66,7 @@ export async function spawnApp(
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`${app} did not start in time (log: ${logFile}):\n${out.slice(-2000)}`)),
-      options.timeoutMs ?? 30_000,
+      options.timeoutMs ?? 90_000,
     );
     const onData = (chunk: Buffer) => {
       out += chunk.toString();

@@ -25,7 +25,7 @@ import { triageDelivery, type TriageDeps } from './triage';
  * The decision pipeline on real Postgres and BullMQ with the OpenAI SDK against FakeLlmServer:
  * the burst model, the fallback on a garbage answer, the safe default, the cache, and each action.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const decision = (action: string, reason: string, costUsd?: number) =>
   scripted.text(JSON.stringify({ action, reason }), costUsd === undefined ? {} : { costUsd });

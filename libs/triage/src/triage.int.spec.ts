@@ -6,7 +6,7 @@ import { seedTenant, startAdmission, type AdmissionFixture, type TestEnv } from 
 import { triageDelivery } from './triage';
 
 /** Triage of trigger deliveries with a real Admission on Postgres and BullMQ. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('triageDelivery', () => {
   let f: AdmissionFixture;

@@ -6,7 +6,7 @@ import { triageDelivery, type TriageDeps } from './triage';
 import { flushIdleWakeHints } from './wake';
 
 /** Wake hints on real Postgres and BullMQ: coalesced while busy, one system tick when idle. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('wake hints', () => {
   let f: AdmissionFixture;

@@ -30,7 +30,7 @@ import { TurnRunner } from './runner';
  * behind it, a decision acts once and resumes the turn with a job of its own, and the resumed run
  * executes the approved call once, or answers it rejected or expired.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 

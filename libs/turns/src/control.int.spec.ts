@@ -26,7 +26,7 @@ import { TurnRunner } from './runner';
  * band with the lease released once nothing is left, cancels of queued, running and orphaned turns,
  * and an interjection delivered into a running turn before its next provider call.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 

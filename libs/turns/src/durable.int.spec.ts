@@ -11,7 +11,7 @@ import {
 import { retryTransient } from './durable';
 import { SessionLease } from './lease';
 
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 /**
  * Database blips against a real Postgres behind a TCP proxy that can go down for this file's own

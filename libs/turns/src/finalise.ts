@@ -1,5 +1,6 @@
 import { isEnded, Jobs, PostTurnHookName } from '@switchboard/contracts';
 import type { TurnOutcome } from '@switchboard/engine';
+import { traceExemplar } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 import type { CheckpointResult } from '@switchboard/store';
 import { isolated } from './finalisation-steps';
@@ -61,7 +62,12 @@ async function afterCommit(ctx: TurnContext, outcome: TurnOutcome): Promise<void
     'switchboard.turn.iterations': outcome.iterations,
   });
   r.metrics.turns.inc({ status: outcome.status });
-  r.metrics.turnDuration.observe({ status: outcome.status }, (Date.now() - ctx.startedAt) / 1000);
+  r.metrics.turnDuration.observe({
+    labels: { status: outcome.status },
+    value: (Date.now() - ctx.startedAt) / 1000,
+    // Grafana links the bucket to this turn's trace (docs/adr/0040).
+    exemplarLabels: traceExemplar(span),
+  });
   const ended = { ...turn, status: outcome.status };
   for (const step of r.finalisationSteps ?? []) {
     await isolated(r, turn, step.name, () => step.run(ended, outcome));

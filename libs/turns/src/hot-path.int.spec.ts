@@ -30,7 +30,7 @@ import { settleTurnJob } from './turn-job';
  * in transactions, counted on the harness's own connections; and a busy session's jobs completing at
  * once while every turn admitted into it still runs, in order.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 

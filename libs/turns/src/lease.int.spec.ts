@@ -4,7 +4,7 @@ import type { Lease } from '@switchboard/store';
 import { SessionLease } from './lease';
 
 /** The per-session lease in Postgres: at most one worker holds a session at a time. */
-jest.setTimeout(20_000);
+jest.setTimeout(120_000);
 
 describe('SessionLease', () => {
   let env: TestEnv;

@@ -27,7 +27,7 @@ import { TurnRunner } from './runner';
  * commits, once, after its commit, with the journal row's id and seq; before each commit the round's
  * start and the streamed text as ephemeral events carrying the same ids; and no transaction more.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 

@@ -8,7 +8,7 @@ import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { reconcileTurns } from './reconciler';
 
 /** Postgres is the source of truth: the reconciler re-enqueues unfinished turns Redis lost. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('reconcileTurns', () => {
   let env: TestEnv;

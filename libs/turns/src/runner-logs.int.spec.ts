@@ -31,7 +31,7 @@ import { TurnRunner } from './runner';
  * (retried, fallen back), a tool that timed out, a failed turn. Each line names the turn
  * and carries the turn's trace id.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const reply = (text: string, toolCalls: ModelResponse['toolCalls'] = []): ModelResponse => ({
   text,

@@ -26,7 +26,7 @@ import { TurnRunner } from './runner';
  * self-healing across turns, reflections in the transcript, and isolated
  * finalisation steps.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const USAGE = { inputTokens: 120, outputTokens: 12, cachedTokens: 0 };
 const reply = (text: string, toolCalls: ModelResponse['toolCalls'] = []): ModelResponse => ({

@@ -27,7 +27,7 @@ import { TurnRunner } from './runner';
  * BullMQ: cancelling the parent cancels its children's turns and tasks recursively, and the
  * children's cost rolls up into the parent, counting against its maxUsd when it resumes.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 class Model implements ModelProvider {
   readonly name = 'openai-chat';

@@ -20,7 +20,7 @@ import { TenantPause } from './tenant-pause';
  * is refused in its statement, its claims hold its turns (queued stays queued, the job completes),
  * the reconciler leaves them alone, and the resume wakes one job per session, after which they run.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('tenant pause and resume', () => {
   let h: HarnessFixture;

@@ -28,7 +28,7 @@ import { TurnRunner } from './runner';
  * claim and every checkpoint, it stops a turn before its first model call when nothing is left, and a
  * running turn where its spend reaches what is left; spend not rolled up yet counts, once.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 /** 10 input + 5 output tokens at $1000 per million each: $0.015 a round. */
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };

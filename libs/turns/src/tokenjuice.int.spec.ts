@@ -31,7 +31,7 @@ import { TurnRunner } from './runner';
  * turn asking for that marker gets not_found; a `hint:coding` agent (auto → light) and an agent set to
  * `off` keep the log as it was, and nothing is stored for them.
  */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 const log = tokenjuiceCorpus().find((e) => e.file === 'failing-test-run.log')!;

@@ -6,7 +6,7 @@ import { activateIdleAgents, activateWork, ensureWorkSession, type ActivationDep
 import { setPosture } from './lifecycle';
 import { WorkItemStore } from './store';
 
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 /** Activation on real Postgres and Redis (docs/adr/0031): one tick at a time, held, asleep, rechecks. */
 describe('work activation', () => {

@@ -2,7 +2,7 @@ import { newId } from '@switchboard/contracts';
 import { createTestEnv, seedTenantSession, seedTurn, type TestEnv } from '@switchboard/testing';
 import { recordClosure } from './closure';
 
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 /** The closure of an ended turn, recorded once on the turn and in the journal (docs/adr/0031). */
 describe('recordClosure', () => {

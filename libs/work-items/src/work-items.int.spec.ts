@@ -13,7 +13,7 @@ import { renderWorkItems, workItemContext } from './projection';
 import { WorkItemStore } from './store';
 import { workItemTools } from './tools';
 
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 /** Work items on a real Postgres: the store's views, the four tools' seed 002 rules, the projection. */
 describe('work items', () => {

@@ -52,6 +52,16 @@ export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): s
 export const accessOf = (reflector: Reflector, ctx: ExecutionContext): Access =>
   reflector.getAllAndOverride<Access | undefined>(ACCESS, [ctx.getHandler(), ctx.getClass()]) ?? 'tenant';
 
+/**
+ * The operator's check: `token` must be ADMIN_TOKEN (compared in constant time); no ADMIN_TOKEN
+ * disables the operator's routes. Throws a 401 `unauthorized`. The admin API and the queue board
+ * (`/admin/queues`) share it.
+ */
+export function checkAdminToken(admin: string | undefined, token: string | undefined): void {
+  if (!admin) throw new AppError('unauthorized', 'the admin API is disabled: set ADMIN_TOKEN');
+  if (!token || !constantTimeEquals(token, admin)) throw new AppError('unauthorized', 'invalid admin token');
+}
+
 /** Every route needs an API key unless marked otherwise. */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -69,10 +79,7 @@ export class AuthGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
     const token = bearer(req.headers.authorization);
     if (access === 'admin') {
-      const admin = this.config.ADMIN_TOKEN;
-      if (!admin) throw new AppError('unauthorized', 'the admin API is disabled: set ADMIN_TOKEN');
-      if (!token || !constantTimeEquals(token, admin))
-        throw new AppError('unauthorized', 'invalid admin token');
+      checkAdminToken(this.config.ADMIN_TOKEN, token);
       return true;
     }
     if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');

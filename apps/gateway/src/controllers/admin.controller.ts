@@ -77,6 +77,8 @@ export class AdminController {
   @Operation({
     id: 'createTenant',
     summary: 'Create a tenant and its first API key',
+    description:
+      'Creates a tenant and its first API key in one transaction and writes the audit entry as `operator`. The key is in this response only (store it); each call creates a new tenant, so a retry after a lost response makes a second one.',
     status: 201,
     schema: CreatedTenantResponse,
     errors: BODY_ERRORS,
@@ -91,6 +93,8 @@ export class AdminController {
   @Operation({
     id: 'listTenants',
     summary: 'Tenants with their pause, limits, spend today and unfinished turns',
+    description:
+      "Every tenant in creation order, with its pause, operator settings (concurrency cap, fair share, daily spend cap, rate limits), today's spend and unfinished turns. Paged: up to `limit` (default 50, at most 200), then `cursor` = the previous page's `nextCursor` until it is null; a malformed cursor is a 400.",
     status: 200,
     schema: OperatorTenantPageResponse,
     errors: [400],
@@ -111,6 +115,8 @@ export class AdminController {
   @Operation({
     id: 'getTenant',
     summary: 'A tenant with its pause, limits, spend today and unfinished turns',
+    description:
+      "One tenant as the operator sees it: pause, operator settings, today's spend and unfinished turns. 404 when there is no such tenant.",
     status: 200,
     schema: OperatorTenantResponse,
     errors: [404],
@@ -129,6 +135,8 @@ export class AdminController {
   @Operation({
     id: 'updateTenant',
     summary: "Set a tenant's concurrency cap, fair share weight or daily spend cap (null = default)",
+    description:
+      "Sets the operator's settings of a tenant (docs/adr/0030): `maxConcurrentTurns`, `share` (fair-share weight) and `dailySpendLimitUsd`, each replaced when given and back to the default with `null`; absent fields are kept, so a repeat is harmless. Written with its audit entry; 404 for an unknown tenant.",
     status: 200,
     schema: OperatorTenantResponse,
     errors: [...BODY_ERRORS, 404],
@@ -149,6 +157,8 @@ export class AdminController {
   @Operation({
     id: 'updateTenantLimits',
     summary: "Set a tenant's rate limits (requests per minute per bucket; 0 = unlimited, null = default)",
+    description:
+      "Merges the tenant's rate-limit overrides per bucket (docs/adr/0028): requests per minute, `0` for unlimited, `null` back to the deployment's default. Every gateway applies them within a few seconds; a repeat is harmless; 404 for an unknown tenant.",
     status: 200,
     schema: TenantLimitsResponse,
     errors: [...BODY_ERRORS, 404],
@@ -179,6 +189,8 @@ export class AdminController {
   @Operation({
     id: 'pauseTenant',
     summary: 'Pause a tenant: admission refused, running turns stopped, queued turns kept',
+    description:
+      'Pauses a tenant (docs/adr/0030): its running turns stop at their next safe point, its queued turns stay queued, and every admission of its input answers 403 `tenant_paused` until it is resumed. Pausing a paused tenant changes nothing; the optional `reason` goes to the audit log.',
     status: 200,
     schema: OperatorTenantResponse,
     errors: [...BODY_ERRORS, 404],
@@ -199,6 +211,8 @@ export class AdminController {
   @Operation({
     id: 'resumeTenant',
     summary: 'Resume a paused tenant: admission opens, its queued turns run',
+    description:
+      'Resumes a paused tenant: admission opens again and its queued turns are woken. Resuming a tenant that is not paused changes nothing; 404 for an unknown tenant.',
     status: 200,
     schema: OperatorTenantResponse,
     errors: [...BODY_ERRORS, 404],
@@ -218,6 +232,8 @@ export class AdminController {
   @Operation({
     id: 'listAdminAuditEvents',
     summary: 'The audit log across tenants, newest first (optionally of one tenant or action)',
+    description:
+      "The audit log of every tenant, and operator-wide entries, newest first; `tenantId` and `action` narrow it. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
     status: 200,
     schema: AuditEventPageResponse,
     errors: [400],

@@ -106,6 +106,8 @@ export class AgentLifecycleController {
   @Operation({
     id: 'resumeAgent',
     summary: 'Resume a paused or stopped agent: what was held runs',
+    description:
+      'Resumes a paused or stopped agent: its held turns and work run again. Resuming an agent that is neither paused nor stopped changes nothing; 404 for an unknown agent.',
     status: 200,
     schema: AgentLifecycleResponse,
     errors: [404],

@@ -96,6 +96,8 @@ export class AgentsController {
   @Operation({
     id: 'listAgents',
     summary: 'Agents of the tenant, by id',
+    description:
+      "The tenant's agents by id (deleted ones are not listed). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
     status: 200,
     schema: AgentPageResponse,
     errors: [400],

@@ -21,6 +21,8 @@ export class ApiKeysController {
   @Operation({
     id: 'createApiKey',
     summary: 'Create an API key for the calling tenant (the key is shown once)',
+    description:
+      'Creates another API key for the calling tenant; the secret `key` is in this response only (only its hash is stored). Each call makes a new key.',
     status: 201,
     schema: CreatedApiKeyResponse,
     errors: BODY_ERRORS,
@@ -39,6 +41,8 @@ export class ApiKeysController {
   @Operation({
     id: 'listApiKeys',
     summary: "The tenant's API keys, by id (revoked ones included)",
+    description:
+      "The tenant's API keys by id, revoked ones included (with `revokedAt`), with their display prefix and last use; never the secret. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
     status: 200,
     schema: ApiKeyListResponse,
     errors: [400],
@@ -63,6 +67,8 @@ export class ApiKeysController {
   @Operation({
     id: 'revokeApiKey',
     summary: 'Revoke an API key',
+    description:
+      "Revokes a key: it stops working at once on this gateway, on the others as soon as they hear of it on Redis, and at the latest when their cached lookup expires (API_KEY_CACHE_MS). Revoking twice is harmless and answers the key as it is; 404 for another tenant's key.",
     status: 200,
     schema: ApiKeyResponse,
     errors: [404],

@@ -29,6 +29,8 @@ export class ApprovalsController {
   @Operation({
     id: 'listApprovals',
     summary: 'Approvals of the tenant, newest first',
+    description:
+      "The tenant's approvals, newest first; `status=pending` lists what waits for a decision (never one whose turn has ended). Paged by `limit` (default 50, at most 200) and `cursor`.",
     status: 200,
     schema: ApprovalPageResponse,
     errors: [400],
@@ -47,6 +49,8 @@ export class ApprovalsController {
   @Operation({
     id: 'getApproval',
     summary: 'An approval',
+    description:
+      "An approval: the gated tool call (tool, arguments, side-effect class), its turn, the policy that gated it, its status, decision and expiry. 404 when it is not the calling tenant's.",
     status: 200,
     schema: ApprovalResponse,
     errors: [404],
@@ -66,6 +70,8 @@ export class ApprovalsController {
   @Operation({
     id: 'decideApproval',
     summary: 'Approve or reject a gated tool call; its turn resumes',
+    description:
+      'Approves or rejects a gated tool call, once; the turn resumes with the decision. Replaying the same decision answers the stored one; another decision, a decision after the expiry or on a turn that no longer waits (cancelled) is a 409.',
     status: 200,
     schema: ApprovalResponse,
     errors: [...BODY_ERRORS, 404, 409],

@@ -36,6 +36,8 @@ export class AuditController {
   @Operation({
     id: 'listAuditEvents',
     summary: "The tenant's audit log, newest first (optionally of one action)",
+    description:
+      "The tenant's audit log (who changed what: keys, agents, triggers, settings, operator actions), newest first, optionally of one `action`. Paged by `limit` (default 50, at most 200) and `cursor`.",
     status: 200,
     schema: AuditEventPageResponse,
     errors: [400],

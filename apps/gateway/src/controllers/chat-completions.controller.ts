@@ -1,15 +1,8 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createZodDto } from 'nestjs-zod';
 import type { Admission, Admitted } from '@switchboard/admission';
-import {
-  ChatCompletionRequest,
-  ChatCompletionResponse,
-  isUuid,
-  newId,
-  unsupportedChatParameter,
-} from '@switchboard/contracts';
+import { ChatCompletionResponse, isUuid, newId, unsupportedChatParameter } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { ADMISSION, CONFIG } from '@switchboard/platform';
 import { SessionsRepository } from '@switchboard/store';
@@ -29,6 +22,7 @@ import { IdempotencyKeyHeader } from '../http/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../http/openapi';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 import { ChatCompletionStreamer } from '../http/chat-completion-stream';
+import { ChatCompletionDto } from '../http/dto';
 import { RateLimitBucketOf } from '../http/rate-limit';
 
 const SESSION_HEADER = 'x-session-id';
@@ -40,8 +34,6 @@ const OPERATOR_PROMPT = {
   deliverySurface: 'http_public_enqueue',
   admissionContext: 'control_authenticated',
 } as const;
-
-class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}
 
 const ERRORS: [number, string][] = [
   [
@@ -102,6 +94,8 @@ export class ChatCompletionsController {
   @ApiOperation({
     operationId: 'createChatCompletion',
     summary: 'OpenAI-compatible chat completion: the agent named by `model` answers in a session',
+    description:
+      "OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent).",
   })
   @ApiResponse({
     status: 200,

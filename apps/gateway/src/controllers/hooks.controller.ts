@@ -123,6 +123,8 @@ export class HooksController {
   @Operation({
     id: 'deliverHook',
     summary: 'Deliver a webhook to a trigger (the URL token is the credential; signed by the trigger scheme)',
+    description:
+      "The webhook ingress (docs/adr/0019): no API key, the URL's token is the credential, and the body's signature is checked by the trigger's scheme before anything is written. An accepted delivery is stored, deduplicated by the sender's delivery id (a replay writes nothing new and is answered 202 again), and handed to triage. 401 for a refused signature, 404 for an unknown or revoked token, 403 when the tenant is paused, 409 when the agent is stopped.",
     status: 202,
     schema: HookDeliveryResponse,
     errors: [400, 401, 403, 404, 409, 413, 415, 429],

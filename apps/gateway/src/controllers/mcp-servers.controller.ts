@@ -118,6 +118,8 @@ export class McpServersController implements OnApplicationShutdown {
   @Operation({
     id: 'listMcpServers',
     summary: "The tenant's MCP servers, by id",
+    description:
+      "The tenant's MCP servers by id, with their status and cached tool count; never the auth header. Paged by `limit` (default 50, at most 200) and `cursor`.",
     status: 200,
     schema: McpServerPageResponse,
     errors: [400],
@@ -136,6 +138,8 @@ export class McpServersController implements OnApplicationShutdown {
   @Operation({
     id: 'getMcpServer',
     summary: 'An MCP server and its cached tools (namespaced names, side-effect classes)',
+    description:
+      "An MCP server with its cached tools (namespaced `<server>__<tool>` names, side-effect classes) and its last error. 404 when it is not the calling tenant's.",
     status: 200,
     schema: McpServerResponse,
     errors: [404],
@@ -186,7 +190,14 @@ export class McpServersController implements OnApplicationShutdown {
   /** Agents that name its tools keep their lists; those names are simply not available any more. */
   @Delete(':id')
   @HttpCode(204)
-  @Operation({ id: 'deleteMcpServer', summary: 'Delete an MCP server (soft)', status: 204, errors: [404] })
+  @Operation({
+    id: 'deleteMcpServer',
+    summary: 'Delete an MCP server (soft)',
+    description:
+      "Deletes the registration (soft). Agents that name its tools keep their lists; those tools are simply not available any more. 404 when it is not the calling tenant's.",
+    status: 204,
+    errors: [404],
+  })
   async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
     if (!(await this.servers.softDelete(tenantId, pathId(id, 'MCP server')))) throw notFound('MCP server');
   }

@@ -163,7 +163,14 @@ export class MemoryController {
 
   @Delete(':sourceRef')
   @HttpCode(204)
-  @Operation({ id: 'forgetMemory', summary: 'Forget a memory record', status: 204, errors: [404] })
+  @Operation({
+    id: 'forgetMemory',
+    summary: 'Forget a memory record',
+    description:
+      "Forgets one record of the agent's memory: it no longer shows in listings, searches or recall. 404 when the agent or the record is unknown.",
+    status: 204,
+    errors: [404],
+  })
   async forget(
     @TenantId() tenantId: string,
     @Param('id') id: string,

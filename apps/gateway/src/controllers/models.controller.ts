@@ -42,6 +42,9 @@ export class ModelsController {
   @ApiOperation({
     operationId: 'listModels',
     summary: `OpenAI-compatible: the tenant's agents as models, most recent first (at most ${MODELS_LIMIT})`,
+    description:
+      "The tenant's agents as OpenAI model objects (`id` = the agent's name), most recent first, so an OpenAI-compatible front-end can offer them in its model picker. Not paged: at most the " +
+      `${MODELS_LIMIT} most recent; errors in OpenAI's shape.`,
   })
   @ApiResponse({ status: 200, description: 'The models', schema: schemaRef(ModelList) })
   @OpenAiErrorResponses(errors([401, 429, 503]))
@@ -51,7 +54,12 @@ export class ModelsController {
 
   @Get(':model')
   @ErrorShapeOf('openai')
-  @ApiOperation({ operationId: 'retrieveModel', summary: 'OpenAI-compatible: one agent as a model, by name' })
+  @ApiOperation({
+    operationId: 'retrieveModel',
+    summary: 'OpenAI-compatible: one agent as a model, by name',
+    description:
+      "One agent as an OpenAI model object, by its name. 404 in OpenAI's error shape when the tenant has no agent of that name.",
+  })
   @ApiResponse({ status: 200, description: 'The model', schema: schemaRef(ModelObject) })
   @OpenAiErrorResponses(errors([401, 404, 429, 503]))
   async get(@TenantId() tenantId: string, @Param('model') model: string): Promise<ModelObject> {

@@ -1,4 +1,4 @@
-import { Controller, Get, Header, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Headers, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
@@ -25,7 +25,14 @@ export class OpsController {
   ) {}
 
   @Get('healthz')
-  @Operation({ id: 'getHealth', summary: 'Liveness', status: 200, schema: HealthResponse })
+  @Operation({
+    id: 'getHealth',
+    summary: 'Liveness',
+    description:
+      'Liveness: 200 while the process answers. It never checks a dependency (a restart would not bring Postgres back); no credentials.',
+    status: 200,
+    schema: HealthResponse,
+  })
   healthz(): HealthResponse {
     return { status: 'ok' };
   }
@@ -36,6 +43,8 @@ export class OpsController {
   @Operation({
     id: 'getReadiness',
     summary: 'Readiness: Postgres and Redis answer',
+    description:
+      'Readiness: 200 when Postgres answers `SELECT 1` and Redis `PING`, 503 naming the failing check otherwise (and while the gateway drains after SIGTERM). No credentials.',
     status: 200,
     schema: ReadinessResponse,
   })
@@ -73,14 +82,28 @@ export class OpsController {
   }
 
   @Get('metrics')
-  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-  @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics' })
+  @ApiOperation({
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics',
+    description:
+      "The gateway's metrics (HTTP requests, queue depth, the process). In the Prometheus text format by " +
+      'default; in OpenMetrics, with exemplars linking latency buckets to traces, when the Accept header ' +
+      'asks for `application/openmetrics-text` (as Prometheus does).',
+  })
   @ApiResponse({
     status: 200,
-    description: 'Prometheus text exposition format',
-    content: { 'text/plain': { schema: { type: 'string' } } },
+    description: 'Prometheus text exposition format, or OpenMetrics when asked for',
+    content: {
+      'text/plain': { schema: { type: 'string' } },
+      'application/openmetrics-text': { schema: { type: 'string' } },
+    },
   })
-  metricsText() {
-    return this.metrics.registry.metrics();
+  async metricsText(
+    @Headers('accept') accept: string | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const { contentType, body } = await this.metrics.expose(accept);
+    void reply.header('content-type', contentType);
+    return body;
   }
 }

@@ -125,6 +125,8 @@ export class SchedulesController {
   @Operation({
     id: 'listSchedules',
     summary: 'Schedules of the tenant, by id',
+    description:
+      "The tenant's schedules by id, with their last and next fire times. Paged by `limit` (default 50, at most 200) and `cursor`.",
     status: 200,
     schema: SchedulePageResponse,
     errors: [400],
@@ -143,6 +145,8 @@ export class SchedulesController {
   @Operation({
     id: 'getSchedule',
     summary: 'A schedule',
+    description:
+      "A schedule: its cron expression, time zone, payload, whether it is enabled and when it fires next. 404 when it is not the calling tenant's.",
     status: 200,
     schema: ScheduleResponse,
     errors: [404],
@@ -155,6 +159,8 @@ export class SchedulesController {
   @Operation({
     id: 'updateSchedule',
     summary: 'Change a schedule: its expression, zone or payload; pause (enabled: false) or resume',
+    description:
+      "Changes a schedule's expression, time zone or payload, or pauses (`enabled: false`) and resumes it; the next fire time is recomputed. Absent fields are kept, so a repeat is harmless; 400 for an invalid cron expression or zone.",
     status: 200,
     schema: ScheduleResponse,
     errors: [...BODY_ERRORS, 404],
@@ -183,7 +189,14 @@ export class SchedulesController {
   /** Stops the schedule for good; its session and the ticks already admitted stay. */
   @Delete(':id')
   @HttpCode(204)
-  @Operation({ id: 'deleteSchedule', summary: 'Delete a schedule', status: 204, errors: [404] })
+  @Operation({
+    id: 'deleteSchedule',
+    summary: 'Delete a schedule',
+    description:
+      "Stops the schedule for good; its session and the ticks it already admitted stay. 404 when it is not the calling tenant's (or already deleted).",
+    status: 204,
+    errors: [404],
+  })
   async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
     // One statement: a concurrent delete makes this one a 404, not a failed delete.
     if (!(await this.schedules.delete(tenantId, pathId(id, 'schedule')))) throw notFound('schedule');

@@ -47,6 +47,8 @@ export class SessionsController {
   @Operation({
     id: 'createSession',
     summary: 'Start a session with an agent',
+    description:
+      "Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session.",
     status: 201,
     schema: SessionResponse,
     errors: [...BODY_ERRORS, 404],
@@ -67,6 +69,8 @@ export class SessionsController {
   @Operation({
     id: 'listSessions',
     summary: 'Sessions of the tenant, by id',
+    description:
+      "The tenant's sessions by id, open and closed. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
     status: 200,
     schema: SessionPageResponse,
     errors: [400],
@@ -88,7 +92,15 @@ export class SessionsController {
   }
 
   @Get(':id')
-  @Operation({ id: 'getSession', summary: 'A session', status: 200, schema: SessionResponse, errors: [404] })
+  @Operation({
+    id: 'getSession',
+    summary: 'A session',
+    description:
+      "A session: its agent, status (open or closed), title, metadata, usage and timestamps. 404 when it is not the calling tenant's.",
+    status: 200,
+    schema: SessionResponse,
+    errors: [404],
+  })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionResponse> {
     return presentSession(await this.find(tenantId, id));
   }
@@ -98,6 +110,8 @@ export class SessionsController {
   @Operation({
     id: 'closeSession',
     summary: 'Close a session',
+    description:
+      'Closes the session: its history stays readable and new messages are refused with 409. Closing a closed session is harmless and answers it as it is.',
     status: 200,
     schema: SessionResponse,
     errors: [404],
@@ -112,6 +126,8 @@ export class SessionsController {
   @Operation({
     id: 'listMessages',
     summary: "The session's transcript",
+    description:
+      "The session's transcript in order, with provenance (who or what admitted each entry) on every entry. Paged by `limit` and `cursor`; 404 for an unknown session.",
     status: 200,
     schema: MessagePageResponse,
     errors: [400, 404],
@@ -142,9 +158,11 @@ export class SessionsController {
   @Operation({
     id: 'admitMessage',
     summary: 'Admit a message: a turn runs it',
+    description:
+      "Admits a message into the session: it is persisted before the answer, then a turn runs it (202 with the turn's id). With `wait` the request holds until the turn ends and answers 200 with it, or 202 when the bound passes first. An `Idempotency-Key` makes a retry return the first admission; 409 for a closed session or a stopped agent, 403 when the operator paused the tenant.",
     status: 202,
     schema: AdmitMessageResponse,
-    description:
+    response:
       'Admitted: the turn is queued (or, with `wait`, did not end within the bound). A replayed ' +
       'Idempotency-Key answers the first admission.',
     alternative: {
@@ -248,6 +266,8 @@ export class SessionsController {
   @Operation({
     id: 'listEvents',
     summary: "The session's event journal",
+    description:
+      "The session's durable event journal, ordered by its per-session `seq`: every turn's rounds, tool calls, approvals and ends. Pass `after` = the last seq you saw for the next events, up to `limit` (at most 500); the same journal the SSE streams replay.",
     status: 200,
     schema: EventPageResponse,
     errors: [400, 404],

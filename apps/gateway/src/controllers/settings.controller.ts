@@ -26,7 +26,14 @@ export class SettingsController {
   ) {}
 
   @Get()
-  @Operation({ id: 'getSettings', summary: "The tenant's settings", status: 200, schema: SettingsResponse })
+  @Operation({
+    id: 'getSettings',
+    summary: "The tenant's settings",
+    description:
+      "The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret) and the daily spend cap.",
+    status: 200,
+    schema: SettingsResponse,
+  })
   async get(@TenantId() tenantId: string): Promise<SettingsResponse> {
     const tenant = await this.tenants.settings(tenantId);
     if (!tenant) throw notFound('tenant');
@@ -38,6 +45,8 @@ export class SettingsController {
   @Operation({
     id: 'updateSettings',
     summary: "Change the tenant's settings",
+    description:
+      "Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are.",
     status: 200,
     schema: SettingsResponse,
     errors: BODY_ERRORS,

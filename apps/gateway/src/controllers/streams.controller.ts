@@ -46,9 +46,9 @@ const STREAM_DESCRIPTION =
   'is sent every SSE_HEARTBEAT_MS while quiet.';
 
 /** OpenAPI for a stream route: its frames' schema under text/event-stream, Last-Event-ID, its errors. */
-const StreamDocs = (id: string, summary: string, ends: string) =>
+const StreamDocs = (id: string, summary: string, description: string, ends: string) =>
   applyDecorators(
-    ApiOperation({ operationId: id, summary }),
+    ApiOperation({ operationId: id, summary, description }),
     ApiHeader({
       name: 'Last-Event-ID',
       required: false,
@@ -79,7 +79,14 @@ export class StreamsController {
 
   /** A turn's events; the stream ends after its terminal event (at once, after its history, if it had ended). */
   @Get('turns/:id/stream')
-  @StreamDocs('streamTurn', "A turn's events (SSE)", "Ends after the turn's terminal event.")
+  @StreamDocs(
+    'streamTurn',
+    "A turn's events (SSE)",
+    "The turn's journaled events from the start (or after `Last-Event-ID` / `after`), then live as it runs, " +
+      'with the text as the provider streams it; the stream ends after its terminal event, at once for a turn ' +
+      'that had ended. Reconnecting with the last seq resumes with nothing missed; 404 for an unknown turn.',
+    "Ends after the turn's terminal event.",
+  )
   async turn(
     @TenantId() tenantId: string,
     @Param('id') id: string,
@@ -94,7 +101,14 @@ export class StreamsController {
 
   /** A session's events, every turn's; the stream stays open until the client leaves. */
   @Get('sessions/:id/stream')
-  @StreamDocs('streamSession', "A session's events (SSE)", 'Stays open until the client leaves.')
+  @StreamDocs(
+    'streamSession',
+    "A session's events (SSE)",
+    "Every turn's events in the session: the journal from the start (or after `Last-Event-ID` / `after`), then " +
+      'live, staying open until the client leaves (or the gateway drains). Reconnecting with the last seq ' +
+      'resumes with nothing missed; 404 for an unknown session.',
+    'Stays open until the client leaves.',
+  )
   async session(
     @TenantId() tenantId: string,
     @Param('id') id: string,

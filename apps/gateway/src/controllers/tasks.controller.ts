@@ -40,7 +40,15 @@ export class TasksController {
   constructor(@Inject(TASKS) private readonly tasks: TaskService) {}
 
   @Get(':id')
-  @Operation({ id: 'getTask', summary: 'A sub-agent task', status: 200, schema: TaskResponse, errors: [404] })
+  @Operation({
+    id: 'getTask',
+    summary: 'A sub-agent task',
+    description:
+      "A sub-agent task: its parent turn, child session and turn, status, input, its handback (the question it asks when `awaiting_user`) and output. 404 when it is not the calling tenant's.",
+    status: 200,
+    schema: TaskResponse,
+    errors: [404],
+  })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TaskResponse> {
     const task = await this.tasks.get(tenantId, pathId(id, 'task'));
     if (!task) throw notFound('task');
@@ -56,6 +64,8 @@ export class TasksController {
   @Operation({
     id: 'answerTask',
     summary: "Answer a sub-agent's question; the child resumes",
+    description:
+      "Answers the question a sub-agent asked (`awaiting_user` handback): the answer is stored on the task and the child's turn resumes with it. 409 when the child is not waiting for an answer (already answered, ended or cancelled).",
     status: 200,
     schema: TaskResponse,
     errors: [...BODY_ERRORS, 404, 409],

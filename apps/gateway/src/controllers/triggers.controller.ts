@@ -89,6 +89,8 @@ export class TriggersController {
   @Operation({
     id: 'createTrigger',
     summary: 'Create a trigger: its URL token and signing secret are shown once',
+    description:
+      "Creates a webhook trigger for one of the tenant's agents: deliveries to its URL are verified by the trigger's scheme (GitHub, Slack, Standard Webhooks, a plain token) and admitted as messages. Its URL token and signing secret are in this response only; 404 when the agent does not exist.",
     status: 201,
     schema: IssuedTriggerResponse,
     errors: [...BODY_ERRORS, 404],
@@ -124,6 +126,8 @@ export class TriggersController {
   @Operation({
     id: 'listTriggers',
     summary: "The tenant's triggers, by id; revoked ones with `includeRevoked=true`",
+    description:
+      "The tenant's triggers by id, without secrets; revoked ones only with `includeRevoked=true`. Paged by `limit` (default 50, at most 200) and `cursor`.",
     status: 200,
     schema: TriggerListResponse,
     errors: [400],
@@ -144,7 +148,14 @@ export class TriggersController {
   }
 
   @Get(':id')
-  @Operation({ id: 'getTrigger', summary: 'A trigger', status: 200, schema: TriggerResponse, errors: [404] })
+  @Operation({
+    id: 'getTrigger',
+    summary: 'A trigger',
+    description: "A trigger, without its secret or URL token. 404 when it is not the calling tenant's.",
+    status: 200,
+    schema: TriggerResponse,
+    errors: [404],
+  })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TriggerResponse> {
     return presentTrigger(await this.find(tenantId, id));
   }
@@ -154,6 +165,8 @@ export class TriggersController {
   @Operation({
     id: 'revokeTrigger',
     summary: 'Revoke a trigger',
+    description:
+      'Revokes the trigger: its URL answers 404 from now on. Revoking twice is harmless and answers the trigger as it is.',
     status: 200,
     schema: TriggerResponse,
     errors: [404],
@@ -174,6 +187,8 @@ export class TriggersController {
   @Operation({
     id: 'rotateTrigger',
     summary: "Rotate a trigger's signing secret (or a token trigger's URL token)",
+    description:
+      "Rotates the trigger's credential (docs/adr/0019): a signed scheme gets a new signing secret, and the previous one keeps verifying for `graceSeconds`; a `token` trigger gets a new URL token and the old URL stops at once. The new secret or URL is in this response only; 409 for a revoked trigger.",
     status: 200,
     schema: IssuedTriggerResponse,
     errors: [...BODY_ERRORS, 404, 409],

@@ -28,7 +28,15 @@ export class TurnsController {
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
   @Get(':id')
-  @Operation({ id: 'getTurn', summary: 'A turn', status: 200, schema: TurnResponse, errors: [404] })
+  @Operation({
+    id: 'getTurn',
+    summary: 'A turn',
+    description:
+      "A turn: status, final text, stop reason, usage and cost, tool calls and the provider attempt timeline. 404 when it is not the calling tenant's.",
+    status: 200,
+    schema: TurnResponse,
+    errors: [404],
+  })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnResponse> {
     // Its sub-agent tasks (docs/adr/0024) and their cost (docs/adr/0025), as `wait` on admission adds them.
     const turn = await readTurn(this.sql, tenantId, pathId(id, 'turn'));
@@ -46,9 +54,11 @@ export class TurnsController {
   @Operation({
     id: 'cancelTurn',
     summary: 'Cancel a turn',
+    description:
+      'Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.',
     status: 202,
     schema: TurnResponse,
-    description:
+    response:
       'The turn is running: the cancel is recorded and its worker stops it at the next safe point ' +
       '(before a provider call or a tool); the turn as it stands, with cancelRequestedAt.',
     alternative: {

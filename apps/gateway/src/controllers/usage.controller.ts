@@ -65,7 +65,8 @@ export class UsageController {
     summary: "The tenant's spend per UTC day (the cost-log hook's roll-up)",
     description:
       'Per UTC day over `from`..`to` (inclusive dates; default the last 30 days, at most 366): USD, ' +
-      'tokens, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once ' +
+      'tokens (cachedTokens read from and cacheWriteTokens written to the provider cache among them), ' +
+      'cacheSavedUsd, provider calls and turns, as the `cost-log` post-turn hook adds each ended turn once ' +
       '(and the archivist its own model calls). A turn counts shortly after it ends; GET /v1/usage ' +
       'sums the ledger itself, in-flight turns included. Reads one row per day, so it stays cheap.',
     status: 200,

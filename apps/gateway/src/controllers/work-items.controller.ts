@@ -159,6 +159,8 @@ export class WorkItemsController {
   @Operation({
     id: 'getWorkItem',
     summary: 'A work item',
+    description:
+      'A work item of the agent: its objective, state, plan and todo list, what blocks it, its readiness and completion report. 404 when the agent or the item is unknown.',
     status: 200,
     schema: WorkItemResponse,
     errors: [404],

@@ -36,6 +36,7 @@ import {
   CompleteWorkItemRequest,
   CancelWorkItemRequest,
   AgentPostureRequest,
+  ChatCompletionRequest,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -75,3 +76,4 @@ export class WorkItemsQueryDto extends createZodDto(WorkItemsQuery) {}
 export class CompleteWorkItemDto extends createZodDto(CompleteWorkItemRequest) {}
 export class CancelWorkItemDto extends createZodDto(CancelWorkItemRequest) {}
 export class AgentPostureDto extends createZodDto(AgentPostureRequest) {}
+export class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}

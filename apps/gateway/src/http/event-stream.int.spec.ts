@@ -20,7 +20,7 @@ import { EventStreams, type StreamItem } from './event-stream';
  * with no gap and no duplicate, a commit that was never published read from the journal, a
  * dropped subscriber connection resynchronised, and Redis unreachable from the start.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 

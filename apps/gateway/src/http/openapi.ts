@@ -9,9 +9,11 @@ import {
   SwaggerModule,
   type OpenAPIObject,
 } from '@nestjs/swagger';
+import type { RequestBodyObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
 import { z } from 'zod';
 import { ApiSchemas, ErrorResponse, OpenAiErrorResponse } from '@switchboard/contracts';
+import { REQUEST_EXAMPLES } from './examples';
 
 /** Security scheme names in the OpenAPI document. */
 export const API_KEY_AUTH = 'apiKey';
@@ -84,23 +86,33 @@ export const TenantApi = (tag: string) =>
 export const AdminApi = (tag: string) =>
   applyDecorators(ApiTags(tag), ApiBearerAuth(ADMIN_AUTH), ApiErrors(401, 500, 503));
 
-/** An operation: readable operationId, its success response from a zod DTO, its own error statuses. */
+/**
+ * An operation: readable operationId, a summary and a description, its success response from a zod
+ * DTO, its own error statuses. test/e2e/openapi.e2e.spec.ts fails on an operation without a
+ * description.
+ */
 export function Operation(o: {
   id: string;
   summary: string;
+  /**
+   * One to three sentences: what it does, whether a repeat is harmless (idempotency), how it pages,
+   * and what it answers in the error cases that matter.
+   */
+  description?: string;
   status: number;
   /** The response schema (registered in ApiSchemas); omitted for an empty response (204). */
   schema?: z.ZodType;
-  description?: string;
+  /** The success response's description (default: the summary). */
+  response?: string;
   errors?: ErrorStatus[];
   /** A second success the request can ask for (admitMessage with `wait`: 200 with the ended turn). */
   alternative?: { status: number; schema: z.ZodType; description: string };
 }) {
   return applyDecorators(
-    ApiOperation({ operationId: o.id, summary: o.summary }),
+    ApiOperation({ operationId: o.id, summary: o.summary, description: o.description }),
     ApiResponse({
       status: o.status,
-      description: o.description ?? o.summary,
+      description: o.response ?? o.summary,
       ...(o.schema ? { schema: schemaRef(o.schema) } : {}),
     }),
     ...(o.alternative
@@ -143,11 +155,27 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
       .build(),
   );
   const cleaned = cleanupOpenApiDoc(document, { version: '3.1' });
+  addRequestExamples(cleaned);
   cleaned.components = {
     ...cleaned.components,
     schemas: { ...cleaned.components?.schemas, ...responseComponents() },
   };
   return cleaned;
+}
+
+/**
+ * Sets each JSON request body's `example` from REQUEST_EXAMPLES, by the DTO its schema refers to
+ * (the component named after the DTO class), so the Swagger UI's "Try it out" starts from it.
+ */
+function addRequestExamples(document: OpenAPIObject): void {
+  const examples = new Map(REQUEST_EXAMPLES.map((e) => [`${COMPONENTS}${e.dto.name}`, e.value]));
+  for (const item of Object.values(document.paths)) {
+    for (const op of Object.values(item) as { requestBody?: RequestBodyObject }[]) {
+      const json = op?.requestBody?.content?.['application/json'];
+      const ref = (json?.schema as { $ref?: string } | undefined)?.$ref;
+      if (json && ref && examples.has(ref)) json.example = examples.get(ref);
+    }
+  }
 }
 
 /** Every response schema as an OpenAPI 3.1 component (JSON Schema 2020-12), `$ref`s between them by name. */

@@ -9,7 +9,8 @@ import {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Config } from '@switchboard/config';
-import { createLogger, type Metrics } from '@switchboard/observability';
+import { createLogger, traceExemplar, type Metrics } from '@switchboard/observability';
+import type { LabelValues } from 'prom-client';
 
 /** The request id header, read from the client (or a proxy) and echoed on every response. */
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -40,6 +41,8 @@ interface Logged {
   tenantId?: string;
   /** The trace of the request's server span, taken while it is active. */
   logTraceId?: string;
+  /** The request's server span, as exemplar labels of its duration (trace_id, span_id). */
+  exemplar?: LabelValues<string>;
   /** Where the request's duration is observed (`http_server_request_duration_seconds`). */
   httpMetrics?: Metrics['httpRequests'];
 }
@@ -60,6 +63,7 @@ export function registerRequestLog(fastify: FastifyInstance, metrics?: Metrics):
     const span = trace.getSpan(context.active());
     if (span && isSpanContextValid(span.spanContext())) {
       r.logTraceId = span.spanContext().traceId;
+      r.exemplar = traceExemplar(span);
       const route = request.routeOptions.url;
       if (route) {
         span.updateName(`${request.method} ${route}`);
@@ -81,11 +85,17 @@ export function logRequest(
 ): void {
   const r = request as FastifyRequest & Logged;
   const status = reply.statusCode;
-  r.httpMetrics?.observe(
+  r.httpMetrics?.observe({
     // Unmatched paths share one label value: a scanner's paths must not become series.
-    { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(status) },
-    reply.elapsedTime / 1000,
-  );
+    labels: {
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status_code: String(status),
+    },
+    value: reply.elapsedTime / 1000,
+    // The server span's trace, linked from the bucket in Grafana (docs/adr/0040).
+    exemplarLabels: r.exemplar,
+  });
   request.log[status >= 500 ? 'error' : 'info'](
     {
       method: request.method,

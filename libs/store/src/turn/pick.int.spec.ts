@@ -12,7 +12,7 @@ import { SqlDb } from '../sql';
 import { pickAndClaim, type PickNext } from './pick';
 
 /** The fair choice and its claim (docs/adr/0029) on real Postgres. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('pickAndClaim', () => {
   let env: TestEnv;

@@ -5,7 +5,7 @@ import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { OriginalsStore } from './originals';
 
 /** The originals store on real Postgres: tenant scoping, expiry, the sweep, a repeated keep. */
-jest.setTimeout(30_000);
+jest.setTimeout(120_000);
 
 describe('OriginalsStore', () => {
   let env: TestEnv;

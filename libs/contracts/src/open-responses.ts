@@ -1,0 +1,367 @@
+import { z } from 'zod';
+import { ApiSchemas } from './responses';
+
+/**
+ * `/v1/responses`: OpenAI's Responses API as the Open Responses specification (openresponses.org)
+ * writes it down, so the `openai` client's `responses.*`, the AI SDK's default `openai(model)` and the
+ * OpenAI Agents SDK talk to an agent (docs/adr/0035-responses-api.md). `model` names an agent, a
+ * response is a turn, `previous_response_id` continues the turn's session. The request object is
+ * strict like every other body: parameters that cannot be honoured and would mislead if ignored are
+ * refused (`unsupportedResponsesParameter`), sampling knobs are accepted and ignored (the agent's
+ * model settings decide), fields the API does not define are refused.
+ */
+
+const Text = z.string().max(200_000);
+
+const InputText = z.strictObject({ type: z.literal('input_text'), text: Text });
+/** What an assistant said earlier (a client replaying the conversation): its text counts. */
+const OutputText = z.looseObject({ type: z.literal('output_text'), text: Text });
+const Refusal = z.looseObject({ type: z.literal('refusal'), refusal: z.string().max(200_000) });
+/** Parts the adapter refuses (agents take text); typed loosely so the refusal can name the part. */
+const OtherPart = z.looseObject({ type: z.enum(['input_image', 'input_file', 'input_audio']) });
+
+const MessageContent = z.union([
+  Text,
+  z.array(z.union([InputText, OutputText, Refusal, OtherPart])).max(100),
+]);
+
+/** A message input item (`type: "message"` may be left out, as OpenAI's EasyInputMessage). */
+export const ResponsesInputMessage = z.strictObject({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'system', 'developer', 'assistant']),
+  content: MessageContent,
+  id: z.string().max(200).optional(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']).nullable().optional(),
+  phase: z.string().max(40).nullable().optional(),
+});
+export type ResponsesInputMessage = z.infer<typeof ResponsesInputMessage>;
+
+/**
+ * Items a client may replay from an earlier output: the agent's own tool calls (`mcp_call`) and
+ * reasoning. They are history the session already holds: accepted and left out.
+ */
+const ReplayedItem = z.looseObject({ type: z.enum(['mcp_call', 'mcp_list_tools', 'reasoning']) });
+/** Client function calling and other items the adapter refuses; typed loosely so the refusal names them. */
+const RefusedItem = z.looseObject({
+  type: z.enum([
+    'function_call',
+    'function_call_output',
+    'item_reference',
+    'custom_tool_call',
+    'custom_tool_call_output',
+    'computer_call',
+    'computer_call_output',
+    'web_search_call',
+    'file_search_call',
+    'image_generation_call',
+    'code_interpreter_call',
+    'local_shell_call',
+    'local_shell_call_output',
+    'shell_call',
+    'shell_call_output',
+    'apply_patch_call',
+    'apply_patch_call_output',
+    'mcp_approval_request',
+    'mcp_approval_response',
+    'compaction',
+  ]),
+});
+
+export const ResponsesInputItem = z.union([ResponsesInputMessage, ReplayedItem, RefusedItem]);
+export type ResponsesInputItem = z.infer<typeof ResponsesInputItem>;
+
+const Metadata = z
+  .record(z.string().min(1).max(64), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 metadata pairs' });
+
+export const CreateResponseRequest = z.strictObject({
+  /** An agent of the tenant, by name (or by id). */
+  model: z.string().min(1).max(200),
+  input: z.union([Text, z.array(ResponsesInputItem).min(1).max(1000)]),
+  /** A response of the same agent: the new turn runs in its session. */
+  previous_response_id: z.string().max(200).nullable().optional(),
+  /** Left out (docs/adr/0035): the agent's instructions are its system prompt. */
+  instructions: z.string().max(200_000).nullable().optional(),
+  /** Answer at once with the queued response; poll or stream it by id. */
+  background: z.boolean().nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
+  /** A turn is always stored (it is the session's history): `false` is refused. */
+  store: z.boolean().nullable().optional(),
+  metadata: Metadata.nullable().optional(),
+  user: z.string().max(256).optional(),
+  // Accepted and ignored: the agent's model settings decide.
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  max_output_tokens: z.int().min(1).nullable().optional(),
+  max_tool_calls: z.int().min(1).nullable().optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  truncation: z.enum(['auto', 'disabled']).nullable().optional(),
+  service_tier: z.string().max(40).nullable().optional(),
+  reasoning: z.looseObject({}).nullable().optional(),
+  prompt_cache_key: z.string().max(1000).nullable().optional(),
+  prompt_cache_retention: z.string().max(40).nullable().optional(),
+  safety_identifier: z.string().max(1000).nullable().optional(),
+  include: z.array(z.string().max(100)).max(20).nullable().optional(),
+  text: z
+    .looseObject({
+      format: z.looseObject({ type: z.string().max(40) }).optional(),
+      verbosity: z.string().max(40).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
+  // Refused unless harmless (see unsupportedResponsesParameter).
+  tools: z.array(z.unknown()).max(128).optional(),
+  tool_choice: z.unknown().optional(),
+  top_logprobs: z.int().min(0).max(20).nullable().optional(),
+  conversation: z.unknown().optional(),
+  prompt: z.unknown().optional(),
+  context_management: z.unknown().optional(),
+  moderation: z.unknown().optional(),
+  prompt_cache_options: z.unknown().optional(),
+});
+export type CreateResponseRequest = z.infer<typeof CreateResponseRequest>;
+
+/** A parameter the adapter cannot honour: the 400 `unsupported_parameter` / `unsupported_value` names it. */
+export interface UnsupportedResponsesParameter {
+  param: string;
+  code: 'unsupported_parameter' | 'unsupported_value';
+  message: string;
+}
+
+const CLIENT_TOOLS =
+  "the agent's own tools run inside the turn (they appear as mcp_call output items); client-side " +
+  'function tools are not supported';
+
+/** The first parameter of a valid request the adapter refuses, or undefined. */
+export function unsupportedResponsesParameter(
+  req: CreateResponseRequest,
+): UnsupportedResponsesParameter | undefined {
+  const param = (name: string, message: string): UnsupportedResponsesParameter => ({
+    param: name,
+    code: 'unsupported_parameter',
+    message: `${name}: ${message}`,
+  });
+  const value = (name: string, message: string): UnsupportedResponsesParameter => ({
+    param: name,
+    code: 'unsupported_value',
+    message: `${name}: ${message}`,
+  });
+  if (req.tools !== undefined && req.tools.length > 0) return param('tools', CLIENT_TOOLS);
+  if (
+    req.tool_choice !== undefined &&
+    req.tool_choice !== null &&
+    !(req.tool_choice === 'none' || req.tool_choice === 'auto')
+  )
+    return param('tool_choice', CLIENT_TOOLS);
+  if (req.store === false) {
+    return value(
+      'store',
+      'every response is a turn stored in its session (the session is the agent’s memory); ' +
+        'close the session (POST /v1/sessions/{id}/close) or delete the agent to be done with it',
+    );
+  }
+  if ((req.top_logprobs ?? 0) > 0) return param('top_logprobs', 'log probabilities are not available');
+  if (req.text?.format !== undefined && req.text.format.type !== 'text') {
+    return value('text.format', 'only {"type": "text"} is supported; ask for JSON in the message');
+  }
+  for (const name of ['conversation', 'prompt', 'context_management'] as const) {
+    if (req[name] != null) {
+      return param(
+        name,
+        name === 'conversation'
+          ? 'conversations are not supported: continue with previous_response_id'
+          : 'not supported',
+      );
+    }
+  }
+  if (Array.isArray(req.input)) {
+    for (const [i, item] of req.input.entries()) {
+      const type = item.type ?? 'message';
+      if (type !== 'message') {
+        if (['mcp_call', 'mcp_list_tools', 'reasoning'].includes(type)) continue;
+        return value(
+          `input[${i}].type`,
+          type === 'function_call' || type === 'function_call_output'
+            ? `${type} items answer client tool calls; ${CLIENT_TOOLS}`
+            : `${type} items are not supported: send message items`,
+        );
+      }
+      const content = (item as ResponsesInputMessage).content;
+      if (Array.isArray(content)) {
+        const j = content.findIndex((p) => !['input_text', 'output_text', 'refusal'].includes(p.type));
+        if (j >= 0) {
+          return value(
+            `input[${i}].content[${j}].type`,
+            `${content[j].type} parts are not supported: send text`,
+          );
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** A message item's text: a string, or its text parts joined by blank lines (refusals left out). */
+export function responsesMessageText(content: ResponsesInputMessage['content']): string {
+  if (typeof content === 'string') return content;
+  return content
+    .filter((p) => p.type === 'input_text' || p.type === 'output_text')
+    .map((p) => (p as { text: string }).text)
+    .join('\n\n');
+}
+
+// ---- responses ----------------------------------------------------------------------------------
+
+export const ResponseOutputText = z.strictObject({
+  type: z.literal('output_text'),
+  text: z.string(),
+  annotations: z.array(z.never()),
+  logprobs: z.array(z.never()),
+});
+
+/** What the agent said in one model round. */
+export const ResponseOutputMessage = z.strictObject({
+  type: z.literal('message'),
+  /** `msg_<turn id hex>_<round>`. */
+  id: z.string(),
+  role: z.literal('assistant'),
+  status: z.enum(['in_progress', 'completed', 'incomplete']),
+  content: z.array(ResponseOutputText),
+});
+
+/**
+ * One of the agent's own tool calls, run inside the turn: OpenAI's item for a tool the server ran
+ * (a remote MCP tool's), so clients show it and never try to run it themselves.
+ */
+export const ResponseToolCallItem = z.strictObject({
+  type: z.literal('mcp_call'),
+  /** `mcp_<turn id hex>_<n>`. */
+  id: z.string(),
+  /** Always `switchboard`: the agent's tools. */
+  server_label: z.string(),
+  name: z.string(),
+  /** JSON text; `{}` while the call runs on a live stream. */
+  arguments: z.string(),
+  /** The result as JSON text once it completed; null otherwise. */
+  output: z.string().nullable(),
+  error: z.string().nullable(),
+  status: z.enum(['in_progress', 'completed', 'failed', 'incomplete']),
+  approval_request_id: z.null(),
+});
+
+export const ResponseOutputItem = z.discriminatedUnion('type', [ResponseOutputMessage, ResponseToolCallItem]);
+export type ResponseOutputItem = z.infer<typeof ResponseOutputItem>;
+export type ResponseOutputMessage = z.infer<typeof ResponseOutputMessage>;
+export type ResponseToolCallItem = z.infer<typeof ResponseToolCallItem>;
+
+export const ResponseUsage = z
+  .strictObject({
+    input_tokens: z.int(),
+    input_tokens_details: z.strictObject({ cached_tokens: z.int() }),
+    output_tokens: z.int(),
+    output_tokens_details: z.strictObject({ reasoning_tokens: z.int() }),
+    total_tokens: z.int(),
+  })
+  .register(ApiSchemas, { id: 'ResponseUsage' });
+export type ResponseUsage = z.infer<typeof ResponseUsage>;
+
+export const ResponseStatus = z.enum([
+  'queued',
+  'in_progress',
+  'completed',
+  'failed',
+  'incomplete',
+  'cancelled',
+]);
+export type ResponseStatus = z.infer<typeof ResponseStatus>;
+
+/** The response object (Open Responses `ResponseResource`): every field it requires, plus two of ours. */
+export const ResponseObject = z
+  .strictObject({
+    /** `resp_<turn id hex>`. */
+    id: z.string(),
+    object: z.literal('response'),
+    /** Unix seconds of the admission. */
+    created_at: z.int(),
+    completed_at: z.int().nullable(),
+    status: ResponseStatus,
+    /** When the turn ended without a final answer: `reason` is its stop reason (max_iterations, deadline…). */
+    incomplete_details: z.strictObject({ reason: z.string() }).nullable(),
+    /** The `model` the request named (the agent). */
+    model: z.string(),
+    previous_response_id: z.string().nullable(),
+    /** Always null: the agent's instructions are its system prompt (docs/adr/0035). */
+    instructions: z.null(),
+    output: z.array(ResponseOutputItem),
+    /** The final answer's text (the openai SDK's `output_text`). */
+    output_text: z.string(),
+    error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
+    tools: z.array(z.never()),
+    tool_choice: z.literal('auto'),
+    truncation: z.literal('disabled'),
+    parallel_tool_calls: z.boolean(),
+    text: z.strictObject({ format: z.strictObject({ type: z.literal('text') }) }),
+    top_p: z.number(),
+    presence_penalty: z.number(),
+    frequency_penalty: z.number(),
+    top_logprobs: z.int(),
+    temperature: z.number(),
+    reasoning: z.null(),
+    user: z.string().nullable(),
+    /** Tokens of every model round of the turn; null until it ended. */
+    usage: ResponseUsage.nullable(),
+    max_output_tokens: z.null(),
+    max_tool_calls: z.null(),
+    store: z.literal(true),
+    background: z.boolean(),
+    service_tier: z.literal('default'),
+    metadata: z.record(z.string(), z.string()),
+    safety_identifier: z.null(),
+    prompt_cache_key: z.null(),
+    /** Switchboard: the session the response's turn ran in. */
+    session_id: z.uuid(),
+    /** Switchboard: the turn (GET /v1/turns/{id}). */
+    turn_id: z.uuid(),
+  })
+  .register(ApiSchemas, { id: 'Response' });
+export type ResponseObject = z.infer<typeof ResponseObject>;
+
+/** An input item as `GET /v1/responses/{id}/input_items` lists it: the message the turn admitted. */
+export const ResponseInputItemObject = z.strictObject({
+  type: z.literal('message'),
+  /** `msg_<message id hex>`. */
+  id: z.string(),
+  role: z.literal('user'),
+  status: z.literal('completed'),
+  content: z.array(z.strictObject({ type: z.literal('input_text'), text: z.string() })),
+});
+export type ResponseInputItemObject = z.infer<typeof ResponseInputItemObject>;
+
+export const ResponseInputItemList = z
+  .strictObject({
+    object: z.literal('list'),
+    data: z.array(ResponseInputItemObject),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .register(ApiSchemas, { id: 'ResponseInputItemList' });
+export type ResponseInputItemList = z.infer<typeof ResponseInputItemList>;
+
+export const InputItemsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+  after: z.string().max(200).optional(),
+  before: z.string().max(200).optional(),
+  include: z.union([z.string().max(100), z.array(z.string().max(100)).max(20)]).optional(),
+});
+export type InputItemsQuery = z.infer<typeof InputItemsQuery>;
+
+export const RetrieveResponseQuery = z.strictObject({
+  stream: z.enum(['true', 'false']).optional(),
+  starting_after: z.coerce.number().int().min(-1).max(Number.MAX_SAFE_INTEGER).optional(),
+  include: z.union([z.string().max(100), z.array(z.string().max(100)).max(20)]).optional(),
+  include_obfuscation: z.enum(['true', 'false']).optional(),
+});
+export type RetrieveResponseQuery = z.infer<typeof RetrieveResponseQuery>;
