@@ -112,6 +112,8 @@ export interface PgWire {
   transactions: number;
   /** Times a client waited for the server: simple queries plus Syncs. */
   roundTrips: number;
+  /** Executions by statement text (whitespace collapsed, first 160 characters): where they go. */
+  byStatement: Record<string, number>;
 }
 /** What the Redis proxy saw clients send. */
 export interface RedisWire {
@@ -158,8 +160,15 @@ class PgConnectionCounter {
         this.total.roundTrips++;
         this.statement(body.toString('utf8', 0, Math.max(0, body.length - 1)));
       } else if (type === 'P') {
+        // A named statement is parsed once per connection and bound by name afterwards.
         const nameEnd = body.indexOf(0);
+        const name = body.toString('utf8', 0, nameEnd);
         this.lastParsed = body.toString('utf8', nameEnd + 1, body.indexOf(0, nameEnd + 1));
+        if (name) this.named.set(name, this.lastParsed);
+      } else if (type === 'B') {
+        const portalEnd = body.indexOf(0);
+        const name = body.toString('utf8', portalEnd + 1, body.indexOf(0, portalEnd + 1));
+        if (name) this.lastParsed = this.named.get(name) ?? this.lastParsed;
       } else if (type === 'E') {
         this.statement(this.lastParsed);
       } else if (type === 'S') {
@@ -171,9 +180,12 @@ class PgConnectionCounter {
   }
 
   private lastParsed = '';
+  private readonly named = new Map<string, string>();
 
   private statement(text: string): void {
     this.total.statements++;
+    const key = text.replace(/\s+/g, ' ').trim().slice(0, 160);
+    this.total.byStatement[key] = (this.total.byStatement[key] ?? 0) + 1;
     if (CONTROL.test(text)) {
       this.total.control++;
       if (OPENS.test(text)) {
@@ -277,7 +289,7 @@ async function countingProxy<T>(
 export const pgProxy = (url: string) =>
   countingProxy<PgWire>(
     new URL(url),
-    () => ({ statements: 0, control: 0, transactions: 0, roundTrips: 0 }),
+    () => ({ statements: 0, control: 0, transactions: 0, roundTrips: 0, byStatement: {} }),
     (totals) => new PgConnectionCounter(totals),
   );
 export const redisProxy = (url: string) =>

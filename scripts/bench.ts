@@ -151,6 +151,13 @@ async function run(sessionsN: number, workers: number) {
               sqlStatementsWithBeginCommit: per(pgWire.statements),
               postgresTransactionsOnTheWire: per(pgWire.transactions),
               postgresRoundTrips: per(pgWire.roundTrips),
+              /** The statements run at least once per 10 turns, most frequent first. */
+              sqlByStatement: Object.fromEntries(
+                Object.entries(pgWire.byStatement)
+                  .filter(([, v]) => v / n >= 0.1)
+                  .sort((a, b) => b[1] - a[1])
+                  .map(([k, v]) => [k, per(v)]),
+              ),
             }
           : {}),
         ...(redisWire

@@ -212,12 +212,12 @@ describe('completion webhooks', () => {
       async () => {
         // finishedOn and the return value come in the one read of the job: asking its state after
         // fetching it could find it completed while the fetched copy still had no return value.
-        const j = await postTurn.getJob(`${turnId}.completion-webhook`);
+        const j = await postTurn.getJob(`${turnId}.hooks`);
         return j?.finishedOn ? j : undefined;
       },
-      { what: 'the completion-webhook hook job' },
+      { what: "the turn's post-turn job" },
     );
-    expect(job.returnvalue).toBe('skipped');
+    expect((job.returnvalue as Record<string, string>)['completion-webhook']).toBe('skipped');
     expect(await env.db.outboundWebhookAttempt.count({ where: { tenantId } })).toBe(0);
     expect(received.slice(before).some((r) => r.headers['webhook-id'] === `msg_turn_${turnId}`)).toBe(false);
   });

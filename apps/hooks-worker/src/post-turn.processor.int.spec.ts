@@ -49,6 +49,56 @@ describe('PostTurnProcessor', () => {
     expect(run).toMatchObject({ hook: 'cost-log', status: 'completed' });
   });
 
+  it('runs every hook in the turn’s one job; a hook that fails there is retried in a job of its own', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'one-job');
+    // The archivist's model refuses every call: the archivist fails, the other hooks stand.
+    await env.db.tenant.update({
+      where: { id: tenantId },
+      data: {
+        settings: {
+          modelRoutes: { summarization: 'scripted/auth-fails' },
+          archivist: { mode: 'every_turn' },
+        },
+      },
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const turnId = newId();
+    await env.db.turn.create({
+      data: {
+        id: turnId,
+        tenantId,
+        sessionId,
+        agentId,
+        seq: 1,
+        inputMessageId: newId(),
+        status: 'completed',
+        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
+        completedAt: new Date(),
+      },
+    });
+    const data = { turnId, tenantId, trace: {} };
+    const job = await queue.add(QueueName.PostTurn, data, jobOptions(Jobs.postTurn, data));
+    expect(job.id).toBe(`${turnId}.hooks`);
+    const done = await waitFor(async () => {
+      const j = await queue.getJob(job.id!);
+      return j?.finishedOn ? j : undefined;
+    });
+    expect(done.failedReason).toBeUndefined();
+    expect(done.returnvalue).toEqual({
+      'cost-log': 'written',
+      'completion-webhook': 'skipped',
+      learning: 'written',
+      archivist: 'retrying',
+      'episodic-index': 'written',
+    });
+    const runs = await env.db.hookRun.findMany({ where: { turnId }, orderBy: { hook: 'asc' } });
+    expect(runs.map((r) => r.hook)).toEqual(['completion-webhook', 'cost-log', 'episodic-index', 'learning']);
+    // The archivist's own job, with the attempts and backoff of a job naming one hook.
+    const own = await queue.getJob(`${turnId}.archivist`);
+    expect(own?.data).toMatchObject({ turnId, tenantId, hook: 'archivist' });
+    expect(own?.opts.attempts).toBe(Jobs.postTurn.attempts);
+  });
+
   it('records a hook that failed its last attempt as failed (the hooks reconcile leaves it be)', async () => {
     const { tenantId, agentId } = await seedTenant(env.db, 'failing-archivist');
     // The archivist's model refuses every call.

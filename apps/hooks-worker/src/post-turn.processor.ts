@@ -1,18 +1,30 @@
 import { Inject } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
-import { Jobs, newId, QueueName } from '@switchboard/contracts';
+import { Jobs, newId, PostTurnHookName, QueueName, type PostTurnJob } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
-import { archivistSessionDedup, postTurnHook, type HookModels } from '@switchboard/hooks';
+import {
+  archivistSessionDedup,
+  postTurnHook,
+  postTurnHooks,
+  type HookContext,
+  type HookModels,
+  type HookOutcome,
+} from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, providerRegistryFromConfig, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume, publish } from '@switchboard/queue';
 import { recordHookFailure, sqlDbFor, type SqlDb } from '@switchboard/store';
 
+/** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
+export type PostTurnOutcomes = Partial<Record<PostTurnHookName, HookOutcome | 'retrying' | 'failed'>>;
+
 /**
- * Runs post-turn hooks, one job per (turn, hook), each retried on its own (docs/adr/0027): a job
- * survives HOOKS_MAX_STALLED_COUNT deaths of its worker; a hook that fails for good is recorded
- * `failed`; a job lost or failed on stalls is re-published by the hooks reconcile.
+ * Runs post-turn hooks (docs/adr/0027, 0039). An ended turn's one job runs every hook at once; a
+ * hook that fails in it is published again as a job of its own (`<turn>.<hook>`, its own attempts
+ * and backoff), which is also what the hooks reconcile publishes. A job naming one hook runs that
+ * hook: a job survives HOOKS_MAX_STALLED_COUNT deaths of its worker; a hook that fails for good is
+ * recorded `failed`; a job lost or failed on stalls is re-published by the hooks reconcile.
  */
 @QueueProcessor(QueueName.PostTurn, 'HOOKS_CONCURRENCY', { maxStalledCount: 'HOOKS_MAX_STALLED_COUNT' })
 export class PostTurnProcessor extends QueueWorker {
@@ -20,6 +32,7 @@ export class PostTurnProcessor extends QueueWorker {
   private readonly sql: SqlDb;
   /** The archivist's model providers, built as the harness builds its own; on first use (config is injected). */
   private modelsCache?: HookModels;
+  private ctxCache?: HookContext;
 
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -40,68 +53,116 @@ export class PostTurnProcessor extends QueueWorker {
     return this.modelsCache;
   }
 
-  async process(job: Job): Promise<string> {
+  private context(): HookContext {
+    this.ctxCache ??= {
+      db: this.db,
+      sql: this.sql,
+      logger: this.logger,
+      metrics: this.metrics,
+      models: this.models(),
+      deferArchivist: (j, delayMs) =>
+        publish(this.postTurn, Jobs.postTurn, j, {
+          delay: delayMs,
+          deduplication: archivistSessionDedup(j.sessionId ?? j.turnId),
+        }),
+      notify: (n) =>
+        publish(this.outbound, Jobs.outboundWebhook, n, {
+          backoff: { type: 'exponential', delay: this.config.OUTBOUND_WEBHOOK_BACKOFF_MS },
+        }),
+    };
+    return this.ctxCache;
+  }
+
+  async process(job: Job): Promise<string | PostTurnOutcomes> {
     return consume(
       Jobs.postTurn,
       job,
-      async (data) => {
-        const hook = postTurnHook(data.hook);
-        // A hook this build has no handler for will not get one by retrying.
-        if (!hook) throw new UnrecoverableError(`no handler for post-turn hook ${data.hook}`);
-        try {
-          const outcome = await hook(
-            {
-              db: this.db,
-              sql: this.sql,
-              logger: this.logger,
-              metrics: this.metrics,
-              models: this.models(),
-              deferArchivist: (j, delayMs) =>
-                publish(this.postTurn, Jobs.postTurn, j, {
-                  delay: delayMs,
-                  deduplication: archivistSessionDedup(j.sessionId ?? j.turnId),
-                }),
-              notify: (n) =>
-                publish(this.outbound, Jobs.outboundWebhook, n, {
-                  backoff: { type: 'exponential', delay: this.config.OUTBOUND_WEBHOOK_BACKOFF_MS },
-                }),
-            },
-            data,
-          );
-          this.metrics.hooks.inc({ hook: data.hook, outcome });
-          return outcome;
-        } catch (err) {
-          this.metrics.hooks.inc({ hook: data.hook, outcome: 'error' });
-          const final = err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-          // Logged as well as counted: which turn, which hook, why, and whether it is retried.
-          this.logger[final ? 'error' : 'warn'](
-            {
-              err,
-              turnId: data.turnId,
-              tenantId: data.tenantId,
-              hook: data.hook,
-              attempt: job.attemptsMade + 1,
-              attempts: job.opts.attempts ?? 1,
-            },
-            final ? 'post-turn hook failed; no attempts left' : 'post-turn hook failed; will retry',
-          );
-          // Its last attempt, or nothing a retry mends: recorded, so the hooks reconcile leaves it be.
-          if (final) {
-            await recordHookFailure(this.sql, {
-              id: newId(),
-              turnId: data.turnId,
-              tenantId: data.tenantId,
-              hook: data.hook,
-              attempts: job.attemptsMade + 1,
-              error: err instanceof Error ? err.message : String(err),
-            }).catch((e: unknown) =>
-              this.logger.warn({ err: e, turnId: data.turnId, hook: data.hook }, 'hook failure not recorded'),
-            );
-          }
-          throw err;
-        }
-      },
+      async (data) => (data.hook === undefined ? this.runAll(data) : this.runOne(job, data, data.hook)),
       this.metrics,
+    );
+  }
+
+  /**
+   * Every hook of the turn, at once. A hook that throws is handed to a job of its own, published after
+   * the first retry delay of `post-turn` jobs, so it is retried on its own while the others stand; one
+   * that can never succeed (`UnrecoverableError`) is recorded `failed`. Only when that publish fails
+   * does this job fail, and its retry runs every hook again (each finds its row and does nothing).
+   */
+  private async runAll(data: PostTurnJob): Promise<PostTurnOutcomes> {
+    const entries = await Promise.all(
+      PostTurnHookName.options.map(
+        async (hook): Promise<[PostTurnHookName, PostTurnOutcomes[PostTurnHookName]]> => {
+          const run = { ...data, hook };
+          try {
+            const outcome = await postTurnHooks[hook](this.context(), run);
+            this.metrics.hooks.inc({ hook, outcome });
+            return [hook, outcome];
+          } catch (err) {
+            this.metrics.hooks.inc({ hook, outcome: 'error' });
+            const unrecoverable = err instanceof UnrecoverableError;
+            this.logger[unrecoverable ? 'error' : 'warn'](
+              { err, turnId: data.turnId, tenantId: data.tenantId, hook, attempt: 1 },
+              unrecoverable
+                ? 'post-turn hook failed; no attempts left'
+                : 'post-turn hook failed; will retry on its own',
+            );
+            if (unrecoverable) {
+              await this.recordFailure(run, hook, 1, err);
+              return [hook, 'failed'];
+            }
+            await publish(this.postTurn, Jobs.postTurn, run, { delay: Jobs.postTurn.backoff.delay });
+            return [hook, 'retrying'];
+          }
+        },
+      ),
+    );
+    return Object.fromEntries(entries);
+  }
+
+  private async runOne(job: Job, data: PostTurnJob, name: string): Promise<string> {
+    const hook = postTurnHook(name);
+    // A hook this build has no handler for will not get one by retrying.
+    if (!hook) throw new UnrecoverableError(`no handler for post-turn hook ${name}`);
+    try {
+      const outcome = await hook(this.context(), data);
+      this.metrics.hooks.inc({ hook: name, outcome });
+      return outcome;
+    } catch (err) {
+      this.metrics.hooks.inc({ hook: name, outcome: 'error' });
+      const final = err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      // Logged as well as counted: which turn, which hook, why, and whether it is retried.
+      this.logger[final ? 'error' : 'warn'](
+        {
+          err,
+          turnId: data.turnId,
+          tenantId: data.tenantId,
+          hook: name,
+          attempt: job.attemptsMade + 1,
+          attempts: job.opts.attempts ?? 1,
+        },
+        final ? 'post-turn hook failed; no attempts left' : 'post-turn hook failed; will retry',
+      );
+      // Its last attempt, or nothing a retry mends: recorded, so the hooks reconcile leaves it be.
+      if (final) await this.recordFailure(data, name, job.attemptsMade + 1, err);
+      throw err;
+    }
+  }
+
+  private async recordFailure(
+    data: PostTurnJob,
+    hook: string,
+    attempts: number,
+    err: unknown,
+  ): Promise<void> {
+    await recordHookFailure(this.sql, {
+      id: newId(),
+      turnId: data.turnId,
+      tenantId: data.tenantId,
+      hook,
+      attempts,
+      error: err instanceof Error ? err.message : String(err),
+    }).catch((e: unknown) =>
+      this.logger.warn({ err: e, turnId: data.turnId, hook }, 'hook failure not recorded'),
     );
   }
 }

@@ -1,13 +1,6 @@
 import type { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
-import {
-  Jobs,
-  newId,
-  PostTurnHookName,
-  Priority,
-  PRIORITY_RANK,
-  type TurnStatus,
-} from '@switchboard/contracts';
+import { Jobs, newId, Priority, PRIORITY_RANK, type TurnStatus } from '@switchboard/contracts';
 import { sendControl, type LivePublisher } from '@switchboard/live';
 import type { Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
@@ -92,12 +85,8 @@ export class TurnControl {
         return { status: 'running', changed: true };
       case 'cancelled':
         await this.o.live.publish(r.sessionId, r.events);
-        // As the runner does for every terminal turn: the same job ids, so a repeat is a no-op.
-        await Promise.all(
-          PostTurnHookName.options.map((hook) =>
-            publish(this.o.postTurnQueue, Jobs.postTurn, { turnId, tenantId: r.tenantId, hook }),
-          ),
-        );
+        // As the runner does for every terminal turn: the same job id, so a repeat is a no-op.
+        await publish(this.o.postTurnQueue, Jobs.postTurn, { turnId, tenantId: r.tenantId });
         // The turn's own job, when it fires, finds it ended and only drains the session; a session whose
         // jobs already completed gets a fresh one for its next turn.
         await this.wake(r.sessionId);

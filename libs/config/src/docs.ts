@@ -148,7 +148,9 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       'the most turns one tenant runs at once across every harness worker when the operator set no `maxConcurrentTurns` for it (ADR 0029); `0` no cap. Turns past the cap stay queued and start as a slot frees; tenants share the workers fairly either way (fewest turns running per `share` first)',
   },
-  HOOKS_CONCURRENCY: { meaning: 'post-turn hook jobs one hooks worker process runs at once' },
+  HOOKS_CONCURRENCY: {
+    meaning: 'post-turn jobs (a turn’s hooks, or one hook’s retry) one hooks worker process runs at once',
+  },
   HOOKS_MAX_STALLED_COUNT: {
     meaning:
       'how often a post-turn job may stall (its hooks worker died holding it) before BullMQ fails it; the hooks reconcile publishes it again (ADR 0027)',
@@ -256,7 +258,8 @@ export const OTHER_VARIABLES: Record<string, Required<Doc>> = {
   OTEL_SERVICE_NAME: { default: 'unset', meaning: 'the service name on spans' },
   OTEL_NODE_ENABLED_INSTRUMENTATIONS: {
     default: '`http,undici,pg,ioredis`',
-    meaning: 'which OpenTelemetry auto-instrumentations load',
+    meaning:
+      'which OpenTelemetry auto-instrumentations load; without a collector `http,undici` (what carries trace context between processes)',
   },
   OTEL_TRACES_SAMPLER: {
     default: 'unset',

@@ -62,15 +62,17 @@ export const PostTurnHookName = z.enum([
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 
 /**
- * One job per (turn, hook): job id = `${turnId}.${hook}` (BullMQ ids cannot contain ":"). With
- * `sessionId` (archivist only, docs/adr/0032): the session's debounced distillation, triggered by
- * `turnId`, distilling every turn of the session the archivist deferred; job id
- * `${turnId}.${hook}.session`, deduplicated per session by BullMQ (`archivistSessionDedup`).
+ * Without `hook`: the one job an ended turn gets (docs/adr/0039), running every hook, job id
+ * `${turnId}.hooks`; a hook that fails in it is retried on its own, in a job of its own. With
+ * `hook`: that hook alone (its retries, the hooks reconcile), job id `${turnId}.${hook}` (BullMQ ids
+ * cannot contain ":"). With `sessionId` (archivist only, docs/adr/0032): the session's debounced
+ * distillation, triggered by `turnId`, distilling every turn of the session the archivist deferred;
+ * job id `${turnId}.${hook}.session`, deduplicated per session by BullMQ (`archivistSessionDedup`).
  */
 export const PostTurnJob = z.object({
   turnId: z.uuid(),
   tenantId: z.uuid(),
-  hook: PostTurnHookName,
+  hook: PostTurnHookName.optional(),
   sessionId: z.uuid().optional(),
   trace: TraceCarrier,
 });
@@ -181,7 +183,12 @@ export const Jobs = {
   postTurn: {
     queue: QueueName.PostTurn,
     schema: PostTurnJob,
-    jobId: (d: PostTurnJob) => (d.sessionId ? `${d.turnId}.${d.hook}.session` : `${d.turnId}.${d.hook}`),
+    jobId: (d: PostTurnJob) =>
+      d.hook === undefined
+        ? `${d.turnId}.hooks`
+        : d.sessionId
+          ? `${d.turnId}.${d.hook}.session`
+          : `${d.turnId}.${d.hook}`,
     attempts: 8,
     backoff: { type: 'exponential', delay: 2000 },
     keepCompletedSeconds: DAY,

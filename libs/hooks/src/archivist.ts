@@ -229,17 +229,27 @@ async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   const skip = config.mode === 'off' ? 'archivist_off' : skipReason(snapshot);
   if (skip) return recordSkip(ctx, snapshot, skip);
   if (config.mode === 'every_turn') return distilTurns(ctx, [snapshot], snapshot.turnId);
-  const claimed = await claimHookRun(ctx.sql, {
-    tenantId: snapshot.tenantId,
-    turnId: snapshot.turnId,
-    hook: ARCHIVIST_HOOK,
-    status: 'deferred',
-    output: { deferred: true, turnStatus: snapshot.status },
-  });
-  if (!claimed) return { outcome: 'already_done', facts: 0 };
-  await deferToSession(ctx, snapshot, config);
+  // The deferral and the session's count of deferred turns, in one statement.
+  const row = await ctx.sql.first<{ claimed: boolean; pending: number }>(sql`
+    WITH ins AS (
+      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
+      VALUES (${newId()}::uuid, ${snapshot.tenantId}::uuid, ${snapshot.turnId}::uuid, ${ARCHIVIST_HOOK},
+        'deferred', ${json({ deferred: true, turnStatus: snapshot.status })}::jsonb, now())
+      ON CONFLICT (turn_id, hook) DO NOTHING
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM ins) AS claimed,
+      ${deferredCountSql(snapshot.sessionId, snapshot.tenantId)} + (SELECT count(*)::int FROM ins) AS pending`);
+  if (!row?.claimed) return { outcome: 'already_done', facts: 0 };
+  await deferToSession(ctx, snapshot, config, row.pending);
   return { outcome: 'deferred', facts: 0 };
 }
+
+/** The session's turns whose archivist run is deferred, as a scalar subquery (the statement's snapshot). */
+const deferredCountSql = (sessionId: string, tenantId: string) => sql`(
+    SELECT count(*)::int FROM hook_runs h JOIN turns t ON t.id = h.turn_id
+    WHERE t.session_id = ${sessionId}::uuid AND t.tenant_id = ${tenantId}::uuid
+      AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred')`;
 
 /**
  * Publishes the session's distillation, debounced: `idleMs` from now, or now once `afterTurns` turns
@@ -250,13 +260,13 @@ async function deferToSession(
   ctx: HookContext,
   s: TurnSnapshot,
   config: Required<ArchivistSettings>,
+  counted?: number,
 ): Promise<void> {
   if (!ctx.deferArchivist) throw new ArchivistError('no_model', 'the archivist hook cannot publish jobs');
-  const row = await ctx.sql.first<{ n: number }>(sql`
-    SELECT count(*)::int AS n FROM hook_runs h JOIN turns t ON t.id = h.turn_id
-    WHERE t.session_id = ${s.sessionId}::uuid AND t.tenant_id = ${s.tenantId}::uuid
-      AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'`);
-  const pending = row?.n ?? 0;
+  const pending =
+    counted ??
+    (await ctx.sql.first<{ n: number }>(sql`SELECT ${deferredCountSql(s.sessionId, s.tenantId)} AS n`))?.n ??
+    0;
   await ctx.deferArchivist(
     { turnId: s.turnId, tenantId: s.tenantId, hook: ARCHIVIST_HOOK, sessionId: s.sessionId },
     pending >= config.afterTurns ? 0 : config.idleMs,

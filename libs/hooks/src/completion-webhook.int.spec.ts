@@ -80,10 +80,26 @@ describe('runCompletionWebhook', () => {
     expect(await run(running, loud.tenantId)).toBe('skipped');
     const other = await turn(quiet, { status: 'failed' });
     expect(await run(other, loud.tenantId)).toBe('skipped');
+    // A URL stored without its secret is no endpoint either.
+    const half = await seedTenantSession(
+      env.db,
+      `t-${newId()}`,
+      {},
+      {
+        settings: { notifyUrl: 'https://receiver.example/hooks' },
+      },
+    );
+    const halfTurn = await turn(half, { status: 'cancelled' });
+    expect(await run(halfTurn, half.tenantId)).toBe('skipped');
+    expect(await run(halfTurn, half.tenantId)).toBe('already_done');
     expect(published).toEqual([]);
-    const runs = await env.db.hookRun.findMany({ where: { turnId: { in: [quietTurn, running, other] } } });
+    const runs = await env.db.hookRun.findMany({
+      where: { turnId: { in: [quietTurn, running, other, halfTurn] } },
+      orderBy: { createdAt: 'asc' },
+    });
     expect(runs.map((r) => [r.turnId, r.output])).toEqual([
       [quietTurn, { skipped: 'no_endpoint', turnStatus: 'completed' }],
+      [halfTurn, { skipped: 'no_endpoint', turnStatus: 'cancelled' }],
     ]);
   });
 

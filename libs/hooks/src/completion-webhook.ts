@@ -1,4 +1,4 @@
-import { parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
+import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
 import { sql } from '@switchboard/store';
 import { claimHookRun } from './archivist-snapshot';
 import type { HookContext } from './context';
@@ -17,6 +17,27 @@ const EVENTS: Record<string, string> = {
   cancelled: 'turn.cancelled',
 };
 
+interface CompletionRow {
+  done: boolean;
+  /** The turn, when it is the job's tenant's and has ended. */
+  id: string | null;
+  sessionId: string;
+  agentId: string;
+  status: string;
+  stopReason: string | null;
+  finalText: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  /** numeric(18, 8) as text: always 8 decimal places. */
+  costUsd: string;
+  completedAt: Date | null;
+  /** The tenant's settings when they name a notify URL (null when they name none). */
+  settings: unknown;
+  /** This statement recorded the run as skipped (`no_endpoint`). */
+  skipped: boolean;
+}
+
 /**
  * The completion-webhook hook (docs/adr/0018, addendum): when the tenant has a notify endpoint,
  * publishes one `turn.completed | turn.failed | turn.cancelled` notification on `outbound-webhooks`,
@@ -26,18 +47,51 @@ const EVENTS: Record<string, string> = {
  * recorded in `hook_runs` (docs/adr/0027), after the publish (the effect is in Redis, so the record
  * cannot share its transaction: a worker killed between the two publishes again, under the same id,
  * and the receiver deduplicates by `webhook-id`); a run that finds the row does nothing.
+ *
+ * One statement reads the run's row, the turn and the tenant's notify URL, and when the tenant names
+ * no URL (most tenants) records the skip in the same statement: a turn of a tenant without an
+ * endpoint costs one round trip and no Prisma read (issue 22).
  */
 export async function runCompletionWebhook(
   ctx: HookContext,
   job: PostTurnJob,
 ): Promise<'written' | 'already_done' | 'skipped'> {
-  const recorded = await ctx.sql.first(sql`
-    SELECT 1 FROM hook_runs WHERE turn_id = ${job.turnId}::uuid AND hook = ${COMPLETION_WEBHOOK_HOOK}`);
-  if (recorded) return 'already_done';
-  const turn = await ctx.db.turn.findFirst({ where: { id: job.turnId, tenantId: job.tenantId } });
+  const row = await ctx.sql.first<CompletionRow>(sql`
+    WITH done AS (
+      SELECT 1 FROM hook_runs WHERE turn_id = ${job.turnId}::uuid AND hook = ${COMPLETION_WEBHOOK_HOOK}
+    ),
+    t AS (
+      SELECT id, tenant_id, session_id, agent_id, status, stop_reason, final_text, input_tokens,
+        output_tokens, cached_tokens, cost_usd, completed_at FROM turns
+      WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
+        AND status IN ('completed', 'failed', 'cancelled')
+    ),
+    -- The settings only matter when they name a URL (a string); otherwise there is no endpoint.
+    tn AS (
+      SELECT settings FROM tenants
+      WHERE id = ${job.tenantId}::uuid AND jsonb_typeof(settings -> 'notifyUrl') = 'string'
+    ),
+    ins AS (
+      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
+      SELECT ${newId()}::uuid, t.tenant_id, t.id, ${COMPLETION_WEBHOOK_HOOK}, 'completed',
+        jsonb_build_object('skipped', 'no_endpoint', 'turnStatus', t.status), now()
+      FROM t WHERE NOT EXISTS (SELECT 1 FROM done) AND NOT EXISTS (SELECT 1 FROM tn)
+      ON CONFLICT (turn_id, hook) DO NOTHING
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM done) AS done, t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
+      t.status, t.stop_reason AS "stopReason", t.final_text AS "finalText", t.input_tokens AS "inputTokens",
+      t.output_tokens AS "outputTokens", t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
+      t.completed_at AS "completedAt", (SELECT settings FROM tn) AS settings,
+      EXISTS (SELECT 1 FROM ins) AS skipped
+    FROM (SELECT 1) one LEFT JOIN t ON true`);
+  if (!row || row.done) return 'already_done';
+  const turn = row.id ? { ...row, id: row.id } : undefined;
   const event = turn && EVENTS[turn.status];
   // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
   if (!turn || !event) return 'skipped';
+  // No URL: the statement recorded the skip, unless a concurrent run recorded the hook first.
+  if (row.settings === null) return row.skipped ? 'skipped' : 'already_done';
   const record = (output: Record<string, unknown>) =>
     claimHookRun(ctx.sql, {
       tenantId: job.tenantId,
@@ -45,8 +99,8 @@ export async function runCompletionWebhook(
       hook: COMPLETION_WEBHOOK_HOOK,
       output: { ...output, turnStatus: turn.status },
     });
-  const tenant = await ctx.db.tenant.findUnique({ where: { id: job.tenantId }, select: { settings: true } });
-  if (!parseTenantSettings(tenant?.settings).notifyUrl) {
+  // A URL without a valid endpoint (no secret, or not a URL the API accepts): no endpoint.
+  if (!parseTenantSettings(row.settings).notifyUrl) {
     return (await record({ skipped: 'no_endpoint' })) ? 'skipped' : 'already_done';
   }
   if (!ctx.notify) throw new Error('the completion-webhook hook has no outbound-webhooks publisher');
@@ -69,7 +123,7 @@ export async function runCompletionWebhook(
         outputTokens: turn.outputTokens,
         cachedTokens: turn.cachedTokens,
       },
-      costUsd: turn.costUsd.toFixed(8),
+      costUsd: turn.costUsd,
       completedAt: turn.completedAt?.toISOString() ?? null,
     },
   });

@@ -1,5 +1,6 @@
-import type { PostTurnJob } from '@switchboard/contracts';
-import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql } from '@switchboard/memory';
+import { newId, type PostTurnJob } from '@switchboard/contracts';
+import { json, sql } from '@switchboard/store';
+import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql, type MemoryWrite } from '@switchboard/memory';
 import { bounded, claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
 import type { HookContext } from './context';
 
@@ -27,7 +28,7 @@ export function episodeTitle(s: TurnSnapshot): string {
  * record of kind `episode` (title from the user input; content = input + final text, bounded), with
  * provenance, under the dedupe key `episode:<turn id>`. Completed and cancelled turns are indexed
  * (a cancelled one with what it said so far); a failed turn, or one with neither input nor answer,
- * is skipped and recorded. The record and the `hook_runs` row commit in one transaction after one
+ * is skipped and recorded. The record and the `hook_runs` row commit in one statement after one
  * read: a re-run finds the row and writes nothing (`already_done`). No model call.
  */
 export async function runEpisodicIndex(
@@ -59,35 +60,51 @@ async function index(
         ? 'nothing_to_index'
         : undefined;
   const dedupeKey = `episode:${s.turnId}`;
-  const written = await ctx.sql.transaction(async (tx) => {
-    const claimed = await claimHookRun(tx, {
-      tenantId: s.tenantId,
-      turnId: s.turnId,
-      hook: EPISODIC_HOOK,
-      output: skip ? { skipped: skip, turnStatus: s.status } : { dedupeKey, turnStatus: s.status },
-    });
-    if (!claimed || skip) return claimed;
-    await tx.execute(
-      memoryInsertSql([
-        {
-          tenantId: s.tenantId,
-          agentId: s.agentId,
-          kind: 'episode',
-          title: episodeTitle(s),
-          content: episodeContent(s),
-          dedupeKey,
-          provenance: {
-            source: 'episodic',
-            hook: EPISODIC_HOOK,
-            turnId: s.turnId,
-            sessionId: s.sessionId,
-            messageSeqs: s.messageSeqs,
-          },
+  const run = {
+    tenantId: s.tenantId,
+    turnId: s.turnId,
+    hook: EPISODIC_HOOK,
+    output: skip ? { skipped: skip, turnStatus: s.status } : { dedupeKey, turnStatus: s.status },
+  };
+  const written = skip
+    ? await claimHookRun(ctx.sql, run)
+    : await claimAndWrite(ctx, run, {
+        tenantId: s.tenantId,
+        agentId: s.agentId,
+        kind: 'episode',
+        title: episodeTitle(s),
+        content: episodeContent(s),
+        dedupeKey,
+        provenance: {
+          source: 'episodic',
+          hook: EPISODIC_HOOK,
+          turnId: s.turnId,
+          sessionId: s.sessionId,
+          messageSeqs: s.messageSeqs,
         },
-      ]),
-    );
-    return true;
-  });
+      });
   if (!written) return { outcome: 'already_done' };
   return skip ? { outcome: 'skipped', reason: skip } : { outcome: 'written' };
+}
+
+/**
+ * The run's `hook_runs` row and the episode in one statement: the episode is inserted only when this
+ * statement inserted the row, so a re-run, or runs racing for one turn, write it once. True when claimed.
+ */
+async function claimAndWrite(
+  ctx: HookContext,
+  run: { tenantId: string; turnId: string; hook: string; output: Record<string, unknown> },
+  record: MemoryWrite,
+): Promise<boolean> {
+  const row = await ctx.sql.first<{ claimed: boolean }>(sql`
+    WITH claim AS (
+      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
+      VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook}, 'completed',
+        ${json(run.output)}::jsonb, now())
+      ON CONFLICT (turn_id, hook) DO NOTHING
+      RETURNING 1
+    ),
+    mem AS (${memoryInsertSql([record], sql`EXISTS (SELECT 1 FROM claim)`)})
+    SELECT EXISTS (SELECT 1 FROM claim) AS claimed`);
+  return row?.claimed === true;
 }

@@ -42,10 +42,11 @@ function check(r: MemoryWrite): void {
  * One statement inserting `records`, `ON CONFLICT (agent_id, dedupe_key) DO NOTHING`, returning the
  * ids it inserted. A hook runs it in its own transaction next to its `hook_runs` insert, or embeds it
  * as a data-modifying CTE of its one statement (`WITH mem AS (${memoryInsertSql(records)}) ...`), so
- * the records and the hook's run commit together and a re-run writes nothing twice.
+ * the records and the hook's run commit together and a re-run writes nothing twice. `when` inserts
+ * them only when a condition of that statement holds (the hook's run was claimed by it).
  * Throws a RangeError for a record out of bounds (kind, title, content, dedupe key): cut before.
  */
-export function memoryInsertSql(records: MemoryWrite[]): Sql {
+export function memoryInsertSql(records: MemoryWrite[], when?: Sql): Sql {
   const unique = [...new Map(records.map((r) => [`${r.agentId}\u0000${r.dedupeKey}`, r])).values()];
   if (unique.length === 0) return sql`SELECT NULL::uuid AS id WHERE false`;
   for (const r of unique) check(r);
@@ -55,9 +56,13 @@ export function memoryInsertSql(records: MemoryWrite[]): Sql {
     ) => sql`(${newId()}::uuid, ${r.tenantId}::uuid, ${r.agentId}::uuid, ${r.kind}, ${r.title}, ${r.content},
       ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.title, r.content)})`,
   );
-  return sql`INSERT INTO memory_records
-      (id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search)
-    VALUES ${join(rows)}
+  const columns = sql`(id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search)`;
+  // With `when`: only when that condition holds (e.g. `EXISTS (SELECT 1 FROM claim)` of the caller's CTE).
+  const source = when
+    ? sql`SELECT * FROM (VALUES ${join(rows)}) AS v ${columns} WHERE ${when}`
+    : sql`VALUES ${join(rows)}`;
+  return sql`INSERT INTO memory_records ${columns}
+    ${source}
     ON CONFLICT (agent_id, dedupe_key) DO NOTHING
     RETURNING id`;
 }

@@ -39,7 +39,12 @@ describe('observability/register', () => {
   });
 
   it('patches the libraries SPEC §12 traces (pg) and not the rest of the auto-instrumentations (Nest)', async () => {
-    expect(await probe({})).toMatchObject({ pgPatched: true, nestPatched: false });
+    expect(await probe({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' })).toMatchObject({
+      pgPatched: true,
+      nestPatched: false,
+    });
+    // Exporting nothing, pg's spans would go nowhere: only what carries trace context is patched.
+    expect(await probe({})).toMatchObject({ pgPatched: false, nestPatched: false });
     // The operator's own list wins.
     expect(
       await probe({

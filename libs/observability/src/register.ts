@@ -25,9 +25,14 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
   // OTEL_TRACES_SAMPLER wins.
   const exportsNothing = process.env.OTEL_TRACES_EXPORTER === 'none';
   // Only the libraries SPEC §12 traces (BullMQ and GenAI spans are our own, libs/queue and
-  // libs/turns): getNodeAutoInstrumentations would otherwise patch about 40. The operator's own
-  // OTEL_NODE_ENABLED_INSTRUMENTATIONS / OTEL_NODE_DISABLED_INSTRUMENTATIONS still apply.
-  process.env.OTEL_NODE_ENABLED_INSTRUMENTATIONS ??= 'http,undici,pg,ioredis';
+  // libs/turns): getNodeAutoInstrumentations would otherwise patch about 40. Exporting nothing,
+  // only the ones that carry trace context across processes (http in, undici out): pg and ioredis
+  // spans would start no trace and carry none, and their wrappers were 2–3% of each process's CPU
+  // (docs/BENCHMARKS.md, issue 22). The operator's own OTEL_NODE_ENABLED_INSTRUMENTATIONS /
+  // OTEL_NODE_DISABLED_INSTRUMENTATIONS still apply.
+  process.env.OTEL_NODE_ENABLED_INSTRUMENTATIONS ??= exportsNothing
+    ? 'http,undici'
+    : 'http,undici,pg,ioredis';
   sdk = new NodeSDK({
     ...(process.env.OTEL_SERVICE_NAME ? {} : { serviceName: defaultServiceName() }),
     ...(exportsNothing

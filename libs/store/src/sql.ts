@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
 /**
@@ -57,6 +58,43 @@ export function json(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
+/**
+ * Named prepared statements (issue 22): a statement text this process has sent
+ * `PREPARE_AFTER` times gets a name derived from its text, so node-postgres parses it once per
+ * connection and Postgres keeps its plan (a generic one once it is as good as the custom ones)
+ * instead of parsing and planning it on every call. Only texts that recur are named: a statement
+ * whose text varies (a multi-row VALUES list) is not, and at most `PREPARED_MAX` texts ever are,
+ * which bounds what each connection holds.
+ */
+const PREPARE_AFTER = 3;
+const PREPARED_MAX = 200;
+const seen = new Map<string, number>();
+const names = new Map<string, string>();
+
+/** The text's statement name once it recurs, undefined before (or when the bound is reached). */
+export function statementName(text: string): string | undefined {
+  const name = names.get(text);
+  if (name !== undefined || names.size >= PREPARED_MAX) return name;
+  const n = (seen.get(text) ?? 0) + 1;
+  if (n < PREPARE_AFTER) {
+    // Texts that never recur would otherwise pile up here.
+    if (seen.size >= 10_000) seen.clear();
+    seen.set(text, n);
+    return undefined;
+  }
+  seen.delete(text);
+  const named = `sb_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
+  names.set(text, named);
+  return named;
+}
+
+/** `query` as node-postgres' query config, named when its text recurs (`statementName`). */
+export function queryConfig(query: Sql): { text: string; values: unknown[]; name?: string } {
+  const q = query.toQuery();
+  const name = statementName(q.text);
+  return name === undefined ? q : { ...q, name };
+}
+
 /** Where committed transactions and statements are counted (a prom-client Counter fits). */
 export interface CountSink {
   inc(labels: { component: string }, value?: number): void;
@@ -100,7 +138,7 @@ export class SqlDb implements SqlRunner {
   }
 
   async rows<R>(query: Sql): Promise<R[]> {
-    const result = await this.pool.query(query.toQuery());
+    const result = await this.pool.query(queryConfig(query));
     this.count(1, 1);
     return result.rows as R[];
   }
@@ -110,7 +148,7 @@ export class SqlDb implements SqlRunner {
   }
 
   async execute(query: Sql): Promise<number> {
-    const result = await this.pool.query(query.toQuery());
+    const result = await this.pool.query(queryConfig(query));
     this.count(1, 1);
     return result.rowCount ?? 0;
   }
@@ -125,15 +163,15 @@ export class SqlDb implements SqlRunner {
     const tx: SqlRunner = {
       rows: async <R>(query: Sql) => {
         statements++;
-        return (await client.query(query.toQuery())).rows as R[];
+        return (await client.query(queryConfig(query))).rows as R[];
       },
       first: async <R>(query: Sql) => {
         statements++;
-        return (await client.query(query.toQuery())).rows[0] as R | undefined;
+        return (await client.query(queryConfig(query))).rows[0] as R | undefined;
       },
       execute: async (query: Sql) => {
         statements++;
-        return (await client.query(query.toQuery())).rowCount ?? 0;
+        return (await client.query(queryConfig(query))).rowCount ?? 0;
       },
     };
     try {

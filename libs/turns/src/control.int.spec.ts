@@ -183,7 +183,7 @@ describe('steering turns', () => {
     const t = await turn(a.turnId);
     expect([t.status, t.stopReason, t.cancelReason]).toEqual(['cancelled', 'cancelled', 'not needed']);
     expect(await events(a.turnId)).toEqual(['message_admitted', 'turn_cancelled']);
-    expect(await postTurn.getJob(`${a.turnId}.cost-log`)).toBeDefined();
+    expect(await postTurn.getJob(`${a.turnId}.hooks`)).toBeDefined();
     // Idempotent: the turn is answered as it is.
     expect(await control.cancel(s.tenantId, a.turnId)).toEqual({ status: 'cancelled', changed: false });
     // Another tenant's turn is unknown.
@@ -224,7 +224,7 @@ describe('steering turns', () => {
       where: { turnId: a.turnId, type: 'turn_cancelled' },
     });
     expect(cancelledEvent.data).toMatchObject({ stopReason: 'cancelled', reason: 'user pressed stop' });
-    expect(await postTurn.getJob(`${a.turnId}.cost-log`)).toBeDefined();
+    expect(await postTurn.getJob(`${a.turnId}.hooks`)).toBeDefined();
     expect(await leaseOf(s.sessionId)).toBeNull();
   });
 

@@ -75,18 +75,13 @@ async function afterCommit(ctx: TurnContext, outcome: TurnOutcome): Promise<void
 }
 
 /**
- * One `post-turn` job per hook for an ended turn (job ids make a repeat a no-op), sent at once: the
- * adds share the connection's pipeline instead of a round trip each while the worker still holds its
- * permit (docs/adr/0029). One that fails fails the whole; the retry adds every one again, harmlessly.
+ * The one `post-turn` job of an ended turn (docs/adr/0039): the hooks worker runs every hook in it,
+ * and a hook that fails there is retried in a job of its own. Its job id makes a repeat a no-op.
  */
 export async function enqueueHooks(
   r: Pick<RunnerResources, 'postTurnQueue'>,
   turn: { id: string; tenantId: string; status: string },
 ): Promise<void> {
   if (!isEnded(turn.status)) return;
-  await Promise.all(
-    POST_TURN_HOOKS.map((hook) =>
-      publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId, hook }),
-    ),
-  );
+  await publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId });
 }

@@ -1,0 +1,27 @@
+import { queryConfig, sql, statementName } from './sql';
+
+describe('named prepared statements', () => {
+  it('names a statement text from its third use on, the same name each time', () => {
+    const text = `SELECT 1 AS once_${Date.now()}`;
+    expect(statementName(text)).toBeUndefined();
+    expect(statementName(text)).toBeUndefined();
+    const name = statementName(text);
+    expect(name).toMatch(/^sb_[\w-]{20}$/);
+    expect(statementName(text)).toBe(name);
+    expect(statementName(`${text} `)).toBeUndefined();
+  });
+
+  it('gives different texts different names, and the values stay parameters', () => {
+    const q = (id: string) => sql`SELECT id FROM turns WHERE id = ${id}::uuid AND tenant_id = ${'t'}::uuid`;
+    const configs = [1, 2, 3].map((i) => queryConfig(q(`id-${i}`)));
+    expect(configs.map((c) => c.name === undefined)).toEqual([true, true, false]);
+    expect(configs[2]).toEqual({
+      name: expect.stringMatching(/^sb_/),
+      text: 'SELECT id FROM turns WHERE id = $1::uuid AND tenant_id = $2::uuid',
+      values: ['id-3', 't'],
+    });
+    const other = sql`SELECT id FROM sessions WHERE id = ${'x'}::uuid`;
+    for (let i = 0; i < 2; i++) queryConfig(other);
+    expect(queryConfig(other).name).not.toBe(configs[2].name);
+  });
+});
