@@ -17,7 +17,10 @@ export function createDatabase(
 ): { prisma: PrismaClient; pool: pg.Pool } {
   const pool = dropDeadClients(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }));
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  const prisma = new PrismaClient({ adapter });
+  // Waiting for a pooled connection is not a failure until well past Prisma's 2 s default: a burst
+  // (six activations racing for one agent's row lock, measured failing at load 16) queues for the
+  // pool; a transaction still ends within its own timeout.
+  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 15_000 } });
   pools.set(prisma, pool);
   return { prisma, pool };
 }

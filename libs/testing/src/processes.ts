@@ -64,10 +64,12 @@ export async function spawnApp(
     }
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${app} did not start in time (log: ${logFile}):\n${out.slice(-2000)}`)),
-      options.timeoutMs ?? 90_000,
-    );
+    const timer = setTimeout(() => {
+      // Not left running: a worker nobody stops would take jobs from later tests and hold Jest open.
+      killed = true;
+      child.kill('SIGKILL');
+      reject(new Error(`${app} did not start in time (log: ${logFile}):\n${out.slice(-2000)}`));
+    }, options.timeoutMs ?? 90_000);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
       if (!started && ready.test(out)) {
