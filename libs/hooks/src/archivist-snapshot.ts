@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import { bodyText, MessageBody, newId, type PostTurnJob } from '@switchboard/contracts';
 import { withSpan } from '@switchboard/observability';
-import { json, sql, type SqlRunner } from '@switchboard/store';
+import { json, ofTenant, sql, type SqlRunner } from '@switchboard/store';
 
 /**
  * The `TurnContext` snapshot (seed 000 "Post-turn hooks") the archivist and the episodic index read:
@@ -96,7 +96,7 @@ export async function loadTurnSnapshot(
   const row = await db.first<SnapshotRow>(sql`
     WITH t AS (
       SELECT id, tenant_id, session_id, agent_id, seq, status, final_text FROM turns
-      WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
+      WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
         AND status IN ('completed', 'failed', 'cancelled')
     )
     SELECT t.id AS "turnId", t.tenant_id AS "tenantId", t.session_id AS "sessionId",

@@ -1,4 +1,4 @@
-import { json, sql, type SqlDb } from './sql';
+import { json, ofTenant, sql, type SqlDb } from './sql';
 import type { CommittedEvent } from './turn-store';
 import { answerUnrunCalls } from './unrun-answers';
 
@@ -42,7 +42,7 @@ export class ControlStore {
   }): Promise<CancelOutcome> {
     return this.db.transaction(async (tx) => {
       const found = await tx.first<{ session_id: string }>(sql`
-        SELECT session_id FROM turns WHERE id = ${a.turnId}::uuid AND tenant_id = ${a.tenantId}::uuid`);
+        SELECT session_id FROM turns WHERE id = ${a.turnId}::uuid AND ${ofTenant('tenant_id', a.tenantId)}`);
       if (!found) return { kind: 'not_found' };
       const sessionId = found.session_id;
       const session = await tx.first<{ lease_owner: string | null; held: boolean }>(sql`

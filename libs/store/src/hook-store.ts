@@ -1,5 +1,5 @@
 import { ENDED_STATUSES } from '@switchboard/contracts';
-import { sql, type SqlRunner } from './sql';
+import { ofTenant, sql, type SqlRunner } from './sql';
 
 /** The cost log line a `cost-log` hook run records (hook_runs.output). */
 export interface CostLogLine {
@@ -72,7 +72,7 @@ export async function recordCostLog(
   const row = await db.first<CostLogRow>(sql`
     WITH t AS (
       SELECT id, session_id, agent_id, tenant_id, status FROM turns
-      WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
+      WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
         AND status = ANY(${[...ENDED_STATUSES]}::text[])
     ),
     e AS (
@@ -167,7 +167,7 @@ export async function recordLearning(
   const row = await db.first<{ found: boolean; tools: TurnToolUse[] | null }>(sql`
     WITH t AS (
       SELECT id, tenant_id, agent_id FROM turns
-      WHERE id = ${job.turnId}::uuid AND tenant_id = ${job.tenantId}::uuid
+      WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
         AND status = ANY(${[...ENDED_STATUSES]}::text[])
     ),
     c AS (
@@ -380,7 +380,7 @@ export async function recordHookFailure(
     INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, attempts, completed_at)
     SELECT ${run.id}::uuid, tenant_id, id, ${run.hook}, 'failed',
       jsonb_build_object('error', ${run.error.slice(0, 1000)}::text), ${run.attempts}, now()
-    FROM turns WHERE id = ${run.turnId}::uuid AND tenant_id = ${run.tenantId}::uuid
+    FROM turns WHERE id = ${run.turnId}::uuid AND ${ofTenant('tenant_id', run.tenantId)}
     ON CONFLICT (turn_id, hook) DO NOTHING`);
   return inserted === 1;
 }

@@ -47,6 +47,17 @@ export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
   return new Sql([...strings], values);
 }
 
+/**
+ * `<column> = tenantId` as a check on a row found by its primary key, not as an index condition: the
+ * planner keeps the key's one-row lookup. Written `tenant_id = $n`, Postgres picks an index that leads
+ * on tenant_id for a tenant newer than the table's last ANALYZE (estimated one row) and then filters every
+ * row of the tenant (measured on turns: 1,049 of 1,050 rows read for one lookup, growing with the tenant).
+ * `column` is a trusted identifier (`tenant_id`, `t.tenant_id`), never input.
+ */
+export function ofTenant(column: string, tenantId: string): Sql {
+  return new Sql([`(${column} = `, '::uuid) IS TRUE'], [tenantId]);
+}
+
 /** Fragments joined by a fixed separator (`, ` by default): multi-row VALUES lists, OR-ed conditions. */
 export function join(parts: readonly Sql[], separator = ', '): Sql {
   if (parts.length === 0) return new Sql([''], []);

@@ -1,6 +1,6 @@
 import { Prisma, type ToolCall, type Turn } from '@prisma/client';
 import type { Db } from '@switchboard/database';
-import { sql, type SqlDb } from './sql';
+import { ofTenant, sql, type SqlDb } from './sql';
 import { descendantsCostUsd } from './subagent-cost';
 
 /** The tool-call columns a client sees. */
@@ -52,12 +52,17 @@ export type TurnRead = Pick<
   | 'closure'
 > & { toolCalls?: ToolCallRead[] };
 
-/** The turn of the tenant with its tool calls (ties by id: the order `readTurn` uses too), through Prisma. */
-export function findTurn(db: Db, tenantId: string, turnId: string): Promise<TurnRead | null> {
-  return db.turn.findFirst({
-    where: { id: turnId, tenantId },
+/**
+ * The turn of the tenant with its tool calls (ties by id: the order `readTurn` uses too), through Prisma.
+ * Found by its key and its tenant checked on the row (`ofTenant`'s reason: a tenant_id condition would
+ * read every turn of a tenant newer than the last ANALYZE).
+ */
+export async function findTurn(db: Db, tenantId: string, turnId: string): Promise<TurnRead | null> {
+  const turn = await db.turn.findUnique({
+    where: { id: turnId },
     include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
   });
+  return turn?.tenantId === tenantId ? turn : null;
 }
 
 /**
@@ -112,7 +117,7 @@ export async function readTurn(
            d.children::text AS "childrenCostUsd", (t.cost_usd + d.children)::text AS "totalCostUsd",
            EXISTS (SELECT 1 FROM tasks k WHERE k.parent_turn_id = t.id) AS spawned
     FROM turns t, LATERAL (SELECT ${descendantsCostUsd(sql`t.id`)} AS children) d
-    WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
+    WHERE t.id = ${turnId}::uuid AND ${ofTenant('t.tenant_id', tenantId)}`);
   if (!row) return undefined;
   const date = (iso: string | null) => (iso === null ? null : new Date(iso));
   return {
@@ -134,7 +139,7 @@ export async function sessionOfTurn(
   turnId: string,
 ): Promise<string | undefined> {
   const row = await db.first<{ session_id: string }>(
-    sql`SELECT session_id FROM turns WHERE id = ${turnId}::uuid AND tenant_id = ${tenantId}::uuid`,
+    sql`SELECT session_id FROM turns WHERE id = ${turnId}::uuid AND ${ofTenant('tenant_id', tenantId)}`,
   );
   return row?.session_id;
 }

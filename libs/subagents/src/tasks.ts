@@ -19,6 +19,7 @@ import {
   admitWithin,
   descendantsCostUsd,
   json,
+  ofTenant,
   sql,
   sqlDbFor,
   type CommittedEvent,
@@ -227,7 +228,7 @@ export class TaskService {
         (t.cost_usd + ${descendantsCostUsd(sql`t.id`)})::text AS "spentUsd"
       FROM turns t JOIN agents a ON a.id = t.agent_id LEFT JOIN tasks k ON k.id = t.task_id
         LEFT JOIN messages m ON m.id = t.input_message_id
-      WHERE t.id = ${turnId}::uuid AND t.tenant_id = ${tenantId}::uuid`);
+      WHERE t.id = ${turnId}::uuid AND ${ofTenant('t.tenant_id', tenantId)}`);
     if (!row) return undefined;
     const own = agentMaxUsd(row.budgets);
     const share = row.shareUsd === null ? undefined : Number(row.shareUsd);

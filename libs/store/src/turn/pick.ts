@@ -1,4 +1,4 @@
-import { join, sql, type Sql, type SqlDb } from '../sql';
+import { join, ofTenant, sql, type Sql, type SqlDb } from '../sql';
 import { claimNext, claimParts, claimResultOf, type ClaimResult, type ClaimRow } from './claim';
 import type { Lease } from './lease';
 import { DRAIN_ORDER, UNFINISHED, WAITING } from './statuses';
@@ -84,7 +84,7 @@ function pickCtes(p: PickNext): Sql[] {
   const ownSession = p.own ? sql`${p.own.sessionId}::uuid` : sql`NULL::uuid`;
   const own = p.own
     ? sql`SELECT status, task_id FROM turns WHERE id = ${p.own.turnId}::uuid
-        AND session_id = ${p.own.sessionId}::uuid AND tenant_id = ${p.own.tenantId}::uuid`
+        AND session_id = ${p.own.sessionId}::uuid AND ${ofTenant('tenant_id', p.own.tenantId)}`
     : sql`SELECT NULL::text AS status, NULL::uuid AS task_id WHERE false`;
   return [
     sql`job_turn AS (${own})`,
