@@ -1,4 +1,4 @@
-import { json, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
+import { json, ofTenant, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
 
 /**
  * Admission's statements (docs/adr/0004, 0010): the message, its queued turn with the next
@@ -107,7 +107,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
   const paused = sql`EXISTS (SELECT 1 FROM tenants WHERE id = ${a.tenantId}::uuid AND kill_switch)`;
   // The stopped boundary (docs/adr/0031): a stopped agent's session admits nothing.
   const stoppedAgent = sql`(SELECT ag.id FROM sessions ss JOIN agents ag ON ag.id = ss.agent_id
-    WHERE ss.id = ${a.sessionId}::uuid AND ss.tenant_id = ${a.tenantId}::uuid AND ag.lifecycle = 'stopped')`;
+    WHERE ss.id = ${a.sessionId}::uuid AND ${ofTenant('ss.tenant_id', a.tenantId)} AND ag.lifecycle = 'stopped')`;
   // The UPDATE's row lock orders admissions of one session; its RETURNING gives the INSERTs their
   // seqs. The lock CTE runs once (a volatile function is never inlined), before the row is locked.
   return sql`
@@ -116,7 +116,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     s AS (
       UPDATE sessions SET last_turn_seq = last_turn_seq + 1, last_event_seq = last_event_seq + 1,
         updated_at = now()
-      WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid AND status = 'active'
+      WHERE id = ${a.sessionId}::uuid AND ${ofTenant('tenant_id', a.tenantId)} AND status = 'active'
         AND (SELECT locked FROM l) AND NOT EXISTS (SELECT 1 FROM prior) AND NOT ${paused}
         AND ${stoppedAgent} IS NULL ${busy}
       RETURNING last_turn_seq AS seq, last_event_seq AS event_seq, agent_id
@@ -146,7 +146,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     SELECT (SELECT locked FROM l) AS locked,
       (SELECT row_to_json(prior) FROM prior LIMIT 1) AS prior,
       s.seq, s.event_seq, s.agent_id, now()::timestamptz(3) AS created_at,
-      (SELECT status FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid)
+      (SELECT status FROM sessions WHERE id = ${a.sessionId}::uuid AND ${ofTenant('tenant_id', a.tenantId)})
         AS session_status,
       ${paused} AS paused, ${stoppedAgent} AS stopped_agent
     FROM (SELECT 1) AS one LEFT JOIN s ON true`;
@@ -210,7 +210,7 @@ export class AdmissionStore {
         if (!head?.locked) return { kind: 'in_flight' };
       }
       await tx.execute(sql`
-        SELECT 1 FROM sessions WHERE id = ${a.sessionId}::uuid AND tenant_id = ${a.tenantId}::uuid FOR UPDATE`);
+        SELECT 1 FROM sessions WHERE id = ${a.sessionId}::uuid AND ${ofTenant('tenant_id', a.tenantId)} FOR UPDATE`);
       // A new statement: its snapshot sees every turn committed before the lock was granted.
       return outcome(a, await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: false })), true);
     });

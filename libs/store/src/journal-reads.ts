@@ -1,4 +1,4 @@
-import { sql, type SqlDb } from './sql';
+import { ofTenant, sql, type SqlDb } from './sql';
 
 /** A journal event as a stream reads it (timestamps as JSON gives them). */
 export interface JournalRow {
@@ -17,7 +17,7 @@ export async function tenantSessionId(
   sessionId: string,
 ): Promise<string | undefined> {
   const row = await db.first<{ id: string }>(
-    sql`SELECT id FROM sessions WHERE id = ${sessionId}::uuid AND tenant_id = ${tenantId}::uuid`,
+    sql`SELECT id FROM sessions WHERE id = ${sessionId}::uuid AND ${ofTenant('tenant_id', tenantId)}`,
   );
   return row?.id;
 }

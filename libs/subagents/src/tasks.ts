@@ -177,7 +177,7 @@ export class TaskService {
   /** A task of this tenant, or of this parent session when given (a tool sees only its session's children). */
   async get(tenantId: string, id: string, parentSessionId?: string): Promise<TaskRow | undefined> {
     return this.sql.first<TaskRow>(sql`
-      SELECT ${TASK_COLUMNS} FROM tasks k WHERE k.id = ${id}::uuid AND k.tenant_id = ${tenantId}::uuid
+      SELECT ${TASK_COLUMNS} FROM tasks k WHERE k.id = ${id}::uuid AND ${ofTenant('k.tenant_id', tenantId)}
         ${parentSessionId ? sql`AND k.parent_session_id = ${parentSessionId}::uuid` : sql``}`);
   }
 
@@ -410,7 +410,7 @@ export class TaskService {
     const resumeId = newId();
     const result = await this.sql.transaction(async (tx) => {
       const head = await tx.first<{ session_id: string | null }>(sql`
-        SELECT session_id FROM tasks WHERE id = ${taskId}::uuid AND tenant_id = ${tenantId}::uuid`);
+        SELECT session_id FROM tasks WHERE id = ${taskId}::uuid AND ${ofTenant('tenant_id', tenantId)}`);
       if (!head) return { kind: 'not_found' as const };
       if (!head.session_id) return { kind: 'conflict' as const };
       // The child session row first: the child turn's status changes under it (ADR 0013's order).

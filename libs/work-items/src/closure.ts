@@ -65,7 +65,10 @@ export function decideClosure(r: Omit<ClosureRow, 'has_work'>): ClosureDecision 
   return { ...base, outcome: 'completed' };
 }
 
-/** The facts the decision is made from, in one read: the turn, its agent, its bound and current items. */
+/**
+ * The facts the decision is made from, in one read: the turn, its agent, its bound and current items.
+ * The tenant is checked on the row (`IS TRUE`, as `ofTenant` in libs/store): the turn stays a key lookup.
+ */
 async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<ClosureRow | undefined> {
   const [row] = await db.$queryRawUnsafe<ClosureRow[]>(
     `
@@ -82,7 +85,7 @@ async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<C
         AND o.state = 'open') OR coalesce(a.sleeping_until > now(), false) AS has_work
     FROM turns t JOIN agents a ON a.id = t.agent_id AND a.tenant_id = t.tenant_id
     LEFT JOIN work_items s ON s.id = coalesce(t.work_item_id, a.current_work_item_id)
-    WHERE t.id = $1::uuid AND t.tenant_id = $2::uuid`,
+    WHERE t.id = $1::uuid AND (t.tenant_id = $2::uuid) IS TRUE`,
     turnId,
     tenantId,
   );
@@ -103,7 +106,7 @@ export async function recordClosure(
   const closure = decideClosure(facts);
   const record = (runner: Pick<Db, '$executeRaw'>) => runner.$executeRaw`
       UPDATE turns SET closure = ${JSON.stringify(closure)}::jsonb
-      WHERE id = ${turn.id}::uuid AND tenant_id = ${turn.tenantId}::uuid AND closure IS NULL`;
+      WHERE id = ${turn.id}::uuid AND (tenant_id = ${turn.tenantId}::uuid) IS TRUE AND closure IS NULL`;
   // Journaled when it says more than the terminal event: work to continue or wait for, or a turn
   // bound to a work item. A plain answer's closure is on the turn only: one statement, no transaction.
   const telling = closure.outcome === 'continuable' || closure.outcome === 'waiting' || !!closure.workItemId;

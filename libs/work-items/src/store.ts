@@ -1,5 +1,5 @@
 import { newId, type PlanStatus, type TodoItem, type WorkItemView } from '@switchboard/contracts';
-import { json, sql, type Sql, type SqlRunner } from '@switchboard/store';
+import { json, ofTenant, sql, type Sql, type SqlRunner } from '@switchboard/store';
 
 /**
  * Work items in Postgres (seed 002 "Work-Item Persistence Foundation", docs/adr/0031). Every
@@ -169,7 +169,7 @@ export class WorkItemStore {
     const bind = q.bindTurnId
       ? sql`WITH bind AS (
           UPDATE turns SET work_item_id = a.current_work_item_id FROM agents a
-          WHERE turns.id = ${q.bindTurnId}::uuid AND turns.tenant_id = ${q.tenantId}::uuid
+          WHERE turns.id = ${q.bindTurnId}::uuid AND ${ofTenant('turns.tenant_id', q.tenantId)}
             AND a.id = turns.agent_id AND turns.work_item_id IS NULL AND a.current_work_item_id IS NOT NULL)`
       : sql``;
     return this.db.rows<WorkItemRow>(sql`
