@@ -11,6 +11,7 @@ import { TenantId } from '../auth/guard';
 import {
   completionOf,
   endedTurnError,
+  OPERATOR_PROMPT,
   OpenAiError,
   planConversation,
   requestedSessionId,
@@ -26,14 +27,6 @@ import { ChatCompletionDto } from '../http/dto';
 import { RateLimitBucketOf } from '../http/rate-limit';
 
 const SESSION_HEADER = 'x-session-id';
-
-/** What the facade admits (and imports) as: an operator's prompt over the public API. */
-const OPERATOR_PROMPT = {
-  kind: 'operator_prompt',
-  origin: { kind: 'operator' },
-  deliverySurface: 'http_public_enqueue',
-  admissionContext: 'control_authenticated',
-} as const;
 
 const ERRORS: [number, string][] = [
   [

@@ -67,15 +67,8 @@ import {
 import { LangGraphReads } from '../langgraph/reads';
 import { LangGraphRunStreamer } from '../langgraph/run-stream';
 import { LangGraphSnapshots } from '../langgraph/snapshots';
+import { OPERATOR_PROMPT } from '../http/chat-completions';
 import { APPROVALS } from './approvals.controller';
-
-/** What a run admits as: an operator's prompt over the public API (as /v1/chat/completions does). */
-const OPERATOR_PROMPT = {
-  kind: 'operator_prompt',
-  origin: { kind: 'operator' },
-  deliverySurface: 'http_public_enqueue',
-  admissionContext: 'control_authenticated',
-} as const;
 
 /** The security scheme of the `x-api-key` header the LangGraph SDK sends. */
 export const LANGGRAPH_API_KEY_AUTH = 'langgraphApiKey';

@@ -17,7 +17,7 @@ import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../auth/guard';
 import { CreateResponseDto, InputItemsQueryDto, RetrieveResponseQueryDto } from '../http/dto';
-import { OpenAiError, sessionIdForKey } from '../http/chat-completions';
+import { OPERATOR_PROMPT, OpenAiError, sessionIdForKey } from '../http/chat-completions';
 import { ErrorShapeOf } from '../http/errors';
 import { IdempotencyKeyHeader } from '../http/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../http/openapi';
@@ -36,14 +36,6 @@ import { ResponsesStreamer } from '../http/responses-stream';
 import { TURN_CONTROL } from '../http/turn-control';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
 import { GATEWAY_SQL } from './streams.controller';
-
-/** What the adapter admits (and imports) as: an operator's prompt over the public API (as ADR 0016). */
-const OPERATOR_PROMPT = {
-  kind: 'operator_prompt',
-  origin: { kind: 'operator' },
-  deliverySurface: 'http_public_enqueue',
-  admissionContext: 'control_authenticated',
-} as const;
 
 const ERRORS: [number, string][] = [
   [

@@ -6,18 +6,11 @@ import type { LiveWatch } from '@switchboard/live';
 import { readTurn, type SessionsRepository, type SqlDb } from '@switchboard/store';
 import type { AgentsRepository } from '@switchboard/subagents';
 import type { EventStreams, StreamItem } from './event-stream';
+import { OPERATOR_PROMPT } from './chat-completions';
 import type { TurnDetail } from './turn-detail';
 import type { TurnWaiter } from './turn-waiter';
 
 export const AGENT_TURNS = Symbol('AGENT_TURNS');
-
-/** What an adapter admits as: an operator's prompt over the public API, as POST /v1/chat/completions does. */
-const OPERATOR_PROMPT = {
-  kind: 'operator_prompt',
-  origin: { kind: 'operator' },
-  deliverySurface: 'http_public_enqueue',
-  admissionContext: 'control_authenticated',
-} as const;
 
 /** Most agents an adapter lists (MCP tools/list): a tenant with more sees the most recent ones. */
 export const AGENT_LIST_LIMIT = 500;

@@ -334,3 +334,14 @@ export const sseData = (data: unknown): string => `data: ${JSON.stringify(data)}
 
 /** OpenAI's streaming error: a `data:` frame with an `error` object (the openai SDK throws an APIError). */
 export const sseError = (e: OpenAiError): string => sseData(renderOpenAiError(e).body);
+
+/**
+ * What the OpenAI-compatible facade and the protocol adapters (Responses, LangGraph, MCP, A2A) admit
+ * and import as: an operator's prompt over the public API (docs/adr/0016).
+ */
+export const OPERATOR_PROMPT = {
+  kind: 'operator_prompt',
+  origin: { kind: 'operator' },
+  deliverySurface: 'http_public_enqueue',
+  admissionContext: 'control_authenticated',
+} as const;
