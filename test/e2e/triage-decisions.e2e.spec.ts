@@ -216,7 +216,8 @@ describe('triage decisions and signed notifications', () => {
       },
       { what: 'the busy session to coalesce two wake hints' },
     );
-    expect(pending.eventTypes).toEqual(['ticket.updated', 'ticket.closed']);
+    // The triage worker takes deliveries concurrently, so the order they coalesce in is not fixed.
+    expect([...pending.eventTypes].sort()).toEqual(['ticket.closed', 'ticket.updated']);
     expect(await env.db.message.count({ where: { sessionId: triggerId } })).toBe(1);
     expect(await env.db.message.count({ where: { tenantId, kind: 'webhook_event' } })).toBe(0);
     // A wake hint asks no model.
