@@ -202,6 +202,7 @@ export class HarnessModule {
             return {
               memory: memoryRecall(new MemoryStore(sqlDbFor(poolOf(db), 'recall', metrics)), {
                 limit: cfg.RECALL_LIMIT,
+                candidates: cfg.RECALL_CANDIDATES,
                 timeoutMs: cfg.RECALL_TIMEOUT_MS,
                 observe: (outcome, seconds) => metrics.memoryRecall.observe({ outcome }, seconds),
               }),

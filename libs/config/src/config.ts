@@ -177,6 +177,8 @@ export const ConfigSchema = z.object({
   RECALL_TIMEOUT_MS: Int(250, 0),
   /** Memory records recalled into a turn at most (docs/adr/0022). */
   RECALL_LIMIT: Int(5, 1),
+  /** The newest matching memory records recall ranks at most (docs/adr/0022); 1,000 at most. */
+  RECALL_CANDIDATES: z.coerce.number().int().min(1).max(1000).default(250),
   /** Comment lines an SSE stream sends while idle, so proxies and clients keep it open. */
   SSE_HEARTBEAT_MS: Int(15_000, 100),
   /**

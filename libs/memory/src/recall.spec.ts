@@ -1,5 +1,5 @@
 import { memoryRecall, RecallTimeout, renderRecall } from './recall';
-import type { MemoryStore } from './store';
+import { RANK_CANDIDATES, RECALL_RANK_CANDIDATES, type MemorySearchQuery, type MemoryStore } from './store';
 import type { MemoryHit } from './types';
 
 const hit = (n: number, snippet = `snippet ${n}`): MemoryHit => ({
@@ -34,7 +34,8 @@ describe('renderRecall', () => {
 });
 
 describe('memoryRecall', () => {
-  const store = (search: () => Promise<MemoryHit[]>) => ({ search }) as unknown as MemoryStore;
+  const store = (search: (q: MemorySearchQuery) => Promise<MemoryHit[]>) =>
+    ({ search }) as unknown as MemoryStore;
   const query = { tenantId: 't', agentId: 'a', input: 'what colour' };
 
   it('renders the hits and reports the outcome', async () => {
@@ -68,6 +69,17 @@ describe('memoryRecall', () => {
     expect(await recall({ ...query, hasMemory: true })).toContain('title 1');
     expect(await recall(query)).toContain('title 1');
     expect(search).toHaveBeenCalledTimes(2);
+  });
+
+  it('ranks fewer candidates than an explicit search: RECALL_RANK_CANDIDATES unless configured', async () => {
+    const search = jest.fn(async (_q: MemorySearchQuery) => [hit(1)]);
+    await memoryRecall(store(search), { limit: 5, timeoutMs: 1000 })(query);
+    await memoryRecall(store(search), { limit: 5, timeoutMs: 1000, candidates: 40 })(query);
+    expect(search.mock.calls.map(([q]) => [q.limit, q.candidates])).toEqual([
+      [5, RECALL_RANK_CANDIDATES],
+      [5, 40],
+    ]);
+    expect(RECALL_RANK_CANDIDATES).toBeLessThan(RANK_CANDIDATES);
   });
 
   it('asks nothing when off, without an agent or without input', async () => {

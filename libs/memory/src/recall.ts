@@ -1,9 +1,11 @@
-import type { MemoryStore } from './store';
+import { RECALL_RANK_CANDIDATES, type MemoryStore } from './store';
 import type { MemoryHit } from './types';
 
 export interface RecallOptions {
   /** Records recalled at most. */
   limit: number;
+  /** The newest matches ranked at most (default `RECALL_RANK_CANDIDATES`): recall runs before every turn. */
+  candidates?: number;
   /** Longest the turn waits for recall; past it the turn goes on without memory. 0: recall is off. */
   timeoutMs: number;
   /** The rendered block's size bound, in characters. */
@@ -68,6 +70,7 @@ export function memoryRecall(
           agentId: q.agentId,
           query: q.input,
           limit: options.limit,
+          candidates: options.candidates ?? RECALL_RANK_CANDIDATES,
           excludeSessionId: q.sessionId,
         }),
         timeout,

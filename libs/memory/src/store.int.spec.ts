@@ -226,6 +226,25 @@ describe('MemoryStore', () => {
     expect(hits.map((h) => h.title)).not.toContain('zebra quokka');
     // A query the old record alone matches still finds it (the GIN index, not the newest 1,000).
     expect((await store.search({ ...scope, query: 'quokka' })).map((h) => h.title)).toEqual(['zebra quokka']);
+    // Fewer candidates (recall's bound) rank only the newest matches: a strong match behind three
+    // newer weak ones is found by the default bound and not by a bound of three.
+    await store.write([bulk(-1, 'zebra strong', 'zebra zebra zebra')]);
+    await db.execute(
+      sql`UPDATE memory_records SET created_at = now() + interval '1 minute' WHERE dedupe_key = 'bulk--1'`,
+    );
+    for (const n of [-2, -3, -4]) {
+      await store.write([
+        bulk(n, `weak ${n}`, `a long note that mentions a zebra once among many other words ${n}`),
+      ]);
+      await db.execute(
+        sql`UPDATE memory_records SET created_at = now() + ${-n} * interval '1 minute' WHERE dedupe_key = ${`bulk-${n}`}`,
+      );
+    }
+    expect((await store.search({ ...scope, query: 'zebra', limit: 1 })).map((h) => h.title)).toEqual([
+      'zebra strong',
+    ]);
+    const few = await store.search({ ...scope, query: 'zebra', limit: 3, candidates: 3 });
+    expect(few.map((h) => h.title).sort()).toEqual(['weak -2', 'weak -3', 'weak -4']);
   });
 
   it('lists newest first in pages and forgets a record', async () => {

@@ -1,5 +1,5 @@
 import { newId } from '@switchboard/contracts';
-import { join, json, Sql, sql, type SqlRunner } from '@switchboard/store';
+import { join, json, planEachCall, Sql, sql, type SqlRunner } from '@switchboard/store';
 import { SEARCH_CONFIG, searchQuery, searchText } from './cjk';
 import { snippetOf } from './snippet';
 import { decodeSourceRef, encodeSourceRef } from './source-ref';
@@ -84,6 +84,11 @@ export interface MemorySearchQuery extends MemoryScope {
   kinds?: MemoryKind[];
   /** Leave out records distilled from this session (recall: its turns are already in the history). */
   excludeSessionId?: string;
+  /**
+   * Matches ranked at most, newest first (default and ceiling `RANK_CANDIDATES`). Automatic recall,
+   * which runs before every turn, ranks fewer (`RECALL_RANK_CANDIDATES`) than an explicit search.
+   */
+  candidates?: number;
 }
 
 export interface MemoryListQuery extends MemoryScope {
@@ -107,6 +112,8 @@ interface Row {
 const PREVIEW_CHARS = 200;
 /** Matches ranked per search at most (the newest ones): bounds a search's cost whatever the query. */
 export const RANK_CANDIDATES = 1000;
+/** The default bound of automatic recall, which runs before every turn (`RECALL_CANDIDATES`). */
+export const RECALL_RANK_CANDIDATES = 250;
 
 /**
  * An agent's memory (docs/adr/0022): records in `memory_records`, searched with Postgres full-text
@@ -132,27 +139,35 @@ export class MemoryStore {
     const tsquery = searchQuery(q.query);
     if (tsquery === null) return [];
     const limit = Math.min(Math.max(q.limit ?? 8, 1), MEMORY_SEARCH_MAX_LIMIT);
-    // Ranked among the newest RANK_CANDIDATES matches: a query of common words matches most of an
+    const candidates = Math.min(Math.max(q.candidates ?? RANK_CANDIDATES, limit), RANK_CANDIDATES);
+    // Ranked among the newest `candidates` matches: a query of common words matches most of an
     // agent's records, and ranking them all costs ~4 µs a row (200 ms at 50k); the newest
     // candidates come off the (tenant, agent, created_at) index newest first and the scan stops
-    // there (not off the primary key: other agents' newer rows would be scanned past). The
-    // tsquery is inlined (no CTE) so each statement is planned with its value: selective queries
-    // take the GIN index instead.
-    const rows = await this.db.rows<Row & { score: number }>(sql`
+    // there (not off the primary key: other agents' newer rows would be scanned past). They are
+    // ranked in that scan (the row is at hand) and only the `limit` best are read again for their
+    // text: joining every candidate back by id first cost twice the whole search (measured,
+    // docs/adr/0022). The tsquery is inlined (no CTE) so each statement is planned with its value:
+    // selective queries take the GIN index instead.
+    // Planned for each query (`planEachCall`): the generic plan of a prepared statement joins the
+    // GIN and (tenant, agent) bitmaps and ranks every match before the bound (3.3 s at 50k records).
+    const rows = await this.db.rows<Row & { score: number }>(
+      planEachCall(sql`
       WITH c AS (
-        SELECT id FROM memory_records
+        SELECT id, updated_at, ts_rank(search, to_tsquery(${CONFIG}, ${tsquery}), 1)::float8 AS score
+        FROM memory_records
         WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
           AND search @@ to_tsquery(${CONFIG}, ${tsquery}) ${kindFilter(q.kinds)}
           ${sessionFilter(q.excludeSessionId)}
         ORDER BY created_at DESC
-        LIMIT ${RANK_CANDIDATES}
+        LIMIT ${candidates}
+      ), best AS (
+        SELECT id, score FROM c ORDER BY score DESC, updated_at DESC, id LIMIT ${limit}
       )
       SELECT m.id, m.kind, m.title, left(m.content, 20000) AS content, char_length(m.content) AS "totalChars",
-        m.provenance, m.created_at AS "createdAt", m.updated_at AS "updatedAt",
-        ts_rank(m.search, to_tsquery(${CONFIG}, ${tsquery}), 1)::float8 AS score
-      FROM c JOIN memory_records m ON m.id = c.id
-      ORDER BY score DESC, m.updated_at DESC, m.id
-      LIMIT ${limit}`);
+        m.provenance, m.created_at AS "createdAt", m.updated_at AS "updatedAt", best.score
+      FROM best JOIN memory_records m ON m.id = best.id
+      ORDER BY best.score DESC, m.updated_at DESC, m.id`),
+    );
     return rows.map((r) => ({
       sourceRef: encodeSourceRef(r.id),
       kind: r.kind,

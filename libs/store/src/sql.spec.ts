@@ -1,4 +1,4 @@
-import { queryConfig, sql, statementName } from './sql';
+import { planEachCall, queryConfig, sql, statementName } from './sql';
 
 describe('named prepared statements', () => {
   it('names a statement text from its third use on, the same name each time', () => {
@@ -23,5 +23,15 @@ describe('named prepared statements', () => {
     const other = sql`SELECT id FROM sessions WHERE id = ${'x'}::uuid`;
     for (let i = 0; i < 2; i++) queryConfig(other);
     expect(queryConfig(other).name).not.toBe(configs[2].name);
+  });
+
+  it('never names a statement planned for each call, however often it recurs', () => {
+    const q = (term: string) =>
+      planEachCall(
+        sql`SELECT id FROM memory_records WHERE search @@ to_tsquery(${term}) /* ${Date.now()} */`,
+      );
+    const configs = [1, 2, 3, 4, 5, 6].map((i) => queryConfig(q(`t${i}`)));
+    expect(configs.every((c) => c.name === undefined)).toBe(true);
+    expect(configs[5].values[0]).toBe('t6');
   });
 });

@@ -18,6 +18,8 @@ export class Sql {
   constructor(
     readonly strings: readonly string[],
     readonly values: readonly unknown[],
+    /** False: never a named prepared statement, so Postgres plans it for each call's values (`planEachCall`). */
+    readonly prepare = true,
   ) {}
 
   /** The statement text with `$1..$n` placeholders and its parameter values. */
@@ -99,9 +101,20 @@ export function statementName(text: string): string | undefined {
   return named;
 }
 
+/**
+ * `query` planned for its values on every call, never as a named prepared statement: for a statement
+ * whose best plan depends on a value (a full-text query that one word makes selective and another
+ * common), where Postgres' generic plan, chosen after five calls because its estimate looks cheaper,
+ * can be worse by orders of magnitude (measured on memory search: 3.3 s against 2 ms, docs/adr/0022).
+ */
+export function planEachCall(query: Sql): Sql {
+  return new Sql(query.strings, query.values, false);
+}
+
 /** `query` as node-postgres' query config, named when its text recurs (`statementName`). */
 export function queryConfig(query: Sql): { text: string; values: unknown[]; name?: string } {
   const q = query.toQuery();
+  if (!query.prepare) return q;
   const name = statementName(q.text);
   return name === undefined ? q : { ...q, name };
 }
