@@ -115,7 +115,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   RECALL_LIMIT: { meaning: 'memory records recalled into a turn at most' },
   RECALL_CANDIDATES: {
     meaning:
-      "the newest matching memory records recall ranks at most (1 to 1,000): recall runs before every turn, so it ranks fewer than `memory_search` and the API (1,000); an older record stays in reach of a query that fewer newer records match (ADR 0022)",
+      'the newest matching memory records recall ranks at most (1 to 1,000): recall runs before every turn, so it ranks fewer than `memory_search` and the API (1,000); an older record stays in reach of a query that fewer newer records match (ADR 0022)',
   },
   SSE_HEARTBEAT_MS: {
     meaning: 'how often an idle SSE stream (`…/stream`) sends a comment line, so proxies keep it open',
