@@ -246,6 +246,10 @@ interface BSample {
 interface BResult {
   /** Medians of where B's time went: admission, queue, run, answer (ms). */
   parts: Record<string, number>;
+  /** The 90th percentile of each part. */
+  partsP90: Record<string, number>;
+  /** The three slowest answers: their latency and parts. */
+  slowest: Record<string, number>[];
   sent: number;
   answered: number;
   p50: number;
@@ -427,8 +431,21 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
         round(pct(withParts.map((p) => p[k]).filter(Number.isFinite), 50)),
       ]),
     );
+    const partsP90 = Object.fromEntries(
+      (['admitMs', 'queueMs', 'runMs', 'answerMs'] as const).map((k) => [
+        k,
+        round(pct(withParts.map((p) => p[k]).filter(Number.isFinite), 90)),
+      ]),
+    );
+    // Where the slowest three answers spent their time (an outlier's cause, not a median's).
+    const slowest = [...answered]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3)
+      .map((x) => ({ ms: round(x.ms), ...x.parts }));
     return {
       parts,
+      partsP90,
+      slowest,
       sent: samples.length,
       answered: answered.length,
       p50: round(pct(ms, 50)),
@@ -600,6 +617,11 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
       ],
       ['latency p50 / p90 / max', msTriple(bAlone), msTriple(bSharedResult, ge)],
       ['median admit / queue / run / answer', partsOf(bAlone), partsOf(bSharedResult)],
+      [
+        'p90 admit / queue / run / answer',
+        partsOf({ parts: bAlone.partsP90 }),
+        partsOf({ parts: bSharedResult.partsP90 }),
+      ],
       [
         '429s / other non-2xx (wait timeouts)',
         counts(tallies.alone.B, ` (${bAlone.waitTimeouts})`),
