@@ -238,6 +238,7 @@ export class GatewayModule {
               control,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
               perTenantConcurrency: cfg.ADMISSION_CONCURRENCY_PER_TENANT,
+              perTenantConcurrencyContended: cfg.ADMISSION_CONCURRENCY_PER_TENANT_CONTENDED,
             }),
         },
         {

@@ -93,10 +93,12 @@ export class Admission {
        * order (ADMISSION_CONCURRENCY_PER_TENANT, docs/adr/0029); 0 or absent: no bound.
        */
       perTenantConcurrency?: number;
+      /** The bound while another tenant admits too (ADMISSION_CONCURRENCY_PER_TENANT_CONTENDED); 0 or absent: the same. */
+      perTenantConcurrencyContended?: number;
     } = {},
   ) {
     this.store = new AdmissionStore(sqlDbFor(poolOf(db), 'admission', options.metrics));
-    this.gate = new TenantGate(options.perTenantConcurrency ?? 0);
+    this.gate = new TenantGate(options.perTenantConcurrency ?? 0, options.perTenantConcurrencyContended ?? 0);
   }
 
   private readonly gate: TenantGate;

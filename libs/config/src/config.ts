@@ -201,6 +201,11 @@ export const ConfigSchema = z.object({
    * instead of filling it. 0: no bound.
    */
   ADMISSION_CONCURRENCY_PER_TENANT: Int(8, 0),
+  /**
+   * The same bound while another tenant is admitting through the process too (one started within the
+   * last second): a burst then leaves the gateway's event loop to its neighbours. 0: no lower bound.
+   */
+  ADMISSION_CONCURRENCY_PER_TENANT_CONTENDED: Int(2, 0),
   /** Turns one harness worker process runs at once. */
   HARNESS_CONCURRENCY: Int(32, 1),
   /** The event-loop delay the harness's adaptive limit aims under (docs/adr/0029). */

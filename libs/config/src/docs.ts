@@ -140,6 +140,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "admissions of one tenant a gateway process runs at once; the rest wait their turn, none is refused (ADR 0029), so a tenant's burst shares the gateway with other tenants' requests; `0` no bound",
   },
+  ADMISSION_CONCURRENCY_PER_TENANT_CONTENDED: {
+    meaning:
+      "the same bound while another tenant is admitting through the process too (one started within the last second): a tenant alone admits `ADMISSION_CONCURRENCY_PER_TENANT` at once, and a burst leaves the event loop to a neighbour's requests while there is one (ADR 0029); `0` the same as `ADMISSION_CONCURRENCY_PER_TENANT`",
+  },
   HARNESS_CONCURRENCY: {
     meaning:
       "the most turns one harness process runs at once: the ceiling of a limit that adapts to the process's event loop (ADR 0029), so CPU-bound turns do not pile up",
