@@ -15,6 +15,7 @@ describe('loadConfig', () => {
     expect(loadConfig({})).toEqual({
       NODE_ENV: 'development',
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/switchboard',
+      DATABASE_PREPARED_STATEMENTS: true,
       REDIS_URL: 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: 'sb',
       PORT: 3000,

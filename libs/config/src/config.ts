@@ -95,6 +95,14 @@ const AllowHosts = z
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   DATABASE_URL: Url(['postgres:', 'postgresql:']).default('postgresql://postgres@127.0.0.1:5432/switchboard'),
+  /**
+   * `false` names no SQL statement (no protocol-level prepared statements): required behind a
+   * transaction-pooling PgBouncer older than 1.21 (docs/adr/0041).
+   */
+  DATABASE_PREPARED_STATEMENTS: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
   REDIS_URL: Url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
   /** BullMQ key prefix; tests give each file its own. */
   QUEUE_PREFIX: z.string().min(1).default('sb'),

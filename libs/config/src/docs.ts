@@ -17,6 +17,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
       '`development`, `production` or `test`, for the libraries that read it; Switchboard behaves the same under each',
   },
   DATABASE_URL: { meaning: 'Postgres' },
+  DATABASE_PREPARED_STATEMENTS: {
+    meaning:
+      '`false` sends every SQL statement unnamed (no protocol-level prepared statements); must be `false` behind PgBouncer in transaction pooling mode older than 1.21, or on 1.21 and later without `max_prepared_statements` (ADR 0041)',
+  },
   REDIS_URL: { meaning: 'Redis (BullMQ); run it with `maxmemory-policy noeviction`' },
   QUEUE_PREFIX: {
     meaning: "BullMQ's key prefix in Redis: deployments (or tests) sharing one Redis each use their own",

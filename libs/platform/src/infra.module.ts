@@ -19,7 +19,7 @@ import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { closeQueue, createRedis } from '@switchboard/queue';
-import { sqlDbFor } from '@switchboard/store';
+import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
@@ -55,6 +55,8 @@ class InfraLifecycle implements OnApplicationShutdown {
 @Module({})
 export class InfraModule {
   static forRoot(config: Config, service: string): DynamicModule {
+    // Behind a transaction-pooling PgBouncer before 1.21 no statement may be named (docs/adr/0041).
+    setPreparedStatements(config.DATABASE_PREPARED_STATEMENTS);
     const redis = createRedis(config.REDIS_URL);
     const providers = [
       { provide: CONFIG, useValue: config },

@@ -1,4 +1,11 @@
-import { planEachCall, queryConfig, sql, statementName } from './sql';
+import {
+  planEachCall,
+  preparedStatementsEnabled,
+  queryConfig,
+  setPreparedStatements,
+  sql,
+  statementName,
+} from './sql';
 
 describe('named prepared statements', () => {
   it('names a statement text from its third use on, the same name each time', () => {
@@ -33,5 +40,24 @@ describe('named prepared statements', () => {
     const configs = [1, 2, 3, 4, 5, 6].map((i) => queryConfig(q(`t${i}`)));
     expect(configs.every((c) => c.name === undefined)).toBe(true);
     expect(configs[5].values[0]).toBe('t6');
+  });
+
+  describe('with DATABASE_PREPARED_STATEMENTS=false (PgBouncer in transaction pooling mode)', () => {
+    afterEach(() => setPreparedStatements(true));
+
+    it('names no statement, not even one already named, and names again once switched back on', () => {
+      const q = sql`SELECT id FROM agents WHERE id = ${'a'}::uuid AND name = ${'pgbouncer-switch'}`;
+      const named = [1, 2, 3].map(() => queryConfig(q))[2].name;
+      expect(named).toMatch(/^sb_/);
+      setPreparedStatements(false);
+      expect(preparedStatementsEnabled()).toBe(false);
+      const configs = [1, 2, 3, 4, 5].map(() => queryConfig(q));
+      expect(configs.every((c) => !('name' in c))).toBe(true);
+      expect(configs[0]).toEqual({ text: q.toQuery().text, values: ['a', 'pgbouncer-switch'] });
+      const fresh = `SELECT 2 AS never_${Date.now()}`;
+      for (let i = 0; i < 5; i++) expect(statementName(fresh)).toBeUndefined();
+      setPreparedStatements(true);
+      expect(queryConfig(q).name).toBe(named);
+    });
   });
 });

@@ -84,8 +84,25 @@ const PREPARED_MAX = 200;
 const seen = new Map<string, number>();
 const names = new Map<string, string>();
 
-/** The text's statement name once it recurs, undefined before (or when the bound is reached). */
+/**
+ * Whether statements may be named at all (`DATABASE_PREPARED_STATEMENTS`, docs/adr/0041): a
+ * process-wide switch each app sets at startup (`InfraModule.forRoot`). Off, every statement goes
+ * unnamed, as PgBouncer in transaction pooling mode before 1.21 requires: a named statement is
+ * prepared on one server connection and the next transaction may run on another.
+ */
+let preparedStatements = true;
+
+export function setPreparedStatements(enabled: boolean): void {
+  preparedStatements = enabled;
+}
+
+export function preparedStatementsEnabled(): boolean {
+  return preparedStatements;
+}
+
+/** The text's statement name once it recurs, undefined before (or when the bound is reached, or names are off). */
 export function statementName(text: string): string | undefined {
+  if (!preparedStatements) return undefined;
   const name = names.get(text);
   if (name !== undefined || names.size >= PREPARED_MAX) return name;
   const n = (seen.get(text) ?? 0) + 1;
