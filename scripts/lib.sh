@@ -35,3 +35,12 @@ ensure_services() {
     fi
   fi
 }
+
+# PgBouncer for test/e2e/pgbouncer.e2e.spec.ts (ADR 0041), which skips without it: installed when
+# missing and this runs as root with apt-get; failing to install fails nothing.
+ensure_pgbouncer() {
+  if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "install PgBouncer"
+    scripts/pgbouncer.sh install || echo "PgBouncer not installed: test/e2e/pgbouncer.e2e.spec.ts will skip"
+  fi
+}

@@ -7,6 +7,7 @@ source scripts/lib.sh
 
 ensure_deps
 ensure_services
+ensure_pgbouncer
 generate_client
 
 step "lint (type-aware ESLint)"

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# A PgBouncer in transaction pooling mode in front of Postgres, for tests and local runs (ADR 0041).
+#
+#   scripts/pgbouncer.sh start [DIR]   start one; prints `port=<port> dir=<DIR>`. DIR (default: a new
+#                                      temp dir) holds pgbouncer.ini, userlist.txt, the pid file and
+#                                      the log. Starting again in a DIR that has a config reuses its port.
+#   scripts/pgbouncer.sh stop DIR      stop the one running from DIR (waits for it to exit)
+#   scripts/pgbouncer.sh status DIR    exit 0 when the one from DIR runs
+#   scripts/pgbouncer.sh install       apt-get install pgbouncer (root with apt only); nothing else installs
+#
+# Environment: PGBOUNCER_PORT (default: the first free port from 6432), PGBOUNCER_UPSTREAM_HOST
+# (127.0.0.1), PGBOUNCER_UPSTREAM_PORT (5432), PGBOUNCER_USER (postgres: the user clients log in
+# as, trusted), PGBOUNCER_POOL_SIZE (20). Every database name is forwarded to the upstream.
+# PgBouncer refuses to run as root: as root it runs as the `postgres` user.
+set -euo pipefail
+
+cmd="${1:-}"
+dir="${2:-}"
+
+bin() {
+  if command -v pgbouncer >/dev/null 2>&1; then
+    command -v pgbouncer
+  elif [ -x /usr/sbin/pgbouncer ]; then
+    echo /usr/sbin/pgbouncer
+  else
+    return 1
+  fi
+}
+
+# Runs "$@" as the user pgbouncer runs as (postgres when this shell is root).
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+port_free() {
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+running() {
+  [ -f "$1/pgbouncer.pid" ] && kill -0 "$(cat "$1/pgbouncer.pid")" 2>/dev/null
+}
+
+case "$cmd" in
+  install)
+    if bin >/dev/null; then exit 0; fi
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      echo "pgbouncer.sh: cannot install pgbouncer (needs root and apt-get)" >&2
+      exit 1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null ||
+      { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; }
+    ;;
+
+  start)
+    exe="$(bin)" || { echo "pgbouncer.sh: pgbouncer is not installed (scripts/pgbouncer.sh install)" >&2; exit 1; }
+    if [ -z "$dir" ]; then dir="$(mktemp -d /tmp/sb-pgbouncer.XXXXXX)"; fi
+    mkdir -p "$dir"
+    dir="$(cd "$dir" && pwd)"
+    if running "$dir"; then
+      echo "pgbouncer.sh: already running from $dir" >&2
+      exit 1
+    fi
+    if [ -f "$dir/pgbouncer.ini" ]; then
+      port="$(sed -n 's/^listen_port = //p' "$dir/pgbouncer.ini")"
+    else
+      port="${PGBOUNCER_PORT:-}"
+      if [ -z "$port" ]; then
+        port=6432
+        while ! port_free "$port"; do port=$((port + 1)); done
+      fi
+      user="${PGBOUNCER_USER:-postgres}"
+      printf '"%s" ""\n' "$user" >"$dir/userlist.txt"
+      cat >"$dir/pgbouncer.ini" <<EOF
+[databases]
+* = host=${PGBOUNCER_UPSTREAM_HOST:-127.0.0.1} port=${PGBOUNCER_UPSTREAM_PORT:-5432}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+default_pool_size = ${PGBOUNCER_POOL_SIZE:-20}
+max_client_conn = 500
+server_reset_query =
+ignore_startup_parameters = extra_float_digits,options
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+EOF
+    fi
+    if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir"; fi
+    rm -f "$dir/pgbouncer.pid"
+    as_owner "$exe" -d -q "$dir/pgbouncer.ini"
+    # Up once it accepts connections.
+    for _ in $(seq 1 100); do
+      if running "$dir" && ! port_free "$port"; then
+        echo "port=$port dir=$dir"
+        exit 0
+      fi
+      sleep 0.05
+    done
+    echo "pgbouncer.sh: pgbouncer did not start; its log:" >&2
+    tail -20 "$dir/pgbouncer.log" >&2 || true
+    exit 1
+    ;;
+
+  stop)
+    [ -n "$dir" ] || { echo "usage: $0 stop DIR" >&2; exit 2; }
+    if running "$dir"; then
+      pid="$(cat "$dir/pgbouncer.pid")"
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+      done
+      kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$dir/pgbouncer.pid"
+    ;;
+
+  status)
+    [ -n "$dir" ] || { echo "usage: $0 status DIR" >&2; exit 2; }
+    running "$dir"
+    ;;
+
+  *)
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
