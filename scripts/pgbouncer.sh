@@ -44,6 +44,47 @@ running() {
   [ -f "$1/pgbouncer.pid" ] && kill -0 "$(cat "$1/pgbouncer.pid")" 2>/dev/null
 }
 
+write_config() {
+  local dir="$1" port="$2" user="${PGBOUNCER_USER:-postgres}"
+  printf '"%s" ""\n' "$user" >"$dir/userlist.txt"
+  cat >"$dir/pgbouncer.ini" <<EOF
+[databases]
+* = host=${PGBOUNCER_UPSTREAM_HOST:-127.0.0.1} port=${PGBOUNCER_UPSTREAM_PORT:-5432}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+default_pool_size = ${PGBOUNCER_POOL_SIZE:-20}
+max_client_conn = 500
+server_reset_query =
+ignore_startup_parameters = extra_float_digits,options
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+EOF
+  if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir"; fi
+}
+
+# Starts the daemon from DIR's config: true once it accepts connections on PORT, false when it
+# stops with a FATAL line in its log or is not up within 5 s.
+launch() {
+  local exe="$1" dir="$2" port="$3" from
+  from=$(($(stat -c %s "$dir/pgbouncer.log" 2>/dev/null || echo 0) + 1))
+  rm -f "$dir/pgbouncer.pid"
+  as_owner "$exe" -d -q "$dir/pgbouncer.ini" || return 1
+  for _ in $(seq 1 100); do
+    if running "$dir" && tail -c "+$from" "$dir/pgbouncer.log" 2>/dev/null | grep -q "listening on 127.0.0.1:$port"; then
+      ! port_free "$port" && return 0
+    fi
+    if tail -c "+$from" "$dir/pgbouncer.log" 2>/dev/null | grep -q FATAL; then return 1; fi
+    sleep 0.05
+  done
+  return 1
+}
+
 case "$cmd" in
   install)
     if bin >/dev/null; then exit 0; fi
@@ -64,45 +105,32 @@ case "$cmd" in
       echo "pgbouncer.sh: already running from $dir" >&2
       exit 1
     fi
+    auto=""
     if [ -f "$dir/pgbouncer.ini" ]; then
       port="$(sed -n 's/^listen_port = //p' "$dir/pgbouncer.ini")"
+    elif [ -n "${PGBOUNCER_PORT:-}" ]; then
+      port="$PGBOUNCER_PORT"
+      write_config "$dir" "$port"
     else
-      port="${PGBOUNCER_PORT:-}"
-      if [ -z "$port" ]; then
-        port=6432
-        while ! port_free "$port"; do port=$((port + 1)); done
-      fi
-      user="${PGBOUNCER_USER:-postgres}"
-      printf '"%s" ""\n' "$user" >"$dir/userlist.txt"
-      cat >"$dir/pgbouncer.ini" <<EOF
-[databases]
-* = host=${PGBOUNCER_UPSTREAM_HOST:-127.0.0.1} port=${PGBOUNCER_UPSTREAM_PORT:-5432}
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-unix_socket_dir =
-auth_type = trust
-auth_file = $dir/userlist.txt
-pool_mode = transaction
-default_pool_size = ${PGBOUNCER_POOL_SIZE:-20}
-max_client_conn = 500
-server_reset_query =
-ignore_startup_parameters = extra_float_digits,options
-logfile = $dir/pgbouncer.log
-pidfile = $dir/pgbouncer.pid
-EOF
+      auto=1
+      port=6432
+      while ! port_free "$port"; do port=$((port + 1)); done
+      write_config "$dir" "$port"
     fi
     if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir"; fi
-    rm -f "$dir/pgbouncer.pid"
-    as_owner "$exe" -d -q "$dir/pgbouncer.ini"
-    # Up once it accepts connections.
-    for _ in $(seq 1 100); do
-      if running "$dir" && ! port_free "$port"; then
+    for _ in $(seq 1 20); do
+      if launch "$exe" "$dir" "$port"; then
         echo "port=$port dir=$dir"
         exit 0
       fi
-      sleep 0.05
+      # A port taken between the check and the bind (another bouncer starting): the next one.
+      if [ -n "$auto" ] && tail -5 "$dir/pgbouncer.log" 2>/dev/null | grep -q 'Address already in use'; then
+        port=$((port + 1))
+        while ! port_free "$port"; do port=$((port + 1)); done
+        write_config "$dir" "$port"
+        continue
+      fi
+      break
     done
     echo "pgbouncer.sh: pgbouncer did not start; its log:" >&2
     tail -20 "$dir/pgbouncer.log" >&2 || true
