@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { createTestEnv, crossRealmSafeFetch, waitFor, type TestEnv } from '@switchboard/testing';
@@ -73,7 +73,10 @@ function bouncer(...args: string[]): string {
   afterAll(async () => {
     // Workers first so nothing is mid-flight when the connections go.
     for (const app of apps.reverse()) await app.close();
-    if (dir) bouncer('stop', dir);
+    if (dir) {
+      bouncer('stop', dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
     await env?.cleanup();
   });
 
@@ -174,6 +177,9 @@ function bouncer(...args: string[]): string {
   it('keeps working across a restart of the bouncer, with no duplicate rows', async () => {
     const before = await env.db.turn.findMany({ where: { sessionId }, select: { id: true } });
     bouncer('stop', dir);
+    // Every app reaches Postgres only through the bouncer: with it down nothing is admitted.
+    const down = await api.post(`/v1/sessions/${sessionId}/messages`, { content: 'while down', wait: true });
+    expect(down.status).toBe(503);
     bouncer('start', dir);
     // The pools' connections to the old bouncer are dead; the next statements open new ones.
     const turnIds = before.map((t) => t.id);
@@ -192,5 +198,30 @@ function bouncer(...args: string[]): string {
     }
     await expectTurnWithToolCall(turnIds[turnIds.length - 1], 3);
     await expectTranscript(turnIds);
+  });
+
+  it('finishes turns in flight across a restart of the bouncer, each once', async () => {
+    const session = (await api.post('/v1/sessions', { agentId })).body.id as string;
+    const admitted: string[] = [];
+    for (const content of ['alpha', 'alpha beta', 'alpha beta gamma']) {
+      const res = await api.post(`/v1/sessions/${session}/messages`, { content });
+      expect(res.status).toBe(202);
+      admitted.push(res.body.turnId);
+    }
+    bouncer('stop', dir);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    bouncer('start', dir);
+    const turns = await waitFor(
+      async () => {
+        const rows = await env.db.turn.findMany({ where: { sessionId: session } });
+        return rows.length === 3 && rows.every((t) => t.status === 'completed') ? rows : undefined;
+      },
+      { what: 'the three turns to complete after the restart', timeoutMs: 30_000 },
+    );
+    expect(turns.map((t) => t.id).sort()).toEqual([...admitted].sort());
+    expect(await env.db.message.count({ where: { sessionId: session } })).toBe(12);
+    expect(await env.db.toolCall.count({ where: { turnId: { in: admitted } } })).toBe(3);
+    const events = (await api.get(`/v1/sessions/${session}/events?limit=500`)).body.data as { seq: number }[];
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   });
 });
