@@ -32,6 +32,7 @@ import {
   ApiKeysRepository,
   AuditLogRepository,
   OPERATOR_ACTOR,
+  setPreparedStatements,
   sqlDbFor,
   TenantsRepository,
   TurnStore,
@@ -284,7 +285,10 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
-  const db = createPrisma(loadConfig().DATABASE_URL);
+  const config = loadConfig();
+  // The same database as the apps, maybe through the same PgBouncer (docs/adr/0041).
+  setPreparedStatements(config.DATABASE_PREPARED_STATEMENTS);
+  const db = createPrisma(config.DATABASE_URL);
   try {
     return await run(db, command, args);
   } catch (err) {
