@@ -10,6 +10,12 @@
  * POST when the API has it (else a Postgres completion watcher, said in the output). Every
  * Switchboard turn is checked in Postgres afterwards: completed, transcript rows and tool call there.
  *
+ * CPU per turn counts every process a system needs: LangGraph's one process; Switchboard's gateway,
+ * hooks worker, harness workers, its database's Postgres backends and Redis (the machine's one
+ * server, so anything else using it counts too). A round's CPU is read after its post-turn hooks
+ * settled, and the goals (issue 22: ≤ 0.25× LangGraph's CPU per turn, ≥ 4× its turns/s at the
+ * highest concurrency) are printed with the table.
+ *
  * LangGraph is installed from npm into a scratch folder outside the repository (cached between
  * runs; never a dependency of the project): $TMPDIR/sb-bench-langgraph.
  *
@@ -22,7 +28,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuMs, freePort, pct, startSwitchboard, type Switchboard } from './bench-lib';
+import { Queue } from 'bullmq';
+import { QueueName } from '@switchboard/contracts';
+import { cpuMs, freePort, pct, redisCpuMs, sleep, startSwitchboard, type Switchboard } from './bench-lib';
 
 const { values } = parseArgs({
   options: {
@@ -206,7 +214,10 @@ interface System {
   conversation(): Promise<string>;
   /** One turn, resolved once its answer is known. */
   turn(conversation: string, content: string): Promise<void>;
-  pids(): number[];
+  /** CPU ms so far of each of the system's processes (Switchboard: Postgres and Redis included). */
+  cpu(): Promise<Record<string, number>>;
+  /** Resolves once the work a round started is done (Switchboard: every post-turn hook settled). */
+  settle(): Promise<void>;
 }
 
 function langGraphSystem(lg: LangGraph): System {
@@ -223,7 +234,8 @@ function langGraphSystem(lg: LangGraph): System {
         throw new Error(`LangGraph answered ${JSON.stringify(last)}`);
       }
     },
-    pids: () => [lg.child.pid!],
+    cpu: async () => ({ langgraph: cpuMs(lg.child.pid!) }),
+    settle: async () => undefined,
   };
 }
 
@@ -234,7 +246,34 @@ function switchboardSystem(sb: Switchboard, key: string, agentId: string, turnId
     async turn(session, content) {
       turnIds.push(await sb.turn(key, session, content));
     },
-    pids: () => sb.procs.map((p) => p.app.child.pid!),
+    async cpu() {
+      // sb.cpu() keys by process name; with several harness workers they are summed here.
+      const out: Record<string, number> = {};
+      for (const p of sb.procs) out[p.name] = (out[p.name] ?? 0) + cpuMs(p.app.child.pid!);
+      out.postgres = (await sb.cpu()).postgres;
+      // Redis is the machine's one server: anything else using it at the same time counts too.
+      out.redis = await redisCpuMs(sb.env.redisUrl);
+      return out;
+    },
+    async settle() {
+      // The post-turn hooks run after the client has its answer; their CPU belongs to the round.
+      // Settled = no post-turn job waiting or running (the archivist's delayed session jobs wait
+      // for the session's idle period and are not this round's).
+      const queue = new Queue(QueueName.PostTurn, {
+        connection: { url: sb.env.redisUrl },
+        prefix: sb.env.queuePrefix,
+      });
+      try {
+        for (let i = 0; i < 600; i++) {
+          const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
+          if (Object.values(counts).every((n) => n === 0)) return;
+          await sleep(50);
+        }
+        throw new Error('post-turn hooks did not settle within 30 s');
+      } finally {
+        await queue.close();
+      }
+    },
   };
 }
 
@@ -246,15 +285,18 @@ interface Round {
   turnsPerSecond: number;
   p50: number;
   p99: number;
-  /** CPU ms per turn of the system's own processes (Switchboard: not Postgres or Redis). */
+  /** CPU ms per turn of all the system's processes (Switchboard: Postgres and Redis included). */
   cpuMsPerTurn: number;
+  /** The same by process. */
+  cpuMsPerTurnByProcess: Record<string, number>;
 }
 
 /** `concurrency` clients, each in its own fresh conversation, send turns one after another for SECONDS. */
 async function round(sys: System, concurrency: number, seconds: number): Promise<Round> {
   const conversations = await Promise.all(Array.from({ length: concurrency }, () => sys.conversation()));
   const latencies: number[] = [];
-  const cpu0 = sys.pids().reduce((s, pid) => s + cpuMs(pid), 0);
+  await sys.settle();
+  const cpu0 = await sys.cpu();
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
   await Promise.all(
@@ -267,7 +309,13 @@ async function round(sys: System, concurrency: number, seconds: number): Promise
     }),
   );
   const wall = (performance.now() - t0) / 1000;
-  const cpu = sys.pids().reduce((s, pid) => s + cpuMs(pid), 0) - cpu0;
+  await sys.settle();
+  const cpu1 = await sys.cpu();
+  const byProcess: Record<string, number> = {};
+  for (const k of Object.keys(cpu1)) {
+    byProcess[k] = Number(((cpu1[k] - (cpu0[k] ?? 0)) / latencies.length).toFixed(1));
+  }
+  const cpu = Object.keys(cpu1).reduce((s, k) => s + cpu1[k] - (cpu0[k] ?? 0), 0);
   return {
     system: sys.name,
     concurrency,
@@ -277,7 +325,23 @@ async function round(sys: System, concurrency: number, seconds: number): Promise
     p50: Number(pct(latencies, 50).toFixed(1)),
     p99: Number(pct(latencies, 99).toFixed(1)),
     cpuMsPerTurn: Number((cpu / latencies.length).toFixed(1)),
+    cpuMsPerTurnByProcess: byProcess,
   };
+}
+
+const fmtCpu = (byProcess: Record<string, number>): string =>
+  Object.entries(byProcess)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+
+/** The mean of each process's CPU ms per turn over rounds. */
+function meanByProcess(rounds: Round[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of rounds) {
+    for (const [k, v] of Object.entries(r.cpuMsPerTurnByProcess)) out[k] = (out[k] ?? 0) + v / rounds.length;
+  }
+  for (const k of Object.keys(out)) out[k] = Number(out[k].toFixed(1));
+  return out;
 }
 
 async function main() {
@@ -305,7 +369,7 @@ async function main() {
           const result = await round(s, c, SECONDS);
           rounds.push(result);
           console.error(
-            `  c=${c} ${s.name.padEnd(11)} ${result.turnsPerSecond} turns/s (${result.turns} turns, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerTurn} CPU ms/turn)`,
+            `  c=${c} ${s.name.padEnd(11)} ${result.turnsPerSecond} turns/s (${result.turns} turns, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerTurn} CPU ms/turn: ${fmtCpu(result.cpuMsPerTurnByProcess)})`,
           );
         }
       }
@@ -328,24 +392,37 @@ async function main() {
         switchboardP50P99: `${Math.round(mean(sbr, (x) => x.p50))} / ${Math.round(mean(sbr, (x) => x.p99))}`,
         langgraphP50P99: `${Math.round(mean(lgr, (x) => x.p50))} / ${Math.round(mean(lgr, (x) => x.p99))}`,
         switchboardCpu: Number(mean(sbr, (x) => x.cpuMsPerTurn).toFixed(1)),
+        switchboardCpuByProcess: meanByProcess(sbr),
         langgraphCpu: Number(mean(lgr, (x) => x.cpuMsPerTurn).toFixed(1)),
+        cpuRatio: Number((mean(sbr, (x) => x.cpuMsPerTurn) / mean(lgr, (x) => x.cpuMsPerTurn)).toFixed(2)),
       };
     });
+    const top = summary.find((x) => x.concurrency === Math.max(...CONCURRENCY))!;
+    const goals = {
+      cpuPerTurnRatio: top.cpuRatio,
+      cpuGoal: '≤ 0.25× LangGraph per turn',
+      cpuMet: top.cpuRatio <= 0.25,
+      throughputRatio: top.ratio,
+      throughputGoal: `≥ 4× LangGraph turns/s at c${top.concurrency}`,
+      throughputMet: top.ratio >= 4,
+    };
     if (values.json) {
-      console.log(JSON.stringify({ waitMode: sb.waitMode, durable, rounds, summary }, null, 2));
+      console.log(JSON.stringify({ waitMode: sb.waitMode, durable, rounds, summary, goals }, null, 2));
     } else {
       console.log(`
 Switchboard turns durably persisted (completed in Postgres, 4 transcript rows, tool call completed): ${durable.ok} of ${turnIds.length}
 Client waits: Switchboard by ${sb.waitMode}, LangGraph by runs/wait.
 
-| concurrency | Switchboard turns/s | LangGraph turns/s | Switchboard / LangGraph (each rep) | Switchboard p50 / p99 ms | LangGraph p50 / p99 ms | CPU ms / turn: Switchboard processes, LangGraph |
+| concurrency | Switchboard turns/s | LangGraph turns/s | Switchboard / LangGraph (each rep) | Switchboard p50 / p99 ms | LangGraph p50 / p99 ms | CPU ms / turn: Switchboard (by process), LangGraph, ratio |
 | --- | --- | --- | --- | --- | --- | --- |
 ${summary
   .map(
     (s) =>
-      `| ${s.concurrency} | ${s.switchboard} | ${s.langgraph} | **${s.ratio}×** (${s.ratios.join(', ')}) | ${s.switchboardP50P99} | ${s.langgraphP50P99} | ${s.switchboardCpu}, ${s.langgraphCpu} |`,
+      `| ${s.concurrency} | ${s.switchboard} | ${s.langgraph} | **${s.ratio}×** (${s.ratios.join(', ')}) | ${s.switchboardP50P99} | ${s.langgraphP50P99} | ${s.switchboardCpu} (${fmtCpu(s.switchboardCpuByProcess)}), ${s.langgraphCpu}, **${s.cpuRatio}×** |`,
   )
-  .join('\n')}`);
+  .join('\n')}
+
+Goals at c${top.concurrency}: CPU per durable turn ${goals.cpuPerTurnRatio}× LangGraph's (${goals.cpuGoal}: ${goals.cpuMet ? 'met' : 'NOT met'}); turns/s ${goals.throughputRatio}× (${goals.throughputGoal}: ${goals.throughputMet ? 'met' : 'NOT met'}).`);
     }
     if (durable.bad.length) throw new Error(`${durable.bad.length} Switchboard turns not durably persisted`);
   } finally {
