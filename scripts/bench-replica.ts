@@ -76,18 +76,20 @@ async function main() {
       gateways[name] = `http://127.0.0.1:${port}`;
     }
 
-    const call = async (url: string, method: string, body?: unknown, key = ADMIN) => {
+    const call = async <T = { id: string }>(url: string, method: string, body?: unknown, key = ADMIN) => {
       const res = await fetch(url, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
       });
       if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<any>;
+      return res.json() as Promise<T>;
     };
     const first = Object.values(gateways)[0];
-    const { apiKey } = await call(`${first}/v1/admin/tenants`, 'POST', { name: 'bench' });
-    const key = apiKey.key as string;
+    const { apiKey } = await call<{ apiKey: { key: string } }>(`${first}/v1/admin/tenants`, 'POST', {
+      name: 'bench',
+    });
+    const key = apiKey.key;
     const agent = await call(
       `${first}/v1/agents`,
       'POST',

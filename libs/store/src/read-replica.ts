@@ -78,8 +78,8 @@ export class ReadRouter<C> implements Reads<C> {
   private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(private readonly o: ReadRouterOptions<C>) {
-    this.now = o.now ?? Date.now;
-    this.sleep = o.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.now = o.now ? () => o.now!() : () => Date.now();
+    this.sleep = o.sleep ? (ms) => o.sleep!(ms) : (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   }
 
   /** `read` on the side `route` picks; on the primary instead when the replica fails under it. */
