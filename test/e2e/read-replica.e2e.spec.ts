@@ -193,10 +193,17 @@ function replica(...args: string[]): string {
         (c) => c.journaled.some((f) => f.event === 'turn_completed' && f.data.turnId === turnId),
         'the live turn to complete on the stream',
       );
-      const journal = await env.db.event.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
       const seqs = stream.journaled.map((f) => Number(f.id));
-      expect(seqs).toEqual(journal.filter((e) => e.seq > 3).map((e) => e.seq));
-      expect(new Set(seqs).size).toBe(seqs.length);
+      const last = seqs[seqs.length - 1];
+      // Every journaled seq after 3 up to the last one received (the turn's end): none missing,
+      // none twice, in order.
+      const journal = await env.db.event.findMany({
+        where: { sessionId, seq: { gt: 3, lte: last } },
+        orderBy: { seq: 'asc' },
+      });
+      expect(seqs).toEqual(journal.map((e) => e.seq));
+      expect(seqs).toEqual(seqs.map((_, i) => i + 4));
+      expect(journal.some((e) => e.type === 'turn_completed' && e.turnId === turnId)).toBe(true);
     } finally {
       stream.close();
       await stream.ended;
