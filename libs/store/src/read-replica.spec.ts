@@ -159,6 +159,23 @@ describe('ReadRouter', () => {
     expect(state.reads).toEqual(['primary:replica_error', 'primary:replica_error', 'replica:caught_up']);
   });
 
+  it('forgets the replay position it saw when the replica fails: the next one may be behind', async () => {
+    const { router, state } = harness();
+    state.primary = '0/200';
+    state.replayed = '0/200';
+    expect(await router.read(async (side) => side)).toBe('replica');
+    state.replicaDown = true;
+    state.primary = '0/201';
+    expect(await router.read(async (side) => side)).toBe('primary');
+    // A replacement standby, behind the position the first one had reached.
+    state.replicaDown = false;
+    state.replayed = '0/150';
+    state.primary = '0/200';
+    state.now += REPLICA_RETRY_MS;
+    expect(await router.read(async (side) => side)).toBe('primary');
+    expect(state.reads).toEqual(['replica:caught_up', 'primary:replica_error', 'primary:lagging']);
+  });
+
   it('answers from the primary when the read itself fails on the replica with a connection error', async () => {
     const { router, state } = harness();
     const sides: string[] = [];

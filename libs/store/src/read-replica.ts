@@ -67,7 +67,7 @@ export interface ReadRouterOptions<C> {
  *
  * The highest replay position seen is remembered (replay only moves forward), so a read whose
  * position the replica is known to have reached asks it nothing; concurrent waiting reads share
- * one check at a time.
+ * one check at a time. A replica failure forgets it.
  */
 export class ReadRouter<C> implements Reads<C> {
   private replayed = -1n;
@@ -94,7 +94,7 @@ export class ReadRouter<C> implements Reads<C> {
       result = await read(this.o.replica);
     } catch (err) {
       if (!(this.o.isReplicaFailure ?? isTransientDbError)(err)) throw err;
-      this.downUntil = this.now() + REPLICA_RETRY_MS;
+      this.replicaFailed();
       this.o.onRead?.('primary', 'replica_error');
       return read(this.o.primary);
     }
@@ -116,7 +116,7 @@ export class ReadRouter<C> implements Reads<C> {
       try {
         replayed = await this.replayPosition();
       } catch {
-        this.downUntil = this.now() + REPLICA_RETRY_MS;
+        this.replicaFailed();
         return { target: 'primary', reason: 'replica_error' };
       }
       this.o.onLag?.(replayed >= target ? 0 : Number(target - replayed));
@@ -132,6 +132,15 @@ export class ReadRouter<C> implements Reads<C> {
       await this.sleep(Math.min(pause, left));
       pause = Math.min(pause * 2, MAX_POLL_MS);
     }
+  }
+
+  /**
+   * Reads stay on the primary for a while, and the replay position seen is forgotten: the server
+   * that answers next may be another standby (a replacement), behind the one that failed.
+   */
+  private replicaFailed(): void {
+    this.downUntil = this.now() + REPLICA_RETRY_MS;
+    this.replayed = -1n;
   }
 
   /** The replica's replay position now (one check shared by concurrent callers); it must be a standby. */
