@@ -38,6 +38,15 @@ ensure_services() {
 
 # PgBouncer for test/e2e/pgbouncer.e2e.spec.ts (ADR 0041), which skips without it: installed when
 # missing and this runs as root with apt-get; failing to install fails nothing.
+# A local hot standby for test/e2e/read-replica.e2e.spec.ts (ADR 0042) needs the primary to accept
+# replication connections from 127.0.0.1: as root, add that pg_hba.conf line (a reload, no restart).
+ensure_replication() {
+  if ! scripts/pg-replica.sh check >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    step "allow local replication (pg_hba.conf)"
+    scripts/pg-replica.sh allow || echo "replication not allowed: test/e2e/read-replica.e2e.spec.ts will skip"
+  fi
+}
+
 ensure_pgbouncer() {
   if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     step "install PgBouncer"

@@ -8,6 +8,7 @@ source scripts/lib.sh
 ensure_deps
 ensure_services
 ensure_pgbouncer
+ensure_replication
 generate_client
 
 step "lint (type-aware ESLint)"

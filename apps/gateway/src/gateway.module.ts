@@ -18,7 +18,17 @@ import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { ADMISSION, CONFIG, DB, InfraModule, LOGGER, METRICS, REDIS, TASKS } from '@switchboard/platform';
+import {
+  ADMISSION,
+  CONFIG,
+  DB,
+  InfraModule,
+  LOGGER,
+  METRICS,
+  READ_DB,
+  REDIS,
+  TASKS,
+} from '@switchboard/platform';
 import { AgentsRepository, type TaskService } from '@switchboard/subagents';
 import {
   ApprovalStore,
@@ -46,6 +56,7 @@ import { OpsController } from './controllers/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './controllers/streams.controller';
 import { McpServersController } from './controllers/mcp-servers.controller';
 import { EVENT_STREAMS, EventStreams } from './http/event-stream';
+import { GATEWAY_READS, gatewayReads, type GatewayReads } from './http/reads';
 import { AGENT_TURNS, AgentTurns } from './http/agent-turns';
 import { McpController } from './controllers/mcp.controller';
 import { A2aController } from './controllers/a2a.controller';
@@ -281,11 +292,17 @@ export class GatewayModule {
           useFactory: (db: Db, metrics: Metrics) => sqlDbFor(poolOf(db), 'gateway', metrics),
         },
         {
+          provide: GATEWAY_READS,
+          inject: [CONFIG, GATEWAY_SQL, DB, READ_DB, METRICS],
+          useFactory: (cfg: Config, sql: SqlDb, db: Db, readDb: Db | null, metrics: Metrics) =>
+            gatewayReads(cfg, { sql, db }, readDb, metrics),
+        },
+        {
           provide: EVENT_STREAMS,
-          inject: [GATEWAY_SQL, LIVE_SUBSCRIBER, TURN_WAITER],
+          inject: [GATEWAY_READS, LIVE_SUBSCRIBER, TURN_WAITER],
           // Streams end with the waits when the gateway begins to shut down (the drain does not wait for them).
-          useFactory: (sqlDb: SqlDb, live: LiveSubscriber, waiter: TurnWaiter) =>
-            new EventStreams(sqlDb, live, waiter.shutdown),
+          useFactory: (reads: GatewayReads, live: LiveSubscriber, waiter: TurnWaiter) =>
+            new EventStreams(reads, live, waiter.shutdown),
         },
         {
           provide: AGENT_TURNS,

@@ -16,6 +16,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'development',
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/switchboard',
       DATABASE_PREPARED_STATEMENTS: true,
+      READ_REPLICA_MAX_WAIT_MS: 100,
       REDIS_URL: 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: 'sb',
       PORT: 3000,
@@ -86,6 +87,8 @@ describe('loadConfig', () => {
     const config = loadConfig({
       NODE_ENV: 'production',
       DATABASE_URL: 'postgres://u:p@db:5432/sb',
+      DATABASE_READ_URL: 'postgres://u:p@db-replica:5432/sb',
+      READ_REPLICA_MAX_WAIT_MS: '250',
       REDIS_URL: 'rediss://cache:6380',
       PORT: '8080',
       ADMIN_TOKEN: 'x'.repeat(16),
@@ -102,6 +105,8 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({
       NODE_ENV: 'production',
       DATABASE_URL: 'postgres://u:p@db:5432/sb',
+      DATABASE_READ_URL: 'postgres://u:p@db-replica:5432/sb',
+      READ_REPLICA_MAX_WAIT_MS: 250,
       REDIS_URL: 'rediss://cache:6380',
       PORT: 8080,
       ADMIN_TOKEN: 'xxxxxxxxxxxxxxxx',
@@ -156,6 +161,11 @@ describe('loadConfig', () => {
   it.each([
     ['DATABASE_URL', 'mysql://x'],
     ['DATABASE_URL', 'not a url'],
+    ['DATABASE_READ_URL', 'mysql://replica'],
+    ['DATABASE_READ_URL', 'replica:5432'],
+    ['READ_REPLICA_MAX_WAIT_MS', '-1'],
+    ['READ_REPLICA_MAX_WAIT_MS', '10001'],
+    ['READ_REPLICA_MAX_WAIT_MS', '2.5'],
     ['REDIS_URL', 'http://cache:6379'],
     ['OPENAI_BASE_URL', 'ftp://example.com'],
     ['ANTHROPIC_BASE_URL', 'localhost:8080'],

@@ -103,6 +103,17 @@ export const ConfigSchema = z.object({
     .enum(['true', 'false'])
     .default('true')
     .transform((v) => v === 'true'),
+  /**
+   * A streaming read replica of DATABASE_URL (docs/adr/0042): the gateway's reads of turns, transcripts,
+   * journals, usage and SSE catch-up go to it once it has replayed the primary's current WAL position;
+   * unset, every read is on the primary.
+   */
+  DATABASE_READ_URL: Url(['postgres:', 'postgresql:']).optional(),
+  /**
+   * How long a read waits for the replica to replay the primary's current WAL position before it
+   * goes to the primary instead (docs/adr/0042). 0: the replica only when it is caught up already.
+   */
+  READ_REPLICA_MAX_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(100),
   REDIS_URL: Url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
   /** BullMQ key prefix; tests give each file its own. */
   QUEUE_PREFIX: z.string().min(1).default('sb'),

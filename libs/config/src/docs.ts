@@ -21,6 +21,15 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       '`false` sends every SQL statement unnamed (no protocol-level prepared statements); must be `false` behind PgBouncer in transaction pooling mode older than 1.21, or on 1.21 and later without `max_prepared_statements` (ADR 0041)',
   },
+  DATABASE_READ_URL: {
+    meaning:
+      "a streaming read replica of `DATABASE_URL`: the gateway's reads of turns, transcripts, journals, usage and SSE catch-up go to it once it has replayed the primary's current WAL position (read-your-writes), else to the primary (ADR 0042)",
+    default: 'unset (every read on the primary)',
+  },
+  READ_REPLICA_MAX_WAIT_MS: {
+    meaning:
+      "how long a read waits for the replica to replay the primary's current WAL position before it goes to the primary (ADR 0042); `0`: the replica only when already caught up",
+  },
   REDIS_URL: { meaning: 'Redis (BullMQ); run it with `maxmemory-policy noeviction`' },
   QUEUE_PREFIX: {
     meaning: "BullMQ's key prefix in Redis: deployments (or tests) sharing one Redis each use their own",

@@ -3,7 +3,14 @@ import { Prisma, PrismaClient } from '@prisma/client';
 import pg from 'pg';
 
 /** Prisma through the pg driver adapter: no native query engine (docs/adr/0002-prisma-engine.md). */
-export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
+export interface DatabaseOptions {
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /** How long opening a connection may take before it fails (default: no bound, pg's own). */
+  connectTimeoutMs?: number;
+}
+
+export function createPrisma(databaseUrl: string, options: DatabaseOptions = {}): PrismaClient {
   return createDatabase(databaseUrl, options).prisma;
 }
 
@@ -13,9 +20,15 @@ export function createPrisma(databaseUrl: string, options: { poolSize?: number }
  */
 export function createDatabase(
   databaseUrl: string,
-  options: { poolSize?: number } = {},
+  options: DatabaseOptions = {},
 ): { prisma: PrismaClient; pool: pg.Pool } {
-  const pool = dropDeadClients(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }));
+  const pool = dropDeadClients(
+    new pg.Pool({
+      connectionString: databaseUrl,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+    }),
+  );
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
   // Waiting for a pooled connection is not a failure until well past Prisma's 2 s default: a burst
   // (six activations racing for one agent's row lock, measured failing at load 16) queues for the

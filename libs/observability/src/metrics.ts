@@ -1,6 +1,7 @@
 import { isSpanContextValid, TraceFlags, trace, type Span } from '@opentelemetry/api';
 import {
   Counter,
+  Gauge,
   Histogram,
   Registry,
   collectDefaultMetrics,
@@ -148,6 +149,17 @@ export class Metrics {
     name: 'switchboard_db_statements_total',
     help: 'SQL statements the typed-SQL store sent (BEGIN and COMMIT not counted), by component',
     labelNames: ['component'] as const,
+    registers: [this.registry],
+  });
+  readonly dbReads = new Counter({
+    name: 'switchboard_db_reads_total',
+    help: 'API reads routed with a read replica configured (docs/adr/0042), by the side that served them (replica, primary) and why (caught_up; lagging: not caught up within READ_REPLICA_MAX_WAIT_MS; replica_error: it failed)',
+    labelNames: ['target', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly replicaLagBytes = new Gauge({
+    name: 'switchboard_db_replica_lag_bytes',
+    help: "WAL bytes the read replica had still to replay behind the primary's position at its last check",
     registers: [this.registry],
   });
 

@@ -23,19 +23,21 @@ import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, LOGGER, METRICS, REDIS, TASKS, TOOLS } from './tokens';
+import { CONFIG, DB, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
 import { QueueWorkers, WorkerFailures } from './worker';
 
 @Injectable()
 class InfraLifecycle implements OnApplicationShutdown {
   constructor(
     @Inject(DB) private readonly db: Db,
+    @Inject(READ_DB) private readonly readDb: Db | null,
     @Inject(REDIS) private readonly redis: IORedis,
     private readonly modules: ModuleRef,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.db.$disconnect().catch(() => undefined);
+    await this.readDb?.$disconnect().catch(() => undefined);
     // Every queue closed before the shared connection goes (see closeQueue: a Redis that was never
     // reached must not fail the shutdown).
     await Promise.all(
@@ -66,6 +68,16 @@ export class InfraModule {
       },
       { provide: METRICS, useValue: new Metrics(service) },
       { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
+      {
+        // The read replica (docs/adr/0042): its pool connects on the first routed read, so a worker
+        // given the setting holds no connection to it. A replica that does not answer within 2 s
+        // sends the read to the primary.
+        provide: READ_DB,
+        useFactory: () =>
+          config.DATABASE_READ_URL
+            ? createPrisma(config.DATABASE_READ_URL, { connectTimeoutMs: 2_000 })
+            : null,
+      },
       { provide: REDIS, useValue: redis },
       {
         // Sub-agent tasks (docs/adr/0024): spawns enqueue child turns; close_subagent cancels through ADR 0014.

@@ -1,6 +1,8 @@
 /** Injection tokens for what lives outside the process. Apps inject these; libs never do. */
 export const CONFIG = Symbol('CONFIG');
 export const DB = Symbol('DB');
+/** Prisma on the read replica (DATABASE_READ_URL, docs/adr/0042); null without one. */
+export const READ_DB = Symbol('READ_DB');
 export const REDIS = Symbol('REDIS');
 export const LOGGER = Symbol('LOGGER');
 export const METRICS = Symbol('METRICS');

@@ -15,3 +15,4 @@ export * from './turn-reads';
 export * from './journal-reads';
 export * from './usage-reads';
 export * from './api-key-use';
+export * from './read-replica';

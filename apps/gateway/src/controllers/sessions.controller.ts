@@ -29,6 +29,7 @@ import {
 } from '../http/presenters';
 import { ADMISSION, CONFIG } from '@switchboard/platform';
 import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
+import { GATEWAY_READS, type GatewayReads } from '../http/reads';
 import { RateLimitBucketOf } from '../http/rate-limit';
 
 @TenantApi('sessions')
@@ -40,6 +41,7 @@ export class SessionsController {
     @Inject(ADMISSION) private readonly admission: Admission,
     @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
   ) {}
 
   @Post()
@@ -137,10 +139,16 @@ export class SessionsController {
     @Param('id') id: string,
     @Query() q: PageQueryDto,
   ): Promise<MessagePageResponse> {
-    const session = await this.find(tenantId, id);
+    const sessionId = pathId(id, 'session');
     const after = decodeCursor<[number, number]>(q.cursor, ['number', 'number']);
     const limit = q.limit ?? 100;
-    const page = await this.sessions.messages(session.id, after, limit);
+    // The session and its transcript from one side: the read replica once it has replayed the
+    // primary's position, else the primary (docs/adr/0042).
+    const page = await this.reads.read(async ({ sessions }) => {
+      const session = await sessions.find(tenantId, sessionId);
+      if (!session) throw notFound('session');
+      return sessions.messages(session.id, after, limit);
+    });
     const last = page.rows[page.rows.length - 1];
     return {
       data: page.rows.map(presentMessage),
@@ -277,9 +285,14 @@ export class SessionsController {
     @Param('id') id: string,
     @Query() q: EventsQueryDto,
   ): Promise<EventPageResponse> {
-    const session = await this.find(tenantId, id);
+    const sessionId = pathId(id, 'session');
     const limit = q.limit ?? 200;
-    const rows = await this.sessions.events(session.id, q.after ?? 0, limit);
+    // As the transcript: one side, the replica once it has replayed the primary's position.
+    const rows = await this.reads.read(async ({ sessions }) => {
+      const session = await sessions.find(tenantId, sessionId);
+      if (!session) throw notFound('session');
+      return sessions.events(session.id, q.after ?? 0, limit);
+    });
     return {
       data: rows.map(presentEvent),
       lastSeq: rows.length > 0 ? rows[rows.length - 1].seq : (q.after ?? 0),

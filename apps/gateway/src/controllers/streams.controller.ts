@@ -16,12 +16,13 @@ import { AppError, EventCursor, notFound, StreamFrameResponse } from '@switchboa
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
-import { sessionOfTurn, tenantSessionId, type SqlDb } from '@switchboard/store';
+import { sessionOfTurn, tenantSessionId } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { StreamQueryDto } from '../http/dto';
 import { EVENT_STREAMS, openEventStream, sseFrame, type EventStreams } from '../http/event-stream';
 import { ApiErrors, schemaRef, TenantApi } from '../http/openapi';
 import { pathId } from '../http/presenters';
+import { GATEWAY_READS, type GatewayReads } from '../http/reads';
 import { logRequest } from '../http/request-log';
 
 export const GATEWAY_SQL = Symbol('GATEWAY_SQL');
@@ -72,7 +73,7 @@ const StreamDocs = (id: string, summary: string, description: string, ends: stri
 export class StreamsController {
   constructor(
     @Inject(EVENT_STREAMS) private readonly streams: EventStreams,
-    @Inject(GATEWAY_SQL) private readonly db: SqlDb,
+    @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -94,7 +95,8 @@ export class StreamsController {
     @LastEventId() lastEventId: number | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const sessionId = await sessionOfTurn(this.db, tenantId, pathId(id, 'turn'));
+    const turnId = pathId(id, 'turn');
+    const sessionId = await this.reads.read(({ sql }) => sessionOfTurn(sql, tenantId, turnId));
     if (!sessionId) throw notFound('turn');
     await this.serve(reply, { sessionId, turnId: id, after: lastEventId ?? q.after ?? 0 });
   }
@@ -116,7 +118,8 @@ export class StreamsController {
     @LastEventId() lastEventId: number | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const sessionId = await tenantSessionId(this.db, tenantId, pathId(id, 'session'));
+    const wanted = pathId(id, 'session');
+    const sessionId = await this.reads.read(({ sql }) => tenantSessionId(sql, tenantId, wanted));
     if (!sessionId) throw notFound('session');
     await this.serve(reply, { sessionId, after: lastEventId ?? q.after ?? 0 });
   }

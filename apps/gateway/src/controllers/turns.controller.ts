@@ -13,8 +13,8 @@ import { DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from '../http/turn-detail';
 import { TURN_CONTROL } from '../http/turn-control';
-import { findTurn, readTurn, type SqlDb } from '@switchboard/store';
-import { GATEWAY_SQL } from './streams.controller';
+import { findTurn, readTurn } from '@switchboard/store';
+import { GATEWAY_READS, type GatewayReads } from '../http/reads';
 
 @TenantApi('turns')
 @Controller('v1/turns')
@@ -23,7 +23,7 @@ export class TurnsController {
     @Inject(DB) private readonly db: Db,
     @Inject(TURN_CONTROL) private readonly control: TurnControl,
     @Inject(TASKS) private readonly tasks: TaskService,
-    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
   ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
@@ -39,7 +39,9 @@ export class TurnsController {
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnResponse> {
     // Its sub-agent tasks (docs/adr/0024) and their cost (docs/adr/0025), as `wait` on admission adds them.
-    const turn = await readTurn(this.sql, tenantId, pathId(id, 'turn'));
+    const turnId = pathId(id, 'turn');
+    // On the read replica once it has replayed the primary's position (docs/adr/0042).
+    const turn = await this.reads.read(({ sql }) => readTurn(sql, tenantId, turnId));
     if (!turn) throw notFound('turn');
     return turnDetail(this.tasks)(tenantId, turn);
   }

@@ -1,11 +1,11 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { createZodDto } from 'nestjs-zod';
 import { DailySpendQuery, DailySpendResponse, UsageResponse } from '@switchboard/contracts';
-import { tenantDailySpend, tenantUsage, usageField, type SqlDb, type UsageRow } from '@switchboard/store';
+import { tenantDailySpend, tenantUsage, usageField, type UsageRow } from '@switchboard/store';
 import { TenantId } from '../auth/guard';
 import { UsageQueryDto } from '../http/dto';
 import { Operation, TenantApi } from '../http/openapi';
-import { GATEWAY_SQL } from './streams.controller';
+import { GATEWAY_READS, type GatewayReads } from '../http/reads';
 
 class DailySpendQueryDto extends createZodDto(DailySpendQuery) {}
 
@@ -18,7 +18,8 @@ class DailySpendQueryDto extends createZodDto(DailySpendQuery) {}
 @TenantApi('usage')
 @Controller('v1/usage')
 export class UsageController {
-  constructor(@Inject(GATEWAY_SQL) private readonly db: SqlDb) {}
+  /** Both reads on the read replica once it has replayed the primary's position (docs/adr/0042). */
+  constructor(@Inject(GATEWAY_READS) private readonly reads: GatewayReads) {}
 
   @Get()
   @Operation({
@@ -33,7 +34,9 @@ export class UsageController {
   })
   async get(@TenantId() tenantId: string, @Query() q: UsageQueryDto): Promise<UsageResponse> {
     const fields = q.groupBy.map(usageField);
-    const rows = await tenantUsage(this.db, { tenantId, from: q.from, to: q.to, groupBy: q.groupBy });
+    const rows = await this.reads.read(({ sql }) =>
+      tenantUsage(sql, { tenantId, from: q.from, to: q.to, groupBy: q.groupBy }),
+    );
     const sums = (r: UsageRow) => ({
       inputTokens: Number(r.inputTokens),
       outputTokens: Number(r.outputTokens),
@@ -75,6 +78,10 @@ export class UsageController {
   })
   async daily(@TenantId() tenantId: string, @Query() q: DailySpendQueryDto): Promise<DailySpendResponse> {
     const { from, to } = q;
-    return { from, to, ...(await tenantDailySpend(this.db, { tenantId, from, to })) };
+    return {
+      from,
+      to,
+      ...(await this.reads.read(({ sql }) => tenantDailySpend(sql, { tenantId, from, to }))),
+    };
   }
 }

@@ -3,7 +3,7 @@ import { newId } from '@switchboard/contracts';
 import { appendEvents, poolOf } from '@switchboard/database';
 import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import { createLogger } from '@switchboard/observability';
-import { sqlDbFor } from '@switchboard/store';
+import { primaryReads, sqlDbFor } from '@switchboard/store';
 import {
   createTestEnv,
   seedSession,
@@ -56,7 +56,7 @@ describe('EventStreams', () => {
     });
     const leave = new AbortController();
     const streams = new EventStreams(
-      sqlDbFor(poolOf(env.db), 'test'),
+      primaryReads({ sql: sqlDbFor(poolOf(env.db), 'test') }),
       subscriber,
       new AbortController().signal,
     );

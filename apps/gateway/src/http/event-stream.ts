@@ -9,7 +9,7 @@ import {
   type LiveSubscriber,
   type LiveWatch,
 } from '@switchboard/live';
-import { journalPage, turnStatus, type SqlDb } from '@switchboard/store';
+import { journalPage, turnStatus, type Reads, type SqlDb } from '@switchboard/store';
 
 export const EVENT_STREAMS = Symbol('EVENT_STREAMS');
 
@@ -95,7 +95,13 @@ const RECENT_IDS = 1024;
  */
 export class EventStreams {
   constructor(
-    private readonly db: SqlDb,
+    /**
+     * Where the journal is read: the primary, or a read replica once it has replayed the primary's
+     * WAL position taken just before each read (docs/adr/0042). A read after a live event that skips
+     * seqs takes that position after the event's commit, so the page it gets holds every seq below
+     * it: a lagging replica can delay a catch-up, never leave a gap.
+     */
+    private readonly reads: Reads<{ sql: SqlDb }>,
     private readonly live: LiveSubscriber,
     /** Aborted when the gateway begins to shut down: every stream ends. */
     readonly shutdown: AbortSignal,
@@ -162,7 +168,7 @@ export class EventStreams {
   }
 
   private async turnEnded(turnId: string): Promise<boolean> {
-    const status = await turnStatus(this.db, turnId);
+    const status = await this.reads.read(({ sql }) => turnStatus(sql, turnId));
     return status !== undefined && isEnded(status);
   }
 
@@ -173,12 +179,14 @@ export class EventStreams {
    */
   private async *readJournal(reader: StreamReader): AsyncGenerator<StreamItem, void, undefined> {
     for (;;) {
-      const { last, events: rows } = await journalPage(this.db, {
-        sessionId: reader.sessionId,
-        after: reader.cursor.last,
-        turnId: reader.turnId,
-        limit: PAGE,
-      });
+      const { last, events: rows } = await this.reads.read(({ sql }) =>
+        journalPage(sql, {
+          sessionId: reader.sessionId,
+          after: reader.cursor.last,
+          turnId: reader.turnId,
+          limit: PAGE,
+        }),
+      );
       // Page by page: a long history is never held whole.
       for (const r of rows) {
         yield* reader.take(r);
