@@ -36,8 +36,6 @@ ensure_services() {
   fi
 }
 
-# PgBouncer for test/e2e/pgbouncer.e2e.spec.ts (ADR 0041), which skips without it: installed when
-# missing and this runs as root with apt-get; failing to install fails nothing.
 # A local hot standby for test/e2e/read-replica.e2e.spec.ts (ADR 0042) needs the primary to accept
 # replication connections from 127.0.0.1: as root, add that pg_hba.conf line (a reload, no restart).
 ensure_replication() {
@@ -47,6 +45,8 @@ ensure_replication() {
   fi
 }
 
+# PgBouncer for test/e2e/pgbouncer.e2e.spec.ts (ADR 0041), which skips without it: installed when
+# missing and this runs as root with apt-get; failing to install fails nothing.
 ensure_pgbouncer() {
   if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     step "install PgBouncer"
