@@ -318,6 +318,12 @@ export function cpuMs(pid: number): number {
 
 export interface SwitchboardOptions {
   workers: number;
+  /** Gateway processes (default 1), each on a port of its own; turns go to them in turn. */
+  gateways?: number;
+  /** Hooks worker processes (default 1). */
+  hooksWorkers?: number;
+  /** The processes reach Postgres on this port of 127.0.0.1 (e.g. a PgBouncer's) instead of the database's. */
+  databasePort?: string;
   modelDelayMs: number;
   harnessConcurrency?: number;
   /** Route the processes' Postgres and Redis connections through counting proxies. */
@@ -384,7 +390,9 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       ],
     }),
   );
-  const pg = opts.count ? await pgProxy(env.databaseUrl) : undefined;
+  const appDatabaseUrl = new URL(env.databaseUrl);
+  if (opts.databasePort) appDatabaseUrl.port = opts.databasePort;
+  const pg = opts.count ? await pgProxy(appDatabaseUrl.toString()) : undefined;
   const redis = opts.count ? await redisProxy(env.redisUrl) : undefined;
   const admin = new Client({ connectionString: env.databaseUrl });
   await admin.connect();
@@ -408,23 +416,35 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       QUEUE_LOCK_MS: '30000',
       QUEUE_STALLED_INTERVAL_MS: '30000',
       ...(opts.otel ? { OTEL_SDK_DISABLED: 'false' } : {}),
-      ...(pg ? { DATABASE_URL: pg.rewrite(env.databaseUrl) } : {}),
+      DATABASE_URL: pg ? pg.rewrite(appDatabaseUrl.toString()) : appDatabaseUrl.toString(),
       ...(redis ? { REDIS_URL: redis.rewrite(env.redisUrl) } : {}),
       ...opts.env,
     });
+    const ports = [port];
+    for (let i = 1; i < (opts.gateways ?? 1); i++) ports.push(await freePort());
+    const many = (n: number, app: 'gateway' | 'hooks-worker' | 'harness-worker', prefix: string) =>
+      Array.from({ length: n }, (_, i) => ({
+        app,
+        name: i === 0 && prefix !== 'harness' ? prefix : `${prefix}-${i}`,
+      }));
     const apps = [
-      'gateway' as const,
-      'hooks-worker' as const,
-      ...Array.from({ length: opts.workers }, () => 'harness-worker' as const),
+      ...many(ports.length, 'gateway', 'gateway'),
+      ...many(opts.hooksWorkers ?? 1, 'hooks-worker', 'hooks-worker'),
+      ...many(opts.workers, 'harness-worker', 'harness'),
     ];
     // allSettled: when one fails to start, the others are still collected and stopped.
     const spawned = await Promise.allSettled(
-      apps.map(async (app, i) => {
-        const name = app === 'harness-worker' ? `harness-${i - 2}` : app;
+      apps.map(async ({ app, name }, i) => {
         const profile = opts.profileDir
           ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.profileDir, name)}`]
           : [];
-        const p = await spawnApp(app, app === 'harness-worker' ? { ...penv, ...opts.harnessEnv } : penv, {
+        const appEnv =
+          app === 'harness-worker'
+            ? { ...penv, ...opts.harnessEnv }
+            : app === 'gateway'
+              ? { ...penv, PORT: String(ports[i]) }
+              : penv;
+        const p = await spawnApp(app, appEnv, {
           nodeArgs: [...profile, ...(app === 'harness-worker' ? (opts.harnessNodeArgs ?? []) : [])],
         });
         procs.push({ name, app: p });
@@ -435,8 +455,10 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
     if (failed) throw failed.reason;
     procs.sort((a, b) => a.name.localeCompare(b.name));
     const base = `http://127.0.0.1:${port}`;
-    const post = async <T>(urlPath: string, body: unknown, key?: string): Promise<T> => {
-      const res = await fetch(`${base}${urlPath}`, {
+    const bases = ports.map((p) => `http://127.0.0.1:${p}`);
+    let next = 0;
+    const post = async <T>(urlPath: string, body: unknown, key?: string, on = base): Promise<T> => {
+      const res = await fetch(`${on}${urlPath}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -475,6 +497,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
             `/v1/sessions/${sessionId}/messages`,
             { content, wait: true },
             key,
+            bases[next++ % bases.length],
           );
           const turnId = res.turnId ?? res.id;
           if (!turnId || res.status !== 'completed') throw new Error(`turn ${turnId} ${res.status}`);
@@ -484,6 +507,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
           `/v1/sessions/${sessionId}/messages`,
           { content },
           key,
+          bases[next++ % bases.length],
         );
         await watcher!.done(turnId);
         return turnId;
@@ -517,7 +541,11 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       },
       async cpu() {
         const out: Record<string, number> = {};
-        for (const p of procs) out[p.name] = cpuMs(p.app.child.pid!);
+        // Gateways and hooks workers summed by kind; harness workers one by one (harness-0, …).
+        for (const p of procs) {
+          const key = p.name.replace(/^(gateway|hooks-worker)-\d+$/, '$1');
+          out[key] = (out[key] ?? 0) + cpuMs(p.app.child.pid!);
+        }
         const backends = await admin.query<{ pid: number }>(
           'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
           [dbName],

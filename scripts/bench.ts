@@ -11,11 +11,17 @@
  *
  *   npm run bench -- --sessions 50 --turns 10 --workers 2 --model-delay 0 [--count]
  *   npm run bench -- --sessions 1,16 --workers 1,2,4 --count    (every combination, one table)
+ *   npm run bench -- --gateways 2 --hooks-workers 2 --pgbouncer    (several processes of a kind;
+ *       every process's Postgres connections through a transaction-pooling PgBouncer, ADR 0041)
+ *   npm run bench -- --env KEY=VALUE [--env …]                      (more settings for every process)
  *
  * The timings before and after the model come from the turn's own records
  * (admission time, provider attempt timeline, completion time), all taken on
  * this machine, so they exclude the client's waiting.
  */
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pct, redisCpuMs, sleep, startSwitchboard } from './bench-lib';
 
@@ -35,8 +41,38 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     /** Run with OpenTelemetry on as in production (no collector: spans made, then dropped). */
     otel: { type: 'boolean', default: false },
+    /** Gateway processes; the client sends turns to them in turn. */
+    gateways: { type: 'string', default: '1' },
+    'hooks-workers': { type: 'string', default: '1' },
+    /** Every process's Postgres connections through a PgBouncer in transaction mode (scripts/pgbouncer.sh). */
+    pgbouncer: { type: 'boolean', default: false },
+    /** KEY=VALUE settings for every process (repeatable). */
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
+const EXTRA_ENV: Record<string, string> = Object.fromEntries(
+  values.env.map((kv) => {
+    const at = kv.indexOf('=');
+    if (at < 1) throw new Error(`--env wants KEY=VALUE, got ${kv}`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
+
+/** A PgBouncer for the run (scripts/pgbouncer.sh), or none. */
+function startBouncer(): { port: string; stop(): void } | undefined {
+  if (!values.pgbouncer) return undefined;
+  const script = path.resolve(__dirname, 'pgbouncer.sh');
+  const out = execFileSync(script, ['start'], { encoding: 'utf8' }).trim();
+  const m = /^port=(\d+) dir=(.+)$/.exec(out);
+  if (!m) throw new Error(`scripts/pgbouncer.sh start printed ${out}`);
+  return {
+    port: m[1],
+    stop() {
+      execFileSync(script, ['stop', m[2]]);
+      rmSync(m[2], { recursive: true, force: true });
+    },
+  };
+}
 const list = (s: string) => s.split(',').map(Number);
 const TURNS = Number(values.turns);
 const MODEL_DELAY = Number(values['model-delay']);
@@ -48,8 +84,13 @@ const STATS_FLUSH_MS = 11_000;
 type Result = Awaited<ReturnType<typeof run>>;
 
 async function run(sessionsN: number, workers: number) {
+  const bouncer = startBouncer();
   const sb = await startSwitchboard({
     workers,
+    gateways: Number(values.gateways),
+    hooksWorkers: Number(values['hooks-workers']),
+    databasePort: bouncer?.port,
+    env: { ...(bouncer ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}), ...EXTRA_ENV },
     modelDelayMs: MODEL_DELAY,
     harnessConcurrency: Number(values.concurrency),
     count: values.count,
@@ -182,6 +223,7 @@ async function run(sessionsN: number, workers: number) {
     };
   } finally {
     await sb.stop();
+    bouncer?.stop();
   }
 }
 
