@@ -28,6 +28,53 @@ describe('recordClosure', () => {
     expect(await env.db.event.count({ where: { sessionId: s.sessionId } })).toBe(0);
   });
 
+  it('a failed or cancelled turn of an agent without work is failed, awake', async () => {
+    const s = await seedTenantSession(env.db, 'plain-failed');
+    for (const status of ['failed', 'cancelled'] as const) {
+      const turn = await seedTurn(env.db, s, { status, completedAt: new Date() });
+      const target = { id: turn.id, tenantId: s.tenantId, sessionId: s.sessionId };
+      expect(await recordClosure(env.db, target)).toEqual({
+        closure: { outcome: 'failed', workItemId: null, runtimePosture: 'awake' },
+        hasWork: false,
+      });
+      // Recorded once: a re-run finds it there and keeps it.
+      await recordClosure(env.db, target);
+      expect((await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } })).closure).toEqual({
+        outcome: 'failed',
+        workItemId: null,
+        runtimePosture: 'awake',
+      });
+    }
+  });
+
+  it('the one-statement path is not taken for a paused agent or one with open work', async () => {
+    const paused = await seedTenantSession(env.db, 'paused');
+    await env.db.agent.update({ where: { id: paused.agentId }, data: { lifecycle: 'paused' } });
+    const t1 = await seedTurn(env.db, paused, { status: 'completed', completedAt: new Date() });
+    expect(
+      await recordClosure(env.db, { id: t1.id, tenantId: paused.tenantId, sessionId: paused.sessionId }),
+    ).toEqual({
+      closure: expect.objectContaining({ outcome: 'completed', runtimePosture: 'paused' }),
+      hasWork: false,
+    });
+
+    const busy = await seedTenantSession(env.db, 'busy');
+    await env.db.workItem.create({
+      data: {
+        id: newId(),
+        tenantId: busy.tenantId,
+        agentId: busy.agentId,
+        objective: 'y',
+        createdBy: 'operator',
+      },
+    });
+    const t2 = await seedTurn(env.db, busy, { status: 'completed', completedAt: new Date() });
+    // An unbound turn of an agent with runnable queued work: continuable, and a pass is asked for.
+    expect(
+      await recordClosure(env.db, { id: t2.id, tenantId: busy.tenantId, sessionId: busy.sessionId }),
+    ).toMatchObject({ closure: { outcome: 'continuable', workSignal: { status: 'queued' } }, hasWork: true });
+  });
+
   it('writes the decision and one turn_closure event, once', async () => {
     const s = await seedTenantSession(env.db, 'closure');
     const item = newId();
