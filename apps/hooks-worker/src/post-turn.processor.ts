@@ -5,6 +5,7 @@ import { Jobs, newId, PostTurnHookName, QueueName, type PostTurnJob } from '@swi
 import { poolOf, type Db } from '@switchboard/database';
 import {
   archivistSessionDedup,
+  SnapshotCache,
   postTurnHook,
   postTurnHooks,
   type HookContext,
@@ -89,12 +90,14 @@ export class PostTurnProcessor extends QueueWorker {
    * does this job fail, and its retry runs every hook again (each finds its row and does nothing).
    */
   private async runAll(data: PostTurnJob): Promise<PostTurnOutcomes> {
+    // The hooks that read the turn's snapshot (archivist, episodic index) share one read of it.
+    const ctx: HookContext = { ...this.context(), snapshots: new SnapshotCache() };
     const entries = await Promise.all(
       PostTurnHookName.options.map(
         async (hook): Promise<[PostTurnHookName, PostTurnOutcomes[PostTurnHookName]]> => {
           const run = { ...data, hook };
           try {
-            const outcome = await postTurnHooks[hook](this.context(), run);
+            const outcome = await postTurnHooks[hook](ctx, run);
             this.metrics.hooks.inc({ hook, outcome });
             return [hook, outcome];
           } catch (err) {

@@ -62,8 +62,8 @@ interface SnapshotRow {
   status: string;
   finalText: string | null;
   settings: unknown;
-  done: boolean;
-  runStatus: string | null;
+  /** Every hook's `hook_runs` status for the turn, by hook. */
+  runs: Record<string, string>;
   seq: number;
   agentArchivist: unknown;
   messages: { position: number; role: string; kind: string; authorityClass: string; body: unknown }[];
@@ -85,26 +85,21 @@ function textOf(body: unknown): string {
 }
 
 /**
- * The snapshot of the job's turn for `hook`, or null when the turn is not the tenant's or has not
- * ended (nothing to do, nothing recorded). Tool results are cut in SQL so a large one is never read.
+ * The snapshot rows of `turnIds` (the tenant's ended turns among them; oldest first), in one
+ * statement. Tool results are cut in SQL so a large one is never read.
  */
-export async function loadTurnSnapshot(
-  db: SqlRunner,
-  job: { turnId: string; tenantId: string },
-  hook: string,
-): Promise<TurnSnapshot | null> {
-  const row = await db.first<SnapshotRow>(sql`
+async function snapshotRows(db: SqlRunner, tenantId: string, turnIds: string[]): Promise<SnapshotRow[]> {
+  return db.rows<SnapshotRow>(sql`
     WITH t AS (
       SELECT id, tenant_id, session_id, agent_id, seq, status, final_text FROM turns
-      WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
+      WHERE id = ANY(${turnIds}::uuid[]) AND ${ofTenant('tenant_id', tenantId)}
         AND status IN ('completed', 'failed', 'cancelled')
     )
     SELECT t.id AS "turnId", t.tenant_id AS "tenantId", t.session_id AS "sessionId",
       t.agent_id AS "agentId", t.status, t.final_text AS "finalText", t.seq,
       (SELECT settings FROM tenants WHERE id = t.tenant_id) AS settings,
       (SELECT archivist FROM agents WHERE id = t.agent_id) AS "agentArchivist",
-      EXISTS (SELECT 1 FROM hook_runs h WHERE h.turn_id = t.id AND h.hook = ${hook}) AS done,
-      (SELECT h.status FROM hook_runs h WHERE h.turn_id = t.id AND h.hook = ${hook}) AS "runStatus",
+      (SELECT coalesce(json_object_agg(h.hook, h.status), '{}') FROM hook_runs h WHERE h.turn_id = t.id) AS runs,
       (SELECT coalesce(json_agg(json_build_object('position', m.position, 'role', m.role, 'kind', m.kind,
           'authorityClass', m.authority_class, 'body', m.body) ORDER BY m.position), '[]')
         FROM messages m
@@ -119,8 +114,59 @@ export async function loadTurnSnapshot(
               ORDER BY started_at NULLS LAST, call_id LIMIT ${SNAPSHOT_BOUNDS.toolCalls}) c) AS "toolCalls",
       (SELECT count(*)::int FROM tool_calls WHERE turn_id = t.id AND tenant_id = t.tenant_id) AS "toolCallCount"
     FROM t
+    ORDER BY t.session_id, t.seq
   `);
-  if (!row) return null;
+}
+
+/**
+ * The snapshot of the job's turn for `hook`, or null when the turn is not the tenant's or has not
+ * ended (nothing to do, nothing recorded). With `ctx.snapshots` (one post-turn job's hooks), the turn
+ * is read once for every hook of the job: the row carries every hook's run status, and each hook's
+ * `done` / `runStatus` is its own (no hook changes another's row).
+ */
+export async function loadTurnSnapshot(
+  db: SqlRunner,
+  job: { turnId: string; tenantId: string },
+  hook: string,
+  snapshots?: SnapshotCache,
+): Promise<TurnSnapshot | null> {
+  const read = () => snapshotRows(db, job.tenantId, [job.turnId]).then((rows) => rows[0] ?? null);
+  const row = await (snapshots ? snapshots.get(job, read) : read());
+  return row ? toSnapshot(row, hook) : null;
+}
+
+/** The snapshots of several turns of one tenant for `hook` (an archivist session run), oldest first, in one read. */
+export async function loadTurnSnapshots(
+  db: SqlRunner,
+  tenantId: string,
+  turnIds: string[],
+  hook: string,
+): Promise<TurnSnapshot[]> {
+  if (turnIds.length === 0) return [];
+  return (await snapshotRows(db, tenantId, turnIds)).map((row) => toSnapshot(row, hook));
+}
+
+/** One post-turn job's turn rows, read at most once per (tenant, turn) however many hooks ask. */
+export class SnapshotCache {
+  private readonly rows = new Map<string, Promise<SnapshotRow | null>>();
+
+  get(
+    job: { turnId: string; tenantId: string },
+    read: () => Promise<SnapshotRow | null>,
+  ): Promise<SnapshotRow | null> {
+    const key = `${job.tenantId}/${job.turnId}`;
+    let row = this.rows.get(key);
+    if (!row) {
+      row = read();
+      // A failed read is not kept: the hook that retries reads again.
+      row.catch(() => this.rows.delete(key));
+      this.rows.set(key, row);
+    }
+    return row;
+  }
+}
+
+function toSnapshot(row: SnapshotRow, hook: string): TurnSnapshot {
   const [first, ...rest] = row.messages;
   const inputEntry = first && first.position === 0 && first.role === 'user' ? first : undefined;
   const assistantEntries = rest.filter((m) => m.role === 'assistant' && textOf(m.body).trim().length > 0);
@@ -156,8 +202,8 @@ export async function loadTurnSnapshot(
     agentId: row.agentId,
     status: row.status,
     settings: row.settings,
-    done: row.done,
-    runStatus: row.runStatus,
+    done: Object.hasOwn(row.runs, hook),
+    runStatus: row.runs[hook] ?? null,
     seq: row.seq,
     agentArchivist: row.agentArchivist,
     input: {

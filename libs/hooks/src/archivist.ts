@@ -21,7 +21,13 @@ import {
   type Usage,
 } from '@switchboard/providers';
 import { ACCUMULATE_DAILY_SPEND, join, json, sql, type SqlRunner } from '@switchboard/store';
-import { claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
+import {
+  claimHookRun,
+  hookSpan,
+  loadTurnSnapshot,
+  loadTurnSnapshots,
+  type TurnSnapshot,
+} from './archivist-snapshot';
 import type { HookContext, HookOutcome } from './context';
 import { saysNothingNew } from './nothing-new';
 
@@ -215,7 +221,7 @@ export const ARCHIVIST_MAX_BATCH = 20;
 
 /** The per-turn job: skip, distil now (`every_turn`), or defer to the session's distillation. */
 async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResult> {
-  const snapshot = await loadTurnSnapshot(ctx.sql, job, ARCHIVIST_HOOK);
+  const snapshot = await loadTurnSnapshot(ctx.sql, job, ARCHIVIST_HOOK, ctx.snapshots);
   // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
   if (!snapshot) return { outcome: 'skipped', facts: 0, reason: 'no_ended_turn' };
   const settings = parseTenantSettings(snapshot.settings);
@@ -282,15 +288,13 @@ async function runSession(ctx: HookContext, job: PostTurnJob, sessionId: string)
     ORDER BY t.seq LIMIT ${ARCHIVIST_MAX_BATCH}`);
   // Distilled already (a trigger published while the last run ran), or never deferred.
   if (rows.length === 0) return { outcome: 'skipped', facts: 0, reason: 'nothing_deferred' };
-  const snapshots: TurnSnapshot[] = [];
-  for (const r of rows) {
-    const snap = await loadTurnSnapshot(
-      ctx.sql,
-      { turnId: r.turnId, tenantId: job.tenantId },
-      ARCHIVIST_HOOK,
-    );
-    if (snap) snapshots.push(snap);
-  }
+  // Every deferred turn in one read, oldest first.
+  const snapshots = await loadTurnSnapshots(
+    ctx.sql,
+    job.tenantId,
+    rows.map((r) => r.turnId),
+    ARCHIVIST_HOOK,
+  );
   return distilTurns(ctx, snapshots, job.turnId);
 }
 

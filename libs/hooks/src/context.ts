@@ -3,6 +3,7 @@ import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides, ProviderRegistry } from '@switchboard/providers';
 import type { SqlDb } from '@switchboard/store';
+import type { SnapshotCache } from './archivist-snapshot';
 
 /** What every post-turn hook receives: the hooks worker's connections and services. */
 export interface HookContext {
@@ -20,6 +21,8 @@ export interface HookContext {
    * deduplicated per session (`replace` + `keepLastIfActive`).
    */
   deferArchivist?: (job: Omit<PostTurnJob, 'trace'>, delayMs: number) => Promise<unknown>;
+  /** One post-turn job's turn snapshot, shared by its hooks (read once, not once per hook). */
+  snapshots?: SnapshotCache;
 }
 
 /** What a hook run did; `deferred`: the archivist left the turn to its session's distillation. */

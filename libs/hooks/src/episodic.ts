@@ -50,7 +50,7 @@ async function index(
   ctx: HookContext,
   job: PostTurnJob,
 ): Promise<{ outcome: 'written' | 'already_done' | 'skipped'; reason?: string }> {
-  const s = await loadTurnSnapshot(ctx.sql, job, EPISODIC_HOOK);
+  const s = await loadTurnSnapshot(ctx.sql, job, EPISODIC_HOOK, ctx.snapshots);
   if (!s) return { outcome: 'skipped', reason: 'no_ended_turn' };
   if (s.done) return { outcome: 'already_done' };
   const skip =
