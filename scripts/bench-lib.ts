@@ -396,9 +396,11 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
   const redis = opts.count ? await redisProxy(env.redisUrl) : undefined;
   const admin = new Client({ connectionString: env.databaseUrl });
   await admin.connect();
+  const backendCpu = new BackendCpu(admin, dbName);
   let watcher: CompletionWatcher | undefined;
   const stop = async () => {
     watcher?.stop();
+    backendCpu.stop();
     await Promise.all(procs.map((p) => p.app.kill('SIGTERM')));
     await admin.end().catch(() => undefined);
     await pg?.close();
@@ -546,11 +548,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
           const key = p.name.replace(/^(gateway|hooks-worker)-\d+$/, '$1');
           out[key] = (out[key] ?? 0) + cpuMs(p.app.child.pid!);
         }
-        const backends = await admin.query<{ pid: number }>(
-          'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-          [dbName],
-        );
-        out.postgres = backends.rows.reduce((sum, r) => sum + cpuMs(r.pid), 0);
+        out.postgres = await backendCpu.total();
         return out;
       },
       async verifyDurable(turnIds) {
@@ -575,6 +573,55 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/**
+ * The CPU of a database's Postgres backends since this was made, backends that exited included: pools
+ * close idle connections and open new ones, so summing the backends alive at two readings would lose
+ * the CPU of every backend that left in between. Each backend's CPU is sampled every 200 ms and its
+ * last sample kept; a backend that exits loses at most its last 200 ms. `admin`'s own backend is not
+ * counted.
+ */
+export class BackendCpu {
+  private readonly last = new Map<number, number>();
+  private readonly timer: NodeJS.Timeout;
+  private sampling: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly admin: Client,
+    private readonly dbName: string,
+  ) {
+    this.timer = setInterval(() => void this.sample(), 200);
+    this.timer.unref();
+  }
+
+  private sample(): Promise<void> {
+    this.sampling = this.sampling.then(async () => {
+      const r = await this.admin
+        .query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [this.dbName],
+        )
+        .catch(() => ({ rows: [] as { pid: number }[] }));
+      for (const { pid } of r.rows) {
+        const ms = cpuMs(pid);
+        if (ms > 0) this.last.set(pid, Math.max(ms, this.last.get(pid) ?? 0));
+      }
+    });
+    return this.sampling;
+  }
+
+  /** CPU ms of every backend seen so far (sampled now). */
+  async total(): Promise<number> {
+    await this.sample();
+    let sum = 0;
+    for (const ms of this.last.values()) sum += ms;
+    return sum;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 }
 

@@ -44,7 +44,7 @@ describe('turn snapshots', () => {
 
   it('one job reads its turn once for every hook, each hook seeing its own run status', async () => {
     const s = await seedTenantSession(env.db, 'snap');
-    const turn = await seedEndedTurn(env.db, s, { status: 'completed', answer: 'done' });
+    const turn = await seedEndedTurn(env.db, s, { status: 'completed', input: 'q', answer: 'done' });
     await env.db.hookRun.create({
       data: {
         id: newId(),
@@ -74,7 +74,7 @@ describe('turn snapshots', () => {
   it("another tenant's turn is not found, and a failed read is not kept", async () => {
     const s = await seedTenantSession(env.db, 'mine');
     const other = await seedTenantSession(env.db, 'other');
-    const turn = await seedEndedTurn(env.db, s, { status: 'completed', answer: 'x' });
+    const turn = await seedEndedTurn(env.db, s, { status: 'completed', input: 'q', answer: 'x' });
     const cache = new SnapshotCache();
     expect(
       await loadTurnSnapshot(sql, { turnId: turn.id, tenantId: other.tenantId }, 'archivist', cache),
@@ -89,9 +89,9 @@ describe('turn snapshots', () => {
 
   it('a session run reads every deferred turn at once, oldest first, ended ones only', async () => {
     const s = await seedTenantSession(env.db, 'session');
-    const first = await seedEndedTurn(env.db, s, { status: 'completed', answer: 'one' });
-    const second = await seedEndedTurn(env.db, s, { status: 'failed' });
-    const third = await seedEndedTurn(env.db, s, { status: 'completed', answer: 'three' });
+    const first = await seedEndedTurn(env.db, s, { status: 'completed', input: 'q', answer: 'one' });
+    const second = await seedEndedTurn(env.db, s, { status: 'failed', input: 'q' });
+    const third = await seedEndedTurn(env.db, s, { status: 'completed', input: 'q', answer: 'three' });
     const running = await env.db.turn.update({ where: { id: third.id }, data: { status: 'running' } });
     const { runner, reads } = counted();
     const snaps = await loadTurnSnapshots(runner, s.tenantId, [second.id, running.id, first.id], 'archivist');
