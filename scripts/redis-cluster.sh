@@ -5,11 +5,13 @@
 #                                          a new temp dir) holds one sub-directory per node (its
 #                                          redis.conf, nodes.conf, pid file and log).
 #   scripts/redis-cluster.sh stop DIR      stop every node started from DIR (waits for each to exit)
-#   scripts/redis-cluster.sh status DIR    exit 0 when every node from DIR runs and reports cluster_state:ok
+#   scripts/redis-cluster.sh status DIR    exit 0 when every node from DIR runs, reports cluster_state:ok
+#                                          and every replica is in sync with its master
 #
 # Environment: REDIS_CLUSTER_PORT (default: the first of six consecutive free ports from 7100),
 # REDIS_CLUSTER_NODE_TIMEOUT (cluster-node-timeout in ms, default 2000: a failed master's replica is
-# promoted a few seconds after it stops). Nothing is kept on disk (no RDB, no AOF). Switchboard's
+# promoted a few seconds after it stops; cluster-replica-validity-factor is 0, so it always is).
+# Nothing is kept on disk (no RDB, no AOF). `start` returns once every replica is in sync. Switchboard's
 # settings for it: REDIS_CLUSTER_NODES=127.0.0.1:<p1>,127.0.0.1:<p2>,... and QUEUE_PREFIX='{sb}'.
 set -euo pipefail
 
@@ -37,11 +39,16 @@ cli() {
   redis-cli -h 127.0.0.1 -p "$1" "${@:2}"
 }
 
-# True when every node answers cluster_state:ok (a node that is down counts as not ok).
+# True when every node answers cluster_state:ok (a node that is down counts as not ok) and every
+# replica has finished its first sync with its master (before that it cannot take over).
 all_ok() {
-  local p
+  local p info
   for p in $(ports_of "$1"); do
     cli "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    info="$(cli "$p" info replication 2>/dev/null)" || return 1
+    if grep -q '^role:slave' <<<"$info"; then
+      grep -q '^master_link_status:up' <<<"$info" || return 1
+    fi
   done
 }
 
@@ -83,6 +90,9 @@ logfile $n/redis.log
 cluster-enabled yes
 cluster-config-file $n/nodes.conf
 cluster-node-timeout ${REDIS_CLUSTER_NODE_TIMEOUT:-2000}
+# A replica takes over however long ago it last heard from its master (the default refuses after
+# 10 node timeouts without it): a test cluster must always fail over.
+cluster-replica-validity-factor 0
 appendonly no
 save ""
 maxmemory-policy noeviction
@@ -113,7 +123,7 @@ EOF
       sleep 0.05
     done
     if ! all_ok "$dir"; then
-      echo "redis-cluster.sh: the cluster did not reach cluster_state:ok" >&2
+      echo "redis-cluster.sh: the cluster did not reach cluster_state:ok with every replica in sync" >&2
       "$0" stop "$dir" || true
       exit 1
     fi
@@ -148,7 +158,7 @@ EOF
     ;;
 
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,355 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { createTestEnv, crossRealmSafeFetch, waitFor, type TestEnv } from '@switchboard/testing';
+import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
+import { Api, newTenant } from '../support/api';
+import { SseClient } from '../support/sse';
+import { FIXTURES, startGateway, startHarness, startHooks, type Running } from '../support/stack';
+
+/**
+ * Switchboard on a Redis Cluster of 3 masters and 3 replicas (docs/adr/0043), started by
+ * `scripts/redis-cluster.sh`: two gateways, a harness worker and a hooks worker whose Redis is the
+ * cluster (REDIS_CLUSTER_NODES, a hash-tagged QUEUE_PREFIX). Through the public HTTP API: tool turns
+ * with wait:true, a turn's SSE stream, a chat completion through the openai client, an API key
+ * revoked on one gateway refused by the other (the fan-out), a rate-limit bucket answering 429 on
+ * both; then the master holding Switchboard's slot is killed (SIGKILL) with turns in flight: its
+ * replica is promoted and every turn completes exactly once. Without redis-server (7+) or when the
+ * cluster cannot start here, the file skips.
+ */
+jest.setTimeout(60_000);
+
+const SCRIPT = path.resolve(__dirname, '../../scripts/redis-cluster.sh');
+const ADMIN = 'test-admin-token-0123456789';
+
+function cluster(...args: string[]): string {
+  return execFileSync(SCRIPT, args, {
+    encoding: 'utf8',
+    timeout: 30_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }).trim();
+}
+
+function cli(port: number, ...args: string[]): string {
+  return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
+    encoding: 'utf8',
+    timeout: 5_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }).trim();
+}
+
+/** Why the file cannot run here, or undefined when it can (the cluster is then started). */
+function startCluster(): { skip: string } | { ports: number[]; dir: string } {
+  let version: string;
+  try {
+    version = execFileSync('redis-server', ['--version'], { encoding: 'utf8' });
+    execFileSync('redis-cli', ['--version'], { encoding: 'utf8' });
+  } catch {
+    return { skip: 'redis-server or redis-cli is not installed' };
+  }
+  const major = Number(/v=(\d+)\./.exec(version)?.[1] ?? 0);
+  if (major < 7) return { skip: `redis-server ${major} is older than 7 (sharded pub/sub, cluster fixes)` };
+  try {
+    const started = /^ports=([\d,]+) dir=(.+)$/.exec(cluster('start'));
+    if (!started) return { skip: 'scripts/redis-cluster.sh start printed no ports' };
+    return { ports: started[1].split(',').map(Number), dir: started[2] };
+  } catch (err) {
+    return { skip: `the cluster did not start: ${(err as { stderr?: string }).stderr ?? String(err)}` };
+  }
+}
+
+const setup = startCluster();
+if ('skip' in setup) console.warn(`test/e2e/redis-cluster.e2e.spec.ts skipped: ${setup.skip}`);
+else {
+  // However the run ends (a hook timing out, Jest forced to exit), the six nodes do not outlive it.
+  const { dir } = setup;
+  process.once('exit', () => {
+    try {
+      cluster('stop', dir);
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Stopped already.
+    }
+  });
+}
+
+/** Resolves when `promise` settles or after `ms`, whichever is first. */
+const bounded = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
+('skip' in setup ? describe.skip : describe)('Switchboard on a Redis Cluster', () => {
+  const { ports, dir } = setup as { ports: number[]; dir: string };
+  let env: TestEnv;
+  const apps: Running[] = [];
+  let urls: [string, string];
+  let api: Api;
+  let tenantId: string;
+  let counter: string;
+  let prefix: string;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    prefix = `{${env.queuePrefix}}`;
+    const config = env.config({
+      REDIS_CLUSTER_NODES: ports.map((p) => `127.0.0.1:${p}`).join(','),
+      QUEUE_PREFIX: prefix,
+      SCRIPTED_FIXTURES_DIR: FIXTURES,
+      // Turns whose job a failover lost are found in Postgres and enqueued again (ADR 0043).
+      RECONCILE_INTERVAL_MS: '1000',
+      HOOKS_RECONCILE_GRACE_MS: '2000',
+      API_KEY_CACHE_MS: '600000',
+    });
+    const [a, b] = await Promise.all([startGateway(config), startGateway(config)]);
+    apps.push(a, b, await startHarness(config), await startHooks(config));
+    urls = [a.url, b.url];
+    ({ api, tenantId } = await newTenant(a.url, ADMIN));
+    const agent = await api.post('/v1/agents', {
+      name: 'counter',
+      instructions: 'Count words.',
+      tools: ['word_count'],
+    });
+    expect(agent.status).toBe(201);
+    counter = agent.body.id;
+  });
+
+  afterAll(async () => {
+    try {
+      // Workers first so nothing is mid-flight when the connections go.
+      for (const app of apps.reverse()) await bounded(app.close(), 10_000);
+    } finally {
+      cluster('stop', dir);
+      rmSync(dir, { recursive: true, force: true });
+      await env?.cleanup();
+    }
+  }, 60_000);
+
+  /** The master that serves Switchboard's hash slot now, and its process id. */
+  function slotOwner(): { port: number; pid: number } {
+    const alive = ports.find((p) => {
+      try {
+        return cli(p, 'ping') === 'PONG';
+      } catch {
+        return false;
+      }
+    });
+    if (!alive) throw new Error('no cluster node answers');
+    const slot = Number(cli(alive, 'cluster', 'keyslot', prefix));
+    for (const line of cli(alive, 'cluster', 'nodes').split('\n')) {
+      const [, addr, flags, , , , , , ...ranges] = line.split(' ');
+      if (!flags.includes('master') || flags.includes('fail')) continue;
+      const owns = ranges.some((r) => {
+        const [from, to] = r.split('-').map(Number);
+        return slot >= from && slot <= (to ?? from);
+      });
+      if (owns) {
+        const port = Number(addr.split('@')[0].split(':')[1]);
+        return { port, pid: Number(readFileSync(path.join(dir, `node-${port}`, 'redis.pid'), 'utf8')) };
+      }
+    }
+    throw new Error(`no master serves slot ${slot}`);
+  }
+
+  /** Subscribers of a classic channel across the cluster (each node counts its own clients). */
+  function subscribers(channel: string): number {
+    let total = 0;
+    for (const p of ports) {
+      try {
+        total += Number(cli(p, 'pubsub', 'numsub', channel).split('\n')[1] ?? 0);
+      } catch {
+        // A node that is down has none.
+      }
+    }
+    return total;
+  }
+
+  const newSession = async (agentId = counter) => {
+    const res = await api.post('/v1/sessions', { agentId });
+    expect(res.status).toBe(201);
+    return res.body.id as string;
+  };
+
+  async function expectTurnWithToolCall(turnId: string, words: number) {
+    const turn = (await api.get(`/v1/turns/${turnId}`)).body;
+    expect(turn).toMatchObject({ status: 'completed', stopReason: 'final_answer' });
+    expect(turn.finalText).toContain(`"words":${words}`);
+    expect(turn.toolCalls).toEqual([
+      expect.objectContaining({
+        name: 'word_count',
+        status: 'completed',
+        result: expect.objectContaining({ words }),
+      }),
+    ]);
+  }
+
+  /** A session's turns, each once and completed, with their rows and events each once. */
+  async function expectSessionOnce(sessionId: string, turnIds: string[]) {
+    const rows = await env.db.turn.findMany({ where: { sessionId } });
+    expect(rows.map((t) => t.id).sort()).toEqual([...turnIds].sort());
+    expect(rows.every((t) => t.status === 'completed')).toBe(true);
+    // Each turn: the user's message, the call, its result, the answer.
+    expect(await env.db.message.count({ where: { sessionId } })).toBe(turnIds.length * 4);
+    expect(await env.db.toolCall.count({ where: { turnId: { in: turnIds } } })).toBe(turnIds.length);
+    const events = (await api.get(`/v1/sessions/${sessionId}/events?limit=500`)).body.data as {
+      seq: number;
+      type: string;
+    }[];
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    for (const type of ['message_admitted', 'turn_started', 'turn_completed']) {
+      expect(events.filter((e) => e.type === type)).toHaveLength(turnIds.length);
+    }
+  }
+
+  const hookRuns = (turnIds: string[]) =>
+    env.db.hookRun.count({ where: { turnId: { in: turnIds }, hook: 'cost-log' } });
+
+  it('keeps every key of the deployment in its hash slot on one master', async () => {
+    // Words no later turn repeats: memory recall (the archivist's records) would add to a later count.
+    const sessionId = await newSession();
+    const res = await api.post(`/v1/sessions/${sessionId}/messages`, {
+      content: 'alpha beta gamma',
+      wait: true,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('completed');
+    const owner = slotOwner();
+    const slot = cli(owner.port, 'cluster', 'keyslot', prefix);
+    expect(Number(cli(owner.port, 'cluster', 'countkeysinslot', slot))).toBeGreaterThan(0);
+    // BullMQ's keys of the turns queue are there, under the tagged prefix.
+    expect(cli(owner.port, 'exists', `${prefix}:turns:meta`)).toBe('1');
+  });
+
+  it('runs tool turns with wait:true, streams a turn over SSE and answers a chat completion', async () => {
+    const sessionId = await newSession();
+    const first = await api.post(`/v1/sessions/${sessionId}/messages`, {
+      content: 'one two three four',
+      wait: true,
+    });
+    expect(first.status).toBe(200);
+    await expectTurnWithToolCall(first.body.id, 4);
+
+    // The turn's live events over SSE, from the second gateway.
+    const admitted = await new Api(urls[1], api.key).post(`/v1/sessions/${sessionId}/messages`, {
+      content: 'five six',
+    });
+    expect(admitted.status).toBe(202);
+    const stream = await SseClient.open(`${urls[1]}/v1/turns/${admitted.body.turnId}/stream`, {
+      key: api.key,
+    });
+    expect(stream.status).toBe(200);
+    await stream.ended;
+    const types = stream.journaled.map((f) => f.event);
+    expect(types.filter((t) => t === 'turn_started')).toHaveLength(1);
+    expect(types.at(-1)).toBe('turn_completed');
+    expect(types).toContain('tool_call_completed');
+    await expectTurnWithToolCall(admitted.body.turnId, 2);
+    await expectSessionOnce(sessionId, [first.body.id, admitted.body.turnId]);
+
+    const client = new OpenAI({
+      baseURL: `${urls[0]}/v1`,
+      apiKey: api.key!,
+      fetch: crossRealmSafeFetch,
+      maxRetries: 0,
+    });
+    const completion = await client.chat.completions.create({
+      model: 'counter',
+      messages: [{ role: 'user', content: 'seven eight nine' }],
+    });
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.choices[0].message.content).toContain('"words":3');
+
+    await waitFor(async () => (await hookRuns([first.body.id, admitted.body.turnId])) === 2, {
+      what: 'the cost-log hook of both turns',
+    });
+  });
+
+  it('refuses a key revoked on one gateway at the other at once (the fan-out)', async () => {
+    // Both gateways subscribed to the revocation channel, wherever their subscriber connections are.
+    await waitFor(() => subscribers(revocationChannel(prefix)) === 2, { what: 'both gateways subscribed' });
+    const created = await api.post('/v1/api-keys', { name: 'temp' });
+    expect(created.status).toBe(201);
+    const onB = new Api(urls[1], created.body.key);
+    expect((await onB.get('/v1/agents')).status).toBe(200);
+    // Gateway b caches the key for ten minutes: only the published eviction can refuse it this soon.
+    expect((await api.delete(`/v1/api-keys/${created.body.id}`)).status).toBe(200);
+    await waitFor(async () => (await onB.get('/v1/agents')).status === 401, {
+      what: 'the revoke to reach gateway b',
+      timeoutMs: 5_000,
+    });
+  });
+
+  it('counts a rate-limit bucket across both gateways and answers 429', async () => {
+    const limited = await newTenant(urls[0], ADMIN, 'limited');
+    const set = await new Api(urls[0], ADMIN).patch(`/v1/admin/tenants/${limited.tenantId}/limits`, {
+      reads: 3,
+    });
+    expect(set.status).toBe(200);
+    const statuses: number[] = [];
+    for (const url of [urls[0], urls[1], urls[0], urls[1]]) {
+      statuses.push((await new Api(url, limited.api.key).get('/v1/agents')).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    // Another tenant's count is its own.
+    expect((await api.get('/v1/agents')).status).toBe(200);
+    expect(tenantId).not.toBe(limited.tenantId);
+  });
+
+  it('completes every turn exactly once across a failover of the master (SIGKILL) under load', async () => {
+    const sessions = await Promise.all([1, 2, 3, 4, 5, 6].map(() => newSession()));
+    const admitted = new Map<string, string[]>(sessions.map((s) => [s, []]));
+    const admit = async (sessionId: string, content: string) => {
+      const res = await api.post(`/v1/sessions/${sessionId}/messages`, { content });
+      expect(res.status).toBe(202);
+      admitted.get(sessionId)!.push(res.body.turnId);
+    };
+    // Turns in flight: two per session, queued and running when the master dies.
+    await Promise.all(sessions.map((s, i) => admit(s, 'w '.repeat(i + 1).trim())));
+    // A client waiting on a turn through the live channel while the failover happens.
+    const waiting = api.post(`/v1/sessions/${sessions[0]}/messages`, { content: 'waiting here', wait: 30 });
+    await Promise.all(sessions.slice(1).map((s) => admit(s, 'again and again')));
+
+    const before = slotOwner();
+    process.kill(before.pid, 'SIGKILL');
+    // Its replica is promoted once the others mark it failed (cluster-node-timeout 2 s).
+    const after = await waitFor(
+      () => {
+        try {
+          const owner = slotOwner();
+          return owner.port !== before.port ? owner : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      { what: "the replica promoted to the slot's master", timeoutMs: 30_000 },
+    );
+    expect(after.port).not.toBe(before.port);
+
+    const waited = await waiting;
+    // 200 with the completed turn; a 202 when the wait outlasted its bound is no loss either.
+    expect([200, 202]).toContain(waited.status);
+    admitted.get(sessions[0])!.push(waited.body.id ?? waited.body.turnId);
+
+    const all = [...admitted.values()].flat();
+    await waitFor(
+      async () =>
+        (await env.db.turn.count({ where: { id: { in: all }, status: 'completed' } })) === all.length,
+      { what: 'every admitted turn completed after the failover', timeoutMs: 40_000 },
+    );
+    for (const [sessionId, turnIds] of admitted) await expectSessionOnce(sessionId, turnIds);
+    await waitFor(async () => (await hookRuns(all)) === all.length, {
+      what: 'one cost-log hook run per turn',
+      timeoutMs: 20_000,
+    });
+
+    // After the failover: a new turn waits through the live channel, and the fan-out still works.
+    const next = await api.post(`/v1/sessions/${sessions[1]}/messages`, {
+      content: 'after the failover',
+      wait: true,
+    });
+    expect(next.status).toBe(200);
+    expect(next.body.status).toBe('completed');
+    await waitFor(() => subscribers(revocationChannel(prefix)) === 2, {
+      what: 'both gateways subscribed again',
+    });
+  });
+});
