@@ -1,8 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
-import path from 'node:path';
 import OpenAI from 'openai';
-import { createTestEnv, crossRealmSafeFetch, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  crossRealmSafeFetch,
+  startTestRedisCluster,
+  waitFor,
+  type TestEnv,
+  type TestRedisCluster,
+} from '@switchboard/testing';
 import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
 import { Api, newTenant } from '../support/api';
 import { SseClient } from '../support/sse';
@@ -20,66 +24,18 @@ import { FIXTURES, startGateway, startHarness, startHooks, type Running } from '
  */
 jest.setTimeout(60_000);
 
-const SCRIPT = path.resolve(__dirname, '../../scripts/redis-cluster.sh');
 const ADMIN = 'test-admin-token-0123456789';
 
-function cluster(...args: string[]): string {
-  return execFileSync(SCRIPT, args, {
-    encoding: 'utf8',
-    timeout: 30_000,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }).trim();
-}
-
-function cli(port: number, ...args: string[]): string {
-  return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
-    encoding: 'utf8',
-    timeout: 5_000,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }).trim();
-}
-
-/** Why the file cannot run here, or undefined when it can (the cluster is then started). */
-function startCluster(): { skip: string } | { ports: number[]; dir: string } {
-  let version: string;
-  try {
-    version = execFileSync('redis-server', ['--version'], { encoding: 'utf8' });
-    execFileSync('redis-cli', ['--version'], { encoding: 'utf8' });
-  } catch {
-    return { skip: 'redis-server or redis-cli is not installed' };
-  }
-  const major = Number(/v=(\d+)\./.exec(version)?.[1] ?? 0);
-  if (major < 7) return { skip: `redis-server ${major} is older than 7 (sharded pub/sub, cluster fixes)` };
-  try {
-    const started = /^ports=([\d,]+) dir=(.+)$/.exec(cluster('start'));
-    if (!started) return { skip: 'scripts/redis-cluster.sh start printed no ports' };
-    return { ports: started[1].split(',').map(Number), dir: started[2] };
-  } catch (err) {
-    return { skip: `the cluster did not start: ${(err as { stderr?: string }).stderr ?? String(err)}` };
-  }
-}
-
-const setup = startCluster();
+const setup = startTestRedisCluster();
 if ('skip' in setup) console.warn(`test/e2e/redis-cluster.e2e.spec.ts skipped: ${setup.skip}`);
-else {
-  // However the run ends (a hook timing out, Jest forced to exit), the six nodes do not outlive it.
-  const { dir } = setup;
-  process.once('exit', () => {
-    try {
-      cluster('stop', dir);
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // Stopped already.
-    }
-  });
-}
 
 /** Resolves when `promise` settles or after `ms`, whichever is first. */
 const bounded = (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 
 ('skip' in setup ? describe.skip : describe)('Switchboard on a Redis Cluster', () => {
-  const { ports, dir } = setup as { ports: number[]; dir: string };
+  const cluster = setup as TestRedisCluster;
+  const { ports, cli } = cluster;
   let env: TestEnv;
   const apps: Running[] = [];
   let urls: [string, string];
@@ -118,37 +74,13 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
       // Workers first so nothing is mid-flight when the connections go.
       for (const app of apps.reverse()) await bounded(app.close(), 10_000);
     } finally {
-      cluster('stop', dir);
-      rmSync(dir, { recursive: true, force: true });
+      cluster.stop();
       await env?.cleanup();
     }
   }, 60_000);
 
   /** The master that serves Switchboard's hash slot now, and its process id. */
-  function slotOwner(): { port: number; pid: number } {
-    const alive = ports.find((p) => {
-      try {
-        return cli(p, 'ping') === 'PONG';
-      } catch {
-        return false;
-      }
-    });
-    if (!alive) throw new Error('no cluster node answers');
-    const slot = Number(cli(alive, 'cluster', 'keyslot', prefix));
-    for (const line of cli(alive, 'cluster', 'nodes').split('\n')) {
-      const [, addr, flags, , , , , , ...ranges] = line.split(' ');
-      if (!flags.includes('master') || flags.includes('fail')) continue;
-      const owns = ranges.some((r) => {
-        const [from, to] = r.split('-').map(Number);
-        return slot >= from && slot <= (to ?? from);
-      });
-      if (owns) {
-        const port = Number(addr.split('@')[0].split(':')[1]);
-        return { port, pid: Number(readFileSync(path.join(dir, `node-${port}`, 'redis.pid'), 'utf8')) };
-      }
-    }
-    throw new Error(`no master serves slot ${slot}`);
-  }
+  const slotOwner = () => cluster.slotOwner(prefix);
 
   /** Subscribers of a classic channel across the cluster (each node counts its own clients). */
   function subscribers(channel: string): number {
@@ -309,7 +241,7 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     await Promise.all(sessions.slice(1).map((s) => admit(s, 'again and again')));
 
     const before = slotOwner();
-    process.kill(before.pid, 'SIGKILL');
+    cluster.kill(before.port);
     // Its replica is promoted once the others mark it failed (cluster-node-timeout 2 s).
     const after = await waitFor(
       () => {
