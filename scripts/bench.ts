@@ -11,12 +11,16 @@
  *
  *   npm run bench -- --sessions 50 --turns 10 --workers 2 --model-delay 0 [--count]
  *   npm run bench -- --sessions 1,16 --workers 1,2,4 --count    (every combination, one table)
+ *   npm run bench -- --redis-cluster    (on a local 3-master Redis Cluster, scripts/redis-cluster.sh;
+ *                                        Redis CPU is then the sum over its six nodes; not with --count)
  *
  * The timings before and after the model come from the turn's own records
  * (admission time, provider attempt timeline, completion time), all taken on
  * this machine, so they exclude the client's waiting.
  */
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { startTestRedisCluster, type TestRedisCluster } from '@switchboard/testing';
 import { pct, redisCpuMs, sleep, startSwitchboard } from './bench-lib';
 
 const { values } = parseArgs({
@@ -35,8 +39,11 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     /** Run with OpenTelemetry on as in production (no collector: spans made, then dropped). */
     otel: { type: 'boolean', default: false },
+    /** Run on a Redis Cluster of 3 masters and 3 replicas started for the run (ADR 0043). */
+    'redis-cluster': { type: 'boolean', default: false },
   },
 });
+if (values['redis-cluster'] && values.count) throw new Error('--redis-cluster does not combine with --count');
 const list = (s: string) => s.split(',').map(Number);
 const TURNS = Number(values.turns);
 const MODEL_DELAY = Number(values['model-delay']);
@@ -48,6 +55,12 @@ const STATS_FLUSH_MS = 11_000;
 type Result = Awaited<ReturnType<typeof run>>;
 
 async function run(sessionsN: number, workers: number) {
+  let cluster: TestRedisCluster | undefined;
+  if (values['redis-cluster']) {
+    const started = startTestRedisCluster();
+    if ('skip' in started) throw new Error(`no Redis Cluster: ${started.skip}`);
+    cluster = started;
+  }
   const sb = await startSwitchboard({
     workers,
     modelDelayMs: MODEL_DELAY,
@@ -55,7 +68,24 @@ async function run(sessionsN: number, workers: number) {
     count: values.count,
     profileDir: values.profile,
     otel: values.otel,
+    env: cluster
+      ? {
+          REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(','),
+          QUEUE_PREFIX: `{bench_${randomBytes(4).toString('hex')}}`,
+        }
+      : undefined,
+  }).catch((err: unknown) => {
+    cluster?.stop();
+    throw err;
   });
+  // On a cluster: the CPU of every node (masters, replicas, the cluster bus's pub/sub forwarding).
+  const redisCpu = async () =>
+    cluster
+      ? (await Promise.all(cluster.ports.map((p) => redisCpuMs(`redis://127.0.0.1:${p}`)))).reduce(
+          (a, b) => a + b,
+          0,
+        )
+      : redisCpuMs(sb.env.redisUrl);
   try {
     const { key, agentId } = await sb.tenant();
     const newSession = async () => (await sb.post<{ id: string }>('/v1/sessions', { agentId }, key)).id;
@@ -74,7 +104,7 @@ async function run(sessionsN: number, workers: number) {
     const wal0 = await sb.walBytes();
     const w0 = sb.watcherQueries();
     const cpu0 = await sb.cpu();
-    const r0 = await redisCpuMs(sb.env.redisUrl);
+    const r0 = await redisCpu();
     const client0 = process.cpuUsage();
     sb.pg?.reset();
     sb.redis?.reset();
@@ -95,7 +125,7 @@ async function run(sessionsN: number, workers: number) {
     const pgWire = sb.pg ? { ...sb.pg.read() } : undefined;
     const redisWire = sb.redis ? { ...sb.redis.read() } : undefined;
     const cpu1 = await sb.cpu();
-    const r1 = await redisCpuMs(sb.env.redisUrl);
+    const r1 = await redisCpu();
     const client = process.cpuUsage(client0);
     const w1 = sb.watcherQueries();
     await sleep(STATS_FLUSH_MS);
@@ -182,6 +212,7 @@ async function run(sessionsN: number, workers: number) {
     };
   } finally {
     await sb.stop();
+    cluster?.stop();
   }
 }
 

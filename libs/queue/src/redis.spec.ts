@@ -39,7 +39,8 @@ describe('createRedis', () => {
     });
     // The database number has no meaning on a cluster (only db 0 exists there).
     expect(cluster.options.redisOptions).not.toHaveProperty('db');
-    expect(cluster.startupNodes).toEqual([
+    // The seed nodes as ioredis keeps them (a private field: no public accessor).
+    expect((cluster as unknown as { startupNodes: unknown }).startupNodes).toEqual([
       { host: '10.0.0.1', port: 7000 },
       { host: '10.0.0.2', port: 7001 },
     ]);
