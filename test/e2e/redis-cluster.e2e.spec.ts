@@ -8,6 +8,7 @@ import {
   type TestRedisCluster,
 } from '@switchboard/testing';
 import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
+import type { Config } from '@switchboard/config';
 import { Api, newTenant } from '../support/api';
 import { SseClient } from '../support/sse';
 import { FIXTURES, startGateway, startHarness, startHooks, type Running } from '../support/stack';
@@ -43,11 +44,13 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
   let tenantId: string;
   let counter: string;
   let prefix: string;
+  let config: Config;
+  let harness: Running;
 
   beforeAll(async () => {
     env = await createTestEnv();
     prefix = `{${env.queuePrefix}}`;
-    const config = env.config({
+    config = env.config({
       REDIS_CLUSTER_NODES: ports.map((p) => `127.0.0.1:${p}`).join(','),
       QUEUE_PREFIX: prefix,
       SCRIPTED_FIXTURES_DIR: FIXTURES,
@@ -57,7 +60,8 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
       API_KEY_CACHE_MS: '600000',
     });
     const [a, b] = await Promise.all([startGateway(config), startGateway(config)]);
-    apps.push(a, b, await startHarness(config), await startHooks(config));
+    harness = await startHarness(config);
+    apps.push(a, b, harness, await startHooks(config));
     urls = [a.url, b.url];
     ({ api, tenantId } = await newTenant(a.url, ADMIN));
     const agent = await api.post('/v1/agents', {
@@ -282,6 +286,69 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     expect(next.body.status).toBe('completed');
     await waitFor(() => subscribers(revocationChannel(prefix)) === 2, {
       what: 'both gateways subscribed again',
+    });
+
+    // The killed node comes back and rejoins as the new master's replica (the next test needs one).
+    cluster.restart(before.port);
+    await waitFor(() => cluster.replicaOf(after.port), {
+      what: 'the old master in sync as the new one’s replica',
+      timeoutMs: 30_000,
+    });
+  });
+
+  it('runs turns whose jobs the failover lost once, found in Postgres by the reconcile', async () => {
+    // Loss made certain: the slot's replica stops replicating (it cannot log in to its master any
+    // more), turns are admitted while no harness runs (their jobs are on the master only), then the
+    // master is killed and the stale replica takes over.
+    const owner = slotOwner();
+    const replica = cluster.replicaOf(owner.port)!;
+    expect(replica).toBeDefined();
+    cli(replica, 'config', 'set', 'masteruser', 'nobody');
+    cli(replica, 'config', 'set', 'masterauth', 'wrong');
+    cli(replica, 'client', 'kill', 'type', 'master');
+    await waitFor(() => cli(replica, 'info', 'replication').includes('master_link_status:down'), {
+      what: 'the replica cut off from its master',
+    });
+    await harness.close();
+    apps.splice(apps.indexOf(harness), 1);
+
+    const sessionId = await newSession();
+    const admitted: string[] = [];
+    for (const content of ['lost one', 'lost one two', 'lost one two three']) {
+      const res = await api.post(`/v1/sessions/${sessionId}/messages`, { content });
+      expect(res.status).toBe(202);
+      admitted.push(res.body.turnId);
+    }
+    for (const turnId of admitted) expect(cli(owner.port, 'exists', `${prefix}:turns:${turnId}`)).toBe('1');
+
+    cluster.kill(owner.port);
+    await waitFor(
+      () => {
+        try {
+          return slotOwner().port === replica;
+        } catch {
+          return false;
+        }
+      },
+      { what: 'the stale replica promoted', timeoutMs: 30_000 },
+    );
+    // The jobs are gone: the promoted replica never received them.
+    for (const turnId of admitted) expect(cli(replica, 'exists', `${prefix}:turns:${turnId}`)).toBe('0');
+    expect(await env.db.turn.count({ where: { id: { in: admitted }, status: 'queued' } })).toBe(3);
+
+    // A harness starts; its reconcile finds the queued turns in Postgres and enqueues them again.
+    harness = await startHarness(config);
+    apps.push(harness);
+    await waitFor(
+      async () =>
+        (await env.db.turn.count({ where: { id: { in: admitted }, status: 'completed' } })) ===
+        admitted.length,
+      { what: 'the lost turns completed', timeoutMs: 30_000 },
+    );
+    await expectSessionOnce(sessionId, admitted);
+    await waitFor(async () => (await hookRuns(admitted)) === admitted.length, {
+      what: 'one cost-log hook run per recovered turn',
+      timeoutMs: 20_000,
     });
   });
 });

@@ -19,6 +19,10 @@ export interface TestRedisCluster {
   slotOwner: (key: string) => { port: number; pid: number };
   /** SIGKILLs a node (a crash: no shutdown, no last replication). */
   kill: (port: number) => void;
+  /** Starts a killed node again from its config: it rejoins the cluster (as a replica if replaced). */
+  restart: (port: number) => void;
+  /** The port of a replica of the master on `port`, once one is in sync with it. */
+  replicaOf: (port: number) => number | undefined;
   stop: () => void;
 }
 
@@ -94,6 +98,26 @@ export function startTestRedisCluster(): TestRedisCluster | { skip: string } {
   const kill = (port: number) => {
     process.kill(Number(readFileSync(path.join(dir, `node-${port}`, 'redis.pid'), 'utf8')), 'SIGKILL');
   };
+  const restart = (port: number) => {
+    run('redis-server', [path.join(dir, `node-${port}`, 'redis.conf')], 10_000);
+  };
+  const replicaOf = (port: number) => {
+    const id = cli(port, 'cluster', 'myid');
+    return ports.find((p) => {
+      try {
+        const info = cli(p, 'info', 'replication');
+        return (
+          info.includes('role:slave') &&
+          info.includes('master_link_status:up') &&
+          cli(p, 'cluster', 'nodes')
+            .split('\n')
+            .some((l) => l.includes('myself,slave') && l.split(' ')[3] === id)
+        );
+      } catch {
+        return false;
+      }
+    });
+  };
   return {
     ports,
     dir,
@@ -101,6 +125,8 @@ export function startTestRedisCluster(): TestRedisCluster | { skip: string } {
     cli,
     slotOwner,
     kill,
+    restart,
+    replicaOf,
     stop,
   };
 }
