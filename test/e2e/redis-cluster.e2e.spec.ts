@@ -7,6 +7,7 @@ import {
   type TestEnv,
   type TestRedisCluster,
 } from '@switchboard/testing';
+import { controlChannel } from '@switchboard/live';
 import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
 import type { Config } from '@switchboard/config';
 import { Api, newTenant } from '../support/api';
@@ -29,6 +30,21 @@ const ADMIN = 'test-admin-token-0123456789';
 
 const setup = startTestRedisCluster();
 if ('skip' in setup) console.warn(`test/e2e/redis-cluster.e2e.spec.ts skipped: ${setup.skip}`);
+
+/** `promise`, or a rejection naming the step when it has not settled within `ms`. */
+async function step<T>(what: string, promise: Promise<T>, ms = 15_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Resolves when `promise` settles or after `ms`, whichever is first. */
 const bounded = (promise: Promise<unknown>, ms: number) =>
@@ -75,8 +91,13 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
 
   afterAll(async () => {
     try {
-      // Workers first so nothing is mid-flight when the connections go.
-      for (const app of apps.reverse()) await bounded(app.close(), 10_000);
+      // Workers first so nothing is mid-flight when the connections go; bounded, as a close after a
+      // failover can hang in BullMQ (see the last test).
+      const gateways = apps.filter((app): boolean => 'url' in app);
+      await Promise.all(
+        apps.filter((app) => !gateways.includes(app)).map((app) => bounded(app.close(), 8_000)),
+      );
+      await Promise.all(gateways.map((app) => bounded(app.close(), 8_000)));
     } finally {
       cluster.stop();
       await env?.cleanup();
@@ -92,6 +113,19 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     for (const p of ports) {
       try {
         total += Number(cli(p, 'pubsub', 'numsub', channel).split('\n')[1] ?? 0);
+      } catch {
+        // A node that is down has none.
+      }
+    }
+    return total;
+  }
+
+  /** Harness control channels subscribed across the cluster (one per harness process). */
+  function controlChannels(): number {
+    let total = 0;
+    for (const p of ports) {
+      try {
+        total += cli(p, 'pubsub', 'channels', controlChannel(prefix, '*')).split('\n').filter(Boolean).length;
       } catch {
         // A node that is down has none.
       }
@@ -202,6 +236,8 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
   it('refuses a key revoked on one gateway at the other at once (the fan-out)', async () => {
     // Both gateways subscribed to the revocation channel, wherever their subscriber connections are.
     await waitFor(() => subscribers(revocationChannel(prefix)) === 2, { what: 'both gateways subscribed' });
+    // The harness's control channel (cancels, interjections) too.
+    await waitFor(() => controlChannels() === 1, { what: "the harness's control channel subscribed" });
     const created = await api.post('/v1/api-keys', { name: 'temp' });
     expect(created.status).toBe(201);
     const onB = new Api(urls[1], created.body.key);
@@ -287,6 +323,7 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     await waitFor(() => subscribers(revocationChannel(prefix)) === 2, {
       what: 'both gateways subscribed again',
     });
+    await waitFor(() => controlChannels() === 1, { what: "the harness's control channel subscribed again" });
 
     // The killed node comes back and rejoins as the new master's replica (the next test needs one).
     cluster.restart(before.port);
@@ -309,13 +346,16 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     await waitFor(() => cli(replica, 'info', 'replication').includes('master_link_status:down'), {
       what: 'the replica cut off from its master',
     });
-    await harness.close();
     apps.splice(apps.indexOf(harness), 1);
+    // After a failover BullMQ's Worker.close() can wait on a connection to the dead node for good
+    // (ADR 0043, Consequences); it stops taking jobs first, which is all this test needs: the
+    // turns below stay queued (asserted) until the new harness runs them.
+    await bounded(harness.close(), 8_000);
 
     const sessionId = await newSession();
     const admitted: string[] = [];
     for (const content of ['lost one', 'lost one two', 'lost one two three']) {
-      const res = await api.post(`/v1/sessions/${sessionId}/messages`, { content });
+      const res = await step('an admission', api.post(`/v1/sessions/${sessionId}/messages`, { content }));
       expect(res.status).toBe(202);
       admitted.push(res.body.turnId);
     }
@@ -337,7 +377,7 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     expect(await env.db.turn.count({ where: { id: { in: admitted }, status: 'queued' } })).toBe(3);
 
     // A harness starts; its reconcile finds the queued turns in Postgres and enqueues them again.
-    harness = await startHarness(config);
+    harness = await step('starting a harness', startHarness(config));
     apps.push(harness);
     await waitFor(
       async () =>
