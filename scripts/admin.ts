@@ -27,7 +27,7 @@ import {
 } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
 import { createLogger } from '@switchboard/observability';
-import { closeQueue, createRedis } from '@switchboard/queue';
+import { closeQueue, createRedis, redisTarget } from '@switchboard/queue';
 import {
   ApiKeysRepository,
   AuditLogRepository,
@@ -124,7 +124,7 @@ function tenantLine(t: OperatorTenantResponse): string {
 /** The turns queue and a resume on it; closed whatever happens. */
 async function withTenantPause<T>(db: Db, fn: (pauses: TenantPause) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(redisTarget(config));
   redis.on('error', () => undefined);
   const turns = new Queue(QueueName.Turns, { connection: redis, prefix: config.QUEUE_PREFIX });
   // Log lines go to stderr: stdout carries the command's answer.

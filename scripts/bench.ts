@@ -14,6 +14,8 @@
  *   npm run bench -- --gateways 2 --hooks-workers 2 --pgbouncer    (several processes of a kind;
  *       every process's Postgres connections through a transaction-pooling PgBouncer, ADR 0041)
  *   npm run bench -- --env KEY=VALUE [--env …]                      (more settings for every process)
+ *   npm run bench -- --redis-cluster    (on a local 3-master Redis Cluster, scripts/redis-cluster.sh;
+ *                                        Redis CPU is then the sum over its six nodes; not with --count)
  *
  * The timings before and after the model come from the turn's own records
  * (admission time, provider attempt timeline, completion time), all taken on
@@ -22,7 +24,9 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { startTestRedisCluster, type TestRedisCluster } from '@switchboard/testing';
 import { pct, redisCpuMs, sleep, startSwitchboard } from './bench-lib';
 
 const { values } = parseArgs({
@@ -48,8 +52,11 @@ const { values } = parseArgs({
     pgbouncer: { type: 'boolean', default: false },
     /** KEY=VALUE settings for every process (repeatable). */
     env: { type: 'string', multiple: true, default: [] },
+    /** Run on a Redis Cluster of 3 masters and 3 replicas started for the run (ADR 0043). */
+    'redis-cluster': { type: 'boolean', default: false },
   },
 });
+if (values['redis-cluster'] && values.count) throw new Error('--redis-cluster does not combine with --count');
 const EXTRA_ENV: Record<string, string> = Object.fromEntries(
   values.env.map((kv) => {
     const at = kv.indexOf('=');
@@ -85,18 +92,45 @@ type Result = Awaited<ReturnType<typeof run>>;
 
 async function run(sessionsN: number, workers: number) {
   const bouncer = startBouncer();
+  let cluster: TestRedisCluster | undefined;
+  if (values['redis-cluster']) {
+    const started = startTestRedisCluster();
+    if ('skip' in started) throw new Error(`no Redis Cluster: ${started.skip}`);
+    cluster = started;
+  }
   const sb = await startSwitchboard({
     workers,
     gateways: Number(values.gateways),
     hooksWorkers: Number(values['hooks-workers']),
     databasePort: bouncer?.port,
-    env: { ...(bouncer ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}), ...EXTRA_ENV },
     modelDelayMs: MODEL_DELAY,
     harnessConcurrency: Number(values.concurrency),
     count: values.count,
     profileDir: values.profile,
     otel: values.otel,
+    env: {
+      ...(bouncer ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}),
+      ...(cluster
+        ? {
+            REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(','),
+            QUEUE_PREFIX: `{bench_${randomBytes(4).toString('hex')}}`,
+          }
+        : {}),
+      ...EXTRA_ENV,
+    },
+  }).catch((err: unknown) => {
+    cluster?.stop();
+    bouncer?.stop();
+    throw err;
   });
+  // On a cluster: the CPU of every node (masters, replicas, the cluster bus's pub/sub forwarding).
+  const redisCpu = async () =>
+    cluster
+      ? (await Promise.all(cluster.ports.map((p) => redisCpuMs(`redis://127.0.0.1:${p}`)))).reduce(
+          (a, b) => a + b,
+          0,
+        )
+      : redisCpuMs(sb.env.redisUrl);
   try {
     const { key, agentId } = await sb.tenant();
     const newSession = async () => (await sb.post<{ id: string }>('/v1/sessions', { agentId }, key)).id;
@@ -115,7 +149,7 @@ async function run(sessionsN: number, workers: number) {
     const wal0 = await sb.walBytes();
     const w0 = sb.watcherQueries();
     const cpu0 = await sb.cpu();
-    const r0 = await redisCpuMs(sb.env.redisUrl);
+    const r0 = await redisCpu();
     const client0 = process.cpuUsage();
     sb.pg?.reset();
     sb.redis?.reset();
@@ -136,7 +170,7 @@ async function run(sessionsN: number, workers: number) {
     const pgWire = sb.pg ? { ...sb.pg.read() } : undefined;
     const redisWire = sb.redis ? { ...sb.redis.read() } : undefined;
     const cpu1 = await sb.cpu();
-    const r1 = await redisCpuMs(sb.env.redisUrl);
+    const r1 = await redisCpu();
     const client = process.cpuUsage(client0);
     const w1 = sb.watcherQueries();
     await sleep(STATS_FLUSH_MS);
@@ -224,6 +258,7 @@ async function run(sessionsN: number, workers: number) {
   } finally {
     await sb.stop();
     bouncer?.stop();
+    cluster?.stop();
   }
 }
 

@@ -10,7 +10,6 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { getQueueToken } from '@nestjs/bullmq';
 import { TerminusModule } from '@nestjs/terminus';
 import type { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { Gauge } from 'prom-client';
 import { Admission, TurnControl } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
@@ -85,6 +84,7 @@ import { turnDetail } from './http/turn-detail';
 import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './http/validation';
 import { REPOSITORIES } from './repositories';
+import { redisTarget, type RedisConnection } from '@switchboard/queue';
 
 const LIVE_SUBSCRIBER = Symbol('LIVE_SUBSCRIBER');
 
@@ -185,8 +185,8 @@ export class GatewayModule {
         {
           provide: KEY_REVOCATIONS,
           inject: [CONFIG, API_KEY_CACHE, REDIS, LOGGER],
-          useFactory: (cfg: Config, cache: ApiKeyCache, redis: IORedis, logger: Logger) =>
-            KeyRevocations.connect(cfg.REDIS_URL, cache, redis, {
+          useFactory: (cfg: Config, cache: ApiKeyCache, redis: RedisConnection, logger: Logger) =>
+            KeyRevocations.connect(redisTarget(cfg), cache, redis, {
               prefix: cfg.QUEUE_PREFIX,
               logger,
               enabled: cfg.API_KEY_CACHE_MS > 0,
@@ -217,7 +217,7 @@ export class GatewayModule {
           useFactory: (
             cfg: Config,
             db: Db,
-            redis: IORedis,
+            redis: RedisConnection,
             postTurn: Queue,
             turns: Queue,
             logger: Logger,
@@ -238,7 +238,7 @@ export class GatewayModule {
           useFactory: (
             cfg: Config,
             db: Db,
-            redis: IORedis,
+            redis: RedisConnection,
             turns: Queue,
             logger: Logger,
             metrics: Metrics,
@@ -255,7 +255,14 @@ export class GatewayModule {
         {
           provide: APPROVALS,
           inject: [CONFIG, DB, REDIS, getQueueToken(QueueName.Turns), LOGGER, METRICS],
-          useFactory: (cfg: Config, db: Db, redis: IORedis, turns: Queue, logger: Logger, metrics: Metrics) =>
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            redis: RedisConnection,
+            turns: Queue,
+            logger: Logger,
+            metrics: Metrics,
+          ) =>
             new Approvals(
               new ApprovalStore(sqlDbFor(poolOf(db), 'gateway', metrics)),
               turns,
@@ -275,7 +282,7 @@ export class GatewayModule {
           // Connects on the first wait: a gateway nobody waits on holds no subscriber connection.
           useFactory: (cfg: Config, logger: Logger) =>
             LiveSubscriber.connect(
-              cfg.REDIS_URL,
+              redisTarget(cfg),
               { prefix: cfg.QUEUE_PREFIX, logger },
               { lazyConnect: true },
             ),

@@ -9,7 +9,6 @@ import {
 import { randomUUID } from 'node:crypto';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { hostname } from 'node:os';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
@@ -46,6 +45,7 @@ import { MaintenanceProcessor } from './maintenance.processor';
 import { ReconcilerService } from './reconciler.service';
 import { CONTEXT_SOURCES, TOOL_GATES, TURN_RUNNER } from './tokens';
 import { TurnsProcessor } from './turns.processor';
+import { redisTarget, type RedisConnection } from '@switchboard/queue';
 
 /**
  * This process in session leases (`sessions.lease_owner`) and the name of its control channel
@@ -68,7 +68,7 @@ class ControlLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
   /** Not awaited: a Redis that is away must not hold the start; heartbeats stop turns meanwhile. */
   onApplicationBootstrap(): void {
     this.subscriber = ControlSubscriber.connect(
-      this.config.REDIS_URL,
+      redisTarget(this.config),
       { prefix: this.config.QUEUE_PREFIX, workerId: WORKER_ID, logger: this.logger },
       (m) => this.runner.control(m),
     );
@@ -138,7 +138,7 @@ export class HarnessModule {
             work: Queue,
             logger: Logger,
             metrics: Metrics,
-            redis: IORedis,
+            redis: RedisConnection,
             gates: ToolGates,
             context: ContextSources,
             tasks: TaskService,

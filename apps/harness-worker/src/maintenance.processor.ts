@@ -2,14 +2,13 @@ import { Inject } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
 import { Admission, TurnControl } from '@switchboard/admission';
-import type IORedis from 'ioredis';
 import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { reconcileHooks } from '@switchboard/hooks';
 import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
-import { consume } from '@switchboard/queue';
+import { consume, type RedisConnection } from '@switchboard/queue';
 import { ApprovalStore, sqlDbFor, TurnStore, type SqlDb } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { OriginalsStore } from '@switchboard/tokenjuice/store';
@@ -32,7 +31,7 @@ export class MaintenanceProcessor extends QueueWorker {
     @InjectQueue(QueueName.PostTurn) private readonly postTurn: Queue,
     @InjectQueue(QueueName.Work) private readonly work: Queue,
     @Inject(METRICS) private readonly metrics: Metrics,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(TASKS) private readonly tasks: TaskService,
   ) {
     super();

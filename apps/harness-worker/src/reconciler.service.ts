@@ -1,7 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
 import { Jobs, QueueName, type MaintenanceJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
@@ -9,6 +8,7 @@ import type { Logger } from '@switchboard/observability';
 import { CONFIG, DB, LOGGER, REDIS } from '@switchboard/platform';
 import { reconcileTurns } from '@switchboard/turns';
 import { RECONCILE_MIN_AGE_MS } from './maintenance.processor';
+import type { RedisConnection } from '@switchboard/queue';
 
 /**
  * Re-enqueues unfinished turns from Postgres once when this process starts, and keeps
@@ -25,7 +25,7 @@ export class ReconcilerService implements OnApplicationBootstrap, OnApplicationS
     @Inject(DB) private readonly db: Db,
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
     @InjectQueue(QueueName.Maintenance) private readonly maintenance: Queue,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(CONFIG) private readonly config: Config,
   ) {}

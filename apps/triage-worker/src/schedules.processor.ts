@@ -1,12 +1,11 @@
 import { Inject, type OnApplicationShutdown } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import type IORedis from 'ioredis';
 import type { Admission } from '@switchboard/admission';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Metrics } from '@switchboard/observability';
 import { ADMISSION, DB, METRICS, QueueProcessor, QueueWorker, REDIS } from '@switchboard/platform';
-import { consume } from '@switchboard/queue';
+import { consume, type RedisConnection } from '@switchboard/queue';
 import { fireSchedule, fireTimeOf, type ScheduleScheduler } from '@switchboard/schedules';
 
 export const SCHEDULE_SCHEDULER = Symbol('SCHEDULE_SCHEDULER');
@@ -25,7 +24,7 @@ export class SchedulesProcessor extends QueueWorker implements OnApplicationShut
     @Inject(DB) private readonly db: Db,
     @Inject(ADMISSION) private readonly admission: Admission,
     @Inject(SCHEDULE_SCHEDULER) private readonly scheduler: ScheduleScheduler,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(METRICS) private readonly metrics: Metrics,
   ) {
     super();

@@ -1,9 +1,8 @@
 import type { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { Jobs, newId, Priority, PRIORITY_RANK, type TurnStatus } from '@switchboard/contracts';
 import { sendControl, type LivePublisher } from '@switchboard/live';
 import type { Logger } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
+import { publish, type RedisConnection } from '@switchboard/queue';
 import { ControlStore, TurnStore, type SqlDb } from '@switchboard/store';
 
 export interface CancelResult {
@@ -26,7 +25,7 @@ export class TurnControl {
   constructor(
     db: SqlDb,
     private readonly o: {
-      redis: IORedis;
+      redis: RedisConnection;
       prefix: string;
       postTurnQueue: Queue;
       turnsQueue: Queue;

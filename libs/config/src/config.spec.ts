@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, hashTag, loadConfig } from './config';
 
 function configError(env: Record<string, string | undefined>): ConfigError {
   try {
@@ -167,6 +167,12 @@ describe('loadConfig', () => {
     ['READ_REPLICA_MAX_WAIT_MS', '10001'],
     ['READ_REPLICA_MAX_WAIT_MS', '2.5'],
     ['REDIS_URL', 'http://cache:6379'],
+    ['REDIS_CLUSTER_NODES', 'cache-1'],
+    ['REDIS_CLUSTER_NODES', 'cache-1:7000,cache-2'],
+    ['REDIS_CLUSTER_NODES', 'cache-1:0'],
+    ['REDIS_CLUSTER_NODES', 'cache-1:70000'],
+    ['REDIS_CLUSTER_NODES', 'redis://cache-1:7000'],
+    ['REDIS_CLUSTER_NODES', 'cache-1:7000,,cache-2:7001'],
     ['OPENAI_BASE_URL', 'ftp://example.com'],
     ['ANTHROPIC_BASE_URL', 'localhost:8080'],
     ['PORT', 'abc'],
@@ -206,6 +212,47 @@ describe('loadConfig', () => {
     expect(err.name).toBe('ConfigError');
     expect(err.issues.map((i) => i.variable)).toEqual([variable]);
     expect(err.message).toContain(`${variable}: `);
+  });
+
+  describe('REDIS_CLUSTER_NODES', () => {
+    it('parses host:port seed nodes, IPv6 in brackets too', () => {
+      const config = loadConfig({
+        REDIS_CLUSTER_NODES: 'cache-1:7000, 10.0.0.2:7001,[::1]:7002',
+        QUEUE_PREFIX: '{sb}',
+      });
+      expect(config.REDIS_CLUSTER_NODES).toEqual([
+        { host: 'cache-1', port: 7000 },
+        { host: '10.0.0.2', port: 7001 },
+        { host: '::1', port: 7002 },
+      ]);
+      expect(config.QUEUE_PREFIX).toBe('{sb}');
+      expect(loadConfig({}).REDIS_CLUSTER_NODES).toBeUndefined();
+    });
+
+    it.each(['sb', '{}sb', 'sb{', 'sb}{'])(
+      'refuses QUEUE_PREFIX=%p without a hash tag on a cluster',
+      (prefix) => {
+        const err = configError({ REDIS_CLUSTER_NODES: 'cache-1:7000', QUEUE_PREFIX: prefix });
+        expect(err.issues.map((i) => i.variable)).toEqual(['QUEUE_PREFIX']);
+        expect(err.message).toContain('QUEUE_PREFIX: must carry a Redis Cluster hash tag, e.g. {sb}');
+      },
+    );
+
+    it.each([
+      ['{sb}', 'sb'],
+      ['{sb:prod}', 'sb:prod'],
+      ['app-{sb}', 'sb'],
+      ['{a}{b}', 'a'],
+      ['sb', undefined],
+      ['{}', undefined],
+      ['}{', undefined],
+    ])('hashTag(%p) is %p', (prefix, tag) => {
+      expect(hashTag(prefix)).toBe(tag);
+    });
+
+    it('accepts a prefix without a hash tag on one Redis', () => {
+      expect(loadConfig({ QUEUE_PREFIX: 'sb' }).QUEUE_PREFIX).toBe('sb');
+    });
   });
 
   it('explains what is wrong', () => {

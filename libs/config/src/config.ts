@@ -115,6 +115,30 @@ export const ConfigSchema = z.object({
    */
   READ_REPLICA_MAX_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(100),
   REDIS_URL: Url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  /**
+   * A Redis Cluster instead of one Redis (docs/adr/0043): comma-separated `host:port` seed nodes.
+   * REDIS_URL then gives only the credentials, the TLS scheme and the database number is ignored;
+   * QUEUE_PREFIX must carry a hash tag (`{sb}`).
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .transform((raw, ctx) => {
+      const nodes: { host: string; port: number }[] = [];
+      for (const entry of raw.split(',').map((e) => e.trim())) {
+        const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):(\d{1,5})$/.exec(entry);
+        const port = m ? Number(m[2]) : 0;
+        if (!m || port < 1 || port > 65535) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must list host:port seed nodes; ${JSON.stringify(entry)} is not one`,
+          });
+          return z.NEVER;
+        }
+        nodes.push({ host: m[1].replace(/^\[(.*)\]$/, '$1'), port });
+      }
+      return nodes;
+    })
+    .optional(),
   /** BullMQ key prefix; tests give each file its own. */
   QUEUE_PREFIX: z.string().min(1).default('sb'),
   PORT: Int(3000, 1),
@@ -351,5 +375,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message })),
     );
   }
+  if (parsed.data.REDIS_CLUSTER_NODES && hashTag(parsed.data.QUEUE_PREFIX) === undefined) {
+    // BullMQ's scripts touch several keys of a queue at once: on a cluster they must share a slot.
+    throw new ConfigError([
+      {
+        variable: 'QUEUE_PREFIX',
+        message: `must carry a Redis Cluster hash tag, e.g. {${parsed.data.QUEUE_PREFIX.replace(/[{}]/g, '')}}, when REDIS_CLUSTER_NODES is set`,
+      },
+    ]);
+  }
   return parsed.data;
+}
+
+/**
+ * The hash tag of a key prefix (what Redis Cluster hashes of every key that starts with it): the
+ * text between its first `{` and the next `}`, undefined when there is none or it is empty.
+ */
+export function hashTag(prefix: string): string | undefined {
+  const open = prefix.indexOf('{');
+  if (open < 0) return undefined;
+  const close = prefix.indexOf('}', open + 1);
+  return close > open + 1 ? prefix.slice(open + 1, close) : undefined;
 }

@@ -30,9 +30,18 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how long a read waits for the replica to replay the primary's current WAL position before it goes to the primary (ADR 0042); `0`: the replica only when already caught up",
   },
-  REDIS_URL: { meaning: 'Redis (BullMQ); run it with `maxmemory-policy noeviction`' },
+  REDIS_URL: {
+    meaning:
+      'Redis (BullMQ); run it with `maxmemory-policy noeviction`. With `REDIS_CLUSTER_NODES` set only its credentials and `rediss:` scheme apply',
+  },
+  REDIS_CLUSTER_NODES: {
+    meaning:
+      'a Redis Cluster instead: comma-separated `host:port` seed nodes; `QUEUE_PREFIX` must then carry a hash tag such as `{sb}` (ADR 0043)',
+    default: 'unset (one Redis at `REDIS_URL`)',
+  },
   QUEUE_PREFIX: {
-    meaning: "BullMQ's key prefix in Redis: deployments (or tests) sharing one Redis each use their own",
+    meaning:
+      "BullMQ's key prefix in Redis: deployments (or tests) sharing one Redis each use their own; on a Redis Cluster it must carry a hash tag (`{sb}`), so every key lives in one slot (ADR 0043)",
   },
   PORT: { meaning: "the gateway's HTTP port" },
   HOST: { meaning: "the address the gateway's `PORT` and the workers' `METRICS_PORT` listen on" },

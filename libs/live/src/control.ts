@@ -1,5 +1,7 @@
-import IORedis, { type RedisOptions } from 'ioredis';
+import type IORedis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import type { Logger } from '@switchboard/observability';
+import { createSubscriberRedis, type RedisConnection, type RedisTarget } from '@switchboard/queue';
 
 /**
  * The control channel (docs/adr/0014): signals that must reach whichever harness process holds a
@@ -38,7 +40,7 @@ export function decodeControl(raw: string): ControlMessage | undefined {
  * is durable in Postgres already, and the worker's heartbeat finds it.
  */
 export async function sendControl(
-  redis: IORedis,
+  redis: RedisConnection,
   o: { prefix: string; logger: Logger; timeoutMs?: number },
   workerId: string,
   message: ControlMessage,
@@ -74,13 +76,14 @@ export class ControlSubscriber {
     readonly ready: Promise<void>,
   ) {}
 
+  /** `target`: REDIS_URL, or the deployment's target (a cluster: any node hears every PUBLISH). */
   static connect(
-    url: string,
+    target: string | RedisTarget,
     o: { prefix: string; workerId: string; logger: Logger },
     onMessage: (m: ControlMessage) => void,
     redisOptions: RedisOptions = {},
   ): ControlSubscriber {
-    const redis = new IORedis(url, {
+    const redis = createSubscriberRedis(target, {
       maxRetriesPerRequest: null,
       ...redisOptions,
       connectionName: 'switchboard-control',

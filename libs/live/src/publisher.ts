@@ -1,5 +1,5 @@
-import type IORedis from 'ioredis';
 import type { Logger } from '@switchboard/observability';
+import type { RedisConnection } from '@switchboard/queue';
 import { encode, sessionChannel, type LiveEphemeralEvent, type LiveEvent } from './channel';
 
 type WithOptionalTime<T extends { createdAt: string }> = Omit<T, 'createdAt'> & { createdAt?: string };
@@ -43,7 +43,7 @@ export interface RedisLivePublisherOptions {
  */
 export class RedisLivePublisher implements LivePublisher {
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisConnection,
     private readonly options: RedisLivePublisherOptions,
   ) {}
 

@@ -1,5 +1,7 @@
-import IORedis, { type RedisOptions } from 'ioredis';
+import type IORedis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import type { Logger } from '@switchboard/observability';
+import { createSubscriberRedis, type RedisTarget } from '@switchboard/queue';
 import { decode, sessionChannel, type LiveMessage } from './channel';
 
 /** What a reader hears on a session's channel. */
@@ -95,14 +97,17 @@ export class LiveSubscriber {
     redis.on('error', (err: Error) => options.logger.debug({ err }, 'live subscriber connection error'));
   }
 
-  /** A subscriber on a new connection to `url` with the options it needs. */
+  /**
+   * A subscriber on a new connection to `target` (REDIS_URL, or the deployment's target: on a cluster
+   * a connection to one node, moving to another when that node fails) with the options it needs.
+   */
   static connect(
-    url: string,
+    target: string | RedisTarget,
     options: LiveSubscriberOptions,
     redisOptions: RedisOptions = {},
   ): LiveSubscriber {
     return new LiveSubscriber(
-      new IORedis(url, {
+      createSubscriberRedis(target, {
         // Commands wait for the connection rather than fail: a subscription made while Redis is
         // away is sent when it is back.
         maxRetriesPerRequest: null,

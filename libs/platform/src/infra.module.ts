@@ -10,7 +10,6 @@ import { ModuleRef } from '@nestjs/core';
 import { BullModule, getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { TurnControl } from '@switchboard/admission';
-import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
@@ -18,7 +17,7 @@ import { MemoryStore, memoryTools } from '@switchboard/memory';
 import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
-import { closeQueue, createRedis } from '@switchboard/queue';
+import { closeQueue, createRedis, redisTarget, type RedisConnection } from '@switchboard/queue';
 import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
@@ -31,7 +30,7 @@ class InfraLifecycle implements OnApplicationShutdown {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(READ_DB) private readonly readDb: Db | null,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisConnection,
     private readonly modules: ModuleRef,
   ) {}
 
@@ -59,7 +58,7 @@ export class InfraModule {
   static forRoot(config: Config, service: string): DynamicModule {
     // Behind a transaction-pooling PgBouncer before 1.21 no statement may be named (docs/adr/0041).
     setPreparedStatements(config.DATABASE_PREPARED_STATEMENTS);
-    const redis = createRedis(config.REDIS_URL);
+    const redis = createRedis(redisTarget(config));
     const providers = [
       { provide: CONFIG, useValue: config },
       {

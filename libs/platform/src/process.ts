@@ -1,5 +1,4 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
 import { pingDatabase, type Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
@@ -7,6 +6,7 @@ import { readiness, serveWorkerOps, type ReadinessCheck } from './ops-server';
 import { DB, LOGGER, METRICS, REDIS } from './tokens';
 import { NestPinoLogger } from './nest-logger';
 import { QueueWorkers, WorkerFailures } from './worker';
+import type { RedisConnection } from '@switchboard/queue';
 
 /**
  * A worker is ready when it can do its work: Postgres and Redis answer and each of its queue
@@ -14,7 +14,7 @@ import { QueueWorkers, WorkerFailures } from './worker';
  */
 export function workerReadinessChecks(app: INestApplicationContext): ReadinessCheck[] {
   const db = app.get<Db>(DB);
-  const redis = app.get<IORedis>(REDIS);
+  const redis = app.get<RedisConnection>(REDIS);
   const workers = app.get(QueueWorkers);
   const queues = workers.states().map(({ queue }) => queue);
   return [

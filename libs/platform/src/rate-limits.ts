@@ -1,4 +1,3 @@
-import type IORedis from 'ioredis';
 import {
   RateLimiterMemory,
   RateLimiterRedis,
@@ -6,6 +5,7 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { RateLimitBucket, RateLimitOverrides } from '@switchboard/contracts';
+import type { RedisConnection } from '@switchboard/queue';
 
 /**
  * Rate limits of the HTTP API (docs/adr/0028): fixed one-minute windows counted in Redis, so every
@@ -134,7 +134,7 @@ export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
 
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisConnection,
     private readonly options: RateLimitsOptions,
   ) {}
 

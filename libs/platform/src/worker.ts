@@ -6,11 +6,11 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
-import type IORedis from 'ioredis';
 import type { Config } from '@switchboard/config';
 import type { QueueName } from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER, REDIS } from './tokens';
+import type { RedisConnection } from '@switchboard/queue';
 
 export type ConcurrencySetting = 'HARNESS_CONCURRENCY' | 'HOOKS_CONCURRENCY' | 'TRIAGE_CONCURRENCY';
 export type StalledCountSetting = 'HOOKS_MAX_STALLED_COUNT';
@@ -49,7 +49,11 @@ export function processorSpec(target: unknown): ProcessorSpec | undefined {
  * manager derives its renewal period from `lockDuration` when the Worker is built, so
  * changing the options later leaves locks renewed on the 30 s default.
  */
-export function workerOptions(config: Config, spec: ProcessorSpec, connection: IORedis): WorkerOptions {
+export function workerOptions(
+  config: Config,
+  spec: ProcessorSpec,
+  connection: RedisConnection,
+): WorkerOptions {
   return {
     connection,
     prefix: config.QUEUE_PREFIX,
@@ -113,7 +117,7 @@ export class QueueWorkers {
 export abstract class QueueWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   @Inject(CONFIG) protected readonly config!: Config;
   @Inject(LOGGER) protected readonly logger!: Logger;
-  @Inject(REDIS) private readonly connection!: IORedis;
+  @Inject(REDIS) private readonly connection!: RedisConnection;
   @Inject(WorkerFailures) private readonly failures!: WorkerFailures;
   @Optional() @Inject(QueueWorkers) private readonly registry?: QueueWorkers;
   private bullWorker?: Worker;

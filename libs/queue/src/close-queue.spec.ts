@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
-import { closeQueue, createRedis } from './queue';
+import { closeQueue } from './queue';
+import { createRedis } from './redis';
 
 /**
  * A process shutting down while Redis is unreachable (taskforcesh/bullmq#3546): the queue closes,

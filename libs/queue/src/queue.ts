@@ -1,13 +1,7 @@
 import { UnrecoverableError, type Job, type JobsOptions, type Queue } from 'bullmq';
-import IORedis, { type RedisOptions } from 'ioredis';
 import type { z } from 'zod';
 import type { JobDefinition } from '@switchboard/contracts';
 import { currentTraceCarrier, SpanKind, withSpan, type Metrics } from '@switchboard/observability';
-
-/** A BullMQ-ready connection: blocking commands need `maxRetriesPerRequest: null`. */
-export function createRedis(url: string, options: RedisOptions = {}): IORedis {
-  return new IORedis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...options });
-}
 
 /** The job options a definition declares, plus per-call extras such as priority. */
 export function jobOptions<S extends z.ZodType>(

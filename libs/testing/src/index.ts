@@ -11,3 +11,4 @@ export * from './pool-counter';
 export * from './admission-fixture';
 export * from './harness-fixture';
 export * from './hooks';
+export * from './redis-cluster';

@@ -1,5 +1,7 @@
-import IORedis, { type RedisOptions } from 'ioredis';
+import type IORedis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import type { Logger } from '@switchboard/observability';
+import { createSubscriberRedis, type RedisConnection, type RedisTarget } from '@switchboard/queue';
 import type { ApiKeyCache } from './key-cache';
 
 export const KEY_REVOCATIONS = Symbol('KEY_REVOCATIONS');
@@ -21,7 +23,7 @@ export class KeyRevocations {
 
   private constructor(
     private readonly cache: ApiKeyCache,
-    private readonly publisher: IORedis,
+    private readonly publisher: RedisConnection,
     private readonly subscriber: IORedis | undefined,
     private readonly o: { prefix: string; logger: Logger },
   ) {}
@@ -31,15 +33,15 @@ export class KeyRevocations {
    * of its own (none when the cache is off: nothing to evict).
    */
   static connect(
-    url: string,
+    target: string | RedisTarget,
     cache: ApiKeyCache,
-    publisher: IORedis,
+    publisher: RedisConnection,
     o: { prefix: string; logger: Logger; enabled: boolean },
     redisOptions: RedisOptions = {},
   ): KeyRevocations {
     if (!o.enabled) return new KeyRevocations(cache, publisher, undefined, o);
     const channel = revocationChannel(o.prefix);
-    const subscriber = new IORedis(url, {
+    const subscriber = createSubscriberRedis(target, {
       maxRetriesPerRequest: null,
       ...redisOptions,
       // Resubscribed by hand below, so the cache is emptied once the subscription is back.

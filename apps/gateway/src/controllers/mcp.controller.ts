@@ -1,7 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type IORedis from 'ioredis';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
@@ -13,6 +12,7 @@ import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../http/jsonrpc-
 import { mcpServerFor, type McpCallRegistry } from '../http/mcp-server';
 import { API_KEY_AUTH } from '../http/openapi';
 import { RateLimitBucketOf } from '../http/rate-limit';
+import type { RedisConnection } from '@switchboard/queue';
 
 /** How long a tool call is remembered for a cancellation (longer than any wait holds a call). */
 const CALL_TTL_S = 3600;
@@ -20,7 +20,7 @@ const CALL_TTL_S = 3600;
 /** In-flight calls in Redis, per API key: a cancellation reaches whichever replica it lands on. */
 class RedisCallRegistry implements McpCallRegistry {
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisConnection,
     private readonly prefix: string,
   ) {}
 
@@ -68,7 +68,7 @@ const methodNotAllowed = (reply: FastifyReply) =>
 export class McpController {
   constructor(
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}

@@ -2,13 +2,13 @@ import { Controller, Get, Headers, Inject, Res, ServiceUnavailableException } fr
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
-import type IORedis from 'ioredis';
 import { HealthResponse, ReadinessResponse } from '@switchboard/contracts';
 import { pingDatabase, type Db } from '@switchboard/database';
 import type { Metrics } from '@switchboard/observability';
 import { Public } from '../auth/guard';
 import { ApiErrors, Operation, schemaRef } from '../http/openapi';
 import { DB, METRICS, REDIS } from '@switchboard/platform';
+import type { RedisConnection } from '@switchboard/queue';
 
 /** Liveness, readiness and Prometheus metrics. No credentials. */
 @ApiTags('ops')
@@ -20,7 +20,7 @@ export class OpsController {
     private readonly health: HealthCheckService,
     private readonly indicator: HealthIndicatorService,
     @Inject(DB) private readonly db: Db,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(METRICS) private readonly metrics: Metrics,
   ) {}
 

@@ -1,7 +1,6 @@
 import { Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
-import type IORedis from 'ioredis';
 import {
   AppError,
   parseRateLimitOverrides,
@@ -24,6 +23,7 @@ import {
 } from '@switchboard/platform';
 import { TenantsRepository } from '@switchboard/store';
 import { accessOf, type AuthedRequest } from '../auth/guard';
+import type { RedisConnection } from '@switchboard/queue';
 
 const BUCKET = 'switchboard:rate-limit-bucket';
 /** The route counts in `bucket` rather than by its method (GET: reads, others: writes). */
@@ -51,7 +51,7 @@ export class ApiRateLimits {
 
   constructor(
     @Inject(CONFIG) config: Config,
-    @Inject(REDIS) redis: IORedis,
+    @Inject(REDIS) redis: RedisConnection,
     @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(LOGGER) logger: Logger,
