@@ -2,17 +2,19 @@ import OpenAI from 'openai';
 import {
   createTestEnv,
   crossRealmSafeFetch,
+  spawnApp,
+  spawnGateway,
   startTestRedisCluster,
   waitFor,
+  type AppProcess,
   type TestEnv,
   type TestRedisCluster,
 } from '@switchboard/testing';
 import { controlChannel } from '@switchboard/live';
 import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
-import type { Config } from '@switchboard/config';
 import { Api, newTenant } from '../support/api';
 import { SseClient } from '../support/sse';
-import { FIXTURES, startGateway, startHarness, startHooks, type Running } from '../support/stack';
+import { FIXTURES } from '../support/stack';
 
 /**
  * Switchboard on a Redis Cluster of 3 masters and 3 replicas (docs/adr/0043), started by
@@ -23,8 +25,12 @@ import { FIXTURES, startGateway, startHarness, startHooks, type Running } from '
  * both; then the master holding Switchboard's slot is killed (SIGKILL) with turns in flight: its
  * replica is promoted and every turn completes exactly once. Without redis-server (7+) or when the
  * cluster cannot start here, the file skips.
+ *
+ * The apps run as processes of their own: a BullMQ worker's close after a failover can wait on the
+ * dead node for good (ADR 0043), and a process that does not stop when told is killed, so no client
+ * of a stopped cluster is left retrying in the test runner.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 
@@ -50,6 +56,19 @@ async function step<T>(what: string, promise: Promise<T>, ms = 15_000): Promise<
 const bounded = (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 
+interface Running {
+  close(): Promise<void>;
+}
+
+/** An app process that stops on SIGTERM, or is killed when it has not stopped within 8 s. */
+const running = <T extends AppProcess>(p: T): T & Running =>
+  Object.assign(p, {
+    async close() {
+      await bounded(p.kill('SIGTERM'), 8_000);
+      await p.kill('SIGKILL');
+    },
+  });
+
 ('skip' in setup ? describe.skip : describe)('Switchboard on a Redis Cluster', () => {
   const cluster = setup as TestRedisCluster;
   const { ports, cli } = cluster;
@@ -60,13 +79,13 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
   let tenantId: string;
   let counter: string;
   let prefix: string;
-  let config: Config;
+  let processEnv: NodeJS.ProcessEnv;
   let harness: Running;
 
   beforeAll(async () => {
     env = await createTestEnv();
     prefix = `{${env.queuePrefix}}`;
-    config = env.config({
+    processEnv = env.processEnv({
       REDIS_CLUSTER_NODES: ports.map((p) => `127.0.0.1:${p}`).join(','),
       QUEUE_PREFIX: prefix,
       SCRIPTED_FIXTURES_DIR: FIXTURES,
@@ -75,9 +94,14 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
       HOOKS_RECONCILE_GRACE_MS: '2000',
       API_KEY_CACHE_MS: '600000',
     });
-    const [a, b] = await Promise.all([startGateway(config), startGateway(config)]);
-    harness = await startHarness(config);
-    apps.push(a, b, harness, await startHooks(config));
+    const [a, b, h, hooks] = await Promise.all([
+      spawnGateway(processEnv).then(running),
+      spawnGateway(processEnv).then(running),
+      spawnApp('harness-worker', processEnv).then(running),
+      spawnApp('hooks-worker', processEnv).then(running),
+    ]);
+    harness = h;
+    apps.push(a, b, harness, hooks);
     urls = [a.url, b.url];
     ({ api, tenantId } = await newTenant(a.url, ADMIN));
     const agent = await api.post('/v1/agents', {
@@ -377,7 +401,7 @@ const bounded = (promise: Promise<unknown>, ms: number) =>
     expect(await env.db.turn.count({ where: { id: { in: admitted }, status: 'queued' } })).toBe(3);
 
     // A harness starts; its reconcile finds the queued turns in Postgres and enqueues them again.
-    harness = await step('starting a harness', startHarness(config));
+    harness = await step('starting a harness', spawnApp('harness-worker', processEnv).then(running), 60_000);
     apps.push(harness);
     await waitFor(
       async () =>
