@@ -43,18 +43,8 @@ pg_bin() {
   fi
 }
 
-# Runs "$@" as the user Postgres runs as (postgres when this shell is root).
-as_owner() {
-  if [ "$(id -u)" = 0 ]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
-
-port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
+# as_owner, port_free
+source "$(dirname "${BASH_SOURCE[0]}")/postgres-user.sh"
 
 psql_primary() {
   psql -X -h "$primary_host" -p "$primary_port" -U "$user" -d postgres -Atq "$@"

@@ -27,18 +27,8 @@ bin() {
   fi
 }
 
-# Runs "$@" as the user pgbouncer runs as (postgres when this shell is root).
-as_owner() {
-  if [ "$(id -u)" = 0 ]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
-
-port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
+# as_owner, port_free
+source "$(dirname "${BASH_SOURCE[0]}")/postgres-user.sh"
 
 running() {
   [ -f "$1/pgbouncer.pid" ] && kill -0 "$(cat "$1/pgbouncer.pid")" 2>/dev/null
