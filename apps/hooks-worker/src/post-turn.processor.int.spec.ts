@@ -99,6 +99,105 @@ describe('PostTurnProcessor', () => {
     expect(own?.opts.attempts).toBe(Jobs.postTurn.attempts);
   });
 
+  /** A completed turn with an input and an answer, of a new tenant with `settings`. */
+  async function endedTurn(name: string, settings: Record<string, unknown> = {}) {
+    const { tenantId, agentId } = await seedTenant(env.db, name);
+    await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const turnId = newId();
+    await env.db.turn.create({
+      data: {
+        id: turnId,
+        tenantId,
+        sessionId,
+        agentId,
+        seq: 1,
+        inputMessageId: newId(),
+        status: 'completed',
+        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
+        completedAt: new Date(),
+      },
+    });
+    return { tenantId, agentId, sessionId, turnId };
+  }
+
+  async function runTurnJob(turnId: string, tenantId: string) {
+    const data = { turnId, tenantId, trace: {} };
+    const job = await queue.add(QueueName.PostTurn, data, jobOptions(Jobs.postTurn, data));
+    const done = await waitFor(async () => {
+      const j = await queue.getJob(job.id!);
+      return j?.finishedOn ? j : undefined;
+    });
+    expect(done.failedReason).toBeUndefined();
+    return done.returnvalue as Record<string, string>;
+  }
+
+  it('commits a turn’s hooks in one transaction, and publishes the archivist’s session job after it', async () => {
+    const { tenantId, sessionId, turnId } = await endedTurn('shared-tx');
+    expect(await runTurnJob(turnId, tenantId)).toEqual({
+      'episodic-index': 'written',
+      archivist: 'deferred',
+      'completion-webhook': 'skipped',
+      learning: 'written',
+      'cost-log': 'written',
+    });
+    // Rows one transaction wrote carry its id as xmin: every hook's row, and the episode, share one.
+    const rows = await env.db.$queryRawUnsafe<{ hook: string; xmin: string }[]>(
+      'SELECT hook, xmin::text AS xmin FROM hook_runs WHERE turn_id = $1::uuid ORDER BY hook',
+      turnId,
+    );
+    expect(rows.map((r) => r.hook)).toEqual([
+      'archivist',
+      'completion-webhook',
+      'cost-log',
+      'episodic-index',
+      'learning',
+    ]);
+    const [episode] = await env.db.$queryRawUnsafe<{ xmin: string }[]>(
+      `SELECT xmin::text AS xmin FROM memory_records WHERE dedupe_key = 'episode:' || $1`,
+      turnId,
+    );
+    expect(new Set([...rows.map((r) => r.xmin), episode?.xmin]).size).toBe(1);
+    // The deferral's debounced distillation of the session, published once the deferral committed.
+    const session = await waitFor(async () =>
+      (await queue.getJobs(['delayed', 'waiting', 'active', 'completed'])).find(
+        (j) => (j.data as { sessionId?: string }).sessionId === sessionId,
+      ),
+    );
+    expect(session.data).toMatchObject({ turnId, tenantId, hook: 'archivist', sessionId });
+  });
+
+  it('rolls the shared transaction back when a hook fails in it; each hook then runs on its own', async () => {
+    const { tenantId, turnId } = await endedTurn('shared-rollback');
+    // The episodic index's insert fails for this tenant, inside the shared transaction and alone.
+    await env.db.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_episode() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.tenant_id = '${tenantId}'::uuid THEN RAISE EXCEPTION 'episodes refused for this test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await env.db.$executeRawUnsafe(
+      'CREATE TRIGGER refuse_episode BEFORE INSERT ON memory_records FOR EACH ROW EXECUTE FUNCTION refuse_episode()',
+    );
+    try {
+      expect(await runTurnJob(turnId, tenantId)).toEqual({
+        'episodic-index': 'retrying',
+        archivist: 'deferred',
+        'completion-webhook': 'skipped',
+        learning: 'written',
+        'cost-log': 'written',
+      });
+      const runs = await env.db.hookRun.findMany({ where: { turnId }, orderBy: { hook: 'asc' } });
+      expect(runs.map((r) => r.hook)).toEqual(['archivist', 'completion-webhook', 'cost-log', 'learning']);
+      expect(await env.db.memoryRecord.count({ where: { tenantId } })).toBe(0);
+      // The failing hook has its own job, as before the shared transaction.
+      const own = await queue.getJob(`${turnId}.episodic-index`);
+      expect(own?.data).toMatchObject({ turnId, tenantId, hook: 'episodic-index' });
+    } finally {
+      await env.db.$executeRawUnsafe('DROP TRIGGER refuse_episode ON memory_records');
+    }
+  });
+
   it('records a hook that failed its last attempt as failed (the hooks reconcile leaves it be)', async () => {
     const { tenantId, agentId } = await seedTenant(env.db, 'failing-archivist');
     // The archivist's model refuses every call.

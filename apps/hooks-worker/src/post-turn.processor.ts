@@ -5,6 +5,7 @@ import { Jobs, newId, PostTurnHookName, QueueName, type PostTurnJob } from '@swi
 import { poolOf, type Db } from '@switchboard/database';
 import {
   archivistSessionDedup,
+  OutsideSharedTransaction,
   SnapshotCache,
   postTurnHook,
   postTurnHooks,
@@ -15,10 +16,23 @@ import {
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, providerRegistryFromConfig, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume, publish } from '@switchboard/queue';
-import { recordHookFailure, sqlDbFor, type SqlDb } from '@switchboard/store';
+import { recordHookFailure, sqlDbFor, within, type SqlDb } from '@switchboard/store';
 
 /** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
 export type PostTurnOutcomes = Partial<Record<PostTurnHookName, HookOutcome | 'retrying' | 'failed'>>;
+
+/**
+ * The order of the hooks in the turn's shared transaction: the ones that update a row every turn of
+ * the agent or tenant shares (`agent_tool_stats`, `tenant_spend_daily`) last, so those row locks are
+ * held from their statement to the commit and no longer.
+ */
+const SHARED_ORDER: readonly PostTurnHookName[] = [
+  'episodic-index',
+  'archivist',
+  'completion-webhook',
+  'learning',
+  'cost-log',
+];
 
 /**
  * Runs post-turn hooks (docs/adr/0027, 0039). An ended turn's one job runs every hook at once; a
@@ -84,40 +98,106 @@ export class PostTurnProcessor extends QueueWorker {
   }
 
   /**
-   * Every hook of the turn, at once. A hook that throws is handed to a job of its own, published after
-   * the first retry delay of `post-turn` jobs, so it is retried on its own while the others stand; one
-   * that can never succeed (`UnrecoverableError`) is recorded `failed`. Only when that publish fails
-   * does this job fail, and its retry runs every hook again (each finds its row and does nothing).
+   * Every hook of the turn. First together, in one transaction (`runShared`); when that does not
+   * commit, each on its own (`runEach`), as before ADR 0039's amendment.
    */
   private async runAll(data: PostTurnJob): Promise<PostTurnOutcomes> {
+    const shared = await this.runShared(data);
+    if (!shared) return this.runEach(data, PostTurnHookName.options);
+    // Hooks that would have held the transaction open on something slow run on their own after it.
+    return shared.later.length
+      ? { ...shared.outcomes, ...(await this.runEach(data, shared.later)) }
+      : shared.outcomes;
+  }
+
+  /**
+   * The turn's hooks one after another on one connection, in ONE transaction (docs/adr/0039,
+   * amendment 2): each hook's statements are what they are alone, each still keyed per (turn, hook),
+   * so the transaction commits every hook's row and effects at once, or none. A hook that fails rolls
+   * it back whole, and `undefined` sends every hook to `runEach` (a re-run of one that had written
+   * finds nothing: its writes went with the rollback). A hook whose work would wait on something slow
+   * (a model call, a publish) throws `OutsideSharedTransaction` before writing and is returned in
+   * `later`. The archivist's debounced session job is published after the commit: a publish that
+   * fails fails the job, whose retry finds the turn deferred and publishes again.
+   */
+  private async runShared(
+    data: PostTurnJob,
+  ): Promise<{ outcomes: PostTurnOutcomes; later: PostTurnHookName[] } | undefined> {
+    const base = this.context();
+    const publishes: (() => Promise<unknown>)[] = [];
+    let result: { outcomes: PostTurnOutcomes; later: PostTurnHookName[] };
+    try {
+      result = await this.sql.transaction(async (tx) => {
+        const ctx: HookContext = {
+          ...base,
+          sql: within(tx),
+          shared: true,
+          snapshots: new SnapshotCache(),
+          deferArchivist: (j, delayMs) => {
+            publishes.push(() => base.deferArchivist!(j, delayMs));
+            return Promise.resolve();
+          },
+        };
+        const outcomes: PostTurnOutcomes = {};
+        const later: PostTurnHookName[] = [];
+        for (const hook of SHARED_ORDER) {
+          try {
+            outcomes[hook] = await postTurnHooks[hook](ctx, { ...data, hook });
+          } catch (err) {
+            if (!(err instanceof OutsideSharedTransaction)) throw err;
+            later.push(hook);
+          }
+        }
+        return { outcomes, later };
+      });
+    } catch (err) {
+      this.logger.warn(
+        { err, turnId: data.turnId, tenantId: data.tenantId },
+        'post-turn hooks did not commit together; each runs on its own',
+      );
+      return undefined;
+    }
+    for (const [hook, outcome] of Object.entries(result.outcomes)) {
+      this.metrics.hooks.inc({ hook, outcome });
+    }
+    for (const publish of publishes) await publish();
+    return result;
+  }
+
+  /**
+   * `hooks` at once, each on its own connection. A hook that throws is handed to a job of its own,
+   * published after the first retry delay of `post-turn` jobs, so it is retried on its own while the
+   * others stand; one that can never succeed (`UnrecoverableError`) is recorded `failed`. Only when
+   * that publish fails does this job fail, and its retry runs every hook again (each finds its row
+   * and does nothing).
+   */
+  private async runEach(data: PostTurnJob, hooks: readonly PostTurnHookName[]): Promise<PostTurnOutcomes> {
     // The hooks that read the turn's snapshot (archivist, episodic index) share one read of it.
     const ctx: HookContext = { ...this.context(), snapshots: new SnapshotCache() };
     const entries = await Promise.all(
-      PostTurnHookName.options.map(
-        async (hook): Promise<[PostTurnHookName, PostTurnOutcomes[PostTurnHookName]]> => {
-          const run = { ...data, hook };
-          try {
-            const outcome = await postTurnHooks[hook](ctx, run);
-            this.metrics.hooks.inc({ hook, outcome });
-            return [hook, outcome];
-          } catch (err) {
-            this.metrics.hooks.inc({ hook, outcome: 'error' });
-            const unrecoverable = err instanceof UnrecoverableError;
-            this.logger[unrecoverable ? 'error' : 'warn'](
-              { err, turnId: data.turnId, tenantId: data.tenantId, hook, attempt: 1 },
-              unrecoverable
-                ? 'post-turn hook failed; no attempts left'
-                : 'post-turn hook failed; will retry on its own',
-            );
-            if (unrecoverable) {
-              await this.recordFailure(run, hook, 1, err);
-              return [hook, 'failed'];
-            }
-            await publish(this.postTurn, Jobs.postTurn, run, { delay: Jobs.postTurn.backoff.delay });
-            return [hook, 'retrying'];
+      hooks.map(async (hook): Promise<[PostTurnHookName, PostTurnOutcomes[PostTurnHookName]]> => {
+        const run = { ...data, hook };
+        try {
+          const outcome = await postTurnHooks[hook](ctx, run);
+          this.metrics.hooks.inc({ hook, outcome });
+          return [hook, outcome];
+        } catch (err) {
+          this.metrics.hooks.inc({ hook, outcome: 'error' });
+          const unrecoverable = err instanceof UnrecoverableError;
+          this.logger[unrecoverable ? 'error' : 'warn'](
+            { err, turnId: data.turnId, tenantId: data.tenantId, hook, attempt: 1 },
+            unrecoverable
+              ? 'post-turn hook failed; no attempts left'
+              : 'post-turn hook failed; will retry on its own',
+          );
+          if (unrecoverable) {
+            await this.recordFailure(run, hook, 1, err);
+            return [hook, 'failed'];
           }
-        },
-      ),
+          await publish(this.postTurn, Jobs.postTurn, run, { delay: Jobs.postTurn.backoff.delay });
+          return [hook, 'retrying'];
+        }
+      }),
     );
     return Object.fromEntries(entries);
   }

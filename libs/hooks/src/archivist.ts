@@ -20,7 +20,7 @@ import {
   type ProviderRegistry,
   type Usage,
 } from '@switchboard/providers';
-import { ACCUMULATE_DAILY_SPEND, join, json, sql, type SqlRunner } from '@switchboard/store';
+import { ACCUMULATE_DAILY_SPEND, join, json, sql, type Sql, type SqlRunner } from '@switchboard/store';
 import {
   claimHookRun,
   hookSpan,
@@ -28,7 +28,7 @@ import {
   loadTurnSnapshots,
   type TurnSnapshot,
 } from './archivist-snapshot';
-import type { HookContext, HookOutcome } from './context';
+import { OutsideSharedTransaction, type HookContext, type HookOutcome } from './context';
 import { saysNothingNew } from './nothing-new';
 
 export const ARCHIVIST_HOOK = 'archivist';
@@ -234,7 +234,11 @@ async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   if (snapshot.done) return { outcome: 'already_done', facts: 0 };
   const skip = config.mode === 'off' ? 'archivist_off' : skipReason(snapshot);
   if (skip) return recordSkip(ctx, snapshot, skip);
-  if (config.mode === 'every_turn') return distilTurns(ctx, [snapshot], snapshot.turnId);
+  if (config.mode === 'every_turn') {
+    // A model call must not hold the turn's shared hook transaction open: run on its own after it.
+    if (ctx.shared) throw new OutsideSharedTransaction(ARCHIVIST_HOOK);
+    return distilTurns(ctx, [snapshot], snapshot.turnId);
+  }
   // The deferral and the session's count of deferred turns, in one statement.
   const row = await ctx.sql.first<{ claimed: boolean; pending: number }>(sql`
     WITH ins AS (
@@ -377,24 +381,41 @@ async function claimTurns(
   snapshots: TurnSnapshot[],
   output: Record<string, unknown>,
 ): Promise<boolean> {
+  const deferred = snapshots.filter((s) => s.runStatus === 'deferred');
+  if (
+    deferred.length > 0 &&
+    (await tx.execute(settleDeferred(deferred, 'completed', output))) !== deferred.length
+  ) {
+    return false;
+  }
   for (const s of snapshots) {
-    const turnOutput = { ...output, turnStatus: s.status };
-    if (s.runStatus === 'deferred') {
-      const n = await tx.execute(sql`
-        UPDATE hook_runs SET status = 'completed', output = ${json(turnOutput)}::jsonb, completed_at = now()
-        WHERE turn_id = ${s.turnId}::uuid AND hook = ${ARCHIVIST_HOOK} AND status = 'deferred'`);
-      if (n !== 1) return false;
-    } else {
-      const claimed = await claimHookRun(tx, {
-        tenantId: s.tenantId,
-        turnId: s.turnId,
-        hook: ARCHIVIST_HOOK,
-        output: turnOutput,
-      });
-      if (!claimed) return false;
-    }
+    if (s.runStatus === 'deferred') continue;
+    const claimed = await claimHookRun(tx, {
+      tenantId: s.tenantId,
+      turnId: s.turnId,
+      hook: ARCHIVIST_HOOK,
+      output: { ...output, turnStatus: s.status },
+    });
+    if (!claimed) return false;
   }
   return true;
+}
+
+/**
+ * The deferred rows of `snapshots`' turns set to `status` (compared and set: a row no longer deferred
+ * is left alone), each with `output` and its turn's status, in one statement however many turns.
+ */
+function settleDeferred(
+  snapshots: TurnSnapshot[],
+  status: 'completed' | 'failed',
+  output: Record<string, unknown>,
+): Sql {
+  return sql`
+    UPDATE hook_runs h SET status = ${status},
+      output = ${json(output)}::jsonb || jsonb_build_object('turnStatus', d.turn_status), completed_at = now()
+    FROM unnest(${snapshots.map((s) => s.turnId)}::uuid[], ${snapshots.map((s) => s.status)}::text[])
+      AS d(turn_id, turn_status)
+    WHERE h.turn_id = d.turn_id AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'`;
 }
 
 function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
@@ -438,23 +459,18 @@ async function recordUnsupported(
   err: ArchivistError,
 ): Promise<ArchiveResult> {
   const output = { error: err.kind, message: err.message, model: ref };
-  let recorded = 0;
+  const deferred = snapshots.filter((s) => s.runStatus === 'deferred');
+  let recorded = deferred.length > 0 ? await ctx.sql.execute(settleDeferred(deferred, 'failed', output)) : 0;
   for (const s of snapshots) {
-    const turnOutput = { ...output, turnStatus: s.status };
-    recorded +=
-      s.runStatus === 'deferred'
-        ? await ctx.sql.execute(sql`
-            UPDATE hook_runs SET status = 'failed', output = ${json(turnOutput)}::jsonb, completed_at = now()
-            WHERE turn_id = ${s.turnId}::uuid AND hook = ${ARCHIVIST_HOOK} AND status = 'deferred'`)
-        : (await claimHookRun(ctx.sql, {
-              tenantId: s.tenantId,
-              turnId: s.turnId,
-              hook: ARCHIVIST_HOOK,
-              status: 'failed',
-              output: turnOutput,
-            }))
-          ? 1
-          : 0;
+    if (s.runStatus === 'deferred') continue;
+    const claimed = await claimHookRun(ctx.sql, {
+      tenantId: s.tenantId,
+      turnId: s.turnId,
+      hook: ARCHIVIST_HOOK,
+      status: 'failed',
+      output: { ...output, turnStatus: s.status },
+    });
+    if (claimed) recorded++;
   }
   if (recorded === 0) return { outcome: 'already_done', facts: 0 };
   throw new UnrecoverableError(err.message);

@@ -1,7 +1,7 @@
 import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
 import { ofTenant, sql } from '@switchboard/store';
 import { claimHookRun } from './archivist-snapshot';
-import type { HookContext } from './context';
+import { OutsideSharedTransaction, type HookContext } from './context';
 
 export const COMPLETION_WEBHOOK_HOOK = 'completion-webhook';
 
@@ -103,6 +103,8 @@ export async function runCompletionWebhook(
   if (!parseTenantSettings(row.settings).notifyUrl) {
     return (await record({ skipped: 'no_endpoint' })) ? 'skipped' : 'already_done';
   }
+  // The publish (a Redis round trip) is not held inside the turn's shared hook transaction.
+  if (ctx.shared) throw new OutsideSharedTransaction(COMPLETION_WEBHOOK_HOOK);
   if (!ctx.notify) throw new Error('the completion-webhook hook has no outbound-webhooks publisher');
   const webhookId = completionWebhookId(turn.id);
   await ctx.notify({

@@ -2,14 +2,23 @@ import type { OutboundWebhookJob, PostTurnJob } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides, ProviderRegistry } from '@switchboard/providers';
-import type { SqlDb } from '@switchboard/store';
+import type { SqlTransactor } from '@switchboard/store';
 import type { SnapshotCache } from './archivist-snapshot';
 
 /** What every post-turn hook receives: the hooks worker's connections and services. */
 export interface HookContext {
   db: Db;
-  /** The store over the same pg pool (`sqlDbFor(poolOf(db), 'hooks', metrics)`). */
-  sql: SqlDb;
+  /**
+   * The store over the same pg pool (`sqlDbFor(poolOf(db), 'hooks', metrics)`), or, when the turn's
+   * hooks run together (`shared`), their one open transaction (docs/adr/0039).
+   */
+  sql: SqlTransactor;
+  /**
+   * Set when `sql` is a transaction the job's other hooks share: a hook must not wait on anything
+   * slow inside it (a model call). It throws `OutsideSharedTransaction` before writing instead, and
+   * runs again on its own after that transaction commits.
+   */
+  shared?: boolean;
   logger: Logger;
   metrics: Metrics;
   /** Publishes a signed notification on `outbound-webhooks` (the completion-webhook hook's only output). */
@@ -35,4 +44,14 @@ export interface HookModels {
   defaultModel: string;
   /** The deployment's prices (MODEL_PRICES); a tenant's own `modelPrices` win by key. */
   prices?: PriceOverrides;
+}
+
+/**
+ * Thrown by a hook in a shared transaction (`ctx.shared`) before it writes anything, when its work
+ * would hold the transaction open on something slow: the job runs it again on its own afterwards.
+ */
+export class OutsideSharedTransaction extends Error {
+  constructor(readonly hook: string) {
+    super(`${hook} runs outside the shared transaction`);
+  }
 }

@@ -149,9 +149,10 @@ describe('runCostLog', () => {
     const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
     const wire = countPoolTransactions(pool);
     try {
+      const store = sqlDbFor(pool, 'hooks');
       const counted: HookContext = {
         db: prisma,
-        sql: sqlDbFor(pool, 'hooks'),
+        sql: store,
         logger,
         metrics: new Metrics('test'),
       };
@@ -160,7 +161,7 @@ describe('runCostLog', () => {
       expect(await runCostLog(counted, job(turnId))).toBe('already_done');
       expect(wire.transactions).toBe(2);
       expect(wire.statements).toHaveLength(2);
-      expect(counted.sql.counts).toEqual({ transactions: 2, statements: 2 });
+      expect(store.counts).toEqual({ transactions: 2, statements: 2 });
     } finally {
       await prisma.$disconnect();
     }

@@ -157,11 +157,29 @@ export interface SqlRunner {
 }
 
 /**
+ * A runner that can also open a transaction: the pool (`SqlDb`: BEGIN … COMMIT) or a transaction
+ * already open (`within`: the work joins it, so it commits or rolls back with the rest).
+ */
+export interface SqlTransactor extends SqlRunner {
+  transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
+}
+
+/** `tx` as a transactor whose `transaction` joins `tx` instead of opening another. */
+export function within(tx: SqlRunner): SqlTransactor {
+  return {
+    rows: (query) => tx.rows(query),
+    first: (query) => tx.first(query),
+    execute: (query) => tx.execute(query),
+    transaction: (fn) => fn(tx),
+  };
+}
+
+/**
  * The store's handle on a pg pool (the one Prisma's adapter uses, so both share its connections).
  * It counts what it sends: `transactions` committed (a statement outside a transaction is one) and
  * `statements` (BEGIN and COMMIT not included), for the per-turn budget and its metrics.
  */
-export class SqlDb implements SqlRunner {
+export class SqlDb implements SqlTransactor {
   readonly counts = { transactions: 0, statements: 0 };
 
   constructor(
