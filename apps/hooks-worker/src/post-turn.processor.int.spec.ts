@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
+import type { Prisma } from '@switchboard/database';
 import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { createRedis, jobOptions } from '@switchboard/queue';
 import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
@@ -100,7 +101,7 @@ describe('PostTurnProcessor', () => {
   });
 
   /** A completed turn with an input and an answer, of a new tenant with `settings`. */
-  async function endedTurn(name: string, settings: Record<string, unknown> = {}) {
+  async function endedTurn(name: string, settings: Prisma.InputJsonObject = {}) {
     const { tenantId, agentId } = await seedTenant(env.db, name);
     await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
     const sessionId = await seedSession(env.db, tenantId, agentId);
