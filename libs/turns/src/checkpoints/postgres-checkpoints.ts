@@ -147,20 +147,20 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     return result;
   }
 
+  /**
+   * A round waits for the next checkpoint (docs/adr/0010): the last round (no tool calls) for the
+   * finalisation; a round with tool calls for its calls' first commit — a side-effecting call's start
+   * (before it runs), else the first result — or the pause when a call awaits approval. A worker that
+   * dies before that commit leaves no trace of the round: the resumed turn asks the model again, as it
+   * always has for the last round.
+   */
   async recordRound(r: RoundRecord): Promise<void> {
     const writes = roundWrites(this.turn, r, this.nextPosition++);
-    const committed = () => {
+    this.deferred = withDeferred(this.deferred, writes);
+    this.afterDeferred.push(() => {
       this.observed.attempts(r.attempts);
       this.observed.unpriced(r.provider, r.model, r.costSource);
-    };
-    if (r.response.toolCalls.length === 0) {
-      // The last round: nothing follows it but the finalisation, which commits it (docs/adr/0010).
-      this.deferred = withDeferred(this.deferred, writes);
-      this.afterDeferred.push(committed);
-      return;
-    }
-    await this.commit('round', this.events.take(), writes);
-    committed();
+    });
   }
 
   async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
