@@ -28,7 +28,7 @@ export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Prom
       : undefined;
   const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancelReason);
   try {
-    await afterCommit(ctx, outcome);
+    await afterCommit(ctx, outcome, committed);
   } finally {
     // Waiting clients hear of the end now, with what the finalisation steps recorded in place.
     ctx.checkpoints.publishFinal();
@@ -42,7 +42,11 @@ export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Prom
 }
 
 /** After the essential commit: the parent hears of its child, the metrics, the finalisation steps. */
-async function afterCommit(ctx: TurnContext, outcome: TurnOutcome): Promise<void> {
+async function afterCommit(
+  ctx: TurnContext,
+  outcome: TurnOutcome,
+  committed: CheckpointResult,
+): Promise<void> {
   const { r, turn, span } = ctx;
   // The child's task ended in that statement; its parent hears of it (and resumes) now.
   await handBack(r, turn);
@@ -70,7 +74,7 @@ async function afterCommit(ctx: TurnContext, outcome: TurnOutcome): Promise<void
   });
   const ended = { ...turn, status: outcome.status };
   for (const step of r.finalisationSteps ?? []) {
-    await isolated(r, turn, step.name, () => step.run(ended, outcome));
+    await isolated(r, turn, step.name, () => step.run(ended, outcome, committed));
   }
 }
 

@@ -1,5 +1,5 @@
 import { Worker, type Job } from 'bullmq';
-import { Jobs, QueueName } from '@switchboard/contracts';
+import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { createDatabase, type Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import { Metrics } from '@switchboard/observability';
@@ -134,9 +134,29 @@ describe('the turn hot path', () => {
     ]);
     expect(events.at(-1)!.data).toMatchObject({ costUsd: turn.costUsd.toFixed(8) });
     expect(turn.decision).toMatchObject({ strategy: 'tool_assisted', tools: ['word_count'] });
+    // The plain closure (no work item, an awake agent) went with the turn's end (docs/adr/0031).
+    expect(turn.closure).toEqual({ outcome: 'completed', workItemId: null, runtimePosture: 'awake' });
     const session = await env.db.session.findUniqueOrThrow({ where: { id: sessionId } });
     expect(session).toMatchObject({ leaseToken: null, inputTokens: 20, outputTokens: 10 });
     expect(session.systemPrompt).toContain('word_count');
+  });
+
+  it('leaves the closure of a turn whose agent has open work to the work-activation step', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'open-work', {
+      model: 'instant/m',
+      tools: ['word_count'],
+    });
+    await env.db.workItem.create({
+      data: { id: newId(), tenantId, agentId, objective: 'y', createdBy: 'operator' },
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const { turnId } = await admit(tenantId, sessionId, 'count a b c');
+    const metrics = new Metrics('open-work');
+    expect(
+      await runner(env.db, metrics, 'open-work').handle({ turnId, sessionId, tenantId, trace: {} }),
+    ).toBe('done');
+    const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+    expect(turn).toMatchObject({ status: 'completed', closure: null });
   });
 
   it('completes a busy session’s jobs at once and still runs every turn admitted into it, in order', async () => {

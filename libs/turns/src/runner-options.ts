@@ -4,7 +4,7 @@ import type { StopHook, TurnEngine, TurnOutcome } from '@switchboard/engine';
 import type { LivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides } from '@switchboard/providers';
-import type { TurnRow, TurnStore } from '@switchboard/store';
+import type { CheckpointResult, TurnRow, TurnStore } from '@switchboard/store';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
 
 export interface TurnRunnerOptions {
@@ -85,7 +85,8 @@ export interface TaskWaits {
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */
 export interface FinalisationStep {
   name: string;
-  run(turn: TurnRow, outcome: TurnOutcome): Promise<void>;
+  /** `committed`: the essential finalisation's answer (its `closure` says what the turn's end recorded). */
+  run(turn: TurnRow, outcome: TurnOutcome, committed: CheckpointResult): Promise<void>;
 }
 
 /**

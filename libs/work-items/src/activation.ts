@@ -346,7 +346,13 @@ export async function activateIdleAgents(deps: ActivationDeps, limit = 200): Pro
 export function workActivationStep(db: Db, workQueue: Queue) {
   return {
     name: 'work-activation',
-    async run(turn: { id: string; tenantId: string; agentId: string; sessionId: string }): Promise<void> {
+    async run(
+      turn: { id: string; tenantId: string; agentId: string; sessionId: string },
+      _outcome?: unknown,
+      committed?: { closure?: unknown },
+    ): Promise<void> {
+      // The turn's end recorded the plain closure: no work item, no sleep, nothing to ask a pass for.
+      if (committed?.closure) return;
       // The closure's read also says whether the agent has open work or a timed sleep.
       const recorded = await recordClosure(db, turn);
       if (!recorded?.hasWork) return;

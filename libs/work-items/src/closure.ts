@@ -1,5 +1,6 @@
 import { EventType } from '@switchboard/contracts';
 import { appendEvents, type Db } from '@switchboard/database';
+import { json, ofTenant, PLAIN_CLOSURE, plainClosureHolds, sql } from '@switchboard/store';
 import { ASLEEP_TEXT } from './lifecycle';
 
 /**
@@ -92,40 +93,28 @@ async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<C
   return row;
 }
 
-/** What `decideClosure` answers for an active, awake agent with no work items: the common case. */
-const PLAIN = {
-  completed: { workItemId: null, runtimePosture: 'awake', outcome: 'completed' },
-  failed: { workItemId: null, runtimePosture: 'awake', outcome: 'failed' },
-} as const satisfies Record<string, ClosureDecision>;
-
 /**
- * The common case in one statement (no read before the write): the turn is bound to no item, and its
- * agent is active, has never gone to sleep and has no current or open work item — then the decision
- * can only be `PLAIN` (completed, or failed for a failed or cancelled turn) and there is no work to
- * ask a pass for. Anything else (or a closure already recorded) updates nothing and takes the full path.
+ * The common case in one statement (no read before the write), when the turn's end did not record it
+ * already (a turn ended by another path, or a step run again): the plain closure of libs/store
+ * (`PLAIN_CLOSURE`, `plainClosureHolds`) — completed, or failed for a failed or cancelled turn, and no
+ * work to ask a pass for. Anything else (or a closure already recorded) updates nothing and takes the
+ * full path.
  */
 async function recordPlainClosure(
   db: Db,
   turn: { id: string; tenantId: string },
 ): Promise<ClosureDecision | undefined> {
-  const [row] = await db.$queryRawUnsafe<{ status: string }[]>(
-    `
-    UPDATE turns t SET closure = CASE WHEN t.status IN ('failed', 'cancelled') THEN $3::jsonb ELSE $4::jsonb END
-    FROM agents a
-    WHERE t.id = $1::uuid AND (t.tenant_id = $2::uuid) IS TRUE AND t.closure IS NULL
-      AND a.id = t.agent_id AND a.tenant_id = t.tenant_id
-      AND t.work_item_id IS NULL AND a.current_work_item_id IS NULL AND a.lifecycle = 'active'
-      AND a.asleep_at IS NULL AND a.sleeping_until IS NULL
-      AND NOT EXISTS (SELECT 1 FROM work_items o WHERE o.tenant_id = a.tenant_id AND o.agent_id = a.id
-        AND o.state = 'open')
-    RETURNING t.status`,
-    turn.id,
-    turn.tenantId,
-    JSON.stringify(PLAIN.failed),
-    JSON.stringify(PLAIN.completed),
-  );
+  const { text, values } = sql`
+    UPDATE turns t SET closure = CASE WHEN t.status IN ('failed', 'cancelled')
+      THEN ${json(PLAIN_CLOSURE.failed)}::jsonb ELSE ${json(PLAIN_CLOSURE.completed)}::jsonb END
+    WHERE t.id = ${turn.id}::uuid AND ${ofTenant('t.tenant_id', turn.tenantId)} AND t.closure IS NULL
+      AND ${plainClosureHolds(sql`t`)}
+    RETURNING t.status`.toQuery();
+  const [row] = await db.$queryRawUnsafe<{ status: string }[]>(text, ...values);
   if (!row) return undefined;
-  return row.status === 'failed' || row.status === 'cancelled' ? { ...PLAIN.failed } : { ...PLAIN.completed };
+  return row.status === 'failed' || row.status === 'cancelled'
+    ? { ...PLAIN_CLOSURE.failed }
+    : { ...PLAIN_CLOSURE.completed };
 }
 
 /**

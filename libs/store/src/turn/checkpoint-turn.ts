@@ -1,4 +1,5 @@
 import { join, json, sql, type Sql } from '../sql';
+import { plainClosureSet } from './plain-closure';
 import type { WaitingStatus } from './statuses';
 
 /** The checkpoint's turn update `t` (docs/adr/0010): counters, usage, attempts, and the turn's end or wait. */
@@ -60,7 +61,10 @@ function combinedCostStatus(usage: TurnUsage | undefined): Sql {
     : sql`turns.cost_status`;
 }
 
-/** The turn's end: status, counts, failure, cost status and the decision record (its tools read from `tool_calls`). */
+/**
+ * The turn's end: status, counts, failure, cost status, the decision record (its tools read from
+ * `tool_calls`) and, when it can only be plain, the closure decision (docs/adr/0031).
+ */
 function endSet(turnId: string, changes: TurnChanges, end: TurnEnd): Sql {
   const d = end.decision;
   return sql`status = ${end.status}, stop_reason = ${end.stopReason}, final_text = ${end.finalText},
@@ -74,7 +78,8 @@ function endSet(turnId: string, changes: TurnChanges, end: TurnEnd): Sql {
                 WHERE turn_id = ${turnId}::uuid),
       'iterations', ${d.iterations}::int,
       'toolCalls', ${d.toolCalls}::int,
-      'stopReason', ${d.stopReason}::text)`;
+      'stopReason', ${d.stopReason}::text),
+    ${plainClosureSet(end.status)}`;
 }
 
 function turnSets(turnId: string, changes: TurnChanges | undefined): Sql[] {
@@ -106,7 +111,7 @@ export function turnCte(turnId: string, changes: TurnChanges | undefined, costOu
     return sql`t AS (
       UPDATE turns SET ${join(sets)}
       WHERE turns.id = ${turnId}::uuid AND EXISTS (SELECT 1 FROM s)
-      RETURNING turns.cost_usd)`;
+      RETURNING turns.cost_usd, turns.closure)`;
   }
   if (costOut) return sql`t AS (SELECT cost_usd FROM turns WHERE id = ${turnId}::uuid)`;
   return undefined;

@@ -65,6 +65,11 @@ export interface CheckpointResult {
    * start, so the holder gives the session back instead of running the session's next turn.
    */
   contended?: boolean;
+  /**
+   * Read by a checkpoint that ends the turn: the closure decision the turn's end recorded (the plain
+   * one, docs/adr/0031), or null when the work-activation step decides it after the commit.
+   */
+  closure?: unknown;
 }
 
 interface CheckpointRow {
@@ -75,6 +80,7 @@ interface CheckpointRow {
   cancel_requested: boolean | null;
   events?: CommittedEvent[] | null;
   contended?: boolean;
+  closure?: unknown;
 }
 
 /** What every checkpoint reads back: applied, released, the kill switch, the cap, a cancel; its events when asked. */
@@ -84,7 +90,7 @@ function resultColumns(w: CheckpointWrites): Sql {
     (SELECT ${tenantCapUsd(sql`tn`, sql`${w.turnId}::uuid`)} FROM tenants tn
       WHERE tn.id = ${w.tenantId}::uuid) AS tenant_cap_usd,
     (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${w.turnId}::uuid) AS cancel_requested
-    ${w.turn?.end ? sql`, ${OTHER_TENANT_QUEUED(sql`${w.tenantId}::uuid`)} AS contended` : sql``}
+    ${w.turn?.end ? sql`, ${OTHER_TENANT_QUEUED(sql`${w.tenantId}::uuid`)} AS contended, (SELECT closure FROM t) AS closure` : sql``}
     ${w.returnEvents && w.events.length > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
 }
 
@@ -117,7 +123,7 @@ export async function commitCheckpoint(runner: SqlRunner, w: CheckpointWrites): 
     tenantCapUsd: row?.tenant_cap_usd == null ? undefined : Number(row.tenant_cap_usd),
     cancelRequested: !!row?.cancel_requested,
     ...(w.returnEvents ? { events: row?.events ?? [] } : {}),
-    ...(w.turn?.end ? { contended: !!row?.contended } : {}),
+    ...(w.turn?.end ? { contended: !!row?.contended, closure: row?.closure ?? null } : {}),
   };
 }
 
