@@ -169,6 +169,11 @@ export interface ArchivistCall {
  * that finds its turns taken by another run keeps nothing but still books its calls' spend.
  */
 export async function runArchivist(ctx: HookContext, job: PostTurnJob): Promise<HookOutcome> {
+  // A model call must not hold the turn's shared hook transaction open: decided before the hook's
+  // span opens (the snapshot read is the job's shared one), so the run after it is the only span.
+  if (ctx.shared && !job.sessionId && (await distilsNow(ctx, job))) {
+    throw new OutsideSharedTransaction(ARCHIVIST_HOOK);
+  }
   const result = await hookSpan(ARCHIVIST_HOOK, job, async (span) => {
     const started = Date.now();
     const r = job.sessionId ? await runSession(ctx, job, job.sessionId) : await runTurn(ctx, job);
@@ -219,6 +224,17 @@ export function archivistSessionDedup(sessionId: string): {
 /** At most this many deferred turns go into one distillation (a longer backlog takes more runs). */
 export const ARCHIVIST_MAX_BATCH = 20;
 
+/** Whether the per-turn job would distil now (`every_turn`, not yet done): a model call. */
+async function distilsNow(ctx: HookContext, job: PostTurnJob): Promise<boolean> {
+  const snapshot = await loadTurnSnapshot(ctx.sql, job, ARCHIVIST_HOOK, ctx.snapshots);
+  if (!snapshot || snapshot.done || snapshot.runStatus === 'deferred') return false;
+  const config = resolveArchivistSettings(
+    parseTenantSettings(snapshot.settings).archivist,
+    snapshot.agentArchivist,
+  );
+  return config.mode === 'every_turn';
+}
+
 /** The per-turn job: skip, distil now (`every_turn`), or defer to the session's distillation. */
 async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResult> {
   const snapshot = await loadTurnSnapshot(ctx.sql, job, ARCHIVIST_HOOK, ctx.snapshots);
@@ -234,11 +250,7 @@ async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   if (snapshot.done) return { outcome: 'already_done', facts: 0 };
   const skip = config.mode === 'off' ? 'archivist_off' : skipReason(snapshot);
   if (skip) return recordSkip(ctx, snapshot, skip);
-  if (config.mode === 'every_turn') {
-    // A model call must not hold the turn's shared hook transaction open: run on its own after it.
-    if (ctx.shared) throw new OutsideSharedTransaction(ARCHIVIST_HOOK);
-    return distilTurns(ctx, [snapshot], snapshot.turnId);
-  }
+  if (config.mode === 'every_turn') return distilTurns(ctx, [snapshot], snapshot.turnId);
   // The deferral and the session's count of deferred turns, in one statement.
   const row = await ctx.sql.first<{ claimed: boolean; pending: number }>(sql`
     WITH ins AS (
