@@ -248,10 +248,10 @@ export async function claimHookRun(
   },
 ): Promise<boolean> {
   const inserted = await tx.execute(sql`
-    INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook},
+    INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, sb_uuid7_time(${run.turnId}::uuid), ${run.hook},
       ${run.status ?? 'completed'}, ${json(run.output)}::jsonb, now())
-    ON CONFLICT (turn_id, hook) DO NOTHING
+    ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
   `);
   return inserted === 1;
 }

@@ -72,11 +72,11 @@ export async function runCompletionWebhook(
       WHERE id = ${job.tenantId}::uuid AND jsonb_typeof(settings -> 'notifyUrl') = 'string'
     ),
     ins AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-      SELECT ${newId()}::uuid, t.tenant_id, t.id, ${COMPLETION_WEBHOOK_HOOK}, 'completed',
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      SELECT ${newId()}::uuid, t.tenant_id, t.id, sb_uuid7_time(t.id), ${COMPLETION_WEBHOOK_HOOK}, 'completed',
         jsonb_build_object('skipped', 'no_endpoint', 'turnStatus', t.status), now()
       FROM t WHERE NOT EXISTS (SELECT 1 FROM done) AND NOT EXISTS (SELECT 1 FROM tn)
-      ON CONFLICT (turn_id, hook) DO NOTHING
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     )
     SELECT EXISTS (SELECT 1 FROM done) AS done, t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
