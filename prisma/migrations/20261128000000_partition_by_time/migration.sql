@@ -176,71 +176,141 @@ BEGIN
 END
 $$;
 
--- pg_partman when this database has it or may create it (a superuser, or the extension created
--- beforehand by scripts/partman.sh install): weekly children from the oldest row's week (at most two
--- years back: older rows stay in the default partition), four weeks made ahead, children always made
--- ahead of now (infinite_time_partitions) and no retention (PARTITION_RETENTION sets it, ADR 0044).
--- Otherwise a DEFAULT partition per parent holds every row.
-DO $$
+-- Registers each of the four parents with pg_partman when this database has it and it has not been
+-- registered yet: weekly children from the oldest row's week (at most two years back, older rows stay
+-- in the default partition), four weeks made ahead, children always made ahead of now
+-- (infinite_time_partitions), detached rather than dropped by a retention (retention_keep_table), and
+-- the per-partition unique keys on pg_partman's template table so new children are born with them. The
+-- rows of a parent's default partition are moved into the children: its old default is detached, the
+-- parent registered, the rows inserted again (one transaction, so run it in a quiet moment on a big
+-- table). Without pg_partman, each parent gets a DEFAULT partition that holds every row. Safe to call
+-- again (scripts/partman.sh install calls it after creating the extension). Returns the parents registered.
+CREATE FUNCTION "sb_partition_register"() RETURNS integer
+LANGUAGE plpgsql AS $$
 DECLARE
-  has_partman boolean := EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_partman');
+  ns text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+              WHERE e.extname = 'pg_partman');
   t record;
+  registered boolean;
+  old_default text;
   oldest timestamptz;
-  ns text;
   template text;
+  made integer := 0;
 BEGIN
-  IF NOT has_partman AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_partman') THEN
+  FOR t IN SELECT * FROM (VALUES
+      ('events', 'created_at', ARRAY['session_id, seq']),
+      ('messages', 'created_at', ARRAY['session_id, turn_seq, "position"', 'session_id, idempotency_key']),
+      ('ledger_entries', 'turn_at', ARRAY[]::text[]),
+      ('hook_runs', 'turn_at', ARRAY[]::text[])) AS v(name, control, uniques)
+  LOOP
+    IF ns IS NULL THEN
+      IF NOT EXISTS (SELECT 1 FROM pg_partition_tree(t.name::regclass) WHERE isleaf) THEN
+        EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', t.name || '_default', t.name);
+      END IF;
+      CONTINUE;
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.part_config WHERE parent_table = %L)', ns, 'public.' || t.name)
+      INTO registered;
+    CONTINUE WHEN registered;
+    old_default := (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                    WHERE i.inhparent = t.name::regclass AND pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT');
+    IF old_default IS NOT NULL THEN
+      EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', t.name, old_default);
+      EXECUTE format('ALTER TABLE %I RENAME TO %I', old_default, t.name || '_unregistered');
+      old_default := t.name || '_unregistered';
+      EXECUTE format('SELECT min(%I) FROM %I WHERE %I > %L', t.control, old_default, t.control, 'epoch')
+        INTO oldest;
+    ELSE
+      oldest := NULL;
+    END IF;
+    oldest := CASE WHEN oldest IS NOT NULL THEN greatest(oldest, now() - interval '2 years') END;
+    EXECUTE format(
+      'SELECT %I.create_parent(p_parent_table := %L, p_control := %L, p_type := %L, p_interval := %L, '
+      'p_premake := 4, p_start_partition := %L, p_jobmon := false)',
+      ns, 'public.' || t.name, t.control, 'native', 'weekly',
+      CASE WHEN oldest < now() - interval '4 weeks' THEN to_char(oldest, 'YYYY-MM-DD HH24:MI:SSOF') END);
+    EXECUTE format('UPDATE %I.part_config SET infinite_time_partitions = true, retention_keep_table = true '
+      'WHERE parent_table = %L RETURNING template_table', ns, 'public.' || t.name) INTO template;
+    FOR i IN 1 .. coalesce(array_length(t.uniques, 1), 0) LOOP
+      EXECUTE format('CREATE UNIQUE INDEX ON %s (%s)', template, t.uniques[i]);
+    END LOOP;
+    IF old_default IS NOT NULL THEN
+      EXECUTE format('INSERT INTO %I SELECT * FROM %I', t.name, old_default);
+      EXECUTE format('DROP TABLE %I', old_default);
+    END IF;
+    made := made + 1;
+  END LOOP;
+  PERFORM "sb_partition_keys"();
+  RETURN made;
+END
+$$;
+
+-- One pass of partition upkeep, run by the harness' `partitions` maintenance task (about hourly) and by
+-- scripts/partman.sh maintain: under a transaction-scoped advisory lock (one caller at a time, whatever
+-- pools or bouncers are between), sets the retention of the four parents (NULL: keep everything; else
+-- a Postgres interval, e.g. '90 days': children wholly older are detached, kept as tables, for an
+-- operator to archive and drop), runs pg_partman's maintenance (children made ahead, old ones retired)
+-- and makes the per-partition unique keys any child lacks. Without pg_partman it only does the last.
+-- Returns what it did as JSON: {ran, reason?, partitions, created, detached, keys}.
+CREATE FUNCTION "sb_partition_maintenance"(p_retention text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  ns text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+              WHERE e.extname = 'pg_partman');
+  parents regclass[] := ARRAY['events', 'messages', 'ledger_entries', 'hook_runs']::regclass[];
+  before oid[];
+  after oid[];
+  keys integer;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(hashtext('sb_partition_maintenance')) THEN
+    RETURN jsonb_build_object('ran', false, 'reason', 'locked');
+  END IF;
+  IF ns IS NULL THEN
+    keys := "sb_partition_keys"();
+    RETURN jsonb_build_object('ran', false, 'reason', 'no_partman', 'keys', keys);
+  END IF;
+  PERFORM "sb_partition_register"();
+  SELECT array_agg(t.relid) INTO before FROM unnest(parents) p, pg_partition_tree(p) t WHERE t.isleaf;
+  EXECUTE format('UPDATE %I.part_config SET retention = %L, retention_keep_table = true '
+    'WHERE parent_table IN (%L, %L, %L, %L) AND (retention IS DISTINCT FROM %L OR NOT retention_keep_table)',
+    ns, p_retention, 'public.events', 'public.messages', 'public.ledger_entries', 'public.hook_runs', p_retention);
+  EXECUTE format('SELECT %I.run_maintenance(p_analyze := false)', ns);
+  keys := "sb_partition_keys"();
+  SELECT array_agg(t.relid) INTO after FROM unnest(parents) p, pg_partition_tree(p) t WHERE t.isleaf;
+  RETURN jsonb_build_object('ran', true, 'partitions', cardinality(after),
+    'created', (SELECT count(*) FROM unnest(after) a WHERE a <> ALL (before)),
+    'detached', (SELECT count(*) FROM unnest(before) b WHERE b <> ALL (after)),
+    'keys', keys);
+END
+$$;
+
+-- pg_partman when this database has it or may create it (a superuser, or the extension created
+-- beforehand by scripts/partman.sh install), else the default partitions, with a NOTICE.
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_partman')
+     AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_partman') THEN
     BEGIN
       CREATE SCHEMA IF NOT EXISTS partman;
       CREATE EXTENSION pg_partman SCHEMA partman;
-      has_partman := true;
     EXCEPTION WHEN insufficient_privilege THEN
       RAISE NOTICE 'pg_partman is available but % may not create it: run scripts/partman.sh install', current_user;
     END;
   END IF;
-
-  IF NOT has_partman THEN
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_partman') THEN
     RAISE NOTICE 'pg_partman is not installed: events, messages, ledger_entries and hook_runs keep every row in their DEFAULT partition until it is (scripts/partman.sh install, ADR 0044)';
-    CREATE TABLE "events_default" PARTITION OF "events" DEFAULT;
-    CREATE TABLE "messages_default" PARTITION OF "messages" DEFAULT;
-    CREATE TABLE "ledger_entries_default" PARTITION OF "ledger_entries" DEFAULT;
-    CREATE TABLE "hook_runs_default" PARTITION OF "hook_runs" DEFAULT;
-    RETURN;
   END IF;
-
-  ns := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_partman');
-  FOR t IN SELECT * FROM (VALUES
-      ('events', 'created_at', (SELECT min(created_at) FROM "events_unpartitioned")),
-      ('messages', 'created_at', (SELECT min(created_at) FROM "messages_unpartitioned")),
-      ('ledger_entries', 'turn_at',
-        (SELECT min(sb_uuid7_time(turn_id)) FROM "ledger_entries_unpartitioned" WHERE sb_uuid7_time(turn_id) > 'epoch')),
-      ('hook_runs', 'turn_at',
-        (SELECT min(sb_uuid7_time(turn_id)) FROM "hook_runs_unpartitioned" WHERE sb_uuid7_time(turn_id) > 'epoch'))
-    ) AS v(name, control, oldest)
-  LOOP
-    oldest := CASE WHEN t.oldest IS NOT NULL THEN greatest(t.oldest, now() - interval '2 years') END;
-    EXECUTE format(
-      'SELECT %I.create_parent(p_parent_table := %L, p_control := %L, p_type := ''native'', p_interval := ''weekly'', p_premake := 4, p_start_partition := %L, p_jobmon := false)',
-      ns, 'public.' || t.name, t.control,
-      CASE WHEN oldest < now() - interval '4 weeks' THEN to_char(oldest, 'YYYY-MM-DD HH24:MI:SSOF') END);
-  END LOOP;
-  EXECUTE format('UPDATE %I.part_config SET infinite_time_partitions = true, retention_keep_table = true WHERE parent_table IN (''public.events'', ''public.messages'', ''public.ledger_entries'', ''public.hook_runs'')', ns);
-  -- New children get the per-partition unique keys from pg_partman's template tables.
-  FOR t IN SELECT * FROM (VALUES
-      ('events', 'session_id, seq'),
-      ('messages', 'session_id, turn_seq, "position"'),
-      ('messages', 'session_id, idempotency_key')) AS v(name, cols)
-  LOOP
-    EXECUTE format('SELECT template_table FROM %I.part_config WHERE parent_table = %L', ns, 'public.' || t.name)
-      INTO template;
-    EXECUTE format('CREATE UNIQUE INDEX ON %s (%s)', template, t.cols);
-  END LOOP;
 END
 $$;
 
-SELECT "sb_partition_keys"();
+-- Every row into the default partitions first, then registered with pg_partman (which moves them into
+-- the children) or left there.
+CREATE TABLE "events_default" PARTITION OF "events" DEFAULT;
+CREATE TABLE "messages_default" PARTITION OF "messages" DEFAULT;
+CREATE TABLE "ledger_entries_default" PARTITION OF "ledger_entries" DEFAULT;
+CREATE TABLE "hook_runs_default" PARTITION OF "hook_runs" DEFAULT;
 
--- The rows, routed to their children (or the default partition).
+-- The rows.
 INSERT INTO "events" ("id", "tenant_id", "session_id", "turn_id", "seq", "type", "data", "created_at")
 SELECT "id", "tenant_id", "session_id", "turn_id", "seq", "type", "data", "created_at" FROM "events_unpartitioned";
 INSERT INTO "messages" ("id", "tenant_id", "agent_id", "session_id", "turn_id", "turn_seq", "position", "role", "kind",
@@ -261,6 +331,8 @@ INSERT INTO "hook_runs" ("id", "tenant_id", "turn_id", "turn_at", "hook", "statu
   "created_at", "completed_at")
 SELECT "id", "tenant_id", "turn_id", sb_uuid7_time("turn_id"), "hook", "status", "output", "attempts",
   "created_at", "completed_at" FROM "hook_runs_unpartitioned";
+
+SELECT "sb_partition_register"();
 
 DROP TABLE "events_unpartitioned";
 DROP TABLE "messages_unpartitioned";
