@@ -59,6 +59,7 @@ export async function runCompletionWebhook(
   const row = await ctx.sql.first<CompletionRow>(sql`
     WITH done AS (
       SELECT 1 FROM hook_runs WHERE turn_id = ${job.turnId}::uuid AND hook = ${COMPLETION_WEBHOOK_HOOK}
+        AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
     ),
     t AS (
       SELECT id, tenant_id, session_id, agent_id, status, stop_reason, final_text, input_tokens,
