@@ -250,7 +250,8 @@ $$;
 -- pools or bouncers are between), sets the retention of the four parents (NULL: keep everything; else
 -- a Postgres interval, e.g. '90 days': children wholly older are detached, kept as tables, for an
 -- operator to archive and drop), runs pg_partman's maintenance (children made ahead, old ones retired)
--- and makes the per-partition unique keys any child lacks. Without pg_partman it only does the last.
+-- and makes the per-partition unique keys any child lacks, waiting at most 2 s for a table lock. Without
+-- pg_partman it only does the last.
 -- Returns what it did as JSON: {ran, reason?, partitions, created, detached, keys}.
 CREATE FUNCTION "sb_partition_maintenance"(p_retention text) RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -265,6 +266,9 @@ BEGIN
   IF NOT pg_try_advisory_xact_lock(hashtext('sb_partition_maintenance')) THEN
     RETURN jsonb_build_object('ran', false, 'reason', 'locked');
   END IF;
+  -- Making or detaching a child locks its parent exclusively: behind a long transaction that request
+  -- would queue every insert of the table behind it. Give up after 2 s instead (the next pass retries).
+  PERFORM set_config('lock_timeout', '2s', true);
   IF ns IS NULL THEN
     keys := "sb_partition_keys"();
     RETURN jsonb_build_object('ran', false, 'reason', 'no_partman', 'keys', keys);
