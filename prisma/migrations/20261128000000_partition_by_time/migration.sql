@@ -11,11 +11,12 @@
 -- (sb_partition_keys() below), since the values come from the session row's counters under its lock
 -- and the admission's advisory lock, not from ON CONFLICT.
 --
--- With pg_partman (Debian's postgresql-15-partman: scripts/partman.sh install) available to this
--- database, the four parents are registered with it (weekly children, four made ahead) before the
--- rows are copied, so rows land in real children: without it, each parent has only its DEFAULT
--- partition, which holds every row (a NOTICE says so). Run `scripts/partman.sh install` and the
--- harness' `partitions` maintenance task does the rest later (ADR 0044).
+-- The rows are copied into each parent's DEFAULT partition. With pg_partman (Debian's
+-- postgresql-15-partman: scripts/partman.sh install) available to this database, the four parents are
+-- then registered with it (weekly children from the oldest row's week, four made ahead) and the rows
+-- moved into the children (sb_partition_register(), the same path `scripts/partman.sh install` takes
+-- later). Without it every row stays in the DEFAULT partition (a NOTICE says so). The harness'
+-- `partitions` maintenance task keeps the children coming (ADR 0044).
 
 -- The millisecond timestamp of a UUIDv7 (RFC 9562: its first 48 bits): 'epoch' for any other version,
 -- so the value is a pure function of the id (IMMUTABLE, usable as a partition key every retry agrees on).
