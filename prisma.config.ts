@@ -24,13 +24,39 @@ ResultProto.addFields = function (this: unknown, fields: FieldDescription[]) {
 
 const databaseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/switchboard';
 
+// Upstream: the pg adapter's executeScript (which applies a migration) splits the script on every `;`,
+// inside comments and `$$` bodies too, and runs the pieces one by one, so a migration with a PL/pgSQL
+// function or DO block cannot apply (20261128000000_partition_by_time has both), and one that fails
+// half-way stays half-applied. Sent whole, Postgres' simple query protocol parses it as psql would and
+// runs it as one implicit transaction: a migration applies entirely or not at all. (No migration may use
+// a statement that cannot run in a transaction block, e.g. CREATE INDEX CONCURRENTLY.) CLI only.
+type ScriptAdapter = {
+  client: { query(sql: string): Promise<unknown> };
+  onError(err: unknown): never;
+  executeScript(script: string): Promise<void>;
+};
+class WholeScriptPg extends PrismaPg {
+  override async connect() {
+    const adapter = await super.connect();
+    const a = adapter as unknown as ScriptAdapter;
+    a.executeScript = async (script: string) => {
+      try {
+        await a.client.query(script);
+      } catch (err) {
+        a.onError(err);
+      }
+    };
+    return adapter;
+  }
+}
+
 export default defineConfig({
   experimental: { adapter: true },
   engine: 'js',
   schema: path.join('prisma', 'schema.prisma'),
   migrations: { path: path.join('prisma', 'migrations') },
   adapter: async () =>
-    new PrismaPg(
+    new WholeScriptPg(
       new pg.Pool({ connectionString: databaseUrl, idleTimeoutMillis: 50, allowExitOnIdle: true }),
     ),
 });

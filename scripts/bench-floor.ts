@@ -104,9 +104,10 @@ const SQL = {
              SELECT $3, tenant_id, agent_id, $1, $2, last_turn_seq, 3, 'assistant', 'message', $7::jsonb,
                     'trusted', 'agent', jsonb_build_object('text', $4::text) FROM s, t RETURNING id),
            l AS (
-             INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
+             INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, turn_at, key, provider, model,
                                          input_tokens, output_tokens, cost_usd, cost_source)
-             SELECT $5::uuid, tenant_id, agent_id, $1, $2, $5::uuid::text, 'scripted', 'scripted', 60, 20, 0.0001, 'table'
+             SELECT $5::uuid, tenant_id, agent_id, $1, $2, sb_uuid7_time($2::uuid), $5::uuid::text, 'scripted', 'scripted',
+                    60, 20, 0.0001, 'table'
                FROM s, m RETURNING id)
            INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
            SELECT ($6::uuid[])[i], tenant_id, $1, $2, last_event_seq - 2 + i,

@@ -532,7 +532,10 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       async storage() {
         const tables = ['messages', 'events', 'turns', 'tool_calls', 'ledger_entries', 'hook_runs'];
         const r = await admin.query<{ t: string; n: string }>(
-          'SELECT t, pg_total_relation_size(t::regclass)::text AS n FROM unnest($1::text[]) AS t',
+          // A partitioned table (ADR 0044) is the sum of its partitions; a plain one is its own tree.
+          `SELECT t, coalesce((SELECT sum(pg_total_relation_size(p.relid)) FROM pg_partition_tree(t::regclass) p),
+               pg_total_relation_size(t::regclass))::text AS n
+             FROM unnest($1::text[]) AS t`,
           [tables],
         );
         const turns = await admin.query<{ n: string }>('SELECT count(*)::text AS n FROM turns');

@@ -53,3 +53,16 @@ ensure_pgbouncer() {
     scripts/pgbouncer.sh install || echo "PgBouncer not installed: test/e2e/pgbouncer.e2e.spec.ts will skip"
   fi
 }
+
+# pg_partman for the partitioned tables (ADR 0044): installed when missing and this runs as root with
+# apt-get, before the test template database is migrated (the migration registers the tables with it).
+# Failing to install fails nothing: the tables keep their rows in a DEFAULT partition and
+# libs/store/src/partitions.int.spec.ts skips its pg_partman cases.
+ensure_partman() {
+  if [ ! -f "/usr/share/postgresql/$(ls /etc/postgresql 2>/dev/null | head -1)/extension/pg_partman.control" ] &&
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ -d /etc/postgresql ]; then
+    step "install pg_partman"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "postgresql-$(ls /etc/postgresql | head -1)-partman" >/dev/null ||
+      echo "pg_partman not installed: partitions keep every row in their default partition"
+  fi
+}

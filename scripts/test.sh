@@ -8,6 +8,7 @@ source scripts/lib.sh
 ensure_deps
 ensure_services
 ensure_pgbouncer
+ensure_partman
 ensure_replication
 generate_client
 

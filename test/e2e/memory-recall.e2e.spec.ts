@@ -215,10 +215,7 @@ describe('memory recall across sessions', () => {
     );
     expect((await api.post(`/v1/turns/${turnId}/cancel`, { reason: 'enough' })).status).toBeLessThan(300);
     const run = await waitFor(
-      () =>
-        env.db.hookRun
-          .findUnique({ where: { turnId_hook: { turnId, hook: 'archivist' } } })
-          .then((r) => r ?? undefined),
+      () => env.db.hookRun.findFirst({ where: { turnId, hook: 'archivist' } }).then((r) => r ?? undefined),
       { what: 'the archivist run of the cancelled turn', timeoutMs: 30_000 },
     );
     expect((await api.get(`/v1/turns/${turnId}`)).body.status).toBe('cancelled');

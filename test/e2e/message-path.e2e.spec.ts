@@ -99,7 +99,7 @@ describe('a message travels end to end', () => {
     const hook = await waitFor(
       () =>
         env.db.hookRun
-          .findUnique({ where: { turnId_hook: { turnId: turn.id, hook: 'cost-log' } } })
+          .findFirst({ where: { turnId: turn.id, hook: 'cost-log' } })
           .then((h) => h ?? undefined),
       { what: 'cost-log hook' },
     );

@@ -165,7 +165,7 @@ describe('triage worker', () => {
     await waitFor(
       () =>
         env.db.hookRun
-          .findUnique({ where: { turnId_hook: { turnId: turn.id, hook: 'cost-log' } } })
+          .findFirst({ where: { turnId: turn.id, hook: 'cost-log' } })
           .then((h) => h ?? undefined),
       { what: 'the cost-log hook of the forwarded turn' },
     );

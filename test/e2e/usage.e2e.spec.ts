@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { uuid7Time } from '@switchboard/contracts';
 import { Prisma } from '@switchboard/database';
 import { createTestEnv, FakeLlmServer, scripted, waitFor, type TestEnv } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
@@ -155,12 +156,13 @@ describe('usage from the cost ledger', () => {
   it('sums concurrent ledger writes exactly, and reads a consistent snapshot while they land', async () => {
     const { api: tenantApi, tenantId } = await newTenant(stack.url, ADMIN, 'exact');
     const [agentId, sessionId] = [randomUUID(), randomUUID()];
-    const entry = (i: number, createdAt?: Date) => ({
+    const entry = (i: number, createdAt?: Date, turnId = randomUUID()) => ({
       id: randomUUID(),
       tenantId,
       agentId,
       sessionId,
-      turnId: randomUUID(),
+      turnId,
+      turnAt: uuid7Time(turnId),
       key: `usage-e2e:${tenantId}:${i}`,
       provider: 'fake',
       model: 'fake/tiny',

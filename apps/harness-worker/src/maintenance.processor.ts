@@ -9,7 +9,7 @@ import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
 import { consume, type RedisConnection } from '@switchboard/queue';
-import { ApprovalStore, sqlDbFor, TurnStore, type SqlDb } from '@switchboard/store';
+import { ApprovalStore, maintainPartitions, sqlDbFor, TurnStore, type SqlDb } from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { OriginalsStore } from '@switchboard/tokenjuice/store';
 import { flushIdleWakeHints } from '@switchboard/triage';
@@ -65,6 +65,15 @@ export class MaintenanceProcessor extends QueueWorker {
         const deleted = await this.originals.sweep();
         if (deleted > 0) this.logger.info({ task, deleted }, 'expired tool-result originals deleted');
         return deleted;
+      }
+      case 'partitions': {
+        // pg_partman's upkeep of the partitioned journal, transcript, ledger and hook runs (docs/adr/0044).
+        this.sql ??= sqlDbFor(poolOf(this.db), 'harness', this.metrics);
+        const done = await maintainPartitions(this.sql, this.config.PARTITION_RETENTION);
+        if (done.ran || done.keys > 0) this.logger.info({ task, ...done }, 'partition maintenance ran');
+        else if (done.reason === 'no_partman')
+          this.logger.debug({ task }, 'partition maintenance: no pg_partman');
+        return done.detached ?? 0;
       }
       case 'reconcile': {
         // Approvals past their time first: their turns resume with an ApprovalExpired result.

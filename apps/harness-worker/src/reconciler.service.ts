@@ -55,6 +55,7 @@ export class ReconcilerService implements OnApplicationBootstrap, OnApplicationS
       ['reconcile', this.config.RECONCILE_INTERVAL_MS],
       ['leases', this.config.LEASE_SWEEP_MS],
       ['tokenjuice', this.config.TOKENJUICE_SWEEP_MS],
+      ['partitions', this.config.PARTITION_MAINTENANCE_MS],
     ];
     const def = Jobs.maintenance;
     try {

@@ -42,6 +42,7 @@ describe('loadConfig', () => {
       TOKENJUICE_MIN_BYTES: 2048,
       TOKENJUICE_RETENTION_HOURS: 168,
       TOKENJUICE_SWEEP_MS: 3_600_000,
+      PARTITION_MAINTENANCE_MS: 3_600_000,
       HOOKS_CONCURRENCY: 16,
       HOOKS_MAX_STALLED_COUNT: 10,
       HOOKS_RECONCILE_GRACE_MS: 10_000,
@@ -206,12 +207,20 @@ describe('loadConfig', () => {
     ['MODEL_PRICES', '{"openai/gpt-5": {"input": -1, "output": 1}}'],
     ['MODEL_PRICES', '{"openai/gpt-5": {"input": 1}}'],
     ['MODEL_PRICES', '{"openai/gpt-5": {"input": 1, "output": 1, "per": "token"}}'],
+    ['PARTITION_RETENTION', '90'],
+    ['PARTITION_RETENTION', '1 fortnight'],
+    ['PARTITION_RETENTION', "90 days'; DROP TABLE events; --"],
   ])('rejects %s=%p with a ConfigError naming the variable', (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.name).toBe('ConfigError');
     expect(err.issues.map((i) => i.variable)).toEqual([variable]);
     expect(err.message).toContain(`${variable}: `);
+  });
+
+  it('takes PARTITION_RETENTION as a Postgres interval (docs/adr/0044)', () => {
+    expect(loadConfig({ PARTITION_RETENTION: '90 days' }).PARTITION_RETENTION).toBe('90 days');
+    expect(loadConfig({ PARTITION_RETENTION: '1 year' }).PARTITION_RETENTION).toBe('1 year');
   });
 
   describe('REDIS_CLUSTER_NODES', () => {

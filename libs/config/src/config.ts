@@ -319,6 +319,20 @@ export const ConfigSchema = z.object({
   /** How often the maintenance `tokenjuice` sweep deletes expired originals. 0: off. */
   TOKENJUICE_SWEEP_MS: Int(3_600_000, 0),
   /**
+   * How often the maintenance `partitions` task runs pg_partman's maintenance on the partitioned journal,
+   * transcript, ledger and hook runs (docs/adr/0044): children made ahead, old ones detached. 0: off.
+   */
+  PARTITION_MAINTENANCE_MS: Int(3_600_000, 0),
+  /**
+   * How long the partitions of events, messages, ledger_entries and hook_runs stay attached, as a
+   * Postgres interval (`90 days`, `12 weeks`, `1 year`); unset: kept for ever. Older weekly partitions
+   * are detached, not dropped, for an operator to archive and drop (docs/adr/0044). Needs pg_partman.
+   */
+  PARTITION_RETENTION: z
+    .string()
+    .regex(/^[1-9][0-9]* (day|week|month|year)s?$/, 'an interval such as "90 days" or "12 weeks"')
+    .optional(),
+  /**
    * Shortest gap between two fires a schedule may have (docs/adr/0020). Cron's resolution is a second,
    * so the floor of 1000 allows every expression; raise it to keep tenants off per-second ticks.
    */

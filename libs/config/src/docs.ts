@@ -240,6 +240,15 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       'how often the maintenance `tokenjuice` job deletes expired originals, one job per interval for the cluster; `0` off',
   },
+  PARTITION_MAINTENANCE_MS: {
+    meaning:
+      "how often the maintenance `partitions` job runs pg_partman's upkeep of the partitioned journal, transcript, ledger and hook runs (children made ahead, retention applied; docs/adr/0044), one job per interval for the cluster; `0` off",
+  },
+  PARTITION_RETENTION: {
+    meaning:
+      'how long weekly partitions of events, messages, ledger_entries and hook_runs stay attached, a Postgres interval (`90 days`, `12 weeks`); older ones are detached, kept as tables for an operator to archive and drop (docs/adr/0044); needs pg_partman',
+    default: 'unset: kept for ever',
+  },
   SCHEDULE_MIN_INTERVAL_MS: {
     meaning:
       "shortest gap between two fires a schedule may have (a create or change below it is a 400); 1000 is cron's resolution, so the default allows every expression (ADR 0020)",

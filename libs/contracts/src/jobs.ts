@@ -101,9 +101,10 @@ export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;
 /**
  * `reconcile`: every RECONCILE_INTERVAL_MS, what Redis lost and what waited past its time. `leases`:
  * every LEASE_SWEEP_MS, the sessions whose lease expired (a worker died holding them): their next turn
- * woken, the slot they held in their tenant's cap free again (docs/adr/0029).
+ * woken, the slot they held in their tenant's cap free again (docs/adr/0029). `partitions`: every
+ * PARTITION_MAINTENANCE_MS, pg_partman's upkeep of the partitioned tables (docs/adr/0044).
  */
-export const MaintenanceTask = z.enum(['reconcile', 'leases', 'tokenjuice']);
+export const MaintenanceTask = z.enum(['reconcile', 'leases', 'tokenjuice', 'partitions']);
 export type MaintenanceTask = z.infer<typeof MaintenanceTask>;
 
 export const MaintenanceJob = z.object({

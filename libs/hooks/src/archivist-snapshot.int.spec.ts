@@ -1,4 +1,4 @@
-import { newId } from '@switchboard/contracts';
+import { newId, uuid7Time } from '@switchboard/contracts';
 import type { SqlRunner } from '@switchboard/store';
 import {
   createTestEnv,
@@ -50,6 +50,7 @@ describe('turn snapshots', () => {
         id: newId(),
         tenantId: s.tenantId,
         turnId: turn.id,
+        turnAt: uuid7Time(turn.id),
         hook: 'archivist',
         status: 'deferred',
         output: {},

@@ -99,7 +99,8 @@ async function snapshotRows(db: SqlRunner, tenantId: string, turnIds: string[]):
       t.agent_id AS "agentId", t.status, t.final_text AS "finalText", t.seq,
       (SELECT settings FROM tenants WHERE id = t.tenant_id) AS settings,
       (SELECT archivist FROM agents WHERE id = t.agent_id) AS "agentArchivist",
-      (SELECT coalesce(json_object_agg(h.hook, h.status), '{}') FROM hook_runs h WHERE h.turn_id = t.id) AS runs,
+      (SELECT coalesce(json_object_agg(h.hook, h.status), '{}') FROM hook_runs h
+        WHERE h.turn_id = t.id AND h.turn_at = sb_uuid7_time(t.id)) AS runs,
       (SELECT coalesce(json_agg(json_build_object('position', m.position, 'role', m.role, 'kind', m.kind,
           'authorityClass', m.authority_class, 'body', m.body) ORDER BY m.position), '[]')
         FROM messages m
@@ -248,10 +249,10 @@ export async function claimHookRun(
   },
 ): Promise<boolean> {
   const inserted = await tx.execute(sql`
-    INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook},
+    INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+    VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, sb_uuid7_time(${run.turnId}::uuid), ${run.hook},
       ${run.status ?? 'completed'}, ${json(run.output)}::jsonb, now())
-    ON CONFLICT (turn_id, hook) DO NOTHING
+    ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
   `);
   return inserted === 1;
 }

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { newId } from '@switchboard/contracts';
+import { newId, uuid7Time } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { MemoryStore } from '@switchboard/memory';
 import { ProviderRegistry } from '@switchboard/providers';
@@ -177,8 +177,8 @@ describe('runArchivist', () => {
     });
     expect(hits[0]).toMatchObject({ kind: 'fact', title: 'Deploy window' });
 
-    const run1 = await env.db.hookRun.findUniqueOrThrow({
-      where: { turnId_hook: { turnId, hook: 'archivist' } },
+    const run1 = await env.db.hookRun.findFirstOrThrow({
+      where: { turnId, hook: 'archivist' },
     });
     expect(run1).toMatchObject({ status: 'completed', tenantId: t.tenantId });
     expect(run1.output).toMatchObject({ facts: 2, model: ROUTE_MODEL, calls: 1, costUsd: '0.00210000' });
@@ -330,8 +330,8 @@ describe('runArchivist', () => {
     const failed = run(turnId, t.tenantId);
     await expect(failed).rejects.toBeInstanceOf(UnrecoverableError);
     await expect(failed).rejects.toThrow(/scripted\/demo answered the archivist with a tool call/);
-    const row = await env.db.hookRun.findUniqueOrThrow({
-      where: { turnId_hook: { turnId, hook: 'archivist' } },
+    const row = await env.db.hookRun.findFirstOrThrow({
+      where: { turnId, hook: 'archivist' },
     });
     expect(row).toMatchObject({
       status: 'failed',
@@ -400,6 +400,7 @@ describe('runArchivist', () => {
           agentId: t.agentId,
           sessionId: t.sessionId,
           turnId,
+          turnAt: uuid7Time(turnId),
           key: `${turnId}:round:0`,
           provider: 'openai-chat',
           model: 'chat-small',
@@ -433,8 +434,8 @@ describe('runArchivist', () => {
     await expect(run(costLogFirst, t.tenantId)).resolves.toBe('written');
 
     for (const turnId of [archivistFirst, costLogFirst]) {
-      const line = await env.db.hookRun.findUniqueOrThrow({
-        where: { turnId_hook: { turnId, hook: 'cost-log' } },
+      const line = await env.db.hookRun.findFirstOrThrow({
+        where: { turnId, hook: 'cost-log' },
       });
       expect(line.output).toMatchObject({ providerCalls: 1, costUsd: '0.00100000', models: ['chat-small'] });
     }

@@ -254,10 +254,11 @@ async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   // The deferral and the session's count of deferred turns, in one statement.
   const row = await ctx.sql.first<{ claimed: boolean; pending: number }>(sql`
     WITH ins AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-      VALUES (${newId()}::uuid, ${snapshot.tenantId}::uuid, ${snapshot.turnId}::uuid, ${ARCHIVIST_HOOK},
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      VALUES (${newId()}::uuid, ${snapshot.tenantId}::uuid, ${snapshot.turnId}::uuid,
+        sb_uuid7_time(${snapshot.turnId}::uuid), ${ARCHIVIST_HOOK},
         'deferred', ${json({ deferred: true, turnStatus: snapshot.status })}::jsonb, now())
-      ON CONFLICT (turn_id, hook) DO NOTHING
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     )
     SELECT EXISTS (SELECT 1 FROM ins) AS claimed,
@@ -559,15 +560,15 @@ async function bookCalls(
   if (calls.length === 0) return;
   const rows = calls.map(
     (c, i) => sql`(${newId()}::uuid, ${s.tenantId}::uuid, ${s.agentId}::uuid, ${s.sessionId}::uuid,
-      ${s.turnId}::uuid, ${`${keyPrefix}:${i + 1}`}, ${c.provider}, ${c.model},
+      ${s.turnId}::uuid, sb_uuid7_time(${s.turnId}::uuid), ${`${keyPrefix}:${i + 1}`}, ${c.provider}, ${c.model},
       ${c.usage.inputTokens}, ${c.usage.outputTokens}, ${c.usage.cachedTokens}, ${c.usage.cacheWriteTokens ?? 0},
       ${c.costUsd.toFixed(8)}::numeric, ${c.cacheSavedUsd.toFixed(8)}::numeric, ${c.costSource})`,
   );
   await tx.execute(sql`
-    INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
+    INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, turn_at, key, provider, model,
       input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, cache_saved_usd, cost_source)
     VALUES ${join(rows)}
-    ON CONFLICT (key) DO NOTHING
+    ON CONFLICT (key, turn_at) DO NOTHING
   `);
   const usd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
   const saved = calls.reduce((sum, c) => sum + c.cacheSavedUsd, 0).toFixed(8);

@@ -59,6 +59,7 @@ export async function runCompletionWebhook(
   const row = await ctx.sql.first<CompletionRow>(sql`
     WITH done AS (
       SELECT 1 FROM hook_runs WHERE turn_id = ${job.turnId}::uuid AND hook = ${COMPLETION_WEBHOOK_HOOK}
+        AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
     ),
     t AS (
       SELECT id, tenant_id, session_id, agent_id, status, stop_reason, final_text, input_tokens,
@@ -72,11 +73,11 @@ export async function runCompletionWebhook(
       WHERE id = ${job.tenantId}::uuid AND jsonb_typeof(settings -> 'notifyUrl') = 'string'
     ),
     ins AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-      SELECT ${newId()}::uuid, t.tenant_id, t.id, ${COMPLETION_WEBHOOK_HOOK}, 'completed',
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      SELECT ${newId()}::uuid, t.tenant_id, t.id, sb_uuid7_time(t.id), ${COMPLETION_WEBHOOK_HOOK}, 'completed',
         jsonb_build_object('skipped', 'no_endpoint', 'turnStatus', t.status), now()
       FROM t WHERE NOT EXISTS (SELECT 1 FROM done) AND NOT EXISTS (SELECT 1 FROM tn)
-      ON CONFLICT (turn_id, hook) DO NOTHING
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     )
     SELECT EXISTS (SELECT 1 FROM done) AS done, t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",

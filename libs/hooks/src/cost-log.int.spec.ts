@@ -1,4 +1,4 @@
-import { newId } from '@switchboard/contracts';
+import { newId, uuid7Time } from '@switchboard/contracts';
 import { createDatabase, Prisma } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { sqlDbFor, tenantDailySpend } from '@switchboard/store';
@@ -58,6 +58,7 @@ describe('runCostLog', () => {
         agentId,
         sessionId,
         turnId,
+        turnAt: uuid7Time(turnId),
         key: `${turnId}:${i}:0`,
         provider: e.provider,
         model: e.model,
@@ -257,6 +258,7 @@ describe('runCostLog', () => {
               agentId: t.agentId,
               sessionId: t.sessionId,
               turnId: id,
+              turnAt: uuid7Time(id),
               key: `${id}:${i}:0`,
               provider: 'openai',
               model: 'm',

@@ -98,10 +98,11 @@ async function claimAndWrite(
 ): Promise<boolean> {
   const row = await ctx.sql.first<{ claimed: boolean }>(sql`
     WITH claim AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-      VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, ${run.hook}, 'completed',
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      VALUES (${newId()}::uuid, ${run.tenantId}::uuid, ${run.turnId}::uuid, sb_uuid7_time(${run.turnId}::uuid),
+        ${run.hook}, 'completed',
         ${json(run.output)}::jsonb, now())
-      ON CONFLICT (turn_id, hook) DO NOTHING
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     ),
     mem AS (${memoryInsertSql([record], sql`EXISTS (SELECT 1 FROM claim)`)})

@@ -87,8 +87,8 @@ describe('runLearning', () => {
     ]);
 
     expect(await runLearning(ctx(), job(turnId, a.tenantId))).toBe('written');
-    const run = await env.db.hookRun.findUniqueOrThrow({
-      where: { turnId_hook: { turnId, hook: 'learning' } },
+    const run = await env.db.hookRun.findFirstOrThrow({
+      where: { turnId, hook: 'learning' },
     });
     expect(run).toMatchObject({ tenantId: a.tenantId, status: 'completed' });
     expect(run.output).toEqual({

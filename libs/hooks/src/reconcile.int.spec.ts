@@ -1,5 +1,5 @@
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
-import { Jobs, newId, PostTurnHookName, QueueName } from '@switchboard/contracts';
+import { Jobs, newId, PostTurnHookName, QueueName, uuid7Time } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis, publish } from '@switchboard/queue';
@@ -67,6 +67,7 @@ describe('reconcileHooks', () => {
         id: newId(),
         tenantId: ids.tenantId,
         turnId,
+        turnAt: uuid7Time(turnId),
         hook,
         status: 'completed',
         completedAt: new Date(),
@@ -190,6 +191,7 @@ describe('reconcileHooks', () => {
           id: newId(),
           tenantId: ids.tenantId,
           turnId,
+          turnAt: uuid7Time(turnId),
           hook: 'archivist',
           status: 'deferred',
           createdAt: new Date(Date.now() - agoMs),

@@ -60,7 +60,7 @@ export const ACCUMULATE_DAILY_SPEND = sql`ON CONFLICT (tenant_id, day) DO UPDATE
 /**
  * The cost-log hook's one statement (docs/adr/0010): reads the turn (it must be the job's tenant's
  * and terminal), sums its ledger in SQL (exact numeric, 8 places), and inserts the `hook_runs` row
- * `ON CONFLICT (turn_id, hook) DO NOTHING`, so a re-run, or runs racing for one turn, write one row
+ * `ON CONFLICT (turn_id, hook, turn_at) DO NOTHING` (turn_at is a function of turn_id, ADR 0044), so a re-run, or runs racing for one turn, write one row
  * and exactly one of them is told `written`. Only that run adds the turn's ledger, per UTC day of its
  * entries, to `tenant_spend_daily` (the tenant's spend roll-up): the roll-up counts each turn exactly
  * once however often the hook runs. One transaction, one round trip.
@@ -81,6 +81,8 @@ export async function recordCostLog(
         sum(cache_write_tokens) AS cache_write_tokens, sum(cost_usd) AS cost_usd, min(created_at) AS first_at
       -- The turn's own calls: a hook's (key 'hook:…', the archivist's) are booked and rolled up by it.
       FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
+        -- The partition key (ADR 0044): the turn's one partition is read, not every partition's index.
+        AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
       GROUP BY provider, model
     ),
     line AS (
@@ -98,9 +100,9 @@ export async function recordCostLog(
       FROM t
     ),
     ins AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-      SELECT ${job.id}::uuid, tenant_id, turn_id, 'cost-log', 'completed', output, now() FROM line
-      ON CONFLICT (turn_id, hook) DO NOTHING
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      SELECT ${job.id}::uuid, tenant_id, turn_id, sb_uuid7_time(turn_id), 'cost-log', 'completed', output, now() FROM line
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING turn_id, output
     ),
     -- From now on the turn's spend is read from the roll-up, not from the turn (the daily cap, ADR 0026).
@@ -113,6 +115,8 @@ export async function recordCostLog(
         sum(cached_tokens) AS cached_tokens, sum(cache_write_tokens) AS cache_write_tokens,
         sum(cache_saved_usd) AS cache_saved_usd, count(*) AS calls, max(created_at) AS last_at
       FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
+        -- The partition key (ADR 0044): the turn's one partition is read, not every partition's index.
+        AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
       GROUP BY 1
     ),
     spend AS (
@@ -193,14 +197,14 @@ export async function recordLearning(
       LEFT JOIN kinds k ON k.tool = a.tool
     ),
     ins AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, completed_at)
-      SELECT ${job.id}::uuid, t.tenant_id, t.id, 'learning', 'completed', jsonb_build_object(
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      SELECT ${job.id}::uuid, t.tenant_id, t.id, sb_uuid7_time(t.id), 'learning', 'completed', jsonb_build_object(
         'agentId', t.agent_id,
         'tools', (SELECT coalesce(jsonb_agg(jsonb_build_object('tool', tool, 'calls', calls,
             'failures', failures, 'failuresByKind', by_kind, 'totalLatencyMs', total_ms,
             'maxLatencyMs', max_ms) ORDER BY tool), '[]'::jsonb) FROM per_tool)), now()
       FROM t
-      ON CONFLICT (turn_id, hook) DO NOTHING
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING output
     ),
     stats AS (
@@ -377,10 +381,10 @@ export async function recordHookFailure(
   run: { id: string; turnId: string; tenantId: string; hook: string; attempts: number; error: string },
 ): Promise<boolean> {
   const inserted = await db.execute(sql`
-    INSERT INTO hook_runs (id, tenant_id, turn_id, hook, status, output, attempts, completed_at)
-    SELECT ${run.id}::uuid, tenant_id, id, ${run.hook}, 'failed',
+    INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, attempts, completed_at)
+    SELECT ${run.id}::uuid, tenant_id, id, sb_uuid7_time(id), ${run.hook}, 'failed',
       jsonb_build_object('error', ${run.error.slice(0, 1000)}::text), ${run.attempts}, now()
     FROM turns WHERE id = ${run.turnId}::uuid AND ${ofTenant('tenant_id', run.tenantId)}
-    ON CONFLICT (turn_id, hook) DO NOTHING`);
+    ON CONFLICT (turn_id, hook, turn_at) DO NOTHING`);
   return inserted === 1;
 }

@@ -16,3 +16,4 @@ export * from './journal-reads';
 export * from './usage-reads';
 export * from './api-key-use';
 export * from './read-replica';
+export * from './partitions';

@@ -79,12 +79,12 @@ export function ledgerCte(ledger: LedgerInsert[] | undefined): Sql | undefined {
     (
       e,
     ) => sql`(${e.id}::uuid, ${e.tenantId}::uuid, ${e.agentId}::uuid, ${e.sessionId}::uuid, ${e.turnId}::uuid,
-      ${e.key}::text, ${e.provider}::text, ${e.model}::text, ${e.inputTokens}::int, ${e.outputTokens}::int,
+      sb_uuid7_time(${e.turnId}::uuid), ${e.key}::text, ${e.provider}::text, ${e.model}::text, ${e.inputTokens}::int, ${e.outputTokens}::int,
       ${e.cachedTokens}::int, ${e.cacheWriteTokens}::int, ${e.costUsd}::numeric, ${e.cacheSavedUsd}::numeric,
       ${e.costSource}::text)`,
   );
   return sql`l AS (
-    INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, key, provider, model,
+    INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, turn_at, key, provider, model,
       input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, cache_saved_usd, cost_source)
     SELECT v.* FROM (VALUES ${join(rows)}) AS v ${FENCED})`;
 }
