@@ -428,7 +428,8 @@ function settleDeferred(
       output = ${json(output)}::jsonb || jsonb_build_object('turnStatus', d.turn_status), completed_at = now()
     FROM unnest(${snapshots.map((s) => s.turnId)}::uuid[], ${snapshots.map((s) => s.status)}::text[])
       AS d(turn_id, turn_status)
-    WHERE h.turn_id = d.turn_id AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'`;
+    WHERE h.turn_id = d.turn_id AND h.turn_at = sb_uuid7_time(d.turn_id) AND h.hook = ${ARCHIVIST_HOOK}
+      AND h.status = 'deferred'`;
 }
 
 function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
