@@ -80,7 +80,8 @@ export async function recordCostLog(
         sum(output_tokens) AS output_tokens, sum(cached_tokens) AS cached_tokens,
         sum(cache_write_tokens) AS cache_write_tokens, sum(cost_usd) AS cost_usd, min(created_at) AS first_at
       -- The turn's own calls: a hook's (key 'hook:…', the archivist's) are booked and rolled up by it.
-      FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
+      FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
+        AND key NOT LIKE 'hook:%'
         -- The partition key (ADR 0044): the turn's one partition is read, not every partition's index.
         AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
       GROUP BY provider, model
@@ -114,7 +115,8 @@ export async function recordCostLog(
         sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
         sum(cached_tokens) AS cached_tokens, sum(cache_write_tokens) AS cache_write_tokens,
         sum(cache_saved_usd) AS cache_saved_usd, count(*) AS calls, max(created_at) AS last_at
-      FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND key NOT LIKE 'hook:%'
+      FROM ledger_entries WHERE turn_id = (SELECT id FROM t) AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
+        AND key NOT LIKE 'hook:%'
         -- The partition key (ADR 0044): the turn's one partition is read, not every partition's index.
         AND turn_at = sb_uuid7_time(${job.turnId}::uuid)
       GROUP BY 1
