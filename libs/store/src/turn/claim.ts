@@ -239,7 +239,7 @@ const leaseCte = (t: ClaimTarget) => sql`s AS (
     AND ${t.when}`
         : sql``
     }
-  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction
+  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction, created_at
 )`;
 
 /** The tenant's cap (docs/adr/0029): its other sessions under a live lease, fewer than the cap. */
@@ -329,7 +329,10 @@ const TRANSCRIPT = sql`(SELECT coalesce(json_agg(json_build_object(
     'body', m.body, 'toolCalls', m.tool_calls, 'toolCallId', m.tool_call_id, 'metadata', m.metadata,
     'turnSeq', m.turn_seq, 'position', m.position) ORDER BY m.turn_seq, m.position), '[]'::json)
   FROM messages m
-  WHERE m.session_id = ut.session_id AND (
+  WHERE m.session_id = ut.session_id
+    -- A session's messages are written after it (a day's margin for clocks): the partitions of
+    -- messages older than the session are not read (docs/adr/0044).
+    AND m.created_at >= s.created_at - interval '1 day' AND (
     m.turn_seq = ut.seq
     -- Earlier turns are those that ran and ended: with priority bands a later seq may have run
     -- first, and a turn still waiting (or cancelled before it ran) is no part of the history.
