@@ -35,7 +35,7 @@ const SHARED: readonly PostTurnHookName[] = ['episodic-index', 'archivist', 'com
 const ALONE: readonly PostTurnHookName[] = PostTurnHookName.options.filter((h) => !SHARED.includes(h));
 
 /**
- * Runs post-turn hooks (docs/adr/0027, 0039). An ended turn's one job runs every hook at once; a
+ * Runs post-turn hooks (docs/adr/0027, 0039). An ended turn's one job runs every hook (`runAll`); a
  * hook that fails in it is published again as a job of its own (`<turn>.<hook>`, its own attempts
  * and backoff), which is also what the hooks reconcile publishes. A job naming one hook runs that
  * hook: a job survives HOOKS_MAX_STALLED_COUNT deaths of its worker; a hook that fails for good is
