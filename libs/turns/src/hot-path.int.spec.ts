@@ -159,6 +159,34 @@ describe('the turn hot path', () => {
     expect(turn).toMatchObject({ status: 'completed', closure: null });
   });
 
+  it('completes, without a statement, the job of a turn another job already ran to its end here', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'ended-here', {
+      model: 'instant/m',
+      tools: ['word_count'],
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const first = await admit(tenantId, sessionId, 'count a b c');
+    const second = await admit(tenantId, sessionId, 'count d e');
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 2 });
+    const sent = countPoolTransactions(pool);
+    try {
+      const r = runner(prisma, new Metrics('ended-here'), 'ended-here');
+      // The first job drains the session: both turns run.
+      expect(await r.handle({ turnId: first.turnId, sessionId, tenantId, trace: {} })).toBe('done');
+      const turns = await env.db.turn.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
+      expect(turns.map((t) => t.status)).toEqual(['completed', 'completed']);
+      const before = sent.transactions;
+      // The second turn's own job finds nothing to do, and asks Postgres nothing.
+      expect(await r.handle({ turnId: second.turnId, sessionId, tenantId, trace: {} })).toBe('done');
+      expect(sent.transactions).toBe(before);
+      // Remembered once: a redelivery of that job chooses as any job does.
+      expect(await r.handle({ turnId: second.turnId, sessionId, tenantId, trace: {} })).toBe('done');
+      expect(sent.transactions).toBeGreaterThan(before);
+    } finally {
+      await prisma.$disconnect();
+    }
+  });
+
   it('completes a busy session’s jobs at once and still runs every turn admitted into it, in order', async () => {
     const { tenantId, agentId } = await seedTenant(env.db, 'busy', {
       model: 'instant/m',

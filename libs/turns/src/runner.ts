@@ -22,6 +22,9 @@ import { turnStopHooks } from './turn-plan';
  */
 export type HandleResult = 'done' | 'again' | 'later';
 
+/** How many ended turns of other jobs a runner remembers (`TurnRunner.endedHere`). */
+const ENDED_HERE_MAX = 10_000;
+
 /**
  * What one session's drain ended with: the turns it ran; whether it gave the session back with work
  * left because another tenant waits (`yielded`); a lost lease.
@@ -42,6 +45,11 @@ export class TurnRunner {
   private readonly running = new Map<string, RunningTurn>();
   /** How many turns this process runs at once, adapted to its event loop (ADR 0029). */
   private readonly permits?: TurnPermits;
+  /**
+   * Turns of other jobs this process ran to their end, hooks enqueued (oldest first, at most
+   * ENDED_HERE_MAX): their own job, when it reaches this process, has nothing left to wake (`handle`).
+   */
+  private readonly endedHere = new Set<string>();
 
   constructor(o: TurnRunnerOptions) {
     const store =
@@ -65,6 +73,9 @@ export class TurnRunner {
   }
 
   async handle(job: TurnJob): Promise<HandleResult> {
+    // Its turn was run to its end here by another job's loop, which enqueued its hooks: every other
+    // unfinished turn has a job of its own, so this wake-up has nothing to choose for (docs/adr/0029).
+    if (this.endedHere.delete(job.turnId)) return 'done';
     const max = this.r.maxTurnsPerJob ?? 20;
     let ran = 0;
     let missed = 0;
@@ -157,12 +168,14 @@ export class TurnRunner {
       let claim = claimed;
       while (claim.next && ran < bound) {
         const turn = claim.next.turn;
+        const own = turn.id === job.turnId;
         const result = await this.runOne(
           claim.next,
           lease,
-          turn.id === job.turnId ? undefined : (turn.traceContext as TraceCarrier),
+          own ? undefined : (turn.traceContext as TraceCarrier),
         );
         ran++;
+        if (!own && result.ended) this.rememberEnded(turn.id);
         // Released with the final commit: no turn was admitted after this one, nothing is left.
         if (result.released) {
           released = releasedByCommit = true;
@@ -240,12 +253,21 @@ export class TurnRunner {
     return enqueueHooks(this.r, turn);
   }
 
-  /** One claimed turn: opened, run by the engine, then paused on its waits or finalised. */
+  /** Remembers a turn of another job that ended here (see `endedHere`), forgetting the oldest past the bound. */
+  private rememberEnded(turnId: string): void {
+    this.endedHere.add(turnId);
+    if (this.endedHere.size > ENDED_HERE_MAX) this.endedHere.delete(this.endedHere.values().next().value!);
+  }
+
+  /**
+   * One claimed turn: opened, run by the engine, then paused on its waits or finalised; its last
+   * checkpoint, and `ended` once it ended and its hooks were enqueued.
+   */
   private async runOne(
     load: TurnLoad,
     lease: SessionLease,
     parent?: TraceCarrier,
-  ): Promise<CheckpointResult> {
+  ): Promise<CheckpointResult & { ended?: boolean }> {
     const turn = load.turn;
     // The GenAI semantic conventions' agent span: the session is the conversation.
     const attributes = {
@@ -262,7 +284,8 @@ export class TurnRunner {
       const outcome = await this.run(ctx);
       if (ctx.control.lostLease) throw new LeaseLostError(turn.sessionId);
       if (outcome.status === 'waiting') return pauseTurn(ctx, outcome);
-      return finaliseTurn(ctx, outcome);
+      // Returned only once the end committed, the parent heard of it and the hooks were enqueued.
+      return { ...(await finaliseTurn(ctx, outcome)), ended: true };
     });
   }
 
