@@ -27,6 +27,28 @@ describe('PostTurnProcessor', () => {
     await env?.cleanup();
   });
 
+  /** A completed turn with an input and an answer, of a new tenant with `settings`. */
+  async function endedTurn(name: string, settings: Prisma.InputJsonObject = {}) {
+    const { tenantId, agentId } = await seedTenant(env.db, name);
+    await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const turnId = newId();
+    await env.db.turn.create({
+      data: {
+        id: turnId,
+        tenantId,
+        sessionId,
+        agentId,
+        seq: 1,
+        inputMessageId: newId(),
+        status: 'completed',
+        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
+        completedAt: new Date(),
+      },
+    });
+    return { tenantId, agentId, sessionId, turnId };
+  }
+
   it('runs the named hook’s handler', async () => {
     const { tenantId, agentId } = await seedTenant(env.db, 'hooks');
     const sessionId = await seedSession(env.db, tenantId, agentId);
@@ -51,31 +73,10 @@ describe('PostTurnProcessor', () => {
   });
 
   it('runs every hook in the turn’s one job; a hook that fails there is retried in a job of its own', async () => {
-    const { tenantId, agentId } = await seedTenant(env.db, 'one-job');
     // The archivist's model refuses every call: the archivist fails, the other hooks stand.
-    await env.db.tenant.update({
-      where: { id: tenantId },
-      data: {
-        settings: {
-          modelRoutes: { summarization: 'scripted/auth-fails' },
-          archivist: { mode: 'every_turn' },
-        },
-      },
-    });
-    const sessionId = await seedSession(env.db, tenantId, agentId);
-    const turnId = newId();
-    await env.db.turn.create({
-      data: {
-        id: turnId,
-        tenantId,
-        sessionId,
-        agentId,
-        seq: 1,
-        inputMessageId: newId(),
-        status: 'completed',
-        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
-        completedAt: new Date(),
-      },
+    const { tenantId, turnId } = await endedTurn('one-job', {
+      modelRoutes: { summarization: 'scripted/auth-fails' },
+      archivist: { mode: 'every_turn' },
     });
     const data = { turnId, tenantId, trace: {} };
     const job = await queue.add(QueueName.PostTurn, data, jobOptions(Jobs.postTurn, data));
@@ -99,28 +100,6 @@ describe('PostTurnProcessor', () => {
     expect(own?.data).toMatchObject({ turnId, tenantId, hook: 'archivist' });
     expect(own?.opts.attempts).toBe(Jobs.postTurn.attempts);
   });
-
-  /** A completed turn with an input and an answer, of a new tenant with `settings`. */
-  async function endedTurn(name: string, settings: Prisma.InputJsonObject = {}) {
-    const { tenantId, agentId } = await seedTenant(env.db, name);
-    await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
-    const sessionId = await seedSession(env.db, tenantId, agentId);
-    const turnId = newId();
-    await env.db.turn.create({
-      data: {
-        id: turnId,
-        tenantId,
-        sessionId,
-        agentId,
-        seq: 1,
-        inputMessageId: newId(),
-        status: 'completed',
-        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
-        completedAt: new Date(),
-      },
-    });
-    return { tenantId, agentId, sessionId, turnId };
-  }
 
   async function runTurnJob(turnId: string, tenantId: string) {
     const data = { turnId, tenantId, trace: {} };
@@ -210,31 +189,10 @@ describe('PostTurnProcessor', () => {
   });
 
   it('records a hook that failed its last attempt as failed (the hooks reconcile leaves it be)', async () => {
-    const { tenantId, agentId } = await seedTenant(env.db, 'failing-archivist');
     // The archivist's model refuses every call.
-    await env.db.tenant.update({
-      where: { id: tenantId },
-      data: {
-        settings: {
-          modelRoutes: { summarization: 'scripted/auth-fails' },
-          archivist: { mode: 'every_turn' },
-        },
-      },
-    });
-    const sessionId = await seedSession(env.db, tenantId, agentId);
-    const turnId = newId();
-    await env.db.turn.create({
-      data: {
-        id: turnId,
-        tenantId,
-        sessionId,
-        agentId,
-        seq: 1,
-        inputMessageId: newId(),
-        status: 'completed',
-        finalText: 'The deploy window is Tuesdays at 14:00 UTC.',
-        completedAt: new Date(),
-      },
+    const { tenantId, turnId } = await endedTurn('failing-archivist', {
+      modelRoutes: { summarization: 'scripted/auth-fails' },
+      archivist: { mode: 'every_turn' },
     });
     const data = { turnId, tenantId, hook: 'archivist' as const, trace: {} };
     const job = await queue.add(QueueName.PostTurn, data, {
