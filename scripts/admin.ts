@@ -38,9 +38,9 @@ import {
   TurnStore,
 } from '@switchboard/store';
 import { TenantPause } from '@switchboard/turns';
-import { createTenant, operatorTenant } from '../apps/gateway/src/controllers/admin.controller';
-import { generateApiKey } from '../apps/gateway/src/auth/keys';
-import { presentApiKey, presentAuditEvent, presentOperatorTenant } from '../apps/gateway/src/http/presenters';
+import { createTenant, operatorTenant } from '../apps/gateway/src/api/admin.controller';
+import { generateApiKey } from '../apps/gateway/src/platform/auth/keys';
+import { presentApiKey, presentAuditEvent, presentOperatorTenant } from '../apps/gateway/src/api/presenters';
 
 const USAGE = `usage: npm run admin -- <command>
   create-tenant <name>

@@ -1,8 +1,8 @@
 import IORedis from 'ioredis';
 import { createTestEnv, waitFor, type TestEnv } from '@switchboard/testing';
 import { newId } from '@switchboard/contracts';
-import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
-import { hashApiKey } from '../../apps/gateway/src/auth/keys';
+import { revocationChannel } from '../../apps/gateway/src/platform/auth/key-revocations';
+import { hashApiKey } from '../../apps/gateway/src/platform/auth/keys';
 import { Api, newTenant } from '../support/api';
 import { startGateway } from '../support/stack';
 

@@ -11,7 +11,7 @@ import {
   type TestRedisCluster,
 } from '@switchboard/testing';
 import { controlChannel } from '@switchboard/live';
-import { revocationChannel } from '../../apps/gateway/src/auth/key-revocations';
+import { revocationChannel } from '../../apps/gateway/src/platform/auth/key-revocations';
 import { Api, newTenant } from '../support/api';
 import { SseClient } from '../support/sse';
 import { FIXTURES } from '../support/stack';

@@ -5,13 +5,13 @@ import type { Config } from '@switchboard/config';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { LOGGER, METRICS, NestPinoLogger } from '@switchboard/platform';
 import { GatewayModule } from './gateway.module';
-import { registerJsonBodyParser } from './http/body';
-import { clientErrorHandler, frameworkErrors } from './http/errors';
-import { createOpenApiDocument } from './http/openapi';
-import { InFlightRequests } from './http/in-flight';
-import { registerQueueBoard } from './http/queue-board';
-import { registerRequestLog, requestLogOptions } from './http/request-log';
-import { registerSecurityHeaders } from './http/security-headers';
+import { registerJsonBodyParser } from './platform/body';
+import { clientErrorHandler, frameworkErrors } from './platform/errors';
+import { createOpenApiDocument } from './platform/openapi';
+import { InFlightRequests } from './platform/in-flight';
+import { registerQueueBoard } from './platform/queue-board';
+import { registerRequestLog, requestLogOptions } from './platform/request-log';
+import { registerSecurityHeaders } from './platform/security-headers';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
 export async function createGateway(config: Config): Promise<NestFastifyApplication> {

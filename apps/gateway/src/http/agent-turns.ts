@@ -6,8 +6,8 @@ import type { LiveWatch } from '@switchboard/live';
 import { readTurn, type SessionsRepository, type SqlDb } from '@switchboard/store';
 import type { AgentsRepository } from '@switchboard/subagents';
 import type { EventStreams, StreamItem } from './event-stream';
-import { OPERATOR_PROMPT } from './chat-completions';
-import type { TurnDetail } from './turn-detail';
+import { OPERATOR_PROMPT } from '../protocols/openai-chat/chat-completions';
+import type { TurnDetail } from '../api/turn-detail';
 import type { TurnWaiter } from './turn-waiter';
 
 export const AGENT_TURNS = Symbol('AGENT_TURNS');

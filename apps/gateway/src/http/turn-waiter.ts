@@ -1,8 +1,8 @@
 import { isEnded, type TurnResponse } from '@switchboard/contracts';
 import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
 import { readTurn, type SqlDb } from '@switchboard/store';
-import { presentTurn } from './presenters';
-import type { TurnDetail } from './turn-detail';
+import { presentTurn } from '../api/presenters';
+import type { TurnDetail } from '../api/turn-detail';
 
 export const TURN_WAITER = Symbol('TURN_WAITER');
 

@@ -1,0 +1,188 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import {
+  AgentDetailResponse,
+  AgentPageResponse,
+  AgentResponse,
+  AppError,
+  newId,
+  notFound,
+  type CreateAgentRequest,
+} from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { agentToolStatus, type SqlDb } from '@switchboard/store';
+import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
+import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
+import type { ToolRegistry } from '@switchboard/tools';
+import { TenantId } from '../platform/auth/guard';
+import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from './dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
+import { decodeCursor, encodeCursor, pathId, presentAgent } from './presenters';
+import { CONFIG, TOOLS } from '@switchboard/platform';
+import { GATEWAY_SQL } from './streams.controller';
+import { agentStatus } from '@switchboard/work-items';
+import { presentLifecycle } from './agent-lifecycle.controller';
+
+@TenantApi('agents')
+@Controller('v1/agents')
+export class AgentsController {
+  constructor(
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
+    @Inject(TOOLS) private readonly tools: ToolRegistry,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+  ) {}
+
+  /**
+   * Tools a worker registers that the gateway does not run (sub-agent and memory tools, named by
+   * the built-in archetypes) are known too.
+   */
+  private async checkTools(tenantId: string, tools: string[] | undefined, path = 'tools') {
+    const unknown = this.tools.unknown(tools ?? []).filter((t) => !ARCHETYPE_TOOLS.has(t));
+    // `server__tool` names an MCP tool (docs/adr/0023): known when the tenant has that server and,
+    // once the server listed its tools, when the list has it.
+    if (unknown.some((t) => splitMcpToolName(t))) {
+      const mcp = await this.mcpServers.unknownTools(tenantId, unknown);
+      unknown.splice(0, unknown.length, ...unknown.filter((t) => !splitMcpToolName(t) || mcp.includes(t)));
+    }
+    if (unknown.length > 0) {
+      throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
+        issues: [{ path, message: `unknown tools: ${unknown.join(', ')}`, available: this.tools.names() }],
+      });
+    }
+  }
+
+  @Post()
+  @HttpCode(201)
+  @Operation({
+    id: 'createAgent',
+    summary: 'Create an agent',
+    status: 201,
+    schema: AgentResponse,
+    description:
+      '`archetype` naming a built-in archetype (GET /v1/archetypes) fills `tier`, `instructions`, `tools` ' +
+      'and `model` from it when they are omitted; any other value is a free label. `allowedSubagents` ' +
+      'names must resolve (an agent of the tenant, else a built-in archetype) and obey the tier rules ' +
+      '(chat → reasoning | worker; reasoning → worker; worker → nothing): 400 otherwise, and 409 ' +
+      "(details.referrers) when the new agent, overriding an archetype's name, would break another agent's list.",
+    errors: [...BODY_ERRORS, 409],
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
+    const b = body;
+    await this.checkTools(tenantId, b.tools);
+    await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
+    const base = b.archetype ? archetype(b.archetype) : undefined;
+    const data = {
+      id: newId(),
+      tenantId,
+      name: b.name,
+      archetype: b.archetype ?? 'orchestrator',
+      tier: b.tier ?? base?.tier ?? 'chat',
+      instructions: b.instructions ?? base?.instructions ?? '',
+      model: b.model ?? base?.model ?? this.config.DEFAULT_MODEL,
+      fallbackModels: b.fallbackModels ?? [],
+      // No tools unless named (by the agent or its archetype): a tool added to the deployment is never enabled silently.
+      tools: b.tools ?? (base ? [...base.tools] : []),
+      allowedSubagents: b.allowedSubagents ?? [],
+      approvalRequired: b.approvalRequired ?? [],
+      budgets: b.budgets ?? {},
+      toolResultCompression: b.toolResultCompression ?? 'auto',
+      archivist: b.archivist ?? {},
+    };
+    return presentAgent(await this.agents.create(data));
+  }
+
+  @Get()
+  @Operation({
+    id: 'listAgents',
+    summary: 'Agents of the tenant, by id',
+    description:
+      "The tenant's agents by id (deleted ones are not listed). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
+    status: 200,
+    schema: AgentPageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<AgentPageResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    // Built-in archetypes a sub-agent spawn materialised are listed too, marked `builtIn`.
+    const page = await this.agents.page(tenantId, after?.[0], limit);
+    return {
+      data: page.rows.map(presentAgent),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
+    };
+  }
+
+  private async find(tenantId: string, id: string) {
+    const row = await this.agents.find(tenantId, pathId(id, 'agent'));
+    if (!row) throw notFound('agent');
+    return row;
+  }
+
+  @Get(':id')
+  @Operation({
+    id: 'getAgent',
+    summary: 'An agent and its status',
+    description:
+      "`status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by " +
+      'kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. ' +
+      '`status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and ' +
+      'since when, and its current work item.',
+    status: 200,
+    schema: AgentDetailResponse,
+    errors: [404],
+  })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentDetailResponse> {
+    const agent = await this.find(tenantId, id);
+    const [tools, lifecycle] = await Promise.all([
+      agentToolStatus(this.sql, { tenantId, agentId: agent.id }),
+      agentStatus(this.sql, tenantId, agent.id),
+    ]);
+    // Deleted since it was read.
+    if (!lifecycle) throw notFound('agent');
+    return { ...presentAgent(agent), status: { tools, lifecycle: presentLifecycle(lifecycle) } };
+  }
+
+  @Patch(':id')
+  @Operation({
+    id: 'updateAgent',
+    summary: 'Change fields of an agent',
+    status: 200,
+    schema: AgentResponse,
+    description:
+      'The tier rules are checked as on create, for this agent and for every agent listing it in ' +
+      '`allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 ' +
+      "(details.referrers names them). A built-in archetype's row is read-only (409): create an agent " +
+      'with its name to override it.',
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async update(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: UpdateAgentDto,
+  ): Promise<AgentResponse> {
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
+    const b = body as Partial<CreateAgentRequest>;
+    await this.checkTools(tenantId, b.tools);
+    await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
+    // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
+    const row = await this.agents.update(agent, b);
+    return presentAgent(row);
+  }
+
+  /** Soft delete: existing sessions keep their history; no new session can use the agent. */
+  @Delete(':id')
+  @HttpCode(204)
+  @Operation({
+    id: 'deleteAgent',
+    summary: 'Delete an agent (soft)',
+    description:
+      "409 when an agent listing it in `allowedSubagents` would break (details.referrers), or for a built-in archetype's row.",
+    status: 204,
+    errors: [404, 409],
+  })
+  async remove(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
+    await this.agents.softDelete(agent);
+  }
+}

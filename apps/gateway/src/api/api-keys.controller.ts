@@ -1,0 +1,87 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { ApiKeyListResponse, ApiKeyResponse, CreatedApiKeyResponse, notFound } from '@switchboard/contracts';
+import { ApiKeysRepository } from '@switchboard/store';
+import { Actor, TenantId } from '../platform/auth/guard';
+import { KEY_REVOCATIONS, type KeyRevocations } from '../platform/auth/key-revocations';
+import { generateApiKey } from '../platform/auth/keys';
+import { CreateApiKeyDto, PageQueryDto } from './dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
+import { decodeCursor, encodeCursor, pathId, presentApiKey } from './presenters';
+
+@TenantApi('api-keys')
+@Controller('v1/api-keys')
+export class ApiKeysController {
+  constructor(
+    @Inject(ApiKeysRepository) private readonly keys: ApiKeysRepository,
+    @Inject(KEY_REVOCATIONS) private readonly revocations: KeyRevocations,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @Operation({
+    id: 'createApiKey',
+    summary: 'Create an API key for the calling tenant (the key is shown once)',
+    description:
+      'Creates another API key for the calling tenant; the secret `key` is in this response only (only its hash is stored). Each call makes a new key.',
+    status: 201,
+    schema: CreatedApiKeyResponse,
+    errors: BODY_ERRORS,
+  })
+  async create(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Body() body: CreateApiKeyDto,
+  ): Promise<CreatedApiKeyResponse> {
+    const { key, hash, prefix } = generateApiKey();
+    const row = await this.keys.create(tenantId, { name: body.name ?? 'unnamed', prefix, hash }, actor);
+    return { ...presentApiKey(row), key };
+  }
+
+  @Get()
+  @Operation({
+    id: 'listApiKeys',
+    summary: "The tenant's API keys, by id (revoked ones included)",
+    description:
+      "The tenant's API keys by id, revoked ones included (with `revokedAt`), with their display prefix and last use; never the secret. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
+    status: 200,
+    schema: ApiKeyListResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<ApiKeyListResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.keys.page(tenantId, after?.[0], limit);
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentApiKey),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  /**
+   * Revokes a key: it stops working at once through this gateway, through the others as soon as
+   * they hear of it on Redis, and at the latest once their cached lookup expires (API_KEY_CACHE_MS,
+   * docs/adr/0017). Revoking twice is harmless.
+   */
+  @Delete(':id')
+  @Operation({
+    id: 'revokeApiKey',
+    summary: 'Revoke an API key',
+    description:
+      "Revokes a key: it stops working at once on this gateway, on the others as soon as they hear of it on Redis, and at the latest when their cached lookup expires (API_KEY_CACHE_MS). Revoking twice is harmless and answers the key as it is; 404 for another tenant's key.",
+    status: 200,
+    schema: ApiKeyResponse,
+    errors: [404],
+  })
+  async revoke(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+  ): Promise<ApiKeyResponse> {
+    const key = await this.keys.find(tenantId, pathId(id, 'api key'));
+    if (!key) throw notFound('api key');
+    const row = await this.keys.revoke(key, actor);
+    await this.revocations.revoked(key.hash);
+    return presentApiKey(row);
+  }
+}

@@ -1,0 +1,301 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ApiHeader } from '@nestjs/swagger';
+import type { Admission } from '@switchboard/admission';
+import {
+  AdmitMessageResponse,
+  EventPageResponse,
+  MessagePageResponse,
+  notFound,
+  SessionPageResponse,
+  SessionResponse,
+  TurnResponse,
+  type MessageBody,
+} from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { SessionsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
+import { TenantId } from '../platform/auth/guard';
+import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from './dto';
+import { IdempotencyKeyHeader } from './idempotency';
+import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
+import {
+  decodeCursor,
+  encodeCursor,
+  pathId,
+  presentEvent,
+  presentMessage,
+  presentSession,
+} from './presenters';
+import { ADMISSION, CONFIG } from '@switchboard/platform';
+import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
+import { GATEWAY_READS, type GatewayReads } from './reads';
+import { RateLimitBucketOf } from '../platform/rate-limit';
+
+@TenantApi('sessions')
+@Controller('v1/sessions')
+export class SessionsController {
+  constructor(
+    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @Operation({
+    id: 'createSession',
+    summary: 'Start a session with an agent',
+    description:
+      "Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session.",
+    status: 201,
+    schema: SessionResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async create(@TenantId() tenantId: string, @Body() body: CreateSessionDto): Promise<SessionResponse> {
+    const agent = await this.agents.find(tenantId, body.agentId);
+    if (!agent) throw notFound('agent');
+    const row = await this.sessions.create({
+      tenantId,
+      agentId: agent.id,
+      title: body.title ?? null,
+      metadata: body.metadata ?? {},
+    });
+    return presentSession(row);
+  }
+
+  @Get()
+  @Operation({
+    id: 'listSessions',
+    summary: 'Sessions of the tenant, by id',
+    description:
+      "The tenant's sessions by id, open and closed. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
+    status: 200,
+    schema: SessionPageResponse,
+    errors: [400],
+  })
+  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SessionPageResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const page = await this.sessions.page(tenantId, after?.[0], limit);
+    return {
+      data: page.rows.map(presentSession),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
+    };
+  }
+
+  private async find(tenantId: string, id: string) {
+    const row = await this.sessions.find(tenantId, pathId(id, 'session'));
+    if (!row) throw notFound('session');
+    return row;
+  }
+
+  @Get(':id')
+  @Operation({
+    id: 'getSession',
+    summary: 'A session',
+    description:
+      "A session: its agent, status (open or closed), title, metadata, usage and timestamps. 404 when it is not the calling tenant's.",
+    status: 200,
+    schema: SessionResponse,
+    errors: [404],
+  })
+  async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionResponse> {
+    return presentSession(await this.find(tenantId, id));
+  }
+
+  /** Closes the session: its history stays readable; new messages are refused with 409. */
+  @Delete(':id')
+  @Operation({
+    id: 'closeSession',
+    summary: 'Close a session',
+    description:
+      'Closes the session: its history stays readable and new messages are refused with 409. Closing a closed session is harmless and answers it as it is.',
+    status: 200,
+    schema: SessionResponse,
+    errors: [404],
+  })
+  async close(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionResponse> {
+    const session = await this.find(tenantId, id);
+    return presentSession(await this.sessions.close(session));
+  }
+
+  /** The transcript in order, with provenance on every entry. */
+  @Get(':id/messages')
+  @Operation({
+    id: 'listMessages',
+    summary: "The session's transcript",
+    description:
+      "The session's transcript in order, with provenance (who or what admitted each entry) on every entry. Paged by `limit` and `cursor`; 404 for an unknown session.",
+    status: 200,
+    schema: MessagePageResponse,
+    errors: [400, 404],
+  })
+  async messages(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: PageQueryDto,
+  ): Promise<MessagePageResponse> {
+    const sessionId = pathId(id, 'session');
+    const after = decodeCursor<[number, number]>(q.cursor, ['number', 'number']);
+    const limit = q.limit ?? 100;
+    // The session and its transcript from one side: the read replica once it has replayed the
+    // primary's position, else the primary (docs/adr/0042).
+    const page = await this.reads.read(async ({ sessions }) => {
+      const session = await sessions.find(tenantId, sessionId);
+      if (!session) throw notFound('session');
+      return sessions.messages(session.id, after, limit);
+    });
+    const last = page.rows[page.rows.length - 1];
+    return {
+      data: page.rows.map(presentMessage),
+      nextCursor: page.more ? encodeCursor([last.turnSeq, last.position]) : null,
+    };
+  }
+
+  /**
+   * Admits a message: persisted before the 202, then a turn runs it. Honors Idempotency-Key. With
+   * `wait`, answers 200 with the turn once it has ended, or 202 when the bound passes first.
+   */
+  @Post(':id/messages')
+  @RateLimitBucketOf('admission')
+  @HttpCode(202)
+  @Operation({
+    id: 'admitMessage',
+    summary: 'Admit a message: a turn runs it',
+    description:
+      "Admits a message into the session: it is persisted before the answer, then a turn runs it (202 with the turn's id). With `wait` the request holds until the turn ends and answers 200 with it, or 202 when the bound passes first. An `Idempotency-Key` makes a retry return the first admission; 409 for a closed session or a stopped agent, 403 when the operator paused the tenant.",
+    status: 202,
+    schema: AdmitMessageResponse,
+    response:
+      'Admitted: the turn is queued (or, with `wait`, did not end within the bound). A replayed ' +
+      'Idempotency-Key answers the first admission.',
+    alternative: {
+      status: 200,
+      schema: TurnResponse,
+      description:
+        '`wait` was set and the turn ended within the bound (WAIT_TIMEOUT_MS, or `wait` seconds ' +
+        'when fewer): the turn as GET /v1/turns/{id} shows it.',
+    },
+    errors: [...BODY_ERRORS, 403, 404, 409, 422],
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'Up to 200 printable ASCII characters. A retry with the same key and body returns the first ' +
+      'admission; the same key with another body is 422 idempotency_key_reused; a retry while the ' +
+      'first request is still being admitted is 409 idempotency_key_in_flight.',
+    schema: { type: 'string', minLength: 1, maxLength: 200 },
+  })
+  async admit(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: AdmitMessageDto,
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const sessionId = pathId(id, 'session');
+    const b = body;
+    const waitMs =
+      b.wait === undefined || b.wait === false
+        ? 0
+        : Math.min(this.config.WAIT_TIMEOUT_MS, b.wait === true ? Infinity : b.wait * 1000);
+    // Listening starts before the admission, so its SUBSCRIBE overlaps the admission statement.
+    const deadline = Date.now() + waitMs;
+    const watch = waitMs > 0 ? this.waiter.watch(sessionId) : undefined;
+    const alreadySubscribed = watch?.subscription.isReady ?? false;
+    try {
+      const admitted = await this.admitPrompt(tenantId, sessionId, b, idempotencyKey);
+      if (watch) {
+        // The client going away ends the wait and releases the subscription.
+        const gone = new AbortController();
+        const onClose = () => gone.abort();
+        reply.raw.once('close', onClose);
+        try {
+          const turn = await this.waiter.untilEnded(watch, {
+            tenantId,
+            turnId: admitted.turnId,
+            deadline,
+            signal: gone.signal,
+            subscribedBeforeAdmission: alreadySubscribed && !admitted.replayed,
+            orPaused: true,
+          });
+          if (gone.signal.aborted) return;
+          if (turn) {
+            await reply.status(200).send(turn);
+            return;
+          }
+        } finally {
+          reply.raw.off('close', onClose);
+        }
+      }
+      await reply.status(202).send({
+        messageId: admitted.messageId,
+        turnId: admitted.turnId,
+        status: admitted.status as AdmitMessageResponse['status'],
+      } satisfies AdmitMessageResponse);
+    } finally {
+      watch?.close();
+    }
+  }
+
+  /** The operator's message as an envelope, through Admission. */
+  private async admitPrompt(
+    tenantId: string,
+    sessionId: string,
+    b: AdmitMessageDto,
+    idempotencyKey: string | undefined,
+  ) {
+    const text = typeof b.content === 'string' ? b.content : b.content.map((c) => c.text).join('\n\n');
+    const messageBody: MessageBody = { type: 'text', text };
+    const admitted = await this.admission.admit({
+      tenantId,
+      sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: messageBody,
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+      priority: b.priority,
+      metadata: b.metadata,
+      correlationId: b.correlationId,
+      idempotencyKey,
+      multitask: b.multitask,
+    });
+    return admitted;
+  }
+
+  /** The durable event journal, ordered by the per-session seq. */
+  @Get(':id/events')
+  @Operation({
+    id: 'listEvents',
+    summary: "The session's event journal",
+    description:
+      "The session's durable event journal, ordered by its per-session `seq`: every turn's rounds, tool calls, approvals and ends. Pass `after` = the last seq you saw for the next events, up to `limit` (at most 500); the same journal the SSE streams replay.",
+    status: 200,
+    schema: EventPageResponse,
+    errors: [400, 404],
+  })
+  async events(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: EventsQueryDto,
+  ): Promise<EventPageResponse> {
+    const sessionId = pathId(id, 'session');
+    const limit = q.limit ?? 200;
+    // As the transcript: one side, the replica once it has replayed the primary's position.
+    const rows = await this.reads.read(async ({ sessions }) => {
+      const session = await sessions.find(tenantId, sessionId);
+      if (!session) throw notFound('session');
+      return sessions.events(session.id, q.after ?? 0, limit);
+    });
+    return {
+      data: rows.map(presentEvent),
+      lastSeq: rows.length > 0 ? rows[rows.length - 1].seq : (q.after ?? 0),
+    };
+  }
+}

@@ -1,0 +1,97 @@
+import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
+import { AppError, notFound, SettingsResponse } from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
+import { TenantsRepository } from '@switchboard/store';
+import type { ToolRegistry } from '@switchboard/tools';
+import { refusedNotifyUrl } from '@switchboard/triage';
+import { CONFIG, TOOLS } from '@switchboard/platform';
+import { Actor, TenantId } from '../platform/auth/guard';
+import { UpdateSettingsDto } from './dto';
+import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
+import { presentSettings } from './presenters';
+
+/**
+ * The calling tenant's settings: model routes (what `hint:<route>` resolves to) and blocked tools.
+ * `defaultModel` is the deployment's DEFAULT_MODEL, what a hint resolves to when its route is unset.
+ */
+@TenantApi('settings')
+@Controller('v1/settings')
+export class SettingsController {
+  constructor(
+    @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
+    @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
+    @Inject(TOOLS) private readonly tools: ToolRegistry,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Get()
+  @Operation({
+    id: 'getSettings',
+    summary: "The tenant's settings",
+    description:
+      "The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret) and the daily spend cap.",
+    status: 200,
+    schema: SettingsResponse,
+  })
+  async get(@TenantId() tenantId: string): Promise<SettingsResponse> {
+    const tenant = await this.tenants.settings(tenantId);
+    if (!tenant) throw notFound('tenant');
+    return presentSettings(tenant.settings, this.config.DEFAULT_MODEL);
+  }
+
+  /** Merges `modelRoutes` per route (`null` removes one) and replaces `blockedTools`. */
+  @Patch()
+  @Operation({
+    id: 'updateSettings',
+    summary: "Change the tenant's settings",
+    description:
+      "Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are.",
+    status: 200,
+    schema: SettingsResponse,
+    errors: BODY_ERRORS,
+  })
+  async update(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Body() body: UpdateSettingsDto,
+  ): Promise<SettingsResponse> {
+    if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
+    if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
+    if (body.notifyUrl) await this.checkNotifyUrl(body.notifyUrl);
+    // Under the tenant row's lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
+    // The audit entry (docs/adr/0030) names the fields changed, in the same transaction.
+    const updated = await this.tenants.updateSettings(tenantId, body, actor);
+    if (!updated) throw notFound('tenant');
+    return presentSettings(updated.settings, this.config.DEFAULT_MODEL);
+  }
+
+  /** The send path's address rules, up front (OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts a host). */
+  private async checkNotifyUrl(url: string) {
+    const refused = await refusedNotifyUrl(url, new Set(this.config.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []));
+    if (refused) {
+      const message = `the URL is refused: ${refused}`;
+      throw new AppError('validation_failed', message, { issues: [{ path: 'notifyUrl', message }] });
+    }
+  }
+
+  /** Built-in names, and `server__tool` names of the tenant's MCP servers (docs/adr/0023). */
+  private async checkTools(tenantId: string, tools: string[], path: string) {
+    let unknown = this.tools.unknown(tools);
+    if (unknown.some((t) => splitMcpToolName(t))) {
+      const mcp = await this.mcpServers.unknownTools(tenantId, unknown);
+      unknown = unknown.filter((t) => !splitMcpToolName(t) || mcp.includes(t));
+    }
+    if (unknown.length > 0) {
+      throw new AppError('validation_failed', `unknown tools: ${unknown.join(', ')}`, {
+        issues: [
+          {
+            path,
+            message: `unknown tools: ${unknown.join(', ')}`,
+            available: this.tools.names(),
+          },
+        ],
+      });
+    }
+  }
+}

@@ -1,0 +1,208 @@
+import { Controller, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { A2A_VERSION_HEADER, AgentCard } from '@a2a-js/sdk';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
+import { notFound } from '@switchboard/contracts';
+import type { Logger } from '@switchboard/observability';
+import { LOGGER } from '@switchboard/platform';
+import { TenantId } from '../../platform/auth/guard';
+import { A2aAgent, agentCardOf } from './a2a';
+import { AGENT_TURNS, type AgentTurns } from '../../http/agent-turns';
+import { ErrorShapeOf } from '../../platform/errors';
+import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
+import { API_KEY_AUTH } from '../../platform/openapi';
+import { RateLimitBucketOf } from '../../platform/rate-limit';
+import { openEventStream } from '../../http/event-stream';
+
+const AGENT_PARAM = {
+  name: 'agentId',
+  description: 'The agent (GET /v1/agents): its A2A endpoint is /a2a/{agentId}',
+  schema: { type: 'string', format: 'uuid' },
+} as const;
+
+const HTTP_ERRORS: [number, string][] = [
+  [400, 'Not valid JSON (-32700 parse error)'],
+  [401, 'Missing, invalid or revoked API key'],
+  [404, 'No agent of the tenant with that id'],
+  [413, 'Request body larger than the limit'],
+  [415, 'Body is not application/json'],
+  [429, 'Rate limit exceeded: retry after Retry-After seconds'],
+  [500, 'Unexpected failure (logged)'],
+  [503, 'A dependency (Postgres, Redis) is unavailable: retry later'],
+];
+
+/**
+ * A2A (docs/adr/0037): each agent of the tenant at `/a2a/{agentId}`, its agent card at
+ * `/a2a/{agentId}/.well-known/agent-card.json` (the SDK's ClientFactory resolves it from the base
+ * URL `/a2a/{agentId}/`). The SDK's JSON-RPC transport handlers parse and answer (v1.0 methods, and
+ * v0.3's `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` when the request's A2A-Version
+ * is 0.3 or absent); `A2aAgent` runs them over turns. The tenant's API key is the bearer.
+ */
+@ApiTags('a2a')
+@ApiBearerAuth(API_KEY_AUTH)
+@Controller('a2a')
+export class A2aController {
+  constructor(
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @Get(':agentId/.well-known/agent-card.json')
+  @ErrorShapeOf('jsonrpc')
+  @ApiOperation({
+    operationId: 'getAgentCard',
+    summary: "An agent's A2A agent card (v1.0 JSON; security: the bearer API key)",
+    description:
+      "The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` " +
+      "and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.",
+  })
+  @ApiParam(AGENT_PARAM)
+  @ApiResponse({
+    status: 200,
+    description: 'The agent card (A2A v1.0 AgentCard, JSON)',
+    content: { 'application/json': { schema: { type: 'object' } } },
+  })
+  @JsonRpcErrorResponses(HTTP_ERRORS.filter(([s]) => [401, 404, 429, 500, 503].includes(s)))
+  async card(
+    @TenantId() tenantId: string,
+    @Param('agentId') agentId: string,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const agent = await this.agent(tenantId, agentId);
+    await reply
+      .header('cache-control', 'private, no-cache')
+      .header('vary', 'Authorization')
+      .send(AgentCard.toJSON(agentCardOf(agent, this.endpoint(req, agent.id))));
+  }
+
+  @Post(':agentId')
+  // Tool calls and messages admit turns: the bucket of POST …/messages and chat completions (ADR 0028).
+  @RateLimitBucketOf('admission')
+  @HttpCode(200)
+  @ErrorShapeOf('jsonrpc')
+  @ApiOperation({
+    operationId: 'callAgentJsonRpc',
+    summary: "An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)",
+    description:
+      'Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods ' +
+      '(`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`) with ' +
+      '`A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, ' +
+      '`tasks/resubscribe`) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a ' +
+      'context a session (contextId the session id). Protocol errors (unknown method -32601, invalid ' +
+      'params -32602, task not found -32001, task not cancelable -32002, …) come as JSON-RPC error ' +
+      'responses with status 200. docs/adr/0037.',
+  })
+  @ApiParam(AGENT_PARAM)
+  @ApiBody({
+    schema: JSON_RPC_MESSAGE_SCHEMA as object,
+    examples: {
+      send: {
+        summary: 'Send a message (v0.3)',
+        value: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: {
+            message: {
+              kind: 'message',
+              messageId: '0b0c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3',
+              role: 'user',
+              parts: [{ kind: 'text', text: 'Where is order 1182?' }],
+            },
+          },
+        },
+      },
+    },
+  })
+  @ApiResponse({
+    status: 200,
+    description:
+      'The JSON-RPC response (result or error), or for a streaming method an SSE stream of JSON-RPC responses',
+    content: {
+      'application/json': { schema: JSON_RPC_MESSAGE_SCHEMA as object },
+      'text/event-stream': { schema: { type: 'string' } },
+    },
+  })
+  @JsonRpcErrorResponses(HTTP_ERRORS)
+  async rpc(
+    @TenantId() tenantId: string,
+    @Param('agentId') agentId: string,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const agent = await this.agent(tenantId, agentId);
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    const card = agentCardOf(agent, this.endpoint(req, agent.id));
+    const handler = new A2aAgent(this.turns, tenantId, agent, card, gone.signal);
+    const header = req.headers[A2A_VERSION_HEADER.toLowerCase()];
+    const version = (Array.isArray(header) ? header[0] : header)?.trim() || undefined;
+    const legacy = version === undefined || version === '0.3';
+    const mapError = (err: unknown): unknown =>
+      legacy
+        ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err)
+        : JsonRpcTransportHandler.mapToJSONRPCError(err);
+    const id = (req.body as { id?: unknown } | null)?.id ?? null;
+    try {
+      const context = new ServerCallContext({ requestedVersion: version });
+      let answer: unknown;
+      try {
+        validateVersion(context.requestedVersion, card, 'JSONRPC');
+        answer = await (
+          legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler)
+        ).handle(req.body as Record<string, unknown>, context);
+      } catch (err) {
+        answer = { jsonrpc: '2.0', id, error: mapError(err) };
+      }
+      if (!isStream(answer)) {
+        await reply.status(200).send(answer);
+        return;
+      }
+      // A streaming method: the first event (or its error, as JSON) decides before the stream opens.
+      const iterator = answer[Symbol.asyncIterator]();
+      let first: IteratorResult<unknown>;
+      try {
+        first = await iterator.next();
+      } catch (err) {
+        await reply.status(200).send({ jsonrpc: '2.0', id, error: mapError(err) });
+        return;
+      }
+      openEventStream(reply);
+      const write = (frame: string) => {
+        if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
+      };
+      try {
+        if (!first.done) write(`data: ${JSON.stringify(first.value)}\n\n`);
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+          write(`data: ${JSON.stringify(next.value)}\n\n`);
+        }
+      } catch (err) {
+        this.logger.warn({ err, agentId }, 'A2A stream failed');
+        write(`event: error\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, error: mapError(err) })}\n\n`);
+      } finally {
+        await iterator.return?.(undefined);
+        if (!reply.raw.writableEnded) reply.raw.end();
+      }
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+
+  private async agent(tenantId: string, agentId: string) {
+    const agent = await this.turns.agent(tenantId, agentId);
+    if (!agent) throw notFound('agent');
+    return agent;
+  }
+
+  /** The agent's endpoint as this request reached the gateway. */
+  private endpoint(req: FastifyRequest, agentId: string): string {
+    return `${req.protocol}://${req.host}/a2a/${agentId}`;
+  }
+}
+
+const isStream = (v: unknown): v is AsyncIterable<unknown> =>
+  typeof (v as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function';

@@ -1,0 +1,796 @@
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import { ApiBody, ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import type { z } from 'zod';
+import type { Admission, TurnControl } from '@switchboard/admission';
+import {
+  isUuid,
+  LangGraphAssistant,
+  LangGraphAssistantList,
+  LangGraphErrorResponse,
+  LangGraphHistoryRequest,
+  LangGraphRun,
+  LangGraphRunList,
+  LangGraphThread,
+  LangGraphThreadList,
+  LangGraphThreadState,
+  LangGraphThreadStateList,
+  LangGraphValues,
+  newId,
+} from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { ADMISSION, CONFIG } from '@switchboard/platform';
+import type { Approvals } from '@switchboard/turns';
+import { Actor, ApiKeyId, TenantId } from '../../platform/auth/guard';
+import {
+  LangGraphAssistantSearchDto,
+  LangGraphCancelQueryDto,
+  LangGraphHistoryDto,
+  LangGraphHistoryQueryDto,
+  LangGraphJoinQueryDto,
+  LangGraphJoinStreamQueryDto,
+  LangGraphRunDto,
+  LangGraphRunListQueryDto,
+  LangGraphThreadCreateDto,
+  LangGraphThreadSearchDto,
+} from '../../api/dto';
+import type { ErrorShapeConfig } from '../../platform/errors';
+import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../../platform/openapi';
+import { RateLimitBucketOf } from '../../platform/rate-limit';
+import { TURN_CONTROL } from '../../api/turn-control';
+import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
+import { validateOptionalBody } from '../../platform/validation';
+import {
+  assistantOf,
+  decisionsOf,
+  LangGraphError,
+  planRun,
+  runOf,
+  stateOf,
+  streamModesOf,
+  threadOf,
+  turnStatusesOf,
+  valuesOf,
+} from './mapping';
+import { LangGraphReads } from './reads';
+import { LangGraphRunStreamer } from './run-stream';
+import { LangGraphSnapshots } from './snapshots';
+import { OPERATOR_PROMPT } from '../openai-chat/chat-completions';
+import { APPROVALS } from '../../api/approvals.controller';
+
+/** The security scheme of the `x-api-key` header the LangGraph SDK sends. */
+export const LANGGRAPH_API_KEY_AUTH = 'langgraphApiKey';
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'The body is not JSON, or a header or query is malformed',
+  401: 'Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`)',
+  403: 'The operator paused the tenant: nothing is admitted until it is resumed',
+  404: 'No such assistant, thread or run for the calling tenant',
+  408: 'The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again',
+  409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists',
+  413: 'Request body larger than the limit',
+  415: 'Body is not application/json',
+  422: 'The body failed validation, or asks for what the subset does not support (rollback, checkpoints…)',
+  429: 'Rate limit exceeded: retry after Retry-After seconds',
+  500: 'Unexpected failure (logged)',
+  503: 'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later',
+};
+
+const COMMON = [401, 429, 500, 503];
+const BODY = [400, 413, 415, 422];
+
+/**
+ * One LangGraph route: LangGraph's `{detail}` error shape for every error of the request (the guard's
+ * and the body parser's too), the `x-api-key` header accepted as the API key, and its OpenAPI entry.
+ */
+function LangGraphRoute(o: {
+  id: string;
+  summary: string;
+  description: string;
+  status: number;
+  schema?: z.ZodType;
+  stream?: boolean;
+  errors: number[];
+}) {
+  return applyDecorators(
+    RouteConfig({ errorShape: 'langgraph', apiKeyHeader: true } satisfies ErrorShapeConfig),
+    ApiOperation({ operationId: o.id, summary: o.summary, description: o.description }),
+    ApiResponse({
+      status: o.status,
+      description: o.summary,
+      ...(o.stream
+        ? { content: { 'text/event-stream': { schema: { type: 'string' } } } }
+        : o.schema
+          ? { schema: schemaRef(o.schema) }
+          : {}),
+    }),
+    ...[...new Set([...o.errors, ...COMMON])].map((status) =>
+      ApiResponse({
+        status,
+        description: ERROR_TEXT[status],
+        schema: schemaRef(LangGraphErrorResponse),
+        ...(status === 429 ? { headers: RATE_LIMIT_HEADERS } : {}),
+      }),
+    ),
+  );
+}
+
+/**
+ * The LangGraph Agent Server API subset (docs/adr/0038-langgraph-agent-server-api.md), so
+ * `@langchain/langgraph-sdk`'s `new Client({ apiUrl: '<gateway>/langgraph', apiKey })` works unmodified:
+ * assistants are agents, threads sessions, runs turns, interrupts approvals. A thin adapter over the
+ * same seams as `/v1/chat/completions`: Admission admits, the TurnWaiter waits, the event-stream seam
+ * streams, TurnControl cancels, Approvals decides.
+ */
+@ApiTags('langgraph')
+@ApiSecurity(LANGGRAPH_API_KEY_AUTH)
+@ApiSecurity(API_KEY_AUTH)
+@Controller('langgraph')
+export class LangGraphController {
+  constructor(
+    @Inject(LangGraphReads) private readonly reads: LangGraphReads,
+    @Inject(LangGraphSnapshots) private readonly snapshots: LangGraphSnapshots,
+    @Inject(LangGraphRunStreamer) private readonly streamer: LangGraphRunStreamer,
+    @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(TURN_CONTROL) private readonly control: TurnControl,
+    @Inject(APPROVALS) private readonly approvals: Approvals,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  // ---------------------------------------------------------------------------------------------
+  // Assistants
+  // ---------------------------------------------------------------------------------------------
+
+  @Post('assistants/search')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphSearchAssistants',
+    description:
+      "The tenant's agents as LangGraph assistants (`client.assistants.search`): `graph_id` and `name` filter by the agent's name, `metadata` by the assistant's metadata (model, tools, approval_required); newest first, paged by limit/offset.",
+    summary: "The tenant's agents as LangGraph assistants (graph_id = the agent's name)",
+    status: 200,
+    schema: LangGraphAssistantList,
+    errors: BODY,
+  })
+  async searchAssistants(
+    @TenantId() tenantId: string,
+    @Body() body: LangGraphAssistantSearchDto,
+  ): Promise<LangGraphAssistant[]> {
+    if (body.graph_id !== undefined && body.name !== undefined && body.graph_id !== body.name) return [];
+    const rows = await this.reads.agents(tenantId, {
+      graphId: body.graph_id,
+      name: body.name,
+      limit: body.limit ?? 10,
+      offset: body.offset ?? 0,
+      sortBy: body.sort_by ?? 'created_at',
+      desc: (body.sort_order ?? 'desc') === 'desc',
+    });
+    // Metadata filters match the assistant's metadata (its model, tools, approval_required).
+    const wanted = Object.entries(body.metadata ?? {});
+    return rows
+      .map(assistantOf)
+      .filter((a) => wanted.every(([k, v]) => JSON.stringify(a.metadata[k]) === JSON.stringify(v)));
+  }
+
+  @Get('assistants/:assistant_id')
+  @LangGraphRoute({
+    id: 'langgraphGetAssistant',
+    description:
+      'One agent as an assistant (`client.assistants.get`), by its id or by its name (the most recent agent of that name).',
+    summary: 'An assistant: an agent by id or by name',
+    status: 200,
+    schema: LangGraphAssistant,
+    errors: [404],
+  })
+  async getAssistant(
+    @TenantId() tenantId: string,
+    @Param('assistant_id') id: string,
+  ): Promise<LangGraphAssistant> {
+    return assistantOf(await this.assistant(tenantId, id));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Threads
+  // ---------------------------------------------------------------------------------------------
+
+  @Post('threads')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphCreateThread',
+    description:
+      'Creates a thread (`client.threads.create({ graphId })`): a session of the agent that `metadata.assistant_id` or `metadata.graph_id` names, with the given `thread_id` or a new one. Without an assistant the request is refused (422): a session belongs to one agent.',
+    summary:
+      'Create a thread: a session of the assistant named by metadata.assistant_id or metadata.graph_id',
+    status: 200,
+    schema: LangGraphThread,
+    errors: [...BODY, 404, 409],
+  })
+  async createThread(
+    @TenantId() tenantId: string,
+    @Body() body: LangGraphThreadCreateDto,
+  ): Promise<LangGraphThread> {
+    const { assistant_id, graph_id, ...metadata } = body.metadata ?? {};
+    const named =
+      typeof assistant_id === 'string' ? assistant_id : typeof graph_id === 'string' ? graph_id : undefined;
+    if (named === undefined) {
+      throw new LangGraphError(
+        422,
+        'metadata.assistant_id (or graph_id: the agent name, `threads.create({ graphId })`) is required: ' +
+          'a Switchboard thread is a session of one agent. Or start a run on a new thread id with ' +
+          'if_not_exists: "create".',
+      );
+    }
+    const agent = await this.assistant(tenantId, named);
+    const id = body.thread_id ?? newId();
+    const created = await this.reads.createSession({ id, tenantId, agentId: agent.id, metadata });
+    if (!created) {
+      const existing = await this.reads.session(tenantId, id);
+      if (existing && body.if_exists === 'do_nothing') return this.presentThread(existing);
+      throw new LangGraphError(409, `thread ${id} already exists`);
+    }
+    return this.presentThread(created, agent.name);
+  }
+
+  @Post('threads/search')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphSearchThreads',
+    description:
+      "The tenant's sessions as threads (`client.threads.search`), newest first: `ids`, `metadata` (assistant_id / graph_id pick the agent) and `status` filter; searching by `values` is not supported (422).",
+    summary:
+      "The tenant's sessions as threads, newest first; metadata.assistant_id / graph_id pick the agent",
+    status: 200,
+    schema: LangGraphThreadList,
+    errors: BODY,
+  })
+  async searchThreads(
+    @TenantId() tenantId: string,
+    @Body() body: LangGraphThreadSearchDto,
+  ): Promise<LangGraphThread[]> {
+    for (const key of ['values', 'extract'] as const) {
+      if (Object.keys(body[key] ?? {}).length > 0) {
+        throw new LangGraphError(422, `${key}: searching threads by their state is not supported`);
+      }
+    }
+    const { assistant_id, graph_id, ...metadata } = body.metadata ?? {};
+    let agentId: string | undefined;
+    const named =
+      typeof assistant_id === 'string' ? assistant_id : typeof graph_id === 'string' ? graph_id : undefined;
+    if (named !== undefined) {
+      const agent = await this.reads.agent(tenantId, named);
+      if (!agent) return [];
+      agentId = agent.id;
+    }
+    const rows = await this.reads.sessions(tenantId, {
+      ids: body.ids,
+      agentId,
+      metadata,
+      limit: body.limit ?? 10,
+      offset: body.offset ?? 0,
+      sortBy: body.sort_by ?? 'created_at',
+      desc: (body.sort_order ?? 'desc') === 'desc',
+    });
+    const names = new Map(
+      (await this.reads.agentsById(tenantId, [...new Set(rows.map((r) => r.agentId))])).map((a) => [
+        a.id,
+        a.name,
+      ]),
+    );
+    const threads = await Promise.all(rows.map((r) => this.presentThread(r, names.get(r.agentId))));
+    return body.status ? threads.filter((t) => t.status === body.status) : threads;
+  }
+
+  @Get('threads/:thread_id')
+  @LangGraphRoute({
+    id: 'langgraphGetThread',
+    description:
+      'A thread (`client.threads.get`): the session with its status (idle, busy, interrupted, error), its values (`{messages}`) and its interrupts by run id.',
+    summary: 'A thread',
+    status: 200,
+    schema: LangGraphThread,
+    errors: [404],
+  })
+  async getThread(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<LangGraphThread> {
+    return this.presentThread(await this.thread(tenantId, id));
+  }
+
+  @Get('threads/:thread_id/state')
+  @LangGraphRoute({
+    id: 'langgraphGetThreadState',
+    description:
+      "The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
+    summary: "The thread's state: its transcript as LangChain messages, pending approvals as interrupts",
+    status: 200,
+    schema: LangGraphThreadState,
+    errors: [404],
+  })
+  async getState(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+  ): Promise<LangGraphThreadState> {
+    const session = await this.thread(tenantId, id);
+    return stateOf(session, await this.snapshots.read(session.id));
+  }
+
+  @Get('threads/:thread_id/history')
+  @LangGraphRoute({
+    id: 'langgraphGetThreadHistory',
+    description:
+      "The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.",
+    summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
+    status: 200,
+    schema: LangGraphThreadStateList,
+    errors: [400, 404],
+  })
+  async getHistory(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+    @Query() q: LangGraphHistoryQueryDto,
+  ): Promise<LangGraphThreadState[]> {
+    const session = await this.thread(tenantId, id);
+    if (q.limit === 0 || q.before !== undefined) return [];
+    return [stateOf(session, await this.snapshots.read(session.id))];
+  }
+
+  @Post('threads/:thread_id/history')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphSearchThreadHistory',
+    description:
+      "The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).",
+    summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
+    status: 200,
+    schema: LangGraphThreadStateList,
+    errors: [...BODY, 404],
+  })
+  @ApiBody({ type: LangGraphHistoryDto, required: false })
+  async postHistory(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+    @Body() raw: unknown,
+  ): Promise<LangGraphThreadState[]> {
+    const body = validateOptionalBody(LangGraphHistoryRequest, raw);
+    const session = await this.thread(tenantId, id);
+    // Only the current state exists: nothing is before it, and no checkpoint can be named.
+    if (body.limit === 0 || body.before !== undefined) return [];
+    if (body.checkpoint !== undefined) {
+      throw new LangGraphError(422, 'checkpoint: past checkpoints (time travel) are not supported');
+    }
+    return [stateOf(session, await this.snapshots.read(session.id))];
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Runs
+  // ---------------------------------------------------------------------------------------------
+
+  @Post('threads/:thread_id/runs')
+  @HttpCode(200)
+  @RateLimitBucketOf('admission')
+  @LangGraphRoute({
+    id: 'langgraphCreateRun',
+    description:
+      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and the paused turn goes on. Answers the run at once.",
+    summary:
+      'Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)',
+    status: 200,
+    schema: LangGraphRun,
+    errors: [...BODY, 403, 404, 409],
+  })
+  async createRun(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
+    @Param('thread_id') threadId: string,
+    @Body() body: LangGraphRunDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
+    const turn = await this.reads.turn(tenantId, started.sessionId, started.turnId);
+    if (!turn) throw new LangGraphError(404, `run ${started.turnId} not found`);
+    await reply
+      .header('content-location', runPath(started.sessionId, started.turnId))
+      .status(200)
+      .send(runOf(turn, { multitask: started.multitask, metadata: body.metadata }));
+  }
+
+  @Post('threads/:thread_id/runs/stream')
+  @HttpCode(200)
+  @RateLimitBucketOf('admission')
+  @LangGraphRoute({
+    id: 'langgraphStreamRun',
+    description:
+      "Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval.",
+    summary: 'Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)',
+    status: 200,
+    stream: true,
+    errors: [...BODY, 403, 404, 409],
+  })
+  async streamRun(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
+    @Param('thread_id') threadId: string,
+    @Body() body: LangGraphRunDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const modes = streamModesOf(body.stream_mode);
+    const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
+    try {
+      void reply.header('content-location', runPath(started.sessionId, started.turnId));
+      const ended = await this.streamer.stream(reply, started.watch, {
+        tenantId,
+        sessionId: started.sessionId,
+        turnId: started.turnId,
+        after: started.after,
+        modes,
+      });
+      // `on_disconnect: cancel`: the client left before the run ended.
+      if (ended === 'left' && body.on_disconnect === 'cancel') {
+        await this.control.cancel(tenantId, started.turnId, 'the LangGraph client disconnected');
+      }
+    } finally {
+      started.watch.close();
+    }
+  }
+
+  @Post('threads/:thread_id/runs/wait')
+  @HttpCode(200)
+  @RateLimitBucketOf('admission')
+  @LangGraphRoute({
+    id: 'langgraphWaitRun',
+    description:
+      "Starts a run and holds the request until the turn ends or pauses for approval (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.",
+    summary:
+      "Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)",
+    status: 200,
+    schema: LangGraphValues,
+    errors: [...BODY, 403, 404, 408, 409],
+  })
+  async waitRun(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Actor() actor: string,
+    @Param('thread_id') threadId: string,
+    @Body() body: LangGraphRunDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
+    try {
+      void reply.header('content-location', runPath(started.sessionId, started.turnId));
+      await this.answerWhenSettled(reply, tenantId, started.sessionId, started.turnId, started.watch);
+    } finally {
+      started.watch.close();
+    }
+  }
+
+  @Get('threads/:thread_id/runs')
+  @LangGraphRoute({
+    id: 'langgraphListRuns',
+    description:
+      "The thread's runs, its turns newest first (`client.runs.list`), paged by limit/offset and filtered by run status.",
+    summary: "The thread's runs (its turns), newest first",
+    status: 200,
+    schema: LangGraphRunList,
+    errors: [400, 404, 422],
+  })
+  async listRuns(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Query() q: LangGraphRunListQueryDto,
+  ): Promise<LangGraphRun[]> {
+    const session = await this.thread(tenantId, threadId);
+    const turns = await this.reads.turns(session.id, {
+      statuses: q.status ? turnStatusesOf(q.status) : undefined,
+      limit: q.limit ?? 10,
+      offset: q.offset ?? 0,
+    });
+    return turns.map((t) => runOf(t));
+  }
+
+  @Get('threads/:thread_id/runs/:run_id')
+  @LangGraphRoute({
+    id: 'langgraphGetRun',
+    description:
+      'A run (`client.runs.get`): the turn with its status as LangGraph names it (pending, running, interrupted, success, error).',
+    summary: 'A run (a turn)',
+    status: 200,
+    schema: LangGraphRun,
+    errors: [404],
+  })
+  async getRun(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+  ): Promise<LangGraphRun> {
+    return runOf(await this.run(tenantId, threadId, runId));
+  }
+
+  @Get('threads/:thread_id/runs/:run_id/join')
+  @LangGraphRoute({
+    id: 'langgraphJoinRun',
+    description:
+      "Holds the request until the run ends or pauses for approval (`client.runs.join`), bounded by WAIT_TIMEOUT_MS; answers the thread's values.",
+    summary: "Wait for a run to end or pause for approval; the thread's values (bounded by WAIT_TIMEOUT_MS)",
+    status: 200,
+    schema: LangGraphValues,
+    errors: [400, 404, 408, 422],
+  })
+  async joinRun(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+    @Query() q: LangGraphJoinQueryDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    void q;
+    const turn = await this.run(tenantId, threadId, runId);
+    const watch = this.waiter.watch(turn.sessionId);
+    try {
+      await this.answerWhenSettled(reply, tenantId, turn.sessionId, turn.id, watch);
+    } finally {
+      watch.close();
+    }
+  }
+
+  @Get('threads/:thread_id/runs/:run_id/stream')
+  @LangGraphRoute({
+    id: 'langgraphJoinRunStream',
+    description:
+      'Streams a run from its start as `runs/stream` does (`client.runs.joinStream`): an ended run is replayed from the journal to its `end`; `cancel_on_disconnect=1` cancels the run when the client leaves.',
+    summary:
+      'Stream a run from its start (an ended run replays from the journal), as runs/stream does; ' +
+      'cancel_on_disconnect=1 cancels it when the client leaves',
+    status: 200,
+    stream: true,
+    errors: [400, 404, 422],
+  })
+  async joinRunStream(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+    @Query() q: LangGraphJoinStreamQueryDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const turn = await this.run(tenantId, threadId, runId);
+    const watch = this.waiter.watch(turn.sessionId);
+    try {
+      void reply.header('content-location', runPath(turn.sessionId, turn.id));
+      const ended = await this.streamer.stream(reply, watch, {
+        tenantId,
+        sessionId: turn.sessionId,
+        turnId: turn.id,
+        after: 0,
+        modes: streamModesOf(q.stream_mode),
+      });
+      if (ended === 'left' && (q.cancel_on_disconnect === '1' || q.cancel_on_disconnect === 'true')) {
+        await this.control.cancel(tenantId, turn.id, 'the LangGraph client disconnected');
+      }
+    } finally {
+      watch.close();
+    }
+  }
+
+  @Post('threads/:thread_id/runs/:run_id/cancel')
+  @HttpCode(204)
+  @LangGraphRoute({
+    id: 'langgraphCancelRun',
+    description:
+      'Cancels a run (`client.runs.cancel`, action interrupt) through the same cancel as POST /v1/turns/{id}/cancel; with `wait=1` answers once it ended. `action=rollback` is refused (422): a cancelled turn stays in the thread.',
+    summary:
+      'Cancel a run (action interrupt): 204 once the cancel is recorded (with wait=1, once the run ended); ' +
+      'rollback is refused (422)',
+    status: 204,
+    errors: [400, 404, 422],
+  })
+  async cancelRun(
+    @TenantId() tenantId: string,
+    @Param('thread_id') threadId: string,
+    @Param('run_id') runId: string,
+    @Query() q: LangGraphCancelQueryDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    if (q.action === 'rollback') {
+      throw new LangGraphError(
+        422,
+        'action rollback is not supported: a cancelled run stays in the thread (use action interrupt)',
+      );
+    }
+    const turn = await this.run(tenantId, threadId, runId);
+    const watch = q.wait === '1' || q.wait === 'true' ? this.waiter.watch(turn.sessionId) : undefined;
+    try {
+      const result = await this.control.cancel(
+        tenantId,
+        turn.id,
+        q.reason ?? 'cancelled through the LangGraph API',
+      );
+      if (!result) throw new LangGraphError(404, `run ${runId} not found`);
+      if (watch) {
+        await this.waiter.untilEnded(watch, {
+          tenantId,
+          turnId: turn.id,
+          deadline: Date.now() + this.config.WAIT_TIMEOUT_MS,
+          subscribedBeforeAdmission: false,
+        });
+      }
+      await reply.status(204).send();
+    } finally {
+      watch?.close();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Starts what a run asks for: admits its human message as a turn (multitask_strategy reject /
+   * enqueue / interrupt as Admission's), or decides the thread's pending approvals with
+   * `command.resume` (the paused turn goes on: the run is that turn). Listening starts first.
+   */
+  private async start(
+    tenantId: string,
+    apiKeyId: string,
+    actor: string,
+    threadId: string,
+    body: LangGraphRunDto,
+  ): Promise<{
+    sessionId: string;
+    turnId: string;
+    after: number;
+    multitask: LangGraphRun['multitask_strategy'];
+    watch: ReturnType<TurnWaiter['watch']>;
+  }> {
+    const plan = planRun(body);
+    const agent = await this.assistant(tenantId, body.assistant_id);
+    let session = await this.reads.session(tenantId, threadId);
+    if (!session) {
+      if (body.if_not_exists !== 'create' || !isUuid(threadId))
+        throw new LangGraphError(404, `thread ${threadId} not found`);
+      session = await this.reads.createSession({ id: threadId, tenantId, agentId: agent.id, metadata: {} });
+      if (!session) throw new LangGraphError(404, `thread ${threadId} not found`);
+    }
+    if (session.agentId !== agent.id) {
+      throw new LangGraphError(409, `thread ${session.id} belongs to another assistant (${session.agentId})`);
+    }
+    if (session.status === 'closed') throw new LangGraphError(409, `thread ${session.id} is closed`);
+    const pending = await this.reads.pending(session.id);
+    if (plan.kind === 'resume') {
+      const decisions = decisionsOf(
+        plan.resume,
+        pending.map((a) => a.id),
+      );
+      const after = await this.reads.lastEventSeq(session.id);
+      const watch = this.waiter.watch(session.id);
+      try {
+        for (const d of decisions) {
+          const outcome = await this.approvals.decide({
+            approvalId: d.approvalId,
+            tenantId,
+            verdict: d.verdict,
+            reason: d.reason,
+            decidedBy: apiKeyId,
+            actor,
+          });
+          if (outcome.kind === 'not_found')
+            throw new LangGraphError(404, `interrupt ${d.approvalId} not found`);
+          if (outcome.kind === 'conflict') {
+            throw new LangGraphError(
+              409,
+              `interrupt ${d.approvalId} can no longer be resumed (${outcome.why})`,
+            );
+          }
+        }
+      } catch (err) {
+        watch.close();
+        throw err;
+      }
+      return { sessionId: session.id, turnId: pending[0].turnId, after, multitask: null, watch };
+    }
+    if (pending.length > 0 && plan.multitask !== 'interrupt') {
+      throw new LangGraphError(
+        409,
+        `thread ${session.id} is interrupted: run ${pending[0].turnId} waits for approval. Resume it with ` +
+          "command: { resume: 'approve' | 'reject' }, or send multitask_strategy interrupt to cancel it",
+      );
+    }
+    const watch = this.waiter.watch(session.id);
+    try {
+      const admitted = await this.admission.admit({
+        tenantId,
+        sessionId: session.id,
+        ...OPERATOR_PROMPT,
+        body: { type: 'text', text: plan.text },
+        metadata: { ...(body.metadata ?? {}), via: 'langgraph' },
+        multitask: plan.multitask,
+      });
+      return { sessionId: session.id, turnId: admitted.turnId, after: 0, multitask: plan.multitask, watch };
+    } catch (err) {
+      watch.close();
+      throw err;
+    }
+  }
+
+  /** Holds the request until the run ends or pauses; the thread's values (`__error__` for a failed run). */
+  private async answerWhenSettled(
+    reply: FastifyReply,
+    tenantId: string,
+    sessionId: string,
+    turnId: string,
+    watch: ReturnType<TurnWaiter['watch']>,
+  ): Promise<void> {
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      const turn = await this.waiter.untilEnded(watch, {
+        tenantId,
+        turnId,
+        deadline: Date.now() + this.config.WAIT_TIMEOUT_MS,
+        signal: gone.signal,
+        subscribedBeforeAdmission: false,
+        orPaused: true,
+      });
+      if (gone.signal.aborted) return;
+      if (!turn) {
+        throw new LangGraphError(
+          this.waiter.shutdown.aborted ? 503 : 408,
+          `run ${turnId} did not end within ${Math.round(this.config.WAIT_TIMEOUT_MS / 1000)} s; it goes on: ` +
+            `join it again (GET /langgraph/threads/${sessionId}/runs/${turnId}/join)`,
+        );
+      }
+      const snap = await this.snapshots.read(sessionId);
+      const values: Record<string, unknown> = valuesOf(snap.messages, snap.pending);
+      if (turn.status === 'failed') {
+        values.__error__ = {
+          error: 'turn_failed',
+          message: await this.snapshots.failureOf(tenantId, turnId),
+        };
+      }
+      await reply.status(200).send(values);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+
+  private async assistant(tenantId: string, idOrName: string) {
+    const agent = await this.reads.agent(tenantId, idOrName);
+    if (!agent) throw new LangGraphError(404, `assistant ${idOrName} not found`);
+    return agent;
+  }
+
+  private async thread(tenantId: string, id: string) {
+    const session = await this.reads.session(tenantId, id);
+    if (!session) throw new LangGraphError(404, `thread ${id} not found`);
+    return session;
+  }
+
+  private async run(tenantId: string, threadId: string, runId: string) {
+    const session = await this.thread(tenantId, threadId);
+    const turn = await this.reads.turn(tenantId, session.id, runId);
+    if (!turn) throw new LangGraphError(404, `run ${runId} not found`);
+    return turn;
+  }
+
+  private async presentThread(
+    session: NonNullable<Awaited<ReturnType<LangGraphReads['session']>>>,
+    graphId?: string,
+  ): Promise<LangGraphThread> {
+    const snap = await this.snapshots.read(session.id);
+    const name = graphId ?? (await this.reads.agentsById(session.tenantId, [session.agentId]))[0]?.name;
+    return threadOf(session, { ...snap, graphId: name });
+  }
+}
+
+/** Where a run is read: the SDK takes the run's id from this header (`onRunCreated`). */
+const runPath = (threadId: string, runId: string) => `/langgraph/threads/${threadId}/runs/${runId}`;

@@ -1,0 +1,286 @@
+import { AppError, LangGraphRunRequest } from '@switchboard/contracts';
+import { toErrorAnswer } from '../../platform/errors';
+import {
+  assistantOf,
+  decisionsOf,
+  LangGraphError,
+  messagesOf,
+  planRun,
+  runStatusOf,
+  stateOf,
+  streamModesOf,
+  threadOf,
+  threadStatusOf,
+  toLangGraphErrorAnswer,
+  turnStatusesOf,
+  updatesOf,
+  valuesOf,
+  type ApprovalRow,
+  type TurnRow,
+} from './mapping';
+
+const T0 = new Date('2026-11-27T10:00:00.000Z');
+const T1 = new Date('2026-11-27T10:00:05.000Z');
+const SESSION = {
+  id: '01900000-0000-7000-8000-000000000001',
+  agentId: '01900000-0000-7000-8000-00000000000a',
+  status: 'active',
+  metadata: { topic: 'x' },
+  createdAt: T0,
+  updatedAt: T0,
+};
+const turn = (id: string, status: string): TurnRow => ({
+  id,
+  sessionId: SESSION.id,
+  agentId: SESSION.agentId,
+  status,
+  stopReason: null,
+  failure: null,
+  createdAt: T0,
+  startedAt: T0,
+  completedAt: status === 'completed' ? T1 : null,
+});
+const approval = (id: string, turnId: string): ApprovalRow => ({
+  id,
+  turnId,
+  callId: 'call_1',
+  toolName: 'word_count',
+  arguments: { text: 'a b' },
+  sideEffect: 'read_only',
+  policy: 'agent',
+  expiresAt: T1,
+});
+const run = (body: Record<string, unknown>) =>
+  planRun(LangGraphRunRequest.parse({ assistant_id: 'a', ...body }));
+const refused = (f: () => unknown, status: number, detail: RegExp) => {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(LangGraphError);
+    expect((err as LangGraphError).status).toBe(status);
+    expect((err as LangGraphError).detail).toMatch(detail);
+    return;
+  }
+  throw new Error('not refused');
+};
+
+describe('LangGraph mapping (docs/adr/0038)', () => {
+  it('an agent is an assistant: id, name as graph_id', () => {
+    const a = assistantOf({
+      id: SESSION.agentId,
+      name: 'helper',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['word_count'],
+      approvalRequired: [],
+      createdAt: T0,
+      updatedAt: T1,
+    });
+    expect(a).toMatchObject({
+      assistant_id: SESSION.agentId,
+      graph_id: 'helper',
+      name: 'helper',
+      created_at: T0.toISOString(),
+      updated_at: T1.toISOString(),
+      version: 1,
+    });
+  });
+
+  it('maps turn statuses to run statuses and back', () => {
+    expect(
+      ['queued', 'running', 'awaiting_subagent', 'awaiting_approval', 'completed', 'failed', 'cancelled'].map(
+        runStatusOf,
+      ),
+    ).toEqual(['pending', 'running', 'running', 'interrupted', 'success', 'error', 'interrupted']);
+    expect(turnStatusesOf('interrupted')).toEqual(['awaiting_approval', 'cancelled']);
+    expect(turnStatusesOf('running')).toEqual(['running', 'awaiting_subagent']);
+    expect(turnStatusesOf('timeout')).toEqual([]);
+  });
+
+  it('a thread is busy while a turn runs, interrupted while one waits for approval, error after a failure', () => {
+    expect(threadStatusOf([])).toBe('idle');
+    expect(threadStatusOf([turn('b', 'completed')])).toBe('idle');
+    expect(threadStatusOf([turn('b', 'queued'), turn('a', 'completed')])).toBe('busy');
+    expect(threadStatusOf([turn('b', 'queued'), turn('a', 'awaiting_approval')])).toBe('interrupted');
+    expect(threadStatusOf([turn('b', 'failed')])).toBe('error');
+  });
+
+  it('the transcript as LangChain message dicts: human, ai with tool_calls, tool', () => {
+    const messages = messagesOf([
+      {
+        id: 'm1',
+        turnId: 't',
+        role: 'user',
+        body: { type: 'text', text: 'count' },
+        toolCalls: null,
+        toolCallId: null,
+      },
+      {
+        id: 'm2',
+        turnId: 't',
+        role: 'assistant',
+        body: { type: 'text', text: '' },
+        toolCalls: [{ id: 'call_1', name: 'word_count', arguments: '{"text":"a b"}' }],
+        toolCallId: null,
+      },
+      {
+        id: 'm3',
+        turnId: 't',
+        role: 'tool',
+        body: { type: 'text', text: '{"words":2}' },
+        toolCalls: null,
+        toolCallId: 'call_1',
+      },
+      {
+        id: 'm4',
+        turnId: 't',
+        role: 'assistant',
+        body: { type: 'text', text: 'Two.' },
+        toolCalls: [],
+        toolCallId: null,
+      },
+      {
+        id: 'm5',
+        turnId: 't',
+        role: 'user',
+        body: { type: 'json', value: { a: 1 } },
+        toolCalls: null,
+        toolCallId: null,
+      },
+    ]);
+    expect(messages.map((m) => [m.type, m.id, m.content])).toEqual([
+      ['human', 'm1', 'count'],
+      ['ai', 'm2', ''],
+      ['tool', 'm3', '{"words":2}'],
+      ['ai', 'm4', 'Two.'],
+      ['human', 'm5', '{"a":1}'],
+    ]);
+    expect(messages[1].tool_calls).toEqual([
+      { id: 'call_1', name: 'word_count', args: { text: 'a b' }, type: 'tool_call' },
+    ]);
+    expect(messages[2].tool_call_id).toBe('call_1');
+    expect(updatesOf(messages.slice(1, 4))).toEqual([
+      { agent: { messages: [messages[1]] } },
+      { tools: { messages: [messages[2]] } },
+      { agent: { messages: [messages[3]] } },
+    ]);
+  });
+
+  it('a pending approval is an interrupt: in values, thread interrupts and the state’s task', () => {
+    const paused = turn('t1', 'awaiting_approval');
+    const pending = [approval('a1', 't1')];
+    const values = valuesOf([], pending);
+    expect(values.__interrupt__).toEqual([
+      {
+        id: 'a1',
+        value: expect.objectContaining({
+          type: 'approval',
+          run_id: 't1',
+          tool_call: { id: 'call_1', name: 'word_count', args: { text: 'a b' } },
+        }),
+      },
+    ]);
+    expect(valuesOf([], [])).toEqual({ messages: [] });
+    const thread = threadOf(SESSION, { latest: [paused], messages: [], pending, graphId: 'helper' });
+    expect(thread).toMatchObject({
+      status: 'interrupted',
+      interrupts: { t1: values.__interrupt__ },
+      metadata: { topic: 'x', assistant_id: SESSION.agentId, graph_id: 'helper' },
+    });
+    const state = stateOf(SESSION, { latest: [paused], messages: [], pending });
+    expect(state.next).toEqual(['tools']);
+    expect(state.tasks).toEqual([expect.objectContaining({ id: 't1', interrupts: values.__interrupt__ })]);
+    expect(state.checkpoint.checkpoint_id).toBe('t1');
+    expect(stateOf(SESSION, { latest: [], messages: [], pending: [] })).toMatchObject({
+      next: [],
+      tasks: [],
+    });
+  });
+
+  it('a run admits one human message, with its multitask strategy', () => {
+    expect(run({ input: { messages: [{ type: 'human', content: 'hi' }] } })).toEqual({
+      kind: 'message',
+      text: 'hi',
+      multitask: 'enqueue',
+    });
+    expect(
+      run({ input: { messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, 'b'] }] } }),
+    ).toMatchObject({
+      text: 'a\n\nb',
+    });
+    expect(run({ input: { messages: ['hey'] }, multitask_strategy: 'interrupt' })).toMatchObject({
+      multitask: 'interrupt',
+    });
+    expect(run({ command: { resume: 'approve' } })).toEqual({ kind: 'resume', resume: 'approve' });
+  });
+
+  it('refuses what it cannot honour (422) rather than ignoring it', () => {
+    refused(() => run({ input: { messages: ['x'] }, multitask_strategy: 'rollback' }), 422, /rollback/);
+    refused(() => run({ input: { messages: ['x'] }, checkpoint_id: 'c' }), 422, /time travel/);
+    refused(() => run({ input: { messages: ['x'] }, interrupt_before: '*' }), 422, /interrupt_before/);
+    refused(() => run({ input: { messages: ['x'] }, after_seconds: 5 }), 422, /after_seconds/);
+    refused(() => run({ command: { goto: 'agent' } }), 422, /only `resume`/);
+    refused(() => run({ input: { messages: ['x'] }, webhook: 'https://example.com/h' }), 422, /webhook/);
+    refused(() => run({ input: { messages: ['x'] }, command: { resume: true } }), 422, /not both/);
+    refused(() => run({ input: { messages: [] } }), 422, /exactly one/);
+    refused(() => run({}), 422, /exactly one/);
+    refused(() => run({ input: { messages: ['a', 'b'] } }), 422, /exactly one/);
+    refused(() => run({ input: { messages: [{ type: 'ai', content: 'x' }] } }), 422, /human/);
+    refused(() => run({ input: { messages: ['  '] } }), 422, /no text/);
+    refused(
+      () => run({ input: { messages: [{ type: 'human', content: [{ type: 'image_url' }] }] } }),
+      422,
+      /text content/,
+    );
+    // Accepted and ignored: an empty interrupt list, a zero delay.
+    expect(run({ input: { messages: ['x'] }, interrupt_before: [], after_seconds: 0 }).kind).toBe('message');
+  });
+
+  it('command.resume decides every pending approval: one value, or a map by interrupt id', () => {
+    expect(decisionsOf('approve', ['a1', 'a2'])).toEqual([
+      { approvalId: 'a1', verdict: 'approved', reason: null },
+      { approvalId: 'a2', verdict: 'approved', reason: null },
+    ]);
+    expect(decisionsOf(false, ['a1'])).toEqual([{ approvalId: 'a1', verdict: 'rejected', reason: null }]);
+    expect(decisionsOf({ decision: 'deny', reason: 'no' }, ['a1'])).toEqual([
+      { approvalId: 'a1', verdict: 'rejected', reason: 'no' },
+    ]);
+    expect(decisionsOf({ type: 'accept' }, ['a1'])[0].verdict).toBe('approved');
+    expect(decisionsOf({ a1: 'approve', a2: { decision: 'reject', reason: 'r' } }, ['a1', 'a2'])).toEqual([
+      { approvalId: 'a1', verdict: 'approved', reason: null },
+      { approvalId: 'a2', verdict: 'rejected', reason: 'r' },
+    ]);
+    refused(() => decisionsOf('approve', []), 409, /no interrupt/);
+    refused(() => decisionsOf('maybe', ['a1']), 422, /command.resume/);
+    refused(() => decisionsOf({ a1: 'approve' }, ['a1', 'a2']), 422, /every pending/);
+    refused(() => decisionsOf({ a1: 'perhaps' }, ['a1']), 422, /command.resume/);
+    refused(() => decisionsOf([1], ['a1']), 422, /command.resume/);
+  });
+
+  it('stream modes default to values', () => {
+    expect([...streamModesOf(undefined)]).toEqual(['values']);
+    expect([...streamModesOf('updates')]).toEqual(['updates']);
+    expect([...streamModesOf(['values', 'messages-tuple', 'values'])]).toEqual(['values', 'messages-tuple']);
+  });
+
+  it('errors in LangGraph’s {detail} shape; a validation failure is 422', () => {
+    const logger = { error: jest.fn(), warn: jest.fn() } as never;
+    const native = (e: unknown) => toErrorAnswer(e, logger);
+    expect(toLangGraphErrorAnswer(new LangGraphError(409, 'busy'), native)).toEqual({
+      status: 409,
+      body: { detail: 'busy' },
+      headers: {},
+    });
+    expect(
+      toLangGraphErrorAnswer(new AppError('validation_failed', 'limit: too small'), native),
+    ).toMatchObject({
+      status: 422,
+      body: { detail: 'limit: too small' },
+    });
+    expect(
+      toLangGraphErrorAnswer(new AppError('unauthorized', 'invalid or revoked API key'), native),
+    ).toMatchObject({
+      status: 401,
+      body: { detail: 'invalid or revoked API key' },
+    });
+  });
+});

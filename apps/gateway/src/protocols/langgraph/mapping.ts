@@ -1,0 +1,487 @@
+import type {
+  LangGraphAssistant,
+  LangGraphInterrupt,
+  LangGraphRun,
+  LangGraphRunRequest,
+  LangGraphRunStatus,
+  LangGraphStreamMode,
+  LangGraphThread,
+  LangGraphThreadState,
+  LangGraphValues,
+} from '@switchboard/contracts';
+import type { ErrorAnswer } from '../../platform/errors';
+
+/**
+ * The LangGraph Agent Server API's mapping onto Switchboard (docs/adr/0038-langgraph-agent-server-api.md):
+ * assistant = agent, thread = session, run = turn, interrupt = approval. Plain functions over rows;
+ * the controller does the I/O.
+ */
+
+/** An error as LangGraph's server answers it: `{detail}` with the status. */
+export class LangGraphError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(detail);
+    this.name = 'LangGraphError';
+  }
+}
+
+/**
+ * Any thrown value → LangGraph's `{detail}`: the adapter's own errors as they are, everything else as
+ * the gateway's one error mapping answers it, same status and headers; a validation failure is 422,
+ * as LangGraph's server answers a body it cannot take.
+ */
+export function toLangGraphErrorAnswer(
+  err: unknown,
+  native: (err: unknown) => ErrorAnswer,
+): { status: number; body: { detail: string }; headers: Record<string, string> } {
+  if (err instanceof LangGraphError) return { status: err.status, body: { detail: err.detail }, headers: {} };
+  const answer = native(err);
+  const { code, message } = answer.body.error;
+  return {
+    status: code === 'validation_failed' ? 422 : answer.status,
+    body: { detail: message },
+    headers: answer.headers,
+  };
+}
+
+/** The columns of an agent the mapping reads. */
+export interface AgentRow {
+  id: string;
+  name: string;
+  model: string;
+  tools: string[];
+  approvalRequired: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The columns of a session the mapping reads. */
+export interface SessionRow {
+  id: string;
+  agentId: string;
+  status: string;
+  metadata: unknown;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The columns of a turn the mapping reads. */
+export interface TurnRow {
+  id: string;
+  sessionId: string;
+  agentId: string;
+  status: string;
+  stopReason: string | null;
+  failure: unknown;
+  createdAt: Date;
+  completedAt: Date | null;
+  startedAt: Date | null;
+}
+
+/** A transcript entry. */
+export interface MessageRow {
+  id: string;
+  turnId: string | null;
+  role: string;
+  body: unknown;
+  toolCalls: unknown;
+  toolCallId: string | null;
+}
+
+/** A pending approval. */
+export interface ApprovalRow {
+  id: string;
+  turnId: string;
+  callId: string;
+  toolName: string;
+  arguments: unknown;
+  sideEffect: string;
+  policy: string;
+  expiresAt: Date;
+}
+
+const iso = (d: Date) => d.toISOString();
+
+export function assistantOf(agent: AgentRow): LangGraphAssistant {
+  return {
+    assistant_id: agent.id,
+    graph_id: agent.name,
+    name: agent.name,
+    description: null,
+    config: {},
+    context: {},
+    metadata: { model: agent.model, tools: agent.tools, approval_required: agent.approvalRequired },
+    version: 1,
+    created_at: iso(agent.createdAt),
+    updated_at: iso(agent.updatedAt),
+  };
+}
+
+/** A turn's status as a run's. A pause for approval is LangGraph's interrupt; a cancelled run is `interrupted` too. */
+export function runStatusOf(status: string): LangGraphRunStatus {
+  switch (status) {
+    case 'queued':
+      return 'pending';
+    case 'running':
+    case 'awaiting_subagent':
+      return 'running';
+    case 'awaiting_approval':
+    case 'cancelled':
+      return 'interrupted';
+    case 'completed':
+      return 'success';
+    default:
+      return 'error';
+  }
+}
+
+/** The run statuses of `?status=` as turn statuses. */
+export function turnStatusesOf(status: LangGraphRunStatus): string[] {
+  return [
+    'queued',
+    'running',
+    'awaiting_subagent',
+    'awaiting_approval',
+    'cancelled',
+    'completed',
+    'failed',
+  ].filter((s) => runStatusOf(s) === status);
+}
+
+/** The thread's status from its latest turn: busy while one runs, interrupted while one waits for approval. */
+export function threadStatusOf(latest: Pick<TurnRow, 'status'>[]): LangGraphThread['status'] {
+  if (latest.some((t) => t.status === 'awaiting_approval')) return 'interrupted';
+  if (latest.some((t) => ['queued', 'running', 'awaiting_subagent'].includes(t.status))) return 'busy';
+  return latest[0]?.status === 'failed' ? 'error' : 'idle';
+}
+
+export function runOf(
+  turn: TurnRow,
+  o: { multitask?: LangGraphRun['multitask_strategy']; metadata?: Record<string, unknown> } = {},
+): LangGraphRun {
+  return {
+    run_id: turn.id,
+    thread_id: turn.sessionId,
+    assistant_id: turn.agentId,
+    created_at: iso(turn.createdAt),
+    updated_at: iso(turn.completedAt ?? turn.startedAt ?? turn.createdAt),
+    status: runStatusOf(turn.status),
+    metadata: o.metadata ?? {},
+    multitask_strategy: o.multitask ?? null,
+    kwargs: {},
+  };
+}
+
+/** The text of a message body (`text`, `brief`, or JSON as text). */
+export function bodyText(body: unknown): string {
+  const b = body as { type?: string; text?: unknown; value?: unknown } | null;
+  if (b && typeof b.text === 'string') return b.text;
+  if (b && b.type === 'json') return JSON.stringify(b.value);
+  return '';
+}
+
+function parseArgs(raw: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(raw) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { value: v };
+  } catch {
+    return {};
+  }
+}
+
+/** A LangChain message dict (`type` human / ai / tool), as `messages` state holds it. */
+export type LangChainMessage = Record<string, unknown> & { type: string; id: string; content: unknown };
+
+/** Transcript entries → LangChain message dicts, in order. */
+export function messagesOf(rows: MessageRow[]): LangChainMessage[] {
+  return rows.map((m) => {
+    const content = bodyText(m.body);
+    if (m.role === 'assistant') {
+      const calls = Array.isArray(m.toolCalls)
+        ? (m.toolCalls as { id: string; name: string; arguments: string }[])
+        : [];
+      return {
+        type: 'ai',
+        id: m.id,
+        content,
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          name: c.name,
+          args: parseArgs(c.arguments),
+          type: 'tool_call',
+        })),
+        invalid_tool_calls: [],
+        additional_kwargs: {},
+        response_metadata: {},
+      };
+    }
+    if (m.role === 'tool') {
+      return {
+        type: 'tool',
+        id: m.id,
+        content,
+        tool_call_id: m.toolCallId ?? '',
+        additional_kwargs: {},
+        response_metadata: {},
+      };
+    }
+    return { type: 'human', id: m.id, content, additional_kwargs: {}, response_metadata: {} };
+  });
+}
+
+/** A pending approval as an interrupt: its id is the approval's; resumed by `command: {resume}`. */
+export function interruptOf(a: ApprovalRow): LangGraphInterrupt {
+  return {
+    id: a.id,
+    value: {
+      type: 'approval',
+      description: `Approve the call of ${a.toolName}?`,
+      approval_id: a.id,
+      run_id: a.turnId,
+      tool_call: { id: a.callId, name: a.toolName, args: a.arguments ?? {} },
+      side_effect: a.sideEffect,
+      policy: a.policy,
+      expires_at: iso(a.expiresAt),
+      resume: "command: { resume: 'approve' | 'reject' | { decision, reason } }",
+    },
+  };
+}
+
+/** The thread's values: `{messages}`, with `__interrupt__` while approvals wait. */
+export function valuesOf(messages: LangChainMessage[], pending: ApprovalRow[]): LangGraphValues {
+  return pending.length > 0 ? { messages, __interrupt__: pending.map(interruptOf) } : { messages };
+}
+
+export const threadMetadataOf = (session: SessionRow): Record<string, unknown> => ({
+  ...(session.metadata && typeof session.metadata === 'object'
+    ? (session.metadata as Record<string, unknown>)
+    : {}),
+  assistant_id: session.agentId,
+});
+
+export function threadOf(
+  session: SessionRow,
+  o: { latest: TurnRow[]; messages: LangChainMessage[]; pending: ApprovalRow[]; graphId?: string },
+): LangGraphThread {
+  const updated = o.latest[0] ? (o.latest[0].completedAt ?? o.latest[0].createdAt) : session.updatedAt;
+  const interrupts: LangGraphThread['interrupts'] = {};
+  for (const a of o.pending) (interrupts[a.turnId] ??= []).push(interruptOf(a));
+  return {
+    thread_id: session.id,
+    created_at: iso(session.createdAt),
+    updated_at: iso(session.updatedAt > updated ? session.updatedAt : updated),
+    state_updated_at: iso(updated),
+    metadata: { ...threadMetadataOf(session), ...(o.graphId ? { graph_id: o.graphId } : {}) },
+    status: threadStatusOf(o.latest),
+    values: valuesOf(o.messages, o.pending),
+    interrupts,
+  };
+}
+
+export function stateOf(
+  session: SessionRow,
+  o: { latest: TurnRow[]; messages: LangChainMessage[]; pending: ApprovalRow[] },
+): LangGraphThreadState {
+  const checkpoint = {
+    thread_id: session.id,
+    checkpoint_ns: '',
+    checkpoint_id: o.latest[0]?.id ?? null,
+    checkpoint_map: null,
+  };
+  const paused = o.latest.find((t) => t.status === 'awaiting_approval');
+  return {
+    values: valuesOf(o.messages, o.pending),
+    next: paused ? ['tools'] : [],
+    checkpoint,
+    metadata: { source: 'loop', step: o.latest.length, ...threadMetadataOf(session) },
+    created_at: o.latest[0] ? iso(o.latest[0].completedAt ?? o.latest[0].createdAt) : null,
+    parent_checkpoint: null,
+    tasks: paused
+      ? [
+          {
+            id: paused.id,
+            name: 'tools',
+            error: null,
+            interrupts: o.pending.filter((a) => a.turnId === paused.id).map(interruptOf),
+            checkpoint: null,
+            state: null,
+          },
+        ]
+      : [],
+  };
+}
+
+/** What a run asks for: a new human message, or the resume of a paused run. */
+export type RunPlan =
+  | { kind: 'message'; text: string; multitask: 'enqueue' | 'reject' | 'interrupt' }
+  | { kind: 'resume'; resume: unknown };
+
+/** The text of one input message's content (a string, or content parts of which the text ones count). */
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((p) => {
+      if (typeof p === 'string') return p;
+      const part = p as { type?: unknown; text?: unknown };
+      if (part && part.type === 'text' && typeof part.text === 'string') return part.text;
+      throw new LangGraphError(422, 'input.messages: only text content parts are supported');
+    })
+    .join('\n\n');
+}
+
+const HUMAN = new Set(['human', 'user']);
+
+/**
+ * A run request → what is admitted. Refused (422) where honouring is impossible and ignoring would
+ * mislead: rollback, checkpoints (no time travel), interrupt_before/after, delayed runs, `command`
+ * goto/update, more than one message or one that is not a human's.
+ */
+export function planRun(body: LangGraphRunRequest): RunPlan {
+  if (body.multitask_strategy === 'rollback') {
+    throw new LangGraphError(
+      422,
+      'multitask_strategy rollback is not supported: Switchboard keeps every turn in the transcript ' +
+        '(use interrupt to cancel the running run and start this one)',
+    );
+  }
+  if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) {
+    throw new LangGraphError(422, 'checkpoint: runs from a past checkpoint (time travel) are not supported');
+  }
+  for (const key of ['interrupt_before', 'interrupt_after'] as const) {
+    const v = body[key];
+    if (v !== undefined && (v === '*' || v.length > 0)) {
+      throw new LangGraphError(
+        422,
+        `${key} is not supported: a run pauses only for tool approvals (the agent's approvalRequired)`,
+      );
+    }
+  }
+  if (body.after_seconds !== undefined && body.after_seconds > 0) {
+    throw new LangGraphError(422, 'after_seconds is not supported: use a schedule (POST /v1/schedules)');
+  }
+  if (body.webhook !== undefined) {
+    throw new LangGraphError(
+      422,
+      "webhook is not supported: the tenant's completion webhooks (settings notifyUrl) report every ended turn",
+    );
+  }
+  const command = body.command ?? undefined;
+  if (command && (command.goto !== undefined || command.update !== undefined)) {
+    throw new LangGraphError(422, 'command: only `resume` is supported (goto and update are not)');
+  }
+  if (command && command.resume !== undefined) {
+    if (body.input && body.input.messages.length > 0) {
+      throw new LangGraphError(422, 'send either input or command.resume, not both');
+    }
+    return { kind: 'resume', resume: command.resume };
+  }
+  const messages = body.input?.messages ?? [];
+  if (messages.length !== 1) {
+    throw new LangGraphError(
+      422,
+      'input.messages: send exactly one human message per run (the thread keeps the history), or command.resume',
+    );
+  }
+  const [m] = messages;
+  const text =
+    typeof m === 'string' ? m : HUMAN.has(m.type ?? m.role ?? 'human') ? contentText(m.content) : null;
+  if (text === null) {
+    throw new LangGraphError(422, 'input.messages: the message must be a human (user) message');
+  }
+  if (text.trim() === '') throw new LangGraphError(422, 'input.messages: the message has no text');
+  return { kind: 'message', text, multitask: body.multitask_strategy ?? 'enqueue' };
+}
+
+export type Verdict = 'approved' | 'rejected';
+
+const APPROVE = new Set(['approve', 'approved', 'accept', 'accepted', 'yes', 'allow', 'continue']);
+const REJECT = new Set(['reject', 'rejected', 'deny', 'denied', 'no', 'ignore', 'decline']);
+
+/** One resume value → a decision (and its reason). */
+function decisionOf(value: unknown): { verdict: Verdict; reason: string | null } | undefined {
+  if (value === true) return { verdict: 'approved', reason: null };
+  if (value === false) return { verdict: 'rejected', reason: null };
+  if (typeof value === 'string') {
+    const v = value.trim().toLowerCase();
+    if (APPROVE.has(v)) return { verdict: 'approved', reason: null };
+    if (REJECT.has(v)) return { verdict: 'rejected', reason: null };
+    return undefined;
+  }
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const o = value as Record<string, unknown>;
+    const word = o.decision ?? o.type ?? o.action;
+    const inner = typeof word === 'string' || typeof word === 'boolean' ? decisionOf(word) : undefined;
+    if (!inner) return undefined;
+    const reason = typeof o.reason === 'string' ? o.reason : typeof o.args === 'string' ? o.args : null;
+    return { verdict: inner.verdict, reason: reason?.slice(0, 2000) ?? null };
+  }
+  return undefined;
+}
+
+/**
+ * `command.resume` → a decision per pending approval: one value for all of them (`'approve'`,
+ * `'reject'`, `true`/`false`, `{decision, reason}`, Agent Inbox's `{type: 'accept'|'ignore'}`), or a
+ * map by interrupt id (LangGraph's resume of several interrupts), which must name every pending one.
+ */
+export function decisionsOf(
+  resume: unknown,
+  pending: string[],
+): { approvalId: string; verdict: Verdict; reason: string | null }[] {
+  const hint =
+    "command.resume: 'approve' or 'reject' (or true/false, {decision: 'approve'|'reject', reason}), or a map " +
+    'from interrupt id to one of those';
+  if (pending.length === 0) {
+    throw new LangGraphError(409, 'the thread has no interrupt to resume: no approval is pending');
+  }
+  const single = decisionOf(resume);
+  if (single) return pending.map((approvalId) => ({ approvalId, ...single }));
+  if (resume && typeof resume === 'object' && !Array.isArray(resume)) {
+    const byId = resume as Record<string, unknown>;
+    const keys = Object.keys(byId);
+    if (keys.length > 0 && keys.every((k) => pending.includes(k))) {
+      if (keys.length !== pending.length) {
+        throw new LangGraphError(
+          422,
+          `command.resume: decide every pending interrupt (${pending.join(', ')})`,
+        );
+      }
+      return keys.map((approvalId) => {
+        const d = decisionOf(byId[approvalId]);
+        if (!d) throw new LangGraphError(422, hint);
+        return { approvalId, ...d };
+      });
+    }
+  }
+  throw new LangGraphError(422, hint);
+}
+
+/**
+ * The stream modes asked for (default `values`). `values`, `updates`, `messages-tuple` and `messages`
+ * produce events; the others are accepted and produce none (a UI asks for several at once).
+ */
+export function streamModesOf(mode: LangGraphRunRequest['stream_mode']): Set<LangGraphStreamMode> {
+  return new Set<LangGraphStreamMode>(mode === undefined ? ['values'] : Array.isArray(mode) ? mode : [mode]);
+}
+
+/** One SSE frame of a run stream. */
+export const sseEvent = (event: string, data: unknown): string =>
+  `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * The new messages since the last emission, as an `updates` chunk: an AI message is the `agent`
+ * node's update, a tool message the `tools` node's (LangGraph's prebuilt ReAct agent's node names).
+ */
+export function updatesOf(fresh: LangChainMessage[]): Record<string, { messages: LangChainMessage[] }>[] {
+  const out: Record<string, { messages: LangChainMessage[] }>[] = [];
+  for (const m of fresh) {
+    const node = m.type === 'tool' ? 'tools' : m.type === 'ai' ? 'agent' : '__input__';
+    const last = out[out.length - 1];
+    if (last && last[node]) last[node].messages.push(m);
+    else out.push({ [node]: { messages: [m] } });
+  }
+  return out;
+}

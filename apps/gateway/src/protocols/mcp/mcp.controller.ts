@@ -1,0 +1,207 @@
+import { Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Config } from '@switchboard/config';
+import type { Logger } from '@switchboard/observability';
+import { CONFIG, LOGGER, REDIS } from '@switchboard/platform';
+import { ApiKeyId, TenantId } from '../../platform/auth/guard';
+import { AGENT_TURNS, type AgentTurns } from '../../http/agent-turns';
+import { ErrorShapeOf, JSONRPC_INVALID_REQUEST } from '../../platform/errors';
+import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
+import { mcpServerFor, type McpCallRegistry } from './mcp-server';
+import { API_KEY_AUTH } from '../../platform/openapi';
+import { RateLimitBucketOf } from '../../platform/rate-limit';
+import type { RedisConnection } from '@switchboard/queue';
+
+/** How long a tool call is remembered for a cancellation (longer than any wait holds a call). */
+const CALL_TTL_S = 3600;
+
+/** In-flight calls in Redis, per API key: a cancellation reaches whichever replica it lands on. */
+class RedisCallRegistry implements McpCallRegistry {
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly prefix: string,
+  ) {}
+
+  private key(requestId: string | number): string {
+    return `${this.prefix}:mcp-call:${JSON.stringify(requestId)}`;
+  }
+
+  async note(requestId: string | number, turnId: string): Promise<void> {
+    await this.redis.set(this.key(requestId), turnId, 'EX', CALL_TTL_S);
+  }
+
+  async forget(requestId: string | number): Promise<void> {
+    await this.redis.del(this.key(requestId));
+  }
+
+  async find(requestId: string | number): Promise<string | undefined> {
+    return (await this.redis.get(this.key(requestId))) ?? undefined;
+  }
+}
+
+/** GET (a server-initiated stream) and DELETE (end a session): a stateless server has neither. */
+const methodNotAllowed = (reply: FastifyReply) =>
+  reply
+    .status(405)
+    .header('allow', 'POST')
+    .send({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: JSONRPC_INVALID_REQUEST,
+        message:
+          'Method not allowed: this MCP server is stateless (no sessions, no server-initiated stream); POST only',
+      },
+    });
+
+/**
+ * `/mcp`: the tenant's agents as MCP tools over Streamable HTTP (docs/adr/0036). Stateless: every
+ * POST gets a fresh MCP server and transport (no Mcp-Session-Id, any replica answers), its answer
+ * an SSE stream (progress notifications, then the result) or JSON; GET and DELETE answer 405, as the
+ * spec has a stateless server do. The tenant's API key is the bearer (the gateway's AuthGuard).
+ */
+@ApiTags('mcp')
+@ApiBearerAuth(API_KEY_AUTH)
+@Controller('mcp')
+export class McpController {
+  constructor(
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
+    @Inject(REDIS) private readonly redis: RedisConnection,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @Post()
+  // Tool calls and messages admit turns: the bucket of POST …/messages and chat completions (ADR 0028).
+  @RateLimitBucketOf('admission')
+  @HttpCode(200)
+  @ErrorShapeOf('jsonrpc')
+  @ApiOperation({
+    operationId: 'mcpPost',
+    summary: "MCP server (Streamable HTTP, stateless): the tenant's agents as tools",
+    description:
+      'Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, ' +
+      '`notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send ' +
+      '`Accept: application/json, text/event-stream`. Each agent is a tool named after it, input ' +
+      '`{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` ' +
+      '`{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer ' +
+      '405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
+  })
+  @ApiBody({
+    schema: JSON_RPC_MESSAGE_SCHEMA as object,
+    required: false,
+    examples: {
+      call: {
+        summary: 'Call an agent',
+        value: {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: {
+            name: 'support',
+            arguments: { message: 'Where is order 1182?' },
+            _meta: { progressToken: 7 },
+          },
+        },
+      },
+      list: { summary: 'List the agents', value: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+    },
+  })
+  @ApiResponse({
+    status: 200,
+    description:
+      'The JSON-RPC response: an SSE stream (`text/event-stream`: progress notifications, then the response) ' +
+      'or a JSON body',
+    content: {
+      'text/event-stream': { schema: { type: 'string' } },
+      'application/json': { schema: JSON_RPC_MESSAGE_SCHEMA as object },
+    },
+  })
+  @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
+  @JsonRpcErrorResponses([
+    [400, 'Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600)'],
+    [401, 'Missing, invalid or revoked API key'],
+    [405, 'GET or DELETE: this stateless server has no sessions or server-initiated streams'],
+    [406, 'The Accept header does not allow application/json and text/event-stream'],
+    [413, 'Request body larger than the limit'],
+    [415, 'Body is not application/json'],
+    [429, 'Rate limit exceeded: retry after Retry-After seconds'],
+    [500, 'Unexpected failure (logged)'],
+    [503, 'A dependency (Postgres, Redis) is unavailable: retry later'],
+  ])
+  async post(
+    @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.handle(tenantId, apiKeyId, req, reply);
+  }
+
+  @Get()
+  @ErrorShapeOf('jsonrpc')
+  @ApiOperation({
+    operationId: 'mcpGet',
+    summary: 'MCP server: no server-initiated stream (stateless): 405',
+    description:
+      'The server is stateless (ADR 0036): it opens no server-initiated SSE stream, so GET is answered 405 ' +
+      'as the Streamable HTTP transport allows; every exchange is a POST.',
+  })
+  @JsonRpcErrorResponses([
+    [401, 'Missing, invalid or revoked API key'],
+    [405, 'This stateless server has no server-initiated stream'],
+    [429, 'Rate limit exceeded: retry after Retry-After seconds'],
+    [500, 'Unexpected failure (logged)'],
+    [503, 'A dependency (Postgres, Redis) is unavailable: retry later'],
+  ])
+  async get(@Res() reply: FastifyReply): Promise<void> {
+    await methodNotAllowed(reply);
+  }
+
+  @Delete()
+  @ErrorShapeOf('jsonrpc')
+  @ApiOperation({
+    operationId: 'mcpDelete',
+    summary: 'MCP server: no session to end (stateless): 405',
+    description:
+      'The server issues no `Mcp-Session-Id` (ADR 0036), so there is no session to end: DELETE is answered 405.',
+  })
+  @JsonRpcErrorResponses([
+    [401, 'Missing, invalid or revoked API key'],
+    [405, 'This stateless server has no sessions'],
+    [429, 'Rate limit exceeded: retry after Retry-After seconds'],
+    [500, 'Unexpected failure (logged)'],
+    [503, 'A dependency (Postgres, Redis) is unavailable: retry later'],
+  ])
+  async delete(@Res() reply: FastifyReply): Promise<void> {
+    await methodNotAllowed(reply);
+  }
+
+  private async handle(
+    tenantId: string,
+    apiKeyId: string,
+    req: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<void> {
+    const server = mcpServerFor(this.turns, {
+      tenantId,
+      calls: new RedisCallRegistry(this.redis, `${this.config.QUEUE_PREFIX}:${apiKeyId}`),
+      logger: this.logger,
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // The transport writes the response itself; the headers set so far (request id, security) go with it.
+    reply.hijack();
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(name, value);
+    }
+    // The client left (or the answer is complete): closing aborts the calls still in progress, whose
+    // turns are cancelled (the request's abort is MCP's cancellation too).
+    reply.raw.once('close', () => {
+      void server.close().catch(() => undefined);
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req.raw, reply.raw, req.body);
+  }
+}

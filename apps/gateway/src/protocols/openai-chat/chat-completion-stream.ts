@@ -1,0 +1,118 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Config } from '@switchboard/config';
+import { EventType } from '@switchboard/contracts';
+import type { LiveWatch } from '@switchboard/live';
+import type { Logger } from '@switchboard/observability';
+import { CONFIG, LOGGER } from '@switchboard/platform';
+import {
+  ChunkWriter,
+  endedTurnError,
+  finishReason,
+  OpenAiError,
+  RoundText,
+  sseData,
+  sseError,
+  usageOf,
+} from './chat-completions';
+import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
+import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
+
+export interface StreamOptions {
+  tenantId: string;
+  sessionId: string;
+  turnId: string;
+  model: string;
+  includeUsage: boolean;
+}
+
+/**
+ * `stream: true`: the turn as `chat.completion.chunk` SSE frames (docs/adr/0016). The first chunk
+ * carries the assistant role; text deltas follow as the provider streams them (the turn's events
+ * through the gateway's event-stream seam: live `text_delta`s, or a round's committed text when its
+ * live chunks were not seen); when the turn ends, whatever of its final answer was not streamed
+ * (a resumed turn streams nothing) is sent as one chunk, then the
+ * finish_reason chunk, the usage chunk when asked for, and `data: [DONE]`. A turn that fails ends
+ * the stream with OpenAI's streaming error, a `data:` frame holding `{error}` (the openai SDK throws
+ * it as an APIError), and no [DONE].
+ *
+ * The stream is not bounded by WAIT_TIMEOUT_MS (text keeps flowing; a comment line every
+ * SSE_HEARTBEAT_MS keeps it alive); it ends when the turn does, when the client leaves, or when the
+ * gateway shuts down (an error frame `server_shutting_down`).
+ */
+@Injectable()
+export class ChatCompletionStreamer {
+  constructor(
+    @Inject(EVENT_STREAMS) private readonly streams: EventStreams,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async stream(reply: FastifyReply, watch: LiveWatch, o: StreamOptions): Promise<void> {
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    // From here on the route writes the response itself; errors become frames.
+    openEventStream(reply);
+    const write = (frame: string) => {
+      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
+    };
+    const chunks = new ChunkWriter(o);
+    const text = new RoundText((delta) => write(sseData(chunks.text(delta))));
+    try {
+      write(sseData(chunks.role()));
+      // The turn's events, journal then live (the seam of docs/adr/0015); it ends after the turn's
+      // terminal event, or when the client leaves or the gateway shuts down.
+      for await (const item of this.streams.events({
+        sessionId: o.sessionId,
+        turnId: o.turnId,
+        after: 0,
+        signal: gone.signal,
+        idleMs: this.config.SSE_HEARTBEAT_MS,
+        watch,
+      })) {
+        if (item.kind === 'idle') {
+          write(': keepalive\n\n');
+          continue;
+        }
+        const e = item.event;
+        if (e.type === EventType.ProviderRoundStarted)
+          text.round(typeof e.data.round === 'number' ? e.data.round : 0);
+        // A committed text whose live chunks went out already is skipped (its missing tail came live).
+        else if (e.type === EventType.TextDelta && (item.kind === 'live' || !item.streamed)) {
+          text.add(typeof e.data.text === 'string' ? e.data.text : '');
+        }
+      }
+      if (gone.signal.aborted) return;
+      const turn = await this.waiter.ended(o.tenantId, o.turnId);
+      if (!turn) {
+        write(
+          sseError(
+            new OpenAiError(
+              503,
+              'server_shutting_down',
+              `the gateway is shutting down; turn ${o.turnId} goes on: GET /v1/turns/${o.turnId} for its answer`,
+            ),
+          ),
+        );
+        return;
+      }
+      const failed = endedTurnError(turn);
+      if (failed) {
+        write(sseError(failed));
+        return;
+      }
+      text.complete(turn.finalText ?? '');
+      write(sseData(chunks.finish(finishReason(turn.stopReason))));
+      if (o.includeUsage) write(sseData(chunks.usage(usageOf(turn))));
+      write('data: [DONE]\n\n');
+    } catch (err) {
+      this.logger.error({ err, turnId: o.turnId }, 'chat completion stream failed');
+      write(sseError(new OpenAiError(500, 'internal', 'internal error while streaming')));
+    } finally {
+      reply.raw.off('close', onClose);
+      if (!reply.raw.writableEnded) reply.raw.end();
+    }
+  }
+}

@@ -1,0 +1,318 @@
+import {
+  AppError,
+  ChatCompletionRequest,
+  newId,
+  unsupportedChatParameter,
+  type TurnResponse,
+} from '@switchboard/contracts';
+import {
+  completionOf,
+  createdAt,
+  endedTurnError,
+  finishReason,
+  OpenAiError,
+  planConversation,
+  requestedSessionId,
+  RoundText,
+  sessionIdForKey,
+  toOpenAiErrorAnswer,
+} from './chat-completions';
+import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
+import type { FastifyRequest } from 'fastify';
+import { ChatCompletionsController } from './chat-completions.controller';
+import { errorShapeOf } from '../../platform/errors';
+
+const request = (change: Record<string, unknown>) =>
+  ChatCompletionRequest.parse({ model: 'a', messages: [{ role: 'user', content: 'hi' }], ...change });
+
+// A cast: the turn's fields grow with other features; these are the ones the mapping reads.
+const turn = (change: Partial<TurnResponse>): TurnResponse =>
+  ({
+    id: newId(),
+    sessionId: newId(),
+    agentId: newId(),
+    inputMessageId: newId(),
+    seq: 1,
+    status: 'completed',
+    priority: 'normal',
+    model: 'openai-chat/gpt-4o-mini',
+    stopReason: 'final_answer',
+    finalText: 'done',
+    iterations: 1,
+    usage: { inputTokens: 10, outputTokens: 3, cachedTokens: 2 },
+    costUsd: '0',
+    costStatus: 'priced',
+    attempts: [],
+    failure: null,
+    decision: null,
+    finalisationErrors: [],
+    toolCalls: [],
+    createdAt: new Date().toISOString(),
+    startedAt: null,
+    completedAt: null,
+    ...change,
+  }) as TurnResponse;
+
+describe('planConversation', () => {
+  it('admits the last user message; earlier user and assistant messages are history; system ones are left out', () => {
+    const plan = planConversation(
+      request({
+        messages: [
+          { role: 'system', content: 'be a pirate' },
+          { role: 'user', content: 'one' },
+          { role: 'assistant', content: null },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'first' },
+              { type: 'refusal', refusal: 'no' },
+            ],
+          },
+          { role: 'developer', content: 'terse' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'two' },
+              { type: 'text', text: 'three' },
+            ],
+          },
+        ],
+      }).messages,
+    );
+    expect(plan).toEqual({
+      prompt: 'two\n\nthree',
+      history: [
+        { role: 'user', text: 'one' },
+        { role: 'assistant', text: 'first' },
+      ],
+    });
+  });
+
+  it('refuses a conversation that does not end with a user message with text', () => {
+    for (const messages of [
+      [{ role: 'system', content: 'x' }],
+      [
+        { role: 'user', content: 'x' },
+        { role: 'assistant', content: 'y' },
+      ],
+      [{ role: 'user', content: ' \n' }],
+    ]) {
+      expect(() => planConversation(request({ messages }).messages)).toThrow(OpenAiError);
+    }
+  });
+});
+
+describe('unsupportedChatParameter', () => {
+  it('lets the harmless spellings of the defaults through', () => {
+    expect(
+      unsupportedChatParameter(
+        request({
+          n: 1,
+          tool_choice: 'none',
+          tools: [],
+          response_format: { type: 'text' },
+          modalities: ['text'],
+          logprobs: false,
+          temperature: 0,
+          max_tokens: 10,
+        }),
+      ),
+    ).toBeUndefined();
+  });
+
+  it.each([
+    [{ tools: [{ type: 'function' }] }, 'tools', 'unsupported_parameter'],
+    [{ functions: [{ name: 'f' }] }, 'functions', 'unsupported_parameter'],
+    [{ tool_choice: 'required' }, 'tool_choice', 'unsupported_parameter'],
+    [{ function_call: { name: 'f' } }, 'function_call', 'unsupported_parameter'],
+    [{ n: 2 }, 'n', 'unsupported_value'],
+    [{ top_logprobs: 2 }, 'logprobs', 'unsupported_parameter'],
+    [{ response_format: { type: 'json_object' } }, 'response_format', 'unsupported_value'],
+    [{ audio: { voice: 'x' } }, 'audio', 'unsupported_parameter'],
+    [{ modalities: ['text', 'audio'] }, 'modalities', 'unsupported_value'],
+    [
+      { messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c' }] }] },
+      'messages[0].tool_calls',
+      'unsupported_parameter',
+    ],
+    [
+      { messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] },
+      'messages[0].content[0].type',
+      'unsupported_value',
+    ],
+  ])('refuses %j', (change, param, code) => {
+    expect(unsupportedChatParameter(request(change))).toMatchObject({ param, code });
+  });
+});
+
+describe('requestedSessionId', () => {
+  it('reads the header or metadata.session_id, which must agree', () => {
+    expect(requestedSessionId(undefined, undefined)).toBeUndefined();
+    expect(requestedSessionId(' s1 ', null)).toBe('s1');
+    expect(requestedSessionId(undefined, { session_id: 's2' })).toBe('s2');
+    expect(requestedSessionId('s3', { session_id: 's3' })).toBe('s3');
+    expect(() => requestedSessionId('s1', { session_id: 's2' })).toThrow(OpenAiError);
+    expect(() => requestedSessionId(['a', 'b'], undefined)).toThrow(OpenAiError);
+  });
+});
+
+describe('sessionIdForKey', () => {
+  it('is a stable UUID (version 8) per tenant and key', () => {
+    const a = sessionIdForKey('t1', 'k');
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(sessionIdForKey('t1', 'k')).toBe(a);
+    expect(sessionIdForKey('t2', 'k')).not.toBe(a);
+    expect(sessionIdForKey('t1', 'k2')).not.toBe(a);
+  });
+});
+
+describe('completions from turns', () => {
+  it('maps stop reasons: a final answer stops, a budget is length', () => {
+    expect(finishReason('final_answer')).toBe('stop');
+    for (const r of ['max_iterations', 'max_tool_calls', 'max_usd', 'deadline', 'kill_switch']) {
+      expect(finishReason(r)).toBe('length');
+    }
+  });
+
+  it('derives id and created from the turn (a UUIDv7 carries its time)', () => {
+    const before = Math.floor(Date.now() / 1000);
+    const t = turn({});
+    const c = completionOf(t, 'helper');
+    expect(c.id).toBe(`chatcmpl-${t.id}`);
+    expect(createdAt(t.id)).toBeGreaterThanOrEqual(before);
+    expect(c.usage).toEqual({
+      prompt_tokens: 10,
+      completion_tokens: 3,
+      total_tokens: 13,
+      prompt_tokens_details: { cached_tokens: 2 },
+    });
+  });
+
+  it('a failed turn is a 502 the SDK does not retry; a cancelled one a 409', () => {
+    const failed = endedTurnError(
+      turn({
+        status: 'failed',
+        failure: {
+          kind: 'provider_error',
+          category: 'transport',
+          message: 'm',
+          brief: 'the key was refused',
+        },
+      }),
+    );
+    expect(failed).toMatchObject({ status: 502, code: 'turn_failed', options: { retry: false } });
+    expect(failed?.message).toContain('provider_error: the key was refused');
+    expect(endedTurnError(turn({ status: 'cancelled' }))).toMatchObject({
+      status: 409,
+      code: 'turn_cancelled',
+    });
+    expect(endedTurnError(turn({}))).toBeUndefined();
+  });
+});
+
+describe('OpenAI error shape', () => {
+  const native = (err: unknown) => {
+    const app = err as AppError;
+    return { status: app.status, body: app.toBody(), headers: {} };
+  };
+
+  it('reshapes the gateway errors: type by status, param from the first issue, invalid_api_key', () => {
+    expect(
+      toOpenAiErrorAnswer(
+        new AppError('validation_failed', 'messages: too small', {
+          issues: [{ path: 'messages', message: 'too small', code: 'too_small' }],
+        }),
+        native,
+      ),
+    ).toEqual({
+      status: 400,
+      body: {
+        error: {
+          message: 'messages: too small',
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'validation_failed',
+        },
+      },
+      headers: {},
+    });
+    expect(toOpenAiErrorAnswer(new AppError('unauthorized', 'no key'), native).body.error).toEqual({
+      message: 'no key',
+      type: 'authentication_error',
+      param: null,
+      code: 'invalid_api_key',
+    });
+  });
+
+  it('renders its own errors with x-should-retry when told', () => {
+    const answer = toOpenAiErrorAnswer(
+      new OpenAiError(408, 'turn_timeout', 'late', { retry: true, headers: { 'x-turn-id': 't' } }),
+      native,
+    );
+    expect(answer.headers).toEqual({ 'x-turn-id': 't', 'x-should-retry': 'true' });
+    expect(answer.body.error.type).toBe('timeout_error');
+  });
+
+  it('is the shape its route declares, whatever the URL', () => {
+    const matched = (config: Record<string, unknown>) =>
+      ({ routeOptions: { config } }) as unknown as FastifyRequest;
+    expect(
+      Reflect.getMetadata(
+        FASTIFY_ROUTE_CONFIG_METADATA,
+        Object.getOwnPropertyDescriptor(ChatCompletionsController.prototype, 'create')!.value as object,
+      ),
+    ).toEqual({ errorShape: 'openai' });
+    expect(errorShapeOf(matched({ errorShape: 'openai' }))).toBe('openai');
+    expect(errorShapeOf(matched({}))).toBe('switchboard');
+    expect(errorShapeOf(undefined)).toBe('switchboard');
+  });
+});
+
+describe('RoundText', () => {
+  const run = (steps: (t: RoundText) => void) => {
+    const sent: string[] = [];
+    steps(new RoundText((s) => sent.push(s)));
+    return sent;
+  };
+
+  it('passes deltas on and sets a round that follows one that spoke apart', () => {
+    expect(
+      run((t) => {
+        t.round(0);
+        t.add('Let me ');
+        t.add('count.');
+        t.round(1);
+        t.round(0); // a committed copy of an earlier start changes nothing
+        t.add('Two');
+        t.add(' words.');
+        t.complete('Two words.');
+      }),
+    ).toEqual(['Let me ', 'count.', '\n\n', 'Two', ' words.']);
+  });
+
+  it('sends what the deltas did not carry: all of a resumed round, or the tail', () => {
+    expect(run((t) => t.complete('whole answer'))).toEqual(['whole answer']);
+    expect(
+      run((t) => {
+        t.round(0);
+        t.add('whole ');
+        t.complete('whole answer');
+      }),
+    ).toEqual(['whole ', 'answer']);
+    expect(
+      run((t) => {
+        t.round(0);
+        t.add('thinking');
+        t.round(1);
+        t.complete('done');
+      }),
+    ).toEqual(['thinking', '\n\n', 'done']);
+    // A final text the deltas contradict is not patched up.
+    expect(
+      run((t) => {
+        t.add('abc');
+        t.complete('xyz');
+      }),
+    ).toEqual(['abc']);
+  });
+});

@@ -1,0 +1,152 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Config } from '@switchboard/config';
+import {
+  EventType,
+  isEnded,
+  type ResponseObject,
+  type ToolCallResponse,
+  type TurnResponse,
+} from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { LiveWatch } from '@switchboard/live';
+import type { Logger } from '@switchboard/observability';
+import { CONFIG, DB, LOGGER } from '@switchboard/platform';
+import { journalPage, type SqlDb } from '@switchboard/store';
+import { GATEWAY_SQL } from '../../api/streams.controller';
+import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
+import { presentToolCall } from '../../api/presenters';
+import {
+  ResponseBuilder,
+  responseIdOf,
+  statusOf,
+  type ResponseMeta,
+  type ResponseStreamEvent,
+} from './responses';
+import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
+
+/** Journal rows per read when a response is rebuilt from its turn's events. */
+const PAGE = 500;
+
+/** One semantic event as an SSE frame (`event:` its type, `data:` the event). */
+export const responseFrame = (e: ResponseStreamEvent): string =>
+  `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+
+/**
+ * The Responses adapter's I/O over the gateway's seams (docs/adr/0035): a response is rebuilt from
+ * its turn's journal (the same builder a stream uses, so a retrieved response and a streamed one
+ * agree), and a stream is the turn's events through `EventStreams` (journal, then live: ADR 0015)
+ * turned into the semantic events. `POST /v1/responses` with `stream: true` and
+ * `GET /v1/responses/{id}?stream=true` are the same stream; `starting_after` resumes it.
+ */
+@Injectable()
+export class ResponsesStreamer {
+  constructor(
+    @Inject(EVENT_STREAMS) private readonly streams: EventStreams,
+    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** The response of a turn as it stands: its journal so far through the builder. */
+  async present(tenantId: string, meta: ResponseMeta, turn: TurnResponse): Promise<ResponseObject> {
+    const builder = new ResponseBuilder(meta);
+    let after = 0;
+    for (;;) {
+      const { events } = await journalPage(this.sql, {
+        sessionId: meta.sessionId,
+        after,
+        turnId: meta.turnId,
+        limit: PAGE,
+      });
+      for (const e of events) builder.event(e);
+      if (events.length < PAGE) break;
+      after = events[events.length - 1].seq;
+    }
+    if (isEnded(turn.status)) return builder.finish(turn);
+    return builder.snapshot(statusOf(turn), turn);
+  }
+
+  /**
+   * The response as Server-Sent Events, from the first event (or after `startingAfter`) until the
+   * turn ends, the client leaves, or the gateway shuts down (an `error` event `server_shutting_down`).
+   * Not bounded by WAIT_TIMEOUT_MS; a comment line every SSE_HEARTBEAT_MS keeps it alive.
+   */
+  async stream(
+    reply: FastifyReply,
+    o: { tenantId: string; meta: ResponseMeta; startingAfter?: number; watch?: LiveWatch },
+  ): Promise<void> {
+    const { meta } = o;
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    openEventStream(reply);
+    const write = (frame: string) => {
+      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
+    };
+    const builder = new ResponseBuilder(meta, o.startingAfter ?? -1);
+    const flush = () => {
+      for (const e of builder.take()) write(responseFrame(e));
+    };
+    try {
+      builder.start();
+      flush();
+      for await (const item of this.streams.events({
+        sessionId: meta.sessionId,
+        turnId: meta.turnId,
+        after: 0,
+        signal: gone.signal,
+        idleMs: this.config.SSE_HEARTBEAT_MS,
+        watch: o.watch,
+      })) {
+        if (item.kind === 'idle') {
+          write(': keepalive\n\n');
+          continue;
+        }
+        const e = item.event;
+        // A committed text whose live chunks went out already is skipped (its missing tail came live).
+        if (e.type === EventType.TextDelta && item.kind === 'journaled' && item.streamed) continue;
+        if (e.type === EventType.ToolCallCompleted) {
+          const callId = String(e.data.callId);
+          const call = await this.toolCall(meta.turnId, callId, e.data.ok !== false);
+          builder.event(e, () => call);
+        } else {
+          builder.event(e);
+        }
+        flush();
+      }
+      if (gone.signal.aborted) return;
+      const turn = await this.waiter.ended(o.tenantId, meta.turnId);
+      if (!turn) {
+        builder.error(
+          'server_shutting_down',
+          `the gateway is shutting down; the response goes on: GET /v1/responses/${responseIdOf(meta.turnId)} for it`,
+        );
+      } else {
+        builder.finish(turn);
+      }
+      flush();
+    } catch (err) {
+      this.logger.error({ err, turnId: meta.turnId }, 'responses stream failed');
+      builder.error('internal', 'internal error while streaming');
+      flush();
+    } finally {
+      reply.raw.off('close', onClose);
+      if (!reply.raw.writableEnded) reply.raw.end();
+    }
+  }
+
+  /**
+   * A tool call of the turn as recorded (its arguments and result). Its completion is journaled
+   * before its row is final: a row not ended yet gives the arguments, the event the outcome.
+   */
+  private async toolCall(turnId: string, callId: string, ok: boolean): Promise<ToolCallResponse | undefined> {
+    const row = await this.db.toolCall.findFirst({ where: { turnId, callId } });
+    if (!row) return undefined;
+    const call = presentToolCall(row);
+    if (call.status === 'completed' || call.status === 'failed') return call;
+    return { ...call, status: ok ? 'completed' : 'failed' };
+  }
+}

@@ -1,0 +1,317 @@
+import {
+  CreateResponseRequest,
+  ResponseObject,
+  unsupportedResponsesParameter,
+  type TurnResponse,
+} from '@switchboard/contracts';
+import { OpenAiError } from '../openai-chat/chat-completions';
+import {
+  planInput,
+  requestRecordOf,
+  ResponseBuilder,
+  responseIdOf,
+  statusOf,
+  turnIdOf,
+  type ResponseMeta,
+  type ResponseStreamEvent,
+  type TurnEventLike,
+} from './responses';
+
+const TURN = '01a20360-1234-7abc-8def-0123456789ab';
+const SESSION = '01a20360-0000-7000-8000-000000000001';
+const meta: ResponseMeta = {
+  turnId: TURN,
+  sessionId: SESSION,
+  record: requestRecordOf({ responses: { model: 'helper', metadata: { a: 'b' } } }, 'fallback'),
+};
+
+const turn = (over: Partial<TurnResponse> = {}): TurnResponse =>
+  ({
+    id: TURN,
+    sessionId: SESSION,
+    status: 'completed',
+    stopReason: 'final_answer',
+    finalText: 'The answer.',
+    usage: { inputTokens: 100, outputTokens: 20, cachedTokens: 30, cacheWriteTokens: 0 },
+    toolCalls: [],
+    failure: null,
+    createdAt: '2026-11-27T10:00:00.000Z',
+    completedAt: '2026-11-27T10:00:05.000Z',
+    ...over,
+  }) as TurnResponse;
+
+const round = (n: number): TurnEventLike => ({ type: 'provider_round_started', data: { round: n } });
+const text = (t: string): TurnEventLike => ({ type: 'text_delta', data: { text: t } });
+const started = (callId: string): TurnEventLike => ({
+  type: 'tool_call_started',
+  data: { callId, name: 'word_count' },
+});
+const completed = (callId: string): TurnEventLike => ({
+  type: 'tool_call_completed',
+  data: { callId, name: 'word_count', ok: true, durationMs: 3 },
+});
+
+/** Every event a builder gives for a turn's events, then its end. */
+function run(events: TurnEventLike[], end: TurnResponse, startingAfter = -1): ResponseStreamEvent[] {
+  const b = new ResponseBuilder(meta, startingAfter);
+  b.start();
+  for (const e of events) b.event(e);
+  b.finish(end);
+  return b.take();
+}
+
+describe('response ids', () => {
+  it('are derived from the turn id and back', () => {
+    expect(responseIdOf(TURN)).toBe('resp_01a2036012347abc8def0123456789ab');
+    expect(turnIdOf(responseIdOf(TURN))).toBe(TURN);
+  });
+
+  it.each(['resp_', 'resp_xyz', TURN, 'resp_01A2036012347ABC8DEF0123456789AB', `resp_${'0'.repeat(33)}`])(
+    '%s is none',
+    (id) => expect(turnIdOf(id)).toBeUndefined(),
+  );
+});
+
+describe('planInput', () => {
+  it('a string is the message', () => {
+    expect(planInput('hi')).toEqual({ prompt: 'hi', history: [] });
+  });
+
+  it('admits the trailing user messages as one; earlier user and assistant messages are the history', () => {
+    expect(
+      planInput([
+        { role: 'developer', content: 'be a pirate' },
+        { role: 'user', content: 'a' },
+        {
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: 'b', annotations: [] }],
+        },
+        { type: 'mcp_call', id: 'mcp_1', name: 'x' },
+        { role: 'user', content: [{ type: 'input_text', text: 'c' }] },
+        { role: 'system', content: 'ignored' },
+        { role: 'user', content: 'd' },
+      ] as CreateResponseRequest['input']),
+    ).toEqual({
+      prompt: 'c\n\nd',
+      history: [
+        { role: 'user', text: 'a' },
+        { role: 'assistant', text: 'b' },
+      ],
+    });
+  });
+
+  it.each([
+    ['an assistant message last', [{ role: 'assistant', content: 'x' }]],
+    ['only system messages', [{ role: 'system', content: 'x' }]],
+    ['a blank message', '  '],
+  ])('refuses %s', (_, input) => {
+    expect(() => planInput(input as CreateResponseRequest['input'])).toThrow(OpenAiError);
+  });
+});
+
+describe('unsupportedResponsesParameter', () => {
+  const parse = (body: Record<string, unknown>) =>
+    unsupportedResponsesParameter(CreateResponseRequest.parse({ model: 'm', input: 'x', ...body }));
+
+  it('refuses what it cannot honour, naming the parameter', () => {
+    expect(parse({ tools: [{ type: 'function', name: 'f' }] })).toMatchObject({
+      param: 'tools',
+      code: 'unsupported_parameter',
+    });
+    expect(parse({ store: false })).toMatchObject({ param: 'store', code: 'unsupported_value' });
+    expect(parse({ tool_choice: 'required' })).toMatchObject({ param: 'tool_choice' });
+    expect(parse({ text: { format: { type: 'json_schema' } } })).toMatchObject({ param: 'text.format' });
+    expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toMatchObject({
+      param: 'input[0].type',
+    });
+    expect(
+      parse({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'u' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].type' });
+  });
+
+  it('lets the harmless spellings of the defaults pass', () => {
+    expect(
+      parse({
+        tools: [],
+        tool_choice: 'auto',
+        store: true,
+        text: { format: { type: 'text' } },
+        temperature: 0.2,
+        instructions: 'x',
+        input: [
+          { type: 'reasoning', id: 'r', summary: [] },
+          { role: 'user', content: 'x' },
+        ],
+      }),
+    ).toBeUndefined();
+  });
+});
+
+describe('statusOf', () => {
+  it.each([
+    ['queued', null, 'queued'],
+    ['running', null, 'in_progress'],
+    ['awaiting_approval', null, 'in_progress'],
+    ['completed', 'final_answer', 'completed'],
+    ['completed', 'max_iterations', 'incomplete'],
+    ['failed', 'provider_error', 'failed'],
+    ['cancelled', 'cancelled', 'cancelled'],
+  ] as const)('%s (%s) → %s', (status, stopReason, expected) => {
+    expect(statusOf({ status, stopReason })).toBe(expected);
+  });
+});
+
+describe('ResponseBuilder', () => {
+  it('a plain answer: the semantic events in order, numbered by position, and the response', () => {
+    const events = run([round(0), text('The '), text('answer.')], turn());
+    expect(events.map((e) => [e.type, e.sequence_number])).toEqual([
+      ['response.created', 0],
+      ['response.in_progress', 1],
+      ['response.output_item.added', 2],
+      ['response.content_part.added', 3],
+      ['response.output_text.delta', 7],
+      ['response.output_text.delta', 14],
+      ['response.output_text.done', 15],
+      ['response.content_part.done', 16],
+      ['response.output_item.done', 17],
+      ['response.completed', 18],
+    ]);
+    const response = events.at(-1)!.response as ResponseObject;
+    expect(ResponseObject.parse(response)).toEqual(response);
+    expect(response).toMatchObject({
+      id: responseIdOf(TURN),
+      status: 'completed',
+      model: 'helper',
+      output_text: 'The answer.',
+      metadata: { a: 'b' },
+      created_at: expect.any(Number),
+      completed_at: Math.floor(Date.parse('2026-11-27T10:00:05.000Z') / 1000),
+      usage: {
+        input_tokens: 100,
+        input_tokens_details: { cached_tokens: 30 },
+        output_tokens: 20,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 120,
+      },
+    });
+    // The snapshot in response.created has no output and no usage yet.
+    expect(events[0].response).toMatchObject({ status: 'in_progress', output: [], usage: null });
+  });
+
+  it('replayed (one delta per round) and live (many) number every other event alike', () => {
+    const live = run(
+      [round(0), text('Let '), text('me.'), started('c1'), completed('c1'), round(1), text('Done.')],
+      turn({ finalText: 'Done.' }),
+    );
+    const replay = run(
+      [round(0), text('Let me.'), started('c1'), completed('c1'), round(1), text('Done.')],
+      turn({ finalText: 'Done.' }),
+    );
+    const structural = (l: ResponseStreamEvent[]) =>
+      l.filter((e) => e.type !== 'response.output_text.delta').map((e) => [e.type, e.sequence_number]);
+    expect(structural(live)).toEqual(structural(replay));
+    expect((live.at(-1)!.response as ResponseObject).output.map((i) => i.type)).toEqual([
+      'message',
+      'mcp_call',
+      'message',
+    ]);
+  });
+
+  it('resumed after any number: exactly the rest, a delta spanning the cut cut', () => {
+    const events = [round(0), text('Hello '), text('world.')];
+    const all = run(events, turn({ finalText: 'Hello world.' }));
+    for (let n = -1; n <= all.at(-1)!.sequence_number; n++) {
+      const rest = run(events, turn({ finalText: 'Hello world.' }), n);
+      expect(rest.every((e) => e.sequence_number > n)).toBe(true);
+      // Everything after n, whole events and the cut delta's tail: the text still adds up.
+      const seenText = all
+        .filter((e) => e.type === 'response.output_text.delta' && e.sequence_number <= n)
+        .map((e) => e.delta)
+        .join('');
+      const cut = all.find(
+        (e) =>
+          e.type === 'response.output_text.delta' &&
+          e.sequence_number > n &&
+          e.sequence_number - (e.delta as string).length < n,
+      );
+      const partial = cut
+        ? (cut.delta as string).slice(0, n - (cut.sequence_number - (cut.delta as string).length))
+        : '';
+      const restText = rest
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => e.delta)
+        .join('');
+      expect(seenText + partial + restText).toBe('Hello world.');
+    }
+  });
+
+  it('sends what the deltas left out of the final answer; a resumed turn’s answer is its own item', () => {
+    const tail = run([round(0), text('The ')], turn());
+    expect(tail.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta)).toEqual([
+      'The ',
+      'answer.',
+    ]);
+    const resumed = run([round(0), text('Looking.'), started('c1'), completed('c1')], turn());
+    const response = resumed.at(-1)!.response as ResponseObject;
+    expect(response.output.map((i) => i.type)).toEqual(['message', 'mcp_call', 'message']);
+    expect(response.output_text).toBe('Looking.The answer.');
+  });
+
+  it('tool calls take their arguments and results from the turn’s record at the end', () => {
+    const events = run(
+      [round(0), started('c1'), completed('c1'), round(1), text('Three.')],
+      turn({
+        finalText: 'Three.',
+        toolCalls: [
+          {
+            callId: 'c1',
+            name: 'word_count',
+            arguments: { text: 'a b c' },
+            status: 'completed',
+            result: { words: 3 },
+            error: null,
+          } as unknown as TurnResponse['toolCalls'][number],
+        ],
+      }),
+    );
+    const response = events.at(-1)!.response as ResponseObject;
+    expect(response.output[0]).toEqual({
+      type: 'mcp_call',
+      id: `mcp_${TURN.replace(/-/g, '')}_0`,
+      server_label: 'switchboard',
+      name: 'word_count',
+      arguments: '{"text":"a b c"}',
+      output: '{"words":3}',
+      error: null,
+      status: 'completed',
+      approval_request_id: null,
+    });
+  });
+
+  it('ends failed, cancelled and incomplete turns with their events', () => {
+    const failed = run(
+      [round(0)],
+      turn({
+        status: 'failed',
+        stopReason: 'provider_error',
+        finalText: null,
+        failure: { kind: 'provider_error', category: 'transport', message: 'down', brief: 'down' },
+      }),
+    ).at(-1)!;
+    expect(failed.type).toBe('response.failed');
+    expect(failed.response).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    const cancelled = run([], turn({ status: 'cancelled', stopReason: 'cancelled', finalText: null })).at(
+      -1,
+    )!;
+    expect(cancelled.type).toBe('response.failed');
+    expect(cancelled.response).toMatchObject({ status: 'cancelled', error: { code: 'turn_cancelled' } });
+    const incomplete = run([], turn({ stopReason: 'max_iterations', finalText: 'partial' })).at(-1)!;
+    expect(incomplete.type).toBe('response.incomplete');
+    expect(incomplete.response).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_iterations' },
+      output: [{ type: 'message', status: 'incomplete' }],
+    });
+  });
+});

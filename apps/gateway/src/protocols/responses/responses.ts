@@ -1,0 +1,464 @@
+import {
+  EventType,
+  isEnded,
+  responsesMessageText,
+  type CreateResponseRequest,
+  type ResponseObject,
+  type ResponseOutputItem,
+  type ResponseOutputMessage,
+  type ResponseStatus,
+  type ResponseToolCallItem,
+  type ResponseUsage,
+  type ResponsesInputMessage,
+  type ToolCallResponse,
+  type TurnResponse,
+} from '@switchboard/contracts';
+import {
+  createdAt,
+  OpenAiError,
+  type ConversationPlan,
+  type HistoryEntry,
+} from '../openai-chat/chat-completions';
+
+/**
+ * The Responses adapter's mapping (docs/adr/0035-responses-api.md): a response is a turn (its id is
+ * derived from the turn's, so nothing is stored beside the turn), the request's input → what is
+ * admitted, the turn's events → output items and the semantic stream events. Plain functions and one
+ * plain class; the controller and the streamer do the I/O.
+ */
+
+const HEX = /^[0-9a-f]{32}$/;
+
+/** `resp_<turn id, hex without dashes>`: derived, so a response id survives anything the turn does. */
+export const responseIdOf = (turnId: string): string => `resp_${turnId.replace(/-/g, '')}`;
+
+/** The turn a response id names, or undefined when the text is no response id of ours. */
+export function turnIdOf(responseId: string): string | undefined {
+  const m = /^resp_(.*)$/.exec(responseId);
+  if (!m || !HEX.test(m[1])) return undefined;
+  const h = m[1];
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+const hex = (id: string) => id.replace(/-/g, '');
+
+/**
+ * What the adapter keeps about a request, on the admitted message's metadata (key `responses`): what
+ * the response object echoes, so a response read later (after a restart too) is the one answered.
+ */
+export interface ResponseRequestRecord {
+  model: string;
+  background: boolean;
+  previous_response_id: string | null;
+  metadata: Record<string, string>;
+  user: string | null;
+  /** The request created the session with this many earlier messages (its input items). */
+  imported: number;
+}
+
+/** The record on a message's metadata, read tolerantly (a message admitted elsewhere has none). */
+export function requestRecordOf(metadata: unknown, fallbackModel: string): ResponseRequestRecord {
+  const r = (metadata as { responses?: Partial<ResponseRequestRecord> } | null)?.responses ?? {};
+  return {
+    model: typeof r.model === 'string' ? r.model : fallbackModel,
+    background: r.background === true,
+    previous_response_id: typeof r.previous_response_id === 'string' ? r.previous_response_id : null,
+    metadata: r.metadata && typeof r.metadata === 'object' ? r.metadata : {},
+    user: typeof r.user === 'string' ? r.user : null,
+    imported: typeof r.imported === 'number' ? r.imported : 0,
+  };
+}
+
+/**
+ * The input → the message to admit and the history before it. The trailing user messages are
+ * admitted as one message (their texts joined by blank lines: with `previous_response_id` they are
+ * all new). Earlier user and assistant messages seed a new session (as on chat completions, ADR
+ * 0016) and are left out of a continued one (the session's history is the truth). `system` and
+ * `developer` messages are left out (the agent's instructions are its system prompt); replayed
+ * `mcp_call` / `reasoning` items too (the session holds what the agent did).
+ */
+export function planInput(input: CreateResponseRequest['input']): ConversationPlan {
+  const messages: HistoryEntry[] =
+    typeof input === 'string'
+      ? [{ role: 'user', text: input }]
+      : input
+          .filter((i): i is ResponsesInputMessage => (i.type ?? 'message') === 'message')
+          .filter((m) => m.role === 'user' || m.role === 'assistant')
+          .map((m) => ({ role: m.role as 'user' | 'assistant', text: responsesMessageText(m.content) }))
+          .filter((m) => !(m.role === 'assistant' && m.text === ''));
+  let start = messages.length;
+  while (start > 0 && messages[start - 1].role === 'user') start--;
+  const trailing = messages.slice(start);
+  if (trailing.length === 0) {
+    throw new OpenAiError(
+      400,
+      'invalid_value',
+      'input: the input must end with a user message (system and developer messages do not count: ' +
+        "the agent's own instructions are its system prompt)",
+      { param: 'input' },
+    );
+  }
+  const prompt = trailing.map((m) => m.text).join('\n\n');
+  if (prompt.trim() === '') {
+    throw new OpenAiError(400, 'invalid_value', 'input: the user message has no text', { param: 'input' });
+  }
+  return { prompt, history: messages.slice(0, start) };
+}
+
+/** The response's status from the turn's. */
+export function statusOf(turn: Pick<TurnResponse, 'status' | 'stopReason'>): ResponseStatus {
+  switch (turn.status) {
+    case 'queued':
+      return 'queued';
+    case 'completed':
+      return turn.stopReason === 'final_answer' || turn.stopReason === null ? 'completed' : 'incomplete';
+    case 'failed':
+      return 'failed';
+    case 'cancelled':
+      return 'cancelled';
+    case 'running':
+    case 'awaiting_approval':
+    case 'awaiting_subagent':
+      return 'in_progress';
+  }
+}
+
+export const responsesUsageOf = (turn: Pick<TurnResponse, 'usage'>): ResponseUsage => ({
+  input_tokens: turn.usage.inputTokens,
+  input_tokens_details: { cached_tokens: turn.usage.cachedTokens },
+  output_tokens: turn.usage.outputTokens,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: turn.usage.inputTokens + turn.usage.outputTokens,
+});
+
+/** A failed or cancelled turn's `error` (Open Responses' `{code, message}`). */
+export function errorOf(turn: TurnResponse): ResponseObject['error'] {
+  if (turn.status === 'cancelled') {
+    return { code: 'turn_cancelled', message: `turn ${turn.id} was cancelled before it answered` };
+  }
+  if (turn.status !== 'failed') return null;
+  const f = turn.failure;
+  const why = f ? `${f.kind}: ${f.brief || f.message}` : (turn.stopReason ?? 'failed');
+  return { code: 'server_error', message: `turn ${turn.id} failed (${why})` };
+}
+
+const secondsOf = (iso: string | null): number | null =>
+  iso === null ? null : Math.floor(new Date(iso).getTime() / 1000);
+
+const jsonText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v ?? null));
+
+/** A tool call of the turn as its output item (`mcp_call`, server label `switchboard`). */
+export function toolCallItem(
+  id: string,
+  call: Pick<ToolCallResponse, 'name' | 'arguments' | 'status' | 'result' | 'error'>,
+): ResponseToolCallItem {
+  const status =
+    call.status === 'completed' ? 'completed' : call.status === 'failed' ? 'failed' : 'in_progress';
+  return {
+    type: 'mcp_call',
+    id,
+    server_label: 'switchboard',
+    name: call.name,
+    arguments: jsonText(call.arguments ?? {}),
+    output: call.status === 'completed' ? jsonText(call.result) : null,
+    error: call.status === 'failed' ? jsonText(call.error) : null,
+    status,
+    approval_request_id: null,
+  };
+}
+
+/** What the stream and the response object show of one request. */
+export interface ResponseMeta {
+  turnId: string;
+  sessionId: string;
+  record: ResponseRequestRecord;
+}
+
+/** One semantic stream event (`type` + its fields + `sequence_number`). */
+export type ResponseStreamEvent = { type: string; sequence_number: number } & Record<string, unknown>;
+
+/** An event as the journal or the live channel hands it to the builder. */
+export interface TurnEventLike {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+interface OpenMessage {
+  index: number;
+  item: ResponseOutputMessage;
+  text: string;
+}
+
+/**
+ * Builds a response from its turn's events, one at a time, and the semantic events a stream carries:
+ * `response.created`, `response.in_progress`, per model round that says something a `message` item
+ * (`output_item.added`, `content_part.added`, `output_text.delta`…, `output_text.done`,
+ * `content_part.done`, `output_item.done`), per tool call of the agent an `mcp_call` item
+ * (`output_item.added` when it starts, `output_item.done` when it ends), and at the end
+ * `response.completed` / `response.incomplete` / `response.failed`.
+ *
+ * Sequence numbers are positions, not counters: every event takes one number, except a text delta,
+ * which takes as many as it has characters (its number is its last). So the journal's replay of a
+ * turn (one delta per round) and its live stream (many small deltas) number every other event alike,
+ * and a stream resumed with `starting_after = N` (any number a client saw) carries on exactly after
+ * N: events at or below N are dropped, a delta that spans N is cut.
+ */
+export class ResponseBuilder {
+  /** The last number given. */
+  private seq = -1;
+  readonly items: ResponseOutputItem[] = [];
+  private message?: OpenMessage;
+  private round = -1;
+  private readonly calls = new Map<string, number>();
+  private readonly out: ResponseStreamEvent[] = [];
+
+  constructor(
+    private readonly meta: ResponseMeta,
+    /** Events numbered at or below this are not sent (a resumed stream). */
+    private readonly startingAfter = -1,
+  ) {}
+
+  /** The events built since the last call. */
+  take(): ResponseStreamEvent[] {
+    return this.out.splice(0);
+  }
+
+  /** `response.created` and `response.in_progress`, the response as it stands (no output yet). */
+  start(): void {
+    const r = this.snapshot('in_progress');
+    this.emit({ type: 'response.created', response: r });
+    this.emit({ type: 'response.in_progress', response: r });
+  }
+
+  /** One of the turn's events (journaled or live). */
+  event(e: TurnEventLike, lookup?: (callId: string) => ToolCallResponse | undefined): void {
+    if (e.type === EventType.ProviderRoundStarted) {
+      this.startRound(typeof e.data.round === 'number' ? e.data.round : 0);
+    } else if (e.type === EventType.TextDelta) {
+      this.text(typeof e.data.text === 'string' ? e.data.text : '');
+    } else if (e.type === EventType.ToolCallStarted) {
+      this.toolStarted(String(e.data.callId), String(e.data.name));
+    } else if (e.type === EventType.ToolCallCompleted) {
+      const callId = String(e.data.callId);
+      const known = lookup?.(callId);
+      this.toolEnded(
+        callId,
+        known ?? {
+          name: String(e.data.name),
+          arguments: {},
+          status: e.data.ok === false ? 'failed' : 'completed',
+          result: null,
+          error: typeof e.data.error === 'string' ? e.data.error : null,
+        },
+      );
+    }
+  }
+
+  /** A provider round started (a repeat of one already seen changes nothing): its text is a new item. */
+  startRound(n: number): void {
+    if (n <= this.round) return;
+    this.closeMessage();
+    this.round = n;
+  }
+
+  text(delta: string): void {
+    if (delta === '') return;
+    const m = this.openMessage();
+    m.text += delta;
+    this.emit(
+      {
+        type: 'response.output_text.delta',
+        item_id: m.item.id,
+        output_index: m.index,
+        content_index: 0,
+        delta,
+        logprobs: [],
+      },
+      delta.length,
+    );
+  }
+
+  toolStarted(callId: string, name: string): void {
+    if (this.calls.has(callId)) return;
+    this.closeMessage();
+    const item = toolCallItem(this.toolItemId(), {
+      name,
+      arguments: {},
+      status: 'running',
+      result: null,
+      error: null,
+    });
+    this.calls.set(callId, this.items.length);
+    this.items.push(item);
+    this.emit({ type: 'response.output_item.added', output_index: this.items.length - 1, item });
+  }
+
+  toolEnded(
+    callId: string,
+    call: Pick<ToolCallResponse, 'name' | 'arguments' | 'status' | 'result' | 'error'>,
+  ): void {
+    if (!this.calls.has(callId)) this.toolStarted(callId, call.name);
+    const index = this.calls.get(callId)!;
+    const current = this.items[index] as ResponseToolCallItem;
+    if (current.status !== 'in_progress') return;
+    const item = toolCallItem(current.id, call);
+    this.items[index] = item;
+    this.emit({ type: 'response.output_item.done', output_index: index, item });
+  }
+
+  /**
+   * The turn ended: the final answer's text the deltas did not carry (a resumed turn streams
+   * nothing), the open message closed, the tool items completed from the turn's record, and the
+   * terminal event.
+   */
+  finish(turn: TurnResponse): ResponseObject {
+    const final = turn.finalText ?? '';
+    const open = this.message;
+    if (final !== '') {
+      if (open && final.startsWith(open.text)) {
+        this.text(final.slice(open.text.length));
+      } else if (open || this.lastMessage()?.item.content[0]?.text !== final) {
+        // Not what the last round said (a resumed turn's rounds were not all seen): its own item.
+        this.closeMessage();
+        this.round = Number.MAX_SAFE_INTEGER;
+        this.text(final);
+      }
+    }
+    this.closeMessage(statusOf(turn) === 'completed' ? 'completed' : 'incomplete');
+    for (const call of turn.toolCalls) {
+      if (this.calls.has(call.callId)) {
+        const i = this.calls.get(call.callId)!;
+        this.items[i] = toolCallItem(this.items[i].id, call);
+      } else {
+        this.calls.set(call.callId, this.items.length);
+        this.items.push(toolCallItem(this.toolItemId(), call));
+      }
+    }
+    const response = this.snapshot(statusOf(turn), turn);
+    const type =
+      response.status === 'completed'
+        ? 'response.completed'
+        : response.status === 'incomplete'
+          ? 'response.incomplete'
+          : 'response.failed';
+    this.emit({ type, response });
+    return response;
+  }
+
+  /** The response as it stands: no usage or error before the turn ended. */
+  snapshot(status: ResponseStatus, turn?: TurnResponse): ResponseObject {
+    const r = this.meta.record;
+    const ended = turn !== undefined && isEnded(turn.status);
+    const output = this.items.map((i) => structuredClone(i));
+    return {
+      id: responseIdOf(this.meta.turnId),
+      object: 'response',
+      created_at: createdAt(this.meta.turnId),
+      completed_at: ended ? secondsOf(turn.completedAt) : null,
+      status,
+      incomplete_details:
+        ended && status === 'incomplete' ? { reason: turn.stopReason ?? 'incomplete' } : null,
+      model: r.model,
+      previous_response_id: r.previous_response_id,
+      instructions: null,
+      output,
+      output_text: output.flatMap((i) => (i.type === 'message' ? i.content.map((c) => c.text) : [])).join(''),
+      error: ended ? errorOf(turn) : null,
+      tools: [],
+      tool_choice: 'auto',
+      truncation: 'disabled',
+      parallel_tool_calls: true,
+      text: { format: { type: 'text' } },
+      top_p: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      top_logprobs: 0,
+      temperature: 1,
+      reasoning: null,
+      user: r.user,
+      usage: ended ? responsesUsageOf(turn) : null,
+      max_output_tokens: null,
+      max_tool_calls: null,
+      store: true,
+      background: r.background,
+      service_tier: 'default',
+      metadata: r.metadata,
+      safety_identifier: null,
+      prompt_cache_key: null,
+      session_id: this.meta.sessionId,
+      turn_id: this.meta.turnId,
+    };
+  }
+
+  /** A stream that ends early (the gateway shuts down): OpenAI's `error` event. */
+  error(code: string, message: string): void {
+    this.emit({ type: 'error', code, message, param: null });
+  }
+
+  /** The last item, when it is a (closed) message. */
+  private lastMessage(): { item: ResponseOutputMessage } | undefined {
+    const item = this.items.at(-1);
+    return item?.type === 'message' ? { item } : undefined;
+  }
+
+  private toolItemId(): string {
+    return `mcp_${hex(this.meta.turnId)}_${this.items.length}`;
+  }
+
+  private openMessage(): OpenMessage {
+    if (this.message) return this.message;
+    const index = this.items.length;
+    const item: ResponseOutputMessage = {
+      type: 'message',
+      id: `msg_${hex(this.meta.turnId)}_${index}`,
+      role: 'assistant',
+      status: 'in_progress',
+      content: [],
+    };
+    this.items.push(item);
+    this.message = { index, item, text: '' };
+    this.emit({ type: 'response.output_item.added', output_index: index, item: structuredClone(item) });
+    const part = { type: 'output_text', text: '', annotations: [], logprobs: [] };
+    this.emit({
+      type: 'response.content_part.added',
+      item_id: item.id,
+      output_index: index,
+      content_index: 0,
+      part,
+    });
+    return this.message;
+  }
+
+  private closeMessage(status: 'completed' | 'incomplete' = 'completed'): void {
+    const m = this.message;
+    if (!m) return;
+    this.message = undefined;
+    const part = { type: 'output_text' as const, text: m.text, annotations: [], logprobs: [] };
+    m.item.content = [part];
+    m.item.status = status;
+    const at = { item_id: m.item.id, output_index: m.index, content_index: 0 };
+    this.emit({ type: 'response.output_text.done', ...at, text: m.text, logprobs: [] });
+    this.emit({ type: 'response.content_part.done', ...at, part: structuredClone(part) });
+    this.emit({ type: 'response.output_item.done', output_index: m.index, item: structuredClone(m.item) });
+  }
+
+  /** Numbers an event and keeps it unless a resumed stream has seen it (a delta spanning the cut is cut). */
+  private emit(event: Record<string, unknown> & { type: string }, weight = 1): void {
+    const first = this.seq + 1;
+    this.seq += weight;
+    if (this.seq <= this.startingAfter) return;
+    let e = event;
+    if (first <= this.startingAfter && typeof event.delta === 'string') {
+      e = { ...event, delta: event.delta.slice(this.startingAfter - first + 1) };
+    }
+    this.out.push({ ...e, sequence_number: this.seq });
+  }
+}
+
+/** The response of a turn that has not ended (a background one answered at once, or a cancel). */
+export function pendingResponse(meta: ResponseMeta, turn: TurnResponse): ResponseObject {
+  return new ResponseBuilder(meta).snapshot(statusOf(turn), turn);
+}
+
+/** `msg_<message id hex>`: an input item's id. */
+export const inputItemIdOf = (messageId: string): string => `msg_${hex(messageId)}`;
