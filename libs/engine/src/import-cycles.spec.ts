@@ -17,7 +17,12 @@ function specifiers(source: string): string[] {
 }
 
 /** A relative specifier (or the engine's own package name) as a file of `files`, else undefined. */
-function resolveIn(files: ReadonlySet<string>, from: string, spec: string, selfIndex?: string): string | undefined {
+function resolveIn(
+  files: ReadonlySet<string>,
+  from: string,
+  spec: string,
+  selfIndex?: string,
+): string | undefined {
   if (selfIndex && spec === '@switchboard/engine') return selfIndex;
   if (!spec.startsWith('.')) return undefined;
   const base = resolve(dirname(from), spec);
