@@ -30,23 +30,31 @@ export type RoundResult = { response: ModelResponse; costUsd: number } | { failu
 export async function modelRound(run: TurnRun, messages: ChatMessage[]): Promise<RoundResult> {
   const { input, cp } = run;
   const models = [input.model, ...input.fallbackModels];
-  const attempts: ProviderAttempt[] = [];
+  const round: Round = { run, messages, attempts: [] };
   let lastError: ProviderError | undefined;
   await cp.emit('provider_round_started', { round: run.rounds, model: input.model });
   for (const [index, ref] of models.entries()) {
-    const tried = await tryModel(run, messages, ref, index < models.length - 1, attempts);
-    if ('response' in tried) return succeeded(run, tried, attempts);
+    const tried = await tryModel(round, ref, index < models.length - 1);
+    if ('response' in tried) return succeeded(run, tried, round.attempts);
     lastError = tried.error;
     if (tried.next === 'end_turn') {
-      await cp.recordFailedAttempts(attempts);
-      return { failure: contextLengthExceeded(ref, tried.error, attempts) };
+      await cp.recordFailedAttempts(round.attempts);
+      return { failure: contextLengthExceeded(ref, tried.error, round.attempts) };
     }
     if (tried.next === 'stop') break;
   }
-  await cp.recordFailedAttempts(attempts);
-  return { failure: providerFailure(models, attempts, lastError) };
+  await cp.recordFailedAttempts(round.attempts);
+  return { failure: providerFailure(models, round.attempts, lastError) };
 }
 
+/** A round in progress: the run, the messages sent, and its attempts so far (the timeline). */
+interface Round {
+  run: TurnRun;
+  messages: ChatMessage[];
+  attempts: ProviderAttempt[];
+}
+
+/** A model that answered. */
 interface Served {
   response: ModelResponse;
   ref: string;
@@ -54,17 +62,19 @@ interface Served {
   model: string;
 }
 
-/** A model's attempts in a round: the response, or its last error and what the round does next. */
-async function tryModel(
-  run: TurnRun,
-  messages: ChatMessage[],
-  ref: string,
-  hasNextModel: boolean,
-  attempts: ProviderAttempt[],
-): Promise<Served | { error: ProviderError; next: AttemptNext }> {
-  const { retry } = run.resources;
+/** A model's last failed attempt: its error and what the round does next. */
+interface Failed {
+  error: ProviderError;
+  next: AttemptNext;
+  backoffMs?: number;
+}
+
+/** One model's attempts in the round, each failure classified and on the timeline. */
+async function tryModel(round: Round, ref: string, hasNextModel: boolean): Promise<Served | Failed> {
+  const { run, attempts } = round;
+  const { retry, providers } = run.resources;
   const maxAttempts = retry.maxRetries + 1;
-  const failed = (at: AttemptAt, error: ProviderError) => {
+  const fail = (error: ProviderError, at: AttemptAt): Failed => {
     const verdict = classifyAttempt(error, {
       stage: at.stage ?? 'call',
       attempt: at.attempt,
@@ -74,14 +84,13 @@ async function tryModel(
       maxBackoffMs: retry.maxBackoffMs,
     });
     attempts.push(failedAttempt(at, error, verdict));
-    return verdict;
+    return { error, next: verdict.next, backoffMs: verdict.backoffMs };
   };
   let resolved: ResolvedModel;
   try {
-    resolved = run.resources.providers.resolve(ref);
+    resolved = providers.resolve(ref);
   } catch (err) {
     // ProviderRegistry.resolve throws a ProviderError (`bad_request`: no provider for the model).
-    const error = err as ProviderError;
     const at = {
       round: run.rounds,
       ref,
@@ -90,12 +99,12 @@ async function tryModel(
       started: Date.now(),
       stage: 'resolve' as const,
     };
-    return { error, next: failed(at, error).next };
+    return fail(err as ProviderError, at);
   }
   for (let attempt = 1; ; attempt++) {
     const at = { round: run.rounds, ref, attempt, maxAttempts, started: Date.now() };
     try {
-      const response = await complete(run, resolved, messages);
+      const response = await complete(run, resolved, round.messages);
       const provider = resolved.provider.name;
       attempts.push({
         ...timing(at),
@@ -106,11 +115,13 @@ async function tryModel(
       });
       return { response, ref, provider, model: resolved.model };
     } catch (err) {
-      const error = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
-      const verdict = failed(at, error);
-      if (verdict.next !== 'retry') return { error, next: verdict.next };
-      await retry.sleep(verdict.backoffMs ?? 0, run.signal);
-      if (run.signal.aborted) return { error, next: 'stop' };
+      const failed = fail(
+        err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err)),
+        at,
+      );
+      if (failed.next !== 'retry') return failed;
+      await retry.sleep(failed.backoffMs ?? 0, run.signal);
+      if (run.signal.aborted) return { ...failed, next: 'stop' };
     }
   }
 }
