@@ -4,9 +4,9 @@ import * as ts from 'typescript';
 
 /**
  * The engine's import graph has no circles, type-only imports included: every module can be read
- * (and moved) after the ones it imports. Shared types live in leaf modules (`run/resources.ts`,
- * `run/prepared-call.ts`, `side-calls/reflection-note.ts`, `attempts.ts`) rather than beside the
- * code that uses them.
+ * (and moved) after the ones it imports. Shared types live in leaf modules (`types.ts`,
+ * `provider-attempts.ts`, `run/resources.ts`, `run/prepared-call.ts`,
+ * `side-calls/reflection-note.ts`) rather than beside the code that uses them.
  */
 
 const SRC = __dirname;

@@ -28,6 +28,7 @@ export interface Cleared {
   args: unknown;
 }
 
+/** A call of the round parsed once; `announce` journals its start the first time it is called. */
 export function prepareCall(run: TurnRun, call: ToolCallRequest): PreparedCall {
   const tool = run.toolFor(call);
   const args = parseArguments(call.arguments);
