@@ -2,15 +2,14 @@ import type { ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { NO_CONTEXT, type ContextSources } from './context';
 import type { ToolGates } from './gates';
-import { ModelRound } from './model-round';
 import { withinDeadline } from './run/deadline';
 import { runTurn } from './run/loop';
-import type { TokenJuiceOptions } from './run/tokenjuice';
-import { TurnRun, type EngineResources } from './run/turn-run';
+import type { EngineResources, TokenJuiceOptions } from './run/resources';
+import { TurnRun } from './run/turn-run';
 import type { TurnCheckpoints, TurnInput, TurnOutcome } from './types';
 
 export { boundDetails, boundToolResult, TOOL_ERROR_DETAILS_MAX_BYTES } from './run/result-bounds';
-export type { CompactionOriginals, TokenJuiceOptions } from './run/tokenjuice';
+export type { CompactionOriginals, TokenJuiceOptions } from './run/resources';
 
 export interface EngineOptions {
   providers: ProviderRegistry;
@@ -57,12 +56,11 @@ export class TurnEngine {
       tools: options.tools,
       gates: options.gates ?? {},
       context: options.context ?? NO_CONTEXT,
-      modelRound: new ModelRound({
-        providers: options.providers,
+      retry: {
         maxRetries: options.maxRetries ?? 2,
         maxBackoffMs: options.maxBackoffMs ?? 30_000,
         sleep: options.sleep ?? defaultSleep,
-      }),
+      },
       toolResultMaxBytes,
       summarizeAboveBytes: options.summarizeAboveBytes ?? toolResultMaxBytes,
       summarizeMaxBytes: options.summarizeMaxBytes ?? 512 * 1024,

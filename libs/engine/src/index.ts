@@ -8,4 +8,5 @@ export * from './failures';
 export * from './gates';
 export * from './side-calls';
 export * from './model-round';
+export * from './provider-attempts';
 export * from './budget';

@@ -5,27 +5,12 @@ import {
   tracedComplete,
   type ChatMessage,
   type ModelResponse,
-  type ProviderRegistry,
-  type ToolSpec,
-  type TransportDiagnostics,
+  type ResolvedModel,
 } from '@switchboard/providers';
-import type { FailureArtifact, ProviderAttempt, TurnCheckpoints, TurnInput } from './types';
+import { classifyAttempt, type AttemptNext, type AttemptVerdict } from './provider-attempts';
+import type { TurnRun } from './run/turn-run';
+import type { FailureArtifact, ProviderAttempt, TurnInput } from './types';
 
-export interface ModelRoundOptions {
-  providers: ProviderRegistry;
-  /** Retries on the same model for retryable failures (seed 002: 2). */
-  maxRetries: number;
-  /** Upper bound for a single backoff, whatever retry-after says. */
-  maxBackoffMs: number;
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-}
-
-/**
- * One provider round (seed 002 "Provider Transport Contract"): retry on the same
- * model for retryable failures, then fall back to the next configured model;
- * every attempt lands on the timeline with its outcome, timing, backoff, usage
- * and transport diagnostics.
- */
 /** What a turn's GenAI spans carry besides the model (the conversation is the session). */
 export const genAiAttributes = (input: TurnInput): Record<string, string> => ({
   'gen_ai.conversation.id': input.sessionId,
@@ -33,179 +18,191 @@ export const genAiAttributes = (input: TurnInput): Record<string, string> => ({
   ...(input.agentId ? { 'gen_ai.agent.id': input.agentId } : {}),
 });
 
-export class ModelRound {
-  constructor(private readonly o: ModelRoundOptions) {}
+/** A round's result: the model's response and its cost, or the failure that ends the turn. */
+export type RoundResult = { response: ModelResponse; costUsd: number } | { failure: FailureArtifact };
 
-  /** One provider round with retry on the same model, then fallback to the next (seed 002). */
-  async call(
-    input: TurnInput,
-    round: number,
-    messages: ChatMessage[],
-    tools: ToolSpec[],
-    cp: TurnCheckpoints,
-    signal: AbortSignal,
-  ): Promise<{ response: ModelResponse; costUsd: number } | { failure: FailureArtifact }> {
-    const attempts: ProviderAttempt[] = [];
-    const models = [input.model, ...input.fallbackModels];
-    let lastError: ProviderError | undefined;
-    let succeeded: { response: ModelResponse; ref: string; provider: string; model: string } | undefined;
-    await cp.emit('provider_round_started', { round, model: input.model });
-
-    const maxAttempts = this.o.maxRetries + 1;
-    for (const [index, ref] of models.entries()) {
-      const hasNext = index < models.length - 1;
-      let resolved;
-      try {
-        resolved = this.o.providers.resolve(ref);
-      } catch (err) {
-        lastError = err as ProviderError;
-        attempts.push(
-          failedAttempt({ round, ref, attempt: 1, maxAttempts, started: Date.now() }, lastError, {
-            outcome: 'fail_fast_aborted',
-            disposition: 'fail_fast',
-            advancedToFallback: hasNext,
-            stage: 'resolve',
-          }),
-        );
-        continue;
-      }
-      for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-        const started = Date.now();
-        const at = { round, ref, attempt, maxAttempts, started };
-        try {
-          const response = await tracedComplete(
-            resolved,
-            {
-              messages,
-              tools,
-              signal,
-              onTextDelta: (d) => cp.textDelta(d),
-              ...(input.promptCache ? { cache: input.promptCache } : {}),
-            },
-            genAiAttributes(input),
-          );
-          attempts.push({
-            ...timing(at),
-            provider: resolved.provider.name,
-            outcome: 'succeeded',
-            advancedToFallback: false,
-            usage: response.usage,
-          });
-          succeeded = { response, ref, provider: resolved.provider.name, model: resolved.model };
-          break;
-        } catch (err) {
-          const pe = err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err));
-          lastError = pe;
-          if (signal.aborted || pe.kind === 'cancelled') {
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'fail_fast_aborted',
-                disposition: 'cancelled',
-                advancedToFallback: false,
-              }),
-            );
-            break;
-          }
-          if (pe.kind === 'context_length') {
-            // Ends the turn: another model would only hide that the conversation is too long.
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'fail_fast_aborted',
-                disposition: 'terminal',
-                advancedToFallback: false,
-              }),
-            );
-            await cp.recordFailedAttempts(attempts);
-            return {
-              failure: {
-                kind: 'context_length_exceeded',
-                category: 'runtime',
-                message: pe.message,
-                ...lastErrorFields(pe),
-                model: ref,
-                attempts,
-                brief: `The conversation no longer fits the context window of ${ref}. Start a new session or shorten the input.`,
-              },
-            };
-          }
-          if (!pe.retryable) {
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'fail_fast_aborted',
-                disposition: 'fail_fast',
-                advancedToFallback: hasNext,
-              }),
-            );
-            break;
-          }
-          if (attempt === maxAttempts) {
-            attempts.push(
-              failedAttempt(at, pe, {
-                outcome: 'retries_exhausted',
-                disposition: 'retryable',
-                advancedToFallback: hasNext,
-              }),
-            );
-            break;
-          }
-          const backoffMs = Math.min(
-            this.o.maxBackoffMs,
-            pe.details.retryAfterMs ?? 500 * 2 ** (attempt - 1),
-          );
-          attempts.push(
-            failedAttempt(at, pe, {
-              outcome: 'retrying',
-              disposition: 'retryable',
-              advancedToFallback: false,
-              backoffMs,
-            }),
-          );
-          await this.o.sleep(backoffMs, signal);
-          if (signal.aborted) break;
-        }
-      }
-      if (succeeded || signal.aborted) break;
+/**
+ * One model round (seed 002 "Provider Transport Contract") of the run, on the `messages` assembled
+ * for it: the turn's model, then each fallback model, each tried until `classifyAttempt` says what
+ * its failure means (retry it, move to the next model, stop, or end the turn). Every attempt lands on
+ * the timeline with its outcome, timing, backoff, usage and transport diagnostics.
+ */
+export async function modelRound(run: TurnRun, messages: ChatMessage[]): Promise<RoundResult> {
+  const { input, cp } = run;
+  const models = [input.model, ...input.fallbackModels];
+  const round: Round = { run, messages, attempts: [] };
+  let lastError: ProviderError | undefined;
+  await cp.emit('provider_round_started', { round: run.rounds, model: input.model });
+  for (const [index, ref] of models.entries()) {
+    const tried = await tryModel(round, ref, index < models.length - 1);
+    if ('response' in tried) return succeeded(run, tried, round.attempts);
+    lastError = tried.error;
+    if (tried.next === 'end_turn') {
+      await cp.recordFailedAttempts(round.attempts);
+      return { failure: contextLengthExceeded(ref, tried.error, round.attempts) };
     }
-    if (succeeded) {
-      // Persistence failures (a lost lease, a dead database) are not provider failures: they propagate.
-      const { response, ref, provider, model } = succeeded;
-      const cost = costOf(provider, model, response.usage, response.reportedCostUsd, input.prices);
-      const cacheSavedUsd = cacheSavingsUsd(provider, model, response.usage, input.prices);
-      await cp.emit('provider_round_completed', {
-        round,
-        model: ref,
-        requestedModel: input.model,
-        usage: response.usage,
-        costUsd: cost.usd,
-        cacheSavedUsd,
-        toolCalls: response.toolCalls.length,
-        attempts,
-      });
-      await cp.recordRound({
-        round,
-        model: ref,
-        provider,
-        response,
-        costUsd: cost.usd,
-        costSource: cost.source,
-        cacheSavedUsd,
-        attempts,
-      });
-      return { response, costUsd: cost.usd };
-    }
-    await cp.recordFailedAttempts(attempts);
-    return {
-      failure: {
-        kind: 'provider_error',
-        category: lastError ? categoryOf(lastError) : 'unknown',
-        message: lastError?.message ?? 'no model could be called',
-        ...(lastError ? lastErrorFields(lastError) : {}),
-        model: models[models.length - 1],
-        attempts,
-        brief: aggregatedFailure(models, attempts, lastError),
-      },
-    };
+    if (tried.next === 'stop') break;
   }
+  await cp.recordFailedAttempts(round.attempts);
+  return { failure: providerFailure(models, round.attempts, lastError) };
+}
+
+/** A round in progress: the run, the messages sent, and its attempts so far (the timeline). */
+interface Round {
+  run: TurnRun;
+  messages: ChatMessage[];
+  attempts: ProviderAttempt[];
+}
+
+/** A model that answered. */
+interface Served {
+  response: ModelResponse;
+  ref: string;
+  provider: string;
+  model: string;
+}
+
+/** A model's last failed attempt: its error and what the round does next. */
+interface Failed {
+  error: ProviderError;
+  next: AttemptNext;
+  backoffMs?: number;
+}
+
+/** One model's attempts in the round, each failure classified and on the timeline. */
+async function tryModel(round: Round, ref: string, hasNextModel: boolean): Promise<Served | Failed> {
+  const { run, attempts } = round;
+  const { retry, providers } = run.resources;
+  const maxAttempts = retry.maxRetries + 1;
+  const fail = (error: ProviderError, at: AttemptAt): Failed => {
+    const verdict = classifyAttempt(error, {
+      stage: at.stage ?? 'call',
+      attempt: at.attempt,
+      maxAttempts,
+      hasNextModel,
+      aborted: run.signal.aborted,
+      maxBackoffMs: retry.maxBackoffMs,
+    });
+    attempts.push(failedAttempt(at, error, verdict));
+    return { error, next: verdict.next, backoffMs: verdict.backoffMs };
+  };
+  let resolved: ResolvedModel;
+  try {
+    resolved = providers.resolve(ref);
+  } catch (err) {
+    // ProviderRegistry.resolve throws a ProviderError (`bad_request`: no provider for the model).
+    const at = {
+      round: run.rounds,
+      ref,
+      attempt: 1,
+      maxAttempts,
+      started: Date.now(),
+      stage: 'resolve' as const,
+    };
+    return fail(err as ProviderError, at);
+  }
+  for (let attempt = 1; ; attempt++) {
+    const at = { round: run.rounds, ref, attempt, maxAttempts, started: Date.now() };
+    try {
+      const response = await complete(run, resolved, round.messages);
+      const provider = resolved.provider.name;
+      attempts.push({
+        ...timing(at),
+        provider,
+        outcome: 'succeeded',
+        advancedToFallback: false,
+        usage: response.usage,
+      });
+      return { response, ref, provider, model: resolved.model };
+    } catch (err) {
+      const failed = fail(
+        err instanceof ProviderError ? err : new ProviderError('invalid_response', String(err)),
+        at,
+      );
+      if (failed.next !== 'retry') return failed;
+      await retry.sleep(failed.backoffMs ?? 0, run.signal);
+      if (run.signal.aborted) return { ...failed, next: 'stop' };
+    }
+  }
+}
+
+/** One provider call of the round, streaming its text to the checkpoints. */
+function complete(run: TurnRun, resolved: ResolvedModel, messages: ChatMessage[]): Promise<ModelResponse> {
+  const { input, cp, signal } = run;
+  return tracedComplete(
+    resolved,
+    {
+      messages,
+      tools: run.toolSpecs,
+      signal,
+      onTextDelta: (d) => cp.textDelta(d),
+      ...(input.promptCache ? { cache: input.promptCache } : {}),
+    },
+    genAiAttributes(input),
+  );
+}
+
+/**
+ * The round a model answered: priced, journaled and recorded. Persistence failures (a lost lease, a
+ * dead database) are not provider failures: they propagate.
+ */
+async function succeeded(run: TurnRun, served: Served, attempts: ProviderAttempt[]): Promise<RoundResult> {
+  const { input, cp } = run;
+  const { response, ref, provider, model } = served;
+  const round = run.rounds;
+  const cost = costOf(provider, model, response.usage, response.reportedCostUsd, input.prices);
+  const cacheSavedUsd = cacheSavingsUsd(provider, model, response.usage, input.prices);
+  await cp.emit('provider_round_completed', {
+    round,
+    model: ref,
+    requestedModel: input.model,
+    usage: response.usage,
+    costUsd: cost.usd,
+    cacheSavedUsd,
+    toolCalls: response.toolCalls.length,
+    attempts,
+  });
+  await cp.recordRound({
+    round,
+    model: ref,
+    provider,
+    response,
+    costUsd: cost.usd,
+    costSource: cost.source,
+    cacheSavedUsd,
+    attempts,
+  });
+  return { response, costUsd: cost.usd };
+}
+
+/** The conversation no longer fits `ref`'s context window: the turn ends, whatever models are left. */
+function contextLengthExceeded(ref: string, e: ProviderError, attempts: ProviderAttempt[]): FailureArtifact {
+  return {
+    kind: 'context_length_exceeded',
+    category: 'runtime',
+    message: e.message,
+    ...lastErrorFields(e),
+    model: ref,
+    attempts,
+    brief: `The conversation no longer fits the context window of ${ref}. Start a new session or shorten the input.`,
+  };
+}
+
+/** Every model failed, or the turn stopped: the aggregated provider failure (seed 002). */
+function providerFailure(
+  models: string[],
+  attempts: ProviderAttempt[],
+  lastError?: ProviderError,
+): FailureArtifact {
+  return {
+    kind: 'provider_error',
+    category: lastError ? categoryOf(lastError) : 'unknown',
+    message: lastError?.message ?? 'no model could be called',
+    ...(lastError ? lastErrorFields(lastError) : {}),
+    model: models[models.length - 1],
+    attempts,
+    brief: aggregatedFailure(models, attempts, lastError),
+  };
 }
 
 interface AttemptAt {
@@ -214,6 +211,8 @@ interface AttemptAt {
   attempt: number;
   maxAttempts: number;
   started: number;
+  /** The model reference resolved to no provider: the attempt never reached one. */
+  stage?: 'resolve';
 }
 
 function timing(at: AttemptAt) {
@@ -229,25 +228,21 @@ function timing(at: AttemptAt) {
   };
 }
 
-/** A failed attempt on the timeline, with its transport diagnostics (seed 002). */
-function failedAttempt(
-  at: AttemptAt,
-  e: ProviderError,
-  how: Pick<ProviderAttempt, 'outcome' | 'disposition' | 'advancedToFallback' | 'backoffMs'> & {
-    stage?: TransportDiagnostics['stage'];
-  },
-): ProviderAttempt {
-  const { stage, ...rest } = how;
+/** A failed attempt on the timeline, with its verdict and transport diagnostics (seed 002). */
+function failedAttempt(at: AttemptAt, e: ProviderError, verdict: AttemptVerdict): ProviderAttempt {
   return {
     ...timing(at),
     ...(e.details.provider ? { provider: e.details.provider } : {}),
-    ...rest,
+    outcome: verdict.outcome,
+    disposition: verdict.disposition,
+    advancedToFallback: verdict.advancedToFallback,
+    ...(verdict.backoffMs === undefined ? {} : { backoffMs: verdict.backoffMs }),
     failureKind: e.kind,
     status: e.details.status,
     message: e.message.slice(0, 500),
     ...(e.details.requestId ? { requestId: e.details.requestId } : {}),
     transportDiagnostics: e.details.diagnostics ?? {
-      stage: stage ?? (e.kind === 'invalid_response' ? 'decode' : 'stream'),
+      stage: at.stage ?? (e.kind === 'invalid_response' ? 'decode' : 'stream'),
       ...(e.details.provider ? { provider: e.details.provider } : {}),
       sourceChain: [`ProviderError: ${e.message.slice(0, 300)}`],
     },

@@ -1,25 +1,7 @@
-import type { TurnBudget } from './types';
+import type { StopHook } from './types';
 
-/** What a stop hook sees between two rounds of the tool-call loop (`iterations` counts rounds). */
-export interface LoopState {
-  turnId: string;
-  tenantId: string;
-  iterations: number;
-  toolCalls: number;
-  spentUsd: number;
-  elapsedMs: number;
-  budget: TurnBudget;
-}
-
-/**
- * A policy lever checked between rounds, before each model call (seed 000 "Stop hooks"). Returning
- * a reason votes to stop; the first vote ends the loop with that reason on the
- * turn. Hooks are policy-driven; cancellation (user-driven) is separate.
- */
-export interface StopHook {
-  name: string;
-  check(state: LoopState): Promise<string | null> | string | null;
-}
+/** The port is declared with the engine's other ports (types.ts, a leaf): here are the built-in hooks. */
+export type { LoopState, StopHook } from './types';
 
 export const iterationCapHook: StopHook = {
   name: 'iteration_cap',

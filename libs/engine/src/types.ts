@@ -10,7 +10,6 @@ import type {
   Usage,
 } from '@switchboard/providers';
 import type { SideEffect, ToolDefinition } from '@switchboard/tools';
-import type { StopHook } from './stop-hooks';
 
 export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs'>> & {
   maxUsd?: number;
@@ -22,6 +21,27 @@ export const DEFAULT_BUDGET: TurnBudget = {
   maxToolCalls: 50,
   maxReflections: 0,
 };
+
+/** What a stop hook sees between two rounds of the tool-call loop (`iterations` counts rounds). */
+export interface LoopState {
+  turnId: string;
+  tenantId: string;
+  iterations: number;
+  toolCalls: number;
+  spentUsd: number;
+  elapsedMs: number;
+  budget: TurnBudget;
+}
+
+/**
+ * A policy lever checked between rounds, before each model call (seed 000 "Stop hooks"). Returning
+ * a reason votes to stop; the first vote ends the loop with that reason on the
+ * turn. Hooks are policy-driven; cancellation (user-driven) is separate.
+ */
+export interface StopHook {
+  name: string;
+  check(state: LoopState): Promise<string | null> | string | null;
+}
 
 export interface TurnInput {
   turnId: string;

@@ -1,8 +1,7 @@
 import { ToolError, ToolWait, type ToolContext } from '@switchboard/tools';
 import type { ToolOutcome, Wait } from '../types';
-import type { Cleared } from './gate';
 import { boundDetails } from './result-bounds';
-import type { PreparedCall } from './tool-call';
+import type { Cleared, PreparedCall } from './prepared-call';
 import { stoppedOutcome } from './tool-outcomes';
 import type { TurnRun } from './turn-run';
 

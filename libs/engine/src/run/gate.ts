@@ -3,7 +3,7 @@ import type { ToolCallRequest } from '@switchboard/providers';
 import type { ToolDefinition } from '@switchboard/tools';
 import { defaultApprovalPolicy, type GateContext } from '../gates';
 import type { ToolOutcome, Wait } from '../types';
-import type { PreparedCall } from './tool-call';
+import type { Cleared, PreparedCall } from './prepared-call';
 import {
   blockedTool,
   invalidArguments,
@@ -14,12 +14,6 @@ import {
   type Failure,
 } from './tool-outcomes';
 import type { TurnRun } from './turn-run';
-
-/** A call the tool gates let through: its tool and its arguments as the tool's schema parsed them. */
-export interface Cleared {
-  tool: ToolDefinition;
-  args: unknown;
-}
 
 /** What the tool gates make of a call: cleared to run, answered without running, or a wait for a decision. */
 export type GateVerdict = { cleared: Cleared } | { wait: Wait } | ToolOutcome;

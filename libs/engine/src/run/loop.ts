@@ -1,7 +1,8 @@
 import { assemble, loadContext, NO_CONTEXT } from '../context';
 import { unpricedModels } from '../budget';
-import { BUILTIN_STOP_HOOKS, type LoopState } from '../stop-hooks';
-import type { TurnOutcome } from '../types';
+import { modelRound } from '../model-round';
+import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
+import type { LoopState, TurnOutcome } from '../types';
 import { guardContext } from './context-guard';
 import { answerUnrun } from './tool-call';
 import { runToolRound } from './tool-round';
@@ -122,15 +123,14 @@ async function nextRound(run: TurnRun): Promise<TurnOutcome | undefined> {
   await guardContext(run);
   if (run.signal.aborted) return undefined;
   run.messages.push(...((await run.cp.interjections?.()) ?? []));
-  const { input, cp, signal } = run;
-  const messages = assemble(input.systemPrompt, run.history, run.messages, run.context);
+  const messages = assemble(run.input.systemPrompt, run.history, run.messages, run.context);
   // The stale work-item reminder goes to the provider only: not into run.messages, so it is neither
   // journaled nor in the transcript (seed 002, docs/adr/0031).
   const reminder = await workReminder(run);
   if (reminder) messages.push({ role: 'user', content: reminder });
-  const round = await run.resources.modelRound.call(input, run.rounds, messages, run.toolSpecs, cp, signal);
+  const round = await modelRound(run, messages);
   if ('failure' in round) {
-    if (signal.aborted) return run.cancelled();
+    if (run.signal.aborted) return run.cancelled();
     return run.outcome({
       status: 'failed',
       stopReason: round.failure.kind,

@@ -4,33 +4,6 @@ import type { ToolCallMeta } from '../types';
 import type { TurnRun } from './turn-run';
 
 /**
- * Where lossy compactions keep their originals (docs/adr/0033): the harness's `OriginalsStore`. A
- * marker enters history only after its original is kept.
- */
-export interface CompactionOriginals {
-  keep(original: {
-    tenantId: string;
-    id: string;
-    sessionId?: string;
-    turnId?: string;
-    callId?: string;
-    tool: string;
-    kind: string;
-    content: string;
-  }): Promise<void>;
-}
-
-/** TokenJuice's part of the engine: where originals go and the bounds of what it compacts. */
-export interface TokenJuiceOptions {
-  /** Absent: only lossless (`light`) rewrites happen, whatever the turn asks. */
-  originals?: CompactionOriginals;
-  /** Results smaller than this (UTF-8 bytes) are left alone. */
-  minBytes?: number;
-  /** Larger inputs are never parsed: head and tail only (lossy), or left alone (light). */
-  maxInputChars?: number;
-}
-
-/**
  * TokenJuice (seed 000 "Stage 1a"; docs/adr/0033): a successful result, before the summarizer and
  * the byte budget, compacted by its kind in the turn's mode. A lossy compaction's original is kept
  * first; when it cannot be (no store, or the write fails) the result stays as it is.

@@ -1,11 +1,11 @@
 import { withSpan } from '@switchboard/observability';
 import { genAiAttributes } from '../model-round';
 import type { ToolCallRequest } from '@switchboard/providers';
-import type { ToolDefinition } from '@switchboard/tools';
 import { summarize } from '../side-calls/summarize';
-import type { ToolCallMeta, ToolOutcome, Wait } from '../types';
+import type { ToolOutcome, Wait } from '../types';
 import { executeCall } from './execute';
-import { afterGate, passGates, type Cleared } from './gate';
+import { afterGate, passGates } from './gate';
+import { prepareCall, type Cleared, type PreparedCall } from './prepared-call';
 import { boundToolResult } from './result-bounds';
 import { compactResult } from './tokenjuice';
 import { completedEvent, outcomeUnknown, stoppedOutcome, type Failure } from './tool-outcomes';
@@ -13,20 +13,6 @@ import type { TurnRun } from './turn-run';
 
 /** What running one call gives the round: its answer, a wait for a decision, or the call held for later. */
 export type ToolRun = { content: string; ok: boolean; halt?: string } | { wait: Wait } | { held: true };
-
-/** A call's arguments, parsed once: the value, or why they are not JSON. */
-export type ParsedArguments = { ok: true; value: unknown } | { ok: false; error: string };
-
-/** One call of the round, parsed once, with what the checkpoints record of it. */
-export interface PreparedCall {
-  call: ToolCallRequest;
-  /** Its tool, when the turn may call it. */
-  tool: ToolDefinition | undefined;
-  args: ParsedArguments;
-  meta: ToolCallMeta;
-  /** Journals `tool_call_started`, once: when the call runs or is answered. */
-  announce(): Promise<void>;
-}
 
 /**
  * One tool call: parsed once → the tool gates → executed → recorded. A call that waits or is held
@@ -76,37 +62,6 @@ export async function answerUnrun(run: TurnRun): Promise<void> {
     run.messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content });
   }
   run.toolCalls += unrun.length;
-}
-
-function prepareCall(run: TurnRun, call: ToolCallRequest): PreparedCall {
-  const tool = run.toolFor(call);
-  const args = parseArguments(call.arguments);
-  let announced = false;
-  return {
-    call,
-    tool,
-    args,
-    // What the checkpoints record of a call: arguments as parsed (or raw when they are not JSON).
-    meta: {
-      call,
-      sideEffect: tool?.sideEffect ?? 'read_only',
-      arguments: args.ok ? args.value : { _raw: call.arguments },
-      idempotencyKey: `${run.input.turnId}:${call.id}`,
-    },
-    announce: async () => {
-      if (announced) return;
-      announced = true;
-      await run.cp.emit('tool_call_started', { callId: call.id, name: call.name });
-    },
-  };
-}
-
-function parseArguments(raw: string): ParsedArguments {
-  try {
-    return { ok: true, value: raw.trim() === '' ? {} : (JSON.parse(raw) as unknown) };
-  } catch (err) {
-    return { ok: false, error: (err as Error).message };
-  }
 }
 
 /** The tool gates, then (unless held or of unknown outcome) the call itself. */

@@ -1,34 +1,11 @@
-import type { ChatMessage, ProviderRegistry, ToolCallRequest, ToolSpec } from '@switchboard/providers';
+import type { ChatMessage, ToolCallRequest, ToolSpec } from '@switchboard/providers';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
-import type { ContextSources, TurnContext } from '../context';
-import type { ToolGates } from '../gates';
-import type { ModelRound } from '../model-round';
+import type { TurnContext } from '../context';
 import { NoProgressTracker } from '../no-progress';
-import { isReflectionNote } from '../side-calls/reflect';
+import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
 import { Replays } from './replays';
-import type { TokenJuiceOptions } from './tokenjuice';
-
-/** What every run shares: the engine's ports and limits, fixed when the engine is built. */
-export interface EngineResources {
-  providers: ProviderRegistry;
-  /** The process-wide registry; a turn that brings its own tools sees a view over it (`TurnRun.tools`). */
-  tools: ToolRegistry;
-  /** The tool gates policy fills in (seed 001 4g); `{}` when none. */
-  gates: ToolGates;
-  context: ContextSources;
-  modelRound: ModelRound;
-  /** Largest tool result the model sees, in UTF-8 bytes. */
-  toolResultMaxBytes: number;
-  /** Results above this go through the summarizer first (when the turn has one). */
-  summarizeAboveBytes: number;
-  /** Results above this are too big to pay a model call for: truncation only. */
-  summarizeMaxBytes: number;
-  /** With reflections in the budget, reflect after a failing round and every this many rounds. */
-  reflectEvery: number;
-  /** TokenJuice's originals store and bounds (docs/adr/0033); a turn's mode is `input.toolResultCompression`. */
-  tokenjuice: TokenJuiceOptions;
-}
+import type { EngineResources } from './resources';
 
 /**
  * One run of a turn: its input, checkpoints and signal, and everything the run accumulates. A run

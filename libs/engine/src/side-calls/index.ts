@@ -5,10 +5,5 @@
 export { sideCall, type SideCallResult } from './side-call';
 export { SUMMARIZER_FAILURE_LIMIT, SUMMARIZER_PROMPT, summarizerMessages } from './summarize';
 export { COMPACTION_PROMPT, compactionMessages } from './compact';
-export {
-  isReflectionNote,
-  REFLECTION_OPEN,
-  REFLECTION_PROMPT,
-  reflectionMessages,
-  reflectionNote,
-} from './reflect';
+export { REFLECTION_PROMPT, reflectionMessages } from './reflect';
+export { isReflectionNote, REFLECTION_OPEN, reflectionNote } from './reflection-note';

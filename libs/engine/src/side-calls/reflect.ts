@@ -2,6 +2,7 @@ import type { ChatMessage } from '@switchboard/providers';
 import { canBudget } from '../budget';
 import { evidenceBlock } from '../context';
 import type { TurnRun } from '../run/turn-run';
+import { reflectionNote } from './reflection-note';
 import { renderForSummary, runSideCall, type SideCallResult } from './side-call';
 
 /** Reflection (seed 001 4h): a short look back at the turn so far, before the next round. */
@@ -24,16 +25,6 @@ export function reflectionMessages(turn: ChatMessage[], maxChars: number): ChatM
     },
   ];
 }
-
-/** How a reflection sits in the turn: a runtime note the model reads before its next round. */
-export const REFLECTION_OPEN = '<reflection>';
-
-export function reflectionNote(text: string): string {
-  return `${REFLECTION_OPEN}\n${text}\n</reflection>\nThis is your own reflection on the turn so far; use it to choose the next step.`;
-}
-
-export const isReflectionNote = (m: ChatMessage): boolean =>
-  m.role === 'user' && m.content.startsWith(REFLECTION_OPEN);
 
 /** Whether the round just answered earns a reflection: the budget grants one, and the round failed or it is its turn. */
 export function reflectionDue(run: TurnRun, roundFailed: boolean): boolean {
