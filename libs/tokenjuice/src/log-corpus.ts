@@ -301,7 +301,8 @@ function goTestRun(): LogCorpusEntry {
 function searchResults(): LogCorpusEntry[] {
   const grep: string[] = [];
   for (let f = 0; f < 12; f++)
-    for (let i = 0; i < 8; i++) grep.push(`src/mod${f}/file${f}.ts:${10 + i * 7}:  const tenantId = req.tenant${i};`);
+    for (let i = 0; i < 8; i++)
+      grep.push(`src/mod${f}/file${f}.ts:${10 + i * 7}:  const tenantId = req.tenant${i};`);
   const cols = grep.map((l) => l.replace(/:(\d+):/, ':$1:9:'));
   const logs: string[] = [];
   for (let f = 0; f < 3; f++)
@@ -311,7 +312,8 @@ function searchResults(): LogCorpusEntry[] {
     }
   const win: string[] = [];
   for (let f = 0; f < 6; f++)
-    for (let i = 0; i < 10; i++) win.push(`C:\\work\\app\\src\\mod${f}\\file${f}.ts:${3 + i * 5}:export const tenantId${i} = 1;`);
+    for (let i = 0; i < 10; i++)
+      win.push(`C:\\work\\app\\src\\mod${f}\\file${f}.ts:${3 + i * 5}:export const tenantId${i} = 1;`);
   const entry = (name: string, lines: string[], files: number): LogCorpusEntry => ({
     name,
     text: lines.join('\n'),
