@@ -1,3 +1,5 @@
+import { startsWithTimestamp } from './lines';
+import { parseSearchLine } from './search';
 import type { ContentKind, KindHint } from './types';
 
 const CODE_EXTENSIONS =
@@ -33,7 +35,8 @@ export function kindFromHint(hint: KindHint): ContentKind | undefined {
   return undefined;
 }
 
-const SEARCH_LINE = /^[^\s:][^:\n]{0,300}:\d+:(\d+:)?/;
+/** JSON lines (one object a line): logs, whatever braces they end in. */
+const JSON_LINE = /^\s*\{\s*"[^"\n]*"\s*:.*\}\s*$/;
 const CODE_LINE =
   /^\s*(import\s|export\s|from\s\S+\simport|(async\s+)?function\s|class\s|interface\s|type\s\w+\s*=|def\s|fn\s|pub\s|impl\s|package\s|#include|public\s|private\s|protected\s|const\s\w+\s*=|let\s|return\b|}\s*$|@\w+)/;
 /** Lines that end as statements, blocks and lists do, or are comments. */
@@ -53,16 +56,31 @@ export function detectKind(text: string, hint: KindHint = {}): ContentKind {
   if (/^diff --git |^--- \S.*\n\+\+\+ \S/m.test(head) && /^@@ /m.test(text)) return 'diff';
   if (/^(<!doctype html|<html[\s>])/i.test(trimmed)) return 'html';
   const hinted = kindFromHint(hint);
-  if (hinted && hinted !== 'json') return hinted;
-  const lines = head.split('\n').filter((l) => l.trim() !== '');
+  // A search tool's answer is a log when its lines start with timestamps (grep over one file prints no path).
+  if (hinted && hinted !== 'json' && !(hinted === 'search' && timestamped(nonEmptyLines(head))))
+    return hinted;
+  const lines = nonEmptyLines(head);
   if (lines.length >= 3) {
-    const share = (re: RegExp) => lines.filter((l) => re.test(l)).length / lines.length;
-    if (share(SEARCH_LINE) >= 0.6) return 'search';
+    const share = (test: (l: string) => unknown) => lines.filter((l) => test(l)).length / lines.length;
+    // Before `path:line:`: a timestamp's date and hour read as a path, its minutes as a line number.
+    if (timestamped(lines)) return 'log';
+    if (share(parseSearchLine) >= 0.6) return 'search';
     if ((head.match(/<\/?[a-z][a-z0-9]*[\s>/]/gi)?.length ?? 0) > 20) return 'html';
-    if (share(CODE_LINE) >= 0.25 || share(CODE_END) >= 0.4) return 'code';
-    if (share(LOG_LINE) >= 0.1 || lines.length >= 20) return 'log';
+    if (share((l) => JSON_LINE.test(l)) >= 0.6) return 'log';
+    if (share((l) => CODE_LINE.test(l)) >= 0.25 || share((l) => CODE_END.test(l)) >= 0.4) return 'code';
+    if (share((l) => LOG_LINE.test(l)) >= 0.1 || lines.length >= 20) return 'log';
   }
   return 'text';
+}
+
+function nonEmptyLines(head: string): string[] {
+  return head.split('\n').filter((l) => l.trim() !== '');
+}
+
+/** At least three lines, and most of them start with a timestamp (`startsWithTimestamp`). */
+function timestamped(lines: string[]): boolean {
+  if (lines.length < 3) return false;
+  return lines.filter(startsWithTimestamp).length / lines.length >= 0.6;
 }
 
 function parsesAsJson(text: string): boolean {
