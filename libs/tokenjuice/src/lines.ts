@@ -16,7 +16,11 @@ export function stripAnsi(s: string): string {
 const TIMESTAMP_START = /^[^:\n]*?(?:(?<!\d)\d{1,2}|(?<!\d)\d{4}:\d\d):[0-5]\d:[0-5]\d(?![\d:])/;
 
 export function startsWithTimestamp(line: string): boolean {
-  return TIMESTAMP_START.test(line);
+  // Cheap first: a clock's first colon follows a digit (a path's rarely does).
+  const colon = line.indexOf(':');
+  if (colon < 1) return false;
+  const before = line.charCodeAt(colon - 1);
+  return before >= 48 && before <= 57 && TIMESTAMP_START.test(line);
 }
 
 /** What a terminal shows of a line a progress bar rewrote with carriage returns: its last state. */
