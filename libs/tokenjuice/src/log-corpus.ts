@@ -207,6 +207,30 @@ function timestampedLogs(): LogCorpusEntry[] {
   ];
 }
 
+/** Python logging with `logger.exception`: each failure followed by its traceback, which must survive too. */
+function pythonTracebacks(): LogCorpusEntry {
+  const lines: string[] = [];
+  const mustKeep: string[] = [];
+  for (let i = 0; i < LINES; i++) {
+    const p = isoParts(at(i));
+    const failed = i % EVERY === EVERY - 1;
+    const l = `${p.date} ${p.time},${p.ms} - app.worker - ${level(i, failed)} - ${failed ? failure(i) : message(i)}`;
+    lines.push(l);
+    if (!failed) continue;
+    const trace = [
+      'Traceback (most recent call last):',
+      '  File "/srv/app/worker.py", line 88, in run',
+      '    result = self.client.post(job.url, json=job.payload, timeout=30)',
+      '  File "/srv/app/client.py", line 41, in post',
+      '    return self._send("POST", url, **kwargs)',
+      `ConnectionResetError: [Errno 104] Connection reset by peer (job ${1000 + i})`,
+    ];
+    lines.push(...trace);
+    mustKeep.push(l, trace[0], trace[trace.length - 1]);
+  }
+  return { name: 'Python logging with tracebacks', text: lines.join('\n'), kind: 'log', mustKeep };
+}
+
 /** `pytest -v`: 150 tests, three failing, with their tracebacks and the short summary. */
 function pytestRun(): LogCorpusEntry {
   const lines = [
@@ -332,5 +356,5 @@ function searchResults(): LogCorpusEntry[] {
 
 /** The log-format corpus (the checked-in Jest run is in the file corpus beside it). */
 export function logFormatCorpus(): LogCorpusEntry[] {
-  return [...timestampedLogs(), pytestRun(), goTestRun(), ...searchResults()];
+  return [...timestampedLogs(), pythonTracebacks(), pytestRun(), goTestRun(), ...searchResults()];
 }
