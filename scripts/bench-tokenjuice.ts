@@ -6,6 +6,8 @@
 import { encode } from 'gpt-tokenizer';
 import {
   compactToolResult,
+  detectKind,
+  logFormatCorpus,
   tokenjuiceCorpus,
   tokenjuiceCorpusReport,
   type CorpusReport,
@@ -67,3 +69,41 @@ function bigJson(text: string, size: number): string {
 }
 
 timing();
+
+/**
+ * What detection alone costs (`detectKind`, the bytes and the hint), per call: over the file corpus
+ * and the log-format corpus (issue 30), each text's detection repeated; µs per call, fastest and
+ * median of 7 rounds of 200 calls.
+ */
+function detection(): void {
+  console.log('\ndetection time per call (µs: fastest / median of 7 rounds of 200 calls)');
+  const texts: { name: string; text: string; hint: Parameters<typeof detectKind>[1] }[] = [
+    ...tokenjuiceCorpus().map((e) => {
+      const v = e.value as { text?: string; content?: { text: string }[] };
+      return { name: e.file, text: v.text ?? v.content![0].text, hint: { tool: e.tool, args: e.args } };
+    }),
+    ...logFormatCorpus().map((e) => ({ name: e.name, text: e.text, hint: e.hint ?? {} })),
+  ];
+  let fastest = 0;
+  let medians = 0;
+  for (const t of texts) {
+    const rounds: number[] = [];
+    for (let r = 0; r < 7; r++) {
+      const t0 = performance.now();
+      for (let i = 0; i < 200; i++) detectKind(t.text, t.hint);
+      rounds.push(((performance.now() - t0) * 1000) / 200);
+    }
+    rounds.sort((a, b) => a - b);
+    fastest += rounds[0];
+    medians += rounds[3];
+    const kind = detectKind(t.text, t.hint);
+    console.log(
+      `${t.name.slice(0, 60).padEnd(60)} ${kind.padEnd(7)} ${rounds[0].toFixed(1).padStart(7)} / ${rounds[3].toFixed(1).padStart(7)}`,
+    );
+  }
+  console.log(
+    `${'all texts (sum)'.padEnd(68)} ${fastest.toFixed(1).padStart(7)} / ${medians.toFixed(1).padStart(7)}`,
+  );
+}
+
+detection();

@@ -1,3 +1,4 @@
+import { startsWithTimestamp } from './lines';
 import type { ContentKind, KindHint } from './types';
 
 const CODE_EXTENSIONS =
@@ -33,7 +34,10 @@ export function kindFromHint(hint: KindHint): ContentKind | undefined {
   return undefined;
 }
 
-const SEARCH_LINE = /^[^\s:][^:\n]{0,300}:\d+:(\d+:)?/;
+/** `path:line:` (a Windows drive allowed), as `parseSearchLine` reads it, without capturing. */
+const SEARCH_LINE = /^(?:[A-Za-z]:[\\/])?[^\s:][^:\n]{0,300}:\d+:/;
+/** JSON lines (one object a line): logs, whatever braces they end in. */
+const JSON_LINE = /^\s*\{\s*"[^"\n]*"\s*:.*\}\s*$/;
 const CODE_LINE =
   /^\s*(import\s|export\s|from\s\S+\simport|(async\s+)?function\s|class\s|interface\s|type\s\w+\s*=|def\s|fn\s|pub\s|impl\s|package\s|#include|public\s|private\s|protected\s|const\s\w+\s*=|let\s|return\b|}\s*$|@\w+)/;
 /** Lines that end as statements, blocks and lists do, or are comments. */
@@ -53,16 +57,36 @@ export function detectKind(text: string, hint: KindHint = {}): ContentKind {
   if (/^diff --git |^--- \S.*\n\+\+\+ \S/m.test(head) && /^@@ /m.test(text)) return 'diff';
   if (/^(<!doctype html|<html[\s>])/i.test(trimmed)) return 'html';
   const hinted = kindFromHint(hint);
-  if (hinted && hinted !== 'json') return hinted;
+  // A search tool's answer is a log when its lines start with timestamps (grep over one file prints no
+  // path): its first lines decide (the first alone, mostly), so a search hint stays cheap.
+  const stampedSearch =
+    hinted === 'search' && startsWithTimestamp(trimmed) && timestamped(head.split('\n', 6));
+  if (hinted && hinted !== 'json' && !stampedSearch) return hinted;
   const lines = head.split('\n').filter((l) => l.trim() !== '');
   if (lines.length >= 3) {
     const share = (re: RegExp) => lines.filter((l) => re.test(l)).length / lines.length;
-    if (share(SEARCH_LINE) >= 0.6) return 'search';
+    // A line that starts with a timestamp is never `path:line:` (its date and hour would read as a
+    // path, its minutes as a line number); mostly such lines are a log.
+    let stamped = 0;
+    let search = 0;
+    for (const l of lines) {
+      if (startsWithTimestamp(l)) stamped++;
+      else if (SEARCH_LINE.test(l)) search++;
+    }
+    if (search / lines.length >= 0.6) return 'search';
+    if (stamped / lines.length >= 0.6) return 'log';
     if ((head.match(/<\/?[a-z][a-z0-9]*[\s>/]/gi)?.length ?? 0) > 20) return 'html';
+    if (share(JSON_LINE) >= 0.6) return 'log';
     if (share(CODE_LINE) >= 0.25 || share(CODE_END) >= 0.4) return 'code';
     if (share(LOG_LINE) >= 0.1 || lines.length >= 20) return 'log';
   }
   return 'text';
+}
+
+/** Three of a text's first lines or more, and most of them start with a timestamp. */
+function timestamped(first: string[]): boolean {
+  const lines = first.filter((l) => l.trim() !== '');
+  return lines.length >= 3 && lines.filter(startsWithTimestamp).length / lines.length >= 0.6;
 }
 
 function parsesAsJson(text: string): boolean {

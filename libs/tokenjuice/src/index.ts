@@ -11,3 +11,4 @@ export { compactDiff } from './diff';
 export { compactHtml, HTML_MAX_CHARS } from './html';
 export { compactSearch } from './search';
 export { compactCode } from './code';
+export { logFormatCorpus, type LogCorpusEntry } from './log-corpus';

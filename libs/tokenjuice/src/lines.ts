@@ -7,6 +7,22 @@ export function stripAnsi(s: string): string {
   return s.replace(ANSI, '');
 }
 
+/**
+ * A clock (`10:36:00`, `9:05:07.123`, Apache's `2026:10:36:00`) whose first colon is the line's first
+ * colon: the line starts with a timestamp (ISO-8601, RFC 3339, syslog, Python logging, Kubernetes, access
+ * logs…), so what precedes that colon is a date, not a path, and `:36:` is minutes, not a line number.
+ * `path:12:34:` is no clock (a colon follows the seconds), nor is a path that ends in a letter.
+ */
+const TIMESTAMP_START = /^[^:\n]*?(?:(?<!\d)\d{1,2}|(?<!\d)\d{4}:\d\d):[0-5]\d:[0-5]\d(?![\d:])/;
+
+export function startsWithTimestamp(line: string): boolean {
+  // Cheap first: a clock's first colon follows a digit (a path's rarely does).
+  const colon = line.indexOf(':');
+  if (colon < 1) return false;
+  const before = line.charCodeAt(colon - 1);
+  return before >= 48 && before <= 57 && TIMESTAMP_START.test(line);
+}
+
 /** What a terminal shows of a line a progress bar rewrote with carriage returns: its last state. */
 export function lastCarriageState(line: string): string {
   const parts = line.replace(/\r$/, '').split('\r');

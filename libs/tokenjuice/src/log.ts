@@ -13,7 +13,9 @@ const NOISE_RULES: [RegExp, string][] = [
   [/^\s*PASS\s/, 'passing suites'],
   [/^\s*ok \d+ /, 'passing TAP tests'],
   [/^\s*test .* \.\.\. ok$/, 'passing tests'],
-  [/^\s*[\w./-]+ (passed|PASSED)\b/, 'passing tests'],
+  [/^\s*[\w./:[\]-]+ (passed|PASSED)\b/, 'passing tests'],
+  [/^\s*--- PASS: /, 'passing tests'],
+  [/^=== (RUN|PAUSE|CONT|NAME) /, 'progress lines'],
   [/^npm (warn|WARN) deprecated /, 'deprecation warnings'],
   [
     /^\s*(Compiling|Downloading|Downloaded|Fetching|Resolving|Installing|Unpacking|Checking|Collecting|Building|Updating) /,
@@ -23,8 +25,14 @@ const NOISE_RULES: [RegExp, string][] = [
   [/^\s*at .*(node_modules|node:internal|<anonymous>)/, 'stack frames outside the project'],
 ];
 
+/**
+ * A failure line: error words, test runners' failure marks (Jest `●`/`✕`, pytest's `E   ` lines, test
+ * headers and `…Error:` lines), and an access log's 5xx response (`"GET / HTTP/1.1" 502 …`).
+ */
 const FAILURE =
-  /(\b(error|errors|failed|failure|failures|fail|fatal|panic(ked)?|exception|traceback|assertion|expected|received|denied|refused|segmentation fault|undefined reference|cannot find|not found|exit (code|status) [1-9])\b|✕|✗|✘|ERR!|^\s*●\s|^FAIL\b)/i;
+  /(\b(error|errors|failed|failure|failures|fail|fatal|panic(ked)?|exception|traceback|assertion|expected|received|denied|refused|segmentation fault|undefined reference|cannot find|not found|exit (code|status) [1-9])\b|✕|✗|✘|ERR!|^\s*●\s|^FAIL\b|HTTP\/[\d.]+" 5\d\d )/i;
+/** The same, case-sensitive: an exception's class name, pytest's `E   ` lines and test headers. */
+const FAILURE_CASED = /[a-z](Error|Exception)\b|^E {2,}\S|^_{3,} \S.* _{3,}$/;
 const WARNING = /\bwarn(ing)?\b/i;
 
 const HEAD_LINES = 5;
@@ -54,7 +62,7 @@ export function compactLog(text: string, mode: 'full' | 'light'): Compacted | un
   let warnings = 0;
   for (let i = 0; i < n; i++) {
     if (noise[i]) continue;
-    if (FAILURE.test(lines[i])) {
+    if (FAILURE.test(lines[i]) || FAILURE_CASED.test(lines[i])) {
       let end = i + AFTER;
       // A block: runs on to its blank line.
       if (/^\s*(●|Traceback|FAIL\b|error(\[\w+\])?:|panicked)/i.test(lines[i])) {

@@ -1,3 +1,4 @@
+import { startsWithTimestamp } from './lines';
 import type { Compacted, KindHint } from './types';
 
 /**
@@ -6,12 +7,19 @@ import type { Compacted, KindHint } from './types';
  * then the query's exact text, then definitions) in line order with a `+N more` tally and their line numbers.
  */
 
-const MATCH = /^([^\s:][^:\n]{0,300}?):(\d+):(?:(\d+):)?(.*)$/;
+/** `path:line:[column:]text`; the path may start with a Windows drive (`C:\src\a.ts:3:…`). */
+const MATCH = /^((?:[A-Za-z]:[\\/])?[^\s:][^:\n]{0,300}?):(\d+):(?:(\d+):)?(.*)$/;
 const PER_FILE = 3;
 const MAX_FILES = 30;
 const MAX_LINE_CHARS = 200;
 const DEFINITION =
   /\b(function|class|interface|type|enum|def|fn|struct|trait|export|const|let|var|public|private)\b/;
+
+/** One `path:line:` match, or `undefined` for any other line — a line starting with a timestamp among them. */
+export function parseSearchLine(line: string): RegExpExecArray | undefined {
+  const m = MATCH.exec(line);
+  return m && !startsWithTimestamp(line) ? m : undefined;
+}
 
 interface Match {
   line: number;
@@ -23,7 +31,7 @@ export function compactSearch(text: string, mode: 'full' | 'light', hint: KindHi
   const files = new Map<string, Match[]>();
   const other: string[] = [];
   for (const l of text.split('\n')) {
-    const m = MATCH.exec(l);
+    const m = parseSearchLine(l);
     if (!m) {
       if (l.trim() !== '' && l !== '--') other.push(l);
       continue;
