@@ -5,5 +5,6 @@ export * from './context';
 export * from './cost-log';
 export * from './episodic';
 export * from './learning';
+export * from './post-turn';
 export * from './reconcile';
 export * from './registry';
