@@ -1,4 +1,5 @@
 export * from './archivist';
+export * from './archivist-models';
 export * from './archivist-snapshot';
 export * from './completion-webhook';
 export * from './context';

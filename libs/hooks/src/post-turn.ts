@@ -5,6 +5,7 @@ import type { Logger, Metrics } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
 import { recordHookFailure, within, type SqlDb } from '@switchboard/store';
 import { archivistSessionDedup } from './archivist';
+import { ArchivistModelNotes } from './archivist-models';
 import { SnapshotCache } from './archivist-snapshot';
 import { OutsideSharedTransaction, type HookContext, type HookModels, type HookOutcome } from './context';
 import { postTurnHook, postTurnHooks } from './registry';
@@ -71,7 +72,8 @@ export class PostTurnHooks {
       sql: deps.sql,
       logger: deps.logger,
       metrics: deps.metrics,
-      models: deps.models,
+      // One process's notes on the archivist's models, kept across its jobs.
+      models: deps.models && { notes: new ArchivistModelNotes(), ...deps.models },
       deferArchivist: (j, delayMs) =>
         publish(deps.postTurnQueue, Jobs.postTurn, j, {
           delay: delayMs,
