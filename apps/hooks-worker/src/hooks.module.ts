@@ -1,7 +1,15 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import type { Config } from '@switchboard/config';
-import { InfraModule } from '@switchboard/platform';
+import { QueueName } from '@switchboard/contracts';
+import { poolOf, type Db } from '@switchboard/database';
+import { PostTurnHooks } from '@switchboard/hooks';
+import type { Logger, Metrics } from '@switchboard/observability';
+import { CONFIG, DB, InfraModule, LOGGER, METRICS, providerRegistryFromConfig } from '@switchboard/platform';
+import { sqlDbFor } from '@switchboard/store';
 import { PostTurnProcessor } from './post-turn.processor';
+import { POST_TURN_HOOKS } from './tokens';
 
 @Module({})
 export class HooksModule {
@@ -9,7 +17,44 @@ export class HooksModule {
     return {
       module: HooksModule,
       imports: [InfraModule.forRoot(config, 'hooks-worker')],
-      providers: [PostTurnProcessor],
+      providers: [
+        {
+          provide: POST_TURN_HOOKS,
+          inject: [
+            CONFIG,
+            DB,
+            LOGGER,
+            METRICS,
+            getQueueToken(QueueName.PostTurn),
+            getQueueToken(QueueName.OutboundWebhooks),
+          ],
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            logger: Logger,
+            metrics: Metrics,
+            postTurn: Queue,
+            outbound: Queue,
+          ) =>
+            new PostTurnHooks({
+              db,
+              // Hooks' statements on typed SQL over Prisma's pg pool, counted as `hooks`.
+              sql: sqlDbFor(poolOf(db), 'hooks', metrics),
+              logger,
+              metrics,
+              postTurnQueue: postTurn,
+              outboundQueue: outbound,
+              outboundBackoffMs: cfg.OUTBOUND_WEBHOOK_BACKOFF_MS,
+              // The archivist's model providers, built as the harness builds its own.
+              models: {
+                providers: providerRegistryFromConfig(cfg),
+                defaultModel: cfg.DEFAULT_MODEL,
+                prices: cfg.MODEL_PRICES,
+              },
+            }),
+        },
+        PostTurnProcessor,
+      ],
     };
   }
 }

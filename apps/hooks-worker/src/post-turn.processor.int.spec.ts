@@ -3,7 +3,15 @@ import { Queue } from 'bullmq';
 import type { Prisma } from '@switchboard/database';
 import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { createRedis, jobOptions } from '@switchboard/queue';
-import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  FakeLlmServer,
+  scripted,
+  seedSession,
+  seedTenant,
+  waitFor,
+  type TestEnv,
+} from '@switchboard/testing';
 import { FIXTURES, startHooks, type Running } from '../../../test/support/stack';
 
 /** The post-turn processor dispatches by hook name through the hook registry; an unknown name is never retried. */
@@ -13,24 +21,33 @@ describe('PostTurnProcessor', () => {
   let env: TestEnv;
   let hooks: Running;
   let queue: Queue;
+  let llm: FakeLlmServer;
 
   beforeAll(async () => {
     env = await createTestEnv();
-    hooks = await startHooks(env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES }));
+    llm = await FakeLlmServer.start();
+    // The deployment's defaults (DEFAULT_MODEL scripted/demo), with the SDKs pointed at the fake LLM server.
+    hooks = await startHooks(env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES, ...llm.providerEnv }));
     queue = new Queue(QueueName.PostTurn, { connection: createRedis(env.redisUrl), prefix: env.queuePrefix });
   });
 
   afterAll(async () => {
     await hooks?.close();
+    await llm?.close();
     await queue?.close();
     await (await queue?.client)?.quit().catch(() => undefined);
     await env?.cleanup();
   });
 
-  /** A completed turn with an input and an answer, of a new tenant with `settings`. */
-  async function endedTurn(name: string, settings: Prisma.InputJsonObject = {}) {
-    const { tenantId, agentId } = await seedTenant(env.db, name);
-    await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
+  /** A completed turn with an input and an answer, of a new tenant with `settings` (or of `of`'s agent, in a new session). */
+  async function endedTurn(
+    name: string,
+    settings: Prisma.InputJsonObject = {},
+    agent: { model?: string } = {},
+    of?: { tenantId: string; agentId: string },
+  ) {
+    const { tenantId, agentId } = of ?? (await seedTenant(env.db, name, agent));
+    if (!of) await env.db.tenant.update({ where: { id: tenantId }, data: { settings } });
     const sessionId = await seedSession(env.db, tenantId, agentId);
     const turnId = newId();
     await env.db.turn.create({
@@ -100,6 +117,18 @@ describe('PostTurnProcessor', () => {
     expect(own?.data).toMatchObject({ turnId, tenantId, hook: 'archivist' });
     expect(own?.opts.attempts).toBe(Jobs.postTurn.attempts);
   });
+
+  /** The JSON lines the apps in this process logged (LOG_FILE), from the `from`-th on. */
+  function logLines(from = 0): Record<string, unknown>[] {
+    const lines = readFileSync(env.config().LOG_FILE!, 'utf8').split('\n').filter(Boolean);
+    return lines.slice(from).flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  }
 
   async function runTurnJob(turnId: string, tenantId: string) {
     const data = { turnId, tenantId, trace: {} };
@@ -205,19 +234,83 @@ describe('PostTurnProcessor', () => {
     );
     expect(run).toMatchObject({ status: 'failed', attempts: 1, output: { error: expect.any(String) } });
     // Logged as well as counted: which turn and hook, and that no attempt is left.
-    const logged = await waitFor(() => {
-      const lines = readFileSync(env.config().LOG_FILE!, 'utf8').split('\n').filter(Boolean);
-      return lines
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l) as Record<string, unknown>];
-          } catch {
-            return [];
-          }
-        })
-        .find((l) => l.turnId === turnId && l.msg === 'post-turn hook failed; no attempts left');
-    });
+    const logged = await waitFor(() =>
+      logLines().find((l) => l.turnId === turnId && l.msg === 'post-turn hook failed; no attempts left'),
+    );
     expect(logged).toMatchObject({ level: 50, hook: 'archivist', tenantId, attempt: 1, attempts: 1 });
+  });
+
+  /**
+   * A turn's job and its session's distillation (debounced, published at once: `afterTurns` 1), run
+   * to their end; the turn's archivist row once it is no longer deferred.
+   */
+  async function distilSession(turn: { turnId: string; tenantId: string }) {
+    await runTurnJob(turn.turnId, turn.tenantId);
+    return waitFor(() =>
+      env.db.hookRun
+        .findFirst({ where: { turnId: turn.turnId, hook: 'archivist', status: { not: 'deferred' } } })
+        .then((r) => r ?? undefined),
+    );
+  }
+
+  const debouncedNow = { archivist: { mode: 'debounced', afterTurns: 1 } } as const;
+  const errorsIn = (lines: Record<string, unknown>[]) => lines.filter((l) => Number(l.level) >= 50);
+
+  it('without a summarization route, distils with the agent’s model when DEFAULT_MODEL (scripted/demo) cannot; no error logged', async () => {
+    // A default deployment (DEFAULT_MODEL scripted/demo, which answers the archivist with a tool
+    // call) and an agent on a real provider SDK, its tenant routing no summarization.
+    const from = logLines().length;
+    const first = await endedTurn('fallback', debouncedNow, { model: 'openai-chat/agent-model' });
+    const facts = (content: string) =>
+      scripted.text(JSON.stringify({ facts: [{ title: 'Deploy window', content }] }), {
+        usage: { input: 300, output: 40 },
+      });
+    const before = llm.requests.length;
+    llm.enqueue(facts('The deploy window is Tuesdays at 14:00 UTC.'));
+    expect(await distilSession(first)).toMatchObject({
+      status: 'completed',
+      output: expect.objectContaining({ facts: 1, model: 'openai-chat/agent-model' }),
+    });
+    // A second session of the agent: distilled the same way (scripted/demo is not asked again).
+    const second = await endedTurn('fallback', {}, {}, first);
+    llm.enqueue(facts('Deploys happen on Tuesdays.'));
+    expect(await distilSession(second)).toMatchObject({ status: 'completed' });
+    const requests = llm.requests.slice(before);
+    expect(requests.map((r) => (r.body as { model: string }).model)).toEqual(['agent-model', 'agent-model']);
+    const memory = await env.db.memoryRecord.findMany({ where: { agentId: first.agentId, kind: 'fact' } });
+    expect(memory.map((m) => m.provenance)).toEqual([
+      expect.objectContaining({ model: 'openai-chat/agent-model' }),
+      expect.objectContaining({ model: 'openai-chat/agent-model' }),
+    ]);
+    // One warning that scripted/demo cannot distil, and no error-level line.
+    const lines = await waitFor(() => {
+      const l = logLines(from);
+      return l.some((x) => x.model === 'scripted/demo' && x.level === 40) ? l : undefined;
+    });
+    expect(lines.filter((l) => l.model === 'scripted/demo')).toHaveLength(1);
+    expect(errorsIn(lines)).toEqual([]);
+  });
+
+  it('when no model can distil, records the archivist’s turns skipped with the reason, warns once per tenant and logs no error', async () => {
+    // The agent's own model is scripted/demo too: nothing left to ask.
+    const from = logLines().length;
+    const first = await endedTurn('no-model', debouncedNow, { model: 'scripted/demo' });
+    const second = await endedTurn('no-model', {}, {}, first);
+    for (const turn of [first, second]) {
+      expect(await distilSession(turn)).toMatchObject({
+        status: 'completed',
+        output: expect.objectContaining({ skipped: 'unsupported_model', models: ['scripted/demo'] }),
+      });
+    }
+    expect(await env.db.memoryRecord.count({ where: { agentId: first.agentId, kind: 'fact' } })).toBe(0);
+    const lines = await waitFor(() => {
+      const l = logLines(from);
+      return l.some((x) => x.tenantId === first.tenantId && x.level === 40) ? l : undefined;
+    });
+    expect(lines.filter((l) => l.tenantId === first.tenantId && l.hook === 'archivist')).toEqual([
+      expect.objectContaining({ level: 40, models: ['scripted/demo'] }),
+    ]);
+    expect(errorsIn(lines)).toEqual([]);
   });
 
   it('fails a job naming a hook it has no handler for, without retrying it', async () => {

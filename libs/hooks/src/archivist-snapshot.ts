@@ -25,6 +25,8 @@ export interface TurnSnapshot {
   seq: number;
   /** The agent's own archivist settings (docs/adr/0032). */
   agentArchivist: unknown;
+  /** The agent's model (`agents.model`): the archivist's fallback when the tenant routes no `summarization`. */
+  agentModel: string | null;
   /** The turn's input, then any message delivered into the turn while it ran. */
   input: { text: string; kind: string; authorityClass: string; truncated: boolean };
   /** The final text of a completed turn; what the committed rounds said for a cancelled one. */
@@ -66,6 +68,7 @@ interface SnapshotRow {
   runs: Record<string, string>;
   seq: number;
   agentArchivist: unknown;
+  agentModel: string | null;
   messages: { position: number; role: string; kind: string; authorityClass: string; body: unknown }[];
   toolCalls: { name: string; arguments: string; status: string; outcome: string | null }[];
   toolCallCount: number;
@@ -99,6 +102,7 @@ async function snapshotRows(db: SqlRunner, tenantId: string, turnIds: string[]):
       t.agent_id AS "agentId", t.status, t.final_text AS "finalText", t.seq,
       (SELECT settings FROM tenants WHERE id = t.tenant_id) AS settings,
       (SELECT archivist FROM agents WHERE id = t.agent_id) AS "agentArchivist",
+      (SELECT model FROM agents WHERE id = t.agent_id) AS "agentModel",
       (SELECT coalesce(json_object_agg(h.hook, h.status), '{}') FROM hook_runs h
         WHERE h.turn_id = t.id AND h.turn_at = sb_uuid7_time(t.id)) AS runs,
       (SELECT coalesce(json_agg(json_build_object('position', m.position, 'role', m.role, 'kind', m.kind,
@@ -207,6 +211,7 @@ function toSnapshot(row: SnapshotRow, hook: string): TurnSnapshot {
     runStatus: row.runs[hook] ?? null,
     seq: row.seq,
     agentArchivist: row.agentArchivist,
+    agentModel: row.agentModel,
     input: {
       text: input.text,
       truncated: input.truncated,

@@ -1,4 +1,3 @@
-import { UnrecoverableError } from 'bullmq';
 import { newId, uuid7Time } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { MemoryStore } from '@switchboard/memory';
@@ -324,19 +323,25 @@ describe('runArchivist', () => {
     expect((await memoryOf(t.agentId)).map((r) => r.title)).toEqual(['Team']);
   });
 
-  it('records a model that answers with a tool call (scripted/demo) as failed, never retried', async () => {
+  it('records a routed model that answers with a tool call (scripted/demo) as a skip with its reason, never retried', async () => {
     const t = await tenant('scripted/demo');
     const turnId = await turn(t, { status: 'completed', input: 'My cat is called Miso.', answer: 'Cute.' });
-    const failed = run(turnId, t.tenantId);
-    await expect(failed).rejects.toBeInstanceOf(UnrecoverableError);
-    await expect(failed).rejects.toThrow(/scripted\/demo answered the archivist with a tool call/);
+    const before = llm.requests.length;
+    // Not a failure to retry or log as an error: a setting to make (the route the tenant chose).
+    await expect(run(turnId, t.tenantId)).resolves.toBe('skipped');
     const row = await env.db.hookRun.findFirstOrThrow({
       where: { turnId, hook: 'archivist' },
     });
     expect(row).toMatchObject({
-      status: 'failed',
-      output: expect.objectContaining({ error: 'unsupported_model' }),
+      status: 'completed',
+      output: expect.objectContaining({
+        skipped: 'unsupported_model',
+        models: ['scripted/demo'],
+        message: expect.stringMatching(/scripted\/demo answered the archivist with a tool call/),
+      }),
     });
+    // The tenant's route is the only model asked: no fallback to the deployment's or the agent's.
+    expect(llm.requests.length).toBe(before);
     expect(await memoryOf(t.agentId)).toEqual([]);
     // A scripted fixture's simulated spend is not booked for a run that kept nothing.
     expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(0);

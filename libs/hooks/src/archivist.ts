@@ -1,4 +1,3 @@
-import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
 import {
   newId,
@@ -12,7 +11,6 @@ import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql, type MemoryWrite } from '@swit
 import {
   cacheSavingsUsd,
   costOf,
-  resolveModelRef,
   tracedComplete,
   type ChatMessage,
   type CostSource,
@@ -28,7 +26,8 @@ import {
   loadTurnSnapshots,
   type TurnSnapshot,
 } from './archivist-snapshot';
-import { OutsideSharedTransaction, type HookContext, type HookOutcome } from './context';
+import { OutsideSharedTransaction, type HookContext, type HookModels, type HookOutcome } from './context';
+import { archivistModels } from './archivist-models';
 import { saysNothingNew } from './nothing-new';
 
 export const ARCHIVIST_HOOK = 'archivist';
@@ -79,8 +78,8 @@ export const ARCHIVIST_PROMPT = [
  * Why an archivist run failed. `invalid_output` (twice) and `no_model` are thrown so BullMQ retries
  * the job with backoff. `unsupported_model`: the model answered with a tool call although none was
  * offered, which no real provider does; only a scripted fixture that always calls a tool (the
- * deployment default `scripted/demo`) answers so, every time: the run is recorded `failed` and not
- * retried.
+ * deployment default `scripted/demo`) answers so, every time: the next of the archivist's models is
+ * asked (`archivistModels`), and when none is left the turns are recorded skipped — never thrown.
  */
 export class ArchivistError extends Error {
   constructor(
@@ -328,19 +327,12 @@ async function distilTurns(
   if (!last) return { outcome: 'skipped', facts: 0, reason: 'nothing_deferred' };
   if (!ctx.models) throw new ArchivistError('no_model', 'the archivist hook has no model providers');
   const settings = parseTenantSettings(last.settings);
-  const ref = resolveModelRef('hint:summarization', settings.modelRoutes, ctx.models.defaultModel).ref;
+  const models = archivistModels(settings.modelRoutes, ctx.models.defaultModel, last.agentModel);
   const prices = { ...ctx.models.prices, ...settings.modelPrices };
   const turnIds = snapshots.map((s) => s.turnId);
-  let distilled;
-  try {
-    distilled = await distil(ctx.models.providers, ref, snapshots, prices);
-  } catch (err) {
-    if (err instanceof ArchivistError && err.kind === 'unsupported_model') {
-      return recordUnsupported(ctx, snapshots, ref, err);
-    }
-    throw err;
-  }
-  const { facts, calls } = distilled;
+  const distilled = await distilWithFirstFit(ctx, ctx.models, models, snapshots, prices, last.tenantId);
+  if (!distilled) return recordUnsupported(ctx, last.tenantId, snapshots, models);
+  const { facts, calls, ref } = distilled;
   const costUsd = calls.reduce((sum, c) => sum + c.costUsd, 0).toFixed(8);
   const records: MemoryWrite[] = facts.map((f, i) => ({
     tenantId: last.tenantId,
@@ -462,32 +454,74 @@ async function recordSkip(ctx: HookContext, s: TurnSnapshot, reason: string): Pr
 }
 
 /**
- * The run of a model that cannot do the task: its turns recorded `failed`; then an UnrecoverableError
- * so BullMQ does not retry what will fail the same way. Its call is not booked: only a scripted
- * fixture answers so, and its spend is simulated.
+ * The facts from the first of `models` that can distil them, or undefined when none can (each
+ * answered with a tool call, now or earlier in this process). A model that cannot is warned about
+ * once per process (with `models.notes`) and the next one is asked; any other failure is thrown.
+ */
+async function distilWithFirstFit(
+  ctx: HookContext,
+  hookModels: HookModels,
+  models: string[],
+  snapshots: TurnSnapshot[],
+  prices: PriceOverrides,
+  tenantId: string,
+): Promise<{ facts: ArchivistFact[]; calls: ArchivistCall[]; ref: string } | undefined> {
+  const notes = hookModels.notes;
+  for (const [i, ref] of models.entries()) {
+    if (notes?.isUnfit(ref)) continue;
+    try {
+      return { ...(await distil(hookModels.providers, ref, snapshots, prices)), ref };
+    } catch (err) {
+      if (!(err instanceof ArchivistError && err.kind === 'unsupported_model')) throw err;
+      if (notes?.markUnfit(ref) ?? true) {
+        ctx.logger.warn(
+          { hook: ARCHIVIST_HOOK, model: ref, tenantId, next: models[i + 1] ?? null },
+          `${ref} answered the archivist with a tool call: it cannot distil facts` +
+            (i + 1 < models.length ? `; the archivist asks ${models[i + 1]} instead` : ''),
+        );
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The run when none of the archivist's models can do the task (`archivistModels`, each answered with
+ * a tool call): its turns recorded as skipped (`unsupported_model`, the models named) — a setting to
+ * make, not a failure to retry or alert on — and one warning per tenant and process. The calls are
+ * not booked: only a scripted fixture answers so, and its spend is simulated.
  */
 async function recordUnsupported(
   ctx: HookContext,
+  tenantId: string,
   snapshots: TurnSnapshot[],
-  ref: string,
-  err: ArchivistError,
+  models: string[],
 ): Promise<ArchiveResult> {
-  const output = { error: err.kind, message: err.message, model: ref };
+  const message =
+    `${models.join(', ')} answered the archivist with a tool call although none was offered: route the ` +
+    "tenant's summarization model (modelRoutes.summarization) to a model that answers text";
+  const output = { skipped: 'unsupported_model', models, message };
   const deferred = snapshots.filter((s) => s.runStatus === 'deferred');
-  let recorded = deferred.length > 0 ? await ctx.sql.execute(settleDeferred(deferred, 'failed', output)) : 0;
+  let recorded =
+    deferred.length > 0 ? await ctx.sql.execute(settleDeferred(deferred, 'completed', output)) : 0;
   for (const s of snapshots) {
     if (s.runStatus === 'deferred') continue;
     const claimed = await claimHookRun(ctx.sql, {
       tenantId: s.tenantId,
       turnId: s.turnId,
       hook: ARCHIVIST_HOOK,
-      status: 'failed',
       output: { ...output, turnStatus: s.status },
     });
     if (claimed) recorded++;
   }
   if (recorded === 0) return { outcome: 'already_done', facts: 0 };
-  throw new UnrecoverableError(err.message);
+  if (ctx.models?.notes?.firstNoModelWarning(tenantId) ?? true) {
+    ctx.logger.warn(
+      { hook: ARCHIVIST_HOOK, tenantId, models },
+      `the archivist has no model that can distil for this tenant; its turns are recorded skipped: ${message}`,
+    );
+  }
+  return { outcome: 'skipped', facts: 0, turns: recorded, reason: 'unsupported_model' };
 }
 
 /** Asks the model for the facts: once, and once more with the reason when the answer is not valid. */

@@ -3,6 +3,7 @@ import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides, ProviderRegistry } from '@switchboard/providers';
 import type { SqlTransactor } from '@switchboard/store';
+import type { ArchivistModelNotes } from './archivist-models';
 import type { SnapshotCache } from './archivist-snapshot';
 
 /** What every post-turn hook receives: the hooks worker's connections and services. */
@@ -40,10 +41,18 @@ export type HookOutcome = 'written' | 'already_done' | 'skipped' | 'deferred';
 /** What a hook that calls a model needs: the process's providers, built from its configuration. */
 export interface HookModels {
   providers: ProviderRegistry;
-  /** What `hint:summarization` resolves to when the tenant has no route for it (DEFAULT_MODEL). */
+  /**
+   * What `hint:summarization` resolves to when the tenant has no route for it (DEFAULT_MODEL); the
+   * archivist falls back to the agent's own model when it cannot distil (`archivistModels`).
+   */
   defaultModel: string;
   /** The deployment's prices (MODEL_PRICES); a tenant's own `modelPrices` win by key. */
   prices?: PriceOverrides;
+  /**
+   * What this process learnt about the archivist's models (which cannot distil; which tenants were
+   * warned): `PostTurnHooks` keeps one per process. Without it each run asks and warns afresh.
+   */
+  notes?: ArchivistModelNotes;
 }
 
 /**

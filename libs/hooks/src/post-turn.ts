@@ -1,0 +1,245 @@
+import { UnrecoverableError, type Queue } from 'bullmq';
+import { Jobs, newId, PostTurnHookName, type PostTurnJob } from '@switchboard/contracts';
+import type { Db } from '@switchboard/database';
+import type { Logger, Metrics } from '@switchboard/observability';
+import { publish } from '@switchboard/queue';
+import { recordHookFailure, within, type SqlDb } from '@switchboard/store';
+import { archivistSessionDedup } from './archivist';
+import { ArchivistModelNotes } from './archivist-models';
+import { SnapshotCache } from './archivist-snapshot';
+import { OutsideSharedTransaction, type HookContext, type HookModels, type HookOutcome } from './context';
+import { postTurnHook, postTurnHooks } from './registry';
+
+/** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
+export type PostTurnOutcomes = Partial<Record<PostTurnHookName, HookOutcome | 'retrying' | 'failed'>>;
+
+/** Which attempt of its job a run is (BullMQ's `attemptsMade + 1`) and how many the job has. */
+export interface PostTurnAttempt {
+  attempt: number;
+  attempts: number;
+}
+
+/** What `PostTurnHooks` runs with: the hooks worker's connections, queues and settings. */
+export interface PostTurnHooksDeps {
+  db: Db;
+  /** Hooks' statements on typed SQL over Prisma's pg pool (`sqlDbFor(poolOf(db), 'hooks', metrics)`). */
+  sql: SqlDb;
+  logger: Logger;
+  metrics: Metrics;
+  /** `post-turn`: a hook's own retry job and the archivist's debounced session job. */
+  postTurnQueue: Queue;
+  /** `outbound-webhooks`: the completion webhook's notification. */
+  outboundQueue: Queue;
+  /** The first retry delay of an outbound notification (OUTBOUND_WEBHOOK_BACKOFF_MS). */
+  outboundBackoffMs: number;
+  /** The archivist's model providers, built as the harness builds its own. */
+  models?: HookModels;
+}
+
+/**
+ * The hooks of the turn's shared transaction, in order. Not in it: the hooks that update a row every
+ * turn of the agent or tenant shares (learning: `agent_tool_stats`; the cost log:
+ * `tenant_spend_daily`). Inside a transaction such a row stays locked until the commit, across every
+ * later statement and every wait of this process's event loop, and the agent's or tenant's other
+ * turns queue behind it (measured: 34 ms per learning statement, mostly waiting, at 20 sessions of
+ * one agent); alone, each is one statement that holds its row for that statement only.
+ */
+export const SHARED_HOOKS: readonly PostTurnHookName[] = [
+  'episodic-index',
+  'archivist',
+  'completion-webhook',
+];
+
+/** The hooks that run on their own (one statement each), after the shared transaction. */
+export const ALONE_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options.filter(
+  (h) => !SHARED_HOOKS.includes(h),
+);
+
+/**
+ * The post-turn policy (docs/adr/0027, 0039): which hooks a `post-turn` job runs, which of them share
+ * one transaction, and what happens to one that fails. An ended turn's one job runs every hook
+ * (`runAll`); a hook that fails in it is published again as a job of its own (`<turn>.<hook>`, its own
+ * attempts and backoff), which is also what the hooks reconcile publishes. A job naming one hook runs
+ * that hook (`runOne`); a hook that fails for good is recorded `failed`. The hooks worker's
+ * `PostTurnProcessor` only hands BullMQ's jobs to `run`.
+ */
+export class PostTurnHooks {
+  private readonly ctx: HookContext;
+
+  constructor(private readonly deps: PostTurnHooksDeps) {
+    this.ctx = {
+      db: deps.db,
+      sql: deps.sql,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      // One process's notes on the archivist's models, kept across its jobs.
+      models: deps.models && { notes: new ArchivistModelNotes(), ...deps.models },
+      deferArchivist: (j, delayMs) =>
+        publish(deps.postTurnQueue, Jobs.postTurn, j, {
+          delay: delayMs,
+          deduplication: archivistSessionDedup(j.sessionId ?? j.turnId),
+        }),
+      notify: (n) =>
+        publish(deps.outboundQueue, Jobs.outboundWebhook, n, {
+          backoff: { type: 'exponential', delay: deps.outboundBackoffMs },
+        }),
+    };
+  }
+
+  /** One `post-turn` job: every hook of the turn, or the one hook it names. */
+  run(data: PostTurnJob, attempt: PostTurnAttempt): Promise<string | PostTurnOutcomes> {
+    return data.hook === undefined ? this.runAll(data) : this.runOne(data, data.hook, attempt);
+  }
+
+  /**
+   * Every hook of the turn: the `SHARED_HOOKS` together, in one transaction (`runShared`), then the
+   * `ALONE_HOOKS` and any that would have held that transaction open, each on its own (`runEach`).
+   * When the shared transaction does not commit, every hook runs on its own, as before ADR 0039's
+   * second amendment.
+   */
+  async runAll(data: PostTurnJob): Promise<PostTurnOutcomes> {
+    const shared = await this.runShared(data);
+    if (!shared) return this.runEach(data, PostTurnHookName.options);
+    // Hooks that would have held the transaction open on something slow run on their own after it.
+    return { ...shared.outcomes, ...(await this.runEach(data, [...ALONE_HOOKS, ...shared.later])) };
+  }
+
+  /**
+   * The turn's hooks one after another on one connection, in ONE transaction (docs/adr/0039,
+   * amendment 2): each hook's statements are what they are alone, each still keyed per (turn, hook),
+   * so the transaction commits every hook's row and effects at once, or none. A hook that fails rolls
+   * it back whole, and `undefined` sends every hook to `runEach` (a re-run of one that had written
+   * finds nothing: its writes went with the rollback). A hook whose work would wait on something slow
+   * (a model call, a publish) throws `OutsideSharedTransaction` before writing and is returned in
+   * `later`. The archivist's debounced session job is published after the commit: a publish that
+   * fails fails the job, whose retry finds the turn deferred and publishes again.
+   */
+  private async runShared(
+    data: PostTurnJob,
+  ): Promise<{ outcomes: PostTurnOutcomes; later: PostTurnHookName[] } | undefined> {
+    const base = this.ctx;
+    const publishes: (() => Promise<unknown>)[] = [];
+    let result: { outcomes: PostTurnOutcomes; later: PostTurnHookName[] };
+    try {
+      result = await this.deps.sql.transaction(async (tx) => {
+        const ctx: HookContext = {
+          ...base,
+          sql: within(tx),
+          shared: true,
+          snapshots: new SnapshotCache(),
+          deferArchivist: (j, delayMs) => {
+            publishes.push(() => base.deferArchivist!(j, delayMs));
+            return Promise.resolve();
+          },
+        };
+        const outcomes: PostTurnOutcomes = {};
+        const later: PostTurnHookName[] = [];
+        for (const hook of SHARED_HOOKS) {
+          try {
+            outcomes[hook] = await postTurnHooks[hook](ctx, { ...data, hook });
+          } catch (err) {
+            if (!(err instanceof OutsideSharedTransaction)) throw err;
+            later.push(hook);
+          }
+        }
+        return { outcomes, later };
+      });
+    } catch (err) {
+      this.deps.logger.warn(
+        { err, turnId: data.turnId, tenantId: data.tenantId },
+        'post-turn hooks did not commit together; each runs on its own',
+      );
+      return undefined;
+    }
+    for (const [hook, outcome] of Object.entries(result.outcomes)) {
+      this.deps.metrics.hooks.inc({ hook, outcome });
+    }
+    for (const publish of publishes) await publish();
+    return result;
+  }
+
+  /**
+   * `hooks` at once, each on its own connection. A hook that throws is handed to a job of its own,
+   * published after the first retry delay of `post-turn` jobs, so it is retried on its own while the
+   * others stand; one that can never succeed (`UnrecoverableError`) is recorded `failed`. Only when
+   * that publish fails does this job fail, and its retry runs every hook again (each finds its row
+   * and does nothing).
+   */
+  private async runEach(data: PostTurnJob, hooks: readonly PostTurnHookName[]): Promise<PostTurnOutcomes> {
+    // The hooks that read the turn's snapshot (archivist, episodic index) share one read of it.
+    const ctx: HookContext = { ...this.ctx, snapshots: new SnapshotCache() };
+    const { logger, metrics } = this.deps;
+    const entries = await Promise.all(
+      hooks.map(async (hook): Promise<[PostTurnHookName, PostTurnOutcomes[PostTurnHookName]]> => {
+        const run = { ...data, hook };
+        try {
+          const outcome = await postTurnHooks[hook](ctx, run);
+          metrics.hooks.inc({ hook, outcome });
+          return [hook, outcome];
+        } catch (err) {
+          metrics.hooks.inc({ hook, outcome: 'error' });
+          const unrecoverable = err instanceof UnrecoverableError;
+          logger[unrecoverable ? 'error' : 'warn'](
+            { err, turnId: data.turnId, tenantId: data.tenantId, hook, attempt: 1 },
+            unrecoverable
+              ? 'post-turn hook failed; no attempts left'
+              : 'post-turn hook failed; will retry on its own',
+          );
+          if (unrecoverable) {
+            await this.recordFailure(run, hook, 1, err);
+            return [hook, 'failed'];
+          }
+          await publish(this.deps.postTurnQueue, Jobs.postTurn, run, { delay: Jobs.postTurn.backoff.delay });
+          return [hook, 'retrying'];
+        }
+      }),
+    );
+    return Object.fromEntries(entries);
+  }
+
+  /**
+   * The hook a job names. A failure is thrown for BullMQ to retry; on the job's last attempt, or when
+   * no retry mends it (`UnrecoverableError`, a name this build has no handler for), it is recorded
+   * `failed` so the hooks reconcile leaves it be.
+   */
+  async runOne(data: PostTurnJob, name: string, { attempt, attempts }: PostTurnAttempt): Promise<string> {
+    const hook = postTurnHook(name);
+    // A hook this build has no handler for will not get one by retrying.
+    if (!hook) throw new UnrecoverableError(`no handler for post-turn hook ${name}`);
+    const { logger, metrics } = this.deps;
+    try {
+      const outcome = await hook(this.ctx, data);
+      metrics.hooks.inc({ hook: name, outcome });
+      return outcome;
+    } catch (err) {
+      metrics.hooks.inc({ hook: name, outcome: 'error' });
+      const final = err instanceof UnrecoverableError || attempt >= attempts;
+      // Logged as well as counted: which turn, which hook, why, and whether it is retried.
+      logger[final ? 'error' : 'warn'](
+        { err, turnId: data.turnId, tenantId: data.tenantId, hook: name, attempt, attempts },
+        final ? 'post-turn hook failed; no attempts left' : 'post-turn hook failed; will retry',
+      );
+      // Its last attempt, or nothing a retry mends: recorded, so the hooks reconcile leaves it be.
+      if (final) await this.recordFailure(data, name, attempt, err);
+      throw err;
+    }
+  }
+
+  private async recordFailure(
+    data: PostTurnJob,
+    hook: string,
+    attempts: number,
+    err: unknown,
+  ): Promise<void> {
+    await recordHookFailure(this.deps.sql, {
+      id: newId(),
+      turnId: data.turnId,
+      tenantId: data.tenantId,
+      hook,
+      attempts,
+      error: err instanceof Error ? err.message : String(err),
+    }).catch((e: unknown) =>
+      this.deps.logger.warn({ err: e, turnId: data.turnId, hook }, 'hook failure not recorded'),
+    );
+  }
+}
