@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { Admission, type Admitted, type TurnControl } from '@switchboard/admission';
+import { Admission, type Admitted, type TurnSteering } from '@switchboard/admission';
 import {
   EventType,
   isEnded,
@@ -127,8 +127,8 @@ export interface TaskServiceOptions {
   /** The live channel: the parent's subagent_spawned / subagent_completed go out on it after the commit. */
   live?: LivePublisher;
   /** Tells a child's worker that a steer waits to be interjected (docs/adr/0014); without it, its heartbeat finds it. */
-  control?: TurnControl;
-  /** Cancels a turn through the cancel path of docs/adr/0014 (TurnControl.cancel); close_subagent uses it. */
+  control?: TurnSteering;
+  /** Cancels a turn through the cancel path of docs/adr/0014 (TurnSteering.cancel); close_subagent uses it. */
   cancelTurn?: (tenantId: string, turnId: string, reason: string) => Promise<unknown>;
 }
 

@@ -1,13 +1,13 @@
 import type { TurnOutcome } from '@switchboard/engine';
 import type { CheckpointResult } from '@switchboard/store';
-import type { TurnContext } from './turn-context';
+import type { ClaimedTurn } from './claimed-turn';
 
 /**
  * A waiting outcome's pause (docs/adr/0013): the waits, the turn `awaiting_approval` or
  * `awaiting_subagent` and the lease's release commit together; the worker goes on to other work and
  * the decision (or the task's end) resumes the turn on any worker.
  */
-export async function pauseTurn(ctx: TurnContext, outcome: TurnOutcome): Promise<CheckpointResult> {
+export async function pauseTurn(ctx: ClaimedTurn, outcome: TurnOutcome): Promise<CheckpointResult> {
   const { r, turn } = ctx;
   const waits = outcome.waits ?? [];
   const status = waits.some((w) => w.kind === 'approval') ? 'awaiting_approval' : 'awaiting_subagent';

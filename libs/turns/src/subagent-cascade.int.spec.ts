@@ -1,4 +1,4 @@
-import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Admission, TurnSteering } from '@switchboard/admission';
 import { newId } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
@@ -47,7 +47,7 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
   let h: HarnessFixture;
   let env: TestEnv;
   let admission: Admission;
-  let control: TurnControl;
+  let control: TurnSteering;
   let sqlDb: SqlDb;
   const model = new Model();
 

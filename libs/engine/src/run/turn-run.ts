@@ -1,6 +1,6 @@
 import type { ChatMessage, ProviderRegistry, ToolCallRequest, ToolSpec } from '@switchboard/providers';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
-import type { ContextSources, TurnContext } from '../context';
+import type { ContextSources, LoadedContext } from '../context';
 import type { ToolGates } from '../gates';
 import type { ModelRound } from '../model-round';
 import { NoProgressTracker } from '../no-progress';
@@ -61,7 +61,7 @@ export class TurnRun {
   history: ChatMessage[];
   compacted = false;
   /** Memory and the context pack, loaded once before the first round. */
-  context: TurnContext = { memory: null, contextPack: null, failed: [] };
+  context: LoadedContext = { memory: null, contextPack: null, failed: [] };
   /** The tool specs sent with every round. */
   toolSpecs: ToolSpec[] = [];
   private toolView?: ToolRegistry;
