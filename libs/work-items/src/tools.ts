@@ -1,20 +1,17 @@
 import { z } from 'zod';
-import { Blocker, Objective, PlanStatus, PlanText, TodoList } from '@switchboard/contracts';
+import {
+  Blocker,
+  COMPLETE_WORK_ITEM_TOOL,
+  CREATE_WORK_ITEM_TOOL,
+  Objective,
+  PICK_WORK_ITEM_TOOL,
+  PlanStatus,
+  PlanText,
+  TodoList,
+  UPDATE_WORK_ITEM_TOOL,
+} from '@switchboard/contracts';
 import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '@switchboard/tools';
 import { readinessOf, type Refusal, type WorkItemRow, type WorkItemStore } from './store';
-
-export const CREATE_WORK_ITEM_TOOL = 'create_work_item';
-export const PICK_WORK_ITEM_TOOL = 'pick_work_item';
-export const UPDATE_WORK_ITEM_TOOL = 'update_work_item';
-export const COMPLETE_WORK_ITEM_TOOL = 'complete_work_item';
-
-/** The work-item mutation tools (seed 002 "Work-Item Mutation Tools"). */
-export const WORK_ITEM_TOOLS: readonly string[] = [
-  CREATE_WORK_ITEM_TOOL,
-  PICK_WORK_ITEM_TOOL,
-  UPDATE_WORK_ITEM_TOOL,
-  COMPLETE_WORK_ITEM_TOOL,
-];
 
 /** The longest `recheck_after` a blocker may ask for: 30 days. */
 export const MAX_RECHECK_AFTER_MS = 30 * 24 * 3_600_000;
