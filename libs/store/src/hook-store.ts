@@ -1,5 +1,6 @@
 import { ENDED_STATUSES } from '@switchboard/contracts';
 import { ofTenant, sql, type SqlRunner } from './sql';
+import { ENDED } from './turn/statuses';
 
 /** The cost log line a `cost-log` hook run records (hook_runs.output). */
 export interface CostLogLine {
@@ -350,7 +351,7 @@ export async function unsettledHookRuns(
     WITH c AS (
       -- The predicate is the partial index's, word for word, so the planner uses it.
       SELECT id, tenant_id, trace_context, stop_reason FROM turns
-      WHERE hooks_settled_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+      WHERE hooks_settled_at IS NULL AND status IN ${ENDED}
         AND completed_at <= now() - make_interval(secs => ${q.graceMs / 1000}::float8)
       ORDER BY completed_at
       LIMIT ${q.limit}::int

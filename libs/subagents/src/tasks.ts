@@ -18,6 +18,8 @@ import { publish, withTimeout } from '@switchboard/queue';
 import {
   admitWithin,
   descendantsCostUsd,
+  ENDED,
+  HOLDS_SESSION,
   json,
   ofTenant,
   sql,
@@ -266,7 +268,7 @@ export class TaskService {
         WHERE s.parent_session_id = ${a.parentSessionId}::uuid AND s.agent_id = ${a.agent.id}::uuid
           AND s.tenant_id = ${a.tenantId}::uuid AND s.status = 'active'
           AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id
-            AND t.status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent'))
+            AND t.status IN ${HOLDS_SESSION})
         ORDER BY s.created_at LIMIT 1 FOR UPDATE SKIP LOCKED`);
       const sessionId = reused?.id ?? newId();
       if (!reused) {
@@ -472,7 +474,7 @@ export class TaskService {
             ELSE jsonb_build_object('status', 'incomplete', 'reason', coalesce(t.stop_reason, t.status)) END
         FROM turns t
         WHERE k.id = ${taskId}::uuid AND t.id = k.child_turn_id AND k.status IN ${OPEN}
-          AND t.status IN ('completed', 'failed', 'cancelled')`);
+          AND t.status IN ${ENDED}`);
       const row = await tx.first<TaskRow>(sql`
         UPDATE tasks k SET parent_notified_at = now()
         WHERE k.id = ${taskId}::uuid AND k.parent_notified_at IS NULL AND k.status NOT IN ${OPEN}
@@ -524,7 +526,7 @@ export class TaskService {
     const due = await this.sql.rows<{ id: string }>(sql`
       SELECT k.id FROM tasks k LEFT JOIN turns t ON t.id = k.child_turn_id
       WHERE k.kind = 'subagent' AND k.parent_notified_at IS NULL AND k.parent_session_id IS NOT NULL
-        AND (k.status NOT IN ${OPEN} OR t.status IN ('completed', 'failed', 'cancelled'))
+        AND (k.status NOT IN ${OPEN} OR t.status IN ${ENDED})
       ORDER BY k.created_at LIMIT ${limit}::int`);
     for (const d of due) await this.settle(d.id);
     // A parent whose worker died between its pause and its own check, after its children had ended

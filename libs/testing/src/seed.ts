@@ -1,5 +1,6 @@
 import { newId } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
+import { HOLDS_SESSION_STATUSES } from '@switchboard/store';
 
 /** The ids a seeded session's rows are written under. */
 export interface SessionIds {
@@ -133,7 +134,7 @@ export function transcriptMessage(
  */
 export async function settleLeftovers(db: Db): Promise<void> {
   await db.turn.updateMany({
-    where: { status: { in: ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'] } },
+    where: { status: { in: [...HOLDS_SESSION_STATUSES] } },
     data: { status: 'cancelled' },
   });
   await db.session.updateMany({
