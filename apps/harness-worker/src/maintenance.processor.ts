@@ -85,7 +85,7 @@ export class MaintenanceProcessor extends QueueWorker {
         );
         const expired = await this.approvals.expireDue();
         // Sub-agent tasks whose parent was not told of their end (a worker died between): told now.
-        const settled = await this.tasks.settleDue();
+        const reported = await this.tasks.reportDue();
         // Children left open under a cancelled parent (the cascade cut short): cancelled now (docs/adr/0025).
         this.control ??= new TurnSteering(sqlDbFor(poolOf(this.db), 'harness', this.metrics), {
           redis: this.redis,
@@ -120,7 +120,7 @@ export class MaintenanceProcessor extends QueueWorker {
           maxIdleTicks: this.config.WORK_TICK_MAX_IDLE,
         });
         this.logger.info(
-          { task, requeued, expired, woken, settled, orphans, hooks, activated },
+          { task, requeued, expired, woken, reported, orphans, hooks, activated },
           'maintenance task ran',
         );
         return requeued;

@@ -99,7 +99,7 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
   const key = a.idempotency?.key;
   const lock = key && o.takeKeyLock ? keyLock(a.sessionId, key) : sql`true`;
   const prior = key ? priorOf(a, key) : sql`SELECT NULL::uuid AS "messageId" WHERE false`;
-  // A turn paused for approval keeps the session busy: it resumes before anything admitted now.
+  // A turn waiting on an approval keeps the session busy: it resumes before anything admitted now.
   const busy = a.rejectIfBusy
     ? sql`AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid
         AND status IN ${HOLDS_SESSION})`

@@ -132,7 +132,7 @@ export function transcriptMessage(
  * harness chooses across all tenants (docs/adr/0029), so a test that calls `handle` directly starts
  * with nothing left runnable by the tests before it.
  */
-export async function settleLeftovers(db: Db): Promise<void> {
+export async function cancelLeftovers(db: Db): Promise<void> {
   await db.turn.updateMany({
     where: { status: { in: [...HOLDS_SESSION_STATUSES] } },
     data: { status: 'cancelled' },

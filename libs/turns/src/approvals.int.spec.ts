@@ -14,7 +14,7 @@ import { newId } from '@switchboard/contracts';
 import { ApprovalStore, ControlStore, sqlDbFor } from '@switchboard/store';
 import {
   seedTenantSession,
-  settleLeftovers,
+  cancelLeftovers,
   startHarness,
   type HarnessFixture,
   type TestEnv,
@@ -118,7 +118,7 @@ describe('approvals', () => {
   // The harness chooses across every tenant (docs/adr/0029): each test starts with nothing runnable.
   beforeEach(async () => {
     effects.length = 0;
-    await settleLeftovers(env.db);
+    await cancelLeftovers(env.db);
   });
 
   afterAll(() => h?.close());

@@ -27,7 +27,7 @@ export async function reconcileTurns(
       where: {
         status: { in: [...UNFINISHED_STATUSES] },
         createdAt: { lte: cutoff },
-        // Turns behind one paused for approval cannot run: the decision's resume job drains them.
+        // Turns behind a waiting one cannot run: the decision's resume job drains them.
         NOT: { session: { turns: { some: { status: { in: [...WAITING_STATUSES] } } } } },
         session: { tenant: { killSwitch: false } },
         ...(after ? { id: { gt: after } } : {}),

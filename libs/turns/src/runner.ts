@@ -9,7 +9,7 @@ import { startHeartbeat, type RunningTurn } from './control';
 import { failPermanently } from './failure';
 import { enqueueHooks, finaliseTurn } from './finalise';
 import { SessionLease } from './lease';
-import { pauseTurn } from './pause';
+import { persistWaits } from './wait';
 import type { RunnerResources, TurnRunnerOptions } from './runner-options';
 import { openTurn, type ClaimedTurn } from './claimed-turn';
 import { TurnPermits } from './turn-permits';
@@ -129,8 +129,9 @@ export class TurnRunner {
       }
       ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
     }
-    // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
-    // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
+    // Nothing runnable: every unfinished turn is held by a lease, waiting, its tenant or agent
+    // paused, or over its tenant's cap, and whoever frees it chooses again (the holder, a decision's
+    // job, a resume).
     if (!picked.claimed) return { result: 'done', ownDone, ran };
     const { claim, sessionId } = picked.claimed;
     const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
@@ -260,7 +261,7 @@ export class TurnRunner {
   }
 
   /**
-   * One claimed turn: opened, run by the engine, then paused on its waits or finalised; its last
+   * One claimed turn: opened, run by the engine, then its waits persisted or finalised; its last
    * checkpoint, and `ended` once it ended and its hooks were enqueued.
    */
   private async runOne(
@@ -283,7 +284,7 @@ export class TurnRunner {
       const ctx = await openTurn(this.r, load, lease, span);
       const outcome = await this.run(ctx);
       if (ctx.abort.lostLease) throw new LeaseLostError(turn.sessionId);
-      if (outcome.status === 'waiting') return pauseTurn(ctx, outcome);
+      if (outcome.status === 'waiting') return persistWaits(ctx, outcome);
       // Returned only once the end committed, the parent heard of it and the hooks were enqueued.
       return { ...(await finaliseTurn(ctx, outcome)), ended: true };
     });

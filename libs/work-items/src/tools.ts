@@ -50,7 +50,7 @@ function refused(r: Refusal): never {
   });
 }
 
-const settled = (r: WorkItemRow | Refusal): WorkItemRow => (typeof r === 'string' ? refused(r) : r);
+const unlessRefused = (r: WorkItemRow | Refusal): WorkItemRow => (typeof r === 'string' ? refused(r) : r);
 
 /**
  * `create_work_item`, `pick_work_item`, `update_work_item`, `complete_work_item` (seed 002). Tenant and
@@ -105,7 +105,7 @@ export function workItemTools(store: WorkItemStore): ToolDefinition[] {
     schema: z.strictObject({ work_item_id: WorkItemId }),
     async execute({ work_item_id }, ctx) {
       const { tenantId, agentId } = scope(ctx);
-      return itemResult(settled(await store.pick(tenantId, agentId, work_item_id)));
+      return itemResult(unlessRefused(await store.pick(tenantId, agentId, work_item_id)));
     },
   });
 
@@ -147,7 +147,7 @@ export function workItemTools(store: WorkItemStore): ToolDefinition[] {
         blockedBy: args.blocked_by,
         recheckAfterMs: args.recheck_after,
       });
-      return itemResult(settled(row));
+      return itemResult(unlessRefused(row));
     },
   });
 
@@ -161,7 +161,7 @@ export function workItemTools(store: WorkItemStore): ToolDefinition[] {
     async execute({ work_item_id }, ctx) {
       const { tenantId, agentId } = scope(ctx);
       const report = ctx.roundText?.trim() ? ctx.roundText.trim() : null;
-      const row = settled(
+      const row = unlessRefused(
         await store.close(tenantId, agentId, work_item_id, {
           state: 'completed',
           by: 'agent',
