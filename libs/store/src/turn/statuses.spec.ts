@@ -1,5 +1,5 @@
 import { sql, sqlList } from '../sql';
-import { ACTIVE, ENDED, HOLDS_SESSION, UNFINISHED, WAITING } from './statuses';
+import { ACTIVE, ENDED, HOLDS_SESSION, isNotCompleted, NOT_COMPLETED, UNFINISHED, WAITING } from './statuses';
 
 describe('turn status lists', () => {
   it('are the sets the statements wrote out by hand, as constant text without parameters', () => {
@@ -14,6 +14,8 @@ describe('turn status lists', () => {
       values: [],
     });
     expect(ENDED.toQuery()).toEqual({ text: "('completed', 'failed', 'cancelled')", values: [] });
+    expect(NOT_COMPLETED.toQuery()).toEqual({ text: "('failed', 'cancelled')", values: [] });
+    expect(['completed', 'failed', 'cancelled'].filter(isNotCompleted)).toEqual(['failed', 'cancelled']);
   });
 
   it('splice into a statement without shifting its parameters', () => {

@@ -37,6 +37,12 @@ export const ACTIVE = sqlList(ACTIVE_STATUSES);
 /** Statuses of a turn that ended (`ENDED_STATUSES`, the glossary's "ended"). */
 export const ENDED = sqlList(ENDED_STATUSES);
 
+/** An ended turn that did not complete: its closure outcome is `failed` (docs/adr/0031). */
+export const NOT_COMPLETED_STATUSES = ['failed', 'cancelled'] as const satisfies readonly TurnStatus[];
+export const NOT_COMPLETED = sqlList(NOT_COMPLETED_STATUSES);
+export const isNotCompleted = (status: string): boolean =>
+  (NOT_COMPLETED_STATUSES as readonly string[]).includes(status);
+
 /**
  * The order a session's pending turns run in (SPEC §2 priority, docs/adr/0014): a turn that already
  * started (interrupted, or resumed) first, then by priority band, FIFO (admission seq) within a band.
