@@ -1,3 +1,4 @@
+import { isEnded } from '@switchboard/contracts';
 import { json, ofTenant, sql, type SqlDb } from './sql';
 import { ACTIVE, ENDED } from './turn/statuses';
 import type { CommittedEvent } from './turn-store';
@@ -53,7 +54,7 @@ export class ControlStore {
       const turn = await tx.first<{ status: string; priority: string }>(sql`
         SELECT status, priority FROM turns WHERE id = ${a.turnId}::uuid`);
       if (!turn) return { kind: 'not_found' };
-      if (['completed', 'failed', 'cancelled'].includes(turn.status)) {
+      if (isEnded(turn.status)) {
         return { kind: 'ended', status: turn.status, sessionId };
       }
       if (turn.status === 'running') {

@@ -1,6 +1,6 @@
 import { Prisma } from '@prisma/client';
 import type { Admission } from '@switchboard/admission';
-import { AgentStoppedError, newId, TenantPausedError } from '@switchboard/contracts';
+import { AgentStoppedError, ENDED_STATUSES, newId, TenantPausedError } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { ENDED } from '@switchboard/store';
@@ -83,7 +83,7 @@ export async function flushWakeHints(
     FROM wake_hints WHERE session_id = ${sessionId}::uuid`;
   if (!hint) return null;
   const busy = await db.turn.count({
-    where: { sessionId, status: { notIn: ['completed', 'failed', 'cancelled'] } },
+    where: { sessionId, status: { notIn: [...ENDED_STATUSES] } },
   });
   if (busy > 0) return null;
   const summary = {
