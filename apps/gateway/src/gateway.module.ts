@@ -11,7 +11,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import { TerminusModule } from '@nestjs/terminus';
 import type { Queue } from 'bullmq';
 import { Gauge } from 'prom-client';
-import { Admission, TurnControl } from '@switchboard/admission';
+import { Admission, TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
@@ -223,7 +223,7 @@ export class GatewayModule {
             logger: Logger,
             metrics: Metrics,
           ) =>
-            new TurnControl(sqlDbFor(poolOf(db), 'gateway', metrics), {
+            new TurnSteering(sqlDbFor(poolOf(db), 'gateway', metrics), {
               redis,
               prefix: cfg.QUEUE_PREFIX,
               postTurnQueue: postTurn,
@@ -242,7 +242,7 @@ export class GatewayModule {
             turns: Queue,
             logger: Logger,
             metrics: Metrics,
-            control: TurnControl,
+            control: TurnSteering,
           ) =>
             new Admission(db, turns, logger, {
               metrics,
@@ -331,7 +331,7 @@ export class GatewayModule {
             admission: Admission,
             waiter: TurnWaiter,
             streams: EventStreams,
-            control: TurnControl,
+            control: TurnSteering,
             sql: SqlDb,
             tasks: TaskService,
             config: Config,

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
-import { Admission, TurnControl } from '@switchboard/admission';
+import { Admission, TurnSteering } from '@switchboard/admission';
 import { Jobs, QueueName, type MaintenanceTask } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { reconcileHooks } from '@switchboard/hooks';
@@ -40,7 +40,7 @@ export class MaintenanceProcessor extends QueueWorker {
   /** Expiry of approvals (docs/adr/0013): built on first use, when the worker's logger is set. */
   private approvals?: Approvals;
   private admission?: Admission;
-  private control?: TurnControl;
+  private control?: TurnSteering;
   private sql?: SqlDb;
   private store?: TurnStore;
   private originals?: OriginalsStore;
@@ -85,9 +85,9 @@ export class MaintenanceProcessor extends QueueWorker {
         );
         const expired = await this.approvals.expireDue();
         // Sub-agent tasks whose parent was not told of their end (a worker died between): told now.
-        const settled = await this.tasks.settleDue();
+        const reported = await this.tasks.reportDue();
         // Children left open under a cancelled parent (the cascade cut short): cancelled now (docs/adr/0025).
-        this.control ??= new TurnControl(sqlDbFor(poolOf(this.db), 'harness', this.metrics), {
+        this.control ??= new TurnSteering(sqlDbFor(poolOf(this.db), 'harness', this.metrics), {
           redis: this.redis,
           prefix: this.config.QUEUE_PREFIX,
           postTurnQueue: this.postTurn,
@@ -120,7 +120,7 @@ export class MaintenanceProcessor extends QueueWorker {
           maxIdleTicks: this.config.WORK_TICK_MAX_IDLE,
         });
         this.logger.info(
-          { task, requeued, expired, woken, settled, orphans, hooks, activated },
+          { task, requeued, expired, woken, reported, orphans, hooks, activated },
           'maintenance task ran',
         );
         return requeued;

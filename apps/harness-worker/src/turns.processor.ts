@@ -4,7 +4,7 @@ import { Jobs, QueueName } from '@switchboard/contracts';
 import { traceIdOf, type Metrics } from '@switchboard/observability';
 import { METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { consume } from '@switchboard/queue';
-import { settleTurnJob, type TurnRunner } from '@switchboard/turns';
+import { concludeTurnJob, type TurnRunner } from '@switchboard/turns';
 import { TURN_RUNNER } from './tokens';
 
 @QueueProcessor(QueueName.Turns, 'HARNESS_CONCURRENCY')
@@ -18,7 +18,7 @@ export class TurnsProcessor extends QueueWorker {
 
   async process(job: Job, token?: string): Promise<void> {
     const result = await consume(Jobs.turn, job, (data) => this.runner.handle(data), this.metrics);
-    await settleTurnJob(result, job, token);
+    await concludeTurnJob(result, job, token);
   }
 
   protected override async onFailed(job: Job | undefined, err: Error): Promise<void> {

@@ -26,7 +26,7 @@ import { publish, withTimeout } from '@switchboard/queue';
 import { TenantGate } from './tenant-gate';
 import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
 import { importSession, type SessionImport, type SessionImportResult } from './session-import';
-import type { TurnControl } from './turn-control';
+import type { TurnSteering } from './turn-steering';
 
 export interface AdmitInput {
   tenantId: string;
@@ -85,7 +85,7 @@ export class Admission {
       enqueueTimeoutMs?: number;
       metrics?: Metrics;
       /** Cancels for `multitask: interrupt` and the nudge of an interjection; without it, neither happens. */
-      control?: TurnControl;
+      control?: TurnSteering;
       /** The live channel: `message_admitted` goes out on it after the commit (docs/adr/0015). */
       live?: LivePublisher;
       /**

@@ -1,3 +1,3 @@
 export * from './admission';
-export * from './turn-control';
+export * from './turn-steering';
 export * from './session-import';

@@ -159,7 +159,7 @@ export const AdmitMessageRequest = z.strictObject({
   correlationId: z.string().min(1).max(200).optional(),
   /**
    * Hold the response until the turn ends: `true` for up to the deployment's WAIT_TIMEOUT_MS, or a
-   * number of seconds (capped by it). Ended, or paused for approval (`awaiting_approval`: it waits
+   * number of seconds (capped by it). Ended, or waiting on an approval (`awaiting_approval`: it waits
    * for a person, docs/adr/0013) → 200 with the turn (as GET /v1/turns/:id); still running at the
    * bound → 202 as without it. Not part of the Idempotency-Key's request: a retry with
    * or without it replays (and waits when it asks to).

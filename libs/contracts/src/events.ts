@@ -183,7 +183,7 @@ export const EventData = {
     costUsd: z.number(),
     error: z.string().optional(),
   }),
-  /** A gated tool call paused its turn (docs/adr/0013); decide it with POST /v1/approvals/:approvalId. */
+  /** A gated tool call made its turn wait (docs/adr/0013); decide it with POST /v1/approvals/:approvalId. */
   approval_requested: z.looseObject({
     approvalId: z.string(),
     callId: z.string(),
@@ -328,7 +328,7 @@ export const TurnStatus = {
   Queued: 'queued',
   Running: 'running',
   AwaitingApproval: 'awaiting_approval',
-  /** Paused until a sub-agent it waits for ends (docs/adr/0024). */
+  /** Waiting on a child: until a sub-agent task it waits for ends (docs/adr/0024). */
   AwaitingSubagent: 'awaiting_subagent',
   Completed: 'completed',
   Failed: 'failed',

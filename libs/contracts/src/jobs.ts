@@ -31,7 +31,7 @@ export const TurnJob = z.object({
   sessionId: z.uuid(),
   tenantId: z.uuid(),
   /**
-   * A resume of a paused turn (docs/adr/0013): the wait that ended (an approval id). Its job id is
+   * A resume of a waiting turn (docs/adr/0013): the wait that ended (an approval id). Its job id is
    * `${turnId}.${resume}`, so it never collides with the turn's first job, kept completed for a day.
    */
   resume: z.uuid().optional(),

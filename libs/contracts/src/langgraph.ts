@@ -217,7 +217,7 @@ export const LangGraphThread = z
     metadata: JsonObject,
     status: LangGraphThreadStatus,
     values: LangGraphValues,
-    /** By task id (the paused run's id): the approvals it waits for. */
+    /** By task id (the waiting run's id): the approvals it waits for. */
     interrupts: z.record(z.string(), z.array(LangGraphInterrupt)),
   })
   .register(ApiSchemas, { id: 'LangGraphThread' });

@@ -8,6 +8,23 @@ import { PageQuery } from './api';
  * state; queued, blocked, waiting for operator and runnable are views derived from the row.
  */
 
+/** The work-item mutation tools (seed 002 "Work-Item Mutation Tools"), by the names the model calls. */
+export const CREATE_WORK_ITEM_TOOL = 'create_work_item';
+export const PICK_WORK_ITEM_TOOL = 'pick_work_item';
+export const UPDATE_WORK_ITEM_TOOL = 'update_work_item';
+export const COMPLETE_WORK_ITEM_TOOL = 'complete_work_item';
+
+/**
+ * All four: libs/work-items defines them, and a successful call of one is what the engine's
+ * work reminder counts as a work-item update (docs/adr/0031).
+ */
+export const WORK_ITEM_TOOLS: readonly string[] = [
+  CREATE_WORK_ITEM_TOOL,
+  PICK_WORK_ITEM_TOOL,
+  UPDATE_WORK_ITEM_TOOL,
+  COMPLETE_WORK_ITEM_TOOL,
+];
+
 /** `cancelled` is the operator's: an agent finishes an item only by completing it. */
 export const WorkItemState = z.enum(['open', 'completed', 'cancelled']);
 export type WorkItemState = z.infer<typeof WorkItemState>;

@@ -50,14 +50,15 @@ export const NO_CONTEXT: ContextSources = {
   contextPack: async () => null,
 };
 
-export interface TurnContext {
+/** What the context sources answered for one turn, loaded once before its first round. */
+export interface LoadedContext {
   memory: string | null;
   contextPack: string | null;
   /** Sources that failed; the turn goes on without them. */
   failed: string[];
 }
 
-export async function loadContext(sources: ContextSources, query: ContextQuery): Promise<TurnContext> {
+export async function loadContext(sources: ContextSources, query: ContextQuery): Promise<LoadedContext> {
   const [memory, pack] = await Promise.allSettled([sources.memory(query), sources.contextPack(query)]);
   return {
     memory: memory.status === 'fulfilled' ? memory.value : null,
@@ -89,7 +90,7 @@ export function assemble(
   systemPrompt: string,
   history: ChatMessage[],
   turn: ChatMessage[],
-  context: TurnContext,
+  context: LoadedContext,
 ): ChatMessage[] {
   // Recalled memory is evidence too: records are distilled from earlier turns, whose inputs may
   // have been untrusted (webhook payloads, fetched pages).

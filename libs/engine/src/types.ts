@@ -147,7 +147,7 @@ export interface TaskWait {
   callId: string;
 }
 
-/** What a `waiting` turn waits on: a human's decision or a sub-agent task; both pause and resume alike. */
+/** What a `waiting` turn waits on: a human's decision or a sub-agent task (waiting on a child); both wait and resume alike. */
 export type Wait = ApprovalWait | TaskWait;
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */

@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import { bodyText, MessageBody, newId, type PostTurnJob } from '@switchboard/contracts';
 import { withSpan } from '@switchboard/observability';
-import { json, ofTenant, sql, type SqlRunner } from '@switchboard/store';
+import { ENDED, json, ofTenant, sql, type SqlRunner } from '@switchboard/store';
 
 /**
  * The `TurnContext` snapshot (seed 000 "Post-turn hooks") the archivist and the episodic index read:
@@ -96,7 +96,7 @@ async function snapshotRows(db: SqlRunner, tenantId: string, turnIds: string[]):
     WITH t AS (
       SELECT id, tenant_id, session_id, agent_id, seq, status, final_text FROM turns
       WHERE id = ANY(${turnIds}::uuid[]) AND ${ofTenant('tenant_id', tenantId)}
-        AND status IN ('completed', 'failed', 'cancelled')
+        AND status IN ${ENDED}
     )
     SELECT t.id AS "turnId", t.tenant_id AS "tenantId", t.session_id AS "sessionId",
       t.agent_id AS "agentId", t.status, t.final_text AS "finalText", t.seq,

@@ -389,7 +389,7 @@ async function claimTurns(
   const deferred = snapshots.filter((s) => s.runStatus === 'deferred');
   if (
     deferred.length > 0 &&
-    (await tx.execute(settleDeferred(deferred, 'completed', output))) !== deferred.length
+    (await tx.execute(finishDeferred(deferred, 'completed', output))) !== deferred.length
   ) {
     return false;
   }
@@ -410,7 +410,7 @@ async function claimTurns(
  * The deferred rows of `snapshots`' turns set to `status` (compared and set: a row no longer deferred
  * is left alone), each with `output` and its turn's status, in one statement however many turns.
  */
-function settleDeferred(
+function finishDeferred(
   snapshots: TurnSnapshot[],
   status: 'completed' | 'failed',
   output: Record<string, unknown>,
@@ -503,7 +503,7 @@ async function recordUnsupported(
   const output = { skipped: 'unsupported_model', models, message };
   const deferred = snapshots.filter((s) => s.runStatus === 'deferred');
   let recorded =
-    deferred.length > 0 ? await ctx.sql.execute(settleDeferred(deferred, 'completed', output)) : 0;
+    deferred.length > 0 ? await ctx.sql.execute(finishDeferred(deferred, 'completed', output)) : 0;
   for (const s of snapshots) {
     if (s.runStatus === 'deferred') continue;
     const claimed = await claimHookRun(ctx.sql, {

@@ -1,5 +1,5 @@
 import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
-import { ofTenant, sql } from '@switchboard/store';
+import { ENDED, ofTenant, sql } from '@switchboard/store';
 import { claimHookRun } from './archivist-snapshot';
 import { OutsideSharedTransaction, type HookContext } from './context';
 
@@ -65,7 +65,7 @@ export async function runCompletionWebhook(
       SELECT id, tenant_id, session_id, agent_id, status, stop_reason, final_text, input_tokens,
         output_tokens, cached_tokens, cost_usd, completed_at FROM turns
       WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
-        AND status IN ('completed', 'failed', 'cancelled')
+        AND status IN ${ENDED}
     ),
     -- The settings only matter when they name a URL (a string); otherwise there is no endpoint.
     tn AS (

@@ -9,7 +9,7 @@ import { reconcileHooks } from './reconcile';
 
 /**
  * The hooks reconcile (docs/adr/0027) on real Postgres and BullMQ, with no hooks worker: which ended
- * turns it publishes jobs for, which it settles, and that an ended job's id does not block it.
+ * turns it publishes jobs for, which it marks reconciled, and that an ended job's id does not block it.
  */
 jest.setTimeout(120_000);
 
@@ -38,7 +38,7 @@ describe('reconcileHooks', () => {
 
   beforeEach(async () => {
     await queue.obliterate({ force: true });
-    // Earlier tests' turns are settled, so each test sees its own.
+    // Earlier tests' turns are reconciled, so each test sees its own.
     await env.db.turn.updateMany({ data: { hooksSettledAt: new Date() } });
   });
 
@@ -74,10 +74,10 @@ describe('reconcileHooks', () => {
       },
     });
   const jobIds = async () => (await queue.getJobs(['waiting', 'prioritized'])).map((j) => j.id).sort();
-  const settledOf = async (id: string) =>
+  const reconciledOf = async (id: string) =>
     (await env.db.turn.findUniqueOrThrow({ where: { id } })).hooksSettledAt !== null;
 
-  it('publishes the missing hooks of ended turns past the grace, settles complete ones, and leaves live jobs be', async () => {
+  it('publishes the missing hooks of ended turns past the grace, marks complete ones reconciled, and leaves live jobs be', async () => {
     const lost = await turn({ status: 'cancelled' });
     const half = await turn({ status: 'failed' });
     for (const hook of ['cost-log', 'learning', 'archivist']) await ran(half, hook);
@@ -88,26 +88,26 @@ describe('reconcileHooks', () => {
     const imported = await turn({ status: 'completed', stopReason: 'imported' });
 
     const first = await reconcileHooks(sql, queue, logger, { graceMs: 10_000 });
-    expect(first).toEqual({ republished: HOOKS.length + 2, settled: 2 });
+    expect(first).toEqual({ republished: HOOKS.length + 2, reconciled: 2 });
     expect(await jobIds()).toEqual(
       [...HOOKS.map((h) => `${lost}.${h}`), `${half}.completion-webhook`, `${half}.episodic-index`].sort(),
     );
-    expect(await settledOf(done)).toBe(true);
-    expect(await settledOf(imported)).toBe(true);
-    for (const id of [lost, half, fresh, running]) expect(await settledOf(id)).toBe(false);
+    expect(await reconciledOf(done)).toBe(true);
+    expect(await reconciledOf(imported)).toBe(true);
+    for (const id of [lost, half, fresh, running]) expect(await reconciledOf(id)).toBe(false);
 
-    // Their jobs are waiting: the next sweep publishes nothing and settles nothing.
+    // Their jobs are waiting: the next sweep publishes nothing and reconciles nothing.
     expect(await reconcileHooks(sql, queue, logger, { graceMs: 10_000 })).toEqual({
       republished: 0,
-      settled: 0,
+      reconciled: 0,
     });
 
-    // Once every hook has its row, the turn is settled and never read again.
+    // Once every hook has its row, the turn is reconciled and never read again.
     for (const hook of HOOKS) await ran(lost, hook);
     for (const hook of ['completion-webhook', 'episodic-index']) await ran(half, hook);
     expect(await reconcileHooks(sql, queue, logger, { graceMs: 10_000 })).toEqual({
       republished: 0,
-      settled: 2,
+      reconciled: 2,
     });
   });
 
@@ -143,7 +143,10 @@ describe('reconcileHooks', () => {
     await publish(queue, Jobs.postTurn, job('archivist'));
     expect(await queue.getJobState(`${id}.archivist`)).toBe('failed');
 
-    expect(await reconcileHooks(sql, queue, logger, { graceMs: 0 })).toEqual({ republished: 2, settled: 0 });
+    expect(await reconcileHooks(sql, queue, logger, { graceMs: 0 })).toEqual({
+      republished: 2,
+      reconciled: 0,
+    });
     expect(await jobIds()).toEqual([`${id}.archivist`, `${id}.learning`]);
   });
 
@@ -173,11 +176,11 @@ describe('reconcileHooks', () => {
     ).toBe(false);
     expect(await reconcileHooks(sql, queue, logger, { graceMs: 0, limit: 1 })).toEqual({
       republished: 0,
-      settled: 1,
+      reconciled: 1,
     });
     expect(await reconcileHooks(sql, queue, logger, { graceMs: 0, limit: 1 })).toEqual({
       republished: HOOKS.length,
-      settled: 0,
+      reconciled: 0,
     });
     expect((await jobIds()).every((j) => j?.startsWith(newer))).toBe(true);
   });

@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { ARCHIVIST_DEFAULTS, Jobs, PostTurnHookName, type TraceCarrier } from '@switchboard/contracts';
 import { withSpan, type Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
-import { sql, unsettledHookRuns, type SqlRunner } from '@switchboard/store';
+import { missingHookRuns, sql, type SqlRunner } from '@switchboard/store';
 import { ARCHIVIST_HOOK, archivistSessionDedup } from './archivist';
 
 /** Ended turns one sweep looks at, at most (each has one job per post-turn hook). */
@@ -35,15 +35,15 @@ export async function republishHook(
 /**
  * The hooks reconcile (docs/adr/0027): Postgres says which ended turns miss a post-turn hook's
  * `hook_runs` row (their job was lost, failed on stalls, or never enqueued); their jobs are published
- * again, and turns with every row are settled. Bounded per sweep; run by the maintenance `reconcile`.
+ * again, and turns with every row are marked reconciled (`hooks_settled_at`). Bounded per sweep; run by the maintenance `reconcile`.
  */
 export async function reconcileHooks(
   db: SqlRunner,
   postTurnQueue: Queue,
   logger: Logger,
   options: { graceMs: number; limit?: number },
-): Promise<{ republished: number; settled: number; archivistSessions?: number }> {
-  const { missing, settled } = await unsettledHookRuns(db, {
+): Promise<{ republished: number; reconciled: number; archivistSessions?: number }> {
+  const { missing, reconciled } = await missingHookRuns(db, {
     hooks: PostTurnHookName.options,
     graceMs: options.graceMs,
     limit: options.limit ?? HOOKS_RECONCILE_LIMIT,
@@ -62,7 +62,7 @@ export async function reconcileHooks(
   if (archivistSessions > 0) {
     logger.warn({ sessions: archivistSessions }, 'hooks reconcile published overdue archivist distillations');
   }
-  return { republished, settled, ...(archivistSessions > 0 ? { archivistSessions } : {}) };
+  return { republished, reconciled, ...(archivistSessions > 0 ? { archivistSessions } : {}) };
 }
 
 /** How long past its idle period a session's deferred turns may wait before the sweep publishes its job. */

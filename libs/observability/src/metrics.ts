@@ -42,13 +42,14 @@ export class Metrics {
 
   readonly turns = new Counter({
     name: 'switchboard_turns_total',
-    help: 'Turns ended, by terminal status (completed, failed, cancelled); pauses are counted apart',
+    help: 'Turns ended, by terminal status (completed, failed, cancelled); waits are counted apart',
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
-  readonly turnPauses = new Counter({
+  /** The metric's name keeps its word; a turn waits, it does not pause (docs/ARCHITECTURE.md glossary). */
+  readonly turnWaits = new Counter({
     name: 'switchboard_turn_pauses_total',
-    help: 'Turns paused to wait (awaiting_approval, awaiting_subagent): not an end, they resume',
+    help: 'Turns that began waiting (awaiting_approval, awaiting_subagent): not an end, they resume',
     labelNames: ['status'] as const,
     registers: [this.registry],
   });

@@ -9,7 +9,7 @@ import {
 import { ModuleRef } from '@nestjs/core';
 import { BullModule, getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import { TurnControl } from '@switchboard/admission';
+import { TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
@@ -84,7 +84,7 @@ export class InfraModule {
         inject: [DB, LOGGER, getQueueToken(QueueName.Turns), getQueueToken(QueueName.PostTurn)],
         useFactory: (db: Db, logger: Logger, turns: Queue, postTurn: Queue) => {
           const live = new RedisLivePublisher(redis, { prefix: config.QUEUE_PREFIX, logger });
-          const control = new TurnControl(sqlDbFor(poolOf(db), 'subagents'), {
+          const control = new TurnSteering(sqlDbFor(poolOf(db), 'subagents'), {
             redis,
             prefix: config.QUEUE_PREFIX,
             postTurnQueue: postTurn,

@@ -39,7 +39,7 @@ export interface Usage {
  * What the provider's prompt cache is asked for (docs/adr/0032). `key` groups requests that share a
  * prefix (OpenAI `prompt_cache_key`: one per agent and session, a sub-agent on its parent's agent and
  * model gets its parent's); `retention` `long` asks for the longer lifetime where the API has one
- * (Anthropic `ttl: 1h`, OpenAI `prompt_cache_retention: 24h`), for turns that may pause.
+ * (Anthropic `ttl: 1h`, OpenAI `prompt_cache_retention: 24h`), for turns that may wait.
  */
 export interface PromptCache {
   key: string;

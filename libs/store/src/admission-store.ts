@@ -1,4 +1,5 @@
 import { json, ofTenant, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
+import { HOLDS_SESSION } from './turn/statuses';
 
 /**
  * Admission's statements (docs/adr/0004, 0010): the message, its queued turn with the next
@@ -98,10 +99,10 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
   const key = a.idempotency?.key;
   const lock = key && o.takeKeyLock ? keyLock(a.sessionId, key) : sql`true`;
   const prior = key ? priorOf(a, key) : sql`SELECT NULL::uuid AS "messageId" WHERE false`;
-  // A turn paused for approval keeps the session busy: it resumes before anything admitted now.
+  // A turn waiting on an approval keeps the session busy: it resumes before anything admitted now.
   const busy = a.rejectIfBusy
     ? sql`AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ${a.sessionId}::uuid
-        AND status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent'))`
+        AND status IN ${HOLDS_SESSION})`
     : sql``;
   const event = admittedEvent(a);
   const paused = sql`EXISTS (SELECT 1 FROM tenants WHERE id = ${a.tenantId}::uuid AND kill_switch)`;

@@ -3,7 +3,7 @@ import { json, sql, type SqlDb } from './sql';
 import type { CommittedEvent } from './turn-store';
 
 /**
- * The approvals' statements (docs/adr/0013). A paused turn's approval rows are written by its pause
+ * The approvals' statements (docs/adr/0013). A waiting turn's approval rows are written by its wait
  * checkpoint (`TurnStore.commitCheckpoint`); here they are decided. A decision locks the session row first, as
  * every statement that changes a turn's status does (claim, checkpoint, cancel), so a decision, a
  * cancel and a second decision of the same turn's approvals happen one after the other.

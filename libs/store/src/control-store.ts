@@ -1,4 +1,6 @@
+import { isEnded } from '@switchboard/contracts';
 import { json, ofTenant, sql, type SqlDb } from './sql';
+import { ACTIVE, ENDED } from './turn/statuses';
 import type { CommittedEvent } from './turn-store';
 import { answerUnrunCalls } from './unrun-answers';
 
@@ -52,7 +54,7 @@ export class ControlStore {
       const turn = await tx.first<{ status: string; priority: string }>(sql`
         SELECT status, priority FROM turns WHERE id = ${a.turnId}::uuid`);
       if (!turn) return { kind: 'not_found' };
-      if (['completed', 'failed', 'cancelled'].includes(turn.status)) {
+      if (isEnded(turn.status)) {
         return { kind: 'ended', status: turn.status, sessionId };
       }
       if (turn.status === 'running') {
@@ -118,7 +120,7 @@ export class ControlStore {
     const rows = await this.db.rows<{ id: string }>(sql`
       SELECT id FROM turns
       WHERE session_id = ${sessionId}::uuid AND tenant_id = ${tenantId}::uuid AND id <> ${except}::uuid
-        AND status IN ('running', 'awaiting_approval', 'awaiting_subagent')
+        AND status IN ${ACTIVE}
       ORDER BY seq`);
     return rows.map((r) => r.id);
   }
@@ -131,7 +133,7 @@ export class ControlStore {
     const rows = await this.db.rows<{ id: string }>(sql`
       SELECT t.id FROM tasks k JOIN turns t ON t.id = k.child_turn_id
       WHERE k.parent_turn_id = ${turnId}::uuid AND k.tenant_id = ${tenantId}::uuid
-        AND t.status NOT IN ('completed', 'failed', 'cancelled')
+        AND t.status NOT IN ${ENDED}
       ORDER BY k.created_at, k.id`);
     return rows.map((r) => r.id);
   }
@@ -150,7 +152,7 @@ export class ControlStore {
         JOIN turns p ON p.id = k.parent_turn_id
         JOIN turns t ON t.id = k.child_turn_id
       WHERE k.status IN ('pending', 'running') AND p.status = 'cancelled'
-        AND t.status NOT IN ('completed', 'failed', 'cancelled')
+        AND t.status NOT IN ${ENDED}
         -- A cancel already requested ends the turn at its worker's next safe point or next claim.
         AND t.cancel_requested_at IS NULL
       ORDER BY k.created_at, k.id

@@ -1,5 +1,6 @@
 import { ENDED_STATUSES } from '@switchboard/contracts';
 import { ofTenant, sql, type SqlRunner } from './sql';
+import { ENDED } from './turn/statuses';
 
 /** The cost log line a `cost-log` hook run records (hook_runs.output). */
 export interface CostLogLine {
@@ -335,22 +336,23 @@ export interface MissingHookRun {
 }
 
 /**
- * The hooks reconcile's one statement (docs/adr/0027): takes up to `limit` ended turns not settled yet
- * that ended at least `graceMs` ago (oldest first, from the partial index turns_hooks_unsettled_idx),
- * answers the (turn, hook) pairs among `hooks` that have no `hook_runs` row, and settles
- * (`hooks_settled_at`) the turns that have a row for every hook, so a later sweep never reads them
- * again. A turn the chat-completions facade imported (`stop_reason = 'imported'`: a caller's history,
- * not a run) has no hooks and is settled as it is found.
+ * The hooks reconcile's one statement (docs/adr/0027): takes up to `limit` ended turns not reconciled
+ * yet (`hooks_settled_at` null: the column keeps its name) that ended at least `graceMs` ago (oldest
+ * first, from the partial index turns_hooks_unsettled_idx), answers the (turn, hook) pairs among
+ * `hooks` that have no `hook_runs` row, and marks reconciled (`hooks_settled_at`) the turns that have
+ * a row for every hook, so a later sweep never reads them again. A turn the chat-completions facade
+ * imported (`stop_reason = 'imported'`: a caller's history, not a run) has no hooks and is marked
+ * reconciled as it is found.
  */
-export async function unsettledHookRuns(
+export async function missingHookRuns(
   db: SqlRunner,
   q: { hooks: readonly string[]; graceMs: number; limit: number },
-): Promise<{ missing: MissingHookRun[]; settled: number }> {
-  const row = await db.first<{ missing: MissingHookRun[]; settled: number }>(sql`
+): Promise<{ missing: MissingHookRun[]; reconciled: number }> {
+  const row = await db.first<{ missing: MissingHookRun[]; reconciled: number }>(sql`
     WITH c AS (
       -- The predicate is the partial index's, word for word, so the planner uses it.
       SELECT id, tenant_id, trace_context, stop_reason FROM turns
-      WHERE hooks_settled_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+      WHERE hooks_settled_at IS NULL AND status IN ${ENDED}
         AND completed_at <= now() - make_interval(secs => ${q.graceMs / 1000}::float8)
       ORDER BY completed_at
       LIMIT ${q.limit}::int
@@ -366,7 +368,7 @@ export async function unsettledHookRuns(
       WHERE t.id = c.id AND NOT EXISTS (SELECT 1 FROM m WHERE m.turn_id = c.id)
       RETURNING t.id
     )
-    SELECT (SELECT count(*)::int FROM s) AS settled,
+    SELECT (SELECT count(*)::int FROM s) AS reconciled,
       coalesce((SELECT json_agg(json_build_object('turnId', turn_id, 'tenantId', tenant_id, 'hook', hook,
         'traceContext', trace_context) ORDER BY turn_id, hook) FROM m), '[]') AS missing`);
   return row!;

@@ -25,7 +25,7 @@ export const REPLICA_RETRY_MS = 5_000;
  * read one cheap replica round trip, not the whole bound.
  */
 export const LAGGING_HOLD_MS = 1_000;
-/** The longest pause between two checks of the replica's replay position while waiting. */
+/** The longest delay between two checks of the replica's replay position while waiting. */
 const MAX_POLL_MS = 20;
 
 /** Where the API's reads run: `read` picks the side and runs the read on its client. */
@@ -110,7 +110,7 @@ export class ReadRouter<C> implements Reads<C> {
     if (this.replayed >= target) return { target: 'replica', reason: 'caught_up' };
     const start = this.now();
     const deadline = start + (start < this.laggingUntil ? 0 : this.o.maxWaitMs);
-    let pause = 1;
+    let delay = 1;
     for (;;) {
       let replayed: bigint;
       try {
@@ -129,8 +129,8 @@ export class ReadRouter<C> implements Reads<C> {
         this.laggingUntil = this.now() + LAGGING_HOLD_MS;
         return { target: 'primary', reason: 'lagging' };
       }
-      await this.sleep(Math.min(pause, left));
-      pause = Math.min(pause * 2, MAX_POLL_MS);
+      await this.sleep(Math.min(delay, left));
+      delay = Math.min(delay * 2, MAX_POLL_MS);
     }
   }
 

@@ -60,6 +60,16 @@ export function ofTenant(column: string, tenantId: string): Sql {
   return new Sql([`(${column} = `, '::uuid) IS TRUE'], [tenantId]);
 }
 
+/**
+ * A constant list of string literals as statement text, `('a', 'b')`, for `x IN ${list}`: spliced
+ * in, not parameters, so every call sends the same text (one prepared statement, safe under
+ * pgbouncer's transaction pooling, docs/adr/0041) and the planner sees the values, as a partial
+ * index's predicate needs. For the code's own constants (statuses), never input.
+ */
+export function sqlList(values: readonly string[]): Sql {
+  return new Sql([`(${values.map((v) => `'${v.replace(/'/g, "''")}'`).join(', ')})`], []);
+}
+
 /** Fragments joined by a fixed separator (`, ` by default): multi-row VALUES lists, OR-ed conditions. */
 export function join(parts: readonly Sql[], separator = ', '): Sql {
   if (parts.length === 0) return new Sql([''], []);

@@ -12,6 +12,7 @@ import { poolOf, type Db, type Prisma } from '@switchboard/database';
 import { OPERATOR_ACTOR, recordAudit, type AuditEntry } from './audit-log';
 import { sql, SqlDb, type Sql } from './sql';
 import { tenantSpentTodayUsd } from './tenant-spend';
+import { HOLDS_SESSION, WAITING } from './turn/statuses';
 
 /** A key as stored: its hash and display prefix (the key itself is never stored). */
 export interface StoredKey {
@@ -54,9 +55,9 @@ function overviewStatement(where: Sql, limit: number): Sql {
       -- turns_tenant_unfinished_idx holds exactly these rows.
       SELECT count(*) FILTER (WHERE u.status = 'running')::int AS running,
         count(*) FILTER (WHERE u.status = 'queued')::int AS queued,
-        count(*) FILTER (WHERE u.status IN ('awaiting_approval', 'awaiting_subagent'))::int AS waiting
+        count(*) FILTER (WHERE u.status IN ${WAITING})::int AS waiting
       FROM turns u
-      WHERE u.tenant_id = t.id AND u.status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent')
+      WHERE u.tenant_id = t.id AND u.status IN ${HOLDS_SESSION}
     ) c
     WHERE ${where}
     ORDER BY t.id

@@ -123,12 +123,12 @@ describe('TaskService', () => {
     expect(await status(p.turnId)).toBe('running');
     // The parent's pause commits, then looks again.
     await env.db.$executeRaw`UPDATE turns SET status = 'awaiting_subagent' WHERE id = ${p.turnId}::uuid`;
-    await svc.parentPaused(p.turnId);
+    await svc.parentWaiting(p.turnId);
     expect(await status(p.turnId)).toBe('queued');
     expect(await turnsQueue.getJob(`${p.turnId}.${task.id}`)).toBeDefined();
     // A repeated report (a redelivered child job, the sweep) changes nothing.
     await svc.childEnded(task.childTurnId!);
-    expect(await svc.settleDue()).toBe(0);
+    expect(await svc.reportDue()).toBe(0);
     const reports = await events(p.sessionId, 'subagent_completed');
     expect(reports).toHaveLength(1);
     expect(reports[0].data).toMatchObject({
@@ -144,7 +144,7 @@ describe('TaskService', () => {
     const b = (await spawn(p, await p.child('b'), 'c2')).task;
     const async = (await spawn(p, await p.child('c'), 'c3', false)).task;
     await env.db.$executeRaw`UPDATE turns SET status = 'awaiting_subagent' WHERE id = ${p.turnId}::uuid`;
-    await svc.parentPaused(p.turnId);
+    await svc.parentWaiting(p.turnId);
     expect(await status(p.turnId)).toBe('awaiting_subagent');
     await end(a.id, a.childTurnId!);
     await svc.childEnded(a.childTurnId!);
@@ -166,7 +166,7 @@ describe('TaskService', () => {
     await env.db.$executeRaw`
       UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
       WHERE id = ${other.childTurnId!}::uuid`;
-    expect(await svc.settleDue()).toBe(2);
+    expect(await svc.reportDue()).toBe(2);
     const reports = await events(p.sessionId, 'subagent_completed');
     expect(reports.map((e) => (e.data as { status: string }).status).sort()).toEqual([
       'cancelled',
@@ -176,7 +176,7 @@ describe('TaskService', () => {
       status: 'cancelled',
       handback: { status: 'incomplete', reason: 'cancelled' },
     });
-    expect(await svc.settleDue()).toBe(0);
+    expect(await svc.reportDue()).toBe(0);
   });
 
   it('the sweep resumes a parent whose worker died between its pause and its own check', async () => {
@@ -184,11 +184,11 @@ describe('TaskService', () => {
     const { task } = await spawn(p, await p.child('helper'), 'c1');
     await end(task.id, task.childTurnId!);
     await svc.childEnded(task.childTurnId!);
-    // The pause committed; its worker was killed before parentPaused.
+    // The wait committed; its worker was killed before parentWaiting.
     await env.db.$executeRaw`UPDATE turns SET status = 'awaiting_subagent' WHERE id = ${p.turnId}::uuid`;
-    expect(await svc.settleDue()).toBe(1);
+    expect(await svc.reportDue()).toBe(1);
     expect(await status(p.turnId)).toBe('queued');
-    expect(await svc.settleDue()).toBe(0);
+    expect(await svc.reportDue()).toBe(0);
   });
 
   it('reuses an idle child session of the same agent; a busy one or another agent gets a new session', async () => {

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { Admission, type Admitted, type TurnControl } from '@switchboard/admission';
+import { Admission, type Admitted, type TurnSteering } from '@switchboard/admission';
 import {
   EventType,
   isEnded,
@@ -18,6 +18,8 @@ import { publish, withTimeout } from '@switchboard/queue';
 import {
   admitWithin,
   descendantsCostUsd,
+  ENDED,
+  HOLDS_SESSION,
   json,
   ofTenant,
   sql,
@@ -127,8 +129,8 @@ export interface TaskServiceOptions {
   /** The live channel: the parent's subagent_spawned / subagent_completed go out on it after the commit. */
   live?: LivePublisher;
   /** Tells a child's worker that a steer waits to be interjected (docs/adr/0014); without it, its heartbeat finds it. */
-  control?: TurnControl;
-  /** Cancels a turn through the cancel path of docs/adr/0014 (TurnControl.cancel); close_subagent uses it. */
+  control?: TurnSteering;
+  /** Cancels a turn through the cancel path of docs/adr/0014 (TurnSteering.cancel); close_subagent uses it. */
   cancelTurn?: (tenantId: string, turnId: string, reason: string) => Promise<unknown>;
 }
 
@@ -266,7 +268,7 @@ export class TaskService {
         WHERE s.parent_session_id = ${a.parentSessionId}::uuid AND s.agent_id = ${a.agent.id}::uuid
           AND s.tenant_id = ${a.tenantId}::uuid AND s.status = 'active'
           AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id
-            AND t.status IN ('queued', 'running', 'awaiting_approval', 'awaiting_subagent'))
+            AND t.status IN ${HOLDS_SESSION})
         ORDER BY s.created_at LIMIT 1 FOR UPDATE SKIP LOCKED`);
       const sessionId = reused?.id ?? newId();
       if (!reused) {
@@ -368,7 +370,7 @@ export class TaskService {
   /**
    * ask_user: the child hands back `awaiting_user {question, options}` (the task stays open), the parent
    * hears of it (`subagent_completed` with that status) and a parent waiting for it resumes with it; the
-   * child's own turn then pauses until `answer`.
+   * child's own turn then waits until `answer`.
    */
   async ask(task: TaskRow, callId: string, question: string, options: string[] | undefined): Promise<void> {
     const handback = { status: 'awaiting_user', question, ...(options ? { options } : {}), callId };
@@ -448,11 +450,11 @@ export class TaskService {
   async childEnded(childTurnId: string): Promise<void> {
     const task = await this.sql.first<{ id: string }>(sql`
       SELECT id FROM tasks WHERE child_turn_id = ${childTurnId}::uuid`);
-    if (task) await this.settle(task.id);
+    if (task) await this.reportToParent(task.id);
   }
 
-  /** Ends (from its turn) and reports one task to its parent; idempotent. */
-  async settle(taskId: string): Promise<void> {
+  /** Ends (from its turn) and reports one task to its parent (its handback delivered); idempotent. */
+  async reportToParent(taskId: string): Promise<void> {
     let events: CommittedEvent[] = [];
     let parentSessionId: string | null = null;
     const resume = await this.sql.transaction(async (tx) => {
@@ -472,7 +474,7 @@ export class TaskService {
             ELSE jsonb_build_object('status', 'incomplete', 'reason', coalesce(t.stop_reason, t.status)) END
         FROM turns t
         WHERE k.id = ${taskId}::uuid AND t.id = k.child_turn_id AND k.status IN ${OPEN}
-          AND t.status IN ('completed', 'failed', 'cancelled')`);
+          AND t.status IN ${ENDED}`);
       const row = await tx.first<TaskRow>(sql`
         UPDATE tasks k SET parent_notified_at = now()
         WHERE k.id = ${taskId}::uuid AND k.parent_notified_at IS NULL AND k.status NOT IN ${OPEN}
@@ -501,8 +503,8 @@ export class TaskService {
     if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
   }
 
-  /** A parent paused on task waits: resumed now when its children all ended before the pause committed. */
-  async parentPaused(turnId: string): Promise<void> {
+  /** A parent waiting on its children: resumed now when they all ended before its wait committed. */
+  async parentWaiting(turnId: string): Promise<void> {
     const resume = await this.sql.transaction(async (tx) => {
       const t = await tx.first<{ session_id: string }>(
         sql`SELECT session_id FROM turns WHERE id = ${turnId}::uuid`,
@@ -517,17 +519,17 @@ export class TaskService {
   /**
    * Ended tasks whose parent has not heard of them (a worker died between the child's end and the
    * report, or the child turn ended outside the runner), and open tasks whose child turn ended: each
-   * settled; then parents still paused with nothing left to wait for: resumed. The maintenance queue's
+   * reported to its parent; then parents still waiting on a child with nothing left to wait for: resumed. The maintenance queue's
    * reconcile job runs it.
    */
-  async settleDue(limit = 100): Promise<number> {
+  async reportDue(limit = 100): Promise<number> {
     const due = await this.sql.rows<{ id: string }>(sql`
       SELECT k.id FROM tasks k LEFT JOIN turns t ON t.id = k.child_turn_id
       WHERE k.kind = 'subagent' AND k.parent_notified_at IS NULL AND k.parent_session_id IS NOT NULL
-        AND (k.status NOT IN ${OPEN} OR t.status IN ('completed', 'failed', 'cancelled'))
+        AND (k.status NOT IN ${OPEN} OR t.status IN ${ENDED})
       ORDER BY k.created_at LIMIT ${limit}::int`);
-    for (const d of due) await this.settle(d.id);
-    // A parent whose worker died between its pause and its own check, after its children had ended
+    for (const d of due) await this.reportToParent(d.id);
+    // A parent whose worker died between its wait's commit and its own check, after its children had ended
     // and reported: nothing else would resume it.
     const stuck = await this.sql.rows<{ id: string }>(sql`
       SELECT t.id FROM turns t
@@ -536,7 +538,7 @@ export class TaskService {
           AND k.closed_at IS NULL AND k.status IN ${OPEN} AND ${NOT_ASKING(sql`k`)})
         AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.child_turn_id = t.id AND NOT ${NOT_ASKING(sql`o`)})
       ORDER BY t.created_at LIMIT ${limit}::int`);
-    for (const t of stuck) await this.parentPaused(t.id);
+    for (const t of stuck) await this.parentWaiting(t.id);
     return due.length + stuck.length;
   }
 
@@ -548,7 +550,7 @@ export class TaskService {
     if (!isEnded(task.status) && task.childTurnId && this.o.cancelTurn) {
       await this.o.cancelTurn(task.tenantId, task.childTurnId, 'closed by the parent agent');
       // A queued child ends at once (its task with it); the parent hears of it here.
-      await this.settle(task.id);
+      await this.reportToParent(task.id);
     }
   }
 
@@ -589,8 +591,8 @@ async function journal(
 }
 
 /**
- * Inside a transaction holding the parent session's row lock: the session's turn paused on
- * sub-agents goes back to `queued` (its run state kept, so it resumes first) when no blocking task of
+ * Inside a transaction holding the parent session's row lock: the session's turn waiting on
+ * a child goes back to `queued` (its run state kept, so it resumes first) when no blocking task of
  * the session is still open. The resume job's id names the last task that ended (`<turnId>.<taskId>`),
  * the same from whichever side gets here first.
  */

@@ -8,7 +8,7 @@ import { ASK_USER, type TaskRow, type TaskService } from './tasks';
 /**
  * The delegation tools (docs/adr/0024). A child runs as its own turn; its parent sees one compact
  * answer: `{task_id, status}` while it runs, and `{task_id, status, handback}` once it ended. A call
- * that must wait (a blocking spawn, `wait_subagent`) throws `ToolWait`: the parent turn pauses and gives
+ * that must wait (a blocking spawn, `wait_subagent`) throws `ToolWait`: the parent turn waits on its child and gives
  * up its worker, and the child's end resumes it, when the same call runs again and answers from the task.
  */
 
@@ -224,7 +224,7 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
   return [spawn, wait, list, close, steer, ask];
 }
 
-/** An ended task answers; an open one the parent waits for pauses the call; else its id and status. */
+/** An ended task answers; an open one the parent waits for makes the call wait; else its id and status. */
 function answerOrWait(task: TaskRow, blocking: boolean): Record<string, unknown> {
   if (isEnded(task.status) || asking(task)) return taskAnswer(task);
   if (blocking && !task.closedAt) throw new ToolWait(task.id);

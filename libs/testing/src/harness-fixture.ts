@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import { Admission, TurnControl } from '@switchboard/admission';
+import { Admission, TurnSteering } from '@switchboard/admission';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { noLivePublisher } from '@switchboard/live';
@@ -25,14 +25,14 @@ export interface RunnerDeps {
 export interface HarnessFixture extends AdmissionFixture {
   postTurnQueue: Queue;
   /** Cancels and interjections over the same database and queues (no live channel). */
-  control: TurnControl;
+  control: TurnSteering;
   /** This file's db, queues and silent logger, fresh metrics, worker `test`, a 10 s lease; overrides win. */
   runnerDeps(overrides?: Partial<RunnerDeps>): RunnerDeps;
 }
 
 /**
  * The preamble of tests that run turns: `startQueues`, the `turns` and `post-turn` queues, a
- * TurnControl over them and an Admission (given the control with `admitWithControl`: interrupts and
+ * TurnSteering over them and an Admission (given the control with `admitWithControl`: interrupts and
  * interjection nudges), and the runner's dependencies.
  */
 export async function startHarness(
@@ -42,7 +42,7 @@ export async function startHarness(
   const { env, connection, logger } = queues;
   const turnsQueue = queues.queue(QueueName.Turns);
   const postTurnQueue = queues.queue(QueueName.PostTurn);
-  const control = new TurnControl(new SqlDb(poolOf(env.db)), {
+  const control = new TurnSteering(new SqlDb(poolOf(env.db)), {
     redis: connection,
     prefix: env.queuePrefix,
     postTurnQueue,

@@ -1,5 +1,6 @@
 import { newId } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
+import { HOLDS_SESSION_STATUSES } from '@switchboard/store';
 
 /** The ids a seeded session's rows are written under. */
 export interface SessionIds {
@@ -131,9 +132,9 @@ export function transcriptMessage(
  * harness chooses across all tenants (docs/adr/0029), so a test that calls `handle` directly starts
  * with nothing left runnable by the tests before it.
  */
-export async function settleLeftovers(db: Db): Promise<void> {
+export async function cancelLeftovers(db: Db): Promise<void> {
   await db.turn.updateMany({
-    where: { status: { in: ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'] } },
+    where: { status: { in: [...HOLDS_SESSION_STATUSES] } },
     data: { status: 'cancelled' },
   });
   await db.session.updateMany({

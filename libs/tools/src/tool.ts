@@ -89,7 +89,7 @@ export function toolSpec(tool: ToolDefinition, mode: SchemaMode = 'relaxed'): To
 
 /**
  * Thrown by a tool whose call must wait for a sub-agent task (docs/adr/0024): the engine ends the
- * round with a `{kind: 'task'}` wait instead of a result, the runner pauses the turn and frees the
+ * round with a `{kind: 'task'}` wait instead of a result, the turn waits (the runner persists the wait) and frees the
  * worker, and the task's end resumes it; the call then runs again (it honours the idempotency key)
  * and answers from the ended task.
  */

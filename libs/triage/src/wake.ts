@@ -1,7 +1,12 @@
+import { Prisma } from '@prisma/client';
 import type { Admission } from '@switchboard/admission';
-import { AgentStoppedError, newId, TenantPausedError } from '@switchboard/contracts';
+import { AgentStoppedError, ENDED_STATUSES, newId, TenantPausedError } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
+import { ENDED } from '@switchboard/store';
+
+/** The ended statuses as statement text (`Prisma.raw`: spliced in, not a parameter). */
+const ENDED_LIST = Prisma.raw(ENDED.toQuery().text);
 
 /** Distinct event types and triggers a pending wake hint remembers; the count goes on past these. */
 export const WAKE_HINT_MAX_LISTED = 20;
@@ -78,7 +83,7 @@ export async function flushWakeHints(
     FROM wake_hints WHERE session_id = ${sessionId}::uuid`;
   if (!hint) return null;
   const busy = await db.turn.count({
-    where: { sessionId, status: { notIn: ['completed', 'failed', 'cancelled'] } },
+    where: { sessionId, status: { notIn: [...ENDED_STATUSES] } },
   });
   if (busy > 0) return null;
   const summary = {
@@ -145,7 +150,7 @@ export async function flushIdleWakeHints(
     WHERE NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.id = w.tenant_id AND tn.kill_switch)
       AND NOT EXISTS (
       SELECT 1 FROM turns t WHERE t.session_id = w.session_id
-        AND t.status NOT IN ('completed', 'failed', 'cancelled'))
+        AND t.status NOT IN ${ENDED_LIST})
     ORDER BY w.first_at LIMIT ${limit}`;
   let flushed = 0;
   for (const { session_id } of rows) {

@@ -14,7 +14,7 @@ import { newId } from '@switchboard/contracts';
 import { ApprovalStore, ControlStore, sqlDbFor } from '@switchboard/store';
 import {
   seedTenantSession,
-  settleLeftovers,
+  cancelLeftovers,
   startHarness,
   type HarnessFixture,
   type TestEnv,
@@ -25,7 +25,7 @@ import { reconcileTurns } from './reconciler';
 import { TurnRunner } from './runner';
 
 /**
- * Approvals against real Postgres and BullMQ (docs/adr/0013): a gated call pauses its turn
+ * Approvals against real Postgres and BullMQ (docs/adr/0013): a gated call makes its turn wait
  * (`awaiting_approval`, lease released, approval row and event), later turns of the session wait
  * behind it, a decision acts once and resumes the turn with a job of its own, and the resumed run
  * executes the approved call once, or answers it rejected or expired.
@@ -118,7 +118,7 @@ describe('approvals', () => {
   // The harness chooses across every tenant (docs/adr/0029): each test starts with nothing runnable.
   beforeEach(async () => {
     effects.length = 0;
-    await settleLeftovers(env.db);
+    await cancelLeftovers(env.db);
   });
 
   afterAll(() => h?.close());
@@ -162,13 +162,13 @@ describe('approvals', () => {
     return JSON.parse((m.body as { text: string }).text) as Record<string, unknown>;
   };
 
-  it('pauses on a gated call without starting it, frees the lease, and later turns wait behind it', async () => {
+  it('waits on a gated call without starting it, frees the lease, and later turns wait behind it', async () => {
     const ids = await session();
     const first = await admit(ids, 'pay');
     expect(await runner().handle(job(ids, first))).toBe('done');
 
-    const paused = await turnRow(first);
-    expect(paused.status).toBe('awaiting_approval');
+    const waiting = await turnRow(first);
+    expect(waiting.status).toBe('awaiting_approval');
     expect((await env.db.session.findUniqueOrThrow({ where: { id: ids.sessionId } })).leaseToken).toBeNull();
     const [approval] = await pending(first);
     expect(approval).toMatchObject({
@@ -199,7 +199,7 @@ describe('approvals', () => {
     expect((await turnRow(second)).status).toBe('queued');
     expect((await turnRow(first)).status).toBe('awaiting_approval');
     expect((await env.db.session.findUniqueOrThrow({ where: { id: ids.sessionId } })).leaseToken).toBeNull();
-    // The reconciler leaves a turn behind a paused one alone (its job is not re-made every interval).
+    // The reconciler leaves a turn behind a waiting one alone (its job is not re-made every interval).
     await (await turnsQueue.getJob(second))?.remove();
     await reconcileTurns(env.db, turnsQueue, logger);
     expect(await turnsQueue.getJob(second)).toBeUndefined();
@@ -260,7 +260,7 @@ describe('approvals', () => {
     const turnId = await admit(ids, 'pay');
     await runner().handle(job(ids, turnId));
     const [approval] = await pending(turnId);
-    // Two hours ago it started and paused; the person answers now.
+    // Two hours ago it started and began waiting; the person answers now.
     const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000);
     await env.db.turn.update({ where: { id: turnId }, data: { startedAt: twoHoursAgo } });
     await env.db.approval.update({ where: { id: approval.id }, data: { createdAt: twoHoursAgo } });

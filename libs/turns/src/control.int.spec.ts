@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Admission, TurnSteering } from '@switchboard/admission';
 import type { Priority } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
@@ -97,7 +97,7 @@ describe('steering turns', () => {
   let h: HarnessFixture;
   let env: TestEnv;
   let postTurn: Queue;
-  let control: TurnControl;
+  let control: TurnSteering;
   let admission: Admission;
   const tools = new ToolRegistry([hold]);
   const provider = new Scripted();

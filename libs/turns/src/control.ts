@@ -14,11 +14,12 @@ export interface RunningTurn {
 }
 
 /**
- * A running turn's abort: a control message, a checkpoint or the heartbeat that finds a cancel
+ * A running turn's abort signal and why it fired (not the gateway's `TurnSteering`, which asks for
+ * the cancel): a control message, a checkpoint or the heartbeat that finds a cancel
  * request stops the turn at its next safe point (docs/adr/0014); a heartbeat that finds the lease
  * lost stops it too.
  */
-export class TurnControl {
+export class TurnAbort {
   private readonly controller = new AbortController();
 
   get signal(): AbortSignal {
@@ -49,7 +50,7 @@ export interface HeartbeatOptions {
   store: TurnStore;
   lease: SessionLease;
   turnId: string;
-  control: TurnControl;
+  abort: TurnAbort;
   /** An interjection waits for the turn. */
   interject: () => void;
   logger: Logger;
@@ -65,8 +66,8 @@ export function startHeartbeat(o: HeartbeatOptions): () => void {
     () => {
       o.store.heartbeat(lease.sessionId, lease, o.turnId).then(
         (h) => {
-          if (!h.held) o.control.leaseLost();
-          else if (h.cancelRequested) o.control.cancel();
+          if (!h.held) o.abort.leaseLost();
+          else if (h.cancelRequested) o.abort.cancel();
           else if (h.interjection) o.interject();
         },
         (err: unknown) => o.logger.warn({ err }, 'lease renewal failed'),

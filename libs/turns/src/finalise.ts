@@ -6,7 +6,7 @@ import type { CheckpointResult } from '@switchboard/store';
 import { isolated } from './finalisation-steps';
 import { handBack } from './handback';
 import type { RunnerResources } from './runner-options';
-import type { TurnContext } from './turn-context';
+import type { ClaimedTurn } from './claimed-turn';
 
 /** Every named hook runs after every ended turn (libs/hooks has exactly one handler per name). */
 export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options;
@@ -19,11 +19,11 @@ export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.opt
  * hear of the end once the finalisation steps have run (`publishFinal`), so what they read of the
  * turn includes what those steps record (its closure, docs/adr/0031); the journal stays the truth.
  */
-export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Promise<CheckpointResult> {
+export async function finaliseTurn(ctx: ClaimedTurn, outcome: TurnOutcome): Promise<CheckpointResult> {
   const { r, turn } = ctx;
   // The reason given with the cancel goes into turn_cancelled (read only for a cancelled turn).
   const cancelReason =
-    outcome.status === 'cancelled' && ctx.control.cancelled
+    outcome.status === 'cancelled' && ctx.abort.cancelled
       ? ((await r.store.cancelReason(turn.id)) ?? undefined)
       : undefined;
   const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancelReason);
@@ -43,7 +43,7 @@ export async function finaliseTurn(ctx: TurnContext, outcome: TurnOutcome): Prom
 
 /** After the essential commit: the parent hears of its child, the metrics, the finalisation steps. */
 async function afterCommit(
-  ctx: TurnContext,
+  ctx: ClaimedTurn,
   outcome: TurnOutcome,
   committed: CheckpointResult,
 ): Promise<void> {

@@ -23,7 +23,7 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { TurnRunner, type HandleResult } from './runner';
-import { settleTurnJob } from './turn-job';
+import { concludeTurnJob } from './turn-job';
 
 /**
  * The turn's hot path against real Postgres and BullMQ (docs/adr/0010): what a simple turn costs
@@ -203,7 +203,7 @@ describe('the turn hot path', () => {
         async (job: Job, token?: string) => {
           const result = await consume(Jobs.turn, job, (data) => r.handle(data));
           results.push(result);
-          await settleTurnJob(result, job, token);
+          await concludeTurnJob(result, job, token);
         },
         { connection: redis, prefix: env.queuePrefix, concurrency: 2 },
       );

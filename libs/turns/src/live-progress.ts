@@ -14,7 +14,7 @@ const DELTA_FLUSH_BYTES = 16 * 1024;
  * interval later (a fast tool's result commits first and carries it).
  */
 const STARTS: ReadonlySet<string> = new Set([EventType.ProviderRoundStarted, EventType.ToolCallStarted]);
-/** A commit with one of these ends the run (or pauses it): it goes out whether anyone listened or not. */
+/** A commit with one of these ends the run (or makes it wait): it goes out whether anyone listened or not. */
 const ENDS: ReadonlySet<string> = new Set([
   EventType.TurnCompleted,
   EventType.TurnFailed,

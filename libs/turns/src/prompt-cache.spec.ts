@@ -24,13 +24,13 @@ describe('promptCacheFor', () => {
     expect(child.key).not.toBe(own.key);
   });
 
-  it('asks for the long retention only when the turn may pause', () => {
+  it('asks for the long retention only when the turn may wait', () => {
     expect(promptCacheFor(load(), ['word_count'], []).retention).toBe('short');
     expect(promptCacheFor(load({ approvalRequired: ['send_email'] }), ['send_email'], []).retention).toBe(
       'long',
     );
     expect(promptCacheFor(load(), ['send_email'], ['send_email']).retention).toBe('long');
-    // A gated tool the turn is not offered cannot pause it.
+    // A gated tool the turn is not offered cannot make it wait.
     expect(promptCacheFor(load({ approvalRequired: ['send_email'] }), ['word_count'], []).retention).toBe(
       'short',
     );

@@ -13,7 +13,7 @@ const WAITING_TOOLS = new Set(['spawn_subagent', 'wait_subagent']);
  * instructions, tools and model, so the same prefix. Anthropic has no key, it matches prefixes by
  * content: a child with the parent's prefix reads the parent's entries there on its own.
  *
- * The retention: `long` (Anthropic 1 h, OpenAI 24 h) when the turn may pause before its next round —
+ * The retention: `long` (Anthropic 1 h, OpenAI 24 h) when the turn may wait before its next round —
  * a tool it is offered needs approval (the agent's or the tenant's list, or an MCP tool, docs/adr/0023),
  * it may wait for a sub-agent, or it resumes after decisions — else `short` (5 min), which costs
  * less to write (Anthropic: 1.25× the input rate against 2×).
@@ -29,8 +29,8 @@ export function promptCacheFor(
     .digest('hex')
     .slice(0, 40)}`;
   const gated = new Set([...load.agent.approvalRequired, ...tenantApprovalRequired]);
-  const mayPause =
+  const mayWait =
     load.decisions.length > 0 ||
     offered.some((t) => gated.has(t) || WAITING_TOOLS.has(t) || t.includes('__'));
-  return { key, retention: mayPause ? 'long' : 'short' };
+  return { key, retention: mayWait ? 'long' : 'short' };
 }

@@ -164,7 +164,7 @@ describe('reconcileTurns', () => {
     },
   );
 
-  it('ignores terminal and paused turns', async () => {
+  it('ignores ended and waiting turns', async () => {
     const queue = freshQueue();
     for (const status of ['completed', 'failed', 'cancelled', 'awaiting_approval']) await turn(status);
 

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
-import type { TurnStore } from '@switchboard/store';
+import { UNFINISHED_STATUSES, WAITING_STATUSES, type TurnStore } from '@switchboard/store';
 import { requeueTurn } from './requeue';
 
 /**
@@ -25,10 +25,10 @@ export async function reconcileTurns(
   for (;;) {
     const page = await db.turn.findMany({
       where: {
-        status: { in: ['queued', 'running'] },
+        status: { in: [...UNFINISHED_STATUSES] },
         createdAt: { lte: cutoff },
-        // Turns behind one paused for approval cannot run: the decision's resume job drains them.
-        NOT: { session: { turns: { some: { status: { in: ['awaiting_approval', 'awaiting_subagent'] } } } } },
+        // Turns behind a waiting one cannot run: the decision's resume job drains them.
+        NOT: { session: { turns: { some: { status: { in: [...WAITING_STATUSES] } } } } },
         session: { tenant: { killSwitch: false } },
         ...(after ? { id: { gt: after } } : {}),
       },

@@ -58,7 +58,7 @@ export interface TurnRunnerOptions {
   liveDeltaFlushMs?: number;
   /**
    * Sub-agent tasks (docs/adr/0024, libs/subagents): told after a child turn ended (its task row ended
-   * in the same statement) and after a turn paused on a task wait, so the parent resumes once its
+   * in the same statement) and after a turn began waiting on a child (a task wait), so the parent resumes once its
    * children have ended. Never called for turns that neither run a task nor wait for one.
    */
   tasks?: TaskWaits;
@@ -73,8 +73,8 @@ export interface TurnRunnerOptions {
 export interface TaskWaits {
   /** A child turn ended: journal `subagent_completed` on the parent and resume a parent waiting for it. */
   childEnded(childTurnId: string): Promise<void>;
-  /** A turn paused on task waits: resume it now if they all ended meanwhile. */
-  parentPaused(turnId: string, taskIds: string[]): Promise<void>;
+  /** A turn began waiting on its children (task waits): resume it now if they all ended meanwhile. */
+  parentWaiting(turnId: string, taskIds: string[]): Promise<void>;
   /**
    * The tools an agent is offered: its own, without the delegation tools for a worker-tier agent, and
    * `ask_user` for a child turn (`child`).

@@ -9,9 +9,9 @@ import { startHeartbeat, type RunningTurn } from './control';
 import { failPermanently } from './failure';
 import { enqueueHooks, finaliseTurn } from './finalise';
 import { SessionLease } from './lease';
-import { pauseTurn } from './pause';
+import { persistWaits } from './wait';
 import type { RunnerResources, TurnRunnerOptions } from './runner-options';
-import { openTurn, type TurnContext } from './turn-context';
+import { openTurn, type ClaimedTurn } from './claimed-turn';
 import { TurnPermits } from './turn-permits';
 import { turnStopHooks } from './turn-plan';
 
@@ -129,8 +129,9 @@ export class TurnRunner {
       }
       ownDone = picked.ownStatus === undefined || isEnded(picked.ownStatus);
     }
-    // Nothing runnable: every unfinished turn is held by a lease, waiting, paused or over its
-    // tenant's cap, and whoever frees it chooses again (the holder, a decision's job, a resume).
+    // Nothing runnable: every unfinished turn is held by a lease, waiting, its tenant or agent
+    // paused, or over its tenant's cap, and whoever frees it chooses again (the holder, a decision's
+    // job, a resume).
     if (!picked.claimed) return { result: 'done', ownDone, ran };
     const { claim, sessionId } = picked.claimed;
     const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
@@ -260,7 +261,7 @@ export class TurnRunner {
   }
 
   /**
-   * One claimed turn: opened, run by the engine, then paused on its waits or finalised; its last
+   * One claimed turn: opened, run by the engine, then its waits persisted or finalised; its last
    * checkpoint, and `ended` once it ended and its hooks were enqueued.
    */
   private async runOne(
@@ -282,8 +283,8 @@ export class TurnRunner {
     return withSpan(`invoke_agent ${load.agent.name}`, { parent, attributes }, async (span) => {
       const ctx = await openTurn(this.r, load, lease, span);
       const outcome = await this.run(ctx);
-      if (ctx.control.lostLease) throw new LeaseLostError(turn.sessionId);
-      if (outcome.status === 'waiting') return pauseTurn(ctx, outcome);
+      if (ctx.abort.lostLease) throw new LeaseLostError(turn.sessionId);
+      if (outcome.status === 'waiting') return persistWaits(ctx, outcome);
       // Returned only once the end committed, the parent heard of it and the hooks were enqueued.
       return { ...(await finaliseTurn(ctx, outcome)), ended: true };
     });
@@ -293,16 +294,16 @@ export class TurnRunner {
    * The engine's run under control (docs/adr/0014): reachable by control messages, its lease kept by
    * the heartbeat, which also finds cancel requests and interjections.
    */
-  private async run(ctx: TurnContext): Promise<TurnOutcome> {
-    const { r, turn, checkpoints, control } = ctx;
+  private async run(ctx: ClaimedTurn): Promise<TurnOutcome> {
+    const { r, turn, checkpoints, abort } = ctx;
     const agent = ctx.load.agent;
     const interject = () => checkpoints.interjectionWaiting();
-    this.running.set(turn.sessionId, { turnId: turn.id, cancel: control.cancel, interject });
+    this.running.set(turn.sessionId, { turnId: turn.id, cancel: abort.cancel, interject });
     const stopHeartbeat = startHeartbeat({
       store: r.store,
       lease: ctx.lease,
       turnId: turn.id,
-      control,
+      abort,
       interject,
       logger: r.logger,
     });
@@ -314,7 +315,7 @@ export class TurnRunner {
           ? await r.turnTools({ tenantId: turn.tenantId, agentId: agent.id, tools: agent.tools })
           : undefined;
       const stopHooks = turnStopHooks(checkpoints.signals, Number(turn.childrenCostUsd ?? 0), r.stopHooks);
-      return await r.engine.run({ ...ctx.plan.input, stopHooks, extraTools }, checkpoints, control.signal);
+      return await r.engine.run({ ...ctx.plan.input, stopHooks, extraTools }, checkpoints, abort.signal);
     } finally {
       stopHeartbeat();
       ctx.live?.close();

@@ -1,4 +1,4 @@
-import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Admission, TurnSteering } from '@switchboard/admission';
 import { newId } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
@@ -15,7 +15,7 @@ import {
   operatorPrompt,
   seedSession,
   seedTenant,
-  settleLeftovers,
+  cancelLeftovers,
   startHarness,
   type HarnessFixture,
   type TestEnv,
@@ -47,7 +47,7 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
   let h: HarnessFixture;
   let env: TestEnv;
   let admission: Admission;
-  let control: TurnControl;
+  let control: TurnSteering;
   let sqlDb: SqlDb;
   const model = new Model();
 
@@ -220,7 +220,7 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
 
   describe('against the parent’s maxUsd', () => {
     // The harness chooses across every tenant (docs/adr/0029): each test starts with nothing runnable.
-    beforeEach(() => settleLeftovers(env.db));
+    beforeEach(() => cancelLeftovers(env.db));
 
     const runner = () =>
       new TurnRunner({
@@ -277,7 +277,7 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
       const run2 = async (share: number | undefined) => {
         const { ids } = await budgeted(5);
         // Only the child turn below is runnable (the seeded parent is not part of this case).
-        await settleLeftovers(env.db);
+        await cancelLeftovers(env.db);
         const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
         const { turnId } = await admission.admit({
           tenantId: ids.tenantId,

@@ -13,7 +13,7 @@ import {
 import { sqlDbFor } from '@switchboard/store';
 import {
   seedTenantSession,
-  settleLeftovers,
+  cancelLeftovers,
   startHarness,
   type HarnessFixture,
   type TestEnv,
@@ -120,7 +120,7 @@ describe('TokenJuice through the harness', () => {
 
   beforeEach(async () => {
     requests.length = 0;
-    await settleLeftovers(env.db);
+    await cancelLeftovers(env.db);
   });
 
   afterAll(() => h?.close());

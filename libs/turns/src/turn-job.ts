@@ -10,7 +10,7 @@ export const laterDelayMs = () => 200 + Math.floor(Math.random() * 400);
  * (docs/adr/0029). `again` (it ran its bound with work left) goes back at once, behind the jobs
  * waiting: its slot must not stay idle. `later` (a lost lease) waits a moment.
  */
-export async function settleTurnJob(result: HandleResult, job: Job, token?: string): Promise<void> {
+export async function concludeTurnJob(result: HandleResult, job: Job, token?: string): Promise<void> {
   if (result === 'done') return;
   await job.moveToDelayed(Date.now() + (result === 'again' ? 0 : laterDelayMs()), token);
   throw new DelayedError();

@@ -45,7 +45,7 @@ export interface TurnPlanOptions {
 /** The engine's input without what the run itself provides (stop hooks over its checkpoints, MCP tools). */
 export type PlannedInput = Omit<TurnInput, 'stopHooks' | 'extraTools'>;
 
-/** A claimed turn as it will run: the engine's input and what its checkpoints and pause need. */
+/** A claimed turn as it will run: the engine's input and what its checkpoints and its wait need. */
 export interface TurnPlan {
   input: PlannedInput;
   /** The turn seq of each history message: where a compaction cut falls (history.ts). */

@@ -4,6 +4,7 @@ import { AgentStoppedError, AppError, Jobs, newId, TenantPausedError } from '@sw
 import type { Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
+import { HOLDS_SESSION } from '@switchboard/store';
 import { flushWakeHints } from '@switchboard/triage';
 import { recordClosure } from './closure';
 import { ASLEEP_TEXT } from './lifecycle';
@@ -66,7 +67,8 @@ interface DueRow {
   recheck_at: Date;
 }
 
-const UNFINISHED = `'queued', 'running', 'awaiting_approval', 'awaiting_subagent'`;
+/** A turn that holds its session (queued, running or waiting), as statement text. */
+const HOLDS_SESSION_LIST = HOLDS_SESSION.toQuery().text;
 
 /** The agent's work state in one read. */
 async function readState(db: Db, tenantId: string, agentId: string): Promise<StateRow | undefined> {
@@ -86,7 +88,7 @@ async function readState(db: Db, tenantId: string, agentId: string): Promise<Sta
       a.work_session_id,
       EXISTS (SELECT 1 FROM sessions s WHERE s.id = a.work_session_id AND s.status = 'active') AS session_active,
       EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.work_session_id
-        AND t.status IN (${UNFINISHED})) AS busy,
+        AND t.status IN ${HOLDS_SESSION_LIST}) AS busy,
       EXISTS (SELECT 1 FROM wake_hints h WHERE h.session_id = a.work_session_id) AS wake_hints,
       (SELECT t.id FROM turns t WHERE t.session_id = a.work_session_id ORDER BY t.seq DESC LIMIT 1)
         AS last_turn_id,
@@ -318,7 +320,7 @@ export async function activateIdleAgents(deps: ActivationDeps, limit = 200): Pro
         AND ((w.blocked_by IS NULL AND w.plan_status <> 'needs_input' AND NOT ${ASLEEP_TEXT})
           OR (w.blocked_by IS NOT NULL AND w.recheck_consumed_at IS NULL AND w.recheck_at <= now()))
         AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.work_session_id
-          AND t.status IN (${UNFINISHED}))
+          AND t.status IN ${HOLDS_SESSION_LIST})
       UNION
       -- Timed sleeps that ended with nothing admitted since (their delayed job lost with Redis).
       SELECT a.tenant_id, a.id FROM agents a

@@ -1,6 +1,14 @@
 import { EventType } from '@switchboard/contracts';
 import { appendEvents, type Db } from '@switchboard/database';
-import { json, ofTenant, PLAIN_CLOSURE, plainClosureHolds, sql } from '@switchboard/store';
+import {
+  isNotCompleted,
+  json,
+  NOT_COMPLETED,
+  ofTenant,
+  PLAIN_CLOSURE,
+  plainClosureHolds,
+  sql,
+} from '@switchboard/store';
 import { ASLEEP_TEXT } from './lifecycle';
 
 /**
@@ -41,7 +49,7 @@ interface ClosureRow {
 export function decideClosure(r: Omit<ClosureRow, 'has_work'>): ClosureDecision {
   const runtimePosture = r.lifecycle === 'active' ? (r.asleep ? 'asleep' : 'awake') : r.lifecycle;
   const base = { workItemId: r.work_item_id, runtimePosture } as const;
-  if (r.status === 'failed' || r.status === 'cancelled') return { ...base, outcome: 'failed' };
+  if (isNotCompleted(r.status)) return { ...base, outcome: 'failed' };
   if (!r.asleep && r.current_runnable && r.current_id) {
     return {
       ...base,
@@ -105,16 +113,14 @@ async function recordPlainClosure(
   turn: { id: string; tenantId: string },
 ): Promise<ClosureDecision | undefined> {
   const { text, values } = sql`
-    UPDATE turns t SET closure = CASE WHEN t.status IN ('failed', 'cancelled')
+    UPDATE turns t SET closure = CASE WHEN t.status IN ${NOT_COMPLETED}
       THEN ${json(PLAIN_CLOSURE.failed)}::jsonb ELSE ${json(PLAIN_CLOSURE.completed)}::jsonb END
     WHERE t.id = ${turn.id}::uuid AND ${ofTenant('t.tenant_id', turn.tenantId)} AND t.closure IS NULL
       AND ${plainClosureHolds(sql`t`)}
     RETURNING t.status`.toQuery();
   const [row] = await db.$queryRawUnsafe<{ status: string }[]>(text, ...values);
   if (!row) return undefined;
-  return row.status === 'failed' || row.status === 'cancelled'
-    ? { ...PLAIN_CLOSURE.failed }
-    : { ...PLAIN_CLOSURE.completed };
+  return isNotCompleted(row.status) ? { ...PLAIN_CLOSURE.failed } : { ...PLAIN_CLOSURE.completed };
 }
 
 /**

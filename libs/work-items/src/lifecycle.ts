@@ -5,8 +5,9 @@ import { defineTool, ToolError, type ToolDefinition } from '@switchboard/tools';
 /**
  * The agent's lifecycle (seed 002 "Agent State", "Turn Terminal", "Wake / Sleep Lifecycle";
  * docs/adr/0031). The operator's posture is stored (`active | paused | stopped`, why, since); the
- * status shown is derived: stopped, paused, awake_running (a turn runs), awaiting_task (a turn waits
- * for a sub-agent), asleep (the agent chose to sleep and nothing was admitted since), awake_idle.
+ * status shown is derived: stopped, paused, awake_running (a turn runs), awaiting_task (a turn is
+ * waiting on a child: a sub-agent task), asleep (the agent chose to sleep and nothing was admitted
+ * since), awake_idle. The words are the wire's; docs/ARCHITECTURE.md's glossary says what each means.
  */
 
 export const AGENT_STATUSES = [
@@ -41,7 +42,7 @@ interface StatusRow {
   sleep_reason: string | null;
   sleeping_until: Date | null;
   running_since: Date | null;
-  awaiting_since: Date | null;
+  waiting_on_child_since: Date | null;
   last_ended: Date | null;
   created_at: Date;
   current_work_item_id: string | null;
@@ -71,7 +72,7 @@ export async function agentStatus(
       (SELECT min(t.started_at) FROM turns t WHERE t.tenant_id = a.tenant_id AND t.status = 'running'
         AND t.agent_id = a.id) AS running_since,
       (SELECT min(t.created_at) FROM turns t WHERE t.tenant_id = a.tenant_id AND t.status = 'awaiting_subagent'
-        AND t.agent_id = a.id) AS awaiting_since,
+        AND t.agent_id = a.id) AS waiting_on_child_since,
       (SELECT max(t.completed_at) FROM turns t WHERE t.tenant_id = a.tenant_id AND t.agent_id = a.id)
         AS last_ended
     FROM agents a WHERE a.id = ${agentId}::uuid AND a.tenant_id = ${tenantId}::uuid`);
@@ -92,12 +93,12 @@ export async function agentStatus(
   }
   if (row.running_since)
     return { ...base, state: 'awake_running', why: 'a turn is running', since: row.running_since };
-  if (row.awaiting_since) {
+  if (row.waiting_on_child_since) {
     return {
       ...base,
       state: 'awaiting_task',
       why: 'a turn waits for a sub-agent task',
-      since: row.awaiting_since,
+      since: row.waiting_on_child_since,
     };
   }
   if (row.asleep && row.asleep_at) {

@@ -1,20 +1,17 @@
 import { z } from 'zod';
-import { Blocker, Objective, PlanStatus, PlanText, TodoList } from '@switchboard/contracts';
+import {
+  Blocker,
+  COMPLETE_WORK_ITEM_TOOL,
+  CREATE_WORK_ITEM_TOOL,
+  Objective,
+  PICK_WORK_ITEM_TOOL,
+  PlanStatus,
+  PlanText,
+  TodoList,
+  UPDATE_WORK_ITEM_TOOL,
+} from '@switchboard/contracts';
 import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '@switchboard/tools';
 import { readinessOf, type Refusal, type WorkItemRow, type WorkItemStore } from './store';
-
-export const CREATE_WORK_ITEM_TOOL = 'create_work_item';
-export const PICK_WORK_ITEM_TOOL = 'pick_work_item';
-export const UPDATE_WORK_ITEM_TOOL = 'update_work_item';
-export const COMPLETE_WORK_ITEM_TOOL = 'complete_work_item';
-
-/** The work-item mutation tools (seed 002 "Work-Item Mutation Tools"). */
-export const WORK_ITEM_TOOLS: readonly string[] = [
-  CREATE_WORK_ITEM_TOOL,
-  PICK_WORK_ITEM_TOOL,
-  UPDATE_WORK_ITEM_TOOL,
-  COMPLETE_WORK_ITEM_TOOL,
-];
 
 /** The longest `recheck_after` a blocker may ask for: 30 days. */
 export const MAX_RECHECK_AFTER_MS = 30 * 24 * 3_600_000;
@@ -53,7 +50,7 @@ function refused(r: Refusal): never {
   });
 }
 
-const settled = (r: WorkItemRow | Refusal): WorkItemRow => (typeof r === 'string' ? refused(r) : r);
+const unlessRefused = (r: WorkItemRow | Refusal): WorkItemRow => (typeof r === 'string' ? refused(r) : r);
 
 /**
  * `create_work_item`, `pick_work_item`, `update_work_item`, `complete_work_item` (seed 002). Tenant and
@@ -108,7 +105,7 @@ export function workItemTools(store: WorkItemStore): ToolDefinition[] {
     schema: z.strictObject({ work_item_id: WorkItemId }),
     async execute({ work_item_id }, ctx) {
       const { tenantId, agentId } = scope(ctx);
-      return itemResult(settled(await store.pick(tenantId, agentId, work_item_id)));
+      return itemResult(unlessRefused(await store.pick(tenantId, agentId, work_item_id)));
     },
   });
 
@@ -150,7 +147,7 @@ export function workItemTools(store: WorkItemStore): ToolDefinition[] {
         blockedBy: args.blocked_by,
         recheckAfterMs: args.recheck_after,
       });
-      return itemResult(settled(row));
+      return itemResult(unlessRefused(row));
     },
   });
 
@@ -164,7 +161,7 @@ export function workItemTools(store: WorkItemStore): ToolDefinition[] {
     async execute({ work_item_id }, ctx) {
       const { tenantId, agentId } = scope(ctx);
       const report = ctx.roundText?.trim() ? ctx.roundText.trim() : null;
-      const row = settled(
+      const row = unlessRefused(
         await store.close(tenantId, agentId, work_item_id, {
           state: 'completed',
           by: 'agent',

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Inject, Param, Post, Res } from '@nestjs/common';
 import { ApiBody } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { TurnControl } from '@switchboard/admission';
+import type { TurnSteering as TurnControl } from '@switchboard/admission';
 import { CancelTurnRequest, notFound, TurnResponse } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../platform/auth/guard';

@@ -1,5 +1,5 @@
 import type { Agent } from '@prisma/client';
-import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Admission, TurnSteering as TurnControl } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { isUuid, newId, type TurnResponse } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';

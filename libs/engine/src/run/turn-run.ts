@@ -1,6 +1,6 @@
 import type { ChatMessage, ToolCallRequest, ToolSpec } from '@switchboard/providers';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
-import type { TurnContext } from '../context';
+import type { LoadedContext } from '../context';
 import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
@@ -38,7 +38,7 @@ export class TurnRun {
   history: ChatMessage[];
   compacted = false;
   /** Memory and the context pack, loaded once before the first round. */
-  context: TurnContext = { memory: null, contextPack: null, failed: [] };
+  context: LoadedContext = { memory: null, contextPack: null, failed: [] };
   /** The tool specs sent with every round. */
   toolSpecs: ToolSpec[] = [];
   private toolView?: ToolRegistry;

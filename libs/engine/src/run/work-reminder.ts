@@ -1,13 +1,9 @@
+import { WORK_ITEM_TOOLS } from '@switchboard/contracts';
 import type { ChatMessage } from '@switchboard/providers';
 import type { TurnRun } from './turn-run';
 
 /** The tools that count as a work-item update (seed 002's CreateWorkItem … CompleteWorkItem). */
-export const WORK_ITEM_TOOLS: ReadonlySet<string> = new Set([
-  'create_work_item',
-  'pick_work_item',
-  'update_work_item',
-  'complete_work_item',
-]);
+const isWorkItemTool = (name: string): boolean => WORK_ITEM_TOOLS.includes(name);
 
 /**
  * Rounds (assistant messages) since the last one that made a successful work-item call, counted back
@@ -16,9 +12,7 @@ export const WORK_ITEM_TOOLS: ReadonlySet<string> = new Set([
 export function roundsSinceWorkUpdate(messages: readonly ChatMessage[]): number {
   const succeeded = new Set(
     messages.flatMap((m) =>
-      m.role === 'tool' && WORK_ITEM_TOOLS.has(m.name) && m.content.startsWith('{"ok":true')
-        ? [m.toolCallId]
-        : [],
+      m.role === 'tool' && isWorkItemTool(m.name) && m.content.startsWith('{"ok":true') ? [m.toolCallId] : [],
     ),
   );
   let rounds = 0;

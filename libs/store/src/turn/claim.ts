@@ -123,7 +123,7 @@ export interface TurnLoad {
   startedCalls: string[];
   /** Decisions on this turn's gated calls (approved, rejected, expired, cancelled): docs/adr/0013. */
   decisions: StoredDecision[];
-  /** Time the turn spent waiting for decisions (each pause to its last decision): not deadline time. */
+  /** Time the turn spent waiting for decisions (each wait to its last decision): not deadline time. */
   waitedMs: number;
 }
 
@@ -311,7 +311,7 @@ const DECISIONS = sql`(SELECT coalesce(json_agg(json_build_object('approvalId', 
 
 /** Time the turn spent waiting: approvals, then blocking sub-agents. */
 const WAITED_MS = sql`
-  -- One pause's approvals share their created_at (one statement): from it to its last decision.
+  -- One wait's approvals share their created_at (one statement): from it to its last decision.
   (SELECT coalesce(sum(w.ms), 0)::float8 FROM (
       SELECT extract(epoch FROM max(ap.decided_at) - ap.created_at) * 1000 AS ms FROM approvals ap
       WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)

@@ -1,4 +1,5 @@
 import { json, sql, type Sql } from '../sql';
+import { isNotCompleted } from './statuses';
 
 /**
  * The closure decision (docs/adr/0031) of the common ended turn, recorded with the turn's end: the turn
@@ -14,7 +15,7 @@ export const PLAIN_CLOSURE = {
 
 /** The plain closure of a turn ending in `status`. */
 export const plainClosureOf = (status: string) =>
-  status === 'failed' || status === 'cancelled' ? PLAIN_CLOSURE.failed : PLAIN_CLOSURE.completed;
+  isNotCompleted(status) ? PLAIN_CLOSURE.failed : PLAIN_CLOSURE.completed;
 
 /** True (in SQL) when the turn row `t`'s closure can only be plain (see `PLAIN_CLOSURE`). */
 export const plainClosureHolds = (t: Sql): Sql => sql`${t}.work_item_id IS NULL AND EXISTS (

@@ -1,23 +1,47 @@
-import { sql, type Sql } from '../sql';
+import { ENDED_STATUSES, type TurnStatus } from '@switchboard/contracts';
+import { sql, sqlList, type Sql } from '../sql';
 
-/** Turn statuses as the turn's statements test them (docs/adr/0010, 0013, 0014, 0024). */
+/**
+ * Turn statuses as the turn's statements test them (docs/adr/0010, 0013, 0014, 0024): each set once
+ * as an array, and as the SQL list every statement interpolates (`status IN ${UNFINISHED}`), built
+ * here at module load so a statement's text never varies (no SQL writes a set out by hand).
+ */
 
 /** Statuses of a turn that is still to run (queued) or was interrupted (running). */
-export const UNFINISHED = sql`('queued', 'running')`;
+export const UNFINISHED_STATUSES = ['queued', 'running'] as const satisfies readonly TurnStatus[];
+export const UNFINISHED = sqlList(UNFINISHED_STATUSES);
+
+/** A turn waiting (docs/adr/0013, 0024): it ran until something outside it must happen. */
+export const WAITING_STATUSES = [
+  'awaiting_approval',
+  'awaiting_subagent',
+] as const satisfies readonly TurnStatus[];
+export type WaitingStatus = (typeof WAITING_STATUSES)[number];
+export const WAITING = sqlList(WAITING_STATUSES);
 
 /**
  * Statuses that hold a session's order: the unfinished ones and a waiting turn
  * (`awaiting_approval`, docs/adr/0013; `awaiting_subagent`, docs/adr/0024), which holds back the
- * turns behind it without being runnable.
+ * turns behind it without being runnable. A session with none of these is idle.
  */
-export const HOLDS_SESSION = sql`('queued', 'running', 'awaiting_approval', 'awaiting_subagent')`;
+export const HOLDS_SESSION_STATUSES = [...UNFINISHED_STATUSES, ...WAITING_STATUSES] as const;
+export const HOLDS_SESSION = sqlList(HOLDS_SESSION_STATUSES);
 
-/** A turn waiting (docs/adr/0013, 0024): it ran until something outside it must happen. */
-export type WaitingStatus = 'awaiting_approval' | 'awaiting_subagent';
-export const WAITING = sql`('awaiting_approval', 'awaiting_subagent')`;
+/**
+ * A turn a worker holds or that waits (running or waiting): started and not ended, what
+ * `multitask: interrupt` cancels (a queued turn is not started: it runs after the interrupting one).
+ */
+export const ACTIVE_STATUSES = ['running', ...WAITING_STATUSES] as const satisfies readonly TurnStatus[];
+export const ACTIVE = sqlList(ACTIVE_STATUSES);
 
-/** Statuses of a turn that ended. */
-export const ENDED = sql`('completed', 'failed', 'cancelled')`;
+/** Statuses of a turn that ended (`ENDED_STATUSES`, the glossary's "ended"). */
+export const ENDED = sqlList(ENDED_STATUSES);
+
+/** An ended turn that did not complete: its closure outcome is `failed` (docs/adr/0031). */
+export const NOT_COMPLETED_STATUSES = ['failed', 'cancelled'] as const satisfies readonly TurnStatus[];
+export const NOT_COMPLETED = sqlList(NOT_COMPLETED_STATUSES);
+export const isNotCompleted = (status: string): boolean =>
+  (NOT_COMPLETED_STATUSES as readonly string[]).includes(status);
 
 /**
  * The order a session's pending turns run in (SPEC §2 priority, docs/adr/0014): a turn that already

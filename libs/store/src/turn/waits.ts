@@ -4,7 +4,7 @@ import { WAITING } from './statuses';
 
 /**
  * Waits (docs/adr/0013, 0024): a turn that cannot go on until something outside it happens is
- * paused by a checkpoint that sets its waiting status (`TurnChanges.waiting`), releases the lease
+ * made to wait by a checkpoint that sets its waiting status (`TurnChanges.waiting`), releases the lease
  * (`SessionChanges.release`) and, for approvals, inserts their rows here.
  */
 
@@ -28,7 +28,7 @@ export function approvalsCte(f: TurnFrame, approvals: ApprovalInsert[] | undefin
       ${a.callId}::text, ${a.toolName}::text, ${json(a.arguments ?? {})}::jsonb, ${a.sideEffect}::text,
       ${a.policy}::text, ${a.expiresAt.toISOString()}::timestamptz)`,
   );
-  // One approval per call: a pause replayed after its commit asks for nothing twice.
+  // One approval per call: a wait checkpoint replayed after its commit asks for nothing twice.
   return sql`ap AS (
     INSERT INTO approvals (id, tenant_id, session_id, turn_id, call_id, tool_name, arguments, side_effect,
       policy, expires_at)

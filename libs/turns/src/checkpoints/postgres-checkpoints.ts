@@ -32,7 +32,7 @@ import { CheckpointMetrics } from './metrics';
 import {
   compactionWrites,
   finaliseRows,
-  pauseRows,
+  waitRows,
   reflectionWrites,
   roundWrites,
   toolResultWrites,
@@ -150,7 +150,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   /**
    * A round waits for the next checkpoint (docs/adr/0010): the last round (no tool calls) for the
    * finalisation; a round with tool calls for its calls' first commit — a side-effecting call's start
-   * (before it runs), else the first result — or the pause when a call awaits approval. A worker that
+   * (before it runs), else the first result — or the wait checkpoint when a call awaits approval. A worker that
    * dies before that commit leaves no trace of the round: the resumed turn asks the model again, as it
    * always has for the last round.
    */
@@ -216,14 +216,14 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   }
 
   /**
-   * The pause (docs/adr/0013), one statement: an approval row and an `approval_requested` event per
+   * The wait checkpoint (docs/adr/0013), one statement: an approval row and an `approval_requested` event per
    * approval wait, the turn waiting in `status`, and the lease released whatever is queued behind it
    * (those turns wait for this one). Nothing of the gated calls was started, so a resumed run finds
    * them unanswered and acts on their decisions.
    */
-  async pause(outcome: TurnOutcome, ttlMs: number, status: WaitingStatus): Promise<CheckpointResult> {
-    const rows = pauseRows(this.turn, outcome, status, new Date(Date.now() + ttlMs));
-    return this.commit('pause', this.events.take(rows.events), rows.writes, {
+  async wait(outcome: TurnOutcome, ttlMs: number, status: WaitingStatus): Promise<CheckpointResult> {
+    const rows = waitRows(this.turn, outcome, status, new Date(Date.now() + ttlMs));
+    return this.commit('wait', this.events.take(rows.events), rows.writes, {
       returnEvents: true,
       approvals: rows.approvals,
     });

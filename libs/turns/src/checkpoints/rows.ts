@@ -218,11 +218,11 @@ export function compactionWrites(
 }
 
 /**
- * The pause's rows (docs/adr/0013): an approval row and an `approval_requested` event per approval
+ * The wait checkpoint's rows (docs/adr/0013): an approval row and an `approval_requested` event per approval
  * wait, the turn waiting in `status`, and the lease released whatever is queued behind it. A task
  * wait writes no row: the task exists, and its end resumes the turn (docs/adr/0024).
  */
-export function pauseRows(
+export function waitRows(
   turn: TurnRow,
   outcome: TurnOutcome,
   status: WaitingStatus,

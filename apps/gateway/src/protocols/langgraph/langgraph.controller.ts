@@ -14,7 +14,7 @@ import { RouteConfig } from '@nestjs/platform-fastify';
 import { ApiBody, ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
-import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Admission, TurnSteering as TurnControl } from '@switchboard/admission';
 import {
   isUuid,
   LangGraphAssistant,

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { Admission, TurnControl } from '@switchboard/admission';
+import type { Admission, TurnSteering as TurnControl } from '@switchboard/admission';
 import {
   newId,
   ResponseInputItemList,

@@ -16,9 +16,9 @@ export interface CancelResult {
  * Steering a turn from the gateway (docs/adr/0014): cancel (POST /v1/turns/:id/cancel, and
  * `multitask: interrupt`) and the nudge that tells the worker holding a session that an interjection
  * waits. The request is durable in Postgres before any message is sent; the control channel only
- * makes it fast.
+ * makes it fast. (The worker's side of a cancel is the running turn's `TurnAbort`, libs/turns.)
  */
-export class TurnControl {
+export class TurnSteering {
   private readonly store: ControlStore;
   private readonly turns: TurnStore;
 

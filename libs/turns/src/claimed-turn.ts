@@ -2,21 +2,21 @@ import type { Span } from '@opentelemetry/api';
 import { EventType } from '@switchboard/contracts';
 import type { TurnLoad, TurnRow } from '@switchboard/store';
 import { PostgresCheckpoints } from './checkpoints';
-import { TurnControl } from './control';
+import { TurnAbort } from './control';
 import type { SessionLease } from './lease';
 import { LiveProgress } from './live-progress';
 import type { RunnerResources } from './runner-options';
 import { planTurn, type TurnPlan } from './turn-plan';
 
 /** One claimed turn as every part of its run sees it: built once, passed whole. */
-export interface TurnContext {
+export interface ClaimedTurn {
   /** The runner's shared resources (store, engine, queues, options). */
   readonly r: RunnerResources;
   readonly load: TurnLoad;
   readonly turn: TurnRow;
   readonly lease: SessionLease;
   readonly plan: TurnPlan;
-  readonly control: TurnControl;
+  readonly abort: TurnAbort;
   readonly checkpoints: PostgresCheckpoints;
   /** The live channel's progress for this turn (docs/adr/0015), closed when the run ends. */
   readonly live?: LiveProgress;
@@ -26,7 +26,7 @@ export interface TurnContext {
 }
 
 /**
- * Opens a claimed turn: its plan, its control and its checkpoints, and buffers `turn_started` (it
+ * Opens a claimed turn: its plan, its abort and its checkpoints, and buffers `turn_started` (it
  * commits with the first checkpoint; the turn row is `running` already). A turn cancelled before
  * this claim (its worker died, or it was claimed as the cancel committed) is not started: the
  * engine only answers calls an earlier run left open and ends it cancelled.
@@ -36,7 +36,7 @@ export async function openTurn(
   load: TurnLoad,
   lease: SessionLease,
   span: Span,
-): Promise<TurnContext> {
+): Promise<ClaimedTurn> {
   const startedAt = Date.now();
   const { turn, agent } = load;
   const plan = planTurn(load, {
@@ -48,7 +48,7 @@ export async function openTurn(
     registered: r.tools.names(),
     now: startedAt,
   });
-  const control = new TurnControl();
+  const abort = new TurnAbort();
   // Every checkpoint's events go out live after it, and before it what a client should not wait
   // for: starts, and text as it streams (docs/adr/0015).
   const live = r.live ? new LiveProgress(r.live, turn.sessionId, turn.id, r.liveDeltaFlushMs) : undefined;
@@ -63,11 +63,11 @@ export async function openTurn(
     retryMs: r.checkpointRetryMs ?? 30_000,
     killSwitch: load.tenant.killSwitch,
     tenantCapUsd: load.tenant.capUsd,
-    onCancelRequested: control.cancel,
+    onCancelRequested: abort.cancel,
     live,
   });
   const { model } = plan.input;
-  if (turn.cancelRequested) control.cancel();
+  if (turn.cancelRequested) abort.cancel();
   else {
     await checkpoints.emit(EventType.TurnStarted, {
       seq: turn.seq,
@@ -77,5 +77,5 @@ export async function openTurn(
     });
   }
   checkpoints.started(model, plan.newSystemPrompt);
-  return { r, load, turn, lease, plan, control, checkpoints, live, span, startedAt };
+  return { r, load, turn, lease, plan, abort, checkpoints, live, span, startedAt };
 }
