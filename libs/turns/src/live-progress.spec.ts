@@ -176,7 +176,8 @@ describe('LiveProgress', () => {
     expect(pub.batches.length).toBeGreaterThanOrEqual(2);
     expect(pub.batches.length).toBeLessThanOrEqual(1 + probes);
     // Each probe is the round whole: its start, and the text from offset 0.
-    for (const b of pub.batches.slice(1)) expect(brief(b)).toEqual(['prs@0', expect.stringMatching(/^d@1\+0:x+$/)]);
+    for (const b of pub.batches.slice(1))
+      expect(brief(b)).toEqual(['prs@0', expect.stringMatching(/^d@1\+0:x+$/)]);
     live.committed([committed(2, 'prs')]);
     const n = pub.batches.length;
     await tick(100);
