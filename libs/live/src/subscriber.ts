@@ -279,7 +279,8 @@ export class LiveSubscriber {
 
 /**
  * Keeps each turn's ephemeral events since its last commit: a journaled event of the turn (its
- * commit) ends them, an ephemeral one that follows another commit (`after`) starts anew. Past
+ * commit) ends them, an ephemeral one that follows another commit (`after`), or a first one (index
+ * 0) that is not the first kept, starts anew. Past
  * OPEN_ROUND_EVENTS a round's later events are not kept (a joining reader gets its start, and the
  * rest from the next whole copy or the commit).
  */
@@ -291,7 +292,10 @@ function keepOpenRounds(open: Map<string | null, LiveMessage[]>, events: readonl
     }
     let kept = open.get(e.turnId);
     const first = kept?.[0];
-    if (!kept || (first && isEphemeral(first) && first.after !== e.after)) {
+    // Another commit's list, or the same list begun again (the turn run anew after a crash).
+    const anew =
+      first && isEphemeral(first) && (first.after !== e.after || (e.index === 0 && e.id !== first.id));
+    if (!kept || anew) {
       kept = [];
       open.set(e.turnId, kept);
     }
