@@ -219,6 +219,53 @@ describe('live channel', () => {
     await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'the unsubscription' });
   });
 
+  it('a listener that joins a session its process already hears gets the open round first, and nothing of a committed one', async () => {
+    const sessionId = randomUUID();
+    const s = subscriber({ lingerMs: 60_000 });
+    const first = recorder();
+    const firstSub = s.listen(sessionId, first.listener);
+    expect(await firstSub.ready).toBe(true);
+    const provisional = (id: string, index: number, text?: string, offset?: number) => ({
+      ephemeral: true as const,
+      after: 4,
+      id,
+      index,
+      type: text === undefined ? 'provider_round_started' : 'text_delta',
+      turnId: 't1',
+      data: text === undefined ? {} : { text },
+      ...(offset === undefined ? {} : { offset }),
+    });
+    await publisher.publish(sessionId, [provisional('prs', 0)]);
+    await publisher.publish(sessionId, [provisional('td', 1, 'Hel', 0)]);
+    await waitFor(() => first.batches.length === 2, { what: 'the round so far' });
+
+    // A second stream on this process, mid-round (the PUBLISH count does not change for it).
+    const late = recorder();
+    const joined = s.listen(sessionId, late.listener);
+    expect(await joined.ready).toBe(true);
+    await publisher.publish(sessionId, [provisional('td', 1, 'lo', 3)]);
+    await waitFor(() => late.batches.flat().length === 3, { what: 'the open round, then the next chunk' });
+    expect(late.batches.flat().map((e) => e.id)).toEqual(['prs', 'td', 'td']);
+    expect(late.batches.flat().map((e) => e.data.text)).toEqual([undefined, 'Hel', 'lo']);
+
+    // After its commit the round is not replayed: a listener that joins then hears the next one only.
+    await publisher.publish(sessionId, [{ ...event(5, 'text_delta', 't1'), id: 'td' }]);
+    await waitFor(() => late.batches.length === 3, { what: 'the commit' });
+    const next = recorder();
+    const nextSub = s.listen(sessionId, next.listener);
+    expect(await nextSub.ready).toBe(true);
+    await publisher.publish(sessionId, [{ ...provisional('prs2', 0), after: 5 }]);
+    await waitFor(() => next.batches.length > 0, { what: 'the next round' });
+    expect(next.batches.flat().map((e) => e.id)).toEqual(['prs2']);
+    // The open round outlives the listeners (the channel lingers): one that comes back gets it.
+    for (const sub of [firstSub, joined, nextSub]) sub.close();
+    expect(s.channelCount).toBe(1);
+    const back = recorder();
+    expect(await s.listen(sessionId, back.listener).ready).toBe(true);
+    await waitFor(() => back.batches.length > 0, { what: 'the open round' });
+    expect(back.batches.flat().map((e) => e.id)).toEqual(['prs2']);
+  });
+
   it('a publish while Redis is unreachable neither throws nor waits, and is logged', async () => {
     const lines: string[] = [];
     const sink = new Writable({

@@ -2,7 +2,10 @@ import type IORedis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from '@switchboard/observability';
 import { createSubscriberRedis, type RedisTarget } from '@switchboard/queue';
-import { decode, sessionChannel, type LiveMessage } from './channel';
+import { decode, isEphemeral, sessionChannel, type LiveMessage } from './channel';
+
+/** Ephemeral events a channel keeps per open round for listeners that join it (a round's worth). */
+const OPEN_ROUND_EVENTS = 512;
 
 /** What a reader hears on a session's channel. */
 export interface LiveListener {
@@ -46,6 +49,12 @@ interface Channel {
   stale?: boolean;
   waiters: ((ok: boolean) => void)[];
   linger?: NodeJS.Timeout;
+  /**
+   * Per turn, the ephemeral events heard since its last commit (docs/adr/0015): a listener that
+   * joins while a round is open gets them first, so it takes that round's live frames from its
+   * start instead of waiting for its commit.
+   */
+  open: Map<string | null, LiveMessage[]>;
 }
 
 interface Listening {
@@ -85,6 +94,7 @@ export class LiveSubscriber {
       for (const channel of this.channels.values()) {
         if (channel.confirmed) channel.stale = true;
         channel.confirmed = false;
+        channel.open.clear();
       }
       if (this.channels.size > 0) {
         options.logger.warn(
@@ -129,7 +139,7 @@ export class LiveSubscriber {
     const name = sessionChannel(this.options.prefix, sessionId);
     let channel = this.channels.get(name);
     if (!channel) {
-      channel = { name, listeners: new Set(), confirmed: false, waiters: [] };
+      channel = { name, listeners: new Set(), confirmed: false, waiters: [], open: new Map() };
       this.channels.set(name, channel);
       this.subscribe(channel);
     }
@@ -138,6 +148,13 @@ export class LiveSubscriber {
     const entry: Listening = { listener, closed: false };
     channel.listeners.add(entry);
     const ch = channel;
+    // The channel was already heard here: what its open rounds published so far comes first.
+    const heard = [...ch.open.values()].flat();
+    if (ch.confirmed && heard.length > 0) {
+      queueMicrotask(() => {
+        if (!entry.closed) this.deliver(ch, entry, heard);
+      });
+    }
     const ready = ch.confirmed
       ? Promise.resolve(true)
       : new Promise<boolean>((resolve) => ch.waiters.push(resolve));
@@ -207,18 +224,22 @@ export class LiveSubscriber {
 
   private dispatch(name: string, message: string): void {
     const channel = this.channels.get(name);
-    if (!channel || channel.listeners.size === 0) return;
+    if (!channel) return;
     const batch = decode(message);
     if (!batch) {
       this.options.logger.warn({ channel: name }, 'live message not understood; dropped');
       return;
     }
-    for (const entry of [...channel.listeners]) {
-      try {
-        entry.listener.onEvents(batch.events);
-      } catch (err) {
-        this.options.logger.error({ err, channel: name }, 'live listener failed');
-      }
+    // Kept while lingering too: a listener that joins then gets the open round.
+    keepOpenRounds(channel.open, batch.events);
+    for (const entry of [...channel.listeners]) this.deliver(channel, entry, batch.events);
+  }
+
+  private deliver(channel: Channel, entry: Listening, events: LiveMessage[]): void {
+    try {
+      entry.listener.onEvents(events);
+    } catch (err) {
+      this.options.logger.error({ err, channel: channel.name }, 'live listener failed');
     }
   }
 
@@ -253,6 +274,32 @@ export class LiveSubscriber {
         if (!this.closed) this.options.logger.warn({ err }, 'live resubscribe failed');
       },
     );
+  }
+}
+
+/**
+ * Keeps each turn's ephemeral events since its last commit: a journaled event of the turn (its
+ * commit) ends them, an ephemeral one that follows another commit (`after`), or a first one (index
+ * 0) that is not the first kept, starts anew. Past
+ * OPEN_ROUND_EVENTS a round's later events are not kept (a joining reader gets its start, and the
+ * rest from the next whole copy or the commit).
+ */
+function keepOpenRounds(open: Map<string | null, LiveMessage[]>, events: readonly LiveMessage[]): void {
+  for (const e of events) {
+    if (!isEphemeral(e)) {
+      open.delete(e.turnId);
+      continue;
+    }
+    let kept = open.get(e.turnId);
+    const first = kept?.[0];
+    // Another commit's list, or the same list begun again (the turn run anew after a crash).
+    const anew =
+      first && isEphemeral(first) && (first.after !== e.after || (e.index === 0 && e.id !== first.id));
+    if (!kept || anew) {
+      kept = [];
+      open.set(e.turnId, kept);
+    }
+    if (kept.length < OPEN_ROUND_EVENTS) kept.push(e);
   }
 }
 

@@ -1,20 +1,37 @@
 import type { LivePublisher, PublishableEvent } from '@switchboard/live';
 import { LiveProgress } from './live-progress';
 
-/** Records every batch; answers `receivers` subscribers. */
+/** Records every batch; answers `receivers` subscribers (undefined: the PUBLISH was given up). */
 class Recorder implements LivePublisher {
   readonly batches: PublishableEvent[][] = [];
-  receivers = 1;
+  receivers: number | undefined = 1;
   async publish(_sessionId: string, events: readonly PublishableEvent[]): Promise<void> {
     this.batches.push([...events]);
   }
-  async publishCounted(_sessionId: string, events: readonly PublishableEvent[]): Promise<number> {
+  async publishCounted(_sessionId: string, events: readonly PublishableEvent[]): Promise<number | undefined> {
     this.batches.push([...events]);
     return this.receivers;
   }
 }
 
+/** A batch as `id@index+offset:text` (or `id@index` for an event without text). */
+const brief = (batch: PublishableEvent[]) =>
+  batch.map((e) =>
+    'ephemeral' in e
+      ? `${e.id}@${e.index}${e.offset !== undefined ? `+${e.offset}` : ''}${typeof e.data.text === 'string' ? `:${e.data.text}` : ''}`
+      : `#${e.seq}`,
+  );
+
 const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Every LiveProgress a test made is closed after it, even when the test failed midway. */
+const made: LiveProgress[] = [];
+const progress = (...args: ConstructorParameters<typeof LiveProgress>) => {
+  const live = new LiveProgress(...args);
+  made.push(live);
+  return live;
+};
+afterEach(() => made.splice(0).forEach((l) => l.close()));
 const committed = (seq: number, id: string, type = 'x') => ({
   id,
   seq,
@@ -27,7 +44,7 @@ const committed = (seq: number, id: string, type = 'x') => ({
 describe('LiveProgress', () => {
   it('publishes the round start at once with what is buffered before it, then coalesced text with offsets', async () => {
     const pub = new Recorder();
-    const live = new LiveProgress(pub, 's', 't', 20);
+    const live = progress(pub, 's', 't', 20);
     live.emitted('e0', 'turn_started', { seq: 1 });
     expect(pub.batches).toHaveLength(0);
     live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
@@ -56,7 +73,7 @@ describe('LiveProgress', () => {
 
   it('publishes each commit as journaled and drops what is provisional', async () => {
     const pub = new Recorder();
-    const live = new LiveProgress(pub, 's', 't', 1000);
+    const live = progress(pub, 's', 't', 1000);
     live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
     await tick();
     live.delta('d', 1, 'a');
@@ -77,7 +94,7 @@ describe('LiveProgress', () => {
   it('sends no text or tool starts while the round start reached nobody', async () => {
     const pub = new Recorder();
     pub.receivers = 0;
-    const live = new LiveProgress(pub, 's', 't', 0);
+    const live = progress(pub, 's', 't', 0);
     live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
     await tick();
     live.delta('d', 1, 'abc');
@@ -101,7 +118,7 @@ describe('LiveProgress', () => {
 
   it("publishes a tool's start only when the tool still runs a flush interval later", async () => {
     const pub = new Recorder();
-    const live = new LiveProgress(pub, 's', 't', 20);
+    const live = progress(pub, 's', 't', 20);
     live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
     live.committed([committed(2, 'e1')]);
     live.emitted('fast', 'tool_call_started', { callId: 'a', name: 'n' });
@@ -110,5 +127,92 @@ describe('LiveProgress', () => {
     await tick(40);
     expect(pub.batches.map((b) => b.map((e) => e.id))).toEqual([['e1'], ['e1'], ['fast'], ['slow']]);
     expect(pub.batches[3][0]).toMatchObject({ ephemeral: true, after: 3, index: 0 });
+  });
+
+  it('probes an open round again, whole, while nobody listens: a reader that subscribed late gets it from its start, then the text as it comes', async () => {
+    const pub = new Recorder();
+    pub.receivers = 0;
+    const live = progress(pub, 's', 't', 0, 50);
+    live.emitted('ts', 'turn_started', {});
+    live.emitted('prs', 'provider_round_started', { round: 0, model: 'm' });
+    await tick();
+    live.delta('d', 2, 'Hel');
+    live.delta('d', 2, 'lo');
+    await tick(80);
+    // Nobody yet: one probe carries the round so far, whole.
+    expect(pub.batches.map(brief)).toEqual([
+      ['ts@0', 'prs@1'],
+      ['ts@0', 'prs@1', 'd@2+0:Hello'],
+    ]);
+    // A reader subscribed (late: after the round start, under load): the next probe reaches it, whole.
+    pub.receivers = 1;
+    live.delta('d', 2, ', ');
+    await tick(80);
+    expect(brief(pub.batches[2])).toEqual(['ts@0', 'prs@1', 'd@2+0:Hello, ']);
+    // From then on the text goes out as it comes, continuing the offsets.
+    live.delta('d', 2, 'world');
+    await tick(5);
+    expect(pub.batches.slice(3).map(brief)).toEqual([['d@2+7:world']]);
+    // Its commit goes out too (someone listens), and nothing is probed after it.
+    live.emitted('d', 'text_delta', { text: 'Hello, world' });
+    live.committed([committed(2, 'ts'), committed(3, 'prs'), committed(4, 'd')]);
+    await tick(80);
+    expect(pub.batches.slice(4).map(brief)).toEqual([['#2', '#3', '#4']]);
+  });
+
+  it('stops probing at the commit, and probes no more than every reprobe interval', async () => {
+    const pub = new Recorder();
+    pub.receivers = 0;
+    const live = progress(pub, 's', 't', 0, 40);
+    const started = Date.now();
+    live.emitted('prs', 'provider_round_started', { round: 0, model: 'm' });
+    await tick();
+    for (let i = 0; i < 10; i++) {
+      live.delta('d', 1, 'x');
+      await tick(10);
+    }
+    // 100 ms of text or more: the round start and a probe every 40 ms, not a PUBLISH per chunk.
+    const probes = Math.floor((Date.now() - started) / 40);
+    expect(pub.batches.length).toBeGreaterThanOrEqual(2);
+    expect(pub.batches.length).toBeLessThanOrEqual(1 + probes);
+    // Each probe is the round whole: its start, and the text from offset 0.
+    for (const b of pub.batches.slice(1))
+      expect(brief(b)).toEqual(['prs@0', expect.stringMatching(/^d@1\+0:x+$/)]);
+    live.committed([committed(2, 'prs')]);
+    const n = pub.batches.length;
+    await tick(100);
+    expect(pub.batches).toHaveLength(n);
+  });
+
+  it('publishes the round whole after a PUBLISH was given up, or reached a process it had not reached', async () => {
+    const pub = new Recorder();
+    const live = progress(pub, 's', 't', 0, 1000);
+    live.emitted('prs', 'provider_round_started', { round: 0, model: 'm' });
+    await tick();
+    live.delta('d', 1, 'a');
+    await tick(5);
+    // Given up (Redis slow): a reader may have missed it.
+    pub.receivers = undefined;
+    live.delta('d', 1, 'b');
+    await tick(5);
+    pub.receivers = 1;
+    live.delta('d', 1, 'c');
+    await tick(5);
+    // A second gateway process subscribed mid-round: its reader missed the start.
+    pub.receivers = 2;
+    live.delta('d', 1, 'd');
+    await tick(5);
+    await tick(5);
+    live.delta('d', 1, 'e');
+    await tick(5);
+    expect(pub.batches.map(brief)).toEqual([
+      ['prs@0'],
+      ['d@1+0:a'],
+      ['d@1+1:b'],
+      ['prs@0', 'd@1+0:abc'],
+      ['d@1+3:d'],
+      ['prs@0', 'd@1+0:abcd'],
+      ['d@1+4:e'],
+    ]);
   });
 });

@@ -7,6 +7,11 @@ import type { CommittedEvent } from '@switchboard/store';
 export const DEFAULT_DELTA_FLUSH_MS = 30;
 /** Buffered text past this size goes out at once, whatever the interval. */
 const DELTA_FLUSH_BYTES = 16 * 1024;
+/**
+ * While the last PUBLISH reached nobody, how often a round that is still open is published again,
+ * whole, as a probe (docs/adr/0015): a reader that subscribed since gets the round from its start.
+ */
+export const DEFAULT_REPROBE_MS = 500;
 
 /**
  * Events whose commit waits for slow work (a provider call, a read-only tool): they go out live
@@ -39,10 +44,16 @@ interface Provisional {
  * every earlier one, and recognises the committed copies by id (the gateway's event stream).
  *
  * Cost: one PUBLISH per commit, one at each round's start, and for a streaming round one per
- * `flushMs` at most. The round's start is also the probe: when its PUBLISH reached no subscriber,
- * the round's text, its tools' starts and its commits are not published, only a commit that ends
- * the turn (a reader that joins later takes no ephemeral event of a list whose start it missed,
- * and reads the journal when the next commit it hears skips seqs).
+ * `flushMs` at most. Every PUBLISH is also a probe (how many processes it reached). While the last
+ * one reached nobody, the round's text and tools' starts are not sent as they come and its commits
+ * are not published, only a commit that ends the turn; instead, while the round is open, it is
+ * published again **whole** every `reprobeMs` (everything provisional from index 0, the text from
+ * offset 0). A reader that subscribed meanwhile (late, or slowed by load) thus hears the round from
+ * its start within `reprobeMs`, and its text as it comes from then on, rather than nothing until the
+ * turn ends. The round is also published whole at the next flush when a PUBLISH reached more
+ * processes than the one before (a reader elsewhere joined mid-round) or failed (readers may have
+ * missed a chunk). A reader takes each event and each character of text once, so a whole copy
+ * only fills what it missed.
  * Publishing never fails or delays the turn: each PUBLISH is sent at once and not awaited.
  */
 export class LiveProgress {
@@ -51,19 +62,25 @@ export class LiveProgress {
   private list: Provisional[] = [];
   /** How many of `list` went out live. */
   private published = 0;
-  /** The round's text: its future event's id and index, what went out, what waits. */
-  private text?: { id: string; index: number; sent: number; pending: string };
+  /** The round's text: its future event's id and index, the text so far, how much of it went out. */
+  private text?: { id: string; index: number; text: string; sent: number };
   private timer?: NodeJS.Timeout;
   private due = 0;
   private lastFlush = 0;
   /** The last PUBLISH reached a subscriber (unknown counts as yes). */
   private listening = true;
+  /** How many processes the last PUBLISH reached. */
+  private receivers = 0;
+  /** The next flush sends the round whole (a PUBLISH failed, or reached a process new to it). */
+  private whole = false;
+  private closed = false;
 
   constructor(
     private readonly live: LivePublisher,
     private readonly sessionId: string,
     private readonly turnId: string,
     private readonly flushMs = DEFAULT_DELTA_FLUSH_MS,
+    private readonly reprobeMs = DEFAULT_REPROBE_MS,
   ) {}
 
   /**
@@ -81,17 +98,19 @@ export class LiveProgress {
       return;
     }
     this.list.push(e);
-    if (type === EventType.ProviderRoundStarted) this.flush(true);
-    else if (STARTS.has(type) && this.listening) this.schedule(this.flushMs);
+    if (type === EventType.ProviderRoundStarted) this.flush();
+    else if (STARTS.has(type)) this.schedule(this.listening ? this.flushMs : this.reprobeMs);
   }
 
   /** Streamed text of the event at `index` (its id fixed by the checkpoints when the text began). */
   delta(id: string, index: number, text: string): void {
-    if (!this.text || this.text.id !== id) this.text = { id, index, sent: 0, pending: '' };
-    this.text.pending += text;
-    if (!this.listening) return;
+    if (!this.text || this.text.id !== id) this.text = { id, index, text: '', sent: 0 };
+    this.text.text += text;
+    // Nobody heard the last PUBLISH: the round goes out whole at the next probe.
+    if (!this.listening) return this.schedule(this.reprobeMs);
     // The first chunk goes out at once (time to first token); later ones at most every flushMs.
-    if (this.text.sent === 0 || Buffer.byteLength(this.text.pending) >= DELTA_FLUSH_BYTES) this.schedule(0);
+    const pending = this.text.text.slice(this.text.sent);
+    if (this.text.sent === 0 || Buffer.byteLength(pending) >= DELTA_FLUSH_BYTES) this.schedule(0);
     else this.schedule(Math.max(0, this.lastFlush + this.flushMs - Date.now()));
   }
 
@@ -112,6 +131,12 @@ export class LiveProgress {
   close(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.closed = true;
+  }
+
+  /** Something provisional is not committed yet: a round (or a tool) is open. */
+  private get open(): boolean {
+    return !this.closed && (this.list.length > 0 || this.text !== undefined);
   }
 
   private schedule(ms: number): void {
@@ -121,17 +146,26 @@ export class LiveProgress {
     this.due = due;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.flush(false);
+      this.flush();
     }, ms);
   }
 
-  /** Sends what is provisional and not yet out, in order; `probe` sends even when nobody listened. */
-  private flush(probe: boolean): void {
+  /**
+   * Sends what is provisional and not yet out, in order. While nobody listened (a probe), or after
+   * a failed PUBLISH or a new receiver, it sends the round whole: everything provisional from index
+   * 0, the text from offset 0.
+   */
+  private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!probe && !this.listening) return;
+    if (this.whole || !this.listening) {
+      this.published = 0;
+      if (this.text) this.text.sent = 0;
+    }
+    this.whole = false;
     const now = new Date().toISOString();
     const out: PublishableEvent[] = [];
+    const wholeRound = this.published === 0 && (!this.text || this.text.sent === 0);
     for (let i = this.published; i < this.list.length; i++) {
       const e = this.list[i];
       out.push({
@@ -147,7 +181,7 @@ export class LiveProgress {
     }
     this.published = this.list.length;
     const t = this.text;
-    if (t && t.pending && t.index === this.list.length) {
+    if (t && t.text.length > t.sent && t.index === this.list.length) {
       out.push({
         ephemeral: true,
         id: t.id,
@@ -156,24 +190,41 @@ export class LiveProgress {
         offset: t.sent,
         type: EventType.TextDelta,
         turnId: this.turnId,
-        data: { text: t.pending },
+        data: { text: t.text.slice(t.sent) },
         createdAt: now,
       });
-      t.sent += t.pending.length;
-      t.pending = '';
+      t.sent = t.text.length;
     }
     if (out.length === 0) return;
     this.lastFlush = Date.now();
-    this.send(out);
+    this.send(out, wholeRound);
   }
 
-  private send(events: readonly PublishableEvent[]): void {
+  /**
+   * One PUBLISH, not awaited. Its answer says whether anyone listens: nobody → the open round is
+   * probed again (whole) in `reprobeMs`; more processes than the last answer, after a batch that
+   * was not the whole round, or a failure → the round goes out whole at once.
+   */
+  private send(events: readonly PublishableEvent[], wholeRound = true): void {
     if (!this.live.publishCounted) {
       void this.live.publish(this.sessionId, events);
       return;
     }
     void this.live.publishCounted(this.sessionId, events).then((receivers) => {
-      if (receivers !== undefined) this.listening = receivers > 0;
+      if (receivers === undefined) {
+        // Given up (Redis away or slow): a reader may have missed this batch; the next one is whole.
+        this.whole = true;
+        return;
+      }
+      const joined = receivers > this.receivers && !wholeRound;
+      this.receivers = receivers;
+      this.listening = receivers > 0;
+      if (!this.open) return;
+      if (!this.listening) this.schedule(this.reprobeMs);
+      else if (joined) {
+        this.whole = true;
+        this.schedule(0);
+      }
     });
   }
 }

@@ -1,7 +1,14 @@
 import { Admission } from '@switchboard/admission';
 import { createDatabase } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
-import type { LiveEphemeralEvent, LivePublisher, PublishableEvent } from '@switchboard/live';
+import {
+  LiveSubscriber,
+  RedisLivePublisher,
+  type LiveEphemeralEvent,
+  type LiveMessage,
+  type LivePublisher,
+  type PublishableEvent,
+} from '@switchboard/live';
 import { Metrics } from '@switchboard/observability';
 import {
   ProviderRegistry,
@@ -16,6 +23,7 @@ import {
   seedSession,
   seedTenant,
   startHarness,
+  waitFor,
   wordCountTool,
   type HarnessFixture,
   type TestEnv,
@@ -138,5 +146,87 @@ describe('live publishing of a turn', () => {
     expect(new Date((journaledStart.data as { startedAt: string }).startedAt).getTime()).toBeLessThanOrEqual(
       journaledStart.createdAt.getTime(),
     );
+  });
+
+  it('a reader that subscribes after the round started (late, as under load) hears the round whole at the next probe, then its text as it comes, before the commit', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'late-reader', { model: 'late/m' });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const { turnId } = await h.admission.admit(operatorPrompt({ tenantId, sessionId }, 'talk slowly'));
+
+    // The real channel; the first PUBLISH's answer (the round start: nobody subscribed) is awaited
+    // before the reader subscribes — the delay load put between a turn's start and its stream's.
+    const redis = new RedisLivePublisher(h.connection, { prefix: env.queuePrefix, logger: h.logger });
+    const probed: Promise<number | undefined>[] = [];
+    const publisher: LivePublisher = {
+      publish: (id, events) => redis.publish(id, events),
+      publishCounted: (id, events) => {
+        const answer = redis.publishCounted(id, events);
+        probed.push(answer);
+        return answer;
+      },
+    };
+    const subscriber = LiveSubscriber.connect(env.redisUrl, { prefix: env.queuePrefix, logger: h.logger });
+    const heard: { at: number; events: LiveMessage[] }[] = [];
+    const chunks = Array.from({ length: 12 }, (_, i) => `word${i} `);
+    let streamedAt = 0;
+    const provider: ModelProvider = {
+      name: 'late',
+      async complete(request: ModelRequest): Promise<ModelResponse> {
+        expect(await probed[0]).toBe(0);
+        const subscription = subscriber.listen(sessionId, {
+          onEvents: (events) => heard.push({ at: Date.now(), events }),
+          onResync: () => undefined,
+        });
+        expect(await subscription.ready).toBe(true);
+        // Twelve chunks over 1.2 s, as a model streams them.
+        for (const chunk of chunks) {
+          request.onTextDelta?.(chunk);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        streamedAt = Date.now();
+        return { text: chunks.join(''), toolCalls: [], usage: USAGE, finishReason: 'stop' };
+      },
+    };
+    try {
+      const runner = new TurnRunner({
+        ...h.runnerDeps(),
+        engine: new TurnEngine({ providers: new ProviderRegistry({}, [provider]), tools }),
+        tools,
+        defaultModel: 'late/m',
+        live: publisher,
+      });
+      expect(await runner.handle({ turnId, sessionId, tenantId, trace: {} })).toBe('done');
+      await waitFor(() => heard.some((b) => b.events.some((e) => e.type === 'turn_completed')), {
+        what: 'the end on the channel',
+      });
+    } finally {
+      await subscriber.close();
+    }
+
+    // What the late reader heard before the commit: the round from its start (a probe carries it
+    // whole, index 0 and offset 0), then the text as it came. A reader takes each character once.
+    const commit = heard.findIndex((b) => b.events.some((e) => !('ephemeral' in e)));
+    const before = heard.slice(0, commit);
+    const text = before
+      .flatMap((b) => b.events)
+      .filter((e): e is LiveEphemeralEvent => 'ephemeral' in e && e.type === 'text_delta');
+    expect(text.length).toBeGreaterThan(0);
+    let shown = '';
+    for (const e of text) {
+      const chunk = e.data.text as string;
+      const offset = e.offset ?? 0;
+      expect(offset).toBeLessThanOrEqual(shown.length);
+      shown += chunk.slice(shown.length - offset);
+    }
+    expect(chunks.join('')).toContain(shown);
+    expect(shown.length).toBeGreaterThan(chunks.slice(0, 6).join('').length);
+    // Live, not at the end: the first text reached the reader while the model was still streaming.
+    const firstText = before.find((b) => b.events.some((e) => e.type === 'text_delta'))!;
+    expect(firstText.at).toBeLessThan(streamedAt - 300);
+    expect(before.flatMap((b) => b.events)[0]).toMatchObject({
+      ephemeral: true,
+      index: 0,
+      type: 'turn_started',
+    });
   });
 });

@@ -110,6 +110,40 @@ describe('StreamReader', () => {
     ]);
   });
 
+  it('fills what it missed from a copy of the round published whole, then takes the text as it comes', () => {
+    const r = new StreamReader({ sessionId: 's', after: 1 });
+    const items = [
+      // Subscribed late (after the round start, under load): a chunk out of place is not shown…
+      ephemeral('td', 2, 'text_delta', { text: 'lo' }, { offset: 3 }),
+      // …the writer's next probe carries the round whole…
+      ephemeral('ts', 0, 'turn_started'),
+      ephemeral('prs', 1, 'provider_round_started'),
+      ephemeral('td', 2, 'text_delta', { text: 'Hello' }, { offset: 0 }),
+      // …and the text goes on from there.
+      ephemeral('td', 2, 'text_delta', { text: ', wor' }, { offset: 5 }),
+      // A chunk lost (a PUBLISH given up: ", world" never came), then the next one: not in place…
+      ephemeral('td', 2, 'text_delta', { text: '!' }, { offset: 12 }),
+      // …until the round goes out whole again: only what this stream lacks is shown.
+      ephemeral('ts', 0, 'turn_started'),
+      ephemeral('prs', 1, 'provider_round_started'),
+      ephemeral('td', 2, 'text_delta', { text: 'Hello, world!' }, { offset: 0 }),
+      ephemeral('td', 2, 'text_delta', { text: 'Hello, world!' }, { offset: 0 }),
+      journaled(2, 'turn_started', 'ts'),
+      journaled(3, 'provider_round_started', 'prs'),
+      journaled(4, 'text_delta', 'td', { text: 'Hello, world!' }),
+    ].flatMap((m) => r.take(m));
+    expect(shown(items)).toEqual([
+      '~turn_started',
+      '~provider_round_started',
+      '~text_delta:Hello',
+      '~text_delta:, wor',
+      '~text_delta:ld!',
+      '2:turn_started(streamed)',
+      '3:provider_round_started(streamed)',
+      '4:text_delta(streamed)',
+    ]);
+  });
+
   it('drops an ephemeral event whose committed copy it already read (a journal read overtook the live queue)', () => {
     const r = new StreamReader({ sessionId: 's', after: 1 });
     r.take(journaled(2, 'turn_started', 'ts'));

@@ -87,9 +87,11 @@ const RECENT_IDS = 1024;
  *
  * Ephemeral live events (a round's start, streamed text, before their commit) are passed on only
  * in order: an ephemeral event is taken when every earlier one of the same commit was (its
- * `index`, a text chunk's `offset`), so a stream that joins mid-round skips that round's provisional
- * text and gets it whole when the round commits. The committed copy of an event that went out
- * ephemerally is recognised by its id and marked `streamed`.
+ * `index`), and of a text only the characters past those already passed on (a chunk's `offset`).
+ * A stream that joins mid-round, or misses a chunk, waits for the round to be published whole
+ * (the writer does so when a new reader or a lost PUBLISH may need it, docs/adr/0015) and takes
+ * from it what it lacks; failing that, it gets the round whole when it commits. The committed copy
+ * of an event that went out ephemerally is recognised by its id and marked `streamed`.
  *
  * Tenancy is the caller's: check the session (or turn) belongs to the tenant before iterating.
  */
@@ -283,14 +285,17 @@ export class StreamReader {
     const offset = m.offset ?? 0;
     const earlier = this.provisional.get(m.id);
     if (earlier) {
-      // The next chunk of a text this stream is carrying, or nothing.
-      if (text === undefined || offset !== earlier.text.length) return [];
-      earlier.text += text;
-    } else {
-      if (m.index !== commit.next || offset !== 0) return [];
-      commit.next++;
-      this.provisional.set(m.id, { text: text ?? '' });
+      // More of a text this stream is carrying: the part past what it passed on (a chunk that
+      // continues it, or a copy of the round published whole after this stream missed a chunk).
+      const have = earlier.text.length;
+      if (text === undefined || offset > have || offset + text.length <= have) return [];
+      const more = text.slice(have - offset);
+      earlier.text += more;
+      return [this.liveItem(m.type, m.turnId, { ...m.data, text: more }, m.createdAt, m.after)];
     }
+    if (m.index !== commit.next || offset !== 0) return [];
+    commit.next++;
+    this.provisional.set(m.id, { text: text ?? '' });
     return [this.liveItem(m.type, m.turnId, m.data, m.createdAt, m.after)];
   }
 
