@@ -7,7 +7,7 @@ import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
 import { EVENT_STREAMS, type EventStreams, type JournaledItem, type LiveItem } from '../../http/event-stream';
 import { SseStream } from '../../platform/sse';
-import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from './mapping';
+import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from '@switchboard/protocols';
 import { LangGraphSnapshots } from './snapshots';
 
 export interface RunStreamOptions {

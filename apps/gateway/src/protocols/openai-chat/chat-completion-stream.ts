@@ -14,7 +14,7 @@ import {
   sseData,
   sseError,
   usageOf,
-} from './chat-completions';
+} from '@switchboard/protocols';
 import { EVENT_STREAMS, type EventStreams } from '../../http/event-stream';
 import { SseStream } from '../../platform/sse';
 import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';

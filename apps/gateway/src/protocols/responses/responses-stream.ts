@@ -23,7 +23,7 @@ import {
   statusOf,
   type ResponseMeta,
   type ResponseStreamEvent,
-} from './responses';
+} from '@switchboard/protocols';
 import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
 
 /** Journal rows per read when a response is rebuilt from its turn's events. */

@@ -8,8 +8,8 @@ import {
   type FinishReason,
   type OpenAiErrorResponse,
   type TurnResponse,
+  type ErrorAnswer,
 } from '@switchboard/contracts';
-import type { ErrorAnswer } from '../../platform/errors';
 
 /**
  * The OpenAI-compatible facade's mapping (docs/adr/0016-chat-completions-facade.md): OpenAI's
