@@ -93,10 +93,10 @@ describe('WebhookIngress', () => {
 
   it('answers a replay with the first delivery, storing nothing new', async () => {
     const { ingress: i, stored, counted } = ingress(trigger());
-    const first = await i.deliver(github({ n: 1 }));
+    expect(await i.deliver(github({ n: 1 }))).toMatchObject({ body: { duplicate: false } });
     expect(await i.deliver(github({ n: 1 }))).toEqual({
       status: 202,
-      body: { deliveryId: first.body.deliveryId, duplicate: true } as never,
+      body: { deliveryId: stored[0].id, duplicate: true },
     });
     expect(stored).toHaveLength(1);
     expect(counted).toEqual(['github:accepted', 'github:duplicate']);
