@@ -76,7 +76,8 @@ import { LangGraphController } from './protocols/langgraph/langgraph.controller'
 import { LangGraphReads } from './protocols/langgraph/reads';
 import { LangGraphRunStreamer } from './protocols/langgraph/run-stream';
 import { LangGraphSnapshots } from './protocols/langgraph/snapshots';
-import { ErrorFilter } from './platform/errors';
+import { ErrorFilter, ErrorShapes } from './platform/errors';
+import { protocolErrorShapes } from './protocols/error-shapes';
 import { ApiRateLimits, RateLimitGuard } from './platform/rate-limit';
 import { InFlightRequests } from './platform/in-flight';
 import { TURN_CONTROL } from './api/turn-control';
@@ -202,6 +203,7 @@ export class GatewayModule {
         { provide: APP_GUARD, useClass: RateLimitGuard },
         ApiRateLimits,
         { provide: APP_PIPE, useClass: ValidationPipe },
+        { provide: ErrorShapes, useFactory: protocolErrorShapes },
         { provide: APP_FILTER, useClass: ErrorFilter },
         {
           provide: TURN_CONTROL,

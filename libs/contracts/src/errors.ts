@@ -3,6 +3,13 @@ export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
 }
 
+/** An error as the gateway answers it: status, body in the one error shape (`ErrorBody`), headers. */
+export interface ErrorAnswer {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+}
+
 export type ErrorCode =
   | 'bad_request'
   | 'validation_failed'

@@ -5,3 +5,5 @@ export * from './outbound';
 export * from './wake';
 export * from './triggers-repository';
 export * from './deliveries-repository';
+export * from './verify';
+export * from './ingress';

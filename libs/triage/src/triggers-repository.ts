@@ -16,7 +16,7 @@ export interface NewTrigger {
   rules: Prisma.InputJsonValue;
 }
 
-/** A tenant's triggers (docs/adr/0019): the webhook ingress's own lookup is in the hooks controller's pg path. */
+/** A tenant's triggers (docs/adr/0019): the webhook ingress's own lookup is `DeliveriesRepository`'s (`WebhookIngress`). */
 export class TriggersRepository {
   constructor(private readonly db: Db) {}
 

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagg
 import { ModelList, ModelObject } from '@switchboard/contracts';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../platform/auth/guard';
-import { OpenAiError } from '../protocols/openai-chat/chat-completions';
+import { OpenAiError } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../platform/errors';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../platform/openapi';
 

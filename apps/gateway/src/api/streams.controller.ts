@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import {
   applyDecorators,
   Controller,
@@ -19,7 +18,8 @@ import { CONFIG, LOGGER } from '@switchboard/platform';
 import { sessionOfTurn, tenantSessionId } from '@switchboard/store';
 import { TenantId } from '../platform/auth/guard';
 import { StreamQueryDto } from './dto';
-import { EVENT_STREAMS, openEventStream, sseFrame, type EventStreams } from '../http/event-stream';
+import { EVENT_STREAMS, sseFrame, type EventStreams } from '../http/event-stream';
+import { SseStream } from '../platform/sse';
 import { ApiErrors, schemaRef, TenantApi } from '../platform/openapi';
 import { pathId } from './presenters';
 import { GATEWAY_READS, type GatewayReads } from './reads';
@@ -130,37 +130,32 @@ export class StreamsController {
    * gateway begins to shut down.
    */
   private async serve(reply: FastifyReply, o: { sessionId: string; turnId?: string; after: number }) {
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    const stop = AbortSignal.any([gone.signal, this.streams.shutdown]);
-    openEventStream(reply);
+    const sse = SseStream.open(reply, { shutdown: this.streams.shutdown });
     // A first comment line gets the headers out at once.
-    reply.raw.write(': stream\n\n');
+    sse.comment('stream');
     let frames = 0;
     try {
       for await (const item of this.streams.events({
         ...o,
-        signal: gone.signal,
+        signal: sse.signal,
         idleMs: this.config.SSE_HEARTBEAT_MS,
       })) {
-        if (reply.raw.destroyed || reply.raw.writableEnded) break;
+        if (!sse.writable) break;
         if (item.kind !== 'idle') frames++;
         // A slow client: wait for its socket to drain rather than buffer without bound. Meanwhile live
         // batches queue in the watch, and past its bound collapse into one journal read.
-        if (!reply.raw.write(sseFrame(item))) await once(reply.raw, 'drain', { signal: stop });
+        sse.write(sseFrame(item));
+        await sse.drained();
       }
     } catch (err) {
       // Headers are out: a failure can only end the stream; the client resumes with Last-Event-ID.
       // (The client leaving, or the gateway stopping, while its socket was full is no failure.)
-      if (!stop.aborted) {
+      if (!sse.stopped)
         this.logger.error({ err, sessionId: o.sessionId, turnId: o.turnId }, 'event stream failed');
-      }
     } finally {
-      reply.raw.off('close', onClose);
-      if (!reply.raw.writableEnded) reply.raw.end();
+      sse.close();
       // The request's one log line, when the stream ends (by either side).
-      logRequest(reply.request, reply, { frames, clientLeft: gone.signal.aborted });
+      logRequest(reply.request, reply, { frames, clientLeft: sse.signal.aborted });
     }
   }
 }

@@ -8,26 +8,24 @@ import {
   TriggerDeliveryMode,
   TriggerListResponse,
   TriggerResponse,
-  TriggerScheme,
 } from '@switchboard/contracts';
 import type { Prisma } from '@switchboard/database';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
 import { SessionsRepository } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
-import { TriageRules, TriggersRepository } from '@switchboard/triage';
+import {
+  generateSigningSecret,
+  generateTriggerToken,
+  schemeOf,
+  TriageRules,
+  TriggersRepository,
+} from '@switchboard/triage';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { SecretBox } from '../ingress/secrets';
-import { generateSigningSecret, generateTriggerToken } from '../ingress/verify';
 import { CreateTriggerDto, RotateTriggerDto, TriggersQueryDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId } from './presenters';
-
-/** Rows written before the trigger API have scheme `none`: a token-only trigger. */
-export function schemeOf(t: Pick<Trigger, 'signatureScheme'>): TriggerScheme {
-  const scheme = TriggerScheme.safeParse(t.signatureScheme);
-  return scheme.success ? scheme.data : 'token';
-}
 
 export const presentTrigger = (t: Trigger): TriggerResponse => {
   const mode = TriggerDeliveryMode.safeParse(t.deliveryMode);

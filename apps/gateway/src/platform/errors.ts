@@ -3,12 +3,10 @@ import type { Socket } from 'node:net';
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type ErrorBody, type ErrorCode } from '@switchboard/contracts';
+import { AppError, type ErrorAnswer, type ErrorCode } from '@switchboard/contracts';
 import { isTransientDbError } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
-import { toLangGraphErrorAnswer } from '../protocols/langgraph/mapping';
-import { toOpenAiErrorAnswer } from '../protocols/openai-chat/chat-completions';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON: 'invalid_json',
@@ -37,13 +35,6 @@ const BY_STATUS: Record<number, ErrorCode> = {
   429: 'rate_limited',
   431: 'headers_too_large',
 };
-
-/** An error as the gateway answers it: status, body in the one error shape (`ErrorBody`), headers. */
-export interface ErrorAnswer {
-  status: number;
-  body: ErrorBody;
-  headers: Record<string, string>;
-}
 
 const respond = (app: AppError): ErrorAnswer => ({
   status: app.status,
@@ -105,11 +96,52 @@ function friendly(code: string, message: string): string {
 }
 
 /**
- * The error shapes a route may answer in: the gateway's own, OpenAI's (the chat-completions facade),
- * a JSON-RPC 2.0 error response (the MCP server and A2A endpoints, docs/adr/0036, 0037), or
- * LangGraph's `{detail}` (the LangGraph adapter, docs/adr/0038).
+ * The name of an error shape a route may answer in: 'switchboard' (the gateway's own, `ErrorBody`),
+ * or one a protocol added to `ErrorShapes` — OpenAI's (chat completions, Responses, models), a
+ * JSON-RPC 2.0 error response (the MCP server and A2A endpoints, docs/adr/0036, 0037), LangGraph's
+ * `{detail}` (docs/adr/0038).
  */
-export type ErrorShape = 'switchboard' | 'openai' | 'jsonrpc' | 'langgraph';
+export type ErrorShape = string;
+
+/** The gateway's own shape: the one every route answers in unless it names another. */
+export const NATIVE_ERROR_SHAPE = 'switchboard';
+
+/** An error as a shape answers it: the same status and headers, its own body. */
+export type ShapedErrorAnswer = Omit<ErrorAnswer, 'body'> & { body: unknown };
+
+/**
+ * A protocol's error shape: any thrown value → its answer. `native` is the gateway's one error
+ * mapping (status, code, message, Retry-After); a shape reshapes what it answers, and answers the
+ * protocol's own errors as they are.
+ */
+export type ErrorShapeMapper = (err: unknown, native: (err: unknown) => ErrorAnswer) => ShapedErrorAnswer;
+
+/**
+ * The error shapes the filter knows (docs/adr/0005): each protocol adds its own, by name, when the
+ * gateway's module is wired (apps/gateway/src/protocols/error-shapes.ts); the platform imports none.
+ * A route names its shape with `@ErrorShapeOf(name)`; a name nobody added answers in the gateway's own.
+ */
+export class ErrorShapes {
+  private readonly shapes = new Map<ErrorShape, ErrorShapeMapper>();
+
+  add(name: ErrorShape, mapper: ErrorShapeMapper): this {
+    if (name === NATIVE_ERROR_SHAPE || this.shapes.has(name)) {
+      throw new Error(`error shape ${name} is taken`);
+    }
+    this.shapes.set(name, mapper);
+    return this;
+  }
+
+  has(name: ErrorShape): boolean {
+    return this.shapes.has(name);
+  }
+
+  /** `err` in the shape `name`: its mapper over the gateway's own mapping, or the gateway's own. */
+  answer(name: ErrorShape, err: unknown, native: (err: unknown) => ErrorAnswer): ShapedErrorAnswer {
+    const mapper = this.shapes.get(name);
+    return mapper ? mapper(err, native) : native(err);
+  }
+}
 
 /** Fastify route config (`@RouteConfig`) naming the route's error shape; without it, the gateway's own. */
 export interface ErrorShapeConfig {
@@ -129,60 +161,25 @@ export const ErrorShapeOf = (shape: ErrorShape) =>
 /** The error shape of the route the request matched (none matched: the gateway's own). */
 export function errorShapeOf(req: FastifyRequest | undefined): ErrorShape {
   const config = req?.routeOptions?.config as ErrorShapeConfig | undefined;
-  return config?.errorShape ?? 'switchboard';
+  return config?.errorShape ?? NATIVE_ERROR_SHAPE;
 }
 
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
-  constructor(@Inject(LOGGER) private readonly logger: Logger) {}
+  constructor(
+    @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(ErrorShapes) private readonly shapes: ErrorShapes,
+  ) {}
 
   catch(err: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const req = host.switchToHttp().getRequest<FastifyRequest | undefined>();
     const native = (e: unknown) => toErrorAnswer(e, this.logger);
-    const shape = errorShapeOf(req);
-    send(
-      reply,
-      shape === 'openai'
-        ? toOpenAiErrorAnswer(err, native)
-        : shape === 'jsonrpc'
-          ? toJsonRpcErrorAnswer(native(err))
-          : shape === 'langgraph'
-            ? toLangGraphErrorAnswer(err, native)
-            : native(err),
-    );
+    send(reply, this.shapes.answer(errorShapeOf(req), err, native));
   }
 }
 
-/** JSON-RPC 2.0's codes: a body that is not JSON is a parse error; other refusals an invalid request. */
-export const JSONRPC_PARSE_ERROR = -32700;
-export const JSONRPC_INVALID_REQUEST = -32600;
-export const JSONRPC_INTERNAL_ERROR = -32603;
-
-/**
- * An error of a JSON-RPC route before its handler read the request (auth, body parser, rate limit):
- * the HTTP status stays (401, 413, 415, 429…, so an SDK client sees it), the body is a JSON-RPC error
- * response with no id (the request was not read), the gateway's code in `error.data.code`.
- */
-export function toJsonRpcErrorAnswer(answer: ErrorAnswer): Omit<ErrorAnswer, 'body'> & { body: unknown } {
-  const { code, message } = answer.body.error;
-  const rpc =
-    code === 'invalid_json'
-      ? JSONRPC_PARSE_ERROR
-      : answer.status >= 500
-        ? JSONRPC_INTERNAL_ERROR
-        : JSONRPC_INVALID_REQUEST;
-  return {
-    status: answer.status,
-    headers: answer.headers,
-    body: { jsonrpc: '2.0', id: null, error: { code: rpc, message, data: { code } } },
-  };
-}
-
-function send(
-  reply: FastifyReply,
-  { status, body, headers }: Omit<ErrorAnswer, 'body'> & { body: unknown },
-): void {
+function send(reply: FastifyReply, { status, body, headers }: ShapedErrorAnswer): void {
   void reply
     .status(status)
     .headers({ ...headers, 'content-type': 'application/json; charset=utf-8' })

@@ -2,7 +2,7 @@ import helmet, { type FastifyHelmetOptions } from '@fastify/helmet';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 
 /**
- * Helmet's security headers on every response, SSE streams included (`openEventStream` copies the
+ * Helmet's security headers on every response, SSE streams included (`SseStream.open` copies the
  * reply's headers onto the hijacked response). Helmet's default Content-Security-Policy already
  * fits the Swagger UI at /docs: its scripts are files of the same origin, its inline `<style>`
  * blocks are allowed by `style-src 'unsafe-inline'`, its icons are `data:` images. One directive

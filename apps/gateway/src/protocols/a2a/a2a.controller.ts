@@ -8,13 +8,14 @@ import { notFound } from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
 import { LOGGER } from '@switchboard/platform';
 import { TenantId } from '../../platform/auth/guard';
-import { A2aAgent, agentCardOf } from './a2a';
+import { agentCardOf } from '@switchboard/protocols';
+import { A2aAgent } from './a2a';
 import { AGENT_TURNS, type AgentTurns } from '../../http/agent-turns';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
 import { API_KEY_AUTH } from '../../platform/openapi';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
-import { openEventStream } from '../../http/event-stream';
+import { clientGone, SseStream } from '../../platform/sse';
 
 const AGENT_PARAM = {
   name: 'agentId',
@@ -134,9 +135,7 @@ export class A2aController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const agent = await this.agent(tenantId, agentId);
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
+    const gone = clientGone(reply);
     const card = agentCardOf(agent, this.endpoint(req, agent.id));
     const handler = new A2aAgent(this.turns, tenantId, agent, card, gone.signal);
     const header = req.headers[A2A_VERSION_HEADER.toLowerCase()];
@@ -171,24 +170,22 @@ export class A2aController {
         await reply.status(200).send({ jsonrpc: '2.0', id, error: mapError(err) });
         return;
       }
-      openEventStream(reply);
-      const write = (frame: string) => {
-        if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
-      };
+      const sse = SseStream.open(reply, { gone });
       try {
-        if (!first.done) write(`data: ${JSON.stringify(first.value)}\n\n`);
+        if (!first.done) sse.data(first.value);
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-          write(`data: ${JSON.stringify(next.value)}\n\n`);
+          await sse.drained();
+          sse.data(next.value);
         }
       } catch (err) {
         this.logger.warn({ err, agentId }, 'A2A stream failed');
-        write(`event: error\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, error: mapError(err) })}\n\n`);
+        sse.data({ jsonrpc: '2.0', id, error: mapError(err) }, 'error');
       } finally {
         await iterator.return?.(undefined);
-        if (!reply.raw.writableEnded) reply.raw.end();
+        sse.close();
       }
     } finally {
-      reply.raw.off('close', onClose);
+      gone.release();
     }
   }
 

@@ -63,11 +63,11 @@ import {
   threadOf,
   turnStatusesOf,
   valuesOf,
-} from './mapping';
+} from '@switchboard/protocols';
 import { LangGraphReads } from './reads';
 import { LangGraphRunStreamer } from './run-stream';
 import { LangGraphSnapshots } from './snapshots';
-import { OPERATOR_PROMPT } from '../openai-chat/chat-completions';
+import { OPERATOR_PROMPT } from '@switchboard/protocols';
 import { APPROVALS } from '../../api/approvals.controller';
 
 /** The security scheme of the `x-api-key` header the LangGraph SDK sends. */

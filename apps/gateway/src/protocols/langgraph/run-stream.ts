@@ -5,9 +5,10 @@ import { EventType, type LangGraphStreamMode } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
-import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
-import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from './mapping';
-import { LangGraphSnapshots, type Snapshot } from './snapshots';
+import { EVENT_STREAMS, type EventStreams, type JournaledItem, type LiveItem } from '../../http/event-stream';
+import { SseStream } from '../../platform/sse';
+import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from '@switchboard/protocols';
+import { LangGraphSnapshots } from './snapshots';
 
 export interface RunStreamOptions {
   tenantId: string;
@@ -24,6 +25,9 @@ const STEP_EVENTS = new Set<string>([
   EventType.ToolCallCompleted,
   EventType.ApprovalRequested,
 ]);
+
+/** The run's states at which the stream ends with `end` (any other: the gateway is stopping). */
+const ENDED = new Set(['completed', 'failed', 'cancelled']);
 
 /**
  * A run as LangGraph's stream (docs/adr/0038): `metadata`, then per the requested modes `values`
@@ -47,139 +51,169 @@ export class LangGraphRunStreamer {
 
   /** Streams the run; `left` when the client went away before it ended. */
   async stream(reply: FastifyReply, watch: LiveWatch, o: RunStreamOptions): Promise<'left' | 'done'> {
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    openEventStream(reply);
-    const write = (event: string, data: unknown) => {
-      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(sseEvent(event, data));
-    };
-    const { modes } = o;
-    const tupleMeta = (node: string) => ({
-      run_id: o.turnId,
-      thread_id: o.sessionId,
-      langgraph_node: node,
-      tags: [],
-    });
-    const known = new Set<string>();
-    /** Reads the state; emits `values` and the new messages as `updates` / message events. */
-    const step = async (final: boolean): Promise<Snapshot> => {
-      const snap = await this.snapshots.read(o.sessionId);
-      const fresh = snap.messages.filter((m) => !known.has(m.id));
-      for (const m of fresh) known.add(m.id);
-      if (modes.has('updates')) {
-        for (const u of updatesOf(fresh.filter((m) => m.type !== 'human'))) write('updates', u);
-        if (final && snap.pending.length > 0) {
-          write('updates', { __interrupt__: snap.pending.map(interruptOf) });
-        }
-      }
-      if (modes.has('messages-tuple')) {
-        for (const m of fresh.filter((x) => x.type === 'tool')) write('messages', [m, tupleMeta('tools')]);
-      }
-      if (modes.has('messages')) {
-        for (const m of fresh.filter((x) => x.type === 'ai' || x.type === 'tool'))
-          write('messages/complete', [m]);
-      }
-      if (modes.has('values') && (fresh.length > 0 || final))
-        write('values', valuesOf(snap.messages, snap.pending));
-      return snap;
-    };
+    const sse = SseStream.open(reply, { shutdown: this.streams.shutdown });
+    const run = new RunFrames(sse, this.snapshots, o);
     try {
-      write('metadata', { run_id: o.turnId, thread_id: o.sessionId, attempt: 1 });
-      // The state the run starts from (its human message included: admission committed it). A new
-      // run's own answers, should the worker be quicker than this read, are its steps, not its start.
-      const read = await this.snapshots.read(o.sessionId);
-      const ownLater = (m: { id: string; type: string }) =>
-        o.after === 0 && read.turnOf.get(m.id) === o.turnId && m.type !== 'human';
-      const start = { ...read, messages: read.messages.filter((m) => !ownLater(m)) };
-      for (const m of start.messages) known.add(m.id);
-      if (modes.has('values'))
-        write(
-          'values',
-          valuesOf(
-            start.messages,
-            start.pending.filter((a) => a.turnId !== o.turnId),
-          ),
-        );
-
-      let round = -1;
-      let text = '';
-      const messageId = () => `run-${o.turnId}-${round}`;
+      await run.start();
+      const { sessionId, turnId, after } = o;
+      const idleMs = this.config.SSE_HEARTBEAT_MS;
       let paused = false;
-      for await (const item of this.streams.events({
-        sessionId: o.sessionId,
-        turnId: o.turnId,
-        after: o.after,
-        signal: gone.signal,
-        idleMs: this.config.SSE_HEARTBEAT_MS,
-        watch,
-      })) {
-        if (item.kind === 'idle') {
-          if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(': heartbeat\n\n');
-          continue;
-        }
-        const e = item.event;
-        if (e.type === EventType.ProviderRoundStarted) {
-          const n = typeof e.data.round === 'number' ? e.data.round : round + 1;
-          if (n > round) {
-            round = n;
-            text = '';
-            if (modes.has('messages')) {
-              write('messages/metadata', { [messageId()]: { metadata: tupleMeta('agent') } });
-            }
-          }
-        } else if (e.type === EventType.TextDelta && (item.kind === 'live' || !item.streamed)) {
-          const delta = typeof e.data.text === 'string' ? e.data.text : '';
-          if (delta === '') continue;
-          text += delta;
-          const chunk = {
-            type: 'AIMessageChunk',
-            id: messageId(),
-            content: delta,
-            tool_calls: [],
-            tool_call_chunks: [],
-            invalid_tool_calls: [],
-            additional_kwargs: {},
-            response_metadata: {},
-          };
-          if (modes.has('messages-tuple')) write('messages', [chunk, tupleMeta('agent')]);
-          if (modes.has('messages')) write('messages/partial', [{ ...chunk, type: 'ai', content: text }]);
-        } else if (item.kind === 'journaled' && STEP_EVENTS.has(e.type)) {
-          if (e.type === EventType.ApprovalRequested) {
-            const status = await this.snapshots.turnStatus(o.tenantId, o.turnId);
-            if (status === 'awaiting_approval') {
-              paused = true;
-              break;
-            }
-          }
-          await step(false);
-        }
+      const events = this.streams.events({ sessionId, turnId, after, signal: sse.signal, idleMs, watch });
+      for await (const item of events) {
+        await sse.drained();
+        if (item.kind === 'idle') sse.comment('heartbeat');
+        else paused = await run.event(item);
+        if (paused) break;
       }
-      if (gone.signal.aborted) return 'left';
-      const status = await this.snapshots.turnStatus(o.tenantId, o.turnId);
-      if (!paused && (status === undefined || !['completed', 'failed', 'cancelled'].includes(status))) {
-        write('error', {
-          error: 'server_shutting_down',
-          message: `the gateway is shutting down; run ${o.turnId} goes on: join it again`,
-        });
-        return 'done';
-      }
-      await step(true);
-      if (status === 'failed') {
-        write('error', {
-          error: 'turn_failed',
-          message: await this.snapshots.failureOf(o.tenantId, o.turnId),
-        });
-      }
-      write('end', { run_id: o.turnId, status: runStatusOf(status ?? 'failed') });
-      return 'done';
+      if (sse.signal.aborted) return 'left';
+      await run.end(paused);
     } catch (err) {
       this.logger.error({ err, turnId: o.turnId }, 'langgraph run stream failed');
-      write('error', { error: 'internal', message: 'internal error while streaming' });
-      return 'done';
+      run.write('error', { error: 'internal', message: 'internal error while streaming' });
     } finally {
-      reply.raw.off('close', onClose);
-      if (!reply.raw.writableEnded) reply.raw.end();
+      sse.close();
     }
+    return 'done';
+  }
+}
+
+/** One run's frames: what it has shown so far (messages, the round and its text) and how to map the next event. */
+class RunFrames {
+  private readonly known = new Set<string>();
+  private round = -1;
+  private text = '';
+
+  constructor(
+    private readonly sse: SseStream,
+    private readonly snapshots: LangGraphSnapshots,
+    private readonly o: RunStreamOptions,
+  ) {}
+
+  write(event: string, data: unknown): void {
+    this.sse.write(sseEvent(event, data));
+  }
+
+  private has(mode: LangGraphStreamMode): boolean {
+    return this.o.modes.has(mode);
+  }
+
+  private tupleMeta(node: string) {
+    return { run_id: this.o.turnId, thread_id: this.o.sessionId, langgraph_node: node, tags: [] };
+  }
+
+  private get messageId(): string {
+    return `run-${this.o.turnId}-${this.round}`;
+  }
+
+  /** `metadata`, then the state the run starts from. */
+  async start(): Promise<void> {
+    const { o } = this;
+    this.write('metadata', { run_id: o.turnId, thread_id: o.sessionId, attempt: 1 });
+    // The state the run starts from (its human message included: admission committed it). A new
+    // run's own answers, should the worker be quicker than this read, are its steps, not its start.
+    const read = await this.snapshots.read(o.sessionId);
+    const ownLater = (m: { id: string; type: string }) =>
+      o.after === 0 && read.turnOf.get(m.id) === o.turnId && m.type !== 'human';
+    const messages = read.messages.filter((m) => !ownLater(m));
+    for (const m of messages) this.known.add(m.id);
+    if (this.has('values')) {
+      this.write(
+        'values',
+        valuesOf(
+          messages,
+          read.pending.filter((a) => a.turnId !== o.turnId),
+        ),
+      );
+    }
+  }
+
+  /** One of the turn's events as frames; true when the run paused for approval (the stream ends). */
+  async event(item: JournaledItem | LiveItem): Promise<boolean> {
+    const e = item.event;
+    if (e.type === EventType.ProviderRoundStarted) {
+      this.roundStarted(typeof e.data.round === 'number' ? e.data.round : this.round + 1);
+    } else if (e.type === EventType.TextDelta && (item.kind === 'live' || !item.streamed)) {
+      this.textDelta(typeof e.data.text === 'string' ? e.data.text : '');
+    } else if (item.kind === 'journaled' && STEP_EVENTS.has(e.type)) {
+      if (
+        e.type === EventType.ApprovalRequested &&
+        (await this.snapshots.turnStatus(this.o.tenantId, this.o.turnId)) === 'awaiting_approval'
+      ) {
+        return true;
+      }
+      await this.step(false);
+    }
+    return false;
+  }
+
+  private roundStarted(n: number): void {
+    if (n <= this.round) return;
+    this.round = n;
+    this.text = '';
+    if (this.has('messages')) {
+      this.write('messages/metadata', { [this.messageId]: { metadata: this.tupleMeta('agent') } });
+    }
+  }
+
+  private textDelta(delta: string): void {
+    if (delta === '') return;
+    this.text += delta;
+    const chunk = {
+      type: 'AIMessageChunk',
+      id: this.messageId,
+      content: delta,
+      tool_calls: [],
+      tool_call_chunks: [],
+      invalid_tool_calls: [],
+      additional_kwargs: {},
+      response_metadata: {},
+    };
+    if (this.has('messages-tuple')) this.write('messages', [chunk, this.tupleMeta('agent')]);
+    if (this.has('messages')) this.write('messages/partial', [{ ...chunk, type: 'ai', content: this.text }]);
+  }
+
+  /** Reads the state; emits `values` and the new messages as `updates` / message events. */
+  private async step(final: boolean): Promise<void> {
+    const snap = await this.snapshots.read(this.o.sessionId);
+    const fresh = snap.messages.filter((m) => !this.known.has(m.id));
+    for (const m of fresh) this.known.add(m.id);
+    if (this.has('updates')) {
+      for (const u of updatesOf(fresh.filter((m) => m.type !== 'human'))) this.write('updates', u);
+      if (final && snap.pending.length > 0) {
+        this.write('updates', { __interrupt__: snap.pending.map(interruptOf) });
+      }
+    }
+    if (this.has('messages-tuple')) {
+      for (const m of fresh.filter((x) => x.type === 'tool'))
+        this.write('messages', [m, this.tupleMeta('tools')]);
+    }
+    if (this.has('messages')) {
+      for (const m of fresh.filter((x) => x.type === 'ai' || x.type === 'tool'))
+        this.write('messages/complete', [m]);
+    }
+    if (this.has('values') && (fresh.length > 0 || final)) {
+      this.write('values', valuesOf(snap.messages, snap.pending));
+    }
+  }
+
+  /** The run's last frames: the final step, `error` for a failed run, `end`; or the gateway stopping. */
+  async end(paused: boolean): Promise<void> {
+    const { tenantId, turnId } = this.o;
+    const status = await this.snapshots.turnStatus(tenantId, turnId);
+    if (!paused && (status === undefined || !ENDED.has(status))) {
+      this.write('error', {
+        error: 'server_shutting_down',
+        message: `the gateway is shutting down; run ${turnId} goes on: join it again`,
+      });
+      return;
+    }
+    await this.step(true);
+    if (status === 'failed') {
+      this.write('error', {
+        error: 'turn_failed',
+        message: await this.snapshots.failureOf(tenantId, turnId),
+      });
+    }
+    this.write('end', { run_id: turnId, status: runStatusOf(status ?? 'failed') });
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Turn } from '@prisma/client';
-import { messagesOf, type ApprovalRow, type LangChainMessage } from './mapping';
+import { messagesOf, type ApprovalRow, type LangChainMessage } from '@switchboard/protocols';
 import { LangGraphReads } from './reads';
 
 /** A thread's state as the adapter shows it: its messages, pending approvals and status turns. */

@@ -14,8 +14,9 @@ import {
   sseData,
   sseError,
   usageOf,
-} from './chat-completions';
-import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
+} from '@switchboard/protocols';
+import { EVENT_STREAMS, type EventStreams } from '../../http/event-stream';
+import { SseStream } from '../../platform/sse';
 import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
 
 export interface StreamOptions {
@@ -50,14 +51,9 @@ export class ChatCompletionStreamer {
   ) {}
 
   async stream(reply: FastifyReply, watch: LiveWatch, o: StreamOptions): Promise<void> {
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
     // From here on the route writes the response itself; errors become frames.
-    openEventStream(reply);
-    const write = (frame: string) => {
-      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
-    };
+    const sse = SseStream.open(reply, { shutdown: this.streams.shutdown });
+    const write = (frame: string) => sse.write(frame);
     const chunks = new ChunkWriter(o);
     const text = new RoundText((delta) => write(sseData(chunks.text(delta))));
     try {
@@ -68,12 +64,13 @@ export class ChatCompletionStreamer {
         sessionId: o.sessionId,
         turnId: o.turnId,
         after: 0,
-        signal: gone.signal,
+        signal: sse.signal,
         idleMs: this.config.SSE_HEARTBEAT_MS,
         watch,
       })) {
+        await sse.drained();
         if (item.kind === 'idle') {
-          write(': keepalive\n\n');
+          sse.comment('keepalive');
           continue;
         }
         const e = item.event;
@@ -84,7 +81,7 @@ export class ChatCompletionStreamer {
           text.add(typeof e.data.text === 'string' ? e.data.text : '');
         }
       }
-      if (gone.signal.aborted) return;
+      if (sse.signal.aborted) return;
       const turn = await this.waiter.ended(o.tenantId, o.turnId);
       if (!turn) {
         write(
@@ -111,8 +108,7 @@ export class ChatCompletionStreamer {
       this.logger.error({ err, turnId: o.turnId }, 'chat completion stream failed');
       write(sseError(new OpenAiError(500, 'internal', 'internal error while streaming')));
     } finally {
-      reply.raw.off('close', onClose);
-      if (!reply.raw.writableEnded) reply.raw.end();
+      sse.close();
     }
   }
 }

@@ -17,7 +17,7 @@ import {
   requestedSessionId,
   sessionIdForKey,
   type ConversationPlan,
-} from './chat-completions';
+} from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../../platform/openapi';

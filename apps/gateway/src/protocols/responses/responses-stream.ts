@@ -14,7 +14,8 @@ import type { Logger } from '@switchboard/observability';
 import { CONFIG, DB, LOGGER } from '@switchboard/platform';
 import { journalPage, type SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from '../../api/streams.controller';
-import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
+import { EVENT_STREAMS, type EventStreams } from '../../http/event-stream';
+import { SseStream } from '../../platform/sse';
 import { presentToolCall } from '../../api/presenters';
 import {
   ResponseBuilder,
@@ -22,7 +23,7 @@ import {
   statusOf,
   type ResponseMeta,
   type ResponseStreamEvent,
-} from './responses';
+} from '@switchboard/protocols';
 import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
 
 /** Journal rows per read when a response is rebuilt from its turn's events. */
@@ -79,16 +80,10 @@ export class ResponsesStreamer {
     o: { tenantId: string; meta: ResponseMeta; startingAfter?: number; watch?: LiveWatch },
   ): Promise<void> {
     const { meta } = o;
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    openEventStream(reply);
-    const write = (frame: string) => {
-      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.write(frame);
-    };
+    const sse = SseStream.open(reply, { shutdown: this.streams.shutdown });
     const builder = new ResponseBuilder(meta, o.startingAfter ?? -1);
     const flush = () => {
-      for (const e of builder.take()) write(responseFrame(e));
+      for (const e of builder.take()) sse.write(responseFrame(e));
     };
     try {
       builder.start();
@@ -97,12 +92,13 @@ export class ResponsesStreamer {
         sessionId: meta.sessionId,
         turnId: meta.turnId,
         after: 0,
-        signal: gone.signal,
+        signal: sse.signal,
         idleMs: this.config.SSE_HEARTBEAT_MS,
         watch: o.watch,
       })) {
+        await sse.drained();
         if (item.kind === 'idle') {
-          write(': keepalive\n\n');
+          sse.comment('keepalive');
           continue;
         }
         const e = item.event;
@@ -117,7 +113,7 @@ export class ResponsesStreamer {
         }
         flush();
       }
-      if (gone.signal.aborted) return;
+      if (sse.signal.aborted) return;
       const turn = await this.waiter.ended(o.tenantId, meta.turnId);
       if (!turn) {
         builder.error(
@@ -133,8 +129,7 @@ export class ResponsesStreamer {
       builder.error('internal', 'internal error while streaming');
       flush();
     } finally {
-      reply.raw.off('close', onClose);
-      if (!reply.raw.writableEnded) reply.raw.end();
+      sse.close();
     }
   }
 

@@ -17,7 +17,7 @@ import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../../platform/auth/guard';
 import { CreateResponseDto, InputItemsQueryDto, RetrieveResponseQueryDto } from '../../api/dto';
-import { OPERATOR_PROMPT, OpenAiError, sessionIdForKey } from '../openai-chat/chat-completions';
+import { OPERATOR_PROMPT, OpenAiError, sessionIdForKey } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../../platform/openapi';
@@ -31,7 +31,7 @@ import {
   turnIdOf,
   type ResponseMeta,
   type ResponseRequestRecord,
-} from './responses';
+} from '@switchboard/protocols';
 import { ResponsesStreamer } from './responses-stream';
 import { TURN_CONTROL } from '../../api/turn-control';
 import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';

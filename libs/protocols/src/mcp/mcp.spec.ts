@@ -1,9 +1,15 @@
-import type { Agent } from '@prisma/client';
 import type { TurnResponse } from '@switchboard/contracts';
-import { agentTools, parseToolArguments, progressMessage, toolNameOf, toolResultOf } from './mcp-server';
+import {
+  type ToolAgent,
+  agentTools,
+  parseToolArguments,
+  progressMessage,
+  toolNameOf,
+  toolResultOf,
+} from './mcp';
 
-const agent = (name: string, id: string, instructions = ''): Agent =>
-  ({ id, name, instructions, createdAt: new Date(), updatedAt: new Date() }) as unknown as Agent;
+const agent = (name: string, id: string, instructions = ''): ToolAgent =>
+  ({ id, name, instructions, createdAt: new Date(), updatedAt: new Date() }) as unknown as ToolAgent;
 
 const turn = (over: Partial<TurnResponse>): TurnResponse =>
   ({

@@ -1,7 +1,6 @@
-import type { Agent } from '@prisma/client';
 import { AgentCard, Role, TaskState, type Message } from '@a2a-js/sdk';
 import type { TurnResponse } from '@switchboard/contracts';
-import { agentCardOf, messageText, taskOf, taskStateOf, textPart } from './a2a';
+import { agentCardOf, messageText, taskOf, taskStateOf, textPart, type CardAgent } from './a2a';
 
 const turn = (over: Partial<TurnResponse>): TurnResponse =>
   ({
@@ -99,7 +98,7 @@ describe('the agent card', () => {
       name: 'travel',
       instructions: 'Plan trips.',
       updatedAt: new Date('2026-01-01T00:00:00Z'),
-    } as unknown as Agent;
+    } as unknown as CardAgent;
     const json = AgentCard.toJSON(agentCardOf(agent, 'https://sb.example/a2a/a1')) as Record<string, unknown>;
     expect(json).toMatchObject({
       name: 'travel',

@@ -1,5 +1,4 @@
 import { AppError, LangGraphRunRequest } from '@switchboard/contracts';
-import { toErrorAnswer } from '../../platform/errors';
 import {
   assistantOf,
   decisionsOf,
@@ -263,8 +262,11 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
   });
 
   it('errors in LangGraph’s {detail} shape; a validation failure is 422', () => {
-    const logger = { error: jest.fn(), warn: jest.fn() } as never;
-    const native = (e: unknown) => toErrorAnswer(e, logger);
+    // The gateway's own mapping of an AppError (the error filter passes it in).
+    const native = (e: unknown) => {
+      const app = e as AppError;
+      return { status: app.status, body: app.toBody(), headers: {} };
+    };
     expect(toLangGraphErrorAnswer(new LangGraphError(409, 'busy'), native)).toEqual({
       status: 409,
       body: { detail: 'busy' },

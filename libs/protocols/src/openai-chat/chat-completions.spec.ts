@@ -17,10 +17,6 @@ import {
   sessionIdForKey,
   toOpenAiErrorAnswer,
 } from './chat-completions';
-import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
-import type { FastifyRequest } from 'fastify';
-import { ChatCompletionsController } from './chat-completions.controller';
-import { errorShapeOf } from '../../platform/errors';
 
 const request = (change: Record<string, unknown>) =>
   ChatCompletionRequest.parse({ model: 'a', messages: [{ role: 'user', content: 'hi' }], ...change });
@@ -251,20 +247,6 @@ describe('OpenAI error shape', () => {
     );
     expect(answer.headers).toEqual({ 'x-turn-id': 't', 'x-should-retry': 'true' });
     expect(answer.body.error.type).toBe('timeout_error');
-  });
-
-  it('is the shape its route declares, whatever the URL', () => {
-    const matched = (config: Record<string, unknown>) =>
-      ({ routeOptions: { config } }) as unknown as FastifyRequest;
-    expect(
-      Reflect.getMetadata(
-        FASTIFY_ROUTE_CONFIG_METADATA,
-        Object.getOwnPropertyDescriptor(ChatCompletionsController.prototype, 'create')!.value as object,
-      ),
-    ).toEqual({ errorShape: 'openai' });
-    expect(errorShapeOf(matched({ errorShape: 'openai' }))).toBe('openai');
-    expect(errorShapeOf(matched({}))).toBe('switchboard');
-    expect(errorShapeOf(undefined)).toBe('switchboard');
   });
 });
 

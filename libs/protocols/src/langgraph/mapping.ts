@@ -8,8 +8,8 @@ import type {
   LangGraphThread,
   LangGraphThreadState,
   LangGraphValues,
+  ErrorAnswer,
 } from '@switchboard/contracts';
-import type { ErrorAnswer } from '../../platform/errors';
 
 /**
  * The LangGraph Agent Server API's mapping onto Switchboard (docs/adr/0038-langgraph-agent-server-api.md):

@@ -1,0 +1,219 @@
+import { Role, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import type { TurnResponse } from '@switchboard/contracts';
+
+/**
+ * A2A over turns (docs/adr/0037): each agent of the tenant is an A2A agent at `/a2a/{agentId}`, a
+ * task is a turn (task id = turn id), a context is a session (contextId = session id). The SDK's
+ * JSON-RPC transport handler (@a2a-js/sdk/server, v1.0 methods and v0.3's through its compat layer)
+ * parses and answers; the gateway's `A2aAgent` (apps/gateway/src/protocols/a2a) is the request
+ * handler it calls. This is the mapping: a turn as a task, its status message and artifact, the
+ * client's message as text, the agent card. Plain functions.
+ */
+
+/** The columns of an agent its card is made of. */
+export interface CardAgent {
+  name: string;
+  instructions: string;
+  updatedAt: Date;
+}
+
+/** A turn as a task refers to it: the turn (task), its session (context) and its agent. */
+export interface TaskRef {
+  turnId: string;
+  sessionId: string;
+  agentId: string;
+}
+
+/** The artifact a task's answer streams into. */
+export const ANSWER_ARTIFACT_ID = 'answer';
+
+/** Where a turn stands, in A2A's task states. */
+export function taskStateOf(status: string): TaskState {
+  switch (status) {
+    case 'queued':
+      return TaskState.TASK_STATE_SUBMITTED;
+    case 'running':
+    case 'awaiting_subagent':
+      return TaskState.TASK_STATE_WORKING;
+    case 'awaiting_approval':
+      return TaskState.TASK_STATE_INPUT_REQUIRED;
+    case 'completed':
+      return TaskState.TASK_STATE_COMPLETED;
+    case 'failed':
+      return TaskState.TASK_STATE_FAILED;
+    case 'cancelled':
+      return TaskState.TASK_STATE_CANCELED;
+    default:
+      return TaskState.TASK_STATE_UNSPECIFIED;
+  }
+}
+
+export const textPart = (text: string): Part => ({
+  content: { $case: 'text', value: text },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'text/plain',
+});
+
+/** The agent's message: its answer, or what became of the turn. */
+export function agentMessage(turn: Pick<TurnResponse, 'id' | 'sessionId'>, text: string): Message {
+  return {
+    messageId: `${turn.id}:agent`,
+    contextId: turn.sessionId,
+    taskId: turn.id,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/** What the status message of a turn says: its answer, its failure, or why it waits. */
+export function statusText(turn: TurnResponse): string | undefined {
+  switch (turn.status) {
+    case 'completed':
+      return turn.finalText ?? '';
+    case 'failed': {
+      const f = turn.failure;
+      return `turn ${turn.id} failed (${f ? `${f.kind}: ${f.brief || f.message}` : (turn.stopReason ?? 'failed')})`;
+    }
+    case 'cancelled':
+      return `turn ${turn.id} was cancelled`;
+    case 'awaiting_approval':
+      return 'waiting for a person to approve a tool call (Switchboard approvals API)';
+    case 'queued':
+    case 'running':
+    case 'awaiting_subagent':
+      return undefined;
+  }
+}
+
+/** A turn as an A2A task; `history` holds the client's message when the caller has it. */
+export function taskOf(turn: TurnResponse, history: Message[] = []): Task {
+  const text = statusText(turn);
+  return {
+    id: turn.id,
+    contextId: turn.sessionId,
+    status: {
+      state: taskStateOf(turn.status),
+      message: text === undefined ? undefined : agentMessage(turn, text),
+      timestamp: turn.completedAt ?? turn.startedAt ?? turn.createdAt,
+    },
+    artifacts:
+      turn.status === 'completed'
+        ? [
+            {
+              artifactId: ANSWER_ARTIFACT_ID,
+              name: 'answer',
+              description: "The agent's final answer",
+              parts: [textPart(turn.finalText ?? '')],
+              metadata: undefined,
+              extensions: [],
+            },
+          ]
+        : [],
+    history: [...history, ...(turn.status === 'completed' ? [agentMessage(turn, turn.finalText ?? '')] : [])],
+    metadata: { agentId: turn.agentId, sessionId: turn.sessionId, turnId: turn.id },
+  };
+}
+
+/** A just-admitted turn, before it is read again: submitted. */
+export function submittedTask(t: TaskRef, history: Message[]): Task {
+  return {
+    id: t.turnId,
+    contextId: t.sessionId,
+    status: {
+      state: TaskState.TASK_STATE_SUBMITTED,
+      message: undefined,
+      timestamp: new Date().toISOString(),
+    },
+    artifacts: [],
+    history,
+    metadata: { agentId: t.agentId, sessionId: t.sessionId, turnId: t.turnId },
+  };
+}
+
+/** The text of a client's message: its text parts, in order (other parts are refused). */
+export function messageText(message: Message | undefined): string {
+  if (!message) throw new RequestMalformedError('params.message is required');
+  const texts: string[] = [];
+  for (const part of message.parts) {
+    if (part.content?.$case === 'text') texts.push(part.content.value);
+    else if (part.content?.$case === 'data') texts.push(JSON.stringify(part.content.value));
+    else {
+      throw new RequestMalformedError(
+        'only text and data parts are accepted: send files as links in the text',
+      );
+    }
+  }
+  const text = texts.join('\n');
+  if (text.trim() === '') throw new RequestMalformedError('the message has no text');
+  return text;
+}
+
+/** The agent card (A2A v1.0, with a v0.3 JSON-RPC interface on the same URL). */
+export function agentCardOf(agent: CardAgent, url: string): AgentCard {
+  const instructions = agent.instructions.trim().replace(/\s+/g, ' ');
+  return {
+    name: agent.name,
+    description: instructions
+      ? instructions.length > 1000
+        ? `${instructions.slice(0, 997)}...`
+        : instructions
+      : `The Switchboard agent "${agent.name}"`,
+    supportedInterfaces: [
+      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+      { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
+    ],
+    provider: { organization: 'Switchboard', url: 'https://github.com/switchboard' },
+    version: agent.updatedAt.toISOString(),
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {
+      bearer: {
+        scheme: {
+          $case: 'httpAuthSecurityScheme',
+          value: {
+            scheme: 'Bearer',
+            bearerFormat: 'API key',
+            description: "The tenant's Switchboard API key (sb_…)",
+          },
+        },
+      },
+    },
+    securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      {
+        id: 'chat',
+        name: agent.name,
+        description: 'Answer a message; a message with the same contextId continues the conversation',
+        tags: ['switchboard', 'agent'],
+        examples: [],
+        inputModes: ['text/plain'],
+        outputModes: ['text/plain'],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+}
+
+export const statusUpdate = (
+  t: Pick<TaskRef, 'turnId' | 'sessionId'>,
+  state: TaskState,
+  message?: Message,
+): StreamResponse => ({
+  payload: {
+    $case: 'statusUpdate',
+    value: {
+      taskId: t.turnId,
+      contextId: t.sessionId,
+      status: { state, message, timestamp: new Date().toISOString() },
+      metadata: undefined,
+    },
+  },
+});

@@ -1,0 +1,347 @@
+import { createHash } from 'node:crypto';
+import {
+  chatMessageText,
+  type ChatCompletionChunk,
+  type ChatCompletionRequest,
+  type ChatCompletionResponse,
+  type ChatCompletionUsage,
+  type FinishReason,
+  type OpenAiErrorResponse,
+  type TurnResponse,
+  type ErrorAnswer,
+} from '@switchboard/contracts';
+
+/**
+ * The OpenAI-compatible facade's mapping (docs/adr/0016-chat-completions-facade.md): OpenAI's
+ * request → what is admitted, an ended turn → `chat.completion` / chunks, any failure → OpenAI's
+ * error shape. Plain functions; the controller does the I/O.
+ */
+
+/**
+ * An error in OpenAI's terms. `retry` sets `x-should-retry`, which the openai SDK obeys: its default
+ * retries 408, 409, 429 and 5xx, and a retry of an admitted request without an Idempotency-Key would
+ * admit the message again.
+ */
+export class OpenAiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly options: {
+      param?: string;
+      type?: string;
+      retry?: boolean;
+      headers?: Record<string, string>;
+    } = {},
+  ) {
+    super(message);
+    this.name = 'OpenAiError';
+  }
+}
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  409: 'conflict_error',
+  413: 'invalid_request_error',
+  414: 'invalid_request_error',
+  415: 'invalid_request_error',
+  422: 'invalid_request_error',
+  429: 'rate_limit_error',
+  431: 'invalid_request_error',
+};
+const typeOf = (status: number) =>
+  TYPE_BY_STATUS[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+
+export interface OpenAiErrorAnswer {
+  status: number;
+  body: OpenAiErrorResponse;
+  headers: Record<string, string>;
+}
+
+/** An OpenAiError as the answer it is. */
+export function renderOpenAiError(err: OpenAiError): OpenAiErrorAnswer {
+  const headers = { ...err.options.headers };
+  if (err.options.retry !== undefined) headers['x-should-retry'] = String(err.options.retry);
+  return {
+    status: err.status,
+    body: {
+      error: {
+        message: err.message,
+        type: err.options.type ?? typeOf(err.status),
+        param: err.options.param ?? null,
+        code: err.code,
+      },
+    },
+    headers,
+  };
+}
+
+/**
+ * Any thrown value → OpenAI's `{error: {message, type, param, code}}`: the facade's own errors as
+ * they are, everything else as `native` (the gateway's one error mapping) answers it, same status,
+ * reshaped; a validation failure's first issue is the `param`.
+ */
+export function toOpenAiErrorAnswer(err: unknown, native: (err: unknown) => ErrorAnswer): OpenAiErrorAnswer {
+  if (err instanceof OpenAiError) return renderOpenAiError(err);
+  const answer = native(err);
+  const { code, message, details } = answer.body.error;
+  const issues = (details as { issues?: { path: string }[] } | undefined)?.issues;
+  return {
+    status: answer.status,
+    body: {
+      error: {
+        message,
+        type: typeOf(answer.status),
+        param: issues?.[0]?.path || null,
+        code: code === 'unauthorized' ? 'invalid_api_key' : code,
+      },
+    },
+    headers: answer.headers,
+  };
+}
+
+/** A text the conversation carries over into a new session: user and assistant turns, in order. */
+export interface HistoryEntry {
+  role: 'user' | 'assistant';
+  text: string;
+}
+
+/** What a request admits (docs/adr/0016): the last user message; the earlier ones seed a new session. */
+export interface ConversationPlan {
+  prompt: string;
+  history: HistoryEntry[];
+}
+
+/**
+ * The messages of a request → the message to admit and the history before it. `system` and
+ * `developer` messages are left out: the agent's instructions are the system prompt, and a client
+ * cannot replace them (what it wants to add, it says in a user message).
+ */
+export function planConversation(messages: ChatCompletionRequest['messages']): ConversationPlan {
+  const turns: HistoryEntry[] = [];
+  for (const m of messages) {
+    if (m.role === 'user' || m.role === 'assistant') {
+      const text = chatMessageText(m.content);
+      // An assistant message with no text (an empty reply) says nothing the agent needs.
+      if (m.role === 'assistant' && text === '') continue;
+      turns.push({ role: m.role, text });
+    }
+  }
+  const last = turns.pop();
+  if (!last || last.role !== 'user') {
+    throw new OpenAiError(
+      400,
+      'invalid_value',
+      'messages: the conversation must end with a user message (system and developer messages do not count: ' +
+        "the agent's own instructions are its system prompt)",
+      { param: 'messages' },
+    );
+  }
+  if (last.text.trim() === '') {
+    throw new OpenAiError(400, 'invalid_value', 'messages: the last user message has no text', {
+      param: 'messages',
+    });
+  }
+  return { prompt: last.text, history: turns };
+}
+
+/**
+ * The session a request names: the `X-Session-Id` header or `metadata.session_id` (both must agree),
+ * or undefined for a new session.
+ */
+export function requestedSessionId(
+  header: string | string[] | undefined,
+  metadata: Record<string, string> | null | undefined,
+): string | undefined {
+  if (Array.isArray(header)) {
+    throw new OpenAiError(400, 'invalid_value', 'X-Session-Id: send the header once', {
+      param: 'X-Session-Id',
+    });
+  }
+  const fromHeader = header?.trim() || undefined;
+  const fromMetadata = metadata?.session_id;
+  if (fromHeader && fromMetadata && fromHeader !== fromMetadata) {
+    throw new OpenAiError(
+      400,
+      'invalid_value',
+      'X-Session-Id and metadata.session_id name different sessions: send one',
+      { param: 'metadata.session_id' },
+    );
+  }
+  return fromHeader ?? fromMetadata;
+}
+
+/**
+ * A new session's id for a request with an Idempotency-Key: derived from the tenant and the key, so a
+ * retry finds the session its first attempt created (and admission replays the message in it). A UUID
+ * with version 8 (RFC 9562 "custom").
+ */
+export function sessionIdForKey(
+  tenantId: string,
+  idempotencyKey: string,
+  /** The route the key was sent to (`responses` for /v1/responses): each derives its own sessions. */
+  scope = 'chat-completions',
+): string {
+  const h = createHash('sha256').update(`${scope}\n${tenantId}\n${idempotencyKey}`).digest('hex');
+  const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export const completionId = (turnId: string) => `chatcmpl-${turnId}`;
+
+/** Unix seconds of the admission: a turn id is a UUIDv7, whose first 48 bits are its millisecond time. */
+export function createdAt(turnId: string): number {
+  const ms = parseInt(turnId.replace(/-/g, '').slice(0, 12), 16);
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : Math.floor(Date.now() / 1000);
+}
+
+/** `stop` for the model's final answer; `length` when a stop hook (iterations, tool calls, spend, deadline) ended the turn. */
+export const finishReason = (stopReason: string | null): FinishReason =>
+  stopReason === 'final_answer' || stopReason === null ? 'stop' : 'length';
+
+export const usageOf = (turn: Pick<TurnResponse, 'usage'>): ChatCompletionUsage => ({
+  prompt_tokens: turn.usage.inputTokens,
+  completion_tokens: turn.usage.outputTokens,
+  total_tokens: turn.usage.inputTokens + turn.usage.outputTokens,
+  prompt_tokens_details: { cached_tokens: turn.usage.cachedTokens },
+});
+
+/**
+ * An ended turn that has no answer → the error a client gets. A failed turn is final (a retry would
+ * replay it), so the openai SDK is told not to retry; the message names the turn to inspect.
+ */
+export function endedTurnError(turn: TurnResponse): OpenAiError | undefined {
+  if (turn.status === 'completed') return undefined;
+  if (turn.status === 'cancelled') {
+    return new OpenAiError(409, 'turn_cancelled', `turn ${turn.id} was cancelled before it answered`, {
+      retry: false,
+    });
+  }
+  const failure = turn.failure;
+  const why = failure
+    ? `${failure.kind}: ${failure.brief || failure.message}`
+    : (turn.stopReason ?? 'failed');
+  return new OpenAiError(502, 'turn_failed', `turn ${turn.id} failed (${why})`, {
+    type: 'server_error',
+    retry: false,
+  });
+}
+
+/** The completion of an ended, completed turn. */
+export function completionOf(turn: TurnResponse, model: string): ChatCompletionResponse {
+  return {
+    id: completionId(turn.id),
+    object: 'chat.completion',
+    created: createdAt(turn.id),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: turn.finalText ?? '', refusal: null },
+        logprobs: null,
+        finish_reason: finishReason(turn.stopReason),
+      },
+    ],
+    usage: usageOf(turn),
+    system_fingerprint: null,
+    session_id: turn.sessionId,
+    turn_id: turn.id,
+  };
+}
+
+/** Builds the chunks of one streamed completion. */
+export class ChunkWriter {
+  constructor(
+    private readonly o: { turnId: string; sessionId: string; model: string; includeUsage: boolean },
+  ) {}
+
+  private chunk(choices: ChatCompletionChunk['choices'], usage?: ChatCompletionUsage): ChatCompletionChunk {
+    return {
+      id: completionId(this.o.turnId),
+      object: 'chat.completion.chunk',
+      created: createdAt(this.o.turnId),
+      model: this.o.model,
+      choices,
+      ...(this.o.includeUsage ? { usage: usage ?? null } : {}),
+      system_fingerprint: null,
+      session_id: this.o.sessionId,
+      turn_id: this.o.turnId,
+    };
+  }
+
+  /** The first chunk: the assistant's role, no text yet. */
+  role(): ChatCompletionChunk {
+    return this.chunk([
+      { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
+    ]);
+  }
+
+  text(content: string): ChatCompletionChunk {
+    return this.chunk([{ index: 0, delta: { content }, logprobs: null, finish_reason: null }]);
+  }
+
+  finish(reason: FinishReason): ChatCompletionChunk {
+    return this.chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
+  }
+
+  /** With `include_usage`: the last chunk, no choices, the turn's usage. */
+  usage(usage: ChatCompletionUsage): ChatCompletionChunk {
+    return this.chunk([], usage);
+  }
+}
+
+/**
+ * The text a stream carries, round by round: rounds after one that said something are set apart by
+ * a blank line, and at the end whatever of the final answer the last round's deltas did not carry is
+ * sent (all of it for a resumed turn, whose rounds streamed nothing here).
+ */
+export class RoundText {
+  private n = -1;
+  private current = '';
+  private earlier = false;
+
+  constructor(private readonly send: (text: string) => void) {}
+
+  /** A provider round started (a repeat of a round already seen, its committed copy, changes nothing). */
+  round(n: number): void {
+    if (n <= this.n) return;
+    if (this.current !== '') this.earlier = true;
+    this.n = n;
+    this.current = '';
+  }
+
+  add(delta: string): void {
+    if (delta === '') return;
+    if (this.current === '' && this.earlier) this.send('\n\n');
+    this.current += delta;
+    this.send(delta);
+  }
+
+  /** The turn ended with this final answer: send what the deltas left out. */
+  complete(final: string): void {
+    if (final.length > this.current.length && final.startsWith(this.current)) {
+      this.add(final.slice(this.current.length));
+    }
+  }
+}
+
+/** One SSE frame. */
+export const sseData = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+
+/** OpenAI's streaming error: a `data:` frame with an `error` object (the openai SDK throws an APIError). */
+export const sseError = (e: OpenAiError): string => sseData(renderOpenAiError(e).body);
+
+/**
+ * What the OpenAI-compatible facade and the protocol adapters (Responses, LangGraph, MCP, A2A) admit
+ * and import as: an operator's prompt over the public API (docs/adr/0016).
+ */
+export const OPERATOR_PROMPT = {
+  kind: 'operator_prompt',
+  origin: { kind: 'operator' },
+  deliverySurface: 'http_public_enqueue',
+  admissionContext: 'control_authenticated',
+} as const;
