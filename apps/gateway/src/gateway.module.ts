@@ -12,6 +12,14 @@ import { TerminusModule } from '@nestjs/terminus';
 import type { Queue } from 'bullmq';
 import { Gauge } from 'prom-client';
 import { Admission, TurnControl } from '@switchboard/admission';
+import {
+  AGENT_TURNS,
+  AgentTurns,
+  EVENT_STREAMS,
+  EventStreams,
+  TURN_WAITER,
+  TurnWaiter,
+} from '@switchboard/agent-turns';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
@@ -54,9 +62,7 @@ import { ResponsesController } from './protocols/responses/responses.controller'
 import { OpsController } from './api/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './api/streams.controller';
 import { McpServersController } from './api/mcp-servers.controller';
-import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { GATEWAY_READS, gatewayReads, type GatewayReads } from './api/reads';
-import { AGENT_TURNS, AgentTurns } from './http/agent-turns';
 import { McpController } from './protocols/mcp/mcp.controller';
 import { A2aController } from './protocols/a2a/a2a.controller';
 import { SessionsController } from './api/sessions.controller';
@@ -81,7 +87,6 @@ import { ApiRateLimits, RateLimitGuard } from './platform/rate-limit';
 import { InFlightRequests } from './platform/in-flight';
 import { TURN_CONTROL } from './api/turn-control';
 import { turnDetail } from './api/turn-detail';
-import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './platform/validation';
 import { REPOSITORIES } from './repositories';
 import { redisTarget, type RedisConnection } from '@switchboard/queue';

@@ -22,7 +22,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { AppError, EventType, isEnded, newId, type TurnResponse } from '@switchboard/contracts';
-import { SessionRefused, type AgentTurns, type StartedTurn } from '../../http/agent-turns';
+import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import { RoundText } from '../openai-chat/chat-completions';
 
 /**

@@ -5,7 +5,8 @@ import { EventType, type LangGraphStreamMode } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
-import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
+import { EVENT_STREAMS, type EventStreams } from '@switchboard/agent-turns';
+import { openEventStream } from '../../http/event-stream';
 import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from './mapping';
 import { LangGraphSnapshots, type Snapshot } from './snapshots';
 

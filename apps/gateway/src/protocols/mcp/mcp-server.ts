@@ -9,7 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AppError, EventType, type TurnResponse } from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
-import { SessionRefused, type AgentTurns, type StartedTurn } from '../../http/agent-turns';
+import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 
 /**
  * Switchboard as an MCP server (docs/adr/0036): `/mcp`, Streamable HTTP, stateless. Each of the

@@ -15,8 +15,9 @@ import {
   sseError,
   usageOf,
 } from './chat-completions';
-import { EVENT_STREAMS, openEventStream, type EventStreams } from '../../http/event-stream';
-import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
+import { EVENT_STREAMS, type EventStreams } from '@switchboard/agent-turns';
+import { openEventStream } from '../../http/event-stream';
+import { TURN_WAITER, type TurnWaiter } from '@switchboard/agent-turns';
 
 export interface StreamOptions {
   tenantId: string;
