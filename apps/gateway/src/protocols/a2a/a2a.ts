@@ -14,6 +14,7 @@ import type {
 } from '@a2a-js/sdk';
 import {
   ExtendedAgentCardNotConfiguredError,
+  JsonRpcTransportError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
@@ -21,7 +22,14 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
-import { AppError, EventType, isEnded, newId, type TurnResponse } from '@switchboard/contracts';
+import {
+  AgentStoppedError,
+  AppError,
+  EventType,
+  isEnded,
+  newId,
+  type TurnResponse,
+} from '@switchboard/contracts';
 import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import { RoundText } from '../openai-chat/chat-completions';
 
@@ -32,6 +40,20 @@ import { RoundText } from '../openai-chat/chat-completions';
  * parses and answers; `A2aAgent` is the request handler it calls, plain TypeScript over AgentTurns
  * (the seams chat completions uses), stateless: any replica answers any task.
  */
+
+/**
+ * The JSON-RPC error a message to a stopped agent (docs/adr/0031) answers with: a server error in the
+ * implementation-defined range (-32000 to -32099, clear of A2A's own -32001 to -32009), the message
+ * saying the agent is stopped and how to resume it. The request itself was valid: not -32602.
+ */
+export const AGENT_STOPPED_CODE = -32050;
+
+export const agentStopped = (err: AgentStoppedError): JsonRpcTransportError =>
+  new JsonRpcTransportError({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: AGENT_STOPPED_CODE, message: err.message },
+  });
 
 /** The artifact a task's answer streams into. */
 export const ANSWER_ARTIFACT_ID = 'answer';
@@ -354,6 +376,7 @@ export class A2aAgent implements A2ARequestHandler {
       });
     } catch (err) {
       if (err instanceof SessionRefused) throw new RequestMalformedError(`contextId: ${err.message}`);
+      if (err instanceof AgentStoppedError) throw agentStopped(err);
       if (err instanceof AppError && err.status < 500) throw new RequestMalformedError(err.message);
       throw err;
     }
