@@ -46,7 +46,7 @@ import {
 import type { ErrorShapeConfig } from '../../platform/errors';
 import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../../platform/openapi';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
-import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
+import { AGENT_TURNS, SessionRefused, type AgentTurns } from '@switchboard/agent-turns';
 import type { LiveWatch } from '@switchboard/live';
 import { holdRequest } from '../hold';
 import { validateOptionalBody } from '../../platform/validation';
@@ -643,20 +643,18 @@ export class LangGraphController {
   }> {
     const plan = planRun(body);
     const agent = await this.assistant(tenantId, body.assistant_id);
-    const existing = await this.reads.session(tenantId, threadId);
-    if (!existing && (body.if_not_exists !== 'create' || !isUuid(threadId))) {
-      throw new LangGraphError(404, `thread ${threadId} not found`);
-    }
-    // A new thread is made as the run is admitted: a stopped agent or a paused tenant is refused first.
+    // A thread the run names; with `if_not_exists: create` a new one is made as the run is admitted
+    // (a stopped agent or a paused tenant is refused before it is written).
+    const create = body.if_not_exists === 'create' && isUuid(threadId);
     const session = {
       id: await this.turns
-        .session(
-          tenantId,
-          agent.id,
-          existing
-            ? { sessionId: existing.id }
-            : { new: { id: threadId, createdBy: 'langgraph', metadata: {} } },
-        )
+        .session(tenantId, agent.id, { sessionId: threadId })
+        .catch((err: unknown) => {
+          if (!create || !(err instanceof SessionRefused) || err.reason !== 'session_not_found') throw err;
+          return this.turns.session(tenantId, agent.id, {
+            new: { id: threadId, createdBy: 'langgraph', metadata: {} },
+          });
+        })
         .catch(threadRefusal(threadId)),
     };
     const pending = await this.reads.pending(session.id);
