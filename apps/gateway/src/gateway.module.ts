@@ -329,7 +329,7 @@ export class GatewayModule {
             TASKS,
             CONFIG,
           ],
-          // The MCP server's and A2A's way to run an agent: chat completions' seams (docs/adr/0036, 0037).
+          // Every protocol's one way in (libs/agent-turns; docs/adr/0016, 0035–0038).
           useFactory: (
             agents: AgentsRepository,
             sessions: SessionsRepository,
