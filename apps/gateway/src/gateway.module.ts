@@ -12,6 +12,14 @@ import { TerminusModule } from '@nestjs/terminus';
 import type { Queue } from 'bullmq';
 import { Gauge } from 'prom-client';
 import { Admission, TurnSteering } from '@switchboard/admission';
+import {
+  AGENT_TURNS,
+  AgentTurns,
+  EVENT_STREAMS,
+  EventStreams,
+  TURN_WAITER,
+  TurnWaiter,
+} from '@switchboard/agent-turns';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
@@ -54,9 +62,7 @@ import { ResponsesController } from './protocols/responses/responses.controller'
 import { OpsController } from './api/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './api/streams.controller';
 import { McpServersController } from './api/mcp-servers.controller';
-import { EVENT_STREAMS, EventStreams } from './http/event-stream';
 import { GATEWAY_READS, gatewayReads, type GatewayReads } from './api/reads';
-import { AGENT_TURNS, AgentTurns } from './http/agent-turns';
 import { McpController } from './protocols/mcp/mcp.controller';
 import { A2aController } from './protocols/a2a/a2a.controller';
 import { SessionsController } from './api/sessions.controller';
@@ -80,9 +86,8 @@ import { ErrorFilter, ErrorShapes } from './platform/errors';
 import { protocolErrorShapes } from './protocols/error-shapes';
 import { ApiRateLimits, RateLimitGuard } from './platform/rate-limit';
 import { InFlightRequests } from './platform/in-flight';
-import { TURN_CONTROL } from './api/turn-control';
+import { TURN_STEERING } from './api/turn-steering';
 import { turnDetail } from './api/turn-detail';
-import { TURN_WAITER, TurnWaiter } from './http/turn-waiter';
 import { ValidationPipe } from './platform/validation';
 import { REPOSITORIES } from './repositories';
 import { redisTarget, type RedisConnection } from '@switchboard/queue';
@@ -206,7 +211,7 @@ export class GatewayModule {
         { provide: ErrorShapes, useFactory: protocolErrorShapes },
         { provide: APP_FILTER, useClass: ErrorFilter },
         {
-          provide: TURN_CONTROL,
+          provide: TURN_STEERING,
           inject: [
             CONFIG,
             DB,
@@ -236,7 +241,7 @@ export class GatewayModule {
         },
         {
           provide: ADMISSION,
-          inject: [CONFIG, DB, REDIS, getQueueToken(QueueName.Turns), LOGGER, METRICS, TURN_CONTROL],
+          inject: [CONFIG, DB, REDIS, getQueueToken(QueueName.Turns), LOGGER, METRICS, TURN_STEERING],
           useFactory: (
             cfg: Config,
             db: Db,
@@ -321,12 +326,12 @@ export class GatewayModule {
             ADMISSION,
             TURN_WAITER,
             EVENT_STREAMS,
-            TURN_CONTROL,
+            TURN_STEERING,
             GATEWAY_SQL,
             TASKS,
             CONFIG,
           ],
-          // The MCP server's and A2A's way to run an agent: chat completions' seams (docs/adr/0036, 0037).
+          // Every protocol's one way in (libs/agent-turns; docs/adr/0016, 0035–0038).
           useFactory: (
             agents: AgentsRepository,
             sessions: SessionsRepository,

@@ -104,4 +104,20 @@ describe('importSession', () => {
     ).toBe('other_agent');
     expect(await env.db.message.count({ where: { sessionId: s.sessionId } })).toBe(1);
   });
+
+  it('a stopped agent or a paused tenant gets nothing: refused before anything is written', async () => {
+    const stopped = await env.db.agent.create({
+      data: { id: newId(), tenantId, name: 'stopped', model: 'scripted/echo', lifecycle: 'stopped' },
+    });
+    const s = operator({ agentId: stopped.id, history: [{ role: 'user', text: 'earlier' }] });
+    await expect(importSession(env.db, s)).rejects.toMatchObject({ code: 'agent_stopped' });
+    expect(await env.db.session.count({ where: { agentId: stopped.id } })).toBe(0);
+    expect(await env.db.message.count({ where: { agentId: stopped.id } })).toBe(0);
+
+    const paused = await seedTenant(env.db, 'paused');
+    await env.db.tenant.update({ where: { id: paused.tenantId }, data: { killSwitch: true } });
+    const p = operator({ tenantId: paused.tenantId, agentId: paused.agentId });
+    await expect(importSession(env.db, p)).rejects.toMatchObject({ code: 'tenant_paused' });
+    expect(await env.db.session.count({ where: { tenantId: paused.tenantId } })).toBe(0);
+  });
 });

@@ -1,4 +1,5 @@
 import {
+  AgentStoppedError,
   TenantPausedError,
   defaultTrust,
   deriveAuthorityClass,
@@ -50,15 +51,22 @@ export type SessionImportResult = 'created' | 'exists' | 'other_agent';
  * Creates the session, and when there is a history, the history as the session's first turn, ended
  * as `imported` (`completed`, stop reason `imported`, the last assistant text as its final text):
  * every later turn's history starts with it, and nothing runs it. One transaction; a session that
- * exists already is left as it is. A paused tenant (docs/adr/0030) gets nothing: the session is
- * only ever made for an admission, which would be refused.
+ * exists already is left as it is. A paused tenant (docs/adr/0030) and a stopped agent (docs/adr/0031)
+ * get nothing (`TenantPausedError`, `AgentStoppedError`, before anything is written): the session is
+ * only ever made for an admission, which would be refused — the one refusal point of every way in
+ * that makes a session (AgentTurns.session), as the admission statement is for an existing one.
  */
 export async function importSession(db: Db, s: SessionImport): Promise<SessionImportResult> {
   const imported = s.history.length > 0;
   const created = await db.$transaction(async (tx) => {
-    const [tenant] = await tx.$queryRaw<{ kill_switch: boolean }[]>`
-      SELECT kill_switch FROM tenants WHERE id = ${s.tenantId}::uuid`;
-    if (tenant?.kill_switch) throw new TenantPausedError();
+    // Refused before anything is written: a paused tenant (docs/adr/0030), a stopped agent (0031).
+    const [refusal] = await tx.$queryRaw<{ kill_switch: boolean; stopped: boolean | null }[]>`
+      SELECT t.kill_switch,
+        (SELECT a.lifecycle = 'stopped' FROM agents a
+          WHERE a.id = ${s.agentId}::uuid AND a.tenant_id = t.id) AS stopped
+      FROM tenants t WHERE t.id = ${s.tenantId}::uuid`;
+    if (refusal?.kill_switch) throw new TenantPausedError();
+    if (refusal?.stopped) throw new AgentStoppedError(s.agentId);
     const inserted = await tx.session.createMany({
       data: [
         {

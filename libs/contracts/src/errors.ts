@@ -114,3 +114,27 @@ export class AgentStoppedError extends AppError {
     this.name = 'AgentStoppedError';
   }
 }
+
+/**
+ * Why a request cannot go on in the session it asked for (each protocol says it in its own shape):
+ * `session_not_found` (not the tenant's, or no such id), `previous_not_found` (the previous turn a
+ * request continues from is not the tenant's), `other_agent` (the session is another agent's),
+ * `session_closed`, `key_reused` (the Idempotency-Key's session is another agent's: the key was used
+ * for another request). A stopped agent and a paused tenant are refused by Admission itself, before
+ * anything is written, as `AgentStoppedError` / `TenantPausedError`.
+ */
+export type SessionRefusal =
+  'session_not_found' | 'previous_not_found' | 'other_agent' | 'session_closed' | 'key_reused';
+
+/** Why a message could not be admitted into the session a client named. */
+export class SessionRefused extends Error {
+  constructor(
+    readonly reason: SessionRefusal,
+    message: string,
+    /** For `other_agent`: the agent whose session it is. */
+    readonly agentId?: string,
+  ) {
+    super(message);
+    this.name = 'SessionRefused';
+  }
+}

@@ -39,6 +39,65 @@ export class SessionsRepository {
     });
   }
 
+  /**
+   * A session with the id its client chose (a LangGraph thread id); null when the id is taken (by
+   * this tenant or another).
+   */
+  async createWithId(s: {
+    id: string;
+    tenantId: string;
+    agentId: string;
+    metadata: Record<string, unknown>;
+  }): Promise<Session | null> {
+    const rows = await this.db.session.createManyAndReturn({
+      data: [
+        {
+          id: s.id,
+          tenantId: s.tenantId,
+          agentId: s.agentId,
+          title: null,
+          metadata: s.metadata as Prisma.InputJsonValue,
+        },
+      ],
+      skipDuplicates: true,
+    });
+    return rows[0] ?? null;
+  }
+
+  /** A message's metadata (what a protocol recorded of its request); undefined when not the tenant's. */
+  async messageMetadata(tenantId: string, messageId: string): Promise<Prisma.JsonValue | undefined> {
+    const m = await this.db.message.findFirst({
+      where: { id: messageId, tenantId },
+      select: { metadata: true },
+    });
+    return m?.metadata;
+  }
+
+  /**
+   * A turn's input: its input message, and with `importedAs` the messages a route imported into the
+   * session's first turn (`metadata.imported`), in the session's order.
+   */
+  turnInput(
+    tenantId: string,
+    sessionId: string,
+    inputMessageId: string,
+    importedAs?: string,
+  ): Promise<Message[]> {
+    return this.db.message.findMany({
+      where: {
+        tenantId,
+        sessionId,
+        OR: [
+          { id: inputMessageId },
+          ...(importedAs !== undefined
+            ? [{ turnSeq: 1, metadata: { path: ['imported'], equals: importedAs } }]
+            : []),
+        ],
+      },
+      orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+    });
+  }
+
   /** By id, after the cursor's id. */
   async page(tenantId: string, afterId: string | undefined, limit: number): Promise<Page<Session>> {
     const rows = await this.db.session.findMany({

@@ -1,7 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiHeader } from '@nestjs/swagger';
-import type { Admission } from '@switchboard/admission';
 import {
   AdmitMessageResponse,
   EventPageResponse,
@@ -10,7 +9,6 @@ import {
   SessionPageResponse,
   SessionResponse,
   TurnResponse,
-  type MessageBody,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { SessionsRepository } from '@switchboard/store';
@@ -27,8 +25,9 @@ import {
   presentMessage,
   presentSession,
 } from './presenters';
-import { ADMISSION, CONFIG } from '@switchboard/platform';
-import { TURN_WAITER, type TurnWaiter } from '../http/turn-waiter';
+import { CONFIG } from '@switchboard/platform';
+import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
+import { holdRequest } from '../protocols/hold';
 import { GATEWAY_READS, type GatewayReads } from './reads';
 import { RateLimitBucketOf } from '../platform/rate-limit';
 
@@ -38,8 +37,7 @@ export class SessionsController {
   constructor(
     @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
     @Inject(AgentsRepository) private readonly agents: AgentsRepository,
-    @Inject(ADMISSION) private readonly admission: Admission,
-    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
   ) {}
@@ -199,74 +197,34 @@ export class SessionsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const sessionId = pathId(id, 'session');
-    const b = body;
     const waitMs =
-      b.wait === undefined || b.wait === false
+      body.wait === undefined || body.wait === false
         ? 0
-        : Math.min(this.config.WAIT_TIMEOUT_MS, b.wait === true ? Infinity : b.wait * 1000);
-    // Listening starts before the admission, so its SUBSCRIBE overlaps the admission statement.
+        : Math.min(this.config.WAIT_TIMEOUT_MS, body.wait === true ? Infinity : body.wait * 1000);
     const deadline = Date.now() + waitMs;
-    const watch = waitMs > 0 ? this.waiter.watch(sessionId) : undefined;
-    const alreadySubscribed = watch?.subscription.isReady ?? false;
-    try {
-      const admitted = await this.admitPrompt(tenantId, sessionId, b, idempotencyKey);
-      if (watch) {
-        // The client going away ends the wait and releases the subscription.
-        const gone = new AbortController();
-        const onClose = () => gone.abort();
-        reply.raw.once('close', onClose);
-        try {
-          const turn = await this.waiter.untilEnded(watch, {
-            tenantId,
-            turnId: admitted.turnId,
-            deadline,
-            signal: gone.signal,
-            subscribedBeforeAdmission: alreadySubscribed && !admitted.replayed,
-            orPaused: true,
-          });
-          if (gone.signal.aborted) return;
-          if (turn) {
-            await reply.status(200).send(turn);
-            return;
-          }
-        } finally {
-          reply.raw.off('close', onClose);
-        }
-      }
-      await reply.status(202).send({
-        messageId: admitted.messageId,
-        turnId: admitted.turnId,
-        status: admitted.status as AdmitMessageResponse['status'],
-      } satisfies AdmitMessageResponse);
-    } finally {
-      watch?.close();
-    }
-  }
-
-  /** The operator's message as an envelope, through Admission. */
-  private async admitPrompt(
-    tenantId: string,
-    sessionId: string,
-    b: AdmitMessageDto,
-    idempotencyKey: string | undefined,
-  ) {
-    const text = typeof b.content === 'string' ? b.content : b.content.map((c) => c.text).join('\n\n');
-    const messageBody: MessageBody = { type: 'text', text };
-    const admitted = await this.admission.admit({
+    const request = {
       tenantId,
       sessionId,
-      kind: 'operator_prompt',
-      origin: { kind: 'operator' },
-      body: messageBody,
-      deliverySurface: 'http_public_enqueue',
-      admissionContext: 'control_authenticated',
-      priority: b.priority,
-      metadata: b.metadata,
-      correlationId: b.correlationId,
+      text: typeof body.content === 'string' ? body.content : body.content.map((c) => c.text).join('\n\n'),
+      priority: body.priority,
+      metadata: body.metadata,
+      correlationId: body.correlationId,
       idempotencyKey,
-      multitask: b.multitask,
-    });
-    return admitted;
+      multitask: body.multitask,
+    };
+    if (waitMs === 0) {
+      await reply.status(202).send(accepted(await this.turns.admit(request, { watch: false })));
+      return;
+    }
+    // Listening starts before the admission, so its SUBSCRIBE overlaps the admission statement.
+    const admitted = await this.turns.admit(request);
+    try {
+      const held = await holdRequest(this.turns, reply, admitted, { deadline, orPaused: true });
+      if (held.settled) await reply.status(200).send(held.turn);
+      else if (held.why !== 'left') await reply.status(202).send(accepted(admitted));
+    } finally {
+      admitted.watch.close();
+    }
   }
 
   /** The durable event journal, ordered by the per-session seq. */
@@ -299,3 +257,9 @@ export class SessionsController {
     };
   }
 }
+
+const accepted = (a: { messageId: string; turnId: string; status: string }): AdmitMessageResponse => ({
+  messageId: a.messageId,
+  turnId: a.turnId,
+  status: a.status as AdmitMessageResponse['status'],
+});

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Inject, Param, Post, Res } from '@nestjs/common';
 import { ApiBody } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { TurnSteering as TurnControl } from '@switchboard/admission';
+import type { TurnSteering } from '@switchboard/admission';
 import { CancelTurnRequest, notFound, TurnResponse } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../platform/auth/guard';
@@ -12,7 +12,7 @@ import { validateOptionalBody } from '../platform/validation';
 import { DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from './turn-detail';
-import { TURN_CONTROL } from './turn-control';
+import { TURN_STEERING } from './turn-steering';
 import { findTurn, readTurn } from '@switchboard/store';
 import { GATEWAY_READS, type GatewayReads } from './reads';
 
@@ -21,7 +21,7 @@ import { GATEWAY_READS, type GatewayReads } from './reads';
 export class TurnsController {
   constructor(
     @Inject(DB) private readonly db: Db,
-    @Inject(TURN_CONTROL) private readonly control: TurnControl,
+    @Inject(TURN_STEERING) private readonly control: TurnSteering,
     @Inject(TASKS) private readonly tasks: TaskService,
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
   ) {}

@@ -1,3 +1,4 @@
+import { SessionRefused } from '@switchboard/contracts';
 import type {
   LangGraphAssistant,
   LangGraphInterrupt,
@@ -18,6 +19,18 @@ import type {
  */
 
 /** An error as LangGraph's server answers it: `{detail}` with the status. */
+/** Why a run could not go on in the thread it names, as LangGraph says it. */
+export const threadRefusal =
+  (threadId: string) =>
+  (err: unknown): never => {
+    if (!(err instanceof SessionRefused)) throw err;
+    if (err.reason === 'other_agent') {
+      throw new LangGraphError(409, `thread ${threadId} belongs to another assistant (${err.agentId})`);
+    }
+    if (err.reason === 'session_closed') throw new LangGraphError(409, `thread ${threadId} is closed`);
+    throw new LangGraphError(404, `thread ${threadId} not found`);
+  };
+
 export class LangGraphError extends Error {
   constructor(
     readonly status: number,

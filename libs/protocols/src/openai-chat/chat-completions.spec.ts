@@ -14,7 +14,6 @@ import {
   planConversation,
   requestedSessionId,
   RoundText,
-  sessionIdForKey,
   toOpenAiErrorAnswer,
 } from './chat-completions';
 
@@ -149,16 +148,6 @@ describe('requestedSessionId', () => {
     expect(requestedSessionId('s3', { session_id: 's3' })).toBe('s3');
     expect(() => requestedSessionId('s1', { session_id: 's2' })).toThrow(OpenAiError);
     expect(() => requestedSessionId(['a', 'b'], undefined)).toThrow(OpenAiError);
-  });
-});
-
-describe('sessionIdForKey', () => {
-  it('is a stable UUID (version 8) per tenant and key', () => {
-    const a = sessionIdForKey('t1', 'k');
-    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(sessionIdForKey('t1', 'k')).toBe(a);
-    expect(sessionIdForKey('t2', 'k')).not.toBe(a);
-    expect(sessionIdForKey('t1', 'k2')).not.toBe(a);
   });
 });
 

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import {
   chatMessageText,
+  SessionRefused,
   type ChatCompletionChunk,
   type ChatCompletionRequest,
   type ChatCompletionResponse,
@@ -175,22 +175,6 @@ export function requestedSessionId(
   return fromHeader ?? fromMetadata;
 }
 
-/**
- * A new session's id for a request with an Idempotency-Key: derived from the tenant and the key, so a
- * retry finds the session its first attempt created (and admission replays the message in it). A UUID
- * with version 8 (RFC 9562 "custom").
- */
-export function sessionIdForKey(
-  tenantId: string,
-  idempotencyKey: string,
-  /** The route the key was sent to (`responses` for /v1/responses): each derives its own sessions. */
-  scope = 'chat-completions',
-): string {
-  const h = createHash('sha256').update(`${scope}\n${tenantId}\n${idempotencyKey}`).digest('hex');
-  const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
 export const completionId = (turnId: string) => `chatcmpl-${turnId}`;
 
 /** Unix seconds of the admission: a turn id is a UUIDv7, whose first 48 bits are its millisecond time. */
@@ -335,13 +319,60 @@ export const sseData = (data: unknown): string => `data: ${JSON.stringify(data)}
 /** OpenAI's streaming error: a `data:` frame with an `error` object (the openai SDK throws an APIError). */
 export const sseError = (e: OpenAiError): string => sseData(renderOpenAiError(e).body);
 
-/**
- * What the OpenAI-compatible facade and the protocol adapters (Responses, LangGraph, MCP, A2A) admit
- * and import as: an operator's prompt over the public API (docs/adr/0016).
- */
-export const OPERATOR_PROMPT = {
-  kind: 'operator_prompt',
-  origin: { kind: 'operator' },
-  deliverySurface: 'http_public_enqueue',
-  admissionContext: 'control_authenticated',
-} as const;
+/** 404 model_not_found: `model` names no agent of the tenant (`list`: where the client finds them). */
+export const modelNotFound = (model: string, list = 'GET /v1/agents'): OpenAiError =>
+  new OpenAiError(
+    404,
+    'model_not_found',
+    `The model \`${model}\` does not exist: name an agent of the tenant (${list}), by name or id`,
+    { param: 'model' },
+  );
+
+/** Why the facade could not use the session a request named (`X-Session-Id`), in OpenAI's shape. */
+export const chatSessionRefusal =
+  (requested: string | undefined) =>
+  (err: unknown): never => {
+    if (!(err instanceof SessionRefused)) throw err;
+    switch (err.reason) {
+      case 'other_agent':
+        throw new OpenAiError(400, 'model_session_mismatch', 'model: the session belongs to another agent', {
+          param: 'model',
+        });
+      case 'session_closed':
+        throw new OpenAiError(409, 'session_closed', `session ${requested} is closed`, { retry: false });
+      case 'key_reused':
+        throw new OpenAiError(422, 'idempotency_key_reused', err.message);
+      case 'session_not_found':
+      case 'previous_not_found':
+        throw new OpenAiError(404, 'session_not_found', `session ${requested} not found`, {
+          param: 'X-Session-Id',
+        });
+    }
+  };
+
+/** A held request whose turn did not end (the bound passed, or the gateway is shutting down): it goes on. */
+export function notEnded(
+  turnId: string,
+  why: 'deadline' | 'shutdown',
+  boundMs: number,
+  idempotencyKey: string | undefined,
+): OpenAiError {
+  // A retry with the same key waits for the same turn; without one it would admit the message again.
+  const o = { retry: idempotencyKey !== undefined, headers: { 'x-turn-id': turnId } };
+  if (why === 'shutdown') {
+    return new OpenAiError(
+      503,
+      'server_shutting_down',
+      `the gateway is shutting down; turn ${turnId} goes on: GET /v1/turns/${turnId} for its answer`,
+      o,
+    );
+  }
+  return new OpenAiError(
+    408,
+    'turn_timeout',
+    `turn ${turnId} did not end within ${Math.round(boundMs / 1000)} s; it goes on running: ` +
+      `GET /v1/turns/${turnId} for its answer` +
+      (idempotencyKey ? ', or send the request again with the same Idempotency-Key to wait again' : ''),
+    o,
+  );
+}

@@ -1,4 +1,5 @@
 import {
+  SessionRefused,
   EventType,
   isEnded,
   responsesMessageText,
@@ -462,3 +463,64 @@ export function pendingResponse(meta: ResponseMeta, turn: TurnResponse): Respons
 
 /** `msg_<message id hex>`: an input item's id. */
 export const inputItemIdOf = (messageId: string): string => `msg_${hex(messageId)}`;
+
+/** Why a response could not go on in the session it asked for, in OpenAI's shape. */
+export const responsesSessionRefusal =
+  (previous: string | null) =>
+  (err: unknown): never => {
+    if (!(err instanceof SessionRefused)) throw err;
+    switch (err.reason) {
+      case 'other_agent':
+        throw new OpenAiError(
+          400,
+          'model_session_mismatch',
+          'model: the previous response was answered by another agent',
+          { param: 'model' },
+        );
+      case 'session_closed':
+        throw new OpenAiError(409, 'session_closed', `the session of ${previous} is closed`, {
+          retry: false,
+        });
+      case 'key_reused':
+        throw new OpenAiError(
+          422,
+          'idempotency_key_reused',
+          'this Idempotency-Key was already used with a different request: use a new key for a new request',
+        );
+      case 'session_not_found':
+      case 'previous_not_found':
+        throw previousNotFound(previous ?? '');
+    }
+  };
+
+export const previousNotFound = (previous: string): OpenAiError =>
+  new OpenAiError(404, 'previous_response_not_found', `Previous response with id '${previous}' not found.`, {
+    param: 'previous_response_id',
+  });
+
+/** A held response that did not end (the bound passed, or the gateway is shutting down): it goes on. */
+export function responseNotEnded(
+  turnId: string,
+  why: 'deadline' | 'shutdown',
+  boundMs: number,
+  idempotencyKey: string | undefined,
+): OpenAiError {
+  const id = responseIdOf(turnId);
+  const o = { retry: idempotencyKey !== undefined, headers: { 'x-turn-id': turnId, 'x-response-id': id } };
+  if (why === 'shutdown') {
+    return new OpenAiError(
+      503,
+      'server_shutting_down',
+      `the gateway is shutting down; response ${id} goes on: GET /v1/responses/${id} for it`,
+      o,
+    );
+  }
+  return new OpenAiError(
+    408,
+    'turn_timeout',
+    `response ${id} did not end within ${Math.round(boundMs / 1000)} s; it goes on running: ` +
+      `GET /v1/responses/${id} for it (or send it with background: true)` +
+      (idempotencyKey ? ', or send the request again with the same Idempotency-Key to wait again' : ''),
+    o,
+  );
+}

@@ -10,7 +10,7 @@ import { LOGGER } from '@switchboard/platform';
 import { TenantId } from '../../platform/auth/guard';
 import { agentCardOf } from '@switchboard/protocols';
 import { A2aAgent } from './a2a';
-import { AGENT_TURNS, type AgentTurns } from '../../http/agent-turns';
+import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
 import { API_KEY_AUTH } from '../../platform/openapi';

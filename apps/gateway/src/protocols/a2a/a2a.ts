@@ -13,6 +13,7 @@ import type {
 } from '@a2a-js/sdk';
 import {
   ExtendedAgentCardNotConfiguredError,
+  JsonRpcTransportError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
@@ -20,8 +21,15 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
-import { AppError, EventType, isEnded, newId, type TurnResponse } from '@switchboard/contracts';
-import { SessionRefused, type AgentTurns, type StartedTurn } from '../../http/agent-turns';
+import {
+  AgentStoppedError,
+  AppError,
+  EventType,
+  isEnded,
+  newId,
+  type TurnResponse,
+} from '@switchboard/contracts';
+import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import {
   agentMessage,
   ANSWER_ARTIFACT_ID,
@@ -40,6 +48,21 @@ import {
  * handler (@a2a-js/sdk/server) calls, plain TypeScript over AgentTurns; the wire mapping (tasks,
  * messages, the agent card) is in `@switchboard/protocols` (a2a/).
  */
+
+/**
+ * The JSON-RPC error a message to a stopped agent (docs/adr/0031) answers with: a server error in the
+ * implementation-defined range (-32000 to -32099, clear of A2A's own -32001 to -32009), the message
+ * saying the agent is stopped and how to resume it. The request itself was valid: not -32602.
+ */
+export const AGENT_STOPPED_CODE = -32050;
+
+export const agentStopped = (err: AgentStoppedError): JsonRpcTransportError =>
+  new JsonRpcTransportError({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: AGENT_STOPPED_CODE, message: err.message },
+  });
+
 /** One agent of one tenant, as the SDK's JSON-RPC transport calls it. */
 export class A2aAgent implements A2ARequestHandler {
   constructor(
@@ -169,6 +192,7 @@ export class A2aAgent implements A2ARequestHandler {
       });
     } catch (err) {
       if (err instanceof SessionRefused) throw new RequestMalformedError(`contextId: ${err.message}`);
+      if (err instanceof AgentStoppedError) throw agentStopped(err);
       if (err instanceof AppError && err.status < 500) throw new RequestMalformedError(err.message);
       throw err;
     }

@@ -14,7 +14,6 @@ import { RouteConfig } from '@nestjs/platform-fastify';
 import { ApiBody, ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
-import type { Admission, TurnSteering as TurnControl } from '@switchboard/admission';
 import {
   isUuid,
   LangGraphAssistant,
@@ -30,8 +29,6 @@ import {
   LangGraphValues,
   newId,
 } from '@switchboard/contracts';
-import type { Config } from '@switchboard/config';
-import { ADMISSION, CONFIG } from '@switchboard/platform';
 import type { Approvals } from '@switchboard/turns';
 import { Actor, ApiKeyId, TenantId } from '../../platform/auth/guard';
 import {
@@ -49,8 +46,9 @@ import {
 import type { ErrorShapeConfig } from '../../platform/errors';
 import { API_KEY_AUTH, RATE_LIMIT_HEADERS, schemaRef } from '../../platform/openapi';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
-import { TURN_CONTROL } from '../../api/turn-control';
-import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
+import { AGENT_TURNS, SessionRefused, type AgentTurns } from '@switchboard/agent-turns';
+import type { LiveWatch } from '@switchboard/live';
+import { holdRequest } from '../hold';
 import { validateOptionalBody } from '../../platform/validation';
 import {
   assistantOf,
@@ -61,13 +59,13 @@ import {
   stateOf,
   streamModesOf,
   threadOf,
+  threadRefusal,
   turnStatusesOf,
   valuesOf,
 } from '@switchboard/protocols';
 import { LangGraphReads } from './reads';
 import { LangGraphRunStreamer } from './run-stream';
 import { LangGraphSnapshots } from './snapshots';
-import { OPERATOR_PROMPT } from '@switchboard/protocols';
 import { APPROVALS } from '../../api/approvals.controller';
 
 /** The security scheme of the `x-api-key` header the LangGraph SDK sends. */
@@ -132,7 +130,7 @@ function LangGraphRoute(o: {
  * `@langchain/langgraph-sdk`'s `new Client({ apiUrl: '<gateway>/langgraph', apiKey })` works unmodified:
  * assistants are agents, threads sessions, runs turns, interrupts approvals. A thin adapter over the
  * same seams as `/v1/chat/completions`: Admission admits, the TurnWaiter waits, the event-stream seam
- * streams, TurnControl cancels, Approvals decides.
+ * streams, TurnSteering cancels, Approvals decides.
  */
 @ApiTags('langgraph')
 @ApiSecurity(LANGGRAPH_API_KEY_AUTH)
@@ -143,11 +141,8 @@ export class LangGraphController {
     @Inject(LangGraphReads) private readonly reads: LangGraphReads,
     @Inject(LangGraphSnapshots) private readonly snapshots: LangGraphSnapshots,
     @Inject(LangGraphRunStreamer) private readonly streamer: LangGraphRunStreamer,
-    @Inject(ADMISSION) private readonly admission: Admission,
-    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
-    @Inject(TURN_CONTROL) private readonly control: TurnControl,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(APPROVALS) private readonly approvals: Approvals,
-    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -235,7 +230,7 @@ export class LangGraphController {
     }
     const agent = await this.assistant(tenantId, named);
     const id = body.thread_id ?? newId();
-    const created = await this.reads.createSession({ id, tenantId, agentId: agent.id, metadata });
+    const created = await this.turns.openSession({ id, tenantId, agentId: agent.id, metadata });
     if (!created) {
       const existing = await this.reads.session(tenantId, id);
       if (existing && body.if_exists === 'do_nothing') return this.presentThread(existing);
@@ -439,7 +434,7 @@ export class LangGraphController {
       });
       // `on_disconnect: cancel`: the client left before the run ended.
       if (ended === 'left' && body.on_disconnect === 'cancel') {
-        await this.control.cancel(tenantId, started.turnId, 'the LangGraph client disconnected');
+        await this.turns.cancel(tenantId, started.turnId, 'the LangGraph client disconnected');
       }
     } finally {
       started.watch.close();
@@ -470,7 +465,7 @@ export class LangGraphController {
     const started = await this.start(tenantId, apiKeyId, actor, threadId, body);
     try {
       void reply.header('content-location', runPath(started.sessionId, started.turnId));
-      await this.answerWhenSettled(reply, tenantId, started.sessionId, started.turnId, started.watch);
+      await this.answerWhenSettled(reply, tenantId, started);
     } finally {
       started.watch.close();
     }
@@ -537,9 +532,9 @@ export class LangGraphController {
   ): Promise<void> {
     void q;
     const turn = await this.run(tenantId, threadId, runId);
-    const watch = this.waiter.watch(turn.sessionId);
+    const watch = this.turns.watch(turn.sessionId);
     try {
-      await this.answerWhenSettled(reply, tenantId, turn.sessionId, turn.id, watch);
+      await this.answerWhenSettled(reply, tenantId, { sessionId: turn.sessionId, turnId: turn.id, watch });
     } finally {
       watch.close();
     }
@@ -565,7 +560,7 @@ export class LangGraphController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const turn = await this.run(tenantId, threadId, runId);
-    const watch = this.waiter.watch(turn.sessionId);
+    const watch = this.turns.watch(turn.sessionId);
     try {
       void reply.header('content-location', runPath(turn.sessionId, turn.id));
       const ended = await this.streamer.stream(reply, watch, {
@@ -576,7 +571,7 @@ export class LangGraphController {
         modes: streamModesOf(q.stream_mode),
       });
       if (ended === 'left' && (q.cancel_on_disconnect === '1' || q.cancel_on_disconnect === 'true')) {
-        await this.control.cancel(tenantId, turn.id, 'the LangGraph client disconnected');
+        await this.turns.cancel(tenantId, turn.id, 'the LangGraph client disconnected');
       }
     } finally {
       watch.close();
@@ -609,21 +604,16 @@ export class LangGraphController {
       );
     }
     const turn = await this.run(tenantId, threadId, runId);
-    const watch = q.wait === '1' || q.wait === 'true' ? this.waiter.watch(turn.sessionId) : undefined;
+    const watch = q.wait === '1' || q.wait === 'true' ? this.turns.watch(turn.sessionId) : undefined;
     try {
-      const result = await this.control.cancel(
+      const result = await this.turns.cancel(
         tenantId,
         turn.id,
         q.reason ?? 'cancelled through the LangGraph API',
       );
       if (!result) throw new LangGraphError(404, `run ${runId} not found`);
       if (watch) {
-        await this.waiter.untilEnded(watch, {
-          tenantId,
-          turnId: turn.id,
-          deadline: Date.now() + this.config.WAIT_TIMEOUT_MS,
-          subscribedBeforeAdmission: false,
-        });
+        await this.turns.untilEnded({ tenantId, turnId: turn.id, watch, subscribedBeforeAdmission: false });
       }
       await reply.status(204).send();
     } finally {
@@ -649,21 +639,24 @@ export class LangGraphController {
     turnId: string;
     after: number;
     multitask: LangGraphRun['multitask_strategy'];
-    watch: ReturnType<TurnWaiter['watch']>;
+    watch: LiveWatch;
   }> {
     const plan = planRun(body);
     const agent = await this.assistant(tenantId, body.assistant_id);
-    let session = await this.reads.session(tenantId, threadId);
-    if (!session) {
-      if (body.if_not_exists !== 'create' || !isUuid(threadId))
-        throw new LangGraphError(404, `thread ${threadId} not found`);
-      session = await this.reads.createSession({ id: threadId, tenantId, agentId: agent.id, metadata: {} });
-      if (!session) throw new LangGraphError(404, `thread ${threadId} not found`);
-    }
-    if (session.agentId !== agent.id) {
-      throw new LangGraphError(409, `thread ${session.id} belongs to another assistant (${session.agentId})`);
-    }
-    if (session.status === 'closed') throw new LangGraphError(409, `thread ${session.id} is closed`);
+    // A thread the run names; with `if_not_exists: create` a new one is made as the run is admitted
+    // (a stopped agent or a paused tenant is refused before it is written).
+    const create = body.if_not_exists === 'create' && isUuid(threadId);
+    const session = {
+      id: await this.turns
+        .session(tenantId, agent.id, { sessionId: threadId })
+        .catch((err: unknown) => {
+          if (!create || !(err instanceof SessionRefused) || err.reason !== 'session_not_found') throw err;
+          return this.turns.session(tenantId, agent.id, {
+            new: { id: threadId, createdBy: 'langgraph', metadata: {} },
+          });
+        })
+        .catch(threadRefusal(threadId)),
+    };
     const pending = await this.reads.pending(session.id);
     if (plan.kind === 'resume') {
       const decisions = decisionsOf(
@@ -671,7 +664,7 @@ export class LangGraphController {
         pending.map((a) => a.id),
       );
       const after = await this.reads.lastEventSeq(session.id);
-      const watch = this.waiter.watch(session.id);
+      const watch = this.turns.watch(session.id);
       try {
         for (const d of decisions) {
           const outcome = await this.approvals.decide({
@@ -704,63 +697,45 @@ export class LangGraphController {
           "command: { resume: 'approve' | 'reject' }, or send multitask_strategy interrupt to cancel it",
       );
     }
-    const watch = this.waiter.watch(session.id);
-    try {
-      const admitted = await this.admission.admit({
-        tenantId,
-        sessionId: session.id,
-        ...OPERATOR_PROMPT,
-        body: { type: 'text', text: plan.text },
-        metadata: { ...(body.metadata ?? {}), via: 'langgraph' },
-        multitask: plan.multitask,
-      });
-      return { sessionId: session.id, turnId: admitted.turnId, after: 0, multitask: plan.multitask, watch };
-    } catch (err) {
-      watch.close();
-      throw err;
-    }
+    const admitted = await this.turns.admit({
+      tenantId,
+      sessionId: session.id,
+      text: plan.text,
+      metadata: { ...(body.metadata ?? {}), via: 'langgraph' },
+      multitask: plan.multitask,
+    });
+    return { ...admitted, after: 0, multitask: plan.multitask };
   }
 
   /** Holds the request until the run ends or pauses; the thread's values (`__error__` for a failed run). */
   private async answerWhenSettled(
     reply: FastifyReply,
     tenantId: string,
-    sessionId: string,
-    turnId: string,
-    watch: ReturnType<TurnWaiter['watch']>,
+    t: { sessionId: string; turnId: string; watch: LiveWatch },
   ): Promise<void> {
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    try {
-      const turn = await this.waiter.untilEnded(watch, {
-        tenantId,
-        turnId,
-        deadline: Date.now() + this.config.WAIT_TIMEOUT_MS,
-        signal: gone.signal,
-        subscribedBeforeAdmission: false,
-        orPaused: true,
-      });
-      if (gone.signal.aborted) return;
-      if (!turn) {
-        throw new LangGraphError(
-          this.waiter.shutdown.aborted ? 503 : 408,
-          `run ${turnId} did not end within ${Math.round(this.config.WAIT_TIMEOUT_MS / 1000)} s; it goes on: ` +
-            `join it again (GET /langgraph/threads/${sessionId}/runs/${turnId}/join)`,
-        );
-      }
-      const snap = await this.snapshots.read(sessionId);
-      const values: Record<string, unknown> = valuesOf(snap.messages, snap.pending);
-      if (turn.status === 'failed') {
-        values.__error__ = {
-          error: 'turn_failed',
-          message: await this.snapshots.failureOf(tenantId, turnId),
-        };
-      }
-      await reply.status(200).send(values);
-    } finally {
-      reply.raw.off('close', onClose);
+    const held = await holdRequest(
+      this.turns,
+      reply,
+      { ...t, tenantId, subscribedBeforeAdmission: false },
+      { orPaused: true },
+    );
+    if (!held.settled) {
+      if (held.why === 'left') return;
+      throw new LangGraphError(
+        held.why === 'shutdown' ? 503 : 408,
+        `run ${t.turnId} did not end within ${Math.round(this.turns.waitTimeoutMs / 1000)} s; it goes on: ` +
+          `join it again (GET /langgraph/threads/${t.sessionId}/runs/${t.turnId}/join)`,
+      );
     }
+    const snap = await this.snapshots.read(t.sessionId);
+    const values: Record<string, unknown> = valuesOf(snap.messages, snap.pending);
+    if (held.turn.status === 'failed') {
+      values.__error__ = {
+        error: 'turn_failed',
+        message: await this.snapshots.failureOf(tenantId, t.turnId),
+      };
+    }
+    await reply.status(200).send(values);
   }
 
   private async assistant(tenantId: string, idOrName: string) {

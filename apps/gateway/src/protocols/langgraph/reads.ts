@@ -58,28 +58,6 @@ export class LangGraphReads {
     return this.db.session.findFirst({ where: { id, tenantId } });
   }
 
-  /** Creates the session with the thread's id; null when the id is taken (by this tenant or another). */
-  async createSession(s: {
-    id: string;
-    tenantId: string;
-    agentId: string;
-    metadata: Record<string, unknown>;
-  }): Promise<Session | null> {
-    const rows = await this.db.session.createManyAndReturn({
-      data: [
-        {
-          id: s.id,
-          tenantId: s.tenantId,
-          agentId: s.agentId,
-          title: null,
-          metadata: s.metadata as Prisma.InputJsonValue,
-        },
-      ],
-      skipDuplicates: true,
-    });
-    return rows[0] ?? null;
-  }
-
   sessions(
     tenantId: string,
     q: {

@@ -5,7 +5,12 @@ import { EventType, type LangGraphStreamMode } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
-import { EVENT_STREAMS, type EventStreams, type JournaledItem, type LiveItem } from '../../http/event-stream';
+import {
+  EVENT_STREAMS,
+  type EventStreams,
+  type JournaledItem,
+  type LiveItem,
+} from '@switchboard/agent-turns';
 import { SseStream } from '../../platform/sse';
 import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from '@switchboard/protocols';
 import { LangGraphSnapshots } from './snapshots';

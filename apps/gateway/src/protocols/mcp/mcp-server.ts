@@ -15,7 +15,7 @@ import {
   toolError,
   toolResultOf,
 } from '@switchboard/protocols';
-import { SessionRefused, type AgentTurns, type StartedTurn } from '../../http/agent-turns';
+import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 
 /**
  * Switchboard as an MCP server (docs/adr/0036): `/mcp`, Streamable HTTP, stateless. Each of the

@@ -6,7 +6,7 @@ import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER, REDIS } from '@switchboard/platform';
 import { ApiKeyId, TenantId } from '../../platform/auth/guard';
-import { AGENT_TURNS, type AgentTurns } from '../../http/agent-turns';
+import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { JSONRPC_INVALID_REQUEST } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';

@@ -15,9 +15,8 @@ import {
   sseError,
   usageOf,
 } from '@switchboard/protocols';
-import { EVENT_STREAMS, type EventStreams } from '../../http/event-stream';
+import { EVENT_STREAMS, TURN_WAITER, type EventStreams, type TurnWaiter } from '@switchboard/agent-turns';
 import { SseStream } from '../../platform/sse';
-import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
 
 export interface StreamOptions {
   tenantId: string;

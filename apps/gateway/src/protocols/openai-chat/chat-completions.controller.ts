@@ -1,27 +1,23 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Admission, Admitted } from '@switchboard/admission';
-import { ChatCompletionResponse, isUuid, newId, unsupportedChatParameter } from '@switchboard/contracts';
-import type { Config } from '@switchboard/config';
-import { ADMISSION, CONFIG } from '@switchboard/platform';
-import { SessionsRepository } from '@switchboard/store';
-import { AgentsRepository } from '@switchboard/subagents';
+import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
+import { ChatCompletionResponse, unsupportedChatParameter } from '@switchboard/contracts';
 import { TenantId } from '../../platform/auth/guard';
 import {
+  chatSessionRefusal,
   completionOf,
   endedTurnError,
-  OPERATOR_PROMPT,
+  modelNotFound,
+  notEnded,
   OpenAiError,
   planConversation,
   requestedSessionId,
-  sessionIdForKey,
-  type ConversationPlan,
 } from '@switchboard/protocols';
+import { holdRequest } from '../hold';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../../platform/openapi';
-import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
 import { ChatCompletionStreamer } from './chat-completion-stream';
 import { ChatCompletionDto } from '../../api/dto';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
@@ -71,11 +67,7 @@ const ERRORS: [number, string][] = [
 @Controller('v1/chat')
 export class ChatCompletionsController {
   constructor(
-    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
-    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
-    @Inject(ADMISSION) private readonly admission: Admission,
-    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
-    @Inject(CONFIG) private readonly config: Config,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(ChatCompletionStreamer) private readonly streamer: ChatCompletionStreamer,
   ) {}
 
@@ -130,25 +122,40 @@ export class ChatCompletionsController {
       throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
     }
     const plan = planConversation(body.messages);
-    const agentId = await this.agentOf(tenantId, body.model);
-    const sessionId = await this.sessionFor(
-      tenantId,
-      agentId,
-      requestedSessionId(req.headers[SESSION_HEADER], body.metadata),
-      idempotencyKey,
-      plan,
-    );
+    const agentId = await this.turns.agentNamed(tenantId, body.model);
+    if (!agentId) throw modelNotFound(body.model);
+    const requested = requestedSessionId(req.headers[SESSION_HEADER], body.metadata);
+    const sessionId = await this.turns
+      .session(
+        tenantId,
+        agentId,
+        requested !== undefined
+          ? { sessionId: requested }
+          : {
+              new: {
+                createdBy: 'chat.completions',
+                history: plan.history,
+                importedAs: 'chat.completions',
+                ...(idempotencyKey ? { key: { idempotencyKey } } : {}),
+              },
+            },
+      )
+      .catch(chatSessionRefusal(requested));
     void reply.header(SESSION_HEADER, sessionId);
 
     // Listening starts before the admission (as for `wait` on POST …/messages): nothing the turn
     // commits can be missed.
-    const watch = this.waiter.watch(sessionId);
-    const alreadySubscribed = watch.subscription.isReady;
+    const { session_id: _, ...metadata } = body.metadata ?? {};
+    const admitted = await this.turns.admit({
+      tenantId,
+      sessionId,
+      text: plan.prompt,
+      metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
+      idempotencyKey,
+    });
     try {
-      const admitted = await this.admit(tenantId, sessionId, body, plan, idempotencyKey);
-      const subscribedBeforeAdmission = alreadySubscribed && !admitted.replayed;
       if (body.stream) {
-        await this.streamer.stream(reply, watch, {
+        await this.streamer.stream(reply, admitted.watch, {
           tenantId,
           sessionId,
           turnId: admitted.turnId,
@@ -157,152 +164,17 @@ export class ChatCompletionsController {
         });
         return;
       }
-      await this.answer(
-        reply,
-        watch,
-        tenantId,
-        admitted,
-        body.model,
-        subscribedBeforeAdmission,
-        idempotencyKey,
-      );
+      // Non-streaming: the request is held until the turn ends (bounded by WAIT_TIMEOUT_MS).
+      const held = await holdRequest(this.turns, reply, admitted);
+      if (held.settled) {
+        const failed = endedTurnError(held.turn);
+        if (failed) throw failed;
+        await reply.status(200).send(completionOf(held.turn, body.model));
+      } else if (held.why !== 'left') {
+        throw notEnded(admitted.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
+      }
     } finally {
-      watch.close();
+      admitted.watch.close();
     }
-  }
-
-  /** Non-streaming: holds the request until the turn ends (bounded by WAIT_TIMEOUT_MS). */
-  private async answer(
-    reply: FastifyReply,
-    watch: ReturnType<TurnWaiter['watch']>,
-    tenantId: string,
-    admitted: Admitted,
-    model: string,
-    subscribedBeforeAdmission: boolean,
-    idempotencyKey: string | undefined,
-  ): Promise<void> {
-    const bound = this.config.WAIT_TIMEOUT_MS;
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    try {
-      const turn = await this.waiter.untilEnded(watch, {
-        tenantId,
-        turnId: admitted.turnId,
-        deadline: Date.now() + bound,
-        signal: gone.signal,
-        subscribedBeforeAdmission,
-      });
-      if (gone.signal.aborted) return;
-      if (!turn && this.waiter.shutdown.aborted) {
-        throw new OpenAiError(
-          503,
-          'server_shutting_down',
-          `the gateway is shutting down; turn ${admitted.turnId} goes on: GET /v1/turns/${admitted.turnId} ` +
-            'for its answer',
-          { retry: idempotencyKey !== undefined, headers: { 'x-turn-id': admitted.turnId } },
-        );
-      }
-      if (!turn) {
-        throw new OpenAiError(
-          408,
-          'turn_timeout',
-          `turn ${admitted.turnId} did not end within ${Math.round(bound / 1000)} s; it goes on running: ` +
-            `GET /v1/turns/${admitted.turnId} for its answer` +
-            (idempotencyKey ? ', or send the request again with the same Idempotency-Key to wait again' : ''),
-          // A retry with the same key waits for the same turn; without one it would admit the message again.
-          { retry: idempotencyKey !== undefined, headers: { 'x-turn-id': admitted.turnId } },
-        );
-      }
-      const failed = endedTurnError(turn);
-      if (failed) throw failed;
-      await reply.status(200).send(completionOf(turn, model));
-    } finally {
-      reply.raw.off('close', onClose);
-    }
-  }
-
-  /** The agent `model` names: by name (the most recent when names repeat) or by id; 404 model_not_found. */
-  private async agentOf(tenantId: string, model: string): Promise<string> {
-    const agentId = await this.agents.idByModel(tenantId, model);
-    if (!agentId) {
-      throw new OpenAiError(
-        404,
-        'model_not_found',
-        `The model \`${model}\` does not exist: name an agent of the tenant (GET /v1/agents), by name or id`,
-        { param: 'model' },
-      );
-    }
-    return agentId;
-  }
-
-  /**
-   * The session to admit into: the one the request names (it must be the agent's and open), or a new
-   * one seeded with the request's earlier messages (docs/adr/0016). With an Idempotency-Key the new
-   * session's id is derived from the key, so a retry lands in it again and is not seeded twice.
-   */
-  private async sessionFor(
-    tenantId: string,
-    agentId: string,
-    requested: string | undefined,
-    idempotencyKey: string | undefined,
-    plan: ConversationPlan,
-  ): Promise<string> {
-    if (requested !== undefined) {
-      const session = isUuid(requested) ? await this.sessions.find(tenantId, requested) : null;
-      if (!session) {
-        throw new OpenAiError(404, 'session_not_found', `session ${requested} not found`, {
-          param: 'X-Session-Id',
-        });
-      }
-      if (session.agentId !== agentId) {
-        throw new OpenAiError(400, 'model_session_mismatch', 'model: the session belongs to another agent', {
-          param: 'model',
-        });
-      }
-      if (session.status === 'closed') {
-        throw new OpenAiError(409, 'session_closed', `session ${requested} is closed`, { retry: false });
-      }
-      return requested;
-    }
-    const id = idempotencyKey ? sessionIdForKey(tenantId, idempotencyKey) : newId();
-    const imported = await this.admission.importSession({
-      sessionId: id,
-      tenantId,
-      agentId,
-      metadata: { createdBy: 'chat.completions' },
-      history: plan.history,
-      // The caller wrote both sides of this history: the operator's provenance, as `admit` gives it.
-      ...OPERATOR_PROMPT,
-      messageMetadata: { imported: 'chat.completions' },
-    });
-    // The key's session exists of another agent: the same key sent for another request.
-    if (imported === 'other_agent') {
-      throw new OpenAiError(
-        422,
-        'idempotency_key_reused',
-        'this Idempotency-Key was already used with a different request: use a new key for a new message',
-      );
-    }
-    return id;
-  }
-
-  /** The last user message, as POST /v1/sessions/:id/messages admits an operator's message. */
-  private admit(
-    tenantId: string,
-    sessionId: string,
-    body: ChatCompletionDto,
-    plan: ConversationPlan,
-    idempotencyKey: string | undefined,
-  ): Promise<Admitted> {
-    const { session_id: _, ...metadata } = body.metadata ?? {};
-    return this.admission.admit({
-      tenantId,
-      sessionId,
-      ...OPERATOR_PROMPT,
-      body: { type: 'text', text: plan.prompt },
-      metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
-      idempotencyKey,
-    });
   }
 }

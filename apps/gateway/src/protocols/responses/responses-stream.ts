@@ -14,7 +14,7 @@ import type { Logger } from '@switchboard/observability';
 import { CONFIG, DB, LOGGER } from '@switchboard/platform';
 import { journalPage, type SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from '../../api/streams.controller';
-import { EVENT_STREAMS, type EventStreams } from '../../http/event-stream';
+import { EVENT_STREAMS, type EventStreams } from '@switchboard/agent-turns';
 import { SseStream } from '../../platform/sse';
 import { presentToolCall } from '../../api/presenters';
 import {
@@ -24,7 +24,7 @@ import {
   type ResponseMeta,
   type ResponseStreamEvent,
 } from '@switchboard/protocols';
-import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
+import { TURN_WAITER, type TurnWaiter } from '@switchboard/agent-turns';
 
 /** Journal rows per read when a response is rebuilt from its turn's events. */
 const PAGE = 500;

@@ -1,23 +1,19 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { Admission, TurnSteering as TurnControl } from '@switchboard/admission';
+import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import {
-  newId,
   ResponseInputItemList,
   ResponseObject,
   unsupportedResponsesParameter,
   type ResponseInputItemObject,
   type TurnResponse,
 } from '@switchboard/contracts';
-import type { Config } from '@switchboard/config';
-import type { Db } from '@switchboard/database';
-import { ADMISSION, CONFIG, DB } from '@switchboard/platform';
 import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
-import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../../platform/auth/guard';
 import { CreateResponseDto, InputItemsQueryDto, RetrieveResponseQueryDto } from '../../api/dto';
-import { OPERATOR_PROMPT, OpenAiError, sessionIdForKey } from '@switchboard/protocols';
+import { modelNotFound, OpenAiError } from '@switchboard/protocols';
+import { holdRequest } from '../hold';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../../platform/openapi';
@@ -28,13 +24,13 @@ import {
   planInput,
   requestRecordOf,
   responseIdOf,
+  responseNotEnded,
+  responsesSessionRefusal,
   turnIdOf,
   type ResponseMeta,
   type ResponseRequestRecord,
 } from '@switchboard/protocols';
 import { ResponsesStreamer } from './responses-stream';
-import { TURN_CONTROL } from '../../api/turn-control';
-import { TURN_WAITER, type TurnWaiter } from '../../http/turn-waiter';
 import { GATEWAY_SQL } from '../../api/streams.controller';
 
 const ERRORS: [number, string][] = [
@@ -74,14 +70,9 @@ const errors = (codes: number[]) => ERRORS.filter(([status]) => codes.includes(s
 @Controller('v1/responses')
 export class ResponsesController {
   constructor(
-    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
-    @Inject(ADMISSION) private readonly admission: Admission,
-    @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
-    @Inject(TURN_CONTROL) private readonly control: TurnControl,
     @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
-    @Inject(DB) private readonly db: Db,
-    @Inject(CONFIG) private readonly config: Config,
     @Inject(ResponsesStreamer) private readonly streamer: ResponsesStreamer,
   ) {}
 
@@ -132,11 +123,25 @@ export class ResponsesController {
       throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
     }
     const plan = planInput(body.input);
-    const agentId = await this.agentOf(tenantId, body.model);
+    const agentId = await this.turns.agentNamed(tenantId, body.model);
+    if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
     const previous = body.previous_response_id ?? null;
-    const sessionId = previous
-      ? await this.continued(tenantId, agentId, previous)
-      : await this.newSession(tenantId, agentId, idempotencyKey, plan.history);
+    const sessionId = await this.turns
+      .session(
+        tenantId,
+        agentId,
+        previous !== null
+          ? { afterTurnId: turnIdOf(previous) ?? '' }
+          : {
+              new: {
+                createdBy: 'responses',
+                history: plan.history,
+                importedAs: 'responses',
+                ...(idempotencyKey ? { key: { idempotencyKey, scope: 'responses' } } : {}),
+              },
+            },
+      )
+      .catch(responsesSessionRefusal(previous));
     const record: ResponseRequestRecord = {
       model: body.model,
       background: body.background === true,
@@ -146,20 +151,17 @@ export class ResponsesController {
       imported: previous ? 0 : plan.history.length,
     };
 
-    const watch = this.waiter.watch(sessionId);
-    const alreadySubscribed = watch.subscription.isReady;
+    const admitted = await this.turns.admit({
+      tenantId,
+      sessionId,
+      text: plan.prompt,
+      metadata: { responses: record },
+      idempotencyKey,
+    });
     try {
-      const admitted = await this.admission.admit({
-        tenantId,
-        sessionId,
-        ...OPERATOR_PROMPT,
-        body: { type: 'text', text: plan.prompt },
-        metadata: { responses: record },
-        idempotencyKey,
-      });
       const meta: ResponseMeta = { turnId: admitted.turnId, sessionId, record };
       if (body.stream) {
-        await this.streamer.stream(reply, { tenantId, meta, watch });
+        await this.streamer.stream(reply, { tenantId, meta, watch: admitted.watch });
         return;
       }
       if (record.background) {
@@ -168,17 +170,14 @@ export class ResponsesController {
           .send(await this.streamer.present(tenantId, meta, await this.turn(tenantId, admitted.turnId)));
         return;
       }
-      const turn = await this.waitFor(
-        reply,
-        watch,
-        tenantId,
-        admitted.turnId,
-        alreadySubscribed && !admitted.replayed,
-        idempotencyKey,
-      );
-      if (turn) await reply.status(200).send(await this.streamer.present(tenantId, meta, turn));
+      // Held until the turn ends (bounded by WAIT_TIMEOUT_MS), as chat completions is.
+      const held = await holdRequest(this.turns, reply, admitted);
+      if (held.settled) await reply.status(200).send(await this.streamer.present(tenantId, meta, held.turn));
+      else if (held.why !== 'left') {
+        throw responseNotEnded(admitted.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
+      }
     } finally {
-      watch.close();
+      admitted.watch.close();
     }
   }
 
@@ -247,7 +246,7 @@ export class ResponsesController {
   @OpenAiErrorResponses(errors([400, 401, 404, 429, 500, 503]))
   async cancel(@TenantId() tenantId: string, @Param('id') id: string): Promise<ResponseObject> {
     const { meta } = await this.response(tenantId, id);
-    const done = await this.control.cancel(
+    const done = await this.turns.cancel(
       tenantId,
       meta.turnId,
       'cancelled through POST /v1/responses/{id}/cancel',
@@ -279,19 +278,12 @@ export class ResponsesController {
     @Query() q: InputItemsQueryDto,
   ): Promise<ResponseInputItemList> {
     const { meta, turn } = await this.response(tenantId, id);
-    const rows = await this.db.message.findMany({
-      where: {
-        tenantId,
-        sessionId: meta.sessionId,
-        OR: [
-          { id: turn.inputMessageId },
-          ...(meta.record.imported > 0
-            ? [{ turnSeq: 1, metadata: { path: ['imported'], equals: 'responses' } }]
-            : []),
-        ],
-      },
-      orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
-    });
+    const rows = await this.sessions.turnInput(
+      tenantId,
+      meta.sessionId,
+      turn.inputMessageId,
+      meta.record.imported > 0 ? 'responses' : undefined,
+    );
     const items: ResponseInputItemObject[] = rows.map((m) => {
       const text = (m.body as { text?: unknown }).text;
       const assistant = m.role === 'assistant';
@@ -336,64 +328,15 @@ export class ResponsesController {
     };
   }
 
-  /** Holds the request until the turn ends (bounded by WAIT_TIMEOUT_MS), as chat completions does. */
-  private async waitFor(
-    reply: FastifyReply,
-    watch: ReturnType<TurnWaiter['watch']>,
-    tenantId: string,
-    turnId: string,
-    subscribedBeforeAdmission: boolean,
-    idempotencyKey: string | undefined,
-  ): Promise<TurnResponse | undefined> {
-    const bound = this.config.WAIT_TIMEOUT_MS;
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    try {
-      const turn = await this.waiter.untilEnded(watch, {
-        tenantId,
-        turnId,
-        deadline: Date.now() + bound,
-        signal: gone.signal,
-        subscribedBeforeAdmission,
-      });
-      if (gone.signal.aborted) return undefined;
-      if (turn) return turn;
-      const id = responseIdOf(turnId);
-      const headers = { 'x-turn-id': turnId, 'x-response-id': id };
-      if (this.waiter.shutdown.aborted) {
-        throw new OpenAiError(
-          503,
-          'server_shutting_down',
-          `the gateway is shutting down; response ${id} goes on: GET /v1/responses/${id} for it`,
-          { retry: idempotencyKey !== undefined, headers },
-        );
-      }
-      throw new OpenAiError(
-        408,
-        'turn_timeout',
-        `response ${id} did not end within ${Math.round(bound / 1000)} s; it goes on running: ` +
-          `GET /v1/responses/${id} for it (or send it with background: true)` +
-          (idempotencyKey ? ', or send the request again with the same Idempotency-Key to wait again' : ''),
-        { retry: idempotencyKey !== undefined, headers },
-      );
-    } finally {
-      reply.raw.off('close', onClose);
-    }
-  }
-
   /** The response an id names, of the tenant: its turn and what its request recorded; 404 otherwise. */
   private async response(tenantId: string, id: string): Promise<{ meta: ResponseMeta; turn: TurnResponse }> {
     const turnId = turnIdOf(id);
     const row = turnId ? await readTurn(this.sql, tenantId, turnId) : undefined;
     if (!row) throw notFoundResponse(id);
     const turn = presentTurn(row);
-    const message = await this.db.message.findFirst({
-      where: { id: turn.inputMessageId, tenantId },
-      select: { metadata: true },
-    });
-    const agent = await this.agents.find(tenantId, turn.agentId);
-    const record = requestRecordOf(message?.metadata, agent?.name ?? turn.agentId);
+    const metadata = await this.sessions.messageMetadata(tenantId, turn.inputMessageId);
+    const agent = await this.turns.agent(tenantId, turn.agentId);
+    const record = requestRecordOf(metadata, agent?.name ?? turn.agentId);
     return { meta: { turnId: turn.id, sessionId: turn.sessionId, record }, turn };
   }
 
@@ -401,89 +344,6 @@ export class ResponsesController {
     const row = await readTurn(this.sql, tenantId, turnId);
     if (!row) throw notFoundResponse(responseIdOf(turnId));
     return presentTurn(row);
-  }
-
-  /** The agent `model` names: by name (the most recent when names repeat) or by id; 404 model_not_found. */
-  private async agentOf(tenantId: string, model: string): Promise<string> {
-    const agentId = await this.agents.idByModel(tenantId, model);
-    if (!agentId) {
-      throw new OpenAiError(
-        404,
-        'model_not_found',
-        `The model \`${model}\` does not exist: name an agent of the tenant (GET /v1/models), by name or id`,
-        { param: 'model' },
-      );
-    }
-    return agentId;
-  }
-
-  /** The session of the response `previous_response_id` names: the agent's, open. */
-  private async continued(tenantId: string, agentId: string, previous: string): Promise<string> {
-    const turnId = turnIdOf(previous);
-    const turn = turnId ? await readTurn(this.sql, tenantId, turnId) : undefined;
-    if (!turn) {
-      throw new OpenAiError(
-        404,
-        'previous_response_not_found',
-        `Previous response with id '${previous}' not found.`,
-        {
-          param: 'previous_response_id',
-        },
-      );
-    }
-    const session = await this.sessions.find(tenantId, turn.sessionId);
-    if (!session) {
-      throw new OpenAiError(
-        404,
-        'previous_response_not_found',
-        `Previous response with id '${previous}' not found.`,
-        {
-          param: 'previous_response_id',
-        },
-      );
-    }
-    if (session.agentId !== agentId) {
-      throw new OpenAiError(
-        400,
-        'model_session_mismatch',
-        'model: the previous response was answered by another agent',
-        { param: 'model' },
-      );
-    }
-    if (session.status === 'closed') {
-      throw new OpenAiError(409, 'session_closed', `the session of ${previous} is closed`, { retry: false });
-    }
-    return session.id;
-  }
-
-  /**
-   * A new session of the agent, seeded with the input's earlier messages (as chat completions does).
-   * With an Idempotency-Key its id is derived from the key, so a retry lands in it again.
-   */
-  private async newSession(
-    tenantId: string,
-    agentId: string,
-    idempotencyKey: string | undefined,
-    history: ReturnType<typeof planInput>['history'],
-  ): Promise<string> {
-    const id = idempotencyKey ? sessionIdForKey(tenantId, idempotencyKey, 'responses') : newId();
-    const imported = await this.admission.importSession({
-      sessionId: id,
-      tenantId,
-      agentId,
-      metadata: { createdBy: 'responses' },
-      history,
-      ...OPERATOR_PROMPT,
-      messageMetadata: { imported: 'responses' },
-    });
-    if (imported === 'other_agent') {
-      throw new OpenAiError(
-        422,
-        'idempotency_key_reused',
-        'this Idempotency-Key was already used with a different request: use a new key for a new request',
-      );
-    }
-    return id;
   }
 }
 

@@ -1,8 +1,7 @@
 import { isEnded, type TurnResponse } from '@switchboard/contracts';
 import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
 import { readTurn, type SqlDb } from '@switchboard/store';
-import { presentTurn } from '../api/presenters';
-import type { TurnDetail } from '../api/turn-detail';
+import type { TurnDetail } from './turn-detail';
 
 export const TURN_WAITER = Symbol('TURN_WAITER');
 
@@ -27,8 +26,8 @@ export class TurnWaiter {
   constructor(
     private readonly sqlDb: SqlDb,
     private readonly live: LiveSubscriber,
-    /** What GET /v1/turns/:id adds to the turn (its sub-agent tasks): the same body either way. */
-    private readonly detail?: TurnDetail,
+    /** The turn as GET /v1/turns/:id presents it (with its sub-agent tasks): the same body either way. */
+    private readonly detail: TurnDetail,
   ) {}
 
   /** Ends every wait in progress (each answers as at its bound, without the last read). */
@@ -96,7 +95,7 @@ export class TurnWaiter {
   async ended(tenantId: string, turnId: string, orPaused = false): Promise<TurnResponse | undefined> {
     const turn = await readTurn(this.sqlDb, tenantId, turnId);
     if (!turn || !settled(turn.status, orPaused)) return undefined;
-    return this.detail ? this.detail(tenantId, turn) : presentTurn(turn);
+    return this.detail(tenantId, turn);
   }
 }
 

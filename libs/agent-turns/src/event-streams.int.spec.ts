@@ -13,7 +13,7 @@ import {
   type TcpProxy,
   type TestEnv,
 } from '@switchboard/testing';
-import { EventStreams, type StreamItem } from './event-stream';
+import { EventStreams, type StreamItem } from './event-streams';
 
 /**
  * The replay-then-tail seam on real Postgres and Redis (docs/adr/0011, 0015): history then live

@@ -1,0 +1,6 @@
+export * from './agent-turns';
+export * from './event-streams';
+export { OPERATOR_PROMPT } from './operator-prompt';
+export { sessionIdForKey } from './session-key';
+export type { TurnDetail } from './turn-detail';
+export * from './turn-waiter';
