@@ -53,3 +53,73 @@ describe('TurnPermits', () => {
     p.close();
   });
 });
+
+describe('TurnPermits recovering from pressure', () => {
+  const WINDOW_MS = 250;
+  let delayMs = 0;
+  const loopDelay = () => delayMs;
+
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  /** `n` jobs' loops asking for a permit at once: how many hold one. */
+  async function demand(p: TurnPermits, n: number): Promise<() => number> {
+    let granted = 0;
+    for (let i = 0; i < n; i++) void p.acquire().then(() => granted++);
+    await Promise.resolve();
+    return () => granted;
+  }
+
+  /** Windows pass on the injected clock with the loop's mean delay at `ms`. */
+  async function windows(n: number, ms: number): Promise<void> {
+    delayMs = ms;
+    for (let i = 0; i < n; i++) {
+      jest.advanceTimersByTime(WINDOW_MS);
+      await Promise.resolve();
+    }
+  }
+
+  it('is back at a ceiling of 500, every permit handed out, within three seconds of quiet windows', async () => {
+    const p = new TurnPermits({ max: 500, windowMs: WINDOW_MS, loopDelay });
+    const granted = await demand(p, 500);
+    // Pressure: the limit falls to its floor and the step to one.
+    await windows(20, 50);
+    expect(p.limit).toBe(2);
+    // The loop is quiet (0.5 ms, an idle process) and every permit is used.
+    const limits: number[] = [];
+    for (let i = 0; i < 12 && p.limit < 500; i++) {
+      await windows(1, 0.5);
+      limits.push(p.limit);
+    }
+    expect(limits.length * WINDOW_MS).toBeLessThanOrEqual(3000);
+    expect(p.limit).toBe(500);
+    // At most doubling per window: +1, +2, +4, …
+    expect(limits).toEqual([3, 5, 9, 17, 33, 65, 129, 257, 500]);
+    await Promise.resolve();
+    expect(granted()).toBe(500);
+    p.close();
+  });
+
+  it('still backs off under sustained pressure, and grows one at a time near its target', async () => {
+    const p = new TurnPermits({ max: 500, windowMs: WINDOW_MS, loopDelay });
+    await demand(p, 500);
+    await windows(2, 50);
+    expect(p.limit).toBe(281); // 500 × 0.75 × 0.75
+    await windows(4, 0.5);
+    expect(p.limit).toBe(281 + 1 + 2 + 4 + 8);
+    // Sustained pressure: every window cuts it, to the floor, however fast it grew before.
+    await windows(1, 50);
+    expect(p.limit).toBe(222);
+    await windows(20, 50);
+    expect(p.limit).toBe(2);
+    // Between half the target and the target: one at a time, however long it lasts.
+    await windows(5, 8);
+    expect(p.limit).toBe(7);
+    // Quiet again: the step starts at one after pressure, then doubles.
+    await windows(1, 50);
+    expect(p.limit).toBe(5);
+    await windows(3, 0.5);
+    expect(p.limit).toBe(5 + 1 + 2 + 4);
+    p.close();
+  });
+});
