@@ -91,10 +91,10 @@ export class TurnPermits {
       this.step = 1;
       return;
     }
-    // Close to the target (or after it): probe gently, one permit per window.
+    // Close to the target: probe gently, one permit per window (the step starts again).
     const quiet = meanDelayMs <= target / 2;
     if (!quiet) this.step = 1;
-    // Permits lie unused: the limit is not what holds turns back, so it stays (and so does the step).
+    // Permits lie unused: the limit is not what holds turns back; it stays (and a quiet window's step).
     if (this.inUse < this.limit || this.limit >= this.o.max) return;
     this.limit = Math.min(this.o.max, this.limit + Math.min(this.step, this.limit));
     if (quiet) this.step *= 2;
