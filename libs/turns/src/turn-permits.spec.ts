@@ -112,8 +112,9 @@ describe('TurnPermits recovering from pressure', () => {
     expect(p.limit).toBe(222);
     await windows(20, 50);
     expect(p.limit).toBe(2);
-    // Between half the target and the target: one at a time, however long it lasts.
-    await windows(5, 8);
+    // Between a quarter of the target and the target: one at a time, however long it lasts.
+    await windows(3, 8);
+    await windows(2, 3);
     expect(p.limit).toBe(7);
     // Quiet again: the step starts at one after pressure, then doubles.
     await windows(1, 50);

@@ -14,10 +14,11 @@ const RESOLUTION_MS = 10;
  * hold it near what the loop can serve.
  *
  * While every permit is used and the loop's mean delay stays under `targetDelayMs`, the limit grows
- * by a step that starts at one and doubles with each window in a row whose delay was under half the
- * target (+1, +2, +4, …: at most doubling the limit per window, so a backed-off process is back at
- * a ceiling of 500 in about nine quiet windows, ~2 s); a window between half the target and the
- * target grows it by one (close to the target, probe gently). A window over the target cuts it
+ * by a step that starts at one and doubles with each window in a row whose delay was under a quarter
+ * of the target (+1, +2, +4, …: at most doubling the limit per window, so a backed-off process is
+ * back at a ceiling of 500 in about nine quiet windows, ~2 s); a window between a quarter of the
+ * target and the target grows it by one (closer to the target, probe gently: a CPU-bound backlog's
+ * windows seldom come in quiet runs). A window over the target cuts it
  * ×0.75 and the step starts again at one. Plain TypeScript: `TurnRunner` owns one.
  */
 export class TurnPermits {
@@ -92,7 +93,7 @@ export class TurnPermits {
       return;
     }
     // Close to the target: probe gently, one permit per window (the step starts again).
-    const quiet = meanDelayMs <= target / 2;
+    const quiet = meanDelayMs <= target / 4;
     if (!quiet) this.step = 1;
     // Permits lie unused: the limit is not what holds turns back; it stays (and a quiet window's step).
     if (this.inUse < this.limit || this.limit >= this.o.max) return;
