@@ -18,8 +18,8 @@ const RESOLUTION_MS = 10;
  * of the target (+1, +2, +4, …: at most doubling the limit per window, so a backed-off process is
  * back at a ceiling of 500 in about nine quiet windows, ~2 s); a window between a quarter of the
  * target and the target grows it by one (closer to the target, probe gently: a CPU-bound backlog's
- * windows seldom come in quiet runs). A window over the target cuts it
- * ×0.75 and the step starts again at one. Plain TypeScript: `TurnRunner` owns one.
+ * windows seldom come in quiet runs). A window over the target cuts it ×0.75 and the step starts
+ * again at one. Plain TypeScript: `TurnRunner` owns one.
  */
 export class TurnPermits {
   private inUse = 0;
