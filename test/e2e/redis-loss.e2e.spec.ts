@@ -21,6 +21,15 @@ describe('Redis loses every job', () => {
     ({ api } = await newTenant(gateway.url, 'test-admin-token-0123456789'));
   });
 
+  /** A session's messages in transcript order: which turn and role each is. */
+  const transcript = async (sessionId: string) =>
+    (
+      await env.db.message.findMany({
+        where: { sessionId },
+        orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+      })
+    ).map((m) => ({ turnId: m.turnId, role: m.role }));
+
   afterAll(async () => {
     await Promise.all(running.map((r) => r.close()));
     await gateway?.close();
@@ -58,6 +67,13 @@ describe('Redis loses every job', () => {
       orderBy: { seq: 'asc' },
     });
     expect(turns.map((t) => t.finalText)).toEqual(['You said: one', 'You said: two', 'You said: three']);
+    // Each ran once: its input and one answer, however many times the reconciler enqueued it.
+    expect(await transcript(session.body.id)).toEqual(
+      turns.flatMap((t) => [
+        { turnId: t.id, role: 'user' },
+        { turnId: t.id, role: 'assistant' },
+      ]),
+    );
   });
 
   it('admits with 202 while Redis is unreachable, and the turn runs once it is back', async () => {
@@ -72,12 +88,28 @@ describe('Redis loses every job', () => {
         body: JSON.stringify({ content: 'while redis was down' }),
       });
       expect(res.status).toBe(202);
-      const { turnId } = (await res.json()) as { turnId: string };
-      expect((await env.db.turn.findUniqueOrThrow({ where: { id: turnId } })).status).toBe('queued');
+      const { messageId, turnId } = (await res.json()) as { messageId: string; turnId: string };
+      // The admission is durable without Redis: the message and its turn are in Postgres. The
+      // enqueue gave up after its timeout, and the running harness's reconciler re-enqueues a turn
+      // as soon as it is RECONCILE_MIN_AGE_MS old, so the turn may already be running or done here.
+      const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+      expect(turn).toMatchObject({ sessionId: session.body.id, inputMessageId: messageId });
+      expect(['queued', 'running', 'completed']).toContain(turn.status);
+      expect(await env.db.message.findUniqueOrThrow({ where: { id: messageId } })).toMatchObject({
+        turnId,
+        role: 'user',
+      });
       await waitFor(
         async () => (await env.db.turn.findUniqueOrThrow({ where: { id: turnId } })).status === 'completed',
         { what: 'the reconciled turn', timeoutMs: 20_000 },
       );
+      // It ran once: one turn, its input and one answer.
+      const turns = await env.db.turn.findMany({ where: { sessionId: session.body.id } });
+      expect(turns.map((t) => [t.id, t.finalText])).toEqual([[turnId, 'You said: while redis was down']]);
+      expect(await transcript(session.body.id)).toEqual([
+        { turnId, role: 'user' },
+        { turnId, role: 'assistant' },
+      ]);
     } finally {
       await cut.close();
     }
