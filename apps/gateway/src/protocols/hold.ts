@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { AdmittedTurn, AgentTurns, Held } from '@switchboard/agent-turns';
+import { clientGone } from '../platform/sse';
 
 /**
  * Holds an HTTP request until its turn settles (`AgentTurns.hold`, the one wait): the client going
@@ -13,13 +14,11 @@ export async function holdRequest(
   t: Pick<AdmittedTurn, 'tenantId' | 'turnId' | 'watch' | 'subscribedBeforeAdmission'>,
   o: { deadline?: number; orPaused?: boolean } = {},
 ): Promise<Held> {
-  const gone = new AbortController();
-  const onClose = () => gone.abort();
-  reply.raw.once('close', onClose);
+  const gone = clientGone(reply);
   try {
     const held = await turns.hold(t, { ...o, signal: gone.signal });
     return gone.signal.aborted ? { settled: false, why: 'left' } : held;
   } finally {
-    reply.raw.off('close', onClose);
+    gone.release();
   }
 }
