@@ -8,8 +8,8 @@ export const DEFAULT_DELTA_FLUSH_MS = 30;
 /** Buffered text past this size goes out at once, whatever the interval. */
 const DELTA_FLUSH_BYTES = 16 * 1024;
 /**
- * While the last PUBLISH reached nobody, how often a round that is still open is published again,
- * whole, as a probe (docs/adr/0015): a reader that subscribed since gets the round from its start.
+ * While the last PUBLISH reached nobody, how often a round that is still open is probed (its first
+ * event published again, docs/adr/0015): a probe that reaches a reader has the round go out whole.
  */
 export const DEFAULT_REPROBE_MS = 500;
 
@@ -46,11 +46,12 @@ interface Provisional {
  * Cost: one PUBLISH per commit, one at each round's start, and for a streaming round one per
  * `flushMs` at most. Every PUBLISH is also a probe (how many processes it reached). While the last
  * one reached nobody, the round's text and tools' starts are not sent as they come and its commits
- * are not published, only a commit that ends the turn; instead, while the round is open, it is
- * published again **whole** every `reprobeMs` (everything provisional from index 0, the text from
- * offset 0). A reader that subscribed meanwhile (late, or slowed by load) thus hears the round from
- * its start within `reprobeMs`, and its text as it comes from then on, rather than nothing until the
- * turn ends. The round is also published whole at the next flush when a PUBLISH reached more
+ * are not published, only a commit that ends the turn; instead, while the round is open, its first
+ * event alone is published again every `reprobeMs` as a probe, and once a probe reaches a reader the
+ * round goes out **whole** at once (everything provisional from index 0, the text from offset 0). A
+ * reader that subscribed meanwhile (late, or slowed by load) thus hears the round from its start
+ * within `reprobeMs`, and its text as it comes from then on, rather than nothing until the turn
+ * ends; a turn nobody watches pays one small PUBLISH per `reprobeMs`, not its text again. The round is also published whole at the next flush when a PUBLISH reached more
  * processes than the one before (a reader elsewhere joined mid-round) or failed (readers may have
  * missed a chunk). A reader takes each event and each character of text once, so a whole copy
  * only fills what it missed.
@@ -158,6 +159,7 @@ export class LiveProgress {
   private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (!this.listening && !this.whole && this.list.length > 0) return this.probe();
     if (this.whole || !this.listening) {
       this.published = 0;
       if (this.text) this.text.sent = 0;
@@ -198,6 +200,26 @@ export class LiveProgress {
     if (out.length === 0) return;
     this.lastFlush = Date.now();
     this.send(out, wholeRound);
+  }
+
+  /**
+   * While nobody listens: the round's first event alone (its start, a few hundred bytes), not the
+   * round — a turn nobody watches costs one small PUBLISH per `reprobeMs`, whatever its text. When
+   * it reaches a reader, `send` has the round go out whole at once.
+   */
+  private probe(): void {
+    const e = this.list[0];
+    const probe: PublishableEvent = {
+      ephemeral: true,
+      id: e.id,
+      after: this.after,
+      index: 0,
+      type: e.type,
+      turnId: this.turnId,
+      data: e.data,
+      createdAt: new Date().toISOString(),
+    };
+    this.send([probe], false);
   }
 
   /**
