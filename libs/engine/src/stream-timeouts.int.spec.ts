@@ -98,15 +98,17 @@ describe.each<Kind>(['openai', 'openai-chat', 'anthropic'])('%s stream timeouts'
 
   it('cuts off a live stream that runs past the attempt total', async () => {
     server.enqueue(
-      { ...scripted.text('a b c d e f g h i j k l m n o p'), frameIntervalMs: 200 },
+      // 20 text frames 300 ms apart: 6 s, well past the total on every wire; the second answer has
+      // the same 2 s, which a loaded machine still meets (600 ms did not always).
+      { ...scripted.text('a b c d e f g h i j k l m n o p'), textPieces: 20, frameIntervalMs: 300 },
       scripted.text('in time'),
     );
-    const r = await run({ idleMs: 2_000, totalMs: 600 });
+    const r = await run({ idleMs: 3_000, totalMs: 2_000 });
 
     expect(r.outcome).toMatchObject({ status: 'completed', finalText: 'in time' });
     const [first, second] = r.rounds[0].attempts;
     expect(first).toMatchObject({ outcome: 'retrying', failureKind: 'timeout' });
-    expect(first.message).toMatch(/longer than 600 ms/);
+    expect(first.message).toMatch(/longer than 2000 ms/);
     expect(first.durationMs).toBeLessThan(5_000);
     expect(second.outcome).toBe('succeeded');
   });
