@@ -12,6 +12,7 @@ export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 ensure_deps
 ensure_services
 generate_client
+build_console
 step "create the database if needed and apply migrations"
 node -r @swc-node/register scripts/create-database.ts
 npx --no-install prisma migrate deploy >/dev/null

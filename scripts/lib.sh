@@ -66,3 +66,24 @@ ensure_partman() {
       echo "pg_partman not installed: partitions keep every row in their default partition"
   fi
 }
+
+# Debian's Chromium for the console's browser tests (test/e2e/console-*.e2e.spec.ts, driven by
+# playwright-core): installed when missing and this runs as root with apt-get. Playwright's own
+# browser download is not used (these machines cannot fetch it).
+ensure_chromium() {
+  if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "install Chromium (the console's browser tests)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null ||
+      echo "Chromium not installed: the console's browser tests will fail"
+  fi
+}
+
+# The web console's static build (apps/console/dist), which the gateway serves at /console: built
+# when missing or older than any of its sources or the API client it is typed by.
+build_console() {
+  local stamp=apps/console/dist/index.html
+  if [ ! -f "$stamp" ] || [ -n "$(find apps/console/src apps/console/index.html apps/console/vite.config.mts libs/client/src package-lock.json -newer "$stamp" -print -quit)" ]; then
+    step "build the web console (vite)"
+    npx --no-install vite build apps/console --logLevel warn
+  fi
+}

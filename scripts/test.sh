@@ -10,7 +10,9 @@ ensure_services
 ensure_pgbouncer
 ensure_partman
 ensure_replication
+ensure_chromium
 generate_client
+build_console
 
 step "lint (type-aware ESLint)"
 npx --no-install eslint --max-warnings 0 .
@@ -18,6 +20,7 @@ step "format (Prettier)"
 npx --no-install prettier --check .
 step "typecheck (tsc)"
 npx --no-install tsc -p tsconfig.json
+npx --no-install tsc -p apps/console/tsconfig.json
 step "tests (unit, integration, e2e)"
 # --forceExit: the results are final once Jest prints them; exiting by process.exit() skips Node's
 # handle cleanup at a natural exit, which was seen spinning at 100% CPU for ever after a whole run

@@ -18,6 +18,11 @@ export interface SwitchboardClientOptions {
   apiKey?: string;
   /** Another fetch (tests, proxies). */
   fetch?: typeof globalThis.fetch;
+  /**
+   * More headers on every request: the operator acting as a tenant sends its ADMIN_TOKEN as `apiKey`
+   * and `{'x-switchboard-tenant': tenantId}` here (the web console does).
+   */
+  headers?: Record<string, string>;
 }
 
 /** One SSE frame of a stream: journaled frames carry the event's seq as `id`; live ones none. */
@@ -38,7 +43,10 @@ export interface SwitchboardClient {
 
 export function createSwitchboardClient(o: SwitchboardClientOptions): SwitchboardClient {
   const baseUrl = o.baseUrl.replace(/\/+$/, '');
-  const headers: Record<string, string> = o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {};
+  const headers: Record<string, string> = {
+    ...o.headers,
+    ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
+  };
   const fetchImpl = o.fetch ?? globalThis.fetch;
   const api = createClient<paths>({ baseUrl, headers, fetch: fetchImpl });
 
