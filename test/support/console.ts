@@ -90,5 +90,8 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 
 /** Whether the page scrolls sideways (it must not, at 1280×800 or 390×844). */
 export function scrollsSideways(page: Page): Promise<boolean> {
-  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1);
+  // A string, so it is evaluated in the page: the tests compile without the DOM's types.
+  return page.evaluate<boolean>(
+    'document.documentElement.scrollWidth > document.documentElement.clientWidth + 1',
+  );
 }
