@@ -74,7 +74,7 @@ describe('console static files', () => {
     expect(await res.text()).toContain('console.log');
     const gone = await fetch(`${gateway.url}/console/assets/missing-123.js`);
     expect(gone.status).toBe(404);
-    expect((await gone.json()).error.code).toBe('not_found');
+    expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
 
   it('serves other files of the build, and never a file outside it', async () => {
@@ -93,7 +93,7 @@ describe('console static files', () => {
   it('answers 503 naming the build command while there is no build, and the gateway still serves', async () => {
     const json = await fetch(`${missing.url}/console/sessions/x`);
     expect(json.status).toBe(503);
-    const body = await json.json();
+    const body = (await json.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('unavailable');
     expect(body.error.message).toContain('npm run console:build');
     const html = await fetch(`${missing.url}/console`, { headers: { accept: 'text/html' } });
