@@ -134,7 +134,11 @@ export function assembledSources(
 ): ContextSource[] {
   const note = (m: ChatMessage): ContextSource =>
     m.role === 'user' && m.content.startsWith(COMPACTION_NOTE) ? 'summary' : 'transcript';
-  const framedAs: ContextSource | null = context.memory ? 'recall' : context.contextPack ? 'work_items' : null;
+  const framedAs: ContextSource | null = context.memory
+    ? 'recall'
+    : context.contextPack
+      ? 'work_items'
+      : null;
   return [
     'system',
     ...history.map(note),
