@@ -72,6 +72,7 @@ import { TriggersController } from './api/triggers.controller';
 import { SchedulesController } from './api/schedules.controller';
 import { SettingsController } from './api/settings.controller';
 import { TurnsController } from './api/turns.controller';
+import { ToolResultsController } from './api/tool-results.controller';
 import { UsageController } from './api/usage.controller';
 import { MemoryController } from './api/memory.controller';
 import { WorkItemsController } from './api/work-items.controller';
@@ -161,6 +162,7 @@ export class GatewayModule {
         ArchetypesController,
         SessionsController,
         TurnsController,
+        ToolResultsController,
         TasksController,
         ApprovalsController,
         SettingsController,

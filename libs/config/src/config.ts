@@ -382,6 +382,13 @@ export const ConfigSchema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /**
+   * Jaeger's UI (docs/adr/0045): a turn's timeline links its trace as `${JAEGER_UI_URL}/trace/<id>`.
+   * Only a link for the reader's browser: the gateway never calls it. A trailing slash is dropped.
+   */
+  JAEGER_UI_URL: Url(['http:', 'https:'])
+    .transform((v) => v.replace(/\/+$/, ''))
+    .optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -302,6 +302,11 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
       'a harness worker whose heartbeat is older than this drops off `GET /v1/admin/processes` (a killed process is gone within it)',
   },
   OTEL_SDK_DISABLED: { meaning: '`true` starts no OpenTelemetry at all (no trace ids in logs or jobs)' },
+  JAEGER_UI_URL: {
+    meaning:
+      "Jaeger's UI as the operator's browser reaches it (e.g. `http://localhost:16686`): a turn's timeline (`GET /v1/turns/:id/timeline`) links its trace as `traceUrl` (ADR 0045); the gateway never calls it",
+    default: 'unset (no trace link)',
+  },
 };
 
 /** Variables read outside `ConfigSchema` (the OpenTelemetry SDK's own), documented with it. */
