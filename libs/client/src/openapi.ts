@@ -358,6 +358,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/turns/{id}/timeline': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A turn's timeline
+     * @description The story of one turn, assembled from what it stored: admission, queue wait and claim; each model round (model, every attempt with retries and fallbacks, latency, tokens with cached and cache-write, cost) with its tool calls (gates, approval, effect class, outcome including outcome_unknown, duration, result size before and after compaction and the original's id for GET /v1/tool-results/:id); its sub-agents' child turns with their cost roll-up; post-turn hook runs; its journal; the trace id, with a Jaeger link when JAEGER_UI_URL is set. 404 when it is not the calling tenant's (docs/adr/0045).
+     */
+    get: operations['getTurnTimeline'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/turns/{id}/rounds/{index}/context': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * What the model saw in a round
+     * @description The exact context sent to the provider for one model round of the turn (rounds are numbered from 0, as the timeline numbers them): the system prompt, the tools offered, and every message in order with its source (transcript, recalled memory, the work-item projection, a compaction summary) and estimated tokens per part. 400 for an index that is not a non-negative integer; 404 when the turn is not the calling tenant's or the round was not recorded (docs/adr/0045).
+     */
+    get: operations['getTurnRoundContext'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}/cancel': {
     parameters: {
       query?: never;
@@ -372,6 +412,26 @@ export interface paths {
      * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.
      */
     post: operations['cancelTurn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tool-results/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The original of a compacted tool result
+     * @description The full tool result TokenJuice kept when it compacted a result lossily (docs/adr/0033), by the id a turn's timeline gives as `originalId`. 404 when it is not the calling tenant's or has expired (TOKENJUICE_RETENTION_HOURS).
+     */
+    get: operations['getToolResultOriginal'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -4406,6 +4466,214 @@ export interface components {
       };
     };
     LangGraphRunList: components['schemas']['LangGraphRun'][];
+    TurnTimeline: {
+      turn: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        sessionId: string;
+        /** Format: uuid */
+        agentId: string;
+        parentTurnId: string | null;
+        /** @enum {string} */
+        status:
+          | 'queued'
+          | 'running'
+          | 'awaiting_approval'
+          | 'awaiting_subagent'
+          | 'completed'
+          | 'failed'
+          | 'cancelled';
+        stopReason: string | null;
+        model: string | null;
+        iterations: number;
+        runCount: number;
+        cancelRequestedAt: string | null;
+        cancelReason: string | null;
+        usage: {
+          inputTokens: number;
+          outputTokens: number;
+          cachedTokens: number;
+          cacheWriteTokens: number;
+        };
+        costUsd: string;
+        childrenCostUsd: string;
+        totalCostUsd: string;
+        costStatus: ('priced' | 'provider_reported' | 'unpriced') | null;
+        failure:
+          | ({
+              kind: string;
+              /** @enum {string} */
+              category: 'transport' | 'protocol' | 'runtime' | 'unknown';
+              message: string;
+              brief: string;
+            } & {
+              [key: string]: unknown;
+            })
+          | null;
+      };
+      phases: {
+        /** Format: date-time */
+        admittedAt: string;
+        claimedAt: string | null;
+        queueWaitMs: number | null;
+        endedAt: string | null;
+        runMs: number | null;
+      };
+      rounds: {
+        index: number;
+        model: string | null;
+        startedAt: string | null;
+        endedAt: string | null;
+        latencyMs: number | null;
+        attempts: components['schemas']['ProviderAttempt'][];
+        usage: {
+          inputTokens: number;
+          outputTokens: number;
+          cachedTokens: number;
+          cacheWriteTokens: number;
+        } | null;
+        costUsd: number | null;
+        cacheSavedUsd: number | null;
+        toolCalls: {
+          id: string | null;
+          callId: string;
+          name: string;
+          arguments: unknown;
+          effectClass: ('read_only' | 'local_write' | 'network' | 'destructive') | null;
+          gates: {
+            /** @enum {string} */
+            gate: 'tool_lookup' | 'blocked' | 'validation' | 'approval';
+            /** @enum {string} */
+            outcome: 'refused' | 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+          }[];
+          approval: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+            policy: string;
+            /** Format: date-time */
+            requestedAt: string;
+            decidedAt: string | null;
+            decidedBy: string | null;
+            reason: string | null;
+          } | null;
+          /** @enum {string} */
+          outcome:
+            | 'succeeded'
+            | 'failed'
+            | 'refused'
+            | 'outcome_unknown'
+            | 'cancelled'
+            | 'running'
+            | 'awaiting_approval';
+          error: unknown;
+          startedAt: string | null;
+          completedAt: string | null;
+          durationMs: number | null;
+          resultBytes: number | null;
+          compactedBytes: number | null;
+          originalId: string | null;
+        }[];
+        contextRecorded: boolean;
+      }[];
+      children: {
+        /** Format: uuid */
+        taskId: string;
+        callId: string | null;
+        agent: string;
+        /** @enum {string} */
+        taskStatus: 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+        childSessionId: string | null;
+        childTurnId: string | null;
+        childTurnStatus:
+          | (
+              | 'queued'
+              | 'running'
+              | 'awaiting_approval'
+              | 'awaiting_subagent'
+              | 'completed'
+              | 'failed'
+              | 'cancelled'
+            )
+          | null;
+        blocking: boolean;
+        costUsd: string;
+        totalCostUsd: string;
+        /** Format: date-time */
+        createdAt: string;
+        completedAt: string | null;
+      }[];
+      hooks: {
+        hook: string;
+        status: string;
+        attempts: number;
+        /** Format: date-time */
+        createdAt: string;
+        completedAt: string | null;
+      }[];
+      events: {
+        seq: number;
+        type: string;
+        /** Format: date-time */
+        at: string;
+        data: {
+          [key: string]: unknown;
+        };
+      }[];
+      traceId: string | null;
+      traceUrl: string | null;
+    };
+    RoundContext: {
+      round: number;
+      /** Format: date-time */
+      recordedAt: string;
+      system: string;
+      tools: {
+        name: string;
+        description: string;
+        parameters: {
+          [key: string]: unknown;
+        };
+        strict?: boolean;
+      }[];
+      messages: {
+        /** @enum {string} */
+        role: 'user' | 'assistant' | 'tool';
+        content: string;
+        toolCalls?: {
+          id: string;
+          name: string;
+          arguments: string;
+        }[];
+        toolCallId?: string;
+        name?: string;
+        /** @enum {string} */
+        source: 'transcript' | 'recall' | 'work_items' | 'summary' | 'other';
+        tokens: number;
+      }[];
+      tokens: {
+        system: number;
+        tools: number;
+        messages: number;
+        total: number;
+      };
+    };
+    ToolResultOriginal: {
+      id: string;
+      tool: string;
+      kind: string;
+      content: string;
+      bytes: number;
+      sessionId: string | null;
+      turnId: string | null;
+      callId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      expiresAt: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -6569,6 +6837,162 @@ export interface operations {
       };
     };
   };
+  getTurnTimeline: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A turn's timeline */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnTimeline'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getTurnRoundContext: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        index: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the model saw in a round */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RoundContext'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   cancelTurn: {
     parameters: {
       query?: never;
@@ -6645,6 +7069,79 @@ export interface operations {
       };
       /** @description Body is not application/json */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getToolResultOriginal: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The original of a compacted tool result */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ToolResultOriginal'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };
