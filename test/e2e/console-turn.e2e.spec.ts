@@ -43,7 +43,8 @@ describe('console: turn page', () => {
   const pages: ConsolePage[] = [];
 
   beforeAll(async () => {
-    stack = await startConsoleStack({ env: { JAEGER_UI_URL: JAEGER } });
+    // Tracing on (exporting nothing, libs/observability register.ts) so the turn has a trace id to link.
+    stack = await startConsoleStack({ env: { JAEGER_UI_URL: JAEGER, OTEL_SDK_DISABLED: 'false' } });
     stack.llm.setDefault((req) => {
       const a = ask(req);
       return scripts.get(a.agent)?.(a) ?? scripted.text(`no script for ${a.agent}`);
@@ -117,11 +118,10 @@ describe('console: turn page', () => {
       `/console/sessions/${sessionId}`,
     );
     // The trace id links to Jaeger (not followed: no request leaves for it).
-    if (timeline.traceId) {
-      await expect(page.getByRole('link', { name: timeline.traceId }).getAttribute('href')).resolves.toBe(
-        `${JAEGER}/trace/${timeline.traceId}`,
-      );
-    }
+    expect(timeline.traceId).toMatch(/^[0-9a-f]{32}$/);
+    await expect(page.getByRole('link', { name: timeline.traceId }).getAttribute('href')).resolves.toBe(
+      `${JAEGER}/trace/${timeline.traceId}`,
+    );
 
     // Round 1: the 429, then the retry that answered.
     const attempts = page.getByRole('table', { name: 'Attempts of round 1' }).getByTestId('attempt');
