@@ -67,7 +67,7 @@ export function RoundView({
         <p className="empty">No provider attempt recorded.</p>
       ) : (
         <div className="table-scroll">
-          <table aria-label={`Attempts of round ${n}`}>
+          <table className="tp-nowrap" aria-label={`Attempts of round ${n}`}>
             <thead>
               <tr>
                 <th scope="col">Attempt</th>
@@ -87,7 +87,7 @@ export function RoundView({
                       {a.attempt} of {a.maxAttempts}
                       {kind === 'first' ? null : <span className={`tp-tag tp-tag-${kind}`}>{kind}</span>}
                     </td>
-                    <td className="mono tp-wrap">{a.model}</td>
+                    <td className="mono">{a.model}</td>
                     <td>
                       <StatusBadge status={a.outcome} />
                     </td>

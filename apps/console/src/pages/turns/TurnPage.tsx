@@ -170,7 +170,7 @@ function Turn({ t, title }: { t: TurnTimeline; title: string }) {
             <p className="empty">{running ? 'Hooks run once the turn ends.' : 'No post-turn hook ran.'}</p>
           ) : (
             <div className="table-scroll">
-              <table aria-label="Post-turn hooks">
+              <table className="tp-nowrap" aria-label="Post-turn hooks">
                 <thead>
                   <tr>
                     <th scope="col">Hook</th>
