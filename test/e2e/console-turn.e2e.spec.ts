@@ -3,6 +3,7 @@ import { scripted, waitFor, type RecordedRequest, type ScriptedReply } from '@sw
 import type { Api } from '../support/api';
 import { openConsole, screenshot, scrollsSideways, signIn, type ConsolePage } from '../support/console';
 import { startConsoleStack, type ConsoleStack } from '../support/console-stack';
+import { TEST_LOG, TOKENJUICE_TOOLS_MODULE } from '../support/tokenjuice-tools';
 
 jest.setTimeout(180_000);
 
@@ -44,7 +45,10 @@ describe('console: turn page', () => {
 
   beforeAll(async () => {
     // Tracing on (exporting nothing, libs/observability register.ts) so the turn has a trace id to link.
-    stack = await startConsoleStack({ env: { JAEGER_UI_URL: JAEGER, OTEL_SDK_DISABLED: 'false' } });
+    // run_tests answers 16 KB of log, which TokenJuice compacts lossily, keeping the original.
+    stack = await startConsoleStack({
+      env: { JAEGER_UI_URL: JAEGER, OTEL_SDK_DISABLED: 'false', EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE },
+    });
     stack.llm.setDefault((req) => {
       const a = ask(req);
       return scripts.get(a.agent)?.(a) ?? scripted.text(`no script for ${a.agent}`);
@@ -91,11 +95,13 @@ describe('console: turn page', () => {
         );
       if (a.results === 1)
         return scripted.toolCall('word_count', { text: 'one two three' }, { id: 'call_count' });
+      if (a.results === 2)
+        return scripted.toolCall('run_tests', { command: 'npm test' }, { id: 'call_tests' });
       return scripted.text('all done');
     });
     scripts.set(helper, () => scripted.text('there are 42 sheep'));
     await agent(helper, 'worker', []);
-    const bossId = await agent(boss, 'chat', ['spawn_subagent', 'word_count']);
+    const bossId = await agent(boss, 'chat', ['spawn_subagent', 'word_count', 'run_tests']);
     const sessionId = (await api.post('/v1/sessions', { agentId: bossId })).body.id as string;
     const admitted = await api.post(`/v1/sessions/${sessionId}/messages`, { content: 'how many sheep?' });
     expect(admitted.status).toBe(202);
@@ -148,6 +154,11 @@ describe('console: turn page', () => {
     await expect(page.getByTestId(`row-child-${timeline.children[0].taskId}`).innerText()).resolves.toContain(
       `Child turn: ${helper}`,
     );
+    // A compacted result: its size before and after, its original fetched on a click, as plain text.
+    const tests = page.getByTestId('call-call_tests');
+    await expect(tests.innerText()).resolves.toMatch(/kB → .* after compaction/);
+    await tests.getByRole('button', { name: 'Show original result' }).click();
+    await expect(tests.getByLabel('Original result').innerText()).resolves.toBe(TEST_LOG);
     expect(await scrollsSideways(page)).toBe(false);
     await screenshot(page, 'turn-page');
 
