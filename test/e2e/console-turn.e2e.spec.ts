@@ -176,6 +176,12 @@ describe('console: turn page', () => {
     await expect(viewer.getByText('spawn_subagent', { exact: true }).count()).resolves.toBeGreaterThan(0);
     expect(await scrollsSideways(page)).toBe(false);
     await screenshot(page, 'turn-context');
+    // Closing it hands the keyboard back to the button that opened it.
+    await viewer.getByRole('button', { name: 'Close context' }).click();
+    await viewer.waitFor({ state: 'detached' });
+    await expect(page.evaluate('document.activeElement?.getAttribute("aria-label")')).resolves.toBe(
+      'Context of round 1',
+    );
 
     // The child's own page: its parent linked back.
     await childLink.click();

@@ -1,5 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
-import { useState, type ReactNode } from 'react';
+import { useRef, useState, type ReactNode } from 'react';
 import { Link } from 'react-router';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Json, Loading, Money, StatusBadge } from '../../components/ui';
@@ -26,6 +26,7 @@ export function RoundView({
   childrenOf: (callId: string) => TimelineChild[];
 }) {
   const [open, setOpen] = useState(false);
+  const contextButton = useRef<HTMLButtonElement>(null);
   const n = r.index + 1;
   const hid = `tp-round-${r.index}`;
   return (
@@ -33,16 +34,20 @@ export function RoundView({
       <header className="tp-round-head">
         <h3 id={hid}>Round {n}</h3>
         <span className="mono tp-wrap">{r.model ?? 'no model answered'}</span>
-        <button
-          type="button"
-          aria-label={`Context of round ${n}`}
-          aria-expanded={open}
-          disabled={!r.contextRecorded}
-          title={r.contextRecorded ? undefined : 'This round ran before contexts were recorded.'}
-          onClick={() => setOpen((o) => !o)}
-        >
-          {r.contextRecorded ? 'Context' : 'Context not recorded'}
-        </button>
+        {r.contextRecorded ? (
+          <button
+            ref={contextButton}
+            type="button"
+            aria-label={`Context of round ${n}`}
+            aria-expanded={open}
+            onClick={() => setOpen((o) => !o)}
+          >
+            Context
+          </button>
+        ) : (
+          // Rounds run before contexts were recorded (docs/adr/0045) have none to show.
+          <span className="muted small tp-no-context">Context not recorded</span>
+        )}
       </header>
       <dl className="tp-facts">
         <Fact term="Latency">{formatMs(r.latencyMs)}</Fact>
@@ -111,7 +116,17 @@ export function RoundView({
           ))}
         </ul>
       )}
-      {open ? <ContextViewer turnId={turnId} index={r.index} onClose={() => setOpen(false)} /> : null}
+      {open ? (
+        <ContextViewer
+          turnId={turnId}
+          index={r.index}
+          onClose={() => {
+            setOpen(false);
+            // Back where the keyboard was before the viewer opened.
+            contextButton.current?.focus();
+          }}
+        />
+      ) : null}
     </article>
   );
 }
