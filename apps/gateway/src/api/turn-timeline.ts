@@ -103,7 +103,7 @@ export function assembleRounds(attempts: ProviderAttemptResponse[], read: Timeli
     const served = own.find((a) => a.outcome === 'succeeded');
     const startedAt = own[0]?.startedAt ?? null;
     const endedAt = own[own.length - 1]?.completedAt ?? null;
-    const usage = (served?.usage ?? done?.usage) as Data | undefined;
+    const usage = (done?.usage ?? served?.usage) as Data | undefined;
     return {
       index,
       model: str(done?.model) ?? served?.model ?? own[own.length - 1]?.model ?? null,
