@@ -30,7 +30,9 @@ export default function AgentPage() {
       title={a.name}
       actions={
         <>
-          <StatusBadge status={a.status.lifecycle.state} />
+          <span className="self-center">
+            <StatusBadge status={a.status.lifecycle.state} />
+          </span>
           <Link className="button" to={`/agents/${a.id}/edit`}>
             Edit
           </Link>

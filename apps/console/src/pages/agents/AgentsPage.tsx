@@ -3,6 +3,7 @@ import { Link } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
 import { useAgent, useAgents, type Agent } from './queries';
+import './agents.css';
 
 const col = createColumnHelper<Agent>();
 

@@ -83,28 +83,30 @@ export function MemoryBrowser({ agentId }: { agentId: string }) {
       ) : memory.data.data.length === 0 ? (
         <p className="empty">{q ? 'Nothing matches.' : 'No memory yet.'}</p>
       ) : (
-        <ul className="plain-list panel" aria-label="Memory records" data-testid="memory-list">
-          {memory.data.data.map((m) => (
-            <li key={m.sourceRef} data-testid="memory-record">
-              <strong>{m.title}</strong> <span className="badge badge-ok">{m.kind}</span>{' '}
-              <span className="small muted">
-                <Time at={m.createdAt} /> · {m.totalChars} chars
-                {m.score !== null ? ` · score ${m.score.toFixed(2)}` : ''}
-              </span>
-              <p className="memory-text">{m.snippet}</p>
-              <p className="small muted mono">Provenance: {provenance(m.provenance)}</p>
-              <button
-                type="button"
-                className="danger"
-                aria-label={`Delete memory “${m.title}”`}
-                disabled={forget.isPending}
-                onClick={() => forget.mutate(m.sourceRef)}
-              >
-                Delete
-              </button>
-            </li>
-          ))}
-        </ul>
+        <div className="panel">
+          <ul className="plain-list" aria-label="Memory records" data-testid="memory-list">
+            {memory.data.data.map((m) => (
+              <li key={m.sourceRef} data-testid="memory-record">
+                <strong>{m.title}</strong> <span className="badge badge-ok">{m.kind}</span>{' '}
+                <span className="small muted">
+                  <Time at={m.createdAt} /> · {m.totalChars} chars
+                  {m.score !== null ? ` · score ${m.score.toFixed(2)}` : ''}
+                </span>
+                <p className="memory-text">{m.snippet}</p>
+                <p className="small muted mono">Provenance: {provenance(m.provenance)}</p>
+                <button
+                  type="button"
+                  className="danger"
+                  aria-label={`Delete memory “${m.title}”`}
+                  disabled={forget.isPending}
+                  onClick={() => forget.mutate(m.sourceRef)}
+                >
+                  Delete
+                </button>
+              </li>
+            ))}
+          </ul>
+        </div>
       )}
       <AddMemory agentId={agentId} />
     </>

@@ -175,7 +175,11 @@ function ByDimension({
   );
 }
 
-const money = (v: unknown) => `$${Number(v).toFixed(4)}`;
+/** Axis and tooltip money: small amounts (a few calls' worth) with two significant digits. */
+const money = (v: unknown) => {
+  const n = Number(v);
+  return n === 0 ? '$0' : Math.abs(n) < 0.01 ? `$${n.toPrecision(2)}` : `$${n.toFixed(2)}`;
+};
 
 /** A bar chart of spend and cache savings; the table beside it carries the exact numbers. */
 function Chart({ label, data }: { label: string; data: { name: string; spend: number; saved: number }[] }) {
