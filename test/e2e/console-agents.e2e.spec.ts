@@ -169,6 +169,10 @@ describe('console: agents, inputs, usage', () => {
       async () => (await api.get(`/v1/turns/${message.body.turnId}`)).body.status === 'completed',
       { what: 'the turn to complete' },
     );
+    // The page reads the cost ledger once: wait until the turn's spend is in it.
+    await waitFor(async () => (await api.get('/v1/usage?groupBy=agent')).body.groups?.length > 0, {
+      what: 'the turn to be in the usage ledger',
+    });
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('heading', { name: 'Spend per day' }).waitFor();
