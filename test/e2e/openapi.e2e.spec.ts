@@ -577,6 +577,8 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listTriggers', 401, {});
     await run('getTrigger', 200, { auth: key, params: { id: trigger.body.id } });
     await run('getTrigger', 404, { auth: key, params: { id: unknown } });
+    await run('listTriggerDeliveries', 200, { auth: key, params: { id: trigger.body.id } });
+    await run('listTriggerDeliveries', 404, { auth: key, params: { id: unknown } });
     const hookToken = (trigger.body.path as string).split('/').pop()!;
     await run('deliverHook', 202, { params: { token: hookToken }, body: { type: 'disk_full' } });
     await run('deliverHook', 404, { params: { token: 'sbt_unknown' }, body: {} });

@@ -834,6 +834,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/triggers/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A trigger's webhook deliveries with triage's decision, newest first
+     * @description The deliveries stored for the trigger, newest first, each with triage's decision (null until decided: drop, notify, spawn_reactor or spawn_orchestrator), its reason and who decided (rule, model, cache, default), and the message it was admitted as. The delivered body is not included. Paged by `limit` (default 50, at most 200) and `cursor`; 404 when the trigger is not the calling tenant's.
+     */
+    get: operations['listTriggerDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/triggers/{id}/rotate': {
     parameters: {
       query?: never;
@@ -2334,6 +2354,29 @@ export interface components {
     };
     TriggerList: {
       data: components['schemas']['Trigger'][];
+      nextCursor: string | null;
+    };
+    TriggerDelivery: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      triggerId: string;
+      deliveryId: string;
+      source: string | null;
+      eventType: string | null;
+      verified: boolean;
+      decision: ('drop' | 'notify' | 'spawn_reactor' | 'spawn_orchestrator') | null;
+      reason: string | null;
+      decisionSource: string | null;
+      decisionModel: string | null;
+      decisionCostUsd: string;
+      messageId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      decidedAt: string | null;
+    };
+    TriggerDeliveryPage: {
+      data: components['schemas']['TriggerDelivery'][];
       nextCursor: string | null;
     };
     HookDelivery: {
@@ -9070,6 +9113,91 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Trigger'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listTriggerDeliveries: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A trigger's webhook deliveries with triage's decision, newest first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TriggerDeliveryPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description Missing, invalid or revoked credentials */

@@ -124,6 +124,40 @@ export const TriggerListResponse = z
   .register(ApiSchemas, { id: 'TriggerList' });
 export type TriggerListResponse = z.infer<typeof TriggerListResponse>;
 
+/**
+ * A webhook delivery a trigger stored, and triage's decision on it (docs/adr/0018, 0019): `decision`
+ * is null until triage decided. The body itself is not shown (it is the sender's untrusted text, and
+ * may carry what the sender should not have sent); its source and event type are.
+ */
+export const TriggerDeliveryResponse = z
+  .strictObject({
+    id: Id,
+    triggerId: Id,
+    /** The sender's delivery id (or the Idempotency-Key), by which replays are deduplicated. */
+    deliveryId: z.string(),
+    source: z.string().nullable(),
+    eventType: z.string().nullable(),
+    /** The ingress checked its signature (a `token` trigger's deliveries never are). */
+    verified: z.boolean(),
+    decision: z.enum(['drop', 'notify', 'spawn_reactor', 'spawn_orchestrator']).nullable(),
+    reason: z.string().nullable(),
+    /** Who decided: rule, model, cache or default. */
+    decisionSource: z.string().nullable(),
+    decisionModel: z.string().nullable(),
+    decisionCostUsd: Usd,
+    /** The message it was admitted as, when it was. */
+    messageId: Id.nullable(),
+    createdAt: Timestamp,
+    decidedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'TriggerDelivery' });
+export type TriggerDeliveryResponse = z.infer<typeof TriggerDeliveryResponse>;
+
+export const TriggerDeliveryPageResponse = z
+  .strictObject({ data: z.array(TriggerDeliveryResponse), nextCursor: z.string().nullable() })
+  .register(ApiSchemas, { id: 'TriggerDeliveryPage' });
+export type TriggerDeliveryPageResponse = z.infer<typeof TriggerDeliveryPageResponse>;
+
 /** What `POST /v1/hooks/{token}` answers: the stored delivery's id, the same for every replay of it. */
 export const HookDeliveryResponse = z
   .strictObject({ deliveryId: Id, duplicate: z.boolean() })
