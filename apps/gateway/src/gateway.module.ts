@@ -52,6 +52,8 @@ import { KEY_REVOCATIONS, KeyRevocations } from './platform/auth/key-revocations
 import { KEY_USAGE, KeyUsage } from './platform/auth/key-usage';
 import { AdminController, TENANT_PAUSE } from './api/admin.controller';
 import { AuditController } from './api/audit.controller';
+import { ConsoleController } from './api/console.controller';
+import { OperatorController, operatorQueuesProvider } from './api/operator.controller';
 import { AgentsController } from './api/agents.controller';
 import { ArchetypesController } from './api/archetypes.controller';
 import { APPROVALS, ApprovalsController } from './api/approvals.controller';
@@ -180,6 +182,8 @@ export class GatewayModule {
         WorkItemsController,
         AgentLifecycleController,
         AuditController,
+        ConsoleController,
+        OperatorController,
         McpController,
         A2aController,
         LangGraphController,
@@ -366,6 +370,7 @@ export class GatewayModule {
         LangGraphRunStreamer,
         LiveLifecycle,
         QueueDepthMetrics,
+        operatorQueuesProvider,
       ],
     };
   }
