@@ -254,8 +254,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Sessions of the tenant, by id
-     * @description The tenant's sessions by id, open and closed. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     * Sessions of the tenant, by id (optionally of one agent, one status)
+     * @description The tenant's sessions by id, open and closed, each with its `lastActivityAt`; `agentId` and `status` (`active`, `closed`) narrow the list (another tenant's agent: an empty list). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`, with the same filters).
      */
     get: operations['listSessions'];
     put?: never;
@@ -1262,6 +1262,130 @@ export interface paths {
      * @description The tenant's audit log (who changed what: keys, agents, triggers, settings, operator actions), newest first, optionally of one `action`. Paged by `limit` (default 50, at most 200) and `cursor`.
      */
     get: operations['listAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/whoami': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * What the credential is: a tenant API key, or the operator (acting as a tenant or not)
+     * @description For a tenant's API key: `kind: tenant` with the tenant and the key's id and display prefix. For ADMIN_TOKEN: `kind: operator`, with `actingTenantId` when the request names a tenant in `X-Switchboard-Tenant` (404 when there is no such tenant). 401 for a missing, wrong or revoked credential.
+     */
+    get: operations['getWhoami'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/console/config': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The deployment's settings the console links with (Jaeger's UI) and Switchboard's version
+     * @description No credentials: `jaegerUiUrl` (JAEGER_UI_URL; a trace id links to `<jaegerUiUrl>/trace/<id>`, null when unset) and Switchboard's `version`. Nothing secret.
+     */
+    get: operations['getConsoleConfig'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenants/{id}/api-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A tenant's API keys, by id (revoked ones included)
+     * @description The tenant's API keys by id, revoked ones included, with their display prefix and last use; never the secret. Paged by `limit` (default 50, at most 200) and `cursor`; 404 for an unknown tenant.
+     */
+    get: operations['listTenantApiKeys'];
+    put?: never;
+    /**
+     * Create an API key for a tenant (the key is shown once)
+     * @description Creates an API key for the tenant, audited as `operator`; the secret `key` is in this response only. Each call makes a new key; 404 for an unknown tenant.
+     */
+    post: operations['createTenantApiKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenants/{id}/api-keys/{keyId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Revoke a tenant's API key
+     * @description Revokes the key, audited as `operator`: it stops working at once on this gateway and on the others as soon as they hear of it (at the latest after API_KEY_CACHE_MS). Revoking twice is harmless; 404 for an unknown tenant or a key that is not the tenant's.
+     */
+    delete: operations['revokeTenantApiKey'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/queues': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Each queue’s waiting, active, delayed and failed jobs, and its oldest waiting job’s wait
+     * @description Per BullMQ queue: jobs waiting (prioritized included), active, delayed and failed, and how long the oldest waiting job has waited (ms, null when none waits), read from Redis now. `boardUrl` is the queue board (Bull Board, ADMIN_TOKEN) with the jobs themselves.
+     */
+    get: operations['listQueues'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/processes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Live harness worker processes: turns in flight and permits
+     * @description Every harness worker process whose heartbeat (every HARNESS_HEARTBEAT_MS) is younger than HARNESS_HEARTBEAT_TTL_MS, oldest first: host, pid, start, last beat, turns in flight, permits in use against the adaptive limit and HARNESS_CONCURRENCY. A killed process drops off within the TTL; one shut down cleanly at once.
+     */
+    get: operations['listProcesses'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2523,6 +2647,8 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+      /** Format: date-time */
+      lastActivityAt: string;
       closedAt: string | null;
     };
     SessionPage: {
@@ -4137,6 +4263,57 @@ export interface components {
     AuditEventPage: {
       data: components['schemas']['AuditEvent'][];
       nextCursor: string | null;
+    };
+    Whoami:
+      | {
+          /** @constant */
+          kind: 'tenant';
+          /** Format: uuid */
+          tenantId: string;
+          tenantName: string;
+          /** Format: uuid */
+          keyId: string;
+          keyPrefix: string;
+        }
+      | {
+          /** @constant */
+          kind: 'operator';
+          /** Format: uuid */
+          actingTenantId?: string;
+          actingTenantName?: string;
+        };
+    ConsoleConfig: {
+      jaegerUiUrl: string | null;
+      version: string;
+    };
+    QueueStats: {
+      /** @enum {string} */
+      name: 'triage' | 'turns' | 'post-turn' | 'outbound-webhooks' | 'maintenance' | 'schedules' | 'work';
+      waiting: number;
+      active: number;
+      delayed: number;
+      failed: number;
+      oldestWaitingMs: number | null;
+    };
+    QueueStatsList: {
+      data: components['schemas']['QueueStats'][];
+      boardUrl: string;
+    };
+    HarnessProcess: {
+      processId: string;
+      hostname: string;
+      pid: number;
+      /** Format: date-time */
+      startedAt: string;
+      /** Format: date-time */
+      lastSeenAt: string;
+      turnsInFlight: number;
+      permitsInUse: number;
+      permitLimit: number;
+      maxConcurrency: number;
+    };
+    HarnessProcessList: {
+      data: components['schemas']['HarnessProcess'][];
     };
     OpenAiError: {
       error: {
@@ -6158,6 +6335,8 @@ export interface operations {
       query?: {
         cursor?: string;
         limit?: number;
+        agentId?: string;
+        status?: 'active' | 'closed';
       };
       header?: never;
       path?: never;
@@ -6165,7 +6344,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Sessions of the tenant, by id */
+      /** @description Sessions of the tenant, by id (optionally of one agent, one status) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -11837,6 +12016,426 @@ export interface operations {
           RateLimit?: string;
           /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
           'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getWhoami: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the credential is: a tenant API key, or the operator (acting as a tenant or not) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Whoami'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getConsoleConfig: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deployment's settings the console links with (Jaeger's UI) and Switchboard's version */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConsoleConfig'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listTenantApiKeys: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A tenant's API keys, by id (revoked ones included) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApiKeyList'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createTenantApiKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "ci-deploy-bot"
+         *     }
+         */
+        'application/json': components['schemas']['CreateApiKeyDto'];
+      };
+    };
+    responses: {
+      /** @description Create an API key for a tenant (the key is shown once) */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreatedApiKey'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  revokeTenantApiKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Revoke a tenant's API key */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApiKey'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listQueues: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Each queue’s waiting, active, delayed and failed jobs, and its oldest waiting job’s wait */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['QueueStatsList'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listProcesses: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Live harness worker processes: turns in flight and permits */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HarnessProcessList'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
           [name: string]: unknown;
         };
         content: {

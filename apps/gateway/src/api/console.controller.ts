@@ -56,7 +56,7 @@ export class ConsoleController {
   @Get('whoami')
   @EitherCredential()
   @Operation({
-    id: 'whoami',
+    id: 'getWhoami',
     summary: 'What the credential is: a tenant API key, or the operator (acting as a tenant or not)',
     description:
       "For a tenant's API key: `kind: tenant` with the tenant and the key's id and display prefix. For ADMIN_TOKEN: `kind: operator`, with `actingTenantId` when the request names a tenant in `X-Switchboard-Tenant` (404 when there is no such tenant). 401 for a missing, wrong or revoked credential.",
