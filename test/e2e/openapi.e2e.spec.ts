@@ -43,6 +43,8 @@ const OPEN_OBJECTS = [
   'Readiness/properties/error/additionalProperties',
   'Readiness/properties/info/additionalProperties',
   'Turn/properties/failure/anyOf/0',
+  // The timeline's turn is the Turn body above, failure included.
+  'TurnTimeline/properties/turn/properties/failure/anyOf/0',
 ];
 /** Operations a request option gives a second success: `wait` on admission answers 200 with the ended turn. */
 const TWO_SUCCESSES: Record<string, string[]> = {
@@ -876,6 +878,28 @@ describe('the OpenAPI document matches what the server answers', () => {
     const turn = await run('getTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
     expect(turn.body.toolCalls.length).toBeGreaterThan(0);
     await run('getTurn', 404, { auth: key, params: { id: unknown } });
+    await run('getTurnTimeline', 200, { auth: key, params: { id: admitted.body.turnId } });
+    await run('getTurnTimeline', 404, { auth: key, params: { id: unknown } });
+    const round = { id: admitted.body.turnId, index: '0' };
+    await run('getTurnRoundContext', 200, { auth: key, params: round });
+    await run('getTurnRoundContext', 400, { auth: key, params: { ...round, index: 'first' } });
+    await run('getTurnRoundContext', 404, { auth: key, params: { id: unknown, index: '0' } });
+    // An original TokenJuice kept (docs/adr/0033), written as its store writes one: no turn of this
+    // file's makes a result large enough to be compacted.
+    await env.db.toolResultOriginal.create({
+      data: {
+        tenantId: ownTenantId,
+        id: 'a'.repeat(24),
+        turnId: admitted.body.turnId,
+        tool: 'word_count',
+        kind: 'text',
+        content: 'the original',
+        bytes: 12,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
+    });
+    await run('getToolResultOriginal', 200, { auth: key, params: { id: 'a'.repeat(24) } });
+    await run('getToolResultOriginal', 404, { auth: key, params: { id: 'b'.repeat(24) } });
     // Cancelling an ended turn answers it as it is (a running one would be 202).
     await run('cancelTurn', 200, {
       auth: key,
