@@ -248,6 +248,8 @@ Switchboard is running.
   events    ${events.data.map((e) => `${e.seq}:${e.type}`).join(' ')}
 
 Where to look:
+  web console       ${BASE}/console  (sign in with the tenant key ${key}, or the admin token for the operator's view)
+  the turn's story  ${BASE}/console/turns/${admitted.turnId}
   API docs          ${BASE}/docs
   the turn          curl -H "Authorization: Bearer ${key}" ${BASE}/v1/turns/${admitted.turnId}
   the transcript    curl -H "Authorization: Bearer ${key}" ${BASE}/v1/sessions/${session.id}/messages

@@ -55,6 +55,7 @@ describe('the demo (npm run demo)', () => {
     expect(r.stdout).toContain('Switchboard is running.');
     expect(r.stdout).toMatch(/turn\s+\S+\s+completed \(final_answer\)/);
     expect(r.stdout).toContain(`http://127.0.0.1:${gateway}/docs`);
+    expect(r.stdout).toContain(`web console       http://127.0.0.1:${gateway}/console`);
     expect(r.stdout).toContain(`:${harness} :${triage} :${hooks}`);
     expect(readdirSync(dir).sort()).toEqual([
       'gateway.log',
