@@ -46,6 +46,11 @@ export default function TenantsPage() {
       header: 'Queued',
       cell: (c) => <span data-testid="queued">{c.getValue()}</span>,
     }),
+    col.accessor((t) => t.turns.waiting, {
+      id: 'waiting',
+      header: 'Waiting',
+      cell: (c) => <span data-testid="waiting">{c.getValue()}</span>,
+    }),
     col.accessor((t) => Number(t.spentTodayUsd), {
       id: 'spend',
       header: 'Spend today',
