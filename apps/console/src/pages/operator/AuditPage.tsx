@@ -85,7 +85,11 @@ export default function AuditPage() {
         <ErrorBox error={events.error} />
       ) : (
         <>
-          <AuditTable events={rows} label="Audit log" />
+          <AuditTable
+            events={rows}
+            label="Audit log"
+            tenantNames={new Map(options.map((t) => [t.id, t.name]))}
+          />
           {events.hasNextPage ? (
             <p>
               <button

@@ -11,10 +11,13 @@ export function AuditTable({
   events,
   label,
   showTenant = true,
+  tenantNames,
 }: {
   events: AuditEvent[];
   label: string;
   showTenant?: boolean;
+  /** Tenant names by id, where known; otherwise the id's first characters. */
+  tenantNames?: ReadonlyMap<string, string>;
 }) {
   const columns = [
     col.accessor('createdAt', { header: 'When', cell: (c) => <Time at={c.getValue()} /> }),
@@ -26,9 +29,10 @@ export function AuditTable({
             header: 'Tenant',
             cell: (c) => {
               const id = c.getValue();
+              const name = id ? tenantNames?.get(id) : undefined;
               return id ? (
-                <Link className="mono" to={`/operator/tenants/${id}`}>
-                  {id.slice(0, 8)}
+                <Link className={name ? undefined : 'mono'} to={`/operator/tenants/${id}`} title={id}>
+                  {name ?? id.slice(0, 8)}
                 </Link>
               ) : (
                 <span className="muted">all</span>
