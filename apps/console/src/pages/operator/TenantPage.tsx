@@ -334,6 +334,8 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
           body: name.trim() ? { name: name.trim() } : {},
         }),
       ) as Promise<CreatedApiKey>,
+    // The answer holds the key: dropped from the mutation cache as soon as nothing shows it.
+    gcTime: 0,
     onSuccess: (k) => {
       setCreated(k);
       setName('');

@@ -123,6 +123,8 @@ function CreateTenant() {
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
   const create = useMutation({
     mutationFn: (tenantName: string) => unwrap(api.POST('/v1/admin/tenants', { body: { name: tenantName } })),
+    // The answer holds the key: dropped from the mutation cache as soon as nothing shows it.
+    gcTime: 0,
     onSuccess: (res) => {
       setCreated({ name: res.tenant.name, key: res.apiKey.key });
       setName('');
@@ -154,7 +156,10 @@ function CreateTenant() {
         <OneTimeKey
           label={`The first API key of ${created.name}`}
           secret={created.key}
-          onDone={() => setCreated(null)}
+          onDone={() => {
+            setCreated(null);
+            create.reset();
+          }}
         />
       ) : null}
     </>
