@@ -417,7 +417,10 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
         <OneTimeKey
           label={`New key ${created.prefix}`}
           secret={created.key}
-          onDone={() => setCreated(null)}
+          onDone={() => {
+            setCreated(null);
+            create.reset();
+          }}
         />
       ) : null}
       {revoke.isError ? <ErrorBox error={revoke.error} /> : null}
