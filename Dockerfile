@@ -49,6 +49,8 @@ COPY apps ./apps
 COPY libs ./libs
 COPY scripts/build.ts ./scripts/build.ts
 RUN npm run db:generate && npm run build
+# The web console's static files (docs/adr/0046), served by the gateway at /console.
+RUN npm run console:build
 
 # Production dependencies only: no compiler, no test or lint tooling.
 FROM base AS prod-deps
@@ -69,6 +71,7 @@ RUN chown node:node /app
 COPY --chown=node:node --from=prod-deps /app/node_modules ./node_modules
 COPY --chown=node:node --from=build /app/node_modules/.prisma ./node_modules/.prisma
 COPY --chown=node:node --from=build /app/dist ./dist
+COPY --chown=node:node --from=build /app/apps/console/dist ./apps/console/dist
 # Migrations: `npm run db:migrate` (prisma migrate deploy) reads prisma.config.ts and prisma/.
 COPY --chown=node:node package.json package-lock.json prisma.config.ts ./
 COPY --chown=node:node prisma ./prisma

@@ -20,6 +20,8 @@ const ROOT = path.resolve(__dirname, '..');
 const SOURCE_DIRS = ['apps', 'libs'];
 /** Test helpers: no production code imports them (the build test checks the output runs). */
 const EXCLUDED_LIBS = new Set(['testing']);
+/** The web console is built by Vite (`npm run console:build`), not here. */
+const EXCLUDED_APPS = new Set(['console']);
 const TEST_FILE = /\.(spec|int\.spec|e2e\.spec)\.ts$|[\\/]test-support\.ts$/;
 
 interface TsConfig {
@@ -54,7 +56,7 @@ async function sourceFiles(dir: string): Promise<string[]> {
     .filter((file) => !TEST_FILE.test(file))
     .filter((file) => {
       const [top, name] = path.relative(ROOT, file).split(path.sep);
-      return !(top === 'libs' && EXCLUDED_LIBS.has(name));
+      return !(top === 'libs' && EXCLUDED_LIBS.has(name)) && !(top === 'apps' && EXCLUDED_APPS.has(name));
     });
 }
 

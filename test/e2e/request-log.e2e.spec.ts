@@ -83,6 +83,22 @@ describe('gateway request logs', () => {
     expect(gateway.output()).not.toContain(ADMIN);
   });
 
+  it('logs the operator acting as a tenant (ADMIN_TOKEN + X-Switchboard-Tenant) as actor operator', async () => {
+    const { tenantId } = await newTenant(url, ADMIN);
+    const res = await new Api(url, ADMIN).get('/v1/agents', {
+      'x-request-id': 'operator-req-7',
+      'x-switchboard-tenant': tenantId,
+    });
+    expect(res.status).toBe(200);
+    expect(await lineFor('operator-req-7')).toMatchObject({
+      route: '/v1/agents',
+      status: 200,
+      tenantId,
+      actor: 'operator',
+    });
+    expect(gateway.output()).not.toContain(ADMIN);
+  });
+
   it('generates a request id when none is sent, and replaces one that is not safe', async () => {
     const api = new Api(url);
     const none = await api.get('/v1/agents');

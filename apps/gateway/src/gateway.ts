@@ -10,6 +10,7 @@ import { clientErrorHandler, frameworkErrors } from './platform/errors';
 import { createOpenApiDocument } from './platform/openapi';
 import { InFlightRequests } from './platform/in-flight';
 import { registerQueueBoard } from './platform/queue-board';
+import { registerConsole } from './platform/console';
 import { registerRequestLog, requestLogOptions } from './platform/request-log';
 import { registerSecurityHeaders } from './platform/security-headers';
 
@@ -41,6 +42,8 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   app.get(InFlightRequests).attach(app.getHttpAdapter().getInstance());
 
   await registerQueueBoard(app, config);
+  // The web console's static files at /console (apps/console, built by `npm run console:build`).
+  await registerConsole(app, config);
   SwaggerModule.setup('docs', app, createOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }

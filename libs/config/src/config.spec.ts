@@ -72,6 +72,9 @@ describe('loadConfig', () => {
       SCHEDULE_MIN_INTERVAL_MS: 1000,
       METRICS_PORT: 0,
       SHUTDOWN_GRACE_MS: 25_000,
+      CONSOLE_DIST_DIR: 'apps/console/dist',
+      HARNESS_HEARTBEAT_MS: 5_000,
+      HARNESS_HEARTBEAT_TTL_MS: 15_000,
       OTEL_SDK_DISABLED: false,
     });
   });

@@ -365,6 +365,19 @@ export const ConfigSchema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /**
+   * The console's built files (`npm run console:build`), served by the gateway at /console; a path
+   * relative to the working directory. Missing: /console answers 503 naming the build command.
+   */
+  CONSOLE_DIST_DIR: z.string().min(1).default('apps/console/dist'),
+  /** Jaeger's UI (e.g. http://localhost:16686): trace ids link to `<url>/trace/<id>`; unset: no links. */
+  JAEGER_UI_URL: Url(['http:', 'https:']).optional(),
+  /**
+   * How often a harness worker publishes its heartbeat (turns in flight, permits) to Redis, listed by
+   * GET /v1/admin/processes; a process silent for HARNESS_HEARTBEAT_TTL_MS drops off the list.
+   */
+  HARNESS_HEARTBEAT_MS: Int(5_000, 100),
+  HARNESS_HEARTBEAT_TTL_MS: Int(15_000, 300),
   OTEL_SDK_DISABLED: z
     .enum(['true', 'false'])
     .default('false')

@@ -284,6 +284,23 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       '`true` lets the queue board (`/admin/queues`, Bull Board behind `ADMIN_TOKEN`) retry, promote, clean, pause and empty jobs and queues; otherwise it only shows them',
   },
+  CONSOLE_DIST_DIR: {
+    meaning:
+      'the web console\'s built files (`npm run console:build`), served at `/console` (relative to the working directory); while missing, `/console` answers 503 naming the build command',
+  },
+  JAEGER_UI_URL: {
+    meaning:
+      "Jaeger's UI (e.g. `http://localhost:16686`): the console links trace ids to `<url>/trace/<id>` (`GET /v1/console/config`)",
+    default: 'unset (no trace links)',
+  },
+  HARNESS_HEARTBEAT_MS: {
+    meaning:
+      'how often each harness worker publishes its heartbeat (turns in flight, permits) to Redis for `GET /v1/admin/processes`',
+  },
+  HARNESS_HEARTBEAT_TTL_MS: {
+    meaning:
+      'a harness worker whose heartbeat is older than this drops off `GET /v1/admin/processes` (a killed process is gone within it)',
+  },
   OTEL_SDK_DISABLED: { meaning: '`true` starts no OpenTelemetry at all (no trace ids in logs or jobs)' },
 };
 

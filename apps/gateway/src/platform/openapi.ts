@@ -157,7 +157,8 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
       .addSecurity(ADMIN_AUTH, {
         type: 'http',
         scheme: 'bearer',
-        description: "The deployment's ADMIN_TOKEN, for the admin API only",
+        description:
+          "The deployment's ADMIN_TOKEN, for the admin API; on a tenant's routes too when the request names the tenant in `X-Switchboard-Tenant: <tenant id>` (it then runs as that tenant, audited as `operator`)",
       })
       .build(),
   );

@@ -39,6 +39,8 @@ export function requestLogOptions(
 
 interface Logged {
   tenantId?: string;
+  /** ADMIN_TOKEN made the request (acting as `tenantId` when set): logged as `actor: operator`. */
+  operator?: boolean;
   /** The trace of the request's server span, taken while it is active. */
   logTraceId?: string;
   /** The request's server span, as exemplar labels of its duration (trace_id, span_id). */
@@ -49,7 +51,7 @@ interface Logged {
 
 /**
  * One line per request when the response is sent: method, route template, status,
- * duration, tenant (once authenticated), trace id and request id. Headers are never
+ * duration, tenant (once authenticated; `actor: operator` when ADMIN_TOKEN acts as it), trace id and request id. Headers are never
  * logged, so neither the API key nor cookies can reach the line. The same moment observes the
  * request's duration by method, route template and status (`metrics`), and the request's server
  * span is named by its route (`POST /v1/sessions/:id/messages`, with `http.route`), as the
@@ -103,6 +105,7 @@ export function logRequest(
       status,
       durationMs: Math.round(reply.elapsedTime * 10) / 10,
       ...(r.tenantId ? { tenantId: r.tenantId } : {}),
+      ...(r.operator ? { actor: 'operator' } : {}),
       ...(r.logTraceId ? { trace_id: r.logTraceId } : {}),
       ...extra,
     },

@@ -8,25 +8,38 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '@switchboard/contracts';
+import { AppError, isUuid, notFound } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
-import { ApiKeysRepository, apiKeyActor } from '@switchboard/store';
+import { ApiKeysRepository, apiKeyActor, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
 import type { ErrorShapeConfig } from '../errors';
 import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
 import { KEY_USAGE, type KeyUsage } from './key-usage';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
 
-export type Access = 'public' | 'admin' | 'tenant';
+export type Access = 'public' | 'admin' | 'tenant' | 'any';
 const ACCESS = 'switchboard:access';
 /** No credentials needed (health, metrics, docs). */
 export const Public = () => SetMetadata(ACCESS, 'public' satisfies Access);
 /** Guarded by ADMIN_TOKEN instead of an API key. */
 export const AdminOnly = () => SetMetadata(ACCESS, 'admin' satisfies Access);
+/**
+ * Either credential: an API key (the request is its tenant's) or ADMIN_TOKEN (the operator's, acting
+ * as a tenant when it names one). GET /v1/whoami, which tells a client which it holds.
+ */
+export const AnyCredential = () => SetMetadata(ACCESS, 'any' satisfies Access);
+
+/**
+ * The header with which the operator's ADMIN_TOKEN acts as a tenant on tenant routes (the console's
+ * "open tenant view"). Ignored nowhere: with any other credential it is a 401.
+ */
+export const ACTING_TENANT_HEADER = 'x-switchboard-tenant';
 
 export interface AuthedRequest extends FastifyRequest {
   tenantId?: string;
   apiKeyId?: string;
+  /** ADMIN_TOKEN made the request (acting as `tenantId` when set). */
+  operator?: boolean;
 }
 
 /** The authenticated tenant of the request. */
@@ -36,17 +49,21 @@ export const TenantId = createParamDecorator((_: unknown, ctx: ExecutionContext)
   return tenantId;
 });
 
-/** The API key that made the request (who decided an approval). */
-export const ApiKeyId = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): string =>
-    ctx.switchToHttp().getRequest<AuthedRequest>().apiKeyId ?? 'api',
-);
+/** The API key that made the request (who decided an approval); `operator` for the operator acting as the tenant. */
+export const ApiKeyId = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
+  const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+  return req.apiKeyId ?? (req.operator ? OPERATOR_ACTOR : 'api');
+});
 
-/** Who made the request, as the audit log names it (docs/adr/0030): `api_key:<id>`. */
+/**
+ * Who made the request, as the audit log names it (docs/adr/0030): `api_key:<id>`, or `operator`
+ * when ADMIN_TOKEN acts as the tenant.
+ */
 export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
-  const keyId = ctx.switchToHttp().getRequest<AuthedRequest>().apiKeyId;
-  if (!keyId) throw new AppError('unauthorized', 'missing API key');
-  return apiKeyActor(keyId);
+  const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+  if (req.operator) return OPERATOR_ACTOR;
+  if (!req.apiKeyId) throw new AppError('unauthorized', 'missing API key');
+  return apiKeyActor(req.apiKeyId);
 });
 
 /** Who may call the route: a tenant (an API key) unless marked otherwise. */
@@ -74,12 +91,27 @@ function apiKeyHeader(req: FastifyRequest): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
-/** Every route needs an API key unless marked otherwise. */
+/** The acting tenant the header names: undefined without it, 400 when it is not one uuid. */
+export function actingTenantHeader(req: FastifyRequest): string | undefined {
+  const value = req.headers[ACTING_TENANT_HEADER];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !isUuid(value.trim()))
+    throw new AppError('bad_request', 'X-Switchboard-Tenant must be a tenant id (a uuid)');
+  return value.trim().toLowerCase();
+}
+
+/**
+ * Every route needs an API key unless marked otherwise. On a tenant route the operator's
+ * ADMIN_TOKEN with `X-Switchboard-Tenant: <tenant id>` runs the request as that tenant (the
+ * console's operator view opens a tenant's so): it is logged and audited as `operator`, and not
+ * counted in the tenant's rate limits. ADMIN_TOKEN without the header is no tenant's key (401).
+ */
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     @Inject(ApiKeysRepository) private readonly apiKeys: ApiKeysRepository,
+    @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
     @Inject(KEY_USAGE) private readonly usage: KeyUsage,
@@ -92,6 +124,20 @@ export class AuthGuard implements CanActivate {
     const token = bearer(req.headers.authorization) ?? apiKeyHeader(req);
     if (access === 'admin') {
       checkAdminToken(this.config.ADMIN_TOKEN, token);
+      return true;
+    }
+    const acting = req.headers[ACTING_TENANT_HEADER] !== undefined;
+    if (access === 'any' && !acting && this.isAdminToken(token)) {
+      req.operator = true;
+      return true;
+    }
+    if (acting) {
+      // Only the operator may name the tenant: a tenant's key sending it is refused, not ignored.
+      checkAdminToken(this.config.ADMIN_TOKEN, token);
+      const tenantId = actingTenantHeader(req);
+      if (!tenantId || !(await this.tenants.settings(tenantId))) throw notFound('tenant');
+      req.operator = true;
+      req.tenantId = tenantId;
       return true;
     }
     if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
@@ -108,5 +154,10 @@ export class AuthGuard implements CanActivate {
     req.apiKeyId = key.keyId;
     this.usage.touch(key.keyId);
     return true;
+  }
+
+  private isAdminToken(token: string | undefined): boolean {
+    const admin = this.config.ADMIN_TOKEN;
+    return !!admin && !!token && constantTimeEquals(token, admin);
   }
 }
