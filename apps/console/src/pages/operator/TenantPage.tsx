@@ -24,6 +24,11 @@ const tenantKey = (id: string) => ['operator', 'tenant', id];
 /** One tenant: its load and spend, caps and rate limits (editable), pause, API keys, recent audit. */
 export default function TenantPage() {
   const { id = '' } = useParams();
+  // Keyed by the tenant: going from one tenant's page to another's starts its forms afresh.
+  return <TenantView key={id} id={id} />;
+}
+
+function TenantView({ id }: { id: string }) {
   const api = useApi();
   const open = useOpenTenantView();
   const tenant = useQuery({

@@ -34,7 +34,14 @@ export default function TenantsPage() {
     }),
     col.accessor('paused', {
       header: 'State',
-      cell: (c) => <StatusBadge status={c.getValue() ? 'paused' : 'active'} />,
+      cell: (c) =>
+        c.getValue() ? (
+          <span title={c.row.original.pauseReason ?? undefined}>
+            <StatusBadge status="paused" />
+          </span>
+        ) : (
+          <StatusBadge status="active" />
+        ),
     }),
     col.accessor((t) => t.turns.running, {
       id: 'running',
