@@ -43,6 +43,8 @@ const OPEN_OBJECTS = [
   'Readiness/properties/error/additionalProperties',
   'Readiness/properties/info/additionalProperties',
   'Turn/properties/failure/anyOf/0',
+  // The timeline's turn is the Turn body above, failure included.
+  'TurnTimeline/properties/turn/properties/failure/anyOf/0',
 ];
 /** Operations a request option gives a second success: `wait` on admission answers 200 with the ended turn. */
 const TWO_SUCCESSES: Record<string, string[]> = {
@@ -57,7 +59,7 @@ const NO_SUCCESS = ['mcpGet', 'mcpDelete'];
 /** The protocol adapters (docs/adr/0036, 0037): their errors are JSON-RPC error responses. */
 const JSON_RPC_OPERATIONS = ['mcpPost', 'mcpGet', 'mcpDelete', 'getAgentCard', 'callAgentJsonRpc'];
 /** Operations that cannot be made to fail from outside. */
-const NO_ERROR_CASE = ['getHealth', 'getMetrics'];
+const NO_ERROR_CASE = ['getHealth', 'getMetrics', 'getConsoleConfig'];
 
 describe('the OpenAPI document matches what the server answers', () => {
   let env: TestEnv;
@@ -339,15 +341,21 @@ describe('the OpenAPI document matches what the server answers', () => {
     for (const o of operations) {
       // The webhook ingress has no API key: its URL token is the credential (docs/adr/0019). The
       // protocol adapters (/mcp, /a2a/…) take the API key as their bearer.
-      const expected = o.path.startsWith('/v1/admin/')
-        ? [{ adminToken: [] }]
-        : o.path.startsWith('/langgraph/')
-          ? [{ apiKey: [] }, { langgraphApiKey: [] }]
-          : (o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')) ||
-              o.path === '/mcp' ||
-              o.path.startsWith('/a2a/')
-            ? [{ apiKey: [] }]
-            : undefined;
+      // whoami takes either credential; the console's config needs none.
+      const expected =
+        o.path === '/v1/whoami'
+          ? [{ apiKey: [] }, { adminToken: [] }]
+          : o.path === '/v1/console/config'
+            ? undefined
+            : o.path.startsWith('/v1/admin/')
+              ? [{ adminToken: [] }]
+              : o.path.startsWith('/langgraph/')
+                ? [{ apiKey: [] }, { langgraphApiKey: [] }]
+                : (o.path.startsWith('/v1/') && !o.path.startsWith('/v1/hooks/')) ||
+                    o.path === '/mcp' ||
+                    o.path.startsWith('/a2a/')
+                  ? [{ apiKey: [] }]
+                  : undefined;
       expect({ op: o.operationId, security: o.security }).toEqual({ op: o.operationId, security: expected });
     }
   });
@@ -454,6 +462,35 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listApiKeys', 401, { auth: 'sb_not-a-key' });
     await run('revokeApiKey', 200, { auth: key, params: { id: second.body.id } });
     await run('revokeApiKey', 404, { auth: key, params: { id: unknown } });
+    // What the console asks first (whoami, its config), and the operator acting as a tenant.
+    await run('getWhoami', 200, { auth: key });
+    await run('getWhoami', 200, { auth: ADMIN });
+    await run('getWhoami', 200, { auth: ADMIN, headers: { 'x-switchboard-tenant': ownTenantId } });
+    await run('getWhoami', 404, { auth: ADMIN, headers: { 'x-switchboard-tenant': unknown } });
+    await run('getWhoami', 400, { auth: ADMIN, headers: { 'x-switchboard-tenant': 'nope' } });
+    await run('getWhoami', 401, { auth: 'sb_not-a-key' });
+    await run('getConsoleConfig', 200);
+    await run('listApiKeys', 200, { auth: ADMIN, headers: { 'x-switchboard-tenant': ownTenantId } });
+    // The operator's keys of a tenant, queues and processes.
+    const opKey = await run('createTenantApiKey', 201, {
+      auth: ADMIN,
+      params: { id: ownTenantId },
+      body: { name: 'ops' },
+    });
+    await run('createTenantApiKey', 400, { auth: ADMIN, params: { id: ownTenantId }, body: { name: '' } });
+    await run('createTenantApiKey', 404, { auth: ADMIN, params: { id: unknown }, body: {} });
+    await run('listTenantApiKeys', 200, { auth: ADMIN, params: { id: ownTenantId }, query: 'limit=1' });
+    await run('listTenantApiKeys', 400, { auth: ADMIN, params: { id: ownTenantId }, query: 'cursor=x' });
+    await run('listTenantApiKeys', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('revokeTenantApiKey', 200, {
+      auth: ADMIN,
+      params: { id: ownTenantId, keyId: opKey.body.id },
+    });
+    await run('revokeTenantApiKey', 404, { auth: ADMIN, params: { id: ownTenantId, keyId: unknown } });
+    await run('listQueues', 200, { auth: ADMIN });
+    await run('listQueues', 401, { auth: key });
+    await run('listProcesses', 200, { auth: ADMIN });
+    await run('listProcesses', 401, {});
 
     // Settings.
     await run('getSettings', 200, { auth: key });
@@ -577,6 +614,8 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listTriggers', 401, {});
     await run('getTrigger', 200, { auth: key, params: { id: trigger.body.id } });
     await run('getTrigger', 404, { auth: key, params: { id: unknown } });
+    await run('listTriggerDeliveries', 200, { auth: key, params: { id: trigger.body.id } });
+    await run('listTriggerDeliveries', 404, { auth: key, params: { id: unknown } });
     const hookToken = (trigger.body.path as string).split('/').pop()!;
     await run('deliverHook', 202, { params: { token: hookToken }, body: { type: 'disk_full' } });
     await run('deliverHook', 404, { params: { token: 'sbt_unknown' }, body: {} });
@@ -616,6 +655,8 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('createSession', 404, { auth: key, body: { agentId: unknown } });
     await run('listSessions', 200, { auth: key });
     await run('listSessions', 401, {});
+    await run('listSessions', 200, { auth: key, query: 'status=active&limit=1' });
+    await run('listSessions', 400, { auth: key, query: 'status=sleeping' });
     await run('getSession', 200, { auth: key, params: { id: session.body.id } });
     await run('getSession', 404, { auth: key, params: { id: 'not-a-uuid' } });
     const admitted = await run('admitMessage', 202, {
@@ -837,6 +878,28 @@ describe('the OpenAPI document matches what the server answers', () => {
     const turn = await run('getTurn', 200, { auth: key, params: { id: admitted.body.turnId } });
     expect(turn.body.toolCalls.length).toBeGreaterThan(0);
     await run('getTurn', 404, { auth: key, params: { id: unknown } });
+    await run('getTurnTimeline', 200, { auth: key, params: { id: admitted.body.turnId } });
+    await run('getTurnTimeline', 404, { auth: key, params: { id: unknown } });
+    const round = { id: admitted.body.turnId, index: '0' };
+    await run('getTurnRoundContext', 200, { auth: key, params: round });
+    await run('getTurnRoundContext', 400, { auth: key, params: { ...round, index: 'first' } });
+    await run('getTurnRoundContext', 404, { auth: key, params: { id: unknown, index: '0' } });
+    // An original TokenJuice kept (docs/adr/0033), written as its store writes one: no turn of this
+    // file's makes a result large enough to be compacted.
+    await env.db.toolResultOriginal.create({
+      data: {
+        tenantId: ownTenantId,
+        id: 'a'.repeat(24),
+        turnId: admitted.body.turnId,
+        tool: 'word_count',
+        kind: 'text',
+        content: 'the original',
+        bytes: 12,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
+    });
+    await run('getToolResultOriginal', 200, { auth: key, params: { id: 'a'.repeat(24) } });
+    await run('getToolResultOriginal', 404, { auth: key, params: { id: 'b'.repeat(24) } });
     // Cancelling an ended turn answers it as it is (a running one would be 202).
     await run('cancelTurn', 200, {
       auth: key,

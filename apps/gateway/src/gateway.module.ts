@@ -52,6 +52,8 @@ import { KEY_REVOCATIONS, KeyRevocations } from './platform/auth/key-revocations
 import { KEY_USAGE, KeyUsage } from './platform/auth/key-usage';
 import { AdminController, TENANT_PAUSE } from './api/admin.controller';
 import { AuditController } from './api/audit.controller';
+import { ConsoleController } from './api/console.controller';
+import { OperatorController, operatorQueuesProvider } from './api/operator.controller';
 import { AgentsController } from './api/agents.controller';
 import { ArchetypesController } from './api/archetypes.controller';
 import { APPROVALS, ApprovalsController } from './api/approvals.controller';
@@ -72,6 +74,7 @@ import { TriggersController } from './api/triggers.controller';
 import { SchedulesController } from './api/schedules.controller';
 import { SettingsController } from './api/settings.controller';
 import { TurnsController } from './api/turns.controller';
+import { ToolResultsController } from './api/tool-results.controller';
 import { UsageController } from './api/usage.controller';
 import { MemoryController } from './api/memory.controller';
 import { WorkItemsController } from './api/work-items.controller';
@@ -161,6 +164,7 @@ export class GatewayModule {
         ArchetypesController,
         SessionsController,
         TurnsController,
+        ToolResultsController,
         TasksController,
         ApprovalsController,
         SettingsController,
@@ -178,6 +182,8 @@ export class GatewayModule {
         WorkItemsController,
         AgentLifecycleController,
         AuditController,
+        ConsoleController,
+        OperatorController,
         McpController,
         A2aController,
         LangGraphController,
@@ -364,6 +370,7 @@ export class GatewayModule {
         LangGraphRunStreamer,
         LiveLifecycle,
         QueueDepthMetrics,
+        operatorQueuesProvider,
       ],
     };
   }

@@ -22,7 +22,12 @@ import {
   workItemReminder,
 } from '@switchboard/work-items';
 import type { Logger, Metrics } from '@switchboard/observability';
-import { ControlSubscriber, RedisLivePublisher } from '@switchboard/live';
+import {
+  ControlSubscriber,
+  HARNESS_PROCESS_KIND,
+  ProcessHeartbeat,
+  RedisLivePublisher,
+} from '@switchboard/live';
 import {
   CONFIG,
   DB,
@@ -77,6 +82,43 @@ class ControlLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
   async onApplicationShutdown(): Promise<void> {
     await this.subscriber?.close();
     this.runner.close();
+  }
+}
+
+/**
+ * The process's heartbeat in Redis (turns in flight, permits) every HARNESS_HEARTBEAT_MS, which the
+ * gateway lists for the operator (GET /v1/admin/processes); a killed process drops off after
+ * HARNESS_HEARTBEAT_TTL_MS, one shut down cleanly at once.
+ */
+@Injectable()
+class HeartbeatLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private heartbeat?: ProcessHeartbeat;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(REDIS) private readonly redis: RedisConnection,
+    @Inject(TURN_RUNNER) private readonly runner: TurnRunner,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.heartbeat = new ProcessHeartbeat({
+      redis: this.redis,
+      prefix: this.config.QUEUE_PREFIX,
+      kind: HARNESS_PROCESS_KIND,
+      processId: WORKER_ID,
+      hostname: hostname(),
+      pid: process.pid,
+      intervalMs: this.config.HARNESS_HEARTBEAT_MS,
+      ttlMs: this.config.HARNESS_HEARTBEAT_TTL_MS,
+      load: () => this.runner.load(),
+      logger: this.logger,
+    });
+    this.heartbeat.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.heartbeat?.stop();
   }
 }
 
@@ -216,6 +258,7 @@ export class HarnessModule {
           },
         },
         ControlLifecycle,
+        HeartbeatLifecycle,
         McpTools,
         TurnsProcessor,
         MaintenanceProcessor,

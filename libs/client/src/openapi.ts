@@ -254,8 +254,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Sessions of the tenant, by id
-     * @description The tenant's sessions by id, open and closed. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     * Sessions of the tenant, by id (optionally of one agent, one status)
+     * @description The tenant's sessions by id, open and closed, each with its `lastActivityAt`; `agentId` and `status` (`active`, `closed`) narrow the list (another tenant's agent: an empty list). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`, with the same filters).
      */
     get: operations['listSessions'];
     put?: never;
@@ -358,6 +358,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/turns/{id}/timeline': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A turn's timeline
+     * @description The story of one turn, assembled from what it stored: admission, queue wait and claim; each model round (model, every attempt with retries and fallbacks, latency, tokens with cached and cache-write, cost) with its tool calls (gates, approval, effect class, outcome including outcome_unknown, duration, result size before and after compaction and the original's id for GET /v1/tool-results/:id); its sub-agents' child turns with their cost roll-up; post-turn hook runs; its journal; the trace id, with a Jaeger link when JAEGER_UI_URL is set. 404 when it is not the calling tenant's (docs/adr/0045).
+     */
+    get: operations['getTurnTimeline'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/turns/{id}/rounds/{index}/context': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * What the model saw in a round
+     * @description The exact context sent to the provider for one model round of the turn (rounds are numbered from 0, as the timeline numbers them): the system prompt, the tools offered, and every message in order with its source (transcript, recalled memory, the work-item projection, a compaction summary) and estimated tokens per part. 400 for an index that is not a non-negative integer; 404 when the turn is not the calling tenant's or the round was not recorded (docs/adr/0045).
+     */
+    get: operations['getTurnRoundContext'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}/cancel': {
     parameters: {
       query?: never;
@@ -372,6 +412,26 @@ export interface paths {
      * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.
      */
     post: operations['cancelTurn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tool-results/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The original of a compacted tool result
+     * @description The full tool result TokenJuice kept when it compacted a result lossily (docs/adr/0033), by the id a turn's timeline gives as `originalId`. 404 when it is not the calling tenant's or has expired (TOKENJUICE_RETENTION_HOURS).
+     */
+    get: operations['getToolResultOriginal'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -769,6 +829,26 @@ export interface paths {
      * @description Revokes the trigger: its URL answers 404 from now on. Revoking twice is harmless and answers the trigger as it is.
      */
     delete: operations['revokeTrigger'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/triggers/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A trigger's webhook deliveries with triage's decision, newest first
+     * @description The deliveries stored for the trigger, newest first, each with triage's decision (null until decided: drop, notify, spawn_reactor or spawn_orchestrator), its reason and who decided (rule, model, cache, default), and the message it was admitted as. The delivered body is not included. Paged by `limit` (default 50, at most 200) and `cursor`; 404 when the trigger is not the calling tenant's.
+     */
+    get: operations['listTriggerDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -1182,6 +1262,130 @@ export interface paths {
      * @description The tenant's audit log (who changed what: keys, agents, triggers, settings, operator actions), newest first, optionally of one `action`. Paged by `limit` (default 50, at most 200) and `cursor`.
      */
     get: operations['listAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/whoami': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * What the credential is: a tenant API key, or the operator (acting as a tenant or not)
+     * @description For a tenant's API key: `kind: tenant` with the tenant and the key's id and display prefix. For ADMIN_TOKEN: `kind: operator`, with `actingTenantId` when the request names a tenant in `X-Switchboard-Tenant` (404 when there is no such tenant). 401 for a missing, wrong or revoked credential.
+     */
+    get: operations['getWhoami'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/console/config': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The deployment's settings the console links with (Jaeger's UI) and Switchboard's version
+     * @description No credentials: `jaegerUiUrl` (JAEGER_UI_URL; a trace id links to `<jaegerUiUrl>/trace/<id>`, null when unset) and Switchboard's `version`. Nothing secret.
+     */
+    get: operations['getConsoleConfig'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenants/{id}/api-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A tenant's API keys, by id (revoked ones included)
+     * @description The tenant's API keys by id, revoked ones included, with their display prefix and last use; never the secret. Paged by `limit` (default 50, at most 200) and `cursor`; 404 for an unknown tenant.
+     */
+    get: operations['listTenantApiKeys'];
+    put?: never;
+    /**
+     * Create an API key for a tenant (the key is shown once)
+     * @description Creates an API key for the tenant, audited as `operator`; the secret `key` is in this response only. Each call makes a new key; 404 for an unknown tenant.
+     */
+    post: operations['createTenantApiKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenants/{id}/api-keys/{keyId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Revoke a tenant's API key
+     * @description Revokes the key, audited as `operator`: it stops working at once on this gateway and on the others as soon as they hear of it (at the latest after API_KEY_CACHE_MS). Revoking twice is harmless; 404 for an unknown tenant or a key that is not the tenant's.
+     */
+    delete: operations['revokeTenantApiKey'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/queues': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Each queue’s waiting, active, delayed and failed jobs, and its oldest waiting job’s wait
+     * @description Per BullMQ queue: jobs waiting (prioritized included), active, delayed and failed, and how long the oldest waiting job has waited (ms, null when none waits), read from Redis now. `boardUrl` is the queue board (Bull Board, ADMIN_TOKEN) with the jobs themselves.
+     */
+    get: operations['listQueues'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/processes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Live harness worker processes: turns in flight and permits
+     * @description Every harness worker process whose heartbeat (every HARNESS_HEARTBEAT_MS) is younger than HARNESS_HEARTBEAT_TTL_MS, oldest first: host, pid, start, last beat, turns in flight, permits in use against the adaptive limit and HARNESS_CONCURRENCY. A killed process drops off within the TTL; one shut down cleanly at once.
+     */
+    get: operations['listProcesses'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2276,6 +2480,29 @@ export interface components {
       data: components['schemas']['Trigger'][];
       nextCursor: string | null;
     };
+    TriggerDelivery: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      triggerId: string;
+      deliveryId: string;
+      source: string | null;
+      eventType: string | null;
+      verified: boolean;
+      decision: ('drop' | 'notify' | 'spawn_reactor' | 'spawn_orchestrator') | null;
+      reason: string | null;
+      decisionSource: string | null;
+      decisionModel: string | null;
+      decisionCostUsd: string;
+      messageId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      decidedAt: string | null;
+    };
+    TriggerDeliveryPage: {
+      data: components['schemas']['TriggerDelivery'][];
+      nextCursor: string | null;
+    };
     HookDelivery: {
       /** Format: uuid */
       deliveryId: string;
@@ -2420,6 +2647,8 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+      /** Format: date-time */
+      lastActivityAt: string;
       closedAt: string | null;
     };
     SessionPage: {
@@ -4035,6 +4264,57 @@ export interface components {
       data: components['schemas']['AuditEvent'][];
       nextCursor: string | null;
     };
+    Whoami:
+      | {
+          /** @constant */
+          kind: 'tenant';
+          /** Format: uuid */
+          tenantId: string;
+          tenantName: string;
+          /** Format: uuid */
+          keyId: string;
+          keyPrefix: string;
+        }
+      | {
+          /** @constant */
+          kind: 'operator';
+          /** Format: uuid */
+          actingTenantId?: string;
+          actingTenantName?: string;
+        };
+    ConsoleConfig: {
+      jaegerUiUrl: string | null;
+      version: string;
+    };
+    QueueStats: {
+      /** @enum {string} */
+      name: 'triage' | 'turns' | 'post-turn' | 'outbound-webhooks' | 'maintenance' | 'schedules' | 'work';
+      waiting: number;
+      active: number;
+      delayed: number;
+      failed: number;
+      oldestWaitingMs: number | null;
+    };
+    QueueStatsList: {
+      data: components['schemas']['QueueStats'][];
+      boardUrl: string;
+    };
+    HarnessProcess: {
+      processId: string;
+      hostname: string;
+      pid: number;
+      /** Format: date-time */
+      startedAt: string;
+      /** Format: date-time */
+      lastSeenAt: string;
+      turnsInFlight: number;
+      permitsInUse: number;
+      permitLimit: number;
+      maxConcurrency: number;
+    };
+    HarnessProcessList: {
+      data: components['schemas']['HarnessProcess'][];
+    };
     OpenAiError: {
       error: {
         message: string;
@@ -4406,6 +4686,214 @@ export interface components {
       };
     };
     LangGraphRunList: components['schemas']['LangGraphRun'][];
+    TurnTimeline: {
+      turn: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        sessionId: string;
+        /** Format: uuid */
+        agentId: string;
+        parentTurnId: string | null;
+        /** @enum {string} */
+        status:
+          | 'queued'
+          | 'running'
+          | 'awaiting_approval'
+          | 'awaiting_subagent'
+          | 'completed'
+          | 'failed'
+          | 'cancelled';
+        stopReason: string | null;
+        model: string | null;
+        iterations: number;
+        runCount: number;
+        cancelRequestedAt: string | null;
+        cancelReason: string | null;
+        usage: {
+          inputTokens: number;
+          outputTokens: number;
+          cachedTokens: number;
+          cacheWriteTokens: number;
+        };
+        costUsd: string;
+        childrenCostUsd: string;
+        totalCostUsd: string;
+        costStatus: ('priced' | 'provider_reported' | 'unpriced') | null;
+        failure:
+          | ({
+              kind: string;
+              /** @enum {string} */
+              category: 'transport' | 'protocol' | 'runtime' | 'unknown';
+              message: string;
+              brief: string;
+            } & {
+              [key: string]: unknown;
+            })
+          | null;
+      };
+      phases: {
+        /** Format: date-time */
+        admittedAt: string;
+        claimedAt: string | null;
+        queueWaitMs: number | null;
+        endedAt: string | null;
+        runMs: number | null;
+      };
+      rounds: {
+        index: number;
+        model: string | null;
+        startedAt: string | null;
+        endedAt: string | null;
+        latencyMs: number | null;
+        attempts: components['schemas']['ProviderAttempt'][];
+        usage: {
+          inputTokens: number;
+          outputTokens: number;
+          cachedTokens: number;
+          cacheWriteTokens: number;
+        } | null;
+        costUsd: number | null;
+        cacheSavedUsd: number | null;
+        toolCalls: {
+          id: string | null;
+          callId: string;
+          name: string;
+          arguments: unknown;
+          effectClass: ('read_only' | 'local_write' | 'network' | 'destructive') | null;
+          gates: {
+            /** @enum {string} */
+            gate: 'tool_lookup' | 'blocked' | 'validation' | 'approval';
+            /** @enum {string} */
+            outcome: 'refused' | 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+          }[];
+          approval: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+            policy: string;
+            /** Format: date-time */
+            requestedAt: string;
+            decidedAt: string | null;
+            decidedBy: string | null;
+            reason: string | null;
+          } | null;
+          /** @enum {string} */
+          outcome:
+            | 'succeeded'
+            | 'failed'
+            | 'refused'
+            | 'outcome_unknown'
+            | 'cancelled'
+            | 'running'
+            | 'awaiting_approval';
+          error: unknown;
+          startedAt: string | null;
+          completedAt: string | null;
+          durationMs: number | null;
+          resultBytes: number | null;
+          compactedBytes: number | null;
+          originalId: string | null;
+        }[];
+        contextRecorded: boolean;
+      }[];
+      children: {
+        /** Format: uuid */
+        taskId: string;
+        callId: string | null;
+        agent: string;
+        /** @enum {string} */
+        taskStatus: 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+        childSessionId: string | null;
+        childTurnId: string | null;
+        childTurnStatus:
+          | (
+              | 'queued'
+              | 'running'
+              | 'awaiting_approval'
+              | 'awaiting_subagent'
+              | 'completed'
+              | 'failed'
+              | 'cancelled'
+            )
+          | null;
+        blocking: boolean;
+        costUsd: string;
+        totalCostUsd: string;
+        /** Format: date-time */
+        createdAt: string;
+        completedAt: string | null;
+      }[];
+      hooks: {
+        hook: string;
+        status: string;
+        attempts: number;
+        /** Format: date-time */
+        createdAt: string;
+        completedAt: string | null;
+      }[];
+      events: {
+        seq: number;
+        type: string;
+        /** Format: date-time */
+        at: string;
+        data: {
+          [key: string]: unknown;
+        };
+      }[];
+      traceId: string | null;
+      traceUrl: string | null;
+    };
+    RoundContext: {
+      round: number;
+      /** Format: date-time */
+      recordedAt: string;
+      system: string;
+      tools: {
+        name: string;
+        description: string;
+        parameters: {
+          [key: string]: unknown;
+        };
+        strict?: boolean;
+      }[];
+      messages: {
+        /** @enum {string} */
+        role: 'user' | 'assistant' | 'tool';
+        content: string;
+        toolCalls?: {
+          id: string;
+          name: string;
+          arguments: string;
+        }[];
+        toolCallId?: string;
+        name?: string;
+        /** @enum {string} */
+        source: 'transcript' | 'recall' | 'work_items' | 'summary' | 'other';
+        tokens: number;
+      }[];
+      tokens: {
+        system: number;
+        tools: number;
+        messages: number;
+        total: number;
+      };
+    };
+    ToolResultOriginal: {
+      id: string;
+      tool: string;
+      kind: string;
+      content: string;
+      bytes: number;
+      sessionId: string | null;
+      turnId: string | null;
+      callId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      expiresAt: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -5847,6 +6335,8 @@ export interface operations {
       query?: {
         cursor?: string;
         limit?: number;
+        agentId?: string;
+        status?: 'active' | 'closed';
       };
       header?: never;
       path?: never;
@@ -5854,7 +6344,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Sessions of the tenant, by id */
+      /** @description Sessions of the tenant, by id (optionally of one agent, one status) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -6569,6 +7059,162 @@ export interface operations {
       };
     };
   };
+  getTurnTimeline: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A turn's timeline */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnTimeline'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getTurnRoundContext: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        index: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the model saw in a round */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RoundContext'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   cancelTurn: {
     parameters: {
       query?: never;
@@ -6645,6 +7291,79 @@ export interface operations {
       };
       /** @description Body is not application/json */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getToolResultOriginal: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The original of a compacted tool result */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ToolResultOriginal'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -8573,6 +9292,91 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Trigger'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listTriggerDeliveries: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A trigger's webhook deliveries with triage's decision, newest first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TriggerDeliveryPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description Missing, invalid or revoked credentials */
@@ -11212,6 +12016,426 @@ export interface operations {
           RateLimit?: string;
           /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
           'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getWhoami: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the credential is: a tenant API key, or the operator (acting as a tenant or not) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Whoami'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getConsoleConfig: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deployment's settings the console links with (Jaeger's UI) and Switchboard's version */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConsoleConfig'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listTenantApiKeys: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A tenant's API keys, by id (revoked ones included) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApiKeyList'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createTenantApiKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "ci-deploy-bot"
+         *     }
+         */
+        'application/json': components['schemas']['CreateApiKeyDto'];
+      };
+    };
+    responses: {
+      /** @description Create an API key for a tenant (the key is shown once) */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreatedApiKey'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  revokeTenantApiKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Revoke a tenant's API key */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApiKey'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listQueues: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Each queue’s waiting, active, delayed and failed jobs, and its oldest waiting job’s wait */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['QueueStatsList'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listProcesses: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Live harness worker processes: turns in flight and permits */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HarnessProcessList'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
           [name: string]: unknown;
         };
         content: {

@@ -370,8 +370,6 @@ export const ConfigSchema = z.object({
    * relative to the working directory. Missing: /console answers 503 naming the build command.
    */
   CONSOLE_DIST_DIR: z.string().min(1).default('apps/console/dist'),
-  /** Jaeger's UI (e.g. http://localhost:16686): trace ids link to `<url>/trace/<id>`; unset: no links. */
-  JAEGER_UI_URL: Url(['http:', 'https:']).optional(),
   /**
    * How often a harness worker publishes its heartbeat (turns in flight, permits) to Redis, listed by
    * GET /v1/admin/processes; a process silent for HARNESS_HEARTBEAT_TTL_MS drops off the list.
@@ -382,6 +380,13 @@ export const ConfigSchema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /**
+   * Jaeger's UI (docs/adr/0045): a turn's timeline links its trace as `${JAEGER_UI_URL}/trace/<id>`.
+   * Only a link for the reader's browser: the gateway never calls it. A trailing slash is dropped.
+   */
+  JAEGER_UI_URL: Url(['http:', 'https:'])
+    .transform((v) => v.replace(/\/+$/, ''))
+    .optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -286,12 +286,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   },
   CONSOLE_DIST_DIR: {
     meaning:
-      'the web console\'s built files (`npm run console:build`), served at `/console` (relative to the working directory); while missing, `/console` answers 503 naming the build command',
-  },
-  JAEGER_UI_URL: {
-    meaning:
-      "Jaeger's UI (e.g. `http://localhost:16686`): the console links trace ids to `<url>/trace/<id>` (`GET /v1/console/config`)",
-    default: 'unset (no trace links)',
+      "the web console's built files (`npm run console:build`), served at `/console` (relative to the working directory); while missing, `/console` answers 503 naming the build command",
   },
   HARNESS_HEARTBEAT_MS: {
     meaning:
@@ -302,6 +297,11 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
       'a harness worker whose heartbeat is older than this drops off `GET /v1/admin/processes` (a killed process is gone within it)',
   },
   OTEL_SDK_DISABLED: { meaning: '`true` starts no OpenTelemetry at all (no trace ids in logs or jobs)' },
+  JAEGER_UI_URL: {
+    meaning:
+      "Jaeger's UI as the operator's browser reaches it (e.g. `http://localhost:16686`): a turn's timeline (`GET /v1/turns/:id/timeline`) links its trace as `traceUrl` (ADR 0045), and the console links trace ids to `<url>/trace/<id>` (`GET /v1/console/config`); the gateway never calls it",
+    default: 'unset (no trace link)',
+  },
 };
 
 /** Variables read outside `ConfigSchema` (the OpenTelemetry SDK's own), documented with it. */

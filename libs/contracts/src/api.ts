@@ -180,6 +180,15 @@ export const PageQuery = z.strictObject({
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 
+export const SessionStatus = z.enum(['active', 'closed']);
+
+/** GET /v1/sessions: a page of the tenant's sessions, optionally of one agent and one status. */
+export const SessionsQuery = PageQuery.extend({
+  agentId: z.uuid().optional(),
+  status: SessionStatus.optional(),
+});
+export type SessionsQuery = z.infer<typeof SessionsQuery>;
+
 /** GET /v1/triggers: a page of the tenant's triggers; revoked ones only when asked for. */
 export const TriggersQuery = PageQuery.extend({
   includeRevoked: z.enum(['true', 'false']).optional(),

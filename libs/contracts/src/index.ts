@@ -15,3 +15,4 @@ export * from './mcp';
 export * from './work-items';
 export * from './jsonrpc';
 export * from './langgraph';
+export * from './timeline';

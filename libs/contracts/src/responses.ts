@@ -6,6 +6,7 @@ import {
   ModelPrices,
   ModelRoutes,
   RateLimitOverrides,
+  SessionStatus,
   Tier,
   ToolResultCompression,
   ToolSchemaMode,
@@ -24,6 +25,7 @@ import { ERROR_CODES } from './errors';
 import { McpApproval } from './mcp';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
 import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
+import { QueueName } from './jobs';
 import { SchedulePayload } from './schedules';
 import { USAGE_DIMENSIONS } from './usage';
 
@@ -123,6 +125,40 @@ export const TriggerListResponse = z
   .strictObject({ data: z.array(TriggerResponse), nextCursor: z.string().nullable() })
   .register(ApiSchemas, { id: 'TriggerList' });
 export type TriggerListResponse = z.infer<typeof TriggerListResponse>;
+
+/**
+ * A webhook delivery a trigger stored, and triage's decision on it (docs/adr/0018, 0019): `decision`
+ * is null until triage decided. The body itself is not shown (it is the sender's untrusted text, and
+ * may carry what the sender should not have sent); its source and event type are.
+ */
+export const TriggerDeliveryResponse = z
+  .strictObject({
+    id: Id,
+    triggerId: Id,
+    /** The sender's delivery id (or the Idempotency-Key), by which replays are deduplicated. */
+    deliveryId: z.string(),
+    source: z.string().nullable(),
+    eventType: z.string().nullable(),
+    /** The ingress checked its signature (a `token` trigger's deliveries never are). */
+    verified: z.boolean(),
+    decision: z.enum(['drop', 'notify', 'spawn_reactor', 'spawn_orchestrator']).nullable(),
+    reason: z.string().nullable(),
+    /** Who decided: rule, model, cache or default. */
+    decisionSource: z.string().nullable(),
+    decisionModel: z.string().nullable(),
+    decisionCostUsd: Usd,
+    /** The message it was admitted as, when it was. */
+    messageId: Id.nullable(),
+    createdAt: Timestamp,
+    decidedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'TriggerDelivery' });
+export type TriggerDeliveryResponse = z.infer<typeof TriggerDeliveryResponse>;
+
+export const TriggerDeliveryPageResponse = z
+  .strictObject({ data: z.array(TriggerDeliveryResponse), nextCursor: z.string().nullable() })
+  .register(ApiSchemas, { id: 'TriggerDeliveryPage' });
+export type TriggerDeliveryPageResponse = z.infer<typeof TriggerDeliveryPageResponse>;
 
 /** What `POST /v1/hooks/{token}` answers: the stored delivery's id, the same for every replay of it. */
 export const HookDeliveryResponse = z
@@ -248,8 +284,6 @@ export const AgentPageResponse = z
   .register(ApiSchemas, { id: 'AgentPage' });
 export type AgentPageResponse = z.infer<typeof AgentPageResponse>;
 
-export const SessionStatus = z.enum(['active', 'closed']);
-
 export const SessionResponse = z
   .strictObject({
     id: Id,
@@ -260,6 +294,11 @@ export const SessionResponse = z
     usage: z.strictObject({ inputTokens: z.int(), outputTokens: z.int(), costUsd: Usd }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    /**
+     * The session's last activity: its last admitted message, ended turn or change (the row's
+     * `updatedAt`, which admission and each turn's end bump).
+     */
+    lastActivityAt: Timestamp,
     closedAt: Timestamp.nullable(),
   })
   .register(ApiSchemas, { id: 'Session' });
@@ -844,3 +883,83 @@ export const AuditEventPageResponse = z
   .strictObject({ data: z.array(AuditEventResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'AuditEventPage' });
 export type AuditEventPageResponse = z.infer<typeof AuditEventPageResponse>;
+
+/** GET /v1/whoami: what the credential is, for a client (the console) choosing its view. */
+export const WhoamiResponse = z
+  .discriminatedUnion('kind', [
+    z.strictObject({
+      kind: z.literal('tenant'),
+      tenantId: Id,
+      tenantName: z.string(),
+      keyId: Id,
+      /** The key's display prefix. */
+      keyPrefix: z.string(),
+    }),
+    z.strictObject({
+      kind: z.literal('operator'),
+      /** The tenant the request acts as (`X-Switchboard-Tenant`), when it names one. */
+      actingTenantId: Id.optional(),
+      actingTenantName: z.string().optional(),
+    }),
+  ])
+  .register(ApiSchemas, { id: 'Whoami' });
+export type WhoamiResponse = z.infer<typeof WhoamiResponse>;
+
+/** GET /v1/console/config: what the console needs to know of the deployment (no credentials). */
+export const ConsoleConfigResponse = z
+  .strictObject({
+    /** Jaeger's UI (JAEGER_UI_URL): a trace is at `<jaegerUiUrl>/trace/<traceId>`; null: no links. */
+    jaegerUiUrl: z.string().nullable(),
+    /** Switchboard's version. */
+    version: z.string(),
+  })
+  .register(ApiSchemas, { id: 'ConsoleConfig' });
+export type ConsoleConfigResponse = z.infer<typeof ConsoleConfigResponse>;
+
+/** One BullMQ queue's depth and wait (GET /v1/admin/queues). */
+export const QueueStatsResponse = z
+  .strictObject({
+    name: z.enum(Object.values(QueueName) as [QueueName, ...QueueName[]]),
+    /** Waiting to be taken, prioritized jobs included. */
+    waiting: z.int(),
+    active: z.int(),
+    delayed: z.int(),
+    failed: z.int(),
+    /** How long the oldest waiting job has waited (ms); null when none waits. */
+    oldestWaitingMs: z.int().nullable(),
+  })
+  .register(ApiSchemas, { id: 'QueueStats' });
+export type QueueStatsResponse = z.infer<typeof QueueStatsResponse>;
+
+export const QueueStatsListResponse = z
+  .strictObject({
+    data: z.array(QueueStatsResponse),
+    /** The queue board (Bull Board, ADMIN_TOKEN) with every job. */
+    boardUrl: z.string(),
+  })
+  .register(ApiSchemas, { id: 'QueueStatsList' });
+export type QueueStatsListResponse = z.infer<typeof QueueStatsListResponse>;
+
+/** One live harness worker process, from its last heartbeat (GET /v1/admin/processes). */
+export const HarnessProcessResponse = z
+  .strictObject({
+    processId: z.string(),
+    hostname: z.string(),
+    pid: z.int(),
+    startedAt: Timestamp,
+    lastSeenAt: Timestamp,
+    /** Turns this process runs now. */
+    turnsInFlight: z.int(),
+    /** Permits in use and the adaptive limit (docs/adr/0029); the limit moves between 2 and maxConcurrency. */
+    permitsInUse: z.int(),
+    permitLimit: z.int(),
+    /** HARNESS_CONCURRENCY: the most turns the process runs at once. */
+    maxConcurrency: z.int(),
+  })
+  .register(ApiSchemas, { id: 'HarnessProcess' });
+export type HarnessProcessResponse = z.infer<typeof HarnessProcessResponse>;
+
+export const HarnessProcessListResponse = z
+  .strictObject({ data: z.array(HarnessProcessResponse) })
+  .register(ApiSchemas, { id: 'HarnessProcessList' });
+export type HarnessProcessListResponse = z.infer<typeof HarnessProcessListResponse>;

@@ -7,7 +7,7 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { ToolRegistry } from '@switchboard/tools';
-import { assemble, loadContext, type ContextSources } from './context';
+import { assemble, assembledSources, compactionNote, loadContext, type ContextSources } from './context';
 import { TurnEngine } from './engine';
 import { type TurnCheckpoints } from './types';
 
@@ -41,6 +41,32 @@ describe('message assembly', () => {
       { role: 'system', content: 'S' },
       { role: 'user', content: 'now' },
     ]);
+  });
+
+  it('names the source of each assembled message, in the order of assemble (docs/adr/0045)', () => {
+    const compacted = [...history.slice(0, 1), ...compactionNote(3, 'a summary'), ...history.slice(1)];
+    const turn: ChatMessage[] = [
+      { role: 'user', content: 'now' },
+      { role: 'assistant', content: 'ok', toolCalls: [] },
+    ];
+    const withMemory = { memory: 'likes tea', contextPack: 'items', failed: [] };
+    const sources = assembledSources(compacted, turn, withMemory, ['work_items']);
+    expect(sources).toHaveLength(assemble('S', compacted, turn, withMemory).length + 1);
+    expect(sources).toEqual([
+      'system',
+      'transcript',
+      'summary',
+      'transcript',
+      'transcript',
+      'recall',
+      'transcript',
+      'work_items',
+    ]);
+    // The work-item projection alone frames the input as work_items; nothing frames it: transcript.
+    expect(assembledSources([], turn, { memory: null, contextPack: 'items', failed: [] })[1]).toBe(
+      'work_items',
+    );
+    expect(assembledSources([], turn, none)[1]).toBe('transcript');
   });
 });
 

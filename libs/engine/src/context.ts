@@ -110,6 +110,43 @@ export function assemble(
   return [{ role: 'system', content: systemPrompt }, ...history, ...framed];
 }
 
+/**
+ * Where a message of a round's context came from (docs/adr/0045): the system prompt, the transcript
+ * (earlier turns and this one, interjections included), the turn's input framed with recalled memory
+ * (`recall`) or, without memory, with the work-item projection (`work_items`), the work-item reminder
+ * (`work_items`), or a compaction note standing in for dropped history (`summary`).
+ */
+export type ContextSource = 'system' | 'transcript' | 'recall' | 'work_items' | 'summary' | 'other';
+
+/** The compaction note's first words (`compactionNote`): how a summary is told from the transcript. */
+const COMPACTION_NOTE = '[Context compacted:';
+
+/**
+ * The source of each message `assemble` returned, in order: it mirrors `assemble` so the two cannot
+ * disagree on where the framed input sits. `extra` counts provider-only messages appended after it
+ * (the work-item reminder).
+ */
+export function assembledSources(
+  history: ChatMessage[],
+  turn: ChatMessage[],
+  context: LoadedContext,
+  extra: ContextSource[] = [],
+): ContextSource[] {
+  const note = (m: ChatMessage): ContextSource =>
+    m.role === 'user' && m.content.startsWith(COMPACTION_NOTE) ? 'summary' : 'transcript';
+  const framedAs: ContextSource | null = context.memory
+    ? 'recall'
+    : context.contextPack
+      ? 'work_items'
+      : null;
+  return [
+    'system',
+    ...history.map(note),
+    ...turn.map((m, i) => (i === 0 && framedAs && m.role === 'user' ? framedAs : note(m))),
+    ...extra,
+  ];
+}
+
 /** A rough token count: about four characters a token, as the providers' own rules of thumb. */
 export function estimateTokens(messages: ChatMessage[]): number {
   let chars = 0;
@@ -118,6 +155,11 @@ export function estimateTokens(messages: ChatMessage[]): number {
     if (m.role === 'assistant') for (const c of m.toolCalls) chars += c.name.length + c.arguments.length + 16;
   }
   return Math.ceil(chars / 4);
+}
+
+/** The same rule of thumb for the tools offered: their JSON as the request carries it. */
+export function estimateToolTokens(tools: readonly unknown[]): number {
+  return tools.length === 0 ? 0 : Math.ceil(JSON.stringify(tools).length / 4);
 }
 
 export interface Compaction {

@@ -9,7 +9,8 @@ import {
 } from '@switchboard/providers';
 import { classifyAttempt, type AttemptNext, type AttemptVerdict } from './provider-attempts';
 import type { TurnRun } from './run/turn-run';
-import type { FailureArtifact, ProviderAttempt, TurnInput } from './types';
+import type { ContextSource } from './context';
+import type { FailureArtifact, ProviderAttempt, RoundContext, TurnInput } from './types';
 
 /** What a turn's GenAI spans carry besides the model (the conversation is the session). */
 export const genAiAttributes = (input: TurnInput): Record<string, string> => ({
@@ -27,23 +28,31 @@ export type RoundResult = { response: ModelResponse; costUsd: number } | { failu
  * its failure means (retry it, move to the next model, stop, or end the turn). Every attempt lands on
  * the timeline with its outcome, timing, backoff, usage and transport diagnostics.
  */
-export async function modelRound(run: TurnRun, messages: ChatMessage[]): Promise<RoundResult> {
+export async function modelRound(
+  run: TurnRun,
+  messages: ChatMessage[],
+  sources?: ContextSource[],
+): Promise<RoundResult> {
   const { input, cp } = run;
   const models = [input.model, ...input.fallbackModels];
   const round: Round = { run, messages, attempts: [] };
+  // What the round sends, recorded with it (docs/adr/0045): the arrays are the ones the provider gets.
+  const context: RoundContext | undefined = sources
+    ? { round: run.rounds, messages, sources, tools: run.toolSpecs }
+    : undefined;
   let lastError: ProviderError | undefined;
   await cp.emit('provider_round_started', { round: run.rounds, model: input.model });
   for (const [index, ref] of models.entries()) {
     const tried = await tryModel(round, ref, index < models.length - 1);
-    if ('response' in tried) return succeeded(run, tried, round.attempts);
+    if ('response' in tried) return succeeded(run, tried, round.attempts, context);
     lastError = tried.error;
     if (tried.next === 'end_turn') {
-      await cp.recordFailedAttempts(round.attempts);
+      await cp.recordFailedAttempts(round.attempts, context);
       return { failure: contextLengthExceeded(ref, tried.error, round.attempts) };
     }
     if (tried.next === 'stop') break;
   }
-  await cp.recordFailedAttempts(round.attempts);
+  await cp.recordFailedAttempts(round.attempts, context);
   return { failure: providerFailure(models, round.attempts, lastError) };
 }
 
@@ -146,7 +155,12 @@ function complete(run: TurnRun, resolved: ResolvedModel, messages: ChatMessage[]
  * The round a model answered: priced, journaled and recorded. Persistence failures (a lost lease, a
  * dead database) are not provider failures: they propagate.
  */
-async function succeeded(run: TurnRun, served: Served, attempts: ProviderAttempt[]): Promise<RoundResult> {
+async function succeeded(
+  run: TurnRun,
+  served: Served,
+  attempts: ProviderAttempt[],
+  context?: RoundContext,
+): Promise<RoundResult> {
   const { input, cp } = run;
   const { response, ref, provider, model } = served;
   const round = run.rounds;
@@ -171,6 +185,7 @@ async function succeeded(run: TurnRun, served: Served, attempts: ProviderAttempt
     costSource: cost.source,
     cacheSavedUsd,
     attempts,
+    ...(context ? { context } : {}),
   });
   return { response, costUsd: cost.usd };
 }

@@ -6,9 +6,11 @@ import type {
   PriceOverrides,
   PromptCache,
   ToolCallRequest,
+  ToolSpec,
   TransportDiagnostics,
   Usage,
 } from '@switchboard/providers';
+import type { ContextSource } from './context';
 import type { SideEffect, ToolDefinition } from '@switchboard/tools';
 
 export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs'>> & {
@@ -192,6 +194,20 @@ export interface RoundRecord {
   /** What the provider's prompt cache saved on the call (negative when it only wrote): docs/adr/0032. */
   cacheSavedUsd?: number;
   attempts: ProviderAttempt[];
+  /** What was sent for the round (docs/adr/0045), for "what the model saw". */
+  context?: RoundContext;
+}
+
+/**
+ * The exact context of one model round (docs/adr/0045): the messages sent, system prompt first,
+ * each with its source, and the tools offered. The checkpoints persist it with the round.
+ */
+export interface RoundContext {
+  round: number;
+  messages: ChatMessage[];
+  /** One per message, in order. */
+  sources: ContextSource[];
+  tools: ToolSpec[];
 }
 
 /** The tool error envelope of seed 002, or a success. */
@@ -257,8 +273,8 @@ export interface TurnCheckpoints {
    * written, so later turns can start from it; the summary call's usage and cost, if any.
    */
   recordCompaction(compaction: CompactionRecord, call?: SideCallRecord): Promise<void>;
-  /** Records failed attempts of a round that produced no response. */
-  recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void>;
+  /** Records failed attempts of a round that produced no response (and what it sent, docs/adr/0045). */
+  recordFailedAttempts(attempts: ProviderAttempt[], context?: RoundContext): Promise<void>;
   /**
    * Journals a progress event. It becomes durable with the next checkpoint, in
    * the same transaction as the state it describes, so the journal never shows

@@ -2,3 +2,4 @@ export * from './channel';
 export * from './publisher';
 export * from './subscriber';
 export * from './control';
+export * from './processes';

@@ -17,3 +17,4 @@ export * from './usage-reads';
 export * from './api-key-use';
 export * from './read-replica';
 export * from './partitions';
+export * from './timeline-reads';

@@ -98,10 +98,20 @@ export class SessionsRepository {
     });
   }
 
-  /** By id, after the cursor's id. */
-  async page(tenantId: string, afterId: string | undefined, limit: number): Promise<Page<Session>> {
+  /** By id, after the cursor's id; of one agent and one status when given. One query. */
+  async page(
+    tenantId: string,
+    afterId: string | undefined,
+    limit: number,
+    filter: { agentId?: string; status?: string } = {},
+  ): Promise<Page<Session>> {
     const rows = await this.db.session.findMany({
-      where: { tenantId, ...(afterId !== undefined ? { id: { gt: afterId } } : {}) },
+      where: {
+        tenantId,
+        ...(afterId !== undefined ? { id: { gt: afterId } } : {}),
+        ...(filter.agentId !== undefined ? { agentId: filter.agentId } : {}),
+        ...(filter.status !== undefined ? { status: filter.status } : {}),
+      },
       orderBy: { id: 'asc' },
       take: limit + 1,
     });

@@ -99,6 +99,15 @@ export class TenantsRepository {
     });
   }
 
+  /** A tenant's id and name; undefined when there is no such tenant. */
+  async find(tenantId: string): Promise<{ id: string; name: string } | undefined> {
+    const tenant = await this.db.tenant.findUnique({
+      where: { id: tenantId },
+      select: { id: true, name: true },
+    });
+    return tenant ?? undefined;
+  }
+
   /** The tenant's stored settings (unparsed); undefined when there is no such tenant. */
   async settings(tenantId: string): Promise<{ settings: unknown } | undefined> {
     const tenant = await this.db.tenant.findUnique({ where: { id: tenantId }, select: { settings: true } });

@@ -42,6 +42,7 @@ export * from './turn/waits';
 export * from './turn/interjections';
 export * from './turn/fail';
 export * from './turn/reads';
+export * from './turn/round-context';
 
 /**
  * The turn's statements on the hot path (docs/adr/0010-turn-store-on-pg.md): the lease claim with

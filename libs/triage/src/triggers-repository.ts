@@ -1,4 +1,4 @@
-import type { Trigger } from '@prisma/client';
+import type { Trigger, TriggerDelivery } from '@prisma/client';
 import { newId } from '@switchboard/contracts';
 import type { Db, Prisma, Tx } from '@switchboard/database';
 import { recordAudit } from '@switchboard/store';
@@ -42,6 +42,26 @@ export class TriggersRepository {
 
   find(tenantId: string, id: string): Promise<Trigger | null> {
     return this.db.trigger.findFirst({ where: { id, tenantId } });
+  }
+
+  /**
+   * One page of a trigger's deliveries, newest first (ids are time-ordered), `limit + 1` rows: the
+   * caller tells from the extra one whether more follow. Tenant-scoped as well as by trigger.
+   */
+  deliveries(
+    tenantId: string,
+    triggerId: string,
+    o: { beforeId?: string; limit: number },
+  ): Promise<TriggerDelivery[]> {
+    return this.db.triggerDelivery.findMany({
+      where: {
+        tenantId,
+        triggerId,
+        ...(o.beforeId !== undefined ? { id: { lt: o.beforeId } } : {}),
+      },
+      orderBy: { id: 'desc' },
+      take: o.limit + 1,
+    });
   }
 
   /** Revokes the trigger; a revoked one is returned as it is. */

@@ -67,6 +67,20 @@ export class TurnRunner {
       : undefined;
   }
 
+  /**
+   * This process's load, for its heartbeat (GET /v1/admin/processes): turns running, permits in use
+   * and the adaptive limit (docs/adr/0029), and the most it runs at once (HARNESS_CONCURRENCY).
+   */
+  load(): { turnsInFlight: number; permitsInUse: number; permitLimit: number; maxConcurrency: number } {
+    const max = this.r.maxRunningTurns ?? 0;
+    return {
+      turnsInFlight: this.running.size,
+      permitsInUse: this.permits?.used ?? 0,
+      permitLimit: this.permits?.limit ?? max,
+      maxConcurrency: max,
+    };
+  }
+
   /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
   close(): void {
     this.permits?.close();

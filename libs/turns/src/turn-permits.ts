@@ -67,6 +67,11 @@ export class TurnPermits {
     this.timer.unref();
   }
 
+  /** Permits taken now (the operator's process list shows them against `limit`). */
+  get used(): number {
+    return this.inUse;
+  }
+
   /** Waits for a permit; call `release` once the turn (or the choice that found nothing) is over. */
   async acquire(): Promise<void> {
     if (this.inUse < this.limit) {

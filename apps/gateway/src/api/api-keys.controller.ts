@@ -1,5 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { ApiKeyListResponse, ApiKeyResponse, CreatedApiKeyResponse, notFound } from '@switchboard/contracts';
+import {
+  ApiKeyListResponse,
+  ApiKeyResponse,
+  CreatedApiKeyResponse,
+  notFound,
+  type PageQuery,
+} from '@switchboard/contracts';
 import { ApiKeysRepository } from '@switchboard/store';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { KEY_REVOCATIONS, type KeyRevocations } from '../platform/auth/key-revocations';
@@ -8,13 +14,55 @@ import { CreateApiKeyDto, PageQueryDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentApiKey } from './presenters';
 
+/**
+ * A tenant's API keys, shared by the tenant's routes (its own keys) and the operator's
+ * (/v1/admin/tenants/:id/api-keys): the secret only in `create`'s answer, every change audited as
+ * `actor`, a revoke published to every gateway.
+ */
+export class TenantApiKeys {
+  constructor(
+    private readonly keys: ApiKeysRepository,
+    private readonly revocations: KeyRevocations,
+  ) {}
+
+  async create(tenantId: string, actor: string, name: string | undefined): Promise<CreatedApiKeyResponse> {
+    const { key, hash, prefix } = generateApiKey();
+    const row = await this.keys.create(tenantId, { name: name ?? 'unnamed', prefix, hash }, actor);
+    return { ...presentApiKey(row), key };
+  }
+
+  async list(tenantId: string, q: PageQuery): Promise<ApiKeyListResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.keys.page(tenantId, after?.[0], limit);
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentApiKey),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
+  }
+
+  /** 404 for another tenant's key (or none). */
+  async revoke(tenantId: string, actor: string, id: string): Promise<ApiKeyResponse> {
+    const key = await this.keys.find(tenantId, pathId(id, 'api key'));
+    if (!key) throw notFound('api key');
+    const row = await this.keys.revoke(key, actor);
+    await this.revocations.revoked(key.hash);
+    return presentApiKey(row);
+  }
+}
+
 @TenantApi('api-keys')
 @Controller('v1/api-keys')
 export class ApiKeysController {
+  private readonly keys: TenantApiKeys;
+
   constructor(
-    @Inject(ApiKeysRepository) private readonly keys: ApiKeysRepository,
-    @Inject(KEY_REVOCATIONS) private readonly revocations: KeyRevocations,
-  ) {}
+    @Inject(ApiKeysRepository) keys: ApiKeysRepository,
+    @Inject(KEY_REVOCATIONS) revocations: KeyRevocations,
+  ) {
+    this.keys = new TenantApiKeys(keys, revocations);
+  }
 
   @Post()
   @HttpCode(201)
@@ -27,14 +75,12 @@ export class ApiKeysController {
     schema: CreatedApiKeyResponse,
     errors: BODY_ERRORS,
   })
-  async create(
+  create(
     @TenantId() tenantId: string,
     @Actor() actor: string,
     @Body() body: CreateApiKeyDto,
   ): Promise<CreatedApiKeyResponse> {
-    const { key, hash, prefix } = generateApiKey();
-    const row = await this.keys.create(tenantId, { name: body.name ?? 'unnamed', prefix, hash }, actor);
-    return { ...presentApiKey(row), key };
+    return this.keys.create(tenantId, actor, body.name);
   }
 
   @Get()
@@ -47,15 +93,8 @@ export class ApiKeysController {
     schema: ApiKeyListResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<ApiKeyListResponse> {
-    const after = decodeCursor<[string]>(q.cursor, ['string']);
-    const limit = q.limit ?? 50;
-    const rows = await this.keys.page(tenantId, after?.[0], limit);
-    const page = rows.slice(0, limit);
-    return {
-      data: page.map(presentApiKey),
-      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
-    };
+  list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<ApiKeyListResponse> {
+    return this.keys.list(tenantId, q);
   }
 
   /**
@@ -73,15 +112,11 @@ export class ApiKeysController {
     schema: ApiKeyResponse,
     errors: [404],
   })
-  async revoke(
+  revoke(
     @TenantId() tenantId: string,
     @Actor() actor: string,
     @Param('id') id: string,
   ): Promise<ApiKeyResponse> {
-    const key = await this.keys.find(tenantId, pathId(id, 'api key'));
-    if (!key) throw notFound('api key');
-    const row = await this.keys.revoke(key, actor);
-    await this.revocations.revoked(key.hash);
-    return presentApiKey(row);
+    return this.keys.revoke(tenantId, actor, id);
   }
 }

@@ -25,6 +25,7 @@ import {
   CreateTriggerRequest,
   EventsQuery,
   PageQuery,
+  SessionsQuery,
   TriggersQuery,
   RotateTriggerRequest,
   StreamQuery,
@@ -67,6 +68,7 @@ export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
 export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
+export class SessionsQueryDto extends createZodDto(SessionsQuery) {}
 export class TriggersQueryDto extends createZodDto(TriggersQuery) {}
 export class EventsQueryDto extends createZodDto(EventsQuery) {}
 export class StreamQueryDto extends createZodDto(StreamQuery) {}

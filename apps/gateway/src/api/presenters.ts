@@ -124,6 +124,8 @@ export const presentSession = (s: Session): SessionResponse => ({
   usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens, costUsd: s.costUsd.toFixed() },
   createdAt: s.createdAt.toISOString(),
   updatedAt: s.updatedAt.toISOString(),
+  // Admission and each turn's end bump updated_at (admission-store, checkpoint-session): no join needed.
+  lastActivityAt: s.updatedAt.toISOString(),
   closedAt: s.closedAt?.toISOString() ?? null,
 });
 

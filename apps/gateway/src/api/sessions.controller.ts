@@ -14,7 +14,7 @@ import type { Config } from '@switchboard/config';
 import { SessionsRepository } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../platform/auth/guard';
-import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto } from './dto';
+import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto, SessionsQueryDto } from './dto';
 import { IdempotencyKeyHeader } from './idempotency';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import {
@@ -68,17 +68,20 @@ export class SessionsController {
   @Get()
   @Operation({
     id: 'listSessions',
-    summary: 'Sessions of the tenant, by id',
+    summary: 'Sessions of the tenant, by id (optionally of one agent, one status)',
     description:
-      "The tenant's sessions by id, open and closed. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
+      "The tenant's sessions by id, open and closed, each with its `lastActivityAt`; `agentId` and `status` (`active`, `closed`) narrow the list (another tenant's agent: an empty list). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`, with the same filters).",
     status: 200,
     schema: SessionPageResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SessionPageResponse> {
+  async list(@TenantId() tenantId: string, @Query() q: SessionsQueryDto): Promise<SessionPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const page = await this.sessions.page(tenantId, after?.[0], limit);
+    const page = await this.sessions.page(tenantId, after?.[0], limit, {
+      agentId: q.agentId,
+      status: q.status,
+    });
     return {
       data: page.rows.map(presentSession),
       nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,

@@ -1,11 +1,13 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import type { Trigger } from '@prisma/client';
+import type { Trigger, TriggerDelivery } from '@prisma/client';
 import {
   AppError,
   defaultRotationGraceSeconds,
   IssuedTriggerResponse,
   notFound,
   TriggerDeliveryMode,
+  TriggerDeliveryPageResponse,
+  TriggerDeliveryResponse,
   TriggerListResponse,
   TriggerResponse,
 } from '@switchboard/contracts';
@@ -23,7 +25,7 @@ import {
 } from '@switchboard/triage';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { SecretBox } from '../ingress/secrets';
-import { CreateTriggerDto, RotateTriggerDto, TriggersQueryDto } from './dto';
+import { CreateTriggerDto, PageQueryDto, RotateTriggerDto, TriggersQueryDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId } from './presenters';
 
@@ -42,6 +44,29 @@ export const presentTrigger = (t: Trigger): TriggerResponse => {
     revokedAt: t.revokedAt?.toISOString() ?? null,
   };
 };
+
+/** A string field of the stored payload (the ingress's envelope: `{source, eventType, headers, body}`). */
+const payloadField = (payload: unknown, key: 'source' | 'eventType'): string | null => {
+  const v = (payload as Record<string, unknown> | null)?.[key];
+  return typeof v === 'string' ? v : null;
+};
+
+const presentDelivery = (d: TriggerDelivery): TriggerDeliveryResponse => ({
+  id: d.id,
+  triggerId: d.triggerId,
+  deliveryId: d.deliveryId,
+  source: payloadField(d.payload, 'source'),
+  eventType: payloadField(d.payload, 'eventType'),
+  verified: d.verified,
+  decision: (d.decision as TriggerDeliveryResponse['decision']) ?? null,
+  reason: d.reason,
+  decisionSource: d.decisionSource,
+  decisionModel: d.decisionModel,
+  decisionCostUsd: d.decisionCostUsd.toString(),
+  messageId: d.messageId,
+  createdAt: d.createdAt.toISOString(),
+  decidedAt: d.decidedAt?.toISOString() ?? null,
+});
 
 /** The path a sender posts to: the token is its only credential (docs/adr/0019). */
 const hookPath = (token: string) => `/v1/hooks/${token}`;
@@ -156,6 +181,33 @@ export class TriggersController {
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<TriggerResponse> {
     return presentTrigger(await this.find(tenantId, id));
+  }
+
+  /** What reached the trigger's URL and what triage made of it: the console's view of an input. */
+  @Get(':id/deliveries')
+  @Operation({
+    id: 'listTriggerDeliveries',
+    summary: "A trigger's webhook deliveries with triage's decision, newest first",
+    description:
+      "The deliveries stored for the trigger, newest first, each with triage's decision (null until decided: drop, notify, spawn_reactor or spawn_orchestrator), its reason and who decided (rule, model, cache, default), and the message it was admitted as. The delivered body is not included. Paged by `limit` (default 50, at most 200) and `cursor`; 404 when the trigger is not the calling tenant's.",
+    status: 200,
+    schema: TriggerDeliveryPageResponse,
+    errors: [400, 404],
+  })
+  async deliveries(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: PageQueryDto,
+  ): Promise<TriggerDeliveryPageResponse> {
+    const trigger = await this.find(tenantId, id);
+    const before = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const rows = await this.triggers.deliveries(tenantId, trigger.id, { beforeId: before?.[0], limit });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(presentDelivery),
+      nextCursor: rows.length > limit ? encodeCursor([page[page.length - 1].id]) : null,
+    };
   }
 
   /** Revokes the capability: its URL answers 404 from now on. Revoking twice is harmless. */

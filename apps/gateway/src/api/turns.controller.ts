@@ -2,18 +2,27 @@ import { Body, Controller, Get, Inject, Param, Post, Res } from '@nestjs/common'
 import { ApiBody } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { TurnSteering } from '@switchboard/admission';
-import { CancelTurnRequest, notFound, TurnResponse } from '@switchboard/contracts';
+import {
+  CancelTurnRequest,
+  notFound,
+  RoundContextResponse,
+  RoundIndexParam,
+  TurnResponse,
+  TurnTimelineResponse,
+} from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../platform/auth/guard';
 import { CancelTurnDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { pathId, presentTurn } from './presenters';
-import { validateOptionalBody } from '../platform/validation';
-import { DB, TASKS } from '@switchboard/platform';
+import { validateOptionalBody, validateParam } from '../platform/validation';
+import { CONFIG, DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from './turn-detail';
 import { TURN_STEERING } from './turn-steering';
-import { findTurn, readTurn } from '@switchboard/store';
+import { findTurn, readRoundContext, readTimeline, readTurn } from '@switchboard/store';
+import { assembleRoundContext, assembleTimeline } from './turn-timeline';
 import { GATEWAY_READS, type GatewayReads } from './reads';
 
 @TenantApi('turns')
@@ -24,6 +33,7 @@ export class TurnsController {
     @Inject(TURN_STEERING) private readonly control: TurnSteering,
     @Inject(TASKS) private readonly tasks: TaskService,
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
@@ -44,6 +54,64 @@ export class TurnsController {
     const turn = await this.reads.read(({ sql }) => readTurn(sql, tenantId, turnId));
     if (!turn) throw notFound('turn');
     return turnDetail(this.tasks)(tenantId, turn);
+  }
+
+  /**
+   * The turn's story (docs/adr/0045): admission, queue wait, claim, each model round with its
+   * attempts and tool calls, child turns, post-turn hooks, the journal and the trace. Two statements
+   * on the routed reads: `readTurn` (the turn and its cost roll-up, as GET /v1/turns/:id) and
+   * `readTimeline` (everything else about it).
+   */
+  @Get(':id/timeline')
+  @Operation({
+    id: 'getTurnTimeline',
+    summary: "A turn's timeline",
+    description:
+      "The story of one turn, assembled from what it stored: admission, queue wait and claim; each model round (model, every attempt with retries and fallbacks, latency, tokens with cached and cache-write, cost) with its tool calls (gates, approval, effect class, outcome including outcome_unknown, duration, result size before and after compaction and the original's id for GET /v1/tool-results/:id); its sub-agents' child turns with their cost roll-up; post-turn hook runs; its journal; the trace id, with a Jaeger link when JAEGER_UI_URL is set. 404 when it is not the calling tenant's (docs/adr/0045).",
+    status: 200,
+    schema: TurnTimelineResponse,
+    errors: [404],
+  })
+  async timeline(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnTimelineResponse> {
+    const turnId = pathId(id, 'turn');
+    const read = await this.reads.read(async ({ sql }) => {
+      const turn = await readTurn(sql, tenantId, turnId);
+      return turn && { turn, timeline: await readTimeline(sql, tenantId, turnId) };
+    });
+    if (!read?.timeline) throw notFound('turn');
+    return assembleTimeline({
+      // `spawned: false`: the timeline reads the children itself (readTimeline), with their turns.
+      turn: await turnDetail(this.tasks)(tenantId, { ...read.turn, spawned: false }),
+      read: read.timeline,
+      jaegerUiUrl: this.config.JAEGER_UI_URL,
+    });
+  }
+
+  /**
+   * What the model saw in one round (docs/adr/0045): the exact context its checkpoint recorded,
+   * rebuilt from the content-addressed parts, with token estimates per part.
+   */
+  @Get(':id/rounds/:index/context')
+  @Operation({
+    id: 'getTurnRoundContext',
+    summary: 'What the model saw in a round',
+    description:
+      "The exact context sent to the provider for one model round of the turn (rounds are numbered from 0, as the timeline numbers them): the system prompt, the tools offered, and every message in order with its source (transcript, recalled memory, the work-item projection, a compaction summary) and estimated tokens per part. 400 for an index that is not a non-negative integer; 404 when the turn is not the calling tenant's or the round was not recorded (docs/adr/0045).",
+    status: 200,
+    schema: RoundContextResponse,
+    errors: [400, 404],
+  })
+  async roundContext(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Param('index') index: string,
+  ): Promise<RoundContextResponse> {
+    const turnId = pathId(id, 'turn');
+    const round = validateParam(RoundIndexParam, index, 'index');
+    const read = await this.reads.read(({ sql }) => readRoundContext(sql, tenantId, turnId, round));
+    if (!read) throw notFound('turn');
+    if (!read.context) throw notFound('round context');
+    return assembleRoundContext(read.context);
   }
 
   /**

@@ -22,6 +22,13 @@ export function validateOptionalBody<T>(schema: ZodType<T>, value: unknown): T {
   throw failed(r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, code: i.code })));
 }
 
+/** Validates one path parameter by hand (`name` is its path in the error), errors as the pipe's. */
+export function validateParam<T>(schema: ZodType<T>, value: unknown, name: string): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  throw failed(r.error.issues.map((i) => ({ path: name, message: i.message, code: i.code })));
+}
+
 /** Strict request validation: the error lists every issue with its path. */
 const ZodPipe = createZodValidationPipe({
   createValidationException: (error: unknown) =>

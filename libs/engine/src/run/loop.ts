@@ -1,4 +1,4 @@
-import { assemble, loadContext, NO_CONTEXT } from '../context';
+import { assemble, assembledSources, loadContext, NO_CONTEXT } from '../context';
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
 import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
@@ -128,7 +128,8 @@ async function nextRound(run: TurnRun): Promise<TurnOutcome | undefined> {
   // journaled nor in the transcript (seed 002, docs/adr/0031).
   const reminder = await workReminder(run);
   if (reminder) messages.push({ role: 'user', content: reminder });
-  const round = await modelRound(run, messages);
+  const sources = assembledSources(run.history, run.messages, run.context, reminder ? ['work_items'] : []);
+  const round = await modelRound(run, messages, sources);
   if ('failure' in round) {
     if (run.signal.aborted) return run.cancelled();
     return run.outcome({

@@ -19,6 +19,7 @@ import { OTHER_TENANT_QUEUED } from './statuses';
 import type { Lease } from './lease';
 import { taskCte, type TaskChanges } from './task';
 import { approvalsCte, type ApprovalInsert } from './waits';
+import { roundContextCtes, type ContextPartInsert, type RoundContextInsert } from './round-context';
 
 /**
  * A checkpoint (docs/adr/0010): one atomic commit of a turn's progress, one statement. The session
@@ -40,6 +41,9 @@ export interface CheckpointWrites extends TurnFrame {
   approvals?: ApprovalInsert[];
   /** The sub-agent task the turn runs (docs/adr/0024): its end with the turn's last checkpoint. */
   task?: TaskChanges;
+  /** What the checkpoint's rounds sent (docs/adr/0045): new content-addressed parts and each round's list. */
+  contextParts?: ContextPartInsert[];
+  roundContexts?: RoundContextInsert[];
   /** Return the events as committed (seq, data with the cost filled in) for the live channel (libs/live). */
   returnEvents?: boolean;
 }
@@ -107,6 +111,7 @@ export function checkpointStatement(w: CheckpointWrites): Sql {
     approvalsCte(w, w.approvals),
     toolCallsCte(w, w.toolCalls),
     messagesCte(w.messages),
+    ...roundContextCtes(w, w.contextParts, w.roundContexts),
     eventsCte(w, w.events, w.returnEvents),
   ].filter((c): c is Sql => c !== undefined);
   return sql`WITH ${join(ctes, ',\n')}

@@ -3,6 +3,7 @@ import { LeaseLostError, type JournalEvent } from '@switchboard/database';
 import type {
   CompactionRecord,
   ProviderAttempt,
+  RoundContext,
   RoundRecord,
   SideCallRecord,
   SummaryRecord,
@@ -38,6 +39,7 @@ import {
   toolResultWrites,
   toolStartedWrites,
 } from './rows';
+import { roundContextWrites } from './round-context';
 import { TurnSignals } from './signals';
 import { emptyWrites, withDeferred, type PendingWrites } from './writes';
 
@@ -83,6 +85,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   private afterDeferred: (() => void)[] = [];
   /** The finalisation's committed events, published by `publishFinal` once the finalisation steps ran. */
   private finalEvents?: CommittedEvent[];
+  /** Context parts this run has sent (docs/adr/0045): each goes to the database once per run. */
+  private readonly contextPartsSent = new Set<string>();
 
   constructor(private readonly c: CheckpointContext) {
     this.turn = c.turn;
@@ -156,6 +160,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
    */
   async recordRound(r: RoundRecord): Promise<void> {
     const writes = roundWrites(this.turn, r, this.nextPosition++);
+    // What the round sent rides along with it (docs/adr/0045): no statement of its own.
+    if (r.context) Object.assign(writes, roundContextWrites(r.context, this.contextPartsSent));
     this.deferred = withDeferred(this.deferred, writes);
     this.afterDeferred.push(() => {
       this.observed.attempts(r.attempts);
@@ -163,9 +169,10 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     });
   }
 
-  async recordFailedAttempts(attempts: ProviderAttempt[]): Promise<void> {
+  async recordFailedAttempts(attempts: ProviderAttempt[], context?: RoundContext): Promise<void> {
     const w = emptyWrites();
     w.turn.attempts = attempts;
+    if (context) Object.assign(w, roundContextWrites(context, this.contextPartsSent));
     await this.commit('failed_attempts', this.events.take(), w);
     this.observed.attempts(attempts);
   }

@@ -1,7 +1,9 @@
 import type {
+  ContextPartInsert,
   CostStatus,
   LedgerInsert,
   MessageInsert,
+  RoundContextInsert,
   SessionChanges,
   TaskChanges,
   ToolCallUpsert,
@@ -20,6 +22,9 @@ export interface PendingWrites {
   session: SessionChanges;
   /** A child turn's task row (docs/adr/0024). */
   task?: TaskChanges;
+  /** What the rounds sent (docs/adr/0045): parts not yet written by this run, and each round's part list. */
+  contextParts: ContextPartInsert[];
+  roundContexts: RoundContextInsert[];
 }
 
 export const emptyWrites = (): PendingWrites => ({
@@ -28,6 +33,8 @@ export const emptyWrites = (): PendingWrites => ({
   toolCalls: [],
   turn: {},
   session: {},
+  contextParts: [],
+  roundContexts: [],
 });
 
 /** `writes` after `deferred` (their order in the transcript and the ledger), usage summed. */
@@ -47,6 +54,8 @@ export function withDeferred(deferred: PendingWrites, writes: PendingWrites): Pe
       ...((w.turn.model ?? d.turn.model) ? { model: w.turn.model ?? d.turn.model } : {}),
     },
     session: { ...d.session, ...w.session },
+    contextParts: [...d.contextParts, ...w.contextParts],
+    roundContexts: [...d.roundContexts, ...w.roundContexts],
     ...((w.task ?? d.task) ? { task: w.task ?? d.task } : {}),
   };
 }

@@ -1,6 +1,61 @@
-import { Page } from '../../components/ui';
+import { createColumnHelper } from '@tanstack/react-table';
+import { Link } from 'react-router';
+import { DataTable } from '../../components/DataTable';
+import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
+import { useAgent, useAgents, type Agent } from './queries';
+import './agents.css';
 
-// Placeholder until this page is built (issue 31).
+const col = createColumnHelper<Agent>();
+
+/** Lifecycle is in the agent's detail only (the list stays one cheap query): one small query per row. */
+function Lifecycle({ id }: { id: string }) {
+  const detail = useAgent(id);
+  const lifecycle = detail.data?.status.lifecycle;
+  if (!lifecycle) return <span className="muted">{detail.isError ? 'unknown' : '…'}</span>;
+  return <StatusBadge status={lifecycle.state} />;
+}
+
+const columns = [
+  col.accessor('name', {
+    header: 'Name',
+    cell: (c) => <Link to={`/agents/${c.row.original.id}`}>{c.getValue()}</Link>,
+  }),
+  col.accessor((a) => `${a.archetype} / ${a.tier}`, { id: 'archetype', header: 'Archetype / tier' }),
+  col.accessor('model', { header: 'Model', cell: (c) => <span className="mono">{c.getValue()}</span> }),
+  col.display({ id: 'lifecycle', header: 'Status', cell: (c) => <Lifecycle id={c.row.original.id} /> }),
+  col.accessor((a) => a.tools.length, { id: 'tools', header: 'Tools' }),
+  col.accessor('updatedAt', { header: 'Updated', cell: (c) => <Time at={c.getValue()} /> }),
+];
+
 export default function AgentsPage() {
-  return <Page title="Agents">Not built yet.</Page>;
+  const agents = useAgents();
+  return (
+    <Page
+      title="Agents"
+      actions={
+        <Link className="button primary" to="/agents/new">
+          New agent
+        </Link>
+      }
+    >
+      {agents.isPending ? (
+        <Loading what="Loading agents" />
+      ) : agents.isError ? (
+        <ErrorBox error={agents.error} />
+      ) : (
+        <>
+          <DataTable
+            data={agents.data.data}
+            columns={columns}
+            label="Agents"
+            empty="No agents yet: create one with “New agent”."
+            rowTestId={(a) => `agent-${a.name}`}
+          />
+          {agents.data.nextCursor ? (
+            <p className="muted small">Showing the first {agents.data.data.length} agents.</p>
+          ) : null}
+        </>
+      )}
+    </Page>
+  );
 }

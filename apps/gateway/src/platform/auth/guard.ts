@@ -124,6 +124,7 @@ export class AuthGuard implements CanActivate {
     const token = bearer(req.headers.authorization) ?? apiKeyHeader(req);
     if (access === 'admin') {
       checkAdminToken(this.config.ADMIN_TOKEN, token);
+      req.operator = true;
       return true;
     }
     const acting = req.headers[ACTING_TENANT_HEADER] !== undefined;

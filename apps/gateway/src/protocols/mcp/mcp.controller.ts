@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { OPERATOR_ACTOR } from '@switchboard/store';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Config } from '@switchboard/config';
@@ -188,7 +189,11 @@ export class McpController {
   ): Promise<void> {
     const server = mcpServerFor(this.turns, {
       tenantId,
-      calls: new RedisCallRegistry(this.redis, `${this.config.QUEUE_PREFIX}:${apiKeyId}`),
+      // Per API key; the operator acting as a tenant (`operator`) per tenant, never one scope for all.
+      calls: new RedisCallRegistry(
+        this.redis,
+        `${this.config.QUEUE_PREFIX}:${apiKeyId === OPERATOR_ACTOR ? `operator:${tenantId}` : apiKeyId}`,
+      ),
       logger: this.logger,
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
