@@ -1,9 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
-import { unwrap } from '../../api';
+import { unwrap, useApi } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { ErrorBox, Loading, Page, Time } from '../../components/ui';
-import { usePendingAdminApi, type HarnessProcess } from './admin';
+import type { HarnessProcess } from './admin';
 
 const col = createColumnHelper<HarnessProcess>();
 const columns = [
@@ -30,10 +30,10 @@ const columns = [
  * permits (docs/adr/0029) against HARNESS_CONCURRENCY. A process that stops beating drops out.
  */
 export default function ProcessesPage() {
-  const api = usePendingAdminApi();
+  const api = useApi();
   const processes = useQuery({
     queryKey: ['operator', 'processes'],
-    queryFn: () => unwrap(api.GET('/v1/admin/processes')) as Promise<{ data: HarnessProcess[] }>,
+    queryFn: () => unwrap(api.GET('/v1/admin/processes')),
     refetchInterval: 2_000,
   });
   const rows = processes.data?.data ?? [];

@@ -1,10 +1,10 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
-import { unwrap } from '../../api';
+import { unwrap, useApi } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { ErrorBox, Loading, Page } from '../../components/ui';
 import { formatWait } from '../../lib/operator-form';
-import { usePendingAdminApi, type QueueStats, type QueueStatsList } from './admin';
+import type { QueueStats } from './admin';
 
 const col = createColumnHelper<QueueStats>();
 const columns = [
@@ -25,10 +25,10 @@ const columns = [
 
 /** Each BullMQ queue's depth and its oldest job's wait; every job is on the queue board (Bull Board). */
 export default function QueuesPage() {
-  const api = usePendingAdminApi();
+  const api = useApi();
   const queues = useQuery({
     queryKey: ['operator', 'queues'],
-    queryFn: () => unwrap(api.GET('/v1/admin/queues')) as Promise<QueueStatsList>,
+    queryFn: () => unwrap(api.GET('/v1/admin/queues')),
     refetchInterval: 2_000,
   });
   // Bull Board is outside the console: the browser asks for ADMIN_TOKEN there (Basic, any user name).

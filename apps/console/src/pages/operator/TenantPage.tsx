@@ -6,16 +6,7 @@ import { unwrap, useApi } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { ErrorBox, Loading, Money, Page, StatusBadge, Time } from '../../components/ui';
 import { fieldText, parseSetting } from '../../lib/operator-form';
-import {
-  RATE_BUCKETS,
-  useOpenTenantView,
-  usePendingAdminApi,
-  type ApiKey,
-  type ApiKeyList,
-  type CreatedApiKey,
-  type OperatorTenant,
-  type RateBucket,
-} from './admin';
+import { RATE_BUCKETS, useOpenTenantView, type ApiKey, type OperatorTenant, type RateBucket } from './admin';
 import { AuditTable } from './AuditTable';
 import { OneTimeKey } from './OneTimeKey';
 
@@ -319,16 +310,16 @@ const keyCol = createColumnHelper<ApiKey>();
 
 /** The tenant's API keys: never their secret, except a new one's, once. */
 function ApiKeysPanel({ tenantId }: { tenantId: string }) {
-  const api = usePendingAdminApi();
+  const api = useApi();
   const queries = useQueryClient();
   const queryKey = ['operator', 'tenant', tenantId, 'api-keys'];
   const path = { params: { path: { id: tenantId } } };
   const keys = useQuery({
     queryKey,
-    queryFn: () => unwrap(api.GET('/v1/admin/tenants/{id}/api-keys', path)) as Promise<ApiKeyList>,
+    queryFn: () => unwrap(api.GET('/v1/admin/tenants/{id}/api-keys', path)),
   });
   const [name, setName] = useState('');
-  const [created, setCreated] = useState<CreatedApiKey | null>(null);
+  const [created, setCreated] = useState<{ prefix: string; key: string } | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const refresh = () => void queries.invalidateQueries({ queryKey: ['operator', 'tenant', tenantId] });
   const create = useMutation({
@@ -338,7 +329,7 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
           ...path,
           body: name.trim() ? { name: name.trim() } : {},
         }),
-      ) as Promise<CreatedApiKey>,
+      ),
     // The answer holds the key: dropped from the mutation cache as soon as nothing shows it.
     gcTime: 0,
     onSuccess: (k) => {

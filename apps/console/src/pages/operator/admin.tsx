@@ -1,7 +1,6 @@
 import type { components } from '@switchboard/client';
 import { useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
-import { useApi } from '../../api';
 import { useAuth } from '../../auth';
 
 /** The operator's view of the admin API (ADMIN_TOKEN): shared types and calls of pages/operator. */
@@ -9,6 +8,8 @@ export type OperatorTenant = components['schemas']['OperatorTenant'];
 export type AuditEvent = components['schemas']['AuditEvent'];
 export type AuditAction = AuditEvent['action'];
 export type ApiKey = components['schemas']['ApiKey'];
+export type QueueStats = components['schemas']['QueueStats'];
+export type HarnessProcess = components['schemas']['HarnessProcess'];
 
 export const AUDIT_ACTIONS: AuditAction[] = [
   'tenant.created',
@@ -48,53 +49,4 @@ export function useOpenTenantView(): (tenant: { id: string; name: string }) => v
     actAs({ id: tenant.id, name: tenant.name });
     void navigate('/sessions');
   };
-}
-
-/*
- * Routes being added on wt-platform, typed here by their contracts until the generated client
- * (libs/client/src/openapi.ts) has them; openapi-fetch is the same at run time either way.
- */
-export interface QueueStats {
-  name: string;
-  waiting: number;
-  active: number;
-  delayed: number;
-  failed: number;
-  oldestWaitingMs: number | null;
-}
-export interface QueueStatsList {
-  data: QueueStats[];
-  boardUrl: string;
-}
-export interface HarnessProcess {
-  processId: string;
-  hostname: string;
-  pid: number;
-  startedAt: string;
-  lastSeenAt: string;
-  turnsInFlight: number;
-  permitsInUse: number;
-  permitLimit: number;
-  maxConcurrency: number;
-}
-export interface ApiKeyList {
-  data: ApiKey[];
-  nextCursor?: string | null;
-}
-export type CreatedApiKey = ApiKey & { key: string };
-
-type Answer = Promise<{ data?: unknown; error?: unknown; response: Response }>;
-interface Init {
-  params?: { path?: Record<string, string>; query?: Record<string, string | number | undefined> };
-  body?: unknown;
-}
-interface LooseApi {
-  GET(url: string, init?: Init): Answer;
-  POST(url: string, init?: Init): Answer;
-  DELETE(url: string, init?: Init): Answer;
-}
-
-/** The admin API with the routes above, before the generated client knows them. */
-export function usePendingAdminApi(): LooseApi {
-  return useApi() as unknown as LooseApi;
 }
