@@ -71,8 +71,6 @@ describe('console: turn page', () => {
     const c = await openConsole(stack.browser, stack.url, viewport);
     pages.push(c);
     await signIn(c.page, key);
-    // Sign-in first tries the key as the admin token: that probe's 401 is expected, not the page's error.
-    c.errors.length = 0;
     await c.page.goto(`/console/turns/${turnId}`);
     // The heading shows while loading; the attempts table once the timeline is in.
     await c.page.getByRole('heading', { name: `Turn ${turnId.slice(0, 8)}` }).waitFor();
