@@ -1,0 +1,69 @@
+import { createColumnHelper } from '@tanstack/react-table';
+import { Link } from 'react-router';
+import { DataTable } from '../../components/DataTable';
+import { Time } from '../../components/ui';
+import type { AuditEvent } from './admin';
+
+const col = createColumnHelper<AuditEvent>();
+
+/** Audit entries, newest first; details as escaped JSON text (they may quote tenant input). */
+export function AuditTable({
+  events,
+  label,
+  showTenant = true,
+  tenantNames,
+}: {
+  events: AuditEvent[];
+  label: string;
+  showTenant?: boolean;
+  /** Tenant names by id, where known; otherwise the id's first characters. */
+  tenantNames?: ReadonlyMap<string, string>;
+}) {
+  const columns = [
+    col.accessor('createdAt', { header: 'When', cell: (c) => <Time at={c.getValue()} /> }),
+    col.accessor('action', { header: 'Action', cell: (c) => <span className="mono">{c.getValue()}</span> }),
+    col.accessor('actor', { header: 'Actor', cell: (c) => <span className="mono">{c.getValue()}</span> }),
+    ...(showTenant
+      ? [
+          col.accessor('tenantId', {
+            header: 'Tenant',
+            cell: (c) => {
+              const id = c.getValue();
+              const name = id ? tenantNames?.get(id) : undefined;
+              return id ? (
+                <Link className={name ? undefined : 'mono'} to={`/operator/tenants/${id}`} title={id}>
+                  {name ?? id.slice(0, 8)}
+                </Link>
+              ) : (
+                <span className="muted">all</span>
+              );
+            },
+          }),
+        ]
+      : []),
+    col.accessor((e) => `${e.targetType}${e.targetId ? ` ${e.targetId.slice(0, 8)}` : ''}`, {
+      id: 'target',
+      header: 'Target',
+      cell: (c) => <span className="mono">{c.getValue()}</span>,
+    }),
+    col.accessor('details', {
+      header: 'Details',
+      enableSorting: false,
+      cell: (c) =>
+        Object.keys(c.getValue()).length ? (
+          <code className="mono audit-details">{JSON.stringify(c.getValue())}</code>
+        ) : (
+          <span className="muted">—</span>
+        ),
+    }),
+  ];
+  return (
+    <DataTable
+      data={events}
+      columns={columns}
+      label={label}
+      empty="No audit entries."
+      rowTestId={(e) => `audit-${e.action}`}
+    />
+  );
+}
