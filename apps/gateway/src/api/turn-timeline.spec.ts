@@ -207,6 +207,33 @@ describe('assembleTimeline', () => {
     expect(q.rounds).toEqual([]);
   });
 
+  it('a call that waited durably (a blocking spawn) starts when the journal saw it start, not when its row was committed', () => {
+    const base = read();
+    const t = assembleTimeline({
+      turn: turn(),
+      read: read({
+        events: [...base.events, ev(9, 'tool_call_started', { callId: 'call_s', name: 'spawn_agent' })],
+        toolCalls: [
+          {
+            ...base.toolCalls[0],
+            id: '01900000-0000-7000-8000-0000000000c3',
+            callId: 'call_s',
+            name: 'spawn_agent',
+            // Committed when the parent resumed, 30 s after the spawn began.
+            startedAt: at(39),
+            completedAt: at(40),
+            durationMs: 1000,
+          },
+        ],
+      }),
+    });
+    const spawn = t.rounds.flatMap((r) => r.toolCalls).find((c) => c.callId === 'call_s')!;
+    expect({ startedAt: spawn.startedAt, durationMs: spawn.durationMs }).toEqual({
+      startedAt: at(9),
+      durationMs: 31_000,
+    });
+  });
+
   it('callRoundsOf: a call belongs to the round before its first mention', () => {
     expect(callRoundsOf(read().events)).toEqual(
       new Map([

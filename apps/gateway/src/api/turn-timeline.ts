@@ -36,7 +36,7 @@ export interface TimelineInput {
 }
 
 export function assembleTimeline({ turn, read, jaegerUiUrl }: TimelineInput): TurnTimelineResponse {
-  const traceId = traceIdOf(read.traceContext as { traceparent?: string }) ?? null;
+  const traceId = traceIdOf(read.traceContext) ?? null;
   const claimedAt = iso(turn.startedAt);
   const endedAt = iso(turn.completedAt);
   return {
@@ -155,10 +155,21 @@ const REFUSED: Record<string, TimelineToolCall['gates'][number]['gate']> = {
 export function assembleToolCalls(read: TimelineRead): TimelineToolCall[] {
   const approvals = new Map(read.approvals.map((a) => [a.callId, a]));
   const compactions = new Map<string, Data>();
+  // When the journal saw each call start: a call that waits durably (a blocking sub-agent spawn) gets
+  // its row's startedAt when the turn resumes and commits it, after its child ran.
+  const journalStarts = new Map<string, string>();
   for (const e of read.events) {
     const callId = str(e.data?.callId);
     if (e.type === 'tool_result_compacted' && callId) compactions.set(callId, e.data!);
+    if (e.type === 'tool_call_started' && callId && !journalStarts.has(callId))
+      journalStarts.set(callId, e.at);
   }
+  const startOf = (callId: string, row: Date | string | null): string | null => {
+    const fromRow = iso(row);
+    const fromJournal = journalStarts.get(callId) ?? null;
+    if (!fromRow || !fromJournal) return fromRow ?? fromJournal;
+    return Date.parse(fromJournal) < Date.parse(fromRow) ? fromJournal : fromRow;
+  };
   const seen = new Set<string>();
   const out: TimelineToolCall[] = [];
   const approvalOf = (callId: string): TimelineToolCall['approval'] => {
@@ -180,6 +191,13 @@ export function assembleToolCalls(read: TimelineRead): TimelineToolCall[] {
     const kind = str((c.error as Data | null)?.kind);
     const compacted = compactions.get(c.callId);
     const payload = c.status === 'completed' ? c.result : c.status === 'failed' ? c.error : undefined;
+    const startedAt = startOf(c.callId, c.startedAt);
+    const completedAt = iso(c.completedAt);
+    // A call that waited durably lasted from its start in the journal to its commit.
+    const durationMs =
+      startedAt && completedAt && startedAt !== iso(c.startedAt)
+        ? Date.parse(completedAt) - Date.parse(startedAt)
+        : c.durationMs;
     out.push({
       id: c.id,
       callId: c.callId,
@@ -190,9 +208,9 @@ export function assembleToolCalls(read: TimelineRead): TimelineToolCall[] {
       approval,
       outcome: outcomeOf(c.status, kind),
       error: c.status === 'failed' ? c.error : null,
-      startedAt: iso(c.startedAt),
-      completedAt: iso(c.completedAt),
-      durationMs: c.durationMs,
+      startedAt,
+      completedAt,
+      durationMs,
       resultBytes:
         num(compacted?.originalBytes) ??
         (payload === undefined ? null : Buffer.byteLength(JSON.stringify(payload) ?? '', 'utf8')),
