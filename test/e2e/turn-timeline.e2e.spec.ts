@@ -42,7 +42,8 @@ interface ContextMessage {
 /** The agent a request is from (its system prompt names it) and its tool results so far. */
 function ask(req: RecordedRequest): { agent: string; results: number } {
   const messages = (req.body as WireBody).messages;
-  const system = String(messages.find((m) => m.role === 'system')?.content ?? '');
+  const content = messages.find((m) => m.role === 'system')?.content;
+  const system = typeof content === 'string' ? content : JSON.stringify(content ?? '');
   let last = -1;
   messages.forEach((m, i) => {
     if (m.role === 'user') last = i;
@@ -71,7 +72,7 @@ function toWire(system: string, messages: ContextMessage[]): WireMessage[] {
                 })),
               }
             : {}),
-        } as WireMessage;
+        };
       if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
       return { role: m.role, content: m.content };
     }),
