@@ -4,6 +4,7 @@ import { Link } from 'react-router';
 import type { components } from '@switchboard/client';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Json, Loading, Page, StatusBadge, Time } from '../../components/ui';
+import { shortId } from '../sessions/ids';
 import '../sessions/sessions.css';
 
 type Approval = components['schemas']['Approval'];
@@ -94,9 +95,9 @@ export default function ApprovalsPage() {
 function Refs({ a }: { a: Approval }) {
   return (
     <span className="small">
-      <Link to={`/sessions/${a.sessionId}`}>Session {a.sessionId.slice(0, 8)}…</Link>
+      <Link to={`/sessions/${a.sessionId}`}>Session {shortId(a.sessionId)}</Link>
       {' · '}
-      <Link to={`/turns/${a.turnId}`}>Turn {a.turnId.slice(0, 8)}…</Link>
+      <Link to={`/turns/${a.turnId}`}>Turn {shortId(a.turnId)}</Link>
     </span>
   );
 }
@@ -135,8 +136,8 @@ function PendingApproval({ a }: { a: Approval }) {
         </span>
       </div>
       <p className="small">
-        Asked by the turn <Link to={`/turns/${a.turnId}`}>{a.turnId.slice(0, 8)}…</Link> of session{' '}
-        <Link to={`/sessions/${a.sessionId}`}>{a.sessionId.slice(0, 8)}…</Link> (call{' '}
+        Asked by the turn <Link to={`/turns/${a.turnId}`}>{shortId(a.turnId)}</Link> of session{' '}
+        <Link to={`/sessions/${a.sessionId}`}>{shortId(a.sessionId)}</Link> (call{' '}
         <span className="mono">{a.callId}</span>): {POLICY[a.policy]}.
       </p>
       <Json value={a.arguments} label={`Arguments of ${a.toolName}`} />

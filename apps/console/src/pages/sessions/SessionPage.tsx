@@ -1,4 +1,10 @@
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import {
+  keepPreviousData,
+  useInfiniteQuery,
+  useMutation,
+  useQuery,
+  useQueryClient,
+} from '@tanstack/react-query';
 import { useEffect, useState, type FormEvent } from 'react';
 import { Link, useParams } from 'react-router';
 import type { components } from '@switchboard/client';
@@ -6,6 +12,7 @@ import { unwrap, useApi } from '../../api';
 import { Markdown } from '../../components/Markdown';
 import { ErrorBox, Json, Loading, Money, Page, StatusBadge, Time } from '../../components/ui';
 import { isEnded, turnText, type StreamTurn } from '../../lib/session-stream';
+import { shortId } from './ids';
 import { useAgents } from './useAgents';
 import './sessions.css';
 import { useSessionStream, type Connection } from './useSessionStream';
@@ -36,7 +43,7 @@ export default function SessionPage() {
   const s = session.data;
   return (
     <Page
-      title={s.title || `Session ${s.id.slice(0, 8)}…`}
+      title={s.title || `Session ${shortId(s.id)}`}
       actions={
         <>
           <StatusBadge status={s.status} />
@@ -68,28 +75,29 @@ export default function SessionPage() {
  */
 function useTranscript(sessionId: string, version: number) {
   const api = useApi();
-  const queries = useQueryClient();
   const q = useInfiniteQuery({
-    queryKey: ['messages', sessionId],
+    // The stream's count of transcript changes is part of the key: each change reads the transcript
+    // afresh (the previous one stays on screen meanwhile) rather than racing an invalidation against
+    // a read still in flight.
+    queryKey: ['messages', sessionId, version],
     initialPageParam: undefined as string | undefined,
-    queryFn: ({ pageParam }) =>
+    queryFn: ({ pageParam, signal }) =>
       unwrap(
         api.GET('/v1/sessions/{id}/messages', {
           params: {
             path: { id: sessionId },
             query: { limit: 200, ...(pageParam ? { cursor: pageParam } : {}) },
           },
+          signal,
         }),
       ),
     getNextPageParam: (last) => last.nextCursor ?? undefined,
+    placeholderData: keepPreviousData,
   });
-  const { hasNextPage, isFetchingNextPage, fetchNextPage } = q;
+  const { hasNextPage, isFetchingNextPage, isPlaceholderData, fetchNextPage } = q;
   useEffect(() => {
-    if (hasNextPage && !isFetchingNextPage) void fetchNextPage();
-  }, [hasNextPage, isFetchingNextPage, fetchNextPage]);
-  useEffect(() => {
-    if (version > 0) void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
-  }, [version, sessionId, queries]);
+    if (hasNextPage && !isFetchingNextPage && !isPlaceholderData) void fetchNextPage();
+  }, [hasNextPage, isFetchingNextPage, isPlaceholderData, fetchNextPage]);
   return q;
 }
 
@@ -130,7 +138,7 @@ function LiveTurn({
             <span data-testid="turn-status">
               <StatusBadge status={turn.status} />
             </span>
-            <Link to={`/turns/${turn.turnId}`}>Turn {turn.turnId.slice(0, 8)}…</Link>
+            <Link to={`/turns/${turn.turnId}`}>Turn {shortId(turn.turnId)}</Link>
             {turn.runningTool ? <span className="muted small">running {turn.runningTool}</span> : null}
           </>
         ) : (
@@ -268,7 +276,7 @@ function Entry({ m, firstOfTurn }: { m: Message; firstOfTurn: boolean }) {
         <span className="muted">from {originText(m.origin)}</span>
         {m.priority !== 'normal' ? <span className="muted">priority {m.priority}</span> : null}
         <Time at={m.createdAt} />
-        {m.turnId && firstOfTurn ? <Link to={`/turns/${m.turnId}`}>Turn {m.turnId.slice(0, 8)}…</Link> : null}
+        {m.turnId && firstOfTurn ? <Link to={`/turns/${m.turnId}`}>Turn {shortId(m.turnId)}</Link> : null}
       </div>
       <Body m={m} />
       {m.toolCalls.map((c) => (

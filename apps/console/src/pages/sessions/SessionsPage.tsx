@@ -6,6 +6,7 @@ import type { components } from '@switchboard/client';
 import { unwrap, useApi } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { ErrorBox, Loading, Money, Page, StatusBadge, Time } from '../../components/ui';
+import { shortId } from './ids';
 import { agentNames, useAgents } from './useAgents';
 import './sessions.css';
 
@@ -17,7 +18,9 @@ const columns = [
   column.accessor('title', {
     header: 'Session',
     cell: (c) => (
-      <Link to={`/sessions/${c.row.original.id}`}>{c.getValue() || `${c.row.original.id.slice(0, 8)}…`}</Link>
+      <Link to={`/sessions/${c.row.original.id}`}>
+        {c.getValue() || `Session ${shortId(c.row.original.id)}`}
+      </Link>
     ),
   }),
   column.accessor('agentName', { header: 'Agent' }),
