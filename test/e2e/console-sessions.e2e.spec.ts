@@ -114,14 +114,13 @@ describe('console: sessions and approvals', () => {
   it('shows the text as the model streams it, before the turn ends, then the final text in the transcript', async () => {
     await send('STREAM a long answer');
     // Part of the text, not its end: only the live frames carry that (the journal has the round whole).
-    // (A string, evaluated in the page: the tests compile without the DOM's types.)
-    await page.waitForFunction(
-      `(() => {
-        const t = document.querySelector('[data-testid="live-text"]')?.textContent ?? '';
+    // Read from here (the gateway's CSP forbids the string evaluation waitForFunction would use).
+    await waitFor(
+      async () => {
+        const t = (await liveText().textContent()) ?? '';
         return t.startsWith('word0') && !t.includes('END-OF-STREAM');
-      })()`,
-      undefined,
-      { timeout: 60_000, polling: 50 },
+      },
+      { what: 'streamed text before the end', timeoutMs: 60_000, intervalMs: 50 },
     );
     await transcript().getByText('END-OF-STREAM').waitFor(T);
     await turnStatus('completed').waitFor(T);

@@ -39,7 +39,7 @@ export default function ApprovalsPage() {
 
   return (
     <Page title="Approvals">
-      <h2>Pending</h2>
+      <h2 className="section-title">Pending</h2>
       {pending.error ? <ErrorBox error={pending.error} /> : null}
       {pending.isPending ? (
         <Loading what="Loading approvals" />
@@ -52,7 +52,7 @@ export default function ApprovalsPage() {
       ) : (
         <p className="empty">Nothing waits for a decision.</p>
       )}
-      <h2>Recent decisions</h2>
+      <h2 className="section-title">Recent decisions</h2>
       {recent.error ? <ErrorBox error={recent.error} /> : null}
       {decided.length === 0 ? (
         <p className="empty">No decisions yet.</p>

@@ -57,7 +57,7 @@ export default function SessionPage() {
       </p>
       <LiveTurn turn={current} connection={connection} error={error} />
       <Composer sessionId={id} closed={s.status === 'closed'} />
-      <h2>Transcript</h2>
+      <h2 className="section-title">Transcript</h2>
       {transcript.error ? <ErrorBox error={transcript.error} /> : null}
       {transcript.isPending ? (
         <Loading what="Loading the transcript" />
@@ -229,9 +229,10 @@ function Composer({ sessionId, closed }: { sessionId: string; closed: boolean })
 }
 
 function Transcript({ messages }: { messages: Message[] }) {
-  if (messages.length === 0) return <p className="empty">No messages yet.</p>;
+  // Always rendered (an empty session too): a benchmark opens the page and waits for it.
   return (
     <ol className="transcript" data-testid="transcript" aria-label="Transcript">
+      {messages.length === 0 ? <li className="empty">No messages yet.</li> : null}
       {messages.map((m, i) => (
         <Entry key={m.id} m={m} firstOfTurn={m.turnId !== null && m.turnId !== messages[i - 1]?.turnId} />
       ))}
