@@ -1,4 +1,4 @@
-import { SessionStream, turnText, type Frame } from './session-stream';
+import { follow, SessionStream, turnText, type Frame } from './session-stream';
 
 const T = 'turn-1';
 const U = 'turn-2';
@@ -218,5 +218,80 @@ describe('SessionStream', () => {
     }
     expect(s.turns().length).toBeLessThanOrEqual(50);
     expect(s.turns().at(-1)!.turnId).toBe('t79');
+  });
+});
+
+describe('follow', () => {
+  /**
+   * A fake gateway: each connection yields its frames, then drops (throws) or is refused; past the
+   * scripted connections the caller is done (the signal aborts).
+   */
+  function gateway(connections: { frames: Frame[]; then?: 'drop' | 'end' | { status: number } }[]) {
+    const afters: number[] = [];
+    const abort = new AbortController();
+    const open = (after: number, signal: AbortSignal): AsyncIterable<Frame> => {
+      afters.push(after);
+      const c = connections[afters.length - 1];
+      return (async function* () {
+        if (!c) {
+          abort.abort();
+          return;
+        }
+        if (typeof c.then === 'object') throw Object.assign(new Error(`HTTP ${c.then.status}`), c.then);
+        for (const f of c.frames) {
+          if (signal.aborted) return;
+          yield f;
+        }
+        if (c.then === 'drop') throw new TypeError('network error');
+      })();
+    };
+    const states: string[] = [];
+    const run = (s: SessionStream) =>
+      follow(s, {
+        open,
+        signal: abort.signal,
+        onChange: () => undefined,
+        onState: (st) => states.push(st),
+        pause: () => Promise.resolve(),
+      });
+    return { afters, states, run };
+  }
+
+  it('a dropped connection resumes after the last journaled seq; the open round comes again, not doubled', async () => {
+    const g = gateway([
+      {
+        frames: [j(1, 'message_admitted'), chunk('Hel'), chunk('lo '), j(2, 'turn_started', {}, T, true)],
+        then: 'drop',
+      },
+      {
+        // The new connection: the journal after 2 (nothing yet), the round again from its start.
+        frames: [chunk('Hello wor', 0), chunk('ld', 0), j(3, 'text_delta', { text: 'Hello world' }, T, true)],
+        then: 'end',
+      },
+      { frames: [j(2, 'turn_started'), j(4, 'turn_completed', { stopReason: 'end_turn' })], then: 'drop' },
+    ]);
+    const s = new SessionStream();
+    expect(await g.run(s)).toBeNull();
+    expect(g.afters).toEqual([0, 2, 3, 4]);
+    expect(textOf(s)).toBe('Hello world');
+    expect(s.turn(T)!.status).toBe('completed');
+    expect(g.states).toContain('reconnecting');
+  });
+
+  it('a journaled frame that skips seqs ends the connection and resumes before the gap', async () => {
+    const g = gateway([
+      { frames: [j(1, 'message_admitted'), j(3, 'text_delta', { text: 'late' }), chunk('never')] },
+      { frames: [j(2, 'turn_started'), j(3, 'text_delta', { text: 'late' })] },
+    ]);
+    const s = new SessionStream();
+    await g.run(s);
+    expect(g.afters.slice(0, 2)).toEqual([0, 1]);
+    expect(textOf(s)).toBe('late');
+  });
+
+  it('stops on a refusal (a revoked key: 401) and says so', async () => {
+    const g = gateway([{ frames: [], then: { status: 401 } }]);
+    expect(await g.run(new SessionStream())).toMatchObject({ status: 401 });
+    expect(g.afters).toEqual([0]);
   });
 });

@@ -246,3 +246,59 @@ function record(v: unknown): Record<string, unknown> | undefined {
     ? (v as Record<string, unknown>)
     : undefined;
 }
+
+/** Why `follow` stopped for good (the page shows it), or null while it goes on. */
+export type FollowEnd = { status: number; message: string };
+
+export interface FollowOptions {
+  /** Opens the stream after a seq (libs/client's `streamSession`); throws `{status}` when refused. */
+  open: (after: number, signal: AbortSignal) => AsyncIterable<Frame>;
+  signal: AbortSignal;
+  /** Something changed: render (the caller throttles). */
+  onChange: () => void;
+  onState: (state: 'live' | 'reconnecting') => void;
+  /** Waits between reconnects (ms), resolving early when `signal` aborts. */
+  pause: (ms: number) => Promise<void>;
+  maxBackoffMs?: number;
+}
+
+/**
+ * Follows a session's stream into `stream` until `signal` aborts or the gateway refuses it (a 4xx:
+ * returned, so the page can sign out on a 401 or show the error). A dropped connection, a stream the
+ * gateway ended (it drains on shutdown) or a journaled frame that skips seqs reconnects after the
+ * last journaled seq, with the provisional text dropped (`reconnect`), backing off from 250 ms.
+ */
+export async function follow(stream: SessionStream, o: FollowOptions): Promise<FollowEnd | null> {
+  const maxBackoff = o.maxBackoffMs ?? 5_000;
+  let backoff = 250;
+  while (!o.signal.aborted) {
+    // One controller per connection: a gap ends this connection only (at once, not when the
+    // generator's clean-up gets round to cancelling the body).
+    const connection = new AbortController();
+    const stop = () => connection.abort();
+    o.signal.addEventListener('abort', stop);
+    try {
+      for await (const frame of o.open(stream.lastSeq, connection.signal)) {
+        o.onState('live');
+        backoff = 250;
+        if (stream.apply(frame) === 'gap') break;
+        o.onChange();
+      }
+    } catch (e) {
+      const status = (e as { status?: unknown } | null)?.status;
+      if (!o.signal.aborted && typeof status === 'number' && status >= 400 && status < 500) {
+        return { status, message: e instanceof Error ? e.message : String(e) };
+      }
+    } finally {
+      o.signal.removeEventListener('abort', stop);
+      connection.abort();
+    }
+    if (o.signal.aborted) break;
+    stream.reconnect();
+    o.onState('reconnecting');
+    o.onChange();
+    await o.pause(backoff);
+    backoff = Math.min(backoff * 2, maxBackoff);
+  }
+  return null;
+}

@@ -1,19 +1,15 @@
-import { SwitchboardError } from '@switchboard/client';
 import { useEffect, useRef, useState } from 'react';
 import { useClient } from '../../api';
 import { useAuth } from '../../auth';
-import { SessionStream } from '../../lib/session-stream';
+import { follow, SessionStream } from '../../lib/session-stream';
 
 export type Connection = 'connecting' | 'live' | 'reconnecting' | 'failed';
 
-/** Longest wait between reconnects (a gateway restarting, a network blip). */
-const MAX_BACKOFF_MS = 5_000;
-
 /**
- * A session's live stream (GET /v1/sessions/:id/stream) folded by `SessionStream`. On a dropped
- * connection it reconnects with `after` = the last journaled seq received (the provisional text is
- * dropped and comes again), backing off up to 5 s. Renders at most once per animation frame, so a
- * fast stream (hundreds of deltas a second) costs one React render per frame, not per delta.
+ * A session's live stream (GET /v1/sessions/:id/stream) folded by `SessionStream`, followed by
+ * `follow` (reconnects after the last journaled seq, the provisional text dropped and sent again).
+ * Renders at most once per animation frame, so a fast stream (hundreds of deltas a second) costs one
+ * React render per frame, not one per delta.
  */
 export function useSessionStream(sessionId: string): {
   stream: SessionStream;
@@ -33,7 +29,7 @@ export function useSessionStream(sessionId: string): {
     const abort = new AbortController();
     const { signal } = abort;
     let frame = 0;
-    const render = () => {
+    const onChange = () => {
       if (frame) return;
       frame = requestAnimationFrame(() => {
         frame = 0;
@@ -48,39 +44,21 @@ export function useSessionStream(sessionId: string): {
           resolve();
         });
       });
-
-    void (async () => {
-      let backoff = 250;
-      while (!signal.aborted) {
-        try {
-          for await (const f of client.streamSession(sessionId, { after: stream.lastSeq, signal })) {
-            setConnection('live');
-            backoff = 250;
-            // A journaled frame skipped seqs: resume from the last one (the journal fills the gap).
-            if (stream.apply(f) === 'gap') break;
-            render();
-          }
-        } catch (e) {
-          if (signal.aborted) return;
-          if (e instanceof SwitchboardError && e.status === 401) {
-            signOut('The API refused this key: it was revoked or has expired. Sign in again.');
-            return;
-          }
-          if (e instanceof SwitchboardError && e.status >= 400 && e.status < 500) {
-            setError(`The stream was refused (HTTP ${e.status}).`);
-            setConnection('failed');
-            return;
-          }
-        }
-        if (signal.aborted) return;
-        // Dropped (or ended by the gateway draining): forget the provisional text, resume after the last seq.
-        stream.reconnect();
-        setConnection('reconnecting');
-        render();
-        await pause(backoff);
-        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    void follow(stream, {
+      open: (after, s) => client.streamSession(sessionId, { after, signal: s }),
+      signal,
+      onChange,
+      onState: setConnection,
+      pause,
+    }).then((end) => {
+      if (!end || signal.aborted) return;
+      if (end.status === 401) {
+        signOut('The API refused this key: it was revoked or has expired. Sign in again.');
+        return;
       }
-    })();
+      setError(`The stream was refused (HTTP ${end.status}).`);
+      setConnection('failed');
+    });
     return () => {
       abort.abort();
       if (frame) cancelAnimationFrame(frame);
