@@ -1,4 +1,4 @@
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
 import { useMemo, useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
@@ -10,7 +10,7 @@ import { shortId } from './ids';
 import { agentNames, useAgents } from './useAgents';
 import './sessions.css';
 
-type Session = components['schemas']['Session'] & { lastActivityAt?: string };
+type Session = components['schemas']['Session'];
 type Row = Session & { agentName: string; activity: string };
 
 const column = createColumnHelper<Row>();
@@ -33,35 +33,54 @@ const columns = [
   }),
 ];
 
+/** The most sessions the list reads (pages of 200). */
+const MAX_SESSIONS = 1_000;
+
 /**
- * The tenant's sessions, live (refetched every 2 s). The filters by agent and status apply in the
- * browser over the newest 200 sessions: GET /v1/sessions on main has no `agentId`/`status` query
- * yet (wt-platform adds them, with `lastActivityAt`; until then the last activity is `updatedAt`,
- * which admission and each turn's end bump).
+ * The tenant's sessions, live (read again every 2 s), filtered by the API (`agentId`, `status`) and
+ * shown by last activity. GET /v1/sessions pages by id (oldest first), so the list reads every page
+ * up to MAX_SESSIONS to show the most recently active at the top.
  */
 export default function SessionsPage() {
   const api = useApi();
   const agents = useAgents();
   const [agentId, setAgentId] = useState('');
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState<'' | 'active' | 'closed'>('');
   const sessions = useQuery({
-    queryKey: ['sessions'],
-    queryFn: () => unwrap(api.GET('/v1/sessions', { params: { query: { limit: 200 } } })),
+    queryKey: ['sessions', agentId, status],
+    queryFn: async ({ signal }) => {
+      const all: Session[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await unwrap(
+          api.GET('/v1/sessions', {
+            params: {
+              query: {
+                limit: 200,
+                ...(cursor ? { cursor } : {}),
+                ...(agentId ? { agentId } : {}),
+                ...(status ? { status } : {}),
+              },
+            },
+            signal,
+          }),
+        );
+        all.push(...page.data);
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor && all.length < MAX_SESSIONS);
+      return { data: all, more: cursor !== undefined };
+    },
     refetchInterval: 2_000,
+    placeholderData: keepPreviousData,
   });
 
   const names = useMemo(() => agentNames(agents.data?.data), [agents.data]);
   const rows = useMemo<Row[]>(
     () =>
       (sessions.data?.data ?? [])
-        .filter((s) => (!agentId || s.agentId === agentId) && (!status || s.status === status))
-        .map((s: Session) => ({
-          ...s,
-          agentName: names.get(s.agentId) ?? s.agentId,
-          activity: s.lastActivityAt ?? s.updatedAt,
-        }))
+        .map((s) => ({ ...s, agentName: names.get(s.agentId) ?? s.agentId, activity: s.lastActivityAt }))
         .sort((a, b) => b.activity.localeCompare(a.activity)),
-    [sessions.data, agentId, status, names],
+    [sessions.data, names],
   );
 
   return (
@@ -81,7 +100,11 @@ export default function SessionsPage() {
         </div>
         <div>
           <label htmlFor="filter-status">Status</label>
-          <select id="filter-status" value={status} onChange={(e) => setStatus(e.target.value)}>
+          <select
+            id="filter-status"
+            value={status}
+            onChange={(e) => setStatus(e.target.value as '' | 'active' | 'closed')}
+          >
             <option value="">Any status</option>
             <option value="active">active</option>
             <option value="closed">closed</option>
@@ -100,6 +123,11 @@ export default function SessionsPage() {
           rowTestId={(s) => `session-${s.id}`}
         />
       )}
+      {sessions.data?.more ? (
+        <p className="muted small">
+          Showing the {MAX_SESSIONS} oldest sessions by id; narrow by agent or status.
+        </p>
+      ) : null}
     </Page>
   );
 }
