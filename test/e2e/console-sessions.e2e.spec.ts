@@ -164,6 +164,7 @@ describe('console: sessions and approvals', () => {
     await item.waitFor(T);
     await item.getByText(file).first().waitFor(T);
     await item.getByRole('link', { name: `…${turnId.slice(-8)}` }).waitFor(T);
+    await item.getByText('Agent gated.').waitFor(T);
     await checkSizes('sessions-approvals');
     await item.getByLabel('Reason').fill('checked the path');
     await item.getByRole('button', { name: 'Approve' }).click();

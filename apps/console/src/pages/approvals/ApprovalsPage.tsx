@@ -5,6 +5,7 @@ import type { components } from '@switchboard/client';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Json, Loading, Page, StatusBadge, Time } from '../../components/ui';
 import { shortId } from '../sessions/ids';
+import { useAgents } from '../sessions/useAgents';
 import '../sessions/sessions.css';
 
 type Approval = components['schemas']['Approval'];
@@ -136,7 +137,8 @@ function PendingApproval({ a }: { a: Approval }) {
         </span>
       </div>
       <p className="small">
-        Asked by the turn <Link to={`/turns/${a.turnId}`}>{shortId(a.turnId)}</Link> of session{' '}
+        <AskingAgent turnId={a.turnId} /> Asked by the turn{' '}
+        <Link to={`/turns/${a.turnId}`}>{shortId(a.turnId)}</Link> of session{' '}
         <Link to={`/sessions/${a.sessionId}`}>{shortId(a.sessionId)}</Link> (call{' '}
         <span className="mono">{a.callId}</span>): {POLICY[a.policy]}.
       </p>
@@ -176,5 +178,26 @@ function PendingApproval({ a }: { a: Approval }) {
       )}
       {decide.error ? <ErrorBox error={decide.error} /> : null}
     </li>
+  );
+}
+
+/**
+ * Which agent asked: the approval names its turn, the turn its agent (one read per pending approval,
+ * cached; the approval answer itself carries no agent).
+ */
+function AskingAgent({ turnId }: { turnId: string }) {
+  const api = useApi();
+  const agents = useAgents();
+  const turn = useQuery({
+    queryKey: ['turn', turnId, 'agent'],
+    queryFn: () => unwrap(api.GET('/v1/turns/{id}', { params: { path: { id: turnId } } })),
+    staleTime: Infinity,
+  });
+  if (!turn.data) return null;
+  const name = agents.data?.data.find((x) => x.id === turn.data.agentId)?.name ?? turn.data.agentId;
+  return (
+    <span>
+      Agent <strong>{name}</strong>.
+    </span>
   );
 }
