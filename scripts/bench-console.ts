@@ -95,7 +95,8 @@ async function main() {
     const answer = c.page.getByTestId('transcript').getByText(tag(PIECES - 1).trim(), { exact: false });
     await answer.first().waitFor({ timeout: 60_000 });
     const finalText = (await c.page.getByTestId('transcript').textContent()) ?? '';
-    const tags = finalText.match(TAG) ?? [];
+    // The transcript's Markdown trims the answer's last space: match the tags without it.
+    const tags = finalText.match(/c\d{7}/g) ?? [];
     const seen = new Set<string>();
     let duplicated = 0;
     let outOfOrder = 0;
