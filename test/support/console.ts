@@ -50,8 +50,14 @@ export async function openConsole(
   browser: Browser,
   baseUrl: string,
   viewport: { width: number; height: number } = { width: 1280, height: 800 },
+  /** `bypassCSP`: only for injecting a checker (axe-core); the console itself never needs it. */
+  options: { bypassCSP?: boolean } = {},
 ): Promise<ConsolePage> {
-  const context = await browser.newContext({ viewport, baseURL: baseUrl });
+  const context = await browser.newContext({
+    viewport,
+    baseURL: baseUrl,
+    bypassCSP: options.bypassCSP ?? false,
+  });
   const page = await context.newPage();
   const requests: string[] = [];
   const errors: string[] = [];
@@ -94,4 +100,27 @@ export function scrollsSideways(page: Page): Promise<boolean> {
   return page.evaluate<boolean>(
     'document.documentElement.scrollWidth > document.documentElement.clientWidth + 1',
   );
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * The WCAG 2 A and AA rules of axe-core (Deque's accessibility engine) over the page as it is: needs
+ * a page opened with `bypassCSP`, since the checker is injected as a script.
+ */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  return page.evaluate<AxeViolation[]>(`axe
+    .run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+    .then((r) => r.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      targets: v.nodes.slice(0, 5).map((n) => n.target.join(' ')),
+    })))`);
 }
