@@ -115,6 +115,18 @@ describe('console: operator view', () => {
       status: 403,
       code: 'tenant_paused',
     });
+    // …and the tenant, in its own console, sees its message refused with the reason.
+    const own = await openConsole(stack.browser, stack.url);
+    try {
+      await signIn(own.page, tenant.key);
+      await own.page.goto(`/console/sessions/${session}`);
+      await own.page.getByLabel('Message').fill('refused while paused');
+      await own.page.getByRole('button', { name: 'Send', exact: true }).click();
+      await own.page.getByRole('alert').filter({ hasText: 'tenant_paused' }).waitFor();
+      expect(own.foreign()).toEqual([]);
+    } finally {
+      await own.close();
+    }
     // The tenant's page lists the pause in its recent audit entries.
     await page.getByTestId('audit-tenant.paused').first().waitFor();
 
