@@ -183,7 +183,7 @@ export interface paths {
     };
     /**
      * Agents of the tenant, by id
-     * @description The tenant's agents by id (deleted ones are not listed). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
+     * @description The tenant's agents by id (deleted ones are not listed), each with its `lifecycle` (as `status.lifecycle` of GET /v1/agents/:id). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).
      */
     get: operations['listAgents'];
     put?: never;
@@ -2623,8 +2623,43 @@ export interface components {
     ArchetypeList: {
       data: components['schemas']['Archetype'][];
     };
+    AgentListItem: {
+      /** Format: uuid */
+      id: string;
+      name: string;
+      archetype: string;
+      /** @enum {string} */
+      tier: 'chat' | 'reasoning' | 'worker';
+      instructions: string;
+      model: string;
+      fallbackModels: string[];
+      tools: string[];
+      allowedSubagents: string[];
+      approvalRequired: string[];
+      budgets: {
+        maxIterations?: number;
+        maxToolCalls?: number;
+        maxUsd?: number;
+        deadlineMs?: number;
+        maxReflections?: number;
+      };
+      /** @enum {string} */
+      toolResultCompression: 'auto' | 'full' | 'light' | 'off';
+      archivist: {
+        /** @enum {string} */
+        mode?: 'debounced' | 'every_turn' | 'off';
+        afterTurns?: number;
+        idleMs?: number;
+      };
+      builtIn: boolean;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
+      lifecycle: components['schemas']['AgentLifecycle'];
+    };
     AgentPage: {
-      data: components['schemas']['Agent'][];
+      data: components['schemas']['AgentListItem'][];
       nextCursor: string | null;
     };
     Session: {
@@ -4057,6 +4092,65 @@ export interface components {
         };
       };
     };
+    ApprovalProvenance: {
+      /** Format: uuid */
+      messageId: string;
+      /** @enum {string} */
+      kind:
+        | 'operator_prompt'
+        | 'channel_event'
+        | 'webhook_event'
+        | 'callback_event'
+        | 'timer_tick'
+        | 'system_tick'
+        | 'task_result'
+        | 'task_status'
+        | 'control'
+        | 'internal_followup';
+      origin:
+        | {
+            /** @constant */
+            kind: 'operator';
+            actorId?: string;
+          }
+        | {
+            /** @constant */
+            kind: 'channel';
+            channelId: string;
+            senderId?: string;
+          }
+        | {
+            /** @constant */
+            kind: 'webhook';
+            source: string;
+            eventType?: string;
+          }
+        | {
+            /** @constant */
+            kind: 'callback';
+            triggerId: string;
+          }
+        | {
+            /** @constant */
+            kind: 'timer';
+            scheduleId: string;
+          }
+        | {
+            /** @constant */
+            kind: 'system';
+            subsystem: string;
+          }
+        | {
+            /** @constant */
+            kind: 'task';
+            taskId: string;
+          };
+      /** @enum {string} */
+      trust: 'trusted_operator' | 'trusted_system' | 'trusted_integration' | 'untrusted_external';
+      /** @enum {string} */
+      authorityClass:
+        'operator_instruction' | 'runtime_instruction' | 'integration_signal' | 'external_evidence';
+    };
     Approval: {
       /** Format: uuid */
       id: string;
@@ -4074,11 +4168,16 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
       reason: string | null;
+      decidedBy: string | null;
       decidedAt: string | null;
       /** Format: date-time */
       expiresAt: string;
       /** Format: date-time */
       createdAt: string;
+      /** Format: uuid */
+      agentId: string;
+      agentName: string | null;
+      provenance: components['schemas']['ApprovalProvenance'] | null;
     };
     ApprovalPage: {
       data: components['schemas']['Approval'][];

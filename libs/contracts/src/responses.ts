@@ -229,7 +229,6 @@ export const AgentToolStatusResponse = z
   .register(ApiSchemas, { id: 'AgentToolStatus' });
 export type AgentToolStatusResponse = z.infer<typeof AgentToolStatusResponse>;
 
-/** GET /v1/agents/:id: the agent and its status (the list leaves the status out, to stay one cheap query). */
 /**
  * The agent's lifecycle (seed 002 "Agent State"; docs/adr/0031): stopped and paused are the
  * operator's; awake_running (a turn runs), awaiting_task (a turn waits for a sub-agent), asleep (the
@@ -249,6 +248,7 @@ export const AgentLifecycleResponse = z
   .register(ApiSchemas, { id: 'AgentLifecycle' });
 export type AgentLifecycleResponse = z.infer<typeof AgentLifecycleResponse>;
 
+/** GET /v1/agents/:id: the agent and its status (the list has the lifecycle, not the tool statistics). */
 export const AgentDetailResponse = AgentResponse.extend({
   status: z.strictObject({
     /** Per tool the agent has called, by name; tools it never called are absent. */
@@ -279,8 +279,14 @@ export const ArchetypeListResponse = z
   .register(ApiSchemas, { id: 'ArchetypeList' });
 export type ArchetypeListResponse = z.infer<typeof ArchetypeListResponse>;
 
+/** One agent of the list: the agent and its lifecycle (read for the whole page in one statement). */
+export const AgentListItemResponse = AgentResponse.extend({
+  lifecycle: AgentLifecycleResponse,
+}).register(ApiSchemas, { id: 'AgentListItem' });
+export type AgentListItemResponse = z.infer<typeof AgentListItemResponse>;
+
 export const AgentPageResponse = z
-  .strictObject({ data: z.array(AgentResponse), nextCursor: NextCursor })
+  .strictObject({ data: z.array(AgentListItemResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'AgentPage' });
 export type AgentPageResponse = z.infer<typeof AgentPageResponse>;
 
@@ -662,6 +668,23 @@ export const ReadinessResponse = z
   .register(ApiSchemas, { id: 'Readiness' });
 export type ReadinessResponse = z.infer<typeof ReadinessResponse>;
 
+/**
+ * Who or what asked for the turn whose call waits: the envelope of its input message (an operator
+ * prompt, a webhook or channel event, a timer tick, a sub-agent task result...). `authorityClass` is
+ * admission's derivation (SPEC §2): `external_evidence` means the call was asked for by external content.
+ */
+export const ApprovalProvenance = z
+  .strictObject({
+    /** The turn's input message (GET /v1/sessions/:id/messages lists it). */
+    messageId: Id,
+    kind: MessageKind,
+    origin: MessageOrigin,
+    trust: TrustLevel,
+    authorityClass: AuthorityClass,
+  })
+  .register(ApiSchemas, { id: 'ApprovalProvenance' });
+export type ApprovalProvenance = z.infer<typeof ApprovalProvenance>;
+
 export const ApprovalResponse = z
   .strictObject({
     id: Id,
@@ -677,9 +700,17 @@ export const ApprovalResponse = z
     policy: z.enum(['tool', 'agent', 'tenant', 'untrusted_input']),
     status: z.enum(['pending', 'approved', 'rejected', 'expired', 'cancelled']),
     reason: z.string().nullable(),
+    /** Who decided: the API key's id, `operator` (ADMIN_TOKEN acting as the tenant), or `system` (an expiry, a cancelled turn). */
+    decidedBy: z.string().nullable(),
     decidedAt: Timestamp.nullable(),
     expiresAt: Timestamp,
     createdAt: Timestamp,
+    /** The agent whose turn made the call. */
+    agentId: Id,
+    /** The agent's name; null only when its row is gone. */
+    agentName: z.string().nullable(),
+    /** Who or what asked: the envelope of the turn's input message; null once the transcript's retention dropped it. */
+    provenance: ApprovalProvenance.nullable(),
   })
   .register(ApiSchemas, { id: 'Approval' });
 export type ApprovalResponse = z.infer<typeof ApprovalResponse>;

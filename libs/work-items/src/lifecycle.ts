@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Sql, sql, type SqlRunner } from '@switchboard/store';
+import { Sql, sql, sqlList, type SqlRunner } from '@switchboard/store';
 import { defineTool, ToolError, type ToolDefinition } from '@switchboard/tools';
 
 /**
@@ -61,22 +61,53 @@ const ASLEEP = new Sql([ASLEEP_TEXT], []);
 const STOPPED_HINT =
   'resume is required before new prompts (POST /v1/agents/:id/resume); a wake does not override stopped';
 
+/** One agent's lifecycle (GET /v1/agents/:id and its lifecycle routes); undefined for no such agent of the tenant. */
 export async function agentStatus(
   db: SqlRunner,
   tenantId: string,
   agentId: string,
 ): Promise<LifecycleStatus | undefined> {
-  const row = await db.first<StatusRow>(sql`
-    SELECT a.lifecycle, a.lifecycle_reason, a.lifecycle_at, ${ASLEEP} AS asleep, a.asleep_at, a.sleep_reason,
+  return (await agentStatuses(db, tenantId, [agentId])).get(agentId);
+}
+
+/**
+ * The lifecycle of several agents of a tenant in one statement (the agents list): the turns are
+ * read once per tenant and grouped by agent (running, waiting on a child, last ended), not once per
+ * agent. Agents not found (another tenant's, none) are absent from the map.
+ */
+export async function agentStatuses(
+  db: SqlRunner,
+  tenantId: string,
+  agentIds: readonly string[],
+): Promise<Map<string, LifecycleStatus>> {
+  if (agentIds.length === 0) return new Map();
+  const ids = [...agentIds];
+  const rows = await db.rows<StatusRow & { id: string }>(sql`
+    SELECT a.id, a.lifecycle, a.lifecycle_reason, a.lifecycle_at, ${ASLEEP} AS asleep, a.asleep_at, a.sleep_reason,
       a.sleeping_until, a.created_at, a.current_work_item_id,
-      (SELECT min(t.started_at) FROM turns t WHERE t.tenant_id = a.tenant_id AND t.status = 'running'
-        AND t.agent_id = a.id) AS running_since,
-      (SELECT min(t.created_at) FROM turns t WHERE t.tenant_id = a.tenant_id AND t.status = 'awaiting_subagent'
-        AND t.agent_id = a.id) AS waiting_on_child_since,
-      (SELECT max(t.completed_at) FROM turns t WHERE t.tenant_id = a.tenant_id AND t.agent_id = a.id)
-        AS last_ended
-    FROM agents a WHERE a.id = ${agentId}::uuid AND a.tenant_id = ${tenantId}::uuid`);
-  if (!row) return undefined;
+      live.running_since, live.waiting_on_child_since, ended.last_ended
+    FROM agents a
+    LEFT JOIN (
+      SELECT t.agent_id,
+        min(t.started_at) FILTER (WHERE t.status = 'running') AS running_since,
+        min(t.created_at) FILTER (WHERE t.status = 'awaiting_subagent') AS waiting_on_child_since
+      FROM turns t
+      WHERE t.tenant_id = ${tenantId}::uuid AND t.status IN ${sqlList(['running', 'awaiting_subagent'])}
+        AND t.agent_id = ANY(${ids}::uuid[])
+      GROUP BY t.agent_id
+    ) live ON live.agent_id = a.id
+    LEFT JOIN (
+      SELECT t.agent_id, max(t.completed_at) AS last_ended
+      FROM turns t
+      WHERE t.tenant_id = ${tenantId}::uuid AND t.agent_id = ANY(${ids}::uuid[])
+      GROUP BY t.agent_id
+    ) ended ON ended.agent_id = a.id
+    WHERE a.id = ANY(${ids}::uuid[]) AND a.tenant_id = ${tenantId}::uuid`);
+  return new Map(rows.map((row) => [row.id, deriveStatus(row)]));
+}
+
+/** The status shown, from the stored posture and what the agent's turns are doing. */
+function deriveStatus(row: StatusRow): LifecycleStatus {
   const base = { until: null, hint: null, currentWorkItemId: row.current_work_item_id };
   const since = row.lifecycle_at ?? row.created_at;
   if (row.lifecycle === 'stopped') {

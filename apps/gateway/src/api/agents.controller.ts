@@ -19,7 +19,7 @@ import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from './presenters';
 import { CONFIG, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
-import { agentStatus } from '@switchboard/work-items';
+import { agentStatus, agentStatuses } from '@switchboard/work-items';
 import { presentLifecycle } from './agent-lifecycle.controller';
 
 @TenantApi('agents')
@@ -97,7 +97,7 @@ export class AgentsController {
     id: 'listAgents',
     summary: 'Agents of the tenant, by id',
     description:
-      "The tenant's agents by id (deleted ones are not listed). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
+      "The tenant's agents by id (deleted ones are not listed), each with its `lifecycle` (as `status.lifecycle` of GET /v1/agents/:id). Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`).",
     status: 200,
     schema: AgentPageResponse,
     errors: [400],
@@ -107,8 +107,18 @@ export class AgentsController {
     const limit = q.limit ?? 50;
     // Built-in archetypes a sub-agent spawn materialised are listed too, marked `builtIn`.
     const page = await this.agents.page(tenantId, after?.[0], limit);
+    // The page's lifecycles in one statement, not one read per agent.
+    const lifecycles = await agentStatuses(
+      this.sql,
+      tenantId,
+      page.rows.map((a) => a.id),
+    );
     return {
-      data: page.rows.map(presentAgent),
+      data: page.rows.flatMap((a) => {
+        const lifecycle = lifecycles.get(a.id);
+        // Gone between the two reads (its row removed): left out.
+        return lifecycle ? [{ ...presentAgent(a), lifecycle: presentLifecycle(lifecycle) }] : [];
+      }),
       nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
     };
   }

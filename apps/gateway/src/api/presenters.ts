@@ -1,4 +1,4 @@
-import type { Agent, ApiKey, Approval, Event, Message, Session, Tenant } from '@prisma/client';
+import type { Agent, ApiKey, Event, Message, Session, Tenant } from '@prisma/client';
 import {
   AppError,
   isUuid,
@@ -22,7 +22,7 @@ import {
   type ToolCallResponse,
   type TurnResponse,
 } from '@switchboard/contracts';
-import type { AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
+import type { ApprovalRead, AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
 
 /**
  * Rows → API JSON. One place decides what a client sees. Each presenter returns its response
@@ -256,8 +256,10 @@ export function decodeCursor<T extends (string | number)[]>(
 }
 
 type A = ApprovalResponse;
+type P = NonNullable<ApprovalResponse['provenance']>;
 
-export const presentApproval = (a: Approval): ApprovalResponse => ({
+/** The approval with its turn's agent and input envelope (`ApprovalRead`, libs/store/src/approvals-repository.ts). */
+export const presentApproval = (a: ApprovalRead): ApprovalResponse => ({
   id: a.id,
   sessionId: a.sessionId,
   turnId: a.turnId,
@@ -268,7 +270,17 @@ export const presentApproval = (a: Approval): ApprovalResponse => ({
   policy: a.policy as A['policy'],
   status: a.status as A['status'],
   reason: a.reason,
+  decidedBy: a.decidedBy,
   decidedAt: a.decidedAt?.toISOString() ?? null,
   expiresAt: a.expiresAt.toISOString(),
   createdAt: a.createdAt.toISOString(),
+  agentId: a.agentId,
+  agentName: a.agentName,
+  provenance: a.provenance && {
+    messageId: a.provenance.messageId,
+    kind: a.provenance.kind as P['kind'],
+    origin: a.provenance.origin as P['origin'],
+    trust: a.provenance.trust as P['trust'],
+    authorityClass: a.provenance.authorityClass as P['authorityClass'],
+  },
 });
