@@ -79,8 +79,12 @@ describe('console: agents, inputs, usage', () => {
     await expectText(page.getByTestId('agent-instructions'), /^Answer in one sentence\.$/);
     expect((await api.get(`/v1/agents/${created.id}`)).body.instructions).toBe('Answer in one sentence.');
 
+    const before = con.requests.length;
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).click();
     await page.getByTestId('agent-helper').getByRole('link', { name: 'helper' }).waitFor();
+    // The list answers each agent's lifecycle: the page reads no agent one by one.
+    await expectText(page.getByTestId('agent-helper'), /awake idle|awake running|asleep/);
+    expect(con.requests.slice(before).filter((u) => /\/v1\/agents\/[0-9a-f-]{36}/.test(u))).toEqual([]);
     await shot('agents-list');
     expect(await agentsNamed('helper')).toHaveLength(1);
   });
@@ -93,6 +97,16 @@ describe('console: agents, inputs, usage', () => {
     await expectText(page.getByTestId('lifecycle-state'), /paused/);
     expect((await api.get(`/v1/agents/${agent.id}`)).body.status.lifecycle.state).toBe('paused');
     await shot('agents-lifecycle-paused');
+    // The list shows it paused too (its answer carries the lifecycle).
+    expect(
+      ((await api.get('/v1/agents')).body.data as { id: string; lifecycle: { state: string } }[]).find(
+        (a) => a.id === agent.id,
+      )?.lifecycle.state,
+    ).toBe('paused');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).click();
+    await expectText(page.getByTestId('agent-helper'), /paused/);
+    await page.getByTestId('agent-helper').getByRole('link', { name: 'helper' }).click();
+    await page.getByRole('tab', { name: 'Lifecycle' }).click();
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.getByRole('button', { name: 'Pause' }).waitFor();
     expect((await api.get(`/v1/agents/${agent.id}`)).body.status.lifecycle.state).not.toBe('paused');

@@ -127,6 +127,8 @@ function Lifecycle({ agent: a }: { agent: AgentDetail }) {
     },
     onSuccess: () => {
       setReason('');
+      // The list shows the lifecycle too.
+      void queries.invalidateQueries({ queryKey: ['agents'] });
       return queries.invalidateQueries({ queryKey: ['agent', a.id] });
     },
   });

@@ -2,18 +2,10 @@ import { createColumnHelper } from '@tanstack/react-table';
 import { Link } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
-import { useAgent, useAgents, type Agent } from './queries';
+import { useAgents, type AgentListItem } from './queries';
 import './agents.css';
 
-const col = createColumnHelper<Agent>();
-
-/** Lifecycle is in the agent's detail only (the list stays one cheap query): one small query per row. */
-function Lifecycle({ id }: { id: string }) {
-  const detail = useAgent(id);
-  const lifecycle = detail.data?.status.lifecycle;
-  if (!lifecycle) return <span className="muted">{detail.isError ? 'unknown' : '…'}</span>;
-  return <StatusBadge status={lifecycle.state} />;
-}
+const col = createColumnHelper<AgentListItem>();
 
 const columns = [
   col.accessor('name', {
@@ -22,7 +14,16 @@ const columns = [
   }),
   col.accessor((a) => `${a.archetype} / ${a.tier}`, { id: 'archetype', header: 'Archetype / tier' }),
   col.accessor('model', { header: 'Model', cell: (c) => <span className="mono">{c.getValue()}</span> }),
-  col.display({ id: 'lifecycle', header: 'Status', cell: (c) => <Lifecycle id={c.row.original.id} /> }),
+  // The list answers each agent's lifecycle (read for the whole page in one statement).
+  col.accessor((a) => a.lifecycle.state, {
+    id: 'lifecycle',
+    header: 'Status',
+    cell: (c) => (
+      <span title={c.row.original.lifecycle.why}>
+        <StatusBadge status={c.getValue()} />
+      </span>
+    ),
+  }),
   col.accessor((a) => a.tools.length, { id: 'tools', header: 'Tools' }),
   col.accessor('updatedAt', { header: 'Updated', cell: (c) => <Time at={c.getValue()} /> }),
 ];

@@ -4,6 +4,8 @@ import { unwrap, useApi } from '../../api';
 
 export type Agent = components['schemas']['Agent'];
 export type AgentDetail = components['schemas']['AgentDetail'];
+/** An agent of the list: the agent and its lifecycle. */
+export type AgentListItem = components['schemas']['AgentListItem'];
 
 /**
  * The tenant's agents (the first 200: a console list, not an export), shared by the agents, inputs
