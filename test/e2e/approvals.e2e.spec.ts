@@ -29,6 +29,7 @@ describe('approvals', () => {
   let gateway: Running & { url: string };
   let api: Api;
   let tenantId: string;
+  let keyId: string;
   let dir: string;
   const workers: AppProcess[] = [];
 
@@ -37,7 +38,7 @@ describe('approvals', () => {
     gateway = await startGateway(
       env.config({ SCRIPTED_FIXTURES_DIR: FIXTURES, EXTRA_TOOL_MODULES: EFFECT_TOOLS_MODULE }),
     );
-    ({ api, tenantId } = await newTenant(gateway.url, ADMIN));
+    ({ api, tenantId, keyId } = await newTenant(gateway.url, ADMIN));
     dir = mkdtempSync(path.join(tmpdir(), 'sb-approvals-'));
   });
 
@@ -137,6 +138,8 @@ describe('approvals', () => {
 
     const [approval] = await pendingFor(first.turnId);
     const got = await api.get(`/v1/approvals/${approval.id}`);
+    const { agentId } = (await api.get(`/v1/sessions/${session}`)).body as { agentId: string };
+    const turnRow = await env.db.turn.findUniqueOrThrow({ where: { id: first.turnId } });
     expect(got.body).toMatchObject({
       id: approval.id,
       sessionId: session,
@@ -147,8 +150,21 @@ describe('approvals', () => {
       policy: 'agent',
       status: 'pending',
       reason: null,
+      decidedBy: null,
       decidedAt: null,
+      // Who asked: the agent of the turn and the turn's input envelope (an operator prompt over the API).
+      agentId,
+      agentName: expect.stringMatching(/^gated-/),
+      provenance: {
+        messageId: turnRow.inputMessageId,
+        kind: 'operator_prompt',
+        origin: { kind: 'operator' },
+        trust: 'trusted_operator',
+        authorityClass: 'operator_instruction',
+      },
     });
+    // The list answers the same (one joined read, not a read per approval).
+    expect(approval).toEqual(got.body);
     expect(lines(first.file, 'runs')).toEqual([]);
 
     const approved = await decide(approval.id, 'approve', 'go ahead');
@@ -156,6 +172,7 @@ describe('approvals', () => {
     expect(approved.body).toMatchObject({
       status: 'approved',
       reason: 'go ahead',
+      decidedBy: keyId,
       decidedAt: expect.any(String),
     });
     await stream.ended;
@@ -327,9 +344,16 @@ describe('approvals', () => {
       });
       await status(turnId, 'awaiting_approval');
       const [approval] = await pendingFor(turnId);
+      // Asked by external content: the webhook's envelope, an unverified sender's event.
       expect((await api.get(`/v1/approvals/${approval.id}`)).body).toMatchObject({
         toolName: 'effect_once',
         policy: 'untrusted_input',
+        provenance: {
+          kind: 'webhook_event',
+          origin: { kind: 'webhook', source: 'test', eventType: 'push' },
+          trust: 'trusted_integration',
+          authorityClass: 'external_evidence',
+        },
       });
       expect(lines(file, 'runs')).toEqual([]);
       await decide(approval.id, 'approve');
@@ -388,7 +412,10 @@ describe('approvals', () => {
     const cancelled = await api.post(`/v1/turns/${turnId}/cancel`, { reason: 'changed my mind' });
     expect(cancelled.status).toBe(200);
     expect(await pendingFor(turnId)).toEqual([]);
-    expect((await api.get(`/v1/approvals/${approval.id}`)).body.status).toBe('cancelled');
+    expect((await api.get(`/v1/approvals/${approval.id}`)).body).toMatchObject({
+      status: 'cancelled',
+      decidedBy: 'system',
+    });
     expect((await decide(approval.id, 'approve')).status).toBe(409);
     expect((await api.get(`/v1/turns/${turnId}`)).body.status).toBe('cancelled');
   });

@@ -164,7 +164,13 @@ describe('console: sessions and approvals', () => {
     await item.waitFor(T);
     await item.getByText(file).first().waitFor(T);
     await item.getByRole('link', { name: `…${turnId.slice(-8)}` }).waitFor(T);
-    await item.getByText('Agent gated.').waitFor(T);
+    // Who asked: the agent, the turn's input (an operator prompt) and its authority class as a badge.
+    await item
+      .getByTestId('asked-by')
+      .getByText(/Agent gated acting on an operator prompt from the operator/)
+      .waitFor(T);
+    await item.getByTestId('authority-class').getByText('operator instruction').waitFor(T);
+    expect(await item.getByText('Asked by external content.').count()).toBe(0);
     await checkSizes('sessions-approvals');
     await item.getByLabel('Reason').fill('checked the path');
     await item.getByRole('button', { name: 'Approve' }).click();

@@ -155,6 +155,18 @@ describe('store repositories', () => {
       }
       const pending = await approvals.page(tenantId, { status: 'pending' }, 10);
       expect(pending.rows.map((a) => a.id)).toEqual([approvalIds[0]]);
+      // Joined in the same read: the turn's agent and its input message's envelope.
+      expect(pending.rows[0]).toMatchObject({
+        agentId,
+        provenance: {
+          kind: 'operator_prompt',
+          origin: { kind: 'operator' },
+          trust: 'trusted_operator',
+          authorityClass: 'operator_instruction',
+        },
+      });
+      expect(await approvals.find(tenantId, approvalIds[0])).toEqual(pending.rows[0]);
+      expect(await approvals.find(newId(), approvalIds[0])).toBeNull();
       const all = await approvals.page(tenantId, {}, 1);
       expect(all.rows.map((a) => a.id)).toEqual([[...approvalIds].sort().reverse()[0]]);
       expect(all.more).toBe(true);

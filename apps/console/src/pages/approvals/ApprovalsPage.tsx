@@ -4,9 +4,10 @@ import { Link } from 'react-router';
 import type { components } from '@switchboard/client';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Json, Loading, Page, StatusBadge, Time } from '../../components/ui';
+import { askedBy, authorityBadge, type Provenance } from '../../lib/provenance';
 import { shortId } from '../sessions/ids';
-import { useAgents } from '../sessions/useAgents';
 import '../sessions/sessions.css';
+import './approvals.css';
 
 type Approval = components['schemas']['Approval'];
 
@@ -20,9 +21,10 @@ const POLICY: Record<Approval['policy'], string> = {
 
 /**
  * Every pending approval across the tenant's sessions, live (refetched every 2 s), each with the
- * call's arguments and its provenance — the session and turn that asked, the tool, its effect class
- * and the policy that gated it; approve or reject with a reason (the gateway audits the decision).
- * Below, the recent decisions.
+ * call's arguments and its provenance — who or what asked (the turn's input message: its kind,
+ * origin and authority class, as the approval answer carries them), the agent, the session and
+ * turn, the tool, its effect class and the policy that gated it; approve or reject with a reason
+ * (the gateway audits the decision: `approval.decided`). Below, the recent decisions.
  */
 export default function ApprovalsPage() {
   const api = useApi();
@@ -65,6 +67,8 @@ export default function ApprovalsPage() {
                 <th scope="col">Tool</th>
                 <th scope="col">Decision</th>
                 <th scope="col">Reason</th>
+                <th scope="col">Asked by</th>
+                <th scope="col">Decided by</th>
                 <th scope="col">Decided</th>
                 <th scope="col">Session / turn</th>
               </tr>
@@ -77,6 +81,10 @@ export default function ApprovalsPage() {
                     <StatusBadge status={a.status} />
                   </td>
                   <td>{a.reason ?? <span className="muted">—</span>}</td>
+                  <td>
+                    <Authority p={a.provenance} />
+                  </td>
+                  <td className="mono small">{a.decidedBy ?? <span className="muted">—</span>}</td>
                   <td>
                     <Time at={a.decidedAt} />
                   </td>
@@ -119,8 +127,13 @@ function PendingApproval({ a }: { a: Approval }) {
   });
   const submit = (e: FormEvent) => e.preventDefault();
   const reasonId = `reason-${a.id}`;
+  const external = a.provenance?.authorityClass === 'external_evidence';
   return (
-    <li className="entry" data-testid={`approval-${a.id}`} aria-label={`Approval of ${a.toolName}`}>
+    <li
+      className={external ? 'entry entry-external' : 'entry'}
+      data-testid={`approval-${a.id}`}
+      aria-label={`Approval of ${a.toolName}`}
+    >
       <div className="entry-head small">
         <strong className="mono">{a.toolName}</strong>
         <span className="badge" title="effect class">
@@ -129,6 +142,7 @@ function PendingApproval({ a }: { a: Approval }) {
         <span className="badge" title="policy">
           {a.policy.replaceAll('_', ' ')}
         </span>
+        <Authority p={a.provenance} />
         <span className="muted">
           asked <Time at={a.createdAt} />
         </span>
@@ -136,9 +150,9 @@ function PendingApproval({ a }: { a: Approval }) {
           expires <Time at={a.expiresAt} />
         </span>
       </div>
+      <AskedBy a={a} />
       <p className="small">
-        <AskingAgent turnId={a.turnId} /> Asked by the turn{' '}
-        <Link to={`/turns/${a.turnId}`}>{shortId(a.turnId)}</Link> of session{' '}
+        From the turn <Link to={`/turns/${a.turnId}`}>{shortId(a.turnId)}</Link> of session{' '}
         <Link to={`/sessions/${a.sessionId}`}>{shortId(a.sessionId)}</Link> (call{' '}
         <span className="mono">{a.callId}</span>): {POLICY[a.policy]}.
       </p>
@@ -181,23 +195,37 @@ function PendingApproval({ a }: { a: Approval }) {
   );
 }
 
-/**
- * Which agent asked: the approval names its turn, the turn its agent (one read per pending approval,
- * cached; the approval answer itself carries no agent).
- */
-function AskingAgent({ turnId }: { turnId: string }) {
-  const api = useApi();
-  const agents = useAgents();
-  const turn = useQuery({
-    queryKey: ['turn', turnId, 'agent'],
-    queryFn: () => unwrap(api.GET('/v1/turns/{id}', { params: { path: { id: turnId } } })),
-    staleTime: Infinity,
-  });
-  if (!turn.data) return null;
-  const name = agents.data?.data.find((x) => x.id === turn.data.agentId)?.name ?? turn.data.agentId;
+/** The authority class of what asked, as a badge; external evidence stands out. */
+function Authority({ p }: { p: Provenance | null }) {
+  if (!p) return <span className="muted small">unknown</span>;
+  const b = authorityBadge(p.authorityClass);
   return (
-    <span>
-      Agent <strong>{name}</strong>.
+    <span className={`badge badge-${b.tone}`} title={b.title} data-testid="authority-class">
+      {b.label}
     </span>
+  );
+}
+
+/**
+ * Who or what asked: the agent, and the turn's input message (its kind and origin in words, its
+ * trust). A call asked for by external content (a webhook body, a channel message) says so plainly.
+ */
+function AskedBy({ a }: { a: Approval }) {
+  const p = a.provenance;
+  return (
+    <p className="small" data-testid="asked-by">
+      Agent <strong>{a.agentName ?? a.agentId}</strong>
+      {p ? (
+        <>
+          {' '}
+          acting on {askedBy(p)} <span className="muted">(trust: {p.trust.replaceAll('_', ' ')})</span>.
+          {p.authorityClass === 'external_evidence' ? (
+            <strong className="external-flag"> Asked by external content.</strong>
+          ) : null}
+        </>
+      ) : (
+        <span className="muted">; its input message is no longer kept.</span>
+      )}
+    </p>
   );
 }
