@@ -151,6 +151,9 @@ describe('agent lifecycle', () => {
     await sleep(1500);
     expect((await env.db.turn.findUniqueOrThrow({ where: { id: held.body.turnId } })).status).toBe('queued');
     expect((await lifecycle(agentId)).state).toBe('paused');
+    // The list answers the same lifecycle as the agent's own answer.
+    const listed = (await api.get('/v1/agents?limit=200')).body.data as { id: string; lifecycle: unknown }[];
+    expect(listed.find((a) => a.id === agentId)?.lifecycle).toEqual(await lifecycle(agentId));
     // A second pause changes nothing; resume runs the held turn.
     expect((await api.post(`/v1/agents/${agentId}/pause`, { reason: 'again' })).body.state).toBe('paused');
     expect((await api.post(`/v1/agents/${agentId}/resume`)).status).toBe(200);
