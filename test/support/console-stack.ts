@@ -30,6 +30,12 @@ export interface ConsoleStack {
   processes: AppProcess[];
   /** A new tenant with its first key (through the admin API). */
   tenant(name?: string): Promise<{ api: Api; tenantId: string; key: string }>;
+  /** The gateway process (`processes[0]`; replaced by `restartGateway`). */
+  gateway(): AppProcess;
+  /** Kills the gateway with `signal` and starts a new one on the same port (the browser keeps its URL). */
+  restartGateway(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts one more worker process with the stack's environment (kept for `close`). */
+  spawnWorker(app: 'harness-worker' | 'hooks-worker' | 'triage-worker'): Promise<AppProcess>;
   close(): Promise<void>;
 }
 
@@ -48,13 +54,19 @@ export async function startConsoleStack(
   const extra = { ...llm.providerEnv, ...o.env };
   const url = `http://127.0.0.1:${port}`;
   let browser: Browser | undefined;
-  try {
-    processes.push(
-      await spawnApp('gateway', env.processEnv({ ...extra, PORT: String(port), HOST: '127.0.0.1' }), {
-        readyPattern: /Server listening at|successfully started/,
-      }),
+  const startGateway = async () => {
+    const gateway = await spawnApp(
+      'gateway',
+      env.processEnv({ ...extra, PORT: String(port), HOST: '127.0.0.1' }),
+      { readyPattern: /Server listening at|successfully started/ },
     );
-    await waitFor(async () => (await fetch(`${url}/healthz`)).ok, { what: 'the gateway to listen' });
+    await waitFor(async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok, {
+      what: 'the gateway to listen',
+    });
+    return gateway;
+  };
+  try {
+    processes.push(await startGateway());
     if (o.workers !== false) {
       processes.push(
         ...(await Promise.all(
@@ -81,6 +93,16 @@ export async function startConsoleStack(
     async tenant(name = 'console-tenant') {
       const t = await newTenant(url, ADMIN, name);
       return { api: t.api, tenantId: t.tenantId, key: t.api.key as string };
+    },
+    gateway: () => processes[0],
+    async restartGateway(signal = 'SIGKILL') {
+      await processes[0].kill(signal);
+      processes[0] = await startGateway();
+    },
+    async spawnWorker(app) {
+      const worker = await spawnApp(app, env.processEnv(extra));
+      processes.push(worker);
+      return worker;
     },
     async close() {
       await b.close().catch(() => undefined);
