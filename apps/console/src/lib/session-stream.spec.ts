@@ -146,6 +146,25 @@ describe('SessionStream', () => {
     expect(textOf(s)).toBe('partial and the rest');
   });
 
+  it("a round run again (its worker died mid-round): the dead attempt's text is replaced, not added to", () => {
+    const s = new SessionStream();
+    feed(s, [
+      j(1, 'message_admitted', { messageId: 'm1' }),
+      live('turn_started', {}, 0),
+      live('provider_round_started', { round: 0 }, 0),
+      chunk('w000 w001 '),
+    ]);
+    // Another worker takes the turn over after the lease and runs the round again from its start
+    // (the model need not say the same: what the dead attempt streamed never commits).
+    feed(s, [live('turn_started', { resumed: true }, 0), live('provider_round_started', { round: 0 }, 0)]);
+    expect(textOf(s)).toBe('');
+    feed(s, [chunk('v000 '), chunk('v001')]);
+    expect(textOf(s)).toBe('v000 v001');
+    feed(s, [j(2, 'turn_started', { resumed: true }, T, true), j(3, 'provider_round_started', {}, T, true)]);
+    feed(s, [j(4, 'text_delta', { text: 'v000 v001' }, T, true), j(5, 'turn_completed')]);
+    expect(textOf(s)).toBe('v000 v001');
+  });
+
   it('tracks status through approvals, subagents and the end; counts transcript changes', () => {
     const s = new SessionStream();
     feed(s, [j(1, 'message_admitted'), j(2, 'turn_started')]);

@@ -17,6 +17,9 @@
  *   round re-sent whole, e.g. after this reader missed chunks) — so no text is shown twice;
  * - a live text chunk whose `after` is below the turn's last journaled text is a stale copy of a
  *   round already committed, and dropped;
+ * - a live round start (`turn_started`, `provider_round_started`) drops the provisional text: on one
+ *   connection a round's start comes before its text, so text still provisional then is from an
+ *   attempt that will not commit (the turn re-run by another worker after its worker died);
  * - on reconnect the provisional text is dropped and the stream resumes after the last journaled seq:
  *   the open round comes again from its start (live, or whole at its commit), the rest from the journal.
  *
@@ -201,6 +204,9 @@ export class SessionStream {
     const t = known ?? this.ensure(turnId, this.last + 0.5);
     if (type === 'turn_started' || type === 'provider_round_started') {
       if (t.status === 'queued') t.status = 'running';
+      // A round starts: text still provisional belongs to an attempt that will never commit (its
+      // worker died; the turn runs the round again from its start) — the new round's text replaces it.
+      t.provisional = '';
     } else if (type === 'tool_call_started') {
       t.runningTool = typeof data.name === 'string' ? data.name : 'tool';
     }
