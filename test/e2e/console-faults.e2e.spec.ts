@@ -142,14 +142,21 @@ describe('console: the live session page under faults', () => {
     await send('WORKER stream an answer');
     const harness = stack.processes.find((p) => p.logFile.includes('harness-worker'))!;
     const before = await watch(WORKER_TEXT, 'some streamed text', (s) => s.includes('h010'));
-    expect(await liveText()).not.toContain('h119');
+    const atKill = await liveText();
+    expect(atKill).not.toContain('h119');
     expect(await harness.kill('SIGKILL')).toBeNull();
     // A new worker takes the turn once the dead one's lease runs out (SESSION_LEASE_MS: 3 s in tests)
-    // and asks the model again: the round streams again from its start.
+    // and asks the model again: the round streams again from its start, live, on the open page (the
+    // dead attempt's text goes; the new one grows from nothing rather than appearing whole at its commit).
     const spare = stack.spawnWorker('harness-worker');
+    const rerun = await watch(
+      WORKER_TEXT,
+      'the re-run streaming live from its start',
+      (s) => s.length < atKill.length,
+    );
     const during = await watch(WORKER_TEXT, 'the whole answer from the new worker', (s) => s === WORKER_TEXT);
     await spare;
-    expect([...before, ...during]).toEqual([]);
+    expect([...before, ...rerun, ...during]).toEqual([]);
     await finished(WORKER_TEXT);
     // It was the crash recovery that finished it: the turn ran twice.
     const turn = await stack.env.db.turn.findFirstOrThrow({ where: { sessionId } });

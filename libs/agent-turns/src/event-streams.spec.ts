@@ -110,6 +110,36 @@ describe('StreamReader', () => {
     ]);
   });
 
+  it("takes a step begun again under new ids from its start (a resumed turn's re-run after its worker died)", () => {
+    const r = new StreamReader({ sessionId: 's', after: 1 });
+    const items = [
+      ephemeral('ts', 0, 'turn_started'),
+      ephemeral('prs', 1, 'provider_round_started'),
+      ephemeral('td', 2, 'text_delta', { text: 'Hel' }, { offset: 0 }),
+      // The worker died before the commit; another resumes the turn from the same commit.
+      ephemeral('ts2', 0, 'turn_started', { resumed: true }),
+      ephemeral('prs2', 1, 'provider_round_started'),
+      ephemeral('td2', 2, 'text_delta', { text: 'Hi' }, { offset: 0 }),
+      // A probe of the new attempt's first event (the same id again) changes nothing.
+      ephemeral('ts2', 0, 'turn_started', { resumed: true }),
+      journaled(2, 'turn_started', 'ts2'),
+      journaled(3, 'provider_round_started', 'prs2'),
+      journaled(4, 'text_delta', 'td2', { text: 'Hi there' }),
+    ].flatMap((m) => r.take(m));
+    expect(shown(items)).toEqual([
+      '~turn_started',
+      '~provider_round_started',
+      '~text_delta:Hel',
+      '~turn_started',
+      '~provider_round_started',
+      '~text_delta:Hi',
+      '2:turn_started(streamed)',
+      '3:provider_round_started(streamed)',
+      '~text_delta: there',
+      '4:text_delta(streamed)',
+    ]);
+  });
+
   it('fills what it missed from a copy of the round published whole, then takes the text as it comes', () => {
     const r = new StreamReader({ sessionId: 's', after: 1 });
     const items = [

@@ -282,6 +282,13 @@ export class StreamReader {
     const commit = this.commit!;
     const text = m.type === EventType.TextDelta && typeof m.data.text === 'string' ? m.data.text : undefined;
     const offset = m.offset ?? 0;
+    if (m.index === 0 && offset === 0 && commit.next > 0 && !this.provisional.has(m.id)) {
+      // The same step begun again under new ids: the worker running it died and another resumed the
+      // turn from what it had committed. The dead attempt's events will never commit; take the new
+      // attempt from its start (a client replaces the dead attempt's text at its round's start).
+      commit.next = 0;
+      this.provisional.clear();
+    }
     const earlier = this.provisional.get(m.id);
     if (earlier) {
       // More of a text this stream is carrying: the part past what it passed on (a chunk that
