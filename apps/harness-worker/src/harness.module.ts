@@ -219,6 +219,7 @@ export class HarnessModule {
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
               checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,
+              roundContexts: cfg.ROUND_CONTEXTS === 'on',
               prices: cfg.MODEL_PRICES,
               approvalTtlMs: cfg.APPROVAL_TTL_MS,
               tasks,

@@ -216,6 +216,11 @@ export const ConfigSchema = z.object({
   WAIT_TIMEOUT_MS: Int(60_000, 0),
   /** How often a streaming round's text is published live at most (docs/adr/0015). */
   LIVE_DELTA_FLUSH_MS: Int(30, 0),
+  /**
+   * `off` stops recording each model round's exact context ("what the model saw", docs/adr/0045):
+   * no hashing, no rows; the timeline's rounds then say `contextRecorded: false`.
+   */
+  ROUND_CONTEXTS: z.enum(['on', 'off']).default('on'),
   /** Longest memory recall may delay a turn's first model call; past it the turn goes on without (docs/adr/0022). 0 turns recall off. */
   RECALL_TIMEOUT_MS: Int(250, 0),
   /** Memory records recalled into a turn at most (docs/adr/0022). */

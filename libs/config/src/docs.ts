@@ -130,6 +130,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how often the harness publishes a streaming round's text live at most (ADR 0015); the first chunk of a round goes at once",
   },
+  ROUND_CONTEXTS: {
+    meaning:
+      "`off` stops recording each model round's exact context (GET /v1/turns/{id}/rounds/{index}/context answers 404, the timeline's rounds say `contextRecorded: false`); `on` costs about 1.5 ms of CPU and 3 kB of WAL per turn (ADR 0045)",
+  },
   RECALL_TIMEOUT_MS: {
     meaning:
       "longest memory recall may delay a turn's first model call; past it the turn goes on without memory (a `context_unavailable` event); `0` turns recall off (ADR 0022)",

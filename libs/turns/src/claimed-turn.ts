@@ -61,6 +61,7 @@ export async function openTurn(
     metrics: r.metrics,
     logger: r.logger,
     retryMs: r.checkpointRetryMs ?? 30_000,
+    roundContexts: r.roundContexts ?? true,
     killSwitch: load.tenant.killSwitch,
     tenantCapUsd: load.tenant.capUsd,
     onCancelRequested: abort.cancel,

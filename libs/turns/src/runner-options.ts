@@ -47,6 +47,11 @@ export interface TurnRunnerOptions {
   finalisationSteps?: FinalisationStep[];
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
+  /**
+   * Record each model round's exact context with it (ROUND_CONTEXTS, docs/adr/0045; default true).
+   * False: no hashing and no rows, the timeline's rounds say `contextRecorded: false`.
+   */
+  roundContexts?: boolean;
   /** How long an approval waits for a decision (APPROVAL_TTL_MS); a tenant's approvalTtlMs wins. */
   approvalTtlMs?: number;
   /**

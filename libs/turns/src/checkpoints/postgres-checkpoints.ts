@@ -61,6 +61,8 @@ export interface CheckpointContext {
   tenantCapUsd?: number;
   /** Called when a checkpoint finds the turn's cancel requested (docs/adr/0014). */
   onCancelRequested: () => void;
+  /** Record each round's exact context with it (ROUND_CONTEXTS, docs/adr/0045); false: nothing is hashed or written. */
+  roundContexts?: boolean;
   /** The live channel: each checkpoint's events after it, starts and streamed text before (ADR 0015). */
   live?: LiveProgress;
 }
@@ -161,7 +163,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   async recordRound(r: RoundRecord): Promise<void> {
     const writes = roundWrites(this.turn, r, this.nextPosition++);
     // What the round sent rides along with it (docs/adr/0045): no statement of its own.
-    if (r.context) Object.assign(writes, roundContextWrites(r.context, this.contextPartsSent));
+    if (r.context && this.c.roundContexts !== false)
+      Object.assign(writes, roundContextWrites(r.context, this.contextPartsSent));
     this.deferred = withDeferred(this.deferred, writes);
     this.afterDeferred.push(() => {
       this.observed.attempts(r.attempts);
@@ -172,7 +175,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   async recordFailedAttempts(attempts: ProviderAttempt[], context?: RoundContext): Promise<void> {
     const w = emptyWrites();
     w.turn.attempts = attempts;
-    if (context) Object.assign(w, roundContextWrites(context, this.contextPartsSent));
+    if (context && this.c.roundContexts !== false)
+      Object.assign(w, roundContextWrites(context, this.contextPartsSent));
     await this.commit('failed_attempts', this.events.take(), w);
     this.observed.attempts(attempts);
   }
