@@ -269,10 +269,20 @@ describe('turn timeline', () => {
     // The parts are stored once: three rounds share the system prompt, the tools and the input.
     const parts = await env.db.$queryRaw<{ n: bigint }[]>`
       SELECT count(*) AS n FROM context_parts p
-      WHERE p.hash IN (SELECT x->>'h' FROM turn_round_contexts r, jsonb_array_elements(r.parts) x
+      WHERE p.hash IN (SELECT h FROM turn_round_contexts r, jsonb_array_elements_text(r.parts->'h') h
                        WHERE r.turn_id = ${turnId}::uuid)`;
     // system, tools, input, and per later round the assistant message and its tool result.
     expect(Number(parts[0].n)).toBe(7);
+    // A later round is stored as what it adds to the one before it in the same run (docs/adr/0045);
+    // round 1 is the first of the run that resumed after the child ended, so it is stored whole.
+    const lists = await env.db.$queryRaw<{ round: number; parts: unknown }[]>`
+      SELECT round_index AS round, parts FROM turn_round_contexts
+      WHERE turn_id = ${turnId}::uuid ORDER BY round_index`;
+    expect(lists.map((l) => l.parts)).toEqual([
+      { h: expect.any(Array), s: 'yxt' },
+      { h: expect.any(Array), s: 'yxttt' },
+      { h: expect.any(Array), s: 'tt', p: 1, k: 5 },
+    ]);
 
     // The child's own timeline and context are there too.
     const childTimeline = await api.get(`/v1/turns/${child.childTurnId}/timeline`);

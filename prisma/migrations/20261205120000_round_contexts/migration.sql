@@ -1,8 +1,11 @@
 -- "What the model saw" (docs/adr/0045): each model round's exact context, content-addressed. A part
--- (the system prompt, the tool list, one message) is stored once per tenant under the SHA-256 of its
--- JSON; a round row lists its parts' hashes in order with each one's source. Both are written by the
--- round's checkpoint statement (no statement of their own). Not partitioned (docs/adr/0044): a round
--- row is small and deleted with its turn; the parts are shared between rounds and turns of a tenant.
+-- (the system prompt, the tool list, one message) is stored once per tenant under a 128-bit hash of
+-- its JSON (32 hex characters); a round row lists its parts' hashes in order with each one's source,
+-- as parallel arrays {h: [...], s: "<one letter per part>"}, and a round extending an earlier round
+-- of its turn stores only what it adds ({p: <that round>, k: <parts kept>, h, s}). Both are written
+-- by the round's checkpoint statement (no statement of their own); ROUND_CONTEXTS=off writes
+-- neither. Not partitioned (docs/adr/0044): a round row is small and deleted with its turn; the
+-- parts are shared between rounds and turns of a tenant.
 -- CreateTable
 CREATE TABLE "context_parts" (
     "tenant_id" UUID NOT NULL,

@@ -39,7 +39,7 @@ import {
   toolResultWrites,
   toolStartedWrites,
 } from './rows';
-import { roundContextWrites } from './round-context';
+import { roundContextWrites, type RecordedContext } from './round-context';
 import { TurnSignals } from './signals';
 import { emptyWrites, withDeferred, type PendingWrites } from './writes';
 
@@ -87,8 +87,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   private afterDeferred: (() => void)[] = [];
   /** The finalisation's committed events, published by `publishFinal` once the finalisation steps ran. */
   private finalEvents?: CommittedEvent[];
-  /** Context parts this run has sent (docs/adr/0045): each goes to the database once per run. */
-  private readonly contextPartsSent = new Set<string>();
+  /** The context this run has recorded (docs/adr/0045): parts sent, the last round's list. */
+  private readonly contextRecorded: RecordedContext = { written: new Set() };
 
   constructor(private readonly c: CheckpointContext) {
     this.turn = c.turn;
@@ -164,7 +164,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     const writes = roundWrites(this.turn, r, this.nextPosition++);
     // What the round sent rides along with it (docs/adr/0045): no statement of its own.
     if (r.context && this.c.roundContexts !== false)
-      Object.assign(writes, roundContextWrites(r.context, this.contextPartsSent));
+      Object.assign(writes, roundContextWrites(r.context, this.contextRecorded));
     this.deferred = withDeferred(this.deferred, writes);
     this.afterDeferred.push(() => {
       this.observed.attempts(r.attempts);
@@ -176,7 +176,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     const w = emptyWrites();
     w.turn.attempts = attempts;
     if (context && this.c.roundContexts !== false)
-      Object.assign(w, roundContextWrites(context, this.contextPartsSent));
+      Object.assign(w, roundContextWrites(context, this.contextRecorded));
     await this.commit('failed_attempts', this.events.take(), w);
     this.observed.attempts(attempts);
   }

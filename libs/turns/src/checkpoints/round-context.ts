@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { estimateTokens, estimateToolTokens, type RoundContext } from '@switchboard/engine';
-import type { ContextPartInsert, RoundContextInsert } from '@switchboard/store';
+import type { ContextPartInsert, RoundContextInsert, RoundPartRef } from '@switchboard/store';
 import type { PendingWrites } from './writes';
 
 /**
@@ -12,7 +12,12 @@ export type ContextPart =
   | { kind: 'tools'; tools: RoundContext['tools'] }
   | { kind: 'message'; message: RoundContext['messages'][number] };
 
-const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+/**
+ * A part's key: the first 128 bits of the SHA-256 of its JSON, hex. Half the bytes of the whole digest
+ * in every round's list and in the parts' key, and collision-free for all practical purposes within
+ * a tenant's parts.
+ */
+const partHash = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
 /**
  * Hashes by the object they were computed from: a run's history, its messages and its tool list are
@@ -21,20 +26,30 @@ const sha256 = (text: string): string => createHash('sha256').update(text).diges
  */
 const hashes = new WeakMap<object, string>();
 
+/** What a run remembers of the context it recorded: the parts it sent, and its last round's list. */
+export interface RecordedContext {
+  /** Each part goes to the database once per run (one another run or turn stored is skipped by its conflict). */
+  written: Set<string>;
+  /** The run's last recorded round: the next round's list is stored as its extension (docs/adr/0045). */
+  last?: { round: number; parts: RoundPartRef[] };
+}
+
 /**
  * A round's context as checkpoint writes: its part list, and the parts this run has not written yet
- * (`written`, updated here: a part is sent to the database once per run, and a part another run or
- * turn already stored is skipped by its conflict). The first message is the system prompt.
+ * (`recorded`, updated here). The first message is the system prompt. A round whose list begins
+ * with parts of the run's previous round (a turn's rounds each add their messages to the last) names
+ * that round and stores only what follows: only a round this run wrote, in this turn, is a base.
  */
 export function roundContextWrites(
   ctx: RoundContext,
-  written: Set<string>,
+  recorded: RecordedContext,
 ): Pick<PendingWrites, 'contextParts' | 'roundContexts'> {
+  const { written } = recorded;
   const contextParts: ContextPartInsert[] = [];
   const refs: RoundContextInsert['parts'] = [];
   const add = (of: object, part: ContextPart, source: string, tokens: () => number) => {
     let h = hashes.get(of);
-    if (h === undefined) hashes.set(of, (h = sha256(JSON.stringify(part))));
+    if (h === undefined) hashes.set(of, (h = partHash(JSON.stringify(part))));
     refs.push({ h, s: source });
     if (written.has(h)) return;
     written.add(h);
@@ -50,5 +65,19 @@ export function roundContextWrites(
   messages.forEach((m, i) =>
     add(m, { kind: 'message', message: m }, ctx.sources[i + offset] ?? 'other', () => estimateTokens([m])),
   );
-  return { contextParts, roundContexts: [{ round: ctx.round, parts: refs }] };
+  const round: RoundContextInsert = { round: ctx.round, parts: refs };
+  const last = recorded.last;
+  if (last && last.round < ctx.round) {
+    let keep = 0;
+    while (
+      keep < last.parts.length &&
+      keep < refs.length &&
+      last.parts[keep].h === refs[keep].h &&
+      last.parts[keep].s === refs[keep].s
+    )
+      keep++;
+    if (keep > 0) round.base = { round: last.round, keep };
+  }
+  recorded.last = { round: ctx.round, parts: refs };
+  return { contextParts, roundContexts: [round] };
 }
