@@ -62,6 +62,7 @@ export async function openTurn(
     logger: r.logger,
     retryMs: r.checkpointRetryMs ?? 30_000,
     roundContexts: r.roundContexts ?? true,
+    storedParts: r.storedParts,
     killSwitch: load.tenant.killSwitch,
     tenantCapUsd: load.tenant.capUsd,
     onCancelRequested: abort.cancel,

@@ -1,3 +1,4 @@
+import type { StoredParts } from './checkpoints/round-context';
 import type { Queue } from 'bullmq';
 import type { Db } from '@switchboard/database';
 import type { StopHook, TurnEngine, TurnOutcome } from '@switchboard/engine';
@@ -100,4 +101,6 @@ export interface FinalisationStep {
  */
 export interface RunnerResources extends Omit<TurnRunnerOptions, 'store'> {
   store: TurnStore;
+  /** The context parts this process has seen committed (docs/adr/0045), shared by its turns. */
+  storedParts?: StoredParts;
 }

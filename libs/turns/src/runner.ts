@@ -12,6 +12,7 @@ import { SessionLease } from './lease';
 import { persistWaits } from './wait';
 import type { RunnerResources, TurnRunnerOptions } from './runner-options';
 import { openTurn, type ClaimedTurn } from './claimed-turn';
+import { StoredParts } from './checkpoints/round-context';
 import { TurnPermits } from './turn-permits';
 import { turnStopHooks } from './turn-plan';
 
@@ -61,7 +62,7 @@ export class TurnRunner {
           statements: o.metrics.dbStatements,
         }),
       );
-    this.r = { ...o, store };
+    this.r = { ...o, store, storedParts: new StoredParts() };
     this.permits = o.maxRunningTurns
       ? new TurnPermits({ max: o.maxRunningTurns, targetDelayMs: o.loopDelayTargetMs })
       : undefined;

@@ -3,6 +3,7 @@ import { createLogger, Metrics } from '@switchboard/observability';
 import type { CheckpointWrites, TurnRow, TurnStore } from '@switchboard/store';
 import type { SessionLease } from '../lease';
 import { PostgresCheckpoints } from './postgres-checkpoints';
+import { StoredParts } from './round-context';
 
 const turn = {
   id: '00000000-0000-4000-8000-000000000001',
@@ -21,7 +22,7 @@ const context: RoundContext = {
 };
 
 /** The checkpoints on a store that only keeps the statements it is given. */
-function checkpoints(roundContexts: boolean | undefined) {
+function checkpoints(roundContexts: boolean | undefined, storedParts?: StoredParts) {
   const statements: CheckpointWrites[] = [];
   const store = {
     commitCheckpoint: async (s: CheckpointWrites) => {
@@ -41,6 +42,7 @@ function checkpoints(roundContexts: boolean | undefined) {
     killSwitch: false,
     onCancelRequested: () => undefined,
     ...(roundContexts === undefined ? {} : { roundContexts }),
+    ...(storedParts ? { storedParts } : {}),
   });
   return { cp, statements };
 }
@@ -68,5 +70,33 @@ describe('PostgresCheckpoints: ROUND_CONTEXTS (docs/adr/0045)', () => {
       expect(s.roundContexts ?? []).toEqual([]);
       expect(s.contextParts ?? []).toEqual([]);
     }
+  });
+
+  it("a later turn's run does not send again the parts an earlier run of the process committed", async () => {
+    const stored = new StoredParts();
+    const first = checkpoints(true, stored);
+    await first.cp.recordFailedAttempts([], context);
+    expect(first.statements[0].contextParts).toHaveLength(3);
+    const later = checkpoints(true, stored);
+    const next = {
+      ...context,
+      round: 0,
+      messages: [...context.messages, { role: 'user' as const, content: 'again' }],
+    };
+    await later.cp.recordFailedAttempts([], next);
+    expect(later.statements[0].contextParts?.map((p) => p.content)).toEqual([
+      { kind: 'message', message: { role: 'user', content: 'again' } },
+    ]);
+    expect(later.statements[0].roundContexts?.[0].parts).toHaveLength(4);
+    // Another tenant's run sends them all.
+    expect(stored.has('another', first.statements[0].contextParts![0].hash)).toBe(false);
+  });
+
+  it('StoredParts forgets the oldest past its bound', () => {
+    const stored = new StoredParts(2);
+    stored.add('t', 'a');
+    stored.add('t', 'b');
+    stored.add('t', 'c');
+    expect([stored.has('t', 'a'), stored.has('t', 'b'), stored.has('t', 'c')]).toEqual([false, true, true]);
   });
 });

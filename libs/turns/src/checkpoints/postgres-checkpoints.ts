@@ -39,7 +39,7 @@ import {
   toolResultWrites,
   toolStartedWrites,
 } from './rows';
-import { roundContextWrites, type RecordedContext } from './round-context';
+import { roundContextWrites, type RecordedContext, type StoredParts } from './round-context';
 import { TurnSignals } from './signals';
 import { emptyWrites, withDeferred, type PendingWrites } from './writes';
 
@@ -63,6 +63,8 @@ export interface CheckpointContext {
   onCancelRequested: () => void;
   /** Record each round's exact context with it (ROUND_CONTEXTS, docs/adr/0045); false: nothing is hashed or written. */
   roundContexts?: boolean;
+  /** Context parts this process has seen committed (shared by its turns): not sent again. */
+  storedParts?: StoredParts;
   /** The live channel: each checkpoint's events after it, starts and streamed text before (ADR 0015). */
   live?: LiveProgress;
 }
@@ -88,13 +90,18 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   /** The finalisation's committed events, published by `publishFinal` once the finalisation steps ran. */
   private finalEvents?: CommittedEvent[];
   /** The context this run has recorded (docs/adr/0045): parts sent, the last round's list. */
-  private readonly contextRecorded: RecordedContext = { written: new Set() };
+  private readonly contextRecorded: RecordedContext;
 
   constructor(private readonly c: CheckpointContext) {
     this.turn = c.turn;
     this.nextPosition = c.nextPosition;
     this.events = new EventBuffer(c.turn.id, c.live);
     this.observed = new CheckpointMetrics(c.metrics, c.logger, c.turn.id);
+    const stored = c.storedParts;
+    this.contextRecorded = {
+      written: new Set(),
+      ...(stored ? { stored: (h: string) => stored.has(c.turn.tenantId, h) } : {}),
+    };
     this.signals = new TurnSignals(
       c.store,
       c.turn.tenantId,
@@ -146,6 +153,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
         cancelRequested: false,
       }),
     });
+    for (const p of merged.contextParts) this.c.storedParts?.add(this.turn.tenantId, p.hash);
     if (options.publishLater) this.finalEvents = result.events ?? [];
     else this.c.live?.committed(result.events);
     this.signals.observe(result);

@@ -30,6 +30,8 @@ const hashes = new WeakMap<object, string>();
 export interface RecordedContext {
   /** Each part goes to the database once per run (one another run or turn stored is skipped by its conflict). */
   written: Set<string>;
+  /** Parts known stored (committed earlier, by any run of this process): not sent again. */
+  stored?: (hash: string) => boolean;
   /** The run's last recorded round: the next round's list is stored as its extension (docs/adr/0045). */
   last?: { round: number; parts: RoundPartRef[] };
 }
@@ -51,7 +53,7 @@ export function roundContextWrites(
     let h = hashes.get(of);
     if (h === undefined) hashes.set(of, (h = partHash(JSON.stringify(part))));
     refs.push({ h, s: source });
-    if (written.has(h)) return;
+    if (written.has(h) || recorded.stored?.(h)) return;
     written.add(h);
     contextParts.push({ hash: h, content: part, tokens: tokens() });
   };
@@ -80,4 +82,27 @@ export function roundContextWrites(
   }
   recorded.last = { round: ctx.round, parts: refs };
   return { contextParts, roundContexts: [round] };
+}
+
+/**
+ * The parts this process has seen committed, by tenant (a bounded set, oldest forgotten first). A
+ * turn's history is the session's earlier turns' messages, parts already stored: without this each
+ * turn would send them all again for their conflict to skip them. A part is deleted only with its
+ * tenant (docs/adr/0045), whose turns no longer run, so a part known here is stored.
+ */
+export class StoredParts {
+  private readonly keys = new Set<string>();
+
+  constructor(private readonly max = 50_000) {}
+
+  has(tenantId: string, hash: string): boolean {
+    return this.keys.has(`${tenantId}:${hash}`);
+  }
+
+  add(tenantId: string, hash: string): void {
+    const key = `${tenantId}:${hash}`;
+    if (this.keys.has(key)) return;
+    this.keys.add(key);
+    if (this.keys.size > this.max) this.keys.delete(this.keys.values().next().value!);
+  }
 }
