@@ -22,12 +22,12 @@ const context: RoundContext = {
 };
 
 /** The checkpoints on a store that only keeps the statements it is given. */
-function checkpoints(roundContexts: boolean | undefined, storedParts?: StoredParts) {
+function checkpoints(roundContexts: boolean | undefined, storedParts?: StoredParts, applied = true) {
   const statements: CheckpointWrites[] = [];
   const store = {
     commitCheckpoint: async (s: CheckpointWrites) => {
       statements.push(s);
-      return { applied: true, released: false, killSwitch: false, cancelRequested: false };
+      return { applied, released: false, killSwitch: false, cancelRequested: false };
     },
   } as unknown as TurnStore;
   const cp = new PostgresCheckpoints({
@@ -70,6 +70,15 @@ describe('PostgresCheckpoints: ROUND_CONTEXTS (docs/adr/0045)', () => {
       expect(s.roundContexts ?? []).toEqual([]);
       expect(s.contextParts ?? []).toEqual([]);
     }
+  });
+
+  it('a checkpoint whose fence failed wrote no parts: they are sent again', async () => {
+    const stored = new StoredParts();
+    const fenced = checkpoints(true, stored, false);
+    await expect(fenced.cp.recordFailedAttempts([], context)).rejects.toThrow('lease lost');
+    const later = checkpoints(true, stored);
+    await later.cp.recordFailedAttempts([], context);
+    expect(later.statements[0].contextParts).toHaveLength(3);
   });
 
   it("a later turn's run does not send again the parts an earlier run of the process committed", async () => {

@@ -153,7 +153,9 @@ export class PostgresCheckpoints implements TurnCheckpoints {
         cancelRequested: false,
       }),
     });
-    for (const p of merged.contextParts) this.c.storedParts?.add(this.turn.tenantId, p.hash);
+    // Only what this statement wrote: a failed fence wrote none of its parts.
+    if (result.applied)
+      for (const p of merged.contextParts) this.c.storedParts?.add(this.turn.tenantId, p.hash);
     if (options.publishLater) this.finalEvents = result.events ?? [];
     else this.c.live?.committed(result.events);
     this.signals.observe(result);
