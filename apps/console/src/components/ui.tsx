@@ -1,5 +1,6 @@
 import type { ReactNode } from 'react';
 import { describeError } from '../lib/errors';
+import { formatUsd } from '../lib/money';
 
 /** A page: its heading (the document's h1), actions beside it, then its content. */
 export function Page({
@@ -50,14 +51,12 @@ export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge badge-${tone}`}>{status.replaceAll('_', ' ')}</span>;
 }
 
-/** USD as the API gives it (an exact decimal string): 4 decimals, more only when it is tiny. */
+/** USD as the API gives it (an exact decimal string), the exact value in its title. */
 export function Money({ usd }: { usd: string | number | null | undefined }) {
   if (usd === null || usd === undefined) return <span className="muted">—</span>;
-  const n = Number(usd);
-  const text = n !== 0 && Math.abs(n) < 0.0001 ? n.toExponential(2) : n.toFixed(4);
   return (
     <span className="money" title={`${String(usd)} USD`}>
-      ${text}
+      {formatUsd(usd)}
     </span>
   );
 }

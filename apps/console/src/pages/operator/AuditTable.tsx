@@ -2,11 +2,12 @@ import { createColumnHelper } from '@tanstack/react-table';
 import { Link } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { Time } from '../../components/ui';
+import { detailLines } from '../../lib/audit-details';
 import type { AuditEvent } from './admin';
 
 const col = createColumnHelper<AuditEvent>();
 
-/** Audit entries, newest first; details as escaped JSON text (they may quote tenant input). */
+/** Audit entries, newest first; details as key: value lines of escaped text (they may quote tenant input). */
 export function AuditTable({
   events,
   label,
@@ -51,7 +52,14 @@ export function AuditTable({
       enableSorting: false,
       cell: (c) =>
         Object.keys(c.getValue()).length ? (
-          <code className="mono audit-details">{JSON.stringify(c.getValue())}</code>
+          <dl className="audit-details">
+            {detailLines(c.getValue()).map(([key, value]) => (
+              <div key={key}>
+                <dt>{key}</dt>
+                <dd className="mono">{value}</dd>
+              </div>
+            ))}
+          </dl>
         ) : (
           <span className="muted">—</span>
         ),
