@@ -18,6 +18,7 @@ import {
   type MessageKind,
   type MessageOrigin,
   type Priority,
+  type ResponseFormat,
 } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import type { LivePublisher } from '@switchboard/live';
@@ -54,6 +55,8 @@ export interface AdmitInput {
    * kind is a runtime one. Set only by the runtime; nothing a client sends maps to it.
    */
   fromParent?: boolean;
+  /** The structured output the turn's answer must have (docs/adr/0048), checked by the caller; absent: text. */
+  responseFormat?: ResponseFormat | null;
 }
 
 export interface Admitted {
@@ -209,6 +212,7 @@ export class Admission {
       idempotency,
       traceContext: currentTraceCarrier(),
       rejectIfBusy: input.multitask === 'reject',
+      responseFormat: input.responseFormat ?? null,
     });
     switch (result.kind) {
       case 'admitted':
@@ -288,7 +292,8 @@ const canonicalJson = configure({ deterministic: true });
 /**
  * sha256 of the request as admitted, in canonical JSON (sorted keys, defaults filled in): what a
  * retry must repeat for its key to replay. `"hi"` and `[{type:"text",text:"hi"}]` are the same
- * message; a different text, priority, multitask, metadata or correlationId is a different request.
+ * message; a different text, priority, multitask, metadata, correlationId or response format is a
+ * different request.
  */
 export function requestFingerprint(input: AdmitInput): string {
   const request = {
@@ -302,6 +307,8 @@ export function requestFingerprint(input: AdmitInput): string {
     metadata: input.metadata ?? {},
     correlationId: input.correlationId ?? null,
     causationId: input.causationId ?? null,
+    // Only when asked for, so keys of requests without one keep the fingerprints they were stored with.
+    ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
   };
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }

@@ -1,7 +1,13 @@
 import type { Agent, Session } from '@prisma/client';
 import type { Admission, Admitted, AdmitInput, ImportedMessage, TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
-import { isUuid, newId, SessionRefused, type TurnResponse } from '@switchboard/contracts';
+import {
+  isUuid,
+  newId,
+  SessionRefused,
+  type ResponseFormat,
+  type TurnResponse,
+} from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import { readTurn, type SessionsRepository, type SqlDb } from '@switchboard/store';
 import type { AgentsRepository } from '@switchboard/subagents';
@@ -52,6 +58,8 @@ export interface TurnRequest {
   multitask?: AdmitInput['multitask'];
   priority?: AdmitInput['priority'];
   correlationId?: string;
+  /** The structured output the answer must have (docs/adr/0048), checked by the adapter; absent: text. */
+  responseFormat?: ResponseFormat | null;
 }
 
 /** A turn admitted for an adapter, with the session's watch opened before the admission. */
@@ -257,6 +265,7 @@ export class AgentTurns {
         multitask: r.multitask,
         priority: r.priority,
         correlationId: r.correlationId,
+        responseFormat: r.responseFormat,
       });
       const turn = {
         tenantId: r.tenantId,

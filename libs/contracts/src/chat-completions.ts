@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiSchemas } from './responses';
+import { ChatResponseFormat } from './structured-output';
 
 /**
  * `POST /v1/chat/completions`: OpenAI's Chat Completions wire format, so the stock `openai` client
@@ -7,8 +8,9 @@ import { ApiSchemas } from './responses';
  * conversation is a session. Objects are strict like every other request body: OpenAI parameters the
  * facade cannot honour are accepted where ignoring them is harmless (sampling knobs: the agent's own
  * settings decide) and refused with `unsupported_parameter` where the client would get something other
- * than it asked for (client tools, several choices, logprobs, a JSON response format, audio); fields
- * OpenAI does not define are refused like anywhere else.
+ * than it asked for (client tools, several choices, logprobs, audio); fields OpenAI does not define are
+ * refused like anywhere else. `response_format` (`json_object`, `json_schema`) is honoured: the answer
+ * is validated (docs/adr/0048-structured-output.md).
  */
 
 const Text = z.string().max(200_000);
@@ -88,11 +90,15 @@ export const ChatCompletionRequest = z.strictObject({
   verbosity: z.string().max(40).nullable().optional(),
   prompt_cache_key: z.string().max(1000).optional(),
   safety_identifier: z.string().max(1000).optional(),
+  /**
+   * Structured output (docs/adr/0048): `text` (the default), `json_object` or `json_schema` with
+   * `{name, schema, strict?}`. The final answer is validated; one repair round, then the turn fails.
+   */
+  response_format: ChatResponseFormat.nullable().optional(),
   // Refused unless harmless (see unsupportedChatParameter).
   n: z.int().min(1).max(128).nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
-  response_format: z.looseObject({ type: z.string().max(40) }).optional(),
   tools: z.array(z.unknown()).max(128).optional(),
   tool_choice: z.unknown().optional(),
   functions: z.array(z.unknown()).max(128).optional(),
@@ -116,8 +122,7 @@ const CLIENT_TOOLS =
 
 /**
  * The first parameter of a valid request the facade refuses, or undefined. Harmless spellings of
- * the defaults pass (`n: 1`, `tool_choice: "none"`, `response_format: {type: "text"}`,
- * `modalities: ["text"]`, `logprobs: false`).
+ * the defaults pass (`n: 1`, `tool_choice: "none"`, `modalities: ["text"]`, `logprobs: false`).
  */
 export function unsupportedChatParameter(req: ChatCompletionRequest): UnsupportedParameter | undefined {
   const param = (name: string, message: string): UnsupportedParameter => ({
@@ -139,9 +144,6 @@ export function unsupportedChatParameter(req: ChatCompletionRequest): Unsupporte
   if (req.n != null && req.n > 1) return value('n', 'only one choice is generated (n: 1)');
   if (req.logprobs === true || (req.top_logprobs ?? 0) > 0)
     return param('logprobs', 'log probabilities are not available');
-  if (req.response_format !== undefined && req.response_format.type !== 'text') {
-    return value('response_format', 'only {"type": "text"} is supported; ask for JSON in the message');
-  }
   if (req.audio != null) return param('audio', 'audio output is not supported');
   if (req.modalities != null && req.modalities.some((m) => m !== 'text')) {
     return value('modalities', 'only ["text"] is supported');

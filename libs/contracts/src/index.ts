@@ -16,3 +16,4 @@ export * from './work-items';
 export * from './jsonrpc';
 export * from './langgraph';
 export * from './timeline';
+export * from './structured-output';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiSchemas } from './responses';
+import { TextFormat } from './structured-output';
 
 /**
  * `/v1/responses`: OpenAI's Responses API as the Open Responses specification (openresponses.org)
@@ -105,7 +106,11 @@ export const CreateResponseRequest = z.strictObject({
   include: z.array(z.string().max(100)).max(20).nullable().optional(),
   text: z
     .looseObject({
-      format: z.looseObject({ type: z.string().max(40) }).optional(),
+      /**
+       * Structured output (docs/adr/0048): `text` (the default), `json_object`, or `json_schema` with
+       * `name`, `schema`, `strict?`. The final answer is validated; one repair round, then the turn fails.
+       */
+      format: TextFormat.optional(),
       verbosity: z.string().max(40).nullable().optional(),
     })
     .nullable()
@@ -162,9 +167,6 @@ export function unsupportedResponsesParameter(
     );
   }
   if ((req.top_logprobs ?? 0) > 0) return param('top_logprobs', 'log probabilities are not available');
-  if (req.text?.format !== undefined && req.text.format.type !== 'text') {
-    return value('text.format', 'only {"type": "text"} is supported; ask for JSON in the message');
-  }
   for (const name of ['conversation', 'prompt', 'context_management'] as const) {
     if (req[name] != null) {
       return param(
@@ -301,7 +303,8 @@ export const ResponseObject = z
     tool_choice: z.literal('auto'),
     truncation: z.literal('disabled'),
     parallel_tool_calls: z.boolean(),
-    text: z.strictObject({ format: z.strictObject({ type: z.literal('text') }) }),
+    /** The format the request asked for (docs/adr/0048): `text`, `json_object` or `json_schema`. */
+    text: z.strictObject({ format: TextFormat }),
     top_p: z.number(),
     presence_penalty: z.number(),
     frequency_penalty: z.number(),

@@ -10,3 +10,4 @@ export * from './side-calls';
 export * from './model-round';
 export * from './provider-attempts';
 export * from './budget';
+export * from './structured-output';

@@ -146,6 +146,7 @@ function complete(run: TurnRun, resolved: ResolvedModel, messages: ChatMessage[]
       signal,
       onTextDelta: (d) => cp.textDelta(d),
       ...(input.promptCache ? { cache: input.promptCache } : {}),
+      ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
     },
     genAiAttributes(input),
   );

@@ -1,4 +1,4 @@
-import type { Budgets, EventData, EventType } from '@switchboard/contracts';
+import type { Budgets, EventData, EventType, ResponseFormat } from '@switchboard/contracts';
 import type {
   ChatMessage,
   CostStatus,
@@ -111,6 +111,11 @@ export interface TurnInput {
   agentHasWorkItems?: boolean;
   /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */
   promptCache?: PromptCache;
+  /**
+   * The structured output the final answer must have (docs/adr/0048): sent to the provider with every
+   * round, and the final answer validated against it (one repair round). Absent: plain text.
+   */
+  responseFormat?: ResponseFormat;
 }
 
 /** Why a call needs approval: the tool declares it, the agent or tenant lists it, or the input is untrusted. */
@@ -313,7 +318,13 @@ export interface SummaryRecord {
  * `summary` is our `brief`, its `model_ref` our `model`).
  */
 export interface FailureArtifact {
-  kind: 'provider_error' | 'context_length_exceeded' | 'no_progress' | 'budget_unenforceable' | 'internal';
+  kind:
+    | 'provider_error'
+    | 'context_length_exceeded'
+    | 'no_progress'
+    | 'budget_unenforceable'
+    | 'structured_output_invalid'
+    | 'internal';
   /** Provenance: provider transport, protocol (contract or response shape), or the turn itself. */
   category: 'transport' | 'protocol' | 'runtime' | 'unknown';
   message: string;

@@ -2,9 +2,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import type {
   CacheControlEphemeral,
   MessageParam,
+  OutputConfig,
   TextBlockParam,
   ToolResultBlockParam,
 } from '@anthropic-ai/sdk/resources/messages';
+import { formatInstruction, type ResponseFormat } from '@switchboard/contracts';
 import { classifyHttpError } from './errors';
 import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
 import {
@@ -58,12 +60,24 @@ export class AnthropicProvider implements ModelProvider {
       if (breakpoint && lastTool) lastTool.cache_control = breakpoint;
       // A breakpoint needs the system prompt as a block; without one it stays a string.
       const systemText = system.join('\n\n');
-      const systemParam: string | TextBlockParam[] | undefined =
+      let systemParam: string | TextBlockParam[] | undefined =
         system.length === 0
           ? undefined
           : breakpoint
             ? [{ type: 'text', text: systemText, cache_control: breakpoint }]
             : systemText;
+      const format = request.responseFormat;
+      const native = format ? outputConfig(format) : undefined;
+      if (format && !native) {
+        // Told in words, in a block after the cached prefix, so the prompt cache still serves it.
+        const said: TextBlockParam = { type: 'text', text: formatInstruction(format) };
+        systemParam =
+          systemParam === undefined
+            ? [said]
+            : typeof systemParam === 'string'
+              ? [{ type: 'text', text: systemParam }, said]
+              : [...systemParam, said];
+      }
       const stream = this.client.messages.stream(
         {
           model: request.model,
@@ -71,6 +85,7 @@ export class AnthropicProvider implements ModelProvider {
           ...(systemParam === undefined ? {} : { system: systemParam }),
           messages: markLastMessage(toMessages(request.messages), breakpoint),
           ...(tools.length > 0 ? { tools } : {}),
+          ...(native ? { output_config: native } : {}),
         },
         { signal: guard.signal },
       );
@@ -120,6 +135,16 @@ function cacheControl(request: ModelRequest): CacheControlEphemeral | undefined 
 }
 
 /** The latest message with the breakpoint on its last content block (a string becomes a text block). */
+/**
+ * Anthropic's native structured outputs (`output_config.format`, a JSON schema the model is held to
+ * while decoding) for a `strict` schema: the client asked for the subset such decoders accept. A
+ * non-strict schema, or `json_object` (no schema), is asked for in words (`formatInstruction`).
+ */
+function outputConfig(f: ResponseFormat): OutputConfig | undefined {
+  if (f.type !== 'json_schema' || f.strict !== true) return undefined;
+  return { format: { type: 'json_schema', schema: f.schema } };
+}
+
 function markLastMessage(
   messages: MessageParam[],
   breakpoint: CacheControlEphemeral | undefined,

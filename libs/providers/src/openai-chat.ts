@@ -1,5 +1,7 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ResponseFormatJSONObject, ResponseFormatJSONSchema } from 'openai/resources/shared';
+import type { ResponseFormat } from '@switchboard/contracts';
 import { classifyHttpError } from './errors';
 import { createOpenAIClient, openAiCacheParams, type OpenAIClientOptions } from './openai-client';
 import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
@@ -44,6 +46,7 @@ export class OpenAIChatProvider implements ModelProvider {
               }
             : {}),
           ...openAiCacheParams(request),
+          ...(request.responseFormat ? { response_format: chatResponseFormat(request.responseFormat) } : {}),
           stream: true,
           stream_options: { include_usage: true },
         },
@@ -56,6 +59,20 @@ export class OpenAIChatProvider implements ModelProvider {
       guard.dispose();
     }
   }
+}
+
+/** The format as Chat Completions' `response_format` (OpenAI enforces `strict` schemas while decoding). */
+function chatResponseFormat(f: ResponseFormat): ResponseFormatJSONObject | ResponseFormatJSONSchema {
+  if (f.type === 'json_object') return { type: 'json_object' };
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: f.name,
+      schema: f.schema,
+      ...(f.description === undefined ? {} : { description: f.description }),
+      ...(f.strict === undefined ? {} : { strict: f.strict }),
+    },
+  };
 }
 
 function toWire(m: ChatMessage): ChatCompletionMessageParam {

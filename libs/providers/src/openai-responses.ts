@@ -1,5 +1,11 @@
 import type OpenAI from 'openai';
-import type { ResponseInputItem, ResponseStreamEvent, Response } from 'openai/resources/responses/responses';
+import type {
+  ResponseFormatTextConfig,
+  ResponseInputItem,
+  ResponseStreamEvent,
+  Response,
+} from 'openai/resources/responses/responses';
+import type { ResponseFormat } from '@switchboard/contracts';
 import { classifyHttpError } from './errors';
 import { createOpenAIClient, openAiCacheParams, type OpenAIClientOptions } from './openai-client';
 import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './stream-guard';
@@ -43,6 +49,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
               }
             : {}),
           ...openAiCacheParams(request),
+          ...(request.responseFormat ? { text: { format: textFormat(request.responseFormat) } } : {}),
           stream: true,
           store: false,
         },
@@ -55,6 +62,18 @@ export class OpenAIResponsesProvider implements ModelProvider {
       guard.dispose();
     }
   }
+}
+
+/** The format as the Responses API's `text.format`. */
+function textFormat(f: ResponseFormat): ResponseFormatTextConfig {
+  if (f.type === 'json_object') return { type: 'json_object' };
+  return {
+    type: 'json_schema',
+    name: f.name,
+    schema: f.schema,
+    ...(f.description === undefined ? {} : { description: f.description }),
+    ...(f.strict === undefined ? {} : { strict: f.strict }),
+  };
 }
 
 function toInput(m: ChatMessage): ResponseInputItem[] {

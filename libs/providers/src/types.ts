@@ -1,3 +1,5 @@
+import type { ResponseFormat } from '@switchboard/contracts';
+
 /** The provider-neutral message and tool-call model every provider maps to and from. */
 
 export interface ToolCallRequest {
@@ -55,6 +57,11 @@ export interface ModelRequest {
   onTextDelta?: (delta: string) => void;
   /** Ask the provider to cache the request's stable prefix; absent: no cache is asked for. */
   cache?: PromptCache;
+  /**
+   * The structured output the final answer must have (docs/adr/0048): a provider that supports it
+   * sends it natively, one that does not tells the model in words. The engine validates either way.
+   */
+  responseFormat?: ResponseFormat;
 }
 
 export interface ModelResponse {

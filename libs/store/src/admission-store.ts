@@ -43,6 +43,8 @@ export interface AdmissionInsert {
   traceContext: unknown;
   /** `multitask: reject`: refuse while a turn of the session is queued or running. */
   rejectIfBusy: boolean;
+  /** The structured output the turn's answer must have (docs/adr/0048); null or absent: text. */
+  responseFormat?: unknown;
 }
 
 /** The admission an earlier request with the same Idempotency-Key made. */
@@ -133,9 +135,11 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
       FROM s
     ),
     t AS (
-      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context)
+      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context,
+        response_format)
       SELECT ${a.turnId}::uuid, ${a.tenantId}::uuid, ${a.sessionId}::uuid, s.agent_id, s.seq, ${a.messageId}::uuid,
-        'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb
+        'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb,
+        ${a.responseFormat == null ? null : json(a.responseFormat)}::jsonb
       FROM s
     ),
     e AS (

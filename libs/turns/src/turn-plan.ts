@@ -1,4 +1,4 @@
-import { parseTenantSettings, type Budgets } from '@switchboard/contracts';
+import { parseTenantSettings, ResponseFormat, type Budgets } from '@switchboard/contracts';
 import {
   DEFAULT_BUDGET,
   killSwitchHook,
@@ -121,6 +121,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
+    ...responseFormatOf(turn.responseFormat),
   };
   return {
     input,
@@ -129,6 +130,17 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     nextPosition: own.length > 0 ? own[own.length - 1].position + 1 : 0,
     approvalTtlMs: settings.approvalTtlMs ?? o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
   };
+}
+
+/**
+ * The structured output the turn was admitted with (docs/adr/0048). It was checked at admission; a
+ * stored value this version cannot read (written by a newer one) is not guessed at: the turn runs as
+ * text rather than fail on a format it cannot enforce.
+ */
+function responseFormatOf(stored: unknown): Pick<PlannedInput, 'responseFormat'> {
+  if (stored == null) return {};
+  const parsed = ResponseFormat.safeParse(stored);
+  return parsed.success ? { responseFormat: parsed.data } : {};
 }
 
 /**

@@ -2,6 +2,7 @@ import { assemble, assembledSources, loadContext, NO_CONTEXT } from '../context'
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
 import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
+import { decideStructured, structuredFailure } from '../structured-output';
 import type { LoopState, TurnOutcome } from '../types';
 import { guardContext } from './context-guard';
 import { answerUnrun } from './tool-call';
@@ -34,12 +35,34 @@ async function step(run: TurnRun): Promise<TurnOutcome | undefined> {
     return run.cancelled();
   }
   const last = run.messages[run.messages.length - 1];
-  if (last?.role === 'assistant' && last.toolCalls.length === 0) {
-    return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText: last.content });
-  }
+  if (last?.role === 'assistant' && last.toolCalls.length === 0) return finalAnswer(run, last.content);
   const pending = run.unansweredCalls();
   if (pending.length > 0) return runToolRound(run, pending);
   return (await stopHookVote(run)) ?? (await nextRound(run));
+}
+
+/**
+ * The final answer ends the run, unless the turn asked for structured output (docs/adr/0048) and the
+ * answer does not match: then one repair round (after the stop hooks, as any round), or the turn
+ * fails `structured_output_invalid`. A budget that leaves no round for the repair fails it too: the
+ * answer the client asked for was not produced.
+ */
+async function finalAnswer(run: TurnRun, text: string): Promise<TurnOutcome | undefined> {
+  const format = run.input.responseFormat;
+  if (!format) return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText: text });
+  const decision = decideStructured(format, run.messages, run.input.model);
+  if (decision.kind === 'accept') {
+    return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText: decision.finalText });
+  }
+  const fail = (failure: TurnOutcome['failure'] & object) =>
+    run.outcome({ status: 'failed', stopReason: failure.kind, finalText: '', failure });
+  if (decision.kind === 'fail') return fail(decision.failure);
+  run.messages.push(decision.prompt);
+  const stopped = await stopHookVote(run);
+  if (!stopped) return nextRound(run);
+  if (stopped.status !== 'completed') return stopped;
+  const why = `${decision.problem}; the turn stopped (${stopped.stopReason}) before a repair round`;
+  return fail(structuredFailure(format, why, run.input.model));
 }
 
 /** Stage 1 (seed 001): memory and the context pack, concurrently, before the first round. */

@@ -4,6 +4,7 @@ import type { LoadedContext } from '../context';
 import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
+import { withRepairPrompts } from '../structured-output';
 import { Replays } from './replays';
 import type { EngineResources } from './resources';
 
@@ -14,7 +15,10 @@ import type { EngineResources } from './resources';
  * it takes read and update this one object.
  */
 export class TurnRun {
-  /** The turn's messages: its input, what earlier runs persisted, then what this run adds. */
+  /**
+   * The turn's messages: its input, what earlier runs persisted (with the repair prompts of a
+   * structured answer put back, docs/adr/0048), then what this run adds.
+   */
   readonly messages: ChatMessage[];
   /** Rounds so far (the contract's `iterations`). */
   rounds: number;
@@ -49,7 +53,7 @@ export class TurnRun {
     readonly cp: TurnCheckpoints,
     readonly signal: AbortSignal,
   ) {
-    this.messages = [...input.turnMessages];
+    this.messages = withRepairPrompts(input.turnMessages, input.responseFormat);
     this.rounds = this.messages.filter((m) => m.role === 'assistant').length;
     this.toolCalls = this.messages.filter((m) => m.role === 'tool').length;
     this.spentUsd = input.spentUsd ?? 0;

@@ -209,7 +209,9 @@ export function endedTurnError(turn: TurnResponse): OpenAiError | undefined {
   const why = failure
     ? `${failure.kind}: ${failure.brief || failure.message}`
     : (turn.stopReason ?? 'failed');
-  return new OpenAiError(502, 'turn_failed', `turn ${turn.id} failed (${why})`, {
+  // A structured answer that never matched says so in its code (docs/adr/0048): the client's format failed, not the service.
+  const code = failure?.kind === 'structured_output_invalid' ? failure.kind : 'turn_failed';
+  return new OpenAiError(502, code, `turn ${turn.id} failed (${why})`, {
     type: 'server_error',
     retry: false,
   });

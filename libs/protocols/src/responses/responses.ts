@@ -3,6 +3,7 @@ import {
   EventType,
   isEnded,
   responsesMessageText,
+  TextFormat,
   type CreateResponseRequest,
   type ResponseObject,
   type ResponseOutputItem,
@@ -55,6 +56,11 @@ export interface ResponseRequestRecord {
   user: string | null;
   /** The request created the session with this many earlier messages (its input items). */
   imported: number;
+  /**
+   * `text.format` when it asked for structured output (docs/adr/0048); absent: `text`. The turn
+   * stores the format it validates against; this is what the response echoes.
+   */
+  text_format?: TextFormat;
 }
 
 /** The record on a message's metadata, read tolerantly (a message admitted elsewhere has none). */
@@ -67,7 +73,15 @@ export function requestRecordOf(metadata: unknown, fallbackModel: string): Respo
     metadata: r.metadata && typeof r.metadata === 'object' ? r.metadata : {},
     user: typeof r.user === 'string' ? r.user : null,
     imported: typeof r.imported === 'number' ? r.imported : 0,
+    ...textFormatOf(r.text_format),
   };
+}
+
+/** A recorded `text.format`, read tolerantly: one this version cannot read is left out. */
+function textFormatOf(stored: unknown): Pick<ResponseRequestRecord, 'text_format'> {
+  if (stored === undefined) return {};
+  const parsed = TextFormat.safeParse(stored);
+  return parsed.success && parsed.data.type !== 'text' ? { text_format: parsed.data } : {};
 }
 
 /**
@@ -140,7 +154,9 @@ export function errorOf(turn: TurnResponse): ResponseObject['error'] {
   if (turn.status !== 'failed') return null;
   const f = turn.failure;
   const why = f ? `${f.kind}: ${f.brief || f.message}` : (turn.stopReason ?? 'failed');
-  return { code: 'server_error', message: `turn ${turn.id} failed (${why})` };
+  // The client's format that never matched says so in its code (docs/adr/0048).
+  const code = f?.kind === 'structured_output_invalid' ? f.kind : 'server_error';
+  return { code, message: `turn ${turn.id} failed (${why})` };
 }
 
 const secondsOf = (iso: string | null): number | null =>
@@ -236,6 +252,9 @@ export class ResponseBuilder {
     if (e.type === EventType.ProviderRoundStarted) {
       this.startRound(typeof e.data.round === 'number' ? e.data.round : 0);
     } else if (e.type === EventType.TextDelta) {
+      // A structured answer (docs/adr/0048) is shown once validated, at the end: a rejected one, or a
+      // tool round's text, must not reach `output_text`.
+      if (this.meta.record.text_format) return;
       this.text(typeof e.data.text === 'string' ? e.data.text : '');
     } else if (e.type === EventType.ToolCallStarted) {
       this.toolStarted(String(e.data.callId), String(e.data.name));
@@ -369,7 +388,7 @@ export class ResponseBuilder {
       tool_choice: 'auto',
       truncation: 'disabled',
       parallel_tool_calls: true,
-      text: { format: { type: 'text' } },
+      text: { format: r.text_format ?? { type: 'text' } },
       top_p: 1,
       presence_penalty: 0,
       frequency_penalty: 0,

@@ -49,6 +49,8 @@ export interface TurnRow {
    * turn running its parent's agent, the parent's session (same instructions, tools and model).
    */
   cacheSessionId?: string;
+  /** The structured output the answer must have (docs/adr/0048), as admitted; null: text. */
+  responseFormat?: unknown;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -286,7 +288,7 @@ const TURN_JSON = sql`json_build_object(
   'iterations', ut.iterations, 'toolCallCount', ut.tool_call_count, 'costUsd', ut.cost_usd::text,
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
-  'cancelReason', ut.cancel_reason, 'taskId', ut.task_id,
+  'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
     WHERE tk.id = ut.task_id AND pt.agent_id = ut.agent_id), ut.session_id))`;

@@ -24,6 +24,11 @@ export interface StreamOptions {
   turnId: string;
   model: string;
   includeUsage: boolean;
+  /**
+   * Send only the final answer, in one chunk when the turn ends: a structured answer (docs/adr/0048)
+   * is validated first, and a rejected one, or a tool round's text, must not reach the client's parser.
+   */
+  finalOnly?: boolean;
 }
 
 /**
@@ -76,7 +81,7 @@ export class ChatCompletionStreamer {
         if (e.type === EventType.ProviderRoundStarted)
           text.round(typeof e.data.round === 'number' ? e.data.round : 0);
         // A committed text whose live chunks went out already is skipped (its missing tail came live).
-        else if (e.type === EventType.TextDelta && (item.kind === 'live' || !item.streamed)) {
+        else if (e.type === EventType.TextDelta && !o.finalOnly && (item.kind === 'live' || !item.streamed)) {
           text.add(typeof e.data.text === 'string' ? e.data.text : '');
         }
       }

@@ -2,7 +2,12 @@ import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/comm
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
-import { ChatCompletionResponse, unsupportedChatParameter } from '@switchboard/contracts';
+import {
+  ChatCompletionResponse,
+  fromChatResponseFormat,
+  responseFormatProblem,
+  unsupportedChatParameter,
+} from '@switchboard/contracts';
 import { TenantId } from '../../platform/auth/guard';
 import {
   chatSessionRefusal,
@@ -27,7 +32,7 @@ const SESSION_HEADER = 'x-session-id';
 const ERRORS: [number, string][] = [
   [
     400,
-    'Invalid request (body, header), an OpenAI parameter the facade does not support, or a model that is not the session’s agent',
+    'Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent',
   ],
   [401, 'Missing, invalid or revoked API key'],
   [
@@ -48,7 +53,10 @@ const ERRORS: [number, string][] = [
     'Rate limit exceeded (`rate_limited`, type `rate_limit_error`: the stock client raises RateLimitError): retry after Retry-After seconds',
   ],
   [500, 'Unexpected failure (logged)'],
-  [502, 'The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced)'],
+  [
+    502,
+    'The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced; `structured_output_invalid`: the answer did not match `response_format` after a repair round)',
+  ],
   [
     503,
     'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later',
@@ -121,6 +129,19 @@ export class ChatCompletionsController {
     if (unsupported) {
       throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
     }
+    // Structured output (docs/adr/0048): a schema the validator cannot use is refused before anything is admitted.
+    const responseFormat = fromChatResponseFormat(body.response_format);
+    const problem = responseFormat && responseFormatProblem(responseFormat);
+    if (problem) {
+      throw new OpenAiError(
+        400,
+        'invalid_response_format',
+        `response_format.json_schema.schema: ${problem}`,
+        {
+          param: 'response_format',
+        },
+      );
+    }
     const plan = planConversation(body.messages);
     const agentId = await this.turns.agentNamed(tenantId, body.model);
     if (!agentId) throw modelNotFound(body.model);
@@ -152,6 +173,7 @@ export class ChatCompletionsController {
       text: plan.prompt,
       metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
       idempotencyKey,
+      responseFormat,
     });
     try {
       if (body.stream) {
@@ -161,6 +183,8 @@ export class ChatCompletionsController {
           turnId: admitted.turnId,
           model: body.model,
           includeUsage: body.stream_options?.include_usage === true,
+          // A structured answer is sent once validated, not as the rounds write it (docs/adr/0048).
+          finalOnly: responseFormat !== null,
         });
         return;
       }

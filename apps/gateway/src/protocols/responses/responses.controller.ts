@@ -3,8 +3,10 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@n
 import type { FastifyReply } from 'fastify';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import {
+  fromTextFormat,
   ResponseInputItemList,
   ResponseObject,
+  responseFormatProblem,
   unsupportedResponsesParameter,
   type ResponseInputItemObject,
   type TurnResponse,
@@ -122,6 +124,14 @@ export class ResponsesController {
     if (unsupported) {
       throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
     }
+    // Structured output (docs/adr/0048): a schema the validator cannot use is refused before anything is admitted.
+    const responseFormat = fromTextFormat(body.text?.format);
+    const problem = responseFormat && responseFormatProblem(responseFormat);
+    if (problem) {
+      throw new OpenAiError(400, 'invalid_response_format', `text.format.schema: ${problem}`, {
+        param: 'text.format',
+      });
+    }
     const plan = planInput(body.input);
     const agentId = await this.turns.agentNamed(tenantId, body.model);
     if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
@@ -149,6 +159,7 @@ export class ResponsesController {
       metadata: body.metadata ?? {},
       user: body.user ?? null,
       imported: previous ? 0 : plan.history.length,
+      ...(responseFormat && body.text?.format ? { text_format: body.text.format } : {}),
     };
 
     const admitted = await this.turns.admit({
@@ -157,6 +168,7 @@ export class ResponsesController {
       text: plan.prompt,
       metadata: { responses: record },
       idempotencyKey,
+      responseFormat,
     });
     try {
       const meta: ResponseMeta = { turnId: admitted.turnId, sessionId, record };
