@@ -1590,10 +1590,21 @@ describe('bad input corpus', () => {
         ['n: 3', chat({ n: 3 }), 400, 'unsupported_value'],
         ['logprobs', chat({ logprobs: true }), 400, 'unsupported_parameter'],
         [
-          'a JSON schema response format',
+          'a JSON schema response format without its json_schema',
           chat({ response_format: { type: 'json_schema' } }),
           400,
-          'unsupported_value',
+          'validation_failed',
+        ],
+        [
+          'a response format whose schema is no JSON Schema',
+          chat({
+            response_format: {
+              type: 'json_schema',
+              json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'strang' } } } },
+            },
+          }),
+          400,
+          'invalid_response_format',
         ],
         [
           'a tool message',
@@ -1799,10 +1810,18 @@ describe('bad input corpus', () => {
         ],
         ['store: false', respond({ store: false }), 400, 'unsupported_value'],
         [
-          'a JSON schema text format',
+          'a JSON schema text format without name and schema',
           respond({ text: { format: { type: 'json_schema' } } }),
           400,
-          'unsupported_value',
+          'validation_failed',
+        ],
+        [
+          'a text format whose schema has an unknown keyword',
+          respond({
+            text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', propertys: {} } } },
+          }),
+          400,
+          'invalid_response_format',
         ],
         ['a conversation', respond({ conversation: 'conv_1' }), 400, 'unsupported_parameter'],
         [

@@ -501,9 +501,14 @@ describe('POST /v1/chat/completions with the openai client', () => {
       ],
       ['n: 2', { n: 2 }, { code: 'unsupported_value', param: 'n', message: /one choice/ }],
       [
-        'a JSON response format',
-        { response_format: { type: 'json_object' } },
-        { code: 'unsupported_value', param: 'response_format', message: /text/ },
+        'a response format whose schema is no JSON Schema',
+        {
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name: 'x', schema: { type: 'object', required: 'a' } },
+          },
+        },
+        { code: 'invalid_response_format', param: 'response_format', message: /required/ },
       ],
       [
         'a conversation ending with the assistant',

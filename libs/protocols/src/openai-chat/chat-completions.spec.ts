@@ -122,7 +122,6 @@ describe('unsupportedChatParameter', () => {
     [{ function_call: { name: 'f' } }, 'function_call', 'unsupported_parameter'],
     [{ n: 2 }, 'n', 'unsupported_value'],
     [{ top_logprobs: 2 }, 'logprobs', 'unsupported_parameter'],
-    [{ response_format: { type: 'json_object' } }, 'response_format', 'unsupported_value'],
     [{ audio: { voice: 'x' } }, 'audio', 'unsupported_parameter'],
     [{ modalities: ['text', 'audio'] }, 'modalities', 'unsupported_value'],
     [

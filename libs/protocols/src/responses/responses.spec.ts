@@ -121,7 +121,6 @@ describe('unsupportedResponsesParameter', () => {
     });
     expect(parse({ store: false })).toMatchObject({ param: 'store', code: 'unsupported_value' });
     expect(parse({ tool_choice: 'required' })).toMatchObject({ param: 'tool_choice' });
-    expect(parse({ text: { format: { type: 'json_schema' } } })).toMatchObject({ param: 'text.format' });
     expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toMatchObject({
       param: 'input[0].type',
     });
