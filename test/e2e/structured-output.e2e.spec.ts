@@ -386,4 +386,57 @@ describe('structured output with stock clients', () => {
     expect(JSON.stringify(body.system)).toContain('single JSON object');
     expect(sentSince(from)).toHaveLength(2);
   });
+
+  it('POST /v1/sessions/{id}/messages takes responseFormat natively; a malformed one is a 400 admitting nothing', async () => {
+    const agent = (await api.get('/v1/agents')).body.data.find(
+      (a: { name: string }) => a.name === 'extractor',
+    );
+    const session = (await api.post('/v1/sessions', { agentId: agent.id })).body;
+    const responseFormat = { type: 'json_schema', name: 'person', schema: PERSON };
+    llm.enqueue(
+      { kind: 'message', text: '{"name":"Ada"}' },
+      { kind: 'message', text: '{"name":"Ada","age":36}' },
+    );
+    const answered = await api.post(`/v1/sessions/${session.id}/messages`, {
+      content: 'Ada is 36.',
+      responseFormat,
+      wait: true,
+    });
+    expect(answered.status).toBe(200);
+    expect(answered.body).toMatchObject({
+      status: 'completed',
+      iterations: 2,
+      finalText: '{"name":"Ada","age":36}',
+    });
+    expect(await storedFormat(answered.body.id)).toEqual(responseFormat);
+
+    llm.enqueue({ kind: 'message', text: 'no' }, { kind: 'message', text: 'no again' });
+    const failed = await api.post(`/v1/sessions/${session.id}/messages`, {
+      content: 'x',
+      responseFormat: { type: 'json_object' },
+      wait: true,
+    });
+    expect(failed.body).toMatchObject({ status: 'failed', failure: { kind: 'structured_output_invalid' } });
+
+    const before = await turnCount();
+    const refused = await api.post(`/v1/sessions/${session.id}/messages`, {
+      content: 'x',
+      responseFormat: {
+        type: 'json_schema',
+        name: 'p',
+        schema: { type: 'object', properties: { a: { minimum: 'x' } } },
+      },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({
+      code: 'validation_failed',
+      details: { issues: [{ path: 'responseFormat.schema', message: expect.stringContaining('minimum') }] },
+    });
+    const unnamed = await api.post(`/v1/sessions/${session.id}/messages`, {
+      content: 'x',
+      responseFormat: { type: 'json_schema', schema: PERSON },
+    });
+    expect(unnamed.status).toBe(400);
+    expect(await turnCount()).toBe(before);
+  });
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Priority } from './envelope';
 import { AppError } from './errors';
+import { ResponseFormat } from './structured-output';
 
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
@@ -165,6 +166,13 @@ export const AdmitMessageRequest = z.strictObject({
    * or without it replays (and waits when it asks to).
    */
   wait: z.union([z.boolean(), z.int().min(1).max(3600)]).optional(),
+  /**
+   * Structured output (docs/adr/0048): `{type: "json_object"}`, or `{type: "json_schema", name,
+   * schema, strict?}` (a JSON Schema, draft-07 unless `$schema` names 2019-09 or 2020-12). The
+   * turn's final answer is validated against it, with one repair round; a turn whose answer still does
+   * not match fails `structured_output_invalid`. Absent: plain text.
+   */
+  responseFormat: ResponseFormat.optional(),
 });
 export type AdmitMessageRequest = z.infer<typeof AdmitMessageRequest>;
 

@@ -3,9 +3,11 @@ import type { FastifyReply } from 'fastify';
 import { ApiHeader } from '@nestjs/swagger';
 import {
   AdmitMessageResponse,
+  AppError,
   EventPageResponse,
   MessagePageResponse,
   notFound,
+  responseFormatProblem,
   SessionPageResponse,
   SessionResponse,
   TurnResponse,
@@ -200,6 +202,13 @@ export class SessionsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const sessionId = pathId(id, 'session');
+    // Structured output (docs/adr/0048): a schema the validator cannot use is refused before anything is admitted.
+    const problem = body.responseFormat && responseFormatProblem(body.responseFormat);
+    if (problem) {
+      throw new AppError('validation_failed', `responseFormat.schema: ${problem}`, {
+        issues: [{ path: 'responseFormat.schema', message: problem }],
+      });
+    }
     const waitMs =
       body.wait === undefined || body.wait === false
         ? 0
@@ -214,6 +223,7 @@ export class SessionsController {
       correlationId: body.correlationId,
       idempotencyKey,
       multitask: body.multitask,
+      responseFormat: body.responseFormat,
     };
     if (waitMs === 0) {
       await reply.status(202).send(accepted(await this.turns.admit(request, { watch: false })));
