@@ -1864,6 +1864,21 @@ export interface components {
       };
       correlationId?: string;
       wait?: boolean | number;
+      responseFormat?:
+        | {
+            /** @constant */
+            type: 'json_object';
+          }
+        | {
+            /** @constant */
+            type: 'json_schema';
+            name: string;
+            description?: string;
+            schema: {
+              [key: string]: unknown;
+            };
+            strict?: boolean;
+          };
     };
     CancelTurnDto: {
       reason?: string;
@@ -2012,14 +2027,33 @@ export interface components {
       verbosity?: string | null;
       prompt_cache_key?: string;
       safety_identifier?: string;
+      response_format?:
+        | (
+            | {
+                /** @constant */
+                type: 'text';
+              }
+            | {
+                /** @constant */
+                type: 'json_object';
+              }
+            | {
+                /** @constant */
+                type: 'json_schema';
+                json_schema: {
+                  name: string;
+                  description?: string;
+                  schema: {
+                    [key: string]: unknown;
+                  };
+                  strict?: boolean | null;
+                };
+              }
+          )
+        | null;
       n?: number | null;
       logprobs?: boolean[];
       top_logprobs?: number | null;
-      response_format?: {
-        type: string;
-      } & {
-        [key: string]: unknown;
-      };
       tools?: unknown[];
       tool_choice?: unknown;
       functions?: unknown[];
@@ -2133,11 +2167,25 @@ export interface components {
       include?: string[] | null;
       text?:
         | ({
-            format?: {
-              type: string;
-            } & {
-              [key: string]: unknown;
-            };
+            format?:
+              | {
+                  /** @constant */
+                  type: 'text';
+                }
+              | {
+                  /** @constant */
+                  type: 'json_object';
+                }
+              | {
+                  /** @constant */
+                  type: 'json_schema';
+                  name: string;
+                  description?: string;
+                  schema: {
+                    [key: string]: unknown;
+                  };
+                  strict?: boolean | null;
+                };
             verbosity?: string | null;
           } & {
             [key: string]: unknown;
@@ -4558,10 +4606,25 @@ export interface components {
       truncation: 'disabled';
       parallel_tool_calls: boolean;
       text: {
-        format: {
-          /** @constant */
-          type: 'text';
-        };
+        format:
+          | {
+              /** @constant */
+              type: 'text';
+            }
+          | {
+              /** @constant */
+              type: 'json_object';
+            }
+          | {
+              /** @constant */
+              type: 'json_schema';
+              name: string;
+              description?: string;
+              schema: {
+                [key: string]: unknown;
+              };
+              strict?: boolean | null;
+            };
       };
       top_p: number;
       presence_penalty: number;
@@ -8274,7 +8337,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, or a model that is not the session’s agent */
+      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8379,7 +8442,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced) */
+      /** @description The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced; `structured_output_invalid`: the answer did not match `response_format` after a repair round) */
       502: {
         headers: {
           [name: string]: unknown;
