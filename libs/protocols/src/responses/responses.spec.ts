@@ -162,6 +162,24 @@ describe('statusOf', () => {
 });
 
 describe('ResponseBuilder', () => {
+  it('a structured answer (text.format): only the validated final answer, as one message, the format echoed', () => {
+    const format = { type: 'json_schema' as const, name: 'n', schema: { type: 'object' } };
+    const structured = new ResponseBuilder({
+      ...meta,
+      record: requestRecordOf({ responses: { model: 'helper', text_format: format } }, 'fallback'),
+    });
+    structured.start();
+    // The rejected first answer and the repair round's deltas are not shown.
+    for (const e of [round(0), text('not JSON'), round(1), text('{"a"'), text(':1}')]) structured.event(e);
+    const response = structured.finish(turn({ finalText: '{"a":1}' }));
+    expect(ResponseObject.parse(response)).toEqual(response);
+    expect(response.output_text).toBe('{"a":1}');
+    expect(response.output).toHaveLength(1);
+    expect(response.text).toEqual({ format });
+    const deltas = structured.take().filter((e) => e.type === 'response.output_text.delta');
+    expect(deltas.map((e) => e.delta)).toEqual(['{"a":1}']);
+  });
+
   it('a plain answer: the semantic events in order, numbered by position, and the response', () => {
     const events = run([round(0), text('The '), text('answer.')], turn());
     expect(events.map((e) => [e.type, e.sequence_number])).toEqual([
