@@ -8614,7 +8614,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8756,7 +8756,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8838,7 +8838,7 @@ export interface operations {
           'application/json': components['schemas']['Response'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8926,7 +8926,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseInputItemList'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;

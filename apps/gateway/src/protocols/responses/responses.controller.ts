@@ -39,7 +39,8 @@ const ERRORS: [number, string][] = [
   [
     400,
     'Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, ' +
-      '`store: false`…), or a `previous_response_id` of another agent',
+      '`store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), ' +
+      'or a `previous_response_id` of another agent',
   ],
   [401, 'Missing, invalid or revoked API key'],
   [403, 'The operator paused the tenant (`tenant_paused`)'],
