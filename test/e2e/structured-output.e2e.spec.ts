@@ -315,6 +315,27 @@ describe('structured output with stock clients', () => {
     expect(again.text?.format).toEqual(format);
   });
 
+  it('responses.create streamed with text.format: the deltas carry only the validated answer', async () => {
+    llm.enqueue(
+      { kind: 'message', text: 'Let me think.' },
+      { kind: 'message', text: '{"name":"Ada","age":36}' },
+    );
+    const stream = await client.responses.create({
+      model: 'extractor',
+      input: 'Ada is 36.',
+      text: { format: { type: 'json_schema', name: 'person', schema: PERSON } },
+      stream: true,
+    });
+    let text = '';
+    let completed: { output_text: string } | undefined;
+    for await (const e of stream) {
+      if (e.type === 'response.output_text.delta') text += e.delta;
+      if (e.type === 'response.completed') completed = e.response;
+    }
+    expect(text).toBe('{"name":"Ada","age":36}');
+    expect(completed?.output_text).toBe(text);
+  });
+
   it('responses.create whose answer never matches: a failed response with code structured_output_invalid', async () => {
     llm.enqueue({ kind: 'message', text: 'no' }, { kind: 'message', text: 'still no' });
     const response = await client.responses.create({
