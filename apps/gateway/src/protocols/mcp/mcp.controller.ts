@@ -1,8 +1,20 @@
-import { Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import {
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Post,
+  Req,
+  Res,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { OPERATOR_ACTOR } from '@switchboard/store';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMcpHandler, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER, REDIS } from '@switchboard/platform';
@@ -11,7 +23,7 @@ import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { JSONRPC_INVALID_REQUEST } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
-import { mcpServerFor, type McpCallRegistry } from './mcp-server';
+import { mcpServerFor, modernMcpServerFor, type McpCallRegistry } from './mcp-server';
 import { API_KEY_AUTH } from '../../platform/openapi';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
 import type { RedisConnection } from '@switchboard/queue';
@@ -58,22 +70,49 @@ const methodNotAllowed = (reply: FastifyReply) =>
       },
     });
 
+/** What the gateway hands the revision-2026-07-28 handler about the caller (its guard verified the key). */
+interface Caller {
+  tenantId: string;
+}
+
 /**
  * `/mcp`: the tenant's agents as MCP tools over Streamable HTTP (docs/adr/0036). Stateless: every
  * POST gets a fresh MCP server and transport (no Mcp-Session-Id, any replica answers), its answer
  * an SSE stream (progress notifications, then the result) or JSON; GET and DELETE answer 405, as the
  * spec has a stateless server do. The tenant's API key is the bearer (the gateway's AuthGuard).
+ * Both protocol eras on the one endpoint: a request without 2026-07-28's `_meta` envelope (an
+ * `initialize`, or any request of a 2025-11-25 client) goes to the SDK v1 server as before; one with
+ * it (`server/discover`, `tools/list`, `tools/call`…) to SDK v2's `createMcpHandler`.
  */
 @ApiTags('mcp')
 @ApiBearerAuth(API_KEY_AUTH)
 @Controller('mcp')
-export class McpController {
+export class McpController implements OnModuleDestroy {
+  /** Revision 2026-07-28 (and later): modern-only, the 2025 era is routed to the v1 server before it. */
+  private readonly modern: McpHttpHandler;
+  private readonly serveModern: NodeMcpRequestHandler;
+
   constructor(
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    const onerror = (err: Error) => this.logger.error({ err }, 'MCP (2026-07-28) request failed');
+    this.modern = createMcpHandler(
+      ({ authInfo }) =>
+        modernMcpServerFor(this.turns, {
+          tenantId: (authInfo?.extra as unknown as Caller).tenantId,
+          logger: this.logger,
+        }),
+      { legacy: 'reject', onerror },
+    );
+    this.serveModern = toNodeHandler(this.modern, { onerror });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.modern.close();
+  }
 
   @Post()
   // Tool calls and messages admit turns: the bucket of POST …/messages and chat completions (ADR 0028).
@@ -187,6 +226,18 @@ export class McpController {
     req: FastifyRequest,
     reply: FastifyReply,
   ): Promise<void> {
+    // The SDK writes the response itself; the headers set so far (request id, security) go with it.
+    reply.hijack();
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(name, value);
+    }
+    if (!(await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
+      // The key's id, never its secret: the SDK carries it to the factory, which reads the tenant.
+      const caller: Caller = { tenantId };
+      const auth = { token: apiKeyId, clientId: apiKeyId, scopes: [], extra: { ...caller } };
+      await this.serveModern(Object.assign(req.raw, { auth }), reply.raw, req.body);
+      return;
+    }
     const server = mcpServerFor(this.turns, {
       tenantId,
       // Per API key; the operator acting as a tenant (`operator`) per tenant, never one scope for all.
@@ -197,11 +248,6 @@ export class McpController {
       logger: this.logger,
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    // The transport writes the response itself; the headers set so far (request id, security) go with it.
-    reply.hijack();
-    for (const [name, value] of Object.entries(reply.getHeaders())) {
-      if (value !== undefined) reply.raw.setHeader(name, value);
-    }
     // The client left (or the answer is complete): closing aborts the calls still in progress, whose
     // turns are cancelled (the request's abort is MCP's cancellation too).
     reply.raw.once('close', () => {
