@@ -123,12 +123,14 @@ export class McpController implements OnModuleDestroy {
     operationId: 'mcpPost',
     summary: "MCP server (Streamable HTTP, stateless): the tenant's agents as tools",
     description:
-      'Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, ' +
-      '`notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send ' +
-      '`Accept: application/json, text/event-stream`. Each agent is a tool named after it, input ' +
-      '`{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` ' +
-      '`{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer ' +
-      '405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
+      'Not a REST operation: POST carries MCP JSON-RPC messages as the MCP specification defines, in ' +
+      'either revision: 2025-11-25 (`initialize`, then `tools/list`, `tools/call`, `notifications/cancelled`, …) ' +
+      'or 2026-07-28 (no handshake: every request carries `_meta` `io.modelcontextprotocol/protocolVersion` and ' +
+      '`clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` ' +
+      'names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a ' +
+      'tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and ' +
+      '`structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and ' +
+      'DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
   })
   @ApiBody({
     schema: JSON_RPC_MESSAGE_SCHEMA as object,
@@ -148,6 +150,21 @@ export class McpController implements OnModuleDestroy {
         },
       },
       list: { summary: 'List the agents', value: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+      discover: {
+        summary:
+          'Revision 2026-07-28: discover (with MCP-Protocol-Version: 2026-07-28, Mcp-Method: server/discover)',
+        value: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'server/discover',
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        },
+      },
     },
   })
   @ApiResponse({
@@ -162,8 +179,14 @@ export class McpController implements OnModuleDestroy {
   })
   @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
   @JsonRpcErrorResponses([
-    [400, 'Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600)'],
+    [
+      400,
+      'Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600); 2026-07-28: a revision ' +
+        'the server does not speak (-32022, `error.data.supported`), headers that are missing or disagree with ' +
+        'the body (-32020), a malformed `_meta` envelope (-32602)',
+    ],
     [401, 'Missing, invalid or revoked API key'],
+    [404, '2026-07-28: a method this server does not have (-32601)'],
     [405, 'GET or DELETE: this stateless server has no sessions or server-initiated streams'],
     [406, 'The Accept header does not allow application/json and text/event-stream'],
     [413, 'Request body larger than the limit'],
