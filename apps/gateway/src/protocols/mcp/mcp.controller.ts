@@ -7,7 +7,7 @@ import {
   Post,
   Req,
   Res,
-  type OnModuleDestroy,
+  type OnApplicationShutdown,
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { OPERATOR_ACTOR } from '@switchboard/store';
@@ -87,7 +87,7 @@ interface Caller {
 @ApiTags('mcp')
 @ApiBearerAuth(API_KEY_AUTH)
 @Controller('mcp')
-export class McpController implements OnModuleDestroy {
+export class McpController implements OnApplicationShutdown {
   /** Revision 2026-07-28 (and later): modern-only, the 2025 era is routed to the v1 server before it. */
   private readonly modern: McpHttpHandler;
   private readonly serveModern: NodeMcpRequestHandler;
@@ -110,7 +110,11 @@ export class McpController implements OnModuleDestroy {
     this.serveModern = toNodeHandler(this.modern, { onerror });
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /**
+   * After the drain (in-flight calls have finished or the grace ran out): closing aborts the modern
+   * exchanges still open, whose turns would be cancelled, so never before it.
+   */
+  async onApplicationShutdown(): Promise<void> {
     await this.modern.close();
   }
 
