@@ -1409,7 +1409,7 @@ export interface paths {
     put?: never;
     /**
      * MCP server (Streamable HTTP, stateless): the tenant's agents as tools
-     * @description Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
+     * @description Not a REST operation: POST carries MCP JSON-RPC messages as the MCP specification defines, in either revision: 2025-11-25 (`initialize`, then `tools/list`, `tools/call`, `notifications/cancelled`, …) or 2026-07-28 (no handshake: every request carries `_meta` `io.modelcontextprotocol/protocolVersion` and `clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
      */
     post: operations['mcpPost'];
     /**
@@ -12740,7 +12740,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600) */
+      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600); 2026-07-28: a revision the server does not speak (-32022, `error.data.supported`), headers that are missing or disagree with the body (-32020), a malformed `_meta` envelope (-32602) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -12751,6 +12751,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked API key */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description 2026-07-28: a method this server does not have (-32601) */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -1,8 +1,20 @@
-import { Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import {
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Post,
+  Req,
+  Res,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { OPERATOR_ACTOR } from '@switchboard/store';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMcpHandler, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER, REDIS } from '@switchboard/platform';
@@ -11,7 +23,7 @@ import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { JSONRPC_INVALID_REQUEST } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
-import { mcpServerFor, type McpCallRegistry } from './mcp-server';
+import { mcpServerFor, modernMcpServerFor, type McpCallRegistry } from './mcp-server';
 import { API_KEY_AUTH } from '../../platform/openapi';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
 import type { RedisConnection } from '@switchboard/queue';
@@ -58,22 +70,53 @@ const methodNotAllowed = (reply: FastifyReply) =>
       },
     });
 
+/** What the gateway hands the revision-2026-07-28 handler about the caller (its guard verified the key). */
+interface Caller {
+  tenantId: string;
+}
+
 /**
  * `/mcp`: the tenant's agents as MCP tools over Streamable HTTP (docs/adr/0036). Stateless: every
  * POST gets a fresh MCP server and transport (no Mcp-Session-Id, any replica answers), its answer
  * an SSE stream (progress notifications, then the result) or JSON; GET and DELETE answer 405, as the
  * spec has a stateless server do. The tenant's API key is the bearer (the gateway's AuthGuard).
+ * Both protocol eras on the one endpoint: a request without 2026-07-28's `_meta` envelope (an
+ * `initialize`, or any request of a 2025-11-25 client) goes to the SDK v1 server as before; one with
+ * it (`server/discover`, `tools/list`, `tools/call`…) to SDK v2's `createMcpHandler`.
  */
 @ApiTags('mcp')
 @ApiBearerAuth(API_KEY_AUTH)
 @Controller('mcp')
-export class McpController {
+export class McpController implements OnApplicationShutdown {
+  /** Revision 2026-07-28 (and later): modern-only, the 2025 era is routed to the v1 server before it. */
+  private readonly modern: McpHttpHandler;
+  private readonly serveModern: NodeMcpRequestHandler;
+
   constructor(
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    const onerror = (err: Error) => this.logger.error({ err }, 'MCP (2026-07-28) request failed');
+    this.modern = createMcpHandler(
+      ({ authInfo }) =>
+        modernMcpServerFor(this.turns, {
+          tenantId: (authInfo?.extra as unknown as Caller).tenantId,
+          logger: this.logger,
+        }),
+      { legacy: 'reject', onerror },
+    );
+    this.serveModern = toNodeHandler(this.modern, { onerror });
+  }
+
+  /**
+   * After the drain (in-flight calls have finished or the grace ran out): closing aborts the modern
+   * exchanges still open, whose turns would be cancelled, so never before it.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    await this.modern.close();
+  }
 
   @Post()
   // Tool calls and messages admit turns: the bucket of POST …/messages and chat completions (ADR 0028).
@@ -84,12 +127,14 @@ export class McpController {
     operationId: 'mcpPost',
     summary: "MCP server (Streamable HTTP, stateless): the tenant's agents as tools",
     description:
-      'Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, ' +
-      '`notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send ' +
-      '`Accept: application/json, text/event-stream`. Each agent is a tool named after it, input ' +
-      '`{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` ' +
-      '`{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer ' +
-      '405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
+      'Not a REST operation: POST carries MCP JSON-RPC messages as the MCP specification defines, in ' +
+      'either revision: 2025-11-25 (`initialize`, then `tools/list`, `tools/call`, `notifications/cancelled`, …) ' +
+      'or 2026-07-28 (no handshake: every request carries `_meta` `io.modelcontextprotocol/protocolVersion` and ' +
+      '`clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` ' +
+      'names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a ' +
+      'tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and ' +
+      '`structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and ' +
+      'DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
   })
   @ApiBody({
     schema: JSON_RPC_MESSAGE_SCHEMA as object,
@@ -109,6 +154,21 @@ export class McpController {
         },
       },
       list: { summary: 'List the agents', value: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+      discover: {
+        summary:
+          'Revision 2026-07-28: discover (with MCP-Protocol-Version: 2026-07-28, Mcp-Method: server/discover)',
+        value: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'server/discover',
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        },
+      },
     },
   })
   @ApiResponse({
@@ -123,8 +183,14 @@ export class McpController {
   })
   @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
   @JsonRpcErrorResponses([
-    [400, 'Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600)'],
+    [
+      400,
+      'Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600); 2026-07-28: a revision ' +
+        'the server does not speak (-32022, `error.data.supported`), headers that are missing or disagree with ' +
+        'the body (-32020), a malformed `_meta` envelope (-32602)',
+    ],
     [401, 'Missing, invalid or revoked API key'],
+    [404, '2026-07-28: a method this server does not have (-32601)'],
     [405, 'GET or DELETE: this stateless server has no sessions or server-initiated streams'],
     [406, 'The Accept header does not allow application/json and text/event-stream'],
     [413, 'Request body larger than the limit'],
@@ -187,6 +253,18 @@ export class McpController {
     req: FastifyRequest,
     reply: FastifyReply,
   ): Promise<void> {
+    // The SDK writes the response itself; the headers set so far (request id, security) go with it.
+    reply.hijack();
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(name, value);
+    }
+    if (!(await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
+      // The key's id, never its secret: the SDK carries it to the factory, which reads the tenant.
+      const caller: Caller = { tenantId };
+      const auth = { token: apiKeyId, clientId: apiKeyId, scopes: [], extra: { ...caller } };
+      await this.serveModern(Object.assign(req.raw, { auth }), reply.raw, req.body);
+      return;
+    }
     const server = mcpServerFor(this.turns, {
       tenantId,
       // Per API key; the operator acting as a tenant (`operator`) per tenant, never one scope for all.
@@ -197,11 +275,6 @@ export class McpController {
       logger: this.logger,
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    // The transport writes the response itself; the headers set so far (request id, security) go with it.
-    reply.hijack();
-    for (const [name, value] of Object.entries(reply.getHeaders())) {
-      if (value !== undefined) reply.raw.setHeader(name, value);
-    }
     // The client left (or the answer is complete): closing aborts the calls still in progress, whose
     // turns are cancelled (the request's abort is MCP's cancellation too).
     reply.raw.once('close', () => {
