@@ -82,12 +82,17 @@ export const LangGraphCheckpointConfig = z
   .register(ApiSchemas, { id: 'LangGraphCheckpointConfig' });
 export type LangGraphCheckpointConfig = z.infer<typeof LangGraphCheckpointConfig>;
 
+/** A checkpoint inside a runnable config, as the SDK's `getHistory({ before })` types it. */
+export const LangGraphRunnableConfig = z.looseObject({
+  configurable: z.looseObject(LangGraphCheckpointConfig.shape),
+});
+
 /** POST /threads/{id}/history (the SDK's `threads.getHistory`, RemoteGraph's `getStateHistory`). */
 export const LangGraphHistoryRequest = z.strictObject({
   limit: Limit,
-  /** States older than this checkpoint (a config, or its id). */
+  /** States older than this checkpoint: its id, a checkpoint config, or a runnable config holding one. */
   before: z
-    .union([z.string().max(200), LangGraphCheckpointConfig])
+    .union([z.string().max(200), LangGraphCheckpointConfig, LangGraphRunnableConfig])
     .nullable()
     .optional(),
   /** Filters the states by their metadata (equality per key). */

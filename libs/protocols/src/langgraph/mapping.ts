@@ -381,10 +381,11 @@ export function checkpointEventOf(state: LangGraphThreadState): Record<string, u
 export function checkpointIdOf(
   threadId: string,
   field: string,
-  c: LangGraphCheckpointConfig | string | null | undefined,
+  c: LangGraphCheckpointConfig | { configurable: LangGraphCheckpointConfig } | string | null | undefined,
 ): string | null {
   if (c === null || c === undefined) return null;
-  const cfg: LangGraphCheckpointConfig = typeof c === 'string' ? { checkpoint_id: c } : c;
+  const cfg: LangGraphCheckpointConfig =
+    typeof c === 'string' ? { checkpoint_id: c } : 'configurable' in c ? c.configurable : c;
   if (cfg.thread_id !== undefined && cfg.thread_id.toLowerCase() !== threadId.toLowerCase()) {
     throw new LangGraphError(
       422,
