@@ -103,7 +103,8 @@ function LangGraphRoute(o: {
   id: string;
   summary: string;
   description: string;
-  status: number;
+  /** The success status; none for a route that only refuses (documented by its errors alone). */
+  status?: number;
   schema?: z.ZodType;
   stream?: boolean;
   errors: number[];
@@ -111,15 +112,19 @@ function LangGraphRoute(o: {
   return applyDecorators(
     RouteConfig({ errorShape: 'langgraph', apiKeyHeader: true } satisfies ErrorShapeConfig),
     ApiOperation({ operationId: o.id, summary: o.summary, description: o.description }),
-    ApiResponse({
-      status: o.status,
-      description: o.summary,
-      ...(o.stream
-        ? { content: { 'text/event-stream': { schema: { type: 'string' } } } }
-        : o.schema
-          ? { schema: schemaRef(o.schema) }
-          : {}),
-    }),
+    ...(o.status === undefined
+      ? []
+      : [
+          ApiResponse({
+            status: o.status,
+            description: o.summary,
+            ...(o.stream
+              ? { content: { 'text/event-stream': { schema: { type: 'string' } } } }
+              : o.schema
+                ? { schema: schemaRef(o.schema) }
+                : {}),
+          }),
+        ]),
     ...[...new Set([...o.errors, ...COMMON])].map((status) =>
       ApiResponse({
         status,
@@ -377,11 +382,17 @@ export class LangGraphController {
     description:
       "`client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.",
     summary: 'Update a thread’s state: not supported (422, nothing written)',
-    status: 200,
-    schema: LangGraphThreadState,
     errors: [...BODY, 404],
   })
-  @ApiBody({ schema: { type: 'object' }, required: false })
+  @ApiBody({
+    schema: { type: 'object' },
+    required: false,
+    examples: {
+      refused: {
+        value: { values: { messages: [{ type: 'human', content: 'rewritten' }] }, as_node: 'agent' },
+      },
+    },
+  })
   async updateState(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
     await this.thread(tenantId, id);
     throw new LangGraphError(
@@ -398,11 +409,9 @@ export class LangGraphController {
     description:
       '`client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.',
     summary: 'Copy (fork) a thread: not supported (422, nothing written)',
-    status: 200,
-    schema: LangGraphThread,
     errors: [...BODY, 404],
   })
-  @ApiBody({ schema: { type: 'object' }, required: false })
+  @ApiBody({ schema: { type: 'object' }, required: false, examples: { refused: { value: {} } } })
   async copyThread(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
     await this.thread(tenantId, id);
     throw new LangGraphError(
