@@ -638,7 +638,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
         client.runs.joinStream(threadId, newest, { streamMode: ['values', 'checkpoints'] }),
       );
       expect(joined[0]).toMatchObject({ event: 'metadata', data: { run_id: newest } });
-      const checkpoint = joined.find((e) => e.event === 'checkpoints')!.data as any;
+      const checkpoint = joined.find((e) => e.event === 'checkpoints')!.data;
       expect(checkpoint.config.configurable).toMatchObject({ thread_id: threadId, checkpoint_id: newest });
       expect(checkpoint.parent_config.configurable.checkpoint_id).toBe(older);
       expect(checkpoint.values).toEqual(history[0].values);

@@ -228,6 +228,9 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
     expect(checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_ns: '', checkpoint_id: null })).toBeNull();
     expect(checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_id: id })).toBe(id.toLowerCase());
     expect(checkpointIdOf(SESSION.id, 'before', id)).toBe(id.toLowerCase());
+    expect(checkpointIdOf(SESSION.id, 'before', { configurable: { checkpoint_id: id } })).toBe(
+      id.toLowerCase(),
+    );
     refused(
       () => checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_id: 'c' }),
       422,
@@ -239,7 +242,7 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
       /another thread/,
     );
     refused(() => checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_ns: 'sub:1' }), 422, /subgraph/);
-    const body = (b: Partial<LangGraphRunRequest>) => ({ assistant_id: 'a', ...b }) as LangGraphRunRequest;
+    const body = (b: Partial<LangGraphRunRequest>) => ({ assistant_id: 'a', ...b });
     expect(runCheckpointOf(SESSION.id, body({}))).toBeNull();
     expect(runCheckpointOf(SESSION.id, body({ checkpoint_id: id }))).toBe(id.toLowerCase());
     expect(runCheckpointOf(SESSION.id, body({ checkpoint: { checkpoint_id: id }, checkpoint_id: id }))).toBe(
