@@ -2060,10 +2060,11 @@ describe('bad input corpus', () => {
         ],
         [
           'a history before another tenant’s checkpoint',
-          lg('POST', () => `/threads/${ids.session}/history`, { before: ids.otherTurn }),
+          // ids are known only when the cases run: the body is made then.
+          () => lg('POST', () => `/threads/${ids.session}/history`, { before: ids.otherTurn })(),
           404,
         ],
-        ['a run from another tenant’s checkpoint', lgRun({ checkpoint_id: ids.otherTurn }), 404],
+        ['a run from another tenant’s checkpoint', () => lgRun({ checkpoint_id: ids.otherTurn })(), 404],
         [
           'an updateState',
           lg('POST', () => `/threads/${ids.session}/state`, { values: { messages: [] } }),
