@@ -48,8 +48,9 @@ const ENDED = new Set(['completed', 'failed', 'cancelled']);
  * messages under the `agent` / `tools` node, `__interrupt__` at a pause), `messages` tuples
  * (`messages-tuple`: each text delta as an AIMessageChunk, each new tool message) or
  * `messages/partial` / `messages/complete` (`messages`), then `end` with the run's status; a failed
- * run sends `error` first; `checkpoints` sends the run's checkpoint (the state at its end) before `end`. The turn's events come through the gateway's one event-stream seam (the
- * same journal-then-live iteration as streamed chat completions, ADR 0015/0016). The stream ends
+ * run sends `error` first, `checkpoints` the run's checkpoint (the state at its end) before `end`.
+ * The turn's events come through the gateway's one event-stream seam (the same journal-then-live
+ * iteration as streamed chat completions, ADR 0015/0016). The stream ends
  * when the turn ends or pauses for approval (LangGraph's interrupt), the client leaves, or the
  * gateway shuts down.
  */
