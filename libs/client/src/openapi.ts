@@ -13221,7 +13221,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13294,7 +13294,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13386,7 +13386,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13422,7 +13422,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13533,7 +13533,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13606,7 +13606,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13691,7 +13691,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13700,7 +13700,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13777,7 +13777,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13804,7 +13804,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13890,7 +13890,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13899,7 +13899,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13994,7 +13994,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14021,7 +14021,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14098,7 +14098,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14125,7 +14125,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14210,7 +14210,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14219,7 +14219,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14313,7 +14313,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14340,7 +14340,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14427,7 +14427,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14436,7 +14436,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14550,7 +14550,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14586,7 +14586,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14700,7 +14700,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14736,7 +14736,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14850,7 +14850,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14895,7 +14895,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14969,7 +14969,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15054,7 +15054,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15072,7 +15072,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15184,7 +15184,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15193,7 +15193,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15278,7 +15278,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15287,7 +15287,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
