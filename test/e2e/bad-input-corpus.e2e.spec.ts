@@ -2051,6 +2051,50 @@ describe('bad input corpus', () => {
           422,
         ],
         ['an assistant search by a number', lg('POST', () => '/assistants/search', { name: 7 }), 422],
+        // Checkpoints are the states at the end of runs (issue 32): a malformed one is 422, one that
+        // is not the thread's 404; writes that need time travel are 422.
+        [
+          'a state at a malformed checkpoint',
+          lg('POST', () => `/threads/${ids.session}/state/checkpoint`, {
+            checkpoint: { checkpoint_id: 'c' },
+          }),
+          422,
+        ],
+        [
+          'a state at a subgraph checkpoint',
+          lg('POST', () => `/threads/${ids.session}/state/checkpoint`, {
+            checkpoint: { checkpoint_ns: 'a:1' },
+          }),
+          422,
+        ],
+        [
+          'a state at another tenant’s checkpoint',
+          lg('GET', () => `/threads/${ids.session}/state/${ids.otherTurn}`),
+          404,
+        ],
+        [
+          'another tenant’s thread state at a checkpoint',
+          lg('POST', () => `/threads/${ids.otherSession}/state/checkpoint`, { checkpoint: {} }),
+          404,
+        ],
+        [
+          'a history before another tenant’s checkpoint',
+          // ids are known only when the cases run: the body is made then.
+          () => lg('POST', () => `/threads/${ids.session}/history`, { before: ids.otherTurn })(),
+          404,
+        ],
+        ['a run from another tenant’s checkpoint', () => lgRun({ checkpoint_id: ids.otherTurn })(), 404],
+        [
+          'an updateState',
+          lg('POST', () => `/threads/${ids.session}/state`, { values: { messages: [] } }),
+          422,
+        ],
+        [
+          'another tenant’s updateState',
+          lg('POST', () => `/threads/${ids.otherSession}/state`, { values: {} }),
+          404,
+        ],
+        ['a thread copy (fork)', lg('POST', () => `/threads/${ids.session}/copy`, {}), 422],
         ['another tenant’s thread state', lg('GET', () => `/threads/${ids.otherSession}/state`), 404],
         ['another tenant’s run', lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}`), 404],
         [

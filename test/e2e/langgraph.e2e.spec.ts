@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
+import { RemoteGraph } from '@langchain/langgraph/remote';
 import {
   createTestEnv,
   FakeLlmServer,
@@ -14,6 +15,13 @@ import {
 import { newTenant, type Api } from '../support/api';
 
 jest.setTimeout(120_000);
+
+/** Every item of an async iterable (RemoteGraph's getStateHistory and stream, the SDK's streams). */
+async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
 
 const ADMIN = 'test-admin-token-0123456789';
 
@@ -540,5 +548,212 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
     })) as { messages: any[] };
     expect(values.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Answer: first words' });
     expect((await api.get(`/v1/sessions/${threadId}`)).body.agentId).toBe(agentId);
+  });
+
+  describe('reading a thread as RemoteGraph and useStream do: a checkpoint per run', () => {
+    type Msg = { type: string; content: string };
+    const helper = (apiKey: string) =>
+      new RemoteGraph({ graphId: 'helper', url: `${url}/langgraph`, apiKey });
+    const say = (text: string) => ({ messages: [{ role: 'user', content: text }] });
+    let threadId: string;
+    let runs: string[];
+
+    beforeAll(async () => {
+      // Two turns through the stock RemoteGraph: invoke (a stream of values, if_not_exists create).
+      threadId = randomUUID();
+      const config = { configurable: { thread_id: threadId } };
+      const graph = helper(api.key!);
+      const first = (await graph.invoke(say('first'), config)) as { messages: Msg[] };
+      expect(first.messages.map((m) => m.content)).toEqual(['first', 'Answer: first']);
+      const second = (await graph.invoke(say('second'), config)) as { messages: Msg[] };
+      expect(second.messages.map((m) => m.content)).toEqual([
+        'first',
+        'Answer: first',
+        'second',
+        'Answer: second',
+      ]);
+      runs = (await client.runs.list(threadId)).map((r) => r.run_id);
+      expect(runs).toHaveLength(2);
+    });
+
+    it('RemoteGraph: getState is the newest run’s checkpoint, getStateHistory one state per run with parent links', async () => {
+      const graph = helper(api.key!);
+      const config = { configurable: { thread_id: threadId } };
+      const [newest, older] = runs;
+      // getState sends POST /threads/{id}/state/checkpoint with {thread_id}: the current state.
+      const state = await graph.getState(config);
+      expect((state.values as { messages: Msg[] }).messages).toHaveLength(4);
+      expect(state.config.configurable).toMatchObject({ thread_id: threadId, checkpoint_id: newest });
+      expect(state.parentConfig?.configurable).toMatchObject({ checkpoint_id: older });
+      expect(state.next).toEqual([]);
+      expect(state.metadata).toMatchObject({ source: 'loop', step: 2, run_id: newest });
+
+      const history = await all(graph.getStateHistory(config));
+      expect(history.map((h) => h.config.configurable?.checkpoint_id)).toEqual([newest, older]);
+      expect(history[0]).toEqual(state);
+      expect(history[1].parentConfig).toBeUndefined();
+      expect((history[1].values as { messages: Msg[] }).messages.map((m) => m.content)).toEqual([
+        'first',
+        'Answer: first',
+      ]);
+      // Paging: limit, and before a checkpoint.
+      expect(
+        (await all(graph.getStateHistory(config, { limit: 1 }))).map(
+          (h) => h.config.configurable?.checkpoint_id,
+        ),
+      ).toEqual([newest]);
+      const before = await all(graph.getStateHistory(config, { before: history[0].config }));
+      expect(before).toEqual([history[1]]);
+      // A past checkpoint by id, through the config (POST …/state/checkpoint) and the SDK's GET.
+      const past = await graph.getState({ configurable: { thread_id: threadId, checkpoint_id: older } });
+      expect(past).toEqual(history[1]);
+      const pastById = await client.threads.getState(threadId, older);
+      expect(pastById.checkpoint.checkpoint_id).toBe(older);
+      expect(pastById.values).toEqual(history[1].values);
+    });
+
+    it('the SDK calls useStream makes (threads.get, getHistory, runs.stream from the head, joinStream): the same checkpoints', async () => {
+      // useStream itself needs React; these are the Client methods it calls, with its arguments.
+      const [newest, older] = runs;
+      const thread = await client.threads.get(threadId);
+      const history = await client.threads.getHistory(threadId, { limit: 10 });
+      expect(history.map((h) => h.checkpoint.checkpoint_id)).toEqual([newest, older]);
+      expect(history.map((h) => h.parent_checkpoint?.checkpoint_id ?? null)).toEqual([older, null]);
+      expect(history[0].values).toEqual(thread.values);
+      expect(await client.threads.getState(threadId)).toEqual(history[0]);
+      expect(
+        await client.threads.getHistory(threadId, {
+          limit: 10,
+          before: { configurable: history[0].checkpoint },
+        }),
+      ).toEqual([history[1]]);
+      expect(
+        await client.threads.getHistory(threadId, { checkpoint: { checkpoint_id: older }, limit: 10 }),
+      ).toEqual([history[1]]);
+      expect(await client.threads.getHistory(threadId, { metadata: { step: 2 } })).toEqual([history[0]]);
+
+      // Reconnecting to a run (useStream's joinStream, lastEventId -1: from its start): its
+      // checkpoint is the one getState and getHistory name.
+      const joined = await all(
+        client.runs.joinStream(threadId, newest, { streamMode: ['values', 'checkpoints'] }),
+      );
+      expect(joined[0]).toMatchObject({ event: 'metadata', data: { run_id: newest } });
+      const checkpoint = joined.find((e) => e.event === 'checkpoints')!.data;
+      expect(checkpoint.config.configurable).toMatchObject({ thread_id: threadId, checkpoint_id: newest });
+      expect(checkpoint.parent_config.configurable.checkpoint_id).toBe(older);
+      expect(checkpoint.values).toEqual(history[0].values);
+      expect(joined.at(-1)).toEqual({ event: 'end', data: { run_id: newest, status: 'success' } });
+
+      // A submit naming the thread's current checkpoint (useStream sends its head's) is no time travel.
+      const streamed = await all(
+        client.runs.stream(threadId, 'helper', {
+          input: { messages: [{ type: 'human', content: 'third' }] },
+          streamMode: ['values', 'updates', 'checkpoints'],
+          checkpoint: { checkpoint_ns: '', checkpoint_id: newest, checkpoint_map: null },
+        }),
+      );
+      const third = (streamed[0].data as { run_id: string }).run_id;
+      const event = streamed.find((e) => e.event === 'checkpoints')!.data as any;
+      expect(event.config.configurable.checkpoint_id).toBe(third);
+      expect(event.parent_config.configurable.checkpoint_id).toBe(newest);
+      // The ids are stable: a new run adds a checkpoint on top, the older ones stay as they were.
+      const after = await client.threads.getHistory(threadId);
+      expect(after.map((h) => h.checkpoint.checkpoint_id)).toEqual([third, newest, older]);
+      expect(after.slice(1)).toEqual(history);
+      runs = [third, ...runs];
+      // RemoteGraph's stream sees the same thread.
+      const chunks = await all(
+        await helper(api.key!).stream(say('fourth'), {
+          configurable: { thread_id: threadId },
+          streamMode: 'values',
+        }),
+      );
+      expect((chunks.at(-1) as { messages: Msg[] }).messages.at(-1)?.content).toBe('Answer: fourth');
+      runs = (await client.runs.list(threadId)).map((r) => r.run_id);
+      expect((await client.threads.getState(threadId)).checkpoint.checkpoint_id).toBe(runs[0]);
+    });
+
+    it('refuses an unknown or another tenant’s thread (404), a malformed checkpoint (422) and time-travel writes (422), writing nothing', async () => {
+      const [newest, older] = runs;
+      const config = { configurable: { thread_id: threadId } };
+      const count = async () => ({
+        turns: await env.db.turn.count({ where: { sessionId: threadId } }),
+        messages: await env.db.message.count({ where: { sessionId: threadId } }),
+        sessions: await env.db.session.count(),
+      });
+      const before = await count();
+      const stateBefore = await client.threads.getState(threadId);
+
+      await expect(
+        helper(api.key!).getState({ configurable: { thread_id: randomUUID() } }),
+      ).rejects.toMatchObject({ status: 404 });
+      const stranger = helper(other.key!);
+      await expect(stranger.getState(config)).rejects.toMatchObject({ status: 404 });
+      await expect(all(stranger.getStateHistory(config))).rejects.toMatchObject({ status: 404 });
+      await expect(sdk(other.key!).threads.getState(threadId, older)).rejects.toMatchObject({ status: 404 });
+      await expect(sdk(other.key!).threads.getHistory(threadId)).rejects.toMatchObject({ status: 404 });
+      await expect(stranger.updateState(config, say('x'))).rejects.toMatchObject({ status: 404 });
+
+      const call = async (method: string, path: string, body: unknown, status: number) => {
+        const res = await fetch(`${url}/langgraph${path}`, {
+          method,
+          headers: { 'content-type': 'application/json', 'x-api-key': api.key! },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        expect({ path, body, status: res.status }).toEqual({ path, body, status });
+        const json = (await res.json()) as { detail: string };
+        expect(json).toEqual({ detail: expect.any(String) });
+        return json.detail;
+      };
+      const at = `/threads/${threadId}`;
+      // Malformed checkpoints: 422; one that is not this thread's: 404.
+      expect(
+        await call('POST', `${at}/state/checkpoint`, { checkpoint: { checkpoint_id: 'nope' } }, 422),
+      ).toMatch(/not a checkpoint id/);
+      await call('POST', `${at}/state/checkpoint`, { checkpoint: { checkpoint_ns: 'tools:1' } }, 422);
+      await call('POST', `${at}/state/checkpoint`, { checkpoint: { thread_id: randomUUID() } }, 422);
+      await call('POST', `${at}/state/checkpoint`, { checkpoint: { bogus: 1 } }, 422);
+      await call('POST', `${at}/state/checkpoint`, {}, 422);
+      await call('POST', `${at}/state/checkpoint`, { checkpoint: { checkpoint_id: randomUUID() } }, 404);
+      await call('GET', `${at}/state/not-a-checkpoint`, undefined, 422);
+      await call('GET', `${at}/state/${randomUUID()}`, undefined, 404);
+      await call('POST', `${at}/history`, { before: { checkpoint_id: randomUUID() } }, 404);
+      await call('POST', `${at}/history`, { before: 'nope' }, 422);
+      await call('POST', `${at}/history`, { limit: -1 }, 422);
+      await call('GET', `${at}/history?before=nope`, undefined, 422);
+
+      // Time-travel writes: updateState, forking, a run from a past checkpoint.
+      await expect(helper(api.key!).updateState(config, say('rewritten'))).rejects.toMatchObject({
+        status: 422,
+      });
+      expect(await call('POST', `${at}/state`, { values: say('x'), checkpoint_id: older }, 422)).toMatch(
+        /updateState/,
+      );
+      await expect(client.threads.copy(threadId)).rejects.toMatchObject({ status: 422 });
+      const fromPast = { input: { messages: [{ type: 'human', content: 'again' }] }, checkpointId: older };
+      await expect(client.runs.wait(threadId, 'helper', fromPast)).rejects.toMatchObject({ status: 422 });
+      await expect(
+        all(
+          client.runs.stream(threadId, 'helper', {
+            input: { messages: [{ type: 'human', content: 'again' }] },
+            checkpoint: { checkpoint_id: older, checkpoint_ns: '', checkpoint_map: null },
+          }),
+        ),
+      ).rejects.toMatchObject({ status: 422 });
+      await expect(
+        client.runs.create(threadId, 'helper', { ...fromPast, checkpointId: randomUUID() }),
+      ).rejects.toMatchObject({ status: 404 });
+      // A new thread cannot start from a checkpoint either: nothing is created.
+      await expect(
+        client.runs.wait(randomUUID(), 'helper', {
+          ...fromPast,
+          checkpointId: newest,
+          ifNotExists: 'create',
+        }),
+      ).rejects.toMatchObject({ status: 404 });
+
+      expect(await count()).toEqual(before);
+      expect(await client.threads.getState(threadId)).toEqual(stateBefore);
+    });
   });
 });

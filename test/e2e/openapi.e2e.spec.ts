@@ -55,7 +55,8 @@ const TWO_SUCCESSES: Record<string, string[]> = {
   mcpPost: ['200', '202'],
 };
 /** Operations the protocol has answer only an error: a stateless MCP server's GET and DELETE are 405s. */
-const NO_SUCCESS = ['mcpGet', 'mcpDelete'];
+/** Operations that only refuse: LangGraph's time-travel writes (docs/adr/0038). */
+const NO_SUCCESS = ['mcpGet', 'mcpDelete', 'langgraphUpdateThreadState', 'langgraphCopyThread'];
 /** The protocol adapters (docs/adr/0036, 0037): their errors are JSON-RPC error responses. */
 const JSON_RPC_OPERATIONS = ['mcpPost', 'mcpGet', 'mcpDelete', 'getAgentCard', 'callAgentJsonRpc'];
 /** Operations that cannot be made to fail from outside. */
@@ -796,6 +797,38 @@ describe('the OpenAPI document matches what the server answers', () => {
       body: { limit: 1 },
     });
     await run('langgraphSearchThreadHistory', 404, { auth: key, params: { thread_id: unknown } });
+    await run('langgraphSearchThreadHistory', 422, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { before: { checkpoint_id: 'not-a-run' } },
+    });
+    // A checkpoint is the state at the end of a run: its id is the run's.
+    await run('langgraphGetThreadStateAt', 200, {
+      auth: key,
+      params: { thread_id: threadId, checkpoint_id: lgRunPath.run_id },
+    });
+    await run('langgraphGetThreadStateAt', 404, {
+      auth: key,
+      params: { thread_id: threadId, checkpoint_id: unknown },
+    });
+    await run('langgraphGetThreadStateAtCheckpoint', 200, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { checkpoint: { thread_id: threadId } },
+    });
+    await run('langgraphGetThreadStateAtCheckpoint', 422, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { checkpoint: { checkpoint_id: 'not-a-run' } },
+    });
+    await run('langgraphUpdateThreadState', 422, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { values: { messages: [] } },
+    });
+    await run('langgraphUpdateThreadState', 404, { auth: key, params: { thread_id: unknown }, body: {} });
+    await run('langgraphCopyThread', 422, { auth: key, params: { thread_id: threadId }, body: {} });
+    await run('langgraphCopyThread', 404, { auth: key, params: { thread_id: unknown }, body: {} });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
     // The MCP server (docs/adr/0036): JSON-RPC over POST; a stateless server's GET and DELETE are 405s.
     const mcpHeaders = { accept: 'application/json, text/event-stream' };

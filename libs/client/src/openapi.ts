@@ -1570,12 +1570,76 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's state: its transcript as LangChain messages, pending approvals as interrupts
-     * @description The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
+     * The thread's current state: its transcript as LangChain messages, pending approvals as interrupts
+     * @description The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
      */
     get: operations['langgraphGetThreadState'];
     put?: never;
+    /**
+     * Update a thread’s state: not supported (422, nothing written)
+     * @description `client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.
+     */
+    post: operations['langgraphUpdateThreadState'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/state/{checkpoint_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The thread's state at the end of one of its runs (checkpoint id = run id)
+     * @description The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.
+     */
+    get: operations['langgraphGetThreadStateAt'];
+    put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/state/checkpoint': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * The thread's state at a checkpoint config ({thread_id} alone: the current state)
+     * @description The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.
+     */
+    post: operations['langgraphGetThreadStateAtCheckpoint'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/copy': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Copy (fork) a thread: not supported (422, nothing written)
+     * @description `client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.
+     */
+    post: operations['langgraphCopyThread'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1590,14 +1654,14 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
-     * @description The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.
+     * The thread's states, one per run, newest first (paged by before/limit)
+     * @description The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.
      */
     get: operations['langgraphGetThreadHistory'];
     put?: never;
     /**
-     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
-     * @description The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).
+     * The thread's states, one per run, newest first (paged by before/limit)
+     * @description The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).
      */
     post: operations['langgraphSearchThreadHistory'];
     delete?: never;
@@ -2338,13 +2402,58 @@ export interface components {
         [key: string]: unknown;
       };
     };
+    LangGraphStateAtDto: {
+      checkpoint: {
+        thread_id?: string;
+        checkpoint_ns?: string;
+        checkpoint_id?: string | null;
+        checkpoint_map?: {
+          [key: string]: unknown;
+        } | null;
+      };
+      subgraphs?: boolean;
+      select?: string[];
+    };
     LangGraphHistoryDto: {
       limit?: number;
-      before?: unknown;
+      before?:
+        | (
+            | string
+            | {
+                thread_id?: string;
+                checkpoint_ns?: string;
+                checkpoint_id?: string | null;
+                checkpoint_map?: {
+                  [key: string]: unknown;
+                } | null;
+              }
+            | ({
+                configurable: {
+                  thread_id?: string;
+                  checkpoint_ns?: string;
+                  checkpoint_id?: string | null;
+                  checkpoint_map?: {
+                    [key: string]: unknown;
+                  } | null;
+                } & {
+                  [key: string]: unknown;
+                };
+              } & {
+                [key: string]: unknown;
+              })
+          )
+        | null;
       metadata?: {
         [key: string]: unknown;
-      };
-      checkpoint?: unknown;
+      } | null;
+      checkpoint?: {
+        thread_id?: string;
+        checkpoint_ns?: string;
+        checkpoint_id?: string | null;
+        checkpoint_map?: {
+          [key: string]: unknown;
+        } | null;
+      } | null;
       select?: string[];
     };
     LangGraphRunDto: {
@@ -2409,8 +2518,15 @@ export interface components {
       feedback_keys?: string[];
       interrupt_before?: '*' | string[];
       interrupt_after?: '*' | string[];
-      checkpoint?: unknown;
-      checkpoint_id?: string;
+      checkpoint?: {
+        thread_id?: string;
+        checkpoint_ns?: string;
+        checkpoint_id?: string | null;
+        checkpoint_map?: {
+          [key: string]: unknown;
+        } | null;
+      } | null;
+      checkpoint_id?: string | null;
       checkpoint_during?: boolean;
       durability?: string;
       webhook?: string;
@@ -4727,6 +4843,14 @@ export interface components {
           code: string;
         };
       };
+    };
+    LangGraphCheckpointConfig: {
+      thread_id?: string;
+      checkpoint_ns?: string;
+      checkpoint_id?: string | null;
+      checkpoint_map?: {
+        [key: string]: unknown;
+      } | null;
     };
     LangGraphError: {
       detail: string;
@@ -13169,7 +13293,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13242,7 +13366,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13334,7 +13458,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13370,7 +13494,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13481,7 +13605,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13554,7 +13678,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13600,7 +13724,10 @@ export interface operations {
   };
   langgraphGetThreadState: {
     parameters: {
-      query?: never;
+      query?: {
+        subgraphs?: '0' | '1' | 'true' | 'false';
+        select?: string | string[];
+      };
       header?: never;
       path: {
         thread_id: string;
@@ -13609,13 +13736,22 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's state: its transcript as LangChain messages, pending approvals as interrupts */
+      /** @description The thread's current state: its transcript as LangChain messages, pending approvals as interrupts */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
         };
       };
       /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
@@ -13627,8 +13763,442 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphUpdateThreadState: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThreadStateAt: {
+    parameters: {
+      query?: {
+        subgraphs?: '0' | '1' | 'true' | 'false';
+        select?: string | string[];
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+        checkpoint_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The thread's state at the end of one of its runs (checkpoint id = run id) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThreadStateAtCheckpoint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "checkpoint": {
+         *         "thread_id": "01938a7e-5b2c-7d10-8f00-00000000beef",
+         *         "checkpoint_ns": "",
+         *         "checkpoint_id": "01938a7e-5b2c-7d10-8f00-00000000c0de"
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphStateAtDto'];
+      };
+    };
+    responses: {
+      /** @description The thread's state at a checkpoint config ({thread_id} alone: the current state) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphCopyThread: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -13685,7 +14255,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+      /** @description The thread's states, one per run, newest first (paged by before/limit) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -13712,8 +14282,17 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -13769,14 +14348,17 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "limit": 10
+         *       "limit": 10,
+         *       "before": {
+         *         "checkpoint_id": "01938a7e-5b2c-7d10-8f00-00000000c0de"
+         *       }
          *     }
          */
         'application/json': components['schemas']['LangGraphHistoryDto'];
       };
     };
     responses: {
-      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+      /** @description The thread's states, one per run, newest first (paged by before/limit) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -13803,7 +14385,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13830,7 +14412,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13917,7 +14499,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13926,7 +14508,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14040,7 +14622,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14076,7 +14658,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14190,7 +14772,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14226,7 +14808,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14340,7 +14922,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14385,7 +14967,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14459,7 +15041,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14544,7 +15126,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14562,7 +15144,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14674,7 +15256,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14683,7 +15265,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14768,7 +15350,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14777,7 +15359,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;

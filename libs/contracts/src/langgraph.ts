@@ -67,12 +67,38 @@ export const LangGraphThreadSearchRequest = z.strictObject({
 });
 export type LangGraphThreadSearchRequest = z.infer<typeof LangGraphThreadSearchRequest>;
 
-/** POST /threads/{id}/history. */
+/**
+ * A checkpoint as the SDK names one (`CheckpointConfig`): a thread's checkpoint is the state at the
+ * end of one of its runs (turns), so `checkpoint_id` is a run id; `checkpoint_ns` is `''` (no
+ * subgraphs). RemoteGraph sends `{thread_id}` alone for "the current state".
+ */
+export const LangGraphCheckpointConfig = z
+  .strictObject({
+    thread_id: z.string().max(200).optional(),
+    checkpoint_ns: z.string().max(200).optional(),
+    checkpoint_id: z.string().max(200).nullable().optional(),
+    checkpoint_map: JsonObject.nullable().optional(),
+  })
+  .register(ApiSchemas, { id: 'LangGraphCheckpointConfig' });
+export type LangGraphCheckpointConfig = z.infer<typeof LangGraphCheckpointConfig>;
+
+/** A checkpoint inside a runnable config, as the SDK's `getHistory({ before })` types it. */
+export const LangGraphRunnableConfig = z.looseObject({
+  configurable: z.looseObject(LangGraphCheckpointConfig.shape),
+});
+
+/** POST /threads/{id}/history (the SDK's `threads.getHistory`, RemoteGraph's `getStateHistory`). */
 export const LangGraphHistoryRequest = z.strictObject({
   limit: Limit,
-  before: z.unknown().optional(),
-  metadata: JsonObject.optional(),
-  checkpoint: z.unknown().optional(),
+  /** States older than this checkpoint: its id, a checkpoint config, or a runnable config holding one. */
+  before: z
+    .union([z.string().max(200), LangGraphCheckpointConfig, LangGraphRunnableConfig])
+    .nullable()
+    .optional(),
+  /** Filters the states by their metadata (equality per key). */
+  metadata: JsonObject.nullable().optional(),
+  /** A checkpoint id narrows the history to that state; `{thread_id}` alone is the whole history. */
+  checkpoint: LangGraphCheckpointConfig.nullable().optional(),
   select: z.array(z.string().max(100)).max(50).optional(),
 });
 export type LangGraphHistoryRequest = z.infer<typeof LangGraphHistoryRequest>;
@@ -111,8 +137,9 @@ export const LangGraphRunRequest = z.strictObject({
   feedback_keys: z.array(z.string()).optional(),
   interrupt_before: z.union([z.literal('*'), z.array(z.string())]).optional(),
   interrupt_after: z.union([z.literal('*'), z.array(z.string())]).optional(),
-  checkpoint: z.unknown().optional(),
-  checkpoint_id: z.string().optional(),
+  /** Only the thread's current checkpoint may be named: runs from a past one (time travel) are refused. */
+  checkpoint: LangGraphCheckpointConfig.nullable().optional(),
+  checkpoint_id: z.string().max(200).nullable().optional(),
   checkpoint_during: z.boolean().optional(),
   durability: z.string().max(20).optional(),
   webhook: z.string().optional(),
@@ -146,7 +173,22 @@ export type LangGraphCancelQuery = z.infer<typeof LangGraphCancelQuery>;
 /** Query of GET /threads/{id}/history. */
 export const LangGraphHistoryQuery = z.strictObject({
   limit: z.coerce.number().int().min(0).max(1000).optional(),
+  /** States older than this checkpoint id. */
   before: z.string().max(200).optional(),
+});
+
+/** POST /threads/{id}/state/checkpoint (the SDK's `threads.getState(id, {checkpoint…})`, RemoteGraph's `getState`). */
+export const LangGraphStateAtRequest = z.strictObject({
+  checkpoint: LangGraphCheckpointConfig,
+  subgraphs: z.boolean().optional(),
+  select: z.array(z.string().max(100)).max(50).optional(),
+});
+export type LangGraphStateAtRequest = z.infer<typeof LangGraphStateAtRequest>;
+
+/** Query of GET /threads/{id}/state and GET /threads/{id}/state/{checkpoint_id}. */
+export const LangGraphStateQuery = z.strictObject({
+  subgraphs: z.enum(['0', '1', 'true', 'false']).optional(),
+  select: z.union([z.string().max(100), z.array(z.string().max(100)).max(50)]).optional(),
 });
 
 /** Query of GET /threads/{id}/runs/{run_id}/stream (the SDK's `runs.joinStream`). */
@@ -239,10 +281,11 @@ export const LangGraphThreadState = z
     values: LangGraphValues,
     /** `["tools"]` while an approval waits, else empty. */
     next: z.array(z.string()),
-    /** The checkpoint id is the last turn's id (no time travel: docs/adr/0038). */
+    /** The state at the end of a run: its id is the run's (turn's) id (docs/adr/0038). */
     checkpoint: Checkpoint,
     metadata: JsonObject,
     created_at: Timestamp.nullable(),
+    /** The previous run's checkpoint; null for the first. */
     parent_checkpoint: Checkpoint.nullable(),
     tasks: z.array(
       z.strictObject({

@@ -8,6 +8,8 @@ import {
   LangGraphJoinStreamQuery,
   LangGraphRunListQuery,
   LangGraphRunRequest,
+  LangGraphStateAtRequest,
+  LangGraphStateQuery,
   LangGraphThreadCreateRequest,
   LangGraphThreadSearchRequest,
   AdmitMessageRequest,
@@ -107,3 +109,5 @@ export class LangGraphCancelQueryDto extends createZodDto(LangGraphCancelQuery) 
 export class LangGraphJoinQueryDto extends createZodDto(LangGraphJoinQuery) {}
 export class LangGraphJoinStreamQueryDto extends createZodDto(LangGraphJoinStreamQuery) {}
 export class LangGraphHistoryQueryDto extends createZodDto(LangGraphHistoryQuery) {}
+export class LangGraphStateAtDto extends createZodDto(LangGraphStateAtRequest) {}
+export class LangGraphStateQueryDto extends createZodDto(LangGraphStateQuery) {}

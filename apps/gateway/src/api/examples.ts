@@ -21,6 +21,7 @@ import {
   LangGraphAssistantSearchDto,
   LangGraphHistoryDto,
   LangGraphRunDto,
+  LangGraphStateAtDto,
   LangGraphThreadCreateDto,
   LangGraphThreadSearchDto,
   PauseTenantDto,
@@ -161,7 +162,17 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
   example(LangGraphAssistantSearchDto, { graph_id: 'support-triage', limit: 10, offset: 0 }),
   example(LangGraphThreadCreateDto, { metadata: { graph_id: 'support-triage', customer: 'acme' } }),
   example(LangGraphThreadSearchDto, { metadata: { customer: 'acme' }, status: 'interrupted', limit: 10 }),
-  example(LangGraphHistoryDto, { limit: 10 }),
+  example(LangGraphHistoryDto, {
+    limit: 10,
+    before: { checkpoint_id: '01938a7e-5b2c-7d10-8f00-00000000c0de' },
+  }),
+  example(LangGraphStateAtDto, {
+    checkpoint: {
+      thread_id: '01938a7e-5b2c-7d10-8f00-00000000beef',
+      checkpoint_ns: '',
+      checkpoint_id: '01938a7e-5b2c-7d10-8f00-00000000c0de',
+    },
+  }),
   example(LangGraphRunDto, {
     assistant_id: 'support-triage',
     input: { messages: [{ type: 'human', content: 'What is the status of ticket #4821?' }] },

@@ -1,10 +1,14 @@
 import { AppError, LangGraphRunRequest } from '@switchboard/contracts';
 import {
   assistantOf,
+  checkpointEventOf,
+  checkpointIdOf,
   decisionsOf,
+  historyFilterOf,
   LangGraphError,
   messagesOf,
   planRun,
+  runCheckpointOf,
   runStatusOf,
   stateOf,
   streamModesOf,
@@ -185,14 +189,89 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
       interrupts: { t1: values.__interrupt__ },
       metadata: { topic: 'x', assistant_id: SESSION.agentId, graph_id: 'helper' },
     });
-    const state = stateOf(SESSION, { latest: [paused], messages: [], pending });
+    const state = stateOf(SESSION, {
+      turn: { ...paused, seq: 2 },
+      parentId: 't0',
+      messages: [],
+      pending,
+      paused,
+    });
     expect(state.next).toEqual(['tools']);
     expect(state.tasks).toEqual([expect.objectContaining({ id: 't1', interrupts: values.__interrupt__ })]);
-    expect(state.checkpoint.checkpoint_id).toBe('t1');
-    expect(stateOf(SESSION, { latest: [], messages: [], pending: [] })).toMatchObject({
+    expect(state.checkpoint).toEqual({
+      thread_id: SESSION.id,
+      checkpoint_ns: '',
+      checkpoint_id: 't1',
+      checkpoint_map: null,
+    });
+    expect(state.parent_checkpoint?.checkpoint_id).toBe('t0');
+    expect(state.metadata).toMatchObject({ topic: 'x', source: 'loop', step: 2, run_id: 't1' });
+    expect(checkpointEventOf(state)).toMatchObject({
+      config: { configurable: { checkpoint_id: 't1' } },
+      parent_config: { configurable: { checkpoint_id: 't0' } },
+      next: ['tools'],
+    });
+    expect(
+      stateOf(SESSION, { turn: null, parentId: null, messages: [], pending: [], paused: undefined }),
+    ).toMatchObject({
       next: [],
       tasks: [],
+      checkpoint: { checkpoint_id: null },
+      parent_checkpoint: null,
     });
+  });
+
+  it('reads a checkpoint a request names: a run id of the thread, or none for the current state', () => {
+    const id = '01900000-0000-7000-8000-0000000000AB';
+    expect(checkpointIdOf(SESSION.id, 'checkpoint', undefined)).toBeNull();
+    expect(checkpointIdOf(SESSION.id, 'checkpoint', { thread_id: SESSION.id })).toBeNull();
+    expect(checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_ns: '', checkpoint_id: null })).toBeNull();
+    expect(checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_id: id })).toBe(id.toLowerCase());
+    expect(checkpointIdOf(SESSION.id, 'before', id)).toBe(id.toLowerCase());
+    expect(checkpointIdOf(SESSION.id, 'before', { configurable: { checkpoint_id: id } })).toBe(
+      id.toLowerCase(),
+    );
+    refused(
+      () => checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_id: 'c' }),
+      422,
+      /not a checkpoint id/,
+    );
+    refused(
+      () => checkpointIdOf(SESSION.id, 'checkpoint', { thread_id: SESSION.agentId }),
+      422,
+      /another thread/,
+    );
+    refused(() => checkpointIdOf(SESSION.id, 'checkpoint', { checkpoint_ns: 'sub:1' }), 422, /subgraph/);
+    const body = (b: Partial<LangGraphRunRequest>) => ({ assistant_id: 'a', ...b });
+    expect(runCheckpointOf(SESSION.id, body({}))).toBeNull();
+    expect(runCheckpointOf(SESSION.id, body({ checkpoint_id: id }))).toBe(id.toLowerCase());
+    expect(runCheckpointOf(SESSION.id, body({ checkpoint: { checkpoint_id: id }, checkpoint_id: id }))).toBe(
+      id.toLowerCase(),
+    );
+    refused(
+      () =>
+        runCheckpointOf(
+          SESSION.id,
+          body({ checkpoint: { checkpoint_id: id }, checkpoint_id: SESSION.agentId }),
+        ),
+      422,
+      /different checkpoints/,
+    );
+  });
+
+  it('a history metadata filter narrows to a step or a run, or matches none', () => {
+    expect(historyFilterOf(SESSION, undefined)).toEqual({ none: false });
+    expect(historyFilterOf(SESSION, { source: 'loop', topic: 'x', step: 3 })).toEqual({
+      none: false,
+      seq: 3,
+    });
+    expect(historyFilterOf(SESSION, { run_id: SESSION.agentId })).toEqual({
+      none: false,
+      turnId: SESSION.agentId,
+    });
+    expect(historyFilterOf(SESSION, { topic: 'y' })).toEqual({ none: true });
+    expect(historyFilterOf(SESSION, { source: 'update' })).toEqual({ none: true });
+    expect(historyFilterOf(SESSION, { step: 'one' })).toEqual({ none: true });
   });
 
   it('a run admits one human message, with its multitask strategy', () => {
@@ -214,7 +293,6 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
 
   it('refuses what it cannot honour (422) rather than ignoring it', () => {
     refused(() => run({ input: { messages: ['x'] }, multitask_strategy: 'rollback' }), 422, /rollback/);
-    refused(() => run({ input: { messages: ['x'] }, checkpoint_id: 'c' }), 422, /time travel/);
     refused(() => run({ input: { messages: ['x'] }, interrupt_before: '*' }), 422, /interrupt_before/);
     refused(() => run({ input: { messages: ['x'] }, after_seconds: 5 }), 422, /after_seconds/);
     refused(() => run({ command: { goto: 'agent' } }), 422, /only `resume`/);

@@ -1,6 +1,7 @@
-import { SessionRefused } from '@switchboard/contracts';
+import { isUuid, SessionRefused } from '@switchboard/contracts';
 import type {
   LangGraphAssistant,
+  LangGraphCheckpointConfig,
   LangGraphInterrupt,
   LangGraphRun,
   LangGraphRunRequest,
@@ -294,37 +295,152 @@ export function threadOf(
   };
 }
 
-export function stateOf(
+/** A turn as a checkpoint: the state at its end is the checkpoint, its id the checkpoint's id. */
+export interface CheckpointTurn extends TurnRow {
+  seq: number;
+}
+
+/**
+ * A thread's state at the end of one run (turn), as a checkpoint (docs/adr/0038): the transcript up
+ * to and including that turn, the approvals pending on it or an earlier turn, and the run before it
+ * as the parent. `turn` is null only for a thread that has had no run yet.
+ */
+export interface RunSnapshot {
+  turn: CheckpointTurn | null;
+  /** The previous run's id: the parent checkpoint; null for the thread's first. */
+  parentId: string | null;
+  messages: LangChainMessage[];
+  pending: ApprovalRow[];
+  /** A turn of this snapshot that waits for approval (the task `tools` with its interrupts). */
+  paused: TurnRow | undefined;
+}
+
+const checkpointOf = (threadId: string, id: string | null) => ({
+  thread_id: threadId,
+  checkpoint_ns: '',
+  checkpoint_id: id,
+  checkpoint_map: null,
+});
+
+/** A snapshot's metadata: the thread's, and LangGraph's `source`/`step`/`run_id`/`parents`. */
+export function snapshotMetadataOf(
   session: SessionRow,
-  o: { latest: TurnRow[]; messages: LangChainMessage[]; pending: ApprovalRow[] },
-): LangGraphThreadState {
-  const checkpoint = {
-    thread_id: session.id,
-    checkpoint_ns: '',
-    checkpoint_id: o.latest[0]?.id ?? null,
-    checkpoint_map: null,
-  };
-  const paused = o.latest.find((t) => t.status === 'awaiting_approval');
+  turn: CheckpointTurn | null,
+): Record<string, unknown> {
   return {
-    values: valuesOf(o.messages, o.pending),
+    ...threadMetadataOf(session),
+    source: 'loop',
+    step: turn?.seq ?? 0,
+    run_id: turn?.id ?? null,
+    parents: {},
+  };
+}
+
+/** A thread's state at a checkpoint (`getState`, one entry of `getHistory`). */
+export function stateOf(session: SessionRow, s: RunSnapshot): LangGraphThreadState {
+  const paused = s.paused;
+  return {
+    values: valuesOf(s.messages, s.pending),
     next: paused ? ['tools'] : [],
-    checkpoint,
-    metadata: { source: 'loop', step: o.latest.length, ...threadMetadataOf(session) },
-    created_at: o.latest[0] ? iso(o.latest[0].completedAt ?? o.latest[0].createdAt) : null,
-    parent_checkpoint: null,
+    checkpoint: checkpointOf(session.id, s.turn?.id ?? null),
+    metadata: snapshotMetadataOf(session, s.turn),
+    created_at: s.turn ? iso(s.turn.completedAt ?? s.turn.createdAt) : null,
+    parent_checkpoint: s.parentId ? checkpointOf(session.id, s.parentId) : null,
     tasks: paused
       ? [
           {
             id: paused.id,
             name: 'tools',
             error: null,
-            interrupts: o.pending.filter((a) => a.turnId === paused.id).map(interruptOf),
+            interrupts: s.pending.filter((a) => a.turnId === paused.id).map(interruptOf),
             checkpoint: null,
             state: null,
           },
         ]
       : [],
   };
+}
+
+/** A state as the `checkpoints` stream mode sends it: its checkpoint as a config, its parent's too. */
+export function checkpointEventOf(state: LangGraphThreadState): Record<string, unknown> {
+  return {
+    config: { configurable: state.checkpoint },
+    parent_config: state.parent_checkpoint ? { configurable: state.parent_checkpoint } : null,
+    values: state.values,
+    metadata: state.metadata,
+    next: state.next,
+    tasks: state.tasks,
+  };
+}
+
+/**
+ * The checkpoint a request names → its id (a run id of the thread), or null for "the current state"
+ * (`{thread_id}` alone or a null id, which is what RemoteGraph sends). Refused (422) when it cannot be
+ * one of this thread's: another thread's, a subgraph namespace, an id that is not a run id.
+ */
+export function checkpointIdOf(
+  threadId: string,
+  field: string,
+  c: LangGraphCheckpointConfig | { configurable: LangGraphCheckpointConfig } | string | null | undefined,
+): string | null {
+  if (c === null || c === undefined) return null;
+  const cfg: LangGraphCheckpointConfig =
+    typeof c === 'string' ? { checkpoint_id: c } : 'configurable' in c ? c.configurable : c;
+  if (cfg.thread_id !== undefined && cfg.thread_id.toLowerCase() !== threadId.toLowerCase()) {
+    throw new LangGraphError(
+      422,
+      `${field}.thread_id names another thread (${cfg.thread_id}) than ${threadId}`,
+    );
+  }
+  if (cfg.checkpoint_ns) {
+    throw new LangGraphError(
+      422,
+      `${field}.checkpoint_ns: subgraph checkpoints are not supported (a thread has one namespace, '')`,
+    );
+  }
+  const id = cfg.checkpoint_id ?? null;
+  if (id !== null && !isUuid(id)) {
+    throw new LangGraphError(
+      422,
+      `${field}: ${JSON.stringify(id)} is not a checkpoint id (a thread's checkpoint ids are its run ids)`,
+    );
+  }
+  return id === null ? null : id.toLowerCase();
+}
+
+/** The checkpoint a run starts from (`checkpoint` or `checkpoint_id`), or null for the current one. */
+export function runCheckpointOf(threadId: string, body: LangGraphRunRequest): string | null {
+  const fromConfig = checkpointIdOf(threadId, 'checkpoint', body.checkpoint);
+  const fromId = checkpointIdOf(threadId, 'checkpoint_id', body.checkpoint_id ?? null);
+  if (fromConfig !== null && fromId !== null && fromConfig !== fromId) {
+    throw new LangGraphError(422, 'checkpoint.checkpoint_id and checkpoint_id name different checkpoints');
+  }
+  return fromConfig ?? fromId;
+}
+
+/**
+ * A history `metadata` filter → what it selects among a thread's snapshots, whose metadata is the
+ * thread's (the same for all) plus `source: 'loop'`, `step` (the run's seq), `run_id`, `parents: {}`:
+ * `none` when no snapshot can match, else the step or run it narrows to.
+ */
+export function historyFilterOf(
+  session: SessionRow,
+  filter: Record<string, unknown> | null | undefined,
+): { none: true } | { none: false; seq?: number; turnId?: string } {
+  const constant = snapshotMetadataOf(session, null);
+  const out: { none: false; seq?: number; turnId?: string } = { none: false };
+  for (const [key, want] of Object.entries(filter ?? {})) {
+    if (key === 'step') {
+      if (typeof want !== 'number' || !Number.isInteger(want)) return { none: true };
+      out.seq = want;
+    } else if (key === 'run_id') {
+      if (typeof want !== 'string' || !isUuid(want)) return { none: true };
+      out.turnId = want.toLowerCase();
+    } else if (JSON.stringify(constant[key]) !== JSON.stringify(want)) {
+      return { none: true };
+    }
+  }
+  return out;
 }
 
 /** What a run asks for: a new human message, or the resume of a paused run. */
@@ -350,7 +466,7 @@ const HUMAN = new Set(['human', 'user']);
 
 /**
  * A run request → what is admitted. Refused (422) where honouring is impossible and ignoring would
- * mislead: rollback, checkpoints (no time travel), interrupt_before/after, delayed runs, `command`
+ * mislead: rollback, interrupt_before/after, delayed runs, `command`
  * goto/update, more than one message or one that is not a human's.
  */
 export function planRun(body: LangGraphRunRequest): RunPlan {
@@ -360,9 +476,6 @@ export function planRun(body: LangGraphRunRequest): RunPlan {
       'multitask_strategy rollback is not supported: Switchboard keeps every turn in the transcript ' +
         '(use interrupt to cancel the running run and start this one)',
     );
-  }
-  if (body.checkpoint !== undefined || body.checkpoint_id !== undefined) {
-    throw new LangGraphError(422, 'checkpoint: runs from a past checkpoint (time travel) are not supported');
   }
   for (const key of ['interrupt_before', 'interrupt_after'] as const) {
     const v = body[key];

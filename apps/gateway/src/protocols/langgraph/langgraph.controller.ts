@@ -12,6 +12,7 @@ import {
 } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import { ApiBody, ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { Session } from '@prisma/client';
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import {
@@ -40,6 +41,8 @@ import {
   LangGraphJoinStreamQueryDto,
   LangGraphRunDto,
   LangGraphRunListQueryDto,
+  LangGraphStateAtDto,
+  LangGraphStateQueryDto,
   LangGraphThreadCreateDto,
   LangGraphThreadSearchDto,
 } from '../../api/dto';
@@ -52,9 +55,12 @@ import { holdRequest } from '../hold';
 import { validateOptionalBody } from '../../platform/validation';
 import {
   assistantOf,
+  checkpointIdOf,
   decisionsOf,
+  historyFilterOf,
   LangGraphError,
   planRun,
+  runCheckpointOf,
   runOf,
   stateOf,
   streamModesOf,
@@ -75,12 +81,12 @@ const ERROR_TEXT: Record<number, string> = {
   400: 'The body is not JSON, or a header or query is malformed',
   401: 'Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`)',
   403: 'The operator paused the tenant: nothing is admitted until it is resumed',
-  404: 'No such assistant, thread or run for the calling tenant',
+  404: 'No such assistant, thread, run or checkpoint for the calling tenant',
   408: 'The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again',
   409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists',
   413: 'Request body larger than the limit',
   415: 'Body is not application/json',
-  422: 'The body failed validation, or asks for what the subset does not support (rollback, checkpoints…)',
+  422: 'The body failed validation, or asks for what the subset does not support (rollback, time travel…)',
   429: 'Rate limit exceeded: retry after Retry-After seconds',
   500: 'Unexpected failure (logged)',
   503: 'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later',
@@ -97,7 +103,8 @@ function LangGraphRoute(o: {
   id: string;
   summary: string;
   description: string;
-  status: number;
+  /** The success status; none for a route that only refuses (documented by its errors alone). */
+  status?: number;
   schema?: z.ZodType;
   stream?: boolean;
   errors: number[];
@@ -105,15 +112,19 @@ function LangGraphRoute(o: {
   return applyDecorators(
     RouteConfig({ errorShape: 'langgraph', apiKeyHeader: true } satisfies ErrorShapeConfig),
     ApiOperation({ operationId: o.id, summary: o.summary, description: o.description }),
-    ApiResponse({
-      status: o.status,
-      description: o.summary,
-      ...(o.stream
-        ? { content: { 'text/event-stream': { schema: { type: 'string' } } } }
-        : o.schema
-          ? { schema: schemaRef(o.schema) }
-          : {}),
-    }),
+    ...(o.status === undefined
+      ? []
+      : [
+          ApiResponse({
+            status: o.status,
+            description: o.summary,
+            ...(o.stream
+              ? { content: { 'text/event-stream': { schema: { type: 'string' } } } }
+              : o.schema
+                ? { schema: schemaRef(o.schema) }
+                : {}),
+          }),
+        ]),
     ...[...new Set([...o.errors, ...COMMON])].map((status) =>
       ApiResponse({
         status,
@@ -306,29 +317,118 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadState',
     description:
-      "The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
-    summary: "The thread's state: its transcript as LangChain messages, pending approvals as interrupts",
+      "The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
+    summary:
+      "The thread's current state: its transcript as LangChain messages, pending approvals as interrupts",
     status: 200,
     schema: LangGraphThreadState,
-    errors: [404],
+    errors: [400, 404, 422],
   })
   async getState(
     @TenantId() tenantId: string,
     @Param('thread_id') id: string,
+    @Query() q: LangGraphStateQueryDto,
+  ): Promise<LangGraphThreadState> {
+    void q;
+    const session = await this.thread(tenantId, id);
+    return stateOf(session, await this.snapshots.head(session.id));
+  }
+
+  @Get('threads/:thread_id/state/:checkpoint_id')
+  @LangGraphRoute({
+    id: 'langgraphGetThreadStateAt',
+    description:
+      "The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.",
+    summary: "The thread's state at the end of one of its runs (checkpoint id = run id)",
+    status: 200,
+    schema: LangGraphThreadState,
+    errors: [400, 404, 422],
+  })
+  async getStateAt(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+    @Param('checkpoint_id') checkpointId: string,
+    @Query() q: LangGraphStateQueryDto,
+  ): Promise<LangGraphThreadState> {
+    void q;
+    const session = await this.thread(tenantId, id);
+    return this.stateAt(session, checkpointIdOf(session.id, 'checkpoint_id', checkpointId));
+  }
+
+  @Post('threads/:thread_id/state/checkpoint')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphGetThreadStateAtCheckpoint',
+    description:
+      "The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.",
+    summary: "The thread's state at a checkpoint config ({thread_id} alone: the current state)",
+    status: 200,
+    schema: LangGraphThreadState,
+    errors: [...BODY, 404],
+  })
+  async postStateAt(
+    @TenantId() tenantId: string,
+    @Param('thread_id') id: string,
+    @Body() body: LangGraphStateAtDto,
   ): Promise<LangGraphThreadState> {
     const session = await this.thread(tenantId, id);
-    return stateOf(session, await this.snapshots.read(session.id));
+    return this.stateAt(session, checkpointIdOf(session.id, 'checkpoint', body.checkpoint));
+  }
+
+  @Post('threads/:thread_id/state')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphUpdateThreadState',
+    description:
+      "`client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.",
+    summary: 'Update a thread’s state: not supported (422, nothing written)',
+    errors: [...BODY, 404],
+  })
+  @ApiBody({
+    schema: { type: 'object' },
+    required: false,
+    examples: {
+      refused: {
+        value: { values: { messages: [{ type: 'human', content: 'rewritten' }] }, as_node: 'agent' },
+      },
+    },
+  })
+  async updateState(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
+    await this.thread(tenantId, id);
+    throw new LangGraphError(
+      422,
+      "updating a thread's state (updateState, time travel) is not supported: a Switchboard thread's " +
+        'state is its transcript, written only by its runs. Start a run with a new human message instead',
+    );
+  }
+
+  @Post('threads/:thread_id/copy')
+  @HttpCode(200)
+  @LangGraphRoute({
+    id: 'langgraphCopyThread',
+    description:
+      '`client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.',
+    summary: 'Copy (fork) a thread: not supported (422, nothing written)',
+    errors: [...BODY, 404],
+  })
+  @ApiBody({ schema: { type: 'object' }, required: false, examples: { refused: { value: {} } } })
+  async copyThread(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
+    await this.thread(tenantId, id);
+    throw new LangGraphError(
+      422,
+      'copying (forking) a thread is not supported: its runs and checkpoints stay in the one thread',
+    );
   }
 
   @Get('threads/:thread_id/history')
   @LangGraphRoute({
     id: 'langgraphGetThreadHistory',
     description:
-      "The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.",
-    summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
+      "The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.",
+    summary: "The thread's states, one per run, newest first (paged by before/limit)",
     status: 200,
     schema: LangGraphThreadStateList,
-    errors: [400, 404],
+    errors: [400, 404, 422],
   })
   async getHistory(
     @TenantId() tenantId: string,
@@ -336,8 +436,7 @@ export class LangGraphController {
     @Query() q: LangGraphHistoryQueryDto,
   ): Promise<LangGraphThreadState[]> {
     const session = await this.thread(tenantId, id);
-    if (q.limit === 0 || q.before !== undefined) return [];
-    return [stateOf(session, await this.snapshots.read(session.id))];
+    return this.history(session, { limit: q.limit, before: q.before });
   }
 
   @Post('threads/:thread_id/history')
@@ -345,8 +444,8 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphSearchThreadHistory',
     description:
-      "The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).",
-    summary: "The thread's states: only the current one (no checkpoints, docs/adr/0038)",
+      "The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).",
+    summary: "The thread's states, one per run, newest first (paged by before/limit)",
     status: 200,
     schema: LangGraphThreadStateList,
     errors: [...BODY, 404],
@@ -359,12 +458,7 @@ export class LangGraphController {
   ): Promise<LangGraphThreadState[]> {
     const body = validateOptionalBody(LangGraphHistoryRequest, raw);
     const session = await this.thread(tenantId, id);
-    // Only the current state exists: nothing is before it, and no checkpoint can be named.
-    if (body.limit === 0 || body.before !== undefined) return [];
-    if (body.checkpoint !== undefined) {
-      throw new LangGraphError(422, 'checkpoint: past checkpoints (time travel) are not supported');
-    }
-    return [stateOf(session, await this.snapshots.read(session.id))];
+    return this.history(session, body);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -642,6 +736,8 @@ export class LangGraphController {
     watch: LiveWatch;
   }> {
     const plan = planRun(body);
+    const from = runCheckpointOf(threadId, body);
+    if (from !== null) await this.fromCurrentCheckpoint(tenantId, threadId, from);
     const agent = await this.assistant(tenantId, body.assistant_id);
     // A thread the run names; with `if_not_exists: create` a new one is made as the run is admitted
     // (a stopped agent or a paused tenant is refused before it is written).
@@ -707,6 +803,24 @@ export class LangGraphController {
     return { ...admitted, after: 0, multitask: plan.multitask };
   }
 
+  /**
+   * A run goes on from the thread's current checkpoint. Naming that one (useStream does) is fine;
+   * naming a past one asks for time travel (a fork from an earlier state), which is refused before
+   * anything is written; a checkpoint that is not the thread's is 404.
+   */
+  private async fromCurrentCheckpoint(tenantId: string, threadId: string, checkpointId: string) {
+    const session = await this.reads.session(tenantId, threadId);
+    const [head] = session ? await this.reads.checkpointTurns(session.id, { take: 1 }) : [];
+    if (head?.id === checkpointId) return;
+    const past = session ? await this.reads.turn(tenantId, session.id, checkpointId) : null;
+    if (!past) throw new LangGraphError(404, `checkpoint ${checkpointId} not found in thread ${threadId}`);
+    throw new LangGraphError(
+      422,
+      `checkpoint ${checkpointId} is a past state of thread ${threadId} (its current checkpoint is ` +
+        `${head?.id}): runs from a past checkpoint (time travel, forking) are not supported`,
+    );
+  }
+
   /** Holds the request until the run ends or pauses; the thread's values (`__error__` for a failed run). */
   private async answerWhenSettled(
     reply: FastifyReply,
@@ -736,6 +850,40 @@ export class LangGraphController {
       };
     }
     await reply.status(200).send(values);
+  }
+
+  /** The state at a checkpoint of the thread (null: the current one); 404 for one that is not its. */
+  private async stateAt(session: Session, checkpointId: string | null): Promise<LangGraphThreadState> {
+    if (checkpointId === null) return stateOf(session, await this.snapshots.head(session.id));
+    const snap = await this.snapshots.at(session.id, checkpointId);
+    if (!snap) throw new LangGraphError(404, `checkpoint ${checkpointId} not found in thread ${session.id}`);
+    return stateOf(session, snap);
+  }
+
+  /** A page of the thread's states, newest first: one per run, before a checkpoint, narrowed as asked. */
+  private async history(
+    session: Session,
+    q: Pick<LangGraphHistoryRequest, 'limit' | 'before' | 'checkpoint' | 'metadata'>,
+  ): Promise<LangGraphThreadState[]> {
+    const before = checkpointIdOf(session.id, 'before', q.before);
+    const only = checkpointIdOf(session.id, 'checkpoint', q.checkpoint);
+    const filter = historyFilterOf(session, q.metadata);
+    if (filter.none) return [];
+    if (filter.turnId !== undefined && only !== null && filter.turnId !== only) return [];
+    let beforeSeq: number | undefined;
+    if (before !== null) {
+      const turn = await this.reads.turn(session.tenantId, session.id, before);
+      if (!turn)
+        throw new LangGraphError(404, `before: checkpoint ${before} not found in thread ${session.id}`);
+      beforeSeq = turn.seq;
+    }
+    const snaps = await this.snapshots.runs(session.id, {
+      beforeSeq,
+      seq: filter.seq,
+      turnId: only ?? filter.turnId,
+      limit: q.limit ?? 10,
+    });
+    return snaps.map((s) => stateOf(session, s));
   }
 
   private async assistant(tenantId: string, idOrName: string) {

@@ -58,6 +58,11 @@ export class LangGraphReads {
     return this.db.session.findFirst({ where: { id, tenantId } });
   }
 
+  /** A session by id alone: for a stream whose thread was already checked for the tenant. */
+  sessionById(id: string): Promise<Session | null> {
+    return this.db.session.findUnique({ where: { id } });
+  }
+
   sessions(
     tenantId: string,
     q: {
@@ -107,6 +112,59 @@ export class LangGraphReads {
       take: STATE_MESSAGES,
     });
     return rows.reverse();
+  }
+
+  /**
+   * The transcript as the states of a page of runs need it, oldest first: every entry of the runs
+   * `fromSeq`..`toSeq`, after the newest STATE_MESSAGES entries before them (each state shows at most
+   * STATE_MESSAGES). One read for the whole page instead of one per state.
+   */
+  async transcriptThrough(sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]> {
+    const [before, within] = await Promise.all([
+      this.db.message.findMany({
+        where: { sessionId, turnSeq: { lt: fromSeq } },
+        orderBy: [{ turnSeq: 'desc' }, { position: 'desc' }],
+        take: STATE_MESSAGES,
+      }),
+      this.db.message.findMany({
+        where: { sessionId, turnSeq: { gte: fromSeq, lte: toSeq } },
+        orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+      }),
+    ]);
+    return [...before.reverse(), ...within];
+  }
+
+  /**
+   * A page of the thread's runs as checkpoints, newest first (docs/adr/0038): those before
+   * `beforeSeq`, narrowed to one seq or run id when asked; `take` of them.
+   */
+  checkpointTurns(
+    sessionId: string,
+    q: { beforeSeq?: number; seq?: number; turnId?: string; take: number },
+  ): Promise<Turn[]> {
+    if (q.turnId !== undefined && !isUuid(q.turnId)) return Promise.resolve([]);
+    return this.db.turn.findMany({
+      where: {
+        sessionId,
+        ...(q.turnId !== undefined ? { id: q.turnId } : {}),
+        AND: [
+          ...(q.beforeSeq !== undefined ? [{ seq: { lt: q.beforeSeq } }] : []),
+          ...(q.seq !== undefined ? [{ seq: q.seq }] : []),
+        ],
+      },
+      orderBy: { seq: 'desc' },
+      take: q.take,
+    });
+  }
+
+  /** The run before the one at `seq`: its parent checkpoint. */
+  async previousTurnId(sessionId: string, seq: number): Promise<string | null> {
+    const t = await this.db.turn.findFirst({
+      where: { sessionId, seq: { lt: seq } },
+      orderBy: { seq: 'desc' },
+      select: { id: true },
+    });
+    return t?.id ?? null;
   }
 
   /** Approvals waiting for a decision on a turn that still waits for them. */

@@ -12,7 +12,15 @@ import {
   type LiveItem,
 } from '@switchboard/agent-turns';
 import { SseStream } from '../../platform/sse';
-import { interruptOf, runStatusOf, sseEvent, updatesOf, valuesOf } from '@switchboard/protocols';
+import {
+  checkpointEventOf,
+  interruptOf,
+  runStatusOf,
+  sseEvent,
+  stateOf,
+  updatesOf,
+  valuesOf,
+} from '@switchboard/protocols';
 import { LangGraphSnapshots } from './snapshots';
 
 export interface RunStreamOptions {
@@ -40,8 +48,9 @@ const ENDED = new Set(['completed', 'failed', 'cancelled']);
  * messages under the `agent` / `tools` node, `__interrupt__` at a pause), `messages` tuples
  * (`messages-tuple`: each text delta as an AIMessageChunk, each new tool message) or
  * `messages/partial` / `messages/complete` (`messages`), then `end` with the run's status; a failed
- * run sends `error` first. The turn's events come through the gateway's one event-stream seam (the
- * same journal-then-live iteration as streamed chat completions, ADR 0015/0016). The stream ends
+ * run sends `error` first, `checkpoints` the run's checkpoint (the state at its end) before `end`.
+ * The turn's events come through the gateway's one event-stream seam (the same journal-then-live
+ * iteration as streamed chat completions, ADR 0015/0016). The stream ends
  * when the turn ends or pauses for approval (LangGraph's interrupt), the client leaves, or the
  * gateway shuts down.
  */
@@ -213,6 +222,15 @@ class RunFrames {
       return;
     }
     await this.step(true);
+    // `checkpoints`: the run's checkpoint, the state at its end (or pause), with the id `getState` and
+    // `getHistory` give it: the run's id.
+    if (this.has('checkpoints')) {
+      const [session, snap] = await Promise.all([
+        this.snapshots.session(this.o.sessionId),
+        this.snapshots.at(this.o.sessionId, turnId),
+      ]);
+      if (session && snap) this.write('checkpoints', checkpointEventOf(stateOf(session, snap)));
+    }
     if (status === 'failed') {
       this.write('error', {
         error: 'turn_failed',
