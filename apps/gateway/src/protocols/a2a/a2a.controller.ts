@@ -1,15 +1,19 @@
 import { Controller, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { A2A_VERSION_HEADER, AgentCard } from '@a2a-js/sdk';
+import { A2A_VERSION_HEADER } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
-import { notFound } from '@switchboard/contracts';
+import type { Config } from '@switchboard/config';
+import { notFound, parseTenantSettings } from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
-import { LOGGER } from '@switchboard/platform';
+import { CONFIG, LOGGER } from '@switchboard/platform';
+import { sql, type SqlDb } from '@switchboard/store';
 import { TenantId } from '../../platform/auth/guard';
-import { agentCardOf } from '@switchboard/protocols';
+import { agentCardJson, agentCardOf } from '@switchboard/protocols';
 import { A2aAgent } from './a2a';
+import { A2aStore } from './a2a-store';
+import { GATEWAY_SQL } from '../../api/streams.controller';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
@@ -45,10 +49,18 @@ const HTTP_ERRORS: [number, string][] = [
 @ApiBearerAuth(API_KEY_AUTH)
 @Controller('a2a')
 export class A2aController {
+  private readonly store: A2aStore;
+  private readonly allowHosts: ReadonlySet<string>;
+
   constructor(
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.store = new A2aStore(sql);
+    this.allowHosts = new Set(config.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []);
+  }
 
   @Get(':agentId/.well-known/agent-card.json')
   @ErrorShapeOf('jsonrpc')
@@ -76,7 +88,7 @@ export class A2aController {
     await reply
       .header('cache-control', 'private, no-cache')
       .header('vary', 'Authorization')
-      .send(AgentCard.toJSON(agentCardOf(agent, this.endpoint(req, agent.id))));
+      .send(agentCardJson(agentCardOf(agent, this.endpoint(req, agent.id))));
   }
 
   @Post(':agentId')
@@ -137,10 +149,15 @@ export class A2aController {
     const agent = await this.agent(tenantId, agentId);
     const gone = clientGone(reply);
     const card = agentCardOf(agent, this.endpoint(req, agent.id));
-    const handler = new A2aAgent(this.turns, tenantId, agent, card, gone.signal);
     const header = req.headers[A2A_VERSION_HEADER.toLowerCase()];
     const version = (Array.isArray(header) ? header[0] : header)?.trim() || undefined;
     const legacy = version === undefined || version === '0.3';
+    const handler = new A2aAgent(this.turns, tenantId, agent, card, gone.signal, {
+      store: this.store,
+      allowHosts: this.allowHosts,
+      signs: () => this.signs(tenantId),
+      version: legacy ? '0.3' : '1.0',
+    });
     const mapError = (err: unknown): unknown =>
       legacy
         ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err)
@@ -193,6 +210,14 @@ export class A2aController {
     const agent = await this.turns.agent(tenantId, agentId);
     if (!agent) throw notFound('agent');
     return agent;
+  }
+
+  /** Whether the tenant has a webhook signing secret (push deliveries are signed with it). */
+  private async signs(tenantId: string): Promise<boolean> {
+    const row = await this.sql.first<{ settings: unknown }>(
+      sql`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`,
+    );
+    return parseTenantSettings(row?.settings).notifySecret !== undefined;
   }
 
   /** The agent's endpoint as this request reached the gateway. */
