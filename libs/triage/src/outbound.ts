@@ -174,7 +174,8 @@ async function endpointOf(
   settings: ReturnType<typeof parseTenantSettings>,
 ): Promise<Endpoint> {
   if (!job.a2aPush) {
-    if (!settings.notifyUrl || !settings.notifySecret) return { url: '', none: 'the tenant has no notify endpoint' };
+    if (!settings.notifyUrl || !settings.notifySecret)
+      return { url: '', none: 'the tenant has no notify endpoint' };
     return { url: settings.notifyUrl, secret: settings.notifySecret, headers: {} };
   }
   const [config] = await deps.db.$queryRaw<

@@ -98,7 +98,16 @@ export function statusText(
 /** What of a turn its task is made of (GET /v1/turns/:id's fields; the push hook reads them from the row). */
 export type TaskTurn = Pick<
   TurnResponse,
-  'id' | 'sessionId' | 'agentId' | 'status' | 'finalText' | 'failure' | 'stopReason' | 'createdAt' | 'startedAt' | 'completedAt'
+  | 'id'
+  | 'sessionId'
+  | 'agentId'
+  | 'status'
+  | 'finalText'
+  | 'failure'
+  | 'stopReason'
+  | 'createdAt'
+  | 'startedAt'
+  | 'completedAt'
 >;
 
 /** A turn as an A2A task; `history` holds the client's message when the caller has it. */
@@ -241,7 +250,8 @@ export const statusUpdate = (
  */
 export function agentCardJson(card: AgentCard): Record<string, unknown> {
   const v1 = AgentCard.toJSON(card) as Record<string, unknown>;
-  const v03 = card.supportedInterfaces.find((i) => i.protocolVersion === '0.3') ?? card.supportedInterfaces[0];
+  const v03 =
+    card.supportedInterfaces.find((i) => i.protocolVersion === '0.3') ?? card.supportedInterfaces[0];
   const schemes: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(card.securitySchemes)) {
     const v1Scheme = (v1.securitySchemes as Record<string, Record<string, unknown>>)[name];

@@ -154,7 +154,7 @@ export class A2aStore {
         createdAt: iso(r.createdAt)!,
         startedAt: iso(r.startedAt),
         completedAt: iso(r.completedAt),
-      })) as ListedTurn[],
+      })),
       total: Number(count?.n ?? 0),
     };
   }

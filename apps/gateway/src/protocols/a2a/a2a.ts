@@ -245,7 +245,9 @@ export class A2aAgent implements A2ARequestHandler {
    * CreateTaskPushNotificationConfig). The URL is checked as a notify URL is (SSRF); the tenant
    * must have a signing secret. Deliveries: docs/adr/0037 (the completion-webhook hook).
    */
-  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+  ): Promise<TaskPushNotificationConfig> {
     const turn = await this.task(params.taskId);
     const config = await this.checkedConfig(params);
     await this.save({ ...config, taskId: turn.id });
@@ -261,7 +263,9 @@ export class A2aAgent implements A2ARequestHandler {
       ? await this.deps.store.pushConfig(this.tenantId, turn.id, params.id)
       : (await this.deps.store.pushConfigs(this.tenantId, turn.id))[0];
     if (!config) {
-      throw new TaskNotFoundError(`task ${turn.id} has no push notification config ${params.id || ''}`.trim());
+      throw new TaskNotFoundError(
+        `task ${turn.id} has no push notification config ${params.id || ''}`.trim(),
+      );
     }
     return config;
   }
@@ -281,7 +285,9 @@ export class A2aAgent implements A2ARequestHandler {
   }
 
   /** A config as a client sent it, checked: every refusal before anything is stored or admitted. */
-  private async checkedConfig(c: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig & { id: string }> {
+  private async checkedConfig(
+    c: TaskPushNotificationConfig,
+  ): Promise<TaskPushNotificationConfig & { id: string }> {
     let url: URL;
     try {
       url = new URL(c.url);
@@ -291,18 +297,23 @@ export class A2aAgent implements A2ARequestHandler {
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
       throw new RequestMalformedError('pushNotificationConfig.url must be http(s)');
     }
-    if (c.url.length > 2000) throw new RequestMalformedError('pushNotificationConfig.url is longer than 2000');
+    if (c.url.length > 2000)
+      throw new RequestMalformedError('pushNotificationConfig.url is longer than 2000');
     const id = c.id || newId();
     if (id.length > 100 || !HEADER_SAFE.test(id)) {
       throw new RequestMalformedError('pushNotificationConfig.id must be 1 to 100 printable characters');
     }
     if (c.token && (c.token.length > 1000 || !HEADER_SAFE.test(c.token))) {
-      throw new RequestMalformedError('pushNotificationConfig.token must be at most 1000 printable characters');
+      throw new RequestMalformedError(
+        'pushNotificationConfig.token must be at most 1000 printable characters',
+      );
     }
     const auth = c.authentication;
     if (auth?.scheme || auth?.credentials) {
       if (!AUTH_SCHEME.test(auth.scheme ?? '')) {
-        throw new RequestMalformedError('authentication.scheme must be an HTTP auth scheme name (e.g. Bearer)');
+        throw new RequestMalformedError(
+          'authentication.scheme must be an HTTP auth scheme name (e.g. Bearer)',
+        );
       }
       if (!auth.credentials || auth.credentials.length > 2000 || !HEADER_SAFE.test(auth.credentials)) {
         throw new RequestMalformedError(
@@ -323,7 +334,9 @@ export class A2aAgent implements A2ARequestHandler {
 
   private async save(config: TaskPushNotificationConfig & { id: string }): Promise<void> {
     if (!(await this.deps.store.savePushConfig(this.tenantId, this.agent.id, config, this.deps.version))) {
-      throw new RequestMalformedError(`a task keeps at most ${PUSH_CONFIGS_PER_TASK} push notification configs`);
+      throw new RequestMalformedError(
+        `a task keeps at most ${PUSH_CONFIGS_PER_TASK} push notification configs`,
+      );
     }
   }
 
@@ -454,7 +467,10 @@ export class A2aAgent implements A2ARequestHandler {
 /** A ListTasks page token: the last task's creation time and id, base64url JSON. */
 function pageCursor(token: string): { createdAt: Date; id: string } {
   try {
-    const { c, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { c: unknown; i: unknown };
+    const { c, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as {
+      c: unknown;
+      i: unknown;
+    };
     const createdAt = new Date(String(c));
     if (typeof i === 'string' && isUuid(i) && !Number.isNaN(createdAt.getTime())) return { createdAt, id: i };
   } catch {
