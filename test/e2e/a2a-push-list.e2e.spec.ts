@@ -232,6 +232,27 @@ describe('A2A push notifications and ListTasks', () => {
     const client = await a2aV03(agentId, api.key!);
     const task = (await client.sendMessage({ message: v03Message('and again') })) as TaskV03;
     expect(task.status.state).toBe('completed');
+
+    // Negotiated by A2A-Version, as the SDK's own card handler does: 1.0 gets the v1.0 proto JSON.
+    const cardOf = async (version?: string) =>
+      (await (
+        await fetch(`${url}/a2a/${agentId}/.well-known/agent-card.json`, {
+          headers: { authorization: `Bearer ${api.key}`, ...(version ? { 'a2a-version': version } : {}) },
+        })
+      ).json()) as Record<string, any>;
+    const v1 = await cardOf('1.0');
+    expect(v1.url).toBeUndefined();
+    expect(v1.securitySchemes.bearer).toEqual({
+      httpAuthSecurityScheme: expect.objectContaining({ scheme: 'Bearer' }),
+    });
+    for (const legacyCard of [await cardOf(), await cardOf('0.3')]) {
+      expect(legacyCard).toMatchObject({
+        url: `${url}/a2a/${agentId}`,
+        protocolVersion: '0.3.0',
+        supportedInterfaces: v1.supportedInterfaces,
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      });
+    }
   });
 
   it('v0.3: a config sent with the message; the completed task is POSTed signed, with token and Authorization, retried after a 500', async () => {

@@ -31,6 +31,19 @@ export interface TaskRef {
 /** The artifact a task's answer streams into. */
 export const ANSWER_ARTIFACT_ID = 'answer';
 
+/** Which turn statuses a task state filter means (ListTasks `status`). */
+const STATUSES_OF: Partial<Record<TaskState, string[]>> = {
+  [TaskState.TASK_STATE_SUBMITTED]: ['queued'],
+  [TaskState.TASK_STATE_WORKING]: ['running', 'awaiting_subagent'],
+  [TaskState.TASK_STATE_INPUT_REQUIRED]: ['awaiting_approval'],
+  [TaskState.TASK_STATE_COMPLETED]: ['completed'],
+  [TaskState.TASK_STATE_FAILED]: ['failed'],
+  [TaskState.TASK_STATE_CANCELED]: ['cancelled'],
+};
+
+/** The turn statuses a task state stands for (ListTasks `status`); [] for a state no turn is ever in (rejected, auth-required). */
+export const turnStatusesOfTaskState = (state: TaskState): string[] => STATUSES_OF[state] ?? [];
+
 /** Where a turn stands, in A2A's task states. */
 export function taskStateOf(status: string): TaskState {
   switch (status) {

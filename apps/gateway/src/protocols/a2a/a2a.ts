@@ -37,6 +37,12 @@ import {
   TenantPausedError,
   type TurnResponse,
 } from '@switchboard/contracts';
+import {
+  PUSH_CONFIGS_PER_TASK,
+  type A2aStore,
+  type PushConfigRow,
+  type PushWireVersion,
+} from '@switchboard/store';
 import { refusedNotifyUrl } from '@switchboard/triage';
 import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import {
@@ -50,8 +56,8 @@ import {
   taskOf,
   taskStateOf,
   textPart,
+  turnStatusesOfTaskState,
 } from '@switchboard/protocols';
-import { A2aStore, PUSH_CONFIGS_PER_TASK, statusesOf, type PushWireVersion } from './a2a-store';
 
 /**
  * A2A over turns (docs/adr/0037): `A2aAgent` is the request handler the SDK's JSON-RPC transport
@@ -206,7 +212,7 @@ export class A2aAgent implements A2ARequestHandler {
       }
     }
     const before = params.pageToken ? pageCursor(params.pageToken) : undefined;
-    const statuses = params.status ? statusesOf(params.status) : [];
+    const statuses = params.status ? turnStatusesOfTaskState(params.status) : [];
     // A context that is not a session id, or a state no turn is in: no task matches.
     if ((params.contextId && !isUuid(params.contextId)) || (params.status && statuses.length === 0)) {
       return { tasks: [], nextPageToken: '', pageSize, totalSize: 0 };
@@ -259,9 +265,10 @@ export class A2aAgent implements A2ARequestHandler {
   ): Promise<TaskPushNotificationConfig> {
     const turn = await this.task(params.taskId);
     // v0.3's get may name no config: the task's first one, as the SDK's own handler answers.
-    const config = params.id
+    const row = params.id
       ? await this.deps.store.pushConfig(this.tenantId, turn.id, params.id)
       : (await this.deps.store.pushConfigs(this.tenantId, turn.id))[0];
+    const config = row && configOf(row);
     if (!config) {
       throw new TaskNotFoundError(
         `task ${turn.id} has no push notification config ${params.id || ''}`.trim(),
@@ -274,7 +281,8 @@ export class A2aAgent implements A2ARequestHandler {
     params: ListTaskPushNotificationConfigsRequest,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
     const turn = await this.task(params.taskId);
-    return { configs: await this.deps.store.pushConfigs(this.tenantId, turn.id), nextPageToken: '' };
+    const rows = await this.deps.store.pushConfigs(this.tenantId, turn.id);
+    return { configs: rows.map(configOf), nextPageToken: '' };
   }
 
   async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
@@ -333,7 +341,15 @@ export class A2aAgent implements A2ARequestHandler {
   }
 
   private async save(config: TaskPushNotificationConfig & { id: string }): Promise<void> {
-    if (!(await this.deps.store.savePushConfig(this.tenantId, this.agent.id, config, this.deps.version))) {
+    const row: PushConfigRow = {
+      configId: config.id,
+      turnId: config.taskId,
+      url: config.url,
+      token: config.token || null,
+      authScheme: config.authentication?.scheme || null,
+      authCredentials: config.authentication?.credentials || null,
+    };
+    if (!(await this.deps.store.savePushConfig(this.tenantId, this.agent.id, row, this.deps.version))) {
       throw new RequestMalformedError(
         `a task keeps at most ${PUSH_CONFIGS_PER_TASK} push notification configs`,
       );
@@ -463,6 +479,17 @@ export class A2aAgent implements A2ARequestHandler {
     yield statusUpdate(t, taskStateOf(turn.status), agentMessage(turn, statusText(turn) ?? ''));
   }
 }
+
+/** A stored push config as A2A's TaskPushNotificationConfig. */
+const configOf = (r: PushConfigRow): TaskPushNotificationConfig => ({
+  tenant: '',
+  id: r.configId,
+  taskId: r.turnId,
+  url: r.url,
+  token: r.token ?? '',
+  authentication:
+    r.authScheme !== null ? { scheme: r.authScheme, credentials: r.authCredentials ?? '' } : undefined,
+});
 
 /** A ListTasks page token: the last task's creation time and id, base64url JSON. */
 function pageCursor(token: string): { createdAt: Date; id: string } {

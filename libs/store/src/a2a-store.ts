@@ -1,10 +1,10 @@
-import { TaskState, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { newId, type TurnResponse } from '@switchboard/contracts';
-import { ofTenant, sql, type SqlDb } from '@switchboard/store';
+import { ofTenant, sql, type SqlDb } from './sql';
 
 /**
- * The A2A adapter's own statements (docs/adr/0037): the push notification configs of a task
- * (`a2a_push_configs`, tenant-scoped) and the agent's tasks as ListTasks pages them (turns).
+ * The A2A adapter's statements (docs/adr/0037): the push notification configs of a task
+ * (`a2a_push_configs`, tenant-scoped) and an agent's turns as ListTasks pages them. Plain rows: the
+ * wire types are the gateway's (apps/gateway/src/protocols/a2a).
  */
 
 /** The most configs one task keeps: a client that registers more is refused, nothing stored. */
@@ -13,7 +13,8 @@ export const PUSH_CONFIGS_PER_TASK = 10;
 /** The wire versions a config remembers (the body of its deliveries is that version's shape). */
 export type PushWireVersion = '0.3' | '1.0';
 
-interface PushConfigRow {
+/** A push notification config as stored: `configId` is the A2A id, `turnId` the task. */
+export interface PushConfigRow {
   configId: string;
   turnId: string;
   url: string;
@@ -22,31 +23,8 @@ interface PushConfigRow {
   authCredentials: string | null;
 }
 
-const asConfig = (r: PushConfigRow): TaskPushNotificationConfig => ({
-  tenant: '',
-  id: r.configId,
-  taskId: r.turnId,
-  url: r.url,
-  token: r.token ?? '',
-  authentication:
-    r.authScheme !== null ? { scheme: r.authScheme, credentials: r.authCredentials ?? '' } : undefined,
-});
-
 const CONFIG_COLUMNS = sql`config_id AS "configId", turn_id AS "turnId", url, token,
   auth_scheme AS "authScheme", auth_credentials AS "authCredentials"`;
-
-/** Which turn statuses a task state filter means (ListTasks `status`). */
-const STATUSES_OF: Partial<Record<TaskState, string[]>> = {
-  [TaskState.TASK_STATE_SUBMITTED]: ['queued'],
-  [TaskState.TASK_STATE_WORKING]: ['running', 'awaiting_subagent'],
-  [TaskState.TASK_STATE_INPUT_REQUIRED]: ['awaiting_approval'],
-  [TaskState.TASK_STATE_COMPLETED]: ['completed'],
-  [TaskState.TASK_STATE_FAILED]: ['failed'],
-  [TaskState.TASK_STATE_CANCELED]: ['cancelled'],
-};
-
-/** The turn statuses a task state stands for; [] for a state no turn is ever in (rejected, auth-required). */
-export const statusesOf = (state: TaskState): string[] => STATUSES_OF[state] ?? [];
 
 /** What a ListTasks page reads of a turn: what `taskOf` needs. */
 export type ListedTurn = Pick<
@@ -73,17 +51,17 @@ export class A2aStore {
   async savePushConfig(
     tenantId: string,
     agentId: string,
-    c: TaskPushNotificationConfig & { id: string },
+    c: PushConfigRow,
     version: PushWireVersion,
   ): Promise<boolean> {
-    const scheme = c.authentication?.scheme || null;
+    const scheme = c.authScheme;
     const n = await this.sql.execute(sql`
       INSERT INTO a2a_push_configs (id, tenant_id, agent_id, turn_id, config_id, url, token, auth_scheme,
         auth_credentials, protocol_version)
-      SELECT ${newId()}::uuid, ${tenantId}::uuid, ${agentId}::uuid, ${c.taskId}::uuid, ${c.id}, ${c.url},
-        ${c.token || null}, ${scheme}, ${scheme ? c.authentication?.credentials || null : null}, ${version}
-      WHERE (SELECT count(*) FROM a2a_push_configs WHERE turn_id = ${c.taskId}::uuid
-             AND ${ofTenant('tenant_id', tenantId)} AND config_id <> ${c.id}) < ${PUSH_CONFIGS_PER_TASK}
+      SELECT ${newId()}::uuid, ${tenantId}::uuid, ${agentId}::uuid, ${c.turnId}::uuid, ${c.configId}, ${c.url},
+        ${c.token}, ${scheme}, ${scheme ? c.authCredentials : null}, ${version}
+      WHERE (SELECT count(*) FROM a2a_push_configs WHERE turn_id = ${c.turnId}::uuid
+             AND ${ofTenant('tenant_id', tenantId)} AND config_id <> ${c.configId}) < ${PUSH_CONFIGS_PER_TASK}
       ON CONFLICT (turn_id, config_id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials,
         protocol_version = EXCLUDED.protocol_version
@@ -91,19 +69,17 @@ export class A2aStore {
     return n > 0;
   }
 
-  async pushConfig(tenantId: string, turnId: string, configId: string) {
-    const row = await this.sql.first<PushConfigRow>(sql`
+  pushConfig(tenantId: string, turnId: string, configId: string): Promise<PushConfigRow | undefined> {
+    return this.sql.first<PushConfigRow>(sql`
       SELECT ${CONFIG_COLUMNS} FROM a2a_push_configs
       WHERE turn_id = ${turnId}::uuid AND config_id = ${configId} AND ${ofTenant('tenant_id', tenantId)}`);
-    return row && asConfig(row);
   }
 
-  async pushConfigs(tenantId: string, turnId: string): Promise<TaskPushNotificationConfig[]> {
-    const rows = await this.sql.rows<PushConfigRow>(sql`
+  pushConfigs(tenantId: string, turnId: string): Promise<PushConfigRow[]> {
+    return this.sql.rows<PushConfigRow>(sql`
       SELECT ${CONFIG_COLUMNS} FROM a2a_push_configs
       WHERE turn_id = ${turnId}::uuid AND ${ofTenant('tenant_id', tenantId)}
       ORDER BY created_at, config_id`);
-    return rows.map(asConfig);
   }
 
   /** True when there was such a config. */
