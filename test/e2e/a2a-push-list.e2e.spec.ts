@@ -347,6 +347,7 @@ describe('A2A push notifications and ListTasks', () => {
     expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     const [d] = await delivered(1, (x) => x.path === '/a2a-hook' && x.body.includes(submitted.id));
     expect(d.headers['x-a2a-notification-token']).toBe('tok-v1');
+    expect(d.headers['content-type']).toBe('application/a2a+json');
     expect(d.headers.authorization).toBeUndefined();
     const body = new Webhook(secret).verify(d.body, d.headers) as { task: Record<string, any> };
     expect(body.task).toMatchObject({ id: submitted.id, status: { state: 'TASK_STATE_CANCELED' } });

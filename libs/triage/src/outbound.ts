@@ -179,8 +179,15 @@ async function endpointOf(
     return { url: settings.notifyUrl, secret: settings.notifySecret, headers: {} };
   }
   const [config] = await deps.db.$queryRaw<
-    { url: string; token: string | null; scheme: string | null; credentials: string | null }[]
-  >`SELECT url, token, auth_scheme AS scheme, auth_credentials AS credentials FROM a2a_push_configs
+    {
+      url: string;
+      token: string | null;
+      scheme: string | null;
+      credentials: string | null;
+      version: string;
+    }[]
+  >`SELECT url, token, auth_scheme AS scheme, auth_credentials AS credentials, protocol_version AS version
+    FROM a2a_push_configs
     WHERE turn_id = ${job.a2aPush.turnId}::uuid AND config_id = ${job.a2aPush.configId}
       AND tenant_id = ${job.tenantId}::uuid`;
   if (!config) return { url: '', none: 'the A2A push notification config was deleted' };
@@ -189,6 +196,8 @@ async function endpointOf(
     url: config.url,
     secret: settings.notifySecret,
     headers: {
+      // v1.0's media type for its StreamResponse body; v0.3 posts plain JSON.
+      'content-type': config.version === '0.3' ? 'application/json' : 'application/a2a+json',
       ...(config.token ? { 'x-a2a-notification-token': config.token } : {}),
       ...(config.scheme && config.credentials
         ? { authorization: `${config.scheme} ${config.credentials}` }
