@@ -1430,8 +1430,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * An agent's A2A agent card (v1.0 JSON; security: the bearer API key)
-     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.
+     * An agent's A2A agent card (v0.3 and v1.0; security: the bearer API key)
+     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme; `capabilities.pushNotifications: true`. Negotiated by the `A2A-Version` request header: `1.0` gets the v1.0 proto JSON card (`supportedInterfaces`); none or `0.3` gets that card with v0.3's fields beside it (top-level `url`, `protocolVersion`, `preferredTransport`, `security`), valid under both versions. Another tenant's agent, or an id that is not one, is 404.
      */
     get: operations['getAgentCard'];
     put?: never;
@@ -1452,8 +1452,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)
-     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
+     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel, push notification configs, ListTasks)
+     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/set|get|list|delete`; v0.3 has no tasks/list) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). A push notification config (also accepted with a message) gets the ended task POSTed to its URL in the version's shape, signed with the tenant's webhook secret (Standard Webhooks, like completion webhooks), with its token (`X-A2A-Notification-Token`) and authentication (`Authorization`), retried with backoff; a private or metadata address is refused. Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, push notifications need the tenant's secret -32003, agent stopped -32050, tenant paused -32051, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
      */
     post: operations['callAgentJsonRpc'];
     delete?: never;
@@ -13036,7 +13036,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The agent card (A2A v1.0 AgentCard, JSON) */
+      /** @description The agent card (A2A v1.0 AgentCard JSON; with the v0.3 fields unless A2A-Version is 1.0) */
       200: {
         headers: {
           [name: string]: unknown;

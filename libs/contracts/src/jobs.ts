@@ -89,6 +89,13 @@ export const OutboundWebhookJob = z.object({
   webhookId: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/),
   event: z.string().min(1).max(100),
   payload: z.record(z.string(), z.unknown()),
+  /**
+   * An A2A push notification (docs/adr/0037) instead of the tenant's notify endpoint: the URL, token
+   * and authentication are the config's (`a2a_push_configs`, read at every attempt: a deleted config
+   * ends the retries), the body is `payload` itself (the task in the config's wire version), signed
+   * with the tenant's secret like every notification.
+   */
+  a2aPush: z.object({ turnId: z.uuid(), configId: z.string().min(1).max(100) }).optional(),
   trace: TraceCarrier,
 });
 export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;

@@ -112,4 +112,48 @@ describe('runCompletionWebhook', () => {
       ['turn.cancelled', null, false],
     ]);
   });
+  /** An A2A push config of the turn (docs/adr/0037), as the gateway stores it. */
+  const pushConfig = async (t: SessionIds, turnId: string, configId: string, version: '0.3' | '1.0') => {
+    const id = newId();
+    await env.db.$executeRaw`
+      INSERT INTO a2a_push_configs (id, tenant_id, agent_id, turn_id, config_id, url, protocol_version)
+      VALUES (${id}::uuid, ${t.tenantId}::uuid, ${t.agentId}::uuid, ${turnId}::uuid, ${configId},
+        'https://peer.example/a2a', ${version})`;
+    return id;
+  };
+
+  it("publishes the ended task to each A2A push config of the turn, in the config's version, beside the completion webhook", async () => {
+    const t = await tenant(true);
+    const id = await turn(t, { status: 'completed', finalText: 'the answer' });
+    const v03 = await pushConfig(t, id, 'a', '0.3');
+    const v1 = await pushConfig(t, id, 'b', '1.0');
+    // Another turn's config is not this turn's.
+    await pushConfig(t, newId(), 'c', '0.3');
+    expect(await run(id, t.tenantId)).toBe('written');
+    expect(await run(id, t.tenantId)).toBe('already_done');
+    const pushes = published.filter((j) => j.a2aPush);
+    expect(pushes.map((j) => [j.webhookId, j.a2aPush]).sort()).toEqual(
+      [
+        [`msg_a2a_${v03}`, { turnId: id, configId: 'a' }],
+        [`msg_a2a_${v1}`, { turnId: id, configId: 'b' }],
+      ].sort(),
+    );
+    const body = (configId: string) => pushes.find((j) => j.a2aPush?.configId === configId)!.payload;
+    expect(body('a')).toMatchObject({ kind: 'task', id, status: { state: 'completed' } });
+    expect(body('b')).toMatchObject({ task: { id, status: { state: 'TASK_STATE_COMPLETED' } } });
+    expect(published.filter((j) => !j.a2aPush).map((j) => j.webhookId)).toEqual([`msg_turn_${id}`]);
+    const [run1] = await env.db.hookRun.findMany({ where: { turnId: id } });
+    expect((run1.output as { a2aPushes: string[] }).a2aPushes.sort()).toEqual(
+      [`msg_a2a_${v03}`, `msg_a2a_${v1}`].sort(),
+    );
+  });
+
+  it('a tenant without a notify URL still gets its A2A pushes published (the sender finds no secret)', async () => {
+    const t = await tenant(false);
+    const id = await turn(t, { status: 'cancelled', finalText: null });
+    await pushConfig(t, id, 'only', '0.3');
+    expect(await run(id, t.tenantId)).toBe('written');
+    expect(published.map((j) => j.a2aPush?.configId)).toEqual(['only']);
+    expect(published[0].payload).toMatchObject({ kind: 'task', status: { state: 'canceled' } });
+  });
 });

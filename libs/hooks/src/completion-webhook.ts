@@ -1,4 +1,5 @@
 import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
+import { a2aPushBody, type A2aPushVersion, type TaskTurn } from '@switchboard/protocols';
 import { ENDED, ofTenant, sql } from '@switchboard/store';
 import { claimHookRun } from './archivist-snapshot';
 import { OutsideSharedTransaction, type HookContext } from './context';
@@ -10,6 +11,19 @@ export const COMPLETION_FINAL_TEXT_MAX = 4000;
 
 /** The Standard Webhooks `webhook-id` (and outbound job id) of a turn's completion webhook. */
 export const completionWebhookId = (turnId: string): string => `msg_turn_${turnId}`;
+
+/**
+ * The `webhook-id` of a task's A2A push notification to one of its configs (docs/adr/0037): the
+ * config's row id, so a config set again under the same A2A id after a delivery gets a new one.
+ */
+export const a2aPushWebhookId = (configRowId: string): string => `msg_a2a_${configRowId}`;
+
+/** An A2A push config of the turn, as the hook reads it. */
+interface PushConfigRef {
+  id: string;
+  configId: string;
+  version: A2aPushVersion;
+}
 
 const EVENTS: Record<string, string> = {
   completed: 'turn.completed',
@@ -32,6 +46,11 @@ interface CompletionRow {
   /** numeric(18, 8) as text: always 8 decimal places. */
   costUsd: string;
   completedAt: Date | null;
+  createdAt: Date | null;
+  startedAt: Date | null;
+  failure: TaskTurn['failure'];
+  /** The turn's A2A push notification configs (docs/adr/0037). */
+  pushes: PushConfigRef[];
   /** The tenant's settings when they name a notify URL (null when they name none). */
   settings: unknown;
   /** This statement recorded the run as skipped (`no_endpoint`). */
@@ -63,7 +82,7 @@ export async function runCompletionWebhook(
     ),
     t AS (
       SELECT id, tenant_id, session_id, agent_id, status, stop_reason, final_text, input_tokens,
-        output_tokens, cached_tokens, cost_usd, completed_at FROM turns
+        output_tokens, cached_tokens, cost_usd, completed_at, created_at, started_at, failure FROM turns
       WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
         AND status IN ${ENDED}
     ),
@@ -72,18 +91,27 @@ export async function runCompletionWebhook(
       SELECT settings FROM tenants
       WHERE id = ${job.tenantId}::uuid AND jsonb_typeof(settings -> 'notifyUrl') = 'string'
     ),
+    -- The A2A clients that asked for this task's updates (rare: most turns have none).
+    pc AS (
+      SELECT id, config_id, protocol_version FROM a2a_push_configs
+      WHERE turn_id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
+    ),
     ins AS (
       INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
       SELECT ${newId()}::uuid, t.tenant_id, t.id, sb_uuid7_time(t.id), ${COMPLETION_WEBHOOK_HOOK}, 'completed',
         jsonb_build_object('skipped', 'no_endpoint', 'turnStatus', t.status), now()
       FROM t WHERE NOT EXISTS (SELECT 1 FROM done) AND NOT EXISTS (SELECT 1 FROM tn)
+        AND NOT EXISTS (SELECT 1 FROM pc)
       ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     )
     SELECT EXISTS (SELECT 1 FROM done) AS done, t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
       t.status, t.stop_reason AS "stopReason", t.final_text AS "finalText", t.input_tokens AS "inputTokens",
       t.output_tokens AS "outputTokens", t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
-      t.completed_at AS "completedAt", (SELECT settings FROM tn) AS settings,
+      t.completed_at AS "completedAt", t.created_at AS "createdAt", t.started_at AS "startedAt", t.failure,
+      COALESCE((SELECT json_agg(json_build_object('id', pc.id, 'configId', pc.config_id,
+        'version', pc.protocol_version) ORDER BY pc.id) FROM pc), '[]'::json) AS pushes,
+      (SELECT settings FROM tn) AS settings,
       EXISTS (SELECT 1 FROM ins) AS skipped
     FROM (SELECT 1) one LEFT JOIN t ON true`);
   if (!row || row.done) return 'already_done';
@@ -91,8 +119,8 @@ export async function runCompletionWebhook(
   const event = turn && EVENTS[turn.status];
   // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
   if (!turn || !event) return 'skipped';
-  // No URL: the statement recorded the skip, unless a concurrent run recorded the hook first.
-  if (row.settings === null) return row.skipped ? 'skipped' : 'already_done';
+  // No URL and no A2A push: the statement recorded the skip, unless a concurrent run recorded the hook first.
+  if (row.settings === null && row.pushes.length === 0) return row.skipped ? 'skipped' : 'already_done';
   const record = (output: Record<string, unknown>) =>
     claimHookRun(ctx.sql, {
       tenantId: job.tenantId,
@@ -101,12 +129,43 @@ export async function runCompletionWebhook(
       output: { ...output, turnStatus: turn.status },
     });
   // A URL without a valid endpoint (no secret, or not a URL the API accepts): no endpoint.
-  if (!parseTenantSettings(row.settings).notifyUrl) {
+  const endpoint = row.settings !== null && parseTenantSettings(row.settings).notifyUrl !== undefined;
+  if (!endpoint && row.pushes.length === 0) {
     return (await record({ skipped: 'no_endpoint' })) ? 'skipped' : 'already_done';
   }
   // The publish (a Redis round trip) is not held inside the turn's shared hook transaction.
   if (ctx.shared) throw new OutsideSharedTransaction(COMPLETION_WEBHOOK_HOOK);
   if (!ctx.notify) throw new Error('the completion-webhook hook has no outbound-webhooks publisher');
+  // A2A push notifications (docs/adr/0037): the task in each config's wire version, through the same
+  // outbound worker (signed, SSRF-guarded, retried, logged); the endpoint is read at every attempt.
+  for (const push of row.pushes) {
+    const body = a2aPushBody(
+      {
+        id: turn.id,
+        sessionId: turn.sessionId,
+        agentId: turn.agentId,
+        status: turn.status as TaskTurn['status'],
+        finalText: turn.finalText,
+        failure: turn.failure,
+        stopReason: turn.stopReason,
+        createdAt: (turn.createdAt ?? new Date()).toISOString(),
+        startedAt: turn.startedAt?.toISOString() ?? null,
+        completedAt: turn.completedAt?.toISOString() ?? null,
+      },
+      push.version,
+    );
+    await ctx.notify({
+      tenantId: job.tenantId,
+      webhookId: a2aPushWebhookId(push.id),
+      event: `a2a.task.${turn.status}`,
+      payload: body,
+      a2aPush: { turnId: turn.id, configId: push.configId },
+    });
+  }
+  if (!endpoint) {
+    const pushes = row.pushes.map((p) => a2aPushWebhookId(p.id));
+    return (await record({ skipped: 'no_endpoint', a2aPushes: pushes })) ? 'written' : 'already_done';
+  }
   const webhookId = completionWebhookId(turn.id);
   await ctx.notify({
     tenantId: job.tenantId,
@@ -130,5 +189,6 @@ export async function runCompletionWebhook(
       completedAt: turn.completedAt?.toISOString() ?? null,
     },
   });
-  return (await record({ webhookId, event })) ? 'written' : 'already_done';
+  const pushes = row.pushes.length > 0 ? { a2aPushes: row.pushes.map((p) => a2aPushWebhookId(p.id)) } : {};
+  return (await record({ webhookId, event, ...pushes })) ? 'written' : 'already_done';
 }

@@ -18,3 +18,4 @@ export * from './api-key-use';
 export * from './read-replica';
 export * from './partitions';
 export * from './timeline-reads';
+export * from './a2a-store';

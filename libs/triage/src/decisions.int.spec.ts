@@ -391,4 +391,69 @@ describe('sendNotification', () => {
     expect(await sendNotification(allowLocal(env.db), job(tenantId), 1)).toBe('no_endpoint');
     expect(await env.db.outboundWebhookAttempt.count({ where: { tenantId } })).toBe(1);
   });
+
+  /** An A2A push config of a task (docs/adr/0037), as the gateway stores it. */
+  async function pushConfig(
+    tenantId: string,
+    target: string,
+    over: { token?: string; scheme?: string } = {},
+  ) {
+    const turnId = newId();
+    await env.db.$executeRaw`
+      INSERT INTO a2a_push_configs (id, tenant_id, agent_id, turn_id, config_id, url, token, auth_scheme,
+        auth_credentials, protocol_version)
+      VALUES (${newId()}::uuid, ${tenantId}::uuid, ${newId()}::uuid, ${turnId}::uuid, 'cfg', ${target},
+        ${over.token ?? null}, ${over.scheme ?? null}, ${over.scheme ? 'cred-1' : null}, '0.3')`;
+    return turnId;
+  }
+  const pushJob = (tenantId: string, turnId: string): OutboundWebhookJob => ({
+    ...job(tenantId),
+    event: 'a2a.task.completed',
+    payload: { kind: 'task', id: turnId, status: { state: 'completed' } },
+    a2aPush: { turnId, configId: 'cfg' },
+  });
+
+  it("A2A push: the task itself to the config's URL, signed with the tenant's secret, with its token and Authorization", async () => {
+    // The tenant's notify URL is elsewhere: the config's URL is the one used.
+    const tenantId = await tenant({ notifyUrl: 'https://example.com/not-this', notifySecret: secret });
+    const turnId = await pushConfig(tenantId, `${url}?a2a`, { token: 'tok-1', scheme: 'Bearer' });
+    answer = 200;
+    const j = pushJob(tenantId, turnId);
+    expect(await sendNotification(allowLocal(env.db), j, 1)).toBe('delivered');
+    const got = received.at(-1)!;
+    expect(got.headers).toMatchObject({
+      'x-a2a-notification-token': 'tok-1',
+      authorization: 'Bearer cred-1',
+    });
+    // The body is the payload itself (no Standard Webhooks envelope), and it verifies.
+    expect(JSON.parse(got.body)).toEqual(j.payload);
+    expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toEqual(j.payload);
+    expect(await env.db.outboundWebhookAttempt.findMany({ where: { webhookId: j.webhookId } })).toEqual([
+      expect.objectContaining({ url: `${url}?a2a`, status: 200 }),
+    ]);
+  });
+
+  it('A2A push: a deleted config, another tenant’s config or no secret sends nothing; a private address is refused at send time', async () => {
+    const tenantId = await tenant({ notifyUrl: url, notifySecret: secret });
+    const count = received.length;
+    // No such config (deleted), or the config is another tenant's: logged, not sent, not retried.
+    expect(await sendNotification(allowLocal(env.db), pushJob(tenantId, newId()), 1)).toBe('no_endpoint');
+    const otherTenant = await tenant({ notifyUrl: url, notifySecret: secret });
+    const theirs = await pushConfig(otherTenant, url);
+    expect(await sendNotification(allowLocal(env.db), pushJob(tenantId, theirs), 1)).toBe('no_endpoint');
+    // No signing secret: nothing unsigned goes out.
+    const unsigned = await tenant({});
+    const turn = await pushConfig(unsigned, url);
+    expect(await sendNotification(allowLocal(env.db), pushJob(unsigned, turn), 1)).toBe('no_endpoint');
+    // A URL that was fine when set but is private now (or never allowlisted): refused, not retried.
+    const strict = { db: env.db, logger, allowHosts: new Set<string>(), timeoutMs: 5000 };
+    const priv = await pushConfig(tenantId, url);
+    await expect(sendNotification(strict, pushJob(tenantId, priv), 1)).rejects.toBeInstanceOf(
+      RefusedAddressError,
+    );
+    expect(received.length).toBe(count);
+    expect(
+      (await env.db.outboundWebhookAttempt.findMany({ where: { tenantId: unsigned } })).map((a) => a.error),
+    ).toEqual(['the tenant has no webhook signing secret']);
+  });
 });

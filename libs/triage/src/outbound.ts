@@ -93,7 +93,8 @@ export class DeliveryFailedError extends Error {}
 
 /**
  * Sends one attempt of a signed notification (Standard Webhooks: `webhook-id`, `webhook-timestamp`,
- * `webhook-signature` over `id.timestamp.body`) to the tenant's endpoint and logs it in
+ * `webhook-signature` over `id.timestamp.body`) to the tenant's endpoint (or an A2A push config's,
+ * `job.a2aPush`) and logs it in
  * `outbound_webhook_attempts`. Throws DeliveryFailedError to be retried, RefusedAddressError when
  * the endpoint is a private address (not worth retrying). No endpoint configured: logged, not retried.
  */
@@ -119,14 +120,18 @@ export async function sendNotification(
         durationMs: Date.now() - started,
       },
     });
-  if (!settings.notifyUrl || !settings.notifySecret) {
-    await log('', null, 'the tenant has no notify endpoint');
+  const target = await endpointOf(deps, job, settings);
+  if ('none' in target) {
+    await log(target.url, null, target.none);
     return 'no_endpoint';
   }
-  const url = settings.notifyUrl;
+  const url = target.url;
   const timestamp = new Date();
-  const body = JSON.stringify({ type: job.event, timestamp: timestamp.toISOString(), data: job.payload });
-  const signature = new Webhook(settings.notifySecret).sign(job.webhookId, timestamp, body);
+  // A notify endpoint gets the Standard Webhooks envelope; an A2A push the task itself (its wire shape).
+  const body = job.a2aPush
+    ? JSON.stringify(job.payload)
+    : JSON.stringify({ type: job.event, timestamp: timestamp.toISOString(), data: job.payload });
+  const signature = new Webhook(target.secret).sign(job.webhookId, timestamp, body);
   let status: number | null = null;
   try {
     status = await post(
@@ -134,6 +139,7 @@ export async function sendNotification(
       body,
       {
         'content-type': 'application/json',
+        ...target.headers,
         'webhook-id': job.webhookId,
         'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
         'webhook-signature': signature,
@@ -151,6 +157,53 @@ export async function sendNotification(
   await log(url, status, ok ? null : `answered ${status}`);
   if (!ok) throw new DeliveryFailedError(`${url} answered ${status}`);
   return 'delivered';
+}
+
+type Endpoint =
+  { url: string; secret: string; headers: Record<string, string> } | { url: string; none: string };
+
+/**
+ * Where an attempt goes: the tenant's notify endpoint, or for an A2A push its config's URL (read now,
+ * tenant-scoped) with its token (`X-A2A-Notification-Token`) and authentication (`Authorization:
+ * <scheme> <credentials>`) as the A2A specification defines them. Both are signed with the tenant's
+ * secret; without one (or without the config, deleted since) there is nothing to send.
+ */
+async function endpointOf(
+  deps: OutboundDeps,
+  job: OutboundWebhookJob,
+  settings: ReturnType<typeof parseTenantSettings>,
+): Promise<Endpoint> {
+  if (!job.a2aPush) {
+    if (!settings.notifyUrl || !settings.notifySecret)
+      return { url: '', none: 'the tenant has no notify endpoint' };
+    return { url: settings.notifyUrl, secret: settings.notifySecret, headers: {} };
+  }
+  const [config] = await deps.db.$queryRaw<
+    {
+      url: string;
+      token: string | null;
+      scheme: string | null;
+      credentials: string | null;
+      version: string;
+    }[]
+  >`SELECT url, token, auth_scheme AS scheme, auth_credentials AS credentials, protocol_version AS version
+    FROM a2a_push_configs
+    WHERE turn_id = ${job.a2aPush.turnId}::uuid AND config_id = ${job.a2aPush.configId}
+      AND tenant_id = ${job.tenantId}::uuid`;
+  if (!config) return { url: '', none: 'the A2A push notification config was deleted' };
+  if (!settings.notifySecret) return { url: config.url, none: 'the tenant has no webhook signing secret' };
+  return {
+    url: config.url,
+    secret: settings.notifySecret,
+    headers: {
+      // v1.0's media type for its StreamResponse body; v0.3 posts plain JSON.
+      'content-type': config.version === '0.3' ? 'application/json' : 'application/a2a+json',
+      ...(config.token ? { 'x-a2a-notification-token': config.token } : {}),
+      ...(config.scheme && config.credentials
+        ? { authorization: `${config.scheme} ${config.credentials}` }
+        : {}),
+    },
+  };
 }
 
 /** One POST; redirects are not followed (a redirect could point anywhere). Resolves with the status. */

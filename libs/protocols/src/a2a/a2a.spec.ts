@@ -1,6 +1,6 @@
 import { AgentCard, Role, TaskState, type Message } from '@a2a-js/sdk';
 import type { TurnResponse } from '@switchboard/contracts';
-import { agentCardOf, messageText, taskOf, taskStateOf, textPart, type CardAgent } from './a2a';
+import { a2aPushBody, agentCardOf, messageText, taskOf, taskStateOf, textPart, type CardAgent } from './a2a';
 
 const turn = (over: Partial<TurnResponse>): TurnResponse =>
   ({
@@ -107,9 +107,33 @@ describe('the agent card', () => {
         { url: 'https://sb.example/a2a/a1', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
         { url: 'https://sb.example/a2a/a1', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
       ],
-      capabilities: { streaming: true, pushNotifications: false },
+      capabilities: { streaming: true, pushNotifications: true },
       securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'API key' } } },
       securityRequirements: [{ schemes: { bearer: {} } }],
+    });
+  });
+});
+
+describe('A2A push notification bodies', () => {
+  it('v1.0: a StreamResponse holding the task (proto JSON); v0.3: the task itself (kind: task)', () => {
+    const done = turn({ status: 'completed', finalText: 'the answer' });
+    expect(a2aPushBody(done, '1.0')).toMatchObject({
+      task: {
+        id: 't1',
+        contextId: 's1',
+        status: { state: 'TASK_STATE_COMPLETED' },
+        artifacts: [{ artifactId: 'answer', parts: [{ text: 'the answer' }] }],
+      },
+    });
+    expect(a2aPushBody(done, '0.3')).toMatchObject({
+      kind: 'task',
+      id: 't1',
+      contextId: 's1',
+      status: { state: 'completed' },
+      artifacts: [{ artifactId: 'answer', parts: [{ kind: 'text', text: 'the answer' }] }],
+    });
+    expect(a2aPushBody(turn({ status: 'cancelled', finalText: null }), '0.3')).toMatchObject({
+      status: { state: 'canceled' },
     });
   });
 });

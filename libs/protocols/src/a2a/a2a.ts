@@ -1,6 +1,8 @@
-import { Role, TaskState } from '@a2a-js/sdk';
-import type { AgentCard, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
+import { AgentCard, Role, TaskState } from '@a2a-js/sdk';
+import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
+import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import type { TurnResponse } from '@switchboard/contracts';
 
 /**
@@ -28,6 +30,19 @@ export interface TaskRef {
 
 /** The artifact a task's answer streams into. */
 export const ANSWER_ARTIFACT_ID = 'answer';
+
+/** Which turn statuses a task state filter means (ListTasks `status`). */
+const STATUSES_OF: Partial<Record<TaskState, string[]>> = {
+  [TaskState.TASK_STATE_SUBMITTED]: ['queued'],
+  [TaskState.TASK_STATE_WORKING]: ['running', 'awaiting_subagent'],
+  [TaskState.TASK_STATE_INPUT_REQUIRED]: ['awaiting_approval'],
+  [TaskState.TASK_STATE_COMPLETED]: ['completed'],
+  [TaskState.TASK_STATE_FAILED]: ['failed'],
+  [TaskState.TASK_STATE_CANCELED]: ['cancelled'],
+};
+
+/** The turn statuses a task state stands for (ListTasks `status`); [] for a state no turn is ever in (rejected, auth-required). */
+export const turnStatusesOfTaskState = (state: TaskState): string[] => STATUSES_OF[state] ?? [];
 
 /** Where a turn stands, in A2A's task states. */
 export function taskStateOf(status: string): TaskState {
@@ -72,7 +87,9 @@ export function agentMessage(turn: Pick<TurnResponse, 'id' | 'sessionId'>, text:
 }
 
 /** What the status message of a turn says: its answer, its failure, or why it waits. */
-export function statusText(turn: TurnResponse): string | undefined {
+export function statusText(
+  turn: Pick<TurnResponse, 'id' | 'status' | 'finalText' | 'failure' | 'stopReason'>,
+): string | undefined {
   switch (turn.status) {
     case 'completed':
       return turn.finalText ?? '';
@@ -91,8 +108,23 @@ export function statusText(turn: TurnResponse): string | undefined {
   }
 }
 
+/** What of a turn its task is made of (GET /v1/turns/:id's fields; the push hook reads them from the row). */
+export type TaskTurn = Pick<
+  TurnResponse,
+  | 'id'
+  | 'sessionId'
+  | 'agentId'
+  | 'status'
+  | 'finalText'
+  | 'failure'
+  | 'stopReason'
+  | 'createdAt'
+  | 'startedAt'
+  | 'completedAt'
+>;
+
 /** A turn as an A2A task; `history` holds the client's message when the caller has it. */
-export function taskOf(turn: TurnResponse, history: Message[] = []): Task {
+export function taskOf(turn: TaskTurn, history: Message[] = []): Task {
   const text = statusText(turn);
   return {
     id: turn.id,
@@ -154,6 +186,9 @@ export function messageText(message: Message | undefined): string {
   return text;
 }
 
+/** The A2A protocol version the v0.3 fields of the card name (v0.3's schema: `protocolVersion`). */
+export const A2A_V03_PROTOCOL_VERSION = '0.3.0';
+
 /** The agent card (A2A v1.0, with a v0.3 JSON-RPC interface on the same URL). */
 export function agentCardOf(agent: CardAgent, url: string): AgentCard {
   const instructions = agent.instructions.trim().replace(/\s+/g, ' ');
@@ -170,7 +205,7 @@ export function agentCardOf(agent: CardAgent, url: string): AgentCard {
     ],
     provider: { organization: 'Switchboard', url: 'https://github.com/switchboard' },
     version: agent.updatedAt.toISOString(),
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       bearer: {
         scheme: {
@@ -217,3 +252,58 @@ export const statusUpdate = (
     },
   },
 });
+
+/**
+ * The card as served: the v1.0 proto JSON (`supportedInterfaces`, `securityRequirements`, …) with
+ * v0.3's fields beside it (top-level `url`, `protocolVersion`, `preferredTransport`, `security`,
+ * and each security scheme's v0.3 `type`/`scheme` next to its v1.0 `httpAuthSecurityScheme`), so a
+ * v0.3 client (which reads `url`) and a v1.0 client (which reads `supportedInterfaces`; the SDK's
+ * resolver treats a card with them as v1.0) both find the JSON-RPC endpoint. Neither version's
+ * schema forbids the other's fields; test fixtures check the card against both (docs/adr/0037).
+ */
+export function agentCardJson(card: AgentCard): Record<string, unknown> {
+  const v1 = AgentCard.toJSON(card) as Record<string, unknown>;
+  const v03 =
+    card.supportedInterfaces.find((i) => i.protocolVersion === '0.3') ?? card.supportedInterfaces[0];
+  const schemes: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(card.securitySchemes)) {
+    const v1Scheme = (v1.securitySchemes as Record<string, Record<string, unknown>>)[name];
+    schemes[name] =
+      s.scheme?.$case === 'httpAuthSecurityScheme'
+        ? {
+            ...v1Scheme,
+            type: 'http',
+            scheme: s.scheme.value.scheme.toLowerCase(),
+            ...(s.scheme.value.bearerFormat ? { bearerFormat: s.scheme.value.bearerFormat } : {}),
+            ...(s.scheme.value.description ? { description: s.scheme.value.description } : {}),
+          }
+        : v1Scheme;
+  }
+  return {
+    ...v1,
+    url: v03.url,
+    protocolVersion: A2A_V03_PROTOCOL_VERSION,
+    preferredTransport: v03.protocolBinding,
+    supportsAuthenticatedExtendedCard: card.capabilities?.extendedAgentCard ?? false,
+    securitySchemes: schemes,
+    security: card.securityRequirements.map((r) =>
+      Object.fromEntries(Object.entries(r.schemes).map(([name, list]) => [name, list.list])),
+    ),
+  };
+}
+
+/** The A2A wire versions a push notification config is delivered in (the version it was set with). */
+export type A2aPushVersion = '0.3' | '1.0';
+
+/**
+ * The body of an A2A push notification of the task (docs/adr/0037): v1.0 a `StreamResponse` holding
+ * the task (proto JSON, `{"task": …}`), v0.3 the task itself (`kind: "task"`), each by the SDK's own
+ * push serializer for that version, so the shapes are what that version's clients parse.
+ */
+export function a2aPushBody(turn: TaskTurn, version: A2aPushVersion): Record<string, unknown> {
+  const task = taskOf(turn);
+  const event: StreamResponse = { payload: { $case: 'task', value: task } };
+  const serializer =
+    version === '0.3' ? new V03PushNotificationSerializer() : new V1PushNotificationSerializer();
+  return JSON.parse(serializer.serialize(event, task).body) as Record<string, unknown>;
+}

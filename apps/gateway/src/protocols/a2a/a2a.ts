@@ -3,7 +3,13 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import type {
   AgentCard,
   CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
+  ListTasksResponse,
   Message,
   SendMessageRequest,
   StreamResponse,
@@ -26,9 +32,18 @@ import {
   AppError,
   EventType,
   isEnded,
+  isUuid,
   newId,
+  TenantPausedError,
   type TurnResponse,
 } from '@switchboard/contracts';
+import {
+  PUSH_CONFIGS_PER_TASK,
+  type A2aStore,
+  type PushConfigRow,
+  type PushWireVersion,
+} from '@switchboard/store';
+import { refusedNotifyUrl } from '@switchboard/triage';
 import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import {
   agentMessage,
@@ -41,6 +56,7 @@ import {
   taskOf,
   taskStateOf,
   textPart,
+  turnStatusesOfTaskState,
 } from '@switchboard/protocols';
 
 /**
@@ -56,12 +72,37 @@ import {
  */
 export const AGENT_STOPPED_CODE = -32050;
 
+/**
+ * The JSON-RPC error a message to an agent of a paused tenant (docs/adr/0030) answers with: the
+ * stopped agent's neighbour in the implementation-defined range. Nothing is admitted; reads
+ * (GetTask, ListTasks, the push configs) still work, as the REST API's do.
+ */
+export const TENANT_PAUSED_CODE = -32051;
+
+const serverError = (code: number, message: string): JsonRpcTransportError =>
+  new JsonRpcTransportError({ jsonrpc: '2.0', id: null, error: { code, message } });
+
 export const agentStopped = (err: AgentStoppedError): JsonRpcTransportError =>
-  new JsonRpcTransportError({
-    jsonrpc: '2.0',
-    id: null,
-    error: { code: AGENT_STOPPED_CODE, message: err.message },
-  });
+  serverError(AGENT_STOPPED_CODE, err.message);
+
+/** ListTasks' page size when the request names none, and the most it may name (the v1.0 proto's). */
+const LIST_PAGE_SIZE = 50;
+const LIST_PAGE_MAX = 100;
+
+/** What A2aAgent needs besides the turns: its statements, the SSRF allowlist, the request's version. */
+export interface A2aAgentDeps {
+  store: A2aStore;
+  /** OUTBOUND_WEBHOOK_ALLOW_HOSTS: a push URL is checked as a notify URL is (PATCH /v1/settings). */
+  allowHosts: ReadonlySet<string>;
+  /** Whether the tenant has a webhook signing secret (deliveries are signed with it). */
+  signs: () => Promise<boolean>;
+  /** The wire version of this request: a config set through it is delivered in its shape. */
+  version: PushWireVersion;
+}
+
+/** A header value a client may name: no control characters (no header injection), bounded. */
+const HEADER_SAFE = /^[\x20-\x7e]*$/;
+const AUTH_SCHEME = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,49}$/;
 
 /** One agent of one tenant, as the SDK's JSON-RPC transport calls it. */
 export class A2aAgent implements A2ARequestHandler {
@@ -72,6 +113,7 @@ export class A2aAgent implements A2ARequestHandler {
     private readonly card: AgentCard,
     /** Ends every stream of the request (the client left). */
     private readonly gone: AbortSignal,
+    private readonly deps: A2aAgentDeps,
   ) {}
 
   getAgentCard(): Promise<AgentCard> {
@@ -84,8 +126,9 @@ export class A2aAgent implements A2ARequestHandler {
 
   /** Admits the message; blocks until the task ends (or pauses), unless `returnImmediately`. */
   async sendMessage(params: SendMessageRequest): Promise<Message | Task> {
-    const { started, history } = await this.start(params);
+    const { started, history, inline } = await this.start(params);
     try {
+      if (inline) await this.save({ ...inline, taskId: started.turnId });
       if (params.configuration?.returnImmediately) return submittedTask(started, history);
       const turn =
         (await this.turns.untilEnded(started, { orPaused: true, signal: this.gone })) ??
@@ -98,7 +141,13 @@ export class A2aAgent implements A2ARequestHandler {
 
   /** The task, then its progress: working, the answer as artifact chunks, the final status. */
   async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
-    const { started, history } = await this.start(params);
+    const { started, history, inline } = await this.start(params);
+    try {
+      if (inline) await this.save({ ...inline, taskId: started.turnId });
+    } catch (err) {
+      started.watch.close();
+      throw err;
+    }
     yield { payload: { $case: 'task', value: submittedTask(started, history) } };
     yield* this.follow(started);
   }
@@ -142,28 +191,169 @@ export class A2aAgent implements A2ARequestHandler {
     yield* this.follow({ sessionId: turn.sessionId, turnId: turn.id });
   }
 
-  listTasks(): Promise<never> {
-    return Promise.reject(
-      new UnsupportedOperationError(
-        'ListTasks is not supported: GET /v1/sessions/{contextId}/turns lists them',
-      ),
-    );
+  /**
+   * The agent's tasks, newest first (v1.0 ListTasks; v0.3 has no tasks/list): filtered by
+   * `contextId`, `status` and `statusTimestampAfter`, `pageSize` 1–100 (50), `pageToken` the
+   * previous page's `nextPageToken`; `historyLength` and `includeArtifacts` shape each task.
+   */
+  async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+    const pageSize = params.pageSize ?? LIST_PAGE_SIZE;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > LIST_PAGE_MAX) {
+      throw new RequestMalformedError(`pageSize must be an integer from 1 to ${LIST_PAGE_MAX}`);
+    }
+    if (params.historyLength !== undefined && params.historyLength < 0) {
+      throw new RequestMalformedError('historyLength must not be negative');
+    }
+    let statusAfter: Date | undefined;
+    if (params.statusTimestampAfter) {
+      statusAfter = new Date(params.statusTimestampAfter);
+      if (Number.isNaN(statusAfter.getTime())) {
+        throw new RequestMalformedError('statusTimestampAfter is not an ISO 8601 timestamp');
+      }
+    }
+    const before = params.pageToken ? pageCursor(params.pageToken) : undefined;
+    const statuses = params.status ? turnStatusesOfTaskState(params.status) : [];
+    // A context that is not a session id, or a state no turn is in: no task matches.
+    if ((params.contextId && !isUuid(params.contextId)) || (params.status && statuses.length === 0)) {
+      return { tasks: [], nextPageToken: '', pageSize, totalSize: 0 };
+    }
+    const { rows, total } = await this.deps.store.listTurns({
+      tenantId: this.tenantId,
+      agentId: this.agent.id,
+      ...(params.contextId ? { sessionId: params.contextId } : {}),
+      statuses,
+      ...(statusAfter ? { statusAfter } : {}),
+      ...(before ? { before } : {}),
+      limit: pageSize + 1,
+    });
+    const page = rows.slice(0, pageSize);
+    const last = page[page.length - 1];
+    return {
+      tasks: page.map((turn) => {
+        const task = taskOf(turn);
+        if (params.historyLength !== undefined) {
+          task.history = params.historyLength === 0 ? [] : task.history.slice(-params.historyLength);
+        }
+        if (!params.includeArtifacts) task.artifacts = [];
+        return task;
+      }),
+      nextPageToken:
+        rows.length > pageSize && last
+          ? Buffer.from(JSON.stringify({ c: last.createdAt, i: last.id })).toString('base64url')
+          : '',
+      pageSize,
+      totalSize: total,
+    };
   }
 
-  createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not supported'));
+  /**
+   * Stores where the task's updates go (v0.3 tasks/pushNotificationConfig/set, v1.0
+   * CreateTaskPushNotificationConfig). The URL is checked as a notify URL is (SSRF); the tenant
+   * must have a signing secret. Deliveries: docs/adr/0037 (the completion-webhook hook).
+   */
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+  ): Promise<TaskPushNotificationConfig> {
+    const turn = await this.task(params.taskId);
+    const config = await this.checkedConfig(params);
+    await this.save({ ...config, taskId: turn.id });
+    return { ...config, taskId: turn.id };
   }
 
-  getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not supported'));
+  async getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigRequest,
+  ): Promise<TaskPushNotificationConfig> {
+    const turn = await this.task(params.taskId);
+    // v0.3's get may name no config: the task's first one, as the SDK's own handler answers.
+    const row = params.id
+      ? await this.deps.store.pushConfig(this.tenantId, turn.id, params.id)
+      : (await this.deps.store.pushConfigs(this.tenantId, turn.id))[0];
+    const config = row && configOf(row);
+    if (!config) {
+      throw new TaskNotFoundError(
+        `task ${turn.id} has no push notification config ${params.id || ''}`.trim(),
+      );
+    }
+    return config;
   }
 
-  listTaskPushNotificationConfigs(): Promise<never> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not supported'));
+  async listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsRequest,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
+    const turn = await this.task(params.taskId);
+    const rows = await this.deps.store.pushConfigs(this.tenantId, turn.id);
+    return { configs: rows.map(configOf), nextPageToken: '' };
   }
 
-  deleteTaskPushNotificationConfig(): Promise<void> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not supported'));
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    const turn = await this.task(params.taskId);
+    if (!(await this.deps.store.deletePushConfig(this.tenantId, turn.id, params.id))) {
+      throw new TaskNotFoundError(`task ${turn.id} has no push notification config ${params.id}`);
+    }
+  }
+
+  /** A config as a client sent it, checked: every refusal before anything is stored or admitted. */
+  private async checkedConfig(
+    c: TaskPushNotificationConfig,
+  ): Promise<TaskPushNotificationConfig & { id: string }> {
+    let url: URL;
+    try {
+      url = new URL(c.url);
+    } catch {
+      throw new RequestMalformedError('pushNotificationConfig.url is not a URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw new RequestMalformedError('pushNotificationConfig.url must be http(s)');
+    }
+    if (c.url.length > 2000)
+      throw new RequestMalformedError('pushNotificationConfig.url is longer than 2000');
+    const id = c.id || newId();
+    if (id.length > 100 || !HEADER_SAFE.test(id)) {
+      throw new RequestMalformedError('pushNotificationConfig.id must be 1 to 100 printable characters');
+    }
+    if (c.token && (c.token.length > 1000 || !HEADER_SAFE.test(c.token))) {
+      throw new RequestMalformedError(
+        'pushNotificationConfig.token must be at most 1000 printable characters',
+      );
+    }
+    const auth = c.authentication;
+    if (auth?.scheme || auth?.credentials) {
+      if (!AUTH_SCHEME.test(auth.scheme ?? '')) {
+        throw new RequestMalformedError(
+          'authentication.scheme must be an HTTP auth scheme name (e.g. Bearer)',
+        );
+      }
+      if (!auth.credentials || auth.credentials.length > 2000 || !HEADER_SAFE.test(auth.credentials)) {
+        throw new RequestMalformedError(
+          'authentication.credentials must be 1 to 2000 printable characters (sent as Authorization: <scheme> <credentials>)',
+        );
+      }
+    }
+    const refused = await refusedNotifyUrl(c.url, this.deps.allowHosts);
+    if (refused) throw new RequestMalformedError(`pushNotificationConfig.url is refused: ${refused}`);
+    if (!(await this.deps.signs())) {
+      throw new PushNotificationNotSupportedError(
+        "push notifications are signed with the tenant's webhook secret (Standard Webhooks): set notifyUrl " +
+          'and notifySecret with PATCH /v1/settings first',
+      );
+    }
+    return { ...c, tenant: '', id, authentication: auth?.scheme ? auth : undefined };
+  }
+
+  private async save(config: TaskPushNotificationConfig & { id: string }): Promise<void> {
+    const row: PushConfigRow = {
+      configId: config.id,
+      turnId: config.taskId,
+      url: config.url,
+      token: config.token || null,
+      authScheme: config.authentication?.scheme || null,
+      authCredentials: config.authentication?.credentials || null,
+    };
+    if (!(await this.deps.store.savePushConfig(this.tenantId, this.agent.id, row, this.deps.version))) {
+      throw new RequestMalformedError(
+        `a task keeps at most ${PUSH_CONFIGS_PER_TASK} push notification configs`,
+      );
+    }
   }
 
   /** The tenant's turn of this agent; TaskNotFound otherwise (another tenant's, another agent's). */
@@ -173,9 +363,19 @@ export class A2aAgent implements A2ARequestHandler {
     return turn;
   }
 
-  private async start(params: SendMessageRequest): Promise<{ started: StartedTurn; history: Message[] }> {
+  /**
+   * Admits the message. A push config sent with it (`configuration.taskPushNotificationConfig`) is
+   * checked before anything is admitted; the caller stores it for the new task.
+   */
+  private async start(params: SendMessageRequest): Promise<{
+    started: StartedTurn;
+    history: Message[];
+    inline?: TaskPushNotificationConfig & { id: string };
+  }> {
     const message = params.message;
     const text = messageText(message);
+    const sent = params.configuration?.taskPushNotificationConfig;
+    const inline = sent ? await this.checkedConfig(sent) : undefined;
     if (message?.taskId) {
       throw new UnsupportedOperationError(
         'a task ends with its turn and is not continued: send the message without taskId, with the same contextId',
@@ -193,6 +393,7 @@ export class A2aAgent implements A2ARequestHandler {
     } catch (err) {
       if (err instanceof SessionRefused) throw new RequestMalformedError(`contextId: ${err.message}`);
       if (err instanceof AgentStoppedError) throw agentStopped(err);
+      if (err instanceof TenantPausedError) throw serverError(TENANT_PAUSED_CODE, err.message);
       if (err instanceof AppError && err.status < 500) throw new RequestMalformedError(err.message);
       throw err;
     }
@@ -203,7 +404,7 @@ export class A2aAgent implements A2ARequestHandler {
       taskId: started.turnId,
       role: Role.ROLE_USER,
     };
-    return { started, history: [user] };
+    return { started, history: [user], ...(inline ? { inline } : {}) };
   }
 
   /** Status and artifact updates from the turn's live stream, ending with its final status. */
@@ -277,4 +478,30 @@ export class A2aAgent implements A2ARequestHandler {
     }
     yield statusUpdate(t, taskStateOf(turn.status), agentMessage(turn, statusText(turn) ?? ''));
   }
+}
+
+/** A stored push config as A2A's TaskPushNotificationConfig. */
+const configOf = (r: PushConfigRow): TaskPushNotificationConfig => ({
+  tenant: '',
+  id: r.configId,
+  taskId: r.turnId,
+  url: r.url,
+  token: r.token ?? '',
+  authentication:
+    r.authScheme !== null ? { scheme: r.authScheme, credentials: r.authCredentials ?? '' } : undefined,
+});
+
+/** A ListTasks page token: the last task's creation time and id, base64url JSON. */
+function pageCursor(token: string): { createdAt: Date; id: string } {
+  try {
+    const { c, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as {
+      c: unknown;
+      i: unknown;
+    };
+    const createdAt = new Date(String(c));
+    if (typeof i === 'string' && isUuid(i) && !Number.isNaN(createdAt.getTime())) return { createdAt, id: i };
+  } catch {
+    // fall through: not a token this server made
+  }
+  throw new RequestMalformedError('pageToken is not a token a previous ListTasks answered');
 }
