@@ -54,6 +54,11 @@ export interface AdmitInput {
    * kind is a runtime one. Set only by the runtime; nothing a client sends maps to it.
    */
   fromParent?: boolean;
+  /**
+   * Tools the client declared and runs (docs/adr/0047), already validated by the protocol (names
+   * distinct from the agent's tools, schemas valid): kept with the turn.
+   */
+  clientTools?: { name: string; description: string; parameters: Record<string, unknown> }[];
 }
 
 export interface Admitted {
@@ -209,6 +214,7 @@ export class Admission {
       idempotency,
       traceContext: currentTraceCarrier(),
       rejectIfBusy: input.multitask === 'reject',
+      ...(input.clientTools?.length ? { clientTools: input.clientTools } : {}),
     });
     switch (result.kind) {
       case 'admitted':

@@ -35,6 +35,15 @@ export const Budgets = z.strictObject({
   maxUsd: z.number().positive().max(1000).optional(),
   deadlineMs: z.int().min(1000).max(3_600_000).optional(),
   maxReflections: z.int().min(0).max(10).optional(),
+  /**
+   * How long a call to a client-declared tool waits for the client's result (docs/adr/0047) before
+   * the turn ends `client_tool_timeout`; default 10 minutes.
+   */
+  clientToolTimeoutMs: z
+    .int()
+    .min(1000)
+    .max(7 * 86_400_000)
+    .optional(),
 });
 export type Budgets = z.infer<typeof Budgets>;
 

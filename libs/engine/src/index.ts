@@ -10,3 +10,5 @@ export * from './side-calls';
 export * from './model-round';
 export * from './provider-attempts';
 export * from './budget';
+export { waitingStatus } from './run/tool-round';
+export { CLIENT_TOOL_TIMEOUT } from './run/client-tools';

@@ -43,6 +43,8 @@ export interface AdmissionInsert {
   traceContext: unknown;
   /** `multitask: reject`: refuse while a turn of the session is queued or running. */
   rejectIfBusy: boolean;
+  /** Tools the request declared for the client to run (docs/adr/0047), kept with the turn. */
+  clientTools?: unknown[];
 }
 
 /** The admission an earlier request with the same Idempotency-Key made. */
@@ -133,9 +135,11 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
       FROM s
     ),
     t AS (
-      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context)
+      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context,
+        client_tools)
       SELECT ${a.turnId}::uuid, ${a.tenantId}::uuid, ${a.sessionId}::uuid, s.agent_id, s.seq, ${a.messageId}::uuid,
-        'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb
+        'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb,
+        ${a.clientTools?.length ? json(a.clientTools) : null}::jsonb
       FROM s
     ),
     e AS (

@@ -5,7 +5,10 @@ import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { ChatCompletionResponse, unsupportedChatParameter } from '@switchboard/contracts';
 import { TenantId } from '../../platform/auth/guard';
 import {
+  chatClientToolRefusal,
+  chatClientTools,
   chatSessionRefusal,
+  chatToolParam,
   completionOf,
   endedTurnError,
   modelNotFound,
@@ -13,7 +16,10 @@ import {
   OpenAiError,
   planConversation,
   requestedSessionId,
+  toolCallsCompletion,
+  trailingToolResults,
 } from '@switchboard/protocols';
+import type { LiveWatch } from '@switchboard/live';
 import { holdRequest } from '../hold';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
@@ -121,10 +127,22 @@ export class ChatCompletionsController {
     if (unsupported) {
       throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
     }
-    const plan = planConversation(body.messages);
     const agentId = await this.turns.agentNamed(tenantId, body.model);
     if (!agentId) throw modelNotFound(body.model);
     const requested = requestedSessionId(req.headers[SESSION_HEADER], body.metadata);
+    // A conversation ending with `tool` messages answers the calls a waiting turn handed out
+    // (docs/adr/0047): that turn resumes; nothing new is admitted.
+    const results = trailingToolResults(body.messages);
+    if (results) return this.resume(tenantId, body, results, requested, reply);
+    const plan = planConversation(body.messages);
+    const agent = await this.turns.agent(tenantId, agentId);
+    if (!agent) throw modelNotFound(body.model);
+    let clientTools: ReturnType<typeof chatClientTools> = [];
+    try {
+      clientTools = this.turns.clientToolsFor(agent, chatClientTools(body), chatToolParam);
+    } catch (err) {
+      chatClientToolRefusal(err);
+    }
     const sessionId = await this.turns
       .session(
         tenantId,
@@ -152,29 +170,91 @@ export class ChatCompletionsController {
       text: plan.prompt,
       metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
       idempotencyKey,
+      clientTools,
     });
     try {
-      if (body.stream) {
-        await this.streamer.stream(reply, admitted.watch, {
-          tenantId,
-          sessionId,
-          turnId: admitted.turnId,
-          model: body.model,
-          includeUsage: body.stream_options?.include_usage === true,
-        });
-        return;
-      }
-      // Non-streaming: the request is held until the turn ends (bounded by WAIT_TIMEOUT_MS).
-      const held = await holdRequest(this.turns, reply, admitted);
-      if (held.settled) {
-        const failed = endedTurnError(held.turn);
-        if (failed) throw failed;
-        await reply.status(200).send(completionOf(held.turn, body.model));
-      } else if (held.why !== 'left') {
-        throw notEnded(admitted.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
-      }
+      await this.answer(reply, body, { ...admitted, after: 0 }, idempotencyKey);
     } finally {
       admitted.watch.close();
+    }
+  }
+
+  /**
+   * The client's tool results (docs/adr/0047): the waiting turn their ids name is answered (once:
+   * the same results again change nothing) and the request is held as a new one would be, until the
+   * turn ends or waits for the client's tools again. With X-Session-Id the calls must be that
+   * session's. Refusals (unknown, missing, expired ids) in OpenAI's shape, nothing answered.
+   */
+  private async resume(
+    tenantId: string,
+    body: ChatCompletionDto,
+    results: { callId: string; output: string }[],
+    requested: string | undefined,
+    reply: FastifyReply,
+  ): Promise<void> {
+    const answered = await this.turns
+      .answerClientTools({
+        tenantId,
+        results,
+        ...(requested !== undefined ? { sessionId: requested } : {}),
+        answeredBy: 'chat.completions',
+      })
+      .catch(chatClientToolRefusal);
+    void reply.header(SESSION_HEADER, answered.sessionId);
+    // Watched after the answer: the hold reads the turn first, so nothing committed since is missed.
+    const watch = this.turns.watch(answered.sessionId);
+    try {
+      await this.answer(
+        reply,
+        body,
+        { ...answered, watch, subscribedBeforeAdmission: false, after: answered.afterSeq },
+        undefined,
+      );
+    } finally {
+      watch.close();
+    }
+  }
+
+  /** The turn's answer: streamed, or held until it ends or waits for the client's tools. */
+  private async answer(
+    reply: FastifyReply,
+    body: ChatCompletionDto,
+    t: {
+      tenantId: string;
+      sessionId: string;
+      turnId: string;
+      watch: LiveWatch;
+      subscribedBeforeAdmission: boolean;
+      after: number;
+    },
+    idempotencyKey: string | undefined,
+  ): Promise<void> {
+    if (body.stream) {
+      await this.streamer.stream(reply, t.watch, {
+        tenantId: t.tenantId,
+        sessionId: t.sessionId,
+        turnId: t.turnId,
+        model: body.model,
+        includeUsage: body.stream_options?.include_usage === true,
+        after: t.after,
+      });
+      return;
+    }
+    // Non-streaming: the request is held until the turn ends or waits for the client's tools
+    // (bounded by WAIT_TIMEOUT_MS).
+    const held = await holdRequest(this.turns, reply, t, { orClientTool: true });
+    if (held.settled) {
+      if (held.turn.status === 'awaiting_client_tool') {
+        const calls = await this.turns.clientToolCalls(t.tenantId, t.turnId);
+        const pending = calls.filter((c) => c.status === 'pending');
+        await reply.status(200).send(toolCallsCompletion(held.turn, pending, body.model));
+        return;
+      }
+      const failed = endedTurnError(held.turn);
+      if (failed) throw failed;
+      await reply.status(200).send(completionOf(held.turn, body.model));
+    } else if (held.why !== 'left') {
+      throw notEnded(t.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
     }
   }
 }
