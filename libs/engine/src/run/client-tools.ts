@@ -1,7 +1,5 @@
 import { newId } from '@switchboard/contracts';
-import { z } from 'zod';
-import type { ToolDefinition } from '@switchboard/tools';
-import type { ClientToolDeclaration, Wait } from '../types';
+import type { Wait } from '../types';
 import type { ToolOutcome } from '../types';
 import type { PreparedCall } from './prepared-call';
 import { stoppedOutcome, type Failure } from './tool-outcomes';
@@ -14,34 +12,6 @@ import type { TurnRun } from './turn-run';
  * answers it with the client's output, recorded like any tool result; an expired wait answers
  * `client_tool_timeout` and the round then ends the turn.
  */
-
-/** The declarations as tool definitions, a name the agent's own tools have left out. */
-export function clientToolDefinitions(
-  declared: readonly ClientToolDeclaration[],
-  agentTools: readonly string[],
-): Map<string, ToolDefinition> {
-  const defs = new Map<string, ToolDefinition>();
-  for (const d of declared) {
-    if (agentTools.includes(d.name) || defs.has(d.name)) continue;
-    defs.set(d.name, {
-      name: d.name,
-      description: d.description,
-      // The client validates its own arguments; the model's JSON is handed over as written.
-      schema: z.unknown(),
-      parameters: d.parameters,
-      // Its effect happens outside, in the client: later side effects of the round are held behind it.
-      sideEffect: 'network',
-      timeoutMs: 0,
-      needsApproval: false,
-      // The client's output is shown as it sent it (bounded by the result budget only).
-      rawResult: true,
-      execute() {
-        return Promise.reject(new Error(`client tool "${d.name}" is run by the client`));
-      },
-    });
-  }
-  return defs;
-}
 
 /** The `client_tool_timeout` result of a call whose wait expired: the turn ends after this round. */
 export const CLIENT_TOOL_TIMEOUT = 'client_tool_timeout';

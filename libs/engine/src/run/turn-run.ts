@@ -4,7 +4,7 @@ import type { LoadedContext } from '../context';
 import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
-import { clientToolDefinitions } from './client-tools';
+import { clientToolDefinitions } from './client-tool-defs';
 import { Replays } from './replays';
 import type { EngineResources } from './resources';
 
