@@ -1582,10 +1582,10 @@ describe('bad input corpus', () => {
     ...(
       [
         [
-          'client tools',
-          chat({ tools: [{ type: 'function', function: { name: 'f' } }] }),
+          'a client tool with a malformed schema',
+          chat({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'nope' } } }] }),
           400,
-          'unsupported_parameter',
+          'invalid_schema',
         ],
         ['n: 3', chat({ n: 3 }), 400, 'unsupported_value'],
         ['logprobs', chat({ logprobs: true }), 400, 'unsupported_parameter'],

@@ -174,6 +174,43 @@ describe('client-side tools with the openai client', () => {
     expect(conflict).toMatchObject({ status: 409, code: 'answered_otherwise' });
   });
 
+  it('POST /v1/turns/{id}/client-tool-results answers the calls natively, once', async () => {
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Bern' }));
+    llm.enqueue(scripted.text('Bern: fog.'));
+    const first = await client.chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: 'Weather in Bern?' }],
+      tools: [WEATHER],
+    });
+    const turnId = (first as unknown as { turn_id: string }).turn_id;
+    const [call] = first.choices[0].message.tool_calls ?? [];
+    const events = await api.get(
+      `/v1/sessions/${(first as unknown as { session_id: string }).session_id}/events`,
+    );
+    const requested = (events.body.data as { type: string; data: { callId: string } }[]).find(
+      (e) => e.type === 'client_tool_requested',
+    );
+    expect(requested?.data.callId).toBe(call.id);
+    const path = `/v1/turns/${turnId}/client-tool-results`;
+    const unknown = await api.post(path, { results: [{ callId: 'call_0', output: 'x' }] });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.details).toMatchObject({ reason: 'unknown_call', callIds: ['call_0'] });
+    const empty = await api.post(path, { results: [] });
+    expect(empty.status).toBe(400);
+    const answered = await api.post(path, { results: [{ callId: call.id, output: 'fog' }] });
+    expect(answered.status).toBe(202);
+    const again = await api.post(path, { results: [{ callId: call.id, output: 'fog' }] });
+    expect(again.status).toBe(200);
+    const done = await waitFor(
+      async () => {
+        const t = await api.get(`/v1/turns/${turnId}`);
+        return t.body.status === 'completed' ? t.body : undefined;
+      },
+      { what: 'the turn to complete' },
+    );
+    expect(done.finalText).toBe('Bern: fog.');
+  });
+
   it("the openai SDK's runTools helper runs the client's function and gets the agent's answer", async () => {
     llm.enqueue(scripted.toolCall('get_weather', { city: 'Oslo' }));
     llm.enqueue(scripted.text('Oslo: snow.'));

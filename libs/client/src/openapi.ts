@@ -418,6 +418,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/turns/{id}/client-tool-results': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send the results of a turn's client tool calls
+     * @description Answers the client tool calls a turn waits for (`awaiting_client_tool`, docs/adr/0047) by the ids its `client_tool_requested` events handed out; every pending call of the turn at once. The turn resumes exactly once; sending the same results again changes nothing. Unknown ids (another tenant’s included) are 404, a pending call left out is 400, an expired wait (the turn ended `client_tool_timeout`) or another output for an answered call is 409; the error details name the ids.
+     */
+    post: operations['answerClientTools'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tool-results/{id}': {
     parameters: {
       query?: never;
@@ -1796,6 +1816,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /**
        * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
@@ -1827,6 +1848,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /**
        * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
@@ -1867,6 +1889,12 @@ export interface components {
     };
     CancelTurnDto: {
       reason?: string;
+    };
+    ClientToolResultsDto: {
+      results: {
+        callId: string;
+        output: string;
+      }[];
     };
     AnswerTaskDto: {
       answer: string;
@@ -1974,13 +2002,41 @@ export interface components {
               | null;
             name?: string;
             refusal?: string | null;
-            tool_calls?: unknown[];
+            tool_calls?: {
+              id: string;
+              /** @constant */
+              type: 'function';
+              function: {
+                name: string;
+                arguments: string;
+              };
+            }[];
             function_call?: unknown;
             audio?: unknown;
           }
+        | {
+            /** @constant */
+            role: 'tool';
+            content:
+              | string
+              | (
+                  | {
+                      /** @constant */
+                      type: 'text';
+                      text: string;
+                    }
+                  | ({
+                      /** @enum {string} */
+                      type: 'image_url' | 'input_audio' | 'file' | 'refusal';
+                    } & {
+                      [key: string]: unknown;
+                    })
+                )[];
+            tool_call_id: string;
+          }
         | ({
-            /** @enum {string} */
-            role: 'tool' | 'function';
+            /** @constant */
+            role: 'function';
           } & {
             [key: string]: unknown;
           })
@@ -2020,8 +2076,27 @@ export interface components {
       } & {
         [key: string]: unknown;
       };
-      tools?: unknown[];
-      tool_choice?: unknown;
+      tools?: {
+        /** @constant */
+        type: 'function';
+        function: {
+          name: string;
+          description?: string;
+          parameters?: {
+            [key: string]: unknown;
+          };
+          strict?: boolean | null;
+        };
+      }[];
+      tool_choice?:
+        | ('none' | 'auto' | 'required')
+        | {
+            /** @constant */
+            type: 'function';
+            function: {
+              name: string;
+            };
+          };
       functions?: unknown[];
       function_call?: unknown;
       audio?: unknown | null;
@@ -2534,6 +2609,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -2592,6 +2668,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -2642,6 +2719,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -2817,6 +2895,7 @@ export interface components {
         | 'running'
         | 'awaiting_approval'
         | 'awaiting_subagent'
+        | 'awaiting_client_tool'
         | 'completed'
         | 'failed'
         | 'cancelled';
@@ -2896,6 +2975,7 @@ export interface components {
         | 'running'
         | 'awaiting_approval'
         | 'awaiting_subagent'
+        | 'awaiting_client_tool'
         | 'completed'
         | 'failed'
         | 'cancelled';
@@ -3263,6 +3343,41 @@ export interface components {
             /** @enum {string} */
             decision: 'approved' | 'rejected' | 'expired';
             reason?: string;
+            resumed: boolean;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'client_tool_requested';
+          turnId: string | null;
+          data: {
+            callId: string;
+            modelCallId: string;
+            name: string;
+            arguments: string;
+            expiresAt: string;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'client_tool_answered';
+          turnId: string | null;
+          data: {
+            callId: string;
+            modelCallId: string;
+            name: string;
+            /** @enum {string} */
+            outcome: 'answered' | 'expired';
             resumed: boolean;
           } & {
             [key: string]: unknown;
@@ -3765,6 +3880,45 @@ export interface components {
           | {
               seq: number;
               /** @constant */
+              type: 'client_tool_requested';
+              turnId: string | null;
+              data: {
+                callId: string;
+                modelCallId: string;
+                name: string;
+                arguments: string;
+                expiresAt: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'client_tool_answered';
+              turnId: string | null;
+              data: {
+                callId: string;
+                modelCallId: string;
+                name: string;
+                /** @enum {string} */
+                outcome: 'answered' | 'expired';
+                resumed: boolean;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
               type: 'stop_hook_fired';
               turnId: string | null;
               data: {
@@ -3948,6 +4102,8 @@ export interface components {
             | 'reflection_completed'
             | 'approval_requested'
             | 'approval_decided'
+            | 'client_tool_requested'
+            | 'client_tool_answered'
             | 'stop_hook_fired'
             | 'context_unavailable'
             | 'turn_completed'
@@ -4441,12 +4597,21 @@ export interface components {
         message: {
           /** @constant */
           role: 'assistant';
-          content: string;
+          content: string | null;
           refusal: null;
+          tool_calls?: {
+            id: string;
+            /** @constant */
+            type: 'function';
+            function: {
+              name: string;
+              arguments: string;
+            };
+          }[];
         };
         logprobs: null;
         /** @enum {string} */
-        finish_reason: 'stop' | 'length';
+        finish_reason: 'stop' | 'length' | 'tool_calls';
       }[];
       usage: components['schemas']['ChatCompletionUsage'];
       system_fingerprint: null;
@@ -4467,9 +4632,19 @@ export interface components {
           /** @constant */
           role?: 'assistant';
           content?: string;
+          tool_calls?: {
+            id: string;
+            /** @constant */
+            type: 'function';
+            function: {
+              name: string;
+              arguments: string;
+            };
+            index: number;
+          }[];
         };
         logprobs: null;
-        finish_reason: ('stop' | 'length') | null;
+        finish_reason: ('stop' | 'length' | 'tool_calls') | null;
       }[];
       usage?: components['schemas']['ChatCompletionUsage'] | null;
       system_fingerprint: null;
@@ -4800,6 +4975,7 @@ export interface components {
           | 'running'
           | 'awaiting_approval'
           | 'awaiting_subagent'
+          | 'awaiting_client_tool'
           | 'completed'
           | 'failed'
           | 'cancelled';
@@ -4912,6 +5088,7 @@ export interface components {
               | 'running'
               | 'awaiting_approval'
               | 'awaiting_subagent'
+              | 'awaiting_client_tool'
               | 'completed'
               | 'failed'
               | 'cancelled'
@@ -7372,6 +7549,128 @@ export interface operations {
       };
       /** @description No such object for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  answerClientTools: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ClientToolResultsDto'];
+      };
+    };
+    responses: {
+      /** @description The same results were sent before: nothing changed; the turn as it stands. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Turn'];
+        };
+      };
+      /** @description Answered: the turn is queued again and resumes on a worker; the turn as it stands. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Turn'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
         headers: {
           [name: string]: unknown;
         };

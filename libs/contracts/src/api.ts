@@ -183,6 +183,25 @@ export const CancelTurnRequest = z.strictObject({
 });
 export type CancelTurnRequest = z.infer<typeof CancelTurnRequest>;
 
+/**
+ * `POST /v1/turns/:id/client-tool-results` (docs/adr/0047): the outputs of the client tool calls the
+ * turn waits for, by the ids `client_tool_requested` handed out (`call_…`); all of them at once.
+ */
+export const ClientToolResultsRequest = z.strictObject({
+  results: z
+    .array(
+      z.strictObject({
+        /** The id of the call (`client_tool_requested.callId`). */
+        callId: z.string().min(1).max(200),
+        /** What the tool returned, as the model will see it. */
+        output: z.string().max(1_000_000),
+      }),
+    )
+    .min(1)
+    .max(128),
+});
+export type ClientToolResultsRequest = z.infer<typeof ClientToolResultsRequest>;
+
 export const PageQuery = z.strictObject({
   cursor: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(200).optional(),
