@@ -1,4 +1,6 @@
 import net from 'node:net';
+import { HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { ChatOpenAI } from '@langchain/openai';
 import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { ChatCompletionChunk, ChatCompletionResponse } from '@switchboard/contracts';
@@ -236,6 +238,26 @@ describe('client-side tools with the openai client', () => {
     });
     expect(await runner.finalContent()).toBe('Oslo: snow.');
     expect(seen).toEqual(['Oslo']);
+  });
+
+  it("LangChain's ChatOpenAI.bindTools: the tool call comes back, the ToolMessage gets the answer", async () => {
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Kyiv' }));
+    llm.enqueue(scripted.text('Kyiv is mild.'));
+    const model = new ChatOpenAI({
+      model: 'helper',
+      apiKey: api.key!,
+      maxRetries: 0,
+      configuration: { baseURL: `${url}/v1`, fetch: crossRealmSafeFetch },
+    }).bindTools([WEATHER]);
+    const ask = new HumanMessage('Weather in Kyiv?');
+    const ai = await model.invoke([ask]);
+    expect(ai.tool_calls).toEqual([expect.objectContaining({ name: 'get_weather', args: { city: 'Kyiv' } })]);
+    const answer = await model.invoke([
+      ask,
+      ai,
+      new ToolMessage({ tool_call_id: ai.tool_calls![0].id!, content: 'mild, 12C' }),
+    ]);
+    expect(answer.content).toBe('Kyiv is mild.');
   });
 
   it('streams tool_call deltas, finish_reason tool_calls and [DONE]; the streamed resume carries the answer', async () => {
