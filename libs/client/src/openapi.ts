@@ -7620,6 +7620,16 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "results": [
+         *         {
+         *           "callId": "call_019a4f3c2b7e7c1d9a0e5f6b7c8d9e0f",
+         *           "output": "{\"temp_c\":21,\"sky\":\"sunny\"}"
+         *         }
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['ClientToolResultsDto'];
       };
     };
