@@ -1596,10 +1596,11 @@ describe('bad input corpus', () => {
           'unsupported_value',
         ],
         [
-          'a tool message',
+          // A tool result answers a call a waiting turn handed out (docs/adr/0047): `c` is none.
+          'a tool message for no call',
           chat({ messages: [{ role: 'tool', content: 'x', tool_call_id: 'c' }] }),
-          400,
-          'unsupported_value',
+          404,
+          'unknown_call',
         ],
         [
           'an image part',
