@@ -637,7 +637,7 @@ export interface paths {
     put?: never;
     /**
      * OpenAI-compatible chat completion: the agent named by `model` answers in a session
-     * @description OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent).
+     * @description OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent). `tools` are tools the client runs (docs/adr/0047): when the agent's model calls one the answer is `finish_reason: "tool_calls"` with `message.tool_calls`; a conversation ending with `tool` messages answers those calls and resumes the same turn.
      */
     post: operations['createChatCompletion'];
     delete?: never;
@@ -8610,7 +8610,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no such session */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no such session, or a `tool` message for no waiting client tool call (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8628,7 +8628,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The session is closed, the turn was cancelled, or a request with this Idempotency-Key is still in flight */
+      /** @description The session is closed, the turn was cancelled, a request with this Idempotency-Key is still in flight, or a client tool call was answered otherwise before or expired (`answered_otherwise`, `expired`) */
       409: {
         headers: {
           [name: string]: unknown;

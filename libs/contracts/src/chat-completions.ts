@@ -7,8 +7,9 @@ import { ApiSchemas } from './responses';
  * conversation is a session. Objects are strict like every other request body: OpenAI parameters the
  * facade cannot honour are accepted where ignoring them is harmless (sampling knobs: the agent's own
  * settings decide) and refused with `unsupported_parameter` where the client would get something other
- * than it asked for (client tools, several choices, logprobs, a JSON response format, audio); fields
- * OpenAI does not define are refused like anywhere else.
+ * than it asked for (several choices, logprobs, a JSON response format, audio, a forced tool choice);
+ * fields OpenAI does not define are refused like anywhere else. `tools` are tools the client runs
+ * (docs/adr/0047): their calls come back as `tool_calls`, and `tool` messages answer them.
  */
 
 const Text = z.string().max(200_000);

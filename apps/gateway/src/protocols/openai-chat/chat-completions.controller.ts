@@ -40,11 +40,14 @@ const ERRORS: [number, string][] = [
     403,
     'The operator paused the tenant (`tenant_paused`, type `permission_error`: the stock client raises PermissionDeniedError)',
   ],
-  [404, 'No agent of the tenant with that name or id (`model_not_found`), or no such session'],
+  [
+    404,
+    'No agent of the tenant with that name or id (`model_not_found`), no such session, or a `tool` message for no waiting client tool call (`unknown_call`)',
+  ],
   [408, 'The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; poll GET /v1/turns/{id}'],
   [
     409,
-    'The session is closed, the turn was cancelled, or a request with this Idempotency-Key is still in flight',
+    'The session is closed, the turn was cancelled, a request with this Idempotency-Key is still in flight, or a client tool call was answered otherwise before or expired (`answered_otherwise`, `expired`)',
   ],
   [413, 'Request body larger than the limit'],
   [415, 'Body is not application/json'],
@@ -86,7 +89,7 @@ export class ChatCompletionsController {
     operationId: 'createChatCompletion',
     summary: 'OpenAI-compatible chat completion: the agent named by `model` answers in a session',
     description:
-      "OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent).",
+      "OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent). `tools` are tools the client runs (docs/adr/0047): when the agent's model calls one the answer is `finish_reason: \"tool_calls\"` with `message.tool_calls`; a conversation ending with `tool` messages answers those calls and resumes the same turn.",
   })
   @ApiResponse({
     status: 200,
