@@ -1582,10 +1582,10 @@ describe('bad input corpus', () => {
     ...(
       [
         [
-          'client tools',
-          chat({ tools: [{ type: 'function', function: { name: 'f' } }] }),
+          'a client tool with a malformed schema',
+          chat({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'nope' } } }] }),
           400,
-          'unsupported_parameter',
+          'invalid_schema',
         ],
         ['n: 3', chat({ n: 3 }), 400, 'unsupported_value'],
         ['logprobs', chat({ logprobs: true }), 400, 'unsupported_parameter'],
@@ -1607,10 +1607,11 @@ describe('bad input corpus', () => {
           'invalid_response_format',
         ],
         [
-          'a tool message',
+          // A tool result answers a call a waiting turn handed out (docs/adr/0047): `c` is none.
+          'a tool message for no call',
           chat({ messages: [{ role: 'tool', content: 'x', tool_call_id: 'c' }] }),
-          400,
-          'unsupported_value',
+          404,
+          'unknown_call',
         ],
         [
           'an image part',

@@ -490,14 +490,14 @@ describe('POST /v1/chat/completions with the openai client', () => {
       { code: string; param?: string | null; message: RegExp },
     ][] = [
       [
-        'client tools',
-        { tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] },
-        { code: 'unsupported_parameter', param: 'tools', message: /client-side tools/ },
+        'a client tool named like the agent’s own',
+        { tools: [{ type: 'function', function: { name: 'word_count', parameters: {} } }] },
+        { code: 'tool_name_clash', param: 'tools[0].function.name', message: /word_count/ },
       ],
       [
         'tool_choice required',
         { tool_choice: 'required' },
-        { code: 'unsupported_parameter', param: 'tool_choice', message: /tool_choice/ },
+        { code: 'unsupported_value', param: 'tool_choice', message: /tool_choice/ },
       ],
       ['n: 2', { n: 2 }, { code: 'unsupported_value', param: 'n', message: /one choice/ }],
       [
@@ -533,7 +533,8 @@ describe('POST /v1/chat/completions with the openai client', () => {
             { role: 'tool', content: '{}', tool_call_id: 'c' },
           ],
         },
-        { code: 'unsupported_value', param: 'messages[1].role', message: /client tool calls/ },
+        // A tool result answers a call the facade handed out (docs/adr/0047): `c` is none.
+        { code: 'unknown_call', param: 'messages', message: /the id c$/ },
       ],
       [
         'an image part',
@@ -568,7 +569,9 @@ describe('POST /v1/chat/completions with the openai client', () => {
       const err = await client.chat.completions
         .create(body as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
         .catch((e: unknown) => e);
-      const status = expected.code === 'session_not_found' ? NotFoundError : BadRequestError;
+      const status = ['session_not_found', 'unknown_call'].includes(expected.code)
+        ? NotFoundError
+        : BadRequestError;
       if (!(err instanceof status)) {
         failures.push(`${name}: ${String(err)}`);
         continue;

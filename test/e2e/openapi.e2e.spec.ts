@@ -50,6 +50,8 @@ const OPEN_OBJECTS = [
 const TWO_SUCCESSES: Record<string, string[]> = {
   admitMessage: ['200', '202'],
   cancelTurn: ['200', '202'],
+  // docs/adr/0047: answered 202, the same results again 200.
+  answerClientTools: ['200', '202'],
   deliverHook: ['200', '202'],
   // MCP (docs/adr/0036): a request answers 200, a notification 202.
   mcpPost: ['200', '202'],
@@ -941,6 +943,27 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('cancelTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { why: 'x' } });
     await run('cancelTurn', 404, { auth: key, params: { id: unknown } });
+    // Client tool results (docs/adr/0047): a turn made to wait on a client call as the wait checkpoint
+    // writes it (the ended `wait` turn, its status and row set here), answered, then answered again.
+    const waitId = randomUUID();
+    await env.db
+      .$executeRaw`UPDATE turns SET status = 'awaiting_client_tool' WHERE id = ${waited.body.id}::uuid`;
+    await env.db.$executeRaw`
+      INSERT INTO approvals (id, tenant_id, session_id, turn_id, call_id, tool_name, arguments, side_effect, policy,
+        expires_at, kind)
+      SELECT ${waitId}::uuid, tenant_id, session_id, id, 'c1', 'get_weather', '"{}"'::jsonb, 'client', 'client_tool',
+        now() + interval '1 hour', 'client_tool'
+      FROM turns WHERE id = ${waited.body.id}::uuid`;
+    const results = { results: [{ callId: `call_${waitId.replace(/-/g, '')}`, output: 'sunny' }] };
+    const answerPath = { id: waited.body.id as string };
+    await run('answerClientTools', 400, { auth: key, params: answerPath, body: { results: [] } });
+    await run('answerClientTools', 404, {
+      auth: key,
+      params: answerPath,
+      body: { results: [{ callId: 'call_0', output: 'x' }] },
+    });
+    await run('answerClientTools', 202, { auth: key, params: answerPath, body: results });
+    await run('answerClientTools', 200, { auth: key, params: answerPath, body: results });
     // Approvals: an agent that lists its tool as needing one pauses; the decision resumes the turn.
     const gated = await run('createAgent', 201, {
       auth: key,

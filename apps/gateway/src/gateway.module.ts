@@ -35,17 +35,20 @@ import {
   READ_DB,
   REDIS,
   TASKS,
+  TOOLS,
 } from '@switchboard/platform';
+import type { ToolRegistry } from '@switchboard/tools';
 import { AgentsRepository, type TaskService } from '@switchboard/subagents';
 import {
   ApprovalStore,
+  ClientToolStore,
   SessionsRepository,
   sqlDbFor,
   TenantsRepository,
   TurnStore,
   type SqlDb,
 } from '@switchboard/store';
-import { Approvals, TenantPause } from '@switchboard/turns';
+import { Approvals, ClientTools, TenantPause } from '@switchboard/turns';
 import { AuthGuard } from './platform/auth/guard';
 import { API_KEY_CACHE, ApiKeyCache } from './platform/auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './platform/auth/key-revocations';
@@ -336,6 +339,12 @@ export class GatewayModule {
             GATEWAY_SQL,
             TASKS,
             CONFIG,
+            DB,
+            getQueueToken(QueueName.Turns),
+            LOGGER,
+            METRICS,
+            REDIS,
+            TOOLS,
           ],
           // Every protocol's one way in (libs/agent-turns; docs/adr/0016, 0035–0038).
           useFactory: (
@@ -348,6 +357,12 @@ export class GatewayModule {
             sql: SqlDb,
             tasks: TaskService,
             config: Config,
+            db: Db,
+            turnsQueue: Queue,
+            logger: Logger,
+            metrics: Metrics,
+            redis: RedisConnection,
+            tools: ToolRegistry,
           ) =>
             new AgentTurns({
               agents,
@@ -359,6 +374,14 @@ export class GatewayModule {
               sql,
               detail: turnDetail(tasks),
               config,
+              // Client tool waits (docs/adr/0047): answered here, resumed by one turn job.
+              clientTools: new ClientTools(
+                new ClientToolStore(sqlDbFor(poolOf(db), 'gateway', metrics)),
+                turnsQueue,
+                logger,
+                new RedisLivePublisher(redis, { prefix: config.QUEUE_PREFIX, logger }),
+              ),
+              toolNames: () => tools.names(),
             }),
         },
         ...REPOSITORIES,

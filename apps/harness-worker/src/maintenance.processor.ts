@@ -9,11 +9,18 @@ import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
 import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
 import { consume, type RedisConnection } from '@switchboard/queue';
-import { ApprovalStore, maintainPartitions, sqlDbFor, TurnStore, type SqlDb } from '@switchboard/store';
+import {
+  ApprovalStore,
+  ClientToolStore,
+  maintainPartitions,
+  sqlDbFor,
+  TurnStore,
+  type SqlDb,
+} from '@switchboard/store';
 import type { TaskService } from '@switchboard/subagents';
 import { OriginalsStore } from '@switchboard/tokenjuice/store';
 import { flushIdleWakeHints } from '@switchboard/triage';
-import { Approvals, reconcileTurns, sweepExpiredLeases } from '@switchboard/turns';
+import { Approvals, ClientTools, reconcileTurns, sweepExpiredLeases } from '@switchboard/turns';
 import { activateIdleAgents } from '@switchboard/work-items';
 
 /** Turns younger than this are left alone: their own enqueue may still be in flight. */
@@ -39,6 +46,8 @@ export class MaintenanceProcessor extends QueueWorker {
 
   /** Expiry of approvals (docs/adr/0013): built on first use, when the worker's logger is set. */
   private approvals?: Approvals;
+  /** Expiry of client tool waits (docs/adr/0047), by the same sweep. */
+  private clientTools?: ClientTools;
   private admission?: Admission;
   private control?: TurnSteering;
   private sql?: SqlDb;
@@ -83,7 +92,13 @@ export class MaintenanceProcessor extends QueueWorker {
           this.logger,
           new RedisLivePublisher(this.redis, { prefix: this.config.QUEUE_PREFIX, logger: this.logger }),
         );
-        const expired = await this.approvals.expireDue();
+        this.clientTools ??= new ClientTools(
+          new ClientToolStore(sqlDbFor(poolOf(this.db), 'harness', this.metrics)),
+          this.turns,
+          this.logger,
+          new RedisLivePublisher(this.redis, { prefix: this.config.QUEUE_PREFIX, logger: this.logger }),
+        );
+        const expired = (await this.approvals.expireDue()) + (await this.clientTools.expireDue());
         // Sub-agent tasks whose parent was not told of their end (a worker died between): told now.
         const reported = await this.tasks.reportDue();
         // Children left open under a cancelled parent (the cascade cut short): cancelled now (docs/adr/0025).

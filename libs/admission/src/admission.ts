@@ -57,6 +57,11 @@ export interface AdmitInput {
   fromParent?: boolean;
   /** The structured output the turn's answer must have (docs/adr/0048), checked by the caller; absent: text. */
   responseFormat?: ResponseFormat | null;
+  /**
+   * Tools the client declared and runs (docs/adr/0047), already validated by the protocol (names
+   * distinct from the agent's tools, schemas valid): kept with the turn.
+   */
+  clientTools?: { name: string; description: string; parameters: Record<string, unknown> }[];
 }
 
 export interface Admitted {
@@ -213,6 +218,7 @@ export class Admission {
       traceContext: currentTraceCarrier(),
       rejectIfBusy: input.multitask === 'reject',
       responseFormat: input.responseFormat ?? null,
+      ...(input.clientTools?.length ? { clientTools: input.clientTools } : {}),
     });
     switch (result.kind) {
       case 'admitted':

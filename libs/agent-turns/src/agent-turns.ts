@@ -9,7 +9,9 @@ import {
   type TurnResponse,
 } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
-import { readTurn, type SessionsRepository, type SqlDb } from '@switchboard/store';
+import { readTurn, type ClientToolCall, type SessionsRepository, type SqlDb } from '@switchboard/store';
+import type { ClientTools } from '@switchboard/turns';
+import { answerRefusal, checkClientTools, type ClientToolDeclaration } from './client-tools';
 import type { AgentsRepository } from '@switchboard/subagents';
 import type { EventStreams, StreamItem } from './event-streams';
 import { OPERATOR_PROMPT } from './operator-prompt';
@@ -60,6 +62,8 @@ export interface TurnRequest {
   correlationId?: string;
   /** The structured output the answer must have (docs/adr/0048), checked by the adapter; absent: text. */
   responseFormat?: ResponseFormat | null;
+  /** Tools the client runs (docs/adr/0047), checked by `clientToolsFor`: kept with the turn. */
+  clientTools?: ClientToolDeclaration[];
 }
 
 /** A turn admitted for an adapter, with the session's watch opened before the admission. */
@@ -110,6 +114,10 @@ export class AgentTurns {
       sql: SqlDb;
       detail: TurnDetail;
       config: Config;
+      /** Client tool waits (docs/adr/0047): answered here, resumed once. */
+      clientTools?: ClientTools;
+      /** Every tool name the deployment may offer an agent (the tool registry's). */
+      toolNames?: () => Iterable<string>;
     },
   ) {}
 
@@ -266,6 +274,7 @@ export class AgentTurns {
         priority: r.priority,
         correlationId: r.correlationId,
         responseFormat: r.responseFormat,
+        ...(r.clientTools?.length ? { clientTools: r.clientTools } : {}),
       });
       const turn = {
         tenantId: r.tenantId,
@@ -291,7 +300,7 @@ export class AgentTurns {
    */
   async hold(
     t: Pick<AdmittedTurn, 'tenantId' | 'turnId' | 'watch' | 'subscribedBeforeAdmission'>,
-    o: { signal?: AbortSignal; deadline?: number; orPaused?: boolean } = {},
+    o: { signal?: AbortSignal; deadline?: number; orPaused?: boolean; orClientTool?: boolean } = {},
   ): Promise<Held> {
     const turn = await this.untilEnded(t, o);
     if (turn) return { settled: true, turn };
@@ -305,7 +314,7 @@ export class AgentTurns {
    */
   untilEnded(
     t: Pick<AdmittedTurn, 'tenantId' | 'turnId' | 'watch' | 'subscribedBeforeAdmission'>,
-    o: { signal?: AbortSignal; deadline?: number; orPaused?: boolean } = {},
+    o: { signal?: AbortSignal; deadline?: number; orPaused?: boolean; orClientTool?: boolean } = {},
   ): Promise<TurnResponse | undefined> {
     return this.o.waiter.untilEnded(t.watch, {
       tenantId: t.tenantId,
@@ -314,6 +323,7 @@ export class AgentTurns {
       signal: o.signal,
       subscribedBeforeAdmission: t.subscribedBeforeAdmission,
       orPaused: o.orPaused,
+      orClientTool: o.orClientTool,
     });
   }
 
@@ -352,6 +362,60 @@ export class AgentTurns {
   /** Cancels the turn (and its sub-agents) as POST /v1/turns/:id/cancel does; undefined when not the tenant's. */
   cancel(tenantId: string, turnId: string, reason: string) {
     return this.o.control.cancel(tenantId, turnId, reason);
+  }
+
+  /**
+   * A request's client tools checked for the agent (docs/adr/0047): names valid and distinct, none
+   * the agent's (its own tools, and every tool the deployment may offer it: built-ins, memory,
+   * sub-agents), schemas valid. `param` names a declaration in the protocol's terms. Throws
+   * ClientToolRefused (a 4xx) before anything is admitted.
+   */
+  clientToolsFor(
+    agent: Pick<Agent, 'tools'>,
+    declared: readonly ClientToolDeclaration[],
+    param: (i: number, field: string) => string,
+  ): ClientToolDeclaration[] {
+    const taken = new Set([...agent.tools, ...(this.o.toolNames?.() ?? [])]);
+    return checkClientTools(declared, taken, param);
+  }
+
+  /**
+   * Answers client tool calls (docs/adr/0047) by the ids handed out (`call_…`): all of one turn's
+   * pending calls at once. Once committed, one job resumes the turn; the same answer again changes
+   * nothing and returns the same turn. Throws ClientToolRefused (unknown, missing, expired, …),
+   * nothing stored. `turnId`: the calls must be that turn's (a native route names it).
+   */
+  async answerClientTools(a: {
+    tenantId: string;
+    turnId?: string;
+    sessionId?: string;
+    results: { callId: string; output: string }[];
+    answeredBy: string;
+  }): Promise<{ tenantId: string; sessionId: string; turnId: string; replayed: boolean; afterSeq: number }> {
+    if (!this.o.clientTools) throw new Error('client tools are not wired');
+    const badIds = [a.turnId, a.sessionId].some((id) => id !== undefined && !isUuid(id));
+    if (badIds) {
+      const refused = answerRefusal({ kind: 'unknown', callIds: a.results.map((r) => r.callId) });
+      if (refused) throw refused;
+    }
+    const outcome = await this.o.clientTools.answer(a);
+    const refused = answerRefusal(outcome);
+    if (refused) throw refused;
+    if (outcome.kind !== 'answered' && outcome.kind !== 'replayed') throw new Error('unreachable');
+    return {
+      tenantId: a.tenantId,
+      sessionId: outcome.sessionId,
+      turnId: outcome.turnId,
+      replayed: outcome.kind === 'replayed',
+      // The journal seq the answer committed: what follows it is the resumed run's.
+      afterSeq: outcome.kind === 'answered' ? Math.max(0, ...outcome.events.map((e) => e.seq)) : 0,
+    };
+  }
+
+  /** A turn's client tool calls, pending ones to hand out (docs/adr/0047). */
+  clientToolCalls(tenantId: string, turnId: string): Promise<ClientToolCall[]> {
+    if (!this.o.clientTools) return Promise.resolve([]);
+    return this.o.clientTools.store.calls(tenantId, turnId);
   }
 
   /** How long an adapter holds a request for a turn (WAIT_TIMEOUT_MS). */

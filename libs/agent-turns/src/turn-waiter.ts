@@ -63,9 +63,14 @@ export class TurnWaiter {
        * person decides, so holding the request to the bound would only delay the news.
        */
       orPaused?: boolean;
+      /**
+       * Also answer when the turn waits for the client's tools (docs/adr/0047): the client must run
+       * them and send their results before it can go on.
+       */
+      orClientTool?: boolean;
     },
   ): Promise<TurnResponse | undefined> {
-    const paused = o.orPaused ?? false;
+    const paused: Settles = { paused: o.orPaused ?? false, clientTool: o.orClientTool ?? false };
     const signal = o.signal ? AbortSignal.any([o.signal, this.stopping.signal]) : this.stopping.signal;
     let read = !o.subscribedBeforeAdmission;
     if (!(await watch.subscribed(o.deadline, signal))) {
@@ -86,19 +91,37 @@ export class TurnWaiter {
           (e) =>
             !isEphemeral(e) &&
             e.turnId === o.turnId &&
-            (TERMINAL_EVENT_TYPES.has(e.type) || (paused && e.type === 'approval_requested')),
+            (TERMINAL_EVENT_TYPES.has(e.type) ||
+              (paused.paused && e.type === 'approval_requested') ||
+              (paused.clientTool && e.type === 'client_tool_requested')),
         );
     }
   }
 
   /** The turn as GET /v1/turns/:id presents it when it has ended; undefined while it has not. */
-  async ended(tenantId: string, turnId: string, orPaused = false): Promise<TurnResponse | undefined> {
+  async ended(
+    tenantId: string,
+    turnId: string,
+    orPaused: boolean | Settles = false,
+  ): Promise<TurnResponse | undefined> {
     const turn = await readTurn(this.sqlDb, tenantId, turnId);
     if (!turn || !settled(turn.status, orPaused)) return undefined;
     return this.detail(tenantId, turn);
   }
 }
 
-/** Ended, or (when asked) paused for approval. */
-const settled = (status: string, orPaused: boolean): boolean =>
-  isEnded(status) || (orPaused && status === 'awaiting_approval');
+/** Which waits, besides the end, settle a hold. */
+interface Settles {
+  paused: boolean;
+  clientTool: boolean;
+}
+
+/** Ended, or (when asked) waiting for approval or for the client's tools. */
+function settled(status: string, o: boolean | Settles): boolean {
+  const { paused, clientTool } = typeof o === 'boolean' ? { paused: o, clientTool: false } : o;
+  return (
+    isEnded(status) ||
+    (paused && status === 'awaiting_approval') ||
+    (clientTool && status === 'awaiting_client_tool')
+  );
+}

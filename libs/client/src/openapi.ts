@@ -418,6 +418,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/turns/{id}/client-tool-results': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send the results of a turn's client tool calls
+     * @description Answers the client tool calls a turn waits for (`awaiting_client_tool`, docs/adr/0047) by the ids its `client_tool_requested` events handed out; every pending call of the turn at once. The turn resumes exactly once; sending the same results again changes nothing. Unknown ids (another tenant’s included) are 404, a pending call left out is 400, an expired wait (the turn ended `client_tool_timeout`) or another output for an answered call is 409; the error details name the ids.
+     */
+    post: operations['answerClientTools'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tool-results/{id}': {
     parameters: {
       query?: never;
@@ -617,7 +637,7 @@ export interface paths {
     put?: never;
     /**
      * OpenAI-compatible chat completion: the agent named by `model` answers in a session
-     * @description OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent).
+     * @description OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent). `tools` are tools the client runs (docs/adr/0047): when the agent's model calls one the answer is `finish_reason: "tool_calls"` with `message.tool_calls`; a conversation ending with `tool` messages answers those calls and resumes the same turn.
      */
     post: operations['createChatCompletion'];
     delete?: never;
@@ -1409,7 +1429,7 @@ export interface paths {
     put?: never;
     /**
      * MCP server (Streamable HTTP, stateless): the tenant's agents as tools
-     * @description Not a REST operation: POST carries MCP JSON-RPC messages as the MCP specification defines, in either revision: 2025-11-25 (`initialize`, then `tools/list`, `tools/call`, `notifications/cancelled`, …) or 2026-07-28 (no handshake: every request carries `_meta` `io.modelcontextprotocol/protocolVersion` and `clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
+     * @description Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
      */
     post: operations['mcpPost'];
     /**
@@ -1430,8 +1450,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * An agent's A2A agent card (v0.3 and v1.0; security: the bearer API key)
-     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme; `capabilities.pushNotifications: true`. Negotiated by the `A2A-Version` request header: `1.0` gets the v1.0 proto JSON card (`supportedInterfaces`); none or `0.3` gets that card with v0.3's fields beside it (top-level `url`, `protocolVersion`, `preferredTransport`, `security`), valid under both versions. Another tenant's agent, or an id that is not one, is 404.
+     * An agent's A2A agent card (v1.0 JSON; security: the bearer API key)
+     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.
      */
     get: operations['getAgentCard'];
     put?: never;
@@ -1452,8 +1472,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel, push notification configs, ListTasks)
-     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/set|get|list|delete`; v0.3 has no tasks/list) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). A push notification config (also accepted with a message) gets the ended task POSTed to its URL in the version's shape, signed with the tenant's webhook secret (Standard Webhooks, like completion webhooks), with its token (`X-A2A-Notification-Token`) and authentication (`Authorization`), retried with backoff; a private or metadata address is refused. Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, push notifications need the tenant's secret -32003, agent stopped -32050, tenant paused -32051, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
+     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)
+     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
      */
     post: operations['callAgentJsonRpc'];
     delete?: never;
@@ -1570,76 +1590,12 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's current state: its transcript as LangChain messages, pending approvals as interrupts
-     * @description The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
+     * The thread's state: its transcript as LangChain messages, pending approvals as interrupts
+     * @description The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
      */
     get: operations['langgraphGetThreadState'];
     put?: never;
-    /**
-     * Update a thread’s state: not supported (422, nothing written)
-     * @description `client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.
-     */
-    post: operations['langgraphUpdateThreadState'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/langgraph/threads/{thread_id}/state/{checkpoint_id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * The thread's state at the end of one of its runs (checkpoint id = run id)
-     * @description The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.
-     */
-    get: operations['langgraphGetThreadStateAt'];
-    put?: never;
     post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/langgraph/threads/{thread_id}/state/checkpoint': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * The thread's state at a checkpoint config ({thread_id} alone: the current state)
-     * @description The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.
-     */
-    post: operations['langgraphGetThreadStateAtCheckpoint'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/langgraph/threads/{thread_id}/copy': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Copy (fork) a thread: not supported (422, nothing written)
-     * @description `client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.
-     */
-    post: operations['langgraphCopyThread'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1654,14 +1610,14 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's states, one per run, newest first (paged by before/limit)
-     * @description The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.
+     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
+     * @description The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.
      */
     get: operations['langgraphGetThreadHistory'];
     put?: never;
     /**
-     * The thread's states, one per run, newest first (paged by before/limit)
-     * @description The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).
+     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
+     * @description The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).
      */
     post: operations['langgraphSearchThreadHistory'];
     delete?: never;
@@ -1860,6 +1816,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /**
        * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
@@ -1891,6 +1848,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /**
        * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
@@ -1928,24 +1886,15 @@ export interface components {
       };
       correlationId?: string;
       wait?: boolean | number;
-      responseFormat?:
-        | {
-            /** @constant */
-            type: 'json_object';
-          }
-        | {
-            /** @constant */
-            type: 'json_schema';
-            name: string;
-            description?: string;
-            schema: {
-              [key: string]: unknown;
-            };
-            strict?: boolean;
-          };
     };
     CancelTurnDto: {
       reason?: string;
+    };
+    ClientToolResultsDto: {
+      results: {
+        callId: string;
+        output: string;
+      }[];
     };
     AnswerTaskDto: {
       answer: string;
@@ -2053,13 +2002,41 @@ export interface components {
               | null;
             name?: string;
             refusal?: string | null;
-            tool_calls?: unknown[];
+            tool_calls?: {
+              id: string;
+              /** @constant */
+              type: 'function';
+              function: {
+                name: string;
+                arguments: string;
+              };
+            }[];
             function_call?: unknown;
             audio?: unknown;
           }
+        | {
+            /** @constant */
+            role: 'tool';
+            content:
+              | string
+              | (
+                  | {
+                      /** @constant */
+                      type: 'text';
+                      text: string;
+                    }
+                  | ({
+                      /** @enum {string} */
+                      type: 'image_url' | 'input_audio' | 'file' | 'refusal';
+                    } & {
+                      [key: string]: unknown;
+                    })
+                )[];
+            tool_call_id: string;
+          }
         | ({
-            /** @enum {string} */
-            role: 'tool' | 'function';
+            /** @constant */
+            role: 'function';
           } & {
             [key: string]: unknown;
           })
@@ -2091,35 +2068,35 @@ export interface components {
       verbosity?: string | null;
       prompt_cache_key?: string;
       safety_identifier?: string;
-      response_format?:
-        | (
-            | {
-                /** @constant */
-                type: 'text';
-              }
-            | {
-                /** @constant */
-                type: 'json_object';
-              }
-            | {
-                /** @constant */
-                type: 'json_schema';
-                json_schema: {
-                  name: string;
-                  description?: string;
-                  schema: {
-                    [key: string]: unknown;
-                  };
-                  strict?: boolean | null;
-                };
-              }
-          )
-        | null;
       n?: number | null;
       logprobs?: boolean[];
       top_logprobs?: number | null;
-      tools?: unknown[];
-      tool_choice?: unknown;
+      response_format?: {
+        type: string;
+      } & {
+        [key: string]: unknown;
+      };
+      tools?: {
+        /** @constant */
+        type: 'function';
+        function: {
+          name: string;
+          description?: string;
+          parameters?: {
+            [key: string]: unknown;
+          };
+          strict?: boolean | null;
+        };
+      }[];
+      tool_choice?:
+        | ('none' | 'auto' | 'required')
+        | {
+            /** @constant */
+            type: 'function';
+            function: {
+              name: string;
+            };
+          };
       functions?: unknown[];
       function_call?: unknown;
       audio?: unknown | null;
@@ -2231,25 +2208,11 @@ export interface components {
       include?: string[] | null;
       text?:
         | ({
-            format?:
-              | {
-                  /** @constant */
-                  type: 'text';
-                }
-              | {
-                  /** @constant */
-                  type: 'json_object';
-                }
-              | {
-                  /** @constant */
-                  type: 'json_schema';
-                  name: string;
-                  description?: string;
-                  schema: {
-                    [key: string]: unknown;
-                  };
-                  strict?: boolean | null;
-                };
+            format?: {
+              type: string;
+            } & {
+              [key: string]: unknown;
+            };
             verbosity?: string | null;
           } & {
             [key: string]: unknown;
@@ -2402,58 +2365,13 @@ export interface components {
         [key: string]: unknown;
       };
     };
-    LangGraphStateAtDto: {
-      checkpoint: {
-        thread_id?: string;
-        checkpoint_ns?: string;
-        checkpoint_id?: string | null;
-        checkpoint_map?: {
-          [key: string]: unknown;
-        } | null;
-      };
-      subgraphs?: boolean;
-      select?: string[];
-    };
     LangGraphHistoryDto: {
       limit?: number;
-      before?:
-        | (
-            | string
-            | {
-                thread_id?: string;
-                checkpoint_ns?: string;
-                checkpoint_id?: string | null;
-                checkpoint_map?: {
-                  [key: string]: unknown;
-                } | null;
-              }
-            | ({
-                configurable: {
-                  thread_id?: string;
-                  checkpoint_ns?: string;
-                  checkpoint_id?: string | null;
-                  checkpoint_map?: {
-                    [key: string]: unknown;
-                  } | null;
-                } & {
-                  [key: string]: unknown;
-                };
-              } & {
-                [key: string]: unknown;
-              })
-          )
-        | null;
+      before?: unknown;
       metadata?: {
         [key: string]: unknown;
-      } | null;
-      checkpoint?: {
-        thread_id?: string;
-        checkpoint_ns?: string;
-        checkpoint_id?: string | null;
-        checkpoint_map?: {
-          [key: string]: unknown;
-        } | null;
-      } | null;
+      };
+      checkpoint?: unknown;
       select?: string[];
     };
     LangGraphRunDto: {
@@ -2518,15 +2436,8 @@ export interface components {
       feedback_keys?: string[];
       interrupt_before?: '*' | string[];
       interrupt_after?: '*' | string[];
-      checkpoint?: {
-        thread_id?: string;
-        checkpoint_ns?: string;
-        checkpoint_id?: string | null;
-        checkpoint_map?: {
-          [key: string]: unknown;
-        } | null;
-      } | null;
-      checkpoint_id?: string | null;
+      checkpoint?: unknown;
+      checkpoint_id?: string;
       checkpoint_during?: boolean;
       durability?: string;
       webhook?: string;
@@ -2698,6 +2609,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -2756,6 +2668,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -2806,6 +2719,7 @@ export interface components {
         maxUsd?: number;
         deadlineMs?: number;
         maxReflections?: number;
+        clientToolTimeoutMs?: number;
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -2981,6 +2895,7 @@ export interface components {
         | 'running'
         | 'awaiting_approval'
         | 'awaiting_subagent'
+        | 'awaiting_client_tool'
         | 'completed'
         | 'failed'
         | 'cancelled';
@@ -3060,6 +2975,7 @@ export interface components {
         | 'running'
         | 'awaiting_approval'
         | 'awaiting_subagent'
+        | 'awaiting_client_tool'
         | 'completed'
         | 'failed'
         | 'cancelled';
@@ -3427,6 +3343,41 @@ export interface components {
             /** @enum {string} */
             decision: 'approved' | 'rejected' | 'expired';
             reason?: string;
+            resumed: boolean;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'client_tool_requested';
+          turnId: string | null;
+          data: {
+            callId: string;
+            modelCallId: string;
+            name: string;
+            arguments: string;
+            expiresAt: string;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'client_tool_answered';
+          turnId: string | null;
+          data: {
+            callId: string;
+            modelCallId: string;
+            name: string;
+            /** @enum {string} */
+            outcome: 'answered' | 'expired';
             resumed: boolean;
           } & {
             [key: string]: unknown;
@@ -3929,6 +3880,45 @@ export interface components {
           | {
               seq: number;
               /** @constant */
+              type: 'client_tool_requested';
+              turnId: string | null;
+              data: {
+                callId: string;
+                modelCallId: string;
+                name: string;
+                arguments: string;
+                expiresAt: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'client_tool_answered';
+              turnId: string | null;
+              data: {
+                callId: string;
+                modelCallId: string;
+                name: string;
+                /** @enum {string} */
+                outcome: 'answered' | 'expired';
+                resumed: boolean;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
               type: 'stop_hook_fired';
               turnId: string | null;
               data: {
@@ -4112,6 +4102,8 @@ export interface components {
             | 'reflection_completed'
             | 'approval_requested'
             | 'approval_decided'
+            | 'client_tool_requested'
+            | 'client_tool_answered'
             | 'stop_hook_fired'
             | 'context_unavailable'
             | 'turn_completed'
@@ -4605,12 +4597,21 @@ export interface components {
         message: {
           /** @constant */
           role: 'assistant';
-          content: string;
+          content: string | null;
           refusal: null;
+          tool_calls?: {
+            id: string;
+            /** @constant */
+            type: 'function';
+            function: {
+              name: string;
+              arguments: string;
+            };
+          }[];
         };
         logprobs: null;
         /** @enum {string} */
-        finish_reason: 'stop' | 'length';
+        finish_reason: 'stop' | 'length' | 'tool_calls';
       }[];
       usage: components['schemas']['ChatCompletionUsage'];
       system_fingerprint: null;
@@ -4631,9 +4632,19 @@ export interface components {
           /** @constant */
           role?: 'assistant';
           content?: string;
+          tool_calls?: {
+            id: string;
+            /** @constant */
+            type: 'function';
+            function: {
+              name: string;
+              arguments: string;
+            };
+            index: number;
+          }[];
         };
         logprobs: null;
-        finish_reason: ('stop' | 'length') | null;
+        finish_reason: ('stop' | 'length' | 'tool_calls') | null;
       }[];
       usage?: components['schemas']['ChatCompletionUsage'] | null;
       system_fingerprint: null;
@@ -4722,25 +4733,10 @@ export interface components {
       truncation: 'disabled';
       parallel_tool_calls: boolean;
       text: {
-        format:
-          | {
-              /** @constant */
-              type: 'text';
-            }
-          | {
-              /** @constant */
-              type: 'json_object';
-            }
-          | {
-              /** @constant */
-              type: 'json_schema';
-              name: string;
-              description?: string;
-              schema: {
-                [key: string]: unknown;
-              };
-              strict?: boolean | null;
-            };
+        format: {
+          /** @constant */
+          type: 'text';
+        };
       };
       top_p: number;
       presence_penalty: number;
@@ -4843,14 +4839,6 @@ export interface components {
           code: string;
         };
       };
-    };
-    LangGraphCheckpointConfig: {
-      thread_id?: string;
-      checkpoint_ns?: string;
-      checkpoint_id?: string | null;
-      checkpoint_map?: {
-        [key: string]: unknown;
-      } | null;
     };
     LangGraphError: {
       detail: string;
@@ -4987,6 +4975,7 @@ export interface components {
           | 'running'
           | 'awaiting_approval'
           | 'awaiting_subagent'
+          | 'awaiting_client_tool'
           | 'completed'
           | 'failed'
           | 'cancelled';
@@ -5099,6 +5088,7 @@ export interface components {
               | 'running'
               | 'awaiting_approval'
               | 'awaiting_subagent'
+              | 'awaiting_client_tool'
               | 'completed'
               | 'failed'
               | 'cancelled'
@@ -7619,6 +7609,138 @@ export interface operations {
       };
     };
   };
+  answerClientTools: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "results": [
+         *         {
+         *           "callId": "call_019a4f3c2b7e7c1d9a0e5f6b7c8d9e0f",
+         *           "output": "{\"temp_c\":21,\"sky\":\"sunny\"}"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['ClientToolResultsDto'];
+      };
+    };
+    responses: {
+      /** @description The same results were sent before: nothing changed; the turn as it stands. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Turn'];
+        };
+      };
+      /** @description Answered: the turn is queued again and resumes on a worker; the turn as it stands. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Turn'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   getToolResultOriginal: {
     parameters: {
       query?: never;
@@ -8461,7 +8583,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent */
+      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, or a model that is not the session’s agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8488,7 +8610,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no such session */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no such session, or a `tool` message for no waiting client tool call (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8506,7 +8628,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The session is closed, the turn was cancelled, or a request with this Idempotency-Key is still in flight */
+      /** @description The session is closed, the turn was cancelled, a request with this Idempotency-Key is still in flight, or a client tool call was answered otherwise before or expired (`answered_otherwise`, `expired`) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -8566,7 +8688,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced; `structured_output_invalid`: the answer did not match `response_format` after a repair round) */
+      /** @description The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced) */
       502: {
         headers: {
           [name: string]: unknown;
@@ -8738,7 +8860,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8880,7 +9002,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8962,7 +9084,7 @@ export interface operations {
           'application/json': components['schemas']['Response'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9050,7 +9172,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseInputItemList'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -12864,7 +12986,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600); 2026-07-28: a revision the server does not speak (-32022, `error.data.supported`), headers that are missing or disagree with the body (-32020), a malformed `_meta` envelope (-32602) */
+      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -12875,15 +12997,6 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked API key */
       401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['JsonRpcError'];
-        };
-      };
-      /** @description 2026-07-28: a method this server does not have (-32601) */
-      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -13036,7 +13149,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The agent card (A2A v1.0 AgentCard JSON; with the v0.3 fields unless A2A-Version is 1.0) */
+      /** @description The agent card (A2A v1.0 AgentCard, JSON) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -13293,7 +13406,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13366,7 +13479,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13458,7 +13571,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13494,7 +13607,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13605,7 +13718,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13678,7 +13791,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13724,10 +13837,7 @@ export interface operations {
   };
   langgraphGetThreadState: {
     parameters: {
-      query?: {
-        subgraphs?: '0' | '1' | 'true' | 'false';
-        select?: string | string[];
-      };
+      query?: never;
       header?: never;
       path: {
         thread_id: string;
@@ -13736,7 +13846,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's current state: its transcript as LangChain messages, pending approvals as interrupts */
+      /** @description The thread's state: its transcript as LangChain messages, pending approvals as interrupts */
       200: {
         headers: {
           [name: string]: unknown;
@@ -13745,15 +13855,6 @@ export interface operations {
           'application/json': components['schemas']['LangGraphThreadState'];
         };
       };
-      /** @description The body is not JSON, or a header or query is malformed */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
       /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
       401: {
         headers: {
@@ -13763,442 +13864,8 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Rate limit exceeded: retry after Retry-After seconds */
-      429: {
-        headers: {
-          /** @description Seconds until the quota has room again */
-          'Retry-After'?: number;
-          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
-          RateLimit?: string;
-          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
-          'RateLimit-Policy'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Unexpected failure (logged) */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-    };
-  };
-  langgraphUpdateThreadState: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        thread_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': Record<string, never>;
-      };
-    };
-    responses: {
-      /** @description The body is not JSON, or a header or query is malformed */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Request body larger than the limit */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Body is not application/json */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Rate limit exceeded: retry after Retry-After seconds */
-      429: {
-        headers: {
-          /** @description Seconds until the quota has room again */
-          'Retry-After'?: number;
-          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
-          RateLimit?: string;
-          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
-          'RateLimit-Policy'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Unexpected failure (logged) */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-    };
-  };
-  langgraphGetThreadStateAt: {
-    parameters: {
-      query?: {
-        subgraphs?: '0' | '1' | 'true' | 'false';
-        select?: string | string[];
-      };
-      header?: never;
-      path: {
-        thread_id: string;
-        checkpoint_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The thread's state at the end of one of its runs (checkpoint id = run id) */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphThreadState'];
-        };
-      };
-      /** @description The body is not JSON, or a header or query is malformed */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Rate limit exceeded: retry after Retry-After seconds */
-      429: {
-        headers: {
-          /** @description Seconds until the quota has room again */
-          'Retry-After'?: number;
-          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
-          RateLimit?: string;
-          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
-          'RateLimit-Policy'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Unexpected failure (logged) */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-    };
-  };
-  langgraphGetThreadStateAtCheckpoint: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        thread_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "checkpoint": {
-         *         "thread_id": "01938a7e-5b2c-7d10-8f00-00000000beef",
-         *         "checkpoint_ns": "",
-         *         "checkpoint_id": "01938a7e-5b2c-7d10-8f00-00000000c0de"
-         *       }
-         *     }
-         */
-        'application/json': components['schemas']['LangGraphStateAtDto'];
-      };
-    };
-    responses: {
-      /** @description The thread's state at a checkpoint config ({thread_id} alone: the current state) */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphThreadState'];
-        };
-      };
-      /** @description The body is not JSON, or a header or query is malformed */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Request body larger than the limit */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Body is not application/json */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Rate limit exceeded: retry after Retry-After seconds */
-      429: {
-        headers: {
-          /** @description Seconds until the quota has room again */
-          'Retry-After'?: number;
-          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
-          RateLimit?: string;
-          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
-          'RateLimit-Policy'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Unexpected failure (logged) */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-    };
-  };
-  langgraphCopyThread: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        thread_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': Record<string, never>;
-      };
-    };
-    responses: {
-      /** @description The body is not JSON, or a header or query is malformed */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Request body larger than the limit */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description Body is not application/json */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
-      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -14255,7 +13922,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's states, one per run, newest first (paged by before/limit) */
+      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -14282,17 +13949,8 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['LangGraphError'];
-        };
-      };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
-      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -14348,17 +14006,14 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "limit": 10,
-         *       "before": {
-         *         "checkpoint_id": "01938a7e-5b2c-7d10-8f00-00000000c0de"
-         *       }
+         *       "limit": 10
          *     }
          */
         'application/json': components['schemas']['LangGraphHistoryDto'];
       };
     };
     responses: {
-      /** @description The thread's states, one per run, newest first (paged by before/limit) */
+      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -14385,7 +14040,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14412,7 +14067,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14499,7 +14154,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14508,7 +14163,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14622,7 +14277,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14658,7 +14313,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14772,7 +14427,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14808,7 +14463,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14922,7 +14577,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14967,7 +14622,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15041,7 +14696,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15126,7 +14781,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15144,7 +14799,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15256,7 +14911,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15265,7 +14920,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15350,7 +15005,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      /** @description No such assistant, thread or run for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15359,7 +15014,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
       422: {
         headers: {
           [name: string]: unknown;

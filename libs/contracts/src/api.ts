@@ -36,6 +36,15 @@ export const Budgets = z.strictObject({
   maxUsd: z.number().positive().max(1000).optional(),
   deadlineMs: z.int().min(1000).max(3_600_000).optional(),
   maxReflections: z.int().min(0).max(10).optional(),
+  /**
+   * How long a call to a client-declared tool waits for the client's result (docs/adr/0047) before
+   * the turn ends `client_tool_timeout`; default 10 minutes.
+   */
+  clientToolTimeoutMs: z
+    .int()
+    .min(1000)
+    .max(7 * 86_400_000)
+    .optional(),
 });
 export type Budgets = z.infer<typeof Budgets>;
 
@@ -181,6 +190,25 @@ export const CancelTurnRequest = z.strictObject({
   reason: z.string().min(1).max(500).optional(),
 });
 export type CancelTurnRequest = z.infer<typeof CancelTurnRequest>;
+
+/**
+ * `POST /v1/turns/:id/client-tool-results` (docs/adr/0047): the outputs of the client tool calls the
+ * turn waits for, by the ids `client_tool_requested` handed out (`call_…`); all of them at once.
+ */
+export const ClientToolResultsRequest = z.strictObject({
+  results: z
+    .array(
+      z.strictObject({
+        /** The id of the call (`client_tool_requested.callId`). */
+        callId: z.string().min(1).max(200),
+        /** What the tool returned, as the model will see it. */
+        output: z.string().max(1_000_000),
+      }),
+    )
+    .min(1)
+    .max(128),
+});
+export type ClientToolResultsRequest = z.infer<typeof ClientToolResultsRequest>;
 
 export const PageQuery = z.strictObject({
   cursor: z.string().max(200).optional(),

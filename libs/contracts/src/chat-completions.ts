@@ -8,9 +8,10 @@ import { ChatResponseFormat } from './structured-output';
  * conversation is a session. Objects are strict like every other request body: OpenAI parameters the
  * facade cannot honour are accepted where ignoring them is harmless (sampling knobs: the agent's own
  * settings decide) and refused with `unsupported_parameter` where the client would get something other
- * than it asked for (client tools, several choices, logprobs, audio); fields OpenAI does not define are
- * refused like anywhere else. `response_format` (`json_object`, `json_schema`) is honoured: the answer
- * is validated (docs/adr/0048-structured-output.md).
+ * than it asked for (several choices, logprobs, audio, a forced tool choice); fields OpenAI does not
+ * define are refused like anywhere else. `response_format` (`json_object`, `json_schema`) is honoured:
+ * the answer is validated (docs/adr/0048-structured-output.md). `tools` are tools the client runs
+ * (docs/adr/0047): their calls come back as `tool_calls`, and `tool` messages answer them.
  */
 
 const Text = z.string().max(200_000);
@@ -27,24 +28,55 @@ const SystemMessage = z.strictObject({
   name: Name,
 });
 const UserMessage = z.strictObject({ role: z.literal('user'), content: Content, name: Name });
+/** A call to a client tool the assistant made (docs/adr/0047), as the client sends it back. */
+const ToolCallParam = z.strictObject({
+  id: z.string().min(1).max(200),
+  type: z.literal('function'),
+  function: z.strictObject({ name: z.string().max(200), arguments: z.string().max(1_000_000) }),
+});
 const AssistantMessage = z.strictObject({
   role: z.literal('assistant'),
   content: Content.nullable().optional(),
   name: Name,
   refusal: z.string().max(200_000).nullable().optional(),
-  /** Client tool calls are not supported: present only so the refusal says so. */
-  tool_calls: z.array(z.unknown()).max(128).optional(),
+  /** The client tool calls the facade handed out (docs/adr/0047), resent with the conversation. */
+  tool_calls: z.array(ToolCallParam).max(128).optional(),
+  /** The legacy single function call: refused (use `tools`). */
   function_call: z.unknown().optional(),
   audio: z.unknown().optional(),
 });
-/** Results of client tools: refused (the agent's tools run inside the turn). */
-const ToolMessage = z.looseObject({ role: z.enum(['tool', 'function']) });
+/** A client tool's result (docs/adr/0047): trailing ones answer the waiting turn's calls. */
+const ToolMessage = z.strictObject({
+  role: z.literal('tool'),
+  content: Content,
+  tool_call_id: z.string().min(1).max(200),
+});
+/** The legacy function result: refused (use `tools` and `tool` messages). */
+const FunctionMessage = z.looseObject({ role: z.literal('function') });
+
+/**
+ * A tool the client declares and runs (docs/adr/0047): offered to the agent's model beside its own
+ * tools; a call to it is handed back with `finish_reason: "tool_calls"`.
+ */
+export const ChatToolParam = z.strictObject({
+  type: z.literal('function'),
+  function: z.strictObject({
+    name: z.string().max(200),
+    description: z.string().max(4000).optional(),
+    /** The arguments' JSON Schema (an object schema); default: no arguments. */
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    /** Accepted; the provider decides how strictly it follows the schema. */
+    strict: z.boolean().nullable().optional(),
+  }),
+});
+export type ChatToolParam = z.infer<typeof ChatToolParam>;
 
 export const ChatMessageParam = z.discriminatedUnion('role', [
   SystemMessage,
   UserMessage,
   AssistantMessage,
   ToolMessage,
+  FunctionMessage,
 ]);
 export type ChatMessageParam = z.infer<typeof ChatMessageParam>;
 
@@ -99,8 +131,18 @@ export const ChatCompletionRequest = z.strictObject({
   n: z.int().min(1).max(128).nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
-  tools: z.array(z.unknown()).max(128).optional(),
-  tool_choice: z.unknown().optional(),
+  /** Tools the client runs (docs/adr/0047); names must differ from the agent's own tools. */
+  tools: z.array(ChatToolParam).max(128).optional(),
+  /** `auto` (default) or `none` (the client's tools are not offered); `required` and a named function are refused. */
+  tool_choice: z
+    .union([
+      z.enum(['none', 'auto', 'required']),
+      z.strictObject({
+        type: z.literal('function'),
+        function: z.strictObject({ name: z.string().max(200) }),
+      }),
+    ])
+    .optional(),
   functions: z.array(z.unknown()).max(128).optional(),
   function_call: z.unknown().optional(),
   audio: z.unknown().nullable().optional(),
@@ -117,8 +159,8 @@ export interface UnsupportedParameter {
   message: string;
 }
 
-const CLIENT_TOOLS =
-  "the agent's own tools run inside the turn; client-side tools and function calling are not supported";
+const LEGACY_FUNCTIONS =
+  'the legacy function-calling fields are not supported: declare `tools` of type function';
 
 /**
  * The first parameter of a valid request the facade refuses, or undefined. Harmless spellings of
@@ -135,11 +177,12 @@ export function unsupportedChatParameter(req: ChatCompletionRequest): Unsupporte
     code: 'unsupported_value',
     message: `${name}: ${message}`,
   });
-  if (req.tools !== undefined && req.tools.length > 0) return param('tools', CLIENT_TOOLS);
-  if (req.functions !== undefined && req.functions.length > 0) return param('functions', CLIENT_TOOLS);
-  for (const name of ['tool_choice', 'function_call'] as const) {
-    if (req[name] !== undefined && req[name] !== 'none' && req[name] !== 'auto')
-      return param(name, CLIENT_TOOLS);
+  if (req.functions !== undefined && req.functions.length > 0) return param('functions', LEGACY_FUNCTIONS);
+  if (req.function_call !== undefined && req.function_call !== 'none' && req.function_call !== 'auto')
+    return param('function_call', LEGACY_FUNCTIONS);
+  // The agent's model decides whether to call a tool: forcing one is not passed to providers.
+  if (req.tool_choice !== undefined && req.tool_choice !== 'none' && req.tool_choice !== 'auto') {
+    return value('tool_choice', 'only "auto" and "none" are supported: the agent decides which tool to call');
   }
   if (req.n != null && req.n > 1) return value('n', 'only one choice is generated (n: 1)');
   if (req.logprobs === true || (req.top_logprobs ?? 0) > 0)
@@ -151,16 +194,9 @@ export function unsupportedChatParameter(req: ChatCompletionRequest): Unsupporte
   if (req.prediction != null) return param('prediction', 'predicted outputs are not supported');
   if (req.web_search_options !== undefined) return param('web_search_options', 'web search is not supported');
   for (const [i, m] of req.messages.entries()) {
-    if (m.role === 'tool' || m.role === 'function') {
-      return value(
-        `messages[${i}].role`,
-        `${String(m.role)} messages answer client tool calls; ${CLIENT_TOOLS}`,
-      );
-    }
+    if (m.role === 'function') return value(`messages[${i}].role`, LEGACY_FUNCTIONS);
     if (m.role === 'assistant') {
-      if ((m.tool_calls?.length ?? 0) > 0 || m.function_call != null) {
-        return param(`messages[${i}].tool_calls`, CLIENT_TOOLS);
-      }
+      if (m.function_call != null) return param(`messages[${i}].function_call`, LEGACY_FUNCTIONS);
       if (m.audio != null) return param(`messages[${i}].audio`, 'audio is not supported');
     }
     const content: unknown = 'content' in m ? m.content : undefined;
@@ -208,9 +244,19 @@ export const OpenAiErrorResponse = z
   .register(ApiSchemas, { id: 'OpenAiError' });
 export type OpenAiErrorResponse = z.infer<typeof OpenAiErrorResponse>;
 
-/** `stop` for a final answer, `length` when a budget (iterations, tool calls, spend, deadline) ended the turn. */
-export const FinishReason = z.enum(['stop', 'length']);
+/**
+ * `stop` for a final answer, `length` when a budget (iterations, tool calls, spend, deadline) ended the
+ * turn, `tool_calls` when the turn waits for the client's tools (docs/adr/0047).
+ */
+export const FinishReason = z.enum(['stop', 'length', 'tool_calls']);
 export type FinishReason = z.infer<typeof FinishReason>;
+
+/** A client tool call handed out (docs/adr/0047): `id` is what the `tool` message answers. */
+const ToolCallOut = z.strictObject({
+  id: z.string(),
+  type: z.literal('function'),
+  function: z.strictObject({ name: z.string(), arguments: z.string() }),
+});
 
 export const ChatCompletionUsage = z
   .strictObject({
@@ -236,8 +282,11 @@ export const ChatCompletionResponse = z
         index: z.int(),
         message: z.strictObject({
           role: z.literal('assistant'),
-          content: z.string(),
+          /** The answer; with `tool_calls`, what the model said beside them (null when nothing). */
+          content: z.string().nullable(),
           refusal: z.null(),
+          /** The client tool calls the turn waits for (docs/adr/0047): run them, send `tool` messages. */
+          tool_calls: z.array(ToolCallOut).optional(),
         }),
         logprobs: z.null(),
         finish_reason: FinishReason,
@@ -264,7 +313,11 @@ export const ChatCompletionChunk = z
     choices: z.array(
       z.strictObject({
         index: z.int(),
-        delta: z.strictObject({ role: z.literal('assistant').optional(), content: z.string().optional() }),
+        delta: z.strictObject({
+          role: z.literal('assistant').optional(),
+          content: z.string().optional(),
+          tool_calls: z.array(ToolCallOut.extend({ index: z.int() })).optional(),
+        }),
         logprobs: z.null(),
         finish_reason: FinishReason.nullable(),
       }),

@@ -138,3 +138,52 @@ export class SessionRefused extends Error {
     this.name = 'SessionRefused';
   }
 }
+
+/**
+ * Why client-side tools (docs/adr/0047) were refused, whichever protocol carried them; each protocol
+ * says it in its own shape (`reason`, the request `param` at fault, the call ids named). Nothing is
+ * admitted or answered when one is thrown.
+ * - declarations: `invalid_tool` (a name or description that cannot be offered), `duplicate_tool`,
+ *   `tool_name_clash` (the agent has a tool of that name), `invalid_schema` (not a JSON Schema object);
+ * - results: `unknown_call` (not a client call of the tenant's turn: 404), `missing_call` (a pending
+ *   call left unanswered), `several_turns`, `answered_otherwise` (answered before with another
+ *   output: 409), `expired` (the wait expired, the turn ended `client_tool_timeout`: 409),
+ *   `cancelled`, `turn_not_waiting` (409).
+ */
+export type ClientToolRefusal =
+  | 'invalid_tool'
+  | 'duplicate_tool'
+  | 'tool_name_clash'
+  | 'invalid_schema'
+  | 'unknown_call'
+  | 'missing_call'
+  | 'several_turns'
+  | 'answered_otherwise'
+  | 'expired'
+  | 'cancelled'
+  | 'turn_not_waiting';
+
+const CLIENT_TOOL_CODE: Record<ClientToolRefusal, ErrorCode> = {
+  invalid_tool: 'validation_failed',
+  duplicate_tool: 'validation_failed',
+  tool_name_clash: 'validation_failed',
+  invalid_schema: 'validation_failed',
+  unknown_call: 'not_found',
+  missing_call: 'bad_request',
+  several_turns: 'bad_request',
+  answered_otherwise: 'conflict',
+  expired: 'conflict',
+  cancelled: 'conflict',
+  turn_not_waiting: 'conflict',
+};
+
+export class ClientToolRefused extends AppError {
+  constructor(
+    readonly reason: ClientToolRefusal,
+    message: string,
+    readonly o: { param?: string; callIds?: string[] } = {},
+  ) {
+    super(CLIENT_TOOL_CODE[reason], message, { reason, ...o });
+    this.name = 'ClientToolRefused';
+  }
+}

@@ -19,6 +19,8 @@ export const EventType = {
   ReflectionCompleted: 'reflection_completed',
   ApprovalRequested: 'approval_requested',
   ApprovalDecided: 'approval_decided',
+  ClientToolRequested: 'client_tool_requested',
+  ClientToolAnswered: 'client_tool_answered',
   StopHookFired: 'stop_hook_fired',
   ContextUnavailable: 'context_unavailable',
   TurnCompleted: 'turn_completed',
@@ -203,6 +205,28 @@ export const EventData = {
     reason: z.string().optional(),
     resumed: z.boolean(),
   }),
+  /**
+   * The model called a tool the client declared (docs/adr/0047): the turn waits until the client
+   * answers `callId` (POST /v1/turns/:id/client-tool-results, or its protocol's own way).
+   */
+  client_tool_requested: z.looseObject({
+    /** The id the client answers: the wait's own, unique across tenants and turns. */
+    callId: z.string(),
+    /** The model's id for the call (the transcript's). */
+    modelCallId: z.string(),
+    name: z.string(),
+    /** The JSON arguments the model wrote, as it wrote them. */
+    arguments: z.string(),
+    expiresAt: z.string(),
+  }),
+  /** The client answered a call (or its wait expired); `resumed` when the turn is queued again. */
+  client_tool_answered: z.looseObject({
+    callId: z.string(),
+    modelCallId: z.string(),
+    name: z.string(),
+    outcome: z.enum(['answered', 'expired']),
+    resumed: z.boolean(),
+  }),
   stop_hook_fired: z.looseObject({
     hook: z.string(),
     reason: z.string(),
@@ -330,6 +354,8 @@ export const TurnStatus = {
   AwaitingApproval: 'awaiting_approval',
   /** Waiting on a child: until a sub-agent task it waits for ends (docs/adr/0024). */
   AwaitingSubagent: 'awaiting_subagent',
+  /** Waiting for the client to run the tools it declared and send their results (docs/adr/0047). */
+  AwaitingClientTool: 'awaiting_client_tool',
   Completed: 'completed',
   Failed: 'failed',
   Cancelled: 'cancelled',

@@ -133,7 +133,7 @@ describe('approvals as waits (docs/adr/0013)', () => {
     const first = await h.run();
     expect(first.status).toBe('waiting');
     expect(first.waits?.map((w) => w.callId)).toEqual(['a', 'b']);
-    expect(new Set(first.waits?.map((w) => (w.kind === 'approval' ? w.approvalId : w.taskId))).size).toBe(2);
+    expect(new Set(first.waits?.map((w) => (w.kind === 'approval' ? w.approvalId : w.callId))).size).toBe(2);
     expect(effects).toEqual(['read:1']);
 
     const second = await h.run({ decisions: decide(first, 'approved') });

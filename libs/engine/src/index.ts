@@ -11,3 +11,5 @@ export * from './model-round';
 export * from './provider-attempts';
 export * from './budget';
 export * from './structured-output';
+export { waitingStatus } from './run/tool-round';
+export { CLIENT_TOOL_TIMEOUT } from './run/client-tools';

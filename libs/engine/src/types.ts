@@ -13,9 +13,10 @@ import type {
 import type { ContextSource } from './context';
 import type { SideEffect, ToolDefinition } from '@switchboard/tools';
 
-export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs'>> & {
+export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs' | 'clientToolTimeoutMs'>> & {
   maxUsd?: number;
   deadlineMs?: number;
+  clientToolTimeoutMs?: number;
 };
 
 export const DEFAULT_BUDGET: TurnBudget = {
@@ -105,6 +106,13 @@ export interface TurnInput {
   approval?: { agent: string[]; tenant: string[]; untrustedInput: boolean };
   /** Decisions on this turn's gated calls, stored by the approvals API: a resumed run acts on them. */
   decisions?: ApprovalDecision[];
+  /**
+   * Tools the client declared for this turn (docs/adr/0047): offered to the model beside the agent's
+   * own; a call to one is never executed here, it makes the turn wait for the client's result.
+   */
+  clientTools?: ClientToolDeclaration[];
+  /** The client's answers (or expiries) of this turn's client tool calls: a resumed run records them. */
+  clientResults?: ClientToolResult[];
   /** Whether the agent has memory records (the claim's EXISTS): false skips recall (docs/adr/0032). */
   agentHasMemory?: boolean;
   /** Whether the agent ever had a work item (the claim's EXISTS): false skips the work-item projection. */
@@ -154,8 +162,39 @@ export interface TaskWait {
   callId: string;
 }
 
-/** What a `waiting` turn waits on: a human's decision or a sub-agent task (waiting on a child); both wait and resume alike. */
-export type Wait = ApprovalWait | TaskWait;
+/** A tool the client executes (docs/adr/0047): its name, what it does and its arguments' JSON Schema. */
+export interface ClientToolDeclaration {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** A client tool call's resolution: the client's output, or its wait expired. */
+export interface ClientToolResult {
+  callId: string;
+  status: 'answered' | 'expired' | 'cancelled';
+  /** The client's output (text, as the model sees it) when answered. */
+  output: string | null;
+}
+
+/**
+ * A call to a client-declared tool (docs/adr/0047): nothing runs here; the turn waits until the
+ * client answers `waitId` (the id handed out to the client) with the call's output.
+ */
+export interface ClientToolWait {
+  kind: 'client_tool';
+  waitId: string;
+  callId: string;
+  tool: string;
+  /** The arguments as the model wrote them (a JSON string, handed to the client unchanged). */
+  arguments: string;
+}
+
+/**
+ * What a `waiting` turn waits on: a human's decision, a sub-agent task (waiting on a child) or the
+ * client's tool result; all wait and resume alike.
+ */
+export type Wait = ApprovalWait | TaskWait | ClientToolWait;
 
 /** One provider attempt on the timeline (seed 002 "attempt timeline"). */
 export interface ProviderAttempt {
@@ -324,6 +363,7 @@ export interface FailureArtifact {
     | 'no_progress'
     | 'budget_unenforceable'
     | 'structured_output_invalid'
+    | 'client_tool_timeout'
     | 'internal';
   /** Provenance: provider transport, protocol (contract or response shape), or the turn itself. */
   category: 'transport' | 'protocol' | 'runtime' | 'unknown';

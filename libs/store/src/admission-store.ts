@@ -45,6 +45,8 @@ export interface AdmissionInsert {
   rejectIfBusy: boolean;
   /** The structured output the turn's answer must have (docs/adr/0048); null or absent: text. */
   responseFormat?: unknown;
+  /** Tools the request declared for the client to run (docs/adr/0047), kept with the turn. */
+  clientTools?: unknown[];
 }
 
 /** The admission an earlier request with the same Idempotency-Key made. */
@@ -136,10 +138,11 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     ),
     t AS (
       INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context,
-        response_format)
+        response_format, client_tools)
       SELECT ${a.turnId}::uuid, ${a.tenantId}::uuid, ${a.sessionId}::uuid, s.agent_id, s.seq, ${a.messageId}::uuid,
         'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb,
-        ${a.responseFormat == null ? null : json(a.responseFormat)}::jsonb
+        ${a.responseFormat == null ? null : json(a.responseFormat)}::jsonb,
+        ${a.clientTools?.length ? json(a.clientTools) : null}::jsonb
       FROM s
     ),
     e AS (

@@ -85,7 +85,7 @@ export class ApprovalStore {
   }): Promise<DecideOutcome> {
     return this.db.transaction(async (tx) => {
       const found = await tx.first<{ session_id: string }>(sql`
-        SELECT session_id FROM approvals WHERE id = ${a.approvalId}::uuid
+        SELECT session_id FROM approvals WHERE id = ${a.approvalId}::uuid AND kind = 'approval'
           ${a.tenantId ? sql`AND tenant_id = ${a.tenantId}::uuid` : sql``}`);
       if (!found) return { kind: 'not_found' };
       await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${found.session_id}::uuid FOR UPDATE`);
@@ -170,7 +170,8 @@ export class ApprovalStore {
   async due(limit = 100): Promise<string[]> {
     const rows = await this.db.rows<{ id: string }>(sql`
       SELECT ap.id FROM approvals ap JOIN turns t ON t.id = ap.turn_id
-      WHERE ap.status = 'pending' AND ap.expires_at <= now() AND t.status = 'awaiting_approval'
+      WHERE ap.status = 'pending' AND ap.kind = 'approval' AND ap.expires_at <= now()
+        AND t.status = 'awaiting_approval'
       ORDER BY ap.expires_at LIMIT ${limit}::int`);
     return rows.map((r) => r.id);
   }

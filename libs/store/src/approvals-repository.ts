@@ -94,14 +94,18 @@ export class ApprovalsRepository {
     const waiting = filter.status === 'pending' ? sql`t.status = 'awaiting_approval'` : sql`true`;
     const before = filter.beforeId === undefined ? sql`true` : sql`ap.id < ${filter.beforeId}::uuid`;
     const rows = await this.select(
-      sql`ap.tenant_id = ${tenantId}::uuid AND ${status} AND ${waiting} AND ${before}`,
+      // Client tool waits share the table (docs/adr/0047) but are no person's to decide: not listed.
+      sql`ap.tenant_id = ${tenantId}::uuid AND ap.kind = 'approval' AND ${status} AND ${waiting} AND ${before}`,
       limit + 1,
     );
     return pageOf(rows.map(toRead), limit);
   }
 
   async find(tenantId: string, id: string): Promise<ApprovalRead | null> {
-    const [row] = await this.select(sql`ap.id = ${id}::uuid AND ap.tenant_id = ${tenantId}::uuid`, 1);
+    const [row] = await this.select(
+      sql`ap.id = ${id}::uuid AND ap.tenant_id = ${tenantId}::uuid AND ap.kind = 'approval'`,
+      1,
+    );
     return row ? toRead(row) : null;
   }
 }

@@ -1,6 +1,7 @@
 export * from './sql';
 export * from './turn-store';
 export * from './approval-store';
+export * from './client-tool-store';
 export * from './admission-store';
 export * from './hook-store';
 export * from './control-store';

@@ -12,3 +12,4 @@ export * from './turn-job';
 export * from './approvals';
 export * from './requeue';
 export * from './tenant-pause';
+export * from './client-tools';

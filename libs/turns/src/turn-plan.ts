@@ -22,6 +22,9 @@ import { reactorCap } from './reactor-cap';
 import { promptTools, renderSystemPrompt } from './system-prompt';
 import { toChatMessage } from './transcript';
 
+/** How long a client tool call waits for the client's result when the agent does not say (10 min). */
+export const DEFAULT_CLIENT_TOOL_TTL_MS = 10 * 60_000;
+
 /** How long an approval waits when neither the tenant nor the deployment says (24 h). */
 export const DEFAULT_APPROVAL_TTL_MS = 24 * 3600 * 1000;
 
@@ -56,6 +59,8 @@ export interface TurnPlan {
   nextPosition: number;
   /** How long the turn's approvals wait (tenant, then deployment, then 24 h). */
   approvalTtlMs: number;
+  /** How long its client tool calls wait (the agent's budgets.clientToolTimeoutMs, else 10 min): docs/adr/0047. */
+  clientToolTtlMs: number;
 }
 
 /**
@@ -117,7 +122,16 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
         (m) => m.role === 'user' && (UNTRUSTED_AUTHORITY as readonly string[]).includes(m.authorityClass),
       ),
     },
-    decisions: load.decisions,
+    decisions: load.decisions.flatMap((d) =>
+      d.kind === 'client_tool' || d.status === 'answered' ? [] : [{ ...d, status: d.status }],
+    ),
+    // The client's tools and its answers (docs/adr/0047).
+    ...(turn.clientTools ? { clientTools: turn.clientTools } : {}),
+    clientResults: load.decisions.flatMap((d) =>
+      d.kind === 'client_tool'
+        ? [{ callId: d.callId, status: d.status as 'answered', output: d.output ?? null }]
+        : [],
+    ),
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
@@ -129,6 +143,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     newSystemPrompt: session.systemPrompt === null ? systemPrompt : undefined,
     nextPosition: own.length > 0 ? own[own.length - 1].position + 1 : 0,
     approvalTtlMs: settings.approvalTtlMs ?? o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
+    clientToolTtlMs: (agent.budgets as Budgets).clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TTL_MS,
   };
 }
 

@@ -14,6 +14,7 @@ import {
   LangGraphThreadSearchRequest,
   AdmitMessageRequest,
   CancelTurnRequest,
+  ClientToolResultsRequest,
   ApprovalsQuery,
   DecideApprovalRequest,
   AnswerTaskRequest,
@@ -69,6 +70,7 @@ export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}
 export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
 export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
+export class ClientToolResultsDto extends createZodDto(ClientToolResultsRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
 export class SessionsQueryDto extends createZodDto(SessionsQuery) {}
 export class TriggersQueryDto extends createZodDto(TriggersQuery) {}

@@ -5,6 +5,7 @@ import {
   AgentPostureDto,
   AnswerTaskDto,
   CancelTurnDto,
+  ClientToolResultsDto,
   CancelWorkItemDto,
   ChatCompletionDto,
   CreateResponseDto,
@@ -93,6 +94,9 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     wait: 30,
   }),
   example(CancelTurnDto, { reason: 'the customer closed the ticket' }),
+  example(ClientToolResultsDto, {
+    results: [{ callId: 'call_019a4f3c2b7e7c1d9a0e5f6b7c8d9e0f', output: '{"temp_c":21,"sky":"sunny"}' }],
+  }),
   example(AnswerTaskDto, { answer: 'Use the EU region: the customer is in Germany.' }),
   example(DecideApprovalDto, { decision: 'approve', reason: 'read-only status page fetch' }),
   example(UpdateSettingsDto, {

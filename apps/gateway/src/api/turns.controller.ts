@@ -13,7 +13,8 @@ import {
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { TenantId } from '../platform/auth/guard';
-import { CancelTurnDto } from './dto';
+import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
+import { CancelTurnDto, ClientToolResultsDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { pathId, presentTurn } from './presenters';
 import { validateOptionalBody, validateParam } from '../platform/validation';
@@ -34,6 +35,7 @@ export class TurnsController {
     @Inject(TASKS) private readonly tasks: TaskService,
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
   ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
@@ -153,6 +155,45 @@ export class TurnsController {
     if (!result) throw notFound('turn');
     const turn = await this.find(tenantId, turnId);
     await reply.status(turn.status === 'running' ? 202 : 200).send(turn);
+  }
+
+  /**
+   * The client's results for the client tool calls the turn waits for (docs/adr/0047): all of its
+   * pending calls at once. 202 once answered (the turn is queued and resumes exactly once); the same
+   * results again change nothing (200). Unknown ids (another tenant's too) 404, a pending call left
+   * out 400, an expired wait or another output for an answered call 409, each naming the ids.
+   */
+  @Post(':id/client-tool-results')
+  @Operation({
+    id: 'answerClientTools',
+    summary: "Send the results of a turn's client tool calls",
+    description:
+      'Answers the client tool calls a turn waits for (`awaiting_client_tool`, docs/adr/0047) by the ids its `client_tool_requested` events handed out; every pending call of the turn at once. The turn resumes exactly once; sending the same results again changes nothing. Unknown ids (another tenant’s included) are 404, a pending call left out is 400, an expired wait (the turn ended `client_tool_timeout`) or another output for an answered call is 409; the error details name the ids.',
+    status: 202,
+    schema: TurnResponse,
+    response: 'Answered: the turn is queued again and resumes on a worker; the turn as it stands.',
+    alternative: {
+      status: 200,
+      schema: TurnResponse,
+      description: 'The same results were sent before: nothing changed; the turn as it stands.',
+    },
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async answerClientTools(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: ClientToolResultsDto,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const turnId = pathId(id, 'turn');
+    const answered = await this.turns.answerClientTools({
+      tenantId,
+      turnId,
+      results: body.results,
+      answeredBy: 'api',
+    });
+    const turn = await this.find(tenantId, turnId);
+    await reply.status(answered.replayed ? 200 : 202).send(turn);
   }
 
   private async find(tenantId: string, id: string): Promise<TurnResponse> {

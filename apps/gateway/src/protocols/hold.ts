@@ -12,7 +12,7 @@ export async function holdRequest(
   turns: AgentTurns,
   reply: FastifyReply,
   t: Pick<AdmittedTurn, 'tenantId' | 'turnId' | 'watch' | 'subscribedBeforeAdmission'>,
-  o: { deadline?: number; orPaused?: boolean } = {},
+  o: { deadline?: number; orPaused?: boolean; orClientTool?: boolean } = {},
 ): Promise<Held> {
   const gone = clientGone(reply);
   try {

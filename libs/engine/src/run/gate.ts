@@ -2,6 +2,7 @@ import { newId } from '@switchboard/contracts';
 import type { ToolCallRequest } from '@switchboard/providers';
 import type { ToolDefinition } from '@switchboard/tools';
 import { defaultApprovalPolicy, type GateContext } from '../gates';
+import { clientToolGate } from './client-tools';
 import type { ToolOutcome, Wait } from '../types';
 import type { Cleared, PreparedCall } from './prepared-call';
 import {
@@ -20,13 +21,15 @@ export type GateVerdict = { cleared: Cleared } | { wait: Wait } | ToolOutcome;
 
 /**
  * The tool gates before a call runs (seed 001 4g), in order: a tool the turn has and arguments that
- * are JSON → duplicate/replay → blocked tool → the `before` gate → argument validation → approval
+ * are JSON → a client's tool answered by the client (docs/adr/0047) → duplicate/replay → blocked tool → the `before` gate → argument validation → approval
  * (docs/adr/0013). The first gate that answers the call decides it.
  */
 export async function passGates(run: TurnRun, c: PreparedCall): Promise<GateVerdict> {
   const { call, tool, args } = c;
   if (!tool) return unknownTool(call.name, run.input.tools);
   if (!args.ok) return invalidJson(args.error);
+  // The client's tool (docs/adr/0047): its answer, its expiry or a wait; the client runs it, not us.
+  if (run.isClientTool(tool)) return clientToolGate(run, c);
   const replay = run.replays.find(tool, call);
   if (replay) return replay;
   const ctx = gateContext(run, call, tool);

@@ -1,4 +1,5 @@
 import { assemble, assembledSources, loadContext, NO_CONTEXT } from '../context';
+import { toolSpec } from '@switchboard/tools';
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
 import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
@@ -82,7 +83,11 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
   });
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
-  run.toolSpecs = run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed');
+  run.toolSpecs = [
+    ...run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed'),
+    // The client's tools (docs/adr/0047), offered beside the agent's as the client declared them.
+    ...[...run.clientTools.values()].map((t) => toolSpec(t)),
+  ];
 }
 
 /** A `maxUsd` budget needs a price for every model the turn may call: refused before the first call (ADR 0007). */

@@ -2,6 +2,7 @@ import type { ToolCallRequest } from '@switchboard/providers';
 import { reflect, reflectionDue } from '../side-calls/reflect';
 import type { TurnOutcome, Wait } from '../types';
 import { planWaves } from '../waves';
+import { CLIENT_TOOL_TIMEOUT, clientToolExpired } from './client-tools';
 import { runToolCall, type ToolRun } from './tool-call';
 import type { TurnRun } from './turn-run';
 
@@ -27,6 +28,15 @@ export async function runToolRound(
     const halt = await runWave(run, wave, round);
     if (halt) return noProgress(run, halt);
   }
+  // A client call whose wait expired was answered `client_tool_timeout`: the turn ends (docs/adr/0047).
+  if (
+    clientToolExpired(
+      run,
+      pending.map((c) => c.id),
+    ) &&
+    !run.signal.aborted
+  )
+    return clientTimeout(run);
   // A wait is an outcome, not an await: the runner persists the waits and frees the worker.
   if (round.waits.length > 0 && !run.signal.aborted) return waiting(run, round.waits);
   // Reflection (seed 001 4h): off unless the budget grants reflections.
@@ -82,8 +92,35 @@ function noProgress(run: TurnRun, summary: string): TurnOutcome {
 function waiting(run: TurnRun, waits: Wait[]): TurnOutcome {
   return run.outcome({
     status: 'waiting',
-    stopReason: waits.some((w) => w.kind === 'approval') ? 'awaiting_approval' : 'awaiting_subagent',
+    stopReason: waitingStatus(waits),
     finalText: run.lastText(),
     waits,
+  });
+}
+
+/**
+ * The status a round's waits put the turn in: a person's decision first (its decision path resumes
+ * only `awaiting_approval`; a client's answer resumes either), then the client's tools, then a child.
+ */
+export function waitingStatus(
+  waits: readonly Wait[],
+): 'awaiting_approval' | 'awaiting_client_tool' | 'awaiting_subagent' {
+  if (waits.some((w) => w.kind === 'approval')) return 'awaiting_approval';
+  if (waits.some((w) => w.kind === 'client_tool')) return 'awaiting_client_tool';
+  return 'awaiting_subagent';
+}
+
+function clientTimeout(run: TurnRun): TurnOutcome {
+  const message = 'the client did not send the results of its tool calls in time';
+  return run.outcome({
+    status: 'failed',
+    stopReason: CLIENT_TOOL_TIMEOUT,
+    finalText: run.lastText(),
+    failure: {
+      kind: CLIENT_TOOL_TIMEOUT,
+      category: 'runtime',
+      message,
+      brief: `${message}; raise the agent's budgets.clientToolTimeoutMs or answer sooner`,
+    },
   });
 }

@@ -5,6 +5,7 @@ import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
 import { withRepairPrompts } from '../structured-output';
+import { clientToolDefinitions } from './client-tool-defs';
 import { Replays } from './replays';
 import type { EngineResources } from './resources';
 
@@ -46,6 +47,11 @@ export class TurnRun {
   /** The tool specs sent with every round. */
   toolSpecs: ToolSpec[] = [];
   private toolView?: ToolRegistry;
+  /**
+   * The client's tools (docs/adr/0047), by name; a name the agent's own tools have is the agent's
+   * (admission refuses the clash; a tool appearing later, an MCP server's, still wins).
+   */
+  readonly clientTools: Map<string, ToolDefinition>;
 
   constructor(
     readonly resources: EngineResources,
@@ -62,6 +68,7 @@ export class TurnRun {
     this.startedAt = input.startedAt ?? Date.now();
     this.noProgress = replayFailures(this.messages);
     this.history = input.history;
+    this.clientTools = clientToolDefinitions(input.clientTools ?? [], input.tools);
   }
 
   /**
@@ -76,7 +83,13 @@ export class TurnRun {
 
   /** The tool a call names, when the turn may call it. */
   toolFor(call: ToolCallRequest): ToolDefinition | undefined {
-    return this.input.tools.includes(call.name) ? this.tools.get(call.name) : undefined;
+    if (this.input.tools.includes(call.name)) return this.tools.get(call.name);
+    return this.clientTools.get(call.name);
+  }
+
+  /** Whether a tool is one the client declared and runs (docs/adr/0047). */
+  isClientTool(tool: ToolDefinition): boolean {
+    return this.clientTools.get(tool.name) === tool;
   }
 
   /** An outcome of this run, with its counters. */

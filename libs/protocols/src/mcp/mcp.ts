@@ -137,6 +137,7 @@ export function toolResultOf(turn: TurnResponse): CallToolResult {
     case 'queued':
     case 'running':
     case 'awaiting_subagent':
+    case 'awaiting_client_tool':
       return toolError(
         `turn ${turn.id} did not end in time; it goes on running: GET /v1/turns/${turn.id} for its answer`,
         structured,

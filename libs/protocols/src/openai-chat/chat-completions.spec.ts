@@ -6,6 +6,7 @@ import {
   type TurnResponse,
 } from '@switchboard/contracts';
 import {
+  chatClientTools,
   completionOf,
   createdAt,
   endedTurnError,
@@ -15,6 +16,8 @@ import {
   requestedSessionId,
   RoundText,
   toOpenAiErrorAnswer,
+  toolCallsCompletion,
+  trailingToolResults,
 } from './chat-completions';
 
 const request = (change: Record<string, unknown>) =>
@@ -97,6 +100,54 @@ describe('planConversation', () => {
   });
 });
 
+describe('client-side tools (docs/adr/0047)', () => {
+  it('takes the trailing tool messages as results, nothing when the conversation ends otherwise', () => {
+    const messages = request({
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_a', content: 'A' },
+        { role: 'tool', tool_call_id: 'call_b', content: [{ type: 'text', text: 'B' }] },
+      ],
+    }).messages;
+    expect(trailingToolResults(messages)).toEqual([
+      { callId: 'call_a', output: 'A' },
+      { callId: 'call_b', output: 'B' },
+    ]);
+    expect(trailingToolResults([...messages, { role: 'user', content: 'next' }])).toBeUndefined();
+  });
+
+  it('declares the request tools, none with tool_choice none; a waiting turn hands its calls out', () => {
+    const tools = [{ type: 'function' as const, function: { name: 'f', description: 'd' } }];
+    expect(chatClientTools({ tools })).toEqual([
+      { name: 'f', description: 'd', parameters: { type: 'object', properties: {} } },
+    ]);
+    expect(chatClientTools({ tools, tool_choice: 'none' })).toEqual([]);
+    const done = completionOf(turn({}), 'helper');
+    const out = toolCallsCompletion(
+      turn({ status: 'awaiting_client_tool', finalText: null }),
+      [{ callId: 'call_1', name: 'f', arguments: '{"a":1}' }],
+      'helper',
+    );
+    expect(done.choices[0].finish_reason).toBe('stop');
+    expect(out.choices[0]).toEqual({
+      index: 0,
+      message: {
+        role: 'assistant',
+        content: null,
+        refusal: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+      },
+      logprobs: null,
+      finish_reason: 'tool_calls',
+    });
+  });
+});
+
 describe('unsupportedChatParameter', () => {
   it('lets the harmless spellings of the defaults through', () => {
     expect(
@@ -116,17 +167,16 @@ describe('unsupportedChatParameter', () => {
   });
 
   it.each([
-    [{ tools: [{ type: 'function' }] }, 'tools', 'unsupported_parameter'],
     [{ functions: [{ name: 'f' }] }, 'functions', 'unsupported_parameter'],
-    [{ tool_choice: 'required' }, 'tool_choice', 'unsupported_parameter'],
+    [{ tool_choice: 'required' }, 'tool_choice', 'unsupported_value'],
     [{ function_call: { name: 'f' } }, 'function_call', 'unsupported_parameter'],
     [{ n: 2 }, 'n', 'unsupported_value'],
     [{ top_logprobs: 2 }, 'logprobs', 'unsupported_parameter'],
     [{ audio: { voice: 'x' } }, 'audio', 'unsupported_parameter'],
     [{ modalities: ['text', 'audio'] }, 'modalities', 'unsupported_value'],
     [
-      { messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c' }] }] },
-      'messages[0].tool_calls',
+      { messages: [{ role: 'assistant', content: null, function_call: { name: 'f' } }] },
+      'messages[0].function_call',
       'unsupported_parameter',
     ],
     [

@@ -1,5 +1,6 @@
 import {
   chatMessageText,
+  ClientToolRefused,
   SessionRefused,
   type ChatCompletionChunk,
   type ChatCompletionRequest,
@@ -183,6 +184,94 @@ export function createdAt(turnId: string): number {
   return Number.isFinite(ms) ? Math.floor(ms / 1000) : Math.floor(Date.now() / 1000);
 }
 
+// ---- client-side tools (docs/adr/0047) --------------------------------------------------------------
+
+/** A client tool call as the facade hands it out. */
+export interface HandedCall {
+  callId: string;
+  name: string;
+  arguments: string;
+}
+
+/** The request's `tools` as declarations (`tool_choice: "none"`: none are offered). */
+export function chatClientTools(
+  req: Pick<ChatCompletionRequest, 'tools' | 'tool_choice'>,
+): { name: string; description: string; parameters: Record<string, unknown> }[] {
+  if (req.tool_choice === 'none') return [];
+  return (req.tools ?? []).map((t) => ({
+    name: t.function.name,
+    description: t.function.description ?? '',
+    parameters: t.function.parameters ?? { type: 'object', properties: {} },
+  }));
+}
+
+/** Names the i-th declared tool's field as OpenAI's `param` does. */
+export const chatToolParam = (i: number, field: string): string =>
+  field === 'name' ? `tools[${i}].function.name` : `tools[${i}].function.${field}`;
+
+/**
+ * The results a conversation ends with: the `tool` messages after its last assistant message. A
+ * stateless client resends the whole conversation; its trailing tool messages answer the calls the
+ * facade handed out, and their ids (unique: `call_<wait id>`) name the waiting turn. Undefined when
+ * the conversation does not end with tool messages (a new message is admitted then).
+ */
+export function trailingToolResults(
+  messages: ChatCompletionRequest['messages'],
+): { callId: string; output: string }[] | undefined {
+  const results: { callId: string; output: string }[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role !== 'tool') break;
+    results.unshift({ callId: String(m.tool_call_id), output: chatMessageText(m.content) });
+  }
+  return results.length > 0 ? results : undefined;
+}
+
+/** A turn that waits for the client's tools → `finish_reason: "tool_calls"` with the calls. */
+export function toolCallsCompletion(
+  turn: TurnResponse,
+  calls: readonly HandedCall[],
+  model: string,
+): ChatCompletionResponse {
+  return {
+    id: completionId(turn.id),
+    object: 'chat.completion',
+    created: createdAt(turn.id),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: turn.finalText ? turn.finalText : null,
+          refusal: null,
+          tool_calls: calls.map(toolCallOut),
+        },
+        logprobs: null,
+        finish_reason: 'tool_calls',
+      },
+    ],
+    usage: usageOf(turn),
+    system_fingerprint: null,
+    session_id: turn.sessionId,
+    turn_id: turn.id,
+  };
+}
+
+const toolCallOut = (c: HandedCall) => ({
+  id: c.callId,
+  type: 'function' as const,
+  function: { name: c.name, arguments: c.arguments },
+});
+
+/** A refusal of client tools in OpenAI's shape: 400 naming the parameter or the ids, 404, 409. */
+export function chatClientToolRefusal(err: unknown): never {
+  if (!(err instanceof ClientToolRefused)) throw err;
+  const ids = err.o.callIds?.length ? { param: 'messages' } : {};
+  const param = err.o.param !== undefined ? { param: err.o.param } : ids;
+  throw new OpenAiError(err.status, err.reason, err.message, { ...param, retry: false });
+}
+
 /** `stop` for the model's final answer; `length` when a stop hook (iterations, tool calls, spend, deadline) ended the turn. */
 export const finishReason = (stopReason: string | null): FinishReason =>
   stopReason === 'final_answer' || stopReason === null ? 'stop' : 'length';
@@ -268,6 +357,20 @@ export class ChunkWriter {
 
   text(content: string): ChatCompletionChunk {
     return this.chunk([{ index: 0, delta: { content }, logprobs: null, finish_reason: null }]);
+  }
+
+  /** The client tool calls the turn waits for (docs/adr/0047), one chunk each, whole. */
+  toolCalls(calls: readonly HandedCall[]): ChatCompletionChunk[] {
+    return calls.map((c, index) =>
+      this.chunk([
+        {
+          index: 0,
+          delta: { tool_calls: [{ index, ...toolCallOut(c) }] },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ]),
+    );
   }
 
   finish(reason: FinishReason): ChatCompletionChunk {

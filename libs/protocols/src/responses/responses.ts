@@ -134,6 +134,7 @@ export function statusOf(turn: Pick<TurnResponse, 'status' | 'stopReason'>): Res
     case 'running':
     case 'awaiting_approval':
     case 'awaiting_subagent':
+    case 'awaiting_client_tool':
       return 'in_progress';
   }
 }

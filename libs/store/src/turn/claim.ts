@@ -51,6 +51,8 @@ export interface TurnRow {
   cacheSessionId?: string;
   /** The structured output the answer must have (docs/adr/0048), as admitted; null: text. */
   responseFormat?: unknown;
+  /** Tools the request declared for the client to run (docs/adr/0047); null for most turns. */
+  clientTools?: { name: string; description: string; parameters: Record<string, unknown> }[] | null;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -93,12 +95,17 @@ export interface AgentRow {
   hasWorkItems?: boolean;
 }
 
-/** A decided approval of the turn, as the engine acts on it. */
+/**
+ * A decided approval of the turn, as the engine acts on it; or (`kind: client_tool`, docs/adr/0047)
+ * a client tool call the client answered (`answered`, with its `output`) or that expired.
+ */
 export interface StoredDecision {
   approvalId: string;
   callId: string;
-  status: 'approved' | 'rejected' | 'expired' | 'cancelled';
+  status: 'approved' | 'rejected' | 'expired' | 'cancelled' | 'answered';
   reason: string | null;
+  kind?: 'approval' | 'client_tool';
+  output?: string | null;
 }
 
 /** A turn ready to run: the turn (now `running`), its session, agent, tenant settings and transcript. */
@@ -289,6 +296,7 @@ const TURN_JSON = sql`json_build_object(
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
+  'clientTools', ut.client_tools,
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
     WHERE tk.id = ut.task_id AND pt.agent_id = ut.agent_id), ut.session_id))`;
@@ -306,9 +314,9 @@ const AGENT_JSON = sql`json_build_object(
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c
   WHERE c.turn_id = ut.id AND c.status = 'running') AS started_calls`;
 
-/** The turn's decided approvals (docs/adr/0013). */
+/** The turn's decided approvals (docs/adr/0013) and answered client tool calls (docs/adr/0047). */
 const DECISIONS = sql`(SELECT coalesce(json_agg(json_build_object('approvalId', ap.id, 'callId', ap.call_id,
-    'status', ap.status, 'reason', ap.reason)), '[]'::json) FROM approvals ap
+    'status', ap.status, 'reason', ap.reason, 'kind', ap.kind, 'output', ap.output)), '[]'::json) FROM approvals ap
   WHERE ap.turn_id = ut.id AND ap.status <> 'pending') AS decisions`;
 
 /** Time the turn spent waiting: approvals, then blocking sub-agents. */

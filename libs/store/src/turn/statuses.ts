@@ -11,10 +11,11 @@ import { sql, sqlList, type Sql } from '../sql';
 export const UNFINISHED_STATUSES = ['queued', 'running'] as const satisfies readonly TurnStatus[];
 export const UNFINISHED = sqlList(UNFINISHED_STATUSES);
 
-/** A turn waiting (docs/adr/0013, 0024): it ran until something outside it must happen. */
+/** A turn waiting (docs/adr/0013, 0024, 0047): it ran until something outside it must happen. */
 export const WAITING_STATUSES = [
   'awaiting_approval',
   'awaiting_subagent',
+  'awaiting_client_tool',
 ] as const satisfies readonly TurnStatus[];
 export type WaitingStatus = (typeof WAITING_STATUSES)[number];
 export const WAITING = sqlList(WAITING_STATUSES);

@@ -8,8 +8,12 @@ import { WAITING } from './statuses';
  * (`SessionChanges.release`) and, for approvals, inserts their rows here.
  */
 
-/** One approval row a waiting turn asks for (docs/adr/0013). */
+/**
+ * One approval row a waiting turn asks for (docs/adr/0013): a person's decision (`approval`), or the
+ * client's result of a call to a tool it declared (`client_tool`, docs/adr/0047).
+ */
 export interface ApprovalInsert {
+  kind: 'approval' | 'client_tool';
   id: string;
   callId: string;
   toolName: string;
@@ -26,12 +30,12 @@ export function approvalsCte(f: TurnFrame, approvals: ApprovalInsert[] | undefin
   const rows = approvals.map(
     (a) => sql`(${a.id}::uuid, ${f.tenantId}::uuid, ${f.sessionId}::uuid, ${f.turnId}::uuid,
       ${a.callId}::text, ${a.toolName}::text, ${json(a.arguments ?? {})}::jsonb, ${a.sideEffect}::text,
-      ${a.policy}::text, ${a.expiresAt.toISOString()}::timestamptz)`,
+      ${a.policy}::text, ${a.expiresAt.toISOString()}::timestamptz, ${a.kind}::text)`,
   );
   // One approval per call: a wait checkpoint replayed after its commit asks for nothing twice.
   return sql`ap AS (
     INSERT INTO approvals (id, tenant_id, session_id, turn_id, call_id, tool_name, arguments, side_effect,
-      policy, expires_at)
+      policy, expires_at, kind)
     SELECT v.* FROM (VALUES ${join(rows)}) AS v WHERE EXISTS (SELECT 1 FROM s)
     ON CONFLICT (turn_id, call_id) DO NOTHING)`;
 }

@@ -242,8 +242,14 @@ export class PostgresCheckpoints implements TurnCheckpoints {
    * (those turns wait for this one). Nothing of the gated calls was started, so a resumed run finds
    * them unanswered and acts on their decisions.
    */
-  async wait(outcome: TurnOutcome, ttlMs: number, status: WaitingStatus): Promise<CheckpointResult> {
-    const rows = waitRows(this.turn, outcome, status, new Date(Date.now() + ttlMs));
+  async wait(
+    outcome: TurnOutcome,
+    ttlMs: number,
+    status: WaitingStatus,
+    clientToolTtlMs = ttlMs,
+  ): Promise<CheckpointResult> {
+    const now = Date.now();
+    const rows = waitRows(this.turn, outcome, status, new Date(now + ttlMs), new Date(now + clientToolTtlMs));
     return this.commit('wait', this.events.take(rows.events), rows.writes, {
       returnEvents: true,
       approvals: rows.approvals,

@@ -9,7 +9,7 @@ import type {
   TurnOutcome,
 } from '@switchboard/engine';
 import { costStatusOf, type Usage } from '@switchboard/providers';
-import type { ApprovalInsert, TurnRow, WaitingStatus } from '@switchboard/store';
+import { clientCallId, type ApprovalInsert, type TurnRow, type WaitingStatus } from '@switchboard/store';
 import { taskEnd } from '../handback';
 import type { StoredCompaction } from '../history';
 import { emptyWrites, mergeUsage, type PendingWrites } from './writes';
@@ -227,12 +227,15 @@ export function waitRows(
   outcome: TurnOutcome,
   status: WaitingStatus,
   expiresAt: Date,
+  clientExpiresAt: Date = expiresAt,
 ): { writes: PendingWrites; approvals: ApprovalInsert[]; events: JournalEvent[] } {
   const writes = emptyWrites();
   writes.turn.waiting = status;
   writes.session.release = true;
   const waits = (outcome.waits ?? []).flatMap((x) => (x.kind === 'approval' ? [x] : []));
+  const client = clientToolRows(turn, outcome, clientExpiresAt);
   const approvals: ApprovalInsert[] = waits.map((wait) => ({
+    kind: 'approval',
     id: wait.approvalId,
     callId: wait.callId,
     toolName: wait.tool,
@@ -254,7 +257,43 @@ export function waitRows(
       expiresAt: expiresAt.toISOString(),
     },
   }));
-  return { writes, approvals, events };
+  return { writes, approvals: [...approvals, ...client.rows], events: [...events, ...client.events] };
+}
+
+/**
+ * A client tool wait's row (docs/adr/0047): an approval-like row of kind `client_tool`, its id the
+ * call id handed to the client (`call_<id without dashes>`), and a `client_tool_requested` event. The
+ * arguments are kept as the model wrote them: the client runs its tool on them (the transcript holds
+ * them unredacted already).
+ */
+function clientToolRows(
+  turn: TurnRow,
+  outcome: TurnOutcome,
+  expiresAt: Date,
+): { rows: ApprovalInsert[]; events: JournalEvent[] } {
+  const waits = (outcome.waits ?? []).flatMap((x) => (x.kind === 'client_tool' ? [x] : []));
+  const rows: ApprovalInsert[] = waits.map((w) => ({
+    kind: 'client_tool',
+    id: w.waitId,
+    callId: w.callId,
+    toolName: w.tool,
+    arguments: w.arguments,
+    sideEffect: 'client',
+    policy: 'client_tool',
+    expiresAt,
+  }));
+  const events = waits.map((w) => ({
+    type: EventType.ClientToolRequested,
+    turnId: turn.id,
+    data: {
+      callId: clientCallId(w.waitId),
+      modelCallId: w.callId,
+      name: w.tool,
+      arguments: w.arguments,
+      expiresAt: expiresAt.toISOString(),
+    },
+  }));
+  return { rows, events };
 }
 
 /**

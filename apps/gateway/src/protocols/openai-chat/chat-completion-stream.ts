@@ -15,7 +15,14 @@ import {
   sseError,
   usageOf,
 } from '@switchboard/protocols';
-import { EVENT_STREAMS, TURN_WAITER, type EventStreams, type TurnWaiter } from '@switchboard/agent-turns';
+import {
+  AGENT_TURNS,
+  EVENT_STREAMS,
+  TURN_WAITER,
+  type AgentTurns,
+  type EventStreams,
+  type TurnWaiter,
+} from '@switchboard/agent-turns';
 import { SseStream } from '../../platform/sse';
 
 export interface StreamOptions {
@@ -29,6 +36,8 @@ export interface StreamOptions {
    * is validated first, and a rejected one, or a tool round's text, must not reach the client's parser.
    */
   finalOnly?: boolean;
+  /** Journal seq already seen: a resumed turn (docs/adr/0047) streams only what its new run adds. */
+  after?: number;
 }
 
 /**
@@ -52,6 +61,7 @@ export class ChatCompletionStreamer {
     @Inject(TURN_WAITER) private readonly waiter: TurnWaiter,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
   ) {}
 
   async stream(reply: FastifyReply, watch: LiveWatch, o: StreamOptions): Promise<void> {
@@ -67,7 +77,7 @@ export class ChatCompletionStreamer {
       for await (const item of this.streams.events({
         sessionId: o.sessionId,
         turnId: o.turnId,
-        after: 0,
+        after: o.after ?? 0,
         signal: sse.signal,
         idleMs: this.config.SSE_HEARTBEAT_MS,
         watch,
@@ -78,6 +88,11 @@ export class ChatCompletionStreamer {
           continue;
         }
         const e = item.event;
+        // The turn waits for the client's tools (docs/adr/0047): hand them out and end the stream.
+        if (e.type === EventType.ClientToolRequested && item.kind !== 'live') {
+          if (await this.handOut(o, chunks, text, write)) return;
+          continue;
+        }
         if (e.type === EventType.ProviderRoundStarted)
           text.round(typeof e.data.round === 'number' ? e.data.round : 0);
         // A committed text whose live chunks went out already is skipped (its missing tail came live).
@@ -114,5 +129,28 @@ export class ChatCompletionStreamer {
     } finally {
       sse.close();
     }
+  }
+
+  /**
+   * When the turn waits for the client's tools: the calls as tool_call deltas, `finish_reason:
+   * "tool_calls"`, usage when asked, [DONE]; true then. False when it no longer waits (answered meanwhile).
+   */
+  private async handOut(
+    o: StreamOptions,
+    chunks: ChunkWriter,
+    text: RoundText,
+    write: (frame: string) => void,
+  ): Promise<boolean> {
+    const turn = await this.waiter.ended(o.tenantId, o.turnId, { paused: false, clientTool: true });
+    if (turn?.status !== 'awaiting_client_tool') return false;
+    const calls = (await this.turns.clientToolCalls(o.tenantId, o.turnId)).filter(
+      (c) => c.status === 'pending',
+    );
+    text.complete(turn.finalText ?? '');
+    for (const chunk of chunks.toolCalls(calls)) write(sseData(chunk));
+    write(sseData(chunks.finish('tool_calls')));
+    if (o.includeUsage) write(sseData(chunks.usage(usageOf(turn))));
+    write('data: [DONE]\n\n');
+    return true;
   }
 }

@@ -10,7 +10,10 @@ import {
 } from '@switchboard/contracts';
 import { TenantId } from '../../platform/auth/guard';
 import {
+  chatClientToolRefusal,
+  chatClientTools,
   chatSessionRefusal,
+  chatToolParam,
   completionOf,
   endedTurnError,
   modelNotFound,
@@ -18,7 +21,10 @@ import {
   OpenAiError,
   planConversation,
   requestedSessionId,
+  toolCallsCompletion,
+  trailingToolResults,
 } from '@switchboard/protocols';
+import type { LiveWatch } from '@switchboard/live';
 import { holdRequest } from '../hold';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
@@ -39,11 +45,14 @@ const ERRORS: [number, string][] = [
     403,
     'The operator paused the tenant (`tenant_paused`, type `permission_error`: the stock client raises PermissionDeniedError)',
   ],
-  [404, 'No agent of the tenant with that name or id (`model_not_found`), or no such session'],
+  [
+    404,
+    'No agent of the tenant with that name or id (`model_not_found`), no such session, or a `tool` message for no waiting client tool call (`unknown_call`)',
+  ],
   [408, 'The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; poll GET /v1/turns/{id}'],
   [
     409,
-    'The session is closed, the turn was cancelled, or a request with this Idempotency-Key is still in flight',
+    'The session is closed, the turn was cancelled, a request with this Idempotency-Key is still in flight, or a client tool call was answered otherwise before or expired (`answered_otherwise`, `expired`)',
   ],
   [413, 'Request body larger than the limit'],
   [415, 'Body is not application/json'],
@@ -88,7 +97,7 @@ export class ChatCompletionsController {
     operationId: 'createChatCompletion',
     summary: 'OpenAI-compatible chat completion: the agent named by `model` answers in a session',
     description:
-      "OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent).",
+      "OpenAI's Chat Completions wire format in front of an agent: `model` names the agent, the last user message is admitted into a session (continued with `X-Session-Id`, or new, seeded with the earlier messages) and the answer is the ended turn's final text, or its chunks with `stream: true`. Honors `Idempotency-Key` as POST /v1/sessions/{id}/messages does; errors in OpenAI's shape (404 `model_not_found` for an unknown agent). `tools` are tools the client runs (docs/adr/0047): when the agent's model calls one the answer is `finish_reason: \"tool_calls\"` with `message.tool_calls`; a conversation ending with `tool` messages answers those calls and resumes the same turn.",
   })
   @ApiResponse({
     status: 200,
@@ -142,10 +151,22 @@ export class ChatCompletionsController {
         },
       );
     }
-    const plan = planConversation(body.messages);
     const agentId = await this.turns.agentNamed(tenantId, body.model);
     if (!agentId) throw modelNotFound(body.model);
     const requested = requestedSessionId(req.headers[SESSION_HEADER], body.metadata);
+    // A conversation ending with `tool` messages answers the calls a waiting turn handed out
+    // (docs/adr/0047): that turn resumes; nothing new is admitted.
+    const results = trailingToolResults(body.messages);
+    if (results) return this.resume(tenantId, body, results, requested, reply);
+    const plan = planConversation(body.messages);
+    const agent = await this.turns.agent(tenantId, agentId);
+    if (!agent) throw modelNotFound(body.model);
+    let clientTools: ReturnType<typeof chatClientTools> = [];
+    try {
+      clientTools = this.turns.clientToolsFor(agent, chatClientTools(body), chatToolParam);
+    } catch (err) {
+      chatClientToolRefusal(err);
+    }
     const sessionId = await this.turns
       .session(
         tenantId,
@@ -174,31 +195,93 @@ export class ChatCompletionsController {
       metadata: { ...metadata, ...(body.user !== undefined ? { user: body.user } : {}) },
       idempotencyKey,
       responseFormat,
+      clientTools,
     });
     try {
-      if (body.stream) {
-        await this.streamer.stream(reply, admitted.watch, {
-          tenantId,
-          sessionId,
-          turnId: admitted.turnId,
-          model: body.model,
-          includeUsage: body.stream_options?.include_usage === true,
-          // A structured answer is sent once validated, not as the rounds write it (docs/adr/0048).
-          finalOnly: responseFormat !== null,
-        });
-        return;
-      }
-      // Non-streaming: the request is held until the turn ends (bounded by WAIT_TIMEOUT_MS).
-      const held = await holdRequest(this.turns, reply, admitted);
-      if (held.settled) {
-        const failed = endedTurnError(held.turn);
-        if (failed) throw failed;
-        await reply.status(200).send(completionOf(held.turn, body.model));
-      } else if (held.why !== 'left') {
-        throw notEnded(admitted.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
-      }
+      await this.answer(reply, body, { ...admitted, after: 0 }, idempotencyKey);
     } finally {
       admitted.watch.close();
+    }
+  }
+
+  /**
+   * The client's tool results (docs/adr/0047): the waiting turn their ids name is answered (once:
+   * the same results again change nothing) and the request is held as a new one would be, until the
+   * turn ends or waits for the client's tools again. With X-Session-Id the calls must be that
+   * session's. Refusals (unknown, missing, expired ids) in OpenAI's shape, nothing answered.
+   */
+  private async resume(
+    tenantId: string,
+    body: ChatCompletionDto,
+    results: { callId: string; output: string }[],
+    requested: string | undefined,
+    reply: FastifyReply,
+  ): Promise<void> {
+    const answered = await this.turns
+      .answerClientTools({
+        tenantId,
+        results,
+        ...(requested !== undefined ? { sessionId: requested } : {}),
+        answeredBy: 'chat.completions',
+      })
+      .catch(chatClientToolRefusal);
+    void reply.header(SESSION_HEADER, answered.sessionId);
+    // Watched after the answer: the hold reads the turn first, so nothing committed since is missed.
+    const watch = this.turns.watch(answered.sessionId);
+    try {
+      await this.answer(
+        reply,
+        body,
+        { ...answered, watch, subscribedBeforeAdmission: false, after: answered.afterSeq },
+        undefined,
+      );
+    } finally {
+      watch.close();
+    }
+  }
+
+  /** The turn's answer: streamed, or held until it ends or waits for the client's tools. */
+  private async answer(
+    reply: FastifyReply,
+    body: ChatCompletionDto,
+    t: {
+      tenantId: string;
+      sessionId: string;
+      turnId: string;
+      watch: LiveWatch;
+      subscribedBeforeAdmission: boolean;
+      after: number;
+    },
+    idempotencyKey: string | undefined,
+  ): Promise<void> {
+    if (body.stream) {
+      await this.streamer.stream(reply, t.watch, {
+        tenantId: t.tenantId,
+        sessionId: t.sessionId,
+        turnId: t.turnId,
+        model: body.model,
+        includeUsage: body.stream_options?.include_usage === true,
+        after: t.after,
+        // A structured answer is sent once validated, not as the rounds write it (docs/adr/0048).
+        finalOnly: fromChatResponseFormat(body.response_format) !== null,
+      });
+      return;
+    }
+    // Non-streaming: the request is held until the turn ends or waits for the client's tools
+    // (bounded by WAIT_TIMEOUT_MS).
+    const held = await holdRequest(this.turns, reply, t, { orClientTool: true });
+    if (held.settled) {
+      if (held.turn.status === 'awaiting_client_tool') {
+        const calls = await this.turns.clientToolCalls(t.tenantId, t.turnId);
+        const pending = calls.filter((c) => c.status === 'pending');
+        await reply.status(200).send(toolCallsCompletion(held.turn, pending, body.model));
+        return;
+      }
+      const failed = endedTurnError(held.turn);
+      if (failed) throw failed;
+      await reply.status(200).send(completionOf(held.turn, body.model));
+    } else if (held.why !== 'left') {
+      throw notEnded(t.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
     }
   }
 }

@@ -1,0 +1,79 @@
+import type { Queue } from 'bullmq';
+import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
+import type { LivePublisher } from '@switchboard/live';
+import { withSpan, type Logger } from '@switchboard/observability';
+import { publish, withTimeout } from '@switchboard/queue';
+import type { AnswerOutcome, ClientToolStore } from '@switchboard/store';
+
+type Answered = Extract<AnswerOutcome, { kind: 'answered' }>;
+
+/**
+ * Answering a turn's client tool calls and resuming it (docs/adr/0047), shared by every protocol
+ * (through AgentTurns) and the maintenance sweep (expiry), as Approvals is for decisions: the answer
+ * commits first; then its events go out live and, when nothing of the turn is pending any more, one
+ * turn job resumes it on whichever worker takes it. A lost enqueue is found by the reconciler (the
+ * turn is `queued`); a replayed answer changes nothing and enqueues nothing, so the turn resumes once.
+ */
+export class ClientTools {
+  constructor(
+    readonly store: ClientToolStore,
+    private readonly turnsQueue: Queue,
+    private readonly logger: Logger,
+    private readonly live?: LivePublisher,
+    private readonly enqueueTimeoutMs = 2000,
+  ) {}
+
+  async answer(a: {
+    tenantId: string;
+    turnId?: string;
+    sessionId?: string;
+    results: { callId: string; output: string }[];
+    answeredBy: string;
+  }): Promise<AnswerOutcome> {
+    const outcome = await this.store.answer(a);
+    if (outcome.kind === 'answered') await this.resume(outcome);
+    return outcome;
+  }
+
+  /** Expires pending client calls past their time: each turn then ends `client_tool_timeout`. */
+  async expireDue(limit = 100): Promise<number> {
+    let expired = 0;
+    for (const turnId of await this.store.due(limit)) {
+      const outcome = await this.store.expire(turnId);
+      if (!outcome) continue;
+      expired++;
+      await this.resume(outcome);
+    }
+    if (expired > 0) this.logger.info({ expired }, 'client tool waits expired');
+    return expired;
+  }
+
+  private async resume(outcome: Answered): Promise<void> {
+    await this.live?.publish(outcome.sessionId, outcome.events);
+    if (!outcome.resumed) return;
+    try {
+      // The job id `<turnId>.<wait id>` (docs/adr/0013): the turn's first job id is kept completed
+      // and would make a re-add a no-op; a wait row is settled once, so this resume is enqueued once.
+      const enqueued = withSpan('resume turn', { parent: outcome.traceContext as TraceCarrier }, () =>
+        publish(
+          this.turnsQueue,
+          Jobs.turn,
+          {
+            turnId: outcome.turnId,
+            sessionId: outcome.sessionId,
+            tenantId: outcome.tenantId,
+            resume: outcome.resumeId,
+          },
+          { priority: PRIORITY_RANK[Priority.catch('normal').parse(outcome.priority)] },
+        ),
+      );
+      enqueued.catch(() => undefined);
+      await withTimeout(enqueued, this.enqueueTimeoutMs);
+    } catch (err) {
+      this.logger.error(
+        { err, turnId: outcome.turnId },
+        'enqueue failed after client tool results; the reconciler will retry',
+      );
+    }
+  }
+}
