@@ -1,6 +1,26 @@
-import { compactResourceSchema } from '../open-responses/src/generated/kubb/zod/compactResourceSchema';
-import { responseResourceSchema } from '../open-responses/src/generated/kubb/zod/responseResourceSchema';
-import { parseStreamingEventData } from '../open-responses/src/lib/sse-parser';
+import type { ZodType } from 'zod';
+
+/*
+ * Loaded with require: the vendored files are Bun-style TypeScript (imports ending in `.ts`) that the
+ * typecheck leaves out (test/open-responses/README.md); Jest's transform runs them as they are.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+const { compactResourceSchema } =
+  require('../open-responses/src/generated/kubb/zod/compactResourceSchema') as {
+    compactResourceSchema: ZodType;
+  };
+const { responseResourceSchema } =
+  require('../open-responses/src/generated/kubb/zod/responseResourceSchema') as {
+    responseResourceSchema: ZodType;
+  };
+const { parseStreamingEventData } = require('../open-responses/src/lib/sse-parser') as {
+  parseStreamingEventData: (
+    data: unknown,
+    eventName: string | undefined,
+    o: { transport: 'http' | 'websocket' },
+  ) => { event: string; validationResult: ReturnType<ZodType['safeParse']> };
+};
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * The Open Responses compliance suite's own schemas (vendored in test/open-responses): what the
