@@ -68,7 +68,7 @@ describe('Open Responses compliance suite against the gateway', () => {
     await env?.cleanup();
   });
 
-  it('passes every case but client tool calling', async () => {
+  it('passes every case but client tool calling (16 of 17)', async () => {
     const out = await runProcess(
       path.join(BUN, 'bin/bun'),
       [

@@ -355,6 +355,80 @@ describe('/v1/responses: WebSocket mode, compact and store: false', () => {
     expect((await refusal('/v1/chat/completions', { authorization: `Bearer ${api.key}` })).status).toBe(404);
   });
 
+  it('image input: passed to a model that takes images, refused for one that does not', async () => {
+    const png =
+      'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    llm.enqueue({ kind: 'message', text: 'A red dot.' });
+    const before = llm.requests.length;
+    const r = await client.responses.create({
+      model: 'helper',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'What is this?' },
+            { type: 'input_image', image_url: png, detail: 'low' },
+          ],
+        },
+      ],
+    });
+    expectResponseResource(r);
+    expect(r.output_text).toBe('A red dot.');
+    const sent = (
+      llm.requests[before].body as { messages: { role: string; content: unknown }[] }
+    ).messages.at(-1);
+    expect(sent).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is this?' },
+        { type: 'image_url', image_url: { url: png, detail: 'low' } },
+      ],
+    });
+
+    // An agent on a text-only model, a bad URL, a file id: 400 naming why, nothing admitted.
+    expect((await api.post('/v1/agents', { name: 'blind', model: 'openai-chat/gpt-3.5-turbo' })).status).toBe(
+      201,
+    );
+    const turns = await env.db.turn.count();
+    const image = (part: Record<string, unknown>) => [
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'see' },
+          { type: 'input_image', ...part },
+        ],
+      },
+    ];
+    const refused = async (model: string, input: unknown, param: string) => {
+      const res = await api.post('/v1/responses', { model, input });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param });
+    };
+    await refused('blind', image({ image_url: png }), 'input');
+    await refused(
+      'helper',
+      image({ image_url: 'http://insecure.test/a.png' }),
+      'input[0].content[1].image_url',
+    );
+    await refused(
+      'helper',
+      image({ image_url: 'data:image/svg+xml;base64,PHN2Zz4=' }),
+      'input[0].content[1].image_url',
+    );
+    await refused('helper', image({ file_id: 'file_123' }), 'input[0].content[1].file_id');
+    await refused(
+      'helper',
+      [
+        ...image({ image_url: png }),
+        { role: 'assistant', content: 'a dot' },
+        { role: 'user', content: 'again' },
+      ],
+      'input[0]',
+    );
+    expect(await env.db.turn.count()).toBe(turns);
+    expect(llm.requests.length).toBe(before + 1);
+  });
+
   it('compact: the conversation packed into one compaction item, the base of a new response', async () => {
     const turns = await env.db.turn.count();
     const compacted = await client.responses.compact({

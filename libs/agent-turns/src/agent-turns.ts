@@ -1,7 +1,7 @@
 import type { Agent, Session } from '@prisma/client';
 import type { Admission, Admitted, AdmitInput, ImportedMessage, TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
-import { isUuid, newId, SessionRefused, type TurnResponse } from '@switchboard/contracts';
+import { isUuid, newId, SessionRefused, type MessageImage, type TurnResponse } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import { readTurn, type SessionsRepository, type SqlDb } from '@switchboard/store';
 import type { AgentsRepository } from '@switchboard/subagents';
@@ -47,6 +47,8 @@ export interface TurnRequest {
   tenantId: string;
   sessionId: string;
   text: string;
+  /** Images of the message, for a model that takes them (the adapter checked; docs/adr/0035). */
+  images?: MessageImage[];
   metadata?: Record<string, unknown>;
   idempotencyKey?: string;
   multitask?: AdmitInput['multitask'];
@@ -251,7 +253,9 @@ export class AgentTurns {
         tenantId: r.tenantId,
         sessionId: r.sessionId,
         ...OPERATOR_PROMPT,
-        body: { type: 'text', text: r.text },
+        body: r.images?.length
+          ? { type: 'text', text: r.text, images: r.images }
+          : { type: 'text', text: r.text },
         metadata: r.metadata,
         idempotencyKey: r.idempotencyKey,
         multitask: r.multitask,

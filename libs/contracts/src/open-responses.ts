@@ -17,13 +17,27 @@ const InputText = z.strictObject({ type: z.literal('input_text'), text: Text });
 /** What an assistant said earlier (a client replaying the conversation): its text counts. */
 const OutputText = z.looseObject({ type: z.literal('output_text'), text: Text });
 const Refusal = z.looseObject({ type: z.literal('refusal'), refusal: z.string().max(200_000) });
+/**
+ * An image of a user message, for an agent whose model takes images (docs/adr/0035): a `data:` URL
+ * (png, jpeg, gif, webp, base64) or an https URL; `file_id` (the Files API) is refused.
+ */
+export const InputImage = z.strictObject({
+  type: z.literal('input_image'),
+  image_url: z.string().max(20_000_000).nullable().optional(),
+  detail: z.enum(['auto', 'low', 'high']).nullable().optional(),
+  file_id: z.string().max(200).nullable().optional(),
+});
+export type InputImage = z.infer<typeof InputImage>;
 /** Parts the adapter refuses; typed loosely so the refusal can name the part. */
-const OtherPart = z.looseObject({ type: z.enum(['input_image', 'input_file', 'input_audio']) });
+const OtherPart = z.looseObject({ type: z.enum(['input_file', 'input_audio', 'input_video']) });
 
 const MessageContent = z.union([
   Text,
-  z.array(z.union([InputText, OutputText, Refusal, OtherPart])).max(100),
+  z.array(z.union([InputText, OutputText, Refusal, InputImage, OtherPart])).max(100),
 ]);
+
+/** An image URL a model can be given: a base64 `data:` URL of a common format, or https. */
+export const IMAGE_URL = /^(data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+|https:\/\/\S+)$/;
 
 /** A message input item (`type: "message"` may be left out, as OpenAI's EasyInputMessage). */
 export const ResponsesInputMessage = z.strictObject({
@@ -227,19 +241,49 @@ export function unsupportedResponsesParameter(
             : `${type} items are not supported: send message items`,
         );
       }
-      const content = (item as ResponsesInputMessage).content;
+      const message = item as ResponsesInputMessage;
+      const content = message.content;
       if (Array.isArray(content)) {
-        const j = content.findIndex((p) => !['input_text', 'output_text', 'refusal'].includes(p.type));
-        if (j >= 0) {
-          return value(
-            `input[${i}].content[${j}].type`,
-            `${content[j].type} parts are not supported: send text`,
-          );
+        for (const [j, p] of content.entries()) {
+          if (p.type === 'input_image') {
+            const at = `input[${i}].content[${j}]`;
+            const image = p;
+            if (message.role !== 'user') return value(`${at}.type`, 'images are taken in user messages only');
+            if (image.file_id != null)
+              return param(`${at}.file_id`, 'file ids are not supported: send image_url');
+            if (typeof image.image_url !== 'string' || !IMAGE_URL.test(image.image_url)) {
+              return value(
+                `${at}.image_url`,
+                'an image is a base64 data: URL (png, jpeg, gif or webp) or an https URL',
+              );
+            }
+          } else if (!['input_text', 'output_text', 'refusal'].includes(p.type)) {
+            return value(`${at(i, j)}.type`, `${p.type} parts are not supported: send text or input_image`);
+          }
         }
       }
     }
   }
   return undefined;
+}
+
+const at = (i: number, j: number) => `input[${i}].content[${j}]`;
+
+/** A message item's images (`input_image` parts with a URL). */
+export function responsesMessageImages(
+  content: ResponsesInputMessage['content'],
+): { url: string; detail?: 'auto' | 'low' | 'high' }[] {
+  if (typeof content === 'string') return [];
+  return content.flatMap((p) =>
+    p.type === 'input_image' && typeof p.image_url === 'string'
+      ? [
+          {
+            url: p.image_url,
+            ...(p.detail ? { detail: p.detail } : {}),
+          },
+        ]
+      : [],
+  );
 }
 
 /** A message item's text: a string, or its text parts joined by blank lines (refusals left out). */

@@ -85,7 +85,7 @@ describe('response ids', () => {
 
 describe('planInput', () => {
   it('a string is the message', () => {
-    expect(planInput('hi')).toEqual({ prompt: 'hi', history: [] });
+    expect(planInput('hi')).toEqual({ prompt: 'hi', history: [], images: [] });
   });
 
   it('admits the trailing user messages as one; earlier user and assistant messages are the history', () => {
@@ -109,7 +109,28 @@ describe('planInput', () => {
         { role: 'user', text: 'a' },
         { role: 'assistant', text: 'b' },
       ],
+      images: [],
     });
+  });
+
+  it('the new user message’s images go with the prompt; an earlier message’s are refused', () => {
+    const image = { type: 'input_image', image_url: 'https://img.test/a.png', detail: 'low' };
+    expect(
+      planInput([
+        { role: 'user', content: [{ type: 'input_text', text: 'what is this?' }, image] },
+      ] as CreateResponseRequest['input']),
+    ).toEqual({
+      prompt: 'what is this?',
+      history: [],
+      images: [{ url: 'https://img.test/a.png', detail: 'low' }],
+    });
+    expect(() =>
+      planInput([
+        { role: 'user', content: [image] },
+        { role: 'assistant', content: 'a cat' },
+        { role: 'user', content: 'and now?' },
+      ] as CreateResponseRequest['input']),
+    ).toThrow(expect.objectContaining({ status: 400, options: { param: 'input[0]' } }));
   });
 
   it('a compaction item stands for the messages it packed', () => {
@@ -136,6 +157,7 @@ describe('planInput', () => {
         { role: 'user', text: 'the code word is slate' },
         { role: 'assistant', text: 'OK.' },
       ],
+      images: [],
     });
     // Compacted again: the packed messages and the new ones, in order.
     expect(compactionInput(input).map((m) => m.text)).toEqual(['the code word is slate', 'OK.', 'and now?']);
@@ -192,7 +214,25 @@ describe('unsupportedResponsesParameter', () => {
     });
     expect(
       parse({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'u' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].image_url' });
+    expect(
+      parse({ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].file_id' });
+    expect(
+      parse({
+        input: [{ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://x.test/a.png' }] }],
+      }),
     ).toMatchObject({ param: 'input[0].content[0].type' });
+    expect(
+      parse({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].type' });
+    expect(
+      parse({
+        input: [
+          { role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,iVBO' }] },
+        ],
+      }),
+    ).toBeUndefined();
   });
 
   it('lets the harmless spellings of the defaults pass', () => {

@@ -3,7 +3,9 @@ import {
   SessionRefused,
   EventType,
   isEnded,
+  responsesMessageImages,
   responsesMessageText,
+  type MessageImage,
   type CompactionObject,
   type CreateResponseRequest,
   type ResponseObject,
@@ -84,13 +86,13 @@ export function requestRecordOf(metadata: unknown, fallbackModel: string): Respo
  * messages are left out (the agent's instructions are its system prompt); replayed `reasoning` /
  * `mcp_call` items too (the session holds what the agent did).
  */
-export function planInput(input: CreateResponseRequest['input']): ConversationPlan {
-  const messages: HistoryEntry[] = [];
+export function planInput(input: CreateResponseRequest['input']): ResponsesPlan {
+  const messages: (HistoryEntry & { images?: MessageImage[]; index?: number })[] = [];
   if (typeof input === 'string') messages.push({ role: 'user', text: input });
   else {
     for (const [i, item] of input.entries()) {
       if (item.type === 'compaction') {
-        messages.push(...unpackCompaction((item).encrypted_content, i));
+        messages.push(...unpackCompaction(item.encrypted_content, i));
         continue;
       }
       if ((item.type ?? 'message') !== 'message') continue;
@@ -98,7 +100,8 @@ export function planInput(input: CreateResponseRequest['input']): ConversationPl
       if (m.role !== 'user' && m.role !== 'assistant') continue;
       const text = responsesMessageText(m.content);
       if (m.role === 'assistant' && text === '') continue;
-      messages.push({ role: m.role, text });
+      const images = m.role === 'user' ? responsesMessageImages(m.content) : [];
+      messages.push({ role: m.role, text, ...(images.length ? { images, index: i } : {}) });
     }
   }
   let start = messages.length;
@@ -114,10 +117,25 @@ export function planInput(input: CreateResponseRequest['input']): ConversationPl
     );
   }
   const prompt = trailing.map((m) => m.text).join('\n\n');
-  if (prompt.trim() === '') {
+  const images = trailing.flatMap((m) => m.images ?? []);
+  if (prompt.trim() === '' && images.length === 0) {
     throw new OpenAiError(400, 'invalid_value', 'input: the user message has no text', { param: 'input' });
   }
-  return { prompt, history: messages.slice(0, start) };
+  const earlier = messages.slice(0, start).find((m) => m.images);
+  if (earlier) {
+    throw new OpenAiError(
+      400,
+      'unsupported_value',
+      `input[${earlier.index}]: images are taken in the new user message only, not in earlier ones`,
+      { param: `input[${earlier.index}]` },
+    );
+  }
+  return { prompt, history: messages.slice(0, start).map((m) => ({ role: m.role, text: m.text })), images };
+}
+
+/** What a create admits: the prompt, its images, and the history a new session is seeded with. */
+export interface ResponsesPlan extends ConversationPlan {
+  images: MessageImage[];
 }
 
 /** The prefix of a packed conversation, so a foreign or corrupted blob is told apart. */
@@ -200,7 +218,7 @@ export function compactionInput(input: CreateResponseRequest['input']): HistoryE
   else {
     for (const [i, item] of input.entries()) {
       if (item.type === 'compaction') {
-        messages.push(...unpackCompaction((item).encrypted_content, i));
+        messages.push(...unpackCompaction(item.encrypted_content, i));
       } else if ((item.type ?? 'message') === 'message') {
         const m = item as ResponsesInputMessage;
         if (m.role !== 'user' && m.role !== 'assistant') continue;

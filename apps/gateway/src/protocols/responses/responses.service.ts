@@ -17,6 +17,7 @@ import {
   type ResponseMeta,
   type ResponseRequestRecord,
 } from '@switchboard/protocols';
+import { takesImages } from '@switchboard/providers';
 import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
 import { presentTurn } from '../../api/presenters';
 import { GATEWAY_SQL } from '../../api/streams.controller';
@@ -67,6 +68,7 @@ export class ResponsesService {
     const plan = planInput(body.input);
     const agentId = await this.turns.agentNamed(tenantId, body.model);
     if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
+    if (plan.images.length > 0) await this.checkImages(tenantId, agentId, body.model);
     const previous = body.previous_response_id ?? null;
     const idempotencyKey = o.idempotencyKey;
     let afterTurnId: string | undefined;
@@ -103,6 +105,7 @@ export class ResponsesService {
       tenantId,
       sessionId,
       text: plan.prompt,
+      ...(plan.images.length > 0 ? { images: plan.images } : {}),
       metadata: { responses: record },
       idempotencyKey,
     });
@@ -121,6 +124,25 @@ export class ResponsesService {
     const row = await readTurn(this.sql, tenantId, turnId);
     if (!row) throw notFoundResponse(responseIdOf(turnId));
     return presentTurn(row);
+  }
+
+  /**
+   * Images go only to an agent every model of which (its model and fallbacks, any of which may answer)
+   * takes them: a 400 naming the one that does not, before anything is written.
+   */
+  private async checkImages(tenantId: string, agentId: string, model: string): Promise<void> {
+    const agent = await this.turns.agent(tenantId, agentId);
+    const refs = agent ? [agent.model, ...agent.fallbackModels] : [];
+    const blind = refs.find((ref) => !takesImages(ref));
+    if (blind !== undefined || refs.length === 0) {
+      throw new OpenAiError(
+        400,
+        'unsupported_value',
+        `input: the agent ${model} runs on ${blind ?? 'no model'}, which does not take images; ` +
+          'give it a model that does (openai/…, openai-chat/… or anthropic/…, not a hint:) or send text',
+        { param: 'input' },
+      );
+    }
   }
 
   /** The turn of a stored response (`store` not false), or undefined. */
