@@ -2081,9 +2081,16 @@ export interface components {
                         } & {
                           [key: string]: unknown;
                         })
+                      | {
+                          /** @constant */
+                          type: 'input_image';
+                          image_url?: string | null;
+                          detail?: ('auto' | 'low' | 'high') | null;
+                          file_id?: string | null;
+                        }
                       | ({
                           /** @enum {string} */
-                          type: 'input_image' | 'input_file' | 'input_audio';
+                          type: 'input_file' | 'input_audio' | 'input_video';
                         } & {
                           [key: string]: unknown;
                         })
@@ -2210,9 +2217,16 @@ export interface components {
                         } & {
                           [key: string]: unknown;
                         })
+                      | {
+                          /** @constant */
+                          type: 'input_image';
+                          image_url?: string | null;
+                          detail?: ('auto' | 'low' | 'high') | null;
+                          file_id?: string | null;
+                        }
                       | ({
                           /** @enum {string} */
-                          type: 'input_image' | 'input_file' | 'input_audio';
+                          type: 'input_file' | 'input_audio' | 'input_video';
                         } & {
                           [key: string]: unknown;
                         })
@@ -2884,6 +2898,11 @@ export interface components {
             /** @constant */
             type: 'text';
             text: string;
+            images?: {
+              url: string;
+              /** @enum {string} */
+              detail?: 'auto' | 'low' | 'high';
+            }[];
           }
         | {
             /** @constant */
@@ -8809,6 +8828,21 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "model": "support-triage",
+         *       "input": [
+         *         {
+         *           "role": "user",
+         *           "content": "The customer wants a refund for order 1042."
+         *         },
+         *         {
+         *           "role": "assistant",
+         *           "content": "Refund issued; the customer was told."
+         *         }
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CompactResponseDto'];
       };
     };
