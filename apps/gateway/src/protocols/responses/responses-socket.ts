@@ -157,7 +157,10 @@ export class ResponsesSocket implements OnApplicationShutdown {
           {
             signal,
             write: (e) => send(ws, e),
-            idle: () => ws.ping(),
+            // A ping keeps proxies from closing an idle socket (SSE's heartbeat comment).
+            idle: () => {
+              if (ws.readyState === ws.OPEN) ws.ping();
+            },
             drained: () => Promise.resolve(),
           },
           { tenantId: who.tenantId, meta, watch: admitted.watch },
