@@ -23,7 +23,15 @@ jest.setTimeout(240_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 const SUITE = path.resolve(__dirname, '../open-responses');
-const BUN = path.dirname(require.resolve('@oven/bun-linux-x64/package.json'));
+/**
+ * Bun's binary, from the platform package the npm package `bun` brings as an optional dependency (its
+ * own `bin/bun` is a placeholder its install script replaces, and npm here runs no install scripts).
+ */
+const BUN = path.dirname(
+  require.resolve(
+    `@oven/bun-${process.platform}-${process.arch === 'arm64' ? 'aarch64' : process.arch}/package.json`,
+  ),
+);
 /** Cases expected to fail, and why. */
 const EXPECTED_FAILURES: Record<string, string> = {
   'tool-calling': 'client function tools are not wired into the Responses adapter yet',
