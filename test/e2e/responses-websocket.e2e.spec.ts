@@ -9,7 +9,7 @@ import {
   type AppProcess,
   type TestEnv,
 } from '@switchboard/testing';
-import { newTenant, type Api } from '../support/api';
+import { Api, newTenant } from '../support/api';
 import {
   expectCompactResource,
   expectResponseResource,
@@ -332,6 +332,35 @@ describe('/v1/responses: WebSocket mode, compact and store: false', () => {
     });
     expect(terminal(retry)).toMatchObject({ type: 'error', error: { code: 'previous_response_not_found' } });
     socket.close();
+  });
+
+  it('each response.create counts in the tenant’s admission rate limit, as on HTTP', async () => {
+    const limited = await newTenant(url, ADMIN, 'limited');
+    expect(
+      (await limited.api.post('/v1/agents', { name: 'helper', model: 'openai-chat/gpt-4o-mini' })).status,
+    ).toBe(201);
+    const set = await new Api(url, ADMIN).patch(`/v1/admin/tenants/${limited.tenantId}/limits`, {
+      admission: 1,
+    });
+    expect(set.status).toBe(200);
+    llm.enqueue({ kind: 'message', text: 'first' });
+    const turns = await env.db.turn.count();
+    const socket = await ResponsesSocket.open(url, limited.api.key!);
+    expect(
+      responseOf(await socket.turn({ type: 'response.create', model: 'helper', input: 'one' })),
+    ).toMatchObject({
+      output_text: 'first',
+    });
+    const second = await socket.turn({ type: 'response.create', model: 'helper', input: 'two' });
+    expect(second).toEqual([
+      expect.objectContaining({
+        type: 'error',
+        status: 429,
+        error: expect.objectContaining({ code: 'rate_limited', type: 'rate_limit_error' }),
+      }),
+    ]);
+    socket.close();
+    expect(await env.db.turn.count()).toBe(turns + 1);
   });
 
   it('the upgrade needs a valid API key, on /v1/responses only', async () => {
