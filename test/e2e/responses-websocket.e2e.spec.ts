@@ -363,6 +363,30 @@ describe('/v1/responses: WebSocket mode, compact and store: false', () => {
     expect(await env.db.turn.count()).toBe(turns + 1);
   });
 
+  it('a socket past RESPONSES_WEBSOCKET_MAX_MS gets websocket_connection_limit_reached and closes', async () => {
+    const short = await spawnGateway(
+      env.processEnv({ ...llm.providerEnv, RESPONSES_WEBSOCKET_MAX_MS: '1000' }),
+    );
+    processes.push(short);
+    const ws = new WebSocket(`${short.url.replace(/^http/, 'ws')}/v1/responses`, {
+      headers: { authorization: `Bearer ${api.key}` },
+    });
+    const received: Message[] = [];
+    ws.on('message', (data: WebSocket.RawData) =>
+      received.push(JSON.parse((data as Buffer).toString('utf8')) as Message),
+    );
+    const code = await new Promise<number>((resolve) => ws.once('close', (c: number) => resolve(c)));
+    expect(code).toBe(1000);
+    expect(received).toEqual([
+      {
+        type: 'error',
+        status: 400,
+        error: expect.objectContaining({ code: 'websocket_connection_limit_reached' }),
+      },
+    ]);
+    for (const m of received) expectStreamingEvent(m, 'websocket');
+  });
+
   it('the upgrade needs a valid API key, on /v1/responses only', async () => {
     const refusal = (path: string, headers: Record<string, string>) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
