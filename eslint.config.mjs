@@ -13,6 +13,8 @@ export default tseslint.config(
       '**/*.js',
       '**/*.mjs',
       'libs/client/src/openapi.ts',
+      // Vendored as published (Apache-2.0), run by Bun: test/open-responses/README.md.
+      'test/open-responses/',
     ],
   },
   eslint.configs.recommended,

@@ -1794,6 +1794,7 @@ describe('bad input corpus', () => {
     () =>
       api.post('/v1/responses', { model: 'mine', input: 'hi', ...change }, headers);
   const responseId = (turnId: string) => `resp_${turnId.replace(/-/g, '')}`;
+  const compact = (body: Record<string, unknown>) => () => api.post('/v1/responses/compact', body);
   cases.push(
     ...(
       [
@@ -1809,7 +1810,36 @@ describe('bad input corpus', () => {
           400,
           'unsupported_parameter',
         ],
-        ['store: false', respond({ store: false }), 400, 'unsupported_value'],
+        [
+          'a previous response made with store: false',
+          respond({ previous_response_id: 'resp_0123456789abcdef0123456789abcdef', store: false }),
+          404,
+          'previous_response_not_found',
+        ],
+        [
+          'an image for an agent on a model that takes none',
+          respond({
+            input: [
+              {
+                role: 'user',
+                content: [{ type: 'input_image', image_url: 'https://img.test/a.png' }],
+              },
+            ],
+          }),
+          400,
+          'unsupported_value',
+        ],
+        [
+          'a compaction item this server did not make',
+          respond({
+            input: [
+              { type: 'compaction', encrypted_content: 'x' },
+              { role: 'user', content: 'hi' },
+            ],
+          }),
+          400,
+          'invalid_value',
+        ],
         [
           'a JSON schema text format without name and schema',
           respond({ text: { format: { type: 'json_schema' } } }),
@@ -1836,6 +1866,20 @@ describe('bad input corpus', () => {
           respond({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }),
           400,
           'unsupported_value',
+        ],
+        ['compact without a model', compact({ input: 'x' }), 400, 'validation_failed'],
+        ['compact for no agent', compact({ model: 'nobody', input: 'x' }), 404, 'model_not_found'],
+        [
+          'compact with a previous response',
+          compact({ model: 'mine', input: 'x', previous_response_id: 'resp_x' }),
+          400,
+          'unsupported_parameter',
+        ],
+        [
+          'compact with no message',
+          compact({ model: 'mine', input: [{ role: 'system', content: 'x' }] }),
+          400,
+          'invalid_value',
         ],
         [
           'an unknown item type',

@@ -290,6 +290,7 @@ describe('the OpenAPI document matches what the server answers', () => {
                   'listModels',
                   'retrieveModel',
                   'createResponse',
+                  'compactResponse',
                   'getResponse',
                   'cancelResponse',
                   'listResponseInputItems',
@@ -729,6 +730,14 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listResponseInputItems', 404, { auth: key, params: { id: 'resp_nothing' } });
     await run('cancelResponse', 200, { auth: key, params: responseId });
     await run('cancelResponse', 404, { auth: key, params: { id: 'resp_nothing' } });
+    const compacted = await run('compactResponse', 200, {
+      auth: key,
+      body: { model: 'counter', input: [{ role: 'user', content: 'one two' }] },
+    });
+    expect(compacted.body).toMatchObject({ object: 'response.compaction' });
+    await run('compactResponse', 400, { auth: key, body: { input: 'x' } });
+    await run('compactResponse', 404, { auth: key, body: { model: 'nobody', input: 'x' } });
+    await run('compactResponse', 401, { body: { model: 'counter', input: 'x' } });
     // The LangGraph Agent Server API subset (docs/adr/0038): assistants, threads, runs, in `{detail}` errors.
     await run('langgraphSearchAssistants', 200, { auth: key, body: { graph_id: 'counter' } });
     await run('langgraphSearchAssistants', 422, { auth: key, body: { limit: 'ten' } });

@@ -14,6 +14,7 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
+import { expectResponseResource, expectStreamingEvent } from '../support/open-responses';
 
 /**
  * `/v1/responses` (docs/adr/0035) with the stock clients from npm, through real processes (a gateway
@@ -88,6 +89,7 @@ describe('/v1/responses with the stock clients', () => {
       temperature: 0.3,
     });
     expect(ResponseObject.parse(r)).toBeTruthy();
+    expectResponseResource(r);
     expect(r).toMatchObject({
       object: 'response',
       status: 'completed',
@@ -131,7 +133,7 @@ describe('/v1/responses with the stock clients', () => {
     expect(await client.responses.retrieve(r.id)).toEqual(r);
   });
 
-  it('the agent’s own tool calls are mcp_call output items; previous_response_id continues the session', async () => {
+  it('the agent’s own tool calls are reasoning output items; previous_response_id continues the session', async () => {
     llm.enqueue(
       { kind: 'message', toolCalls: [{ id: 'call_wc', name: 'word_count', arguments: '{"text":"a b c"}' }] },
       { kind: 'message', text: 'Three words.' },
@@ -143,15 +145,17 @@ describe('/v1/responses with the stock clients', () => {
       input: [{ role: 'user', content: 'count a b c' }],
     });
     expect(first.status).toBe('completed');
-    expect(first.output.map((i) => i.type)).toEqual(['mcp_call', 'message']);
+    expectResponseResource(first);
+    expect(first.output.map((i) => i.type)).toEqual(['reasoning', 'message']);
     expect(first.output[0]).toMatchObject({
-      type: 'mcp_call',
-      server_label: 'switchboard',
-      name: 'word_count',
+      type: 'reasoning',
       status: 'completed',
-      error: null,
+      summary: [{ type: 'summary_text', text: expect.stringMatching(/^Called word_count with /) }],
+      switchboard_tool_call: { call_id: 'call_wc', name: 'word_count', status: 'completed', error: null },
     });
-    const call = first.output[0] as { arguments: string; output: string };
+    const call = (
+      first.output[0] as unknown as { switchboard_tool_call: { arguments: string; output: string } }
+    ).switchboard_tool_call;
     expect(JSON.parse(call.arguments)).toEqual({ text: 'a b c' });
     expect(JSON.parse(call.output)).toMatchObject({ words: 3 });
     expect(first.output_text).toBe('Three words.');
@@ -233,6 +237,7 @@ describe('/v1/responses with the stock clients', () => {
     const stream = await client.responses.create({ model: 'helper', input: 'count x y', stream: true });
     const events: { type: string; sequence_number: number; [k: string]: unknown }[] = [];
     for await (const e of stream) events.push(e as never);
+    for (const e of events) expectStreamingEvent(e);
     const types = events.map((e) => e.type);
     expect(types.slice(0, 2)).toEqual(['response.created', 'response.in_progress']);
     expect(types.at(-1)).toBe('response.completed');
@@ -251,6 +256,10 @@ describe('/v1/responses with the stock clients', () => {
       'response.content_part.done',
       'response.output_item.done',
       'response.output_item.added',
+      'response.reasoning_summary_part.added',
+      'response.reasoning_summary_text.delta',
+      'response.reasoning_summary_text.done',
+      'response.reasoning_summary_part.done',
       'response.output_item.done',
       'response.output_item.added',
       'response.content_part.added',
@@ -274,10 +283,14 @@ describe('/v1/responses with the stock clients', () => {
       string,
       unknown
     >;
-    expect(toolDone).toMatchObject({ type: 'mcp_call', name: 'word_count', status: 'completed' });
+    expect(toolDone).toMatchObject({
+      type: 'reasoning',
+      status: 'completed',
+      switchboard_tool_call: { name: 'word_count', status: 'completed' },
+    });
     const completed = events.at(-1)!.response as OpenAI.Responses.Response;
     expect(completed.status).toBe('completed');
-    expect(completed.output.map((i) => i.type)).toEqual(['message', 'mcp_call', 'message']);
+    expect(completed.output.map((i) => i.type)).toEqual(['message', 'reasoning', 'message']);
 
     // The same response retrieved: the same output; streamed again: the same events but the deltas
     // (one per round from the journal), numbered alike.
@@ -409,7 +422,7 @@ describe('/v1/responses with the stock clients', () => {
     expect(result.finalOutput).toBe('Hello from a Switchboard agent.');
     expect(conversationSent(before)).toEqual([['user', 'hello there']]);
 
-    // The agent's own tool call comes back as a hosted (server-run) call: the SDK shows it, runs nothing.
+    // The agent's own tool call comes back as a reasoning item: the SDK shows it, runs nothing.
     llm.enqueue(
       {
         kind: 'message',
@@ -420,8 +433,8 @@ describe('/v1/responses with the stock clients', () => {
     const withTool = await run(agent, 'count p q r s');
     expect(withTool.finalOutput).toBe('Four words.');
     const kinds = withTool.newItems.map((i) => i.type);
-    expect(kinds).toEqual(['tool_call_item', 'message_output_item']);
-    expect(withTool.newItems[0].rawItem).toMatchObject({ type: 'hosted_tool_call', name: 'mcp_call' });
+    expect(kinds).toEqual(['reasoning_item', 'message_output_item']);
+    expect(withTool.newItems[0].rawItem).toMatchObject({ type: 'reasoning' });
 
     // Streamed through the SDK (stream: true on /v1/responses).
     llm.enqueue({
@@ -521,6 +534,7 @@ describe('/v1/responses with the stock clients', () => {
       const r = await api.post('/v1/responses', { model: 'helper', input });
       expect(r.status).toBe(200);
       expect(REQUIRED.filter((k) => !(k in r.body))).toEqual([]);
+      expectResponseResource(r.body);
       expect(r.body.status).toBe('completed');
       expect(r.body.output.length).toBeGreaterThan(0);
     }
@@ -543,6 +557,7 @@ describe('/v1/responses with the stock clients', () => {
       return data;
     });
     expect(events.every((e) => Number.isInteger(e.sequence_number))).toBe(true);
+    for (const e of events) expectStreamingEvent(e);
     const final = events.at(-1) as unknown as { type: string; response: Record<string, unknown> };
     expect(final.type).toBe('response.completed');
     expect(REQUIRED.filter((k) => !(k in final.response))).toEqual([]);
@@ -567,7 +582,6 @@ describe('/v1/responses with the stock clients', () => {
     await refuse({ input: [{ role: 'assistant', content: 'only me' }] }, 'input');
     await refuse({ input: 'x', tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
     await refuse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }, 'input[0].type');
-    await refuse({ input: 'x', store: false }, 'store');
     await refuse({ input: 'x', surprise: true }, null);
 
     const sdkRefused = await client.responses

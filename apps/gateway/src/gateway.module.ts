@@ -84,6 +84,8 @@ import { WorkItemsController } from './api/work-items.controller';
 import { AgentLifecycleController } from './api/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './protocols/openai-chat/chat-completion-stream';
 import { ResponsesStreamer } from './protocols/responses/responses-stream';
+import { ResponsesService } from './protocols/responses/responses.service';
+import { ResponsesSocket } from './protocols/responses/responses-socket';
 import { LangGraphController } from './protocols/langgraph/langgraph.controller';
 import { LangGraphReads } from './protocols/langgraph/reads';
 import { LangGraphRunStreamer } from './protocols/langgraph/run-stream';
@@ -215,6 +217,8 @@ export class GatewayModule {
         // In this order: the rate limits count the tenant the AuthGuard found.
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
+        // Also injectable by itself: WebSocket mode authenticates its upgrade with it.
+        AuthGuard,
         ApiRateLimits,
         { provide: APP_PIPE, useClass: ValidationPipe },
         { provide: ErrorShapes, useFactory: protocolErrorShapes },
@@ -388,6 +392,8 @@ export class GatewayModule {
         InFlightRequests,
         ChatCompletionStreamer,
         ResponsesStreamer,
+        ResponsesService,
+        ResponsesSocket,
         { provide: LangGraphReads, inject: [DB], useFactory: (db: Db) => new LangGraphReads(db) },
         LangGraphSnapshots,
         LangGraphRunStreamer,

@@ -13,6 +13,7 @@ import { registerQueueBoard } from './platform/queue-board';
 import { registerConsole } from './platform/console';
 import { registerRequestLog, requestLogOptions } from './platform/request-log';
 import { registerSecurityHeaders } from './platform/security-headers';
+import { ResponsesSocket } from './protocols/responses/responses-socket';
 
 /** Builds the gateway application (not yet listening). Tests and main.ts share it. */
 export async function createGateway(config: Config): Promise<NestFastifyApplication> {
@@ -40,6 +41,8 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   registerJsonBodyParser(app.getHttpAdapter().getInstance(), config.BODY_LIMIT_BYTES);
   registerRequestLog(app.getHttpAdapter().getInstance(), app.get<Metrics>(METRICS));
   app.get(InFlightRequests).attach(app.getHttpAdapter().getInstance());
+  // WebSocket mode of the Responses API: upgrades of /v1/responses (docs/adr/0035).
+  app.get(ResponsesSocket).attach(app.getHttpServer());
 
   await registerQueueBoard(app, config);
   // The web console's static files at /console (apps/console, built by `npm run console:build`).

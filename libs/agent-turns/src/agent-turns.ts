@@ -5,6 +5,7 @@ import {
   isUuid,
   newId,
   SessionRefused,
+  type MessageImage,
   type ResponseFormat,
   type TurnResponse,
 } from '@switchboard/contracts';
@@ -55,6 +56,8 @@ export interface TurnRequest {
   tenantId: string;
   sessionId: string;
   text: string;
+  /** Images of the message, for a model that takes them (the adapter checked; docs/adr/0035). */
+  images?: MessageImage[];
   metadata?: Record<string, unknown>;
   idempotencyKey?: string;
   multitask?: AdmitInput['multitask'];
@@ -267,7 +270,9 @@ export class AgentTurns {
         tenantId: r.tenantId,
         sessionId: r.sessionId,
         ...OPERATOR_PROMPT,
-        body: { type: 'text', text: r.text },
+        body: r.images?.length
+          ? { type: 'text', text: r.text, images: r.images }
+          : { type: 'text', text: r.text },
         metadata: r.metadata,
         idempotencyKey: r.idempotencyKey,
         multitask: r.multitask,

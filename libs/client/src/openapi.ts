@@ -706,6 +706,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/responses/compact': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Open Responses: pack a conversation into one `compaction` item, the base of a new response
+     * @description Packs the user and assistant messages of `input` (earlier compactions included) into one `compaction` item (ADR 0035). A new response takes it as the start of its `input` (then the next user message), without `previous_response_id`; its session is seeded with the packed messages, and the engine's context guard summarises them when they near the model’s window. No turn is admitted and no model is called (usage is 0). `model` must name an agent of the tenant.
+     */
+    post: operations['compactResponse'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/responses/{id}': {
     parameters: {
       query?: never;
@@ -2136,9 +2156,16 @@ export interface components {
                         } & {
                           [key: string]: unknown;
                         })
+                      | {
+                          /** @constant */
+                          type: 'input_image';
+                          image_url?: string | null;
+                          detail?: ('auto' | 'low' | 'high') | null;
+                          file_id?: string | null;
+                        }
                       | ({
                           /** @enum {string} */
-                          type: 'input_image' | 'input_file' | 'input_audio';
+                          type: 'input_file' | 'input_audio' | 'input_video';
                         } & {
                           [key: string]: unknown;
                         })
@@ -2146,6 +2173,13 @@ export interface components {
                 id?: string;
                 status?: ('in_progress' | 'completed' | 'incomplete') | null;
                 phase?: string | null;
+              }
+            | {
+                /** @constant */
+                type: 'compaction';
+                id?: string;
+                encrypted_content: string;
+                created_by?: string | null;
               }
             | ({
                 /** @enum {string} */
@@ -2174,8 +2208,7 @@ export interface components {
                   | 'apply_patch_call'
                   | 'apply_patch_call_output'
                   | 'mcp_approval_request'
-                  | 'mcp_approval_response'
-                  | 'compaction';
+                  | 'mcp_approval_response';
               } & {
                 [key: string]: unknown;
               })
@@ -2226,6 +2259,99 @@ export interface components {
       context_management?: unknown;
       moderation?: unknown;
       prompt_cache_options?: unknown;
+    };
+    CompactResponseDto: {
+      model: string;
+      input:
+        | string
+        | (
+            | {
+                /** @constant */
+                type?: 'message';
+                /** @enum {string} */
+                role: 'user' | 'system' | 'developer' | 'assistant';
+                content:
+                  | string
+                  | (
+                      | {
+                          /** @constant */
+                          type: 'input_text';
+                          text: string;
+                        }
+                      | ({
+                          /** @constant */
+                          type: 'output_text';
+                          text: string;
+                        } & {
+                          [key: string]: unknown;
+                        })
+                      | ({
+                          /** @constant */
+                          type: 'refusal';
+                          refusal: string;
+                        } & {
+                          [key: string]: unknown;
+                        })
+                      | {
+                          /** @constant */
+                          type: 'input_image';
+                          image_url?: string | null;
+                          detail?: ('auto' | 'low' | 'high') | null;
+                          file_id?: string | null;
+                        }
+                      | ({
+                          /** @enum {string} */
+                          type: 'input_file' | 'input_audio' | 'input_video';
+                        } & {
+                          [key: string]: unknown;
+                        })
+                    )[];
+                id?: string;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+                phase?: string | null;
+              }
+            | {
+                /** @constant */
+                type: 'compaction';
+                id?: string;
+                encrypted_content: string;
+                created_by?: string | null;
+              }
+            | ({
+                /** @enum {string} */
+                type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
+              } & {
+                [key: string]: unknown;
+              })
+            | ({
+                /** @enum {string} */
+                type:
+                  | 'function_call'
+                  | 'function_call_output'
+                  | 'item_reference'
+                  | 'custom_tool_call'
+                  | 'custom_tool_call_output'
+                  | 'computer_call'
+                  | 'computer_call_output'
+                  | 'web_search_call'
+                  | 'file_search_call'
+                  | 'image_generation_call'
+                  | 'code_interpreter_call'
+                  | 'local_shell_call'
+                  | 'local_shell_call_output'
+                  | 'shell_call'
+                  | 'shell_call_output'
+                  | 'apply_patch_call'
+                  | 'apply_patch_call_output'
+                  | 'mcp_approval_request'
+                  | 'mcp_approval_response';
+              } & {
+                [key: string]: unknown;
+              })
+          )[];
+      instructions?: string | null;
+      prompt_cache_key?: string | null;
+      previous_response_id?: string | null;
     };
     CreateTriggerDto: {
       /** Format: uuid */
@@ -2850,6 +2976,11 @@ export interface components {
             /** @constant */
             type: 'text';
             text: string;
+            images?: {
+              url: string;
+              /** @enum {string} */
+              detail?: 'auto' | 'low' | 'high';
+            }[];
           }
         | {
             /** @constant */
@@ -4709,16 +4840,24 @@ export interface components {
           }
         | {
             /** @constant */
-            type: 'mcp_call';
+            type: 'reasoning';
             id: string;
-            server_label: string;
-            name: string;
-            arguments: string;
-            output: string | null;
-            error: string | null;
             /** @enum {string} */
-            status: 'in_progress' | 'completed' | 'failed' | 'incomplete';
-            approval_request_id: null;
+            status: 'in_progress' | 'completed' | 'incomplete';
+            summary: {
+              /** @constant */
+              type: 'summary_text';
+              text: string;
+            }[];
+            switchboard_tool_call: {
+              call_id: string;
+              name: string;
+              arguments: string;
+              output: string | null;
+              error: string | null;
+              /** @enum {string} */
+              status: 'in_progress' | 'completed' | 'failed';
+            };
           }
       )[];
       output_text: string;
@@ -4748,8 +4887,7 @@ export interface components {
       usage: components['schemas']['ResponseUsage'] | null;
       max_output_tokens: null;
       max_tool_calls: null;
-      /** @constant */
-      store: true;
+      store: boolean;
       background: boolean;
       /** @constant */
       service_tier: 'default';
@@ -4783,6 +4921,20 @@ export interface components {
       first_id: string | null;
       last_id: string | null;
       has_more: boolean;
+    };
+    ResponseCompaction: {
+      id: string;
+      /** @constant */
+      object: 'response.compaction';
+      output: {
+        /** @constant */
+        type: 'compaction';
+        id: string;
+        encrypted_content: string;
+        created_by: string;
+      }[];
+      created_at: number;
+      usage: components['schemas']['ResponseUsage'];
     };
     WorkItem: {
       /** Format: uuid */
@@ -8934,6 +9086,132 @@ export interface operations {
       };
       /** @description Idempotency-Key reused with a different request */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Rate limit exceeded (`rate_limited`): retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description A dependency is unavailable, or the gateway is shutting down (`server_shutting_down`): retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+    };
+  };
+  compactResponse: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "model": "support-triage",
+         *       "input": [
+         *         {
+         *           "role": "user",
+         *           "content": "The customer wants a refund for order 1042."
+         *         },
+         *         {
+         *           "role": "assistant",
+         *           "content": "Refund issued; the customer was told."
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['CompactResponseDto'];
+      };
+    };
+    responses: {
+      /** @description The compacted window */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ResponseCompaction'];
+        };
+      };
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description The operator paused the tenant (`tenant_paused`) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAiError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };

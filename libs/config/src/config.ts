@@ -229,6 +229,8 @@ export const ConfigSchema = z.object({
   RECALL_CANDIDATES: z.coerce.number().int().min(1).max(1000).default(250),
   /** Comment lines an SSE stream sends while idle, so proxies and clients keep it open. */
   SSE_HEARTBEAT_MS: Int(15_000, 100),
+  /** How long a Responses WebSocket (WebSocket mode, docs/adr/0035) stays open: the spec's 60 minutes. */
+  RESPONSES_WEBSOCKET_MAX_MS: Int(3_600_000, 1000),
   /**
    * How long a gateway trusts an API key it looked up (docs/adr/0017): a revoke through the API is
    * published to every gateway, one they did not hear of applies within this time; 0 looks every key up.

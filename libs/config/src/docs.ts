@@ -146,6 +146,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   SSE_HEARTBEAT_MS: {
     meaning: 'how often an idle SSE stream (`…/stream`) sends a comment line, so proxies keep it open',
   },
+  RESPONSES_WEBSOCKET_MAX_MS: {
+    meaning:
+      'how long a WebSocket on `/v1/responses` (WebSocket mode) stays open: then an `error` event `websocket_connection_limit_reached` and the socket closes (the Open Responses limit is 60 minutes; ADR 0035)',
+  },
   API_KEY_CACHE_MS: {
     meaning:
       'how long a gateway trusts a valid API key it looked up; a revoke through the API is published to every gateway (Redis), one made elsewhere applies within this time (ADR 0017); `0` looks every key up',

@@ -64,8 +64,15 @@ export const AdmissionContext = z.enum([
 ]);
 export type AdmissionContext = z.infer<typeof AdmissionContext>;
 
+/** An image a user message carries (a `data:` URL or an https URL), passed to models that take images. */
+export const MessageImage = z.object({
+  url: z.string(),
+  detail: z.enum(['auto', 'low', 'high']).optional(),
+});
+export type MessageImage = z.infer<typeof MessageImage>;
+
 export const MessageBody = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({ type: z.literal('text'), text: z.string(), images: z.array(MessageImage).optional() }),
   z.object({ type: z.literal('json'), value: z.unknown() }),
   z.object({
     type: z.literal('brief'),

@@ -18,13 +18,27 @@ const InputText = z.strictObject({ type: z.literal('input_text'), text: Text });
 /** What an assistant said earlier (a client replaying the conversation): its text counts. */
 const OutputText = z.looseObject({ type: z.literal('output_text'), text: Text });
 const Refusal = z.looseObject({ type: z.literal('refusal'), refusal: z.string().max(200_000) });
-/** Parts the adapter refuses (agents take text); typed loosely so the refusal can name the part. */
-const OtherPart = z.looseObject({ type: z.enum(['input_image', 'input_file', 'input_audio']) });
+/**
+ * An image of a user message, for an agent whose model takes images (docs/adr/0035): a `data:` URL
+ * (png, jpeg, gif, webp, base64) or an https URL; `file_id` (the Files API) is refused.
+ */
+export const InputImage = z.strictObject({
+  type: z.literal('input_image'),
+  image_url: z.string().max(20_000_000).nullable().optional(),
+  detail: z.enum(['auto', 'low', 'high']).nullable().optional(),
+  file_id: z.string().max(200).nullable().optional(),
+});
+export type InputImage = z.infer<typeof InputImage>;
+/** Parts the adapter refuses; typed loosely so the refusal can name the part. */
+const OtherPart = z.looseObject({ type: z.enum(['input_file', 'input_audio', 'input_video']) });
 
 const MessageContent = z.union([
   Text,
-  z.array(z.union([InputText, OutputText, Refusal, OtherPart])).max(100),
+  z.array(z.union([InputText, OutputText, Refusal, InputImage, OtherPart])).max(100),
 ]);
+
+/** An image URL a model can be given: a base64 `data:` URL of a common format, or https. */
+export const IMAGE_URL = /^(data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+|https:\/\/\S+)$/;
 
 /** A message input item (`type: "message"` may be left out, as OpenAI's EasyInputMessage). */
 export const ResponsesInputMessage = z.strictObject({
@@ -38,10 +52,23 @@ export const ResponsesInputMessage = z.strictObject({
 export type ResponsesInputMessage = z.infer<typeof ResponsesInputMessage>;
 
 /**
- * Items a client may replay from an earlier output: the agent's own tool calls (`mcp_call`) and
- * reasoning. They are history the session already holds: accepted and left out.
+ * Items a client may replay from an earlier output: the agent's own tool calls (`reasoning` items,
+ * `mcp_call` from before docs/adr/0035's amendment) and reasoning. They are history the session
+ * already holds: accepted and left out.
  */
 const ReplayedItem = z.looseObject({ type: z.enum(['mcp_call', 'mcp_list_tools', 'reasoning']) });
+
+/**
+ * What `POST /v1/responses/compact` answered, passed back as the base of a new input: its
+ * `encrypted_content` is opaque to the client (docs/adr/0035) and seeds the new session.
+ */
+export const ResponsesCompactionItem = z.strictObject({
+  type: z.literal('compaction'),
+  id: z.string().max(200).optional(),
+  encrypted_content: z.string().max(2_000_000),
+  created_by: z.string().max(200).nullable().optional(),
+});
+export type ResponsesCompactionItem = z.infer<typeof ResponsesCompactionItem>;
 /** Client function calling and other items the adapter refuses; typed loosely so the refusal names them. */
 const RefusedItem = z.looseObject({
   type: z.enum([
@@ -64,11 +91,15 @@ const RefusedItem = z.looseObject({
     'apply_patch_call_output',
     'mcp_approval_request',
     'mcp_approval_response',
-    'compaction',
   ]),
 });
 
-export const ResponsesInputItem = z.union([ResponsesInputMessage, ReplayedItem, RefusedItem]);
+export const ResponsesInputItem = z.union([
+  ResponsesInputMessage,
+  ResponsesCompactionItem,
+  ReplayedItem,
+  RefusedItem,
+]);
 export type ResponsesInputItem = z.infer<typeof ResponsesInputItem>;
 
 const Metadata = z
@@ -87,7 +118,10 @@ export const CreateResponseRequest = z.strictObject({
   background: z.boolean().nullable().optional(),
   stream: z.boolean().nullable().optional(),
   stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
-  /** A turn is always stored (it is the session's history): `false` is refused. */
+  /**
+   * `false`: the response is not kept as a response (docs/adr/0035): it cannot be retrieved, and it
+   * can be continued only on the WebSocket that created it (connection-local state).
+   */
   store: z.boolean().nullable().optional(),
   metadata: Metadata.nullable().optional(),
   user: z.string().max(256).optional(),
@@ -127,6 +161,33 @@ export const CreateResponseRequest = z.strictObject({
 });
 export type CreateResponseRequest = z.infer<typeof CreateResponseRequest>;
 
+/**
+ * WebSocket mode's client event (Open Responses 2026-04-24): `type: "response.create"` and the
+ * request body, without the HTTP transport's `stream`, `stream_options` and `background`.
+ */
+export const ResponseCreateEvent = CreateResponseRequest.omit({
+  stream: true,
+  stream_options: true,
+  background: true,
+}).extend({ type: z.literal('response.create') });
+export type ResponseCreateEvent = z.infer<typeof ResponseCreateEvent>;
+
+/**
+ * `POST /v1/responses/compact`: the conversation in `input` packed into one `compaction` item that a
+ * new response takes as its base input (docs/adr/0035). `model` names the agent, as on create.
+ */
+export const CompactResponseRequest = z.strictObject({
+  model: z.string().min(1).max(200),
+  input: z.union([Text, z.array(ResponsesInputItem).min(1).max(1000)]),
+  /** Left out, as on create: the agent's instructions are its system prompt. */
+  instructions: z.string().max(200_000).nullable().optional(),
+  /** Accepted and ignored (no model call is made). */
+  prompt_cache_key: z.string().max(1000).nullable().optional(),
+  /** Refused: compacting a stored chain is not supported; send its items as `input`. */
+  previous_response_id: z.string().max(200).nullable().optional(),
+});
+export type CompactResponseRequest = z.infer<typeof CompactResponseRequest>;
+
 /** A parameter the adapter cannot honour: the 400 `unsupported_parameter` / `unsupported_value` names it. */
 export interface UnsupportedResponsesParameter {
   param: string;
@@ -159,13 +220,6 @@ export function unsupportedResponsesParameter(
     !(req.tool_choice === 'none' || req.tool_choice === 'auto')
   )
     return param('tool_choice', CLIENT_TOOLS);
-  if (req.store === false) {
-    return value(
-      'store',
-      'every response is a turn stored in its session (the session is the agent’s memory); ' +
-        'close the session (POST /v1/sessions/{id}/close) or delete the agent to be done with it',
-    );
-  }
   if ((req.top_logprobs ?? 0) > 0) return param('top_logprobs', 'log probabilities are not available');
   for (const name of ['conversation', 'prompt', 'context_management'] as const) {
     if (req[name] != null) {
@@ -181,7 +235,7 @@ export function unsupportedResponsesParameter(
     for (const [i, item] of req.input.entries()) {
       const type = item.type ?? 'message';
       if (type !== 'message') {
-        if (['mcp_call', 'mcp_list_tools', 'reasoning'].includes(type)) continue;
+        if (['mcp_call', 'mcp_list_tools', 'reasoning', 'compaction'].includes(type)) continue;
         return value(
           `input[${i}].type`,
           type === 'function_call' || type === 'function_call_output'
@@ -189,19 +243,49 @@ export function unsupportedResponsesParameter(
             : `${type} items are not supported: send message items`,
         );
       }
-      const content = (item as ResponsesInputMessage).content;
+      const message = item as ResponsesInputMessage;
+      const content = message.content;
       if (Array.isArray(content)) {
-        const j = content.findIndex((p) => !['input_text', 'output_text', 'refusal'].includes(p.type));
-        if (j >= 0) {
-          return value(
-            `input[${i}].content[${j}].type`,
-            `${content[j].type} parts are not supported: send text`,
-          );
+        for (const [j, p] of content.entries()) {
+          if (p.type === 'input_image') {
+            const at = `input[${i}].content[${j}]`;
+            const image = p;
+            if (message.role !== 'user') return value(`${at}.type`, 'images are taken in user messages only');
+            if (image.file_id != null)
+              return param(`${at}.file_id`, 'file ids are not supported: send image_url');
+            if (typeof image.image_url !== 'string' || !IMAGE_URL.test(image.image_url)) {
+              return value(
+                `${at}.image_url`,
+                'an image is a base64 data: URL (png, jpeg, gif or webp) or an https URL',
+              );
+            }
+          } else if (!['input_text', 'output_text', 'refusal'].includes(p.type)) {
+            return value(`${at(i, j)}.type`, `${p.type} parts are not supported: send text or input_image`);
+          }
         }
       }
     }
   }
   return undefined;
+}
+
+const at = (i: number, j: number) => `input[${i}].content[${j}]`;
+
+/** A message item's images (`input_image` parts with a URL). */
+export function responsesMessageImages(
+  content: ResponsesInputMessage['content'],
+): { url: string; detail?: 'auto' | 'low' | 'high' }[] {
+  if (typeof content === 'string') return [];
+  return content.flatMap((p) =>
+    p.type === 'input_image' && typeof p.image_url === 'string'
+      ? [
+          {
+            url: p.image_url,
+            ...(p.detail ? { detail: p.detail } : {}),
+          },
+        ]
+      : [],
+  );
 }
 
 /** A message item's text: a string, or its text parts joined by blank lines (refusals left out). */
@@ -233,23 +317,30 @@ export const ResponseOutputMessage = z.strictObject({
 });
 
 /**
- * One of the agent's own tool calls, run inside the turn: OpenAI's item for a tool the server ran
- * (a remote MCP tool's), so clients show it and never try to run it themselves.
+ * One of the agent's own tool calls, run inside the turn (docs/adr/0035): a `reasoning` item — the
+ * work the "model" (the agent) did on its way to the answer — whose summary says what was called and
+ * what came back, with the call itself in `switchboard_tool_call`. Not `function_call`: that asks the
+ * client to run a function, and the stock clients would (or would fail to).
  */
 export const ResponseToolCallItem = z.strictObject({
-  type: z.literal('mcp_call'),
-  /** `mcp_<turn id hex>_<n>`. */
+  type: z.literal('reasoning'),
+  /** `rs_<turn id hex>_<n>`. */
   id: z.string(),
-  /** Always `switchboard`: the agent's tools. */
-  server_label: z.string(),
-  name: z.string(),
-  /** JSON text; `{}` while the call runs on a live stream. */
-  arguments: z.string(),
-  /** The result as JSON text once it completed; null otherwise. */
-  output: z.string().nullable(),
-  error: z.string().nullable(),
-  status: z.enum(['in_progress', 'completed', 'failed', 'incomplete']),
-  approval_request_id: z.null(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']),
+  /** One `summary_text`: `Called <tool> with <arguments> → <result>` (empty while the call runs). */
+  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text: z.string() })),
+  /** Switchboard's extension field: the call as recorded. */
+  switchboard_tool_call: z.strictObject({
+    /** The model's id for the call. */
+    call_id: z.string(),
+    name: z.string(),
+    /** JSON text; `{}` while the call runs on a live stream. */
+    arguments: z.string(),
+    /** The result as JSON text once it completed; null otherwise. */
+    output: z.string().nullable(),
+    error: z.string().nullable(),
+    status: z.enum(['in_progress', 'completed', 'failed']),
+  }),
 });
 
 export const ResponseOutputItem = z.discriminatedUnion('type', [ResponseOutputMessage, ResponseToolCallItem]);
@@ -316,7 +407,8 @@ export const ResponseObject = z
     usage: ResponseUsage.nullable(),
     max_output_tokens: z.null(),
     max_tool_calls: z.null(),
-    store: z.literal(true),
+    /** False when the request asked for `store: false` (docs/adr/0035). */
+    store: z.boolean(),
     background: z.boolean(),
     service_tier: z.literal('default'),
     metadata: z.record(z.string(), z.string()),
@@ -368,3 +460,27 @@ export const RetrieveResponseQuery = z.strictObject({
   include_obfuscation: z.enum(['true', 'false']).optional(),
 });
 export type RetrieveResponseQuery = z.infer<typeof RetrieveResponseQuery>;
+
+/** A `compaction` output item: the packed conversation, opaque to the client. */
+export const ResponseCompactionItem = z.strictObject({
+  type: z.literal('compaction'),
+  /** `cmp_<random hex>`. */
+  id: z.string(),
+  encrypted_content: z.string(),
+  created_by: z.string(),
+});
+export type ResponseCompactionItem = z.infer<typeof ResponseCompactionItem>;
+
+/** What `POST /v1/responses/compact` answers (Open Responses `CompactResource`). */
+export const CompactionObject = z
+  .strictObject({
+    id: z.string(),
+    object: z.literal('response.compaction'),
+    /** The compacted window: one `compaction` item; a new response takes it as its base input. */
+    output: z.array(ResponseCompactionItem),
+    created_at: z.int(),
+    /** No model call is made: every count is 0. */
+    usage: ResponseUsage,
+  })
+  .register(ApiSchemas, { id: 'ResponseCompaction' });
+export type CompactionObject = z.infer<typeof CompactionObject>;

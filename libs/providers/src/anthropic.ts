@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type {
   CacheControlEphemeral,
+  ImageBlockParam,
   MessageParam,
   OutputConfig,
   TextBlockParam,
@@ -12,6 +13,7 @@ import { AttemptGuard, DEFAULT_STREAM_TIMEOUTS, type StreamTimeouts } from './st
 import {
   ProviderError,
   type ChatMessage,
+  type ImagePart,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
@@ -185,7 +187,11 @@ function toMessages(messages: ChatMessage[]): MessageParam[] {
       case 'system':
         break;
       case 'user':
-        out.push({ role: 'user', content: m.content });
+        out.push(
+          m.images?.length
+            ? { role: 'user', content: [{ type: 'text', text: m.content }, ...m.images.map(imageBlock)] }
+            : { role: 'user', content: m.content },
+        );
         break;
       case 'assistant':
         out.push({
@@ -222,6 +228,14 @@ function toMessages(messages: ChatMessage[]): MessageParam[] {
     }
   }
   return out;
+}
+
+/** An image as Anthropic takes it: a `data:` URL's bytes inline, any other URL by reference. */
+function imageBlock(i: ImagePart): ImageBlockParam {
+  const m = /^data:(image\/(?:png|jpeg|gif|webp));base64,(.*)$/s.exec(i.url);
+  return m
+    ? { type: 'image', source: { type: 'base64', media_type: m[1] as 'image/png', data: m[2] } }
+    : { type: 'image', source: { type: 'url', url: i.url } };
 }
 
 function safeJson(raw: string): unknown {

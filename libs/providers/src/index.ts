@@ -9,3 +9,4 @@ export * from './routes';
 export * from './scripted';
 export * from './types';
 export * from './stream-guard';
+export * from './capabilities';

@@ -78,8 +78,19 @@ function chatResponseFormat(f: ResponseFormat): ResponseFormatJSONObject | Respo
 function toWire(m: ChatMessage): ChatCompletionMessageParam {
   switch (m.role) {
     case 'system':
-    case 'user':
       return { role: m.role, content: m.content };
+    case 'user':
+      if (!m.images?.length) return { role: m.role, content: m.content };
+      return {
+        role: 'user',
+        content: [
+          { type: 'text', text: m.content },
+          ...m.images.map((i) => ({
+            type: 'image_url' as const,
+            image_url: { url: i.url, ...(i.detail ? { detail: i.detail } : {}) },
+          })),
+        ],
+      };
     case 'assistant':
       return {
         role: 'assistant',

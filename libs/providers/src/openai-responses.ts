@@ -81,7 +81,20 @@ function toInput(m: ChatMessage): ResponseInputItem[] {
     case 'system':
       return [];
     case 'user':
-      return [{ role: 'user', content: m.content }];
+      if (!m.images?.length) return [{ role: 'user', content: m.content }];
+      return [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: m.content },
+            ...m.images.map((i) => ({
+              type: 'input_image' as const,
+              image_url: i.url,
+              detail: i.detail ?? 'auto',
+            })),
+          ],
+        },
+      ];
     case 'assistant':
       return [
         ...(m.content ? [{ role: 'assistant' as const, content: m.content }] : []),

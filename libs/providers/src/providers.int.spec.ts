@@ -140,6 +140,43 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
     }
   });
 
+  it('sends a user message’s images in the provider’s own shape (docs/adr/0035)', async () => {
+    server.enqueue(scripted.text('A dot.'));
+    const png = 'data:image/png;base64,iVBORw0KGgo=';
+    await make(kind, server).complete({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        {
+          role: 'user',
+          content: 'What is this?',
+          images: [{ url: png, detail: 'low' }, { url: 'https://img.test/b.jpg' }],
+        },
+      ],
+      tools: [],
+    });
+    const body = server.requests[0].body as Record<string, any>;
+    if (kind === 'openai-chat') {
+      expect(body.messages[1].content).toEqual([
+        { type: 'text', text: 'What is this?' },
+        { type: 'image_url', image_url: { url: png, detail: 'low' } },
+        { type: 'image_url', image_url: { url: 'https://img.test/b.jpg' } },
+      ]);
+    } else if (kind === 'openai') {
+      expect(body.input[0].content).toEqual([
+        { type: 'input_text', text: 'What is this?' },
+        { type: 'input_image', image_url: png, detail: 'low' },
+        { type: 'input_image', image_url: 'https://img.test/b.jpg', detail: 'auto' },
+      ]);
+    } else {
+      expect(body.messages[0].content).toEqual([
+        { type: 'text', text: 'What is this?' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+        { type: 'image', source: { type: 'url', url: 'https://img.test/b.jpg' } },
+      ]);
+    }
+  });
+
   it('classifies 429 as retryable rate limiting and keeps retry-after', async () => {
     const e = await failure(scripted.rateLimited(3));
     expect(e).toMatchObject({ kind: 'rate_limited', retryable: true });

@@ -10,9 +10,15 @@ export interface ToolCallRequest {
   arguments: string;
 }
 
+/** An image of a user message: a `data:` URL or an https URL (docs/adr/0035). */
+export interface ImagePart {
+  url: string;
+  detail?: 'auto' | 'low' | 'high';
+}
+
 export type ChatMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string; images?: ImagePart[] }
   | { role: 'assistant'; content: string; toolCalls: ToolCallRequest[] }
   | { role: 'tool'; toolCallId: string; name: string; content: string };
 

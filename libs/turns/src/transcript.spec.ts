@@ -193,6 +193,15 @@ function message(overrides: Partial<Message>): Message {
 }
 
 describe('toChatMessage', () => {
+  it('carries a user message’s images to the model (docs/adr/0035)', () => {
+    const images = [{ url: 'https://img.test/a.png', detail: 'low' as const }];
+    expect(toChatMessage(message({ body: { type: 'text', text: 'what is this?', images } }))).toEqual({
+      role: 'user',
+      content: 'what is this?',
+      images,
+    });
+  });
+
   it('leaves operator content as it is', () => {
     expect(toChatMessage(message({ body: { type: 'text', text: 'do the thing' } }))).toEqual({
       role: 'user',

@@ -52,6 +52,7 @@ import {
   AgentPostureRequest,
   ChatCompletionRequest,
   CreateResponseRequest,
+  CompactResponseRequest,
   RetrieveResponseQuery,
   InputItemsQuery,
 } from '@switchboard/contracts';
@@ -97,6 +98,7 @@ export class CancelWorkItemDto extends createZodDto(CancelWorkItemRequest) {}
 export class AgentPostureDto extends createZodDto(AgentPostureRequest) {}
 export class ChatCompletionDto extends createZodDto(ChatCompletionRequest) {}
 export class CreateResponseDto extends createZodDto(CreateResponseRequest) {}
+export class CompactResponseDto extends createZodDto(CompactResponseRequest) {}
 export class RetrieveResponseQueryDto extends createZodDto(RetrieveResponseQuery) {}
 export class InputItemsQueryDto extends createZodDto(InputItemsQuery) {}
 

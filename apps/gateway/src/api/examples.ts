@@ -9,6 +9,7 @@ import {
   CancelWorkItemDto,
   ChatCompletionDto,
   CreateResponseDto,
+  CompactResponseDto,
   CompleteWorkItemDto,
   CreateAgentDto,
   CreateApiKeyDto,
@@ -161,6 +162,13 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     previous_response_id: 'resp_0197a3c61f2a7b3c8d4e5f60718293a4',
     background: false,
     stream: false,
+  }),
+  example(CompactResponseDto, {
+    model: 'support-triage',
+    input: [
+      { role: 'user', content: 'The customer wants a refund for order 1042.' },
+      { role: 'assistant', content: 'Refund issued; the customer was told.' },
+    ],
   }),
   // The LangGraph adapter (docs/adr/0038).
   example(LangGraphAssistantSearchDto, { graph_id: 'support-triage', limit: 10, offset: 0 }),

@@ -94,12 +94,13 @@ export class ApiRateLimits {
   async enforce(
     bucket: RateLimitBucket,
     who: { tenantId: string; apiKeyId?: string; triggerId?: string },
-    reply: FastifyReply,
+    /** Where the RateLimit headers go; none on a WebSocket message (docs/adr/0035). */
+    reply: FastifyReply | undefined,
   ): Promise<void> {
     const subjects = subjectsFor(bucket, await this.effective(who.tenantId), who);
     const decision = await this.limits.consume(bucket, subjects);
     if (!decision) return;
-    void reply.headers(decision.headers);
+    if (reply) void reply.headers(decision.headers);
     if (decision.allowed) return;
     this.metrics.rateLimited.inc({ bucket });
     const wait = decision.headers['retry-after'];

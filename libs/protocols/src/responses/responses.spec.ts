@@ -6,7 +6,10 @@ import {
 } from '@switchboard/contracts';
 import { OpenAiError } from '../openai-chat/chat-completions';
 import {
+  compactionInput,
+  compactionOf,
   planInput,
+  unpackCompaction,
   requestRecordOf,
   ResponseBuilder,
   responseIdOf,
@@ -24,6 +27,14 @@ const meta: ResponseMeta = {
   sessionId: SESSION,
   record: requestRecordOf({ responses: { model: 'helper', metadata: { a: 'b' } } }, 'fallback'),
 };
+
+describe('requestRecordOf', () => {
+  it('reads store: false, and a record without it as stored', () => {
+    expect(requestRecordOf({ responses: { store: false } }, 'm').store).toBe(false);
+    expect(requestRecordOf({ responses: {} }, 'm').store).toBe(true);
+    expect(requestRecordOf(null, 'm').store).toBe(true);
+  });
+});
 
 const turn = (over: Partial<TurnResponse> = {}): TurnResponse =>
   ({
@@ -74,7 +85,7 @@ describe('response ids', () => {
 
 describe('planInput', () => {
   it('a string is the message', () => {
-    expect(planInput('hi')).toEqual({ prompt: 'hi', history: [] });
+    expect(planInput('hi')).toEqual({ prompt: 'hi', history: [], images: [] });
   });
 
   it('admits the trailing user messages as one; earlier user and assistant messages are the history', () => {
@@ -98,7 +109,82 @@ describe('planInput', () => {
         { role: 'user', text: 'a' },
         { role: 'assistant', text: 'b' },
       ],
+      images: [],
     });
+  });
+
+  it('the new user message’s images go with the prompt; an earlier message’s are refused', () => {
+    const image = { type: 'input_image', image_url: 'https://img.test/a.png', detail: 'low' };
+    expect(
+      planInput([
+        { role: 'user', content: [{ type: 'input_text', text: 'what is this?' }, image] },
+      ] as CreateResponseRequest['input']),
+    ).toEqual({
+      prompt: 'what is this?',
+      history: [],
+      images: [{ url: 'https://img.test/a.png', detail: 'low' }],
+    });
+    expect(() =>
+      planInput([
+        { role: 'user', content: [image] },
+        { role: 'assistant', content: 'a cat' },
+        { role: 'user', content: 'and now?' },
+      ] as CreateResponseRequest['input']),
+    ).toThrow(expect.objectContaining({ status: 400, options: { param: 'input[0]' } }));
+  });
+
+  it('a compaction item stands for the messages it packed', () => {
+    const packed = compactionOf([
+      { role: 'user', text: 'the code word is slate' },
+      { role: 'assistant', text: 'OK.' },
+    ]);
+    expect(packed).toMatchObject({ object: 'response.compaction', usage: { total_tokens: 0 } });
+    expect(packed.output).toEqual([
+      {
+        type: 'compaction',
+        id: expect.stringMatching(/^cmp_/),
+        encrypted_content: expect.stringMatching(/^sbc1\./),
+        created_by: 'switchboard',
+      },
+    ]);
+    const input = [
+      ...packed.output,
+      { type: 'message', role: 'user', content: 'and now?' },
+    ] as CreateResponseRequest['input'];
+    expect(planInput(input)).toEqual({
+      prompt: 'and now?',
+      history: [
+        { role: 'user', text: 'the code word is slate' },
+        { role: 'assistant', text: 'OK.' },
+      ],
+      images: [],
+    });
+    // Compacted again: the packed messages and the new ones, in order.
+    expect(compactionInput(input).map((m) => m.text)).toEqual(['the code word is slate', 'OK.', 'and now?']);
+  });
+
+  it.each([
+    ['not ours', 'opaque-from-elsewhere'],
+    ['not base64 JSON', 'sbc1.!!!'],
+    [
+      'not messages',
+      `sbc1.${Buffer.from(JSON.stringify({ m: [{ role: 'tool', text: 1 }] })).toString('base64url')}`,
+    ],
+  ])('refuses a compaction item that is %s, naming it', (_, content) => {
+    const input = [
+      { type: 'compaction', encrypted_content: content },
+      { role: 'user', content: 'x' },
+    ] as CreateResponseRequest['input'];
+    expect(() => planInput(input)).toThrow(
+      expect.objectContaining({ status: 400, options: { param: 'input[0].encrypted_content' } }),
+    );
+    expect(() => unpackCompaction(content, 0)).toThrow(OpenAiError);
+  });
+
+  it('compact refuses an input with no message to pack', () => {
+    expect(() =>
+      compactionInput([{ role: 'system', content: 'x' }] as CreateResponseRequest['input']),
+    ).toThrow(expect.objectContaining({ status: 400, code: 'invalid_value' }));
   });
 
   it.each([
@@ -119,14 +205,33 @@ describe('unsupportedResponsesParameter', () => {
       param: 'tools',
       code: 'unsupported_parameter',
     });
-    expect(parse({ store: false })).toMatchObject({ param: 'store', code: 'unsupported_value' });
+    // store: false is honoured (docs/adr/0035), not refused.
+    expect(parse({ store: false })).toBeUndefined();
     expect(parse({ tool_choice: 'required' })).toMatchObject({ param: 'tool_choice' });
     expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toMatchObject({
       param: 'input[0].type',
     });
     expect(
       parse({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'u' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].image_url' });
+    expect(
+      parse({ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].file_id' });
+    expect(
+      parse({
+        input: [{ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://x.test/a.png' }] }],
+      }),
     ).toMatchObject({ param: 'input[0].content[0].type' });
+    expect(
+      parse({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }),
+    ).toMatchObject({ param: 'input[0].content[0].type' });
+    expect(
+      parse({
+        input: [
+          { role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,iVBO' }] },
+        ],
+      }),
+    ).toBeUndefined();
   });
 
   it('lets the harmless spellings of the defaults pass', () => {
@@ -230,7 +335,7 @@ describe('ResponseBuilder', () => {
     expect(structural(live)).toEqual(structural(replay));
     expect((live.at(-1)!.response as ResponseObject).output.map((i) => i.type)).toEqual([
       'message',
-      'mcp_call',
+      'reasoning',
       'message',
     ]);
   });
@@ -271,7 +376,7 @@ describe('ResponseBuilder', () => {
     ]);
     const resumed = run([round(0), text('Looking.'), started('c1'), completed('c1')], turn());
     const response = resumed.at(-1)!.response as ResponseObject;
-    expect(response.output.map((i) => i.type)).toEqual(['message', 'mcp_call', 'message']);
+    expect(response.output.map((i) => i.type)).toEqual(['message', 'reasoning', 'message']);
     expect(response.output_text).toBe('Looking.The answer.');
   });
 
@@ -294,16 +399,48 @@ describe('ResponseBuilder', () => {
     );
     const response = events.at(-1)!.response as ResponseObject;
     expect(response.output[0]).toEqual({
-      type: 'mcp_call',
-      id: `mcp_${TURN.replace(/-/g, '')}_0`,
-      server_label: 'switchboard',
-      name: 'word_count',
-      arguments: '{"text":"a b c"}',
-      output: '{"words":3}',
-      error: null,
+      type: 'reasoning',
+      id: `rs_${TURN.replace(/-/g, '')}_0`,
       status: 'completed',
-      approval_request_id: null,
+      summary: [{ type: 'summary_text', text: 'Called word_count with {"text":"a b c"} → {"words":3}' }],
+      switchboard_tool_call: {
+        call_id: 'c1',
+        name: 'word_count',
+        arguments: '{"text":"a b c"}',
+        output: '{"words":3}',
+        error: null,
+        status: 'completed',
+      },
     });
+    // Streamed: the item is added when the call starts, its summary and done when it ends.
+    const types = events.map((e) => e.type);
+    const added = types.indexOf('response.output_item.added');
+    expect(types.slice(added, added + 6)).toEqual([
+      'response.output_item.added',
+      'response.reasoning_summary_part.added',
+      'response.reasoning_summary_text.delta',
+      'response.reasoning_summary_text.done',
+      'response.reasoning_summary_part.done',
+      'response.output_item.done',
+    ]);
+    expect(events[added]).toMatchObject({
+      item: { type: 'reasoning', status: 'in_progress', summary: [] },
+    });
+  });
+
+  it('an error event carries its payload where Open Responses and the openai SDK read it', () => {
+    const b = new ResponseBuilder(meta);
+    b.error('server_shutting_down', 'bye');
+    expect(b.take()).toEqual([
+      {
+        type: 'error',
+        sequence_number: 0,
+        code: 'server_shutting_down',
+        message: 'bye',
+        param: null,
+        error: { type: 'server_error', code: 'server_shutting_down', message: 'bye', param: null },
+      },
+    ]);
   });
 
   it('ends failed, cancelled and incomplete turns with their events', () => {

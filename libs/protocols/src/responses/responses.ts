@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import {
   SessionRefused,
   EventType,
   isEnded,
+  responsesMessageImages,
   responsesMessageText,
   TextFormat,
+  type MessageImage,
+  type CompactionObject,
   type CreateResponseRequest,
   type ResponseObject,
   type ResponseOutputItem,
@@ -61,6 +65,8 @@ export interface ResponseRequestRecord {
    * stores the format it validates against; this is what the response echoes.
    */
   text_format?: TextFormat;
+  /** False: `store: false` (not retrievable, continued only on its WebSocket; docs/adr/0035). */
+  store: boolean;
 }
 
 /** The record on a message's metadata, read tolerantly (a message admitted elsewhere has none). */
@@ -74,6 +80,7 @@ export function requestRecordOf(metadata: unknown, fallbackModel: string): Respo
     user: typeof r.user === 'string' ? r.user : null,
     imported: typeof r.imported === 'number' ? r.imported : 0,
     ...textFormatOf(r.text_format),
+    store: r.store !== false,
   };
 }
 
@@ -88,19 +95,29 @@ function textFormatOf(stored: unknown): Pick<ResponseRequestRecord, 'text_format
  * The input → the message to admit and the history before it. The trailing user messages are
  * admitted as one message (their texts joined by blank lines: with `previous_response_id` they are
  * all new). Earlier user and assistant messages seed a new session (as on chat completions, ADR
- * 0016) and are left out of a continued one (the session's history is the truth). `system` and
- * `developer` messages are left out (the agent's instructions are its system prompt); replayed
- * `mcp_call` / `reasoning` items too (the session holds what the agent did).
+ * 0016) and are left out of a continued one (the session's history is the truth); a `compaction`
+ * item stands for the messages it packed (`POST /v1/responses/compact`). `system` and `developer`
+ * messages are left out (the agent's instructions are its system prompt); replayed `reasoning` /
+ * `mcp_call` items too (the session holds what the agent did).
  */
-export function planInput(input: CreateResponseRequest['input']): ConversationPlan {
-  const messages: HistoryEntry[] =
-    typeof input === 'string'
-      ? [{ role: 'user', text: input }]
-      : input
-          .filter((i): i is ResponsesInputMessage => (i.type ?? 'message') === 'message')
-          .filter((m) => m.role === 'user' || m.role === 'assistant')
-          .map((m) => ({ role: m.role as 'user' | 'assistant', text: responsesMessageText(m.content) }))
-          .filter((m) => !(m.role === 'assistant' && m.text === ''));
+export function planInput(input: CreateResponseRequest['input']): ResponsesPlan {
+  const messages: (HistoryEntry & { images?: MessageImage[]; index?: number })[] = [];
+  if (typeof input === 'string') messages.push({ role: 'user', text: input });
+  else {
+    for (const [i, item] of input.entries()) {
+      if (item.type === 'compaction') {
+        messages.push(...unpackCompaction(item.encrypted_content, i));
+        continue;
+      }
+      if ((item.type ?? 'message') !== 'message') continue;
+      const m = item as ResponsesInputMessage;
+      if (m.role !== 'user' && m.role !== 'assistant') continue;
+      const text = responsesMessageText(m.content);
+      if (m.role === 'assistant' && text === '') continue;
+      const images = m.role === 'user' ? responsesMessageImages(m.content) : [];
+      messages.push({ role: m.role, text, ...(images.length ? { images, index: i } : {}) });
+    }
+  }
   let start = messages.length;
   while (start > 0 && messages[start - 1].role === 'user') start--;
   const trailing = messages.slice(start);
@@ -114,10 +131,122 @@ export function planInput(input: CreateResponseRequest['input']): ConversationPl
     );
   }
   const prompt = trailing.map((m) => m.text).join('\n\n');
-  if (prompt.trim() === '') {
+  const images = trailing.flatMap((m) => m.images ?? []);
+  if (prompt.trim() === '' && images.length === 0) {
     throw new OpenAiError(400, 'invalid_value', 'input: the user message has no text', { param: 'input' });
   }
-  return { prompt, history: messages.slice(0, start) };
+  const earlier = messages.slice(0, start).find((m) => m.images);
+  if (earlier) {
+    throw new OpenAiError(
+      400,
+      'unsupported_value',
+      `input[${earlier.index}]: images are taken in the new user message only, not in earlier ones`,
+      { param: `input[${earlier.index}]` },
+    );
+  }
+  return { prompt, history: messages.slice(0, start).map((m) => ({ role: m.role, text: m.text })), images };
+}
+
+/** What a create admits: the prompt, its images, and the history a new session is seeded with. */
+export interface ResponsesPlan extends ConversationPlan {
+  images: MessageImage[];
+}
+
+/** The prefix of a packed conversation, so a foreign or corrupted blob is told apart. */
+const COMPACTION_PREFIX = 'sbc1.';
+
+/**
+ * The input's user and assistant messages packed into a `compaction` item's content (docs/adr/0035):
+ * opaque to the client but not encrypted — it holds only what the client sent. Seeding a session
+ * with it is the same as sending the messages; the engine's context guard compacts them further
+ * (with its summary) when they near the model's window (ADR 0033's compaction, run in the turn).
+ */
+export function packCompaction(messages: HistoryEntry[]): string {
+  return COMPACTION_PREFIX + Buffer.from(JSON.stringify({ m: messages }), 'utf8').toString('base64url');
+}
+
+/** The messages a `compaction` item packed; a 400 naming the item when it is not one of ours. */
+export function unpackCompaction(content: string, index: number): HistoryEntry[] {
+  const refuse = () =>
+    new OpenAiError(
+      400,
+      'invalid_value',
+      `input[${index}].encrypted_content: not a compaction this server made (pass the item back as /v1/responses/compact answered it)`,
+      { param: `input[${index}].encrypted_content` },
+    );
+  if (!content.startsWith(COMPACTION_PREFIX)) throw refuse();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(content.slice(COMPACTION_PREFIX.length), 'base64url').toString('utf8'));
+  } catch {
+    throw refuse();
+  }
+  const m = (parsed as { m?: unknown } | null)?.m;
+  if (
+    !Array.isArray(m) ||
+    !m.every(
+      (e: unknown) =>
+        typeof e === 'object' &&
+        e !== null &&
+        ((e as HistoryEntry).role === 'user' || (e as HistoryEntry).role === 'assistant') &&
+        typeof (e as HistoryEntry).text === 'string',
+    )
+  ) {
+    throw refuse();
+  }
+  return (m as HistoryEntry[]).map((e) => ({ role: e.role, text: e.text }));
+}
+
+/** `POST /v1/responses/compact`'s answer: the messages as one `compaction` item; no model call, no usage. */
+export function compactionOf(messages: HistoryEntry[], now = new Date()): CompactionObject {
+  const id = randomBytes(16).toString('hex');
+  return {
+    id: `cmp_${id}`,
+    object: 'response.compaction',
+    output: [
+      {
+        type: 'compaction',
+        id: `cmp_${id}_0`,
+        encrypted_content: packCompaction(messages),
+        created_by: 'switchboard',
+      },
+    ],
+    created_at: Math.floor(now.getTime() / 1000),
+    usage: {
+      input_tokens: 0,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 0,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 0,
+    },
+  };
+}
+
+/**
+ * The messages `POST /v1/responses/compact` packs: every user and assistant message of the input
+ * (earlier compactions unpacked), in order; a 400 when there is none.
+ */
+export function compactionInput(input: CreateResponseRequest['input']): HistoryEntry[] {
+  const messages: HistoryEntry[] = [];
+  if (typeof input === 'string') messages.push({ role: 'user', text: input });
+  else {
+    for (const [i, item] of input.entries()) {
+      if (item.type === 'compaction') {
+        messages.push(...unpackCompaction(item.encrypted_content, i));
+      } else if ((item.type ?? 'message') === 'message') {
+        const m = item as ResponsesInputMessage;
+        if (m.role !== 'user' && m.role !== 'assistant') continue;
+        const text = responsesMessageText(m.content);
+        if (text !== '') messages.push({ role: m.role, text });
+      }
+    }
+  }
+  if (messages.length === 0) {
+    throw new OpenAiError(400, 'invalid_value', 'input: no user or assistant message to compact', {
+      param: 'input',
+    });
+  }
+  return messages;
 }
 
 /** The response's status from the turn's. */
@@ -165,23 +294,43 @@ const secondsOf = (iso: string | null): number | null =>
 
 const jsonText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v ?? null));
 
-/** A tool call of the turn as its output item (`mcp_call`, server label `switchboard`). */
+/** What a finished call's summary says: the call and its outcome, cut to stay readable. */
+function toolCallSummary(
+  call: Pick<ToolCallResponse, 'name' | 'arguments' | 'status' | 'result' | 'error'>,
+): string {
+  const cut = (t: string) => (t.length > 2000 ? `${t.slice(0, 2000)}…` : t);
+  const args = cut(jsonText(call.arguments ?? {}));
+  if (call.status === 'completed') return `Called ${call.name} with ${args} → ${cut(jsonText(call.result))}`;
+  if (call.status === 'failed')
+    return `Called ${call.name} with ${args}: it failed (${cut(jsonText(call.error))})`;
+  return '';
+}
+
+/**
+ * A tool call of the turn as its output item (docs/adr/0035): a `reasoning` item whose summary says
+ * what was called and what came back, the call itself in `switchboard_tool_call`.
+ */
 export function toolCallItem(
   id: string,
+  callId: string,
   call: Pick<ToolCallResponse, 'name' | 'arguments' | 'status' | 'result' | 'error'>,
 ): ResponseToolCallItem {
   const status =
     call.status === 'completed' ? 'completed' : call.status === 'failed' ? 'failed' : 'in_progress';
+  const summary = toolCallSummary(call);
   return {
-    type: 'mcp_call',
+    type: 'reasoning',
     id,
-    server_label: 'switchboard',
-    name: call.name,
-    arguments: jsonText(call.arguments ?? {}),
-    output: call.status === 'completed' ? jsonText(call.result) : null,
-    error: call.status === 'failed' ? jsonText(call.error) : null,
-    status,
-    approval_request_id: null,
+    status: status === 'in_progress' ? 'in_progress' : 'completed',
+    summary: summary === '' ? [] : [{ type: 'summary_text', text: summary }],
+    switchboard_tool_call: {
+      call_id: callId,
+      name: call.name,
+      arguments: jsonText(call.arguments ?? {}),
+      output: call.status === 'completed' ? jsonText(call.result) : null,
+      error: call.status === 'failed' ? jsonText(call.error) : null,
+      status,
+    },
   };
 }
 
@@ -211,8 +360,10 @@ interface OpenMessage {
  * Builds a response from its turn's events, one at a time, and the semantic events a stream carries:
  * `response.created`, `response.in_progress`, per model round that says something a `message` item
  * (`output_item.added`, `content_part.added`, `output_text.delta`…, `output_text.done`,
- * `content_part.done`, `output_item.done`), per tool call of the agent an `mcp_call` item
- * (`output_item.added` when it starts, `output_item.done` when it ends), and at the end
+ * `content_part.done`, `output_item.done`), per tool call of the agent a `reasoning` item
+ * (`output_item.added` when it starts; when it ends its summary — `reasoning_summary_part.added`,
+ * `reasoning_summary_text.delta`, `reasoning_summary_text.done`, `reasoning_summary_part.done` —
+ * and `output_item.done`), and at the end
  * `response.completed` / `response.incomplete` / `response.failed`.
  *
  * Sequence numbers are positions, not counters: every event takes one number, except a text delta,
@@ -302,7 +453,7 @@ export class ResponseBuilder {
   toolStarted(callId: string, name: string): void {
     if (this.calls.has(callId)) return;
     this.closeMessage();
-    const item = toolCallItem(this.toolItemId(), {
+    const item = toolCallItem(this.toolItemId(), callId, {
       name,
       arguments: {},
       status: 'running',
@@ -322,9 +473,17 @@ export class ResponseBuilder {
     const index = this.calls.get(callId)!;
     const current = this.items[index] as ResponseToolCallItem;
     if (current.status !== 'in_progress') return;
-    const item = toolCallItem(current.id, call);
+    const item = toolCallItem(current.id, callId, call);
     this.items[index] = item;
-    this.emit({ type: 'response.output_item.done', output_index: index, item });
+    const summary = item.summary[0];
+    if (summary) {
+      const at = { item_id: item.id, output_index: index, summary_index: 0 };
+      this.emit({ type: 'response.reasoning_summary_part.added', ...at, part: { ...summary, text: '' } });
+      this.emit({ type: 'response.reasoning_summary_text.delta', ...at, delta: summary.text });
+      this.emit({ type: 'response.reasoning_summary_text.done', ...at, text: summary.text });
+      this.emit({ type: 'response.reasoning_summary_part.done', ...at, part: { ...summary } });
+    }
+    this.emit({ type: 'response.output_item.done', output_index: index, item: structuredClone(item) });
   }
 
   /**
@@ -349,10 +508,10 @@ export class ResponseBuilder {
     for (const call of turn.toolCalls) {
       if (this.calls.has(call.callId)) {
         const i = this.calls.get(call.callId)!;
-        this.items[i] = toolCallItem(this.items[i].id, call);
+        this.items[i] = toolCallItem(this.items[i].id, call.callId, call);
       } else {
         this.calls.set(call.callId, this.items.length);
-        this.items.push(toolCallItem(this.toolItemId(), call));
+        this.items.push(toolCallItem(this.toolItemId(), call.callId, call));
       }
     }
     const response = this.snapshot(statusOf(turn), turn);
@@ -400,7 +559,7 @@ export class ResponseBuilder {
       usage: ended ? responsesUsageOf(turn) : null,
       max_output_tokens: null,
       max_tool_calls: null,
-      store: true,
+      store: r.store,
       background: r.background,
       service_tier: 'default',
       metadata: r.metadata,
@@ -411,9 +570,18 @@ export class ResponseBuilder {
     };
   }
 
-  /** A stream that ends early (the gateway shuts down): OpenAI's `error` event. */
+  /**
+   * A stream that ends early (the gateway shuts down): the `error` event, its payload both where
+   * Open Responses puts it (`error`) and where OpenAI's SDK reads it (top level).
+   */
   error(code: string, message: string): void {
-    this.emit({ type: 'error', code, message, param: null });
+    this.emit({
+      type: 'error',
+      code,
+      message,
+      param: null,
+      error: { type: 'server_error', code, message, param: null },
+    });
   }
 
   /** The last item, when it is a (closed) message. */
@@ -423,7 +591,7 @@ export class ResponseBuilder {
   }
 
   private toolItemId(): string {
-    return `mcp_${hex(this.meta.turnId)}_${this.items.length}`;
+    return `rs_${hex(this.meta.turnId)}_${this.items.length}`;
   }
 
   private openMessage(): OpenMessage {

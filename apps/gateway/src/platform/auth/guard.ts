@@ -141,6 +141,17 @@ export class AuthGuard implements CanActivate {
       req.tenantId = tenantId;
       return true;
     }
+    const key = await this.apiKey(token);
+    req.tenantId = key.tenantId;
+    req.apiKeyId = key.keyId;
+    return true;
+  }
+
+  /**
+   * The tenant and key of an API key (a 401 `unauthorized` otherwise), its use counted. Routes get it
+   * through `canActivate`; WebSocket mode on /v1/responses calls it at the upgrade (docs/adr/0035).
+   */
+  async apiKey(token: string | undefined): Promise<{ tenantId: string; keyId: string }> {
     if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
     const hash = hashApiKey(token);
     let key = this.keys.get(hash);
@@ -151,10 +162,8 @@ export class AuthGuard implements CanActivate {
       key = { keyId: row.id, tenantId: row.tenantId };
       this.keys.set(hash, key);
     }
-    req.tenantId = key.tenantId;
-    req.apiKeyId = key.keyId;
     this.usage.touch(key.keyId);
-    return true;
+    return key;
   }
 
   private isAdminToken(token: string | undefined): boolean {

@@ -26,6 +26,17 @@ import {
 } from '@switchboard/protocols';
 import { TURN_WAITER, type TurnWaiter } from '@switchboard/agent-turns';
 
+/** Where a response's events go: an SSE stream or a WebSocket (WebSocket mode). */
+export interface ResponseEventSink {
+  /** Aborts when the client left. */
+  signal: AbortSignal;
+  write(e: ResponseStreamEvent): void;
+  /** Nothing happened for SSE_HEARTBEAT_MS. */
+  idle(): void;
+  /** Resolves when the client has taken what was written (back-pressure). */
+  drained(): Promise<void>;
+}
+
 /** Journal rows per read when a response is rebuilt from its turn's events. */
 const PAGE = 500;
 
@@ -79,11 +90,35 @@ export class ResponsesStreamer {
     reply: FastifyReply,
     o: { tenantId: string; meta: ResponseMeta; startingAfter?: number; watch?: LiveWatch },
   ): Promise<void> {
-    const { meta } = o;
     const sse = SseStream.open(reply, { shutdown: this.streams.shutdown });
+    try {
+      await this.follow(
+        {
+          signal: sse.signal,
+          write: (e) => sse.write(responseFrame(e)),
+          idle: () => sse.comment('keepalive'),
+          drained: () => sse.drained(),
+        },
+        o,
+      );
+    } finally {
+      sse.close();
+    }
+  }
+
+  /**
+   * The semantic events of a response, written to `sink` (an SSE stream, or a WebSocket in WebSocket
+   * mode) until the turn ends, `sink.signal` aborts, or the gateway shuts down. Returns the terminal
+   * response, or undefined when it did not end here.
+   */
+  async follow(
+    sink: ResponseEventSink,
+    o: { tenantId: string; meta: ResponseMeta; startingAfter?: number; watch?: LiveWatch },
+  ): Promise<ResponseObject | undefined> {
+    const { meta } = o;
     const builder = new ResponseBuilder(meta, o.startingAfter ?? -1);
     const flush = () => {
-      for (const e of builder.take()) sse.write(responseFrame(e));
+      for (const e of builder.take()) sink.write(e);
     };
     try {
       builder.start();
@@ -92,13 +127,13 @@ export class ResponsesStreamer {
         sessionId: meta.sessionId,
         turnId: meta.turnId,
         after: 0,
-        signal: sse.signal,
+        signal: sink.signal,
         idleMs: this.config.SSE_HEARTBEAT_MS,
         watch: o.watch,
       })) {
-        await sse.drained();
+        await sink.drained();
         if (item.kind === 'idle') {
-          sse.comment('keepalive');
+          sink.idle();
           continue;
         }
         const e = item.event;
@@ -113,23 +148,24 @@ export class ResponsesStreamer {
         }
         flush();
       }
-      if (sse.signal.aborted) return;
+      if (sink.signal.aborted) return undefined;
       const turn = await this.waiter.ended(o.tenantId, meta.turnId);
       if (!turn) {
         builder.error(
           'server_shutting_down',
           `the gateway is shutting down; the response goes on: GET /v1/responses/${responseIdOf(meta.turnId)} for it`,
         );
-      } else {
-        builder.finish(turn);
+        flush();
+        return undefined;
       }
+      const response = builder.finish(turn);
       flush();
+      return response;
     } catch (err) {
       this.logger.error({ err, turnId: meta.turnId }, 'responses stream failed');
       builder.error('internal', 'internal error while streaming');
       flush();
-    } finally {
-      sse.close();
+      return undefined;
     }
   }
 

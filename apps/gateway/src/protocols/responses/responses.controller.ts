@@ -3,37 +3,28 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@n
 import type { FastifyReply } from 'fastify';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import {
-  fromTextFormat,
+  CompactionObject,
   ResponseInputItemList,
   ResponseObject,
-  responseFormatProblem,
-  unsupportedResponsesParameter,
   type ResponseInputItemObject,
-  type TurnResponse,
 } from '@switchboard/contracts';
-import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
+import { SessionsRepository } from '@switchboard/store';
 import { TenantId } from '../../platform/auth/guard';
-import { CreateResponseDto, InputItemsQueryDto, RetrieveResponseQueryDto } from '../../api/dto';
+import {
+  CompactResponseDto,
+  CreateResponseDto,
+  InputItemsQueryDto,
+  RetrieveResponseQueryDto,
+} from '../../api/dto';
 import { modelNotFound, OpenAiError } from '@switchboard/protocols';
 import { holdRequest } from '../hold';
 import { ErrorShapeOf } from '../../platform/errors';
 import { IdempotencyKeyHeader } from '../../api/idempotency';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../../platform/openapi';
-import { presentTurn } from '../../api/presenters';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
-import {
-  inputItemIdOf,
-  planInput,
-  requestRecordOf,
-  responseIdOf,
-  responseNotEnded,
-  responsesSessionRefusal,
-  turnIdOf,
-  type ResponseMeta,
-  type ResponseRequestRecord,
-} from '@switchboard/protocols';
+import { compactionInput, compactionOf, inputItemIdOf, responseNotEnded } from '@switchboard/protocols';
 import { ResponsesStreamer } from './responses-stream';
-import { GATEWAY_SQL } from '../../api/streams.controller';
+import { notFoundResponse, ResponsesService } from './responses.service';
 
 const ERRORS: [number, string][] = [
   [
@@ -75,7 +66,7 @@ export class ResponsesController {
   constructor(
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
-    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(ResponsesService) private readonly responses: ResponsesService,
     @Inject(ResponsesStreamer) private readonly streamer: ResponsesStreamer,
   ) {}
 
@@ -121,66 +112,18 @@ export class ResponsesController {
     @IdempotencyKeyHeader() idempotencyKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const unsupported = unsupportedResponsesParameter(body);
-    if (unsupported) {
-      throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
-    }
-    // Structured output (docs/adr/0048): a schema the validator cannot use is refused before anything is admitted.
-    const responseFormat = fromTextFormat(body.text?.format);
-    const problem = responseFormat && responseFormatProblem(responseFormat);
-    if (problem) {
-      throw new OpenAiError(400, 'invalid_response_format', `text.format.schema: ${problem}`, {
-        param: 'text.format',
-      });
-    }
-    const plan = planInput(body.input);
-    const agentId = await this.turns.agentNamed(tenantId, body.model);
-    if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
-    const previous = body.previous_response_id ?? null;
-    const sessionId = await this.turns
-      .session(
-        tenantId,
-        agentId,
-        previous !== null
-          ? { afterTurnId: turnIdOf(previous) ?? '' }
-          : {
-              new: {
-                createdBy: 'responses',
-                history: plan.history,
-                importedAs: 'responses',
-                ...(idempotencyKey ? { key: { idempotencyKey, scope: 'responses' } } : {}),
-              },
-            },
-      )
-      .catch(responsesSessionRefusal(previous));
-    const record: ResponseRequestRecord = {
-      model: body.model,
-      background: body.background === true,
-      previous_response_id: previous,
-      metadata: body.metadata ?? {},
-      user: body.user ?? null,
-      imported: previous ? 0 : plan.history.length,
-      ...(responseFormat && body.text?.format ? { text_format: body.text.format } : {}),
-    };
-
-    const admitted = await this.turns.admit({
-      tenantId,
-      sessionId,
-      text: plan.prompt,
-      metadata: { responses: record },
-      idempotencyKey,
-      responseFormat,
-    });
+    const { meta, admitted } = await this.responses.admit(tenantId, body, { idempotencyKey });
     try {
-      const meta: ResponseMeta = { turnId: admitted.turnId, sessionId, record };
       if (body.stream) {
         await this.streamer.stream(reply, { tenantId, meta, watch: admitted.watch });
         return;
       }
-      if (record.background) {
+      if (meta.record.background) {
         await reply
           .status(200)
-          .send(await this.streamer.present(tenantId, meta, await this.turn(tenantId, admitted.turnId)));
+          .send(
+            await this.streamer.present(tenantId, meta, await this.responses.turn(tenantId, admitted.turnId)),
+          );
         return;
       }
       // Held until the turn ends (bounded by WAIT_TIMEOUT_MS), as chat completions is.
@@ -192,6 +135,37 @@ export class ResponsesController {
     } finally {
       admitted.watch.close();
     }
+  }
+
+  @Post('compact')
+  @RateLimitBucketOf('admission')
+  @HttpCode(200)
+  @ErrorShapeOf('openai')
+  @ApiOperation({
+    operationId: 'compactResponse',
+    summary: 'Open Responses: pack a conversation into one `compaction` item, the base of a new response',
+    description:
+      'Packs the user and assistant messages of `input` (earlier compactions included) into one `compaction` ' +
+      'item (ADR 0035). A new response takes it as the start of its `input` (then the next user message), ' +
+      "without `previous_response_id`; its session is seeded with the packed messages, and the engine's " +
+      'context guard summarises them when they near the model’s window. No turn is admitted and no model is ' +
+      'called (usage is 0). `model` must name an agent of the tenant.',
+  })
+  @ApiResponse({ status: 200, description: 'The compacted window', schema: schemaRef(CompactionObject) })
+  @OpenAiErrorResponses(errors([400, 401, 403, 404, 413, 415, 429, 500, 503]))
+  async compact(@TenantId() tenantId: string, @Body() body: CompactResponseDto): Promise<CompactionObject> {
+    if (body.previous_response_id != null) {
+      throw new OpenAiError(
+        400,
+        'unsupported_parameter',
+        'previous_response_id: compacting a stored chain is not supported; send its items as input',
+        { param: 'previous_response_id' },
+      );
+    }
+    const messages = compactionInput(body.input);
+    const agentId = await this.turns.agentNamed(tenantId, body.model);
+    if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
+    return compactionOf(messages);
   }
 
   @Get(':id')
@@ -228,7 +202,7 @@ export class ResponsesController {
         param: 'starting_after',
       });
     }
-    const { meta, turn } = await this.response(tenantId, id);
+    const { meta, turn } = await this.responses.response(tenantId, id);
     if (q.stream === 'true') {
       await this.streamer.stream(reply, { tenantId, meta, startingAfter: q.starting_after });
       return;
@@ -258,14 +232,14 @@ export class ResponsesController {
   })
   @OpenAiErrorResponses(errors([400, 401, 404, 429, 500, 503]))
   async cancel(@TenantId() tenantId: string, @Param('id') id: string): Promise<ResponseObject> {
-    const { meta } = await this.response(tenantId, id);
+    const { meta } = await this.responses.response(tenantId, id);
     const done = await this.turns.cancel(
       tenantId,
       meta.turnId,
       'cancelled through POST /v1/responses/{id}/cancel',
     );
     if (!done) throw notFoundResponse(id);
-    return this.streamer.present(tenantId, meta, await this.turn(tenantId, meta.turnId));
+    return this.streamer.present(tenantId, meta, await this.responses.turn(tenantId, meta.turnId));
   }
 
   @Get(':id/input_items')
@@ -290,7 +264,7 @@ export class ResponsesController {
     @Param('id') id: string,
     @Query() q: InputItemsQueryDto,
   ): Promise<ResponseInputItemList> {
-    const { meta, turn } = await this.response(tenantId, id);
+    const { meta, turn } = await this.responses.response(tenantId, id);
     const rows = await this.sessions.turnInput(
       tenantId,
       meta.sessionId,
@@ -340,25 +314,4 @@ export class ResponsesController {
       has_more: start + data.length < end,
     };
   }
-
-  /** The response an id names, of the tenant: its turn and what its request recorded; 404 otherwise. */
-  private async response(tenantId: string, id: string): Promise<{ meta: ResponseMeta; turn: TurnResponse }> {
-    const turnId = turnIdOf(id);
-    const row = turnId ? await readTurn(this.sql, tenantId, turnId) : undefined;
-    if (!row) throw notFoundResponse(id);
-    const turn = presentTurn(row);
-    const metadata = await this.sessions.messageMetadata(tenantId, turn.inputMessageId);
-    const agent = await this.turns.agent(tenantId, turn.agentId);
-    const record = requestRecordOf(metadata, agent?.name ?? turn.agentId);
-    return { meta: { turnId: turn.id, sessionId: turn.sessionId, record }, turn };
-  }
-
-  private async turn(tenantId: string, turnId: string): Promise<TurnResponse> {
-    const row = await readTurn(this.sql, tenantId, turnId);
-    if (!row) throw notFoundResponse(responseIdOf(turnId));
-    return presentTurn(row);
-  }
 }
-
-const notFoundResponse = (id: string) =>
-  new OpenAiError(404, 'response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });

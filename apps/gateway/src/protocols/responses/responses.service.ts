@@ -1,0 +1,182 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AGENT_TURNS, type AdmittedTurn, type AgentTurns } from '@switchboard/agent-turns';
+import {
+  fromTextFormat,
+  responseFormatProblem,
+  unsupportedResponsesParameter,
+  type CreateResponseRequest,
+  type TurnResponse,
+} from '@switchboard/contracts';
+import {
+  modelNotFound,
+  OpenAiError,
+  planInput,
+  previousNotFound,
+  requestRecordOf,
+  responseIdOf,
+  responsesSessionRefusal,
+  turnIdOf,
+  type ResponseMeta,
+  type ResponseRequestRecord,
+} from '@switchboard/protocols';
+import { takesImages } from '@switchboard/providers';
+import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
+import { presentTurn } from '../../api/presenters';
+import { GATEWAY_SQL } from '../../api/streams.controller';
+
+/**
+ * A response continued from connection-local state (WebSocket mode, docs/adr/0035): the session and
+ * turn a response of the same socket ran in, so a `store: false` chain goes on without being looked
+ * up as a stored response.
+ */
+export interface CachedResponse {
+  sessionId: string;
+  turnId: string;
+}
+
+/** A request admitted as a turn: what its response shows, and the admitted turn to follow. */
+export interface AdmittedResponse {
+  meta: ResponseMeta;
+  admitted: AdmittedTurn;
+}
+
+/**
+ * The Responses API's requests over the turn seams (docs/adr/0035), shared by the HTTP routes and
+ * WebSocket mode: a create admitted as a turn (`previous_response_id` continuing its session), and a
+ * response read by id. Plain mapping lives in `@switchboard/protocols`; this is its I/O.
+ */
+@Injectable()
+export class ResponsesService {
+  constructor(
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
+    @Inject(SessionsRepository) private readonly sessions: SessionsRepository,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+  ) {}
+
+  /**
+   * Checks and admits a create request. `cached` is the previous response as the caller's
+   * connection remembers it (WebSocket mode); without it a `previous_response_id` is looked up as a
+   * stored response, and one made with `store: false` is not found.
+   */
+  async admit(
+    tenantId: string,
+    body: CreateResponseRequest,
+    o: { idempotencyKey?: string; cached?: CachedResponse } = {},
+  ): Promise<AdmittedResponse> {
+    const unsupported = unsupportedResponsesParameter(body);
+    if (unsupported) {
+      throw new OpenAiError(400, unsupported.code, unsupported.message, { param: unsupported.param });
+    }
+    // Structured output (docs/adr/0048): a schema the validator cannot use is refused before anything is admitted.
+    const responseFormat = fromTextFormat(body.text?.format);
+    const problem = responseFormat && responseFormatProblem(responseFormat);
+    if (problem) {
+      throw new OpenAiError(400, 'invalid_response_format', `text.format.schema: ${problem}`, {
+        param: 'text.format',
+      });
+    }
+    const plan = planInput(body.input);
+    const agentId = await this.turns.agentNamed(tenantId, body.model);
+    if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
+    if (plan.images.length > 0) await this.checkImages(tenantId, agentId, body.model);
+    const previous = body.previous_response_id ?? null;
+    const idempotencyKey = o.idempotencyKey;
+    let afterTurnId: string | undefined;
+    if (previous !== null) {
+      afterTurnId = o.cached?.turnId ?? (await this.storedTurnOf(tenantId, previous));
+      if (!afterTurnId) throw previousNotFound(previous);
+    }
+    const sessionId = await this.turns
+      .session(
+        tenantId,
+        agentId,
+        afterTurnId !== undefined
+          ? { afterTurnId }
+          : {
+              new: {
+                createdBy: 'responses',
+                history: plan.history,
+                importedAs: 'responses',
+                ...(idempotencyKey ? { key: { idempotencyKey, scope: 'responses' } } : {}),
+              },
+            },
+      )
+      .catch(responsesSessionRefusal(previous));
+    const record: ResponseRequestRecord = {
+      model: body.model,
+      background: body.background === true,
+      previous_response_id: previous,
+      metadata: body.metadata ?? {},
+      user: body.user ?? null,
+      imported: previous ? 0 : plan.history.length,
+      store: body.store !== false,
+      ...(responseFormat && body.text?.format ? { text_format: body.text.format } : {}),
+    };
+    const admitted = await this.turns.admit({
+      tenantId,
+      sessionId,
+      text: plan.prompt,
+      ...(plan.images.length > 0 ? { images: plan.images } : {}),
+      metadata: { responses: record },
+      idempotencyKey,
+      responseFormat,
+    });
+    return { meta: { turnId: admitted.turnId, sessionId, record }, admitted };
+  }
+
+  /** The response an id names, of the tenant: its turn and what its request recorded; 404 otherwise. */
+  async response(tenantId: string, id: string): Promise<{ meta: ResponseMeta; turn: TurnResponse }> {
+    const found = await this.find(tenantId, id);
+    // A `store: false` response is not kept as a response: only its own socket could continue it.
+    if (!found || !found.meta.record.store) throw notFoundResponse(id);
+    return found;
+  }
+
+  async turn(tenantId: string, turnId: string): Promise<TurnResponse> {
+    const row = await readTurn(this.sql, tenantId, turnId);
+    if (!row) throw notFoundResponse(responseIdOf(turnId));
+    return presentTurn(row);
+  }
+
+  /**
+   * Images go only to an agent every model of which (its model and fallbacks, any of which may answer)
+   * takes them: a 400 naming the one that does not, before anything is written.
+   */
+  private async checkImages(tenantId: string, agentId: string, model: string): Promise<void> {
+    const agent = await this.turns.agent(tenantId, agentId);
+    const refs = agent ? [agent.model, ...agent.fallbackModels] : [];
+    const blind = refs.find((ref) => !takesImages(ref));
+    if (blind !== undefined || refs.length === 0) {
+      throw new OpenAiError(
+        400,
+        'unsupported_value',
+        `input: the agent ${model} runs on ${blind ?? 'no model'}, which does not take images; ` +
+          'give it a model that does (openai/…, openai-chat/… or anthropic/…, not a hint:) or send text',
+        { param: 'input' },
+      );
+    }
+  }
+
+  /** The turn of a stored response (`store` not false), or undefined. */
+  private async storedTurnOf(tenantId: string, id: string): Promise<string | undefined> {
+    const found = await this.find(tenantId, id);
+    return found?.meta.record.store ? found.meta.turnId : undefined;
+  }
+
+  private async find(
+    tenantId: string,
+    id: string,
+  ): Promise<{ meta: ResponseMeta; turn: TurnResponse } | undefined> {
+    const turnId = turnIdOf(id);
+    const row = turnId ? await readTurn(this.sql, tenantId, turnId) : undefined;
+    if (!row) return undefined;
+    const turn = presentTurn(row);
+    const metadata = await this.sessions.messageMetadata(tenantId, turn.inputMessageId);
+    const agent = await this.turns.agent(tenantId, turn.agentId);
+    const record = requestRecordOf(metadata, agent?.name ?? turn.agentId);
+    return { meta: { turnId: turn.id, sessionId: turn.sessionId, record }, turn };
+  }
+}
+
+export const notFoundResponse = (id: string) =>
+  new OpenAiError(404, 'response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
