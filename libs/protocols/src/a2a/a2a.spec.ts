@@ -31,13 +31,21 @@ const message = (parts: Message['parts']): Message => ({
 describe('A2A task states', () => {
   it('maps every turn status', () => {
     expect(
-      ['queued', 'running', 'awaiting_subagent', 'awaiting_approval', 'completed', 'failed', 'cancelled'].map(
-        taskStateOf,
-      ),
+      [
+        'queued',
+        'running',
+        'awaiting_subagent',
+        'awaiting_approval',
+        'awaiting_client_tool',
+        'completed',
+        'failed',
+        'cancelled',
+      ].map(taskStateOf),
     ).toEqual([
       TaskState.TASK_STATE_SUBMITTED,
       TaskState.TASK_STATE_WORKING,
       TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_INPUT_REQUIRED,
       TaskState.TASK_STATE_INPUT_REQUIRED,
       TaskState.TASK_STATE_COMPLETED,
       TaskState.TASK_STATE_FAILED,

@@ -35,7 +35,7 @@ export const ANSWER_ARTIFACT_ID = 'answer';
 const STATUSES_OF: Partial<Record<TaskState, string[]>> = {
   [TaskState.TASK_STATE_SUBMITTED]: ['queued'],
   [TaskState.TASK_STATE_WORKING]: ['running', 'awaiting_subagent'],
-  [TaskState.TASK_STATE_INPUT_REQUIRED]: ['awaiting_approval'],
+  [TaskState.TASK_STATE_INPUT_REQUIRED]: ['awaiting_approval', 'awaiting_client_tool'],
   [TaskState.TASK_STATE_COMPLETED]: ['completed'],
   [TaskState.TASK_STATE_FAILED]: ['failed'],
   [TaskState.TASK_STATE_CANCELED]: ['cancelled'],
@@ -53,6 +53,7 @@ export function taskStateOf(status: string): TaskState {
     case 'awaiting_subagent':
       return TaskState.TASK_STATE_WORKING;
     case 'awaiting_approval':
+    case 'awaiting_client_tool':
       return TaskState.TASK_STATE_INPUT_REQUIRED;
     case 'completed':
       return TaskState.TASK_STATE_COMPLETED;
@@ -101,6 +102,8 @@ export function statusText(
       return `turn ${turn.id} was cancelled`;
     case 'awaiting_approval':
       return 'waiting for a person to approve a tool call (Switchboard approvals API)';
+    case 'awaiting_client_tool':
+      return `waiting for the client's tool results (POST /v1/turns/${turn.id}/client-tool-results)`;
     case 'queued':
     case 'running':
     case 'awaiting_subagent':

@@ -94,7 +94,9 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
         runStatusOf,
       ),
     ).toEqual(['pending', 'running', 'running', 'interrupted', 'success', 'error', 'interrupted']);
-    expect(turnStatusesOf('interrupted')).toEqual(['awaiting_approval', 'cancelled']);
+    expect(turnStatusesOf('interrupted')).toEqual(['awaiting_approval', 'awaiting_client_tool', 'cancelled']);
+    expect(runStatusOf('awaiting_client_tool')).toBe('interrupted');
+    expect(threadStatusOf([turn('c', 'awaiting_client_tool')])).toBe('interrupted');
     expect(turnStatusesOf('running')).toEqual(['running', 'awaiting_subagent']);
     expect(turnStatusesOf('timeout')).toEqual([]);
   });

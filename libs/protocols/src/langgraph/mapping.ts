@@ -142,7 +142,10 @@ export function runStatusOf(status: string): LangGraphRunStatus {
     case 'running':
     case 'awaiting_subagent':
       return 'running';
+    // Waiting for the client's tool results (docs/adr/0047) is a pause like an approval's. The
+    // interrupt values and a `Command({resume})` answer are not mapped yet (ADR 0038).
     case 'awaiting_approval':
+    case 'awaiting_client_tool':
     case 'cancelled':
       return 'interrupted';
     case 'completed':
@@ -159,6 +162,7 @@ export function turnStatusesOf(status: LangGraphRunStatus): string[] {
     'running',
     'awaiting_subagent',
     'awaiting_approval',
+    'awaiting_client_tool',
     'cancelled',
     'completed',
     'failed',
@@ -167,7 +171,8 @@ export function turnStatusesOf(status: LangGraphRunStatus): string[] {
 
 /** The thread's status from its latest turn: busy while one runs, interrupted while one waits for approval. */
 export function threadStatusOf(latest: Pick<TurnRow, 'status'>[]): LangGraphThread['status'] {
-  if (latest.some((t) => t.status === 'awaiting_approval')) return 'interrupted';
+  if (latest.some((t) => t.status === 'awaiting_approval' || t.status === 'awaiting_client_tool'))
+    return 'interrupted';
   if (latest.some((t) => ['queued', 'running', 'awaiting_subagent'].includes(t.status))) return 'busy';
   return latest[0]?.status === 'failed' ? 'error' : 'idle';
 }

@@ -3,7 +3,7 @@ import { isUuid } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
 
 /** Turn statuses that have not ended. */
-const UNFINISHED = ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'];
+const UNFINISHED = ['queued', 'running', 'awaiting_approval', 'awaiting_subagent', 'awaiting_client_tool'];
 /** Transcript entries a thread's state shows at most (the newest). */
 export const STATE_MESSAGES = 1000;
 
@@ -170,7 +170,8 @@ export class LangGraphReads {
   /** Approvals waiting for a decision on a turn that still waits for them. */
   pending(sessionId: string): Promise<Approval[]> {
     return this.db.approval.findMany({
-      where: { sessionId, status: 'pending', turn: { status: 'awaiting_approval' } },
+      // Client tool waits share the table (docs/adr/0047): not a person's decision, not listed here.
+      where: { sessionId, status: 'pending', kind: 'approval', turn: { status: 'awaiting_approval' } },
       orderBy: { id: 'asc' },
     });
   }
