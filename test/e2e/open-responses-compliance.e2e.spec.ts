@@ -10,6 +10,7 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { newTenant } from '../support/api';
+import { bunBinary } from '../support/bun';
 
 /**
  * The Open Responses compliance suite (openresponses/openresponses `bin/compliance-test.ts`, vendored
@@ -23,15 +24,6 @@ jest.setTimeout(240_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 const SUITE = path.resolve(__dirname, '../open-responses');
-/**
- * Bun's binary, from the platform package the npm package `bun` brings as an optional dependency (its
- * own `bin/bun` is a placeholder its install script replaces, and npm here runs no install scripts).
- */
-const BUN = path.dirname(
-  require.resolve(
-    `@oven/bun-${process.platform}-${process.arch === 'arm64' ? 'aarch64' : process.arch}/package.json`,
-  ),
-);
 /** Cases expected to fail, and why. */
 const EXPECTED_FAILURES: Record<string, string> = {
   'tool-calling': 'client function tools are not wired into the Responses adapter yet',
@@ -78,7 +70,7 @@ describe('Open Responses compliance suite against the gateway', () => {
 
   it('passes every case but client tool calling (16 of 17)', async () => {
     const out = await runProcess(
-      path.join(BUN, 'bin/bun'),
+      bunBinary(),
       [
         'bin/compliance-test.ts',
         '--base-url',
