@@ -126,8 +126,9 @@ export class ResponsesController {
           );
         return;
       }
-      // Held until the turn ends (bounded by WAIT_TIMEOUT_MS), as chat completions is.
-      const held = await holdRequest(this.turns, reply, admitted);
+      // Held until the turn ends or waits for the client's tools (bounded by WAIT_TIMEOUT_MS), as chat
+      // completions is; a waiting turn's response completes with its function_call items (docs/adr/0047).
+      const held = await holdRequest(this.turns, reply, admitted, { orClientTool: true });
       if (held.settled) await reply.status(200).send(await this.streamer.present(tenantId, meta, held.turn));
       else if (held.why !== 'left') {
         throw responseNotEnded(admitted.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);
