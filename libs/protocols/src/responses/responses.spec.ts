@@ -201,14 +201,20 @@ describe('unsupportedResponsesParameter', () => {
     unsupportedResponsesParameter(CreateResponseRequest.parse({ model: 'm', input: 'x', ...body }));
 
   it('refuses what it cannot honour, naming the parameter', () => {
-    expect(parse({ tools: [{ type: 'function', name: 'f' }] })).toMatchObject({
-      param: 'tools',
-      code: 'unsupported_parameter',
+    // Function tools are the client's (docs/adr/0047); other tool types are refused.
+    expect(parse({ tools: [{ type: 'function', name: 'f' }] })).toBeUndefined();
+    expect(parse({ tools: [{ type: 'web_search' }] })).toMatchObject({
+      param: 'tools[0].type',
+      code: 'unsupported_value',
     });
     // store: false is honoured (docs/adr/0035), not refused.
     expect(parse({ store: false })).toBeUndefined();
-    expect(parse({ tool_choice: 'required' })).toMatchObject({ param: 'tool_choice' });
-    expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toMatchObject({
+    expect(parse({ tool_choice: 'required' })).toMatchObject({
+      param: 'tool_choice',
+      code: 'unsupported_value',
+    });
+    expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toBeUndefined();
+    expect(parse({ input: [{ type: 'item_reference', id: 'msg_1' }] })).toMatchObject({
       param: 'input[0].type',
     });
     expect(
