@@ -478,7 +478,7 @@ describe('/v1/responses with the stock clients', () => {
   it('the Open Responses compliance cases it supports: every field ResponseResource requires, every event numbered', async () => {
     // Derived from the Open Responses specification's OpenAPI document (ResponseResource's `required`)
     // and its compliance suite's request shapes (basic, streaming, system prompt, multi-turn); its
-    // tool-calling and image cases ask for what the adapter refuses (client tools, images: ADR 0035).
+    // tool-calling and image cases are covered by the suite itself (test/e2e/open-responses-compliance).
     const REQUIRED = [
       'id',
       'object',
@@ -580,9 +580,18 @@ describe('/v1/responses with the stock clients', () => {
     await refuse({ input: [{ role: 'robot', content: 'x' }] }, 'input');
     await refuse({ input: [] }, 'input');
     await refuse({ input: [{ role: 'assistant', content: 'only me' }] }, 'input');
-    // Client function tools (docs/adr/0047): a schema that is no object schema, another tool type.
+    // Client function tools (docs/adr/0047): a schema ajv cannot compile, another tool type.
     await refuse(
-      { input: 'x', tools: [{ type: 'function', name: 'f', parameters: {} }] },
+      {
+        input: 'x',
+        tools: [
+          {
+            type: 'function',
+            name: 'f',
+            parameters: { type: 'object', properties: { a: { type: 'nope' } } },
+          },
+        ],
+      },
       'tools[0].parameters',
     );
     await refuse({ input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type');

@@ -697,7 +697,7 @@ export interface paths {
     put?: never;
     /**
      * Open Responses: the agent named by `model` answers; a response is a turn
-     * @description Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn (408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. Client function tools, `store: false` and non-text parts are refused with 400 before anything is written.
+     * @description Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn (408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. `tools` of type `function` are the client’s (docs/adr/0047): when the agent’s model calls one the response completes with `function_call` items; an `input` ending with `function_call_output` items answers them and follows the same turn (a new response id, `resp_<turn>_<seq>`). Other tool types and non-text parts other than images are refused with 400 before anything is written.
      */
     post: operations['createResponse'];
     delete?: never;
@@ -1449,7 +1449,7 @@ export interface paths {
     put?: never;
     /**
      * MCP server (Streamable HTTP, stateless): the tenant's agents as tools
-     * @description Not a REST operation: POST carries MCP JSON-RPC messages (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, …) as the MCP specification (revision 2025-11-25) defines; send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
+     * @description Not a REST operation: POST carries MCP JSON-RPC messages as the MCP specification defines, in either revision: 2025-11-25 (`initialize`, then `tools/list`, `tools/call`, `notifications/cancelled`, …) or 2026-07-28 (no handshake: every request carries `_meta` `io.modelcontextprotocol/protocolVersion` and `clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and `structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.
      */
     post: operations['mcpPost'];
     /**
@@ -1470,8 +1470,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * An agent's A2A agent card (v1.0 JSON; security: the bearer API key)
-     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme. Another tenant's agent, or an id that is not one, is 404.
+     * An agent's A2A agent card (v0.3 and v1.0; security: the bearer API key)
+     * @description The agent's card (ADR 0037): its name, description, skills, the JSON-RPC endpoint `/a2a/{agentId}` and the bearer security scheme; `capabilities.pushNotifications: true`. Negotiated by the `A2A-Version` request header: `1.0` gets the v1.0 proto JSON card (`supportedInterfaces`); none or `0.3` gets that card with v0.3's fields beside it (top-level `url`, `protocolVersion`, `preferredTransport`, `security`), valid under both versions. Another tenant's agent, or an id that is not one, is 404.
      */
     get: operations['getAgentCard'];
     put?: never;
@@ -1492,8 +1492,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel)
-     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
+     * An agent's A2A JSON-RPC endpoint (message/send, message/stream, tasks/get, tasks/cancel, push notification configs, ListTasks)
+     * @description Not a REST operation: a JSON-RPC 2.0 request as the A2A specification defines it. v1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig`) with `A2A-Version: 1.0`; v0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/set|get|list|delete`; v0.3 has no tasks/list) with `A2A-Version: 0.3` or none. A task is a turn (its id the turn id), a context a session (contextId the session id). A push notification config (also accepted with a message) gets the ended task POSTed to its URL in the version's shape, signed with the tenant's webhook secret (Standard Webhooks, like completion webhooks), with its token (`X-A2A-Notification-Token`) and authentication (`Authorization`), retried with backoff; a private or metadata address is refused. Protocol errors (unknown method -32601, invalid params -32602, task not found -32001, task not cancelable -32002, push notifications need the tenant's secret -32003, agent stopped -32050, tenant paused -32051, …) come as JSON-RPC error responses with status 200. docs/adr/0037.
      */
     post: operations['callAgentJsonRpc'];
     delete?: never;
@@ -1610,12 +1610,76 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's state: its transcript as LangChain messages, pending approvals as interrupts
-     * @description The thread's state (`client.threads.getState`): the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
+     * The thread's current state: its transcript as LangChain messages, pending approvals as interrupts
+     * @description The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
      */
     get: operations['langgraphGetThreadState'];
     put?: never;
+    /**
+     * Update a thread’s state: not supported (422, nothing written)
+     * @description `client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.
+     */
+    post: operations['langgraphUpdateThreadState'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/state/{checkpoint_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The thread's state at the end of one of its runs (checkpoint id = run id)
+     * @description The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.
+     */
+    get: operations['langgraphGetThreadStateAt'];
+    put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/state/checkpoint': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * The thread's state at a checkpoint config ({thread_id} alone: the current state)
+     * @description The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.
+     */
+    post: operations['langgraphGetThreadStateAtCheckpoint'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/langgraph/threads/{thread_id}/copy': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Copy (fork) a thread: not supported (422, nothing written)
+     * @description `client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.
+     */
+    post: operations['langgraphCopyThread'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1630,14 +1694,14 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
-     * @description The thread's states, newest first: only the current one exists (no checkpoints); `before` returns none.
+     * The thread's states, one per run, newest first (paged by before/limit)
+     * @description The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.
      */
     get: operations['langgraphGetThreadHistory'];
     put?: never;
     /**
-     * The thread's states: only the current one (no checkpoints, docs/adr/0038)
-     * @description The thread's states (`client.threads.getHistory`): only the current one exists (no checkpoints); `before` returns none, a `checkpoint` is refused (422).
+     * The thread's states, one per run, newest first (paged by before/limit)
+     * @description The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).
      */
     post: operations['langgraphSearchThreadHistory'];
     delete?: never;
@@ -1906,6 +1970,21 @@ export interface components {
       };
       correlationId?: string;
       wait?: boolean | number;
+      responseFormat?:
+        | {
+            /** @constant */
+            type: 'json_object';
+          }
+        | {
+            /** @constant */
+            type: 'json_schema';
+            name: string;
+            description?: string;
+            schema: {
+              [key: string]: unknown;
+            };
+            strict?: boolean;
+          };
     };
     CancelTurnDto: {
       reason?: string;
@@ -2088,14 +2167,33 @@ export interface components {
       verbosity?: string | null;
       prompt_cache_key?: string;
       safety_identifier?: string;
+      response_format?:
+        | (
+            | {
+                /** @constant */
+                type: 'text';
+              }
+            | {
+                /** @constant */
+                type: 'json_object';
+              }
+            | {
+                /** @constant */
+                type: 'json_schema';
+                json_schema: {
+                  name: string;
+                  description?: string;
+                  schema: {
+                    [key: string]: unknown;
+                  };
+                  strict?: boolean | null;
+                };
+              }
+          )
+        | null;
       n?: number | null;
       logprobs?: boolean[];
       top_logprobs?: number | null;
-      response_format?: {
-        type: string;
-      } & {
-        [key: string]: unknown;
-      };
       tools?: {
         /** @constant */
         type: 'function';
@@ -2182,6 +2280,30 @@ export interface components {
                 created_by?: string | null;
               }
             | ({
+                /** @constant */
+                type: 'function_call';
+                call_id: string;
+                name: string;
+                arguments: string;
+              } & {
+                [key: string]: unknown;
+              })
+            | {
+                /** @constant */
+                type: 'function_call_output';
+                call_id: string;
+                output:
+                  | string
+                  | ({
+                      type: string;
+                      text?: string;
+                    } & {
+                      [key: string]: unknown;
+                    })[];
+                id?: string | null;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+              }
+            | ({
                 /** @enum {string} */
                 type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
               } & {
@@ -2190,8 +2312,6 @@ export interface components {
             | ({
                 /** @enum {string} */
                 type:
-                  | 'function_call'
-                  | 'function_call_output'
                   | 'item_reference'
                   | 'custom_tool_call'
                   | 'custom_tool_call_output'
@@ -2241,17 +2361,41 @@ export interface components {
       include?: string[] | null;
       text?:
         | ({
-            format?: {
-              type: string;
-            } & {
-              [key: string]: unknown;
-            };
+            format?:
+              | {
+                  /** @constant */
+                  type: 'text';
+                }
+              | {
+                  /** @constant */
+                  type: 'json_object';
+                }
+              | {
+                  /** @constant */
+                  type: 'json_schema';
+                  name: string;
+                  description?: string;
+                  schema: {
+                    [key: string]: unknown;
+                  };
+                  strict?: boolean | null;
+                };
             verbosity?: string | null;
           } & {
             [key: string]: unknown;
           })
         | null;
-      tools?: unknown[];
+      tools?: ({
+        type: string;
+        name?: string;
+        description?: string | null;
+        parameters?: {
+          [key: string]: unknown;
+        } | null;
+        strict?: boolean | null;
+      } & {
+        [key: string]: unknown;
+      })[];
       tool_choice?: unknown;
       top_logprobs?: number | null;
       conversation?: unknown;
@@ -2318,6 +2462,30 @@ export interface components {
                 created_by?: string | null;
               }
             | ({
+                /** @constant */
+                type: 'function_call';
+                call_id: string;
+                name: string;
+                arguments: string;
+              } & {
+                [key: string]: unknown;
+              })
+            | {
+                /** @constant */
+                type: 'function_call_output';
+                call_id: string;
+                output:
+                  | string
+                  | ({
+                      type: string;
+                      text?: string;
+                    } & {
+                      [key: string]: unknown;
+                    })[];
+                id?: string | null;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+              }
+            | ({
                 /** @enum {string} */
                 type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
               } & {
@@ -2326,8 +2494,6 @@ export interface components {
             | ({
                 /** @enum {string} */
                 type:
-                  | 'function_call'
-                  | 'function_call_output'
                   | 'item_reference'
                   | 'custom_tool_call'
                   | 'custom_tool_call_output'
@@ -2491,13 +2657,58 @@ export interface components {
         [key: string]: unknown;
       };
     };
+    LangGraphStateAtDto: {
+      checkpoint: {
+        thread_id?: string;
+        checkpoint_ns?: string;
+        checkpoint_id?: string | null;
+        checkpoint_map?: {
+          [key: string]: unknown;
+        } | null;
+      };
+      subgraphs?: boolean;
+      select?: string[];
+    };
     LangGraphHistoryDto: {
       limit?: number;
-      before?: unknown;
+      before?:
+        | (
+            | string
+            | {
+                thread_id?: string;
+                checkpoint_ns?: string;
+                checkpoint_id?: string | null;
+                checkpoint_map?: {
+                  [key: string]: unknown;
+                } | null;
+              }
+            | ({
+                configurable: {
+                  thread_id?: string;
+                  checkpoint_ns?: string;
+                  checkpoint_id?: string | null;
+                  checkpoint_map?: {
+                    [key: string]: unknown;
+                  } | null;
+                } & {
+                  [key: string]: unknown;
+                };
+              } & {
+                [key: string]: unknown;
+              })
+          )
+        | null;
       metadata?: {
         [key: string]: unknown;
-      };
-      checkpoint?: unknown;
+      } | null;
+      checkpoint?: {
+        thread_id?: string;
+        checkpoint_ns?: string;
+        checkpoint_id?: string | null;
+        checkpoint_map?: {
+          [key: string]: unknown;
+        } | null;
+      } | null;
       select?: string[];
     };
     LangGraphRunDto: {
@@ -2562,8 +2773,15 @@ export interface components {
       feedback_keys?: string[];
       interrupt_before?: '*' | string[];
       interrupt_after?: '*' | string[];
-      checkpoint?: unknown;
-      checkpoint_id?: string;
+      checkpoint?: {
+        thread_id?: string;
+        checkpoint_ns?: string;
+        checkpoint_id?: string | null;
+        checkpoint_map?: {
+          [key: string]: unknown;
+        } | null;
+      } | null;
+      checkpoint_id?: string | null;
       checkpoint_during?: boolean;
       durability?: string;
       webhook?: string;
@@ -4859,6 +5077,16 @@ export interface components {
               status: 'in_progress' | 'completed' | 'failed';
             };
           }
+        | {
+            /** @constant */
+            type: 'function_call';
+            id: string;
+            call_id: string;
+            name: string;
+            arguments: string;
+            /** @constant */
+            status: 'completed';
+          }
       )[];
       output_text: string;
       error: {
@@ -4872,10 +5100,25 @@ export interface components {
       truncation: 'disabled';
       parallel_tool_calls: boolean;
       text: {
-        format: {
-          /** @constant */
-          type: 'text';
-        };
+        format:
+          | {
+              /** @constant */
+              type: 'text';
+            }
+          | {
+              /** @constant */
+              type: 'json_object';
+            }
+          | {
+              /** @constant */
+              type: 'json_schema';
+              name: string;
+              description?: string;
+              schema: {
+                [key: string]: unknown;
+              };
+              strict?: boolean | null;
+            };
       };
       top_p: number;
       presence_penalty: number;
@@ -4991,6 +5234,14 @@ export interface components {
           code: string;
         };
       };
+    };
+    LangGraphCheckpointConfig: {
+      thread_id?: string;
+      checkpoint_ns?: string;
+      checkpoint_id?: string | null;
+      checkpoint_map?: {
+        [key: string]: unknown;
+      } | null;
     };
     LangGraphError: {
       detail: string;
@@ -8735,7 +8986,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, or a model that is not the session’s agent */
+      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8840,7 +9091,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced) */
+      /** @description The turn failed (`turn_failed`: its provider failed, or a budget could not be enforced; `structured_output_invalid`: the answer did not match `response_format` after a repair round) */
       502: {
         headers: {
           [name: string]: unknown;
@@ -9002,7 +9253,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The response: ended (or, with `background: true`, queued). With `stream: true`, Server-Sent Events (`event:` the type, `data:` the event with its `sequence_number`): response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, then response.completed, response.incomplete or response.failed. */
+      /** @description The response: ended (or, with `background: true`, queued). With `stream: true`, Server-Sent Events (`event:` the type, `data:` the event with its `sequence_number`): response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done (for a client function call: response.function_call_arguments.delta and .done), then response.completed, response.incomplete or response.failed. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -9012,7 +9263,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9039,7 +9290,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9057,7 +9308,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The session is closed, or a request with this Idempotency-Key is still in flight */
+      /** @description The session is closed, a request with this Idempotency-Key is still in flight, or a client call was answered otherwise before or expired (`answered_otherwise`, `expired`) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -9165,7 +9416,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseCompaction'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9192,7 +9443,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9280,7 +9531,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9298,7 +9549,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9362,7 +9613,7 @@ export interface operations {
           'application/json': components['schemas']['Response'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9380,7 +9631,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9450,7 +9701,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseInputItemList'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9468,7 +9719,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13264,7 +13515,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600) */
+      /** @description Not valid JSON (-32700), or not a valid JSON-RPC message / MCP request (-32600); 2026-07-28: a revision the server does not speak (-32022, `error.data.supported`), headers that are missing or disagree with the body (-32020), a malformed `_meta` envelope (-32602) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -13275,6 +13526,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked API key */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcError'];
+        };
+      };
+      /** @description 2026-07-28: a method this server does not have (-32601) */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -13427,7 +13687,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The agent card (A2A v1.0 AgentCard, JSON) */
+      /** @description The agent card (A2A v1.0 AgentCard JSON; with the v0.3 fields unless A2A-Version is 1.0) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -13684,7 +13944,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13757,7 +14017,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13849,7 +14109,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -13885,7 +14145,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -13996,7 +14256,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14069,7 +14329,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14115,7 +14375,10 @@ export interface operations {
   };
   langgraphGetThreadState: {
     parameters: {
-      query?: never;
+      query?: {
+        subgraphs?: '0' | '1' | 'true' | 'false';
+        select?: string | string[];
+      };
       header?: never;
       path: {
         thread_id: string;
@@ -14124,13 +14387,22 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's state: its transcript as LangChain messages, pending approvals as interrupts */
+      /** @description The thread's current state: its transcript as LangChain messages, pending approvals as interrupts */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
         };
       };
       /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
@@ -14142,8 +14414,442 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphUpdateThreadState: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThreadStateAt: {
+    parameters: {
+      query?: {
+        subgraphs?: '0' | '1' | 'true' | 'false';
+        select?: string | string[];
+      };
+      header?: never;
+      path: {
+        thread_id: string;
+        checkpoint_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The thread's state at the end of one of its runs (checkpoint id = run id) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphGetThreadStateAtCheckpoint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "checkpoint": {
+         *         "thread_id": "01938a7e-5b2c-7d10-8f00-00000000beef",
+         *         "checkpoint_ns": "",
+         *         "checkpoint_id": "01938a7e-5b2c-7d10-8f00-00000000c0de"
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['LangGraphStateAtDto'];
+      };
+    };
+    responses: {
+      /** @description The thread's state at a checkpoint config ({thread_id} alone: the current state) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThreadState'];
+        };
+      };
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Rate limit exceeded: retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+    };
+  };
+  langgraphCopyThread: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        thread_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The body is not JSON, or a header or query is malformed */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Missing, invalid or revoked API key (`x-api-key`, or `Authorization: Bearer`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -14200,7 +14906,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+      /** @description The thread's states, one per run, newest first (paged by before/limit) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -14227,8 +14933,17 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -14284,14 +14999,17 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "limit": 10
+         *       "limit": 10,
+         *       "before": {
+         *         "checkpoint_id": "01938a7e-5b2c-7d10-8f00-00000000c0de"
+         *       }
          *     }
          */
         'application/json': components['schemas']['LangGraphHistoryDto'];
       };
     };
     responses: {
-      /** @description The thread's states: only the current one (no checkpoints, docs/adr/0038) */
+      /** @description The thread's states, one per run, newest first (paged by before/limit) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -14318,7 +15036,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14345,7 +15063,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14432,7 +15150,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14441,7 +15159,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14555,7 +15273,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14591,7 +15309,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14705,7 +15423,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14741,7 +15459,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14855,7 +15573,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -14900,7 +15618,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -14974,7 +15692,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15059,7 +15777,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15077,7 +15795,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15189,7 +15907,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15198,7 +15916,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15283,7 +16001,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description No such assistant, thread or run for the calling tenant */
+      /** @description No such assistant, thread, run or checkpoint for the calling tenant */
       404: {
         headers: {
           [name: string]: unknown;
@@ -15292,7 +16010,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, checkpoints…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
       422: {
         headers: {
           [name: string]: unknown;
