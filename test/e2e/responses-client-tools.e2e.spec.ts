@@ -5,6 +5,7 @@ import type { FunctionTool, ResponseFunctionToolCall } from 'openai/resources/re
 import {
   createTestEnv,
   crossRealmSafeFetch,
+  waitFor,
   FakeLlmServer,
   runProcess,
   scripted,
@@ -63,7 +64,8 @@ describe('client function tools on /v1/responses', () => {
     llm = await FakeLlmServer.start();
     const [gateway, harness] = await Promise.all([
       spawnGateway(env.processEnv(llm.providerEnv)),
-      spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
+      // The reconciler expires due client waits (the expiry case below).
+      spawnApp('harness-worker', env.processEnv({ ...llm.providerEnv, RECONCILE_INTERVAL_MS: '500' })),
     ]);
     processes.push(gateway, harness);
     url = gateway.url;
@@ -299,6 +301,67 @@ describe('client function tools on /v1/responses', () => {
       expect(
         await refused({ model: 'helper', input: 'hi', tools: [WEATHER], tool_choice: 'required' }),
       ).toMatchObject({ status: 400, code: 'unsupported_value', param: 'tool_choice' });
+    });
+
+    it('refuses an answer that leaves a call of the round unanswered (400), then takes both', async () => {
+      llm.enqueue({
+        kind: 'message',
+        toolCalls: [
+          { id: 'c1', name: 'get_weather', arguments: '{"city":"Lyon"}' },
+          { id: 'c2', name: 'get_weather', arguments: '{"city":"Nice"}' },
+        ],
+      });
+      const waiting = await client.responses.create({
+        model: 'helper',
+        input: 'Lyon and Nice?',
+        tools: [WEATHER],
+      });
+      const calls = functionCalls(waiting.output);
+      expect(calls.map((c) => c.arguments)).toEqual(['{"city":"Lyon"}', '{"city":"Nice"}']);
+      const missing = await refused({
+        model: 'helper',
+        previous_response_id: waiting.id,
+        input: [{ type: 'function_call_output', call_id: calls[0].call_id, output: 'mild' }],
+      });
+      expect(missing).toMatchObject({ status: 400, code: 'missing_call' });
+      llm.enqueue(scripted.text('Mild in both.'));
+      const both = await client.responses.create({
+        model: 'helper',
+        previous_response_id: waiting.id,
+        input: calls.map((c) => ({
+          type: 'function_call_output' as const,
+          call_id: c.call_id,
+          output: 'mild',
+        })),
+      });
+      expect(both.output_text).toBe('Mild in both.');
+    });
+
+    it('an unanswered call expires: the response is failed, a late answer is a 409', async () => {
+      const res = await api.post('/v1/agents', {
+        name: 'impatient',
+        model: 'openai-chat/gpt-4o-mini',
+        instructions: 'Be brief.',
+        budgets: { clientToolTimeoutMs: 1000 },
+      });
+      expect(res.status).toBe(201);
+      llm.enqueue(scripted.toolCall('get_weather', { city: 'Nuuk' }));
+      const waiting = await client.responses.create({ model: 'impatient', input: 'Nuuk?', tools: [WEATHER] });
+      const [call] = functionCalls(waiting.output);
+      const failed = await waitFor(
+        async () => {
+          const r = await client.responses.retrieve(waiting.id);
+          return r.status === 'failed' ? r : undefined;
+        },
+        { what: 'the response to fail client_tool_timeout', timeoutMs: 60_000 },
+      );
+      expect(failed.error?.message).toContain('client_tool_timeout');
+      const late = await refused({
+        model: 'impatient',
+        previous_response_id: waiting.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: 'ice' }],
+      });
+      expect(late).toMatchObject({ status: 409, code: 'expired' });
     });
 
     it('refuses an unknown call id (404) and a call of another response (404)', async () => {
