@@ -16,18 +16,13 @@ import { bunBinary } from '../support/bun';
  * The Open Responses compliance suite (openresponses/openresponses `bin/compliance-test.ts`, vendored
  * as published under test/open-responses, Apache-2.0) run by Bun — the npm package `bun` — against a
  * real gateway and harness worker whose agent's model is the fake LLM server. The exact command is
- * in test/open-responses/README.md. The suite's `tool-calling` case asks for client function tools,
- * which the Responses adapter does not take yet (docs/adr/0035): it is the one expected to fail, and
- * this test notices the day it passes.
+ * in test/open-responses/README.md. Every case passes, `tool-calling` (client function tools,
+ * docs/adr/0047) included: the fake model calls the client's `get_weather` when it is offered.
  */
 jest.setTimeout(240_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 const SUITE = path.resolve(__dirname, '../open-responses');
-/** Cases expected to fail, and why. */
-const EXPECTED_FAILURES: Record<string, string> = {
-  'tool-calling': 'client function tools are not wired into the Responses adapter yet',
-};
 
 interface SuiteResult {
   summary: { passed: number; failed: number; skipped: number; total: number };
@@ -44,8 +39,14 @@ describe('Open Responses compliance suite against the gateway', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
-    // Every model call answers; the suite checks shapes and protocol, not the model's wit.
-    llm.setDefault(() => scripted.text('Ahoy: one, two, three.', { textPieces: 3 }));
+    // Every model call answers; the suite checks shapes and protocol, not the model's wit. Offered
+    // the client's get_weather (the tool-calling case), the model calls it.
+    llm.setDefault((req) => {
+      const tools = (req.body as { tools?: { function?: { name?: string } }[] } | null)?.tools ?? [];
+      return tools.some((t) => t.function?.name === 'get_weather')
+        ? scripted.toolCall('get_weather', { location: 'San Francisco, CA' })
+        : scripted.text('Ahoy: one, two, three.', { textPieces: 3 });
+    });
     const [gateway, harness] = await Promise.all([
       spawnGateway(env.processEnv(llm.providerEnv)),
       spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
@@ -68,7 +69,7 @@ describe('Open Responses compliance suite against the gateway', () => {
     await env?.cleanup();
   });
 
-  it('passes every case but client tool calling (16 of 17)', async () => {
+  it('passes all 17 cases', async () => {
     const out = await runProcess(
       bunBinary(),
       [
@@ -84,11 +85,9 @@ describe('Open Responses compliance suite against the gateway', () => {
       { env: { ...process.env, NO_COLOR: '1' }, cwd: SUITE, timeoutMs: 200_000 },
     );
     const report = JSON.parse(out.stdout) as SuiteResult;
-    const failed = report.results.filter((r) => r.status !== 'passed').map((r) => r.id);
-    const unexpected = report.results.filter((r) => r.status !== 'passed' && !(r.id in EXPECTED_FAILURES));
-    expect(unexpected).toEqual([]);
-    expect(failed.sort()).toEqual(Object.keys(EXPECTED_FAILURES).sort());
+    const failed = report.results.filter((r) => r.status !== 'passed');
+    expect(failed).toEqual([]);
     expect(report.summary.total).toBe(17);
-    expect(report.summary.passed).toBe(17 - Object.keys(EXPECTED_FAILURES).length);
+    expect(report.summary.passed).toBe(17);
   });
 });

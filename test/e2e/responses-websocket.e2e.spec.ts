@@ -277,8 +277,8 @@ describe('/v1/responses: WebSocket mode, compact and store: false', () => {
         model: 'helper',
         input: [{ type: 'function_call_output', call_id: 'c', output: '1' }],
       },
-      400,
-      'unsupported_value',
+      404,
+      'unknown_call',
     );
     await refused(
       {
@@ -309,6 +309,56 @@ describe('/v1/responses: WebSocket mode, compact and store: false', () => {
     expect(llm.requests.length).toBe(requests + 1);
   });
 
+  it('client function tools: function_call items complete the response; function_call_output resumes the turn', async () => {
+    llm.enqueue(
+      { kind: 'message', toolCalls: [{ name: 'get_weather', arguments: '{"city":"Turin"}' }] },
+      { kind: 'message', text: 'Misty in Turin.' },
+    );
+    const socket = await ResponsesSocket.open(url, api.key!);
+    const tools = [
+      {
+        type: 'function',
+        name: 'get_weather',
+        description: 'The weather in a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } } },
+      },
+    ];
+    const asked = await socket.turn({
+      type: 'response.create',
+      model: 'helper',
+      store: false,
+      input: 'Weather in Turin?',
+      tools,
+    });
+    expect(asked.map((m) => m.type).slice(-5)).toEqual([
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const waiting = responseOf(asked);
+    const call = (waiting.output as { type: string; call_id: string; arguments: string }[]).find(
+      (i) => i.type === 'function_call',
+    )!;
+    expect(call.arguments).toBe('{"city":"Turin"}');
+    const answered = await socket.turn({
+      type: 'response.create',
+      model: 'helper',
+      store: false,
+      previous_response_id: waiting.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'misty' }],
+    });
+    expect(responseOf(answered)).toMatchObject({
+      status: 'completed',
+      output_text: 'Misty in Turin.',
+      previous_response_id: waiting.id,
+      turn_id: waiting.turn_id,
+    });
+    expect(responseOf(answered).id).not.toBe(waiting.id);
+    socket.close();
+  });
+
   it('a failed continuation forgets the response it named', async () => {
     llm.enqueue({ kind: 'message', text: 'OK.' });
     const socket = await ResponsesSocket.open(url, api.key!);
@@ -322,7 +372,7 @@ describe('/v1/responses: WebSocket mode, compact and store: false', () => {
       previous_response_id: first.id,
       input: [{ type: 'function_call_output', call_id: 'call_missing', output: 'x' }],
     });
-    expect(terminal(failed)).toMatchObject({ type: 'error', status: 400 });
+    expect(terminal(failed)).toMatchObject({ type: 'error', status: 404 });
     const retry = await socket.turn({
       type: 'response.create',
       model: 'helper',

@@ -478,7 +478,7 @@ describe('/v1/responses with the stock clients', () => {
   it('the Open Responses compliance cases it supports: every field ResponseResource requires, every event numbered', async () => {
     // Derived from the Open Responses specification's OpenAPI document (ResponseResource's `required`)
     // and its compliance suite's request shapes (basic, streaming, system prompt, multi-turn); its
-    // tool-calling and image cases ask for what the adapter refuses (client tools, images: ADR 0035).
+    // tool-calling and image cases are covered by the suite itself (test/e2e/open-responses-compliance).
     const REQUIRED = [
       'id',
       'object',
@@ -580,21 +580,36 @@ describe('/v1/responses with the stock clients', () => {
     await refuse({ input: [{ role: 'robot', content: 'x' }] }, 'input');
     await refuse({ input: [] }, 'input');
     await refuse({ input: [{ role: 'assistant', content: 'only me' }] }, 'input');
-    await refuse({ input: 'x', tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
-    await refuse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }, 'input[0].type');
+    // Client function tools (docs/adr/0047): a schema ajv cannot compile, another tool type.
+    await refuse(
+      {
+        input: 'x',
+        tools: [
+          {
+            type: 'function',
+            name: 'f',
+            parameters: { type: 'object', properties: { a: { type: 'nope' } } },
+          },
+        ],
+      },
+      'tools[0].parameters',
+    );
+    await refuse({ input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type');
+    await refuse({ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type');
     await refuse({ input: 'x', surprise: true }, null);
 
     const sdkRefused = await client.responses
       .create({
         model: 'helper',
         input: 'x',
-        tools: [{ type: 'function', name: 'f', parameters: {}, strict: true }],
+        tools: [{ type: 'function', name: 'f', parameters: { type: 'object' }, strict: true }],
+        tool_choice: 'required',
       })
       .catch((e: unknown) => e);
     expect(sdkRefused).toBeInstanceOf(BadRequestError);
     expect((sdkRefused as BadRequestError).error).toMatchObject({
-      code: 'unsupported_parameter',
-      param: 'tools',
+      code: 'unsupported_value',
+      param: 'tool_choice',
     });
 
     const unknownPrevious = await client.responses

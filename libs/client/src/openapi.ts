@@ -697,7 +697,7 @@ export interface paths {
     put?: never;
     /**
      * Open Responses: the agent named by `model` answers; a response is a turn
-     * @description Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn (408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. Client function tools, `store: false` and non-text parts are refused with 400 before anything is written.
+     * @description Admits `input` as one turn of the agent named by `model` (ADR 0035): in a new session seeded with the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn (408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. `tools` of type `function` are the client’s (docs/adr/0047): when the agent’s model calls one the response completes with `function_call` items; an `input` ending with `function_call_output` items answers them and follows the same turn (a new response id, `resp_<turn>_<seq>`). Other tool types and non-text parts other than images are refused with 400 before anything is written.
      */
     post: operations['createResponse'];
     delete?: never;
@@ -2280,6 +2280,30 @@ export interface components {
                 created_by?: string | null;
               }
             | ({
+                /** @constant */
+                type: 'function_call';
+                call_id: string;
+                name: string;
+                arguments: string;
+              } & {
+                [key: string]: unknown;
+              })
+            | {
+                /** @constant */
+                type: 'function_call_output';
+                call_id: string;
+                output:
+                  | string
+                  | ({
+                      type: string;
+                      text?: string;
+                    } & {
+                      [key: string]: unknown;
+                    })[];
+                id?: string | null;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+              }
+            | ({
                 /** @enum {string} */
                 type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
               } & {
@@ -2288,8 +2312,6 @@ export interface components {
             | ({
                 /** @enum {string} */
                 type:
-                  | 'function_call'
-                  | 'function_call_output'
                   | 'item_reference'
                   | 'custom_tool_call'
                   | 'custom_tool_call_output'
@@ -2363,7 +2385,17 @@ export interface components {
             [key: string]: unknown;
           })
         | null;
-      tools?: unknown[];
+      tools?: ({
+        type: string;
+        name?: string;
+        description?: string | null;
+        parameters?: {
+          [key: string]: unknown;
+        } | null;
+        strict?: boolean | null;
+      } & {
+        [key: string]: unknown;
+      })[];
       tool_choice?: unknown;
       top_logprobs?: number | null;
       conversation?: unknown;
@@ -2430,6 +2462,30 @@ export interface components {
                 created_by?: string | null;
               }
             | ({
+                /** @constant */
+                type: 'function_call';
+                call_id: string;
+                name: string;
+                arguments: string;
+              } & {
+                [key: string]: unknown;
+              })
+            | {
+                /** @constant */
+                type: 'function_call_output';
+                call_id: string;
+                output:
+                  | string
+                  | ({
+                      type: string;
+                      text?: string;
+                    } & {
+                      [key: string]: unknown;
+                    })[];
+                id?: string | null;
+                status?: ('in_progress' | 'completed' | 'incomplete') | null;
+              }
+            | ({
                 /** @enum {string} */
                 type: 'mcp_call' | 'mcp_list_tools' | 'reasoning';
               } & {
@@ -2438,8 +2494,6 @@ export interface components {
             | ({
                 /** @enum {string} */
                 type:
-                  | 'function_call'
-                  | 'function_call_output'
                   | 'item_reference'
                   | 'custom_tool_call'
                   | 'custom_tool_call_output'
@@ -5022,6 +5076,16 @@ export interface components {
               /** @enum {string} */
               status: 'in_progress' | 'completed' | 'failed';
             };
+          }
+        | {
+            /** @constant */
+            type: 'function_call';
+            id: string;
+            call_id: string;
+            name: string;
+            arguments: string;
+            /** @constant */
+            status: 'completed';
           }
       )[];
       output_text: string;
@@ -9189,7 +9253,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The response: ended (or, with `background: true`, queued). With `stream: true`, Server-Sent Events (`event:` the type, `data:` the event with its `sequence_number`): response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done, then response.completed, response.incomplete or response.failed. */
+      /** @description The response: ended (or, with `background: true`, queued). With `stream: true`, Server-Sent Events (`event:` the type, `data:` the event with its `sequence_number`): response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.output_item.done (for a client function call: response.function_call_arguments.delta and .done), then response.completed, response.incomplete or response.failed. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -9199,7 +9263,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9226,7 +9290,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9244,7 +9308,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description The session is closed, or a request with this Idempotency-Key is still in flight */
+      /** @description The session is closed, a request with this Idempotency-Key is still in flight, or a client call was answered otherwise before or expired (`answered_otherwise`, `expired`) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -9352,7 +9416,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseCompaction'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9379,7 +9443,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9467,7 +9531,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9485,7 +9549,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9549,7 +9613,7 @@ export interface operations {
           'application/json': components['schemas']['Response'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9567,7 +9631,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9637,7 +9701,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseInputItemList'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, `store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9655,7 +9719,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAiError'];
         };
       };
-      /** @description No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with that id (`response_not_found`; another tenant’s too) */
+      /** @description No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting client call (of the `previous_response_id`’s turn when given) (`unknown_call`) */
       404: {
         headers: {
           [name: string]: unknown;

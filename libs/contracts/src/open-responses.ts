@@ -69,11 +69,36 @@ export const ResponsesCompactionItem = z.strictObject({
   created_by: z.string().max(200).nullable().optional(),
 });
 export type ResponsesCompactionItem = z.infer<typeof ResponsesCompactionItem>;
-/** Client function calling and other items the adapter refuses; typed loosely so the refusal names them. */
+/**
+ * A client function call a client replays from an earlier output (docs/adr/0047): history the session
+ * already holds, accepted and left out, as the agent's own calls are.
+ */
+export const ResponsesFunctionCallItem = z.looseObject({
+  type: z.literal('function_call'),
+  call_id: z.string().max(200),
+  name: z.string().max(200),
+  arguments: z.string().max(2_000_000),
+});
+
+/**
+ * The client's result for one of its function calls (docs/adr/0047): `call_id` is the id the
+ * `function_call` item handed out; `output` its text (or text parts).
+ */
+export const ResponsesFunctionCallOutputItem = z.strictObject({
+  type: z.literal('function_call_output'),
+  call_id: z.string().min(1).max(200),
+  output: z.union([
+    z.string().max(2_000_000),
+    z.array(z.looseObject({ type: z.string().max(40), text: z.string().max(2_000_000).optional() })).max(100),
+  ]),
+  id: z.string().max(200).nullable().optional(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']).nullable().optional(),
+});
+export type ResponsesFunctionCallOutputItem = z.infer<typeof ResponsesFunctionCallOutputItem>;
+
+/** Other items the adapter refuses; typed loosely so the refusal names them. */
 const RefusedItem = z.looseObject({
   type: z.enum([
-    'function_call',
-    'function_call_output',
     'item_reference',
     'custom_tool_call',
     'custom_tool_call_output',
@@ -97,10 +122,23 @@ const RefusedItem = z.looseObject({
 export const ResponsesInputItem = z.union([
   ResponsesInputMessage,
   ResponsesCompactionItem,
+  ResponsesFunctionCallItem,
+  ResponsesFunctionCallOutputItem,
   ReplayedItem,
   RefusedItem,
 ]);
 export type ResponsesInputItem = z.infer<typeof ResponsesInputItem>;
+
+/** A tool of the request: `function` (a client tool, docs/adr/0047); other types are refused by name. */
+export const ResponsesTool = z.looseObject({
+  type: z.string().max(64),
+  name: z.string().max(200).optional(),
+  description: z.string().max(100_000).nullable().optional(),
+  parameters: z.record(z.string(), z.unknown()).nullable().optional(),
+  /** Accepted; the schema is passed to the model as is. */
+  strict: z.boolean().nullable().optional(),
+});
+export type ResponsesTool = z.infer<typeof ResponsesTool>;
 
 const Metadata = z
   .record(z.string().min(1).max(64), z.string().max(512))
@@ -149,8 +187,12 @@ export const CreateResponseRequest = z.strictObject({
     })
     .nullable()
     .optional(),
-  // Refused unless harmless (see unsupportedResponsesParameter).
-  tools: z.array(z.unknown()).max(128).optional(),
+  /**
+   * Function tools the client runs (docs/adr/0047): when the agent's model calls one the response
+   * completes with `function_call` items; other tool types are refused.
+   */
+  tools: z.array(ResponsesTool).max(128).optional(),
+  /** `auto` (default) or `none` (the client's tools are not offered); others are refused. */
   tool_choice: z.unknown().optional(),
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
   conversation: z.unknown().optional(),
@@ -196,8 +238,8 @@ export interface UnsupportedResponsesParameter {
 }
 
 const CLIENT_TOOLS =
-  "the agent's own tools run inside the turn (they appear as mcp_call output items); client-side " +
-  'function tools are not supported';
+  "the agent's own tools run inside the turn (they appear as reasoning output items); the client's " +
+  "are `function` tools, and the agent's model decides whether to call one";
 
 /** The first parameter of a valid request the adapter refuses, or undefined. */
 export function unsupportedResponsesParameter(
@@ -213,13 +255,17 @@ export function unsupportedResponsesParameter(
     code: 'unsupported_value',
     message: `${name}: ${message}`,
   });
-  if (req.tools !== undefined && req.tools.length > 0) return param('tools', CLIENT_TOOLS);
+  for (const [i, tool] of (req.tools ?? []).entries()) {
+    if (tool.type !== 'function') {
+      return value(`tools[${i}].type`, `${tool.type} tools are not supported; ${CLIENT_TOOLS}`);
+    }
+  }
   if (
     req.tool_choice !== undefined &&
     req.tool_choice !== null &&
     !(req.tool_choice === 'none' || req.tool_choice === 'auto')
   )
-    return param('tool_choice', CLIENT_TOOLS);
+    return value('tool_choice', `only auto and none: ${CLIENT_TOOLS}`);
   if ((req.top_logprobs ?? 0) > 0) return param('top_logprobs', 'log probabilities are not available');
   for (const name of ['conversation', 'prompt', 'context_management'] as const) {
     if (req[name] != null) {
@@ -235,13 +281,18 @@ export function unsupportedResponsesParameter(
     for (const [i, item] of req.input.entries()) {
       const type = item.type ?? 'message';
       if (type !== 'message') {
-        if (['mcp_call', 'mcp_list_tools', 'reasoning', 'compaction'].includes(type)) continue;
-        return value(
-          `input[${i}].type`,
-          type === 'function_call' || type === 'function_call_output'
-            ? `${type} items answer client tool calls; ${CLIENT_TOOLS}`
-            : `${type} items are not supported: send message items`,
-        );
+        if (
+          [
+            'mcp_call',
+            'mcp_list_tools',
+            'reasoning',
+            'compaction',
+            'function_call',
+            'function_call_output',
+          ].includes(type)
+        )
+          continue;
+        return value(`input[${i}].type`, `${type} items are not supported: send message items`);
       }
       const message = item as ResponsesInputMessage;
       const content = message.content;
@@ -343,7 +394,28 @@ export const ResponseToolCallItem = z.strictObject({
   }),
 });
 
-export const ResponseOutputItem = z.discriminatedUnion('type', [ResponseOutputMessage, ResponseToolCallItem]);
+/**
+ * A call of one of the client's function tools (docs/adr/0047): the client runs it and answers with a
+ * `function_call_output` item of the same `call_id`.
+ */
+export const ResponseFunctionCallItem = z.strictObject({
+  type: z.literal('function_call'),
+  /** `fc_<call id>`. */
+  id: z.string(),
+  /** The turn's wait for the call (`call_<uuid hex>`): unique, it names the waiting turn. */
+  call_id: z.string(),
+  name: z.string(),
+  /** The model's JSON arguments, as written. */
+  arguments: z.string(),
+  status: z.literal('completed'),
+});
+export type ResponseFunctionCallItem = z.infer<typeof ResponseFunctionCallItem>;
+
+export const ResponseOutputItem = z.discriminatedUnion('type', [
+  ResponseOutputMessage,
+  ResponseToolCallItem,
+  ResponseFunctionCallItem,
+]);
 export type ResponseOutputItem = z.infer<typeof ResponseOutputItem>;
 export type ResponseOutputMessage = z.infer<typeof ResponseOutputMessage>;
 export type ResponseToolCallItem = z.infer<typeof ResponseToolCallItem>;

@@ -8,6 +8,9 @@ import { OpenAiError } from '../openai-chat/chat-completions';
 import {
   compactionInput,
   compactionOf,
+  functionCallOutputs,
+  responseRefOf,
+  responsesClientTools,
   planInput,
   unpackCompaction,
   requestRecordOf,
@@ -70,6 +73,105 @@ function run(events: TurnEventLike[], end: TurnResponse, startingAfter = -1): Re
   b.finish(end);
   return b.take();
 }
+
+describe('client function tools (docs/adr/0047)', () => {
+  const CALL = 'call_0123456789abcdef0123456789abcdef';
+
+  it('a continuation id names the turn and the seq it starts after', () => {
+    expect(responseIdOf(TURN, 42)).toBe(`${responseIdOf(TURN)}_42`);
+    expect(responseRefOf(responseIdOf(TURN, 42))).toEqual({ turnId: TURN, after: 42 });
+    expect(responseRefOf(responseIdOf(TURN))).toEqual({ turnId: TURN, after: 0 });
+    expect(turnIdOf(responseIdOf(TURN, 7))).toBe(TURN);
+    expect(responseRefOf(`${responseIdOf(TURN)}_0`)).toBeUndefined();
+    expect(responseRefOf(`${responseIdOf(TURN)}_x`)).toBeUndefined();
+  });
+
+  it('declares the function tools; tool_choice none offers none', () => {
+    const tools = [{ type: 'function', name: 'f', description: 'd', parameters: { type: 'object' } }];
+    expect(responsesClientTools({ tools })).toEqual([
+      { name: 'f', description: 'd', parameters: { type: 'object' } },
+    ]);
+    expect(responsesClientTools({ tools, tool_choice: 'none' })).toEqual([]);
+    expect(responsesClientTools({ tools: [{ type: 'function', name: 'g' }] })[0].parameters).toEqual({
+      type: 'object',
+      properties: {},
+    });
+  });
+
+  it('takes the function_call_output items after the last message as the answer', () => {
+    const parse = (input: unknown) => CreateResponseRequest.parse({ model: 'm', input }).input;
+    expect(functionCallOutputs(parse('hi'))).toBeUndefined();
+    expect(
+      functionCallOutputs(
+        parse([
+          { role: 'user', content: 'q' },
+          { type: 'function_call', call_id: CALL, name: 'f', arguments: '{}' },
+          { type: 'function_call_output', call_id: CALL, output: 'out' },
+          { type: 'function_call_output', call_id: 'call_2', output: [{ type: 'input_text', text: 'a' }] },
+        ]),
+      ),
+    ).toEqual([
+      { callId: CALL, output: 'out' },
+      { callId: 'call_2', output: 'a' },
+    ]);
+    // A new user message after the results is a new message.
+    expect(
+      functionCallOutputs(
+        parse([
+          { type: 'function_call_output', call_id: CALL, output: 'out' },
+          { role: 'user', content: 'next' },
+        ]),
+      ),
+    ).toBeUndefined();
+  });
+
+  it('a waiting turn completes its response with function_call items and their events', () => {
+    const b = new ResponseBuilder(meta);
+    b.start();
+    b.event(round(0));
+    b.event(text('Checking.'));
+    const r = b.waiting(
+      turn({ status: 'awaiting_client_tool', stopReason: null, finalText: 'Checking.', completedAt: null }),
+      [{ callId: CALL, name: 'get_weather', arguments: '{"city":"Oslo"}' }],
+    );
+    expect(() => ResponseObject.parse(r)).not.toThrow();
+    expect(r).toMatchObject({
+      status: 'completed',
+      output_text: 'Checking.',
+      completed_at: null,
+      error: null,
+    });
+    expect(r.usage).not.toBeNull();
+    expect(r.output.at(-1)).toEqual({
+      type: 'function_call',
+      id: 'fc_0123456789abcdef0123456789abcdef',
+      call_id: CALL,
+      name: 'get_weather',
+      arguments: '{"city":"Oslo"}',
+      status: 'completed',
+    });
+    const types = b.take().map((e) => e.type);
+    expect(types.slice(-5)).toEqual([
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+  });
+
+  it('a continuation shows the turn after its seq, under its own id and item ids', () => {
+    const b = new ResponseBuilder({ ...meta, after: 9 });
+    b.event(round(1));
+    b.event(text('Done.'));
+    const r = b.finish(
+      turn({ finalText: 'Done.', toolCalls: [{ callId: 'earlier' } as TurnResponse['toolCalls'][0]] }),
+    );
+    expect(r.id).toBe(responseIdOf(TURN, 9));
+    expect(r.output).toHaveLength(1);
+    expect(r.output[0].id).toBe(`msg_${TURN.replace(/-/g, '')}_9_0`);
+  });
+});
 
 describe('response ids', () => {
   it('are derived from the turn id and back', () => {
@@ -201,14 +303,20 @@ describe('unsupportedResponsesParameter', () => {
     unsupportedResponsesParameter(CreateResponseRequest.parse({ model: 'm', input: 'x', ...body }));
 
   it('refuses what it cannot honour, naming the parameter', () => {
-    expect(parse({ tools: [{ type: 'function', name: 'f' }] })).toMatchObject({
-      param: 'tools',
-      code: 'unsupported_parameter',
+    // Function tools are the client's (docs/adr/0047); other tool types are refused.
+    expect(parse({ tools: [{ type: 'function', name: 'f' }] })).toBeUndefined();
+    expect(parse({ tools: [{ type: 'web_search' }] })).toMatchObject({
+      param: 'tools[0].type',
+      code: 'unsupported_value',
     });
     // store: false is honoured (docs/adr/0035), not refused.
     expect(parse({ store: false })).toBeUndefined();
-    expect(parse({ tool_choice: 'required' })).toMatchObject({ param: 'tool_choice' });
-    expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toMatchObject({
+    expect(parse({ tool_choice: 'required' })).toMatchObject({
+      param: 'tool_choice',
+      code: 'unsupported_value',
+    });
+    expect(parse({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] })).toBeUndefined();
+    expect(parse({ input: [{ type: 'item_reference', id: 'msg_1' }] })).toMatchObject({
       param: 'input[0].type',
     });
     expect(

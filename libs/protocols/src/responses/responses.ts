@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  ClientToolRefused,
   SessionRefused,
   EventType,
   isEnded,
@@ -10,6 +11,7 @@ import {
   type CompactionObject,
   type CreateResponseRequest,
   type ResponseObject,
+  type ResponseFunctionCallItem,
   type ResponseOutputItem,
   type ResponseOutputMessage,
   type ResponseStatus,
@@ -23,6 +25,7 @@ import {
   createdAt,
   OpenAiError,
   type ConversationPlan,
+  type HandedCall,
   type HistoryEntry,
 } from '../openai-chat/chat-completions';
 
@@ -33,18 +36,89 @@ import {
  * plain class; the controller and the streamer do the I/O.
  */
 
-const HEX = /^[0-9a-f]{32}$/;
+const RESPONSE_ID = /^resp_([0-9a-f]{32})(?:_([1-9][0-9]{0,15}))?$/;
 
-/** `resp_<turn id, hex without dashes>`: derived, so a response id survives anything the turn does. */
-export const responseIdOf = (turnId: string): string => `resp_${turnId.replace(/-/g, '')}`;
+/**
+ * `resp_<turn id, hex without dashes>`: derived, so a response id survives anything the turn does.
+ * A request that answered the turn's client tool calls (docs/adr/0047) follows the same turn from
+ * the journal seq its answer committed: its response is `resp_<turn hex>_<seq>`, the turn from there
+ * on (a new id per request, as OpenAI gives; its output holds only what came after the answer).
+ */
+export const responseIdOf = (turnId: string, after?: number): string =>
+  `resp_${turnId.replace(/-/g, '')}${after ? `_${after}` : ''}`;
+
+/** The turn a response id names and the seq it starts after, or undefined when it is no response id of ours. */
+export function responseRefOf(responseId: string): { turnId: string; after: number } | undefined {
+  const m = RESPONSE_ID.exec(responseId);
+  if (!m) return undefined;
+  const h = m[1];
+  const turnId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  return { turnId, after: m[2] ? Number(m[2]) : 0 };
+}
 
 /** The turn a response id names, or undefined when the text is no response id of ours. */
-export function turnIdOf(responseId: string): string | undefined {
-  const m = /^resp_(.*)$/.exec(responseId);
-  if (!m || !HEX.test(m[1])) return undefined;
-  const h = m[1];
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+export const turnIdOf = (responseId: string): string | undefined => responseRefOf(responseId)?.turnId;
+
+/** The request's function tools as client tool declarations (`tool_choice: "none"`: none are offered). */
+export function responsesClientTools(
+  req: Pick<CreateResponseRequest, 'tools' | 'tool_choice'>,
+): { name: string; description: string; parameters: Record<string, unknown> }[] {
+  if (req.tool_choice === 'none') return [];
+  return (req.tools ?? []).map((t) => ({
+    name: t.name ?? '',
+    description: t.description ?? '',
+    parameters: t.parameters ?? { type: 'object', properties: {} },
+  }));
 }
+
+/** Names the i-th declared tool's field as OpenAI's `param` does. */
+export const responsesToolParam = (i: number, field: string): string => `tools[${i}].${field}`;
+
+/**
+ * The client's results in the input: its `function_call_output` items after the last message
+ * (replayed `function_call` and `reasoning` items between are history). Their ids (`call_<wait id>`,
+ * unique) name the waiting turn (docs/adr/0047). Undefined when the input ends with a message (a new
+ * message is admitted then).
+ */
+export function functionCallOutputs(
+  input: CreateResponseRequest['input'],
+): { callId: string; output: string }[] | undefined {
+  if (typeof input === 'string') return undefined;
+  const results: { callId: string; output: string }[] = [];
+  for (let i = input.length - 1; i >= 0; i--) {
+    const item = input[i];
+    const type = item.type ?? 'message';
+    if (type === 'message' || type === 'compaction') break;
+    if (item.type !== 'function_call_output') continue;
+    const output =
+      typeof item.output === 'string'
+        ? item.output
+        : item.output
+            .map((p) => (typeof p.text === 'string' ? p.text : ''))
+            .filter((t) => t !== '')
+            .join('\n\n');
+    results.unshift({ callId: item.call_id, output });
+  }
+  return results.length > 0 ? results : undefined;
+}
+
+/** A refusal of client tools in OpenAI's shape: 400 naming the parameter or the ids, 404, 409. */
+export function responsesClientToolRefusal(err: unknown): never {
+  if (!(err instanceof ClientToolRefused)) throw err;
+  const ids = err.o.callIds?.length ? { param: 'input' } : {};
+  const param = err.o.param !== undefined ? { param: err.o.param } : ids;
+  throw new OpenAiError(err.status, err.reason, err.message, { ...param, retry: false });
+}
+
+/** A call of the client's function tool as its output item. */
+export const functionCallItem = (c: HandedCall): ResponseFunctionCallItem => ({
+  type: 'function_call',
+  id: `fc_${c.callId.replace(/^call_/, '')}`,
+  call_id: c.callId,
+  name: c.name,
+  arguments: c.arguments,
+  status: 'completed',
+});
 
 const hex = (id: string) => id.replace(/-/g, '');
 
@@ -339,6 +413,11 @@ export interface ResponseMeta {
   turnId: string;
   sessionId: string;
   record: ResponseRequestRecord;
+  /**
+   * A response that answered the turn's client tool calls (docs/adr/0047) shows the turn after this
+   * journal seq (its id says so: `resp_<turn hex>_<seq>`); 0 or absent: the whole turn.
+   */
+  after?: number;
 }
 
 /** One semantic stream event (`type` + its fields + `sequence_number`). */
@@ -509,7 +588,8 @@ export class ResponseBuilder {
       if (this.calls.has(call.callId)) {
         const i = this.calls.get(call.callId)!;
         this.items[i] = toolCallItem(this.items[i].id, call.callId, call);
-      } else {
+      } else if (!this.meta.after) {
+        // A response that starts after an answer (docs/adr/0047) shows only the calls it saw.
         this.calls.set(call.callId, this.items.length);
         this.items.push(toolCallItem(this.toolItemId(), call.callId, call));
       }
@@ -525,16 +605,47 @@ export class ResponseBuilder {
     return response;
   }
 
-  /** The response as it stands: no usage or error before the turn ended. */
+  /**
+   * The turn waits for the client's tools (docs/adr/0047): the open message closed, one
+   * `function_call` item per call (`output_item.added`, `function_call_arguments.delta` / `.done`,
+   * `output_item.done`), and `response.completed` — as OpenAI completes a response whose model
+   * called a function. The client answers with `function_call_output` items.
+   */
+  waiting(turn: TurnResponse, calls: readonly HandedCall[]): ResponseObject {
+    const final = turn.finalText ?? '';
+    const open = this.message;
+    if (open && final.startsWith(open.text)) this.text(final.slice(open.text.length));
+    this.closeMessage();
+    for (const call of calls) {
+      const item = functionCallItem(call);
+      const index = this.items.length;
+      this.items.push(item);
+      this.emit({
+        type: 'response.output_item.added',
+        output_index: index,
+        item: { ...item, arguments: '', status: 'in_progress' },
+      });
+      const at = { item_id: item.id, output_index: index };
+      this.emit({ type: 'response.function_call_arguments.delta', ...at, delta: item.arguments });
+      this.emit({ type: 'response.function_call_arguments.done', ...at, arguments: item.arguments });
+      this.emit({ type: 'response.output_item.done', output_index: index, item: { ...item } });
+    }
+    const response = this.snapshot('completed', turn);
+    this.emit({ type: 'response.completed', response });
+    return response;
+  }
+
+  /** The response as it stands: no usage or error before the turn ended (or waits for the client). */
   snapshot(status: ResponseStatus, turn?: TurnResponse): ResponseObject {
     const r = this.meta.record;
-    const ended = turn !== undefined && isEnded(turn.status);
+    const waiting = turn?.status === 'awaiting_client_tool' && status === 'completed';
+    const ended = turn !== undefined && (isEnded(turn.status) || waiting);
     const output = this.items.map((i) => structuredClone(i));
     return {
-      id: responseIdOf(this.meta.turnId),
+      id: responseIdOf(this.meta.turnId, this.meta.after),
       object: 'response',
       created_at: createdAt(this.meta.turnId),
-      completed_at: ended ? secondsOf(turn.completedAt) : null,
+      completed_at: ended && !waiting ? secondsOf(turn.completedAt) : null,
       status,
       incomplete_details:
         ended && status === 'incomplete' ? { reason: turn.stopReason ?? 'incomplete' } : null,
@@ -543,7 +654,7 @@ export class ResponseBuilder {
       instructions: null,
       output,
       output_text: output.flatMap((i) => (i.type === 'message' ? i.content.map((c) => c.text) : [])).join(''),
-      error: ended ? errorOf(turn) : null,
+      error: ended && !waiting ? errorOf(turn) : null,
       tools: [],
       tool_choice: 'auto',
       truncation: 'disabled',
@@ -591,7 +702,12 @@ export class ResponseBuilder {
   }
 
   private toolItemId(): string {
-    return `rs_${hex(this.meta.turnId)}_${this.items.length}`;
+    return `rs_${this.itemBase()}_${this.items.length}`;
+  }
+
+  /** Item ids of a response that starts after an answer carry its seq, so they differ from the turn's first response's. */
+  private itemBase(): string {
+    return this.meta.after ? `${hex(this.meta.turnId)}_${this.meta.after}` : hex(this.meta.turnId);
   }
 
   private openMessage(): OpenMessage {
@@ -599,7 +715,7 @@ export class ResponseBuilder {
     const index = this.items.length;
     const item: ResponseOutputMessage = {
       type: 'message',
-      id: `msg_${hex(this.meta.turnId)}_${index}`,
+      id: `msg_${this.itemBase()}_${index}`,
       role: 'assistant',
       status: 'in_progress',
       content: [],

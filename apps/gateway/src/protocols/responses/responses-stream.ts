@@ -14,7 +14,7 @@ import type { Logger } from '@switchboard/observability';
 import { CONFIG, DB, LOGGER } from '@switchboard/platform';
 import { journalPage, type SqlDb } from '@switchboard/store';
 import { GATEWAY_SQL } from '../../api/streams.controller';
-import { EVENT_STREAMS, type EventStreams } from '@switchboard/agent-turns';
+import { AGENT_TURNS, EVENT_STREAMS, type AgentTurns, type EventStreams } from '@switchboard/agent-turns';
 import { SseStream } from '../../platform/sse';
 import { presentToolCall } from '../../api/presenters';
 import {
@@ -60,12 +60,13 @@ export class ResponsesStreamer {
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
   ) {}
 
   /** The response of a turn as it stands: its journal so far through the builder. */
   async present(tenantId: string, meta: ResponseMeta, turn: TurnResponse): Promise<ResponseObject> {
     const builder = new ResponseBuilder(meta);
-    let after = 0;
+    let after = meta.after ?? 0;
     for (;;) {
       const { events } = await journalPage(this.sql, {
         sessionId: meta.sessionId,
@@ -78,7 +79,14 @@ export class ResponsesStreamer {
       after = events[events.length - 1].seq;
     }
     if (isEnded(turn.status)) return builder.finish(turn);
+    if (turn.status === 'awaiting_client_tool')
+      return builder.waiting(turn, await this.pendingCalls(tenantId, turn.id));
     return builder.snapshot(statusOf(turn), turn);
+  }
+
+  /** The client tool calls a waiting turn hands out (docs/adr/0047). */
+  private async pendingCalls(tenantId: string, turnId: string) {
+    return (await this.turns.clientToolCalls(tenantId, turnId)).filter((c) => c.status === 'pending');
   }
 
   /**
@@ -126,7 +134,7 @@ export class ResponsesStreamer {
       for await (const item of this.streams.events({
         sessionId: meta.sessionId,
         turnId: meta.turnId,
-        after: 0,
+        after: meta.after ?? 0,
         signal: sink.signal,
         idleMs: this.config.SSE_HEARTBEAT_MS,
         watch: o.watch,
@@ -137,6 +145,16 @@ export class ResponsesStreamer {
           continue;
         }
         const e = item.event;
+        // The turn waits for the client's tools (docs/adr/0047): hand them out; the response completes.
+        if (e.type === EventType.ClientToolRequested && item.kind !== 'live') {
+          const turn = await this.waiter.ended(o.tenantId, meta.turnId, { paused: false, clientTool: true });
+          if (turn?.status === 'awaiting_client_tool') {
+            const response = builder.waiting(turn, await this.pendingCalls(o.tenantId, meta.turnId));
+            flush();
+            return response;
+          }
+          continue;
+        }
         // A committed text whose live chunks went out already is skipped (its missing tail came live).
         if (e.type === EventType.TextDelta && item.kind === 'journaled' && item.streamed) continue;
         if (e.type === EventType.ToolCallCompleted) {

@@ -29,19 +29,27 @@ import { notFoundResponse, ResponsesService } from './responses.service';
 const ERRORS: [number, string][] = [
   [
     400,
-    'Invalid request (body, query, header), a parameter the adapter does not support (client `tools`, ' +
-      '`store: false`…), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), ' +
-      'or a `previous_response_id` of another agent',
+    'Invalid request (body, query, header), a parameter the adapter does not support (a tool type other ' +
+      'than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s ' +
+      '(`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), ' +
+      '`function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` ' +
+      'schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of ' +
+      'another agent',
   ],
   [401, 'Missing, invalid or revoked API key'],
   [403, 'The operator paused the tenant (`tenant_paused`)'],
   [
     404,
-    'No agent of the tenant with that name or id (`model_not_found`), or no response of the tenant with ' +
-      'that id (`response_not_found`; another tenant’s too)',
+    'No agent of the tenant with that name or id (`model_not_found`), no response of the tenant with ' +
+      'that id (`response_not_found`; another tenant’s too), or a `function_call_output` for no waiting ' +
+      'client call (of the `previous_response_id`’s turn when given) (`unknown_call`)',
   ],
   [408, 'The turn did not end within WAIT_TIMEOUT_MS (`turn_timeout`): it goes on; retrieve the response'],
-  [409, 'The session is closed, or a request with this Idempotency-Key is still in flight'],
+  [
+    409,
+    'The session is closed, a request with this Idempotency-Key is still in flight, or a client call was ' +
+      'answered otherwise before or expired (`answered_otherwise`, `expired`)',
+  ],
   [413, 'Request body larger than the limit'],
   [415, 'Body is not application/json'],
   [422, 'Idempotency-Key reused with a different request'],
@@ -82,7 +90,10 @@ export class ResponsesController {
       "the input's earlier messages, or in the session of `previous_response_id`. Waits for the turn " +
       '(408 `turn_timeout` past WAIT_TIMEOUT_MS), streams its semantic events (`stream: true`), or answers ' +
       'at once `queued` (`background: true`). With an Idempotency-Key a retry gets the same response. ' +
-      'Client function tools, `store: false` and non-text parts are refused with 400 before anything is written.',
+      '`tools` of type `function` are the client’s (docs/adr/0047): when the agent’s model calls one the ' +
+      'response completes with `function_call` items; an `input` ending with `function_call_output` items ' +
+      'answers them and follows the same turn (a new response id, `resp_<turn>_<seq>`). Other tool types ' +
+      'and non-text parts other than images are refused with 400 before anything is written.',
   })
   @ApiResponse({
     status: 200,
@@ -91,7 +102,8 @@ export class ResponsesController {
       '(`event:` the type, `data:` the event with its `sequence_number`): response.created, ' +
       'response.in_progress, response.output_item.added, response.content_part.added, ' +
       'response.output_text.delta, response.output_text.done, response.content_part.done, ' +
-      'response.output_item.done, then response.completed, response.incomplete or response.failed.',
+      'response.output_item.done (for a client function call: response.function_call_arguments.delta and ' +
+      '.done), then response.completed, response.incomplete or response.failed.',
     content: {
       'application/json': { schema: schemaRef(ResponseObject) },
       'text/event-stream': { schema: { type: 'string' } },
@@ -126,8 +138,9 @@ export class ResponsesController {
           );
         return;
       }
-      // Held until the turn ends (bounded by WAIT_TIMEOUT_MS), as chat completions is.
-      const held = await holdRequest(this.turns, reply, admitted);
+      // Held until the turn ends or waits for the client's tools (bounded by WAIT_TIMEOUT_MS), as chat
+      // completions is; a waiting turn's response completes with its function_call items (docs/adr/0047).
+      const held = await holdRequest(this.turns, reply, admitted, { orClientTool: true });
       if (held.settled) await reply.status(200).send(await this.streamer.present(tenantId, meta, held.turn));
       else if (held.why !== 'left') {
         throw responseNotEnded(admitted.turnId, held.why, this.turns.waitTimeoutMs, idempotencyKey);

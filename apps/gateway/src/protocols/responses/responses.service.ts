@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AGENT_TURNS, type AdmittedTurn, type AgentTurns } from '@switchboard/agent-turns';
+import { AGENT_TURNS, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import {
   fromTextFormat,
   responseFormatProblem,
@@ -8,14 +8,18 @@ import {
   type TurnResponse,
 } from '@switchboard/contracts';
 import {
+  functionCallOutputs,
   modelNotFound,
   OpenAiError,
   planInput,
   previousNotFound,
   requestRecordOf,
   responseIdOf,
+  responseRefOf,
+  responsesClientToolRefusal,
+  responsesClientTools,
   responsesSessionRefusal,
-  turnIdOf,
+  responsesToolParam,
   type ResponseMeta,
   type ResponseRequestRecord,
 } from '@switchboard/protocols';
@@ -34,10 +38,13 @@ export interface CachedResponse {
   turnId: string;
 }
 
-/** A request admitted as a turn: what its response shows, and the admitted turn to follow. */
+/**
+ * A request admitted as a turn, or one that answered a waiting turn's client tool calls (docs/adr/0047):
+ * what its response shows, and the turn to follow (its watch opened before anything it shows).
+ */
 export interface AdmittedResponse {
   meta: ResponseMeta;
-  admitted: AdmittedTurn;
+  admitted: Omit<StartedTurn, 'agentId'>;
 }
 
 /**
@@ -75,10 +82,22 @@ export class ResponsesService {
         param: 'text.format',
       });
     }
-    const plan = planInput(body.input);
     const agentId = await this.turns.agentNamed(tenantId, body.model);
     if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
+    // An input ending with `function_call_output` items answers the calls a waiting turn handed out
+    // (docs/adr/0047): that turn resumes; nothing new is admitted.
+    const results = functionCallOutputs(body.input);
+    if (results) return this.answer(tenantId, body, results, o.cached);
+    const plan = planInput(body.input);
     if (plan.images.length > 0) await this.checkImages(tenantId, agentId, body.model);
+    const agent = await this.turns.agent(tenantId, agentId);
+    if (!agent) throw modelNotFound(body.model, 'GET /v1/models');
+    let clientTools: ReturnType<typeof responsesClientTools> = [];
+    try {
+      clientTools = this.turns.clientToolsFor(agent, responsesClientTools(body), responsesToolParam);
+    } catch (err) {
+      responsesClientToolRefusal(err);
+    }
     const previous = body.previous_response_id ?? null;
     const idempotencyKey = o.idempotencyKey;
     let afterTurnId: string | undefined;
@@ -120,8 +139,53 @@ export class ResponsesService {
       metadata: { responses: record },
       idempotencyKey,
       responseFormat,
+      clientTools,
     });
     return { meta: { turnId: admitted.turnId, sessionId, record }, admitted };
+  }
+
+  /**
+   * The client's function results (docs/adr/0047): the waiting turn their ids name is answered (once:
+   * the same results again change nothing) and followed from the journal seq the answer committed —
+   * this request's response (`resp_<turn hex>_<seq>`). With `previous_response_id` the calls must be
+   * that response's turn's. Refusals (unknown, missing, expired ids) in OpenAI's shape, nothing answered.
+   */
+  private async answer(
+    tenantId: string,
+    body: CreateResponseRequest,
+    results: { callId: string; output: string }[],
+    cached: CachedResponse | undefined,
+  ): Promise<AdmittedResponse> {
+    const previous = body.previous_response_id ?? null;
+    let turnId: string | undefined;
+    if (previous !== null) {
+      turnId = cached?.turnId ?? (await this.storedTurnOf(tenantId, previous));
+      if (!turnId) throw previousNotFound(previous);
+    }
+    const answered = await this.turns
+      .answerClientTools({ tenantId, results, ...(turnId ? { turnId } : {}), answeredBy: 'responses' })
+      .catch(responsesClientToolRefusal);
+    const first = await this.find(tenantId, responseIdOf(answered.turnId));
+    if (!first) throw notFoundResponse(responseIdOf(answered.turnId));
+    // Watched after the answer: what follows reads the journal after its seq, so nothing is missed.
+    const watch = this.turns.watch(answered.sessionId);
+    const record: ResponseRequestRecord = {
+      ...first.meta.record,
+      model: body.model,
+      previous_response_id: previous,
+      metadata: body.metadata ?? first.meta.record.metadata,
+      store: body.store !== false && first.meta.record.store,
+    };
+    return {
+      meta: { turnId: answered.turnId, sessionId: answered.sessionId, record, after: answered.afterSeq },
+      admitted: {
+        tenantId,
+        sessionId: answered.sessionId,
+        turnId: answered.turnId,
+        watch,
+        subscribedBeforeAdmission: false,
+      },
+    };
   }
 
   /** The response an id names, of the tenant: its turn and what its request recorded; 404 otherwise. */
@@ -167,14 +231,16 @@ export class ResponsesService {
     tenantId: string,
     id: string,
   ): Promise<{ meta: ResponseMeta; turn: TurnResponse } | undefined> {
-    const turnId = turnIdOf(id);
-    const row = turnId ? await readTurn(this.sql, tenantId, turnId) : undefined;
-    if (!row) return undefined;
+    const ref = responseRefOf(id);
+    const row = ref ? await readTurn(this.sql, tenantId, ref.turnId) : undefined;
+    if (!row || !ref) return undefined;
     const turn = presentTurn(row);
     const metadata = await this.sessions.messageMetadata(tenantId, turn.inputMessageId);
     const agent = await this.turns.agent(tenantId, turn.agentId);
     const record = requestRecordOf(metadata, agent?.name ?? turn.agentId);
-    return { meta: { turnId: turn.id, sessionId: turn.sessionId, record }, turn };
+    // A response that followed an answer (docs/adr/0047) continued the turn's first one.
+    if (ref.after > 0) record.previous_response_id = responseIdOf(turn.id);
+    return { meta: { turnId: turn.id, sessionId: turn.sessionId, record, after: ref.after }, turn };
   }
 }
 
