@@ -1799,16 +1799,16 @@ describe('bad input corpus', () => {
     ...(
       [
         [
-          'client tools',
-          respond({ tools: [{ type: 'function', name: 'f', parameters: {} }] }),
+          'a client tool whose parameters are not a JSON Schema',
+          respond({ tools: [{ type: 'function', name: 'f', parameters: { type: 'nope' } }] }),
           400,
-          'unsupported_parameter',
+          'invalid_schema',
         ],
         [
-          'a function tool choice',
+          'a function tool choice (forcing a tool is not passed to providers)',
           respond({ tool_choice: { type: 'function', name: 'f' } }),
           400,
-          'unsupported_parameter',
+          'unsupported_value',
         ],
         [
           'a previous response made with store: false',
@@ -1856,10 +1856,10 @@ describe('bad input corpus', () => {
         ],
         ['a conversation', respond({ conversation: 'conv_1' }), 400, 'unsupported_parameter'],
         [
-          'a function call output item',
+          'a function call output for a call nobody made',
           respond({ input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }),
-          400,
-          'unsupported_value',
+          404,
+          'unknown_call',
         ],
         [
           'an image part',

@@ -4,13 +4,16 @@ import { ACTIVE, ENDED, HOLDS_SESSION, isNotCompleted, NOT_COMPLETED, UNFINISHED
 describe('turn status lists', () => {
   it('are the sets the statements wrote out by hand, as constant text without parameters', () => {
     expect(UNFINISHED.toQuery()).toEqual({ text: "('queued', 'running')", values: [] });
-    expect(WAITING.toQuery()).toEqual({ text: "('awaiting_approval', 'awaiting_subagent')", values: [] });
+    expect(WAITING.toQuery()).toEqual({
+      text: "('awaiting_approval', 'awaiting_subagent', 'awaiting_client_tool')",
+      values: [],
+    });
     expect(HOLDS_SESSION.toQuery()).toEqual({
-      text: "('queued', 'running', 'awaiting_approval', 'awaiting_subagent')",
+      text: "('queued', 'running', 'awaiting_approval', 'awaiting_subagent', 'awaiting_client_tool')",
       values: [],
     });
     expect(ACTIVE.toQuery()).toEqual({
-      text: "('running', 'awaiting_approval', 'awaiting_subagent')",
+      text: "('running', 'awaiting_approval', 'awaiting_subagent', 'awaiting_client_tool')",
       values: [],
     });
     expect(ENDED.toQuery()).toEqual({ text: "('completed', 'failed', 'cancelled')", values: [] });
