@@ -1,5 +1,5 @@
 import { auditInsert } from './audit-log';
-import { json, sql, type SqlDb } from './sql';
+import { json, sql, type SqlDb, type SqlRunner } from './sql';
 import type { CommittedEvent } from './turn-store';
 
 /**
@@ -111,14 +111,7 @@ export class ApprovalStore {
         UPDATE approvals SET status = ${a.verdict}, reason = ${a.reason}::text, decided_by = ${a.decidedBy},
           decided_at = now()
         WHERE id = ${a.approvalId}::uuid AND status = 'pending'`);
-      const left = await tx.first<{ n: number }>(sql`
-        SELECT count(*)::int AS n FROM approvals WHERE turn_id = ${row.turn_id}::uuid AND status = 'pending'`);
-      const resumed = (left?.n ?? 0) === 0;
-      if (resumed) {
-        // Back in the session's order; started_at and run_count stay, so it runs first and resumes.
-        await tx.execute(sql`
-          UPDATE turns SET status = 'queued' WHERE id = ${row.turn_id}::uuid AND status = 'awaiting_approval'`);
-      }
+      const resumed = await queueWhenSettled(tx, row.turn_id);
       const data = {
         approvalId: row.id,
         callId: row.call_id,
@@ -175,4 +168,20 @@ export class ApprovalStore {
       ORDER BY ap.expires_at LIMIT ${limit}::int`);
     return rows.map((r) => r.id);
   }
+}
+
+/**
+ * After a wait row of the turn was settled (an approval decided, a client call answered or expired:
+ * docs/adr/0013, 0047), in the same transaction: when none of its waits is pending any more the turn
+ * goes back to `queued`, in the session's order (started_at and run_count stay, so it runs first and
+ * resumes). True when it did: the caller enqueues the resume job.
+ */
+export async function queueWhenSettled(tx: SqlRunner, turnId: string): Promise<boolean> {
+  const left = await tx.first<{ n: number }>(sql`
+    SELECT count(*)::int AS n FROM approvals WHERE turn_id = ${turnId}::uuid AND status = 'pending'`);
+  if ((left?.n ?? 0) > 0) return false;
+  await tx.execute(sql`
+    UPDATE turns SET status = 'queued'
+    WHERE id = ${turnId}::uuid AND status IN ('awaiting_approval', 'awaiting_client_tool')`);
+  return true;
 }

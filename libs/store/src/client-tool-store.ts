@@ -1,4 +1,5 @@
 import { isUuid, newId } from '@switchboard/contracts';
+import { queueWhenSettled } from './approval-store';
 import { json, sql, type SqlDb, type SqlRunner } from './sql';
 import type { CommittedEvent } from './turn-store';
 
@@ -244,15 +245,7 @@ async function settle(
       UPDATE approvals SET status = ${status}, output = ${output}::text, decided_by = ${by}, decided_at = now()
       WHERE id = ${row.id}::uuid AND status = 'pending'`);
   }
-  const left = await tx.first<{ n: number }>(sql`
-    SELECT count(*)::int AS n FROM approvals WHERE turn_id = ${turn.turn_id}::uuid AND status = 'pending'`);
-  const resumed = (left?.n ?? 0) === 0;
-  if (resumed) {
-    // Back in the session's order; started_at and run_count stay, so it runs first and resumes.
-    await tx.execute(sql`
-      UPDATE turns SET status = 'queued'
-      WHERE id = ${turn.turn_id}::uuid AND status IN ('awaiting_client_tool', 'awaiting_approval')`);
-  }
+  const resumed = await queueWhenSettled(tx, turn.turn_id);
   const events: CommittedEvent[] = [];
   for (const { row } of answers) {
     const data = {

@@ -1,9 +1,9 @@
 import type { Queue } from 'bullmq';
-import { Jobs, newId, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
+import { newId } from '@switchboard/contracts';
 import type { LivePublisher } from '@switchboard/live';
-import { withSpan, type Logger } from '@switchboard/observability';
-import { publish, withTimeout } from '@switchboard/queue';
+import type { Logger } from '@switchboard/observability';
 import type { ApprovalStore, ApprovalVerdict, DecideOutcome } from '@switchboard/store';
+import { enqueueResume } from './requeue';
 
 /**
  * Deciding an approval and resuming its turn (docs/adr/0013), shared by the approvals API (a person)
@@ -34,30 +34,18 @@ export class Approvals {
     const { approval } = outcome;
     await this.live?.publish(approval.sessionId, outcome.events);
     if (outcome.resumed) {
-      try {
-        // The resume continues the admission's trace and keeps the turn's priority band. A Redis that
-        // is down would hold the decision's answer: bounded, the reconciler finds the queued turn.
-        const enqueued = withSpan('resume turn', { parent: outcome.traceContext as TraceCarrier }, () =>
-          publish(
-            this.turnsQueue,
-            Jobs.turn,
-            {
-              turnId: approval.turnId,
-              sessionId: approval.sessionId,
-              tenantId: approval.tenantId,
-              resume: approval.id,
-            },
-            { priority: PRIORITY_RANK[Priority.catch('normal').parse(outcome.priority)] },
-          ),
-        );
-        enqueued.catch(() => undefined);
-        await withTimeout(enqueued, this.enqueueTimeoutMs);
-      } catch (err) {
-        this.logger.error(
-          { err, turnId: approval.turnId },
-          'enqueue failed after an approval decision; the reconciler will retry',
-        );
-      }
+      await enqueueResume(
+        this.turnsQueue,
+        {
+          turnId: approval.turnId,
+          sessionId: approval.sessionId,
+          tenantId: approval.tenantId,
+          resume: approval.id,
+          priority: outcome.priority,
+          traceContext: outcome.traceContext,
+        },
+        { timeoutMs: this.enqueueTimeoutMs, logger: this.logger, after: 'an approval decision' },
+      );
     }
     return outcome;
   }

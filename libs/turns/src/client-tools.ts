@@ -1,9 +1,8 @@
 import type { Queue } from 'bullmq';
-import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
 import type { LivePublisher } from '@switchboard/live';
-import { withSpan, type Logger } from '@switchboard/observability';
-import { publish, withTimeout } from '@switchboard/queue';
+import type { Logger } from '@switchboard/observability';
 import type { AnswerOutcome, ClientToolStore } from '@switchboard/store';
+import { enqueueResume } from './requeue';
 
 type Answered = Extract<AnswerOutcome, { kind: 'answered' }>;
 
@@ -51,29 +50,12 @@ export class ClientTools {
   private async resume(outcome: Answered): Promise<void> {
     await this.live?.publish(outcome.sessionId, outcome.events);
     if (!outcome.resumed) return;
-    try {
-      // The job id `<turnId>.<wait id>` (docs/adr/0013): the turn's first job id is kept completed
-      // and would make a re-add a no-op; a wait row is settled once, so this resume is enqueued once.
-      const enqueued = withSpan('resume turn', { parent: outcome.traceContext as TraceCarrier }, () =>
-        publish(
-          this.turnsQueue,
-          Jobs.turn,
-          {
-            turnId: outcome.turnId,
-            sessionId: outcome.sessionId,
-            tenantId: outcome.tenantId,
-            resume: outcome.resumeId,
-          },
-          { priority: PRIORITY_RANK[Priority.catch('normal').parse(outcome.priority)] },
-        ),
-      );
-      enqueued.catch(() => undefined);
-      await withTimeout(enqueued, this.enqueueTimeoutMs);
-    } catch (err) {
-      this.logger.error(
-        { err, turnId: outcome.turnId },
-        'enqueue failed after client tool results; the reconciler will retry',
-      );
-    }
+    // The job id `<turnId>.<wait id>` (docs/adr/0013): the turn's first job id is kept completed
+    // and would make a re-add a no-op; a wait row is settled once, so this resume is enqueued once.
+    await enqueueResume(
+      this.turnsQueue,
+      { ...outcome, resume: outcome.resumeId },
+      { timeoutMs: this.enqueueTimeoutMs, logger: this.logger, after: 'client tool results' },
+    );
   }
 }

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { Jobs, Priority, PRIORITY_RANK, type TraceCarrier } from '@switchboard/contracts';
-import { withSpan } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
+import { withSpan, type Logger } from '@switchboard/observability';
+import { publish, withTimeout } from '@switchboard/queue';
 
 /** A turn as a wake-up job names it. */
 export interface TurnToRequeue {
@@ -35,4 +35,43 @@ export async function requeueTurn(queue: Queue, t: TurnToRequeue, spanName: stri
     ),
   );
   return true;
+}
+
+/** A waiting turn to resume: its job and where its trace and priority come from. */
+export interface TurnToResume {
+  turnId: string;
+  sessionId: string;
+  tenantId: string;
+  /** The settled wait's id: the job id `<turnId>.<resume>` is new for each wait (docs/adr/0013). */
+  resume: string;
+  priority: string | null;
+  traceContext?: unknown;
+}
+
+/**
+ * Enqueues the job that resumes a turn whose waits are settled (an approval decided, client tool
+ * results answered or expired: docs/adr/0013, 0047), on whichever worker takes it. It continues the
+ * admission's trace and keeps the turn's priority band. A Redis that is down would hold the caller's
+ * answer: bounded by `timeoutMs`, and a failure is only logged, since the reconciler finds the
+ * `queued` turn.
+ */
+export async function enqueueResume(
+  queue: Queue,
+  t: TurnToResume,
+  o: { timeoutMs: number; logger: Logger; after: string },
+): Promise<void> {
+  try {
+    const enqueued = withSpan('resume turn', { parent: t.traceContext as TraceCarrier | undefined }, () =>
+      publish(
+        queue,
+        Jobs.turn,
+        { turnId: t.turnId, sessionId: t.sessionId, tenantId: t.tenantId, resume: t.resume },
+        { priority: PRIORITY_RANK[Priority.catch('normal').parse(t.priority)] },
+      ),
+    );
+    enqueued.catch(() => undefined);
+    await withTimeout(enqueued, o.timeoutMs);
+  } catch (err) {
+    o.logger.error({ err, turnId: t.turnId }, `enqueue failed after ${o.after}; the reconciler will retry`);
+  }
 }
