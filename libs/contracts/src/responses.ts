@@ -527,6 +527,24 @@ export const TurnResponse = z
 export type TurnResponse = z.infer<typeof TurnResponse>;
 
 /**
+ * What of a turn an A2A task is made of (docs/adr/0037): what `taskOf` reads, whether the turn comes
+ * from GET /v1/turns/:id, a ListTasks page or the push hook's row.
+ */
+export type TaskTurn = Pick<
+  TurnResponse,
+  | 'id'
+  | 'sessionId'
+  | 'agentId'
+  | 'status'
+  | 'finalText'
+  | 'failure'
+  | 'stopReason'
+  | 'createdAt'
+  | 'startedAt'
+  | 'completedAt'
+>;
+
+/**
  * A journal event: the event union of libs/contracts events.ts (one data schema per type). The same
  * shape is an SSE frame's data on the stream endpoints.
  */

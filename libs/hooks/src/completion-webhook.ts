@@ -1,5 +1,5 @@
-import { newId, parseTenantSettings, type PostTurnJob } from '@switchboard/contracts';
-import { a2aPushBody, type A2aPushVersion, type TaskTurn } from '@switchboard/protocols';
+import { newId, parseTenantSettings, type PostTurnJob, type TaskTurn } from '@switchboard/contracts';
+import { a2aPushBody, type A2aPushVersion } from '@switchboard/protocols';
 import { ENDED, ofTenant, sql } from '@switchboard/store';
 import { claimHookRun } from './archivist-snapshot';
 import { OutsideSharedTransaction, type HookContext } from './context';

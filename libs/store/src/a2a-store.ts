@@ -1,4 +1,4 @@
-import { newId, type TurnResponse } from '@switchboard/contracts';
+import { newId, type TaskTurn } from '@switchboard/contracts';
 import { ofTenant, sql, type SqlDb } from './sql';
 
 /**
@@ -25,21 +25,6 @@ export interface PushConfigRow {
 
 const CONFIG_COLUMNS = sql`config_id AS "configId", turn_id AS "turnId", url, token,
   auth_scheme AS "authScheme", auth_credentials AS "authCredentials"`;
-
-/** What a ListTasks page reads of a turn: what `taskOf` needs. */
-export type ListedTurn = Pick<
-  TurnResponse,
-  | 'id'
-  | 'sessionId'
-  | 'agentId'
-  | 'status'
-  | 'finalText'
-  | 'failure'
-  | 'stopReason'
-  | 'createdAt'
-  | 'startedAt'
-  | 'completedAt'
->;
 
 export class A2aStore {
   constructor(private readonly sql: SqlDb) {}
@@ -103,7 +88,7 @@ export class A2aStore {
     statusAfter?: Date;
     before?: { createdAt: Date; id: string };
     limit: number;
-  }): Promise<{ rows: ListedTurn[]; total: number }> {
+  }): Promise<{ rows: TaskTurn[]; total: number }> {
     const filter = sql`${ofTenant('t.tenant_id', q.tenantId)} AND t.agent_id = ${q.agentId}::uuid
       AND (${q.sessionId ?? null}::uuid IS NULL OR t.session_id = ${q.sessionId ?? null}::uuid)
       AND (${q.statuses?.length ? q.statuses : null}::text[] IS NULL OR t.status = ANY(${q.statuses?.length ? q.statuses : null}::text[]))
@@ -112,7 +97,7 @@ export class A2aStore {
     const cursorAt = q.before?.createdAt.toISOString() ?? null;
     const cursorId = q.before?.id ?? null;
     const [rows, count] = await Promise.all([
-      this.sql.rows<ListedTurn & { createdAt: Date; startedAt: Date | null; completedAt: Date | null }>(sql`
+      this.sql.rows<TaskTurn & { createdAt: Date; startedAt: Date | null; completedAt: Date | null }>(sql`
         SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId", t.status, t.final_text AS "finalText",
           t.failure, t.stop_reason AS "stopReason", t.created_at AS "createdAt", t.started_at AS "startedAt",
           t.completed_at AS "completedAt"

@@ -3,7 +3,7 @@ import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
-import type { TurnResponse } from '@switchboard/contracts';
+import type { TaskTurn, TurnResponse } from '@switchboard/contracts';
 
 /**
  * A2A over turns (docs/adr/0037): each agent of the tenant is an A2A agent at `/a2a/{agentId}`, a
@@ -110,21 +110,6 @@ export function statusText(
       return undefined;
   }
 }
-
-/** What of a turn its task is made of (GET /v1/turns/:id's fields; the push hook reads them from the row). */
-export type TaskTurn = Pick<
-  TurnResponse,
-  | 'id'
-  | 'sessionId'
-  | 'agentId'
-  | 'status'
-  | 'finalText'
-  | 'failure'
-  | 'stopReason'
-  | 'createdAt'
-  | 'startedAt'
-  | 'completedAt'
->;
 
 /** A turn as an A2A task; `history` holds the client's message when the caller has it. */
 export function taskOf(turn: TaskTurn, history: Message[] = []): Task {
