@@ -233,29 +233,13 @@ export function toolCallsCompletion(
   calls: readonly HandedCall[],
   model: string,
 ): ChatCompletionResponse {
-  return {
-    id: completionId(turn.id),
-    object: 'chat.completion',
-    created: createdAt(turn.id),
-    model,
-    choices: [
-      {
-        index: 0,
-        message: {
-          role: 'assistant',
-          content: turn.finalText ? turn.finalText : null,
-          refusal: null,
-          tool_calls: calls.map(toolCallOut),
-        },
-        logprobs: null,
-        finish_reason: 'tool_calls',
-      },
-    ],
-    usage: usageOf(turn),
-    system_fingerprint: null,
-    session_id: turn.sessionId,
-    turn_id: turn.id,
+  const message = {
+    role: 'assistant' as const,
+    content: turn.finalText ? turn.finalText : null,
+    refusal: null,
+    tool_calls: calls.map(toolCallOut),
   };
+  return completion(turn, model, message, 'tool_calls');
 }
 
 const toolCallOut = (c: HandedCall) => ({
@@ -308,19 +292,23 @@ export function endedTurnError(turn: TurnResponse): OpenAiError | undefined {
 
 /** The completion of an ended, completed turn. */
 export function completionOf(turn: TurnResponse, model: string): ChatCompletionResponse {
+  const message = { role: 'assistant' as const, content: turn.finalText ?? '', refusal: null };
+  return completion(turn, model, message, finishReason(turn.stopReason));
+}
+
+/** The one choice of a turn's completion around its message. */
+function completion(
+  turn: TurnResponse,
+  model: string,
+  message: ChatCompletionResponse['choices'][number]['message'],
+  finish: ChatCompletionResponse['choices'][number]['finish_reason'],
+): ChatCompletionResponse {
   return {
     id: completionId(turn.id),
     object: 'chat.completion',
     created: createdAt(turn.id),
     model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content: turn.finalText ?? '', refusal: null },
-        logprobs: null,
-        finish_reason: finishReason(turn.stopReason),
-      },
-    ],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
     usage: usageOf(turn),
     system_fingerprint: null,
     session_id: turn.sessionId,
