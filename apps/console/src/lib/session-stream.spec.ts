@@ -181,7 +181,11 @@ describe('SessionStream', () => {
     expect(s.turn(T)).toMatchObject({ status: 'running', runningTool: null });
     feed(s, [j(7, 'subagent_spawned', { blocking: true })]);
     expect(s.turn(T)!.status).toBe('awaiting_subagent');
-    feed(s, [j(8, 'subagent_completed'), j(9, 'turn_cancelled', { stopReason: 'cancelled' })]);
+    feed(s, [j(8, 'subagent_completed'), j(9, 'client_tool_requested', { callId: 'call_1', name: 'f' })]);
+    expect(s.turn(T)!.status).toBe('awaiting_client_tool');
+    feed(s, [j(10, 'client_tool_answered', { callId: 'call_1' })]);
+    expect(s.turn(T)!.status).toBe('running');
+    feed(s, [j(11, 'turn_cancelled', { stopReason: 'cancelled' })]);
     expect(s.turn(T)!.status).toBe('cancelled');
     expect(s.transcriptVersion).toBeGreaterThan(v);
     // A journaled event arriving after the end does not revive the turn.

@@ -34,7 +34,14 @@ export interface Frame {
 }
 
 export type TurnStatus =
-  'queued' | 'running' | 'awaiting_approval' | 'awaiting_subagent' | 'completed' | 'failed' | 'cancelled';
+  | 'queued'
+  | 'running'
+  | 'awaiting_approval'
+  | 'awaiting_subagent'
+  | 'awaiting_client_tool'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
 
 const ENDED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 const TERMINAL_EVENT: Record<string, TurnStatus> = {
@@ -163,6 +170,13 @@ export class SessionStream {
         break;
       case 'approval_decided':
         if (!isEnded(t.status)) t.status = 'running';
+        break;
+      // The client runs the call (docs/adr/0047); a person's approval in the same round outranks it.
+      case 'client_tool_requested':
+        if (!isEnded(t.status) && t.status !== 'awaiting_approval') t.status = 'awaiting_client_tool';
+        break;
+      case 'client_tool_answered':
+        if (t.status === 'awaiting_client_tool') t.status = 'running';
         break;
       case 'subagent_spawned':
         if (!isEnded(t.status) && data.blocking !== false) t.status = 'awaiting_subagent';
