@@ -10,3 +10,4 @@ export * from './scripted';
 export * from './types';
 export * from './stream-guard';
 export * from './capabilities';
+export * from './embeddings';
