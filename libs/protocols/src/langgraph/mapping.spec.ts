@@ -45,6 +45,8 @@ const turn = (id: string, status: string): TurnRow => ({
 });
 const approval = (id: string, turnId: string): ApprovalRow => ({
   id,
+  kind: 'approval',
+  clientCallId: null,
   turnId,
   callId: 'call_1',
   toolName: 'word_count',

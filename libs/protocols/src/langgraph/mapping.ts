@@ -105,9 +105,15 @@ export interface MessageRow {
   toolCallId: string | null;
 }
 
-/** A pending approval. */
+/**
+ * A pending wait of a turn: an approval (`kind: 'approval'`), or a call of a tool the client runs
+ * (`kind: 'client_tool'`, docs/adr/0047) with the id handed to the client (`call_<hex>`).
+ */
 export interface ApprovalRow {
   id: string;
+  kind: string;
+  /** The id the client answers a client tool call by (`clientCallId`); null for an approval. */
+  clientCallId: string | null;
   turnId: string;
   callId: string;
   toolName: string;
@@ -142,8 +148,8 @@ export function runStatusOf(status: string): LangGraphRunStatus {
     case 'running':
     case 'awaiting_subagent':
       return 'running';
-    // Waiting for the client's tool results (docs/adr/0047) is a pause like an approval's. The
-    // interrupt values and a `Command({resume})` answer are not mapped yet (ADR 0038).
+    // Waiting for the client's tool results (docs/adr/0047) is a pause like an approval's: its
+    // calls are headless-tool interrupts, answered by `command: {resume}` (ADR 0038).
     case 'awaiting_approval':
     case 'awaiting_client_tool':
     case 'cancelled':
@@ -251,8 +257,23 @@ export function messagesOf(rows: MessageRow[]): LangChainMessage[] {
   });
 }
 
-/** A pending approval as an interrupt: its id is the approval's; resumed by `command: {resume}`. */
+/**
+ * A pending wait as an interrupt, its id the wait's; resumed by `command: {resume}`. A client tool
+ * call is a headless-tool interrupt (the SDK's `HeadlessToolInterrupt`, what LangChain's schema-only
+ * tools raise): `{type: 'tool', toolCall: {id, name, args}}`, `toolCall.id` the id it is answered by.
+ */
 export function interruptOf(a: ApprovalRow): LangGraphInterrupt {
+  if (a.kind === 'client_tool') {
+    return {
+      id: a.id,
+      value: {
+        type: 'tool',
+        toolCall: { id: a.clientCallId ?? a.callId, name: a.toolName, args: a.arguments ?? {} },
+        run_id: a.turnId,
+        expires_at: iso(a.expiresAt),
+      },
+    };
+  }
   return {
     id: a.id,
     value: {
@@ -588,6 +609,144 @@ export function decisionsOf(
     }
   }
   throw new LangGraphError(422, hint);
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The most client tools one run may declare. */
+export const MAX_CLIENT_TOOLS = 128;
+
+/**
+ * The tools a run declares for the client to run (docs/adr/0038, client tools): `context.tools`, each
+ * an OpenAI function tool (`{type: 'function', function: {name, description, parameters}}`, what
+ * LangChain's `convertToOpenAITool` gives) or a bare `{name, description, parameters | schema}`.
+ * Shapes are checked here (422); names, clashes and schemas by `AgentTurns.clientToolsFor` (400).
+ */
+export function clientToolsOfRun(
+  body: Pick<LangGraphRunRequest, 'context'>,
+): { name: string; description: string; parameters: Record<string, unknown> }[] {
+  const context = body.context;
+  if (context === undefined || context === null) return [];
+  if (!isRecord(context)) throw new LangGraphError(422, 'context: must be an object');
+  const tools = context.tools;
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) {
+    throw new LangGraphError(422, 'context.tools: must be a list of tool definitions');
+  }
+  if (tools.length > MAX_CLIENT_TOOLS) {
+    throw new LangGraphError(422, `context.tools: at most ${MAX_CLIENT_TOOLS} tools`);
+  }
+  return tools.map((t, i) => {
+    const at = `context.tools[${i}]`;
+    if (!isRecord(t)) throw new LangGraphError(422, `${at}: must be an object`);
+    const fn = t.type === 'function' && isRecord(t.function) ? t.function : t;
+    if (t.type !== undefined && t.type !== 'function') {
+      throw new LangGraphError(422, `${at}.type: only function tools are supported (got ${JSON.stringify(t.type)})`);
+    }
+    if (typeof fn.name !== 'string') throw new LangGraphError(422, `${at}.name: a tool needs a name`);
+    if (fn.description !== undefined && typeof fn.description !== 'string') {
+      throw new LangGraphError(422, `${at}.description: must be a string`);
+    }
+    const parameters = fn.parameters ?? fn.schema ?? { type: 'object', properties: {} };
+    return {
+      name: fn.name,
+      description: typeof fn.description === 'string' ? fn.description.slice(0, 4000) : '',
+      parameters: parameters as Record<string, unknown>,
+    };
+  });
+}
+
+/** What `command.resume` asks for: approval decisions and client tool results (by the ids handed out). */
+export interface ResumePlan {
+  decisions: { approvalId: string; verdict: Verdict; reason: string | null }[];
+  results: { callId: string; output: string }[];
+}
+
+/** A client tool call's id as handed out (`clientCallId`). */
+const CLIENT_CALL_ID = /^call_[0-9a-f]{32}$/i;
+
+/** A tool's result as the text the model is sent: a string as is, anything else as JSON. */
+const outputText = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null'));
+
+/** `{[callId]: result}` (the SDK's `headlessToolResumeCommand`) → its call id and result, else undefined. */
+function keyedByCall(v: unknown): { callId: string; value: unknown } | undefined {
+  if (!isRecord(v)) return undefined;
+  const keys = Object.keys(v);
+  return keys.length === 1 && CLIENT_CALL_ID.test(keys[0]) ? { callId: keys[0], value: v[keys[0]] } : undefined;
+}
+
+/**
+ * `command.resume` → client tool results, or undefined when it is not an answer to client tools.
+ * The shapes the SDK's headless-tool helpers send: `{[toolCall.id]: result}`, `{[interrupt id]:
+ * {[toolCall.id]: result}}` (a batch), `{[interrupt id]: result}`, or the bare result when one call
+ * waits and no approval does. Keys naming an answered call are kept (the answer again is a replay).
+ */
+function clientResultsOf(
+  resume: unknown,
+  clients: ApprovalRow[],
+  approvalIds: string[],
+): { callId: string; output: string }[] | undefined {
+  if (isRecord(resume)) {
+    let out: { callId: string; output: string }[] | undefined = [];
+    for (const [key, value] of Object.entries(resume)) {
+      const wait = clients.find((c) => c.id === key.toLowerCase());
+      const inner = keyedByCall(value);
+      if (wait) {
+        const callId = wait.clientCallId ?? '';
+        const v = inner && inner.callId.toLowerCase() === callId.toLowerCase() ? inner.value : value;
+        out.push({ callId, output: outputText(v) });
+      } else if (CLIENT_CALL_ID.test(key)) {
+        out.push({ callId: key, output: outputText(value) });
+      } else if (approvalIds.includes(key.toLowerCase())) {
+        continue;
+      } else if (isUuid(key) && inner) {
+        out.push({ callId: inner.callId, output: outputText(inner.value) });
+      } else {
+        out = undefined;
+        break;
+      }
+    }
+    if (out && out.length > 0) return out;
+  }
+  if (clients.length === 1 && approvalIds.length === 0) {
+    return [{ callId: clients[0].clientCallId ?? '', output: outputText(resume) }];
+  }
+  return undefined;
+}
+
+/**
+ * `command.resume` → the decisions for the thread's pending approvals and the results for its
+ * pending client tool calls. With both kinds pending the resume is a map by interrupt id (the
+ * approvals' values decisions, the client tools' their results) that names every one.
+ */
+export function resumeOf(resume: unknown, pending: ApprovalRow[]): ResumePlan {
+  const approvalIds = pending.filter((a) => a.kind !== 'client_tool').map((a) => a.id);
+  const clients = pending.filter((a) => a.kind === 'client_tool');
+  const results = clientResultsOf(resume, clients, approvalIds);
+  if (results === undefined) {
+    if (clients.length > 0) {
+      throw new LangGraphError(
+        422,
+        'command.resume: the thread waits for the results of client tool calls (' +
+          clients.map((c) => c.clientCallId).join(', ') +
+          '): send {[toolCall.id]: result} for each, or a map from interrupt id to the result',
+      );
+    }
+    return { decisions: decisionsOf(resume, approvalIds), results: [] };
+  }
+  if (approvalIds.length === 0) return { decisions: [], results };
+  const byId = resume as Record<string, unknown>;
+  const approvalPart = Object.fromEntries(
+    Object.entries(byId).filter(([k]) => approvalIds.includes(k.toLowerCase())),
+  );
+  if (Object.keys(approvalPart).length === 0) {
+    throw new LangGraphError(
+      422,
+      `command.resume: decide every pending interrupt (${approvalIds.join(', ')}) beside the client tools' results`,
+    );
+  }
+  return { decisions: decisionsOf(approvalPart, approvalIds), results };
 }
 
 /**

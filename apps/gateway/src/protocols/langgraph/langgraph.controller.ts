@@ -56,10 +56,11 @@ import { validateOptionalBody } from '../../platform/validation';
 import {
   assistantOf,
   checkpointIdOf,
-  decisionsOf,
+  clientToolsOfRun,
   historyFilterOf,
   LangGraphError,
   planRun,
+  resumeOf,
   runCheckpointOf,
   runOf,
   stateOf,
@@ -739,6 +740,12 @@ export class LangGraphController {
     const from = runCheckpointOf(threadId, body);
     if (from !== null) await this.fromCurrentCheckpoint(tenantId, threadId, from);
     const agent = await this.assistant(tenantId, body.assistant_id);
+    // Tools the client runs (`context.tools`), checked before anything is written. A resume keeps
+    // the ones its turn was admitted with (useStream sends its context again: it is not refused).
+    const clientTools =
+      plan.kind === 'message'
+        ? this.turns.clientToolsFor(agent, clientToolsOfRun(body), (i, f) => `context.tools[${i}].${f}`)
+        : [];
     // A thread the run names; with `if_not_exists: create` a new one is made as the run is admitted
     // (a stopped agent or a paused tenant is refused before it is written).
     const create = body.if_not_exists === 'create' && isUuid(threadId);
@@ -755,13 +762,24 @@ export class LangGraphController {
     };
     const pending = await this.reads.pending(session.id);
     if (plan.kind === 'resume') {
-      const decisions = decisionsOf(
-        plan.resume,
-        pending.map((a) => a.id),
-      );
-      const after = await this.reads.lastEventSeq(session.id);
+      const { decisions, results } = resumeOf(plan.resume, pending);
+      let after = await this.reads.lastEventSeq(session.id);
+      let turnId = pending[0]?.turnId;
       const watch = this.turns.watch(session.id);
       try {
+        // The client's results first: a refusal writes nothing (docs/adr/0047), so a bad answer
+        // leaves the approvals undecided too.
+        if (results.length > 0) {
+          const answered = await this.turns.answerClientTools({
+            tenantId,
+            sessionId: session.id,
+            results,
+            answeredBy: 'langgraph',
+          });
+          turnId = answered.turnId;
+          // The same answer again: the turn was resumed once already; its run is followed from the start.
+          if (answered.replayed) after = 0;
+        }
         for (const d of decisions) {
           const outcome = await this.approvals.decide({
             approvalId: d.approvalId,
@@ -784,13 +802,17 @@ export class LangGraphController {
         watch.close();
         throw err;
       }
-      return { sessionId: session.id, turnId: pending[0].turnId, after, multitask: null, watch };
+      if (turnId === undefined) throw new Error('a resume without a turn');
+      return { sessionId: session.id, turnId, after, multitask: null, watch };
     }
     if (pending.length > 0 && plan.multitask !== 'interrupt') {
+      const waitsFor = pending.some((a) => a.kind === 'client_tool')
+        ? "the client's tool results. Resume it with command: { resume: { [toolCall.id]: result } }"
+        : "approval. Resume it with command: { resume: 'approve' | 'reject' }";
       throw new LangGraphError(
         409,
-        `thread ${session.id} is interrupted: run ${pending[0].turnId} waits for approval. Resume it with ` +
-          "command: { resume: 'approve' | 'reject' }, or send multitask_strategy interrupt to cancel it",
+        `thread ${session.id} is interrupted: run ${pending[0].turnId} waits for ${waitsFor}, ` +
+          'or send multitask_strategy interrupt to cancel it',
       );
     }
     const admitted = await this.turns.admit({
@@ -799,6 +821,7 @@ export class LangGraphController {
       text: plan.text,
       metadata: { ...(body.metadata ?? {}), via: 'langgraph' },
       multitask: plan.multitask,
+      clientTools,
     });
     return { ...admitted, after: 0, multitask: plan.multitask };
   }
@@ -831,7 +854,7 @@ export class LangGraphController {
       this.turns,
       reply,
       { ...t, tenantId, subscribedBeforeAdmission: false },
-      { orPaused: true },
+      { orPaused: true, orClientTool: true },
     );
     if (!held.settled) {
       if (held.why === 'left') return;

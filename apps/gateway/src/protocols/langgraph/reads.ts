@@ -1,6 +1,8 @@
-import type { Agent, Approval, Message, Session, Turn } from '@prisma/client';
+import type { Agent, Message, Session, Turn } from '@prisma/client';
 import { isUuid } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
+import type { ApprovalRow } from '@switchboard/protocols';
+import { clientCallId } from '@switchboard/store';
 
 /** Turn statuses that have not ended. */
 const UNFINISHED = ['queued', 'running', 'awaiting_approval', 'awaiting_subagent', 'awaiting_client_tool'];
@@ -167,13 +169,24 @@ export class LangGraphReads {
     return t?.id ?? null;
   }
 
-  /** Approvals waiting for a decision on a turn that still waits for them. */
-  pending(sessionId: string): Promise<Approval[]> {
-    return this.db.approval.findMany({
-      // Client tool waits share the table (docs/adr/0047): not a person's decision, not listed here.
-      where: { sessionId, status: 'pending', kind: 'approval', turn: { status: 'awaiting_approval' } },
+  /**
+   * What the thread's turns wait for, as interrupts: approvals waiting for a decision, and calls of
+   * the client's tools waiting for their results (docs/adr/0047: the same table, `kind` apart), of a
+   * turn that still waits for them.
+   */
+  async pending(sessionId: string): Promise<ApprovalRow[]> {
+    const rows = await this.db.approval.findMany({
+      where: {
+        sessionId,
+        status: 'pending',
+        OR: [
+          { kind: 'approval', turn: { status: 'awaiting_approval' } },
+          { kind: 'client_tool', turn: { status: { in: ['awaiting_approval', 'awaiting_client_tool'] } } },
+        ],
+      },
       orderBy: { id: 'asc' },
     });
+    return rows.map((a) => ({ ...a, clientCallId: a.kind === 'client_tool' ? clientCallId(a.id) : null }));
   }
 
   turn(tenantId: string, sessionId: string, turnId: string): Promise<Turn | null> {

@@ -37,7 +37,11 @@ const STEP_EVENTS = new Set<string>([
   EventType.ProviderRoundCompleted,
   EventType.ToolCallCompleted,
   EventType.ApprovalRequested,
+  EventType.ClientToolRequested,
 ]);
+
+/** The turn statuses of a run paused at an interrupt: an approval, or the client's tools (docs/adr/0047). */
+const PAUSED = new Set(['awaiting_approval', 'awaiting_client_tool']);
 
 /** The run's states at which the stream ends with `end` (any other: the gateway is stopping). */
 const ENDED = new Set(['completed', 'failed', 'cancelled']);
@@ -141,7 +145,7 @@ class RunFrames {
     }
   }
 
-  /** One of the turn's events as frames; true when the run paused for approval (the stream ends). */
+  /** One of the turn's events as frames; true when the run paused at an interrupt (the stream ends). */
   async event(item: JournaledItem | LiveItem): Promise<boolean> {
     const e = item.event;
     if (e.type === EventType.ProviderRoundStarted) {
@@ -150,8 +154,8 @@ class RunFrames {
       this.textDelta(typeof e.data.text === 'string' ? e.data.text : '');
     } else if (item.kind === 'journaled' && STEP_EVENTS.has(e.type)) {
       if (
-        e.type === EventType.ApprovalRequested &&
-        (await this.snapshots.turnStatus(this.o.tenantId, this.o.turnId)) === 'awaiting_approval'
+        (e.type === EventType.ApprovalRequested || e.type === EventType.ClientToolRequested) &&
+        PAUSED.has((await this.snapshots.turnStatus(this.o.tenantId, this.o.turnId)) ?? '')
       ) {
         return true;
       }

@@ -8,6 +8,9 @@ import {
 } from '@switchboard/protocols';
 import { LangGraphReads, STATE_MESSAGES } from './reads';
 
+/** The turn statuses of a run paused at an interrupt (an approval, or the client's tools). */
+const WAITING = new Set(['awaiting_approval', 'awaiting_client_tool']);
+
 /** A thread's state as the adapter shows it: its messages, pending approvals and status turns. */
 export interface Snapshot {
   messages: LangChainMessage[];
@@ -70,7 +73,7 @@ export class LangGraphSnapshots {
         parentId: i + 1 < page.length ? page[i + 1].id : lastParent,
         messages: messages.slice(Math.max(0, end - STATE_MESSAGES), end),
         pending: pending.filter((a) => (seqOf.get(a.turnId) ?? Infinity) <= turn.seq),
-        paused: open.find((t) => t.status === 'awaiting_approval' && t.seq <= turn.seq),
+        paused: open.find((t) => WAITING.has(t.status) && t.seq <= turn.seq),
       };
     });
   }
