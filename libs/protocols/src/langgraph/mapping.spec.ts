@@ -1,13 +1,17 @@
+import { parseHeadlessToolInterruptPayload } from '@langchain/langgraph-sdk';
 import { AppError, LangGraphRunRequest } from '@switchboard/contracts';
 import {
   assistantOf,
   checkpointEventOf,
   checkpointIdOf,
+  clientToolsOfRun,
   decisionsOf,
+  interruptOf,
   historyFilterOf,
   LangGraphError,
   messagesOf,
   planRun,
+  resumeOf,
   runCheckpointOf,
   runStatusOf,
   stateOf,
@@ -335,6 +339,108 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
     refused(() => decisionsOf({ a1: 'approve' }, ['a1', 'a2']), 422, /every pending/);
     refused(() => decisionsOf({ a1: 'perhaps' }, ['a1']), 422, /command.resume/);
     refused(() => decisionsOf([1], ['a1']), 422, /command.resume/);
+  });
+
+  describe('client tools (headless-tool interrupts)', () => {
+    const W1 = '0190aaaa-0000-7000-8000-000000000001';
+    const W2 = '0190aaaa-0000-7000-8000-000000000002';
+    const A1 = '0190aaaa-0000-7000-8000-0000000000a1';
+    const call = (id: string) => `call_${id.replace(/-/g, '')}`;
+    const wait = (id: string): ApprovalRow => ({
+      ...approval(id, 'turn-1'),
+      kind: 'client_tool',
+      clientCallId: call(id),
+      toolName: 'get_weather',
+      arguments: { city: 'Oslo' },
+    });
+
+    it('a client tool wait is the interrupt the SDK recognises as a headless tool', () => {
+      const i = interruptOf(wait(W1));
+      expect(i).toMatchObject({
+        id: W1,
+        value: { type: 'tool', toolCall: { id: call(W1), name: 'get_weather', args: { city: 'Oslo' } } },
+      });
+      expect(parseHeadlessToolInterruptPayload(i.value)?.toolCall.id).toBe(call(W1));
+      expect(parseHeadlessToolInterruptPayload(interruptOf(approval(A1, 'turn-1')).value)).toBeNull();
+    });
+
+    it('context.tools: OpenAI function tools or bare {name, description, parameters|schema}', () => {
+      const params = { type: 'object', properties: { city: { type: 'string' } } };
+      expect(
+        clientToolsOfRun({
+          context: {
+            tools: [
+              { type: 'function', function: { name: 'a', description: 'A', parameters: params } },
+              { name: 'b', schema: params },
+              { name: 'c' },
+            ],
+          },
+        }),
+      ).toEqual([
+        { name: 'a', description: 'A', parameters: params },
+        { name: 'b', description: '', parameters: params },
+        { name: 'c', description: '', parameters: { type: 'object', properties: {} } },
+      ]);
+      expect(clientToolsOfRun({})).toEqual([]);
+      expect(clientToolsOfRun({ context: { model: 'x' } })).toEqual([]);
+      refused(() => clientToolsOfRun({ context: 'tools' }), 422, /context: must be an object/);
+      refused(() => clientToolsOfRun({ context: { tools: {} } }), 422, /context.tools: must be a list/);
+      refused(() => clientToolsOfRun({ context: { tools: [1] } }), 422, /context.tools\[0\]/);
+      refused(() => clientToolsOfRun({ context: { tools: [{ description: 'x' }] } }), 422, /needs a name/);
+      refused(
+        () => clientToolsOfRun({ context: { tools: [{ type: 'web_search', name: 'x' }] } }),
+        422,
+        /only function tools/,
+      );
+      refused(
+        () => clientToolsOfRun({ context: { tools: Array.from({ length: 129 }, (_, i) => ({ name: `t${i}` })) } }),
+        422,
+        /at most 128/,
+      );
+    });
+
+    it('command.resume answers client tools in every shape the SDK sends', () => {
+      const one = [wait(W1)];
+      const results = (r: ReturnType<typeof resumeOf>) => r.results;
+      // headlessToolResumeCommand: {[toolCall.id]: result}
+      expect(results(resumeOf({ [call(W1)]: { temp: 21 } }, one))).toEqual([
+        { callId: call(W1), output: '{"temp":21}' },
+      ]);
+      // the batch form: {[interrupt id]: {[toolCall.id]: result}}
+      expect(results(resumeOf({ [W1]: { [call(W1)]: 'sunny' } }, one))).toEqual([
+        { callId: call(W1), output: 'sunny' },
+      ]);
+      // by interrupt id alone, or the bare result when one call waits
+      expect(results(resumeOf({ [W1]: 'sunny' }, one))).toEqual([{ callId: call(W1), output: 'sunny' }]);
+      expect(results(resumeOf({ temp: 3 }, one))).toEqual([{ callId: call(W1), output: '{"temp":3}' }]);
+      expect(results(resumeOf('rain', one))).toEqual([{ callId: call(W1), output: 'rain' }]);
+      // Nothing pending any more: call ids are still an answer (a replay, or refused by the store).
+      expect(results(resumeOf({ [call(W1)]: 'sunny' }, []))).toEqual([{ callId: call(W1), output: 'sunny' }]);
+      expect(results(resumeOf({ [W1]: { [call(W1)]: 'sunny' } }, []))).toEqual([
+        { callId: call(W1), output: 'sunny' },
+      ]);
+      // Two calls: a map is needed.
+      const two = [wait(W1), wait(W2)];
+      expect(results(resumeOf({ [call(W1)]: 'a', [W2]: 'b' }, two))).toEqual([
+        { callId: call(W1), output: 'a' },
+        { callId: call(W2), output: 'b' },
+      ]);
+      refused(() => resumeOf('rain', two), 422, /client tool calls/);
+      // With an approval pending too: one map by interrupt id names both kinds.
+      const mixed = [wait(W1), approval(A1, 'turn-1')];
+      expect(resumeOf({ [W1]: 'sunny', [A1]: 'approve' }, mixed)).toEqual({
+        results: [{ callId: call(W1), output: 'sunny' }],
+        decisions: [{ approvalId: A1, verdict: 'approved', reason: null }],
+      });
+      refused(() => resumeOf({ [call(W1)]: 'sunny' }, mixed), 422, /decide every pending/);
+      refused(() => resumeOf('approve', mixed), 422, /client tool calls/);
+      // Approvals alone: as before.
+      expect(resumeOf('approve', [approval(A1, 'turn-1')])).toEqual({
+        results: [],
+        decisions: [{ approvalId: A1, verdict: 'approved', reason: null }],
+      });
+      refused(() => resumeOf('approve', []), 409, /no interrupt/);
+    });
   });
 
   it('stream modes default to values', () => {
