@@ -75,7 +75,10 @@ function schemaProblem(schema: unknown): string | undefined {
   const type = (schema as { type?: unknown }).type;
   if (type !== undefined && type !== 'object') return 'the arguments are an object: "type" must be "object"';
   try {
-    ajv.compile(schema);
+    // `$schema` names the dialect, not a constraint: zod 4's JSON Schema (LangChain's
+    // `convertToOpenAITool`) says draft 2020-12, which the draft-07 compiler would refuse as unknown.
+    const { $schema: _dialect, ...constraints } = schema as Record<string, unknown>;
+    ajv.compile(constraints);
     return undefined;
   } catch (err) {
     return (err as Error).message.slice(0, 300);
