@@ -150,7 +150,12 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
     const command = await flush(paused);
     expect(executed).toEqual([{ city: 'Oslo' }]);
     const resumedAt = llm.requests.length;
-    const done = (await client.runs.wait(threadId, 'helper', { command, context: CONTEXT })) as Values;
+    // As useStream submits it: the command as the flush built it, multitask interrupt, its context again.
+    const done = (await client.runs.wait(threadId, 'helper', {
+      command,
+      multitaskStrategy: 'interrupt',
+      context: CONTEXT,
+    })) as Values;
     expect(done.__interrupt__).toBeUndefined();
     expect(done.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Oslo is sunny.' });
     expect(toolMessagesSent(resumedAt).at(-1)?.content).toContain('sunny in Oslo');
@@ -197,7 +202,8 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
     }
     const last = second.filter((c) => c.event === 'values').at(-1)!.data as Values;
     expect(last.messages.map((m) => m.type)).toEqual(['human', 'ai', 'tool', 'ai']);
-    expect(last.messages[2].content).toBe('warm, 28C');
+    // A tool message holds the result as every tool's: `{ok: true, result}` (docs/adr/0047).
+    expect(JSON.parse(last.messages[2].content as string)).toEqual({ ok: true, result: 'warm, 28C' });
     expect(last.messages[3].content).toBe('Rome: warm.');
     expect(second.at(-1)).toMatchObject({ event: 'end', data: { status: 'success' } });
   });
@@ -228,8 +234,12 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
       command: { resume: { [toolInterrupt.id]: 'fog', [approval.id]: 'approve' } },
     })) as Values;
     expect(done.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Bern: fog; two words.' });
-    expect(done.messages.filter((m) => m.type === 'tool').map((m) => m.content)).toEqual(
-      expect.arrayContaining(['fog']),
+    const results = done.messages.filter((m) => m.type === 'tool').map((m) => JSON.parse(m.content as string));
+    expect(results).toEqual(
+      expect.arrayContaining([
+        { ok: true, result: 'fog' },
+        { ok: true, result: { words: 2, characters: 7 } },
+      ]),
     );
   });
 

@@ -125,6 +125,11 @@ export const LangGraphRunRequest = z.strictObject({
       resume: z.unknown().optional(),
       update: z.unknown().optional(),
       goto: z.unknown().optional(),
+      /**
+       * The SDK's headless-tool flush (`useStream` with `tools`) sends its resume command as built,
+       * this flag included; accepted and ignored (the resume's keys say what they are).
+       */
+      keyedByInterruptId: z.boolean().optional(),
     })
     .nullable()
     .optional(),

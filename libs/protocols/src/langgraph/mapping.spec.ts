@@ -351,7 +351,8 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
       kind: 'client_tool',
       clientCallId: call(id),
       toolName: 'get_weather',
-      arguments: { city: 'Oslo' },
+      // As the model wrote them: JSON text.
+      arguments: '{"city":"Oslo"}',
     });
 
     it('a client tool wait is the interrupt the SDK recognises as a headless tool', () => {

@@ -257,6 +257,16 @@ export function messagesOf(rows: MessageRow[]): LangChainMessage[] {
   });
 }
 
+/** A call's arguments as an object: a client tool's are stored as the model wrote them (JSON text). */
+function argsOf(stored: unknown): unknown {
+  if (typeof stored !== 'string') return stored ?? {};
+  try {
+    return JSON.parse(stored) as unknown;
+  } catch {
+    return stored;
+  }
+}
+
 /**
  * A pending wait as an interrupt, its id the wait's; resumed by `command: {resume}`. A client tool
  * call is a headless-tool interrupt (the SDK's `HeadlessToolInterrupt`, what LangChain's schema-only
@@ -268,7 +278,7 @@ export function interruptOf(a: ApprovalRow): LangGraphInterrupt {
       id: a.id,
       value: {
         type: 'tool',
-        toolCall: { id: a.clientCallId ?? a.callId, name: a.toolName, args: a.arguments ?? {} },
+        toolCall: { id: a.clientCallId ?? a.callId, name: a.toolName, args: argsOf(a.arguments) },
         run_id: a.turnId,
         expires_at: iso(a.expiresAt),
       },
