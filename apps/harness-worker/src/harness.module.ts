@@ -11,7 +11,8 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { hostname } from 'node:os';
 import type { Config } from '@switchboard/config';
-import { QueueName } from '@switchboard/contracts';
+import { Jobs, QueueName } from '@switchboard/contracts';
+import { a2aTaskUpdates } from '@switchboard/hooks';
 import { poolOf, type Db } from '@switchboard/database';
 import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
 import { memoryRecall, MemoryStore } from '@switchboard/memory';
@@ -50,7 +51,7 @@ import { MaintenanceProcessor } from './maintenance.processor';
 import { ReconcilerService } from './reconciler.service';
 import { CONTEXT_SOURCES, TOOL_GATES, TURN_RUNNER } from './tokens';
 import { TurnsProcessor } from './turns.processor';
-import { redisTarget, type RedisConnection } from '@switchboard/queue';
+import { publish, redisTarget, type RedisConnection } from '@switchboard/queue';
 
 /**
  * This process in session leases (`sessions.lease_owner`) and the name of its control channel
@@ -163,6 +164,7 @@ export class HarnessModule {
             getQueueToken(QueueName.PostTurn),
             getQueueToken(QueueName.Turns),
             getQueueToken(QueueName.Work),
+            getQueueToken(QueueName.OutboundWebhooks),
             LOGGER,
             METRICS,
             REDIS,
@@ -178,6 +180,7 @@ export class HarnessModule {
             postTurn: Queue,
             turns: Queue,
             work: Queue,
+            outbound: Queue,
             logger: Logger,
             metrics: Metrics,
             redis: RedisConnection,
@@ -226,6 +229,16 @@ export class HarnessModule {
               turnTools: (q) => mcp.source.forTurn(q.tenantId, q.tools),
               // After every ended turn: an agent with open work gets an activation pass (docs/adr/0031).
               finalisationSteps: [workActivationStep(db, work)],
+              // A2A push notifications of a task's WORKING and INPUT_REQUIRED states (docs/adr/0037);
+              // its end is the completion-webhook hook's.
+              onCommitted: a2aTaskUpdates({
+                db,
+                logger,
+                notify: (job) =>
+                  publish(outbound, Jobs.outboundWebhook, job, {
+                    backoff: { type: 'exponential', delay: cfg.OUTBOUND_WEBHOOK_BACKOFF_MS },
+                  }),
+              }),
             });
           },
         },

@@ -1,6 +1,7 @@
 export * from './archivist';
 export * from './archivist-models';
 export * from './archivist-snapshot';
+export * from './a2a-task-updates';
 export * from './completion-webhook';
 export * from './context';
 export * from './cost-log';

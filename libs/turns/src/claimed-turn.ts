@@ -63,6 +63,7 @@ export async function openTurn(
     retryMs: r.checkpointRetryMs ?? 30_000,
     roundContexts: r.roundContexts ?? true,
     storedParts: r.storedParts,
+    onCommitted: r.onCommitted,
     killSwitch: load.tenant.killSwitch,
     tenantCapUsd: load.tenant.capUsd,
     onCancelRequested: abort.cancel,

@@ -5,7 +5,7 @@ import type { StopHook, TurnEngine, TurnOutcome } from '@switchboard/engine';
 import type { LivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides } from '@switchboard/providers';
-import type { CheckpointResult, TurnRow, TurnStore } from '@switchboard/store';
+import type { CheckpointResult, CommittedEvent, TurnRow, TurnStore } from '@switchboard/store';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
 
 export interface TurnRunnerOptions {
@@ -46,6 +46,12 @@ export interface TurnRunnerOptions {
   prices?: PriceOverrides;
   /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
   finalisationSteps?: FinalisationStep[];
+  /**
+   * Told of each committed checkpoint's journal events while a turn runs (not its finalisation: an
+   * ended turn's effects are the post-turn hooks'), after the commit: A2A push notifications of a
+   * task's intermediate states (docs/adr/0037). Not awaited; a failure is the observer's to log.
+   */
+  onCommitted?: (turn: TurnRow, events: readonly CommittedEvent[]) => void;
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
   /**
