@@ -231,7 +231,7 @@ export class HarnessModule {
               finalisationSteps: [workActivationStep(db, work)],
               // A2A push notifications of a task's WORKING and INPUT_REQUIRED states (docs/adr/0037);
               // its end is the completion-webhook hook's.
-              onCommitted: a2aTaskUpdates({
+              onTaskState: a2aTaskUpdates({
                 db,
                 logger,
                 notify: (job) =>

@@ -63,7 +63,6 @@ export async function openTurn(
     retryMs: r.checkpointRetryMs ?? 30_000,
     roundContexts: r.roundContexts ?? true,
     storedParts: r.storedParts,
-    onCommitted: r.onCommitted,
     killSwitch: load.tenant.killSwitch,
     tenantCapUsd: load.tenant.capUsd,
     onCancelRequested: abort.cancel,
@@ -78,6 +77,8 @@ export async function openTurn(
       model,
       ...(model === agent.model ? {} : { route: agent.model }),
     });
+    // The claim made it `running` (from queued: a new turn, or one resumed after its wait).
+    r.onTaskState?.(turn, { status: 'running', key: `run${turn.runCount}` });
   }
   checkpoints.started(model, plan.newSystemPrompt);
   return { r, load, turn, lease, plan, abort, checkpoints, live, span, startedAt };

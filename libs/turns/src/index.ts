@@ -1,7 +1,7 @@
 export * from './lease';
 export * from './reconciler';
 export * from './runner';
-export type { FinalisationStep, TaskWaits, TurnRunnerOptions } from './runner-options';
+export type { FinalisationStep, TaskStateChange, TaskWaits, TurnRunnerOptions } from './runner-options';
 export { POST_TURN_HOOKS } from './finalise';
 export { HANDBACK_MAX_CHARS, taskEnd } from './handback';
 export { buildHistory } from './history';

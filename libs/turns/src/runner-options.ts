@@ -5,7 +5,7 @@ import type { StopHook, TurnEngine, TurnOutcome } from '@switchboard/engine';
 import type { LivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
 import type { PriceOverrides } from '@switchboard/providers';
-import type { CheckpointResult, CommittedEvent, TurnRow, TurnStore } from '@switchboard/store';
+import type { CheckpointResult, TurnRow, TurnStore } from '@switchboard/store';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
 
 export interface TurnRunnerOptions {
@@ -47,11 +47,12 @@ export interface TurnRunnerOptions {
   /** Extra finalisation steps (seed 001 stage 6 "turn end" callbacks), each isolated, run after the built-in ones. */
   finalisationSteps?: FinalisationStep[];
   /**
-   * Told of each committed checkpoint's journal events while a turn runs (not its finalisation: an
-   * ended turn's effects are the post-turn hooks'), after the commit: A2A push notifications of a
-   * task's intermediate states (docs/adr/0037). Not awaited; a failure is the observer's to log.
+   * Told when a claimed turn starts running (its run `run<runCount>`) and when that run's wait has
+   * committed (`wait<runCount>`: awaiting approval or the client's tools); each key names one state
+   * transition of the turn. For A2A push notifications of a task's intermediate states (docs/adr/0037);
+   * the end is the post-turn hooks'. Not awaited: a failure is the observer's to log.
    */
-  onCommitted?: (turn: TurnRow, events: readonly CommittedEvent[]) => void;
+  onTaskState?: (turn: TurnRow, state: TaskStateChange) => void;
   /** How long a checkpoint write retries transient database errors before the job fails (default 30 s). */
   checkpointRetryMs?: number;
   /**
@@ -99,6 +100,13 @@ export interface FinalisationStep {
   name: string;
   /** `committed`: the essential finalisation's answer (its `closure` says what the turn's end recorded). */
   run(turn: TurnRow, outcome: TurnOutcome, committed: CheckpointResult): Promise<void>;
+}
+
+/** A turn's move into a state a client may be told of: running, or waiting on someone outside. */
+export interface TaskStateChange {
+  status: 'running' | 'awaiting_approval' | 'awaiting_client_tool';
+  /** Unique per transition of the turn: `run<runCount>` or `wait<runCount>` (a run waits at most once). */
+  key: string;
 }
 
 /**

@@ -19,6 +19,9 @@ export async function persistWaits(ctx: ClaimedTurn, outcome: TurnOutcome): Prom
     ctx.plan.clientToolTtlMs,
   );
   ctx.span.setAttributes({ 'switchboard.turn.status': status });
+  if (committed.applied && (status === 'awaiting_approval' || status === 'awaiting_client_tool')) {
+    r.onTaskState?.(turn, { status, key: `wait${turn.runCount}` });
+  }
   r.metrics.turnWaits.inc({ status });
   // A child may have ended before the wait committed: looked at again now (docs/adr/0024).
   const taskIds = waits.flatMap((w) => (w.kind === 'task' ? [w.taskId] : []));

@@ -67,8 +67,6 @@ export interface CheckpointContext {
   storedParts?: StoredParts;
   /** The live channel: each checkpoint's events after it, starts and streamed text before (ADR 0015). */
   live?: LiveProgress;
-  /** Told of each committed checkpoint's events but the finalisation's (`TurnRunnerOptions.onCommitted`). */
-  onCommitted?: (turn: TurnRow, events: readonly CommittedEvent[]) => void;
 }
 
 /**
@@ -141,7 +139,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     const statement = checkpointStatement(this.turn, this.c.lease, events, merged, {
       approvals: options.approvals,
       task: merged.task,
-      returnEvents: !!options.returnEvents || this.c.live !== undefined || this.c.onCommitted !== undefined,
+      returnEvents: !!options.returnEvents || this.c.live !== undefined,
     });
     const result = await commitCheckpoint(statement, {
       store: this.c.store,
@@ -160,7 +158,6 @@ export class PostgresCheckpoints implements TurnCheckpoints {
       for (const p of merged.contextParts) this.c.storedParts?.add(this.turn.tenantId, p.hash);
     if (options.publishLater) this.finalEvents = result.events ?? [];
     else this.c.live?.committed(result.events);
-    if (!options.publishLater && result.applied && result.events?.length) this.c.onCommitted?.(this.turn, result.events);
     this.signals.observe(result);
     for (const fn of after) fn();
     return result;
