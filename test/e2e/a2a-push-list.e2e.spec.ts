@@ -98,7 +98,10 @@ describe('A2A push notifications and ListTasks', () => {
   let receiverPort: number;
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
   const deliveries: Delivery[] = [];
-  /** Paths whose next request is answered 500 (once each); every other request 200. */
+  /**
+   * Paths whose next notification of an ended task is answered 500 (once each); every other request
+   * 200. (A task's WORKING and INPUT_REQUIRED pushes come first: test/e2e/a2a-push-states.)
+   */
   const failOnce = new Set<string>();
   const waiters: { when: () => boolean; resolve: () => void }[] = [];
   /** Resolves once the receiver holds `count` deliveries carrying this `webhook-id` prefix. */
@@ -159,7 +162,8 @@ describe('A2A push notifications and ListTasks', () => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
-        const status = failOnce.delete(req.url ?? '') ? 500 : 200;
+        const ended = /"state":"(completed|failed|canceled)"/.test(body);
+        const status = ended && failOnce.delete(req.url ?? '') ? 500 : 200;
         deliveries.push({
           headers: req.headers as Record<string, string>,
           body,
@@ -277,7 +281,9 @@ describe('A2A push notifications and ListTasks', () => {
     expect(configs[0]).toMatchObject({ taskId: task.id, pushNotificationConfig: { url: retried } });
     const configId = configs[0].pushNotificationConfig.id!;
 
-    const mine = (d: Delivery) => d.path === '/retried' && d.body.includes(task.id);
+    // Its end (the WORKING push before it is test/e2e/a2a-push-states.e2e.spec.ts's subject).
+    const mine = (d: Delivery) =>
+      d.path === '/retried' && d.body.includes(task.id) && d.body.includes('"state":"completed"');
     const got = await delivered(2, mine);
     expect(got.map((d) => d.status)).toEqual([500, 200]);
     expect(new Set(got.map((d) => d.headers['webhook-id'])).size).toBe(1);
@@ -345,7 +351,11 @@ describe('A2A push notifications and ListTasks', () => {
     await llm.waitForRequests(before + 1);
     const cancelled = await client.cancelTask({ tenant: '', id: submitted.id, metadata: undefined });
     expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-    const [d] = await delivered(1, (x) => x.path === '/a2a-hook' && x.body.includes(submitted.id));
+    const [d] = await delivered(
+      1,
+      (x) =>
+        x.path === '/a2a-hook' && x.body.includes(submitted.id) && x.body.includes('TASK_STATE_CANCELED'),
+    );
     expect(d.headers['x-a2a-notification-token']).toBe('tok-v1');
     expect(d.headers['content-type']).toBe('application/a2a+json');
     expect(d.headers.authorization).toBeUndefined();

@@ -123,11 +123,16 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
     })) as Values;
     // The model was offered the client's tool beside the agent's own.
     const offered = (llm.requests[before].body as { tools: { function: { name: string } }[] }).tools;
-    expect(offered.map((t) => t.function.name)).toEqual(expect.arrayContaining(['word_count', 'get_weather']));
+    expect(offered.map((t) => t.function.name)).toEqual(
+      expect.arrayContaining(['word_count', 'get_weather']),
+    );
     expect(paused.__interrupt__).toHaveLength(1);
     const [interrupt] = paused.__interrupt__!;
     const headless = parseHeadlessToolInterruptPayload(interrupt.value);
-    expect(headless).toMatchObject({ type: 'tool', toolCall: { name: 'get_weather', args: { city: 'Oslo' } } });
+    expect(headless).toMatchObject({
+      type: 'tool',
+      toolCall: { name: 'get_weather', args: { city: 'Oslo' } },
+    });
     expect(headless!.toolCall.id).toMatch(/^call_[0-9a-f]{32}$/);
 
     // The thread and its run show the interrupt, as for an approval.
@@ -159,7 +164,9 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
     expect(done.__interrupt__).toBeUndefined();
     expect(done.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Oslo is sunny.' });
     expect(toolMessagesSent(resumedAt).at(-1)?.content).toContain('sunny in Oslo');
-    expect((await client.runs.list(threadId)).map((r) => [r.run_id, r.status])).toEqual([[run.run_id, 'success']]);
+    expect((await client.runs.list(threadId)).map((r) => [r.run_id, r.status])).toEqual([
+      [run.run_id, 'success'],
+    ]);
     expect((await client.threads.get(threadId)).status).toBe('idle');
 
     // The same answer again: the run is the same, nothing resumes twice.
@@ -234,7 +241,9 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
       command: { resume: { [toolInterrupt.id]: 'fog', [approval.id]: 'approve' } },
     })) as Values;
     expect(done.messages.at(-1)).toMatchObject({ type: 'ai', content: 'Bern: fog; two words.' });
-    const results = done.messages.filter((m) => m.type === 'tool').map((m) => JSON.parse(m.content as string));
+    const results = done.messages
+      .filter((m) => m.type === 'tool')
+      .map((m) => JSON.parse(m.content as string));
     expect(results).toEqual(
       expect.arrayContaining([
         { ok: true, result: 'fog' },
@@ -259,7 +268,9 @@ describe('LangGraph client tools (headless-tool interrupts) with @langchain/lang
       [{ tools: [{ type: 'web_search' }] }, 422, /only function tools/],
     ];
     for (const [context, status, detail] of refusals) {
-      const err = await client.runs.wait(threadId, 'helper', { input: human, context }).catch((e: unknown) => e);
+      const err = await client.runs
+        .wait(threadId, 'helper', { input: human, context })
+        .catch((e: unknown) => e);
       expect(err).toMatchObject({ status });
       expect(String((err as Error).message)).toMatch(detail);
     }

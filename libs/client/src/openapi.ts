@@ -1725,7 +1725,7 @@ export interface paths {
     put?: never;
     /**
      * Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)
-     * @description Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and the paused turn goes on. Answers the run at once.
+     * @description Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once.
      */
     post: operations['langgraphCreateRun'];
     delete?: never;
@@ -1765,7 +1765,7 @@ export interface paths {
     put?: never;
     /**
      * Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)
-     * @description Starts a run and holds the request until the turn ends or pauses for approval (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.
+     * @description Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.
      */
     post: operations['langgraphWaitRun'];
     delete?: never;
@@ -2733,6 +2733,7 @@ export interface components {
         resume?: unknown;
         update?: unknown;
         goto?: unknown;
+        keyedByInterruptId?: boolean;
       } | null;
       config?: {
         [key: string]: unknown;

@@ -394,7 +394,10 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
         /only function tools/,
       );
       refused(
-        () => clientToolsOfRun({ context: { tools: Array.from({ length: 129 }, (_, i) => ({ name: `t${i}` })) } }),
+        () =>
+          clientToolsOfRun({
+            context: { tools: Array.from({ length: 129 }, (_, i) => ({ name: `t${i}` })) },
+          }),
         422,
         /at most 128/,
       );

@@ -652,7 +652,10 @@ export function clientToolsOfRun(
     if (!isRecord(t)) throw new LangGraphError(422, `${at}: must be an object`);
     const fn = t.type === 'function' && isRecord(t.function) ? t.function : t;
     if (t.type !== undefined && t.type !== 'function') {
-      throw new LangGraphError(422, `${at}.type: only function tools are supported (got ${JSON.stringify(t.type)})`);
+      throw new LangGraphError(
+        422,
+        `${at}.type: only function tools are supported (got ${JSON.stringify(t.type)})`,
+      );
     }
     if (typeof fn.name !== 'string') throw new LangGraphError(422, `${at}.name: a tool needs a name`);
     if (fn.description !== undefined && typeof fn.description !== 'string') {
@@ -683,7 +686,9 @@ const outputText = (v: unknown): string => (typeof v === 'string' ? v : (JSON.st
 function keyedByCall(v: unknown): { callId: string; value: unknown } | undefined {
   if (!isRecord(v)) return undefined;
   const keys = Object.keys(v);
-  return keys.length === 1 && CLIENT_CALL_ID.test(keys[0]) ? { callId: keys[0], value: v[keys[0]] } : undefined;
+  return keys.length === 1 && CLIENT_CALL_ID.test(keys[0])
+    ? { callId: keys[0], value: v[keys[0]] }
+    : undefined;
 }
 
 /**

@@ -472,7 +472,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphCreateRun',
     description:
-      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and the paused turn goes on. Answers the run at once.",
+      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once.",
     summary:
       'Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)',
     status: 200,
@@ -542,7 +542,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphWaitRun',
     description:
-      "Starts a run and holds the request until the turn ends or pauses for approval (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.",
+      "Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.",
     summary:
       "Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)",
     status: 200,
