@@ -23,7 +23,7 @@ export const a2aUpdateWebhookId = (configRowId: string, key: string): string =>
  * `onTaskState`: a turn that starts running (TASK_STATE_WORKING) or whose wait committed
  * (TASK_STATE_INPUT_REQUIRED) is published on `outbound-webhooks` to each of its push configs, the
  * task in the config's wire version, as the completion-webhook hook does for the end. One indexed
- * read per transition (most turns have no config). Failures are logged: the turn goes on, and its
+ * read per transition; the runner reports `running` only for a turn whose claim saw a config. Failures are logged: the turn goes on, and its
  * end is still notified by the post-turn hook.
  */
 export function a2aTaskUpdates(deps: {

@@ -78,7 +78,7 @@ export async function openTurn(
       ...(model === agent.model ? {} : { route: agent.model }),
     });
     // The claim made it `running` (from queued: a new turn, or one resumed after its wait).
-    r.onTaskState?.(turn, { status: 'running', key: `run${turn.runCount}` });
+    if (turn.hasPushConfigs) r.onTaskState?.(turn, { status: 'running', key: `run${turn.runCount}` });
   }
   checkpoints.started(model, plan.newSystemPrompt);
   return { r, load, turn, lease, plan, abort, checkpoints, live, span, startedAt };

@@ -53,6 +53,11 @@ export interface TurnRow {
   responseFormat?: unknown;
   /** Tools the request declared for the client to run (docs/adr/0047); null for most turns. */
   clientTools?: { name: string; description: string; parameters: Record<string, unknown> }[] | null;
+  /**
+   * Whether an A2A push config named the turn when it was claimed (docs/adr/0037): a turn without
+   * one costs no extra statement when it starts running.
+   */
+  hasPushConfigs?: boolean;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -297,6 +302,7 @@ const TURN_JSON = sql`json_build_object(
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
   'clientTools', ut.client_tools,
+  'hasPushConfigs', EXISTS (SELECT 1 FROM a2a_push_configs pc WHERE pc.turn_id = ut.id),
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
     WHERE tk.id = ut.task_id AND pt.agent_id = ut.agent_id), ut.session_id))`;
