@@ -155,7 +155,11 @@ export class McpController implements OnApplicationShutdown {
       '`clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` ' +
       'names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a ' +
       'tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and ' +
-      '`structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and ' +
+      '`structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. `client_tools` ' +
+      '(MCP Tool objects) declares tools the client runs for the turn: when the agent calls one, 2026-07-28 answers ' +
+      '`input_required` (a form `elicitation/create` per call, keyed by its call id, and a signed `requestState`; the ' +
+      'retried call resumes the turn), 2025-11-25 an `isError` result with `client_tool_calls`, answered at POST ' +
+      '/v1/turns/{id}/client-tool-results. GET and ' +
       'DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
   })
   @ApiBody({
