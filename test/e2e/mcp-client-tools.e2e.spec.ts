@@ -125,9 +125,17 @@ describe('MCP client tools with the official MCP SDK clients', () => {
     await env?.cleanup();
   });
 
-  it('2026-07-28: the client answers the elicitation it is sent per call and the call resumes the turn (SDK auto-fulfilment)', async () => {
-    llm.enqueue(scripted.toolCall('get_weather', { city: 'Paris' }));
-    llm.enqueue(scripted.text('It is sunny in Paris.'));
+  it('2026-07-28: the client answers the elicitations it is sent, round after round, and the call resumes the turn (SDK auto-fulfilment)', async () => {
+    // Round 1: two client calls at once; round 2: one more; round 3: the answer.
+    llm.enqueue({
+      kind: 'message',
+      toolCalls: [
+        { name: 'get_weather', arguments: JSON.stringify({ city: 'Paris' }) },
+        { name: 'get_weather', arguments: JSON.stringify({ city: 'Rome' }) },
+      ],
+    });
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Berlin' }));
+    llm.enqueue(scripted.text('Sunny everywhere.'));
     const before = llm.requests.length;
     const asked: ElicitRequest[] = [];
     const client = await modernMcp(api.key!, {
@@ -141,34 +149,39 @@ describe('MCP client tools with the official MCP SDK clients', () => {
         };
       },
     });
-    const result = await client.callTool({
-      name: 'helper',
-      arguments: { message: 'Weather in Paris?', client_tools: [WEATHER] },
-    });
+    const progress: string[] = [];
+    const result = await client.callTool(
+      { name: 'helper', arguments: { message: 'Weather in Paris, Rome, Berlin?', client_tools: [WEATHER] } },
+      { onprogress: (p) => progress.push(p.message ?? ''), resetTimeoutOnProgress: true },
+    );
     expect(result.isError).toBeFalsy();
-    expect(result.content).toEqual([{ type: 'text', text: 'It is sunny in Paris.' }]);
+    expect(result.content).toEqual([{ type: 'text', text: 'Sunny everywhere.' }]);
     const { turn_id: turnId, status } = result.structuredContent as Record<string, string>;
     expect(status).toBe('completed');
+    expect(progress).toContain('waiting for the client to run get_weather');
 
-    // One elicitation, for the one call: a form asking for the output, the call in _meta.
-    expect(asked).toHaveLength(1);
-    const [waitRow] = await waitsOf(turnId);
-    const callId = `call_${waitRow.id.replace(/-/g, '')}`;
+    // One elicitation per call (two in the first round, one in the second): a form asking for the
+    // output, the call in _meta, keyed by the call id the wait row has.
+    const waits = await waitsOf(turnId);
+    expect(waits.map((w) => w.status)).toEqual(['answered', 'answered', 'answered']);
+    expect(asked).toHaveLength(3);
+    const callIds = waits.map((w) => `call_${w.id.replace(/-/g, '')}`);
+    expect(asked.map((a) => (a.params._meta?.[CALL_META] as { call_id: string }).call_id).sort()).toEqual(
+      [...callIds].sort(),
+    );
     expect(asked[0].params).toMatchObject({
       mode: 'form',
       message: expect.stringContaining('get_weather'),
       requestedSchema: { type: 'object', properties: { output: { type: 'string' } }, required: ['output'] },
-      _meta: { [CALL_META]: { call_id: callId, name: 'get_weather', arguments: { city: 'Paris' } } },
+      _meta: { [CALL_META]: { name: 'get_weather', arguments: { city: expect.any(String) } } },
     });
-    // The model was offered the client's tool beside the agent's own, and got the client's output.
+    // The model was offered the client's tool beside the agent's own, and got each output.
     expect(offered(before)).toEqual(expect.arrayContaining(['word_count', 'get_weather']));
-    expect(llm.requests.length - before).toBe(2);
-    expect(
-      toolMessagesSent(before + 1)
-        .map((m) => m.content)
-        .join(),
-    ).toContain('get_weather: sunny, 21C in Paris');
-    expect(waitRow).toMatchObject({ status: 'answered' });
+    expect(llm.requests.length - before).toBe(3);
+    const sent = toolMessagesSent(before + 2)
+      .map((m) => m.content)
+      .join();
+    for (const city of ['Paris', 'Rome', 'Berlin']) expect(sent).toContain(`sunny, 21C in ${city}`);
     expect((await api.get(`/v1/turns/${turnId}`)).body).toMatchObject({ status: 'completed' });
   });
 
@@ -192,7 +205,7 @@ describe('MCP client tools with the official MCP SDK clients', () => {
     expect((await api.get(`/v1/turns/${turnId}`)).body.status).toBe('awaiting_client_tool');
 
     const retry = (over: Record<string, unknown>, on = client) =>
-      on.callTool({ ...params, ...over } as typeof params, { allowInputRequired: true });
+      on.callTool({ ...params, ...over }, { allowInputRequired: true });
     const accept = (output: unknown) => ({ action: 'accept', content: { output } });
     const refused = async (p: Promise<unknown>, reason: string) => {
       const err = (await p.then(

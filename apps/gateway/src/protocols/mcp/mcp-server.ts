@@ -12,7 +12,6 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   Server as ModernServer,
-  type CallToolResult as ModernCallToolResult,
   type ClientCapabilities,
   type InputRequiredResult,
   type RequestStateCodec,
@@ -337,7 +336,10 @@ export function modernMcpServerFor(
   state: RequestStateCodec<ClientToolState>,
 ): ModernServer {
   // The SDK verifies an echoed requestState (HMAC, expiry, tenant binding) before the handler runs.
-  const server = new ModernServer(SERVER_INFO, { ...SERVER_OPTIONS, requestState: { verify: state.verify } });
+  const server = new ModernServer(SERVER_INFO, {
+    ...SERVER_OPTIONS,
+    requestState: { verify: (wire, c) => state.verify(wire, c) },
+  });
 
   // The same JSON; SDK v2 types a schema's properties as JSON values where v1 has `object`.
   server.setRequestHandler('tools/list', async () => ({
@@ -360,20 +362,18 @@ export function modernMcpServerFor(
     };
     const ask = canElicit(extra) ? askWithElicitation(state, request.params.name, extra) : undefined;
     const resumed = extra.mcpReq.requestState<ClientToolState>();
-    const result =
-      resumed && ask
-        ? await resumeAgentTool(
-            turns,
-            ctx,
-            call,
-            resumed,
-            { inputResponses: extra.mcpReq.inputResponses, dropped: extra.mcpReq.droppedInputResponseKeys },
-            ask,
-          )
-        : resumed
-          ? invalidState()
-          : await callAgentTool(turns, ctx, call, ask);
-    return result as ModernCallToolResult | InputRequiredResult;
+    return resumed && ask
+      ? await resumeAgentTool(
+          turns,
+          ctx,
+          call,
+          resumed,
+          { inputResponses: extra.mcpReq.inputResponses, dropped: extra.mcpReq.droppedInputResponseKeys },
+          ask,
+        )
+      : resumed
+        ? invalidState()
+        : await callAgentTool(turns, ctx, call, ask);
   });
 
   return server;
