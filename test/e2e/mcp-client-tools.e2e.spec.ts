@@ -103,7 +103,8 @@ describe('MCP client tools with the official MCP SDK clients', () => {
     llm = await FakeLlmServer.start();
     const [gateway, harness] = await Promise.all([
       spawnGateway(env.processEnv(llm.providerEnv)),
-      spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
+      // Expiry is found by the reconcile job: often, for the expiry case.
+      spawnApp('harness-worker', env.processEnv({ ...llm.providerEnv, RECONCILE_INTERVAL_MS: '500' })),
     ]);
     processes.push(gateway, harness);
     url = gateway.url;
@@ -270,6 +271,46 @@ describe('MCP client tools with the official MCP SDK clients', () => {
       'answered_otherwise',
     );
     expect((await waitsOf(turnId)).map((w) => w.output)).toEqual(['snow, -3C']);
+  });
+
+  it('2026-07-28: an answer after the wait expired is -32602 expired; the turn has failed client_tool_timeout', async () => {
+    const impatient = await api.post('/v1/agents', {
+      name: 'impatient',
+      model: 'openai-chat/gpt-4o-mini',
+      instructions: 'Be brief.',
+      budgets: { clientToolTimeoutMs: 1000 },
+    });
+    expect(impatient.status).toBe(201);
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Nuuk' }));
+    const client = await modernMcp(api.key!, { manual: true });
+    const params = { name: 'impatient', arguments: { message: 'Weather in Nuuk?', client_tools: [WEATHER] } };
+    const first = (await client.callTool(params, { allowInputRequired: true })) as unknown as {
+      inputRequests: Record<string, unknown>;
+      requestState: string;
+    };
+    const [callId] = Object.keys(first.inputRequests);
+    const turnId = (await env.db.approval.findUniqueOrThrow({ where: { id: uuidOf(callId) } })).turnId;
+    const ended = await waitFor(
+      async () => {
+        const t = (await api.get(`/v1/turns/${turnId}`)).body as { status: string; stopReason: string };
+        return t.status === 'failed' ? t : undefined;
+      },
+      { what: 'the wait to expire', timeoutMs: 60_000 },
+    );
+    expect(ended.stopReason).toBe('client_tool_timeout');
+    const requests = llm.requests.length;
+    const answer = {
+      ...params,
+      inputResponses: { [callId]: { action: 'accept', content: { output: 'ice' } } },
+      requestState: first.requestState,
+    };
+    const late = await client.callTool(answer, { allowInputRequired: true }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: number; data?: { reason?: string; callIds?: string[] } },
+    );
+    expect(late).toMatchObject({ code: -32602, data: { reason: 'expired', callIds: [callId] } });
+    expect((await waitsOf(turnId)).map((w) => w.status)).toEqual(['expired']);
+    expect(llm.requests.length).toBe(requests);
   });
 
   it('2025-11-25, and a 2026-07-28 client without elicitation: the calls and the REST route, which resumes the turn', async () => {
