@@ -160,6 +160,8 @@ export class AgentTurns {
     text: string;
     sessionId?: string;
     createdBy: string;
+    /** Tools the client runs (docs/adr/0047), checked by `clientToolsFor` first. */
+    clientTools?: ClientToolDeclaration[];
   }): Promise<StartedTurn> {
     const sessionId = await this.session(
       o.tenantId,
@@ -171,6 +173,7 @@ export class AgentTurns {
       sessionId,
       text: o.text,
       metadata: { via: o.createdBy },
+      ...(o.clientTools?.length ? { clientTools: o.clientTools } : {}),
     });
     return { ...admitted, agentId: o.agentId };
   }
@@ -339,13 +342,14 @@ export class AgentTurns {
 
   /** The turn's events, journal then live, until its terminal event (the seam of docs/adr/0015). */
   events(
-    t: Pick<StartedTurn, 'sessionId' | 'turnId'> & { watch?: LiveWatch },
+    t: Pick<StartedTurn, 'sessionId' | 'turnId'> & { watch?: LiveWatch; after?: number },
     signal: AbortSignal,
   ): AsyncGenerator<StreamItem, void, undefined> {
     return this.o.streams.events({
       sessionId: t.sessionId,
       turnId: t.turnId,
-      after: 0,
+      // From the journal seq given (a resumed turn's events follow the answer's), else from its start.
+      after: t.after ?? 0,
       signal,
       idleMs: this.o.config.SSE_HEARTBEAT_MS,
       watch: t.watch,

@@ -212,6 +212,12 @@ export const ConfigSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, { message: 'must be the base64 of 32 bytes' })
     .optional(),
+  /**
+   * Signs the `requestState` of the MCP server's `input_required` results (revision 2026-07-28: a
+   * call waiting for the client's tools, docs/adr/0036), HMAC-SHA256; at least 32 characters, the same
+   * on every gateway replica. Unset: a random key per process (a retry must reach the same gateway).
+   */
+  MCP_REQUEST_STATE_KEY: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
   /** Longest a `wait` admission holds its response for the turn to end (and the cap on `wait: <seconds>`); 0 turns waiting off. */
   WAIT_TIMEOUT_MS: Int(60_000, 0),
   /** How often a streaming round's text is published live at most (docs/adr/0015). */

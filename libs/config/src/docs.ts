@@ -122,6 +122,11 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
       "base64 of 32 bytes: MCP servers' auth header values are sealed with AES-256-GCM at rest (ADR 0023)",
     default: 'unset (stored as given)',
   },
+  MCP_REQUEST_STATE_KEY: {
+    meaning:
+      'at least 32 characters, the same on every gateway replica: signs (HMAC-SHA256) the `requestState` the MCP server hands a 2026-07-28 client whose tools a turn waits for (ADR 0036)',
+    default: 'unset: a random key per process (the retried call must reach the same gateway)',
+  },
   WAIT_TIMEOUT_MS: {
     meaning:
       'longest an admission with `wait` holds its answer for the turn to end (also the cap on `wait: <seconds>`); the gateway hears the end on the live channel (ADR 0011), not by polling; `0` turns waiting off',

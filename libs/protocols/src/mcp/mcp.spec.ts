@@ -2,6 +2,10 @@ import type { TurnResponse } from '@switchboard/contracts';
 import {
   type ToolAgent,
   agentTools,
+  CLIENT_TOOL_CALL_META,
+  clientToolElicitation,
+  clientToolOutput,
+  clientToolWaitResult,
   parseToolArguments,
   progressMessage,
   toolNameOf,
@@ -61,6 +65,87 @@ describe('tool arguments', () => {
   });
 });
 
+describe('client tools', () => {
+  const weather = { name: 'get_weather', description: 'The weather', inputSchema: { type: 'object' } };
+
+  it('client_tools: MCP Tool objects become declarations (inputSchema → parameters); malformed ones are errors', () => {
+    expect(parseToolArguments({ message: 'hi', client_tools: [weather, { name: 'ping' }] })).toEqual({
+      message: 'hi',
+      clientTools: [
+        { name: 'get_weather', description: 'The weather', parameters: { type: 'object' } },
+        { name: 'ping', description: '', parameters: { type: 'object', properties: {} } },
+      ],
+    });
+    expect(parseToolArguments({ message: 'hi', client_tools: [] })).toEqual({ message: 'hi' });
+    expect(parseToolArguments({ message: 'hi', client_tools: {} })).toEqual({
+      error: expect.stringContaining('client_tools: an array'),
+    });
+    expect(parseToolArguments({ message: 'hi', client_tools: [{ name: 3 }] })).toEqual({
+      error: 'client_tools[0].name: a string is required',
+    });
+    expect(parseToolArguments({ message: 'hi', client_tools: [{ ...weather, description: 1 }] })).toEqual({
+      error: 'client_tools[0].description: a string is expected',
+    });
+    expect(parseToolArguments({ message: 'hi', client_tools: [{ ...weather, inputSchema: [] }] })).toEqual({
+      error: 'client_tools[0].inputSchema: a JSON Schema object is expected',
+    });
+  });
+
+  const call = { callId: 'call_abc', name: 'get_weather', arguments: '{"city":"Paris"}' };
+
+  it('asks for a call with a form elicitation: an output string, the call in _meta', () => {
+    expect(clientToolElicitation(call)).toEqual({
+      mode: 'form',
+      message: expect.stringContaining('"get_weather" with the arguments {"city":"Paris"}'),
+      requestedSchema: {
+        type: 'object',
+        properties: { output: expect.objectContaining({ type: 'string' }) },
+        required: ['output'],
+      },
+      _meta: {
+        [CLIENT_TOOL_CALL_META]: { call_id: 'call_abc', name: 'get_weather', arguments: { city: 'Paris' } },
+      },
+    });
+    // Arguments that are not JSON are handed over as written.
+    expect(
+      clientToolElicitation({ ...call, arguments: '{oops' })._meta[CLIENT_TOOL_CALL_META].arguments,
+    ).toBe('{oops');
+  });
+
+  it("reads an elicitation result as the tool's output; declined or cancelled tells the model; others are errors", () => {
+    expect(clientToolOutput({ action: 'accept', content: { output: 'sunny' } })).toEqual({ output: 'sunny' });
+    expect(clientToolOutput({ action: 'decline' })).toEqual({
+      output: '{"error":"the client did not run the tool (decline)"}',
+    });
+    expect(clientToolOutput({ action: 'cancel' })).toEqual({ output: expect.stringContaining('(cancel)') });
+    expect(clientToolOutput({ action: 'accept', content: { output: 3 } })).toEqual({
+      error: expect.stringContaining('content.output'),
+    });
+    expect(clientToolOutput({ action: 'accept' })).toEqual({
+      error: expect.stringContaining('content.output'),
+    });
+    expect(clientToolOutput({ action: 'maybe' })).toEqual({ error: 'unknown action "maybe"' });
+    expect(clientToolOutput({ role: 'assistant', content: {} })).toEqual({
+      error: expect.stringContaining('not an elicitation result'),
+    });
+    expect(clientToolOutput('x')).toEqual({ error: expect.stringContaining('not an elicitation result') });
+  });
+
+  it('the fallback result names the calls and the route that answers them', () => {
+    const result = clientToolWaitResult(turn({ status: 'awaiting_client_tool', finalText: null }), [call]);
+    expect(result).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('POST their outputs to /v1/turns/t1/client-tool-results') }],
+      structuredContent: {
+        session_id: 's1',
+        turn_id: 't1',
+        status: 'awaiting_client_tool',
+        client_tool_calls: [{ call_id: 'call_abc', name: 'get_weather', arguments: { city: 'Paris' } }],
+      },
+    });
+  });
+});
+
 describe('tool results', () => {
   it('a completed turn: its text, and the session and turn to continue with', () => {
     expect(toolResultOf(turn({}))).toEqual({
@@ -102,6 +187,9 @@ describe('progress messages', () => {
     expect(progressMessage('tool_call_completed', { name: 'web_search' }, add)).toBe('tool web_search done');
     expect(progressMessage('text_delta', { text: 'hel' }, add)).toBe('');
     expect(progressMessage('text_delta', { text: '' }, add)).toBeUndefined();
+    expect(progressMessage('client_tool_requested', { name: 'get_weather' }, add)).toBe(
+      'waiting for the client to run get_weather',
+    );
     expect(progressMessage('usage_recorded', {}, add)).toBeUndefined();
     expect(text).toBe('hel');
   });

@@ -13,7 +13,14 @@ import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nes
 import { OPERATOR_ACTOR } from '@switchboard/store';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { createMcpHandler, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  createRequestStateCodec,
+  isLegacyRequest,
+  type McpHttpHandler,
+  type RequestStateCodec,
+} from '@modelcontextprotocol/server';
+import { randomBytes } from 'node:crypto';
 import { toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
@@ -23,13 +30,19 @@ import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { JSONRPC_INVALID_REQUEST } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
 import { JSON_RPC_MESSAGE_SCHEMA, JsonRpcErrorResponses } from '../../platform/jsonrpc-openapi';
-import { mcpServerFor, modernMcpServerFor, type McpCallRegistry } from './mcp-server';
+import { mcpServerFor, modernMcpServerFor, type ClientToolState, type McpCallRegistry } from './mcp-server';
 import { API_KEY_AUTH } from '../../platform/openapi';
 import { RateLimitBucketOf } from '../../platform/rate-limit';
 import type { RedisConnection } from '@switchboard/queue';
 
 /** How long a tool call is remembered for a cancellation (longer than any wait holds a call). */
 const CALL_TTL_S = 3600;
+
+/**
+ * How long a minted requestState is honoured: past the longest client tool wait (7 days, ADR 0047);
+ * the wait's own expiry is the real bound (an answer after it is refused `expired`).
+ */
+const REQUEST_STATE_TTL_S = 8 * 24 * 3600;
 
 /** In-flight calls in Redis, per API key: a cancellation reaches whichever replica it lands on. */
 class RedisCallRegistry implements McpCallRegistry {
@@ -91,6 +104,8 @@ export class McpController implements OnApplicationShutdown {
   /** Revision 2026-07-28 (and later): modern-only, the 2025 era is routed to the v1 server before it. */
   private readonly modern: McpHttpHandler;
   private readonly serveModern: NodeMcpRequestHandler;
+  /** Signs and verifies the requestState of a call waiting for the client's tools (2026-07-28). */
+  private readonly requestState: RequestStateCodec<ClientToolState>;
 
   constructor(
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
@@ -99,12 +114,19 @@ export class McpController implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     const onerror = (err: Error) => this.logger.error({ err }, 'MCP (2026-07-28) request failed');
+    this.requestState = createRequestStateCodec<ClientToolState>({
+      key: this.config.MCP_REQUEST_STATE_KEY ?? randomBytes(32),
+      ttlSeconds: REQUEST_STATE_TTL_S,
+      // Bound to the tenant: a state minted for one tenant's call is refused on another's.
+      bind: (ctx) => (ctx.http?.authInfo?.extra as unknown as Caller | undefined)?.tenantId ?? '',
+    });
     this.modern = createMcpHandler(
       ({ authInfo }) =>
-        modernMcpServerFor(this.turns, {
-          tenantId: (authInfo?.extra as unknown as Caller).tenantId,
-          logger: this.logger,
-        }),
+        modernMcpServerFor(
+          this.turns,
+          { tenantId: (authInfo?.extra as unknown as Caller).tenantId, logger: this.logger },
+          this.requestState,
+        ),
       { legacy: 'reject', onerror },
     );
     this.serveModern = toNodeHandler(this.modern, { onerror });
@@ -133,7 +155,11 @@ export class McpController implements OnApplicationShutdown {
       '`clientCapabilities` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; `server/discover` ' +
       'names the revisions and capabilities); send `Accept: application/json, text/event-stream`. Each agent is a ' +
       'tool named after it, input `{message, session_id?}`; a call answers with the turn’s final text and ' +
-      '`structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. GET and ' +
+      '`structuredContent` `{session_id, turn_id, status}`; a failed turn is a result with `isError`. `client_tools` ' +
+      '(MCP Tool objects) declares tools the client runs for the turn: when the agent calls one, 2026-07-28 answers ' +
+      '`input_required` (a form `elicitation/create` per call, keyed by its call id, and a signed `requestState`; the ' +
+      'retried call resumes the turn), 2025-11-25 an `isError` result with `client_tool_calls`, answered at POST ' +
+      '/v1/turns/{id}/client-tool-results. GET and ' +
       'DELETE answer 405 (stateless server: no session, no server-initiated stream). docs/adr/0036.',
   })
   @ApiBody({
