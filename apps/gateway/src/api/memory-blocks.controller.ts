@@ -55,6 +55,7 @@ export class MemoryBlocksController {
   @Operation({
     id: 'getMemoryBlock',
     summary: 'One memory block',
+    description: 'Its current text, settings and version. 404 when the agent or the block is unknown.',
     status: 200,
     schema: MemoryBlockResponse,
     errors: [404],
