@@ -1173,7 +1173,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** One memory block */
+    /**
+     * One memory block
+     * @description Its current text, settings and version. 404 when the agent or the block is unknown.
+     */
     get: operations['getMemoryBlock'];
     /**
      * Create a memory block, or change it

@@ -65,41 +65,53 @@ function BlockEditor({ agentId, block: b }: { agentId: string; block: Block }) {
   const id = `block-${b.name}`;
   const dirty = content !== b.content || readOnly !== b.readOnly;
   return (
-    <li className="panel form" data-testid="memory-block" aria-labelledby={`${id}-h`}>
-      <h2 id={`${id}-h`} className="mono">
-        {b.name}
-      </h2>
-      <p className="small muted">
-        {b.description ? `${b.description} · ` : ''}version {b.version} · written by {b.writtenBy}
-        {b.readOnly ? ' · read-only' : ''} · <Time at={b.updatedAt} />
-      </p>
-      <label htmlFor={`${id}-content`}>
-        Text of {b.name} ({content.length}/{b.limitChars} characters)
-      </label>
-      <textarea id={`${id}-content`} rows={5} value={content} onChange={(e) => setContent(e.target.value)} />
-      <label className="checkbox">
-        <input type="checkbox" checked={readOnly} onChange={(e) => setReadOnly(e.target.checked)} /> Read-only
-        (the agent cannot edit {b.name})
-      </label>
-      <div className="form-actions">
-        <button
-          type="button"
-          className="primary"
-          disabled={!dirty || save.isPending}
-          onClick={() => save.mutate()}
-        >
-          Save {b.name}
-        </button>
-        <button type="button" onClick={() => setShowVersions((v) => !v)} aria-expanded={showVersions}>
-          Versions of {b.name}
-        </button>
-        <button type="button" className="danger" disabled={remove.isPending} onClick={() => remove.mutate()}>
-          Delete {b.name}
-        </button>
-      </div>
-      {save.isError ? <ErrorBox error={save.error} /> : null}
-      {remove.isError ? <ErrorBox error={remove.error} /> : null}
-      {showVersions ? <Versions agentId={agentId} name={b.name} version={b.version} /> : null}
+    <li data-testid="memory-block">
+      <section className="panel form" aria-labelledby={`${id}-h`}>
+        <h2 id={`${id}-h`} className="mono">
+          {b.name}
+        </h2>
+        <p className="small muted">
+          {b.description ? `${b.description} · ` : ''}version {b.version} · written by {b.writtenBy}
+          {b.readOnly ? ' · read-only' : ''} · <Time at={b.updatedAt} />
+        </p>
+        <label htmlFor={`${id}-content`}>
+          Text of {b.name} ({content.length}/{b.limitChars} characters)
+        </label>
+        <textarea
+          id={`${id}-content`}
+          rows={5}
+          value={content}
+          onChange={(e) => setContent(e.target.value)}
+        />
+        <label className="checkbox">
+          <input type="checkbox" checked={readOnly} onChange={(e) => setReadOnly(e.target.checked)} />{' '}
+          Read-only (the agent cannot edit {b.name})
+        </label>
+        <div className="form-actions">
+          <button
+            type="button"
+            className="primary"
+            disabled={!dirty || save.isPending}
+            onClick={() => save.mutate()}
+          >
+            Save {b.name}
+          </button>
+          <button type="button" onClick={() => setShowVersions((v) => !v)} aria-expanded={showVersions}>
+            Versions of {b.name}
+          </button>
+          <button
+            type="button"
+            className="danger"
+            disabled={remove.isPending}
+            onClick={() => remove.mutate()}
+          >
+            Delete {b.name}
+          </button>
+        </div>
+        {save.isError ? <ErrorBox error={save.error} /> : null}
+        {remove.isError ? <ErrorBox error={remove.error} /> : null}
+        {showVersions ? <Versions agentId={agentId} name={b.name} version={b.version} /> : null}
+      </section>
     </li>
   );
 }
