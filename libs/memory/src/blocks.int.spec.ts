@@ -47,7 +47,7 @@ describe('MemoryBlockStore', () => {
       signal: new AbortController().signal,
       resumed: false,
       writeGate: { isOpen: () => true },
-    } as ToolContext;
+    };
   }
 
   async function toolFails(name: string, args: unknown, c: ToolContext, kind: string): Promise<ToolError> {
