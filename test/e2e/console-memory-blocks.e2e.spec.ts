@@ -1,7 +1,14 @@
 import type { Locator, Page } from 'playwright-core';
 import { waitFor } from '@switchboard/testing';
 import type { Api } from '../support/api';
-import { openConsole, screenshot, scrollsSideways, signIn, type ConsolePage } from '../support/console';
+import {
+  axeViolations,
+  openConsole,
+  screenshot,
+  scrollsSideways,
+  signIn,
+  type ConsolePage,
+} from '../support/console';
 import { startConsoleStack, type ConsoleStack } from '../support/console-stack';
 
 /**
@@ -114,5 +121,26 @@ describe('console: memory blocks', () => {
     expect(con.foreign()).toEqual([]);
     // The browser logs the refusals above (400, 409) and nothing else.
     expect(con.errors.filter((e) => !/status of (400|409) /.test(e))).toEqual([]);
+  });
+
+  it('meets the WCAG 2.1 A and AA rules axe-core checks, with a block and its versions open', async () => {
+    await api.request('PUT', `/v1/agents/${agentId}/blocks/persona`, {
+      body: { content: 'Terse.', readOnly: true },
+    });
+    await api.request('PUT', `/v1/agents/${agentId}/blocks/persona`, { body: { content: 'Kind.' } });
+    // Only to inject the checker: the console itself runs under the gateway's CSP.
+    const checked = await openConsole(stack.browser, stack.url, undefined, { bypassCSP: true });
+    try {
+      await signIn(checked.page, key);
+      await checked.page.goto(`/console/agents/${agentId}`);
+      await checked.page.getByRole('tab', { name: 'Memory blocks' }).click();
+      await checked.page.getByRole('button', { name: 'Versions of persona' }).click();
+      await waitFor(async () => (await checked.page.getByTestId('block-version').count()) === 2, {
+        what: 'two versions',
+      });
+      expect(await axeViolations(checked.page)).toEqual([]);
+    } finally {
+      await checked.close();
+    }
   });
 });
