@@ -331,6 +331,19 @@ describe('bad input corpus', () => {
       valid: () => ({ content: 'the deploy window is Thursday', title: 'deploys', kind: 'fact' }),
     },
     {
+      name: 'put memory block',
+      method: 'PUT',
+      path: () => `/v1/agents/${ids.agent}/blocks/persona`,
+      client: () => api,
+      valid: () => ({
+        content: 'Terse.',
+        description: 'who',
+        limitChars: 100,
+        readOnly: false,
+        expectedVersion: 0,
+      }),
+    },
+    {
       name: 'enqueue work item',
       method: 'POST',
       path: () => `/v1/agents/${ids.agent}/work-items`,
@@ -604,6 +617,25 @@ describe('bad input corpus', () => {
       name: 'forget memory',
       method: 'DELETE',
       path: (id) => `/v1/agents/${id}/memory/${ids.otherMemory}`,
+      other: () => ids.otherAgent,
+    },
+    ...(['', '/persona', '/persona/versions'] as const).map((tail) => ({
+      name: `read memory blocks${tail}`,
+      method: 'GET',
+      path: (id: string) => `/v1/agents/${id}/blocks${tail}`,
+      other: () => ids.otherAgent,
+    })),
+    {
+      name: 'put memory block',
+      method: 'PUT',
+      path: (id) => `/v1/agents/${id}/blocks/persona`,
+      body: { content: 'planted' },
+      other: () => ids.otherAgent,
+    },
+    {
+      name: 'delete memory block',
+      method: 'DELETE',
+      path: (id) => `/v1/agents/${id}/blocks/persona`,
       other: () => ids.otherAgent,
     },
     ...(['pause', 'stop', 'resume'] as const).map((op) => ({

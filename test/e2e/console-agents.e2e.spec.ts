@@ -118,7 +118,7 @@ describe('console: agents, inputs, usage', () => {
     await shot('agents-work-items');
 
     // The work item wakes the agent: its tick turn may add an episode to memory meanwhile.
-    await page.getByRole('tab', { name: 'Memory' }).click();
+    await page.getByRole('tab', { name: 'Memory', exact: true }).click();
     await page.getByLabel('Title (optional)').fill('Deploy day');
     // Memory is shown as text: markup in it stays characters.
     await page.getByLabel('Content').fill('Deploys happen on <b>Tuesdays</b>.');

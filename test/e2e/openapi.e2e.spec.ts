@@ -1068,6 +1068,48 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('getMemory', 404, { auth: key, params: { id: agent.body.id, sourceRef: 'mem_nope' } });
     await run('forgetMemory', 204, { auth: key, params: ref });
     await run('forgetMemory', 404, { auth: key, params: ref });
+    // An agent's memory blocks (docs/adr/0051): create, change, list, read, versions, delete.
+    const block = { id: agent.body.id, name: 'persona' };
+    await run('putMemoryBlock', 200, {
+      auth: key,
+      params: block,
+      body: { content: 'Terse.', readOnly: true },
+    });
+    await run('putMemoryBlock', 200, {
+      auth: key,
+      params: block,
+      body: { content: 'Kind.', expectedVersion: 1 },
+    });
+    await run('putMemoryBlock', 400, { auth: key, params: block, body: { content: 'x'.repeat(2001) } });
+    await run('putMemoryBlock', 400, {
+      auth: key,
+      params: { ...block, name: 'Bad-Name' },
+      body: { content: 'x' },
+    });
+    await run('putMemoryBlock', 404, {
+      auth: key,
+      params: { ...block, id: unknown },
+      body: { content: 'x' },
+    });
+    await run('putMemoryBlock', 409, {
+      auth: key,
+      params: block,
+      body: { content: 'Late.', expectedVersion: 1 },
+    });
+    await run('listMemoryBlocks', 200, { auth: key, params: { id: agent.body.id } });
+    await run('listMemoryBlocks', 404, { auth: key, params: { id: unknown } });
+    await run('getMemoryBlock', 200, { auth: key, params: block });
+    await run('getMemoryBlock', 404, { auth: key, params: { ...block, name: 'nope' } });
+    const versions = await run('listMemoryBlockVersions', 200, {
+      auth: key,
+      params: block,
+      query: 'limit=1',
+    });
+    expect(versions.body.nextCursor).not.toBeNull();
+    await run('listMemoryBlockVersions', 400, { auth: key, params: block, query: 'limit=0' });
+    await run('listMemoryBlockVersions', 404, { auth: key, params: { ...block, name: 'nope' } });
+    await run('deleteMemoryBlock', 204, { auth: key, params: block });
+    await run('deleteMemoryBlock', 404, { auth: key, params: block });
     // An agent's work items (docs/adr/0031): enqueue, list, read, complete, cancel.
     const item = await run('createWorkItem', 201, {
       auth: key,

@@ -80,6 +80,7 @@ import { TurnsController } from './api/turns.controller';
 import { ToolResultsController } from './api/tool-results.controller';
 import { UsageController } from './api/usage.controller';
 import { MemoryController } from './api/memory.controller';
+import { MemoryBlocksController } from './api/memory-blocks.controller';
 import { WorkItemsController } from './api/work-items.controller';
 import { AgentLifecycleController } from './api/agent-lifecycle.controller';
 import { ChatCompletionStreamer } from './protocols/openai-chat/chat-completion-stream';
@@ -184,6 +185,7 @@ export class GatewayModule {
         McpServersController,
         UsageController,
         MemoryController,
+        MemoryBlocksController,
         WorkItemsController,
         AgentLifecycleController,
         AuditController,

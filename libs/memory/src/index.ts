@@ -6,3 +6,6 @@ export * from './source-ref';
 export * from './store';
 export * from './tools';
 export * from './recall';
+// Memory blocks (issue 33, docs/adr/0051): core memory always in the system prompt.
+export * from './blocks';
+export * from './block-tools';

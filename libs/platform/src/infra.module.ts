@@ -13,7 +13,7 @@ import { TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
-import { MemoryStore, memoryTools } from '@switchboard/memory';
+import { MemoryBlockStore, memoryBlockTools, MemoryStore, memoryTools } from '@switchboard/memory';
 import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
@@ -109,6 +109,7 @@ export class InfraModule {
           new ToolRegistry([
             ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
             ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
+            ...memoryBlockTools(new MemoryBlockStore(sqlDbFor(poolOf(db), 'memory', metrics))),
             tokenjuiceRetrieveTool(
               new OriginalsStore(
                 sqlDbFor(poolOf(db), 'tokenjuice', metrics),

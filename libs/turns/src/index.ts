@@ -5,7 +5,7 @@ export type { FinalisationStep, TaskStateChange, TaskWaits, TurnRunnerOptions } 
 export { POST_TURN_HOOKS } from './finalise';
 export { HANDBACK_MAX_CHARS, taskEnd } from './handback';
 export { buildHistory } from './history';
-export { renderSystemPrompt } from './system-prompt';
+export { renderMemoryBlocks, renderSystemPrompt, withMemoryBlocks } from './system-prompt';
 export { reactorCap } from './reactor-cap';
 export * from './transcript';
 export * from './turn-job';

@@ -19,7 +19,7 @@ import { buildHistory, parseCompaction } from './history';
 import { parentBudgetCap } from './parent-budget';
 import { promptCacheFor } from './prompt-cache';
 import { reactorCap } from './reactor-cap';
-import { promptTools, renderSystemPrompt } from './system-prompt';
+import { promptTools, renderSystemPrompt, withMemoryBlocks } from './system-prompt';
 import { toChatMessage } from './transcript';
 
 /** How long a client tool call waits for the client's result when the agent does not say (10 min). */
@@ -89,7 +89,9 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     tenantId: turn.tenantId,
     sessionId: turn.sessionId,
     agentId: agent.id,
-    systemPrompt,
+    // The stored prompt stays byte for byte; the memory blocks come last (docs/adr/0051), so an
+    // edit re-sends only the prefix from the system prompt on, and a no-op edit changes no byte.
+    systemPrompt: withMemoryBlocks(systemPrompt, agent.memoryBlocks),
     history: history.messages,
     turnMessages: own.map(toChatMessage),
     model,

@@ -38,6 +38,8 @@ import {
   UpdateSettingsRequest,
   UsageQuery,
   AddMemoryRequest,
+  MemoryBlockVersionsQuery,
+  PutMemoryBlockRequest,
   MemoryQuery,
   MemoryRecordQuery,
   UpdateTenantRequest,
@@ -91,6 +93,8 @@ export class UpdateMcpServerDto extends createZodDto(UpdateMcpServerRequest) {}
 export class MemoryQueryDto extends createZodDto(MemoryQuery) {}
 export class AddMemoryDto extends createZodDto(AddMemoryRequest) {}
 export class MemoryRecordQueryDto extends createZodDto(MemoryRecordQuery) {}
+export class PutMemoryBlockDto extends createZodDto(PutMemoryBlockRequest) {}
+export class MemoryBlockVersionsQueryDto extends createZodDto(MemoryBlockVersionsQuery) {}
 export class CreateWorkItemDto extends createZodDto(CreateWorkItemRequest) {}
 export class WorkItemsQueryDto extends createZodDto(WorkItemsQuery) {}
 export class CompleteWorkItemDto extends createZodDto(CompleteWorkItemRequest) {}

@@ -27,6 +27,7 @@ import {
   LangGraphThreadCreateDto,
   LangGraphThreadSearchDto,
   PauseTenantDto,
+  PutMemoryBlockDto,
   ResumeTenantDto,
   RotateTriggerDto,
   UpdateAgentDto,
@@ -135,6 +136,13 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
       'Acme Cloud resets passwords through SSO for enterprise accounts: the reset link does not apply there.',
     title: 'Password resets on enterprise accounts',
     kind: 'fact',
+  }),
+  example(PutMemoryBlockDto, {
+    content: 'The customer is Acme Cloud; their admins prefer answers with links to the runbook.',
+    description: 'Who the agent works for',
+    limitChars: 2000,
+    readOnly: false,
+    expectedVersion: 3,
   }),
   example(CreateWorkItemDto, {
     objective: 'Triage the 12 open tickets tagged "billing" and draft a reply for each.',

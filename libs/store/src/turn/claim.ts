@@ -98,6 +98,22 @@ export interface AgentRow {
    * agent that never had one gets no work-item projection statement.
    */
   hasWorkItems?: boolean;
+  /**
+   * The agent's memory blocks (docs/adr/0051) as this claim read them, by name: rendered after the
+   * session's system prompt, so a turn sees every edit committed before it started.
+   */
+  memoryBlocks?: PromptMemoryBlock[];
+}
+
+/** A memory block as the system prompt renders it (docs/adr/0051). */
+export interface PromptMemoryBlock {
+  name: string;
+  description: string;
+  content: string;
+  limitChars: number;
+  readOnly: boolean;
+  /** Who wrote the current text: `operator` text is framed as instructions, `agent` text as notes. */
+  writtenBy: 'operator' | 'agent';
 }
 
 /**
@@ -314,7 +330,11 @@ const AGENT_JSON = sql`json_build_object(
   'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
   'toolResultCompression', a.tool_result_compression,
   'hasMemory', EXISTS (SELECT 1 FROM memory_records mr WHERE mr.tenant_id = a.tenant_id AND mr.agent_id = a.id),
-  'hasWorkItems', EXISTS (SELECT 1 FROM work_items wi WHERE wi.tenant_id = a.tenant_id AND wi.agent_id = a.id))`;
+  'hasWorkItems', EXISTS (SELECT 1 FROM work_items wi WHERE wi.tenant_id = a.tenant_id AND wi.agent_id = a.id),
+  'memoryBlocks', (SELECT coalesce(json_agg(json_build_object('name', mb.name, 'description', mb.description,
+      'content', mb.content, 'limitChars', mb.limit_chars, 'readOnly', mb.read_only, 'writtenBy', mb.written_by)
+      ORDER BY mb.name), '[]'::json)
+    FROM memory_blocks mb WHERE mb.tenant_id = a.tenant_id AND mb.agent_id = a.id))`;
 
 /** Calls an interrupted run started and never recorded (ADR 0004). */
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c

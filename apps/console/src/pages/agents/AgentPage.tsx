@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
+import { MemoryBlocks } from './MemoryBlocks';
 import { MemoryBrowser } from './MemoryBrowser';
 import { useAgent, type AgentDetail } from './queries';
 import { WorkItemsBoard } from './WorkItemsBoard';
@@ -13,10 +14,11 @@ const TABS = [
   ['lifecycle', 'Lifecycle'],
   ['work', 'Work items'],
   ['memory', 'Memory'],
+  ['blocks', 'Memory blocks'],
 ] as const;
 type Tab = (typeof TABS)[number][0];
 
-/** /agents/:id: the agent's settings, lifecycle and learning, its work items and its memory. */
+/** /agents/:id: the agent's settings, lifecycle and learning, its work items, its memory and memory blocks. */
 export default function AgentPage() {
   const { id = '' } = useParams();
   // Lifecycle changes on its own (a turn starts, the agent sleeps): refreshed while the page is open.
@@ -59,6 +61,7 @@ export default function AgentPage() {
         {tab === 'lifecycle' ? <Lifecycle agent={a} /> : null}
         {tab === 'work' ? <WorkItemsBoard agentId={a.id} /> : null}
         {tab === 'memory' ? <MemoryBrowser agentId={a.id} /> : null}
+        {tab === 'blocks' ? <MemoryBlocks agentId={a.id} /> : null}
       </div>
     </Page>
   );
