@@ -1,4 +1,4 @@
-import type { ProviderRegistry } from '@switchboard/providers';
+import { abortableSleep, type ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { NO_CONTEXT, type ContextSources } from './context';
 import type { ToolGates } from './gates';
@@ -35,11 +35,6 @@ export interface EngineOptions {
   tokenjuice?: TokenJuiceOptions;
 }
 
-const defaultSleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 /**
  * The agent turn: the tool-call loop of SPEC §5. Plain TypeScript, no I/O of its
@@ -59,7 +54,7 @@ export class TurnEngine {
       retry: {
         maxRetries: options.maxRetries ?? 2,
         maxBackoffMs: options.maxBackoffMs ?? 30_000,
-        sleep: options.sleep ?? defaultSleep,
+        sleep: options.sleep ?? abortableSleep,
       },
       toolResultMaxBytes,
       summarizeAboveBytes: options.summarizeAboveBytes ?? toolResultMaxBytes,
