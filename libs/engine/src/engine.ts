@@ -1,4 +1,4 @@
-import { abortableSleep, type ProviderRegistry } from '@switchboard/providers';
+import { abortableSleep, EmbedderRegistry, type ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { NO_CONTEXT, type ContextSources } from './context';
 import type { ToolGates } from './gates';
@@ -6,6 +6,7 @@ import { withinDeadline } from './run/deadline';
 import { runTurn } from './run/loop';
 import type { EngineResources, TokenJuiceOptions } from './run/resources';
 import { TurnRun } from './run/turn-run';
+import { SemanticToolSelector } from './tool-selection';
 import type { TurnCheckpoints, TurnInput, TurnOutcome } from './types';
 
 export { boundDetails, boundToolResult, TOOL_ERROR_DETAILS_MAX_BYTES } from './run/result-bounds';
@@ -33,6 +34,10 @@ export interface EngineOptions {
   reflectEvery?: number;
   /** TokenJuice (docs/adr/0033): where lossy compactions keep originals; without it only lossless ones run. */
   tokenjuice?: TokenJuiceOptions;
+  /** The embedders semantic tool selection may use (docs/adr/0049); default: the built-in ones. */
+  embedders?: EmbedderRegistry;
+  /** Longest wait for the embedder ranking a turn's tools (default 5 s); past it every tool is offered. */
+  toolSelectionTimeoutMs?: number;
 }
 
 
@@ -61,6 +66,8 @@ export class TurnEngine {
       summarizeMaxBytes: options.summarizeMaxBytes ?? 512 * 1024,
       reflectEvery: options.reflectEvery ?? 3,
       tokenjuice: options.tokenjuice ?? {},
+      toolSelector: new SemanticToolSelector(options.embedders ?? new EmbedderRegistry()),
+      toolSelectionTimeoutMs: options.toolSelectionTimeoutMs ?? 5000,
     };
   }
 
