@@ -35,6 +35,7 @@ import {
   LOGGER,
   METRICS,
   providerRegistryFromConfig,
+  embedderRegistryFromConfig,
   REDIS,
   SecretBox,
   TASKS,
@@ -194,6 +195,8 @@ export class HarnessModule {
                 tools,
                 gates,
                 context,
+                // Semantic tool selection (docs/adr/0049) embeds with the agent's embedder.
+                embedders: embedderRegistryFromConfig(cfg),
                 // TokenJuice (docs/adr/0033): originals of lossy compactions, kept per tenant.
                 tokenjuice: {
                   originals: new OriginalsStore(
