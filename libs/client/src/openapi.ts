@@ -1913,6 +1913,13 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      /** @description Semantic tool selection: with more tools than maxPerTurn, each turn is offered the pinned tools, the ones most similar to its input and those it already called, in their usual order; absent: every tool */
+      toolSelection?: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      /** @description What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused */
+      embedder?: string;
     };
     UpdateAgentDto: {
       name?: string;
@@ -1945,6 +1952,13 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      /** @description Semantic tool selection: with more tools than maxPerTurn, each turn is offered the pinned tools, the ones most similar to its input and those it already called, in their usual order; absent: every tool */
+      toolSelection?: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      /** @description What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused */
+      embedder?: string;
     };
     CreateSessionDto: {
       agentId: string;
@@ -2963,6 +2977,11 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      toolSelection: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      embedder: string | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3022,6 +3041,11 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      toolSelection: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      embedder: string | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3073,6 +3097,11 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      toolSelection: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      embedder: string | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
