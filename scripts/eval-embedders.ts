@@ -69,11 +69,18 @@ function main(): void {
   const table = decodeWordTable(gunzipSync(readFileSync(asset)));
   const loadMs = performance.now() - started;
   const rssMb = (process.memoryUsage().rss - rssBefore) / 1e6;
-  console.log(`${asset}: ${table.ranks.size} words, loaded in ${loadMs.toFixed(0)} ms, +${rssMb.toFixed(1)} MB RSS`);
+  console.log(
+    `${asset}: ${table.ranks.size} words, loaded in ${loadMs.toFixed(0)} ms, +${rssMb.toFixed(1)} MB RSS`,
+  );
 
   const fmt = (name: string, s: Score): string =>
     `${name.padEnd(36)} hit@1 ${s.hit1.toFixed(2)}  hit@3 ${s.hit3.toFixed(2)}  MRR ${s.mrr.toFixed(3)}`;
-  console.log(fmt('local/hash-256', score(set, (t) => hashEmbed(t))));
+  console.log(
+    fmt(
+      'local/hash-256',
+      score(set, (t) => hashEmbed(t)),
+    ),
+  );
   const variants: [string, WordEmbedderOptions][] = [
     ['words-100d (a=1e-3, common removed)', { a: 1e-3, removeCommon: true }],
     ['words-100d (a=1e-3, kept)', { a: 1e-3, removeCommon: false }],

@@ -67,7 +67,12 @@ describe('semantic tool selection', () => {
     url = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await fetch(`${url}/healthz`)).ok, { what: 'the gateway to listen' });
     ({ api } = await newTenant(url, ADMIN));
-    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: api.key!, fetch: crossRealmSafeFetch, maxRetries: 0 });
+    client = new OpenAI({
+      baseURL: `${url}/v1`,
+      apiKey: api.key!,
+      fetch: crossRealmSafeFetch,
+      maxRetries: 0,
+    });
   });
 
   afterAll(async () => {

@@ -40,7 +40,6 @@ export interface EngineOptions {
   toolSelectionTimeoutMs?: number;
 }
 
-
 /**
  * The agent turn: the tool-call loop of SPEC §5. Plain TypeScript, no I/O of its
  * own: providers, tools and persistence come in through its ports. Each run is

@@ -15,9 +15,18 @@ import {
 import { defineTool, ToolRegistry } from '@switchboard/tools';
 import { TurnEngine } from './engine';
 import { checkpoints, turnInput } from './test-support';
-import { DEFAULT_EMBEDDER, SemanticToolSelector, offeredTools, type ToolSelectionSettings } from './tool-selection';
+import {
+  DEFAULT_EMBEDDER,
+  SemanticToolSelector,
+  offeredTools,
+  type ToolSelectionSettings,
+} from './tool-selection';
 
-const spec = (name: string, description: string): ToolSpec => ({ name, description, parameters: { type: 'object' } });
+const spec = (name: string, description: string): ToolSpec => ({
+  name,
+  description,
+  parameters: { type: 'object' },
+});
 const TOOLS: ToolSpec[] = [
   spec('calendar_create_event', 'Schedule a meeting or appointment on the calendar'),
   spec('weather_forecast', 'Get the weather forecast: rain, temperature, wind'),
@@ -56,7 +65,11 @@ describe('SemanticToolSelector', () => {
 
   it('offers the tools most similar to the input, in their original order', async () => {
     const selector = new SemanticToolSelector(new EmbedderRegistry());
-    const chosen = await selector.choose(TOOLS, 'will it rain in Paris tomorrow, and is there a cheap plane?', settings());
+    const chosen = await selector.choose(
+      TOOLS,
+      'will it rain in Paris tomorrow, and is there a cheap plane?',
+      settings(),
+    );
     expect(chosen.size).toBe(3);
     expect(chosen.has('weather_forecast')).toBe(true);
     expect(chosen.has('search_flights')).toBe(true);
@@ -108,7 +121,9 @@ describe('SemanticToolSelector', () => {
     const selector = new SemanticToolSelector(new EmbedderRegistry([counting]));
     await selector.choose(TOOLS, 'first', settings());
     await selector.choose(TOOLS, 'second', settings());
-    const changed = TOOLS.map((t) => (t.name === 'send_email' ? { ...t, description: 'Send a text message' } : t));
+    const changed = TOOLS.map((t) =>
+      t.name === 'send_email' ? { ...t, description: 'Send a text message' } : t,
+    );
     await selector.choose(changed, 'third', settings());
     expect(counting.calls.map((c) => c.length)).toEqual([1 + TOOLS.length, 1, 2]);
     expect(counting.calls[2]).toEqual(['third', 'send email: Send a text message']);
@@ -117,7 +132,9 @@ describe('SemanticToolSelector', () => {
 
   it('refuses an unknown embedder and passes an embedder failure on', async () => {
     const selector = new SemanticToolSelector(new EmbedderRegistry());
-    await expect(selector.choose(TOOLS, 'x', settings({ embedder: 'local/nope' }))).rejects.toThrow(ProviderError);
+    await expect(selector.choose(TOOLS, 'x', settings({ embedder: 'local/nope' }))).rejects.toThrow(
+      ProviderError,
+    );
     const counting = new CountingEmbedder();
     counting.fail = true;
     await expect(
@@ -157,9 +174,17 @@ describe('the engine with tool selection', () => {
       }),
     ),
   );
-  const run = async (provider: Recorder, selection: ToolSelectionSettings | undefined, embedders?: EmbedderRegistry) => {
+  const run = async (
+    provider: Recorder,
+    selection: ToolSelectionSettings | undefined,
+    embedders?: EmbedderRegistry,
+  ) => {
     const events: { type: string; data: unknown }[] = [];
-    const engine = new TurnEngine({ providers: new ProviderRegistry({}, [provider]), tools: registry, embedders });
+    const engine = new TurnEngine({
+      providers: new ProviderRegistry({}, [provider]),
+      tools: registry,
+      embedders,
+    });
     const outcome = await engine.run(
       turnInput({
         tools: names(TOOLS),
@@ -174,7 +199,11 @@ describe('the engine with tool selection', () => {
 
   it('offers each round the chosen tools plus the ones the turn called, in order', async () => {
     const provider = new Recorder([{ id: 'c1', name: 'stock_quote', arguments: '{}' }]);
-    const { outcome } = await run(provider, { maxPerTurn: 2, pinned: ['send_email'], embedder: DEFAULT_EMBEDDER });
+    const { outcome } = await run(provider, {
+      maxPerTurn: 2,
+      pinned: ['send_email'],
+      embedder: DEFAULT_EMBEDDER,
+    });
     expect(outcome.status).toBe('completed');
     expect(provider.offered[0]).toEqual(['weather_forecast', 'send_email']);
     // The model called a tool it was not offered but may call: it stays offered for the turn.

@@ -63,7 +63,9 @@ export class SemanticToolSelector {
     const slots = Math.max(0, settings.maxPerTurn - pinned.size);
     if (slots === 0) return pinned;
     const { provider, model, ref } = this.embedders.resolve(settings.embedder);
-    const keys = candidates.map((t) => `${ref}\u0000${createHash('sha256').update(toolText(t)).digest('base64')}`);
+    const keys = candidates.map(
+      (t) => `${ref}\u0000${createHash('sha256').update(toolText(t)).digest('base64')}`,
+    );
     const missing = candidates.filter((_, i) => !this.cache.has(keys[i]));
     const missingKeys = keys.filter((k) => !this.cache.has(k));
     const { vectors } = await provider.embed({

@@ -1,5 +1,10 @@
 import type { Config } from '@switchboard/config';
-import { createEmbedderRegistry, loadFixtureDir, ProviderRegistry, type EmbedderRegistry } from '@switchboard/providers';
+import {
+  createEmbedderRegistry,
+  loadFixtureDir,
+  ProviderRegistry,
+  type EmbedderRegistry,
+} from '@switchboard/providers';
 
 /**
  * The model providers every process that calls a model uses (the harness's turns, triage, the

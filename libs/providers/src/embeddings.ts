@@ -125,7 +125,10 @@ export class LocalEmbeddingProvider implements EmbeddingProvider {
   readonly name = 'local';
   private readonly models = new Map<string, { dimensions: number; embed: (text: string) => Float32Array }>([
     ['hash-256', { dimensions: HASH_DIMENSIONS, embed: (t) => hashEmbed(t) }],
-    [WORDS_100D, { dimensions: WORD_DIMENSIONS, embed: (t) => (wordEmbedder ??= new WordVectorEmbedder()).embed(t) }],
+    [
+      WORDS_100D,
+      { dimensions: WORD_DIMENSIONS, embed: (t) => (wordEmbedder ??= new WordVectorEmbedder()).embed(t) },
+    ],
   ]);
 
   /** Adds a built-in model (the word-vector embedder registers itself here). */

@@ -136,7 +136,12 @@ export async function withRetries<T>(
     try {
       return await call(attempt);
     } catch (err) {
-      if (!(err instanceof ProviderError) || !err.retryable || attempt > policy.maxRetries || signal?.aborted) {
+      if (
+        !(err instanceof ProviderError) ||
+        !err.retryable ||
+        attempt > policy.maxRetries ||
+        signal?.aborted
+      ) {
         throw err;
       }
       await policy.sleep(retryBackoffMs(err, attempt, policy.maxBackoffMs), signal);

@@ -40,12 +40,25 @@ describe('openai embedder', () => {
     expect(inputTokens).toBe(texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0));
     const [request] = server.requests;
     expect(request.path).toBe('/v1/embeddings');
-    expect(request.body).toMatchObject({ model: 'text-embedding-3-small', input: texts, encoding_format: 'base64' });
+    expect(request.body).toMatchObject({
+      model: 'text-embedding-3-small',
+      input: texts,
+      encoding_format: 'base64',
+    });
   });
 
   it('the fake answers floats when asked, and shortens v3 vectors by `dimensions`', async () => {
-    const client = new OpenAI({ apiKey: 'k', baseURL: server.openaiBaseUrl, fetch: crossRealmSafeFetch, maxRetries: 0 });
-    const floats = await client.embeddings.create({ model: 'text-embedding-3-large', input: 'hi', encoding_format: 'float' });
+    const client = new OpenAI({
+      apiKey: 'k',
+      baseURL: server.openaiBaseUrl,
+      fetch: crossRealmSafeFetch,
+      maxRetries: 0,
+    });
+    const floats = await client.embeddings.create({
+      model: 'text-embedding-3-large',
+      input: 'hi',
+      encoding_format: 'float',
+    });
     expect(Array.isArray(floats.data[0].embedding)).toBe(true);
     expect(floats.data[0].embedding).toHaveLength(3072);
 
@@ -92,7 +105,11 @@ describe('openai embedder', () => {
       .embed({ model: 'text-embedding-3-small', texts: ['x'] })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProviderError);
-    expect(err).toMatchObject({ kind: 'server', retryable: true, details: { status: 503, provider: 'openai' } });
+    expect(err).toMatchObject({
+      kind: 'server',
+      retryable: true,
+      details: { status: 503, provider: 'openai' },
+    });
     expect(server.requests).toHaveLength(3);
   });
 
@@ -109,9 +126,13 @@ describe('openai embedder', () => {
     expect(sleeps).toEqual([]);
   });
 
-  it('a compatible server\'s own model works through the same provider; vectors of two lengths are refused', async () => {
+  it("a compatible server's own model works through the same provider; vectors of two lengths are refused", async () => {
     server.embeddingModels.set('nomic-embed-text', { dimensions: 768, shortenable: false });
-    const registry = createEmbedderRegistry({ apiKey: 'k', baseURL: server.openaiBaseUrl, fetch: crossRealmSafeFetch });
+    const registry = createEmbedderRegistry({
+      apiKey: 'k',
+      baseURL: server.openaiBaseUrl,
+      fetch: crossRealmSafeFetch,
+    });
     const { provider, model } = registry.resolve('openai/nomic-embed-text');
     const { vectors } = await provider.embed({ model, texts: ['a', 'b'] });
     expect(vectors.map((v) => v.length)).toEqual([768, 768]);
@@ -139,7 +160,9 @@ describe('openai embedder', () => {
     expect(embeddingCostUsd('openai/text-embedding-ada-002', 1_000_000)).toBeCloseTo(0.1, 6);
     expect(embeddingCost('local/words-100d', 1000)).toEqual({ usd: 0, source: 'rate_table' });
     expect(embeddingCost('openai/nomic-embed-text', 1000)).toEqual({ usd: 0, source: 'unpriced' });
-    expect(embeddingCost('openai/nomic-embed-text', 1_000_000, { 'openai/*': { input: 0.01, output: 0 } })).toEqual({
+    expect(
+      embeddingCost('openai/nomic-embed-text', 1_000_000, { 'openai/*': { input: 0.01, output: 0 } }),
+    ).toEqual({
       usd: 0.01,
       source: 'override',
     });

@@ -1,5 +1,11 @@
 import type OpenAI from 'openai';
-import { LocalEmbeddingProvider, normalize, type EmbeddingProvider, type EmbeddingRequest, type EmbeddingResponse } from './embeddings';
+import {
+  LocalEmbeddingProvider,
+  normalize,
+  type EmbeddingProvider,
+  type EmbeddingRequest,
+  type EmbeddingResponse,
+} from './embeddings';
 import { EmbedderRegistry } from './embeddings';
 import { abortableSleep, classifyHttpError, withRetries, type RetryPolicy } from './errors';
 import { createOpenAIClient, type OpenAIClientOptions } from './openai-client';
@@ -47,7 +53,10 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
 
   constructor(private readonly options: OpenAIEmbeddingOptions = {}) {
     this.client = createOpenAIClient(options);
-    this.maxBatch = Math.max(1, Math.min(options.maxBatch ?? OPENAI_MAX_EMBEDDING_INPUTS, OPENAI_MAX_EMBEDDING_INPUTS));
+    this.maxBatch = Math.max(
+      1,
+      Math.min(options.maxBatch ?? OPENAI_MAX_EMBEDDING_INPUTS, OPENAI_MAX_EMBEDDING_INPUTS),
+    );
     this.retry = { maxRetries: 2, maxBackoffMs: 30_000, sleep: abortableSleep, ...options.retry };
   }
 
@@ -65,7 +74,10 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
     }
     const lengths = new Set(vectors.map((v) => v.length));
     if (lengths.size > 1) {
-      throw new ProviderError('invalid_response', `openai/${request.model} answered vectors of ${[...lengths].join(', ')} dimensions`);
+      throw new ProviderError(
+        'invalid_response',
+        `openai/${request.model} answered vectors of ${[...lengths].join(', ')} dimensions`,
+      );
     }
     return { vectors, inputTokens };
   }
@@ -84,9 +96,13 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
     }
     const data = [...(response.data ?? [])].sort((a, b) => a.index - b.index);
     if (data.length !== input.length || data.some((d, i) => d.index !== i)) {
-      throw new ProviderError('invalid_response', `asked for ${input.length} embeddings, got ${data.length}`, {
-        provider: this.name,
-      });
+      throw new ProviderError(
+        'invalid_response',
+        `asked for ${input.length} embeddings, got ${data.length}`,
+        {
+          provider: this.name,
+        },
+      );
     }
     return {
       vectors: data.map((d) => normalize(Float32Array.from(d.embedding))),

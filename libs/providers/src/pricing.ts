@@ -195,7 +195,8 @@ export function embeddingCost(ref: string, inputTokens: number, overrides: Price
   const slash = ref.indexOf('/');
   const provider = slash > 0 ? ref.slice(0, slash) : ref;
   const model = ref.slice(slash + 1);
-  if (provider === 'local' && !overrideFor(provider, model, overrides)) return { usd: 0, source: 'rate_table' };
+  if (provider === 'local' && !overrideFor(provider, model, overrides))
+    return { usd: 0, source: 'rate_table' };
   return costOf(provider, model, { inputTokens, outputTokens: 0, cachedTokens: 0 }, undefined, overrides);
 }
 

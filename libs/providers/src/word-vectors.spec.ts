@@ -31,7 +31,10 @@ describe('local/words-100d', () => {
     const table = wordTable();
     expect(table.ranks.size).toBe(40_000);
     expect(table.ranks.get('the')).toBe(0);
-    const { vectors, inputTokens } = await provider.embed({ model, texts: ['Deploys happen on Thursdays', ''] });
+    const { vectors, inputTokens } = await provider.embed({
+      model,
+      texts: ['Deploys happen on Thursdays', ''],
+    });
     expect(inputTokens).toBe(0);
     expect(vectors[0]).toHaveLength(100);
     expect(cosine(vectors[0], vectors[0])).toBeCloseTo(1, 5);
@@ -39,10 +42,14 @@ describe('local/words-100d', () => {
   });
 
   it('finds the paraphrase that shares no word: "when do we ship?" → "Deploys happen on Thursdays"', () => {
-    expect(words('when do we ship?').filter((w) => words('Deploys happen on Thursdays').includes(w))).toEqual([]);
+    expect(words('when do we ship?').filter((w) => words('Deploys happen on Thursdays').includes(w))).toEqual(
+      [],
+    );
     const rankOfDeploy = (embed: (t: string) => Float32Array): number => {
       const q = embed('when do we ship?');
-      const scored = set.records.map((r) => ({ id: r.id, s: cosine(q, embed(r.text)) })).sort((a, b) => b.s - a.s);
+      const scored = set.records
+        .map((r) => ({ id: r.id, s: cosine(q, embed(r.text)) }))
+        .sort((a, b) => b.s - a.s);
       return scored.findIndex((r) => r.id === 'deploy') + 1;
     };
     // Measured: 6th of 28 records ("ship" is mostly nautical in GloVe), at cosine 0.24 against the
@@ -74,9 +81,19 @@ describe('local/words-100d', () => {
 
   it('round-trips a table through its binary form and refuses anything else', () => {
     const direction = new Float32Array([1, 0, 0]);
-    const raw = encodeWordTable(['a', 'b'], [[1, -2, 0.5], [0, 0, 3]], direction);
+    const raw = encodeWordTable(
+      ['a', 'b'],
+      [
+        [1, -2, 0.5],
+        [0, 0, 3],
+      ],
+      direction,
+    );
     const table = decodeWordTable(raw);
-    expect([...table.ranks]).toEqual([['a', 0], ['b', 1]]);
+    expect([...table.ranks]).toEqual([
+      ['a', 0],
+      ['b', 1],
+    ]);
     expect(table.q[1] * table.scales[0]).toBeCloseTo(-2, 1);
     expect(() => decodeWordTable(Buffer.from('nope'))).toThrow('not a word-vector table');
     expect(() => decodeWordTable(raw.subarray(0, raw.length - 1))).toThrow('corrupt');

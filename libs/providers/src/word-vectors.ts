@@ -35,7 +35,11 @@ export interface WordTable {
 }
 
 /** Serialises a table (uncompressed; the asset is this, gzipped). */
-export function encodeWordTable(words: string[], vectors: ArrayLike<number>[], commonDirection: Float32Array): Buffer {
+export function encodeWordTable(
+  words: string[],
+  vectors: ArrayLike<number>[],
+  commonDirection: Float32Array,
+): Buffer {
   const d = commonDirection.length;
   const wordBytes = Buffer.from(words.join('\n'), 'utf8');
   const header = Buffer.alloc(MAGIC.length + 10);
@@ -81,7 +85,8 @@ export function decodeWordTable(raw: Buffer): WordTable {
   const scales = floats(count);
   const q = new Int8Array(count * dimensions);
   Buffer.from(q.buffer).set(raw.subarray(at, at + count * dimensions));
-  if (words.length !== count || at + count * dimensions !== raw.length) throw new Error('corrupt word-vector table');
+  if (words.length !== count || at + count * dimensions !== raw.length)
+    throw new Error('corrupt word-vector table');
   const ranks = new Map<string, number>();
   words.forEach((w, i) => ranks.set(w, i));
   let norms = 0;

@@ -127,10 +127,7 @@ export interface ScriptedMalformed {
 export type ScriptedReply = ScriptedMessage | ScriptedError | ScriptedHang | ScriptedMalformed;
 
 export type FakeLlmEndpoint =
-  | 'openai.chat.completions'
-  | 'openai.responses'
-  | 'anthropic.messages'
-  | 'openai.embeddings';
+  'openai.chat.completions' | 'openai.responses' | 'anthropic.messages' | 'openai.embeddings';
 
 export interface RecordedRequest {
   method: string;
@@ -968,7 +965,10 @@ const anthropicMessages: WireFormat = {
 
 const EMBEDDINGS_PATH = '/v1/embeddings';
 
-const ROUTES: Record<string, { endpoint: Exclude<FakeLlmEndpoint, 'openai.embeddings'>; format: WireFormat }> = {
+const ROUTES: Record<
+  string,
+  { endpoint: Exclude<FakeLlmEndpoint, 'openai.embeddings'>; format: WireFormat }
+> = {
   '/v1/chat/completions': { endpoint: 'openai.chat.completions', format: chatCompletions },
   '/v1/responses': { endpoint: 'openai.responses', format: responses },
   '/v1/messages': { endpoint: 'anthropic.messages', format: anthropicMessages },
@@ -1292,44 +1292,79 @@ export class FakeLlmServer {
   }
 
   /** `/v1/embeddings`, as OpenAI answers it (see the header); failures as OpenAI words them. */
-  private async embeddings(recorded: RecordedRequest, res: http.ServerResponse, requestId: string): Promise<void> {
+  private async embeddings(
+    recorded: RecordedRequest,
+    res: http.ServerResponse,
+    requestId: string,
+  ): Promise<void> {
     const headers = { 'x-request-id': requestId };
-    const fail = (status: number, message: string, param: string | null = null, code: string | null = null): void =>
-      this.sendJson(res, status, openAiErrorBody(message, { param, code }), headers);
-    if (recorded.method !== 'POST') return fail(405, `FakeLlmServer: ${recorded.method} is not supported, use POST`);
+    const fail = (
+      status: number,
+      message: string,
+      param: string | null = null,
+      code: string | null = null,
+    ): void => this.sendJson(res, status, openAiErrorBody(message, { param, code }), headers);
+    if (recorded.method !== 'POST')
+      return fail(405, `FakeLlmServer: ${recorded.method} is not supported, use POST`);
     const body = recorded.body;
     if (!isRecord(body)) return fail(400, 'FakeLlmServer: request body is not a JSON object');
     const scriptedReply = this.embeddingQueue.shift();
     if (scriptedReply && scriptedReply.kind !== 'message') {
-      const ctx = { body, rawBody: recorded.rawBody, model: String(body['model']), stream: false, nextId: (p: string) => this.nextId(p), requestId };
+      const ctx = {
+        body,
+        rawBody: recorded.rawBody,
+        model: String(body['model']),
+        stream: false,
+        nextId: (p: string) => this.nextId(p),
+        requestId,
+      };
       return this.respond(chatCompletions, scriptedReply, ctx, res, headers);
     }
     const model = body['model'];
-    if (typeof model !== 'string' || model === '') return fail(400, "you must provide a model parameter", 'model');
+    if (typeof model !== 'string' || model === '')
+      return fail(400, 'you must provide a model parameter', 'model');
     const known = this.embeddingModels.get(model);
     if (!known) {
-      return fail(404, `The model \`${model}\` does not exist or you do not have access to it.`, null, 'model_not_found');
+      return fail(
+        404,
+        `The model \`${model}\` does not exist or you do not have access to it.`,
+        null,
+        'model_not_found',
+      );
     }
     const raw = body['input'];
     const inputs: unknown[] = Array.isArray(raw) && raw.every((x) => typeof x !== 'number') ? raw : [raw];
     const texts = inputs.map((x) =>
-      typeof x === 'string' ? x : Array.isArray(x) && x.every((t) => Number.isInteger(t)) ? x.join(' ') : null,
+      typeof x === 'string'
+        ? x
+        : Array.isArray(x) && x.every((t) => Number.isInteger(t))
+          ? x.join(' ')
+          : null,
     );
     if (texts.length === 0 || texts.length > 2048 || texts.some((t) => t === null || t === '')) {
-      return fail(400, "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.", 'input');
+      return fail(
+        400,
+        "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+        'input',
+      );
     }
     let dimensions = known.dimensions;
     if (body['dimensions'] !== undefined) {
       const asked = body['dimensions'];
-      if (!known.shortenable) return fail(400, 'This model does not support specifying dimensions.', 'dimensions');
+      if (!known.shortenable)
+        return fail(400, 'This model does not support specifying dimensions.', 'dimensions');
       if (typeof asked !== 'number' || !Number.isInteger(asked) || asked < 1 || asked > known.dimensions) {
-        return fail(400, `Invalid value for 'dimensions' = ${String(asked)}. Must be between 1 and ${known.dimensions}.`, 'dimensions');
+        return fail(
+          400,
+          `Invalid value for 'dimensions' = ${JSON.stringify(asked)}. Must be between 1 and ${known.dimensions}.`,
+          'dimensions',
+        );
       }
       dimensions = asked;
     }
     const format = body['encoding_format'] ?? 'float';
     if (format !== 'float' && format !== 'base64') {
-      return fail(400, `Invalid value for 'encoding_format': '${String(format)}'.`, 'encoding_format');
+      return fail(400, `Invalid value for 'encoding_format': ${JSON.stringify(format)}.`, 'encoding_format');
     }
     const promptTokens = (texts as string[]).reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0);
     this.sendJson(
@@ -1343,7 +1378,10 @@ export class FakeLlmServer {
           return {
             object: 'embedding',
             index,
-            embedding: format === 'base64' ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : Array.from(v),
+            embedding:
+              format === 'base64'
+                ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')
+                : Array.from(v),
           };
         }),
         usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },

@@ -1,8 +1,8 @@
 import { DEFAULT_EMBEDDER } from '@switchboard/engine';
 import { toolSelectionOf } from './turn-plan';
 
-describe('an agent\'s tool selection as a turn runs it', () => {
-  it('runs only with maxPerTurn, with the agent\'s embedder or the default', () => {
+describe("an agent's tool selection as a turn runs it", () => {
+  it("runs only with maxPerTurn, with the agent's embedder or the default", () => {
     expect(toolSelectionOf({}, null, ['a'])).toEqual({});
     expect(toolSelectionOf(null, 'openai/text-embedding-3-small', ['a'])).toEqual({});
     expect(toolSelectionOf({ maxPerTurn: 2 }, null, ['a'])).toEqual({
@@ -13,7 +13,7 @@ describe('an agent\'s tool selection as a turn runs it', () => {
     });
   });
 
-  it('pins TokenJuice\'s retrieve tool on top of maxPerTurn', () => {
+  it("pins TokenJuice's retrieve tool on top of maxPerTurn", () => {
     expect(toolSelectionOf({ maxPerTurn: 2, pinned: ['a'] }, null, ['a', 'tokenjuice_retrieve'])).toEqual({
       toolSelection: { maxPerTurn: 3, pinned: ['a', 'tokenjuice_retrieve'], embedder: DEFAULT_EMBEDDER },
     });

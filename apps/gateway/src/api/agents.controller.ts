@@ -33,7 +33,13 @@ function checkEmbedder(ref: string | undefined): void {
     EMBEDDERS.resolve(ref);
   } catch {
     throw new AppError('validation_failed', `unknown embedder: ${ref}`, {
-      issues: [{ path: 'embedder', message: `unknown embedder: ${ref}`, available: ['local/words-100d', 'local/hash-256', 'openai/<model>'] }],
+      issues: [
+        {
+          path: 'embedder',
+          message: `unknown embedder: ${ref}`,
+          available: ['local/words-100d', 'local/hash-256', 'openai/<model>'],
+        },
+      ],
     });
   }
 }

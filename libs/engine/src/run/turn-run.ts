@@ -90,7 +90,9 @@ export class TurnRun {
   /** What a round offers the model: the chosen tools and any the turn called, in the turn's order. */
   offeredToolSpecs(): ToolSpec[] {
     if (!this.chosenTools) return this.toolSpecs;
-    const called = new Set(this.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls.map((c) => c.name) : [])));
+    const called = new Set(
+      this.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls.map((c) => c.name) : [])),
+    );
     return offeredTools(this.toolSpecs, this.chosenTools, called);
   }
 
