@@ -10,9 +10,11 @@
  * The tree keeps its shape (dist/apps/gateway/src/main.js, dist/libs/config/src/index.js), and
  * the `@switchboard/*` aliases of tsconfig.base.json are rewritten to relative requires, so node
  * resolves them with no loader. Types are not checked here: `npm run typecheck` does that.
- * Spec files, libs/testing and the scripts are not part of what runs in production.
+ * Spec files, libs/testing and the scripts are not part of what runs in production. A library's
+ * assets/ folder (data files it reads at run time beside its src/, e.g. the word vectors of
+ * libs/providers) is copied as it is.
  */
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { transformFile, type Options } from '@swc/core';
 
@@ -79,6 +81,11 @@ export async function build(outDir: string): Promise<number> {
       if (map) await writeFile(`${target}.map`, map);
     }),
   );
+  for (const lib of await readdir(path.join(ROOT, 'libs'))) {
+    const assets = path.join(ROOT, 'libs', lib, 'assets');
+    if (EXCLUDED_LIBS.has(lib) || !(await readdir(assets).catch(() => null))) continue;
+    await cp(assets, path.join(outDir, 'libs', lib, 'assets'), { recursive: true });
+  }
   return files.length;
 }
 

@@ -1570,6 +1570,33 @@ describe('bad input corpus', () => {
     );
   }
 
+  // Semantic tool selection and the agent's embedder (docs/adr/0049): an embedder the registry does
+  // not know, a bound out of range or a pinned tool that does not exist is refused.
+  for (const [what, body] of [
+    ['an unknown local embedder', { embedder: 'local/nope' }],
+    ['an unknown embedder provider', { embedder: 'cohere/embed-v3' }],
+    ['an embedder without a model', { embedder: 'openai/' }],
+    ['maxPerTurn 0', { toolSelection: { maxPerTurn: 0 } }],
+    ['maxPerTurn not an integer', { toolSelection: { maxPerTurn: 2.5 } }],
+    ['an unknown pinned tool', { toolSelection: { maxPerTurn: 2, pinned: ['no_such_tool'] } }],
+    ['an unknown toolSelection field', { toolSelection: { maxPerTurn: 2, top: 3 } }],
+  ] as const) {
+    cases.push(
+      {
+        name: `create agent: ${what}`,
+        run: () => api.post('/v1/agents', { name: 'emb', ...body }),
+        status: 400,
+        code: 'validation_failed',
+      },
+      {
+        name: `patch agent: ${what}`,
+        run: () => api.patch(`/v1/agents/${ids.agent}`, body),
+        status: 400,
+        code: 'validation_failed',
+      },
+    );
+  }
+
   // Tier rules on agent definitions (docs/adr/0025): refused inside the save's transaction, nothing written.
   const newAgent = (body: Record<string, unknown>) => () =>
     api.post('/v1/agents', { name: 'tiers', ...body });

@@ -49,6 +49,16 @@ describe('npm run build', () => {
     );
     expect(compiled.length).toBeGreaterThan(100);
     expect(compiled.filter((code) => code.includes('require("@switchboard/'))).toEqual([]);
+    // Data files the libraries read at run time come along (the word vectors of local/words-100d).
+    expect(files).toContain(path.join('libs', 'providers', 'assets', 'words-100d.bin.gz'));
+  });
+
+  it('the compiled local/words-100d embedder finds its word vectors', async () => {
+    const script = `const { EmbedderRegistry } = require(${JSON.stringify(path.join(outDir, 'libs/providers/src/index.js'))});
+      const { provider, model } = new EmbedderRegistry().resolve('local/words-100d');
+      provider.embed({ model, texts: ['Deploys happen on Thursdays'] }).then((r) => console.log(r.vectors[0].length));`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: ROOT });
+    expect(stdout.trim()).toBe('100');
   });
 
   it('starts the compiled gateway with plain node; it answers /healthz and /readyz', async () => {

@@ -36,6 +36,7 @@ import {
   LOGGER,
   METRICS,
   providerRegistryFromConfig,
+  embedderRegistryFromConfig,
   REDIS,
   SecretBox,
   TASKS,
@@ -197,6 +198,8 @@ export class HarnessModule {
                 tools,
                 gates,
                 context,
+                // Semantic tool selection (docs/adr/0049) embeds with the agent's embedder.
+                embedders: embedderRegistryFromConfig(cfg),
                 // TokenJuice (docs/adr/0033): originals of lossy compactions, kept per tenant.
                 tokenjuice: {
                   originals: new OriginalsStore(

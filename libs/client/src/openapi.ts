@@ -1981,6 +1981,13 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      /** @description Semantic tool selection: with more tools than maxPerTurn, each turn is offered the pinned tools, the ones most similar to its input and those it already called, in their usual order; absent: every tool */
+      toolSelection?: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      /** @description What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused */
+      embedder?: string;
     };
     UpdateAgentDto: {
       name?: string;
@@ -2013,6 +2020,13 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      /** @description Semantic tool selection: with more tools than maxPerTurn, each turn is offered the pinned tools, the ones most similar to its input and those it already called, in their usual order; absent: every tool */
+      toolSelection?: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      /** @description What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused */
+      embedder?: string;
     };
     CreateSessionDto: {
       agentId: string;
@@ -3039,6 +3053,11 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      toolSelection: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      embedder: string | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3098,6 +3117,11 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      toolSelection: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      embedder: string | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3149,6 +3173,11 @@ export interface components {
         afterTurns?: number;
         idleMs?: number;
       };
+      toolSelection: {
+        maxPerTurn?: number;
+        pinned?: string[];
+      };
+      embedder: string | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;

@@ -51,6 +51,28 @@ export type Budgets = z.infer<typeof Budgets>;
 export const Tier = z.enum(['chat', 'reasoning', 'worker']);
 
 /**
+ * An embedder (docs/adr/0049): `local/<model>` (built in: `words-100d`, `hash-256`) or
+ * `openai/<model>` (the embeddings API, or a compatible server at OPENAI_BASE_URL).
+ */
+export const EmbedderRef = z
+  .string()
+  .max(200)
+  .regex(/^(local|openai)\/[A-Za-z0-9._:@-]+$/, {
+    message: 'must be "<provider>/<model>" with provider local or openai',
+  });
+
+/**
+ * Semantic tool selection (docs/adr/0049): with more tools than `maxPerTurn` (its own, MCP,
+ * sub-agent and client tools together), a turn is offered the `pinned` ones, those whose name and
+ * description are most similar to its input, and those it already called; absent: every tool.
+ */
+export const ToolSelection = z.strictObject({
+  maxPerTurn: z.int().min(1).max(128).optional(),
+  pinned: z.array(ToolName).max(100).optional(),
+});
+export type ToolSelection = z.infer<typeof ToolSelection>;
+
+/**
  * TokenJuice for an agent's tool results (docs/adr/0033): `full` compacts by kind and keeps the
  * original for `tokenjuice_retrieve`; `light` rewrites only without loss; `off` leaves results as
  * they are; `auto` (the default) is `light` for a `hint:coding` agent and `full` for the others.
@@ -123,6 +145,14 @@ export const CreateAgentRequest = z.strictObject({
   ),
   /** When the archivist distils this agent's sessions; over the tenant's settings (docs/adr/0032). */
   archivist: ArchivistSettings.optional(),
+  toolSelection: ToolSelection.optional().describe(
+    'Semantic tool selection: with more tools than maxPerTurn, each turn is offered the pinned tools, ' +
+      'the ones most similar to its input and those it already called, in their usual order; absent: every tool',
+  ),
+  embedder: EmbedderRef.optional().describe(
+    'What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 ' +
+      '(lexical) or openai/<model>; an unknown one is refused',
+  ),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 

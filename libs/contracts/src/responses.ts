@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   AuditAction,
   ArchivistSettings,
+  ToolSelection,
   Budgets,
   ModelPrices,
   ModelRoutes,
@@ -202,6 +203,10 @@ export const AgentResponse = z
     toolResultCompression: ToolResultCompression,
     /** The agent's own archivist settings (the tenant's apply to the fields it leaves out), docs/adr/0032. */
     archivist: ArchivistSettings,
+    /** Semantic tool selection (docs/adr/0049): `{}` offers every tool. */
+    toolSelection: ToolSelection,
+    /** The agent's embedder; null: the built-in local/words-100d. */
+    embedder: z.string().nullable(),
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,

@@ -1,4 +1,4 @@
-import type { ProviderRegistry } from '@switchboard/providers';
+import { abortableSleep, EmbedderRegistry, type ProviderRegistry } from '@switchboard/providers';
 import type { ToolRegistry } from '@switchboard/tools';
 import { NO_CONTEXT, type ContextSources } from './context';
 import type { ToolGates } from './gates';
@@ -6,6 +6,7 @@ import { withinDeadline } from './run/deadline';
 import { runTurn } from './run/loop';
 import type { EngineResources, TokenJuiceOptions } from './run/resources';
 import { TurnRun } from './run/turn-run';
+import { SemanticToolSelector } from './tool-selection';
 import type { TurnCheckpoints, TurnInput, TurnOutcome } from './types';
 
 export { boundDetails, boundToolResult, TOOL_ERROR_DETAILS_MAX_BYTES } from './run/result-bounds';
@@ -33,13 +34,11 @@ export interface EngineOptions {
   reflectEvery?: number;
   /** TokenJuice (docs/adr/0033): where lossy compactions keep originals; without it only lossless ones run. */
   tokenjuice?: TokenJuiceOptions;
+  /** The embedders semantic tool selection may use (docs/adr/0049); default: the built-in ones. */
+  embedders?: EmbedderRegistry;
+  /** Longest wait for the embedder ranking a turn's tools (default 5 s); past it every tool is offered. */
+  toolSelectionTimeoutMs?: number;
 }
-
-const defaultSleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 /**
  * The agent turn: the tool-call loop of SPEC §5. Plain TypeScript, no I/O of its
@@ -59,13 +58,15 @@ export class TurnEngine {
       retry: {
         maxRetries: options.maxRetries ?? 2,
         maxBackoffMs: options.maxBackoffMs ?? 30_000,
-        sleep: options.sleep ?? defaultSleep,
+        sleep: options.sleep ?? abortableSleep,
       },
       toolResultMaxBytes,
       summarizeAboveBytes: options.summarizeAboveBytes ?? toolResultMaxBytes,
       summarizeMaxBytes: options.summarizeMaxBytes ?? 512 * 1024,
       reflectEvery: options.reflectEvery ?? 3,
       tokenjuice: options.tokenjuice ?? {},
+      toolSelector: new SemanticToolSelector(options.embedders ?? new EmbedderRegistry()),
+      toolSelectionTimeoutMs: options.toolSelectionTimeoutMs ?? 5000,
     };
   }
 

@@ -6,6 +6,7 @@ import {
   type ChatMessage,
   type ModelResponse,
   type ResolvedModel,
+  type ToolSpec,
 } from '@switchboard/providers';
 import { classifyAttempt, type AttemptNext, type AttemptVerdict } from './provider-attempts';
 import type { TurnRun } from './run/turn-run';
@@ -35,10 +36,10 @@ export async function modelRound(
 ): Promise<RoundResult> {
   const { input, cp } = run;
   const models = [input.model, ...input.fallbackModels];
-  const round: Round = { run, messages, attempts: [] };
+  const round: Round = { run, messages, tools: run.offeredToolSpecs(), attempts: [] };
   // What the round sends, recorded with it (docs/adr/0045): the arrays are the ones the provider gets.
   const context: RoundContext | undefined = sources
-    ? { round: run.rounds, messages, sources, tools: run.toolSpecs }
+    ? { round: run.rounds, messages, sources, tools: round.tools }
     : undefined;
   let lastError: ProviderError | undefined;
   await cp.emit('provider_round_started', { round: run.rounds, model: input.model });
@@ -60,6 +61,8 @@ export async function modelRound(
 interface Round {
   run: TurnRun;
   messages: ChatMessage[];
+  /** The tools this round offers (all the turn's, or its semantic selection: tool-selection.ts). */
+  tools: ToolSpec[];
   attempts: ProviderAttempt[];
 }
 
@@ -113,7 +116,7 @@ async function tryModel(round: Round, ref: string, hasNextModel: boolean): Promi
   for (let attempt = 1; ; attempt++) {
     const at = { round: run.rounds, ref, attempt, maxAttempts, started: Date.now() };
     try {
-      const response = await complete(run, resolved, round.messages);
+      const response = await complete(run, resolved, round.messages, round.tools);
       const provider = resolved.provider.name;
       attempts.push({
         ...timing(at),
@@ -136,13 +139,18 @@ async function tryModel(round: Round, ref: string, hasNextModel: boolean): Promi
 }
 
 /** One provider call of the round, streaming its text to the checkpoints. */
-function complete(run: TurnRun, resolved: ResolvedModel, messages: ChatMessage[]): Promise<ModelResponse> {
+function complete(
+  run: TurnRun,
+  resolved: ResolvedModel,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+): Promise<ModelResponse> {
   const { input, cp, signal } = run;
   return tracedComplete(
     resolved,
     {
       messages,
-      tools: run.toolSpecs,
+      tools,
       signal,
       onTextDelta: (d) => cp.textDelta(d),
       ...(input.promptCache ? { cache: input.promptCache } : {}),

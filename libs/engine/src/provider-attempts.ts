@@ -1,14 +1,8 @@
-import type { ProviderError } from '@switchboard/providers';
+import { retryBackoffMs, type ProviderError } from '@switchboard/providers';
 import type { AttemptOutcome, ProviderAttempt } from './types';
 
-/** How a model round retries (seed 002 "Provider Transport Contract"), fixed when the engine is built. */
-export interface RetryPolicy {
-  /** Retries on the same model for retryable failures (seed 002: 2). */
-  maxRetries: number;
-  /** Upper bound for a single backoff, whatever retry-after says. */
-  maxBackoffMs: number;
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-}
+/** How a model round retries (seed 002), fixed when the engine is built: the provider layer's policy. */
+export type { RetryPolicy } from '@switchboard/providers';
 
 /** Where a failed provider attempt stands in its round. */
 export interface AttemptContext {
@@ -91,6 +85,6 @@ export function classifyAttempt(error: ProviderError, at: AttemptContext): Attem
     disposition: 'retryable',
     advancedToFallback: false,
     next: 'retry',
-    backoffMs: Math.min(at.maxBackoffMs, error.details.retryAfterMs ?? 500 * 2 ** (at.attempt - 1)),
+    backoffMs: retryBackoffMs(error, at.attempt, at.maxBackoffMs),
   };
 }

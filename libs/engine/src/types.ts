@@ -11,6 +11,7 @@ import type {
   Usage,
 } from '@switchboard/providers';
 import type { ContextSource } from './context';
+import type { ToolSelectionSettings } from './tool-selection';
 import type { SideEffect, ToolDefinition } from '@switchboard/tools';
 
 export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs' | 'clientToolTimeoutMs'>> & {
@@ -119,6 +120,11 @@ export interface TurnInput {
   agentHasWorkItems?: boolean;
   /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */
   promptCache?: PromptCache;
+  /**
+   * Semantic tool selection (docs/adr/0049): with more tools than `maxPerTurn`, each round offers the
+   * pinned tools, the ones most similar to the turn's input and those already called. Absent: all.
+   */
+  toolSelection?: ToolSelectionSettings;
   /**
    * The structured output the final answer must have (docs/adr/0048): sent to the provider with every
    * round, and the final answer validated against it (one repair round). Absent: plain text.

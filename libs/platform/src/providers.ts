@@ -1,5 +1,10 @@
 import type { Config } from '@switchboard/config';
-import { loadFixtureDir, ProviderRegistry } from '@switchboard/providers';
+import {
+  createEmbedderRegistry,
+  loadFixtureDir,
+  ProviderRegistry,
+  type EmbedderRegistry,
+} from '@switchboard/providers';
 
 /**
  * The model providers every process that calls a model uses (the harness's turns, triage, the
@@ -18,5 +23,18 @@ export function providerRegistryFromConfig(config: Config): ProviderRegistry {
       totalMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
     },
     scriptedFixtures: config.SCRIPTED_FIXTURES_DIR ? loadFixtureDir(config.SCRIPTED_FIXTURES_DIR) : [],
+  });
+}
+
+/**
+ * The embedders (docs/adr/0049), built one way from the configuration: the built-in `local/*` and
+ * `openai/<model>` with the OpenAI key and base URL the chat providers use (so a compatible server —
+ * Ollama, vLLM, text-embeddings-inference — serves both) and the same header timeout.
+ */
+export function embedderRegistryFromConfig(config: Config): EmbedderRegistry {
+  return createEmbedderRegistry({
+    apiKey: config.OPENAI_API_KEY,
+    baseURL: config.OPENAI_BASE_URL,
+    timeoutMs: config.PROVIDER_TIMEOUT_MS,
   });
 }

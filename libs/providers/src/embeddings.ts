@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ProviderError } from './types';
+import { WORDS_100D, WORD_DIMENSIONS, WordVectorEmbedder } from './word-vectors';
 
 /**
  * Embedders are providers too (issue 33): referenced like models, `<provider>/<model>`
@@ -110,11 +111,24 @@ export function hashEmbed(text: string, dimensions = HASH_DIMENSIONS): Float32Ar
   return normalize(v);
 }
 
-/** The built-in embedders, computed in process: `local/<model>`. */
+/**
+ * `local/words-100d` (word-vectors.ts), made on first use (word-vectors.ts imports this module);
+ * its table loads on the first text it embeds.
+ */
+let wordEmbedder: WordVectorEmbedder | undefined;
+
+/**
+ * The built-in embedders, computed in process: `local/<model>` — `hash-256` (lexical) and
+ * `words-100d` (GloVe word vectors, some meaning; the default embedder, docs/adr/0049).
+ */
 export class LocalEmbeddingProvider implements EmbeddingProvider {
   readonly name = 'local';
   private readonly models = new Map<string, { dimensions: number; embed: (text: string) => Float32Array }>([
     ['hash-256', { dimensions: HASH_DIMENSIONS, embed: (t) => hashEmbed(t) }],
+    [
+      WORDS_100D,
+      { dimensions: WORD_DIMENSIONS, embed: (t) => (wordEmbedder ??= new WordVectorEmbedder()).embed(t) },
+    ],
   ]);
 
   /** Adds a built-in model (the word-vector embedder registers itself here). */

@@ -97,3 +97,55 @@ export function classifyHttpError(err: unknown, provider: string, signal?: Abort
   if (status >= 500 && status !== 501) return new ProviderError('server', message, details);
   return new ProviderError('bad_request', message, details);
 }
+
+/** How long to wait before retrying a failed provider call (seed 002 "Provider Transport Contract"). */
+export interface RetryPolicy {
+  /** Retries on the same model for retryable failures (seed 002: 2). */
+  maxRetries: number;
+  /** Upper bound for a single backoff, whatever retry-after says. */
+  maxBackoffMs: number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/**
+ * The wait before retry `attempt + 1` after a retryable failure on attempt `attempt` (from 1): the
+ * provider's Retry-After when it sent one, else 500 ms doubling per attempt; capped at `maxBackoffMs`.
+ */
+export function retryBackoffMs(error: ProviderError, attempt: number, maxBackoffMs: number): number {
+  return Math.min(maxBackoffMs, error.details.retryAfterMs ?? 500 * 2 ** (attempt - 1));
+}
+
+export const abortableSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+/**
+ * Runs a provider call with the provider layer's retry policy: a retryable ProviderError (timeout,
+ * connection, rate limit, server error) is retried up to `maxRetries` times after
+ * {@link retryBackoffMs}; anything else, or an aborted signal, fails at once. (The engine's model
+ * rounds follow the same policy with fallback models and the timeline on top: classifyAttempt.)
+ */
+export async function withRetries<T>(
+  call: (attempt: number) => Promise<T>,
+  policy: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call(attempt);
+    } catch (err) {
+      if (
+        !(err instanceof ProviderError) ||
+        !err.retryable ||
+        attempt > policy.maxRetries ||
+        signal?.aborted
+      ) {
+        throw err;
+      }
+      await policy.sleep(retryBackoffMs(err, attempt, policy.maxBackoffMs), signal);
+      if (signal?.aborted) throw new ProviderError('cancelled', 'request aborted', err.details);
+    }
+  }
+}

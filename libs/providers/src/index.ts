@@ -11,3 +11,5 @@ export * from './types';
 export * from './stream-guard';
 export * from './capabilities';
 export * from './embeddings';
+export * from './openai-embeddings';
+export * from './word-vectors';

@@ -184,3 +184,23 @@ export function contextWindow(ref: string, overrides: Record<string, number> = {
   const family = provider === 'openai-chat' ? 'openai' : provider;
   return WINDOWS[`${family}/*`] ?? 128_000;
 }
+
+/**
+ * The cost of one embeddings call to `ref` (`<provider>/<model>`, docs/adr/0049), from the tokens
+ * the provider billed: the built-in `local/*` embedders are free (an explicit zero rate, not
+ * "unpriced"); `openai/*` is priced like a model call (an override, then the maintained table,
+ * which knows text-embedding-3-small, -3-large and ada-002), with every token as input.
+ */
+export function embeddingCost(ref: string, inputTokens: number, overrides: PriceOverrides = {}): Cost {
+  const slash = ref.indexOf('/');
+  const provider = slash > 0 ? ref.slice(0, slash) : ref;
+  const model = ref.slice(slash + 1);
+  if (provider === 'local' && !overrideFor(provider, model, overrides))
+    return { usd: 0, source: 'rate_table' };
+  return costOf(provider, model, { inputTokens, outputTokens: 0, cachedTokens: 0 }, undefined, overrides);
+}
+
+/** {@link embeddingCost} in USD (0 when unpriced: check `embeddingCost(...).source` to tell). */
+export function embeddingCostUsd(ref: string, inputTokens: number, overrides: PriceOverrides = {}): number {
+  return embeddingCost(ref, inputTokens, overrides).usd;
+}

@@ -24,7 +24,12 @@ export type NewAgent = Pick<
   | 'allowedSubagents'
   | 'approvalRequired'
   | 'toolResultCompression'
-> & { budgets: Prisma.InputJsonValue; archivist?: Prisma.InputJsonValue };
+> & {
+  budgets: Prisma.InputJsonValue;
+  archivist?: Prisma.InputJsonValue;
+  toolSelection?: Prisma.InputJsonValue;
+  embedder?: string | null;
+};
 
 /** The fields a change may set: those of the request that creates one. */
 export type AgentChange = Partial<CreateAgentRequest>;

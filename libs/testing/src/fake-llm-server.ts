@@ -6,6 +6,11 @@
  *   - `/v1/chat/completions`  OpenAI Chat Completions (non-stream JSON, or SSE `data:` chunks + `data: [DONE]`)
  *   - `/v1/responses`         OpenAI Responses API (non-stream JSON, or SSE `event:`/`data:` typed events)
  *   - `/v1/messages`          Anthropic Messages (non-stream JSON, or SSE `event:`/`data:` typed events)
+ *   - `/v1/embeddings`        OpenAI embeddings: deterministic vectors (the lexical `hashEmbed` of each input,
+ *                             so texts sharing words are close), `dimensions`, `encoding_format` `float` or
+ *                             `base64` (the openai SDK's default), `usage.prompt_tokens`; models it does not
+ *                             know get OpenAI's 404 `model_not_found`. It answers on its own, without the
+ *                             script; `enqueueEmbeddings(...)` scripts its failures (errors, hangs, malformed).
  *
  * Every request that reaches a model endpoint consumes one scripted reply (FIFO, shared by all endpoints),
  * falls back to `setDefault(...)`, or otherwise gets a provider-shaped 500 explaining that the script ran
@@ -31,6 +36,7 @@
  *   - Tool-call ids default to deterministic, provider-flavoured ids (`call_fake_N`, `toolu_fake_N`).
  */
 import * as http from 'node:http';
+import { hashEmbed } from '@switchboard/providers';
 import { PromptCacheSim, type CacheOutcome, type PromptCacheOptions } from './prompt-cache-sim';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
@@ -120,7 +126,8 @@ export interface ScriptedMalformed {
 
 export type ScriptedReply = ScriptedMessage | ScriptedError | ScriptedHang | ScriptedMalformed;
 
-export type FakeLlmEndpoint = 'openai.chat.completions' | 'openai.responses' | 'anthropic.messages';
+export type FakeLlmEndpoint =
+  'openai.chat.completions' | 'openai.responses' | 'anthropic.messages' | 'openai.embeddings';
 
 export interface RecordedRequest {
   method: string;
@@ -956,7 +963,12 @@ const anthropicMessages: WireFormat = {
     anthropicErrorBody(anthropicErrorType(status), message ?? anthropicDefaultMessage(status), ctx.requestId),
 };
 
-const ROUTES: Record<string, { endpoint: FakeLlmEndpoint; format: WireFormat }> = {
+const EMBEDDINGS_PATH = '/v1/embeddings';
+
+const ROUTES: Record<
+  string,
+  { endpoint: Exclude<FakeLlmEndpoint, 'openai.embeddings'>; format: WireFormat }
+> = {
   '/v1/chat/completions': { endpoint: 'openai.chat.completions', format: chatCompletions },
   '/v1/responses': { endpoint: 'openai.responses', format: responses },
   '/v1/messages': { endpoint: 'anthropic.messages', format: anthropicMessages },
@@ -986,7 +998,18 @@ export class FakeLlmServer {
    */
   onFrame?: (frame: string) => void;
 
+  /**
+   * Embedding models the fake knows: name → vector length, and whether `dimensions` may shorten it
+   * (OpenAI's v3 models). Tests may add a compatible server's model.
+   */
+  readonly embeddingModels = new Map<string, { dimensions: number; shortenable: boolean }>([
+    ['text-embedding-3-small', { dimensions: 1536, shortenable: true }],
+    ['text-embedding-3-large', { dimensions: 3072, shortenable: true }],
+    ['text-embedding-ada-002', { dimensions: 1536, shortenable: false }],
+  ]);
+
   private readonly queue: ScriptedReply[] = [];
+  private readonly embeddingQueue: ScriptedReply[] = [];
   private fallback: DefaultReply | undefined;
   private readonly openResponses = new Set<http.ServerResponse>();
   private readonly requestWaiters: { count: number; resolve: () => void }[] = [];
@@ -1065,6 +1088,15 @@ export class FakeLlmServer {
     return this;
   }
 
+  /**
+   * Script the next embeddings requests, one reply each (FIFO, apart from the model script): an
+   * error, a hang or a malformed body; a `message` reply means "answer normally".
+   */
+  enqueueEmbeddings(...replies: ScriptedReply[]): this {
+    this.embeddingQueue.push(...replies);
+    return this;
+  }
+
   /** Reply used when the script is empty (instead of the "script ran out" 500). `undefined` clears it. */
   setDefault(reply: DefaultReply | undefined): this {
     this.fallback = reply;
@@ -1125,7 +1157,7 @@ export class FakeLlmServer {
       const path = queryStart === -1 ? target : target.slice(0, queryStart);
       const query = queryStart === -1 ? '' : target.slice(queryStart);
       const route = ROUTES[path];
-      format = route?.format;
+      format = route?.format ?? (path === EMBEDDINGS_PATH ? chatCompletions : undefined);
       let body: unknown;
       try {
         body = rawBody === '' ? undefined : JSON.parse(rawBody);
@@ -1140,7 +1172,7 @@ export class FakeLlmServer {
         headers: req.headers,
         body,
         rawBody,
-        endpoint: route?.endpoint ?? null,
+        endpoint: route?.endpoint ?? (path === EMBEDDINGS_PATH ? 'openai.embeddings' : null),
         stream,
       };
       this.record(recorded);
@@ -1148,6 +1180,10 @@ export class FakeLlmServer {
         if (!res.writableEnded) recorded.closedEarly = true;
       });
 
+      if (path === EMBEDDINGS_PATH) {
+        await this.embeddings(recorded, res, requestId);
+        return;
+      }
       if (!route) {
         this.sendJson(res, 404, openAiDefaultError(404, `FakeLlmServer: no fake endpoint for ${path}`), {
           'x-request-id': requestId,
@@ -1253,6 +1289,105 @@ export class FakeLlmServer {
         return;
       }
     }
+  }
+
+  /** `/v1/embeddings`, as OpenAI answers it (see the header); failures as OpenAI words them. */
+  private async embeddings(
+    recorded: RecordedRequest,
+    res: http.ServerResponse,
+    requestId: string,
+  ): Promise<void> {
+    const headers = { 'x-request-id': requestId };
+    const fail = (
+      status: number,
+      message: string,
+      param: string | null = null,
+      code: string | null = null,
+    ): void => this.sendJson(res, status, openAiErrorBody(message, { param, code }), headers);
+    if (recorded.method !== 'POST')
+      return fail(405, `FakeLlmServer: ${recorded.method} is not supported, use POST`);
+    const body = recorded.body;
+    if (!isRecord(body)) return fail(400, 'FakeLlmServer: request body is not a JSON object');
+    const scriptedReply = this.embeddingQueue.shift();
+    if (scriptedReply && scriptedReply.kind !== 'message') {
+      const ctx = {
+        body,
+        rawBody: recorded.rawBody,
+        model: String(body['model']),
+        stream: false,
+        nextId: (p: string) => this.nextId(p),
+        requestId,
+      };
+      return this.respond(chatCompletions, scriptedReply, ctx, res, headers);
+    }
+    const model = body['model'];
+    if (typeof model !== 'string' || model === '')
+      return fail(400, 'you must provide a model parameter', 'model');
+    const known = this.embeddingModels.get(model);
+    if (!known) {
+      return fail(
+        404,
+        `The model \`${model}\` does not exist or you do not have access to it.`,
+        null,
+        'model_not_found',
+      );
+    }
+    const raw = body['input'];
+    const inputs: unknown[] = Array.isArray(raw) && raw.every((x) => typeof x !== 'number') ? raw : [raw];
+    const texts = inputs.map((x) =>
+      typeof x === 'string'
+        ? x
+        : Array.isArray(x) && x.every((t) => Number.isInteger(t))
+          ? x.join(' ')
+          : null,
+    );
+    if (texts.length === 0 || texts.length > 2048 || texts.some((t) => t === null || t === '')) {
+      return fail(
+        400,
+        "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+        'input',
+      );
+    }
+    let dimensions = known.dimensions;
+    if (body['dimensions'] !== undefined) {
+      const asked = body['dimensions'];
+      if (!known.shortenable)
+        return fail(400, 'This model does not support specifying dimensions.', 'dimensions');
+      if (typeof asked !== 'number' || !Number.isInteger(asked) || asked < 1 || asked > known.dimensions) {
+        return fail(
+          400,
+          `Invalid value for 'dimensions' = ${JSON.stringify(asked)}. Must be between 1 and ${known.dimensions}.`,
+          'dimensions',
+        );
+      }
+      dimensions = asked;
+    }
+    const format = body['encoding_format'] ?? 'float';
+    if (format !== 'float' && format !== 'base64') {
+      return fail(400, `Invalid value for 'encoding_format': ${JSON.stringify(format)}.`, 'encoding_format');
+    }
+    const promptTokens = (texts as string[]).reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0);
+    this.sendJson(
+      res,
+      200,
+      {
+        object: 'list',
+        model,
+        data: (texts as string[]).map((text, index) => {
+          const v = hashEmbed(text, dimensions);
+          return {
+            object: 'embedding',
+            index,
+            embedding:
+              format === 'base64'
+                ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')
+                : Array.from(v),
+          };
+        }),
+        usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+      },
+      headers,
+    );
   }
 
   /** Resolves `true` after `ms`, or `false` as soon as the response is closed (client abort / server close). */

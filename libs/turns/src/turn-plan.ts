@@ -1,6 +1,7 @@
-import { parseTenantSettings, ResponseFormat, type Budgets } from '@switchboard/contracts';
+import { parseTenantSettings, ResponseFormat, ToolSelection, type Budgets } from '@switchboard/contracts';
 import {
   DEFAULT_BUDGET,
+  DEFAULT_EMBEDDER,
   killSwitchHook,
   tenantSpendHook,
   UNTRUSTED_AUTHORITY,
@@ -14,7 +15,7 @@ import {
   type PriceOverrides,
 } from '@switchboard/providers';
 import type { TurnLoad } from '@switchboard/store';
-import { resolveCompression, withRetrieveTool } from '@switchboard/tokenjuice';
+import { resolveCompression, TOKENJUICE_RETRIEVE_TOOL, withRetrieveTool } from '@switchboard/tokenjuice';
 import { buildHistory, parseCompaction } from './history';
 import { parentBudgetCap } from './parent-budget';
 import { promptCacheFor } from './prompt-cache';
@@ -84,6 +85,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
   const history = buildHistory(load.earlier, parseCompaction(session.compaction));
   // TokenJuice (docs/adr/0033): the agent's setting as this turn's mode.
   const compression = resolveCompression(agent.toolResultCompression, agent.model);
+  const tools = withRetrieveTool(o.offered, compression, o.registered);
   const input: PlannedInput = {
     turnId: turn.id,
     tenantId: turn.tenantId,
@@ -96,7 +98,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     turnMessages: own.map(toChatMessage),
     model,
     fallbackModels,
-    tools: withRetrieveTool(o.offered, compression, o.registered),
+    tools,
     toolResultCompression: compression,
     blockedTools: settings.blockedTools,
     toolSchemaMode: settings.toolSchemaMode,
@@ -137,6 +139,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
+    ...toolSelectionOf(agent.toolSelection, agent.embedder, tools),
     ...responseFormatOf(turn.responseFormat),
   };
   return {
@@ -177,4 +180,28 @@ export function turnStopHooks(
     ),
     ...custom,
   ];
+}
+
+/**
+ * The agent's semantic tool selection as the engine runs it (docs/adr/0049): only with a
+ * `maxPerTurn`; its embedder, or the built-in default. TokenJuice's retrieve tool, when the turn
+ * has it, is pinned on top of `maxPerTurn` (a compacted result names it; it takes no agent's slot).
+ * A stored value that no longer parses is ignored (every tool offered), never a failed turn.
+ */
+export function toolSelectionOf(
+  stored: unknown,
+  embedder: string | null | undefined,
+  tools: readonly string[],
+): Pick<PlannedInput, 'toolSelection'> {
+  const parsed = ToolSelection.safeParse(stored ?? {});
+  if (!parsed.success || parsed.data.maxPerTurn === undefined) return {};
+  const pinned = parsed.data.pinned ?? [];
+  const retrieve = tools.includes(TOKENJUICE_RETRIEVE_TOOL) && !pinned.includes(TOKENJUICE_RETRIEVE_TOOL);
+  return {
+    toolSelection: {
+      maxPerTurn: parsed.data.maxPerTurn + (retrieve ? 1 : 0),
+      pinned: retrieve ? [...pinned, TOKENJUICE_RETRIEVE_TOOL] : pinned,
+      embedder: embedder ?? DEFAULT_EMBEDDER,
+    },
+  };
 }

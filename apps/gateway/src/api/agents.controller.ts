@@ -13,6 +13,7 @@ import { agentToolStatus, type SqlDb } from '@switchboard/store';
 import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
+import { createEmbedderRegistry } from '@switchboard/providers';
 import { TenantId } from '../platform/auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
@@ -21,6 +22,27 @@ import { CONFIG, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
 import { agentStatus, agentStatuses } from '@switchboard/work-items';
 import { presentLifecycle } from './agent-lifecycle.controller';
+
+/** The embedders an agent may name (the built-in models, any `openai/<model>`). */
+const EMBEDDERS = createEmbedderRegistry();
+
+/** An embedder the registry cannot resolve (`local/nope`) is refused: 400, nothing written. */
+function checkEmbedder(ref: string | undefined): void {
+  if (ref === undefined) return;
+  try {
+    EMBEDDERS.resolve(ref);
+  } catch {
+    throw new AppError('validation_failed', `unknown embedder: ${ref}`, {
+      issues: [
+        {
+          path: 'embedder',
+          message: `unknown embedder: ${ref}`,
+          available: ['local/words-100d', 'local/hash-256', 'openai/<model>'],
+        },
+      ],
+    });
+  }
+}
 
 @TenantApi('agents')
 @Controller('v1/agents')
@@ -71,6 +93,8 @@ export class AgentsController {
     const b = body;
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
+    await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
+    checkEmbedder(b.embedder);
     const base = b.archetype ? archetype(b.archetype) : undefined;
     const data = {
       id: newId(),
@@ -88,6 +112,8 @@ export class AgentsController {
       budgets: b.budgets ?? {},
       toolResultCompression: b.toolResultCompression ?? 'auto',
       archivist: b.archivist ?? {},
+      toolSelection: b.toolSelection ?? {},
+      embedder: b.embedder ?? null,
     };
     return presentAgent(await this.agents.create(data));
   }
@@ -175,6 +201,8 @@ export class AgentsController {
     const b = body as Partial<CreateAgentRequest>;
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
+    await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
+    checkEmbedder(b.embedder);
     // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
     const row = await this.agents.update(agent, b);
     return presentAgent(row);

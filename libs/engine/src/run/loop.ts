@@ -70,6 +70,7 @@ async function finalAnswer(run: TurnRun, text: string): Promise<TurnOutcome | un
 async function loadTurnContext(run: TurnRun): Promise<void> {
   const { input } = run;
   const first = run.messages[0];
+  const text = first?.role === 'user' ? first.content : '';
   // A turn stopped before it began (a cancel found at its claim) loads nothing.
   const sources = run.signal.aborted ? NO_CONTEXT : run.resources.context;
   run.context = await loadContext(sources, {
@@ -77,7 +78,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     agentId: input.agentId,
     sessionId: input.sessionId,
     turnId: input.turnId,
-    input: first?.role === 'user' ? first.content : '',
+    input: text,
     ...(input.agentHasMemory === undefined ? {} : { hasMemory: input.agentHasMemory }),
     ...(input.agentHasWorkItems === undefined ? {} : { hasWorkItems: input.agentHasWorkItems }),
   });
@@ -88,6 +89,29 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     // The client's tools (docs/adr/0047), offered beside the agent's as the client declared them.
     ...[...run.clientTools.values()].map((t) => toolSpec(t)),
   ];
+  await chooseTools(run, text);
+}
+
+/**
+ * Semantic tool selection (docs/adr/0049), once per run: the turn's input is fixed, so every round
+ * offers the same choice (plus the tools called since). An embedder that fails or is slow never
+ * fails the turn: every tool is offered and a `context_unavailable` event says why.
+ */
+async function chooseTools(run: TurnRun, input: string): Promise<void> {
+  const settings = run.input.toolSelection;
+  if (!settings || run.signal.aborted || run.toolSpecs.length <= settings.maxPerTurn) return;
+  const { toolSelector, toolSelectionTimeoutMs } = run.resources;
+  const signal = AbortSignal.any([run.signal, AbortSignal.timeout(toolSelectionTimeoutMs)]);
+  try {
+    run.chosenTools = await toolSelector.choose(run.toolSpecs, input, settings, signal);
+  } catch (err) {
+    if (run.signal.aborted) return;
+    await run.cp.emit('context_unavailable', {
+      sources: ['tool_selection'],
+      embedder: settings.embedder,
+      message: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 /** A `maxUsd` budget needs a price for every model the turn may call: refused before the first call (ADR 0007). */

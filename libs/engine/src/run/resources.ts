@@ -3,6 +3,7 @@ import type { ToolRegistry } from '@switchboard/tools';
 import type { ContextSources } from '../context';
 import type { ToolGates } from '../gates';
 import type { RetryPolicy } from '../provider-attempts';
+import type { SemanticToolSelector } from '../tool-selection';
 
 /**
  * Where lossy compactions keep their originals (docs/adr/0033): the harness's `OriginalsStore`. A
@@ -49,6 +50,10 @@ export interface EngineResources {
   summarizeMaxBytes: number;
   /** With reflections in the budget, reflect after a failing round and every this many rounds. */
   reflectEvery: number;
+  /** Ranks a turn's tools when it has more than its agent's `maxPerTurn` (docs/adr/0049). */
+  toolSelector: SemanticToolSelector;
+  /** Longest wait for the embedder that ranks tools; past it every tool is offered. */
+  toolSelectionTimeoutMs: number;
   /** TokenJuice's originals store and bounds (docs/adr/0033); a turn's mode is `input.toolResultCompression`. */
   tokenjuice: TokenJuiceOptions;
 }

@@ -5,6 +5,7 @@ import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
 import { withRepairPrompts } from '../structured-output';
+import { offeredTools } from '../tool-selection';
 import { clientToolDefinitions } from './client-tool-defs';
 import { Replays } from './replays';
 import type { EngineResources } from './resources';
@@ -44,8 +45,13 @@ export class TurnRun {
   compacted = false;
   /** Memory and the context pack, loaded once before the first round. */
   context: LoadedContext = { memory: null, contextPack: null, failed: [] };
-  /** The tool specs sent with every round. */
+  /** Every tool the turn has, as specs, in order (its own, then the client's). */
   toolSpecs: ToolSpec[] = [];
+  /**
+   * The tools semantic selection chose for the turn (tool-selection.ts); undefined: all of them are
+   * offered (no `maxPerTurn`, few enough tools, or the embedder failed).
+   */
+  chosenTools?: Set<string>;
   private toolView?: ToolRegistry;
   /**
    * The client's tools (docs/adr/0047), by name; a name the agent's own tools have is the agent's
@@ -79,6 +85,15 @@ export class TurnRun {
     if (!this.input.extraTools?.length) return this.resources.tools;
     this.toolView ??= this.resources.tools.withTurnTools(this.input.extraTools);
     return this.toolView;
+  }
+
+  /** What a round offers the model: the chosen tools and any the turn called, in the turn's order. */
+  offeredToolSpecs(): ToolSpec[] {
+    if (!this.chosenTools) return this.toolSpecs;
+    const called = new Set(
+      this.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls.map((c) => c.name) : [])),
+    );
+    return offeredTools(this.toolSpecs, this.chosenTools, called);
   }
 
   /** The tool a call names, when the turn may call it. */

@@ -88,6 +88,10 @@ export interface AgentRow {
   budgets: unknown;
   /** TokenJuice (docs/adr/0033): auto | full | light | off. */
   toolResultCompression?: string;
+  /** Semantic tool selection as stored, `{ maxPerTurn?, pinned? }` (docs/adr/0049). */
+  toolSelection?: unknown;
+  /** The agent's embedder, `<provider>/<model>`; null: the built-in default (docs/adr/0049). */
+  embedder?: string | null;
   /**
    * Whether the agent has any memory record, read in the claim itself (an index probe, always current
    * whichever process wrote): recall is skipped without one (docs/adr/0032).
@@ -329,6 +333,7 @@ const AGENT_JSON = sql`json_build_object(
   'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
   'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
   'toolResultCompression', a.tool_result_compression,
+  'toolSelection', a.tool_selection, 'embedder', a.embedder,
   'hasMemory', EXISTS (SELECT 1 FROM memory_records mr WHERE mr.tenant_id = a.tenant_id AND mr.agent_id = a.id),
   'hasWorkItems', EXISTS (SELECT 1 FROM work_items wi WHERE wi.tenant_id = a.tenant_id AND wi.agent_id = a.id),
   'memoryBlocks', (SELECT coalesce(json_agg(json_build_object('name', mb.name, 'description', mb.description,
