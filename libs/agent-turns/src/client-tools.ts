@@ -1,5 +1,5 @@
 import Ajv from 'ajv';
-import { ClientToolRefused } from '@switchboard/contracts';
+import { ClientToolRefused, type ToolChoice } from '@switchboard/contracts';
 import type { AnswerOutcome } from '@switchboard/store';
 
 /**
@@ -67,6 +67,37 @@ export function checkClientTools(
     }
     return { name: d.name, description: d.description, parameters };
   });
+}
+
+/**
+ * A forced tool choice checked against the turn's tools: `required` needs some tool (declared by the
+ * client, or one of the agent's `agentTools`), a named one must be declared by the client.
+ */
+export function checkToolChoice(
+  choice: ToolChoice | undefined,
+  declared: readonly ClientToolDeclaration[],
+  agentTools: number,
+  param: string,
+): ToolChoice | undefined {
+  if (!choice) return undefined;
+  if (choice.type === 'required') {
+    if (declared.length === 0 && agentTools === 0) {
+      throw new ClientToolRefused(
+        'invalid_tool_choice',
+        `${param}: "required" forces a tool call, but the request declares no tools and the agent has none`,
+        { param },
+      );
+    }
+    return choice;
+  }
+  if (!declared.some((d) => d.name === choice.name)) {
+    throw new ClientToolRefused(
+      'invalid_tool_choice',
+      `${param}: the tool "${choice.name.slice(0, 80)}" is not among the request's tools`,
+      { param },
+    );
+  }
+  return choice;
 }
 
 /** Why a tool's parameters are not a usable JSON Schema object, or undefined. */

@@ -17,3 +17,4 @@ export * from './jsonrpc';
 export * from './langgraph';
 export * from './timeline';
 export * from './structured-output';
+export * from './tool-choice';

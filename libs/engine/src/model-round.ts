@@ -147,6 +147,10 @@ function complete(run: TurnRun, resolved: ResolvedModel, messages: ChatMessage[]
       onTextDelta: (d) => cp.textDelta(d),
       ...(input.promptCache ? { cache: input.promptCache } : {}),
       ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
+      // Forced for the first round only: after a tool result the model must be free to answer.
+      ...(input.toolChoice && !run.messages.some((m) => m.role === 'assistant')
+        ? { toolChoice: input.toolChoice }
+        : {}),
     },
     genAiAttributes(input),
   );

@@ -2,6 +2,7 @@ import {
   CreateResponseRequest,
   ResponseObject,
   unsupportedResponsesParameter,
+  responsesToolChoice,
   type TurnResponse,
 } from '@switchboard/contracts';
 import { OpenAiError } from '../openai-chat/chat-completions';
@@ -311,7 +312,17 @@ describe('unsupportedResponsesParameter', () => {
     });
     // store: false is honoured (docs/adr/0035), not refused.
     expect(parse({ store: false })).toBeUndefined();
-    expect(parse({ tool_choice: 'required' })).toMatchObject({
+    // required and a named function are forced for the first round (docs/adr/0047); others refused.
+    expect(parse({ tool_choice: 'required' })).toBeUndefined();
+    expect(parse({ tool_choice: { type: 'function', name: 'f' } })).toBeUndefined();
+    expect(responsesToolChoice({ type: 'function', name: 'f' })).toEqual({ type: 'tool', name: 'f' });
+    expect(responsesToolChoice('required')).toEqual({ type: 'required' });
+    expect(responsesToolChoice('auto')).toBeUndefined();
+    expect(parse({ tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } })).toMatchObject({
+      param: 'tool_choice',
+      code: 'unsupported_value',
+    });
+    expect(parse({ tool_choice: { type: 'web_search' } })).toMatchObject({
       param: 'tool_choice',
       code: 'unsupported_value',
     });

@@ -53,6 +53,8 @@ export interface TurnRow {
   responseFormat?: unknown;
   /** Tools the request declared for the client to run (docs/adr/0047); null for most turns. */
   clientTools?: { name: string; description: string; parameters: Record<string, unknown> }[] | null;
+  /** The tool choice forced for the turn's first round (docs/adr/0047); null: auto. */
+  toolChoice?: unknown;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -296,7 +298,7 @@ const TURN_JSON = sql`json_build_object(
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
-  'clientTools', ut.client_tools,
+  'clientTools', ut.client_tools, 'toolChoice', ut.tool_choice,
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
     WHERE tk.id = ut.task_id AND pt.agent_id = ut.agent_id), ut.session_id))`;

@@ -12,6 +12,7 @@ import { TenantId } from '../../platform/auth/guard';
 import {
   chatClientToolRefusal,
   chatClientTools,
+  chatToolChoice,
   chatSessionRefusal,
   chatToolParam,
   completionOf,
@@ -162,8 +163,10 @@ export class ChatCompletionsController {
     const agent = await this.turns.agent(tenantId, agentId);
     if (!agent) throw modelNotFound(body.model);
     let clientTools: ReturnType<typeof chatClientTools> = [];
+    let toolChoice: ReturnType<typeof chatToolChoice>;
     try {
       clientTools = this.turns.clientToolsFor(agent, chatClientTools(body), chatToolParam);
+      toolChoice = this.turns.toolChoiceFor(agent, clientTools, chatToolChoice(body), 'tool_choice');
     } catch (err) {
       chatClientToolRefusal(err);
     }
@@ -196,6 +199,7 @@ export class ChatCompletionsController {
       idempotencyKey,
       responseFormat,
       clientTools,
+      ...(toolChoice ? { toolChoice } : {}),
     });
     try {
       await this.answer(reply, body, { ...admitted, after: 0 }, idempotencyKey);

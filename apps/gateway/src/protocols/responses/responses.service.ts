@@ -3,8 +3,10 @@ import { AGENT_TURNS, type AgentTurns, type StartedTurn } from '@switchboard/age
 import {
   fromTextFormat,
   responseFormatProblem,
+  responsesToolChoice,
   unsupportedResponsesParameter,
   type CreateResponseRequest,
+  type ToolChoice,
   type TurnResponse,
 } from '@switchboard/contracts';
 import {
@@ -93,8 +95,15 @@ export class ResponsesService {
     const agent = await this.turns.agent(tenantId, agentId);
     if (!agent) throw modelNotFound(body.model, 'GET /v1/models');
     let clientTools: ReturnType<typeof responsesClientTools> = [];
+    let toolChoice: ToolChoice | undefined;
     try {
       clientTools = this.turns.clientToolsFor(agent, responsesClientTools(body), responsesToolParam);
+      toolChoice = this.turns.toolChoiceFor(
+        agent,
+        clientTools,
+        responsesToolChoice(body.tool_choice) ?? undefined,
+        'tool_choice',
+      );
     } catch (err) {
       responsesClientToolRefusal(err);
     }
@@ -140,6 +149,7 @@ export class ResponsesService {
       idempotencyKey,
       responseFormat,
       clientTools,
+      ...(toolChoice ? { toolChoice } : {}),
     });
     return { meta: { turnId: admitted.turnId, sessionId, record }, admitted };
   }
