@@ -379,8 +379,13 @@ describe('structured output with stock clients', () => {
     // LangChain's default is functionCalling for model names it takes for pre-JSON-Schema OpenAI
     // models (`gpt-4-…`), jsonSchema for any other name: an agent named so gets the default path.
     expect(
-      (await api.post('/v1/agents', { name: 'gpt-4-turbo', model: 'openai-chat/gpt-4o-mini', instructions: 'Extract.' }))
-        .status,
+      (
+        await api.post('/v1/agents', {
+          name: 'gpt-4-turbo',
+          model: 'openai-chat/gpt-4o-mini',
+          instructions: 'Extract.',
+        })
+      ).status,
     ).toBe(201);
     const model = new ChatOpenAI({
       model: 'gpt-4-turbo',
@@ -391,7 +396,9 @@ describe('structured output with stock clients', () => {
     llm.enqueue(scripted.toolCall('person', { name: 'Edsger', age: 72 }, { id: 'call_lc' }));
     const from = llm.requests.length;
     const turns = await turnCount();
-    const person = await model.withStructuredOutput(Person, { name: 'person' }).invoke('Edsger Dijkstra, 72.');
+    const person = await model
+      .withStructuredOutput(Person, { name: 'person' })
+      .invoke('Edsger Dijkstra, 72.');
     expect(person).toEqual({ name: 'Edsger', age: 72 });
     const [sent] = sentSince(from);
     const body = sent.body as { tool_choice: unknown; tools: { function: { name: string } }[] };
