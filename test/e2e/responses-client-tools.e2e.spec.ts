@@ -266,6 +266,49 @@ describe('client function tools on /v1/responses', () => {
     });
   });
 
+  it('the AI SDK’s streamText runs the tool and streams the answer, on openai.responses(...) and openai.chat(...)', async () => {
+    llm.enqueue(
+      scripted.toolCall('get_weather', { city: 'Oslo' }),
+      scripted.text('Wind in Oslo.', { chunks: 3 }),
+    );
+    llm.enqueue(
+      scripted.toolCall('get_weather', { city: 'Bergen' }),
+      scripted.text('Wind in Bergen.', { chunks: 3 }),
+    );
+    const before = llm.requests.length;
+    const out = await runProcess(
+      'node',
+      [path.join(__dirname, '../fixtures/clients/ai-sdk-stream-client-tools.mjs')],
+      {
+        env: { ...process.env, BASE_URL: `${url}/v1`, API_KEY: api.key!, MODEL: 'helper' },
+        timeoutMs: 60_000,
+      },
+    );
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
+    for (const [key, city] of [
+      ['responses', 'Oslo'],
+      ['chat', 'Bergen'],
+    ] as const) {
+      expect(result[key]).toMatchObject({
+        text: `Wind in ${city}.`,
+        deltas: `Wind in ${city}.`,
+        finishReason: 'stop',
+        steps: 2,
+        toolCalls: [{ name: 'get_weather', input: { city } }],
+        toolResults: [`windy in ${city}`],
+        errors: [],
+      });
+      expect(result[key].parts).toEqual(
+        expect.arrayContaining(['tool-call', 'tool-result', 'text-delta', 'finish']),
+      );
+    }
+    expect(result.ran).toEqual(['Oslo', 'Bergen']);
+    // Two turns, each resumed once by the streamed tool result: four model rounds in all.
+    expect(llm.requests.length).toBe(before + 4);
+  });
+
   describe('bad input: an OpenAI-shaped 4xx, nothing admitted or answered', () => {
     const refused = async (body: Record<string, unknown>) => {
       const turns = await turnCount();
