@@ -431,8 +431,10 @@ export class AgentTurns {
       sessionId: outcome.sessionId,
       turnId: outcome.turnId,
       replayed: outcome.kind === 'replayed',
-      // The journal seq the answer committed: what follows it is the resumed run's.
-      afterSeq: outcome.kind === 'answered' ? Math.max(0, ...outcome.events.map((e) => e.seq)) : 0,
+      // The journal seq the answer committed (the first time, for a replay): what follows it is the
+      // resumed run's, so the same answer again names the same continuation.
+      afterSeq:
+        outcome.kind === 'answered' ? Math.max(0, ...outcome.events.map((e) => e.seq)) : outcome.afterSeq,
     };
   }
 

@@ -5025,6 +5025,16 @@ export interface components {
       };
       total_tokens: number;
     };
+    ResponseFunctionTool: {
+      /** @constant */
+      type: 'function';
+      name: string;
+      description: string | null;
+      parameters: {
+        [key: string]: unknown;
+      } | null;
+      strict: boolean | null;
+    };
     Response: {
       id: string;
       /** @constant */
@@ -5093,9 +5103,14 @@ export interface components {
         code: string;
         message: string;
       } | null;
-      tools: unknown[];
-      /** @constant */
-      tool_choice: 'auto';
+      tools: components['schemas']['ResponseFunctionTool'][];
+      tool_choice:
+        | ('none' | 'auto' | 'required')
+        | {
+            /** @constant */
+            type: 'function';
+            name: string;
+          };
       /** @constant */
       truncation: 'disabled';
       parallel_tool_calls: boolean;

@@ -454,6 +454,25 @@ export const ResponseStatus = z.enum([
 ]);
 export type ResponseStatus = z.infer<typeof ResponseStatus>;
 
+/** A function tool the request declared, as the response echoes it (Open Responses `FunctionTool`). */
+export const ResponseFunctionTool = z
+  .strictObject({
+    type: z.literal('function'),
+    name: z.string(),
+    description: z.string().nullable(),
+    parameters: z.record(z.string(), z.unknown()).nullable(),
+    strict: z.boolean().nullable(),
+  })
+  .register(ApiSchemas, { id: 'ResponseFunctionTool' });
+export type ResponseFunctionTool = z.infer<typeof ResponseFunctionTool>;
+
+/** The `tool_choice` the request gave, as the response echoes it (`auto` when it gave none). */
+export const ResponseToolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.strictObject({ type: z.literal('function'), name: z.string() }),
+]);
+export type ResponseToolChoice = z.infer<typeof ResponseToolChoice>;
+
 /** The response object (Open Responses `ResponseResource`): every field it requires, plus two of ours. */
 export const ResponseObject = z
   .strictObject({
@@ -475,8 +494,9 @@ export const ResponseObject = z
     /** The final answer's text (the openai SDK's `output_text`). */
     output_text: z.string(),
     error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
-    tools: z.array(z.never()),
-    tool_choice: z.literal('auto'),
+    /** The function tools the request declared (docs/adr/0047); the agent's own tools are not listed. */
+    tools: z.array(ResponseFunctionTool),
+    tool_choice: ResponseToolChoice,
     truncation: z.literal('disabled'),
     parallel_tool_calls: z.boolean(),
     /** The format the request asked for (docs/adr/0048): `text`, `json_object` or `json_schema`. */

@@ -20,6 +20,7 @@ import {
   responseRefOf,
   responsesClientToolRefusal,
   responsesClientTools,
+  echoedTools,
   responsesSessionRefusal,
   responsesToolParam,
   type ResponseMeta,
@@ -139,6 +140,7 @@ export class ResponsesService {
       imported: previous ? 0 : plan.history.length,
       store: body.store !== false,
       ...(responseFormat && body.text?.format ? { text_format: body.text.format } : {}),
+      ...echoedTools(body),
     };
     const admitted = await this.turns.admit({
       tenantId,
@@ -185,6 +187,8 @@ export class ResponsesService {
       previous_response_id: previous,
       metadata: body.metadata ?? first.meta.record.metadata,
       store: body.store !== false && first.meta.record.store,
+      // What this request declared (a stock loop resends its tools); without any, the first's.
+      ...(body.tools !== undefined || body.tool_choice != null ? echoedTools(body) : {}),
     };
     return {
       meta: { turnId: answered.turnId, sessionId: answered.sessionId, record, after: answered.afterSeq },
