@@ -5456,15 +5456,17 @@ export interface components {
           effectClass: ('read_only' | 'local_write' | 'network' | 'destructive') | null;
           gates: {
             /** @enum {string} */
-            gate: 'tool_lookup' | 'blocked' | 'validation' | 'approval';
+            gate: 'tool_lookup' | 'blocked' | 'validation' | 'approval' | 'client_tool';
             /** @enum {string} */
-            outcome: 'refused' | 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+            outcome: 'refused' | 'pending' | 'approved' | 'rejected' | 'answered' | 'expired' | 'cancelled';
           }[];
           approval: {
             /** Format: uuid */
             id: string;
             /** @enum {string} */
-            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+            kind: 'approval' | 'client_tool';
+            /** @enum {string} */
+            status: 'pending' | 'approved' | 'rejected' | 'answered' | 'expired' | 'cancelled';
             policy: string;
             /** Format: date-time */
             requestedAt: string;
@@ -5480,7 +5482,8 @@ export interface components {
             | 'outcome_unknown'
             | 'cancelled'
             | 'running'
-            | 'awaiting_approval';
+            | 'awaiting_approval'
+            | 'awaiting_client_tool';
           error: unknown;
           startedAt: string | null;
           completedAt: string | null;
