@@ -9004,7 +9004,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent */
+      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), a `tool_choice` naming no declared tool or `required` with no tool at all (`invalid_tool_choice`), or a model that is not the session’s agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9281,7 +9281,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9434,7 +9434,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseCompaction'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9549,7 +9549,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9631,7 +9631,7 @@ export interface operations {
           'application/json': components['schemas']['Response'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9719,7 +9719,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseInputItemList'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;

@@ -39,7 +39,7 @@ const SESSION_HEADER = 'x-session-id';
 const ERRORS: [number, string][] = [
   [
     400,
-    'Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent',
+    'Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), a `tool_choice` naming no declared tool or `required` with no tool at all (`invalid_tool_choice`), or a model that is not the session’s agent',
   ],
   [401, 'Missing, invalid or revoked API key'],
   [
