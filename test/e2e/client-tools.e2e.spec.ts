@@ -488,7 +488,6 @@ describe('client-side tools with the openai client', () => {
       });
     });
 
-
     it('an unknown call id, and another tenant’s call', async () => {
       const unknown = await refused({
         model: 'helper',

@@ -102,15 +102,9 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
 
   it('sends a forced tool choice in the provider’s own shape, and none when not asked', async () => {
     const wire = {
-      'openai-chat': [
-        'required',
-        { type: 'function', function: { name: 'word_count' } },
-      ],
+      'openai-chat': ['required', { type: 'function', function: { name: 'word_count' } }],
       openai: ['required', { type: 'function', name: 'word_count' }],
-      anthropic: [
-        { type: 'any' },
-        { type: 'tool', name: 'word_count' },
-      ],
+      anthropic: [{ type: 'any' }, { type: 'tool', name: 'word_count' }],
     }[kind];
     const p = make(kind, server);
     for (const toolChoice of [{ type: 'required' }, { type: 'tool', name: 'word_count' }] as const) {

@@ -335,7 +335,10 @@ describe('ScriptedProvider and a forced tool choice (docs/adr/0047)', () => {
     });
     // The round's own calls to the named tool are kept; others dropped.
     const own = await p.complete(
-      request('forced', [user('hi')], { tools: [spec('other')], toolChoice: { type: 'tool', name: 'other' } }),
+      request('forced', [user('hi')], {
+        tools: [spec('other')],
+        toolChoice: { type: 'tool', name: 'other' },
+      }),
     );
     expect(own.toolCalls).toEqual([{ id: 'call_0_0', name: 'other', arguments: '{"a":1}' }]);
   });
@@ -343,7 +346,10 @@ describe('ScriptedProvider and a forced tool choice (docs/adr/0047)', () => {
   it('required adds a call to the first offered tool only when the round calls none', async () => {
     const p = new ScriptedProvider([fixture('plain', [{ text: 'no tools' }])]);
     const forced = await p.complete(
-      request('plain', [user('hi')], { tools: [spec('first'), spec('second')], toolChoice: { type: 'required' } }),
+      request('plain', [user('hi')], {
+        tools: [spec('first'), spec('second')],
+        toolChoice: { type: 'required' },
+      }),
     );
     expect(forced.toolCalls.map((c) => c.name)).toEqual(['first']);
     const free = await p.complete(request('plain', [user('hi')], { tools: [spec('first')] }));

@@ -167,7 +167,7 @@ describe('unsupportedChatParameter', () => {
     ).toBeUndefined();
   });
 
-  it('maps tool_choice to the turn\'s forced choice: required and a named function; auto and none force nothing', () => {
+  it("maps tool_choice to the turn's forced choice: required and a named function; auto and none force nothing", () => {
     expect(chatToolChoice({ tool_choice: 'required' })).toEqual({ type: 'required' });
     expect(chatToolChoice({ tool_choice: { type: 'function', function: { name: 'lookup' } } })).toEqual({
       type: 'tool',
