@@ -1864,8 +1864,14 @@ describe('bad input corpus', () => {
           'invalid_schema',
         ],
         [
-          'a function tool choice (forcing a tool is not passed to providers)',
+          'a function tool choice naming a tool the request does not declare',
           respond({ tool_choice: { type: 'function', name: 'f' } }),
+          400,
+          'invalid_tool_choice',
+        ],
+        [
+          'an allowed_tools tool choice (only auto, none, required or a named function)',
+          respond({ tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } }),
           400,
           'unsupported_value',
         ],

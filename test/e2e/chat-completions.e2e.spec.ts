@@ -495,9 +495,9 @@ describe('POST /v1/chat/completions with the openai client', () => {
         { code: 'tool_name_clash', param: 'tools[0].function.name', message: /word_count/ },
       ],
       [
-        'tool_choice required',
-        { tool_choice: 'required' },
-        { code: 'unsupported_value', param: 'tool_choice', message: /tool_choice/ },
+        'a named tool_choice that is not among the tools',
+        { tool_choice: { type: 'function', function: { name: 'word_count' } } },
+        { code: 'invalid_tool_choice', param: 'tool_choice', message: /word_count/ },
       ],
       ['n: 2', { n: 2 }, { code: 'unsupported_value', param: 'n', message: /one choice/ }],
       [

@@ -104,6 +104,75 @@ describe('client-side tools with the openai client', () => {
     await env?.cleanup();
   });
 
+  it('tool_choice required and a named function reach the provider for the first round only; after the result the model is free', async () => {
+    for (const [choice, wire] of [
+      ['required', 'required'],
+      [
+        { type: 'function', function: { name: 'get_weather' } },
+        { type: 'function', function: { name: 'get_weather' } },
+      ],
+    ] as const) {
+      llm.enqueue(scripted.toolCall('get_weather', { city: 'Oslo' }));
+      llm.enqueue(scripted.text('Cold in Oslo.'));
+      const before = llm.requests.length;
+      const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Oslo?' }];
+      const first = await client.chat.completions.create({
+        model: 'helper',
+        messages,
+        tools: [WEATHER],
+        tool_choice: choice,
+      });
+      expect(first.choices[0].finish_reason).toBe('tool_calls');
+      expect((llm.requests[before].body as { tool_choice?: unknown }).tool_choice).toEqual(wire);
+      const [call] = first.choices[0].message.tool_calls ?? [];
+      const second = await client.chat.completions.create({
+        model: 'helper',
+        messages: [
+          ...messages,
+          first.choices[0].message,
+          { role: 'tool', tool_call_id: call.id, content: '-3C' },
+        ],
+        tools: [WEATHER],
+        tool_choice: choice,
+      });
+      expect(second.choices[0].message.content).toBe('Cold in Oslo.');
+      // The resumed round is not forced: a forced choice there would loop on tool calls for ever.
+      expect(llm.requests).toHaveLength(before + 2);
+      expect(llm.requests[before + 1].body).not.toHaveProperty('tool_choice');
+    }
+  });
+
+  it("a named tool_choice that is not among the request's tools, or required with no tool at all: 400, nothing admitted", async () => {
+    const bare = 'bare-choice';
+    expect(
+      (await api.post('/v1/agents', { name: bare, model: 'openai-chat/gpt-4o-mini', instructions: 'Hi.' }))
+        .status,
+    ).toBe(201);
+    const turns = await turnCount();
+    const requests = llm.requests.length;
+    for (const [model, body, param] of [
+      [
+        'helper',
+        { tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'word_count' } } },
+        /word_count/,
+      ],
+      ['helper', { tool_choice: { type: 'function', function: { name: 'get_weather' } } }, /get_weather/],
+      [bare, { tool_choice: 'required' }, /no tools/],
+    ] as const) {
+      const err = await client.chat.completions
+        .create({ model, messages: [{ role: 'user', content: 'hi' }], ...body } as never)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(err).toBeInstanceOf(APIError);
+      expect(err).toMatchObject({ status: 400, code: 'invalid_tool_choice', param: 'tool_choice' });
+      expect((err as APIError).message).toMatch(param);
+    }
+    expect(await turnCount()).toBe(turns);
+    expect(llm.requests).toHaveLength(requests);
+  });
+
   it('hands a client tool call out with finish_reason tool_calls; the tool message resumes the same turn once', async () => {
     llm.enqueue(scripted.toolCall('get_weather', { city: 'Paris' }));
     llm.enqueue(scripted.text('It is sunny in Paris.'));
@@ -417,16 +486,6 @@ describe('client-side tools with the openai client', () => {
         code: 'invalid_schema',
         param: 'tools[0].function.parameters',
       });
-    });
-
-    it('tool_choice required', async () => {
-      const err = await refused({
-        model: 'helper',
-        messages: ask,
-        tools: [WEATHER],
-        tool_choice: 'required',
-      });
-      expect(err).toMatchObject({ status: 400, code: 'unsupported_value', param: 'tool_choice' });
     });
 
     it('an unknown call id, and another tenant’s call', async () => {

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { scripted, waitFor, type RecordedRequest, type ScriptedReply } from '@switchboard/testing';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import {
+  crossRealmSafeFetch,
+  scripted,
+  waitFor,
+  type RecordedRequest,
+  type ScriptedReply,
+} from '@switchboard/testing';
 import type { Api } from '../support/api';
 import { openConsole, screenshot, scrollsSideways, signIn, type ConsolePage } from '../support/console';
 import { startConsoleStack, type ConsoleStack } from '../support/console-stack';
@@ -204,5 +212,69 @@ describe('console: turn page', () => {
       expect(c.foreign()).toEqual([]);
       expect(c.errors).toEqual([]);
     }
+  });
+
+  it('shows a call to the client’s own tool as a client tool wait: pending, then answered', async () => {
+    const name = `client-${randomUUID().slice(0, 6)}`;
+    scripts.set(name, (a) =>
+      a.results === 0
+        ? scripted.toolCall('get_weather', { city: 'Oslo' }, { id: 'call_weather' })
+        : scripted.text('Snow in Oslo.'),
+    );
+    await agent(name, 'chat', []);
+    const client = new OpenAI({
+      baseURL: `${stack.url}/v1`,
+      apiKey: key,
+      fetch: crossRealmSafeFetch,
+      maxRetries: 0,
+    });
+    const tools: ChatCompletionTool[] = [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      },
+    ];
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Oslo?' }];
+    const first = await client.chat.completions.create({ model: name, messages, tools });
+    expect(first.choices[0].finish_reason).toBe('tool_calls');
+    const turnId = (first as unknown as { turn_id: string }).turn_id;
+
+    // Waiting: the call is the client's, pending, and says so (not an approval).
+    const c = await open({ width: 1280, height: 800 }, turnId);
+    const call = c.page.getByTestId('call-call_weather');
+    await expect(call.innerText()).resolves.toMatch(/get_weather[\s\S]*awaiting client tool/);
+    await expect(call.innerText()).resolves.toMatch(/client tool: pending/);
+    await expect(call.innerText()).resolves.toMatch(/Client tool\s+pending get_weather, run by the client/);
+    await expect(call.innerText()).resolves.not.toMatch(/Approval/);
+    await expect(c.page.getByTestId('row-call-call_weather-approval').innerText()).resolves.toContain(
+      'Client tool wait: get_weather',
+    );
+
+    // Answered by the client: the same call, answered, its result recorded.
+    const [handed] = first.choices[0].message.tool_calls ?? [];
+    const second = await client.chat.completions.create({
+      model: name,
+      messages: [
+        ...messages,
+        first.choices[0].message,
+        { role: 'tool', tool_call_id: handed.id, content: 'snow' },
+      ],
+      tools,
+    });
+    expect(second.choices[0].message.content).toBe('Snow in Oslo.');
+    await c.page.reload();
+    await c.page.getByRole('table', { name: 'Attempts of round 1' }).waitFor();
+    const answered = c.page.getByTestId('call-call_weather');
+    await expect(answered.innerText()).resolves.toMatch(/get_weather[\s\S]*succeeded/);
+    await expect(answered.innerText()).resolves.toMatch(/client tool: answered/);
+    await expect(answered.innerText()).resolves.toMatch(
+      /answered get_weather, run by the client, waited .*answered via chat\.completions/,
+    );
+    expect(await scrollsSideways(c.page)).toBe(false);
+    expect(c.foreign()).toEqual([]);
+    expect(c.errors).toEqual([]);
   });
 });

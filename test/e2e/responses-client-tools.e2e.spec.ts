@@ -113,6 +113,9 @@ describe('client function tools on /v1/responses', () => {
     });
     expect(call.id).toMatch(/^fc_/);
     expect(first.output_text).toBe('Let me look.');
+    // The response echoes the tools the request declared.
+    expect(first.tools).toEqual([{ ...WEATHER }]);
+    expect(first.tool_choice).toBe('auto');
     const turns = await turnCount();
 
     const second = await client.responses.create({
@@ -132,7 +135,20 @@ describe('client function tools on /v1/responses', () => {
     expect(second.id.startsWith(`${first.id}_`)).toBe(true);
     expect(second.previous_response_id).toBe(first.id);
     expect(functionCalls(second.output)).toEqual([]);
+    expect(second.tools).toEqual([{ ...WEATHER }]);
     expect(await turnCount()).toBe(turns);
+    // The same answer again: nothing changes, and it names the same continuation, not the whole turn.
+    const replayed = await client.responses.create({
+      model: 'helper',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 24 °C' }],
+      tools: [WEATHER],
+    });
+    expect(replayed.id).toBe(second.id);
+    expect(replayed.output_text).toBe('It is sunny in Paris.');
+    expect(functionCalls(replayed.output)).toEqual([]);
+    expect(await turnCount()).toBe(turns);
+    expect(llm.requests.length).toBe(before + 2);
     expect(toolMessagesSent(before + 1).map((m) => m.content)).toEqual([
       expect.stringContaining('sunny, 24 °C'),
     ]);
@@ -149,6 +165,34 @@ describe('client function tools on /v1/responses', () => {
       input: 'thanks',
     });
     expect(third.output_text).toBe('You are welcome.');
+  });
+
+  it('tool_choice a named function: forced on the first round only, echoed on the response', async () => {
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Nice' }), scripted.text('Mild in Nice.'));
+    const before = llm.requests.length;
+    const choice = { type: 'function' as const, name: 'get_weather' };
+    const first = await client.responses.create({
+      model: 'helper',
+      input: 'Weather in Nice?',
+      tools: [WEATHER],
+      tool_choice: choice,
+    });
+    expectResponseResource(first);
+    expect(first.tool_choice).toEqual(choice);
+    expect((llm.requests[before].body as { tool_choice?: unknown }).tool_choice).toEqual({
+      type: 'function',
+      function: { name: 'get_weather' },
+    });
+    const [call] = functionCalls(first.output);
+    const second = await client.responses.create({
+      model: 'helper',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'mild' }],
+      tools: [WEATHER],
+      tool_choice: choice,
+    });
+    expect(second.output_text).toBe('Mild in Nice.');
+    expect(llm.requests[before + 1].body).not.toHaveProperty('tool_choice');
   });
 
   it('streamed: function_call events, then response.completed; the streamed continuation gets the answer', async () => {
@@ -266,6 +310,43 @@ describe('client function tools on /v1/responses', () => {
     });
   });
 
+  it('the AI SDK’s streamText runs the tool and streams the answer, on openai.responses(...) and openai.chat(...)', async () => {
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Oslo' }), scripted.text('Wind in Oslo.'));
+    llm.enqueue(scripted.toolCall('get_weather', { city: 'Bergen' }), scripted.text('Wind in Bergen.'));
+    const before = llm.requests.length;
+    const out = await runProcess(
+      'node',
+      [path.join(__dirname, '../fixtures/clients/ai-sdk-stream-client-tools.mjs')],
+      {
+        env: { ...process.env, BASE_URL: `${url}/v1`, API_KEY: api.key!, MODEL: 'helper' },
+        timeoutMs: 60_000,
+      },
+    );
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
+    for (const [key, city] of [
+      ['responses', 'Oslo'],
+      ['chat', 'Bergen'],
+    ] as const) {
+      expect(result[key]).toMatchObject({
+        text: `Wind in ${city}.`,
+        deltas: `Wind in ${city}.`,
+        finishReason: 'stop',
+        steps: 2,
+        toolCalls: [{ name: 'get_weather', input: { city } }],
+        toolResults: [`windy in ${city}`],
+        errors: [],
+      });
+      expect(result[key].parts).toEqual(
+        expect.arrayContaining(['tool-call', 'tool-result', 'text-delta', 'finish']),
+      );
+    }
+    expect(result.ran).toEqual(['Oslo', 'Bergen']);
+    // Two turns, each resumed once by the streamed tool result: four model rounds in all.
+    expect(llm.requests.length).toBe(before + 4);
+  });
+
   describe('bad input: an OpenAI-shaped 4xx, nothing admitted or answered', () => {
     const refused = async (body: Record<string, unknown>) => {
       const turns = await turnCount();
@@ -282,7 +363,7 @@ describe('client function tools on /v1/responses', () => {
       return err as APIError;
     };
 
-    it('refuses a clash with the agent’s tools, an unusable schema, other tool types and forced tool_choice', async () => {
+    it('refuses a clash with the agent’s tools, an unusable schema, other tool types, a tool_choice naming no declared tool', async () => {
       expect(
         await refused({ model: 'helper', input: 'hi', tools: [{ ...WEATHER, name: 'word_count' }] }),
       ).toMatchObject({ status: 400, code: 'tool_name_clash', param: 'tools[0].name' });
@@ -299,7 +380,20 @@ describe('client function tools on /v1/responses', () => {
         param: 'tools[0].type',
       });
       expect(
-        await refused({ model: 'helper', input: 'hi', tools: [WEATHER], tool_choice: 'required' }),
+        await refused({
+          model: 'helper',
+          input: 'hi',
+          tools: [WEATHER],
+          tool_choice: { type: 'function', name: 'word_count' },
+        }),
+      ).toMatchObject({ status: 400, code: 'invalid_tool_choice', param: 'tool_choice' });
+      expect(
+        await refused({
+          model: 'helper',
+          input: 'hi',
+          tools: [WEATHER],
+          tool_choice: { type: 'allowed_tools', mode: 'required', tools: [] },
+        }),
       ).toMatchObject({ status: 400, code: 'unsupported_value', param: 'tool_choice' });
     });
 

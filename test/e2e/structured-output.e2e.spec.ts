@@ -7,6 +7,7 @@ import {
   createTestEnv,
   crossRealmSafeFetch,
   FakeLlmServer,
+  scripted,
   spawnApp,
   waitFor,
   type AppProcess,
@@ -372,6 +373,46 @@ describe('structured output with stock clients', () => {
       .withStructuredOutput(Person, { method: 'jsonMode' })
       .invoke('Barbara Liskov, 86. Answer in JSON with name and age.');
     expect(viaJsonMode).toEqual({ name: 'Barbara', age: 86 });
+  });
+
+  it('LangChain ChatOpenAI.withStructuredOutput, default method (functionCalling): a named tool_choice is forced', async () => {
+    // LangChain's default is functionCalling for model names it takes for pre-JSON-Schema OpenAI
+    // models (`gpt-4-…`), jsonSchema for any other name: an agent named so gets the default path.
+    expect(
+      (
+        await api.post('/v1/agents', {
+          name: 'gpt-4-turbo',
+          model: 'openai-chat/gpt-4o-mini',
+          instructions: 'Extract.',
+        })
+      ).status,
+    ).toBe(201);
+    const model = new ChatOpenAI({
+      model: 'gpt-4-turbo',
+      apiKey: api.key!,
+      maxRetries: 0,
+      configuration: { baseURL: `${url}/v1`, fetch: crossRealmSafeFetch },
+    });
+    llm.enqueue(scripted.toolCall('person', { name: 'Edsger', age: 72 }, { id: 'call_lc' }));
+    const from = llm.requests.length;
+    const turns = await turnCount();
+    const person = await model
+      .withStructuredOutput(Person, { name: 'person' })
+      .invoke('Edsger Dijkstra, 72.');
+    expect(person).toEqual({ name: 'Edsger', age: 72 });
+    const [sent] = sentSince(from);
+    const body = sent.body as { tool_choice: unknown; tools: { function: { name: string } }[] };
+    // The named function reaches the provider as it was asked for, with the client's tool offered.
+    expect(body.tool_choice).toEqual({ type: 'function', function: { name: 'person' } });
+    expect(body.tools.map((t) => t.function.name)).toContain('person');
+    expect(await turnCount()).toBe(turns + 1);
+    // The turn waits for the client's result (LangChain reads the arguments and never sends one).
+    const waits = await env.db.$queryRawUnsafe<{ status: string; tool: string }[]>(
+      `SELECT t.status, a.tool_name AS tool FROM turns t JOIN approvals a ON a.turn_id = t.id
+        JOIN agents g ON g.id = t.agent_id WHERE g.tenant_id = $1::uuid AND a.kind = 'client_tool'`,
+      tenantId,
+    );
+    expect(waits).toEqual([{ status: 'awaiting_client_tool', tool: 'person' }]);
   });
 
   it('an Anthropic agent: a strict schema natively (output_config), json_object by instruction; both validated', async () => {

@@ -19,6 +19,7 @@ import {
   type MessageOrigin,
   type Priority,
   type ResponseFormat,
+  type ToolChoice,
 } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import type { LivePublisher } from '@switchboard/live';
@@ -62,6 +63,8 @@ export interface AdmitInput {
    * distinct from the agent's tools, schemas valid): kept with the turn.
    */
   clientTools?: { name: string; description: string; parameters: Record<string, unknown> }[];
+  /** The tool choice forced for the turn's first round (docs/adr/0047), checked by the caller; absent: auto. */
+  toolChoice?: ToolChoice;
 }
 
 export interface Admitted {
@@ -219,6 +222,7 @@ export class Admission {
       rejectIfBusy: input.multitask === 'reject',
       responseFormat: input.responseFormat ?? null,
       ...(input.clientTools?.length ? { clientTools: input.clientTools } : {}),
+      ...(input.toolChoice ? { toolChoice: input.toolChoice } : {}),
     });
     switch (result.kind) {
       case 'admitted':

@@ -7,12 +7,13 @@ import {
   SessionRefused,
   type MessageImage,
   type ResponseFormat,
+  type ToolChoice,
   type TurnResponse,
 } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import { readTurn, type ClientToolCall, type SessionsRepository, type SqlDb } from '@switchboard/store';
 import type { ClientTools } from '@switchboard/turns';
-import { answerRefusal, checkClientTools, type ClientToolDeclaration } from './client-tools';
+import { answerRefusal, checkClientTools, checkToolChoice, type ClientToolDeclaration } from './client-tools';
 import type { AgentsRepository } from '@switchboard/subagents';
 import type { EventStreams, StreamItem } from './event-streams';
 import { OPERATOR_PROMPT } from './operator-prompt';
@@ -67,6 +68,8 @@ export interface TurnRequest {
   responseFormat?: ResponseFormat | null;
   /** Tools the client runs (docs/adr/0047), checked by `clientToolsFor`: kept with the turn. */
   clientTools?: ClientToolDeclaration[];
+  /** The tool choice forced for the turn's first round, checked by `toolChoiceFor`; absent: auto. */
+  toolChoice?: ToolChoice;
 }
 
 /** A turn admitted for an adapter, with the session's watch opened before the admission. */
@@ -283,6 +286,7 @@ export class AgentTurns {
         correlationId: r.correlationId,
         responseFormat: r.responseFormat,
         ...(r.clientTools?.length ? { clientTools: r.clientTools } : {}),
+        ...(r.toolChoice ? { toolChoice: r.toolChoice } : {}),
       });
       const turn = {
         tenantId: r.tenantId,
@@ -389,6 +393,21 @@ export class AgentTurns {
   }
 
   /**
+   * A request's forced tool choice checked against what the turn offers (docs/adr/0047): `required`
+   * needs a tool to call (the client's or the agent's), a named tool must be one the client declared
+   * (the agent's own tools are its model's to choose). `param` names the field in the protocol's
+   * terms. Throws ClientToolRefused (`invalid_tool_choice`, 400) before anything is admitted.
+   */
+  toolChoiceFor(
+    agent: Pick<Agent, 'tools'>,
+    declared: readonly ClientToolDeclaration[],
+    choice: ToolChoice | undefined,
+    param: string,
+  ): ToolChoice | undefined {
+    return checkToolChoice(choice, declared, agent.tools.length, param);
+  }
+
+  /**
    * Answers client tool calls (docs/adr/0047) by the ids handed out (`call_…`): all of one turn's
    * pending calls at once. Once committed, one job resumes the turn; the same answer again changes
    * nothing and returns the same turn. Throws ClientToolRefused (unknown, missing, expired, …),
@@ -416,8 +435,10 @@ export class AgentTurns {
       sessionId: outcome.sessionId,
       turnId: outcome.turnId,
       replayed: outcome.kind === 'replayed',
-      // The journal seq the answer committed: what follows it is the resumed run's.
-      afterSeq: outcome.kind === 'answered' ? Math.max(0, ...outcome.events.map((e) => e.seq)) : 0,
+      // The journal seq the answer committed (the first time, for a replay): what follows it is the
+      // resumed run's, so the same answer again names the same continuation.
+      afterSeq:
+        outcome.kind === 'answered' ? Math.max(0, ...outcome.events.map((e) => e.seq)) : outcome.afterSeq,
     };
   }
 

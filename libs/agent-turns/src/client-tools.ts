@@ -1,5 +1,7 @@
 import Ajv from 'ajv';
-import { ClientToolRefused } from '@switchboard/contracts';
+import Ajv2019 from 'ajv/dist/2019';
+import Ajv2020 from 'ajv/dist/2020';
+import { ClientToolRefused, type ToolChoice } from '@switchboard/contracts';
 import type { AnswerOutcome } from '@switchboard/store';
 
 /**
@@ -17,8 +19,28 @@ export interface ClientToolDeclaration {
 /** OpenAI's (and most providers') rule for a function name. */
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
-// One compiler for the process: `compile` checks a schema against the JSON Schema meta-schema.
-const ajv = new Ajv({ strict: false, allErrors: false, logger: false });
+// One compiler per draft for the process: `compile` checks a schema against its meta-schema.
+const AJV_OPTIONS = { strict: false, allErrors: false, logger: false } as const;
+const compilers = {
+  draft7: new Ajv(AJV_OPTIONS),
+  draft2019: new Ajv2019(AJV_OPTIONS),
+  draft2020: new Ajv2020(AJV_OPTIONS),
+};
+
+/**
+ * The compiler of the schema's `$schema` (none: draft-07). Generators declare theirs: zod 4's
+ * `toJSONSchema` (LangChain, the AI SDK) writes 2020-12, which OpenAI takes as is.
+ */
+function compilerFor(schema: object): Ajv | Ajv2019 | Ajv2020 | string {
+  const declared = (schema as { $schema?: unknown }).$schema;
+  if (declared === undefined) return compilers.draft7;
+  if (typeof declared !== 'string') return '$schema must be a string';
+  const uri = declared.replace(/#$/, '').replace(/^https:/, 'http:');
+  if (uri === 'http://json-schema.org/draft-07/schema') return compilers.draft7;
+  if (uri === 'http://json-schema.org/draft/2019-09/schema') return compilers.draft2019;
+  if (uri === 'http://json-schema.org/draft/2020-12/schema') return compilers.draft2020;
+  return `$schema ${declared.slice(0, 100)} is not supported: use draft-07, 2019-09 or 2020-12`;
+}
 
 /**
  * Checks declarations: valid names, none twice, none the agent's (`taken`: its tools and every tool
@@ -69,16 +91,46 @@ export function checkClientTools(
   });
 }
 
+/**
+ * A forced tool choice checked against the turn's tools: `required` needs some tool (declared by the
+ * client, or one of the agent's `agentTools`), a named one must be declared by the client.
+ */
+export function checkToolChoice(
+  choice: ToolChoice | undefined,
+  declared: readonly ClientToolDeclaration[],
+  agentTools: number,
+  param: string,
+): ToolChoice | undefined {
+  if (!choice) return undefined;
+  if (choice.type === 'required') {
+    if (declared.length === 0 && agentTools === 0) {
+      throw new ClientToolRefused(
+        'invalid_tool_choice',
+        `${param}: "required" forces a tool call, but the request declares no tools and the agent has none`,
+        { param },
+      );
+    }
+    return choice;
+  }
+  if (!declared.some((d) => d.name === choice.name)) {
+    throw new ClientToolRefused(
+      'invalid_tool_choice',
+      `${param}: the tool "${choice.name.slice(0, 80)}" is not among the request's tools`,
+      { param },
+    );
+  }
+  return choice;
+}
+
 /** Why a tool's parameters are not a usable JSON Schema object, or undefined. */
 function schemaProblem(schema: unknown): string | undefined {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return 'it must be an object';
   const type = (schema as { type?: unknown }).type;
   if (type !== undefined && type !== 'object') return 'the arguments are an object: "type" must be "object"';
+  const ajv = compilerFor(schema);
+  if (typeof ajv === 'string') return ajv;
   try {
-    // `$schema` names the dialect, not a constraint: zod 4's JSON Schema (LangChain's
-    // `convertToOpenAITool`) says draft 2020-12, which the draft-07 compiler would refuse as unknown.
-    const { $schema: _dialect, ...constraints } = schema as Record<string, unknown>;
-    ajv.compile(constraints);
+    ajv.compile(schema);
     return undefined;
   } catch (err) {
     return (err as Error).message.slice(0, 300);

@@ -5130,6 +5130,16 @@ export interface components {
       };
       total_tokens: number;
     };
+    ResponseFunctionTool: {
+      /** @constant */
+      type: 'function';
+      name: string;
+      description: string | null;
+      parameters: {
+        [key: string]: unknown;
+      } | null;
+      strict: boolean | null;
+    };
     Response: {
       id: string;
       /** @constant */
@@ -5198,9 +5208,14 @@ export interface components {
         code: string;
         message: string;
       } | null;
-      tools: unknown[];
-      /** @constant */
-      tool_choice: 'auto';
+      tools: components['schemas']['ResponseFunctionTool'][];
+      tool_choice:
+        | ('none' | 'auto' | 'required')
+        | {
+            /** @constant */
+            type: 'function';
+            name: string;
+          };
       /** @constant */
       truncation: 'disabled';
       parallel_tool_calls: boolean;
@@ -5546,15 +5561,17 @@ export interface components {
           effectClass: ('read_only' | 'local_write' | 'network' | 'destructive') | null;
           gates: {
             /** @enum {string} */
-            gate: 'tool_lookup' | 'blocked' | 'validation' | 'approval';
+            gate: 'tool_lookup' | 'blocked' | 'validation' | 'approval' | 'client_tool';
             /** @enum {string} */
-            outcome: 'refused' | 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+            outcome: 'refused' | 'pending' | 'approved' | 'rejected' | 'answered' | 'expired' | 'cancelled';
           }[];
           approval: {
             /** Format: uuid */
             id: string;
             /** @enum {string} */
-            status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
+            kind: 'approval' | 'client_tool';
+            /** @enum {string} */
+            status: 'pending' | 'approved' | 'rejected' | 'answered' | 'expired' | 'cancelled';
             policy: string;
             /** Format: date-time */
             requestedAt: string;
@@ -5570,7 +5587,8 @@ export interface components {
             | 'outcome_unknown'
             | 'cancelled'
             | 'running'
-            | 'awaiting_approval';
+            | 'awaiting_approval'
+            | 'awaiting_client_tool';
           error: unknown;
           startedAt: string | null;
           completedAt: string | null;
@@ -9121,7 +9139,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent */
+      /** @description Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), a `tool_choice` naming no declared tool or `required` with no tool at all (`invalid_tool_choice`), or a model that is not the session’s agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9398,7 +9416,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9551,7 +9569,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseCompaction'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9666,7 +9684,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9748,7 +9766,7 @@ export interface operations {
           'application/json': components['schemas']['Response'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;
@@ -9836,7 +9854,7 @@ export interface operations {
           'application/json': components['schemas']['ResponseInputItemList'];
         };
       };
-      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
+      /** @description Invalid request (body, query, header), a parameter the adapter does not support (a tool type other than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool (`invalid_tool_choice`), a client tool that clashes with the agent’s (`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), `function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of another agent */
       400: {
         headers: {
           [name: string]: unknown;

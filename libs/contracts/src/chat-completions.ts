@@ -133,7 +133,10 @@ export const ChatCompletionRequest = z.strictObject({
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
   /** Tools the client runs (docs/adr/0047); names must differ from the agent's own tools. */
   tools: z.array(ChatToolParam).max(128).optional(),
-  /** `auto` (default) or `none` (the client's tools are not offered); `required` and a named function are refused. */
+  /**
+   * `auto` (default), `none` (the client's tools are not offered), `required` or a named client
+   * function: forced for the turn's first model round only (docs/adr/0047).
+   */
   tool_choice: z
     .union([
       z.enum(['none', 'auto', 'required']),
@@ -180,10 +183,6 @@ export function unsupportedChatParameter(req: ChatCompletionRequest): Unsupporte
   if (req.functions !== undefined && req.functions.length > 0) return param('functions', LEGACY_FUNCTIONS);
   if (req.function_call !== undefined && req.function_call !== 'none' && req.function_call !== 'auto')
     return param('function_call', LEGACY_FUNCTIONS);
-  // The agent's model decides whether to call a tool: forcing one is not passed to providers.
-  if (req.tool_choice !== undefined && req.tool_choice !== 'none' && req.tool_choice !== 'auto') {
-    return value('tool_choice', 'only "auto" and "none" are supported: the agent decides which tool to call');
-  }
   if (req.n != null && req.n > 1) return value('n', 'only one choice is generated (n: 1)');
   if (req.logprobs === true || (req.top_logprobs ?? 0) > 0)
     return param('logprobs', 'log probabilities are not available');

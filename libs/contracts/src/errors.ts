@@ -144,7 +144,8 @@ export class SessionRefused extends Error {
  * says it in its own shape (`reason`, the request `param` at fault, the call ids named). Nothing is
  * admitted or answered when one is thrown.
  * - declarations: `invalid_tool` (a name or description that cannot be offered), `duplicate_tool`,
- *   `tool_name_clash` (the agent has a tool of that name), `invalid_schema` (not a JSON Schema object);
+ *   `tool_name_clash` (the agent has a tool of that name), `invalid_schema` (not a JSON Schema object),
+ *   `invalid_tool_choice` (a forced tool that is not offered);
  * - results: `unknown_call` (not a client call of the tenant's turn: 404), `missing_call` (a pending
  *   call left unanswered), `several_turns`, `answered_otherwise` (answered before with another
  *   output: 409), `expired` (the wait expired, the turn ended `client_tool_timeout`: 409),
@@ -155,6 +156,7 @@ export type ClientToolRefusal =
   | 'duplicate_tool'
   | 'tool_name_clash'
   | 'invalid_schema'
+  | 'invalid_tool_choice'
   | 'unknown_call'
   | 'missing_call'
   | 'several_turns'
@@ -168,6 +170,7 @@ const CLIENT_TOOL_CODE: Record<ClientToolRefusal, ErrorCode> = {
   duplicate_tool: 'validation_failed',
   tool_name_clash: 'validation_failed',
   invalid_schema: 'validation_failed',
+  invalid_tool_choice: 'validation_failed',
   unknown_call: 'not_found',
   missing_call: 'bad_request',
   several_turns: 'bad_request',

@@ -18,3 +18,4 @@ export * from './langgraph';
 export * from './timeline';
 export * from './structured-output';
 export * from './memory-blocks';
+export * from './tool-choice';

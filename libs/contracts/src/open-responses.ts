@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ApiSchemas } from './responses';
 import { TextFormat } from './structured-output';
+import type { ToolChoice } from './tool-choice';
 
 /**
  * `/v1/responses`: OpenAI's Responses API as the Open Responses specification (openresponses.org)
@@ -192,7 +193,10 @@ export const CreateResponseRequest = z.strictObject({
    * completes with `function_call` items; other tool types are refused.
    */
   tools: z.array(ResponsesTool).max(128).optional(),
-  /** `auto` (default) or `none` (the client's tools are not offered); others are refused. */
+  /**
+   * `auto` (default), `none` (the client's tools are not offered), `required` or a named function
+   * (`{type: "function", name}`), forced for the first model round only; others are refused.
+   */
   tool_choice: z.unknown().optional(),
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
   conversation: z.unknown().optional(),
@@ -241,6 +245,19 @@ const CLIENT_TOOLS =
   "the agent's own tools run inside the turn (they appear as reasoning output items); the client's " +
   "are `function` tools, and the agent's model decides whether to call one";
 
+/**
+ * The request's `tool_choice` as the turn's forced choice: undefined for `auto`, `none` or absent,
+ * null for a form the adapter does not take (`allowed_tools`, hosted tool types, a malformed object).
+ */
+export function responsesToolChoice(choice: unknown): ToolChoice | undefined | null {
+  if (choice == null || choice === 'auto' || choice === 'none') return undefined;
+  if (choice === 'required') return { type: 'required' };
+  const named = z
+    .strictObject({ type: z.literal('function'), name: z.string().min(1).max(200) })
+    .safeParse(choice);
+  return named.success ? { type: 'tool', name: named.data.name } : null;
+}
+
 /** The first parameter of a valid request the adapter refuses, or undefined. */
 export function unsupportedResponsesParameter(
   req: CreateResponseRequest,
@@ -260,12 +277,8 @@ export function unsupportedResponsesParameter(
       return value(`tools[${i}].type`, `${tool.type} tools are not supported; ${CLIENT_TOOLS}`);
     }
   }
-  if (
-    req.tool_choice !== undefined &&
-    req.tool_choice !== null &&
-    !(req.tool_choice === 'none' || req.tool_choice === 'auto')
-  )
-    return value('tool_choice', `only auto and none: ${CLIENT_TOOLS}`);
+  if (req.tool_choice != null && responsesToolChoice(req.tool_choice) === null)
+    return value('tool_choice', `only auto, none, required or {type: "function", name}: ${CLIENT_TOOLS}`);
   if ((req.top_logprobs ?? 0) > 0) return param('top_logprobs', 'log probabilities are not available');
   for (const name of ['conversation', 'prompt', 'context_management'] as const) {
     if (req[name] != null) {
@@ -441,6 +454,25 @@ export const ResponseStatus = z.enum([
 ]);
 export type ResponseStatus = z.infer<typeof ResponseStatus>;
 
+/** A function tool the request declared, as the response echoes it (Open Responses `FunctionTool`). */
+export const ResponseFunctionTool = z
+  .strictObject({
+    type: z.literal('function'),
+    name: z.string(),
+    description: z.string().nullable(),
+    parameters: z.record(z.string(), z.unknown()).nullable(),
+    strict: z.boolean().nullable(),
+  })
+  .register(ApiSchemas, { id: 'ResponseFunctionTool' });
+export type ResponseFunctionTool = z.infer<typeof ResponseFunctionTool>;
+
+/** The `tool_choice` the request gave, as the response echoes it (`auto` when it gave none). */
+export const ResponseToolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.strictObject({ type: z.literal('function'), name: z.string() }),
+]);
+export type ResponseToolChoice = z.infer<typeof ResponseToolChoice>;
+
 /** The response object (Open Responses `ResponseResource`): every field it requires, plus two of ours. */
 export const ResponseObject = z
   .strictObject({
@@ -462,8 +494,9 @@ export const ResponseObject = z
     /** The final answer's text (the openai SDK's `output_text`). */
     output_text: z.string(),
     error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
-    tools: z.array(z.never()),
-    tool_choice: z.literal('auto'),
+    /** The function tools the request declared (docs/adr/0047); the agent's own tools are not listed. */
+    tools: z.array(ResponseFunctionTool),
+    tool_choice: ResponseToolChoice,
     truncation: z.literal('disabled'),
     parallel_tool_calls: z.boolean(),
     /** The format the request asked for (docs/adr/0048): `text`, `json_object` or `json_schema`. */

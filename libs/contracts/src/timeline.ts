@@ -20,16 +20,24 @@ const TimelineUsage = z.strictObject({
   cacheWriteTokens: z.int(),
 });
 
-/** A gate a call went through (seed 001 4g) and what it answered. */
+/**
+ * A gate a call went through (seed 001 4g) and what it answered. `client_tool`: the call was the
+ * client's to run (docs/adr/0047), answered by the client (or expired, or cancelled).
+ */
 const TimelineGate = z.strictObject({
-  gate: z.enum(['tool_lookup', 'blocked', 'validation', 'approval']),
-  outcome: z.enum(['refused', 'pending', 'approved', 'rejected', 'expired', 'cancelled']),
+  gate: z.enum(['tool_lookup', 'blocked', 'validation', 'approval', 'client_tool']),
+  outcome: z.enum(['refused', 'pending', 'approved', 'rejected', 'answered', 'expired', 'cancelled']),
 });
 
+/**
+ * A durable wait of the call: a person's approval (`kind: approval`, ADR 0013) or the client's
+ * result of a call to its own tool (`kind: client_tool`, docs/adr/0047: `answered` once it sent it).
+ */
 const TimelineApproval = z.strictObject({
   id: Id,
-  status: z.enum(['pending', 'approved', 'rejected', 'expired', 'cancelled']),
-  /** Why approval was asked: tool | agent | tenant | untrusted_input. */
+  kind: z.enum(['approval', 'client_tool']),
+  status: z.enum(['pending', 'approved', 'rejected', 'answered', 'expired', 'cancelled']),
+  /** Why approval was asked: tool | agent | tenant | untrusted_input (a client tool wait: `client`). */
   policy: z.string(),
   requestedAt: Timestamp,
   decidedAt: Timestamp.nullable(),
@@ -51,7 +59,8 @@ export const TimelineToolCall = z.strictObject({
   approval: TimelineApproval.nullable(),
   /**
    * `succeeded`; `failed` (the tool's error); `refused` by a gate; `outcome_unknown` (a side effect
-   * that may have happened before a crash, ADR 0004); `cancelled`; `running`; `awaiting_approval`.
+   * that may have happened before a crash, ADR 0004); `cancelled`; `running`; `awaiting_approval`;
+   * `awaiting_client_tool` (a call to the client's tool, its result not sent yet).
    */
   outcome: z.enum([
     'succeeded',
@@ -61,6 +70,7 @@ export const TimelineToolCall = z.strictObject({
     'cancelled',
     'running',
     'awaiting_approval',
+    'awaiting_client_tool',
   ]),
   /** The classified tool error of a call that did not succeed; null otherwise. */
   error: z.unknown(),

@@ -17,9 +17,11 @@ import type { ClientToolResult, TurnInput, TurnOutcome } from './types';
 class Script implements ModelProvider {
   readonly name = 'fake';
   offered: string[][] = [];
+  choices: ModelRequest['toolChoice'][] = [];
   constructor(private readonly rounds: ToolCallRequest[][]) {}
   async complete(r: ModelRequest): Promise<ModelResponse> {
     this.offered.push((r.tools ?? []).map((t) => t.name));
+    this.choices.push(r.toolChoice);
     const calls = this.rounds[r.messages.filter((m) => m.role === 'assistant').length] ?? [];
     const last = r.messages[r.messages.length - 1];
     return {
@@ -119,6 +121,25 @@ describe('client-side tools (docs/adr/0047)', () => {
     expect(h.result('r1')).toEqual({ ok: true, result: 3 });
     expect((await h.run({ clientResults: [answered('w1', 'ok')] })).status).toBe('completed');
     expect(ran).toEqual(['read:3']);
+  });
+
+  it('a forced tool choice goes with the first round only, across the wait and its resume', async () => {
+    const h = new Harness([[{ id: 'w1', name: 'weather', arguments: '{}' }]]);
+    const toolChoice = { type: 'tool' as const, name: 'weather' };
+    expect((await h.run({ toolChoice })).status).toBe('waiting');
+    const out = await h.run({ toolChoice, clientResults: [answered('w1', 'fog')] });
+    expect(out.status).toBe('completed');
+    expect(h.script.choices).toEqual([toolChoice, undefined]);
+    // An earlier turn's assistant messages (the history) do not make the first round a later one.
+    const h2 = new Harness([[]]);
+    await h2.run({
+      toolChoice: { type: 'required' },
+      history: [
+        { role: 'user', content: 'before' },
+        { role: 'assistant', content: 'earlier answer', toolCalls: [] },
+      ],
+    });
+    expect(h2.script.choices).toEqual([{ type: 'required' }]);
   });
 
   it('an expired wait answers client_tool_timeout and ends the turn failed', async () => {

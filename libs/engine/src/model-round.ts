@@ -155,6 +155,10 @@ function complete(
       onTextDelta: (d) => cp.textDelta(d),
       ...(input.promptCache ? { cache: input.promptCache } : {}),
       ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
+      // Forced for the first round only: after a tool result the model must be free to answer.
+      ...(input.toolChoice && !run.messages.some((m) => m.role === 'assistant')
+        ? { toolChoice: input.toolChoice }
+        : {}),
     },
     genAiAttributes(input),
   );

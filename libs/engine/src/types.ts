@@ -1,4 +1,4 @@
-import type { Budgets, EventData, EventType, ResponseFormat } from '@switchboard/contracts';
+import type { Budgets, EventData, EventType, ResponseFormat, ToolChoice } from '@switchboard/contracts';
 import type {
   ChatMessage,
   CostStatus,
@@ -130,6 +130,11 @@ export interface TurnInput {
    * round, and the final answer validated against it (one repair round). Absent: plain text.
    */
   responseFormat?: ResponseFormat;
+  /**
+   * The tool choice the request forced (docs/adr/0047): sent with the turn's first model round only
+   * (no assistant message yet); later rounds are `auto`, so the model can answer after the tool result.
+   */
+  toolChoice?: ToolChoice;
 }
 
 /** Why a call needs approval: the tool declares it, the agent or tenant lists it, or the input is untrusted. */

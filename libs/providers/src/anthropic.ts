@@ -87,6 +87,14 @@ export class AnthropicProvider implements ModelProvider {
           ...(systemParam === undefined ? {} : { system: systemParam }),
           messages: markLastMessage(toMessages(request.messages), breakpoint),
           ...(tools.length > 0 ? { tools } : {}),
+          ...(tools.length > 0 && request.toolChoice
+            ? {
+                tool_choice:
+                  request.toolChoice.type === 'required'
+                    ? { type: 'any' as const }
+                    : { type: 'tool' as const, name: request.toolChoice.name },
+              }
+            : {}),
           ...(native ? { output_config: native } : {}),
         },
         { signal: guard.signal },

@@ -43,6 +43,14 @@ export class OpenAIChatProvider implements ModelProvider {
                     strict: t.strict ?? false,
                   },
                 })),
+                ...(request.toolChoice
+                  ? {
+                      tool_choice:
+                        request.toolChoice.type === 'required'
+                          ? ('required' as const)
+                          : { type: 'function' as const, function: { name: request.toolChoice.name } },
+                    }
+                  : {}),
               }
             : {}),
           ...openAiCacheParams(request),

@@ -46,6 +46,14 @@ export class OpenAIResponsesProvider implements ModelProvider {
                   parameters: t.parameters,
                   strict: t.strict ?? false,
                 })),
+                ...(request.toolChoice
+                  ? {
+                      tool_choice:
+                        request.toolChoice.type === 'required'
+                          ? ('required' as const)
+                          : { type: 'function' as const, name: request.toolChoice.name },
+                    }
+                  : {}),
               }
             : {}),
           ...openAiCacheParams(request),

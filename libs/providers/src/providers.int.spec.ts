@@ -100,6 +100,23 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
     expect(server.requests[0].stream).toBe(true);
   });
 
+  it('sends a forced tool choice in the provider’s own shape, and none when not asked', async () => {
+    const wire = {
+      'openai-chat': ['required', { type: 'function', function: { name: 'word_count' } }],
+      openai: ['required', { type: 'function', name: 'word_count' }],
+      anthropic: [{ type: 'any' }, { type: 'tool', name: 'word_count' }],
+    }[kind];
+    const p = make(kind, server);
+    for (const toolChoice of [{ type: 'required' }, { type: 'tool', name: 'word_count' }] as const) {
+      server.enqueue(scripted.toolCall('word_count', { text: 'x' }, { id: 'call_1' }));
+      await p.complete({ model: 'm', messages: HISTORY.slice(0, 2), tools: TOOLS, toolChoice });
+    }
+    server.enqueue(scripted.text('free'));
+    await p.complete({ model: 'm', messages: HISTORY.slice(0, 2), tools: TOOLS });
+    const sent = server.requests.map((r) => (r.body as { tool_choice?: unknown }).tool_choice);
+    expect(sent).toEqual([...wire, undefined]);
+  });
+
   it('sends tool calls and their results back in the provider’s own shape', async () => {
     server.enqueue(scripted.text('Four words.'));
     const r = await make(kind, server).complete({ model: 'm', messages: HISTORY, tools: TOOLS });

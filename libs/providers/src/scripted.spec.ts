@@ -311,3 +311,49 @@ describe('ScriptedProvider fixtures', () => {
     });
   });
 });
+
+describe('ScriptedProvider and a forced tool choice (docs/adr/0047)', () => {
+  const spec = (name: string) => ({ name, description: '', parameters: { type: 'object' } });
+
+  it('calls the named tool as a model obeying the choice would, and records what it was asked', async () => {
+    const p = new ScriptedProvider([
+      fixture('forced', [{ toolCalls: [{ name: 'other', arguments: { a: 1 } }] }, { text: 'done' }]),
+    ]);
+    const named = await p.complete(
+      request('forced', [user('hi')], {
+        tools: [spec('other'), spec('extract')],
+        toolChoice: { type: 'tool', name: 'extract' },
+      }),
+    );
+    expect(named.toolCalls).toEqual([{ id: 'call_0_0', name: 'extract', arguments: '{}' }]);
+    expect(named.finishReason).toBe('tool_calls');
+    expect(p.requests.at(-1)).toEqual({
+      model: 'forced',
+      round: 0,
+      tools: ['other', 'extract'],
+      toolChoice: { type: 'tool', name: 'extract' },
+    });
+    // The round's own calls to the named tool are kept; others dropped.
+    const own = await p.complete(
+      request('forced', [user('hi')], {
+        tools: [spec('other')],
+        toolChoice: { type: 'tool', name: 'other' },
+      }),
+    );
+    expect(own.toolCalls).toEqual([{ id: 'call_0_0', name: 'other', arguments: '{"a":1}' }]);
+  });
+
+  it('required adds a call to the first offered tool only when the round calls none', async () => {
+    const p = new ScriptedProvider([fixture('plain', [{ text: 'no tools' }])]);
+    const forced = await p.complete(
+      request('plain', [user('hi')], {
+        tools: [spec('first'), spec('second')],
+        toolChoice: { type: 'required' },
+      }),
+    );
+    expect(forced.toolCalls.map((c) => c.name)).toEqual(['first']);
+    const free = await p.complete(request('plain', [user('hi')], { tools: [spec('first')] }));
+    expect(free.toolCalls).toEqual([]);
+    expect(p.requests.at(-1)).not.toHaveProperty('toolChoice');
+  });
+});

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import type { ToolChoice } from '@switchboard/contracts';
 import {
   ProviderError,
   type ChatMessage,
@@ -107,9 +108,21 @@ function abortable(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** What a scripted round was asked for (the last RECORDED requests are kept, newest last). */
+export interface ScriptedRequestRecord {
+  model: string;
+  round: number;
+  tools: string[];
+  toolChoice?: ToolChoice;
+}
+
+const RECORDED = 100;
+
 export class ScriptedProvider implements ModelProvider {
   readonly name = 'scripted';
   private readonly fixtures = new Map<string, ScriptedFixture>();
+  /** The latest requests (bounded), so a test can see what the engine asked for (e.g. a tool choice). */
+  readonly requests: ScriptedRequestRecord[] = [];
 
   constructor(fixtures: ScriptedFixture[] = []) {
     for (const f of [...BUILTIN_FIXTURES, ...fixtures]) this.fixtures.set(f.name, f);
@@ -123,6 +136,13 @@ export class ScriptedProvider implements ModelProvider {
     const fixture = this.fixtures.get(request.model);
     if (!fixture) throw new ProviderError('bad_request', `unknown scripted fixture "${request.model}"`);
     const { round, vars } = position(request.messages);
+    this.requests.push({
+      model: request.model,
+      round,
+      tools: request.tools.map((t) => t.name),
+      ...(request.toolChoice ? { toolChoice: request.toolChoice } : {}),
+    });
+    if (this.requests.length > RECORDED) this.requests.shift();
     const spec = fixture.rounds[Math.min(round, fixture.rounds.length - 1)];
     await abortable(spec.delayMs, request.signal);
     if (spec.error)
@@ -138,7 +158,7 @@ export class ScriptedProvider implements ModelProvider {
         );
       }
     }
-    const toolCalls = spec.toolCalls.map((c, i) => ({
+    const toolCalls = forced(spec.toolCalls, request).map((c, i) => ({
       id: `call_${round}_${i}`,
       name: c.name,
       arguments: JSON.stringify(renderValue(c.arguments, vars)),
@@ -155,6 +175,22 @@ export class ScriptedProvider implements ModelProvider {
       finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
     };
   }
+}
+
+/**
+ * The round's calls under a forced tool choice, as a model obeying it would make them: a named tool
+ * keeps only the round's calls to it (one with `{}` arguments when it has none); `required` adds a
+ * call to the first offered tool when the round calls none.
+ */
+function forced(calls: ScriptedRound['toolCalls'], request: ModelRequest): ScriptedRound['toolCalls'] {
+  const choice = request.toolChoice;
+  if (!choice) return calls;
+  if (choice.type === 'tool') {
+    const own = calls.filter((c) => c.name === choice.name);
+    return own.length > 0 ? own : [{ name: choice.name, arguments: {} }];
+  }
+  const first = request.tools[0];
+  return calls.length > 0 || !first ? calls : [{ name: first.name, arguments: {} }];
 }
 
 function position(messages: ChatMessage[]): { round: number; vars: Record<string, string> } {

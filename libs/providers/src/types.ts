@@ -1,4 +1,4 @@
-import type { ResponseFormat } from '@switchboard/contracts';
+import type { ResponseFormat, ToolChoice } from '@switchboard/contracts';
 
 /** The provider-neutral message and tool-call model every provider maps to and from. */
 
@@ -68,6 +68,8 @@ export interface ModelRequest {
    * sends it natively, one that does not tells the model in words. The engine validates either way.
    */
   responseFormat?: ResponseFormat;
+  /** Force a tool call (`required`) or the named tool; absent: the model decides (docs/adr/0047). */
+  toolChoice?: ToolChoice;
 }
 
 export interface ModelResponse {

@@ -49,8 +49,11 @@ export type AnswerOutcome =
       traceContext: unknown;
       events: CommittedEvent[];
     }
-  /** The same outputs were stored before (a replayed request): nothing changed. */
-  | { kind: 'replayed'; turnId: string; sessionId: string }
+  /**
+   * The same outputs were stored before (a replayed request): nothing changed. `afterSeq`: the
+   * journal seq that answer committed (its last `client_tool_answered`), what a first answer gave.
+   */
+  | { kind: 'replayed'; turnId: string; sessionId: string; afterSeq: number }
   /** Ids that are not a pending or answered call of the tenant (or of the named turn). */
   | { kind: 'unknown'; callIds: string[] }
   /** Pending calls of the turn the answer left out: all of them are answered at once. */
@@ -138,7 +141,11 @@ export class ClientToolStore {
       if (settled.length > 0) {
         const otherwise = settled.filter((x) => x.row.status !== 'answered' || x.row.output !== x.output);
         if (otherwise.length === 0 && settled.length === answers.length) {
-          return { kind: 'replayed', turnId, sessionId };
+          const answeredAt = await tx.first<{ seq: number | null }>(sql`
+            SELECT max(seq)::int AS seq FROM events
+            WHERE session_id = ${sessionId}::uuid AND turn_id = ${turnId}::uuid
+              AND type = 'client_tool_answered' AND data->>'callId' = ANY(${ids}::text[])`);
+          return { kind: 'replayed', turnId, sessionId, afterSeq: answeredAt?.seq ?? 0 };
         }
         const expired = settled.filter((x) => x.row.status === 'expired');
         const cancelled = settled.filter((x) => x.row.status === 'cancelled');

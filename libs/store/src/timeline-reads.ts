@@ -30,6 +30,8 @@ export interface TimelineRead {
   }[];
   approvals: {
     id: string;
+    /** approval | client_tool (docs/adr/0047). */
+    kind: string;
     callId: string;
     toolName: string;
     arguments: unknown;
@@ -78,7 +80,7 @@ export async function readTimeline(
                   'result', c.result, 'error', c.error, 'startedAt', c.started_at,
                   'completedAt', c.completed_at, 'durationMs', c.duration_ms) ORDER BY c.started_at, c.id)
                 FROM tool_calls c WHERE c.turn_id = t.id), '[]'::json) AS "toolCalls",
-      COALESCE((SELECT json_agg(json_build_object('id', a.id, 'callId', a.call_id, 'toolName', a.tool_name,
+      COALESCE((SELECT json_agg(json_build_object('id', a.id, 'kind', a.kind, 'callId', a.call_id, 'toolName', a.tool_name,
                   'arguments', a.arguments, 'sideEffect', a.side_effect, 'policy', a.policy,
                   'status', a.status, 'reason', a.reason, 'decidedBy', a.decided_by,
                   'decidedAt', a.decided_at, 'createdAt', a.created_at) ORDER BY a.created_at, a.id)

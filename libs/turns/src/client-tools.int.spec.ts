@@ -111,6 +111,10 @@ describe('client tool waits', () => {
       });
     const outcomes = await Promise.all([answer(), answer(), answer()]);
     expect(outcomes.map((o) => o.kind).sort()).toEqual(['answered', 'replayed', 'replayed']);
+    // A replay names the seq the first answer committed (the continuation a protocol follows).
+    const first = outcomes.find((o) => o.kind === 'answered');
+    const answeredSeq = first?.kind === 'answered' ? Math.max(...first.events.map((e) => e.seq)) : -1;
+    for (const o of outcomes) if (o.kind === 'replayed') expect(o.afterSeq).toBe(answeredSeq);
     expect((await turnRow(turnId)).status).toBe('queued');
     const job = await turnsQueue.getJob(`${turnId}.${rows[0].id}`);
     expect(job).toBeDefined();
@@ -122,7 +126,7 @@ describe('client tool waits', () => {
     expect(types.filter((t) => t === 'client_tool_requested')).toHaveLength(1);
     expect(types.filter((t) => t === 'client_tool_answered')).toHaveLength(1);
     // Answered again after the end: replayed; another output: a conflict.
-    expect((await answer()).kind).toBe('replayed');
+    expect(await answer()).toMatchObject({ kind: 'replayed', afterSeq: answeredSeq });
     const other = await clientTools.answer({
       tenantId: ids.tenantId,
       results: [{ callId: callIds[0], output: 'rain' }],

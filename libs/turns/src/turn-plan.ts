@@ -1,4 +1,10 @@
-import { parseTenantSettings, ResponseFormat, ToolSelection, type Budgets } from '@switchboard/contracts';
+import {
+  parseTenantSettings,
+  ResponseFormat,
+  ToolChoice,
+  ToolSelection,
+  type Budgets,
+} from '@switchboard/contracts';
 import {
   DEFAULT_BUDGET,
   DEFAULT_EMBEDDER,
@@ -131,6 +137,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     ),
     // The client's tools and its answers (docs/adr/0047).
     ...(turn.clientTools ? { clientTools: turn.clientTools } : {}),
+    ...toolChoiceOf(turn.toolChoice),
     clientResults: load.decisions.flatMap((d) =>
       d.kind === 'client_tool'
         ? [{ callId: d.callId, status: d.status as 'answered', output: d.output ?? null }]
@@ -157,6 +164,12 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
  * stored value this version cannot read (written by a newer one) is not guessed at: the turn runs as
  * text rather than fail on a format it cannot enforce.
  */
+function toolChoiceOf(stored: unknown): Pick<PlannedInput, 'toolChoice'> {
+  if (stored == null) return {};
+  const parsed = ToolChoice.safeParse(stored);
+  return parsed.success ? { toolChoice: parsed.data } : {};
+}
+
 function responseFormatOf(stored: unknown): Pick<PlannedInput, 'responseFormat'> {
   if (stored == null) return {};
   const parsed = ResponseFormat.safeParse(stored);

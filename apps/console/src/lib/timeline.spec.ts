@@ -175,6 +175,7 @@ describe('approvalWaitMs', () => {
   it('is requested to decided, or to now while pending', () => {
     const a = {
       id: 'a',
+      kind: 'approval' as const,
       status: 'approved' as const,
       policy: 'tool',
       requestedAt: iso(100),
@@ -202,11 +203,29 @@ describe('waterfall', () => {
               name: 'spawn_subagent',
               approval: {
                 id: 'a',
+                kind: 'approval',
                 status: 'approved',
                 policy: 'tool',
                 requestedAt: iso(300),
                 decidedAt: iso(400),
                 decidedBy: 'k',
+                reason: null,
+              },
+            }),
+            call({
+              callId: 'call_weather',
+              name: 'get_weather',
+              outcome: 'awaiting_client_tool',
+              startedAt: null,
+              completedAt: null,
+              approval: {
+                id: 'b',
+                kind: 'client_tool',
+                status: 'pending',
+                policy: 'client',
+                requestedAt: iso(400),
+                decidedAt: null,
+                decidedBy: null,
                 reason: null,
               },
             }),
@@ -229,6 +248,8 @@ describe('waterfall', () => {
       ['tool', 2, 'Tool call: spawn_subagent'],
       ['approval', 3, 'Approval wait: spawn_subagent'],
       ['child', 3, 'Child turn: helper'],
+      ['tool', 2, 'Tool call: get_weather'],
+      ['approval', 3, 'Client tool wait: get_weather'],
       ['hook', 1, 'Post-turn hook: learning'],
     ]);
     const byKey = Object.fromEntries(w.rows.map((r) => [r.key, r]));

@@ -68,6 +68,14 @@ export function childrenByCall(t: Pick<TurnTimeline, 'rounds' | 'children'>): {
   return { byCall, unplaced };
 }
 
+/**
+ * What a call's wait is called: a person's approval, or the client's tool (docs/adr/0047), whose
+ * result the client sends (answered, pending, expired, cancelled).
+ */
+export function waitLabel(approval: NonNullable<TimelineToolCall['approval']>): string {
+  return approval.kind === 'client_tool' ? 'Client tool wait' : 'Approval wait';
+}
+
 /** How long an approval kept a call waiting: requested to decided (or to `now` while pending). */
 export function approvalWaitMs(
   approval: NonNullable<TimelineToolCall['approval']>,
@@ -198,7 +206,7 @@ export function waterfall(t: TurnTimeline, now = Date.now()): Waterfall {
           key: `call-${c.callId}-approval`,
           kind: 'approval',
           depth: 3,
-          label: `Approval wait: ${c.name}`,
+          label: `${waitLabel(c.approval)}: ${c.name}`,
           status: c.approval.status,
           from: c.approval.requestedAt,
           to: c.approval.decidedAt,

@@ -1,4 +1,4 @@
-import type { TurnResponse } from '@switchboard/contracts';
+import { TurnTimelineResponse, type TurnResponse } from '@switchboard/contracts';
 import type { StoredRoundContext, TimelineRead } from '@switchboard/store';
 import { assembleRoundContext, assembleTimeline, callRoundsOf } from './turn-timeline';
 
@@ -115,6 +115,7 @@ const read = (over: Partial<TimelineRead> = {}): TimelineRead => ({
   approvals: [
     {
       id: '01900000-0000-7000-8000-0000000000a1',
+      kind: 'approval',
       callId: 'call_w',
       toolName: 'write',
       arguments: { to: 'y' },
@@ -184,6 +185,70 @@ describe('assembleTimeline', () => {
     });
     // Placed in the round after which the journal first named them.
     expect(t.rounds[0].toolCalls.map((c) => c.callId).sort()).toEqual(['call_r', 'call_w']);
+  });
+
+  it('client tool waits (docs/adr/0047) are their own gate: pending awaits the client, answered, expired', () => {
+    const base = read();
+    const wait = (callId: string, status: string, decidedAt: string | null) => ({
+      ...base.approvals[0],
+      id: `01900000-0000-7000-8000-0000000000${{ call_p1: 'd1', call_a1: 'd2' }[callId] ?? 'd3'}`,
+      kind: 'client_tool',
+      callId,
+      toolName: 'get_weather',
+      sideEffect: 'network',
+      policy: 'client',
+      status,
+      reason: null,
+      decidedBy: decidedAt ? 'chat.completions' : null,
+      decidedAt,
+    });
+    const c = assembleTimeline({
+      turn: turn({ status: 'awaiting_client_tool' }),
+      read: read({
+        events: [
+          ...base.events,
+          ev(9, 'client_tool_requested', {
+            callId: 'call_0123abcd',
+            modelCallId: 'call_p1',
+            name: 'get_weather',
+          }),
+        ],
+        toolCalls: [
+          {
+            ...base.toolCalls[0],
+            id: '01900000-0000-7000-8000-0000000000c4',
+            callId: 'call_a1',
+            name: 'get_weather',
+            sideEffect: 'network',
+          },
+        ],
+        approvals: [
+          wait('call_p1', 'pending', null),
+          wait('call_a1', 'answered', at(5)),
+          wait('call_e1', 'expired', at(6)),
+        ],
+      }),
+    });
+    const calls = Object.fromEntries(c.rounds.flatMap((r) => r.toolCalls).map((x) => [x.callId, x]));
+    expect(calls.call_p1).toMatchObject({
+      id: null,
+      name: 'get_weather',
+      outcome: 'awaiting_client_tool',
+      gates: [{ gate: 'client_tool', outcome: 'pending' }],
+      approval: { kind: 'client_tool', status: 'pending', decidedAt: null },
+    });
+    // Placed by the journal's model call id (the event names the client's id as callId).
+    expect(c.rounds[1].toolCalls.map((x) => x.callId)).toContain('call_p1');
+    expect(calls.call_a1).toMatchObject({
+      outcome: 'succeeded',
+      gates: [{ gate: 'client_tool', outcome: 'answered' }],
+      approval: { kind: 'client_tool', status: 'answered', decidedBy: 'chat.completions' },
+    });
+    expect(calls.call_e1).toMatchObject({
+      outcome: 'failed',
+      gates: [{ gate: 'client_tool', outcome: 'expired' }],
+    });
+    expect(() => TurnTimelineResponse.parse(c)).not.toThrow();
   });
 
   it('the trace id and its Jaeger link; none without JAEGER_UI_URL or a traceparent', () => {

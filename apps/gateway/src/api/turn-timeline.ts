@@ -136,7 +136,8 @@ export function callRoundsOf(events: Journal): Map<string, number> {
     const round = num(e.data?.round);
     if ((e.type === 'provider_round_started' || e.type === 'provider_round_completed') && round !== undefined)
       current = round;
-    const callId = str(e.data?.callId);
+    // A client tool's events (docs/adr/0047) name the client's id; the call is the model's.
+    const callId = str(e.data?.modelCallId) ?? str(e.data?.callId);
     if (callId && current !== undefined && !rounds.has(callId)) rounds.set(callId, current);
   }
   return rounds;
@@ -177,6 +178,7 @@ export function assembleToolCalls(read: TimelineRead): TimelineToolCall[] {
     if (!a) return null;
     return {
       id: a.id,
+      kind: a.kind === 'client_tool' ? 'client_tool' : 'approval',
       status: a.status as NonNullable<TimelineToolCall['approval']>['status'],
       policy: a.policy,
       requestedAt: iso(a.createdAt)!,
@@ -231,7 +233,7 @@ export function assembleToolCalls(read: TimelineRead): TimelineToolCall[] {
       effectClass: a.sideEffect as TimelineToolCall['effectClass'],
       gates: gatesOf(approval, undefined),
       approval,
-      outcome: a.status === 'pending' ? 'awaiting_approval' : a.status === 'approved' ? 'running' : 'refused',
+      outcome: unrunOutcome(a.kind, a.status),
       error: null,
       startedAt: null,
       completedAt: null,
@@ -251,8 +253,22 @@ function gatesOf(
   const gates: TimelineToolCall['gates'] = [];
   const refusedAt = errorKind ? REFUSED[errorKind] : undefined;
   if (refusedAt && refusedAt !== 'approval') gates.push({ gate: refusedAt, outcome: 'refused' });
-  if (approval) gates.push({ gate: 'approval', outcome: approval.status });
+  if (approval) gates.push({ gate: approval.kind, outcome: approval.status });
   return gates;
+}
+
+/**
+ * A waited-on call without its tool_calls row yet: a person's approval pending, approved (its run is
+ * next) or refused; the client's tool (docs/adr/0047) pending, answered (recorded when the turn
+ * resumes), expired (the turn ends client_tool_timeout) or cancelled with the turn.
+ */
+function unrunOutcome(kind: string, status: string): TimelineToolCall['outcome'] {
+  if (kind === 'client_tool') {
+    if (status === 'pending') return 'awaiting_client_tool';
+    if (status === 'answered') return 'running';
+    return status === 'cancelled' ? 'cancelled' : 'failed';
+  }
+  return status === 'pending' ? 'awaiting_approval' : status === 'approved' ? 'running' : 'refused';
 }
 
 function outcomeOf(status: string, errorKind: string | undefined): TimelineToolCall['outcome'] {

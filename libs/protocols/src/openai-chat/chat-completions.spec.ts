@@ -6,6 +6,7 @@ import {
   type TurnResponse,
 } from '@switchboard/contracts';
 import {
+  chatToolChoice,
   chatClientTools,
   completionOf,
   createdAt,
@@ -166,9 +167,25 @@ describe('unsupportedChatParameter', () => {
     ).toBeUndefined();
   });
 
+  it("maps tool_choice to the turn's forced choice: required and a named function; auto and none force nothing", () => {
+    expect(chatToolChoice({ tool_choice: 'required' })).toEqual({ type: 'required' });
+    expect(chatToolChoice({ tool_choice: { type: 'function', function: { name: 'lookup' } } })).toEqual({
+      type: 'tool',
+      name: 'lookup',
+    });
+    expect(chatToolChoice({ tool_choice: 'auto' })).toBeUndefined();
+    expect(chatToolChoice({ tool_choice: 'none' })).toBeUndefined();
+    expect(chatToolChoice({})).toBeUndefined();
+    const body = ChatCompletionRequest.parse({
+      model: 'a',
+      messages: [{ role: 'user', content: 'hi' }],
+      tool_choice: 'required',
+    });
+    expect(unsupportedChatParameter(body)).toBeUndefined();
+  });
+
   it.each([
     [{ functions: [{ name: 'f' }] }, 'functions', 'unsupported_parameter'],
-    [{ tool_choice: 'required' }, 'tool_choice', 'unsupported_value'],
     [{ function_call: { name: 'f' } }, 'function_call', 'unsupported_parameter'],
     [{ n: 2 }, 'n', 'unsupported_value'],
     [{ top_logprobs: 2 }, 'logprobs', 'unsupported_parameter'],

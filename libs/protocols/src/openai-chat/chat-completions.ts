@@ -10,6 +10,7 @@ import {
   type OpenAiErrorResponse,
   type TurnResponse,
   type ErrorAnswer,
+  type ToolChoice,
 } from '@switchboard/contracts';
 
 /**
@@ -203,6 +204,14 @@ export function chatClientTools(
     description: t.function.description ?? '',
     parameters: t.function.parameters ?? { type: 'object', properties: {} },
   }));
+}
+
+/** The request's `tool_choice` as the turn's forced choice (docs/adr/0047); undefined: `auto`/`none`. */
+export function chatToolChoice(req: Pick<ChatCompletionRequest, 'tool_choice'>): ToolChoice | undefined {
+  const c = req.tool_choice;
+  if (c === undefined || c === 'auto' || c === 'none') return undefined;
+  if (c === 'required') return { type: 'required' };
+  return { type: 'tool', name: c.function.name };
 }
 
 /** Names the i-th declared tool's field as OpenAI's `param` does. */

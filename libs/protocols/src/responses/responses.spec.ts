@@ -2,6 +2,7 @@ import {
   CreateResponseRequest,
   ResponseObject,
   unsupportedResponsesParameter,
+  responsesToolChoice,
   type TurnResponse,
 } from '@switchboard/contracts';
 import { OpenAiError } from '../openai-chat/chat-completions';
@@ -14,6 +15,7 @@ import {
   planInput,
   unpackCompaction,
   requestRecordOf,
+  echoedTools,
   ResponseBuilder,
   responseIdOf,
   statusOf,
@@ -36,6 +38,41 @@ describe('requestRecordOf', () => {
     expect(requestRecordOf({ responses: { store: false } }, 'm').store).toBe(false);
     expect(requestRecordOf({ responses: {} }, 'm').store).toBe(true);
     expect(requestRecordOf(null, 'm').store).toBe(true);
+  });
+
+  it('keeps the declared function tools and tool choice, which the response echoes (docs/adr/0047)', () => {
+    const declared = echoedTools({
+      tools: [
+        { type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: true },
+        { type: 'function', name: 'bare' },
+      ],
+      tool_choice: { type: 'function', name: 'get_weather' },
+    });
+    expect(declared).toEqual({
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          description: null,
+          parameters: { type: 'object' },
+          strict: true,
+        },
+        { type: 'function', name: 'bare', description: null, parameters: null, strict: null },
+      ],
+      tool_choice: { type: 'function', name: 'get_weather' },
+    });
+    expect(echoedTools({ tool_choice: 'auto' })).toEqual({});
+    const record = requestRecordOf({ responses: { model: 'helper', ...declared } }, 'm');
+    const r = new ResponseBuilder({ ...meta, record }).snapshot('in_progress');
+    expect(() => ResponseObject.parse(r)).not.toThrow();
+    expect(r.tools).toEqual(declared.tools);
+    expect(r.tool_choice).toEqual({ type: 'function', name: 'get_weather' });
+    // A record this version cannot read echoes nothing rather than fail.
+    const odd = requestRecordOf({ responses: { tools: [{ type: 'web_search' }], tool_choice: 7 } }, 'm');
+    expect(new ResponseBuilder({ ...meta, record: odd }).snapshot('in_progress')).toMatchObject({
+      tools: [],
+      tool_choice: 'auto',
+    });
   });
 });
 
@@ -311,7 +348,17 @@ describe('unsupportedResponsesParameter', () => {
     });
     // store: false is honoured (docs/adr/0035), not refused.
     expect(parse({ store: false })).toBeUndefined();
-    expect(parse({ tool_choice: 'required' })).toMatchObject({
+    // required and a named function are forced for the first round (docs/adr/0047); others refused.
+    expect(parse({ tool_choice: 'required' })).toBeUndefined();
+    expect(parse({ tool_choice: { type: 'function', name: 'f' } })).toBeUndefined();
+    expect(responsesToolChoice({ type: 'function', name: 'f' })).toEqual({ type: 'tool', name: 'f' });
+    expect(responsesToolChoice('required')).toEqual({ type: 'required' });
+    expect(responsesToolChoice('auto')).toBeUndefined();
+    expect(parse({ tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } })).toMatchObject({
+      param: 'tool_choice',
+      code: 'unsupported_value',
+    });
+    expect(parse({ tool_choice: { type: 'web_search' } })).toMatchObject({
       param: 'tool_choice',
       code: 'unsupported_value',
     });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
 import {
   ClientToolRefused,
   SessionRefused,
@@ -6,6 +7,8 @@ import {
   isEnded,
   responsesMessageImages,
   responsesMessageText,
+  ResponseFunctionTool,
+  ResponseToolChoice,
   TextFormat,
   type MessageImage,
   type CompactionObject,
@@ -141,6 +144,34 @@ export interface ResponseRequestRecord {
   text_format?: TextFormat;
   /** False: `store: false` (not retrievable, continued only on its WebSocket; docs/adr/0035). */
   store: boolean;
+  /** The function tools the request declared (docs/adr/0047), echoed; absent: none. */
+  tools?: ResponseFunctionTool[];
+  /** The `tool_choice` it gave, echoed; absent: `auto`. */
+  tool_choice?: ResponseToolChoice;
+}
+
+/** The request's function tools and tool choice as the response echoes them (none: nothing kept). */
+export function echoedTools(
+  req: Pick<CreateResponseRequest, 'tools' | 'tool_choice'>,
+): Pick<ResponseRequestRecord, 'tools' | 'tool_choice'> {
+  const tools = (req.tools ?? []).flatMap((t) =>
+    t.type === 'function'
+      ? [
+          {
+            type: 'function' as const,
+            name: t.name ?? '',
+            description: t.description ?? null,
+            parameters: t.parameters ?? null,
+            strict: t.strict ?? null,
+          },
+        ]
+      : [],
+  );
+  const choice = ResponseToolChoice.safeParse(req.tool_choice);
+  return {
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(choice.success && choice.data !== 'auto' ? { tool_choice: choice.data } : {}),
+  };
 }
 
 /** The record on a message's metadata, read tolerantly (a message admitted elsewhere has none). */
@@ -155,6 +186,17 @@ export function requestRecordOf(metadata: unknown, fallbackModel: string): Respo
     imported: typeof r.imported === 'number' ? r.imported : 0,
     ...textFormatOf(r.text_format),
     store: r.store !== false,
+    ...toolsOf(r.tools, r.tool_choice),
+  };
+}
+
+/** Recorded tools and tool choice, read tolerantly: what this version cannot read is left out. */
+function toolsOf(tools: unknown, choice: unknown): Pick<ResponseRequestRecord, 'tools' | 'tool_choice'> {
+  const t = z.array(ResponseFunctionTool).safeParse(tools);
+  const c = ResponseToolChoice.safeParse(choice);
+  return {
+    ...(t.success && t.data.length > 0 ? { tools: t.data } : {}),
+    ...(c.success ? { tool_choice: c.data } : {}),
   };
 }
 
@@ -655,8 +697,8 @@ export class ResponseBuilder {
       output,
       output_text: output.flatMap((i) => (i.type === 'message' ? i.content.map((c) => c.text) : [])).join(''),
       error: ended && !waiting ? errorOf(turn) : null,
-      tools: [],
-      tool_choice: 'auto',
+      tools: structuredClone(r.tools ?? []),
+      tool_choice: r.tool_choice ?? 'auto',
       truncation: 'disabled',
       parallel_tool_calls: true,
       text: { format: r.text_format ?? { type: 'text' } },

@@ -58,6 +58,8 @@ export interface TurnRow {
    * one costs no extra statement when it starts running.
    */
   hasPushConfigs?: boolean;
+  /** The tool choice forced for the turn's first round (docs/adr/0047); null: auto. */
+  toolChoice?: unknown;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -321,7 +323,7 @@ const TURN_JSON = sql`json_build_object(
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
-  'clientTools', ut.client_tools,
+  'clientTools', ut.client_tools, 'toolChoice', ut.tool_choice,
   'hasPushConfigs', EXISTS (SELECT 1 FROM a2a_push_configs pc WHERE pc.turn_id = ut.id),
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id

@@ -145,6 +145,7 @@ const OUTCOME_NOTE: Partial<Record<TimelineToolCall['outcome'], string>> = {
   outcome_unknown:
     'Its worker stopped while this side-effecting call ran: the effect may or may not have happened.',
   awaiting_approval: 'Waiting for a person to approve or reject it.',
+  awaiting_client_tool: 'The client runs this tool: waiting for it to send the result.',
   refused: 'A gate refused it before it ran.',
 };
 
@@ -164,7 +165,15 @@ function ToolCallView({ call: c, spawned }: { call: TimelineToolCall; spawned: T
             ? 'none'
             : c.gates.map((g) => `${g.gate.replaceAll('_', ' ')}: ${g.outcome}`).join(', ')}
         </Fact>
-        {c.approval ? (
+        {c.approval?.kind === 'client_tool' ? (
+          <Fact term="Client tool">
+            <StatusBadge status={c.approval.status} /> {c.name}, run by the client, waited{' '}
+            {formatMs(approvalWaitMs(c.approval))}
+            {c.approval.decidedBy && c.approval.status === 'answered'
+              ? `, answered via ${c.approval.decidedBy}`
+              : ''}
+          </Fact>
+        ) : c.approval ? (
           <Fact term="Approval">
             <StatusBadge status={c.approval.status} /> {c.approval.policy} policy, waited{' '}
             {formatMs(approvalWaitMs(c.approval))}

@@ -12,6 +12,7 @@ import { TenantId } from '../../platform/auth/guard';
 import {
   chatClientToolRefusal,
   chatClientTools,
+  chatToolChoice,
   chatSessionRefusal,
   chatToolParam,
   completionOf,
@@ -38,7 +39,7 @@ const SESSION_HEADER = 'x-session-id';
 const ERRORS: [number, string][] = [
   [
     400,
-    'Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), or a model that is not the session’s agent',
+    'Invalid request (body, header), an OpenAI parameter the facade does not support, a `response_format` schema that is not a usable JSON Schema (`invalid_response_format`), a `tool_choice` naming no declared tool or `required` with no tool at all (`invalid_tool_choice`), or a model that is not the session’s agent',
   ],
   [401, 'Missing, invalid or revoked API key'],
   [
@@ -162,8 +163,10 @@ export class ChatCompletionsController {
     const agent = await this.turns.agent(tenantId, agentId);
     if (!agent) throw modelNotFound(body.model);
     let clientTools: ReturnType<typeof chatClientTools> = [];
+    let toolChoice: ReturnType<typeof chatToolChoice>;
     try {
       clientTools = this.turns.clientToolsFor(agent, chatClientTools(body), chatToolParam);
+      toolChoice = this.turns.toolChoiceFor(agent, clientTools, chatToolChoice(body), 'tool_choice');
     } catch (err) {
       chatClientToolRefusal(err);
     }
@@ -196,6 +199,7 @@ export class ChatCompletionsController {
       idempotencyKey,
       responseFormat,
       clientTools,
+      ...(toolChoice ? { toolChoice } : {}),
     });
     try {
       await this.answer(reply, body, { ...admitted, after: 0 }, idempotencyKey);

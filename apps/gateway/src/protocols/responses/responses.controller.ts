@@ -30,7 +30,8 @@ const ERRORS: [number, string][] = [
   [
     400,
     'Invalid request (body, query, header), a parameter the adapter does not support (a tool type other ' +
-      'than `function`, `tool_choice` `required`…), a client tool that clashes with the agent’s ' +
+      'than `function`, an `allowed_tools` `tool_choice`…), a `tool_choice` naming no declared tool ' +
+      '(`invalid_tool_choice`), a client tool that clashes with the agent’s ' +
       '(`tool_name_clash`) or whose parameters are no usable JSON Schema (`invalid_schema`), ' +
       '`function_call_output` items that leave a pending call unanswered (`missing_call`), a `text.format` ' +
       'schema that is not a usable JSON Schema (`invalid_response_format`), or a `previous_response_id` of ' +

@@ -3,8 +3,10 @@ import { AGENT_TURNS, type AgentTurns, type StartedTurn } from '@switchboard/age
 import {
   fromTextFormat,
   responseFormatProblem,
+  responsesToolChoice,
   unsupportedResponsesParameter,
   type CreateResponseRequest,
+  type ToolChoice,
   type TurnResponse,
 } from '@switchboard/contracts';
 import {
@@ -18,6 +20,7 @@ import {
   responseRefOf,
   responsesClientToolRefusal,
   responsesClientTools,
+  echoedTools,
   responsesSessionRefusal,
   responsesToolParam,
   type ResponseMeta,
@@ -93,8 +96,15 @@ export class ResponsesService {
     const agent = await this.turns.agent(tenantId, agentId);
     if (!agent) throw modelNotFound(body.model, 'GET /v1/models');
     let clientTools: ReturnType<typeof responsesClientTools> = [];
+    let toolChoice: ToolChoice | undefined;
     try {
       clientTools = this.turns.clientToolsFor(agent, responsesClientTools(body), responsesToolParam);
+      toolChoice = this.turns.toolChoiceFor(
+        agent,
+        clientTools,
+        responsesToolChoice(body.tool_choice) ?? undefined,
+        'tool_choice',
+      );
     } catch (err) {
       responsesClientToolRefusal(err);
     }
@@ -130,6 +140,7 @@ export class ResponsesService {
       imported: previous ? 0 : plan.history.length,
       store: body.store !== false,
       ...(responseFormat && body.text?.format ? { text_format: body.text.format } : {}),
+      ...echoedTools(body),
     };
     const admitted = await this.turns.admit({
       tenantId,
@@ -140,6 +151,7 @@ export class ResponsesService {
       idempotencyKey,
       responseFormat,
       clientTools,
+      ...(toolChoice ? { toolChoice } : {}),
     });
     return { meta: { turnId: admitted.turnId, sessionId, record }, admitted };
   }
@@ -175,6 +187,8 @@ export class ResponsesService {
       previous_response_id: previous,
       metadata: body.metadata ?? first.meta.record.metadata,
       store: body.store !== false && first.meta.record.store,
+      // What this request declared (a stock loop resends its tools); without any, the first's.
+      ...(body.tools !== undefined || body.tool_choice != null ? echoedTools(body) : {}),
     };
     return {
       meta: { turnId: answered.turnId, sessionId: answered.sessionId, record, after: answered.afterSeq },
