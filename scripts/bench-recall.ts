@@ -12,9 +12,9 @@ import { Admission } from '@switchboard/admission';
 import { newId, QueueName } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { NO_CONTEXT, TurnEngine, type ContextSources } from '@switchboard/engine';
-import { memoryRecall, MemoryStore, writeMemory, type MemoryWrite } from '@switchboard/memory';
+import { MemorySearch, memoryRecall, writeMemory, type MemoryWrite } from '@switchboard/memory';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { ProviderRegistry, type ModelProvider, type ModelResponse } from '@switchboard/providers';
+import { EmbedderRegistry, ProviderRegistry, type ModelProvider, type ModelResponse } from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
 import { sql, sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedSession, seedTenant } from '@switchboard/testing';
@@ -125,7 +125,7 @@ async function main() {
   const postTurn = new Queue(QueueName.PostTurn, { connection: redis, prefix: env.queuePrefix });
   try {
     const sqlDb = sqlDbFor(poolOf(env.db), 'bench');
-    const store = new MemoryStore(sqlDb);
+    const store = new MemorySearch(sqlDb, new EmbedderRegistry());
     const small = await seedTenant(env.db, 'small', { model: 'instant/m' });
     const large = await seedTenant(env.db, 'large', { model: 'instant/m' });
     const seedRecords = async (tenantId: string, agentId: string, n: number) => {

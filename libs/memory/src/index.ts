@@ -6,3 +6,6 @@ export * from './source-ref';
 export * from './store';
 export * from './tools';
 export * from './recall';
+export * from './vectors';
+export * from './search';
+export * from './embed-job';

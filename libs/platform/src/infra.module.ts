@@ -13,7 +13,8 @@ import { TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
-import { MemoryStore, memoryTools } from '@switchboard/memory';
+import { MemorySearch, memoryTools } from '@switchboard/memory';
+import { EmbedderRegistry } from '@switchboard/providers';
 import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
@@ -22,7 +23,7 @@ import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
+import { CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
 import { QueueWorkers, WorkerFailures } from './worker';
 
 @Injectable()
@@ -101,14 +102,16 @@ export class InfraModule {
           });
         },
       },
+      // The embedders memory's vectors come from (docs/adr/0050): the built-in local ones.
+      { provide: EMBEDDERS, useFactory: () => new EmbedderRegistry() },
       {
         provide: TOOLS,
-        inject: [DB, METRICS, TASKS],
+        inject: [DB, METRICS, TASKS, EMBEDDERS],
         // Tools that need the database (memory_search, memory_get) share the process's pool.
-        useFactory: (db: Db, metrics: Metrics, tasks: TaskService) =>
+        useFactory: (db: Db, metrics: Metrics, tasks: TaskService, embedders: EmbedderRegistry) =>
           new ToolRegistry([
             ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
-            ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
+            ...memoryTools(new MemorySearch(sqlDbFor(poolOf(db), 'memory', metrics), embedders)),
             tokenjuiceRetrieveTool(
               new OriginalsStore(
                 sqlDbFor(poolOf(db), 'tokenjuice', metrics),

@@ -24,7 +24,7 @@ export type NewAgent = Pick<
   | 'allowedSubagents'
   | 'approvalRequired'
   | 'toolResultCompression'
-> & { budgets: Prisma.InputJsonValue; archivist?: Prisma.InputJsonValue };
+> & { budgets: Prisma.InputJsonValue; archivist?: Prisma.InputJsonValue; memory?: Prisma.InputJsonValue };
 
 /** The fields a change may set: those of the request that creates one. */
 export type AgentChange = Partial<CreateAgentRequest>;

@@ -1,4 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import {
   AgentDetailResponse,
   AgentPageResponse,
@@ -6,8 +8,13 @@ import {
   AppError,
   newId,
   notFound,
+  parseMemorySettings,
+  QueueName,
   type CreateAgentRequest,
+  type MemorySettings,
 } from '@switchboard/contracts';
+import { enqueueMemoryEmbed } from '@switchboard/memory';
+import type { EmbedderRegistry } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
 import { agentToolStatus, type SqlDb } from '@switchboard/store';
 import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
@@ -17,7 +24,7 @@ import { TenantId } from '../platform/auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from './presenters';
-import { CONFIG, TOOLS } from '@switchboard/platform';
+import { CONFIG, EMBEDDERS, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
 import { agentStatus, agentStatuses } from '@switchboard/work-items';
 import { presentLifecycle } from './agent-lifecycle.controller';
@@ -31,7 +38,31 @@ export class AgentsController {
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(EMBEDDERS) private readonly embedders: EmbedderRegistry,
+    @Inject(getQueueToken(QueueName.MemoryEmbed)) private readonly embedQueue: Queue,
   ) {}
+
+  /** An embedder the deployment does not have is refused (400) before anything is written (docs/adr/0050). */
+  private checkEmbedder(memory: MemorySettings | undefined): void {
+    if (!memory?.embedder) return;
+    try {
+      this.embedders.resolve(memory.embedder);
+    } catch {
+      const message = `unknown embedder "${memory.embedder}"`;
+      throw new AppError('validation_failed', message, {
+        issues: [{ path: 'memory.embedder', message }],
+      });
+    }
+  }
+
+  /**
+   * A new or changed embedder (or none any more) starts the re-embedding job. A publish that fails
+   * does not fail the change: the next write to the agent's memory publishes it again.
+   */
+  private async reembed(tenantId: string, agentId: string, before: unknown, after: unknown): Promise<void> {
+    if (parseMemorySettings(before).embedder === parseMemorySettings(after).embedder) return;
+    await enqueueMemoryEmbed(this.embedQueue, { tenantId, agentId }).catch(() => undefined);
+  }
 
   /**
    * Tools a worker registers that the gateway does not run (sub-agent and memory tools, named by
@@ -69,6 +100,7 @@ export class AgentsController {
   })
   async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
     const b = body;
+    this.checkEmbedder(b.memory);
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     const base = b.archetype ? archetype(b.archetype) : undefined;
@@ -88,8 +120,11 @@ export class AgentsController {
       budgets: b.budgets ?? {},
       toolResultCompression: b.toolResultCompression ?? 'auto',
       archivist: b.archivist ?? {},
+      memory: b.memory ?? {},
     };
-    return presentAgent(await this.agents.create(data));
+    const created = await this.agents.create(data);
+    await this.reembed(tenantId, created.id, {}, created.memory);
+    return presentAgent(created);
   }
 
   @Get()
@@ -173,10 +208,12 @@ export class AgentsController {
   ): Promise<AgentResponse> {
     const agent = refuseBuiltIn(await this.find(tenantId, id));
     const b = body as Partial<CreateAgentRequest>;
+    this.checkEmbedder(b.memory);
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
     const row = await this.agents.update(agent, b);
+    await this.reembed(tenantId, row.id, agent.memory, row.memory);
     return presentAgent(row);
   }
 

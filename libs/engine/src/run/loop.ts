@@ -83,6 +83,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
   });
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
+  for (const w of run.context.warnings) await run.cp.emit('context_degraded', w);
   run.toolSpecs = [
     ...run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed'),
     // The client's tools (docs/adr/0047), offered beside the agent's as the client declared them.

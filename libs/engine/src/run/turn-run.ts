@@ -43,7 +43,7 @@ export class TurnRun {
   history: ChatMessage[];
   compacted = false;
   /** Memory and the context pack, loaded once before the first round. */
-  context: LoadedContext = { memory: null, contextPack: null, failed: [] };
+  context: LoadedContext = { memory: null, contextPack: null, failed: [], warnings: [] };
   /** The tool specs sent with every round. */
   toolSpecs: ToolSpec[] = [];
   private toolView?: ToolRegistry;
