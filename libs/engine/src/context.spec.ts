@@ -86,7 +86,20 @@ describe('loading context', () => {
     const sources: ContextSources = { memory: slow('m'), contextPack: slow(new Error('vector store down')) };
     const ctx = await loadContext(sources, { tenantId: 't', sessionId: 's', turnId: 'u', input: 'q' });
     expect(peak).toBe(2);
-    expect(ctx).toEqual({ memory: 'm', contextPack: null, failed: ['context_pack'] });
+    expect(ctx).toEqual({ memory: 'm', contextPack: null, failed: ['context_pack'], warnings: [] });
+  });
+
+  it('collects what a source warns about (a degraded recall, docs/adr/0050)', async () => {
+    const sources: ContextSources = {
+      memory: async (q) => {
+        q.warn?.('memory', 'the embedder x/y failed: full-text only');
+        return 'm';
+      },
+      contextPack: async () => null,
+    };
+    const ctx = await loadContext(sources, { tenantId: 't', sessionId: 's', turnId: 'u', input: 'q' });
+    expect(ctx.memory).toBe('m');
+    expect(ctx.warnings).toEqual([{ source: 'memory', message: 'the embedder x/y failed: full-text only' }]);
   });
 
   it('the engine loads context once per run, for the turn’s input, and sends it to the model', async () => {
