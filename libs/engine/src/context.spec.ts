@@ -137,4 +137,40 @@ describe('loading context', () => {
     expect(seen[0][1].content).toContain('<evidence kind="memory">\nprefers short answers\n</evidence>');
     expect(events).not.toContain('context_unavailable');
   });
+
+  it('journals a context_degraded warning when recall fell back, and the turn completes (docs/adr/0050)', async () => {
+    const provider: ModelProvider = {
+      name: 'fake',
+      complete: async (): Promise<ModelResponse> => ({
+        text: 'ok',
+        toolCalls: [],
+        usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 },
+        finishReason: 'stop',
+      }),
+    };
+    const engine = new TurnEngine({
+      providers: new ProviderRegistry({}, [provider]),
+      tools: new ToolRegistry([]),
+      context: {
+        memory: async (q) => {
+          q.warn?.('memory', 'the embedder openai/x failed (timeout): full-text only');
+          return 'a full-text hit';
+        },
+        contextPack: async () => null,
+      },
+    });
+    const events: [string, unknown][] = [];
+    const cp: TurnCheckpoints = checkpoints({ emit: async (type, data) => void events.push([type, data]) });
+    const outcome = await engine.run(
+      turnInput({ systemPrompt: 'S', turnMessages: [{ role: 'user', content: 'hello' }] }),
+      cp,
+      new AbortController().signal,
+    );
+    expect(outcome.status).toBe('completed');
+    expect(events).toContainEqual([
+      'context_degraded',
+      { source: 'memory', message: 'the embedder openai/x failed (timeout): full-text only' },
+    ]);
+    expect(events.map(([t]) => t)).not.toContain('context_unavailable');
+  });
 });
