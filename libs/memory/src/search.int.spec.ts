@@ -37,7 +37,7 @@ class ConceptEmbedder implements EmbeddingProvider {
   }
   embed(r: EmbeddingRequest): Promise<EmbeddingResponse> {
     this.calls++;
-    if (this.mode === 'fail') return Promise.reject(new ProviderError('unavailable', 'embedder is down'));
+    if (this.mode === 'fail') return Promise.reject(new ProviderError('server', 'embedder is down'));
     if (this.mode === 'hang')
       return new Promise((_, reject) => r.signal?.addEventListener('abort', () => reject(new Error('aborted'))));
     const vectors = r.texts.map((t) => {
