@@ -12055,15 +12055,6 @@ export interface operations {
           'application/json': components['schemas']['MemoryEmbeddingStatus'];
         };
       };
-      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
       /** @description Missing, invalid or revoked credentials */
       401: {
         headers: {

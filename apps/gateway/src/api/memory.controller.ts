@@ -154,7 +154,7 @@ export class MemoryController {
       'a change of embedder, recall keeps the old set until the new one is complete, then switches.',
     status: 200,
     schema: MemoryEmbeddingStatusResponse,
-    errors: [400, 404],
+    errors: [404],
   })
   async embeddings(
     @TenantId() tenantId: string,
