@@ -20,9 +20,21 @@ import { Admission } from '@switchboard/admission';
 import { newId, QueueName } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { NO_CONTEXT, TurnEngine, type ContextSources } from '@switchboard/engine';
-import { decodeSourceRef, embedPending, MemorySearch, memoryRecall, writeMemory, type MemoryWrite } from '@switchboard/memory';
+import {
+  decodeSourceRef,
+  embedPending,
+  MemorySearch,
+  memoryRecall,
+  writeMemory,
+  type MemoryWrite,
+} from '@switchboard/memory';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { EmbedderRegistry, ProviderRegistry, type ModelProvider, type ModelResponse } from '@switchboard/providers';
+import {
+  EmbedderRegistry,
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelResponse,
+} from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
 import { sql, sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedSession, seedTenant } from '@switchboard/testing';
@@ -257,13 +269,19 @@ type Db = ReturnType<typeof sqlDbFor>;
  * count and the dimension, not the values), inserted in SQL.
  */
 async function vectorLatency(env: Env, db: Db) {
-  const sizes = values.vector.split(',').map(Number).filter((n) => n > 0);
+  const sizes = values.vector
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   const queries = Number(values['vector-queries']);
   const embedders = new EmbedderRegistry();
   const search = new MemorySearch(db, embedders);
   for (const n of sizes) {
     const agent = await seedTenant(env.db, `vector-${n}`, { model: 'instant/m' });
-    await env.db.agent.update({ where: { id: agent.agentId }, data: { memory: { embedder: 'local/hash-256' }, memoryVectorsModel: 'local/hash-256' } });
+    await env.db.agent.update({
+      where: { id: agent.agentId },
+      data: { memory: { embedder: 'local/hash-256' }, memoryVectorsModel: 'local/hash-256' },
+    });
     const t0 = performance.now();
     const all = records(agent.tenantId, agent.agentId, n);
     for (let i = 0; i < all.length; i += 1000) await writeMemory(db, all.slice(i, i + 1000));
@@ -274,7 +292,9 @@ async function vectorLatency(env: Env, db: Db) {
       FROM memory_records m WHERE m.agent_id = ${agent.agentId}::uuid`);
     await db.execute(sql`ANALYZE memory_records`);
     await db.execute(sql`ANALYZE memory_embeddings`);
-    console.log(`vector: seeded ${n} records with vectors in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `vector: seeded ${n} records with vectors in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const inputs = Array.from({ length: queries }, () => `Could you tell me about ${sentence(6)}?`);
     for (const mode of ['fts', 'vector', 'hybrid'] as const) {
       for (const input of inputs.slice(0, 5)) await search.search({ ...agent, query: input, limit: 5, mode });
@@ -307,15 +327,28 @@ async function quality(env: Env, db: Db) {
   await env.db.agent.update({ where: { id: agent.agentId }, data: { memory: { embedder: ref } } });
   await writeMemory(
     db,
-    corpus.records.map((r) => ({ ...agent, kind: r.kind, title: r.title, content: r.content, dedupeKey: r.id, provenance: { source: 'api' } })),
+    corpus.records.map((r) => ({
+      ...agent,
+      kind: r.kind,
+      title: r.title,
+      content: r.content,
+      dedupeKey: r.id,
+      provenance: { source: 'api' },
+    })),
   );
   const done = await embedPending(db, embedders, agent, { maxBatches: 1000 });
   if (!done.done) throw new Error('corpus not embedded');
   const ids = new Map(
-    (await db.rows<{ id: string; key: string }>(sql`SELECT id, dedupe_key AS key FROM memory_records WHERE agent_id = ${agent.agentId}::uuid`)).map((r) => [r.id, r.key]),
+    (
+      await db.rows<{ id: string; key: string }>(
+        sql`SELECT id, dedupe_key AS key FROM memory_records WHERE agent_id = ${agent.agentId}::uuid`,
+      )
+    ).map((r) => [r.id, r.key]),
   );
   const search = new MemorySearch(db, embedders);
-  console.log(`quality on ${corpus.questions.length} questions (${corpus.questions.filter((q) => q.paraphrase).length} paraphrases), embedder ${ref}:`);
+  console.log(
+    `quality on ${corpus.questions.length} questions (${corpus.questions.filter((q) => q.paraphrase).length} paraphrases), embedder ${ref}:`,
+  );
   for (const mode of ['fts', 'vector', 'hybrid'] as const) {
     const score = { all: [0, 0], para: [0, 0], literal: [0, 0] };
     let tokens = 0;

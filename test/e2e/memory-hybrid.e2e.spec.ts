@@ -37,7 +37,11 @@ describe('vector memory and hybrid search', () => {
     const unknown = await api.post('/v1/agents', { name: 'x', memory: { embedder: 'nobody/none' } });
     expect(unknown.status).toBe(400);
     expect(JSON.stringify(unknown.body)).toContain('memory.embedder');
-    for (const memory of [{ embedder: 'no-slash' }, { recall: 'semantic' }, { embedder: 'local/hash-256', extra: 1 }]) {
+    for (const memory of [
+      { embedder: 'no-slash' },
+      { recall: 'semantic' },
+      { embedder: 'local/hash-256', extra: 1 },
+    ]) {
       expect((await api.post('/v1/agents', { name: 'x', memory })).status).toBe(400);
     }
     expect((await api.get('/v1/agents')).body.data.length).toBe(before);
@@ -90,7 +94,13 @@ describe('vector memory and hybrid search', () => {
       const r = await sb.api.GET('/v1/agents/{id}/memory/embeddings', { params: { path: { id } } });
       return r.data?.complete ? r.data : undefined;
     });
-    expect(status).toEqual({ model: 'local/hash-256', target: 'local/hash-256', embedded: 3, total: 3, complete: true });
+    expect(status).toEqual({
+      model: 'local/hash-256',
+      target: 'local/hash-256',
+      embedded: 3,
+      total: 3,
+      complete: true,
+    });
 
     // Misspelt words: no full-text match, a close vector (the lexical embedder's trigrams).
     const search = (mode: 'fts' | 'hybrid', extra: { tags?: string } = {}) =>

@@ -239,7 +239,12 @@ export class HarnessModule {
           // Recall (docs/adr/0022, 0050): the agent's memory for the turn's input, one read outside any
           // transaction, bounded by RECALL_TIMEOUT_MS. The context pack is the agent's work items
           // (docs/adr/0031): the turn bound to its current item and the queue projected, one statement.
-          useFactory: (cfg: Config, db: Db, metrics: Metrics, embedders: EmbedderRegistry): ContextSources => {
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            metrics: Metrics,
+            embedders: EmbedderRegistry,
+          ): ContextSources => {
             const workItems = new WorkItemStore(
               sqlDbFor(poolOf(db), 'work-items', metrics),
               cfg.WORK_ITEM_RECHECK_MS,

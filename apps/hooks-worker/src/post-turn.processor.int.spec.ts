@@ -322,7 +322,11 @@ describe('PostTurnProcessor', () => {
       const records = await env.db.memoryRecord.count({ where: { agentId } });
       return rows.length > 0 && rows.length === records ? rows : undefined;
     });
-    expect(vectors.every((v) => v.model === 'local/hash-256' && v.dimensions === 256 && v.embedding.length === 256)).toBe(true);
+    expect(
+      vectors.every(
+        (v) => v.model === 'local/hash-256' && v.dimensions === 256 && v.embedding.length === 256,
+      ),
+    ).toBe(true);
     // The set is complete: recall compares it from now on.
     await waitFor(async () =>
       (await env.db.agent.findUnique({ where: { id: agentId } }))?.memoryVectorsModel === 'local/hash-256'
@@ -332,7 +336,10 @@ describe('PostTurnProcessor', () => {
     // An agent without an embedder gets no embedding job (and so no vectors).
     const plain = await endedTurn('no-embedder');
     await runTurnJob(plain.turnId, plain.tenantId);
-    const embedQueue = new Queue(QueueName.MemoryEmbed, { connection: createRedis(env.redisUrl), prefix: env.queuePrefix });
+    const embedQueue = new Queue(QueueName.MemoryEmbed, {
+      connection: createRedis(env.redisUrl),
+      prefix: env.queuePrefix,
+    });
     try {
       const jobs = await embedQueue.getJobs(['active', 'waiting', 'delayed', 'completed', 'failed']);
       expect(jobs.map((j) => (j.data as { agentId: string }).agentId)).toContain(agentId);

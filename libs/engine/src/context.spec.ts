@@ -64,9 +64,9 @@ describe('message assembly', () => {
       'work_items',
     ]);
     // The work-item projection alone frames the input as work_items; nothing frames it: transcript.
-    expect(assembledSources([], turn, { memory: null, contextPack: 'items', failed: [], warnings: [] })[1]).toBe(
-      'work_items',
-    );
+    expect(
+      assembledSources([], turn, { memory: null, contextPack: 'items', failed: [], warnings: [] })[1],
+    ).toBe('work_items');
     expect(assembledSources([], turn, none)[1]).toBe('transcript');
   });
 });

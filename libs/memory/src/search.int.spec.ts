@@ -39,7 +39,9 @@ class ConceptEmbedder implements EmbeddingProvider {
     this.calls++;
     if (this.mode === 'fail') return Promise.reject(new ProviderError('server', 'embedder is down'));
     if (this.mode === 'hang')
-      return new Promise((_, reject) => r.signal?.addEventListener('abort', () => reject(new Error('aborted'))));
+      return new Promise((_, reject) =>
+        r.signal?.addEventListener('abort', () => reject(new Error('aborted'))),
+      );
     const vectors = r.texts.map((t) => {
       const v = new Float32Array(4);
       for (const [re, i] of CONCEPTS) if (re.test(t)) v[i] = 1;
@@ -70,7 +72,13 @@ describe('MemorySearch (vectors and hybrid)', () => {
     await env?.cleanup();
   });
 
-  const rec = (tenantId: string, agentId: string, title: string, content: string, over: Partial<MemoryWrite> = {}): MemoryWrite => ({
+  const rec = (
+    tenantId: string,
+    agentId: string,
+    title: string,
+    content: string,
+    over: Partial<MemoryWrite> = {},
+  ): MemoryWrite => ({
     tenantId,
     agentId,
     kind: 'fact',
@@ -108,7 +116,12 @@ describe('MemorySearch (vectors and hybrid)', () => {
 
     const vec = await memory.search({ ...a, query: question, mode: 'vector' });
     expect(vec.used).toBe('vector');
-    expect(vec.hits.slice(0, 2).map((h) => h.title).sort()).toEqual(['Release cadence', 'Ship names']);
+    expect(
+      vec.hits
+        .slice(0, 2)
+        .map((h) => h.title)
+        .sort(),
+    ).toEqual(['Release cadence', 'Ship names']);
     expect(vec.hits.every((h) => h.path === 'vector')).toBe(true);
 
     // The agent's default with an embedder: hybrid.
@@ -232,7 +245,13 @@ describe('MemorySearch (vectors and hybrid)', () => {
     const theirs = await agentWith('isolation-theirs', { embedder: 'concepts/v1' });
     const sibling = newId();
     await env.db.agent.create({
-      data: { id: sibling, tenantId: mine.tenantId, name: 'sibling', model: 'scripted/demo', memory: { embedder: 'concepts/v1' } },
+      data: {
+        id: sibling,
+        tenantId: mine.tenantId,
+        name: 'sibling',
+        model: 'scripted/demo',
+        memory: { embedder: 'concepts/v1' },
+      },
     });
     const content = 'Deploys happen on Thursdays; ship it.';
     await memory.store.write([
@@ -245,7 +264,12 @@ describe('MemorySearch (vectors and hybrid)', () => {
       const r = await memory.search({ ...mine, query: 'when do we ship', mode, limit: 50 });
       expect(r.hits.map((h) => h.title)).toEqual(['Mine']);
       // The agent named with another tenant finds nothing at all.
-      const crossed = await memory.search({ tenantId: mine.tenantId, agentId: theirs.agentId, query: 'ship', mode });
+      const crossed = await memory.search({
+        tenantId: mine.tenantId,
+        agentId: theirs.agentId,
+        query: 'ship',
+        mode,
+      });
       expect(crossed.hits).toEqual([]);
     }
   });
@@ -256,7 +280,10 @@ describe('MemorySearch (vectors and hybrid)', () => {
     const liar: EmbeddingProvider = {
       name: 'liar',
       dimensionsOf: () => 8,
-      embed: async (r) => ({ vectors: r.texts.map(() => normalize(new Float32Array(4).fill(1))), inputTokens: 0 }),
+      embed: async (r) => ({
+        vectors: r.texts.map(() => normalize(new Float32Array(4).fill(1))),
+        inputTokens: 0,
+      }),
     };
     const registry = new EmbedderRegistry();
     registry.register(liar);
@@ -270,7 +297,9 @@ describe('MemorySearch (vectors and hybrid)', () => {
     );
     expect(n?.n).toBe(0);
     // The table refuses a vector whose length is not its dimension.
-    const [{ id }] = await db.rows<{ id: string }>(sql`SELECT id FROM memory_records WHERE agent_id = ${a.agentId}::uuid`);
+    const [{ id }] = await db.rows<{ id: string }>(
+      sql`SELECT id FROM memory_records WHERE agent_id = ${a.agentId}::uuid`,
+    );
     await expect(
       db.execute(sql`INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding)
         VALUES (${id}::uuid, ${a.tenantId}::uuid, ${a.agentId}::uuid, 'x/y', 3, ${[1, 0]}::real[])`),

@@ -4,7 +4,13 @@ import { sql, type SqlRunner } from '@switchboard/store';
 import { snippetOf } from './snippet';
 import { encodeSourceRef } from './source-ref';
 import { MemoryStore, RANK_CANDIDATES, type MemorySearchQuery } from './store';
-import { MEMORY_SEARCH_MAX_LIMIT, type MemoryHit, type MemoryKind, type MemoryProvenance } from './types';
+import {
+  MEMORY_SEARCH_MAX_LIMIT,
+  type MemoryHitPath,
+  type MemoryHit,
+  type MemoryKind,
+  type MemoryProvenance,
+} from './types';
 import { agentMemoryState, vectorSearch } from './vectors';
 
 /** Reciprocal rank fusion's constant (docs/adr/0050): the value of Cormack et al. (2009). */
@@ -80,7 +86,8 @@ export class MemorySearch {
   async search(q: HybridSearchQuery): Promise<HybridSearchResult> {
     const limit = Math.min(Math.max(q.limit ?? 8, 1), MEMORY_SEARCH_MAX_LIMIT);
     const state = await agentMemoryState(this.db, q);
-    const mode: RecallMode = q.mode ?? state?.settings.recall ?? (state?.settings.embedder ? 'hybrid' : 'fts');
+    const mode: RecallMode =
+      q.mode ?? state?.settings.recall ?? (state?.settings.embedder ? 'hybrid' : 'fts');
     const result = (
       hits: MemoryHit[],
       used: RecallMode,
@@ -118,6 +125,7 @@ export class MemorySearch {
       model,
       vector: embedded.vector,
       limit: mode === 'hybrid' ? depth : limit,
+      candidates: q.candidates,
     });
     if (mode === 'vector') {
       const hits = await this.read(q, near.slice(0, limit), new Map());
@@ -141,11 +149,12 @@ export class MemorySearch {
       known,
     );
     for (const h of read) known.set(h.sourceRef, h);
-    const hits = fused.flatMap((f) => {
+    const hits = fused.flatMap((f): MemoryHit[] => {
       const h = known.get(f.id);
       if (!h) return [];
-      const path = inFts.has(f.id) && nearByRef.has(f.id) ? 'both' : inFts.has(f.id) ? 'fts' : 'vector';
-      return [{ ...h, score: Math.round(f.score * 1e6) / 1e6, path } as MemoryHit];
+      const path: MemoryHitPath =
+        inFts.has(f.id) && nearByRef.has(f.id) ? 'both' : inFts.has(f.id) ? 'fts' : 'vector';
+      return [{ ...h, score: Math.round(f.score * 1e6) / 1e6, path }];
     });
     return result(hits, 'hybrid', null, null, embedded.tokens, model);
   }

@@ -2,12 +2,7 @@ import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '@switchboard/tools';
 import { RecallMode } from '@switchboard/contracts';
 import type { MemorySearch } from './search';
-import {
-  MEMORY_GET_DEFAULT_CHARS,
-  MEMORY_GET_MAX_CHARS,
-  MEMORY_KINDS,
-  MEMORY_MAX_TAGS,
-} from './types';
+import { MEMORY_GET_DEFAULT_CHARS, MEMORY_GET_MAX_CHARS, MEMORY_KINDS, MEMORY_MAX_TAGS } from './types';
 
 export const MEMORY_SEARCH_TOOL = 'memory_search';
 export const MEMORY_GET_TOOL = 'memory_get';

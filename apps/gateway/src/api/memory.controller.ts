@@ -17,7 +17,6 @@ import {
   MemoryStore,
   type MemoryDocument,
   type MemoryFilters,
-  type MemoryKind,
 } from '@switchboard/memory';
 import { EMBEDDERS } from '@switchboard/platform';
 import type { EmbedderRegistry } from '@switchboard/providers';
@@ -82,8 +81,8 @@ export class MemoryController {
     description:
       'Without `q`: a listing, newest first, paged by `cursor`. With `q`: a search, best first, up to ' +
       '`limit` (default 20, at most 50) and no further pages: full-text (CJK by bigrams), by meaning ' +
-      '(`vector`: the agent\'s embedder) or both fused (`hybrid`), per `mode` or the agent\'s ' +
-      '`memory.recall`; each hit\'s `path` says which found it, and `search` how the search ran (a ' +
+      "(`vector`: the agent's embedder) or both fused (`hybrid`), per `mode` or the agent's " +
+      "`memory.recall`; each hit's `path` says which found it, and `search` how the search ran (a " +
       'vector side that could not run falls back to full-text, with a `warning`). Filters for both: ' +
       '`kind`, `tags` (comma-separated, all of them), `since`/`until` (creation time).',
     status: 200,
@@ -97,7 +96,7 @@ export class MemoryController {
   ): Promise<MemoryPageResponse> {
     const scope = await this.agent(tenantId, id);
     const filters: MemoryFilters = {
-      kinds: q.kind ? [q.kind as MemoryKind] : undefined,
+      kinds: q.kind ? [q.kind] : undefined,
       tags: q.tags,
       since: q.since ? new Date(q.since) : undefined,
       until: q.until ? new Date(q.until) : undefined,
@@ -150,7 +149,7 @@ export class MemoryController {
     summary: "Where the agent's memory vectors are (re-embedding progress)",
     description:
       '`model`: the embedder of the vector set recall compares (null: none complete, full-text only); ' +
-      '`target`: the agent\'s `memory.embedder`; `embedded` of `total` records have a vector of it. After ' +
+      "`target`: the agent's `memory.embedder`; `embedded` of `total` records have a vector of it. After " +
       'a change of embedder, recall keeps the old set until the new one is complete, then switches.',
     status: 200,
     schema: MemoryEmbeddingStatusResponse,
