@@ -5,16 +5,36 @@
  * TurnRunner (Postgres persistence, an instant model) with and without recall, in one run.
  *
  *   npm run bench:recall -- [--queries 500] [--turns 300] [--small 1000] [--large 50000] [--noise 20000]
+ *
+ * Vector memory (docs/adr/0050): `--vector 1000,50000,200000` measures the exact cosine scan and
+ * hybrid search (p50/p99) over agents with that many embedded records (256 dimensions, as
+ * local/hash-256); `--quality` scores hit@1/hit@5 of fts, vector and hybrid on the labelled corpus
+ * test/fixtures/recall-corpus.json with `--embedder <ref>` (default local/hash-256). `--only vector`
+ * or `--only quality` skips the rest.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Admission } from '@switchboard/admission';
 import { newId, QueueName } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { NO_CONTEXT, TurnEngine, type ContextSources } from '@switchboard/engine';
-import { memoryRecall, MemoryStore, writeMemory, type MemoryWrite } from '@switchboard/memory';
+import {
+  decodeSourceRef,
+  embedPending,
+  MemorySearch,
+  memoryRecall,
+  writeMemory,
+  type MemoryWrite,
+} from '@switchboard/memory';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { ProviderRegistry, type ModelProvider, type ModelResponse } from '@switchboard/providers';
+import {
+  EmbedderRegistry,
+  ProviderRegistry,
+  type ModelProvider,
+  type ModelResponse,
+} from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
 import { sql, sqlDbFor } from '@switchboard/store';
 import { createTestEnv, seedSession, seedTenant } from '@switchboard/testing';
@@ -29,6 +49,11 @@ const { values } = parseArgs({
     small: { type: 'string', default: '1000' },
     large: { type: 'string', default: '50000' },
     noise: { type: 'string', default: '20000' },
+    vector: { type: 'string', default: '1000,50000,200000' },
+    'vector-queries': { type: 'string', default: '100' },
+    quality: { type: 'boolean', default: true },
+    embedder: { type: 'string', default: 'local/hash-256' },
+    only: { type: 'string' },
   },
 });
 const QUERIES = Number(values.queries);
@@ -125,7 +150,10 @@ async function main() {
   const postTurn = new Queue(QueueName.PostTurn, { connection: redis, prefix: env.queuePrefix });
   try {
     const sqlDb = sqlDbFor(poolOf(env.db), 'bench');
-    const store = new MemoryStore(sqlDb);
+    const store = new MemorySearch(sqlDb, new EmbedderRegistry());
+    if (values.only === 'quality' || (values.only === undefined && values.quality)) await quality(env, sqlDb);
+    if (values.only === 'vector' || values.only === undefined) await vectorLatency(env, sqlDb);
+    if (values.only !== undefined) return;
     const small = await seedTenant(env.db, 'small', { model: 'instant/m' });
     const large = await seedTenant(env.db, 'large', { model: 'instant/m' });
     const seedRecords = async (tenantId: string, agentId: string, n: number) => {
@@ -230,6 +258,121 @@ async function main() {
     await redis.quit();
     await env.cleanup();
   }
+}
+
+type Env = Awaited<ReturnType<typeof createTestEnv>>;
+type Db = ReturnType<typeof sqlDbFor>;
+
+/**
+ * The exact cosine scan and hybrid search at each size: one agent per size, its records written as
+ * recall's are, their vectors random unit vectors of 256 dimensions (the scan's cost depends on the
+ * count and the dimension, not the values), inserted in SQL.
+ */
+async function vectorLatency(env: Env, db: Db) {
+  const sizes = values.vector
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
+  const queries = Number(values['vector-queries']);
+  const embedders = new EmbedderRegistry();
+  const search = new MemorySearch(db, embedders);
+  for (const n of sizes) {
+    const agent = await seedTenant(env.db, `vector-${n}`, { model: 'instant/m' });
+    await env.db.agent.update({
+      where: { id: agent.agentId },
+      data: { embedder: 'local/hash-256', memoryVectorsModel: 'local/hash-256' },
+    });
+    const t0 = performance.now();
+    const all = records(agent.tenantId, agent.agentId, n);
+    for (let i = 0; i < all.length; i += 1000) await writeMemory(db, all.slice(i, i + 1000));
+    await db.execute(sql`
+      INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding)
+      SELECT m.id, m.tenant_id, m.agent_id, 'local/hash-256', 256,
+        (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 256) g WHERE m.id IS NOT NULL)
+      FROM memory_records m WHERE m.agent_id = ${agent.agentId}::uuid`);
+    await db.execute(sql`ANALYZE memory_records`);
+    await db.execute(sql`ANALYZE memory_embeddings`);
+    console.log(
+      `vector: seeded ${n} records with vectors in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
+    const inputs = Array.from({ length: queries }, () => `Could you tell me about ${sentence(6)}?`);
+    for (const mode of ['fts', 'vector', 'hybrid'] as const) {
+      for (const input of inputs.slice(0, 5)) await search.search({ ...agent, query: input, limit: 5, mode });
+      const ms: number[] = [];
+      for (const input of inputs) {
+        const started = performance.now();
+        const r = await search.search({ ...agent, query: input, limit: 5, mode });
+        if (r.used !== mode) throw new Error(`${mode} answered as ${r.used}: ${r.warning}`);
+        ms.push(performance.now() - started);
+      }
+      console.log(`  ${mode.padEnd(6)} at ${String(n).padStart(6)} records: ${summary(ms)}`);
+    }
+  }
+  console.log();
+}
+
+interface Corpus {
+  records: { id: string; kind: 'fact' | 'episode' | 'note'; title: string; content: string }[];
+  questions: { q: string; answers: string[]; paraphrase: boolean }[];
+}
+
+/** hit@1 and hit@5 of each mode on the labelled corpus, with `--embedder`. */
+async function quality(env: Env, db: Db) {
+  const corpus = JSON.parse(
+    readFileSync(path.resolve(__dirname, '../test/fixtures/recall-corpus.json'), 'utf8'),
+  ) as Corpus;
+  const embedders = new EmbedderRegistry();
+  const ref = values.embedder;
+  const agent = await seedTenant(env.db, 'quality', { model: 'instant/m' });
+  await env.db.agent.update({ where: { id: agent.agentId }, data: { embedder: ref } });
+  await writeMemory(
+    db,
+    corpus.records.map((r) => ({
+      ...agent,
+      kind: r.kind,
+      title: r.title,
+      content: r.content,
+      dedupeKey: r.id,
+      provenance: { source: 'api' },
+    })),
+  );
+  const done = await embedPending(db, embedders, agent, { maxBatches: 1000 });
+  if (!done.done) throw new Error('corpus not embedded');
+  const ids = new Map(
+    (
+      await db.rows<{ id: string; key: string }>(
+        sql`SELECT id, dedupe_key AS key FROM memory_records WHERE agent_id = ${agent.agentId}::uuid`,
+      )
+    ).map((r) => [r.id, r.key]),
+  );
+  const search = new MemorySearch(db, embedders);
+  console.log(
+    `quality on ${corpus.questions.length} questions (${corpus.questions.filter((q) => q.paraphrase).length} paraphrases), embedder ${ref}:`,
+  );
+  for (const mode of ['fts', 'vector', 'hybrid'] as const) {
+    const score = { all: [0, 0], para: [0, 0], literal: [0, 0] };
+    let tokens = 0;
+    for (const question of corpus.questions) {
+      const r = await search.search({ ...agent, query: question.q, limit: 5, mode });
+      tokens += r.embeddingTokens;
+      const keys = r.hits.map((h) => ids.get(decodeSourceRef(h.sourceRef) ?? ''));
+      const at1 = question.answers.includes(keys[0] ?? '') ? 1 : 0;
+      const at5 = keys.some((k) => question.answers.includes(k ?? '')) ? 1 : 0;
+      for (const bucket of ['all', question.paraphrase ? 'para' : 'literal'] as const) {
+        score[bucket][0] += at1;
+        score[bucket][1] += at5;
+      }
+    }
+    const n = corpus.questions.length;
+    const np = corpus.questions.filter((q) => q.paraphrase).length;
+    const f = (x: number, d: number) => (d === 0 ? '-' : (x / d).toFixed(2));
+    console.log(
+      `  ${mode.padEnd(6)} hit@1 ${f(score.all[0], n)} hit@5 ${f(score.all[1], n)}` +
+        `  (literal ${f(score.literal[0], n - np)}/${f(score.literal[1], n - np)}, paraphrase ${f(score.para[0], np)}/${f(score.para[1], np)})` +
+        `  query embedding tokens ${tokens}`,
+    );
+  }
+  console.log();
 }
 
 main().then(

@@ -26,9 +26,9 @@ import { Jobs, QueueName, type PostTurnJob } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import { archivistSessionDedup, runArchivist, type HookContext } from '@switchboard/hooks';
-import { memoryRecall, MemoryStore } from '@switchboard/memory';
+import { MemorySearch, memoryRecall } from '@switchboard/memory';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { ProviderRegistry } from '@switchboard/providers';
+import { EmbedderRegistry, ProviderRegistry } from '@switchboard/providers';
 import { consume, createRedis, publish } from '@switchboard/queue';
 import { sqlDbFor } from '@switchboard/store';
 import {
@@ -266,7 +266,7 @@ async function main() {
       providers,
       tools,
       context: {
-        memory: memoryRecall(new MemoryStore(sqlDb), { limit: 5, timeoutMs: 1000 }),
+        memory: memoryRecall(new MemorySearch(sqlDb, new EmbedderRegistry()), { limit: 5, timeoutMs: 1000 }),
         contextPack: async () => null,
       },
       tokenjuice: { originals },

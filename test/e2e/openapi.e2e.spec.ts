@@ -1062,6 +1062,8 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(found.body.data.map((m: { sourceRef: string }) => m.sourceRef)).toEqual([memory.body.sourceRef]);
     await run('listMemory', 400, { auth: key, params: { id: agent.body.id }, query: 'kind=secret' });
     await run('listMemory', 404, { auth: key, params: { id: unknown } });
+    await run('getMemoryEmbeddings', 200, { auth: key, params: { id: agent.body.id } });
+    await run('getMemoryEmbeddings', 404, { auth: key, params: { id: unknown } });
     const ref = { id: agent.body.id, sourceRef: memory.body.sourceRef };
     await run('getMemory', 200, { auth: key, params: ref, query: 'maxChars=5' });
     await run('getMemory', 400, { auth: key, params: ref, query: 'maxChars=50001' });

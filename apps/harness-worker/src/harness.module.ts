@@ -15,7 +15,7 @@ import { Jobs, QueueName } from '@switchboard/contracts';
 import { a2aTaskUpdates } from '@switchboard/hooks';
 import { poolOf, type Db } from '@switchboard/database';
 import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
-import { memoryRecall, MemoryStore } from '@switchboard/memory';
+import { MemorySearch, memoryRecall } from '@switchboard/memory';
 import {
   workActivationStep,
   WorkItemStore,
@@ -32,6 +32,7 @@ import {
 import {
   CONFIG,
   DB,
+  EMBEDDERS,
   InfraModule,
   LOGGER,
   METRICS,
@@ -44,6 +45,7 @@ import {
 } from '@switchboard/platform';
 import { McpClients, McpToolSource } from '@switchboard/mcp';
 import type { TaskService } from '@switchboard/subagents';
+import type { EmbedderRegistry } from '@switchboard/providers';
 import { sqlDbFor } from '@switchboard/store';
 import { OriginalsStore } from '@switchboard/tokenjuice/store';
 import type { ToolRegistry } from '@switchboard/tools';
@@ -249,17 +251,23 @@ export class HarnessModule {
         { provide: TOOL_GATES, useValue: { approval: defaultApprovalPolicy } satisfies ToolGates },
         {
           provide: CONTEXT_SOURCES,
-          inject: [CONFIG, DB, METRICS],
-          // Recall (docs/adr/0022): the agent's memory for the turn's input, one read outside any
+          inject: [CONFIG, DB, METRICS, EMBEDDERS],
+          // Recall (docs/adr/0022, 0050): the agent's memory for the turn's input, one read outside any
           // transaction, bounded by RECALL_TIMEOUT_MS. The context pack is the agent's work items
           // (docs/adr/0031): the turn bound to its current item and the queue projected, one statement.
-          useFactory: (cfg: Config, db: Db, metrics: Metrics): ContextSources => {
+          useFactory: (
+            cfg: Config,
+            db: Db,
+            metrics: Metrics,
+            embedders: EmbedderRegistry,
+          ): ContextSources => {
             const workItems = new WorkItemStore(
               sqlDbFor(poolOf(db), 'work-items', metrics),
               cfg.WORK_ITEM_RECHECK_MS,
             );
             return {
-              memory: memoryRecall(new MemoryStore(sqlDbFor(poolOf(db), 'recall', metrics)), {
+              // Full-text, vectors or both, per the agent's memory settings (docs/adr/0050).
+              memory: memoryRecall(new MemorySearch(sqlDbFor(poolOf(db), 'recall', metrics), embedders), {
                 limit: cfg.RECALL_LIMIT,
                 candidates: cfg.RECALL_CANDIDATES,
                 timeoutMs: cfg.RECALL_TIMEOUT_MS,

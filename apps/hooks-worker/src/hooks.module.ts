@@ -9,7 +9,8 @@ import type { Logger, Metrics } from '@switchboard/observability';
 import { CONFIG, DB, InfraModule, LOGGER, METRICS, providerRegistryFromConfig } from '@switchboard/platform';
 import { sqlDbFor } from '@switchboard/store';
 import { PostTurnProcessor } from './post-turn.processor';
-import { POST_TURN_HOOKS } from './tokens';
+import { MemoryEmbedProcessor } from './memory-embed.processor';
+import { HOOKS_SQL, POST_TURN_HOOKS } from './tokens';
 
 @Module({})
 export class HooksModule {
@@ -53,7 +54,13 @@ export class HooksModule {
               },
             }),
         },
+        {
+          provide: HOOKS_SQL,
+          inject: [DB, METRICS],
+          useFactory: (db: Db, metrics: Metrics) => sqlDbFor(poolOf(db), 'hooks', metrics),
+        },
         PostTurnProcessor,
+        MemoryEmbedProcessor,
       ],
     };
   }

@@ -313,6 +313,43 @@ describe('PostTurnProcessor', () => {
     expect(errorsIn(lines)).toEqual([]);
   });
 
+  it('embeds the records a turn’s hooks wrote when the agent has an embedder (the memory-embed job, docs/adr/0050)', async () => {
+    const { tenantId, agentId, turnId } = await endedTurn('embeds');
+    await env.db.agent.update({ where: { id: agentId }, data: { embedder: 'local/hash-256' } });
+    expect(await runTurnJob(turnId, tenantId)).toMatchObject({ 'episodic-index': 'written' });
+    const vectors = await waitFor(async () => {
+      const rows = await env.db.memoryEmbedding.findMany({ where: { agentId } });
+      const records = await env.db.memoryRecord.count({ where: { agentId } });
+      return rows.length > 0 && rows.length === records ? rows : undefined;
+    });
+    expect(
+      vectors.every(
+        (v) => v.model === 'local/hash-256' && v.dimensions === 256 && v.embedding.length === 256,
+      ),
+    ).toBe(true);
+    // The set is complete: recall compares it from now on.
+    await waitFor(async () =>
+      (await env.db.agent.findUnique({ where: { id: agentId } }))?.memoryVectorsModel === 'local/hash-256'
+        ? true
+        : undefined,
+    );
+    // An agent without an embedder gets no embedding job (and so no vectors).
+    const plain = await endedTurn('no-embedder');
+    await runTurnJob(plain.turnId, plain.tenantId);
+    const embedQueue = new Queue(QueueName.MemoryEmbed, {
+      connection: createRedis(env.redisUrl),
+      prefix: env.queuePrefix,
+    });
+    try {
+      const jobs = await embedQueue.getJobs(['active', 'waiting', 'delayed', 'completed', 'failed']);
+      expect(jobs.map((j) => (j.data as { agentId: string }).agentId)).toContain(agentId);
+      expect(jobs.map((j) => (j.data as { agentId: string }).agentId)).not.toContain(plain.agentId);
+    } finally {
+      await embedQueue.close();
+      await (await embedQueue.client).quit().catch(() => undefined);
+    }
+  });
+
   it('fails a job naming a hook it has no handler for, without retrying it', async () => {
     const data = { turnId: newId(), tenantId: newId(), hook: 'no-such-hook', trace: {} };
     const job = await queue.add(QueueName.PostTurn, data, {

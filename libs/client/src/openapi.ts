@@ -1107,15 +1107,35 @@ export interface paths {
     };
     /**
      * The agent's memory records, newest first, or the best matches of `q`
-     * @description Without `q`: a listing, newest first, paged by `cursor`. With `q`: a full-text search (CJK by bigrams), best first, up to `limit` (default 20, at most 50) and no further pages.
+     * @description Without `q`: a listing, newest first, paged by `cursor`. With `q`: a search, best first, up to `limit` (default 20, at most 50) and no further pages: full-text (CJK by bigrams), by meaning (`vector`: the agent's embedder) or both fused (`hybrid`), per `mode` or the agent's `memory.recall`; each hit's `path` says which found it, and `search` how the search ran (a vector side that could not run falls back to full-text, with a `warning`). Filters for both: `kind`, `tags` (comma-separated, all of them), `since`/`until` (creation time).
      */
     get: operations['listMemory'];
     put?: never;
     /**
      * Add a note or fact to the agent’s memory
-     * @description Provenance `{source: "api"}`; `kind` defaults to `note`, `title` to the first line.
+     * @description Provenance `{source: "api"}`; `kind` defaults to `note`, `title` to the first line. With an embedder set on the agent, the record is embedded shortly after (the hooks worker).
      */
     post: operations['addMemory'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/memory/embeddings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Where the agent's memory vectors are (re-embedding progress)
+     * @description `model`: the embedder of the vector set recall compares (null: none complete, full-text only); `target`: the agent's `embedder`; `embedded` of `total` records have a vector of it. After a change of embedder, recall keeps the old set until the new one is complete, then switches.
+     */
+    get: operations['getMemoryEmbeddings'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1986,8 +2006,12 @@ export interface components {
         maxPerTurn?: number;
         pinned?: string[];
       };
-      /** @description What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused */
+      /** @description The agent's embedder: local/words-100d (built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused. Set, its memory records get vectors (hybrid recall by default) and a change re-embeds them; unset, recall is full-text and tool selection uses local/words-100d */
       embedder?: string;
+      memory?: {
+        /** @enum {string} */
+        recall?: 'fts' | 'vector' | 'hybrid';
+      };
     };
     UpdateAgentDto: {
       name?: string;
@@ -2025,8 +2049,12 @@ export interface components {
         maxPerTurn?: number;
         pinned?: string[];
       };
-      /** @description What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused */
+      /** @description The agent's embedder: local/words-100d (built in), local/hash-256 (lexical) or openai/<model>; an unknown one is refused. Set, its memory records get vectors (hybrid recall by default) and a change re-embeds them; unset, recall is full-text and tool selection uses local/words-100d */
       embedder?: string;
+      memory?: {
+        /** @enum {string} */
+        recall?: 'fts' | 'vector' | 'hybrid';
+      };
     };
     CreateSessionDto: {
       agentId: string;
@@ -2672,6 +2700,7 @@ export interface components {
       title?: string;
       /** @enum {string} */
       kind?: 'note' | 'fact';
+      tags?: string[];
     };
     PutMemoryBlockDto: {
       content?: string;
@@ -3058,6 +3087,10 @@ export interface components {
         pinned?: string[];
       };
       embedder: string | null;
+      memory: {
+        /** @enum {string} */
+        recall?: 'fts' | 'vector' | 'hybrid';
+      };
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3122,6 +3155,10 @@ export interface components {
         pinned?: string[];
       };
       embedder: string | null;
+      memory: {
+        /** @enum {string} */
+        recall?: 'fts' | 'vector' | 'hybrid';
+      };
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3178,6 +3215,10 @@ export interface components {
         pinned?: string[];
       };
       embedder: string | null;
+      memory: {
+        /** @enum {string} */
+        recall?: 'fts' | 'vector' | 'hybrid';
+      };
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3871,6 +3912,20 @@ export interface components {
       | {
           seq: number;
           /** @constant */
+          type: 'context_degraded';
+          turnId: string | null;
+          data: {
+            source: string;
+            message: string;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
           type: 'turn_completed';
           turnId: string | null;
           data: {
@@ -4406,6 +4461,22 @@ export interface components {
           | {
               seq: number;
               /** @constant */
+              type: 'context_degraded';
+              turnId: string | null;
+              data: {
+                source: string;
+                message: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
               type: 'turn_completed';
               turnId: string | null;
               data: {
@@ -4560,6 +4631,7 @@ export interface components {
             | 'client_tool_answered'
             | 'stop_hook_fired'
             | 'context_unavailable'
+            | 'context_degraded'
             | 'turn_completed'
             | 'turn_failed'
             | 'turn_cancelled'
@@ -4870,10 +4942,19 @@ export interface components {
       updatedAt: string;
       snippet: string;
       score: number | null;
+      tags: string[];
+      path: ('fts' | 'vector' | 'both') | null;
     };
     MemoryPage: {
       data: components['schemas']['MemoryRecord'][];
       nextCursor: string | null;
+      search: {
+        /** @enum {string} */
+        mode: 'fts' | 'vector' | 'hybrid';
+        /** @enum {string} */
+        used: 'fts' | 'vector' | 'hybrid';
+        warning: string | null;
+      } | null;
     };
     MemoryDocument: {
       sourceRef: string;
@@ -4888,8 +4969,16 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+      tags: string[];
       content: string;
       truncated: boolean;
+    };
+    MemoryEmbeddingStatus: {
+      model: string | null;
+      target: string | null;
+      embedded: number;
+      total: number;
+      complete: boolean;
     };
     TenantLimits: {
       /** Format: uuid */
@@ -4997,7 +5086,15 @@ export interface components {
     };
     QueueStats: {
       /** @enum {string} */
-      name: 'triage' | 'turns' | 'post-turn' | 'outbound-webhooks' | 'maintenance' | 'schedules' | 'work';
+      name:
+        | 'triage'
+        | 'turns'
+        | 'post-turn'
+        | 'outbound-webhooks'
+        | 'maintenance'
+        | 'schedules'
+        | 'work'
+        | 'memory-embed';
       waiting: number;
       active: number;
       delayed: number;
@@ -11891,6 +11988,10 @@ export interface operations {
         kind?: 'fact' | 'episode' | 'note';
         limit?: number;
         cursor?: string;
+        mode?: 'fts' | 'vector' | 'hybrid';
+        since?: string;
+        until?: string;
+        tags?: string;
       };
       header?: never;
       path: {
@@ -12040,6 +12141,79 @@ export interface operations {
       };
       /** @description Body is not application/json */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getMemoryEmbeddings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Where the agent's memory vectors are (re-embedding progress) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['MemoryEmbeddingStatus'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };

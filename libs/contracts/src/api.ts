@@ -117,6 +117,34 @@ export function resolveArchivistSettings(tenant: unknown, agent: unknown): Requi
   return { ...ARCHIVIST_DEFAULTS, ...(t.success ? t.data : {}), ...(a.success ? a.data : {}) };
 }
 
+/** How recall finds an agent's records (docs/adr/0050): full-text, vectors, or both fused. */
+export const RecallMode = z.enum(['fts', 'vector', 'hybrid']);
+export type RecallMode = z.infer<typeof RecallMode>;
+
+/**
+ * An agent's memory settings (docs/adr/0050). `recall`: how recall searches (default `hybrid` when
+ * the agent sets an `embedder`, whose vectors its records then get; else `fts`, no vectors).
+ */
+export const MemorySettings = z.strictObject({
+  recall: RecallMode.optional(),
+});
+export type MemorySettings = z.infer<typeof MemorySettings>;
+
+/** The settings as stored, read defensively: an invalid stored value is no settings. */
+export function parseMemorySettings(stored: unknown): MemorySettings {
+  const r = MemorySettings.safeParse(stored ?? {});
+  return r.success ? r.data : {};
+}
+
+/** The recall mode in force: the one asked, else the agent's, else hybrid with an embedder set, else fts. */
+export function recallModeOf(
+  settings: MemorySettings,
+  embedder: string | null,
+  asked?: RecallMode,
+): RecallMode {
+  return asked ?? settings.recall ?? (embedder ? 'hybrid' : 'fts');
+}
+
 export const CreateAgentRequest = z.strictObject({
   name: Name,
   archetype: z.string().trim().min(1).max(60).optional(),
@@ -150,9 +178,12 @@ export const CreateAgentRequest = z.strictObject({
       'the ones most similar to its input and those it already called, in their usual order; absent: every tool',
   ),
   embedder: EmbedderRef.optional().describe(
-    'What embeds for the agent (tool selection): local/words-100d (default, built in), local/hash-256 ' +
-      '(lexical) or openai/<model>; an unknown one is refused',
+    "The agent's embedder: local/words-100d (built in), local/hash-256 (lexical) or openai/<model>; an " +
+      'unknown one is refused. Set, its memory records get vectors (hybrid recall by default) and a ' +
+      'change re-embeds them; unset, recall is full-text and tool selection uses local/words-100d',
   ),
+  /** How recall searches the agent's memory (docs/adr/0050). */
+  memory: MemorySettings.optional(),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 
@@ -564,6 +595,12 @@ export type AnswerTaskRequest = z.infer<typeof AnswerTaskRequest>;
 export const MemoryRecordKind = z.enum(['fact', 'episode', 'note']);
 export type MemoryRecordKind = z.infer<typeof MemoryRecordKind>;
 
+/** A tag of a memory record: 1 to 50 letters, digits, `_`, `-`, `.` or `:`. */
+export const MemoryTag = z.string().regex(/^[\p{L}\p{N}_.:-]{1,50}$/u, {
+  message: 'a tag is 1 to 50 letters, digits, "_", "-", "." or ":"',
+});
+export const MEMORY_MAX_TAGS = 20;
+
 /** GET /v1/agents/:id/memory: the agent's records newest first, or the best matches of `q`. */
 export const MemoryQuery = z
   .strictObject({
@@ -571,10 +608,30 @@ export const MemoryQuery = z
     kind: MemoryRecordKind.optional(),
     limit: z.coerce.number().int().min(1).max(50).optional(),
     cursor: z.string().max(200).optional(),
+    /** How `q` searches (docs/adr/0050); default the agent's recall mode. */
+    mode: RecallMode.optional(),
+    /** Records created at or after / before this instant (ISO 8601 with an offset). */
+    since: z.iso.datetime({ offset: true }).optional(),
+    until: z.iso.datetime({ offset: true }).optional(),
+    /** Records carrying every one of these tags, comma-separated. */
+    tags: z
+      .string()
+      .max(1000)
+      .transform((s) => s.split(',').map((t) => t.trim()))
+      .pipe(z.array(MemoryTag).min(1).max(MEMORY_MAX_TAGS))
+      .optional(),
   })
   .refine((v) => !(v.q !== undefined && v.cursor !== undefined), {
     message: 'cursor pages a listing; a search (q) returns its best matches only',
     path: ['cursor'],
+  })
+  .refine((v) => v.mode === undefined || v.q !== undefined, {
+    message: 'mode applies to a search (q)',
+    path: ['mode'],
+  })
+  .refine((v) => !(v.since && v.until && Date.parse(v.since) >= Date.parse(v.until)), {
+    message: 'since must be before until',
+    path: ['until'],
   });
 export type MemoryQuery = z.infer<typeof MemoryQuery>;
 
@@ -587,6 +644,7 @@ export const AddMemoryRequest = z.strictObject({
     .refine((s) => s.trim().length > 0, { message: 'content must not be blank' }),
   title: z.string().trim().min(1).max(200).optional(),
   kind: z.enum(['note', 'fact']).optional(),
+  tags: z.array(MemoryTag).max(MEMORY_MAX_TAGS).optional(),
 });
 export type AddMemoryRequest = z.infer<typeof AddMemoryRequest>;
 

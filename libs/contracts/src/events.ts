@@ -23,6 +23,7 @@ export const EventType = {
   ClientToolAnswered: 'client_tool_answered',
   StopHookFired: 'stop_hook_fired',
   ContextUnavailable: 'context_unavailable',
+  ContextDegraded: 'context_degraded',
   TurnCompleted: 'turn_completed',
   TurnFailed: 'turn_failed',
   TurnCancelled: 'turn_cancelled',
@@ -234,6 +235,12 @@ export const EventData = {
     unpricedModels: z.array(z.string()).optional(),
   }),
   context_unavailable: z.looseObject({ sources: z.array(z.string()) }),
+  /**
+   * A context source answered with less than it is set to (docs/adr/0050, 0049): memory recall fell
+   * back to full-text, or tool selection offered every tool, because the agent's embedder failed or
+   * was slow. A warning; the turn goes on.
+   */
+  context_degraded: z.looseObject({ source: z.string(), message: z.string() }),
   turn_completed: terminalData(),
   turn_failed: terminalData(),
   turn_cancelled: terminalData(),

@@ -12,6 +12,8 @@ export const QueueName = {
   Maintenance: 'maintenance',
   Schedules: 'schedules',
   Work: 'work',
+  /** Embeds an agent's memory records for its embedder (docs/adr/0050). */
+  MemoryEmbed: 'memory-embed',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -77,6 +79,25 @@ export const PostTurnJob = z.object({
   trace: TraceCarrier,
 });
 export type PostTurnJob = z.infer<typeof PostTurnJob>;
+
+/**
+ * `memory-embed` (docs/adr/0050): embed the agent's records lacking a vector of its embedder, in
+ * batches, and switch recall to the new set when it is complete. Idempotent and resumable: what is
+ * left is read from Postgres each run. Deduplicated per agent (`memoryEmbedDedup`).
+ */
+export const MemoryEmbedJob = z.object({
+  tenantId: z.uuid(),
+  agentId: z.uuid(),
+  /** A fresh id per publish (the job id's tail): deduplication, not the id, collapses publishes. */
+  run: z.uuid(),
+  trace: TraceCarrier.optional(),
+});
+export type MemoryEmbedJob = z.infer<typeof MemoryEmbedJob>;
+
+/** One pending embedding job per agent: a newer publish while one runs starts after it. */
+export function memoryEmbedDedup(agentId: string): { id: string; keepLastIfActive: true } {
+  return { id: `memory-embed.${agentId}`, keepLastIfActive: true };
+}
 
 /**
  * A signed outbound notification (Standard Webhooks, docs/adr/0018). The endpoint and its secret are
@@ -247,4 +268,14 @@ export const Jobs = {
     keepCompletedSeconds: DAY,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof WorkJob>,
+  memoryEmbed: {
+    queue: QueueName.MemoryEmbed,
+    schema: MemoryEmbedJob,
+    jobId: (d: MemoryEmbedJob) => `${d.agentId}.${d.run}`,
+    // Each run resumes from what Postgres says is left: a retry re-embeds nothing.
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 2000 },
+    keepCompletedSeconds: 3600,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof MemoryEmbedJob>,
 } as const;

@@ -4,6 +4,8 @@ import {
   ArchivistSettings,
   ToolSelection,
   Budgets,
+  MemorySettings,
+  RecallMode,
   ModelPrices,
   ModelRoutes,
   RateLimitOverrides,
@@ -207,6 +209,8 @@ export const AgentResponse = z
     toolSelection: ToolSelection,
     /** The agent's embedder; null: the built-in local/words-100d. */
     embedder: z.string().nullable(),
+    /** Vector memory and recall settings (docs/adr/0050); `{}`: full-text recall, no vectors. */
+    memory: MemorySettings,
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,
@@ -841,20 +845,52 @@ export const MemoryRecordResponse = z
     snippet: z.string(),
     /** Relative rank within one search (higher is better); null in a listing. */
     score: z.number().nullable(),
+    tags: z.array(z.string()),
+    /** Which search found it (docs/adr/0050): full-text, vector or both; null in a listing. */
+    path: z.enum(['fts', 'vector', 'both']).nullable(),
   })
   .register(ApiSchemas, { id: 'MemoryRecord' });
 export type MemoryRecordResponse = z.infer<typeof MemoryRecordResponse>;
 
 export const MemoryPageResponse = z
-  .strictObject({ data: z.array(MemoryRecordResponse), nextCursor: NextCursor })
+  .strictObject({
+    data: z.array(MemoryRecordResponse),
+    nextCursor: NextCursor,
+    /** How a search ran (docs/adr/0050): the mode asked and the one that answered. Null in a listing. */
+    search: z
+      .strictObject({
+        mode: RecallMode,
+        /** `fts` when the vector side could not run (no vectors yet, the embedder failed or timed out). */
+        used: RecallMode,
+        /** Why the search fell back, when it did. */
+        warning: z.string().nullable(),
+      })
+      .nullable(),
+  })
   .register(ApiSchemas, { id: 'MemoryPage' });
 export type MemoryPageResponse = z.infer<typeof MemoryPageResponse>;
 
 /** A memory record's exact content, cut to `maxChars`. */
 export const MemoryDocumentResponse = z
-  .strictObject({ ...MemoryFields, content: z.string(), truncated: z.boolean() })
+  .strictObject({ ...MemoryFields, tags: z.array(z.string()), content: z.string(), truncated: z.boolean() })
   .register(ApiSchemas, { id: 'MemoryDocument' });
 export type MemoryDocumentResponse = z.infer<typeof MemoryDocumentResponse>;
+
+/**
+ * GET /v1/agents/:id/memory/embeddings (docs/adr/0050): the agent's vectors. `model`: the set recall
+ * compares (null: none complete); `target`: the embedder configured; `embedded` of `total` records
+ * have a vector of `target`. `model` switches to `target` when `embedded = total`.
+ */
+export const MemoryEmbeddingStatusResponse = z
+  .strictObject({
+    model: z.string().nullable(),
+    target: z.string().nullable(),
+    embedded: z.int(),
+    total: z.int(),
+    complete: z.boolean(),
+  })
+  .register(ApiSchemas, { id: 'MemoryEmbeddingStatus' });
+export type MemoryEmbeddingStatusResponse = z.infer<typeof MemoryEmbeddingStatusResponse>;
 
 /**
  * A tenant's rate limits (docs/adr/0028): the operator's overrides as stored, and the limits in

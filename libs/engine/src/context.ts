@@ -18,6 +18,11 @@ export interface ContextQuery {
    * context pack has nothing to project (or bind) and makes no query. Unknown when absent.
    */
   hasWorkItems?: boolean;
+  /**
+   * A source that answered with less than it is set to (memory recall fell back to full-text because
+   * the embedder failed, docs/adr/0050) says why here; the turn journals a `context_degraded` event.
+   */
+  warn?: (source: string, message: string) => void;
 }
 
 /**
@@ -56,11 +61,16 @@ export interface LoadedContext {
   contextPack: string | null;
   /** Sources that failed; the turn goes on without them. */
   failed: string[];
+  /** Sources that answered degraded, and why (`ContextQuery.warn`). */
+  warnings: { source: string; message: string }[];
 }
 
 export async function loadContext(sources: ContextSources, query: ContextQuery): Promise<LoadedContext> {
-  const [memory, pack] = await Promise.allSettled([sources.memory(query), sources.contextPack(query)]);
+  const warnings: { source: string; message: string }[] = [];
+  const q: ContextQuery = { ...query, warn: (source, message) => warnings.push({ source, message }) };
+  const [memory, pack] = await Promise.allSettled([sources.memory(q), sources.contextPack(q)]);
   return {
+    warnings,
     memory: memory.status === 'fulfilled' ? memory.value : null,
     contextPack: pack.status === 'fulfilled' ? pack.value : null,
     failed: [

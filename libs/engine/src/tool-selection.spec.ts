@@ -226,8 +226,11 @@ describe('the engine with tool selection', () => {
     expect(outcome.status).toBe('completed');
     expect(provider.offered[0]).toEqual(names(TOOLS));
     expect(events).toContainEqual({
-      type: 'context_unavailable',
-      data: { sources: ['tool_selection'], embedder: DEFAULT_EMBEDDER, message: 'embedder down' },
+      type: 'context_degraded',
+      data: {
+        source: 'tool_selection',
+        message: `the embedder ${DEFAULT_EMBEDDER} failed (embedder down): every tool offered`,
+      },
     });
   });
 });

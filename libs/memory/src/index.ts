@@ -9,3 +9,6 @@ export * from './recall';
 // Memory blocks (issue 33, docs/adr/0051): core memory always in the system prompt.
 export * from './blocks';
 export * from './block-tools';
+export * from './vectors';
+export * from './search';
+export * from './embed-job';

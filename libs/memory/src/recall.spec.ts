@@ -1,5 +1,7 @@
 import { memoryRecall, RecallTimeout, renderRecall } from './recall';
-import { RANK_CANDIDATES, RECALL_RANK_CANDIDATES, type MemorySearchQuery, type MemoryStore } from './store';
+import type { RecallSearch } from './recall';
+import type { HybridSearchResult } from './search';
+import { RANK_CANDIDATES, RECALL_RANK_CANDIDATES, type MemorySearchQuery } from './store';
 import type { MemoryHit } from './types';
 
 const hit = (n: number, snippet = `snippet ${n}`): MemoryHit => ({
@@ -12,6 +14,8 @@ const hit = (n: number, snippet = `snippet ${n}`): MemoryHit => ({
   createdAt: '2026-11-23T10:00:00.000Z',
   provenance: { source: 'api' },
   totalChars: 10,
+  tags: [],
+  path: 'fts',
 });
 
 describe('renderRecall', () => {
@@ -34,8 +38,19 @@ describe('renderRecall', () => {
 });
 
 describe('memoryRecall', () => {
-  const store = (search: (q: MemorySearchQuery) => Promise<MemoryHit[]>) =>
-    ({ search }) as unknown as MemoryStore;
+  const result = (hits: MemoryHit[], over: Partial<HybridSearchResult> = {}): HybridSearchResult => ({
+    hits,
+    mode: 'fts',
+    used: 'fts',
+    warning: null,
+    fallback: null,
+    embeddingTokens: 0,
+    embedder: null,
+    ...over,
+  });
+  const store = (search: (q: MemorySearchQuery) => Promise<MemoryHit[]>): RecallSearch => ({
+    search: async (q) => result(await search(q)),
+  });
   const query = { tenantId: 't', agentId: 'a', input: 'what colour' };
 
   it('renders the hits and reports the outcome', async () => {
@@ -52,7 +67,7 @@ describe('memoryRecall', () => {
     const seen: string[] = [];
     const recall = memoryRecall(
       store(() => new Promise(() => undefined)),
-      { limit: 5, timeoutMs: 20, observe: (o) => seen.push(o) },
+      { limit: 5, timeoutMs: 20, embedTimeoutMs: 0, observe: (o) => seen.push(o) },
     );
     await expect(recall(query)).rejects.toBeInstanceOf(RecallTimeout);
     expect(seen).toEqual(['timeout']);
@@ -80,6 +95,25 @@ describe('memoryRecall', () => {
       [5, 40],
     ]);
     expect(RECALL_RANK_CANDIDATES).toBeLessThan(RANK_CANDIDATES);
+  });
+
+  it('warns when the embedder failed and answers with full-text; not when the agent has no vectors yet', async () => {
+    const warned: string[] = [];
+    const failed: RecallSearch = {
+      search: async () =>
+        result([hit(1)], { mode: 'hybrid', fallback: 'embedder_failed', warning: 'the embedder x/y failed' }),
+    };
+    const text = await memoryRecall(failed, { limit: 5, timeoutMs: 100 })({
+      ...query,
+      warn: (source, message) => warned.push(`${source}: ${message}`),
+    });
+    expect(text).toContain('title 1');
+    expect(warned).toEqual(['memory: the embedder x/y failed']);
+    const notYet: RecallSearch = {
+      search: async () => result([hit(1)], { mode: 'hybrid', fallback: 'no_vectors', warning: 'not yet' }),
+    };
+    await memoryRecall(notYet, { limit: 5, timeoutMs: 100 })({ ...query, warn: (s) => warned.push(s) });
+    expect(warned).toHaveLength(1);
   });
 
   it('asks nothing when off, without an agent or without input', async () => {

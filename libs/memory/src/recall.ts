@@ -1,4 +1,5 @@
-import { RECALL_RANK_CANDIDATES, type MemoryStore } from './store';
+import { EMBED_QUERY_TIMEOUT_MS, type HybridSearchQuery, type HybridSearchResult } from './search';
+import { RECALL_RANK_CANDIDATES } from './store';
 import type { MemoryHit } from './types';
 
 export interface RecallOptions {
@@ -6,8 +7,13 @@ export interface RecallOptions {
   limit: number;
   /** The newest matches ranked at most (default `RECALL_RANK_CANDIDATES`): recall runs before every turn. */
   candidates?: number;
-  /** Longest the turn waits for recall; past it the turn goes on without memory. 0: recall is off. */
+  /**
+   * Longest the turn waits for recall's full-text side; past it (plus `embedTimeoutMs` for an agent
+   * with vectors) the turn goes on without memory. 0: recall is off.
+   */
   timeoutMs: number;
+  /** Longest the query's embedding may take (default 1.5 s); past it recall is full-text, with a warning. */
+  embedTimeoutMs?: number;
   /** The rendered block's size bound, in characters. */
   maxChars?: number;
   /** Told how each recall went and how long it took (the recall histogram). */
@@ -22,6 +28,13 @@ export interface RecallQuery {
   input: string;
   /** The claim's answer to "has this agent any memory record?": `false` skips the query (docs/adr/0032). */
   hasMemory?: boolean;
+  /** Told when recall answered with less than it was set to (the vector side failed): a warning event. */
+  warn?: (source: string, message: string) => void;
+}
+
+/** What recall searches with: `MemorySearch` (full-text, vectors, or both per the agent's settings). */
+export interface RecallSearch {
+  search(q: HybridSearchQuery): Promise<HybridSearchResult>;
 }
 
 const DEFAULT_MAX_CHARS = 2_000;
@@ -47,7 +60,7 @@ export function renderRecall(hits: MemoryHit[], maxChars = DEFAULT_MAX_CHARS): s
  * on its own connection.
  */
 export function memoryRecall(
-  store: MemoryStore,
+  memory: RecallSearch,
   options: RecallOptions,
 ): (query: RecallQuery) => Promise<string | null> {
   return async (q) => {
@@ -60,12 +73,13 @@ export function memoryRecall(
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     let timer: NodeJS.Timeout | undefined;
+    const bound = options.timeoutMs + (options.embedTimeoutMs ?? EMBED_QUERY_TIMEOUT_MS);
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RecallTimeout(options.timeoutMs)), options.timeoutMs);
+      timer = setTimeout(() => reject(new RecallTimeout(bound)), bound);
     });
     try {
-      const hits = await Promise.race([
-        store.search({
+      const { hits, warning, fallback } = await Promise.race([
+        memory.search({
           tenantId: q.tenantId,
           agentId: q.agentId,
           query: q.input,
@@ -75,6 +89,8 @@ export function memoryRecall(
         }),
         timeout,
       ]);
+      // Only a failure of what the agent is set to use is worth a warning: not "no vectors yet".
+      if (fallback === 'embedder_failed' && warning) q.warn?.('memory', warning);
       options.observe?.(hits.length > 0 ? 'hits' : 'empty', seconds());
       return renderRecall(hits, options.maxChars);
     } catch (err) {

@@ -9,7 +9,9 @@ import {
   MEMORY_GET_DEFAULT_CHARS,
   MEMORY_GET_MAX_CHARS,
   MEMORY_KINDS,
+  MEMORY_MAX_TAGS,
   MEMORY_SEARCH_MAX_LIMIT,
+  MEMORY_TAG_PATTERN,
   MEMORY_TITLE_MAX_CHARS,
   type MemoryDocument,
   type MemoryHit,
@@ -36,6 +38,9 @@ function check(r: MemoryWrite): void {
     throw new RangeError(`memory content must be 1 to ${MEMORY_CONTENT_MAX_CHARS} characters`);
   if (r.dedupeKey.length === 0 || r.dedupeKey.length > MEMORY_DEDUPE_KEY_MAX_CHARS)
     throw new RangeError(`memory dedupe key must be 1 to ${MEMORY_DEDUPE_KEY_MAX_CHARS} characters`);
+  const tags = r.tags ?? [];
+  if (tags.length > MEMORY_MAX_TAGS || tags.some((t) => !MEMORY_TAG_PATTERN.test(t)))
+    throw new RangeError(`at most ${MEMORY_MAX_TAGS} tags of 1 to 50 letters, digits, "_", "-", "." or ":"`);
 }
 
 /**
@@ -54,9 +59,9 @@ export function memoryInsertSql(records: MemoryWrite[], when?: Sql): Sql {
     (
       r,
     ) => sql`(${newId()}::uuid, ${r.tenantId}::uuid, ${r.agentId}::uuid, ${r.kind}, ${r.title}, ${r.content},
-      ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.title, r.content)})`,
+      ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.title, r.content)}, ${[...new Set(r.tags ?? [])]}::text[])`,
   );
-  const columns = sql`(id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search)`;
+  const columns = sql`(id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search, tags)`;
   // With `when`: only when that condition holds (e.g. `EXISTS (SELECT 1 FROM claim)` of the caller's CTE).
   const source = when
     ? sql`SELECT * FROM (VALUES ${join(rows)}) AS v ${columns} WHERE ${when}`
@@ -78,10 +83,20 @@ export interface MemoryScope {
   agentId: string;
 }
 
-export interface MemorySearchQuery extends MemoryScope {
+/** What a search or a listing keeps (docs/adr/0050): kinds, a creation time range, tags all present. */
+export interface MemoryFilters {
+  kinds?: MemoryKind[];
+  /** Created at or after. */
+  since?: Date;
+  /** Created before. */
+  until?: Date;
+  /** Records carrying every one of these tags. */
+  tags?: string[];
+}
+
+export interface MemorySearchQuery extends MemoryScope, MemoryFilters {
   query: string;
   limit?: number;
-  kinds?: MemoryKind[];
   /** Leave out records distilled from this session (recall: its turns are already in the history). */
   excludeSessionId?: string;
   /**
@@ -91,8 +106,7 @@ export interface MemorySearchQuery extends MemoryScope {
   candidates?: number;
 }
 
-export interface MemoryListQuery extends MemoryScope {
-  kinds?: MemoryKind[];
+export interface MemoryListQuery extends MemoryScope, MemoryFilters {
   limit?: number;
   /** The record id of the previous page's last item. */
   after?: string;
@@ -105,6 +119,7 @@ interface Row {
   content: string;
   totalChars: number;
   provenance: MemoryProvenance;
+  tags: string[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -156,7 +171,7 @@ export class MemoryStore {
         SELECT id, updated_at, ts_rank(search, to_tsquery(${CONFIG}, ${tsquery}), 1)::float8 AS score
         FROM memory_records
         WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
-          AND search @@ to_tsquery(${CONFIG}, ${tsquery}) ${kindFilter(q.kinds)}
+          AND search @@ to_tsquery(${CONFIG}, ${tsquery}) ${memoryFilters(q)}
           ${sessionFilter(q.excludeSessionId)}
         ORDER BY created_at DESC
         LIMIT ${candidates}
@@ -164,7 +179,7 @@ export class MemoryStore {
         SELECT id, score FROM c ORDER BY score DESC, updated_at DESC, id LIMIT ${limit}
       )
       SELECT m.id, m.kind, m.title, left(m.content, 20000) AS content, char_length(m.content) AS "totalChars",
-        m.provenance, m.created_at AS "createdAt", m.updated_at AS "updatedAt", best.score
+        m.provenance, m.tags, m.created_at AS "createdAt", m.updated_at AS "updatedAt", best.score
       FROM best JOIN memory_records m ON m.id = best.id
       ORDER BY best.score DESC, m.updated_at DESC, m.id`),
     );
@@ -178,6 +193,8 @@ export class MemoryStore {
       provenance: r.provenance,
       totalChars: r.totalChars,
       createdAt: r.createdAt.toISOString(),
+      tags: r.tags,
+      path: 'fts' as const,
     }));
   }
 
@@ -188,7 +205,7 @@ export class MemoryStore {
     const max = Math.min(Math.max(q.maxChars ?? MEMORY_GET_DEFAULT_CHARS, 1), MEMORY_GET_MAX_CHARS);
     const row = await this.db.first<Row>(sql`
       SELECT id, kind, title, left(content, ${max}) AS content, char_length(content) AS "totalChars",
-        provenance, created_at AS "createdAt", updated_at AS "updatedAt"
+        provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE id = ${id}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid`);
     if (!row) return null;
@@ -200,6 +217,7 @@ export class MemoryStore {
       truncated: row.totalChars > max,
       totalChars: row.totalChars,
       provenance: row.provenance,
+      tags: row.tags,
       createdAt: row.createdAt.toISOString(),
       updatedAt: row.updatedAt.toISOString(),
     };
@@ -216,9 +234,9 @@ export class MemoryStore {
       : sql``;
     const rows = await this.db.rows<Row>(sql`
       SELECT id, kind, title, left(content, ${PREVIEW_CHARS}) AS content,
-        char_length(content) AS "totalChars", provenance, created_at AS "createdAt", updated_at AS "updatedAt"
+        char_length(content) AS "totalChars", provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
-      WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid ${kindFilter(q.kinds)} ${after}
+      WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid ${memoryFilters(q)} ${after}
       ORDER BY created_at DESC, id DESC
       LIMIT ${limit + 1}`);
     return {
@@ -230,6 +248,7 @@ export class MemoryStore {
         preview: r.content,
         totalChars: r.totalChars,
         provenance: r.provenance,
+        tags: r.tags,
         createdAt: r.createdAt.toISOString(),
         updatedAt: r.updatedAt.toISOString(),
       })),
@@ -248,10 +267,19 @@ export class MemoryStore {
   }
 }
 
-function kindFilter(kinds: MemoryKind[] | undefined): Sql {
-  return kinds && kinds.length > 0 ? sql`AND kind = ANY(${kinds}::text[])` : sql``;
+/** `AND …` conditions on `memory_records` columns (unqualified, or of `alias`) for the filters given. */
+export function memoryFilters(f: MemoryFilters, alias?: string): Sql {
+  const c = (column: string) => new Sql([alias ? `${alias}.${column}` : column], []);
+  const parts: Sql[] = [];
+  if (f.kinds && f.kinds.length > 0) parts.push(sql`AND ${c('kind')} = ANY(${f.kinds}::text[])`);
+  if (f.since) parts.push(sql`AND ${c('created_at')} >= ${f.since}::timestamptz`);
+  if (f.until) parts.push(sql`AND ${c('created_at')} < ${f.until}::timestamptz`);
+  if (f.tags && f.tags.length > 0) parts.push(sql`AND ${c('tags')} @> ${f.tags}::text[]`);
+  return parts.length > 0 ? join(parts, ' ') : sql``;
 }
 
-function sessionFilter(sessionId: string | undefined): Sql {
-  return sessionId ? sql`AND (provenance->>'sessionId') IS DISTINCT FROM ${sessionId}` : sql``;
+/** Leaves out what was distilled from this session. */
+export function sessionFilter(sessionId: string | undefined, alias?: string): Sql {
+  const p = new Sql([alias ? `${alias}.provenance` : 'provenance'], []);
+  return sessionId ? sql`AND (${p}->>'sessionId') IS DISTINCT FROM ${sessionId}` : sql``;
 }

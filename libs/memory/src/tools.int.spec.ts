@@ -3,7 +3,8 @@ import { poolOf } from '@switchboard/database';
 import { sqlDbFor } from '@switchboard/store';
 import { createTestEnv, type TestEnv } from '@switchboard/testing';
 import { ToolError, ToolRegistry, type ToolContext } from '@switchboard/tools';
-import { MemoryStore } from './store';
+import { EmbedderRegistry } from '@switchboard/providers';
+import { MemorySearch } from './search';
 import { memoryTools } from './tools';
 
 /** memory_search and memory_get through a tool registry, scoped by the call's tenant and agent. */
@@ -30,8 +31,9 @@ describe('memory tools', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    const store = new MemoryStore(sqlDbFor(poolOf(env.db), 'test'));
-    registry = new ToolRegistry(memoryTools(store));
+    const memory = new MemorySearch(sqlDbFor(poolOf(env.db), 'test'), new EmbedderRegistry());
+    const store = memory.store;
+    registry = new ToolRegistry(memoryTools(memory));
     await store.write([
       {
         tenantId,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineTool, ToolError, type ToolContext, type ToolDefinition } from '@switchboard/tools';
-import type { MemoryStore } from './store';
-import { MEMORY_GET_DEFAULT_CHARS, MEMORY_GET_MAX_CHARS, MEMORY_KINDS } from './types';
+import { RecallMode } from '@switchboard/contracts';
+import type { MemorySearch } from './search';
+import { MEMORY_GET_DEFAULT_CHARS, MEMORY_GET_MAX_CHARS, MEMORY_KINDS, MEMORY_MAX_TAGS } from './types';
 
 export const MEMORY_SEARCH_TOOL = 'memory_search';
 export const MEMORY_GET_TOOL = 'memory_get';
@@ -19,37 +20,65 @@ function scope(ctx: ToolContext): { tenantId: string; agentId: string } {
  * turn's context, never from the model, so a ref from elsewhere finds nothing. Agents get them only
  * when they name them in `tools`.
  */
-export function memoryTools(store: MemoryStore): ToolDefinition[] {
+export function memoryTools(memory: MemorySearch): ToolDefinition[] {
+  const store = memory.store;
   const search = defineTool({
     name: MEMORY_SEARCH_TOOL,
     description:
-      "Searches this agent's long-term memory (facts, past episodes, notes) by keywords. Returns the best " +
-      'matches with a source_ref, kind, title, snippet, score and updated_at; pass a source_ref to ' +
-      'memory_get for the full text.',
-    schema: z.strictObject({
-      query: z.string().min(1).max(1000).describe('Keywords or a question'),
-      limit: z.int().min(1).max(20).optional().describe('How many results, 1 to 20 (default 8)'),
-      kind: z.enum(MEMORY_KINDS).optional().describe('Only records of this kind'),
-    }),
+      "Searches this agent's long-term memory (facts, past episodes, notes) by keywords and, when the agent " +
+      'has an embedder, by meaning. Returns the best matches with a source_ref, kind, title, snippet, score, ' +
+      'updated_at and path (fts, vector or both: which search found it); pass a source_ref to memory_get ' +
+      'for the full text. Filters: kind, tags (all of them), since/until (creation time, ISO 8601).',
+    schema: z
+      .strictObject({
+        query: z.string().min(1).max(1000).describe('Keywords or a question'),
+        limit: z.int().min(1).max(20).optional().describe('How many results, 1 to 20 (default 8)'),
+        kind: z.enum(MEMORY_KINDS).optional().describe('Only records of this kind'),
+        tags: z
+          .array(z.string().min(1).max(50))
+          .min(1)
+          .max(MEMORY_MAX_TAGS)
+          .optional()
+          .describe('Only records carrying every one of these tags'),
+        since: z.iso
+          .datetime({ offset: true })
+          .optional()
+          .describe('Only records created at or after (ISO 8601)'),
+        until: z.iso.datetime({ offset: true }).optional().describe('Only records created before (ISO 8601)'),
+        mode: RecallMode.optional().describe(
+          "fts (keywords), vector (meaning) or hybrid (both); default the agent's setting",
+        ),
+      })
+      .refine((v) => !(v.since && v.until && Date.parse(v.since) >= Date.parse(v.until)), {
+        message: 'since must be before until',
+        path: ['until'],
+      }),
     sideEffect: 'read_only',
     timeoutMs: 5_000,
     needsApproval: false,
-    async execute({ query, limit, kind }, ctx) {
-      const hits = await store.search({
+    async execute({ query, limit, kind, tags, since, until, mode }, ctx) {
+      const r = await memory.search({
         ...scope(ctx),
         query,
         limit: limit ?? 8,
         kinds: kind ? [kind] : undefined,
+        tags,
+        since: since ? new Date(since) : undefined,
+        until: until ? new Date(until) : undefined,
+        mode,
       });
       return {
-        results: hits.map((h) => ({
+        results: r.hits.map((h) => ({
           source_ref: h.sourceRef,
           kind: h.kind,
           title: h.title,
           snippet: h.snippet,
           score: h.score,
           updated_at: h.updatedAt,
+          tags: h.tags,
+          path: h.path,
         })),
+        ...(r.warning ? { warning: r.warning } : {}),
       };
     },
   });

@@ -20,7 +20,12 @@ export interface MemoryWrite {
   /** One record per (agent, dedupe key): writing the same key again writes nothing. */
   dedupeKey: string;
   provenance: MemoryProvenance;
+  /** Tags to filter on (set over the API); none when absent. */
+  tags?: string[];
 }
+
+/** Which search found a hit (docs/adr/0050). */
+export type MemoryHitPath = 'fts' | 'vector' | 'both';
 
 export interface MemoryHit {
   sourceRef: string;
@@ -32,6 +37,8 @@ export interface MemoryHit {
   provenance: MemoryProvenance;
   totalChars: number;
   createdAt: string;
+  tags: string[];
+  path: MemoryHitPath;
 }
 
 export interface MemoryDocument {
@@ -43,6 +50,7 @@ export interface MemoryDocument {
   truncated: boolean;
   totalChars: number;
   provenance: MemoryProvenance;
+  tags: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -55,6 +63,7 @@ export interface MemoryItem {
   preview: string;
   totalChars: number;
   provenance: MemoryProvenance;
+  tags: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -67,3 +76,5 @@ export const MEMORY_CONTENT_MAX_CHARS = 50_000;
 export const MEMORY_TITLE_MAX_CHARS = 200;
 export const MEMORY_DEDUPE_KEY_MAX_CHARS = 200;
 export const MEMORY_SEARCH_MAX_LIMIT = 50;
+export const MEMORY_TAG_PATTERN = /^[\p{L}\p{N}_.:-]{1,50}$/u;
+export const MEMORY_MAX_TAGS = 20;

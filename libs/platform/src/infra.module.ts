@@ -13,7 +13,7 @@ import { TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { createPrisma, poolOf, type Db } from '@switchboard/database';
-import { MemoryBlockStore, memoryBlockTools, MemoryStore, memoryTools } from '@switchboard/memory';
+import { MemoryBlockStore, memoryBlockTools, MemorySearch, memoryTools } from '@switchboard/memory';
 import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
@@ -22,8 +22,10 @@ import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
+import { CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
 import { QueueWorkers, WorkerFailures } from './worker';
+import { embedderRegistryFromConfig } from './providers';
+import type { EmbedderRegistry } from '@switchboard/providers';
 
 @Injectable()
 class InfraLifecycle implements OnApplicationShutdown {
@@ -101,14 +103,16 @@ export class InfraModule {
           });
         },
       },
+      // The embedders (docs/adr/0049): memory's vectors (0050) and the API's checks of an agent's embedder.
+      { provide: EMBEDDERS, useFactory: () => embedderRegistryFromConfig(config) },
       {
         provide: TOOLS,
-        inject: [DB, METRICS, TASKS],
+        inject: [DB, METRICS, TASKS, EMBEDDERS],
         // Tools that need the database (memory_search, memory_get) share the process's pool.
-        useFactory: (db: Db, metrics: Metrics, tasks: TaskService) =>
+        useFactory: (db: Db, metrics: Metrics, tasks: TaskService, embedders: EmbedderRegistry) =>
           new ToolRegistry([
             ...builtinTools({ httpFetch: { allowHosts: config.HTTP_FETCH_ALLOW_HOSTS } }),
-            ...memoryTools(new MemoryStore(sqlDbFor(poolOf(db), 'memory', metrics))),
+            ...memoryTools(new MemorySearch(sqlDbFor(poolOf(db), 'memory', metrics), embedders)),
             ...memoryBlockTools(new MemoryBlockStore(sqlDbFor(poolOf(db), 'memory', metrics))),
             tokenjuiceRetrieveTool(
               new OriginalsStore(

@@ -10,3 +10,5 @@ export const TOOLS = Symbol('TOOLS');
 export const ADMISSION = Symbol('ADMISSION');
 /** Sub-agent tasks (libs/subagents TaskService, docs/adr/0024). */
 export const TASKS = Symbol('TASKS');
+/** The embedders (libs/providers EmbedderRegistry, docs/adr/0050): `<provider>/<model>` refs resolved. */
+export const EMBEDDERS = Symbol('EMBEDDERS');

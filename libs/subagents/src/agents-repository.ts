@@ -29,6 +29,7 @@ export type NewAgent = Pick<
   archivist?: Prisma.InputJsonValue;
   toolSelection?: Prisma.InputJsonValue;
   embedder?: string | null;
+  memory?: Prisma.InputJsonValue;
 };
 
 /** The fields a change may set: those of the request that creates one. */

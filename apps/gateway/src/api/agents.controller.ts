@@ -1,4 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import {
   AgentDetailResponse,
   AgentPageResponse,
@@ -6,44 +8,28 @@ import {
   AppError,
   newId,
   notFound,
+  QueueName,
   type CreateAgentRequest,
 } from '@switchboard/contracts';
+import { enqueueMemoryEmbed } from '@switchboard/memory';
+import type { EmbedderRegistry } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
 import { agentToolStatus, type SqlDb } from '@switchboard/store';
 import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
-import { createEmbedderRegistry } from '@switchboard/providers';
 import { TenantId } from '../platform/auth/guard';
 import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentAgent } from './presenters';
-import { CONFIG, TOOLS } from '@switchboard/platform';
+import { CONFIG, EMBEDDERS, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
 import { agentStatus, agentStatuses } from '@switchboard/work-items';
 import { presentLifecycle } from './agent-lifecycle.controller';
 
 /** The embedders an agent may name (the built-in models, any `openai/<model>`). */
-const EMBEDDERS = createEmbedderRegistry();
 
 /** An embedder the registry cannot resolve (`local/nope`) is refused: 400, nothing written. */
-function checkEmbedder(ref: string | undefined): void {
-  if (ref === undefined) return;
-  try {
-    EMBEDDERS.resolve(ref);
-  } catch {
-    throw new AppError('validation_failed', `unknown embedder: ${ref}`, {
-      issues: [
-        {
-          path: 'embedder',
-          message: `unknown embedder: ${ref}`,
-          available: ['local/words-100d', 'local/hash-256', 'openai/<model>'],
-        },
-      ],
-    });
-  }
-}
-
 @TenantApi('agents')
 @Controller('v1/agents')
 export class AgentsController {
@@ -53,7 +39,38 @@ export class AgentsController {
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(EMBEDDERS) private readonly embedders: EmbedderRegistry,
+    @Inject(getQueueToken(QueueName.MemoryEmbed)) private readonly embedQueue: Queue,
   ) {}
+
+  /** An embedder the deployment does not have is refused (400) before anything is written (docs/adr/0049). */
+  private checkEmbedder(ref: string | undefined): void {
+    if (ref === undefined) return;
+    try {
+      this.embedders.resolve(ref);
+    } catch {
+      const message = `unknown embedder: ${ref}`;
+      throw new AppError('validation_failed', message, {
+        issues: [
+          { path: 'embedder', message, available: ['local/words-100d', 'local/hash-256', 'openai/<model>'] },
+        ],
+      });
+    }
+  }
+
+  /**
+   * A new or changed embedder (or none any more) starts the re-embedding job. A publish that fails
+   * does not fail the change: the next write to the agent's memory publishes it again.
+   */
+  private async reembed(
+    tenantId: string,
+    agentId: string,
+    before: string | null,
+    after: string | null,
+  ): Promise<void> {
+    if (before === after) return;
+    await enqueueMemoryEmbed(this.embedQueue, { tenantId, agentId }).catch(() => undefined);
+  }
 
   /**
    * Tools a worker registers that the gateway does not run (sub-agent and memory tools, named by
@@ -94,7 +111,7 @@ export class AgentsController {
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
-    checkEmbedder(b.embedder);
+    this.checkEmbedder(b.embedder);
     const base = b.archetype ? archetype(b.archetype) : undefined;
     const data = {
       id: newId(),
@@ -114,8 +131,11 @@ export class AgentsController {
       archivist: b.archivist ?? {},
       toolSelection: b.toolSelection ?? {},
       embedder: b.embedder ?? null,
+      memory: b.memory ?? {},
     };
-    return presentAgent(await this.agents.create(data));
+    const created = await this.agents.create(data);
+    await this.reembed(tenantId, created.id, null, created.embedder);
+    return presentAgent(created);
   }
 
   @Get()
@@ -202,9 +222,10 @@ export class AgentsController {
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
-    checkEmbedder(b.embedder);
+    this.checkEmbedder(b.embedder);
     // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
     const row = await this.agents.update(agent, b);
+    await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
     return presentAgent(row);
   }
 

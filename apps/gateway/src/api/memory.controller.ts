@@ -1,13 +1,26 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import {
   MemoryDocumentResponse,
+  MemoryEmbeddingStatusResponse,
   MemoryPageResponse,
   newId,
   notFound,
+  QueueName,
   type MemoryRecordResponse,
 } from '@switchboard/contracts';
-import { MemoryStore, type MemoryDocument, type MemoryKind } from '@switchboard/memory';
-import type { SqlDb } from '@switchboard/store';
+import {
+  embeddingStatus,
+  enqueueMemoryEmbed,
+  MemorySearch,
+  MemoryStore,
+  type MemoryDocument,
+  type MemoryFilters,
+} from '@switchboard/memory';
+import { EMBEDDERS } from '@switchboard/platform';
+import type { EmbedderRegistry } from '@switchboard/providers';
+import { sql as sqlTag, type SqlDb } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import { TenantId } from '../platform/auth/guard';
 import { AddMemoryDto, MemoryQueryDto, MemoryRecordQueryDto } from './dto';
@@ -26,6 +39,7 @@ const presentDocument = (d: MemoryDocument): MemoryDocumentResponse => ({
   kind: d.kind,
   title: d.title,
   provenance: { ...d.provenance },
+  tags: d.tags,
   totalChars: d.totalChars,
   createdAt: d.createdAt,
   updatedAt: d.updatedAt,
@@ -42,12 +56,16 @@ const presentDocument = (d: MemoryDocument): MemoryDocumentResponse => ({
 @Controller('v1/agents/:id/memory')
 export class MemoryController {
   private readonly store: MemoryStore;
+  private readonly memory: MemorySearch;
 
   constructor(
     @Inject(AgentsRepository) private readonly agents: AgentsRepository,
-    @Inject(GATEWAY_SQL) sql: SqlDb,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
+    @Inject(EMBEDDERS) embedders: EmbedderRegistry,
+    @Inject(getQueueToken(QueueName.MemoryEmbed)) private readonly embedQueue: Queue,
   ) {
-    this.store = new MemoryStore(sql);
+    this.memory = new MemorySearch(sql, embedders);
+    this.store = this.memory.store;
   }
 
   private async agent(tenantId: string, id: string): Promise<{ tenantId: string; agentId: string }> {
@@ -61,8 +79,12 @@ export class MemoryController {
     id: 'listMemory',
     summary: "The agent's memory records, newest first, or the best matches of `q`",
     description:
-      'Without `q`: a listing, newest first, paged by `cursor`. With `q`: a full-text search (CJK by ' +
-      'bigrams), best first, up to `limit` (default 20, at most 50) and no further pages.',
+      'Without `q`: a listing, newest first, paged by `cursor`. With `q`: a search, best first, up to ' +
+      '`limit` (default 20, at most 50) and no further pages: full-text (CJK by bigrams), by meaning ' +
+      "(`vector`: the agent's embedder) or both fused (`hybrid`), per `mode` or the agent's " +
+      "`memory.recall`; each hit's `path` says which found it, and `search` how the search ran (a " +
+      'vector side that could not run falls back to full-text, with a `warning`). Filters for both: ' +
+      '`kind`, `tags` (comma-separated, all of them), `since`/`until` (creation time).',
     status: 200,
     schema: MemoryPageResponse,
     errors: [400, 404],
@@ -73,12 +95,17 @@ export class MemoryController {
     @Query() q: MemoryQueryDto,
   ): Promise<MemoryPageResponse> {
     const scope = await this.agent(tenantId, id);
-    const kinds: MemoryKind[] | undefined = q.kind ? [q.kind] : undefined;
+    const filters: MemoryFilters = {
+      kinds: q.kind ? [q.kind] : undefined,
+      tags: q.tags,
+      since: q.since ? new Date(q.since) : undefined,
+      until: q.until ? new Date(q.until) : undefined,
+    };
     const limit = q.limit ?? 20;
     if (q.q !== undefined) {
-      const hits = await this.store.search({ ...scope, query: q.q, limit, kinds });
+      const r = await this.memory.search({ ...scope, ...filters, query: q.q, limit, mode: q.mode });
       return {
-        data: hits.map((h): MemoryRecordResponse => ({
+        data: r.hits.map((h): MemoryRecordResponse => ({
           sourceRef: h.sourceRef,
           kind: h.kind,
           title: h.title,
@@ -88,12 +115,15 @@ export class MemoryController {
           updatedAt: h.updatedAt,
           snippet: h.snippet,
           score: h.score,
+          tags: h.tags,
+          path: h.path,
         })),
         nextCursor: null,
+        search: { mode: r.mode, used: r.used, warning: r.warning },
       };
     }
     const after = decodeCursor<[string]>(q.cursor, ['string']);
-    const page = await this.store.list({ ...scope, kinds, limit, after: after?.[0] });
+    const page = await this.store.list({ ...scope, ...filters, limit, after: after?.[0] });
     return {
       data: page.items.map((i) => ({
         sourceRef: i.sourceRef,
@@ -105,9 +135,34 @@ export class MemoryController {
         updatedAt: i.updatedAt,
         snippet: i.preview,
         score: null,
+        tags: i.tags,
+        path: null,
       })),
       nextCursor: page.more ? encodeCursor([page.items[page.items.length - 1].id]) : null,
+      search: null,
     };
+  }
+
+  @Get('embeddings')
+  @Operation({
+    id: 'getMemoryEmbeddings',
+    summary: "Where the agent's memory vectors are (re-embedding progress)",
+    description:
+      '`model`: the embedder of the vector set recall compares (null: none complete, full-text only); ' +
+      "`target`: the agent's `embedder`; `embedded` of `total` records have a vector of it. After " +
+      'a change of embedder, recall keeps the old set until the new one is complete, then switches.',
+    status: 200,
+    schema: MemoryEmbeddingStatusResponse,
+    errors: [404],
+  })
+  async embeddings(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+  ): Promise<MemoryEmbeddingStatusResponse> {
+    const scope = await this.agent(tenantId, id);
+    const status = await embeddingStatus(this.sql, scope);
+    if (!status) throw notFound('agent');
+    return status;
   }
 
   @Post()
@@ -115,7 +170,9 @@ export class MemoryController {
   @Operation({
     id: 'addMemory',
     summary: 'Add a note or fact to the agent’s memory',
-    description: 'Provenance `{source: "api"}`; `kind` defaults to `note`, `title` to the first line.',
+    description:
+      'Provenance `{source: "api"}`; `kind` defaults to `note`, `title` to the first line. With an ' +
+      'embedder set on the agent, the record is embedded shortly after (the hooks worker).',
     status: 201,
     schema: MemoryDocumentResponse,
     errors: [...BODY_ERRORS, 404],
@@ -134,10 +191,22 @@ export class MemoryController {
       // Every POST is a record of its own.
       dedupeKey: `api:${newId()}`,
       provenance: { source: 'api' },
+      tags: body.tags,
     });
+    // Its vector (docs/adr/0050). A publish that fails (Redis away) does not fail the write: every
+    // run embeds all of the agent's records lacking a vector, so the next one embeds this one too.
+    if (sourceRef) await this.embedLater(scope).catch(() => undefined);
     const doc = sourceRef && (await this.store.get({ ...scope, sourceRef, maxChars: body.content.length }));
     if (!doc) throw notFound('memory record');
     return presentDocument(doc);
+  }
+
+  /** The record's vector is computed by the hooks worker when the agent has an embedder. */
+  private async embedLater(scope: { tenantId: string; agentId: string }): Promise<void> {
+    const row = await this.sql.first<{ on: boolean }>(
+      sqlTag`SELECT (memory ? 'embedder') AS on FROM agents WHERE id = ${scope.agentId}::uuid`,
+    );
+    if (row?.on) await enqueueMemoryEmbed(this.embedQueue, scope);
   }
 
   @Get(':sourceRef')

@@ -22,6 +22,7 @@ const DESCRIPTIONS: Record<QueueName, string> = {
   [QueueName.Maintenance]: 'reconciliation and housekeeping (harness worker)',
   [QueueName.Schedules]: 'cron schedules firing (triage worker)',
   [QueueName.Work]: 'work-item ticks (triage worker)',
+  [QueueName.MemoryEmbed]: "embedding agents' memory records (hooks worker)",
 };
 
 /**

@@ -84,6 +84,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
   });
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
+  for (const w of run.context.warnings) await run.cp.emit('context_degraded', w);
   run.toolSpecs = [
     ...run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed'),
     // The client's tools (docs/adr/0047), offered beside the agent's as the client declared them.
@@ -95,7 +96,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
 /**
  * Semantic tool selection (docs/adr/0049), once per run: the turn's input is fixed, so every round
  * offers the same choice (plus the tools called since). An embedder that fails or is slow never
- * fails the turn: every tool is offered and a `context_unavailable` event says why.
+ * fails the turn: every tool is offered and a `context_degraded` warning says why (as for recall).
  */
 async function chooseTools(run: TurnRun, input: string): Promise<void> {
   const settings = run.input.toolSelection;
@@ -106,10 +107,10 @@ async function chooseTools(run: TurnRun, input: string): Promise<void> {
     run.chosenTools = await toolSelector.choose(run.toolSpecs, input, settings, signal);
   } catch (err) {
     if (run.signal.aborted) return;
-    await run.cp.emit('context_unavailable', {
-      sources: ['tool_selection'],
-      embedder: settings.embedder,
-      message: err instanceof Error ? err.message : String(err),
+    const why = err instanceof Error ? err.message : String(err);
+    await run.cp.emit('context_degraded', {
+      source: 'tool_selection',
+      message: `the embedder ${settings.embedder} failed (${why}): every tool offered`,
     });
   }
 }

@@ -44,7 +44,7 @@ export class TurnRun {
   history: ChatMessage[];
   compacted = false;
   /** Memory and the context pack, loaded once before the first round. */
-  context: LoadedContext = { memory: null, contextPack: null, failed: [] };
+  context: LoadedContext = { memory: null, contextPack: null, failed: [], warnings: [] };
   /** Every tool the turn has, as specs, in order (its own, then the client's). */
   toolSpecs: ToolSpec[] = [];
   /**
