@@ -31,7 +31,7 @@ export async function embedAfterTurn(
   const row = await db.first<{ agentId: string }>(sql`
     SELECT t.agent_id AS "agentId" FROM turns t JOIN agents a ON a.id = t.agent_id
     WHERE t.id = ${turn.turnId}::uuid AND ${ofTenant('t.tenant_id', turn.tenantId)}
-      AND a.memory ? 'embedder'`);
+      AND a.embedder IS NOT NULL`);
   if (!row) return false;
   await enqueueMemoryEmbed(queue, { tenantId: turn.tenantId, agentId: row.agentId });
   return true;

@@ -204,7 +204,7 @@ describe('MemorySearch (vectors and hybrid)', () => {
     expect(await embedPending(db, embedders, a)).toMatchObject({ done: true, embedded: 0 });
 
     // No embedder any more: the vectors go, recall is full-text.
-    await env.db.agent.update({ where: { id: a.agentId }, data: { memory: {} } });
+    await env.db.agent.update({ where: { id: a.agentId }, data: { embedder: null } });
     expect(await embedPending(db, embedders, a)).toMatchObject({ done: true, target: null });
     expect(await agentMemoryState(db, a)).toMatchObject({ vectorsModel: null });
     const none = await db.first<{ n: number }>(

@@ -211,7 +211,7 @@ async function activate(db: SqlRunner, scope: MemoryScope, model: string): Promi
     WITH switched AS (
       UPDATE agents SET memory_vectors_model = ${model}
       WHERE id = ${scope.agentId}::uuid AND tenant_id = ${scope.tenantId}::uuid
-        AND memory->>'embedder' = ${model}
+        AND embedder = ${model}
         AND NOT EXISTS (
           SELECT 1 FROM memory_records m
           WHERE m.tenant_id = ${scope.tenantId}::uuid AND m.agent_id = ${scope.agentId}::uuid
@@ -229,7 +229,7 @@ async function dropVectors(db: SqlRunner, scope: MemoryScope): Promise<void> {
     WITH cleared AS (
       UPDATE agents SET memory_vectors_model = NULL
       WHERE id = ${scope.agentId}::uuid AND tenant_id = ${scope.tenantId}::uuid
-        AND NOT (memory ? 'embedder')
+        AND embedder IS NULL
       RETURNING id
     )
     DELETE FROM memory_embeddings

@@ -204,7 +204,7 @@ export class MemoryController {
   /** The record's vector is computed by the hooks worker when the agent has an embedder. */
   private async embedLater(scope: { tenantId: string; agentId: string }): Promise<void> {
     const row = await this.sql.first<{ on: boolean }>(
-      sqlTag`SELECT (memory ? 'embedder') AS on FROM agents WHERE id = ${scope.agentId}::uuid`,
+      sqlTag`SELECT embedder IS NOT NULL AS on FROM agents WHERE id = ${scope.agentId}::uuid`,
     );
     if (row?.on) await enqueueMemoryEmbed(this.embedQueue, scope);
   }
