@@ -352,6 +352,9 @@ describe('Admission', () => {
       { metadata: { a: 1 } },
       { correlationId: 'c-1' },
       { multitask: 'reject' },
+      { responseFormat: { type: 'json_object' } },
+      { clientTools: [{ name: 'lookup', description: 'client side', parameters: { type: 'object' } }] },
+      { toolChoice: { type: 'required' } },
     ];
     for (const extra of changes) {
       await expect(

@@ -302,8 +302,8 @@ const canonicalJson = configure({ deterministic: true });
 /**
  * sha256 of the request as admitted, in canonical JSON (sorted keys, defaults filled in): what a
  * retry must repeat for its key to replay. `"hi"` and `[{type:"text",text:"hi"}]` are the same
- * message; a different text, priority, multitask, metadata, correlationId or response format is a
- * different request.
+ * message; a different text, priority, multitask, metadata, correlationId, response format, set of
+ * client tools or tool choice is a different request.
  */
 export function requestFingerprint(input: AdmitInput): string {
   const request = {
@@ -317,8 +317,10 @@ export function requestFingerprint(input: AdmitInput): string {
     metadata: input.metadata ?? {},
     correlationId: input.correlationId ?? null,
     causationId: input.causationId ?? null,
-    // Only when asked for, so keys of requests without one keep the fingerprints they were stored with.
+    // Only when asked for, so keys of requests without them keep the fingerprints they were stored with.
     ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
+    ...(input.clientTools?.length ? { clientTools: input.clientTools } : {}),
+    ...(input.toolChoice ? { toolChoice: input.toolChoice } : {}),
   };
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
