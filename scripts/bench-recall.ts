@@ -349,13 +349,18 @@ async function quality(env: Env, db: Db) {
   console.log(
     `quality on ${corpus.questions.length} questions (${corpus.questions.filter((q) => q.paraphrase).length} paraphrases), embedder ${ref}:`,
   );
+  // The rank (1–5, else 6) of the first answer per question and mode: hybrid must never rank one lower than fts.
+  const ranks = new Map<string, number[]>();
   for (const mode of ['fts', 'vector', 'hybrid'] as const) {
     const score = { all: [0, 0], para: [0, 0], literal: [0, 0] };
     let tokens = 0;
+    ranks.set(mode, []);
     for (const question of corpus.questions) {
       const r = await search.search({ ...agent, query: question.q, limit: 5, mode });
       tokens += r.embeddingTokens;
       const keys = r.hits.map((h) => ids.get(decodeSourceRef(h.sourceRef) ?? ''));
+      const found = keys.findIndex((k) => question.answers.includes(k ?? ''));
+      ranks.get(mode)!.push(found < 0 ? 6 : found + 1);
       const at1 = question.answers.includes(keys[0] ?? '') ? 1 : 0;
       const at5 = keys.some((k) => question.answers.includes(k ?? '')) ? 1 : 0;
       for (const bucket of ['all', question.paraphrase ? 'para' : 'literal'] as const) {
@@ -372,6 +377,15 @@ async function quality(env: Env, db: Db) {
         `  query embedding tokens ${tokens}`,
     );
   }
+  const fts = ranks.get('fts')!;
+  const worse = ranks
+    .get('hybrid')!
+    .flatMap((rank, i) =>
+      rank > fts[i] ? [`"${corpus.questions[i].q}" (fts ${fts[i]}, hybrid ${rank})`] : [],
+    );
+  console.log(
+    `  hybrid ranks the answer below fts on ${worse.length} of ${fts.length} questions${worse.length ? `: ${worse.join('; ')}` : ''}`,
+  );
   console.log();
 }
 
