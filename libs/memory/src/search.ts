@@ -3,14 +3,8 @@ import type { EmbedderRegistry } from '@switchboard/providers';
 import { sql, type SqlRunner } from '@switchboard/store';
 import { snippetOf } from './snippet';
 import { encodeSourceRef } from './source-ref';
-import { MemoryStore, RANK_CANDIDATES, type MemorySearchQuery } from './store';
-import {
-  MEMORY_SEARCH_MAX_LIMIT,
-  type MemoryHitPath,
-  type MemoryHit,
-  type MemoryKind,
-  type MemoryProvenance,
-} from './types';
+import { MemoryStore, RANK_CANDIDATES, type MemoryRecordRow, type MemorySearchQuery } from './store';
+import { MEMORY_SEARCH_MAX_LIMIT, type MemoryHitPath, type MemoryHit } from './types';
 import { agentMemoryState, vectorSearch } from './vectors';
 
 /** Reciprocal rank fusion's constant (docs/adr/0050): the value of Cormack et al. (2009). */
@@ -50,18 +44,6 @@ export function reciprocalRankFusion(lists: string[][], k = RRF_K): { id: string
   }
   // Ties keep the order of first appearance (the full-text list first): deterministic.
   return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score);
-}
-
-interface HitRow {
-  id: string;
-  kind: MemoryKind;
-  title: string;
-  content: string;
-  totalChars: number;
-  provenance: MemoryProvenance;
-  tags: string[];
-  createdAt: Date;
-  updatedAt: Date;
 }
 
 /**
@@ -191,7 +173,7 @@ export class MemorySearch {
   ): Promise<MemoryHit[]> {
     const ids = near.map((n) => n.id).filter((id) => !known.has(encodeSourceRef(id)));
     if (ids.length === 0) return [];
-    const rows = await this.db.rows<HitRow>(sql`
+    const rows = await this.db.rows<MemoryRecordRow>(sql`
       SELECT id, kind, title, left(content, 20000) AS content, char_length(content) AS "totalChars",
         provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records

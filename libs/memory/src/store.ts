@@ -112,7 +112,8 @@ export interface MemoryListQuery extends MemoryScope, MemoryFilters {
   after?: string;
 }
 
-interface Row {
+/** A memory record as the store's and hybrid search's reads select it. */
+export interface MemoryRecordRow {
   id: string;
   kind: MemoryKind;
   title: string;
@@ -165,7 +166,7 @@ export class MemoryStore {
     // selective queries take the GIN index instead.
     // Planned for each query (`planEachCall`): the generic plan of a prepared statement joins the
     // GIN and (tenant, agent) bitmaps and ranks every match before the bound (3.3 s at 50k records).
-    const rows = await this.db.rows<Row & { score: number }>(
+    const rows = await this.db.rows<MemoryRecordRow & { score: number }>(
       planEachCall(sql`
       WITH c AS (
         SELECT id, updated_at, ts_rank(search, to_tsquery(${CONFIG}, ${tsquery}), 1)::float8 AS score
@@ -203,7 +204,7 @@ export class MemoryStore {
     const id = decodeSourceRef(q.sourceRef);
     if (id === null) return null;
     const max = Math.min(Math.max(q.maxChars ?? MEMORY_GET_DEFAULT_CHARS, 1), MEMORY_GET_MAX_CHARS);
-    const row = await this.db.first<Row>(sql`
+    const row = await this.db.first<MemoryRecordRow>(sql`
       SELECT id, kind, title, left(content, ${max}) AS content, char_length(content) AS "totalChars",
         provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
@@ -232,7 +233,7 @@ export class MemoryStore {
       ? sql`AND (created_at, id) < (SELECT created_at, id FROM memory_records
           WHERE id = ${q.after}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid)`
       : sql``;
-    const rows = await this.db.rows<Row>(sql`
+    const rows = await this.db.rows<MemoryRecordRow>(sql`
       SELECT id, kind, title, left(content, ${PREVIEW_CHARS}) AS content,
         char_length(content) AS "totalChars", provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
