@@ -51,20 +51,25 @@ describe('triggers and webhook ingress', () => {
 
   /**
    * Row counts once earlier deliveries have settled (triaged, their turns ended), so a refused
-   * delivery can be shown to change none of them.
+   * delivery can be shown to change none of them: every delivery, and the messages and turns that
+   * deliveries of `triggerId` admitted. Messages and turns are counted for the trigger under test
+   * only: other tests' deliveries go on being admitted and answered in the background (a decision
+   * is written before its admission; a wake hint becomes a tick later), which a whole-table count
+   * would mistake for a write of the refused request.
    */
-  const counts = async () => {
+  const counts = async (triggerId: string) => {
     await waitFor(
       async () =>
         (await env.db.triggerDelivery.count({ where: { decision: null } })) === 0 &&
         (await env.db.turn.count({ where: { status: { notIn: [...ENDED_STATUSES] } } })) === 0,
       { what: 'earlier deliveries to settle', timeoutMs: 30_000 },
     );
-    return {
-      deliveries: await env.db.triggerDelivery.count(),
-      messages: await env.db.message.count(),
-      turns: await env.db.turn.count(),
-    };
+    const [own] = await env.db.$queryRaw<{ messages: number; turns: number }[]>`
+      SELECT
+        (SELECT count(*)::int FROM messages WHERE metadata->>'triggerId' = ${triggerId}) AS messages,
+        (SELECT count(*)::int FROM turns t JOIN messages m ON m.id = t.input_message_id
+          WHERE m.metadata->>'triggerId' = ${triggerId}) AS turns`;
+    return { deliveries: await env.db.triggerDelivery.count(), ...own };
   };
 
   it('turns a GitHub-signed delivery replayed 5 times into exactly one verified delivery and one turn', async () => {
@@ -162,20 +167,20 @@ describe('triggers and webhook ingress', () => {
     );
 
     // A sixth replay after the turn: still the same delivery, still nothing new.
-    const before = await counts();
+    const before = await counts(created.body.id);
     const late = await deliver(
       created.body.path,
       raw,
       githubHeaders(created.body.signingSecret, raw, delivery),
     );
     expect(late.body).toEqual({ deliveryId, duplicate: true });
-    expect(await counts()).toEqual(before);
+    expect(await counts(created.body.id)).toEqual(before);
   });
 
   it('refuses a bad or missing signature with 401 and writes nothing; a token trigger is unverified evidence', async () => {
     const created = await api.post('/v1/triggers', { agentId, name: 'gh2', scheme: 'github' });
     const raw = JSON.stringify({ action: 'closed' });
-    const before = await counts();
+    const before = await counts(created.body.id);
 
     const forged = await deliver(created.body.path, raw, githubHeaders('not-the-secret', raw, randomUUID()));
     expect(forged.status).toBe(401);
@@ -194,7 +199,7 @@ describe('triggers and webhook ingress', () => {
       'x-hub-signature-256': githubHeaders(created.body.signingSecret, raw, 'x')['x-hub-signature-256'],
     });
     expect(noId.status).toBe(400);
-    expect(await counts()).toEqual(before);
+    expect(await counts(created.body.id)).toEqual(before);
 
     // A token-only trigger: accepted on the URL alone, stored unverified (external evidence).
     const token = await api.post('/v1/triggers', {
@@ -235,11 +240,11 @@ describe('triggers and webhook ingress', () => {
     const revoked = await api.delete(`/v1/triggers/${created.body.id}`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.revokedAt).toEqual(expect.any(String));
-    const before = await counts();
+    const before = await counts(created.body.id);
     const after = await deliver(created.body.path, raw, headers());
     expect(after.status).toBe(404);
     expect(after.body.error.code).toBe('not_found');
-    expect(await counts()).toEqual(before);
+    expect(await counts(created.body.id)).toEqual(before);
     // Revoking twice is harmless; rotating a revoked trigger is a conflict.
     expect((await api.delete(`/v1/triggers/${created.body.id}`)).status).toBe(200);
     expect((await api.post(`/v1/triggers/${created.body.id}/rotate`, {})).status).toBe(409);

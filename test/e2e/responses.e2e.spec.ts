@@ -603,12 +603,13 @@ describe('/v1/responses with the stock clients', () => {
         model: 'helper',
         input: 'x',
         tools: [{ type: 'function', name: 'f', parameters: { type: 'object' }, strict: true }],
-        tool_choice: 'required',
+        // A named tool the request did not declare (forced choice itself is accepted, ADR 0047).
+        tool_choice: { type: 'function', name: 'g' },
       })
       .catch((e: unknown) => e);
     expect(sdkRefused).toBeInstanceOf(BadRequestError);
     expect((sdkRefused as BadRequestError).error).toMatchObject({
-      code: 'unsupported_value',
+      code: 'invalid_tool_choice',
       param: 'tool_choice',
     });
 
