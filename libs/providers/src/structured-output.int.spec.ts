@@ -26,7 +26,9 @@ const MESSAGES: ChatMessage[] = [
 describe('structured output on the provider wire', () => {
   let server: FakeLlmServer;
   beforeAll(async () => {
-    server = await FakeLlmServer.start();
+    // Idle connections stay open: requests here can be seconds apart under load, and a pooled
+    // connection the server closes just as the next provider reuses it fails as "Connection error".
+    server = await FakeLlmServer.start({ keepAliveTimeoutMs: 120_000 });
   });
   afterAll(async () => {
     await server.close();

@@ -1025,9 +1025,15 @@ export class FakeLlmServer {
     this.url = `http://127.0.0.1:${address.port}`;
   }
 
-  /** Start a server on 127.0.0.1 with a random free port. */
-  static async start(): Promise<FakeLlmServer> {
+  /**
+   * Start a server on 127.0.0.1 with a random free port. `keepAliveTimeoutMs` (Node's default, 5 s,
+   * when absent): how long an idle keep-alive connection stays open. A spec whose requests are
+   * seconds apart on a loaded machine sets it long, so the server never closes a pooled connection
+   * just as the client reuses it (the client would see "Connection error").
+   */
+  static async start(options: { keepAliveTimeoutMs?: number } = {}): Promise<FakeLlmServer> {
     const server = http.createServer();
+    if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => {

@@ -55,6 +55,9 @@ describe('TurnPermits', () => {
 });
 
 describe('TurnPermits recovering from pressure', () => {
+  // Fake timers, but each window awaits real microtasks: on a loaded machine a test can take longer
+  // than Jest's 5 s default, and one that times out keeps running into the next test's windows.
+  jest.setTimeout(30_000);
   const WINDOW_MS = 250;
   let delayMs = 0;
   const loopDelay = () => delayMs;
