@@ -41,6 +41,12 @@ const ignore = ['/node_modules/', '/dist/'];
 
 /** @type {import('jest').Config} */
 const config = {
+  // Test files run in a worker process that is replaced once it holds more than this after a file.
+  // Without it, a machine with two cores runs every file in Jest's own process (one worker or less
+  // means in band), and what the ~300 files leave behind (module registries kept alive by stray
+  // references) grew it past Node's heap limit: a fresh-clone run died of OOM at file 232 (issue 33's
+  // merge). Files still run one at a time on such a machine, as before.
+  workerIdleMemoryLimit: '1GB',
   projects: [
     {
       ...common,
