@@ -413,6 +413,17 @@ const running = <T extends AppProcess>(p: T): T & Running =>
     await waitFor(async () => (await hookRuns(admitted)) === admitted.length, {
       what: 'one cost-log hook run per recovered turn',
       timeoutMs: 20_000,
+    }).catch(async (error: Error) => {
+      // Once seen in CI (not reproduced here): say what the hooks had written, so the next one tells.
+      const runs = await env.db.hookRun.findMany({
+        where: { turnId: { in: admitted } },
+        select: { turnId: true, hook: true, status: true },
+      });
+      const turns = await env.db.turn.findMany({
+        where: { id: { in: admitted } },
+        select: { id: true, status: true, completedAt: true, hooksSettledAt: true },
+      });
+      throw new Error(`${error.message}; hook runs ${JSON.stringify(runs)}; turns ${JSON.stringify(turns)}`);
     });
   });
 });
