@@ -54,13 +54,13 @@ class ConceptEmbedder implements EmbeddingProvider {
 
 /** A runner that counts the statements it is given. */
 function counting(inner: SqlRunner): { runner: SqlRunner; n: number } {
-  const c = {
+  const c: { runner: SqlRunner; n: number } = {
     n: 0,
     runner: {
       rows: <R>(q: Sql) => (c.n++, inner.rows<R>(q)),
       first: <R>(q: Sql) => (c.n++, inner.first<R>(q)),
       execute: (q: Sql) => (c.n++, inner.execute(q)),
-    } as SqlRunner,
+    },
   };
   return c;
 }

@@ -34,9 +34,9 @@ export interface MemoryContextOptions extends RecallOptions {
 /** The two loads of seed 001 stage 1 over an agent's memory (docs/adr/0052). */
 export interface MemoryContext {
   /** Episodic recall: episodes and notes matching the input, and the preference items among them. */
-  episodic(q: RecallQuery): Promise<{ text: string | null; preferences: MemoryPackItem[] } | null>;
+  episodic: (q: RecallQuery) => Promise<{ text: string | null; preferences: MemoryPackItem[] } | null>;
   /** The context pack's memory part: facts matching the input and the agent's preferences. */
-  pack(q: RecallQuery): Promise<{ facts: MemoryPackItem[]; preferences: MemoryPackItem[] } | null>;
+  pack: (q: RecallQuery) => Promise<{ facts: MemoryPackItem[]; preferences: MemoryPackItem[] } | null>;
 }
 
 const isPreference = (h: MemoryHit) => h.tags.includes(PREFERENCE_TAG);
@@ -101,7 +101,7 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
   };
 
   return {
-    async episodic(q) {
+    episodic: async (q) => {
       if (off(q)) {
         if (q.hasMemory === false) options.observe?.('skipped', 0);
         return null;
@@ -115,7 +115,7 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
       };
     },
 
-    async pack(q) {
+    pack: async (q) => {
       if (off(q)) return null;
       const [result, standing] = await Promise.all([
         search(q),
