@@ -30,6 +30,17 @@ function freePort(): Promise<number> {
 const SAID = 'Please remember this: my deploy window is Tuesdays 14:00 UTC.';
 const FACT = 'Tuesdays 14:00 UTC';
 const ASKED = 'When is my deploy window?';
+/** A preference the archivist marks in the same turn (docs/adr/0052). */
+const PREFERENCE = 'The user wants answers in French.';
+/** The context pack's one evidence block in a model request's user content. */
+const packsOf = (r: RecordedRequest): string[] => {
+  const messages = (r.body as { messages: { role: string; content: unknown }[] }).messages;
+  const text = messages
+    .filter((m) => m.role === 'user')
+    .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+    .join('\n');
+  return text.match(/<evidence kind="context_pack">[\s\S]*?<\/evidence>/g) ?? [];
+};
 /** Said in a turn that is cancelled while the model is still thinking. */
 const ROTATION = 'our on-call rotation starts Mondays 09:00 CET';
 
@@ -62,7 +73,10 @@ describe('memory recall across sessions', () => {
       return scripted.text('Noted.', { usage: { input: 120, output: 4 } });
     }
     const facts = r.rawBody.includes('my deploy window is Tuesdays 14:00 UTC')
-      ? [{ title: 'Deploy window', content: `The user's deploy window is ${FACT}.` }]
+      ? [
+          { title: 'Deploy window', content: `The user's deploy window is ${FACT}.` },
+          { title: 'Answer language', content: PREFERENCE, preference: true },
+        ]
       : r.rawBody.includes(ROTATION)
         ? [{ title: 'On-call rotation', content: 'The on-call rotation starts Mondays 09:00 CET.' }]
         : [];
@@ -154,7 +168,7 @@ describe('memory recall across sessions', () => {
     // The agent's memory shows the fact, with provenance pointing at session 1's turn.
     const memory = await api.get(`/v1/agents/${agentId}/memory`);
     expect(memory.status).toBe(200);
-    const fact = memory.body.data.find((r: { kind: string }) => r.kind === 'fact');
+    const fact = memory.body.data.find((r: { title: string }) => r.title === 'Deploy window');
     expect(fact).toMatchObject({
       kind: 'fact',
       title: 'Deploy window',
@@ -168,14 +182,25 @@ describe('memory recall across sessions', () => {
     const doc = await api.get(`/v1/agents/${agentId}/memory/${fact.sourceRef}`);
     expect(doc.body.content).toBe(`The user's deploy window is ${FACT}.`);
     // The episodic index holds the turn as well.
-    expect(memory.body.data.map((r: { kind: string }) => r.kind).sort()).toEqual(['episode', 'fact']);
+    expect(memory.body.data.map((r: { kind: string }) => r.kind).sort()).toEqual(['episode', 'fact', 'fact']);
+    // The preference is a fact the archivist tagged `preference`.
+    const preference = memory.body.data.find((r: { title: string }) => r.title === 'Answer language');
+    expect(preference.tags).toEqual(['preference']);
+    expect(fact.tags).toEqual([]);
 
     // Session 2 of the same agent: the model's request carries the recalled fact.
     const second = await say(api, agentId, ASKED);
     expect(second.sessionId).not.toBe(first.sessionId);
     expect(second.request.rawBody).toContain(FACT);
-    // …through recall: the memory block names the record by its source_ref.
-    expect(second.request.rawBody).toContain(fact.sourceRef);
+    // …through the context pack (seed 001): ONE evidence block with the fact, named by its source_ref,
+    // and the preference, which the input does not mention.
+    const packs = packsOf(second.request);
+    expect(packs).toHaveLength(1);
+    expect(packs[0]).toContain(fact.sourceRef);
+    expect(packs[0]).toContain(FACT);
+    expect(packs[0]).toContain(`${preference.sourceRef}] Answer language: ${PREFERENCE}`);
+    expect(packs[0].indexOf(PREFERENCE)).toBeLessThan(packs[0].indexOf(FACT));
+    expect(second.request.rawBody.split(PREFERENCE)).toHaveLength(2);
 
     // Another tenant's agent asked the same: its request lacks the fact, its memory has nothing of it,
     // and the first tenant's agent and records are not found with its key.
@@ -183,6 +208,8 @@ describe('memory recall across sessions', () => {
     const foreign = await say(other, otherAgentId, ASKED);
     expect(foreign.request.rawBody).not.toContain(FACT);
     expect(foreign.request.rawBody).not.toContain('deploy window is');
+    expect(foreign.request.rawBody).not.toContain(PREFERENCE);
+    expect(packsOf(foreign.request)).toEqual([]);
     const otherMemory = await other.get(`/v1/agents/${otherAgentId}/memory`);
     expect(otherMemory.status).toBe(200);
     expect(JSON.stringify(otherMemory.body)).not.toContain('Tuesdays');

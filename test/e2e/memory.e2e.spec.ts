@@ -212,8 +212,11 @@ describe('agent memory', () => {
     const recalled = await turn(api, mine, 'What is my favourite colour?');
     expect(recalled.turn.status).toBe('completed');
     const input = recalled.requests[0].filter((m) => m.role === 'user').pop()?.content ?? '';
-    expect(input).toContain('<evidence kind="memory">');
-    expect(input).toContain(`[${added.body.sourceRef}] fact · Favourite colour`);
+    // A fact is the context pack's (seed 001, docs/adr/0052): one evidence block, the record by its ref.
+    expect(input).toContain('<evidence kind="context_pack">');
+    expect(input).toContain(
+      `[${added.body.sourceRef}] Favourite colour: The user's favourite colour is teal.`,
+    );
     expect(input).toContain("The user's favourite colour is teal.");
     expect(input).not.toContain('amber');
     expect(input.endsWith('What is my favourite colour?')).toBe(true);
@@ -227,11 +230,12 @@ describe('agent memory', () => {
       expect(ended.status).toBe('completed');
       const prompt = JSON.stringify(requests[0]);
       expect(prompt).not.toContain('teal');
-      if (id === sibling) expect(prompt).not.toContain('<evidence kind=\\"memory\\">');
+      if (id === sibling) expect(prompt).not.toContain('<evidence kind=\\"context_pack\\">');
     }
-    // A turn with nothing to recall has no memory block at all.
+    // A turn with nothing to recall has no memory block and no pack at all.
     llm.enqueue(scripted.text('Hello.'));
     const plain = await turn(api, mine, 'Good morning!');
     expect(JSON.stringify(plain.requests[0])).not.toContain('kind=\\"memory\\"');
+    expect(JSON.stringify(plain.requests[0])).not.toContain('kind=\\"context_pack\\"');
   });
 });

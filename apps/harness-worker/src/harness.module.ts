@@ -14,8 +14,14 @@ import type { Config } from '@switchboard/config';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import { a2aTaskUpdates } from '@switchboard/hooks';
 import { poolOf, type Db } from '@switchboard/database';
-import { defaultApprovalPolicy, TurnEngine, type ContextSources, type ToolGates } from '@switchboard/engine';
-import { MemorySearch, memoryRecall } from '@switchboard/memory';
+import {
+  contextPack,
+  defaultApprovalPolicy,
+  TurnEngine,
+  type ContextSources,
+  type ToolGates,
+} from '@switchboard/engine';
+import { MemorySearch, memoryContext } from '@switchboard/memory';
 import {
   workActivationStep,
   WorkItemStore,
@@ -252,9 +258,11 @@ export class HarnessModule {
         {
           provide: CONTEXT_SOURCES,
           inject: [CONFIG, DB, METRICS, EMBEDDERS],
-          // Recall (docs/adr/0022, 0050): the agent's memory for the turn's input, one read outside any
-          // transaction, bounded by RECALL_TIMEOUT_MS. The context pack is the agent's work items
-          // (docs/adr/0031): the turn bound to its current item and the queue projected, one statement.
+          // Seed 001 stage 1 (docs/adr/0022, 0050, 0052): episodic recall and the context pack, loaded
+          // concurrently. Both take their matches from one memory search per turn (full-text, vectors
+          // or both per the agent's settings), one read outside any transaction, bounded by
+          // RECALL_TIMEOUT_MS; the pack adds the agent's preferences (one indexed read) and the work
+          // items (docs/adr/0031): the turn bound to its current item and the queue projected.
           useFactory: (
             cfg: Config,
             db: Db,
@@ -265,15 +273,18 @@ export class HarnessModule {
               sqlDbFor(poolOf(db), 'work-items', metrics),
               cfg.WORK_ITEM_RECHECK_MS,
             );
-            return {
-              // Full-text, vectors or both, per the agent's memory settings (docs/adr/0050).
-              memory: memoryRecall(new MemorySearch(sqlDbFor(poolOf(db), 'recall', metrics), embedders), {
+            const memory = memoryContext(
+              new MemorySearch(sqlDbFor(poolOf(db), 'recall', metrics), embedders),
+              {
                 limit: cfg.RECALL_LIMIT,
                 candidates: cfg.RECALL_CANDIDATES,
                 timeoutMs: cfg.RECALL_TIMEOUT_MS,
                 observe: (outcome, seconds) => metrics.memoryRecall.observe({ outcome }, seconds),
-              }),
-              contextPack: workItemContext(workItems),
+              },
+            );
+            return {
+              memory: memory.episodic,
+              contextPack: contextPack({ memory: memory.pack, workItems: workItemContext(workItems) }),
               workReminder: workItemReminder(workItems, {
                 rounds: cfg.WORK_ITEM_STALE_REMINDER_ROUNDS,
                 cooldownRounds: cfg.WORK_ITEM_STALE_REMINDER_COOLDOWN_ROUNDS,

@@ -143,7 +143,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "longest memory recall may delay a turn's first model call; past it the turn goes on without memory (a `context_unavailable` event); `0` turns recall off (ADR 0022)",
   },
-  RECALL_LIMIT: { meaning: 'memory records recalled into a turn at most' },
+  RECALL_LIMIT: { meaning: 'episodes and notes, and facts, recalled into a turn at most (each; ADR 0052)' },
   RECALL_CANDIDATES: {
     meaning:
       'the newest matching memory records recall ranks at most (1 to 1,000): recall runs before every turn, so it ranks fewer than `memory_search` and the API (1,000); an older record stays in reach of a query that fewer newer records match (ADR 0022)',

@@ -25,13 +25,42 @@ export interface ContextQuery {
   warn?: (source: string, message: string) => void;
 }
 
+/** A memory record as the context pack shows it: its `source_ref`, title and a bounded excerpt. */
+export interface PackItem {
+  ref: string;
+  title: string;
+  text: string;
+}
+
 /**
- * Seed 001 stage 1: memory recall and the context pack, loaded concurrently
- * before the loop. The hooks issue fills these; until then they return nothing.
+ * What episodic recall answered (seed 001 stage 1, `memory_future`): its rendered block, and the
+ * preference items it found among its matches, which go to the context pack instead (docs/adr/0052).
+ */
+export interface RecalledMemory {
+  text: string | null;
+  preferences: PackItem[];
+}
+
+/** The memory part of the context pack: facts relevant to the input and the agent's preferences. */
+export interface MemoryPackPart {
+  facts: PackItem[];
+  preferences: PackItem[];
+}
+
+/** The context pack before it is rendered (seed 001 stage 1, `context_future`). */
+export interface ContextPackParts extends MemoryPackPart {
+  /** The work-item projection (docs/adr/0031), rendered by its source. */
+  workItems: string | null;
+}
+
+/**
+ * Seed 001 stage 1: episodic recall and the context pack, loaded concurrently before the loop.
+ * A source may answer plain text (rendered as it is; a string pack is the work-item projection)
+ * or its parts, which `loadContext` merges and renders (docs/adr/0052).
  */
 export interface ContextSources {
-  memory(query: ContextQuery): Promise<string | null>;
-  contextPack(query: ContextQuery): Promise<string | null>;
+  memory(query: ContextQuery): Promise<string | RecalledMemory | null>;
+  contextPack(query: ContextQuery): Promise<string | ContextPackParts | null>;
   /**
    * The work-item progress reminder (seed 002, docs/adr/0031), asked before each round of a turn
    * whose agent has work items: its text, sent to the provider only (never journaled, never in the
@@ -55,28 +84,164 @@ export const NO_CONTEXT: ContextSources = {
   contextPack: async () => null,
 };
 
+/** A section of the rendered context pack. */
+export type PackSection = 'preferences' | 'facts' | 'work_items';
+
 /** What the context sources answered for one turn, loaded once before its first round. */
 export interface LoadedContext {
+  /** Episodic recall's block text. */
   memory: string | null;
+  /** The context pack, rendered: one evidence block's text. */
   contextPack: string | null;
+  /** The sections the rendered pack has, in order (absent: a plain-text pack, the work items). */
+  packSections?: PackSection[];
   /** Sources that failed; the turn goes on without them. */
   failed: string[];
   /** Sources that answered degraded, and why (`ContextQuery.warn`). */
   warnings: { source: string; message: string }[];
 }
 
+/**
+ * Both sources concurrently (seed 001 stage 1); neither failing fails the turn. Then the preferences
+ * episodic recall found are merged into the pack's and de-duplicated, and the pack is rendered.
+ */
 export async function loadContext(sources: ContextSources, query: ContextQuery): Promise<LoadedContext> {
   const warnings: { source: string; message: string }[] = [];
   const q: ContextQuery = { ...query, warn: (source, message) => warnings.push({ source, message }) };
   const [memory, pack] = await Promise.allSettled([sources.memory(q), sources.contextPack(q)]);
+  const recalled = memory.status === 'fulfilled' ? memory.value : null;
+  const parts = pack.status === 'fulfilled' ? pack.value : null;
+  const failed = [
+    ...(memory.status === 'rejected' ? ['memory'] : []),
+    ...(pack.status === 'rejected' ? ['context_pack'] : []),
+  ];
+  const memoryText = typeof recalled === 'string' ? recalled : (recalled?.text ?? null);
+  // A plain-text pack is the work-item projection as it was before the pack had parts.
+  if (typeof parts === 'string' && (typeof recalled === 'string' || !recalled?.preferences.length)) {
+    return { warnings, memory: memoryText, contextPack: parts, failed };
+  }
+  const merged: ContextPackParts = {
+    facts: typeof parts === 'object' && parts ? parts.facts : [],
+    preferences: mergePreferences(
+      typeof parts === 'object' && parts ? parts.preferences : [],
+      typeof recalled === 'object' && recalled ? recalled.preferences : [],
+    ),
+    workItems: typeof parts === 'string' ? parts : (parts?.workItems ?? null),
+  };
+  const rendered = renderContextPack(merged);
   return {
     warnings,
-    memory: memory.status === 'fulfilled' ? memory.value : null,
-    contextPack: pack.status === 'fulfilled' ? pack.value : null,
-    failed: [
-      ...(memory.status === 'rejected' ? ['memory'] : []),
-      ...(pack.status === 'rejected' ? ['context_pack'] : []),
-    ],
+    memory: memoryText,
+    contextPack: rendered?.text ?? null,
+    ...(rendered ? { packSections: rendered.sections } : {}),
+    failed,
+  };
+}
+
+/** Text compared for de-duplication: case, whitespace, ellipses and end punctuation do not count. */
+export function normalisedText(text: string): string {
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/…/g, ' ')
+    .replace(/\s+/g, ' ')
+    .replace(/[\s.!;,]+$/u, '')
+    .trim();
+}
+
+/**
+ * Preferences from both loads, each once (seed 001: "deduped"): by record first, then by normalised
+ * text (the same preference distilled from two turns is two records). The order depends on the
+ * records only, never on which load answered first: by `source_ref`, the first of equal texts kept.
+ */
+export function mergePreferences(...lists: PackItem[][]): PackItem[] {
+  const byRef = new Map<string, PackItem>();
+  for (const list of lists) for (const p of list) if (!byRef.has(p.ref)) byRef.set(p.ref, p);
+  const seen = new Set<string>();
+  return [...byRef.values()]
+    .sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0))
+    .filter((p) => {
+      const key = normalisedText(p.text);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+}
+
+/** The memory sections' bound, in characters (the work-item projection keeps its own bounds). */
+export const PACK_MEMORY_MAX_CHARS = 3_000;
+
+const PACK_HEADINGS = {
+  preferences: "The user's preferences and habits, from this agent's memory:",
+  facts:
+    "Facts from this agent's memory that may be relevant (memory_get with a source_ref returns the full text):",
+};
+
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * The context pack as the text of ONE evidence block (docs/adr/0052): preferences, then facts, then
+ * the work-item projection, each a section when it has anything. Deterministic for the same parts (a
+ * prompt cache sees the same bytes); the memory sections stay within `maxChars` together, preferences
+ * taking at most half, whole lines dropped past it. Null when every section is empty.
+ */
+export function renderContextPack(
+  parts: ContextPackParts,
+  maxChars = PACK_MEMORY_MAX_CHARS,
+): { text: string; sections: PackSection[] } | null {
+  const sections: PackSection[] = [];
+  const out: string[] = [];
+  let used = 0;
+  const section = (name: 'preferences' | 'facts', items: PackItem[], budget: number) => {
+    const lines: string[] = [];
+    let chars = PACK_HEADINGS[name].length;
+    for (const p of items) {
+      const line = `- [${p.ref}] ${oneLine(p.title)}: ${oneLine(p.text)}`;
+      if (chars + line.length + 1 > budget) break;
+      lines.push(line);
+      chars += line.length + 1;
+    }
+    if (lines.length === 0) return;
+    sections.push(name);
+    out.push(PACK_HEADINGS[name], ...lines);
+    used += chars;
+  };
+  section('preferences', parts.preferences, Math.floor(maxChars / 2));
+  section('facts', parts.facts, maxChars - used);
+  if (parts.workItems) {
+    sections.push('work_items');
+    out.push(parts.workItems);
+  }
+  return sections.length > 0 ? { text: out.join('\n'), sections } : null;
+}
+
+/**
+ * The context-pack source (seed 001 `get_context_pack`, docs/adr/0052): its memory part (facts and
+ * preferences) and the work-item projection, loaded concurrently. One part failing leaves the pack
+ * to the other with a `context_degraded` warning; both failing (or one failing while the other has
+ * nothing) is the source's failure, as before.
+ */
+export function contextPack(parts: {
+  memory?: (q: ContextQuery) => Promise<MemoryPackPart | null>;
+  workItems?: (q: ContextQuery) => Promise<string | null>;
+}): (q: ContextQuery) => Promise<ContextPackParts | null> {
+  return async (q) => {
+    const [memory, work] = await Promise.allSettled([
+      parts.memory ? parts.memory(q) : null,
+      parts.workItems ? parts.workItems(q) : null,
+    ]);
+    const m = memory.status === 'fulfilled' ? memory.value : null;
+    const w = work.status === 'fulfilled' ? work.value : null;
+    const hasMemory = !!m && (m.facts.length > 0 || m.preferences.length > 0);
+    const rejected = [memory, work].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    if (rejected.length > 0 && !hasMemory && !w) throw rejected[0];
+    const why = (e: unknown) => (e instanceof Error ? e.message : String(e));
+    if (memory.status === 'rejected')
+      q.warn?.('context_pack', `memory facts unavailable (${why(memory.reason)}): work items only`);
+    if (work.status === 'rejected')
+      q.warn?.('context_pack', `work items unavailable (${why(work.reason)}): memory only`);
+    if (!hasMemory && !w) return null;
+    return { facts: m?.facts ?? [], preferences: m?.preferences ?? [], workItems: w };
   };
 }
 
@@ -123,8 +288,9 @@ export function assemble(
 /**
  * Where a message of a round's context came from (docs/adr/0045): the system prompt, the transcript
  * (earlier turns and this one, interjections included), the turn's input framed with recalled memory
- * (`recall`) or, without memory, with the work-item projection (`work_items`), the work-item reminder
- * (`work_items`), or a compaction note standing in for dropped history (`summary`).
+ * or a context pack with facts or preferences (`recall`) or, without memory, with the work-item
+ * projection alone (`work_items`), the work-item reminder (`work_items`), or a compaction note
+ * standing in for dropped history (`summary`).
  */
 export type ContextSource = 'system' | 'transcript' | 'recall' | 'work_items' | 'summary' | 'other';
 
@@ -144,11 +310,10 @@ export function assembledSources(
 ): ContextSource[] {
   const note = (m: ChatMessage): ContextSource =>
     m.role === 'user' && m.content.startsWith(COMPACTION_NOTE) ? 'summary' : 'transcript';
-  const framedAs: ContextSource | null = context.memory
-    ? 'recall'
-    : context.contextPack
-      ? 'work_items'
-      : null;
+  // Recalled memory, or a pack with a memory section, is recall; a pack of work items alone is those.
+  const packRecall = (context.packSections ?? []).some((s) => s !== 'work_items');
+  const framedAs: ContextSource | null =
+    context.memory || packRecall ? 'recall' : context.contextPack ? 'work_items' : null;
   return [
     'system',
     ...history.map(note),

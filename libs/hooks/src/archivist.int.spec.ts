@@ -116,7 +116,7 @@ describe('runArchivist', () => {
   const run = (turnId: string, tenantId: string, c = ctx()) =>
     runArchivist(c, hookJob('archivist', turnId, tenantId));
 
-  const facts = (...list: { title: string; content: string }[]) =>
+  const facts = (...list: { title: string; content: string; preference?: boolean }[]) =>
     scripted.text(JSON.stringify({ facts: list }), { usage: { input: 400, output: 60 }, costUsd: 0.0021 });
 
   const requestsSince = (before: number): RecordedRequest[] => llm.requests.slice(before);
@@ -199,6 +199,31 @@ describe('runArchivist', () => {
     expect(await memoryOf(t.agentId)).toHaveLength(2);
     expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(1);
     expect(await env.db.hookRun.count({ where: { turnId } })).toBe(1);
+  });
+
+  it('tags a preference or habit `preference` (the context pack reads it by that tag), other facts none', async () => {
+    const t = await tenant();
+    const turnId = await turn(t, {
+      status: 'completed',
+      input: 'Always give me distances in kilometres. The staging cluster is stg-7.',
+      answer: 'Understood: kilometres from now on; staging is stg-7.',
+    });
+    const before = llm.requests.length;
+    llm.enqueue(
+      facts(
+        { title: 'Distance units', content: 'The user wants distances in kilometres.', preference: true },
+        { title: 'Staging cluster', content: 'The staging cluster is stg-7.', preference: false },
+      ),
+    );
+    await expect(run(turnId, t.tenantId)).resolves.toBe('written');
+    const [req] = requestsSince(before);
+    // The extraction contract asks for the mark.
+    expect(JSON.stringify(req.body)).toContain('\\"preference\\": true');
+    const records = await memoryOf(t.agentId);
+    expect(records.map((r) => [r.title, r.tags])).toEqual([
+      ['Distance units', ['preference']],
+      ['Staging cluster', []],
+    ]);
   });
 
   it('archives a cancelled turn from its partial context', async () => {

@@ -1,4 +1,4 @@
-import { ARCHIVIST_FACT_MAX_CHARS, ARCHIVIST_MAX_FACTS, parseFacts } from './archivist';
+import { ARCHIVIST_FACT_MAX_CHARS, ARCHIVIST_MAX_FACTS, ARCHIVIST_PROMPT, parseFacts } from './archivist';
 
 /** What the archivist accepts as its model's answer. */
 describe('parseFacts', () => {
@@ -18,6 +18,19 @@ describe('parseFacts', () => {
     expect(parsed.facts).toHaveLength(ARCHIVIST_MAX_FACTS);
     expect(parsed.facts[0].title).toBe('t0');
     expect(parsed.facts[0].content).toHaveLength(ARCHIVIST_FACT_MAX_CHARS);
+  });
+
+  it('keeps the preference mark, and refuses one that is not a boolean', () => {
+    const pref = { title: 'Units', content: 'The user wants kilometres.', preference: true };
+    expect(parseFacts(JSON.stringify({ facts: [pref] }))).toEqual({ ok: true, facts: [pref] });
+    expect(parseFacts(JSON.stringify({ facts: [{ ...pref, preference: 'yes' }] }))).toMatchObject({
+      ok: false,
+    });
+  });
+
+  it('asks for the preference mark in its extraction contract', () => {
+    expect(ARCHIVIST_PROMPT).toContain('"preference": true');
+    expect(ARCHIVIST_PROMPT).toContain('"preference": false}]}');
   });
 
   it('refuses prose, the wrong shape and empty strings, saying why', () => {

@@ -126,6 +126,12 @@ export interface MemoryRecordRow {
 }
 
 const PREVIEW_CHARS = 200;
+/** The tag that marks a record as one of the user's preferences or habits (docs/adr/0052). */
+export const PREFERENCE_TAG = 'preference';
+/** The partial index's predicate, verbatim (a planner matches it only so). */
+const PREFERENCE_TAGGED = new Sql([`tags @> '{${PREFERENCE_TAG}}'::text[]`], []);
+/** Characters of a preference read (its excerpt is shorter). */
+const PREFERENCE_CHARS = 1000;
 /** Matches ranked per search at most (the newest ones): bounds a search's cost whatever the query. */
 export const RANK_CANDIDATES = 1000;
 /** The default bound of automatic recall, which runs before every turn (`RECALL_CANDIDATES`). */
@@ -222,6 +228,34 @@ export class MemoryStore {
       createdAt: row.createdAt.toISOString(),
       updatedAt: row.updatedAt.toISOString(),
     };
+  }
+
+  /**
+   * The agent's preferences (records tagged `preference`, docs/adr/0052), newest first, at most
+   * `limit`: what the context pack shows whatever the input. The tag test is a literal, not a
+   * parameter, so the partial index `memory_records_preference_idx` serves it in every plan.
+   */
+  async preferences(q: MemoryScope & { limit: number }): Promise<MemoryHit[]> {
+    const rows = await this.db.rows<MemoryRecordRow>(sql`
+      SELECT id, kind, title, left(content, ${PREFERENCE_CHARS}) AS content, char_length(content) AS "totalChars",
+        provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
+      FROM memory_records
+      WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid AND ${PREFERENCE_TAGGED}
+      ORDER BY created_at DESC, id DESC
+      LIMIT ${Math.min(Math.max(q.limit, 1), MEMORY_SEARCH_MAX_LIMIT)}`);
+    return rows.map((r) => ({
+      sourceRef: encodeSourceRef(r.id),
+      kind: r.kind,
+      title: r.title,
+      snippet: snippetOf(r.content, ''),
+      score: 0,
+      updatedAt: r.updatedAt.toISOString(),
+      provenance: r.provenance,
+      totalChars: r.totalChars,
+      createdAt: r.createdAt.toISOString(),
+      tags: r.tags,
+      path: 'fts' as const,
+    }));
   }
 
   /** Newest first, `limit + 1` rows asked so the caller knows whether there is a next page. */
