@@ -60,8 +60,15 @@ describe('triggers and webhook ingress', () => {
   const counts = async (triggerId: string) => {
     await waitFor(
       async () =>
-        (await env.db.triggerDelivery.count({ where: { decision: null } })) === 0 &&
-        (await env.db.turn.count({ where: { status: { notIn: [...ENDED_STATUSES] } } })) === 0,
+        // Decided, and admitted when the decision admits: triage writes the decision, then admits.
+        (await env.db.triggerDelivery.count({
+          where: {
+            OR: [
+              { decision: null },
+              { decision: { notIn: ['drop', 'notify', 'wake_hint'] }, messageId: null },
+            ],
+          },
+        })) === 0 && (await env.db.turn.count({ where: { status: { notIn: [...ENDED_STATUSES] } } })) === 0,
       { what: 'earlier deliveries to settle', timeoutMs: 30_000 },
     );
     const [own] = await env.db.$queryRaw<{ messages: number; turns: number }[]>`
