@@ -23,6 +23,15 @@ export interface ContextQuery {
    * the embedder failed, docs/adr/0050) says why here; the turn journals a `context_degraded` event.
    */
   warn?: (source: string, message: string) => void;
+  /** A source that called a billed embedder (memory recall's query, issue 33) says so: the turn books it. */
+  spend?: (spend: EmbeddingSpend) => void;
+}
+
+/** Tokens an embedder billed for one call made for the turn (0-token calls are not told). */
+export interface EmbeddingSpend {
+  /** `<provider>/<model>`. */
+  embedder: string;
+  inputTokens: number;
 }
 
 /**
@@ -63,14 +72,22 @@ export interface LoadedContext {
   failed: string[];
   /** Sources that answered degraded, and why (`ContextQuery.warn`). */
   warnings: { source: string; message: string }[];
+  /** Embedder calls the sources made (recall's query), booked with the turn. */
+  embeddings?: EmbeddingSpend[];
 }
 
 export async function loadContext(sources: ContextSources, query: ContextQuery): Promise<LoadedContext> {
   const warnings: { source: string; message: string }[] = [];
-  const q: ContextQuery = { ...query, warn: (source, message) => warnings.push({ source, message }) };
+  const embeddings: EmbeddingSpend[] = [];
+  const q: ContextQuery = {
+    ...query,
+    warn: (source, message) => warnings.push({ source, message }),
+    spend: (s) => embeddings.push(s),
+  };
   const [memory, pack] = await Promise.allSettled([sources.memory(q), sources.contextPack(q)]);
   return {
     warnings,
+    embeddings,
     memory: memory.status === 'fulfilled' ? memory.value : null,
     contextPack: pack.status === 'fulfilled' ? pack.value : null,
     failed: [
