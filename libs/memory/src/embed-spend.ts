@@ -45,7 +45,8 @@ export function bookEmbedSpend(
       key: embedBatchKey(scope.agentId, batch.embedder, batch.recordIds),
       kind: 'embedding',
       provider: batch.embedder.slice(0, slash),
-      model: batch.embedder.slice(slash + 1),
+      // As chat calls book theirs: `<provider>/<model>`.
+      model: batch.embedder,
       inputTokens: batch.inputTokens,
       outputTokens: 0,
       costUsd: cost.usd,
@@ -55,6 +56,8 @@ export function bookEmbedSpend(
 }
 
 async function readTenantPrices(db: SqlRunner, tenantId: string): Promise<PriceOverrides> {
-  const row = await db.first<{ settings: unknown }>(sql`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`);
+  const row = await db.first<{ settings: unknown }>(
+    sql`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`,
+  );
   return row ? parseTenantSettings(row.settings).modelPrices : {};
 }

@@ -104,7 +104,8 @@ export function embeddingWrites(turn: TurnRow, e: EmbeddingRecord): PendingWrite
   const slash = e.embedder.indexOf('/');
   book(turn, w, `${turn.id}:embed:${e.purpose}:${turn.runCount}`, {
     provider: e.embedder.slice(0, slash),
-    model: e.embedder.slice(slash + 1),
+    // The model as rounds book theirs: `<provider>/<model>`.
+    model: e.embedder,
     usage: { inputTokens: e.inputTokens, outputTokens: 0, cachedTokens: 0 },
     costUsd: e.costUsd,
     costSource: e.costSource,
