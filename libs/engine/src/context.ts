@@ -87,7 +87,7 @@ export async function loadContext(sources: ContextSources, query: ContextQuery):
   const [memory, pack] = await Promise.allSettled([sources.memory(q), sources.contextPack(q)]);
   return {
     warnings,
-    embeddings,
+    ...(embeddings.length > 0 ? { embeddings } : {}),
     memory: memory.status === 'fulfilled' ? memory.value : null,
     contextPack: pack.status === 'fulfilled' ? pack.value : null,
     failed: [
