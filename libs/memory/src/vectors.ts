@@ -201,7 +201,11 @@ export async function embedPending(
         throw new RangeError(`${target} returned a vector of ${v.length} dimensions, not ${expected}`);
     }
     inputTokens += res.inputTokens;
-    await options.spent?.({ embedder: target, recordIds: pending.map((r) => r.id), inputTokens: res.inputTokens });
+    await options.spent?.({
+      embedder: target,
+      recordIds: pending.map((r) => r.id),
+      inputTokens: res.inputTokens,
+    });
     embedded += await db.execute(sql`
       INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding)
       SELECT v.id, ${scope.tenantId}::uuid, ${scope.agentId}::uuid, ${target}, ${expected}, v.embedding

@@ -123,7 +123,11 @@ async function chooseTools(run: TurnRun, input: string): Promise<void> {
  * An embedder call the turn made (issue 33): priced as chat calls are (the tenant's and deployment's
  * prices over the maintained table), counted in the run's spend and booked with the turn.
  */
-async function bookEmbedding(run: TurnRun, purpose: EmbeddingRecord['purpose'], e: EmbeddingSpend): Promise<void> {
+async function bookEmbedding(
+  run: TurnRun,
+  purpose: EmbeddingRecord['purpose'],
+  e: EmbeddingSpend,
+): Promise<void> {
   const cost = embeddingCost(e.embedder, e.inputTokens, run.input.prices);
   run.spentUsd += cost.usd;
   await run.cp.recordEmbedding?.({
