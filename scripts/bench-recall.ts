@@ -11,6 +11,12 @@
  * local/hash-256); `--quality` scores hit@1/hit@5 of fts, vector and hybrid on the labelled corpus
  * test/fixtures/recall-corpus.json with `--embedder <ref>` (default local/hash-256). `--only vector`
  * or `--only quality` skips the rest.
+ *
+ * Embedding cost per turn (issue 33): `--only cost` (also part of the default run) — the tokens and
+ * USD a turn's embedder calls book (recall's query, hybrid; semantic tool selection's input over 20
+ * tools, their vectors cached after the first turn) for each corpus question as a turn's input, with
+ * openai/text-embedding-3-small against the fake model server (which bills ceil(chars / 4) tokens a
+ * text) and with the built-in embedders (0).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,7 +25,7 @@ import { Queue } from 'bullmq';
 import { Admission } from '@switchboard/admission';
 import { newId, QueueName } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
-import { NO_CONTEXT, TurnEngine, type ContextSources } from '@switchboard/engine';
+import { NO_CONTEXT, SemanticToolSelector, TurnEngine, type ContextSources } from '@switchboard/engine';
 import {
   decodeSourceRef,
   embedPending,
@@ -30,14 +36,22 @@ import {
 } from '@switchboard/memory';
 import { createLogger, Metrics } from '@switchboard/observability';
 import {
+  createEmbedderRegistry,
   EmbedderRegistry,
+  embeddingCostUsd,
   ProviderRegistry,
   type ModelProvider,
   type ModelResponse,
 } from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
 import { sql, sqlDbFor } from '@switchboard/store';
-import { createTestEnv, seedSession, seedTenant } from '@switchboard/testing';
+import {
+  createTestEnv,
+  crossRealmSafeFetch,
+  FakeLlmServer,
+  seedSession,
+  seedTenant,
+} from '@switchboard/testing';
 import { ToolRegistry } from '@switchboard/tools';
 import { TurnRunner } from '@switchboard/turns';
 import globalSetup from '../libs/testing/src/global-setup';
@@ -153,6 +167,7 @@ async function main() {
     const store = new MemorySearch(sqlDb, new EmbedderRegistry());
     if (values.only === 'quality' || (values.only === undefined && values.quality)) await quality(env, sqlDb);
     if (values.only === 'vector' || values.only === undefined) await vectorLatency(env, sqlDb);
+    if (values.only === 'cost' || values.only === undefined) await embeddingCostPerTurn(env, sqlDb);
     if (values.only !== undefined) return;
     const small = await seedTenant(env.db, 'small', { model: 'instant/m' });
     const large = await seedTenant(env.db, 'large', { model: 'instant/m' });
@@ -386,6 +401,68 @@ async function quality(env: Env, db: Db) {
   console.log(
     `  hybrid ranks the answer below fts on ${worse.length} of ${fts.length} questions${worse.length ? `: ${worse.join('; ')}` : ''}`,
   );
+  console.log();
+}
+
+/** What a turn's embedder calls book, per turn: recall's query and tool selection's input (issue 33). */
+async function embeddingCostPerTurn(env: Env, db: Db) {
+  const corpus = JSON.parse(
+    readFileSync(path.resolve(__dirname, '../test/fixtures/recall-corpus.json'), 'utf8'),
+  ) as Corpus;
+  const server = await FakeLlmServer.start();
+  try {
+    const embedders = createEmbedderRegistry({
+      apiKey: 'bench',
+      baseURL: server.openaiBaseUrl,
+      fetch: crossRealmSafeFetch,
+    });
+    const tools = Array.from({ length: 20 }, (_, i) => ({
+      name: `tool_${i}`,
+      description: sentence(12),
+      parameters: { type: 'object', properties: {} },
+    }));
+    const turns = corpus.questions.map((q) => q.q);
+    console.log(
+      `embedding cost per turn (${turns.length} turns: recall's query + tool selection over 20 tools):`,
+    );
+    for (const ref of ['openai/text-embedding-3-small', 'local/hash-256', 'local/words-100d']) {
+      const agent = await seedTenant(env.db, `cost-${ref}`, { model: 'instant/m' });
+      await env.db.agent.update({ where: { id: agent.agentId }, data: { embedder: ref } });
+      await writeMemory(
+        db,
+        corpus.records.map((r) => ({
+          ...agent,
+          kind: r.kind,
+          title: r.title,
+          content: r.content,
+          dedupeKey: r.id,
+          provenance: { source: 'api' as const },
+        })),
+      );
+      const embedded = await embedPending(db, embedders, agent, { maxBatches: 1000 });
+      const search = new MemorySearch(db, embedders);
+      const selector = new SemanticToolSelector(embedders);
+      let recallTokens = 0;
+      let selectionTokens = 0;
+      for (const input of turns) {
+        recallTokens += (await search.search({ ...agent, query: input, limit: 5, mode: 'hybrid' }))
+          .embeddingTokens;
+        await selector.choose(tools, input, { maxPerTurn: 5, pinned: [], embedder: ref }, undefined, (s) => {
+          selectionTokens += s.inputTokens;
+        });
+      }
+      const perTurn = (recallTokens + selectionTokens) / turns.length;
+      const usd = embeddingCostUsd(ref, recallTokens + selectionTokens) / turns.length;
+      console.log(
+        `  ${ref.padEnd(30)} ${perTurn.toFixed(1)} tokens/turn (recall ${(recallTokens / turns.length).toFixed(1)}, ` +
+          `tool selection ${(selectionTokens / turns.length).toFixed(1)}), $${usd.toFixed(8)}/turn ` +
+          `($${(usd * 1000).toFixed(4)} per 1k turns); memory-embed job: ${embedded.inputTokens} tokens, ` +
+          `$${embeddingCostUsd(ref, embedded.inputTokens).toFixed(8)} for ${corpus.records.length} records`,
+      );
+    }
+  } finally {
+    await server.close();
+  }
   console.log();
 }
 

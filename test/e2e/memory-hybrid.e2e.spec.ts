@@ -1,5 +1,12 @@
 import { createSwitchboardClient } from '@switchboard/client';
-import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  FakeLlmServer,
+  spawnApp,
+  waitFor,
+  type AppProcess,
+  type TestEnv,
+} from '@switchboard/testing';
 import { newTenant, type Api } from '../support/api';
 import { startGateway, type Running } from '../support/stack';
 
@@ -12,23 +19,28 @@ const ADMIN = 'test-admin-token-0123456789';
  * record added over the API embedded by a hooks worker process (progress on
  * /memory/embeddings), and a search with `mode=hybrid` through the stock typed client finding a
  * record by vector that full-text does not find. Bad input is refused with 400 and writes nothing.
+ * An `openai/*` embedder (the fake model server's /v1/embeddings) books the job's spend in the
+ * ledger, which GET /v1/usage shows under the embedder's model (issue 33).
  */
 describe('vector memory and hybrid search', () => {
   let env: TestEnv;
   let gateway: Running & { url: string };
   let hooks: AppProcess;
   let api: Api;
+  let llm: FakeLlmServer;
 
   beforeAll(async () => {
     env = await createTestEnv();
-    gateway = await startGateway(env.config());
-    hooks = await spawnApp('hooks-worker', env.processEnv());
+    llm = await FakeLlmServer.start();
+    gateway = await startGateway(env.config(llm.providerEnv));
+    hooks = await spawnApp('hooks-worker', env.processEnv(llm.providerEnv));
     ({ api } = await newTenant(gateway.url, ADMIN, 'vectors'));
   });
 
   afterAll(async () => {
     await hooks?.kill('SIGKILL');
     await gateway?.close();
+    await llm?.close();
     await env?.cleanup();
   });
 
@@ -119,5 +131,44 @@ describe('vector memory and hybrid search', () => {
     // Filtered by tags on the vector path too.
     const home = await search('hybrid', { tags: 'home' });
     expect(home.data!.data.map((h) => h.title)).toEqual(['Pets']);
+  });
+
+  it('books the embedding job of an openai embedder to the ledger, shown by GET /v1/usage under its model', async () => {
+    const sb = createSwitchboardClient({ baseUrl: gateway.url, apiKey: api.key });
+    const created = await sb.api.POST('/v1/agents', {
+      body: { name: 'priced', embedder: 'openai/text-embedding-3-small' },
+    });
+    expect(created.response.status).toBe(201);
+    const id = created.data!.id;
+    for (const content of ['Release schedule\nDeploys are on Tuesdays.', 'Pets\nTwo cats.']) {
+      const added = await sb.api.POST('/v1/agents/{id}/memory', {
+        params: { path: { id } },
+        body: { content },
+      });
+      expect(added.response.status).toBe(201);
+    }
+    await waitFor(async () => {
+      const r = await sb.api.GET('/v1/agents/{id}/memory/embeddings', { params: { path: { id } } });
+      return r.data?.complete ? r.data : undefined;
+    });
+    const billed = llm.requests
+      .filter((r) => r.endpoint === 'openai.embeddings')
+      .flatMap((r) => (r.body as { input: string[] }).input)
+      .reduce((n, text) => n + Math.ceil(text.length / 4), 0);
+    const usage = await sb.api.GET('/v1/usage', { params: { query: { groupBy: 'model,kind,session' } } });
+    expect(usage.response.status).toBe(200);
+    expect(usage.data!.groups).toEqual([
+      expect.objectContaining({
+        model: 'openai/text-embedding-3-small',
+        kind: 'embedding',
+        sessionId: null,
+        inputTokens: billed,
+        outputTokens: 0,
+      }),
+    ]);
+    expect(Number(usage.data!.groups[0].costUsd)).toBeCloseTo((billed * 0.02) / 1e6, 10);
+    expect(usage.data!.totals.costUsd).toBe(usage.data!.groups[0].costUsd);
+    // A groupBy naming an unknown dimension is refused.
+    expect((await api.get('/v1/usage?groupBy=model,flavour')).status).toBe(400);
   });
 });

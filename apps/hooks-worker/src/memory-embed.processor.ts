@@ -2,7 +2,7 @@ import { Inject } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import { embedPending, enqueueMemoryEmbed, type EmbedRunResult } from '@switchboard/memory';
+import { bookEmbedSpend, embedPending, enqueueMemoryEmbed, type EmbedRunResult } from '@switchboard/memory';
 import type { Metrics } from '@switchboard/observability';
 import { EMBEDDERS, METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import type { EmbedderRegistry } from '@switchboard/providers';
@@ -21,7 +21,8 @@ export const EMBED_PAUSE_MS = 1_000;
  * batches of the agent's records lacking a vector of its embedder; a backlog left over is the next
  * job, published EMBED_PAUSE_MS later, so re-embedding a large memory proceeds at a bounded rate and
  * one agent's backlog never holds the worker. What is left is read from Postgres each run: resumable
- * after any crash, and a retry re-embeds nothing.
+ * after any crash, and a retry re-embeds nothing. Each batch's provider call is booked in the cost
+ * ledger (no turn; keyed by its records, in the run's partition: a retry books it once, issue 33).
  */
 @QueueProcessor(QueueName.MemoryEmbed, 1)
 export class MemoryEmbedProcessor extends QueueWorker {
@@ -43,6 +44,7 @@ export class MemoryEmbedProcessor extends QueueWorker {
         const result = await embedPending(this.sql, this.embedders, scope, {
           batchSize: EMBED_BATCH,
           maxBatches: EMBED_BATCHES_PER_RUN,
+          spent: bookEmbedSpend(this.sql, scope, data.run, this.config.MODEL_PRICES),
         });
         if (!result.done) await enqueueMemoryEmbed(this.queue, scope, EMBED_PAUSE_MS);
         return result;

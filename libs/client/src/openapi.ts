@@ -1067,7 +1067,7 @@ export interface paths {
     };
     /**
      * The tenant's tokens and cost over a window, grouped
-     * @description Sums of the cost ledger over [from, to) (default: the last 30 days; at most 366 days), grouped by `groupBy`, a comma list of day|agent|session|model (default `day`, UTC days).
+     * @description Sums of the cost ledger over [from, to) (default: the last 30 days; at most 366 days), grouped by `groupBy`, a comma list of day|agent|session|model|kind (default `day`, UTC days).
      */
     get: operations['getUsage'];
     put?: never;
@@ -4687,7 +4687,7 @@ export interface components {
       from: string;
       /** Format: date-time */
       to: string;
-      groupBy: ('day' | 'agent' | 'session' | 'model')[];
+      groupBy: ('day' | 'agent' | 'session' | 'model' | 'kind')[];
       totals: {
         inputTokens: number;
         outputTokens: number;
@@ -4702,9 +4702,10 @@ export interface components {
         day?: string;
         /** Format: uuid */
         agentId?: string;
-        /** Format: uuid */
-        sessionId?: string;
+        sessionId?: string | null;
         model?: string;
+        /** @enum {string} */
+        kind?: 'chat' | 'embedding';
         inputTokens: number;
         outputTokens: number;
         cachedTokens: number;
@@ -11834,7 +11835,7 @@ export interface operations {
         from?: string;
         /** @description End of the window, exclusive (default: now); at most 366 days after `from`. */
         to?: string;
-        /** @description A comma list of day|agent|session|model, each at most once (default: day). */
+        /** @description A comma list of day|agent|session|model|kind, each at most once (default: day). */
         groupBy?: string;
       };
       header?: never;

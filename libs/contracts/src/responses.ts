@@ -641,8 +641,11 @@ export const UsageResponse = z
         /** The UTC day, YYYY-MM-DD. */
         day: z.iso.date().optional(),
         agentId: Id.optional(),
-        sessionId: Id.optional(),
+        /** Null: work outside any session (the memory-embed job's embeddings). */
+        sessionId: Id.nullable().optional(),
         model: z.string().optional(),
+        /** chat | embedding. */
+        kind: z.enum(['chat', 'embedding']).optional(),
         ...UsageSums,
       }),
     ),

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 
-/** What GET /v1/usage can group the cost ledger by; `day` buckets are UTC calendar days. */
-export const USAGE_DIMENSIONS = ['day', 'agent', 'session', 'model'] as const;
+/**
+ * What GET /v1/usage can group the cost ledger by; `day` buckets are UTC calendar days; `kind` tells
+ * chat calls from embeddings (issue 33).
+ */
+export const USAGE_DIMENSIONS = ['day', 'agent', 'session', 'model', 'kind'] as const;
 export type UsageDimension = (typeof USAGE_DIMENSIONS)[number];
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -21,7 +24,7 @@ const GroupBy = z
   .regex(new RegExp(`^(${USAGE_DIMENSIONS.join('|')})(,(${USAGE_DIMENSIONS.join('|')}))*$`), {
     message: `must be a comma list of ${USAGE_DIMENSIONS.join(', ')}`,
   })
-  .describe('A comma list of day|agent|session|model, each at most once (default: day).')
+  .describe('A comma list of day|agent|session|model|kind, each at most once (default: day).')
   .transform((s) => s.split(','))
   .pipe(
     z
@@ -31,7 +34,7 @@ const GroupBy = z
 
 /**
  * GET /v1/usage: the window `[from, to)` (ISO timestamps; `to` defaults to now, `from` to 30 days
- * before `to`, at most 366 days wide) and `groupBy`, a comma list of day|agent|session|model
+ * before `to`, at most 366 days wide) and `groupBy`, a comma list of day|agent|session|model|kind
  * (default `day`).
  */
 export const UsageQuery = z

@@ -23,6 +23,15 @@ export interface ContextQuery {
    * the embedder failed, docs/adr/0050) says why here; the turn journals a `context_degraded` event.
    */
   warn?: (source: string, message: string) => void;
+  /** A source that called a billed embedder (memory recall's query, issue 33) says so: the turn books it. */
+  spend?: (spend: EmbeddingSpend) => void;
+}
+
+/** Tokens an embedder billed for one call made for the turn (0-token calls are not told). */
+export interface EmbeddingSpend {
+  /** `<provider>/<model>`. */
+  embedder: string;
+  inputTokens: number;
 }
 
 /** A memory record as the context pack shows it: its `source_ref`, title and a bounded excerpt. */
@@ -99,6 +108,8 @@ export interface LoadedContext {
   failed: string[];
   /** Sources that answered degraded, and why (`ContextQuery.warn`). */
   warnings: { source: string; message: string }[];
+  /** Embedder calls the sources made (recall's query), booked with the turn. */
+  embeddings?: EmbeddingSpend[];
 }
 
 /**
@@ -107,7 +118,12 @@ export interface LoadedContext {
  */
 export async function loadContext(sources: ContextSources, query: ContextQuery): Promise<LoadedContext> {
   const warnings: { source: string; message: string }[] = [];
-  const q: ContextQuery = { ...query, warn: (source, message) => warnings.push({ source, message }) };
+  const embeddings: EmbeddingSpend[] = [];
+  const q: ContextQuery = {
+    ...query,
+    warn: (source, message) => warnings.push({ source, message }),
+    spend: (s) => embeddings.push(s),
+  };
   const [memory, pack] = await Promise.allSettled([sources.memory(q), sources.contextPack(q)]);
   const recalled = memory.status === 'fulfilled' ? memory.value : null;
   const parts = pack.status === 'fulfilled' ? pack.value : null;
@@ -118,7 +134,13 @@ export async function loadContext(sources: ContextSources, query: ContextQuery):
   const memoryText = typeof recalled === 'string' ? recalled : (recalled?.text ?? null);
   // A plain-text pack is the work-item projection as it was before the pack had parts.
   if (typeof parts === 'string' && (typeof recalled === 'string' || !recalled?.preferences.length)) {
-    return { warnings, memory: memoryText, contextPack: parts, failed };
+    return {
+      warnings,
+      ...(embeddings.length > 0 ? { embeddings } : {}),
+      memory: memoryText,
+      contextPack: parts,
+      failed,
+    };
   }
   const merged: ContextPackParts = {
     facts: typeof parts === 'object' && parts ? parts.facts : [],
@@ -131,6 +153,7 @@ export async function loadContext(sources: ContextSources, query: ContextQuery):
   const rendered = renderContextPack(merged);
   return {
     warnings,
+    ...(embeddings.length > 0 ? { embeddings } : {}),
     memory: memoryText,
     contextPack: rendered?.text ?? null,
     ...(rendered ? { packSections: rendered.sections } : {}),

@@ -130,6 +130,27 @@ describe('SemanticToolSelector', () => {
     expect(selector.cachedCount).toBe(TOOLS.length + 1);
   });
 
+  it('tells what a billing embedder charged, and nothing for a free one (issue 33)', async () => {
+    const billing = new CountingEmbedder();
+    billing.embed = async (request: EmbeddingRequest) => ({
+      ...(await new LocalEmbeddingProvider().embed(request)),
+      inputTokens: request.texts.length * 7,
+    });
+    const spent: { embedder: string; inputTokens: number }[] = [];
+    const selector = new SemanticToolSelector(new EmbedderRegistry([billing]));
+    await selector.choose(TOOLS, 'first', settings(), undefined, (s) => spent.push(s));
+    await selector.choose(TOOLS, 'second', settings(), undefined, (s) => spent.push(s));
+    expect(spent).toEqual([
+      { embedder: DEFAULT_EMBEDDER, inputTokens: (1 + TOOLS.length) * 7 },
+      { embedder: DEFAULT_EMBEDDER, inputTokens: 7 },
+    ]);
+    const free: unknown[] = [];
+    await new SemanticToolSelector(new EmbedderRegistry()).choose(TOOLS, 'x', settings(), undefined, (s) =>
+      free.push(s),
+    );
+    expect(free).toEqual([]);
+  });
+
   it('refuses an unknown embedder and passes an embedder failure on', async () => {
     const selector = new SemanticToolSelector(new EmbedderRegistry());
     await expect(selector.choose(TOOLS, 'x', settings({ embedder: 'local/nope' }))).rejects.toThrow(

@@ -49,13 +49,15 @@ export class SemanticToolSelector {
   /**
    * The names chosen for a turn: every tool when they fit, else the pinned ones and the best of the
    * rest by cosine similarity to `input` (ties to the earlier tool) up to `maxPerTurn`. Rejects when
-   * the embedder does (the caller offers every tool and says why).
+   * the embedder does (the caller offers every tool and says why). `spent` is told the tokens a
+   * billing embedder charged for the call (the turn books them, issue 33).
    */
   async choose(
     tools: readonly ToolSpec[],
     input: string,
     settings: ToolSelectionSettings,
     signal?: AbortSignal,
+    spent?: (spend: { embedder: string; inputTokens: number }) => void,
   ): Promise<Set<string>> {
     if (tools.length <= settings.maxPerTurn) return new Set(tools.map((t) => t.name));
     const pinned = new Set(settings.pinned.filter((name) => tools.some((t) => t.name === name)));
@@ -68,11 +70,12 @@ export class SemanticToolSelector {
     );
     const missing = candidates.filter((_, i) => !this.cache.has(keys[i]));
     const missingKeys = keys.filter((k) => !this.cache.has(k));
-    const { vectors } = await provider.embed({
+    const { vectors, inputTokens } = await provider.embed({
       model,
       texts: [input, ...missing.map(toolText)],
       ...(signal ? { signal } : {}),
     });
+    if (inputTokens > 0) spent?.({ embedder: ref, inputTokens });
     const [query, ...fresh] = vectors;
     fresh.forEach((v, i) => this.remember(missingKeys[i], v));
     const scored = candidates.map((t, i) => {

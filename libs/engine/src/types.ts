@@ -299,6 +299,20 @@ export interface SideCallRecord {
   error?: string;
 }
 
+/**
+ * An embedder call made for the turn (issue 33, docs/adr/0050): recall's query, semantic tool
+ * selection's input and tools. Booked in the ledger as `kind: embedding` and in the turn's cost.
+ * Only calls a provider billed are recorded (the built-in `local/*` embedders never are).
+ */
+export interface EmbeddingRecord {
+  purpose: 'recall' | 'tool_selection';
+  /** `<provider>/<model>`. */
+  embedder: string;
+  inputTokens: number;
+  costUsd: number;
+  costSource: string;
+}
+
 export interface ToolCallMeta {
   call: ToolCallRequest;
   sideEffect: SideEffect;
@@ -323,6 +337,8 @@ export interface TurnCheckpoints {
   ): Promise<void>;
   /** A reflection (seed 001 4h): its note joins this turn's transcript, its cost the ledger. */
   recordReflection(index: number, note: string | null, call: SideCallRecord): Promise<void>;
+  /** The turn's embedder calls (recall, tool selection): their cost joins the turn's and the ledger. */
+  recordEmbedding?(record: EmbeddingRecord): Promise<void>;
   /**
    * A compaction of the history (the context guard): where it cut, and the summary when one was
    * written, so later turns can start from it; the summary call's usage and cost, if any.

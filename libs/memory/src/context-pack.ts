@@ -90,6 +90,10 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
         }),
         bound,
       );
+      // The query's embedding, when a billing embedder made it, is booked with the turn (once: one search).
+      if (result.embedder && result.embeddingTokens > 0) {
+        q.spend?.({ embedder: result.embedder, inputTokens: result.embeddingTokens });
+      }
       // Only a failure of what the agent is set to use is worth a warning: not "no vectors yet".
       if (result.fallback === 'embedder_failed' && result.warning) q.warn?.('memory', result.warning);
       options.observe?.(result.hits.length > 0 ? 'hits' : 'empty', seconds());

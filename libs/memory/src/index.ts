@@ -14,3 +14,4 @@ export * from './block-tools';
 export * from './vectors';
 export * from './search';
 export * from './embed-job';
+export * from './embed-spend';

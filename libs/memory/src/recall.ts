@@ -30,6 +30,8 @@ export interface RecallQuery {
   hasMemory?: boolean;
   /** Told when recall answered with less than it was set to (the vector side failed): a warning event. */
   warn?: (source: string, message: string) => void;
+  /** Told what the query's embedding billed (a priced embedder's tokens): the turn books it (issue 33). */
+  spend?: (spend: { embedder: string; inputTokens: number }) => void;
 }
 
 /** What recall searches with: `MemorySearch` (full-text, vectors, or both per the agent's settings). */
@@ -78,7 +80,7 @@ export function memoryRecall(
       timer = setTimeout(() => reject(new RecallTimeout(bound)), bound);
     });
     try {
-      const { hits, warning, fallback } = await Promise.race([
+      const { hits, warning, fallback, embedder, embeddingTokens } = await Promise.race([
         memory.search({
           tenantId: q.tenantId,
           agentId: q.agentId,
@@ -89,6 +91,7 @@ export function memoryRecall(
         }),
         timeout,
       ]);
+      if (embedder && embeddingTokens > 0) q.spend?.({ embedder, inputTokens: embeddingTokens });
       // Only a failure of what the agent is set to use is worth a warning: not "no vectors yet".
       if (fallback === 'embedder_failed' && warning) q.warn?.('memory', warning);
       options.observe?.(hits.length > 0 ? 'hits' : 'empty', seconds());

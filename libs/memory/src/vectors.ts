@@ -119,6 +119,18 @@ export interface EmbedRunOptions {
   /** Batches per run at most; a run that stops short says `done: false` (the job publishes the next). */
   maxBatches?: number;
   signal?: AbortSignal;
+  /**
+   * Told of each batch's provider call before its vectors are written (the job books its spend,
+   * issue 33): a rejection fails the run with nothing of the batch written.
+   */
+  spent?: (batch: EmbedBatchSpend) => Promise<void>;
+}
+
+/** One batch's provider call: the records embedded, the embedder and the tokens it billed. */
+export interface EmbedBatchSpend {
+  embedder: string;
+  recordIds: string[];
+  inputTokens: number;
 }
 
 export interface EmbedRunResult {
@@ -189,6 +201,11 @@ export async function embedPending(
         throw new RangeError(`${target} returned a vector of ${v.length} dimensions, not ${expected}`);
     }
     inputTokens += res.inputTokens;
+    await options.spent?.({
+      embedder: target,
+      recordIds: pending.map((r) => r.id),
+      inputTokens: res.inputTokens,
+    });
     embedded += await db.execute(sql`
       INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding)
       SELECT v.id, ${scope.tenantId}::uuid, ${scope.agentId}::uuid, ${target}, ${expected}, v.embedding

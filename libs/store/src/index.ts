@@ -15,6 +15,7 @@ export * from './approvals-repository';
 export * from './turn-reads';
 export * from './journal-reads';
 export * from './usage-reads';
+export * from './background-spend';
 export * from './api-key-use';
 export * from './read-replica';
 export * from './partitions';

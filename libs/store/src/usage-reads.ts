@@ -2,7 +2,7 @@ import type { UsageDimension } from '@switchboard/contracts';
 import { join, Sql, sql, type SqlDb } from './sql';
 
 /** A dimension's field in a usage row. */
-export type UsageField = 'day' | 'agentId' | 'sessionId' | 'model';
+export type UsageField = 'day' | 'agentId' | 'sessionId' | 'model' | 'kind';
 
 /** Each dimension's column in the ledger and its name in the rows. `day` is the UTC calendar day. */
 const DIMENSIONS: Record<UsageDimension, { column: Sql; field: UsageField }> = {
@@ -10,6 +10,7 @@ const DIMENSIONS: Record<UsageDimension, { column: Sql; field: UsageField }> = {
   agent: { column: sql`agent_id::text`, field: 'agentId' },
   session: { column: sql`session_id::text`, field: 'sessionId' },
   model: { column: sql`model`, field: 'model' },
+  kind: { column: sql`kind`, field: 'kind' },
 };
 
 /** The field a dimension's value comes in. */
@@ -22,8 +23,10 @@ const alias = (field: string): Sql => new Sql([`"${field}"`], []);
 export interface UsageRow {
   day?: string;
   agentId?: string;
-  sessionId?: string;
+  /** Null for work outside any session (the memory-embed job's embeddings). */
+  sessionId?: string | null;
   model?: string;
+  kind?: string;
   /** True on the totals row (the empty grouping set). */
   total: boolean;
   inputTokens: string;

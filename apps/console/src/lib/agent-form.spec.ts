@@ -61,4 +61,41 @@ describe('agent form', () => {
     ]);
     expect(issuesByField(undefined).size).toBe(0);
   });
+
+  it('edits the embedder and tool selection; a cleared selection is sent empty', () => {
+    const before = fieldsOf({
+      ...agent,
+      embedder: null,
+      toolSelection: { maxPerTurn: 4, pinned: ['http_fetch'] },
+    });
+    expect(before).toMatchObject({
+      embedder: '',
+      toolSelectionMaxPerTurn: '4',
+      toolSelectionPinned: 'http_fetch',
+    });
+    expect(patchBody(before, { ...before, embedder: ' openai/text-embedding-3-small ' })).toEqual({
+      embedder: 'openai/text-embedding-3-small',
+    });
+    expect(patchBody(before, { ...before, toolSelectionMaxPerTurn: 'many' })).toEqual({
+      toolSelection: { maxPerTurn: 'many', pinned: ['http_fetch'] },
+    });
+    expect(patchBody(before, { ...before, toolSelectionMaxPerTurn: '', toolSelectionPinned: '' })).toEqual({
+      toolSelection: {},
+    });
+    expect(createBody({ ...emptyFields(), name: 'n', embedder: 'local/hash-256' })).toEqual({
+      name: 'n',
+      embedder: 'local/hash-256',
+    });
+  });
+
+  it('puts tool selection issues on their field', () => {
+    const byField = issuesByField({
+      issues: [
+        { path: ['toolSelection', 'maxPerTurn'], message: 'Too big' },
+        { path: 'toolSelection.pinned.2', message: 'bad name' },
+        { path: 'embedder', message: 'unknown embedder: local/nope', available: ['local/words-100d'] },
+      ],
+    });
+    expect([...byField.keys()]).toEqual(['toolSelection.maxPerTurn', 'toolSelection.pinned', 'embedder']);
+  });
 });

@@ -30,7 +30,25 @@ export interface AgentFields {
   archivistMode: string;
   archivistAfterTurns: string;
   archivistIdleMs: string;
+  /** `<provider>/<model>` (docs/adr/0049); blank: none (tool selection uses the built-in default). */
+  embedder: string;
+  /** Semantic tool selection (docs/adr/0049): most tools offered per round; blank: every tool. */
+  toolSelectionMaxPerTurn: string;
+  /** Tools always offered, one per line. */
+  toolSelectionPinned: string;
 }
+
+/**
+ * Embedders to suggest (the API lists none: it refuses an unknown one with 400 and names the
+ * available kinds, shown by the field): the built-in ones and OpenAI's priced models.
+ */
+export const SUGGESTED_EMBEDDERS = [
+  'local/words-100d',
+  'local/hash-256',
+  'openai/text-embedding-3-small',
+  'openai/text-embedding-3-large',
+  'openai/text-embedding-ada-002',
+] as const;
 
 /** The subset of the API's Agent the form edits. */
 export interface AgentLike {
@@ -46,6 +64,8 @@ export interface AgentLike {
   budgets?: Partial<Record<BudgetField, number>>;
   toolResultCompression?: string;
   archivist?: { mode?: string; afterTurns?: number; idleMs?: number };
+  embedder?: string | null;
+  toolSelection?: { maxPerTurn?: number; pinned?: string[] };
 }
 
 const text = (n: number | undefined) => (n === undefined ? '' : String(n));
@@ -66,6 +86,9 @@ export function emptyFields(): AgentFields {
     archivistMode: '',
     archivistAfterTurns: '',
     archivistIdleMs: '',
+    embedder: '',
+    toolSelectionMaxPerTurn: '',
+    toolSelectionPinned: '',
   };
 }
 
@@ -92,6 +115,9 @@ export function fieldsOf(a: AgentLike): AgentFields {
     archivistMode: a.archivist?.mode ?? '',
     archivistAfterTurns: text(a.archivist?.afterTurns),
     archivistIdleMs: text(a.archivist?.idleMs),
+    embedder: a.embedder ?? '',
+    toolSelectionMaxPerTurn: text(a.toolSelection?.maxPerTurn),
+    toolSelectionPinned: (a.toolSelection?.pinned ?? []).join('\n'),
   };
 }
 
@@ -123,6 +149,11 @@ export function bodyOf(f: AgentFields): Record<string, unknown> {
     afterTurns: numberOf(f.archivistAfterTurns),
     idleMs: numberOf(f.archivistIdleMs),
   });
+  const pinned = listOf(f.toolSelectionPinned);
+  const toolSelection = compact({
+    maxPerTurn: numberOf(f.toolSelectionMaxPerTurn),
+    pinned: pinned.length > 0 ? pinned : undefined,
+  });
   return compact({
     // The name is sent as typed (even blank): the API refuses a blank name, and says so by the field.
     name: f.name,
@@ -137,6 +168,8 @@ export function bodyOf(f: AgentFields): Record<string, unknown> {
     budgets,
     toolResultCompression: f.toolResultCompression || undefined,
     archivist,
+    toolSelection,
+    embedder: f.embedder.trim() || undefined,
   });
 }
 
@@ -193,12 +226,14 @@ export function issuesOf(details: unknown): Issue[] {
 
 /**
  * The form field an issue's path belongs to: `fallbackModels.1` → `fallbackModels`,
- * `budgets.maxUsd` → `budgets.maxUsd`, `archivist.idleMs` → `archivist.idleMs`; '' for the body.
+ * `budgets.maxUsd` → `budgets.maxUsd`, `archivist.idleMs` → `archivist.idleMs`,
+ * `toolSelection.pinned.0` → `toolSelection.pinned`; '' for the body.
  */
 export function fieldOf(path: string): string {
   const parts = path.split('.').filter(Boolean);
   if (parts.length === 0) return '';
-  if ((parts[0] === 'budgets' || parts[0] === 'archivist') && parts[1]) return `${parts[0]}.${parts[1]}`;
+  if ((parts[0] === 'budgets' || parts[0] === 'archivist' || parts[0] === 'toolSelection') && parts[1])
+    return `${parts[0]}.${parts[1]}`;
   return parts[0];
 }
 

@@ -27,7 +27,7 @@ export class UsageController {
     summary: "The tenant's tokens and cost over a window, grouped",
     description:
       'Sums of the cost ledger over [from, to) (default: the last 30 days; at most 366 days), ' +
-      'grouped by `groupBy`, a comma list of day|agent|session|model (default `day`, UTC days).',
+      'grouped by `groupBy`, a comma list of day|agent|session|model|kind (default `day`, UTC days).',
     status: 200,
     schema: UsageResponse,
     errors: [400],

@@ -1,10 +1,11 @@
-import { assemble, assembledSources, loadContext, NO_CONTEXT } from '../context';
+import { embeddingCost } from '@switchboard/providers';
+import { assemble, assembledSources, loadContext, NO_CONTEXT, type EmbeddingSpend } from '../context';
 import { toolSpec } from '@switchboard/tools';
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
 import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
 import { decideStructured, structuredFailure } from '../structured-output';
-import type { LoopState, TurnOutcome } from '../types';
+import type { EmbeddingRecord, LoopState, TurnOutcome } from '../types';
 import { guardContext } from './context-guard';
 import { answerUnrun } from './tool-call';
 import { runToolRound } from './tool-round';
@@ -85,6 +86,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
   for (const w of run.context.warnings) await run.cp.emit('context_degraded', w);
+  for (const e of run.context.embeddings ?? []) await bookEmbedding(run, 'recall', e);
   run.toolSpecs = [
     ...run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed'),
     // The client's tools (docs/adr/0047), offered beside the agent's as the client declared them.
@@ -103,8 +105,10 @@ async function chooseTools(run: TurnRun, input: string): Promise<void> {
   if (!settings || run.signal.aborted || run.toolSpecs.length <= settings.maxPerTurn) return;
   const { toolSelector, toolSelectionTimeoutMs } = run.resources;
   const signal = AbortSignal.any([run.signal, AbortSignal.timeout(toolSelectionTimeoutMs)]);
+  const spent: EmbeddingSpend[] = [];
   try {
-    run.chosenTools = await toolSelector.choose(run.toolSpecs, input, settings, signal);
+    run.chosenTools = await toolSelector.choose(run.toolSpecs, input, settings, signal, (s) => spent.push(s));
+    for (const e of spent) await bookEmbedding(run, 'tool_selection', e);
   } catch (err) {
     if (run.signal.aborted) return;
     const why = err instanceof Error ? err.message : String(err);
@@ -113,6 +117,26 @@ async function chooseTools(run: TurnRun, input: string): Promise<void> {
       message: `the embedder ${settings.embedder} failed (${why}): every tool offered`,
     });
   }
+}
+
+/**
+ * An embedder call the turn made (issue 33): priced as chat calls are (the tenant's and deployment's
+ * prices over the maintained table), counted in the run's spend and booked with the turn.
+ */
+async function bookEmbedding(
+  run: TurnRun,
+  purpose: EmbeddingRecord['purpose'],
+  e: EmbeddingSpend,
+): Promise<void> {
+  const cost = embeddingCost(e.embedder, e.inputTokens, run.input.prices);
+  run.spentUsd += cost.usd;
+  await run.cp.recordEmbedding?.({
+    purpose,
+    embedder: e.embedder,
+    inputTokens: e.inputTokens,
+    costUsd: cost.usd,
+    costSource: cost.source,
+  });
 }
 
 /** A `maxUsd` budget needs a price for every model the turn may call: refused before the first call (ADR 0007). */

@@ -70,6 +70,8 @@ export interface LedgerInsert {
   /** What the prompt cache saved (docs/adr/0032); decimal, 8 places, negative when it only wrote. */
   cacheSavedUsd: string;
   costSource: string;
+  /** chat (default) | embedding (docs/adr/0050). */
+  kind?: 'chat' | 'embedding';
 }
 
 /** `l`: the checkpoint's ledger lines. */
@@ -81,11 +83,12 @@ export function ledgerCte(ledger: LedgerInsert[] | undefined): Sql | undefined {
     ) => sql`(${e.id}::uuid, ${e.tenantId}::uuid, ${e.agentId}::uuid, ${e.sessionId}::uuid, ${e.turnId}::uuid,
       sb_uuid7_time(${e.turnId}::uuid), ${e.key}::text, ${e.provider}::text, ${e.model}::text, ${e.inputTokens}::int, ${e.outputTokens}::int,
       ${e.cachedTokens}::int, ${e.cacheWriteTokens}::int, ${e.costUsd}::numeric, ${e.cacheSavedUsd}::numeric,
-      ${e.costSource}::text)`,
+      ${e.costSource}::text, ${e.kind ?? 'chat'}::text)`,
   );
   return sql`l AS (
     INSERT INTO ledger_entries (id, tenant_id, agent_id, session_id, turn_id, turn_at, key, provider, model,
-      input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, cache_saved_usd, cost_source)
+      input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, cache_saved_usd, cost_source,
+      kind)
     SELECT v.* FROM (VALUES ${join(rows)}) AS v ${FENCED})`;
 }
 

@@ -2,6 +2,7 @@ import { type EventData, type EventType } from '@switchboard/contracts';
 import { LeaseLostError, type JournalEvent } from '@switchboard/database';
 import type {
   CompactionRecord,
+  EmbeddingRecord,
   ProviderAttempt,
   RoundContext,
   RoundRecord,
@@ -32,6 +33,7 @@ import { EventBuffer } from './event-buffer';
 import { CheckpointMetrics } from './metrics';
 import {
   compactionWrites,
+  embeddingWrites,
   finaliseRows,
   waitRows,
   reflectionWrites,
@@ -227,6 +229,14 @@ export class PostgresCheckpoints implements TurnCheckpoints {
       reflectionWrites(this.turn, { index, note, call }, position),
     );
     this.observed.sideCall(call);
+  }
+
+  /**
+   * An embedder call of the turn (recall, tool selection; issue 33): its ledger line and cost ride
+   * with the next checkpoint, as a round does: no statement of its own.
+   */
+  async recordEmbedding(e: EmbeddingRecord): Promise<void> {
+    this.deferred = withDeferred(this.deferred, embeddingWrites(this.turn, e));
   }
 
   /** The cut is stored on the session in turn seqs (libs/turns/src/history.ts). */

@@ -1,6 +1,7 @@
 import { EventType, newId } from '@switchboard/contracts';
 import { redact, type JournalEvent } from '@switchboard/database';
 import type {
+  EmbeddingRecord,
   RoundRecord,
   SideCallRecord,
   SummaryRecord,
@@ -45,6 +46,7 @@ export function book(
     costUsd: number;
     costSource: string;
     cacheSavedUsd?: number;
+    kind?: 'chat' | 'embedding';
   },
 ): void {
   const costUsd = c.costUsd.toFixed(8);
@@ -66,6 +68,7 @@ export function book(
     costUsd,
     cacheSavedUsd,
     costSource: c.costSource,
+    ...(c.kind ? { kind: c.kind } : {}),
   });
   w.turn.usage = mergeUsage(w.turn.usage, {
     inputTokens: c.usage.inputTokens,
@@ -89,6 +92,26 @@ export function bookSideCall(turn: TurnRow, w: PendingWrites, call: SideCallReco
     costSource: call.costSource ?? 'rate_table',
     cacheSavedUsd: call.cacheSavedUsd,
   });
+}
+
+/**
+ * An embedder call of the turn (issue 33): a `kind: embedding` ledger line and the turn's totals, keyed
+ * by its purpose and the turn's run (each run recalls and selects tools once; a resumed run's calls
+ * are calls of their own).
+ */
+export function embeddingWrites(turn: TurnRow, e: EmbeddingRecord): PendingWrites {
+  const w = emptyWrites();
+  const slash = e.embedder.indexOf('/');
+  book(turn, w, `${turn.id}:embed:${e.purpose}:${turn.runCount}`, {
+    provider: e.embedder.slice(0, slash),
+    // The model as rounds book theirs: `<provider>/<model>`.
+    model: e.embedder,
+    usage: { inputTokens: e.inputTokens, outputTokens: 0, cachedTokens: 0 },
+    costUsd: e.costUsd,
+    costSource: e.costSource,
+    kind: 'embedding',
+  });
+  return w;
 }
 
 /** A round's rows: its assistant message, its ledger line and usage, its attempts and the round count. */

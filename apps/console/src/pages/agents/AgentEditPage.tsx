@@ -11,6 +11,7 @@ import {
   fieldsOf,
   issuesByField,
   patchBody,
+  SUGGESTED_EMBEDDERS,
   type AgentFields,
   type BudgetField,
   type Issue,
@@ -252,6 +253,52 @@ function AgentForm({ id, initial, name }: { id?: string; initial?: AgentFields; 
               />
             )}
           </Field>
+        </fieldset>
+        <fieldset>
+          <legend>Embeddings and tool selection</legend>
+          <Field
+            label="Embedder"
+            issues={byField.get('embedder')}
+            hint='"<provider>/<model>": local/words-100d or local/hash-256 (built in, free) or openai/<model> (billed per token). Set, memory records get vectors and hybrid recall; a change re-embeds them.'
+          >
+            {(p) => (
+              <>
+                <input
+                  {...p}
+                  className="mono"
+                  list="embedder-suggestions"
+                  value={fields.embedder}
+                  onChange={(e) => set('embedder')(e.target.value)}
+                />
+                <datalist id="embedder-suggestions">
+                  {SUGGESTED_EMBEDDERS.map((e) => (
+                    <option key={e} value={e} />
+                  ))}
+                </datalist>
+              </>
+            )}
+          </Field>
+          <Field
+            label="Tool selection: most tools per turn"
+            issues={byField.get('toolSelection.maxPerTurn')}
+            hint="With more tools than this, each turn is offered the pinned ones and those closest to its input; blank: every tool."
+          >
+            {(p) => (
+              <input
+                {...p}
+                inputMode="numeric"
+                value={fields.toolSelectionMaxPerTurn}
+                onChange={(e) => set('toolSelectionMaxPerTurn')(e.target.value)}
+              />
+            )}
+          </Field>
+          <ListField
+            label="Tool selection: pinned tools"
+            value={fields.toolSelectionPinned}
+            onChange={set('toolSelectionPinned')}
+            issues={[...(byField.get('toolSelection.pinned') ?? []), ...(byField.get('toolSelection') ?? [])]}
+            hint="Always offered; one per line."
+          />
         </fieldset>
         {byField.get('')?.map((i) => (
           <p key={i.message} className="field-error">

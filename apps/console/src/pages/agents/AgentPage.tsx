@@ -1,8 +1,9 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
+import { embeddingProgress } from '../../lib/memory-search';
 import { MemoryBlocks } from './MemoryBlocks';
 import { MemoryBrowser } from './MemoryBrowser';
 import { useAgent, type AgentDetail } from './queries';
@@ -41,6 +42,7 @@ export default function AgentPage() {
         </>
       }
     >
+      <EmbeddingProgress agentId={a.id} embedder={a.embedder} />
       <div className="tabs" role="tablist" aria-label="Agent sections">
         {TABS.map(([key, label]) => (
           <button
@@ -64,6 +66,31 @@ export default function AgentPage() {
         {tab === 'blocks' ? <MemoryBlocks agentId={a.id} /> : null}
       </div>
     </Page>
+  );
+}
+
+/**
+ * The re-embedding of the agent's memory (docs/adr/0050) as a progress bar while its embedder's
+ * set is incomplete; polled until complete, then nothing is shown.
+ */
+function EmbeddingProgress({ agentId, embedder }: { agentId: string; embedder: string | null }) {
+  const api = useApi();
+  const status = useQuery({
+    queryKey: ['memory-embeddings', agentId, embedder],
+    enabled: embedder !== null,
+    queryFn: () =>
+      unwrap(api.GET('/v1/agents/{id}/memory/embeddings', { params: { path: { id: agentId } } })),
+    refetchInterval: (q) => (q.state.data?.complete ? false : 1000),
+  });
+  const progress = embeddingProgress(status.data);
+  if (!progress) return null;
+  return (
+    <div className="panel" data-testid="embedding-progress">
+      <label htmlFor={`embedding-${agentId}`}>{progress.text}</label>
+      <progress id={`embedding-${agentId}`} max={100} value={progress.percent}>
+        {progress.percent}%
+      </progress>
+    </div>
   );
 }
 
@@ -96,6 +123,17 @@ function Settings({ agent: a }: { agent: AgentDetail }) {
           <dd>{budgets.length ? budgets.map(([k, v]) => `${k} ${v}`).join(', ') : 'defaults'}</dd>
           <dt>Compression</dt>
           <dd>{a.toolResultCompression}</dd>
+          <dt>Embedder</dt>
+          <dd className="mono">
+            {a.embedder ?? <span className="muted">none (tool selection: local/words-100d)</span>}
+          </dd>
+          <dt>Tool selection</dt>
+          <dd>
+            {a.toolSelection.maxPerTurn !== undefined
+              ? `at most ${a.toolSelection.maxPerTurn} tools a turn` +
+                (a.toolSelection.pinned?.length ? `, pinned: ${a.toolSelection.pinned.join(', ')}` : '')
+              : 'every tool'}
+          </dd>
           <dt>Archivist</dt>
           <dd>{archivist.length ? archivist.map(([k, v]) => `${k} ${v}`).join(', ') : "the tenant's"}</dd>
           <dt>Updated</dt>

@@ -3,32 +3,34 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Loading, Time } from '../../components/ui';
+import { memoryQuery, pathLabel, type MemorySearchFields, type SearchMode } from '../../lib/memory-search';
 
 type MemoryRecord = components['schemas']['MemoryRecord'];
 type Kind = MemoryRecord['kind'];
 
 /**
- * The agent's memory: newest first or the best matches of a search; add a note or fact; forget one.
- * Memory is untrusted text (distilled from conversations and tool results): plain text nodes only.
+ * The agent's memory: newest first or the best matches of a search — full-text, by meaning (vector)
+ * or both (hybrid), each hit badged with the path that found it — filtered by kind and tags; add a
+ * note or fact; forget one. Memory is untrusted text (distilled from conversations and tool
+ * results): plain text nodes only.
  */
 export function MemoryBrowser({ agentId }: { agentId: string }) {
   const api = useApi();
   const queries = useQueryClient();
-  const [draft, setDraft] = useState('');
-  const [q, setQ] = useState('');
-  const [kind, setKind] = useState<'' | Kind>('');
+  const [draft, setDraft] = useState<MemorySearchFields>({ q: '', mode: '', kind: '', tags: '' });
+  // What was searched: the form's fields as of its last submit.
+  const [searched, setSearched] = useState<MemorySearchFields>(draft);
+  const q = searched.q.trim();
   const memory = useQuery({
-    queryKey: ['memory', agentId, q, kind],
+    queryKey: ['memory', agentId, memoryQuery(searched)],
     queryFn: () =>
       unwrap(
         api.GET('/v1/agents/{id}/memory', {
-          params: {
-            path: { id: agentId },
-            query: { ...(q ? { q } : {}), ...(kind ? { kind } : {}), limit: 50 },
-          },
+          params: { path: { id: agentId }, query: memoryQuery(searched) },
         }),
       ),
   });
+  const edit = (patch: Partial<MemorySearchFields>) => setDraft((d) => ({ ...d, ...patch }));
   const forget = useMutation({
     mutationFn: (sourceRef: string) =>
       unwrap(
@@ -46,48 +48,90 @@ export function MemoryBrowser({ agentId }: { agentId: string }) {
         aria-label="Search memory"
         onSubmit={(e) => {
           e.preventDefault();
-          setQ(draft.trim());
+          setSearched(draft);
         }}
       >
         <div>
           <label htmlFor="memory-q">Search memory</label>
-          <input id="memory-q" type="search" value={draft} onChange={(e) => setDraft(e.target.value)} />
+          <input id="memory-q" type="search" value={draft.q} onChange={(e) => edit({ q: e.target.value })} />
+        </div>
+        <div>
+          <label htmlFor="memory-mode">Search by</label>
+          <select
+            id="memory-mode"
+            value={draft.mode}
+            onChange={(e) => edit({ mode: e.target.value as '' | SearchMode })}
+          >
+            <option value="">the agent's recall mode</option>
+            <option value="fts">full-text</option>
+            <option value="vector">meaning (vector)</option>
+            <option value="hybrid">both (hybrid)</option>
+          </select>
         </div>
         <div>
           <label htmlFor="memory-kind">Kind</label>
-          <select id="memory-kind" value={kind} onChange={(e) => setKind(e.target.value as '' | Kind)}>
+          <select
+            id="memory-kind"
+            value={draft.kind}
+            onChange={(e) => edit({ kind: e.target.value as '' | Kind })}
+          >
             <option value="">all</option>
             <option value="fact">fact</option>
             <option value="episode">episode</option>
             <option value="note">note</option>
           </select>
         </div>
+        <div>
+          <label htmlFor="memory-tags">Tags</label>
+          <input
+            id="memory-tags"
+            value={draft.tags}
+            placeholder="ops, home"
+            onChange={(e) => edit({ tags: e.target.value })}
+          />
+        </div>
         <button type="submit">Search</button>
-        {q ? (
+        {q || searched.kind || searched.tags ? (
           <button
             type="button"
             onClick={() => {
-              setDraft('');
-              setQ('');
+              const blank: MemorySearchFields = { q: '', mode: '', kind: '', tags: '' };
+              setDraft(blank);
+              setSearched(blank);
             }}
           >
             Clear search
           </button>
         ) : null}
       </form>
+      {memory.data?.search?.warning ? (
+        <p className="small muted" role="status" data-testid="memory-search-warning">
+          {memory.data.search.warning}
+        </p>
+      ) : null}
       {forget.isError ? <ErrorBox error={forget.error} /> : null}
       {memory.isPending ? (
         <Loading what="Loading memory" />
       ) : memory.isError ? (
         <ErrorBox error={memory.error} />
       ) : memory.data.data.length === 0 ? (
-        <p className="empty">{q ? 'Nothing matches.' : 'No memory yet.'}</p>
+        <p className="empty">{q || searched.kind || searched.tags ? 'Nothing matches.' : 'No memory yet.'}</p>
       ) : (
         <div className="panel">
           <ul className="plain-list" aria-label="Memory records" data-testid="memory-list">
             {memory.data.data.map((m) => (
               <li key={m.sourceRef} data-testid="memory-record">
                 <strong>{m.title}</strong> <span className="badge badge-ok">{m.kind}</span>{' '}
+                {pathLabel(m.path) ? (
+                  <span className="badge" data-testid="memory-path" data-path={m.path ?? undefined}>
+                    found by {pathLabel(m.path)}
+                  </span>
+                ) : null}{' '}
+                {m.tags.map((t) => (
+                  <span key={t} className="badge">
+                    #{t}
+                  </span>
+                ))}{' '}
                 <span className="small muted">
                   <Time at={m.createdAt} /> · {m.totalChars} chars
                   {m.score !== null ? ` · score ${m.score.toFixed(2)}` : ''}
