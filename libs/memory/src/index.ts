@@ -12,3 +12,4 @@ export * from './block-tools';
 export * from './vectors';
 export * from './search';
 export * from './embed-job';
+export * from './pgvector';
