@@ -26,8 +26,8 @@ export interface PgvectorSupport {
 export const HNSW_MAX_DIMENSIONS = 2000;
 /**
  * `hnsw.ef_search` for a search returning `limit` (≤ 50): the candidate list the graph walk keeps.
- * pgvector's default is 40, below the deepest list hybrid asks for; 100 keeps recall ≥ 0.99 on the
- * benchmark at a few hundred microseconds more (docs/BENCHMARKS.md).
+ * pgvector's default is 40, below the deepest list hybrid asks for (50); 100, or twice the limit,
+ * keeps the walk's candidates well above what is returned (recall@5 measured in docs/BENCHMARKS.md).
  */
 export function efSearchFor(limit: number): number {
   return Math.max(100, 2 * limit);
