@@ -30,10 +30,18 @@ transform[`^.+/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`] = [
   { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
 ];
 
+// PGlite's CommonJS build (the pgvector specs, docs/adr/0050) loads Node's builtins by dynamic
+// `import()`, which Jest's VM refuses without --experimental-vm-modules: compiled to `require`.
+const DYNAMIC_IMPORT = ['@electric-sql/pglite'];
+transform[`^.+/node_modules/(${DYNAMIC_IMPORT.join('|')})/.+\\.cjs$`] = [
+  '@swc/jest',
+  { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+];
+
 const common = {
   rootDir: __dirname,
   transform,
-  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  transformIgnorePatterns: [`/node_modules/(?!(${[...ESM_ONLY, ...DYNAMIC_IMPORT].join('|')})/)`],
   moduleNameMapper,
   testEnvironment: 'node',
 };

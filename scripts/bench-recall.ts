@@ -17,6 +17,10 @@
  * tools, their vectors cached after the first turn) for each corpus question as a turn's input, with
  * openai/text-embedding-3-small against the fake model server (which bills ceil(chars / 4) tokens a
  * text) and with the built-in embedders (0).
+ *
+ * pgvector (docs/adr/0050, "pgvector"): `--only vector --pglite [--vector 1000,50000]` measures the
+ * HNSW path (the statements the store sends where the database has pgvector) in PGlite: Postgres 17 in
+ * WASM, one connection in this process, not a server. It needs no Postgres or Redis.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -44,7 +48,7 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { createRedis } from '@switchboard/queue';
-import { sql, sqlDbFor } from '@switchboard/store';
+import { Sql, sql, sqlDbFor } from '@switchboard/store';
 import {
   createTestEnv,
   crossRealmSafeFetch,
@@ -68,6 +72,7 @@ const { values } = parseArgs({
     quality: { type: 'boolean', default: true },
     embedder: { type: 'string', default: 'local/hash-256' },
     only: { type: 'string' },
+    pglite: { type: 'boolean', default: false },
   },
 });
 const QUERIES = Number(values.queries);
@@ -157,6 +162,7 @@ class Instant implements ModelProvider {
 }
 
 async function main() {
+  if (values.pglite) return vectorLatencyPglite();
   await globalSetup();
   const env = await createTestEnv();
   const redis = createRedis(env.redisUrl);
@@ -323,6 +329,117 @@ async function vectorLatency(env: Env, db: Db) {
       console.log(`  ${mode.padEnd(6)} at ${String(n).padStart(6)} records: ${summary(ms)}`);
     }
   }
+  console.log();
+}
+
+/**
+ * The pgvector path in PGlite: per size, one agent's records (short synthetic text) with random unit
+ * vectors of 256 dimensions in `embedding` and `embedding_v`, the set's HNSW index (re)built over all
+ * the set's rows after them (m 16, ef_construction 64: pgvector's defaults), then `vectorSearch` (the HNSW statement with
+ * ef_search and the iterative scan) and the exact pgvector statement, p50/p99, and the HNSW answers'
+ * recall@5 against the exact ones. Sizes run in order on one database, so a later agent's index also
+ * holds the earlier agents' vectors; the smallest agent is measured again at the end, inside the
+ * largest index (a small agent in a big shared set).
+ */
+async function vectorLatencyPglite() {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { vector } = await import('@electric-sql/pglite/vector');
+  const { migrationSql, pgliteRunner } = await import('@switchboard/testing');
+  const { ensureHnswIndex, forgetPgvectorSupport, hnswIndexName, nearestSql, pgvectorSupport, vectorSearch } =
+    await import('@switchboard/memory');
+  const sizes = values.vector
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
+  const queries = Number(values['vector-queries']);
+  const pg = new PGlite({ extensions: { vector } });
+  const db = pgliteRunner(pg);
+  await pg.exec('CREATE TABLE agents (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, embedder text)');
+  for (const m of [
+    '20261124000100_memory',
+    '20261207020000_memory_vectors',
+    '20261208010000_memory_pgvector',
+  ])
+    await pg.exec(migrationSql(m));
+  await pg.exec(`SET maintenance_work_mem = '1GB'`);
+  const support = await pgvectorSupport(db);
+  if (!support) throw new Error('PGlite has no pgvector');
+  console.log(`pgvector ${support.version} in PGlite (WASM, one connection in this process)`);
+  const randomUnit = () => {
+    const v = new Float32Array(256);
+    let norm = 0;
+    for (let i = 0; i < 256; i++) norm += (v[i] = rand() - 0.5) ** 2;
+    for (let i = 0; i < 256; i++) v[i] /= Math.sqrt(norm);
+    return v;
+  };
+  const model = 'local/hash-256';
+  const measure = async (agent: { tenantId: string; agentId: string }, n: number, label: string) => {
+    const qs = Array.from({ length: queries }, randomUnit);
+    const plan = await db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+      const rows = await tx.rows<{ 'QUERY PLAN': string }>(
+        sql`EXPLAIN ${nearestSql({ ...agent, model, vector: qs[0], limit: 5 }, 'hnsw')}`,
+      );
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    const usesHnsw = plan.includes(hnswIndexName(model, 256));
+    for (const kind of ['hnsw', 'exact'] as const) {
+      const ms: number[] = [];
+      let found = 0;
+      for (const [i, v] of qs.entries()) {
+        const q = { ...agent, model, vector: v, limit: 5 };
+        const started = performance.now();
+        const near =
+          kind === 'hnsw' ? await vectorSearch(db, q) : await db.rows<{ id: string }>(nearestSql(q, 'exact'));
+        if (i >= 5 || queries <= 5) ms.push(performance.now() - started);
+        if (kind === 'hnsw') {
+          const exact = new Set((await db.rows<{ id: string }>(nearestSql(q, 'exact'))).map((r) => r.id));
+          found += near.filter((r) => exact.has(r.id)).length;
+        }
+      }
+      const recall = kind === 'hnsw' ? `  recall@5 ${(found / (qs.length * 5)).toFixed(3)}` : '';
+      const how = kind === 'hnsw' ? (usesHnsw ? ' (plan: HNSW)' : ' (plan: b-tree + sort)') : '';
+      console.log(
+        `  ${kind.padEnd(5)} at ${String(n).padStart(6)} records${label}: ${summary(ms)}${recall}${how}`,
+      );
+    }
+  };
+  const agents: { tenantId: string; agentId: string; n: number }[] = [];
+  for (const n of sizes) {
+    const agent = { tenantId: newId(), agentId: newId() };
+    agents.push({ ...agent, n });
+    await db.execute(sql`INSERT INTO agents (id, tenant_id, embedder, memory_vectors_model)
+      VALUES (${agent.agentId}::uuid, ${agent.tenantId}::uuid, ${model}, ${model})`);
+    // Rows first, the index built over all of them after (much faster than inserting into it).
+    await db.execute(sql`DROP INDEX IF EXISTS ${new Sql([hnswIndexName(model, 256)], [])}`);
+    forgetPgvectorSupport(db);
+    const t0 = performance.now();
+    await db.execute(sql`
+      INSERT INTO memory_records (id, tenant_id, agent_id, kind, title, content, dedupe_key, search, created_at)
+      SELECT gen_random_uuid(), ${agent.tenantId}::uuid, ${agent.agentId}::uuid, 'fact', 'record ' || i,
+        'content ' || i, 'bench:' || i, to_tsvector('simple', 'record ' || i), now() - i * interval '1 second'
+      FROM generate_series(1, ${n}) i`);
+    await db.execute(sql`
+      INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding, embedding_v)
+      SELECT id, tenant_id, agent_id, ${model}, 256, v, v::vector FROM (
+        SELECT m.id, m.tenant_id, m.agent_id,
+          (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 256) g WHERE m.id IS NOT NULL) AS v
+        FROM memory_records m WHERE m.agent_id = ${agent.agentId}::uuid) s`);
+    await db.execute(sql`UPDATE memory_embeddings SET embedding_v = l2_normalize(embedding_v)
+      WHERE agent_id = ${agent.agentId}::uuid`);
+    const seeded = performance.now();
+    await ensureHnswIndex(db, model, 256);
+    await db.execute(sql`ANALYZE memory_records, memory_embeddings`);
+    console.log(
+      `pglite: seeded ${n} records in ${((seeded - t0) / 1000).toFixed(1)} s, index and ANALYZE ${((performance.now() - seeded) / 1000).toFixed(1)} s`,
+    );
+    await measure(agent, n, '');
+  }
+  if (agents.length > 1) {
+    const total = agents.reduce((s, a) => s + a.n, 0);
+    await measure(agents[0], agents[0].n, ` (in a set of ${total})`);
+  }
+  await pg.close();
   console.log();
 }
 

@@ -15,3 +15,4 @@ export * from './vectors';
 export * from './search';
 export * from './embed-job';
 export * from './embed-spend';
+export * from './pgvector';

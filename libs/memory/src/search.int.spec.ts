@@ -12,7 +12,8 @@ import { sql, sqlDbFor, type SqlDb } from '@switchboard/store';
 import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { MemorySearch } from './search';
 import type { MemoryWrite } from './types';
-import { agentMemoryState, embedPending, embeddingStatus } from './vectors';
+import { pgvectorSupport } from './pgvector';
+import { agentMemoryState, embedPending, embeddingStatus, VECTOR_CANDIDATES } from './vectors';
 
 /**
  * Vector memory and hybrid recall on real Postgres (docs/adr/0050). A test embedder with controlled
@@ -304,5 +305,36 @@ describe('MemorySearch (vectors and hybrid)', () => {
       db.execute(sql`INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding)
         VALUES (${id}::uuid, ${a.tenantId}::uuid, ${a.agentId}::uuid, 'x/y', 3, ${[1, 0]}::real[])`),
     ).rejects.toThrow(/memory_embeddings_dimensions_check/);
+  });
+
+  it('without pgvector (this Postgres) the migration added nothing and the exact scan keeps its newest-1,000 window', async () => {
+    // The pgvector migration's DO block did nothing here: no extension, no embedding_v, no HNSW index.
+    expect(await pgvectorSupport(db)).toBeNull();
+    const cols = await db.rows<{ name: string }>(sql`
+      SELECT attname AS name FROM pg_attribute
+      WHERE attrelid = 'memory_embeddings'::regclass AND attnum > 0 AND NOT attisdropped`);
+    expect(cols.map((c) => c.name)).not.toContain('embedding_v');
+    const a = await agentWith('scan-window', { embedder: 'concepts/v1' });
+    await memory.store.write([rec(a.tenantId, a.agentId, 'Oldest', 'We deploy on Thursdays.')]);
+    // 1,000 newer records, none about shipping (one bulk statement; the embed job embeds them all).
+    await db.execute(sql`
+      INSERT INTO memory_records (id, tenant_id, agent_id, kind, title, content, dedupe_key, search, created_at)
+      SELECT gen_random_uuid(), ${a.tenantId}::uuid, ${a.agentId}::uuid, 'fact', 'Filler ' || i, 'A cat.',
+        'filler-' || i, to_tsvector('simple', 'a cat'), now() + i * interval '1 second'
+      FROM generate_series(1, ${VECTOR_CANDIDATES}) i`);
+    await embedPending(db, embedders, a, { batchSize: 500, maxBatches: 10 });
+    const r = await memory.search({ ...a, query: 'when do we ship?', mode: 'vector', limit: 5 });
+    expect(r.used).toBe('vector');
+    // The scan compares the newest 1,000 only (docs/adr/0050): the oldest record is out of its reach.
+    expect(r.hits.map((h) => h.title)).not.toContain('Oldest');
+    // Inside the window it is found.
+    const within = await memory.search({
+      ...a,
+      query: 'when do we ship?',
+      mode: 'vector',
+      limit: 5,
+      until: new Date(Date.now() + 1000),
+    });
+    expect(within.hits[0]?.title).toBe('Oldest');
   });
 });

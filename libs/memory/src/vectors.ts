@@ -1,6 +1,7 @@
 import { parseMemorySettings, type MemorySettings } from '@switchboard/contracts';
 import type { EmbedderRegistry } from '@switchboard/providers';
 import { join, planEachCall, sql, type SqlRunner } from '@switchboard/store';
+import { ensureHnswIndex, hnswEligible, hnswSearch, pgvectorSupport } from './pgvector';
 import { memoryFilters, sessionFilter, type MemoryFilters, type MemoryScope } from './store';
 
 /**
@@ -37,14 +38,17 @@ export interface VectorSearchQuery extends MemoryScope, MemoryFilters {
 }
 
 /**
- * Records the vector side compares at most, the agent's newest (docs/adr/0050): the exact scan costs
+ * Records the exact scan compares at most, the agent's newest (docs/adr/0050; the pgvector path has
+ * no such bound): the exact scan costs
  * ~0.1 ms a vector here, so an unbounded one is seconds at 50k records (docs/BENCHMARKS.md).
  */
 export const VECTOR_CANDIDATES = 1000;
 
 /**
  * The agent's records nearest to `vector` by cosine (the vectors are normalised: their dot product),
- * best first: an exact scan of the vectors of `model` of the agent's newest `candidates` records
+ * best first. Where the database has pgvector and `embedding_v` (`pgvectorSupport`), by the set's
+ * HNSW index over all the agent's records (`hnswSearch`: no newest-`candidates` window). Elsewhere an
+ * exact scan of the vectors of `model` of the agent's newest `candidates` records
  * matching the filters (no pgvector on these machines), taken off the (tenant, agent, created_at)
  * index and joined to their vector by its key. Only vectors of `model` AND of the query's length are
  * compared, so two models or dimensions are never mixed.
@@ -53,6 +57,8 @@ export async function vectorSearch(
   db: SqlRunner,
   q: VectorSearchQuery & { candidates?: number },
 ): Promise<{ id: string; score: number }[]> {
+  const support = await pgvectorSupport(db);
+  if (support && hnswEligible(q.model, q.vector.length)) return hnswSearch(db, support, q);
   const query = Array.from(q.vector);
   const candidates = Math.min(Math.max(q.candidates ?? VECTOR_CANDIDATES, q.limit), VECTOR_CANDIDATES);
   // The dot product by subscripts: measured 3x faster than `sum(a * b) FROM unnest(x, y)`.
@@ -206,9 +212,15 @@ export async function embedPending(
       recordIds: pending.map((r) => r.id),
       inputTokens: res.inputTokens,
     });
+    // With pgvector the vector also goes to `embedding_v`, and the set's HNSW index is made before its
+    // first vector (a no-op, cached, once it exists).
+    const pgvector = (await pgvectorSupport(db)) !== null;
+    if (pgvector) await ensureHnswIndex(db, target, expected);
     embedded += await db.execute(sql`
-      INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding)
+      INSERT INTO memory_embeddings (record_id, tenant_id, agent_id, model, dimensions, embedding
+        ${pgvector ? sql`, embedding_v` : sql``})
       SELECT v.id, ${scope.tenantId}::uuid, ${scope.agentId}::uuid, ${target}, ${expected}, v.embedding
+        ${pgvector ? sql`, v.embedding::vector` : sql``}
       FROM (VALUES ${join(pending.map((r, i) => sql`(${r.id}::uuid, ${Array.from(res.vectors[i])}::real[])`))})
         AS v(id, embedding)
       -- A record forgotten meanwhile is not embedded (its row is gone: no orphan vector).

@@ -242,7 +242,8 @@ describe('docker-compose.yml', () => {
 
     it('health-checks postgres with pg_isready and redis with a ping', () => {
       expect(JSON.stringify(compose.services.postgres.healthcheck?.test)).toContain('pg_isready');
-      expect(compose.services.postgres.image).toMatch(/^postgres:16/);
+      // Postgres 16 with pgvector (vector memory's HNSW path, docs/adr/0050).
+      expect(compose.services.postgres.image).toMatch(/^pgvector\/pgvector:pg16/);
       expect(JSON.stringify(compose.services.redis.healthcheck?.test)).toContain('ping');
       expect(compose.services.redis.image).toMatch(/^redis:7/);
     });

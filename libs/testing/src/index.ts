@@ -12,3 +12,4 @@ export * from './admission-fixture';
 export * from './harness-fixture';
 export * from './hooks';
 export * from './redis-cluster';
+export * from './pglite';
