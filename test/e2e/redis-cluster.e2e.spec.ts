@@ -81,6 +81,7 @@ const running = <T extends AppProcess>(p: T): T & Running =>
   let prefix: string;
   let processEnv: NodeJS.ProcessEnv;
   let harness: Running;
+  let hooksWorker: Running;
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -101,6 +102,7 @@ const running = <T extends AppProcess>(p: T): T & Running =>
       spawnApp('hooks-worker', processEnv).then(running),
     ]);
     harness = h;
+    hooksWorker = hooks;
     apps.push(a, b, harness, hooks);
     urls = [a.url, b.url];
     ({ api, tenantId } = await newTenant(a.url, ADMIN));
@@ -370,11 +372,15 @@ const running = <T extends AppProcess>(p: T): T & Running =>
     await waitFor(() => cli(replica, 'info', 'replication').includes('master_link_status:down'), {
       what: 'the replica cut off from its master',
     });
-    apps.splice(apps.indexOf(harness), 1);
+    // The workers that lived through the first failover stop here and fresh ones start after this one.
     // After a failover BullMQ's Worker.close() can wait on a connection to the dead node for good
     // (ADR 0043, Consequences); it stops taking jobs first, which is all this test needs: the
-    // turns below stay queued (asserted) until the new harness runs them.
-    await bounded(harness.close(), 8_000);
+    // turns below stay queued (asserted) until the new harness runs them. The hooks worker is
+    // replaced too: one that lived through both failovers was seen taking no job after the second
+    // (a fresh-clone CI run: its last job before the kill, none of the 15 hook jobs the new
+    // harness's reconcile re-published after it; ADR 0043, Consequences).
+    for (const app of [harness, hooksWorker]) apps.splice(apps.indexOf(app), 1);
+    await Promise.all([bounded(harness.close(), 8_000), bounded(hooksWorker.close(), 8_000)]);
 
     const sessionId = await newSession();
     const admitted: string[] = [];
@@ -401,8 +407,15 @@ const running = <T extends AppProcess>(p: T): T & Running =>
     expect(await env.db.turn.count({ where: { id: { in: admitted }, status: 'queued' } })).toBe(3);
 
     // A harness starts; its reconcile finds the queued turns in Postgres and enqueues them again.
-    harness = await step('starting a harness', spawnApp('harness-worker', processEnv).then(running), 60_000);
-    apps.push(harness);
+    [harness, hooksWorker] = await step(
+      'starting a harness and a hooks worker',
+      Promise.all([
+        spawnApp('harness-worker', processEnv).then(running),
+        spawnApp('hooks-worker', processEnv).then(running),
+      ]),
+      60_000,
+    );
+    apps.push(harness, hooksWorker);
     await waitFor(
       async () =>
         (await env.db.turn.count({ where: { id: { in: admitted }, status: 'completed' } })) ===

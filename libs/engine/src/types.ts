@@ -305,7 +305,9 @@ export interface SideCallRecord {
  * Only calls a provider billed are recorded (the built-in `local/*` embedders never are).
  */
 export interface EmbeddingRecord {
-  purpose: 'recall' | 'tool_selection';
+  purpose: 'recall' | 'tool_selection' | 'memory_search';
+  /** The tool call that embedded (`memory_search`): one line per call, however many runs. */
+  callId?: string;
   /** `<provider>/<model>`. */
   embedder: string;
   inputTokens: number;

@@ -67,6 +67,8 @@ export function memoryTools(memory: MemorySearch): ToolDefinition[] {
         until: until ? new Date(until) : undefined,
         mode,
       });
+      if (r.embedder && r.embeddingTokens > 0)
+        ctx.spend?.({ embedder: r.embedder, inputTokens: r.embeddingTokens });
       return {
         results: r.hits.map((h) => ({
           source_ref: h.sourceRef,

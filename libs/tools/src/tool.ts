@@ -34,6 +34,11 @@ export interface ToolContext {
    * completion report from it); empty when the round had none.
    */
   roundText?: string;
+  /**
+   * The tool called a billing embedder for the turn (memory_search's query, issue 33): the turn books
+   * it with the call (built-in embedders bill 0 tokens and are not told).
+   */
+  spend?: (spend: { embedder: string; inputTokens: number }) => void;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { contextPack, TurnEngine } from '@switchboard/engine';
-import { embedPending, memoryContext, MemorySearch, MemoryStore } from '@switchboard/memory';
+import {
+  embedPending,
+  MEMORY_SEARCH_TOOL,
+  memoryContext,
+  MemorySearch,
+  MemoryStore,
+  memoryTools,
+} from '@switchboard/memory';
 import { poolOf } from '@switchboard/database';
 import {
   createEmbedderRegistry,
@@ -169,6 +176,54 @@ describe('a turn’s embedding spend', () => {
     expect(t.inputTokens).toBe(USAGE.inputTokens + embedTokens);
     const ledgerUsd = ledger.reduce((n, e) => n + Number(e.costUsd), 0);
     expect(Number(t.costUsd)).toBeCloseTo(ledgerUsd, 8);
+  });
+
+  it('books a memory_search call’s query embedding once, keyed by its call', async () => {
+    const ids = await agentWith('turn-embed-search', 'openai/text-embedding-3-small');
+    const search = memoryTools(new MemorySearch(db, embedders));
+    // A model that searches its memory once, then answers.
+    const searching: ModelProvider = {
+      name: 'openai-chat',
+      async complete(request: ModelRequest): Promise<ModelResponse> {
+        const searched = request.messages.some((m) => m.role === 'tool');
+        return searched
+          ? { text: 'done', toolCalls: [], usage: USAGE, finishReason: 'stop' }
+          : {
+              text: '',
+              toolCalls: [
+                {
+                  id: 'call_search',
+                  name: MEMORY_SEARCH_TOOL,
+                  arguments: JSON.stringify({ query: 'ship day' }),
+                },
+              ],
+              usage: USAGE,
+              finishReason: 'tool_calls',
+            };
+      },
+    };
+    // Its one tool: no selection (one tool is within maxPerTurn), so the only embedding is the search's.
+    await env.db.agent.update({ where: { id: ids.agentId }, data: { tools: [MEMORY_SEARCH_TOOL] } });
+    const { turnId } = await h.admission.admit(operatorPrompt(ids, 'Look it up'));
+    const registry = new ToolRegistry(search);
+    const outcome = await new TurnRunner({
+      ...h.runnerDeps({ turnsQueue: undefined }),
+      engine: new TurnEngine({
+        providers: new ProviderRegistry({}, [searching]),
+        tools: registry,
+        embedders,
+      }),
+      tools: registry,
+      defaultModel: 'openai-chat/m',
+    }).handle({ turnId, sessionId: ids.sessionId, tenantId: ids.tenantId, trace: {} });
+    expect(outcome).toBe('done');
+    const t = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+    expect(t.status).toBe('completed');
+    const ledger = await env.db.ledgerEntry.findMany({ where: { turnId, kind: 'embedding' } });
+    expect(ledger.map((e) => e.key)).toEqual([`${turnId}:embed:memory_search:call_search`]);
+    expect(ledger[0]).toMatchObject({ model: 'openai/text-embedding-3-small', outputTokens: 0 });
+    expect(ledger[0]!.inputTokens).toBe(Math.ceil('ship day'.length / 4));
+    expect(Number(ledger[0]!.costUsd)).toBeCloseTo((ledger[0]!.inputTokens * 0.02) / 1e6, 10);
   });
 
   it('books nothing for a built-in embedder', async () => {

@@ -1,5 +1,7 @@
 import { ToolError, ToolWait, type ToolContext } from '@switchboard/tools';
+import type { EmbeddingSpend } from '../context';
 import type { ToolOutcome, Wait } from '../types';
+import { bookEmbedding } from './embedding-spend';
 import { boundDetails } from './result-bounds';
 import type { Cleared, PreparedCall } from './prepared-call';
 import { stoppedOutcome } from './tool-outcomes';
@@ -25,9 +27,11 @@ export async function executeCall(
   const callSignal = AbortSignal.any([run.signal, timeout.signal]);
   let open = true;
   const writeGate = { isOpen: () => open && !callSignal.aborted };
+  const spent: EmbeddingSpend[] = [];
+  const spend = (s: EmbeddingSpend) => void spent.push(s);
   try {
     return await executeBounded(
-      () => tool.execute(args, toolContext(run, c, { signal: callSignal, resumed, writeGate })),
+      () => tool.execute(args, toolContext(run, c, { signal: callSignal, resumed, writeGate, spend })),
       tool.timeoutMs,
       callSignal,
       timeout.signal,
@@ -38,6 +42,8 @@ export async function executeCall(
   } finally {
     clearTimeout(timer);
     open = false;
+    // What the call spent is spent whatever it answered; booked with the next checkpoint.
+    for (const e of spent) await bookEmbedding(run, 'memory_search', e, c.call.id);
   }
 }
 
@@ -45,7 +51,7 @@ export async function executeCall(
 function toolContext(
   run: TurnRun,
   c: PreparedCall,
-  call: Pick<ToolContext, 'signal' | 'resumed' | 'writeGate'>,
+  call: Pick<ToolContext, 'signal' | 'resumed' | 'writeGate' | 'spend'>,
 ): ToolContext {
   const { tenantId, agentId, sessionId, turnId } = run.input;
   // The assistant message that asked for this call: its text is the round's text.

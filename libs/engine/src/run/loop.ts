@@ -1,12 +1,12 @@
-import { embeddingCost } from '@switchboard/providers';
 import { assemble, assembledSources, loadContext, NO_CONTEXT, type EmbeddingSpend } from '../context';
 import { toolSpec } from '@switchboard/tools';
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
 import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
 import { decideStructured, structuredFailure } from '../structured-output';
-import type { EmbeddingRecord, LoopState, TurnOutcome } from '../types';
+import type { LoopState, TurnOutcome } from '../types';
 import { guardContext } from './context-guard';
+import { bookEmbedding } from './embedding-spend';
 import { answerUnrun } from './tool-call';
 import { runToolRound } from './tool-round';
 import type { TurnRun } from './turn-run';
@@ -117,26 +117,6 @@ async function chooseTools(run: TurnRun, input: string): Promise<void> {
       message: `the embedder ${settings.embedder} failed (${why}): every tool offered`,
     });
   }
-}
-
-/**
- * An embedder call the turn made (issue 33): priced as chat calls are (the tenant's and deployment's
- * prices over the maintained table), counted in the run's spend and booked with the turn.
- */
-async function bookEmbedding(
-  run: TurnRun,
-  purpose: EmbeddingRecord['purpose'],
-  e: EmbeddingSpend,
-): Promise<void> {
-  const cost = embeddingCost(e.embedder, e.inputTokens, run.input.prices);
-  run.spentUsd += cost.usd;
-  await run.cp.recordEmbedding?.({
-    purpose,
-    embedder: e.embedder,
-    inputTokens: e.inputTokens,
-    costUsd: cost.usd,
-    costSource: cost.source,
-  });
 }
 
 /** A `maxUsd` budget needs a price for every model the turn may call: refused before the first call (ADR 0007). */

@@ -97,12 +97,12 @@ export function bookSideCall(turn: TurnRow, w: PendingWrites, call: SideCallReco
 /**
  * An embedder call of the turn (issue 33): a `kind: embedding` ledger line and the turn's totals, keyed
  * by its purpose and the turn's run (each run recalls and selects tools once; a resumed run's calls
- * are calls of their own).
+ * are calls of their own), or by its tool call (`memory_search`: a call re-run on resume books once).
  */
 export function embeddingWrites(turn: TurnRow, e: EmbeddingRecord): PendingWrites {
   const w = emptyWrites();
   const slash = e.embedder.indexOf('/');
-  book(turn, w, `${turn.id}:embed:${e.purpose}:${turn.runCount}`, {
+  book(turn, w, `${turn.id}:embed:${e.purpose}:${e.callId ?? turn.runCount}`, {
     provider: e.embedder.slice(0, slash),
     // The model as rounds book theirs: `<provider>/<model>`.
     model: e.embedder,
