@@ -222,8 +222,8 @@ describe('a turn’s embedding spend', () => {
     const ledger = await env.db.ledgerEntry.findMany({ where: { turnId, kind: 'embedding' } });
     expect(ledger.map((e) => e.key)).toEqual([`${turnId}:embed:memory_search:call_search`]);
     expect(ledger[0]).toMatchObject({ model: 'openai/text-embedding-3-small', outputTokens: 0 });
-    expect(ledger[0]!.inputTokens).toBe(Math.ceil('ship day'.length / 4));
-    expect(Number(ledger[0]!.costUsd)).toBeCloseTo((ledger[0]!.inputTokens * 0.02) / 1e6, 10);
+    expect(ledger[0].inputTokens).toBe(Math.ceil('ship day'.length / 4));
+    expect(Number(ledger[0].costUsd)).toBeCloseTo((ledger[0].inputTokens * 0.02) / 1e6, 10);
   });
 
   it('books nothing for a built-in embedder', async () => {
