@@ -1034,6 +1034,20 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('listMessages', 400, { auth: key, params: { id: session.body.id }, query: 'cursor=bad' });
     await run('listMessages', 404, { auth: key, params: { id: unknown } });
+    const turnList = await run('listSessionTurns', 200, {
+      auth: key,
+      params: { id: session.body.id },
+      query: 'limit=1',
+    });
+    expect(turnList.body.data).toEqual([expect.objectContaining({ seq: 1, status: expect.any(String) })]);
+    const restOfTurns = await run('listSessionTurns', 200, {
+      auth: key,
+      params: { id: session.body.id },
+      query: `cursor=${turnList.body.nextCursor}`,
+    });
+    expect(restOfTurns.body.data[0].seq).toBeGreaterThan(1);
+    await run('listSessionTurns', 400, { auth: key, params: { id: session.body.id }, query: 'limit=0' });
+    await run('listSessionTurns', 404, { auth: key, params: { id: unknown } });
     const events = await run('listEvents', 200, { auth: key, params: { id: session.body.id } });
     expect(events.body.data.length).toBeGreaterThan(3);
     await run('listEvents', 400, { auth: key, params: { id: session.body.id }, query: 'after=-1' });

@@ -318,6 +318,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sessions/{id}/turns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The session's turns
+     * @description The session's turns in admission (seq) order, each with its status, model, stop reason, the start of its final text, usage and cost; GET /v1/turns/:id has a turn's tool calls and attempts. Paged by `limit` (default 100, at most 200) and `cursor`; 404 for an unknown session.
+     */
+    get: operations['listSessionTurns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/sessions/{id}/events': {
     parameters: {
       query?: never;
@@ -3535,6 +3555,38 @@ export interface components {
       children?: components['schemas']['Task'][];
       childrenCostUsd?: string;
       totalCostUsd?: string;
+    };
+    SessionTurn: {
+      /** Format: uuid */
+      id: string;
+      seq: number;
+      /** Format: uuid */
+      inputMessageId: string;
+      /** @enum {string} */
+      status:
+        | 'queued'
+        | 'running'
+        | 'awaiting_approval'
+        | 'awaiting_subagent'
+        | 'awaiting_client_tool'
+        | 'completed'
+        | 'failed'
+        | 'cancelled';
+      model: string | null;
+      stopReason: string | null;
+      finalTextPreview: string | null;
+      usage: {
+        inputTokens: number;
+        outputTokens: number;
+      };
+      costUsd: string;
+      /** Format: date-time */
+      createdAt: string;
+      completedAt: string | null;
+    };
+    SessionTurnPage: {
+      data: components['schemas']['SessionTurn'][];
+      nextCursor: string | null;
     };
     Event:
       | {
@@ -7789,6 +7841,91 @@ export interface operations {
       };
       /** @description Idempotency-Key reused with a different body */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listSessionTurns: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session's turns */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SessionTurnPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };

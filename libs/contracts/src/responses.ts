@@ -536,6 +536,34 @@ export const TurnResponse = z
 export type TurnResponse = z.infer<typeof TurnResponse>;
 
 /**
+ * One line of a session's turn list (GET /v1/sessions/:id/turns): what a timeline of the session
+ * shows of each turn, without its tool calls and attempts (GET /v1/turns/:id has those).
+ */
+export const SessionTurnResponse = z
+  .strictObject({
+    id: Id,
+    /** Admission order within the session. */
+    seq: z.int(),
+    inputMessageId: Id,
+    status: z.enum(Object.values(TurnStatuses)),
+    model: z.string().nullable(),
+    stopReason: z.string().nullable(),
+    /** The start of the final text (at most 280 characters); GET /v1/turns/:id has all of it. */
+    finalTextPreview: z.string().nullable(),
+    usage: z.strictObject({ inputTokens: z.int(), outputTokens: z.int() }),
+    costUsd: Usd,
+    createdAt: Timestamp,
+    completedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'SessionTurn' });
+export type SessionTurnResponse = z.infer<typeof SessionTurnResponse>;
+
+export const SessionTurnPageResponse = z
+  .strictObject({ data: z.array(SessionTurnResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'SessionTurnPage' });
+export type SessionTurnPageResponse = z.infer<typeof SessionTurnPageResponse>;
+
+/**
  * What of a turn an A2A task is made of (docs/adr/0037): what `taskOf` reads, whether the turn comes
  * from GET /v1/turns/:id, a ListTasks page or the push hook's row.
  */

@@ -1,4 +1,4 @@
-import type { Event, Message, Session } from '@prisma/client';
+import type { Event, Message, Session, Turn } from '@prisma/client';
 import { newId } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
 
@@ -7,6 +7,23 @@ export interface Page<T> {
   rows: T[];
   more: boolean;
 }
+
+/** What a session's turn list reads of each turn (not its attempts, tool calls or context). */
+const SESSION_TURN = {
+  id: true,
+  seq: true,
+  inputMessageId: true,
+  status: true,
+  model: true,
+  stopReason: true,
+  finalText: true,
+  inputTokens: true,
+  outputTokens: true,
+  costUsd: true,
+  createdAt: true,
+  completedAt: true,
+} as const satisfies Prisma.TurnSelect;
+export type SessionTurn = Pick<Turn, keyof typeof SESSION_TURN>;
 
 /** `take: limit + 1` rows → the page and whether more follow. */
 export const pageOf = <T>(rows: T[], limit: number): Page<T> => ({
@@ -146,6 +163,17 @@ export class SessionsRepository {
       },
       orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
       take: limit + 1,
+    });
+    return pageOf(rows, limit);
+  }
+
+  /** The session's turns in seq order, after `afterSeq`, at most `limit` (one more tells of a next page). */
+  async turns(sessionId: string, afterSeq: number | undefined, limit: number): Promise<Page<SessionTurn>> {
+    const rows = await this.db.turn.findMany({
+      where: { sessionId, ...(afterSeq !== undefined ? { seq: { gt: afterSeq } } : {}) },
+      orderBy: { seq: 'asc' },
+      take: limit + 1,
+      select: SESSION_TURN,
     });
     return pageOf(rows, limit);
   }

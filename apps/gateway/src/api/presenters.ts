@@ -19,12 +19,20 @@ import {
   type EventResponse,
   type MessageResponse,
   type SessionResponse,
+  type SessionTurnResponse,
   type SettingsResponse,
   type TenantResponse,
   type ToolCallResponse,
   type TurnResponse,
 } from '@switchboard/contracts';
-import type { ApprovalRead, AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
+import type {
+  ApprovalRead,
+  AuditRow,
+  SessionTurn,
+  TenantOverview,
+  ToolCallRead,
+  TurnRead,
+} from '@switchboard/store';
 
 /**
  * Rows → API JSON. One place decides what a client sees. Each presenter returns its response
@@ -133,6 +141,27 @@ export const presentSession = (s: Session): SessionResponse => ({
   lastActivityAt: s.updatedAt.toISOString(),
   closedAt: s.closedAt?.toISOString() ?? null,
 });
+
+/** A line of GET /v1/sessions/:id/turns. */
+export const presentSessionTurn = (t: SessionTurn): SessionTurnResponse => ({
+  id: t.id,
+  seq: t.seq,
+  inputMessageId: t.inputMessageId,
+  status: t.status as SessionTurnResponse['status'],
+  model: t.model,
+  stopReason: t.stopReason,
+  finalTextPreview: t.finalText === null ? null : previewOf(t.finalText, 280),
+  usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens },
+  costUsd: t.costUsd.toFixed(),
+  createdAt: t.createdAt.toISOString(),
+  completedAt: t.completedAt?.toISOString() ?? null,
+});
+
+/** At most `max` characters, cut on a code point (never half a surrogate pair), with an ellipsis when cut. */
+function previewOf(text: string, max: number): string {
+  const chars = Array.from(text);
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
+}
 
 type M = MessageResponse;
 

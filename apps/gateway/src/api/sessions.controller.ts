@@ -10,6 +10,7 @@ import {
   responseFormatProblem,
   SessionPageResponse,
   SessionResponse,
+  SessionTurnPageResponse,
   TurnResponse,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
@@ -26,6 +27,7 @@ import {
   presentEvent,
   presentMessage,
   presentSession,
+  presentSessionTurn,
 } from './presenters';
 import { CONFIG } from '@switchboard/platform';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
@@ -156,6 +158,37 @@ export class SessionsController {
     return {
       data: page.rows.map(presentMessage),
       nextCursor: page.more ? encodeCursor([last.turnSeq, last.position]) : null,
+    };
+  }
+
+  /** The session's turns in admission order: what its timeline shows of each. */
+  @Get(':id/turns')
+  @Operation({
+    id: 'listSessionTurns',
+    summary: "The session's turns",
+    description:
+      "The session's turns in admission (seq) order, each with its status, model, stop reason, the start of its final text, usage and cost; GET /v1/turns/:id has a turn's tool calls and attempts. Paged by `limit` (default 100, at most 200) and `cursor`; 404 for an unknown session.",
+    status: 200,
+    schema: SessionTurnPageResponse,
+    errors: [400, 404],
+  })
+  async turnList(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: PageQueryDto,
+  ): Promise<SessionTurnPageResponse> {
+    const sessionId = pathId(id, 'session');
+    const after = decodeCursor<[number]>(q.cursor, ['number']);
+    const limit = q.limit ?? 100;
+    const page = await this.reads.read(async ({ sessions }) => {
+      const session = await sessions.find(tenantId, sessionId);
+      if (!session) throw notFound('session');
+      return sessions.turns(session.id, after?.[0], limit);
+    });
+    const last = page.rows[page.rows.length - 1];
+    return {
+      data: page.rows.map(presentSessionTurn),
+      nextCursor: page.more ? encodeCursor([last.seq]) : null,
     };
   }
 
