@@ -801,6 +801,8 @@ export const AUDIT_ACTIONS = [
   'api_key.revoked',
   'trigger.secret_rotated',
   'approval.decided',
+  'session.forked',
+  'session.rewound',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;
