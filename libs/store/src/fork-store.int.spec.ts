@@ -257,7 +257,7 @@ describe('fork and rewind (store)', () => {
         o.tool_calls,
         o.tool_call_id,
       ]);
-      expect(m.turnId).toBe(copies[(m.turnSeq as number) - 1].id);
+      expect(m.turnId).toBe(copies[m.turnSeq - 1].id);
       expect(m.metadata).toMatchObject({ copiedFrom: o.id });
       expect(m.idempotencyKey).toBeNull();
     }
