@@ -1,29 +1,13 @@
-import type { Event, Message, Session, Turn } from '@prisma/client';
+import type { Event, Message, Session } from '@prisma/client';
 import { newId } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
+import type { TurnRead } from './turn-reads';
 
 /** One page of rows by a key, and whether another page follows (the caller encodes its cursor). */
 export interface Page<T> {
   rows: T[];
   more: boolean;
 }
-
-/** What a session's turn list reads of each turn (not its attempts, tool calls or context). */
-const SESSION_TURN = {
-  id: true,
-  seq: true,
-  inputMessageId: true,
-  status: true,
-  model: true,
-  stopReason: true,
-  finalText: true,
-  inputTokens: true,
-  outputTokens: true,
-  costUsd: true,
-  createdAt: true,
-  completedAt: true,
-} as const satisfies Prisma.TurnSelect;
-export type SessionTurn = Pick<Turn, keyof typeof SESSION_TURN>;
 
 /** `take: limit + 1` rows → the page and whether more follow. */
 export const pageOf = <T>(rows: T[], limit: number): Page<T> => ({
@@ -167,13 +151,16 @@ export class SessionsRepository {
     return pageOf(rows, limit);
   }
 
-  /** The session's turns in seq order, after `afterSeq`, at most `limit` (one more tells of a next page). */
-  async turns(sessionId: string, afterSeq: number | undefined, limit: number): Promise<Page<SessionTurn>> {
+  /**
+   * The session's turns by seq after `afterSeq`, rewound ones included (docs/adr/0053), each with its
+   * tool calls in the order `findTurn` gives them.
+   */
+  async turns(sessionId: string, afterSeq: number, limit: number): Promise<Page<TurnRead>> {
     const rows = await this.db.turn.findMany({
-      where: { sessionId, ...(afterSeq !== undefined ? { seq: { gt: afterSeq } } : {}) },
+      where: { sessionId, seq: { gt: afterSeq } },
+      include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
       orderBy: { seq: 'asc' },
       take: limit + 1,
-      select: SESSION_TURN,
     });
     return pageOf(rows, limit);
   }

@@ -8,6 +8,7 @@ import {
   ArchivistSettings,
   ToolSelection,
   parseMemorySettings,
+  parseSessionOverrides,
   parseTenantSettings,
   resolveArchivistSettings,
   PG_INT_MAX,
@@ -19,20 +20,12 @@ import {
   type EventResponse,
   type MessageResponse,
   type SessionResponse,
-  type SessionTurnResponse,
   type SettingsResponse,
   type TenantResponse,
   type ToolCallResponse,
   type TurnResponse,
 } from '@switchboard/contracts';
-import type {
-  ApprovalRead,
-  AuditRow,
-  SessionTurn,
-  TenantOverview,
-  ToolCallRead,
-  TurnRead,
-} from '@switchboard/store';
+import type { ApprovalRead, AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
 
 /**
  * Rows → API JSON. One place decides what a client sees. Each presenter returns its response
@@ -140,27 +133,16 @@ export const presentSession = (s: Session): SessionResponse => ({
   // Admission and each turn's end bump updated_at (admission-store, checkpoint-session): no join needed.
   lastActivityAt: s.updatedAt.toISOString(),
   closedAt: s.closedAt?.toISOString() ?? null,
+  forkedFrom: s.forkedFromSessionId
+    ? { sessionId: s.forkedFromSessionId, turnId: s.forkedAtTurnId, turnSeq: s.forkedAtTurnSeq }
+    : null,
+  overrides: overridesOf(s.overrides),
 });
 
-/** A line of GET /v1/sessions/:id/turns. */
-export const presentSessionTurn = (t: SessionTurn): SessionTurnResponse => ({
-  id: t.id,
-  seq: t.seq,
-  inputMessageId: t.inputMessageId,
-  status: t.status as SessionTurnResponse['status'],
-  model: t.model,
-  stopReason: t.stopReason,
-  finalTextPreview: t.finalText === null ? null : previewOf(t.finalText, 280),
-  usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens },
-  costUsd: t.costUsd.toFixed(),
-  createdAt: t.createdAt.toISOString(),
-  completedAt: t.completedAt?.toISOString() ?? null,
-});
-
-/** At most `max` characters, cut on a code point (never half a surrogate pair), with an ellipsis when cut. */
-function previewOf(text: string, max: number): string {
-  const chars = Array.from(text);
-  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
+/** A session's overrides as stored (docs/adr/0053), or null when it has none. */
+function overridesOf(stored: unknown): SessionResponse['overrides'] {
+  const o = parseSessionOverrides(stored);
+  return o.model === undefined && o.instructions === undefined ? null : o;
 }
 
 type M = MessageResponse;
@@ -238,6 +220,8 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
   workItemId: t.workItemId,
   closure: (t.closure ?? null) as TurnResponse['closure'],
+  rewoundAt: t.rewoundAt?.toISOString() ?? null,
+  copiedFromTurnId: t.copiedFromTurnId,
 });
 
 /** A journal row as the API shows it; its data is what the engine emitted under the event union. */
