@@ -1,3 +1,4 @@
+import type { CancelReason } from '@switchboard/contracts';
 import { join, sql, type Sql, type SqlRunner } from '../sql';
 import { descendantsCostUsd } from '../subagent-cost';
 import { tenantCapUsd } from '../tenant-spend';
@@ -38,8 +39,8 @@ export interface TurnRow {
   startedAt: Date | null;
   /** A cancel was requested (docs/adr/0014): the claim that returns it must not run it. */
   cancelRequested: boolean;
-  /** The reason given with the cancel, if any. */
-  cancelReason: string | null;
+  /** Why the cancel was requested (docs/adr/0055), if one was. */
+  cancelReason: CancelReason | null;
   /** The sub-agent task this turn runs as a child (docs/adr/0024); null for every other turn. */
   taskId: string | null;
   /** What its sub-agents' child turns (and theirs) have cost so far: it counts against its maxUsd (docs/adr/0025). */
