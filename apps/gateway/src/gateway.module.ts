@@ -252,6 +252,7 @@ export class GatewayModule {
               turnsQueue: turns,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
               logger,
+              metrics,
             }),
         },
         {

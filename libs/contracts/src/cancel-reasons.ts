@@ -65,6 +65,17 @@ export const STOP_REASON_CANCELS: Readonly<Record<string, CancelReason>> = {
 export const cascadeReasonOf = (stopReason: string | null | undefined): CancelReason | undefined =>
   stopReason ? STOP_REASON_CANCELS[stopReason] : undefined;
 
+/**
+ * What a parent that ended at its deadline or budget passes to its children still running
+ * (docs/adr/0055); undefined for any other end.
+ */
+export function stoppedParentCause(parentTurnId: string, stopReason: string | null): CancelCause | undefined {
+  const reason = cascadeReasonOf(stopReason);
+  if (!reason) return undefined;
+  const what = reason === 'deadline' ? 'its deadline' : `its budget (${stopReason})`;
+  return cancelCause(reason, `parent turn ${parentTurnId} stopped at ${what}`);
+}
+
 /** One line naming why a turn was cancelled, for the protocols that only carry text. */
 export function cancelText(reason: string | null | undefined, note?: string | null): string {
   if (!reason) return 'cancelled';

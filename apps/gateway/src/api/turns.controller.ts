@@ -9,6 +9,7 @@ import {
   RoundIndexParam,
   TurnResponse,
   TurnTimelineResponse,
+  cancelCause,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
@@ -151,7 +152,8 @@ export class TurnsController {
   ): Promise<void> {
     const turnId = pathId(id, 'turn');
     const body = validateOptionalBody(CancelTurnRequest, raw);
-    const result = await this.control.cancel(tenantId, turnId, body.reason);
+    // The client's own words are the note; the reason is api_cancel (docs/adr/0055).
+    const result = await this.control.cancel(tenantId, turnId, cancelCause('api_cancel', body.reason));
     if (!result) throw notFound('turn');
     const turn = await this.find(tenantId, turnId);
     await reply.status(turn.status === 'running' ? 202 : 200).send(turn);
