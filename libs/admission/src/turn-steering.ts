@@ -55,10 +55,16 @@ export class TurnSteering {
    * approval) ends here at once; a running one is stopped by its worker at the next safe point (the
    * worker is told over the control channel; its heartbeat finds the request when the message is
    * lost, and a claim after its worker died ends it without running it). A turn that already ended
-   * is left as it is.
+   * is left as it is. `cause` says why (docs/adr/0055); `auditActor` writes an audit entry with the
+   * change (the operator's cancel).
    */
-  async cancel(tenantId: string, turnId: string, cause: CancelCause): Promise<CancelResult | undefined> {
-    const result = await this.cancelOne(tenantId, turnId, cause);
+  async cancel(
+    tenantId: string,
+    turnId: string,
+    cause: CancelCause,
+    o: { auditActor?: string } = {},
+  ): Promise<CancelResult | undefined> {
+    const result = await this.cancelOne(tenantId, turnId, cause, o.auditActor);
     // Its sub-agents' child turns are cancelled with it, recursively (docs/adr/0025), after its own
     // cancel is recorded, so a parent still running cannot see a child's cancelled handback and spawn
     // again. Also for a repeated cancel of a cancelled turn: a cascade cut short is finished by a retry.
@@ -94,8 +100,9 @@ export class TurnSteering {
     tenantId: string,
     turnId: string,
     cause: CancelCause,
+    auditActor?: string,
   ): Promise<CancelResult | undefined> {
-    const r = await this.store.requestCancel({ tenantId, turnId, cause, eventId: newId() });
+    const r = await this.store.requestCancel({ tenantId, turnId, cause, eventId: newId(), auditActor });
     switch (r.kind) {
       case 'not_found':
         return undefined;

@@ -801,6 +801,7 @@ export const AUDIT_ACTIONS = [
   'api_key.revoked',
   'trigger.secret_rotated',
   'approval.decided',
+  'turn.cancelled',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

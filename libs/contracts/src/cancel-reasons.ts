@@ -76,8 +76,15 @@ export function stoppedParentCause(parentTurnId: string, stopReason: string | nu
   return cancelCause(reason, `parent turn ${parentTurnId} stopped at ${what}`);
 }
 
-/** One line naming why a turn was cancelled, for the protocols that only carry text. */
-export function cancelText(reason: string | null | undefined, note?: string | null): string {
-  if (!reason) return 'cancelled';
-  return note ? `cancelled: ${reason} (${note})` : `cancelled: ${reason}`;
+/**
+ * What a protocol that carries only text says of a cancelled turn (Chat Completions' and Responses'
+ * error message, MCP's tool error, A2A's status message): `turn <id> was cancelled before it
+ * answered (<reason>: <note>)`.
+ */
+export function cancelledText(
+  turn: { id: string; cancelReason?: string | null; cancelNote?: string | null },
+  what = 'was cancelled before it answered',
+): string {
+  const why = turn.cancelReason ? ` (${turn.cancelReason}${turn.cancelNote ? `: ${turn.cancelNote}` : ''})` : '';
+  return `turn ${turn.id} ${what}${why}`;
 }

@@ -560,7 +560,9 @@ export type TaskTurn = Pick<
   | 'createdAt'
   | 'startedAt'
   | 'completedAt'
->;
+> &
+  /** Why a cancelled task was cancelled (docs/adr/0055): in its status message. */
+  Partial<Pick<TurnResponse, 'cancelReason' | 'cancelNote'>>;
 
 /**
  * A journal event: the event union of libs/contracts events.ts (one data schema per type). The same

@@ -1,4 +1,5 @@
 import { isEnded, STOP_REASON_CANCELS, type CancelCause, type CancelReason } from '@switchboard/contracts';
+import { auditInsert } from './audit-log';
 import { json, ofTenant, sql, sqlList, type SqlDb } from './sql';
 import { ACTIVE, ENDED } from './turn/statuses';
 import type { CommittedEvent } from './turn-store';
@@ -62,6 +63,8 @@ export class ControlStore {
     /** Why (docs/adr/0055); the first request's reason and note stand, a repeat changes neither. */
     cause: CancelCause;
     eventId: string;
+    /** Who asked, for the audit log (the operator's cancel): written with the change, only when it changes something. */
+    auditActor?: string;
   }): Promise<CancelOutcome> {
     const reason = a.cause.reason;
     const note = a.cause.note ?? null;
@@ -79,6 +82,18 @@ export class ControlStore {
       if (!turn) return { kind: 'not_found' };
       if (isEnded(turn.status)) {
         return { kind: 'ended', status: turn.status, sessionId };
+      }
+      if (a.auditActor) {
+        await tx.execute(
+          auditInsert({
+            tenantId: a.tenantId,
+            actor: a.auditActor,
+            action: 'turn.cancelled',
+            targetType: 'turn',
+            targetId: a.turnId,
+            details: { reason, ...(note ? { note } : {}), status: turn.status },
+          }),
+        );
       }
       if (turn.status === 'running') {
         await tx.execute(sql`
