@@ -70,7 +70,11 @@ export class TurnSteering {
     // again. Also for a repeated cancel of a cancelled turn: a cascade cut short is finished by a retry.
     // They carry the parent's reason (docs/adr/0055); the note names the parent.
     if (result && (result.changed || result.status === 'cancelled')) {
-      await this.cancelChildren(tenantId, turnId, cancelCause(cause.reason, `parent turn ${turnId} was cancelled`));
+      await this.cancelChildren(
+        tenantId,
+        turnId,
+        cancelCause(cause.reason, `parent turn ${turnId} was cancelled`),
+      );
     }
     return result;
   }
@@ -197,4 +201,3 @@ export class TurnSteering {
     }
   }
 }
-

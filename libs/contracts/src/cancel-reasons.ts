@@ -85,6 +85,8 @@ export function cancelledText(
   turn: { id: string; cancelReason?: string | null; cancelNote?: string | null },
   what = 'was cancelled before it answered',
 ): string {
-  const why = turn.cancelReason ? ` (${turn.cancelReason}${turn.cancelNote ? `: ${turn.cancelNote}` : ''})` : '';
+  const why = turn.cancelReason
+    ? ` (${turn.cancelReason}${turn.cancelNote ? `: ${turn.cancelNote}` : ''})`
+    : '';
   return `turn ${turn.id} ${what}${why}`;
 }

@@ -89,7 +89,9 @@ describe('CancelReason', () => {
   });
 
   it('the text form names the reason and the note', () => {
-    expect(cancelledText(cancelled('superseded'))).toBe('turn t1 was cancelled before it answered (superseded)');
+    expect(cancelledText(cancelled('superseded'))).toBe(
+      'turn t1 was cancelled before it answered (superseded)',
+    );
     expect(cancelledText(cancelled('api_cancel', 'changed my mind'))).toBe(
       'turn t1 was cancelled before it answered (api_cancel: changed my mind)',
     );

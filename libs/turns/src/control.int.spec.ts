@@ -189,7 +189,9 @@ describe('steering turns', () => {
       'not needed',
     ]);
     expect(await events(a.turnId)).toEqual(['message_admitted', 'turn_cancelled']);
-    const ended = await env.db.event.findFirstOrThrow({ where: { turnId: a.turnId, type: 'turn_cancelled' } });
+    const ended = await env.db.event.findFirstOrThrow({
+      where: { turnId: a.turnId, type: 'turn_cancelled' },
+    });
     expect(ended.data).toMatchObject({ stopReason: 'cancelled', reason: 'api_cancel', note: 'not needed' });
     expect(await postTurn.getJob(`${a.turnId}.hooks`)).toBeDefined();
     // Idempotent: the turn is answered as it is.
@@ -223,7 +225,9 @@ describe('steering turns', () => {
     await waitFor(() => (provider.requests.some((q) => lastUser(q).includes('#hang')) ? true : undefined), {
       what: 'provider called',
     });
-    expect(await control.cancel(s.tenantId, a.turnId, cancelCause('api_cancel', 'user pressed stop'))).toEqual({
+    expect(
+      await control.cancel(s.tenantId, a.turnId, cancelCause('api_cancel', 'user pressed stop')),
+    ).toEqual({
       status: 'running',
       changed: true,
     });
@@ -282,7 +286,10 @@ describe('steering turns', () => {
         leaseExpiresAt: new Date(Date.now() - 1000),
       },
     });
-    expect(await control.cancel(s.tenantId, a.turnId, API_CANCEL)).toEqual({ status: 'running', changed: true });
+    expect(await control.cancel(s.tenantId, a.turnId, API_CANCEL)).toEqual({
+      status: 'running',
+      changed: true,
+    });
     const before = provider.requests.length;
     expect(await runner().handle(job(s, a.turnId))).toBe('done');
     expect(provider.requests.length).toBe(before);

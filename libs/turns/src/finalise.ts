@@ -1,4 +1,10 @@
-import { isEnded, Jobs, PostTurnHookName, stoppedParentCause, type CancelCause } from '@switchboard/contracts';
+import {
+  isEnded,
+  Jobs,
+  PostTurnHookName,
+  stoppedParentCause,
+  type CancelCause,
+} from '@switchboard/contracts';
 import type { TurnOutcome } from '@switchboard/engine';
 import { traceExemplar } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
@@ -91,7 +97,8 @@ async function afterCommit(
   });
   // A turn that ended at its deadline or budget takes its sub-agents' open child turns with it
   // (docs/adr/0055); the maintenance sweep finishes what a crash here leaves.
-  const stopChildren = outcome.status === 'completed' ? stoppedParentCause(turn.id, outcome.stopReason) : undefined;
+  const stopChildren =
+    outcome.status === 'completed' ? stoppedParentCause(turn.id, outcome.stopReason) : undefined;
   if (stopChildren && r.tasks?.stopChildren) {
     const tasks = r.tasks;
     await isolated(r, turn, 'stop_children', async () => {
