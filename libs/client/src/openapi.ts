@@ -429,7 +429,7 @@ export interface paths {
     put?: never;
     /**
      * Cancel a turn
-     * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.
+     * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless. The turn says why (docs/adr/0055): cancelReason `api_cancel` with the optional `reason` as its cancelNote (`operator`, audited, when the operator's ADMIN_TOKEN acts as the tenant); the first cancel's reason stands.
      */
     post: operations['cancelTurn'];
     delete?: never;
