@@ -160,7 +160,10 @@ describe('sub-agent cancel cascade and cost roll-up through real processes', () 
       );
       expect(t.status).toBe('cancelled');
       // The parent's reason; the note names the parent (docs/adr/0055).
-      expect(t).toMatchObject({ cancelReason: 'api_cancel', cancelNote: `parent turn ${parentId} was cancelled` });
+      expect(t).toMatchObject({
+        cancelReason: 'api_cancel',
+        cancelNote: `parent turn ${parentId} was cancelled`,
+      });
     }
     await waitFor(() => (llm.requests.filter((r) => r.closedEarly).length >= 2 ? true : undefined), {
       what: 'both hanging child calls aborted',

@@ -18,7 +18,13 @@ import {
   type ServerContext,
   type Tool as ModernTool,
 } from '@modelcontextprotocol/server';
-import { AppError, cancelCause, ClientToolRefused, EventType, type TurnResponse } from '@switchboard/contracts';
+import {
+  AppError,
+  cancelCause,
+  ClientToolRefused,
+  EventType,
+  type TurnResponse,
+} from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
 import {
   agentTools,
