@@ -218,9 +218,19 @@ describe('A2A with the @a2a-js/sdk client', () => {
     await llm.waitForRequests(before + 1);
     const cancelled = await client.cancelTask({ tenant: '', id: submitted.id, metadata: undefined });
     expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // The status message says why (docs/adr/0055): in its text and, as data, in its metadata.
+    expect(cancelled.status?.message?.metadata).toEqual({
+      cancelReason: 'api_cancel',
+      cancelNote: 'A2A tasks/cancel',
+    });
+    const part = cancelled.status?.message?.parts[0]?.content;
+    expect(part?.$case === 'text' ? part.value : '').toBe(
+      `turn ${submitted.id} was cancelled (api_cancel: A2A tasks/cancel)`,
+    );
     expect((await api.get(`/v1/turns/${submitted.id}`)).body).toMatchObject({
       status: 'cancelled',
       stopReason: 'cancelled',
+      cancelReason: 'api_cancel',
     });
     await expect(client.cancelTask({ tenant: '', id: submitted.id, metadata: undefined })).rejects.toThrow();
     const again = await rpc(agentId, {

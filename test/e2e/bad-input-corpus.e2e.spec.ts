@@ -289,6 +289,13 @@ describe('bad input corpus', () => {
       valid: () => ({ reason: 'no longer needed' }),
     },
     {
+      name: 'operator cancel turn',
+      method: 'POST',
+      path: () => `/v1/admin/tenants/${ids.tenant}/turns/${ids.turn}/cancel`,
+      client: () => admin,
+      valid: () => ({ reason: 'runaway loop' }),
+    },
+    {
       name: 'patch settings',
       method: 'PATCH',
       path: () => '/v1/settings',

@@ -159,8 +159,11 @@ describe('sub-agent cancel cascade and cost roll-up through real processes', () 
         { what: `child ${id} ended` },
       );
       expect(t.status).toBe('cancelled');
-      const row = await env.db.turn.findUniqueOrThrow({ where: { id } });
-      expect(row.cancelReason).toBe(`parent turn ${parentId} was cancelled`);
+      // The parent's reason; the note names the parent (docs/adr/0055).
+      expect(t).toMatchObject({
+        cancelReason: 'api_cancel',
+        cancelNote: `parent turn ${parentId} was cancelled`,
+      });
     }
     await waitFor(() => (llm.requests.filter((r) => r.closedEarly).length >= 2 ? true : undefined), {
       what: 'both hanging child calls aborted',
@@ -182,12 +185,14 @@ describe('sub-agent cancel cascade and cost roll-up through real processes', () 
     // The parent's own cancel committed; the gateway died before it cancelled the children.
     await env.db.$executeRaw`
       UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now(),
-        cancel_requested_at = now()
+        cancel_requested_at = now(), cancel_reason = 'operator'
       WHERE id = ${parentId}::uuid`;
     for (const id of childTurns) {
-      expect((await ended(id)).status).toBe('cancelled');
-      const row = await env.db.turn.findUniqueOrThrow({ where: { id } });
-      expect(row.cancelReason).toBe(`parent turn ${parentId} was cancelled`);
+      expect(await ended(id)).toMatchObject({
+        status: 'cancelled',
+        cancelReason: 'operator',
+        cancelNote: `parent turn ${parentId} was cancelled`,
+      });
     }
     const tasks = await env.db.task.findMany({ where: { parentTurnId: parentId } });
     expect(tasks.map((t) => t.status)).toEqual(['cancelled', 'cancelled']);

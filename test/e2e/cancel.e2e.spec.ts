@@ -154,7 +154,11 @@ describe('cancel, interrupt, interject', () => {
     await waitFor(() => (request.closedEarly ? true : undefined), { what: 'provider stream closed' });
     const evs = (await api.get(`/v1/sessions/${s}/events`)).body.data;
     const cancelled = evs.find((e: { type: string }) => e.type === 'turn_cancelled');
-    expect(cancelled.data).toMatchObject({ stopReason: 'cancelled', reason: 'changed my mind' });
+    expect(cancelled.data).toMatchObject({
+      stopReason: 'cancelled',
+      reason: 'api_cancel',
+      note: 'changed my mind',
+    });
     await hookRan(a.body.turnId);
 
     // Idempotent: the ended turn is answered as it is.

@@ -226,12 +226,15 @@ describe('MCP server (/mcp) with the official MCP SDK client', () => {
     );
     expect(turn.stopReason).toBe('cancelled');
     // The client's notifications/cancelled (on its own POST, to a fresh stateless server) found the
-    // turn through the call registry: its reason is journaled.
+    // turn through the call registry: an API cancel, its reason journaled as the note (docs/adr/0055).
     const events = (await api.get(`/v1/sessions/${turn.sessionId}/events`)).body.data as {
       type: string;
-      data: { reason?: string };
+      data: { reason?: string; note?: string };
     }[];
-    expect(events.find((e) => e.type === 'turn_cancelled')?.data.reason).toContain('changed my mind');
+    const ended = events.find((e) => e.type === 'turn_cancelled')?.data;
+    expect(ended?.reason).toBe('api_cancel');
+    expect(ended?.note).toContain('changed my mind');
+    expect(turn.cancelReason).toBe('api_cancel');
   });
 
   it('a client that drops the connection mid-call cancels the turn (the request’s abort)', async () => {
@@ -269,11 +272,13 @@ describe('MCP server (/mcp) with the official MCP SDK client', () => {
     );
     const events = (await api.get(`/v1/sessions/${turn.sessionId}/events`)).body.data as {
       type: string;
-      data: { reason?: string };
+      data: { reason?: string; note?: string };
     }[];
-    expect(events.find((e) => e.type === 'turn_cancelled')?.data.reason).toBe(
-      'the MCP client cancelled the tool call',
-    );
+    // The client left: client_disconnected (docs/adr/0055).
+    expect(events.find((e) => e.type === 'turn_cancelled')?.data).toMatchObject({
+      reason: 'client_disconnected',
+      note: 'the MCP tool call was closed',
+    });
   });
 
   it('a turn paused for an approval answers the call (isError, awaiting_approval), progress included', async () => {

@@ -191,12 +191,13 @@ describe('a message travels end to end', () => {
     // Queued behind the running turn in its session.
     const held = await killed.post(`/v1/sessions/${s1.body.id}/messages`, { content: 'waits' });
     await env.db.tenant.update({ where: { id: tenantId }, data: { killSwitch: true } });
-    // The running turn stops at its next safe point: after the round in flight, before the third.
+    // The running turn stops at its next safe point: after the round in flight, before the third;
+    // cancelled, reason tenant_paused (docs/adr/0055).
     const turn = await waitFor(async () => {
       const r = await killed.get(`/v1/turns/${running.body.turnId}`);
-      return r.body.status === 'completed' ? r.body : undefined;
+      return r.body.status === 'cancelled' ? r.body : undefined;
     });
-    expect(turn.stopReason).toBe('kill_switch');
+    expect([turn.stopReason, turn.cancelReason]).toEqual(['cancelled', 'tenant_paused']);
     expect(turn.iterations).toBe(2);
     expect(turn.finalText ?? '').not.toContain('counted twice');
     const events = (await killed.get(`/v1/sessions/${s1.body.id}/events`)).body.data;

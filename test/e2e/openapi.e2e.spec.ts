@@ -50,6 +50,7 @@ const OPEN_OBJECTS = [
 const TWO_SUCCESSES: Record<string, string[]> = {
   admitMessage: ['200', '202'],
   cancelTurn: ['200', '202'],
+  operatorCancelTurn: ['200', '202'],
   // docs/adr/0047: answered 202, the same results again 200.
   answerClientTools: ['200', '202'],
   deliverHook: ['200', '202'],
@@ -970,6 +971,18 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('cancelTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { why: 'x' } });
     await run('cancelTurn', 404, { auth: key, params: { id: unknown } });
+    // The operator's cancel (docs/adr/0055): the ended turn as it is, a bad body, a turn not the tenant's.
+    await run('operatorCancelTurn', 200, {
+      auth: ADMIN,
+      params: { id: ownTenantId, turnId: admitted.body.turnId },
+      body: { reason: 'late' },
+    });
+    await run('operatorCancelTurn', 400, {
+      auth: ADMIN,
+      params: { id: ownTenantId, turnId: admitted.body.turnId },
+      body: { why: 'x' },
+    });
+    await run('operatorCancelTurn', 404, { auth: ADMIN, params: { id: ownTenantId, turnId: unknown } });
     // Client tool results (docs/adr/0047): a turn made to wait on a client call as the wait checkpoint
     // writes it (the ended `wait` turn, its status and row set here), answered, then answered again.
     const waitId = randomUUID();

@@ -294,10 +294,16 @@ describe('operator tenant API', () => {
     expect((await api.get(`/v1/sessions/${session}/messages`)).status).toBe(200);
     expect((await api.get('/v1/agents')).status).toBe(200);
 
-    // Released, the running turn reaches its next safe point (before its next model call) and stops.
+    // Released, the running turn reaches its next safe point (before its next model call) and is
+    // cancelled there, reason tenant_paused (docs/adr/0055).
     writeFileSync(`${first}.release`, '');
     const stopped = await untilStatus(api, running.body.turnId, ['completed', 'failed', 'cancelled']);
-    expect(stopped).toMatchObject({ status: 'completed', stopReason: 'kill_switch', iterations: 1 });
+    expect(stopped).toMatchObject({
+      status: 'cancelled',
+      stopReason: 'cancelled',
+      cancelReason: 'tenant_paused',
+      iterations: 1,
+    });
     const events = (await api.get(`/v1/sessions/${session}/events`)).body.data;
     expect(events.map((e: { type: string }) => e.type)).toContain('stop_hook_fired');
     // Its worker looked at the queued turn and left it: the job is done, the turn still queued.

@@ -253,6 +253,7 @@ export class GatewayModule {
               turnsQueue: turns,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
               logger,
+              metrics,
             }),
         },
         {

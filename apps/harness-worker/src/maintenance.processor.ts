@@ -109,7 +109,9 @@ export class MaintenanceProcessor extends QueueWorker {
           turnsQueue: this.turns,
           live: new RedisLivePublisher(this.redis, { prefix: this.config.QUEUE_PREFIX, logger: this.logger }),
           logger: this.logger,
+          metrics: this.metrics,
         });
+        // Children left open under a parent that ended at its deadline or budget too (docs/adr/0055).
         const orphans = await this.control.cancelOrphans();
         const requeued = await reconcileTurns(this.db, this.turns, this.logger, {
           olderThanMs: RECONCILE_MIN_AGE_MS,

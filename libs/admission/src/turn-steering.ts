@@ -1,7 +1,18 @@
 import type { Queue } from 'bullmq';
-import { Jobs, newId, Priority, PRIORITY_RANK, type TurnStatus } from '@switchboard/contracts';
+import { trace } from '@opentelemetry/api';
+import {
+  cancelCause,
+  Jobs,
+  newId,
+  Priority,
+  PRIORITY_RANK,
+  stoppedParentCause,
+  type CancelCause,
+  type CancelReason,
+  type TurnStatus,
+} from '@switchboard/contracts';
 import { sendControl, type LivePublisher } from '@switchboard/live';
-import type { Logger } from '@switchboard/observability';
+import type { Logger, Metrics } from '@switchboard/observability';
 import { publish, type RedisConnection } from '@switchboard/queue';
 import { ControlStore, TurnStore, type SqlDb } from '@switchboard/store';
 
@@ -31,6 +42,8 @@ export class TurnSteering {
       turnsQueue: Queue;
       live: LivePublisher;
       logger: Logger;
+      /** Counts the turns ended here by reason (`switchboard_turns_cancelled_total`, docs/adr/0055). */
+      metrics?: Pick<Metrics, 'turnsCancelled'>;
     },
   ) {
     this.store = new ControlStore(db);
@@ -42,27 +55,58 @@ export class TurnSteering {
    * approval) ends here at once; a running one is stopped by its worker at the next safe point (the
    * worker is told over the control channel; its heartbeat finds the request when the message is
    * lost, and a claim after its worker died ends it without running it). A turn that already ended
-   * is left as it is.
+   * is left as it is. `cause` says why (docs/adr/0055); `auditActor` writes an audit entry with the
+   * change (the operator's cancel).
    */
-  async cancel(tenantId: string, turnId: string, reason?: string): Promise<CancelResult | undefined> {
-    const result = await this.cancelOne(tenantId, turnId, reason);
+  async cancel(
+    tenantId: string,
+    turnId: string,
+    cause: CancelCause,
+    o: { auditActor?: string } = {},
+  ): Promise<CancelResult | undefined> {
+    const result = await this.cancelOne(tenantId, turnId, cause, o.auditActor);
     // Its sub-agents' child turns are cancelled with it, recursively (docs/adr/0025), after its own
     // cancel is recorded, so a parent still running cannot see a child's cancelled handback and spawn
     // again. Also for a repeated cancel of a cancelled turn: a cascade cut short is finished by a retry.
+    // They carry the parent's reason (docs/adr/0055); the note names the parent.
     if (result && (result.changed || result.status === 'cancelled')) {
-      for (const child of await this.store.activeChildTurns(tenantId, turnId)) {
-        await this.cancel(tenantId, child, `parent turn ${turnId} was cancelled`);
-      }
+      await this.cancelChildren(
+        tenantId,
+        turnId,
+        cancelCause(cause.reason, `parent turn ${turnId} was cancelled`),
+      );
     }
     return result;
+  }
+
+  /**
+   * Cancels the child turns of a turn's sub-agent tasks that have not ended (and theirs), with
+   * `cause`: the cancel cascade above, and a parent that ended at its deadline or budget
+   * (docs/adr/0055). Returns how many it asked to stop.
+   */
+  async cancelChildren(tenantId: string, turnId: string, cause: CancelCause): Promise<number> {
+    const children = await this.store.activeChildTurns(tenantId, turnId);
+    for (const child of children) await this.cancel(tenantId, child, cause);
+    return children.length;
+  }
+
+  /**
+   * POST /v1/agents/:id/stop (docs/adr/0055): the agent's running and waiting turns are cancelled,
+   * reason `agent_stopped` (its queued turns stay held until a resume). Returns how many.
+   */
+  async cancelAgentTurns(tenantId: string, agentId: string, note?: string | null): Promise<number> {
+    const turns = await this.store.agentActiveTurns(tenantId, agentId);
+    for (const id of turns) await this.cancel(tenantId, id, cancelCause('agent_stopped', note));
+    return turns.length;
   }
 
   private async cancelOne(
     tenantId: string,
     turnId: string,
-    reason?: string,
+    cause: CancelCause,
+    auditActor?: string,
   ): Promise<CancelResult | undefined> {
-    const r = await this.store.requestCancel({ tenantId, turnId, reason: reason ?? null, eventId: newId() });
+    const r = await this.store.requestCancel({ tenantId, turnId, cause, eventId: newId(), auditActor });
     switch (r.kind) {
       case 'not_found':
         return undefined;
@@ -83,6 +127,7 @@ export class TurnSteering {
         }
         return { status: 'running', changed: true };
       case 'cancelled':
+        this.counted(r.reason);
         await this.o.live.publish(r.sessionId, r.events);
         // As the runner does for every terminal turn: the same job id, so a repeat is a no-op.
         await publish(this.o.postTurnQueue, Jobs.postTurn, { turnId, tenantId: r.tenantId });
@@ -101,7 +146,11 @@ export class TurnSteering {
   async cancelOrphans(): Promise<number> {
     const orphans = await this.store.orphanedChildTurns();
     for (const o of orphans) {
-      await this.cancel(o.tenantId, o.turnId, `parent turn ${o.parentTurnId} was cancelled`);
+      const cause =
+        o.parentStatus === 'cancelled'
+          ? cancelCause(o.parentCancelReason ?? 'api_cancel', `parent turn ${o.parentTurnId} was cancelled`)
+          : stoppedParentCause(o.parentTurnId, o.parentStopReason);
+      if (cause) await this.cancel(o.tenantId, o.turnId, cause);
     }
     return orphans.length;
   }
@@ -112,7 +161,7 @@ export class TurnSteering {
    */
   async interrupt(tenantId: string, sessionId: string, admittedTurnId: string): Promise<void> {
     for (const id of await this.store.activeTurns(sessionId, tenantId, admittedTurnId)) {
-      await this.cancel(tenantId, id, 'interrupted by a newer message (multitask: interrupt)');
+      await this.cancel(tenantId, id, cancelCause('superseded', `interrupted by turn ${admittedTurnId}`));
     }
   }
 
@@ -121,6 +170,12 @@ export class TurnSteering {
     const owner = await this.store.leaseOwner(sessionId);
     if (!owner) return false;
     return sendControl(this.o.redis, this.o, owner, { v: 1, type: 'interject', sessionId });
+  }
+
+  /** A turn ended here, by why: the metric, and the request's span (docs/adr/0055). */
+  private counted(reason: CancelReason): void {
+    this.o.metrics?.turnsCancelled.inc({ reason });
+    trace.getActiveSpan()?.setAttribute('switchboard.turn.cancel_reason', reason);
   }
 
   /** A fresh job for the session's next unfinished turn when its own job is no longer alive. */

@@ -9,6 +9,7 @@ import {
   type ResponseFormat,
   type ToolChoice,
   type TurnResponse,
+  type CancelCause,
 } from '@switchboard/contracts';
 import type { LiveWatch } from '@switchboard/live';
 import { readTurn, type ClientToolCall, type SessionsRepository, type SqlDb } from '@switchboard/store';
@@ -373,8 +374,8 @@ export class AgentTurns {
   }
 
   /** Cancels the turn (and its sub-agents) as POST /v1/turns/:id/cancel does; undefined when not the tenant's. */
-  cancel(tenantId: string, turnId: string, reason: string) {
-    return this.o.control.cancel(tenantId, turnId, reason);
+  cancel(tenantId: string, turnId: string, cause: CancelCause) {
+    return this.o.control.cancel(tenantId, turnId, cause);
   }
 
   /**

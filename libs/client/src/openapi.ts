@@ -110,6 +110,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/admin/tenants/{id}/turns/{turnId}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel a tenant's turn as the operator (cancelReason operator)
+     * @description Cancels a tenant's turn as POST /v1/turns/{id}/cancel does (docs/adr/0014): a queued or waiting turn ends at once (200, `cancelled`), a running one is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Its cancelReason is `operator` and the optional `reason` its cancelNote (docs/adr/0055); the cancel writes a `turn.cancelled` audit entry. An ended turn is answered as it is (200, no entry); 404 for an unknown tenant or a turn that is not the tenant's.
+     */
+    post: operations['operatorCancelTurn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/admin/audit-events': {
     parameters: {
       query?: never;
@@ -489,7 +509,7 @@ export interface paths {
     put?: never;
     /**
      * Cancel a turn
-     * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.
+     * @description Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless. The turn says why (docs/adr/0055): cancelReason `api_cancel` with the optional `reason` as its cancelNote (`operator`, audited, when the operator's ADMIN_TOKEN acts as the tenant); the first cancel's reason stands.
      */
     post: operations['cancelTurn'];
     delete?: never;
@@ -1428,8 +1448,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * Stop an agent: nothing new is admitted for it until it is resumed
-     * @description Every admission for it (API messages, chat completions, webhook deliveries, schedule fires, runtime ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. A turn already running finishes.
+     * Stop an agent: its running turns are cancelled and nothing new is admitted until it is resumed
+     * @description Every admission for it (API messages, chat completions, webhook deliveries, schedule fires, runtime ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. Its running turns, and those waiting for an approval, a sub-agent or client tools, are cancelled with cancelReason `agent_stopped` (the optional `reason` is their cancelNote; docs/adr/0055). Pause instead lets a running turn finish.
      */
     post: operations['stopAgent'];
     delete?: never;
@@ -2047,6 +2067,9 @@ export interface components {
       reason?: string;
     };
     ResumeTenantDto: Record<string, never>;
+    CancelTurnDto: {
+      reason?: string;
+    };
     CreateApiKeyDto: {
       name?: string;
     };
@@ -2189,9 +2212,6 @@ export interface components {
     RewindSessionDto: {
       /** Format: uuid */
       turnId: string;
-    };
-    CancelTurnDto: {
-      reason?: string;
     };
     ClientToolResultsDto: {
       results: {
@@ -3658,6 +3678,19 @@ export interface components {
       startedAt: string | null;
       completedAt: string | null;
       cancelRequestedAt: string | null;
+      cancelReason:
+        | (
+            | 'api_cancel'
+            | 'client_disconnected'
+            | 'superseded'
+            | 'tenant_paused'
+            | 'agent_stopped'
+            | 'deadline'
+            | 'budget'
+            | 'operator'
+          )
+        | null;
+      cancelNote: string | null;
       workItemId: string | null;
       rewoundAt: string | null;
       copiedFromTurnId: string | null;
@@ -4090,7 +4123,19 @@ export interface components {
               [key: string]: unknown;
             };
             costUsd?: string | number;
-            reason?: string;
+            reason?:
+              | (
+                  | 'api_cancel'
+                  | 'client_disconnected'
+                  | 'superseded'
+                  | 'tenant_paused'
+                  | 'agent_stopped'
+                  | 'deadline'
+                  | 'budget'
+                  | 'operator'
+                )
+              | string;
+            note?: string;
             intoTurnId?: string;
           } & {
             [key: string]: unknown;
@@ -4114,7 +4159,19 @@ export interface components {
               [key: string]: unknown;
             };
             costUsd?: string | number;
-            reason?: string;
+            reason?:
+              | (
+                  | 'api_cancel'
+                  | 'client_disconnected'
+                  | 'superseded'
+                  | 'tenant_paused'
+                  | 'agent_stopped'
+                  | 'deadline'
+                  | 'budget'
+                  | 'operator'
+                )
+              | string;
+            note?: string;
             intoTurnId?: string;
           } & {
             [key: string]: unknown;
@@ -4138,7 +4195,19 @@ export interface components {
               [key: string]: unknown;
             };
             costUsd?: string | number;
-            reason?: string;
+            reason?:
+              | (
+                  | 'api_cancel'
+                  | 'client_disconnected'
+                  | 'superseded'
+                  | 'tenant_paused'
+                  | 'agent_stopped'
+                  | 'deadline'
+                  | 'budget'
+                  | 'operator'
+                )
+              | string;
+            note?: string;
             intoTurnId?: string;
           } & {
             [key: string]: unknown;
@@ -4693,7 +4762,19 @@ export interface components {
                   [key: string]: unknown;
                 };
                 costUsd?: string | number;
-                reason?: string;
+                reason?:
+                  | (
+                      | 'api_cancel'
+                      | 'client_disconnected'
+                      | 'superseded'
+                      | 'tenant_paused'
+                      | 'agent_stopped'
+                      | 'deadline'
+                      | 'budget'
+                      | 'operator'
+                    )
+                  | string;
+                note?: string;
                 intoTurnId?: string;
               } & {
                 [key: string]: unknown;
@@ -4719,7 +4800,19 @@ export interface components {
                   [key: string]: unknown;
                 };
                 costUsd?: string | number;
-                reason?: string;
+                reason?:
+                  | (
+                      | 'api_cancel'
+                      | 'client_disconnected'
+                      | 'superseded'
+                      | 'tenant_paused'
+                      | 'agent_stopped'
+                      | 'deadline'
+                      | 'budget'
+                      | 'operator'
+                    )
+                  | string;
+                note?: string;
                 intoTurnId?: string;
               } & {
                 [key: string]: unknown;
@@ -4745,7 +4838,19 @@ export interface components {
                   [key: string]: unknown;
                 };
                 costUsd?: string | number;
-                reason?: string;
+                reason?:
+                  | (
+                      | 'api_cancel'
+                      | 'client_disconnected'
+                      | 'superseded'
+                      | 'tenant_paused'
+                      | 'agent_stopped'
+                      | 'deadline'
+                      | 'budget'
+                      | 'operator'
+                    )
+                  | string;
+                note?: string;
                 intoTurnId?: string;
               } & {
                 [key: string]: unknown;
@@ -5316,7 +5421,8 @@ export interface components {
         | 'trigger.secret_rotated'
         | 'approval.decided'
         | 'session.forked'
-        | 'session.rewound';
+        | 'session.rewound'
+        | 'turn.cancelled';
       targetType: string;
       targetId: string | null;
       details: {
@@ -5845,6 +5951,18 @@ export interface components {
       kwargs: {
         [key: string]: unknown;
       };
+      cancel_reason:
+        | (
+            | 'api_cancel'
+            | 'client_disconnected'
+            | 'superseded'
+            | 'tenant_paused'
+            | 'agent_stopped'
+            | 'deadline'
+            | 'budget'
+            | 'operator'
+          )
+        | null;
     };
     LangGraphRunList: components['schemas']['LangGraphRun'][];
     TurnTimeline: {
@@ -5871,7 +5989,19 @@ export interface components {
         iterations: number;
         runCount: number;
         cancelRequestedAt: string | null;
-        cancelReason: string | null;
+        cancelReason:
+          | (
+              | 'api_cancel'
+              | 'client_disconnected'
+              | 'superseded'
+              | 'tenant_paused'
+              | 'agent_stopped'
+              | 'deadline'
+              | 'budget'
+              | 'operator'
+            )
+          | null;
+        cancelNote: string | null;
         usage: {
           inputTokens: number;
           outputTokens: number;
@@ -6675,6 +6805,110 @@ export interface operations {
       };
     };
   };
+  operatorCancelTurn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        turnId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "reason": "the customer closed the ticket"
+         *     }
+         */
+        'application/json': components['schemas']['CancelTurnDto'];
+      };
+    };
+    responses: {
+      /** @description The turn has ended: cancelled here (it was queued or waiting), or it had already ended. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Turn'];
+        };
+      };
+      /** @description The turn is running: the cancel is recorded and its worker stops it at the next safe point. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Turn'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listAdminAuditEvents: {
     parameters: {
       query?: {
@@ -6691,7 +6925,8 @@ export interface operations {
           | 'trigger.secret_rotated'
           | 'approval.decided'
           | 'session.forked'
-          | 'session.rewound';
+          | 'session.rewound'
+          | 'turn.cancelled';
         tenantId?: string;
       };
       header?: never;
@@ -14155,7 +14390,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Stop an agent: nothing new is admitted for it until it is resumed */
+      /** @description Stop an agent: its running turns are cancelled and nothing new is admitted until it is resumed */
       200: {
         headers: {
           [name: string]: unknown;
@@ -14333,7 +14568,8 @@ export interface operations {
           | 'trigger.secret_rotated'
           | 'approval.decided'
           | 'session.forked'
-          | 'session.rewound';
+          | 'session.rewound'
+          | 'turn.cancelled';
       };
       header?: never;
       path?: never;

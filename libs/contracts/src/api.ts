@@ -852,6 +852,7 @@ export const AUDIT_ACTIONS = [
   'approval.decided',
   'session.forked',
   'session.rewound',
+  'turn.cancelled',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CancelReason } from './cancel-reasons';
 
 /** Progress event types of SPEC §6, journaled per session with a monotonically increasing seq. */
 export const EventType = {
@@ -324,8 +325,13 @@ function terminalData() {
     failure: FailureData.optional(),
     /** The turn's cost (decimal string), filled in by the statement that commits the event. */
     costUsd: z.union([z.string(), z.number()]).optional(),
-    /** turn_cancelled: the reason given with the cancel (POST /v1/turns/:id/cancel, `multitask: interrupt`). */
-    reason: z.string().optional(),
+    /**
+     * turn_cancelled: why (docs/adr/0055), a `CancelReason`. Events journaled before typed reasons
+     * carry the free text given with the cancel instead.
+     */
+    reason: z.union([CancelReason, z.string()]).optional(),
+    /** turn_cancelled: the free text given with the cancel (a client's reason, the parent a cascade came from). */
+    note: z.string().optional(),
     /** turn_completed of an interject turn delivered into a running turn: that turn (docs/adr/0014). */
     intoTurnId: z.string().optional(),
   });

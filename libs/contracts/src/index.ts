@@ -1,4 +1,5 @@
 export * from './api';
+export * from './cancel-reasons';
 export * from './envelope';
 export * from './errors';
 export * from './events';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CancelReason } from './cancel-reasons';
 import { ApiSchemas } from './responses';
 
 /**
@@ -332,6 +333,11 @@ export const LangGraphRun = z
     metadata: JsonObject,
     multitask_strategy: z.enum(['reject', 'interrupt', 'enqueue']).nullable(),
     kwargs: JsonObject,
+    /**
+     * Why the run was cancelled (the SDK's `Run.cancel_reason`): the turn's cancelReason
+     * (docs/adr/0055) when its status is `interrupted` because it was cancelled; null otherwise.
+     */
+    cancel_reason: CancelReason.nullable(),
   })
   .register(ApiSchemas, { id: 'LangGraphRun' });
 export type LangGraphRun = z.infer<typeof LangGraphRun>;

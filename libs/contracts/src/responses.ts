@@ -24,6 +24,7 @@ import {
   Priority,
   TrustLevel,
 } from './envelope';
+import { CancelReason } from './cancel-reasons';
 import { ERROR_CODES } from './errors';
 import { McpApproval } from './mcp';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
@@ -592,6 +593,14 @@ export const TurnResponse = z
     completedAt: Timestamp.nullable(),
     /** When a cancel was requested (POST /v1/turns/:id/cancel, `multitask: interrupt`); null if never. */
     cancelRequestedAt: Timestamp.nullable(),
+    /**
+     * Why the turn was cancelled, or why a cancel was requested (docs/adr/0055); null when neither. A
+     * turn that ended before its worker reached a safe point keeps the request's reason beside its own
+     * status. A deadline or a budget that ends a turn is its stopReason (`completed`), not this.
+     */
+    cancelReason: CancelReason.nullable(),
+    /** The free text given with the cancel (the client's `reason`, the parent turn a cascade came from); null if none. */
+    cancelNote: z.string().nullable(),
     /** The work item the turn was bound to when it began (the agent's current one; docs/adr/0031). */
     workItemId: Id.nullable(),
     /**
@@ -641,7 +650,9 @@ export type TaskTurn = Pick<
   | 'createdAt'
   | 'startedAt'
   | 'completedAt'
->;
+> &
+  /** Why a cancelled task was cancelled (docs/adr/0055): in its status message. */
+  Partial<Pick<TurnResponse, 'cancelReason' | 'cancelNote'>>;
 
 /**
  * A journal event: the event union of libs/contracts events.ts (one data schema per type). The same

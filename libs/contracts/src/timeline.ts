@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CancelReason } from './cancel-reasons';
 import { TurnStatus } from './events';
 import { ApiSchemas, FailureArtifactResponse, ProviderAttemptResponse } from './responses';
 
@@ -139,7 +140,9 @@ export const TurnTimelineResponse = z
       /** Runs of the turn: more than one after a crash, a lost lease or an approval wait. */
       runCount: z.int(),
       cancelRequestedAt: Timestamp.nullable(),
-      cancelReason: z.string().nullable(),
+      /** Why it was cancelled, or a cancel requested (docs/adr/0055). */
+      cancelReason: CancelReason.nullable(),
+      cancelNote: z.string().nullable(),
       usage: TimelineUsage,
       costUsd: Usd,
       /** Its sub-agents' child turns, recursively (docs/adr/0025). */

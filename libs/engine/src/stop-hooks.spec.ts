@@ -100,6 +100,32 @@ describe('stop hooks', () => {
     expect(provider.calls).toBe(1);
   });
 
+  it('the kill switch’s vote cancels the turn, reason tenant_paused, after the round that ran (docs/adr/0055)', async () => {
+    const provider = new Echo();
+    const engine = new TurnEngine({
+      providers: new ProviderRegistry({}, [provider]),
+      tools: new ToolRegistry([]),
+    });
+    const { cp, events } = recorder();
+    const outcome = await engine.run(
+      input([killSwitchHook(async () => true)]),
+      cp,
+      new AbortController().signal,
+    );
+    expect(outcome).toMatchObject({
+      status: 'cancelled',
+      stopReason: 'cancelled',
+      cancelReason: 'tenant_paused',
+      iterations: 0,
+    });
+    expect(provider.calls).toBe(0);
+    expect(events).toEqual([
+      { type: 'stop_hook_fired', data: { hook: 'kill_switch', reason: 'kill_switch', iteration: 0 } },
+    ]);
+    // A turn's own limits complete it: only a hook that says so cancels.
+    expect(BUILTIN_STOP_HOOKS.every((h) => h.cancels === undefined)).toBe(true);
+  });
+
   it('the kill switch asks about the turn’s tenant', async () => {
     const asked: string[] = [];
     const hook = killSwitchHook(async (tenantId) => (asked.push(tenantId), tenantId === 'killed'));

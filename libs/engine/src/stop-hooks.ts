@@ -31,9 +31,16 @@ export const BUILTIN_STOP_HOOKS: readonly StopHook[] = [
   deadlineHook,
 ];
 
-/** A per-tenant kill switch: `isKilled` is asked between rounds. */
+/**
+ * A per-tenant kill switch: `isKilled` is asked between rounds. The operator's pause (docs/adr/0030)
+ * stops the turn from outside it, so its vote cancels the turn, reason `tenant_paused` (docs/adr/0055).
+ */
 export function killSwitchHook(isKilled: (tenantId: string) => Promise<boolean>): StopHook {
-  return { name: 'kill_switch', check: async (s) => ((await isKilled(s.tenantId)) ? 'kill_switch' : null) };
+  return {
+    name: 'kill_switch',
+    check: async (s) => ((await isKilled(s.tenantId)) ? 'kill_switch' : null),
+    cancels: 'tenant_paused',
+  };
 }
 
 /**

@@ -1,4 +1,11 @@
-import type { Budgets, EventData, EventType, ResponseFormat, ToolChoice } from '@switchboard/contracts';
+import type {
+  Budgets,
+  CancelReason,
+  EventData,
+  EventType,
+  ResponseFormat,
+  ToolChoice,
+} from '@switchboard/contracts';
 import type {
   ChatMessage,
   CostStatus,
@@ -45,6 +52,11 @@ export interface LoopState {
 export interface StopHook {
   name: string;
   check(state: LoopState): Promise<string | null> | string | null;
+  /**
+   * A vote of this hook cancels the turn with this reason (docs/adr/0055) instead of completing it:
+   * a stop from outside the turn (the tenant's kill switch), not one of its own limits.
+   */
+  cancels?: CancelReason;
 }
 
 export interface TurnInput {
@@ -423,4 +435,9 @@ export interface TurnOutcome {
   costStatus?: CostStatus;
   /** With `waiting`: one per call of the round that waits, each resolved on its own. */
   waits?: Wait[];
+  /**
+   * With `cancelled`: why, when the run itself knows (a stop hook that cancels, docs/adr/0055);
+   * otherwise the turn's cancel request says.
+   */
+  cancelReason?: CancelReason;
 }

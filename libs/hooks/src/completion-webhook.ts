@@ -49,6 +49,9 @@ interface CompletionRow {
   createdAt: Date | null;
   startedAt: Date | null;
   failure: TaskTurn['failure'];
+  /** Why a cancelled turn was cancelled (docs/adr/0055). */
+  cancelReason: TaskTurn['cancelReason'];
+  cancelNote: string | null;
   /** The turn's A2A push notification configs (docs/adr/0037). */
   pushes: PushConfigRef[];
   /** The tenant's settings when they name a notify URL (null when they name none). */
@@ -109,6 +112,7 @@ export async function runCompletionWebhook(
       t.status, t.stop_reason AS "stopReason", t.final_text AS "finalText", t.input_tokens AS "inputTokens",
       t.output_tokens AS "outputTokens", t.cached_tokens AS "cachedTokens", t.cost_usd::text AS "costUsd",
       t.completed_at AS "completedAt", t.created_at AS "createdAt", t.started_at AS "startedAt", t.failure,
+      t.cancel_reason AS "cancelReason", t.cancel_note AS "cancelNote",
       COALESCE((SELECT json_agg(json_build_object('id', pc.id, 'configId', pc.config_id,
         'version', pc.protocol_version) ORDER BY pc.id) FROM pc), '[]'::json) AS pushes,
       (SELECT settings FROM tn) AS settings,
@@ -151,6 +155,8 @@ export async function runCompletionWebhook(
         createdAt: (turn.createdAt ?? new Date()).toISOString(),
         startedAt: turn.startedAt?.toISOString() ?? null,
         completedAt: turn.completedAt?.toISOString() ?? null,
+        cancelReason: turn.cancelReason ?? null,
+        cancelNote: turn.cancelNote,
       },
       push.version,
     );
@@ -187,6 +193,10 @@ export async function runCompletionWebhook(
       },
       costUsd: turn.costUsd,
       completedAt: turn.completedAt?.toISOString() ?? null,
+      // turn.cancelled says why (docs/adr/0055).
+      ...(turn.status === 'cancelled'
+        ? { cancelReason: turn.cancelReason ?? null, cancelNote: turn.cancelNote }
+        : {}),
     },
   });
   const pushes = row.pushes.length > 0 ? { a2aPushes: row.pushes.map((p) => a2aPushWebhookId(p.id)) } : {};

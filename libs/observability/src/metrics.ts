@@ -46,6 +46,16 @@ export class Metrics {
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
+  /**
+   * Cancelled turns by why (docs/adr/0055): the CancelReason enum, so the label's values are bounded.
+   * The worker counts a running turn it stopped; the gateway a queued or waiting turn it ended.
+   */
+  readonly turnsCancelled = new Counter({
+    name: 'switchboard_turns_cancelled_total',
+    help: 'Turns cancelled, by reason (api_cancel, client_disconnected, superseded, tenant_paused, agent_stopped, deadline, budget, operator)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   /** The metric's name keeps its word; a turn waits, it does not pause (docs/ARCHITECTURE.md glossary). */
   readonly turnWaits = new Counter({
     name: 'switchboard_turn_pauses_total',

@@ -83,8 +83,8 @@ export class InfraModule {
       {
         // Sub-agent tasks (docs/adr/0024): spawns enqueue child turns; close_subagent cancels through ADR 0014.
         provide: TASKS,
-        inject: [DB, LOGGER, getQueueToken(QueueName.Turns), getQueueToken(QueueName.PostTurn)],
-        useFactory: (db: Db, logger: Logger, turns: Queue, postTurn: Queue) => {
+        inject: [DB, LOGGER, METRICS, getQueueToken(QueueName.Turns), getQueueToken(QueueName.PostTurn)],
+        useFactory: (db: Db, logger: Logger, metrics: Metrics, turns: Queue, postTurn: Queue) => {
           const live = new RedisLivePublisher(redis, { prefix: config.QUEUE_PREFIX, logger });
           const control = new TurnSteering(sqlDbFor(poolOf(db), 'subagents'), {
             redis,
@@ -93,13 +93,14 @@ export class InfraModule {
             turnsQueue: turns,
             live,
             logger,
+            metrics,
           });
           return new TaskService(db, {
             turnsQueue: turns,
             logger,
             live,
             control,
-            cancelTurn: (tenantId, turnId, reason) => control.cancel(tenantId, turnId, reason),
+            cancelTurn: (tenantId, turnId, cause) => control.cancel(tenantId, turnId, cause),
           });
         },
       },

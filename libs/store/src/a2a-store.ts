@@ -100,7 +100,7 @@ export class A2aStore {
       this.sql.rows<TaskTurn & { createdAt: Date; startedAt: Date | null; completedAt: Date | null }>(sql`
         SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId", t.status, t.final_text AS "finalText",
           t.failure, t.stop_reason AS "stopReason", t.created_at AS "createdAt", t.started_at AS "startedAt",
-          t.completed_at AS "completedAt"
+          t.completed_at AS "completedAt", t.cancel_reason AS "cancelReason", t.cancel_note AS "cancelNote"
         FROM turns t
         WHERE ${filter}
           AND (${cursorAt}::timestamptz IS NULL OR (t.created_at, t.id) < (${cursorAt}::timestamptz, ${cursorId}::uuid))

@@ -1,5 +1,6 @@
-import { isEnded } from '@switchboard/contracts';
-import { json, ofTenant, sql, type SqlDb } from './sql';
+import { isEnded, STOP_REASON_CANCELS, type CancelCause, type CancelReason } from '@switchboard/contracts';
+import { auditInsert } from './audit-log';
+import { json, ofTenant, sql, sqlList, type SqlDb } from './sql';
 import { ACTIVE, ENDED } from './turn/statuses';
 import type { CommittedEvent } from './turn-store';
 import { answerUnrunCalls } from './unrun-answers';
@@ -26,7 +27,27 @@ export type CancelOutcome =
       tenantId: string;
       priority: string;
       events: CommittedEvent[];
+      /** The reason that stands on the turn (an earlier request's, when there was one). */
+      reason: CancelReason;
     };
+
+/** A child turn still open under a parent that ended in a way that ends its children. */
+export interface OrphanedChildTurn {
+  tenantId: string;
+  turnId: string;
+  parentTurnId: string;
+  parentStatus: string;
+  parentStopReason: string | null;
+  parentCancelReason: CancelReason | null;
+}
+
+/** The stop reasons whose turn's children are cancelled with it (`STOP_REASON_CANCELS`). */
+const CASCADING_STOP_REASONS = sqlList(Object.keys(STOP_REASON_CANCELS));
+
+/** The cancel's reason and note on the turn row: the first request's stand. */
+const cancelSet = (reason: CancelReason, note: string | null) =>
+  sql`cancel_reason = coalesce(cancel_reason, ${reason}::text),
+            cancel_note = CASE WHEN cancel_reason IS NULL THEN ${note}::text ELSE cancel_note END`;
 
 export class ControlStore {
   constructor(readonly db: SqlDb) {}
@@ -39,9 +60,14 @@ export class ControlStore {
   async requestCancel(a: {
     tenantId: string;
     turnId: string;
-    reason: string | null;
+    /** Why (docs/adr/0055); the first request's reason and note stand, a repeat changes neither. */
+    cause: CancelCause;
     eventId: string;
+    /** Who asked, for the audit log (the operator's cancel): written with the change, only when it changes something. */
+    auditActor?: string;
   }): Promise<CancelOutcome> {
+    const reason = a.cause.reason;
+    const note = a.cause.note ?? null;
     return this.db.transaction(async (tx) => {
       const found = await tx.first<{ session_id: string }>(sql`
         SELECT session_id FROM turns WHERE id = ${a.turnId}::uuid AND ${ofTenant('tenant_id', a.tenantId)}`);
@@ -57,10 +83,22 @@ export class ControlStore {
       if (isEnded(turn.status)) {
         return { kind: 'ended', status: turn.status, sessionId };
       }
+      if (a.auditActor) {
+        await tx.execute(
+          auditInsert({
+            tenantId: a.tenantId,
+            actor: a.auditActor,
+            action: 'turn.cancelled',
+            targetType: 'turn',
+            targetId: a.turnId,
+            details: { reason, ...(note ? { note } : {}), status: turn.status },
+          }),
+        );
+      }
       if (turn.status === 'running') {
         await tx.execute(sql`
           UPDATE turns SET cancel_requested_at = coalesce(cancel_requested_at, now()),
-            cancel_reason = coalesce(cancel_reason, ${a.reason}::text)
+            ${cancelSet(reason, note)}
           WHERE id = ${a.turnId}::uuid`);
         return {
           kind: 'requested',
@@ -72,17 +110,18 @@ export class ControlStore {
       // first every call of its rounds left without a result (a gated, held or waiting call) is
       // answered cancelled, so a later turn's history keeps the round and what already ran in it.
       const answered = await answerUnrunCalls(tx, { tenantId: a.tenantId, sessionId, turnId: a.turnId });
-      const data = { stopReason: 'cancelled', ...(a.reason ? { reason: a.reason } : {}) };
+      // The reason and note that stand (an earlier request's, when there was one) go into the event.
+      const data = { stopReason: 'cancelled' };
       const ended = await tx.rows<CommittedEvent>(sql`
         WITH t AS (
           UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now(),
             final_text = coalesce(final_text, ''), cancel_requested_at = coalesce(cancel_requested_at, now()),
-            cancel_reason = coalesce(cancel_reason, ${a.reason}::text),
+            ${cancelSet(reason, note)},
             decision = jsonb_build_object('strategy', 'cancelled', 'model', model, 'tools', (SELECT coalesce(jsonb_agg(DISTINCT name), '[]'::jsonb)
                 FROM tool_calls WHERE turn_id = ${a.turnId}::uuid),
               'iterations', iterations, 'toolCalls', tool_call_count, 'stopReason', 'cancelled')
           WHERE id = ${a.turnId}::uuid
-          RETURNING input_tokens, output_tokens, cost_usd, iterations, tool_call_count
+          RETURNING input_tokens, output_tokens, cost_usd, iterations, tool_call_count, cancel_reason, cancel_note
         ),
         s AS (
           -- The turn's usage so far (a turn that waited for approval had spent some) joins the session's.
@@ -96,7 +135,8 @@ export class ControlStore {
         INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
         SELECT ${a.eventId}::uuid, ${a.tenantId}::uuid, ${sessionId}::uuid, ${a.turnId}::uuid, s.seq, 'turn_cancelled',
           ${json(data)}::jsonb || jsonb_build_object('iterations', t.iterations, 'toolCalls', t.tool_call_count,
-            'costUsd', t.cost_usd::text)
+            'costUsd', t.cost_usd::text, 'reason', t.cancel_reason)
+            || CASE WHEN t.cancel_note IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('note', t.cancel_note) END
         FROM s, t
         RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
       const events = [...answered, ...ended];
@@ -111,7 +151,15 @@ export class ControlStore {
         UPDATE tasks SET status = 'cancelled', completed_at = now(), updated_at = now(),
           handback = jsonb_build_object('status', 'incomplete', 'reason', 'cancelled'), output = ''
         WHERE child_turn_id = ${a.turnId}::uuid AND status IN ('pending', 'running')`);
-      return { kind: 'cancelled', sessionId, tenantId: a.tenantId, priority: turn.priority, events };
+      const stood = ended[0]?.data as { reason?: CancelReason } | undefined;
+      return {
+        kind: 'cancelled',
+        sessionId,
+        tenantId: a.tenantId,
+        priority: turn.priority,
+        events,
+        reason: stood?.reason ?? reason,
+      };
     });
   }
 
@@ -122,6 +170,19 @@ export class ControlStore {
       WHERE session_id = ${sessionId}::uuid AND tenant_id = ${tenantId}::uuid AND id <> ${except}::uuid
         AND status IN ${ACTIVE}
       ORDER BY seq`);
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * The agent's turns a worker holds or that wait (running, awaiting approval, a sub-agent or the
+   * client's tools): what POST /v1/agents/:id/stop cancels (docs/adr/0055). Queued turns are held
+   * by the stop, not cancelled.
+   */
+  async agentActiveTurns(tenantId: string, agentId: string): Promise<string[]> {
+    const rows = await this.db.rows<{ id: string }>(sql`
+      SELECT id FROM turns
+      WHERE agent_id = ${agentId}::uuid AND tenant_id = ${tenantId}::uuid AND status IN ${ACTIVE}
+      ORDER BY created_at, id`);
     return rows.map((r) => r.id);
   }
 
@@ -143,15 +204,18 @@ export class ControlStore {
    * parent's cancel never finished (docs/adr/0025), for the maintenance sweep. Open tasks only, so
    * the scan stays small.
    */
-  async orphanedChildTurns(
-    limit = 100,
-  ): Promise<{ tenantId: string; turnId: string; parentTurnId: string }[]> {
+  async orphanedChildTurns(limit = 100): Promise<OrphanedChildTurn[]> {
     return this.db.rows(sql`
-      SELECT t.tenant_id AS "tenantId", t.id AS "turnId", p.id AS "parentTurnId"
+      SELECT t.tenant_id AS "tenantId", t.id AS "turnId", p.id AS "parentTurnId",
+        p.status AS "parentStatus", p.stop_reason AS "parentStopReason",
+        p.cancel_reason AS "parentCancelReason"
       FROM tasks k
         JOIN turns p ON p.id = k.parent_turn_id
         JOIN turns t ON t.id = k.child_turn_id
-      WHERE k.status IN ('pending', 'running') AND p.status = 'cancelled'
+      WHERE k.status IN ('pending', 'running')
+        -- A parent cancelled, or ended at its deadline or budget (docs/adr/0055): its children go too.
+        AND (p.status = 'cancelled'
+          OR (p.status = 'completed' AND p.stop_reason IN ${CASCADING_STOP_REASONS}))
         AND t.status NOT IN ${ENDED}
         -- A cancel already requested ends the turn at its worker's next safe point or next claim.
         AND t.cancel_requested_at IS NULL

@@ -12,7 +12,6 @@ import { descendantsCostUsd } from './subagent-cost';
 export interface TimelineRead {
   parentTurnId: string | null;
   runCount: number;
-  cancelReason: string | null;
   traceContext: Record<string, unknown>;
   events: { seq: number; type: string; at: string; data: Record<string, unknown> | null }[];
   toolCalls: {
@@ -68,8 +67,7 @@ export async function readTimeline(
   turnId: string,
 ): Promise<TimelineRead | undefined> {
   return db.first<TimelineRead>(sql`
-    SELECT t.parent_turn_id AS "parentTurnId", t.run_count AS "runCount", t.cancel_reason AS "cancelReason",
-      t.trace_context AS "traceContext",
+    SELECT t.parent_turn_id AS "parentTurnId", t.run_count AS "runCount", t.trace_context AS "traceContext",
       COALESCE((SELECT json_agg(json_build_object('seq', e.seq, 'type', e.type, 'at', e.created_at,
                   'data', e.data) ORDER BY e.seq)
                 FROM events e

@@ -48,6 +48,8 @@ export type TurnRead = Pick<
   | 'startedAt'
   | 'completedAt'
   | 'cancelRequestedAt'
+  | 'cancelReason'
+  | 'cancelNote'
   | 'workItemId'
   | 'closure'
   | 'rewoundAt'
@@ -106,7 +108,8 @@ export async function readTurn(
            t.cost_status AS "costStatus", t.attempts, t.failure, t.decision,
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
-           t.cancel_requested_at AS "cancelRequestedAt", t.work_item_id AS "workItemId", t.closure,
+           t.cancel_requested_at AS "cancelRequestedAt", t.cancel_reason AS "cancelReason",
+           t.cancel_note AS "cancelNote", t.work_item_id AS "workItemId", t.closure,
            t.rewound_at AS "rewoundAt", t.copied_from_turn_id AS "copiedFromTurnId",
            COALESCE((
              SELECT json_agg(json_build_object(

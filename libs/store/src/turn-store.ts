@@ -1,3 +1,4 @@
+import type { CancelCause } from '@switchboard/contracts';
 import type { SqlDb, SqlRunner } from './sql';
 import { claimNext, type ClaimNext, type ClaimResult } from './turn/claim';
 import { pickAndClaim, type PickNext, type PickResult } from './turn/pick';
@@ -25,7 +26,7 @@ import {
   type Heartbeat,
   type Lease,
 } from './turn/lease';
-import { cancelReason, killSwitch, nextUnfinished, turnsToWake, type TurnToWake } from './turn/reads';
+import { cancelRequest, killSwitch, nextUnfinished, turnsToWake, type TurnToWake } from './turn/reads';
 import { sessionWaiting } from './turn/waits';
 
 export * from './turn/statuses';
@@ -145,9 +146,9 @@ export class TurnStore {
     return turnsToWake(this.db, tenantId, afterSessionId, limit);
   }
 
-  /** The reason given with a turn's cancel request, if any. */
-  cancelReason(turnId: string): Promise<string | null> {
-    return cancelReason(this.db, turnId);
+  /** The reason and note of a turn's cancel request (docs/adr/0055); undefined when none was made. */
+  cancelRequest(turnId: string): Promise<CancelCause | undefined> {
+    return cancelRequest(this.db, turnId);
   }
 
   /** Whether a turn of the session is waiting (docs/adr/0013): the turns behind it cannot run. */

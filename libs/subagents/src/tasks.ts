@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import { Admission, type Admitted, type TurnSteering } from '@switchboard/admission';
 import {
+  cancelCause,
   EventType,
   isEnded,
   Jobs,
@@ -9,6 +10,7 @@ import {
   Priority,
   TenantPausedError,
   AgentStoppedError,
+  type CancelCause,
   type MessageBody,
   type TraceCarrier,
 } from '@switchboard/contracts';
@@ -131,7 +133,7 @@ export interface TaskServiceOptions {
   /** Tells a child's worker that a steer waits to be interjected (docs/adr/0014); without it, its heartbeat finds it. */
   control?: TurnSteering;
   /** Cancels a turn through the cancel path of docs/adr/0014 (TurnSteering.cancel); close_subagent uses it. */
-  cancelTurn?: (tenantId: string, turnId: string, reason: string) => Promise<unknown>;
+  cancelTurn?: (tenantId: string, turnId: string, cause: CancelCause) => Promise<unknown>;
 }
 
 export class TaskService {
@@ -542,13 +544,26 @@ export class TaskService {
     return due.length + stuck.length;
   }
 
+  /**
+   * A parent turn that ended at its deadline or budget (docs/adr/0055): its sub-agents' child turns
+   * still open are cancelled with that reason. Returns how many; 0 without the cancel path.
+   */
+  async stopChildren(tenantId: string, turnId: string, cause: CancelCause): Promise<number> {
+    return this.o.control ? this.o.control.cancelChildren(tenantId, turnId, cause) : 0;
+  }
+
   /** close_subagent: the task is closed; a child still running is cancelled (ADR 0014's cancel path). */
   async close(task: TaskRow): Promise<void> {
     await this.sql.execute(sql`
       UPDATE tasks SET closed_at = coalesce(closed_at, now()), blocking = false, updated_at = now()
       WHERE id = ${task.id}::uuid`);
     if (!isEnded(task.status) && task.childTurnId && this.o.cancelTurn) {
-      await this.o.cancelTurn(task.tenantId, task.childTurnId, 'closed by the parent agent');
+      // The parent agent asked, as a client would (docs/adr/0055).
+      await this.o.cancelTurn(
+        task.tenantId,
+        task.childTurnId,
+        cancelCause('api_cancel', 'closed by the parent agent (close_subagent)'),
+      );
       // A queued child ends at once (its task with it); the parent hears of it here.
       await this.reportToParent(task.id);
     }

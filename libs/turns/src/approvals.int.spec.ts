@@ -389,7 +389,12 @@ describe('approvals', () => {
     expect(effects).toEqual([`look:4:${turnId}:c2`]);
     const [approval] = await pending(turnId);
 
-    const r = await control.requestCancel({ tenantId: ids.tenantId, turnId, reason: 'no', eventId: newId() });
+    const r = await control.requestCancel({
+      tenantId: ids.tenantId,
+      turnId,
+      cause: { reason: 'api_cancel', note: 'no' },
+      eventId: newId(),
+    });
     expect(r).toMatchObject({ kind: 'cancelled' });
     // Ended in one transaction with its gated call answered: the transcript's round is whole.
     const messages = await env.db.message.findMany({ where: { turnId }, orderBy: { position: 'asc' } });

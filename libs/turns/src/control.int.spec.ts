@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import type { Admission, TurnSteering } from '@switchboard/admission';
-import type { Priority } from '@switchboard/contracts';
+import { cancelCause, type Priority } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import {
@@ -28,6 +28,7 @@ import { TurnRunner } from './runner';
  */
 jest.setTimeout(120_000);
 
+const API_CANCEL = cancelCause('api_cancel');
 const USAGE = { inputTokens: 10, outputTokens: 5, cachedTokens: 0 };
 
 /** The last user text of a request (the turn's input, or an interjection). */
@@ -178,17 +179,31 @@ describe('steering turns', () => {
     const s = await session();
     const a = await admit(s, '#qa');
     const b = await admit(s, '#qb');
-    const cancelled = await control.cancel(s.tenantId, a.turnId, 'not needed');
+    const cancelled = await control.cancel(s.tenantId, a.turnId, cancelCause('api_cancel', 'not needed'));
     expect(cancelled).toEqual({ status: 'cancelled', changed: true });
     const t = await turn(a.turnId);
-    expect([t.status, t.stopReason, t.cancelReason]).toEqual(['cancelled', 'cancelled', 'not needed']);
+    expect([t.status, t.stopReason, t.cancelReason, t.cancelNote]).toEqual([
+      'cancelled',
+      'cancelled',
+      'api_cancel',
+      'not needed',
+    ]);
     expect(await events(a.turnId)).toEqual(['message_admitted', 'turn_cancelled']);
+    const ended = await env.db.event.findFirstOrThrow({
+      where: { turnId: a.turnId, type: 'turn_cancelled' },
+    });
+    expect(ended.data).toMatchObject({ stopReason: 'cancelled', reason: 'api_cancel', note: 'not needed' });
     expect(await postTurn.getJob(`${a.turnId}.hooks`)).toBeDefined();
     // Idempotent: the turn is answered as it is.
-    expect(await control.cancel(s.tenantId, a.turnId)).toEqual({ status: 'cancelled', changed: false });
+    // A repeat with another reason changes nothing: the first reason stands.
+    expect(await control.cancel(s.tenantId, a.turnId, cancelCause('operator'))).toEqual({
+      status: 'cancelled',
+      changed: false,
+    });
+    expect((await turn(a.turnId)).cancelReason).toBe('api_cancel');
     // Another tenant's turn is unknown.
     const other = await session();
-    expect(await control.cancel(other.tenantId, a.turnId)).toBeUndefined();
+    expect(await control.cancel(other.tenantId, a.turnId, API_CANCEL)).toBeUndefined();
 
     const before = provider.requests.length;
     // The cancelled turn's own job drains the session: b runs, a never does.
@@ -210,7 +225,9 @@ describe('steering turns', () => {
     await waitFor(() => (provider.requests.some((q) => lastUser(q).includes('#hang')) ? true : undefined), {
       what: 'provider called',
     });
-    expect(await control.cancel(s.tenantId, a.turnId, 'user pressed stop')).toEqual({
+    expect(
+      await control.cancel(s.tenantId, a.turnId, cancelCause('api_cancel', 'user pressed stop')),
+    ).toEqual({
       status: 'running',
       changed: true,
     });
@@ -223,7 +240,12 @@ describe('steering turns', () => {
     const cancelledEvent = await env.db.event.findFirstOrThrow({
       where: { turnId: a.turnId, type: 'turn_cancelled' },
     });
-    expect(cancelledEvent.data).toMatchObject({ stopReason: 'cancelled', reason: 'user pressed stop' });
+    expect(cancelledEvent.data).toMatchObject({
+      stopReason: 'cancelled',
+      reason: 'api_cancel',
+      note: 'user pressed stop',
+    });
+    expect(t).toMatchObject({ cancelReason: 'api_cancel', cancelNote: 'user pressed stop' });
     expect(await postTurn.getJob(`${a.turnId}.hooks`)).toBeDefined();
     expect(await leaseOf(s.sessionId)).toBeNull();
   });
@@ -235,7 +257,7 @@ describe('steering turns', () => {
     gate.aborted = 0;
     const run = runner(900).handle(job(s, a.turnId));
     await waitFor(() => (gate.started === 1 ? true : undefined), { what: 'tool started' });
-    await control.cancel(s.tenantId, a.turnId);
+    await control.cancel(s.tenantId, a.turnId, API_CANCEL);
     expect(await run).toBe('done');
     expect(gate.aborted).toBe(1);
     expect(gate.started).toBe(1);
@@ -264,7 +286,10 @@ describe('steering turns', () => {
         leaseExpiresAt: new Date(Date.now() - 1000),
       },
     });
-    expect(await control.cancel(s.tenantId, a.turnId)).toEqual({ status: 'running', changed: true });
+    expect(await control.cancel(s.tenantId, a.turnId, API_CANCEL)).toEqual({
+      status: 'running',
+      changed: true,
+    });
     const before = provider.requests.length;
     expect(await runner().handle(job(s, a.turnId))).toBe('done');
     expect(provider.requests.length).toBe(before);
@@ -286,7 +311,10 @@ describe('steering turns', () => {
     const b = await admit(s, '#after', { multitask: 'interrupt' });
     expect(await run).toBe('done');
     expect((await turn(a.turnId)).status).toBe('cancelled');
-    expect((await turn(a.turnId)).cancelReason).toMatch(/interrupt/);
+    expect(await turn(a.turnId)).toMatchObject({
+      cancelReason: 'superseded',
+      cancelNote: `interrupted by turn ${b.turnId}`,
+    });
     expect((await turn(b.turnId)).status).toBe('completed');
   });
 

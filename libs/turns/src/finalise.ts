@@ -1,4 +1,10 @@
-import { isEnded, Jobs, PostTurnHookName } from '@switchboard/contracts';
+import {
+  isEnded,
+  Jobs,
+  PostTurnHookName,
+  stoppedParentCause,
+  type CancelCause,
+} from '@switchboard/contracts';
 import type { TurnOutcome } from '@switchboard/engine';
 import { traceExemplar } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
@@ -21,14 +27,11 @@ export const POST_TURN_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.opt
  */
 export async function finaliseTurn(ctx: ClaimedTurn, outcome: TurnOutcome): Promise<CheckpointResult> {
   const { r, turn } = ctx;
-  // The reason given with the cancel goes into turn_cancelled (read only for a cancelled turn).
-  const cancelReason =
-    outcome.status === 'cancelled' && ctx.abort.cancelled
-      ? ((await r.store.cancelReason(turn.id)) ?? undefined)
-      : undefined;
-  const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancelReason);
+  // Why a cancelled turn was cancelled (docs/adr/0055) goes on the turn and into turn_cancelled.
+  const cancel = outcome.status === 'cancelled' ? await cancelCauseOf(ctx, outcome) : undefined;
+  const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancel);
   try {
-    await afterCommit(ctx, outcome, committed);
+    await afterCommit(ctx, outcome, committed, cancel);
   } finally {
     // Waiting clients hear of the end now, with what the finalisation steps recorded in place.
     ctx.checkpoints.publishFinal();
@@ -41,11 +44,27 @@ export async function finaliseTurn(ctx: ClaimedTurn, outcome: TurnOutcome): Prom
   return committed;
 }
 
+/**
+ * A cancelled run's cause: the turn's cancel request when one was made (its reason stands: it came
+ * first), else what the run itself knows (a stop hook that cancels: the tenant's kill switch).
+ */
+export async function cancelCauseOf(
+  ctx: Pick<ClaimedTurn, 'r' | 'turn'>,
+  outcome: Pick<TurnOutcome, 'cancelReason'>,
+): Promise<CancelCause | undefined> {
+  const requested = await ctx.r.store.cancelRequest(ctx.turn.id);
+  if (requested) return requested;
+  if (outcome.cancelReason) return { reason: outcome.cancelReason, note: null };
+  ctx.r.logger.warn({ turnId: ctx.turn.id }, 'a turn was cancelled with no known reason');
+  return undefined;
+}
+
 /** After the essential commit: the parent hears of its child, the metrics, the finalisation steps. */
 async function afterCommit(
   ctx: ClaimedTurn,
   outcome: TurnOutcome,
   committed: CheckpointResult,
+  cancel: CancelCause | undefined,
 ): Promise<void> {
   const { r, turn, span } = ctx;
   // The child's task ended in that statement; its parent hears of it (and resumes) now.
@@ -66,12 +85,26 @@ async function afterCommit(
     'switchboard.turn.iterations': outcome.iterations,
   });
   r.metrics.turns.inc({ status: outcome.status });
+  if (cancel) {
+    span.setAttribute('switchboard.turn.cancel_reason', cancel.reason);
+    r.metrics.turnsCancelled.inc({ reason: cancel.reason });
+  }
   r.metrics.turnDuration.observe({
     labels: { status: outcome.status },
     value: (Date.now() - ctx.startedAt) / 1000,
     // Grafana links the bucket to this turn's trace (docs/adr/0040).
     exemplarLabels: traceExemplar(span),
   });
+  // A turn that ended at its deadline or budget takes its sub-agents' open child turns with it
+  // (docs/adr/0055); the maintenance sweep finishes what a crash here leaves.
+  const stopChildren =
+    outcome.status === 'completed' ? stoppedParentCause(turn.id, outcome.stopReason) : undefined;
+  if (stopChildren && r.tasks?.stopChildren) {
+    const tasks = r.tasks;
+    await isolated(r, turn, 'stop_children', async () => {
+      await tasks.stopChildren?.(turn.tenantId, turn.id, stopChildren);
+    });
+  }
   const ended = { ...turn, status: outcome.status };
   for (const step of r.finalisationSteps ?? []) {
     await isolated(r, turn, step.name, () => step.run(ended, outcome, committed));

@@ -1,6 +1,7 @@
 import type { StoredParts } from './checkpoints/round-context';
 import type { Queue } from 'bullmq';
 import type { Db } from '@switchboard/database';
+import type { CancelCause } from '@switchboard/contracts';
 import type { StopHook, TurnEngine, TurnOutcome } from '@switchboard/engine';
 import type { LivePublisher } from '@switchboard/live';
 import type { Logger, Metrics } from '@switchboard/observability';
@@ -93,6 +94,11 @@ export interface TaskWaits {
    * `ask_user` for a child turn (`child`).
    */
   offered(agent: { tier?: string; tools: string[] }, child?: boolean): string[];
+  /**
+   * A turn ended at its deadline or budget (docs/adr/0055): its sub-agents' child turns still open
+   * are cancelled with that reason. Returns how many.
+   */
+  stopChildren?(tenantId: string, turnId: string, cause: CancelCause): Promise<number>;
 }
 
 /** One finalisation step: its failure is logged and recorded on the turn, never lost with the turn. */

@@ -1,5 +1,5 @@
 import type { Admission, TurnSteering } from '@switchboard/admission';
-import { newId } from '@switchboard/contracts';
+import { cancelCause, newId, stoppedParentCause } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import { Metrics } from '@switchboard/observability';
@@ -116,20 +116,25 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
     const otherParent = await admit(ids.tenantId, await seedSession(env.db, ids.tenantId, ids.agentId));
     const stranger = await child(ids, otherParent);
 
-    const r = await control.cancel(ids.tenantId, parent, 'stop everything');
+    const r = await control.cancel(ids.tenantId, parent, cancelCause('operator', 'stop everything'));
     expect(r).toEqual({ status: 'cancelled', changed: true });
     expect((await turn(parent)).status).toBe('cancelled');
     // The queued child and the grandchild end at once, with their tasks.
     for (const c of [queued, grandchild]) {
+      // The parent's reason, the note naming the parent (docs/adr/0055).
       expect(await turn(c.turnId)).toMatchObject({
         status: 'cancelled',
-        cancelReason: expect.stringContaining(`parent turn`),
+        cancelReason: 'operator',
+        cancelNote: expect.stringContaining(`parent turn`),
       });
       expect((await task(c.taskId)).status).toBe('cancelled');
     }
     // The running child: its cancel is recorded for its worker (which ends it and its task).
     expect((await turn(running.turnId)).cancelRequestedAt).not.toBeNull();
-    expect((await turn(running.turnId)).cancelReason).toBe(`parent turn ${parent} was cancelled`);
+    expect(await turn(running.turnId)).toMatchObject({
+      cancelReason: 'operator',
+      cancelNote: `parent turn ${parent} was cancelled`,
+    });
     // An ended child and another parent's child are untouched.
     expect((await turn(done.turnId)).cancelRequestedAt).toBeNull();
     expect(await turn(stranger.turnId)).toMatchObject({ status: 'queued', cancelRequestedAt: null });
@@ -151,7 +156,10 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
       data: { status: 'cancelled', completedAt: new Date() },
     });
     const orphan = await child(ids, parent);
-    expect(await control.cancel(ids.tenantId, parent)).toEqual({ status: 'cancelled', changed: false });
+    expect(await control.cancel(ids.tenantId, parent, cancelCause('api_cancel'))).toEqual({
+      status: 'cancelled',
+      changed: false,
+    });
     expect((await turn(orphan.turnId)).status).toBe('cancelled');
     expect((await task(orphan.taskId)).status).toBe('cancelled');
   });
@@ -163,7 +171,7 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
     // The parent was cancelled and the gateway died before its children were.
     await env.db.turn.update({
       where: { id: parent },
-      data: { status: 'cancelled', completedAt: new Date() },
+      data: { status: 'cancelled', completedAt: new Date(), cancelReason: 'superseded' },
     });
     const queued = await child(ids, parent);
     const running = await child(ids, parent, { status: 'running' });
@@ -176,7 +184,11 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
     expect((await turn(queued.turnId)).status).toBe('cancelled');
     expect((await task(queued.taskId)).status).toBe('cancelled');
     expect((await turn(grandchild.turnId)).status).toBe('cancelled');
-    expect((await turn(running.turnId)).cancelReason).toBe(`parent turn ${parent} was cancelled`);
+    expect(await turn(running.turnId)).toMatchObject({
+      cancelReason: 'superseded',
+      cancelNote: `parent turn ${parent} was cancelled`,
+    });
+    expect((await turn(grandchild.turnId)).cancelReason).toBe('superseded');
     expect((await turn(kept.turnId)).status).toBe('queued');
     // The running child's cancel is already requested: the next sweep has nothing to do.
     expect(await control.cancelOrphans()).toBe(0);
@@ -191,9 +203,51 @@ describe('sub-agent cancel cascade and cost roll-up', () => {
       data: { status: 'completed', completedAt: new Date() },
     });
     const async = await child(ids, parent);
-    expect(await control.cancel(ids.tenantId, parent)).toEqual({ status: 'completed', changed: false });
+    expect(await control.cancel(ids.tenantId, parent, cancelCause('api_cancel'))).toEqual({
+      status: 'completed',
+      changed: false,
+    });
+    expect((await turn(async.turnId)).status).toBe('queued');
+    // Nor by the sweep: a final answer leaves asynchronous children to run.
+    expect(await control.cancelOrphans()).toBe(0);
     expect((await turn(async.turnId)).status).toBe('queued');
   });
+
+  it.each([
+    ['deadline', 'deadline', 'its deadline'],
+    ['max_usd', 'budget', 'its budget (max_usd)'],
+    ['tenant_budget_exhausted', 'budget', 'its budget (tenant_budget_exhausted)'],
+  ])(
+    'a parent that ended at %s takes its open children with it, reason %s (docs/adr/0055)',
+    async (stopReason, reason, what) => {
+      const ids = await seedTenant(env.db, `stopped-${stopReason}`);
+      const sessionId = await seedSession(env.db, ids.tenantId, ids.agentId);
+      const parent = await admit(ids.tenantId, sessionId);
+      await env.db.turn.update({
+        where: { id: parent },
+        data: { status: 'completed', stopReason, completedAt: new Date() },
+      });
+      const queued = await child(ids, parent);
+      const running = await child(ids, parent, { status: 'running' });
+      // The runner's finalisation step (cancelChildren), or the sweep after a crash before it.
+      const cause = stoppedParentCause(parent, stopReason);
+      expect(cause).toBeDefined();
+      expect(await control.cancelChildren(ids.tenantId, parent, cause ?? cancelCause('api_cancel'))).toBe(2);
+      expect(await turn(queued.turnId)).toMatchObject({
+        status: 'cancelled',
+        cancelReason: reason,
+        cancelNote: `parent turn ${parent} stopped at ${what}`,
+      });
+      expect((await task(queued.taskId)).status).toBe('cancelled');
+      expect(await turn(running.turnId)).toMatchObject({
+        cancelRequestedAt: expect.any(Date),
+        cancelReason: reason,
+      });
+      const later = await child(ids, parent);
+      expect(await control.cancelOrphans()).toBe(1);
+      expect((await turn(later.turnId)).cancelReason).toBe(reason);
+    },
+  );
 
   it('rolls the children’s cost (recursively, running ones included) up into the parent', async () => {
     const ids = await seedTenant(env.db, 'rollup');

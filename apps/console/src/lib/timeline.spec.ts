@@ -95,6 +95,7 @@ function timeline(o: Partial<TurnTimeline> = {}, status = 'completed'): TurnTime
       runCount: 1,
       cancelRequestedAt: null,
       cancelReason: null,
+      cancelNote: null,
       usage: { inputTokens: 0, outputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0 },
       costUsd: '0',
       childrenCostUsd: '0',

@@ -1,6 +1,10 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBody } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import type { TurnSteering } from '@switchboard/admission';
 import {
+  cancelCause,
+  CancelTurnRequest,
   AuditEventPageResponse,
   CreatedTenantResponse,
   notFound,
@@ -10,13 +14,17 @@ import {
   PauseTenantRequest,
   ResumeTenantRequest,
   TenantLimitsResponse,
+  TurnResponse,
 } from '@switchboard/contracts';
-import { AuditLogRepository, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
+import type { Db } from '@switchboard/database';
+import { DB } from '@switchboard/platform';
+import { AuditLogRepository, findTurn, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
 import type { TenantPause } from '@switchboard/turns';
 import { AdminOnly } from '../platform/auth/guard';
 import { generateApiKey } from '../platform/auth/keys';
 import {
   AdminAuditEventsQueryDto,
+  CancelTurnDto,
   CreateTenantDto,
   PageQueryDto,
   PauseTenantDto,
@@ -32,10 +40,12 @@ import {
   presentApiKey,
   presentOperatorTenant,
   presentTenant,
+  presentTurn,
 } from './presenters';
 import { ApiRateLimits } from '../platform/rate-limit';
 import { validateOptionalBody } from '../platform/validation';
 import { auditEventPage } from './audit.controller';
+import { TURN_STEERING } from './turn-steering';
 
 export const TENANT_PAUSE = Symbol('TENANT_PAUSE');
 
@@ -68,6 +78,8 @@ export class AdminController {
     @Inject(AuditLogRepository) private readonly audit: AuditLogRepository,
     @Inject(TENANT_PAUSE) private readonly pauses: TenantPause,
     @Inject(ApiRateLimits) private readonly limits: ApiRateLimits,
+    @Inject(TURN_STEERING) private readonly control: TurnSteering,
+    @Inject(DB) private readonly db: Db,
   ) {}
 
   /** A new tenant and its first API key. The key is shown in this response only. */
@@ -224,6 +236,47 @@ export class AdminController {
     const change = await this.pauses.resume(tenantId, OPERATOR_ACTOR);
     if (!change.found) throw notFound('tenant');
     return operatorTenant(this.tenants, tenantId);
+  }
+
+  /**
+   * The operator cancels a tenant's turn (docs/adr/0055): as POST /v1/turns/:id/cancel, with
+   * cancelReason `operator`, the optional `reason` as its note, and a `turn.cancelled` audit entry
+   * written with the cancel (none when the turn had already ended).
+   */
+  @Post('tenants/:id/turns/:turnId/cancel')
+  @AdminOnly()
+  @Operation({
+    id: 'operatorCancelTurn',
+    summary: "Cancel a tenant's turn as the operator (cancelReason operator)",
+    description:
+      "Cancels a tenant's turn as POST /v1/turns/{id}/cancel does (docs/adr/0014): a queued or waiting turn ends at once (200, `cancelled`), a running one is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Its cancelReason is `operator` and the optional `reason` its cancelNote (docs/adr/0055); the cancel writes a `turn.cancelled` audit entry. An ended turn is answered as it is (200, no entry); 404 for an unknown tenant or a turn that is not the tenant's.",
+    status: 202,
+    schema: TurnResponse,
+    response: 'The turn is running: the cancel is recorded and its worker stops it at the next safe point.',
+    alternative: {
+      status: 200,
+      schema: TurnResponse,
+      description: 'The turn has ended: cancelled here (it was queued or waiting), or it had already ended.',
+    },
+    errors: [...BODY_ERRORS, 404],
+  })
+  @ApiBody({ type: CancelTurnDto, required: false })
+  async cancelTurn(
+    @Param('id') id: string,
+    @Param('turnId') rawTurnId: string,
+    @Body() raw: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const tenantId = pathId(id, 'tenant');
+    const turnId = pathId(rawTurnId, 'turn');
+    const body = validateOptionalBody(CancelTurnRequest, raw);
+    const result = await this.control.cancel(tenantId, turnId, cancelCause('operator', body.reason), {
+      auditActor: OPERATOR_ACTOR,
+    });
+    if (!result) throw notFound('turn');
+    const turn = await findTurn(this.db, tenantId, turnId);
+    if (!turn) throw notFound('turn');
+    await reply.status(turn.status === 'running' ? 202 : 200).send(presentTurn(turn));
   }
 
   /** The audit log of every tenant (and operator-wide entries), newest first. */

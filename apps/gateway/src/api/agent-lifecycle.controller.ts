@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common'
 import { InjectQueue } from '@nestjs/bullmq';
 import { ApiBody } from '@nestjs/swagger';
 import type { Queue } from 'bullmq';
+import type { TurnSteering } from '@switchboard/admission';
 import {
   AgentLifecycleResponse,
   AgentPostureRequest,
@@ -22,6 +23,7 @@ import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { pathId } from './presenters';
 import { validateOptionalBody } from '../platform/validation';
 import { GATEWAY_SQL } from './streams.controller';
+import { TURN_STEERING } from './turn-steering';
 
 export const presentLifecycle = (l: LifecycleStatus): AgentLifecycleResponse => ({
   state: l.state,
@@ -35,7 +37,8 @@ export const presentLifecycle = (l: LifecycleStatus): AgentLifecycleResponse => 
 /**
  * The operator's pause, resume and stop of one agent (SPEC §3, seed 002 "Agent State" and the stopped
  * boundary; docs/adr/0031). Paused: its queued turns and work are held (a running turn finishes).
- * Stopped: held too, and every new admission for it answers 409 agent_stopped, storing nothing.
+ * Stopped: held too, every new admission for it answers 409 agent_stopped, storing nothing, and its
+ * running and waiting turns are cancelled, reason `agent_stopped` (docs/adr/0055).
  * Resume: what was held runs (each session with turns is woken, and its work is activated).
  */
 @TenantApi('agents')
@@ -49,6 +52,7 @@ export class AgentLifecycleController {
     @InjectQueue(QueueName.Turns) private readonly turns: Queue,
     @InjectQueue(QueueName.Work) private readonly work: Queue,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(TURN_STEERING) private readonly control: TurnSteering,
   ) {
     this.store = new TurnStore(sql);
   }
@@ -59,6 +63,9 @@ export class AgentLifecycleController {
     if (!agent) throw notFound('agent');
     const changed = await setPosture(this.sql, tenantId, agent.id, posture, body.reason ?? null);
     if (!changed) throw notFound('agent');
+    // Stopped after the posture is written, so nothing new starts while they are cancelled; a repeated
+    // stop cancels whatever a cut-short one left (docs/adr/0055).
+    if (posture === 'stopped') await this.control.cancelAgentTurns(tenantId, agent.id, body.reason);
     return agent.id;
   }
 
@@ -87,11 +94,12 @@ export class AgentLifecycleController {
   @HttpCode(200)
   @Operation({
     id: 'stopAgent',
-    summary: 'Stop an agent: nothing new is admitted for it until it is resumed',
+    summary: 'Stop an agent: its running turns are cancelled and nothing new is admitted until it is resumed',
     description:
       'Every admission for it (API messages, chat completions, webhook deliveries, schedule fires, runtime ' +
-      'ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. A turn already ' +
-      'running finishes.',
+      'ticks) is refused with 409 agent_stopped and stores nothing; queued turns are held. Its running turns, ' +
+      'and those waiting for an approval, a sub-agent or client tools, are cancelled with cancelReason ' +
+      '`agent_stopped` (the optional `reason` is their cancelNote; docs/adr/0055). Pause instead lets a running turn finish.',
     status: 200,
     schema: AgentLifecycleResponse,
     errors: [...BODY_ERRORS, 404],

@@ -29,6 +29,8 @@ const turn = (costUsd: string): PresentedTurn => ({
   startedAt: null,
   completedAt: null,
   cancelRequestedAt: null,
+  cancelReason: null,
+  cancelNote: null,
   workItemId: null,
   closure: null,
   rewoundAt: null,

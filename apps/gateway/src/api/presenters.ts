@@ -218,6 +218,8 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   startedAt: t.startedAt?.toISOString() ?? null,
   completedAt: t.completedAt?.toISOString() ?? null,
   cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
+  cancelReason: (t.cancelReason ?? null) as TurnResponse['cancelReason'],
+  cancelNote: t.cancelNote ?? null,
   workItemId: t.workItemId,
   closure: (t.closure ?? null) as TurnResponse['closure'],
   rewoundAt: t.rewoundAt?.toISOString() ?? null,

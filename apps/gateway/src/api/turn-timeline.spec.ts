@@ -34,6 +34,8 @@ const turn = (over: Partial<TurnResponse> = {}): TurnResponse => ({
   startedAt: at(1),
   completedAt: at(10),
   cancelRequestedAt: null,
+  cancelReason: null,
+  cancelNote: null,
   workItemId: null,
   closure: null,
   rewoundAt: null,
@@ -62,7 +64,6 @@ const ev = (seq: number, type: string, data: Record<string, unknown>) => ({ seq,
 const read = (over: Partial<TimelineRead> = {}): TimelineRead => ({
   parentTurnId: null,
   runCount: 2,
-  cancelReason: null,
   traceContext: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
   events: [
     ev(1, 'turn_started', { seq: 1 }),

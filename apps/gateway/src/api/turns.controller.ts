@@ -9,10 +9,11 @@ import {
   RoundIndexParam,
   TurnResponse,
   TurnTimelineResponse,
+  cancelCause,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
-import { TenantId } from '../platform/auth/guard';
+import { Actor, TenantId } from '../platform/auth/guard';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { CancelTurnDto, ClientToolResultsDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
@@ -22,7 +23,7 @@ import { CONFIG, DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from './turn-detail';
 import { TURN_STEERING } from './turn-steering';
-import { findTurn, readRoundContext, readTimeline, readTurn } from '@switchboard/store';
+import { findTurn, OPERATOR_ACTOR, readRoundContext, readTimeline, readTurn } from '@switchboard/store';
 import { assembleRoundContext, assembleTimeline } from './turn-timeline';
 import { GATEWAY_READS, type GatewayReads } from './reads';
 
@@ -127,7 +128,7 @@ export class TurnsController {
     id: 'cancelTurn',
     summary: 'Cancel a turn',
     description:
-      'Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless.',
+      "Cancels a turn (docs/adr/0014). A queued turn, or one awaiting approval, ends at once (200, `cancelled`); a running turn is stopped by its worker at the next safe point (202, `cancelRequestedAt` set). Cancelling an ended turn changes nothing and answers it as it is, so a repeat is harmless. The turn says why (docs/adr/0055): cancelReason `api_cancel` with the optional `reason` as its cancelNote (`operator`, audited, when the operator's ADMIN_TOKEN acts as the tenant); the first cancel's reason stands.",
     status: 202,
     schema: TurnResponse,
     response:
@@ -145,13 +146,22 @@ export class TurnsController {
   @ApiBody({ type: CancelTurnDto, required: false })
   async cancel(
     @TenantId() tenantId: string,
+    @Actor() actor: string,
     @Param('id') id: string,
     @Body() raw: unknown,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const turnId = pathId(id, 'turn');
     const body = validateOptionalBody(CancelTurnRequest, raw);
-    const result = await this.control.cancel(tenantId, turnId, body.reason);
+    // The client's own words are the note; the reason is api_cancel, or operator (audited) when the
+    // operator's ADMIN_TOKEN acts as the tenant (the console's tenant view; docs/adr/0055).
+    const operator = actor === OPERATOR_ACTOR;
+    const result = await this.control.cancel(
+      tenantId,
+      turnId,
+      cancelCause(operator ? 'operator' : 'api_cancel', body.reason),
+      operator ? { auditActor: OPERATOR_ACTOR } : {},
+    );
     if (!result) throw notFound('turn');
     const turn = await this.find(tenantId, turnId);
     await reply.status(turn.status === 'running' ? 202 : 200).send(turn);

@@ -165,6 +165,8 @@ async function stopHookVote(run: TurnRun): Promise<TurnOutcome | undefined> {
     const reason = await hook.check(state);
     if (reason) {
       await run.cp.emit('stop_hook_fired', { hook: hook.name, reason, iteration: run.rounds });
+      // A stop from outside the turn cancels it, with its reason (docs/adr/0055).
+      if (hook.cancels) return { ...run.cancelled(), cancelReason: hook.cancels };
       return run.outcome({ status: 'completed', stopReason: reason, finalText: run.lastText() });
     }
   }

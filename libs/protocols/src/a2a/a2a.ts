@@ -3,7 +3,7 @@ import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
-import type { TaskTurn, TurnResponse } from '@switchboard/contracts';
+import { cancelledText, type TaskTurn, type TurnResponse } from '@switchboard/contracts';
 
 /**
  * A2A over turns (docs/adr/0037): each agent of the tenant is an A2A agent at `/a2a/{agentId}`, a
@@ -87,9 +87,10 @@ export function agentMessage(turn: Pick<TurnResponse, 'id' | 'sessionId'>, text:
   };
 }
 
-/** What the status message of a turn says: its answer, its failure, or why it waits. */
+/** What the status message of a turn says: its answer, its failure, why it was cancelled, or why it waits. */
 export function statusText(
-  turn: Pick<TurnResponse, 'id' | 'status' | 'finalText' | 'failure' | 'stopReason'>,
+  turn: Pick<TurnResponse, 'id' | 'status' | 'finalText' | 'failure' | 'stopReason'> &
+    Partial<Pick<TurnResponse, 'cancelReason' | 'cancelNote'>>,
 ): string | undefined {
   switch (turn.status) {
     case 'completed':
@@ -99,7 +100,8 @@ export function statusText(
       return `turn ${turn.id} failed (${f ? `${f.kind}: ${f.brief || f.message}` : (turn.stopReason ?? 'failed')})`;
     }
     case 'cancelled':
-      return `turn ${turn.id} was cancelled`;
+      // A2A's `canceled` state has no reason field: the status message names it (docs/adr/0055).
+      return cancelledText(turn, 'was cancelled');
     case 'awaiting_approval':
       return 'waiting for a person to approve a tool call (Switchboard approvals API)';
     case 'awaiting_client_tool':
@@ -114,12 +116,17 @@ export function statusText(
 /** A turn as an A2A task; `history` holds the client's message when the caller has it. */
 export function taskOf(turn: TaskTurn, history: Message[] = []): Task {
   const text = statusText(turn);
+  const message = text === undefined ? undefined : agentMessage(turn, text);
+  // …and its metadata carries it as data: `cancelReason` (the CancelReason value) and `cancelNote`.
+  if (message && turn.status === 'cancelled' && turn.cancelReason) {
+    message.metadata = { cancelReason: turn.cancelReason, cancelNote: turn.cancelNote ?? null };
+  }
   return {
     id: turn.id,
     contextId: turn.sessionId,
     status: {
       state: taskStateOf(turn.status),
-      message: text === undefined ? undefined : agentMessage(turn, text),
+      message,
       timestamp: turn.completedAt ?? turn.startedAt ?? turn.createdAt,
     },
     artifacts:

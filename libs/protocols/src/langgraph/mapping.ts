@@ -93,6 +93,8 @@ export interface TurnRow {
   createdAt: Date;
   completedAt: Date | null;
   startedAt: Date | null;
+  /** Why it was cancelled (docs/adr/0055), or a cancel requested. */
+  cancelReason?: string | null;
 }
 
 /** A transcript entry. */
@@ -197,6 +199,9 @@ export function runOf(
     metadata: o.metadata ?? {},
     multitask_strategy: o.multitask ?? null,
     kwargs: {},
+    // The SDK's Run.cancel_reason: why a cancelled run was cancelled (docs/adr/0055), null otherwise.
+    cancel_reason:
+      turn.status === 'cancelled' ? ((turn.cancelReason ?? null) as LangGraphRun['cancel_reason']) : null,
   };
 }
 

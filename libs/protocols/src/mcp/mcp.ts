@@ -1,5 +1,5 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { EventType, type TurnResponse } from '@switchboard/contracts';
+import { cancelledText, EventType, type TurnResponse } from '@switchboard/contracts';
 
 /**
  * MCP's mapping (docs/adr/0036): each of the tenant's agents as a tool, a tool call's arguments, an
@@ -58,6 +58,10 @@ export const AGENT_TOOL_OUTPUT = {
     session_id: { type: 'string' },
     turn_id: { type: 'string' },
     status: { type: 'string' },
+    cancel_reason: {
+      type: ['string', 'null'],
+      description: 'Why a cancelled turn was cancelled (status cancelled; docs/adr/0055)',
+    },
     client_tool_calls: {
       type: 'array',
       description: 'The client tool calls the turn waits for (status awaiting_client_tool)',
@@ -277,7 +281,7 @@ export function toolResultOf(turn: TurnResponse): CallToolResult {
     case 'completed':
       return { content: [{ type: 'text', text: turn.finalText ?? '' }], structuredContent: structured };
     case 'cancelled':
-      return toolError(`turn ${turn.id} was cancelled before it answered`, structured);
+      return toolError(cancelledText(turn), { ...structured, cancel_reason: turn.cancelReason });
     case 'failed': {
       const f = turn.failure;
       const why = f ? `${f.kind}: ${f.brief || f.message}` : (turn.stopReason ?? 'failed');

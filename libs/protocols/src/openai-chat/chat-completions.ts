@@ -1,4 +1,5 @@
 import {
+  cancelledText,
   chatMessageText,
   ClientToolRefused,
   SessionRefused,
@@ -283,7 +284,8 @@ export const usageOf = (turn: Pick<TurnResponse, 'usage'>): ChatCompletionUsage 
 export function endedTurnError(turn: TurnResponse): OpenAiError | undefined {
   if (turn.status === 'completed') return undefined;
   if (turn.status === 'cancelled') {
-    return new OpenAiError(409, 'turn_cancelled', `turn ${turn.id} was cancelled before it answered`, {
+    // finish_reason has no value for a cancel: the error's message names why (docs/adr/0055).
+    return new OpenAiError(409, 'turn_cancelled', cancelledText(turn), {
       retry: false,
     });
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
+  cancelledText,
   ClientToolRefused,
   SessionRefused,
   EventType,
@@ -395,7 +396,8 @@ export const responsesUsageOf = (turn: Pick<TurnResponse, 'usage'>): ResponseUsa
 /** A failed or cancelled turn's `error` (Open Responses' `{code, message}`). */
 export function errorOf(turn: TurnResponse): ResponseObject['error'] {
   if (turn.status === 'cancelled') {
-    return { code: 'turn_cancelled', message: `turn ${turn.id} was cancelled before it answered` };
+    // Open Responses has no cancel reason field: the message names it (docs/adr/0055).
+    return { code: 'turn_cancelled', message: cancelledText(turn) };
   }
   if (turn.status !== 'failed') return null;
   const f = turn.failure;

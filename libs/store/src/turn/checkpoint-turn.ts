@@ -28,6 +28,11 @@ export interface TurnEnd {
   failure: unknown;
   costStatus: string | null;
   decision: { strategy: string; model: string; iterations: number; toolCalls: number; stopReason: string };
+  /**
+   * A cancelled turn's reason and note (docs/adr/0055), kept where a cancel request already wrote
+   * them (the first stands).
+   */
+  cancel?: { reason: string; note: string | null };
 }
 
 /** What a checkpoint changes on the turn row (one UPDATE). */
@@ -79,8 +84,13 @@ function endSet(turnId: string, changes: TurnChanges, end: TurnEnd): Sql {
       'iterations', ${d.iterations}::int,
       'toolCalls', ${d.toolCalls}::int,
       'stopReason', ${d.stopReason}::text),
-    ${plainClosureSet(end.status)}`;
+    ${plainClosureSet(end.status)}${end.cancel ? cancelSet(end.cancel) : sql``}`;
 }
+
+/** A cancelled turn's reason and note, unless a cancel request wrote them first. */
+const cancelSet = (c: { reason: string; note: string | null }) =>
+  sql`, cancel_reason = coalesce(turns.cancel_reason, ${c.reason}::text),
+    cancel_note = CASE WHEN turns.cancel_reason IS NULL THEN ${c.note}::text ELSE turns.cancel_note END`;
 
 function turnSets(turnId: string, changes: TurnChanges | undefined): Sql[] {
   const usage = changes?.usage;

@@ -1,3 +1,4 @@
+import type { CancelReason } from '@switchboard/contracts';
 import { join, sql, type Sql, type SqlRunner } from '../sql';
 import { descendantsCostUsd } from '../subagent-cost';
 import { tenantCapUsd } from '../tenant-spend';
@@ -38,8 +39,8 @@ export interface TurnRow {
   startedAt: Date | null;
   /** A cancel was requested (docs/adr/0014): the claim that returns it must not run it. */
   cancelRequested: boolean;
-  /** The reason given with the cancel, if any. */
-  cancelReason: string | null;
+  /** Why the cancel was requested (docs/adr/0055), if one was. */
+  cancelReason: CancelReason | null;
   /** The sub-agent task this turn runs as a child (docs/adr/0024); null for every other turn. */
   taskId: string | null;
   /** What its sub-agents' child turns (and theirs) have cost so far: it counts against its maxUsd (docs/adr/0025). */
@@ -303,14 +304,22 @@ const NEXT_TURN_CTE = sql`nt AS (
 const TENANT_PAUSED = sql`EXISTS (SELECT 1 FROM tenants tp WHERE tp.id = s.tenant_id AND tp.kill_switch)`;
 
 /**
+ * The turn's agent is paused or stopped (docs/adr/0031): held, as the scheduler's choice holds it
+ * (`RUNNABLE`, turn/pick.ts), also when the holder of its session drains the session after the turn
+ * before it (a turn queued behind one that the agent's stop cancelled, docs/adr/0055).
+ */
+const AGENT_HELD = sql`EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id AND ah.lifecycle <> 'active')`;
+
+/**
  * `ut`: that turn marked running when it is unfinished, re-checked on its latest row version (a turn
  * another holder finished while this statement waited for the session row is not taken), unless the
- * tenant is paused: the turn stays `queued` (or `running`, interrupted) until the resume wakes it.
+ * tenant is paused or the turn's agent held: the turn stays `queued` (or `running`, interrupted)
+ * until the resume wakes it.
  */
 const RUN_TURN_CTE = sql`ut AS (
   UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
     run_count = t.run_count + 1
-  FROM nt, s WHERE t.id = nt.id AND t.status IN ${UNFINISHED} AND NOT ${TENANT_PAUSED}
+  FROM nt, s WHERE t.id = nt.id AND t.status IN ${UNFINISHED} AND NOT ${TENANT_PAUSED} AND NOT ${AGENT_HELD}
   RETURNING t.*
 )`;
 

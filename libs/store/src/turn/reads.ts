@@ -1,3 +1,4 @@
+import type { CancelCause, CancelReason } from '@switchboard/contracts';
 import { sql, type SqlRunner } from '../sql';
 import { DRAIN_ORDER, UNFINISHED, WAITING } from './statuses';
 
@@ -45,11 +46,11 @@ export async function turnsToWake(
     LIMIT ${limit}::int`);
 }
 
-/** The reason given with a turn's cancel request, if any. */
-export async function cancelReason(db: SqlRunner, turnId: string): Promise<string | null> {
-  const row = await db.first<{ cancel_reason: string | null }>(sql`
-    SELECT cancel_reason FROM turns WHERE id = ${turnId}::uuid`);
-  return row?.cancel_reason ?? null;
+/** The reason and note of a turn's cancel request (docs/adr/0055); undefined when none was made. */
+export async function cancelRequest(db: SqlRunner, turnId: string): Promise<CancelCause | undefined> {
+  const row = await db.first<{ cancel_reason: CancelReason | null; cancel_note: string | null }>(sql`
+    SELECT cancel_reason, cancel_note FROM turns WHERE id = ${turnId}::uuid`);
+  return row?.cancel_reason ? { reason: row.cancel_reason, note: row.cancel_note } : undefined;
 }
 
 /** The tenant's kill switch. */

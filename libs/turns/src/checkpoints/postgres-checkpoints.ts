@@ -1,4 +1,4 @@
-import { type EventData, type EventType } from '@switchboard/contracts';
+import { type CancelCause, type EventData, type EventType } from '@switchboard/contracts';
 import { LeaseLostError, type JournalEvent } from '@switchboard/database';
 import type {
   CompactionRecord,
@@ -269,11 +269,11 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   /**
    * The essential finalisation, one statement: whatever is deferred (the last round), the turn's end
    * and decision record, the session's usage roll-up, the pending events and the turn's ended event
-   * (with `cancelReason` for a cancelled turn), and the lease's release when no turn was admitted
-   * after this one.
+   * (with its cancel's reason and note for a cancelled turn, docs/adr/0055), and the lease's release
+   * when no turn was admitted after this one.
    */
-  async finalise(outcome: TurnOutcome, model: string, cancelReason?: string): Promise<CheckpointResult> {
-    const rows = finaliseRows(this.turn, outcome, { model, cancelReason });
+  async finalise(outcome: TurnOutcome, model: string, cancel?: CancelCause): Promise<CheckpointResult> {
+    const rows = finaliseRows(this.turn, outcome, { model, cancel });
     // The end goes out once the finalisation steps have run (`publishFinal`): a client woken by it
     // reads the turn with what they record (its closure) in place.
     return this.commit('finalise', this.events.take([rows.event]), rows.writes, {

@@ -1,4 +1,4 @@
-import { EventType, newId } from '@switchboard/contracts';
+import { EventType, newId, type CancelCause } from '@switchboard/contracts';
 import { redact, type JournalEvent } from '@switchboard/database';
 import type {
   EmbeddingRecord,
@@ -322,12 +322,12 @@ function clientToolRows(
 /**
  * The finalisation's rows: the turn's end and decision record, the session's usage roll-up, the
  * lease's release when no turn was admitted after this one, a child turn's task end, and the
- * turn's ended event (with the cancel's reason for a cancelled turn).
+ * turn's ended event (with the cancel's reason and note for a cancelled turn, docs/adr/0055).
  */
 export function finaliseRows(
   turn: TurnRow,
   outcome: TurnOutcome,
-  o: { model: string; cancelReason?: string },
+  o: { model: string; cancel?: CancelCause },
 ): { writes: PendingWrites; event: JournalEvent } {
   const type =
     outcome.status === 'completed'
@@ -351,6 +351,9 @@ export function finaliseRows(
       toolCalls: outcome.toolCalls,
       stopReason: outcome.stopReason,
     },
+    ...(outcome.status === 'cancelled' && o.cancel
+      ? { cancel: { reason: o.cancel.reason, note: o.cancel.note ?? null } }
+      : {}),
   };
   writes.session.rollUpTurn = true;
   writes.session.releaseIfNoTurnAfter = turn.seq;
@@ -363,7 +366,9 @@ export function finaliseRows(
       iterations: outcome.iterations,
       toolCalls: outcome.toolCalls,
       ...(outcome.failure ? { failure: outcome.failure } : {}),
-      ...(outcome.status === 'cancelled' && o.cancelReason ? { reason: o.cancelReason } : {}),
+      ...(outcome.status === 'cancelled' && o.cancel
+        ? { reason: o.cancel.reason, ...(o.cancel.note ? { note: o.cancel.note } : {}) }
+        : {}),
     },
   };
   return { writes, event };

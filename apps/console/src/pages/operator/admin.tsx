@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS: AuditAction[] = [
   'api_key.revoked',
   'trigger.secret_rotated',
   'approval.decided',
+  'turn.cancelled',
 ];
 
 /** The rate-limit buckets an operator may override (requests per minute; 0 = unlimited). */

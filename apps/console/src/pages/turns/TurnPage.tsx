@@ -114,10 +114,16 @@ function Turn({ t, title }: { t: TurnTimeline; title: string }) {
               )}
             </Fact>
           </dl>
-          {turn.cancelRequestedAt ? (
+          {turn.cancelRequestedAt || turn.cancelReason ? (
             <p className="notice">
-              Cancel requested
-              {turn.cancelReason ? <span className="tp-wrap">: {turn.cancelReason}</span> : null}
+              {turn.status === 'cancelled' ? 'Cancelled' : 'Cancel requested'}
+              {turn.cancelReason ? (
+                <>
+                  {' '}
+                  (<span className="mono">{turn.cancelReason.replaceAll('_', ' ')}</span>)
+                </>
+              ) : null}
+              {turn.cancelNote ? <span className="tp-wrap">: {turn.cancelNote}</span> : null}
             </p>
           ) : null}
           {turn.failure ? (

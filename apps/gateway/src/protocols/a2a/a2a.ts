@@ -36,6 +36,7 @@ import {
   newId,
   TenantPausedError,
   type TurnResponse,
+  cancelCause,
 } from '@switchboard/contracts';
 import {
   PUSH_CONFIGS_PER_TASK,
@@ -171,7 +172,7 @@ export class A2aAgent implements A2ARequestHandler {
       subscribedBeforeAdmission: false,
     };
     try {
-      await this.turns.cancel(this.tenantId, turn.id, 'cancelled by an A2A client (tasks/cancel)');
+      await this.turns.cancel(this.tenantId, turn.id, cancelCause('api_cancel', 'A2A tasks/cancel'));
       const ended =
         (await this.turns.untilEnded(started, { signal: this.gone })) ??
         (await this.turns.turn(this.tenantId, turn.id));

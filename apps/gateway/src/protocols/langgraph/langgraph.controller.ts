@@ -29,6 +29,7 @@ import {
   LangGraphThreadStateList,
   LangGraphValues,
   newId,
+  cancelCause,
 } from '@switchboard/contracts';
 import type { Approvals } from '@switchboard/turns';
 import { Actor, ApiKeyId, TenantId } from '../../platform/auth/guard';
@@ -529,7 +530,11 @@ export class LangGraphController {
       });
       // `on_disconnect: cancel`: the client left before the run ended.
       if (ended === 'left' && body.on_disconnect === 'cancel') {
-        await this.turns.cancel(tenantId, started.turnId, 'the LangGraph client disconnected');
+        await this.turns.cancel(
+          tenantId,
+          started.turnId,
+          cancelCause('client_disconnected', 'LangGraph runs.stream, on_disconnect: cancel'),
+        );
       }
     } finally {
       started.watch.close();
@@ -666,7 +671,11 @@ export class LangGraphController {
         modes: streamModesOf(q.stream_mode),
       });
       if (ended === 'left' && (q.cancel_on_disconnect === '1' || q.cancel_on_disconnect === 'true')) {
-        await this.turns.cancel(tenantId, turn.id, 'the LangGraph client disconnected');
+        await this.turns.cancel(
+          tenantId,
+          turn.id,
+          cancelCause('client_disconnected', 'LangGraph runs.joinStream, cancel_on_disconnect'),
+        );
       }
     } finally {
       watch.close();
@@ -704,7 +713,7 @@ export class LangGraphController {
       const result = await this.turns.cancel(
         tenantId,
         turn.id,
-        q.reason ?? 'cancelled through the LangGraph API',
+        cancelCause('api_cancel', q.reason ?? 'LangGraph runs.cancel'),
       );
       if (!result) throw new LangGraphError(404, `run ${runId} not found`);
       if (watch) {

@@ -18,7 +18,13 @@ import {
   type ServerContext,
   type Tool as ModernTool,
 } from '@modelcontextprotocol/server';
-import { AppError, ClientToolRefused, EventType, type TurnResponse } from '@switchboard/contracts';
+import {
+  AppError,
+  cancelCause,
+  ClientToolRefused,
+  EventType,
+  type TurnResponse,
+} from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
 import {
   agentTools,
@@ -256,7 +262,9 @@ async function followTurn<R>(
   ask: AskClient<R> | undefined,
 ): Promise<CallToolResult | R> {
   const onAbort = () => {
-    void turns.cancel(ctx.tenantId, t.turnId, 'the MCP client cancelled the tool call').catch((err) => {
+    // The call's stream closed: the client left (docs/adr/0055).
+    const cause = cancelCause('client_disconnected', 'the MCP tool call was closed');
+    void turns.cancel(ctx.tenantId, t.turnId, cause).catch((err) => {
       ctx.logger.warn({ err, turnId: t.turnId }, 'could not cancel the turn of a cancelled MCP call');
     });
   };
@@ -317,7 +325,7 @@ export function mcpServerFor(turns: AgentTurns, ctx: McpCallContext): Server {
     await turns.cancel(
       ctx.tenantId,
       turnId,
-      notification.params.reason ?? 'the MCP client cancelled the tool call',
+      cancelCause('api_cancel', notification.params.reason ?? 'MCP notifications/cancelled'),
     );
   });
 

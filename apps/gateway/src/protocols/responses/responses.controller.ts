@@ -7,6 +7,7 @@ import {
   ResponseInputItemList,
   ResponseObject,
   type ResponseInputItemObject,
+  cancelCause,
 } from '@switchboard/contracts';
 import { SessionsRepository } from '@switchboard/store';
 import { TenantId } from '../../platform/auth/guard';
@@ -250,7 +251,7 @@ export class ResponsesController {
     const done = await this.turns.cancel(
       tenantId,
       meta.turnId,
-      'cancelled through POST /v1/responses/{id}/cancel',
+      cancelCause('api_cancel', 'POST /v1/responses/{id}/cancel'),
     );
     if (!done) throw notFoundResponse(id);
     return this.streamer.present(tenantId, meta, await this.responses.turn(tenantId, meta.turnId));
