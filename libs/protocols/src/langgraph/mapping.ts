@@ -9,6 +9,7 @@ import type {
   LangGraphStreamMode,
   LangGraphThread,
   LangGraphThreadState,
+  LangGraphUpdateStateRequest,
   LangGraphValues,
   ErrorAnswer,
 } from '@switchboard/contracts';
@@ -347,7 +348,8 @@ export interface RunSnapshot {
   paused: TurnRow | undefined;
 }
 
-const checkpointOf = (threadId: string, id: string | null) => ({
+/** A checkpoint as LangGraph names it: the thread, the root namespace and the id. */
+export const checkpointOf = (threadId: string, id: string | null) => ({
   thread_id: threadId,
   checkpoint_ns: '',
   checkpoint_id: id,
@@ -517,6 +519,49 @@ export function historyFilterOf(
     }
   }
   return out;
+}
+
+/** What LangGraph's `updateState` may name as the node that wrote: none, or `__copy__` (a fork of the checkpoint). */
+const COPY_NODES = new Set(['__copy__']);
+
+/**
+ * `updateState` (POST /threads/{id}/state) → the checkpoint it names (null: the current one). It maps
+ * only without values: LangGraph's fork of a checkpoint (`values` null, `as_node: '__copy__'`), which
+ * makes the thread go on from it. Writing values (messages as a node, a changed state) is refused
+ * (422) before anything is written: a thread's state is its transcript, written only by its runs.
+ */
+export function updateStateOf(threadId: string, body: LangGraphUpdateStateRequest): string | null {
+  const v = body.values;
+  const empty =
+    v === undefined ||
+    v === null ||
+    (typeof v === 'object' &&
+      !Array.isArray(v) &&
+      Object.entries(v as Record<string, unknown>).every(
+        ([k, x]) => k === 'messages' && Array.isArray(x) && x.length === 0,
+      ));
+  if (!empty) {
+    throw new LangGraphError(
+      422,
+      "updateState with values is not supported: a Switchboard thread's state is its transcript, written only " +
+        'by its runs. Send no values to go on from a checkpoint (LangGraph\'s fork, as_node "__copy__"), then ' +
+        'start a run with a human message — or start a run from the checkpoint with the message directly',
+    );
+  }
+  if (body.as_node !== undefined && body.as_node !== null && !COPY_NODES.has(body.as_node)) {
+    throw new LangGraphError(
+      422,
+      `as_node ${JSON.stringify(body.as_node)}: without values only "__copy__" (a fork of the checkpoint) applies`,
+    );
+  }
+  const named = [
+    checkpointIdOf(threadId, 'checkpoint', body.checkpoint),
+    checkpointIdOf(threadId, 'checkpoint_id', body.checkpoint_id ?? null),
+  ].filter((id): id is string => id !== null);
+  if (new Set(named).size > 1) {
+    throw new LangGraphError(422, 'checkpoint.checkpoint_id and checkpoint_id name different checkpoints');
+  }
+  return named[0] ?? null;
 }
 
 /**

@@ -27,6 +27,8 @@ import {
   LangGraphThreadList,
   LangGraphThreadState,
   LangGraphThreadStateList,
+  LangGraphUpdateStateRequest,
+  LangGraphUpdateStateResponse,
   LangGraphValues,
   newId,
 } from '@switchboard/contracts';
@@ -55,25 +57,45 @@ import { holdRequest } from '../hold';
 import { validateOptionalBody } from '../../platform/validation';
 import {
   assistantOf,
+  bodyText,
   checkpointIdOf,
+  checkpointIdOfRef,
+  checkpointOf,
   clientToolsOfRun,
   historyFilterOf,
   LangGraphError,
+  ONE_MESSAGE,
   planRun,
   resumeOf,
   runCheckpointOf,
   runOf,
+  runOriginOf,
   stateOf,
+  stateOriginOf,
   streamModesOf,
   threadOf,
   threadRefusal,
   turnStatusesOf,
+  updateStateOf,
   valuesOf,
+  type CheckpointOrigin,
+  type RunPlan,
 } from '@switchboard/protocols';
+import type { MessageImage } from '@switchboard/contracts';
 import { LangGraphReads } from './reads';
 import { LangGraphRunStreamer } from './run-stream';
 import { LangGraphSnapshots } from './snapshots';
+import { LangGraphRewinds } from './rewinds';
 import { APPROVALS } from '../../api/approvals.controller';
+
+/** Turn statuses that have not ended: a rewind waits for none of them. */
+const UNFINISHED = new Set([
+  'queued',
+  'running',
+  'awaiting_approval',
+  'awaiting_subagent',
+  'awaiting_client_tool',
+]);
 
 /** The security scheme of the `x-api-key` header the LangGraph SDK sends. */
 export const LANGGRAPH_API_KEY_AUTH = 'langgraphApiKey';
@@ -155,6 +177,7 @@ export class LangGraphController {
     @Inject(LangGraphRunStreamer) private readonly streamer: LangGraphRunStreamer,
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(APPROVALS) private readonly approvals: Approvals,
+    @Inject(LangGraphRewinds) private readonly rewinds: LangGraphRewinds,
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -381,26 +404,42 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphUpdateThreadState',
     description:
-      "`client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.",
-    summary: 'Update a thread’s state: not supported (422, nothing written)',
-    errors: [...BODY, 404],
+      "`client.threads.updateState` / RemoteGraph's `updateState` with no values (LangGraph's fork of a checkpoint, `as_node: '__copy__'`): the thread goes on from the checkpoint named (`checkpoint` / `checkpoint_id`; none: the current one, a no-op). A past checkpoint of the thread's branch rewinds the later runs (docs/adr/0053: kept, marked rewound, out of the model's history); the answer names the checkpoint the thread now stands at. Values (messages written as a node) are refused (422): a thread's state is its transcript, written only by its runs. A run's input checkpoint is 422, one on a left branch or a busy thread 409; nothing is written then.",
+    summary: 'Go on from a checkpoint (updateState with no values): later runs rewound; values refused (422)',
+    status: 200,
+    schema: LangGraphUpdateStateResponse,
+    errors: [...BODY, 404, 409],
   })
   @ApiBody({
     schema: { type: 'object' },
     required: false,
     examples: {
-      refused: {
-        value: { values: { messages: [{ type: 'human', content: 'rewritten' }] }, as_node: 'agent' },
+      fork: {
+        value: { values: null, checkpoint_id: '0193b6f0-0000-7000-8000-000000000001', as_node: '__copy__' },
       },
     },
   })
-  async updateState(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
-    await this.thread(tenantId, id);
-    throw new LangGraphError(
-      422,
-      "updating a thread's state (updateState, time travel) is not supported: a Switchboard thread's " +
-        'state is its transcript, written only by its runs. Start a run with a new human message instead',
-    );
+  async updateState(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('thread_id') id: string,
+    @Body() raw: unknown,
+  ): Promise<LangGraphUpdateStateResponse> {
+    const body = validateOptionalBody(LangGraphUpdateStateRequest, raw);
+    const session = await this.thread(tenantId, id);
+    const named = updateStateOf(session.id, body);
+    const tree = await this.snapshots.tree(session.id);
+    const ref = named === null ? tree.headRef() : tree.resolve(session.id, named);
+    if (named !== null && !ref) {
+      throw new LangGraphError(404, `checkpoint ${named} not found in thread ${session.id}`);
+    }
+    // A thread with no run has no checkpoint: nothing to go on from but its empty state.
+    if (!ref) return { checkpoint: checkpointOf(session.id, null) };
+    const origin = stateOriginOf(tree, session.id, ref);
+    if (origin.kind === 'rewind') {
+      await this.rewinds.rewind({ tenantId, sessionId: session.id, turnId: origin.rewindFrom.id, actor });
+    }
+    return { checkpoint: checkpointOf(session.id, checkpointIdOfRef(session.id, ref)) };
   }
 
   @Post('threads/:thread_id/copy')
@@ -737,13 +776,15 @@ export class LangGraphController {
     watch: LiveWatch;
   }> {
     const plan = planRun(body);
-    const from = runCheckpointOf(threadId, body);
-    if (from !== null) await this.fromCurrentCheckpoint(tenantId, threadId, from);
+    const named = runCheckpointOf(threadId, body);
+    const origin =
+      named === null ? { kind: 'head' as const } : await this.originOf(tenantId, threadId, named, plan);
+    if (plan.kind === 'none' && origin.kind === 'head') throw new LangGraphError(422, ONE_MESSAGE);
     const agent = await this.assistant(tenantId, body.assistant_id);
     // Tools the client runs (`context.tools`), checked before anything is written. A resume keeps
     // the ones its turn was admitted with (useStream sends its context again: it is not refused).
     const clientTools =
-      plan.kind === 'message'
+      plan.kind !== 'resume'
         ? this.turns.clientToolsFor(agent, clientToolsOfRun(body), (i, f) => `context.tools[${i}].${f}`)
         : [];
     // A thread the run names; with `if_not_exists: create` a new one is made as the run is admitted
@@ -760,6 +801,9 @@ export class LangGraphController {
         })
         .catch(threadRefusal(threadId)),
     };
+    if (origin.kind === 'rewind' && plan.kind !== 'resume') {
+      return this.startFrom(tenantId, actor, session.id, origin, plan, body, clientTools, named!);
+    }
     const pending = await this.reads.pending(session.id);
     if (plan.kind === 'resume') {
       const { decisions, results } = resumeOf(plan.resume, pending);
@@ -815,6 +859,7 @@ export class LangGraphController {
           'or send multitask_strategy interrupt to cancel it',
       );
     }
+    if (plan.kind === 'none') throw new LangGraphError(422, ONE_MESSAGE);
     const admitted = await this.turns.admit({
       tenantId,
       sessionId: session.id,
@@ -827,21 +872,112 @@ export class LangGraphController {
   }
 
   /**
-   * A run goes on from the thread's current checkpoint. Naming that one (useStream does) is fine;
-   * naming a past one asks for time travel (a fork from an earlier state), which is refused before
-   * anything is written; a checkpoint that is not the thread's is 404.
+   * Where a run that names a checkpoint goes on from (docs/adr/0038, time travel): the thread's
+   * current state (a plain run), or a past state of its branch (the later runs are rewound first).
+   * A checkpoint that is not the thread's is 404 (also for a thread that does not exist yet: nothing
+   * is created); a resume continues the paused run at the current checkpoint only (422 else).
    */
-  private async fromCurrentCheckpoint(tenantId: string, threadId: string, checkpointId: string) {
+  private async originOf(
+    tenantId: string,
+    threadId: string,
+    checkpointId: string,
+    plan: RunPlan,
+  ): Promise<CheckpointOrigin> {
     const session = await this.reads.session(tenantId, threadId);
-    const [head] = session ? await this.reads.checkpointTurns(session.id, { take: 1 }) : [];
-    if (head?.id === checkpointId) return;
-    const past = session ? await this.reads.turn(tenantId, session.id, checkpointId) : null;
-    if (!past) throw new LangGraphError(404, `checkpoint ${checkpointId} not found in thread ${threadId}`);
-    throw new LangGraphError(
-      422,
-      `checkpoint ${checkpointId} is a past state of thread ${threadId} (its current checkpoint is ` +
-        `${head?.id}): runs from a past checkpoint (time travel, forking) are not supported`,
-    );
+    const tree = session ? await this.snapshots.tree(session.id) : undefined;
+    const ref = session && tree ? tree.resolve(session.id, checkpointId) : undefined;
+    if (!session || !tree || !ref) {
+      throw new LangGraphError(404, `checkpoint ${checkpointId} not found in thread ${threadId}`);
+    }
+    if (plan.kind === 'resume') {
+      const head = tree.headRef();
+      if (head && checkpointIdOfRef(session.id, head) === checkpointId) return { kind: 'head' };
+      throw new LangGraphError(
+        422,
+        `command.resume continues the paused run at the thread's current checkpoint; ${checkpointId} is ` +
+          'another one (send the resume without a checkpoint)',
+      );
+    }
+    return runOriginOf(tree, session.id, ref, plan.kind === 'message');
+  }
+
+  /**
+   * A run from a past checkpoint: the thread's later runs are rewound (kept, marked rewound, out of
+   * the model's history: docs/adr/0053), then the run's message — or, from a run's input checkpoint,
+   * that run's own input again — is admitted. The rewind needs the thread idle: a busy or interrupted
+   * thread is 409, unless `multitask_strategy: interrupt`, which cancels its unfinished runs and waits
+   * for them to end first. The admission after the rewind refuses a run that slipped in between (409).
+   */
+  private async startFrom(
+    tenantId: string,
+    actor: string,
+    sessionId: string,
+    origin: Extract<CheckpointOrigin, { kind: 'rewind' }>,
+    plan: Extract<RunPlan, { kind: 'message' | 'none' }>,
+    body: LangGraphRunDto,
+    clientTools: ReturnType<AgentTurns['clientToolsFor']>,
+    checkpointId: string,
+  ) {
+    const open = (await this.reads.statusTurns(sessionId)).filter((t) => UNFINISHED.has(t.status));
+    if (open.length > 0) {
+      if (plan.multitask !== 'interrupt') {
+        const waiting = open.find(
+          (t) => t.status === 'awaiting_approval' || t.status === 'awaiting_client_tool',
+        );
+        throw new LangGraphError(
+          409,
+          `thread ${sessionId} is ${waiting ? 'interrupted' : 'busy'} (run ${(waiting ?? open[0]).id} has not ended): ` +
+            `a run from an earlier checkpoint rewinds the later runs, which needs the thread idle. Wait for the run, ` +
+            'cancel it, or send multitask_strategy interrupt to cancel it first',
+        );
+      }
+      await this.stopAll(tenantId, sessionId, open);
+    }
+    let text: string;
+    let images: MessageImage[] | undefined;
+    if (plan.kind === 'message') {
+      text = plan.text;
+    } else {
+      const input = await this.snapshots.inputOf(sessionId, origin.rerun!.id);
+      if (!input) throw new LangGraphError(409, `the input of run ${origin.rerun!.id} is no longer held`);
+      text = bodyText(input.body);
+      const carried = (input.body as { images?: unknown } | null)?.images;
+      images = Array.isArray(carried) && carried.length > 0 ? (carried as MessageImage[]) : undefined;
+    }
+    await this.rewinds.rewind({ tenantId, sessionId, turnId: origin.rewindFrom.id, actor });
+    const admitted = await this.turns.admit({
+      tenantId,
+      sessionId,
+      text,
+      images,
+      metadata: { ...(body.metadata ?? {}), via: 'langgraph', checkpoint_id: checkpointId },
+      multitask: 'reject',
+      clientTools,
+    });
+    return { ...admitted, after: 0, multitask: plan.multitask };
+  }
+
+  /** `multitask_strategy: interrupt` before a rewind: the thread's unfinished runs cancelled, and waited for. */
+  private async stopAll(tenantId: string, sessionId: string, open: { id: string }[]): Promise<void> {
+    const watch = this.turns.watch(sessionId);
+    try {
+      for (const t of open) {
+        await this.turns.cancel(tenantId, t.id, 'superseded by a LangGraph run from an earlier checkpoint');
+      }
+      for (const t of open) {
+        const ended = await this.turns.untilEnded({
+          tenantId,
+          turnId: t.id,
+          watch,
+          subscribedBeforeAdmission: false,
+        });
+        if (!ended) {
+          throw new LangGraphError(409, `run ${t.id} was cancelled but has not ended yet: retry when it has`);
+        }
+      }
+    } finally {
+      watch.close();
+    }
   }
 
   /** Holds the request until the run ends or pauses; the thread's values (`__error__` for a failed run). */
@@ -883,7 +1019,10 @@ export class LangGraphController {
     return stateOf(session, snap);
   }
 
-  /** A page of the thread's states, newest first: one per run, before a checkpoint, narrowed as asked. */
+  /**
+   * A page of the thread's states, newest first: per run its end and its input, the initial state
+   * last; before a checkpoint, narrowed as asked.
+   */
   private async history(
     session: Session,
     q: Pick<LangGraphHistoryRequest, 'limit' | 'before' | 'checkpoint' | 'metadata'>,
@@ -892,18 +1031,12 @@ export class LangGraphController {
     const only = checkpointIdOf(session.id, 'checkpoint', q.checkpoint);
     const filter = historyFilterOf(session, q.metadata);
     if (filter.none) return [];
-    if (filter.turnId !== undefined && only !== null && filter.turnId !== only) return [];
-    let beforeSeq: number | undefined;
-    if (before !== null) {
-      const turn = await this.reads.turn(session.tenantId, session.id, before);
-      if (!turn)
-        throw new LangGraphError(404, `before: checkpoint ${before} not found in thread ${session.id}`);
-      beforeSeq = turn.seq;
-    }
-    const snaps = await this.snapshots.runs(session.id, {
-      beforeSeq,
+    const snaps = await this.snapshots.history(session, {
+      before,
+      only,
       seq: filter.seq,
-      turnId: only ?? filter.turnId,
+      turnId: filter.turnId,
+      source: filter.source,
       limit: q.limit ?? 10,
     });
     return snaps.map((s) => stateOf(session, s));
