@@ -2161,8 +2161,8 @@ describe('bad input corpus', () => {
           422,
         ],
         ['an assistant search by a number', lg('POST', () => '/assistants/search', { name: 7 }), 422],
-        // Checkpoints are the states at the end of runs (issue 32): a malformed one is 422, one that
-        // is not the thread's 404; writes that need time travel are 422.
+        // Checkpoints are the states of a thread's runs (issue 32, 34): a malformed one is 422, one
+        // that is not the thread's 404; writes that do not map are 422.
         [
           'a state at a malformed checkpoint',
           lg('POST', () => `/threads/${ids.session}/state/checkpoint`, {
@@ -2195,9 +2195,16 @@ describe('bad input corpus', () => {
         ],
         ['a run from another tenant’s checkpoint', () => lgRun({ checkpoint_id: ids.otherTurn })(), 404],
         [
-          'an updateState',
-          lg('POST', () => `/threads/${ids.session}/state`, { values: { messages: [] } }),
+          'an updateState with values',
+          lg('POST', () => `/threads/${ids.session}/state`, {
+            values: { messages: [{ type: 'human', content: 'x' }] },
+          }),
           422,
+        ],
+        [
+          'an updateState at another tenant’s checkpoint',
+          () => lg('POST', () => `/threads/${ids.session}/state`, { checkpoint_id: ids.otherTurn })(),
+          404,
         ],
         [
           'another tenant’s updateState',
