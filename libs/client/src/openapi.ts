@@ -338,6 +338,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sessions/{id}/turns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The session's turns
+     * @description The session's turns in seq (admission) order, each as GET /v1/turns/{id} shows it without its children: rewound turns are listed with `rewoundAt`, a fork's copies with `copiedFromTurnId`. Paged by `limit` (default 50, at most 200) and `cursor`; 404 for an unknown session.
+     */
+    get: operations['listSessionTurns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/fork': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Fork the session at a turn
+     * @description Makes a new session of the same agent whose transcript is this one's up to a turn boundary, and runs nothing: the fork takes messages like any session. The fork point is `turnId` (a turn of this session) or `eventSeq` (the journal seq of a turn's end event: turn_completed, turn_failed, turn_cancelled), exactly one; `position` `after` (default) keeps that turn, `before` leaves it out. The copied turns are new rows (`copiedFromTurnId`) with zero usage and cost (the original's are counted once) and no tool calls (the original's stay authoritative); the original session is not changed beyond a `session_fork_created` event in its journal, and the fork's journal starts with `session_forked`. `model` and `instructions` override the agent's for every turn of the fork (a fork of a fork inherits them). Allowed while this session has a running turn, from a turn that has ended: a fork point that has not ended is 409. 404 for another tenant's session, a turn not in it or an unknown event seq; 400 for an event that is not a turn's end. Nothing is written on a refusal; the fork is audited (`session.forked`).
+     */
+    post: operations['forkSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/rewind': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rewind the session to before a turn
+     * @description The session goes on as if `turnId` and every later turn had not happened: they are marked `rewoundAt` (never deleted; still in the journal, GET …/turns and the transcript), left out of the model's history, and the memory records post-turn hooks derived from them are left out of recall and memory_search (not deleted: the memory API still lists them). `session_rewound` is journaled; a new turn takes the next seq. A context compaction that summarised rewound turns is cleared. 409 `session_busy` while the session has a turn that has not ended (queued, running or waiting: cancel it or let it end first); 409 for a turn already rewound or a closed session; 404 for another tenant's session or a turn not in it. Nothing is written on a refusal; the rewind is audited (`session.rewound`).
+     */
+    post: operations['rewindSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/lineage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The session's lineage: what it was forked from, and its forks
+     * @description The sessions this one descends from by forks, nearest first, each with the turn the next one down was forked at (`missing` when that session no longer exists), and its own forks, oldest first (at most 500), each with its fork point. 404 when the session is not the calling tenant's.
+     */
+    get: operations['getSessionLineage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}': {
     parameters: {
       query?: never;
@@ -2096,6 +2176,20 @@ export interface components {
             strict?: boolean;
           };
     };
+    ForkSessionDto: {
+      /** Format: uuid */
+      turnId?: string;
+      eventSeq?: number;
+      /** @enum {string} */
+      position?: 'after' | 'before';
+      model?: string;
+      instructions?: string;
+      title?: string;
+    };
+    RewindSessionDto: {
+      /** Format: uuid */
+      turnId: string;
+    };
     CancelTurnDto: {
       reason?: string;
     };
@@ -2928,6 +3022,7 @@ export interface components {
           | 'agent_stopped'
           | 'not_found'
           | 'conflict'
+          | 'session_busy'
           | 'payload_too_large'
           | 'unsupported_media_type'
           | 'request_timeout'
@@ -3253,10 +3348,60 @@ export interface components {
       /** Format: date-time */
       lastActivityAt: string;
       closedAt: string | null;
+      forkedFrom: {
+        /** Format: uuid */
+        sessionId: string;
+        turnId: string | null;
+        turnSeq: number | null;
+      } | null;
+      overrides: {
+        model?: string;
+        instructions?: string;
+      } | null;
     };
     SessionPage: {
       data: components['schemas']['Session'][];
       nextCursor: string | null;
+    };
+    ForkedSession: {
+      session: components['schemas']['Session'];
+      forkPoint: {
+        /** Format: uuid */
+        sessionId: string;
+        /** Format: uuid */
+        turnId: string;
+        turnSeq: number;
+        /** @enum {string} */
+        position: 'after' | 'before';
+        forkedAtTurnSeq: number;
+        copiedTurns: number;
+      };
+    };
+    RewoundSession: {
+      /** Format: uuid */
+      sessionId: string;
+      rewoundTurnIds: string[];
+      compactionCleared: boolean;
+    };
+    SessionLineage: {
+      /** Format: uuid */
+      sessionId: string;
+      ancestors: {
+        /** Format: uuid */
+        sessionId: string;
+        forkedAtTurnId: string | null;
+        forkedAtTurnSeq: number | null;
+        createdAt: string | null;
+        missing: boolean;
+      }[];
+      children: {
+        /** Format: uuid */
+        sessionId: string;
+        forkedAtTurnId: string | null;
+        forkedAtTurnSeq: number | null;
+        /** Format: date-time */
+        createdAt: string;
+      }[];
     };
     Message: {
       /** Format: uuid */
@@ -3514,6 +3659,8 @@ export interface components {
       completedAt: string | null;
       cancelRequestedAt: string | null;
       workItemId: string | null;
+      rewoundAt: string | null;
+      copiedFromTurnId: string | null;
       closure: {
         /** @enum {string} */
         outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
@@ -3535,6 +3682,10 @@ export interface components {
       children?: components['schemas']['Task'][];
       childrenCostUsd?: string;
       totalCostUsd?: string;
+    };
+    TurnPage: {
+      data: components['schemas']['Turn'][];
+      nextCursor: string | null;
     };
     Event:
       | {
@@ -4036,6 +4187,58 @@ export interface components {
             workItemId?: string | null;
             /** @enum {string} */
             runtimePosture?: 'awake' | 'asleep' | 'paused' | 'stopped';
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'session_forked';
+          turnId: string | null;
+          data: {
+            fromSessionId: string;
+            fromTurnId: string;
+            /** @enum {string} */
+            position: 'after' | 'before';
+            forkedAtTurnSeq: number;
+            copiedTurns: number;
+            model?: string;
+            instructionsOverridden?: boolean;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'session_fork_created';
+          turnId: string | null;
+          data: {
+            forkSessionId: string;
+            /** @enum {string} */
+            position: 'after' | 'before';
+            forkedAtTurnSeq: number;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'session_rewound';
+          turnId: string | null;
+          data: {
+            turnId: string;
+            seq: number;
+            rewoundTurnIds: string[];
+            compactionCleared?: boolean;
           } & {
             [key: string]: unknown;
           };
@@ -4603,6 +4806,64 @@ export interface components {
               /** @constant */
               streamed?: true;
             }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'session_forked';
+              turnId: string | null;
+              data: {
+                fromSessionId: string;
+                fromTurnId: string;
+                /** @enum {string} */
+                position: 'after' | 'before';
+                forkedAtTurnSeq: number;
+                copiedTurns: number;
+                model?: string;
+                instructionsOverridden?: boolean;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'session_fork_created';
+              turnId: string | null;
+              data: {
+                forkSessionId: string;
+                /** @enum {string} */
+                position: 'after' | 'before';
+                forkedAtTurnSeq: number;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'session_rewound';
+              turnId: string | null;
+              data: {
+                turnId: string;
+                seq: number;
+                rewoundTurnIds: string[];
+                compactionCleared?: boolean;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
         )
       | {
           /** @constant */
@@ -4636,7 +4897,10 @@ export interface components {
             | 'turn_failed'
             | 'turn_cancelled'
             | 'interjection_delivered'
-            | 'turn_closure';
+            | 'turn_closure'
+            | 'session_forked'
+            | 'session_fork_created'
+            | 'session_rewound';
           turnId: string | null;
           data: {
             [key: string]: unknown;
@@ -5050,7 +5314,9 @@ export interface components {
         | 'api_key.created'
         | 'api_key.revoked'
         | 'trigger.secret_rotated'
-        | 'approval.decided';
+        | 'approval.decided'
+        | 'session.forked'
+        | 'session.rewound';
       targetType: string;
       targetId: string | null;
       details: {
@@ -6423,7 +6689,9 @@ export interface operations {
           | 'api_key.created'
           | 'api_key.revoked'
           | 'trigger.secret_rotated'
-          | 'approval.decided';
+          | 'approval.decided'
+          | 'session.forked'
+          | 'session.rewound';
         tenantId?: string;
       };
       header?: never;
@@ -7861,6 +8129,390 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listSessionTurns: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session's turns */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  forkSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ForkSessionDto'];
+      };
+    };
+    responses: {
+      /** @description Fork the session at a turn */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForkedSession'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  rewindSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RewindSessionDto'];
+      };
+    };
+    responses: {
+      /** @description Rewind the session to before a turn */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RewoundSession'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getSessionLineage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session's lineage: what it was forked from, and its forks */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SessionLineage'];
         };
       };
       /** @description Missing, invalid or revoked credentials */
@@ -13665,7 +14317,9 @@ export interface operations {
           | 'api_key.created'
           | 'api_key.revoked'
           | 'trigger.secret_rotated'
-          | 'approval.decided';
+          | 'approval.decided'
+          | 'session.forked'
+          | 'session.rewound';
       };
       header?: never;
       path?: never;

@@ -329,7 +329,7 @@ export function sessionFilter(sessionId: string | undefined, alias?: string): Sq
  */
 export function rewoundFilter(scope: MemoryScope, alias?: string): Sql {
   const p = new Sql([alias ? `${alias}.provenance` : 'provenance'], []);
-  const rewound = sql`(SELECT coalesce(array_agg(rt.id::text), '{}'::text[]) FROM turns rt
+  const rewound = sql`ARRAY(SELECT rt.id::text FROM turns rt
     WHERE rt.tenant_id = ${scope.tenantId}::uuid AND rt.agent_id = ${scope.agentId}::uuid AND rt.rewound_at IS NOT NULL)`;
   return sql`AND NOT coalesce((${p}->>'turnId') = ANY(${rewound}) OR (${p}->'turnIds') ?| ${rewound}, false)`;
 }
