@@ -2211,7 +2211,11 @@ describe('bad input corpus', () => {
           lg('POST', () => `/threads/${ids.otherSession}/state`, { values: {} }),
           404,
         ],
-        ['a thread copy (fork)', lg('POST', () => `/threads/${ids.session}/copy`, {}), 422],
+        [
+          'another tenant’s thread copy (fork)',
+          lg('POST', () => `/threads/${ids.otherSession}/copy`, {}),
+          404,
+        ],
         ['another tenant’s thread state', lg('GET', () => `/threads/${ids.otherSession}/state`), 404],
         ['another tenant’s run', lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}`), 404],
         [

@@ -415,6 +415,47 @@ describe('LangGraph time travel with @langchain/langgraph-sdk', () => {
     expect(history[1].parent_checkpoint?.checkpoint_id).toBe(r1);
   });
 
+  it('threads.copy: a fork of the session at its current branch — a new thread with copies of its runs and the lineage; the left branch stays behind', async () => {
+    const { threadId, runs } = await threadWith('alpha', 'bravo');
+    await client.runs.wait(threadId, 'helper', { ...say('charlie'), checkpointId: runs[0] });
+    const source = await client.threads.getHistory(threadId, { limit: 100 });
+    const copy = await client.threads.copy(threadId);
+    expect(copy.thread_id).not.toBe(threadId);
+    expect(copy.status).toBe('idle');
+    expect(copy.metadata).toMatchObject({ graph_id: 'helper' });
+    expect(contents(copy)).toEqual(['alpha', 'Answer: alpha', 'charlie', 'Answer: charlie']);
+    // The copy's checkpoints: the current branch's runs, copied (new run ids), in the same shape.
+    const history = await client.threads.getHistory(copy.thread_id, { limit: 100 });
+    expect(history.map(contents)).toEqual(
+      [source[0], source[1], source[4], source[5], source[6]].map(contents),
+    );
+    const copied = (await turns(copy.thread_id)).map((t) => t.id);
+    expect(copied).toHaveLength(2);
+    expect(copied).not.toContain(runs[0]);
+    expect(ids(history)).toEqual([
+      copied[1],
+      twin(copied[1]),
+      copied[0],
+      twin(copied[0]),
+      twin(copy.thread_id),
+    ]);
+    const lineage = await api.get(`/v1/sessions/${copy.thread_id}/lineage`);
+    expect(lineage.body.ancestors).toEqual([expect.objectContaining({ sessionId: threadId })]);
+    // A run on the copy goes on from its history; the original is untouched.
+    const before = llm.requests.length;
+    await client.runs.wait(copy.thread_id, 'helper', say('hotel'));
+    expect(exchange(await requestAfter(before))).toEqual([
+      ['user', 'alpha'],
+      ['assistant', 'Answer: alpha'],
+      ['user', 'charlie'],
+      ['assistant', 'Answer: charlie'],
+      ['user', 'hotel'],
+    ]);
+    expect(await client.threads.getHistory(threadId, { limit: 100 })).toEqual(source);
+    // Another tenant cannot copy it.
+    await expect(sdk(other.key!).threads.copy(threadId)).rejects.toMatchObject({ status: 404 });
+  });
+
   it('refuses, writing nothing: a left branch (409), another thread’s or tenant’s checkpoint (404), malformed ones and inputs that do not fit (422), a busy thread (409) unless multitask interrupt', async () => {
     const { threadId, runs } = await threadWith('alpha', 'bravo', 'charlie');
     const [r1, r2, r3] = runs;

@@ -767,8 +767,8 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       await call('POST', `${at}/history`, { limit: -1 }, 422);
       await call('GET', `${at}/history?before=nope`, undefined, 422);
 
-      // Writes that do not map: updateState with values, forking a thread, a message from a run's
-      // input checkpoint (a run from it runs that input again), no message from a run's end.
+      // Writes that do not map: updateState with values, a message from a run's input checkpoint (a
+      // run from it runs that input again), no message from a run's end; another tenant's copy.
       await expect(helper(api.key!).updateState(config, say('rewritten'))).rejects.toMatchObject({
         status: 422,
       });
@@ -778,7 +778,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       await call('POST', `${at}/state`, { checkpoint_id: twin(older) }, 422);
       await call('POST', `${at}/state`, { checkpoint_id: randomUUID() }, 404);
       await call('POST', `${at}/state`, { as_node: 'agent' }, 422);
-      await expect(client.threads.copy(threadId)).rejects.toMatchObject({ status: 422 });
+      await expect(sdk(other.key!).threads.copy(threadId)).rejects.toMatchObject({ status: 404 });
       const fromPast = { input: { messages: [{ type: 'human', content: 'again' }] }, checkpointId: older };
       await expect(
         client.runs.wait(threadId, 'helper', { ...fromPast, checkpointId: twin(older) }),

@@ -92,7 +92,6 @@ import { LangGraphController } from './protocols/langgraph/langgraph.controller'
 import { LangGraphReads } from './protocols/langgraph/reads';
 import { LangGraphRunStreamer } from './protocols/langgraph/run-stream';
 import { LangGraphSnapshots } from './protocols/langgraph/snapshots';
-import { LangGraphRewinds } from './protocols/langgraph/rewinds';
 import { ErrorFilter, ErrorShapes } from './platform/errors';
 import { protocolErrorShapes } from './protocols/error-shapes';
 import { ApiRateLimits, RateLimitGuard } from './platform/rate-limit';
@@ -405,12 +404,6 @@ export class GatewayModule {
         ResponsesService,
         ResponsesSocket,
         { provide: LangGraphReads, inject: [DB], useFactory: (db: Db) => new LangGraphReads(db) },
-        {
-          provide: LangGraphRewinds,
-          inject: [CONFIG, GATEWAY_SQL, REDIS, LOGGER],
-          useFactory: (cfg: Config, sql: SqlDb, redis: RedisConnection, logger: Logger) =>
-            new LangGraphRewinds(sql, new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger })),
-        },
         LangGraphSnapshots,
         LangGraphRunStreamer,
         LiveLifecycle,

@@ -16,6 +16,7 @@ import type { Session } from '@prisma/client';
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import {
+  AppError,
   isUuid,
   LangGraphAssistant,
   LangGraphAssistantList,
@@ -85,7 +86,7 @@ import type { MessageImage } from '@switchboard/contracts';
 import { LangGraphReads } from './reads';
 import { LangGraphRunStreamer } from './run-stream';
 import { LangGraphSnapshots } from './snapshots';
-import { LangGraphRewinds } from './rewinds';
+import { SESSION_HISTORY, type SessionHistory } from '../../api/session-history';
 import { APPROVALS } from '../../api/approvals.controller';
 
 /** Turn statuses that have not ended: a rewind waits for none of them. */
@@ -177,7 +178,7 @@ export class LangGraphController {
     @Inject(LangGraphRunStreamer) private readonly streamer: LangGraphRunStreamer,
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(APPROVALS) private readonly approvals: Approvals,
-    @Inject(LangGraphRewinds) private readonly rewinds: LangGraphRewinds,
+    @Inject(SESSION_HISTORY) private readonly sessionHistory: SessionHistory,
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -437,7 +438,7 @@ export class LangGraphController {
     if (!ref) return { checkpoint: checkpointOf(session.id, null) };
     const origin = stateOriginOf(tree, session.id, ref);
     if (origin.kind === 'rewind') {
-      await this.rewinds.rewind({ tenantId, sessionId: session.id, turnId: origin.rewindFrom.id, actor });
+      await this.rewind(tenantId, session.id, origin.rewindFrom.id, actor);
     }
     return { checkpoint: checkpointOf(session.id, checkpointIdOfRef(session.id, ref)) };
   }
@@ -447,17 +448,42 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphCopyThread',
     description:
-      '`client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.',
-    summary: 'Copy (fork) a thread: not supported (422, nothing written)',
-    errors: [...BODY, 404],
+      "`client.threads.copy`: a fork of the session (docs/adr/0053) at its current checkpoint — a new thread of the same assistant whose runs are copies of the current branch's ended runs (new run ids, so new checkpoint ids; usage not counted twice), with the lineage recorded on both; nothing runs. Runs of branches a rewind left, and a run that has not ended, are not copied. A thread whose only run of its branch has not ended is 409.",
+    summary: "Copy a thread: a fork of the session at its current branch's last ended run",
+    status: 200,
+    schema: LangGraphThread,
+    errors: [...BODY, 404, 409],
   })
-  @ApiBody({ schema: { type: 'object' }, required: false, examples: { refused: { value: {} } } })
-  async copyThread(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
-    await this.thread(tenantId, id);
-    throw new LangGraphError(
-      422,
-      'copying (forking) a thread is not supported: its runs and checkpoints stay in the one thread',
-    );
+  async copyThread(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('thread_id') id: string,
+  ): Promise<LangGraphThread> {
+    const session = await this.thread(tenantId, id);
+    const point = await this.reads.copyPoint(session.id);
+    let copyId: string;
+    if (point) {
+      const forked = await this.sessionHistory
+        .fork(tenantId, session.id, { turnId: point.turnId, position: point.position }, actor)
+        .catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'conflict') {
+            throw new LangGraphError(409, `thread ${session.id} cannot be copied now: ${err.message}`);
+          }
+          throw err;
+        });
+      copyId = forked.sessionId;
+    } else {
+      // No run yet: a new, empty thread of the assistant with the thread's metadata.
+      const created = await this.turns.openSession({
+        id: newId(),
+        tenantId,
+        agentId: session.agentId,
+        metadata: (session.metadata ?? {}) as Record<string, unknown>,
+      });
+      if (!created) throw new Error('a new thread id was taken');
+      copyId = created.id;
+    }
+    return this.presentThread(await this.thread(tenantId, copyId));
   }
 
   @Get('threads/:thread_id/history')
@@ -944,7 +970,7 @@ export class LangGraphController {
       const carried = (input.body as { images?: unknown } | null)?.images;
       images = Array.isArray(carried) && carried.length > 0 ? (carried as MessageImage[]) : undefined;
     }
-    await this.rewinds.rewind({ tenantId, sessionId, turnId: origin.rewindFrom.id, actor });
+    await this.rewind(tenantId, sessionId, origin.rewindFrom.id, actor);
     const admitted = await this.turns.admit({
       tenantId,
       sessionId,
@@ -955,6 +981,25 @@ export class LangGraphController {
       clientTools,
     });
     return { ...admitted, after: 0, multitask: plan.multitask };
+  }
+
+  /**
+   * Rewinds `turnId` and every later live turn through the one rewind of docs/adr/0053 (one
+   * transaction under the session's lock, journaled, audited with the caller as actor, its event sent
+   * live); a thread that turned busy meanwhile (or closed) is a 409 `{detail}`, nothing written.
+   */
+  private async rewind(tenantId: string, sessionId: string, turnId: string, actor: string): Promise<void> {
+    try {
+      await this.sessionHistory.rewind(tenantId, sessionId, turnId, actor);
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'session_busy' || err.code === 'conflict')) {
+        throw new LangGraphError(
+          409,
+          `thread ${sessionId} cannot go back to an earlier checkpoint now: ${err.message}`,
+        );
+      }
+      throw err;
+    }
   }
 
   /** `multitask_strategy: interrupt` before a rewind: the thread's unfinished runs cancelled, and waited for. */

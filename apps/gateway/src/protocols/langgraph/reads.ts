@@ -1,5 +1,5 @@
 import type { Agent, Message, Session, Turn } from '@prisma/client';
-import { isUuid } from '@switchboard/contracts';
+import { ENDED_STATUSES, isUuid } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
 import type { ApprovalRow } from '@switchboard/protocols';
 import { clientCallId } from '@switchboard/store';
@@ -160,6 +160,24 @@ export class LangGraphReads {
       select: { id: true, seq: true, rewoundAt: true },
       orderBy: { seq: 'asc' },
     });
+  }
+
+  /**
+   * Where a copy of the thread forks the session (docs/adr/0053): after the newest ended turn of its
+   * history; before the oldest turn when none of its history has ended (an empty copy: every turn
+   * rewound, or the first one not ended yet, which the fork refuses); null for a session without turns.
+   */
+  async copyPoint(sessionId: string): Promise<{ turnId: string; position: 'after' | 'before' } | null> {
+    const [ended, first] = await Promise.all([
+      this.db.turn.findFirst({
+        where: { sessionId, rewoundAt: null, status: { in: [...ENDED_STATUSES] } },
+        orderBy: { seq: 'desc' },
+        select: { id: true },
+      }),
+      this.db.turn.findFirst({ where: { sessionId }, orderBy: { seq: 'asc' }, select: { id: true } }),
+    ]);
+    if (ended) return { turnId: ended.id, position: 'after' };
+    return first ? { turnId: first.id, position: 'before' } : null;
   }
 
   /** Turns of the session by id. */
