@@ -107,10 +107,10 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The operator paused the tenant: nothing is admitted until it is resumed',
   404: 'No such assistant, thread, run or checkpoint for the calling tenant',
   408: 'The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again',
-  409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists',
+  409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left',
   413: 'Request body larger than the limit',
   415: 'Body is not application/json',
-  422: 'The body failed validation, or asks for what the subset does not support (rollback, time travel…)',
+  422: 'The body failed validation, or asks for what the subset does not support (rollback, values in updateState…)',
   429: 'Rate limit exceeded: retry after Retry-After seconds',
   500: 'Unexpected failure (logged)',
   503: 'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later',
@@ -342,7 +342,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadState',
     description:
-      "The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
+      "The thread's current state (`client.threads.getState`): the state at the end of the newest run of its branch, whose id is the checkpoint id, that run's input checkpoint the parent; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
     summary:
       "The thread's current state: its transcript as LangChain messages, pending approvals as interrupts",
     status: 200,
@@ -363,8 +363,9 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadStateAt',
     description:
-      "The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.",
-    summary: "The thread's state at the end of one of its runs (checkpoint id = run id)",
+      "The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the thread's initial state, a run's input (its id the run id's version-8 twin) or a run's end (its id the run's), rewound branches' included; 404 for one that is not this thread's, 422 for an id that cannot be one.",
+    summary:
+      "The thread's state at a checkpoint: its initial state, a run's input or a run's end (id = run id)",
     status: 200,
     schema: LangGraphThreadState,
     errors: [400, 404, 422],
@@ -385,7 +386,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadStateAtCheckpoint',
     description:
-      "The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.",
+      "The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names one of the thread's states (initial, a run's input, a run's end); none is the current state.",
     summary: "The thread's state at a checkpoint config ({thread_id} alone: the current state)",
     status: 200,
     schema: LangGraphThreadState,
@@ -490,8 +491,8 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadHistory',
     description:
-      "The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.",
-    summary: "The thread's states, one per run, newest first (paged by before/limit)",
+      "The thread's states, newest first: per run its end (checkpoint id = run id) and its input (before the model ran; the parent of the end), the initial state last, branches a rewind left included; `before` (a checkpoint id) pages back, `limit` (default 10) bounds.",
+    summary: "The thread's states, per run its end and its input, newest first (paged by before/limit)",
     status: 200,
     schema: LangGraphThreadStateList,
     errors: [400, 404, 422],
@@ -510,8 +511,8 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphSearchThreadHistory',
     description:
-      "The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).",
-    summary: "The thread's states, one per run, newest first (paged by before/limit)",
+      "The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: per run its end (checkpoint id = run id) and its input (before the model ran, the end's parent; its parent the end of the run it followed), the initial state last, branches a rewind left included. `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).",
+    summary: "The thread's states, per run its end and its input, newest first (paged by before/limit)",
     status: 200,
     schema: LangGraphThreadStateList,
     errors: [...BODY, 404],
@@ -537,7 +538,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphCreateRun',
     description:
-      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once.",
+      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).",
     summary:
       'Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)',
     status: 200,
@@ -567,7 +568,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphStreamRun',
     description:
-      "Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval.",
+      "Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).",
     summary: 'Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)',
     status: 200,
     stream: true,
@@ -607,7 +608,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphWaitRun',
     description:
-      "Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.",
+      "Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).",
     summary:
       "Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)",
     status: 200,
