@@ -346,7 +346,7 @@ describe('LangGraph time travel with @langchain/langgraph-sdk', () => {
     const before = llm.requests.length;
     const values = (await client.runs.wait(threadId, 'helper', {
       ...say('fresh start'),
-      checkpoint: { checkpoint_id: twin(threadId), checkpoint_ns: '', checkpoint_map: null } as never,
+      checkpoint: { checkpoint_id: twin(threadId), checkpoint_ns: '', checkpoint_map: null },
     })) as Values;
     expect(values.messages.map((m) => m.content)).toEqual(['fresh start', 'Answer: fresh start']);
     expect(exchange(await requestAfter(before))).toEqual([['user', 'fresh start']]);
@@ -499,7 +499,7 @@ describe('LangGraph time travel with @langchain/langgraph-sdk', () => {
     await refused(
       client.runs.wait(threadId, 'helper', {
         ...say('x'),
-        checkpoint: { checkpoint_id: r1, checkpoint_ns: 'tools:1', checkpoint_map: null } as never,
+        checkpoint: { checkpoint_id: r1, checkpoint_ns: 'tools:1', checkpoint_map: null },
       }),
       422,
     );
