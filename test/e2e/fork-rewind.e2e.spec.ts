@@ -113,7 +113,7 @@ describe('fork and rewind', () => {
   /** A session with three completed turns; their episodic records written. */
   async function threeTurns(words: [string, string, string] = ['alpha', 'bravo', 'charlie']) {
     const s = await newSession();
-    const turns = [];
+    const turns: { id: string; seq: number }[] = [];
     for (const w of words) turns.push((await say(s.sessionId, w)).turn);
     await waitFor(
       async () => {
@@ -132,7 +132,7 @@ describe('fork and rewind', () => {
     const pages: unknown[] = [];
     let cursor: string | null = null;
     do {
-      const res = await on.get(
+      const res: { status: number; body: { data: unknown[]; nextCursor: string | null } } = await on.get(
         `/v1/sessions/${sessionId}/messages?limit=200${cursor ? `&cursor=${cursor}` : ''}`,
       );
       expect(res.status).toBe(200);
