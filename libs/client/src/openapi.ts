@@ -8291,6 +8291,15 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "turnId": "0193f2a4-7c1e-7d52-9b1a-3f6e2d8c4b10",
+         *       "position": "after",
+         *       "model": "anthropic/claude-sonnet-4-5",
+         *       "instructions": "You answer customer questions about Acme Cloud. Offer a refund before escalating.",
+         *       "title": "Ticket #4821: try the refund-first prompt"
+         *     }
+         */
         'application/json': components['schemas']['ForkSessionDto'];
       };
     };
@@ -8404,6 +8413,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "turnId": "0193f2a4-7c1e-7d52-9b1a-3f6e2d8c4b10"
+         *     }
+         */
         'application/json': components['schemas']['RewindSessionDto'];
       };
     };

@@ -8,11 +8,12 @@ import {
   type EmbeddingRequest,
   type EmbeddingResponse,
 } from '@switchboard/providers';
-import { rewindSession, sqlDbFor, type SqlDb } from '@switchboard/store';
+import { forkSession, rewindSession, sqlDbFor, type SqlDb } from '@switchboard/store';
 import {
   createTestEnv,
   seedEndedTurn,
   seedTenantSession,
+  transcriptMessage,
   type SessionIds,
   type TestEnv,
 } from '@switchboard/testing';
@@ -84,7 +85,12 @@ describe('memory of rewound turns', () => {
     if (embedder) await env.db.agent.update({ where: { id: s.agentId }, data: { embedder } });
     const turns = [];
     for (let n = 1; n <= 3; n++) {
-      turns.push(await seedEndedTurn(env.db, s, { status: 'completed', input: `q${n}`, answer: `a${n}` }));
+      const turn = await seedEndedTurn(env.db, s, { status: 'completed', input: `q${n}`, answer: `a${n}` });
+      const { inputMessageId } = await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } });
+      await env.db.message.create({
+        data: { ...transcriptMessage(s, turn, 0, 'user', `q${n}`), id: inputMessageId },
+      });
+      turns.push(turn);
     }
     const [t1, t2, t3] = turns;
     const from = (turnId: string, extra: Record<string, unknown> = {}) => ({
@@ -224,5 +230,40 @@ describe('memory of rewound turns', () => {
       }),
     ]);
     expect(await titlesOfSearch(other, 'fts')).toEqual(['Foreign deploy']);
+  });
+
+  it('recalls in a fork nothing distilled from the sessions it was forked from; other sessions as before', async () => {
+    const { s, t1, t3 } = await seeded('fork-recall', null);
+    const fork = await forkSession(db, {
+      tenantId: s.tenantId,
+      sessionId: s.sessionId,
+      turnId: t1.id,
+      position: 'after',
+    });
+    const forkOfFork = await forkSession(db, {
+      tenantId: s.tenantId,
+      sessionId: fork.sessionId,
+      turnId: (await env.db.turn.findFirstOrThrow({ where: { sessionId: fork.sessionId } })).id,
+      position: 'after',
+    });
+    const recalled = async (sessionId: string) => {
+      const ctx = await loadContext(sources(), { ...query(s, 'how do we deploy'), sessionId });
+      return `${ctx.memory ?? ''}\n${ctx.contextPack ?? ''}`;
+    };
+    // Recall finds only the note added over the API (no session) in the fork and in its fork: turn 1's
+    // records are in their history, turn 2's and 3's are the parent's later branch. The preferences
+    // are the user's standing ones: shown in every session whatever it was distilled from (ADR 0052).
+    const preferences = ['Deploy approvals', 'Deploy language'];
+    for (const sessionId of [fork.sessionId, forkOfFork.sessionId, s.sessionId]) {
+      const seen = await recalled(sessionId);
+      for (const title of ['Deploy owner', ...preferences]) expect(seen).toContain(title);
+      for (const title of ALL.filter((t) => t !== 'Deploy owner' && !preferences.includes(t))) {
+        expect(seen).not.toContain(title);
+      }
+    }
+    // Another session of the agent recalls them all.
+    const elsewhere = await recalled(newId());
+    for (const title of ALL) expect(elsewhere).toContain(title);
+    expect(t3.id).not.toBe(t1.id);
   });
 });
