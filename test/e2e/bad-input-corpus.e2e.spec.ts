@@ -296,6 +296,26 @@ describe('bad input corpus', () => {
       valid: () => ({ reason: 'runaway loop' }),
     },
     {
+      name: 'fork session',
+      method: 'POST',
+      path: () => `/v1/sessions/${ids.session}/fork`,
+      client: () => api,
+      valid: () => ({
+        turnId: ids.turn,
+        position: 'before',
+        model: 'openai/gpt-4.1-mini',
+        instructions: 'be brief',
+        title: 'branch',
+      }),
+    },
+    {
+      name: 'rewind session',
+      method: 'POST',
+      path: () => `/v1/sessions/${ids.session}/rewind`,
+      client: () => api,
+      valid: () => ({ turnId: ids.turn }),
+    },
+    {
       name: 'patch settings',
       method: 'PATCH',
       path: () => '/v1/settings',
@@ -782,6 +802,32 @@ describe('bad input corpus', () => {
       name: 'events',
       method: 'GET',
       path: (id) => `/v1/sessions/${id}/events`,
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'session turns',
+      method: 'GET',
+      path: (id) => `/v1/sessions/${id}/turns`,
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'session lineage',
+      method: 'GET',
+      path: (id) => `/v1/sessions/${id}/lineage`,
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'fork session',
+      method: 'POST',
+      path: (id) => `/v1/sessions/${id}/fork`,
+      body: { turnId: UNKNOWN_ID },
+      other: () => ids.otherSession,
+    },
+    {
+      name: 'rewind session',
+      method: 'POST',
+      path: (id) => `/v1/sessions/${id}/rewind`,
+      body: { turnId: UNKNOWN_ID },
       other: () => ids.otherSession,
     },
     { name: 'get turn', method: 'GET', path: (id) => `/v1/turns/${id}`, other: () => ids.otherTurn },
@@ -2168,8 +2214,8 @@ describe('bad input corpus', () => {
           422,
         ],
         ['an assistant search by a number', lg('POST', () => '/assistants/search', { name: 7 }), 422],
-        // Checkpoints are the states at the end of runs (issue 32): a malformed one is 422, one that
-        // is not the thread's 404; writes that need time travel are 422.
+        // Checkpoints are the states of a thread's runs (issue 32, 34): a malformed one is 422, one
+        // that is not the thread's 404; writes that do not map are 422.
         [
           'a state at a malformed checkpoint',
           lg('POST', () => `/threads/${ids.session}/state/checkpoint`, {
@@ -2202,16 +2248,27 @@ describe('bad input corpus', () => {
         ],
         ['a run from another tenant’s checkpoint', () => lgRun({ checkpoint_id: ids.otherTurn })(), 404],
         [
-          'an updateState',
-          lg('POST', () => `/threads/${ids.session}/state`, { values: { messages: [] } }),
+          'an updateState with values',
+          lg('POST', () => `/threads/${ids.session}/state`, {
+            values: { messages: [{ type: 'human', content: 'x' }] },
+          }),
           422,
+        ],
+        [
+          'an updateState at another tenant’s checkpoint',
+          () => lg('POST', () => `/threads/${ids.session}/state`, { checkpoint_id: ids.otherTurn })(),
+          404,
         ],
         [
           'another tenant’s updateState',
           lg('POST', () => `/threads/${ids.otherSession}/state`, { values: {} }),
           404,
         ],
-        ['a thread copy (fork)', lg('POST', () => `/threads/${ids.session}/copy`, {}), 422],
+        [
+          'another tenant’s thread copy (fork)',
+          lg('POST', () => `/threads/${ids.otherSession}/copy`, {}),
+          404,
+        ],
         ['another tenant’s thread state', lg('GET', () => `/threads/${ids.otherSession}/state`), 404],
         ['another tenant’s run', lg('GET', () => `/threads/${ids.otherSession}/runs/${ids.otherTurn}`), 404],
         [

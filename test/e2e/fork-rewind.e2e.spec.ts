@@ -132,7 +132,7 @@ describe('fork and rewind', () => {
     const pages: unknown[] = [];
     let cursor: string | null = null;
     do {
-      const res: { status: number; body: { data: unknown; nextCursor: string | null } } = await on.get(
+      const res: { status: number; body: { data: unknown[]; nextCursor: string | null } } = await on.get(
         `/v1/sessions/${sessionId}/messages?limit=200${cursor ? `&cursor=${cursor}` : ''}`,
       );
       expect(res.status).toBe(200);

@@ -201,8 +201,10 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       ['ai', 'Answer: hello there'],
     ]);
     expect(state.next).toEqual([]);
+    // Its checkpoints (docs/adr/0038): the run's end and input, the thread's initial state.
     const history = await client.threads.getHistory(thread.thread_id);
-    expect(history).toHaveLength(1);
+    expect(history.map((h) => h.metadata?.source)).toEqual(['loop', 'input', 'input']);
+    expect(history[0].checkpoint.checkpoint_id).toBe(runId);
     expect((await client.threads.get(thread.thread_id)).status).toBe('idle');
   });
 
@@ -550,8 +552,10 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
     expect((await api.get(`/v1/sessions/${threadId}`)).body.agentId).toBe(agentId);
   });
 
-  describe('reading a thread as RemoteGraph and useStream do: a checkpoint per run', () => {
+  describe('reading a thread as RemoteGraph and useStream do: checkpoints per run', () => {
     type Msg = { type: string; content: string };
+    /** A run's input checkpoint: the run id's version-8 twin; the initial state's: the thread id's. */
+    const twin = (id: string) => `${id.slice(0, 14)}8${id.slice(15)}`;
     const helper = (apiKey: string) =>
       new RemoteGraph({ graphId: 'helper', url: `${url}/langgraph`, apiKey });
     const say = (text: string) => ({ messages: [{ role: 'user', content: text }] });
@@ -576,7 +580,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       expect(runs).toHaveLength(2);
     });
 
-    it('RemoteGraph: getState is the newest run’s checkpoint, getStateHistory one state per run with parent links', async () => {
+    it('RemoteGraph: getState is the newest run’s checkpoint, getStateHistory per run its end and input, with parent links', async () => {
       const graph = helper(api.key!);
       const config = { configurable: { thread_id: threadId } };
       const [newest, older] = runs;
@@ -584,17 +588,34 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       const state = await graph.getState(config);
       expect((state.values as { messages: Msg[] }).messages).toHaveLength(4);
       expect(state.config.configurable).toMatchObject({ thread_id: threadId, checkpoint_id: newest });
-      expect(state.parentConfig?.configurable).toMatchObject({ checkpoint_id: older });
+      expect(state.parentConfig?.configurable).toMatchObject({ checkpoint_id: twin(newest) });
       expect(state.next).toEqual([]);
       expect(state.metadata).toMatchObject({ source: 'loop', step: 2, run_id: newest });
 
       const history = await all(graph.getStateHistory(config));
-      expect(history.map((h) => h.config.configurable?.checkpoint_id)).toEqual([newest, older]);
+      const ids = [newest, twin(newest), older, twin(older), twin(threadId)];
+      expect(history.map((h) => h.config.configurable?.checkpoint_id)).toEqual(ids);
+      expect(history.map((h) => h.parentConfig?.configurable?.checkpoint_id)).toEqual([
+        ...ids.slice(1),
+        undefined,
+      ]);
       expect(history[0]).toEqual(state);
-      expect(history[1].parentConfig).toBeUndefined();
-      expect((history[1].values as { messages: Msg[] }).messages.map((m) => m.content)).toEqual([
-        'first',
-        'Answer: first',
+      const contents = (h: (typeof history)[number]) =>
+        (h.values as { messages: Msg[] }).messages.map((m) => m.content);
+      expect(history.map(contents)).toEqual([
+        ['first', 'Answer: first', 'second', 'Answer: second'],
+        ['first', 'Answer: first', 'second'],
+        ['first', 'Answer: first'],
+        ['first'],
+        [],
+      ]);
+      expect(history.map((h) => h.next)).toEqual([[], ['agent'], [], ['agent'], []]);
+      expect(history.map((h) => [h.metadata?.source, h.metadata?.step])).toEqual([
+        ['loop', 2],
+        ['input', 2],
+        ['loop', 1],
+        ['input', 1],
+        ['input', -1],
       ]);
       // Paging: limit, and before a checkpoint.
       expect(
@@ -603,13 +624,16 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
         ),
       ).toEqual([newest]);
       const before = await all(graph.getStateHistory(config, { before: history[0].config }));
-      expect(before).toEqual([history[1]]);
+      expect(before).toEqual(history.slice(1));
       // A past checkpoint by id, through the config (POST …/state/checkpoint) and the SDK's GET.
       const past = await graph.getState({ configurable: { thread_id: threadId, checkpoint_id: older } });
-      expect(past).toEqual(history[1]);
+      expect(past).toEqual(history[2]);
       const pastById = await client.threads.getState(threadId, older);
       expect(pastById.checkpoint.checkpoint_id).toBe(older);
-      expect(pastById.values).toEqual(history[1].values);
+      expect(pastById.values).toEqual(history[2].values);
+      expect(
+        await graph.getState({ configurable: { thread_id: threadId, checkpoint_id: twin(older) } }),
+      ).toEqual(history[3]);
     });
 
     it('the SDK calls useStream makes (threads.get, getHistory, runs.stream from the head, joinStream): the same checkpoints', async () => {
@@ -617,8 +641,20 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       const [newest, older] = runs;
       const thread = await client.threads.get(threadId);
       const history = await client.threads.getHistory(threadId, { limit: 10 });
-      expect(history.map((h) => h.checkpoint.checkpoint_id)).toEqual([newest, older]);
-      expect(history.map((h) => h.parent_checkpoint?.checkpoint_id ?? null)).toEqual([older, null]);
+      expect(history.map((h) => h.checkpoint.checkpoint_id)).toEqual([
+        newest,
+        twin(newest),
+        older,
+        twin(older),
+        twin(threadId),
+      ]);
+      expect(history.map((h) => h.parent_checkpoint?.checkpoint_id ?? null)).toEqual([
+        twin(newest),
+        older,
+        twin(older),
+        twin(threadId),
+        null,
+      ]);
       expect(history[0].values).toEqual(thread.values);
       expect(await client.threads.getState(threadId)).toEqual(history[0]);
       expect(
@@ -626,11 +662,16 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
           limit: 10,
           before: { configurable: history[0].checkpoint },
         }),
-      ).toEqual([history[1]]);
+      ).toEqual(history.slice(1));
       expect(
         await client.threads.getHistory(threadId, { checkpoint: { checkpoint_id: older }, limit: 10 }),
-      ).toEqual([history[1]]);
-      expect(await client.threads.getHistory(threadId, { metadata: { step: 2 } })).toEqual([history[0]]);
+      ).toEqual([history[2]]);
+      expect(await client.threads.getHistory(threadId, { metadata: { step: 2 } })).toEqual(
+        history.slice(0, 2),
+      );
+      expect(await client.threads.getHistory(threadId, { metadata: { step: 2, source: 'loop' } })).toEqual([
+        history[0],
+      ]);
 
       // Reconnecting to a run (useStream's joinStream, lastEventId -1: from its start): its
       // checkpoint is the one getState and getHistory name.
@@ -638,9 +679,13 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
         client.runs.joinStream(threadId, newest, { streamMode: ['values', 'checkpoints'] }),
       );
       expect(joined[0]).toMatchObject({ event: 'metadata', data: { run_id: newest } });
-      const checkpoint = joined.find((e) => e.event === 'checkpoints')!.data;
+      // The run's two checkpoints: its input, then its end.
+      const [input, checkpoint] = joined.filter((e) => e.event === 'checkpoints').map((e) => e.data);
+      expect(input.config.configurable).toMatchObject({ thread_id: threadId, checkpoint_id: twin(newest) });
+      expect(input.parent_config.configurable.checkpoint_id).toBe(older);
+      expect(input.next).toEqual(['agent']);
       expect(checkpoint.config.configurable).toMatchObject({ thread_id: threadId, checkpoint_id: newest });
-      expect(checkpoint.parent_config.configurable.checkpoint_id).toBe(older);
+      expect(checkpoint.parent_config.configurable.checkpoint_id).toBe(twin(newest));
       expect(checkpoint.values).toEqual(history[0].values);
       expect(joined.at(-1)).toEqual({ event: 'end', data: { run_id: newest, status: 'success' } });
 
@@ -653,13 +698,13 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
         }),
       );
       const third = (streamed[0].data as { run_id: string }).run_id;
-      const event = streamed.find((e) => e.event === 'checkpoints')!.data as any;
-      expect(event.config.configurable.checkpoint_id).toBe(third);
-      expect(event.parent_config.configurable.checkpoint_id).toBe(newest);
-      // The ids are stable: a new run adds a checkpoint on top, the older ones stay as they were.
+      const events = streamed.filter((e) => e.event === 'checkpoints').map((e) => e.data as any);
+      expect(events.map((e) => e.config.configurable.checkpoint_id)).toEqual([twin(third), third]);
+      expect(events[0].parent_config.configurable.checkpoint_id).toBe(newest);
+      // The ids are stable: a new run adds its checkpoints on top, the older ones stay as they were.
       const after = await client.threads.getHistory(threadId);
-      expect(after.map((h) => h.checkpoint.checkpoint_id)).toEqual([third, newest, older]);
-      expect(after.slice(1)).toEqual(history);
+      expect(after.map((h) => h.checkpoint.checkpoint_id).slice(0, 3)).toEqual([third, twin(third), newest]);
+      expect(after.slice(2)).toEqual(history);
       runs = [third, ...runs];
       // RemoteGraph's stream sees the same thread.
       const chunks = await all(
@@ -673,7 +718,7 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       expect((await client.threads.getState(threadId)).checkpoint.checkpoint_id).toBe(runs[0]);
     });
 
-    it('refuses an unknown or another tenant’s thread (404), a malformed checkpoint (422) and time-travel writes (422), writing nothing', async () => {
+    it('refuses an unknown or another tenant’s thread (404), a malformed checkpoint (422) and writes that do not map (422), writing nothing', async () => {
       const [newest, older] = runs;
       const config = { configurable: { thread_id: threadId } };
       const count = async () => ({
@@ -722,20 +767,26 @@ describe('LangGraph Agent Server API with @langchain/langgraph-sdk', () => {
       await call('POST', `${at}/history`, { limit: -1 }, 422);
       await call('GET', `${at}/history?before=nope`, undefined, 422);
 
-      // Time-travel writes: updateState, forking, a run from a past checkpoint.
+      // Writes that do not map: updateState with values, a message from a run's input checkpoint (a
+      // run from it runs that input again), no message from a run's end; another tenant's copy.
       await expect(helper(api.key!).updateState(config, say('rewritten'))).rejects.toMatchObject({
         status: 422,
       });
       expect(await call('POST', `${at}/state`, { values: say('x'), checkpoint_id: older }, 422)).toMatch(
         /updateState/,
       );
-      await expect(client.threads.copy(threadId)).rejects.toMatchObject({ status: 422 });
+      await call('POST', `${at}/state`, { checkpoint_id: twin(older) }, 422);
+      await call('POST', `${at}/state`, { checkpoint_id: randomUUID() }, 404);
+      await call('POST', `${at}/state`, { as_node: 'agent' }, 422);
+      await expect(sdk(other.key!).threads.copy(threadId)).rejects.toMatchObject({ status: 404 });
       const fromPast = { input: { messages: [{ type: 'human', content: 'again' }] }, checkpointId: older };
-      await expect(client.runs.wait(threadId, 'helper', fromPast)).rejects.toMatchObject({ status: 422 });
+      await expect(
+        client.runs.wait(threadId, 'helper', { ...fromPast, checkpointId: twin(older) }),
+      ).rejects.toMatchObject({ status: 422 });
       await expect(
         all(
           client.runs.stream(threadId, 'helper', {
-            input: { messages: [{ type: 'human', content: 'again' }] },
+            input: null,
             checkpoint: { checkpoint_id: older, checkpoint_ns: '', checkpoint_map: null },
           }),
         ),

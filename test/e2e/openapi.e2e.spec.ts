@@ -58,8 +58,7 @@ const TWO_SUCCESSES: Record<string, string[]> = {
   mcpPost: ['200', '202'],
 };
 /** Operations the protocol has answer only an error: a stateless MCP server's GET and DELETE are 405s. */
-/** Operations that only refuse: LangGraph's time-travel writes (docs/adr/0038). */
-const NO_SUCCESS = ['mcpGet', 'mcpDelete', 'langgraphUpdateThreadState', 'langgraphCopyThread'];
+const NO_SUCCESS = ['mcpGet', 'mcpDelete'];
 /** The protocol adapters (docs/adr/0036, 0037): their errors are JSON-RPC error responses. */
 const JSON_RPC_OPERATIONS = ['mcpPost', 'mcpGet', 'mcpDelete', 'getAgentCard', 'callAgentJsonRpc'];
 /** Operations that cannot be made to fail from outside. */
@@ -851,13 +850,20 @@ describe('the OpenAPI document matches what the server answers', () => {
       params: { thread_id: threadId },
       body: { checkpoint: { checkpoint_id: 'not-a-run' } },
     });
+    // Time travel (docs/adr/0038): updateState with no values goes on from the checkpoint (here the
+    // current one: nothing changes); values are refused. A copy is a fork of the session.
+    await run('langgraphUpdateThreadState', 200, {
+      auth: key,
+      params: { thread_id: threadId },
+      body: { values: null, as_node: '__copy__' },
+    });
     await run('langgraphUpdateThreadState', 422, {
       auth: key,
       params: { thread_id: threadId },
-      body: { values: { messages: [] } },
+      body: { values: { messages: [{ type: 'ai', content: 'written' }] } },
     });
     await run('langgraphUpdateThreadState', 404, { auth: key, params: { thread_id: unknown }, body: {} });
-    await run('langgraphCopyThread', 422, { auth: key, params: { thread_id: threadId }, body: {} });
+    await run('langgraphCopyThread', 200, { auth: key, params: { thread_id: threadId }, body: {} });
     await run('langgraphCopyThread', 404, { auth: key, params: { thread_id: unknown }, body: {} });
     await run('admitMessage', 404, { auth: key, params: { id: unknown }, body: { content: 'hi' } });
     // The MCP server (docs/adr/0036): JSON-RPC over POST; a stateless server's GET and DELETE are 405s.

@@ -1799,13 +1799,13 @@ export interface paths {
     };
     /**
      * The thread's current state: its transcript as LangChain messages, pending approvals as interrupts
-     * @description The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
+     * @description The thread's current state (`client.threads.getState`): the state at the end of the newest run of its branch, whose id is the checkpoint id, that run's input checkpoint the parent; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.
      */
     get: operations['langgraphGetThreadState'];
     put?: never;
     /**
-     * Update a thread’s state: not supported (422, nothing written)
-     * @description `client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.
+     * Go on from a checkpoint (updateState with no values): later runs rewound; values refused (422)
+     * @description `client.threads.updateState` / RemoteGraph's `updateState` with no values (LangGraph's fork of a checkpoint, `as_node: '__copy__'`): the thread goes on from the checkpoint named (`checkpoint` / `checkpoint_id`; none: the current one, a no-op). A past checkpoint of the thread's branch rewinds the later runs (docs/adr/0053: kept, marked rewound, out of the model's history); the answer names the checkpoint the thread now stands at. Values (messages written as a node) are refused (422): a thread's state is its transcript, written only by its runs. A run's input checkpoint is 422, one on a left branch or a busy thread 409; nothing is written then.
      */
     post: operations['langgraphUpdateThreadState'];
     delete?: never;
@@ -1822,8 +1822,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's state at the end of one of its runs (checkpoint id = run id)
-     * @description The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.
+     * The thread's state at a checkpoint: its initial state, a run's input or a run's end (id = run id)
+     * @description The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the thread's initial state, a run's input (its id the run id's version-8 twin) or a run's end (its id the run's), rewound branches' included; 404 for one that is not this thread's, 422 for an id that cannot be one.
      */
     get: operations['langgraphGetThreadStateAt'];
     put?: never;
@@ -1845,7 +1845,7 @@ export interface paths {
     put?: never;
     /**
      * The thread's state at a checkpoint config ({thread_id} alone: the current state)
-     * @description The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.
+     * @description The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names one of the thread's states (initial, a run's input, a run's end); none is the current state.
      */
     post: operations['langgraphGetThreadStateAtCheckpoint'];
     delete?: never;
@@ -1864,8 +1864,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * Copy (fork) a thread: not supported (422, nothing written)
-     * @description `client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.
+     * Copy a thread: a fork of the session at its current branch's last ended run
+     * @description `client.threads.copy`: a fork of the session (docs/adr/0053) at its current checkpoint — a new thread of the same assistant whose runs are copies of the current branch's ended runs (new run ids, so new checkpoint ids; usage not counted twice), with the lineage recorded on both; nothing runs. Runs of branches a rewind left, and a run that has not ended, are not copied. A thread whose only run of its branch has not ended is 409.
      */
     post: operations['langgraphCopyThread'];
     delete?: never;
@@ -1882,14 +1882,14 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The thread's states, one per run, newest first (paged by before/limit)
-     * @description The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.
+     * The thread's states, per run its end and its input, newest first (paged by before/limit)
+     * @description The thread's states, newest first: per run its end (checkpoint id = run id) and its input (before the model ran; the parent of the end), the initial state last, branches a rewind left included; `before` (a checkpoint id) pages back, `limit` (default 10) bounds.
      */
     get: operations['langgraphGetThreadHistory'];
     put?: never;
     /**
-     * The thread's states, one per run, newest first (paged by before/limit)
-     * @description The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).
+     * The thread's states, per run its end and its input, newest first (paged by before/limit)
+     * @description The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: per run its end (checkpoint id = run id) and its input (before the model ran, the end's parent; its parent the end of the run it followed), the initial state last, branches a rewind left included. `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).
      */
     post: operations['langgraphSearchThreadHistory'];
     delete?: never;
@@ -1913,7 +1913,7 @@ export interface paths {
     put?: never;
     /**
      * Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)
-     * @description Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once.
+     * @description Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).
      */
     post: operations['langgraphCreateRun'];
     delete?: never;
@@ -1933,7 +1933,7 @@ export interface paths {
     put?: never;
     /**
      * Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)
-     * @description Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval.
+     * @description Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).
      */
     post: operations['langgraphStreamRun'];
     delete?: never;
@@ -1953,7 +1953,7 @@ export interface paths {
     put?: never;
     /**
      * Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)
-     * @description Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.
+     * @description Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).
      */
     post: operations['langgraphWaitRun'];
     delete?: never;
@@ -5929,6 +5929,17 @@ export interface components {
         } | null;
         state: null;
       }[];
+    };
+    LangGraphUpdateStateResponse: {
+      checkpoint: {
+        /** Format: uuid */
+        thread_id: string;
+        checkpoint_ns: string;
+        checkpoint_id: string | null;
+        checkpoint_map: {
+          [key: string]: unknown;
+        } | null;
+      };
     };
     LangGraphThreadStateList: components['schemas']['LangGraphThreadState'][];
     LangGraphRun: {
@@ -15604,7 +15615,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15778,7 +15789,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left */
       409: {
         headers: {
           [name: string]: unknown;
@@ -15805,7 +15816,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15916,7 +15927,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16083,7 +16094,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16142,6 +16153,15 @@ export interface operations {
       };
     };
     responses: {
+      /** @description Go on from a checkpoint (updateState with no values): later runs rewound; values refused (422) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphUpdateStateResponse'];
+        };
+      };
       /** @description The body is not JSON, or a header or query is malformed */
       400: {
         headers: {
@@ -16169,6 +16189,15 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
       /** @description Request body larger than the limit */
       413: {
         headers: {
@@ -16187,7 +16216,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16246,7 +16275,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's state at the end of one of its runs (checkpoint id = run id) */
+      /** @description The thread's state at a checkpoint: its initial state, a run's input or a run's end (id = run id) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -16282,7 +16311,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16404,7 +16433,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16457,12 +16486,17 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: {
-      content: {
-        'application/json': Record<string, never>;
-      };
-    };
+    requestBody?: never;
     responses: {
+      /** @description Copy a thread: a fork of the session at its current branch's last ended run */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphThread'];
+        };
+      };
       /** @description The body is not JSON, or a header or query is malformed */
       400: {
         headers: {
@@ -16490,6 +16524,15 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LangGraphError'];
+        };
+      };
       /** @description Request body larger than the limit */
       413: {
         headers: {
@@ -16508,7 +16551,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16566,7 +16609,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The thread's states, one per run, newest first (paged by before/limit) */
+      /** @description The thread's states, per run its end and its input, newest first (paged by before/limit) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -16602,7 +16645,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16669,7 +16712,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The thread's states, one per run, newest first (paged by before/limit) */
+      /** @description The thread's states, per run its end and its input, newest first (paged by before/limit) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -16723,7 +16766,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16819,7 +16862,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -16942,7 +16985,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left */
       409: {
         headers: {
           [name: string]: unknown;
@@ -16969,7 +17012,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -17092,7 +17135,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left */
       409: {
         headers: {
           [name: string]: unknown;
@@ -17119,7 +17162,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -17251,7 +17294,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists */
+      /** @description The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left */
       409: {
         headers: {
           [name: string]: unknown;
@@ -17278,7 +17321,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -17455,7 +17498,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -17576,7 +17619,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -17670,7 +17713,7 @@ export interface operations {
           'application/json': components['schemas']['LangGraphError'];
         };
       };
-      /** @description The body failed validation, or asks for what the subset does not support (rollback, time travel…) */
+      /** @description The body failed validation, or asks for what the subset does not support (rollback, values in updateState…) */
       422: {
         headers: {
           [name: string]: unknown;

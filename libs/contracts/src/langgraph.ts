@@ -69,9 +69,10 @@ export const LangGraphThreadSearchRequest = z.strictObject({
 export type LangGraphThreadSearchRequest = z.infer<typeof LangGraphThreadSearchRequest>;
 
 /**
- * A checkpoint as the SDK names one (`CheckpointConfig`): a thread's checkpoint is the state at the
- * end of one of its runs (turns), so `checkpoint_id` is a run id; `checkpoint_ns` is `''` (no
- * subgraphs). RemoteGraph sends `{thread_id}` alone for "the current state".
+ * A checkpoint as the SDK names one (`CheckpointConfig`): a thread's checkpoints are its initial
+ * state and, per run (turn), the state once its input was in and the state at its end, whose id is
+ * the run id (docs/adr/0038); `checkpoint_ns` is `''` (no subgraphs). RemoteGraph sends `{thread_id}`
+ * alone for "the current state".
  */
 export const LangGraphCheckpointConfig = z
   .strictObject({
@@ -143,7 +144,10 @@ export const LangGraphRunRequest = z.strictObject({
   feedback_keys: z.array(z.string()).optional(),
   interrupt_before: z.union([z.literal('*'), z.array(z.string())]).optional(),
   interrupt_after: z.union([z.literal('*'), z.array(z.string())]).optional(),
-  /** Only the thread's current checkpoint may be named: runs from a past one (time travel) are refused. */
+  /**
+   * The checkpoint the run goes on from (time travel, docs/adr/0038): a past one of the thread's
+   * branch rewinds the later runs first; a run's input checkpoint with no input runs that input again.
+   */
   checkpoint: LangGraphCheckpointConfig.nullable().optional(),
   checkpoint_id: z.string().max(200).nullable().optional(),
   checkpoint_during: z.boolean().optional(),
@@ -190,6 +194,19 @@ export const LangGraphStateAtRequest = z.strictObject({
   select: z.array(z.string().max(100)).max(50).optional(),
 });
 export type LangGraphStateAtRequest = z.infer<typeof LangGraphStateAtRequest>;
+
+/**
+ * POST /threads/{id}/state (the SDK's `threads.updateState`, RemoteGraph's `updateState`): only with
+ * no values (LangGraph's fork of a checkpoint, `as_node: '__copy__'`), which makes the thread go on
+ * from the checkpoint (docs/adr/0038); writing values is refused.
+ */
+export const LangGraphUpdateStateRequest = z.strictObject({
+  values: z.unknown().optional(),
+  checkpoint: LangGraphCheckpointConfig.nullable().optional(),
+  checkpoint_id: z.string().max(200).nullable().optional(),
+  as_node: z.string().max(200).nullable().optional(),
+});
+export type LangGraphUpdateStateRequest = z.infer<typeof LangGraphUpdateStateRequest>;
 
 /** Query of GET /threads/{id}/state and GET /threads/{id}/state/{checkpoint_id}. */
 export const LangGraphStateQuery = z.strictObject({
@@ -285,13 +302,16 @@ const Checkpoint = z.strictObject({
 export const LangGraphThreadState = z
   .strictObject({
     values: LangGraphValues,
-    /** `["tools"]` while an approval waits, else empty. */
+    /** `["tools"]` while an approval waits, `["agent"]` at a run's input, else empty. */
     next: z.array(z.string()),
-    /** The state at the end of a run: its id is the run's (turn's) id (docs/adr/0038). */
+    /**
+     * The thread's initial state, a run's input (before its model ran) or a run's end, whose id is
+     * the run's (turn's) id (docs/adr/0038).
+     */
     checkpoint: Checkpoint,
     metadata: JsonObject,
     created_at: Timestamp.nullable(),
-    /** The previous run's checkpoint; null for the first. */
+    /** The state it came from: a run's end has its input, an input the end of the run before it; null for the initial state. */
     parent_checkpoint: Checkpoint.nullable(),
     tasks: z.array(
       z.strictObject({
@@ -306,6 +326,12 @@ export const LangGraphThreadState = z
   })
   .register(ApiSchemas, { id: 'LangGraphThreadState' });
 export type LangGraphThreadState = z.infer<typeof LangGraphThreadState>;
+
+/** What updateState answers: the checkpoint the thread now goes on from. */
+export const LangGraphUpdateStateResponse = z
+  .strictObject({ checkpoint: Checkpoint })
+  .register(ApiSchemas, { id: 'LangGraphUpdateStateResponse' });
+export type LangGraphUpdateStateResponse = z.infer<typeof LangGraphUpdateStateResponse>;
 
 export const LangGraphThreadStateList = z
   .array(LangGraphThreadState)

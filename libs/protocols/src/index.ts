@@ -9,3 +9,4 @@ export * from './langgraph/mapping';
 export * from './mcp/mcp';
 export * from './a2a/a2a';
 export * from './jsonrpc/errors';
+export * from './langgraph/checkpoints';

@@ -12,6 +12,7 @@ import {
   LangGraphStateQuery,
   LangGraphThreadCreateRequest,
   LangGraphThreadSearchRequest,
+  LangGraphUpdateStateRequest,
   AdmitMessageRequest,
   CancelTurnRequest,
   ClientToolResultsRequest,
@@ -123,3 +124,4 @@ export class LangGraphJoinStreamQueryDto extends createZodDto(LangGraphJoinStrea
 export class LangGraphHistoryQueryDto extends createZodDto(LangGraphHistoryQuery) {}
 export class LangGraphStateAtDto extends createZodDto(LangGraphStateAtRequest) {}
 export class LangGraphStateQueryDto extends createZodDto(LangGraphStateQuery) {}
+export class LangGraphUpdateStateDto extends createZodDto(LangGraphUpdateStateRequest) {}

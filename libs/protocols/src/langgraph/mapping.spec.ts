@@ -1,5 +1,5 @@
 import { parseHeadlessToolInterruptPayload } from '@langchain/langgraph-sdk';
-import { AppError, LangGraphRunRequest } from '@switchboard/contracts';
+import { AppError, LangGraphRunRequest, LangGraphUpdateStateRequest } from '@switchboard/contracts';
 import {
   assistantOf,
   checkpointEventOf,
@@ -21,6 +21,7 @@ import {
   toLangGraphErrorAnswer,
   turnStatusesOf,
   updatesOf,
+  updateStateOf,
   valuesOf,
   type ApprovalRow,
   type TurnRow,
@@ -198,8 +199,9 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
       metadata: { topic: 'x', assistant_id: SESSION.agentId, graph_id: 'helper' },
     });
     const state = stateOf(SESSION, {
+      ref: { kind: 'end', turnId: 't1' },
       turn: { ...paused, seq: 2 },
-      parentId: 't0',
+      parent: { kind: 'end', turnId: 't0' },
       messages: [],
       pending,
       paused,
@@ -220,12 +222,67 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
       next: ['tools'],
     });
     expect(
-      stateOf(SESSION, { turn: null, parentId: null, messages: [], pending: [], paused: undefined }),
+      stateOf(SESSION, { ref: null, turn: null, parent: null, messages: [], pending: [], paused: undefined }),
     ).toMatchObject({
       next: [],
       tasks: [],
       checkpoint: { checkpoint_id: null },
       parent_checkpoint: null,
+      created_at: null,
+      metadata: { source: 'input', step: -1, run_id: null },
+    });
+  });
+
+  it('a run input and the initial state as checkpoints: next agent, ids derived from the run and the thread', () => {
+    const run1 = '01900000-0000-7000-8000-0000000000a1';
+    const done = { ...turn(run1, 'completed'), seq: 1 };
+    const input = stateOf(SESSION, {
+      ref: { kind: 'input', turnId: run1 },
+      turn: done,
+      parent: { kind: 'initial' },
+      messages: [],
+      pending: [],
+      paused: undefined,
+    });
+    expect(input).toMatchObject({
+      next: ['agent'],
+      checkpoint: { checkpoint_id: '01900000-0000-8000-8000-0000000000a1' },
+      parent_checkpoint: { checkpoint_id: '01900000-0000-8000-8000-000000000001' },
+      metadata: { source: 'input', step: 1, run_id: run1, parents: {} },
+      created_at: T0.toISOString(),
+      tasks: [{ id: run1, name: 'agent', error: null, interrupts: [], checkpoint: null, state: null }],
+    });
+    const end = stateOf(SESSION, {
+      ref: { kind: 'end', turnId: run1 },
+      turn: done,
+      parent: { kind: 'input', turnId: run1 },
+      messages: [],
+      pending: [],
+      paused: undefined,
+    });
+    expect(end).toMatchObject({
+      next: [],
+      tasks: [],
+      checkpoint: { checkpoint_id: run1 },
+      parent_checkpoint: { checkpoint_id: input.checkpoint.checkpoint_id },
+      metadata: { source: 'loop', step: 1, run_id: run1 },
+      created_at: T1.toISOString(),
+    });
+    const initial = stateOf(SESSION, {
+      ref: { kind: 'initial' },
+      turn: null,
+      parent: null,
+      messages: [],
+      pending: [],
+      paused: undefined,
+    });
+    expect(initial).toMatchObject({
+      next: [],
+      values: { messages: [] },
+      checkpoint: { checkpoint_id: '01900000-0000-8000-8000-000000000001' },
+      parent_checkpoint: null,
+      metadata: { source: 'input', step: -1, run_id: null },
+      created_at: T0.toISOString(),
     });
   });
 
@@ -265,13 +322,65 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
       422,
       /different checkpoints/,
     );
+    // LangGraph's server also reads a runnable config's checkpoint.
+    expect(runCheckpointOf(SESSION.id, body({ config: { configurable: { checkpoint_id: id, x: 1 } } }))).toBe(
+      id.toLowerCase(),
+    );
+    expect(runCheckpointOf(SESSION.id, body({ config: { configurable: { user: 'u' } } }))).toBeNull();
+    refused(
+      () =>
+        runCheckpointOf(
+          SESSION.id,
+          body({ checkpoint_id: id, config: { configurable: { checkpoint_id: SESSION.agentId } } }),
+        ),
+      422,
+      /different checkpoints/,
+    );
+    refused(
+      () => runCheckpointOf(SESSION.id, body({ config: { configurable: { checkpoint_id: 'x' } } })),
+      422,
+      /config.configurable/,
+    );
+  });
+
+  it('updateState maps only without values (a fork of a checkpoint); values and other nodes are refused', () => {
+    const id = '01900000-0000-7000-8000-0000000000ab';
+    const update = (b: Record<string, unknown>) =>
+      updateStateOf(SESSION.id, LangGraphUpdateStateRequest.parse(b));
+    expect(update({})).toBeNull();
+    expect(update({ values: null, checkpoint_id: id, as_node: '__copy__' })).toBe(id);
+    expect(
+      update({ values: {}, checkpoint: { thread_id: SESSION.id, checkpoint_ns: '', checkpoint_id: id } }),
+    ).toBe(id);
+    expect(update({ values: { messages: [] }, checkpoint_id: id })).toBe(id);
+    refused(
+      () => update({ values: { messages: [{ type: 'human', content: 'x' }] } }),
+      422,
+      /values is not supported/,
+    );
+    refused(() => update({ values: { topic: 'x' }, checkpoint_id: id }), 422, /values is not supported/);
+    refused(() => update({ values: [] }), 422, /values is not supported/);
+    refused(() => update({ as_node: 'agent' }), 422, /__copy__/);
+    refused(() => update({ checkpoint_id: 'c' }), 422, /not a checkpoint id/);
+    refused(
+      () => update({ checkpoint_id: id, checkpoint: { checkpoint_id: SESSION.agentId } }),
+      422,
+      /different/,
+    );
+    expect(() => LangGraphUpdateStateRequest.parse({ bogus: 1 })).toThrow();
   });
 
   it('a history metadata filter narrows to a step or a run, or matches none', () => {
     expect(historyFilterOf(SESSION, undefined)).toEqual({ none: false });
-    expect(historyFilterOf(SESSION, { source: 'loop', topic: 'x', step: 3 })).toEqual({
+    expect(historyFilterOf(SESSION, { source: 'loop', topic: 'x', step: 3, parents: {} })).toEqual({
       none: false,
       seq: 3,
+      source: 'loop',
+    });
+    expect(historyFilterOf(SESSION, { source: 'input', step: -1 })).toEqual({
+      none: false,
+      seq: -1,
+      source: 'input',
     });
     expect(historyFilterOf(SESSION, { run_id: SESSION.agentId })).toEqual({
       none: false,
@@ -306,8 +415,13 @@ describe('LangGraph mapping (docs/adr/0038)', () => {
     refused(() => run({ command: { goto: 'agent' } }), 422, /only `resume`/);
     refused(() => run({ input: { messages: ['x'] }, webhook: 'https://example.com/h' }), 422, /webhook/);
     refused(() => run({ input: { messages: ['x'] }, command: { resume: true } }), 422, /not both/);
-    refused(() => run({ input: { messages: [] } }), 422, /exactly one/);
-    refused(() => run({}), 422, /exactly one/);
+    // No input: only a run from a run's input checkpoint takes none (the controller decides).
+    expect(run({ input: { messages: [] } })).toEqual({ kind: 'none', multitask: 'enqueue' });
+    expect(run({ input: null, multitask_strategy: 'interrupt' })).toEqual({
+      kind: 'none',
+      multitask: 'interrupt',
+    });
+    expect(run({})).toMatchObject({ kind: 'none' });
     refused(() => run({ input: { messages: ['a', 'b'] } }), 422, /exactly one/);
     refused(() => run({ input: { messages: [{ type: 'ai', content: 'x' }] } }), 422, /human/);
     refused(() => run({ input: { messages: ['  '] } }), 422, /no text/);

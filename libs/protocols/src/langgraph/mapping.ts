@@ -9,9 +9,14 @@ import type {
   LangGraphStreamMode,
   LangGraphThread,
   LangGraphThreadState,
+  LangGraphUpdateStateRequest,
   LangGraphValues,
   ErrorAnswer,
 } from '@switchboard/contracts';
+import { checkpointIdOfRef, sourceOf, type CheckpointRef } from './checkpoints';
+import { LangGraphError } from './errors';
+
+export { LangGraphError } from './errors';
 
 /**
  * The LangGraph Agent Server API's mapping onto Switchboard (docs/adr/0038-langgraph-agent-server-api.md):
@@ -19,7 +24,6 @@ import type {
  * the controller does the I/O.
  */
 
-/** An error as LangGraph's server answers it: `{detail}` with the status. */
 /** Why a run could not go on in the thread it names, as LangGraph says it. */
 export const threadRefusal =
   (threadId: string) =>
@@ -31,16 +35,6 @@ export const threadRefusal =
     if (err.reason === 'session_closed') throw new LangGraphError(409, `thread ${threadId} is closed`);
     throw new LangGraphError(404, `thread ${threadId} not found`);
   };
-
-export class LangGraphError extends Error {
-  constructor(
-    readonly status: number,
-    readonly detail: string,
-  ) {
-    super(detail);
-    this.name = 'LangGraphError';
-  }
-}
 
 /**
  * Any thrown value → LangGraph's `{detail}`: the adapter's own errors as they are, everything else as
@@ -336,69 +330,91 @@ export function threadOf(
   };
 }
 
-/** A turn as a checkpoint: the state at its end is the checkpoint, its id the checkpoint's id. */
+/** A turn as a checkpoint: the state at its end (its id) and once its input was in (the id's version-8 twin). */
 export interface CheckpointTurn extends TurnRow {
   seq: number;
 }
 
 /**
- * A thread's state at the end of one run (turn), as a checkpoint (docs/adr/0038): the transcript up
- * to and including that turn, the approvals pending on it or an earlier turn, and the run before it
- * as the parent. `turn` is null only for a thread that has had no run yet.
+ * A thread's state at one of its checkpoints (docs/adr/0038, time travel): the initial empty state,
+ * a run's input (the transcript of the turns it followed plus its human message, before the model
+ * ran) or a run's end (through its last entry), with the approvals pending on its line and its
+ * parent. `ref` is null only for the current state of a thread that has had no run.
  */
 export interface RunSnapshot {
+  ref: CheckpointRef | null;
+  /** The turn of an `input` or `end` state. */
   turn: CheckpointTurn | null;
-  /** The previous run's id: the parent checkpoint; null for the thread's first. */
-  parentId: string | null;
+  /** The parent checkpoint; null for the initial state. */
+  parent: CheckpointRef | null;
   messages: LangChainMessage[];
   pending: ApprovalRow[];
-  /** A turn of this snapshot that waits for approval (the task `tools` with its interrupts). */
+  /** A turn of this state's line that waits for approval (the task `tools` with its interrupts). */
   paused: TurnRow | undefined;
 }
 
-const checkpointOf = (threadId: string, id: string | null) => ({
+/** A checkpoint as LangGraph names it: the thread, the root namespace and the id. */
+export const checkpointOf = (threadId: string, id: string | null) => ({
   thread_id: threadId,
   checkpoint_ns: '',
   checkpoint_id: id,
   checkpoint_map: null,
 });
 
-/** A snapshot's metadata: the thread's, and LangGraph's `source`/`step`/`run_id`/`parents`. */
+/** The metadata every checkpoint of a thread has alike: the thread's, and LangGraph's `parents`. */
+const constantMetadataOf = (session: SessionRow): Record<string, unknown> => ({
+  ...threadMetadataOf(session),
+  parents: {},
+});
+
+/**
+ * A state's metadata: the thread's, and LangGraph's `source` (`input` for the initial state and a
+ * run's input, `loop` for a run's end), `step` (the run's turn seq; -1 for the initial state),
+ * `run_id` and `parents`.
+ */
 export function snapshotMetadataOf(
   session: SessionRow,
-  turn: CheckpointTurn | null,
+  s: Pick<RunSnapshot, 'ref' | 'turn'>,
 ): Record<string, unknown> {
   return {
-    ...threadMetadataOf(session),
-    source: 'loop',
-    step: turn?.seq ?? 0,
-    run_id: turn?.id ?? null,
-    parents: {},
+    ...constantMetadataOf(session),
+    source: s.ref ? sourceOf(s.ref) : 'input',
+    step: s.turn?.seq ?? -1,
+    run_id: s.turn?.id ?? null,
   };
 }
 
 /** A thread's state at a checkpoint (`getState`, one entry of `getHistory`). */
 export function stateOf(session: SessionRow, s: RunSnapshot): LangGraphThreadState {
-  const paused = s.paused;
+  const kind = s.ref?.kind;
+  const paused = kind === 'end' ? s.paused : undefined;
+  const task = (name: string, interrupts: LangGraphInterrupt[]) => ({
+    id: s.turn!.id,
+    name,
+    error: null,
+    interrupts,
+    checkpoint: null,
+    state: null,
+  });
   return {
     values: valuesOf(s.messages, s.pending),
-    next: paused ? ['tools'] : [],
-    checkpoint: checkpointOf(session.id, s.turn?.id ?? null),
-    metadata: snapshotMetadataOf(session, s.turn),
-    created_at: s.turn ? iso(s.turn.completedAt ?? s.turn.createdAt) : null,
-    parent_checkpoint: s.parentId ? checkpointOf(session.id, s.parentId) : null,
+    next: paused ? ['tools'] : kind === 'input' ? ['agent'] : [],
+    checkpoint: checkpointOf(session.id, s.ref ? checkpointIdOfRef(session.id, s.ref) : null),
+    metadata: snapshotMetadataOf(session, s),
+    created_at:
+      kind === 'end'
+        ? iso(s.turn!.completedAt ?? s.turn!.createdAt)
+        : kind === 'input'
+          ? iso(s.turn!.createdAt)
+          : kind === 'initial'
+            ? iso(session.createdAt)
+            : null,
+    parent_checkpoint: s.parent ? checkpointOf(session.id, checkpointIdOfRef(session.id, s.parent)) : null,
     tasks: paused
-      ? [
-          {
-            id: paused.id,
-            name: 'tools',
-            error: null,
-            interrupts: s.pending.filter((a) => a.turnId === paused.id).map(interruptOf),
-            checkpoint: null,
-            state: null,
-          },
-        ]
-      : [],
+      ? [task('tools', s.pending.filter((a) => a.turnId === paused.id).map(interruptOf))]
+      : kind === 'input'
+        ? [task('agent', [])]
+        : [],
   };
 }
 
@@ -449,27 +465,50 @@ export function checkpointIdOf(
   return id === null ? null : id.toLowerCase();
 }
 
-/** The checkpoint a run starts from (`checkpoint` or `checkpoint_id`), or null for the current one. */
+/**
+ * The checkpoint a run starts from — `checkpoint`, `checkpoint_id`, or `config.configurable.checkpoint_id`
+ * (what LangGraph's server also reads) — or null for the current one. Where several are given they
+ * must name the same.
+ */
 export function runCheckpointOf(threadId: string, body: LangGraphRunRequest): string | null {
-  const fromConfig = checkpointIdOf(threadId, 'checkpoint', body.checkpoint);
-  const fromId = checkpointIdOf(threadId, 'checkpoint_id', body.checkpoint_id ?? null);
-  if (fromConfig !== null && fromId !== null && fromConfig !== fromId) {
-    throw new LangGraphError(422, 'checkpoint.checkpoint_id and checkpoint_id name different checkpoints');
+  const configurable = (body.config as { configurable?: unknown } | undefined)?.configurable;
+  const fromRunnable =
+    configurable && typeof configurable === 'object' && !Array.isArray(configurable)
+      ? (configurable as Record<string, unknown>)
+      : {};
+  const named = [
+    checkpointIdOf(threadId, 'checkpoint', body.checkpoint),
+    checkpointIdOf(threadId, 'checkpoint_id', body.checkpoint_id ?? null),
+    typeof fromRunnable.checkpoint_id === 'string'
+      ? checkpointIdOf(threadId, 'config.configurable', {
+          checkpoint_id: fromRunnable.checkpoint_id,
+          ...(typeof fromRunnable.checkpoint_ns === 'string'
+            ? { checkpoint_ns: fromRunnable.checkpoint_ns }
+            : {}),
+        })
+      : null,
+  ].filter((id): id is string => id !== null);
+  if (new Set(named).size > 1) {
+    throw new LangGraphError(
+      422,
+      'checkpoint, checkpoint_id and config.configurable.checkpoint_id name different checkpoints',
+    );
   }
-  return fromConfig ?? fromId;
+  return named[0] ?? null;
 }
 
 /**
- * A history `metadata` filter → what it selects among a thread's snapshots, whose metadata is the
- * thread's (the same for all) plus `source: 'loop'`, `step` (the run's seq), `run_id`, `parents: {}`:
- * `none` when no snapshot can match, else the step or run it narrows to.
+ * A history `metadata` filter → what it selects among a thread's states, whose metadata is the
+ * thread's (the same for all) plus `parents: {}`, `source` (`input` | `loop`), `step` (the run's
+ * turn seq, -1 for the initial state) and `run_id`: `none` when no state can match, else the step,
+ * run and source it narrows to.
  */
 export function historyFilterOf(
   session: SessionRow,
   filter: Record<string, unknown> | null | undefined,
-): { none: true } | { none: false; seq?: number; turnId?: string } {
-  const constant = snapshotMetadataOf(session, null);
-  const out: { none: false; seq?: number; turnId?: string } = { none: false };
+): { none: true } | { none: false; seq?: number; turnId?: string; source?: 'input' | 'loop' } {
+  const constant = constantMetadataOf(session);
+  const out: { none: false; seq?: number; turnId?: string; source?: 'input' | 'loop' } = { none: false };
   for (const [key, want] of Object.entries(filter ?? {})) {
     if (key === 'step') {
       if (typeof want !== 'number' || !Number.isInteger(want)) return { none: true };
@@ -477,6 +516,9 @@ export function historyFilterOf(
     } else if (key === 'run_id') {
       if (typeof want !== 'string' || !isUuid(want)) return { none: true };
       out.turnId = want.toLowerCase();
+    } else if (key === 'source') {
+      if (want !== 'input' && want !== 'loop') return { none: true };
+      out.source = want;
     } else if (JSON.stringify(constant[key]) !== JSON.stringify(want)) {
       return { none: true };
     }
@@ -484,10 +526,61 @@ export function historyFilterOf(
   return out;
 }
 
-/** What a run asks for: a new human message, or the resume of a paused run. */
+/** What LangGraph's `updateState` may name as the node that wrote: none, or `__copy__` (a fork of the checkpoint). */
+const COPY_NODES = new Set(['__copy__']);
+
+/**
+ * `updateState` (POST /threads/{id}/state) → the checkpoint it names (null: the current one). It maps
+ * only without values: LangGraph's fork of a checkpoint (`values` null, `as_node: '__copy__'`), which
+ * makes the thread go on from it. Writing values (messages as a node, a changed state) is refused
+ * (422) before anything is written: a thread's state is its transcript, written only by its runs.
+ */
+export function updateStateOf(threadId: string, body: LangGraphUpdateStateRequest): string | null {
+  const v = body.values;
+  const empty =
+    v === undefined ||
+    v === null ||
+    (typeof v === 'object' &&
+      !Array.isArray(v) &&
+      Object.entries(v as Record<string, unknown>).every(
+        ([k, x]) => k === 'messages' && Array.isArray(x) && x.length === 0,
+      ));
+  if (!empty) {
+    throw new LangGraphError(
+      422,
+      "updateState with values is not supported: a Switchboard thread's state is its transcript, written only " +
+        'by its runs. Send no values to go on from a checkpoint (LangGraph\'s fork, as_node "__copy__"), then ' +
+        'start a run with a human message — or start a run from the checkpoint with the message directly',
+    );
+  }
+  if (body.as_node !== undefined && body.as_node !== null && !COPY_NODES.has(body.as_node)) {
+    throw new LangGraphError(
+      422,
+      `as_node ${JSON.stringify(body.as_node)}: without values only "__copy__" (a fork of the checkpoint) applies`,
+    );
+  }
+  const named = [
+    checkpointIdOf(threadId, 'checkpoint', body.checkpoint),
+    checkpointIdOf(threadId, 'checkpoint_id', body.checkpoint_id ?? null),
+  ].filter((id): id is string => id !== null);
+  if (new Set(named).size > 1) {
+    throw new LangGraphError(422, 'checkpoint.checkpoint_id and checkpoint_id name different checkpoints');
+  }
+  return named[0] ?? null;
+}
+
+/**
+ * What a run asks for: a new human message, the resume of a paused run, or nothing new (`input`
+ * null: only a run from a run's input checkpoint takes none — it runs that input again).
+ */
 export type RunPlan =
   | { kind: 'message'; text: string; multitask: 'enqueue' | 'reject' | 'interrupt' }
+  | { kind: 'none'; multitask: 'enqueue' | 'reject' | 'interrupt' }
   | { kind: 'resume'; resume: unknown };
+
+/** Why a run with no input message is refused (unless it starts from a run's input checkpoint). */
+export const ONE_MESSAGE =
+  'input.messages: send exactly one human message per run (the thread keeps the history), or command.resume';
 
 /** The text of one input message's content (a string, or content parts of which the text ones count). */
 function contentText(content: unknown): string {
@@ -547,12 +640,8 @@ export function planRun(body: LangGraphRunRequest): RunPlan {
     return { kind: 'resume', resume: command.resume };
   }
   const messages = body.input?.messages ?? [];
-  if (messages.length !== 1) {
-    throw new LangGraphError(
-      422,
-      'input.messages: send exactly one human message per run (the thread keeps the history), or command.resume',
-    );
-  }
+  if (messages.length === 0) return { kind: 'none', multitask: body.multitask_strategy ?? 'enqueue' };
+  if (messages.length !== 1) throw new LangGraphError(422, ONE_MESSAGE);
   const [m] = messages;
   const text =
     typeof m === 'string' ? m : HUMAN.has(m.type ?? m.role ?? 'human') ? contentText(m.content) : null;

@@ -16,6 +16,7 @@ import type { Session } from '@prisma/client';
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import {
+  AppError,
   isUuid,
   LangGraphAssistant,
   LangGraphAssistantList,
@@ -27,6 +28,8 @@ import {
   LangGraphThreadList,
   LangGraphThreadState,
   LangGraphThreadStateList,
+  LangGraphUpdateStateRequest,
+  LangGraphUpdateStateResponse,
   LangGraphValues,
   newId,
   cancelCause,
@@ -56,25 +59,45 @@ import { holdRequest } from '../hold';
 import { validateOptionalBody } from '../../platform/validation';
 import {
   assistantOf,
+  bodyText,
   checkpointIdOf,
+  checkpointIdOfRef,
+  checkpointOf,
   clientToolsOfRun,
   historyFilterOf,
   LangGraphError,
+  ONE_MESSAGE,
   planRun,
   resumeOf,
   runCheckpointOf,
   runOf,
+  runOriginOf,
   stateOf,
+  stateOriginOf,
   streamModesOf,
   threadOf,
   threadRefusal,
   turnStatusesOf,
+  updateStateOf,
   valuesOf,
+  type CheckpointOrigin,
+  type RunPlan,
 } from '@switchboard/protocols';
+import type { MessageImage } from '@switchboard/contracts';
 import { LangGraphReads } from './reads';
 import { LangGraphRunStreamer } from './run-stream';
 import { LangGraphSnapshots } from './snapshots';
+import { SESSION_HISTORY, type SessionHistory } from '../../api/session-history';
 import { APPROVALS } from '../../api/approvals.controller';
+
+/** Turn statuses that have not ended: a rewind waits for none of them. */
+const UNFINISHED = new Set([
+  'queued',
+  'running',
+  'awaiting_approval',
+  'awaiting_subagent',
+  'awaiting_client_tool',
+]);
 
 /** The security scheme of the `x-api-key` header the LangGraph SDK sends. */
 export const LANGGRAPH_API_KEY_AUTH = 'langgraphApiKey';
@@ -85,10 +108,10 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The operator paused the tenant: nothing is admitted until it is resumed',
   404: 'No such assistant, thread, run or checkpoint for the calling tenant',
   408: 'The run did not end within WAIT_TIMEOUT_MS: it goes on; join it again',
-  409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists',
+  409: 'The thread is busy (multitask_strategy reject), interrupted (resume it), bound to another assistant, or exists; or the checkpoint lies on a branch a run from an earlier checkpoint left',
   413: 'Request body larger than the limit',
   415: 'Body is not application/json',
-  422: 'The body failed validation, or asks for what the subset does not support (rollback, time travel…)',
+  422: 'The body failed validation, or asks for what the subset does not support (rollback, values in updateState…)',
   429: 'Rate limit exceeded: retry after Retry-After seconds',
   500: 'Unexpected failure (logged)',
   503: 'A dependency (Postgres, Redis) is unavailable, or the gateway is shutting down: retry later',
@@ -156,6 +179,7 @@ export class LangGraphController {
     @Inject(LangGraphRunStreamer) private readonly streamer: LangGraphRunStreamer,
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(APPROVALS) private readonly approvals: Approvals,
+    @Inject(SESSION_HISTORY) private readonly sessionHistory: SessionHistory,
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -319,7 +343,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadState',
     description:
-      "The thread's current state (`client.threads.getState`): the state at the end of its newest run, whose id is the checkpoint id, the run before it the parent checkpoint; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
+      "The thread's current state (`client.threads.getState`): the state at the end of the newest run of its branch, whose id is the checkpoint id, that run's input checkpoint the parent; the transcript as LangChain message dicts (human, ai with tool_calls, tool), `__interrupt__` and a task while an approval waits, `next: ['tools']` then.",
     summary:
       "The thread's current state: its transcript as LangChain messages, pending approvals as interrupts",
     status: 200,
@@ -340,8 +364,9 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadStateAt',
     description:
-      "The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the state at the end of one run, its id the run's; 404 for one that is not this thread's, 422 for an id that cannot be one.",
-    summary: "The thread's state at the end of one of its runs (checkpoint id = run id)",
+      "The thread's state at a checkpoint (`client.threads.getState(id, checkpointId)`): a checkpoint is the thread's initial state, a run's input (its id the run id's version-8 twin) or a run's end (its id the run's), rewound branches' included; 404 for one that is not this thread's, 422 for an id that cannot be one.",
+    summary:
+      "The thread's state at a checkpoint: its initial state, a run's input or a run's end (id = run id)",
     status: 200,
     schema: LangGraphThreadState,
     errors: [400, 404, 422],
@@ -362,7 +387,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphGetThreadStateAtCheckpoint',
     description:
-      "The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names the state at the end of that run; none is the current state.",
+      "The thread's state at a checkpoint config (`client.threads.getState(id, {checkpoint_id…})`, RemoteGraph's `getState`, which sends `{thread_id}` alone for the current state): a `checkpoint_id` names one of the thread's states (initial, a run's input, a run's end); none is the current state.",
     summary: "The thread's state at a checkpoint config ({thread_id} alone: the current state)",
     status: 200,
     schema: LangGraphThreadState,
@@ -382,26 +407,42 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphUpdateThreadState',
     description:
-      "`client.threads.updateState` / RemoteGraph's `updateState`: refused (422). A thread's state is its transcript, written only by its runs; writing a state (time travel, as_node) is not supported (docs/adr/0038). Nothing is written.",
-    summary: 'Update a thread’s state: not supported (422, nothing written)',
-    errors: [...BODY, 404],
+      "`client.threads.updateState` / RemoteGraph's `updateState` with no values (LangGraph's fork of a checkpoint, `as_node: '__copy__'`): the thread goes on from the checkpoint named (`checkpoint` / `checkpoint_id`; none: the current one, a no-op). A past checkpoint of the thread's branch rewinds the later runs (docs/adr/0053: kept, marked rewound, out of the model's history); the answer names the checkpoint the thread now stands at. Values (messages written as a node) are refused (422): a thread's state is its transcript, written only by its runs. A run's input checkpoint is 422, one on a left branch or a busy thread 409; nothing is written then.",
+    summary: 'Go on from a checkpoint (updateState with no values): later runs rewound; values refused (422)',
+    status: 200,
+    schema: LangGraphUpdateStateResponse,
+    errors: [...BODY, 404, 409],
   })
   @ApiBody({
     schema: { type: 'object' },
     required: false,
     examples: {
-      refused: {
-        value: { values: { messages: [{ type: 'human', content: 'rewritten' }] }, as_node: 'agent' },
+      fork: {
+        value: { values: null, checkpoint_id: '0193b6f0-0000-7000-8000-000000000001', as_node: '__copy__' },
       },
     },
   })
-  async updateState(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
-    await this.thread(tenantId, id);
-    throw new LangGraphError(
-      422,
-      "updating a thread's state (updateState, time travel) is not supported: a Switchboard thread's " +
-        'state is its transcript, written only by its runs. Start a run with a new human message instead',
-    );
+  async updateState(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('thread_id') id: string,
+    @Body() raw: unknown,
+  ): Promise<LangGraphUpdateStateResponse> {
+    const body = validateOptionalBody(LangGraphUpdateStateRequest, raw);
+    const session = await this.thread(tenantId, id);
+    const named = updateStateOf(session.id, body);
+    const tree = await this.snapshots.tree(session.id);
+    const ref = named === null ? tree.headRef() : tree.resolve(session.id, named);
+    if (named !== null && !ref) {
+      throw new LangGraphError(404, `checkpoint ${named} not found in thread ${session.id}`);
+    }
+    // A thread with no run has no checkpoint: nothing to go on from but its empty state.
+    if (!ref) return { checkpoint: checkpointOf(session.id, null) };
+    const origin = stateOriginOf(tree, session.id, ref);
+    if (origin.kind === 'rewind') {
+      await this.rewind(tenantId, session.id, origin.rewindFrom.id, actor);
+    }
+    return { checkpoint: checkpointOf(session.id, checkpointIdOfRef(session.id, ref)) };
   }
 
   @Post('threads/:thread_id/copy')
@@ -409,25 +450,50 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphCopyThread',
     description:
-      '`client.threads.copy` (forking a thread): refused (422), forking is not supported (docs/adr/0038). Nothing is written.',
-    summary: 'Copy (fork) a thread: not supported (422, nothing written)',
-    errors: [...BODY, 404],
+      "`client.threads.copy`: a fork of the session (docs/adr/0053) at its current checkpoint — a new thread of the same assistant whose runs are copies of the current branch's ended runs (new run ids, so new checkpoint ids; usage not counted twice), with the lineage recorded on both; nothing runs. Runs of branches a rewind left, and a run that has not ended, are not copied. A thread whose only run of its branch has not ended is 409.",
+    summary: "Copy a thread: a fork of the session at its current branch's last ended run",
+    status: 200,
+    schema: LangGraphThread,
+    errors: [...BODY, 404, 409],
   })
-  @ApiBody({ schema: { type: 'object' }, required: false, examples: { refused: { value: {} } } })
-  async copyThread(@TenantId() tenantId: string, @Param('thread_id') id: string): Promise<never> {
-    await this.thread(tenantId, id);
-    throw new LangGraphError(
-      422,
-      'copying (forking) a thread is not supported: its runs and checkpoints stay in the one thread',
-    );
+  async copyThread(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('thread_id') id: string,
+  ): Promise<LangGraphThread> {
+    const session = await this.thread(tenantId, id);
+    const point = await this.reads.copyPoint(session.id);
+    let copyId: string;
+    if (point) {
+      const forked = await this.sessionHistory
+        .fork(tenantId, session.id, { turnId: point.turnId, position: point.position }, actor)
+        .catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'conflict') {
+            throw new LangGraphError(409, `thread ${session.id} cannot be copied now: ${err.message}`);
+          }
+          throw err;
+        });
+      copyId = forked.sessionId;
+    } else {
+      // No run yet: a new, empty thread of the assistant with the thread's metadata.
+      const created = await this.turns.openSession({
+        id: newId(),
+        tenantId,
+        agentId: session.agentId,
+        metadata: (session.metadata ?? {}) as Record<string, unknown>,
+      });
+      if (!created) throw new Error('a new thread id was taken');
+      copyId = created.id;
+    }
+    return this.presentThread(await this.thread(tenantId, copyId));
   }
 
   @Get('threads/:thread_id/history')
   @LangGraphRoute({
     id: 'langgraphGetThreadHistory',
     description:
-      "The thread's states, newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent); `before` (a checkpoint id) pages back, `limit` (default 10) bounds.",
-    summary: "The thread's states, one per run, newest first (paged by before/limit)",
+      "The thread's states, newest first: per run its end (checkpoint id = run id) and its input (before the model ran; the parent of the end), the initial state last, branches a rewind left included; `before` (a checkpoint id) pages back, `limit` (default 10) bounds.",
+    summary: "The thread's states, per run its end and its input, newest first (paged by before/limit)",
     status: 200,
     schema: LangGraphThreadStateList,
     errors: [400, 404, 422],
@@ -446,8 +512,8 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphSearchThreadHistory',
     description:
-      "The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: one per run (the state at its end, checkpoint id = run id, the run before it the parent checkpoint). `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).",
-    summary: "The thread's states, one per run, newest first (paged by before/limit)",
+      "The thread's states (`client.threads.getHistory`, RemoteGraph's `getStateHistory`, `useStream`'s history), newest first: per run its end (checkpoint id = run id) and its input (before the model ran, the end's parent; its parent the end of the run it followed), the initial state last, branches a rewind left included. `before` (a checkpoint config or id) pages back, `limit` (default 10) bounds, `checkpoint` with an id narrows to that state, `metadata` filters by equality (step, run_id, source, the thread's metadata).",
+    summary: "The thread's states, per run its end and its input, newest first (paged by before/limit)",
     status: 200,
     schema: LangGraphThreadStateList,
     errors: [...BODY, 404],
@@ -473,7 +539,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphCreateRun',
     description:
-      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once.",
+      "Starts a run in the background (`client.runs.create`): the one human message is admitted as a turn (multitask_strategy enqueue, reject or interrupt), or `command.resume` decides the thread's pending approvals and answers its client tool calls (headless-tool interrupts; tools the client runs are declared in `context.tools`) and the paused turn goes on. Answers the run at once. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).",
     summary:
       'Start a run in the background: the message is admitted as a turn (or command.resume decides the approvals)',
     status: 200,
@@ -503,7 +569,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphStreamRun',
     description:
-      "Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval.",
+      "Starts a run and streams it as Server-Sent Events (`client.runs.stream`): `metadata`, then per stream_mode `values`, `updates`, `messages` tuples or `messages/partial` and `messages/complete`, an `error` for a failed turn, and `end` with the run's status. The stream ends when the turn ends or pauses for approval. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).",
     summary: 'Start a run and stream it as Server-Sent Events (metadata, values, updates, messages, end)',
     status: 200,
     stream: true,
@@ -547,7 +613,7 @@ export class LangGraphController {
   @LangGraphRoute({
     id: 'langgraphWaitRun',
     description:
-      "Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn.",
+      "Starts a run and holds the request until the turn ends or pauses at an interrupt (an approval, or a call of the client's tools) (`client.runs.wait`), bounded by WAIT_TIMEOUT_MS (408, the run goes on); answers the thread's values, `__error__` for a failed turn. With `checkpoint_id` (or `checkpoint`) naming a past state of the thread's branch, the later runs are rewound first (kept, out of the model's history) and the run goes on from that state; from a run's input checkpoint with no input, that input runs again (time travel, docs/adr/0038).",
     summary:
       "Start a run and answer the thread's values when it ends or pauses for approval (bounded by WAIT_TIMEOUT_MS)",
     status: 200,
@@ -746,13 +812,15 @@ export class LangGraphController {
     watch: LiveWatch;
   }> {
     const plan = planRun(body);
-    const from = runCheckpointOf(threadId, body);
-    if (from !== null) await this.fromCurrentCheckpoint(tenantId, threadId, from);
+    const named = runCheckpointOf(threadId, body);
+    const origin =
+      named === null ? { kind: 'head' as const } : await this.originOf(tenantId, threadId, named, plan);
+    if (plan.kind === 'none' && origin.kind === 'head') throw new LangGraphError(422, ONE_MESSAGE);
     const agent = await this.assistant(tenantId, body.assistant_id);
     // Tools the client runs (`context.tools`), checked before anything is written. A resume keeps
     // the ones its turn was admitted with (useStream sends its context again: it is not refused).
     const clientTools =
-      plan.kind === 'message'
+      plan.kind !== 'resume'
         ? this.turns.clientToolsFor(agent, clientToolsOfRun(body), (i, f) => `context.tools[${i}].${f}`)
         : [];
     // A thread the run names; with `if_not_exists: create` a new one is made as the run is admitted
@@ -769,6 +837,9 @@ export class LangGraphController {
         })
         .catch(threadRefusal(threadId)),
     };
+    if (origin.kind === 'rewind' && plan.kind !== 'resume') {
+      return this.startFrom(tenantId, actor, session.id, origin, plan, body, clientTools, named!);
+    }
     const pending = await this.reads.pending(session.id);
     if (plan.kind === 'resume') {
       const { decisions, results } = resumeOf(plan.resume, pending);
@@ -824,6 +895,7 @@ export class LangGraphController {
           'or send multitask_strategy interrupt to cancel it',
       );
     }
+    if (plan.kind === 'none') throw new LangGraphError(422, ONE_MESSAGE);
     const admitted = await this.turns.admit({
       tenantId,
       sessionId: session.id,
@@ -836,21 +908,138 @@ export class LangGraphController {
   }
 
   /**
-   * A run goes on from the thread's current checkpoint. Naming that one (useStream does) is fine;
-   * naming a past one asks for time travel (a fork from an earlier state), which is refused before
-   * anything is written; a checkpoint that is not the thread's is 404.
+   * Where a run that names a checkpoint goes on from (docs/adr/0038, time travel): the thread's
+   * current state (a plain run), or a past state of its branch (the later runs are rewound first).
+   * A checkpoint that is not the thread's is 404 (also for a thread that does not exist yet: nothing
+   * is created); a resume continues the paused run at the current checkpoint only (422 else).
    */
-  private async fromCurrentCheckpoint(tenantId: string, threadId: string, checkpointId: string) {
+  private async originOf(
+    tenantId: string,
+    threadId: string,
+    checkpointId: string,
+    plan: RunPlan,
+  ): Promise<CheckpointOrigin> {
     const session = await this.reads.session(tenantId, threadId);
-    const [head] = session ? await this.reads.checkpointTurns(session.id, { take: 1 }) : [];
-    if (head?.id === checkpointId) return;
-    const past = session ? await this.reads.turn(tenantId, session.id, checkpointId) : null;
-    if (!past) throw new LangGraphError(404, `checkpoint ${checkpointId} not found in thread ${threadId}`);
-    throw new LangGraphError(
-      422,
-      `checkpoint ${checkpointId} is a past state of thread ${threadId} (its current checkpoint is ` +
-        `${head?.id}): runs from a past checkpoint (time travel, forking) are not supported`,
-    );
+    const tree = session ? await this.snapshots.tree(session.id) : undefined;
+    const ref = session && tree ? tree.resolve(session.id, checkpointId) : undefined;
+    if (!session || !tree || !ref) {
+      throw new LangGraphError(404, `checkpoint ${checkpointId} not found in thread ${threadId}`);
+    }
+    if (plan.kind === 'resume') {
+      const head = tree.headRef();
+      if (head && checkpointIdOfRef(session.id, head) === checkpointId) return { kind: 'head' };
+      throw new LangGraphError(
+        422,
+        `command.resume continues the paused run at the thread's current checkpoint; ${checkpointId} is ` +
+          'another one (send the resume without a checkpoint)',
+      );
+    }
+    return runOriginOf(tree, session.id, ref, plan.kind === 'message');
+  }
+
+  /**
+   * A run from a past checkpoint: the thread's later runs are rewound (kept, marked rewound, out of
+   * the model's history: docs/adr/0053), then the run's message — or, from a run's input checkpoint,
+   * that run's own input again — is admitted. The rewind needs the thread idle: a busy or interrupted
+   * thread is 409, unless `multitask_strategy: interrupt`, which cancels its unfinished runs and waits
+   * for them to end first. The admission after the rewind refuses a run that slipped in between (409).
+   */
+  private async startFrom(
+    tenantId: string,
+    actor: string,
+    sessionId: string,
+    origin: Extract<CheckpointOrigin, { kind: 'rewind' }>,
+    plan: Extract<RunPlan, { kind: 'message' | 'none' }>,
+    body: LangGraphRunDto,
+    clientTools: ReturnType<AgentTurns['clientToolsFor']>,
+    checkpointId: string,
+  ) {
+    const open = (await this.reads.statusTurns(sessionId)).filter((t) => UNFINISHED.has(t.status));
+    if (open.length > 0) {
+      if (plan.multitask !== 'interrupt') {
+        const waiting = open.find(
+          (t) => t.status === 'awaiting_approval' || t.status === 'awaiting_client_tool',
+        );
+        throw new LangGraphError(
+          409,
+          `thread ${sessionId} is ${waiting ? 'interrupted' : 'busy'} (run ${(waiting ?? open[0]).id} has not ended): ` +
+            `a run from an earlier checkpoint rewinds the later runs, which needs the thread idle. Wait for the run, ` +
+            'cancel it, or send multitask_strategy interrupt to cancel it first',
+        );
+      }
+      await this.stopAll(tenantId, sessionId, open);
+    }
+    let text: string;
+    let images: MessageImage[] | undefined;
+    if (plan.kind === 'message') {
+      text = plan.text;
+    } else {
+      const input = await this.snapshots.inputOf(sessionId, origin.rerun!.id);
+      if (!input) throw new LangGraphError(409, `the input of run ${origin.rerun!.id} is no longer held`);
+      text = bodyText(input.body);
+      const carried = (input.body as { images?: unknown } | null)?.images;
+      images = Array.isArray(carried) && carried.length > 0 ? (carried as MessageImage[]) : undefined;
+    }
+    await this.rewind(tenantId, sessionId, origin.rewindFrom.id, actor);
+    const admitted = await this.turns.admit({
+      tenantId,
+      sessionId,
+      text,
+      images,
+      metadata: { ...(body.metadata ?? {}), via: 'langgraph', checkpoint_id: checkpointId },
+      multitask: 'reject',
+      clientTools,
+    });
+    return { ...admitted, after: 0, multitask: plan.multitask };
+  }
+
+  /**
+   * Rewinds `turnId` and every later live turn through the one rewind of docs/adr/0053 (one
+   * transaction under the session's lock, journaled, audited with the caller as actor, its event sent
+   * live); a thread that turned busy meanwhile (or closed) is a 409 `{detail}`, nothing written.
+   */
+  private async rewind(tenantId: string, sessionId: string, turnId: string, actor: string): Promise<void> {
+    try {
+      await this.sessionHistory.rewind(tenantId, sessionId, turnId, actor);
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'session_busy' || err.code === 'conflict')) {
+        throw new LangGraphError(
+          409,
+          `thread ${sessionId} cannot go back to an earlier checkpoint now: ${err.message}`,
+        );
+      }
+      throw err;
+    }
+  }
+
+  /** `multitask_strategy: interrupt` before a rewind: the thread's unfinished runs cancelled, and waited for. */
+  private async stopAll(tenantId: string, sessionId: string, open: { id: string }[]): Promise<void> {
+    const watch = this.turns.watch(sessionId);
+    try {
+      for (const t of open) {
+        await this.turns.cancel(
+          tenantId,
+          t.id,
+          cancelCause(
+            'superseded',
+            'a LangGraph run from an earlier checkpoint (multitask_strategy: interrupt)',
+          ),
+        );
+      }
+      for (const t of open) {
+        const ended = await this.turns.untilEnded({
+          tenantId,
+          turnId: t.id,
+          watch,
+          subscribedBeforeAdmission: false,
+        });
+        if (!ended) {
+          throw new LangGraphError(409, `run ${t.id} was cancelled but has not ended yet: retry when it has`);
+        }
+      }
+    } finally {
+      watch.close();
+    }
   }
 
   /** Holds the request until the run ends or pauses; the thread's values (`__error__` for a failed run). */
@@ -892,7 +1081,10 @@ export class LangGraphController {
     return stateOf(session, snap);
   }
 
-  /** A page of the thread's states, newest first: one per run, before a checkpoint, narrowed as asked. */
+  /**
+   * A page of the thread's states, newest first: per run its end and its input, the initial state
+   * last; before a checkpoint, narrowed as asked.
+   */
   private async history(
     session: Session,
     q: Pick<LangGraphHistoryRequest, 'limit' | 'before' | 'checkpoint' | 'metadata'>,
@@ -901,18 +1093,12 @@ export class LangGraphController {
     const only = checkpointIdOf(session.id, 'checkpoint', q.checkpoint);
     const filter = historyFilterOf(session, q.metadata);
     if (filter.none) return [];
-    if (filter.turnId !== undefined && only !== null && filter.turnId !== only) return [];
-    let beforeSeq: number | undefined;
-    if (before !== null) {
-      const turn = await this.reads.turn(session.tenantId, session.id, before);
-      if (!turn)
-        throw new LangGraphError(404, `before: checkpoint ${before} not found in thread ${session.id}`);
-      beforeSeq = turn.seq;
-    }
-    const snaps = await this.snapshots.runs(session.id, {
-      beforeSeq,
+    const snaps = await this.snapshots.history(session, {
+      before,
+      only,
       seq: filter.seq,
-      turnId: only ?? filter.turnId,
+      turnId: filter.turnId,
+      source: filter.source,
       limit: q.limit ?? 10,
     });
     return snaps.map((s) => stateOf(session, s));

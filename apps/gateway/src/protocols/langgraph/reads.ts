@@ -1,5 +1,5 @@
 import type { Agent, Message, Session, Turn } from '@prisma/client';
-import { isUuid } from '@switchboard/contracts';
+import { ENDED_STATUSES, isUuid } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
 import type { ApprovalRow } from '@switchboard/protocols';
 import { clientCallId } from '@switchboard/store';
@@ -96,77 +96,99 @@ export class LangGraphReads {
     });
   }
 
-  /** The thread's status turns: the newest, and every one that has not ended, newest first. */
+  /**
+   * The thread's status turns: the newest still in its history (a rewind leaves the later ones out,
+   * docs/adr/0053), and every one that has not ended, newest first.
+   */
   async statusTurns(sessionId: string): Promise<Turn[]> {
     const [newest, open] = await Promise.all([
-      this.db.turn.findFirst({ where: { sessionId }, orderBy: { seq: 'desc' } }),
+      this.db.turn.findFirst({ where: { sessionId, rewoundAt: null }, orderBy: { seq: 'desc' } }),
       this.db.turn.findMany({ where: { sessionId, status: { in: UNFINISHED } }, orderBy: { seq: 'desc' } }),
     ]);
     const all = [...(newest ? [newest] : []), ...open.filter((t) => t.id !== newest?.id)];
     return all.sort((a, b) => b.seq - a.seq);
   }
 
-  /** The transcript, oldest first: its newest STATE_MESSAGES entries. */
+  /** The thread's current transcript, oldest first: its newest STATE_MESSAGES entries, rewound turns' left out. */
   async transcript(sessionId: string): Promise<Message[]> {
+    const rewound = await this.db.turn.findMany({
+      where: { sessionId, rewoundAt: { not: null } },
+      select: { seq: true },
+    });
+    return this.transcriptThrough(
+      sessionId,
+      undefined,
+      rewound.map((t) => t.seq),
+    );
+  }
+
+  /**
+   * The newest STATE_MESSAGES transcript entries up to turn seq `throughSeq` (all when undefined)
+   * but those of the turn seqs `leaving` (rewound turns off the line), oldest first.
+   */
+  async transcriptThrough(
+    sessionId: string,
+    throughSeq: number | undefined,
+    leaving: readonly number[],
+  ): Promise<Message[]> {
     const rows = await this.db.message.findMany({
-      where: { sessionId },
+      where: {
+        sessionId,
+        AND: [
+          ...(throughSeq !== undefined ? [{ turnSeq: { lte: throughSeq } }] : []),
+          ...(leaving.length > 0 ? [{ turnSeq: { notIn: [...leaving] } }] : []),
+        ],
+      },
       orderBy: [{ turnSeq: 'desc' }, { position: 'desc' }],
       take: STATE_MESSAGES,
     });
     return rows.reverse();
   }
 
-  /**
-   * The transcript as the states of a page of runs need it, oldest first: every entry of the runs
-   * `fromSeq`..`toSeq`, after the newest STATE_MESSAGES entries before them (each state shows at most
-   * STATE_MESSAGES). One read for the whole page instead of one per state.
-   */
-  async transcriptThrough(sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]> {
-    const [before, within] = await Promise.all([
-      this.db.message.findMany({
-        where: { sessionId, turnSeq: { lt: fromSeq } },
-        orderBy: [{ turnSeq: 'desc' }, { position: 'desc' }],
-        take: STATE_MESSAGES,
-      }),
-      this.db.message.findMany({
-        where: { sessionId, turnSeq: { gte: fromSeq, lte: toSeq } },
-        orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
-      }),
-    ]);
-    return [...before.reverse(), ...within];
+  /** Every transcript entry of the turn seqs `fromSeq`..`toSeq`, of every branch, in transcript order. */
+  messagesWithin(sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]> {
+    return this.db.message.findMany({
+      where: { sessionId, turnSeq: { gte: fromSeq, lte: toSeq } },
+      orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+    });
   }
 
-  /**
-   * A page of the thread's runs as checkpoints, newest first (docs/adr/0038): those before
-   * `beforeSeq`, narrowed to one seq or run id when asked; `take` of them.
-   */
-  checkpointTurns(
-    sessionId: string,
-    q: { beforeSeq?: number; seq?: number; turnId?: string; take: number },
-  ): Promise<Turn[]> {
-    if (q.turnId !== undefined && !isUuid(q.turnId)) return Promise.resolve([]);
+  /** The session's turns as its checkpoint tree needs them (docs/adr/0038, time travel), oldest first. */
+  turnLinks(sessionId: string): Promise<{ id: string; seq: number; rewoundAt: Date | null }[]> {
     return this.db.turn.findMany({
-      where: {
-        sessionId,
-        ...(q.turnId !== undefined ? { id: q.turnId } : {}),
-        AND: [
-          ...(q.beforeSeq !== undefined ? [{ seq: { lt: q.beforeSeq } }] : []),
-          ...(q.seq !== undefined ? [{ seq: q.seq }] : []),
-        ],
-      },
-      orderBy: { seq: 'desc' },
-      take: q.take,
+      where: { sessionId },
+      select: { id: true, seq: true, rewoundAt: true },
+      orderBy: { seq: 'asc' },
     });
   }
 
-  /** The run before the one at `seq`: its parent checkpoint. */
-  async previousTurnId(sessionId: string, seq: number): Promise<string | null> {
-    const t = await this.db.turn.findFirst({
-      where: { sessionId, seq: { lt: seq } },
-      orderBy: { seq: 'desc' },
-      select: { id: true },
-    });
-    return t?.id ?? null;
+  /**
+   * Where a copy of the thread forks the session (docs/adr/0053): after the newest ended turn of its
+   * history; before the oldest turn when none of its history has ended (an empty copy: every turn
+   * rewound, or the first one not ended yet, which the fork refuses); null for a session without turns.
+   */
+  async copyPoint(sessionId: string): Promise<{ turnId: string; position: 'after' | 'before' } | null> {
+    const [ended, first] = await Promise.all([
+      this.db.turn.findFirst({
+        where: { sessionId, rewoundAt: null, status: { in: [...ENDED_STATUSES] } },
+        orderBy: { seq: 'desc' },
+        select: { id: true },
+      }),
+      this.db.turn.findFirst({ where: { sessionId }, orderBy: { seq: 'asc' }, select: { id: true } }),
+    ]);
+    if (ended) return { turnId: ended.id, position: 'after' };
+    return first ? { turnId: first.id, position: 'before' } : null;
+  }
+
+  /** Turns of the session by id. */
+  turnsByIds(sessionId: string, ids: string[]): Promise<Turn[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.db.turn.findMany({ where: { sessionId, id: { in: ids } } });
+  }
+
+  /** A transcript entry of the session (a turn's input). */
+  message(sessionId: string, id: string): Promise<Message | null> {
+    return this.db.message.findFirst({ where: { sessionId, id } });
   }
 
   /**

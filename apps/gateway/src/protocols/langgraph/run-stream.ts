@@ -226,14 +226,16 @@ class RunFrames {
       return;
     }
     await this.step(true);
-    // `checkpoints`: the run's checkpoint, the state at its end (or pause), with the id `getState` and
-    // `getHistory` give it: the run's id.
+    // `checkpoints`: the run's checkpoints, with the ids `getState` and `getHistory` give them: the
+    // state once its input was in, then the state at its end (or pause), whose id is the run's.
     if (this.has('checkpoints')) {
-      const [session, snap] = await Promise.all([
+      const [session, snaps] = await Promise.all([
         this.snapshots.session(this.o.sessionId),
-        this.snapshots.at(this.o.sessionId, turnId),
+        this.snapshots.ofRun(this.o.sessionId, turnId),
       ]);
-      if (session && snap) this.write('checkpoints', checkpointEventOf(stateOf(session, snap)));
+      for (const snap of session ? snaps : []) {
+        this.write('checkpoints', checkpointEventOf(stateOf(session!, snap)));
+      }
     }
     if (status === 'failed') {
       this.write('error', {
