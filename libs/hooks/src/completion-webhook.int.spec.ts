@@ -37,8 +37,10 @@ describe('runCompletionWebhook', () => {
       withEndpoint ? { settings: { notifyUrl: 'https://receiver.example/hooks', notifySecret: secret } } : {},
     );
 
-  const turn = async (t: SessionIds, data: { status: string; finalText?: string | null }) =>
-    (await seedTurn(env.db, t, { completedAt: new Date(), ...data })).id;
+  const turn = async (
+    t: SessionIds,
+    data: { status: string; finalText?: string | null; cancelReason?: string; cancelNote?: string },
+  ) => (await seedTurn(env.db, t, { completedAt: new Date(), ...data })).id;
 
   const run = (turnId: string, tenantId: string) =>
     runCompletionWebhook(ctx(), hookJob('completion-webhook', turnId, tenantId));
@@ -106,11 +108,17 @@ describe('runCompletionWebhook', () => {
   it('maps failed and cancelled, with a null finalText', async () => {
     const t = await tenant(true);
     await run(await turn(t, { status: 'failed', finalText: null }), t.tenantId);
-    await run(await turn(t, { status: 'cancelled' }), t.tenantId);
+    await run(
+      await turn(t, { status: 'cancelled', cancelReason: 'operator', cancelNote: 'runaway loop' }),
+      t.tenantId,
+    );
     expect(published.map((j) => [j.event, j.payload.finalText, j.payload.finalTextTruncated])).toEqual([
       ['turn.failed', null, false],
       ['turn.cancelled', null, false],
     ]);
+    // turn.cancelled says why (docs/adr/0055); other ends carry no such field.
+    expect(published[0].payload).not.toHaveProperty('cancelReason');
+    expect(published[1].payload).toMatchObject({ cancelReason: 'operator', cancelNote: 'runaway loop' });
   });
   /** An A2A push config of the turn (docs/adr/0037), as the gateway stores it. */
   const pushConfig = async (t: SessionIds, turnId: string, configId: string, version: '0.3' | '1.0') => {

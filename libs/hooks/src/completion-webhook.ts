@@ -85,7 +85,8 @@ export async function runCompletionWebhook(
     ),
     t AS (
       SELECT id, tenant_id, session_id, agent_id, status, stop_reason, final_text, input_tokens,
-        output_tokens, cached_tokens, cost_usd, completed_at, created_at, started_at, failure FROM turns
+        output_tokens, cached_tokens, cost_usd, completed_at, created_at, started_at, failure,
+        cancel_reason, cancel_note FROM turns
       WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
         AND status IN ${ENDED}
     ),
