@@ -27,7 +27,13 @@ import {
 import { ERROR_CODES } from './errors';
 import { McpApproval } from './mcp';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
-import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
+import {
+  APPROVAL_POLICIES,
+  JournaledFrame,
+  LiveFrame,
+  TurnEvent,
+  TurnStatus as TurnStatuses,
+} from './events';
 import { QueueName } from './jobs';
 import { SchedulePayload } from './schedules';
 import { USAGE_DIMENSIONS } from './usage';
@@ -726,8 +732,12 @@ export const ApprovalResponse = z
     /** The call's arguments, redacted as journal events are. */
     arguments: Json,
     sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
-    /** Why approval was asked: the tool declares it, the agent or the tenant lists it, or the turn's input is untrusted. */
-    policy: z.enum(['tool', 'agent', 'tenant', 'untrusted_input']),
+    /**
+     * Why approval was asked: the tool declares it, the agent or the tenant lists it, the turn's input
+     * is untrusted, or a replay's side-effecting call matches no recorded call of the original
+     * (`replay_unrecorded_side_effect`, docs/adr/0054).
+     */
+    policy: z.enum(APPROVAL_POLICIES),
     status: z.enum(['pending', 'approved', 'rejected', 'expired', 'cancelled']),
     reason: z.string().nullable(),
     /** Who decided: the API key's id, `operator` (ADMIN_TOKEN acting as the tenant), or `system` (an expiry, a cancelled turn). */
