@@ -102,7 +102,7 @@ class Harness {
         this.answered.push({ meta: { ...meta }, outcome });
         this.turn.push({ role: 'tool', toolCallId: meta.call.id, name: meta.call.name, content });
       },
-      emit: async (type, data) => void this.events.push({ type, data: data as Record<string, unknown> }),
+      emit: async (type, data) => void this.events.push({ type, data: data }),
     });
     return engine.run(
       turnInput({ tools: TOOL_NAMES, turnMessages: [...this.turn], ...overrides }),
