@@ -246,6 +246,55 @@ export const AdmitMessageRequest = z.strictObject({
 });
 export type AdmitMessageRequest = z.infer<typeof AdmitMessageRequest>;
 
+/**
+ * A session's own agent settings (docs/adr/0053): every turn of the session runs with them over its
+ * agent's. `model` replaces the agent's model and its fallbacks; `instructions` replace the agent's
+ * instructions in the system prompt (rendered on the session's first turn).
+ */
+export const SessionOverrides = z.strictObject({
+  model: ModelRef.optional(),
+  instructions: z.string().max(100_000).optional(),
+});
+export type SessionOverrides = z.infer<typeof SessionOverrides>;
+
+/** Overrides as stored (sessions.overrides), read defensively: what no longer parses is no override. */
+export function parseSessionOverrides(stored: unknown): SessionOverrides {
+  if (stored == null) return {};
+  const parsed = SessionOverrides.safeParse(stored);
+  return parsed.success ? parsed.data : {};
+}
+
+const FORK_POSITION = z.enum(['after', 'before']);
+
+/**
+ * POST /v1/sessions/:id/fork (docs/adr/0053): the fork point is a turn of the session (`turnId`) or the
+ * seq of a turn's end event in its journal (`eventSeq`: turn_completed, turn_failed or turn_cancelled),
+ * exactly one of the two; `position` after (default: the turn is in the fork) or before it (it is not).
+ */
+export const ForkSessionRequest = z
+  .strictObject({
+    turnId: z.uuid().optional(),
+    eventSeq: z.int().min(1).max(2_147_483_647).optional(),
+    position: FORK_POSITION.optional(),
+    model: ModelRef.optional(),
+    instructions: z.string().max(100_000).optional(),
+    title: z.string().max(200).optional(),
+  })
+  .superRefine((v, ctx) => {
+    if ((v.turnId === undefined) === (v.eventSeq === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: v.turnId === undefined ? [] : ['eventSeq'],
+        message: 'give exactly one fork point: turnId or eventSeq',
+      });
+    }
+  });
+export type ForkSessionRequest = z.infer<typeof ForkSessionRequest>;
+
+/** POST /v1/sessions/:id/rewind (docs/adr/0053): the first turn to leave out; it and every later turn are rewound. */
+export const RewindSessionRequest = z.strictObject({ turnId: z.uuid() });
+export type RewindSessionRequest = z.infer<typeof RewindSessionRequest>;
+
 /** POST /v1/turns/:id/cancel: the body is optional; a reason, when given, is journaled with turn_cancelled. */
 export const CancelTurnRequest = z.strictObject({
   reason: z.string().min(1).max(500).optional(),
@@ -801,6 +850,8 @@ export const AUDIT_ACTIONS = [
   'api_key.revoked',
   'trigger.secret_rotated',
   'approval.decided',
+  'session.forked',
+  'session.rewound',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'agent_stopped'
   | 'not_found'
   | 'conflict'
+  | 'session_busy'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'request_timeout'
@@ -41,6 +42,8 @@ const STATUS: Record<ErrorCode, number> = {
   agent_stopped: 409,
   not_found: 404,
   conflict: 409,
+  /** The session has a turn that has not ended (queued, running, waiting): what was asked needs it idle (docs/adr/0053). */
+  session_busy: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   request_timeout: 408,

@@ -29,6 +29,9 @@ export const EventType = {
   TurnCancelled: 'turn_cancelled',
   InterjectionDelivered: 'interjection_delivered',
   TurnClosure: 'turn_closure',
+  SessionForked: 'session_forked',
+  SessionForkCreated: 'session_fork_created',
+  SessionRewound: 'session_rewound',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -300,6 +303,40 @@ export const EventData = {
     /** The work item the turn was bound to when it began. */
     workItemId: z.string().nullable().optional(),
     runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']).optional(),
+  }),
+  /**
+   * The first event of a fork (docs/adr/0053): the session it was forked from and where. Its copied
+   * turns are in the transcript and GET /v1/turns, not in this journal (their events are the parent's).
+   */
+  session_forked: z.looseObject({
+    fromSessionId: z.string(),
+    /** The fork point: a turn of the parent that had ended. */
+    fromTurnId: z.string(),
+    position: z.enum(['after', 'before']),
+    /** The last turn seq of the copied prefix: the fork's next turn takes the seq after it. */
+    forkedAtTurnSeq: z.int(),
+    copiedTurns: z.int(),
+    /** The fork's model override, when it has one. */
+    model: z.string().optional(),
+    /** The fork has its own instructions (shown in the session's `overrides`, not here). */
+    instructionsOverridden: z.boolean().optional(),
+  }),
+  /** Journaled on the parent when it was forked at this event's turn (docs/adr/0053). */
+  session_fork_created: z.looseObject({
+    forkSessionId: z.string(),
+    position: z.enum(['after', 'before']),
+    forkedAtTurnSeq: z.int(),
+  }),
+  /**
+   * The session was rewound to before `turnId` (docs/adr/0053): it and the later turns listed are left
+   * out of the model's history from now on; they stay in the journal and the transcript.
+   */
+  session_rewound: z.looseObject({
+    turnId: z.string(),
+    seq: z.int(),
+    rewoundTurnIds: z.array(z.string()),
+    /** The session's compaction cut fell inside the rewound turns and was cleared. */
+    compactionCleared: z.boolean().optional(),
   }),
 } as const satisfies Record<EventType, z.ZodType<Record<string, unknown>>>;
 

@@ -107,6 +107,10 @@ describe('vector memory on pgvector (PGlite)', () => {
     db = pgliteRunner(pg);
     // A minimal agents table (the columns vector memory reads), then the memory migrations as they are.
     await pg.exec('CREATE TABLE agents (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, embedder text)');
+    // And of turns, what recall reads to leave out records of rewound turns (docs/adr/0053).
+    await pg.exec(
+      'CREATE TABLE turns (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, agent_id uuid NOT NULL, rewound_at timestamptz)',
+    );
     await pg.exec(migrationSql('20261124000100_memory'));
     await pg.exec(migrationSql('20261207020000_memory_vectors'));
     // Z's vectors exist before pgvector does: the migration copies them and indexes their set.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Sql, sql, type SqlRunner, type SqlTransactor } from '@switchboard/store';
-import { memoryFilters, sessionFilter, type MemoryFilters, type MemoryScope } from './store';
+import { memoryFilters, rewoundFilter, sessionFilter, type MemoryFilters, type MemoryScope } from './store';
 
 /**
  * The pgvector path of vector memory (docs/adr/0050, "pgvector"). Where the database has the `vector`
@@ -175,7 +175,7 @@ export function nearestSql(q: HnswSearchQuery, form: 'hnsw' | 'exact'): Sql {
       WHERE e.model = ${raw(literal)} AND e.dimensions = ${raw(dims)}
         AND e.tenant_id = ${q.tenantId}::uuid AND e.agent_id = ${q.agentId}::uuid
         AND m.tenant_id = ${q.tenantId}::uuid AND m.agent_id = ${q.agentId}::uuid
-        ${memoryFilters(q, 'm')} ${sessionFilter(q.excludeSessionId, 'm')}
+        ${memoryFilters(q, 'm')} ${sessionFilter(q.excludeSessionId, 'm')} ${rewoundFilter(q, 'm')}
       ORDER BY distance
       LIMIT ${q.limit}
     )

@@ -179,7 +179,7 @@ export class MemoryStore {
         FROM memory_records
         WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
           AND search @@ to_tsquery(${CONFIG}, ${tsquery}) ${memoryFilters(q)}
-          ${sessionFilter(q.excludeSessionId)}
+          ${sessionFilter(q.excludeSessionId)} ${rewoundFilter(q)}
         ORDER BY created_at DESC
         LIMIT ${candidates}
       ), best AS (
@@ -241,6 +241,7 @@ export class MemoryStore {
         provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid AND ${PREFERENCE_TAGGED}
+        ${rewoundFilter(q)}
       ORDER BY created_at DESC, id DESC
       LIMIT ${Math.min(Math.max(q.limit, 1), MEMORY_SEARCH_MAX_LIMIT)}`);
     return rows.map((r) => ({
@@ -317,4 +318,18 @@ export function memoryFilters(f: MemoryFilters, alias?: string): Sql {
 export function sessionFilter(sessionId: string | undefined, alias?: string): Sql {
   const p = new Sql([alias ? `${alias}.provenance` : 'provenance'], []);
   return sessionId ? sql`AND (${p}->>'sessionId') IS DISTINCT FROM ${sessionId}` : sql``;
+}
+
+/**
+ * Leaves out what the post-turn hooks derived from the agent's rewound turns (docs/adr/0053): a record
+ * whose provenance names a rewound turn (`turnId`, or one of the archivist's `turnIds`). Excluded, not
+ * deleted: the rewind keeps what happened, and a hook that ends after the rewind writes its record all
+ * the same, which this leaves out as well. The agent's rewound turns are read once per statement (an
+ * uncorrelated subquery) off the partial index turns_rewound_idx: nothing for an agent that never rewound.
+ */
+export function rewoundFilter(scope: MemoryScope, alias?: string): Sql {
+  const p = new Sql([alias ? `${alias}.provenance` : 'provenance'], []);
+  const rewound = sql`(SELECT coalesce(array_agg(rt.id::text), '{}'::text[]) FROM turns rt
+    WHERE rt.tenant_id = ${scope.tenantId}::uuid AND rt.agent_id = ${scope.agentId}::uuid AND rt.rewound_at IS NOT NULL)`;
+  return sql`AND NOT coalesce((${p}->>'turnId') = ANY(${rewound}) OR (${p}->'turnIds') ?| ${rewound}, false)`;
 }

@@ -2,7 +2,7 @@ import { parseMemorySettings, type MemorySettings } from '@switchboard/contracts
 import type { EmbedderRegistry } from '@switchboard/providers';
 import { join, planEachCall, sql, type SqlRunner } from '@switchboard/store';
 import { ensureHnswIndex, hnswEligible, hnswSearch, pgvectorSupport } from './pgvector';
-import { memoryFilters, sessionFilter, type MemoryFilters, type MemoryScope } from './store';
+import { memoryFilters, rewoundFilter, sessionFilter, type MemoryFilters, type MemoryScope } from './store';
 
 /**
  * Vector memory (docs/adr/0050): one vector per (record, embedder) in `memory_embeddings`, with its
@@ -67,7 +67,7 @@ export async function vectorSearch(
     WITH c AS (
       SELECT m.id, m.updated_at FROM memory_records m
       WHERE m.tenant_id = ${q.tenantId}::uuid AND m.agent_id = ${q.agentId}::uuid
-        ${memoryFilters(q, 'm')} ${sessionFilter(q.excludeSessionId, 'm')}
+        ${memoryFilters(q, 'm')} ${sessionFilter(q.excludeSessionId, 'm')} ${rewoundFilter(q, 'm')}
       ORDER BY m.created_at DESC
       LIMIT ${candidates}
     ), query AS (SELECT ${query}::real[] AS v)

@@ -5,6 +5,7 @@ export * from './client-tool-store';
 export * from './admission-store';
 export * from './hook-store';
 export * from './control-store';
+export * from './fork-store';
 export * from './subagent-cost';
 export * from './tenant-spend';
 export * from './unrun-answers';

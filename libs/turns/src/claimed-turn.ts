@@ -6,7 +6,7 @@ import { TurnAbort } from './control';
 import type { SessionLease } from './lease';
 import { LiveProgress } from './live-progress';
 import type { RunnerResources } from './runner-options';
-import { planTurn, type TurnPlan } from './turn-plan';
+import { effectiveAgent, planTurn, type TurnPlan } from './turn-plan';
 
 /** One claimed turn as every part of its run sees it: built once, passed whole. */
 export interface ClaimedTurn {
@@ -38,7 +38,9 @@ export async function openTurn(
   span: Span,
 ): Promise<ClaimedTurn> {
   const startedAt = Date.now();
-  const { turn, agent } = load;
+  const { turn } = load;
+  // The session's overrides over the agent's model (docs/adr/0053): the route it names is that one.
+  const agent = effectiveAgent(load);
   const plan = planTurn(load, {
     defaultModel: r.defaultModel,
     contextWindows: r.contextWindows,

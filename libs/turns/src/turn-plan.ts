@@ -1,4 +1,5 @@
 import {
+  parseSessionOverrides,
   parseTenantSettings,
   ResponseFormat,
   ToolChoice,
@@ -20,7 +21,7 @@ import {
   resolveModelRef,
   type PriceOverrides,
 } from '@switchboard/providers';
-import type { TurnLoad } from '@switchboard/store';
+import type { AgentRow, TurnLoad } from '@switchboard/store';
 import { resolveCompression, TOKENJUICE_RETRIEVE_TOOL, withRetrieveTool } from '@switchboard/tokenjuice';
 import { buildHistory, parseCompaction } from './history';
 import { parentBudgetCap } from './parent-budget';
@@ -77,7 +78,9 @@ export interface TurnPlan {
  * budget), approval inputs, prices, the deadline's start and what is spent already.
  */
 export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
-  const { turn, agent, session, own } = load;
+  const { turn, session, own } = load;
+  // A session's own model and instructions (a fork's, docs/adr/0053) stand in for the agent's.
+  const agent = effectiveAgent(load);
   const settings = parseTenantSettings(load.tenant.settings);
   const routes = settings.modelRoutes;
   const [model, ...fallbackModels] = resolveModelList(
@@ -158,6 +161,22 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     nextPosition: own.length > 0 ? own[own.length - 1].position + 1 : 0,
     approvalTtlMs: settings.approvalTtlMs ?? o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
     clientToolTtlMs: (agent.budgets as Budgets).clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TTL_MS,
+  };
+}
+
+/**
+ * The agent as the session runs it (docs/adr/0053): the session's overrides over the agent's settings.
+ * A model override replaces the agent's model and its fallbacks (a fork that tries another model must
+ * not quietly answer with the agent's); instructions override the agent's in the system prompt the
+ * session renders on its first turn. Stored overrides that no longer parse are ignored.
+ */
+export function effectiveAgent(load: Pick<TurnLoad, 'agent' | 'session'>): AgentRow {
+  const overrides = parseSessionOverrides(load.session.overrides);
+  if (overrides.model === undefined && overrides.instructions === undefined) return load.agent;
+  return {
+    ...load.agent,
+    ...(overrides.model !== undefined ? { model: overrides.model, fallbackModels: [] } : {}),
+    ...(overrides.instructions !== undefined ? { instructions: overrides.instructions } : {}),
   };
 }
 

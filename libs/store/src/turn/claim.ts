@@ -142,7 +142,16 @@ export interface TurnLoad {
   turn: TurnRow;
   /** An earlier run of this turn was interrupted (it had been claimed before). */
   resumed: boolean;
-  session: { systemPrompt: string | null; summarizerFailures: number; compaction: unknown };
+  session: {
+    systemPrompt: string | null;
+    summarizerFailures: number;
+    compaction: unknown;
+    /**
+     * The session's own agent settings (docs/adr/0053), `{model?, instructions?}` as stored (a fork's):
+     * the turn plan puts them over the agent's. Null for most sessions.
+     */
+    overrides?: unknown;
+  };
   agent: AgentRow;
   tenant: {
     settings: unknown;
@@ -224,6 +233,7 @@ export interface ClaimRow {
   system_prompt: string | null;
   summarizer_failures: number | null;
   compaction: unknown;
+  overrides: unknown;
   agent: AgentRow | null;
   settings: unknown;
   kill_switch: boolean | null;
@@ -291,7 +301,7 @@ const leaseCte = (t: ClaimTarget) => sql`s AS (
     AND ${t.when}`
         : sql``
     }
-  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction, created_at
+  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction, overrides, created_at
 )`;
 
 /** The tenant's cap (docs/adr/0029): its other sessions under a live lease, fewer than the cap. */
@@ -394,8 +404,8 @@ const WAITED_MS = sql`
     AS waited_ms`;
 
 /**
- * The turn's transcript: its own entries and the entries of earlier turns that ran and ended, the
- * compacted middle (the session's compaction cut) left out.
+ * The turn's transcript: its own entries and the entries of earlier turns that ran and ended and
+ * were not rewound (docs/adr/0053), the compacted middle (the session's compaction cut) left out.
  */
 const TRANSCRIPT = sql`(SELECT coalesce(json_agg(json_build_object(
     'role', m.role, 'kind', m.kind, 'trust', m.trust, 'authorityClass', m.authority_class,
@@ -409,8 +419,9 @@ const TRANSCRIPT = sql`(SELECT coalesce(json_agg(json_build_object(
     m.turn_seq = ut.seq
     -- Earlier turns are those that ran and ended: with priority bands a later seq may have run
     -- first, and a turn still waiting (or cancelled before it ran) is no part of the history.
+    -- A rewound turn (docs/adr/0053) is no part of it either: the session goes on as if it had not run.
     OR EXISTS (SELECT 1 FROM turns e WHERE e.session_id = m.session_id AND e.seq = m.turn_seq
-      AND e.id <> ut.id AND e.status IN ${ENDED} AND e.started_at IS NOT NULL)
+      AND e.id <> ut.id AND e.status IN ${ENDED} AND e.started_at IS NOT NULL AND e.rewound_at IS NULL)
   ) AND (
     m.turn_seq = ut.seq
     OR jsonb_typeof(s.compaction -> 'headThroughSeq') IS DISTINCT FROM 'number'
@@ -425,7 +436,7 @@ export function claimParts(t: ClaimTarget): { ctes: Sql[]; columns: Sql[]; joins
     columns: [
       claimFlags(t),
       sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn`,
-      sql`s.system_prompt, s.summarizer_failures, s.compaction`,
+      sql`s.system_prompt, s.summarizer_failures, s.compaction, s.overrides`,
       sql`CASE WHEN a.id IS NULL THEN NULL ELSE ${AGENT_JSON} END AS agent`,
       sql`tn.settings, tn.kill_switch`,
       sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${tenantCapUsd(sql`tn`, sql`ut.id`)} END AS tenant_cap_usd`,
@@ -469,6 +480,7 @@ function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow
       systemPrompt: row.system_prompt,
       summarizerFailures: row.summarizer_failures ?? 0,
       compaction: row.compaction,
+      overrides: row.overrides ?? null,
     },
     agent: row.agent,
     tenant: {
