@@ -17,6 +17,7 @@ export type ToolCallRead = Pick<
   | 'startedAt'
   | 'completedAt'
   | 'durationMs'
+  | 'replayedFromToolCallId'
 >;
 
 /** The turn columns a client sees, with its tool calls (Prisma's row, or `readTurn`'s one statement). */
@@ -50,6 +51,7 @@ export type TurnRead = Pick<
   | 'cancelRequestedAt'
   | 'workItemId'
   | 'closure'
+  | 'replayOfTurnId'
 > & { toolCalls?: ToolCallRead[] };
 
 /**
@@ -105,12 +107,13 @@ export async function readTurn(
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
            t.cancel_requested_at AS "cancelRequestedAt", t.work_item_id AS "workItemId", t.closure,
+           t.replay_of_turn_id AS "replayOfTurnId",
            COALESCE((
              SELECT json_agg(json_build_object(
                       'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,
                       'sideEffect', c.side_effect, 'status', c.status, 'result', c.result,
                       'error', c.error, 'startedAt', c.started_at, 'completedAt', c.completed_at,
-                      'durationMs', c.duration_ms)
+                      'durationMs', c.duration_ms, 'replayedFromToolCallId', c.replayed_from_tool_call_id)
                     ORDER BY c.started_at, c.id)
              FROM tool_calls c WHERE c.turn_id = t.id
            ), '[]'::json) AS "toolCalls",

@@ -14,6 +14,7 @@ import {
   LangGraphThreadSearchRequest,
   AdmitMessageRequest,
   CancelTurnRequest,
+  ReplayTurnRequest,
   ClientToolResultsRequest,
   ApprovalsQuery,
   DecideApprovalRequest,
@@ -73,6 +74,7 @@ export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}
 export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
 export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
+export class ReplayTurnDto extends createZodDto(ReplayTurnRequest) {}
 export class ClientToolResultsDto extends createZodDto(ClientToolResultsRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
 export class SessionsQueryDto extends createZodDto(SessionsQuery) {}

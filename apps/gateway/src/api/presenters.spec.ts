@@ -31,6 +31,7 @@ const turn = (costUsd: string): PresentedTurn => ({
   cancelRequestedAt: null,
   workItemId: null,
   closure: null,
+  replayOfTurnId: null,
 });
 
 describe('presentTurn', () => {

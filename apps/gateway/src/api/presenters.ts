@@ -172,6 +172,7 @@ export const presentToolCall = (c: PresentedToolCall): ToolCallResponse => ({
   startedAt: c.startedAt?.toISOString() ?? null,
   completedAt: c.completedAt?.toISOString() ?? null,
   durationMs: c.durationMs,
+  replayedFromToolCallId: c.replayedFromToolCallId,
 });
 
 /** The turn columns a client sees, with its tool calls (`TurnRead`, libs/store/src/turn-reads.ts). */
@@ -209,6 +210,7 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
   workItemId: t.workItemId,
   closure: (t.closure ?? null) as TurnResponse['closure'],
+  replayOfTurnId: t.replayOfTurnId,
 });
 
 /** A journal row as the API shows it; its data is what the engine emitted under the event union. */

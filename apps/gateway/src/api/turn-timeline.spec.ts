@@ -36,6 +36,7 @@ const turn = (over: Partial<TurnResponse> = {}): TurnResponse => ({
   cancelRequestedAt: null,
   workItemId: null,
   closure: null,
+  replayOfTurnId: null,
   childrenCostUsd: '0.00200000',
   totalCostUsd: '0.00300000',
   ...over,

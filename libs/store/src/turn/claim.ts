@@ -392,16 +392,21 @@ const REPLAY = sql`CASE WHEN ut.replay_of_turn_id IS NULL THEN NULL ELSE json_bu
     'used', (SELECT coalesce(json_agg(rc.replayed_from_tool_call_id), '[]'::json) FROM tool_calls rc
       WHERE rc.turn_id = ut.id AND rc.replayed_from_tool_call_id IS NOT NULL)) END AS replay`;
 
-/** Time the turn spent waiting: approvals, then blocking sub-agents. */
-const WAITED_MS = sql`
+/**
+ * Time a turn spent waiting (ms, float8): approvals (and client tool waits), then blocking sub-agents.
+ * The claim's deadline leaves it out; so does a replay's comparison of latencies (docs/adr/0054).
+ */
+export const waitedMsOf = (turnId: Sql): Sql => sql`
   -- One wait's approvals share their created_at (one statement): from it to its last decision.
-  (SELECT coalesce(sum(w.ms), 0)::float8 FROM (
+  ((SELECT coalesce(sum(w.ms), 0)::float8 FROM (
       SELECT extract(epoch FROM max(ap.decided_at) - ap.created_at) * 1000 AS ms FROM approvals ap
-      WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)
+      WHERE ap.turn_id = ${turnId} AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)
     -- Waits for sub-agents (docs/adr/0024): the span of the blocking children it waited for.
     + (SELECT coalesce(extract(epoch FROM max(k.completed_at) - min(k.created_at)) * 1000, 0)::float8
-      FROM tasks k WHERE k.parent_turn_id = ut.id AND k.blocking AND k.completed_at IS NOT NULL)
-    AS waited_ms`;
+      FROM tasks k WHERE k.parent_turn_id = ${turnId} AND k.blocking AND k.completed_at IS NOT NULL))`;
+
+/** Time the turn spent waiting: not deadline time. */
+const WAITED_MS = sql`${waitedMsOf(sql`ut.id`)} AS waited_ms`;
 
 /**
  * The turn's transcript: its own entries and the entries of earlier turns that ran and ended and
