@@ -268,11 +268,11 @@ const summaryOf = (alias: Sql) => sql`json_build_object(
         'sideEffect', c.side_effect, 'status', c.status, 'replayed', c.replayed_from_tool_call_id IS NOT NULL)
       ORDER BY k.position NULLS LAST, k.ord NULLS LAST, c.id), '[]'::json)
     FROM tool_calls c LEFT JOIN LATERAL (
-      SELECT m.position, o.ord FROM messages m JOIN sessions ms ON ms.id = m.session_id,
+      SELECT m.position, tc.ord FROM messages m JOIN sessions ms ON ms.id = m.session_id,
         jsonb_array_elements(CASE WHEN jsonb_typeof(m.tool_calls) = 'array' THEN m.tool_calls ELSE '[]' END)
-          WITH ORDINALITY AS o(e, ord)
+          WITH ORDINALITY AS tc(e, ord)
       WHERE m.session_id = ${alias}.session_id AND m.turn_seq = ${alias}.seq AND m.role = 'assistant'
-        AND m.created_at >= ms.created_at - interval '1 day' AND o.e ->> 'id' = c.call_id
+        AND m.created_at >= ms.created_at - interval '1 day' AND tc.e ->> 'id' = c.call_id
       LIMIT 1) k ON true
     WHERE c.turn_id = ${alias}.id))`;
 
