@@ -8647,6 +8647,12 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "model": "anthropic/claude-sonnet-4-5",
+         *       "instructions": "You are a support agent. Answer in two sentences at most."
+         *     }
+         */
         'application/json': components['schemas']['ReplayTurnDto'];
       };
     };
