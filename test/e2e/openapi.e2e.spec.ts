@@ -952,6 +952,16 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('cancelTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { why: 'x' } });
     await run('cancelTurn', 404, { auth: key, params: { id: unknown } });
+    // Replay (docs/adr/0054): the ended turn again in a fork, then its comparison (diff null until it ends).
+    const replayed = await run('replayTurn', 202, {
+      auth: key,
+      params: { id: admitted.body.turnId },
+      body: { instructions: 'Answer briefly.' },
+    });
+    await run('replayTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { model: 1 } });
+    await run('replayTurn', 404, { auth: key, params: { id: unknown } });
+    await run('getTurnComparison', 200, { auth: key, params: { id: replayed.body.replay.turnId } });
+    await run('getTurnComparison', 404, { auth: key, params: { id: admitted.body.turnId } });
     // Client tool results (docs/adr/0047): a turn made to wait on a client call as the wait checkpoint
     // writes it (the ended `wait` turn, its status and row set here), answered, then answered again.
     const waitId = randomUUID();
