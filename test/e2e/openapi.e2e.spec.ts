@@ -676,6 +676,24 @@ describe('the OpenAPI document matches what the server answers', () => {
       body: { content: 'one two', wait: true },
     });
     expect(waited.body.status).toBe('completed');
+    // A session's turns, fork, lineage and rewind (docs/adr/0053), on a fork (the session goes on as it was).
+    await run('listSessionTurns', 200, { auth: key, params: { id: session.body.id }, query: 'limit=1' });
+    await run('listSessionTurns', 404, { auth: key, params: { id: unknown } });
+    const forked = await run('forkSession', 201, {
+      auth: key,
+      params: { id: session.body.id },
+      body: { turnId: waited.body.id, model: 'scripted/counter', instructions: 'Count.' },
+    });
+    await run('forkSession', 400, { auth: key, params: { id: session.body.id }, body: {} });
+    await run('forkSession', 404, { auth: key, params: { id: session.body.id }, body: { turnId: unknown } });
+    await run('getSessionLineage', 200, { auth: key, params: { id: forked.body.session.id } });
+    await run('getSessionLineage', 404, { auth: key, params: { id: unknown } });
+    const copied = await run('listSessionTurns', 200, { auth: key, params: { id: forked.body.session.id } });
+    const rewindTo = { turnId: copied.body.data[0].id };
+    await run('rewindSession', 200, { auth: key, params: { id: forked.body.session.id }, body: rewindTo });
+    await run('rewindSession', 409, { auth: key, params: { id: forked.body.session.id }, body: rewindTo });
+    await run('rewindSession', 400, { auth: key, params: { id: forked.body.session.id }, body: {} });
+    await run('rewindSession', 404, { auth: key, params: { id: unknown }, body: rewindTo });
     // The OpenAI-compatible facade: the agent by name, a new session, the turn's answer.
     const chat = await run('createChatCompletion', 200, {
       auth: key,

@@ -67,6 +67,7 @@ import { ResponsesController } from './protocols/responses/responses.controller'
 import { OpsController } from './api/ops.controller';
 import { GATEWAY_SQL, StreamsController } from './api/streams.controller';
 import { McpServersController } from './api/mcp-servers.controller';
+import { SESSION_HISTORY, SessionHistory } from './api/session-history';
 import { GATEWAY_READS, gatewayReads, type GatewayReads } from './api/reads';
 import { McpController } from './protocols/mcp/mcp.controller';
 import { A2aController } from './protocols/a2a/a2a.controller';
@@ -319,6 +320,12 @@ export class GatewayModule {
           provide: GATEWAY_SQL,
           inject: [DB, METRICS],
           useFactory: (db: Db, metrics: Metrics) => sqlDbFor(poolOf(db), 'gateway', metrics),
+        },
+        {
+          provide: SESSION_HISTORY,
+          inject: [CONFIG, GATEWAY_SQL, REDIS, LOGGER],
+          useFactory: (cfg: Config, sql: SqlDb, redis: RedisConnection, logger: Logger) =>
+            new SessionHistory(sql, new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger })),
         },
         {
           provide: GATEWAY_READS,

@@ -338,6 +338,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sessions/{id}/turns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The session's turns
+     * @description The session's turns in seq (admission) order, each as GET /v1/turns/{id} shows it without its children: rewound turns are listed with `rewoundAt`, a fork's copies with `copiedFromTurnId`. Paged by `limit` (default 50, at most 200) and `cursor`; 404 for an unknown session.
+     */
+    get: operations['listSessionTurns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/fork': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Fork the session at a turn
+     * @description Makes a new session of the same agent whose transcript is this one's up to a turn boundary, and runs nothing: the fork takes messages like any session. The fork point is `turnId` (a turn of this session) or `eventSeq` (the journal seq of a turn's end event: turn_completed, turn_failed, turn_cancelled), exactly one; `position` `after` (default) keeps that turn, `before` leaves it out. The copied turns are new rows (`copiedFromTurnId`) with zero usage and cost (the original's are counted once) and no tool calls (the original's stay authoritative); the original session is not changed beyond a `session_fork_created` event in its journal, and the fork's journal starts with `session_forked`. `model` and `instructions` override the agent's for every turn of the fork (a fork of a fork inherits them). Allowed while this session has a running turn, from a turn that has ended: a fork point that has not ended is 409. 404 for another tenant's session, a turn not in it or an unknown event seq; 400 for an event that is not a turn's end. Nothing is written on a refusal; the fork is audited (`session.forked`).
+     */
+    post: operations['forkSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/rewind': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rewind the session to before a turn
+     * @description The session goes on as if `turnId` and every later turn had not happened: they are marked `rewoundAt` (never deleted; still in the journal, GET …/turns and the transcript), left out of the model's history, and the memory records post-turn hooks derived from them are left out of recall and memory_search (not deleted: the memory API still lists them). `session_rewound` is journaled; a new turn takes the next seq. A context compaction that summarised rewound turns is cleared. 409 `session_busy` while the session has a turn that has not ended (queued, running or waiting: cancel it or let it end first); 409 for a turn already rewound or a closed session; 404 for another tenant's session or a turn not in it. Nothing is written on a refusal; the rewind is audited (`session.rewound`).
+     */
+    post: operations['rewindSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/lineage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The session's lineage: what it was forked from, and its forks
+     * @description The sessions this one descends from by forks, nearest first, each with the turn the next one down was forked at (`missing` when that session no longer exists), and its own forks, oldest first (at most 500), each with its fork point. 404 when the session is not the calling tenant's.
+     */
+    get: operations['getSessionLineage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}': {
     parameters: {
       query?: never;
@@ -432,46 +512,6 @@ export interface paths {
      * @description Answers the client tool calls a turn waits for (`awaiting_client_tool`, docs/adr/0047) by the ids its `client_tool_requested` events handed out; every pending call of the turn at once. The turn resumes exactly once; sending the same results again changes nothing. Unknown ids (another tenant’s included) are 404, a pending call left out is 400, an expired wait (the turn ended `client_tool_timeout`) or another output for an answered call is 409; the error details name the ids.
      */
     post: operations['answerClientTools'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/turns/{id}/replay': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Replay a turn without repeating its side effects
-     * @description Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054).
-     */
-    post: operations['replayTurn'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/turns/{id}/comparison': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * A replay compared with the turn it replays
-     * @description For a replay turn (POST /v1/turns/{id}/replay): the original and the replay side by side — status, model, final text, tool calls in the order the model asked for them (with `replayed` for a call answered from the recorded result), tokens, cost and latency (start to end, less time spent waiting for a person or a sub-agent) — and `diff` (final text equal, tool calls equal by name and canonical arguments in order, token, cost and latency deltas, replay minus original), null until the replay has ended. 404 when the turn is not the calling tenant's or is not a replay (docs/adr/0054).
-     */
-    get: operations['getTurnComparison'];
-    put?: never;
-    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -2136,6 +2176,20 @@ export interface components {
             strict?: boolean;
           };
     };
+    ForkSessionDto: {
+      /** Format: uuid */
+      turnId?: string;
+      eventSeq?: number;
+      /** @enum {string} */
+      position?: 'after' | 'before';
+      model?: string;
+      instructions?: string;
+      title?: string;
+    };
+    RewindSessionDto: {
+      /** Format: uuid */
+      turnId: string;
+    };
     CancelTurnDto: {
       reason?: string;
     };
@@ -2144,10 +2198,6 @@ export interface components {
         callId: string;
         output: string;
       }[];
-    };
-    ReplayTurnDto: {
-      model?: string;
-      instructions?: string;
     };
     AnswerTaskDto: {
       answer: string;
@@ -3298,10 +3348,60 @@ export interface components {
       /** Format: date-time */
       lastActivityAt: string;
       closedAt: string | null;
+      forkedFrom: {
+        /** Format: uuid */
+        sessionId: string;
+        turnId: string | null;
+        turnSeq: number | null;
+      } | null;
+      overrides: {
+        model?: string;
+        instructions?: string;
+      } | null;
     };
     SessionPage: {
       data: components['schemas']['Session'][];
       nextCursor: string | null;
+    };
+    ForkedSession: {
+      session: components['schemas']['Session'];
+      forkPoint: {
+        /** Format: uuid */
+        sessionId: string;
+        /** Format: uuid */
+        turnId: string;
+        turnSeq: number;
+        /** @enum {string} */
+        position: 'after' | 'before';
+        forkedAtTurnSeq: number;
+        copiedTurns: number;
+      };
+    };
+    RewoundSession: {
+      /** Format: uuid */
+      sessionId: string;
+      rewoundTurnIds: string[];
+      compactionCleared: boolean;
+    };
+    SessionLineage: {
+      /** Format: uuid */
+      sessionId: string;
+      ancestors: {
+        /** Format: uuid */
+        sessionId: string;
+        forkedAtTurnId: string | null;
+        forkedAtTurnSeq: number | null;
+        createdAt: string | null;
+        missing: boolean;
+      }[];
+      children: {
+        /** Format: uuid */
+        sessionId: string;
+        forkedAtTurnId: string | null;
+        forkedAtTurnSeq: number | null;
+        /** Format: date-time */
+        createdAt: string;
+      }[];
     };
     Message: {
       /** Format: uuid */
@@ -3455,7 +3555,6 @@ export interface components {
       startedAt: string | null;
       completedAt: string | null;
       durationMs: number | null;
-      replayedFromToolCallId: string | null;
     };
     ProviderAttempt: {
       round: number;
@@ -3560,7 +3659,8 @@ export interface components {
       completedAt: string | null;
       cancelRequestedAt: string | null;
       workItemId: string | null;
-      replayOfTurnId: string | null;
+      rewoundAt: string | null;
+      copiedFromTurnId: string | null;
       closure: {
         /** @enum {string} */
         outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
@@ -3583,68 +3683,9 @@ export interface components {
       childrenCostUsd?: string;
       totalCostUsd?: string;
     };
-    TurnReplay: {
-      replay: {
-        /** Format: uuid */
-        turnId: string;
-        /** Format: uuid */
-        sessionId: string;
-        /** Format: uuid */
-        originalTurnId: string;
-        /** @enum {string} */
-        status:
-          | 'queued'
-          | 'running'
-          | 'awaiting_approval'
-          | 'awaiting_subagent'
-          | 'awaiting_client_tool'
-          | 'completed'
-          | 'failed'
-          | 'cancelled';
-      };
-    };
-    TurnSummary: {
-      /** Format: uuid */
-      turnId: string;
-      /** Format: uuid */
-      sessionId: string;
-      /** @enum {string} */
-      status:
-        | 'queued'
-        | 'running'
-        | 'awaiting_approval'
-        | 'awaiting_subagent'
-        | 'awaiting_client_tool'
-        | 'completed'
-        | 'failed'
-        | 'cancelled';
-      model: string | null;
-      finalText: string | null;
-      toolCalls: {
-        name: string;
-        arguments: unknown;
-        /** @enum {string} */
-        sideEffect: 'read_only' | 'local_write' | 'network' | 'destructive';
-        /** @enum {string} */
-        status: 'pending' | 'running' | 'completed' | 'failed';
-        replayed: boolean;
-      }[];
-      inputTokens: number;
-      outputTokens: number;
-      costUsd: string;
-      latencyMs: number | null;
-    };
-    TurnComparison: {
-      original: components['schemas']['TurnSummary'];
-      replay: components['schemas']['TurnSummary'];
-      diff: {
-        finalTextEqual: boolean;
-        toolCallsEqual: boolean;
-        inputTokensDelta: number;
-        outputTokensDelta: number;
-        costDeltaUsd: string;
-        latencyDeltaMs: number | null;
-      } | null;
+    TurnPage: {
+      data: components['schemas']['Turn'][];
+      nextCursor: string | null;
     };
     Event:
       | {
@@ -3749,9 +3790,6 @@ export interface components {
           data: {
             callId: string;
             name: string;
-            /** @constant */
-            replayed?: true;
-            replayedFromToolCallId?: string;
           } & {
             [key: string]: unknown;
           };
@@ -3768,9 +3806,6 @@ export interface components {
             name: string;
             ok: boolean;
             durationMs: number;
-            /** @constant */
-            replayed?: true;
-            replayedFromToolCallId?: string;
             failure?: {
               [key: string]: unknown;
             };
@@ -3934,7 +3969,7 @@ export interface components {
             arguments: unknown;
             sideEffect: string;
             /** @enum {string} */
-            policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
+            policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input';
             expiresAt: string;
           } & {
             [key: string]: unknown;
@@ -4324,9 +4359,6 @@ export interface components {
               data: {
                 callId: string;
                 name: string;
-                /** @constant */
-                replayed?: true;
-                replayedFromToolCallId?: string;
               } & {
                 [key: string]: unknown;
               };
@@ -4345,9 +4377,6 @@ export interface components {
                 name: string;
                 ok: boolean;
                 durationMs: number;
-                /** @constant */
-                replayed?: true;
-                replayedFromToolCallId?: string;
                 failure?: {
                   [key: string]: unknown;
                 };
@@ -4529,7 +4558,7 @@ export interface components {
                 arguments: unknown;
                 sideEffect: string;
                 /** @enum {string} */
-                policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
+                policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input';
                 expiresAt: string;
               } & {
                 [key: string]: unknown;
@@ -5082,7 +5111,7 @@ export interface components {
       /** @enum {string} */
       sideEffect: 'read_only' | 'local_write' | 'network' | 'destructive';
       /** @enum {string} */
-      policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
+      policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input';
       /** @enum {string} */
       status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
       reason: string | null;
@@ -5287,8 +5316,7 @@ export interface components {
         | 'trigger.secret_rotated'
         | 'approval.decided'
         | 'session.forked'
-        | 'session.rewound'
-        | 'turn.replayed';
+        | 'session.rewound';
       targetType: string;
       targetId: string | null;
       details: {
@@ -6663,8 +6691,7 @@ export interface operations {
           | 'trigger.secret_rotated'
           | 'approval.decided'
           | 'session.forked'
-          | 'session.rewound'
-          | 'turn.replayed';
+          | 'session.rewound';
         tenantId?: string;
       };
       header?: never;
@@ -8157,6 +8184,404 @@ export interface operations {
       };
     };
   };
+  listSessionTurns: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session's turns */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  forkSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "turnId": "0193f2a4-7c1e-7d52-9b1a-3f6e2d8c4b10",
+         *       "position": "after",
+         *       "model": "anthropic/claude-sonnet-4-5",
+         *       "instructions": "You answer customer questions about Acme Cloud. Offer a refund before escalating.",
+         *       "title": "Ticket #4821: try the refund-first prompt"
+         *     }
+         */
+        'application/json': components['schemas']['ForkSessionDto'];
+      };
+    };
+    responses: {
+      /** @description Fork the session at a turn */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForkedSession'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  rewindSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "turnId": "0193f2a4-7c1e-7d52-9b1a-3f6e2d8c4b10"
+         *     }
+         */
+        'application/json': components['schemas']['RewindSessionDto'];
+      };
+    };
+    responses: {
+      /** @description Rewind the session to before a turn */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RewoundSession'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getSessionLineage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session's lineage: what it was forked from, and its forks */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SessionLineage'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   getTurn: {
     parameters: {
       query?: never;
@@ -8594,207 +9019,6 @@ export interface operations {
       };
       /** @description Body is not application/json */
       415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
-      429: {
-        headers: {
-          /** @description Seconds until the quota has room again */
-          'Retry-After'?: number;
-          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
-          RateLimit?: string;
-          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
-          'RateLimit-Policy'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected failure (logged) */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-    };
-  };
-  replayTurn: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        /**
-         * @example {
-         *       "model": "anthropic/claude-sonnet-4-5",
-         *       "instructions": "You are a support agent. Answer in two sentences at most."
-         *     }
-         */
-        'application/json': components['schemas']['ReplayTurnDto'];
-      };
-    };
-    responses: {
-      /** @description The replay turn, queued in the fork; it runs on a worker like any admitted turn. */
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['TurnReplay'];
-        };
-      };
-      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Missing, invalid or revoked credentials */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description No such object for the calling tenant */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Request body larger than the limit */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Body is not application/json */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
-      429: {
-        headers: {
-          /** @description Seconds until the quota has room again */
-          'Retry-After'?: number;
-          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
-          RateLimit?: string;
-          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
-          'RateLimit-Policy'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected failure (logged) */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-    };
-  };
-  getTurnComparison: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description A replay compared with the turn it replays */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['TurnComparison'];
-        };
-      };
-      /** @description Missing, invalid or revoked credentials */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description No such object for the calling tenant */
-      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -14109,8 +14333,7 @@ export interface operations {
           | 'trigger.secret_rotated'
           | 'approval.decided'
           | 'session.forked'
-          | 'session.rewound'
-          | 'turn.replayed';
+          | 'session.rewound';
       };
       header?: never;
       path?: never;

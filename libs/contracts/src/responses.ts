@@ -321,6 +321,20 @@ export const SessionResponse = z
      */
     lastActivityAt: Timestamp,
     closedAt: Timestamp.nullable(),
+    /**
+     * A fork (docs/adr/0053): the session it was forked from, the turn it was forked at, and the last
+     * turn seq of the copied prefix (0: nothing copied); null for a session that is not a fork.
+     */
+    forkedFrom: z
+      .strictObject({ sessionId: Id, turnId: Id.nullable(), turnSeq: z.int().nullable() })
+      .nullable(),
+    /**
+     * The session's own agent settings (docs/adr/0053): every turn runs with this model (no fallbacks)
+     * and these instructions over its agent's; null when it has none.
+     */
+    overrides: z
+      .strictObject({ model: z.string().optional(), instructions: z.string().optional() })
+      .nullable(),
   })
   .register(ApiSchemas, { id: 'Session' });
 export type SessionResponse = z.infer<typeof SessionResponse>;
@@ -329,6 +343,69 @@ export const SessionPageResponse = z
   .strictObject({ data: z.array(SessionResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'SessionPage' });
 export type SessionPageResponse = z.infer<typeof SessionPageResponse>;
+
+/** POST /v1/sessions/:id/fork (docs/adr/0053): the new session and where it was forked. */
+export const ForkSessionResponse = z
+  .strictObject({
+    session: SessionResponse,
+    forkPoint: z.strictObject({
+      /** The session forked from. */
+      sessionId: Id,
+      /** The fork point: a turn of it that had ended. */
+      turnId: Id,
+      /** That turn's seq. */
+      turnSeq: z.int(),
+      position: z.enum(['after', 'before']),
+      /** The last turn seq of the copied prefix (`turnSeq` after it, `turnSeq - 1` before it). */
+      forkedAtTurnSeq: z.int(),
+      /** How many ended turns were copied. */
+      copiedTurns: z.int(),
+    }),
+  })
+  .register(ApiSchemas, { id: 'ForkedSession' });
+export type ForkSessionResponse = z.infer<typeof ForkSessionResponse>;
+
+/** POST /v1/sessions/:id/rewind (docs/adr/0053): the turns left out of the session's history from now on. */
+export const RewindSessionResponse = z
+  .strictObject({
+    sessionId: Id,
+    /** The turns this rewind marked, in seq order (the one given first). */
+    rewoundTurnIds: z.array(Id),
+    /** The session's context compaction summarised rewound turns and was cleared. */
+    compactionCleared: z.boolean(),
+  })
+  .register(ApiSchemas, { id: 'RewoundSession' });
+export type RewindSessionResponse = z.infer<typeof RewindSessionResponse>;
+
+/** GET /v1/sessions/:id/lineage (docs/adr/0053): where the session was forked from, and its forks. */
+export const SessionLineageResponse = z
+  .strictObject({
+    sessionId: Id,
+    /**
+     * The sessions it descends from, nearest first, each with the turn of it the next one down was
+     * forked at; `missing` when that session no longer exists (the chain ends there).
+     */
+    ancestors: z.array(
+      z.strictObject({
+        sessionId: Id,
+        forkedAtTurnId: Id.nullable(),
+        forkedAtTurnSeq: z.int().nullable(),
+        createdAt: Timestamp.nullable(),
+        missing: z.boolean(),
+      }),
+    ),
+    /** Its own forks, oldest first (at most 500). */
+    children: z.array(
+      z.strictObject({
+        sessionId: Id,
+        forkedAtTurnId: Id.nullable(),
+        forkedAtTurnSeq: z.int().nullable(),
+        createdAt: Timestamp,
+      }),
+    ),
+  })
+  .register(ApiSchemas, { id: 'SessionLineage' });
+export type SessionLineageResponse = z.infer<typeof SessionLineageResponse>;
 
 /** One transcript entry, with the envelope's provenance. */
 export const MessageResponse = z
@@ -529,6 +606,13 @@ export const TurnResponse = z
     /** The work item the turn was bound to when it began (the agent's current one; docs/adr/0031). */
     workItemId: Id.nullable(),
     /**
+     * When a rewind left the turn out of its session's history (docs/adr/0053); null while it is part of
+     * it. A rewound turn is never deleted: its journal and transcript stay.
+     */
+    rewoundAt: Timestamp.nullable(),
+    /** In a fork (docs/adr/0053): the turn this one copies (its tool calls and cost stay the original's). */
+    copiedFromTurnId: Id.nullable(),
+    /**
      * The turn this one replays (POST /v1/turns/:id/replay, docs/adr/0054): its side-effecting calls
      * were answered from that turn's recorded results, or waited for a person; null for other turns.
      */
@@ -551,6 +635,11 @@ export const TurnResponse = z
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;
 
+/** GET /v1/sessions/:id/turns: the session's turns by seq, rewound ones included (docs/adr/0053). */
+export const TurnPageResponse = z
+  .strictObject({ data: z.array(TurnResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'TurnPage' });
+export type TurnPageResponse = z.infer<typeof TurnPageResponse>;
 /** POST /v1/turns/:id/replay's answer (docs/adr/0054): the replay turn, queued in a fork of the session. */
 export const TurnReplayResponse = z
   .strictObject({

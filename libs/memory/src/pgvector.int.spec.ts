@@ -111,6 +111,8 @@ describe('vector memory on pgvector (PGlite)', () => {
     await pg.exec(
       'CREATE TABLE turns (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, agent_id uuid NOT NULL, rewound_at timestamptz)',
     );
+    // And of sessions, the fork lineage recall leaves out the records of.
+    await pg.exec('CREATE TABLE sessions (id uuid PRIMARY KEY, forked_from_session_id uuid)');
     await pg.exec(migrationSql('20261124000100_memory'));
     await pg.exec(migrationSql('20261207020000_memory_vectors'));
     // Z's vectors exist before pgvector does: the migration copies them and indexes their set.

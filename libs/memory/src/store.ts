@@ -314,10 +314,28 @@ export function memoryFilters(f: MemoryFilters, alias?: string): Sql {
   return parts.length > 0 ? join(parts, ' ') : sql``;
 }
 
-/** Leaves out what was distilled from this session. */
+/** How many forks up recall follows a session's lineage (`sessionFilter`). */
+const LINEAGE_DEPTH_MAX = 100;
+
+/**
+ * Leaves out what was distilled from this session, and from the sessions it was forked from
+ * (docs/adr/0053): their turns up to the fork point are in its history already (copied), and their
+ * turns after it are another branch's future, which a fork (a replay above all) must not be told.
+ * The lineage is read once per statement (an uncorrelated subquery): one key lookup for a session that
+ * is not a fork.
+ */
 export function sessionFilter(sessionId: string | undefined, alias?: string): Sql {
   const p = new Sql([alias ? `${alias}.provenance` : 'provenance'], []);
-  return sessionId ? sql`AND (${p}->>'sessionId') IS DISTINCT FROM ${sessionId}` : sql``;
+  if (!sessionId) return sql``;
+  const lineage = sql`ARRAY(WITH RECURSIVE up AS (
+      SELECT ls.forked_from_session_id AS id, 1 AS depth FROM sessions ls
+      WHERE ls.id = ${sessionId}::uuid AND ls.forked_from_session_id IS NOT NULL
+      UNION ALL
+      SELECT ls.forked_from_session_id, up.depth + 1 FROM up JOIN sessions ls ON ls.id = up.id
+      WHERE ls.forked_from_session_id IS NOT NULL AND up.depth < ${LINEAGE_DEPTH_MAX}::int
+    ) SELECT id::text FROM up)`;
+  return sql`AND (${p}->>'sessionId') IS DISTINCT FROM ${sessionId}
+    AND NOT coalesce((${p}->>'sessionId') = ANY(${lineage}), false)`;
 }
 
 /**
@@ -329,7 +347,7 @@ export function sessionFilter(sessionId: string | undefined, alias?: string): Sq
  */
 export function rewoundFilter(scope: MemoryScope, alias?: string): Sql {
   const p = new Sql([alias ? `${alias}.provenance` : 'provenance'], []);
-  const rewound = sql`(SELECT coalesce(array_agg(rt.id::text), '{}'::text[]) FROM turns rt
+  const rewound = sql`ARRAY(SELECT rt.id::text FROM turns rt
     WHERE rt.tenant_id = ${scope.tenantId}::uuid AND rt.agent_id = ${scope.agentId}::uuid AND rt.rewound_at IS NOT NULL)`;
   return sql`AND NOT coalesce((${p}->>'turnId') = ANY(${rewound}) OR (${p}->'turnIds') ?| ${rewound}, false)`;
 }

@@ -1,6 +1,7 @@
 import type { Event, Message, Session } from '@prisma/client';
 import { newId } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
+import type { TurnRead } from './turn-reads';
 
 /** One page of rows by a key, and whether another page follows (the caller encodes its cursor). */
 export interface Page<T> {
@@ -145,6 +146,20 @@ export class SessionsRepository {
           : {}),
       },
       orderBy: [{ turnSeq: 'asc' }, { position: 'asc' }],
+      take: limit + 1,
+    });
+    return pageOf(rows, limit);
+  }
+
+  /**
+   * The session's turns by seq after `afterSeq`, rewound ones included (docs/adr/0053), each with its
+   * tool calls in the order `findTurn` gives them.
+   */
+  async turns(sessionId: string, afterSeq: number, limit: number): Promise<Page<TurnRead>> {
+    const rows = await this.db.turn.findMany({
+      where: { sessionId, seq: { gt: afterSeq } },
+      include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
+      orderBy: { seq: 'asc' },
       take: limit + 1,
     });
     return pageOf(rows, limit);

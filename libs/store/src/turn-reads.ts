@@ -51,6 +51,8 @@ export type TurnRead = Pick<
   | 'cancelRequestedAt'
   | 'workItemId'
   | 'closure'
+  | 'rewoundAt'
+  | 'copiedFromTurnId'
   | 'replayOfTurnId'
 > & { toolCalls?: ToolCallRead[] };
 
@@ -107,6 +109,7 @@ export async function readTurn(
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
            t.cancel_requested_at AS "cancelRequestedAt", t.work_item_id AS "workItemId", t.closure,
+           t.rewound_at AS "rewoundAt", t.copied_from_turn_id AS "copiedFromTurnId",
            t.replay_of_turn_id AS "replayOfTurnId",
            COALESCE((
              SELECT json_agg(json_build_object(

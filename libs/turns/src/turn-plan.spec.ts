@@ -193,4 +193,38 @@ describe('planTurn (a claim as the engine input)', () => {
     expect(plan.input.history[2].content).toContain('<summary>\nthe middle\n</summary>');
     expect(plan.historySeqs).toEqual([1, 1, 4, 4, 5, 5]);
   });
+
+  it("runs a session's overrides over the agent: the model without its fallbacks, the instructions in the prompt", () => {
+    const agent = { model: 'hint:chat', fallbackModels: ['scripted/b'] };
+    const tenant = { settings: { modelRoutes: { chat: 'scripted/routed', reasoning: 'scripted/deep' } } };
+    const plain = planTurn(load({ agent, tenant }), options);
+    expect([plain.input.model, plain.input.fallbackModels]).toEqual(['scripted/routed', ['scripted/b']]);
+
+    // A model override (a fork's, docs/adr/0053) replaces the model and its fallbacks; a hint resolves by route.
+    const model = planTurn(
+      load({ agent, tenant, session: { overrides: { model: 'hint:reasoning' } } }),
+      options,
+    );
+    expect([model.input.model, model.input.fallbackModels]).toEqual(['scripted/deep', []]);
+    expect(model.newSystemPrompt).toContain('Be brief.');
+
+    // Instructions: the prompt rendered on the session's first turn carries them instead of the agent's.
+    const instructions = planTurn(
+      load({ session: { overrides: { instructions: 'Answer in haiku.' } } }),
+      options,
+    );
+    expect(instructions.newSystemPrompt).toContain('Answer in haiku.');
+    expect(instructions.newSystemPrompt).not.toContain('Be brief.');
+    expect(instructions.input.model).toBe('scripted/a');
+    // A stored prompt is still reused byte for byte (a fork with new instructions has none stored).
+    const stored = planTurn(
+      load({ session: { systemPrompt: 'stored', overrides: { instructions: 'Answer in haiku.' } } }),
+      options,
+    );
+    expect(stored.input.systemPrompt).toBe('stored');
+
+    // A stored value that no longer parses overrides nothing.
+    const bad = planTurn(load({ session: { overrides: { model: 'not a model', extra: 1 } } }), options);
+    expect(bad.input.model).toBe('scripted/a');
+  });
 });

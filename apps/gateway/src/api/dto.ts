@@ -22,6 +22,8 @@ import {
   CreateAgentRequest,
   CreateApiKeyRequest,
   CreateSessionRequest,
+  ForkSessionRequest,
+  RewindSessionRequest,
   CreateScheduleRequest,
   CreateMcpServerRequest,
   UpdateMcpServerRequest,
@@ -73,6 +75,8 @@ export class CreateAgentDto extends createZodDto(CreateAgentRequest) {}
 export class UpdateAgentDto extends createZodDto(UpdateAgentRequest) {}
 export class CreateSessionDto extends createZodDto(CreateSessionRequest) {}
 export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
+export class ForkSessionDto extends createZodDto(ForkSessionRequest) {}
+export class RewindSessionDto extends createZodDto(RewindSessionRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
 export class ReplayTurnDto extends createZodDto(ReplayTurnRequest) {}
 export class ClientToolResultsDto extends createZodDto(ClientToolResultsRequest) {}

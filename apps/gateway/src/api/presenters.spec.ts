@@ -31,6 +31,8 @@ const turn = (costUsd: string): PresentedTurn => ({
   cancelRequestedAt: null,
   workItemId: null,
   closure: null,
+  rewoundAt: null,
+  copiedFromTurnId: null,
   replayOfTurnId: null,
 });
 

@@ -8,6 +8,7 @@ import {
   ArchivistSettings,
   ToolSelection,
   parseMemorySettings,
+  parseSessionOverrides,
   parseTenantSettings,
   resolveArchivistSettings,
   PG_INT_MAX,
@@ -132,7 +133,17 @@ export const presentSession = (s: Session): SessionResponse => ({
   // Admission and each turn's end bump updated_at (admission-store, checkpoint-session): no join needed.
   lastActivityAt: s.updatedAt.toISOString(),
   closedAt: s.closedAt?.toISOString() ?? null,
+  forkedFrom: s.forkedFromSessionId
+    ? { sessionId: s.forkedFromSessionId, turnId: s.forkedAtTurnId, turnSeq: s.forkedAtTurnSeq }
+    : null,
+  overrides: overridesOf(s.overrides),
 });
+
+/** A session's overrides as stored (docs/adr/0053), or null when it has none. */
+function overridesOf(stored: unknown): SessionResponse['overrides'] {
+  const o = parseSessionOverrides(stored);
+  return o.model === undefined && o.instructions === undefined ? null : o;
+}
 
 type M = MessageResponse;
 
@@ -210,6 +221,8 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   cancelRequestedAt: t.cancelRequestedAt?.toISOString() ?? null,
   workItemId: t.workItemId,
   closure: (t.closure ?? null) as TurnResponse['closure'],
+  rewoundAt: t.rewoundAt?.toISOString() ?? null,
+  copiedFromTurnId: t.copiedFromTurnId,
   replayOfTurnId: t.replayOfTurnId,
 });
 

@@ -5,18 +5,30 @@ import {
   AdmitMessageResponse,
   AppError,
   EventPageResponse,
+  ForkSessionResponse,
   MessagePageResponse,
   notFound,
   responseFormatProblem,
+  RewindSessionResponse,
+  SessionLineageResponse,
   SessionPageResponse,
   SessionResponse,
+  TurnPageResponse,
   TurnResponse,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { SessionsRepository } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
-import { TenantId } from '../platform/auth/guard';
-import { AdmitMessageDto, CreateSessionDto, EventsQueryDto, PageQueryDto, SessionsQueryDto } from './dto';
+import { Actor, TenantId } from '../platform/auth/guard';
+import {
+  AdmitMessageDto,
+  CreateSessionDto,
+  EventsQueryDto,
+  ForkSessionDto,
+  PageQueryDto,
+  RewindSessionDto,
+  SessionsQueryDto,
+} from './dto';
 import { IdempotencyKeyHeader } from './idempotency';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import {
@@ -26,12 +38,14 @@ import {
   presentEvent,
   presentMessage,
   presentSession,
+  presentTurn,
 } from './presenters';
 import { CONFIG } from '@switchboard/platform';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { holdRequest } from '../protocols/hold';
 import { GATEWAY_READS, type GatewayReads } from './reads';
 import { RateLimitBucketOf } from '../platform/rate-limit';
+import { SESSION_HISTORY, type SessionHistory } from './session-history';
 
 @TenantApi('sessions')
 @Controller('v1/sessions')
@@ -42,6 +56,7 @@ export class SessionsController {
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
+    @Inject(SESSION_HISTORY) private readonly history: SessionHistory,
   ) {}
 
   @Post()
@@ -267,6 +282,122 @@ export class SessionsController {
     return {
       data: rows.map(presentEvent),
       lastSeq: rows.length > 0 ? rows[rows.length - 1].seq : (q.after ?? 0),
+    };
+  }
+
+  /** The session's turns by seq, rewound ones included with `rewoundAt` (docs/adr/0053). */
+  @Get(':id/turns')
+  @Operation({
+    id: 'listSessionTurns',
+    summary: "The session's turns",
+    description:
+      "The session's turns in seq (admission) order, each as GET /v1/turns/{id} shows it without its children: rewound turns are listed with `rewoundAt`, a fork's copies with `copiedFromTurnId`. Paged by `limit` (default 50, at most 200) and `cursor`; 404 for an unknown session.",
+    status: 200,
+    schema: TurnPageResponse,
+    errors: [400, 404],
+  })
+  async listTurns(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: PageQueryDto,
+  ): Promise<TurnPageResponse> {
+    const sessionId = pathId(id, 'session');
+    const after = decodeCursor<[number]>(q.cursor, ['number']);
+    const limit = q.limit ?? 50;
+    const page = await this.reads.read(async ({ sessions }) => {
+      const session = await sessions.find(tenantId, sessionId);
+      if (!session) throw notFound('session');
+      return sessions.turns(session.id, after?.[0] ?? 0, limit);
+    });
+    return {
+      data: page.rows.map(presentTurn),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].seq]) : null,
+    };
+  }
+
+  /**
+   * Forks the session at an ended turn (docs/adr/0053): a new session whose transcript is the prefix,
+   * lineage on both; nothing runs. Optional model and instructions for the fork.
+   */
+  @Post(':id/fork')
+  @HttpCode(201)
+  @Operation({
+    id: 'forkSession',
+    summary: 'Fork the session at a turn',
+    description:
+      "Makes a new session of the same agent whose transcript is this one's up to a turn boundary, and runs nothing: the fork takes messages like any session. The fork point is `turnId` (a turn of this session) or `eventSeq` (the journal seq of a turn's end event: turn_completed, turn_failed, turn_cancelled), exactly one; `position` `after` (default) keeps that turn, `before` leaves it out. The copied turns are new rows (`copiedFromTurnId`) with zero usage and cost (the original's are counted once) and no tool calls (the original's stay authoritative); the original session is not changed beyond a `session_fork_created` event in its journal, and the fork's journal starts with `session_forked`. `model` and `instructions` override the agent's for every turn of the fork (a fork of a fork inherits them). Allowed while this session has a running turn, from a turn that has ended: a fork point that has not ended is 409. 404 for another tenant's session, a turn not in it or an unknown event seq; 400 for an event that is not a turn's end. Nothing is written on a refusal; the fork is audited (`session.forked`).",
+    status: 201,
+    schema: ForkSessionResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async fork(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+    @Body() body: ForkSessionDto,
+  ): Promise<ForkSessionResponse> {
+    const sessionId = pathId(id, 'session');
+    const forked = await this.history.fork(tenantId, sessionId, body, actor);
+    const session = await this.sessions.find(tenantId, forked.sessionId);
+    if (!session) throw notFound('session');
+    return {
+      session: presentSession(session),
+      forkPoint: {
+        sessionId,
+        turnId: session.forkedAtTurnId!,
+        turnSeq: forked.turnSeq,
+        position: body.position ?? 'after',
+        forkedAtTurnSeq: forked.forkedAtTurnSeq,
+        copiedTurns: forked.copiedTurns.length,
+      },
+    };
+  }
+
+  /**
+   * Rewinds the session to before a turn (docs/adr/0053): it and every later turn are left out of the
+   * model's history from now on, kept in the journal and the transcript.
+   */
+  @Post(':id/rewind')
+  @HttpCode(200)
+  @Operation({
+    id: 'rewindSession',
+    summary: 'Rewind the session to before a turn',
+    description:
+      "The session goes on as if `turnId` and every later turn had not happened: they are marked `rewoundAt` (never deleted; still in the journal, GET …/turns and the transcript), left out of the model's history, and the memory records post-turn hooks derived from them are left out of recall and memory_search (not deleted: the memory API still lists them). `session_rewound` is journaled; a new turn takes the next seq. A context compaction that summarised rewound turns is cleared. 409 `session_busy` while the session has a turn that has not ended (queued, running or waiting: cancel it or let it end first); 409 for a turn already rewound or a closed session; 404 for another tenant's session or a turn not in it. Nothing is written on a refusal; the rewind is audited (`session.rewound`).",
+    status: 200,
+    schema: RewindSessionResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async rewind(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+    @Body() body: RewindSessionDto,
+  ): Promise<RewindSessionResponse> {
+    const sessionId = pathId(id, 'session');
+    const result = await this.history.rewind(tenantId, sessionId, body.turnId, actor);
+    return { sessionId, rewoundTurnIds: result.rewoundTurnIds, compactionCleared: result.compactionCleared };
+  }
+
+  /** Where the session was forked from (its ancestors, nearest first) and its forks (docs/adr/0053). */
+  @Get(':id/lineage')
+  @Operation({
+    id: 'getSessionLineage',
+    summary: "The session's lineage: what it was forked from, and its forks",
+    description:
+      "The sessions this one descends from by forks, nearest first, each with the turn the next one down was forked at (`missing` when that session no longer exists), and its own forks, oldest first (at most 500), each with its fork point. 404 when the session is not the calling tenant's.",
+    status: 200,
+    schema: SessionLineageResponse,
+    errors: [404],
+  })
+  async lineage(@TenantId() tenantId: string, @Param('id') id: string): Promise<SessionLineageResponse> {
+    const sessionId = pathId(id, 'session');
+    const lineage = await this.history.lineage(tenantId, sessionId);
+    if (!lineage) throw notFound('session');
+    return {
+      sessionId,
+      ancestors: lineage.ancestors.map((a) => ({ ...a, createdAt: a.createdAt?.toISOString() ?? null })),
+      children: lineage.children.map((c) => ({ ...c, createdAt: c.createdAt.toISOString() })),
     };
   }
 }

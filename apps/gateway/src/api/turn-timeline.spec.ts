@@ -36,6 +36,8 @@ const turn = (over: Partial<TurnResponse> = {}): TurnResponse => ({
   cancelRequestedAt: null,
   workItemId: null,
   closure: null,
+  rewoundAt: null,
+  copiedFromTurnId: null,
   replayOfTurnId: null,
   childrenCostUsd: '0.00200000',
   totalCostUsd: '0.00300000',
