@@ -296,6 +296,13 @@ describe('bad input corpus', () => {
       valid: () => ({ reason: 'runaway loop' }),
     },
     {
+      name: 'replay turn',
+      method: 'POST',
+      path: () => `/v1/turns/${ids.turn}/replay`,
+      client: () => api,
+      valid: () => ({ model: 'openai/gpt-4.1-mini', instructions: 'be brief' }),
+    },
+    {
       name: 'fork session',
       method: 'POST',
       path: () => `/v1/sessions/${ids.session}/fork`,
@@ -842,6 +849,19 @@ describe('bad input corpus', () => {
       name: 'turn stream',
       method: 'GET',
       path: (id) => `/v1/turns/${id}/stream`,
+      other: () => ids.otherTurn,
+    },
+    {
+      name: 'replay turn',
+      method: 'POST',
+      path: (id) => `/v1/turns/${id}/replay`,
+      body: {},
+      other: () => ids.otherTurn,
+    },
+    {
+      name: 'turn comparison',
+      method: 'GET',
+      path: (id) => `/v1/turns/${id}/comparison`,
       other: () => ids.otherTurn,
     },
     {

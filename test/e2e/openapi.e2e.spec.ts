@@ -989,6 +989,16 @@ describe('the OpenAPI document matches what the server answers', () => {
       body: { why: 'x' },
     });
     await run('operatorCancelTurn', 404, { auth: ADMIN, params: { id: ownTenantId, turnId: unknown } });
+    // Replay (docs/adr/0054): the ended turn again in a fork, then its comparison (diff null until it ends).
+    const replayed = await run('replayTurn', 202, {
+      auth: key,
+      params: { id: admitted.body.turnId },
+      body: { instructions: 'Answer briefly.' },
+    });
+    await run('replayTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { model: 1 } });
+    await run('replayTurn', 404, { auth: key, params: { id: unknown } });
+    await run('getTurnComparison', 200, { auth: key, params: { id: replayed.body.replay.turnId } });
+    await run('getTurnComparison', 404, { auth: key, params: { id: admitted.body.turnId } });
     // Client tool results (docs/adr/0047): a turn made to wait on a client call as the wait checkpoint
     // writes it (the ended `wait` turn, its status and row set here), answered, then answered again.
     const waitId = randomUUID();

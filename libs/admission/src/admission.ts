@@ -26,7 +26,15 @@ import type { LivePublisher } from '@switchboard/live';
 import { currentTraceCarrier, withSpan, type Logger, type Metrics } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
 import { TenantGate } from './tenant-gate';
-import { AdmissionStore, sqlDbFor, type PriorAdmission } from '@switchboard/store';
+import {
+  AdmissionStore,
+  replayTurn,
+  sqlDbFor,
+  type PriorAdmission,
+  type ReplayResult,
+  type ReplayTurn,
+  type SqlDb,
+} from '@switchboard/store';
 import { importSession, type SessionImport, type SessionImportResult } from './session-import';
 import type { TurnSteering } from './turn-steering';
 
@@ -86,6 +94,7 @@ const isUniqueViolation = (err: unknown): boolean => (err as { code?: unknown } 
  */
 export class Admission {
   private readonly store: AdmissionStore;
+  private readonly sql: SqlDb;
 
   /** `db` must come from `createPrisma`/`createDatabase`: admission runs typed SQL on its pg pool. */
   constructor(
@@ -108,7 +117,8 @@ export class Admission {
       perTenantConcurrencyContended?: number;
     } = {},
   ) {
-    this.store = new AdmissionStore(sqlDbFor(poolOf(db), 'admission', options.metrics));
+    this.sql = sqlDbFor(poolOf(db), 'admission', options.metrics);
+    this.store = new AdmissionStore(this.sql);
     this.gate = new TenantGate(options.perTenantConcurrency ?? 0, options.perTenantConcurrencyContended ?? 0);
   }
 
@@ -147,25 +157,54 @@ export class Admission {
         if (admitted.replayed) return admitted;
         span.setAttribute('switchboard.turn.id', admitted.turnId);
         await this.steer(input, admitted);
-        try {
-          const enqueued = publish(
-            this.turnsQueue,
-            Jobs.turn,
-            { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
-            { priority: PRIORITY_RANK[effectivePriority(input)] },
-          );
-          // A Redis that is down would hold the caller forever; the admission already stands in Postgres.
-          enqueued.catch(() => undefined);
-          await withTimeout(enqueued, this.options.enqueueTimeoutMs ?? 2000);
-        } catch (err) {
-          this.logger.error(
-            { err, turnId: admitted.turnId },
-            'enqueue failed after admission; the reconciler will retry',
-          );
-        }
+        await this.enqueue(
+          { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
+          effectivePriority(input),
+        );
         return admitted;
       },
     );
+  }
+
+  /**
+   * Replays an ended turn (docs/adr/0054): the fork of its session and the replay turn's admission in
+   * one transaction (`replayTurn`), then, as for any admission, the fork's and the parent's events on
+   * the live channel and the turn's job. A refusal writes nothing.
+   */
+  async replay(r: Omit<ReplayTurn, 'traceContext'>): Promise<ReplayResult> {
+    return this.gate.run(r.tenantId, () =>
+      withSpan('replay turn', { attributes: { 'switchboard.turn.id': r.turnId } }, async () => {
+        const replayed = await replayTurn(this.sql, { ...r, traceContext: currentTraceCarrier() });
+        const live = this.options.live;
+        if (live) {
+          void live.publish(replayed.fork.parentSessionId, replayed.fork.events.parent);
+          void live.publish(replayed.sessionId, [...replayed.fork.events.fork, replayed.admitted]);
+        }
+        await this.enqueue(
+          { turnId: replayed.turnId, sessionId: replayed.sessionId, tenantId: r.tenantId },
+          'normal',
+        );
+        return replayed;
+      }),
+    );
+  }
+
+  /** The admitted turn's job, bounded: a Redis that is down leaves it to the reconciler (ADR 0004). */
+  private async enqueue(
+    job: { turnId: string; sessionId: string; tenantId: string },
+    priority: Priority,
+  ): Promise<void> {
+    try {
+      const enqueued = publish(this.turnsQueue, Jobs.turn, job, { priority: PRIORITY_RANK[priority] });
+      // A Redis that is down would hold the caller forever; the admission already stands in Postgres.
+      enqueued.catch(() => undefined);
+      await withTimeout(enqueued, this.options.enqueueTimeoutMs ?? 2000);
+    } catch (err) {
+      this.logger.error(
+        { err, turnId: job.turnId },
+        'enqueue failed after admission; the reconciler will retry',
+      );
+    }
   }
 
   /**

@@ -538,6 +538,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/turns/{id}/replay': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Replay a turn without repeating its side effects
+     * @description Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054).
+     */
+    post: operations['replayTurn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/turns/{id}/comparison': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A replay compared with the turn it replays
+     * @description For a replay turn (POST /v1/turns/{id}/replay): the original and the replay side by side — status, model, final text, tool calls in the order the model asked for them (with `replayed` for a call answered from the recorded result), tokens, cost and latency (start to end, less time spent waiting for a person or a sub-agent) — and `diff` (final text equal, tool calls equal by name and canonical arguments in order, token, cost and latency deltas, replay minus original), null until the replay has ended. 404 when the turn is not the calling tenant's or is not a replay (docs/adr/0054).
+     */
+    get: operations['getTurnComparison'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tool-results/{id}': {
     parameters: {
       query?: never;
@@ -2219,6 +2259,10 @@ export interface components {
         output: string;
       }[];
     };
+    ReplayTurnDto: {
+      model?: string;
+      instructions?: string;
+    };
     AnswerTaskDto: {
       answer: string;
     };
@@ -3575,6 +3619,7 @@ export interface components {
       startedAt: string | null;
       completedAt: string | null;
       durationMs: number | null;
+      replayedFromToolCallId: string | null;
     };
     ProviderAttempt: {
       round: number;
@@ -3694,6 +3739,7 @@ export interface components {
       workItemId: string | null;
       rewoundAt: string | null;
       copiedFromTurnId: string | null;
+      replayOfTurnId: string | null;
       closure: {
         /** @enum {string} */
         outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
@@ -3719,6 +3765,69 @@ export interface components {
     TurnPage: {
       data: components['schemas']['Turn'][];
       nextCursor: string | null;
+    };
+    TurnReplay: {
+      replay: {
+        /** Format: uuid */
+        turnId: string;
+        /** Format: uuid */
+        sessionId: string;
+        /** Format: uuid */
+        originalTurnId: string;
+        /** @enum {string} */
+        status:
+          | 'queued'
+          | 'running'
+          | 'awaiting_approval'
+          | 'awaiting_subagent'
+          | 'awaiting_client_tool'
+          | 'completed'
+          | 'failed'
+          | 'cancelled';
+      };
+    };
+    TurnSummary: {
+      /** Format: uuid */
+      turnId: string;
+      /** Format: uuid */
+      sessionId: string;
+      /** @enum {string} */
+      status:
+        | 'queued'
+        | 'running'
+        | 'awaiting_approval'
+        | 'awaiting_subagent'
+        | 'awaiting_client_tool'
+        | 'completed'
+        | 'failed'
+        | 'cancelled';
+      model: string | null;
+      finalText: string | null;
+      toolCalls: {
+        name: string;
+        arguments: unknown;
+        /** @enum {string} */
+        sideEffect: 'read_only' | 'local_write' | 'network' | 'destructive';
+        /** @enum {string} */
+        status: 'pending' | 'running' | 'completed' | 'failed';
+        replayed: boolean;
+      }[];
+      inputTokens: number;
+      outputTokens: number;
+      costUsd: string;
+      latencyMs: number | null;
+    };
+    TurnComparison: {
+      original: components['schemas']['TurnSummary'];
+      replay: components['schemas']['TurnSummary'];
+      diff: {
+        finalTextEqual: boolean;
+        toolCallsEqual: boolean;
+        inputTokensDelta: number;
+        outputTokensDelta: number;
+        costDeltaUsd: string;
+        latencyDeltaMs: number | null;
+      } | null;
     };
     Event:
       | {
@@ -3823,6 +3932,9 @@ export interface components {
           data: {
             callId: string;
             name: string;
+            /** @constant */
+            replayed?: true;
+            replayedFromToolCallId?: string;
           } & {
             [key: string]: unknown;
           };
@@ -3839,6 +3951,9 @@ export interface components {
             name: string;
             ok: boolean;
             durationMs: number;
+            /** @constant */
+            replayed?: true;
+            replayedFromToolCallId?: string;
             failure?: {
               [key: string]: unknown;
             };
@@ -4002,7 +4117,7 @@ export interface components {
             arguments: unknown;
             sideEffect: string;
             /** @enum {string} */
-            policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input';
+            policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
             expiresAt: string;
           } & {
             [key: string]: unknown;
@@ -4428,6 +4543,9 @@ export interface components {
               data: {
                 callId: string;
                 name: string;
+                /** @constant */
+                replayed?: true;
+                replayedFromToolCallId?: string;
               } & {
                 [key: string]: unknown;
               };
@@ -4446,6 +4564,9 @@ export interface components {
                 name: string;
                 ok: boolean;
                 durationMs: number;
+                /** @constant */
+                replayed?: true;
+                replayedFromToolCallId?: string;
                 failure?: {
                   [key: string]: unknown;
                 };
@@ -4627,7 +4748,7 @@ export interface components {
                 arguments: unknown;
                 sideEffect: string;
                 /** @enum {string} */
-                policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input';
+                policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
                 expiresAt: string;
               } & {
                 [key: string]: unknown;
@@ -5216,7 +5337,7 @@ export interface components {
       /** @enum {string} */
       sideEffect: 'read_only' | 'local_write' | 'network' | 'destructive';
       /** @enum {string} */
-      policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input';
+      policy: 'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
       /** @enum {string} */
       status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
       reason: string | null;
@@ -5422,7 +5543,8 @@ export interface components {
         | 'approval.decided'
         | 'session.forked'
         | 'session.rewound'
-        | 'turn.cancelled';
+        | 'turn.cancelled'
+        | 'turn.replayed';
       targetType: string;
       targetId: string | null;
       details: {
@@ -6937,7 +7059,8 @@ export interface operations {
           | 'approval.decided'
           | 'session.forked'
           | 'session.rewound'
-          | 'turn.cancelled';
+          | 'turn.cancelled'
+          | 'turn.replayed';
         tenantId?: string;
       };
       header?: never;
@@ -9265,6 +9388,207 @@ export interface operations {
       };
       /** @description Body is not application/json */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  replayTurn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "model": "anthropic/claude-sonnet-4-5",
+         *       "instructions": "You are a support agent. Answer in two sentences at most."
+         *     }
+         */
+        'application/json': components['schemas']['ReplayTurnDto'];
+      };
+    };
+    responses: {
+      /** @description The replay turn, queued in the fork; it runs on a worker like any admitted turn. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnReplay'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getTurnComparison: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A replay compared with the turn it replays */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnComparison'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -14580,7 +14904,8 @@ export interface operations {
           | 'approval.decided'
           | 'session.forked'
           | 'session.rewound'
-          | 'turn.cancelled';
+          | 'turn.cancelled'
+          | 'turn.replayed';
       };
       header?: never;
       path?: never;

@@ -302,6 +302,16 @@ export const CancelTurnRequest = z.strictObject({
 export type CancelTurnRequest = z.infer<typeof CancelTurnRequest>;
 
 /**
+ * POST /v1/turns/:id/replay (docs/adr/0054): the body is optional; `model` and `instructions` are the
+ * fork's overrides (docs/adr/0053), so the replay can try another model or prompt on the same input.
+ */
+export const ReplayTurnRequest = z.strictObject({
+  model: ModelRef.optional(),
+  instructions: z.string().max(100_000).optional(),
+});
+export type ReplayTurnRequest = z.infer<typeof ReplayTurnRequest>;
+
+/**
  * `POST /v1/turns/:id/client-tool-results` (docs/adr/0047): the outputs of the client tool calls the
  * turn waits for, by the ids `client_tool_requested` handed out (`call_…`); all of them at once.
  */
@@ -853,6 +863,7 @@ export const AUDIT_ACTIONS = [
   'session.forked',
   'session.rewound',
   'turn.cancelled',
+  'turn.replayed',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

@@ -46,6 +46,20 @@ export type EventType = (typeof EventType)[keyof typeof EventType];
  */
 
 const Json = z.record(z.string(), z.unknown());
+
+/**
+ * Why a call waits for a person (docs/adr/0013): the tool declares it, the agent or the tenant lists
+ * it, the turn's input is untrusted, or a replay turn's side-effecting call matches no recorded call
+ * of the original (docs/adr/0054).
+ */
+export const APPROVAL_POLICIES = [
+  'tool',
+  'agent',
+  'tenant',
+  'untrusted_input',
+  'replay_unrecorded_side_effect',
+] as const;
+
 /**
  * An object described by its outline: other fields pass and are kept (`looseObject`), and its type
  * has no index signature, so the engine's interfaces (ProviderAttempt, Usage, FailureArtifact) are
@@ -107,12 +121,23 @@ export const EventData = {
     toolCalls: z.int(),
     attempts: z.array(AttemptData),
   }),
-  tool_call_started: z.looseObject({ callId: z.string(), name: z.string() }),
+  tool_call_started: z.looseObject({
+    callId: z.string(),
+    name: z.string(),
+    /** A replay's call answered from the original's recorded result, not executed (docs/adr/0054). */
+    replayed: z.literal(true).optional(),
+    /** With `replayed`: the original's tool_calls row it was answered from. */
+    replayedFromToolCallId: z.string().optional(),
+  }),
   tool_call_completed: z.looseObject({
     callId: z.string(),
     name: z.string(),
     ok: z.boolean(),
     durationMs: z.number(),
+    /** A replay's call answered from the original's recorded result, not executed (docs/adr/0054). */
+    replayed: z.literal(true).optional(),
+    /** With `replayed`: the original's tool_calls row it was answered from. */
+    replayedFromToolCallId: z.string().optional(),
     /** A failed call's classified failure (retryable, its kind). */
     failure: Json.optional(),
     tool_error: Json.optional(),
@@ -198,7 +223,7 @@ export const EventData = {
     /** Redacted as every event's data is. */
     arguments: z.unknown(),
     sideEffect: z.string(),
-    policy: z.enum(['tool', 'agent', 'tenant', 'untrusted_input']),
+    policy: z.enum(APPROVAL_POLICIES),
     expiresAt: z.string(),
   }),
   /** A decision on an approval; `resumed` when it was the turn's last pending one (the turn is queued again). */

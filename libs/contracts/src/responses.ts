@@ -28,7 +28,13 @@ import { CancelReason } from './cancel-reasons';
 import { ERROR_CODES } from './errors';
 import { McpApproval } from './mcp';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
-import { JournaledFrame, LiveFrame, TurnEvent, TurnStatus as TurnStatuses } from './events';
+import {
+  APPROVAL_POLICIES,
+  JournaledFrame,
+  LiveFrame,
+  TurnEvent,
+  TurnStatus as TurnStatuses,
+} from './events';
 import { QueueName } from './jobs';
 import { SchedulePayload } from './schedules';
 import { USAGE_DIMENSIONS } from './usage';
@@ -459,6 +465,11 @@ export const ToolCallResponse = z
     startedAt: Timestamp.nullable(),
     completedAt: Timestamp.nullable(),
     durationMs: z.int().nullable(),
+    /**
+     * A replay's call answered from this recorded call of the original turn (its tool_calls id), not
+     * executed (docs/adr/0054); null for every call that ran (or was refused).
+     */
+    replayedFromToolCallId: Id.nullable(),
   })
   .register(ApiSchemas, { id: 'ToolCall' });
 export type ToolCallResponse = z.infer<typeof ToolCallResponse>;
@@ -611,6 +622,11 @@ export const TurnResponse = z
     /** In a fork (docs/adr/0053): the turn this one copies (its tool calls and cost stay the original's). */
     copiedFromTurnId: Id.nullable(),
     /**
+     * The turn this one replays (POST /v1/turns/:id/replay, docs/adr/0054): its side-effecting calls
+     * were answered from that turn's recorded results, or waited for a person; null for other turns.
+     */
+    replayOfTurnId: Id.nullable(),
+    /**
      * The closure decision, recorded when the turn ended (seed 002 "Closure Decision", docs/adr/0031);
      * null before (and for a turn whose worker died between its end and the record).
      */
@@ -633,6 +649,77 @@ export const TurnPageResponse = z
   .strictObject({ data: z.array(TurnResponse), nextCursor: NextCursor })
   .register(ApiSchemas, { id: 'TurnPage' });
 export type TurnPageResponse = z.infer<typeof TurnPageResponse>;
+/** POST /v1/turns/:id/replay's answer (docs/adr/0054): the replay turn, queued in a fork of the session. */
+export const TurnReplayResponse = z
+  .strictObject({
+    replay: z.strictObject({
+      /** The replay turn (GET /v1/turns/:id; its comparison: GET /v1/turns/:id/comparison). */
+      turnId: Id,
+      /** The fork it runs in: the session forked just before the replayed turn, with the overrides. */
+      sessionId: Id,
+      /**
+       * The turn it replays: the turn asked for, or for a fork's copy of a turn the turn it copies
+       * (whose tool calls were recorded).
+       */
+      originalTurnId: Id,
+      status: z.enum(Object.values(TurnStatuses)),
+    }),
+  })
+  .register(ApiSchemas, { id: 'TurnReplay' });
+export type TurnReplayResponse = z.infer<typeof TurnReplayResponse>;
+
+/** One side of a replay's comparison (docs/adr/0054). */
+export const TurnSummaryResponse = z
+  .strictObject({
+    turnId: Id,
+    sessionId: Id,
+    status: z.enum(Object.values(TurnStatuses)),
+    /** The model that answered; null until a round ran. */
+    model: z.string().nullable(),
+    finalText: z.string().nullable(),
+    /** Its tool calls in the order the model asked for them. */
+    toolCalls: z.array(
+      z.strictObject({
+        name: z.string(),
+        arguments: Json,
+        sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
+        status: z.enum(['pending', 'running', 'completed', 'failed']),
+        /** Answered from the original's recorded result, not executed. */
+        replayed: z.boolean(),
+      }),
+    ),
+    inputTokens: z.int(),
+    outputTokens: z.int(),
+    costUsd: Usd,
+    /** Start to end, less the time it waited for a person or a sub-agent; null until it ended. */
+    latencyMs: z.int().nullable(),
+  })
+  .register(ApiSchemas, { id: 'TurnSummary' });
+export type TurnSummaryResponse = z.infer<typeof TurnSummaryResponse>;
+
+/** GET /v1/turns/:id/comparison (docs/adr/0054): a replay beside the turn it replays. */
+export const TurnComparisonResponse = z
+  .strictObject({
+    original: TurnSummaryResponse,
+    replay: TurnSummaryResponse,
+    /** Null until the replay has ended. */
+    diff: z
+      .strictObject({
+        finalTextEqual: z.boolean(),
+        /** The same tools with canonically equal arguments (object keys in any order), in the same order. */
+        toolCallsEqual: z.boolean(),
+        /** replay − original. */
+        inputTokensDelta: z.int(),
+        outputTokensDelta: z.int(),
+        /** replay − original, USD (exact decimal; negative when the replay cost less). */
+        costDeltaUsd: Usd,
+        /** replay − original; null when either has no latency. */
+        latencyDeltaMs: z.int().nullable(),
+      })
+      .nullable(),
+  })
+  .register(ApiSchemas, { id: 'TurnComparison' });
+export type TurnComparisonResponse = z.infer<typeof TurnComparisonResponse>;
 
 /**
  * What of a turn an A2A task is made of (docs/adr/0037): what `taskOf` reads, whether the turn comes
@@ -827,8 +914,12 @@ export const ApprovalResponse = z
     /** The call's arguments, redacted as journal events are. */
     arguments: Json,
     sideEffect: z.enum(['read_only', 'local_write', 'network', 'destructive']),
-    /** Why approval was asked: the tool declares it, the agent or the tenant lists it, or the turn's input is untrusted. */
-    policy: z.enum(['tool', 'agent', 'tenant', 'untrusted_input']),
+    /**
+     * Why approval was asked: the tool declares it, the agent or the tenant lists it, the turn's input
+     * is untrusted, or a replay's side-effecting call matches no recorded call of the original
+     * (`replay_unrecorded_side_effect`, docs/adr/0054).
+     */
+    policy: z.enum(APPROVAL_POLICIES),
     status: z.enum(['pending', 'approved', 'rejected', 'expired', 'cancelled']),
     reason: z.string().nullable(),
     /** Who decided: the API key's id, `operator` (ADMIN_TOKEN acting as the tenant), or `system` (an expiry, a cancelled turn). */

@@ -38,7 +38,10 @@ const TimelineApproval = z.strictObject({
   id: Id,
   kind: z.enum(['approval', 'client_tool']),
   status: z.enum(['pending', 'approved', 'rejected', 'answered', 'expired', 'cancelled']),
-  /** Why approval was asked: tool | agent | tenant | untrusted_input (a client tool wait: `client`). */
+  /**
+   * Why approval was asked: tool | agent | tenant | untrusted_input | replay_unrecorded_side_effect
+   * (a client tool wait: `client`).
+   */
   policy: z.string(),
   requestedAt: Timestamp,
   decidedAt: Timestamp.nullable(),

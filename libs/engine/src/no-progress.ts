@@ -54,15 +54,16 @@ export function fingerprint(call: ToolCallRequest): string {
   } catch {
     return `${call.name}:${call.arguments.trim()}`;
   }
-  return `${call.name}:${canonical(args)}`;
+  return `${call.name}:${canonicalJson(args)}`;
 }
 
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+/** A JSON value as one string with object keys sorted: equal values, equal strings. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (v && typeof v === 'object') {
     return `{${Object.keys(v)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`)
       .join(',')}}`;
   }
   return JSON.stringify(v);

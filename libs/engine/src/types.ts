@@ -147,10 +147,44 @@ export interface TurnInput {
    * (no assistant message yet); later rounds are `auto`, so the model can answer after the tool result.
    */
   toolChoice?: ToolChoice;
+  /**
+   * This turn replays an ended turn (docs/adr/0054): its side-effecting calls are answered from the
+   * original's recorded results when they match one, and wait for a person's approval otherwise.
+   * Absent for every other turn.
+   */
+  replay?: ReplayInput;
 }
 
-/** Why a call needs approval: the tool declares it, the agent or tenant lists it, or the input is untrusted. */
-export type ApprovalPolicy = 'tool' | 'agent' | 'tenant' | 'untrusted_input';
+/**
+ * What a replay turn knows of the turn it replays (docs/adr/0054), loaded with its claim: the
+ * original's completed side-effecting calls in the order it made them, and which of them an earlier
+ * run of this turn already answered a call from (committed in that call's tool_calls row).
+ */
+export interface ReplayInput {
+  originalTurnId: string;
+  recorded: RecordedCall[];
+  /** Ids of `recorded` calls this turn's committed calls were answered from: never used again. */
+  used: string[];
+}
+
+/** A completed side-effecting call of the original turn: its tool_calls row. */
+export interface RecordedCall {
+  /** The tool_calls row id (what `replayed_from_tool_call_id` names). */
+  id: string;
+  name: string;
+  /** As parsed when the original call was made. */
+  arguments: unknown;
+  /** The recorded result the replay answers with. */
+  result: unknown;
+}
+
+/**
+ * Why a call needs approval: the tool declares it, the agent or tenant lists it, the input is
+ * untrusted, or (docs/adr/0054) a replay turn's side-effecting call matches no recorded call of the
+ * original.
+ */
+export type ApprovalPolicy =
+  'tool' | 'agent' | 'tenant' | 'untrusted_input' | 'replay_unrecorded_side_effect';
 
 /** A human's (or the expiry's) decision on one gated call. */
 export interface ApprovalDecision {
@@ -332,6 +366,11 @@ export interface ToolCallMeta {
   sideEffect: SideEffect;
   arguments: unknown;
   idempotencyKey: string;
+  /**
+   * A replay turn's call answered from this recorded call of the original (docs/adr/0054): it was
+   * not executed. Written in the call's tool_calls row with its result, in one checkpoint.
+   */
+  replayedFromToolCallId?: string;
 }
 
 /**

@@ -49,6 +49,8 @@ export interface AdmissionInsert {
   clientTools?: unknown[];
   /** The tool choice forced for the turn's first round (docs/adr/0047); absent: auto. */
   toolChoice?: unknown;
+  /** The turn this one replays (docs/adr/0054); absent for every other turn. */
+  replayOfTurnId?: string;
 }
 
 /** The admission an earlier request with the same Idempotency-Key made. */
@@ -140,12 +142,12 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     ),
     t AS (
       INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, trace_context,
-        response_format, client_tools, tool_choice)
+        response_format, client_tools, tool_choice, replay_of_turn_id)
       SELECT ${a.turnId}::uuid, ${a.tenantId}::uuid, ${a.sessionId}::uuid, s.agent_id, s.seq, ${a.messageId}::uuid,
         'queued', ${a.priority}, ${json(a.traceContext ?? {})}::jsonb,
         ${a.responseFormat == null ? null : json(a.responseFormat)}::jsonb,
         ${a.clientTools?.length ? json(a.clientTools) : null}::jsonb,
-        ${a.toolChoice == null ? null : json(a.toolChoice)}::jsonb
+        ${a.toolChoice == null ? null : json(a.toolChoice)}::jsonb, ${a.replayOfTurnId ?? null}::uuid
       FROM s
     ),
     e AS (

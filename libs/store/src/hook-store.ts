@@ -183,6 +183,8 @@ export async function recordLearning(
       FROM tool_calls
       WHERE turn_id = (SELECT id FROM t) AND tenant_id = ${job.tenantId}::uuid
         AND status IN ('completed', 'failed')
+        -- A replay's call answered from a recorded result ran nothing (docs/adr/0054).
+        AND replayed_from_tool_call_id IS NULL
     ),
     kinds AS (
       SELECT tool, jsonb_object_agg(kind, n) AS by_kind

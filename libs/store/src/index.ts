@@ -6,6 +6,7 @@ export * from './admission-store';
 export * from './hook-store';
 export * from './control-store';
 export * from './fork-store';
+export * from './replay-store';
 export * from './subagent-cost';
 export * from './tenant-spend';
 export * from './unrun-answers';

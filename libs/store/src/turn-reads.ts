@@ -17,6 +17,7 @@ export type ToolCallRead = Pick<
   | 'startedAt'
   | 'completedAt'
   | 'durationMs'
+  | 'replayedFromToolCallId'
 >;
 
 /** The turn columns a client sees, with its tool calls (Prisma's row, or `readTurn`'s one statement). */
@@ -54,6 +55,7 @@ export type TurnRead = Pick<
   | 'closure'
   | 'rewoundAt'
   | 'copiedFromTurnId'
+  | 'replayOfTurnId'
 > & { toolCalls?: ToolCallRead[] };
 
 /**
@@ -111,12 +113,13 @@ export async function readTurn(
            t.cancel_requested_at AS "cancelRequestedAt", t.cancel_reason AS "cancelReason",
            t.cancel_note AS "cancelNote", t.work_item_id AS "workItemId", t.closure,
            t.rewound_at AS "rewoundAt", t.copied_from_turn_id AS "copiedFromTurnId",
+           t.replay_of_turn_id AS "replayOfTurnId",
            COALESCE((
              SELECT json_agg(json_build_object(
                       'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,
                       'sideEffect', c.side_effect, 'status', c.status, 'result', c.result,
                       'error', c.error, 'startedAt', c.started_at, 'completedAt', c.completed_at,
-                      'durationMs', c.duration_ms)
+                      'durationMs', c.duration_ms, 'replayedFromToolCallId', c.replayed_from_tool_call_id)
                     ORDER BY c.started_at, c.id)
              FROM tool_calls c WHERE c.turn_id = t.id
            ), '[]'::json) AS "toolCalls",

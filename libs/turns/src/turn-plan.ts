@@ -151,6 +151,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
     ...toolSelectionOf(agent.toolSelection, agent.embedder, tools),
     ...responseFormatOf(turn.responseFormat),
+    // A replay turn (docs/adr/0054): the original's recorded side effects answer its matching calls.
+    ...(load.replay ? { replay: load.replay } : {}),
   };
   return {
     input,

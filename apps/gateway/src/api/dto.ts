@@ -15,6 +15,7 @@ import {
   LangGraphUpdateStateRequest,
   AdmitMessageRequest,
   CancelTurnRequest,
+  ReplayTurnRequest,
   ClientToolResultsRequest,
   ApprovalsQuery,
   DecideApprovalRequest,
@@ -78,6 +79,7 @@ export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class ForkSessionDto extends createZodDto(ForkSessionRequest) {}
 export class RewindSessionDto extends createZodDto(RewindSessionRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
+export class ReplayTurnDto extends createZodDto(ReplayTurnRequest) {}
 export class ClientToolResultsDto extends createZodDto(ClientToolResultsRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
 export class SessionsQueryDto extends createZodDto(SessionsQuery) {}

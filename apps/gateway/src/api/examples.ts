@@ -5,6 +5,7 @@ import {
   AgentPostureDto,
   AnswerTaskDto,
   CancelTurnDto,
+  ReplayTurnDto,
   ClientToolResultsDto,
   CancelWorkItemDto,
   ChatCompletionDto,
@@ -98,6 +99,10 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     wait: 30,
   }),
   example(CancelTurnDto, { reason: 'the customer closed the ticket' }),
+  example(ReplayTurnDto, {
+    model: 'anthropic/claude-sonnet-4-5',
+    instructions: 'You are a support agent. Answer in two sentences at most.',
+  }),
   example(ClientToolResultsDto, {
     results: [{ callId: 'call_019a4f3c2b7e7c1d9a0e5f6b7c8d9e0f', output: '{"temp_c":21,"sky":"sunny"}' }],
   }),

@@ -35,6 +35,7 @@ const turn = (costUsd: string): PresentedTurn => ({
   closure: null,
   rewoundAt: null,
   copiedFromTurnId: null,
+  replayOfTurnId: null,
 });
 
 describe('presentTurn', () => {

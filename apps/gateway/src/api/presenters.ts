@@ -183,6 +183,7 @@ export const presentToolCall = (c: PresentedToolCall): ToolCallResponse => ({
   startedAt: c.startedAt?.toISOString() ?? null,
   completedAt: c.completedAt?.toISOString() ?? null,
   durationMs: c.durationMs,
+  replayedFromToolCallId: c.replayedFromToolCallId,
 });
 
 /** The turn columns a client sees, with its tool calls (`TurnRead`, libs/store/src/turn-reads.ts). */
@@ -224,6 +225,7 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   closure: (t.closure ?? null) as TurnResponse['closure'],
   rewoundAt: t.rewoundAt?.toISOString() ?? null,
   copiedFromTurnId: t.copiedFromTurnId,
+  replayOfTurnId: t.replayOfTurnId,
 });
 
 /** A journal row as the API shows it; its data is what the engine emitted under the event union. */

@@ -40,6 +40,7 @@ const turn = (over: Partial<TurnResponse> = {}): TurnResponse => ({
   closure: null,
   rewoundAt: null,
   copiedFromTurnId: null,
+  replayOfTurnId: null,
   childrenCostUsd: '0.00200000',
   totalCostUsd: '0.00300000',
   ...over,

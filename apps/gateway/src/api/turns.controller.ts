@@ -1,12 +1,15 @@
-import { Body, Controller, Get, Inject, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
 import { ApiBody } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import type { TurnSteering } from '@switchboard/admission';
+import type { Admission, TurnSteering } from '@switchboard/admission';
 import {
   CancelTurnRequest,
   notFound,
+  ReplayTurnRequest,
   RoundContextResponse,
   RoundIndexParam,
+  TurnComparisonResponse,
+  TurnReplayResponse,
   TurnResponse,
   TurnTimelineResponse,
   cancelCause,
@@ -15,15 +18,22 @@ import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
-import { CancelTurnDto, ClientToolResultsDto } from './dto';
+import { CancelTurnDto, ClientToolResultsDto, ReplayTurnDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { pathId, presentTurn } from './presenters';
 import { validateOptionalBody, validateParam } from '../platform/validation';
-import { CONFIG, DB, TASKS } from '@switchboard/platform';
+import { ADMISSION, CONFIG, DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
 import { turnDetail } from './turn-detail';
 import { TURN_STEERING } from './turn-steering';
-import { findTurn, OPERATOR_ACTOR, readRoundContext, readTimeline, readTurn } from '@switchboard/store';
+import {
+  findTurn,
+  OPERATOR_ACTOR,
+  readComparison,
+  readRoundContext,
+  readTimeline,
+  readTurn,
+} from '@switchboard/store';
 import { assembleRoundContext, assembleTimeline } from './turn-timeline';
 import { GATEWAY_READS, type GatewayReads } from './reads';
 
@@ -37,6 +47,7 @@ export class TurnsController {
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
+    @Inject(ADMISSION) private readonly admission: Admission,
   ) {}
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
@@ -204,6 +215,69 @@ export class TurnsController {
     });
     const turn = await this.find(tenantId, turnId);
     await reply.status(answered.replayed ? 200 : 202).send(turn);
+  }
+
+  /**
+   * Replays an ended turn (docs/adr/0054): a fork of its session taken just before it (with the
+   * overrides), the turn's input admitted into the fork as a queued turn that names the original.
+   * Its side-effecting calls are answered from the original's recorded results, or wait for a person.
+   */
+  @Post(':id/replay')
+  @Operation({
+    id: 'replayTurn',
+    summary: 'Replay a turn without repeating its side effects',
+    description:
+      "Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054).",
+    status: 202,
+    schema: TurnReplayResponse,
+    response: 'The replay turn, queued in the fork; it runs on a worker like any admitted turn.',
+    errors: [...BODY_ERRORS, 403, 404, 409],
+  })
+  @ApiBody({ type: ReplayTurnDto, required: false })
+  @HttpCode(202)
+  async replay(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+    @Body() raw: unknown,
+  ): Promise<TurnReplayResponse> {
+    const turnId = pathId(id, 'turn');
+    const body = validateOptionalBody(ReplayTurnRequest, raw);
+    const replayed = await this.admission.replay({
+      tenantId,
+      turnId,
+      actor,
+      ...(body.model !== undefined || body.instructions !== undefined ? { overrides: body } : {}),
+    });
+    return {
+      replay: {
+        turnId: replayed.turnId,
+        sessionId: replayed.sessionId,
+        originalTurnId: replayed.originalTurnId,
+        status: replayed.status,
+      },
+    };
+  }
+
+  /**
+   * A replay beside the turn it replays (docs/adr/0054): final text, tool calls, tokens, cost and
+   * latency of each, and their differences once the replay has ended.
+   */
+  @Get(':id/comparison')
+  @Operation({
+    id: 'getTurnComparison',
+    summary: 'A replay compared with the turn it replays',
+    description:
+      "For a replay turn (POST /v1/turns/{id}/replay): the original and the replay side by side — status, model, final text, tool calls in the order the model asked for them (with `replayed` for a call answered from the recorded result), tokens, cost and latency (start to end, less time spent waiting for a person or a sub-agent) — and `diff` (final text equal, tool calls equal by name and canonical arguments in order, token, cost and latency deltas, replay minus original), null until the replay has ended. 404 when the turn is not the calling tenant's or is not a replay (docs/adr/0054).",
+    status: 200,
+    schema: TurnComparisonResponse,
+    errors: [404],
+  })
+  async comparison(@TenantId() tenantId: string, @Param('id') id: string): Promise<TurnComparisonResponse> {
+    const turnId = pathId(id, 'turn');
+    const compared = await this.reads.read(({ sql }) => readComparison(sql, tenantId, turnId));
+    if (!compared) throw notFound('replay turn');
+    return compared as TurnComparisonResponse;
   }
 
   private async find(tenantId: string, id: string): Promise<TurnResponse> {

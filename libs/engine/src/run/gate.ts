@@ -3,7 +3,7 @@ import type { ToolCallRequest } from '@switchboard/providers';
 import type { ToolDefinition } from '@switchboard/tools';
 import { defaultApprovalPolicy, type GateContext } from '../gates';
 import { clientToolGate } from './client-tools';
-import type { ToolOutcome, Wait } from '../types';
+import type { ApprovalPolicy, ToolOutcome, Wait } from '../types';
 import type { Cleared, PreparedCall } from './prepared-call';
 import {
   blockedTool,
@@ -21,8 +21,9 @@ export type GateVerdict = { cleared: Cleared } | { wait: Wait } | ToolOutcome;
 
 /**
  * The tool gates before a call runs (seed 001 4g), in order: a tool the turn has and arguments that
- * are JSON → a client's tool answered by the client (docs/adr/0047) → duplicate/replay → blocked tool → the `before` gate → argument validation → approval
- * (docs/adr/0013). The first gate that answers the call decides it.
+ * are JSON → a client's tool answered by the client (docs/adr/0047) → a replay turn's recorded result
+ * (docs/adr/0054) → duplicate/replay → blocked tool → the `before` gate → argument validation →
+ * approval (docs/adr/0013). The first gate that answers the call decides it.
  */
 export async function passGates(run: TurnRun, c: PreparedCall): Promise<GateVerdict> {
   const { call, tool, args } = c;
@@ -30,6 +31,8 @@ export async function passGates(run: TurnRun, c: PreparedCall): Promise<GateVerd
   if (!args.ok) return invalidJson(args.error);
   // The client's tool (docs/adr/0047): its answer, its expiry or a wait; the client runs it, not us.
   if (run.isClientTool(tool)) return clientToolGate(run, c);
+  const recorded = recordedAnswer(run, c);
+  if (recorded) return recorded;
   const replay = run.replays.find(tool, call);
   if (replay) return replay;
   const ctx = gateContext(run, call, tool);
@@ -58,6 +61,25 @@ export async function afterGate(
   }
 }
 
+/**
+ * A replay turn's side-effecting call that matched a recorded call of the original (docs/adr/0054):
+ * answered with its recorded result, not executed; the checkpoint of the answer names the original.
+ */
+function recordedAnswer(run: TurnRun, c: PreparedCall): ToolOutcome | undefined {
+  const recorded = run.recorded?.answerFor(c.call.id);
+  if (!recorded) return undefined;
+  c.meta.replayedFromToolCallId = recorded.id;
+  return { ok: true, result: recorded.result ?? null };
+}
+
+/**
+ * A replay turn's side-effecting call that matched no recorded call (docs/adr/0054) waits for a
+ * person whatever the policy says: a replay never makes an effect nobody approved.
+ */
+function replayPolicy(run: TurnRun, tool: ToolDefinition): ApprovalPolicy | null {
+  return run.input.replay && tool.sideEffect !== 'read_only' ? 'replay_unrecorded_side_effect' : null;
+}
+
 function gateContext(run: TurnRun, call: ToolCallRequest, tool: ToolDefinition): GateContext {
   const { tenantId, sessionId, turnId, approval } = run.input;
   return { tenantId, sessionId, turnId, call, tool, approval };
@@ -84,7 +106,8 @@ async function approvalGate(
   ctx: GateContext,
   args: unknown,
 ): Promise<{ wait: Wait } | Failure | undefined> {
-  const policy = await (run.resources.gates.approval ?? defaultApprovalPolicy)(ctx, args);
+  const policy =
+    replayPolicy(run, ctx.tool) ?? (await (run.resources.gates.approval ?? defaultApprovalPolicy)(ctx, args));
   if (!policy) return undefined;
   const { call, tool } = ctx;
   const decision = run.input.decisions?.find((d) => d.callId === call.id);

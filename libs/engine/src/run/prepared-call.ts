@@ -1,6 +1,7 @@
 import type { ToolCallRequest } from '@switchboard/providers';
 import type { ToolDefinition } from '@switchboard/tools';
 import type { ToolCallMeta } from '../types';
+import { parseArguments, type ParsedArguments } from './arguments';
 import type { TurnRun } from './turn-run';
 
 /**
@@ -8,8 +9,7 @@ import type { TurnRun } from './turn-run';
  * tool gates (`gate.ts`) and executed (`execute.ts`). A leaf: it imports none of those steps.
  */
 
-/** A call's arguments, parsed once: the value, or why they are not JSON. */
-export type ParsedArguments = { ok: true; value: unknown } | { ok: false; error: string };
+export type { ParsedArguments } from './arguments';
 
 /** One call of the round, parsed once, with what the checkpoints record of it. */
 export interface PreparedCall {
@@ -32,30 +32,29 @@ export interface Cleared {
 export function prepareCall(run: TurnRun, call: ToolCallRequest): PreparedCall {
   const tool = run.toolFor(call);
   const args = parseArguments(call.arguments);
+  // What the checkpoints record of a call: arguments as parsed (or raw when they are not JSON).
+  const meta: ToolCallMeta = {
+    call,
+    sideEffect: tool?.sideEffect ?? 'read_only',
+    arguments: args.ok ? args.value : { _raw: call.arguments },
+    idempotencyKey: `${run.input.turnId}:${call.id}`,
+  };
   let announced = false;
   return {
     call,
     tool,
     args,
-    // What the checkpoints record of a call: arguments as parsed (or raw when they are not JSON).
-    meta: {
-      call,
-      sideEffect: tool?.sideEffect ?? 'read_only',
-      arguments: args.ok ? args.value : { _raw: call.arguments },
-      idempotencyKey: `${run.input.turnId}:${call.id}`,
-    },
+    meta,
     announce: async () => {
       if (announced) return;
       announced = true;
-      await run.cp.emit('tool_call_started', { callId: call.id, name: call.name });
+      // A replay's call answered from the original's recorded result says so (docs/adr/0054).
+      const replayed = meta.replayedFromToolCallId;
+      await run.cp.emit('tool_call_started', {
+        callId: call.id,
+        name: call.name,
+        ...(replayed ? { replayed: true, replayedFromToolCallId: replayed } : {}),
+      });
     },
   };
-}
-
-function parseArguments(raw: string): ParsedArguments {
-  try {
-    return { ok: true, value: raw.trim() === '' ? {} : (JSON.parse(raw) as unknown) };
-  } catch (err) {
-    return { ok: false, error: (err as Error).message };
-  }
 }

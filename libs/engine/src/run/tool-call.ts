@@ -107,7 +107,9 @@ async function record(
   durationMs: number,
 ): Promise<ToolRun> {
   const { call, tool, meta } = c;
-  if (tool && run.resources.gates.after) await afterGate(run, call, tool, result);
+  // A replay's call answered from the recorded result ran nothing: no `after` gate (docs/adr/0054).
+  const replayed = meta.replayedFromToolCallId;
+  if (tool && run.resources.gates.after && !replayed) await afterGate(run, call, tool, result);
   // An identical successful call later in this turn is answered from this result.
   if (result.ok && tool) run.replays.remember(tool, call, result);
   if (!result.ok) result.tool_name = call.name;
@@ -116,6 +118,7 @@ async function record(
   await run.cp.emit('tool_call_completed', {
     ...completedEvent(call, result, durationMs),
     ...(verdict.action === 'continue' ? {} : { noProgress: verdict.action }),
+    ...(replayed ? { replayed: true, replayedFromToolCallId: replayed } : {}),
   });
   const rendered = JSON.stringify(result);
   // TokenJuice first (docs/adr/0033), then the summarizer on what is still large, then the budget.

@@ -23,6 +23,9 @@ export async function runToolRound(
   pending: ToolCallRequest[],
 ): Promise<TurnOutcome | undefined> {
   const round: RoundCalls = { failed: false, waits: [] };
+  // A replay turn (docs/adr/0054): the round's side-effecting calls matched to the original's
+  // recorded ones in the model's order, before any of them runs.
+  run.recorded?.assign(pending, (call) => run.isSideEffecting(call));
   for (const wave of planWaves(pending, run.tools, run.input.tools)) {
     if (run.signal.aborted) break;
     const halt = await runWave(run, wave, round);

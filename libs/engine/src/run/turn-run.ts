@@ -7,6 +7,7 @@ import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../ty
 import { withRepairPrompts } from '../structured-output';
 import { offeredTools } from '../tool-selection';
 import { clientToolDefinitions } from './client-tool-defs';
+import { RecordedEffects } from './recorded-effects';
 import { Replays } from './replays';
 import type { EngineResources } from './resources';
 
@@ -40,6 +41,8 @@ export class TurnRun {
   readonly noProgress: NoProgressTracker;
   /** The duplicate/replay gate's memory of successful calls. */
   readonly replays = new Replays();
+  /** A replay turn's recorded side effects (docs/adr/0054); undefined for every other turn. */
+  readonly recorded?: RecordedEffects;
   /** Earlier turns, as the model sees them: compacted at most once per run (the context guard). */
   history: ChatMessage[];
   compacted = false;
@@ -75,6 +78,7 @@ export class TurnRun {
     this.noProgress = replayFailures(this.messages);
     this.history = input.history;
     this.clientTools = clientToolDefinitions(input.clientTools ?? [], input.tools);
+    if (input.replay) this.recorded = new RecordedEffects(input.replay);
   }
 
   /**
@@ -105,6 +109,12 @@ export class TurnRun {
   /** Whether a tool is one the client declared and runs (docs/adr/0047). */
   isClientTool(tool: ToolDefinition): boolean {
     return this.clientTools.get(tool.name) === tool;
+  }
+
+  /** Whether a call would change something if it ran here: a tool of the turn's own that is not read-only. */
+  isSideEffecting(call: ToolCallRequest): boolean {
+    const tool = this.toolFor(call);
+    return tool !== undefined && !this.isClientTool(tool) && tool.sideEffect !== 'read_only';
   }
 
   /** An outcome of this run, with its counters. */

@@ -104,6 +104,8 @@ export interface ToolCallUpsert {
   result?: unknown;
   error?: unknown;
   durationMs?: number;
+  /** A replay's call answered from this recorded call of the original, not executed (docs/adr/0054). */
+  replayedFromToolCallId?: string;
 }
 
 /** One tool call's VALUES row: an outcome's start is `durationMs` before now. */
@@ -115,7 +117,8 @@ function toolCallRow(f: TurnFrame, c: ToolCallUpsert): Sql {
     now() - (${done ? (c.durationMs ?? 0) : 0}::int * interval '1 millisecond'),
     ${done && c.status === 'completed' ? json(c.result) : null}::jsonb,
     ${done && c.status === 'failed' ? json(c.error) : null}::jsonb,
-    ${done ? sql`now()` : sql`NULL::timestamptz`}, ${done ? (c.durationMs ?? 0) : null}::int)`;
+    ${done ? sql`now()` : sql`NULL::timestamptz`}, ${done ? (c.durationMs ?? 0) : null}::int,
+    ${c.replayedFromToolCallId ?? null}::uuid)`;
 }
 
 /** `c`: the checkpoint's tool call starts and outcomes, one row per call. */
@@ -125,12 +128,12 @@ export function toolCallsCte(f: TurnFrame, calls: ToolCallUpsert[] | undefined):
   // A resumed turn starts the same call again (its start renewed); an outcome keeps the start.
   return sql`c AS (
     INSERT INTO tool_calls (id, tenant_id, session_id, turn_id, call_id, name, arguments, side_effect, status,
-      idempotency_key, started_at, result, error, completed_at, duration_ms)
+      idempotency_key, started_at, result, error, completed_at, duration_ms, replayed_from_tool_call_id)
     SELECT v.* FROM (VALUES ${join(rows)}) AS v ${FENCED}
     ON CONFLICT (turn_id, call_id) DO UPDATE SET status = excluded.status,
       started_at = CASE WHEN excluded.status = 'running' THEN now() ELSE tool_calls.started_at END,
       result = excluded.result, error = excluded.error, completed_at = excluded.completed_at,
-      duration_ms = excluded.duration_ms)`;
+      duration_ms = excluded.duration_ms, replayed_from_tool_call_id = excluded.replayed_from_tool_call_id)`;
 }
 
 export interface EventInsert {

@@ -61,6 +61,8 @@ export interface TurnRow {
   hasPushConfigs?: boolean;
   /** The tool choice forced for the turn's first round (docs/adr/0047); null: auto. */
   toolChoice?: unknown;
+  /** The turn this one replays (docs/adr/0054); null for every other turn. */
+  replayOfTurnId?: string | null;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -171,6 +173,19 @@ export interface TurnLoad {
   decisions: StoredDecision[];
   /** Time the turn spent waiting for decisions (each wait to its last decision): not deadline time. */
   waitedMs: number;
+  /**
+   * A replay turn's view of the turn it replays (docs/adr/0054): the original's completed
+   * side-effecting calls in the order they were made, and those this turn's committed calls were
+   * already answered from. Absent for every other turn.
+   */
+  replay?: ReplayLoad;
+}
+
+/** What a replay turn's claim loads of its original (docs/adr/0054). */
+export interface ReplayLoad {
+  originalTurnId: string;
+  recorded: { id: string; name: string; arguments: unknown; result: unknown }[];
+  used: string[];
 }
 
 /** What the claim is asked. */
@@ -231,6 +246,7 @@ export interface ClaimRow {
   paused: boolean;
   decisions: StoredDecision[] | null;
   waited_ms: number | null;
+  replay: ReplayLoad | null;
 }
 
 // --- The CTEs ---
@@ -342,7 +358,7 @@ const TURN_JSON = sql`json_build_object(
   'traceContext', ut.trace_context, 'runCount', ut.run_count, 'createdAt', ut.created_at,
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
-  'clientTools', ut.client_tools, 'toolChoice', ut.tool_choice,
+  'clientTools', ut.client_tools, 'toolChoice', ut.tool_choice, 'replayOfTurnId', ut.replay_of_turn_id,
   'hasPushConfigs', EXISTS (SELECT 1 FROM a2a_push_configs pc WHERE pc.turn_id = ut.id),
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
@@ -371,16 +387,35 @@ const DECISIONS = sql`(SELECT coalesce(json_agg(json_build_object('approvalId', 
     'status', ap.status, 'reason', ap.reason, 'kind', ap.kind, 'output', ap.output)), '[]'::json) FROM approvals ap
   WHERE ap.turn_id = ut.id AND ap.status <> 'pending') AS decisions`;
 
-/** Time the turn spent waiting: approvals, then blocking sub-agents. */
-const WAITED_MS = sql`
+/**
+ * A replay turn's original (docs/adr/0054): its completed side-effecting calls in the order they were
+ * made (a row's id is a UUIDv7 taken when the call started, or was answered without running), and the
+ * ones this turn's committed calls were answered from. Null (nothing read) for every other turn.
+ */
+const REPLAY = sql`CASE WHEN ut.replay_of_turn_id IS NULL THEN NULL ELSE json_build_object(
+    'originalTurnId', ut.replay_of_turn_id,
+    'recorded', (SELECT coalesce(json_agg(json_build_object('id', oc.id, 'name', oc.name,
+        'arguments', oc.arguments, 'result', oc.result) ORDER BY oc.id), '[]'::json)
+      FROM tool_calls oc WHERE oc.turn_id = ut.replay_of_turn_id AND oc.tenant_id = ut.tenant_id
+        AND oc.status = 'completed' AND oc.side_effect <> 'read_only'),
+    'used', (SELECT coalesce(json_agg(rc.replayed_from_tool_call_id), '[]'::json) FROM tool_calls rc
+      WHERE rc.turn_id = ut.id AND rc.replayed_from_tool_call_id IS NOT NULL)) END AS replay`;
+
+/**
+ * Time a turn spent waiting (ms, float8): approvals (and client tool waits), then blocking sub-agents.
+ * The claim's deadline leaves it out; so does a replay's comparison of latencies (docs/adr/0054).
+ */
+export const waitedMsOf = (turnId: Sql): Sql => sql`
   -- One wait's approvals share their created_at (one statement): from it to its last decision.
-  (SELECT coalesce(sum(w.ms), 0)::float8 FROM (
+  ((SELECT coalesce(sum(w.ms), 0)::float8 FROM (
       SELECT extract(epoch FROM max(ap.decided_at) - ap.created_at) * 1000 AS ms FROM approvals ap
-      WHERE ap.turn_id = ut.id AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)
+      WHERE ap.turn_id = ${turnId} AND ap.decided_at IS NOT NULL GROUP BY ap.created_at) w)
     -- Waits for sub-agents (docs/adr/0024): the span of the blocking children it waited for.
     + (SELECT coalesce(extract(epoch FROM max(k.completed_at) - min(k.created_at)) * 1000, 0)::float8
-      FROM tasks k WHERE k.parent_turn_id = ut.id AND k.blocking AND k.completed_at IS NOT NULL)
-    AS waited_ms`;
+      FROM tasks k WHERE k.parent_turn_id = ${turnId} AND k.blocking AND k.completed_at IS NOT NULL))`;
+
+/** Time the turn spent waiting: not deadline time. */
+const WAITED_MS = sql`${waitedMsOf(sql`ut.id`)} AS waited_ms`;
 
 /**
  * The turn's transcript: its own entries and the entries of earlier turns that ran and ended and
@@ -423,6 +458,7 @@ export function claimParts(t: ClaimTarget): { ctes: Sql[]; columns: Sql[]; joins
       DECISIONS,
       WAITED_MS,
       TRANSCRIPT,
+      REPLAY,
     ],
     joins: sql`LEFT JOIN s ON true
     LEFT JOIN ut ON true
@@ -471,6 +507,7 @@ function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow
     startedCalls: row.started_calls ?? [],
     decisions: row.decisions ?? [],
     waitedMs: Math.max(0, Number(row.waited_ms ?? 0)),
+    ...(row.replay ? { replay: row.replay } : {}),
   };
 }
 

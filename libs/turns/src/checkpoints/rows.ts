@@ -187,6 +187,7 @@ export function toolResultWrites(turn: TurnRow, r: ToolResult, position: number)
     result: outcome.ok ? outcome.result : undefined,
     error: outcome.ok ? undefined : outcome,
     durationMs: r.durationMs,
+    ...(meta.replayedFromToolCallId ? { replayedFromToolCallId: meta.replayedFromToolCallId } : {}),
   });
   w.messages.push({
     ...entry(turn, position),
