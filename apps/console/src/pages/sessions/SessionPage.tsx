@@ -13,6 +13,9 @@ import { Markdown } from '../../components/Markdown';
 import { ErrorBox, Json, Loading, Money, Page, StatusBadge, Time } from '../../components/ui';
 import { isEnded, turnText, type StreamTurn } from '../../lib/session-stream';
 import { shortId } from './ids';
+import { Lineage } from './Lineage';
+import { SessionTurns, useSessionTurns } from './SessionTurns';
+import { TurnActions } from './TurnActions';
 import { useAgents } from './useAgents';
 import './sessions.css';
 import { useSessionStream, type Connection } from './useSessionStream';
@@ -35,6 +38,7 @@ export default function SessionPage() {
   });
   const { stream, connection, error } = useSessionStream(id);
   const transcript = useTranscript(id, stream.transcriptVersion);
+  const turns = useSessionTurns(id, stream.transcriptVersion);
   const current = stream.current();
   const agentName = agents.data?.data.find((a) => a.id === session.data?.agentId)?.name;
 
@@ -55,8 +59,35 @@ export default function SessionPage() {
         Agent {agentName ?? s.agentId} · cost <Money usd={s.usage.costUsd} /> · {s.usage.inputTokens} in /{' '}
         {s.usage.outputTokens} out tokens · started <Time at={s.createdAt} />
       </p>
+      {s.overrides && (s.overrides.model || s.overrides.instructions) ? (
+        <p className="notice" data-testid="session-overrides">
+          This session runs with its own{' '}
+          {[
+            s.overrides.model ? `model ${s.overrides.model}` : null,
+            s.overrides.instructions ? 'instructions' : null,
+          ]
+            .filter(Boolean)
+            .join(' and ')}{' '}
+          over the agent&apos;s.
+        </p>
+      ) : null}
       <LiveTurn turn={current} connection={connection} error={error} />
       <Composer sessionId={id} closed={s.status === 'closed'} />
+      <Lineage sessionId={id} version={stream.transcriptVersion} />
+      <SessionTurns
+        turns={turns.data?.pages.flatMap((p) => p.data) ?? []}
+        error={turns.error}
+        pending={turns.isPending}
+        actions={(t) => (
+          <TurnActions
+            sessionId={id}
+            turnId={t.id}
+            seq={t.seq}
+            ended={isEnded(t.status)}
+            rewound={t.rewoundAt !== null}
+          />
+        )}
+      />
       <h2 className="section-title">Transcript</h2>
       {transcript.error ? <ErrorBox error={transcript.error} /> : null}
       {transcript.isPending ? (
