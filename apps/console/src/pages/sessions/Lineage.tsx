@@ -43,8 +43,7 @@ export function Lineage({ sessionId, version }: { sessionId: string; version: nu
             {l.children.map((c) => (
               <li key={c.sessionId}>
                 <Link to={`/sessions/${c.sessionId}`}>session {shortId(c.sessionId)}</Link>
-                {forkPoint(c.forkedAtTurnSeq)} ·{' '}
-                <Time at={c.createdAt} />
+                {forkPoint(c.forkedAtTurnSeq)} · <Time at={c.createdAt} />
               </li>
             ))}
           </ul>

@@ -20,7 +20,10 @@ export function useSessionTurns(sessionId: string, version: number) {
     queryFn: ({ pageParam, signal }) =>
       unwrap(
         api.GET('/v1/sessions/{id}/turns', {
-          params: { path: { id: sessionId }, query: { limit: 200, ...(pageParam ? { cursor: pageParam } : {}) } },
+          params: {
+            path: { id: sessionId },
+            query: { limit: 200, ...(pageParam ? { cursor: pageParam } : {}) },
+          },
           signal,
         }),
       ),

@@ -66,14 +66,21 @@ export function TurnActions({
     },
   });
   const onRewind = () => {
-    if (window.confirm(`Rewind the session to before turn #${seq}? It and every later turn leave the history.`))
+    if (
+      window.confirm(`Rewind the session to before turn #${seq}? It and every later turn leave the history.`)
+    )
       rewind.mutate();
   };
   const why = ended ? undefined : 'Only a turn that has ended';
   return (
     <div className="turn-actions">
       <div className="actions">
-        <button type="button" disabled={!ended} title={why} onClick={() => setOpen(open === 'fork' ? null : 'fork')}>
+        <button
+          type="button"
+          disabled={!ended}
+          title={why}
+          onClick={() => setOpen(open === 'fork' ? null : 'fork')}
+        >
           Fork here
         </button>
         <button type="button" disabled={rewound || rewind.isPending} onClick={onRewind}>
@@ -99,7 +106,7 @@ export function TurnActions({
       {open === 'replay' ? (
         <OverridesForm
           label={`Replay turn #${seq}`}
-          submit="Replay"
+          submit="Run the replay"
           pending={replay.isPending}
           onSubmit={(o) => replay.mutate(o)}
         />

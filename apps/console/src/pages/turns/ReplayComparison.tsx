@@ -6,8 +6,7 @@ import { ErrorBox, Json, Loading, Money, StatusBadge } from '../../components/ui
 import { formatMs, isEnded } from '../../lib/timeline';
 import { Fact } from './RoundView';
 
-type Comparison = components['schemas']['ReplayComparison'];
-type Side = Comparison['original'];
+type Side = components['schemas']['TurnSummary'];
 
 /**
  * A replay beside the turn it replayed (GET /v1/turns/:id/comparison, docs/adr/0054): final text,
@@ -34,7 +33,8 @@ export function ReplayComparison({ turnId }: { turnId: string }) {
               {q.data.diff.finalTextEqual ? 'Same final text' : 'Different final text'} ·{' '}
               {q.data.diff.toolCallsEqual ? 'same tool calls' : 'different tool calls'} · tokens{' '}
               {signed(q.data.diff.inputTokensDelta)} in / {signed(q.data.diff.outputTokensDelta)} out · cost{' '}
-              {signed(Number(q.data.diff.costDeltaUsd))} USD · latency {signed(q.data.diff.latencyDeltaMs)} ms
+              {signed(Number(q.data.diff.costDeltaUsd))} USD · latency{' '}
+              {q.data.diff.latencyDeltaMs === null ? '—' : `${signed(q.data.diff.latencyDeltaMs)} ms`}
             </p>
           ) : (
             <p className="muted">The replay is still running.</p>
@@ -58,7 +58,8 @@ function SideView({ title, side }: { title: string; side: Side }) {
         {title} <StatusBadge status={side.status} />
       </h3>
       <p className="small">
-        <Link to={`/turns/${side.turnId}`}>Open the turn</Link> · <span className="mono">{side.model ?? '—'}</span>
+        <Link to={`/turns/${side.turnId}`}>Open the turn</Link> ·{' '}
+        <span className="mono">{side.model ?? '—'}</span>
       </p>
       <dl className="tp-facts">
         <Fact term="Tokens">
@@ -76,7 +77,8 @@ function SideView({ title, side }: { title: string; side: Side }) {
         <ol className="tp-calls">
           {side.toolCalls.map((c, i) => (
             <li key={i}>
-              <strong className="mono">{c.name}</strong> <span className="badge">{c.sideEffect.replaceAll('_', ' ')}</span>{' '}
+              <strong className="mono">{c.name}</strong>{' '}
+              <span className="badge">{c.sideEffect.replaceAll('_', ' ')}</span>{' '}
               <StatusBadge status={c.status} />
               {c.replayed ? <span className="badge badge-ok">replayed from the record</span> : null}
               <Json value={c.arguments} label={`Arguments of ${c.name}`} />

@@ -5,7 +5,9 @@ import { unwrap, useApi } from '../../api';
 import { ErrorBox, Json, Loading, Money, Page, StatusBadge } from '../../components/ui';
 import { safeHref } from '../../lib/safe-url';
 import { childrenByCall, formatMs, isEnded, waterfall, type TurnTimeline } from '../../lib/timeline';
+import { TurnActions } from '../sessions/TurnActions';
 import { ChildList, Fact, RoundView } from './RoundView';
+import { ReplayComparison } from './ReplayComparison';
 import { Waterfall } from './Waterfall';
 import './turn.css';
 
@@ -49,6 +51,12 @@ export default function TurnPage() {
 
 function Turn({ t, title }: { t: TurnTimeline; title: string }) {
   const { turn, phases } = t;
+  const api = useApi();
+  // Where the turn sits in its session's history (seq, rewound, a replay of which turn): GET /v1/turns/:id.
+  const place = useQuery({
+    queryKey: ['turn', turn.id, turn.status],
+    queryFn: () => unwrap(api.GET('/v1/turns/{id}', { params: { path: { id: turn.id } } })),
+  });
   const running = !isEnded(turn.status);
   // While the turn runs, `now` moves the open bars; the refetch every 2 s re-renders.
   const data = useMemo(() => waterfall(t), [t]);
@@ -65,9 +73,29 @@ function Turn({ t, title }: { t: TurnTimeline; title: string }) {
         <>
           <Link to={`/sessions/${turn.sessionId}`}>Back to the session</Link>
           {turn.parentTurnId ? <Link to={`/turns/${turn.parentTurnId}`}>Parent turn</Link> : null}
+          {place.data?.replayOfTurnId ? (
+            <Link to={`/turns/${place.data.replayOfTurnId}`}>The replayed turn</Link>
+          ) : null}
         </>
       }
     >
+      {place.data ? (
+        <div className="tp-travel">
+          {place.data.rewoundAt ? (
+            <p className="notice" data-testid="turn-rewound">
+              Rewound: this turn is left out of the session&apos;s history (kept here and in the journal).
+            </p>
+          ) : null}
+          <TurnActions
+            sessionId={turn.sessionId}
+            turnId={turn.id}
+            seq={place.data.seq}
+            ended={!running}
+            rewound={place.data.rewoundAt !== null}
+          />
+        </div>
+      ) : null}
+      {place.data?.replayOfTurnId ? <ReplayComparison turnId={turn.id} /> : null}
       <div className="tp">
         <section className="panel" aria-labelledby="tp-summary">
           <h2 id="tp-summary">Summary</h2>
