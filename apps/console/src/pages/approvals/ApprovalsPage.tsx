@@ -17,6 +17,7 @@ const POLICY: Record<Approval['policy'], string> = {
   agent: "the agent's approvalRequired lists it",
   tenant: "the tenant's settings require it",
   untrusted_input: 'the turn acts on untrusted input (external evidence)',
+  replay_unrecorded_side_effect: 'a replay asks for a side effect its original did not make (docs/adr/0054)',
 };
 
 /**
