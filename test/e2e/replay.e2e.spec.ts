@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,6 @@ import {
 } from '@switchboard/testing';
 import { EFFECT_TOOLS_MODULE, lines } from '../support/effect-tools';
 import { newTenant, type Api } from '../support/api';
-import { startGateway, startHooks, type Running } from '../support/stack';
 
 jest.setTimeout(180_000);
 
@@ -51,8 +51,8 @@ const effect = (id: string, p: string) => ({
 });
 
 /**
- * Replay without repeating side effects (issue 34, docs/adr/0054), through a real gateway, harness
- * and hooks processes and a fake LLM. The agent's turn counts words (read-only) and makes two writes
+ * Replay without repeating side effects (issue 34, docs/adr/0054), through gateway, harness and
+ * hooks-worker processes and a fake LLM. The agent's turn counts words (read-only) and makes two writes
  * with a test tool that records every real execution in a file (as the crash tests count effects):
  * a replay on another model runs the read-only call again and answers both writes from the recorded
  * results (zero extra executions, each marked replayed); a replay whose changed prompt makes the
@@ -63,8 +63,6 @@ const effect = (id: string, p: string) => ({
 describe('replaying a turn without repeating its side effects (docs/adr/0054)', () => {
   let env: TestEnv;
   let llm: FakeLlmServer;
-  let gateway: Running & { url: string };
-  let hooks: Running;
   let api: Api;
   let other: Api;
   let dir: string;
@@ -98,11 +96,11 @@ describe('replaying a turn without repeating its side effects (docs/adr/0054)', 
     return scripted.text(`done by ${a.model}`, cost);
   }
 
+  /** The processes' environment: the fake LLM and the counting write tool. */
+  const processEnv = (extra: Record<string, string> = {}) =>
+    env.processEnv({ ...llm.providerEnv, EXTRA_TOOL_MODULES: EFFECT_TOOLS_MODULE, ...extra });
   const spawnHarness = async () => {
-    const w = await spawnApp(
-      'harness-worker',
-      env.processEnv({ ...llm.providerEnv, EXTRA_TOOL_MODULES: EFFECT_TOOLS_MODULE }),
-    );
+    const w = await spawnApp('harness-worker', processEnv());
     workers.push(w);
     return w;
   };
@@ -111,19 +109,27 @@ describe('replaying a turn without repeating its side effects (docs/adr/0054)', 
     env = await createTestEnv();
     llm = await FakeLlmServer.start();
     llm.setDefault(reply);
-    const config = env.config({ ...llm.providerEnv, EXTRA_TOOL_MODULES: EFFECT_TOOLS_MODULE });
-    gateway = await startGateway(config);
-    hooks = await startHooks(config);
-    ({ api } = await newTenant(gateway.url, ADMIN, 'replay'));
-    ({ api: other } = await newTenant(gateway.url, ADMIN, 'someone-else'));
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const [gateway, hooks] = await Promise.all([
+      spawnApp('gateway', processEnv({ PORT: String(port), HOST: '127.0.0.1' }), {
+        readyPattern: /Server listening at|successfully started/,
+      }),
+      spawnApp('hooks-worker', processEnv()),
+    ]);
+    workers.push(gateway, hooks);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${url}/healthz`)).ok, { what: 'the gateway to listen' });
+    ({ api } = await newTenant(url, ADMIN, 'replay'));
+    ({ api: other } = await newTenant(url, ADMIN, 'someone-else'));
     dir = mkdtempSync(path.join(tmpdir(), 'sb-replay-'));
     harness = await spawnHarness();
   });
 
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-    await hooks?.close();
-    await gateway?.close();
     await llm?.close();
     await env?.cleanup();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -169,6 +175,7 @@ describe('replaying a turn without repeating its side effects (docs/adr/0054)', 
     expect(done.finalText).toBe('done by fake-a');
     expect([runs(prefix, 'a'), runs(prefix, 'b')]).toEqual([1, 1]);
     return {
+      agentId: agent.body.id as string,
       sessionId,
       turnId: second.body.turnId as string,
       firstTurnId: first.body.turnId as string,
@@ -327,6 +334,24 @@ describe('replaying a turn without repeating its side effects (docs/adr/0054)', 
     });
     // Three rounds at 0.003 against three at 0.001 (the provider reports each call's cost).
     expect([o.costUsd, r.costUsd, diff.costDeltaUsd]).toEqual(['0.009', '0.003', '-0.006']);
+
+    // The post-turn hooks ran for the replay; the agent's tool statistics count executions only: the
+    // count twice (original and replay), each write once (the replay's answers ran nothing).
+    await waitFor(
+      async () =>
+        (await env.db.hookRun.count({
+          where: { turnId: { in: [orig.turnId, turnId] }, hook: 'learning' },
+        })) === 2 || undefined,
+      { what: 'the learning hook of both turns' },
+    );
+    const stats = (await api.get(`/v1/agents/${orig.agentId}`)).body.status.tools as {
+      tool: string;
+      calls: number;
+    }[];
+    expect(stats.map((t) => [t.tool, t.calls]).sort()).toEqual([
+      ['effect_once', 2],
+      ['word_count', 2],
+    ]);
 
     // Audited, as every replay.
     const audit = await api.get('/v1/audit-events?action=turn.replayed');

@@ -17,8 +17,7 @@ const POLICY: Record<Approval['policy'], string> = {
   agent: "the agent's approvalRequired lists it",
   tenant: "the tenant's settings require it",
   untrusted_input: 'the turn acts on untrusted input (external evidence)',
-  replay_unrecorded_side_effect:
-    'a replay asked for a side effect the original turn did not make (docs/adr/0054): it runs only if approved',
+  replay_unrecorded_side_effect: 'a replay asks for a side effect its original did not make (docs/adr/0054)',
 };
 
 /**
