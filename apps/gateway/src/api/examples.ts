@@ -28,6 +28,7 @@ import {
   LangGraphStateAtDto,
   LangGraphThreadCreateDto,
   LangGraphThreadSearchDto,
+  LangGraphUpdateStateDto,
   PauseTenantDto,
   PutMemoryBlockDto,
   ResumeTenantDto,
@@ -207,6 +208,11 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
       checkpoint_ns: '',
       checkpoint_id: '01938a7e-5b2c-7d10-8f00-00000000c0de',
     },
+  }),
+  // updateState with no values: the thread goes on from that checkpoint (docs/adr/0038, time travel).
+  example(LangGraphUpdateStateDto, {
+    checkpoint_id: '01938a7e-5b2c-7d10-8f00-00000000c0de',
+    as_node: '__copy__',
   }),
   example(LangGraphRunDto, {
     assistant_id: 'support-triage',
