@@ -308,7 +308,10 @@ export const ConfigSchema = z.object({
   OUTBOUND_WEBHOOK_TIMEOUT_MS: Int(10_000, 100),
   /** The first retry delay of an outbound notification (exponential after it); tests make it small. */
   OUTBOUND_WEBHOOK_BACKOFF_MS: Int(5_000, 10),
-  /** Session lease: how long a crashed worker's session stays locked. */
+  /**
+   * Session lease: how long a crashed worker's session stays locked, and how long a running turn
+   * outlasts a database outage before its lease is lost and the turn re-runs on another claim.
+   */
   SESSION_LEASE_MS: Int(30_000, 500),
   /** BullMQ lock duration and stalled-job check interval. */
   QUEUE_LOCK_MS: Int(30_000, 500),

@@ -224,7 +224,12 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       'the first retry delay of a notification (`notify` or completion webhook), doubling after each failed attempt',
   },
-  SESSION_LEASE_MS: { meaning: "how long a crashed worker's session stays locked" },
+  SESSION_LEASE_MS: {
+    meaning:
+      "how long a crashed worker's session stays locked; also how long a running turn outlasts a Postgres or " +
+      'PgBouncer outage: past it the lease is lost, the turn re-runs on another claim and a side-effecting ' +
+      'result not yet saved becomes `outcome_unknown` (docs/DEPLOYMENT.md)',
+  },
   QUEUE_LOCK_MS: {
     meaning:
       "BullMQ's lock on a running job (renewed at half of it, so a long job keeps it); a worker that died loses its jobs to another after it",
