@@ -15,7 +15,7 @@ const REFLECTION_IDS = 10;
  * Then the feedback half (docs/adr/0059), for an agent with `memory.learning` on: the turn's
  * reflections kept across turns and the user profile rebuilt (`recordLearningFeedback`). It runs on a
  * retry too (a run that died between the two statements is finished by the next), and is idempotent
- * on its own; the tool-failure hints need nothing here, they are read from the statistics.
+ * on its own; an agent with learning off costs no second statement; the tool-failure hints need nothing here, they are read from the statistics.
  */
 export async function runLearning(
   ctx: HookContext,
@@ -25,7 +25,7 @@ export async function runLearning(
   if (result.kind === 'written' && result.tools.length > 0) {
     ctx.logger.info({ turnId: job.turnId, tools: result.tools }, 'tool use learned');
   }
-  if (result.kind !== 'skipped') {
+  if (result.kind !== 'skipped' && result.learning) {
     const ids = Array.from({ length: REFLECTION_IDS }, () => newId());
     const feedback = await recordLearningFeedback(ctx.sql, job, ids);
     if (feedback.reflections > 0 || feedback.profileChanged) {

@@ -159,7 +159,9 @@ export interface TurnToolUse {
 }
 
 export type LearningResult =
-  { kind: 'skipped' } | { kind: 'already_done' } | { kind: 'written'; tools: TurnToolUse[] };
+  | { kind: 'skipped' }
+  | { kind: 'already_done'; learning: boolean }
+  | { kind: 'written'; tools: TurnToolUse[]; learning: boolean };
 
 /**
  * The learning hook's one statement: reads the turn (the job's tenant's, terminal), rolls its finished
@@ -171,7 +173,7 @@ export async function recordLearning(
   db: SqlRunner,
   job: { id: string; turnId: string; tenantId: string },
 ): Promise<LearningResult> {
-  const row = await db.first<{ found: boolean; tools: TurnToolUse[] | null }>(sql`
+  const row = await db.first<{ found: boolean; tools: TurnToolUse[] | null; learning: boolean }>(sql`
     WITH t AS (
       SELECT id, tenant_id, agent_id FROM turns
       WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
@@ -241,11 +243,14 @@ export async function recordLearning(
           THEN excluded.last_failure_kind ELSE agent_tool_stats.last_failure_kind END,
         updated_at = now()
     )
-    SELECT EXISTS (SELECT 1 FROM t) AS found, (SELECT output->'tools' FROM ins) AS tools
+    SELECT EXISTS (SELECT 1 FROM t) AS found, (SELECT output->'tools' FROM ins) AS tools,
+      -- Whether the agent has learning feedback on (docs/adr/0059): its feedback statement runs only then.
+      EXISTS (SELECT 1 FROM t JOIN agents a ON a.id = t.agent_id
+        WHERE coalesce(a.memory->>'learning', 'false') = 'true') AS learning
   `);
   if (!row?.found) return { kind: 'skipped' };
-  if (!row.tools) return { kind: 'already_done' };
-  return { kind: 'written', tools: row.tools };
+  if (!row.tools) return { kind: 'already_done', learning: row.learning };
+  return { kind: 'written', tools: row.tools, learning: row.learning };
 }
 
 /** An agent's tool statistics as GET /v1/agents/:id shows them. */

@@ -233,9 +233,11 @@ describe('planTurn: vision route, runtime metadata, learning (docs/adr/0059)', (
   const picture = entry({
     text: 'what is this?',
     turnSeq: 3,
-    body: { type: 'text', text: 'what is this?', images: [{ url: 'https://example.com/a.png' }] } as never,
+    body: { type: 'text', text: 'what is this?', images: [{ url: 'https://example.com/a.png' }] },
   });
-  const routes = { settings: { modelRoutes: { vision: 'openai-chat/gpt-4o', chat: 'openai-chat/gpt-4o-mini' } } };
+  const routes = {
+    settings: { modelRoutes: { vision: 'openai-chat/gpt-4o', chat: 'openai-chat/gpt-4o-mini' } },
+  };
 
   it('runs a turn with image input on the vision route, keeping only fallbacks that take images', () => {
     const plan = planTurn(
@@ -248,7 +250,11 @@ describe('planTurn: vision route, runtime metadata, learning (docs/adr/0059)', (
     );
     expect(plan.input.model).toBe('openai-chat/gpt-4o');
     expect(plan.input.fallbackModels).toEqual(['openai-chat/gpt-4o-mini']);
-    expect(plan.input.runtimeMetadata).toEqual({ provider: 'openai-chat', model: 'gpt-4o', date: '1970-01-01' });
+    expect(plan.input.runtimeMetadata).toEqual({
+      provider: 'openai-chat',
+      model: 'gpt-4o',
+      date: '1970-01-01',
+    });
   });
 
   it("keeps the agent's model for a text turn, and names it in the runtime metadata", () => {
@@ -257,7 +263,11 @@ describe('planTurn: vision route, runtime metadata, learning (docs/adr/0059)', (
       now: Date.UTC(2026, 11, 10, 12),
     });
     expect(plan.input.model).toBe('openai-chat/gpt-4o-mini');
-    expect(plan.input.runtimeMetadata).toEqual({ provider: 'openai-chat', model: 'gpt-4o-mini', date: '2026-12-10' });
+    expect(plan.input.runtimeMetadata).toEqual({
+      provider: 'openai-chat',
+      model: 'gpt-4o-mini',
+      date: '2026-12-10',
+    });
     expect(plan.input.learning).toBeUndefined();
   });
 
@@ -268,7 +278,13 @@ describe('planTurn: vision route, runtime metadata, learning (docs/adr/0059)', (
           learning: {
             reflections: ['The date tool was slow; answer from the metadata.'],
             toolHints: [
-              { tool: 'http_fetch', calls: 4, failures: 3, failuresByKind: { timeout: 2, http_error: 1 }, lastFailureKind: 'timeout' },
+              {
+                tool: 'http_fetch',
+                calls: 4,
+                failures: 3,
+                failuresByKind: { timeout: 2, http_error: 1 },
+                lastFailureKind: 'timeout',
+              },
             ],
             userProfile: '- Prefers metric units.',
           },
