@@ -342,7 +342,15 @@ describe('tenant settings', () => {
       '#/components/schemas/Settings',
     );
     const routes = res.body.components.schemas.UpdateSettingsDto.properties.modelRoutes.properties;
-    expect(Object.keys(routes)).toEqual(['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization']);
+    expect(Object.keys(routes)).toEqual([
+      'chat',
+      'reasoning',
+      'agentic',
+      'coding',
+      'burst',
+      'summarization',
+      'vision',
+    ]);
     const schemas = res.body.components.schemas;
     expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);
     expect(schemas.Settings.properties.archivist.properties.mode.enum).toEqual([

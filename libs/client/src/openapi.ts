@@ -227,7 +227,7 @@ export interface paths {
     };
     /**
      * An agent and its status
-     * @description `status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. `status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and since when, and its current work item.
+     * @description `status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. `status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and since when, and its current work item. `status.effectiveModel`: the model and fallbacks its turns run on after the tenant's routes and the deployment default, each with its capability flags, and what a turn with image input runs on (the vision route first). `status.learning`: whether learning feedback is on (`memory.learning`), the newest kept reflections and the user profile record.
      */
     get: operations['getAgent'];
     put?: never;
@@ -701,7 +701,7 @@ export interface paths {
     head?: never;
     /**
      * Change the tenant's settings
-     * @description Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are.
+     * @description Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are. The `vision` route (the model turns with image input run on) must name a model that takes images: 400 otherwise.
      */
     patch: operations['updateSettings'];
     trace?: never;
@@ -2154,6 +2154,7 @@ export interface components {
       memory?: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        learning?: boolean;
       };
     };
     UpdateAgentDto: {
@@ -2197,6 +2198,7 @@ export interface components {
       memory?: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        learning?: boolean;
       };
     };
     CreateSessionDto: {
@@ -2279,6 +2281,7 @@ export interface components {
         coding?: string | null;
         burst?: string | null;
         summarization?: string | null;
+        vision?: string | null;
       };
       blockedTools?: string[];
       /** @enum {string} */
@@ -3249,6 +3252,7 @@ export interface components {
       memory: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        learning?: boolean;
       };
       builtIn: boolean;
       /** Format: date-time */
@@ -3279,6 +3283,53 @@ export interface components {
       until: string | null;
       hint: string | null;
       currentWorkItemId: string | null;
+    };
+    ModelCapabilities: {
+      vision: boolean;
+      tools: boolean;
+      structuredOutput: boolean;
+    };
+    AgentEffectiveModel: {
+      model: {
+        ref: string;
+        route: string | null;
+        capabilities: components['schemas']['ModelCapabilities'];
+      };
+      fallbackModels: {
+        ref: string;
+        route: string | null;
+        capabilities: components['schemas']['ModelCapabilities'];
+      }[];
+      forImages: {
+        model: {
+          ref: string;
+          route: string | null;
+          capabilities: components['schemas']['ModelCapabilities'];
+        };
+        fallbackModels: {
+          ref: string;
+          route: string | null;
+          capabilities: components['schemas']['ModelCapabilities'];
+        }[];
+      } | null;
+    };
+    AgentLearning: {
+      enabled: boolean;
+      reflections: {
+        text: string;
+        /** Format: uuid */
+        turnId: string;
+        /** Format: uuid */
+        sessionId: string;
+        /** Format: date-time */
+        createdAt: string;
+      }[];
+      userProfile: {
+        content: string;
+        version: number;
+        /** Format: date-time */
+        updatedAt: string;
+      } | null;
     };
     AgentDetail: {
       /** Format: uuid */
@@ -3317,6 +3368,7 @@ export interface components {
       memory: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        learning?: boolean;
       };
       builtIn: boolean;
       /** Format: date-time */
@@ -3326,6 +3378,8 @@ export interface components {
       status: {
         tools: components['schemas']['AgentToolStatus'][];
         lifecycle: components['schemas']['AgentLifecycle'];
+        effectiveModel: components['schemas']['AgentEffectiveModel'];
+        learning: components['schemas']['AgentLearning'];
       };
     };
     Archetype: {
@@ -3377,6 +3431,7 @@ export interface components {
       memory: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        learning?: boolean;
       };
       builtIn: boolean;
       /** Format: date-time */
@@ -5146,6 +5201,7 @@ export interface components {
         coding?: string;
         burst?: string;
         summarization?: string;
+        vision?: string;
       };
       blockedTools: string[];
       /** @enum {string} */

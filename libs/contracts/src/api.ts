@@ -6,7 +6,16 @@ import { ResponseFormat } from './structured-output';
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
 /** Named model routes an agent can ask for with `hint:<route>`; each tenant maps them to concrete models. */
-export const MODEL_ROUTES = ['chat', 'reasoning', 'agentic', 'coding', 'burst', 'summarization'] as const;
+export const MODEL_ROUTES = [
+  'chat',
+  'reasoning',
+  'agentic',
+  'coding',
+  'burst',
+  'summarization',
+  /** The model a turn with image input runs on (docs/adr/0059); it must take images. */
+  'vision',
+] as const;
 export const ModelRoute = z.enum(MODEL_ROUTES);
 export type ModelRoute = z.infer<typeof ModelRoute>;
 /** `hint:<route>` names a route instead of a model. */
@@ -25,7 +34,7 @@ export const ConcreteModelRef = z.string().regex(new RegExp(`^${CONCRETE_MODEL_R
 export const ModelRef = z.string().regex(new RegExp(`^(${CONCRETE_MODEL_REF}|${MODEL_HINT})$`), {
   message:
     'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted, ' +
-    'or "hint:<route>" with route chat, reasoning, agentic, coding, burst or summarization',
+    'or "hint:<route>" with route chat, reasoning, agentic, coding, burst, summarization or vision',
 });
 
 const ToolName = z.string().min(1).max(120);
@@ -127,6 +136,11 @@ export type RecallMode = z.infer<typeof RecallMode>;
  */
 export const MemorySettings = z.strictObject({
   recall: RecallMode.optional(),
+  /**
+   * Learning feedback (docs/adr/0059): the agent's kept reflections, tool-failure hints from its tool
+   * statistics and its user profile go into each turn's input as evidence. Default false.
+   */
+  learning: z.boolean().optional(),
 });
 export type MemorySettings = z.infer<typeof MemorySettings>;
 

@@ -264,12 +264,62 @@ export const AgentLifecycleResponse = z
   .register(ApiSchemas, { id: 'AgentLifecycle' });
 export type AgentLifecycleResponse = z.infer<typeof AgentLifecycleResponse>;
 
+/** A model's capability flags (docs/adr/0059). */
+export const ModelCapabilitiesResponse = z
+  .strictObject({
+    /** Takes image input. */
+    vision: z.boolean(),
+    /** Calls tools. */
+    tools: z.boolean(),
+    /** Has a native JSON-schema output mode (the engine validates every answer anyway, docs/adr/0048). */
+    structuredOutput: z.boolean(),
+  })
+  .register(ApiSchemas, { id: 'ModelCapabilities' });
+
+const EffectiveModelRef = z.strictObject({
+  /** The concrete `<provider>/<model>`. */
+  ref: z.string(),
+  /** The route it came from (`hint:<route>` or the vision route), or null for a concrete reference. */
+  route: z.string().nullable(),
+  capabilities: ModelCapabilitiesResponse,
+});
+
+/**
+ * The models the agent's turns run on now (docs/adr/0059), after the tenant's routes and the
+ * deployment's default: a session's model override (docs/adr/0053) replaces these for that session.
+ */
+export const AgentEffectiveModelResponse = z
+  .strictObject({
+    model: EffectiveModelRef,
+    fallbackModels: z.array(EffectiveModelRef),
+    /** What a turn with image input runs on: the vision route first when the tenant has one; null: no model takes images. */
+    forImages: z.strictObject({ model: EffectiveModelRef, fallbackModels: z.array(EffectiveModelRef) }).nullable(),
+  })
+  .register(ApiSchemas, { id: 'AgentEffectiveModel' });
+export type AgentEffectiveModelResponse = z.infer<typeof AgentEffectiveModelResponse>;
+
+/** What the agent's learning feeds back into its turns (docs/adr/0059), when `memory.learning` is on. */
+export const AgentLearningResponse = z
+  .strictObject({
+    enabled: z.boolean(),
+    /** The newest kept reflections (up to 5), newest first. */
+    reflections: z.array(
+      z.strictObject({ text: z.string(), turnId: Id, sessionId: Id, createdAt: Timestamp }),
+    ),
+    /** The user profile record, consolidated from the agent's `preference` memory records. */
+    userProfile: z.strictObject({ content: z.string(), version: z.int(), updatedAt: Timestamp }).nullable(),
+  })
+  .register(ApiSchemas, { id: 'AgentLearning' });
+
 /** GET /v1/agents/:id: the agent and its status (the list has the lifecycle, not the tool statistics). */
 export const AgentDetailResponse = AgentResponse.extend({
   status: z.strictObject({
     /** Per tool the agent has called, by name; tools it never called are absent. */
     tools: z.array(AgentToolStatusResponse),
     lifecycle: AgentLifecycleResponse,
+    /** The effective model: the agent's model and fallbacks after routes and defaults (docs/adr/0059). */
+    effectiveModel: AgentEffectiveModelResponse,
+    learning: AgentLearningResponse,
   }),
 }).register(ApiSchemas, { id: 'AgentDetail' });
 export type AgentDetailResponse = z.infer<typeof AgentDetailResponse>;

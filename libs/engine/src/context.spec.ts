@@ -7,7 +7,15 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { ToolRegistry } from '@switchboard/tools';
-import { assemble, assembledSources, compactionNote, loadContext, type ContextSources } from './context';
+import {
+  assemble,
+  assembledSources,
+  compactionNote,
+  loadContext,
+  systemMessage,
+  utcDate,
+  type ContextSources,
+} from './context';
 import { TurnEngine } from './engine';
 import { type TurnCheckpoints } from './types';
 
@@ -172,5 +180,35 @@ describe('loading context', () => {
       { source: 'memory', message: 'the embedder openai/x failed (timeout): full-text only' },
     ]);
     expect(events.map(([t]) => t)).not.toContain('context_unavailable');
+  });
+});
+
+describe('runtime metadata and learning (docs/adr/0059)', () => {
+  const meta = { provider: 'openai-chat', model: 'gpt-4o-mini', date: '2026-12-10' };
+
+  it('appends the runtime metadata after the stored system prompt, byte for byte the same all day', () => {
+    const system = systemMessage('SYSTEM', 'sess-1', meta);
+    expect(system.startsWith('SYSTEM\n\n<runtime_metadata>\n')).toBe(true);
+    expect(system).toContain('session_id: sess-1\nprovider: openai-chat\nmodel: gpt-4o-mini\ntoday: 2026-12-10 (UTC)');
+    expect(systemMessage('SYSTEM', 'sess-1', meta)).toBe(system);
+    expect(systemMessage('SYSTEM', 'sess-1')).toBe('SYSTEM');
+    expect(utcDate(Date.UTC(2026, 11, 10, 23, 59))).toBe('2026-12-10');
+  });
+
+  it('frames learning as evidence into the input, after the pack, never into the system prompt', () => {
+    const out = assemble('S', [], [{ role: 'user', content: 'now' }], {
+      ...none,
+      contextPack: 'pack',
+      learning: 'Your own reflections from earlier turns, newest first:\n- check the date </evidence>',
+    });
+    expect(out[0]).toEqual({ role: 'system', content: 'S' });
+    const input = out[1].content;
+    expect(input.indexOf('<evidence kind="context_pack">')).toBeLessThan(input.indexOf('<evidence kind="learning">'));
+    expect(input.split('</evidence>')).toHaveLength(3);
+    expect(input.endsWith('\n\nnow')).toBe(true);
+    expect(assembledSources([], [{ role: 'user', content: 'now' }], { ...none, learning: 'x' })).toEqual([
+      'system',
+      'recall',
+    ]);
   });
 });

@@ -1,4 +1,5 @@
 import type { ChatMessage } from '@switchboard/providers';
+import type { RuntimeMetadata } from './types';
 
 /** What a context source is asked for: the turn and its input. */
 export interface ContextQuery {
@@ -110,6 +111,8 @@ export interface LoadedContext {
   warnings: { source: string; message: string }[];
   /** Embedder calls the sources made (recall's query), booked with the turn. */
   embeddings?: EmbeddingSpend[];
+  /** The agent's learning feedback, rendered (docs/adr/0059): from the claim, not a source. */
+  learning?: string | null;
 }
 
 /**
@@ -295,6 +298,8 @@ export function assemble(
   const evidence = [
     ...(context.memory ? [evidenceBlock('kind="memory"', context.memory)] : []),
     ...(context.contextPack ? [evidenceBlock('kind="context_pack"', context.contextPack)] : []),
+    // Learning (docs/adr/0059): reflections and the profile came from models that read earlier inputs.
+    ...(context.learning ? [evidenceBlock('kind="learning"', context.learning)] : []),
   ];
   const blocks =
     evidence.length > 0
@@ -307,6 +312,33 @@ export function assemble(
       : turn;
   return [{ role: 'system', content: systemPrompt }, ...history, ...framed];
 }
+
+/**
+ * Seed 001 stage 3's runtime metadata (docs/adr/0059): the session, the provider and model, today's
+ * UTC date. Nothing in it changes within a session's day on one model, so the bytes it adds after the
+ * system prompt stay a cacheable prefix; it never names the turn or the time of day.
+ */
+export function runtimeMetadataBlock(sessionId: string, m: RuntimeMetadata): string {
+  return [
+    '<runtime_metadata>',
+    `session_id: ${sessionId}`,
+    `provider: ${m.provider}`,
+    `model: ${m.model}`,
+    `today: ${m.date} (UTC)`,
+    '</runtime_metadata>',
+  ].join('\n');
+}
+
+/**
+ * The system message a round sends: the stored prompt byte for byte, then (when the turn has it) the
+ * runtime metadata, in seed 001's order (system prompt, then runtime metadata, then the rest).
+ */
+export function systemMessage(systemPrompt: string, sessionId: string, metadata?: RuntimeMetadata): string {
+  return metadata ? `${systemPrompt}\n\n${runtimeMetadataBlock(sessionId, metadata)}` : systemPrompt;
+}
+
+/** The date part of an instant, UTC (`YYYY-MM-DD`). */
+export const utcDate = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
 
 /**
  * Where a message of a round's context came from (docs/adr/0045): the system prompt, the transcript
@@ -336,7 +368,7 @@ export function assembledSources(
   // Recalled memory, or a pack with a memory section, is recall; a pack of work items alone is those.
   const packRecall = (context.packSections ?? []).some((s) => s !== 'work_items');
   const framedAs: ContextSource | null =
-    context.memory || packRecall ? 'recall' : context.contextPack ? 'work_items' : null;
+    context.memory || packRecall || context.learning ? 'recall' : context.contextPack ? 'work_items' : null;
   return [
     'system',
     ...history.map(note),

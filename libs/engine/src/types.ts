@@ -59,6 +59,14 @@ export interface StopHook {
   cancels?: CancelReason;
 }
 
+/** What the runtime-metadata block names (seed 001 stage 3, docs/adr/0059). */
+export interface RuntimeMetadata {
+  provider: string;
+  model: string;
+  /** Today, UTC, `YYYY-MM-DD`. */
+  date: string;
+}
+
 export interface TurnInput {
   turnId: string;
   tenantId: string;
@@ -128,6 +136,16 @@ export interface TurnInput {
   clientResults?: ClientToolResult[];
   /** Whether the agent has memory records (the claim's EXISTS): false skips recall (docs/adr/0032). */
   agentHasMemory?: boolean;
+  /**
+   * Seed 001 stage 3's runtime metadata (docs/adr/0059): the session, the provider and model the turn
+   * runs on, today's UTC date. Sent after the system prompt (never persisted into it); absent: none.
+   */
+  runtimeMetadata?: RuntimeMetadata;
+  /**
+   * The agent's learning feedback (docs/adr/0059), rendered: kept reflections, tool-failure hints and
+   * the user profile, framed as evidence into this turn's input. Absent or null: nothing.
+   */
+  learning?: string | null;
   /** Whether the agent ever had a work item (the claim's EXISTS): false skips the work-item projection. */
   agentHasWorkItems?: boolean;
   /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */

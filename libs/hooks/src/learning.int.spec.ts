@@ -1,7 +1,7 @@
 import { newId } from '@switchboard/contracts';
 import { createDatabase } from '@switchboard/database';
 import { createLogger, Metrics } from '@switchboard/observability';
-import { agentToolStatus, sqlDbFor } from '@switchboard/store';
+import { agentLearningStatus, agentToolStatus, sql, sqlDbFor } from '@switchboard/store';
 import {
   countPoolTransactions,
   createTestEnv,
@@ -229,5 +229,44 @@ describe('runLearning', () => {
     const none = await a.turn([]);
     expect(await runLearning(ctx(), job(none, a.tenantId))).toBe('written');
     expect(await env.db.agentToolStat.count({ where: { agentId: a.agentId } })).toBe(0);
+  });
+
+  it('keeps the user profile from the preference records only for an agent with learning on, moving its version only on a change (docs/adr/0059)', async () => {
+    const a = await agent('learn-profile');
+    const status = () =>
+      agentLearningStatus(ctx().sql, { tenantId: a.tenantId, agentId: a.agentId, limit: 5 });
+    const pref = (content: string, at: string) =>
+      ctx().sql.first(sql`
+        INSERT INTO memory_records (id, tenant_id, agent_id, kind, title, content, dedupe_key, tags, created_at, search)
+        VALUES (${newId()}::uuid, ${a.tenantId}::uuid, ${a.agentId}::uuid, 'fact', 'Preference', ${content},
+          ${newId()}, ARRAY['preference'], ${at}::timestamptz, to_tsvector('simple', ${content}))
+        RETURNING id`);
+    await pref('Prefers metric units.', '2026-11-20T10:00:00Z');
+    await pref('prefers metric units.  ', '2026-11-20T10:01:00Z');
+    await pref('Answers in German.', '2026-11-20T10:02:00Z');
+    // Off: nothing is kept.
+    expect(await runLearning(ctx(), job(await a.turn([]), a.tenantId))).toBe('written');
+    expect((await status()).userProfile).toBeNull();
+
+    await env.db.agent.update({ where: { id: a.agentId }, data: { memory: { learning: true } } });
+    expect(await runLearning(ctx(), job(await a.turn([]), a.tenantId))).toBe('written');
+    const first = (await status()).userProfile;
+    expect(first).toMatchObject({ content: '- Answers in German.\n- prefers metric units.', version: 1 });
+    // Same preferences: the record does not move.
+    expect(await runLearning(ctx(), job(await a.turn([]), a.tenantId))).toBe('written');
+    expect((await status()).userProfile).toEqual(first);
+    await pref('Short answers.', '2026-11-20T10:03:00Z');
+    expect(await runLearning(ctx(), job(await a.turn([]), a.tenantId))).toBe('written');
+    expect((await status()).userProfile).toMatchObject({
+      content: '- Short answers.\n- Answers in German.\n- prefers metric units.',
+      version: 2,
+    });
+    // Another tenant reads nothing.
+    expect(await agentLearningStatus(ctx().sql, { tenantId: newId(), agentId: a.agentId, limit: 5 })).toEqual(
+      {
+        reflections: [],
+        userProfile: null,
+      },
+    );
   });
 });

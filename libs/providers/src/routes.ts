@@ -48,3 +48,32 @@ export function resolveModelList(
   }
   return out;
 }
+
+/** The models a turn runs on, in order: the primary, then its fallbacks (docs/adr/0059). */
+export interface EffectiveModels {
+  model: ResolvedModelRef;
+  fallbackModels: ResolvedModelRef[];
+}
+
+/**
+ * The agent's model and fallbacks as a turn runs them (docs/adr/0059): resolved through the tenant's
+ * routes (`resolveModelList`); for a turn with image input, the tenant's `vision` route first when it
+ * names a model that takes images, followed by those of the agent's models that take images too (a
+ * text-only fallback would only fail on the image). Without a usable vision route, the agent's own.
+ */
+export function effectiveModels(
+  refs: readonly string[],
+  routes: Partial<Record<ModelRoute, string>>,
+  defaultModel: string,
+  opts: { images?: boolean; takesImages?: (ref: string) => boolean } = {},
+): EffectiveModels {
+  const resolved = resolveModelList(refs, routes, defaultModel);
+  const vision = routes.vision;
+  const sees = opts.takesImages ?? (() => true);
+  if (opts.images && typeof vision === 'string' && !vision.startsWith(MODEL_HINT_PREFIX) && sees(vision)) {
+    const rest = resolved.filter((r) => r.ref !== vision && sees(r.ref));
+    return { model: { ref: vision, route: 'vision' }, fallbackModels: rest };
+  }
+  const [model, ...fallbackModels] = resolved;
+  return { model, fallbackModels };
+}

@@ -159,7 +159,9 @@ export interface TurnToolUse {
 }
 
 export type LearningResult =
-  { kind: 'skipped' } | { kind: 'already_done' } | { kind: 'written'; tools: TurnToolUse[] };
+  | { kind: 'skipped' }
+  | { kind: 'already_done'; learning: boolean }
+  | { kind: 'written'; tools: TurnToolUse[]; learning: boolean };
 
 /**
  * The learning hook's one statement: reads the turn (the job's tenant's, terminal), rolls its finished
@@ -171,7 +173,7 @@ export async function recordLearning(
   db: SqlRunner,
   job: { id: string; turnId: string; tenantId: string },
 ): Promise<LearningResult> {
-  const row = await db.first<{ found: boolean; tools: TurnToolUse[] | null }>(sql`
+  const row = await db.first<{ found: boolean; tools: TurnToolUse[] | null; learning: boolean }>(sql`
     WITH t AS (
       SELECT id, tenant_id, agent_id FROM turns
       WHERE id = ${job.turnId}::uuid AND ${ofTenant('tenant_id', job.tenantId)}
@@ -241,11 +243,14 @@ export async function recordLearning(
           THEN excluded.last_failure_kind ELSE agent_tool_stats.last_failure_kind END,
         updated_at = now()
     )
-    SELECT EXISTS (SELECT 1 FROM t) AS found, (SELECT output->'tools' FROM ins) AS tools
+    SELECT EXISTS (SELECT 1 FROM t) AS found, (SELECT output->'tools' FROM ins) AS tools,
+      -- Whether the agent has learning feedback on (docs/adr/0059): its feedback statement runs only then.
+      EXISTS (SELECT 1 FROM t JOIN agents a ON a.id = t.agent_id
+        WHERE coalesce(a.memory->>'learning', 'false') = 'true') AS learning
   `);
   if (!row?.found) return { kind: 'skipped' };
-  if (!row.tools) return { kind: 'already_done' };
-  return { kind: 'written', tools: row.tools };
+  if (!row.tools) return { kind: 'already_done', learning: row.learning };
+  return { kind: 'written', tools: row.tools, learning: row.learning };
 }
 
 /** An agent's tool statistics as GET /v1/agents/:id shows them. */
@@ -393,4 +398,118 @@ export async function recordHookFailure(
     FROM turns WHERE id = ${run.turnId}::uuid AND ${ofTenant('tenant_id', run.tenantId)}
     ON CONFLICT (turn_id, hook, turn_at) DO NOTHING`);
   return inserted === 1;
+}
+
+/** Reflections an agent keeps at most (docs/adr/0059): the hook deletes older ones. */
+export const KEPT_REFLECTIONS = 20;
+/** Preferences a user profile consolidates at most, newest first. */
+export const PROFILE_PREFERENCES = 12;
+
+export interface LearningFeedbackResult {
+  /** Whether the agent has learning on (else nothing is read or written). */
+  enabled: boolean;
+  /** Reflections of the turn newly kept. */
+  reflections: number;
+  /** Whether the profile record changed (created, or its text or sources differ). */
+  profileChanged: boolean;
+}
+
+/**
+ * The learning hook's feedback half (docs/adr/0059), for an agent with `memory.learning` on, one
+ * statement: the ended turn's reflection notes (transcript entries the reflection step wrote, metadata
+ * `reflection`) are kept in `agent_reflections` (unique per turn and index, so a re-run keeps nothing
+ * twice), the agent's reflections beyond the newest KEPT_REFLECTIONS are deleted, and the user profile
+ * record is rebuilt from the agent's `preference` memory records (deduplicated by text, newest first);
+ * the profile row, its version and `updated_at` move only when its text or sources change.
+ */
+export async function recordLearningFeedback(
+  db: SqlRunner,
+  job: { turnId: string; tenantId: string },
+  ids: string[],
+): Promise<LearningFeedbackResult> {
+  const row = await db.first<{ enabled: boolean; reflections: number; profileChanged: boolean }>(sql`
+    WITH t AS (
+      SELECT t.id, t.tenant_id, t.agent_id, t.session_id, t.seq FROM turns t
+      JOIN agents a ON a.id = t.agent_id AND a.tenant_id = t.tenant_id
+      WHERE t.id = ${job.turnId}::uuid AND ${ofTenant('t.tenant_id', job.tenantId)}
+        AND t.status = ANY(${[...ENDED_STATUSES]}::text[]) AND t.rewound_at IS NULL
+        AND coalesce(a.memory->>'learning', 'false') = 'true'
+    ),
+    notes AS (
+      SELECT (m.metadata->>'reflection')::int AS idx,
+        left(btrim(coalesce(substring(m.body->>'text' from '^<reflection>\n(.*)\n</reflection>'),
+          m.body->>'text')), 2000) AS text
+      FROM messages m, t
+      WHERE m.session_id = t.session_id AND m.turn_seq = t.seq AND m.tenant_id = t.tenant_id
+        AND m.metadata ? 'reflection' AND m.body->>'text' IS NOT NULL
+    ),
+    kept AS (
+      INSERT INTO agent_reflections (id, tenant_id, agent_id, session_id, turn_id, reflection_index, text)
+      SELECT (${ids}::uuid[])[n.idx + 1], t.tenant_id, t.agent_id, t.session_id, t.id, n.idx, n.text
+      FROM t, notes n WHERE n.idx >= 0 AND n.idx < ${ids.length} AND n.text <> ''
+      ORDER BY n.idx
+      ON CONFLICT (turn_id, reflection_index) DO NOTHING
+      RETURNING id
+    ),
+    pruned AS (
+      DELETE FROM agent_reflections r USING t
+      WHERE r.agent_id = t.agent_id AND r.tenant_id = t.tenant_id AND r.id IN (
+        SELECT id FROM agent_reflections o WHERE o.agent_id = t.agent_id
+        ORDER BY o.created_at DESC, o.id DESC OFFSET ${KEPT_REFLECTIONS})
+    ),
+    prefs AS (
+      SELECT DISTINCT ON (lower(btrim(p.content))) p.id, btrim(regexp_replace(p.content, '[[:space:]]+', ' ', 'g')) AS line,
+        p.created_at
+      FROM memory_records p, t
+      WHERE p.tenant_id = t.tenant_id AND p.agent_id = t.agent_id AND p.tags @> ARRAY['preference']::text[]
+      ORDER BY lower(btrim(p.content)), p.created_at DESC
+    ),
+    newest AS (
+      SELECT * FROM prefs ORDER BY created_at DESC, id DESC LIMIT ${PROFILE_PREFERENCES}
+    ),
+    profile AS (
+      SELECT left(string_agg('- ' || left(line, 300), E'\n' ORDER BY created_at DESC, id DESC), 2000) AS content,
+        array_agg(id::text ORDER BY created_at DESC, id DESC) AS refs
+      FROM newest
+    ),
+    upsert AS (
+      INSERT INTO agent_user_profiles (agent_id, tenant_id, content, source_refs)
+      SELECT t.agent_id, t.tenant_id, p.content, p.refs FROM t, profile p WHERE p.content IS NOT NULL
+      ON CONFLICT (agent_id) DO UPDATE SET content = excluded.content, source_refs = excluded.source_refs,
+        version = agent_user_profiles.version + 1, updated_at = now()
+      WHERE agent_user_profiles.tenant_id = excluded.tenant_id
+        AND (agent_user_profiles.content, agent_user_profiles.source_refs)
+          IS DISTINCT FROM (excluded.content, excluded.source_refs)
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM t) AS enabled, (SELECT count(*)::int FROM kept) AS reflections,
+      EXISTS (SELECT 1 FROM upsert) AS "profileChanged"
+  `);
+  return row ?? { enabled: false, reflections: 0, profileChanged: false };
+}
+
+/** What an agent's learning feeds back (docs/adr/0059), as GET /v1/agents/:id shows it. */
+export interface AgentLearningStatus {
+  reflections: { text: string; turnId: string; sessionId: string; createdAt: string }[];
+  userProfile: { content: string; version: number; updatedAt: string } | null;
+}
+
+/** The agent's newest kept reflections and its user profile record (the tenant's rows only). */
+export async function agentLearningStatus(
+  db: SqlRunner,
+  q: { tenantId: string; agentId: string; limit: number },
+): Promise<AgentLearningStatus> {
+  const row = await db.first<AgentLearningStatus>(sql`
+    SELECT
+      coalesce((SELECT json_agg(json_build_object('text', r.text, 'turnId', r.turn_id, 'sessionId', r.session_id,
+          'createdAt', to_char(r.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+          ORDER BY r.created_at DESC, r.id DESC)
+        FROM (SELECT * FROM agent_reflections
+          WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid
+          ORDER BY created_at DESC, id DESC LIMIT ${q.limit}) r), '[]'::json) AS reflections,
+      (SELECT json_build_object('content', p.content, 'version', p.version,
+          'updatedAt', to_char(p.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+        FROM agent_user_profiles p WHERE p.tenant_id = ${q.tenantId}::uuid AND p.agent_id = ${q.agentId}::uuid)
+        AS "userProfile"`);
+  return row ?? { reflections: [], userProfile: null };
 }

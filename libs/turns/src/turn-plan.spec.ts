@@ -228,3 +228,79 @@ describe('planTurn (a claim as the engine input)', () => {
     expect(bad.input.model).toBe('scripted/a');
   });
 });
+
+describe('planTurn: vision route, runtime metadata, learning (docs/adr/0059)', () => {
+  const picture = entry({
+    text: 'what is this?',
+    turnSeq: 3,
+    body: { type: 'text', text: 'what is this?', images: [{ url: 'https://example.com/a.png' }] },
+  });
+  const routes = {
+    settings: { modelRoutes: { vision: 'openai-chat/gpt-4o', chat: 'openai-chat/gpt-4o-mini' } },
+  };
+
+  it('runs a turn with image input on the vision route, keeping only fallbacks that take images', () => {
+    const plan = planTurn(
+      load({
+        own: [picture],
+        tenant: routes,
+        agent: { model: 'openai-chat/gpt-3.5-turbo', fallbackModels: ['hint:chat', 'openai/gpt-3.5-turbo'] },
+      }),
+      options,
+    );
+    expect(plan.input.model).toBe('openai-chat/gpt-4o');
+    expect(plan.input.fallbackModels).toEqual(['openai-chat/gpt-4o-mini']);
+    expect(plan.input.runtimeMetadata).toEqual({
+      provider: 'openai-chat',
+      model: 'gpt-4o',
+      date: '1970-01-01',
+    });
+  });
+
+  it("keeps the agent's model for a text turn, and names it in the runtime metadata", () => {
+    const plan = planTurn(load({ tenant: routes, agent: { model: 'hint:chat' } }), {
+      ...options,
+      now: Date.UTC(2026, 11, 10, 12),
+    });
+    expect(plan.input.model).toBe('openai-chat/gpt-4o-mini');
+    expect(plan.input.runtimeMetadata).toEqual({
+      provider: 'openai-chat',
+      model: 'gpt-4o-mini',
+      date: '2026-12-10',
+    });
+    expect(plan.input.learning).toBeUndefined();
+  });
+
+  it("renders the agent's learning when the claim read it", () => {
+    const plan = planTurn(
+      load({
+        agent: {
+          learning: {
+            reflections: ['The date tool was slow; answer from the metadata.'],
+            toolHints: [
+              {
+                tool: 'http_fetch',
+                calls: 4,
+                failures: 3,
+                failuresByKind: { timeout: 2, http_error: 1 },
+                lastFailureKind: 'timeout',
+              },
+            ],
+            userProfile: '- Prefers metric units.',
+          },
+        },
+      }),
+      options,
+    );
+    expect(plan.input.learning).toBe(
+      [
+        'Your own reflections from earlier turns, newest first:',
+        '- The date tool was slow; answer from the metadata.',
+        'Tools whose calls often failed for you (from your tool statistics):',
+        '- http_fetch: 3 of 4 calls failed (timeout ×2, http_error ×1; last: timeout)',
+        "Your user's profile (from the preferences you were told):",
+        '- Prefers metric units.',
+      ].join('\n'),
+    );
+  });
+});

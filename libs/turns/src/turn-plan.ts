@@ -12,18 +12,21 @@ import {
   killSwitchHook,
   tenantSpendHook,
   UNTRUSTED_AUTHORITY,
+  utcDate,
   type StopHook,
   type TurnInput,
 } from '@switchboard/engine';
 import {
   contextWindow,
-  resolveModelList,
+  effectiveModels,
   resolveModelRef,
+  takesImages,
   type PriceOverrides,
 } from '@switchboard/providers';
 import type { AgentRow, TurnLoad } from '@switchboard/store';
 import { resolveCompression, TOKENJUICE_RETRIEVE_TOOL, withRetrieveTool } from '@switchboard/tokenjuice';
 import { buildHistory, parseCompaction } from './history';
+import { renderLearning } from './learning-context';
 import { parentBudgetCap } from './parent-budget';
 import { promptCacheFor } from './prompt-cache';
 import { reactorCap } from './reactor-cap';
@@ -83,11 +86,16 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
   const agent = effectiveAgent(load);
   const settings = parseTenantSettings(load.tenant.settings);
   const routes = settings.modelRoutes;
-  const [model, ...fallbackModels] = resolveModelList(
-    [agent.model, ...agent.fallbackModels],
-    routes,
-    o.defaultModel,
-  ).map((r) => r.ref);
+  const turnMessages = own.map(toChatMessage);
+  // A turn with image input runs on the tenant's vision route when it has one (docs/adr/0059).
+  const images = turnMessages.some((m) => m.role === 'user' && (m.images?.length ?? 0) > 0);
+  const effective = effectiveModels([agent.model, ...agent.fallbackModels], routes, o.defaultModel, {
+    images,
+    takesImages,
+  });
+  const model = effective.model.ref;
+  const fallbackModels = effective.fallbackModels.map((r) => r.ref);
+  const learning = renderLearning(agent.learning);
   const systemPrompt =
     session.systemPrompt ?? renderSystemPrompt(agent, promptTools(agent, o.offered, o.registered));
   // A compacted session loaded only its first exchange and the turns after the cut.
@@ -104,7 +112,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     // edit re-sends only the prefix from the system prompt on, and a no-op edit changes no byte.
     systemPrompt: withMemoryBlocks(systemPrompt, agent.memoryBlocks),
     history: history.messages,
-    turnMessages: own.map(toChatMessage),
+    turnMessages,
     model,
     fallbackModels,
     tools,
@@ -146,6 +154,9 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
         ? [{ callId: d.callId, status: d.status as 'answered', output: d.output ?? null }]
         : [],
     ),
+    // Seed 001 stage 3 (docs/adr/0059): after the system prompt, the same bytes all of a session's day.
+    runtimeMetadata: { ...providerAndModel(model), date: utcDate(o.now) },
+    ...(learning ? { learning } : {}),
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
@@ -162,6 +173,12 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     approvalTtlMs: settings.approvalTtlMs ?? o.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
     clientToolTtlMs: (agent.budgets as Budgets).clientToolTimeoutMs ?? DEFAULT_CLIENT_TOOL_TTL_MS,
   };
+}
+
+/** `<provider>/<model>` split for the runtime metadata; a reference without a provider is all model. */
+function providerAndModel(ref: string): { provider: string; model: string } {
+  const slash = ref.indexOf('/');
+  return slash <= 0 ? { provider: 'unknown', model: ref } : { provider: ref.slice(0, slash), model: ref.slice(slash + 1) };
 }
 
 /**

@@ -8,13 +8,21 @@ import {
   AppError,
   newId,
   notFound,
+  parseMemorySettings,
+  parseTenantSettings,
   QueueName,
   type CreateAgentRequest,
 } from '@switchboard/contracts';
 import { enqueueMemoryEmbed } from '@switchboard/memory';
-import type { EmbedderRegistry } from '@switchboard/providers';
+import {
+  effectiveModels,
+  modelCapabilities,
+  takesImages,
+  type EmbedderRegistry,
+  type ResolvedModelRef,
+} from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
-import { agentToolStatus, type SqlDb } from '@switchboard/store';
+import { agentLearningStatus, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
 import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
@@ -30,6 +38,18 @@ import { presentLifecycle } from './agent-lifecycle.controller';
 /** The embedders an agent may name (the built-in models, any `openai/<model>`). */
 
 /** An embedder the registry cannot resolve (`local/nope`) is refused: 400, nothing written. */
+const presentModelRef = (r: ResolvedModelRef) => ({
+  ref: r.ref,
+  route: r.route ?? null,
+  capabilities: modelCapabilities(r.ref),
+});
+
+/** Resolved models as the agent's status shows them, each with its capability flags (docs/adr/0059). */
+const presentModels = (m: { model: ResolvedModelRef; fallbackModels: ResolvedModelRef[] }) => ({
+  model: presentModelRef(m.model),
+  fallbackModels: m.fallbackModels.map(presentModelRef),
+});
+
 @TenantApi('agents')
 @Controller('v1/agents')
 export class AgentsController {
@@ -183,20 +203,41 @@ export class AgentsController {
       "`status.tools`: per tool, what the agent's calls did over its ended turns (calls, failures by " +
       'kind, latency), rolled up by the `learning` post-turn hook shortly after each turn ends. ' +
       '`status.lifecycle`: awake_idle | awake_running | awaiting_task | asleep | paused | stopped, why and ' +
-      'since when, and its current work item.',
+      'since when, and its current work item. `status.effectiveModel`: the model and fallbacks its turns ' +
+      "run on after the tenant's routes and the deployment default, each with its capability flags, and " +
+      'what a turn with image input runs on (the vision route first). `status.learning`: whether learning ' +
+      'feedback is on (`memory.learning`), the newest kept reflections and the user profile record.',
     status: 200,
     schema: AgentDetailResponse,
     errors: [404],
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentDetailResponse> {
     const agent = await this.find(tenantId, id);
-    const [tools, lifecycle] = await Promise.all([
+    const [tools, lifecycle, tenant, learning] = await Promise.all([
       agentToolStatus(this.sql, { tenantId, agentId: agent.id }),
       agentStatus(this.sql, tenantId, agent.id),
+      this.sql.first<{ settings: unknown }>(sql`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`),
+      agentLearningStatus(this.sql, { tenantId, agentId: agent.id, limit: 5 }),
     ]);
     // Deleted since it was read.
     if (!lifecycle) throw notFound('agent');
-    return { ...presentAgent(agent), status: { tools, lifecycle: presentLifecycle(lifecycle) } };
+    const routes = parseTenantSettings(tenant?.settings).modelRoutes;
+    const refs = [agent.model, ...agent.fallbackModels];
+    const text = effectiveModels(refs, routes, this.config.DEFAULT_MODEL);
+    const images = effectiveModels(refs, routes, this.config.DEFAULT_MODEL, { images: true, takesImages });
+    const seeing = [images.model, ...images.fallbackModels].filter((r) => takesImages(r.ref));
+    return {
+      ...presentAgent(agent),
+      status: {
+        tools,
+        lifecycle: presentLifecycle(lifecycle),
+        effectiveModel: {
+          ...presentModels(text),
+          forImages: seeing.length > 0 ? presentModels({ model: seeing[0], fallbackModels: seeing.slice(1) }) : null,
+        },
+        learning: { enabled: parseMemorySettings(agent.memory).learning === true, ...learning },
+      },
+    };
   }
 
   @Patch(':id')

@@ -2,6 +2,7 @@ import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
 import { AppError, notFound, SettingsResponse } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
+import { modelCapabilities, ROUTE_REQUIREMENTS } from '@switchboard/providers';
 import { TenantsRepository } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
 import { refusedNotifyUrl } from '@switchboard/triage';
@@ -46,7 +47,8 @@ export class SettingsController {
     id: 'updateSettings',
     summary: "Change the tenant's settings",
     description:
-      "Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are.",
+      "Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are. " +
+      'The `vision` route (the model turns with image input run on) must name a model that takes images: 400 otherwise.',
     status: 200,
     schema: SettingsResponse,
     errors: BODY_ERRORS,
@@ -59,11 +61,28 @@ export class SettingsController {
     if (body.blockedTools) await this.checkTools(tenantId, body.blockedTools, 'blockedTools');
     if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
     if (body.notifyUrl) await this.checkNotifyUrl(body.notifyUrl);
+    if (body.modelRoutes) this.checkRouteCapabilities(body.modelRoutes);
     // Under the tenant row's lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
     // The audit entry (docs/adr/0030) names the fields changed, in the same transaction.
     const updated = await this.tenants.updateSettings(tenantId, body, actor);
     if (!updated) throw notFound('tenant');
     return presentSettings(updated.settings, this.config.DEFAULT_MODEL);
+  }
+
+  /**
+   * A route's model must have the capability flags the route needs (docs/adr/0059): the `vision`
+   * route serves turns with image input, so a model that does not take images is a 400.
+   */
+  private checkRouteCapabilities(routes: Record<string, string | null | undefined>) {
+    const issues = Object.entries(routes).flatMap(([route, ref]) => {
+      if (typeof ref !== 'string') return [];
+      const caps = modelCapabilities(ref);
+      const missing = (ROUTE_REQUIREMENTS[route] ?? []).filter((flag) => !caps[flag]);
+      return missing.length === 0
+        ? []
+        : [{ path: `modelRoutes.${route}`, message: `${ref} lacks the ${missing.join(', ')} capability the ${route} route needs` }];
+    });
+    if (issues.length > 0) throw new AppError('validation_failed', issues.map((i) => i.message).join('; '), { issues });
   }
 
   /** The send path's address rules, up front (OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts a host). */

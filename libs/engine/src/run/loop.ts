@@ -1,4 +1,11 @@
-import { assemble, assembledSources, loadContext, NO_CONTEXT, type EmbeddingSpend } from '../context';
+import {
+  assemble,
+  assembledSources,
+  loadContext,
+  NO_CONTEXT,
+  systemMessage,
+  type EmbeddingSpend,
+} from '../context';
 import { toolSpec } from '@switchboard/tools';
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
@@ -83,6 +90,8 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     ...(input.agentHasMemory === undefined ? {} : { hasMemory: input.agentHasMemory }),
     ...(input.agentHasWorkItems === undefined ? {} : { hasWorkItems: input.agentHasWorkItems }),
   });
+  // The agent's learning feedback came with the claim (docs/adr/0059); a stopped turn frames nothing.
+  if (input.learning && !run.signal.aborted) run.context = { ...run.context, learning: input.learning };
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
   for (const w of run.context.warnings) await run.cp.emit('context_degraded', w);
@@ -182,7 +191,9 @@ async function nextRound(run: TurnRun): Promise<TurnOutcome | undefined> {
   await guardContext(run);
   if (run.signal.aborted) return undefined;
   run.messages.push(...((await run.cp.interjections?.()) ?? []));
-  const messages = assemble(run.input.systemPrompt, run.history, run.messages, run.context);
+  const { input } = run;
+  const system = systemMessage(input.systemPrompt, input.sessionId, input.runtimeMetadata);
+  const messages = assemble(system, run.history, run.messages, run.context);
   // The stale work-item reminder goes to the provider only: not into run.messages, so it is neither
   // journaled nor in the transcript (seed 002, docs/adr/0031).
   const reminder = await workReminder(run);

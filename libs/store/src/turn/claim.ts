@@ -79,6 +79,20 @@ export interface TranscriptEntry {
   position: number;
 }
 
+/** What the claim reads of an agent's learning (docs/adr/0059). */
+export interface AgentLearning {
+  /** Newest first. */
+  reflections: string[];
+  toolHints: {
+    tool: string;
+    calls: number;
+    failures: number;
+    failuresByKind: Record<string, number>;
+    lastFailureKind: string | null;
+  }[];
+  userProfile: string | null;
+}
+
 export interface AgentRow {
   id: string;
   name: string;
@@ -107,6 +121,8 @@ export interface AgentRow {
    * agent that never had one gets no work-item projection statement.
    */
   hasWorkItems?: boolean;
+  /** The agent's learning feedback (docs/adr/0059); null or absent when its `memory.learning` is off. */
+  learning?: AgentLearning | null;
   /**
    * The agent's memory blocks (docs/adr/0051) as this claim read them, by name: rendered after the
    * session's system prompt, so a turn sees every edit committed before it started.
@@ -364,6 +380,33 @@ const TURN_JSON = sql`json_build_object(
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
     WHERE tk.id = ut.task_id AND pt.agent_id = ut.agent_id), ut.session_id))`;
 
+/** Kept reflections a turn is shown, newest first (docs/adr/0059). */
+export const LEARNING_REFLECTIONS = 3;
+/** Tools with hints at most; a tool gets one when at least this share of its calls failed. */
+export const LEARNING_TOOL_HINTS = 5;
+export const LEARNING_FAILURE_RATE = 0.2;
+
+/**
+ * The agent's learning feedback (docs/adr/0059), read only when its `memory.learning` is on: its
+ * newest kept reflections (not of rewound turns), the tools whose calls often fail, from its tool
+ * statistics, and its user profile record. Null when learning is off: no statement runs.
+ */
+const LEARNING_JSON = sql`CASE WHEN coalesce(a.memory->>'learning', 'false') = 'true' THEN json_build_object(
+    'reflections', (SELECT coalesce(json_agg(r.text ORDER BY r.created_at DESC, r.id DESC), '[]'::json) FROM (
+      SELECT ar.id, ar.text, ar.created_at FROM agent_reflections ar
+      WHERE ar.tenant_id = a.tenant_id AND ar.agent_id = a.id
+        AND NOT EXISTS (SELECT 1 FROM turns rt WHERE rt.id = ar.turn_id AND rt.rewound_at IS NOT NULL)
+      ORDER BY ar.created_at DESC, ar.id DESC LIMIT ${LEARNING_REFLECTIONS}) r),
+    'toolHints', (SELECT coalesce(json_agg(json_build_object('tool', h.tool, 'calls', h.calls,
+        'failures', h.failures, 'failuresByKind', h.failures_by_kind, 'lastFailureKind', h.last_failure_kind)
+        ORDER BY h.failures DESC, h.tool), '[]'::json) FROM (
+      SELECT * FROM agent_tool_stats st
+      WHERE st.tenant_id = a.tenant_id AND st.agent_id = a.id AND st.failures > 0
+        AND st.failures >= ${LEARNING_FAILURE_RATE}::float8 * st.calls
+      ORDER BY st.failures DESC, st.tool LIMIT ${LEARNING_TOOL_HINTS}) h),
+    'userProfile', (SELECT p.content FROM agent_user_profiles p WHERE p.tenant_id = a.tenant_id AND p.agent_id = a.id))
+  END`;
+
 /** The turn's agent as `AgentRow`. */
 const AGENT_JSON = sql`json_build_object(
   'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
@@ -376,7 +419,8 @@ const AGENT_JSON = sql`json_build_object(
   'memoryBlocks', (SELECT coalesce(json_agg(json_build_object('name', mb.name, 'description', mb.description,
       'content', mb.content, 'limitChars', mb.limit_chars, 'readOnly', mb.read_only, 'writtenBy', mb.written_by)
       ORDER BY mb.name), '[]'::json)
-    FROM memory_blocks mb WHERE mb.tenant_id = a.tenant_id AND mb.agent_id = a.id))`;
+    FROM memory_blocks mb WHERE mb.tenant_id = a.tenant_id AND mb.agent_id = a.id),
+  'learning', ${LEARNING_JSON})`;
 
 /** Calls an interrupted run started and never recorded (ADR 0004). */
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c

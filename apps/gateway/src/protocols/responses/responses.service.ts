@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { AGENT_TURNS, type AgentTurns, type StartedTurn } from '@switchboard/agent-turns';
 import {
   fromTextFormat,
+  parseTenantSettings,
   responseFormatProblem,
   responsesToolChoice,
   unsupportedResponsesParameter,
@@ -27,7 +28,7 @@ import {
   type ResponseRequestRecord,
 } from '@switchboard/protocols';
 import { takesImages } from '@switchboard/providers';
-import { readTurn, SessionsRepository, type SqlDb } from '@switchboard/store';
+import { readTurn, SessionsRepository, sql, type SqlDb } from '@switchboard/store';
 import { presentTurn } from '../../api/presenters';
 import { GATEWAY_SQL } from '../../api/streams.controller';
 
@@ -222,6 +223,12 @@ export class ResponsesService {
    */
   private async checkImages(tenantId: string, agentId: string, model: string): Promise<void> {
     const agent = await this.turns.agent(tenantId, agentId);
+    // A tenant's `vision` route (docs/adr/0059) runs every turn with image input, whatever the agent's model.
+    const tenant = await this.sql.first<{ settings: unknown }>(
+      sql`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`,
+    );
+    const vision = parseTenantSettings(tenant?.settings).modelRoutes.vision;
+    if (agent && vision !== undefined && takesImages(vision)) return;
     const refs = agent ? [agent.model, ...agent.fallbackModels] : [];
     const blind = refs.find((ref) => !takesImages(ref));
     if (blind !== undefined || refs.length === 0) {
@@ -229,7 +236,8 @@ export class ResponsesService {
         400,
         'unsupported_value',
         `input: the agent ${model} runs on ${blind ?? 'no model'}, which does not take images; ` +
-          'give it a model that does (openai/…, openai-chat/… or anthropic/…, not a hint:) or send text',
+          'give it a model that does (openai/…, openai-chat/… or anthropic/…, not a hint:), set the ' +
+          "tenant's vision route (PATCH /v1/settings modelRoutes.vision) or send text",
         { param: 'input' },
       );
     }
