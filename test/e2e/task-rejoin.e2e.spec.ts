@@ -18,7 +18,6 @@ jest.setTimeout(180_000);
 
 const ADMIN = 'test-admin-token-0123456789';
 const MODEL = 'openai-chat/gpt-4o-mini';
-const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
 interface ChatMsg {
   role: string;
@@ -145,7 +144,8 @@ describe('task results rejoin the parent', () => {
     env.db.turn.findMany({ where: { sessionId }, orderBy: { seq: 'asc' } });
   const events = (sessionId: string, type: string) =>
     env.db.event.findMany({ where: { sessionId, type }, orderBy: { seq: 'asc' } });
-  const taskResults = (sessionId: string) => env.db.message.findMany({ where: { sessionId, kind: 'task_result' } });
+  const taskResults = (sessionId: string) =>
+    env.db.message.findMany({ where: { sessionId, kind: 'task_result' } });
 
   /**
    * The parent spawns `helper` asynchronously and ends its turn; a later turn whose input is the
@@ -190,9 +190,12 @@ describe('task results rejoin the parent', () => {
     expect(first.finalText).toContain('the result will follow');
     const taskId = first.children[0].id as string;
     // The turn ended with the task open: waiting for its result (the closure is a finalisation step's).
-    const closure = await waitFor(async () => (await api.get(`/v1/turns/${turnId}`)).body.closure ?? undefined, {
-      what: 'the parent turn’s closure',
-    });
+    const closure = await waitFor(
+      async () => (await api.get(`/v1/turns/${turnId}`)).body.closure ?? undefined,
+      {
+        what: 'the parent turn’s closure',
+      },
+    );
     expect(closure).toMatchObject({
       outcome: 'waiting',
       waitingReason: 'awaiting_task_result',

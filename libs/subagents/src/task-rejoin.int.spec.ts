@@ -193,7 +193,9 @@ describe('task results rejoin the parent', () => {
     const sweeps = await Promise.all([svc.reportDue(), svc.reportDue(), svc.childEnded(task.childTurnId!)]);
     expect(sweeps.filter((n) => typeof n === 'number').length).toBe(2);
     expect(await taskResults(p.sessionId)).toHaveLength(1);
-    expect(await env.db.event.count({ where: { sessionId: p.sessionId, type: 'subagent_completed' } })).toBe(1);
+    expect(await env.db.event.count({ where: { sessionId: p.sessionId, type: 'subagent_completed' } })).toBe(
+      1,
+    );
     expect(await turnsOf(p.sessionId)).toHaveLength(2);
     expect(await svc.reportDue()).toBe(0);
   });
@@ -220,6 +222,8 @@ describe('task results rejoin the parent', () => {
     expect(await svc.stop(other.tenantId, task.id, cause, 'api_key:x')).toEqual({ kind: 'not_found' });
     await endChild(task.id, task.childTurnId!);
     expect(await svc.stop(p.tenantId, task.id, cause, 'api_key:x')).toEqual({ kind: 'conflict' });
-    expect(await env.db.auditEvent.count({ where: { tenantId: p.tenantId, action: 'task.cancelled' } })).toBe(0);
+    expect(await env.db.auditEvent.count({ where: { tenantId: p.tenantId, action: 'task.cancelled' } })).toBe(
+      0,
+    );
   });
 });

@@ -23,10 +23,7 @@ import { ASLEEP_TEXT } from './lifecycle';
 export interface ClosureDecision {
   outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
   waitingReason?:
-    | 'awaiting_operator_input'
-    | 'awaiting_external_change'
-    | 'awaiting_task_result'
-    | 'awaiting_timer';
+    'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_task_result' | 'awaiting_timer';
   /** Only for `awaiting_task_result`: the tasks whose results are still to rejoin (the evidence a `task_result` matches). */
   taskIds?: string[];
   workSignal?: {
@@ -76,7 +73,12 @@ export function decideClosure(r: Omit<ClosureRow, 'has_work'>): ClosureDecision 
   }
   // A task result will come on its own (a `task_result` message): the next trigger most surely due.
   if (r.pending_task_ids?.length) {
-    return { ...base, outcome: 'waiting', waitingReason: 'awaiting_task_result', taskIds: r.pending_task_ids };
+    return {
+      ...base,
+      outcome: 'waiting',
+      waitingReason: 'awaiting_task_result',
+      taskIds: r.pending_task_ids,
+    };
   }
   if (r.subject_state === 'open' && r.subject_needs_input) {
     return { ...base, outcome: 'waiting', waitingReason: 'awaiting_operator_input' };

@@ -128,6 +128,8 @@ export class TasksController {
     );
     if (r.kind === 'not_found') throw notFound('task');
     if (r.kind === 'conflict') throw new AppError('conflict', 'the task has already ended');
-    await reply.status(r.task.status === 'running' || r.task.status === 'pending' ? 202 : 200).send(presentTask(r.task));
+    await reply
+      .status(r.task.status === 'running' || r.task.status === 'pending' ? 202 : 200)
+      .send(presentTask(r.task));
   }
 }

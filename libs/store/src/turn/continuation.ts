@@ -18,10 +18,7 @@ export interface ContinuationResolution {
   modelVisible: boolean;
   priorClosureOutcome: 'waiting';
   priorWaitingReason:
-    | 'awaiting_operator_input'
-    | 'awaiting_external_change'
-    | 'awaiting_task_result'
-    | 'awaiting_timer';
+    'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_task_result' | 'awaiting_timer';
   /** The session's previous ended turn, whose closure this resolves. */
   priorTurnId: string;
   matchedWaitingReason: boolean;
