@@ -50,6 +50,8 @@ const OPEN_OBJECTS = [
 const TWO_SUCCESSES: Record<string, string[]> = {
   admitMessage: ['200', '202'],
   cancelTurn: ['200', '202'],
+  // docs/adr/0057: a queued or waiting child ends at once (200), a running one at its next safe point (202).
+  cancelTask: ['200', '202'],
   operatorCancelTurn: ['200', '202'],
   // docs/adr/0047: answered 202, the same results again 200.
   answerClientTools: ['200', '202'],
@@ -1068,6 +1070,26 @@ describe('the OpenAPI document matches what the server answers', () => {
     await waitFor(async () => (await client.get(`/v1/turns/${gatedTurn}`)).body.status === 'completed', {
       what: 'the approved turn completed',
     });
+    // An operator's stop for a task (docs/adr/0057): its child turn waits for an approval, so the stop
+    // ends it at once; then the task has ended (409).
+    const childSession = (await client.post('/v1/sessions', { agentId: gated.body.id })).body.id as string;
+    const childTurn = (await client.post(`/v1/sessions/${childSession}/messages`, { content: 'three four' }))
+      .body.turnId as string;
+    await waitFor(
+      async () => (await client.get(`/v1/turns/${childTurn}`)).body.status === 'awaiting_approval',
+      { what: 'the child turn waits for approval' },
+    );
+    const stoppedId = randomUUID();
+    await env.db.$executeRaw`
+      INSERT INTO tasks (id, tenant_id, agent_id, agent_name, parent_turn_id, parent_session_id, session_id,
+        child_turn_id, call_id, status, depth, input, updated_at)
+      SELECT ${stoppedId}::uuid, t.tenant_id, t.agent_id, 'researcher', p.id, p.session_id, t.session_id, t.id, 'c2',
+        'running', 1, '{"task":"y"}'::jsonb, now()
+      FROM turns t, turns p WHERE t.id = ${childTurn}::uuid AND p.id = ${gatedTurn}::uuid`;
+    await run('cancelTask', 400, { auth: key, params: { id: stoppedId }, body: { why: 'x' } });
+    await run('cancelTask', 404, { auth: key, params: { id: unknown } });
+    await run('cancelTask', 200, { auth: key, params: { id: stoppedId }, body: { reason: 'not needed' } });
+    await run('cancelTask', 409, { auth: key, params: { id: stoppedId } });
     const transcript = await run('listMessages', 200, {
       auth: key,
       params: { id: session.body.id },

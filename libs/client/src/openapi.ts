@@ -638,6 +638,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tasks/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stop a sub-agent task and its child turn
+     * @description Stops a task that has not ended: its child turn is cancelled (docs/adr/0014) with cancelReason `api_cancel` (`operator` when the operator's ADMIN_TOKEN acts as the tenant) and the optional `reason` as its cancelNote; the stop is audited (`task.cancelled`). A queued or waiting child ends at once (200, the task `cancelled`); a running one stops at its next safe point (202, the task as it stands). Its parent hears of it as of any end: a parent turn waiting for it resumes with the handback, otherwise the result rejoins the parent's session as a `task_result` message (docs/adr/0057). 404 when it is not the calling tenant's; 409 when it already ended.
+     */
+    post: operations['cancelTask'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/approvals': {
     parameters: {
       query?: never;
@@ -3718,6 +3738,10 @@ export interface components {
       createdAt: string;
       completedAt: string | null;
       closedAt: string | null;
+      rejoin: ('waiting_turn' | 'tool_call' | 'task_result' | 'skipped') | null;
+      rejoinedAt: string | null;
+      rejoinMessageId: string | null;
+      rejoinTurnId: string | null;
     };
     Turn: {
       /** Format: uuid */
@@ -3801,6 +3825,7 @@ export interface components {
         /** @enum {string} */
         waitingReason?:
           'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_task_result' | 'awaiting_timer';
+        taskIds?: string[];
         workSignal?: {
           /** Format: uuid */
           workItemId: string;
@@ -3812,6 +3837,18 @@ export interface components {
         workItemId: string | null;
         /** @enum {string} */
         runtimePosture: 'awake' | 'asleep' | 'paused' | 'stopped';
+      } | null;
+      continuation: {
+        modelVisible: boolean;
+        /** @enum {string} */
+        priorClosureOutcome: 'completed' | 'continuable' | 'waiting' | 'failed';
+        /** @enum {string} */
+        priorWaitingReason?:
+          'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_task_result' | 'awaiting_timer';
+        /** Format: uuid */
+        priorTurnId: string;
+        matchedWaitingReason: boolean;
+        evidence: string[];
       } | null;
       children?: components['schemas']['Task'][];
       childrenCostUsd?: string;
@@ -3912,6 +3949,16 @@ export interface components {
             resumed: boolean;
             model: string;
             route?: string;
+            continuation?: {
+              modelVisible: boolean;
+              priorClosureOutcome: string;
+              priorWaitingReason?: string | null;
+              priorTurnId: string;
+              matchedWaitingReason: boolean;
+              evidence: string[];
+            } & {
+              [key: string]: unknown;
+            };
           } & {
             [key: string]: unknown;
           };
@@ -4423,6 +4470,7 @@ export interface components {
             } & {
               [key: string]: unknown;
             };
+            taskIds?: string[];
             workItemId?: string | null;
             /** @enum {string} */
             runtimePosture?: 'awake' | 'asleep' | 'paused' | 'stopped';
@@ -4515,6 +4563,16 @@ export interface components {
                 resumed: boolean;
                 model: string;
                 route?: string;
+                continuation?: {
+                  modelVisible: boolean;
+                  priorClosureOutcome: string;
+                  priorWaitingReason?: string | null;
+                  priorTurnId: string;
+                  matchedWaitingReason: boolean;
+                  evidence: string[];
+                } & {
+                  [key: string]: unknown;
+                };
               } & {
                 [key: string]: unknown;
               };
@@ -5076,6 +5134,7 @@ export interface components {
                 } & {
                   [key: string]: unknown;
                 };
+                taskIds?: string[];
                 workItemId?: string | null;
                 /** @enum {string} */
                 runtimePosture?: 'awake' | 'asleep' | 'paused' | 'stopped';
@@ -5600,7 +5659,8 @@ export interface components {
         | 'session.forked'
         | 'session.rewound'
         | 'turn.cancelled'
-        | 'turn.replayed';
+        | 'turn.replayed'
+        | 'task.cancelled';
       targetType: string;
       targetId: string | null;
       details: {
@@ -7116,7 +7176,8 @@ export interface operations {
           | 'session.forked'
           | 'session.rewound'
           | 'turn.cancelled'
-          | 'turn.replayed';
+          | 'turn.replayed'
+          | 'task.cancelled';
         tenantId?: string;
       };
       header?: never;
@@ -9855,6 +9916,133 @@ export interface operations {
     responses: {
       /** @description Answer a sub-agent's question; the child resumes */
       200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Task'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  cancelTask: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "reason": "the customer closed the ticket"
+         *     }
+         */
+        'application/json': components['schemas']['CancelTurnDto'];
+      };
+    };
+    responses: {
+      /** @description The child turn was queued or waiting: it ended at once, and the task with it. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Task'];
+        };
+      };
+      /** @description The child turn is running: the cancel is recorded and it stops at its next safe point. */
+      202: {
         headers: {
           [name: string]: unknown;
         };
@@ -14961,7 +15149,8 @@ export interface operations {
           | 'session.forked'
           | 'session.rewound'
           | 'turn.cancelled'
-          | 'turn.replayed';
+          | 'turn.replayed'
+          | 'task.cancelled';
       };
       header?: never;
       path?: never;

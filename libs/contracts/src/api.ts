@@ -878,6 +878,7 @@ export const AUDIT_ACTIONS = [
   'session.rewound',
   'turn.cancelled',
   'turn.replayed',
+  'task.cancelled',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

@@ -100,6 +100,20 @@ export const EventData = {
     model: z.string(),
     /** The agent's model route when it named a route rather than a model. */
     route: z.string().optional(),
+    /**
+     * The turn's first run only, when the session's turn before it was waiting (seed 002
+     * "Continuation Resolution", docs/adr/0057): which waiting reason its input matched, with evidence.
+     */
+    continuation: z
+      .looseObject({
+        modelVisible: z.boolean(),
+        priorClosureOutcome: z.string(),
+        priorWaitingReason: z.string().nullable().optional(),
+        priorTurnId: z.string(),
+        matchedWaitingReason: z.boolean(),
+        evidence: z.array(z.string()),
+      })
+      .optional(),
   }),
   provider_round_started: z.looseObject({
     round: z.int(),
@@ -301,6 +315,8 @@ export const EventData = {
         reactivationMode: z.enum(['continue_active', 'activate_queued']),
       })
       .optional(),
+    /** Only for `awaiting_task_result`: the sub-agent tasks whose results are still to rejoin (docs/adr/0057). */
+    taskIds: z.array(z.string()).optional(),
     /** The work item the turn was bound to when it began. */
     workItemId: z.string().nullable().optional(),
     runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']).optional(),

@@ -582,6 +582,17 @@ export const TaskResponse = z
     createdAt: Timestamp,
     completedAt: Timestamp.nullable(),
     closedAt: Timestamp.nullable(),
+    /**
+     * How the ended task's handback reached its parent (docs/adr/0057): `waiting_turn` (a parent turn
+     * waited for it and resumed with it), `tool_call` (wait_subagent or list_subagents answered with it),
+     * `task_result` (a `task_result` message was admitted into the parent's session, starting a parent
+     * turn: `rejoinTurnId`), `skipped` (the parent closed it, or its spawning turn was cancelled); null: not yet.
+     */
+    rejoin: z.enum(['waiting_turn', 'tool_call', 'task_result', 'skipped']).nullable(),
+    rejoinedAt: Timestamp.nullable(),
+    /** The `task_result` message and the parent turn it started, for `rejoin: task_result`. */
+    rejoinMessageId: Id.nullable(),
+    rejoinTurnId: Id.nullable(),
   })
   .register(ApiSchemas, { id: 'Task' });
 export type TaskResponse = z.infer<typeof TaskResponse>;
@@ -592,6 +603,8 @@ export const TurnClosureResponse = z.strictObject({
   waitingReason: z
     .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
     .optional(),
+  /** Only for `awaiting_task_result`: the sub-agent tasks whose results are still to rejoin the session (docs/adr/0057). */
+  taskIds: z.array(Id).optional(),
   workSignal: z
     .strictObject({
       workItemId: Id,
@@ -603,6 +616,21 @@ export const TurnClosureResponse = z.strictObject({
   runtimePosture: z.enum(['awake', 'asleep', 'paused', 'stopped']),
 });
 export type TurnClosureResponse = z.infer<typeof TurnClosureResponse>;
+
+/** Inline in the Turn schema: the continuation resolution of a turn's input (docs/adr/0057). */
+export const TurnContinuationResponse = z.strictObject({
+  /** False only for a `task_status` input (observational). */
+  modelVisible: z.boolean(),
+  priorClosureOutcome: z.enum(['completed', 'continuable', 'waiting', 'failed']),
+  priorWaitingReason: z
+    .enum(['awaiting_operator_input', 'awaiting_external_change', 'awaiting_task_result', 'awaiting_timer'])
+    .optional(),
+  /** The session's previous ended turn, whose closure this resolves. */
+  priorTurnId: Id,
+  matchedWaitingReason: z.boolean(),
+  evidence: z.array(z.string()),
+});
+export type TurnContinuationResponse = z.infer<typeof TurnContinuationResponse>;
 
 export const TurnResponse = z
   .strictObject({
@@ -681,6 +709,12 @@ export const TurnResponse = z
      * null before (and for a turn whose worker died between its end and the record).
      */
     closure: TurnClosureResponse.nullable(),
+    /**
+     * Continuation resolution (seed 002, docs/adr/0057), set when the turn first ran and the session's
+     * turn before it was waiting: which waiting reason this turn's input matched, with evidence
+     * (`prior_turn:<id>`, `message:<id>`, `kind:<kind>`, `task:<id>`); null otherwise.
+     */
+    continuation: TurnContinuationResponse.nullable(),
     /** GET /v1/turns/:id only: the sub-agent tasks this turn spawned, oldest first (docs/adr/0024). */
     children: z.array(TaskResponse).optional(),
     /**

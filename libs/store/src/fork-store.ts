@@ -270,12 +270,12 @@ export async function forkSession(db: SqlTransactor, a: ForkSession): Promise<Fo
       await tx.execute(sql`
         INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, model,
           stop_reason, final_text, iterations, tool_call_count, failure, decision, run_count, client_tools,
-          tool_choice, response_format, cancel_requested_at, cancel_reason, cancel_note, closure, created_at, started_at,
+          tool_choice, response_format, cancel_requested_at, cancel_reason, cancel_note, closure, continuation, created_at, started_at,
           completed_at, spend_rolled_up_at, hooks_settled_at, copied_from_turn_id)
         SELECT m.new_id, t.tenant_id, ${forkId}::uuid, t.agent_id, t.seq, mi.new_id, t.status, t.priority, t.model,
           t.stop_reason, t.final_text, t.iterations, t.tool_call_count, t.failure, t.decision, t.run_count,
           t.client_tools, t.tool_choice, t.response_format, t.cancel_requested_at, t.cancel_reason, t.cancel_note,
-          t.closure,
+          t.closure, t.continuation,
           t.created_at, t.started_at, t.completed_at, now(), now(), t.id
         FROM unnest(${oldTurns}::uuid[], ${newTurns}::uuid[]) AS m(old_id, new_id)
           JOIN turns t ON t.id = m.old_id

@@ -53,6 +53,7 @@ export type TurnRead = Pick<
   | 'cancelNote'
   | 'workItemId'
   | 'closure'
+  | 'continuation'
   | 'rewoundAt'
   | 'copiedFromTurnId'
   | 'replayOfTurnId'
@@ -111,7 +112,7 @@ export async function readTurn(
            t.finalisation_errors AS "finalisationErrors", t.created_at AS "createdAt",
            t.started_at AS "startedAt", t.completed_at AS "completedAt",
            t.cancel_requested_at AS "cancelRequestedAt", t.cancel_reason AS "cancelReason",
-           t.cancel_note AS "cancelNote", t.work_item_id AS "workItemId", t.closure,
+           t.cancel_note AS "cancelNote", t.work_item_id AS "workItemId", t.closure, t.continuation,
            t.rewound_at AS "rewoundAt", t.copied_from_turn_id AS "copiedFromTurnId",
            t.replay_of_turn_id AS "replayOfTurnId",
            COALESCE((

@@ -38,6 +38,7 @@ export * from './turn/checkpoint-rows';
 export * from './turn/checkpoint-session';
 export * from './turn/checkpoint-turn';
 export * from './turn/plain-closure';
+export * from './turn/continuation';
 export * from './turn/task';
 export * from './turn/waits';
 export * from './turn/interjections';

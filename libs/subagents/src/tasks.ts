@@ -10,6 +10,7 @@ import {
   Priority,
   TenantPausedError,
   AgentStoppedError,
+  deriveAuthorityClass,
   type CancelCause,
   type MessageBody,
   type TraceCarrier,
@@ -19,11 +20,13 @@ import { withSpan, type Logger } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
 import {
   admitWithin,
+  auditInsert,
   descendantsCostUsd,
   ENDED,
   HOLDS_SESSION,
   json,
   ofTenant,
+  rejoinPending,
   sql,
   sqlDbFor,
   type CommittedEvent,
@@ -75,13 +78,35 @@ export interface TaskRow {
   createdAt: Date;
   completedAt: Date | null;
   closedAt: Date | null;
+  /** How the ended task's handback reached its parent (docs/adr/0057); null: not yet. */
+  rejoin: Rejoin | null;
+  rejoinedAt: Date | null;
+  /** The `task_result` message admitted into the parent's session, and the turn it started. */
+  rejoinMessageId: string | null;
+  rejoinTurnId: string | null;
 }
+
+/**
+ * How an ended task's handback reached its parent (docs/adr/0057): a parent turn waited for it
+ * (`waiting_turn`), a parent's call answered with it (`tool_call`), a `task_result` message was
+ * admitted into the parent's session (`task_result`), or nothing is owed (`skipped`: closed by the
+ * parent, its spawning turn cancelled, or the parent's own stop cascaded into it).
+ */
+export type Rejoin = 'waiting_turn' | 'tool_call' | 'task_result' | 'skipped';
+
+/**
+ * The child turn's cancel reasons that came from its parent's side (docs/adr/0055): the parent's
+ * deadline or budget, the tenant's pause, the agent's stop. Its result is not rejoined: the parent
+ * (or its operator) stopped it.
+ */
+const CASCADED_CANCELS = sql`('deadline', 'budget', 'tenant_paused', 'agent_stopped')`;
 
 const TASK_COLUMNS = sql`k.id, k.tenant_id AS "tenantId", k.agent_id AS "agentId", k.agent_name AS "agentName",
   k.parent_turn_id AS "parentTurnId", k.parent_task_id AS "parentTaskId", k.parent_session_id AS "parentSessionId",
   k.session_id AS "sessionId", k.child_turn_id AS "childTurnId", k.call_id AS "callId", k.status, k.depth,
   k.blocking, k.input, k.handback, k.output, k.cost_usd::text AS "costUsd", k.created_at AS "createdAt",
-  k.completed_at AS "completedAt", k.closed_at AS "closedAt"`;
+  k.completed_at AS "completedAt", k.closed_at AS "closedAt", k.rejoin, k.rejoined_at AS "rejoinedAt",
+  k.rejoin_message_id AS "rejoinMessageId", k.rejoin_turn_id AS "rejoinTurnId"`;
 
 /** The delegation tools (libs/subagents/src/tools.ts), what a worker-tier agent is never offered. */
 export const DELEGATION_TOOLS: readonly string[] = [
@@ -455,11 +480,15 @@ export class TaskService {
     if (task) await this.reportToParent(task.id);
   }
 
-  /** Ends (from its turn) and reports one task to its parent (its handback delivered); idempotent. */
+  /**
+   * Ends (from its turn) and reports one task to its parent (its handback delivered); idempotent. A
+   * parent turn waiting for it resumes with it; an async task whose spawning turn has ended rejoins
+   * the parent's session as a `task_result` message (docs/adr/0057), in the same transaction.
+   */
   async reportToParent(taskId: string): Promise<void> {
     let events: CommittedEvent[] = [];
     let parentSessionId: string | null = null;
-    const resume = await this.sql.transaction(async (tx) => {
+    const out = await this.sql.transaction(async (tx) => {
       events = [];
       const head = await tx.first<{ parent_session_id: string | null }>(sql`
         SELECT parent_session_id FROM tasks WHERE id = ${taskId}::uuid`);
@@ -498,11 +527,100 @@ export class TaskService {
           type: EventType.SubagentCompleted,
           data,
         });
+        // A parent turn waits for it: the waiting call, run again on resume, is how it rejoins.
+        if (row.blocking && !row.closedAt) {
+          await tx.execute(sql`
+            UPDATE tasks SET rejoin = 'waiting_turn', rejoined_at = now()
+            WHERE id = ${taskId}::uuid AND rejoin IS NULL`);
+        }
       }
-      return resumeWithin(tx, head.parent_session_id);
+      const rejoined = await rejoinWithin(tx, taskId);
+      if (rejoined) events.push(rejoined.event);
+      return { resume: await resumeWithin(tx, head.parent_session_id), rejoined };
     });
     if (parentSessionId) await this.o.live?.publish(parentSessionId, events);
-    if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
+    if (out?.resume) await this.enqueue(out.resume.job, out.resume.priority, out.resume.traceContext);
+    if (out?.rejoined) await this.enqueue(out.rejoined.job, 'normal');
+  }
+
+  /**
+   * The session's ended async tasks whose results have not rejoined it yet, rejoined now as
+   * `task_result` messages (docs/adr/0057): after a parent turn ended that could have taken them
+   * itself (a finalisation step, run only when its end did not record the plain closure), and from
+   * the tasks sweep. Under the session's row lock, so it and a child's report never both admit.
+   */
+  async rejoinSession(sessionId: string): Promise<number> {
+    const rejoined = await this.sql.transaction(async (tx) => {
+      await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${sessionId}::uuid FOR UPDATE`);
+      const due = await tx.rows<{ id: string }>(sql`
+        SELECT k.id FROM tasks k
+        WHERE k.parent_session_id = ${sessionId}::uuid AND ${rejoinPending(sql`k`)} AND k.status NOT IN ${OPEN}
+          AND k.parent_notified_at IS NOT NULL
+        ORDER BY k.completed_at, k.id`);
+      const done: Rejoined[] = [];
+      for (const d of due) {
+        const r = await rejoinWithin(tx, d.id);
+        if (r) done.push(r);
+      }
+      return done;
+    });
+    if (rejoined.length === 0) return 0;
+    await this.o.live?.publish(
+      sessionId,
+      rejoined.map((r) => r.event),
+    );
+    for (const r of rejoined) await this.enqueue(r.job, 'normal');
+    return rejoined.length;
+  }
+
+  /**
+   * A parent's call answered with these tasks' handbacks (wait_subagent on an ended task,
+   * list_subagents): their results rejoined through the tool; no `task_result` follows (docs/adr/0057).
+   */
+  async markSeen(taskIds: string[]): Promise<void> {
+    if (taskIds.length === 0) return;
+    await this.sql.execute(sql`
+      UPDATE tasks SET rejoin = 'tool_call', rejoined_at = now(), updated_at = now()
+      WHERE id = ANY(${taskIds}::uuid[]) AND rejoin IS NULL AND status NOT IN ${OPEN}`);
+  }
+
+  /**
+   * POST /v1/tasks/:id/cancel (docs/adr/0057): an operator stops a task. The stop is audited
+   * (`task.cancelled`, the actor and the cause) in the transaction that accepts it; then its child
+   * turn is cancelled through ADR 0014's path with `cause` (a queued or waiting child ends at once, a
+   * running one at its next safe point), and the parent hears of the end as of any other (a waiting
+   * parent resumes; otherwise the result rejoins as a `task_result`). `conflict` when it already ended.
+   */
+  async stop(
+    tenantId: string,
+    taskId: string,
+    cause: CancelCause,
+    actor: string,
+  ): Promise<{ kind: 'not_found' } | { kind: 'conflict' } | { kind: 'stopped'; task: TaskRow }> {
+    const head = await this.sql.transaction(async (tx) => {
+      const k = await tx.first<{ status: string; child_turn_id: string | null }>(sql`
+        SELECT status, child_turn_id FROM tasks
+        WHERE id = ${taskId}::uuid AND ${ofTenant('tenant_id', tenantId)} FOR UPDATE`);
+      if (!k) return { kind: 'not_found' as const };
+      if (isEnded(k.status) || !k.child_turn_id) return { kind: 'conflict' as const };
+      await tx.execute(
+        auditInsert({
+          tenantId,
+          actor,
+          action: 'task.cancelled',
+          targetType: 'task',
+          targetId: taskId,
+          details: { reason: cause.reason, note: cause.note ?? null, childTurnId: k.child_turn_id },
+        }),
+      );
+      return { kind: 'ok' as const, childTurnId: k.child_turn_id };
+    });
+    if (head.kind !== 'ok') return head;
+    if (!this.o.cancelTurn) throw new Error('the task service has no cancel path');
+    await this.o.cancelTurn(tenantId, head.childTurnId, cause);
+    // A queued or waiting child ended at once (its task with it): its parent hears of it now.
+    await this.reportToParent(taskId);
+    return { kind: 'stopped', task: (await this.get(tenantId, taskId))! };
   }
 
   /** A parent waiting on its children: resumed now when they all ended before its wait committed. */
@@ -541,7 +659,16 @@ export class TaskService {
         AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.child_turn_id = t.id AND NOT ${NOT_ASKING(sql`o`)})
       ORDER BY t.created_at LIMIT ${limit}::int`);
     for (const t of stuck) await this.parentWaiting(t.id);
-    return due.length + stuck.length;
+    // Ended async tasks told to their parent whose spawning turn has ended, not yet rejoined (a worker
+    // died between that turn's end and its rejoin step, or the parent's tenant was paused): now.
+    const sessions = await this.sql.rows<{ id: string }>(sql`
+      SELECT DISTINCT k.parent_session_id AS id FROM tasks k LEFT JOIN turns pt ON pt.id = k.parent_turn_id
+      WHERE ${rejoinPending(sql`k`)} AND k.parent_session_id IS NOT NULL AND k.status NOT IN ${OPEN}
+        AND k.parent_notified_at IS NOT NULL AND (pt.id IS NULL OR pt.status IN ${ENDED})
+      LIMIT ${limit}::int`);
+    let rejoined = 0;
+    for (const s of sessions) rejoined += await this.rejoinSession(s.id);
+    return due.length + stuck.length + rejoined;
   }
 
   /**
@@ -652,5 +779,102 @@ async function resumeWithin(
     job: { turnId: row.id, sessionId, tenantId: row.tenant_id, resume: resumeId ?? row.last ?? row.id },
     priority: row.priority,
     traceContext: row.trace_context,
+  };
+}
+
+/** A `task_result` admitted in a transaction: its turn's job and its journal event, for after the commit. */
+interface Rejoined {
+  job: { turnId: string; sessionId: string; tenantId: string };
+  event: CommittedEvent;
+}
+
+/**
+ * Inside a transaction holding the parent session's row lock: an ended async task (told to its
+ * parent, not closed, not waited for, not yet rejoined) rejoins its parent's session as ONE
+ * `task_result` message (seed 002: origin task, runtime instruction, delivery surface task_rejoin),
+ * admitted like any message so it queues behind a running turn and starts a parent turn in order
+ * (docs/adr/0057). Exactly once: the task row records the rejoin in the same transaction, and the
+ * admission's idempotency key `task_result:<taskId>` refuses a second. Deferred while the spawning
+ * turn is unfinished (it may take the result itself); skipped when that turn was cancelled or the
+ * child was stopped from the parent's side. A paused tenant or stopped agent admits nothing: the
+ * task stays due and the sweep retries after the resume.
+ */
+async function rejoinWithin(tx: SqlRunner, taskId: string): Promise<Rejoined | undefined> {
+  const k = await tx.first<TaskRow & { parentStatus: string | null; cascaded: boolean }>(sql`
+    SELECT ${TASK_COLUMNS}, pt.status AS "parentStatus",
+      coalesce(ct.cancel_reason IN ${CASCADED_CANCELS}, false) AS cascaded
+    FROM tasks k LEFT JOIN turns pt ON pt.id = k.parent_turn_id LEFT JOIN turns ct ON ct.id = k.child_turn_id
+    WHERE k.id = ${taskId}::uuid AND ${rejoinPending(sql`k`)} AND k.status NOT IN ${OPEN}
+      AND k.parent_notified_at IS NOT NULL AND k.parent_session_id IS NOT NULL
+    FOR UPDATE OF k`);
+  if (!k) return undefined;
+  // The spawning turn still runs or waits: it may take the result itself; its end re-drives this.
+  if (k.parentStatus && !isEnded(k.parentStatus)) return undefined;
+  const mark = (rejoin: Rejoin, ids?: { messageId: string; turnId: string }) =>
+    tx.execute(sql`
+      UPDATE tasks SET rejoin = ${rejoin}, rejoined_at = now(), updated_at = now(),
+        rejoin_message_id = ${ids?.messageId ?? null}::uuid, rejoin_turn_id = ${ids?.turnId ?? null}::uuid
+      WHERE id = ${k.id}::uuid AND rejoin IS NULL`);
+  if (k.parentStatus === 'cancelled' || k.cascaded) {
+    await mark('skipped');
+    return undefined;
+  }
+  const messageId = newId();
+  const turnId = newId();
+  const eventId = newId();
+  const answer = { task_id: k.id, agent: k.agentName, status: k.status, handback: k.handback };
+  const admitted = await admitWithin(tx, {
+    tenantId: k.tenantId,
+    sessionId: k.parentSessionId!,
+    messageId,
+    turnId,
+    eventId,
+    kind: 'task_result',
+    origin: { kind: 'task', taskId: k.id },
+    trust: 'trusted_system',
+    authorityClass: deriveAuthorityClass('task_result'),
+    priority: 'normal',
+    deliverySurface: 'task_rejoin',
+    admissionContext: 'runtime_owned',
+    body: {
+      type: 'brief',
+      title: `Result of sub-agent task ${k.id} (${k.agentName}): ${k.status}`,
+      text: JSON.stringify(answer),
+    },
+    metadata: {
+      subagent: { taskId: k.id, rejoin: true, parentTurnId: k.parentTurnId, childTurnId: k.childTurnId },
+      sourceRefs: { taskId: k.id, ...(k.childTurnId ? { childTurnId: k.childTurnId } : {}) },
+    },
+    correlationId: k.parentTurnId,
+    causationId: k.childTurnId,
+    idempotency: { key: `task_result:${k.id}`, fingerprint: k.id },
+    traceContext: {},
+    rejectIfBusy: false,
+  });
+  if (admitted.kind === 'prior') {
+    await mark('task_result', { messageId: admitted.prior.messageId, turnId: admitted.prior.turnId });
+    return undefined;
+  }
+  if (admitted.kind === 'paused' || admitted.kind === 'stopped' || admitted.kind === 'in_flight') {
+    await tx.execute(sql`UPDATE tasks SET updated_at = now() WHERE id = ${k.id}::uuid`);
+    return undefined;
+  }
+  // The parent's session was closed (or is gone): nothing to rejoin.
+  if (admitted.kind !== 'admitted') {
+    await mark('skipped');
+    return undefined;
+  }
+  await tx.execute(sql`UPDATE messages SET task_id = ${k.id}::uuid WHERE id = ${messageId}::uuid`);
+  await mark('task_result', { messageId, turnId });
+  return {
+    job: { turnId, sessionId: k.parentSessionId!, tenantId: k.tenantId },
+    event: {
+      id: eventId,
+      seq: admitted.eventSeq,
+      type: EventType.MessageAdmitted,
+      turnId,
+      data: admitted.event.data,
+      createdAt: admitted.event.createdAt,
+    },
   };
 }

@@ -10,6 +10,9 @@ import { ASK_USER, type TaskRow, type TaskService } from './tasks';
  * answer: `{task_id, status}` while it runs, and `{task_id, status, handback}` once it ended. A call
  * that must wait (a blocking spawn, `wait_subagent`) throws `ToolWait`: the parent turn waits on its child and gives
  * up its worker, and the child's end resumes it, when the same call runs again and answers from the task.
+ * An async child that ends with nobody waiting rejoins its parent's session as a `task_result` message
+ * once the spawning turn has ended (docs/adr/0057); a call that answered with its result first (wait on
+ * an ended task, list) marks it seen, and no message follows.
  */
 
 /** The child asked its user and waits for the answer: its parent has what it needs to relay. */
@@ -43,8 +46,9 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     description:
       'Delegate a narrow, self-contained task to a sub-agent (a specialist archetype such as researcher, ' +
       'critic or summarizer, or one of your tenant\u2019s agents). It runs as its own turn with its own ' +
-      'tools. Asynchronous by default: you get a task_id at once and call wait_subagent for the result; ' +
-      'with blocking: true you get the result when it ends. You see one compact result, never its steps.',
+      'tools. Asynchronous by default: you get a task_id at once and call wait_subagent for the result ' +
+      '(or end your turn: the result then arrives as a new task_result message); with blocking: true ' +
+      'you get the result when it ends. You see one compact result, never its steps.',
     schema: z.strictObject({
       agent: z.string().min(1).max(100).describe('the sub-agent: an archetype or agent name'),
       task: z.string().min(1).max(20_000).describe('the narrow instruction the child runs with'),
@@ -58,7 +62,11 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     honoursIdempotencyKey: true,
     async execute(args, ctx) {
       const existing = await svc.byCall(ctx.turnId, ctx.callId);
-      if (existing) return answerOrWait(existing, existing.blocking);
+      if (existing) {
+        const answer = answerOrWait(existing, existing.blocking);
+        if (isEnded(existing.status)) await svc.markSeen([existing.id]);
+        return answer;
+      }
       const parent = await svc.parentContext(ctx.tenantId, ctx.turnId);
       if (!parent) throw new ToolError('unknown_turn', 'the calling turn was not found');
       const depth = parent.depth + 1;
@@ -139,7 +147,11 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     needsApproval: false,
     async execute(args, ctx) {
       const task = await ownTask(svc, ctx.tenantId, ctx.sessionId, args.task_id);
-      if (isEnded(task.status) || task.closedAt || asking(task)) return taskAnswer(task);
+      if (isEnded(task.status) || task.closedAt || asking(task)) {
+        // The result reached the parent here: no task_result message follows (docs/adr/0057).
+        if (isEnded(task.status)) await svc.markSeen([task.id]);
+        return taskAnswer(task);
+      }
       await svc.markBlocking(task.id);
       throw new ToolWait(task.id);
     },
@@ -154,6 +166,7 @@ export function subagentTools(svc: TaskService): ToolDefinition[] {
     needsApproval: false,
     async execute(_args, ctx) {
       const tasks = await svc.list(ctx.tenantId, ctx.sessionId);
+      await svc.markSeen(tasks.filter((t) => isEnded(t.status)).map((t) => t.id));
       return { tasks: tasks.map(taskAnswer) };
     },
   });

@@ -78,6 +78,8 @@ export async function openTurn(
       resumed: load.resumed,
       model,
       ...(model === agent.model ? {} : { route: agent.model }),
+      // Its first run: which waiting reason of the turn before it the input matched (docs/adr/0057).
+      ...(turn.continuation && turn.runCount === 1 ? { continuation: { ...turn.continuation } } : {}),
     });
     // The claim made it `running` (from queued: a new turn, or one resumed after its wait).
     if (turn.hasPushConfigs) r.onTaskState?.(turn, { status: 'running', key: `run${turn.runCount}` });

@@ -109,6 +109,17 @@ async function afterCommit(
   for (const step of r.finalisationSteps ?? []) {
     await isolated(r, turn, step.name, () => step.run(ended, outcome, committed));
   }
+  // After the closure step (it saw the results still owed): async sub-agent tasks that ended while
+  // this turn could still take their results rejoin the session as `task_result` messages
+  // (docs/adr/0057). Only when the turn's end did not record the plain closure, which holds only when
+  // the session owes no task result: the common turn makes no statement here. The tasks sweep
+  // finishes what a crash here leaves.
+  const tasks = r.tasks;
+  if (!committed.closure && tasks?.rejoinSession) {
+    await isolated(r, turn, 'task_rejoin', async () => {
+      await tasks.rejoinSession?.(turn.sessionId);
+    });
+  }
 }
 
 /**

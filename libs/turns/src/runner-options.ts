@@ -90,6 +90,11 @@ export interface TaskWaits {
   /** A turn began waiting on its children (task waits): resume it now if they all ended meanwhile. */
   parentWaiting(turnId: string, taskIds: string[]): Promise<void>;
   /**
+   * A turn of this session ended with task results still to rejoin it (its end did not record the
+   * plain closure): the ended async tasks rejoin as `task_result` messages now (docs/adr/0057).
+   */
+  rejoinSession?(sessionId: string): Promise<unknown>;
+  /**
    * The tools an agent is offered: its own, without the delegation tools for a worker-tier agent, and
    * `ask_user` for a child turn (`child`).
    */

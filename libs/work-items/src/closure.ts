@@ -7,6 +7,7 @@ import {
   ofTenant,
   PLAIN_CLOSURE,
   plainClosureHolds,
+  rejoinPending,
   sql,
 } from '@switchboard/store';
 import { ASLEEP_TEXT } from './lifecycle';
@@ -15,12 +16,16 @@ import { ASLEEP_TEXT } from './lifecycle';
  * The closure decision of an ended turn (seed 002 "Closure Decision", docs/adr/0031), distinct from
  * the agent's status: `failed` for a failed or cancelled turn; `continuable` when persisted work
  * warrants a runtime follow-up with no new trigger (a runnable current item, or runnable queued work
- * the model must pick); `waiting` when the turn's item waits (for operator input, an external
- * change) or the agent sleeps on a timer; `completed` otherwise.
+ * the model must pick); `waiting` when a sub-agent task's result is still to rejoin the session
+ * (`awaiting_task_result`, docs/adr/0057: its `task_result` message will come), the turn's item waits
+ * (for operator input, an external change) or the agent sleeps on a timer; `completed` otherwise.
  */
 export interface ClosureDecision {
   outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
-  waitingReason?: 'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_timer';
+  waitingReason?:
+    'awaiting_operator_input' | 'awaiting_external_change' | 'awaiting_task_result' | 'awaiting_timer';
+  /** Only for `awaiting_task_result`: the tasks whose results are still to rejoin (the evidence a `task_result` matches). */
+  taskIds?: string[];
   workSignal?: {
     workItemId: string;
     status: 'active' | 'queued';
@@ -42,6 +47,8 @@ interface ClosureRow {
   subject_state: string | null;
   subject_blocked: boolean;
   subject_needs_input: boolean;
+  /** The session's sub-agent tasks whose results are still to rejoin it (docs/adr/0057), oldest first. */
+  pending_task_ids?: string[] | null;
   /** The agent has open work or a timed sleep: the activation step asks for a pass. */
   has_work: boolean;
 }
@@ -62,6 +69,15 @@ export function decideClosure(r: Omit<ClosureRow, 'has_work'>): ClosureDecision 
       ...base,
       outcome: 'continuable',
       workSignal: { workItemId: r.queued_id, status: 'queued', reactivationMode: 'activate_queued' },
+    };
+  }
+  // A task result will come on its own (a `task_result` message): the next trigger most surely due.
+  if (r.pending_task_ids?.length) {
+    return {
+      ...base,
+      outcome: 'waiting',
+      waitingReason: 'awaiting_task_result',
+      taskIds: r.pending_task_ids,
     };
   }
   if (r.subject_state === 'open' && r.subject_needs_input) {
@@ -90,6 +106,8 @@ async function closureFacts(db: Db, tenantId: string, turnId: string): Promise<C
         AND w.id IS DISTINCT FROM a.current_work_item_id ORDER BY w.position LIMIT 1) AS queued_id,
       s.state AS subject_state, s.blocked_by IS NOT NULL AS subject_blocked,
       s.plan_status = 'needs_input' AS subject_needs_input,
+      (SELECT array_agg(k.id::text ORDER BY k.created_at, k.id) FROM tasks k
+        WHERE k.parent_session_id = t.session_id AND ${rejoinPending(sql`k`).toQuery().text}) AS pending_task_ids,
       EXISTS (SELECT 1 FROM work_items o WHERE o.tenant_id = a.tenant_id AND o.agent_id = a.id
         AND o.state = 'open') OR coalesce(a.sleeping_until > now(), false) AS has_work
     FROM turns t JOIN agents a ON a.id = t.agent_id AND a.tenant_id = t.tenant_id

@@ -33,6 +33,7 @@ const turn = (costUsd: string): PresentedTurn => ({
   cancelNote: null,
   workItemId: null,
   closure: null,
+  continuation: null,
   rewoundAt: null,
   copiedFromTurnId: null,
   replayOfTurnId: null,

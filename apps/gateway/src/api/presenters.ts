@@ -223,6 +223,7 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   cancelNote: t.cancelNote ?? null,
   workItemId: t.workItemId,
   closure: (t.closure ?? null) as TurnResponse['closure'],
+  continuation: (t.continuation ?? null) as TurnResponse['continuation'],
   rewoundAt: t.rewoundAt?.toISOString() ?? null,
   copiedFromTurnId: t.copiedFromTurnId,
   replayOfTurnId: t.replayOfTurnId,

@@ -1,10 +1,14 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import { AppError, notFound, TaskResponse } from '@switchboard/contracts';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { ApiBody } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { AppError, CancelTurnRequest, cancelCause, notFound, TaskResponse } from '@switchboard/contracts';
 import { TASKS } from '@switchboard/platform';
+import { OPERATOR_ACTOR } from '@switchboard/store';
 import type { TaskRow, TaskService } from '@switchboard/subagents';
-import { TenantId } from '../platform/auth/guard';
-import { AnswerTaskDto } from './dto';
+import { Actor, TenantId } from '../platform/auth/guard';
+import { AnswerTaskDto, CancelTurnDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
+import { validateOptionalBody } from '../platform/validation';
 import { pathId } from './presenters';
 
 /** A task row as the API shows it. */
@@ -27,6 +31,10 @@ export function presentTask(t: TaskRow): TaskResponse {
     createdAt: new Date(t.createdAt).toISOString(),
     completedAt: t.completedAt ? new Date(t.completedAt).toISOString() : null,
     closedAt: t.closedAt ? new Date(t.closedAt).toISOString() : null,
+    rejoin: t.rejoin ?? null,
+    rejoinedAt: t.rejoinedAt ? new Date(t.rejoinedAt).toISOString() : null,
+    rejoinMessageId: t.rejoinMessageId ?? null,
+    rejoinTurnId: t.rejoinTurnId ?? null,
   };
 }
 
@@ -79,5 +87,49 @@ export class TasksController {
     if (r.kind === 'not_found') throw notFound('task');
     if (r.kind === 'conflict') throw new AppError('conflict', 'the task is not waiting for an answer');
     return presentTask(r.task);
+  }
+
+  /**
+   * An operator's stop for a task (docs/adr/0057): its child turn is cancelled with a typed reason
+   * (docs/adr/0055) and the stop is audited (`task.cancelled`).
+   */
+  @Post(':id/cancel')
+  @Operation({
+    id: 'cancelTask',
+    summary: 'Stop a sub-agent task and its child turn',
+    description:
+      "Stops a task that has not ended: its child turn is cancelled (docs/adr/0014) with cancelReason `api_cancel` (`operator` when the operator's ADMIN_TOKEN acts as the tenant) and the optional `reason` as its cancelNote; the stop is audited (`task.cancelled`). A queued or waiting child ends at once (200, the task `cancelled`); a running one stops at its next safe point (202, the task as it stands). Its parent hears of it as of any end: a parent turn waiting for it resumes with the handback, otherwise the result rejoins the parent's session as a `task_result` message (docs/adr/0057). 404 when it is not the calling tenant's; 409 when it already ended.",
+    status: 202,
+    schema: TaskResponse,
+    response: 'The child turn is running: the cancel is recorded and it stops at its next safe point.',
+    alternative: {
+      status: 200,
+      schema: TaskResponse,
+      description: 'The child turn was queued or waiting: it ended at once, and the task with it.',
+    },
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  @ApiBody({ type: CancelTurnDto, required: false })
+  async cancel(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+    @Body() raw: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const taskId = pathId(id, 'task');
+    const body = validateOptionalBody(CancelTurnRequest, raw);
+    const operator = actor === OPERATOR_ACTOR;
+    const r = await this.tasks.stop(
+      tenantId,
+      taskId,
+      cancelCause(operator ? 'operator' : 'api_cancel', body.reason ?? `task ${taskId} stopped`),
+      actor,
+    );
+    if (r.kind === 'not_found') throw notFound('task');
+    if (r.kind === 'conflict') throw new AppError('conflict', 'the task has already ended');
+    await reply
+      .status(r.task.status === 'running' || r.task.status === 'pending' ? 202 : 200)
+      .send(presentTask(r.task));
   }
 }

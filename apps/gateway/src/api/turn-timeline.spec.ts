@@ -38,6 +38,7 @@ const turn = (over: Partial<TurnResponse> = {}): TurnResponse => ({
   cancelNote: null,
   workItemId: null,
   closure: null,
+  continuation: null,
   rewoundAt: null,
   copiedFromTurnId: null,
   replayOfTurnId: null,

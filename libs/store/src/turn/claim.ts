@@ -3,6 +3,7 @@ import { join, sql, type Sql, type SqlRunner } from '../sql';
 import { descendantsCostUsd } from '../subagent-cost';
 import { tenantCapUsd } from '../tenant-spend';
 import type { Lease } from './lease';
+import { continuationSet, type ContinuationResolution } from './continuation';
 import { TASK_START_CTE } from './task';
 import { DRAIN_ORDER, ENDED, HOLDS_SESSION, OTHER_TENANT_QUEUED, UNFINISHED, WAITING } from './statuses';
 
@@ -63,6 +64,8 @@ export interface TurnRow {
   toolChoice?: unknown;
   /** The turn this one replays (docs/adr/0054); null for every other turn. */
   replayOfTurnId?: string | null;
+  /** Which waiting reason of the previous turn its input matched (docs/adr/0057); null: it was not waiting. */
+  continuation?: ContinuationResolution | null;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -350,7 +353,7 @@ const AGENT_HELD = sql`EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id 
  */
 const RUN_TURN_CTE = sql`ut AS (
   UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
-    run_count = t.run_count + 1
+    run_count = t.run_count + 1, ${continuationSet(sql`t`)}
   FROM nt, s WHERE t.id = nt.id AND t.status IN ${UNFINISHED} AND NOT ${TENANT_PAUSED} AND NOT ${AGENT_HELD}
   RETURNING t.*
 )`;
@@ -375,6 +378,7 @@ const TURN_JSON = sql`json_build_object(
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
   'clientTools', ut.client_tools, 'toolChoice', ut.tool_choice, 'replayOfTurnId', ut.replay_of_turn_id,
+  'continuation', ut.continuation,
   'hasPushConfigs', EXISTS (SELECT 1 FROM a2a_push_configs pc WHERE pc.turn_id = ut.id),
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
