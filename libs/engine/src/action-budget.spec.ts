@@ -45,6 +45,7 @@ const make = (name: string, sideEffect: SideEffect): ToolDefinition =>
     schema: z.strictObject({ n: z.int() }),
     sideEffect,
     timeoutMs: 1000,
+    needsApproval: false,
     execute: async (args) => (runs.push(`${name}:${args.n}`), args.n),
   });
 const tools = new ToolRegistry([make('read', 'read_only'), make('send', 'network'), make('rm', 'destructive')]);
