@@ -48,7 +48,11 @@ const make = (name: string, sideEffect: SideEffect): ToolDefinition =>
     needsApproval: false,
     execute: async (args) => (runs.push(`${name}:${args.n}`), args.n),
   });
-const tools = new ToolRegistry([make('read', 'read_only'), make('send', 'network'), make('rm', 'destructive')]);
+const tools = new ToolRegistry([
+  make('read', 'read_only'),
+  make('send', 'network'),
+  make('rm', 'destructive'),
+]);
 const c = (id: string, name: string, n: number) => ({ id, name, arguments: JSON.stringify({ n }) });
 
 /** An in-memory budget of `cap` calls, counting call ids like the Redis one. */
@@ -101,7 +105,13 @@ describe('the hourly side-effect budget gate (docs/adr/0058)', () => {
   it('counts side-effecting calls only, and refuses the next one with a classified tool error', async () => {
     const b = budget(2);
     const { outcome, outcomes, events } = await run(
-      [[c('r1', 'read', 1)], [c('s1', 'send', 1)], [c('s2', 'rm', 2)], [c('s3', 'send', 3)], [c('r2', 'read', 4)]],
+      [
+        [c('r1', 'read', 1)],
+        [c('s1', 'send', 1)],
+        [c('s2', 'rm', 2)],
+        [c('s3', 'send', 3)],
+        [c('r2', 'read', 4)],
+      ],
       { actionBudget: b.gate },
       { actionLimits: { agent: 2, tenant: null } },
     );
@@ -116,7 +126,9 @@ describe('the hourly side-effect budget gate (docs/adr/0058)', () => {
       retryable: false,
       details: { scope: 'agent', limit: 2, windowMs: 3_600_000, retryAfterMs: 1500 },
     });
-    expect(refused && !refused.ok && refused.message).toMatch(/budget of 2 side-effecting tool calls per hour/);
+    expect(refused && !refused.ok && refused.message).toMatch(
+      /budget of 2 side-effecting tool calls per hour/,
+    );
     expect(classifyToolFailure(refused as Extract<ToolOutcome, { ok: false }>)).toMatchObject({
       class: 'BlockedByPolicy',
       category: 'blocked_by_policy',
@@ -168,8 +180,16 @@ describe('the summarising call at the model-call cap (docs/adr/0058)', () => {
   const rounds = [[c('s1', 'send', 1)], [c('s2', 'send', 2)], [c('s3', 'send', 3)]];
 
   it('by default ends on the last round text, as before', async () => {
-    const { outcome, provider } = await run(rounds, {}, { budget: { ...turnInput().budget, maxIterations: 2 } });
-    expect(outcome).toMatchObject({ status: 'completed', stopReason: 'max_iterations', finalText: 'round 2' });
+    const { outcome, provider } = await run(
+      rounds,
+      {},
+      { budget: { ...turnInput().budget, maxIterations: 2 } },
+    );
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      stopReason: 'max_iterations',
+      finalText: 'round 2',
+    });
     expect(provider.requests).toHaveLength(2);
   });
 

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import type { ToolChoice } from '@switchboard/contracts';
 import {
   ProviderError,
   type ChatMessage,

@@ -63,10 +63,7 @@ export class TurnsController {
     schema: TurnPageResponse,
     errors: [400],
   })
-  async listActive(
-    @TenantId() tenantId: string,
-    @Query() q: ActiveTurnsQueryDto,
-  ): Promise<TurnPageResponse> {
+  async listActive(@TenantId() tenantId: string, @Query() q: ActiveTurnsQueryDto): Promise<TurnPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     const filter = {

@@ -76,12 +76,12 @@ export async function actionBudgetGate(
   call: ToolCallRequest,
   tool: ToolDefinition,
 ): Promise<Failure | undefined> {
-  const gate = run.resources.gates.actionBudget;
-  if (!gate || tool.sideEffect === 'read_only') return undefined;
+  const { gates } = run.resources;
+  if (!gates.actionBudget || tool.sideEffect === 'read_only') return undefined;
   const limits = run.input.actionLimits ?? { agent: null, tenant: null };
   let verdict;
   try {
-    verdict = await gate(gateContext(run, call, tool), limits);
+    verdict = await gates.actionBudget(gateContext(run, call, tool), limits);
   } catch (err) {
     if (limits.agent === null && limits.tenant === null) return undefined;
     return actionBudgetUnavailable(err instanceof Error ? err.message : String(err));
