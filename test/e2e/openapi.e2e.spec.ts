@@ -1117,6 +1117,9 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(restOfTurns.body.data[0].seq).toBeGreaterThan(1);
     await run('listSessionTurns', 400, { auth: key, params: { id: session.body.id }, query: 'limit=0' });
     await run('listSessionTurns', 404, { auth: key, params: { id: unknown } });
+    // The tenant's turns that have not ended (docs/adr/0058).
+    await run('listActiveTurns', 200, { auth: key, query: 'status=queued,running&limit=5' });
+    await run('listActiveTurns', 400, { auth: key, query: 'status=completed' });
     const events = await run('listEvents', 200, { auth: key, params: { id: session.body.id } });
     expect(events.body.data.length).toBeGreaterThan(3);
     await run('listEvents', 400, { auth: key, params: { id: session.body.id }, query: 'after=-1' });

@@ -36,6 +36,7 @@ import {
   RedisLivePublisher,
 } from '@switchboard/live';
 import {
+  ActionBudget,
   CONFIG,
   DB,
   EMBEDDERS,
@@ -254,7 +255,29 @@ export class HarnessModule {
           },
         },
         // Overridable seams: a module that brings memory or extra policy provides its own.
-        { provide: TOOL_GATES, useValue: { approval: defaultApprovalPolicy } satisfies ToolGates },
+        {
+          provide: TOOL_GATES,
+          inject: [CONFIG, REDIS],
+          // The approval policy (docs/adr/0013) and the hourly side-effect budget, counted in Redis
+          // across every harness process (docs/adr/0058).
+          useFactory: (cfg: Config, redis: RedisConnection): ToolGates => {
+            const budget = new ActionBudget(redis, {
+              prefix: cfg.QUEUE_PREFIX,
+              windowMs: cfg.ACTION_BUDGET_WINDOW_MS,
+            });
+            return {
+              approval: defaultApprovalPolicy,
+              actionBudget: (ctx, limits) =>
+                budget.reserve({
+                  tenantId: ctx.tenantId,
+                  ...(ctx.agentId ? { agentId: ctx.agentId } : {}),
+                  callKey: `${ctx.turnId}:${ctx.call.id}`,
+                  agentLimit: limits.agent,
+                  tenantLimit: limits.tenant,
+                }),
+            };
+          },
+        },
         {
           provide: CONTEXT_SOURCES,
           inject: [CONFIG, DB, METRICS, EMBEDDERS],

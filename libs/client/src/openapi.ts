@@ -438,6 +438,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/turns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The tenant's running and queued turns
+     * @description The calling tenant's turns that have not ended (seed 000 active runs), oldest first (admission order), each as GET /v1/turns/{id} shows it without its children. `status`: one or more of queued, running, awaiting_approval, awaiting_subagent, awaiting_client_tool, comma-separated (default all of them; an ended status is a 400: ended turns are listed per session, GET /v1/sessions/{id}/turns). `agentId` / `sessionId` narrow it to one agent or session. Paged by `limit` (default 50, at most 200) and `cursor`.
+     */
+    get: operations['listActiveTurns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/turns/{id}': {
     parameters: {
       query?: never;
@@ -2113,6 +2133,7 @@ export interface components {
       maxConcurrentTurns?: number | null;
       share?: number | null;
       dailySpendLimitUsd?: number | null;
+      maxActionsPerHour?: number | null;
     };
     UpdateRateLimitsDto: {
       admission?: number | null;
@@ -2152,6 +2173,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
         clientToolTimeoutMs?: number;
+        /** @enum {string} */
+        onMaxIterations?: 'stop' | 'summarize';
       };
       /**
        * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
@@ -2176,6 +2199,8 @@ export interface components {
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
       };
+      /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
+      maxActionsPerHour?: number | null;
     };
     UpdateAgentDto: {
       name?: string;
@@ -2196,6 +2221,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
         clientToolTimeoutMs?: number;
+        /** @enum {string} */
+        onMaxIterations?: 'stop' | 'summarize';
       };
       /**
        * @description TokenJuice for tool results: full (compacted by kind, the original kept for tokenjuice_retrieve), light (lossless rewrites only), off, or auto (default: light for a hint:coding agent, else full)
@@ -2220,6 +2247,8 @@ export interface components {
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
       };
+      /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
+      maxActionsPerHour?: number | null;
     };
     CreateSessionDto: {
       agentId: string;
@@ -3255,6 +3284,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
         clientToolTimeoutMs?: number;
+        /** @enum {string} */
+        onMaxIterations?: 'stop' | 'summarize';
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -3274,6 +3305,7 @@ export interface components {
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
       };
+      maxActionsPerHour: number | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3371,6 +3403,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
         clientToolTimeoutMs?: number;
+        /** @enum {string} */
+        onMaxIterations?: 'stop' | 'summarize';
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -3390,6 +3424,7 @@ export interface components {
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
       };
+      maxActionsPerHour: number | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3434,6 +3469,8 @@ export interface components {
         deadlineMs?: number;
         maxReflections?: number;
         clientToolTimeoutMs?: number;
+        /** @enum {string} */
+        onMaxIterations?: 'stop' | 'summarize';
       };
       /** @enum {string} */
       toolResultCompression: 'auto' | 'full' | 'light' | 'off';
@@ -3453,6 +3490,7 @@ export interface components {
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
       };
+      maxActionsPerHour: number | null;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -4531,6 +4569,25 @@ export interface components {
           };
           /** Format: date-time */
           createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'action_budget_exceeded';
+          turnId: string | null;
+          data: {
+            callId: string;
+            name: string;
+            /** @enum {string} */
+            scope: 'agent' | 'tenant';
+            limit: number;
+            windowMs: number;
+            retryAfterMs: number;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
         };
     StreamFrame:
       | (
@@ -5204,6 +5261,27 @@ export interface components {
               /** @constant */
               streamed?: true;
             }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'action_budget_exceeded';
+              turnId: string | null;
+              data: {
+                callId: string;
+                name: string;
+                /** @enum {string} */
+                scope: 'agent' | 'tenant';
+                limit: number;
+                windowMs: number;
+                retryAfterMs: number;
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
         )
       | {
           /** @constant */
@@ -5240,7 +5318,8 @@ export interface components {
             | 'turn_closure'
             | 'session_forked'
             | 'session_fork_created'
-            | 'session_rewound';
+            | 'session_rewound'
+            | 'action_budget_exceeded';
           turnId: string | null;
           data: {
             [key: string]: unknown;
@@ -5620,6 +5699,7 @@ export interface components {
       maxConcurrentTurns: number | null;
       share: number;
       dailySpendLimitUsd: number | null;
+      maxActionsPerHour: number | null;
       rateLimits: {
         admission?: number;
         reads?: number;
@@ -6693,7 +6773,8 @@ export interface operations {
          * @example {
          *       "maxConcurrentTurns": 20,
          *       "share": 2,
-         *       "dailySpendLimitUsd": 150
+         *       "dailySpendLimitUsd": 150,
+         *       "maxActionsPerHour": 500
          *     }
          */
         'application/json': components['schemas']['UpdateTenantDto'];
@@ -9026,6 +9107,83 @@ export interface operations {
       };
       /** @description No such object for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listActiveTurns: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+        status?: string;
+        agentId?: string;
+        sessionId?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tenant's running and queued turns */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
         headers: {
           [name: string]: unknown;
         };

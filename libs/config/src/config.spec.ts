@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       PROVIDER_ATTEMPT_TIMEOUT_MS: 600_000,
       CHECKPOINT_RETRY_MS: 30_000,
       APPROVAL_TTL_MS: 86_400_000,
+      ACTION_BUDGET_WINDOW_MS: 3_600_000,
       HOST: '0.0.0.0',
       LOG_LEVEL: 'info',
       BODY_LIMIT_BYTES: 1_048_576,

@@ -181,6 +181,8 @@ export const ConfigSchema = z.object({
   CHECKPOINT_RETRY_MS: Int(30_000, 0),
   /** How long an approval waits for a decision before it expires (a tenant's approvalTtlMs wins). */
   APPROVAL_TTL_MS: Int(24 * 3600 * 1000, 1000),
+  /** The rolling window of the hourly side-effect budget (docs/adr/0058): an hour; shorter only in tests. */
+  ACTION_BUDGET_WINDOW_MS: Int(3_600_000, 1000),
   /** Extra scripted-provider fixtures (*.json) to load at start-up. */
   SCRIPTED_FIXTURES_DIR: z.string().optional(),
   /** Comma-separated modules whose `tools` export is registered next to the built-ins (tests; unset in production). */

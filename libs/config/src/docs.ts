@@ -100,6 +100,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how long an approval waits for a decision before it expires (the call then gets an `ApprovalExpired` result); expiry runs with the reconciler (`RECONCILE_INTERVAL_MS`); a tenant's `approvalTtlMs` wins",
   },
+  ACTION_BUDGET_WINDOW_MS: {
+    meaning:
+      "the rolling window of the hourly side-effect budget (agents' and tenants' `maxActionsPerHour`, ADR 0058): one hour; set it shorter only in tests",
+  },
   SCRIPTED_FIXTURES_DIR: { meaning: 'extra fixtures (`*.json`) for the scripted provider' },
   EXTRA_TOOL_MODULES: {
     meaning:

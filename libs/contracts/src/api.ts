@@ -54,8 +54,21 @@ export const Budgets = z.strictObject({
     .min(1000)
     .max(7 * 86_400_000)
     .optional(),
+  /**
+   * What the turn does when it reaches `maxIterations`, the model-call cap (seed 000 checkpoint
+   * strategy, docs/adr/0058): `stop` (the default) ends on the last round's text; `summarize` makes
+   * one more, tool-less model call that summarises what was done and what is left, and ends on it.
+   */
+  onMaxIterations: z.enum(['stop', 'summarize']).optional(),
 });
 export type Budgets = z.infer<typeof Budgets>;
+
+/**
+ * The hourly side-effect budget (seed 000 `max_actions_per_hour`, docs/adr/0058): how many calls of
+ * side-effecting tools (`network`, `local_write`, `destructive`) may start in any rolling hour, for
+ * one agent (agent setting) or for all of a tenant's agents (operator setting). Null: unlimited.
+ */
+export const MaxActionsPerHour = z.int().min(1).max(1_000_000);
 
 export const Tier = z.enum(['chat', 'reasoning', 'worker']);
 
@@ -198,6 +211,14 @@ export const CreateAgentRequest = z.strictObject({
   ),
   /** How recall searches the agent's memory (docs/adr/0050). */
   memory: MemorySettings.optional(),
+  maxActionsPerHour: MaxActionsPerHour.nullable()
+    .optional()
+    .describe(
+      'The hourly side-effect budget: calls of network, local_write or destructive tools this agent may ' +
+        'start in any rolling hour, across its turns and every harness process; the next one is refused ' +
+        'with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the ' +
+        "tenant's budget, set by the operator, still applies)",
+    ),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 
@@ -351,6 +372,40 @@ export const PageQuery = z.strictObject({
 export type PageQuery = z.infer<typeof PageQuery>;
 
 export const SessionStatus = z.enum(['active', 'closed']);
+
+/** The statuses of a turn that has not ended: what GET /v1/turns lists (seed 000 active runs). */
+export const ACTIVE_TURN_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_approval',
+  'awaiting_subagent',
+  'awaiting_client_tool',
+] as const;
+export const ActiveTurnStatus = z.enum(ACTIVE_TURN_STATUSES);
+export type ActiveTurnStatus = z.infer<typeof ActiveTurnStatus>;
+
+/**
+ * GET /v1/turns (docs/adr/0058): the tenant's turns that have not ended, oldest first; `status` one
+ * or more of ACTIVE_TURN_STATUSES, comma-separated (default all of them); optionally of one agent or
+ * session.
+ */
+export const ActiveTurnsQuery = PageQuery.extend({
+  status: z
+    .string()
+    .max(200)
+    .transform((s) => s.split(',').map((t) => t.trim()))
+    .pipe(
+      z.array(
+        z.enum(ACTIVE_TURN_STATUSES, {
+          message: `must be one or more of ${ACTIVE_TURN_STATUSES.join(', ')}, comma-separated (ended turns are listed per session: GET /v1/sessions/{id}/turns)`,
+        }),
+      ),
+    )
+    .optional(),
+  agentId: z.uuid().optional(),
+  sessionId: z.uuid().optional(),
+});
+export type ActiveTurnsQuery = z.infer<typeof ActiveTurnsQuery>;
 
 /** GET /v1/sessions: a page of the tenant's sessions, optionally of one agent and one status. */
 export const SessionsQuery = PageQuery.extend({
@@ -810,6 +865,8 @@ export interface OperatorTenantSettings {
   maxConcurrentTurns: number | null;
   share: number;
   dailySpendLimitUsd: number | null;
+  /** The tenant's hourly side-effect budget over all its agents (docs/adr/0058); null: unlimited. */
+  maxActionsPerHour: number | null;
 }
 
 export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSettings {
@@ -817,10 +874,12 @@ export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSe
   const max = MaxConcurrentTurns.safeParse(stored.maxConcurrentTurns);
   const share = TenantShare.safeParse(stored.share);
   const limit = OperatorDailySpendLimitUsd.safeParse(stored[OPERATOR_SPEND_LIMIT_KEY]);
+  const actions = MaxActionsPerHour.safeParse(stored.maxActionsPerHour);
   return {
     maxConcurrentTurns: max.success ? max.data : null,
     share: share.success ? share.data : DEFAULT_TENANT_SHARE,
     dailySpendLimitUsd: limit.success ? limit.data : null,
+    maxActionsPerHour: actions.success ? actions.data : null,
   };
 }
 
@@ -830,6 +889,8 @@ export const UpdateTenantRequest = z
     maxConcurrentTurns: MaxConcurrentTurns.nullable().optional(),
     share: TenantShare.nullable().optional(),
     dailySpendLimitUsd: OperatorDailySpendLimitUsd.nullable().optional(),
+    /** The tenant's hourly side-effect budget over all its agents (docs/adr/0058); null: unlimited. */
+    maxActionsPerHour: MaxActionsPerHour.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateTenantRequest = z.infer<typeof UpdateTenantRequest>;

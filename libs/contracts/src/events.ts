@@ -33,6 +33,7 @@ export const EventType = {
   SessionForked: 'session_forked',
   SessionForkCreated: 'session_fork_created',
   SessionRewound: 'session_rewound',
+  ActionBudgetExceeded: 'action_budget_exceeded',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -278,6 +279,19 @@ export const EventData = {
     unpricedModels: z.array(z.string()).optional(),
   }),
   context_unavailable: z.looseObject({ sources: z.array(z.string()) }),
+  /**
+   * The hourly side-effect budget (docs/adr/0058) refused a call: the agent's or the tenant's
+   * `maxActionsPerHour` side-effecting calls already started in the rolling window. The call was not
+   * run; the model got the `action_budget_exceeded` tool error. `retryAfterMs`: until a slot frees.
+   */
+  action_budget_exceeded: z.looseObject({
+    callId: z.string(),
+    name: z.string(),
+    scope: z.enum(['agent', 'tenant']),
+    limit: z.int(),
+    windowMs: z.int(),
+    retryAfterMs: z.int(),
+  }),
   /**
    * A context source answered with less than it is set to (docs/adr/0050, 0049): memory recall fell
    * back to full-text, or tool selection offered every tool, because the agent's embedder failed or

@@ -1,4 +1,7 @@
 import {
+  ActiveTurnsQuery,
+  Budgets,
+  UpdateAgentRequest,
   AdminAuditEventsQuery,
   applyTenantUpdate,
   AuditEventsQuery,
@@ -69,15 +72,30 @@ describe('applyTenantUpdate', () => {
 
 describe('parseOperatorTenantSettings', () => {
   it('gives the defaults for settings without them, or with values out of range', () => {
-    const defaults = { maxConcurrentTurns: null, share: 1, dailySpendLimitUsd: null };
+    const defaults = {
+      maxConcurrentTurns: null,
+      share: 1,
+      dailySpendLimitUsd: null,
+      maxActionsPerHour: null,
+    };
     expect(parseOperatorTenantSettings({})).toEqual(defaults);
     expect(parseOperatorTenantSettings('nonsense')).toEqual(defaults);
     expect(
-      parseOperatorTenantSettings({ maxConcurrentTurns: 0, share: 1000, dailySpendLimitUsd: -1 }),
+      parseOperatorTenantSettings({
+        maxConcurrentTurns: 0,
+        share: 1000,
+        dailySpendLimitUsd: -1,
+        maxActionsPerHour: 0,
+      }),
     ).toEqual(defaults);
     expect(
-      parseOperatorTenantSettings({ maxConcurrentTurns: 7, share: 0.5, operatorDailySpendLimitUsd: 0 }),
-    ).toEqual({ maxConcurrentTurns: 7, share: 0.5, dailySpendLimitUsd: 0 });
+      parseOperatorTenantSettings({
+        maxConcurrentTurns: 7,
+        share: 0.5,
+        operatorDailySpendLimitUsd: 0,
+        maxActionsPerHour: 30,
+      }),
+    ).toEqual({ maxConcurrentTurns: 7, share: 0.5, dailySpendLimitUsd: 0, maxActionsPerHour: 30 });
     // The tenant's own budget is not the operator's cap.
     expect(parseOperatorTenantSettings({ dailySpendLimitUsd: 5 }).dailySpendLimitUsd).toBeNull();
   });
@@ -118,5 +136,36 @@ describe('pause, resume and audit queries', () => {
     expect(err).toBeInstanceOf(AppError);
     expect(err.status).toBe(403);
     expect(err.toBody().error.code).toBe('tenant_paused');
+  });
+});
+
+describe('the hourly side-effect budget settings (docs/adr/0058)', () => {
+  it('takes a whole number of 1 to 1,000,000 or null, for an agent and for a tenant', () => {
+    for (const ok of [1, 500, 1_000_000, null]) {
+      expect(UpdateTenantRequest.safeParse({ maxActionsPerHour: ok }).success).toBe(true);
+      expect(UpdateAgentRequest.safeParse({ maxActionsPerHour: ok }).success).toBe(true);
+    }
+    for (const bad of [0, -1, 1.5, '5', 1_000_001, true]) {
+      expect(UpdateTenantRequest.safeParse({ maxActionsPerHour: bad }).success).toBe(false);
+      expect(UpdateAgentRequest.safeParse({ maxActionsPerHour: bad }).success).toBe(false);
+    }
+    expect(applyTenantUpdate({ maxActionsPerHour: 5, share: 2 }, { maxActionsPerHour: null })).toEqual({
+      share: 2,
+    });
+  });
+
+  it('lists only turns that have not ended, by comma-separated statuses', () => {
+    expect(ActiveTurnsQuery.parse({ status: 'queued, running' }).status).toEqual(['queued', 'running']);
+    expect(ActiveTurnsQuery.parse({}).status).toBeUndefined();
+    for (const bad of ['completed', 'running,', 'nope', '']) {
+      expect(ActiveTurnsQuery.safeParse({ status: bad }).success).toBe(false);
+    }
+    expect(ActiveTurnsQuery.safeParse({ agentId: 'x' }).success).toBe(false);
+  });
+
+  it('takes stop or summarize at the model-call cap', () => {
+    expect(Budgets.safeParse({ onMaxIterations: 'summarize' }).success).toBe(true);
+    expect(Budgets.safeParse({ onMaxIterations: 'stop' }).success).toBe(true);
+    expect(Budgets.safeParse({ onMaxIterations: 'later' }).success).toBe(false);
   });
 });

@@ -218,6 +218,8 @@ export const AgentResponse = z
     embedder: z.string().nullable(),
     /** Vector memory and recall settings (docs/adr/0050); `{}`: full-text recall, no vectors. */
     memory: MemorySettings,
+    /** The agent's hourly side-effect budget (docs/adr/0058); null: unlimited. */
+    maxActionsPerHour: z.int().nullable(),
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,
@@ -1212,6 +1214,8 @@ export const OperatorTenantResponse = z
     share: z.number(),
     /** USD per UTC day, or null: no cap (docs/adr/0026). */
     dailySpendLimitUsd: z.number().nullable(),
+    /** Side-effecting tool calls all its agents may start in any rolling hour (docs/adr/0058); null: unlimited. */
+    maxActionsPerHour: z.int().nullable(),
     /** The operator's rate-limit overrides as stored (docs/adr/0028). */
     rateLimits: RateLimitOverrides,
     /** What the tenant's turns spent today (UTC), exact decimal. */

@@ -67,6 +67,20 @@ const RULES: {
     next: 'An operator must allow this tool.',
   },
   {
+    // The hourly side-effect budget is spent (docs/adr/0058): a policy limit, lifted by time or by
+    // an operator raising maxActionsPerHour.
+    test: (f) => f.kind === 'action_budget_exceeded',
+    class: 'BlockedByPolicy',
+    category: 'blocked_by_policy',
+    next: 'Wait until the hourly action budget frees a slot (details.retryAfterMs), or raise maxActionsPerHour.',
+  },
+  {
+    test: (f) => f.kind === 'action_budget_unavailable',
+    class: 'ServiceUnavailable',
+    category: 'recoverable',
+    next: 'Retry later.',
+  },
+  {
     // http_fetch refused a private, loopback, link-local or metadata address (docs/adr/0021).
     test: (f) => f.kind === 'blocked_address',
     class: 'BlockedByPolicy',

@@ -6,6 +6,8 @@ export interface GateContext {
   tenantId: string;
   sessionId: string;
   turnId: string;
+  /** The agent the turn runs as, when it has one. */
+  agentId?: string;
   call: ToolCallRequest;
   tool: ToolDefinition;
   /** The turn's approval inputs (agent and tenant lists, untrusted input); absent: none. */
@@ -31,7 +33,33 @@ export interface ToolGates {
   approval?(ctx: GateContext, args: unknown): ApprovalPolicy | null | Promise<ApprovalPolicy | null>;
   /** Best effort after execution: a failure here is ignored, the result stands. */
   after?(ctx: GateContext, outcome: ToolOutcome): void | Promise<void>;
+  /**
+   * The hourly side-effect budget (seed 000 `max_actions_per_hour`, docs/adr/0058): asked for each
+   * side-effecting call that passed every other gate, just before it starts. It counts the call
+   * (once per call, however often a resumed run asks) against the agent's and the tenant's rolling
+   * window, or refuses it when either is full. Absent: no budget.
+   */
+  actionBudget?(ctx: GateContext, limits: ActionLimits): Promise<ActionBudgetVerdict>;
 }
+
+/** The turn's hourly side-effect budgets (docs/adr/0058): the agent's and the tenant's; null: unlimited. */
+export interface ActionLimits {
+  agent: number | null;
+  tenant: number | null;
+}
+
+/** What the action budget says of a call: counted, or refused with the window that is full. */
+export type ActionBudgetVerdict =
+  | { allowed: true }
+  | {
+      allowed: false;
+      /** Whose budget is spent: the agent's or the tenant's. */
+      scope: 'agent' | 'tenant';
+      limit: number;
+      windowMs: number;
+      /** Until the oldest counted call leaves the window and a slot frees. */
+      retryAfterMs: number;
+    };
 
 /**
  * The default approval policy (SPEC §2, §8): the tool declares it needs approval; the agent or the

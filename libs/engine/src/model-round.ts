@@ -33,10 +33,17 @@ export async function modelRound(
   run: TurnRun,
   messages: ChatMessage[],
   sources?: ContextSource[],
+  opts: { noToolCalls?: boolean } = {},
 ): Promise<RoundResult> {
   const { input, cp } = run;
   const models = [input.model, ...input.fallbackModels];
-  const round: Round = { run, messages, tools: run.offeredToolSpecs(), attempts: [] };
+  const round: Round = {
+    run,
+    messages,
+    tools: run.offeredToolSpecs(),
+    attempts: [],
+    noToolCalls: opts.noToolCalls ?? false,
+  };
   // What the round sends, recorded with it (docs/adr/0045): the arrays are the ones the provider gets.
   const context: RoundContext | undefined = sources
     ? { round: run.rounds, messages, sources, tools: round.tools }
@@ -64,6 +71,11 @@ interface Round {
   /** The tools this round offers (all the turn's, or its semantic selection: tool-selection.ts). */
   tools: ToolSpec[];
   attempts: ProviderAttempt[];
+  /**
+   * The tools are described (the transcript's calls stay valid) but none may be called: the
+   * summarising call at the model-call cap (docs/adr/0058).
+   */
+  noToolCalls: boolean;
 }
 
 /** A model that answered. */
@@ -116,7 +128,9 @@ async function tryModel(round: Round, ref: string, hasNextModel: boolean): Promi
   for (let attempt = 1; ; attempt++) {
     const at = { round: run.rounds, ref, attempt, maxAttempts, started: Date.now() };
     try {
-      const response = await complete(run, resolved, round.messages, round.tools);
+      const answered = await complete(run, resolved, round);
+      // A model that calls a tool where none may be called is not obeyed: its calls are dropped.
+      const response = round.noToolCalls ? { ...answered, toolCalls: [] } : answered;
       const provider = resolved.provider.name;
       attempts.push({
         ...timing(at),
@@ -139,13 +153,9 @@ async function tryModel(round: Round, ref: string, hasNextModel: boolean): Promi
 }
 
 /** One provider call of the round, streaming its text to the checkpoints. */
-function complete(
-  run: TurnRun,
-  resolved: ResolvedModel,
-  messages: ChatMessage[],
-  tools: ToolSpec[],
-): Promise<ModelResponse> {
+function complete(run: TurnRun, resolved: ResolvedModel, round: Round): Promise<ModelResponse> {
   const { input, cp, signal } = run;
+  const { messages, tools } = round;
   return tracedComplete(
     resolved,
     {
@@ -156,9 +166,11 @@ function complete(
       ...(input.promptCache ? { cache: input.promptCache } : {}),
       ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
       // Forced for the first round only: after a tool result the model must be free to answer.
-      ...(input.toolChoice && !run.messages.some((m) => m.role === 'assistant')
-        ? { toolChoice: input.toolChoice }
-        : {}),
+      ...(round.noToolCalls
+        ? { toolChoice: { type: 'none' as const } }
+        : input.toolChoice && !run.messages.some((m) => m.role === 'assistant')
+          ? { toolChoice: input.toolChoice }
+          : {}),
     },
     genAiAttributes(input),
   );

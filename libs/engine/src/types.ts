@@ -21,10 +21,14 @@ import type { ContextSource } from './context';
 import type { ToolSelectionSettings } from './tool-selection';
 import type { SideEffect, ToolDefinition } from '@switchboard/tools';
 
-export type TurnBudget = Required<Omit<Budgets, 'maxUsd' | 'deadlineMs' | 'clientToolTimeoutMs'>> & {
+export type TurnBudget = Required<
+  Omit<Budgets, 'maxUsd' | 'deadlineMs' | 'clientToolTimeoutMs' | 'onMaxIterations'>
+> & {
   maxUsd?: number;
   deadlineMs?: number;
   clientToolTimeoutMs?: number;
+  /** At the model-call cap: `stop` (absent) or one tool-less summarising call (docs/adr/0058). */
+  onMaxIterations?: 'stop' | 'summarize';
 };
 
 export const DEFAULT_BUDGET: TurnBudget = {
@@ -99,6 +103,11 @@ export interface TurnInput {
   startedAt?: number;
   /** Tools the tenant blocks everywhere: a call to one is refused at the blocked-tool gate. */
   blockedTools?: string[];
+  /**
+   * The hourly side-effect budgets (docs/adr/0058): the agent's and the tenant's `maxActionsPerHour`.
+   * Absent: both unlimited (the `actionBudget` gate still counts the turn's side-effecting calls).
+   */
+  actionLimits?: { agent: number | null; tenant: number | null };
   /**
    * The summarizer sub-agent (seed 000): the model it runs on and the session's
    * consecutive failures so far; absent, oversized results are only truncated.

@@ -7,3 +7,4 @@ export * from './ops-server';
 export * from './providers';
 export * from './secret-box';
 export * from './rate-limits';
+export * from './action-budget';

@@ -92,7 +92,9 @@ export class AnthropicProvider implements ModelProvider {
                 tool_choice:
                   request.toolChoice.type === 'required'
                     ? { type: 'any' as const }
-                    : { type: 'tool' as const, name: request.toolChoice.name },
+                    : request.toolChoice.type === 'none'
+                      ? { type: 'none' as const }
+                      : { type: 'tool' as const, name: request.toolChoice.name },
               }
             : {}),
           ...(native ? { output_config: native } : {}),

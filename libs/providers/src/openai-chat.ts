@@ -46,8 +46,8 @@ export class OpenAIChatProvider implements ModelProvider {
                 ...(request.toolChoice
                   ? {
                       tool_choice:
-                        request.toolChoice.type === 'required'
-                          ? ('required' as const)
+                        request.toolChoice.type === 'required' || request.toolChoice.type === 'none'
+                          ? request.toolChoice.type
                           : { type: 'function' as const, function: { name: request.toolChoice.name } },
                     }
                   : {}),

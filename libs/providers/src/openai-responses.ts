@@ -49,8 +49,8 @@ export class OpenAIResponsesProvider implements ModelProvider {
                 ...(request.toolChoice
                   ? {
                       tool_choice:
-                        request.toolChoice.type === 'required'
-                          ? ('required' as const)
+                        request.toolChoice.type === 'required' || request.toolChoice.type === 'none'
+                          ? request.toolChoice.type
                           : { type: 'function' as const, name: request.toolChoice.name },
                     }
                   : {}),

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import type { ToolChoice } from '@switchboard/contracts';
 import {
   ProviderError,
   type ChatMessage,
@@ -113,7 +112,7 @@ export interface ScriptedRequestRecord {
   model: string;
   round: number;
   tools: string[];
-  toolChoice?: ToolChoice;
+  toolChoice?: ModelRequest['toolChoice'];
 }
 
 const RECORDED = 100;
@@ -185,6 +184,7 @@ export class ScriptedProvider implements ModelProvider {
 function forced(calls: ScriptedRound['toolCalls'], request: ModelRequest): ScriptedRound['toolCalls'] {
   const choice = request.toolChoice;
   if (!choice) return calls;
+  if (choice.type === 'none') return [];
   if (choice.type === 'tool') {
     const own = calls.filter((c) => c.name === choice.name);
     return own.length > 0 ? own : [{ name: choice.name, arguments: {} }];

@@ -68,8 +68,12 @@ export interface ModelRequest {
    * sends it natively, one that does not tells the model in words. The engine validates either way.
    */
   responseFormat?: ResponseFormat;
-  /** Force a tool call (`required`) or the named tool; absent: the model decides (docs/adr/0047). */
-  toolChoice?: ToolChoice;
+  /**
+   * Force a tool call (`required`) or the named tool; absent: the model decides (docs/adr/0047).
+   * `none`: the tools are described but the model may not call one (the summarising call at the
+   * model-call cap, docs/adr/0058).
+   */
+  toolChoice?: ToolChoice | { type: 'none' };
 }
 
 export interface ModelResponse {

@@ -165,6 +165,32 @@ export class SessionsRepository {
     return pageOf(rows, limit);
   }
 
+  /**
+   * The tenant's turns in these statuses (the ones not ended: seed 000 active runs, docs/adr/0058),
+   * oldest first by id (UUIDv7: admission order), after the cursor's id; optionally of one agent or
+   * session. Served by the partial index of unfinished turns (tenant_id, status).
+   */
+  async activeTurns(
+    tenantId: string,
+    filter: { statuses: readonly string[]; agentId?: string; sessionId?: string },
+    afterId: string | undefined,
+    limit: number,
+  ): Promise<Page<TurnRead>> {
+    const rows = await this.db.turn.findMany({
+      where: {
+        tenantId,
+        status: { in: [...filter.statuses] },
+        ...(filter.agentId ? { agentId: filter.agentId } : {}),
+        ...(filter.sessionId ? { sessionId: filter.sessionId } : {}),
+        ...(afterId ? { id: { gt: afterId } } : {}),
+      },
+      include: { toolCalls: { orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] } },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    return pageOf(rows, limit);
+  }
+
   /** The journal after `afterSeq`, in seq order, at most `limit` events. */
   events(sessionId: string, afterSeq: number, limit: number): Promise<Event[]> {
     return this.db.event.findMany({

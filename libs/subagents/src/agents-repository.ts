@@ -30,6 +30,7 @@ export type NewAgent = Pick<
   toolSelection?: Prisma.InputJsonValue;
   embedder?: string | null;
   memory?: Prisma.InputJsonValue;
+  maxActionsPerHour?: number | null;
 };
 
 /** The fields a change may set: those of the request that creates one. */

@@ -77,8 +77,9 @@ export const ARCHETYPES: readonly Archetype[] = Object.freeze(
       name: 'code_executor',
       tier: 'worker',
       description:
-        'Writing and debugging code (this service has no code sandbox: it writes, it does not run).',
-      instructions: `You are a code specialist. Write or fix the code the task asks for and explain how to run it. ${leaf}`,
+        'Writing and debugging code. There is no sandbox: this service never runs the code it writes; ' +
+        'whoever uses the code runs it, on their own machine and at their own risk.',
+      instructions: `You are a code specialist. Write or fix the code the task asks for and explain how to run it. There is no sandbox: you cannot run, test or execute anything, so never claim you ran the code or saw its output. ${leaf}`,
       tools: [],
       model: 'hint:coding',
     },
@@ -109,8 +110,10 @@ export const ARCHETYPES: readonly Archetype[] = Object.freeze(
     {
       name: 'tool_maker',
       tier: 'worker',
-      description: 'Writes small helper scripts when a capability is missing.',
-      instructions: `You are a tool maker. Write the smallest script or procedure that provides the missing capability, with its usage. ${leaf}`,
+      description:
+        'Writes small helper scripts when a capability is missing. There is no sandbox: this service ' +
+        'never runs the scripts it writes, and they do not become tools; a person reviews and runs them.',
+      instructions: `You are a tool maker. Write the smallest script or procedure that provides the missing capability, with its usage. There is no sandbox: you cannot run or test the script and it does not become one of your tools, so never claim it ran. ${leaf}`,
       tools: [],
       model: 'hint:coding',
     },

@@ -1,4 +1,5 @@
 import {
+  parseOperatorTenantSettings,
   parseSessionOverrides,
   parseTenantSettings,
   ResponseFormat,
@@ -118,6 +119,11 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     tools,
     toolResultCompression: compression,
     blockedTools: settings.blockedTools,
+    // The hourly side-effect budgets (docs/adr/0058): the agent's and the operator's for the tenant.
+    actionLimits: {
+      agent: agent.maxActionsPerHour ?? null,
+      tenant: parseOperatorTenantSettings(load.tenant.settings).maxActionsPerHour,
+    },
     toolSchemaMode: settings.toolSchemaMode,
     summarizer: {
       model: resolveModelRef('hint:summarization', routes, o.defaultModel).ref,

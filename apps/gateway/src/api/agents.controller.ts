@@ -152,6 +152,7 @@ export class AgentsController {
       toolSelection: b.toolSelection ?? {},
       embedder: b.embedder ?? null,
       memory: b.memory ?? {},
+      maxActionsPerHour: b.maxActionsPerHour ?? null,
     };
     const created = await this.agents.create(data);
     await this.reembed(tenantId, created.id, null, created.embedder);

@@ -33,6 +33,7 @@ import {
   EventsQuery,
   PageQuery,
   SessionsQuery,
+  ActiveTurnsQuery,
   TriggersQuery,
   RotateTriggerRequest,
   StreamQuery,
@@ -83,6 +84,7 @@ export class ReplayTurnDto extends createZodDto(ReplayTurnRequest) {}
 export class ClientToolResultsDto extends createZodDto(ClientToolResultsRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}
 export class SessionsQueryDto extends createZodDto(SessionsQuery) {}
+export class ActiveTurnsQueryDto extends createZodDto(ActiveTurnsQuery) {}
 export class TriggersQueryDto extends createZodDto(TriggersQuery) {}
 export class EventsQueryDto extends createZodDto(EventsQuery) {}
 export class StreamQueryDto extends createZodDto(StreamQuery) {}

@@ -69,7 +69,12 @@ const SESSION_ID = '0197a3c4-1b2a-7d3e-8f4c-5a6b7c8d9e0f';
  */
 export const REQUEST_EXAMPLES: RequestExample[] = [
   example(CreateTenantDto, { name: 'acme-support' }),
-  example(UpdateTenantDto, { maxConcurrentTurns: 20, share: 2, dailySpendLimitUsd: 150 }),
+  example(UpdateTenantDto, {
+    maxConcurrentTurns: 20,
+    share: 2,
+    dailySpendLimitUsd: 150,
+    maxActionsPerHour: 500,
+  }),
   example(UpdateRateLimitsDto, { admission: 1200, reads: 6000, webhooks: null }),
   example(PauseTenantDto, { reason: 'invoice overdue: paused until billing confirms payment' }),
   example(ResumeTenantDto, {}),

@@ -1,9 +1,11 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBody } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { Admission, TurnSteering } from '@switchboard/admission';
 import {
+  ACTIVE_TURN_STATUSES,
   CancelTurnRequest,
+  TurnPageResponse,
   notFound,
   ReplayTurnRequest,
   RoundContextResponse,
@@ -18,9 +20,9 @@ import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
-import { CancelTurnDto, ClientToolResultsDto, ReplayTurnDto } from './dto';
+import { ActiveTurnsQueryDto, CancelTurnDto, ClientToolResultsDto, ReplayTurnDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
-import { pathId, presentTurn } from './presenters';
+import { decodeCursor, encodeCursor, pathId, presentTurn } from './presenters';
 import { validateOptionalBody, validateParam } from '../platform/validation';
 import { ADMISSION, CONFIG, DB, TASKS } from '@switchboard/platform';
 import type { TaskService } from '@switchboard/subagents';
@@ -49,6 +51,34 @@ export class TurnsController {
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(ADMISSION) private readonly admission: Admission,
   ) {}
+
+  /** The tenant's turns that have not ended (seed 000 active runs, docs/adr/0058), oldest first. */
+  @Get()
+  @Operation({
+    id: 'listActiveTurns',
+    summary: "The tenant's running and queued turns",
+    description:
+      "The calling tenant's turns that have not ended (seed 000 active runs), oldest first (admission order), each as GET /v1/turns/{id} shows it without its children. `status`: one or more of queued, running, awaiting_approval, awaiting_subagent, awaiting_client_tool, comma-separated (default all of them; an ended status is a 400: ended turns are listed per session, GET /v1/sessions/{id}/turns). `agentId` / `sessionId` narrow it to one agent or session. Paged by `limit` (default 50, at most 200) and `cursor`.",
+    status: 200,
+    schema: TurnPageResponse,
+    errors: [400],
+  })
+  async listActive(@TenantId() tenantId: string, @Query() q: ActiveTurnsQueryDto): Promise<TurnPageResponse> {
+    const after = decodeCursor<[string]>(q.cursor, ['string']);
+    const limit = q.limit ?? 50;
+    const filter = {
+      statuses: q.status ?? ACTIVE_TURN_STATUSES,
+      ...(q.agentId ? { agentId: q.agentId } : {}),
+      ...(q.sessionId ? { sessionId: q.sessionId } : {}),
+    };
+    const page = await this.reads.read(({ sessions }) =>
+      sessions.activeTurns(tenantId, filter, after?.[0], limit),
+    );
+    return {
+      data: page.rows.map(presentTurn),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,
+    };
+  }
 
   /** Status, final text, stop reason, usage, cost, tool calls and the provider attempt timeline. */
   @Get(':id')

@@ -6,6 +6,8 @@ import { clientToolGate } from './client-tools';
 import type { ApprovalPolicy, ToolOutcome, Wait } from '../types';
 import type { Cleared, PreparedCall } from './prepared-call';
 import {
+  actionBudgetExceeded,
+  actionBudgetUnavailable,
   blockedTool,
   invalidArguments,
   invalidJson,
@@ -23,7 +25,8 @@ export type GateVerdict = { cleared: Cleared } | { wait: Wait } | ToolOutcome;
  * The tool gates before a call runs (seed 001 4g), in order: a tool the turn has and arguments that
  * are JSON → a client's tool answered by the client (docs/adr/0047) → a replay turn's recorded result
  * (docs/adr/0054) → duplicate/replay → blocked tool → the `before` gate → argument validation →
- * approval (docs/adr/0013). The first gate that answers the call decides it.
+ * approval (docs/adr/0013). The first gate that answers the call decides it. The hourly side-effect
+ * budget (`actionBudgetGate`) comes after these, when the call is about to start (tool-call.ts).
  */
 export async function passGates(run: TurnRun, c: PreparedCall): Promise<GateVerdict> {
   const { call, tool, args } = c;
@@ -62,6 +65,41 @@ export async function afterGate(
 }
 
 /**
+ * The hourly side-effect budget (docs/adr/0058), the last gate: a side-effecting call that is about
+ * to start is counted against the agent's and the tenant's rolling window, or refused (journaled as
+ * `action_budget_exceeded`) when either is full. A read-only call is never asked about. When the
+ * budget cannot be read, a call with a budget set is refused (`action_budget_unavailable`, retryable);
+ * without one it runs.
+ */
+export async function actionBudgetGate(
+  run: TurnRun,
+  call: ToolCallRequest,
+  tool: ToolDefinition,
+): Promise<Failure | undefined> {
+  const { gates } = run.resources;
+  if (!gates.actionBudget || tool.sideEffect === 'read_only') return undefined;
+  const limits = run.input.actionLimits ?? { agent: null, tenant: null };
+  let verdict;
+  try {
+    verdict = await gates.actionBudget(gateContext(run, call, tool), limits);
+  } catch (err) {
+    if (limits.agent === null && limits.tenant === null) return undefined;
+    return actionBudgetUnavailable(err instanceof Error ? err.message : String(err));
+  }
+  if (verdict.allowed) return undefined;
+  const { scope, limit, windowMs, retryAfterMs } = verdict;
+  await run.cp.emit('action_budget_exceeded', {
+    callId: call.id,
+    name: call.name,
+    scope,
+    limit,
+    windowMs,
+    retryAfterMs,
+  });
+  return actionBudgetExceeded(scope, limit, windowMs, retryAfterMs);
+}
+
+/**
  * A replay turn's side-effecting call that matched a recorded call of the original (docs/adr/0054):
  * answered with its recorded result, not executed; the checkpoint of the answer names the original.
  */
@@ -81,8 +119,8 @@ function replayPolicy(run: TurnRun, tool: ToolDefinition): ApprovalPolicy | null
 }
 
 function gateContext(run: TurnRun, call: ToolCallRequest, tool: ToolDefinition): GateContext {
-  const { tenantId, sessionId, turnId, approval } = run.input;
-  return { tenantId, sessionId, turnId, call, tool, approval };
+  const { tenantId, sessionId, turnId, agentId, approval } = run.input;
+  return { tenantId, sessionId, turnId, ...(agentId ? { agentId } : {}), call, tool, approval };
 }
 
 /** The blocked-tool gate (the tenant's list, then policy), then the `before` gate. */

@@ -9,7 +9,7 @@ import {
 import { toolSpec } from '@switchboard/tools';
 import { unpricedModels } from '../budget';
 import { modelRound } from '../model-round';
-import { BUILTIN_STOP_HOOKS } from '../stop-hooks';
+import { BUILTIN_STOP_HOOKS, iterationCapHook } from '../stop-hooks';
 import { decideStructured, structuredFailure } from '../structured-output';
 import type { LoopState, TurnOutcome } from '../types';
 import { guardContext } from './context-guard';
@@ -176,7 +176,9 @@ async function stopHookVote(run: TurnRun): Promise<TurnOutcome | undefined> {
       await run.cp.emit('stop_hook_fired', { hook: hook.name, reason, iteration: run.rounds });
       // A stop from outside the turn cancels it, with its reason (docs/adr/0055).
       if (hook.cancels) return { ...run.cancelled(), cancelReason: hook.cancels };
-      return run.outcome({ status: 'completed', stopReason: reason, finalText: run.lastText() });
+      const finalText =
+        hook === iterationCapHook && summarizesAtCap(run) ? await summaryAtCap(run) : undefined;
+      return run.outcome({ status: 'completed', stopReason: reason, finalText: finalText ?? run.lastText() });
     }
   }
   return undefined;
@@ -214,4 +216,38 @@ async function nextRound(run: TurnRun): Promise<TurnOutcome | undefined> {
   run.replays.newRound();
   run.rounds++;
   return undefined;
+}
+
+/** What the summarising call at the model-call cap asks (docs/adr/0058); sent to the provider only. */
+export const SUMMARY_AT_CAP_PROMPT =
+  'You have reached the limit of model calls for this turn, so you cannot call any more tools. ' +
+  'Answer now from what you have: summarise what you did and found, give the best answer you can, ' +
+  'and say plainly what is left undone and what the next step would be.';
+
+/**
+ * Whether the turn ends at the model-call cap with a summary (the agent's `budgets.onMaxIterations`):
+ * not for a turn that must answer in a structured format (docs/adr/0048), nor one already stopped.
+ */
+function summarizesAtCap(run: TurnRun): boolean {
+  return run.input.budget.onMaxIterations === 'summarize' && !run.input.responseFormat && !run.signal.aborted;
+}
+
+/**
+ * Seed 000's summarise checkpoint strategy (docs/adr/0058): one more model call, after the cap, that
+ * may not call a tool, asked to summarise the work so far; its text is the turn's answer and joins
+ * the transcript. The instruction goes to the provider only (like the work reminder), never into
+ * the transcript. A failed call leaves the turn ending as without the setting (undefined).
+ */
+async function summaryAtCap(run: TurnRun): Promise<string | undefined> {
+  const messages = assemble(run.input.systemPrompt, run.history, run.messages, run.context);
+  messages.push({ role: 'user', content: SUMMARY_AT_CAP_PROMPT });
+  const sources = assembledSources(run.history, run.messages, run.context, []);
+  const round = await modelRound(run, messages, sources, { noToolCalls: true });
+  if ('failure' in round) return undefined;
+  const text = round.response.text;
+  run.messages.push({ role: 'assistant', content: text, toolCalls: [] });
+  run.spentUsd += round.costUsd;
+  run.replays.newRound();
+  run.rounds++;
+  return text;
 }

@@ -4,7 +4,7 @@ import type { ToolCallRequest } from '@switchboard/providers';
 import { summarize } from '../side-calls/summarize';
 import type { ToolOutcome, Wait } from '../types';
 import { executeCall } from './execute';
-import { afterGate, passGates } from './gate';
+import { actionBudgetGate, afterGate, passGates } from './gate';
 import { prepareCall, type Cleared, type PreparedCall } from './prepared-call';
 import { boundToolResult } from './result-bounds';
 import { compactResult } from './tokenjuice';
@@ -80,6 +80,9 @@ async function gateAndExecute(
   if (resumed && tool.sideEffect !== 'read_only' && !tool.honoursIdempotencyKey) {
     return outcomeUnknown(c.call.name, c.meta.idempotencyKey);
   }
+  // The hourly side-effect budget (docs/adr/0058): counted only for a call that really starts now.
+  const overBudget = await actionBudgetGate(run, c.call, tool);
+  if (overBudget) return overBudget;
   return startAndExecute(run, c, verdict.cleared, resumed);
 }
 

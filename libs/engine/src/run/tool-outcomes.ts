@@ -51,6 +51,40 @@ export function blockedTool(message: string): Failure {
   return { ok: false, kind: 'blocked', message, hint: 'this tool is not allowed here', retryable: false };
 }
 
+/**
+ * A side-effecting call the hourly side-effect budget refused (docs/adr/0058): not run. The model is
+ * told whose budget is spent and when a slot frees; it should go on without the effect or tell the
+ * user, not retry at once.
+ */
+export function actionBudgetExceeded(
+  scope: 'agent' | 'tenant',
+  limit: number,
+  windowMs: number,
+  retryAfterMs: number,
+): Failure {
+  const whose = scope === 'agent' ? "this agent's" : "this tenant's";
+  const window = windowMs === 3_600_000 ? 'hour' : `${Math.round(windowMs / 1000)} s`;
+  return {
+    ok: false,
+    kind: 'action_budget_exceeded',
+    message: `${whose} budget of ${limit} side-effecting tool calls per ${window} is spent; this call was not run`,
+    hint: `a slot frees in about ${Math.ceil(retryAfterMs / 1000)} s; continue without this effect or tell the user, do not retry it now`,
+    retryable: false,
+    details: { scope, limit, windowMs, retryAfterMs },
+  };
+}
+
+/** The action budget could not be read (Redis away) while a budget is set: refused, safe to retry later. */
+export function actionBudgetUnavailable(error: string): Failure {
+  return {
+    ok: false,
+    kind: 'action_budget_unavailable',
+    message: `the hourly side-effect budget could not be checked (${error}); this call was not run`,
+    hint: 'retry later',
+    retryable: true,
+  };
+}
+
 /** A call a `before` tool gate refused. */
 export function refusedBeforeRun(message: string): Failure {
   return { ok: false, kind: 'blocked', message, retryable: false };
