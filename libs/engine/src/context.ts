@@ -1,5 +1,12 @@
 import type { ChatMessage } from '@switchboard/providers';
-import type { RuntimeMetadata } from './types';
+
+/** What the runtime-metadata block names (seed 001 stage 3, docs/adr/0059). */
+export interface RuntimeMetadata {
+  provider: string;
+  model: string;
+  /** Today, UTC, `YYYY-MM-DD`. */
+  date: string;
+}
 
 /** What a context source is asked for: the turn and its input. */
 export interface ContextQuery {

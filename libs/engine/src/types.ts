@@ -17,7 +17,8 @@ import type {
   TransportDiagnostics,
   Usage,
 } from '@switchboard/providers';
-import type { ContextSource } from './context';
+import type { ContextSource, RuntimeMetadata } from './context';
+export type { RuntimeMetadata } from './context';
 import type { ToolSelectionSettings } from './tool-selection';
 import type { SideEffect, ToolDefinition } from '@switchboard/tools';
 
@@ -61,14 +62,6 @@ export interface StopHook {
    * a stop from outside the turn (the tenant's kill switch), not one of its own limits.
    */
   cancels?: CancelReason;
-}
-
-/** What the runtime-metadata block names (seed 001 stage 3, docs/adr/0059). */
-export interface RuntimeMetadata {
-  provider: string;
-  model: string;
-  /** Today, UTC, `YYYY-MM-DD`. */
-  date: string;
 }
 
 export interface TurnInput {

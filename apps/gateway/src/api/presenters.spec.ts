@@ -86,6 +86,7 @@ describe('presentOperatorTenant', () => {
       maxConcurrentTurns: null,
       share: 1,
       dailySpendLimitUsd: null,
+      maxActionsPerHour: null,
       rateLimits: { admission: 5 },
       spentTodayUsd: '1.25',
       turns: { running: 1, queued: 2, waiting: 3 },
