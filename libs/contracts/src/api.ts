@@ -127,6 +127,11 @@ export type RecallMode = z.infer<typeof RecallMode>;
  */
 export const MemorySettings = z.strictObject({
   recall: RecallMode.optional(),
+  /**
+   * Seed 001 stage 6.1 (docs/adr/0060): list the memory records recalled into a turn and the web pages
+   * it read after its plain-text final answer. Default false.
+   */
+  citations: z.boolean().optional(),
 });
 export type MemorySettings = z.infer<typeof MemorySettings>;
 

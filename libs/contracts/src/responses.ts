@@ -640,6 +640,28 @@ export const TurnResponse = z
     childrenCostUsd: Usd.optional(),
     /** GET /v1/turns/:id only: costUsd + childrenCostUsd. */
     totalCostUsd: Usd.optional(),
+    /**
+     * GET /v1/turns/:id only (docs/adr/0060): the memory records recalled into the turn's context, each
+     * once, as its `memory_recalled` events journal them: `ref` (the record's source_ref), kind, title,
+     * rank `score` and search `path` (null for a standing preference), `via` (episodic recall, the
+     * context pack's facts or preferences) and where the record came from (`source`, `sourceTurnId`,
+     * `sourceSessionId`): trace a bad answer back to a poisoned memory.
+     */
+    recalled: z
+      .array(
+        z.strictObject({
+          ref: z.string(),
+          kind: z.string(),
+          title: z.string(),
+          score: z.number().nullable(),
+          path: z.string().nullable(),
+          via: z.enum(['episodic', 'facts', 'preferences']),
+          source: z.string().nullable(),
+          sourceTurnId: z.string().nullable(),
+          sourceSessionId: z.string().nullable(),
+        }),
+      )
+      .optional(),
   })
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;

@@ -1,4 +1,5 @@
 import {
+  parseMemorySettings,
   parseSessionOverrides,
   parseTenantSettings,
   ResponseFormat,
@@ -147,6 +148,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
         : [],
     ),
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
+    // Seed 001 stage 6.1 (docs/adr/0060): opt-in citations after the final answer.
+    ...(parseMemorySettings(agent.memory).citations ? { citations: true } : {}),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
     ...toolSelectionOf(agent.toolSelection, agent.embedder, tools),
