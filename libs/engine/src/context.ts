@@ -319,7 +319,12 @@ export function contextPack(parts: {
     if (work.status === 'rejected')
       q.warn?.('context_pack', `work items unavailable (${why(work.reason)}): memory only`);
     if (!hasMemory && !w) return null;
-    return { facts: m?.facts ?? [], preferences: m?.preferences ?? [], workItems: w };
+    return {
+      facts: m?.facts ?? [],
+      preferences: m?.preferences ?? [],
+      workItems: w,
+      ...(m?.records ? { records: m.records } : {}),
+    };
   };
 }
 

@@ -20,7 +20,10 @@ export const RETRIEVAL_TOOLS: ReadonlySet<string> = new Set(['memory_search', 'm
  */
 export const WEB_TOOLS: ReadonlySet<string> = new Set(['http_fetch', 'web_search', 'web_fetch']);
 
-const baseName = (name: string) => name.slice(name.lastIndexOf('__') + (name.includes('__') ? 2 : 0));
+const baseName = (name: string) => {
+  const at = name.lastIndexOf('__');
+  return at < 0 ? name : name.slice(at + 2);
+};
 
 export const isWebTool = (name: string) => WEB_TOOLS.has(baseName(name));
 export const isRetrievalTool = (name: string) => RETRIEVAL_TOOLS.has(name);
