@@ -15,6 +15,7 @@ import {
   ToolSchemaMode,
 } from './api';
 import {
+  ContinuationTriggerKind,
   AdmissionContext,
   AuthorityClass,
   DeliverySurface,
@@ -115,6 +116,10 @@ export const TriggerResponse = z
     previousSecretExpiresAt: Timestamp.nullable(),
     createdAt: Timestamp,
     revokedAt: Timestamp.nullable(),
+    /** Deliveries stored for the trigger (a replay of a delivery id is not counted; docs/adr/0060). */
+    deliveryCount: z.int(),
+    /** When the last delivery arrived (the trigger last fired); null before the first. */
+    lastDeliveryAt: Timestamp.nullable(),
   })
   .register(ApiSchemas, { id: 'Trigger' });
 export type TriggerResponse = z.infer<typeof TriggerResponse>;
@@ -431,6 +436,18 @@ export const MessageResponse = z
     correlationId: z.string().nullable(),
     causationId: z.string().nullable(),
     createdAt: Timestamp,
+    /**
+     * Seed 002 `triggerKind` (docs/adr/0060), derived from `kind`: operator_input, external_event,
+     * timer_tick, system_tick, task_result, task_status, control or internal_followup.
+     */
+    triggerKind: ContinuationTriggerKind,
+    /**
+     * Seed 002 `sourceRefs` (docs/adr/0060): stable ids of where the message came from, set by the
+     * runtime only: `triggerId`, `deliveryId` (the stored delivery) and `externalDeliveryId` (the
+     * sender's) for a trigger delivery; `wakeHintId`, and `triggerId` / `deliveryId` when there was one,
+     * for a wake hint's system tick. Empty for other messages.
+     */
+    sourceRefs: z.record(z.string(), z.string()),
   })
   .register(ApiSchemas, { id: 'Message' });
 export type MessageResponse = z.infer<typeof MessageResponse>;
