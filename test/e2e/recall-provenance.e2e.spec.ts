@@ -56,7 +56,10 @@ describe('recall provenance', () => {
     );
     const port = await freePort();
     workers.push(
-      await spawnApp('gateway', env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' })),
+      await spawnApp(
+        'gateway',
+        env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' }),
+      ),
       await spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
     );
     ({ api } = await newTenant(`http://127.0.0.1:${port}`, 'test-admin-token-0123456789', 'provenance'));

@@ -54,7 +54,10 @@ describe('trigger stats and wake provenance', () => {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     workers.push(
-      await spawnApp('gateway', env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' })),
+      await spawnApp(
+        'gateway',
+        env.processEnv({ ...llm.providerEnv, PORT: String(port), HOST: '127.0.0.1' }),
+      ),
       await spawnApp('triage-worker', env.processEnv(llm.providerEnv)),
       await spawnApp('harness-worker', env.processEnv(llm.providerEnv)),
     );
@@ -97,15 +100,19 @@ describe('trigger stats and wake provenance', () => {
     const liveness = await waitFor(
       async () => {
         const events = (await api.get(`/v1/sessions/${sessionId}/events?limit=200`)).body.data as
-          | { type: string; turnId: string | null; data: Record<string, unknown> }[]
-          | undefined;
+          { type: string; turnId: string | null; data: Record<string, unknown> }[] | undefined;
         return events?.find((e) => e.type === 'wake_liveness');
       },
       { what: 'the liveness-only resolution to be journaled', timeoutMs: 30_000 },
     );
     expect(liveness).toMatchObject({
       turnId: null,
-      data: { resolution: 'liveness_only', count: 1, triggerIds: [triggerId], deliveryIds: [ping.body.deliveryId] },
+      data: {
+        resolution: 'liveness_only',
+        count: 1,
+        triggerIds: [triggerId],
+        deliveryIds: [ping.body.deliveryId],
+      },
     });
     expect(await messagesOf(sessionId)).toEqual([]);
     expect((await api.get(`/v1/sessions/${sessionId}/turns`)).body.data).toEqual([]);
@@ -169,7 +176,9 @@ describe('trigger stats and wake provenance', () => {
     expect(got.body.deliveryCount).toBe(2);
     expect(Date.parse(got.body.lastDeliveryAt)).toBeGreaterThanOrEqual(Date.parse(created.body.createdAt));
     const listed = await api.get('/v1/triggers');
-    expect(listed.body.data.find((t: { id: string }) => t.id === triggerId)).toMatchObject({ deliveryCount: 2 });
+    expect(listed.body.data.find((t: { id: string }) => t.id === triggerId)).toMatchObject({
+      deliveryCount: 2,
+    });
     const deliveries = await api.get(`/v1/triggers/${triggerId}/deliveries`);
     expect(deliveries.body.data).toEqual([
       expect.objectContaining({ id: changed.body.deliveryId, decision: 'wake_hint', decisionSource: 'mode' }),
@@ -209,7 +218,11 @@ describe('trigger stats and wake provenance', () => {
       kind: 'webhook_event',
       triggerKind: 'external_event',
       correlationId: 'incident-7',
-      sourceRefs: { triggerId: created.body.id, deliveryId: sent.body.deliveryId, externalDeliveryId: 'alert-1' },
+      sourceRefs: {
+        triggerId: created.body.id,
+        deliveryId: sent.body.deliveryId,
+        externalDeliveryId: 'alert-1',
+      },
     });
     expect((await api.get(`/v1/triggers/${created.body.id}`)).body.deliveryCount).toBe(1);
   });

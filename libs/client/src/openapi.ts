@@ -2154,6 +2154,7 @@ export interface components {
       memory?: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        citations?: boolean;
       };
     };
     UpdateAgentDto: {
@@ -2197,6 +2198,7 @@ export interface components {
       memory?: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        citations?: boolean;
       };
     };
     CreateSessionDto: {
@@ -3151,6 +3153,8 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       revokedAt: string | null;
+      deliveryCount: number;
+      lastDeliveryAt: string | null;
     };
     IssuedTrigger: {
       /** Format: uuid */
@@ -3170,6 +3174,8 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       revokedAt: string | null;
+      deliveryCount: number;
+      lastDeliveryAt: string | null;
       path: string | null;
       signingSecret: string | null;
     };
@@ -3249,6 +3255,7 @@ export interface components {
       memory: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        citations?: boolean;
       };
       builtIn: boolean;
       /** Format: date-time */
@@ -3317,6 +3324,7 @@ export interface components {
       memory: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        citations?: boolean;
       };
       builtIn: boolean;
       /** Format: date-time */
@@ -3377,6 +3385,7 @@ export interface components {
       memory: {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
+        citations?: boolean;
       };
       builtIn: boolean;
       /** Format: date-time */
@@ -3583,6 +3592,19 @@ export interface components {
       causationId: string | null;
       /** Format: date-time */
       createdAt: string;
+      /** @enum {string} */
+      triggerKind:
+        | 'operator_input'
+        | 'external_event'
+        | 'timer_tick'
+        | 'system_tick'
+        | 'task_result'
+        | 'task_status'
+        | 'control'
+        | 'internal_followup';
+      sourceRefs: {
+        [key: string]: string;
+      };
     };
     MessagePage: {
       data: components['schemas']['Message'][];
@@ -3761,6 +3783,18 @@ export interface components {
       children?: components['schemas']['Task'][];
       childrenCostUsd?: string;
       totalCostUsd?: string;
+      recalled?: {
+        ref: string;
+        kind: string;
+        title: string;
+        score: number | null;
+        path: string | null;
+        /** @enum {string} */
+        via: 'episodic' | 'facts' | 'preferences';
+        source: string | null;
+        sourceTurnId: string | null;
+        sourceSessionId: string | null;
+      }[];
     };
     TurnPage: {
       data: components['schemas']['Turn'][];
@@ -4428,6 +4462,49 @@ export interface components {
           };
           /** Format: date-time */
           createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'memory_recalled';
+          turnId: string | null;
+          data: {
+            records: ({
+              ref: string;
+              kind: string;
+              title: string;
+              score: number | null;
+              path: string | null;
+              /** @enum {string} */
+              via: 'episodic' | 'facts' | 'preferences';
+              source: string | null;
+              sourceTurnId: string | null;
+              sourceSessionId: string | null;
+            } & {
+              [key: string]: unknown;
+            })[];
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'wake_liveness';
+          turnId: string | null;
+          data: {
+            /** @constant */
+            resolution: 'liveness_only';
+            count: number;
+            triggerIds: string[];
+            deliveryIds: string[];
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
         };
     StreamFrame:
       | (
@@ -5090,6 +5167,53 @@ export interface components {
               /** @constant */
               streamed?: true;
             }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'memory_recalled';
+              turnId: string | null;
+              data: {
+                records: ({
+                  ref: string;
+                  kind: string;
+                  title: string;
+                  score: number | null;
+                  path: string | null;
+                  /** @enum {string} */
+                  via: 'episodic' | 'facts' | 'preferences';
+                  source: string | null;
+                  sourceTurnId: string | null;
+                  sourceSessionId: string | null;
+                } & {
+                  [key: string]: unknown;
+                })[];
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'wake_liveness';
+              turnId: string | null;
+              data: {
+                /** @constant */
+                resolution: 'liveness_only';
+                count: number;
+                triggerIds: string[];
+                deliveryIds: string[];
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
         )
       | {
           /** @constant */
@@ -5126,7 +5250,9 @@ export interface components {
             | 'turn_closure'
             | 'session_forked'
             | 'session_fork_created'
-            | 'session_rewound';
+            | 'session_rewound'
+            | 'memory_recalled'
+            | 'wake_liveness';
           turnId: string | null;
           data: {
             [key: string]: unknown;

@@ -109,7 +109,12 @@ export function triggerKindOf(kind: MessageKind): ContinuationTriggerKind {
     case 'webhook_event':
     case 'callback_event':
       return 'external_event';
-    default:
+    case 'timer_tick':
+    case 'system_tick':
+    case 'task_result':
+    case 'task_status':
+    case 'control':
+    case 'internal_followup':
       return kind;
   }
 }

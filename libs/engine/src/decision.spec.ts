@@ -29,7 +29,7 @@ describe('decisionStrategy (seed 001 stage 6.7)', () => {
     [['word_count'], 1, 'tool_assisted'],
     [['http_fetch', 'word_count'], 0, 'tool_assisted'],
   ])('%j with %d recalled → %s', (tools, recalled, strategy) => {
-    expect(decisionStrategy(tools as string[], recalled as number)).toBe(strategy);
+    expect(decisionStrategy(tools, recalled)).toBe(strategy);
   });
 
   it("reads the called tools from the turn's assistant messages", () => {
@@ -44,7 +44,11 @@ describe('withCitations (seed 001 stage 6.1)', () => {
   it('appends the recalled records (not standing preferences) and the web pages read', () => {
     const text = withCitations(
       'The answer.  ',
-      [record('mem_a', 'facts', 'Deploy  window'), record('mem_b', 'episodic'), record('mem_p', 'preferences')],
+      [
+        record('mem_a', 'facts', 'Deploy  window'),
+        record('mem_b', 'episodic'),
+        record('mem_p', 'preferences'),
+      ],
       [
         call('http_fetch', { url: 'https://example.com/a' }),
         call('http_fetch', { url: 'https://example.com/a' }),

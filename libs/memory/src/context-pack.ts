@@ -66,13 +66,17 @@ export interface MemoryContextOptions extends RecallOptions {
 /** The two loads of seed 001 stage 1 over an agent's memory (docs/adr/0052). */
 export interface MemoryContext {
   /** Episodic recall: episodes and notes matching the input, and the preference items among them. */
-  episodic: (
-    q: RecallQuery,
-  ) => Promise<{ text: string | null; preferences: MemoryPackItem[]; records: MemoryRecalledRecord[] } | null>;
+  episodic: (q: RecallQuery) => Promise<{
+    text: string | null;
+    preferences: MemoryPackItem[];
+    records: MemoryRecalledRecord[];
+  } | null>;
   /** The context pack's memory part: facts matching the input and the agent's preferences. */
-  pack: (
-    q: RecallQuery,
-  ) => Promise<{ facts: MemoryPackItem[]; preferences: MemoryPackItem[]; records: MemoryRecalledRecord[] } | null>;
+  pack: (q: RecallQuery) => Promise<{
+    facts: MemoryPackItem[];
+    preferences: MemoryPackItem[];
+    records: MemoryRecalledRecord[];
+  } | null>;
 }
 
 const isPreference = (h: MemoryHit) => h.tags.includes(PREFERENCE_TAG);

@@ -54,7 +54,9 @@ async function finalAnswer(run: TurnRun, text: string): Promise<TurnOutcome | un
   const format = run.input.responseFormat;
   if (!format) {
     // Seed 001 stage 6.1: citations appended to a plain-text answer only (a structured one stays valid).
-    const finalText = run.input.citations ? withCitations(text, run.context.recalled ?? [], run.messages) : text;
+    const finalText = run.input.citations
+      ? withCitations(text, run.context.recalled ?? [], run.messages)
+      : text;
     return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText });
   }
   const decision = decideStructured(format, run.messages, run.input.model);
@@ -92,7 +94,8 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
   for (const w of run.context.warnings) await run.cp.emit('context_degraded', w);
   // Recall provenance (docs/adr/0060): which records the model is shown, journaled with the run.
-  if (run.context.recalled?.length) await run.cp.emit('memory_recalled', { records: run.context.recalled.map((r) => ({ ...r })) });
+  if (run.context.recalled?.length)
+    await run.cp.emit('memory_recalled', { records: run.context.recalled.map((r) => ({ ...r })) });
   for (const e of run.context.embeddings ?? []) await bookEmbedding(run, 'recall', e);
   run.toolSpecs = [
     ...run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed'),
