@@ -52,6 +52,11 @@ export interface AdmitInput {
   metadata?: Record<string, unknown>;
   correlationId?: string;
   causationId?: string;
+  /**
+   * Seed 002 `sourceRefs` (docs/adr/0060): stable source ids. Set by runtime-owned ingress only
+   * (triage, wake hints); nothing a client sends maps to it.
+   */
+  sourceRefs?: Record<string, string>;
   idempotencyKey?: string;
   /**
    * enqueue (default): run after what is queued; reject: refuse while a turn is queued or running;
@@ -256,6 +261,7 @@ export class Admission {
       metadata: input.metadata ?? {},
       correlationId: input.correlationId ?? null,
       causationId: input.causationId ?? null,
+      sourceRefs: input.sourceRefs ?? {},
       idempotency,
       traceContext: currentTraceCarrier(),
       rejectIfBusy: input.multitask === 'reject',

@@ -2198,6 +2198,7 @@ export interface components {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
+        citations?: boolean;
       };
       /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
       maxActionsPerHour?: number | null;
@@ -2246,6 +2247,7 @@ export interface components {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
+        citations?: boolean;
       };
       /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
       maxActionsPerHour?: number | null;
@@ -3203,6 +3205,8 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       revokedAt: string | null;
+      deliveryCount: number;
+      lastDeliveryAt: string | null;
     };
     IssuedTrigger: {
       /** Format: uuid */
@@ -3222,6 +3226,8 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       revokedAt: string | null;
+      deliveryCount: number;
+      lastDeliveryAt: string | null;
       path: string | null;
       signingSecret: string | null;
     };
@@ -3304,6 +3310,7 @@ export interface components {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
+        citations?: boolean;
       };
       maxActionsPerHour: number | null;
       builtIn: boolean;
@@ -3423,6 +3430,7 @@ export interface components {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
+        citations?: boolean;
       };
       maxActionsPerHour: number | null;
       builtIn: boolean;
@@ -3489,6 +3497,7 @@ export interface components {
         /** @enum {string} */
         recall?: 'fts' | 'vector' | 'hybrid';
         learning?: boolean;
+        citations?: boolean;
       };
       maxActionsPerHour: number | null;
       builtIn: boolean;
@@ -3696,6 +3705,19 @@ export interface components {
       causationId: string | null;
       /** Format: date-time */
       createdAt: string;
+      /** @enum {string} */
+      triggerKind:
+        | 'operator_input'
+        | 'external_event'
+        | 'timer_tick'
+        | 'system_tick'
+        | 'task_result'
+        | 'task_status'
+        | 'control'
+        | 'internal_followup';
+      sourceRefs: {
+        [key: string]: string;
+      };
     };
     MessagePage: {
       data: components['schemas']['Message'][];
@@ -3891,6 +3913,18 @@ export interface components {
       children?: components['schemas']['Task'][];
       childrenCostUsd?: string;
       totalCostUsd?: string;
+      recalled?: {
+        ref: string;
+        kind: string;
+        title: string;
+        score: number | null;
+        path: string | null;
+        /** @enum {string} */
+        via: 'episodic' | 'facts' | 'preferences';
+        source: string | null;
+        sourceTurnId: string | null;
+        sourceSessionId: string | null;
+      }[];
     };
     TurnPage: {
       data: components['schemas']['Turn'][];
@@ -4583,6 +4617,49 @@ export interface components {
             limit: number;
             windowMs: number;
             retryAfterMs: number;
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'memory_recalled';
+          turnId: string | null;
+          data: {
+            records: ({
+              ref: string;
+              kind: string;
+              title: string;
+              score: number | null;
+              path: string | null;
+              /** @enum {string} */
+              via: 'episodic' | 'facts' | 'preferences';
+              source: string | null;
+              sourceTurnId: string | null;
+              sourceSessionId: string | null;
+            } & {
+              [key: string]: unknown;
+            })[];
+          } & {
+            [key: string]: unknown;
+          };
+          /** Format: date-time */
+          createdAt: string;
+        }
+      | {
+          seq: number;
+          /** @constant */
+          type: 'wake_liveness';
+          turnId: string | null;
+          data: {
+            /** @constant */
+            resolution: 'liveness_only';
+            count: number;
+            triggerIds: string[];
+            deliveryIds: string[];
           } & {
             [key: string]: unknown;
           };
@@ -5282,6 +5359,53 @@ export interface components {
               /** @constant */
               streamed?: true;
             }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'memory_recalled';
+              turnId: string | null;
+              data: {
+                records: ({
+                  ref: string;
+                  kind: string;
+                  title: string;
+                  score: number | null;
+                  path: string | null;
+                  /** @enum {string} */
+                  via: 'episodic' | 'facts' | 'preferences';
+                  source: string | null;
+                  sourceTurnId: string | null;
+                  sourceSessionId: string | null;
+                } & {
+                  [key: string]: unknown;
+                })[];
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
+          | {
+              seq: number;
+              /** @constant */
+              type: 'wake_liveness';
+              turnId: string | null;
+              data: {
+                /** @constant */
+                resolution: 'liveness_only';
+                count: number;
+                triggerIds: string[];
+                deliveryIds: string[];
+              } & {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              /** @constant */
+              streamed?: true;
+            }
         )
       | {
           /** @constant */
@@ -5319,7 +5443,9 @@ export interface components {
             | 'session_forked'
             | 'session_fork_created'
             | 'session_rewound'
-            | 'action_budget_exceeded';
+            | 'action_budget_exceeded'
+            | 'memory_recalled'
+            | 'wake_liveness';
           turnId: string | null;
           data: {
             [key: string]: unknown;

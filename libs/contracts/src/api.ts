@@ -154,6 +154,11 @@ export const MemorySettings = z.strictObject({
    * statistics and its user profile go into each turn's input as evidence. Default false.
    */
   learning: z.boolean().optional(),
+  /**
+   * Seed 001 stage 6.1 (docs/adr/0060): list the memory records recalled into a turn and the web pages
+   * it read after its plain-text final answer. Default false.
+   */
+  citations: z.boolean().optional(),
 });
 export type MemorySettings = z.infer<typeof MemorySettings>;
 

@@ -83,6 +83,49 @@ export const MessageBody = z.discriminatedUnion('type', [
 ]);
 export type MessageBody = z.infer<typeof MessageBody>;
 
+/**
+ * Seed 002 `triggerKind` (docs/adr/0060): the admission trigger, derived by the runtime from the
+ * message kind (a total classification; never accepted from a caller). Webhook, callback and channel
+ * events are all `external_event`; an operator's prompt is `operator_input`, the one default override
+ * of a waiting state.
+ */
+export const ContinuationTriggerKind = z.enum([
+  'operator_input',
+  'external_event',
+  'timer_tick',
+  'system_tick',
+  'task_result',
+  'task_status',
+  'control',
+  'internal_followup',
+]);
+export type ContinuationTriggerKind = z.infer<typeof ContinuationTriggerKind>;
+
+export function triggerKindOf(kind: MessageKind): ContinuationTriggerKind {
+  switch (kind) {
+    case 'operator_prompt':
+      return 'operator_input';
+    case 'channel_event':
+    case 'webhook_event':
+    case 'callback_event':
+      return 'external_event';
+    case 'timer_tick':
+    case 'system_tick':
+    case 'task_result':
+    case 'task_status':
+    case 'control':
+    case 'internal_followup':
+      return kind;
+  }
+}
+
+/**
+ * Seed 002 `sourceRefs` (docs/adr/0060): stable raw source references (trigger id, delivery id, wake
+ * hint id...), projected by runtime-owned ingress only; a client's metadata never becomes one.
+ */
+export const SourceRefs = z.record(z.string().max(100), z.string().max(500));
+export type SourceRefs = z.infer<typeof SourceRefs>;
+
 export const MessageEnvelope = z.object({
   id: z.uuid(),
   tenantId: z.uuid(),
@@ -102,6 +145,9 @@ export const MessageEnvelope = z.object({
   causationId: z.string().nullable(),
   workItemId: z.uuid().nullable(),
   taskId: z.uuid().nullable(),
+  /** Derived from `kind` (`triggerKindOf`); optional for envelopes written before it. */
+  triggerKind: ContinuationTriggerKind.optional(),
+  sourceRefs: SourceRefs.optional(),
 });
 export type MessageEnvelope = z.infer<typeof MessageEnvelope>;
 

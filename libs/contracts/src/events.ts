@@ -34,6 +34,8 @@ export const EventType = {
   SessionForkCreated: 'session_fork_created',
   SessionRewound: 'session_rewound',
   ActionBudgetExceeded: 'action_budget_exceeded',
+  MemoryRecalled: 'memory_recalled',
+  WakeLiveness: 'wake_liveness',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -368,6 +370,37 @@ export const EventData = {
     rewoundTurnIds: z.array(z.string()),
     /** The session's compaction cut fell inside the rewound turns and was cleared. */
     compactionCleared: z.boolean().optional(),
+  }),
+  /**
+   * The memory records the turn's context showed the model (seed 001 stage 1, issue 38,
+   * docs/adr/0060): episodic recall's block and the context pack's facts and preferences, each with its
+   * score and where it came from. One per run that loaded memory; none when nothing was recalled.
+   */
+  memory_recalled: z.looseObject({
+    records: z.array(
+      z.looseObject({
+        ref: z.string(),
+        kind: z.string(),
+        title: z.string(),
+        score: z.number().nullable(),
+        path: z.string().nullable(),
+        via: z.enum(['episodic', 'facts', 'preferences']),
+        source: z.string().nullable(),
+        sourceTurnId: z.string().nullable(),
+        sourceSessionId: z.string().nullable(),
+      }),
+    ),
+  }),
+  /**
+   * Pending wake hints became a system tick that resolved `liveness_only` (seed 002 "SystemTick",
+   * docs/adr/0060): none carried content and the session's last turn was not waiting on an external
+   * change, so no message was admitted and no model turn spent. Session-level (no turn).
+   */
+  wake_liveness: z.looseObject({
+    resolution: z.literal('liveness_only'),
+    count: z.int(),
+    triggerIds: z.array(z.string()),
+    deliveryIds: z.array(z.string()),
   }),
 } as const satisfies Record<EventType, z.ZodType<Record<string, unknown>>>;
 

@@ -15,6 +15,7 @@ import {
   ToolSchemaMode,
 } from './api';
 import {
+  ContinuationTriggerKind,
   AdmissionContext,
   AuthorityClass,
   DeliverySurface,
@@ -115,6 +116,10 @@ export const TriggerResponse = z
     previousSecretExpiresAt: Timestamp.nullable(),
     createdAt: Timestamp,
     revokedAt: Timestamp.nullable(),
+    /** Deliveries stored for the trigger (a replay of a delivery id is not counted; docs/adr/0060). */
+    deliveryCount: z.int(),
+    /** When the last delivery arrived (the trigger last fired); null before the first. */
+    lastDeliveryAt: Timestamp.nullable(),
   })
   .register(ApiSchemas, { id: 'Trigger' });
 export type TriggerResponse = z.infer<typeof TriggerResponse>;
@@ -483,6 +488,18 @@ export const MessageResponse = z
     correlationId: z.string().nullable(),
     causationId: z.string().nullable(),
     createdAt: Timestamp,
+    /**
+     * Seed 002 `triggerKind` (docs/adr/0060), derived from `kind`: operator_input, external_event,
+     * timer_tick, system_tick, task_result, task_status, control or internal_followup.
+     */
+    triggerKind: ContinuationTriggerKind,
+    /**
+     * Seed 002 `sourceRefs` (docs/adr/0060): stable ids of where the message came from, set by the
+     * runtime only: `triggerId`, `deliveryId` (the stored delivery) and `externalDeliveryId` (the
+     * sender's) for a trigger delivery; `wakeHintId`, and `triggerId` / `deliveryId` when there was one,
+     * for a wake hint's system tick. Empty for other messages.
+     */
+    sourceRefs: z.record(z.string(), z.string()),
   })
   .register(ApiSchemas, { id: 'Message' });
 export type MessageResponse = z.infer<typeof MessageResponse>;
@@ -726,6 +743,28 @@ export const TurnResponse = z
     childrenCostUsd: Usd.optional(),
     /** GET /v1/turns/:id only: costUsd + childrenCostUsd. */
     totalCostUsd: Usd.optional(),
+    /**
+     * GET /v1/turns/:id only (docs/adr/0060): the memory records recalled into the turn's context, each
+     * once, as its `memory_recalled` events journal them: `ref` (the record's source_ref), kind, title,
+     * rank `score` and search `path` (null for a standing preference), `via` (episodic recall, the
+     * context pack's facts or preferences) and where the record came from (`source`, `sourceTurnId`,
+     * `sourceSessionId`): trace a bad answer back to a poisoned memory.
+     */
+    recalled: z
+      .array(
+        z.strictObject({
+          ref: z.string(),
+          kind: z.string(),
+          title: z.string(),
+          score: z.number().nullable(),
+          path: z.string().nullable(),
+          via: z.enum(['episodic', 'facts', 'preferences']),
+          source: z.string().nullable(),
+          sourceTurnId: z.string().nullable(),
+          sourceSessionId: z.string().nullable(),
+        }),
+      )
+      .optional(),
   })
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;

@@ -50,18 +50,44 @@ export interface PackItem {
 }
 
 /**
+ * A memory record a source offered the turn (issue 38, docs/adr/0060): what the `memory_recalled`
+ * event and the turn's `recalled` list say. `loadContext` keeps only those whose `ref` made it into
+ * the rendered text (a bound may cut a block short).
+ */
+export interface RecalledRecord {
+  /** The record's `source_ref` (what `memory_get` takes and the model sees). */
+  ref: string;
+  kind: string;
+  title: string;
+  /** Its rank score in the turn's search; null for a standing preference (read by recency, not matched). */
+  score: number | null;
+  /** Which search found it (fts, vector, both); null for a standing preference. */
+  path: string | null;
+  /** Where it was shown: episodic recall's block, or the context pack's facts or preferences. */
+  via: 'episodic' | 'facts' | 'preferences';
+  /** How the record was written (archivist, episodic, api) and the turn and session it came from. */
+  source: string | null;
+  sourceTurnId: string | null;
+  sourceSessionId: string | null;
+}
+
+/**
  * What episodic recall answered (seed 001 stage 1, `memory_future`): its rendered block, and the
  * preference items it found among its matches, which go to the context pack instead (docs/adr/0052).
  */
 export interface RecalledMemory {
   text: string | null;
   preferences: PackItem[];
+  /** The records behind `text` and `preferences` (provenance, docs/adr/0060). */
+  records?: RecalledRecord[];
 }
 
 /** The memory part of the context pack: facts relevant to the input and the agent's preferences. */
 export interface MemoryPackPart {
   facts: PackItem[];
   preferences: PackItem[];
+  /** The records behind `facts` and `preferences` (provenance, docs/adr/0060). */
+  records?: RecalledRecord[];
 }
 
 /** The context pack before it is rendered (seed 001 stage 1, `context_future`). */
@@ -120,6 +146,11 @@ export interface LoadedContext {
   embeddings?: EmbeddingSpend[];
   /** The agent's learning feedback, rendered (docs/adr/0059): from the claim, not a source. */
   learning?: string | null;
+  /**
+   * The memory records the rendered context shows the model, each once (docs/adr/0060): journaled as
+   * `memory_recalled`, listed on the turn, cited when the agent asks for citations.
+   */
+  recalled?: RecalledRecord[];
 }
 
 /**
@@ -143,13 +174,19 @@ export async function loadContext(sources: ContextSources, query: ContextQuery):
   ];
   const memoryText = typeof recalled === 'string' ? recalled : (recalled?.text ?? null);
   // A plain-text pack is the work-item projection as it was before the pack had parts.
+  const offered = [
+    ...(typeof recalled === 'object' && recalled ? (recalled.records ?? []) : []),
+    ...(typeof parts === 'object' && parts ? (parts.records ?? []) : []),
+  ];
   if (typeof parts === 'string' && (typeof recalled === 'string' || !recalled?.preferences.length)) {
+    const shown = shownRecords(offered, [memoryText, parts]);
     return {
       warnings,
       ...(embeddings.length > 0 ? { embeddings } : {}),
       memory: memoryText,
       contextPack: parts,
       failed,
+      ...(shown.length > 0 ? { recalled: shown } : {}),
     };
   }
   const merged: ContextPackParts = {
@@ -161,6 +198,7 @@ export async function loadContext(sources: ContextSources, query: ContextQuery):
     workItems: typeof parts === 'string' ? parts : (parts?.workItems ?? null),
   };
   const rendered = renderContextPack(merged);
+  const shown = shownRecords(offered, [memoryText, rendered?.text ?? null]);
   return {
     warnings,
     ...(embeddings.length > 0 ? { embeddings } : {}),
@@ -168,7 +206,24 @@ export async function loadContext(sources: ContextSources, query: ContextQuery):
     contextPack: rendered?.text ?? null,
     ...(rendered ? { packSections: rendered.sections } : {}),
     failed,
+    ...(shown.length > 0 ? { recalled: shown } : {}),
   };
+}
+
+/**
+ * The offered records the rendered texts show (a `source_ref` is a unique opaque handle, so its
+ * presence in a block is the proof), each once: the first offer of a record wins (episodic recall
+ * before the pack), in the order offered.
+ */
+export function shownRecords(offered: RecalledRecord[], texts: (string | null)[]): RecalledRecord[] {
+  const seen = new Set<string>();
+  const out: RecalledRecord[] = [];
+  for (const r of offered) {
+    if (seen.has(r.ref) || !texts.some((t) => t?.includes(`[${r.ref}]`))) continue;
+    seen.add(r.ref);
+    out.push(r);
+  }
+  return out;
 }
 
 /** Text compared for de-duplication: case, whitespace, ellipses and end punctuation do not count. */
@@ -274,7 +329,12 @@ export function contextPack(parts: {
     if (work.status === 'rejected')
       q.warn?.('context_pack', `work items unavailable (${why(work.reason)}): memory only`);
     if (!hasMemory && !w) return null;
-    return { facts: m?.facts ?? [], preferences: m?.preferences ?? [], workItems: w };
+    return {
+      facts: m?.facts ?? [],
+      preferences: m?.preferences ?? [],
+      workItems: w,
+      ...(m?.records ? { records: m.records } : {}),
+    };
   };
 }
 

@@ -290,6 +290,7 @@ describe('TurnEngine tool-call loop', () => {
       finalText: 'done: hi',
       iterations: 2,
       toolCalls: 1,
+      strategy: 'tool_assisted',
     });
     expect(h.provider.requests).toHaveLength(2);
     expect(h.provider.requests[0].messages).toEqual([
@@ -546,6 +547,7 @@ describe('TurnEngine budgets', () => {
       finalText: 'step 2',
       iterations: 2,
       toolCalls: 2,
+      strategy: 'tool_assisted',
     });
     expect(h.provider.requests).toHaveLength(2);
   });
@@ -693,6 +695,7 @@ describe('TurnEngine resume', () => {
       finalText: 'both done',
       iterations: 2,
       toolCalls: 2,
+      strategy: 'tool_assisted',
     });
   });
 

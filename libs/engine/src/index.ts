@@ -14,3 +14,4 @@ export * from './structured-output';
 export { waitingStatus } from './run/tool-round';
 export { CLIENT_TOOL_TIMEOUT } from './run/client-tools';
 export * from './tool-selection';
+export * from './decision';

@@ -1,3 +1,4 @@
+import type { DecisionStrategy } from './decision';
 import type {
   Budgets,
   CancelReason,
@@ -148,6 +149,11 @@ export interface TurnInput {
    * the user profile, framed as evidence into this turn's input. Absent or null: nothing.
    */
   learning?: string | null;
+  /**
+   * The agent's `memory.citations` (seed 001 stage 6.1, docs/adr/0060): the memory records recalled
+   * into the turn and the web pages it read are listed after a plain-text final answer.
+   */
+  citations?: boolean;
   /** Whether the agent ever had a work item (the claim's EXISTS): false skips the work-item projection. */
   agentHasWorkItems?: boolean;
   /** The provider prompt cache the turn's rounds ask for (docs/adr/0032); absent: none asked for. */
@@ -499,4 +505,8 @@ export interface TurnOutcome {
    * otherwise the turn's cancel request says.
    */
   cancelReason?: CancelReason;
+  /** The decision record's strategy (seed 001 stage 6.7, docs/adr/0060); set by `TurnRun.outcome`. */
+  strategy?: DecisionStrategy;
+  /** Memory records recalled into this run's context (docs/adr/0060); set by `TurnRun.outcome`. */
+  recalledRecords?: number;
 }

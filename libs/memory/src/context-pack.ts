@@ -19,6 +19,38 @@ export interface MemoryPackItem {
   text: string;
 }
 
+/** A record offered to a turn, with its provenance (structurally the engine's `RecalledRecord`, docs/adr/0060). */
+export interface MemoryRecalledRecord {
+  ref: string;
+  kind: string;
+  title: string;
+  score: number | null;
+  path: string | null;
+  via: 'episodic' | 'facts' | 'preferences';
+  source: string | null;
+  sourceTurnId: string | null;
+  sourceSessionId: string | null;
+}
+
+/** A hit as a recalled record; a standing preference (read by recency) has no score or path. */
+export function recalledRecord(
+  h: MemoryHit,
+  via: MemoryRecalledRecord['via'],
+  matched = true,
+): MemoryRecalledRecord {
+  return {
+    ref: h.sourceRef,
+    kind: h.kind,
+    title: h.title,
+    score: matched ? h.score : null,
+    path: matched ? h.path : null,
+    via,
+    source: h.provenance?.source ?? null,
+    sourceTurnId: h.provenance?.turnId ?? null,
+    sourceSessionId: h.provenance?.sessionId ?? null,
+  };
+}
+
 /** What memory context searches with: `MemorySearch`, whose store also reads the agent's preferences. */
 export interface MemoryContextSearch extends RecallSearch {
   store: { preferences(q: MemoryScope & { limit: number }): Promise<MemoryHit[]> };
@@ -34,9 +66,17 @@ export interface MemoryContextOptions extends RecallOptions {
 /** The two loads of seed 001 stage 1 over an agent's memory (docs/adr/0052). */
 export interface MemoryContext {
   /** Episodic recall: episodes and notes matching the input, and the preference items among them. */
-  episodic: (q: RecallQuery) => Promise<{ text: string | null; preferences: MemoryPackItem[] } | null>;
+  episodic: (q: RecallQuery) => Promise<{
+    text: string | null;
+    preferences: MemoryPackItem[];
+    records: MemoryRecalledRecord[];
+  } | null>;
   /** The context pack's memory part: facts matching the input and the agent's preferences. */
-  pack: (q: RecallQuery) => Promise<{ facts: MemoryPackItem[]; preferences: MemoryPackItem[] } | null>;
+  pack: (q: RecallQuery) => Promise<{
+    facts: MemoryPackItem[];
+    preferences: MemoryPackItem[];
+    records: MemoryRecalledRecord[];
+  } | null>;
 }
 
 const isPreference = (h: MemoryHit) => h.tags.includes(PREFERENCE_TAG);
@@ -113,9 +153,16 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
       const result = await search(q);
       if (!result) return null;
       const hits = result.hits.filter((h) => h.kind !== 'fact');
+      const shown = hits.filter((h) => !isPreference(h)).slice(0, options.limit);
+      const preferences = hits.filter(isPreference);
       return {
-        text: renderRecall(hits.filter((h) => !isPreference(h)).slice(0, options.limit), options.maxChars),
-        preferences: hits.filter(isPreference).map(item),
+        text: renderRecall(shown, options.maxChars),
+        preferences: preferences.map(item),
+        // Candidates: the engine keeps those the rendered text shows (docs/adr/0060).
+        records: [
+          ...shown.map((h) => recalledRecord(h, 'episodic')),
+          ...preferences.map((h) => recalledRecord(h, 'preferences')),
+        ],
       };
     },
 
@@ -129,12 +176,16 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
         ),
       ]);
       const facts = (result?.hits ?? []).filter((h) => h.kind === 'fact');
+      const shownFacts = facts.filter((h) => !isPreference(h)).slice(0, factLimit);
+      const matchedPreferences = facts.filter(isPreference);
       return {
-        facts: facts
-          .filter((h) => !isPreference(h))
-          .slice(0, factLimit)
-          .map(item),
-        preferences: [...facts.filter(isPreference), ...standing].map(item),
+        facts: shownFacts.map(item),
+        preferences: [...matchedPreferences, ...standing].map(item),
+        records: [
+          ...shownFacts.map((h) => recalledRecord(h, 'facts')),
+          ...matchedPreferences.map((h) => recalledRecord(h, 'preferences')),
+          ...standing.map((h) => recalledRecord(h, 'preferences', false)),
+        ],
       };
     },
   };

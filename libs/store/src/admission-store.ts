@@ -38,6 +38,8 @@ export interface AdmissionInsert {
   metadata: Record<string, unknown>;
   correlationId: string | null;
   causationId: string | null;
+  /** Seed 002 `sourceRefs` (docs/adr/0060); absent: none. */
+  sourceRefs?: Record<string, string>;
   idempotency?: { key: string; fingerprint: string };
   /** The admission's W3C trace context, stored on the turn so the worker joins its trace. */
   traceContext: unknown;
@@ -133,11 +135,12 @@ function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
     m AS (
       INSERT INTO messages (id, tenant_id, agent_id, session_id, turn_id, turn_seq, position, role, kind, origin,
         trust, authority_class, priority, delivery_surface, admission_context, body, metadata, correlation_id,
-        causation_id, idempotency_key, idempotency_fingerprint)
+        causation_id, idempotency_key, idempotency_fingerprint, source_refs)
       SELECT ${a.messageId}::uuid, ${a.tenantId}::uuid, s.agent_id, ${a.sessionId}::uuid, ${a.turnId}::uuid, s.seq,
         0, 'user', ${a.kind}, ${json(a.origin)}::jsonb, ${a.trust}, ${a.authorityClass}, ${a.priority},
         ${a.deliverySurface}, ${a.admissionContext}, ${json(a.body)}::jsonb, ${json(a.metadata)}::jsonb,
-        ${a.correlationId}, ${a.causationId}, ${key ?? null}, ${a.idempotency?.fingerprint ?? null}
+        ${a.correlationId}, ${a.causationId}, ${key ?? null}, ${a.idempotency?.fingerprint ?? null},
+        ${json(a.sourceRefs ?? {})}::jsonb
       FROM s
     ),
     t AS (

@@ -284,11 +284,11 @@ export async function forkSession(db: SqlTransactor, a: ForkSession): Promise<Fo
       await tx.execute(sql`
         INSERT INTO messages (id, tenant_id, agent_id, session_id, turn_id, turn_seq, position, role, kind, origin,
           trust, authority_class, priority, delivery_surface, admission_context, body, tool_calls, tool_call_id,
-          metadata, correlation_id, causation_id, work_item_id, created_at)
+          metadata, correlation_id, causation_id, work_item_id, source_refs, created_at)
         SELECT mi.new_id, m.tenant_id, m.agent_id, ${forkId}::uuid, tm.new_id, m.turn_seq, m.position, m.role,
           m.kind, m.origin, m.trust, m.authority_class, m.priority, m.delivery_surface, m.admission_context, m.body,
           m.tool_calls, m.tool_call_id, m.metadata || jsonb_build_object('copiedFrom', m.id::text),
-          m.correlation_id, m.causation_id, m.work_item_id, now()
+          m.correlation_id, m.causation_id, m.work_item_id, m.source_refs, now()
         FROM unnest(${[...messageIds.keys()]}::uuid[], ${[...messageIds.values()]}::uuid[]) AS mi(old_id, new_id)
           JOIN messages m ON m.id = mi.old_id AND m.session_id = ${parent.id}::uuid
             AND m.created_at >= ${parent.created_at}::timestamptz - interval '1 day'

@@ -77,7 +77,53 @@ export async function findTurn(db: Db, tenantId: string, turnId: string): Promis
  * cost of the turns below it (`descendantsCostUsd`, in the same statement) and whether it spawned
  * sub-agent tasks at all, so their list is read only for a turn that did.
  */
-export type TurnDetailRead = TurnRead & { childrenCostUsd: string; totalCostUsd: string; spawned: boolean };
+export type TurnDetailRead = TurnRead & {
+  childrenCostUsd: string;
+  totalCostUsd: string;
+  spawned: boolean;
+  /**
+   * The memory records recalled into the turn's context (docs/adr/0060), from its `memory_recalled`
+   * events (one per run that recalled anything), each record once, first recall first.
+   */
+  recalled: RecalledRead[];
+};
+
+/** One recalled record as `memory_recalled` journals it (libs/contracts events.ts). */
+export interface RecalledRead {
+  ref: string;
+  kind: string;
+  title: string;
+  score: number | null;
+  path: string | null;
+  via: 'episodic' | 'facts' | 'preferences';
+  source: string | null;
+  sourceTurnId: string | null;
+  sourceSessionId: string | null;
+}
+
+/** The runs' recalled lists as one, each record (by ref) once, in the order first recalled. */
+export function mergeRecalled(runs: unknown): RecalledRead[] {
+  const seen = new Set<string>();
+  const out: RecalledRead[] = [];
+  for (const run of Array.isArray(runs) ? runs : []) {
+    for (const r of Array.isArray(run) ? (run as RecalledRead[]) : []) {
+      if (!r || typeof r.ref !== 'string' || seen.has(r.ref)) continue;
+      seen.add(r.ref);
+      out.push({
+        ref: r.ref,
+        kind: r.kind,
+        title: r.title,
+        score: r.score ?? null,
+        path: r.path ?? null,
+        via: r.via,
+        source: r.source ?? null,
+        sourceTurnId: r.sourceTurnId ?? null,
+        sourceSessionId: r.sourceSessionId ?? null,
+      });
+    }
+  }
+  return out;
+}
 
 type ToolCallJson = Omit<ToolCallRead, 'startedAt' | 'completedAt'> & {
   startedAt: string | null;
@@ -96,10 +142,11 @@ export async function readTurn(
   turnId: string,
 ): Promise<TurnDetailRead | undefined> {
   const row = await db.first<
-    Omit<TurnDetailRead, 'costUsd' | 'cacheSavedUsd' | 'toolCalls'> & {
+    Omit<TurnDetailRead, 'costUsd' | 'cacheSavedUsd' | 'toolCalls' | 'recalled'> & {
       costUsd: string;
       cacheSavedUsd: string;
       toolCalls: ToolCallJson[];
+      recalledRuns: unknown;
     }
   >(sql`
     SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
@@ -125,13 +172,17 @@ export async function readTurn(
              FROM tool_calls c WHERE c.turn_id = t.id
            ), '[]'::json) AS "toolCalls",
            d.children::text AS "childrenCostUsd", (t.cost_usd + d.children)::text AS "totalCostUsd",
-           EXISTS (SELECT 1 FROM tasks k WHERE k.parent_turn_id = t.id) AS spawned
+           EXISTS (SELECT 1 FROM tasks k WHERE k.parent_turn_id = t.id) AS spawned,
+           (SELECT json_agg(e.data->'records' ORDER BY e.seq) FROM events e
+             WHERE e.turn_id = t.id AND e.type = 'memory_recalled') AS "recalledRuns"
     FROM turns t, LATERAL (SELECT ${descendantsCostUsd(sql`t.id`)} AS children) d
     WHERE t.id = ${turnId}::uuid AND ${ofTenant('t.tenant_id', tenantId)}`);
   if (!row) return undefined;
   const date = (iso: string | null) => (iso === null ? null : new Date(iso));
+  const { recalledRuns, ...rest } = row;
   return {
-    ...row,
+    ...rest,
+    recalled: mergeRecalled(recalledRuns),
     costUsd: new Prisma.Decimal(row.costUsd),
     cacheSavedUsd: new Prisma.Decimal(row.cacheSavedUsd),
     toolCalls: row.toolCalls.map((c) => ({

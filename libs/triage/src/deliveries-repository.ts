@@ -56,10 +56,20 @@ export class DeliveriesRepository {
    * unique index makes a replay, even a concurrent one, write nothing.
    */
   async record(d: NewDelivery): Promise<boolean> {
-    const inserted = await this.pool.query(
-      `INSERT INTO trigger_deliveries (id, tenant_id, trigger_id, delivery_id, payload, verified)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6)
-       ON CONFLICT (trigger_id, delivery_id) DO NOTHING`,
+    // The trigger's delivery tracking (seed 002, docs/adr/0060) in the same statement: counted only
+    // when the delivery was stored, so a replay counts nothing.
+    const inserted = await this.pool.query<{ id: string }>(
+      `WITH ins AS (
+         INSERT INTO trigger_deliveries (id, tenant_id, trigger_id, delivery_id, payload, verified)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+         ON CONFLICT (trigger_id, delivery_id) DO NOTHING
+         RETURNING id, created_at
+       ), counted AS (
+         UPDATE triggers SET delivery_count = delivery_count + 1,
+           last_delivery_at = greatest(last_delivery_at, (SELECT created_at FROM ins))
+         WHERE id = $3 AND EXISTS (SELECT 1 FROM ins)
+       )
+       SELECT id FROM ins`,
       [d.id, d.tenantId, d.triggerId, d.deliveryId, JSON.stringify(d.payload), d.verified],
     );
     return inserted.rowCount === 1;

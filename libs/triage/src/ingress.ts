@@ -28,6 +28,9 @@ const KEPT_HEADERS = [
   'webhook-id',
   'webhook-timestamp',
   'idempotency-key',
+  // Correlation across a workflow (seed 002 envelope; docs/adr/0060): projected onto the message or wake hint.
+  'x-correlation-id',
+  'x-causation-id',
 ];
 
 /** A sender's delivery id: at most this long, printable ASCII. */

@@ -6,7 +6,7 @@ import { resolveModelList, type PriceOverrides, type ProviderRegistry } from '@s
 import { AgentStoppedError, parseTenantSettings, TenantPausedError } from '@switchboard/contracts';
 import { askModels, triggerFingerprint, type TriageCall } from './decide';
 import { applyRules, TriageAction, TriageRules, type TriggerEvent } from './rules';
-import { flushWakeHints, recordWakeHint } from './wake';
+import { flushWakeHints, keptBody, recordWakeHint } from './wake';
 
 /** Who made a delivery's decision (docs/adr/0018); `mode`: the trigger's `wake_hint` delivery mode. */
 export type DecisionSource = 'rule' | 'model' | 'cache' | 'default' | 'mode';
@@ -70,7 +70,12 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
   const trigger = await db.trigger.findUnique({ where: { id: delivery.triggerId } });
   if (!trigger || trigger.tenantId !== delivery.tenantId) return null;
 
-  const payload = delivery.payload as { source?: string; eventType?: string; body?: unknown };
+  const payload = delivery.payload as {
+    source?: string;
+    eventType?: string;
+    headers?: Record<string, string>;
+    body?: unknown;
+  };
   const event: TriggerEvent = {
     source: payload.source ?? trigger.name,
     eventType: payload.eventType,
@@ -178,6 +183,13 @@ export async function triageDelivery(deps: TriageDeps, job: TriageJob): Promise<
         ...(decision.action === 'spawn_reactor' ? { maxIterations: REACTOR_MAX_ITERATIONS } : {}),
       },
     },
+    // Seed 002 `sourceRefs` and correlation (docs/adr/0060): the stored delivery and the sender's ids.
+    sourceRefs: {
+      triggerId: trigger.id,
+      deliveryId: delivery.id,
+      externalDeliveryId: delivery.deliveryId,
+    },
+    ...correlationOf(payload.headers),
     // The delivery id makes a re-run of this job admit nothing new.
     idempotencyKey: `delivery:${delivery.id}`,
   });
@@ -211,6 +223,17 @@ async function admitDelivery(
     deps.logger.warn({ deliveryId, tenantId: input.tenantId }, 'delivery not admitted: the tenant is paused');
     return undefined;
   }
+}
+
+/** The sender's correlation and causation ids (the ingress keeps these headers, bounded). */
+export function correlationOf(headers: Record<string, string> | undefined): {
+  correlationId?: string;
+  causationId?: string;
+} {
+  const id = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, 200) : undefined);
+  const correlationId = id(headers?.['x-correlation-id']);
+  const causationId = id(headers?.['x-causation-id']);
+  return { ...(correlationId ? { correlationId } : {}), ...(causationId ? { causationId } : {}) };
 }
 
 type TriggerRow = NonNullable<Awaited<ReturnType<Db['trigger']['findUnique']>>>;
@@ -321,6 +344,8 @@ async function wakeHint(
       return { decision: { action: 'drop', reason: byRule.reason, source: 'rule', costUsd: 0 } };
     }
   }
+  const headers = (delivery.payload as { headers?: Record<string, string> } | null)?.headers;
+  const correlation = correlationOf(headers);
   let sessionId = trigger.sessionId;
   if (!sessionId) {
     await db.$executeRaw`
@@ -337,6 +362,18 @@ async function wakeHint(
     sessionId,
     triggerId: trigger.id,
     eventType: event.eventType ?? event.source,
+    // Seed 002 "Wake Hints" (docs/adr/0060): the hint keeps its provenance, payload and correlation.
+    hint: {
+      triggerId: trigger.id,
+      deliveryId: delivery.id,
+      externalDeliveryId: delivery.deliveryId,
+      source: event.source,
+      eventType: event.eventType ?? null,
+      contentType: headers?.['content-type'] ?? null,
+      ...keptBody(event.payload),
+      correlationId: correlation.correlationId ?? null,
+      causationId: correlation.causationId ?? null,
+    },
   });
   const tick = await flushWakeHints(deps, sessionId);
   return {
@@ -346,6 +383,6 @@ async function wakeHint(
       source: 'mode',
       costUsd: 0,
     },
-    ...(tick ? { messageId: tick.messageId } : {}),
+    ...(tick?.messageId ? { messageId: tick.messageId } : {}),
   };
 }

@@ -185,6 +185,7 @@ function message(overrides: Partial<Message>): Message {
     causationId: null,
     workItemId: null,
     taskId: null,
+    sourceRefs: {},
     idempotencyKey: null,
     idempotencyFingerprint: null,
     createdAt: new Date('2025-06-01T12:00:00Z'),

@@ -1,5 +1,6 @@
 import {
   parseOperatorTenantSettings,
+  parseMemorySettings,
   parseSessionOverrides,
   parseTenantSettings,
   ResponseFormat,
@@ -164,6 +165,8 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     runtimeMetadata: { ...providerAndModel(model), date: utcDate(o.now) },
     ...(learning ? { learning } : {}),
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
+    // Seed 001 stage 6.1 (docs/adr/0060): opt-in citations after the final answer.
+    ...(parseMemorySettings(agent.memory).citations ? { citations: true } : {}),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),
     promptCache: promptCacheFor(load, o.offered, settings.approvalRequired),
     ...toolSelectionOf(agent.toolSelection, agent.embedder, tools),
@@ -184,7 +187,9 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
 /** `<provider>/<model>` split for the runtime metadata; a reference without a provider is all model. */
 function providerAndModel(ref: string): { provider: string; model: string } {
   const slash = ref.indexOf('/');
-  return slash <= 0 ? { provider: 'unknown', model: ref } : { provider: ref.slice(0, slash), model: ref.slice(slash + 1) };
+  return slash <= 0
+    ? { provider: 'unknown', model: ref }
+    : { provider: ref.slice(0, slash), model: ref.slice(slash + 1) };
 }
 
 /**

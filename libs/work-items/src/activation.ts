@@ -220,7 +220,8 @@ export async function activateWork(
   // Wake hints held for this session go first: a keep-working tick never starves them (ADR 0018).
   if (state.wake_hints && state.session_active) {
     const flushed = await flushWakeHints(deps, sessionId);
-    if (flushed) return { kind: 'wake_hints', messageId: flushed.messageId, sessionId };
+    // A liveness-only resolution (docs/adr/0060) admitted nothing: the work goes on as without hints.
+    if (flushed?.messageId) return { kind: 'wake_hints', messageId: flushed.messageId, sessionId };
   }
   const common = {
     tenantId,

@@ -24,6 +24,7 @@ import {
   type TenantResponse,
   type ToolCallResponse,
   type TurnResponse,
+  triggerKindOf,
 } from '@switchboard/contracts';
 import type { ApprovalRead, AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
 
@@ -168,7 +169,15 @@ export const presentMessage = (m: Message): MessageResponse => ({
   correlationId: m.correlationId,
   causationId: m.causationId,
   createdAt: m.createdAt.toISOString(),
+  triggerKind: triggerKindOf(m.kind as M['kind']),
+  sourceRefs: stringRecord(m.sourceRefs),
 });
+
+/** A stored `source_refs` object, its string values only (docs/adr/0060). */
+const stringRecord = (v: unknown): Record<string, string> =>
+  v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string'))
+    : {};
 
 /** The tool call columns a client sees (`ToolCallRead`, libs/store/src/turn-reads.ts). */
 export type PresentedToolCall = ToolCallRead;

@@ -42,6 +42,8 @@ export const presentTrigger = (t: Trigger): TriggerResponse => {
     previousSecretExpiresAt: t.previousSecretExpiresAt?.toISOString() ?? null,
     createdAt: t.createdAt.toISOString(),
     revokedAt: t.revokedAt?.toISOString() ?? null,
+    deliveryCount: t.deliveryCount,
+    lastDeliveryAt: t.lastDeliveryAt?.toISOString() ?? null,
   };
 };
 

@@ -15,5 +15,6 @@ export function turnDetail(tasks: TaskService): TurnDetail {
     children: turn.spawned ? (await tasks.ofTurn(tenantId, turn.id)).map(presentTask) : [],
     childrenCostUsd: turn.childrenCostUsd,
     totalCostUsd: turn.totalCostUsd,
+    recalled: turn.recalled,
   });
 }

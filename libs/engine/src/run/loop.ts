@@ -8,6 +8,7 @@ import {
 } from '../context';
 import { toolSpec } from '@switchboard/tools';
 import { unpricedModels } from '../budget';
+import { withCitations } from '../decision';
 import { modelRound } from '../model-round';
 import { BUILTIN_STOP_HOOKS, iterationCapHook } from '../stop-hooks';
 import { decideStructured, structuredFailure } from '../structured-output';
@@ -58,7 +59,13 @@ async function step(run: TurnRun): Promise<TurnOutcome | undefined> {
  */
 async function finalAnswer(run: TurnRun, text: string): Promise<TurnOutcome | undefined> {
   const format = run.input.responseFormat;
-  if (!format) return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText: text });
+  if (!format) {
+    // Seed 001 stage 6.1: citations appended to a plain-text answer only (a structured one stays valid).
+    const finalText = run.input.citations
+      ? withCitations(text, run.context.recalled ?? [], run.messages)
+      : text;
+    return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText });
+  }
   const decision = decideStructured(format, run.messages, run.input.model);
   if (decision.kind === 'accept') {
     return run.outcome({ status: 'completed', stopReason: 'final_answer', finalText: decision.finalText });
@@ -95,6 +102,9 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
   if (run.context.failed.length > 0)
     await run.cp.emit('context_unavailable', { sources: run.context.failed });
   for (const w of run.context.warnings) await run.cp.emit('context_degraded', w);
+  // Recall provenance (docs/adr/0060): which records the model is shown, journaled with the run.
+  if (run.context.recalled?.length)
+    await run.cp.emit('memory_recalled', { records: run.context.recalled.map((r) => ({ ...r })) });
   for (const e of run.context.embeddings ?? []) await bookEmbedding(run, 'recall', e);
   run.toolSpecs = [
     ...run.tools.specsFor(input.tools, input.toolSchemaMode ?? 'relaxed'),

@@ -1,6 +1,7 @@
 import type { ChatMessage, ToolCallRequest, ToolSpec } from '@switchboard/providers';
 import type { ToolDefinition, ToolRegistry } from '@switchboard/tools';
 import type { LoadedContext } from '../context';
+import { calledTools, decisionStrategy } from '../decision';
 import { NoProgressTracker } from '../no-progress';
 import { isReflectionNote } from '../side-calls/reflection-note';
 import type { ToolOutcome, TurnCheckpoints, TurnInput, TurnOutcome } from '../types';
@@ -119,7 +120,15 @@ export class TurnRun {
 
   /** An outcome of this run, with its counters. */
   outcome(o: Omit<TurnOutcome, 'iterations' | 'toolCalls'>): TurnOutcome {
-    return { ...o, iterations: this.rounds, toolCalls: this.toolCalls };
+    const recalled = this.context.recalled?.length ?? 0;
+    return {
+      ...o,
+      iterations: this.rounds,
+      toolCalls: this.toolCalls,
+      // Seed 001 stage 6.7 (docs/adr/0060): what the answer drew on.
+      strategy: decisionStrategy(calledTools(this.messages), recalled),
+      ...(recalled > 0 ? { recalledRecords: recalled } : {}),
+    };
   }
 
   /** The run ends `cancelled` (a cancel, an interrupt, a lost lease, or the deadline: `deadline.ts`). */

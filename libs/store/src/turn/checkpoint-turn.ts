@@ -27,7 +27,15 @@ export interface TurnEnd {
   toolCalls: number;
   failure: unknown;
   costStatus: string | null;
-  decision: { strategy: string; model: string; iterations: number; toolCalls: number; stopReason: string };
+  decision: {
+    strategy: string;
+    model: string;
+    iterations: number;
+    toolCalls: number;
+    stopReason: string;
+    /** Memory records recalled into the turn's context (docs/adr/0060); absent: none. */
+    recalledRecords?: number;
+  };
   /**
    * A cancelled turn's reason and note (docs/adr/0055), kept where a cancel request already wrote
    * them (the first stands).
@@ -83,7 +91,9 @@ function endSet(turnId: string, changes: TurnChanges, end: TurnEnd): Sql {
                 WHERE turn_id = ${turnId}::uuid),
       'iterations', ${d.iterations}::int,
       'toolCalls', ${d.toolCalls}::int,
-      'stopReason', ${d.stopReason}::text),
+      'stopReason', ${d.stopReason}::text)${
+        d.recalledRecords ? sql` || jsonb_build_object('recalledRecords', ${d.recalledRecords}::int)` : sql``
+      },
     ${plainClosureSet(end.status)}${end.cancel ? cancelSet(end.cancel) : sql``}`;
 }
 

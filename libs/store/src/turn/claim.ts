@@ -116,6 +116,8 @@ export interface AgentRow {
   embedder?: string | null;
   /** The agent's hourly side-effect budget (docs/adr/0058); null: unlimited. */
   maxActionsPerHour?: number | null;
+  /** The agent's memory settings as stored (`{ recall?, citations? }`, docs/adr/0050, 0060). */
+  memory?: unknown;
   /**
    * Whether the agent has any memory record, read in the claim itself (an index probe, always current
    * whichever process wrote): recall is skipped without one (docs/adr/0032).
@@ -420,6 +422,7 @@ const AGENT_JSON = sql`json_build_object(
   'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
   'toolResultCompression', a.tool_result_compression,
   'toolSelection', a.tool_selection, 'embedder', a.embedder, 'maxActionsPerHour', a.max_actions_per_hour,
+  'memory', a.memory,
   'hasMemory', EXISTS (SELECT 1 FROM memory_records mr WHERE mr.tenant_id = a.tenant_id AND mr.agent_id = a.id),
   'hasWorkItems', EXISTS (SELECT 1 FROM work_items wi WHERE wi.tenant_id = a.tenant_id AND wi.agent_id = a.id),
   'memoryBlocks', (SELECT coalesce(json_agg(json_build_object('name', mb.name, 'description', mb.description,

@@ -346,7 +346,8 @@ export function finaliseRows(
     failure: outcome.failure ?? null,
     costStatus: outcome.costStatus ?? null,
     decision: {
-      strategy: outcome.toolCalls > 0 ? 'tool_assisted' : 'direct_answer',
+      strategy: outcome.strategy ?? (outcome.toolCalls > 0 ? 'tool_assisted' : 'direct_answer'),
+      ...(outcome.recalledRecords ? { recalledRecords: outcome.recalledRecords } : {}),
       model: o.model,
       iterations: outcome.iterations,
       toolCalls: outcome.toolCalls,
