@@ -229,6 +229,7 @@ describe('task results rejoin the parent', () => {
       authorityClass: 'runtime_instruction',
       deliverySurface: 'task_rejoin',
       taskId,
+      sourceRefs: { taskId },
     });
     const turns = await turnsOf(session);
     expect(turns.map((t) => t.id)).toEqual([turnId, turn.id]);

@@ -843,8 +843,9 @@ async function rejoinWithin(tx: SqlRunner, taskId: string): Promise<Rejoined | u
     },
     metadata: {
       subagent: { taskId: k.id, rejoin: true, parentTurnId: k.parentTurnId, childTurnId: k.childTurnId },
-      sourceRefs: { taskId: k.id, ...(k.childTurnId ? { childTurnId: k.childTurnId } : {}) },
     },
+    // Seed 002 source references (docs/adr/0060), shown on the message as `sourceRefs`.
+    sourceRefs: { taskId: k.id, ...(k.childTurnId ? { childTurnId: k.childTurnId } : {}) },
     correlationId: k.parentTurnId,
     causationId: k.childTurnId,
     idempotency: { key: `task_result:${k.id}`, fingerprint: k.id },
