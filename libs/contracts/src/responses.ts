@@ -300,7 +300,9 @@ export const AgentEffectiveModelResponse = z
     model: EffectiveModelRef,
     fallbackModels: z.array(EffectiveModelRef),
     /** What a turn with image input runs on: the vision route first when the tenant has one; null: no model takes images. */
-    forImages: z.strictObject({ model: EffectiveModelRef, fallbackModels: z.array(EffectiveModelRef) }).nullable(),
+    forImages: z
+      .strictObject({ model: EffectiveModelRef, fallbackModels: z.array(EffectiveModelRef) })
+      .nullable(),
   })
   .register(ApiSchemas, { id: 'AgentEffectiveModel' });
 export type AgentEffectiveModelResponse = z.infer<typeof AgentEffectiveModelResponse>;

@@ -189,7 +189,9 @@ describe('runtime metadata and learning (docs/adr/0059)', () => {
   it('appends the runtime metadata after the stored system prompt, byte for byte the same all day', () => {
     const system = systemMessage('SYSTEM', 'sess-1', meta);
     expect(system.startsWith('SYSTEM\n\n<runtime_metadata>\n')).toBe(true);
-    expect(system).toContain('session_id: sess-1\nprovider: openai-chat\nmodel: gpt-4o-mini\ntoday: 2026-12-10 (UTC)');
+    expect(system).toContain(
+      'session_id: sess-1\nprovider: openai-chat\nmodel: gpt-4o-mini\ntoday: 2026-12-10 (UTC)',
+    );
     expect(systemMessage('SYSTEM', 'sess-1', meta)).toBe(system);
     expect(systemMessage('SYSTEM', 'sess-1')).toBe('SYSTEM');
     expect(utcDate(Date.UTC(2026, 11, 10, 23, 59))).toBe('2026-12-10');
@@ -203,7 +205,9 @@ describe('runtime metadata and learning (docs/adr/0059)', () => {
     });
     expect(out[0]).toEqual({ role: 'system', content: 'S' });
     const input = out[1].content;
-    expect(input.indexOf('<evidence kind="context_pack">')).toBeLessThan(input.indexOf('<evidence kind="learning">'));
+    expect(input.indexOf('<evidence kind="context_pack">')).toBeLessThan(
+      input.indexOf('<evidence kind="learning">'),
+    );
     expect(input.split('</evidence>')).toHaveLength(3);
     expect(input.endsWith('\n\nnow')).toBe(true);
     expect(assembledSources([], [{ role: 'user', content: 'now' }], { ...none, learning: 'x' })).toEqual([

@@ -100,7 +100,9 @@ describe('effectiveModels (docs/adr/0059)', () => {
   const routes = { chat: 'openai/gpt-4o-mini', vision: 'anthropic/claude-sonnet-4-5' };
 
   it('resolves the agent model and fallbacks through the routes when the turn has no image', () => {
-    expect(effectiveModels(['hint:chat', 'openai/gpt-3.5-turbo'], routes, 'scripted/demo', { takesImages: sees })).toEqual({
+    expect(
+      effectiveModels(['hint:chat', 'openai/gpt-3.5-turbo'], routes, 'scripted/demo', { takesImages: sees }),
+    ).toEqual({
       model: { ref: 'openai/gpt-4o-mini', route: 'chat' },
       fallbackModels: [{ ref: 'openai/gpt-3.5-turbo' }],
     });
@@ -108,7 +110,10 @@ describe('effectiveModels (docs/adr/0059)', () => {
 
   it('puts the vision route first for image input and drops text-only fallbacks', () => {
     expect(
-      effectiveModels(['openai/gpt-3.5-turbo', 'hint:chat'], routes, 'scripted/demo', { images: true, takesImages: sees }),
+      effectiveModels(['openai/gpt-3.5-turbo', 'hint:chat'], routes, 'scripted/demo', {
+        images: true,
+        takesImages: sees,
+      }),
     ).toEqual({
       model: { ref: 'anthropic/claude-sonnet-4-5', route: 'vision' },
       fallbackModels: [{ ref: 'openai/gpt-4o-mini', route: 'chat' }],
@@ -116,7 +121,12 @@ describe('effectiveModels (docs/adr/0059)', () => {
   });
 
   it("keeps the agent's models for image input without a usable vision route", () => {
-    expect(effectiveModels(['openai/gpt-4o'], { vision: 'openai/gpt-3.5-turbo' }, 'x/y', { images: true, takesImages: sees })).toEqual({
+    expect(
+      effectiveModels(['openai/gpt-4o'], { vision: 'openai/gpt-3.5-turbo' }, 'x/y', {
+        images: true,
+        takesImages: sees,
+      }),
+    ).toEqual({
       model: { ref: 'openai/gpt-4o' },
       fallbackModels: [],
     });

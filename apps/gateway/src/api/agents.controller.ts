@@ -234,7 +234,8 @@ export class AgentsController {
         lifecycle: presentLifecycle(lifecycle),
         effectiveModel: {
           ...presentModels(text),
-          forImages: seeing.length > 0 ? presentModels({ model: seeing[0], fallbackModels: seeing.slice(1) }) : null,
+          forImages:
+            seeing.length > 0 ? presentModels({ model: seeing[0], fallbackModels: seeing.slice(1) }) : null,
         },
         learning: { enabled: parseMemorySettings(agent.memory).learning === true, ...learning },
       },

@@ -80,9 +80,15 @@ export class SettingsController {
       const missing = (ROUTE_REQUIREMENTS[route] ?? []).filter((flag) => !caps[flag]);
       return missing.length === 0
         ? []
-        : [{ path: `modelRoutes.${route}`, message: `${ref} lacks the ${missing.join(', ')} capability the ${route} route needs` }];
+        : [
+            {
+              path: `modelRoutes.${route}`,
+              message: `${ref} lacks the ${missing.join(', ')} capability the ${route} route needs`,
+            },
+          ];
     });
-    if (issues.length > 0) throw new AppError('validation_failed', issues.map((i) => i.message).join('; '), { issues });
+    if (issues.length > 0)
+      throw new AppError('validation_failed', issues.map((i) => i.message).join('; '), { issues });
   }
 
   /** The send path's address rules, up front (OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts a host). */
