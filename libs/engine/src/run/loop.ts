@@ -249,7 +249,11 @@ function summarizesAtCap(run: TurnRun): boolean {
  * the transcript. A failed call leaves the turn ending as without the setting (undefined).
  */
 async function summaryAtCap(run: TurnRun): Promise<string | undefined> {
-  const messages = assemble(run.input.systemPrompt, run.history, run.messages, run.context);
+  const { input } = run;
+  // The same system message as every round (the runtime metadata included): only the closing
+  // instruction differs, so the call sees the turn as the model did and keeps the cached prefix.
+  const system = systemMessage(input.systemPrompt, input.sessionId, input.runtimeMetadata);
+  const messages = assemble(system, run.history, run.messages, run.context);
   messages.push({ role: 'user', content: SUMMARY_AT_CAP_PROMPT });
   const sources = assembledSources(run.history, run.messages, run.context, []);
   const round = await modelRound(run, messages, sources, { noToolCalls: true });
