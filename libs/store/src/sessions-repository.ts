@@ -44,8 +44,8 @@ export class SessionsRepository {
   }
 
   /**
-   * Re-pins the session to an agent version (null: the latest), docs/adr/0061. A change of version
-   * clears the persisted system prompt so the next turn renders it with that version's instructions.
+   * Re-pins the session to an agent version (null: the latest), docs/adr/0061. A change of the version it
+   * runs on clears the persisted system prompt so the next turn renders it with that version's instructions.
    * Returns null when the session is not the tenant's; a version the agent does not have is a 400.
    */
   async pin(tenantId: string, sessionId: string, version: number | null): Promise<Session | null> {
@@ -53,16 +53,22 @@ export class SessionsRepository {
       const session = await tx.session.findFirst({ where: { id: sessionId, tenantId } });
       if (!session) return null;
       if (version !== null) {
-        const found = await tx.agentVersion.findFirst({ where: { tenantId, agentId: session.agentId, version } });
+        const found = await tx.agentVersion.findFirst({
+          where: { tenantId, agentId: session.agentId, version },
+        });
         if (!found) {
           const message = `unknown agent version: ${version}`;
           throw new AppError('validation_failed', message, { issues: [{ path: 'agentVersion', message }] });
         }
       }
       if (session.agentVersion === version) return session;
+      const agent = await tx.agent.findUnique({ where: { id: session.agentId }, select: { version: true } });
+      const latest = agent?.version ?? 1;
+      // Its turns run on another version from now on: the prompt is rendered again with its instructions.
+      const otherVersion = (session.agentVersion ?? latest) !== (version ?? latest);
       return tx.session.update({
         where: { id: session.id },
-        data: { agentVersion: version, systemPrompt: null },
+        data: { agentVersion: version, ...(otherVersion ? { systemPrompt: null } : {}) },
       });
     });
   }
