@@ -69,7 +69,12 @@ export class AgentVersionsRepository {
   constructor(private readonly db: Db) {}
 
   /** Newest first, before the cursor's version. */
-  async page(tenantId: string, agentId: string, before: number | undefined, limit: number): Promise<AgentVersionPage> {
+  async page(
+    tenantId: string,
+    agentId: string,
+    before: number | undefined,
+    limit: number,
+  ): Promise<AgentVersionPage> {
     if (!isUuid(agentId)) return { rows: [], more: false };
     const rows = await this.db.agentVersion.findMany({
       where: { tenantId, agentId, ...(before !== undefined ? { version: { lt: before } } : {}) },

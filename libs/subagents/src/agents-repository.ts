@@ -124,24 +124,29 @@ export class AgentsRepository {
    * (docs/adr/0061); `by` names who made it there, and its creation is audited.
    */
   create(agent: NewAgent, by?: VersionAuthor): Promise<Agent> {
-    return checkTierRules(this.db, agent.tenantId, { saved: { ...agent, createdAt: new Date() } }, async (tx) => {
-      const row = await tx.agent.create({ data: agent });
-      if (by) {
-        await tx.agentVersion.update({
-          where: { agentId_version: { agentId: row.id, version: row.version } },
-          data: { createdBy: by.actor, note: by.note ?? 'created' },
-        });
-        await recordAudit(tx, {
-          tenantId: row.tenantId,
-          actor: by.actor,
-          action: 'agent.version_created',
-          targetType: 'agent',
-          targetId: row.id,
-          details: { version: row.version },
-        });
-      }
-      return row;
-    });
+    return checkTierRules(
+      this.db,
+      agent.tenantId,
+      { saved: { ...agent, createdAt: new Date() } },
+      async (tx) => {
+        const row = await tx.agent.create({ data: agent });
+        if (by) {
+          await tx.agentVersion.update({
+            where: { agentId_version: { agentId: row.id, version: row.version } },
+            data: { createdBy: by.actor, note: by.note ?? 'created' },
+          });
+          await recordAudit(tx, {
+            tenantId: row.tenantId,
+            actor: by.actor,
+            action: 'agent.version_created',
+            targetType: 'agent',
+            targetId: row.id,
+            details: { version: row.version },
+          });
+        }
+        return row;
+      },
+    );
   }
 
   /**
@@ -170,7 +175,7 @@ export class AgentsRepository {
     by: (VersionAuthor & { rollbackTo: number | undefined }) | undefined,
   ): Promise<Agent> {
     const write = async (tx: Prisma.TransactionClient) => {
-      const row = await tx.agent.update({ where: { id: agent.id }, data: change as Prisma.AgentUpdateInput });
+      const row = await tx.agent.update({ where: { id: agent.id }, data: change });
       const rollbackTo = by?.rollbackTo;
       const version = await recordAgentVersion(
         tx,
