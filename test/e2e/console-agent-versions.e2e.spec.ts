@@ -58,16 +58,18 @@ describe('console: agent versions', () => {
     expect(await scrollsSideways(page)).toBe(false);
 
     await page.getByRole('button', { name: 'Roll back to version 1' }).click();
-    await waitFor(async () => (await rows.count()) === 3, { what: 'the rollback version listed' });
-    expect((await rows.first().innerText()).trim()).toMatch(/^v3 \(current\)/);
+    await waitFor(async () => /^v3 \(current\)/.test((await rows.first().innerText()).trim()), {
+      what: 'the rollback version listed as current',
+    });
+    expect(await rows.count()).toBe(3);
     const agent = (await api.get(`/v1/agents/${id}`)).body;
     expect(agent).toMatchObject({ version: 3, instructions: 'First words.' });
     const v1 = (await api.get(`/v1/agents/${id}/versions/1`)).body.config;
     expect((await api.get(`/v1/agents/${id}/versions/3`)).body.config).toEqual(v1);
 
     // v1 against v3: the same.
-    await page.getByLabel('From').selectOption('1');
-    await page.getByLabel('To').selectOption('3');
+    await page.getByLabel('From version', { exact: true }).selectOption('1');
+    await page.getByLabel('To version', { exact: true }).selectOption('3');
     await page.getByTestId('version-diff-empty').waitFor();
     await screenshot(page, 'agent-versions-rolled-back');
   });

@@ -66,7 +66,7 @@ export default function AgentPage() {
         {tab === 'work' ? <WorkItemsBoard agentId={a.id} /> : null}
         {tab === 'memory' ? <MemoryBrowser agentId={a.id} /> : null}
         {tab === 'blocks' ? <MemoryBlocks agentId={a.id} /> : null}
-        {tab === 'versions' ? <AgentVersions agentId={a.id} current={a.version} /> : null}
+        {tab === 'versions' ? <AgentVersions agentId={a.id} latest={a.version} /> : null}
       </div>
     </Page>
   );

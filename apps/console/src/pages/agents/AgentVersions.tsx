@@ -14,11 +14,11 @@ const shown = (v: unknown) => (v === null ? '—' : typeof v === 'string' ? v : 
  * between them field by field, and roll back to any one (a new version equal to it). Values are the
  * tenant's own text, shown as text, never as markup.
  */
-export function AgentVersions({ agentId, current }: { agentId: string; current: number }) {
+export function AgentVersions({ agentId, latest }: { agentId: string; latest: number }) {
   const api = useApi();
   const queries = useQueryClient();
   const versions = useQuery({
-    queryKey: ['agent-versions', agentId, current],
+    queryKey: ['agent-versions', agentId, latest],
     queryFn: () =>
       unwrap(
         api.GET('/v1/agents/{id}/versions', { params: { path: { id: agentId }, query: { limit: 200 } } }),
@@ -27,6 +27,8 @@ export function AgentVersions({ agentId, current }: { agentId: string; current: 
   const [from, setFrom] = useState<number | null>(null);
   const [to, setTo] = useState<number | null>(null);
   const list: Version[] = versions.data?.data ?? [];
+  // Versions are only ever added: the newest listed is the agent's current one.
+  const current = list[0]?.version;
   const a = from ?? list[1]?.version ?? list[0]?.version ?? 1;
   const b = to ?? list[0]?.version ?? 1;
   const diff = useQuery({
@@ -105,7 +107,7 @@ export function AgentVersions({ agentId, current }: { agentId: string; current: 
       <section className="panel" aria-labelledby="diff-h">
         <h2 id="diff-h">Compare</h2>
         <div className="form-actions">
-          <label htmlFor="diff-from">From</label>
+          <label htmlFor="diff-from">From version</label>
           <select id="diff-from" value={a} onChange={(e) => setFrom(Number(e.target.value))}>
             {list.map((v) => (
               <option key={v.version} value={v.version}>
@@ -113,7 +115,7 @@ export function AgentVersions({ agentId, current }: { agentId: string; current: 
               </option>
             ))}
           </select>
-          <label htmlFor="diff-to">To</label>
+          <label htmlFor="diff-to">To version</label>
           <select id="diff-to" value={b} onChange={(e) => setTo(Number(e.target.value))}>
             {list.map((v) => (
               <option key={v.version} value={v.version}>
