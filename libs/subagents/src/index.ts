@@ -5,4 +5,3 @@ export * from './tasks';
 export * from './tools';
 export * from './budget';
 export * from './agents-repository';
-export * from './agent-versions';

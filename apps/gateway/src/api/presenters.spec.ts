@@ -37,7 +37,6 @@ const turn = (costUsd: string): PresentedTurn => ({
   rewoundAt: null,
   copiedFromTurnId: null,
   replayOfTurnId: null,
-  agentVersion: null,
 });
 
 describe('presentTurn', () => {
