@@ -538,6 +538,19 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('updateAgent', 400, { auth: key, params: { id: agent.body.id }, body: {} });
     await run('updateAgent', 404, { auth: key, params: { id: unknown }, body: { name: 'x' } });
+    // Agent versions (docs/adr/0061); the rollback is to the current version (its configuration unchanged).
+    const current = (await run('getAgent', 200, { auth: key, params: { id: agent.body.id } })).body.version;
+    await run('listAgentVersions', 200, { auth: key, params: { id: agent.body.id }, query: 'limit=1' });
+    await run('listAgentVersions', 404, { auth: key, params: { id: unknown } });
+    await run('getAgentVersion', 200, { auth: key, params: { id: agent.body.id, version: '1' } });
+    await run('getAgentVersion', 400, { auth: key, params: { id: agent.body.id, version: 'x' } });
+    await run('getAgentVersion', 404, { auth: key, params: { id: agent.body.id, version: '99' } });
+    await run('diffAgentVersions', 200, { auth: key, params: { id: agent.body.id }, query: 'from=1&to=1' });
+    await run('diffAgentVersions', 400, { auth: key, params: { id: agent.body.id }, query: 'from=x&to=1' });
+    await run('diffAgentVersions', 404, { auth: key, params: { id: unknown }, query: 'from=1&to=1' });
+    await run('rollbackAgent', 200, { auth: key, params: { id: agent.body.id }, body: { version: current } });
+    await run('rollbackAgent', 400, { auth: key, params: { id: agent.body.id }, body: {} });
+    await run('rollbackAgent', 404, { auth: key, params: { id: unknown }, body: { version: 1 } });
     await run('deleteAgent', 204, { auth: key, params: { id: spare.body.id } });
     await run('deleteAgent', 404, { auth: key, params: { id: spare.body.id } });
     // Built-in archetypes and the tier rules (docs/adr/0025).
@@ -665,6 +678,13 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listSessions', 400, { auth: key, query: 'status=sleeping' });
     await run('getSession', 200, { auth: key, params: { id: session.body.id } });
     await run('getSession', 404, { auth: key, params: { id: 'not-a-uuid' } });
+    await run('updateSession', 200, {
+      auth: key,
+      params: { id: session.body.id },
+      body: { agentVersion: 'latest' },
+    });
+    await run('updateSession', 400, { auth: key, params: { id: session.body.id }, body: {} });
+    await run('updateSession', 404, { auth: key, params: { id: unknown }, body: { agentVersion: 1 } });
     const admitted = await run('admitMessage', 202, {
       auth: key,
       params: { id: session.body.id },

@@ -14,7 +14,7 @@ import {
   SessionsRepository,
   TenantsRepository,
 } from '@switchboard/store';
-import { AgentsRepository } from '@switchboard/subagents';
+import { AgentsRepository, AgentVersionsRepository } from '@switchboard/subagents';
 import { DeliveriesRepository, TriggersRepository } from '@switchboard/triage';
 
 /** Each lib's repository on the process's Prisma client, provided by its class. */
@@ -30,6 +30,7 @@ const onDb = (repository: new (db: Db) => unknown): Provider => ({
  */
 export const REPOSITORIES: Provider[] = [
   onDb(AgentsRepository),
+  onDb(AgentVersionsRepository),
   onDb(ApiKeysRepository),
   onDb(ApprovalsRepository),
   onDb(AuditLogRepository),

@@ -241,9 +241,89 @@ export interface paths {
     head?: never;
     /**
      * Change fields of an agent
-     * @description The tier rules are checked as on create, for this agent and for every agent listing it in `allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 (details.referrers names them). A built-in archetype's row is read-only (409): create an agent with its name to override it.
+     * @description The tier rules are checked as on create, for this agent and for every agent listing it in `allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 (details.referrers names them). A built-in archetype's row is read-only (409): create an agent with its name to override it. A change of the versioned configuration (instructions, model, fallbackModels, tools, allowedSubagents, approvalRequired, budgets, toolResultCompression, archivist, toolSelection, embedder, memory, maxActionsPerHour) creates the next version (`version`, docs/adr/0061); a change that leaves it as it is creates none.
      */
     patch: operations['updateAgent'];
+    trace?: never;
+  };
+  '/v1/agents/{id}/versions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An agent's configuration versions, newest first
+     * @description Every change of the versioned configuration (docs/adr/0061) is an immutable, numbered version; creating the agent wrote version 1. Paged by `limit` (default 50, at most 200) and `cursor`. 404 when the agent is not the calling tenant's.
+     */
+    get: operations['listAgentVersions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/versions/diff': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Two versions of an agent compared field by field
+     * @description Each value that differs from version `from` to version `to`: a field, or a key inside an object field (`budgets.maxUsd`, `memory.recall`), with its value in each (null: absent); arrays compare whole. An empty list: the two are equal. 400 for a version that is not a positive integer, 404 for one the agent does not have or an agent that is not the calling tenant's.
+     */
+    get: operations['diffAgentVersions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * One version of an agent
+     * @description The version's stored configuration, who made it and why. 400 for a version that is not a positive integer, 404 for one the agent does not have or an agent that is not the calling tenant's.
+     */
+    get: operations['getAgentVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/rollback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Roll an agent back to an earlier version
+     * @description Creates a NEW version whose configuration equals `version`'s (versions are never rewritten or removed), makes it the agent's configuration and audits `agent.rolled_back`. Sessions following the latest run on it from their next turn; pinned sessions keep their pin (docs/adr/0061). 404 for a version the agent does not have or an agent that is not the calling tenant's; the tier rules hold as for PATCH (409). A built-in archetype's row is read-only (409). Nothing is written when it is refused.
+     */
+    post: operations['rollbackAgent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/v1/archetypes': {
@@ -281,7 +361,7 @@ export interface paths {
     put?: never;
     /**
      * Start a session with an agent
-     * @description Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session.
+     * @description Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session. The session is pinned to the agent's current version (`agentVersion`, docs/adr/0061): a later change of the agent does not change it; PATCH /v1/sessions/{id} re-pins it.
      */
     post: operations['createSession'];
     delete?: never;
@@ -311,7 +391,11 @@ export interface paths {
     delete: operations['closeSession'];
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Re-pin a session to a version of its agent
+     * @description `agentVersion`: the agent version the session's next turns run on (docs/adr/0061), or `latest` to follow the agent's newest version from now on. A change of version renders the session's system prompt again on its next turn. 400 for a version the agent does not have; 404 when the session is not the calling tenant's. Nothing is written when it is refused.
+     */
+    patch: operations['updateSession'];
     trace?: never;
   };
   '/v1/sessions/{id}/messages': {
@@ -569,7 +653,7 @@ export interface paths {
     put?: never;
     /**
      * Replay a turn without repeating its side effects
-     * @description Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054).
+     * @description Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054). `agentVersion` runs the replay on that version of the agent (docs/adr/0061; default: the version the original turn ran on; one the agent does not have: 400).
      */
     post: operations['replayTurn'];
     delete?: never;
@@ -2252,12 +2336,19 @@ export interface components {
       /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
       maxActionsPerHour?: number | null;
     };
+    RollbackAgentDto: {
+      version: number;
+      note?: string;
+    };
     CreateSessionDto: {
       agentId: string;
       title?: string;
       metadata?: {
         [key: string]: unknown;
       };
+    };
+    UpdateSessionDto: {
+      agentVersion: number | 'latest';
     };
     AdmitMessageDto: {
       content:
@@ -2315,6 +2406,7 @@ export interface components {
     ReplayTurnDto: {
       model?: string;
       instructions?: string;
+      agentVersion?: number;
     };
     AnswerTaskDto: {
       answer: string;
@@ -3313,6 +3405,7 @@ export interface components {
         citations?: boolean;
       };
       maxActionsPerHour: number | null;
+      version: number;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3433,6 +3526,7 @@ export interface components {
         citations?: boolean;
       };
       maxActionsPerHour: number | null;
+      version: number;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3500,6 +3594,7 @@ export interface components {
         citations?: boolean;
       };
       maxActionsPerHour: number | null;
+      version: number;
       builtIn: boolean;
       /** Format: date-time */
       createdAt: string;
@@ -3544,6 +3639,7 @@ export interface components {
         model?: string;
         instructions?: string;
       } | null;
+      agentVersion: number | null;
     };
     SessionPage: {
       data: components['schemas']['Session'][];
@@ -3879,6 +3975,7 @@ export interface components {
       rewoundAt: string | null;
       copiedFromTurnId: string | null;
       replayOfTurnId: string | null;
+      agentVersion: number | null;
       closure: {
         /** @enum {string} */
         outcome: 'completed' | 'continuable' | 'waiting' | 'failed';
@@ -5866,7 +5963,9 @@ export interface components {
         | 'session.rewound'
         | 'turn.cancelled'
         | 'turn.replayed'
-        | 'task.cancelled';
+        | 'task.cancelled'
+        | 'agent.version_created'
+        | 'agent.rolled_back';
       targetType: string;
       targetId: string | null;
       details: {
@@ -5937,6 +6036,33 @@ export interface components {
     };
     HarnessProcessList: {
       data: components['schemas']['HarnessProcess'][];
+    };
+    AgentVersion: {
+      /** Format: uuid */
+      agentId: string;
+      version: number;
+      config: {
+        [key: string]: unknown;
+      };
+      createdBy: string | null;
+      note: string | null;
+      /** Format: date-time */
+      createdAt: string;
+    };
+    AgentVersionPage: {
+      data: components['schemas']['AgentVersion'][];
+      nextCursor: string | null;
+    };
+    AgentVersionDiff: {
+      /** Format: uuid */
+      agentId: string;
+      from: number;
+      to: number;
+      changes: {
+        path: string;
+        before: unknown;
+        after: unknown;
+      }[];
     };
     OpenAiError: {
       error: {
@@ -7384,7 +7510,9 @@ export interface operations {
           | 'session.rewound'
           | 'turn.cancelled'
           | 'turn.replayed'
-          | 'task.cancelled';
+          | 'task.cancelled'
+          | 'agent.version_created'
+          | 'agent.rolled_back';
         tenantId?: string;
       };
       header?: never;
@@ -8159,6 +8287,378 @@ export interface operations {
       };
     };
   };
+  listAgentVersions: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An agent's configuration versions, newest first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentVersionPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  diffAgentVersions: {
+    parameters: {
+      query: {
+        from: number;
+        to: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Two versions of an agent compared field by field */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentVersionDiff'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getAgentVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One version of an agent */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentVersion'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  rollbackAgent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "version": 2,
+         *       "note": "v3 prompt answers too tersely; back to v2"
+         *     }
+         */
+        'application/json': components['schemas']['RollbackAgentDto'];
+      };
+    };
+    responses: {
+      /** @description Roll an agent back to an earlier version */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Agent'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listArchetypes: {
     parameters: {
       query?: never;
@@ -8513,6 +9013,115 @@ export interface operations {
       };
       /** @description No such object for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  updateSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "agentVersion": 2
+         *     }
+         */
+        'application/json': components['schemas']['UpdateSessionDto'];
+      };
+    };
+    responses: {
+      /** @description Re-pin a session to a version of its agent */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Session'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9845,7 +10454,8 @@ export interface operations {
         /**
          * @example {
          *       "model": "anthropic/claude-sonnet-4-5",
-         *       "instructions": "You are a support agent. Answer in two sentences at most."
+         *       "instructions": "You are a support agent. Answer in two sentences at most.",
+         *       "agentVersion": 3
          *     }
          */
         'application/json': components['schemas']['ReplayTurnDto'];
@@ -15434,7 +16044,9 @@ export interface operations {
           | 'session.rewound'
           | 'turn.cancelled'
           | 'turn.replayed'
-          | 'task.cancelled';
+          | 'task.cancelled'
+          | 'agent.version_created'
+          | 'agent.rolled_back';
       };
       header?: never;
       path?: never;

@@ -348,6 +348,8 @@ export type CancelTurnRequest = z.infer<typeof CancelTurnRequest>;
 export const ReplayTurnRequest = z.strictObject({
   model: ModelRef.optional(),
   instructions: z.string().max(100_000).optional(),
+  /** The agent version the replay runs on (docs/adr/0061); default: the version the original turn ran on. */
+  agentVersion: z.int().min(1).optional(),
 });
 export type ReplayTurnRequest = z.infer<typeof ReplayTurnRequest>;
 
@@ -945,6 +947,8 @@ export const AUDIT_ACTIONS = [
   'turn.cancelled',
   'turn.replayed',
   'task.cancelled',
+  'agent.version_created',
+  'agent.rolled_back',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;
@@ -956,3 +960,23 @@ export type AuditEventsQuery = z.infer<typeof AuditEventsQuery>;
 /** GET /v1/admin/audit-events: every entry, newest first, optionally of one tenant and one action. */
 export const AdminAuditEventsQuery = AuditEventsQuery.extend({ tenantId: z.uuid().optional() });
 export type AdminAuditEventsQuery = z.infer<typeof AdminAuditEventsQuery>;
+
+/** An agent version number in a path or query (docs/adr/0061). */
+export const AgentVersionNumber = z.coerce.number().int().min(1).max(2_147_483_647);
+
+/** GET /v1/agents/:id/versions/diff?from=&to=. */
+export const AgentVersionDiffQuery = z.strictObject({ from: AgentVersionNumber, to: AgentVersionNumber });
+export type AgentVersionDiffQuery = z.infer<typeof AgentVersionDiffQuery>;
+
+/** POST /v1/agents/:id/rollback: a new version equal to `version`'s configuration. */
+export const RollbackAgentRequest = z.strictObject({
+  version: z.int().min(1),
+  note: z.string().max(500).optional(),
+});
+export type RollbackAgentRequest = z.infer<typeof RollbackAgentRequest>;
+
+/** PATCH /v1/sessions/:id: re-pin the session to an agent version, or to the latest. */
+export const UpdateSessionRequest = z.strictObject({
+  agentVersion: z.union([z.int().min(1), z.literal('latest')]),
+});
+export type UpdateSessionRequest = z.infer<typeof UpdateSessionRequest>;

@@ -225,6 +225,8 @@ export const AgentResponse = z
     memory: MemorySettings,
     /** The agent's hourly side-effect budget (docs/adr/0058); null: unlimited. */
     maxActionsPerHour: z.int().nullable(),
+    /** The agent's current configuration version (docs/adr/0061): GET /v1/agents/:id/versions lists them all. */
+    version: z.int(),
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
     builtIn: z.boolean(),
     createdAt: Timestamp,
@@ -395,6 +397,12 @@ export const SessionResponse = z
     overrides: z
       .strictObject({ model: z.string().optional(), instructions: z.string().optional() })
       .nullable(),
+    /**
+     * The agent version the session is pinned to (docs/adr/0061): its turns run on that version's
+     * configuration; null: it follows the agent's latest (sessions the runtime starts). Re-pin with
+     * PATCH /v1/sessions/:id.
+     */
+    agentVersion: z.int().nullable(),
   })
   .register(ApiSchemas, { id: 'Session' });
 export type SessionResponse = z.infer<typeof SessionResponse>;
@@ -725,6 +733,8 @@ export const TurnResponse = z
      * were answered from that turn's recorded results, or waited for a person; null for other turns.
      */
     replayOfTurnId: Id.nullable(),
+    /** The agent version the turn ran on (docs/adr/0061); null until it is first claimed. */
+    agentVersion: z.int().nullable(),
     /**
      * The closure decision, recorded when the turn ended (seed 002 "Closure Decision", docs/adr/0031);
      * null before (and for a turn whose worker died between its end and the record).
@@ -1377,3 +1387,39 @@ export const HarnessProcessListResponse = z
   .strictObject({ data: z.array(HarnessProcessResponse) })
   .register(ApiSchemas, { id: 'HarnessProcessList' });
 export type HarnessProcessListResponse = z.infer<typeof HarnessProcessListResponse>;
+
+/** One immutable version of an agent's configuration (docs/adr/0061). */
+export const AgentVersionResponse = z
+  .strictObject({
+    agentId: Id,
+    version: z.int(),
+    /**
+     * The versioned configuration: instructions, model, fallbackModels, tools, allowedSubagents,
+     * approvalRequired, budgets, toolResultCompression, archivist, toolSelection, embedder, memory,
+     * maxActionsPerHour.
+     */
+    config: JsonObject,
+    /** `api_key:<id>` or `operator`; null for a version the database wrote (the backfill, an agent made by the runtime). */
+    createdBy: z.string().nullable(),
+    note: z.string().nullable(),
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'AgentVersion' });
+export type AgentVersionResponse = z.infer<typeof AgentVersionResponse>;
+
+export const AgentVersionPageResponse = z
+  .strictObject({ data: z.array(AgentVersionResponse), nextCursor: NextCursor })
+  .register(ApiSchemas, { id: 'AgentVersionPage' });
+export type AgentVersionPageResponse = z.infer<typeof AgentVersionPageResponse>;
+
+/** Two versions compared field by field (docs/adr/0061). */
+export const AgentVersionDiffResponse = z
+  .strictObject({
+    agentId: Id,
+    from: z.int(),
+    to: z.int(),
+    /** Each changed value: a field or a nested key (`budgets.maxUsd`), its value in `from` and in `to` (null: absent). */
+    changes: z.array(z.strictObject({ path: z.string(), before: z.unknown(), after: z.unknown() })),
+  })
+  .register(ApiSchemas, { id: 'AgentVersionDiff' });
+export type AgentVersionDiffResponse = z.infer<typeof AgentVersionDiffResponse>;

@@ -38,6 +38,11 @@ export interface ForkSession {
   position: ForkPosition;
   /** Over the parent session's own overrides (a fork inherits them). */
   overrides?: SessionOverrides;
+  /**
+   * The agent version the fork is pinned to (docs/adr/0061); absent: the parent's pin. A version the
+   * agent does not have is a 400.
+   */
+  agentVersion?: number;
   /** The fork's title; default the parent's. */
   title?: string | null;
   /** Who asked, for the audit log (docs/adr/0030); absent: no entry (the caller writes its own). */
@@ -112,6 +117,9 @@ interface LockedSession {
   system_prompt: string | null;
   compaction: unknown;
   overrides: SessionOverrides | null;
+  /** The session's pin (docs/adr/0061); null: the agent's latest, `agent_latest`. */
+  agent_version: number | null;
+  agent_latest: number;
   created_at: Date;
 }
 
@@ -125,7 +133,8 @@ interface FoundTurn {
 /** The session row, locked; a 404 when it is not the tenant's. */
 async function lockSession(tx: SqlRunner, tenantId: string, sessionId: string): Promise<LockedSession> {
   const session = await tx.first<LockedSession>(sql`
-    SELECT id, agent_id, status, title, metadata, system_prompt, compaction, overrides, created_at
+    SELECT id, agent_id, status, title, metadata, system_prompt, compaction, overrides, agent_version,
+      (SELECT a.version FROM agents a WHERE a.id = sessions.agent_id) AS agent_latest, created_at
     FROM sessions WHERE id = ${sessionId}::uuid AND ${ofTenant('tenant_id', tenantId)}
     FOR UPDATE`);
   if (!session) throw new AppError('not_found', 'session not found');
@@ -251,16 +260,28 @@ export async function forkSession(db: SqlTransactor, a: ForkSession): Promise<Fo
     // The compaction's cut carries over when it lies wholly inside the prefix and the prefix is the
     // parent's current history (a rewound fork point's history had no such cut recorded).
     const compaction = cut && !point.rewound_at && cut.keepFromSeq <= boundary ? parent.compaction : null;
+    // The fork keeps the parent's pin (docs/adr/0061) unless told another version; a fork that runs on
+    // another version than the parent renders its system prompt again, with that version's instructions.
+    const pin = a.agentVersion ?? parent.agent_version;
+    if (a.agentVersion !== undefined) {
+      const known = await tx.first<{ version: number }>(sql`
+        SELECT version FROM agent_versions WHERE agent_id = ${parent.agent_id}::uuid AND version = ${a.agentVersion}::int`);
+      if (!known) {
+        const message = `unknown agent version: ${a.agentVersion}`;
+        throw new AppError('validation_failed', message, { issues: [{ path: 'agentVersion', message }] });
+      }
+    }
+    const otherVersion = (pin ?? parent.agent_latest) !== (parent.agent_version ?? parent.agent_latest);
     const forkId = newId();
     await tx.execute(sql`
       INSERT INTO sessions (id, tenant_id, agent_id, status, title, metadata, system_prompt, last_turn_seq,
         last_event_seq, compaction, forked_from_session_id, forked_at_turn_id, forked_at_turn_seq, overrides,
-        created_at, updated_at)
+        agent_version, created_at, updated_at)
       VALUES (${forkId}::uuid, ${a.tenantId}::uuid, ${parent.agent_id}::uuid, 'active',
         ${a.title === undefined ? parent.title : a.title}, ${json(parent.metadata ?? {})}::jsonb,
-        ${a.overrides?.instructions !== undefined ? null : parent.system_prompt}, ${boundary}::int, 0,
+        ${a.overrides?.instructions !== undefined || otherVersion ? null : parent.system_prompt}, ${boundary}::int, 0,
         ${json(compaction)}::jsonb, ${parent.id}::uuid, ${point.id}::uuid, ${boundary}::int,
-        ${json(overrides)}::jsonb, now(), now())`);
+        ${json(overrides)}::jsonb, ${pin}::int, now(), now())`);
 
     if (prefix.length > 0) {
       const oldTurns = [...turnIds.keys()];
@@ -271,12 +292,12 @@ export async function forkSession(db: SqlTransactor, a: ForkSession): Promise<Fo
         INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, priority, model,
           stop_reason, final_text, iterations, tool_call_count, failure, decision, run_count, client_tools,
           tool_choice, response_format, cancel_requested_at, cancel_reason, cancel_note, closure, continuation, created_at, started_at,
-          completed_at, spend_rolled_up_at, hooks_settled_at, copied_from_turn_id)
+          completed_at, spend_rolled_up_at, hooks_settled_at, copied_from_turn_id, agent_version)
         SELECT m.new_id, t.tenant_id, ${forkId}::uuid, t.agent_id, t.seq, mi.new_id, t.status, t.priority, t.model,
           t.stop_reason, t.final_text, t.iterations, t.tool_call_count, t.failure, t.decision, t.run_count,
           t.client_tools, t.tool_choice, t.response_format, t.cancel_requested_at, t.cancel_reason, t.cancel_note,
           t.closure, t.continuation,
-          t.created_at, t.started_at, t.completed_at, now(), now(), t.id
+          t.created_at, t.started_at, t.completed_at, now(), now(), t.id, t.agent_version
         FROM unnest(${oldTurns}::uuid[], ${newTurns}::uuid[]) AS m(old_id, new_id)
           JOIN turns t ON t.id = m.old_id
           JOIN unnest(${[...messageIds.keys()]}::uuid[], ${[...messageIds.values()]}::uuid[]) AS mi(old_id, new_id)

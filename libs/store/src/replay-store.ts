@@ -29,6 +29,8 @@ export interface ReplayTurn {
   overrides?: SessionOverrides;
   /** Who asked, for the audit log (docs/adr/0030). */
   actor: string;
+  /** The agent version the replay runs on (docs/adr/0061); absent: the original turn's. */
+  agentVersion?: number;
   /** The request's W3C trace context, stored on the replay turn so its worker joins the trace. */
   traceContext: unknown;
 }
@@ -61,6 +63,8 @@ interface TurnToReplay {
   input_message_id: string;
   response_format: unknown;
   tool_choice: unknown;
+  /** The version the turn ran on (docs/adr/0061). */
+  agent_version: number | null;
   /** The first turn up the chain of copies that is not itself a copy (the turn's own id when it is none). */
   source_id: string;
 }
@@ -85,7 +89,7 @@ const turnToReplay = (tenantId: string, turnId: string) => sql`
     JOIN turns p ON p.id = chain.copied_from_turn_id AND p.tenant_id = ${tenantId}::uuid
     WHERE chain.depth < 100
   )
-  SELECT t.id, t.session_id, t.status, t.input_message_id, t.response_format, t.tool_choice,
+  SELECT t.id, t.session_id, t.status, t.input_message_id, t.response_format, t.tool_choice, t.agent_version,
     (SELECT c.id FROM chain c ORDER BY (c.copied_from_turn_id IS NULL) DESC, c.depth DESC LIMIT 1) AS source_id
   FROM turns t WHERE t.id = ${turnId}::uuid AND ${ofTenant('t.tenant_id', tenantId)}`;
 
@@ -114,6 +118,10 @@ export async function replayTurn(db: SqlTransactor, a: ReplayTurn): Promise<Repl
       turnId: turn.id,
       position: 'before',
       ...(a.overrides ? { overrides: a.overrides } : {}),
+      // The replay runs on the version asked for, else the one the original ran on (docs/adr/0061).
+      ...((a.agentVersion ?? turn.agent_version) != null
+        ? { agentVersion: a.agentVersion ?? turn.agent_version! }
+        : {}),
     });
     const input = await tx.first<InputMessage>(sql`
       SELECT m.kind, m.origin, m.trust, m.authority_class, m.delivery_surface, m.admission_context, m.body

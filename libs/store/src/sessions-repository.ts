@@ -1,5 +1,5 @@
 import type { Event, Message, Session } from '@prisma/client';
-import { newId } from '@switchboard/contracts';
+import { AppError, newId } from '@switchboard/contracts';
 import type { Db, Prisma } from '@switchboard/database';
 import type { TurnRead } from './turn-reads';
 
@@ -28,6 +28,8 @@ export class SessionsRepository {
     agentId: string;
     title: string | null;
     metadata: Record<string, unknown>;
+    /** The agent version it is pinned to (docs/adr/0061); absent: it follows the latest. */
+    agentVersion?: number | null;
   }): Promise<Session> {
     return this.db.session.create({
       data: {
@@ -36,7 +38,38 @@ export class SessionsRepository {
         agentId: s.agentId,
         title: s.title,
         metadata: s.metadata as Prisma.InputJsonValue,
+        agentVersion: s.agentVersion ?? null,
       },
+    });
+  }
+
+  /**
+   * Re-pins the session to an agent version (null: the latest), docs/adr/0061. A change of the version it
+   * runs on clears the persisted system prompt so the next turn renders it with that version's instructions.
+   * Returns null when the session is not the tenant's; a version the agent does not have is a 400.
+   */
+  async pin(tenantId: string, sessionId: string, version: number | null): Promise<Session | null> {
+    return this.db.$transaction(async (tx) => {
+      const session = await tx.session.findFirst({ where: { id: sessionId, tenantId } });
+      if (!session) return null;
+      if (version !== null) {
+        const found = await tx.agentVersion.findFirst({
+          where: { tenantId, agentId: session.agentId, version },
+        });
+        if (!found) {
+          const message = `unknown agent version: ${version}`;
+          throw new AppError('validation_failed', message, { issues: [{ path: 'agentVersion', message }] });
+        }
+      }
+      if (session.agentVersion === version) return session;
+      const agent = await tx.agent.findUnique({ where: { id: session.agentId }, select: { version: true } });
+      const latest = agent?.version ?? 1;
+      // Its turns run on another version from now on: the prompt is rendered again with its instructions.
+      const otherVersion = (session.agentVersion ?? latest) !== (version ?? latest);
+      return tx.session.update({
+        where: { id: session.id },
+        data: { agentVersion: version, ...(otherVersion ? { systemPrompt: null } : {}) },
+      });
     });
   }
 

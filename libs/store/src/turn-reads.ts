@@ -57,6 +57,7 @@ export type TurnRead = Pick<
   | 'rewoundAt'
   | 'copiedFromTurnId'
   | 'replayOfTurnId'
+  | 'agentVersion'
 > & { toolCalls?: ToolCallRead[] };
 
 /**
@@ -161,7 +162,7 @@ export async function readTurn(
            t.cancel_requested_at AS "cancelRequestedAt", t.cancel_reason AS "cancelReason",
            t.cancel_note AS "cancelNote", t.work_item_id AS "workItemId", t.closure, t.continuation,
            t.rewound_at AS "rewoundAt", t.copied_from_turn_id AS "copiedFromTurnId",
-           t.replay_of_turn_id AS "replayOfTurnId",
+           t.replay_of_turn_id AS "replayOfTurnId", t.agent_version AS "agentVersion",
            COALESCE((
              SELECT json_agg(json_build_object(
                       'id', c.id, 'callId', c.call_id, 'name', c.name, 'arguments', c.arguments,

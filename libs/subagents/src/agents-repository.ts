@@ -1,7 +1,9 @@
 import type { Agent } from '@prisma/client';
 import { isUuid, type CreateAgentRequest } from '@switchboard/contracts';
-import type { Db, Prisma } from '@switchboard/database';
+import { Prisma, type Db, type Tx } from '@switchboard/database';
+import { recordAudit } from '@switchboard/store';
 import { checkTierRules } from './tiers';
+import { VERSIONED_FIELDS, type AgentConfig } from './agent-versions';
 
 /** One page of agents by id, and whether another page follows. */
 export interface AgentPage {
@@ -35,6 +37,39 @@ export type NewAgent = Pick<
 
 /** The fields a change may set: those of the request that creates one. */
 export type AgentChange = Partial<CreateAgentRequest>;
+
+/** Who made a change and why (docs/adr/0061): kept on the version it creates. */
+export interface VersionAuthor {
+  /** `api_key:<id>` or `operator`. */
+  actor: string;
+  note?: string | null;
+}
+
+/**
+ * Records the agent's configuration as a new version when it differs from its current version's (or
+ * always, `force`: a rollback), bumping `agents.version`; one statement, inside the change's
+ * transaction. The configuration is `sb_agent_config()` of the row (migration
+ * 20261211000000_agent_versions), the one definition of what a version holds. Returns the new
+ * version, or null when nothing changed.
+ */
+export async function recordAgentVersion(
+  tx: Tx,
+  agentId: string,
+  by: VersionAuthor,
+  force = false,
+): Promise<number | null> {
+  const rows = await tx.$queryRaw<{ version: number }[]>(Prisma.sql`
+    WITH a AS (SELECT g.id, g.tenant_id, g.version, sb_agent_config(g) AS cfg FROM agents g WHERE g.id = ${agentId}::uuid),
+    bump AS (
+      UPDATE agents g SET version = a.version + 1 FROM a
+      WHERE g.id = a.id AND (${force}::boolean OR a.cfg IS DISTINCT FROM
+        (SELECT v.config FROM agent_versions v WHERE v.agent_id = a.id AND v.version = a.version))
+      RETURNING g.id, g.tenant_id, g.version)
+    INSERT INTO agent_versions (tenant_id, agent_id, version, config, created_by, note)
+    SELECT bump.tenant_id, bump.id, bump.version, a.cfg, ${by.actor}, ${by.note ?? null} FROM bump, a
+    RETURNING version`);
+  return rows[0]?.version ?? null;
+}
 
 /**
  * The tenant's agents (saved definitions, and the built-in archetypes a spawn materialised). Reads
@@ -84,10 +119,33 @@ export class AgentsRepository {
     return { rows: rows.slice(0, limit), more: rows.length > limit };
   }
 
-  /** Creates the agent if the tier rules hold with it. */
-  create(agent: NewAgent): Promise<Agent> {
-    return checkTierRules(this.db, agent.tenantId, { saved: { ...agent, createdAt: new Date() } }, (tx) =>
-      tx.agent.create({ data: agent }),
+  /**
+   * Creates the agent if the tier rules hold with it. The insert trigger writes its version 1
+   * (docs/adr/0061); `by` names who made it there, and its creation is audited.
+   */
+  create(agent: NewAgent, by?: VersionAuthor): Promise<Agent> {
+    return checkTierRules(
+      this.db,
+      agent.tenantId,
+      { saved: { ...agent, createdAt: new Date() } },
+      async (tx) => {
+        const row = await tx.agent.create({ data: agent });
+        if (by) {
+          await tx.agentVersion.update({
+            where: { agentId_version: { agentId: row.id, version: row.version } },
+            data: { createdBy: by.actor, note: by.note ?? 'created' },
+          });
+          await recordAudit(tx, {
+            tenantId: row.tenantId,
+            actor: by.actor,
+            action: 'agent.version_created',
+            targetType: 'agent',
+            targetId: row.id,
+            details: { version: row.version },
+          });
+        }
+        return row;
+      },
     );
   }
 
@@ -96,12 +154,54 @@ export class AgentsRepository {
    * agent saved before the rules whose list breaks them can still change its instructions) skip the
    * check and its lock.
    */
-  update(agent: Agent, change: AgentChange): Promise<Agent> {
-    const write = (tx: Prisma.TransactionClient) =>
-      tx.agent.update({ where: { id: agent.id }, data: change });
+  update(agent: Agent, change: AgentChange, by?: VersionAuthor): Promise<Agent> {
+    return this.change(agent, change, by ? { ...by, rollbackTo: undefined } : undefined);
+  }
+
+  /**
+   * Rolls the agent back (docs/adr/0061): a new version whose configuration equals version `config`'s,
+   * written even when the current one already equals it, audited `agent.rolled_back`.
+   */
+  rollback(agent: Agent, to: { version: number; config: AgentConfig }, by: VersionAuthor): Promise<Agent> {
+    const change = Object.fromEntries(
+      VERSIONED_FIELDS.filter((f) => f in to.config).map((f) => [f, to.config[f]]),
+    ) as AgentChange;
+    return this.change(agent, change, { ...by, rollbackTo: to.version });
+  }
+
+  private change(
+    agent: Agent,
+    change: AgentChange,
+    by: (VersionAuthor & { rollbackTo: number | undefined }) | undefined,
+  ): Promise<Agent> {
+    const write = async (tx: Prisma.TransactionClient) => {
+      const row = await tx.agent.update({ where: { id: agent.id }, data: change });
+      const rollbackTo = by?.rollbackTo;
+      const version = await recordAgentVersion(
+        tx,
+        agent.id,
+        by ?? { actor: 'operator' },
+        rollbackTo !== undefined,
+      );
+      if (version === null) return row;
+      await recordAudit(tx, {
+        tenantId: agent.tenantId,
+        actor: by?.actor ?? 'operator',
+        action: rollbackTo !== undefined ? 'agent.rolled_back' : 'agent.version_created',
+        targetType: 'agent',
+        targetId: agent.id,
+        details: {
+          version,
+          previousVersion: row.version,
+          ...(rollbackTo !== undefined ? { rolledBackTo: rollbackTo } : {}),
+          ...(by?.note ? { note: by.note } : {}),
+        },
+      });
+      return { ...row, version };
+    };
     const touchesTiers =
       change.name !== undefined || change.tier !== undefined || change.allowedSubagents !== undefined;
-    if (!touchesTiers) return write(this.db);
+    if (!touchesTiers) return this.db.$transaction(write);
     const saved = {
       ...agent,
       ...(change.name !== undefined ? { name: change.name } : {}),

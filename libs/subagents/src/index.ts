@@ -5,3 +5,4 @@ export * from './tasks';
 export * from './tools';
 export * from './budget';
 export * from './agents-repository';
+export * from './agent-versions';

@@ -5,6 +5,10 @@ import {
   AgentDetailResponse,
   AgentPageResponse,
   AgentResponse,
+  AgentVersionDiffResponse,
+  AgentVersionNumber,
+  AgentVersionPageResponse,
+  AgentVersionResponse,
   AppError,
   newId,
   notFound,
@@ -23,13 +27,28 @@ import {
 } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
 import { agentLearningStatus, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
-import { ARCHETYPE_TOOLS, archetype, AgentsRepository, refuseBuiltIn } from '@switchboard/subagents';
+import {
+  ARCHETYPE_TOOLS,
+  archetype,
+  AgentsRepository,
+  AgentVersionsRepository,
+  diffConfigs,
+  refuseBuiltIn,
+  type AgentConfig,
+} from '@switchboard/subagents';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
-import { TenantId } from '../platform/auth/guard';
-import { CreateAgentDto, PageQueryDto, UpdateAgentDto } from './dto';
+import { Actor, TenantId } from '../platform/auth/guard';
+import {
+  AgentVersionDiffQueryDto,
+  CreateAgentDto,
+  PageQueryDto,
+  RollbackAgentDto,
+  UpdateAgentDto,
+} from './dto';
+import { validateParam } from '../platform/validation';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
-import { decodeCursor, encodeCursor, pathId, presentAgent } from './presenters';
+import { decodeCursor, encodeCursor, pathId, presentAgent, presentAgentVersion } from './presenters';
 import { CONFIG, EMBEDDERS, TOOLS } from '@switchboard/platform';
 import { GATEWAY_SQL } from './streams.controller';
 import { agentStatus, agentStatuses } from '@switchboard/work-items';
@@ -55,6 +74,7 @@ const presentModels = (m: { model: ResolvedModelRef; fallbackModels: ResolvedMod
 export class AgentsController {
   constructor(
     @Inject(AgentsRepository) private readonly agents: AgentsRepository,
+    @Inject(AgentVersionsRepository) private readonly versions: AgentVersionsRepository,
     @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
@@ -126,7 +146,11 @@ export class AgentsController {
       "(details.referrers) when the new agent, overriding an archetype's name, would break another agent's list.",
     errors: [...BODY_ERRORS, 409],
   })
-  async create(@TenantId() tenantId: string, @Body() body: CreateAgentDto): Promise<AgentResponse> {
+  async create(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Body() body: CreateAgentDto,
+  ): Promise<AgentResponse> {
     const b = body;
     await this.checkTools(tenantId, b.tools);
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
@@ -154,7 +178,7 @@ export class AgentsController {
       memory: b.memory ?? {},
       maxActionsPerHour: b.maxActionsPerHour ?? null,
     };
-    const created = await this.agents.create(data);
+    const created = await this.agents.create(data, { actor });
     await this.reembed(tenantId, created.id, null, created.embedder);
     return presentAgent(created);
   }
@@ -252,11 +276,15 @@ export class AgentsController {
       'The tier rules are checked as on create, for this agent and for every agent listing it in ' +
       '`allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 ' +
       "(details.referrers names them). A built-in archetype's row is read-only (409): create an agent " +
-      'with its name to override it.',
+      'with its name to override it. A change of the versioned configuration (instructions, model, ' +
+      'fallbackModels, tools, allowedSubagents, approvalRequired, budgets, toolResultCompression, archivist, ' +
+      'toolSelection, embedder, memory, maxActionsPerHour) creates the next version (`version`, docs/adr/0061); ' +
+      'a change that leaves it as it is creates none.',
     errors: [...BODY_ERRORS, 404, 409],
   })
   async update(
     @TenantId() tenantId: string,
+    @Actor() actor: string,
     @Param('id') id: string,
     @Body() body: UpdateAgentDto,
   ): Promise<AgentResponse> {
@@ -267,7 +295,132 @@ export class AgentsController {
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
     this.checkEmbedder(b.embedder);
     // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
-    const row = await this.agents.update(agent, b);
+    const row = await this.agents.update(agent, b, { actor });
+    await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
+    return presentAgent(row);
+  }
+
+  /** A version number in the path: not a positive integer is a 400. */
+  private versionOf(raw: string, name = 'version'): number {
+    return validateParam(AgentVersionNumber, /^\d+$/.test(raw) ? raw : Number.NaN, name);
+  }
+
+  private async findVersion(tenantId: string, agentId: string, version: number) {
+    const row = await this.versions.find(tenantId, agentId, version);
+    if (!row) throw notFound('agent version');
+    return row;
+  }
+
+  @Get(':id/versions')
+  @Operation({
+    id: 'listAgentVersions',
+    summary: "An agent's configuration versions, newest first",
+    description:
+      'Every change of the versioned configuration (docs/adr/0061) is an immutable, numbered version; ' +
+      'creating the agent wrote version 1. Paged by `limit` (default 50, at most 200) and `cursor`. 404 ' +
+      "when the agent is not the calling tenant's.",
+    status: 200,
+    schema: AgentVersionPageResponse,
+    errors: [400, 404],
+  })
+  async listVersions(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: PageQueryDto,
+  ): Promise<AgentVersionPageResponse> {
+    const agent = await this.find(tenantId, id);
+    const before = decodeCursor<[number]>(q.cursor, ['number']);
+    const page = await this.versions.page(tenantId, agent.id, before?.[0], q.limit ?? 50);
+    return {
+      data: page.rows.map(presentAgentVersion),
+      nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].version]) : null,
+    };
+  }
+
+  @Get(':id/versions/diff')
+  @Operation({
+    id: 'diffAgentVersions',
+    summary: 'Two versions of an agent compared field by field',
+    description:
+      'Each value that differs from version `from` to version `to`: a field, or a key inside an object ' +
+      'field (`budgets.maxUsd`, `memory.recall`), with its value in each (null: absent); arrays compare ' +
+      'whole. An empty list: the two are equal. 400 for a version that is not a positive integer, 404 for ' +
+      "one the agent does not have or an agent that is not the calling tenant's.",
+    status: 200,
+    schema: AgentVersionDiffResponse,
+    errors: [400, 404],
+  })
+  async diffVersions(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: AgentVersionDiffQueryDto,
+  ): Promise<AgentVersionDiffResponse> {
+    const agent = await this.find(tenantId, id);
+    const [from, to] = await Promise.all([
+      this.findVersion(tenantId, agent.id, q.from),
+      this.findVersion(tenantId, agent.id, q.to),
+    ]);
+    return {
+      agentId: agent.id,
+      from: from.version,
+      to: to.version,
+      changes: diffConfigs(from.config as AgentConfig, to.config as AgentConfig),
+    };
+  }
+
+  @Get(':id/versions/:version')
+  @Operation({
+    id: 'getAgentVersion',
+    summary: 'One version of an agent',
+    description:
+      "The version's stored configuration, who made it and why. 400 for a version that is not a positive " +
+      "integer, 404 for one the agent does not have or an agent that is not the calling tenant's.",
+    status: 200,
+    schema: AgentVersionResponse,
+    errors: [400, 404],
+  })
+  async getVersion(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Param('version') raw: string,
+  ): Promise<AgentVersionResponse> {
+    const version = this.versionOf(raw);
+    const agent = await this.find(tenantId, id);
+    return presentAgentVersion(await this.findVersion(tenantId, agent.id, version));
+  }
+
+  @Post(':id/rollback')
+  @HttpCode(200)
+  @Operation({
+    id: 'rollbackAgent',
+    summary: 'Roll an agent back to an earlier version',
+    description:
+      "Creates a NEW version whose configuration equals `version`'s (versions are never rewritten or " +
+      "removed), makes it the agent's configuration and audits `agent.rolled_back`. Sessions following the " +
+      'latest run on it from their next turn; pinned sessions keep their pin (docs/adr/0061). 404 for a ' +
+      "version the agent does not have or an agent that is not the calling tenant's; the tier rules hold " +
+      "as for PATCH (409). A built-in archetype's row is read-only (409). Nothing is written when it is refused.",
+    status: 200,
+    schema: AgentResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async rollback(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+    @Body() body: RollbackAgentDto,
+  ): Promise<AgentResponse> {
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
+    const target = await this.findVersion(tenantId, agent.id, body.version);
+    const config = target.config as AgentConfig;
+    // What the version names must still exist: a tool or embedder gone since is refused (400).
+    await this.checkTools(tenantId, config.tools as string[] | undefined);
+    this.checkEmbedder((config.embedder as string | null) ?? undefined);
+    const row = await this.agents.rollback(
+      agent,
+      { version: target.version, config },
+      { actor, note: body.note ?? `rollback to version ${target.version}` },
+    );
     await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
     return presentAgent(row);
   }

@@ -16,6 +16,9 @@ import {
   AdmitMessageRequest,
   CancelTurnRequest,
   ReplayTurnRequest,
+  AgentVersionDiffQuery,
+  RollbackAgentRequest,
+  UpdateSessionRequest,
   ClientToolResultsRequest,
   ApprovalsQuery,
   DecideApprovalRequest,
@@ -129,3 +132,6 @@ export class LangGraphHistoryQueryDto extends createZodDto(LangGraphHistoryQuery
 export class LangGraphStateAtDto extends createZodDto(LangGraphStateAtRequest) {}
 export class LangGraphStateQueryDto extends createZodDto(LangGraphStateQuery) {}
 export class LangGraphUpdateStateDto extends createZodDto(LangGraphUpdateStateRequest) {}
+export class AgentVersionDiffQueryDto extends createZodDto(AgentVersionDiffQuery) {}
+export class RollbackAgentDto extends createZodDto(RollbackAgentRequest) {}
+export class UpdateSessionDto extends createZodDto(UpdateSessionRequest) {}

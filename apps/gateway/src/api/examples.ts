@@ -6,6 +6,8 @@ import {
   AnswerTaskDto,
   CancelTurnDto,
   ReplayTurnDto,
+  RollbackAgentDto,
+  UpdateSessionDto,
   ClientToolResultsDto,
   CancelWorkItemDto,
   ChatCompletionDto,
@@ -108,7 +110,10 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
   example(ReplayTurnDto, {
     model: 'anthropic/claude-sonnet-4-5',
     instructions: 'You are a support agent. Answer in two sentences at most.',
+    agentVersion: 3,
   }),
+  example(RollbackAgentDto, { version: 2, note: 'v3 prompt answers too tersely; back to v2' }),
+  example(UpdateSessionDto, { agentVersion: 2 }),
   example(ClientToolResultsDto, {
     results: [{ callId: 'call_019a4f3c2b7e7c1d9a0e5f6b7c8d9e0f', output: '{"temp_c":21,"sky":"sunny"}' }],
   }),

@@ -37,6 +37,7 @@ const turn = (costUsd: string): PresentedTurn => ({
   rewoundAt: null,
   copiedFromTurnId: null,
   replayOfTurnId: null,
+  agentVersion: null,
 });
 
 describe('presentTurn', () => {

@@ -1,4 +1,4 @@
-import type { Agent, ApiKey, Event, Message, Session, Tenant } from '@prisma/client';
+import type { Agent, AgentVersion, ApiKey, Event, Message, Session, Tenant } from '@prisma/client';
 import {
   AppError,
   isUuid,
@@ -25,6 +25,7 @@ import {
   type ToolCallResponse,
   type TurnResponse,
   triggerKindOf,
+  type AgentVersionResponse,
 } from '@switchboard/contracts';
 import type { ApprovalRead, AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
 
@@ -119,6 +120,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   embedder: a.embedder,
   memory: parseMemorySettings(a.memory),
   maxActionsPerHour: a.maxActionsPerHour,
+  version: a.version,
   builtIn: a.builtIn,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
@@ -140,6 +142,7 @@ export const presentSession = (s: Session): SessionResponse => ({
     ? { sessionId: s.forkedFromSessionId, turnId: s.forkedAtTurnId, turnSeq: s.forkedAtTurnSeq }
     : null,
   overrides: overridesOf(s.overrides),
+  agentVersion: s.agentVersion,
 });
 
 /** A session's overrides as stored (docs/adr/0053), or null when it has none. */
@@ -238,6 +241,7 @@ export const presentTurn = (t: PresentedTurn): TurnResponse => ({
   rewoundAt: t.rewoundAt?.toISOString() ?? null,
   copiedFromTurnId: t.copiedFromTurnId,
   replayOfTurnId: t.replayOfTurnId,
+  agentVersion: t.agentVersion ?? null,
 });
 
 /** A journal row as the API shows it; its data is what the engine emitted under the event union. */
@@ -317,4 +321,14 @@ export const presentApproval = (a: ApprovalRead): ApprovalResponse => ({
     trust: a.provenance.trust as P['trust'],
     authorityClass: a.provenance.authorityClass as P['authorityClass'],
   },
+});
+
+/** One agent version (docs/adr/0061). */
+export const presentAgentVersion = (v: AgentVersion): AgentVersionResponse => ({
+  agentId: v.agentId,
+  version: v.version,
+  config: v.config as AgentVersionResponse['config'],
+  createdBy: v.createdBy,
+  note: v.note,
+  createdAt: v.createdAt.toISOString(),
 });

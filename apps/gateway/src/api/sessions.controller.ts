@@ -1,4 +1,16 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiHeader } from '@nestjs/swagger';
 import {
@@ -28,6 +40,7 @@ import {
   PageQueryDto,
   RewindSessionDto,
   SessionsQueryDto,
+  UpdateSessionDto,
 } from './dto';
 import { IdempotencyKeyHeader } from './idempotency';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
@@ -65,7 +78,7 @@ export class SessionsController {
     id: 'createSession',
     summary: 'Start a session with an agent',
     description:
-      "Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session.",
+      "Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session. The session is pinned to the agent's current version (`agentVersion`, docs/adr/0061): a later change of the agent does not change it; PATCH /v1/sessions/{id} re-pins it.",
     status: 201,
     schema: SessionResponse,
     errors: [...BODY_ERRORS, 404],
@@ -78,7 +91,36 @@ export class SessionsController {
       agentId: agent.id,
       title: body.title ?? null,
       metadata: body.metadata ?? {},
+      agentVersion: agent.version,
     });
+    return presentSession(row);
+  }
+
+  @Patch(':id')
+  @Operation({
+    id: 'updateSession',
+    summary: 'Re-pin a session to a version of its agent',
+    description:
+      "`agentVersion`: the agent version the session's next turns run on (docs/adr/0061), or `latest` to follow " +
+      "the agent's newest version from now on. A change of version renders the session's system prompt again on " +
+      "its next turn. 400 for a version the agent does not have; 404 when the session is not the calling tenant's. " +
+      'Nothing is written when it is refused.',
+    status: 200,
+    schema: SessionResponse,
+    errors: [...BODY_ERRORS, 404],
+  })
+  async update(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: UpdateSessionDto,
+  ): Promise<SessionResponse> {
+    const sessionId = pathId(id, 'session');
+    const row = await this.sessions.pin(
+      tenantId,
+      sessionId,
+      body.agentVersion === 'latest' ? null : body.agentVersion,
+    );
+    if (!row) throw notFound('session');
     return presentSession(row);
   }
 

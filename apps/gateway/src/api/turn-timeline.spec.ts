@@ -42,6 +42,7 @@ const turn = (over: Partial<TurnResponse> = {}): TurnResponse => ({
   rewoundAt: null,
   copiedFromTurnId: null,
   replayOfTurnId: null,
+  agentVersion: null,
   childrenCostUsd: '0.00200000',
   totalCostUsd: '0.00300000',
   ...over,

@@ -257,7 +257,7 @@ export class TurnsController {
     id: 'replayTurn',
     summary: 'Replay a turn without repeating its side effects',
     description:
-      "Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054).",
+      "Runs an ended turn's input again in a new session forked just before it (docs/adr/0053), optionally on another `model` or with other `instructions`: read-only tools run again; a side-effecting call with the same tool and canonically equal arguments as a call the original completed is answered from its recorded result (each original call once, in order), marked `replayed` in the journal and never executed; any other side-effecting call waits for an approval (policy `replay_unrecorded_side_effect`). Each call makes a new replay. The turn must have ended (409 otherwise); a replay can be replayed. 404 when the turn is not the calling tenant's. Nothing is written when it is refused. Compare the result with GET /v1/turns/{id}/comparison (docs/adr/0054). `agentVersion` runs the replay on that version of the agent (docs/adr/0061; default: the version the original turn ran on; one the agent does not have: 400).",
     status: 202,
     schema: TurnReplayResponse,
     response: 'The replay turn, queued in the fork; it runs on a worker like any admitted turn.',
@@ -277,7 +277,10 @@ export class TurnsController {
       tenantId,
       turnId,
       actor,
-      ...(body.model !== undefined || body.instructions !== undefined ? { overrides: body } : {}),
+      ...(body.model !== undefined || body.instructions !== undefined
+        ? { overrides: { model: body.model, instructions: body.instructions } }
+        : {}),
+      ...(body.agentVersion !== undefined ? { agentVersion: body.agentVersion } : {}),
     });
     return {
       replay: {

@@ -66,6 +66,8 @@ export interface TurnRow {
   replayOfTurnId?: string | null;
   /** Which waiting reason of the previous turn its input matched (docs/adr/0057); null: it was not waiting. */
   continuation?: ContinuationResolution | null;
+  /** The agent version the turn runs on (docs/adr/0061). */
+  agentVersion?: number | null;
 }
 
 /** A transcript entry with what the model's view of it needs (a subset of the messages row). */
@@ -98,6 +100,8 @@ export interface AgentLearning {
 
 export interface AgentRow {
   id: string;
+  /** The agent's latest version, or (laid over by `versioned`) the version the turn runs on (docs/adr/0061). */
+  version?: number;
   name: string;
   instructions: string;
   model: string;
@@ -259,6 +263,8 @@ export interface ClaimRow {
   compaction: unknown;
   overrides: unknown;
   agent: AgentRow | null;
+  /** The pinned version's stored configuration when the turn does not run on the agent's latest (docs/adr/0061). */
+  version_config?: unknown;
   settings: unknown;
   kill_switch: boolean | null;
   tenant_cap_usd: string | null;
@@ -325,7 +331,7 @@ const leaseCte = (t: ClaimTarget) => sql`s AS (
     AND ${t.when}`
         : sql``
     }
-  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction, overrides, created_at
+  RETURNING id, tenant_id, system_prompt, summarizer_failures, compaction, overrides, agent_version, created_at
 )`;
 
 /** The tenant's cap (docs/adr/0029): its other sessions under a live lease, fewer than the cap. */
@@ -353,11 +359,14 @@ const AGENT_HELD = sql`EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id 
  * `ut`: that turn marked running when it is unfinished, re-checked on its latest row version (a turn
  * another holder finished while this statement waited for the session row is not taken), unless the
  * tenant is paused or the turn's agent held: the turn stays `queued` (or `running`, interrupted)
- * until the resume wakes it.
+ * until the resume wakes it. Its agent version (docs/adr/0061) is fixed on its first claim: the one it
+ * was admitted with (a replay's), else the session's pin, else the agent's latest.
  */
 const RUN_TURN_CTE = sql`ut AS (
   UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
-    run_count = t.run_count + 1, ${continuationSet(sql`t`)}
+    run_count = t.run_count + 1, ${continuationSet(sql`t`)},
+    agent_version = coalesce(t.agent_version, s.agent_version,
+      (SELECT av.version FROM agents av WHERE av.id = t.agent_id))
   FROM nt, s WHERE t.id = nt.id AND t.status IN ${UNFINISHED} AND NOT ${TENANT_PAUSED} AND NOT ${AGENT_HELD}
   RETURNING t.*
 )`;
@@ -382,7 +391,7 @@ const TURN_JSON = sql`json_build_object(
   'startedAt', ut.started_at, 'cancelRequested', ut.cancel_requested_at IS NOT NULL,
   'cancelReason', ut.cancel_reason, 'taskId', ut.task_id, 'responseFormat', ut.response_format,
   'clientTools', ut.client_tools, 'toolChoice', ut.tool_choice, 'replayOfTurnId', ut.replay_of_turn_id,
-  'continuation', ut.continuation,
+  'continuation', ut.continuation, 'agentVersion', ut.agent_version,
   'hasPushConfigs', EXISTS (SELECT 1 FROM a2a_push_configs pc WHERE pc.turn_id = ut.id),
   'childrenCostUsd', ${descendantsCostUsd(sql`ut.id`)}::text,
   'cacheSessionId', coalesce((SELECT tk.parent_session_id FROM tasks tk JOIN turns pt ON pt.id = tk.parent_turn_id
@@ -417,7 +426,7 @@ const LEARNING_JSON = sql`CASE WHEN coalesce(a.memory->>'learning', 'false') = '
 
 /** The turn's agent as `AgentRow`. */
 const AGENT_JSON = sql`json_build_object(
-  'id', a.id, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
+  'id', a.id, 'version', a.version, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
   'fallbackModels', a.fallback_models, 'tools', a.tools, 'budgets', a.budgets,
   'approvalRequired', coalesce(a.approval_required, '{}'), 'tier', a.tier,
   'toolResultCompression', a.tool_result_compression,
@@ -430,6 +439,14 @@ const AGENT_JSON = sql`json_build_object(
       ORDER BY mb.name), '[]'::json)
     FROM memory_blocks mb WHERE mb.tenant_id = a.tenant_id AND mb.agent_id = a.id),
   'learning', ${LEARNING_JSON})`;
+
+/**
+ * The configuration of the version the turn runs on (docs/adr/0061), read only when it is not the
+ * agent's latest (a pinned session after a change): null, nothing read, on the latest.
+ */
+const VERSION_CONFIG = sql`CASE WHEN ut.agent_version IS DISTINCT FROM a.version THEN (
+    SELECT v.config FROM agent_versions v WHERE v.agent_id = a.id AND v.version = ut.agent_version)
+  END AS version_config`;
 
 /** Calls an interrupted run started and never recorded (ADR 0004). */
 const STARTED_CALLS = sql`(SELECT coalesce(json_agg(c.call_id), '[]'::json) FROM tool_calls c
@@ -505,6 +522,7 @@ export function claimParts(t: ClaimTarget): { ctes: Sql[]; columns: Sql[]; joins
       sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${TURN_JSON} END AS turn`,
       sql`s.system_prompt, s.summarizer_failures, s.compaction, s.overrides`,
       sql`CASE WHEN a.id IS NULL THEN NULL ELSE ${AGENT_JSON} END AS agent`,
+      VERSION_CONFIG,
       sql`tn.settings, tn.kill_switch`,
       sql`CASE WHEN ut.id IS NULL THEN NULL ELSE ${tenantCapUsd(sql`tn`, sql`ut.id`)} END AS tenant_cap_usd`,
       STARTED_CALLS,
@@ -531,6 +549,34 @@ export function claimStatement(a: ClaimNext): Sql {
     ${joins}`;
 }
 
+/** The stored keys `versioned` lays over the agent row: those of `sb_agent_config()` (docs/adr/0061). */
+const VERSIONED_KEYS = [
+  'instructions',
+  'model',
+  'fallbackModels',
+  'tools',
+  'approvalRequired',
+  'budgets',
+  'toolResultCompression',
+  'toolSelection',
+  'embedder',
+  'memory',
+  'maxActionsPerHour',
+] as const;
+
+/**
+ * The agent as the turn's version configures it (docs/adr/0061): the pinned version's stored
+ * configuration over the agent row (its memory records, blocks and learning stay the agent's own), so
+ * the turn plan reads one shape whichever version runs. No configuration (the turn runs on the
+ * latest, or the version is gone): the row as it is.
+ */
+export function versioned(agent: AgentRow, config: unknown, version?: number | null): AgentRow {
+  if (!config || typeof config !== 'object') return agent;
+  const c = config as Record<string, unknown>;
+  const over = Object.fromEntries(VERSIONED_KEYS.filter((k) => k in c).map((k) => [k, c[k]]));
+  return { ...agent, ...over, ...(version != null ? { version } : {}) };
+}
+
 /** The claimed turn, loaded for its run. */
 function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow }): TurnLoad {
   const t = row.turn;
@@ -549,7 +595,7 @@ function loadOf(row: ClaimRow & { turn: Record<string, unknown>; agent: AgentRow
       compaction: row.compaction,
       overrides: row.overrides ?? null,
     },
-    agent: row.agent,
+    agent: versioned(row.agent, row.version_config, turn.agentVersion),
     tenant: {
       settings: row.settings,
       killSwitch: row.kill_switch ?? false,

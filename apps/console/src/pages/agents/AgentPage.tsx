@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
 import { embeddingProgress } from '../../lib/memory-search';
+import { AgentVersions } from './AgentVersions';
 import { MemoryBlocks } from './MemoryBlocks';
 import { MemoryBrowser } from './MemoryBrowser';
 import { useAgent, type AgentDetail } from './queries';
@@ -16,10 +17,11 @@ const TABS = [
   ['work', 'Work items'],
   ['memory', 'Memory'],
   ['blocks', 'Memory blocks'],
+  ['versions', 'Versions'],
 ] as const;
 type Tab = (typeof TABS)[number][0];
 
-/** /agents/:id: the agent's settings, lifecycle and learning, its work items, its memory and memory blocks. */
+/** /agents/:id: the agent's settings, lifecycle and learning, its work items, memory, memory blocks and versions. */
 export default function AgentPage() {
   const { id = '' } = useParams();
   // Lifecycle changes on its own (a turn starts, the agent sleeps): refreshed while the page is open.
@@ -64,6 +66,7 @@ export default function AgentPage() {
         {tab === 'work' ? <WorkItemsBoard agentId={a.id} /> : null}
         {tab === 'memory' ? <MemoryBrowser agentId={a.id} /> : null}
         {tab === 'blocks' ? <MemoryBlocks agentId={a.id} /> : null}
+        {tab === 'versions' ? <AgentVersions agentId={a.id} latest={a.version} /> : null}
       </div>
     </Page>
   );
