@@ -61,7 +61,7 @@ describe('console: agent versions', () => {
     await waitFor(async () => /^v3 \(current\)/.test((await rows.first().innerText()).trim()), {
       what: 'the rollback version listed as current',
     });
-    expect(await rows.count()).toBe(3);
+    await waitFor(async () => (await rows.count()) === 3, { what: 'three versions listed' });
     const agent = (await api.get(`/v1/agents/${id}`)).body;
     expect(agent).toMatchObject({ version: 3, instructions: 'First words.' });
     const v1 = (await api.get(`/v1/agents/${id}/versions/1`)).body.config;

@@ -384,6 +384,7 @@ describe('operator tenant API', () => {
       ['tenant.paused', 'operator', 'tenant'],
       ['approval.decided', byKey, 'approval'],
       ['trigger.secret_rotated', byKey, 'trigger'],
+      ['agent.version_created', byKey, 'agent'],
       ['tenant.limits_changed', 'operator', 'tenant'],
       ['tenant.limits_changed', 'operator', 'tenant'],
       ['tenant.settings_changed', byKey, 'tenant'],
