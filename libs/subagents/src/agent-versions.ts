@@ -22,6 +22,7 @@ export const VERSIONED_FIELDS = [
   'embedder',
   'memory',
   'maxActionsPerHour',
+  'scorers',
 ] as const;
 export type VersionedField = (typeof VERSIONED_FIELDS)[number];
 

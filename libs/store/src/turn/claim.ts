@@ -562,6 +562,7 @@ const VERSIONED_KEYS = [
   'embedder',
   'memory',
   'maxActionsPerHour',
+  'scorers',
 ] as const;
 
 /**
