@@ -14,7 +14,7 @@ import {
   SessionsRepository,
   TenantsRepository,
 } from '@switchboard/store';
-import { AgentsRepository, AgentVersionsRepository } from '@switchboard/subagents';
+import { AgentsRepository, AgentVersionsRepository, CanaryRepository } from '@switchboard/subagents';
 import { DeliveriesRepository, TriggersRepository } from '@switchboard/triage';
 
 /** Each lib's repository on the process's Prisma client, provided by its class. */
@@ -31,6 +31,7 @@ const onDb = (repository: new (db: Db) => unknown): Provider => ({
 export const REPOSITORIES: Provider[] = [
   onDb(AgentsRepository),
   onDb(AgentVersionsRepository),
+  onDb(CanaryRepository),
   onDb(ApiKeysRepository),
   onDb(ApprovalsRepository),
   onDb(AuditLogRepository),

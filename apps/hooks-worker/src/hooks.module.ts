@@ -10,6 +10,7 @@ import { CONFIG, DB, InfraModule, LOGGER, METRICS, providerRegistryFromConfig } 
 import { sqlDbFor } from '@switchboard/store';
 import { PostTurnProcessor } from './post-turn.processor';
 import { MemoryEmbedProcessor } from './memory-embed.processor';
+import { CanarySweepService } from './canary-sweep.service';
 import { HOOKS_SQL, POST_TURN_HOOKS } from './tokens';
 
 @Module({})
@@ -61,6 +62,7 @@ export class HooksModule {
         },
         PostTurnProcessor,
         MemoryEmbedProcessor,
+        CanarySweepService,
       ],
     };
   }

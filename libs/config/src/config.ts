@@ -320,6 +320,8 @@ export const ConfigSchema = z.object({
   QUEUE_STALLED_INTERVAL_MS: Int(30_000, 500),
   /** How often a worker re-enqueues unfinished turns found only in Postgres. */
   RECONCILE_INTERVAL_MS: Int(60_000, 0),
+  /** How often each hooks worker compares running canaries' scores and rolls a worse candidate back (docs/adr/0064). 0: off. */
+  CANARY_EVAL_INTERVAL_MS: Int(10_000, 0),
   /**
    * How often expired session leases are freed and their sessions' next turns woken (docs/adr/0029):
    * how soon after SESSION_LEASE_MS a dead worker's sessions, and its tenants' slots, are taken up. 0: off.

@@ -245,6 +245,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       'how often unfinished turns are re-enqueued from Postgres: one `reconcile` job per interval for the whole cluster (a BullMQ job scheduler on the `maintenance` queue); `0` leaves only the reconcile at each harness start',
   },
+  CANARY_EVAL_INTERVAL_MS: {
+    meaning:
+      "how often each hooks worker compares every running canary's candidate and baseline mean online scores (`turn_scores`) and rolls a candidate worse by the canary's margin back (ADR 0064); `0` off (no automatic rollback)",
+  },
   LEASE_SWEEP_MS: {
     meaning:
       "how often expired session leases (a worker died holding them) are freed and their sessions' next turns woken, one `leases` job per interval for the cluster (ADR 0029); `0` off (the reconcile still recovers them)",

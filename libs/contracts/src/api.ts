@@ -949,6 +949,10 @@ export const AUDIT_ACTIONS = [
   'task.cancelled',
   'agent.version_created',
   'agent.rolled_back',
+  'agent.canary_started',
+  'agent.canary_promoted',
+  'agent.canary_rolled_back',
+  'agent.canary_stopped',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;
@@ -974,6 +978,27 @@ export const RollbackAgentRequest = z.strictObject({
   note: z.string().max(500).optional(),
 });
 export type RollbackAgentRequest = z.infer<typeof RollbackAgentRequest>;
+
+/**
+ * PUT /v1/agents/:id/canary (docs/adr/0064): pin `sharePercent` of the agent's new sessions to
+ * `candidateVersion`, the rest to `baselineVersion` (default: the agent's current version), and roll the
+ * candidate back when its mean online score is below the baseline's by `margin` once each has `minScored`
+ * scored turns (`scorer`: compare that scorer's scores only; default every score of the turn).
+ */
+export const StartCanaryRequest = z.strictObject({
+  candidateVersion: z.int().min(1).max(2_147_483_647),
+  baselineVersion: z.int().min(1).max(2_147_483_647).optional(),
+  sharePercent: z.number().min(0).max(100),
+  margin: z.number().min(0).max(1).optional(),
+  minScored: z.int().min(1).max(1_000_000).optional(),
+  scorer: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z0-9][a-z0-9_:-]*$/)
+    .optional(),
+});
+export type StartCanaryRequest = z.infer<typeof StartCanaryRequest>;
 
 /** PATCH /v1/sessions/:id: re-pin the session to an agent version, or to the latest. */
 export const UpdateSessionRequest = z.strictObject({

@@ -323,7 +323,53 @@ export const AgentLearningResponse = z
   .register(ApiSchemas, { id: 'AgentLearning' });
 
 /** GET /v1/agents/:id: the agent and its status (the list has the lifecycle, not the tool statistics). */
+/** Candidate and baseline mean online scores as the canary's sweep computed them (docs/adr/0064). */
+export const CanaryObservationResponse = z
+  .strictObject({
+    baselineMean: z.number().nullable(),
+    candidateMean: z.number().nullable(),
+    /** Scored turns of each side since the canary started. */
+    n: z.strictObject({ baseline: z.int(), candidate: z.int() }),
+  })
+  .register(ApiSchemas, { id: 'CanaryObservation' });
+
+/** An agent's canary (docs/adr/0064): the last one started, whatever its status. */
+export const CanaryResponse = z
+  .strictObject({
+    agentId: Id,
+    runId: Id,
+    status: z.enum(['running', 'promoted', 'rolled_back', 'stopped']),
+    baselineVersion: z.int(),
+    candidateVersion: z.int(),
+    sharePercent: z.number(),
+    margin: z.number(),
+    minScored: z.int(),
+    /** The scorer compared; null: every score of the turn (scorers and feedback). */
+    scorer: z.string().nullable(),
+    /** What the sweep last saw while it ran (null: not evaluated yet). */
+    observed: CanaryObservationResponse.extend({ at: Timestamp }).nullable(),
+    /** How it ended: the evidence of an automatic rollback, or who promoted or stopped it (null while running). */
+    decision: z
+      .strictObject({
+        outcome: z.enum(['promoted', 'rolled_back', 'stopped']),
+        by: z.string(),
+        baselineMean: z.number().nullable(),
+        candidateMean: z.number().nullable(),
+        n: z.strictObject({ baseline: z.int(), candidate: z.int() }),
+        /** The version a promotion created (its configuration equals the candidate's). */
+        promotedAs: z.int().optional(),
+      })
+      .nullable(),
+    createdBy: z.string().nullable(),
+    startedAt: Timestamp,
+    decidedAt: Timestamp.nullable(),
+  })
+  .register(ApiSchemas, { id: 'Canary' });
+export type CanaryResponse = z.infer<typeof CanaryResponse>;
+
 export const AgentDetailResponse = AgentResponse.extend({
+  /** The agent's canary (the last one started, docs/adr/0064), or null when it never had one. */
+  canary: CanaryResponse.nullable(),
   status: z.strictObject({
     /** Per tool the agent has called, by name; tools it never called are absent. */
     tools: z.array(AgentToolStatusResponse),

@@ -143,6 +143,12 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],
   });
+  readonly canaryDecisions = new Counter({
+    name: 'switchboard_canary_decisions_total',
+    help: 'Canaries ended (docs/adr/0064), by outcome: rolled_back (the hooks worker sweep), promoted, stopped (the API)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly hooks = new Counter({
     name: 'switchboard_hook_runs_total',
     help: 'Post-turn hook runs by hook and outcome',

@@ -162,19 +162,33 @@ export class AgentsRepository {
    * Rolls the agent back (docs/adr/0061): a new version whose configuration equals version `config`'s,
    * written even when the current one already equals it, audited `agent.rolled_back`.
    */
-  rollback(agent: Agent, to: { version: number; config: AgentConfig }, by: VersionAuthor): Promise<Agent> {
+  rollback(
+    agent: Agent,
+    to: { version: number; config: AgentConfig },
+    by: VersionAuthor,
+    /**
+     * A canary's promotion (docs/adr/0064): the new version is audited `agent.version_created` with
+     * `promotedFrom`, and this runs in the same transaction with the version it made.
+     */
+    promotion?: (tx: Tx, version: number) => Promise<void>,
+  ): Promise<Agent> {
     const change = Object.fromEntries(
       VERSIONED_FIELDS.filter((f) => f in to.config).map((f) => [f, to.config[f]]),
     ) as AgentChange;
-    return this.change(agent, change, { ...by, rollbackTo: to.version });
+    return this.change(agent, change, { ...by, rollbackTo: to.version, promotion });
   }
 
   private change(
     agent: Agent,
     change: AgentChange,
-    by: (VersionAuthor & { rollbackTo: number | undefined }) | undefined,
+    by:
+      | (VersionAuthor & {
+          rollbackTo: number | undefined;
+          promotion?: (tx: Tx, version: number) => Promise<void>;
+        })
+      | undefined,
   ): Promise<Agent> {
-    const write = async (tx: Prisma.TransactionClient) => {
+    const write = async (tx: Tx) => {
       const row = await tx.agent.update({ where: { id: agent.id }, data: change });
       const rollbackTo = by?.rollbackTo;
       const version = await recordAgentVersion(
@@ -184,19 +198,21 @@ export class AgentsRepository {
         rollbackTo !== undefined,
       );
       if (version === null) return row;
+      const promotion = by?.promotion;
       await recordAudit(tx, {
         tenantId: agent.tenantId,
         actor: by?.actor ?? 'operator',
-        action: rollbackTo !== undefined ? 'agent.rolled_back' : 'agent.version_created',
+        action: rollbackTo !== undefined && !promotion ? 'agent.rolled_back' : 'agent.version_created',
         targetType: 'agent',
         targetId: agent.id,
         details: {
           version,
           previousVersion: row.version,
-          ...(rollbackTo !== undefined ? { rolledBackTo: rollbackTo } : {}),
+          ...(rollbackTo !== undefined ? { [promotion ? 'promotedFrom' : 'rolledBackTo']: rollbackTo } : {}),
           ...(by?.note ? { note: by.note } : {}),
         },
       });
+      if (promotion) await promotion(tx, version);
       return { ...row, version };
     };
     const touchesTiers =

@@ -6,3 +6,4 @@ export * from './tools';
 export * from './budget';
 export * from './agents-repository';
 export * from './agent-versions';
+export * from './canary';

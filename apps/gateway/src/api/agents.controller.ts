@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import {
@@ -10,6 +10,7 @@ import {
   AgentVersionPageResponse,
   AgentVersionResponse,
   AppError,
+  CanaryResponse,
   newId,
   notFound,
   parseMemorySettings,
@@ -32,6 +33,7 @@ import {
   archetype,
   AgentsRepository,
   AgentVersionsRepository,
+  CanaryRepository,
   diffConfigs,
   refuseBuiltIn,
   type AgentConfig,
@@ -44,12 +46,21 @@ import {
   CreateAgentDto,
   PageQueryDto,
   RollbackAgentDto,
+  StartCanaryDto,
   UpdateAgentDto,
 } from './dto';
 import { validateParam } from '../platform/validation';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
-import { decodeCursor, encodeCursor, pathId, presentAgent, presentAgentVersion } from './presenters';
-import { CONFIG, EMBEDDERS, TOOLS } from '@switchboard/platform';
+import {
+  decodeCursor,
+  encodeCursor,
+  pathId,
+  presentAgent,
+  presentAgentVersion,
+  presentCanary,
+} from './presenters';
+import { CONFIG, EMBEDDERS, METRICS, TOOLS } from '@switchboard/platform';
+import type { Metrics } from '@switchboard/observability';
 import { GATEWAY_SQL } from './streams.controller';
 import { agentStatus, agentStatuses } from '@switchboard/work-items';
 import { presentLifecycle } from './agent-lifecycle.controller';
@@ -75,12 +86,14 @@ export class AgentsController {
   constructor(
     @Inject(AgentsRepository) private readonly agents: AgentsRepository,
     @Inject(AgentVersionsRepository) private readonly versions: AgentVersionsRepository,
+    @Inject(CanaryRepository) private readonly canaries: CanaryRepository,
     @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
     @Inject(EMBEDDERS) private readonly embedders: EmbedderRegistry,
     @Inject(getQueueToken(QueueName.MemoryEmbed)) private readonly embedQueue: Queue,
+    @Inject(METRICS) private readonly metrics: Metrics,
   ) {}
 
   /** An embedder the deployment does not have is refused (400) before anything is written (docs/adr/0049). */
@@ -238,11 +251,12 @@ export class AgentsController {
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<AgentDetailResponse> {
     const agent = await this.find(tenantId, id);
-    const [tools, lifecycle, tenant, learning] = await Promise.all([
+    const [tools, lifecycle, tenant, learning, canary] = await Promise.all([
       agentToolStatus(this.sql, { tenantId, agentId: agent.id }),
       agentStatus(this.sql, tenantId, agent.id),
       this.sql.first<{ settings: unknown }>(sql`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`),
       agentLearningStatus(this.sql, { tenantId, agentId: agent.id, limit: 5 }),
+      this.canaries.find(tenantId, agent.id),
     ]);
     // Deleted since it was read.
     if (!lifecycle) throw notFound('agent');
@@ -253,6 +267,7 @@ export class AgentsController {
     const seeing = [images.model, ...images.fallbackModels].filter((r) => takesImages(r.ref));
     return {
       ...presentAgent(agent),
+      canary: canary ? presentCanary(canary) : null,
       status: {
         tools,
         lifecycle: presentLifecycle(lifecycle),
@@ -423,6 +438,105 @@ export class AgentsController {
     );
     await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
     return presentAgent(row);
+  }
+
+  @Put(':id/canary')
+  @Operation({
+    id: 'startCanary',
+    summary: 'Start a canary of an agent version',
+    description:
+      "Pins `sharePercent` (0–100) of the agent's NEW sessions (POST /v1/sessions; chosen by a stable hash of " +
+      'the session id) to `candidateVersion`, the rest to `baselineVersion` (default: the agent\'s current ' +
+      'version), until it is promoted, stopped or rolled back (docs/adr/0064). The hooks worker compares the ' +
+      "two sides' mean online score (scorers and feedback since the start; only `scorer`'s when named) every " +
+      'CANARY_EVAL_INTERVAL_MS and, once each side has `minScored` (default 20) scored turns, rolls the ' +
+      'candidate back when its mean is below the baseline\'s by `margin` (default 0.1): status `rolled_back`, ' +
+      'and the sessions it pinned to the candidate are re-pinned to the baseline. Audited ' +
+      '`agent.canary_started`. 400 for a version the agent does not have, a share outside 0–100 or a candidate ' +
+      "equal to the baseline; 404 for an agent that is not the calling tenant's; 409 while another canary of " +
+      "the agent runs, or for a built-in archetype's row. Nothing is written when it is refused.",
+    status: 200,
+    schema: CanaryResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async startCanary(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+    @Body() body: StartCanaryDto,
+  ): Promise<CanaryResponse> {
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
+    return presentCanary(await this.canaries.start(agent, body, actor));
+  }
+
+  @Get(':id/canary')
+  @Operation({
+    id: 'getCanary',
+    summary: "An agent's canary",
+    description:
+      'The last canary started on the agent, whatever its status (running, promoted, rolled_back, stopped), ' +
+      'with what the sweep last observed and how it ended (docs/adr/0064). 404 when the agent never had one ' +
+      "or is not the calling tenant's.",
+    status: 200,
+    schema: CanaryResponse,
+    errors: [404],
+  })
+  async getCanary(@TenantId() tenantId: string, @Param('id') id: string): Promise<CanaryResponse> {
+    const agent = await this.find(tenantId, id);
+    const canary = await this.canaries.find(tenantId, agent.id);
+    if (!canary) throw notFound('canary');
+    return presentCanary(canary);
+  }
+
+  @Post(':id/canary/promote')
+  @HttpCode(200)
+  @Operation({
+    id: 'promoteCanary',
+    summary: "Promote a running canary's candidate",
+    description:
+      "The candidate's configuration becomes the agent's as a new version (equal to it, as a rollback makes " +
+      "one, docs/adr/0061; none when the candidate already is the agent's current version); new sessions get " +
+      'it, pinned sessions keep their pin. Audited `agent.canary_promoted` (and `agent.version_created`). 404 ' +
+      "when the agent never had a canary or is not the calling tenant's; 409 when its canary is not running. " +
+      'Nothing is written when it is refused.',
+    status: 200,
+    schema: CanaryResponse,
+    errors: [404, 409],
+  })
+  async promoteCanary(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+  ): Promise<CanaryResponse> {
+    const agent = refuseBuiltIn(await this.find(tenantId, id));
+    const { canary, agent: row } = await this.canaries.promote(agent, actor);
+    this.metrics.canaryDecisions.inc({ outcome: 'promoted' });
+    await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
+    return presentCanary(canary);
+  }
+
+  @Delete(':id/canary')
+  @HttpCode(200)
+  @Operation({
+    id: 'stopCanary',
+    summary: 'Stop a running canary',
+    description:
+      'New sessions get the agent\'s current version again; sessions the canary pinned keep their pin ' +
+      '(PATCH /v1/sessions/{id} re-pins). Audited `agent.canary_stopped`. 404 when the agent never had a ' +
+      "canary or is not the calling tenant's; 409 when its canary is not running. Nothing is written when it is refused.",
+    status: 200,
+    schema: CanaryResponse,
+    errors: [404, 409],
+  })
+  async stopCanary(
+    @TenantId() tenantId: string,
+    @Actor() actor: string,
+    @Param('id') id: string,
+  ): Promise<CanaryResponse> {
+    const agent = await this.find(tenantId, id);
+    const canary = await this.canaries.stop(tenantId, agent.id, actor);
+    this.metrics.canaryDecisions.inc({ outcome: 'stopped' });
+    return presentCanary(canary);
   }
 
   /** Soft delete: existing sessions keep their history; no new session can use the agent. */

@@ -18,6 +18,7 @@ import {
   ReplayTurnRequest,
   AgentVersionDiffQuery,
   RollbackAgentRequest,
+  StartCanaryRequest,
   UpdateSessionRequest,
   ClientToolResultsRequest,
   ApprovalsQuery,
@@ -134,4 +135,5 @@ export class LangGraphStateQueryDto extends createZodDto(LangGraphStateQuery) {}
 export class LangGraphUpdateStateDto extends createZodDto(LangGraphUpdateStateRequest) {}
 export class AgentVersionDiffQueryDto extends createZodDto(AgentVersionDiffQuery) {}
 export class RollbackAgentDto extends createZodDto(RollbackAgentRequest) {}
+export class StartCanaryDto extends createZodDto(StartCanaryRequest) {}
 export class UpdateSessionDto extends createZodDto(UpdateSessionRequest) {}

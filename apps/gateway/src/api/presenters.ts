@@ -1,4 +1,4 @@
-import type { Agent, AgentVersion, ApiKey, Event, Message, Session, Tenant } from '@prisma/client';
+import type { Agent, AgentCanary, AgentVersion, ApiKey, Event, Message, Session, Tenant } from '@prisma/client';
 import {
   AppError,
   isUuid,
@@ -26,6 +26,7 @@ import {
   type TurnResponse,
   triggerKindOf,
   type AgentVersionResponse,
+  type CanaryResponse,
 } from '@switchboard/contracts';
 import type { ApprovalRead, AuditRow, TenantOverview, ToolCallRead, TurnRead } from '@switchboard/store';
 
@@ -331,4 +332,22 @@ export const presentAgentVersion = (v: AgentVersion): AgentVersionResponse => ({
   createdBy: v.createdBy,
   note: v.note,
   createdAt: v.createdAt.toISOString(),
+});
+
+/** An agent's canary (docs/adr/0064). */
+export const presentCanary = (c: AgentCanary): CanaryResponse => ({
+  agentId: c.agentId,
+  runId: c.runId,
+  status: c.status as CanaryResponse['status'],
+  baselineVersion: c.baselineVersion,
+  candidateVersion: c.candidateVersion,
+  sharePercent: c.sharePercent,
+  margin: c.margin,
+  minScored: c.minScored,
+  scorer: c.scorer,
+  observed: (c.observed as CanaryResponse['observed']) ?? null,
+  decision: (c.decision as CanaryResponse['decision']) ?? null,
+  createdBy: c.createdBy,
+  startedAt: c.startedAt.toISOString(),
+  decidedAt: c.decidedAt?.toISOString() ?? null,
 });

@@ -30,7 +30,7 @@ import {
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { SessionsRepository } from '@switchboard/store';
-import { AgentsRepository } from '@switchboard/subagents';
+import { AgentsRepository, createSessionForAgent } from '@switchboard/subagents';
 import { Actor, TenantId } from '../platform/auth/guard';
 import {
   AdmitMessageDto,
@@ -53,7 +53,8 @@ import {
   presentSession,
   presentTurn,
 } from './presenters';
-import { CONFIG } from '@switchboard/platform';
+import { CONFIG, DB } from '@switchboard/platform';
+import type { Db } from '@switchboard/database';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { holdRequest } from '../protocols/hold';
 import { GATEWAY_READS, type GatewayReads } from './reads';
@@ -70,6 +71,7 @@ export class SessionsController {
     @Inject(CONFIG) private readonly config: Config,
     @Inject(GATEWAY_READS) private readonly reads: GatewayReads,
     @Inject(SESSION_HISTORY) private readonly history: SessionHistory,
+    @Inject(DB) private readonly db: Db,
   ) {}
 
   @Post()
@@ -78,7 +80,7 @@ export class SessionsController {
     id: 'createSession',
     summary: 'Start a session with an agent',
     description:
-      "Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session. The session is pinned to the agent's current version (`agentVersion`, docs/adr/0061): a later change of the agent does not change it; PATCH /v1/sessions/{id} re-pins it.",
+      "Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session. The session is pinned to the agent's current version (`agentVersion`, docs/adr/0061): a later change of the agent does not change it; PATCH /v1/sessions/{id} re-pins it. While the agent has a running canary (PUT /v1/agents/{id}/canary, docs/adr/0064) it is pinned to the canary's candidate or baseline version instead, by a stable hash of its id.",
     status: 201,
     schema: SessionResponse,
     errors: [...BODY_ERRORS, 404],
@@ -86,12 +88,13 @@ export class SessionsController {
   async create(@TenantId() tenantId: string, @Body() body: CreateSessionDto): Promise<SessionResponse> {
     const agent = await this.agents.find(tenantId, body.agentId);
     if (!agent) throw notFound('agent');
-    const row = await this.sessions.create({
+    // Pinned to the agent's current version, or as its running canary says (docs/adr/0064).
+    const row = await createSessionForAgent(this.db, {
       tenantId,
       agentId: agent.id,
+      version: agent.version,
       title: body.title ?? null,
       metadata: body.metadata ?? {},
-      agentVersion: agent.version,
     });
     return presentSession(row);
   }
