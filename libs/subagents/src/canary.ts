@@ -54,7 +54,13 @@ export type CanaryOutcome = 'promoted' | 'rolled_back' | 'stopped';
  */
 export async function createSessionForAgent(
   db: Db,
-  s: { tenantId: string; agentId: string; version: number; title: string | null; metadata: Record<string, unknown> },
+  s: {
+    tenantId: string;
+    agentId: string;
+    version: number;
+    title: string | null;
+    metadata: Record<string, unknown>;
+  },
 ): Promise<Session> {
   return db.$transaction(async (tx) => {
     const [canary] = await tx.$queryRaw<
@@ -108,7 +114,10 @@ export async function observeCanary(db: Db | Tx, c: AgentCanary): Promise<Canary
 }
 
 /** The rule: both sides have `minScored` scored turns and the candidate's mean is below the baseline's by `margin`. */
-export function candidateIsWorse(c: Pick<AgentCanary, 'margin' | 'minScored'>, o: CanaryObservation): boolean {
+export function candidateIsWorse(
+  c: Pick<AgentCanary, 'margin' | 'minScored'>,
+  o: CanaryObservation,
+): boolean {
   if (o.n.baseline < c.minScored || o.n.candidate < c.minScored) return false;
   if (o.baselineMean === null || o.candidateMean === null) return false;
   return o.baselineMean - o.candidateMean >= c.margin - EPSILON;
@@ -225,7 +234,9 @@ export class CanaryRepository {
   }
 
   private async versionExists(tx: Tx, agent: Agent, version: number, path: string): Promise<void> {
-    const found = await tx.agentVersion.findFirst({ where: { agentId: agent.id, tenantId: agent.tenantId, version } });
+    const found = await tx.agentVersion.findFirst({
+      where: { agentId: agent.id, tenantId: agent.tenantId, version },
+    });
     if (!found) {
       const message = `unknown agent version: ${version}`;
       throw new AppError('validation_failed', message, { issues: [{ path, message }] });
