@@ -551,6 +551,21 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('rollbackAgent', 200, { auth: key, params: { id: agent.body.id }, body: { version: current } });
     await run('rollbackAgent', 400, { auth: key, params: { id: agent.body.id }, body: {} });
     await run('rollbackAgent', 404, { auth: key, params: { id: unknown }, body: { version: 1 } });
+    // The canary (docs/adr/0064) of its current version against version 1: promoting it changes nothing.
+    const canary = { candidateVersion: current + 1, baselineVersion: 1, sharePercent: 10 };
+    await run('getCanary', 404, { auth: key, params: { id: agent.body.id } });
+    await run('startCanary', 400, { auth: key, params: { id: agent.body.id }, body: { sharePercent: 101 } });
+    await run('startCanary', 404, { auth: key, params: { id: unknown }, body: canary });
+    await run('startCanary', 200, { auth: key, params: { id: agent.body.id }, body: canary });
+    await run('startCanary', 409, { auth: key, params: { id: agent.body.id }, body: canary });
+    await run('getCanary', 200, { auth: key, params: { id: agent.body.id } });
+    await run('stopCanary', 200, { auth: key, params: { id: agent.body.id } });
+    await run('stopCanary', 409, { auth: key, params: { id: agent.body.id } });
+    await run('stopCanary', 404, { auth: key, params: { id: unknown } });
+    await run('startCanary', 200, { auth: key, params: { id: agent.body.id }, body: canary });
+    await run('promoteCanary', 200, { auth: key, params: { id: agent.body.id } });
+    await run('promoteCanary', 409, { auth: key, params: { id: agent.body.id } });
+    await run('promoteCanary', 404, { auth: key, params: { id: unknown } });
     await run('deleteAgent', 204, { auth: key, params: { id: spare.body.id } });
     await run('deleteAgent', 404, { auth: key, params: { id: spare.body.id } });
     // Built-in archetypes and the tier rules (docs/adr/0025).

@@ -326,6 +326,54 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/agents/{id}/canary': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An agent's canary
+     * @description The last canary started on the agent, whatever its status (running, promoted, rolled_back, stopped), with what the sweep last observed and how it ended (docs/adr/0064). 404 when the agent never had one or is not the calling tenant's.
+     */
+    get: operations['getCanary'];
+    /**
+     * Start a canary of an agent version
+     * @description Pins `sharePercent` (0–100) of the agent's NEW sessions (POST /v1/sessions; chosen by a stable hash of the session id) to `candidateVersion`, the rest to `baselineVersion` (default: the agent's current version), until it is promoted, stopped or rolled back (docs/adr/0064). The hooks worker compares the two sides' mean online score (scorers and feedback since the start; only `scorer`'s when named) every CANARY_EVAL_INTERVAL_MS and, once each side has `minScored` (default 20) scored turns, rolls the candidate back when its mean is below the baseline's by `margin` (default 0.1): status `rolled_back`, and the sessions it pinned to the candidate are re-pinned to the baseline. Audited `agent.canary_started`. 400 for a version the agent does not have, a share outside 0–100 or a candidate equal to the baseline; 404 for an agent that is not the calling tenant's; 409 while another canary of the agent runs, or for a built-in archetype's row. Nothing is written when it is refused.
+     */
+    put: operations['startCanary'];
+    post?: never;
+    /**
+     * Stop a running canary
+     * @description New sessions get the agent's current version again; sessions the canary pinned keep their pin (PATCH /v1/sessions/{id} re-pins). Audited `agent.canary_stopped`. 404 when the agent never had a canary or is not the calling tenant's; 409 when its canary is not running. Nothing is written when it is refused.
+     */
+    delete: operations['stopCanary'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/canary/promote': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Promote a running canary's candidate
+     * @description The candidate's configuration becomes the agent's as a new version (equal to it, as a rollback makes one, docs/adr/0061; none when the candidate already is the agent's current version); new sessions get it, pinned sessions keep their pin. Audited `agent.canary_promoted` (and `agent.version_created`). 404 when the agent never had a canary or is not the calling tenant's; 409 when its canary is not running. Nothing is written when it is refused.
+     */
+    post: operations['promoteCanary'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/archetypes': {
     parameters: {
       query?: never;
@@ -361,7 +409,7 @@ export interface paths {
     put?: never;
     /**
      * Start a session with an agent
-     * @description Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session. The session is pinned to the agent's current version (`agentVersion`, docs/adr/0061): a later change of the agent does not change it; PATCH /v1/sessions/{id} re-pins it.
+     * @description Starts a session with one of the tenant's agents: the conversation that messages, webhook deliveries and schedule ticks are admitted into. 404 when the agent does not exist or is deleted; each call makes a new session. The session is pinned to the agent's current version (`agentVersion`, docs/adr/0061): a later change of the agent does not change it; PATCH /v1/sessions/{id} re-pins it. While the agent has a running canary (PUT /v1/agents/{id}/canary, docs/adr/0064) it is pinned to the canary's candidate or baseline version instead, by a stable hash of its id.
      */
     post: operations['createSession'];
     delete?: never;
@@ -2340,6 +2388,14 @@ export interface components {
       version: number;
       note?: string;
     };
+    StartCanaryDto: {
+      candidateVersion: number;
+      baselineVersion?: number;
+      sharePercent: number;
+      margin?: number;
+      minScored?: number;
+      scorer?: string;
+    };
     CreateSessionDto: {
       agentId: string;
       title?: string;
@@ -3483,6 +3539,54 @@ export interface components {
         updatedAt: string;
       } | null;
     };
+    CanaryObservation: {
+      baselineMean: number | null;
+      candidateMean: number | null;
+      n: {
+        baseline: number;
+        candidate: number;
+      };
+    };
+    Canary: {
+      /** Format: uuid */
+      agentId: string;
+      /** Format: uuid */
+      runId: string;
+      /** @enum {string} */
+      status: 'running' | 'promoted' | 'rolled_back' | 'stopped';
+      baselineVersion: number;
+      candidateVersion: number;
+      sharePercent: number;
+      margin: number;
+      minScored: number;
+      scorer: string | null;
+      observed: {
+        baselineMean: number | null;
+        candidateMean: number | null;
+        n: {
+          baseline: number;
+          candidate: number;
+        };
+        /** Format: date-time */
+        at: string;
+      } | null;
+      decision: {
+        /** @enum {string} */
+        outcome: 'promoted' | 'rolled_back' | 'stopped';
+        by: string;
+        baselineMean: number | null;
+        candidateMean: number | null;
+        n: {
+          baseline: number;
+          candidate: number;
+        };
+        promotedAs?: number;
+      } | null;
+      createdBy: string | null;
+      /** Format: date-time */
+      startedAt: string;
+      decidedAt: string | null;
+    };
     AgentDetail: {
       /** Format: uuid */
       id: string;
@@ -3532,6 +3636,7 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+      canary: components['schemas']['Canary'] | null;
       status: {
         tools: components['schemas']['AgentToolStatus'][];
         lifecycle: components['schemas']['AgentLifecycle'];
@@ -5965,7 +6070,11 @@ export interface components {
         | 'turn.replayed'
         | 'task.cancelled'
         | 'agent.version_created'
-        | 'agent.rolled_back';
+        | 'agent.rolled_back'
+        | 'agent.canary_started'
+        | 'agent.canary_promoted'
+        | 'agent.canary_rolled_back'
+        | 'agent.canary_stopped';
       targetType: string;
       targetId: string | null;
       details: {
@@ -7512,7 +7621,11 @@ export interface operations {
           | 'turn.replayed'
           | 'task.cancelled'
           | 'agent.version_created'
-          | 'agent.rolled_back';
+          | 'agent.rolled_back'
+          | 'agent.canary_started'
+          | 'agent.canary_promoted'
+          | 'agent.canary_rolled_back'
+          | 'agent.canary_stopped';
         tenantId?: string;
       };
       header?: never;
@@ -8617,6 +8730,364 @@ export interface operations {
       };
       /** @description Body is not application/json */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getCanary: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An agent's canary */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Canary'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  startCanary: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "candidateVersion": 4,
+         *       "sharePercent": 10,
+         *       "margin": 0.1,
+         *       "minScored": 20
+         *     }
+         */
+        'application/json': components['schemas']['StartCanaryDto'];
+      };
+    };
+    responses: {
+      /** @description Start a canary of an agent version */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Canary'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  stopCanary: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Stop a running canary */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Canary'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  promoteCanary: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Promote a running canary's candidate */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Canary'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -16046,7 +16517,11 @@ export interface operations {
           | 'turn.replayed'
           | 'task.cancelled'
           | 'agent.version_created'
-          | 'agent.rolled_back';
+          | 'agent.rolled_back'
+          | 'agent.canary_started'
+          | 'agent.canary_promoted'
+          | 'agent.canary_rolled_back'
+          | 'agent.canary_stopped';
       };
       header?: never;
       path?: never;

@@ -1,4 +1,16 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Put, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Put,
+  Query,
+} from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import {
@@ -446,11 +458,11 @@ export class AgentsController {
     summary: 'Start a canary of an agent version',
     description:
       "Pins `sharePercent` (0–100) of the agent's NEW sessions (POST /v1/sessions; chosen by a stable hash of " +
-      'the session id) to `candidateVersion`, the rest to `baselineVersion` (default: the agent\'s current ' +
+      "the session id) to `candidateVersion`, the rest to `baselineVersion` (default: the agent's current " +
       'version), until it is promoted, stopped or rolled back (docs/adr/0064). The hooks worker compares the ' +
       "two sides' mean online score (scorers and feedback since the start; only `scorer`'s when named) every " +
       'CANARY_EVAL_INTERVAL_MS and, once each side has `minScored` (default 20) scored turns, rolls the ' +
-      'candidate back when its mean is below the baseline\'s by `margin` (default 0.1): status `rolled_back`, ' +
+      "candidate back when its mean is below the baseline's by `margin` (default 0.1): status `rolled_back`, " +
       'and the sessions it pinned to the candidate are re-pinned to the baseline. Audited ' +
       '`agent.canary_started`. 400 for a version the agent does not have, a share outside 0–100 or a candidate ' +
       "equal to the baseline; 404 for an agent that is not the calling tenant's; 409 while another canary of " +
@@ -521,7 +533,7 @@ export class AgentsController {
     id: 'stopCanary',
     summary: 'Stop a running canary',
     description:
-      'New sessions get the agent\'s current version again; sessions the canary pinned keep their pin ' +
+      "New sessions get the agent's current version again; sessions the canary pinned keep their pin " +
       '(PATCH /v1/sessions/{id} re-pins). Audited `agent.canary_stopped`. 404 when the agent never had a ' +
       "canary or is not the calling tenant's; 409 when its canary is not running. Nothing is written when it is refused.",
     status: 200,

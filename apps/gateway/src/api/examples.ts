@@ -7,6 +7,7 @@ import {
   CancelTurnDto,
   ReplayTurnDto,
   RollbackAgentDto,
+  StartCanaryDto,
   UpdateSessionDto,
   ClientToolResultsDto,
   CancelWorkItemDto,
@@ -113,6 +114,7 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     agentVersion: 3,
   }),
   example(RollbackAgentDto, { version: 2, note: 'v3 prompt answers too tersely; back to v2' }),
+  example(StartCanaryDto, { candidateVersion: 4, sharePercent: 10, margin: 0.1, minScored: 20 }),
   example(UpdateSessionDto, { agentVersion: 2 }),
   example(ClientToolResultsDto, {
     results: [{ callId: 'call_019a4f3c2b7e7c1d9a0e5f6b7c8d9e0f', output: '{"temp_c":21,"sky":"sunny"}' }],

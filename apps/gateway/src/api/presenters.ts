@@ -1,4 +1,13 @@
-import type { Agent, AgentCanary, AgentVersion, ApiKey, Event, Message, Session, Tenant } from '@prisma/client';
+import type {
+  Agent,
+  AgentCanary,
+  AgentVersion,
+  ApiKey,
+  Event,
+  Message,
+  Session,
+  Tenant,
+} from '@prisma/client';
 import {
   AppError,
   isUuid,
