@@ -34,7 +34,10 @@ export class CanarySweepService implements OnApplicationBootstrap, OnApplication
 
   private next(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.sweep().finally(() => this.next()), this.config.CANARY_EVAL_INTERVAL_MS);
+    this.timer = setTimeout(
+      () => void this.sweep().finally(() => this.next()),
+      this.config.CANARY_EVAL_INTERVAL_MS,
+    );
     this.timer.unref();
   }
 
