@@ -5,6 +5,7 @@ import { unwrap, useApi } from '../../api';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
 import { embeddingProgress } from '../../lib/memory-search';
 import { AgentVersions } from './AgentVersions';
+import { AgentCanary } from './AgentCanary';
 import { MemoryBlocks } from './MemoryBlocks';
 import { MemoryBrowser } from './MemoryBrowser';
 import { useAgent, type AgentDetail } from './queries';
@@ -66,7 +67,12 @@ export default function AgentPage() {
         {tab === 'work' ? <WorkItemsBoard agentId={a.id} /> : null}
         {tab === 'memory' ? <MemoryBrowser agentId={a.id} /> : null}
         {tab === 'blocks' ? <MemoryBlocks agentId={a.id} /> : null}
-        {tab === 'versions' ? <AgentVersions agentId={a.id} latest={a.version} /> : null}
+        {tab === 'versions' ? (
+          <>
+            <AgentCanary agentId={a.id} canary={a.canary} />
+            <AgentVersions agentId={a.id} latest={a.version} />
+          </>
+        ) : null}
       </div>
     </Page>
   );
