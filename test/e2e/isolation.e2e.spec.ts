@@ -94,6 +94,8 @@ const FIELD_KINDS: Record<string, Kind> = {
   run_id: 'turn',
   checkpoint_id: 'checkpoint',
   previous_response_id: 'response',
+  session_id: 'session',
+  graph_id: 'agent',
 };
 
 /**
@@ -108,7 +110,8 @@ type Coverage =
   | { unknownOnly: string }
   | {
       query?: Record<string, string>;
-      body?: (ids: (k: Kind) => string) => unknown;
+      /** The request body: `id` gives the id under test (A's or unknown), `own` tenant B's own. */
+      body?: (id: (k: Kind) => string, own: (k: Kind) => string) => unknown;
       /** A filter of a list: another tenant's id matches nothing (200, no rows), as an unknown id does. */
       filter?: true;
     };
@@ -140,7 +143,19 @@ const COVERAGE: Record<string, Coverage> = {
   createSession: 'ids',
   listSessions: { filter: true },
   listActiveTurns: { filter: true },
-  createResponse: 'ids',
+  // `model` names the agent here (a provider's model elsewhere): B's own agent, A's ids in the rest.
+  createResponse: {
+    body: (id, own) => ({ model: own('agent'), input: 'continue', previous_response_id: id('response') }),
+  },
+  createChatCompletion: {
+    body: (id, own) => ({
+      model: own('agent'),
+      messages: [{ role: 'user', content: 'continue' }],
+      metadata: { session_id: id('session') },
+    }),
+  },
+  langgraphCreateThread: 'ids',
+  langgraphSearchAssistants: { filter: true },
   createTrigger: 'ids',
   createSchedule: 'ids',
   getAgent: 'ids',
@@ -249,7 +264,7 @@ const OPENAI_OPERATIONS = [
 ];
 
 /** The error shape of the operation's family, and its not-found code where the shape has one. */
-function errorProblem(o: Operation, body: unknown): string | undefined {
+function errorProblem(o: Operation, body: unknown, anyCode = false): string | undefined {
   if (o.path.startsWith('/langgraph/'))
     return LangGraphErrorResponse.safeParse(body).success ? undefined : 'not a LangGraph {detail} error';
   if (OPENAI_OPERATIONS.includes(o.operationId)) {
@@ -262,11 +277,14 @@ function errorProblem(o: Operation, body: unknown): string | undefined {
   }
   const parsed = ErrorResponse.safeParse(body);
   if (!parsed.success) return 'not the API error shape';
-  return parsed.data.error.code === 'not_found' ? undefined : `code ${parsed.data.error.code}, not not_found`;
+  return anyCode || parsed.data.error.code === 'not_found'
+    ? undefined
+    : `code ${parsed.data.error.code}, not not_found`;
 }
 
+/** A list answer with no rows: `{data: []}`, or a bare `[]` (LangGraph's lists). */
 const emptyList = (body: any) =>
-  Array.isArray(body?.data) && body.data.length === 0 ? undefined : 'not an empty list';
+  (Array.isArray(body) ? body : body?.data)?.length === 0 ? undefined : 'not an empty list';
 
 /** What an answer looks like once the ids in it are blanked: B's answer must equal the unknown id's. */
 const blank = (value: unknown, ids: string[]) => {
@@ -457,18 +475,34 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     client: Api;
     path: string;
     body?: unknown;
+    /**
+     * A's ids referenced from a call on B's own object: the route may refuse the reference before
+     * looking it up (a 400 or 422 for a thread mismatch), so the answer must be a 4xx in the shape and
+     * the same as for an unknown id, not necessarily a 404.
+     */
+    reference?: true;
   }
 
   /** The request for `o` with each id taken from `id`; undefined when the filler cannot make one. */
-  function build(o: Operation, client: Api, label: string, id: (k: Kind) => string): Call {
+  function build(
+    o: Operation,
+    client: Api,
+    label: string,
+    id: (k: Kind) => string,
+    /** The ids of the path, when they differ from those of the query and body. */
+    pathId: (k: Kind, param: string) => string = id,
+  ): Call {
     const cover = COVERAGE[o.operationId];
-    let path = o.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(id(kindOf(o, p)!)));
+    let path = o.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(pathId(kindOf(o, p)!, p)));
     const query = new URLSearchParams(
       typeof cover === 'object' && 'query' in cover && cover.query ? cover.query : {},
     );
     for (const name of idQuery(o)) query.set(name, id(FIELD_KINDS[name]));
     if ([...query].length > 0) path += `?${query.toString()}`;
-    const custom = typeof cover === 'object' && 'body' in cover && cover.body ? cover.body(id) : undefined;
+    const custom =
+      typeof cover === 'object' && 'body' in cover && cover.body
+        ? cover.body(id, (k) => theirs[k] ?? id(k))
+        : undefined;
     const body = custom ?? (example(o) !== undefined ? fill(example(o), id) : undefined);
     return { o, label, client, path, body };
   }
@@ -610,13 +644,21 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       // A's child through B's own parent (B's agent, A's work item): the child is looked up in B's
       // tenant. Only for children with ids of their own (a version number or a block name is B's too).
       const params = pathParams(o);
-      const child = kindOf(o, params[params.length - 1]);
+      const last = params[params.length - 1];
+      const child = kindOf(o, last);
+      const b_ = (k: Kind, other: (k: Kind) => string) => theirs[k] ?? other(k);
+      const unk = (k: Kind) => unknown[k];
       if (params.length > 1 && child && !NAMED.includes(child)) {
-        const own = new Set(params.slice(0, -1).map((p) => kindOf(o, p)));
-        const parent = (k: Kind, other: (k: Kind) => string) =>
-          own.has(k) ? (theirs[k] ?? real(k)) : other(k);
-        calls.push(build(o, b, 'A’s id under B’s parent', (k) => parent(k, real)));
-        twins.push(build(o, b, 'unknown id under B’s parent', (k) => parent(k, (x) => unknown[x])));
+        const parent = (other: (k: Kind) => string) => (k: Kind, p: string) =>
+          p === last ? other(k) : b_(k, other);
+        calls.push(build(o, b, 'A’s id under B’s parent', real, parent(real)));
+        twins.push(build(o, b, 'unknown id under B’s parent', unk, parent(unk)));
+      }
+      // A's ids in the query or body of a call on B's own object (fork B's session at A's turn).
+      const fields = idQuery(o).length > 0 || idFields(example(o)).length > 0;
+      if (params.length > 0 && fields && params.every((p) => theirs[kindOf(o, p)!])) {
+        calls.push({ ...build(o, b, 'A’s ids in B’s call', real, (k) => b_(k, real)), reference: true });
+        twins.push({ ...build(o, b, 'unknown ids in B’s call', unk, (k) => b_(k, unk)), reference: true });
       }
     }
     const before = await snapshot();
@@ -629,8 +671,9 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       const i = calls.indexOf(r.c);
       const where = `${r.c.o.operationId} (${r.c.label}: ${r.c.o.method.toUpperCase()} ${r.c.path})`;
       const isFilter = (COVERAGE[r.c.o.operationId] as { filter?: true }).filter;
-      const shape = isFilter ? emptyList(r.body) : errorProblem(r.c.o, r.body);
-      if (r.status !== (isFilter ? 200 : 404) || shape)
+      const shape = isFilter ? emptyList(r.body) : errorProblem(r.c.o, r.body, r.c.reference);
+      const status = r.c.reference ? r.status >= 400 && r.status < 500 : r.status === (isFilter ? 200 : 404);
+      if (!status || shape)
         leaks.push(`${where} → ${r.status} ${shape ?? ''} ${JSON.stringify(r.body).slice(0, 200)}`);
       const u = unknownAnswer.get(i)!;
       const idsInPlay = Object.values(mine).concat(Object.values(unknown), Object.values(theirs));
@@ -643,10 +686,12 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       if (
         (COVERAGE[u.c.o.operationId] as { filter?: true }).filter
           ? u.status !== 200 || emptyList(u.body)
-          : u.status !== 404 || errorProblem(u.c.o, u.body)
+          : u.c.reference
+            ? u.status < 400 || u.status >= 500 || errorProblem(u.c.o, u.body, true)
+            : u.status !== 404 || errorProblem(u.c.o, u.body)
       )
         leaks.push(
-          `${u.c.o.operationId} (unknown ids: ${u.c.path}) → ${u.status} ${JSON.stringify(u.body).slice(0, 200)}`,
+          `${u.c.o.operationId} (${u.c.label}: ${u.c.path}) → ${u.status} ${JSON.stringify(u.body).slice(0, 200)}`,
         );
     expect(leaks).toEqual([]);
     expect(
@@ -695,6 +740,64 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     expect((await a.post(`/v1/agents/${mine.agent}/work-items`, { objective: 'another' })).status).toBe(201);
     const after = await snapshot();
     expect(Object.keys(after).filter((t) => before[t] !== after[t])).toContain('work_items');
+  });
+
+  it('an id the client chooses (LangGraph thread_id) that is tenant A’s: refused, A’s object neither returned nor touched', async () => {
+    const lg = (path: string, body: unknown) => b.post(`/langgraph${path}`, body);
+    const cases: [string, () => Promise<{ status: number; body: unknown }>][] = [
+      // LangGraph's own GHSA-747p-c922-m55f: conditional creation returned the existing thread.
+      [
+        'threads.create with A’s thread_id, if_exists do_nothing',
+        () =>
+          lg('/threads', {
+            thread_id: mine.session,
+            if_exists: 'do_nothing',
+            metadata: { assistant_id: theirs.agent },
+          }),
+      ],
+      [
+        'threads.create with A’s thread_id',
+        () => lg('/threads', { thread_id: mine.session, metadata: { assistant_id: theirs.agent } }),
+      ],
+      [
+        'runs.create on A’s thread_id with if_not_exists create',
+        () =>
+          lg(`/threads/${mine.session}/runs`, {
+            assistant_id: theirs.agent,
+            input: { messages: [{ type: 'human', content: 'x' }] },
+            if_not_exists: 'create',
+          }),
+      ],
+      [
+        'runs.wait on A’s thread_id with if_not_exists create',
+        () =>
+          lg(`/threads/${mine.session}/runs/wait`, {
+            assistant_id: theirs.agent,
+            input: { messages: [{ type: 'human', content: 'x' }] },
+            if_not_exists: 'create',
+          }),
+      ],
+    ];
+    const before = await snapshot();
+    const answers = await Promise.all(cases.map(async ([name, call]) => ({ name, res: await call() })));
+    const after = await snapshot();
+    const problems = answers.flatMap(({ name, res }) => {
+      const text = JSON.stringify(res.body);
+      return [
+        ...(res.status >= 400 && res.status < 500 && LangGraphErrorResponse.safeParse(res.body).success
+          ? []
+          : [`${name}: ${res.status} ${text}`]),
+        ...(text.includes(mine.agent!) || text.includes('alpha') || text.includes('private to tenant A')
+          ? [`${name}: A's data in the answer ${text}`]
+          : []),
+      ];
+    });
+    expect(problems).toEqual([]);
+    expect(
+      Object.entries(after)
+        .filter(([t, h]) => before[t] !== h)
+        .map(([t]) => t),
+    ).toEqual([]);
   });
 
   /** A JSON-RPC call on an adapter's endpoint with B's key. */
@@ -776,6 +879,15 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
           });
           return { status: res.status, body: await res.json() };
         },
+      },
+      {
+        name: 'Chat Completions continuing A’s session (X-Session-Id)',
+        call: (id) =>
+          b.post(
+            '/v1/chat/completions',
+            { model: theirs.agent, messages: [{ role: 'user', content: 'continue' }] },
+            { 'x-session-id': id('session') },
+          ),
       },
     ];
     const real = (k: Kind) => mine[k] ?? unknown[k];
