@@ -382,7 +382,7 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       data: {
         id: mine.approval,
         tenantId: tenantA,
-        sessionId: mine.session,
+        sessionId: mine.session!,
         turnId: mine.turn!,
         callId: 'c1',
         toolName: 'word_count',
