@@ -25,26 +25,8 @@ jest.setTimeout(120_000);
 const ADMIN = 'test-admin-token-0123456789';
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
-/** Every kind of object a tenant owns whose id appears in the API. */
-type Kind =
-  | 'agent'
-  | 'agentVersion'
-  | 'session'
-  | 'turn'
-  | 'round'
-  | 'task'
-  | 'approval'
-  | 'toolResult'
-  | 'trigger'
-  | 'schedule'
-  | 'mcpServer'
-  | 'memory'
-  | 'block'
-  | 'workItem'
-  | 'apiKey'
-  | 'response'
-  | 'checkpoint'
-  | 'hookToken';
+/** A kind of object a tenant owns whose id appears in the API (the values of KINDS and FIELD_KINDS). */
+type Kind = string;
 
 /**
  * Which kind of id a `{param}` is, from the path segment in front of it (`/v1/agents/{id}` → agent).
@@ -75,8 +57,10 @@ const KINDS: Record<string, Kind> = {
   threads: 'session',
   runs: 'turn',
   state: 'checkpoint',
-  // The webhook ingress's URL token (unknown-only: the token is the credential).
+  // The webhook ingress's URL token (unknown-only: the token is the credential); the operator's
+  // routes' tenant (exempt: a tenant key is refused there).
   hooks: 'hookToken',
+  tenants: 'tenant',
 };
 
 /** JSON body and query fields that carry an id, by name. */
@@ -305,25 +289,20 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
   /** Tenant A's real id of each kind, tenant B's own where it has one, and an id nobody has. */
   const mine: Partial<Record<Kind, string>> = {};
   const theirs: Partial<Record<Kind, string>> = {};
-  const unknown: Record<Kind, string> = {
-    agent: randomUUID(),
+  /** Ids nobody has: a fresh UUID per kind, or the kind's own format where it is not a UUID. */
+  const UNKNOWN_FORMAT: Record<Kind, string> = {
     agentVersion: '999',
-    session: randomUUID(),
-    turn: randomUUID(),
     round: '99',
-    task: randomUUID(),
-    approval: randomUUID(),
     toolResult: 'f'.repeat(24),
-    trigger: randomUUID(),
-    schedule: randomUUID(),
-    mcpServer: randomUUID(),
     memory: `mem_${randomUUID()}`,
     block: 'no_such_block',
-    workItem: randomUUID(),
-    apiKey: randomUUID(),
     response: `resp_${randomUUID().replaceAll('-', '')}`,
-    checkpoint: randomUUID(),
     hookToken: `whk_${randomUUID().replaceAll('-', '')}`,
+  };
+  const unknownIds = new Map<Kind, string>();
+  const unknownId = (k: Kind): string => {
+    if (!unknownIds.has(k)) unknownIds.set(k, UNKNOWN_FORMAT[k] ?? randomUUID());
+    return unknownIds.get(k)!;
   };
 
   beforeAll(async () => {
@@ -334,6 +313,7 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     a = ta.api;
     b = tb.api;
     tenantA = ta.tenantId;
+    mine.tenant = tenantA;
     const ok = <T>(what: string, res: { status: number; body: T }) => {
       if (res.status >= 300) throw new Error(`fixture ${what}: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body as any;
@@ -571,7 +551,11 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
   }
 
   /** What keeps operations from being covered: no line in COVERAGE, a `{param}` of an unknown kind, stale lines. */
-  function uncovered(ops: Operation[], coverage: Record<string, Coverage>): string[] {
+  function uncovered(
+    ops: Operation[],
+    coverage: Record<string, Coverage>,
+    fixture: Partial<Record<Kind, string>> = mine,
+  ): string[] {
     const problems: string[] = [];
     for (const o of ops.filter(takesId)) {
       const cover = coverage[o.operationId];
@@ -582,6 +566,15 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
         continue;
       }
       if (typeof cover === 'object' && 'exempt' in cover) continue;
+      const kinds = [
+        ...pathParams(o).map((p) => kindOf(o, p)),
+        ...idQuery(o).map((q) => FIELD_KINDS[q]),
+        ...idFields(example(o)).map((f) => FIELD_KINDS[f]),
+      ];
+      if (!(typeof cover === 'object' && 'unknownOnly' in cover))
+        for (const k of new Set(kinds))
+          if (k && !fixture[k])
+            problems.push(`${o.operationId}: tenant A has no ${k} in the fixture: create one in beforeAll`);
       for (const p of pathParams(o))
         if (!kindOf(o, p))
           problems.push(
@@ -633,21 +626,21 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       return takesId(o) && typeof cover === 'object' && !('exempt' in cover) && !('unknownOnly' in cover);
     });
     const targets = [...covered, ...overridden];
-    const real = (k: Kind) => mine[k] ?? unknown[k];
+    const real = (k: Kind) => mine[k] ?? unknownId(k);
     // Each call with A's ids is paired with the same call with ids nobody has (its twin): B's answer
     // for A's id must be the answer for an id that does not exist.
     const calls: Call[] = [];
     const twins: Call[] = [];
     for (const o of targets) {
       calls.push(build(o, b, 'A’s ids', real));
-      twins.push(build(o, b, 'unknown ids', (k) => unknown[k]));
+      twins.push(build(o, b, 'unknown ids', (k) => unknownId(k)));
       // A's child through B's own parent (B's agent, A's work item): the child is looked up in B's
       // tenant. Only for children with ids of their own (a version number or a block name is B's too).
       const params = pathParams(o);
       const last = params[params.length - 1];
       const child = kindOf(o, last);
       const b_ = (k: Kind, other: (k: Kind) => string) => theirs[k] ?? other(k);
-      const unk = (k: Kind) => unknown[k];
+      const unk = (k: Kind) => unknownId(k);
       if (params.length > 1 && child && !NAMED.includes(child)) {
         const parent = (other: (k: Kind) => string) => (k: Kind, p: string) =>
           p === last ? other(k) : b_(k, other);
@@ -676,7 +669,7 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       if (!status || shape)
         leaks.push(`${where} → ${r.status} ${shape ?? ''} ${JSON.stringify(r.body).slice(0, 200)}`);
       const u = unknownAnswer.get(i)!;
-      const idsInPlay = Object.values(mine).concat(Object.values(unknown), Object.values(theirs));
+      const idsInPlay = Object.values(mine).concat([...unknownIds.values()], Object.values(theirs));
       if (u.status !== r.status || blank(u.body, idsInPlay) !== blank(r.body, idsInPlay))
         leaks.push(
           `${where}: differs from an unknown id's answer (${u.status} ${JSON.stringify(u.body).slice(0, 200)})`,
@@ -712,11 +705,11 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       return typeof cover === 'object' && 'unknownOnly' in cover;
     });
     expect(exempt.length).toBeGreaterThan(5);
-    const real = (k: Kind) => mine[k] ?? unknown[k];
+    const real = (k: Kind) => mine[k] ?? unknownId(k);
     const before = await snapshot();
     const refused = await run(exempt.map((o) => build(o, b, 'A’s ids', real)));
     const strangers = await run(
-      unknownOnly.map((o) => build(o, new Api(gateway.url), 'unknown', (k) => unknown[k])),
+      unknownOnly.map((o) => build(o, new Api(gateway.url), 'unknown', (k) => unknownId(k))),
     );
     const after = await snapshot();
     const problems = [
@@ -890,13 +883,13 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
           ),
       },
     ];
-    const real = (k: Kind) => mine[k] ?? unknown[k];
+    const real = (k: Kind) => mine[k] ?? unknownId(k);
     const before = await snapshot();
     const answers = await Promise.all(
-      cases.map(async (c) => ({ c, mine: await c.call(real), unknown: await c.call((k) => unknown[k]) })),
+      cases.map(async (c) => ({ c, mine: await c.call(real), unknown: await c.call((k) => unknownId(k)) })),
     );
     const after = await snapshot();
-    const ids = [...Object.values(mine), ...Object.values(unknown)] as string[];
+    const ids = [...Object.values(mine), ...[...unknownIds.values()]] as string[];
     const problems = answers.flatMap(({ c, mine: m, unknown: u }) => [
       ...(m.status >= 500 || m.status < 400
         ? m.body?.error || m.body?.result?.isError
