@@ -65,6 +65,11 @@ import {
   CompactResponseRequest,
   RetrieveResponseQuery,
   InputItemsQuery,
+  AddDatasetItemsRequest,
+  CreateDatasetRequest,
+  CreateExperimentRequest,
+  DatasetItemFromTurnRequest,
+  ExperimentsQuery,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -135,3 +140,8 @@ export class LangGraphUpdateStateDto extends createZodDto(LangGraphUpdateStateRe
 export class AgentVersionDiffQueryDto extends createZodDto(AgentVersionDiffQuery) {}
 export class RollbackAgentDto extends createZodDto(RollbackAgentRequest) {}
 export class UpdateSessionDto extends createZodDto(UpdateSessionRequest) {}
+export class CreateDatasetDto extends createZodDto(CreateDatasetRequest) {}
+export class AddDatasetItemsDto extends createZodDto(AddDatasetItemsRequest) {}
+export class DatasetItemFromTurnDto extends createZodDto(DatasetItemFromTurnRequest) {}
+export class CreateExperimentDto extends createZodDto(CreateExperimentRequest) {}
+export class ExperimentsQueryDto extends createZodDto(ExperimentsQuery) {}
