@@ -2,7 +2,7 @@ import { DATASET_ITEM_MAX_BYTES, newId, PRIORITY_RANK } from '@switchboard/contr
 import { poolOf } from '@switchboard/database';
 import { DatasetStore, ExperimentStore, SqlDb, sql } from '@switchboard/store';
 import { seedTenant, seedTurn, startAdmission, type AdmissionFixture } from '@switchboard/testing';
-import { startExperiment } from './experiments';
+import { resumeExperiment, startExperiment } from './experiments';
 
 /**
  * Datasets and experiments on real Postgres and Redis (docs/adr/0063): items all or nothing and
@@ -307,5 +307,44 @@ describe('datasets and experiments', () => {
     expect(r.items.find((i) => i.datasetItemId === items[1].id)!.winner).toBeNull();
     const other = await seedTenant(fx.env.db, 'results-other');
     expect(await experiments.results(other.tenantId, experiment.id)).toBeUndefined();
+  });
+
+  it('admits the runs a crashed creator left pending, once, when the experiment is read late enough', async () => {
+    const { tenantId, agentId, datasetId } = await setup('resume', 2);
+    const deps = { store: experiments, admission: fx.admission, logger: fx.logger };
+    // The transaction committed, then the creator died: no run admitted.
+    const { experiment, runs } = await experiments.create(tenantId, { datasetId, agentId, versions: [1, 2] });
+    // Admitted before the crash: run 0 (its turn is there, its row not updated yet).
+    await fx.admission.admit({
+      tenantId,
+      sessionId: runs[0].sessionId,
+      kind: 'operator_prompt',
+      origin: { kind: 'operator' },
+      body: { type: 'text', text: runs[0].input },
+      deliverySurface: 'http_public_enqueue',
+      admissionContext: 'control_authenticated',
+      priority: 'background',
+      metadata: { experimentId: experiment.id },
+      sourceRefs: {
+        experimentId: experiment.id,
+        datasetItemId: runs[0].datasetItemId,
+        experimentRunId: runs[0].id,
+      },
+      idempotencyKey: `experiment-run:${runs[0].id}`,
+    });
+    // Too young: nothing; another tenant: nothing.
+    expect(await resumeExperiment(deps, tenantId, experiment.id, 60_000)).toBe(0);
+    const other = await seedTenant(fx.env.db, 'resume-other');
+    expect(await resumeExperiment(deps, other.tenantId, experiment.id, 0)).toBe(0);
+    expect(await resumeExperiment(deps, tenantId, experiment.id, 0)).toBe(4);
+    expect(await resumeExperiment(deps, tenantId, experiment.id, 0)).toBe(0);
+    const turns = await db.rows<{ sessionId: string; n: number }>(sql`
+      SELECT r.session_id AS "sessionId", count(t.id)::int AS n FROM experiment_runs r
+      LEFT JOIN turns t ON t.session_id = r.session_id
+      WHERE r.experiment_id = ${experiment.id}::uuid AND r.status = 'admitted' AND r.turn_id IS NOT NULL
+      GROUP BY r.session_id`);
+    // Every run admitted, each session with exactly one turn (run 0's admission came back as it was).
+    expect(turns).toHaveLength(4);
+    expect(turns.every((t) => t.n === 1)).toBe(true);
   });
 });

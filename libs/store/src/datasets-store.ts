@@ -315,6 +315,27 @@ export class ExperimentStore {
     });
   }
 
+  /**
+   * The runs of a running experiment still not admitted (the process that created it died before
+   * admitting them), when it was created at least `olderThanMs` ago; none for another tenant's.
+   */
+  async pendingRuns(
+    tenantId: string,
+    experimentId: string,
+    olderThanMs: number,
+  ): Promise<ExperimentRunToAdmit[]> {
+    return this.sql.rows<ExperimentRunToAdmit>(sql`
+      SELECT r.id, r.dataset_item_id AS "datasetItemId", r.agent_version AS version, r.session_id AS "sessionId",
+        i.input
+      FROM experiment_runs r
+      JOIN experiments e ON e.id = r.experiment_id
+      JOIN dataset_items i ON i.id = r.dataset_item_id
+      WHERE r.experiment_id = ${experimentId}::uuid AND ${ofTenant('e.tenant_id', tenantId)}
+        AND e.status = 'running' AND r.status = 'pending'
+        AND e.created_at <= now() - make_interval(secs => ${olderThanMs / 1000}::float8)
+      ORDER BY r.id`);
+  }
+
   async admitted(runId: string, turnId: string): Promise<void> {
     await this.sql.execute(
       sql`UPDATE experiment_runs SET turn_id = ${turnId}::uuid, status = 'admitted' WHERE id = ${runId}::uuid`,

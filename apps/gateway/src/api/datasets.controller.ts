@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { startExperiment, type Admission } from '@switchboard/admission';
+import { resumeExperiment, startExperiment, type Admission } from '@switchboard/admission';
 import {
   AddDatasetItemsResponse,
   DatasetItemPageResponse,
@@ -222,6 +222,9 @@ export class DatasetsController {
   }
 }
 
+/** How old an experiment must be before a read admits the runs its creator left pending. */
+const RESUME_AFTER_MS = 60_000;
+
 /**
  * Experiments (docs/adr/0063): a dataset run on versions of an agent. Each (item, version) gets a
  * session pinned to that version and its item's input admitted through the normal admission at
@@ -304,7 +307,16 @@ export class ExperimentsController {
     errors: [404],
   })
   async get(@TenantId() tenantId: string, @Param('id') id: string): Promise<ExperimentResultsResponse> {
-    const r = await this.store.results(tenantId, pathId(id, 'experiment'));
+    const experimentId = pathId(id, 'experiment');
+    // Runs a crashed creator left unadmitted are admitted now (idempotent per run), after a grace
+    // that lets a creation still in progress finish its own.
+    await resumeExperiment(
+      { store: this.store, admission: this.admission, logger: this.logger },
+      tenantId,
+      experimentId,
+      RESUME_AFTER_MS,
+    );
+    const r = await this.store.results(tenantId, experimentId);
     if (!r) throw notFound('experiment');
     return { ...presentExperiment(r.experiment), results: r.results, items: r.items };
   }
