@@ -647,7 +647,7 @@ export interface paths {
     };
     /**
      * An experiment and its results
-     * @description Per version: `meanScore` (mean of the scored turn_scores of its turns), `passRate` (share passed among the scores with a verdict), `costUsd` (its turns' cost), `meanLatencyMs`, `runs`, `scored` (runs with a score) and `failed`. Per item: each version's turn, score (mean of the turn's scores) and verdict (every verdict passed), and the `winner` (the version with the highest score; null on a tie). `completed` once every run's turn ended and its post-turn hooks settled. 404 when it is not the calling tenant's.
+     * @description Per version: `meanScore` (mean of the scored turn_scores of its turns), `passRate` (share passed among the scores with a verdict), `costUsd` (its turns' cost), `meanLatencyMs`, `runs`, `scored` (runs with a score) and `failed`. Per item: each version's turn, score (mean of the turn's scores) and verdict (every verdict passed), and the `winner` (the version with the highest score; null on a tie). `completed` once every run's turn ended and its post-turn hooks settled. A read a minute or more after the creation admits any run its creator left unadmitted (idempotent per run). 404 when it is not the calling tenant's.
      */
     get: operations['getExperiment'];
     put?: never;

@@ -301,7 +301,8 @@ export class ExperimentsController {
       "with a verdict), `costUsd` (its turns' cost), `meanLatencyMs`, `runs`, `scored` (runs with a score) and `failed`. " +
       "Per item: each version's turn, score (mean of the turn's scores) and verdict (every verdict passed), and the " +
       "`winner` (the version with the highest score; null on a tie). `completed` once every run's turn ended and its " +
-      "post-turn hooks settled. 404 when it is not the calling tenant's.",
+      'post-turn hooks settled. A read a minute or more after the creation admits any run its creator left unadmitted ' +
+      "(idempotent per run). 404 when it is not the calling tenant's.",
     status: 200,
     schema: ExperimentResultsResponse,
     errors: [404],
