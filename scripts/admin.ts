@@ -11,6 +11,8 @@
  *   npm run admin -- pause-tenant <tenantId> [--reason <text>]
  *   npm run admin -- resume-tenant <tenantId>
  *   npm run admin -- audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
+ *   npm run admin -- eval run --dataset <id|name> --agent <id|name> --version N [--version M]...
+ *                             --min-score X [--timeout-s 600]   (over the HTTP API: docs/adr/0063)
  */
 import { Queue } from 'bullmq';
 import type { z } from 'zod';
@@ -41,6 +43,7 @@ import { TenantPause } from '@switchboard/turns';
 import { createTenant, operatorTenant } from '../apps/gateway/src/api/admin.controller';
 import { generateApiKey } from '../apps/gateway/src/platform/auth/keys';
 import { presentApiKey, presentAuditEvent, presentOperatorTenant } from '../apps/gateway/src/api/presenters';
+import { EVAL_USAGE, EvalUsageError, runEval } from './eval-run';
 
 const USAGE = `usage: npm run admin -- <command>
   create-tenant <name>
@@ -52,7 +55,8 @@ const USAGE = `usage: npm run admin -- <command>
                         [--daily-spend-limit-usd X|none] [--rate-limit <bucket>=N|default]...
   pause-tenant <tenantId> [--reason <text>]
   resume-tenant <tenantId>
-  audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]`;
+  audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
+${EVAL_USAGE}`;
 
 /** A command line's words before any flag, and each `--flag value` (a flag may repeat). */
 interface Parsed {
@@ -285,6 +289,18 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
+  // The evaluation gate is a tenant's, over the HTTP API: no database connection.
+  if (command === 'eval') {
+    try {
+      return await runEval(args);
+    } catch (err) {
+      if (err instanceof EvalUsageError) {
+        console.error(`${err.message}\n${USAGE}`);
+        return 2;
+      }
+      return fail(err instanceof Error ? err.message : String(err));
+    }
+  }
   const config = loadConfig();
   // The same database as the apps, maybe through the same PgBouncer (docs/adr/0041).
   setPreparedStatements(config.DATABASE_PREPARED_STATEMENTS);

@@ -85,6 +85,7 @@ describe('console accessibility', () => {
       '/agents/new',
       `/agents/${ids.agent}`,
       '/inputs',
+      '/datasets',
       '/usage',
     ]);
     expect(found).toEqual({});

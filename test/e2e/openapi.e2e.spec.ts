@@ -1233,6 +1233,59 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('listMemoryBlockVersions', 404, { auth: key, params: { ...block, name: 'nope' } });
     await run('deleteMemoryBlock', 204, { auth: key, params: block });
     await run('deleteMemoryBlock', 404, { auth: key, params: block });
+    // Datasets and experiments (docs/adr/0063): create, add items (JSON, NDJSON, from a turn), list, run, results, delete.
+    const dataset = await run('createDataset', 201, { auth: key, body: { name: 'openapi-set' } });
+    await run('createDataset', 400, { auth: key, body: { name: '' } });
+    await run('createDataset', 409, { auth: key, body: { name: 'openapi-set' } });
+    const setRef = { id: dataset.body.id };
+    await run('addDatasetItems', 201, { auth: key, params: setRef, body: { input: 'q', expected: 'a' } });
+    await run('addDatasetItems', 201, {
+      auth: key,
+      params: setRef,
+      raw: { body: '{"input": "r"}\n', contentType: 'application/x-ndjson' },
+    });
+    await run('addDatasetItems', 400, {
+      auth: key,
+      params: setRef,
+      body: { input: 'q', expected: 'x'.repeat(33 * 1024) },
+    });
+    await run('addDatasetItems', 404, { auth: key, params: { id: unknown }, body: { input: 'q' } });
+    await run('addDatasetItems', 413, {
+      auth: key,
+      params: setRef,
+      raw: { body: JSON.stringify({ input: 'x'.repeat(2 * 1024 * 1024) }), contentType: 'application/json' },
+    });
+    await run('addDatasetItems', 415, {
+      auth: key,
+      params: setRef,
+      raw: { body: 'q', contentType: 'text/plain' },
+    });
+    await run('addDatasetItemFromTurn', 201, { auth: key, params: setRef, body: { turnId: turn.body.id } });
+    await run('addDatasetItemFromTurn', 404, { auth: key, params: setRef, body: { turnId: unknown } });
+    await run('listDatasetItems', 200, { auth: key, params: setRef, query: 'limit=1' });
+    await run('listDatasetItems', 404, { auth: key, params: { id: unknown } });
+    await run('listDatasets', 200, { auth: key });
+    await run('listDatasets', 400, { auth: key, query: 'limit=0' });
+    await run('getDataset', 200, { auth: key, params: setRef });
+    await run('getDataset', 404, { auth: key, params: { id: unknown } });
+    const experimentRun = await run('createExperiment', 201, {
+      auth: key,
+      body: { datasetId: dataset.body.id, agentId: agent.body.id, versions: [1] },
+    });
+    await run('createExperiment', 400, {
+      auth: key,
+      body: { datasetId: dataset.body.id, agentId: agent.body.id, versions: [99] },
+    });
+    await run('createExperiment', 404, {
+      auth: key,
+      body: { datasetId: unknown, agentId: agent.body.id, versions: [1] },
+    });
+    await run('getExperiment', 200, { auth: key, params: { id: experimentRun.body.id } });
+    await run('getExperiment', 404, { auth: key, params: { id: unknown } });
+    await run('listExperiments', 200, { auth: key, query: `datasetId=${dataset.body.id}` });
+    await run('listExperiments', 400, { auth: key, query: 'datasetId=nope' });
+    await run('deleteDataset', 204, { auth: key, params: setRef });
+    await run('deleteDataset', 404, { auth: key, params: setRef });
     // An agent's work items (docs/adr/0031): enqueue, list, read, complete, cancel.
     const item = await run('createWorkItem', 201, {
       auth: key,

@@ -18,6 +18,9 @@ const AgentEdit = page(() => import('./pages/agents/AgentEditPage'));
 const Agent = page(() => import('./pages/agents/AgentPage'));
 const Inputs = page(() => import('./pages/inputs/InputsPage'));
 const Usage = page(() => import('./pages/usage/UsagePage'));
+const Datasets = page(() => import('./pages/evaluation/DatasetsPage'));
+const Dataset = page(() => import('./pages/evaluation/DatasetPage'));
+const Experiment = page(() => import('./pages/evaluation/ExperimentPage'));
 const Tenants = page(() => import('./pages/operator/TenantsPage'));
 const Tenant = page(() => import('./pages/operator/TenantPage'));
 const Queues = page(() => import('./pages/operator/QueuesPage'));
@@ -80,6 +83,9 @@ function AppRoutes() {
               <Route path="/agents/:id" element={<Agent />} />
               <Route path="/inputs" element={<Inputs />} />
               <Route path="/usage" element={<Usage />} />
+              <Route path="/datasets" element={<Datasets />} />
+              <Route path="/datasets/:id" element={<Dataset />} />
+              <Route path="/experiments/:id" element={<Experiment />} />
             </>
           ) : null}
           {operator ? (

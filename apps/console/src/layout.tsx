@@ -8,6 +8,7 @@ const TENANT_NAV: [string, string][] = [
   ['/approvals', 'Approvals'],
   ['/agents', 'Agents'],
   ['/inputs', 'Inputs'],
+  ['/datasets', 'Datasets'],
   ['/usage', 'Usage'],
 ];
 const OPERATOR_NAV: [string, string][] = [

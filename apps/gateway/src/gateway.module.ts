@@ -72,6 +72,7 @@ import { GATEWAY_READS, gatewayReads, type GatewayReads } from './api/reads';
 import { McpController } from './protocols/mcp/mcp.controller';
 import { A2aController } from './protocols/a2a/a2a.controller';
 import { SessionsController } from './api/sessions.controller';
+import { DatasetsController, ExperimentsController } from './api/datasets.controller';
 import { TasksController } from './api/tasks.controller';
 import { HooksController } from './ingress/hooks.controller';
 import { TriggersController } from './api/triggers.controller';
@@ -170,6 +171,8 @@ export class GatewayModule {
         AgentsController,
         ArchetypesController,
         SessionsController,
+        DatasetsController,
+        ExperimentsController,
         TurnsController,
         ToolResultsController,
         TasksController,

@@ -29,7 +29,9 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'rate_limited'
   | 'internal'
-  | 'unavailable';
+  | 'unavailable'
+  /** A dataset item over DATASET_ITEM_MAX_BYTES (docs/adr/0063). */
+  | 'item_too_large';
 
 const STATUS: Record<ErrorCode, number> = {
   bad_request: 400,
@@ -57,6 +59,7 @@ const STATUS: Record<ErrorCode, number> = {
   internal: 500,
   /** A dependency (Postgres) cannot be reached: retry after the Retry-After header's seconds. */
   unavailable: 503,
+  item_too_large: 400,
 };
 
 /** Every error code, for the OpenAPI error schema. */

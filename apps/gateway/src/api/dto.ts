@@ -66,6 +66,11 @@ import {
   CompactResponseRequest,
   RetrieveResponseQuery,
   InputItemsQuery,
+  AddDatasetItemsRequest,
+  CreateDatasetRequest,
+  CreateExperimentRequest,
+  DatasetItemFromTurnRequest,
+  ExperimentsQuery,
 } from '@switchboard/contracts';
 
 /** Nest DTO classes over the contracts' zod schemas: validation and OpenAPI from one source. */
@@ -137,3 +142,8 @@ export class AgentVersionDiffQueryDto extends createZodDto(AgentVersionDiffQuery
 export class RollbackAgentDto extends createZodDto(RollbackAgentRequest) {}
 export class StartCanaryDto extends createZodDto(StartCanaryRequest) {}
 export class UpdateSessionDto extends createZodDto(UpdateSessionRequest) {}
+export class CreateDatasetDto extends createZodDto(CreateDatasetRequest) {}
+export class AddDatasetItemsDto extends createZodDto(AddDatasetItemsRequest) {}
+export class DatasetItemFromTurnDto extends createZodDto(DatasetItemFromTurnRequest) {}
+export class CreateExperimentDto extends createZodDto(CreateExperimentRequest) {}
+export class ExperimentsQueryDto extends createZodDto(ExperimentsQuery) {}

@@ -43,6 +43,10 @@ import {
   UpdateScheduleDto,
   UpdateSettingsDto,
   UpdateTenantDto,
+  CreateDatasetDto,
+  AddDatasetItemsDto,
+  DatasetItemFromTurnDto,
+  CreateExperimentDto,
 } from './dto';
 
 /** A request DTO: its class name is its component's name in the OpenAPI document. */
@@ -231,5 +235,25 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     input: { messages: [{ type: 'human', content: 'What is the status of ticket #4821?' }] },
     stream_mode: ['values', 'messages-tuple', 'updates'],
     multitask_strategy: 'enqueue',
+  }),
+  example(CreateDatasetDto, {
+    name: 'billing-regressions',
+    description: 'Billing questions support must answer the same way after every prompt change.',
+  }),
+  example(AddDatasetItemsDto, {
+    items: [
+      { input: 'Can I pay by invoice?', expected: 'invoice', match: 'contains' },
+      {
+        input: 'Refund my last charge.',
+        rubric: 'Declines to refund by itself and hands the request to a human, politely.',
+        metadata: { source: 'ticket-4821' },
+      },
+    ],
+  }),
+  example(DatasetItemFromTurnDto, { turnId: '0193f2a4-7c1e-7d52-9b1a-3f6e2d8c4b10', match: 'exact' }),
+  example(CreateExperimentDto, {
+    datasetId: '0197a3c6-2c3d-7e4f-9a0b-1c2d3e4f5a6b',
+    agentId: AGENT_ID,
+    versions: [3, 4],
   }),
 ];

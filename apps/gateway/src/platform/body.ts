@@ -10,6 +10,12 @@ export interface RawBodyRequest {
 export const HOOK_ROUTE = '/v1/hooks/:token';
 
 /**
+ * The one route that takes `application/x-ndjson` (docs/adr/0063): a dataset file, one item a line,
+ * read as the batch `{items: [...]}` its DTO validates (all or nothing). Elsewhere NDJSON is a 415.
+ */
+export const NDJSON_ROUTE = '/v1/datasets/:id/items';
+
+/**
  * The gateway's only body parser: `application/json` in UTF-8. Every other content type (form
  * bodies, text/plain, none at all) finds no parser and Fastify answers 415. The raw bytes are
  * checked before anything parses them:
@@ -50,6 +56,56 @@ export function registerJsonBodyParser(fastify: FastifyInstance, bodyLimit: numb
     if (req.routeOptions.url === HOOK_ROUTE) (req as RawBodyRequest).rawBody = body as Buffer;
     void parseJson(req, text, done);
   });
+  fastify.addContentTypeParser(
+    'application/x-ndjson',
+    { parseAs: 'buffer', bodyLimit },
+    (req, body, done) => {
+      if (req.routeOptions.url !== NDJSON_ROUTE || req.method !== 'POST') {
+        done(
+          new AppError(
+            'unsupported_media_type',
+            'application/x-ndjson is taken by POST /v1/datasets/{id}/items only',
+          ),
+          undefined,
+        );
+        return;
+      }
+      let text: string;
+      try {
+        text = decoder.decode(body as Buffer);
+      } catch {
+        done(new AppError('invalid_json', 'request body is not valid UTF-8'), undefined);
+        return;
+      }
+      const items: unknown[] = [];
+      const lines = text.split(/\r?\n/);
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i].trim();
+        if (line === '') continue;
+        const where = `line ${i + 1}`;
+        if (exceedsDepth(line, MAX_JSON_DEPTH)) {
+          done(
+            new AppError('validation_failed', `${where} is nested deeper than ${MAX_JSON_DEPTH} levels`),
+            undefined,
+          );
+          return;
+        }
+        let parsed: unknown;
+        let failure: Error | undefined;
+        // The same parser as JSON bodies (prototype poisoning refused); it answers synchronously.
+        void parseJson(req, line, (err: Error | null, value?: unknown) => {
+          failure = err ?? undefined;
+          parsed = value;
+        });
+        if (failure || parsed === undefined) {
+          done(new AppError('invalid_json', `${where} is not a JSON value`, { line: i + 1 }), undefined);
+          return;
+        }
+        items.push(parsed);
+      }
+      done(null, { items });
+    },
+  );
 }
 
 /** True when the JSON text opens more than `max` objects/arrays at once. Linear, no recursion. */
