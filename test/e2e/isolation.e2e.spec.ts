@@ -49,6 +49,8 @@ const KINDS: Record<string, Kind> = {
   blocks: 'block',
   'work-items': 'workItem',
   'api-keys': 'apiKey',
+  datasets: 'dataset',
+  experiments: 'experiment',
   responses: 'response',
   // The OpenAI-compatible model is an agent (docs/adr/0022); the protocol adapters' ids are ours too:
   // an A2A agent, a LangGraph assistant (agent), thread (session), run (turn) and checkpoint.
@@ -74,6 +76,7 @@ const FIELD_KINDS: Record<string, Kind> = {
   triggerId: 'trigger',
   scheduleId: 'schedule',
   workItemId: 'workItem',
+  datasetId: 'dataset',
   assistant_id: 'agent',
   thread_id: 'session',
   run_id: 'turn',
@@ -153,6 +156,14 @@ const COVERAGE: Record<string, Coverage> = {
   getCanary: 'ids',
   stopCanary: 'ids',
   promoteCanary: 'ids',
+  getDataset: 'ids',
+  deleteDataset: 'ids',
+  addDatasetItems: 'ids',
+  listDatasetItems: 'ids',
+  addDatasetItemFromTurn: 'ids',
+  createExperiment: 'ids',
+  listExperiments: { filter: true },
+  getExperiment: 'ids',
   rollbackAgent: 'ids',
   getSession: 'ids',
   closeSession: 'ids',
@@ -401,12 +412,22 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     await env.db.turnRoundContext.create({
       data: { tenantId: tenantA, turnId: mine.turn!, roundIndex: 0, parts: [] },
     });
+    mine.dataset = ok('dataset', await a.post('/v1/datasets', { name: 'alpha-set' })).id;
+    ok(
+      'dataset item',
+      await a.post(`/v1/datasets/${mine.dataset}/items`, { input: 'A’s item', expected: 'x' }),
+    );
+    mine.experiment = ok(
+      'experiment',
+      await a.post('/v1/experiments', { datasetId: mine.dataset, agentId: mine.agent, versions: [1] }),
+    ).id;
     const state = await a.get(`/langgraph/threads/${mine.session}/state`);
     mine.checkpoint = state.body?.checkpoint?.checkpoint_id ?? mine.turn;
 
     // Tenant B's own parents, for "A's child through my own parent".
     theirs.agent = ok('b agent', await b.post('/v1/agents', { name: 'beta', model: 'scripted/steady' })).id;
     theirs.session = ok('b session', await b.post('/v1/sessions', { agentId: theirs.agent })).id;
+    theirs.dataset = ok('b dataset', await b.post('/v1/datasets', { name: 'beta-set' })).id;
     theirs.turn = ok(
       'b message',
       await b.post(`/v1/sessions/${theirs.session}/messages`, { content: 'B' }),
@@ -598,8 +619,8 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     // And it fails: a route added to the document without a line, one with a line whose id is of a
     // kind the filler does not know, an id in a request body, and a line left behind.
     const added: Operation[] = [
-      { operationId: 'getDataset', method: 'get', path: '/v1/datasets/{id}' },
-      { operationId: 'getExperiment', method: 'get', path: '/v1/experiments/{id}' },
+      { operationId: 'getWidget', method: 'get', path: '/v1/widgets/{id}' },
+      { operationId: 'getGadget', method: 'get', path: '/v1/gadgets/{id}' },
       {
         operationId: 'createScore',
         method: 'post',
@@ -611,12 +632,12 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     expect(
       uncovered([...operations.filter((o) => o.operationId !== 'getSession'), ...added], {
         ...withoutTurn,
-        getExperiment: 'ids',
+        getGadget: 'ids',
       }),
     ).toEqual([
       expect.stringContaining('getTurn (GET /v1/turns/{id}) takes an id and is not covered'),
-      expect.stringContaining('getDataset (GET /v1/datasets/{id}) takes an id and is not covered'),
-      'getExperiment: the filler does not know what {id} of /v1/experiments/{id} is: add its segment to KINDS',
+      expect.stringContaining('getWidget (GET /v1/widgets/{id}) takes an id and is not covered'),
+      'getGadget: the filler does not know what {id} of /v1/gadgets/{id} is: add its segment to KINDS',
       expect.stringContaining('createScore (POST /v1/scores) takes an id and is not covered'),
       'getSession is in COVERAGE but not in the OpenAPI document: remove it',
     ]);
