@@ -350,6 +350,7 @@ describe('tenant settings', () => {
       'burst',
       'summarization',
       'vision',
+      'evaluation',
     ]);
     const schemas = res.body.components.schemas;
     expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);

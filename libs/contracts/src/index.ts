@@ -20,3 +20,4 @@ export * from './timeline';
 export * from './structured-output';
 export * from './memory-blocks';
 export * from './tool-choice';
+export * from './evaluation';

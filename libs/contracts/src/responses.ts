@@ -28,6 +28,7 @@ import {
 import { CancelReason } from './cancel-reasons';
 import { ERROR_CODES } from './errors';
 import { McpApproval } from './mcp';
+import { Scorer } from './evaluation';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
 import {
   APPROVAL_POLICIES,
@@ -225,6 +226,8 @@ export const AgentResponse = z
     memory: MemorySettings,
     /** The agent's hourly side-effect budget (docs/adr/0058); null: unlimited. */
     maxActionsPerHour: z.int().nullable(),
+    /** The agent's scorers (docs/adr/0062), versioned with the rest of its configuration. */
+    scorers: z.array(Scorer),
     /** The agent's current configuration version (docs/adr/0061): GET /v1/agents/:id/versions lists them all. */
     version: z.int(),
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */

@@ -26,6 +26,7 @@ import {
   type ResolvedModelRef,
 } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
+import type { Prisma } from '@switchboard/database';
 import { agentLearningStatus, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
 import {
   ARCHETYPE_TOOLS,
@@ -177,6 +178,7 @@ export class AgentsController {
       embedder: b.embedder ?? null,
       memory: b.memory ?? {},
       maxActionsPerHour: b.maxActionsPerHour ?? null,
+      scorers: (b.scorers ?? []) as Prisma.InputJsonValue,
     };
     const created = await this.agents.create(data, { actor });
     await this.reembed(tenantId, created.id, null, created.embedder);
@@ -278,7 +280,7 @@ export class AgentsController {
       "(details.referrers names them). A built-in archetype's row is read-only (409): create an agent " +
       'with its name to override it. A change of the versioned configuration (instructions, model, ' +
       'fallbackModels, tools, allowedSubagents, approvalRequired, budgets, toolResultCompression, archivist, ' +
-      'toolSelection, embedder, memory, maxActionsPerHour) creates the next version (`version`, docs/adr/0061); ' +
+      'toolSelection, embedder, memory, maxActionsPerHour, scorers) creates the next version (`version`, docs/adr/0061); ' +
       'a change that leaves it as it is creates none.',
     errors: [...BODY_ERRORS, 404, 409],
   })
