@@ -7,13 +7,7 @@ import { CONCRETE_MODEL_REF, ConcreteModelRef, MODEL_ROUTES, ModelRef, type Mode
 
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
-export {
-  MODEL_ROUTES,
-  ModelRoute,
-  MODEL_HINT_PREFIX,
-  ConcreteModelRef,
-  ModelRef,
-} from './model-refs';
+export { MODEL_ROUTES, ModelRoute, MODEL_HINT_PREFIX, ConcreteModelRef, ModelRef } from './model-refs';
 
 const ToolName = z.string().min(1).max(120);
 
@@ -203,7 +197,7 @@ export const CreateAgentRequest = z.strictObject({
         "tenant's budget, set by the operator, still applies)",
     ),
   scorers: Scorers.optional().describe(
-    'Scorers of the agent\'s turns (docs/adr/0062), versioned: llm_judge {rubric, model?, passThreshold?}, ' +
+    "Scorers of the agent's turns (docs/adr/0062), versioned: llm_judge {rubric, model?, passThreshold?}, " +
       'rule {check: json_schema | regex | tool_called | max_latency_ms | max_cost_usd | not_failed | expected}, ' +
       'webhook {url, timeoutMs?}; each with a unique name and samplePercent (0-100, default 100)',
   ),

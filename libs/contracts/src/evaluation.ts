@@ -37,7 +37,12 @@ const JsonSchemaObject = z.record(z.string(), z.unknown());
 
 /** A deterministic check of the turn: scores 1 (passed) or 0. */
 export const RuleScorer = z.discriminatedUnion('check', [
-  z.strictObject({ ...base, kind: z.literal('rule'), check: z.literal('json_schema'), schema: JsonSchemaObject }),
+  z.strictObject({
+    ...base,
+    kind: z.literal('rule'),
+    check: z.literal('json_schema'),
+    schema: JsonSchemaObject,
+  }),
   z.strictObject({
     ...base,
     kind: z.literal('rule'),

@@ -33,4 +33,3 @@ export const ModelRef = z.string().regex(new RegExp(`^(${CONCRETE_MODEL_REF}|${M
     'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted, ' +
     'or "hint:<route>" with route chat, reasoning, agentic, coding, burst, summarization, vision or evaluation',
 });
-

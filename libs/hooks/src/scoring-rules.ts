@@ -54,7 +54,9 @@ export function evaluateRule(rule: RuleScorer, turn: RuleTurn): RuleVerdict {
       } catch (err) {
         return fail(`the pattern is not usable: ${(err as Error).message}`);
       }
-      return re.test(answer) ? pass() : fail(`the answer does not match /${rule.pattern}/${rule.flags ?? ''}`);
+      return re.test(answer)
+        ? pass()
+        : fail(`the answer does not match /${rule.pattern}/${rule.flags ?? ''}`);
     }
     case 'tool_called': {
       const called = turn.tools.includes(rule.tool);

@@ -7,6 +7,7 @@ import {
   EVALUATION_HINT,
   MessageBody,
   newId,
+  NotifySecret,
   parseScorers,
   parseTenantSettings,
   type PostTurnJob,
@@ -198,7 +199,11 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
       tenantId: turn.tenantId,
       turnId: turn.id,
       hook: SCORING_HOOK,
-      output: { skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled', notSampled, turnStatus: turn.status },
+      output: {
+        skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
+        notSampled,
+        turnStatus: turn.status,
+      },
     });
     return { ...none(claimed ? 'skipped' : 'already_done'), notSampled };
   }
@@ -234,13 +239,17 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
         });
         continue;
       }
-      const r = await judge(ctx, scorer, settings, { input, answer: turn.finalText ?? '', status: turn.status });
+      const r = await judge(ctx, scorer, settings, {
+        input,
+        answer: turn.finalText ?? '',
+        status: turn.status,
+      });
       spent += r.calls.reduce((sum, c) => sum + c.costUsd, 0);
       results.push({ ...base, ...r });
     } else {
       results.push({
         ...base,
-        ...(await callWebhook(ctx, scorer, settings.notifySecret, {
+        ...(await callWebhook(ctx, scorer, signingSecretOf(turn.settings), {
           turnId: turn.id,
           sessionId: turn.sessionId,
           agentId: turn.agentId,
@@ -267,7 +276,12 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
     ...(experiment ? { experiment: true } : {}),
     turnStatus: turn.status,
   };
-  const owner = { tenantId: turn.tenantId, agentId: turn.agentId, sessionId: turn.sessionId, turnId: turn.id };
+  const owner = {
+    tenantId: turn.tenantId,
+    agentId: turn.agentId,
+    sessionId: turn.sessionId,
+    turnId: turn.id,
+  };
   const claimed = await ctx.sql.transaction(async (tx) => {
     if (!(await claimHookRun(tx, { tenantId: turn.tenantId, turnId: turn.id, hook: SCORING_HOOK, output }))) {
       return false;
@@ -293,10 +307,7 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
   );
   if (!claimed) return { ...none('already_done'), costUsd };
   for (const r of results) ctx.metrics.scores.inc({ kind: r.kind, status: r.status });
-  ctx.logger.info(
-    { hook: SCORING_HOOK, turnId: turn.id, tenantId: turn.tenantId, ...output },
-    'scoring run',
-  );
+  ctx.logger.info({ hook: SCORING_HOOK, turnId: turn.id, tenantId: turn.tenantId, ...output }, 'scoring run');
   return {
     outcome: 'written',
     scored: output.scored,
@@ -305,6 +316,13 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
     notSampled,
     costUsd,
   };
+}
+
+/** The tenant's webhook signing secret (`notifySecret`), with or without a notify URL. */
+function signingSecretOf(settings: unknown): string | undefined {
+  const stored = settings && typeof settings === 'object' ? (settings as Record<string, unknown>) : {};
+  const parsed = NotifySecret.safeParse(stored.notifySecret);
+  return parsed.success ? parsed.data : undefined;
 }
 
 /** What the tenant's judges spent today (UTC), from their score rows. */
@@ -428,7 +446,10 @@ async function judge(
     problem = r.text.trim() ? 'the answer is not {"score": 0..1, "reason": "..."}' : 'the answer is empty';
     messages.push(
       { role: 'assistant', content: r.text, toolCalls: [] },
-      { role: 'user', content: `That answer was not usable (${problem}). Answer again with the JSON object only.` },
+      {
+        role: 'user',
+        content: `That answer was not usable (${problem}). Answer again with the JSON object only.`,
+      },
     );
   }
   return error(`invalid_judge_answer: ${problem}`, { model: ref, calls: calls.length });
@@ -490,7 +511,8 @@ async function callWebhook(
   } catch (err) {
     return error(`the scorer's endpoint failed: ${(err as Error).message}`);
   }
-  if (answer.status < 200 || answer.status >= 300) return error(`the scorer's endpoint answered ${answer.status}`);
+  if (answer.status < 200 || answer.status >= 300)
+    return error(`the scorer's endpoint answered ${answer.status}`);
   const parsed = WebhookAnswer.safeParse(parseJsonAnswer(answer.text));
   if (!parsed.success) return error('the answer is not {"score": 0..1, "passed"?, "reason"?}');
   return {
@@ -533,7 +555,9 @@ function postForAnswer(
           size += c.length;
           if (size <= WEBHOOK_ANSWER_MAX_BYTES) chunks.push(c);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
