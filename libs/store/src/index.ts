@@ -23,3 +23,4 @@ export * from './read-replica';
 export * from './partitions';
 export * from './timeline-reads';
 export * from './a2a-store';
+export * from './score-store';

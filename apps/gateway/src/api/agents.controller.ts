@@ -5,6 +5,7 @@ import {
   AgentDetailResponse,
   AgentPageResponse,
   AgentResponse,
+  AgentScoresResponse,
   AgentVersionDiffResponse,
   AgentVersionNumber,
   AgentVersionPageResponse,
@@ -27,7 +28,7 @@ import {
 } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
 import type { Prisma } from '@switchboard/database';
-import { agentLearningStatus, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
+import { agentLearningStatus, agentScoreAggregates, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
 import {
   ARCHETYPE_TOOLS,
   archetype,
@@ -41,6 +42,7 @@ import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
 import { Actor, TenantId } from '../platform/auth/guard';
 import {
+  AgentScoresQueryDto,
   AgentVersionDiffQueryDto,
   CreateAgentDto,
   PageQueryDto,
@@ -337,6 +339,48 @@ export class AgentsController {
       data: page.rows.map(presentAgentVersion),
       nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].version]) : null,
     };
+  }
+
+  @Get(':id/scores')
+  @Operation({
+    id: 'getAgentScores',
+    summary: "An agent's scores per version and day",
+    description:
+      "The agent's turn scores (docs/adr/0062) per version, UTC day, scorer and source over `from`..`to` " +
+      '(dates or timestamps; a date `to` includes that day; default: the last 30 days), optionally of one ' +
+      '`scorer` (`feedback` for feedback): `count` (rows scored with a score), `meanScore`, and `passRate` ' +
+      '(share passed among those with a pass/fail; null when none has). 400 when `from` is not before `to`; ' +
+      "404 when the agent is not the calling tenant's.",
+    status: 200,
+    schema: AgentScoresResponse,
+    errors: [400, 404],
+  })
+  async scores(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: AgentScoresQueryDto,
+  ): Promise<AgentScoresResponse> {
+    const agent = await this.find(tenantId, id);
+    const dateOnly = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
+    const to = q.to
+      ? new Date(dateOnly(q.to) ? Date.parse(`${q.to}T00:00:00Z`) + 86_400_000 : Date.parse(q.to))
+      : new Date();
+    const from = q.from
+      ? new Date(dateOnly(q.from) ? `${q.from}T00:00:00Z` : q.from)
+      : new Date(to.getTime() - 30 * 86_400_000);
+    if (!(from.getTime() < to.getTime())) {
+      throw new AppError('validation_failed', '`from` must be before `to`', {
+        issues: [{ path: 'from', message: 'must be before `to`' }],
+      });
+    }
+    const data = await agentScoreAggregates(this.sql, {
+      tenantId,
+      agentId: agent.id,
+      from,
+      to,
+      ...(q.scorer !== undefined ? { scorer: q.scorer } : {}),
+    });
+    return { data };
   }
 
   @Get(':id/versions/diff')
