@@ -343,7 +343,7 @@ export class TurnsController {
     @Body() body: TurnFeedbackDto,
   ): Promise<TurnFeedbackResponse> {
     const turnId = pathId(id, 'turn');
-    const b = body as TurnFeedbackRequest;
+    const b = body;
     if (b.score !== undefined && b.rating !== undefined && b.score !== (b.rating === 'up' ? 1 : 0)) {
       throw new AppError('validation_failed', 'score and rating disagree', {
         issues: [{ path: 'rating', message: `rating ${b.rating} is score ${b.rating === 'up' ? 1 : 0}` }],
