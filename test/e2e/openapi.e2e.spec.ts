@@ -1008,7 +1008,11 @@ describe('the OpenAPI document matches what the server answers', () => {
       params: { id: admitted.body.turnId },
       body: { rating: 'up', by: 'reviewer' },
     });
-    await run('postTurnFeedback', 400, { auth: key, params: { id: admitted.body.turnId }, body: { by: 'x' } });
+    await run('postTurnFeedback', 400, {
+      auth: key,
+      params: { id: admitted.body.turnId },
+      body: { by: 'x' },
+    });
     await run('postTurnFeedback', 404, { auth: key, params: { id: unknown }, body: { score: 1, by: 'x' } });
     // The operator's cancel (docs/adr/0055): the ended turn as it is, a bad body, a turn not the tenant's.
     await run('operatorCancelTurn', 200, {

@@ -112,7 +112,13 @@ describe('PostTurnProcessor', () => {
       'episodic-index': 'written',
     });
     const runs = await env.db.hookRun.findMany({ where: { turnId }, orderBy: { hook: 'asc' } });
-    expect(runs.map((r) => r.hook)).toEqual(['completion-webhook', 'cost-log', 'episodic-index', 'learning', 'scoring']);
+    expect(runs.map((r) => r.hook)).toEqual([
+      'completion-webhook',
+      'cost-log',
+      'episodic-index',
+      'learning',
+      'scoring',
+    ]);
     // The archivist's own job, with the attempts and backoff of a job naming one hook.
     const own = await queue.getJob(`${turnId}.archivist`);
     expect(own?.data).toMatchObject({ turnId, tenantId, hook: 'archivist' });
@@ -211,7 +217,13 @@ describe('PostTurnProcessor', () => {
         'cost-log': 'written',
       });
       const runs = await env.db.hookRun.findMany({ where: { turnId }, orderBy: { hook: 'asc' } });
-      expect(runs.map((r) => r.hook)).toEqual(['archivist', 'completion-webhook', 'cost-log', 'learning', 'scoring']);
+      expect(runs.map((r) => r.hook)).toEqual([
+        'archivist',
+        'completion-webhook',
+        'cost-log',
+        'learning',
+        'scoring',
+      ]);
       expect(await env.db.memoryRecord.count({ where: { tenantId } })).toBe(0);
       // The failing hook has its own job, as before the shared transaction.
       const own = await queue.getJob(`${turnId}.episodic-index`);

@@ -176,7 +176,10 @@ export class AgentsRepository {
     by: (VersionAuthor & { rollbackTo: number | undefined }) | undefined,
   ): Promise<Agent> {
     const write = async (tx: Prisma.TransactionClient) => {
-      const row = await tx.agent.update({ where: { id: agent.id }, data: change as Prisma.AgentUncheckedUpdateInput });
+      const row = await tx.agent.update({
+        where: { id: agent.id },
+        data: change as Prisma.AgentUncheckedUpdateInput,
+      });
       const rollbackTo = by?.rollbackTo;
       const version = await recordAgentVersion(
         tx,

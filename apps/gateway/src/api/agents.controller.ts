@@ -28,7 +28,13 @@ import {
 } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
 import type { Prisma } from '@switchboard/database';
-import { agentLearningStatus, agentScoreAggregates, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
+import {
+  agentLearningStatus,
+  agentScoreAggregates,
+  agentToolStatus,
+  sql,
+  type SqlDb,
+} from '@switchboard/store';
 import {
   ARCHETYPE_TOOLS,
   archetype,

@@ -17,6 +17,11 @@ export function turnDetail(tasks: TaskService): TurnDetail {
     childrenCostUsd: turn.childrenCostUsd,
     totalCostUsd: turn.totalCostUsd,
     recalled: turn.recalled,
-    scores: turn.scores.map((sc) => ({ ...sc, kind: sc.kind as TurnScoreResponse['kind'], source: sc.source as TurnScoreResponse['source'], status: sc.status as TurnScoreResponse['status'] })),
+    scores: turn.scores.map((sc) => ({
+      ...sc,
+      kind: sc.kind as TurnScoreResponse['kind'],
+      source: sc.source as TurnScoreResponse['source'],
+      status: sc.status as TurnScoreResponse['status'],
+    })),
   });
 }

@@ -17,13 +17,18 @@ import {
   cancelCause,
   AppError,
   TurnFeedbackResponse,
-  type TurnFeedbackRequest,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
-import { ActiveTurnsQueryDto, CancelTurnDto, ClientToolResultsDto, ReplayTurnDto, TurnFeedbackDto } from './dto';
+import {
+  ActiveTurnsQueryDto,
+  CancelTurnDto,
+  ClientToolResultsDto,
+  ReplayTurnDto,
+  TurnFeedbackDto,
+} from './dto';
 import { GATEWAY_SQL } from './streams.controller';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentTurn } from './presenters';
