@@ -386,6 +386,8 @@ describe('evaluation', () => {
       [{ name: 'r', kind: 'rule', check: 'regex', pattern: '(' }],
       [{ name: 'p', kind: 'rule', check: 'not_failed', samplePercent: 150 }],
       [{ name: 'w', kind: 'webhook', url: 'ftp://example.com' }],
+      [{ name: 'w', kind: 'webhook', url: 'http://169.254.169.254/latest' }],
+      [{ name: 'w', kind: 'webhook', url: 'http://127.0.0.1:9/score' }],
     ];
     const agents = await env.db.agent.count({ where: { tenantId } });
     for (const scorers of badScorers) {

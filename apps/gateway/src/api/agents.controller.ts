@@ -46,6 +46,7 @@ import {
 } from '@switchboard/subagents';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
+import { refusedNotifyUrl } from '@switchboard/triage';
 import { Actor, TenantId } from '../platform/auth/guard';
 import {
   AgentScoresQueryDto,
@@ -108,6 +109,24 @@ export class AgentsController {
   }
 
   /**
+   * A webhook scorer's URL obeys the notify endpoint's address rules, up front (docs/adr/0062): a
+   * private, loopback, link-local or metadata address is refused (400) unless
+   * OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts it; the hook checks again at send time.
+   */
+  private async checkScorers(scorers: CreateAgentRequest['scorers']): Promise<void> {
+    const allow = new Set(this.config.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []);
+    for (const [i, s] of (scorers ?? []).entries()) {
+      if (s.kind !== 'webhook') continue;
+      const refused = await refusedNotifyUrl(s.url, allow);
+      if (refused) {
+        throw new AppError('validation_failed', `scorer ${s.name}: ${refused}`, {
+          issues: [{ path: `scorers.${i}.url`, message: refused }],
+        });
+      }
+    }
+  }
+
+  /**
    * A new or changed embedder (or none any more) starts the re-embedding job. A publish that fails
    * does not fail the change: the next write to the agent's memory publishes it again.
    */
@@ -165,6 +184,7 @@ export class AgentsController {
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
     this.checkEmbedder(b.embedder);
+    await this.checkScorers(b.scorers);
     const base = b.archetype ? archetype(b.archetype) : undefined;
     const data = {
       id: newId(),
@@ -304,6 +324,7 @@ export class AgentsController {
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
     this.checkEmbedder(b.embedder);
+    await this.checkScorers(b.scorers);
     // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
     const row = await this.agents.update(agent, b, { actor });
     await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
