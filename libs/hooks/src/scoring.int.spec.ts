@@ -267,6 +267,20 @@ describe('runScoring', () => {
     expect(row).toMatchObject({ status: 'error', score: null });
     expect(row.reason).toContain('invalid_judge_answer');
     expect(await env.db.ledgerEntry.count({ where: { turnId } })).toBe(2);
+
+    // Words around the object are tolerated; a corrected second answer is used.
+    const other = await turn(t);
+    llm.enqueue(
+      scripted.text('Sure! {"score": 2}', { costUsd: 0.001 }),
+      scripted.text('Here it is: {"score": 0.3, "reason": "vague"} — done.', { costUsd: 0.001 }),
+    );
+    await run(other, t.tenantId);
+    expect((await scoresOf(other))[0]).toMatchObject({
+      status: 'scored',
+      score: 0.3,
+      passed: false,
+      reason: 'vague',
+    });
   });
 
   it("posts a webhook scorer's request signed with the tenant's secret and keeps its verdict", async () => {

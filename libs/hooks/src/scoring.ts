@@ -363,7 +363,14 @@ function parseJsonAnswer(text: string): unknown {
   try {
     return JSON.parse(t) as unknown;
   } catch {
-    return undefined;
+    // A model may say a few words around the object: the outermost braces are tried once.
+    const inner = /\{[\s\S]*\}/.exec(t)?.[0];
+    if (!inner) return undefined;
+    try {
+      return JSON.parse(inner) as unknown;
+    } catch {
+      return undefined;
+    }
   }
 }
 
