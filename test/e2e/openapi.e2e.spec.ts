@@ -548,6 +548,9 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('diffAgentVersions', 200, { auth: key, params: { id: agent.body.id }, query: 'from=1&to=1' });
     await run('diffAgentVersions', 400, { auth: key, params: { id: agent.body.id }, query: 'from=x&to=1' });
     await run('diffAgentVersions', 404, { auth: key, params: { id: unknown }, query: 'from=1&to=1' });
+    await run('getAgentScores', 200, { auth: key, params: { id: agent.body.id }, query: 'scorer=feedback' });
+    await run('getAgentScores', 400, { auth: key, params: { id: agent.body.id }, query: 'from=x' });
+    await run('getAgentScores', 404, { auth: key, params: { id: unknown } });
     await run('rollbackAgent', 200, { auth: key, params: { id: agent.body.id }, body: { version: current } });
     await run('rollbackAgent', 400, { auth: key, params: { id: agent.body.id }, body: {} });
     await run('rollbackAgent', 404, { auth: key, params: { id: unknown }, body: { version: 1 } });
@@ -1014,6 +1017,18 @@ describe('the OpenAPI document matches what the server answers', () => {
     });
     await run('cancelTurn', 400, { auth: key, params: { id: admitted.body.turnId }, body: { why: 'x' } });
     await run('cancelTurn', 404, { auth: key, params: { id: unknown } });
+    // Feedback on the ended turn (docs/adr/0062), and the agent's aggregate it shows in.
+    await run('postTurnFeedback', 201, {
+      auth: key,
+      params: { id: admitted.body.turnId },
+      body: { rating: 'up', by: 'reviewer' },
+    });
+    await run('postTurnFeedback', 400, {
+      auth: key,
+      params: { id: admitted.body.turnId },
+      body: { by: 'x' },
+    });
+    await run('postTurnFeedback', 404, { auth: key, params: { id: unknown }, body: { score: 1, by: 'x' } });
     // The operator's cancel (docs/adr/0055): the ended turn as it is, a bad body, a turn not the tenant's.
     await run('operatorCancelTurn', 200, {
       auth: ADMIN,

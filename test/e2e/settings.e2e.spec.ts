@@ -26,6 +26,7 @@ describe('tenant settings', () => {
     notifySecretSet: false,
     dailySpendLimitUsd: null,
     operatorDailySpendLimitUsd: null,
+    evaluation: { dailyBudgetUsd: 10 },
   };
 
   beforeAll(async () => {
@@ -68,6 +69,7 @@ describe('tenant settings', () => {
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
       archivist: ARCHIVIST_DEFAULTS,
+      evaluation: { dailyBudgetUsd: 10 },
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -90,6 +92,7 @@ describe('tenant settings', () => {
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
       archivist: ARCHIVIST_DEFAULTS,
+      evaluation: { dailyBudgetUsd: 10 },
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -168,6 +171,7 @@ describe('tenant settings', () => {
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
       archivist: ARCHIVIST_DEFAULTS,
+      evaluation: { dailyBudgetUsd: 10 },
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -197,6 +201,7 @@ describe('tenant settings', () => {
       approvalTtlMs: null,
       defaultModel: DEFAULT_MODEL,
       archivist: ARCHIVIST_DEFAULTS,
+      evaluation: { dailyBudgetUsd: 10 },
       notifyUrl: null,
       notifySecretSet: false,
       dailySpendLimitUsd: null,
@@ -350,6 +355,7 @@ describe('tenant settings', () => {
       'burst',
       'summarization',
       'vision',
+      'evaluation',
     ]);
     const schemas = res.body.components.schemas;
     expect(schemas.UpdateSettingsDto.properties.toolSchemaMode.enum).toEqual(['relaxed', 'strict']);
@@ -365,6 +371,7 @@ describe('tenant settings', () => {
       'blockedTools',
       'dailySpendLimitUsd',
       'defaultModel',
+      'evaluation',
       'modelPrices',
       'modelRoutes',
       'notifySecretSet',

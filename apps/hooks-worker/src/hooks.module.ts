@@ -53,6 +53,11 @@ export class HooksModule {
                 defaultModel: cfg.DEFAULT_MODEL,
                 prices: cfg.MODEL_PRICES,
               },
+              // The scoring hook (docs/adr/0062): the judges' default daily budget, the webhook scorers' guard.
+              evaluation: {
+                dailyBudgetUsd: cfg.EVAL_DAILY_BUDGET_USD,
+                allowHosts: new Set(cfg.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []),
+              },
             }),
         },
         {

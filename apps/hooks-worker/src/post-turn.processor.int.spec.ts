@@ -107,11 +107,18 @@ describe('PostTurnProcessor', () => {
       'cost-log': 'written',
       'completion-webhook': 'skipped',
       learning: 'written',
+      scoring: 'skipped',
       archivist: 'retrying',
       'episodic-index': 'written',
     });
     const runs = await env.db.hookRun.findMany({ where: { turnId }, orderBy: { hook: 'asc' } });
-    expect(runs.map((r) => r.hook)).toEqual(['completion-webhook', 'cost-log', 'episodic-index', 'learning']);
+    expect(runs.map((r) => r.hook)).toEqual([
+      'completion-webhook',
+      'cost-log',
+      'episodic-index',
+      'learning',
+      'scoring',
+    ]);
     // The archivist's own job, with the attempts and backoff of a job naming one hook.
     const own = await queue.getJob(`${turnId}.archivist`);
     expect(own?.data).toMatchObject({ turnId, tenantId, hook: 'archivist' });
@@ -148,6 +155,7 @@ describe('PostTurnProcessor', () => {
       archivist: 'deferred',
       'completion-webhook': 'skipped',
       learning: 'written',
+      scoring: 'skipped',
       'cost-log': 'written',
     });
     // Rows one transaction wrote carry its id as xmin: the shared hooks' rows and the episode share
@@ -162,6 +170,7 @@ describe('PostTurnProcessor', () => {
       'cost-log',
       'episodic-index',
       'learning',
+      'scoring',
     ]);
     const [episode] = await env.db.$queryRawUnsafe<{ xmin: string }[]>(
       `SELECT xmin::text AS xmin FROM memory_records WHERE dedupe_key = 'episode:' || $1`,
@@ -204,10 +213,17 @@ describe('PostTurnProcessor', () => {
         archivist: 'deferred',
         'completion-webhook': 'skipped',
         learning: 'written',
+        scoring: 'skipped',
         'cost-log': 'written',
       });
       const runs = await env.db.hookRun.findMany({ where: { turnId }, orderBy: { hook: 'asc' } });
-      expect(runs.map((r) => r.hook)).toEqual(['archivist', 'completion-webhook', 'cost-log', 'learning']);
+      expect(runs.map((r) => r.hook)).toEqual([
+        'archivist',
+        'completion-webhook',
+        'cost-log',
+        'learning',
+        'scoring',
+      ]);
       expect(await env.db.memoryRecord.count({ where: { tenantId } })).toBe(0);
       // The failing hook has its own job, as before the shared transaction.
       const own = await queue.getJob(`${turnId}.episodic-index`);

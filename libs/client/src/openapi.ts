@@ -241,7 +241,7 @@ export interface paths {
     head?: never;
     /**
      * Change fields of an agent
-     * @description The tier rules are checked as on create, for this agent and for every agent listing it in `allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 (details.referrers names them). A built-in archetype's row is read-only (409): create an agent with its name to override it. A change of the versioned configuration (instructions, model, fallbackModels, tools, allowedSubagents, approvalRequired, budgets, toolResultCompression, archivist, toolSelection, embedder, memory, maxActionsPerHour) creates the next version (`version`, docs/adr/0061); a change that leaves it as it is creates none.
+     * @description The tier rules are checked as on create, for this agent and for every agent listing it in `allowedSubagents`: a change of `tier` or `name` that would break such an agent is refused with 409 (details.referrers names them). A built-in archetype's row is read-only (409): create an agent with its name to override it. A change of the versioned configuration (instructions, model, fallbackModels, tools, allowedSubagents, approvalRequired, budgets, toolResultCompression, archivist, toolSelection, embedder, memory, maxActionsPerHour, scorers) creates the next version (`version`, docs/adr/0061); a change that leaves it as it is creates none.
      */
     patch: operations['updateAgent'];
     trace?: never;
@@ -258,6 +258,26 @@ export interface paths {
      * @description Every change of the versioned configuration (docs/adr/0061) is an immutable, numbered version; creating the agent wrote version 1. Paged by `limit` (default 50, at most 200) and `cursor`. 404 when the agent is not the calling tenant's.
      */
     get: operations['listAgentVersions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{id}/scores': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An agent's scores per version and day
+     * @description The agent's turn scores (docs/adr/0062) per version, UTC day, scorer and source over `from`..`to` (dates or timestamps; a date `to` includes that day; default: the last 30 days), optionally of one `scorer` (`feedback` for feedback): `count` (rows scored with a score), `meanScore`, and `passRate` (share passed among those with a pass/fail; null when none has). 400 when `from` is not before `to`; 404 when the agent is not the calling tenant's.
+     */
+    get: operations['getAgentScores'];
     put?: never;
     post?: never;
     delete?: never;
@@ -860,6 +880,26 @@ export interface paths {
     get: operations['getTurnComparison'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/turns/{id}/feedback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Give feedback on a turn
+     * @description Records feedback on an ended turn as a score (docs/adr/0062): `score` (0..1), `rating` (`up`: score 1, passed; `down`: score 0, not passed), `label` (≤ 100 characters), `value` (any number) — at least one of them — with `comment` (≤ 2000) and `by` (who gave it, 1–200 characters). It counts in GET /v1/agents/{id}/scores as scorer `feedback` of the version the turn ran on, and shows in the turn's `scores`. Any number of feedback rows per turn. 404 when the turn is not the calling tenant's; 409 when it has not ended; nothing is written when it is refused.
+     */
+    post: operations['postTurnFeedback'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2470,6 +2510,106 @@ export interface components {
       };
       /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
       maxActionsPerHour?: number | null;
+      /** @description Scorers of the agent's turns (docs/adr/0062), versioned: llm_judge {rubric, model?, passThreshold?}, rule {check: json_schema | regex | tool_called | max_latency_ms | max_cost_usd | not_failed | expected}, webhook {url, timeoutMs?}; each with a unique name and samplePercent (0-100, default 100) */
+      scorers?: (
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'llm_judge';
+            rubric: string;
+            model?: string;
+            passThreshold?: number;
+          }
+        | (
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'json_schema';
+                schema: {
+                  [key: string]: unknown;
+                };
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'regex';
+                pattern: string;
+                flags?: string;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'tool_called';
+                tool: string;
+                called: boolean;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_latency_ms';
+                maxMs: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_cost_usd';
+                maxUsd: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'not_failed';
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'expected';
+                expected: string;
+                /** @enum {string} */
+                match?: 'exact' | 'contains' | 'json';
+              }
+          )
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'webhook';
+            /** Format: uri */
+            url: string;
+            timeoutMs?: number;
+          }
+      )[];
     };
     UpdateAgentDto: {
       name?: string;
@@ -2519,6 +2659,106 @@ export interface components {
       };
       /** @description The hourly side-effect budget: calls of network, local_write or destructive tools this agent may start in any rolling hour, across its turns and every harness process; the next one is refused with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the tenant's budget, set by the operator, still applies) */
       maxActionsPerHour?: number | null;
+      /** @description Scorers of the agent's turns (docs/adr/0062), versioned: llm_judge {rubric, model?, passThreshold?}, rule {check: json_schema | regex | tool_called | max_latency_ms | max_cost_usd | not_failed | expected}, webhook {url, timeoutMs?}; each with a unique name and samplePercent (0-100, default 100) */
+      scorers?: (
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'llm_judge';
+            rubric: string;
+            model?: string;
+            passThreshold?: number;
+          }
+        | (
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'json_schema';
+                schema: {
+                  [key: string]: unknown;
+                };
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'regex';
+                pattern: string;
+                flags?: string;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'tool_called';
+                tool: string;
+                called: boolean;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_latency_ms';
+                maxMs: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_cost_usd';
+                maxUsd: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'not_failed';
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'expected';
+                expected: string;
+                /** @enum {string} */
+                match?: 'exact' | 'contains' | 'json';
+              }
+          )
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'webhook';
+            /** Format: uri */
+            url: string;
+            timeoutMs?: number;
+          }
+      )[];
     };
     RollbackAgentDto: {
       version: number;
@@ -2641,6 +2881,15 @@ export interface components {
       instructions?: string;
       agentVersion?: number;
     };
+    TurnFeedbackDto: {
+      score?: number;
+      /** @enum {string} */
+      rating?: 'up' | 'down';
+      label?: string;
+      value?: number;
+      comment?: string;
+      by: string;
+    };
     AnswerTaskDto: {
       answer: string;
     };
@@ -2658,6 +2907,7 @@ export interface components {
         burst?: string | null;
         summarization?: string | null;
         vision?: string | null;
+        evaluation?: string | null;
       };
       blockedTools?: string[];
       /** @enum {string} */
@@ -2680,6 +2930,9 @@ export interface components {
         mode?: 'debounced' | 'every_turn' | 'off';
         afterTurns?: number;
         idleMs?: number;
+      } | null;
+      evaluation?: {
+        dailyBudgetUsd?: number;
       } | null;
     };
     ChatCompletionDto: {
@@ -3639,6 +3892,105 @@ export interface components {
         citations?: boolean;
       };
       maxActionsPerHour: number | null;
+      scorers: (
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'llm_judge';
+            rubric: string;
+            model?: string;
+            passThreshold?: number;
+          }
+        | (
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'json_schema';
+                schema: {
+                  [key: string]: unknown;
+                };
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'regex';
+                pattern: string;
+                flags?: string;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'tool_called';
+                tool: string;
+                called: boolean;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_latency_ms';
+                maxMs: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_cost_usd';
+                maxUsd: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'not_failed';
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'expected';
+                expected: string;
+                /** @enum {string} */
+                match?: 'exact' | 'contains' | 'json';
+              }
+          )
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'webhook';
+            /** Format: uri */
+            url: string;
+            timeoutMs?: number;
+          }
+      )[];
       version: number;
       builtIn: boolean;
       /** Format: date-time */
@@ -3808,6 +4160,105 @@ export interface components {
         citations?: boolean;
       };
       maxActionsPerHour: number | null;
+      scorers: (
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'llm_judge';
+            rubric: string;
+            model?: string;
+            passThreshold?: number;
+          }
+        | (
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'json_schema';
+                schema: {
+                  [key: string]: unknown;
+                };
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'regex';
+                pattern: string;
+                flags?: string;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'tool_called';
+                tool: string;
+                called: boolean;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_latency_ms';
+                maxMs: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_cost_usd';
+                maxUsd: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'not_failed';
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'expected';
+                expected: string;
+                /** @enum {string} */
+                match?: 'exact' | 'contains' | 'json';
+              }
+          )
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'webhook';
+            /** Format: uri */
+            url: string;
+            timeoutMs?: number;
+          }
+      )[];
       version: number;
       builtIn: boolean;
       /** Format: date-time */
@@ -3877,6 +4328,105 @@ export interface components {
         citations?: boolean;
       };
       maxActionsPerHour: number | null;
+      scorers: (
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'llm_judge';
+            rubric: string;
+            model?: string;
+            passThreshold?: number;
+          }
+        | (
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'json_schema';
+                schema: {
+                  [key: string]: unknown;
+                };
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'regex';
+                pattern: string;
+                flags?: string;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'tool_called';
+                tool: string;
+                called: boolean;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_latency_ms';
+                maxMs: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'max_cost_usd';
+                maxUsd: number;
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'not_failed';
+              }
+            | {
+                name: string;
+                /** @default 100 */
+                samplePercent: number;
+                /** @constant */
+                kind: 'rule';
+                /** @constant */
+                check: 'expected';
+                expected: string;
+                /** @enum {string} */
+                match?: 'exact' | 'contains' | 'json';
+              }
+          )
+        | {
+            name: string;
+            /** @default 100 */
+            samplePercent: number;
+            /** @constant */
+            kind: 'webhook';
+            /** Format: uri */
+            url: string;
+            timeoutMs?: number;
+          }
+      )[];
       version: number;
       builtIn: boolean;
       /** Format: date-time */
@@ -4182,6 +4732,59 @@ export interface components {
       rejoinMessageId: string | null;
       rejoinTurnId: string | null;
     };
+    TurnScore: {
+      scorer: string;
+      /** @enum {string} */
+      kind: 'llm_judge' | 'rule' | 'webhook' | 'feedback';
+      /** @enum {string} */
+      source: 'scorer' | 'feedback';
+      /** @enum {string} */
+      status: 'scored' | 'skipped' | 'error';
+      score: number | null;
+      passed: boolean | null;
+      reason: string | null;
+      label: string | null;
+      value: number | null;
+      givenBy: string | null;
+      traceId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+    };
+    TurnFeedback: {
+      scorer: string;
+      /** @enum {string} */
+      kind: 'llm_judge' | 'rule' | 'webhook' | 'feedback';
+      /** @enum {string} */
+      source: 'scorer' | 'feedback';
+      /** @enum {string} */
+      status: 'scored' | 'skipped' | 'error';
+      score: number | null;
+      passed: boolean | null;
+      reason: string | null;
+      label: string | null;
+      value: number | null;
+      givenBy: string | null;
+      traceId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      turnId: string;
+      comment: string | null;
+    };
+    AgentScores: {
+      data: {
+        version: number | null;
+        day: string;
+        scorer: string;
+        /** @enum {string} */
+        source: 'scorer' | 'feedback';
+        count: number;
+        meanScore: number | null;
+        passRate: number | null;
+      }[];
+    };
     Turn: {
       /** Format: uuid */
       id: string;
@@ -4305,6 +4908,7 @@ export interface components {
         sourceTurnId: string | null;
         sourceSessionId: string | null;
       }[];
+      scores?: components['schemas']['TurnScore'][];
     };
     TurnPage: {
       data: components['schemas']['Turn'][];
@@ -5846,6 +6450,7 @@ export interface components {
         burst?: string;
         summarization?: string;
         vision?: string;
+        evaluation?: string;
       };
       blockedTools: string[];
       /** @enum {string} */
@@ -5870,6 +6475,9 @@ export interface components {
         mode: 'debounced' | 'every_turn' | 'off';
         afterTurns: number;
         idleMs: number;
+      };
+      evaluation: {
+        dailyBudgetUsd: number;
       };
     };
     Usage: {
@@ -8689,6 +9297,92 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['AgentVersionPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getAgentScores: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        scorer?: string;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An agent's scores per version and day */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentScores'];
         };
       };
       /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
@@ -12270,6 +12964,127 @@ export interface operations {
       };
       /** @description No such object for the calling tenant */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  postTurnFeedback: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "rating": "down",
+         *       "label": "wrong_account",
+         *       "comment": "Looked up the wrong customer.",
+         *       "by": "agent-jane"
+         *     }
+         */
+        'application/json': components['schemas']['TurnFeedbackDto'];
+      };
+    };
+    responses: {
+      /** @description Give feedback on a turn */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TurnFeedback'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body is not application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };

@@ -310,6 +310,8 @@ export const ConfigSchema = z.object({
   OUTBOUND_WEBHOOK_TIMEOUT_MS: Int(10_000, 100),
   /** The first retry delay of an outbound notification (exponential after it); tests make it small. */
   OUTBOUND_WEBHOOK_BACKOFF_MS: Int(5_000, 10),
+  /** What a tenant's LLM judges may spend per UTC day when its settings name no evaluation budget (docs/adr/0062). */
+  EVAL_DAILY_BUDGET_USD: z.coerce.number().min(0).max(1_000_000).default(10),
   /**
    * Session lease: how long a crashed worker's session stays locked, and how long a running turn
    * outlasts a database outage before its lease is lost and the turn re-runs on another claim.

@@ -224,6 +224,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how long one notification attempt waits for the endpoint's answer (then retried: 8 attempts, exponential from `OUTBOUND_WEBHOOK_BACKOFF_MS`)",
   },
+  EVAL_DAILY_BUDGET_USD: {
+    meaning:
+      "what a tenant's LLM-judge scorers may spend per UTC day (USD) when its settings name no `evaluation.dailyBudgetUsd`; a judge past it records its score `skipped` (`evaluation_budget`) without calling (docs/adr/0062)",
+  },
   OUTBOUND_WEBHOOK_BACKOFF_MS: {
     meaning:
       'the first retry delay of a notification (`notify` or completion webhook), doubling after each failed attempt',

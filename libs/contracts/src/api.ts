@@ -2,40 +2,12 @@ import { z } from 'zod';
 import { Priority } from './envelope';
 import { AppError } from './errors';
 import { ResponseFormat } from './structured-output';
+import { EvaluationSettings, Scorers } from './evaluation';
+import { CONCRETE_MODEL_REF, ConcreteModelRef, MODEL_ROUTES, ModelRef, type ModelRoute } from './model-refs';
 
 /** Request bodies and queries of the HTTP API. Objects are strict: unknown fields are rejected. */
 
-/** Named model routes an agent can ask for with `hint:<route>`; each tenant maps them to concrete models. */
-export const MODEL_ROUTES = [
-  'chat',
-  'reasoning',
-  'agentic',
-  'coding',
-  'burst',
-  'summarization',
-  /** The model a turn with image input runs on (docs/adr/0059); it must take images. */
-  'vision',
-] as const;
-export const ModelRoute = z.enum(MODEL_ROUTES);
-export type ModelRoute = z.infer<typeof ModelRoute>;
-/** `hint:<route>` names a route instead of a model. */
-export const MODEL_HINT_PREFIX = 'hint:';
-
-const CONCRETE_MODEL_REF = '(openai|openai-chat|anthropic|scripted)/[A-Za-z0-9._:@-]+';
-const MODEL_HINT = `hint:(${MODEL_ROUTES.join('|')})`;
-
-/** A concrete `<provider>/<model>` reference: what a tenant's route points at. */
-export const ConcreteModelRef = z.string().regex(new RegExp(`^${CONCRETE_MODEL_REF}$`), {
-  message:
-    'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted (not a "hint:<route>")',
-});
-
-/** What an agent names as its model: a concrete reference or `hint:<route>`, resolved per tenant at run time. */
-export const ModelRef = z.string().regex(new RegExp(`^(${CONCRETE_MODEL_REF}|${MODEL_HINT})$`), {
-  message:
-    'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted, ' +
-    'or "hint:<route>" with route chat, reasoning, agentic, coding, burst, summarization or vision',
-});
+export { MODEL_ROUTES, ModelRoute, MODEL_HINT_PREFIX, ConcreteModelRef, ModelRef } from './model-refs';
 
 const ToolName = z.string().min(1).max(120);
 
@@ -224,6 +196,11 @@ export const CreateAgentRequest = z.strictObject({
         'with a tool error the model sees (action_budget_exceeded). Null or absent: unlimited (the ' +
         "tenant's budget, set by the operator, still applies)",
     ),
+  scorers: Scorers.optional().describe(
+    "Scorers of the agent's turns (docs/adr/0062), versioned: llm_judge {rubric, model?, passThreshold?}, " +
+      'rule {check: json_schema | regex | tool_called | max_latency_ms | max_cost_usd | not_failed | expected}, ' +
+      'webhook {url, timeoutMs?}; each with a unique name and samplePercent (0-100, default 100)',
+  ),
 });
 export type CreateAgentRequest = z.infer<typeof CreateAgentRequest>;
 
@@ -555,6 +532,8 @@ export const TenantSettings = z.strictObject({
   dailySpendLimitUsd: DailySpendLimitUsd.optional(),
   /** When the archivist distils the tenant's sessions (docs/adr/0032); an agent's own settings win. */
   archivist: ArchivistSettings.optional(),
+  /** What the tenant's LLM judges may spend per UTC day (docs/adr/0062); EVAL_DAILY_BUDGET_USD when absent. */
+  evaluation: EvaluationSettings.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -594,6 +573,7 @@ export function parseTenantSettings(
   // The operator may have set 0 (PATCH /v1/admin/tenants/:id): a cap like any other.
   const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
   const archivist = ArchivistSettings.safeParse(stored.archivist ?? {});
+  const evaluation = EvaluationSettings.safeParse(stored.evaluation ?? {});
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
   const notifyUrl = NotifyUrl.safeParse(stored.notifyUrl);
   const notifySecret = NotifySecret.safeParse(stored.notifySecret);
@@ -613,6 +593,7 @@ export function parseTenantSettings(
     modelPrices,
     approvalRequired,
     archivist: archivist.success ? archivist.data : {},
+    evaluation: evaluation.success ? evaluation.data : {},
     ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
     ...(limit.success ? { dailySpendLimitUsd: limit.data } : {}),
     // Only as a pair: a URL without its secret cannot be signed for.
@@ -653,6 +634,8 @@ export const UpdateSettingsRequest = z
     dailySpendLimitUsd: DailySpendLimitUsd.nullable().optional(),
     /** Replaces the tenant's archivist settings (`{}` or `null`: the defaults), docs/adr/0032. */
     archivist: ArchivistSettings.nullable().optional(),
+    /** Replaces the tenant's evaluation settings (`{}` or `null`: the defaults), docs/adr/0062. */
+    evaluation: EvaluationSettings.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -704,6 +687,7 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
         ? undefined
         : (update.dailySpendLimitUsd ?? current.dailySpendLimitUsd),
     archivist: update.archivist === null ? {} : (update.archivist ?? current.archivist),
+    evaluation: update.evaluation === null ? {} : (update.evaluation ?? current.evaluation),
   };
 }
 

@@ -192,7 +192,7 @@ describe('ModelRef', () => {
     expect(result.success).toBe(false);
     expect(result.error?.issues[0].message).toBe(
       'must be "<provider>/<model>" with provider openai, openai-chat, anthropic or scripted, ' +
-        'or "hint:<route>" with route chat, reasoning, agentic, coding, burst, summarization or vision',
+        'or "hint:<route>" with route chat, reasoning, agentic, coding, burst, summarization, vision or evaluation',
     );
   });
 

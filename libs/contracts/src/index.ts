@@ -21,3 +21,5 @@ export * from './structured-output';
 export * from './memory-blocks';
 export * from './tool-choice';
 export * from './datasets';
+
+export * from './evaluation';

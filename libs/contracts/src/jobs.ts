@@ -53,6 +53,7 @@ export type TriageJob = z.infer<typeof TriageJob>;
  * `learning`: the turn's tool calls added to the agent's per-tool statistics.
  * `archivist`: durable facts distilled by a model into the agent's memory (also for cancelled turns).
  * `episodic-index`: the turn as one searchable memory record (docs/adr/0022).
+ * `scoring`: the agent's scorers of the turn's version score its final answer (docs/adr/0062).
  */
 export const PostTurnHookName = z.enum([
   'cost-log',
@@ -60,6 +61,7 @@ export const PostTurnHookName = z.enum([
   'learning',
   'archivist',
   'episodic-index',
+  'scoring',
 ]);
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 

@@ -28,6 +28,7 @@ import {
 import { CancelReason } from './cancel-reasons';
 import { ERROR_CODES } from './errors';
 import { McpApproval } from './mcp';
+import { Scorer } from './evaluation';
 import { TriggerDeliveryMode, TriggerScheme } from './triggers';
 import {
   APPROVAL_POLICIES,
@@ -225,6 +226,8 @@ export const AgentResponse = z
     memory: MemorySettings,
     /** The agent's hourly side-effect budget (docs/adr/0058); null: unlimited. */
     maxActionsPerHour: z.int().nullable(),
+    /** The agent's scorers (docs/adr/0062), versioned with the rest of its configuration. */
+    scorers: z.array(Scorer),
     /** The agent's current configuration version (docs/adr/0061): GET /v1/agents/:id/versions lists them all. */
     version: z.int(),
     /** A built-in archetype's row, materialised by a sub-agent spawn (read-only; docs/adr/0025). */
@@ -707,6 +710,56 @@ export const TurnContinuationResponse = z.strictObject({
 });
 export type TurnContinuationResponse = z.infer<typeof TurnContinuationResponse>;
 
+/** One score of a turn (docs/adr/0062): a scorer's verdict or posted feedback. */
+export const TurnScoreResponse = z
+  .strictObject({
+    scorer: z.string(),
+    kind: z.enum(['llm_judge', 'rule', 'webhook', 'feedback']),
+    source: z.enum(['scorer', 'feedback']),
+    status: z.enum(['scored', 'skipped', 'error']),
+    score: z.number().nullable(),
+    passed: z.boolean().nullable(),
+    reason: z.string().nullable(),
+    label: z.string().nullable(),
+    value: z.number().nullable(),
+    givenBy: z.string().nullable(),
+    traceId: z.string().nullable(),
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'TurnScore' });
+export type TurnScoreResponse = z.infer<typeof TurnScoreResponse>;
+
+/** POST /v1/turns/:id/feedback's answer: the feedback row. */
+export const TurnFeedbackResponse = TurnScoreResponse.extend({
+  id: Id,
+  turnId: Id,
+  /** The comment given, or null. */
+  comment: z.string().nullable(),
+}).register(ApiSchemas, { id: 'TurnFeedback' });
+export type TurnFeedbackResponse = z.infer<typeof TurnFeedbackResponse>;
+
+/** GET /v1/agents/:id/scores: mean score and pass rate per version, UTC day, scorer and source. */
+export const AgentScoresResponse = z
+  .strictObject({
+    data: z.array(
+      z.strictObject({
+        /** The agent version the scored turns ran on; null for turns that ran before versions. */
+        version: z.int().nullable(),
+        /** The UTC day, YYYY-MM-DD. */
+        day: z.string(),
+        scorer: z.string(),
+        source: z.enum(['scorer', 'feedback']),
+        /** Rows counted: status scored with a score. */
+        count: z.int(),
+        meanScore: z.number().nullable(),
+        /** Share of rows with passed true among those with passed set; null when none has. */
+        passRate: z.number().nullable(),
+      }),
+    ),
+  })
+  .register(ApiSchemas, { id: 'AgentScores' });
+export type AgentScoresResponse = z.infer<typeof AgentScoresResponse>;
+
 export const TurnResponse = z
   .strictObject({
     id: Id,
@@ -823,6 +876,11 @@ export const TurnResponse = z
         }),
       )
       .optional(),
+    /**
+     * GET /v1/turns/:id only (docs/adr/0062): the turn's scores, oldest first — each scorer's verdict
+     * (`source: scorer`; `status` skipped or error with `reason`) and any feedback (`source: feedback`).
+     */
+    scores: z.array(TurnScoreResponse).optional(),
   })
   .register(ApiSchemas, { id: 'Turn' });
 export type TurnResponse = z.infer<typeof TurnResponse>;
@@ -980,6 +1038,11 @@ export const SettingsResponse = z
       afterTurns: z.int(),
       idleMs: z.int(),
     }),
+    /**
+     * What the tenant's LLM-judge scorers may spend per UTC day (USD) in force: its own
+     * `evaluation.dailyBudgetUsd`, else the deployment's EVAL_DAILY_BUDGET_USD (docs/adr/0062).
+     */
+    evaluation: z.strictObject({ dailyBudgetUsd: z.number() }),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;

@@ -49,6 +49,7 @@ describe('parseTenantSettings', () => {
       modelPrices: {},
       approvalRequired: [],
       archivist: {},
+      evaluation: {},
     });
     expect(parseTenantSettings({ toolSchemaMode: 'strict' }).toolSchemaMode).toBe('strict');
   });
@@ -71,6 +72,7 @@ describe('parseTenantSettings', () => {
       modelPrices: {},
       approvalRequired: [],
       archivist: {},
+      evaluation: {},
     });
   });
 
@@ -95,6 +97,7 @@ describe('parseTenantSettings', () => {
       modelPrices: {},
       approvalRequired: [],
       archivist: {},
+      evaluation: {},
     });
   });
 
@@ -189,6 +192,7 @@ describe('applySettingsUpdate', () => {
       modelPrices: {},
       approvalRequired: [],
       archivist: {},
+      evaluation: {},
       budgets: { maxUsd: 1 },
     });
   });
@@ -240,6 +244,7 @@ describe('applySettingsUpdate', () => {
       modelPrices: {},
       approvalRequired: [],
       archivist: {},
+      evaluation: {},
     });
   });
 });
@@ -315,5 +320,19 @@ describe('archivist settings (docs/adr/0032)', () => {
     expect(UpdateSettingsRequest.safeParse({ archivist: { every: 1 } }).success).toBe(false);
     // A stored value that is no longer valid reads as none.
     expect(parseTenantSettings({ archivist: { mode: 'always' } }).archivist).toEqual({});
+  });
+});
+
+describe('evaluation settings (docs/adr/0062)', () => {
+  it('sets, replaces and removes the judges’ daily budget; refuses a negative one', () => {
+    const set = applySettingsUpdate({}, UpdateSettingsRequest.parse({ evaluation: { dailyBudgetUsd: 2.5 } }));
+    expect(parseTenantSettings(set).evaluation).toEqual({ dailyBudgetUsd: 2.5 });
+    const kept = applySettingsUpdate(set, UpdateSettingsRequest.parse({ toolSchemaMode: 'strict' }));
+    expect(parseTenantSettings(kept).evaluation).toEqual({ dailyBudgetUsd: 2.5 });
+    const cleared = applySettingsUpdate(set, UpdateSettingsRequest.parse({ evaluation: null }));
+    expect(parseTenantSettings(cleared).evaluation).toEqual({});
+    expect(UpdateSettingsRequest.safeParse({ evaluation: { dailyBudgetUsd: -1 } }).success).toBe(false);
+    expect(UpdateSettingsRequest.safeParse({ evaluation: { budget: 1 } }).success).toBe(false);
+    expect(parseTenantSettings({ evaluation: { dailyBudgetUsd: 'lots' } }).evaluation).toEqual({});
   });
 });

@@ -435,7 +435,7 @@ function finishDeferred(
       AND h.status = 'deferred'`;
 }
 
-function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
+export function countCalls(ctx: HookContext, calls: ArchivistCall[]): void {
   for (const c of calls) {
     const labels = { provider: c.provider, model: c.model };
     ctx.metrics.tokens.inc({ ...labels, direction: 'input' }, c.usage.inputTokens);
@@ -597,9 +597,9 @@ async function distil(
  * the tenant's `tenant_spend_daily` row for the day instead (provider calls, no turn), so the roll-up
  * counts them exactly once whichever hook runs first.
  */
-async function bookCalls(
+export async function bookCalls(
   tx: SqlRunner,
-  s: TurnSnapshot,
+  s: Pick<TurnSnapshot, 'tenantId' | 'agentId' | 'sessionId' | 'turnId'>,
   calls: ArchivistCall[],
   keyPrefix: string,
 ): Promise<void> {

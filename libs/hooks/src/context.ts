@@ -33,6 +33,16 @@ export interface HookContext {
   deferArchivist?: (job: Omit<PostTurnJob, 'trace'>, delayMs: number) => Promise<unknown>;
   /** One post-turn job's turn snapshot, shared by its hooks (read once, not once per hook). */
   snapshots?: SnapshotCache;
+  /** The scoring hook's deployment settings (docs/adr/0062); without them, the defaults. */
+  evaluation?: EvaluationDeps;
+}
+
+/** What the scoring hook takes from the deployment (docs/adr/0062). */
+export interface EvaluationDeps {
+  /** EVAL_DAILY_BUDGET_USD: a tenant's judges' daily budget when its settings name none. */
+  dailyBudgetUsd: number;
+  /** OUTBOUND_WEBHOOK_ALLOW_HOSTS: hosts a webhook scorer may reach although they resolve to private addresses. */
+  allowHosts: ReadonlySet<string>;
 }
 
 /** What a hook run did; `deferred`: the archivist left the turn to its session's distillation. */

@@ -10,3 +10,7 @@ export * from './learning';
 export * from './post-turn';
 export * from './reconcile';
 export * from './registry';
+export * from './scoring';
+export * from './scoring-extra';
+export * from './scoring-rules';
+export * from './scoring-sampler';

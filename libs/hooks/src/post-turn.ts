@@ -7,7 +7,13 @@ import { recordHookFailure, within, type SqlDb } from '@switchboard/store';
 import { archivistSessionDedup } from './archivist';
 import { ArchivistModelNotes } from './archivist-models';
 import { SnapshotCache } from './archivist-snapshot';
-import { OutsideSharedTransaction, type HookContext, type HookModels, type HookOutcome } from './context';
+import {
+  OutsideSharedTransaction,
+  type EvaluationDeps,
+  type HookContext,
+  type HookModels,
+  type HookOutcome,
+} from './context';
 import { postTurnHook, postTurnHooks } from './registry';
 
 /** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
@@ -34,6 +40,8 @@ export interface PostTurnHooksDeps {
   outboundBackoffMs: number;
   /** The archivist's model providers, built as the harness builds its own. */
   models?: HookModels;
+  /** The scoring hook's settings (docs/adr/0062). */
+  evaluation?: EvaluationDeps;
 }
 
 /**
@@ -74,6 +82,7 @@ export class PostTurnHooks {
       metrics: deps.metrics,
       // One process's notes on the archivist's models, kept across its jobs.
       models: deps.models && { notes: new ArchivistModelNotes(), ...deps.models },
+      evaluation: deps.evaluation,
       deferArchivist: (j, delayMs) =>
         publish(deps.postTurnQueue, Jobs.postTurn, j, {
           delay: delayMs,

@@ -80,7 +80,7 @@ describe('reconcileHooks', () => {
   it('publishes the missing hooks of ended turns past the grace, marks complete ones reconciled, and leaves live jobs be', async () => {
     const lost = await turn({ status: 'cancelled' });
     const half = await turn({ status: 'failed' });
-    for (const hook of ['cost-log', 'learning', 'archivist']) await ran(half, hook);
+    for (const hook of ['cost-log', 'learning', 'archivist', 'scoring']) await ran(half, hook);
     const done = await turn({ status: 'completed' });
     for (const hook of HOOKS) await ran(done, hook);
     const fresh = await turn({ status: 'completed', endedAgoMs: 0 });

@@ -5,6 +5,7 @@ import type { HookContext, HookOutcome } from './context';
 import { runCostLog } from './cost-log';
 import { runEpisodicIndex } from './episodic';
 import { runLearning } from './learning';
+import { runScoring } from './scoring';
 
 export type { HookOutcome };
 export type PostTurnHook = (ctx: HookContext, job: PostTurnJob) => Promise<HookOutcome>;
@@ -20,6 +21,7 @@ export const postTurnHooks: { readonly [K in PostTurnHookName]: PostTurnHook } =
   archivist: runArchivist,
   'episodic-index': runEpisodicIndex,
   learning: runLearning,
+  scoring: runScoring,
 };
 
 /** The handler for a hook name, or undefined for a name this build does not know. */

@@ -1,3 +1,4 @@
+import type { Scorer } from '@switchboard/contracts';
 import { sql } from '@switchboard/store';
 import type { HookContext } from './context';
 
@@ -6,25 +7,12 @@ import type { HookContext } from './context';
  * input message's sourceRefs name a dataset item) is also scored against that item — its expected
  * answer by the rule `dataset:expected`, its rubric by the judge `dataset:rubric` (not sampled). Any
  * other turn gets none. The scoring hook (docs/adr/0062) runs `[...versionScorers, ...extra]`.
- *
- * The structural type below is the contract's Scorer shapes these two kinds take (libs/contracts
- * `Scorer`, which the scoring part defines); it is assignable to it.
  */
-export type DatasetScorer =
-  | {
-      name: 'dataset:expected';
-      kind: 'rule';
-      check: 'expected';
-      expected: string;
-      match: 'exact' | 'contains' | 'json';
-      samplePercent: number;
-    }
-  | { name: 'dataset:rubric'; kind: 'llm_judge'; rubric: string; samplePercent: number };
 
 export async function extraScorersFor(
   ctx: HookContext,
   turn: { id: string; tenantId: string; sessionId: string | null },
-): Promise<DatasetScorer[]> {
+): Promise<Scorer[]> {
   const item = await ctx.sql.first<{ expected: string | null; match: string; rubric: string | null }>(sql`
     SELECT i.expected, i.match, i.rubric
     FROM turns t
@@ -34,7 +22,7 @@ export async function extraScorersFor(
       AND m.source_refs ? 'experimentId'
       AND m.source_refs->>'datasetItemId' ~ '^[0-9a-f-]{36}$'`);
   if (!item) return [];
-  const scorers: DatasetScorer[] = [];
+  const scorers: Scorer[] = [];
   if (item.expected !== null) {
     scorers.push({
       name: 'dataset:expected',

@@ -156,6 +156,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly scores = new Counter({
+    name: 'switchboard_scores_total',
+    help: 'Scores the scoring hook wrote (docs/adr/0062), by scorer kind and status (scored, skipped, error)',
+    labelNames: ['kind', 'status'] as const,
+    registers: [this.registry],
+  });
+
   readonly dbTransactions = new Counter({
     name: 'switchboard_db_transactions_total',
     help: 'Postgres transactions committed by the typed-SQL store (a lone statement is one), by component',

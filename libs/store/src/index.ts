@@ -24,3 +24,5 @@ export * from './partitions';
 export * from './timeline-reads';
 export * from './a2a-store';
 export * from './datasets-store';
+
+export * from './score-store';

@@ -87,7 +87,25 @@ export type TurnDetailRead = TurnRead & {
    * events (one per run that recalled anything), each record once, first recall first.
    */
   recalled: RecalledRead[];
+  /** The turn's scores (docs/adr/0062): its scorers' verdicts and any feedback, oldest first. */
+  scores: ScoreRead[];
 };
+
+/** One `turn_scores` row as GET /v1/turns/:id shows it. */
+export interface ScoreRead {
+  scorer: string;
+  kind: string;
+  source: string;
+  status: string;
+  score: number | null;
+  passed: boolean | null;
+  reason: string | null;
+  label: string | null;
+  value: number | null;
+  givenBy: string | null;
+  traceId: string | null;
+  createdAt: string;
+}
 
 /** One recalled record as `memory_recalled` journals it (libs/contracts events.ts). */
 export interface RecalledRead {
@@ -143,11 +161,12 @@ export async function readTurn(
   turnId: string,
 ): Promise<TurnDetailRead | undefined> {
   const row = await db.first<
-    Omit<TurnDetailRead, 'costUsd' | 'cacheSavedUsd' | 'toolCalls' | 'recalled'> & {
+    Omit<TurnDetailRead, 'costUsd' | 'cacheSavedUsd' | 'toolCalls' | 'recalled' | 'scores'> & {
       costUsd: string;
       cacheSavedUsd: string;
       toolCalls: ToolCallJson[];
       recalledRuns: unknown;
+      scores: ScoreRead[] | null;
     }
   >(sql`
     SELECT t.id, t.session_id AS "sessionId", t.agent_id AS "agentId",
@@ -175,15 +194,22 @@ export async function readTurn(
            d.children::text AS "childrenCostUsd", (t.cost_usd + d.children)::text AS "totalCostUsd",
            EXISTS (SELECT 1 FROM tasks k WHERE k.parent_turn_id = t.id) AS spawned,
            (SELECT json_agg(e.data->'records' ORDER BY e.seq) FROM events e
-             WHERE e.turn_id = t.id AND e.type = 'memory_recalled') AS "recalledRuns"
+             WHERE e.turn_id = t.id AND e.type = 'memory_recalled') AS "recalledRuns",
+           (SELECT json_agg(json_build_object('scorer', s.scorer, 'kind', s.kind, 'source', s.source,
+                      'status', s.status, 'score', s.score, 'passed', s.passed, 'reason', s.reason,
+                      'label', s.label, 'value', s.value, 'givenBy', s.given_by, 'traceId', s.trace_id,
+                      'createdAt', to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                    ORDER BY s.created_at, s.scorer, s.id)
+             FROM turn_scores s WHERE s.turn_id = t.id AND s.tenant_id = t.tenant_id) AS scores
     FROM turns t, LATERAL (SELECT ${descendantsCostUsd(sql`t.id`)} AS children) d
     WHERE t.id = ${turnId}::uuid AND ${ofTenant('t.tenant_id', tenantId)}`);
   if (!row) return undefined;
   const date = (iso: string | null) => (iso === null ? null : new Date(iso));
-  const { recalledRuns, ...rest } = row;
+  const { recalledRuns, scores, ...rest } = row;
   return {
     ...rest,
     recalled: mergeRecalled(recalledRuns),
+    scores: scores ?? [],
     costUsd: new Prisma.Decimal(row.costUsd),
     cacheSavedUsd: new Prisma.Decimal(row.cacheSavedUsd),
     toolCalls: row.toolCalls.map((c) => ({

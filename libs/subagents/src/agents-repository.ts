@@ -33,6 +33,7 @@ export type NewAgent = Pick<
   embedder?: string | null;
   memory?: Prisma.InputJsonValue;
   maxActionsPerHour?: number | null;
+  scorers?: Prisma.InputJsonValue;
 };
 
 /** The fields a change may set: those of the request that creates one. */
@@ -189,7 +190,10 @@ export class AgentsRepository {
       | undefined,
   ): Promise<Agent> {
     const write = async (tx: Tx) => {
-      const row = await tx.agent.update({ where: { id: agent.id }, data: change });
+      const row = await tx.agent.update({
+        where: { id: agent.id },
+        data: change as Prisma.AgentUncheckedUpdateInput,
+      });
       const rollbackTo = by?.rollbackTo;
       const version = await recordAgentVersion(
         tx,

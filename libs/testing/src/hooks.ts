@@ -12,7 +12,10 @@ import type { TestEnv } from './env';
  */
 export function hookContext(
   env: TestEnv,
-  options: { metrics?: Metrics } & Pick<HookContext, 'notify' | 'models' | 'deferArchivist'> = {},
+  options: { metrics?: Metrics } & Pick<
+    HookContext,
+    'notify' | 'models' | 'deferArchivist' | 'evaluation'
+  > = {},
 ): HookContext {
   const { metrics = new Metrics('test'), ...rest } = options;
   return {

@@ -17,6 +17,7 @@ import {
   AgentDetailResponse,
   AgentPageResponse,
   AgentResponse,
+  AgentScoresResponse,
   AgentVersionDiffResponse,
   AgentVersionNumber,
   AgentVersionPageResponse,
@@ -39,7 +40,14 @@ import {
   type ResolvedModelRef,
 } from '@switchboard/providers';
 import type { Config } from '@switchboard/config';
-import { agentLearningStatus, agentToolStatus, sql, type SqlDb } from '@switchboard/store';
+import type { Prisma } from '@switchboard/database';
+import {
+  agentLearningStatus,
+  agentScoreAggregates,
+  agentToolStatus,
+  sql,
+  type SqlDb,
+} from '@switchboard/store';
 import {
   ARCHETYPE_TOOLS,
   archetype,
@@ -52,8 +60,10 @@ import {
 } from '@switchboard/subagents';
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
+import { refusedNotifyUrl } from '@switchboard/triage';
 import { Actor, TenantId } from '../platform/auth/guard';
 import {
+  AgentScoresQueryDto,
   AgentVersionDiffQueryDto,
   CreateAgentDto,
   PageQueryDto,
@@ -124,6 +134,24 @@ export class AgentsController {
   }
 
   /**
+   * A webhook scorer's URL obeys the notify endpoint's address rules, up front (docs/adr/0062): a
+   * private, loopback, link-local or metadata address is refused (400) unless
+   * OUTBOUND_WEBHOOK_ALLOW_HOSTS exempts it; the hook checks again at send time.
+   */
+  private async checkScorers(scorers: CreateAgentRequest['scorers']): Promise<void> {
+    const allow = new Set(this.config.OUTBOUND_WEBHOOK_ALLOW_HOSTS ?? []);
+    for (const [i, s] of (scorers ?? []).entries()) {
+      if (s.kind !== 'webhook') continue;
+      const refused = await refusedNotifyUrl(s.url, allow);
+      if (refused) {
+        throw new AppError('validation_failed', `scorer ${s.name}: ${refused}`, {
+          issues: [{ path: `scorers.${i}.url`, message: refused }],
+        });
+      }
+    }
+  }
+
+  /**
    * A new or changed embedder (or none any more) starts the re-embedding job. A publish that fails
    * does not fail the change: the next write to the agent's memory publishes it again.
    */
@@ -181,6 +209,7 @@ export class AgentsController {
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
     this.checkEmbedder(b.embedder);
+    await this.checkScorers(b.scorers);
     const base = b.archetype ? archetype(b.archetype) : undefined;
     const data = {
       id: newId(),
@@ -202,6 +231,7 @@ export class AgentsController {
       embedder: b.embedder ?? null,
       memory: b.memory ?? {},
       maxActionsPerHour: b.maxActionsPerHour ?? null,
+      scorers: (b.scorers ?? []) as Prisma.InputJsonValue,
     };
     const created = await this.agents.create(data, { actor });
     await this.reembed(tenantId, created.id, null, created.embedder);
@@ -305,7 +335,7 @@ export class AgentsController {
       "(details.referrers names them). A built-in archetype's row is read-only (409): create an agent " +
       'with its name to override it. A change of the versioned configuration (instructions, model, ' +
       'fallbackModels, tools, allowedSubagents, approvalRequired, budgets, toolResultCompression, archivist, ' +
-      'toolSelection, embedder, memory, maxActionsPerHour) creates the next version (`version`, docs/adr/0061); ' +
+      'toolSelection, embedder, memory, maxActionsPerHour, scorers) creates the next version (`version`, docs/adr/0061); ' +
       'a change that leaves it as it is creates none.',
     errors: [...BODY_ERRORS, 404, 409],
   })
@@ -321,6 +351,7 @@ export class AgentsController {
     await this.checkTools(tenantId, b.approvalRequired, 'approvalRequired');
     await this.checkTools(tenantId, b.toolSelection?.pinned, 'toolSelection.pinned');
     this.checkEmbedder(b.embedder);
+    await this.checkScorers(b.scorers);
     // The tier rules are checked when the change touches a name, a tier or a list (AgentsRepository.update).
     const row = await this.agents.update(agent, b, { actor });
     await this.reembed(tenantId, row.id, agent.embedder, row.embedder);
@@ -362,6 +393,48 @@ export class AgentsController {
       data: page.rows.map(presentAgentVersion),
       nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].version]) : null,
     };
+  }
+
+  @Get(':id/scores')
+  @Operation({
+    id: 'getAgentScores',
+    summary: "An agent's scores per version and day",
+    description:
+      "The agent's turn scores (docs/adr/0062) per version, UTC day, scorer and source over `from`..`to` " +
+      '(dates or timestamps; a date `to` includes that day; default: the last 30 days), optionally of one ' +
+      '`scorer` (`feedback` for feedback): `count` (rows scored with a score), `meanScore`, and `passRate` ' +
+      '(share passed among those with a pass/fail; null when none has). 400 when `from` is not before `to`; ' +
+      "404 when the agent is not the calling tenant's.",
+    status: 200,
+    schema: AgentScoresResponse,
+    errors: [400, 404],
+  })
+  async scores(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Query() q: AgentScoresQueryDto,
+  ): Promise<AgentScoresResponse> {
+    const agent = await this.find(tenantId, id);
+    const dateOnly = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
+    const to = q.to
+      ? new Date(dateOnly(q.to) ? Date.parse(`${q.to}T00:00:00Z`) + 86_400_000 : Date.parse(q.to))
+      : new Date();
+    const from = q.from
+      ? new Date(dateOnly(q.from) ? `${q.from}T00:00:00Z` : q.from)
+      : new Date(to.getTime() - 30 * 86_400_000);
+    if (!(from.getTime() < to.getTime())) {
+      throw new AppError('validation_failed', '`from` must be before `to`', {
+        issues: [{ path: 'from', message: 'must be before `to`' }],
+      });
+    }
+    const data = await agentScoreAggregates(this.sql, {
+      tenantId,
+      agentId: agent.id,
+      from,
+      to,
+      ...(q.scorer !== undefined ? { scorer: q.scorer } : {}),
+    });
+    return { data };
   }
 
   @Get(':id/versions/diff')

@@ -15,6 +15,8 @@ import {
   LangGraphUpdateStateRequest,
   AdmitMessageRequest,
   CancelTurnRequest,
+  TurnFeedbackRequest,
+  AgentScoresQuery,
   ReplayTurnRequest,
   AgentVersionDiffQuery,
   RollbackAgentRequest,
@@ -89,6 +91,8 @@ export class AdmitMessageDto extends createZodDto(AdmitMessageRequest) {}
 export class ForkSessionDto extends createZodDto(ForkSessionRequest) {}
 export class RewindSessionDto extends createZodDto(RewindSessionRequest) {}
 export class CancelTurnDto extends createZodDto(CancelTurnRequest) {}
+export class TurnFeedbackDto extends createZodDto(TurnFeedbackRequest) {}
+export class AgentScoresQueryDto extends createZodDto(AgentScoresQuery) {}
 export class ReplayTurnDto extends createZodDto(ReplayTurnRequest) {}
 export class ClientToolResultsDto extends createZodDto(ClientToolResultsRequest) {}
 export class PageQueryDto extends createZodDto(PageQuery) {}

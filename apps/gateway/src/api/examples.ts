@@ -5,6 +5,7 @@ import {
   AgentPostureDto,
   AnswerTaskDto,
   CancelTurnDto,
+  TurnFeedbackDto,
   ReplayTurnDto,
   RollbackAgentDto,
   StartCanaryDto,
@@ -112,6 +113,12 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
     wait: 30,
   }),
   example(CancelTurnDto, { reason: 'the customer closed the ticket' }),
+  example(TurnFeedbackDto, {
+    rating: 'down',
+    label: 'wrong_account',
+    comment: 'Looked up the wrong customer.',
+    by: 'agent-jane',
+  }),
   example(ReplayTurnDto, {
     model: 'anthropic/claude-sonnet-4-5',
     instructions: 'You are a support agent. Answer in two sentences at most.',

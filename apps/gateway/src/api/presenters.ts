@@ -17,6 +17,7 @@ import {
   ArchivistSettings,
   ToolSelection,
   parseMemorySettings,
+  parseScorers,
   parseSessionOverrides,
   parseTenantSettings,
   resolveArchivistSettings,
@@ -85,7 +86,11 @@ export const presentAuditEvent = (e: AuditRow): AuditEventResponse => ({
 });
 
 /** A tenant's settings as stored, read tolerantly, plus the deployment's model for unset route hints. */
-export const presentSettings = (settings: unknown, defaultModel: string): SettingsResponse => {
+export const presentSettings = (
+  settings: unknown,
+  defaultModel: string,
+  evalDailyBudgetUsd: number,
+): SettingsResponse => {
   const s = parseTenantSettings(settings);
   return {
     modelRoutes: s.modelRoutes,
@@ -100,6 +105,8 @@ export const presentSettings = (settings: unknown, defaultModel: string): Settin
     dailySpendLimitUsd: s.dailySpendLimitUsd ?? null,
     operatorDailySpendLimitUsd: parseOperatorTenantSettings(settings).dailySpendLimitUsd,
     archivist: resolveArchivistSettings(s.archivist, undefined),
+    // The judges' daily budget in force (docs/adr/0062): the tenant's, else EVAL_DAILY_BUDGET_USD.
+    evaluation: { dailyBudgetUsd: s.evaluation.dailyBudgetUsd ?? evalDailyBudgetUsd },
   };
 };
 
@@ -130,6 +137,7 @@ export const presentAgent = (a: Agent): AgentResponse => ({
   embedder: a.embedder,
   memory: parseMemorySettings(a.memory),
   maxActionsPerHour: a.maxActionsPerHour,
+  scorers: parseScorers(a.scorers),
   version: a.version,
   builtIn: a.builtIn,
   createdAt: a.createdAt.toISOString(),

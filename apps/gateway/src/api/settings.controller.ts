@@ -38,7 +38,7 @@ export class SettingsController {
   async get(@TenantId() tenantId: string): Promise<SettingsResponse> {
     const tenant = await this.tenants.settings(tenantId);
     if (!tenant) throw notFound('tenant');
-    return presentSettings(tenant.settings, this.config.DEFAULT_MODEL);
+    return presentSettings(tenant.settings, this.config.DEFAULT_MODEL, this.config.EVAL_DAILY_BUDGET_USD);
   }
 
   /** Merges `modelRoutes` per route (`null` removes one) and replaces `blockedTools`. */
@@ -66,7 +66,7 @@ export class SettingsController {
     // The audit entry (docs/adr/0030) names the fields changed, in the same transaction.
     const updated = await this.tenants.updateSettings(tenantId, body, actor);
     if (!updated) throw notFound('tenant');
-    return presentSettings(updated.settings, this.config.DEFAULT_MODEL);
+    return presentSettings(updated.settings, this.config.DEFAULT_MODEL, this.config.EVAL_DAILY_BUDGET_USD);
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { TurnScoreResponse } from '@switchboard/contracts';
 import type { TurnDetail } from '@switchboard/agent-turns';
 import type { TaskService } from '@switchboard/subagents';
 import { presentTask } from './tasks.controller';
@@ -16,5 +17,11 @@ export function turnDetail(tasks: TaskService): TurnDetail {
     childrenCostUsd: turn.childrenCostUsd,
     totalCostUsd: turn.totalCostUsd,
     recalled: turn.recalled,
+    scores: turn.scores.map((sc) => ({
+      ...sc,
+      kind: sc.kind as TurnScoreResponse['kind'],
+      source: sc.source as TurnScoreResponse['source'],
+      status: sc.status as TurnScoreResponse['status'],
+    })),
   });
 }

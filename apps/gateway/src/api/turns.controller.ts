@@ -15,12 +15,21 @@ import {
   TurnResponse,
   TurnTimelineResponse,
   cancelCause,
+  AppError,
+  TurnFeedbackResponse,
 } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
-import { ActiveTurnsQueryDto, CancelTurnDto, ClientToolResultsDto, ReplayTurnDto } from './dto';
+import {
+  ActiveTurnsQueryDto,
+  CancelTurnDto,
+  ClientToolResultsDto,
+  ReplayTurnDto,
+  TurnFeedbackDto,
+} from './dto';
+import { GATEWAY_SQL } from './streams.controller';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentTurn } from './presenters';
 import { validateOptionalBody, validateParam } from '../platform/validation';
@@ -35,6 +44,8 @@ import {
   readRoundContext,
   readTimeline,
   readTurn,
+  writeFeedback,
+  type SqlDb,
 } from '@switchboard/store';
 import { assembleRoundContext, assembleTimeline } from './turn-timeline';
 import { GATEWAY_READS, type GatewayReads } from './reads';
@@ -50,6 +61,7 @@ export class TurnsController {
     @Inject(CONFIG) private readonly config: Config,
     @Inject(AGENT_TURNS) private readonly turns: AgentTurns,
     @Inject(ADMISSION) private readonly admission: Admission,
+    @Inject(GATEWAY_SQL) private readonly sql: SqlDb,
   ) {}
 
   /** The tenant's turns that have not ended (seed 000 active runs, docs/adr/0058), oldest first. */
@@ -311,6 +323,54 @@ export class TurnsController {
     const compared = await this.reads.read(({ sql }) => readComparison(sql, tenantId, turnId));
     if (!compared) throw notFound('replay turn');
     return compared as TurnComparisonResponse;
+  }
+
+  /** Feedback on an ended turn (docs/adr/0062): a score row of source `feedback`. */
+  @Post(':id/feedback')
+  @HttpCode(201)
+  @Operation({
+    id: 'postTurnFeedback',
+    summary: 'Give feedback on a turn',
+    description:
+      'Records feedback on an ended turn as a score (docs/adr/0062): `score` (0..1), `rating` (`up`: score 1, ' +
+      'passed; `down`: score 0, not passed), `label` (≤ 100 characters), `value` (any number) — at least one of ' +
+      'them — with `comment` (≤ 2000) and `by` (who gave it, 1–200 characters). It counts in ' +
+      'GET /v1/agents/{id}/scores as scorer `feedback` of the version the turn ran on, and shows in the ' +
+      "turn's `scores`. Any number of feedback rows per turn. 404 when the turn is not the calling tenant's; " +
+      '409 when it has not ended; nothing is written when it is refused.',
+    status: 201,
+    schema: TurnFeedbackResponse,
+    errors: [...BODY_ERRORS, 404, 409],
+  })
+  async feedback(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Body() body: TurnFeedbackDto,
+  ): Promise<TurnFeedbackResponse> {
+    const turnId = pathId(id, 'turn');
+    const b = body;
+    if (b.score !== undefined && b.rating !== undefined && b.score !== (b.rating === 'up' ? 1 : 0)) {
+      throw new AppError('validation_failed', 'score and rating disagree', {
+        issues: [{ path: 'rating', message: `rating ${b.rating} is score ${b.rating === 'up' ? 1 : 0}` }],
+      });
+    }
+    const score = b.score ?? (b.rating === undefined ? null : b.rating === 'up' ? 1 : 0);
+    const r = await writeFeedback(this.sql, {
+      tenantId,
+      turnId,
+      score,
+      passed: b.rating !== undefined ? b.rating === 'up' : null,
+      label: b.label ?? null,
+      value: b.value ?? null,
+      comment: b.comment ?? null,
+      rating: b.rating ?? null,
+      givenBy: b.by,
+    });
+    if (r.outcome === 'not_found') throw notFound('turn');
+    if (r.outcome === 'not_ended') {
+      throw new AppError('conflict', `the turn has not ended (it is ${r.status})`, { status: r.status });
+    }
+    return r.score as TurnFeedbackResponse;
   }
 
   private async find(tenantId: string, id: string): Promise<TurnResponse> {

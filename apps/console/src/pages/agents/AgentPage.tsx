@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router';
 import { unwrap, useApi } from '../../api';
 import { ErrorBox, Loading, Page, StatusBadge, Time } from '../../components/ui';
 import { embeddingProgress } from '../../lib/memory-search';
+import { AgentEvaluation } from './AgentEvaluation';
 import { AgentVersions } from './AgentVersions';
 import { AgentCanary } from './AgentCanary';
 import { MemoryBlocks } from './MemoryBlocks';
@@ -19,10 +20,11 @@ const TABS = [
   ['memory', 'Memory'],
   ['blocks', 'Memory blocks'],
   ['versions', 'Versions'],
+  ['evaluation', 'Evaluation'],
 ] as const;
 type Tab = (typeof TABS)[number][0];
 
-/** /agents/:id: the agent's settings, lifecycle and learning, its work items, memory, memory blocks and versions. */
+/** /agents/:id: the agent's settings, lifecycle and learning, its work items, memory, memory blocks, versions and scores. */
 export default function AgentPage() {
   const { id = '' } = useParams();
   // Lifecycle changes on its own (a turn starts, the agent sleeps): refreshed while the page is open.
@@ -72,6 +74,9 @@ export default function AgentPage() {
             <AgentCanary agentId={a.id} canary={a.canary} />
             <AgentVersions agentId={a.id} latest={a.version} />
           </>
+        ) : null}
+        {tab === 'evaluation' ? (
+          <AgentEvaluation agentId={a.id} scorers={a.scorers.map((s) => s.name)} />
         ) : null}
       </div>
     </Page>

@@ -232,6 +232,44 @@ function Turn({ t, title }: { t: TurnTimeline; title: string }) {
           )}
         </section>
 
+        <section className="panel" aria-labelledby="tp-scores">
+          <h2 id="tp-scores">Scores ({place.data?.scores?.length ?? 0})</h2>
+          {(place.data?.scores?.length ?? 0) === 0 ? (
+            <p className="empty">No score yet.</p>
+          ) : (
+            <div className="table-scroll">
+              <table className="tp-nowrap" aria-label="Scores">
+                <thead>
+                  <tr>
+                    <th scope="col">Scorer</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Score</th>
+                    <th scope="col">Passed</th>
+                    <th scope="col">Reason or label</th>
+                    <th scope="col">By</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {(place.data?.scores ?? []).map((sc, i) => (
+                    <tr key={i} data-testid="turn-score">
+                      <td className="mono">{sc.scorer}</td>
+                      <td>{sc.kind}</td>
+                      <td>
+                        <StatusBadge status={sc.status} />
+                      </td>
+                      <td>{sc.score === null ? '—' : sc.score.toFixed(2)}</td>
+                      <td>{sc.passed === null ? '—' : sc.passed ? 'yes' : 'no'}</td>
+                      <td>{sc.reason ?? sc.label ?? '—'}</td>
+                      <td>{sc.givenBy ?? '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+
         <section className="panel" aria-labelledby="tp-journal">
           <h2 id="tp-journal">Journal</h2>
           <details>
