@@ -164,6 +164,8 @@ const COVERAGE: Record<string, Coverage> = {
   createExperiment: 'ids',
   listExperiments: { filter: true },
   getExperiment: 'ids',
+  getAgentScores: 'ids',
+  postTurnFeedback: 'ids',
   rollbackAgent: 'ids',
   getSession: 'ids',
   closeSession: 'ids',
