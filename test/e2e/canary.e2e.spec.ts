@@ -38,10 +38,8 @@ const systemOf = (r: RecordedRequest) =>
  * candidate; a candidate whose answers score lower is rolled back by the hooks worker's sweep, its
  * sessions re-pinned to the baseline, audited; promote and stop; bad input is a 4xx that writes nothing.
  *
- * The scores: the `scoring` post-turn hook that writes turn_scores is another part of issue 35 (Part A),
- * not in this tree; this spec grades each ended turn's answer itself and inserts its turn_scores row
- * directly in the database, as that hook (or POST /v1/turns/:id/feedback) will. After the merge the
- * rollback case can configure a rule scorer on the agent instead.
+ * The scores: the agent's rule scorer (docs/adr/0062), run on every ended turn by the hooks worker's
+ * `scoring` post-turn hook.
  */
 describe('canary', () => {
   let env: TestEnv;
@@ -83,11 +81,12 @@ describe('canary', () => {
   const put = (a: Api, path: string, body: unknown) => a.request('PUT', path, { body });
 
   /** An agent with version 1 (BASELINE instructions) and version 2 (CANDIDATE), current 2. */
-  async function agentWithCandidate(name: string): Promise<string> {
+  async function agentWithCandidate(name: string, scorers: unknown[] = []): Promise<string> {
     const created = await api.post('/v1/agents', {
       name,
       model: 'openai-chat/chat-mini',
       instructions: 'You are the BASELINE.',
+      scorers,
     });
     expect(created.status).toBe(201);
     const v2 = await api.patch(`/v1/agents/${created.body.id}`, { instructions: 'You are the CANDIDATE.' });
@@ -140,7 +139,10 @@ describe('canary', () => {
   });
 
   it('rolls back a candidate whose answers score lower and re-pins its sessions to the baseline', async () => {
-    const agentId = await agentWithCandidate('canary-rollback');
+    // Both versions score every answer with one rule: does it say the right answer? (ADR 0062)
+    const agentId = await agentWithCandidate('canary-rollback', [
+      { name: 'answer', kind: 'rule', check: 'regex', pattern: 'right answer', samplePercent: 100 },
+    ]);
     const started = await put(api, `/v1/agents/${agentId}/canary`, {
       candidateVersion: 2,
       baselineVersion: 1,
@@ -173,33 +175,10 @@ describe('canary', () => {
         };
       }),
     );
-    // Grade each answer as a rule scorer would, and insert its score (Part A's hook writes these after the merge).
+    // The scoring hook scores each ended turn with the version's rule; the sweep reads those scores.
     const agent = await api.get(`/v1/agents/${agentId}`);
-    const tenantId = (await env.db.agent.findUniqueOrThrow({ where: { id: agentId } })).tenantId;
-    expect(agent.body.canary.status).toBe('running');
-    // Every score in one statement: the sweep (every 200 ms) sees all of them or none.
-    const rows = await env.db.turn.findMany({ where: { id: { in: turns.map((t) => t.id) } } });
-    expect(rows).toHaveLength(16);
-    await env.db.turnScore.createMany({
-      data: rows.map((row) => {
-        const right = (row.finalText ?? '').includes('right answer');
-        expect(right).toBe(row.agentVersion === 1);
-        return {
-          id: newId(),
-          tenantId,
-          agentId,
-          agentVersion: row.agentVersion,
-          turnId: row.id,
-          sessionId: row.sessionId,
-          source: 'scorer',
-          scorer: 'answer',
-          kind: 'rule',
-          status: 'scored',
-          score: right ? 1 : 0,
-          passed: right,
-        };
-      }),
-    });
+    expect(['running', 'rolled_back']).toContain(agent.body.canary.status);
+    for (const t of turns) expect(t.finalText?.includes('right answer')).toBe(t.agentVersion === 1);
 
     // The hooks worker's sweep decides.
     const decided = await waitFor(
@@ -214,8 +193,22 @@ describe('canary', () => {
       by: 'canary',
       baselineMean: 1,
       candidateMean: 0,
-      n: { baseline: byVersion(1).length, candidate: byVersion(2).length },
     });
+    // Decided once each side had its minimum of scored turns (the hook may still be scoring the rest).
+    expect(decided.decision.n.baseline).toBeGreaterThanOrEqual(3);
+    expect(decided.decision.n.candidate).toBeGreaterThanOrEqual(3);
+    const scored = await waitFor(
+      async () => {
+        const all = await Promise.all(turns.map((t) => api.get(`/v1/turns/${t.id}`)));
+        const scores = all.map((r) => (r.body.scores ?? []) as { scorer: string; score: number }[]);
+        return scores.every((x) => x.length === 1)
+          ? all.map((r, i) => [r.body, scores[i][0]] as const)
+          : undefined;
+      },
+      { timeoutMs: 30_000, what: 'every turn scored by the rule' },
+    );
+    for (const [turn, score] of scored)
+      expect(score).toMatchObject({ scorer: 'answer', score: turn.agentVersion === 1 ? 1 : 0 });
     for (const s of byVersion(2)) {
       expect((await api.get(`/v1/sessions/${s.id}`)).body.agentVersion).toBe(1);
     }
