@@ -58,7 +58,11 @@ describe('route scopes (docs/adr/0066)', () => {
 
   it('a line naming no route fails the boot too (a typo would otherwise leave a route unguarded)', async () => {
     await expect(
-      boot({ 'GET /v1/widgets': 'read', 'POST /v1/widgets/:id/spin': 'agents:write', 'GET /v1/gone': 'read' }),
+      boot({
+        'GET /v1/widgets': 'read',
+        'POST /v1/widgets/:id/spin': 'agents:write',
+        'GET /v1/gone': 'read',
+      }),
     ).rejects.toThrow(/naming no route: GET \/v1\/gone/);
   });
 
@@ -77,9 +81,9 @@ describe('route scopes (docs/adr/0066)', () => {
     const h = {};
     expect(() => resolveRouteScopes([{ key: 'GET /a', tenant: true, handler: h }], {})).toThrow(/GET \/a/);
     expect(resolveRouteScopes([{ key: 'GET /a', tenant: false, handler: h }], {}).size).toBe(0);
-    expect(resolveRouteScopes([{ key: 'GET /a', tenant: true, handler: h }], { 'GET /a': 'read' }).get(h)).toEqual(
-      { key: 'GET /a', rule: 'read' },
-    );
+    expect(
+      resolveRouteScopes([{ key: 'GET /a', tenant: true, handler: h }], { 'GET /a': 'read' }).get(h),
+    ).toEqual({ key: 'GET /a', rule: 'read' });
   });
 
   it('routeKey joins paths as Fastify registers them', () => {

@@ -32,14 +32,7 @@ export type Scope = (typeof SCOPES)[number];
 /** What each role grants. `admin` (every key made before roles) grants everything. */
 export const ROLE_SCOPES: Record<ApiKeyRole, readonly Scope[]> = {
   admin: SCOPES,
-  developer: [
-    'read',
-    'agents:write',
-    'sessions:write',
-    'memory:write',
-    'messages:send',
-    'approvals:decide',
-  ],
+  developer: ['read', 'agents:write', 'sessions:write', 'memory:write', 'messages:send', 'approvals:decide'],
   approver: ['read', 'approvals:decide'],
   reader: ['read'],
   ingest: ['messages:send'],
@@ -243,10 +236,14 @@ export const scopesOf = (rule: ScopeRule, req: FastifyRequest): Scope[] =>
 
 /** The 403 of a key whose role lacks `scope`: it names the scope (and says nothing of the object). */
 export const insufficientScope = (scope: Scope, role: string) =>
-  new AppError('insufficient_scope', `this API key (role ${role}) lacks the scope "${scope}" this route needs`, {
-    scope,
-    role,
-  });
+  new AppError(
+    'insufficient_scope',
+    `this API key (role ${role}) lacks the scope "${scope}" this route needs`,
+    {
+      scope,
+      role,
+    },
+  );
 
 export const grants = (role: string, scope: Scope): boolean =>
   (ROLE_SCOPES[role as ApiKeyRole] ?? []).includes(scope);
@@ -339,10 +336,15 @@ export class RouteScopes implements OnModuleInit {
         const method = this.reflector.get<RequestMethod | undefined>(METHOD_METADATA, handler as never);
         const sub = this.reflector.get<string | string[] | undefined>(PATH_METADATA, handler as never);
         if (method === undefined || sub === undefined) continue;
-        const access = this.reflector.get<string | undefined>(ACCESS, handler as never) ?? classAccess ?? 'tenant';
+        const access =
+          this.reflector.get<string | undefined>(ACCESS, handler as never) ?? classAccess ?? 'tenant';
         for (const b of Array.isArray(base) ? base : [base])
           for (const p of Array.isArray(sub) ? sub : [sub])
-            out.push({ key: routeKey(method, b, p), tenant: access === 'tenant' || access === 'any', handler });
+            out.push({
+              key: routeKey(method, b, p),
+              tenant: access === 'tenant' || access === 'any',
+              handler,
+            });
       }
     }
     return out;
