@@ -165,7 +165,7 @@ export interface paths {
     put?: never;
     /**
      * Create an API key for the calling tenant (the key is shown once)
-     * @description Creates another API key for the calling tenant; the secret `key` is in this response only (only its hash is stored). Each call makes a new key.
+     * @description Creates another API key for the calling tenant, with a `role` (admin, the default; developer; approver; reader; ingest), optionally limited to `agentIds` and expiring at `expiresAt`; the secret `key` is in this response only (only its hash is stored). Each call makes a new key. 400 for an unknown role, an agent not of the tenant or an expiry not in the future (nothing written); 403 `insufficient_scope` for a key that is not an admin key.
      */
     post: operations['createApiKey'];
     delete?: never;
@@ -2285,6 +2285,11 @@ export interface components {
     };
     CreateApiKeyDto: {
       name?: string;
+      /** @enum {string} */
+      role?: 'admin' | 'developer' | 'approver' | 'reader' | 'ingest';
+      agentIds?: string[];
+      /** Format: date-time */
+      expiresAt?: string;
     };
     CreateAgentDto: {
       name: string;
@@ -3284,6 +3289,7 @@ export interface components {
           | 'validation_failed'
           | 'invalid_json'
           | 'unauthorized'
+          | 'insufficient_scope'
           | 'tenant_paused'
           | 'agent_stopped'
           | 'not_found'
@@ -3319,6 +3325,10 @@ export interface components {
       createdAt: string;
       lastUsedAt: string | null;
       revokedAt: string | null;
+      /** @enum {string} */
+      role: 'admin' | 'developer' | 'approver' | 'reader' | 'ingest';
+      agentIds: string[] | null;
+      expiresAt: string | null;
     };
     CreatedApiKey: {
       /** Format: uuid */
@@ -3329,6 +3339,10 @@ export interface components {
       createdAt: string;
       lastUsedAt: string | null;
       revokedAt: string | null;
+      /** @enum {string} */
+      role: 'admin' | 'developer' | 'approver' | 'reader' | 'ingest';
+      agentIds: string[] | null;
+      expiresAt: string | null;
       key: string;
     };
     ApiKeyList: {
@@ -7720,6 +7734,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -7766,7 +7789,8 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "name": "ci-deploy-bot"
+         *       "name": "ci-deploy-bot",
+         *       "role": "developer"
          *     }
          */
         'application/json': components['schemas']['CreateApiKeyDto'];
@@ -7793,6 +7817,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7882,6 +7915,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -7958,6 +8000,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8063,6 +8114,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
       409: {
         headers: {
@@ -8154,6 +8214,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -8218,6 +8287,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8322,6 +8400,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8441,6 +8528,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -8526,6 +8622,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -8602,6 +8707,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8694,6 +8808,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8801,6 +8924,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -8888,6 +9020,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8995,6 +9136,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -9070,6 +9220,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9157,6 +9316,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -9226,6 +9394,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9311,6 +9488,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9409,6 +9595,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -9475,6 +9670,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9566,6 +9770,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9669,6 +9882,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9783,7 +10005,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -9913,6 +10135,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -9991,6 +10222,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10086,6 +10326,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10211,6 +10460,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -10311,6 +10569,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -10397,6 +10664,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -10454,6 +10730,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10527,6 +10812,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10610,6 +10904,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10710,6 +11013,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10840,6 +11152,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -10960,7 +11281,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -11069,6 +11390,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -11142,6 +11472,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -11208,6 +11547,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11299,6 +11647,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11433,6 +11790,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -11544,6 +11910,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -11601,6 +11976,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11693,6 +12077,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11798,6 +12191,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -11878,6 +12280,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12902,6 +13313,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -12989,6 +13409,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13066,6 +13495,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13172,6 +13610,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13263,6 +13710,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13329,6 +13785,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13421,6 +13886,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13505,6 +13979,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13630,7 +14113,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -13749,6 +14232,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -13827,6 +14319,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13934,6 +14435,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13998,6 +14508,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14089,6 +14608,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14197,6 +14725,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -14277,6 +14814,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14375,6 +14921,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -14439,6 +14994,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14538,6 +15102,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -14622,6 +15195,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14716,6 +15298,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -14785,6 +15376,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14867,6 +15467,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14967,6 +15576,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15051,6 +15669,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15143,6 +15770,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15208,6 +15844,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15288,6 +15933,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15355,6 +16009,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15451,6 +16114,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15557,6 +16229,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15643,6 +16324,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15722,6 +16412,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15831,6 +16530,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15923,6 +16631,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16008,6 +16725,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16134,6 +16860,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16252,6 +16987,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16361,6 +17105,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16445,6 +17198,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16549,6 +17311,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16777,7 +17548,8 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "name": "ci-deploy-bot"
+         *       "name": "ci-deploy-bot",
+         *       "role": "developer"
          *     }
          */
         'application/json': components['schemas']['CreateApiKeyDto'];
