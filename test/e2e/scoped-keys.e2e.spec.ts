@@ -1,5 +1,5 @@
 import net from 'node:net';
-import OpenAI, { PermissionDeniedError } from 'openai';
+import OpenAI, { NotFoundError, PermissionDeniedError } from 'openai';
 import {
   createTestEnv,
   crossRealmSafeFetch,
@@ -261,8 +261,40 @@ describe('scoped keys and roles', () => {
 
   describe('keys limited to agents', () => {
     let limited: Api;
+    let limitedKey: string;
     beforeAll(async () => {
-      ({ api: limited } = await newKey({ name: 'alpha-only', role: 'developer', agentIds: [agentA] }));
+      ({ api: limited, key: limitedKey } = await newKey({
+        name: 'alpha-only',
+        role: 'developer',
+        agentIds: [agentA],
+      }));
+    });
+
+    it('the protocols see another agent as unknown: model_not_found, assistant not found, A2A 404', async () => {
+      const client = openai(limitedKey);
+      const err = await client.chat.completions
+        .create({ model: 'beta', messages: [{ role: 'user', content: 'hi' }] })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(NotFoundError);
+      expect((err as NotFoundError).code).toBe('model_not_found');
+      const rerr = await client.responses.create({ model: 'beta', input: 'hi' }).catch((e: unknown) => e);
+      expect((rerr as NotFoundError).code).toBe('model_not_found');
+      llm.enqueue({ kind: 'message', text: 'alpha here' });
+      const ok = await client.chat.completions.create({
+        model: 'alpha',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(ok.choices[0].message.content).toBe('alpha here');
+
+      const thread = await limited.post('/langgraph/threads', { metadata: { assistant_id: 'beta' } });
+      expect(thread).toMatchObject({ status: 404, body: { detail: 'assistant beta not found' } });
+      const a2a = await limited.post(`/a2a/${agentB}`, {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'GetTask',
+        params: { id: '01a20360-0000-7000-8000-0000000000aa' },
+      });
+      expect(a2a.status).toBe(404);
     });
 
     it('see their agents only: another agent and its objects are 404, never 403', async () => {

@@ -182,8 +182,7 @@ function addScopes(document: OpenAPIObject): void {
   for (const [key, rule] of Object.entries(ROUTE_SCOPES)) {
     const [method, path] = key.split(' ');
     const item = document.paths[path.replace(/:([A-Za-z_]+)/g, '{$1}')] as
-      | Record<string, Record<string, unknown> | undefined>
-      | undefined;
+      Record<string, Record<string, unknown> | undefined> | undefined;
     const op = item?.[method.toLowerCase()];
     if (op) op['x-switchboard-scope'] = typeof rule === 'string' ? rule : 'by JSON-RPC method';
   }

@@ -8,6 +8,7 @@ import type { ApiKeyCache } from './key-cache';
 import type { KeyUsage } from './key-usage';
 import { hashApiKey } from './keys';
 import type { RouteScopes } from './scopes';
+import type { AgentsRepository } from '@switchboard/subagents';
 
 const ADMIN = 'admin-token-0123456789';
 const TENANT = '01a20360-0000-7000-8000-000000000001';
@@ -36,6 +37,7 @@ function guard() {
       cache,
       usage,
       { ruleOf: () => ({ key: 'GET /v1/agents', rule: 'read' }) } as unknown as RouteScopes,
+      {} as AgentsRepository,
     );
 }
 

@@ -12,6 +12,7 @@ import { AppError, isUuid, notFound } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
 import { ApiKeysRepository, apiKeyActor, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
 import type { ErrorShapeConfig } from '../errors';
 import { API_KEY_CACHE, type ApiKeyCache, type CachedKey } from './key-cache';
 import { AGENT_CREATING_ROUTES, grants, insufficientScope, RouteScopes, scopesOf } from './scopes';
@@ -127,6 +128,7 @@ export class AuthGuard implements CanActivate {
     @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
     @Inject(KEY_USAGE) private readonly usage: KeyUsage,
     @Inject(RouteScopes) private readonly scopes: RouteScopes,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -183,6 +185,12 @@ export class AuthGuard implements CanActivate {
     for (const agentId of named) if (!key.agentIds.includes(agentId.toLowerCase())) throw notFound('agent');
     if (AGENT_FILTERED_LISTS.has(declared.key) && named.length === 0)
       throw new AppError('bad_request', 'a key limited to agents lists by agent: pass agentId');
+    // An agent LangGraph names by name or id (`assistant_id`): another agent is as unknown.
+    const model = modelNamed(declared.key, req);
+    if (model) {
+      const agentId = await this.agents.idByModel(key.tenantId, model.name);
+      if (agentId && !key.agentIds.includes(agentId.toLowerCase())) throw model.absent();
+    }
     // An object of another agent is as absent as another tenant's (the handler 404s a missing one).
     const owned = ownedObject(declared.key, req);
     if (owned) {
@@ -241,6 +249,26 @@ function namedAgents(routeKey: string, req: FastifyRequest): string[] {
   if (body && typeof body === 'object' && !Array.isArray(body) && typeof body.agentId === 'string')
     out.push(body.agentId);
   return out;
+}
+
+/**
+ * The agent a LangGraph request names by name or id (`assistant_id`, or a new thread's
+ * `metadata.assistant_id` / `graph_id`), and the 404 its handler gives an unknown one (the
+ * OpenAI-compatible routes check their `model` themselves: their 404 is OpenAI's `model_not_found`).
+ */
+function modelNamed(
+  routeKey: string,
+  req: FastifyRequest,
+): { name: string; absent: () => Error } | undefined {
+  const body = (req.body ?? {}) as { assistant_id?: unknown; metadata?: unknown };
+  if (typeof body !== 'object' || Array.isArray(body) || !routeKey.startsWith('POST /langgraph/'))
+    return undefined;
+  const metadata = (body.metadata ?? {}) as { assistant_id?: unknown; graph_id?: unknown };
+  const name = [body.assistant_id, metadata.assistant_id, metadata.graph_id].find(
+    (v) => typeof v === 'string',
+  );
+  if (typeof name !== 'string') return undefined;
+  return { name, absent: () => new AppError('not_found', `assistant ${name} not found`) };
 }
 
 /** Lists across the tenant's agents that a key limited to agents must narrow with `agentId`. */
