@@ -69,11 +69,14 @@ describe('route scopes (docs/adr/0066)', () => {
   it('boots when every tenant route is declared (public routes need none), and answers rules by handler', async () => {
     const app = await boot({ 'GET /v1/widgets': 'read', 'POST /v1/widgets/:id/spin': 'agents:write' });
     const scopes = app.get(RouteScopes);
-    expect(scopes.ruleOf(WidgetsController.prototype.spin)).toEqual({
+    // The handlers as Nest registered them (the prototype's functions), by name.
+    const handler = (name: 'spin' | 'open') =>
+      Object.getOwnPropertyDescriptor(WidgetsController.prototype, name)!.value as object;
+    expect(scopes.ruleOf(handler('spin'))).toEqual({
       key: 'POST /v1/widgets/:id/spin',
       rule: 'agents:write',
     });
-    expect(scopes.ruleOf(WidgetsController.prototype.open)).toBeUndefined();
+    expect(scopes.ruleOf(handler('open'))).toBeUndefined();
     await app.close();
   });
 
