@@ -1,5 +1,6 @@
 import net from 'node:net';
 import OpenAI, { NotFoundError, PermissionDeniedError } from 'openai';
+import WebSocket from 'ws';
 import {
   createTestEnv,
   crossRealmSafeFetch,
@@ -222,6 +223,28 @@ describe('scoped keys and roles', () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     expect(answer.choices[0].message.content).toBe('Hello from alpha.');
+  });
+
+  it("Responses' WebSocket mode: the upgrade needs messages:send", async () => {
+    const upgrade = (key: string) =>
+      new Promise<{ status: number; body: string }>((resolve) => {
+        const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, {
+          headers: { authorization: `Bearer ${key}` },
+        });
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        ws.once('open', () => {
+          ws.close();
+          resolve({ status: 101, body: '' });
+        });
+      });
+    const refusedUpgrade = await upgrade(keys.reader.key);
+    expect(refusedUpgrade.status).toBe(403);
+    expect(JSON.parse(refusedUpgrade.body).error.code).toBe('insufficient_scope');
+    expect((await upgrade(keys.ingest.key)).status).toBe(101);
   });
 
   it('LangGraph, A2A and MCP honour the same scopes', async () => {
