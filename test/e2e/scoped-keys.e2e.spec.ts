@@ -333,6 +333,9 @@ describe('scoped keys and roles', () => {
       expect((await limited.get(`/v1/sessions?agentId=${agentA}`)).status).toBe(200);
       expect((await limited.get('/v1/sessions')).status).toBe(400);
       expect((await limited.post('/v1/sessions', { agentId: agentA })).status).toBe(201);
+      const approvals = await limited.get('/v1/approvals');
+      expect(approvals.status).toBe(200);
+      for (const a of approvals.body.data) expect(a.agentId).toBe(agentA);
     });
 
     it('cannot create agents', async () => {
