@@ -137,16 +137,25 @@ describe('console: operator view', () => {
     expect(accepted.status).toBe(202);
   });
 
-  it('creates an API key for the tenant and revokes it', async () => {
+  it('creates an API key for the tenant with a role, shows the role, and revokes it', async () => {
     await page.getByLabel('New key name (optional)').fill('console-made');
+    await page.getByLabel('Role').selectOption('reader');
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = await page.getByLabel('New API key').inputValue();
     const made = new Api(stack.url, key);
     expect((await made.get('/v1/settings')).status).toBe(200);
+    // A reader key (docs/adr/0066): reads, and is refused a change naming the scope it lacks.
+    expect((await made.patch('/v1/settings', {})).body.error).toMatchObject({
+      code: 'insufficient_scope',
+      details: { scope: 'settings:write' },
+    });
     await page.getByRole('button', { name: 'Done, hide the key' }).click();
 
     const listed = await admin.get(`/v1/admin/tenants/${tenant.tenantId}/api-keys`);
-    const prefix = listed.body.data.find((k: { name: string }) => k.name === 'console-made').prefix;
+    const row = listed.body.data.find((k: { name: string }) => k.name === 'console-made');
+    expect(row).toMatchObject({ role: 'reader', agentIds: null, expiresAt: null });
+    const prefix = row.prefix;
+    await page.getByTestId(`key-${prefix}`).getByText('reader').waitFor();
     await page.getByRole('button', { name: `Revoke key ${prefix}` }).click();
     await page.getByRole('button', { name: `Confirm revoking key ${prefix}` }).click();
     await page.getByTestId(`key-${prefix}`).getByText('revoked').waitFor();

@@ -6,7 +6,7 @@ import {
   type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE, DiscoveryModule } from '@nestjs/core';
 import { getQueueToken } from '@nestjs/bullmq';
 import { TerminusModule } from '@nestjs/terminus';
 import type { Queue } from 'bullmq';
@@ -50,6 +50,7 @@ import {
 } from '@switchboard/store';
 import { Approvals, ClientTools, TenantPause } from '@switchboard/turns';
 import { AuthGuard } from './platform/auth/guard';
+import { RouteScopes } from './platform/auth/scopes';
 import { API_KEY_CACHE, ApiKeyCache } from './platform/auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './platform/auth/key-revocations';
 import { KEY_USAGE, KeyUsage } from './platform/auth/key-usage';
@@ -164,7 +165,11 @@ export class GatewayModule {
   static forRoot(config: Config): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [InfraModule.forRoot(config, 'gateway'), TerminusModule.forRoot({ logger: false })],
+      imports: [
+        InfraModule.forRoot(config, 'gateway'),
+        TerminusModule.forRoot({ logger: false }),
+        DiscoveryModule,
+      ],
       controllers: [
         AdminController,
         ApiKeysController,
@@ -220,6 +225,8 @@ export class GatewayModule {
           inject: [GATEWAY_SQL, LOGGER],
           useFactory: (sqlDb: SqlDb, logger: Logger) => new KeyUsage(sqlDb, logger),
         },
+        // Every tenant route's scope, checked at start-up (docs/adr/0066).
+        RouteScopes,
         // In this order: the rate limits count the tenant the AuthGuard found.
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },

@@ -165,7 +165,7 @@ export interface paths {
     put?: never;
     /**
      * Create an API key for the calling tenant (the key is shown once)
-     * @description Creates another API key for the calling tenant; the secret `key` is in this response only (only its hash is stored). Each call makes a new key.
+     * @description Creates another API key for the calling tenant, with a `role` (admin, the default; developer; approver; reader; ingest), optionally limited to `agentIds` and expiring at `expiresAt`; the secret `key` is in this response only (only its hash is stored). Each call makes a new key. 400 for an unknown role, an agent not of the tenant or an expiry not in the future (nothing written); 403 `insufficient_scope` for a key that is not an admin key.
      */
     post: operations['createApiKey'];
     delete?: never;
@@ -2461,6 +2461,11 @@ export interface components {
     };
     CreateApiKeyDto: {
       name?: string;
+      /** @enum {string} */
+      role?: 'admin' | 'developer' | 'approver' | 'reader' | 'ingest';
+      agentIds?: string[];
+      /** Format: date-time */
+      expiresAt?: string;
     };
     CreateAgentDto: {
       name: string;
@@ -3714,6 +3719,7 @@ export interface components {
           | 'validation_failed'
           | 'invalid_json'
           | 'unauthorized'
+          | 'insufficient_scope'
           | 'tenant_paused'
           | 'agent_stopped'
           | 'not_found'
@@ -3750,6 +3756,10 @@ export interface components {
       createdAt: string;
       lastUsedAt: string | null;
       revokedAt: string | null;
+      /** @enum {string} */
+      role: 'admin' | 'developer' | 'approver' | 'reader' | 'ingest';
+      agentIds: string[] | null;
+      expiresAt: string | null;
     };
     CreatedApiKey: {
       /** Format: uuid */
@@ -3760,6 +3770,10 @@ export interface components {
       createdAt: string;
       lastUsedAt: string | null;
       revokedAt: string | null;
+      /** @enum {string} */
+      role: 'admin' | 'developer' | 'approver' | 'reader' | 'ingest';
+      agentIds: string[] | null;
+      expiresAt: string | null;
       key: string;
     };
     ApiKeyList: {
@@ -8596,6 +8610,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -8642,7 +8665,8 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "name": "ci-deploy-bot"
+         *       "name": "ci-deploy-bot",
+         *       "role": "developer"
          *     }
          */
         'application/json': components['schemas']['CreateApiKeyDto'];
@@ -8669,6 +8693,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8758,6 +8791,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -8834,6 +8876,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8939,6 +8990,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Conflicts with the current state (closed session, a turn already running, a request still in flight) */
       409: {
         headers: {
@@ -9030,6 +9090,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -9094,6 +9163,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9198,6 +9276,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9310,6 +9397,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9488,6 +9584,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -9564,6 +9669,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9656,6 +9770,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9763,6 +9886,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -9850,6 +9982,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9957,6 +10098,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -10032,6 +10182,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10119,6 +10278,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -10188,6 +10356,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10273,6 +10450,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10371,6 +10557,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -10437,6 +10632,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10528,6 +10732,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10631,6 +10844,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -10745,7 +10967,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -10875,6 +11097,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -10953,6 +11184,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11048,6 +11288,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11173,6 +11422,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -11266,6 +11524,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12290,6 +12557,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -12347,6 +12623,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12420,6 +12705,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12503,6 +12797,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12603,6 +12906,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12733,6 +13045,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -12853,7 +13174,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -12955,6 +13276,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13156,6 +13486,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13222,6 +13561,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13313,6 +13661,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13447,6 +13804,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -13558,6 +13924,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -13615,6 +13990,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13707,6 +14091,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13812,6 +14205,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -13892,6 +14294,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -14916,6 +15327,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15003,6 +15423,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15080,6 +15509,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15186,6 +15624,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15277,6 +15724,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15343,6 +15799,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15435,6 +15900,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -15519,6 +15993,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15644,7 +16127,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -15763,6 +16246,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -15841,6 +16333,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -15948,6 +16449,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16012,6 +16522,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16103,6 +16622,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16211,6 +16739,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -16291,6 +16828,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16389,6 +16935,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16453,6 +17008,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16552,6 +17116,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -16636,6 +17209,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16730,6 +17312,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -16799,6 +17390,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16881,6 +17481,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -16981,6 +17590,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -17065,6 +17683,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -17157,6 +17784,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -17222,6 +17858,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -17302,6 +17947,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -17369,6 +18023,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -17465,6 +18128,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -17571,6 +18243,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -17657,6 +18338,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -17736,6 +18426,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -17845,6 +18544,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -17937,6 +18645,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -18022,6 +18739,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -18148,6 +18874,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -18266,6 +19001,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -18375,6 +19119,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -18459,6 +19212,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -18563,6 +19325,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -18791,7 +19562,8 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "name": "ci-deploy-bot"
+         *       "name": "ci-deploy-bot",
+         *       "role": "developer"
          *     }
          */
         'application/json': components['schemas']['CreateApiKeyDto'];

@@ -78,7 +78,21 @@ const Name = z.string().trim().min(1).max(120);
 export const CreateTenantRequest = z.strictObject({ name: Name });
 export type CreateTenantRequest = z.infer<typeof CreateTenantRequest>;
 
-export const CreateApiKeyRequest = z.strictObject({ name: Name.optional() });
+/** What an API key may do (docs/adr/0066); `admin` is every key made before roles and the default. */
+export const API_KEY_ROLES = ['admin', 'developer', 'approver', 'reader', 'ingest'] as const;
+export const ApiKeyRole = z.enum(API_KEY_ROLES);
+export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
+
+export const CreateApiKeyRequest = z.strictObject({
+  name: Name.optional(),
+  /** admin (the default) | developer | approver | reader | ingest. */
+  role: ApiKeyRole.optional(),
+  /** Limits the key to these agents of the tenant (1 to 100); absent: every agent. */
+  agentIds: z.array(z.uuid()).min(1).max(100).optional(),
+  /** When the key stops working (401), an ISO 8601 date-time in the future; absent: never. */
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type CreateApiKeyRequest = z.infer<typeof CreateApiKeyRequest>;
 
 /**
  * When the archivist distils a session's turns into memory (docs/adr/0032). `debounced` (the

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'validation_failed'
   | 'invalid_json'
   | 'unauthorized'
+  | 'insufficient_scope'
   | 'tenant_paused'
   | 'agent_stopped'
   | 'not_found'
@@ -38,6 +39,8 @@ const STATUS: Record<ErrorCode, number> = {
   validation_failed: 400,
   invalid_json: 400,
   unauthorized: 401,
+  /** The API key's role does not grant the scope the route needs (docs/adr/0066); `details.scope` names it. */
+  insufficient_scope: 403,
   /** The operator paused the tenant (docs/adr/0030): nothing is admitted until it is resumed. */
   tenant_paused: 403,
   /** The agent is stopped (docs/adr/0031): nothing new is admitted for it until it is resumed. */

@@ -87,6 +87,12 @@ export const ApiKeyResponse = z
     /** When a request last used the key, to about a minute (written at most once a minute); null if never. */
     lastUsedAt: Timestamp.nullable(),
     revokedAt: Timestamp.nullable(),
+    /** admin | developer | approver | reader | ingest (docs/adr/0066). */
+    role: z.enum(['admin', 'developer', 'approver', 'reader', 'ingest']),
+    /** The agents the key is limited to; null: every agent of the tenant. */
+    agentIds: z.array(Id).nullable(),
+    /** When the key stops working; null: never. */
+    expiresAt: Timestamp.nullable(),
   })
   .register(ApiSchemas, { id: 'ApiKey' });
 export type ApiKeyResponse = z.infer<typeof ApiKeyResponse>;

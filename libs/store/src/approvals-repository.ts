@@ -87,15 +87,18 @@ export class ApprovalsRepository {
 
   async page(
     tenantId: string,
-    filter: { status?: string; beforeId?: string },
+    filter: { status?: string; beforeId?: string; agentIds?: string[] },
     limit: number,
   ): Promise<Page<ApprovalRead>> {
+    // A key limited to agents (docs/adr/0066) lists only their approvals.
+    const agents =
+      filter.agentIds === undefined ? sql`true` : sql`t.agent_id = ANY(${filter.agentIds}::uuid[])`;
     const status = filter.status === undefined ? sql`true` : sql`ap.status = ${filter.status}`;
     const waiting = filter.status === 'pending' ? sql`t.status = 'awaiting_approval'` : sql`true`;
     const before = filter.beforeId === undefined ? sql`true` : sql`ap.id < ${filter.beforeId}::uuid`;
     const rows = await this.select(
       // Client tool waits share the table (docs/adr/0047) but are no person's to decide: not listed.
-      sql`ap.tenant_id = ${tenantId}::uuid AND ap.kind = 'approval' AND ${status} AND ${waiting} AND ${before}`,
+      sql`ap.tenant_id = ${tenantId}::uuid AND ap.kind = 'approval' AND ${status} AND ${waiting} AND ${before} AND ${agents}`,
       limit + 1,
     );
     return pageOf(rows.map(toRead), limit);

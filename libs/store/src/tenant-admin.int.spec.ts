@@ -198,7 +198,7 @@ describe('tenant administration in the store', () => {
       ['tenant.created', 'operator', tenant.id],
     ]);
     expect(log[2].details).toEqual({ name: 'audited', firstKey: { id: apiKey.id, prefix: 'sb_first' } });
-    expect(log[1].details).toEqual({ name: 'ci', prefix: 'sb_ci' });
+    expect(log[1].details).toEqual({ name: 'ci', prefix: 'sb_ci', role: 'admin' });
     const text = JSON.stringify(log);
     expect(text).not.toContain(hash);
     expect(text).not.toContain(second.hash);

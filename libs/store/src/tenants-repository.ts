@@ -19,6 +19,11 @@ export interface StoredKey {
   name: string;
   prefix: string;
   hash: string;
+  /** docs/adr/0066; absent: `admin`. */
+  role?: string;
+  /** The agents the key is limited to; absent or empty: every agent. */
+  agentIds?: string[];
+  expiresAt?: Date | null;
 }
 
 /**
@@ -266,10 +271,45 @@ export class ApiKeysRepository {
         action: 'api_key.created',
         targetType: 'api_key',
         targetId: row.id,
-        details: { name: row.name, prefix: row.prefix },
+        details: {
+          name: row.name,
+          prefix: row.prefix,
+          role: row.role,
+          ...(row.agentIds.length > 0 ? { agentIds: row.agentIds } : {}),
+          ...(row.expiresAt ? { expiresAt: row.expiresAt.toISOString() } : {}),
+        },
       });
       return row;
     });
+  }
+
+  /** How many of `ids` are agents of the tenant (not deleted): a new key may only be limited to those. */
+  countAgents(tenantId: string, ids: string[]): Promise<number> {
+    return this.db.agent.count({ where: { tenantId, id: { in: ids }, deletedAt: null } });
+  }
+
+  /**
+   * The agent an object of the tenant belongs to (a key limited to agents may only reach its own,
+   * docs/adr/0066); undefined when the tenant has no such object.
+   */
+  async agentOf(
+    tenantId: string,
+    kind: 'session' | 'turn' | 'approval' | 'task',
+    id: string,
+  ): Promise<string | undefined> {
+    const where = { id, tenantId };
+    switch (kind) {
+      case 'session':
+        return (await this.db.session.findFirst({ where, select: { agentId: true } }))?.agentId;
+      case 'turn':
+        return (await this.db.turn.findFirst({ where, select: { agentId: true } }))?.agentId;
+      case 'task':
+        return (await this.db.task.findFirst({ where, select: { agentId: true } }))?.agentId;
+      case 'approval': {
+        const approval = await this.db.approval.findFirst({ where, select: { sessionId: true } });
+        return approval ? this.agentOf(tenantId, 'session', approval.sessionId) : undefined;
+      }
+    }
   }
 
   /** One page by id (time-ordered), revoked keys included; `limit + 1` rows tell whether more follow. */
@@ -315,11 +355,13 @@ export class ApiKeysRepository {
     });
   }
 
-  /** The key with this hash, revoked or not. */
-  byHash(hash: string): Promise<Pick<ApiKey, 'id' | 'tenantId' | 'revokedAt'> | null> {
+  /** The key with this hash, revoked or not, with what it may do (docs/adr/0066). */
+  byHash(
+    hash: string,
+  ): Promise<Pick<ApiKey, 'id' | 'tenantId' | 'revokedAt' | 'role' | 'agentIds' | 'expiresAt'> | null> {
     return this.db.apiKey.findUnique({
       where: { hash },
-      select: { id: true, tenantId: true, revokedAt: true },
+      select: { id: true, tenantId: true, revokedAt: true, role: true, agentIds: true, expiresAt: true },
     });
   }
 }

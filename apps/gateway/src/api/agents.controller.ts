@@ -61,7 +61,7 @@ import {
 import { McpServersRepository, splitMcpToolName } from '@switchboard/mcp';
 import type { ToolRegistry } from '@switchboard/tools';
 import { refusedNotifyUrl } from '@switchboard/triage';
-import { Actor, TenantId } from '../platform/auth/guard';
+import { Actor, KeyAgents, TenantId } from '../platform/auth/guard';
 import {
   AgentScoresQueryDto,
   AgentVersionDiffQueryDto,
@@ -248,7 +248,11 @@ export class AgentsController {
     schema: AgentPageResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<AgentPageResponse> {
+  async list(
+    @TenantId() tenantId: string,
+    @Query() q: PageQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<AgentPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     // Built-in archetypes a sub-agent spawn materialised are listed too, marked `builtIn`.
@@ -261,6 +265,8 @@ export class AgentsController {
     );
     return {
       data: page.rows.flatMap((a) => {
+        // A key limited to agents sees only those (docs/adr/0066).
+        if (only && !only.includes(a.id.toLowerCase())) return [];
         const lifecycle = lifecycles.get(a.id);
         // Gone between the two reads (its row removed): left out.
         return lifecycle ? [{ ...presentAgent(a), lifecycle: presentLifecycle(lifecycle) }] : [];

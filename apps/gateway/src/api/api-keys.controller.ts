@@ -1,6 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import {
+  AppError,
   ApiKeyListResponse,
+  type CreateApiKeyRequest as CreateApiKeyBody,
   ApiKeyResponse,
   CreatedApiKeyResponse,
   notFound,
@@ -25,9 +27,23 @@ export class TenantApiKeys {
     private readonly revocations: KeyRevocations,
   ) {}
 
-  async create(tenantId: string, actor: string, name: string | undefined): Promise<CreatedApiKeyResponse> {
+  /**
+   * A new key with its role, agents and expiry (docs/adr/0066): 400 for an expiry not in the
+   * future or an agent that is not the tenant's (nothing written).
+   */
+  async create(tenantId: string, actor: string, body: CreateApiKeyBody): Promise<CreatedApiKeyResponse> {
+    const expiresAt = body.expiresAt !== undefined ? new Date(body.expiresAt) : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now())
+      throw new AppError('bad_request', 'expiresAt must be in the future');
+    const agentIds = body.agentIds ? [...new Set(body.agentIds.map((a) => a.toLowerCase()))] : [];
+    if (agentIds.length > 0 && (await this.keys.countAgents(tenantId, agentIds)) !== agentIds.length)
+      throw new AppError('bad_request', 'agentIds must name agents of this tenant');
     const { key, hash, prefix } = generateApiKey();
-    const row = await this.keys.create(tenantId, { name: name ?? 'unnamed', prefix, hash }, actor);
+    const row = await this.keys.create(
+      tenantId,
+      { name: body.name ?? 'unnamed', prefix, hash, role: body.role ?? 'admin', agentIds, expiresAt },
+      actor,
+    );
     return { ...presentApiKey(row), key };
   }
 
@@ -70,7 +86,7 @@ export class ApiKeysController {
     id: 'createApiKey',
     summary: 'Create an API key for the calling tenant (the key is shown once)',
     description:
-      'Creates another API key for the calling tenant; the secret `key` is in this response only (only its hash is stored). Each call makes a new key.',
+      'Creates another API key for the calling tenant, with a `role` (admin, the default; developer; approver; reader; ingest), optionally limited to `agentIds` and expiring at `expiresAt`; the secret `key` is in this response only (only its hash is stored). Each call makes a new key. 400 for an unknown role, an agent not of the tenant or an expiry not in the future (nothing written); 403 `insufficient_scope` for a key that is not an admin key.',
     status: 201,
     schema: CreatedApiKeyResponse,
     errors: BODY_ERRORS,
@@ -80,7 +96,7 @@ export class ApiKeysController {
     @Actor() actor: string,
     @Body() body: CreateApiKeyDto,
   ): Promise<CreatedApiKeyResponse> {
-    return this.keys.create(tenantId, actor, body.name);
+    return this.keys.create(tenantId, actor, body);
   }
 
   @Get()

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { AppError, ApprovalPageResponse, ApprovalResponse, notFound } from '@switchboard/contracts';
 import { ApprovalsRepository } from '@switchboard/store';
 import type { Approvals } from '@switchboard/turns';
-import { Actor, ApiKeyId, TenantId } from '../platform/auth/guard';
+import { Actor, ApiKeyId, KeyAgents, TenantId } from '../platform/auth/guard';
 import { ApprovalsQueryDto, DecideApprovalDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId, presentApproval } from './presenters';
@@ -35,10 +35,18 @@ export class ApprovalsController {
     schema: ApprovalPageResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: ApprovalsQueryDto): Promise<ApprovalPageResponse> {
+  async list(
+    @TenantId() tenantId: string,
+    @Query() q: ApprovalsQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<ApprovalPageResponse> {
     const before = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const page = await this.reads.page(tenantId, { status: q.status, beforeId: before?.[0] }, limit);
+    const page = await this.reads.page(
+      tenantId,
+      { status: q.status, beforeId: before?.[0], ...(only ? { agentIds: only } : {}) },
+      limit,
+    );
     return {
       data: page.rows.map(presentApproval),
       nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,

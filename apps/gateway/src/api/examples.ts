@@ -86,7 +86,7 @@ export const REQUEST_EXAMPLES: RequestExample[] = [
   example(UpdateRateLimitsDto, { admission: 1200, reads: 6000, webhooks: null }),
   example(PauseTenantDto, { reason: 'invoice overdue: paused until billing confirms payment' }),
   example(ResumeTenantDto, {}),
-  example(CreateApiKeyDto, { name: 'ci-deploy-bot' }),
+  example(CreateApiKeyDto, { name: 'ci-deploy-bot', role: 'developer' }),
   example(CreateAgentDto, {
     name: 'support-triage',
     tier: 'chat',

@@ -111,7 +111,7 @@ export class OperatorController {
     errors: [...BODY_ERRORS, 404],
   })
   async createKey(@Param('id') id: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
-    return this.keys.create(await this.tenant(id), OPERATOR_ACTOR, body.name);
+    return this.keys.create(await this.tenant(id), OPERATOR_ACTOR, body);
   }
 
   @Delete('tenants/:id/api-keys/:keyId')

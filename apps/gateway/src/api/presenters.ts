@@ -117,6 +117,9 @@ export const presentApiKey = (k: ApiKey): ApiKeyResponse => ({
   createdAt: k.createdAt.toISOString(),
   lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
   revokedAt: k.revokedAt?.toISOString() ?? null,
+  role: k.role as ApiKeyResponse['role'],
+  agentIds: k.agentIds.length > 0 ? k.agentIds : null,
+  expiresAt: k.expiresAt?.toISOString() ?? null,
 });
 
 export const presentAgent = (a: Agent): AgentResponse => ({

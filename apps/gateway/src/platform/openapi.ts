@@ -1,3 +1,4 @@
+import { ROUTE_SCOPES } from './auth/scopes';
 import { applyDecorators } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import {
@@ -26,8 +27,9 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'Invalid request: body, query, cursor or header failed validation, or the body is not JSON',
   401: 'Missing, invalid or revoked credentials',
   403:
-    'The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is ' +
-    'resumed; reads still work',
+    'The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` ' +
+    'names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted ' +
+    'until it is resumed; reads still work',
   404: 'No such object for the calling tenant',
   409: 'Conflicts with the current state (closed session, a turn already running, a request still in flight)',
   413: 'Request body larger than the limit',
@@ -80,7 +82,7 @@ export const BODY_ERRORS: ErrorStatus[] = [400, 413, 415];
 
 /** A controller whose routes need a tenant's API key. */
 export const TenantApi = (tag: string) =>
-  applyDecorators(ApiTags(tag), ApiBearerAuth(API_KEY_AUTH), ApiErrors(401, 429, 500, 503));
+  applyDecorators(ApiTags(tag), ApiBearerAuth(API_KEY_AUTH), ApiErrors(401, 403, 429, 500, 503));
 
 /** A controller whose routes need ADMIN_TOKEN. */
 export const AdminApi = (tag: string) =>
@@ -164,11 +166,26 @@ export function createOpenApiDocument(app: NestFastifyApplication): OpenAPIObjec
   );
   const cleaned = cleanupOpenApiDoc(document, { version: '3.1' });
   addRequestExamples(cleaned);
+  addScopes(cleaned);
   cleaned.components = {
     ...cleaned.components,
     schemas: { ...cleaned.components?.schemas, ...responseComponents() },
   };
   return cleaned;
+}
+
+/**
+ * Names on each tenant operation the scope its API key needs (`x-switchboard-scope`, from
+ * ROUTE_SCOPES, docs/adr/0066); a JSON-RPC route's depends on the method (`by JSON-RPC method`).
+ */
+function addScopes(document: OpenAPIObject): void {
+  for (const [key, rule] of Object.entries(ROUTE_SCOPES)) {
+    const [method, path] = key.split(' ');
+    const item = document.paths[path.replace(/:([A-Za-z_]+)/g, '{$1}')] as
+      Record<string, Record<string, unknown> | undefined> | undefined;
+    const op = item?.[method.toLowerCase()];
+    if (op) op['x-switchboard-scope'] = typeof rule === 'string' ? rule : 'by JSON-RPC method';
+  }
 }
 
 /**

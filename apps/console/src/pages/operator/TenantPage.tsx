@@ -308,6 +308,10 @@ function RateLimitsPanel({ tenant }: { tenant: OperatorTenant }) {
 
 const keyCol = createColumnHelper<ApiKey>();
 
+/** The roles a key may have (docs/adr/0066); `admin` is every key's before roles. */
+const KEY_ROLES = ['admin', 'developer', 'approver', 'reader', 'ingest'] as const;
+type KeyRole = (typeof KEY_ROLES)[number];
+
 /** The tenant's API keys: never their secret, except a new one's, once. */
 function ApiKeysPanel({ tenantId }: { tenantId: string }) {
   const api = useApi();
@@ -319,6 +323,7 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
     queryFn: () => unwrap(api.GET('/v1/admin/tenants/{id}/api-keys', path)),
   });
   const [name, setName] = useState('');
+  const [role, setRole] = useState<KeyRole>('admin');
   const [created, setCreated] = useState<{ prefix: string; key: string } | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const refresh = () => void queries.invalidateQueries({ queryKey: ['operator', 'tenant', tenantId] });
@@ -327,7 +332,7 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
       unwrap(
         api.POST('/v1/admin/tenants/{id}/api-keys', {
           ...path,
-          body: name.trim() ? { name: name.trim() } : {},
+          body: { ...(name.trim() ? { name: name.trim() } : {}), ...(role !== 'admin' ? { role } : {}) },
         }),
       ),
     // The answer holds the key: dropped from the mutation cache as soon as nothing shows it.
@@ -335,6 +340,7 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
     onSuccess: (k) => {
       setCreated(k);
       setName('');
+      setRole('admin');
       refresh();
     },
   });
@@ -353,6 +359,28 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
     keyCol.accessor('name', {
       header: 'Name',
       cell: (c) => c.getValue() ?? <span className="muted">—</span>,
+    }),
+    // What the key may do (docs/adr/0066): its role, the agents it is limited to, its expiry.
+    keyCol.accessor('role', { header: 'Role', cell: (c) => <span className="mono">{c.getValue()}</span> }),
+    keyCol.accessor('agentIds', {
+      header: 'Agents',
+      cell: (c) => {
+        const ids = c.getValue();
+        return ids ? (
+          <span className="mono" title={ids.join(', ')}>
+            {ids.length === 1 ? ids[0] : `${ids.length} agents`}
+          </span>
+        ) : (
+          <span className="muted">all</span>
+        );
+      },
+    }),
+    keyCol.accessor('expiresAt', {
+      header: 'Expires',
+      cell: (c) => {
+        const at = c.getValue();
+        return at ? <Time at={at} /> : <span className="muted">never</span>;
+      },
     }),
     keyCol.accessor('createdAt', { header: 'Created', cell: (c) => <Time at={c.getValue()} /> }),
     keyCol.accessor('lastUsedAt', { header: 'Last used', cell: (c) => <Time at={c.getValue()} /> }),
@@ -403,6 +431,16 @@ function ApiKeysPanel({ tenantId }: { tenantId: string }) {
         <div>
           <label htmlFor="new-key-name">New key name (optional)</label>
           <input id="new-key-name" value={name} maxLength={120} onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div>
+          <label htmlFor="new-key-role">Role</label>
+          <select id="new-key-role" value={role} onChange={(e) => setRole(e.target.value as KeyRole)}>
+            {KEY_ROLES.map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
         </div>
         <button type="submit" disabled={create.isPending}>
           {create.isPending ? 'Creating…' : 'Create key'}

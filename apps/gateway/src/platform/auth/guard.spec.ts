@@ -7,6 +7,8 @@ import { AuthGuard, type Access, type AuthedRequest } from './guard';
 import type { ApiKeyCache } from './key-cache';
 import type { KeyUsage } from './key-usage';
 import { hashApiKey } from './keys';
+import type { RouteScopes } from './scopes';
+import type { AgentsRepository } from '@switchboard/subagents';
 
 const ADMIN = 'admin-token-0123456789';
 const TENANT = '01a20360-0000-7000-8000-000000000001';
@@ -16,7 +18,9 @@ const KEY = 'sk_live_tenant_key';
 function guard() {
   const apiKeys = {
     byHash: async (hash: string) =>
-      hash === hashApiKey(KEY) ? { id: 'key-1', tenantId: TENANT, revokedAt: null } : null,
+      hash === hashApiKey(KEY)
+        ? { id: 'key-1', tenantId: TENANT, revokedAt: null, role: 'admin', agentIds: [], expiresAt: null }
+        : null,
   } as unknown as ApiKeysRepository;
   const tenants = {
     settings: async (id: string) => (id === TENANT ? { settings: {} } : undefined),
@@ -32,6 +36,8 @@ function guard() {
       config,
       cache,
       usage,
+      { ruleOf: () => ({ key: 'GET /v1/agents', rule: 'read' }) } as unknown as RouteScopes,
+      {} as AgentsRepository,
     );
 }
 

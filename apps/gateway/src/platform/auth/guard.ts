@@ -12,8 +12,10 @@ import { AppError, isUuid, notFound } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
 import { ApiKeysRepository, apiKeyActor, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
+import { AgentsRepository } from '@switchboard/subagents';
 import type { ErrorShapeConfig } from '../errors';
-import { API_KEY_CACHE, type ApiKeyCache } from './key-cache';
+import { API_KEY_CACHE, type ApiKeyCache, type CachedKey } from './key-cache';
+import { AGENT_CREATING_ROUTES, grants, insufficientScope, RouteScopes, scopesOf } from './scopes';
 import { KEY_USAGE, type KeyUsage } from './key-usage';
 import { bearer, constantTimeEquals, hashApiKey } from './keys';
 
@@ -38,6 +40,10 @@ export const ACTING_TENANT_HEADER = 'x-switchboard-tenant';
 export interface AuthedRequest extends FastifyRequest {
   tenantId?: string;
   apiKeyId?: string;
+  /** The API key's role (docs/adr/0066); unset for the operator. */
+  apiKeyRole?: string;
+  /** The agents the API key is limited to; unset: every agent. */
+  agentIds?: string[];
   /** ADMIN_TOKEN made the request (acting as `tenantId` when set). */
   operator?: boolean;
 }
@@ -48,6 +54,12 @@ export const TenantId = createParamDecorator((_: unknown, ctx: ExecutionContext)
   if (!tenantId) throw new AppError('unauthorized', 'missing tenant');
   return tenantId;
 });
+
+/** The agents the request's API key is limited to (docs/adr/0066); undefined: every agent. */
+export const KeyAgents = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): string[] | undefined =>
+    ctx.switchToHttp().getRequest<AuthedRequest>().agentIds,
+);
 
 /** The API key that made the request (who decided an approval); `operator` for the operator acting as the tenant. */
 export const ApiKeyId = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
@@ -115,6 +127,8 @@ export class AuthGuard implements CanActivate {
     @Inject(CONFIG) private readonly config: Config,
     @Inject(API_KEY_CACHE) private readonly keys: ApiKeyCache,
     @Inject(KEY_USAGE) private readonly usage: KeyUsage,
+    @Inject(RouteScopes) private readonly scopes: RouteScopes,
+    @Inject(AgentsRepository) private readonly agents: AgentsRepository,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -144,14 +158,52 @@ export class AuthGuard implements CanActivate {
     const key = await this.apiKey(token);
     req.tenantId = key.tenantId;
     req.apiKeyId = key.keyId;
+    req.apiKeyRole = key.role;
+    if (key.agentIds) req.agentIds = key.agentIds;
+    await this.checkScope(ctx, req, key);
     return true;
+  }
+
+  /**
+   * The key's role must grant the scope the route declares (ROUTE_SCOPES), checked before any
+   * lookup so a refusal says nothing of the object (403 `insufficient_scope`). A key limited to
+   * agents then sees another agent named in the path or body as absent (404), and may not create
+   * one. A route the start-up check did not see is refused (it cannot happen: the boot fails).
+   */
+  private async checkScope(ctx: ExecutionContext, req: AuthedRequest, key: CachedKey): Promise<void> {
+    const declared = this.scopes.ruleOf(ctx.getHandler());
+    if (!declared) throw new AppError('internal', 'route without a declared scope');
+    for (const scope of scopesOf(declared.rule, req))
+      if (!grants(key.role, scope)) throw insufficientScope(scope, key.role);
+    if (!key.agentIds) return;
+    if (AGENT_CREATING_ROUTES.has(declared.key))
+      throw new AppError('insufficient_scope', 'a key limited to agents cannot create agents', {
+        scope: 'agents:write',
+        role: key.role,
+      });
+    const named = namedAgents(declared.key, req);
+    for (const agentId of named) if (!key.agentIds.includes(agentId.toLowerCase())) throw notFound('agent');
+    if (AGENT_FILTERED_LISTS.has(declared.key) && named.length === 0)
+      throw new AppError('bad_request', 'a key limited to agents lists by agent: pass agentId');
+    // An agent LangGraph names by name or id (`assistant_id`): another agent is as unknown.
+    const model = modelNamed(declared.key, req);
+    if (model) {
+      const agentId = await this.agents.idByModel(key.tenantId, model.name);
+      if (agentId && !key.agentIds.includes(agentId.toLowerCase())) throw model.absent();
+    }
+    // An object of another agent is as absent as another tenant's (the handler 404s a missing one).
+    const owned = ownedObject(declared.key, req);
+    if (owned) {
+      const agentId = await this.apiKeys.agentOf(key.tenantId, owned.kind, owned.id);
+      if (agentId && !key.agentIds.includes(agentId.toLowerCase())) throw notFound(owned.kind);
+    }
   }
 
   /**
    * The tenant and key of an API key (a 401 `unauthorized` otherwise), its use counted. Routes get it
    * through `canActivate`; WebSocket mode on /v1/responses calls it at the upgrade (docs/adr/0035).
    */
-  async apiKey(token: string | undefined): Promise<{ tenantId: string; keyId: string }> {
+  async apiKey(token: string | undefined): Promise<CachedKey> {
     if (!token) throw new AppError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
     const hash = hashApiKey(token);
     let key = this.keys.get(hash);
@@ -159,9 +211,18 @@ export class AuthGuard implements CanActivate {
       const row = await this.apiKeys.byHash(hash);
       // Only valid keys are cached: a guessed or revoked key is looked up every time (docs/adr/0017).
       if (!row || row.revokedAt) throw new AppError('unauthorized', 'invalid or revoked API key');
-      key = { keyId: row.id, tenantId: row.tenantId };
+      key = {
+        keyId: row.id,
+        tenantId: row.tenantId,
+        role: row.role,
+        agentIds: row.agentIds.length > 0 ? row.agentIds.map((a) => a.toLowerCase()) : null,
+        expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
+      };
       this.keys.set(hash, key);
     }
+    // An expired key is refused like an unknown one (docs/adr/0066), cached or not.
+    if (key.expiresAt !== null && key.expiresAt <= Date.now())
+      throw new AppError('unauthorized', 'invalid or revoked API key');
     this.usage.touch(key.keyId);
     return key;
   }
@@ -170,4 +231,67 @@ export class AuthGuard implements CanActivate {
     const admin = this.config.ADMIN_TOKEN;
     return !!admin && !!token && constantTimeEquals(token, admin);
   }
+}
+
+/**
+ * The agents a request names where a key limited to agents must own them: the path's agent (the
+ * agents routes' `:id`, A2A's `:agentId`) and a body's `agentId` (a new session, schedule, trigger).
+ */
+function namedAgents(routeKey: string, req: FastifyRequest): string[] {
+  const params = (req.params ?? {}) as Record<string, string | undefined>;
+  const out: string[] = [];
+  const path = routeKey.slice(routeKey.indexOf(' ') + 1);
+  if (path.startsWith('/v1/agents/:id') && params.id) out.push(params.id);
+  if (path.startsWith('/a2a/:agentId') && params.agentId) out.push(params.agentId);
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  if (typeof query.agentId === 'string') out.push(query.agentId);
+  const body = req.body as { agentId?: unknown } | undefined;
+  if (body && typeof body === 'object' && !Array.isArray(body) && typeof body.agentId === 'string')
+    out.push(body.agentId);
+  return out;
+}
+
+/**
+ * The agent a LangGraph request names by name or id (`assistant_id`, or a new thread's
+ * `metadata.assistant_id` / `graph_id`), and the 404 its handler gives an unknown one (the
+ * OpenAI-compatible routes check their `model` themselves: their 404 is OpenAI's `model_not_found`).
+ */
+function modelNamed(
+  routeKey: string,
+  req: FastifyRequest,
+): { name: string; absent: () => Error } | undefined {
+  const body = (req.body ?? {}) as { assistant_id?: unknown; metadata?: unknown };
+  if (typeof body !== 'object' || Array.isArray(body) || !routeKey.startsWith('POST /langgraph/'))
+    return undefined;
+  const metadata = (body.metadata ?? {}) as { assistant_id?: unknown; graph_id?: unknown };
+  const name = [body.assistant_id, metadata.assistant_id, metadata.graph_id].find(
+    (v) => typeof v === 'string',
+  );
+  if (typeof name !== 'string') return undefined;
+  return { name, absent: () => new AppError('not_found', `assistant ${name} not found`) };
+}
+
+/** Lists across the tenant's agents that a key limited to agents must narrow with `agentId`. */
+const AGENT_FILTERED_LISTS = new Set(['GET /v1/sessions', 'GET /v1/turns']);
+
+const OWNED_PREFIXES: [string, 'session' | 'turn' | 'approval' | 'task', string][] = [
+  ['/v1/sessions/:id', 'session', 'id'],
+  ['/v1/turns/:id', 'turn', 'id'],
+  ['/v1/approvals/:id', 'approval', 'id'],
+  ['/v1/tasks/:id', 'task', 'id'],
+  ['/langgraph/threads/:thread_id', 'session', 'thread_id'],
+];
+
+/** The object by id a route reaches, whose agent a key limited to agents must own. */
+function ownedObject(
+  routeKey: string,
+  req: FastifyRequest,
+): { kind: 'session' | 'turn' | 'approval' | 'task'; id: string } | undefined {
+  const path = routeKey.slice(routeKey.indexOf(' ') + 1);
+  const params = (req.params ?? {}) as Record<string, string | undefined>;
+  for (const [prefix, kind, param] of OWNED_PREFIXES) {
+    const id = params[param];
+    if (path.startsWith(prefix) && id && isUuid(id)) return { kind, id: id.toLowerCase() };
+  }
+  return undefined;
 }

@@ -1,6 +1,12 @@
 import { ApiKeyCache } from './key-cache';
 
-const key = (n: number) => ({ keyId: `key-${n}`, tenantId: `tenant-${n}` });
+const key = (n: number) => ({
+  keyId: `key-${n}`,
+  tenantId: `tenant-${n}`,
+  role: 'admin',
+  agentIds: null,
+  expiresAt: null,
+});
 
 describe('ApiKeyCache', () => {
   let now = 0;

@@ -6,6 +6,12 @@ export const API_KEY_CACHE = Symbol('API_KEY_CACHE');
 export interface CachedKey {
   keyId: string;
   tenantId: string;
+  /** admin | developer | approver | reader | ingest (docs/adr/0066). */
+  role: string;
+  /** The agents the key is limited to; null: every agent. */
+  agentIds: string[] | null;
+  /** Epoch ms after which the key is refused (401); null: never. */
+  expiresAt: number | null;
 }
 
 /**

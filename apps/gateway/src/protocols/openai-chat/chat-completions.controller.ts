@@ -8,7 +8,7 @@ import {
   responseFormatProblem,
   unsupportedChatParameter,
 } from '@switchboard/contracts';
-import { TenantId } from '../../platform/auth/guard';
+import { KeyAgents, TenantId } from '../../platform/auth/guard';
 import {
   chatClientToolRefusal,
   chatClientTools,
@@ -133,6 +133,7 @@ export class ChatCompletionsController {
     @Body() body: ChatCompletionDto,
     @IdempotencyKeyHeader() idempotencyKey: string | undefined,
     @Req() req: FastifyRequest,
+    @KeyAgents() only: string[] | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const unsupported = unsupportedChatParameter(body);
@@ -153,7 +154,8 @@ export class ChatCompletionsController {
       );
     }
     const agentId = await this.turns.agentNamed(tenantId, body.model);
-    if (!agentId) throw modelNotFound(body.model);
+    // A key limited to agents (docs/adr/0066) sees another agent as no agent.
+    if (!agentId || (only && !only.includes(agentId.toLowerCase()))) throw modelNotFound(body.model);
     const requested = requestedSessionId(req.headers[SESSION_HEADER], body.metadata);
     // A conversation ending with `tool` messages answers the calls a waiting turn handed out
     // (docs/adr/0047): that turn resumes; nothing new is admitted.

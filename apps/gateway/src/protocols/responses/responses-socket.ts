@@ -1,3 +1,4 @@
+import { grants, insufficientScope } from '../../platform/auth/scopes';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
@@ -79,7 +80,10 @@ export class ResponsesSocket implements OnApplicationShutdown {
     }
     let who: { tenantId: string; keyId: string };
     try {
-      who = await this.auth.apiKey(bearer(req.headers.authorization));
+      const key = await this.auth.apiKey(bearer(req.headers.authorization));
+      // WebSocket mode creates responses: the scope of POST /v1/responses (docs/adr/0066).
+      if (!grants(key.role, 'messages:send')) throw insufficientScope('messages:send', key.role);
+      who = key;
     } catch (err) {
       refuseUpgrade(socket, err, this.native);
       return;

@@ -10,7 +10,7 @@ import {
   cancelCause,
 } from '@switchboard/contracts';
 import { SessionsRepository } from '@switchboard/store';
-import { TenantId } from '../../platform/auth/guard';
+import { KeyAgents, TenantId } from '../../platform/auth/guard';
 import {
   CompactResponseDto,
   CreateResponseDto,
@@ -125,7 +125,9 @@ export class ResponsesController {
     @Body() body: CreateResponseDto,
     @IdempotencyKeyHeader() idempotencyKey: string | undefined,
     @Res() reply: FastifyReply,
+    @KeyAgents() only: string[] | undefined,
   ): Promise<void> {
+    await this.reaches(tenantId, body.model, only);
     const { meta, admitted } = await this.responses.admit(tenantId, body, { idempotencyKey });
     try {
       if (body.stream) {
@@ -152,6 +154,13 @@ export class ResponsesController {
     }
   }
 
+  /** A key limited to agents (docs/adr/0066) sees another agent as no agent: 404 `model_not_found`. */
+  private async reaches(tenantId: string, model: unknown, only: string[] | undefined): Promise<void> {
+    if (!only || typeof model !== 'string') return;
+    const agentId = await this.turns.agentNamed(tenantId, model);
+    if (agentId && !only.includes(agentId.toLowerCase())) throw modelNotFound(model, 'GET /v1/models');
+  }
+
   @Post('compact')
   @RateLimitBucketOf('admission')
   @HttpCode(200)
@@ -168,7 +177,12 @@ export class ResponsesController {
   })
   @ApiResponse({ status: 200, description: 'The compacted window', schema: schemaRef(CompactionObject) })
   @OpenAiErrorResponses(errors([400, 401, 403, 404, 413, 415, 429, 500, 503]))
-  async compact(@TenantId() tenantId: string, @Body() body: CompactResponseDto): Promise<CompactionObject> {
+  async compact(
+    @TenantId() tenantId: string,
+    @Body() body: CompactResponseDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<CompactionObject> {
+    await this.reaches(tenantId, body.model, only);
     if (body.previous_response_id != null) {
       throw new OpenAiError(
         400,
