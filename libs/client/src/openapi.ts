@@ -9499,6 +9499,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -11623,6 +11632,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -11697,6 +11715,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11795,6 +11822,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -11859,6 +11895,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -11944,6 +11989,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12055,6 +12109,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description No such object for the calling tenant */
       404: {
         headers: {
@@ -12158,6 +12221,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -12277,6 +12349,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
       429: {
         headers: {
@@ -12362,7 +12443,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description The operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
       403: {
         headers: {
           [name: string]: unknown;
@@ -12464,6 +12545,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -13379,6 +13469,15 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
         headers: {
           [name: string]: unknown;
         };
