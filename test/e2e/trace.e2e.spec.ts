@@ -102,6 +102,7 @@ describe('tracing', () => {
         'hook archivist',
         'chat archivist-none',
         'hook episodic-index',
+        'hook scoring',
         ...Array<string>(HOOKS).fill('post-turn publish'),
         ...Array<string>(HOOKS).fill('post-turn process'),
       ].sort(),
@@ -122,6 +123,8 @@ describe('tracing', () => {
     expect(consumeHooks.map(id)).toContain(parentOf(archivist));
     expect(parentOf(one('chat archivist-none'))).toBe(id(archivist));
     expect(consumeHooks.map(id)).toContain(parentOf(one('hook episodic-index')));
+    // The scoring hook (docs/adr/0062) reads the turn for its scorers, even when it has none.
+    expect(consumeHooks.map(id)).toContain(parentOf(one('hook scoring')));
     expect(tool.attributes['gen_ai.tool.name']).toBe('word_count');
     for (const p of publishHooks) expect(parentOf(p)).toBe(id(turn));
     expect(consumeHooks.map(parentOf).sort()).toEqual(publishHooks.map(id).sort());
