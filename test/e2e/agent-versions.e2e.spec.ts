@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
 import {
   createTestEnv,
+  freePort,
   FakeLlmServer,
   scripted,
   spawnApp,
@@ -14,17 +14,6 @@ import { newTenant, type Api } from '../support/api';
 jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 type Chat = { role: string; content: unknown };
 const messagesOf = (r: RecordedRequest): Chat[] => (r.body as { messages: Chat[] }).messages;

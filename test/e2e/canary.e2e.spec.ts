@@ -1,7 +1,7 @@
-import { createServer } from 'node:net';
 import { newId } from '@switchboard/contracts';
 import {
   createTestEnv,
+  freePort,
   FakeLlmServer,
   scripted,
   spawnApp,
@@ -15,17 +15,6 @@ import { newTenant, type Api } from '../support/api';
 jest.setTimeout(180_000);
 
 const ADMIN = 'test-admin-token-0123456789';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 type Chat = { role: string; content: unknown };
 const text = (c: unknown) => (typeof c === 'string' ? c : JSON.stringify(c));

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { Jobs, QueueName } from '@switchboard/contracts';
@@ -6,6 +5,7 @@ import { sampledAt, samplingIdOf } from '@switchboard/hooks';
 import { createRedis, publish } from '@switchboard/queue';
 import {
   createTestEnv,
+  freePort,
   FakeLlmServer,
   scripted,
   spawnApp,
@@ -22,17 +22,6 @@ jest.setTimeout(300_000);
 const ADMIN = 'test-admin-token-0123456789';
 /** What one judge call costs (reported by the fake provider). */
 const JUDGE_USD = 0.004;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 const modelOf = (r: RecordedRequest) => (r.body as { model: string }).model;
 

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
-import { DATASET_ITEM_MAX_BYTES, PostTurnHookName } from '@switchboard/contracts';
+import { DATASET_ITEM_MAX_BYTES } from '@switchboard/contracts';
 import {
   createTestEnv,
+  freePort,
   FakeLlmServer,
   scripted,
   spawnApp,
@@ -19,25 +19,6 @@ jest.setTimeout(240_000);
 const ADMIN = 'test-admin-token-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
 const ITEMS = 20;
-
-/**
- * The scoring hook (docs/adr/0062) is another part of issue 35. Until it is in the tree nothing scores
- * an experiment's turns, so the tests that read scores (the better version reported, the CLI gate
- * passing) are skipped by name; the moment `scoring` is a post-turn hook they run.
- */
-const SCORING = (PostTurnHookName.options as readonly string[]).includes('scoring');
-const withScores = SCORING ? describe : describe.skip;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 type Chat = { role: string; content: unknown };
 const messagesOf = (r: RecordedRequest): Chat[] => (r.body as { messages: Chat[] }).messages;
@@ -288,7 +269,7 @@ describe('datasets and experiments', () => {
     expect(timedOut.stderr).toContain('timed out');
   });
 
-  withScores('with the scoring hook (docs/adr/0062: needs Part A of issue 35)', () => {
+  describe('scored by the scoring hook (docs/adr/0062)', () => {
     it('reports the better version: mean score, pass rate and the winner of every item', async () => {
       const done = await experiment([1, 2]);
       const v1 = done.results.find((r: { version: number }) => r.version === 1);

@@ -186,11 +186,14 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
   // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
   if (!row.id) return none('skipped');
   const turn = { ...row, id: row.id };
+  const experiment = isExperimentTurn(turn.sourceRefs);
+  // Only an experiment's turn has extra scorers (its dataset item's checks): no read for any other turn.
   const scorers = [
     ...parseScorers(turn.scorers),
-    ...(await extraScorersFor(ctx, { id: turn.id, tenantId: turn.tenantId, sessionId: turn.sessionId })),
+    ...(experiment
+      ? await extraScorersFor(ctx, { id: turn.id, tenantId: turn.tenantId, sessionId: turn.sessionId })
+      : []),
   ];
-  const experiment = isExperimentTurn(turn.sourceRefs);
   const sampling = samplingIdOf(turn.traceContext, turn.id);
   const chosen = scorers.filter((s) => experiment || sampledAt(sampling.id, s.samplePercent));
   const notSampled = scorers.length - chosen.length;
