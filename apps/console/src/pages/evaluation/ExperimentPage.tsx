@@ -32,6 +32,8 @@ export default function ExperimentPage() {
   const e = experiment.data;
   const inputs = new Map((items.data?.data ?? []).map((i) => [i.id, i.input]));
   const best = Math.max(...e.results.map((r) => r.meanScore ?? -1));
+  // Two or more versions on the best mean: a tie, not several bests.
+  const bestLabel = e.results.filter((r) => r.meanScore === best).length > 1 ? ' (tied)' : ' (best)';
   return (
     <Page
       title={
@@ -71,7 +73,7 @@ export default function ExperimentPage() {
                 <tr key={r.version} data-testid={`experiment-version-${r.version}`}>
                   <td>
                     v{r.version}
-                    {r.meanScore !== null && r.meanScore === best ? ' (best)' : ''}
+                    {r.meanScore !== null && r.meanScore === best ? bestLabel : ''}
                   </td>
                   <td>{score(r.meanScore)}</td>
                   <td>{percent(r.passRate)}</td>
