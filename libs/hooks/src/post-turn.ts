@@ -3,9 +3,19 @@ import { Jobs, newId, PostTurnHookName, type PostTurnJob } from '@switchboard/co
 import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
-import { recordHookFailure, within, type SqlDb } from '@switchboard/store';
+import {
+  recordCostLogBatch,
+  recordHookFailure,
+  recordLearningBatch,
+  within,
+  type HookBatchTurn,
+  type SqlDb,
+} from '@switchboard/store';
 import { archivistSessionDedup } from './archivist';
 import { ArchivistModelNotes } from './archivist-models';
+import { reportCostLog } from './cost-log';
+import { reportLearning } from './learning';
+import { scoreOrSkip } from './scoring';
 import { SnapshotCache } from './archivist-snapshot';
 import {
   OutsideSharedTransaction,
@@ -18,6 +28,9 @@ import { postTurnHook, postTurnHooks } from './registry';
 
 /** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
 export type PostTurnOutcomes = Partial<Record<PostTurnHookName, HookOutcome | 'retrying' | 'failed'>>;
+
+/** What a group's job returns (docs/adr/0070): each turn's outcomes, by turn id. */
+export type PostTurnBatchOutcomes = Record<string, PostTurnOutcomes>;
 
 /** Which attempt of its job a run is (BullMQ's `attemptsMade + 1`) and how many the job has. */
 export interface PostTurnAttempt {
@@ -95,9 +108,132 @@ export class PostTurnHooks {
     };
   }
 
-  /** One `post-turn` job: every hook of the turn, or the one hook it names. */
-  run(data: PostTurnJob, attempt: PostTurnAttempt): Promise<string | PostTurnOutcomes> {
-    return data.hook === undefined ? this.runAll(data) : this.runOne(data, data.hook, attempt);
+  /** One `post-turn` job: every hook of the turn (of each turn of a group), or the one hook it names. */
+  run(
+    data: PostTurnJob,
+    attempt: PostTurnAttempt,
+  ): Promise<string | PostTurnOutcomes | PostTurnBatchOutcomes> {
+    if (data.hook !== undefined) return this.runOne(data, data.hook, attempt);
+    return data.more?.length ? this.runBatch(data) : this.runAll(data);
+  }
+
+  /** The ended turns a job carries: its own and `more`, each once. */
+  static turnsOf(data: PostTurnJob): PostTurnJob[] {
+    const seen = new Set<string>();
+    const all: PostTurnJob[] = [
+      { turnId: data.turnId, tenantId: data.tenantId, trace: data.trace },
+      ...(data.more ?? []).map((t) => ({ turnId: t.turnId, tenantId: t.tenantId, trace: t.trace ?? {} })),
+    ];
+    return all.filter((t) => !seen.has(t.turnId) && !!seen.add(t.turnId));
+  }
+
+  /**
+   * The post-turn work of a group of ended turns (docs/adr/0070, group commit). ONE transaction holds
+   * every turn's `SHARED_HOOKS` (each turn's statements exactly as in `runShared`), then the cost log
+   * and learning of all of them as one statement each (`recordCostLogBatch`, `recordLearningBatch`):
+   * the rows every turn of a tenant or agent shares are taken last, once per batch, in key order, so
+   * they stay locked for the commit only and concurrent batches cannot deadlock on them. Then, outside
+   * it, the scoring hook in a transaction of its own for the whole group (`scoreOrSkip`: the turns with
+   * nothing to score are recorded skipped), and each turn's remaining hooks on their own (`runEach`:
+   * a scoring that does work, a hook that would have held the transaction open, learning's feedback
+   * half), a failing one in a job of its own. When the group's transaction does not commit, each turn
+   * runs as a lone turn's job would (`runAll`), one after another: nothing was written, every hook
+   * runs again and writes once.
+   */
+  async runBatch(data: PostTurnJob): Promise<PostTurnBatchOutcomes> {
+    const turns = PostTurnHooks.turnsOf(data);
+    const base = this.ctx;
+    const publishes: (() => Promise<unknown>)[] = [];
+    const runs: HookBatchTurn[] = turns.map((t) => ({ id: newId(), turnId: t.turnId, tenantId: t.tenantId }));
+    const costRuns: HookBatchTurn[] = turns.map((t) => ({ id: newId(), turnId: t.turnId, tenantId: t.tenantId }));
+    let group: {
+      shared: Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>;
+      cost: Awaited<ReturnType<typeof recordCostLogBatch>>;
+      learning: Awaited<ReturnType<typeof recordLearningBatch>>;
+    };
+    try {
+      group = await this.deps.sql.transaction(async (tx) => {
+        const shared = new Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>();
+        for (const job of turns) {
+          const ctx: HookContext = {
+            ...base,
+            sql: within(tx),
+            shared: true,
+            snapshots: new SnapshotCache(),
+            deferArchivist: (j, delayMs) => {
+              publishes.push(() => base.deferArchivist!(j, delayMs));
+              return Promise.resolve();
+            },
+          };
+          const outcomes: PostTurnOutcomes = {};
+          const later: PostTurnHookName[] = [];
+          for (const hook of SHARED_HOOKS) {
+            try {
+              outcomes[hook] = await postTurnHooks[hook](ctx, { ...job, hook });
+            } catch (err) {
+              if (!(err instanceof OutsideSharedTransaction)) throw err;
+              later.push(hook);
+            }
+          }
+          shared.set(job.turnId, { outcomes, later });
+        }
+        // The shared roll-up rows last: locked from here to the commit only.
+        const cost = await recordCostLogBatch(tx, costRuns);
+        const learning = await recordLearningBatch(tx, runs);
+        return { shared, cost, learning };
+      });
+    } catch (err) {
+      this.deps.logger.warn(
+        { err, turnIds: turns.map((t) => t.turnId) },
+        'post-turn group did not commit together; each turn runs on its own',
+      );
+      const out: PostTurnBatchOutcomes = {};
+      for (const job of turns) out[job.turnId] = await this.runAll(job);
+      return out;
+    }
+    for (const publish of publishes) await publish();
+    const { metrics } = this.deps;
+    const byTurn = new Map<string, { outcomes: PostTurnOutcomes; rest: PostTurnHookName[] }>();
+    for (const job of turns) {
+      const { outcomes, later } = group.shared.get(job.turnId)!;
+      for (const [hook, outcome] of Object.entries(outcomes)) metrics.hooks.inc({ hook, outcome });
+      const cost = group.cost.get(job.turnId) ?? { kind: 'skipped' as const };
+      reportCostLog(base, cost);
+      metrics.hooks.inc({ hook: 'cost-log', outcome: cost.kind });
+      const learning = group.learning.get(job.turnId) ?? { kind: 'skipped' as const };
+      reportLearning(base, job, learning);
+      const rest = [...later];
+      // The feedback half of learning (agents with `memory.learning` on) runs on its own, as a retry would.
+      if (learning.kind !== 'skipped' && learning.learning) rest.push('learning');
+      else metrics.hooks.inc({ hook: 'learning', outcome: learning.kind });
+      byTurn.set(job.turnId, {
+        outcomes: {
+          ...outcomes,
+          'cost-log': cost.kind,
+          ...(rest.includes('learning') ? {} : { learning: learning.kind }),
+        },
+        rest,
+      });
+    }
+    // Scoring: never in the group's transaction; the turns with nothing to score in one of its own.
+    const scoring = await scoreOrSkip(base, turns).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, 'post-turn group scoring did not commit; each turn scores on its own');
+      return undefined;
+    });
+    const out: PostTurnBatchOutcomes = {};
+    await Promise.all(
+      turns.map(async (job) => {
+        const { outcomes, rest } = byTurn.get(job.turnId)!;
+        const scored = scoring?.get(job.turnId);
+        if (scored === undefined || scored === 'score') rest.push('scoring');
+        else {
+          outcomes.scoring = scored;
+          metrics.hooks.inc({ hook: 'scoring', outcome: scored });
+        }
+        out[job.turnId] = { ...outcomes, ...(rest.length ? await this.runEach(job, rest) : {}) };
+      }),
+    );
+    return out;
   }
 
   /**

@@ -133,6 +133,52 @@ export async function runScoring(ctx: HookContext, job: PostTurnJob): Promise<Ho
   return result.outcome;
 }
 
+/**
+ * The scoring hook for a group of ended turns (docs/adr/0070), in ONE transaction of its own, never the
+ * group's shared one: each turn is read, and a turn with nothing to score (no scorers, none sampled)
+ * gets its `skipped` row, as `runScoring` records it alone. A turn whose scoring does work (an
+ * experiment's turn, a sampled scorer) is left out of the transaction and returned as `score`: the
+ * caller runs `runScoring` for it, alone, as before.
+ */
+export async function scoreOrSkip(
+  ctx: HookContext,
+  jobs: readonly PostTurnJob[],
+): Promise<Map<string, HookOutcome | 'score'>> {
+  if (ctx.shared) throw new OutsideSharedTransaction(SCORING_HOOK);
+  return ctx.sql.transaction(async (tx) => {
+    const out = new Map<string, HookOutcome | 'score'>();
+    for (const job of jobs) {
+      const row = await readTurn(tx, job);
+      if (!row || row.done) {
+        out.set(job.turnId, 'already_done');
+        continue;
+      }
+      if (!row.id) {
+        out.set(job.turnId, 'skipped');
+        continue;
+      }
+      const scorers = parseScorers(row.scorers);
+      const sampling = samplingIdOf(row.traceContext, row.id);
+      if (isExperimentTurn(row.sourceRefs) || scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))) {
+        out.set(job.turnId, 'score');
+        continue;
+      }
+      const claimed = await claimHookRun(tx, {
+        tenantId: row.tenantId,
+        turnId: row.id,
+        hook: SCORING_HOOK,
+        output: {
+          skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
+          notSampled: scorers.length,
+          turnStatus: row.status,
+        },
+      });
+      out.set(job.turnId, claimed ? 'skipped' : 'already_done');
+    }
+    return out;
+  });
+}
+
 async function readTurn(db: SqlRunner, job: PostTurnJob): Promise<ScoringRow | undefined> {
   return db.first<ScoringRow>(sql`
     WITH t AS (
