@@ -215,9 +215,9 @@ describe('post-turn group commit', () => {
   });
 
   it('the harness coalesces the turns that end together into one job; a lone turn gets its own', async () => {
-    const batcher = new PostTurnBatcher(queue);
+    const batcher = new PostTurnBatcher(queue, 50);
     const t = [newId(), newId(), newId()].map((turnId) => ({ turnId, tenantId: newId() }));
-    // Nothing is published for them until the event loop turns: all three go as one job.
+    // Added within the window: all three go as one job.
     await Promise.all(t.map((x) => batcher.add(x)));
     const job = await queue.getJob(`${t[0].turnId}.hooks`);
     expect(job?.data).toMatchObject({

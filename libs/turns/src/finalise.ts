@@ -127,9 +127,9 @@ async function afterCommit(
  * Turns that end together in one process share a job (`PostTurnBatcher`, docs/adr/0070).
  */
 export async function enqueueHooks(
-  r: Pick<RunnerResources, 'postTurnQueue'>,
+  r: Pick<RunnerResources, 'postTurnQueue' | 'postTurnBatchWindowMs'>,
   turn: { id: string; tenantId: string; status: string },
 ): Promise<void> {
   if (!isEnded(turn.status)) return;
-  await postTurnBatcher(r.postTurnQueue).add({ turnId: turn.id, tenantId: turn.tenantId });
+  await postTurnBatcher(r.postTurnQueue, r.postTurnBatchWindowMs).add({ turnId: turn.id, tenantId: turn.tenantId });
 }

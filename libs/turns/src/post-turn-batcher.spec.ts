@@ -15,12 +15,14 @@ function manualQueue() {
 }
 
 const turn = () => ({ turnId: newId(), tenantId: newId() });
-const nextLoop = () => new Promise((r) => setImmediate(r));
+const WINDOW_MS = 5;
+/** Past the window: the batcher's timer has fired. */
+const nextLoop = () => new Promise((r) => setTimeout(r, WINDOW_MS + 1));
 
 describe('PostTurnBatcher (docs/adr/0070)', () => {
   it('publishes the turns that end while a publish is on its way as one job after it', async () => {
     const { queue, adds } = manualQueue();
-    const b = new PostTurnBatcher(queue);
+    const b = new PostTurnBatcher(queue, WINDOW_MS);
     const first = b.add(turn());
     await nextLoop();
     expect(adds).toHaveLength(1);
@@ -40,7 +42,7 @@ describe('PostTurnBatcher (docs/adr/0070)', () => {
 
   it('a failed publish fails every turn of its job, and the next publish goes out', async () => {
     const { queue, adds } = manualQueue();
-    const b = new PostTurnBatcher(queue);
+    const b = new PostTurnBatcher(queue, WINDOW_MS);
     const both = Promise.allSettled([b.add(turn()), b.add(turn())]);
     await nextLoop();
     adds[0].settle(new Error('redis down'));
@@ -49,5 +51,22 @@ describe('PostTurnBatcher (docs/adr/0070)', () => {
     await nextLoop();
     adds[1].settle();
     await expect(again).resolves.toBeUndefined();
+  });
+});
+
+describe('PostTurnBatcher without a window', () => {
+  it('publishes each turn alone, at once', async () => {
+    const { queue, adds } = manualQueue();
+    const b = new PostTurnBatcher(queue, 0);
+    const [x, y] = [turn(), turn()];
+    const both = Promise.all([b.add(x), b.add(y)]);
+    // Synchronously: two jobs, neither carries the other.
+    await Promise.resolve();
+    expect(adds.map((a) => [a.data.turnId, a.data.more])).toEqual([
+      [x.turnId, undefined],
+      [y.turnId, undefined],
+    ]);
+    for (const a of adds) a.settle();
+    await both;
   });
 });

@@ -13,10 +13,12 @@ interface Pending {
 
 /**
  * The harness's `post-turn` publishes, coalesced (docs/adr/0070): the turns that end while this
- * process's previous publish is on its way to Redis, or in the same turn of the event loop, go out as
- * ONE job (the first turn's `<turnId>.hooks`, the others in `more`, at most `POST_TURN_BATCH_MAX`),
- * which the hooks worker runs in one transaction. No timer holds a turn back: an idle process
- * publishes each turn's job at once, alone, as before; a busy one publishes fewer, larger jobs.
+ * process's previous publish is on its way to Redis, or within `windowMs` of the first (HOOKS_BATCH_WINDOW_MS,
+ * default 20 ms), go out as ONE job (the first turn's `<turnId>.hooks`, the others in `more`, at most
+ * `POST_TURN_BATCH_MAX`), which the hooks worker runs in one transaction. The turn's answer is
+ * committed and published before; only its post-turn work waits (and the harness job's slot, for the
+ * window at most). A process that ends few turns publishes each alone, as before; a busy one fewer,
+ * larger jobs.
  *
  * Each caller's promise settles with its job's publish, so a failed publish fails every turn of it as
  * a lone publish did (the turn job's retry publishes again, the hooks reconcile finds what is left).
@@ -25,15 +27,23 @@ export class PostTurnBatcher {
   private pending: Pending[] = [];
   private flushing = false;
 
-  constructor(private readonly queue: Queue) {}
+  constructor(
+    private readonly queue: Queue,
+    /** How long the first turn of a job waits for others to end (HOOKS_BATCH_WINDOW_MS); 0: each turn alone. */
+    private readonly windowMs = 0,
+  ) {}
 
   add(turn: { turnId: string; tenantId: string }): Promise<void> {
+    // No window: each turn's job alone, at once (as before ADR 0070).
+    if (this.windowMs <= 0) {
+      return publish(this.queue, Jobs.postTurn, turn).then(() => undefined);
+    }
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ...turn, trace: currentTraceCarrier(), resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
-        // Turns that end in this turn of the event loop join the first.
-        setImmediate(() => void this.flush());
+        // Turns that end within the window join the first.
+        setTimeout(() => void this.flush(), this.windowMs);
       }
     });
   }
@@ -62,10 +72,10 @@ export class PostTurnBatcher {
 const batchers = new WeakMap<Queue, PostTurnBatcher>();
 
 /** The process's one batcher for a `post-turn` queue. */
-export function postTurnBatcher(queue: Queue): PostTurnBatcher {
+export function postTurnBatcher(queue: Queue, windowMs = 0): PostTurnBatcher {
   let b = batchers.get(queue);
   if (!b) {
-    b = new PostTurnBatcher(queue);
+    b = new PostTurnBatcher(queue, windowMs);
     batchers.set(queue, b);
   }
   return b;
