@@ -14,7 +14,7 @@ interface Pending {
 /**
  * The harness's `post-turn` publishes, coalesced (docs/adr/0070): the turns that end while this
  * process's previous publish is on its way to Redis, or within `windowMs` of the first (HOOKS_BATCH_WINDOW_MS,
- * default 20 ms), go out as ONE job (the first turn's `<turnId>.hooks`, the others in `more`, at most
+ * default 50 ms), go out as ONE job (the first turn's `<turnId>.hooks`, the others in `more`, at most
  * `POST_TURN_BATCH_MAX`), which the hooks worker runs in one transaction. The turn's answer is
  * committed and published before; only its post-turn work waits (and the harness job's slot, for the
  * window at most). A process that ends few turns publishes each alone, as before; a busy one fewer,
