@@ -180,12 +180,10 @@ describe.each([
     const calls = await env.db.toolCall.count({ where: { turnId: { in: turnIds }, name: 'word_count' } });
     expect(calls).toBe(TURNS);
 
-    // Mid-hook: every turn's learning and cost-log statement (and the archivist's transaction) has
-    // inserted its hook_runs row, uncommitted, and waits on the held rows; or the group's one
-    // transaction, with every turn's shared hooks written, waits in its cost log's statement.
-    const held = grouped
-      ? { learning: 0, costLog: 0, archivist: 0, group: 1 }
-      : { learning: TURNS, costLog: TURNS, archivist: TURNS, group: 0 };
+    // Mid-hook: each job's one transaction (docs/adr/0070), every hook of its turns written but
+    // scoring's and the ones that run outside it (the archivist's model call, the webhook's publish),
+    // uncommitted, waits on the held rows in its cost log's statement: one per turn, or one for the group.
+    const held = { learning: 0, costLog: 0, archivist: 0, group: grouped ? 1 : TURNS };
     await waitFor(async () => JSON.stringify(await heldStatements()) === JSON.stringify(held), {
       what: 'the hook statements to wait on the held rows',
       timeoutMs: 30_000,
@@ -202,10 +200,8 @@ describe.each([
     expect(await hookRuns('learning')).toBe(0);
     expect(await hookRuns('cost-log')).toBe(0);
     expect(await hookRuns('archivist')).toBe(0);
-    // The turns' shared hook transactions (episodic index, archivist deferral, completion webhook)
-    // committed before learning and the cost log ran (docs/adr/0039, amendment 2); a group's
-    // transaction holds them all, and went with the kill (docs/adr/0070).
-    expect(await hookRuns('episodic-index')).toBe(grouped ? 0 : TURNS);
+    // The job's transaction held the episodic index too, and went with the kill (docs/adr/0070).
+    expect(await hookRuns('episodic-index')).toBe(0);
     expect(await env.db.memoryRecord.count({ where: { tenantId, kind: 'fact' } })).toBe(0);
     expect(await env.db.agentToolStat.count({ where: { agentId } })).toBe(0);
     expect(await env.db.tenantSpendDaily.count({ where: { tenantId } })).toBe(0);

@@ -2,10 +2,10 @@ import { Inject } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import { PostTurnHooks, type PostTurnBatchOutcomes, type PostTurnOutcomes } from '@switchboard/hooks';
+import type { PostTurnBatchOutcomes, PostTurnHooks, PostTurnOutcomes } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
-import { embedAfterTurn, embedAfterTurns, enqueueMemoryEmbed } from '@switchboard/memory';
+import { embedAfterTurn } from '@switchboard/memory';
 import { consume } from '@switchboard/queue';
 import type { SqlDb } from '@switchboard/store';
 import { HOOKS_SQL, POST_TURN_HOOKS } from './tokens';
@@ -36,12 +36,8 @@ export class PostTurnProcessor extends QueueWorker {
         const outcomes = await this.hooks.run(data, attempt);
         // Records the hooks wrote get their vectors (docs/adr/0050) when the agent has an embedder.
         // A publish that fails does not fail the hooks: the agent's next job embeds them too.
-        if (data.more?.length) {
-          // A group (docs/adr/0070): one read for all its turns, one job per agent with an embedder.
-          await embedAfterTurns(this.sql, PostTurnHooks.turnsOf(data))
-            .then((agents) => Promise.all(agents.map((a) => enqueueMemoryEmbed(this.embedQueue, a))))
-            .catch(() => false);
-        } else await embedAfterTurn(this.sql, this.embedQueue, data).catch(() => false);
+        // A turn's (or a group's) job asks for them itself, in its transaction (docs/adr/0070).
+        if (data.hook !== undefined) await embedAfterTurn(this.sql, this.embedQueue, data).catch(() => false);
         return outcomes;
       },
       this.metrics,

@@ -12,6 +12,7 @@ import {
   type SqlDb,
 } from '@switchboard/store';
 import { archivistSessionDedup } from './archivist';
+import { embedAfterTurns } from '@switchboard/memory';
 import { ArchivistModelNotes } from './archivist-models';
 import { reportCostLog } from './cost-log';
 import { reportLearning } from './learning';
@@ -53,6 +54,11 @@ export interface PostTurnHooksDeps {
   outboundBackoffMs: number;
   /** The archivist's model providers, built as the harness builds its own. */
   models?: HookModels;
+  /**
+   * Asks for the embedding of the records a group's hooks wrote, per agent with an embedder
+   * (docs/adr/0050; the `memory-embed` job). Unset: no embedding is asked for.
+   */
+  embed?: (agents: { tenantId: string; agentId: string }[]) => Promise<unknown>;
   /** The scoring hook's settings (docs/adr/0062). */
   evaluation?: EvaluationDeps;
 }
@@ -114,7 +120,8 @@ export class PostTurnHooks {
     attempt: PostTurnAttempt,
   ): Promise<string | PostTurnOutcomes | PostTurnBatchOutcomes> {
     if (data.hook !== undefined) return this.runOne(data, data.hook, attempt);
-    return data.more?.length ? this.runBatch(data) : this.runAll(data);
+    // A lone turn is a group of one: its outcomes as before, not keyed by turn.
+    return this.runBatch(data).then((out) => (data.more?.length ? out : out[data.turnId]));
   }
 
   /** The ended turns a job carries: its own and `more`, each once. */
@@ -150,6 +157,7 @@ export class PostTurnHooks {
       shared: Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>;
       cost: Awaited<ReturnType<typeof recordCostLogBatch>>;
       learning: Awaited<ReturnType<typeof recordLearningBatch>>;
+      embed: { tenantId: string; agentId: string }[];
     };
     try {
       group = await this.deps.sql.transaction(async (tx) => {
@@ -177,10 +185,12 @@ export class PostTurnHooks {
           }
           shared.set(job.turnId, { outcomes, later });
         }
+        // The agents whose records the group may have written, for their embedding job (a read).
+        const embed = this.deps.embed ? await embedAfterTurns(tx, turns) : [];
         // The shared roll-up rows last: locked from here to the commit only.
         const cost = await recordCostLogBatch(tx, costRuns);
         const learning = await recordLearningBatch(tx, runs);
-        return { shared, cost, learning };
+        return { shared, cost, learning, embed };
       });
     } catch (err) {
       this.deps.logger.warn(
@@ -189,9 +199,11 @@ export class PostTurnHooks {
       );
       const out: PostTurnBatchOutcomes = {};
       for (const job of turns) out[job.turnId] = await this.runAll(job);
+      await this.askEmbedding(() => embedAfterTurns(this.deps.sql, turns));
       return out;
     }
     for (const publish of publishes) await publish();
+    await this.askEmbedding(() => Promise.resolve(group.embed));
     const { metrics } = this.deps;
     const byTurn = new Map<string, { outcomes: PostTurnOutcomes; rest: PostTurnHookName[] }>();
     for (const job of turns) {
@@ -301,6 +313,15 @@ export class PostTurnHooks {
     }
     for (const publish of publishes) await publish();
     return result;
+  }
+
+  /** Publishes the embedding jobs; a publish that fails fails nothing (the agent's next job embeds them too). */
+  private async askEmbedding(agents: () => Promise<{ tenantId: string; agentId: string }[]>): Promise<void> {
+    const embed = this.deps.embed;
+    if (!embed) return;
+    await agents()
+      .then((a) => (a.length ? embed(a) : undefined))
+      .catch((err: unknown) => this.deps.logger.warn({ err }, 'memory embedding not asked for'));
   }
 
   /**
