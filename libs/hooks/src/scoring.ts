@@ -148,35 +148,39 @@ export async function scoreOrSkip(
   return ctx.sql.transaction(async (tx) => {
     const out = new Map<string, HookOutcome | 'score'>();
     for (const job of jobs) {
-      const row = await readTurn(tx, job);
-      if (!row || row.done) {
-        out.set(job.turnId, 'already_done');
-        continue;
-      }
-      if (!row.id) {
-        out.set(job.turnId, 'skipped');
-        continue;
-      }
-      const scorers = parseScorers(row.scorers);
-      const sampling = samplingIdOf(row.traceContext, row.id);
-      if (isExperimentTurn(row.sourceRefs) || scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))) {
-        out.set(job.turnId, 'score');
-        continue;
-      }
-      const claimed = await claimHookRun(tx, {
-        tenantId: row.tenantId,
-        turnId: row.id,
-        hook: SCORING_HOOK,
-        output: {
-          skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
-          notSampled: scorers.length,
-          turnStatus: row.status,
-        },
+      // The hook's span, as when it runs alone: `score` when the turn's scoring does work.
+      const { outcome } = await hookSpan(SCORING_HOOK, job, async (span) => {
+        const decided = await skipOrScore(tx, job);
+        span.setAttribute('switchboard.scoring.outcome', decided);
+        return { outcome: decided };
       });
-      out.set(job.turnId, claimed ? 'skipped' : 'already_done');
+      out.set(job.turnId, outcome);
     }
     return out;
   });
+}
+
+/** One turn of `scoreOrSkip`: its outcome when it has nothing to score, else `score`. */
+async function skipOrScore(tx: SqlRunner, job: PostTurnJob): Promise<HookOutcome | 'score'> {
+  const row = await readTurn(tx, job);
+  if (!row || row.done) return 'already_done';
+  if (!row.id) return 'skipped';
+  const scorers = parseScorers(row.scorers);
+  const sampling = samplingIdOf(row.traceContext, row.id);
+  if (isExperimentTurn(row.sourceRefs) || scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))) {
+    return 'score';
+  }
+  const claimed = await claimHookRun(tx, {
+    tenantId: row.tenantId,
+    turnId: row.id,
+    hook: SCORING_HOOK,
+    output: {
+      skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
+      notSampled: scorers.length,
+      turnStatus: row.status,
+    },
+  });
+  return claimed ? 'skipped' : 'already_done';
 }
 
 async function readTurn(db: SqlRunner, job: PostTurnJob): Promise<ScoringRow | undefined> {
