@@ -89,10 +89,17 @@ describe('post-turn group commit', () => {
     return { tenantId, agentId, sessionId, turnId };
   }
 
-  async function runJob(data: { turnId: string; tenantId: string; more?: { turnId: string; tenantId: string }[] }) {
+  async function runJob(data: {
+    turnId: string;
+    tenantId: string;
+    more?: { turnId: string; tenantId: string }[];
+  }) {
     const payload = { ...data, trace: {} };
     // Each run its own job id (a repeat of the same group under another first turn).
-    const job = await queue.add(QueueName.PostTurn, payload, { ...jobOptions(Jobs.postTurn, payload), jobId: newId() });
+    const job = await queue.add(QueueName.PostTurn, payload, {
+      ...jobOptions(Jobs.postTurn, payload),
+      jobId: newId(),
+    });
     const done = await waitFor(async () => {
       const j = await queue.getJob(job.id!);
       return j?.finishedOn ? j : undefined;
@@ -131,7 +138,8 @@ describe('post-turn group commit', () => {
       'SELECT turn_id::text, hook, xmin::text AS xmin FROM hook_runs WHERE turn_id = ANY($1::uuid[]) ORDER BY hook',
       turns.map((t) => t.turnId),
     );
-    for (const t of turns) expect(rows.filter((r) => r.turn_id === t.turnId).map((r) => r.hook)).toEqual(EVERY);
+    for (const t of turns)
+      expect(rows.filter((r) => r.turn_id === t.turnId).map((r) => r.hook)).toEqual(EVERY);
     // One transaction for every turn's hooks but scoring; scoring's rows in one transaction of their own.
     const group = new Set(rows.filter((r) => r.hook !== 'scoring').map((r) => r.xmin));
     const scoring = new Set(rows.filter((r) => r.hook === 'scoring').map((r) => r.xmin));
@@ -140,7 +148,9 @@ describe('post-turn group commit', () => {
     expect(group.has([...scoring][0])).toBe(false);
     // The shared roll-ups count each turn once.
     const spendA = await env.db.tenantSpendDaily.findMany({ where: { tenantId: a.tenantId } });
-    expect(spendA.map((s) => [s.costUsd.toFixed(8), s.turns, s.providerCalls])).toEqual([['0.30000000', 2, 2]]);
+    expect(spendA.map((s) => [s.costUsd.toFixed(8), s.turns, s.providerCalls])).toEqual([
+      ['0.30000000', 2, 2],
+    ]);
     const spendB = await env.db.tenantSpendDaily.findMany({ where: { tenantId: b.tenantId } });
     expect(spendB.map((s) => [s.costUsd.toFixed(8), s.turns])).toEqual([['0.40000000', 1]]);
     const statsA = await env.db.agentToolStat.findMany({ where: { agentId: a.agentId } });
@@ -155,7 +165,11 @@ describe('post-turn group commit', () => {
       more: turns.slice(0, 2).map((t) => ({ turnId: t.turnId, tenantId: t.tenantId })),
     });
     for (const t of turns) {
-      expect(again[t.turnId]).toMatchObject({ learning: 'already_done', 'cost-log': 'already_done', scoring: 'already_done' });
+      expect(again[t.turnId]).toMatchObject({
+        learning: 'already_done',
+        'cost-log': 'already_done',
+        scoring: 'already_done',
+      });
     }
     expect(await env.db.hookRun.count({ where: { turnId: { in: turns.map((t) => t.turnId) } } })).toBe(18);
     const spendAgain = await env.db.tenantSpendDaily.findMany({ where: { tenantId: a.tenantId } });
@@ -175,7 +189,11 @@ describe('post-turn group commit', () => {
       more: [{ turnId: foreign.turnId, tenantId: a.tenantId }],
     });
     expect(out[mine.turnId]).toMatchObject({ 'cost-log': 'written', learning: 'written' });
-    expect(out[foreign.turnId]).toMatchObject({ 'cost-log': 'skipped', learning: 'skipped', scoring: 'skipped' });
+    expect(out[foreign.turnId]).toMatchObject({
+      'cost-log': 'skipped',
+      learning: 'skipped',
+      scoring: 'skipped',
+    });
     expect(await env.db.hookRun.count({ where: { turnId: foreign.turnId } })).toBe(0);
     expect(await env.db.tenantSpendDaily.count({ where: { tenantId: other.tenantId } })).toBe(0);
   });

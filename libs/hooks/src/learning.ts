@@ -34,7 +34,11 @@ export async function runLearning(
 }
 
 /** The log line of a learning run that wrote its row (alone or in a group, docs/adr/0070). */
-export function reportLearning(ctx: Pick<HookContext, 'logger'>, job: PostTurnJob, result: LearningResult): void {
+export function reportLearning(
+  ctx: Pick<HookContext, 'logger'>,
+  job: PostTurnJob,
+  result: LearningResult,
+): void {
   if (result.kind === 'written' && result.tools.length > 0) {
     ctx.logger.info({ turnId: job.turnId, tools: result.tools }, 'tool use learned');
   }

@@ -152,7 +152,11 @@ export class PostTurnHooks {
     const base = this.ctx;
     const publishes: (() => Promise<unknown>)[] = [];
     const runs: HookBatchTurn[] = turns.map((t) => ({ id: newId(), turnId: t.turnId, tenantId: t.tenantId }));
-    const costRuns: HookBatchTurn[] = turns.map((t) => ({ id: newId(), turnId: t.turnId, tenantId: t.tenantId }));
+    const costRuns: HookBatchTurn[] = turns.map((t) => ({
+      id: newId(),
+      turnId: t.turnId,
+      tenantId: t.tenantId,
+    }));
     let group: {
       shared: Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>;
       cost: Awaited<ReturnType<typeof recordCostLogBatch>>;

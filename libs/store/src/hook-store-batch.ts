@@ -1,5 +1,10 @@
 import { ENDED_STATUSES } from '@switchboard/contracts';
-import { ACCUMULATE_DAILY_SPEND, type CostLogResult, type LearningResult, type TurnToolUse } from './hook-store';
+import {
+  ACCUMULATE_DAILY_SPEND,
+  type CostLogResult,
+  type LearningResult,
+  type TurnToolUse,
+} from './hook-store';
 import { sql, type SqlRunner } from './sql';
 
 /** One ended turn of a group commit (docs/adr/0070): its run row's id, the turn, the job's tenant. */

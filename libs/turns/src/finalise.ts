@@ -1,9 +1,4 @@
-import {
-  isEnded,
-  PostTurnHookName,
-  stoppedParentCause,
-  type CancelCause,
-} from '@switchboard/contracts';
+import { isEnded, PostTurnHookName, stoppedParentCause, type CancelCause } from '@switchboard/contracts';
 import type { TurnOutcome } from '@switchboard/engine';
 import { traceExemplar } from '@switchboard/observability';
 import type { CheckpointResult } from '@switchboard/store';
@@ -131,5 +126,8 @@ export async function enqueueHooks(
   turn: { id: string; tenantId: string; status: string },
 ): Promise<void> {
   if (!isEnded(turn.status)) return;
-  await postTurnBatcher(r.postTurnQueue, r.postTurnBatchWindowMs).add({ turnId: turn.id, tenantId: turn.tenantId });
+  await postTurnBatcher(r.postTurnQueue, r.postTurnBatchWindowMs).add({
+    turnId: turn.id,
+    tenantId: turn.tenantId,
+  });
 }
