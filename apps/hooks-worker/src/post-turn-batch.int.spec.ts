@@ -177,6 +177,31 @@ describe('post-turn group commit', () => {
     expect((await env.db.agentToolStat.findFirst({ where: { agentId: a.agentId } }))?.calls).toBe(2);
   });
 
+  it('two groups that share turns, named in opposite orders and run at once, write each hook once', async () => {
+    const a = await seedTenant(env.db, 'group-overlap');
+    const turns = [
+      await endedTurn(a, '0.10000000'),
+      await endedTurn(a, '0.20000000'),
+      await endedTurn(a, '0.30000000'),
+    ];
+    const ref = (t: (typeof turns)[number]) => ({ turnId: t.turnId, tenantId: t.tenantId });
+    const [one, two] = await Promise.all([
+      runJob({ ...ref(turns[0]), more: [ref(turns[1]), ref(turns[2])] }),
+      runJob({ ...ref(turns[2]), more: [ref(turns[1]), ref(turns[0])] }),
+    ]);
+    for (const t of turns) {
+      // Exactly one of the two wrote each turn's cost log.
+      expect([one[t.turnId]['cost-log'], two[t.turnId]['cost-log']].sort()).toEqual([
+        'already_done',
+        'written',
+      ]);
+    }
+    expect(await env.db.hookRun.count({ where: { turnId: { in: turns.map((t) => t.turnId) } } })).toBe(18);
+    const spend = await env.db.tenantSpendDaily.findMany({ where: { tenantId: a.tenantId } });
+    expect(spend.map((s) => [s.costUsd.toFixed(8), s.turns])).toEqual([['0.60000000', 3]]);
+    expect((await env.db.agentToolStat.findFirst({ where: { agentId: a.agentId } }))?.calls).toBe(3);
+  });
+
   it('a turn of another tenant in the group is skipped and nothing of it is written', async () => {
     const a = await seedTenant(env.db, 'group-own');
     const other = await seedTenant(env.db, 'group-other');

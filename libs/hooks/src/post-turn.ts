@@ -131,7 +131,11 @@ export class PostTurnHooks {
       { turnId: data.turnId, tenantId: data.tenantId, trace: data.trace },
       ...(data.more ?? []).map((t) => ({ turnId: t.turnId, tenantId: t.tenantId, trace: t.trace ?? {} })),
     ];
-    return all.filter((t) => !seen.has(t.turnId) && !!seen.add(t.turnId));
+    // In id order: two jobs that share a turn (a redelivery beside a reconcile's job) write their
+    // rows in the same order, so one waits for the other instead of deadlocking.
+    return all
+      .filter((t) => !seen.has(t.turnId) && !!seen.add(t.turnId))
+      .sort((a, b) => (a.turnId < b.turnId ? -1 : a.turnId > b.turnId ? 1 : 0));
   }
 
   /**
@@ -246,7 +250,11 @@ export class PostTurnHooks {
           outcomes.scoring = scored;
           metrics.hooks.inc({ hook: 'scoring', outcome: scored });
         }
-        out[job.turnId] = { ...outcomes, ...(rest.length ? await this.runEach(job, rest) : {}) };
+        const own = rest.length ? await this.runEach(job, rest) : {};
+        // Learning's row was written in the group; its feedback half ran on its own.
+        const learned = group.learning.get(job.turnId)?.kind;
+        if (learned === 'written' && own.learning === 'already_done') own.learning = 'written';
+        out[job.turnId] = { ...outcomes, ...own };
       }),
     );
     return out;
