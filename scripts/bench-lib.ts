@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import IORedis from 'ioredis';
+import { ConfigSchema } from '@switchboard/config';
 import { AdmitMessageRequest } from '@switchboard/contracts';
 import { createTestEnv, spawnApp, startTcpProxy, type AppProcess, type TestEnv } from '@switchboard/testing';
 import globalSetup from '../libs/testing/src/global-setup';
@@ -417,6 +418,8 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       SESSION_LEASE_MS: '30000',
       QUEUE_LOCK_MS: '30000',
       QUEUE_STALLED_INTERVAL_MS: '30000',
+      // The production default (the test environment publishes each turn's post-turn job alone).
+      HOOKS_BATCH_WINDOW_MS: String(ConfigSchema.shape.HOOKS_BATCH_WINDOW_MS.parse(undefined)),
       ...(opts.otel ? { OTEL_SDK_DISABLED: 'false' } : {}),
       DATABASE_URL: pg ? pg.rewrite(appDatabaseUrl.toString()) : appDatabaseUrl.toString(),
       ...(redis ? { REDIS_URL: redis.rewrite(env.redisUrl) } : {}),

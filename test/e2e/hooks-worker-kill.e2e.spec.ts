@@ -19,10 +19,16 @@ import { FIXTURES, startGateway, startHarness, startTriage, type Running } from 
  * SIGKILLed; a new hooks worker picks the stalled jobs up and each hook's effect lands exactly once:
  * one hook_runs row per (turn, hook), the agent's tool statistics equal to the calls made, the
  * tenant's daily spend equal to the ledger, one completion webhook per turn.
+ *
+ * Twice: each turn's post-turn job alone, and the three turns in ONE job (the harness's window held
+ * open long enough for all of them, docs/adr/0070), killed while the group's transaction waits.
  */
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
-describe('a hooks worker killed mid-hook', () => {
+describe.each([
+  { mode: 'each turn alone', window: '0', grouped: false },
+  { mode: 'the turns in one group', window: '10000', grouped: true },
+])('a hooks worker killed mid-hook: $mode', ({ window, grouped }) => {
   const TURNS = 3;
   let env: TestEnv;
   let gateway: Running & { url: string };
@@ -40,6 +46,7 @@ describe('a hooks worker killed mid-hook', () => {
     SCRIPTED_FIXTURES_DIR: FIXTURES,
     OUTBOUND_WEBHOOK_ALLOW_HOSTS: 'localhost',
     OUTBOUND_WEBHOOK_BACKOFF_MS: '100',
+    HOOKS_BATCH_WINDOW_MS: window,
   };
 
   beforeAll(async () => {
@@ -100,6 +107,8 @@ describe('a hooks worker killed mid-hook', () => {
     costLog: 'SELECT id, session_id, agent_id, tenant_id, status FROM turns',
     // The archivist's transaction books its model call's spend last, after its hook_runs row and facts.
     archivist: 'INSERT INTO tenant_spend_daily',
+    // A group's transaction: its cost log's statement (then learning's) over all its turns.
+    group: 'WITH j AS (SELECT * FROM unnest(',
   };
 
   /**
@@ -108,10 +117,14 @@ describe('a hooks worker killed mid-hook', () => {
    * transaction, pg_stat_activity would not change.
    */
   const heldStatements = async () => {
-    const [row] = await env.db.$queryRaw<{ learning: number; costLog: number; archivist: number }[]>`
+    const [row] = await env.db.$queryRaw<
+      { learning: number; costLog: number; archivist: number; group: number }[]
+    >`
       SELECT count(*) FILTER (WHERE query LIKE ${`%${HELD.learning}%`})::int AS learning,
         count(*) FILTER (WHERE query LIKE ${`%${HELD.costLog}%`})::int AS "costLog",
-        count(*) FILTER (WHERE query LIKE ${`%${HELD.archivist}%`})::int AS archivist
+        count(*) FILTER (WHERE query LIKE ${`%${HELD.archivist}%`} AND query NOT LIKE ${`%${HELD.group}%`})::int
+          AS archivist,
+        count(*) FILTER (WHERE query LIKE ${`%${HELD.group}%`})::int AS "group"
       FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`;
     return row;
@@ -167,15 +180,16 @@ describe('a hooks worker killed mid-hook', () => {
     const calls = await env.db.toolCall.count({ where: { turnId: { in: turnIds }, name: 'word_count' } });
     expect(calls).toBe(TURNS);
 
-    // Mid-hook: every turn's learning and cost-log statement (and the archivist's transaction) has
-    // inserted its hook_runs row, uncommitted, and waits on the held rows.
-    const held = { learning: TURNS, costLog: TURNS, archivist: TURNS };
+    // Mid-hook: each job's one transaction (docs/adr/0070), every hook of its turns written but
+    // scoring's and the ones that run outside it (the archivist's model call, the webhook's publish),
+    // uncommitted, waits on the held rows in its cost log's statement: one per turn, or one for the group.
+    const held = { learning: 0, costLog: 0, archivist: 0, group: grouped ? 1 : TURNS };
     await waitFor(async () => JSON.stringify(await heldStatements()) === JSON.stringify(held), {
       what: 'the hook statements to wait on the held rows',
       timeoutMs: 30_000,
     });
     expect(await first.kill('SIGKILL')).toBeNull();
-    const none = { learning: 0, costLog: 0, archivist: 0 };
+    const none = { learning: 0, costLog: 0, archivist: 0, group: 0 };
     await waitFor(async () => JSON.stringify(await heldStatements()) === JSON.stringify(none), {
       what: "the killed worker's statements to be rolled back",
     });
@@ -186,9 +200,8 @@ describe('a hooks worker killed mid-hook', () => {
     expect(await hookRuns('learning')).toBe(0);
     expect(await hookRuns('cost-log')).toBe(0);
     expect(await hookRuns('archivist')).toBe(0);
-    // The turns' shared hook transactions (episodic index, archivist deferral, completion webhook)
-    // committed before learning and the cost log ran (docs/adr/0039, amendment 2).
-    expect(await hookRuns('episodic-index')).toBe(TURNS);
+    // The job's transaction held the episodic index too, and went with the kill (docs/adr/0070).
+    expect(await hookRuns('episodic-index')).toBe(0);
     expect(await env.db.memoryRecord.count({ where: { tenantId, kind: 'fact' } })).toBe(0);
     expect(await env.db.agentToolStat.count({ where: { agentId } })).toBe(0);
     expect(await env.db.tenantSpendDaily.count({ where: { tenantId } })).toBe(0);
@@ -206,8 +219,8 @@ describe('a hooks worker killed mid-hook', () => {
         );
         return (
           counts.active + counts.waiting + counts.delayed + counts.prioritized === 0 &&
-          // One job per turn, running every hook (docs/adr/0039).
-          counts.completed === TURNS
+          // One job per turn, running every hook (docs/adr/0039), or one for the group (0070).
+          counts.completed === (grouped ? 1 : TURNS)
         );
       },
       { what: 'every post-turn job to complete on the new worker', timeoutMs: 30_000 },

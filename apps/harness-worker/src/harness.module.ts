@@ -221,6 +221,7 @@ export class HarnessModule {
               }),
               tools,
               postTurnQueue: postTurn,
+              postTurnBatchWindowMs: cfg.HOOKS_BATCH_WINDOW_MS,
               turnsQueue: turns,
               live: new RedisLivePublisher(redis, { prefix: cfg.QUEUE_PREFIX, logger }),
               liveDeltaFlushMs: cfg.LIVE_DELTA_FLUSH_MS,

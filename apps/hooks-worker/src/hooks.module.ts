@@ -5,6 +5,7 @@ import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { poolOf, type Db } from '@switchboard/database';
 import { PostTurnHooks } from '@switchboard/hooks';
+import { enqueueMemoryEmbed } from '@switchboard/memory';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { CONFIG, DB, InfraModule, LOGGER, METRICS, providerRegistryFromConfig } from '@switchboard/platform';
 import { sqlDbFor } from '@switchboard/store';
@@ -29,6 +30,7 @@ export class HooksModule {
             METRICS,
             getQueueToken(QueueName.PostTurn),
             getQueueToken(QueueName.OutboundWebhooks),
+            getQueueToken(QueueName.MemoryEmbed),
           ],
           useFactory: (
             cfg: Config,
@@ -37,6 +39,7 @@ export class HooksModule {
             metrics: Metrics,
             postTurn: Queue,
             outbound: Queue,
+            embedQueue: Queue,
           ) =>
             new PostTurnHooks({
               db,
@@ -47,6 +50,8 @@ export class HooksModule {
               postTurnQueue: postTurn,
               outboundQueue: outbound,
               outboundBackoffMs: cfg.OUTBOUND_WEBHOOK_BACKOFF_MS,
+              // The records a turn's hooks wrote get their vectors (docs/adr/0050).
+              embed: (agents) => Promise.all(agents.map((a) => enqueueMemoryEmbed(embedQueue, a))),
               // The archivist's model providers, built as the harness builds its own.
               models: {
                 providers: providerRegistryFromConfig(cfg),

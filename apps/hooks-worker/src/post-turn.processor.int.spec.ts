@@ -158,8 +158,9 @@ describe('PostTurnProcessor', () => {
       scoring: 'skipped',
       'cost-log': 'written',
     });
-    // Rows one transaction wrote carry its id as xmin: the shared hooks' rows and the episode share
-    // one; learning and the cost log (rows every turn of the agent or tenant updates) commit alone.
+    // Rows one transaction wrote carry its id as xmin: every hook's row and the episode share one
+    // (learning and the cost log take the rows other turns share last, docs/adr/0070); scoring
+    // commits alone.
     const rows = await env.db.$queryRawUnsafe<{ hook: string; xmin: string }[]>(
       'SELECT hook, xmin::text AS xmin FROM hook_runs WHERE turn_id = $1::uuid ORDER BY hook',
       turnId,
@@ -181,11 +182,12 @@ describe('PostTurnProcessor', () => {
       xmin('archivist'),
       xmin('completion-webhook'),
       xmin('episodic-index'),
+      xmin('learning'),
+      xmin('cost-log'),
       episode?.xmin,
     ]);
     expect(shared.size).toBe(1);
-    expect(shared.has(xmin('learning'))).toBe(false);
-    expect(shared.has(xmin('cost-log'))).toBe(false);
+    expect(shared.has(xmin('scoring'))).toBe(false);
     // The deferral's debounced distillation of the session, published once the deferral committed.
     const session = await waitFor(async () =>
       (await queue.getJobs(['delayed', 'waiting', 'active', 'completed'])).find(

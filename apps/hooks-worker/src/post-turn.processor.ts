@@ -2,7 +2,7 @@ import { Inject } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import type { PostTurnHooks, PostTurnOutcomes } from '@switchboard/hooks';
+import type { PostTurnBatchOutcomes, PostTurnHooks, PostTurnOutcomes } from '@switchboard/hooks';
 import type { Metrics } from '@switchboard/observability';
 import { METRICS, QueueProcessor, QueueWorker } from '@switchboard/platform';
 import { embedAfterTurn } from '@switchboard/memory';
@@ -27,7 +27,7 @@ export class PostTurnProcessor extends QueueWorker {
     super();
   }
 
-  async process(job: Job): Promise<string | PostTurnOutcomes> {
+  async process(job: Job): Promise<string | PostTurnOutcomes | PostTurnBatchOutcomes> {
     const attempt = { attempt: job.attemptsMade + 1, attempts: job.opts.attempts ?? 1 };
     return consume(
       Jobs.postTurn,
@@ -36,7 +36,8 @@ export class PostTurnProcessor extends QueueWorker {
         const outcomes = await this.hooks.run(data, attempt);
         // Records the hooks wrote get their vectors (docs/adr/0050) when the agent has an embedder.
         // A publish that fails does not fail the hooks: the agent's next job embeds them too.
-        await embedAfterTurn(this.sql, this.embedQueue, data).catch(() => false);
+        // A turn's (or a group's) job asks for them itself, in its transaction (docs/adr/0070).
+        if (data.hook !== undefined) await embedAfterTurn(this.sql, this.embedQueue, data).catch(() => false);
         return outcomes;
       },
       this.metrics,

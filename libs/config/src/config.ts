@@ -285,6 +285,11 @@ export const ConfigSchema = z.object({
    * RECONCILE_INTERVAL_MS) first looks for its missing post-turn hooks (docs/adr/0027).
    */
   HOOKS_RECONCILE_GRACE_MS: Int(10_000, 0),
+  /**
+   * How long a harness process holds an ended turn's post-turn job for other turns that end to share
+   * it (docs/adr/0070, group commit); 0: each turn's job alone.
+   */
+  HOOKS_BATCH_WINDOW_MS: Int(50, 0),
   TRIAGE_CONCURRENCY: Int(16, 1),
   /**
    * Asked when the triage model (the tenant's `burst` route) answers with something that is not a

@@ -202,6 +202,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       'how often a post-turn job may stall (its hooks worker died holding it) before BullMQ fails it; the hooks reconcile publishes it again (ADR 0027)',
   },
+  HOOKS_BATCH_WINDOW_MS: {
+    meaning:
+      'how long a harness worker holds an ended turn’s post-turn job for other turns that end to share it: the hooks worker commits a job’s turns together (ADR 0070); `0` each turn’s job alone, at once',
+  },
   HOOKS_RECONCILE_GRACE_MS: {
     meaning:
       'how long after a turn ended the hooks reconcile (every `RECONCILE_INTERVAL_MS`) first looks for its missing post-turn hooks (ADR 0027)',

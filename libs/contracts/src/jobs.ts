@@ -65,6 +65,9 @@ export const PostTurnHookName = z.enum([
 ]);
 export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
 
+/** The most ended turns one `post-turn` job carries (docs/adr/0070): the first plus `more`. */
+export const POST_TURN_BATCH_MAX = 64;
+
 /**
  * Without `hook`: the one job an ended turn gets (docs/adr/0039), running every hook, job id
  * `${turnId}.hooks`; a hook that fails in it is retried on its own, in a job of its own. With
@@ -72,12 +75,19 @@ export type PostTurnHookName = z.infer<typeof PostTurnHookName>;
  * cannot contain ":"). With `sessionId` (archivist only, docs/adr/0032): the session's debounced
  * distillation, triggered by `turnId`, distilling every turn of the session the archivist deferred;
  * job id `${turnId}.${hook}.session`, deduplicated per session by BullMQ (`archivistSessionDedup`).
+ * With `more` (no `hook`; docs/adr/0070): the post-turn work of more ended turns besides `turnId`,
+ * published by one harness process as one job (group commit); the hooks worker runs them all in one
+ * transaction. Job id `${turnId}.hooks`, as for the first turn alone.
  */
 export const PostTurnJob = z.object({
   turnId: z.uuid(),
   tenantId: z.uuid(),
   hook: PostTurnHookName.optional(),
   sessionId: z.uuid().optional(),
+  more: z
+    .array(z.object({ turnId: z.uuid(), tenantId: z.uuid(), trace: TraceCarrier.optional() }))
+    .max(POST_TURN_BATCH_MAX)
+    .optional(),
   trace: TraceCarrier,
 });
 export type PostTurnJob = z.infer<typeof PostTurnJob>;

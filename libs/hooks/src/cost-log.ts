@@ -1,5 +1,5 @@
 import { newId, type PostTurnJob } from '@switchboard/contracts';
-import { recordCostLog } from '@switchboard/store';
+import { recordCostLog, type CostLogResult } from '@switchboard/store';
 import type { HookContext } from './context';
 
 /**
@@ -13,7 +13,13 @@ export async function runCostLog(
   job: PostTurnJob,
 ): Promise<'written' | 'already_done' | 'skipped'> {
   const result = await recordCostLog(ctx.sql, { id: newId(), turnId: job.turnId, tenantId: job.tenantId });
-  if (result.kind !== 'written') return result.kind;
+  reportCostLog(ctx, result);
+  return result.kind;
+}
+
+/** The metrics and log line of a cost-log run that wrote its row (alone or in a group, docs/adr/0070). */
+export function reportCostLog(ctx: Pick<HookContext, 'metrics' | 'logger'>, result: CostLogResult): void {
+  if (result.kind !== 'written') return;
   for (const e of result.byModel) {
     ctx.metrics.tokens.inc({ provider: e.provider, model: e.model, direction: 'input' }, e.inputTokens);
     ctx.metrics.tokens.inc({ provider: e.provider, model: e.model, direction: 'output' }, e.outputTokens);
@@ -25,5 +31,4 @@ export async function runCostLog(
     ctx.metrics.costUsd.inc({ provider: e.provider, model: e.model }, Number(e.costUsd));
   }
   ctx.logger.info({ costLog: result.line }, 'turn cost');
-  return 'written';
 }

@@ -1,5 +1,5 @@
 import { newId, type PostTurnJob } from '@switchboard/contracts';
-import { recordLearning, recordLearningFeedback } from '@switchboard/store';
+import { recordLearning, recordLearningFeedback, type LearningResult } from '@switchboard/store';
 import type { HookContext } from './context';
 
 /** Reflection ids the feedback statement may use: a turn has at most 10 (budgets.maxReflections). */
@@ -22,9 +22,7 @@ export async function runLearning(
   job: PostTurnJob,
 ): Promise<'written' | 'already_done' | 'skipped'> {
   const result = await recordLearning(ctx.sql, { id: newId(), turnId: job.turnId, tenantId: job.tenantId });
-  if (result.kind === 'written' && result.tools.length > 0) {
-    ctx.logger.info({ turnId: job.turnId, tools: result.tools }, 'tool use learned');
-  }
+  reportLearning(ctx, job, result);
   if (result.kind !== 'skipped' && result.learning) {
     const ids = Array.from({ length: REFLECTION_IDS }, () => newId());
     const feedback = await recordLearningFeedback(ctx.sql, job, ids);
@@ -33,4 +31,15 @@ export async function runLearning(
     }
   }
   return result.kind;
+}
+
+/** The log line of a learning run that wrote its row (alone or in a group, docs/adr/0070). */
+export function reportLearning(
+  ctx: Pick<HookContext, 'logger'>,
+  job: PostTurnJob,
+  result: LearningResult,
+): void {
+  if (result.kind === 'written' && result.tools.length > 0) {
+    ctx.logger.info({ turnId: job.turnId, tools: result.tools }, 'tool use learned');
+  }
 }

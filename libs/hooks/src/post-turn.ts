@@ -3,9 +3,20 @@ import { Jobs, newId, PostTurnHookName, type PostTurnJob } from '@switchboard/co
 import type { Db } from '@switchboard/database';
 import type { Logger, Metrics } from '@switchboard/observability';
 import { publish } from '@switchboard/queue';
-import { recordHookFailure, within, type SqlDb } from '@switchboard/store';
+import {
+  recordCostLogBatch,
+  recordHookFailure,
+  recordLearningBatch,
+  within,
+  type HookBatchTurn,
+  type SqlDb,
+} from '@switchboard/store';
 import { archivistSessionDedup } from './archivist';
+import { embedAfterTurns } from '@switchboard/memory';
 import { ArchivistModelNotes } from './archivist-models';
+import { reportCostLog } from './cost-log';
+import { reportLearning } from './learning';
+import { scoreOrSkip } from './scoring';
 import { SnapshotCache } from './archivist-snapshot';
 import {
   OutsideSharedTransaction,
@@ -18,6 +29,9 @@ import { postTurnHook, postTurnHooks } from './registry';
 
 /** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
 export type PostTurnOutcomes = Partial<Record<PostTurnHookName, HookOutcome | 'retrying' | 'failed'>>;
+
+/** What a group's job returns (docs/adr/0070): each turn's outcomes, by turn id. */
+export type PostTurnBatchOutcomes = Record<string, PostTurnOutcomes>;
 
 /** Which attempt of its job a run is (BullMQ's `attemptsMade + 1`) and how many the job has. */
 export interface PostTurnAttempt {
@@ -40,6 +54,11 @@ export interface PostTurnHooksDeps {
   outboundBackoffMs: number;
   /** The archivist's model providers, built as the harness builds its own. */
   models?: HookModels;
+  /**
+   * Asks for the embedding of the records a group's hooks wrote, per agent with an embedder
+   * (docs/adr/0050; the `memory-embed` job). Unset: no embedding is asked for.
+   */
+  embed?: (agents: { tenantId: string; agentId: string }[]) => Promise<unknown>;
   /** The scoring hook's settings (docs/adr/0062). */
   evaluation?: EvaluationDeps;
 }
@@ -95,9 +114,150 @@ export class PostTurnHooks {
     };
   }
 
-  /** One `post-turn` job: every hook of the turn, or the one hook it names. */
-  run(data: PostTurnJob, attempt: PostTurnAttempt): Promise<string | PostTurnOutcomes> {
-    return data.hook === undefined ? this.runAll(data) : this.runOne(data, data.hook, attempt);
+  /** One `post-turn` job: every hook of the turn (of each turn of a group), or the one hook it names. */
+  run(
+    data: PostTurnJob,
+    attempt: PostTurnAttempt,
+  ): Promise<string | PostTurnOutcomes | PostTurnBatchOutcomes> {
+    if (data.hook !== undefined) return this.runOne(data, data.hook, attempt);
+    // A lone turn is a group of one: its outcomes as before, not keyed by turn.
+    return this.runBatch(data).then((out) => (data.more?.length ? out : out[data.turnId]));
+  }
+
+  /** The ended turns a job carries: its own and `more`, each once. */
+  static turnsOf(data: PostTurnJob): PostTurnJob[] {
+    const seen = new Set<string>();
+    const all: PostTurnJob[] = [
+      { turnId: data.turnId, tenantId: data.tenantId, trace: data.trace },
+      ...(data.more ?? []).map((t) => ({ turnId: t.turnId, tenantId: t.tenantId, trace: t.trace ?? {} })),
+    ];
+    // In id order: two jobs that share a turn (a redelivery beside a reconcile's job) write their
+    // rows in the same order, so one waits for the other instead of deadlocking.
+    return all
+      .filter((t) => !seen.has(t.turnId) && !!seen.add(t.turnId))
+      .sort((a, b) => (a.turnId < b.turnId ? -1 : a.turnId > b.turnId ? 1 : 0));
+  }
+
+  /**
+   * The post-turn work of a group of ended turns (docs/adr/0070, group commit). ONE transaction holds
+   * every turn's `SHARED_HOOKS` (each turn's statements exactly as in `runShared`), then the cost log
+   * and learning of all of them as one statement each (`recordCostLogBatch`, `recordLearningBatch`):
+   * the rows every turn of a tenant or agent shares are taken last, once per batch, in key order, so
+   * they stay locked for the commit only and concurrent batches cannot deadlock on them. Then, outside
+   * it, the scoring hook in a transaction of its own for the whole group (`scoreOrSkip`: the turns with
+   * nothing to score are recorded skipped), and each turn's remaining hooks on their own (`runEach`:
+   * a scoring that does work, a hook that would have held the transaction open, learning's feedback
+   * half), a failing one in a job of its own. When the group's transaction does not commit, each turn
+   * runs as a lone turn's job would (`runAll`), one after another: nothing was written, every hook
+   * runs again and writes once.
+   */
+  async runBatch(data: PostTurnJob): Promise<PostTurnBatchOutcomes> {
+    const turns = PostTurnHooks.turnsOf(data);
+    const base = this.ctx;
+    const publishes: (() => Promise<unknown>)[] = [];
+    const runs: HookBatchTurn[] = turns.map((t) => ({ id: newId(), turnId: t.turnId, tenantId: t.tenantId }));
+    const costRuns: HookBatchTurn[] = turns.map((t) => ({
+      id: newId(),
+      turnId: t.turnId,
+      tenantId: t.tenantId,
+    }));
+    let group: {
+      shared: Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>;
+      cost: Awaited<ReturnType<typeof recordCostLogBatch>>;
+      learning: Awaited<ReturnType<typeof recordLearningBatch>>;
+      embed: { tenantId: string; agentId: string }[];
+    };
+    try {
+      group = await this.deps.sql.transaction(async (tx) => {
+        const shared = new Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>();
+        for (const job of turns) {
+          const ctx: HookContext = {
+            ...base,
+            sql: within(tx),
+            shared: true,
+            snapshots: new SnapshotCache(),
+            deferArchivist: (j, delayMs) => {
+              publishes.push(() => base.deferArchivist!(j, delayMs));
+              return Promise.resolve();
+            },
+          };
+          const outcomes: PostTurnOutcomes = {};
+          const later: PostTurnHookName[] = [];
+          for (const hook of SHARED_HOOKS) {
+            try {
+              outcomes[hook] = await postTurnHooks[hook](ctx, { ...job, hook });
+            } catch (err) {
+              if (!(err instanceof OutsideSharedTransaction)) throw err;
+              later.push(hook);
+            }
+          }
+          shared.set(job.turnId, { outcomes, later });
+        }
+        // The agents whose records the group may have written, for their embedding job (a read).
+        const embed = this.deps.embed ? await embedAfterTurns(tx, turns) : [];
+        // The shared roll-up rows last: locked from here to the commit only.
+        const cost = await recordCostLogBatch(tx, costRuns);
+        const learning = await recordLearningBatch(tx, runs);
+        return { shared, cost, learning, embed };
+      });
+    } catch (err) {
+      this.deps.logger.warn(
+        { err, turnIds: turns.map((t) => t.turnId) },
+        'post-turn group did not commit together; each turn runs on its own',
+      );
+      const out: PostTurnBatchOutcomes = {};
+      for (const job of turns) out[job.turnId] = await this.runAll(job);
+      await this.askEmbedding(() => embedAfterTurns(this.deps.sql, turns));
+      return out;
+    }
+    for (const publish of publishes) await publish();
+    await this.askEmbedding(() => Promise.resolve(group.embed));
+    const { metrics } = this.deps;
+    const byTurn = new Map<string, { outcomes: PostTurnOutcomes; rest: PostTurnHookName[] }>();
+    for (const job of turns) {
+      const { outcomes, later } = group.shared.get(job.turnId)!;
+      for (const [hook, outcome] of Object.entries(outcomes)) metrics.hooks.inc({ hook, outcome });
+      const cost = group.cost.get(job.turnId) ?? { kind: 'skipped' as const };
+      reportCostLog(base, cost);
+      metrics.hooks.inc({ hook: 'cost-log', outcome: cost.kind });
+      const learning = group.learning.get(job.turnId) ?? { kind: 'skipped' as const };
+      reportLearning(base, job, learning);
+      const rest = [...later];
+      // The feedback half of learning (agents with `memory.learning` on) runs on its own, as a retry would.
+      if (learning.kind !== 'skipped' && learning.learning) rest.push('learning');
+      else metrics.hooks.inc({ hook: 'learning', outcome: learning.kind });
+      byTurn.set(job.turnId, {
+        outcomes: {
+          ...outcomes,
+          'cost-log': cost.kind,
+          ...(rest.includes('learning') ? {} : { learning: learning.kind }),
+        },
+        rest,
+      });
+    }
+    // Scoring: never in the group's transaction; the turns with nothing to score in one of its own.
+    const scoring = await scoreOrSkip(base, turns).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, 'post-turn group scoring did not commit; each turn scores on its own');
+      return undefined;
+    });
+    const out: PostTurnBatchOutcomes = {};
+    await Promise.all(
+      turns.map(async (job) => {
+        const { outcomes, rest } = byTurn.get(job.turnId)!;
+        const scored = scoring?.get(job.turnId);
+        if (scored === undefined || scored === 'score') rest.push('scoring');
+        else {
+          outcomes.scoring = scored;
+          metrics.hooks.inc({ hook: 'scoring', outcome: scored });
+        }
+        const own = rest.length ? await this.runEach(job, rest) : {};
+        // Learning's row was written in the group; its feedback half ran on its own.
+        const learned = group.learning.get(job.turnId)?.kind;
+        if (learned === 'written' && own.learning === 'already_done') own.learning = 'written';
+        out[job.turnId] = { ...outcomes, ...own };
+      }),
+    );
+    return out;
   }
 
   /**
@@ -165,6 +325,15 @@ export class PostTurnHooks {
     }
     for (const publish of publishes) await publish();
     return result;
+  }
+
+  /** Publishes the embedding jobs; a publish that fails fails nothing (the agent's next job embeds them too). */
+  private async askEmbedding(agents: () => Promise<{ tenantId: string; agentId: string }[]>): Promise<void> {
+    const embed = this.deps.embed;
+    if (!embed) return;
+    await agents()
+      .then((a) => (a.length ? embed(a) : undefined))
+      .catch((err: unknown) => this.deps.logger.warn({ err }, 'memory embedding not asked for'));
   }
 
   /**

@@ -133,6 +133,56 @@ export async function runScoring(ctx: HookContext, job: PostTurnJob): Promise<Ho
   return result.outcome;
 }
 
+/**
+ * The scoring hook for a group of ended turns (docs/adr/0070), in ONE transaction of its own, never the
+ * group's shared one: each turn is read, and a turn with nothing to score (no scorers, none sampled)
+ * gets its `skipped` row, as `runScoring` records it alone. A turn whose scoring does work (an
+ * experiment's turn, a sampled scorer) is left out of the transaction and returned as `score`: the
+ * caller runs `runScoring` for it, alone, as before.
+ */
+export async function scoreOrSkip(
+  ctx: HookContext,
+  jobs: readonly PostTurnJob[],
+): Promise<Map<string, HookOutcome | 'score'>> {
+  if (ctx.shared) throw new OutsideSharedTransaction(SCORING_HOOK);
+  return ctx.sql.transaction(async (tx) => {
+    const out = new Map<string, HookOutcome | 'score'>();
+    for (const job of jobs) {
+      // The hook's span, as when it runs alone: `score` when the turn's scoring does work.
+      const { outcome } = await hookSpan(SCORING_HOOK, job, async (span) => {
+        const decided = await skipOrScore(tx, job);
+        span.setAttribute('switchboard.scoring.outcome', decided);
+        return { outcome: decided };
+      });
+      out.set(job.turnId, outcome);
+    }
+    return out;
+  });
+}
+
+/** One turn of `scoreOrSkip`: its outcome when it has nothing to score, else `score`. */
+async function skipOrScore(tx: SqlRunner, job: PostTurnJob): Promise<HookOutcome | 'score'> {
+  const row = await readTurn(tx, job);
+  if (!row || row.done) return 'already_done';
+  if (!row.id) return 'skipped';
+  const scorers = parseScorers(row.scorers);
+  const sampling = samplingIdOf(row.traceContext, row.id);
+  if (isExperimentTurn(row.sourceRefs) || scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))) {
+    return 'score';
+  }
+  const claimed = await claimHookRun(tx, {
+    tenantId: row.tenantId,
+    turnId: row.id,
+    hook: SCORING_HOOK,
+    output: {
+      skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
+      notSampled: scorers.length,
+      turnStatus: row.status,
+    },
+  });
+  return claimed ? 'skipped' : 'already_done';
+}
+
 async function readTurn(db: SqlRunner, job: PostTurnJob): Promise<ScoringRow | undefined> {
   return db.first<ScoringRow>(sql`
     WITH t AS (

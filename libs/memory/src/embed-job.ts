@@ -36,3 +36,20 @@ export async function embedAfterTurn(
   await enqueueMemoryEmbed(queue, { tenantId: turn.tenantId, agentId: row.agentId });
   return true;
 }
+
+/**
+ * `embedAfterTurn` for a group of ended turns (docs/adr/0070): one read for all of them, then one
+ * embedding job per agent with an embedder.
+ */
+export async function embedAfterTurns(
+  db: SqlRunner,
+  turns: readonly { tenantId: string; turnId: string }[],
+): Promise<{ tenantId: string; agentId: string }[]> {
+  if (turns.length === 0) return [];
+  return db.rows<{ tenantId: string; agentId: string }>(sql`
+    SELECT DISTINCT t.tenant_id AS "tenantId", t.agent_id AS "agentId"
+    FROM unnest(${turns.map((t) => t.turnId)}::uuid[], ${turns.map((t) => t.tenantId)}::uuid[]) AS j(turn_id, tenant_id)
+    JOIN turns t ON t.id = j.turn_id AND t.tenant_id = j.tenant_id
+    JOIN agents a ON a.id = t.agent_id
+    WHERE a.embedder IS NOT NULL`);
+}

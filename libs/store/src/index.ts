@@ -4,6 +4,7 @@ export * from './approval-store';
 export * from './client-tool-store';
 export * from './admission-store';
 export * from './hook-store';
+export * from './hook-store-batch';
 export * from './control-store';
 export * from './fork-store';
 export * from './replay-store';

@@ -1,16 +1,10 @@
-import {
-  isEnded,
-  Jobs,
-  PostTurnHookName,
-  stoppedParentCause,
-  type CancelCause,
-} from '@switchboard/contracts';
+import { isEnded, PostTurnHookName, stoppedParentCause, type CancelCause } from '@switchboard/contracts';
 import type { TurnOutcome } from '@switchboard/engine';
 import { traceExemplar } from '@switchboard/observability';
-import { publish } from '@switchboard/queue';
 import type { CheckpointResult } from '@switchboard/store';
 import { isolated } from './finalisation-steps';
 import { handBack } from './handback';
+import { postTurnBatcher } from './post-turn-batcher';
 import type { RunnerResources } from './runner-options';
 import type { ClaimedTurn } from './claimed-turn';
 
@@ -125,11 +119,15 @@ async function afterCommit(
 /**
  * The one `post-turn` job of an ended turn (docs/adr/0039): the hooks worker runs every hook in it,
  * and a hook that fails there is retried in a job of its own. Its job id makes a repeat a no-op.
+ * Turns that end together in one process share a job (`PostTurnBatcher`, docs/adr/0070).
  */
 export async function enqueueHooks(
-  r: Pick<RunnerResources, 'postTurnQueue'>,
+  r: Pick<RunnerResources, 'postTurnQueue' | 'postTurnBatchWindowMs'>,
   turn: { id: string; tenantId: string; status: string },
 ): Promise<void> {
   if (!isEnded(turn.status)) return;
-  await publish(r.postTurnQueue, Jobs.postTurn, { turnId: turn.id, tenantId: turn.tenantId });
+  await postTurnBatcher(r.postTurnQueue, r.postTurnBatchWindowMs).add({
+    turnId: turn.id,
+    tenantId: turn.tenantId,
+  });
 }

@@ -3,6 +3,7 @@ export * from './reconciler';
 export * from './runner';
 export type { FinalisationStep, TaskStateChange, TaskWaits, TurnRunnerOptions } from './runner-options';
 export { POST_TURN_HOOKS } from './finalise';
+export { PostTurnBatcher, postTurnBatcher } from './post-turn-batcher';
 export { HANDBACK_MAX_CHARS, taskEnd } from './handback';
 export { buildHistory } from './history';
 export { renderMemoryBlocks, renderSystemPrompt, withMemoryBlocks } from './system-prompt';

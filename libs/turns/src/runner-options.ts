@@ -16,6 +16,11 @@ export interface TurnRunnerOptions {
   engine: TurnEngine;
   tools: ToolRegistry;
   postTurnQueue: Queue;
+  /**
+   * How long an ended turn's post-turn job waits for other turns that end in this process to share it
+   * (HOOKS_BATCH_WINDOW_MS, docs/adr/0070); 0 or unset: each turn's job alone, at once.
+   */
+  postTurnBatchWindowMs?: number;
   /** Where a wake-up job goes when a turn failed for good and its session has more turns waiting. */
   turnsQueue?: Queue;
   logger: Logger;
