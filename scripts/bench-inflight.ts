@@ -20,9 +20,10 @@
  * separately from how fast they come and go.
  */
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { Client } from 'pg';
+import { Pool } from 'pg';
 import { FakeLlmServer, scripted } from '@switchboard/testing';
 import { cpuMs, freePort, pool, sleep, startSwitchboard } from './bench-lib';
 
@@ -41,6 +42,8 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     /** Node flags for the harness, space-separated (e.g. "--max-semi-space-size=64"). */
     'harness-node-args': { type: 'string', default: '' },
+    /** Extra harness environment, comma-separated KEY=VALUE (e.g. "HARNESS_LOOP_DELAY_TARGET_MS=60000"). */
+    'harness-env': { type: 'string', default: '' },
     /** Write V8 CPU profiles of every process to <dir>/<process>/. */
     profile: { type: 'string' },
   },
@@ -58,9 +61,13 @@ const LAG_GOAL_MS = 50;
  * A Chat Completions stream has the role frame, the text pieces, the finish frame, the usage frame
  * and `[DONE]`: n + 4 frames, n + 3 intervals, paced `frameIntervalMs` apart.
  */
+const INTERVALS = Math.max(4, Math.round(STREAM_MS / CHUNK_MS));
+/** Text deltas per answer. */
+const PIECES = INTERVALS - 3;
+
 function streamReply() {
-  const intervals = Math.max(4, Math.round(STREAM_MS / CHUNK_MS));
-  const pieces = intervals - 3;
+  const intervals = INTERVALS;
+  const pieces = PIECES;
   // Fixed-width words, so each piece is exactly one word.
   const text = Array.from({ length: pieces }, (_, i) => `w${String(i % 1000).padStart(3, '0')} `).join('');
   return scripted.text(text, {
@@ -128,6 +135,9 @@ interface Sample {
   cpuMs: number;
   /** The harness's CPU over the window since the previous sample, % of one core. */
   cpuPercent: number;
+  /** Harness CPU (ms) and wall time (s) since the previous sample. */
+  cpuDeltaMs: number;
+  dtSeconds: number;
   heapUsedMiB: number;
   /** Event-loop delay samples in the window since the previous sample (not cumulative). */
   lag: Buckets;
@@ -143,12 +153,21 @@ async function main() {
     modelDelayMs: 0,
     harnessConcurrency: CONCURRENCY,
     env: { ...fake.providerEnv },
-    harnessEnv: { METRICS_PORT: String(metricsPort) },
+    harnessEnv: {
+      METRICS_PORT: String(metricsPort),
+      ...Object.fromEntries(
+        values['harness-env']
+          .split(',')
+          .filter(Boolean)
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      ),
+    },
     profileDir: values.profile,
     harnessNodeArgs: values['harness-node-args'].split(' ').filter(Boolean),
   });
-  const pg = new Client({ connectionString: sb.env.databaseUrl });
-  await pg.connect();
+  // A pool, not one client: a connection another process's test terminates is replaced.
+  const pg = new Pool({ connectionString: sb.env.databaseUrl, max: 2 });
+  pg.on('error', () => undefined);
   try {
     const harness = sb.procs.find((p) => p.name.startsWith('harness'))!.app.child.pid!;
     const { apiKey } = await sb.post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
@@ -197,9 +216,12 @@ async function main() {
       const heap = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.eE+-]+)$/m.exec(body);
       return { lag: lagBuckets(body), heapUsedMiB: heap ? Number(heap[1]) / 2 ** 20 : NaN };
     };
-    let lastLag = (await scrape()).lag;
+    const first = await scrape();
+    let lastLag = first.lag;
+    const heap0 = first.heapUsedMiB;
     let lastCpu = { ms: cpuMs(harness), at: performance.now() };
     const t0 = performance.now();
+    const load0 = loadavg()[0]!;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
@@ -209,6 +231,8 @@ async function main() {
         lastLag = scraped.lag;
         const cpuNow = { ms: cpuMs(harness), at: performance.now() };
         const cpuPercent = ((cpuNow.ms - lastCpu.ms) / (cpuNow.at - lastCpu.at)) * 100;
+        const cpuDeltaMs = cpuNow.ms - lastCpu.ms;
+        const dtSeconds = (cpuNow.at - lastCpu.at) / 1000;
         lastCpu = cpuNow;
         samples.push({
           t: (performance.now() - t0) / 1000,
@@ -219,6 +243,8 @@ async function main() {
           rssMiB: rssMiB(harness),
           cpuMs: cpuNow.ms,
           cpuPercent,
+          cpuDeltaMs,
+          dtSeconds,
           heapUsedMiB: scraped.heapUsedMiB,
           lag,
           lagP99Ms: quantile(lag, 0.99),
@@ -251,6 +277,18 @@ async function main() {
     const busy = samples.filter((s) => s.running > 0);
     // Holding: every turn admitted and claimed, none ended yet (a stream longer than the ramp).
     const holding = samples.filter((s) => s.queued === 0 && s.ended === 0 && s.running > 0);
+    const reruns = await pg.query<{ n: number }>('SELECT count(*)::int AS n FROM turns WHERE run_count > 1');
+    const modelCalls = fake.requests.length;
+    const t1 = samples.find((x) => x.queued === 0 && x.running + x.ended >= TURNS)?.t;
+    const allStreaming = samples.find((x) => x.streams >= TURNS)?.t;
+    const idleRss = rss0;
+    const peakSample = samples.reduce((a, b) => (b.streams > a.streams ? b : a), samples[0]!);
+    // Holding: CPU per streamed delta over the samples where every admitted turn was claimed and none ended.
+    const holdingDeltas = holding.reduce(
+      (x, h) => x + (h.streams * PIECES * h.dtSeconds) / (STREAM_MS / 1000),
+      0,
+    );
+    const holdingCpuMs = holding.reduce((x, h) => x + h.cpuDeltaMs, 0);
     const failed = await pg.query<{ stop_reason: string | null; n: number }>(
       "SELECT stop_reason, count(*)::int AS n FROM turns WHERE status <> 'completed' GROUP BY stop_reason",
     );
@@ -260,12 +298,35 @@ async function main() {
       chunkMs: CHUNK_MS,
       harnessConcurrency: CONCURRENCY,
       harnessNodeArgs: values['harness-node-args'],
+      harnessEnv: values['harness-env'],
+      /** The machine's 1-minute load average at the first admission and at the end (2 cores, shared). */
+      loadAverage: [Number(load0.toFixed(1)), Number(loadavg()[0]!.toFixed(1))],
       admitConcurrency: ADMIT_CONCURRENCY,
       admitSeconds: Number(admitSeconds.toFixed(1)),
       admitPerSecond: Number((TURNS / admitSeconds).toFixed(0)),
       wallSeconds: Number(wall.toFixed(1)),
       turnsPerSecond: Number((TURNS / wall).toFixed(1)),
       completed: final.by.completed - WARMUP,
+      /** Requests at the model server for the measured turns (one per turn: none paid twice). */
+      modelCalls: modelCalls - WARMUP,
+      repeatedModelCalls: modelCalls - WARMUP - TURNS,
+      /** Turns claimed more than once (a lease lost or renewed late; adopted claims make no second call). */
+      turnsClaimedAgain: reruns.rows[0]?.n ?? 0,
+      /** Seconds from the first admission until every turn was claimed, and until all streamed at once. */
+      rampSeconds: { allClaimed: t1, allStreaming },
+      /** Harness RSS and V8 heap growth per stream open, at the sample with the most streams open. */
+      memoryPerTurnKiB: peakSample
+        ? {
+            streams: peakSample.streams,
+            rss: Math.round(((peakSample.rssMiB - idleRss) * 1024) / Math.max(1, peakSample.streams)),
+            heap: Math.round(((peakSample.heapUsedMiB - heap0) * 1024) / Math.max(1, peakSample.streams)),
+          }
+        : undefined,
+      /** Harness CPU per text delta streamed while holding (µs), every admitted turn claimed, none ended. */
+      holdingCpuPerDeltaUs: holdingDeltas
+        ? Number(((holdingCpuMs * 1000) / holdingDeltas).toFixed(1))
+        : undefined,
+      deltasPerAnswer: PIECES,
       notCompleted: Object.fromEntries(failed.rows.map((r) => [r.stop_reason ?? 'none', r.n])),
       inFlightPeak: peak,
       providerStreamsPeak: peakStreams,

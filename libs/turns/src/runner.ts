@@ -195,7 +195,10 @@ export class TurnRunner {
     const here = this.running.get(sessionId);
     if (claim.leased && here && claim.next?.turn.id === here.turnId) {
       here.adopt(token);
-      this.r.logger.warn({ sessionId, turnId: here.turnId }, 'session lease renewed late; the running turn keeps it');
+      this.r.logger.warn(
+        { sessionId, turnId: here.turnId },
+        'session lease renewed late; the running turn keeps it',
+      );
       if (sessionId === job.sessionId) ownDone = true;
       return { ownDone, ran, missed: true };
     }

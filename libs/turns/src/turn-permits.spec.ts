@@ -66,7 +66,12 @@ describe('TurnPermits', () => {
     jest.useFakeTimers();
     try {
       let overloaded = false;
-      const p = new TurnPermits({ max: 100, windowMs: 250, loopDelay: () => 0.5, overloaded: () => overloaded });
+      const p = new TurnPermits({
+        max: 100,
+        windowMs: 250,
+        loopDelay: () => 0.5,
+        overloaded: () => overloaded,
+      });
       for (let i = 0; i < 100; i++) await p.acquire();
       overloaded = true;
       await jest.advanceTimersByTimeAsync(250);
