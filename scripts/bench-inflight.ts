@@ -221,7 +221,7 @@ async function main() {
     const heap0 = first.heapUsedMiB;
     let lastCpu = { ms: cpuMs(harness), at: performance.now() };
     const t0 = performance.now();
-    const load0 = loadavg()[0]!;
+    const load0 = loadavg()[0];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
@@ -282,7 +282,7 @@ async function main() {
     const t1 = samples.find((x) => x.queued === 0 && x.running + x.ended >= TURNS)?.t;
     const allStreaming = samples.find((x) => x.streams >= TURNS)?.t;
     const idleRss = rss0;
-    const peakSample = samples.reduce((a, b) => (b.streams > a.streams ? b : a), samples[0]!);
+    const peakSample = samples.reduce((a, b) => (b.streams > a.streams ? b : a), samples[0]);
     // Holding: CPU per streamed delta over the samples where every admitted turn was claimed and none ended.
     const holdingDeltas = holding.reduce(
       (x, h) => x + (h.streams * PIECES * h.dtSeconds) / (STREAM_MS / 1000),
@@ -300,7 +300,7 @@ async function main() {
       harnessNodeArgs: values['harness-node-args'],
       harnessEnv: values['harness-env'],
       /** The machine's 1-minute load average at the first admission and at the end (2 cores, shared). */
-      loadAverage: [Number(load0.toFixed(1)), Number(loadavg()[0]!.toFixed(1))],
+      loadAverage: [Number(load0.toFixed(1)), Number(loadavg()[0].toFixed(1))],
       admitConcurrency: ADMIT_CONCURRENCY,
       admitSeconds: Number(admitSeconds.toFixed(1)),
       admitPerSecond: Number((TURNS / admitSeconds).toFixed(0)),

@@ -104,7 +104,7 @@ export class LeaseKeeper {
         const beats = await this.o.store.heartbeatMany(
           this.o.owner,
           this.o.leaseMs,
-          part.map((e, j) => ({ sessionId: e.lease.sessionId, token: tokens[j]!, turnId: e.turnId })),
+          part.map((e, j) => ({ sessionId: e.lease.sessionId, token: tokens[j], turnId: e.turnId })),
         );
         const bySession = new Map(beats.map((b) => [b.sessionId, b]));
         part.forEach((e, j) => {
