@@ -21,7 +21,8 @@ const RESOLUTION_MS = 10;
  * CPU-bound backlog's small limit still grows one at a time). A window over the target cuts it to
  * ×0.75 of the permits in use and the step starts again at one — once per drain: while more permits
  * are in use than the limit (the last cut has not taken effect, slow turns still hold theirs), a
- * window over the target cuts nothing more (docs/adr/0069). `overloaded` (the runner's lease renewals
+ * window over the target cuts nothing more; nor while fewer than half the permits are in use (the
+ * delay is not the turns', and an idle process stays ready for a burst; docs/adr/0069). `overloaded` (the runner's lease renewals
  * running late) counts as a window over the target. Plain TypeScript: `TurnRunner` owns one.
  */
 export class TurnPermits {
@@ -108,8 +109,11 @@ export class TurnPermits {
       // TCP cuts once per round trip; else a few busy windows while slow turns hold their permits
       // compound into a limit at the floor (docs/adr/0069).
       if (this.inUse > this.limit) return;
-      // Cut from what runs: a limit far above the permits in use would stop nothing.
-      this.limit = Math.max(min, Math.floor(Math.min(this.limit, this.inUse) * 0.75));
+      // Fewer than half the permits in use: the delay is not the turns' (other processes on the
+      // machine, a GC, a burst's admission); backing off would only slow the next burst's ramp.
+      if (this.inUse * 2 < this.limit) return;
+      // Cut from what runs: a limit above the permits in use would stop nothing.
+      this.limit = Math.max(min, Math.floor(this.inUse * 0.75));
       return;
     }
     // Close to the target: probe gently, an eighth of the limit per window (the step starts again).
