@@ -176,6 +176,26 @@ describe('LeaseKeeper', () => {
     k.close();
   });
 
+  it('holds a claimed lease from the claim to its release, a run or not', async () => {
+    const t = await running('me', 2_000);
+    const k = keeper('me', 30_000);
+    const unhold = k.hold(t.lease, t.turnId);
+    await k.renewNow();
+    expect((await leaseRow(t.sessionId)).leaseExpiresAt!.getTime()).toBeGreaterThan(Date.now() + 20_000);
+    // A run under it; when it ends, the lease is still held (the drain goes on with the next turn).
+    const stop = k.keep(t);
+    expect(k.size).toBe(1);
+    stop();
+    expect(k.size).toBe(1);
+    await env.db.turn.update({ where: { id: t.turnId }, data: { cancelRequestedAt: new Date() } });
+    await k.renewNow();
+    // The run's abort is no longer the keeper's to fire.
+    expect(t.abort.signal.aborted).toBe(false);
+    unhold();
+    expect(k.size).toBe(0);
+    k.close();
+  });
+
   it('reports a cancel request and a waiting interjection per turn', async () => {
     const cancelled = await running();
     const interjected = await running();

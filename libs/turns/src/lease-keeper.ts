@@ -1,6 +1,6 @@
 import type { Logger } from '@switchboard/observability';
 import type { HeldLeaseBeat, TurnStore } from '@switchboard/store';
-import type { TurnAbort } from './control';
+import { TurnAbort } from './control';
 import type { SessionLease } from './lease';
 
 /** Leases renewed per statement at most (a process holding more sends several, one after another). */
@@ -74,15 +74,38 @@ export class LeaseKeeper {
     return Math.max(0, now - this.renewedAt - this.intervalMs);
   }
 
-  /** Keeps a running turn's lease until the returned stop is called. */
+  /**
+   * Keeps a claimed session's lease from the claim until the returned stop is called (the drain
+   * released it or lost it), whatever runs under it meanwhile: a process whose statements queue
+   * for seconds between a claim and its turn's run still renews it. `turnId` is the claimed turn.
+   */
+  hold(lease: SessionLease, turnId: string): () => void {
+    this.set({ lease, turnId, abort: new TurnAbort(), interject: () => undefined });
+    return () => {
+      this.held.delete(lease);
+    };
+  }
+
+  /**
+   * A running turn under a held lease (or one held by nothing else): its cancel, interjection and
+   * lost lease reach it. The returned stop goes back to holding the lease alone until `hold`'s stop.
+   */
   keep(k: KeptLease): () => void {
+    const held = this.held.has(k.lease);
+    this.set(k);
+    return () => {
+      if (this.held.get(k.lease)?.abort !== k.abort) return;
+      if (held)
+        this.set({ lease: k.lease, turnId: k.turnId, abort: new TurnAbort(), interject: () => undefined });
+      else this.held.delete(k.lease);
+    };
+  }
+
+  private set(k: KeptLease): void {
     // The lease was just taken (claimed with its full length): it is renewed with the next batch.
     if (this.held.size === 0) this.renewedAt = performance.now();
     this.held.set(k.lease, { ...k, ownedElsewhere: 0 });
     this.schedule(this.intervalMs);
-    return () => {
-      this.held.delete(k.lease);
-    };
   }
 
   close(): void {

@@ -205,7 +205,15 @@ export class TurnRunner {
     // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
     // chooses again when it lets go) between the choice and the claim: choose again, a few times.
     if (!claim.leased) return { ownDone, ran, missed: true };
-    const drained = await this.drain(job, lease, claim, max - ran);
+    // Renewed from the claim on, not only while a turn runs: under load the statements between a
+    // claim and its turn's run may queue for longer than the lease (docs/adr/0069).
+    const unhold = claim.next ? this.keeper.hold(lease, claim.next.turn.id) : () => undefined;
+    let drained: Drained;
+    try {
+      drained = await this.drain(job, lease, claim, max - ran);
+    } finally {
+      unhold();
+    }
     ran += drained.ran;
     if (drained.lostLease) return { result: 'later', ownDone, ran };
     if (ran >= max) return { result: 'again', ownDone, ran };
