@@ -287,7 +287,14 @@ async function main() {
     const modelCalls = fake.requests.length;
     // The measured turns the model server was asked for at least once (their message is `turn <i>`).
     const askedTurns = new Set(
-      fake.requests.map((r) => /"content":"turn (\d+)"/.exec(JSON.stringify(r.body))?.[1]).filter(Boolean),
+      fake.requests
+        .map((r) => {
+          // The last user message (recalled memories may quote other turns' messages earlier).
+          const messages = (r.body as { messages?: { role: string; content?: unknown }[] }).messages ?? [];
+          const last = messages.filter((m) => m.role === 'user').at(-1);
+          return /turn (\d+)/.exec(JSON.stringify(last?.content ?? ''))?.[1];
+        })
+        .filter(Boolean),
     ).size;
     const t1 = samples.find((x) => x.queued === 0 && x.running + x.ended >= TURNS)?.t;
     const allStreaming = samples.find((x) => x.streams >= TURNS)?.t;
