@@ -20,9 +20,10 @@
  * separately from how fast they come and go.
  */
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { Client } from 'pg';
+import { Pool } from 'pg';
 import { FakeLlmServer, scripted } from '@switchboard/testing';
 import { cpuMs, freePort, pool, sleep, startSwitchboard } from './bench-lib';
 
@@ -41,6 +42,10 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     /** Node flags for the harness, space-separated (e.g. "--max-semi-space-size=64"). */
     'harness-node-args': { type: 'string', default: '' },
+    /** Stop measuring after this long (the report then says `timedOut` and covers what ran). */
+    'max-seconds': { type: 'string', default: '900' },
+    /** Extra harness environment, comma-separated KEY=VALUE (e.g. "HARNESS_LOOP_DELAY_TARGET_MS=60000"). */
+    'harness-env': { type: 'string', default: '' },
     /** Write V8 CPU profiles of every process to <dir>/<process>/. */
     profile: { type: 'string' },
   },
@@ -53,14 +58,19 @@ const ADMIT_CONCURRENCY = Number(values['admit-concurrency']);
 const SAMPLE_MS = Number(values['sample-ms']);
 const WARMUP = Number(values.warmup);
 const LAG_GOAL_MS = 50;
+const MAX_SECONDS = Number(values['max-seconds']);
 
 /**
  * A Chat Completions stream has the role frame, the text pieces, the finish frame, the usage frame
  * and `[DONE]`: n + 4 frames, n + 3 intervals, paced `frameIntervalMs` apart.
  */
+const INTERVALS = Math.max(4, Math.round(STREAM_MS / CHUNK_MS));
+/** Text deltas per answer. */
+const PIECES = INTERVALS - 3;
+
 function streamReply() {
-  const intervals = Math.max(4, Math.round(STREAM_MS / CHUNK_MS));
-  const pieces = intervals - 3;
+  const intervals = INTERVALS;
+  const pieces = PIECES;
   // Fixed-width words, so each piece is exactly one word.
   const text = Array.from({ length: pieces }, (_, i) => `w${String(i % 1000).padStart(3, '0')} `).join('');
   return scripted.text(text, {
@@ -128,6 +138,9 @@ interface Sample {
   cpuMs: number;
   /** The harness's CPU over the window since the previous sample, % of one core. */
   cpuPercent: number;
+  /** Harness CPU (ms) and wall time (s) since the previous sample. */
+  cpuDeltaMs: number;
+  dtSeconds: number;
   heapUsedMiB: number;
   /** Event-loop delay samples in the window since the previous sample (not cumulative). */
   lag: Buckets;
@@ -143,12 +156,21 @@ async function main() {
     modelDelayMs: 0,
     harnessConcurrency: CONCURRENCY,
     env: { ...fake.providerEnv },
-    harnessEnv: { METRICS_PORT: String(metricsPort) },
+    harnessEnv: {
+      METRICS_PORT: String(metricsPort),
+      ...Object.fromEntries(
+        values['harness-env']
+          .split(',')
+          .filter(Boolean)
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      ),
+    },
     profileDir: values.profile,
     harnessNodeArgs: values['harness-node-args'].split(' ').filter(Boolean),
   });
-  const pg = new Client({ connectionString: sb.env.databaseUrl });
-  await pg.connect();
+  // A pool, not one client: a connection another process's test terminates is replaced.
+  const pg = new Pool({ connectionString: sb.env.databaseUrl, max: 2 });
+  pg.on('error', () => undefined);
   try {
     const harness = sb.procs.find((p) => p.name.startsWith('harness'))!.app.child.pid!;
     const { apiKey } = await sb.post<{ apiKey: { key: string } }>('/v1/admin/tenants', { name: 'bench' });
@@ -168,13 +190,16 @@ async function main() {
       const ended = (by.completed ?? 0) + (by.failed ?? 0) + (by.cancelled ?? 0);
       return { running: by.running ?? 0, queued: by.queued ?? 0, ended, by };
     };
-    const waitEnded = async (n: number, timeoutMs: number) => {
+    /** Waits until `n` turns ended; past `timeoutMs` it answers what it has (`timedOut`), or throws (`orThrow`). */
+    const waitEnded = async (n: number, timeoutMs: number, orThrow = true) => {
       const until = Date.now() + timeoutMs;
       for (;;) {
         const c = await counts();
-        if (c.ended >= n) return c;
-        if (Date.now() > until)
-          throw new Error(`only ${c.ended} of ${n} turns ended: ${JSON.stringify(c.by)}`);
+        if (c.ended >= n) return { ...c, timedOut: false };
+        if (Date.now() > until) {
+          if (orThrow) throw new Error(`only ${c.ended} of ${n} turns ended: ${JSON.stringify(c.by)}`);
+          return { ...c, timedOut: true };
+        }
         await sleep(200);
       }
     };
@@ -197,9 +222,12 @@ async function main() {
       const heap = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.eE+-]+)$/m.exec(body);
       return { lag: lagBuckets(body), heapUsedMiB: heap ? Number(heap[1]) / 2 ** 20 : NaN };
     };
-    let lastLag = (await scrape()).lag;
+    const first = await scrape();
+    let lastLag = first.lag;
+    const heap0 = first.heapUsedMiB;
     let lastCpu = { ms: cpuMs(harness), at: performance.now() };
     const t0 = performance.now();
+    const load0 = loadavg()[0];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
@@ -209,6 +237,8 @@ async function main() {
         lastLag = scraped.lag;
         const cpuNow = { ms: cpuMs(harness), at: performance.now() };
         const cpuPercent = ((cpuNow.ms - lastCpu.ms) / (cpuNow.at - lastCpu.at)) * 100;
+        const cpuDeltaMs = cpuNow.ms - lastCpu.ms;
+        const dtSeconds = (cpuNow.at - lastCpu.at) / 1000;
         lastCpu = cpuNow;
         samples.push({
           t: (performance.now() - t0) / 1000,
@@ -219,6 +249,8 @@ async function main() {
           rssMiB: rssMiB(harness),
           cpuMs: cpuNow.ms,
           cpuPercent,
+          cpuDeltaMs,
+          dtSeconds,
           heapUsedMiB: scraped.heapUsedMiB,
           lag,
           lagP99Ms: quantile(lag, 0.99),
@@ -237,7 +269,7 @@ async function main() {
       admitted.push(performance.now() - t0);
     });
     const admitSeconds = (performance.now() - t0) / 1000;
-    const final = await waitEnded(WARMUP + TURNS, STREAM_MS + TURNS * 100 + 120_000);
+    const final = await waitEnded(WARMUP + TURNS, MAX_SECONDS * 1000, false);
     const wall = (performance.now() - t0) / 1000;
     sampling = false;
     await sampler;
@@ -251,6 +283,29 @@ async function main() {
     const busy = samples.filter((s) => s.running > 0);
     // Holding: every turn admitted and claimed, none ended yet (a stream longer than the ramp).
     const holding = samples.filter((s) => s.queued === 0 && s.ended === 0 && s.running > 0);
+    const reruns = await pg.query<{ n: number }>('SELECT count(*)::int AS n FROM turns WHERE run_count > 1');
+    const modelCalls = fake.requests.length;
+    // The measured turns the model server was asked for at least once (their message is `turn <i>`).
+    const askedTurns = new Set(
+      fake.requests
+        .map((r) => {
+          // The last user message (recalled memories may quote other turns' messages earlier).
+          const messages = (r.body as { messages?: { role: string; content?: unknown }[] }).messages ?? [];
+          const last = messages.filter((m) => m.role === 'user').at(-1);
+          return /turn (\d+)/.exec(JSON.stringify(last?.content ?? ''))?.[1];
+        })
+        .filter(Boolean),
+    ).size;
+    const t1 = samples.find((x) => x.queued === 0 && x.running + x.ended >= TURNS)?.t;
+    const allStreaming = samples.find((x) => x.streams >= TURNS)?.t;
+    const idleRss = rss0;
+    const peakSample = samples.reduce((a, b) => (b.streams > a.streams ? b : a), samples[0]);
+    // Holding: CPU per streamed delta over the samples where every admitted turn was claimed and none ended.
+    const holdingDeltas = holding.reduce(
+      (x, h) => x + (h.streams * PIECES * h.dtSeconds) / (STREAM_MS / 1000),
+      0,
+    );
+    const holdingCpuMs = holding.reduce((x, h) => x + h.cpuDeltaMs, 0);
     const failed = await pg.query<{ stop_reason: string | null; n: number }>(
       "SELECT stop_reason, count(*)::int AS n FROM turns WHERE status <> 'completed' GROUP BY stop_reason",
     );
@@ -260,12 +315,36 @@ async function main() {
       chunkMs: CHUNK_MS,
       harnessConcurrency: CONCURRENCY,
       harnessNodeArgs: values['harness-node-args'],
+      harnessEnv: values['harness-env'],
+      /** The machine's 1-minute load average at the first admission and at the end (2 cores, shared). */
+      loadAverage: [Number(load0.toFixed(1)), Number(loadavg()[0].toFixed(1))],
       admitConcurrency: ADMIT_CONCURRENCY,
       admitSeconds: Number(admitSeconds.toFixed(1)),
       admitPerSecond: Number((TURNS / admitSeconds).toFixed(0)),
       wallSeconds: Number(wall.toFixed(1)),
       turnsPerSecond: Number((TURNS / wall).toFixed(1)),
-      completed: final.by.completed - WARMUP,
+      timedOut: final.timedOut,
+      completed: (final.by.completed ?? 0) - WARMUP,
+      /** Requests at the model server for the measured turns (one per turn: none paid twice). */
+      modelCalls: modelCalls - WARMUP,
+      repeatedModelCalls: modelCalls - WARMUP - askedTurns,
+      /** Turns claimed more than once (a lease lost or renewed late; adopted claims make no second call). */
+      turnsClaimedAgain: reruns.rows[0]?.n ?? 0,
+      /** Seconds from the first admission until every turn was claimed, and until all streamed at once. */
+      rampSeconds: { allClaimed: t1, allStreaming },
+      /** Harness RSS and V8 heap growth per stream open, at the sample with the most streams open. */
+      memoryPerTurnKiB: peakSample
+        ? {
+            streams: peakSample.streams,
+            rss: Math.round(((peakSample.rssMiB - idleRss) * 1024) / Math.max(1, peakSample.streams)),
+            heap: Math.round(((peakSample.heapUsedMiB - heap0) * 1024) / Math.max(1, peakSample.streams)),
+          }
+        : undefined,
+      /** Harness CPU per text delta streamed while holding (µs), every admitted turn claimed, none ended. */
+      holdingCpuPerDeltaUs: holdingDeltas
+        ? Number(((holdingCpuMs * 1000) / holdingDeltas).toFixed(1))
+        : undefined,
+      deltasPerAnswer: PIECES,
       notCompleted: Object.fromEntries(failed.rows.map((r) => [r.stop_reason ?? 'none', r.n])),
       inFlightPeak: peak,
       providerStreamsPeak: peakStreams,

@@ -20,6 +20,9 @@ import {
   claimLease,
   freeExpiredLeases,
   heartbeat,
+  heartbeatMany,
+  type HeldLease,
+  type HeldLeaseBeat,
   releaseLease,
   renewLease,
   type FreedSession,
@@ -90,6 +93,14 @@ export class TurnStore {
   /** Releases the lease if it is still ours. */
   releaseLease(sessionId: string, token: string): Promise<void> {
     return releaseLease(this.db, sessionId, token);
+  }
+
+  /**
+   * Every running turn's heartbeat of one process in one statement (docs/adr/0069): the leases still
+   * ours, or freed by the sweep while their turn still runs here, extended by `ms`.
+   */
+  heartbeatMany(owner: string, ms: number, leases: HeldLease[]): Promise<HeldLeaseBeat[]> {
+    return heartbeatMany(this.db, owner, ms, leases);
   }
 
   /** The running turn's heartbeat: the lease extended, a cancel or an interjection noticed (docs/adr/0014). */

@@ -1,7 +1,3 @@
-import type { Logger } from '@switchboard/observability';
-import type { TurnStore } from '@switchboard/store';
-import type { SessionLease } from './lease';
-
 /** Why a turn's run was aborted: a cancel request, or its lease lost (the engine adds `deadline`). */
 export const CANCELLED = 'cancelled';
 export const LEASE_LOST = 'lease_lost';
@@ -11,6 +7,8 @@ export interface RunningTurn {
   turnId: string;
   cancel(): void;
   interject(): void;
+  /** Takes over a claim's token for the same turn, made by this process (docs/adr/0069). */
+  adopt(token: string): void;
 }
 
 /**
@@ -44,36 +42,4 @@ export class TurnAbort {
   get cancelled(): boolean {
     return this.controller.signal.reason === CANCELLED;
   }
-}
-
-export interface HeartbeatOptions {
-  store: TurnStore;
-  lease: SessionLease;
-  turnId: string;
-  abort: TurnAbort;
-  /** An interjection waits for the turn. */
-  interject: () => void;
-  logger: Logger;
-}
-
-/**
- * Renews the lease every third of its length while the turn runs; each renewal also reports a
- * cancel request or a waiting interjection. Returns the stop.
- */
-export function startHeartbeat(o: HeartbeatOptions): () => void {
-  const { lease } = o;
-  const timer = setInterval(
-    () => {
-      o.store.heartbeat(lease.sessionId, lease, o.turnId).then(
-        (h) => {
-          if (!h.held) o.abort.leaseLost();
-          else if (h.cancelRequested) o.abort.cancel();
-          else if (h.interjection) o.interject();
-        },
-        (err: unknown) => o.logger.warn({ err }, 'lease renewal failed'),
-      );
-    },
-    Math.max(100, Math.floor(lease.ms / 3)),
-  );
-  return () => clearInterval(timer);
 }

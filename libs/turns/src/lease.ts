@@ -22,8 +22,22 @@ export class SessionLease implements Lease {
     private readonly store: TurnStore,
     readonly sessionId: string,
     readonly ms: number,
-    readonly token: string = randomUUID(),
+    private current: string = randomUUID(),
   ) {}
+
+  /** The token every statement of the turn is fenced by (it changes only by `adopt`). */
+  get token(): string {
+    return this.current;
+  }
+
+  /**
+   * Takes over the token of a claim this process made of the same session while the turn still ran
+   * under this lease (it expired and was freed; docs/adr/0069): the running turn goes on under it,
+   * instead of a second run calling the model again.
+   */
+  adopt(token: string): void {
+    this.current = token;
+  }
 
   static async claim(
     db: Db | TurnStore,

@@ -13,6 +13,11 @@ export interface TurnRunnerOptions {
   db: Db;
   /** The turn's statements (docs/adr/0010); by default over `db`'s pg pool, counted as `harness`. */
   store?: TurnStore;
+  /**
+   * Where the running turns' leases are renewed, one statement per interval (docs/adr/0069); by
+   * default a pool of one connection of its own (`store` when one is given).
+   */
+  leaseStore?: TurnStore;
   engine: TurnEngine;
   tools: ToolRegistry;
   postTurnQueue: Queue;

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { isEnded, type TraceCarrier, type TurnJob } from '@switchboard/contracts';
 import { LeaseLostError, poolOf } from '@switchboard/database';
 import type { TurnOutcome } from '@switchboard/engine';
 import type { ControlMessage } from '@switchboard/live';
 import { withSpan } from '@switchboard/observability';
 import { SqlDb, TurnStore, type CheckpointResult, type ClaimResult, type TurnLoad } from '@switchboard/store';
-import { startHeartbeat, type RunningTurn } from './control';
+import type { RunningTurn } from './control';
+import { LeaseKeeper } from './lease-keeper';
 import { failPermanently } from './failure';
 import { enqueueHooks, finaliseTurn } from './finalise';
 import { SessionLease } from './lease';
@@ -22,6 +24,12 @@ import { turnStopHooks } from './turn-plan';
  * lost a lease: it looks again shortly.
  */
 export type HandleResult = 'done' | 'again' | 'later';
+
+/**
+ * The share of the lease the renewals may run late before the process stops claiming (ADR 0069):
+ * a sixth (5 s of the default 30 s), so a lease is renewed with a third of it still left.
+ */
+const RENEWAL_LAG_LIMIT = 1 / 6;
 
 /** How many ended turns of other jobs a runner remembers (`TurnRunner.endedHere`). */
 const ENDED_HERE_MAX = 10_000;
@@ -51,6 +59,10 @@ export class TurnRunner {
    * ENDED_HERE_MAX): their own job, when it reaches this process, has nothing left to wake (`handle`).
    */
   private readonly endedHere = new Set<string>();
+  /** Every running turn's lease, renewed in one statement per interval on a connection of its own (ADR 0069). */
+  private readonly keeper: LeaseKeeper;
+  /** The keeper's own pool (one connection), when the runner made it. */
+  private readonly leasePool?: pg.Pool;
 
   constructor(o: TurnRunnerOptions) {
     const store =
@@ -63,8 +75,33 @@ export class TurnRunner {
         }),
       );
     this.r = { ...o, store, storedParts: new StoredParts() };
+    let leaseStore = o.leaseStore ?? (o.store ? store : undefined);
+    if (!leaseStore) {
+      // Renewals never wait behind the turns' statements for one of the pool's connections.
+      this.leasePool = new pg.Pool({ connectionString: poolOf(o.db).options.connectionString, max: 1 });
+      this.leasePool.on('error', () => undefined);
+      leaseStore = new TurnStore(
+        new SqlDb(this.leasePool, {
+          component: 'harness-lease',
+          transactions: o.metrics.dbTransactions,
+          statements: o.metrics.dbStatements,
+        }),
+      );
+    }
+    this.keeper = new LeaseKeeper({
+      store: leaseStore,
+      owner: o.workerId,
+      leaseMs: o.leaseMs,
+      logger: o.logger,
+    });
+    // Claiming stops while the renewals run late: well before a lease is lost (ADR 0069).
+    const renewalLagLimitMs = o.leaseMs * RENEWAL_LAG_LIMIT;
     this.permits = o.maxRunningTurns
-      ? new TurnPermits({ max: o.maxRunningTurns, targetDelayMs: o.loopDelayTargetMs })
+      ? new TurnPermits({
+          max: o.maxRunningTurns,
+          targetDelayMs: o.loopDelayTargetMs,
+          overloaded: () => this.keeper.renewalLagMs() > renewalLagLimitMs,
+        })
       : undefined;
   }
 
@@ -85,6 +122,8 @@ export class TurnRunner {
   /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
   close(): void {
     this.permits?.close();
+    this.keeper.close();
+    void this.leasePool?.end().catch(() => undefined);
   }
 
   async handle(job: TurnJob): Promise<HandleResult> {
@@ -150,10 +189,31 @@ export class TurnRunner {
     if (!picked.claimed) return { result: 'done', ownDone, ran };
     const { claim, sessionId } = picked.claimed;
     const lease = new SessionLease(this.r.store, sessionId, this.r.leaseMs, token);
+    // The turn claimed is one this process still runs (its lease expired, was freed and this claim
+    // took it): the running turn takes the new token and goes on, rather than a second run calling
+    // the model again (docs/adr/0069).
+    const here = this.running.get(sessionId);
+    if (claim.leased && here && claim.next?.turn.id === here.turnId) {
+      here.adopt(token);
+      this.r.logger.warn(
+        { sessionId, turnId: here.turnId },
+        'session lease renewed late; the running turn keeps it',
+      );
+      if (sessionId === job.sessionId) ownDone = true;
+      return { ownDone, ran, missed: true };
+    }
     // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
     // chooses again when it lets go) between the choice and the claim: choose again, a few times.
     if (!claim.leased) return { ownDone, ran, missed: true };
-    const drained = await this.drain(job, lease, claim, max - ran);
+    // Renewed from the claim on, not only while a turn runs: under load the statements between a
+    // claim and its turn's run may queue for longer than the lease (docs/adr/0069).
+    const unhold = claim.next ? this.keeper.hold(lease, claim.next.turn.id) : () => undefined;
+    let drained: Drained;
+    try {
+      drained = await this.drain(job, lease, claim, max - ran);
+    } finally {
+      unhold();
+    }
     ran += drained.ran;
     if (drained.lostLease) return { result: 'later', ownDone, ran };
     if (ran >= max) return { result: 'again', ownDone, ran };
@@ -313,15 +373,13 @@ export class TurnRunner {
     const { r, turn, checkpoints, abort } = ctx;
     const agent = ctx.load.agent;
     const interject = () => checkpoints.interjectionWaiting();
-    this.running.set(turn.sessionId, { turnId: turn.id, cancel: abort.cancel, interject });
-    const stopHeartbeat = startHeartbeat({
-      store: r.store,
-      lease: ctx.lease,
+    this.running.set(turn.sessionId, {
       turnId: turn.id,
-      abort,
+      cancel: abort.cancel,
       interject,
-      logger: r.logger,
+      adopt: (token) => ctx.lease.adopt(token),
     });
+    const stopHeartbeat = this.keeper.keep({ lease: ctx.lease, turnId: turn.id, abort, interject });
     try {
       // The agent's MCP tools (docs/adr/0023), resolved once the heartbeat keeps the lease: a
       // server's listing may take up to its timeout.

@@ -20,21 +20,30 @@ describe('TurnPermits', () => {
     p.close();
   });
 
-  it('shrinks when the loop lags past its target and grows back, one at a time, while every permit is used', async () => {
+  it('shrinks when the loop lags past its target, once per drain, and grows back while every permit is used', async () => {
     const p = permits(8);
     for (let i = 0; i < 8; i++) await p.acquire();
     p.adjustFor(50);
     expect(p.limit).toBe(6);
+    // The cut has not taken effect (8 in use over a limit of 6): more lagging windows cut nothing.
     p.adjustFor(50);
     p.adjustFor(50);
+    expect(p.limit).toBe(6);
+    // Turns end down to the limit: the next lagging window cuts again, from what runs.
+    p.release();
+    p.release();
     p.adjustFor(50);
+    expect(p.limit).toBe(4);
+    for (let i = 0; i < 3; i++) p.release();
+    p.adjustFor(50);
+    expect(p.limit).toBe(2);
     p.adjustFor(50);
     expect(p.limit).toBe(2);
     // Releases above the shrunk limit free no one.
     const waiter = p.acquire();
     let got = false;
     void waiter.then(() => (got = true));
-    for (let i = 0; i < 6; i++) p.release();
+    p.release();
     await Promise.resolve();
     expect(got).toBe(false);
     // Under the target with every permit in use: one more, and it goes to the waiter.
@@ -43,6 +52,53 @@ describe('TurnPermits', () => {
     await waiter;
     expect(got).toBe(true);
     p.close();
+  });
+
+  it('cuts from the permits in use, and not at all while fewer than half are used', async () => {
+    const p = permits(5000);
+    for (let i = 0; i < 2400; i++) await p.acquire();
+    // An idle-ish process whose loop lags (other processes, a GC): the turns are not the cause.
+    p.adjustFor(50);
+    expect(p.limit).toBe(5000);
+    for (let i = 0; i < 600; i++) await p.acquire();
+    p.adjustFor(50);
+    expect(p.limit).toBe(2250);
+    p.close();
+  });
+
+  it('counts an overloaded process (lease renewals running late) as a window over the target', async () => {
+    jest.useFakeTimers();
+    try {
+      let overloaded = false;
+      const p = new TurnPermits({
+        max: 100,
+        windowMs: 250,
+        loopDelay: () => 0.5,
+        overloaded: () => overloaded,
+      });
+      for (let i = 0; i < 100; i++) await p.acquire();
+      overloaded = true;
+      await jest.advanceTimersByTimeAsync(250);
+      expect(p.limit).toBe(75);
+      // No new permit while it lasts, however quiet the loop.
+      let got = false;
+      void p.acquire().then(() => (got = true));
+      for (let i = 0; i < 30; i++) p.release();
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(got).toBe(false);
+      // 70 in use under a limit of 75: the next overloaded window cut again, from what runs.
+      expect(p.limit).toBe(52);
+      // Over: quiet windows grow it back (53, 55, 59, 67, 83) and the waiter gets the 71st permit.
+      overloaded = false;
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(got).toBe(false);
+      await jest.advanceTimersByTimeAsync(250);
+      expect(p.limit).toBe(83);
+      expect(got).toBe(true);
+      p.close();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('does not grow while permits lie unused, nor past its ceiling', async () => {
@@ -81,13 +137,21 @@ describe('TurnPermits recovering from pressure', () => {
 
   it('is back at a ceiling of 500, every permit handed out, within three seconds of quiet windows', async () => {
     const p = new TurnPermits({ max: 500, windowMs: WINDOW_MS, loopDelay });
-    // A burst at the ceiling makes the loop lag: the limit falls to its floor.
+    // A burst at the ceiling makes the loop lag: the limit is cut, once while the burst holds its permits.
     const burst = await demand(p, 500);
     expect(burst()).toBe(500);
     await windows(20, 50);
+    expect(p.limit).toBe(375);
+    // Its turns end down to the limit, window after window, and the loop still lags: the floor.
+    let inUse = 500;
+    while (p.limit > 2) {
+      for (; inUse > p.limit; inUse--) p.release();
+      await windows(1, 50);
+    }
+    for (; inUse > 0; inUse--) p.release();
+    await windows(1, 50);
     expect(p.limit).toBe(2);
-    // Those turns end and 500 slow ones arrive (a model streaming for minutes): two start.
-    for (let i = 0; i < 500; i++) p.release();
+    // 500 slow ones arrive (a model streaming for minutes): two start.
     const slow = await demand(p, 500);
     expect(slow()).toBe(2);
     // The loop is quiet (0.5 ms, an idle process) and every permit is used.
@@ -102,27 +166,32 @@ describe('TurnPermits recovering from pressure', () => {
     p.close();
   });
 
-  it('still backs off under sustained pressure, and grows one at a time near its target', async () => {
-    const p = new TurnPermits({ max: 500, windowMs: WINDOW_MS, loopDelay });
-    await demand(p, 500);
-    await windows(2, 50);
-    expect(p.limit).toBe(281); // 500 × 0.75 × 0.75
-    await windows(4, 0.5);
-    expect(p.limit).toBe(281 + 1 + 2 + 4 + 8);
-    // Sustained pressure: every window cuts it, to the floor, however fast it grew before.
-    await windows(1, 50);
-    expect(p.limit).toBe(222);
+  it('backs off once per drain under sustained pressure, and grows by an eighth near its target', async () => {
+    const p = new TurnPermits({ max: 1500, windowMs: WINDOW_MS, loopDelay });
+    const held = await demand(p, 1000);
+    expect(held()).toBe(1000);
+    // Slow turns hold their permits: sustained pressure cuts once, not to the floor.
     await windows(20, 50);
-    expect(p.limit).toBe(2);
-    // Between a quarter of the target and the target: one at a time, however long it lasts.
+    expect(p.limit).toBe(750);
+    // Between a quarter of the target and the target: an eighth more per window (750 → 843 → 948 → 1066).
     await windows(3, 8);
-    await windows(2, 3);
-    expect(p.limit).toBe(7);
-    // Quiet again: the step starts at one after pressure, then doubles.
+    expect(p.limit).toBe(1066);
+    // Pressure again, the cut having taken effect (fewer in use than the limit): cut from those in use.
     await windows(1, 50);
-    expect(p.limit).toBe(5);
+    expect(p.limit).toBe(750);
+    // Quiet: the step starts at one after pressure, then doubles.
     await windows(3, 0.5);
-    expect(p.limit).toBe(5 + 1 + 2 + 4);
+    expect(p.limit).toBe(750 + 1 + 2 + 4);
+    // A small limit (a CPU-bound backlog) still grows one at a time near the target.
+    const small = new TurnPermits({ max: 8, windowMs: WINDOW_MS, loopDelay });
+    await demand(small, 6);
+    for (let i = 0; i < 2; i++) small.adjustFor(50);
+    for (let i = 0; i < 2; i++) small.release();
+    small.adjustFor(50);
+    expect(small.limit).toBe(3);
+    small.adjustFor(8);
+    expect(small.limit).toBe(4);
+    small.close();
     p.close();
   });
 });

@@ -17,9 +17,13 @@ const RESOLUTION_MS = 10;
  * by a step that starts at one and doubles with each window in a row whose delay was under a quarter
  * of the target (+1, +2, +4, …: at most doubling the limit per window, so a backed-off process is
  * back at a ceiling of 500 in about nine quiet windows, ~2 s); a window between a quarter of the
- * target and the target grows it by one (closer to the target, probe gently: a CPU-bound backlog's
- * windows seldom come in quiet runs). A window over the target cuts it ×0.75 and the step starts
- * again at one. Plain TypeScript: `TurnRunner` owns one.
+ * target and the target grows it by an eighth (at least one: closer to the target, probe gently; a
+ * CPU-bound backlog's small limit still grows one at a time). A window over the target cuts it to
+ * ×0.75 of the permits in use and the step starts again at one — once per drain: while more permits
+ * are in use than the limit (the last cut has not taken effect, slow turns still hold theirs), a
+ * window over the target cuts nothing more; nor while fewer than half the permits are in use (the
+ * delay is not the turns', and an idle process stays ready for a burst; docs/adr/0069). `overloaded` (the runner's lease renewals
+ * running late) counts as a window over the target. Plain TypeScript: `TurnRunner` owns one.
  */
 export class TurnPermits {
   private inUse = 0;
@@ -46,6 +50,11 @@ export class TurnPermits {
        * `monitorEventLoopDelay` histogram). Tests inject their own.
        */
       loopDelay?: () => number;
+      /**
+       * Another sign the process is past its capacity (the runner's: its lease renewals run late,
+       * docs/adr/0069): while true, each window cuts the limit as a window over the target does.
+       */
+      overloaded?: () => boolean;
     },
   ) {
     this.limit = o.max;
@@ -74,7 +83,7 @@ export class TurnPermits {
 
   /** Waits for a permit; call `release` once the turn (or the choice that found nothing) is over. */
   async acquire(): Promise<void> {
-    if (this.inUse < this.limit) {
+    if (this.inUse < this.limit && !this.o.overloaded?.()) {
       this.inUse++;
       return;
     }
@@ -82,8 +91,9 @@ export class TurnPermits {
   }
 
   release(): void {
-    const next = this.inUse <= this.limit ? this.waiting.shift() : undefined;
-    // The permit passes straight to the next waiter (inUse unchanged), unless the limit shrank.
+    const next = this.inUse <= this.limit && !this.o.overloaded?.() ? this.waiting.shift() : undefined;
+    // The permit passes straight to the next waiter (inUse unchanged), unless the limit shrank or
+    // the process is overloaded.
     if (next) next();
     else this.inUse--;
   }
@@ -93,18 +103,32 @@ export class TurnPermits {
     const min = Math.min(this.o.min ?? 2, this.o.max);
     const target = this.o.targetDelayMs ?? 10;
     if (meanDelayMs > target) {
-      this.limit = Math.max(min, Math.floor(this.limit * 0.75));
       this.step = 1;
+      // The last cut has not taken effect yet (more permits in use than the limit): the turns above
+      // it have not ended, so this window's delay says nothing of the limit. One cut per drain, as
+      // TCP cuts once per round trip; else a few busy windows while slow turns hold their permits
+      // compound into a limit at the floor (docs/adr/0069).
+      if (this.inUse > this.limit) return;
+      // Fewer than half the permits in use: the delay is not the turns' (other processes on the
+      // machine, a GC, a burst's admission); backing off would only slow the next burst's ramp.
+      if (this.inUse * 2 < this.limit) return;
+      // Cut from what runs: a limit above the permits in use would stop nothing.
+      this.limit = Math.max(min, Math.floor(this.inUse * 0.75));
       return;
     }
-    // Close to the target: probe gently, one permit per window (the step starts again).
+    // Close to the target: probe gently, an eighth of the limit per window (the step starts again).
     const quiet = meanDelayMs <= target / 4;
     if (!quiet) this.step = 1;
     // Permits lie unused: the limit is not what holds turns back; it stays (and a quiet window's step).
     if (this.inUse < this.limit || this.limit >= this.o.max) return;
-    this.limit = Math.min(this.o.max, this.limit + Math.min(this.step, this.limit));
+    const increase = quiet ? Math.min(this.step, this.limit) : Math.max(1, Math.floor(this.limit / 8));
+    this.limit = Math.min(this.o.max, this.limit + increase);
     if (quiet) this.step *= 2;
-    // Permits freed by the increase go to waiters.
+    this.grant();
+  }
+
+  /** Permits under the limit go to waiters (freed by an increase, or held back while overloaded). */
+  private grant(): void {
     while (this.inUse < this.limit) {
       const next = this.waiting.shift();
       if (!next) break;
@@ -121,6 +145,11 @@ export class TurnPermits {
 
   private adjust(): void {
     const meanMs = this.sampleDelay();
+    if (this.o.overloaded?.()) {
+      this.adjustFor(Infinity);
+      return;
+    }
     if (Number.isFinite(meanMs)) this.adjustFor(meanMs);
+    this.grant();
   }
 }

@@ -80,6 +80,67 @@ export async function heartbeat(
   };
 }
 
+/** One running turn's lease, as the batched heartbeat renews it. */
+export interface HeldLease {
+  sessionId: string;
+  token: string;
+  turnId: string;
+}
+
+/** What the batched heartbeat learns of one lease: `Heartbeat`, and who holds the session when not us. */
+export interface HeldLeaseBeat extends Heartbeat {
+  sessionId: string;
+  /** The lease's owner now (its worker id) when it is not held by this token; null when free. */
+  owner: string | null;
+}
+
+/**
+ * Every running turn's heartbeat of one process in one statement (docs/adr/0069): each lease still
+ * ours is extended by `ms`, and so is a lease the sweep freed while its turn still runs here (no
+ * other worker claimed it: the token is null and the turn `running`), so a holder whose renewal came
+ * late keeps its turn instead of handing it to a re-run. Answers, per lease, whether it is held, a
+ * cancel request, a waiting interjection, and the session's owner when the lease is no longer this
+ * token's.
+ */
+export async function heartbeatMany(
+  db: SqlRunner,
+  owner: string,
+  ms: number,
+  leases: HeldLease[],
+): Promise<HeldLeaseBeat[]> {
+  if (leases.length === 0) return [];
+  const rows = await db.rows<{
+    session_id: string;
+    held: boolean;
+    owner: string | null;
+    cancel_requested: boolean;
+    interjection: boolean;
+  }>(sql`
+    WITH l AS (
+      SELECT * FROM unnest(${leases.map((l) => l.sessionId)}::uuid[], ${leases.map((l) => l.token)}::uuid[],
+        ${leases.map((l) => l.turnId)}::uuid[]) AS l(session_id, token, turn_id)
+    ), s AS (
+      UPDATE sessions ss SET lease_owner = ${owner}, lease_token = l.token,
+        lease_expires_at = ${leaseExpiry({ token: '', ms })}
+      FROM l WHERE ss.id = l.session_id AND (ss.lease_token = l.token OR (ss.lease_token IS NULL
+        AND EXISTS (SELECT 1 FROM turns rt WHERE rt.id = l.turn_id AND rt.status = 'running')))
+      RETURNING ss.id
+    )
+    SELECT l.session_id, s.id IS NOT NULL AS held, cur.lease_owner AS owner,
+      coalesce(t.cancel_requested_at IS NOT NULL, false) AS cancel_requested,
+      EXISTS (SELECT 1 FROM turns i WHERE i.session_id = l.session_id AND ${PENDING_INTERJECTION(sql`i`)})
+        AS interjection
+    FROM l LEFT JOIN s ON s.id = l.session_id LEFT JOIN turns t ON t.id = l.turn_id
+      LEFT JOIN sessions cur ON cur.id = l.session_id`);
+  return rows.map((r) => ({
+    sessionId: r.session_id,
+    held: r.held,
+    owner: r.held ? owner : r.owner,
+    cancelRequested: r.cancel_requested,
+    interjection: r.interjection,
+  }));
+}
+
 /** A session freed from an expired lease, with its next unfinished turn (to wake). */
 export interface FreedSession {
   sessionId: string;
