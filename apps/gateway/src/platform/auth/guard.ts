@@ -317,6 +317,8 @@ export function tenantWide(routeKey: string): string | undefined {
  */
 const OWNED_PREFIXES: [string, AgentOwnedKind, string, string][] = [
   ['/v1/sessions/:id', 'session', 'id', 'session'],
+  // A comparison's handler names what it looks for: a replay turn.
+  ['/v1/turns/:id/comparison', 'turn', 'id', 'replay turn'],
   ['/v1/turns/:id', 'turn', 'id', 'turn'],
   ['/v1/approvals/:id', 'approval', 'id', 'approval'],
   ['/v1/tasks/:id', 'task', 'id', 'task'],
