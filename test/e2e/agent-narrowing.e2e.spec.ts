@@ -499,7 +499,6 @@ describe('keys limited to agents, generated from the OpenAPI document', () => {
     await env?.cleanup();
   });
 
-  const pathParams = (o: Operation) => [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
   const kindOf = (o: Operation, param: string): Kind | undefined => {
     const segments = o.path.split('/');
     return KINDS[segments[segments.indexOf(`{${param}}`) - 1]];
@@ -631,8 +630,9 @@ describe('keys limited to agents, generated from the OpenAPI document', () => {
         problems.push(`${o.operationId}: ${mine.status} (admin ${all.status}) ${JSON.stringify(mine.body)}`);
         continue;
       }
-      const owners = await Promise.all(l.items(mine.body).map((i) => l.owner(i, fx)));
-      const allOwners = await Promise.all(l.items(all.body).map((i) => l.owner(i, fx)));
+      const ownersOf = (items: any[]) => Promise.all(items.map(async (i) => await l.owner(i, fx)));
+      const owners = await ownersOf(l.items(mine.body));
+      const allOwners = await ownersOf(l.items(all.body));
       const foreign = owners.filter((w) => w !== fx.a.agent);
       if (foreign.length > 0)
         problems.push(`${o.operationId} shows another agent's items: ${foreign.join(', ')}`);

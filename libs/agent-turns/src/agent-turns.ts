@@ -200,8 +200,7 @@ export class AgentTurns {
      */
     reach?: string[],
   ): Promise<string> {
-    if ('sessionId' in r)
-      return this.continued(tenantId, agentId, r.sessionId, 'session_not_found', reach);
+    if ('sessionId' in r) return this.continued(tenantId, agentId, r.sessionId, 'session_not_found', reach);
     if ('afterTurnId' in r) {
       const turn = isUuid(r.afterTurnId) ? await readTurn(this.o.sql, tenantId, r.afterTurnId) : undefined;
       if (!turn || (reach && !reach.includes(turn.agentId.toLowerCase())))

@@ -260,14 +260,7 @@ export class TenantsRepository {
 /** A tenant's API keys, and the lookup that authenticates a request. */
 /** The kinds of object that belong to one agent, which a key limited to agents may only reach for its own. */
 export type AgentOwnedKind =
-  | 'session'
-  | 'turn'
-  | 'approval'
-  | 'task'
-  | 'schedule'
-  | 'trigger'
-  | 'experiment'
-  | 'toolResult';
+  'session' | 'turn' | 'approval' | 'task' | 'schedule' | 'trigger' | 'experiment' | 'toolResult';
 
 export class ApiKeysRepository {
   constructor(private readonly db: Db) {}

@@ -50,7 +50,10 @@ export class ModelsController {
   @OpenAiErrorResponses(errors([401, 429, 503]))
   async list(@TenantId() tenantId: string, @KeyAgents() only: string[] | undefined): Promise<ModelList> {
     // A key limited to agents (docs/adr/0066) sees only those.
-    return { object: 'list', data: (await this.agents.modelNames(tenantId, MODELS_LIMIT, only)).map(present) };
+    return {
+      object: 'list',
+      data: (await this.agents.modelNames(tenantId, MODELS_LIMIT, only)).map(present),
+    };
   }
 
   @Get(':model')

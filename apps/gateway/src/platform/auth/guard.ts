@@ -308,7 +308,9 @@ const TENANT_WIDE: [string, string][] = [
 /** What a tenant-wide route reaches, named for the refusal; undefined for any other route. */
 export function tenantWide(routeKey: string): string | undefined {
   const path = routeKey.slice(routeKey.indexOf(' ') + 1);
-  return TENANT_WIDE.find(([p]) => (p.includes(' ') ? routeKey === p : path === p || path.startsWith(`${p}/`)))?.[1];
+  return TENANT_WIDE.find(([p]) =>
+    p.includes(' ') ? routeKey === p : path === p || path.startsWith(`${p}/`),
+  )?.[1];
 }
 
 /**

@@ -260,11 +260,7 @@ export class ResponsesService {
   }
 
   /** The turn of a stored response (`store` not false), or undefined. */
-  private async storedTurnOf(
-    tenantId: string,
-    id: string,
-    only?: string[],
-  ): Promise<string | undefined> {
+  private async storedTurnOf(tenantId: string, id: string, only?: string[]): Promise<string | undefined> {
     const found = await this.find(tenantId, id, only);
     return found?.meta.record.store ? found.meta.turnId : undefined;
   }
