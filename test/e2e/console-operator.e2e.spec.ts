@@ -174,16 +174,19 @@ describe('console: operator view', () => {
       expiresAt,
     });
     expect(made.status).toBe(201);
-    // Back to the list and into the tenant again: the panel reads the keys afresh.
-    await openTenantPage();
-    const limited = page.getByTestId(`key-${made.body.prefix}`);
+    // The page afresh (the sign-in is kept for the tab): the panel reads the keys again.
+    await page.reload();
+    await heading('acme-operator');
+    const keys = (await admin.get(`/v1/admin/tenants/${tenant.tenantId}/api-keys`)).body.data;
+    const listed = keys.find((k: { id: string }) => k.id === made.body.id);
+    expect(listed).toMatchObject({ role: 'approver', agentIds: [agentId], expiresAt: expect.any(String) });
+    const limited = page.getByTestId(`key-${listed.prefix}`);
     await limited.getByText('approver', { exact: true }).waitFor();
     await limited.getByText(agentId).waitFor();
     expect(await limited.getByText('never', { exact: true }).count()).toBe(0);
     expect(await limited.getByText('all', { exact: true }).count()).toBe(0);
     // The tenant's first key: an admin key for every agent that never expires.
-    const first = (await admin.get(`/v1/admin/tenants/${tenant.tenantId}/api-keys`)).body.data[0];
-    const unlimited = page.getByTestId(`key-${first.prefix}`);
+    const unlimited = page.getByTestId(`key-${keys[0].prefix}`);
     await unlimited.getByText('admin', { exact: true }).waitFor();
     await unlimited.getByText('all', { exact: true }).waitFor();
     await unlimited.getByText('never', { exact: true }).waitFor();
