@@ -437,6 +437,27 @@ describe('scoped keys and roles', () => {
       for (const a of approvals.body.data) expect(a.agentId).toBe(agentA);
     });
 
+    it("Responses' WebSocket mode: another agent is no model to the limited key", async () => {
+      const first = (key: string, data: unknown) =>
+        new Promise<any>((resolve, reject) => {
+          const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          ws.once('open', () => ws.send(JSON.stringify(data)));
+          ws.once('message', (raw: Buffer) => {
+            ws.close();
+            resolve(JSON.parse(raw.toString()));
+          });
+          ws.once('error', reject);
+        });
+      const beta = await first(limitedKey, { type: 'response.create', model: 'beta', input: 'hi' });
+      const nobody = await first(limitedKey, { type: 'response.create', model: 'nobody', input: 'hi' });
+      expect(beta).toMatchObject({ type: 'error', error: { code: 'model_not_found' } });
+      expect(JSON.stringify(beta).replace('beta', '<m>')).toBe(
+        JSON.stringify(nobody).replace('nobody', '<m>'),
+      );
+    });
+
     it('cannot create agents', async () => {
       const res = await limited.post('/v1/agents', { name: 'sneaky', model: 'openai-chat/gpt-4o-mini' });
       expect(res.status).toBe(403);
