@@ -303,6 +303,8 @@ const TENANT_WIDE: [string, string][] = [
   ['/v1/usage/daily', "the tenant's daily spend"],
   ['/v1/api-keys', "the tenant's API keys"],
   ['PATCH /v1/settings', "the tenant's settings"],
+  // The tenant's own export (issue 36): everything of the tenant, every agent's.
+  ['/v1/export', "the tenant's export"],
 ];
 
 /** What a tenant-wide route reaches, named for the refusal; undefined for any other route. */
