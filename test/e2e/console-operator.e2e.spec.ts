@@ -164,6 +164,35 @@ describe('console: operator view', () => {
     expect((await tenant.api.get('/v1/settings')).status).toBe(200);
   });
 
+  it("shows each key's role, the agents it is limited to and its expiry", async () => {
+    const agentId = (await tenant.api.get('/v1/agents')).body.data[0].id as string;
+    const expiresAt = new Date(Date.now() + 7 * 86_400_000).toISOString();
+    const made = await admin.post(`/v1/admin/tenants/${tenant.tenantId}/api-keys`, {
+      name: 'approvals-console',
+      role: 'approver',
+      agentIds: [agentId],
+      expiresAt,
+    });
+    expect(made.status).toBe(201);
+    // The page afresh (the sign-in is kept for the tab): the panel reads the keys again.
+    await page.reload();
+    await heading('acme-operator');
+    const keys = (await admin.get(`/v1/admin/tenants/${tenant.tenantId}/api-keys`)).body.data;
+    const listed = keys.find((k: { id: string }) => k.id === made.body.id);
+    expect(listed).toMatchObject({ role: 'approver', agentIds: [agentId], expiresAt: expect.any(String) });
+    const limited = page.getByTestId(`key-${listed.prefix}`);
+    await limited.getByText('approver', { exact: true }).waitFor();
+    await limited.getByText(agentId).waitFor();
+    expect(await limited.getByText('never', { exact: true }).count()).toBe(0);
+    expect(await limited.getByText('all', { exact: true }).count()).toBe(0);
+    // The tenant's first key: an admin key for every agent that never expires.
+    const unlimited = page.getByTestId(`key-${keys[0].prefix}`);
+    await unlimited.getByText('admin', { exact: true }).waitFor();
+    await unlimited.getByText('all', { exact: true }).waitFor();
+    await unlimited.getByText('never', { exact: true }).waitFor();
+    await screenshot(page, 'operator-tenant-keys');
+  });
+
   it("opens the tenant's view and comes back", async () => {
     await page.getByRole('button', { name: 'Open tenant view' }).click();
     await heading('Sessions');

@@ -282,6 +282,105 @@ describe('scoped keys and roles', () => {
     expect(mcp.body).toMatchObject({ error: { data: { code: 'insufficient_scope' } } });
   });
 
+  it('per protocol: ingest keys send but do not read back; readers read but neither send nor change; approvers do not send', async () => {
+    const rpc = (
+      api: Api,
+      path: string,
+      method: string,
+      params: unknown,
+      headers: Record<string, string> = {},
+    ) => api.post(path, { jsonrpc: '2.0', id: 1, method, params }, { 'a2a-version': '1.0', ...headers });
+    const mcp = async (key: string, method: string, params?: unknown) => {
+      const res = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(params ? { params } : {}) }),
+      });
+      const text = await res.text();
+      return { status: res.status, body: JSON.parse(text.match(/^data: (.*)$/m)?.[1] ?? text) };
+    };
+    const jsonRpcRefused = (res: { status: number; body: any }, scope: string) => {
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({
+        jsonrpc: '2.0',
+        error: { data: { code: 'insufficient_scope' } },
+      });
+      expect(JSON.stringify(res.body.error)).toContain(`\\"${scope}\\"`);
+    };
+
+    // Chat Completions and Responses: an ingest key's response is its own answer, not a read of the store.
+    llm.enqueue({ kind: 'message', text: 'stored answer' });
+    const created = await openai(keys.ingest.key).responses.create({ model: 'alpha', input: 'remember me' });
+    expect(created.output_text).toBe('stored answer');
+    for (const path of [`/v1/responses/${created.id}`, `/v1/responses/${created.id}/input_items`]) {
+      const res = await keys.ingest.api.get(path);
+      expect([res.status, res.body.error.code]).toEqual([403, 'insufficient_scope']);
+      expect((await keys.reader.api.get(path)).status).toBe(200);
+    }
+    const cancel = await keys.reader.api.post(`/v1/responses/${created.id}/cancel`, {});
+    expect([cancel.status, cancel.body.error.code]).toEqual([403, 'insufficient_scope']);
+    const approverErr = await openai(keys.approver.key)
+      .chat.completions.create({ model: 'alpha', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(approverErr).toBeInstanceOf(PermissionDeniedError);
+
+    // LangGraph: an ingest key opens a thread but reads neither its state nor its history; a reader
+    // reads them but neither changes the state nor cancels a run.
+    const thread = await keys.ingest.api.post('/langgraph/threads', { metadata: { assistant_id: 'alpha' } });
+    expect(thread.status).toBe(200);
+    const threadId = thread.body.thread_id as string;
+    for (const path of [`/langgraph/threads/${threadId}/state`, `/langgraph/threads/${threadId}/history`]) {
+      const res = await keys.ingest.api.get(path);
+      expect(res.status).toBe(403);
+      expect(res.body.detail).toContain('lacks the scope "read"');
+      expect((await keys.reader.api.get(path)).status).toBe(200);
+    }
+    expect(
+      (await keys.reader.api.post(`/langgraph/threads/${threadId}/state`, { values: { messages: [] } }))
+        .status,
+    ).toBe(403);
+    expect(
+      (await keys.reader.api.post(`/langgraph/threads/${threadId}/runs/${sessionB}/cancel`, {})).status,
+    ).toBe(403);
+
+    // A2A: an ingest key sends; reading a task back is `read`, cancelling it `sessions:write`.
+    llm.enqueue({ kind: 'message', text: 'a2a answer' });
+    const sent = await rpc(keys.ingest.api, `/a2a/${agentA}`, 'SendMessage', {
+      message: { messageId: 'm-ingest', role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+    });
+    expect(sent.status).toBe(200);
+    const taskId = (sent.body.result?.task?.id ?? sent.body.result?.id) as string;
+    expect(taskId).toEqual(expect.any(String));
+    jsonRpcRefused(await rpc(keys.ingest.api, `/a2a/${agentA}`, 'GetTask', { id: taskId }), 'read');
+    expect((await rpc(keys.reader.api, `/a2a/${agentA}`, 'GetTask', { id: taskId })).status).toBe(200);
+    jsonRpcRefused(
+      await rpc(keys.reader.api, `/a2a/${agentA}`, 'CancelTask', { id: taskId }),
+      'sessions:write',
+    );
+
+    // MCP: any key may shake hands; an ingest key lists the tools it may call and calls one; a
+    // reader lists them but may not call.
+    const init = await mcp(keys.ingest.key, 'initialize', {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: 'scoped', version: '1' },
+    });
+    expect(init.status).toBe(200);
+    const tools = await mcp(keys.ingest.key, 'tools/list');
+    expect(tools.body.result.tools.map((t: any) => t.name)).toEqual(
+      expect.arrayContaining(['alpha', 'beta']),
+    );
+    expect((await mcp(keys.reader.key, 'tools/list')).body.result.tools.length).toBeGreaterThan(1);
+    llm.enqueue({ kind: 'message', text: 'mcp answer' });
+    const called = await mcp(keys.ingest.key, 'tools/call', { name: 'alpha', arguments: { message: 'hi' } });
+    expect(JSON.stringify(called.body.result)).toContain('mcp answer');
+    jsonRpcRefused(await mcp(keys.ingest.key, 'resources/list'), 'read');
+  });
+
   describe('keys limited to agents', () => {
     let limited: Api;
     let limitedKey: string;
@@ -336,6 +435,27 @@ describe('scoped keys and roles', () => {
       const approvals = await limited.get('/v1/approvals');
       expect(approvals.status).toBe(200);
       for (const a of approvals.body.data) expect(a.agentId).toBe(agentA);
+    });
+
+    it("Responses' WebSocket mode: another agent is no model to the limited key", async () => {
+      const first = (key: string, data: unknown) =>
+        new Promise<any>((resolve, reject) => {
+          const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          ws.once('open', () => ws.send(JSON.stringify(data)));
+          ws.once('message', (raw: Buffer) => {
+            ws.close();
+            resolve(JSON.parse(raw.toString()));
+          });
+          ws.once('error', reject);
+        });
+      const beta = await first(limitedKey, { type: 'response.create', model: 'beta', input: 'hi' });
+      const nobody = await first(limitedKey, { type: 'response.create', model: 'nobody', input: 'hi' });
+      expect(beta).toMatchObject({ type: 'error', error: { code: 'model_not_found' } });
+      expect(JSON.stringify(beta).replace('beta', '<m>')).toBe(
+        JSON.stringify(nobody).replace('nobody', '<m>'),
+      );
     });
 
     it('cannot create agents', async () => {

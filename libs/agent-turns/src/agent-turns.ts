@@ -166,11 +166,14 @@ export class AgentTurns {
     createdBy: string;
     /** Tools the client runs (docs/adr/0047), checked by `clientToolsFor` first. */
     clientTools?: ClientToolDeclaration[];
+    /** The agents a key limited to agents reaches (docs/adr/0066): another's session is a missing one. */
+    reach?: string[];
   }): Promise<StartedTurn> {
     const sessionId = await this.session(
       o.tenantId,
       o.agentId,
       o.sessionId !== undefined ? { sessionId: o.sessionId } : { new: { createdBy: o.createdBy } },
+      o.reach,
     );
     const admitted = await this.admit({
       tenantId: o.tenantId,
@@ -187,12 +190,22 @@ export class AgentTurns {
    * session is made through Admission's `importSession`, which refuses a paused tenant and a stopped
    * agent before it writes anything.
    */
-  async session(tenantId: string, agentId: string, r: SessionRequest): Promise<string> {
-    if ('sessionId' in r) return this.continued(tenantId, agentId, r.sessionId, 'session_not_found');
+  async session(
+    tenantId: string,
+    agentId: string,
+    r: SessionRequest,
+    /**
+     * The agents a key limited to agents reaches (docs/adr/0066): another agent's session or turn is
+     * refused as a missing one, never as "another agent's" (which would tell it exists).
+     */
+    reach?: string[],
+  ): Promise<string> {
+    if ('sessionId' in r) return this.continued(tenantId, agentId, r.sessionId, 'session_not_found', reach);
     if ('afterTurnId' in r) {
       const turn = isUuid(r.afterTurnId) ? await readTurn(this.o.sql, tenantId, r.afterTurnId) : undefined;
-      if (!turn) throw new SessionRefused('previous_not_found', `turn ${r.afterTurnId} not found`);
-      return this.continued(tenantId, agentId, turn.sessionId, 'previous_not_found');
+      if (!turn || (reach && !reach.includes(turn.agentId.toLowerCase())))
+        throw new SessionRefused('previous_not_found', `turn ${r.afterTurnId} not found`);
+      return this.continued(tenantId, agentId, turn.sessionId, 'previous_not_found', reach);
     }
     const n = r.new;
     const sessionId =
@@ -209,7 +222,7 @@ export class AgentTurns {
     });
     if (imported === 'created') return sessionId;
     // A session the client named exists already (or is another tenant's): continued as a named one.
-    if (n.id !== undefined) return this.continued(tenantId, agentId, sessionId, 'session_not_found');
+    if (n.id !== undefined) return this.continued(tenantId, agentId, sessionId, 'session_not_found', reach);
     // The key's session exists of another agent: the same key sent for another request.
     if (imported === 'other_agent') {
       throw new SessionRefused(
@@ -238,8 +251,10 @@ export class AgentTurns {
     agentId: string,
     sessionId: string,
     missing: 'session_not_found' | 'previous_not_found',
+    reach?: string[],
   ): Promise<string> {
-    const session = isUuid(sessionId) ? await this.o.sessions.find(tenantId, sessionId) : null;
+    const found = isUuid(sessionId) ? await this.o.sessions.find(tenantId, sessionId) : null;
+    const session = found && (!reach || reach.includes(found.agentId.toLowerCase())) ? found : null;
     if (!session) throw new SessionRefused(missing, `session ${sessionId} not found`);
     if (session.agentId !== agentId) {
       throw new SessionRefused(

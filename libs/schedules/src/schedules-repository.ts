@@ -37,9 +37,15 @@ export class SchedulesRepository {
     tenantId: string,
     afterId: string | undefined,
     limit: number,
+    /** Only these agents' (a key limited to agents, docs/adr/0066). */
+    agentIds?: string[],
   ): Promise<{ rows: Schedule[]; more: boolean }> {
     const rows = await this.db.schedule.findMany({
-      where: { tenantId, ...(afterId !== undefined ? { id: { gt: afterId } } : {}) },
+      where: {
+        tenantId,
+        ...(agentIds ? { agentId: { in: agentIds } } : {}),
+        ...(afterId !== undefined ? { id: { gt: afterId } } : {}),
+      },
       orderBy: { id: 'asc' },
       take: limit + 1,
     });

@@ -1,6 +1,6 @@
 import { newId, type AuditAction } from '@switchboard/contracts';
 import { isSecretKey, poolOf, redact, type Db, type Prisma, type Tx } from '@switchboard/database';
-import { json, sql, SqlDb, type Sql } from './sql';
+import { json, Sql, sql, SqlDb } from './sql';
 
 /**
  * The audit log (docs/adr/0030): one `audit_events` row per security-relevant change, written in
@@ -82,9 +82,32 @@ export interface AuditFilter {
   /** Only this tenant's entries (a tenant's own route always sets it). */
   tenantId?: string;
   action?: AuditAction;
+  /**
+   * Only entries about these agents or their objects (sessions, turns, tasks, approvals, triggers):
+   * a key limited to agents (docs/adr/0066). Entries about the tenant or its keys are left out.
+   */
+  agentIds?: string[];
   /** The last entry of the previous page: the page continues after it, newest first. */
   beforeId?: string;
   limit: number;
+}
+
+/** An entry's target as a uuid (null when it is not one: a cast of anything else would fail). */
+const targetUuid = sql`(CASE WHEN a.target_id ~ '^[0-9a-fA-F-]{36}$' THEN a.target_id::uuid END)`;
+
+/** The entry is about one of `ids` (agents) or an object of theirs, found in the entry's tenant. */
+function ofAgents(ids: string[]) {
+  const owned = (table: string) =>
+    sql`EXISTS (SELECT 1 FROM ${new Sql([table], [])} o WHERE o.id = ${targetUuid}
+      AND o.tenant_id = a.tenant_id AND o.agent_id = ANY(${ids}::uuid[]))`;
+  return sql`(
+    (a.target_type = 'agent' AND ${targetUuid} = ANY(${ids}::uuid[]))
+    OR (a.target_type = 'session' AND ${owned('sessions')})
+    OR (a.target_type = 'turn' AND ${owned('turns')})
+    OR (a.target_type = 'task' AND ${owned('tasks')})
+    OR (a.target_type = 'trigger' AND ${owned('triggers')})
+    OR (a.target_type = 'approval' AND EXISTS (SELECT 1 FROM approvals ap JOIN sessions s ON s.id = ap.session_id
+      WHERE ap.id = ${targetUuid} AND ap.tenant_id = a.tenant_id AND s.agent_id = ANY(${ids}::uuid[]))))`;
 }
 
 /** Reads of the audit log: newest first by (created_at, id), the order of its two indexes. */
@@ -102,6 +125,7 @@ export class AuditLogRepository {
   page(f: AuditFilter): Promise<AuditRow[]> {
     const tenant = f.tenantId === undefined ? sql`true` : sql`a.tenant_id = ${f.tenantId}::uuid`;
     const action = f.action === undefined ? sql`true` : sql`a.action = ${f.action}`;
+    const agents = f.agentIds === undefined ? sql`true` : ofAgents(f.agentIds);
     const after =
       f.beforeId === undefined
         ? sql`true`
@@ -111,7 +135,7 @@ export class AuditLogRepository {
       SELECT a.id, a.tenant_id AS "tenantId", a.actor, a.action, a.target_type AS "targetType",
         a.target_id AS "targetId", a.details, a.created_at AS "createdAt"
       FROM audit_events a
-      WHERE ${tenant} AND ${action} AND ${after}
+      WHERE ${tenant} AND ${action} AND ${agents} AND ${after}
       ORDER BY a.created_at DESC, a.id DESC
       LIMIT ${f.limit + 1}::int`);
   }

@@ -352,11 +352,12 @@ export class ExperimentStore {
     tenantId: string,
     after: string | undefined,
     limit: number,
-    f: { datasetId?: string; agentId?: string } = {},
+    f: { datasetId?: string; agentId?: string; agentIds?: string[] } = {},
   ): Promise<ExperimentRow[]> {
     return this.sql.rows<ExperimentRow>(sql`
       SELECT ${EXPERIMENT_COLUMNS} FROM experiments
       WHERE ${ofTenant('tenant_id', tenantId)} AND (${after ?? null}::uuid IS NULL OR id < ${after ?? null}::uuid)
+        AND ${f.agentIds === undefined ? sql`true` : sql`agent_id = ANY(${f.agentIds}::uuid[])`}
         AND (${f.datasetId ?? null}::uuid IS NULL OR dataset_id = ${f.datasetId ?? null}::uuid)
         AND (${f.agentId ?? null}::uuid IS NULL OR agent_id = ${f.agentId ?? null}::uuid)
       ORDER BY id DESC LIMIT ${limit + 1}`);

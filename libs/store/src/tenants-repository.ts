@@ -258,6 +258,10 @@ export class TenantsRepository {
 }
 
 /** A tenant's API keys, and the lookup that authenticates a request. */
+/** The kinds of object that belong to one agent, which a key limited to agents may only reach for its own. */
+export type AgentOwnedKind =
+  'session' | 'turn' | 'approval' | 'task' | 'schedule' | 'trigger' | 'experiment' | 'toolResult';
+
 export class ApiKeysRepository {
   constructor(private readonly db: Db) {}
 
@@ -292,22 +296,30 @@ export class ApiKeysRepository {
    * The agent an object of the tenant belongs to (a key limited to agents may only reach its own,
    * docs/adr/0066); undefined when the tenant has no such object.
    */
-  async agentOf(
-    tenantId: string,
-    kind: 'session' | 'turn' | 'approval' | 'task',
-    id: string,
-  ): Promise<string | undefined> {
+  async agentOf(tenantId: string, kind: AgentOwnedKind, id: string): Promise<string | undefined> {
     const where = { id, tenantId };
+    const select = { agentId: true } as const;
     switch (kind) {
       case 'session':
-        return (await this.db.session.findFirst({ where, select: { agentId: true } }))?.agentId;
+        return (await this.db.session.findFirst({ where, select }))?.agentId;
       case 'turn':
-        return (await this.db.turn.findFirst({ where, select: { agentId: true } }))?.agentId;
+        return (await this.db.turn.findFirst({ where, select }))?.agentId;
       case 'task':
-        return (await this.db.task.findFirst({ where, select: { agentId: true } }))?.agentId;
+        return (await this.db.task.findFirst({ where, select }))?.agentId;
+      case 'schedule':
+        return (await this.db.schedule.findFirst({ where, select }))?.agentId;
+      case 'trigger':
+        return (await this.db.trigger.findFirst({ where, select }))?.agentId;
+      case 'experiment':
+        return (await this.db.experiment.findFirst({ where, select }))?.agentId;
       case 'approval': {
         const approval = await this.db.approval.findFirst({ where, select: { sessionId: true } });
         return approval ? this.agentOf(tenantId, 'session', approval.sessionId) : undefined;
+      }
+      case 'toolResult': {
+        // Content-addressed: the session that stored it first; one kept without a session is no agent's.
+        const original = await this.db.toolResultOriginal.findFirst({ where, select: { sessionId: true } });
+        return original?.sessionId ? this.agentOf(tenantId, 'session', original.sessionId) : undefined;
       }
     }
   }

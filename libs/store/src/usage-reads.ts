@@ -45,7 +45,14 @@ export interface UsageRow {
  */
 export function tenantUsage(
   db: SqlDb,
-  q: { tenantId: string; from: Date; to: Date; groupBy: readonly UsageDimension[] },
+  q: {
+    tenantId: string;
+    from: Date;
+    to: Date;
+    groupBy: readonly UsageDimension[];
+    /** Only these agents' entries (a key limited to agents, docs/adr/0066). */
+    agentIds?: string[];
+  },
 ): Promise<UsageRow[]> {
   const dims = q.groupBy.map((d) => DIMENSIONS[d]);
   const columns = join(dims.map((d) => sql`${d.column} AS ${alias(d.field)}`));
@@ -64,6 +71,7 @@ export function tenantUsage(
                    cost_usd, cache_saved_usd
               FROM ledger_entries
              WHERE tenant_id = ${q.tenantId}::uuid
+               AND ${q.agentIds === undefined ? sql`true` : sql`agent_id = ANY(${q.agentIds}::uuid[])`}
                AND created_at >= ${q.from}::timestamptz AND created_at < ${q.to}::timestamptz) e
      GROUP BY GROUPING SETS ((${names}), ())
      ORDER BY total, ${names}`);

@@ -100,9 +100,14 @@ export class AgentsRepository {
    * The tenant's agent names for `GET /v1/models`, each with its most recent agent's creation (the one
    * `idByModel` picks), most recent first; at most `limit`.
    */
-  async modelNames(tenantId: string, limit: number): Promise<{ name: string; createdAt: Date }[]> {
+  async modelNames(
+    tenantId: string,
+    limit: number,
+    /** Only these agents (a key limited to agents, docs/adr/0066). */
+    agentIds?: string[],
+  ): Promise<{ name: string; createdAt: Date }[]> {
     return this.db.agent.findMany({
-      where: { tenantId, deletedAt: null },
+      where: { tenantId, deletedAt: null, ...(agentIds ? { id: { in: agentIds } } : {}) },
       orderBy: { createdAt: 'desc' },
       distinct: ['name'],
       select: { name: true, createdAt: true },

@@ -27,11 +27,12 @@ export class TriggersRepository {
   /** One page by id (time-ordered), `limit + 1` rows: the caller tells from the extra one whether more follow. */
   page(
     tenantId: string,
-    o: { afterId?: string; limit: number; includeRevoked: boolean },
+    o: { afterId?: string; limit: number; includeRevoked: boolean; agentIds?: string[] },
   ): Promise<Trigger[]> {
     return this.db.trigger.findMany({
       where: {
         tenantId,
+        ...(o.agentIds ? { agentId: { in: o.agentIds } } : {}),
         ...(o.includeRevoked ? {} : { revokedAt: null }),
         ...(o.afterId !== undefined ? { id: { gt: o.afterId } } : {}),
       },

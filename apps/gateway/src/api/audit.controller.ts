@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { AuditEventPageResponse, type AuditEventsQuery } from '@switchboard/contracts';
 import { AuditLogRepository } from '@switchboard/store';
-import { TenantId } from '../platform/auth/guard';
+import { KeyAgents, TenantId } from '../platform/auth/guard';
 import { AuditEventsQueryDto } from './dto';
 import { Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, presentAuditEvent } from './presenters';
@@ -11,10 +11,18 @@ export async function auditEventPage(
   audit: AuditLogRepository,
   q: AuditEventsQuery,
   tenantId: string | undefined,
+  /** Only entries about these agents and their objects (a key limited to agents, docs/adr/0066). */
+  agentIds?: string[],
 ): Promise<AuditEventPageResponse> {
   const before = decodeCursor<[string]>(q.cursor, ['string']);
   const limit = q.limit ?? 50;
-  const rows = await audit.page({ tenantId, action: q.action, beforeId: before?.[0], limit });
+  const rows = await audit.page({
+    tenantId,
+    action: q.action,
+    beforeId: before?.[0],
+    limit,
+    ...(agentIds ? { agentIds } : {}),
+  });
   const page = rows.slice(0, limit);
   return {
     data: page.map(presentAuditEvent),
@@ -42,7 +50,11 @@ export class AuditController {
     schema: AuditEventPageResponse,
     errors: [400],
   })
-  list(@TenantId() tenantId: string, @Query() q: AuditEventsQueryDto): Promise<AuditEventPageResponse> {
-    return auditEventPage(this.audit, q, tenantId);
+  list(
+    @TenantId() tenantId: string,
+    @Query() q: AuditEventsQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<AuditEventPageResponse> {
+    return auditEventPage(this.audit, q, tenantId, only);
   }
 }

@@ -21,7 +21,7 @@ import {
   type ExperimentRow,
   type SqlDb,
 } from '@switchboard/store';
-import { TenantId } from '../platform/auth/guard';
+import { KeyAgents, TenantId } from '../platform/auth/guard';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import {
   AddDatasetItemsDto,
@@ -282,12 +282,18 @@ export class ExperimentsController {
     schema: ExperimentPageResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: ExperimentsQueryDto): Promise<ExperimentPageResponse> {
+  async list(
+    @TenantId() tenantId: string,
+    @Query() q: ExperimentsQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<ExperimentPageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     const rows = await this.store.page(tenantId, after?.[0], limit, {
       datasetId: q.datasetId,
       agentId: q.agentId,
+      // A key limited to agents (docs/adr/0066) lists only their experiments.
+      ...(only ? { agentIds: only } : {}),
     });
     return paged(rows, limit, presentExperiment, (e) => e.id);
   }

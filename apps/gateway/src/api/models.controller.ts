@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Param } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ModelList, ModelObject } from '@switchboard/contracts';
 import { AgentsRepository } from '@switchboard/subagents';
-import { TenantId } from '../platform/auth/guard';
+import { KeyAgents, TenantId } from '../platform/auth/guard';
 import { OpenAiError } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../platform/errors';
 import { API_KEY_AUTH, OpenAiErrorResponses, schemaRef } from '../platform/openapi';
@@ -48,8 +48,12 @@ export class ModelsController {
   })
   @ApiResponse({ status: 200, description: 'The models', schema: schemaRef(ModelList) })
   @OpenAiErrorResponses(errors([401, 429, 503]))
-  async list(@TenantId() tenantId: string): Promise<ModelList> {
-    return { object: 'list', data: (await this.agents.modelNames(tenantId, MODELS_LIMIT)).map(present) };
+  async list(@TenantId() tenantId: string, @KeyAgents() only: string[] | undefined): Promise<ModelList> {
+    // A key limited to agents (docs/adr/0066) sees only those.
+    return {
+      object: 'list',
+      data: (await this.agents.modelNames(tenantId, MODELS_LIMIT, only)).map(present),
+    };
   }
 
   @Get(':model')
@@ -62,9 +66,15 @@ export class ModelsController {
   })
   @ApiResponse({ status: 200, description: 'The model', schema: schemaRef(ModelObject) })
   @OpenAiErrorResponses(errors([401, 404, 429, 503]))
-  async get(@TenantId() tenantId: string, @Param('model') model: string): Promise<ModelObject> {
+  async get(
+    @TenantId() tenantId: string,
+    @Param('model') model: string,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<ModelObject> {
     const agentId = await this.agents.idByModel(tenantId, model);
-    const agent = agentId ? await this.agents.find(tenantId, agentId) : null;
+    // Another agent than a limited key's is as unknown (docs/adr/0066).
+    const reachable = agentId && (!only || only.includes(agentId.toLowerCase()));
+    const agent = reachable ? await this.agents.find(tenantId, agentId) : null;
     if (!agent) {
       throw new OpenAiError(
         404,

@@ -17,7 +17,7 @@ import { withTimeout } from '@switchboard/queue';
 import { nextRunAt, ScheduleScheduler, SchedulesRepository } from '@switchboard/schedules';
 import { SessionsRepository } from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
-import { TenantId } from '../platform/auth/guard';
+import { KeyAgents, TenantId } from '../platform/auth/guard';
 import { CreateScheduleDto, PageQueryDto, UpdateScheduleDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
 import { decodeCursor, encodeCursor, pathId } from './presenters';
@@ -131,10 +131,15 @@ export class SchedulesController {
     schema: SchedulePageResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: PageQueryDto): Promise<SchedulePageResponse> {
+  async list(
+    @TenantId() tenantId: string,
+    @Query() q: PageQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<SchedulePageResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
-    const page = await this.schedules.page(tenantId, after?.[0], limit);
+    // A key limited to agents (docs/adr/0066) lists only their schedules.
+    const page = await this.schedules.page(tenantId, after?.[0], limit, only);
     return {
       data: page.rows.map(presentSchedule),
       nextCursor: page.more ? encodeCursor([page.rows[page.rows.length - 1].id]) : null,

@@ -23,7 +23,7 @@ import {
   TriageRules,
   TriggersRepository,
 } from '@switchboard/triage';
-import { Actor, TenantId } from '../platform/auth/guard';
+import { Actor, KeyAgents, TenantId } from '../platform/auth/guard';
 import { SecretBox } from '../ingress/secrets';
 import { CreateTriggerDto, PageQueryDto, RotateTriggerDto, TriggersQueryDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
@@ -157,12 +157,18 @@ export class TriggersController {
     schema: TriggerListResponse,
     errors: [400],
   })
-  async list(@TenantId() tenantId: string, @Query() q: TriggersQueryDto): Promise<TriggerListResponse> {
+  async list(
+    @TenantId() tenantId: string,
+    @Query() q: TriggersQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<TriggerListResponse> {
     const after = decodeCursor<[string]>(q.cursor, ['string']);
     const limit = q.limit ?? 50;
     const rows = await this.triggers.page(tenantId, {
       afterId: after?.[0],
       limit,
+      // A key limited to agents (docs/adr/0066) lists only their triggers.
+      ...(only ? { agentIds: only } : {}),
       includeRevoked: q.includeRevoked === 'true',
     });
     const page = rows.slice(0, limit);

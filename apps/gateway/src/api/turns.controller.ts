@@ -249,6 +249,9 @@ export class TurnsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const turnId = pathId(id, 'turn');
+    // A turn that is not the tenant's is 404 `turn` before its calls are looked up: the same answer a
+    // key limited to agents gets for another agent's turn (docs/adr/0066).
+    await this.find(tenantId, turnId);
     const answered = await this.turns.answerClientTools({
       tenantId,
       turnId,

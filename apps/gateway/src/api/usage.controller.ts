@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { createZodDto } from 'nestjs-zod';
 import { DailySpendQuery, DailySpendResponse, UsageResponse } from '@switchboard/contracts';
 import { tenantDailySpend, tenantUsage, usageField, type UsageRow } from '@switchboard/store';
-import { TenantId } from '../platform/auth/guard';
+import { KeyAgents, TenantId } from '../platform/auth/guard';
 import { UsageQueryDto } from './dto';
 import { Operation, TenantApi } from '../platform/openapi';
 import { GATEWAY_READS, type GatewayReads } from './reads';
@@ -32,10 +32,22 @@ export class UsageController {
     schema: UsageResponse,
     errors: [400],
   })
-  async get(@TenantId() tenantId: string, @Query() q: UsageQueryDto): Promise<UsageResponse> {
+  async get(
+    @TenantId() tenantId: string,
+    @Query() q: UsageQueryDto,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<UsageResponse> {
     const fields = q.groupBy.map(usageField);
+    // A key limited to agents (docs/adr/0066) sums only their entries (GET /v1/usage/daily, a
+    // tenant-wide roll-up, refuses it).
     const rows = await this.reads.read(({ sql }) =>
-      tenantUsage(sql, { tenantId, from: q.from, to: q.to, groupBy: q.groupBy }),
+      tenantUsage(sql, {
+        tenantId,
+        from: q.from,
+        to: q.to,
+        groupBy: q.groupBy,
+        ...(only ? { agentIds: only } : {}),
+      }),
     );
     const sums = (r: UsageRow) => ({
       inputTokens: Number(r.inputTokens),

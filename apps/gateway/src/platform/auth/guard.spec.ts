@@ -3,7 +3,8 @@ import type { Reflector } from '@nestjs/core';
 import { AppError } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import type { ApiKeysRepository, TenantsRepository } from '@switchboard/store';
-import { AuthGuard, type Access, type AuthedRequest } from './guard';
+import type { FastifyRequest } from 'fastify';
+import { AuthGuard, ownedObjects, tenantWide, type Access, type AuthedRequest } from './guard';
 import type { ApiKeyCache } from './key-cache';
 import type { KeyUsage } from './key-usage';
 import { hashApiKey } from './keys';
@@ -112,5 +113,51 @@ describe('AuthGuard: the operator acting as a tenant', () => {
     expect(tenant).toMatchObject({ tenantId: TENANT, apiKeyId: 'key-1' });
     expect(tenant?.operator).toBeUndefined();
     expect(await status('any', { authorization: 'Bearer revoked-or-wrong' })).toBe(401);
+  });
+});
+
+describe('what a key limited to agents is checked against (docs/adr/0066)', () => {
+  const S = '01a20360-0000-7000-8000-0000000000a1';
+  const T = '01a20360-0000-7000-8000-0000000000b2';
+  const req = (params: object, body?: unknown, query: object = {}) =>
+    ({ params, body, query }) as unknown as FastifyRequest;
+
+  it('tenant-wide routes are named; agents’ routes are not', () => {
+    expect(tenantWide('GET /v1/datasets')).toBe("the tenant's datasets");
+    expect(tenantWide('POST /v1/datasets/:id/items/from-turn')).toBe("the tenant's datasets");
+    expect(tenantWide('GET /v1/mcp-servers/:id')).toBe("the tenant's MCP servers");
+    expect(tenantWide('GET /v1/usage/daily')).toBe("the tenant's daily spend");
+    expect(tenantWide('DELETE /v1/api-keys/:id')).toBe("the tenant's API keys");
+    expect(tenantWide('PATCH /v1/settings')).toBe("the tenant's settings");
+    for (const key of ['GET /v1/settings', 'GET /v1/usage', 'GET /v1/experiments', 'GET /v1/datasetsx'])
+      expect(tenantWide(key)).toBeUndefined();
+  });
+
+  it('objects by id in the path, with the 404 their handler gives; ids in a REST body or query', () => {
+    expect(ownedObjects('GET /v1/experiments/:id', req({ id: S }))).toEqual([
+      { kind: 'experiment', id: S, label: 'experiment' },
+    ]);
+    expect(ownedObjects('GET /v1/turns/:id/comparison', req({ id: T }))).toEqual([
+      { kind: 'turn', id: T, label: 'replay turn' },
+    ]);
+    expect(ownedObjects('GET /v1/tool-results/:id', req({ id: 'a'.repeat(24) }))).toEqual([
+      { kind: 'toolResult', id: 'a'.repeat(24), label: 'tool result' },
+    ]);
+    expect(ownedObjects('GET /langgraph/threads/:thread_id/state', req({ thread_id: S }))).toEqual([
+      { kind: 'session', id: S, label: `thread ${S}` },
+    ]);
+    expect(ownedObjects('POST /v1/schedules', req({}, { agentId: T, sessionId: S }))).toEqual([
+      { kind: 'session', id: S, label: 'session' },
+    ]);
+    expect(ownedObjects('POST /v1/sessions/:id/fork', req({ id: S }, { turnId: T }))).toEqual([
+      { kind: 'session', id: S, label: 'session' },
+      { kind: 'turn', id: T, label: 'turn' },
+    ]);
+    expect(ownedObjects('GET /v1/turns', req({}, undefined, { sessionId: S }))).toEqual([
+      { kind: 'session', id: S, label: 'session' },
+    ]);
+    // Not an id (left to the handler, which 404s it), and the protocols' bodies (their handlers check).
+    expect(ownedObjects('GET /v1/sessions/:id', req({ id: 'nope' }))).toEqual([]);
+    expect(ownedObjects('POST /langgraph/threads', req({}, { sessionId: S }))).toEqual([]);
   });
 });

@@ -11,7 +11,13 @@ import type { FastifyRequest } from 'fastify';
 import { AppError, isUuid, notFound } from '@switchboard/contracts';
 import type { Config } from '@switchboard/config';
 import { CONFIG } from '@switchboard/platform';
-import { ApiKeysRepository, apiKeyActor, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
+import {
+  ApiKeysRepository,
+  apiKeyActor,
+  OPERATOR_ACTOR,
+  TenantsRepository,
+  type AgentOwnedKind,
+} from '@switchboard/store';
 import { AgentsRepository } from '@switchboard/subagents';
 import type { ErrorShapeConfig } from '../errors';
 import { API_KEY_CACHE, type ApiKeyCache, type CachedKey } from './key-cache';
@@ -181,6 +187,13 @@ export class AuthGuard implements CanActivate {
         scope: 'agents:write',
         role: key.role,
       });
+    const wide = tenantWide(declared.key);
+    if (wide)
+      throw new AppError(
+        'insufficient_scope',
+        `a key limited to agents cannot reach ${wide}: they belong to no one agent`,
+        { scope: scopesOf(declared.rule, req)[0], role: key.role },
+      );
     const named = namedAgents(declared.key, req);
     for (const agentId of named) if (!key.agentIds.includes(agentId.toLowerCase())) throw notFound('agent');
     if (AGENT_FILTERED_LISTS.has(declared.key) && named.length === 0)
@@ -192,10 +205,11 @@ export class AuthGuard implements CanActivate {
       if (agentId && !key.agentIds.includes(agentId.toLowerCase())) throw model.absent();
     }
     // An object of another agent is as absent as another tenant's (the handler 404s a missing one).
-    const owned = ownedObject(declared.key, req);
-    if (owned) {
+    // So is one named in the body or the query (a schedule's session, a dataset item's turn).
+    for (const owned of ownedObjects(declared.key, req)) {
       const agentId = await this.apiKeys.agentOf(key.tenantId, owned.kind, owned.id);
-      if (agentId && !key.agentIds.includes(agentId.toLowerCase())) throw notFound(owned.kind);
+      if (agentId && !key.agentIds.includes(agentId.toLowerCase()))
+        throw new AppError('not_found', `${owned.label} not found`);
     }
   }
 
@@ -260,11 +274,14 @@ function modelNamed(
   routeKey: string,
   req: FastifyRequest,
 ): { name: string; absent: () => Error } | undefined {
+  const params = (req.params ?? {}) as { assistant_id?: unknown };
   const body = (req.body ?? {}) as { assistant_id?: unknown; metadata?: unknown };
-  if (typeof body !== 'object' || Array.isArray(body) || !routeKey.startsWith('POST /langgraph/'))
+  // A search's filter is the handler's to narrow: another agent there finds nothing, as an unknown one.
+  const searching = routeKey.endsWith('/search');
+  if (!routeKey.includes(' /langgraph/') || searching || typeof body !== 'object' || Array.isArray(body))
     return undefined;
   const metadata = (body.metadata ?? {}) as { assistant_id?: unknown; graph_id?: unknown };
-  const name = [body.assistant_id, metadata.assistant_id, metadata.graph_id].find(
+  const name = [params.assistant_id, body.assistant_id, metadata.assistant_id, metadata.graph_id].find(
     (v) => typeof v === 'string',
   );
   if (typeof name !== 'string') return undefined;
@@ -274,24 +291,77 @@ function modelNamed(
 /** Lists across the tenant's agents that a key limited to agents must narrow with `agentId`. */
 const AGENT_FILTERED_LISTS = new Set(['GET /v1/sessions', 'GET /v1/turns']);
 
-const OWNED_PREFIXES: [string, 'session' | 'turn' | 'approval' | 'task', string][] = [
-  ['/v1/sessions/:id', 'session', 'id'],
-  ['/v1/turns/:id', 'turn', 'id'],
-  ['/v1/approvals/:id', 'approval', 'id'],
-  ['/v1/tasks/:id', 'task', 'id'],
-  ['/langgraph/threads/:thread_id', 'session', 'thread_id'],
+/**
+ * Routes of what belongs to the tenant as a whole, no one agent (datasets, MCP servers, the daily
+ * spend roll-up, its keys and settings): a key limited to agents is refused them (403
+ * `insufficient_scope`, before any lookup), as it is refused creating an agent. A limited admin key
+ * cannot so mint an unlimited one.
+ */
+const TENANT_WIDE: [string, string][] = [
+  ['/v1/datasets', "the tenant's datasets"],
+  ['/v1/mcp-servers', "the tenant's MCP servers"],
+  ['/v1/usage/daily', "the tenant's daily spend"],
+  ['/v1/api-keys', "the tenant's API keys"],
+  ['PATCH /v1/settings', "the tenant's settings"],
+  // The tenant's own export (issue 36): everything of the tenant, every agent's.
+  ['/v1/export', "the tenant's export"],
 ];
 
-/** The object by id a route reaches, whose agent a key limited to agents must own. */
-function ownedObject(
+/** What a tenant-wide route reaches, named for the refusal; undefined for any other route. */
+export function tenantWide(routeKey: string): string | undefined {
+  const path = routeKey.slice(routeKey.indexOf(' ') + 1);
+  return TENANT_WIDE.find(([p]) =>
+    p.includes(' ') ? routeKey === p : path === p || path.startsWith(`${p}/`),
+  )?.[1];
+}
+
+/**
+ * Objects by id in the path that belong to one agent: `[path prefix, kind, param, name in the 404]`.
+ * The 404 is the handler's for an unknown id, so another agent's object reads as absent.
+ */
+const OWNED_PREFIXES: [string, AgentOwnedKind, string, string][] = [
+  ['/v1/sessions/:id', 'session', 'id', 'session'],
+  // A comparison's handler names what it looks for: a replay turn.
+  ['/v1/turns/:id/comparison', 'turn', 'id', 'replay turn'],
+  ['/v1/turns/:id', 'turn', 'id', 'turn'],
+  ['/v1/approvals/:id', 'approval', 'id', 'approval'],
+  ['/v1/tasks/:id', 'task', 'id', 'task'],
+  ['/v1/schedules/:id', 'schedule', 'id', 'schedule'],
+  ['/v1/triggers/:id', 'trigger', 'id', 'trigger'],
+  ['/v1/experiments/:id', 'experiment', 'id', 'experiment'],
+  ['/v1/tool-results/:id', 'toolResult', 'id', 'tool result'],
+  // LangGraph's handler names the thread: `thread <id> not found`.
+  ['/langgraph/threads/:thread_id', 'session', 'thread_id', 'thread :id'],
+];
+
+/** Ids of agent-owned objects a REST request names in its body or query (`sessionId`, `turnId`). */
+const OWNED_FIELDS: [string, AgentOwnedKind][] = [
+  ['sessionId', 'session'],
+  ['turnId', 'turn'],
+];
+
+/** The objects a route reaches by id (path, body, query) whose agent a key limited to agents must own. */
+export function ownedObjects(
   routeKey: string,
   req: FastifyRequest,
-): { kind: 'session' | 'turn' | 'approval' | 'task'; id: string } | undefined {
+): { kind: AgentOwnedKind; id: string; label: string }[] {
   const path = routeKey.slice(routeKey.indexOf(' ') + 1);
   const params = (req.params ?? {}) as Record<string, string | undefined>;
-  for (const [prefix, kind, param] of OWNED_PREFIXES) {
+  const out: { kind: AgentOwnedKind; id: string; label: string }[] = [];
+  for (const [prefix, kind, param, label] of OWNED_PREFIXES) {
     const id = params[param];
-    if (path.startsWith(prefix) && id && isUuid(id)) return { kind, id: id.toLowerCase() };
+    if (path.startsWith(prefix) && id && (kind === 'toolResult' ? /^[0-9a-f]{24}$/.test(id) : isUuid(id))) {
+      out.push({ kind, id: id.toLowerCase(), label: label.replace(':id', id) });
+      break;
+    }
   }
-  return undefined;
+  if (!path.startsWith('/v1/')) return out;
+  const body = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : {};
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  for (const source of [body as Record<string, unknown>, query])
+    for (const [field, kind] of OWNED_FIELDS) {
+      const id = source[field];
+      if (typeof id === 'string' && isUuid(id)) out.push({ kind, id: id.toLowerCase(), label: kind });
+    }
+  return out;
 }

@@ -126,4 +126,19 @@ describe('route scopes (docs/adr/0066)', () => {
     // A body without a method (a malformed call) still needs something: the least, `read`, for MCP.
     expect(scopesOf(mcp, req(undefined))).toEqual(['read']);
   });
+
+  it("MCP's handshake needs no scope; tools/list is messages:send for a key that may send but not read", () => {
+    const req = (body: unknown, apiKeyRole?: string) => ({ body, apiKeyRole }) as unknown as FastifyRequest;
+    const mcp = ROUTE_SCOPES['POST /mcp'];
+    for (const method of ['initialize', 'ping', 'server/discover', 'notifications/initialized'])
+      expect(scopesOf(mcp, req({ jsonrpc: '2.0', method }, 'ingest'))).toEqual([]);
+    expect(scopesOf(mcp, req({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 'ingest'))).toEqual([
+      'messages:send',
+    ]);
+    expect(scopesOf(mcp, req({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 'reader'))).toEqual(['read']);
+    // Anything else an ingest key sends still needs `read`, which it lacks.
+    expect(scopesOf(mcp, req({ jsonrpc: '2.0', id: 1, method: 'resources/list' }, 'ingest'))).toEqual([
+      'read',
+    ]);
+  });
 });

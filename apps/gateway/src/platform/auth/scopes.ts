@@ -73,9 +73,24 @@ const a2aScopes = (req: FastifyRequest): Scope[] =>
     A2A_READS.has(m) ? 'read' : A2A_CANCELS.has(m) ? 'sessions:write' : 'messages:send',
   );
 
-/** MCP: a tool call (a message to an agent) is `messages:send`; the rest (initialize, lists, pings) `read`. */
-const mcpScopes = (req: FastifyRequest): Scope[] =>
-  rpcMethods(req).map((m) => (m === 'tools/call' ? 'messages:send' : 'read'));
+/** MCP's handshake and keep-alive: they tell nothing of the tenant's data, so any key may send them. */
+const MCP_HANDSHAKE = new Set(['initialize', 'ping', 'server/discover']);
+
+/**
+ * MCP: a tool call (a message to an agent) is `messages:send`; the handshake (initialize, pings,
+ * notifications) needs no scope; `tools/list` (the agents' names) is `read`, or `messages:send` for a
+ * key that may send but not read (an ingest key must find the tool it calls); the rest is `read`.
+ */
+const mcpScopes = (req: FastifyRequest): Scope[] => {
+  const role = (req as { apiKeyRole?: string }).apiKeyRole ?? 'admin';
+  return rpcMethods(req).flatMap((m): Scope[] => {
+    if (m === 'tools/call') return ['messages:send'];
+    if (MCP_HANDSHAKE.has(m) || m.startsWith('notifications/')) return [];
+    if (m === 'tools/list' && !grants(role, 'read') && grants(role, 'messages:send'))
+      return ['messages:send'];
+    return ['read'];
+  });
+};
 
 /**
  * THE table: every tenant route (`METHOD /path` as its controller declares it) and the scope it

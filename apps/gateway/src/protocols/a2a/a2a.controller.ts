@@ -9,7 +9,7 @@ import { notFound, parseTenantSettings } from '@switchboard/contracts';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER } from '@switchboard/platform';
 import { A2aStore, sql, type SqlDb } from '@switchboard/store';
-import { TenantId } from '../../platform/auth/guard';
+import { KeyAgents, TenantId } from '../../platform/auth/guard';
 import { agentCardJson, agentCardOf } from '@switchboard/protocols';
 import { A2aAgent } from './a2a';
 import { GATEWAY_SQL } from '../../api/streams.controller';
@@ -162,6 +162,7 @@ export class A2aController {
     @Param('agentId') agentId: string,
     @Req() req: FastifyRequest,
     @Res() reply: FastifyReply,
+    @KeyAgents() only: string[] | undefined,
   ): Promise<void> {
     const agent = await this.agent(tenantId, agentId);
     const gone = clientGone(reply);
@@ -173,6 +174,7 @@ export class A2aController {
       allowHosts: this.allowHosts,
       signs: () => this.signs(tenantId),
       version: legacy ? '0.3' : '1.0',
+      ...(only ? { reach: only } : {}),
     });
     const mapError = (err: unknown): unknown =>
       legacy

@@ -99,6 +99,11 @@ export interface A2aAgentDeps {
   signs: () => Promise<boolean>;
   /** The wire version of this request: a config set through it is delivered in its shape. */
   version: PushWireVersion;
+  /**
+   * The agents a key limited to agents reaches (docs/adr/0066): a context (session) of another is
+   * refused as a missing one. Unset: every agent.
+   */
+  reach?: string[];
 }
 
 /** A header value a client may name: no control characters (no header injection), bounded. */
@@ -390,6 +395,7 @@ export class A2aAgent implements A2ARequestHandler {
         text,
         ...(message?.contextId ? { sessionId: message.contextId } : {}),
         createdBy: 'a2a',
+        ...(this.deps.reach ? { reach: this.deps.reach } : {}),
       });
     } catch (err) {
       if (err instanceof SessionRefused) throw new RequestMalformedError(`contextId: ${err.message}`);

@@ -35,7 +35,7 @@ import {
   cancelCause,
 } from '@switchboard/contracts';
 import type { Approvals } from '@switchboard/turns';
-import { Actor, ApiKeyId, TenantId } from '../../platform/auth/guard';
+import { Actor, ApiKeyId, KeyAgents, TenantId } from '../../platform/auth/guard';
 import {
   LangGraphAssistantSearchDto,
   LangGraphCancelQueryDto,
@@ -200,6 +200,7 @@ export class LangGraphController {
   async searchAssistants(
     @TenantId() tenantId: string,
     @Body() body: LangGraphAssistantSearchDto,
+    @KeyAgents() only: string[] | undefined,
   ): Promise<LangGraphAssistant[]> {
     if (body.graph_id !== undefined && body.name !== undefined && body.graph_id !== body.name) return [];
     const rows = await this.reads.agents(tenantId, {
@@ -209,6 +210,8 @@ export class LangGraphController {
       offset: body.offset ?? 0,
       sortBy: body.sort_by ?? 'created_at',
       desc: (body.sort_order ?? 'desc') === 'desc',
+      // A key limited to agents (docs/adr/0066) finds only those.
+      ...(only ? { agentIds: only } : {}),
     });
     // Metadata filters match the assistant's metadata (its model, tools, approval_required).
     const wanted = Object.entries(body.metadata ?? {});
@@ -291,6 +294,7 @@ export class LangGraphController {
   async searchThreads(
     @TenantId() tenantId: string,
     @Body() body: LangGraphThreadSearchDto,
+    @KeyAgents() only: string[] | undefined,
   ): Promise<LangGraphThread[]> {
     for (const key of ['values', 'extract'] as const) {
       if (Object.keys(body[key] ?? {}).length > 0) {
@@ -303,12 +307,15 @@ export class LangGraphController {
       typeof assistant_id === 'string' ? assistant_id : typeof graph_id === 'string' ? graph_id : undefined;
     if (named !== undefined) {
       const agent = await this.reads.agent(tenantId, named);
-      if (!agent) return [];
+      // Another agent than a limited key's is as unknown (docs/adr/0066).
+      if (!agent || (only && !only.includes(agent.id.toLowerCase()))) return [];
       agentId = agent.id;
     }
     const rows = await this.reads.sessions(tenantId, {
       ids: body.ids,
       agentId,
+      // A key limited to agents (docs/adr/0066) finds only their threads.
+      ...(only ? { agentIds: only } : {}),
       metadata,
       limit: body.limit ?? 10,
       offset: body.offset ?? 0,

@@ -34,7 +34,16 @@ export class LangGraphReads {
 
   agents(
     tenantId: string,
-    q: { graphId?: string; name?: string; limit: number; offset: number; sortBy: string; desc: boolean },
+    q: {
+      graphId?: string;
+      name?: string;
+      limit: number;
+      offset: number;
+      sortBy: string;
+      desc: boolean;
+      /** Only these agents (a key limited to agents, docs/adr/0066). */
+      agentIds?: string[];
+    },
   ): Promise<Agent[]> {
     const by = {
       assistant_id: 'id',
@@ -47,6 +56,7 @@ export class LangGraphReads {
       where: {
         tenantId,
         deletedAt: null,
+        ...(q.agentIds ? { id: { in: q.agentIds } } : {}),
         ...(q.graphId !== undefined || q.name !== undefined ? { name: q.graphId ?? q.name } : {}),
       },
       orderBy: [{ [by]: q.desc ? 'desc' : 'asc' }, { id: 'asc' }],
@@ -70,6 +80,8 @@ export class LangGraphReads {
     q: {
       ids?: string[];
       agentId?: string;
+      /** Only these agents' sessions (a key limited to agents, docs/adr/0066). */
+      agentIds?: string[];
       metadata: Record<string, unknown>;
       limit: number;
       offset: number;
@@ -85,7 +97,7 @@ export class LangGraphReads {
         tenantId,
         parentSessionId: null,
         ...(q.ids ? { id: { in: q.ids } } : {}),
-        ...(q.agentId ? { agentId: q.agentId } : {}),
+        ...(q.agentId ? { agentId: q.agentId } : q.agentIds ? { agentId: { in: q.agentIds } } : {}),
         AND: Object.entries(q.metadata).map(([key, value]) => ({
           metadata: { path: [key], equals: value as Prisma.InputJsonValue },
         })),

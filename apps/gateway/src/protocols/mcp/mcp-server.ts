@@ -54,6 +54,8 @@ import { SessionRefused, type AgentTurns, type StartedTurn } from '@switchboard/
 /** What the tools/call handler needs besides AgentTurns. */
 export interface McpCallContext {
   tenantId: string;
+  /** The agents the API key is limited to (docs/adr/0066): its tools are only theirs. Unset: every agent. */
+  agentIds?: string[];
   /**
    * Where a call's turn is noted so a `notifications/cancelled` on any replica finds it. Revision
    * 2025-11-25 only: in 2026-07-28 a client cancels by closing the call's stream (the call's signal).
@@ -121,9 +123,16 @@ interface FollowedTurn {
   after: number;
 }
 
-/** tools/list: the tenant's agents. */
+/** The tenant's agents as tools; for a key limited to agents, only theirs (another is no tool). */
+async function reachableTools(turns: AgentTurns, ctx: McpCallContext) {
+  const agents = await turns.agents(ctx.tenantId);
+  const only = ctx.agentIds;
+  return agentTools(only ? agents.filter((a) => only.includes(a.id.toLowerCase())) : agents);
+}
+
+/** tools/list: the tenant's agents (a limited key's only). */
 export async function listAgentTools(turns: AgentTurns, ctx: McpCallContext): Promise<Tool[]> {
-  return agentTools(await turns.agents(ctx.tenantId)).map((t) => t.tool);
+  return (await reachableTools(turns, ctx)).map((t) => t.tool);
 }
 
 /**
@@ -137,7 +146,7 @@ export async function callAgentTool<R = never>(
   call: AgentToolCall,
   ask?: AskClient<R>,
 ): Promise<CallToolResult | R> {
-  const entry = agentTools(await turns.agents(ctx.tenantId)).find((t) => t.tool.name === call.name);
+  const entry = (await reachableTools(turns, ctx)).find((t) => t.tool.name === call.name);
   if (!entry) return toolError(`no tool named "${call.name}": tools/list names the agents`);
   const args = parseToolArguments(call.arguments);
   if ('error' in args) return toolError(args.error);
@@ -158,6 +167,7 @@ export async function callAgentTool<R = never>(
       sessionId: args.sessionId,
       createdBy: 'mcp',
       clientTools,
+      ...(ctx.agentIds ? { reach: ctx.agentIds } : {}),
     });
   } catch (err) {
     if (err instanceof SessionRefused) return toolError(err.message);
@@ -196,6 +206,9 @@ export async function resumeAgentTool<R>(
   if (call.name !== state.tool) {
     throw invalidAnswer('tool_mismatch', `this requestState belongs to a call of "${state.tool}"`, []);
   }
+  // A key limited to agents resumes only its agents' calls (docs/adr/0066): another is no tool.
+  if (ctx.agentIds && !(await reachableTools(turns, ctx)).some((t) => t.tool.name === call.name))
+    return toolError(`no tool named "${call.name}": tools/list names the agents`);
   if (responses.dropped?.length) {
     throw invalidAnswer(
       'invalid_output',

@@ -25,7 +25,7 @@ import { toNodeHandler, toWebRequest, type NodeMcpRequestHandler } from '@modelc
 import type { Config } from '@switchboard/config';
 import type { Logger } from '@switchboard/observability';
 import { CONFIG, LOGGER, REDIS } from '@switchboard/platform';
-import { ApiKeyId, TenantId } from '../../platform/auth/guard';
+import { ApiKeyId, KeyAgents, TenantId } from '../../platform/auth/guard';
 import { AGENT_TURNS, type AgentTurns } from '@switchboard/agent-turns';
 import { JSONRPC_INVALID_REQUEST } from '@switchboard/protocols';
 import { ErrorShapeOf } from '../../platform/errors';
@@ -86,6 +86,8 @@ const methodNotAllowed = (reply: FastifyReply) =>
 /** What the gateway hands the revision-2026-07-28 handler about the caller (its guard verified the key). */
 interface Caller {
   tenantId: string;
+  /** The agents the key is limited to (docs/adr/0066); unset: every agent. */
+  agentIds?: string[];
 }
 
 /**
@@ -124,7 +126,7 @@ export class McpController implements OnApplicationShutdown {
       ({ authInfo }) =>
         modernMcpServerFor(
           this.turns,
-          { tenantId: (authInfo?.extra as unknown as Caller).tenantId, logger: this.logger },
+          { ...(authInfo?.extra as unknown as Caller), logger: this.logger },
           this.requestState,
         ),
       { legacy: 'reject', onerror },
@@ -230,8 +232,9 @@ export class McpController implements OnApplicationShutdown {
     @ApiKeyId() apiKeyId: string,
     @Req() req: FastifyRequest,
     @Res() reply: FastifyReply,
+    @KeyAgents() agentIds: string[] | undefined,
   ): Promise<void> {
-    await this.handle(tenantId, apiKeyId, req, reply);
+    await this.handle(tenantId, apiKeyId, req, reply, agentIds);
   }
 
   @Get()
@@ -278,6 +281,7 @@ export class McpController implements OnApplicationShutdown {
     apiKeyId: string,
     req: FastifyRequest,
     reply: FastifyReply,
+    agentIds: string[] | undefined,
   ): Promise<void> {
     // The SDK writes the response itself; the headers set so far (request id, security) go with it.
     reply.hijack();
@@ -286,13 +290,15 @@ export class McpController implements OnApplicationShutdown {
     }
     if (!(await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
       // The key's id, never its secret: the SDK carries it to the factory, which reads the tenant.
-      const caller: Caller = { tenantId };
+      const caller: Caller = { tenantId, ...(agentIds ? { agentIds } : {}) };
       const auth = { token: apiKeyId, clientId: apiKeyId, scopes: [], extra: { ...caller } };
       await this.serveModern(Object.assign(req.raw, { auth }), reply.raw, req.body);
       return;
     }
     const server = mcpServerFor(this.turns, {
       tenantId,
+      // A key limited to agents (docs/adr/0066) sees and calls only theirs.
+      ...(agentIds ? { agentIds } : {}),
       // Per API key; the operator acting as a tenant (`operator`) per tenant, never one scope for all.
       calls: new RedisCallRegistry(
         this.redis,

@@ -186,6 +186,8 @@ export class ChatCompletionsController {
                 ...(idempotencyKey ? { key: { idempotencyKey } } : {}),
               },
             },
+        // A key limited to agents (docs/adr/0066): another agent's session is a missing one.
+        only,
       )
       .catch(chatSessionRefusal(requested));
     void reply.header(SESSION_HEADER, sessionId);

@@ -78,7 +78,7 @@ export class ResponsesSocket implements OnApplicationShutdown {
       );
       return;
     }
-    let who: { tenantId: string; keyId: string };
+    let who: { tenantId: string; keyId: string; agentIds: string[] | null };
     try {
       const key = await this.auth.apiKey(bearer(req.headers.authorization));
       // WebSocket mode creates responses: the scope of POST /v1/responses (docs/adr/0066).
@@ -102,7 +102,7 @@ export class ResponsesSocket implements OnApplicationShutdown {
   private readonly native = (err: unknown) => toErrorAnswer(err, this.logger);
 
   /** One connection: its messages one after another, its cache, its time limit. */
-  private serve(ws: WebSocket, who: { tenantId: string; keyId: string }): void {
+  private serve(ws: WebSocket, who: { tenantId: string; keyId: string; agentIds: string[] | null }): void {
     const cache = new Map<string, CachedResponse>();
     const gone = new AbortController();
     let queue = Promise.resolve();
@@ -138,7 +138,7 @@ export class ResponsesSocket implements OnApplicationShutdown {
 
   private async handle(
     ws: WebSocket,
-    who: { tenantId: string; keyId: string },
+    who: { tenantId: string; keyId: string; agentIds: string[] | null },
     cache: Map<string, CachedResponse>,
     signal: AbortSignal,
     data: RawData,
@@ -154,7 +154,11 @@ export class ResponsesSocket implements OnApplicationShutdown {
       // store: false has no stored fallback: only this socket's state can continue it.
       if (previous !== null && !cached && event.store === false) throw previousNotFound(previous);
       const { type: _type, ...body } = event;
-      const { meta, admitted } = await this.responses.admit(who.tenantId, body, { cached });
+      // A key limited to agents (docs/adr/0066) reaches only theirs, as on POST /v1/responses.
+      const { meta, admitted } = await this.responses.admit(who.tenantId, body, {
+        cached,
+        ...(who.agentIds ? { only: who.agentIds } : {}),
+      });
       let response;
       try {
         response = await this.streamer.follow(

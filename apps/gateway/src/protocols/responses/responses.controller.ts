@@ -128,7 +128,10 @@ export class ResponsesController {
     @KeyAgents() only: string[] | undefined,
   ): Promise<void> {
     await this.reaches(tenantId, body.model, only);
-    const { meta, admitted } = await this.responses.admit(tenantId, body, { idempotencyKey });
+    const { meta, admitted } = await this.responses.admit(tenantId, body, {
+      idempotencyKey,
+      ...(only ? { only } : {}),
+    });
     try {
       if (body.stream) {
         await this.streamer.stream(reply, { tenantId, meta, watch: admitted.watch });
@@ -225,13 +228,14 @@ export class ResponsesController {
     @Param('id') id: string,
     @Query() q: RetrieveResponseQueryDto,
     @Res() reply: FastifyReply,
+    @KeyAgents() only: string[] | undefined,
   ): Promise<void> {
     if (q.starting_after !== undefined && q.stream !== 'true') {
       throw new OpenAiError(400, 'invalid_value', 'starting_after: only with stream=true', {
         param: 'starting_after',
       });
     }
-    const { meta, turn } = await this.responses.response(tenantId, id);
+    const { meta, turn } = await this.responses.response(tenantId, id, only);
     if (q.stream === 'true') {
       await this.streamer.stream(reply, { tenantId, meta, startingAfter: q.starting_after });
       return;
@@ -260,8 +264,12 @@ export class ResponsesController {
     schema: schemaRef(ResponseObject),
   })
   @OpenAiErrorResponses(errors([400, 401, 404, 429, 500, 503]))
-  async cancel(@TenantId() tenantId: string, @Param('id') id: string): Promise<ResponseObject> {
-    const { meta } = await this.responses.response(tenantId, id);
+  async cancel(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @KeyAgents() only: string[] | undefined,
+  ): Promise<ResponseObject> {
+    const { meta } = await this.responses.response(tenantId, id, only);
     const done = await this.turns.cancel(
       tenantId,
       meta.turnId,
@@ -292,8 +300,9 @@ export class ResponsesController {
     @TenantId() tenantId: string,
     @Param('id') id: string,
     @Query() q: InputItemsQueryDto,
+    @KeyAgents() only: string[] | undefined,
   ): Promise<ResponseInputItemList> {
-    const { meta, turn } = await this.responses.response(tenantId, id);
+    const { meta, turn } = await this.responses.response(tenantId, id, only);
     const rows = await this.sessions.turnInput(
       tenantId,
       meta.sessionId,

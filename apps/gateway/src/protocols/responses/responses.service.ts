@@ -72,7 +72,15 @@ export class ResponsesService {
   async admit(
     tenantId: string,
     body: CreateResponseRequest,
-    o: { idempotencyKey?: string; cached?: CachedResponse } = {},
+    o: {
+      idempotencyKey?: string;
+      cached?: CachedResponse;
+      /**
+       * The agents a key limited to agents reaches (docs/adr/0066): another agent is no model, its
+       * responses are not found (a chain through one is `previous_response_not_found`).
+       */
+      only?: string[];
+    } = {},
   ): Promise<AdmittedResponse> {
     const unsupported = unsupportedResponsesParameter(body);
     if (unsupported) {
@@ -87,11 +95,12 @@ export class ResponsesService {
       });
     }
     const agentId = await this.turns.agentNamed(tenantId, body.model);
-    if (!agentId) throw modelNotFound(body.model, 'GET /v1/models');
+    if (!agentId || (o.only && !o.only.includes(agentId.toLowerCase())))
+      throw modelNotFound(body.model, 'GET /v1/models');
     // An input ending with `function_call_output` items answers the calls a waiting turn handed out
     // (docs/adr/0047): that turn resumes; nothing new is admitted.
     const results = functionCallOutputs(body.input);
-    if (results) return this.answer(tenantId, body, results, o.cached);
+    if (results) return this.answer(tenantId, body, results, o.cached, o.only);
     const plan = planInput(body.input);
     if (plan.images.length > 0) await this.checkImages(tenantId, agentId, body.model);
     const agent = await this.turns.agent(tenantId, agentId);
@@ -113,7 +122,7 @@ export class ResponsesService {
     const idempotencyKey = o.idempotencyKey;
     let afterTurnId: string | undefined;
     if (previous !== null) {
-      afterTurnId = o.cached?.turnId ?? (await this.storedTurnOf(tenantId, previous));
+      afterTurnId = o.cached?.turnId ?? (await this.storedTurnOf(tenantId, previous, o.only));
       if (!afterTurnId) throw previousNotFound(previous);
     }
     const sessionId = await this.turns
@@ -130,6 +139,7 @@ export class ResponsesService {
                 ...(idempotencyKey ? { key: { idempotencyKey, scope: 'responses' } } : {}),
               },
             },
+        o.only,
       )
       .catch(responsesSessionRefusal(previous));
     const record: ResponseRequestRecord = {
@@ -168,11 +178,12 @@ export class ResponsesService {
     body: CreateResponseRequest,
     results: { callId: string; output: string }[],
     cached: CachedResponse | undefined,
+    only: string[] | undefined,
   ): Promise<AdmittedResponse> {
     const previous = body.previous_response_id ?? null;
     let turnId: string | undefined;
     if (previous !== null) {
-      turnId = cached?.turnId ?? (await this.storedTurnOf(tenantId, previous));
+      turnId = cached?.turnId ?? (await this.storedTurnOf(tenantId, previous, only));
       if (!turnId) throw previousNotFound(previous);
     }
     const answered = await this.turns
@@ -204,8 +215,13 @@ export class ResponsesService {
   }
 
   /** The response an id names, of the tenant: its turn and what its request recorded; 404 otherwise. */
-  async response(tenantId: string, id: string): Promise<{ meta: ResponseMeta; turn: TurnResponse }> {
-    const found = await this.find(tenantId, id);
+  async response(
+    tenantId: string,
+    id: string,
+    /** The agents a key limited to agents reaches (docs/adr/0066): another's response is not found. */
+    only?: string[],
+  ): Promise<{ meta: ResponseMeta; turn: TurnResponse }> {
+    const found = await this.find(tenantId, id, only);
     // A `store: false` response is not kept as a response: only its own socket could continue it.
     if (!found || !found.meta.record.store) throw notFoundResponse(id);
     return found;
@@ -244,18 +260,21 @@ export class ResponsesService {
   }
 
   /** The turn of a stored response (`store` not false), or undefined. */
-  private async storedTurnOf(tenantId: string, id: string): Promise<string | undefined> {
-    const found = await this.find(tenantId, id);
+  private async storedTurnOf(tenantId: string, id: string, only?: string[]): Promise<string | undefined> {
+    const found = await this.find(tenantId, id, only);
     return found?.meta.record.store ? found.meta.turnId : undefined;
   }
 
   private async find(
     tenantId: string,
     id: string,
+    only?: string[],
   ): Promise<{ meta: ResponseMeta; turn: TurnResponse } | undefined> {
     const ref = responseRefOf(id);
     const row = ref ? await readTurn(this.sql, tenantId, ref.turnId) : undefined;
     if (!row || !ref) return undefined;
+    // Another agent's response is as absent as another tenant's (docs/adr/0066).
+    if (only && !only.includes(row.agentId.toLowerCase())) return undefined;
     const turn = presentTurn(row);
     const metadata = await this.sessions.messageMetadata(tenantId, turn.inputMessageId);
     const agent = await this.turns.agent(tenantId, turn.agentId);
