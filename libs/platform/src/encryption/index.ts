@@ -1,0 +1,3 @@
+export * from './envelope';
+export * from './key-provider';
+export * from './tenant-cipher';
