@@ -81,7 +81,7 @@ export class EncryptionUnavailableError extends Error {
 export class TenantCipher {
   private readonly keys: Lru<Buffer>;
   private readonly modes: Lru<EncryptionMode>;
-  private readonly active = new Map<string, number>();
+  private readonly active: Lru<number>;
   private readonly defaultMode: EncryptionMode;
   private readonly now: () => number;
 
@@ -93,6 +93,8 @@ export class TenantCipher {
     this.now = options.now ?? Date.now;
     this.keys = new Lru(options.maxKeys ?? 1000, options.keyTtlMs ?? 600_000, this.now);
     this.modes = new Lru(10_000, options.modeTtlMs ?? 5_000, this.now);
+    // Another process' rotation is seen within the same few seconds.
+    this.active = new Lru(10_000, options.modeTtlMs ?? 5_000, this.now);
     this.defaultMode = options.defaultMode ?? 'off';
   }
 
@@ -281,7 +283,7 @@ export class TenantCipher {
     await this.db.$executeRaw`
       UPDATE tenant_data_keys SET state = 'destroyed', wrapped_key = '' WHERE tenant_id = ${tenantId}::uuid`;
     this.keys.deleteWhere((k) => k.startsWith(`${tenantId}:`));
-    this.active.delete(tenantId);
+    this.active.deleteWhere((k) => k === tenantId);
   }
 
   private requireProvider(): KeyProvider {
