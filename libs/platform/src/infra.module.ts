@@ -22,7 +22,8 @@ import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
+import { CIPHER, CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
+import { tenantCipherFromConfig } from './encryption';
 import { QueueWorkers, WorkerFailures } from './worker';
 import { embedderRegistryFromConfig } from './providers';
 import type { EmbedderRegistry } from '@switchboard/providers';
@@ -80,6 +81,8 @@ export class InfraModule {
             : null,
       },
       { provide: REDIS, useValue: redis },
+      // Per-tenant encryption at rest (docs/adr/0067): without a key provider every tenant is `off`.
+      { provide: CIPHER, inject: [DB], useFactory: (db: Db) => tenantCipherFromConfig(config, db) },
       {
         // Sub-agent tasks (docs/adr/0024): spawns enqueue child turns; close_subagent cancels through ADR 0014.
         provide: TASKS,

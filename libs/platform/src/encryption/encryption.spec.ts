@@ -4,50 +4,50 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { EnvelopeError, envelopeVersion, isEnvelope, openEnvelope, parseEnvelope, sealEnvelope } from './envelope';
+import { SealedValueError, sealedVersion, isSealed, openSealed, parseSealed, sealValue } from './sealed';
 import { KeyProviderError, LocalKeyRing, parseKeyRing, VaultTransit } from './key-provider';
 
 const TENANT = '11111111-1111-4111-8111-111111111111';
 const OTHER = '22222222-2222-4222-8222-222222222222';
 const b64 = () => randomBytes(32).toString('base64');
 
-describe('envelopes', () => {
+describe('sealed values', () => {
   const key = randomBytes(32);
 
   it('round-trips text and JSON, self-describing its kind and data-key version', () => {
     const text = 'the quokka ate 17 grapes — ünïcode ✓';
-    const env = sealEnvelope(key, TENANT, 3, 't', text);
-    expect(isEnvelope(env)).toBe(true);
+    const env = sealValue(key, TENANT, 3, 't', text);
+    expect(isSealed(env)).toBe(true);
     expect(env).not.toContain('quokka');
-    expect(envelopeVersion(env)).toBe(3);
-    const parsed = parseEnvelope(env)!;
+    expect(sealedVersion(env)).toBe(3);
+    const parsed = parseSealed(env)!;
     expect(parsed.kind).toBe('t');
-    expect(openEnvelope(key, TENANT, parsed)).toBe(text);
-    const json = sealEnvelope(key, TENANT, 1, 'j', JSON.stringify({ a: [1, 'x'] }));
-    expect(JSON.parse(openEnvelope(key, TENANT, parseEnvelope(json)!))).toEqual({ a: [1, 'x'] });
+    expect(openSealed(key, TENANT, parsed)).toBe(text);
+    const json = sealValue(key, TENANT, 1, 'j', JSON.stringify({ a: [1, 'x'] }));
+    expect(JSON.parse(openSealed(key, TENANT, parseSealed(json)!))).toEqual({ a: [1, 'x'] });
   });
 
   it('seals the same text differently each time (random IV)', () => {
-    expect(sealEnvelope(key, TENANT, 1, 't', 'same')).not.toBe(sealEnvelope(key, TENANT, 1, 't', 'same'));
+    expect(sealValue(key, TENANT, 1, 't', 'same')).not.toBe(sealValue(key, TENANT, 1, 't', 'same'));
   });
 
   it('detects a tampered ciphertext, tag or version, and a wrong key or tenant', () => {
-    const env = sealEnvelope(key, TENANT, 2, 't', 'secret text');
+    const env = sealValue(key, TENANT, 2, 't', 'secret text');
     const parts = env.split('.');
     const flip = (s: string) => (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
     const tamperedCt = [...parts.slice(0, 5), flip(parts[5])].join('.');
     const tamperedTag = [...parts.slice(0, 4), flip(parts[4]), parts[5]].join('.');
     const otherVersion = [parts[0], parts[1], '3', ...parts.slice(3)].join('.');
     for (const bad of [tamperedCt, tamperedTag, otherVersion]) {
-      expect(() => openEnvelope(key, TENANT, parseEnvelope(bad)!)).toThrow(EnvelopeError);
+      expect(() => openSealed(key, TENANT, parseSealed(bad)!)).toThrow(SealedValueError);
     }
-    expect(() => openEnvelope(randomBytes(32), TENANT, parseEnvelope(env)!)).toThrow(EnvelopeError);
-    expect(() => openEnvelope(key, OTHER, parseEnvelope(env)!)).toThrow(EnvelopeError);
+    expect(() => openSealed(randomBytes(32), TENANT, parseSealed(env)!)).toThrow(SealedValueError);
+    expect(() => openSealed(key, OTHER, parseSealed(env)!)).toThrow(SealedValueError);
   });
 
-  it('does not take ordinary strings for envelopes', () => {
-    for (const s of ['hello', 'sbe1.', 'sbe1.x.1.a.b.c', 'enc:v1:abc']) expect(isEnvelope(s)).toBe(false);
-    expect(envelopeVersion('plain')).toBeUndefined();
+  it('does not take ordinary strings for sealed values', () => {
+    for (const s of ['hello', 'sbe1.', 'sbe1.x.1.a.b.c', 'enc:v1:abc']) expect(isSealed(s)).toBe(false);
+    expect(sealedVersion('plain')).toBeUndefined();
   });
 });
 

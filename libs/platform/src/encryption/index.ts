@@ -1,3 +1,3 @@
-export * from './envelope';
+export * from './sealed';
 export * from './key-provider';
 export * from './tenant-cipher';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createTestEnv, seedTenantSession, type TestEnv } from '@switchboard/testing';
-import { EnvelopeError, envelopeVersion, isEnvelope } from './envelope';
+import { SealedValueError, sealedVersion, isSealed } from './sealed';
 import { LocalKeyRing } from './key-provider';
 import { EncryptionUnavailableError, TenantCipher } from './tenant-cipher';
 
@@ -51,7 +51,7 @@ describe('TenantCipher', () => {
     const cipher = new TenantCipher(env.db, ring);
     const sealed = await cipher.sealText(t, 'a walrus named Duncan');
     const json = await cipher.sealJson(t, { text: 'Duncan', nested: [{ n: 1 }] });
-    expect(isEnvelope(sealed) && isEnvelope(json)).toBe(true);
+    expect(isSealed(sealed) && isSealed(json)).toBe(true);
     const rows = await env.db.tenantDataKey.findMany({ where: { tenantId: t } });
     expect(rows).toEqual([expect.objectContaining({ version: 1, state: 'active', provider: 'local', kekId: 'k1' })]);
     // Another process (a fresh cipher, empty cache) reads it back through the wrapped key.
@@ -61,7 +61,7 @@ describe('TenantCipher', () => {
     // Another tenant cannot open it, even with the same KEK.
     const t2 = await tenant('on');
     await other.sealText(t2, 'x');
-    await expect(other.open(t2, sealed)).rejects.toThrow(EnvelopeError);
+    await expect(other.open(t2, sealed)).rejects.toThrow(SealedValueError);
     // A process without that KEK cannot either.
     await expect(new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${kek()}`)).open(t, sealed)).rejects.toThrow();
   });
@@ -94,8 +94,8 @@ describe('TenantCipher', () => {
     const old = await cipher.sealText(t, 'before rotation');
     expect(await cipher.rotate(t)).toEqual({ version: 2, previous: 1 });
     const fresh = await cipher.sealText(t, 'after rotation');
-    expect(envelopeVersion(old)).toBe(1);
-    expect(envelopeVersion(fresh)).toBe(2);
+    expect(sealedVersion(old)).toBe(1);
+    expect(sealedVersion(fresh)).toBe(2);
     expect((await cipher.listKeys(t)).map((k) => [k.version, k.state])).toEqual([
       [2, 'active'],
       [1, 'retired'],
@@ -105,7 +105,7 @@ describe('TenantCipher', () => {
     expect(await other.isStale(t, old)).toBe(true);
     expect(await other.isStale(t, fresh)).toBe(false);
     const resealed = await other.reseal(t, old);
-    expect(envelopeVersion(resealed)).toBe(2);
+    expect(sealedVersion(resealed)).toBe(2);
     expect(await other.open(t, resealed)).toBe('before rotation');
     // Concurrent rotations are serialised: versions 3 and 4, one active.
     await Promise.all([cipher.rotate(t), other.rotate(t)]);

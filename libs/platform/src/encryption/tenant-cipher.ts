@@ -1,6 +1,7 @@
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
-import { envelopeVersion, isEnvelope, openEnvelope, parseEnvelope, sealEnvelope, EnvelopeError } from './envelope';
+import { recordAudit } from '@switchboard/store';
+import { sealedVersion, isSealed, openSealed, parseSealed, sealValue, SealedValueError } from './sealed';
 import { KeyProvider, LocalKeyRing, VaultTransit } from './key-provider';
 
 /** A tenant's `settings.encryption.mode` (docs/adr/0067). */
@@ -75,7 +76,7 @@ export class EncryptionUnavailableError extends Error {
 /**
  * Per-tenant encryption of content at rest (docs/adr/0067). Each tenant has data keys
  * (`tenant_data_keys`, one active version, older ones retired) wrapped by the KeyProvider; content is
- * sealed as self-describing envelopes (envelope.ts) with the active version and opened with whichever
+ * sealed as self-describing sealed values (sealed.ts) with the active version and opened with whichever
  * version sealed it. Without a provider every tenant is `off` and nothing is queried.
  */
 export class TenantCipher {
@@ -126,12 +127,12 @@ export class TenantCipher {
     this.modes.deleteWhere((k) => k === tenantId);
   }
 
-  /** A JSON value as stored for the tenant: an envelope string when its mode is on or strict, else the value. */
+  /** A JSON value as stored for the tenant: a sealed string when its mode is on or strict, else the value. */
   async sealJson<T>(tenantId: string, value: T): Promise<T | string> {
     if (value === null || value === undefined) return value;
     if ((await this.mode(tenantId)) === 'off') return value;
     const { version, key } = await this.activeKey(tenantId);
-    return sealEnvelope(key, tenantId, version, 'j', JSON.stringify(value));
+    return sealValue(key, tenantId, version, 'j', JSON.stringify(value));
   }
 
   /** A text as stored for the tenant. */
@@ -141,14 +142,14 @@ export class TenantCipher {
     if (text === null || text === undefined) return text;
     if ((await this.mode(tenantId)) === 'off') return text;
     const { version, key } = await this.activeKey(tenantId);
-    return sealEnvelope(key, tenantId, version, 't', text);
+    return sealValue(key, tenantId, version, 't', text);
   }
 
-  /** A stored value opened: an envelope becomes its plaintext (parsed for a JSON one), anything else is itself. */
+  /** A stored value opened: a sealed value becomes its plaintext (parsed for a JSON one), anything else is itself. */
   async open(tenantId: string, value: unknown): Promise<unknown> {
-    if (!isEnvelope(value)) return value;
-    const env = parseEnvelope(value)!;
-    const plaintext = openEnvelope(await this.keyOf(tenantId, env.version), tenantId, env);
+    if (!isSealed(value)) return value;
+    const env = parseSealed(value)!;
+    const plaintext = openSealed(await this.keyOf(tenantId, env.version), tenantId, env);
     return env.kind === 'j' ? JSON.parse(plaintext) : plaintext;
   }
 
@@ -162,11 +163,11 @@ export class TenantCipher {
   }
 
   /**
-   * `value` with every envelope inside it (at any depth, in objects, arrays or as the value itself)
+   * `value` with every sealed value inside it (at any depth, in objects, arrays or as the value itself)
    * replaced by its plaintext; the same value (not a copy) when it holds none.
    */
   async openDeep(tenantId: string, value: unknown): Promise<unknown> {
-    if (typeof value === 'string') return isEnvelope(value) ? this.open(tenantId, value) : value;
+    if (typeof value === 'string') return isSealed(value) ? this.open(tenantId, value) : value;
     if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value)) return value;
     if (Array.isArray(value)) {
       let changed = false;
@@ -188,21 +189,21 @@ export class TenantCipher {
     return changed ? out : value;
   }
 
-  /** Whether a stored value is an envelope of an older version than the tenant's active one (lazy re-encryption). */
+  /** Whether a stored value is sealed under an older version than the tenant's active one (lazy re-encryption). */
   async isStale(tenantId: string, value: unknown): Promise<boolean> {
-    const version = envelopeVersion(value);
+    const version = sealedVersion(value);
     if (version === undefined) return false;
     return version !== (await this.activeKey(tenantId)).version;
   }
 
-  /** An envelope re-sealed under the active version (same kind); anything else as it is. */
+  /** A sealed value re-sealed under the active version (same kind); anything else as it is. */
   async reseal(tenantId: string, value: unknown): Promise<unknown> {
-    if (!isEnvelope(value)) return value;
-    const env = parseEnvelope(value)!;
-    const plaintext = openEnvelope(await this.keyOf(tenantId, env.version), tenantId, env);
+    if (!isSealed(value)) return value;
+    const env = parseSealed(value)!;
+    const plaintext = openSealed(await this.keyOf(tenantId, env.version), tenantId, env);
     const { version, key } = await this.activeKey(tenantId);
     if (version === env.version) return value;
-    return sealEnvelope(key, tenantId, version, env.kind, plaintext);
+    return sealValue(key, tenantId, version, env.kind, plaintext);
   }
 
   /** The tenant's active version, made (version 1) on first use. */
@@ -222,7 +223,7 @@ export class TenantCipher {
    * A new data-key version, active at once (the previous active one is retired and still opens what
    * it sealed). Serialised per tenant by a transaction-scoped advisory lock. Returns the new version.
    */
-  async rotate(tenantId: string): Promise<{ version: number; previous: number | null }> {
+  async rotate(tenantId: string, actor = 'system'): Promise<{ version: number; previous: number | null }> {
     const provider = this.requireProvider();
     const { plaintext, wrapped } = await provider.generateDataKey();
     const result = await this.db.$transaction(async (tx) => {
@@ -234,7 +235,16 @@ export class TenantCipher {
         SELECT ${tenantId}::uuid, COALESCE(MAX(version), 0) + 1, ${wrapped.provider}, ${wrapped.kekId}, ${wrapped.wrapped}, 'active'
           FROM tenant_data_keys WHERE tenant_id = ${tenantId}::uuid
         RETURNING version`;
-      return { version, previous: prev[0]?.version ?? null };
+      const previous = prev[0]?.version ?? null;
+      await recordAudit(tx, {
+        tenantId,
+        actor,
+        action: 'tenant.data_key_rotated',
+        targetType: 'tenant',
+        targetId: tenantId,
+        details: { kind: 'data_key', version, previous, provider: wrapped.provider, kekId: wrapped.kekId },
+      });
+      return { version, previous };
     });
     this.keys.set(`${tenantId}:${result.version}`, plaintext);
     this.active.set(tenantId, result.version);
@@ -245,8 +255,9 @@ export class TenantCipher {
    * KEK rotation: every data key that is not destroyed re-wrapped under the provider's current KEK, at
    * once (the content is not touched). Returns how many rows changed.
    */
-  async rewrapAll(batch = 500): Promise<{ rewrapped: number; unchanged: number }> {
+  async rewrapAll(batch = 500, actor = 'operator'): Promise<{ rewrapped: number; unchanged: number }> {
     const provider = this.requireProvider();
+    const perTenant = new Map<string, { versions: number[]; kekId: string }>();
     let rewrapped = 0;
     let unchanged = 0;
     let after: { tenant: string; version: number } = { tenant: '00000000-0000-0000-0000-000000000000', version: 0 };
@@ -265,10 +276,26 @@ export class TenantCipher {
         await this.db.$executeRaw`
           UPDATE tenant_data_keys SET provider = ${next.provider}, kek_id = ${next.kekId}, wrapped_key = ${next.wrapped}
            WHERE tenant_id = ${row.tenant_id}::uuid AND version = ${row.version} AND wrapped_key = ${row.wrapped_key}`;
+        const seen = perTenant.get(row.tenant_id) ?? { versions: [], kekId: next.kekId };
+        seen.versions.push(row.version);
+        perTenant.set(row.tenant_id, seen);
         rewrapped++;
       }
       const last = rows[rows.length - 1];
       after = { tenant: last.tenant_id, version: last.version };
+    }
+    // One entry per tenant whose keys were re-wrapped: which versions, under which KEK.
+    for (const [tenantId, { versions, kekId }] of perTenant) {
+      await this.db.$transaction((tx) =>
+        recordAudit(tx, {
+          tenantId,
+          actor,
+          action: 'tenant.data_key_rotated',
+          targetType: 'tenant',
+          targetId: tenantId,
+          details: { kind: 'kek', versions, provider: provider.name, kekId },
+        }),
+      );
     }
     return { rewrapped, unchanged };
   }
@@ -328,7 +355,7 @@ export class TenantCipher {
     const rows = await this.db.$queryRaw<KeyRow[]>`
       SELECT version, provider, kek_id, wrapped_key, state, created_at FROM tenant_data_keys
        WHERE tenant_id = ${tenantId}::uuid AND version = ${version}`;
-    if (rows.length === 0) throw new EnvelopeError(`tenant ${tenantId} has no data key v${version}`);
+    if (rows.length === 0) throw new SealedValueError(`tenant ${tenantId} has no data key v${version}`);
     return this.unwrapRow(tenantId, rows[0]);
   }
 
