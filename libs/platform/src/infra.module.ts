@@ -18,7 +18,7 @@ import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { closeQueue, createRedis, redisTarget, type RedisConnection } from '@switchboard/queue';
-import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
+import { setContentCipher, setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
@@ -82,7 +82,16 @@ export class InfraModule {
       },
       { provide: REDIS, useValue: redis },
       // Per-tenant encryption at rest (docs/adr/0067): without a key provider every tenant is `off`.
-      { provide: CIPHER, inject: [DB], useFactory: (db: Db) => tenantCipherFromConfig(config, db) },
+      {
+        provide: CIPHER,
+        inject: [DB],
+        useFactory: (db: Db) => {
+          const cipher = tenantCipherFromConfig(config, db);
+          // The store seals and opens content through it (only with a provider: else nothing to do).
+          setContentCipher(cipher.available ? cipher : undefined);
+          return cipher;
+        },
+      },
       {
         // Sub-agent tasks (docs/adr/0024): spawns enqueue child turns; close_subagent cancels through ADR 0014.
         provide: TASKS,

@@ -1,4 +1,5 @@
 export * from './sql';
+export * from './content-cipher';
 export * from './turn-store';
 export * from './approval-store';
 export * from './client-tool-store';

@@ -22,6 +22,7 @@ describe('sealed values', () => {
     expect(sealedVersion(env)).toBe(3);
     const parsed = parseSealed(env)!;
     expect(parsed.kind).toBe('t');
+    expect(parsed.tenantId).toBe(TENANT);
     expect(openSealed(key, TENANT, parsed)).toBe(text);
     const json = sealValue(key, TENANT, 1, 'j', JSON.stringify({ a: [1, 'x'] }));
     expect(JSON.parse(openSealed(key, TENANT, parseSealed(json)!))).toEqual({ a: [1, 'x'] });
@@ -35,10 +36,11 @@ describe('sealed values', () => {
     const env = sealValue(key, TENANT, 2, 't', 'secret text');
     const parts = env.split('.');
     const flip = (s: string) => (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
-    const tamperedCt = [...parts.slice(0, 5), flip(parts[5])].join('.');
-    const tamperedTag = [...parts.slice(0, 4), flip(parts[4]), parts[5]].join('.');
+    const tamperedCt = [...parts.slice(0, 6), flip(parts[6])].join('.');
+    const tamperedTag = [...parts.slice(0, 5), flip(parts[5]), parts[6]].join('.');
     const otherVersion = [parts[0], parts[1], '3', ...parts.slice(3)].join('.');
-    for (const bad of [tamperedCt, tamperedTag, otherVersion]) {
+    const otherTenant = [...parts.slice(0, 3), OTHER, ...parts.slice(4)].join('.');
+    for (const bad of [tamperedCt, tamperedTag, otherVersion, otherTenant]) {
       expect(() => openSealed(key, TENANT, parseSealed(bad)!)).toThrow(SealedValueError);
     }
     expect(() => openSealed(randomBytes(32), TENANT, parseSealed(env)!)).toThrow(SealedValueError);

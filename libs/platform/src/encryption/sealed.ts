@@ -2,20 +2,23 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
  * The self-describing form of encrypted content (docs/adr/0067), one string:
- * `sbe1.<kind>.<version>.<iv>.<tag>.<ciphertext>` (base64url parts), where kind is `t` (the
+ * `sbe1.<kind>.<version>.<tenant id>.<iv>.<tag>.<ciphertext>` (base64url parts), where kind is `t` (the
  * plaintext was a text) or `j` (it was a JSON value, serialised), and version is the tenant's
  * data-key version that sealed it. AES-256-GCM with the tenant id, kind and version as associated
  * data: a value moved to another tenant, or its version altered, does not open.
  * In a jsonb column the sealed value is stored as a JSON string, in a text column as the text.
  */
 export const SEALED_PREFIX = 'sbe1.';
-const SEALED_RE = /^sbe1\.([tj])\.(\d{1,9})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]*)$/;
+const SEALED_RE =
+  /^sbe1\.([tj])\.(\d{1,9})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]*)$/;
 
 export type SealedKind = 't' | 'j';
 
 export interface ParsedSealed {
   kind: SealedKind;
   version: number;
+  /** Whose data key sealed it (not secret: every row carries its tenant id anyway). */
+  tenantId: string;
   iv: Buffer;
   tag: Buffer;
   ciphertext: Buffer;
@@ -38,9 +41,10 @@ export function parseSealed(value: string): ParsedSealed | undefined {
   return {
     kind: m[1] as SealedKind,
     version: Number(m[2]),
-    iv: Buffer.from(m[3], 'base64url'),
-    tag: Buffer.from(m[4], 'base64url'),
-    ciphertext: Buffer.from(m[5], 'base64url'),
+    tenantId: m[3],
+    iv: Buffer.from(m[4], 'base64url'),
+    tag: Buffer.from(m[5], 'base64url'),
+    ciphertext: Buffer.from(m[6], 'base64url'),
   };
 }
 
@@ -50,7 +54,7 @@ export function sealedVersion(value: unknown): number | undefined {
 }
 
 function aad(tenantId: string, kind: SealedKind, version: number) {
-  return Buffer.from(`${tenantId}|${kind}|${version}`);
+  return Buffer.from(`${tenantId.toLowerCase()}|${kind}|${version}`);
 }
 
 export function sealValue(key: Buffer, tenantId: string, version: number, kind: SealedKind, plaintext: string): string {
@@ -58,7 +62,7 @@ export function sealValue(key: Buffer, tenantId: string, version: number, kind: 
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad(tenantId, kind, version));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return `${SEALED_PREFIX}${kind}.${version}.${[iv, cipher.getAuthTag(), ciphertext].map((b) => b.toString('base64url')).join('.')}`;
+  return `${SEALED_PREFIX}${kind}.${version}.${tenantId.toLowerCase()}.${[iv, cipher.getAuthTag(), ciphertext].map((b) => b.toString('base64url')).join('.')}`;
 }
 
 /** The plaintext; throws SealedValueError when the key is wrong or the value was altered. */

@@ -1,7 +1,7 @@
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { recordAudit } from '@switchboard/store';
-import { sealedVersion, isSealed, openSealed, parseSealed, sealValue, SealedValueError } from './sealed';
+import { isSealed, openSealed, parseSealed, sealedVersion, sealValue, SealedValueError, type ParsedSealed } from './sealed';
 import { KeyProvider, LocalKeyRing, VaultTransit } from './key-provider';
 
 /** A tenant's `settings.encryption.mode` (docs/adr/0067). */
@@ -145,11 +145,27 @@ export class TenantCipher {
     return sealValue(key, tenantId, version, 't', text);
   }
 
-  /** A stored value opened: a sealed value becomes its plaintext (parsed for a JSON one), anything else is itself. */
+  /**
+   * A stored value opened: a sealed value becomes its plaintext (parsed for a JSON one), anything else
+   * is itself. A value sealed for another tenant is refused (SealedValueError).
+   */
   async open(tenantId: string, value: unknown): Promise<unknown> {
     if (!isSealed(value)) return value;
     const env = parseSealed(value)!;
-    const plaintext = openSealed(await this.keyOf(tenantId, env.version), tenantId, env);
+    if (env.tenantId !== tenantId.toLowerCase()) throw new SealedValueError('a value sealed for another tenant');
+    return this.openParsed(env);
+  }
+
+  /**
+   * Every sealed value inside `value` opened with the data key of the tenant it names (the data
+   * layer's reads, which see rows of one tenant at a time but not which); the same value when it holds none.
+   */
+  async openAny(value: unknown): Promise<unknown> {
+    return this.walk(value, (sealed) => this.openParsed(parseSealed(sealed)!));
+  }
+
+  private async openParsed(env: ParsedSealed): Promise<unknown> {
+    const plaintext = openSealed(await this.keyOf(env.tenantId, env.version), env.tenantId, env);
     return env.kind === 'j' ? JSON.parse(plaintext) : plaintext;
   }
 
@@ -167,13 +183,17 @@ export class TenantCipher {
    * replaced by its plaintext; the same value (not a copy) when it holds none.
    */
   async openDeep(tenantId: string, value: unknown): Promise<unknown> {
-    if (typeof value === 'string') return isSealed(value) ? this.open(tenantId, value) : value;
+    return this.walk(value, (sealed) => this.open(tenantId, sealed));
+  }
+
+  private async walk(value: unknown, open: (sealed: string) => Promise<unknown>): Promise<unknown> {
+    if (typeof value === 'string') return isSealed(value) ? open(value) : value;
     if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value)) return value;
     if (Array.isArray(value)) {
       let changed = false;
-      const out = [];
+      const out: unknown[] = [];
       for (const item of value) {
-        const opened = await this.openDeep(tenantId, item);
+        const opened = await this.walk(item, open);
         if (opened !== item) changed = true;
         out.push(opened);
       }
@@ -182,7 +202,7 @@ export class TenantCipher {
     let changed = false;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      const opened = await this.openDeep(tenantId, v);
+      const opened = await this.walk(v, open);
       if (opened !== v) changed = true;
       out[k] = opened;
     }
@@ -200,6 +220,7 @@ export class TenantCipher {
   async reseal(tenantId: string, value: unknown): Promise<unknown> {
     if (!isSealed(value)) return value;
     const env = parseSealed(value)!;
+    if (env.tenantId !== tenantId.toLowerCase()) throw new SealedValueError('a value sealed for another tenant');
     const plaintext = openSealed(await this.keyOf(tenantId, env.version), tenantId, env);
     const { version, key } = await this.activeKey(tenantId);
     if (version === env.version) return value;
