@@ -12,18 +12,18 @@ import type { Queue } from 'bullmq';
 import { TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
-import { createPrisma, poolOf, type Db } from '@switchboard/database';
+import { createPrisma, poolOf, setContentCipher, type Db } from '@switchboard/database';
 import { MemoryBlockStore, memoryBlockTools, MemorySearch, memoryTools } from '@switchboard/memory';
 import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
 import { createLogger, Metrics, type Logger } from '@switchboard/observability';
 import { closeQueue, createRedis, redisTarget, type RedisConnection } from '@switchboard/queue';
-import { setContentCipher, setPreparedStatements, sqlDbFor } from '@switchboard/store';
+import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
 import { CIPHER, CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
-import { tenantCipherFromConfig } from './encryption';
+import { keyProviderFromConfig, tenantCipherFromConfig } from './encryption';
 import { QueueWorkers, WorkerFailures } from './worker';
 import { embedderRegistryFromConfig } from './providers';
 import type { EmbedderRegistry } from '@switchboard/providers';
@@ -69,7 +69,11 @@ export class InfraModule {
         useValue: createLogger({ service, level: config.LOG_LEVEL, file: config.LOG_FILE }),
       },
       { provide: METRICS, useValue: new Metrics(service) },
-      { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
+      {
+        provide: DB,
+        // With a key provider, Prisma's reads open content sealed per tenant (docs/adr/0067).
+        useFactory: () => createPrisma(config.DATABASE_URL, { openSealed: !!keyProviderFromConfig(config) }),
+      },
       {
         // The read replica (docs/adr/0042): its pool connects on the first routed read, so a worker
         // given the setting holds no connection to it. A replica that does not answer within 2 s
@@ -77,7 +81,10 @@ export class InfraModule {
         provide: READ_DB,
         useFactory: () =>
           config.DATABASE_READ_URL
-            ? createPrisma(config.DATABASE_READ_URL, { connectTimeoutMs: 2_000 })
+            ? createPrisma(config.DATABASE_READ_URL, {
+                connectTimeoutMs: 2_000,
+                openSealed: !!keyProviderFromConfig(config),
+              })
             : null,
       },
       { provide: REDIS, useValue: redis },

@@ -1,4 +1,4 @@
-import { sealJson } from './content-cipher';
+import { sealJson } from '@switchboard/database';
 import { json, ofTenant, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
 import { HOLDS_SESSION } from './turn/statuses';
 

@@ -1,5 +1,4 @@
 export * from './sql';
-export * from './content-cipher';
 export * from './turn-store';
 export * from './approval-store';
 export * from './client-tool-store';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { openRows } from './content-cipher';
+import { openRows } from '@switchboard/database';
 
 /**
  * Typed SQL over node-postgres for the hot path (docs/adr/0010-turn-store-on-pg.md).

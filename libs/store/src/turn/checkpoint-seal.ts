@@ -1,4 +1,4 @@
-import { contentCipher, sealJson, sealText } from '../content-cipher';
+import { contentCipher, sealJson, sealText } from '@switchboard/database';
 import type { CheckpointWrites } from './checkpoint';
 
 /**
