@@ -22,8 +22,8 @@ export async function sealEventData(tenantId: string, data: unknown): Promise<un
 
 /**
  * A checkpoint's write set with the tenant's content sealed (docs/adr/0067): transcript bodies and
- * tool calls, tool call arguments and results, the turn's final text, and the journal's content
- * fields. The same object, untouched, when no cipher is set or the tenant's mode is off.
+ * tool calls, tool call arguments and results, the turn's final text, the journal's content
+ * fields and the parts of what the model saw. The same object, untouched, when no cipher is set or the tenant's mode is off.
  */
 export async function sealCheckpoint(w: CheckpointWrites): Promise<CheckpointWrites> {
   const cipher = contentCipher();
@@ -52,5 +52,9 @@ export async function sealCheckpoint(w: CheckpointWrites): Promise<CheckpointWri
       )),
     turn: w.turn?.end ? { ...w.turn, end: { ...w.turn.end, finalText: await sealText(t, w.turn.end.finalText) } } : w.turn,
     events: await Promise.all(w.events.map(async (e) => ({ ...e, data: await sealEventData(t, e.data) }))),
+    // What the model saw (docs/adr/0045): the hash stays that of the plaintext part, so dedup holds.
+    contextParts:
+      w.contextParts &&
+      (await Promise.all(w.contextParts.map(async (p) => ({ ...p, content: await sealJson(t, p.content) })))),
   };
 }
