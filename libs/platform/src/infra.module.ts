@@ -95,7 +95,7 @@ export class InfraModule {
         useFactory: (db: Db) => {
           const cipher = tenantCipherFromConfig(config, db);
           // The store seals and opens content through it (only with a provider: else nothing to do).
-          setContentCipher(cipher.available ? cipher : undefined);
+          if (cipher.available) setContentCipher(cipher);
           return cipher;
         },
       },
