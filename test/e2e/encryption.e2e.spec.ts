@@ -1,10 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   createTestEnv,
   FakeLlmServer,
+  ROOT,
   scripted,
   spawnApp,
   waitFor,
@@ -25,6 +27,7 @@ const ADMIN = 'test-admin-token-0123456789';
 const SECRET = 'Zephyrine quokkas juggle ultramarine xylophones';
 const SECRET_WORDS = ['Zephyrine', 'quokkas', 'ultramarine', 'xylophones'];
 const TOOL_SECRET = 'Vermilion axolotls';
+const K1 = randomBytes(32).toString('base64');
 
 // First: an in-process gateway with a key provider sets the process' content cipher (docs/adr/0067).
 describe('encryption without a key provider', () => {
@@ -91,7 +94,7 @@ describe('encryption at rest', () => {
     const settings = {
       ...llm.providerEnv,
       HTTP_FETCH_ALLOW_HOSTS: 'localhost',
-      ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      ENCRYPTION_KEYS: `k1:${K1}`,
     };
     gateway = await startGateway(env.config(settings));
     harness = await spawnApp('harness-worker', env.processEnv(settings));
@@ -200,6 +203,35 @@ describe('encryption at rest', () => {
     expect(JSON.stringify(read.body)).toContain(SECRET);
   });
 
+  it('KEK rotation (admin CLI) re-wraps every data key under the new KEK at once (audited); a process with only the new KEK makes new versions', async () => {
+    const cli = (keys: string | undefined, ...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          ['-r', '@swc-node/register', path.join('scripts', 'admin.ts'), ...args],
+          { cwd: ROOT, env: env.processEnv(keys ? { ENCRYPTION_KEYS: keys } : {}), timeout: 90_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+        );
+      });
+    const none = await cli(undefined, 'rewrap-data-keys');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no key provider/);
+    expect((await env.db.tenantDataKey.findMany({ where: { tenantId } })).every((k) => k.kekId === 'k1')).toBe(true);
+
+    const k2 = randomBytes(32).toString('base64');
+    const r = await cli(`k2:${k2},k1:${K1}`, 'rewrap-data-keys');
+    expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(r.stdout)).toEqual({ rewrapped: 2, unchanged: 0 });
+    const rows = await env.db.tenantDataKey.findMany({ where: { tenantId } });
+    expect(rows.map((k) => k.kekId)).toEqual(['k2', 'k2']);
+    const audit = await admin().get(`/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`);
+    expect(audit.body.data[0].details).toMatchObject({ kind: 'kek', kekId: 'k2', versions: [1, 2] });
+    // A process holding only the new KEK opens both versions: a new data key made by the CLI with k2 alone.
+    const v3 = await cli(`k2:${k2}`, 'rotate-data-key', tenantId);
+    expect(JSON.parse(v3.stdout)).toEqual({ version: 3, previous: 2 });
+  });
+
   it('answers 404 for an unknown or malformed tenant id and 401 for a tenant key, changing nothing', async () => {
     const unknown = '00000000-0000-4000-8000-000000000000';
     expect((await admin().get(`/v1/admin/tenants/${unknown}/data-keys`)).status).toBe(404);
@@ -209,7 +241,7 @@ describe('encryption at rest', () => {
     expect(await env.db.tenantDataKey.count({ where: { tenantId: unknown } })).toBe(0);
     // A tenant key is not the operator's.
     expect((await api.post(`/v1/admin/tenants/${tenantId}/data-keys/rotate`)).status).toBe(401);
-    expect(await env.db.tenantDataKey.count({ where: { tenantId } })).toBe(2);
+    expect(await env.db.tenantDataKey.count({ where: { tenantId } })).toBe(3);
   });
 });
 
