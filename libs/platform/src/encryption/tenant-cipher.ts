@@ -135,6 +135,15 @@ export class TenantCipher {
     return sealValue(key, tenantId, version, 'j', JSON.stringify(value));
   }
 
+  /**
+   * A value sealed under the tenant's active version whatever its mode (re-encryption of content that
+   * is sealed already): a text for `t`, a JSON value for `j`.
+   */
+  async sealActive(tenantId: string, kind: 't' | 'j', value: unknown): Promise<string> {
+    const { version, key } = await this.activeKey(tenantId);
+    return sealValue(key, tenantId, version, kind, kind === 't' ? String(value) : JSON.stringify(value));
+  }
+
   /** A text as stored for the tenant. */
   async sealText(tenantId: string, text: string): Promise<string>;
   async sealText(tenantId: string, text: string | null | undefined): Promise<string | null | undefined>;
