@@ -28,7 +28,10 @@ const text = (n: number) => 'The quick brown fox jumps over the lazy dog. '.repe
 async function main() {
   const env = await createTestEnv();
   try {
-    const cipher = new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`));
+    const cipher = new TenantCipher(
+      env.db,
+      LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`),
+    );
     setContentCipher(cipher);
     const db = sqlDbFor(poolOf(env.db), 'bench');
     const results: Record<string, { cpuMsPerTurn: number; wallMsPerTurn: number }> = {};
@@ -48,13 +51,35 @@ async function main() {
         lease: null,
         events: [
           { id: newId(), turnId: turn.id, type: 'text_delta', data: { text: text(6) } },
-          { id: newId(), turnId: turn.id, type: 'tool_call_started', data: { callId: 'c1', name: 'http_fetch' } },
+          {
+            id: newId(),
+            turnId: turn.id,
+            type: 'tool_call_started',
+            data: { callId: 'c1', name: 'http_fetch' },
+          },
         ],
-        messages: [0, 1].map((i) => ({ ...transcriptMessage(s, turn, 100 + i, 'assistant', text(6)), priority: 'normal', toolCalls: [{ id: 'c1', name: 'http_fetch', arguments: '{"url":"http://x"}' }] })),
-        toolCalls: [{ id: newId(), callId: 'c1', name: 'http_fetch', arguments: { url: 'http://x' }, sideEffect: 'network', idempotencyKey: 'k', status: 'completed', result: { text: text(20) }, durationMs: 5 }],
+        messages: [0, 1].map((i) => ({
+          ...transcriptMessage(s, turn, 100 + i, 'assistant', text(6)),
+          priority: 'normal',
+          toolCalls: [{ id: 'c1', name: 'http_fetch', arguments: '{"url":"http://x"}' }],
+        })),
+        toolCalls: [
+          {
+            id: newId(),
+            callId: 'c1',
+            name: 'http_fetch',
+            arguments: { url: 'http://x' },
+            sideEffect: 'network',
+            idempotencyKey: 'k',
+            status: 'completed',
+            result: { text: text(20) },
+            durationMs: 5,
+          },
+        ],
         contextParts: [{ hash: 'h', content: { role: 'system', content: text(20) }, tokens: 100 }],
       });
-      const read = () => db.rows(sql`SELECT body FROM messages WHERE session_id = ${s.sessionId}::uuid ORDER BY position`);
+      const read = () =>
+        db.rows(sql`SELECT body FROM messages WHERE session_id = ${s.sessionId}::uuid ORDER BY position`);
       // Warm up (keys unwrapped and cached, V8 optimised), then measure.
       for (let i = 0; i < 50; i++) {
         await sealJson(s.tenantId, { type: 'text', text: text(4) });

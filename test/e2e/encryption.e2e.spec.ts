@@ -51,7 +51,9 @@ describe('encryption without a key provider', () => {
       const r = await api.patch('/v1/settings', { encryption: { mode } });
       expect(r.status).toBe(400);
       expect(r.body.error.message).toMatch(/needs a key provider/);
-      const op = await new Api(gateway.url, ADMIN).patch(`/v1/admin/tenants/${tenantId}`, { encryption: { mode } });
+      const op = await new Api(gateway.url, ADMIN).patch(`/v1/admin/tenants/${tenantId}`, {
+        encryption: { mode },
+      });
       expect(op.status).toBe(400);
     }
     expect((await api.get('/v1/settings')).body).toEqual(before.body);
@@ -99,7 +101,11 @@ describe('encryption at rest', () => {
     gateway = await startGateway(env.config(settings));
     harness = await spawnApp('harness-worker', env.processEnv(settings));
     ({ api, tenantId } = await newTenant(gateway.url, ADMIN));
-    const agent = await api.post('/v1/agents', { name: 'sealed', model: 'openai-chat/gpt-4o-mini', tools: ['http_fetch'] });
+    const agent = await api.post('/v1/agents', {
+      name: 'sealed',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['http_fetch'],
+    });
     expect(agent.status).toBe(201);
     agentId = agent.body.id;
   });
@@ -147,7 +153,10 @@ describe('encryption at rest', () => {
     expect(ended.status).toBe('completed');
     // The reads answer plaintext.
     expect(ended.finalText).toBe(`You said: ${SECRET}`);
-    const messages = (await api.get(`/v1/sessions/${session}/messages`)).body.data as { role: string; content: unknown }[];
+    const messages = (await api.get(`/v1/sessions/${session}/messages`)).body.data as {
+      role: string;
+      content: unknown;
+    }[];
     expect(JSON.stringify(messages)).toContain(SECRET);
     expect(JSON.stringify(messages)).toContain(TOOL_SECRET);
     expect(ended.toolCalls).toEqual([expect.objectContaining({ name: 'http_fetch', status: 'completed' })]);
@@ -172,14 +181,21 @@ describe('encryption at rest', () => {
     }).toString('utf8');
     expect(dump).toContain('sbe1.');
     for (const word of [...SECRET_WORDS, 'Vermilion', 'axolotls']) {
-      expect({ word, found: dump.toLowerCase().includes(word.toLowerCase()) }).toEqual({ word, found: false });
+      expect({ word, found: dump.toLowerCase().includes(word.toLowerCase()) }).toEqual({
+        word,
+        found: false,
+      });
     }
   });
 
   it('rotates the data key: new content under v2, older content still read, audited', async () => {
     const listed = await admin().get(`/v1/admin/tenants/${tenantId}/data-keys`);
     expect(listed.status).toBe(200);
-    expect(listed.body).toMatchObject({ tenantId, mode: 'strict', data: [{ version: 1, state: 'active', provider: 'local', kekId: 'k1' }] });
+    expect(listed.body).toMatchObject({
+      tenantId,
+      mode: 'strict',
+      data: [{ version: 1, state: 'active', provider: 'local', kekId: 'k1' }],
+    });
     expect(JSON.stringify(listed.body)).not.toMatch(/wrapped/i);
 
     const rotated = await admin().post(`/v1/admin/tenants/${tenantId}/data-keys/rotate`);
@@ -188,9 +204,15 @@ describe('encryption at rest', () => {
       [2, 'active'],
       [1, 'retired'],
     ]);
-    const audit = await admin().get(`/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`);
+    const audit = await admin().get(
+      `/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`,
+    );
     expect(audit.body.data).toEqual([
-      expect.objectContaining({ actor: 'operator', action: 'tenant.data_key_rotated', details: expect.objectContaining({ version: 2, previous: 1 }) }),
+      expect.objectContaining({
+        actor: 'operator',
+        action: 'tenant.data_key_rotated',
+        details: expect.objectContaining({ version: 2, previous: 1 }),
+      }),
     ]);
 
     const { session, ended } = await turn('after rotation', 'rotated fine');
@@ -198,7 +220,10 @@ describe('encryption at rest', () => {
     const raw = await env.db.message.findMany({ where: { sessionId: session, role: 'user' } });
     expect(raw[0].body).toEqual(expect.stringMatching(/^sbe1\.j\.2\./));
     // The first turn's content (v1) still reads.
-    const first = await env.db.message.findFirstOrThrow({ where: { tenantId, body: { not: raw[0].body! } }, orderBy: { createdAt: 'asc' } });
+    const first = await env.db.message.findFirstOrThrow({
+      where: { tenantId, body: { not: raw[0].body! } },
+      orderBy: { createdAt: 'asc' },
+    });
     const read = await api.get(`/v1/sessions/${first.sessionId}/messages`);
     expect(JSON.stringify(read.body)).toContain(SECRET);
   });
@@ -217,7 +242,9 @@ describe('encryption at rest', () => {
     const none = await cli(undefined, 'rewrap-data-keys');
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/no key provider/);
-    expect((await env.db.tenantDataKey.findMany({ where: { tenantId } })).every((k) => k.kekId === 'k1')).toBe(true);
+    expect(
+      (await env.db.tenantDataKey.findMany({ where: { tenantId } })).every((k) => k.kekId === 'k1'),
+    ).toBe(true);
 
     const k2 = randomBytes(32).toString('base64');
     const r = await cli(`k2:${k2},k1:${K1}`, 'rewrap-data-keys');
@@ -225,7 +252,9 @@ describe('encryption at rest', () => {
     expect(JSON.parse(r.stdout)).toEqual({ rewrapped: 2, unchanged: 0 });
     const rows = await env.db.tenantDataKey.findMany({ where: { tenantId } });
     expect(rows.map((k) => k.kekId)).toEqual(['k2', 'k2']);
-    const audit = await admin().get(`/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`);
+    const audit = await admin().get(
+      `/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`,
+    );
     expect(audit.body.data[0].details).toMatchObject({ kind: 'kek', kekId: 'k2', versions: [1, 2] });
     // A process holding only the new KEK opens both versions: a new data key made by the CLI with k2 alone.
     const v3 = await cli(`k2:${k2}`, 'rotate-data-key', tenantId);
@@ -244,4 +273,3 @@ describe('encryption at rest', () => {
     expect(await env.db.tenantDataKey.count({ where: { tenantId } })).toBe(3);
   });
 });
-

@@ -221,7 +221,11 @@ export const ConfigSchema = z.object({
           .split(',')
           .map((e) => e.trim())
           .filter(Boolean)
-          .every((e) => /^[A-Za-z0-9._-]{1,64}:/.test(e) && Buffer.from(e.slice(e.indexOf(':') + 1), 'base64').length === 32),
+          .every(
+            (e) =>
+              /^[A-Za-z0-9._-]{1,64}:/.test(e) &&
+              Buffer.from(e.slice(e.indexOf(':') + 1), 'base64').length === 32,
+          ),
       { message: 'must be comma-separated id:base64-of-32-bytes entries' },
     )
     .optional(),
@@ -235,8 +239,14 @@ export const ConfigSchema = z.object({
   /** Vault's address: with VAULT_TOKEN and VAULT_TRANSIT_KEY, Vault Transit wraps the data keys (docs/adr/0067). */
   VAULT_ADDR: Url(['http:', 'https:']).optional(),
   VAULT_TOKEN: z.string().min(1).optional(),
-  VAULT_TRANSIT_KEY: z.string().regex(/^[A-Za-z0-9._-]+$/, 'must be a Transit key name').optional(),
-  VAULT_TRANSIT_MOUNT: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('transit'),
+  VAULT_TRANSIT_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, 'must be a Transit key name')
+    .optional(),
+  VAULT_TRANSIT_MOUNT: z
+    .string()
+    .regex(/^[A-Za-z0-9._/-]+$/)
+    .default('transit'),
   /** Seals MCP servers' auth header values at rest (AES-256-GCM, base64 of 32 bytes); unset: stored as given. */
   MCP_SECRET_KEY: z
     .string()

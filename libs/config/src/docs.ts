@@ -127,7 +127,8 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     default: 'unset (no local key ring)',
   },
   ENCRYPTION_KEYS_FILE: {
-    meaning: 'a file holding the key ring instead (one `id:base64` entry a line, `#` comments), read when `ENCRYPTION_KEYS` is unset',
+    meaning:
+      'a file holding the key ring instead (one `id:base64` entry a line, `#` comments), read when `ENCRYPTION_KEYS` is unset',
     default: 'unset',
   },
   ENCRYPTION_DEFAULT_MODE: {
@@ -139,8 +140,15 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
       "HashiCorp Vault's address: with `VAULT_TOKEN` and `VAULT_TRANSIT_KEY` its Transit engine wraps the tenants' data keys instead of the local key ring (ADR 0067)",
     default: 'unset',
   },
-  VAULT_TOKEN: { meaning: 'the Vault token (sent as `X-Vault-Token`) allowed to encrypt, decrypt and rewrap with the Transit key', default: 'unset' },
-  VAULT_TRANSIT_KEY: { meaning: "the name of the Transit key that wraps tenants' data keys", default: 'unset' },
+  VAULT_TOKEN: {
+    meaning:
+      'the Vault token (sent as `X-Vault-Token`) allowed to encrypt, decrypt and rewrap with the Transit key',
+    default: 'unset',
+  },
+  VAULT_TRANSIT_KEY: {
+    meaning: "the name of the Transit key that wraps tenants' data keys",
+    default: 'unset',
+  },
   VAULT_TRANSIT_MOUNT: { meaning: 'where the Transit engine is mounted in Vault' },
   MCP_SECRET_KEY: {
     meaning:

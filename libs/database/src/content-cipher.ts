@@ -45,7 +45,8 @@ const PREFIX = 'sbe1.';
 /** Whether anything inside `value` looks sealed (a cheap synchronous walk). */
 export function holdsSealed(value: unknown): boolean {
   if (typeof value === 'string') return value.startsWith(PREFIX);
-  if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value)) return false;
+  if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value))
+    return false;
   if (Array.isArray(value)) return value.some(holdsSealed);
   for (const v of Object.values(value)) if (holdsSealed(v)) return true;
   return false;

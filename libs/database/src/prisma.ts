@@ -44,7 +44,9 @@ export function createDatabase(
   // client is a PrismaClient to its callers (same methods, transactions included).
   const prisma = options.openSealed
     ? (base.$extends({
-        query: { $allOperations: async ({ args, query }) => openStored(await query(args)) },
+        query: {
+          $allOperations: async ({ args, query }): Promise<unknown> => openStored<unknown>(await query(args)),
+        },
       }) as unknown as PrismaClient)
     : base;
   pools.set(prisma, pool);

@@ -52,7 +52,8 @@ export class DataKeysController {
     const tenantId = pathId(id, 'tenant');
     const mode = await this.modeOf(tenantId);
     if (!this.cipher.available) {
-      const message = 'no key provider is configured (ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*): nothing to rotate';
+      const message =
+        'no key provider is configured (ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*): nothing to rotate';
       throw new AppError('validation_failed', message, { issues: [{ path: 'id', message }] });
     }
     await this.cipher.rotate(tenantId, OPERATOR_ACTOR);

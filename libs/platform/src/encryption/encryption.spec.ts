@@ -1,5 +1,5 @@
 import { randomBytes, createCipheriv, createDecipheriv } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,7 +91,9 @@ describe('the local key ring', () => {
     const rewrapped = await rotated.rewrap(wrapped);
     expect(rewrapped.kekId).toBe('k2');
     expect(await rotated.rewrap(rewrapped)).toBe(rewrapped);
-    const withoutOld = new LocalKeyRing([{ id: 'k2', key: (rotated as unknown as { keys: Map<string, Buffer> }).keys.get('k2')! }]);
+    const withoutOld = new LocalKeyRing([
+      { id: 'k2', key: (rotated as unknown as { keys: Map<string, Buffer> }).keys.get('k2')! },
+    ]);
     expect(await withoutOld.unwrap(rewrapped)).toEqual(plaintext);
   });
 });
@@ -124,7 +126,7 @@ function fakeVault(token: string, keyName: string) {
       req.on('data', (c) => (s += c));
       req.on('end', () => resolve(s));
     });
-  const server: Server = createServer(async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     const body = JSON.parse((await read(req)) || '{}') as Record<string, string>;
     seen.push({ path: req.url!, token: req.headers['x-vault-token'] as string | undefined, body });
     const send = (status: number, payload: unknown) => {
@@ -135,13 +137,15 @@ function fakeVault(token: string, keyName: string) {
     const m = new RegExp(`^/v1/transit/(encrypt|decrypt|rewrap)/${keyName}$`).exec(req.url!);
     if (req.method !== 'POST' || !m) return send(404, { errors: [] });
     try {
-      if (m[1] === 'encrypt') return send(200, { data: { ciphertext: enc(body.plaintext), key_version: versions.length } });
+      if (m[1] === 'encrypt')
+        return send(200, { data: { ciphertext: enc(body.plaintext), key_version: versions.length } });
       if (m[1] === 'decrypt') return send(200, { data: { plaintext: dec(body.ciphertext) } });
       return send(200, { data: { ciphertext: enc(dec(body.ciphertext)), key_version: versions.length } });
     } catch (err) {
       return send(400, { errors: [(err as Error).message] });
     }
-  });
+  };
+  const server: Server = createServer((req, res) => void answer(req, res));
   return { server, seen, rotate: () => versions.push(randomBytes(32)) };
 }
 
@@ -160,9 +164,16 @@ describe('Vault Transit', () => {
     const { plaintext, wrapped } = await provider.generateDataKey();
     expect(wrapped).toMatchObject({ provider: 'vault-transit', kekId: 'switchboard:v1' });
     expect(wrapped.wrapped).toMatch(/^vault:v1:/);
-    expect(vault.seen.at(-1)).toMatchObject({ path: '/v1/transit/encrypt/switchboard', token: 's.token', body: { plaintext: plaintext.toString('base64') } });
+    expect(vault.seen.at(-1)).toMatchObject({
+      path: '/v1/transit/encrypt/switchboard',
+      token: 's.token',
+      body: { plaintext: plaintext.toString('base64') },
+    });
     expect(await provider.unwrap(wrapped)).toEqual(plaintext);
-    expect(vault.seen.at(-1)).toMatchObject({ path: '/v1/transit/decrypt/switchboard', body: { ciphertext: wrapped.wrapped } });
+    expect(vault.seen.at(-1)).toMatchObject({
+      path: '/v1/transit/decrypt/switchboard',
+      body: { ciphertext: wrapped.wrapped },
+    });
   });
 
   it('rewraps under the latest key version without seeing the plaintext', async () => {
@@ -176,14 +187,18 @@ describe('Vault Transit', () => {
   });
 
   it("surfaces Vault's errors: a bad token, a malformed ciphertext, an unreachable server", async () => {
-    await expect(new VaultTransit({ addr, token: 'wrong', key: 'switchboard' }).generateDataKey()).rejects.toThrow(
-      /answered 403: permission denied/,
-    );
+    await expect(
+      new VaultTransit({ addr, token: 'wrong', key: 'switchboard' }).generateDataKey(),
+    ).rejects.toThrow(/answered 403: permission denied/);
     const provider = new VaultTransit({ addr, token: 's.token', key: 'switchboard' });
-    await expect(provider.unwrap({ provider: 'vault-transit', kekId: 'x', wrapped: 'garbage' })).rejects.toThrow(/answered 400/);
-    await expect(provider.unwrap({ provider: 'local', kekId: 'k1', wrapped: 'x' })).rejects.toThrow(KeyProviderError);
-    await expect(new VaultTransit({ addr: 'http://127.0.0.1:1', token: 't', key: 'k' }).wrap(randomBytes(32))).rejects.toThrow(
-      /Vault Transit encrypt failed/,
+    await expect(
+      provider.unwrap({ provider: 'vault-transit', kekId: 'x', wrapped: 'garbage' }),
+    ).rejects.toThrow(/answered 400/);
+    await expect(provider.unwrap({ provider: 'local', kekId: 'k1', wrapped: 'x' })).rejects.toThrow(
+      KeyProviderError,
     );
+    await expect(
+      new VaultTransit({ addr: 'http://127.0.0.1:1', token: 't', key: 'k' }).wrap(randomBytes(32)),
+    ).rejects.toThrow(/Vault Transit encrypt failed/);
   });
 });

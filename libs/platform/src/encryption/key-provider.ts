@@ -43,11 +43,14 @@ export function parseKeyRing(spec: string): { id: string; key: Buffer }[] {
     .filter((e) => e.length > 0 && !e.startsWith('#'));
   const ring = entries.map((entry) => {
     const at = entry.indexOf(':');
-    if (at <= 0) throw new KeyProviderError(`key ring entry must be id:base64-key, got "${entry.slice(0, 20)}…"`);
+    if (at <= 0)
+      throw new KeyProviderError(`key ring entry must be id:base64-key, got "${entry.slice(0, 20)}…"`);
     const id = entry.slice(0, at);
-    if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new KeyProviderError(`key ring id "${id}" must be [A-Za-z0-9._-]{1,64}`);
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
+      throw new KeyProviderError(`key ring id "${id}" must be [A-Za-z0-9._-]{1,64}`);
     const key = Buffer.from(entry.slice(at + 1), 'base64');
-    if (key.length !== DATA_KEY_BYTES) throw new KeyProviderError(`key ring entry ${id} must be the base64 of 32 bytes`);
+    if (key.length !== DATA_KEY_BYTES)
+      throw new KeyProviderError(`key ring entry ${id} must be the base64 of 32 bytes`);
     return { id, key };
   });
   if (ring.length === 0) throw new KeyProviderError('the key ring is empty');
@@ -97,7 +100,8 @@ export class LocalKeyRing implements KeyProvider {
   }
 
   async unwrap(key: WrappedKey): Promise<Buffer> {
-    if (key.provider !== this.name) throw new KeyProviderError(`a ${key.provider} key cannot be unwrapped by the local key ring`);
+    if (key.provider !== this.name)
+      throw new KeyProviderError(`a ${key.provider} key cannot be unwrapped by the local key ring`);
     const kek = this.keys.get(key.kekId);
     if (!kek) throw new KeyProviderError(`KEK ${key.kekId} is not in the key ring`);
     const [iv, tag, ciphertext] = key.wrapped.split('.').map((p) => Buffer.from(p, 'base64url'));
@@ -107,7 +111,9 @@ export class LocalKeyRing implements KeyProvider {
       decipher.setAuthTag(tag);
       return Buffer.concat([decipher.update(ciphertext), decipher.final()]);
     } catch {
-      throw new KeyProviderError(`the data key wrapped by ${key.kekId} does not unwrap (altered or wrong KEK)`);
+      throw new KeyProviderError(
+        `the data key wrapped by ${key.kekId} does not unwrap (altered or wrong KEK)`,
+      );
     }
   }
 
@@ -143,16 +149,19 @@ export class VaultTransit implements KeyProvider {
   }
 
   async unwrap(key: WrappedKey): Promise<Buffer> {
-    if (key.provider !== this.name) throw new KeyProviderError(`a ${key.provider} key cannot be unwrapped by Vault Transit`);
+    if (key.provider !== this.name)
+      throw new KeyProviderError(`a ${key.provider} key cannot be unwrapped by Vault Transit`);
     const data = await this.call('decrypt', { ciphertext: key.wrapped });
     if (typeof data.plaintext !== 'string') throw new KeyProviderError('Vault Transit answered no plaintext');
     const plaintext = Buffer.from(data.plaintext, 'base64');
-    if (plaintext.length !== DATA_KEY_BYTES) throw new KeyProviderError('Vault Transit answered a key of the wrong size');
+    if (plaintext.length !== DATA_KEY_BYTES)
+      throw new KeyProviderError('Vault Transit answered a key of the wrong size');
     return plaintext;
   }
 
   async rewrap(key: WrappedKey): Promise<WrappedKey> {
-    if (key.provider !== this.name) throw new KeyProviderError(`a ${key.provider} key cannot be re-wrapped by Vault Transit`);
+    if (key.provider !== this.name)
+      throw new KeyProviderError(`a ${key.provider} key cannot be re-wrapped by Vault Transit`);
     const data = await this.call('rewrap', { ciphertext: key.wrapped });
     return this.wrapped(data.ciphertext);
   }
@@ -160,11 +169,15 @@ export class VaultTransit implements KeyProvider {
   private wrapped(ciphertext: unknown): WrappedKey {
     if (typeof ciphertext !== 'string') throw new KeyProviderError('Vault Transit answered no ciphertext');
     const version = /^vault:(v\d+):/.exec(ciphertext)?.[1];
-    if (!version) throw new KeyProviderError('Vault Transit answered a ciphertext without its vault:vN: prefix');
+    if (!version)
+      throw new KeyProviderError('Vault Transit answered a ciphertext without its vault:vN: prefix');
     return { provider: this.name, kekId: `${this.opts.key}:${version}`, wrapped: ciphertext };
   }
 
-  private async call(op: 'encrypt' | 'decrypt' | 'rewrap', body: Record<string, string>): Promise<Record<string, unknown>> {
+  private async call(
+    op: 'encrypt' | 'decrypt' | 'rewrap',
+    body: Record<string, string>,
+  ): Promise<Record<string, unknown>> {
     const mount = (this.opts.mount ?? 'transit').replace(/^\/+|\/+$/g, '');
     const url = `${this.opts.addr.replace(/\/+$/, '')}/v1/${mount}/${op}/${encodeURIComponent(this.opts.key)}`;
     let res: Response;

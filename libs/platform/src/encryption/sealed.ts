@@ -57,7 +57,13 @@ function aad(tenantId: string, kind: SealedKind, version: number) {
   return Buffer.from(`${tenantId.toLowerCase()}|${kind}|${version}`);
 }
 
-export function sealValue(key: Buffer, tenantId: string, version: number, kind: SealedKind, plaintext: string): string {
+export function sealValue(
+  key: Buffer,
+  tenantId: string,
+  version: number,
+  kind: SealedKind,
+  plaintext: string,
+): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad(tenantId, kind, version));
@@ -67,12 +73,16 @@ export function sealValue(key: Buffer, tenantId: string, version: number, kind: 
 
 /** The plaintext; throws SealedValueError when the key is wrong or the value was altered. */
 export function openSealed(key: Buffer, tenantId: string, env: ParsedSealed): string {
+  // The tenant it names must be the one it is opened for (and is bound as associated data).
+  if (env.tenantId !== tenantId.toLowerCase()) throw new SealedValueError('a value sealed for another tenant');
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, env.iv);
     decipher.setAAD(aad(tenantId, env.kind, env.version));
     decipher.setAuthTag(env.tag);
     return Buffer.concat([decipher.update(env.ciphertext), decipher.final()]).toString('utf8');
   } catch {
-    throw new SealedValueError(`a value sealed with data key v${env.version} does not open (altered, or not this tenant's)`);
+    throw new SealedValueError(
+      `a value sealed with data key v${env.version} does not open (altered, or not this tenant's)`,
+    );
   }
 }

@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { poolOf, setContentCipher } from '@switchboard/database';
 import { reencryptStale, sqlDbFor } from '@switchboard/store';
-import { createTestEnv, seedTenantSession, seedTurn, transcriptMessage, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  seedTenantSession,
+  seedTurn,
+  transcriptMessage,
+  type TestEnv,
+} from '@switchboard/testing';
 import { SealedValueError, sealedVersion, isSealed } from './sealed';
 import { LocalKeyRing } from './key-provider';
 import { EncryptionUnavailableError, TenantCipher } from './tenant-cipher';
@@ -55,7 +61,9 @@ describe('TenantCipher', () => {
     const json = await cipher.sealJson(t, { text: 'Duncan', nested: [{ n: 1 }] });
     expect(isSealed(sealed) && isSealed(json)).toBe(true);
     const rows = await env.db.tenantDataKey.findMany({ where: { tenantId: t } });
-    expect(rows).toEqual([expect.objectContaining({ version: 1, state: 'active', provider: 'local', kekId: 'k1' })]);
+    expect(rows).toEqual([
+      expect.objectContaining({ version: 1, state: 'active', provider: 'local', kekId: 'k1' }),
+    ]);
     // Another process (a fresh cipher, empty cache) reads it back through the wrapped key.
     const other = new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${k1}`));
     expect(await other.open(t, sealed)).toBe('a walrus named Duncan');
@@ -65,7 +73,9 @@ describe('TenantCipher', () => {
     await other.sealText(t2, 'x');
     await expect(other.open(t2, sealed)).rejects.toThrow(SealedValueError);
     // A process without that KEK cannot either.
-    await expect(new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${kek()}`)).open(t, sealed)).rejects.toThrow();
+    await expect(
+      new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${kek()}`)).open(t, sealed),
+    ).rejects.toThrow();
   });
 
   it('openDeep opens envelopes at any depth and returns values without any as they are', async () => {
@@ -126,7 +136,9 @@ describe('TenantCipher', () => {
     expect(result.rewrapped).toBeGreaterThanOrEqual(2);
     const rows = await env.db.tenantDataKey.findMany({ where: { tenantId: t } });
     expect(rows.every((r) => r.kekId === 'k2')).toBe(true);
-    const k2only = new LocalKeyRing([{ id: 'k2', key: (rotatedRing as unknown as { keys: Map<string, Buffer> }).keys.get('k2')! }]);
+    const k2only = new LocalKeyRing([
+      { id: 'k2', key: (rotatedRing as unknown as { keys: Map<string, Buffer> }).keys.get('k2')! },
+    ]);
     expect(await new TenantCipher(env.db, k2only).open(t, sealed)).toBe('survives KEK rotation');
     expect((await new TenantCipher(env.db, rotatedRing).rewrapAll()).rewrapped).toBe(0);
   });
@@ -148,7 +160,10 @@ describe('TenantCipher', () => {
     let now = 0;
     const cipher = new TenantCipher(env.db, ring, { defaultMode: 'strict', modeTtlMs: 1000, now: () => now });
     expect(await cipher.mode(s.tenantId)).toBe('strict');
-    await env.db.tenant.update({ where: { id: s.tenantId }, data: { settings: { encryption: { mode: 'off' } } } });
+    await env.db.tenant.update({
+      where: { id: s.tenantId },
+      data: { settings: { encryption: { mode: 'off' } } },
+    });
     expect(await cipher.mode(s.tenantId)).toBe('strict');
     now = 2000;
     expect(await cipher.mode(s.tenantId)).toBe('off');
@@ -156,12 +171,20 @@ describe('TenantCipher', () => {
 
   it('re-seals content of a retired version under the active one in batches (the maintenance job), still read the same', async () => {
     const s = await seedTenantSession(env.db, 'enc-lazy');
-    await env.db.tenant.update({ where: { id: s.tenantId }, data: { settings: { encryption: { mode: 'on' } } } });
+    await env.db.tenant.update({
+      where: { id: s.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
     const cipher = new TenantCipher(env.db, ring);
     setContentCipher(cipher);
     try {
-      const turn = await seedTurn(env.db, s, { status: 'completed', finalText: await cipher.sealText(s.tenantId, 'the answer') });
-      const rows = [0, 1, 2].map((i) => transcriptMessage(s, turn, i, i === 0 ? 'user' : 'assistant', `line ${i}`));
+      const turn = await seedTurn(env.db, s, {
+        status: 'completed',
+        finalText: await cipher.sealText(s.tenantId, 'the answer'),
+      });
+      const rows = [0, 1, 2].map((i) =>
+        transcriptMessage(s, turn, i, i === 0 ? 'user' : 'assistant', `line ${i}`),
+      );
       for (const r of rows) r.body = (await cipher.sealJson(s.tenantId, r.body)) as never;
       await env.db.message.createMany({ data: rows });
       await cipher.rotate(s.tenantId);
@@ -173,9 +196,17 @@ describe('TenantCipher', () => {
       expect(failed).not.toContain(s.tenantId);
       expect(await reencryptStale(sql, cipher, 2)).toBe(1);
       expect(await reencryptStale(sql, cipher, 2)).toBe(0);
-      const raw = await env.db.message.findMany({ where: { sessionId: s.sessionId }, orderBy: { position: 'asc' } });
+      const raw = await env.db.message.findMany({
+        where: { sessionId: s.sessionId },
+        orderBy: { position: 'asc' },
+      });
       expect(raw.map((m) => sealedVersion(m.body))).toEqual([2, 2, 2]);
-      expect(await cipher.openDeep(s.tenantId, raw.map((m) => m.body))).toEqual([0, 1, 2].map((i) => ({ type: 'text', text: `line ${i}` })));
+      expect(
+        await cipher.openDeep(
+          s.tenantId,
+          raw.map((m) => m.body),
+        ),
+      ).toEqual([0, 1, 2].map((i) => ({ type: 'text', text: `line ${i}` })));
       const t = await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } });
       expect(sealedVersion(t.finalText)).toBe(2);
       expect(await cipher.open(s.tenantId, t.finalText)).toBe('the answer');

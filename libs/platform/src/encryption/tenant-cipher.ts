@@ -1,7 +1,15 @@
 import type { Config } from '@switchboard/config';
 import type { Db } from '@switchboard/database';
 import { recordAudit } from '@switchboard/store';
-import { isSealed, openSealed, parseSealed, sealedVersion, sealValue, SealedValueError, type ParsedSealed } from './sealed';
+import {
+  isSealed,
+  openSealed,
+  parseSealed,
+  sealedVersion,
+  sealValue,
+  SealedValueError,
+  type ParsedSealed,
+} from './sealed';
 import { KeyProvider, LocalKeyRing, VaultTransit } from './key-provider';
 
 /** A tenant's `settings.encryption.mode` (docs/adr/0067). */
@@ -116,7 +124,9 @@ export class TenantCipher {
     if (!this.provider) return 'off';
     const hit = this.modes.get(tenantId);
     if (hit) return hit;
-    const rows = await this.db.$queryRaw<{ settings: unknown }[]>`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`;
+    const rows = await this.db.$queryRaw<
+      { settings: unknown }[]
+    >`SELECT settings FROM tenants WHERE id = ${tenantId}::uuid`;
     const mode = this.modeFromSettings(rows[0]?.settings);
     this.modes.set(tenantId, mode);
     return mode;
@@ -161,7 +171,8 @@ export class TenantCipher {
   async open(tenantId: string, value: unknown): Promise<unknown> {
     if (!isSealed(value)) return value;
     const env = parseSealed(value)!;
-    if (env.tenantId !== tenantId.toLowerCase()) throw new SealedValueError('a value sealed for another tenant');
+    if (env.tenantId !== tenantId.toLowerCase())
+      throw new SealedValueError('a value sealed for another tenant');
     return this.openParsed(env);
   }
 
@@ -197,7 +208,8 @@ export class TenantCipher {
 
   private async walk(value: unknown, open: (sealed: string) => Promise<unknown>): Promise<unknown> {
     if (typeof value === 'string') return isSealed(value) ? open(value) : value;
-    if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value)) return value;
+    if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value))
+      return value;
     if (Array.isArray(value)) {
       let changed = false;
       const out: unknown[] = [];
@@ -229,7 +241,8 @@ export class TenantCipher {
   async reseal(tenantId: string, value: unknown): Promise<unknown> {
     if (!isSealed(value)) return value;
     const env = parseSealed(value)!;
-    if (env.tenantId !== tenantId.toLowerCase()) throw new SealedValueError('a value sealed for another tenant');
+    if (env.tenantId !== tenantId.toLowerCase())
+      throw new SealedValueError('a value sealed for another tenant');
     const plaintext = openSealed(await this.keyOf(tenantId, env.version), tenantId, env);
     const { version, key } = await this.activeKey(tenantId);
     if (version === env.version) return value;
@@ -246,7 +259,13 @@ export class TenantCipher {
     const rows = await this.db.$queryRaw<KeyRow[]>`
       SELECT version, provider, kek_id, wrapped_key, state, created_at FROM tenant_data_keys
        WHERE tenant_id = ${tenantId}::uuid ORDER BY version DESC`;
-    return rows.map((r) => ({ version: r.version, state: r.state, provider: r.provider, kekId: r.kek_id, createdAt: r.created_at }));
+    return rows.map((r) => ({
+      version: r.version,
+      state: r.state,
+      provider: r.provider,
+      kekId: r.kek_id,
+      createdAt: r.created_at,
+    }));
   }
 
   /**
@@ -290,7 +309,10 @@ export class TenantCipher {
     const perTenant = new Map<string, { versions: number[]; kekId: string }>();
     let rewrapped = 0;
     let unchanged = 0;
-    let after: { tenant: string; version: number } = { tenant: '00000000-0000-0000-0000-000000000000', version: 0 };
+    let after: { tenant: string; version: number } = {
+      tenant: '00000000-0000-0000-0000-000000000000',
+      version: 0,
+    };
     for (;;) {
       const rows = await this.db.$queryRaw<(KeyRow & { tenant_id: string })[]>`
         SELECT tenant_id::text, version, provider, kek_id, wrapped_key, state, created_at FROM tenant_data_keys
@@ -298,7 +320,11 @@ export class TenantCipher {
          ORDER BY tenant_id, version LIMIT ${batch}`;
       if (rows.length === 0) break;
       for (const row of rows) {
-        const next = await provider.rewrap({ provider: row.provider, kekId: row.kek_id, wrapped: row.wrapped_key });
+        const next = await provider.rewrap({
+          provider: row.provider,
+          kekId: row.kek_id,
+          wrapped: row.wrapped_key,
+        });
         if (next.wrapped === row.wrapped_key) {
           unchanged++;
           continue;
@@ -344,7 +370,10 @@ export class TenantCipher {
   }
 
   private requireProvider(): KeyProvider {
-    if (!this.provider) throw new EncryptionUnavailableError('no key provider is configured (ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*)');
+    if (!this.provider)
+      throw new EncryptionUnavailableError(
+        'no key provider is configured (ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*)',
+      );
     return this.provider;
   }
 
@@ -360,7 +389,8 @@ export class TenantCipher {
     if (rows.length === 0) {
       const destroyed = await this.db.$queryRaw<{ n: number }[]>`
         SELECT count(*)::int AS n FROM tenant_data_keys WHERE tenant_id = ${tenantId}::uuid AND state = 'destroyed'`;
-      if (destroyed[0].n > 0) throw new EncryptionUnavailableError(`the data keys of tenant ${tenantId} are destroyed`);
+      if (destroyed[0].n > 0)
+        throw new EncryptionUnavailableError(`the data keys of tenant ${tenantId} are destroyed`);
       await this.rotateIfNone(tenantId);
       return this.activeKey(tenantId);
     }
@@ -390,8 +420,13 @@ export class TenantCipher {
   }
 
   private async unwrapRow(tenantId: string, row: KeyRow): Promise<Buffer> {
-    if (row.state === 'destroyed') throw new EncryptionUnavailableError(`data key v${row.version} of tenant ${tenantId} is destroyed`);
-    const key = await this.requireProvider().unwrap({ provider: row.provider, kekId: row.kek_id, wrapped: row.wrapped_key });
+    if (row.state === 'destroyed')
+      throw new EncryptionUnavailableError(`data key v${row.version} of tenant ${tenantId} is destroyed`);
+    const key = await this.requireProvider().unwrap({
+      provider: row.provider,
+      kekId: row.kek_id,
+      wrapped: row.wrapped_key,
+    });
     this.keys.set(`${tenantId}:${row.version}`, key);
     return key;
   }
@@ -412,6 +447,13 @@ export function keyProviderFromConfig(config: Config): KeyProvider | undefined {
   return undefined;
 }
 
-export function tenantCipherFromConfig(config: Config, db: Db, options: TenantCipherOptions = {}): TenantCipher {
-  return new TenantCipher(db, keyProviderFromConfig(config), { defaultMode: config.ENCRYPTION_DEFAULT_MODE, ...options });
+export function tenantCipherFromConfig(
+  config: Config,
+  db: Db,
+  options: TenantCipherOptions = {},
+): TenantCipher {
+  return new TenantCipher(db, keyProviderFromConfig(config), {
+    defaultMode: config.ENCRYPTION_DEFAULT_MODE,
+    ...options,
+  });
 }

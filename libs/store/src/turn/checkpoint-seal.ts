@@ -5,7 +5,15 @@ import type { CheckpointWrites } from './checkpoint';
  * The fields of journal events that carry content (docs/adr/0067): sealed one by one, so the rest
  * of an event's data (costs, ids, counts) stays plain JSON the checkpoint's SQL can still fill in.
  */
-export const CONTENT_EVENT_FIELDS = ['text', 'arguments', 'handback', 'finalText', 'output', 'content', 'question'] as const;
+export const CONTENT_EVENT_FIELDS = [
+  'text',
+  'arguments',
+  'handback',
+  'finalText',
+  'output',
+  'content',
+  'question',
+] as const;
 
 /** An event's data with its content fields sealed for the tenant. */
 export async function sealEventData(tenantId: string, data: unknown): Promise<unknown> {
@@ -50,7 +58,9 @@ export async function sealCheckpoint(w: CheckpointWrites): Promise<CheckpointWri
           error: c.error === undefined ? undefined : await sealJson(t, c.error),
         })),
       )),
-    turn: w.turn?.end ? { ...w.turn, end: { ...w.turn.end, finalText: await sealText(t, w.turn.end.finalText) } } : w.turn,
+    turn: w.turn?.end
+      ? { ...w.turn, end: { ...w.turn.end, finalText: await sealText(t, w.turn.end.finalText) } }
+      : w.turn,
     events: await Promise.all(w.events.map(async (e) => ({ ...e, data: await sealEventData(t, e.data) }))),
     // What the model saw (docs/adr/0045): the hash stays that of the plaintext part, so dedup holds.
     contextParts:
