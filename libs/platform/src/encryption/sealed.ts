@@ -74,7 +74,8 @@ export function sealValue(
 /** The plaintext; throws SealedValueError when the key is wrong or the value was altered. */
 export function openSealed(key: Buffer, tenantId: string, env: ParsedSealed): string {
   // The tenant it names must be the one it is opened for (and is bound as associated data).
-  if (env.tenantId !== tenantId.toLowerCase()) throw new SealedValueError('a value sealed for another tenant');
+  if (env.tenantId !== tenantId.toLowerCase())
+    throw new SealedValueError('a value sealed for another tenant');
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, env.iv);
     decipher.setAAD(aad(tenantId, env.kind, env.version));
