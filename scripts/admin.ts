@@ -11,6 +11,8 @@
  *   npm run admin -- pause-tenant <tenantId> [--reason <text>]
  *   npm run admin -- resume-tenant <tenantId>
  *   npm run admin -- audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
+ *   npm run admin -- rotate-data-key <tenantId>   (a new data-key version: docs/adr/0067)
+ *   npm run admin -- rewrap-data-keys             (KEK rotation: every data key re-wrapped under the current KEK)
  *   npm run admin -- eval run --dataset <id|name> --agent <id|name> --version N [--version M]...
  *                             --min-score X [--timeout-s 600]   (over the HTTP API: docs/adr/0063)
  */
@@ -40,6 +42,7 @@ import {
   TurnStore,
 } from '@switchboard/store';
 import { TenantPause } from '@switchboard/turns';
+import { tenantCipherFromConfig, type TenantCipher } from '@switchboard/platform';
 import { createTenant, operatorTenant } from '../apps/gateway/src/api/admin.controller';
 import { generateApiKey } from '../apps/gateway/src/platform/auth/keys';
 import { presentApiKey, presentAuditEvent, presentOperatorTenant } from '../apps/gateway/src/api/presenters';
@@ -56,6 +59,8 @@ const USAGE = `usage: npm run admin -- <command>
   pause-tenant <tenantId> [--reason <text>]
   resume-tenant <tenantId>
   audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
+  rotate-data-key <tenantId>
+  rewrap-data-keys
 ${EVAL_USAGE}`;
 
 /** A command line's words before any flag, and each `--flag value` (a flag may repeat). */
@@ -141,6 +146,14 @@ async function withTenantPause<T>(db: Db, fn: (pauses: TenantPause) => Promise<T
     await closeQueue(turns);
     redis.disconnect();
   }
+}
+
+/** The deployment's TenantCipher, or undefined (said on stderr) when it has no key provider. */
+function cipherOrFail(db: Db): TenantCipher | undefined {
+  const cipher = tenantCipherFromConfig(loadConfig(), db);
+  if (cipher.available) return cipher;
+  console.error('no key provider is configured (ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*)');
+  return undefined;
 }
 
 async function run(db: Db, command: string, args: string[]): Promise<number> {
@@ -280,6 +293,23 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
           );
         }
       }
+      return 0;
+    }
+    case 'rotate-data-key': {
+      const tenantId = tenantIdOf(parseArgs(args, []), command);
+      if (!(await tenants.settings(tenantId))) return fail(`no tenant ${tenantId}`);
+      const cipher = cipherOrFail(db);
+      if (!cipher) return 1;
+      print(await cipher.rotate(tenantId, OPERATOR_ACTOR));
+      return 0;
+    }
+    case 'rewrap-data-keys': {
+      if (args.length > 0) throw new UsageError('rewrap-data-keys takes no arguments');
+      const cipher = cipherOrFail(db);
+      if (!cipher) return 1;
+      // KEK rotation (docs/adr/0067): put the new KEK first in ENCRYPTION_KEYS, keep the old one
+      // listed, run this, then drop the old one.
+      print(await cipher.rewrapAll(500, OPERATOR_ACTOR));
       return 0;
     }
     default:

@@ -123,6 +123,8 @@ const COVERAGE: Record<string, Coverage> = {
   listTenantApiKeys: OPERATOR,
   createTenantApiKey: OPERATOR,
   revokeTenantApiKey: OPERATOR,
+  listTenantDataKeys: OPERATOR,
+  rotateTenantDataKey: OPERATOR,
   // The webhook ingress (docs/adr/0019): the URL token is the credential, no key is sent; an
   // unknown token is a 404 and writes nothing.
   deliverHook: { unknownOnly: 'the URL token is the credential: whoever holds it delivers to its trigger' },

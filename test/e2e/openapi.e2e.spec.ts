@@ -91,6 +91,8 @@ describe('the OpenAPI document matches what the server answers', () => {
         SCRIPTED_FIXTURES_DIR: FIXTURES,
         DATABASE_URL: pgProxy.rewrite(env.databaseUrl),
         MCP_ALLOW_HOSTS: '127.0.0.1',
+        // A key provider, so the data-key routes (docs/adr/0067) can succeed; every tenant stays `off`.
+        ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
       }),
     );
     app.useLogger(false);
@@ -493,6 +495,10 @@ describe('the OpenAPI document matches what the server answers', () => {
       params: { id: ownTenantId, keyId: opKey.body.id },
     });
     await run('revokeTenantApiKey', 404, { auth: ADMIN, params: { id: ownTenantId, keyId: unknown } });
+    await run('rotateTenantDataKey', 200, { auth: ADMIN, params: { id: ownTenantId } });
+    await run('rotateTenantDataKey', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('listTenantDataKeys', 200, { auth: ADMIN, params: { id: ownTenantId } });
+    await run('listTenantDataKeys', 404, { auth: ADMIN, params: { id: unknown } });
     await run('listQueues', 200, { auth: ADMIN });
     await run('listQueues', 401, { auth: key });
     await run('listProcesses', 200, { auth: ADMIN });

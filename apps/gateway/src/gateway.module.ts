@@ -55,6 +55,7 @@ import { API_KEY_CACHE, ApiKeyCache } from './platform/auth/key-cache';
 import { KEY_REVOCATIONS, KeyRevocations } from './platform/auth/key-revocations';
 import { KEY_USAGE, KeyUsage } from './platform/auth/key-usage';
 import { AdminController, TENANT_PAUSE } from './api/admin.controller';
+import { DataKeysController } from './api/data-keys.controller';
 import { AuditController } from './api/audit.controller';
 import { ConsoleController } from './api/console.controller';
 import { OperatorController, operatorQueuesProvider } from './api/operator.controller';
@@ -172,6 +173,7 @@ export class GatewayModule {
       ],
       controllers: [
         AdminController,
+        DataKeysController,
         ApiKeysController,
         AgentsController,
         ArchetypesController,

@@ -7,12 +7,22 @@ import { poolOf, type Db } from '@switchboard/database';
 import { reconcileHooks } from '@switchboard/hooks';
 import { RedisLivePublisher } from '@switchboard/live';
 import type { Metrics } from '@switchboard/observability';
-import { DB, METRICS, QueueProcessor, QueueWorker, REDIS, TASKS } from '@switchboard/platform';
+import {
+  CIPHER,
+  DB,
+  METRICS,
+  QueueProcessor,
+  QueueWorker,
+  REDIS,
+  TASKS,
+  type TenantCipher,
+} from '@switchboard/platform';
 import { consume, type RedisConnection } from '@switchboard/queue';
 import {
   ApprovalStore,
   ClientToolStore,
   maintainPartitions,
+  reencryptStale,
   sqlDbFor,
   TurnStore,
   type SqlDb,
@@ -40,6 +50,7 @@ export class MaintenanceProcessor extends QueueWorker {
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(REDIS) private readonly redis: RedisConnection,
     @Inject(TASKS) private readonly tasks: TaskService,
+    @Inject(CIPHER) private readonly cipher: TenantCipher,
   ) {
     super();
   }
@@ -136,8 +147,15 @@ export class MaintenanceProcessor extends QueueWorker {
           workQueue: this.work,
           maxIdleTicks: this.config.WORK_TICK_MAX_IDLE,
         });
+        // Data-key rotation's background half (docs/adr/0067): a batch of content sealed under a
+        // retired version re-sealed under the active one; nothing to do without a key provider.
+        const reencrypted = this.cipher.available
+          ? await reencryptStale(this.sql, this.cipher, 200, (tenantId, err) =>
+              this.logger.warn({ task, tenantId, err }, 're-encryption of a tenant failed'),
+            )
+          : 0;
         this.logger.info(
-          { task, requeued, expired, woken, reported, orphans, hooks, activated },
+          { task, requeued, expired, woken, reported, orphans, hooks, activated, reencrypted },
           'maintenance task ran',
         );
         return requeued;

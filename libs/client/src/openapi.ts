@@ -150,6 +150,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/admin/tenants/{id}/data-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A tenant's data-key versions and encryption mode (never key material)
+     * @description The tenant's encryption mode in force and every version of its data key, newest first: state (`active` seals new content, `retired` still opens what it sealed, `destroyed`), the provider and the id of the key-encryption key wrapping it. Never key material. 404 for an unknown tenant.
+     */
+    get: operations['listTenantDataKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenants/{id}/data-keys/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate a tenant's data key: a new version seals new content at once
+     * @description Makes a new version of the tenant's data key, active at once; the previous one is retired and still opens what it sealed, which the maintenance job (and any write of it) re-seals under the new version in batches. Audited `tenant.data_key_rotated`. 400 `validation_failed` when the deployment has no key provider, 404 for an unknown tenant; nothing changes either way.
+     */
+    post: operations['rotateTenantDataKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/api-keys': {
     parameters: {
       query?: never;
@@ -1039,7 +1079,7 @@ export interface paths {
     };
     /**
      * The tenant's settings
-     * @description The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret) and the daily spend cap.
+     * @description The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret), the daily spend cap and the encryption mode in force (docs/adr/0067).
      */
     get: operations['getSettings'];
     put?: never;
@@ -1049,7 +1089,7 @@ export interface paths {
     head?: never;
     /**
      * Change the tenant's settings
-     * @description Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are. The `vision` route (the model turns with image input run on) must name a model that takes images: 400 otherwise.
+     * @description Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are. The `vision` route (the model turns with image input run on) must name a model that takes images: 400 otherwise. `encryption.mode` `on` or `strict` (docs/adr/0067) needs a key provider in the deployment: 400 otherwise, nothing changed.
      */
     patch: operations['updateSettings'];
     trace?: never;
@@ -2442,6 +2482,10 @@ export interface components {
       share?: number | null;
       dailySpendLimitUsd?: number | null;
       maxActionsPerHour?: number | null;
+      encryption?: {
+        /** @enum {string} */
+        mode: 'off' | 'on' | 'strict';
+      };
     };
     UpdateRateLimitsDto: {
       admission?: number | null;
@@ -2939,6 +2983,10 @@ export interface components {
       evaluation?: {
         dailyBudgetUsd?: number;
       } | null;
+      encryption?: {
+        /** @enum {string} */
+        mode: 'off' | 'on' | 'strict';
+      };
     };
     ChatCompletionDto: {
       model: string;
@@ -6493,6 +6541,11 @@ export interface components {
       evaluation: {
         dailyBudgetUsd: number;
       };
+      encryption: {
+        /** @enum {string} */
+        mode: 'off' | 'on' | 'strict';
+        available: boolean;
+      };
     };
     Usage: {
       /** Format: date-time */
@@ -6874,7 +6927,8 @@ export interface components {
         | 'agent.canary_started'
         | 'agent.canary_promoted'
         | 'agent.canary_rolled_back'
-        | 'agent.canary_stopped';
+        | 'agent.canary_stopped'
+        | 'tenant.data_key_rotated';
       targetType: string;
       targetId: string | null;
       details: {
@@ -6972,6 +7026,22 @@ export interface components {
         before: unknown;
         after: unknown;
       }[];
+    };
+    DataKey: {
+      version: number;
+      /** @enum {string} */
+      state: 'active' | 'retired' | 'destroyed';
+      provider: string;
+      kekId: string;
+      /** Format: date-time */
+      createdAt: string;
+    };
+    DataKeyList: {
+      /** Format: uuid */
+      tenantId: string;
+      /** @enum {string} */
+      mode: 'off' | 'on' | 'strict';
+      data: components['schemas']['DataKey'][];
     };
     OpenAiError: {
       error: {
@@ -8515,7 +8585,8 @@ export interface operations {
           | 'agent.canary_started'
           | 'agent.canary_promoted'
           | 'agent.canary_rolled_back'
-          | 'agent.canary_stopped';
+          | 'agent.canary_stopped'
+          | 'tenant.data_key_rotated';
         tenantId?: string;
       };
       header?: never;
@@ -8544,6 +8615,131 @@ export interface operations {
       };
       /** @description Missing, invalid or revoked credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listTenantDataKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A tenant's data-key versions and encryption mode (never key material) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DataKeyList'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  rotateTenantDataKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Rotate a tenant's data key: a new version seals new content at once */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DataKeyList'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -19396,7 +19592,8 @@ export interface operations {
           | 'agent.canary_started'
           | 'agent.canary_promoted'
           | 'agent.canary_rolled_back'
-          | 'agent.canary_stopped';
+          | 'agent.canary_stopped'
+          | 'tenant.data_key_rotated';
       };
       header?: never;
       path?: never;

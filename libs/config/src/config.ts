@@ -209,6 +209,44 @@ export const ConfigSchema = z.object({
   MCP_ALLOW_HOSTS: AllowHosts,
   /** How long a harness worker trusts an MCP server's tool list before listing it again (docs/adr/0023). */
   MCP_TOOLS_TTL_MS: Int(300_000, 0),
+  /**
+   * Key-encryption keys of the local key ring (docs/adr/0067): comma-separated `id:base64-of-32-bytes`,
+   * the first current (wraps new data keys), the others still unwrap what they wrapped.
+   */
+  ENCRYPTION_KEYS: z
+    .string()
+    .refine(
+      (v) =>
+        v
+          .split(',')
+          .map((e) => e.trim())
+          .filter(Boolean)
+          .every(
+            (e) =>
+              /^[A-Za-z0-9._-]{1,64}:/.test(e) &&
+              Buffer.from(e.slice(e.indexOf(':') + 1), 'base64').length === 32,
+          ),
+      { message: 'must be comma-separated id:base64-of-32-bytes entries' },
+    )
+    .optional(),
+  /** The same key ring in a file (one `id:base64` entry a line, `#` comments), when ENCRYPTION_KEYS is unset. */
+  ENCRYPTION_KEYS_FILE: z
+    .string()
+    .refine((f) => existsSync(f), 'must name an existing file')
+    .optional(),
+  /** A tenant's `encryption.mode` when its settings name none (docs/adr/0067). */
+  ENCRYPTION_DEFAULT_MODE: z.enum(['off', 'on', 'strict']).default('off'),
+  /** Vault's address: with VAULT_TOKEN and VAULT_TRANSIT_KEY, Vault Transit wraps the data keys (docs/adr/0067). */
+  VAULT_ADDR: Url(['http:', 'https:']).optional(),
+  VAULT_TOKEN: z.string().min(1).optional(),
+  VAULT_TRANSIT_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, 'must be a Transit key name')
+    .optional(),
+  VAULT_TRANSIT_MOUNT: z
+    .string()
+    .regex(/^[A-Za-z0-9._/-]+$/)
+    .default('transit'),
   /** Seals MCP servers' auth header values at rest (AES-256-GCM, base64 of 32 bytes); unset: stored as given. */
   MCP_SECRET_KEY: z
     .string()

@@ -121,6 +121,35 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how long a harness worker trusts an MCP server's tool list before listing it again (a `tools/list_changed` notification drops it sooner)",
   },
+  ENCRYPTION_KEYS: {
+    meaning:
+      "the local key ring of key-encryption keys wrapping tenants' data keys (ADR 0067): comma-separated `id:base64-of-32-bytes`, the first current; keep an old one listed until `npm run admin -- rewrap-data-keys` has run",
+    default: 'unset (no local key ring)',
+  },
+  ENCRYPTION_KEYS_FILE: {
+    meaning:
+      'a file holding the key ring instead (one `id:base64` entry a line, `#` comments), read when `ENCRYPTION_KEYS` is unset',
+    default: 'unset',
+  },
+  ENCRYPTION_DEFAULT_MODE: {
+    meaning:
+      "a tenant's encryption mode when its settings name none: `off`, `on` (content encrypted per tenant) or `strict` (also no full-text or vector index of it); anything but `off` needs a key provider (ADR 0067)",
+  },
+  VAULT_ADDR: {
+    meaning:
+      "HashiCorp Vault's address: with `VAULT_TOKEN` and `VAULT_TRANSIT_KEY` its Transit engine wraps the tenants' data keys instead of the local key ring (ADR 0067)",
+    default: 'unset',
+  },
+  VAULT_TOKEN: {
+    meaning:
+      'the Vault token (sent as `X-Vault-Token`) allowed to encrypt, decrypt and rewrap with the Transit key',
+    default: 'unset',
+  },
+  VAULT_TRANSIT_KEY: {
+    meaning: "the name of the Transit key that wraps tenants' data keys",
+    default: 'unset',
+  },
+  VAULT_TRANSIT_MOUNT: { meaning: 'where the Transit engine is mounted in Vault' },
   MCP_SECRET_KEY: {
     meaning:
       "base64 of 32 bytes: MCP servers' auth header values are sealed with AES-256-GCM at rest (ADR 0023)",

@@ -621,6 +621,16 @@ export function parseTenantSettings(
  * PATCH /v1/settings: `modelRoutes` merges per route (`null` removes that route, an absent route is
  * left alone); `blockedTools` replaces the whole list (`[]` clears it); `toolSchemaMode` replaces.
  */
+/**
+ * A tenant's encryption of content at rest (docs/adr/0067): `off`, `on` (content sealed with the
+ * tenant's data key) or `strict` (also no full-text or vector index derived from it). `on`/`strict`
+ * need a key provider in the deployment (400 otherwise).
+ */
+export const EncryptionMode = z.enum(['off', 'on', 'strict']);
+export type EncryptionMode = z.infer<typeof EncryptionMode>;
+export const EncryptionSettings = z.strictObject({ mode: EncryptionMode });
+export type EncryptionSettings = z.infer<typeof EncryptionSettings>;
+
 export const UpdateSettingsRequest = z
   .strictObject({
     modelRoutes: z.strictObject(perRoute(ConcreteModelRef.nullable().optional())).optional(),
@@ -650,6 +660,8 @@ export const UpdateSettingsRequest = z
     archivist: ArchivistSettings.nullable().optional(),
     /** Replaces the tenant's evaluation settings (`{}` or `null`: the defaults), docs/adr/0062. */
     evaluation: EvaluationSettings.nullable().optional(),
+    /** The tenant's encryption at rest (docs/adr/0067); replaced when given. */
+    encryption: EncryptionSettings.optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -702,6 +714,7 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
         : (update.dailySpendLimitUsd ?? current.dailySpendLimitUsd),
     archivist: update.archivist === null ? {} : (update.archivist ?? current.archivist),
     evaluation: update.evaluation === null ? {} : (update.evaluation ?? current.evaluation),
+    ...(update.encryption ? { encryption: update.encryption } : {}),
   };
 }
 
@@ -896,6 +909,8 @@ export const UpdateTenantRequest = z
     dailySpendLimitUsd: OperatorDailySpendLimitUsd.nullable().optional(),
     /** The tenant's hourly side-effect budget over all its agents (docs/adr/0058); null: unlimited. */
     maxActionsPerHour: MaxActionsPerHour.nullable().optional(),
+    /** The tenant's encryption at rest (docs/adr/0067), as the tenant's own PATCH /v1/settings sets it. */
+    encryption: EncryptionSettings.optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateTenantRequest = z.infer<typeof UpdateTenantRequest>;
@@ -951,6 +966,7 @@ export const AUDIT_ACTIONS = [
   'agent.canary_promoted',
   'agent.canary_rolled_back',
   'agent.canary_stopped',
+  'tenant.data_key_rotated',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

@@ -1049,6 +1049,11 @@ export const SettingsResponse = z
      * `evaluation.dailyBudgetUsd`, else the deployment's EVAL_DAILY_BUDGET_USD (docs/adr/0062).
      */
     evaluation: z.strictObject({ dailyBudgetUsd: z.number() }),
+    /**
+     * Encryption of the tenant's content at rest in force (docs/adr/0067): its own mode, else the
+     * deployment's ENCRYPTION_DEFAULT_MODE; `available` says whether the deployment has a key provider.
+     */
+    encryption: z.strictObject({ mode: z.enum(['off', 'on', 'strict']), available: z.boolean() }),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;
@@ -1538,3 +1543,28 @@ export const AgentVersionDiffResponse = z
   })
   .register(ApiSchemas, { id: 'AgentVersionDiff' });
 export type AgentVersionDiffResponse = z.infer<typeof AgentVersionDiffResponse>;
+
+/** One version of a tenant's data key (docs/adr/0067): never key material. */
+export const DataKeyResponse = z
+  .strictObject({
+    version: z.int(),
+    /** `active` seals new content; `retired` only opens what it sealed; `destroyed`: nothing opens. */
+    state: z.enum(['active', 'retired', 'destroyed']),
+    /** The KeyProvider that wrapped it: `local` or `vault-transit`. */
+    provider: z.string(),
+    /** The key-encryption key that wraps it now (a key ring id, or `<transit key>:vN`). */
+    kekId: z.string(),
+    createdAt: Timestamp,
+  })
+  .register(ApiSchemas, { id: 'DataKey' });
+export type DataKeyResponse = z.infer<typeof DataKeyResponse>;
+
+/** GET /v1/admin/tenants/:id/data-keys and the rotation's answer: the tenant's mode and key versions, newest first. */
+export const DataKeyListResponse = z
+  .strictObject({
+    tenantId: Id,
+    mode: z.enum(['off', 'on', 'strict']),
+    data: z.array(DataKeyResponse),
+  })
+  .register(ApiSchemas, { id: 'DataKeyList' });
+export type DataKeyListResponse = z.infer<typeof DataKeyListResponse>;

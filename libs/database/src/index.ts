@@ -1,3 +1,4 @@
 export * from './journal';
 export * from './prisma';
 export * from './rows';
+export * from './content-cipher';

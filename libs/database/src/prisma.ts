@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from '@prisma/client';
 import pg from 'pg';
+import { openStored } from './content-cipher';
 
 /** Prisma through the pg driver adapter: no native query engine (docs/adr/0002-prisma-engine.md). */
 export interface DatabaseOptions {
@@ -8,6 +9,11 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** How long opening a connection may take before it fails (default: no bound, pg's own). */
   connectTimeoutMs?: number;
+  /**
+   * Open content sealed per tenant in every result (docs/adr/0067): set when the deployment has a key
+   * provider. Off, reads carry no extension at all.
+   */
+  openSealed?: boolean;
 }
 
 export function createPrisma(databaseUrl: string, options: DatabaseOptions = {}): PrismaClient {
@@ -33,7 +39,16 @@ export function createDatabase(
   // Waiting for a pooled connection is not a failure until well past Prisma's 2 s default: a burst
   // (six activations racing for one agent's row lock, measured failing at load 16) queues for the
   // pool; a transaction still ends within its own timeout.
-  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 15_000 } });
+  const base = new PrismaClient({ adapter, transactionOptions: { maxWait: 10_000, timeout: 15_000 } });
+  // Every model read and raw query answers sealed content opened (docs/adr/0067); the extended
+  // client is a PrismaClient to its callers (same methods, transactions included).
+  const prisma = options.openSealed
+    ? (base.$extends({
+        query: {
+          $allOperations: async ({ args, query }): Promise<unknown> => openStored<unknown>(await query(args)),
+        },
+      }) as unknown as PrismaClient)
+    : base;
   pools.set(prisma, pool);
   return { prisma, pool };
 }

@@ -62,6 +62,24 @@ describe('MemoryStore', () => {
   const search = (query: string, over: { kinds?: MemoryKind[]; limit?: number } = {}) =>
     store.search({ tenantId: tenant, agentId: agent, query, ...over });
 
+  it('keeps no search lexemes for a tenant in strict encryption mode (docs/adr/0067): full-text finds nothing of it', async () => {
+    const strict = newId();
+    await env.db.tenant.create({
+      data: { id: strict, name: 'strict', settings: { encryption: { mode: 'strict' } } },
+    });
+    const scope = { tenantId: strict, agentId: newId() };
+    await store.write([rec('Favourite colour', 'The user said their favourite colour is teal.', scope)]);
+    const [row] = await db.rows<{ search: string }>(
+      sql`SELECT search::text AS search FROM memory_records WHERE tenant_id = ${strict}::uuid`,
+    );
+    expect(row.search).toBe('');
+    expect(await store.search({ ...scope, query: 'favourite colour' })).toEqual([]);
+    // The record itself is kept, and listed.
+    expect(await db.rows(sql`SELECT 1 FROM memory_records WHERE tenant_id = ${strict}::uuid`)).toHaveLength(
+      1,
+    );
+  });
+
   it('ranks the record that matches more terms, and in its title, first', async () => {
     const hits = await search('what is my favourite colour?');
     expect(hits.map((h) => h.title)).toEqual(['Favourite colour', 'Colour of the car']);

@@ -23,10 +23,16 @@ import {
 
 const CONFIG = new Sql([`'${SEARCH_CONFIG}'::regconfig`], []);
 
-/** The search vector of a title and content: the title weighs more (A) than the content (B). */
-function vector(title: string, content: string): Sql {
-  return sql`setweight(to_tsvector(${CONFIG}, ${searchText(title)}), 'A') ||
-    setweight(to_tsvector(${CONFIG}, ${searchText(content)}), 'B')`;
+/**
+ * The search vector of a title and content: the title weighs more (A) than the content (B). Empty
+ * for a tenant whose settings set strict encryption (docs/adr/0067): no lexeme of its content is kept,
+ * and full-text search finds nothing of it (recall falls back to what needs no index).
+ */
+function vector(tenantId: string, title: string, content: string): Sql {
+  return sql`CASE WHEN (SELECT settings->'encryption'->>'mode' FROM tenants WHERE id = ${tenantId}::uuid) = 'strict'
+    THEN ''::tsvector
+    ELSE setweight(to_tsvector(${CONFIG}, ${searchText(title)}), 'A') ||
+      setweight(to_tsvector(${CONFIG}, ${searchText(content)}), 'B') END`;
 }
 
 function check(r: MemoryWrite): void {
@@ -59,7 +65,7 @@ export function memoryInsertSql(records: MemoryWrite[], when?: Sql): Sql {
     (
       r,
     ) => sql`(${newId()}::uuid, ${r.tenantId}::uuid, ${r.agentId}::uuid, ${r.kind}, ${r.title}, ${r.content},
-      ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.title, r.content)}, ${[...new Set(r.tags ?? [])]}::text[])`,
+      ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.tenantId, r.title, r.content)}, ${[...new Set(r.tags ?? [])]}::text[])`,
   );
   const columns = sql`(id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search, tags)`;
   // With `when`: only when that condition holds (e.g. `EXISTS (SELECT 1 FROM claim)` of the caller's CTE).

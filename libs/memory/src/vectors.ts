@@ -1,3 +1,4 @@
+import { isStrict } from '@switchboard/database';
 import { parseMemorySettings, type MemorySettings } from '@switchboard/contracts';
 import type { EmbedderRegistry } from '@switchboard/providers';
 import { join, planEachCall, sql, type SqlRunner } from '@switchboard/store';
@@ -168,7 +169,9 @@ export async function embedPending(
   const maxBatches = options.maxBatches ?? 16;
   const state = await agentMemoryState(db, scope);
   const target = state?.embedder ?? null;
-  if (!state || !target) {
+  // A tenant in strict encryption mode keeps no vectors derived from its content (docs/adr/0067):
+  // recall falls back to recency, as for an agent without an embedder.
+  if (!state || !target || (await isStrict(scope.tenantId))) {
     if (state) await dropVectors(db, scope);
     return { done: true, embedded: 0, target, inputTokens: 0 };
   }

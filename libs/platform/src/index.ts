@@ -8,3 +8,4 @@ export * from './providers';
 export * from './secret-box';
 export * from './rate-limits';
 export * from './action-budget';
+export * from './encryption';

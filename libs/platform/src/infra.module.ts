@@ -12,7 +12,7 @@ import type { Queue } from 'bullmq';
 import { TurnSteering } from '@switchboard/admission';
 import type { Config } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
-import { createPrisma, poolOf, type Db } from '@switchboard/database';
+import { createPrisma, poolOf, setContentCipher, type Db } from '@switchboard/database';
 import { MemoryBlockStore, memoryBlockTools, MemorySearch, memoryTools } from '@switchboard/memory';
 import { sleepTool, WorkItemStore, workItemTools } from '@switchboard/work-items';
 import { RedisLivePublisher } from '@switchboard/live';
@@ -22,7 +22,8 @@ import { setPreparedStatements, sqlDbFor } from '@switchboard/store';
 import { subagentTools, TaskService } from '@switchboard/subagents';
 import { OriginalsStore, tokenjuiceRetrieveTool } from '@switchboard/tokenjuice/store';
 import { builtinTools, loadToolModules, ToolRegistry } from '@switchboard/tools';
-import { CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
+import { CIPHER, CONFIG, DB, EMBEDDERS, LOGGER, METRICS, READ_DB, REDIS, TASKS, TOOLS } from './tokens';
+import { keyProviderFromConfig, tenantCipherFromConfig } from './encryption';
 import { QueueWorkers, WorkerFailures } from './worker';
 import { embedderRegistryFromConfig } from './providers';
 import type { EmbedderRegistry } from '@switchboard/providers';
@@ -68,7 +69,11 @@ export class InfraModule {
         useValue: createLogger({ service, level: config.LOG_LEVEL, file: config.LOG_FILE }),
       },
       { provide: METRICS, useValue: new Metrics(service) },
-      { provide: DB, useFactory: () => createPrisma(config.DATABASE_URL) },
+      {
+        provide: DB,
+        // With a key provider, Prisma's reads open content sealed per tenant (docs/adr/0067).
+        useFactory: () => createPrisma(config.DATABASE_URL, { openSealed: !!keyProviderFromConfig(config) }),
+      },
       {
         // The read replica (docs/adr/0042): its pool connects on the first routed read, so a worker
         // given the setting holds no connection to it. A replica that does not answer within 2 s
@@ -76,10 +81,24 @@ export class InfraModule {
         provide: READ_DB,
         useFactory: () =>
           config.DATABASE_READ_URL
-            ? createPrisma(config.DATABASE_READ_URL, { connectTimeoutMs: 2_000 })
+            ? createPrisma(config.DATABASE_READ_URL, {
+                connectTimeoutMs: 2_000,
+                openSealed: !!keyProviderFromConfig(config),
+              })
             : null,
       },
       { provide: REDIS, useValue: redis },
+      // Per-tenant encryption at rest (docs/adr/0067): without a key provider every tenant is `off`.
+      {
+        provide: CIPHER,
+        inject: [DB],
+        useFactory: (db: Db) => {
+          const cipher = tenantCipherFromConfig(config, db);
+          // The store seals and opens content through it (only with a provider: else nothing to do).
+          if (cipher.available) setContentCipher(cipher);
+          return cipher;
+        },
+      },
       {
         // Sub-agent tasks (docs/adr/0024): spawns enqueue child turns; close_subagent cancels through ADR 0014.
         provide: TASKS,

@@ -12,3 +12,5 @@ export const ADMISSION = Symbol('ADMISSION');
 export const TASKS = Symbol('TASKS');
 /** The embedders (libs/providers EmbedderRegistry, docs/adr/0050): `<provider>/<model>` refs resolved. */
 export const EMBEDDERS = Symbol('EMBEDDERS');
+/** Per-tenant encryption of content at rest (TenantCipher, docs/adr/0067). */
+export const CIPHER = Symbol('CIPHER');

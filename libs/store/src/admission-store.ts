@@ -1,3 +1,4 @@
+import { sealJson } from '@switchboard/database';
 import { json, ofTenant, sql, type Sql, type SqlDb, type SqlRunner } from './sql';
 import { HOLDS_SESSION } from './turn/statuses';
 
@@ -105,6 +106,12 @@ const priorOf = (a: { tenantId: string; sessionId: string }, key: string) => sql
   WHERE m.session_id = ${a.sessionId}::uuid AND m.tenant_id = ${a.tenantId}::uuid
     AND m.idempotency_key = ${key}`;
 
+/** The insert with its content sealed for the tenant (docs/adr/0067); itself when the mode is off. */
+async function sealedInsert(a: AdmissionInsert): Promise<AdmissionInsert> {
+  const body = await sealJson(a.tenantId, a.body);
+  return body === a.body ? a : { ...a, body };
+}
+
 function admitStatement(a: AdmissionInsert, o: { takeKeyLock: boolean }): Sql {
   const key = a.idempotency?.key;
   const lock = key && o.takeKeyLock ? keyLock(a.sessionId, key) : sql`true`;
@@ -205,7 +212,8 @@ function outcome(a: AdmissionInsert, row: AdmitRow | undefined, rejectIfBusy: bo
  * message and turn in the same transaction as the task row (docs/adr/0024).
  */
 export async function admitWithin(tx: SqlRunner, a: AdmissionInsert): Promise<AdmissionOutcome> {
-  return outcome(a, await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: true })), false);
+  const stored = await sealedInsert(a);
+  return outcome(a, await tx.first<AdmitRow>(admitStatement(stored, { takeKeyLock: true })), false);
 }
 
 export class AdmissionStore {
@@ -213,8 +221,10 @@ export class AdmissionStore {
 
   /** Admits, or says why not; a refusal writes nothing. A key admitted meanwhile surfaces as 23505. */
   async admit(a: AdmissionInsert): Promise<AdmissionOutcome> {
+    // The body as stored: sealed for the tenant when its encryption mode is on (docs/adr/0067).
+    const stored = await sealedInsert(a);
     if (!a.rejectIfBusy) {
-      return outcome(a, await this.db.first<AdmitRow>(admitStatement(a, { takeKeyLock: true })), false);
+      return outcome(a, await this.db.first<AdmitRow>(admitStatement(stored, { takeKeyLock: true })), false);
     }
     return this.db.transaction(async (tx: SqlRunner) => {
       if (a.idempotency) {
@@ -228,7 +238,7 @@ export class AdmissionStore {
       await tx.execute(sql`
         SELECT 1 FROM sessions WHERE id = ${a.sessionId}::uuid AND ${ofTenant('tenant_id', a.tenantId)} FOR UPDATE`);
       // A new statement: its snapshot sees every turn committed before the lock was granted.
-      return outcome(a, await tx.first<AdmitRow>(admitStatement(a, { takeKeyLock: false })), true);
+      return outcome(a, await tx.first<AdmitRow>(admitStatement(stored, { takeKeyLock: false })), true);
     });
   }
 

@@ -201,11 +201,14 @@ export class DatasetStore {
     turnId: string,
     extra: Pick<DatasetItemInput, 'match' | 'rubric' | 'metadata'>,
   ): Promise<DatasetItemRow> {
-    const turn = await this.sql.first<{ input: string | null; finalText: string | null; status: string }>(sql`
-      SELECT m.body->>'text' AS input, t.final_text AS "finalText", t.status
+    // The body whole, read in TypeScript: sealed content (docs/adr/0067) is opened by the read.
+    const read = await this.sql.first<{ body: unknown; finalText: string | null; status: string }>(sql`
+      SELECT m.body, t.final_text AS "finalText", t.status
       FROM turns t JOIN messages m ON m.id = t.input_message_id
       WHERE t.id = ${turnId}::uuid AND ${ofTenant('t.tenant_id', tenantId)}`);
-    if (!turn) throw notFound('turn');
+    if (!read) throw notFound('turn');
+    const text = (read.body as { text?: unknown } | null)?.text;
+    const turn = { ...read, input: typeof text === 'string' ? text : null };
     if (turn.status !== 'completed' || turn.finalText === null || !turn.input) {
       throw new AppError('conflict', `the turn has not completed with a text answer (status ${turn.status})`);
     }

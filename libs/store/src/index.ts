@@ -27,3 +27,5 @@ export * from './a2a-store';
 export * from './datasets-store';
 
 export * from './score-store';
+export * from './reencrypt';
+export { sealCheckpoint } from './turn/checkpoint-seal';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { openRows } from '@switchboard/database';
 
 /**
  * Typed SQL over node-postgres for the hot path (docs/adr/0010-turn-store-on-pg.md).
@@ -209,7 +210,8 @@ export class SqlDb implements SqlTransactor {
   async rows<R>(query: Sql): Promise<R[]> {
     const result = await this.pool.query(queryConfig(query));
     this.count(1, 1);
-    return result.rows as R[];
+    // Content sealed per tenant (docs/adr/0067) is read back as its plaintext.
+    return openRows(result.rows as R[]);
   }
 
   async first<R>(query: Sql): Promise<R | undefined> {
@@ -232,11 +234,11 @@ export class SqlDb implements SqlTransactor {
     const tx: SqlRunner = {
       rows: async <R>(query: Sql) => {
         statements++;
-        return (await client.query(queryConfig(query))).rows as R[];
+        return openRows((await client.query(queryConfig(query))).rows as R[]);
       },
       first: async <R>(query: Sql) => {
         statements++;
-        return (await client.query(queryConfig(query))).rows[0] as R | undefined;
+        return (await openRows((await client.query(queryConfig(query))).rows as R[]))[0];
       },
       execute: async (query: Sql) => {
         statements++;

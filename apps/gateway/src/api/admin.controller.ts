@@ -17,7 +17,7 @@ import {
   TurnResponse,
 } from '@switchboard/contracts';
 import type { Db } from '@switchboard/database';
-import { DB } from '@switchboard/platform';
+import { CIPHER, DB, TenantCipher } from '@switchboard/platform';
 import { AuditLogRepository, findTurn, OPERATOR_ACTOR, TenantsRepository } from '@switchboard/store';
 import type { TenantPause } from '@switchboard/turns';
 import { AdminOnly } from '../platform/auth/guard';
@@ -46,6 +46,7 @@ import { ApiRateLimits } from '../platform/rate-limit';
 import { validateOptionalBody } from '../platform/validation';
 import { auditEventPage } from './audit.controller';
 import { TURN_STEERING } from './turn-steering';
+import { checkEncryptionSettings } from './encryption';
 
 export const TENANT_PAUSE = Symbol('TENANT_PAUSE');
 
@@ -80,6 +81,7 @@ export class AdminController {
     @Inject(ApiRateLimits) private readonly limits: ApiRateLimits,
     @Inject(TURN_STEERING) private readonly control: TurnSteering,
     @Inject(DB) private readonly db: Db,
+    @Inject(CIPHER) private readonly cipher: TenantCipher,
   ) {}
 
   /** A new tenant and its first API key. The key is shown in this response only. */
@@ -155,7 +157,9 @@ export class AdminController {
   })
   async update(@Param('id') id: string, @Body() body: UpdateTenantDto): Promise<OperatorTenantResponse> {
     const tenantId = pathId(id, 'tenant');
+    checkEncryptionSettings(this.cipher, body.encryption);
     const updated = await this.tenants.updateOperatorSettings(tenantId, body, OPERATOR_ACTOR);
+    if (body.encryption) this.cipher.forgetMode(tenantId);
     if (!updated) throw notFound('tenant');
     return operatorTenant(this.tenants, tenantId);
   }

@@ -90,6 +90,7 @@ export const presentSettings = (
   settings: unknown,
   defaultModel: string,
   evalDailyBudgetUsd: number,
+  encryption: SettingsResponse['encryption'] = { mode: 'off', available: false },
 ): SettingsResponse => {
   const s = parseTenantSettings(settings);
   return {
@@ -107,6 +108,7 @@ export const presentSettings = (
     archivist: resolveArchivistSettings(s.archivist, undefined),
     // The judges' daily budget in force (docs/adr/0062): the tenant's, else EVAL_DAILY_BUDGET_USD.
     evaluation: { dailyBudgetUsd: s.evaluation.dailyBudgetUsd ?? evalDailyBudgetUsd },
+    encryption,
   };
 };
 

@@ -6,7 +6,8 @@ import { modelCapabilities, ROUTE_REQUIREMENTS } from '@switchboard/providers';
 import { TenantsRepository } from '@switchboard/store';
 import type { ToolRegistry } from '@switchboard/tools';
 import { refusedNotifyUrl } from '@switchboard/triage';
-import { CONFIG, TOOLS } from '@switchboard/platform';
+import { CIPHER, CONFIG, TenantCipher, TOOLS } from '@switchboard/platform';
+import { checkEncryptionSettings, presentEncryption } from './encryption';
 import { Actor, TenantId } from '../platform/auth/guard';
 import { UpdateSettingsDto } from './dto';
 import { BODY_ERRORS, Operation, TenantApi } from '../platform/openapi';
@@ -24,6 +25,7 @@ export class SettingsController {
     @Inject(McpServersRepository) private readonly mcpServers: McpServersRepository,
     @Inject(TOOLS) private readonly tools: ToolRegistry,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(CIPHER) private readonly cipher: TenantCipher,
   ) {}
 
   @Get()
@@ -31,14 +33,19 @@ export class SettingsController {
     id: 'getSettings',
     summary: "The tenant's settings",
     description:
-      "The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret) and the daily spend cap.",
+      "The calling tenant's settings: model routes, blocked tools, tool schema mode, model prices, approval policy, default model, the completion-notify URL (never its secret), the daily spend cap and the encryption mode in force (docs/adr/0067).",
     status: 200,
     schema: SettingsResponse,
   })
   async get(@TenantId() tenantId: string): Promise<SettingsResponse> {
     const tenant = await this.tenants.settings(tenantId);
     if (!tenant) throw notFound('tenant');
-    return presentSettings(tenant.settings, this.config.DEFAULT_MODEL, this.config.EVAL_DAILY_BUDGET_USD);
+    return presentSettings(
+      tenant.settings,
+      this.config.DEFAULT_MODEL,
+      this.config.EVAL_DAILY_BUDGET_USD,
+      presentEncryption(this.cipher, tenant.settings),
+    );
   }
 
   /** Merges `modelRoutes` per route (`null` removes one) and replaces `blockedTools`. */
@@ -48,7 +55,8 @@ export class SettingsController {
     summary: "Change the tenant's settings",
     description:
       "Changes the tenant's settings: `modelRoutes` is merged per route (`null` removes one) and `blockedTools` replaced when given. Applying the same change twice is harmless; answers the settings as they now are. " +
-      'The `vision` route (the model turns with image input run on) must name a model that takes images: 400 otherwise.',
+      'The `vision` route (the model turns with image input run on) must name a model that takes images: 400 otherwise. ' +
+      '`encryption.mode` `on` or `strict` (docs/adr/0067) needs a key provider in the deployment: 400 otherwise, nothing changed.',
     status: 200,
     schema: SettingsResponse,
     errors: BODY_ERRORS,
@@ -62,11 +70,18 @@ export class SettingsController {
     if (body.approvalRequired) await this.checkTools(tenantId, body.approvalRequired, 'approvalRequired');
     if (body.notifyUrl) await this.checkNotifyUrl(body.notifyUrl);
     if (body.modelRoutes) this.checkRouteCapabilities(body.modelRoutes);
+    checkEncryptionSettings(this.cipher, body.encryption);
     // Under the tenant row's lock: concurrent PATCHes merge one after the other instead of losing each other's routes.
     // The audit entry (docs/adr/0030) names the fields changed, in the same transaction.
     const updated = await this.tenants.updateSettings(tenantId, body, actor);
     if (!updated) throw notFound('tenant');
-    return presentSettings(updated.settings, this.config.DEFAULT_MODEL, this.config.EVAL_DAILY_BUDGET_USD);
+    if (body.encryption) this.cipher.forgetMode(tenantId);
+    return presentSettings(
+      updated.settings,
+      this.config.DEFAULT_MODEL,
+      this.config.EVAL_DAILY_BUDGET_USD,
+      presentEncryption(this.cipher, updated.settings),
+    );
   }
 
   /**

@@ -13,6 +13,7 @@ import {
   type ToolCallUpsert,
   type TurnFrame,
 } from './checkpoint-rows';
+import { sealCheckpoint } from './checkpoint-seal';
 import { rollUpCte, sessionCte, type SessionChanges } from './checkpoint-session';
 import { turnCte, type TurnChanges } from './checkpoint-turn';
 import { OTHER_TENANT_QUEUED } from './statuses';
@@ -120,7 +121,8 @@ export function checkpointStatement(w: CheckpointWrites): Sql {
 
 /** Commits a checkpoint: one statement, on the pool or in the caller's transaction. */
 export async function commitCheckpoint(runner: SqlRunner, w: CheckpointWrites): Promise<CheckpointResult> {
-  const row = await runner.first<CheckpointRow>(checkpointStatement(w));
+  // The tenant's content sealed as its encryption mode says (docs/adr/0067); read back opened.
+  const row = await runner.first<CheckpointRow>(checkpointStatement(await sealCheckpoint(w)));
   return {
     applied: row?.applied ?? false,
     released: row?.released ?? false,

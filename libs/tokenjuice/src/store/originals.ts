@@ -1,3 +1,4 @@
+import { sealText } from '@switchboard/database';
 import { sql, type SqlRunner } from '@switchboard/store';
 
 /** What a lossy compaction keeps (docs/adr/0033). */
@@ -44,11 +45,13 @@ export class OriginalsStore {
    */
   async keep(o: OriginalWrite): Promise<void> {
     const expires = new Date(Date.now() + this.retentionMs);
+    // Sealed for the tenant when its mode says so (docs/adr/0067); `bytes` is the original's size.
+    const content = await sealText(o.tenantId, o.content);
     await this.db.execute(sql`
       INSERT INTO tool_result_originals
         (tenant_id, id, session_id, turn_id, call_id, tool, kind, content, bytes, expires_at)
       VALUES (${o.tenantId}::uuid, ${o.id}, ${o.sessionId ?? null}::uuid, ${o.turnId ?? null}::uuid,
-        ${o.callId ?? null}, ${o.tool}, ${o.kind}, ${o.content}, ${Buffer.byteLength(o.content, 'utf8')},
+        ${o.callId ?? null}, ${o.tool}, ${o.kind}, ${content}, ${Buffer.byteLength(o.content, 'utf8')},
         ${expires})
       ON CONFLICT (tenant_id, id) DO UPDATE
         SET expires_at = greatest(tool_result_originals.expires_at, excluded.expires_at)`);

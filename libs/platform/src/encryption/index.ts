@@ -1,0 +1,3 @@
+export * from './sealed';
+export * from './key-provider';
+export * from './tenant-cipher';

@@ -1,0 +1,275 @@
+import { execFile, execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  createTestEnv,
+  FakeLlmServer,
+  ROOT,
+  scripted,
+  spawnApp,
+  waitFor,
+  type AppProcess,
+  type TestEnv,
+} from '@switchboard/testing';
+import { Api, newTenant } from '../support/api';
+import { startGateway, type Running } from '../support/stack';
+
+jest.setTimeout(120_000);
+
+const ADMIN = 'test-admin-token-0123456789';
+/**
+ * Sent as the message, answered back, fetched by the tool: made of words no other text of the test
+ * (or of Postgres' catalog) holds, so a `pg_dump` that contains any of them leaked content. The tenant
+ * runs in strict mode, so no tsvector lexeme of it is kept either (docs/adr/0067).
+ */
+const SECRET = 'Zephyrine quokkas juggle ultramarine xylophones';
+const SECRET_WORDS = ['Zephyrine', 'quokkas', 'ultramarine', 'xylophones'];
+const TOOL_SECRET = 'Vermilion axolotls';
+const K1 = randomBytes(32).toString('base64');
+
+// First: an in-process gateway with a key provider sets the process' content cipher (docs/adr/0067).
+describe('encryption without a key provider', () => {
+  let env: TestEnv;
+  let gateway: Running & { url: string };
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    gateway = await startGateway(env.config());
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await env?.cleanup();
+  });
+
+  it('refuses on and strict with a 400, and rotation too, changing nothing', async () => {
+    const { api, tenantId } = await newTenant(gateway.url, ADMIN);
+    const before = await api.get('/v1/settings');
+    expect(before.body.encryption).toEqual({ mode: 'off', available: false });
+    for (const mode of ['on', 'strict']) {
+      const r = await api.patch('/v1/settings', { encryption: { mode } });
+      expect(r.status).toBe(400);
+      expect(r.body.error.message).toMatch(/needs a key provider/);
+      const op = await new Api(gateway.url, ADMIN).patch(`/v1/admin/tenants/${tenantId}`, {
+        encryption: { mode },
+      });
+      expect(op.status).toBe(400);
+    }
+    expect((await api.get('/v1/settings')).body).toEqual(before.body);
+    const rotate = await new Api(gateway.url, ADMIN).post(`/v1/admin/tenants/${tenantId}/data-keys/rotate`);
+    expect(rotate.status).toBe(400);
+    expect(await env.db.tenantDataKey.count()).toBe(0);
+    // Off stays settable.
+    expect((await api.patch('/v1/settings', { encryption: { mode: 'off' } })).status).toBe(200);
+  });
+});
+
+/**
+ * Encryption at rest through real processes (docs/adr/0067): a gateway and a harness worker with a
+ * local key ring; a strict tenant's turn with a tool call runs end to end (the model gets the
+ * plaintext, the API answers it), while the database holds only sealed values — a `pg_dump` of it
+ * grepped for the sent words finds none. Then rotation, and bad input (an unknown mode, a mode
+ * without a key provider, rotation without one): 400 and nothing changed.
+ */
+describe('encryption at rest', () => {
+  let env: TestEnv;
+  let llm: FakeLlmServer;
+  let gateway: Running & { url: string };
+  let harness: AppProcess;
+  let site: Server;
+  let siteUrl: string;
+  let api: Api;
+  let tenantId: string;
+  let agentId: string;
+  const admin = () => new Api(gateway.url, ADMIN);
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    llm = await FakeLlmServer.start();
+    site = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(`The page says: ${TOOL_SECRET} sing at dawn.`);
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    siteUrl = `http://localhost:${(site.address() as AddressInfo).port}/page`;
+    const settings = {
+      ...llm.providerEnv,
+      HTTP_FETCH_ALLOW_HOSTS: 'localhost',
+      ENCRYPTION_KEYS: `k1:${K1}`,
+    };
+    gateway = await startGateway(env.config(settings));
+    harness = await spawnApp('harness-worker', env.processEnv(settings));
+    ({ api, tenantId } = await newTenant(gateway.url, ADMIN));
+    const agent = await api.post('/v1/agents', {
+      name: 'sealed',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['http_fetch'],
+    });
+    expect(agent.status).toBe(201);
+    agentId = agent.body.id;
+  });
+
+  afterAll(async () => {
+    await harness?.kill('SIGKILL');
+    await gateway?.close();
+    await llm?.close();
+    site?.closeAllConnections();
+    await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)));
+    await env?.cleanup();
+  });
+
+  async function turn(content: string, answer: string) {
+    llm.enqueue(scripted.toolCall('http_fetch', { url: siteUrl }, { id: 'call_f' }), scripted.text(answer));
+    const session = (await api.post('/v1/sessions', { agentId })).body.id as string;
+    const admitted = await api.post(`/v1/sessions/${session}/messages`, { content });
+    expect(admitted.status).toBe(202);
+    const ended = await waitFor(
+      async () => {
+        const r = await api.get(`/v1/turns/${admitted.body.turnId}`);
+        return ['completed', 'failed'].includes(r.body.status) ? r.body : undefined;
+      },
+      { what: 'the turn ended', timeoutMs: 60_000 },
+    );
+    return { session, turnId: admitted.body.turnId as string, ended };
+  }
+
+  it('refuses an unknown mode with a 400 and changes nothing', async () => {
+    const before = await api.get('/v1/settings');
+    expect(before.body.encryption).toEqual({ mode: 'off', available: true });
+    const bad = await api.patch('/v1/settings', { encryption: { mode: 'paranoid' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('validation_failed');
+    expect((await api.get('/v1/settings')).body).toEqual(before.body);
+  });
+
+  it("runs a strict tenant's turn with a tool call end to end, and keeps no plaintext in the database", async () => {
+    const set = await api.patch('/v1/settings', { encryption: { mode: 'strict' } });
+    expect(set.status).toBe(200);
+    expect(set.body.encryption).toEqual({ mode: 'strict', available: true });
+
+    const before = llm.requests.length;
+    const { session, turnId, ended } = await turn(SECRET, `You said: ${SECRET}`);
+    expect(ended.status).toBe('completed');
+    // The reads answer plaintext.
+    expect(ended.finalText).toBe(`You said: ${SECRET}`);
+    const messages = (await api.get(`/v1/sessions/${session}/messages`)).body.data as {
+      role: string;
+      content: unknown;
+    }[];
+    expect(JSON.stringify(messages)).toContain(SECRET);
+    expect(JSON.stringify(messages)).toContain(TOOL_SECRET);
+    expect(ended.toolCalls).toEqual([expect.objectContaining({ name: 'http_fetch', status: 'completed' })]);
+    // The model got the plaintext: the worker opened the transcript it read back.
+    const sent = JSON.stringify(llm.requests.slice(before).map((r) => r.body));
+    expect(sent).toContain(SECRET);
+    expect(sent).toContain(TOOL_SECRET);
+
+    // Stored sealed: the raw rows (read without the cipher) hold sealed values only.
+    const raw = await env.db.message.findMany({ where: { sessionId: session } });
+    expect(raw.length).toBeGreaterThanOrEqual(3);
+    for (const m of raw) expect(m.body).toEqual(expect.stringMatching(/^sbe1\.j\.1\./));
+    const rawTurn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+    expect(rawTurn.finalText).toMatch(/^sbe1\.t\.1\./);
+    const rawCall = await env.db.toolCall.findFirstOrThrow({ where: { turnId } });
+    expect(rawCall.arguments).toEqual(expect.stringMatching(/^sbe1\./));
+    expect(rawCall.result).toEqual(expect.stringMatching(/^sbe1\./));
+
+    // A dump of the whole database holds none of the words sent, answered or fetched.
+    const dump = execFileSync('pg_dump', ['--no-owner', '--data-only', env.databaseUrl], {
+      maxBuffer: 512 * 1024 * 1024,
+    }).toString('utf8');
+    expect(dump).toContain('sbe1.');
+    for (const word of [...SECRET_WORDS, 'Vermilion', 'axolotls']) {
+      expect({ word, found: dump.toLowerCase().includes(word.toLowerCase()) }).toEqual({
+        word,
+        found: false,
+      });
+    }
+  });
+
+  it('rotates the data key: new content under v2, older content still read, audited', async () => {
+    const listed = await admin().get(`/v1/admin/tenants/${tenantId}/data-keys`);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toMatchObject({
+      tenantId,
+      mode: 'strict',
+      data: [{ version: 1, state: 'active', provider: 'local', kekId: 'k1' }],
+    });
+    expect(JSON.stringify(listed.body)).not.toMatch(/wrapped/i);
+
+    const rotated = await admin().post(`/v1/admin/tenants/${tenantId}/data-keys/rotate`);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.data.map((k: { version: number; state: string }) => [k.version, k.state])).toEqual([
+      [2, 'active'],
+      [1, 'retired'],
+    ]);
+    const audit = await admin().get(
+      `/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`,
+    );
+    expect(audit.body.data).toEqual([
+      expect.objectContaining({
+        actor: 'operator',
+        action: 'tenant.data_key_rotated',
+        details: expect.objectContaining({ version: 2, previous: 1 }),
+      }),
+    ]);
+
+    const { session, ended } = await turn('after rotation', 'rotated fine');
+    expect(ended.finalText).toBe('rotated fine');
+    const raw = await env.db.message.findMany({ where: { sessionId: session, role: 'user' } });
+    expect(raw[0].body).toEqual(expect.stringMatching(/^sbe1\.j\.2\./));
+    // The first turn's content (v1) still reads.
+    const first = await env.db.message.findFirstOrThrow({
+      where: { tenantId, body: { not: raw[0].body! } },
+      orderBy: { createdAt: 'asc' },
+    });
+    const read = await api.get(`/v1/sessions/${first.sessionId}/messages`);
+    expect(JSON.stringify(read.body)).toContain(SECRET);
+  });
+
+  it('KEK rotation (admin CLI) re-wraps every data key under the new KEK at once (audited); a process with only the new KEK makes new versions', async () => {
+    const cli = (keys: string | undefined, ...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          ['-r', '@swc-node/register', path.join('scripts', 'admin.ts'), ...args],
+          { cwd: ROOT, env: env.processEnv(keys ? { ENCRYPTION_KEYS: keys } : {}), timeout: 90_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+        );
+      });
+    const none = await cli(undefined, 'rewrap-data-keys');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no key provider/);
+    expect(
+      (await env.db.tenantDataKey.findMany({ where: { tenantId } })).every((k) => k.kekId === 'k1'),
+    ).toBe(true);
+
+    const k2 = randomBytes(32).toString('base64');
+    const r = await cli(`k2:${k2},k1:${K1}`, 'rewrap-data-keys');
+    expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(r.stdout)).toEqual({ rewrapped: 2, unchanged: 0 });
+    const rows = await env.db.tenantDataKey.findMany({ where: { tenantId } });
+    expect(rows.map((k) => k.kekId)).toEqual(['k2', 'k2']);
+    const audit = await admin().get(
+      `/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.data_key_rotated`,
+    );
+    expect(audit.body.data[0].details).toMatchObject({ kind: 'kek', kekId: 'k2', versions: [1, 2] });
+    // A process holding only the new KEK opens both versions: a new data key made by the CLI with k2 alone.
+    const v3 = await cli(`k2:${k2}`, 'rotate-data-key', tenantId);
+    expect(JSON.parse(v3.stdout)).toEqual({ version: 3, previous: 2 });
+  });
+
+  it('answers 404 for an unknown or malformed tenant id and 401 for a tenant key, changing nothing', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expect((await admin().get(`/v1/admin/tenants/${unknown}/data-keys`)).status).toBe(404);
+    expect((await admin().post(`/v1/admin/tenants/${unknown}/data-keys/rotate`)).status).toBe(404);
+    // A malformed id is a tenant that does not exist (pathId): 404 as everywhere.
+    expect((await admin().post(`/v1/admin/tenants/not-a-uuid/data-keys/rotate`)).status).toBe(404);
+    expect(await env.db.tenantDataKey.count({ where: { tenantId: unknown } })).toBe(0);
+    // A tenant key is not the operator's.
+    expect((await api.post(`/v1/admin/tenants/${tenantId}/data-keys/rotate`)).status).toBe(401);
+    expect(await env.db.tenantDataKey.count({ where: { tenantId } })).toBe(3);
+  });
+});
