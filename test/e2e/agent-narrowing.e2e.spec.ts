@@ -84,6 +84,8 @@ const AGENT_NARROWING: Record<string, Narrowing> = {
   revokeTenantApiKey: OPERATOR,
   listQueues: OPERATOR,
   listProcesses: OPERATOR,
+  listTenantDataKeys: OPERATOR,
+  rotateTenantDataKey: OPERATOR,
   getHealth: { exempt: 'public' },
   getReadiness: { exempt: 'public' },
   getMetrics: { exempt: 'public' },
