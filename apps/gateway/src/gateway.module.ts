@@ -79,6 +79,11 @@ import { HooksController } from './ingress/hooks.controller';
 import { TriggersController } from './api/triggers.controller';
 import { SchedulesController } from './api/schedules.controller';
 import { SettingsController } from './api/settings.controller';
+import {
+  exportOpenProvider,
+  TenantDataAdminController,
+  TenantExportController,
+} from './api/tenant-data.controller';
 import { TurnsController } from './api/turns.controller';
 import { ToolResultsController } from './api/tool-results.controller';
 import { UsageController } from './api/usage.controller';
@@ -172,6 +177,8 @@ export class GatewayModule {
       ],
       controllers: [
         AdminController,
+        TenantDataAdminController,
+        TenantExportController,
         ApiKeysController,
         AgentsController,
         ArchetypesController,
@@ -205,6 +212,7 @@ export class GatewayModule {
         LangGraphController,
       ],
       providers: [
+        exportOpenProvider,
         {
           provide: API_KEY_CACHE,
           inject: [CONFIG],

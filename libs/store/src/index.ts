@@ -26,3 +26,4 @@ export * from './a2a-store';
 export * from './datasets-store';
 
 export * from './score-store';
+export * from './tenant-data';
