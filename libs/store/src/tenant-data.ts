@@ -139,7 +139,7 @@ export async function tenantTables(pool: pg.Pool): Promise<TenantTable[]> {
 }
 
 /** `WHERE` of a table's rows of the tenant ($1), over alias `r`. */
-function ownRows(t: TenantTable): string {
+export function ownRows(t: TenantTable): string {
   switch (t.via.kind) {
     case 'self':
       return 'r.id = $1::uuid';
