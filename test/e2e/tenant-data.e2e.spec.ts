@@ -210,6 +210,15 @@ describe('tenant data: export, import, deletion, retention', () => {
           cwd: ROOT,
           env: env.processEnv({ DATABASE_URL: url }),
         });
+      // A truncated archive (no end line): refused, nothing written.
+      const cut = path.join(dir, 'cut.jsonl');
+      writeFileSync(cut, (res.body as string).split('\n').slice(0, 5).join('\n'));
+      const truncated = await cli(['tenant', 'import', cut]);
+      expect(truncated.code).toBe(1);
+      expect(truncated.stderr).toContain('incomplete');
+      const { rows: empty } = await target.query('SELECT count(*)::int AS n FROM tenants');
+      expect(empty[0].n).toBe(0);
+
       const imported = await cli(['tenant', 'import', file]);
       expect(imported.stderr).toBe('');
       expect(imported.code).toBe(0);
@@ -223,12 +232,6 @@ describe('tenant data: export, import, deletion, retention', () => {
       const again = await cli(['tenant', 'import', file]);
       expect(again.code).toBe(1);
       expect(again.stderr).toContain('not imported');
-      // A truncated archive (no end line): refused, nothing written.
-      const cut = path.join(dir, 'cut.jsonl');
-      writeFileSync(cut, (res.body as string).split('\n').slice(0, 5).join('\n'));
-      const truncated = await cli(['tenant', 'import', cut]);
-      expect(truncated.code).toBe(1);
-      expect(truncated.stderr).toContain('incomplete');
       expect(await snapshot(target, tenantId, await tenantTables(target))).toEqual(after);
       expect((await cli(['tenant', 'import'])).code).toBe(2);
     } finally {

@@ -290,7 +290,7 @@ export class BadArchive extends Error {}
 
 /**
  * Loads an archive's lines into this database (an empty, migrated one) in one transaction: all of it
- * or nothing. Rows after the last checkpoint of an interrupted archive followed by its resumed part
+ * or nothing, with triggers off (session_replication_role = replica). Rows after the last checkpoint of an interrupted archive followed by its resumed part
  * must have been cut by the client (docs/adr/0068); an archive without its `end` line is refused.
  */
 export async function importTenant(
@@ -298,6 +298,9 @@ export async function importTenant(
   lines: AsyncIterable<string>,
   batch = 500,
 ): Promise<{ tenantId: string; counts: Record<string, number> }> {
+  // Taken before any await: a readline interface read to its end before it is iterated loses its lines.
+  const iterator = lines[Symbol.asyncIterator]();
+  const input: AsyncIterable<string> = { [Symbol.asyncIterator]: () => iterator };
   const tables = new Map((await tenantTables(pool)).map((t) => [t.name, t]));
   const client = await pool.connect();
   let tenantId: string | undefined;
@@ -317,8 +320,12 @@ export async function importTenant(
   let ended = false;
   try {
     await client.query('BEGIN');
+    // The rows as they were: no trigger derives rows of its own from them (agents' first version is
+    // in the archive already), as pg_restore loads data. Needs a role that may set it (a superuser,
+    // or one granted SET on the parameter, Postgres 15+).
+    await client.query("SET LOCAL session_replication_role = 'replica'");
     let n = 0;
-    for await (const raw of lines) {
+    for await (const raw of input) {
       n++;
       const line = raw.trim();
       if (!line) continue;
