@@ -291,7 +291,8 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
     }
     case 'tenant': {
       const [sub, file, ...rest] = args;
-      if (sub !== 'import' || !file || rest.length > 0) throw new UsageError('tenant import needs one archive');
+      if (sub !== 'import' || !file || rest.length > 0)
+        throw new UsageError('tenant import needs one archive');
       if (!existsSync(file)) return fail(`no file ${file}`);
       const input = createReadStream(file);
       const lines = createInterface({

@@ -23,7 +23,11 @@ const UNKNOWN_ID = '01a20360-0000-7000-8000-000000000000';
 const ROOT = path.resolve(__dirname, '../..');
 
 /** Every row of the tenant in every table of the catalog, as Postgres' own JSON text, in key order. */
-async function snapshot(pool: Pool, tenantId: string, tables: TenantTable[]): Promise<Record<string, string[]>> {
+async function snapshot(
+  pool: Pool,
+  tenantId: string,
+  tables: TenantTable[],
+): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const t of tables) {
     const key = t.key.map((k) => `r."${k}"`).join(', ');
@@ -40,7 +44,10 @@ const lines = (text: string) =>
   text
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as { kind: string; table?: string; row?: Record<string, unknown>; cursor?: string });
+    .map(
+      (l) =>
+        JSON.parse(l) as { kind: string; table?: string; row?: Record<string, unknown>; cursor?: string },
+    );
 
 /**
  * Export, import, deletion and retention of a tenant's data (docs/adr/0068) through the real gateway
@@ -100,10 +107,18 @@ describe('tenant data: export, import, deletion, retention', () => {
       wait: true,
     });
     expect(compacted.body.status).toBe('completed');
-    expect((await api.post(`/v1/agents/${echo.body.id}/memory`, { content: 'The user likes tea.' })).status).toBe(201);
-    expect((await api.put(`/v1/agents/${echo.body.id}/blocks/human`, { content: 'Name: Ada.' })).status).toBe(200);
-    expect((await api.put(`/v1/agents/${echo.body.id}/blocks/human`, { content: 'Name: Ada L.' })).status).toBe(200);
-    expect((await api.post(`/v1/agents/${echo.body.id}/work-items`, { objective: 'later' })).status).toBe(201);
+    expect(
+      (await api.post(`/v1/agents/${echo.body.id}/memory`, { content: 'The user likes tea.' })).status,
+    ).toBe(201);
+    expect((await api.put(`/v1/agents/${echo.body.id}/blocks/human`, { content: 'Name: Ada.' })).status).toBe(
+      200,
+    );
+    expect(
+      (await api.put(`/v1/agents/${echo.body.id}/blocks/human`, { content: 'Name: Ada L.' })).status,
+    ).toBe(200);
+    expect((await api.post(`/v1/agents/${echo.body.id}/work-items`, { objective: 'later' })).status).toBe(
+      201,
+    );
     return { ...t, agentId: echo.body.id as string, sessionId: session };
   }
 
@@ -129,7 +144,12 @@ describe('tenant data: export, import, deletion, retention', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     const archive = lines(res.body as string);
-    expect(archive[0]).toMatchObject({ kind: 'manifest', format: 'switchboard-tenant-export', version: 1, tenantId });
+    expect(archive[0]).toMatchObject({
+      kind: 'manifest',
+      format: 'switchboard-tenant-export',
+      version: 1,
+      tenantId,
+    });
     const end = archive[archive.length - 1] as unknown as { kind: string; counts: Record<string, number> };
     expect(end.kind).toBe('end');
     for (const table of [
@@ -248,7 +268,11 @@ describe('tenant data: export, import, deletion, retention', () => {
     expectError(await admin.post('/v1/admin/tenants/not-a-uuid/export'), 404, 'not_found');
     expectError(await admin.post(`/v1/admin/tenants/${tenantId}/export?after=nonsense`), 400, 'bad_request');
     const wrongTable = Buffer.from(JSON.stringify(['nope', ['x']])).toString('base64url');
-    expectError(await admin.post(`/v1/admin/tenants/${tenantId}/export?after=${wrongTable}`), 400, 'bad_request');
+    expectError(
+      await admin.post(`/v1/admin/tenants/${tenantId}/export?after=${wrongTable}`),
+      400,
+      'bad_request',
+    );
     const wrongKey = Buffer.from(JSON.stringify(['sessions', ['not-a-uuid']])).toString('base64url');
     expectError(await api.post(`/v1/export?after=${wrongKey}`), 400, 'bad_request');
     expectError(await api.post(`/v1/admin/tenants/${tenantId}/export`), 401, 'unauthorized');
@@ -267,7 +291,11 @@ describe('tenant data: export, import, deletion, retention', () => {
     expectError(await admin.get('/v1/admin/tenant-deletions?limit=0'), 400, 'validation_failed');
     expectError(await admin.patch('/v1/settings', { transcriptRetentionDays: 1 }), 401, 'unauthorized');
     for (const bad of [0, 3651, 1.5, '30', true]) {
-      expectError(await api.patch('/v1/settings', { transcriptRetentionDays: bad }), 400, 'validation_failed');
+      expectError(
+        await api.patch('/v1/settings', { transcriptRetentionDays: bad }),
+        400,
+        'validation_failed',
+      );
       expectError(
         await admin.patch(`/v1/admin/tenants/${tenantId}`, { transcriptRetentionDays: bad }),
         400,
@@ -277,7 +305,9 @@ describe('tenant data: export, import, deletion, retention', () => {
     expect((await api.get('/v1/settings')).body.transcriptRetentionDays).toBeNull();
     // Nothing written: the tenant is there, no deletion, no new audit entry but the refused reader/dev keys' creation.
     expect((await admin.get(`/v1/admin/tenants/${tenantId}`)).status).toBe(200);
-    const audit = (await admin.get(`/v1/admin/audit-events?tenantId=${tenantId}`)).body.data as { action: string }[];
+    const audit = (await admin.get(`/v1/admin/audit-events?tenantId=${tenantId}`)).body.data as {
+      action: string;
+    }[];
     expect(audit.length - auditBefore).toBe(2);
     expect(audit.every((e) => e.action === 'api_key.created' || e.action === 'tenant.created')).toBe(true);
   });
@@ -304,9 +334,8 @@ describe('tenant data: export, import, deletion, retention', () => {
     await redis.set(`${prefix}:rl:admission:t:${b.tenantId}`, '3');
     const work = new Queue(QueueName.Work, { connection: redis, prefix });
     const jobOf = async (tenantId: string, agentId: string) =>
-      (
-        await publish(work, Jobs.work, { tenantId, agentId, cause: `at-${Date.now()}` }, { delay: 3_600_000 })
-      ).id!;
+      (await publish(work, Jobs.work, { tenantId, agentId, cause: `at-${Date.now()}` }, { delay: 3_600_000 }))
+        .id!;
     const aJob = await jobOf(a.tenantId, a.agentId);
     const bJob = await jobOf(b.tenantId, b.agentId);
     const rowsBefore = await tenantRowsLeft(pool, b.tenantId);
@@ -349,7 +378,9 @@ describe('tenant data: export, import, deletion, retention', () => {
 
     // Zero rows of A in every table and partition, found the same way as the deleter finds them.
     expect(await tenantRowsLeft(pool, a.tenantId)).toEqual({});
-    expect(await redis.exists(`${prefix}:rl:admission:t:${a.tenantId}`, `${prefix}:live:session:${a.sessionId}`)).toBe(0);
+    expect(
+      await redis.exists(`${prefix}:rl:admission:t:${a.tenantId}`, `${prefix}:live:session:${a.sessionId}`),
+    ).toBe(0);
     expect(await work.getJob(aJob)).toBeUndefined();
     // B untouched: its rows (plus its new turns), its key, its job.
     const rowsAfter = await tenantRowsLeft(pool, b.tenantId);
@@ -406,7 +437,9 @@ describe('tenant data: export, import, deletion, retention', () => {
         `UPDATE sessions SET created_at = now() - interval '40 days', updated_at = now() - interval '40 days' WHERE id = $1`,
         [s.id],
       );
-      await pool.query(`UPDATE turns SET created_at = now() - interval '40 days' WHERE session_id = $1`, [s.id]);
+      await pool.query(`UPDATE turns SET created_at = now() - interval '40 days' WHERE session_id = $1`, [
+        s.id,
+      ]);
     }
     const usage = async (api: Api) => (await api.get('/v1/usage?from=2020-01-01T00:00:00Z')).body.totals;
     const usageBefore = [await usage(a.api), await usage(b.api)];
@@ -436,9 +469,12 @@ describe('tenant data: export, import, deletion, retention', () => {
     expect([await usage(a.api), await usage(b.api)]).toEqual(usageBefore);
     // No purge twice, and none for B.
     expect(
-      (await admin.get(`/v1/admin/audit-events?tenantId=${b.tenantId}&action=tenant.retention_purged`)).body.data,
+      (await admin.get(`/v1/admin/audit-events?tenantId=${b.tenantId}&action=tenant.retention_purged`)).body
+        .data,
     ).toEqual([]);
     // Back to for ever.
-    expect((await a.api.patch('/v1/settings', { transcriptRetentionDays: null })).body.transcriptRetentionDays).toBeNull();
+    expect(
+      (await a.api.patch('/v1/settings', { transcriptRetentionDays: null })).body.transcriptRetentionDays,
+    ).toBeNull();
   });
 });

@@ -49,7 +49,9 @@ describe('a tenant deletion whose worker is killed', () => {
     const { api, tenantId } = await newTenant(gateway.url, ADMIN, 'killed-midway');
     const agent = (await api.post('/v1/agents', { name: 'a' })).body.id as string;
     const session = (await api.post('/v1/sessions', { agentId: agent })).body.id as string;
-    expect((await api.post(`/v1/agents/${agent}/memory`, { content: 'kept until deleted' })).status).toBe(201);
+    expect((await api.post(`/v1/agents/${agent}/memory`, { content: 'kept until deleted' })).status).toBe(
+      201,
+    );
     const pool = poolOf(env.db);
     const EVENTS = 20_000;
     await pool.query(
@@ -60,7 +62,10 @@ describe('a tenant deletion whose worker is killed', () => {
 
     // One of the tenant's journal rows locked: the deletion's batch that reaches it waits in Postgres.
     await locker.query('BEGIN');
-    await locker.query(`SELECT 1 FROM events WHERE tenant_id = $1 AND seq = $2 FOR UPDATE`, [tenantId, EVENTS]);
+    await locker.query(`SELECT 1 FROM events WHERE tenant_id = $1 AND seq = $2 FOR UPDATE`, [
+      tenantId,
+      EVENTS,
+    ]);
     const first = await hooksWorker();
     const started = await admin.delete(`/v1/admin/tenants/${tenantId}`);
     expect(started.status).toBe(202);

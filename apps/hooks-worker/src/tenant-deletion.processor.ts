@@ -36,7 +36,12 @@ export const deletionQueuesProvider = {
 
 /** The next run of a deletion, as a job on `tenant-deletion`. */
 export async function enqueueTenantDeletion(queue: Queue, deletionId: string, delayMs = 0): Promise<void> {
-  await publish(queue, Jobs.tenantDeletion, { deletionId, run: newId() }, delayMs > 0 ? { delay: delayMs } : {});
+  await publish(
+    queue,
+    Jobs.tenantDeletion,
+    { deletionId, run: newId() },
+    delayMs > 0 ? { delay: delayMs } : {},
+  );
 }
 
 interface DeletionDeps {
@@ -48,7 +53,15 @@ interface DeletionDeps {
 }
 
 /** Job states whose jobs can be removed (an active job is its worker's; it ends on its own). */
-const REMOVABLE = ['waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed', 'failed'] as const;
+const REMOVABLE = [
+  'waiting',
+  'delayed',
+  'prioritized',
+  'paused',
+  'waiting-children',
+  'completed',
+  'failed',
+] as const;
 
 /**
  * The tenant's Redis keys (rate-limit counters, action budgets, live channels of its sessions, key
@@ -69,7 +82,8 @@ async function deleteRedisKeys(deps: DeletionDeps, tenantId: string): Promise<nu
       const [next, keys] = await node.scan(cursor, 'MATCH', `${deps.prefix}:*`, 'COUNT', 1000);
       cursor = next;
       const mine = keys.filter(
-        (k) => !queuePrefixes.some((q) => k.startsWith(q)) && (k.match(idPattern) ?? []).some((id) => ids.has(id)),
+        (k) =>
+          !queuePrefixes.some((q) => k.startsWith(q)) && (k.match(idPattern) ?? []).some((id) => ids.has(id)),
       );
       for (const k of mine) deleted += await deps.redis.unlink(k);
     } while (cursor !== '0');

@@ -192,8 +192,9 @@ export async function decodeExportCursor(
     throw new BadExportCursor('the cursor is not one an export gave');
   }
   const table = tables.find((t) => t.name === parsed[0]);
-  const key = parsed[1] as string[];
-  if (!table || key.length !== table.key.length) throw new BadExportCursor('the cursor names no table of the export');
+  const key = parsed[1];
+  if (!table || key.length !== table.key.length)
+    throw new BadExportCursor('the cursor names no table of the export');
   try {
     await pool.query(`SELECT ${table.keyTypes.map((type, i) => `$${i + 1}::${type}`).join(', ')}`, key);
   } catch {
@@ -337,11 +338,13 @@ export async function importTenant(
       }
       if (entry.kind === 'manifest') {
         if (entry.format !== EXPORT_FORMAT) throw new BadArchive(`line ${n}: not a ${EXPORT_FORMAT} archive`);
-        if (tenantId && entry.tenantId !== tenantId) throw new BadArchive(`line ${n}: another tenant's archive`);
+        if (tenantId && entry.tenantId !== tenantId)
+          throw new BadArchive(`line ${n}: another tenant's archive`);
         tenantId = entry.tenantId;
       } else if (entry.kind === 'row') {
         if (!tenantId) throw new BadArchive('the archive does not start with its manifest');
-        if (!entry.table || !tables.has(entry.table)) throw new BadArchive(`line ${n}: no table ${entry.table}`);
+        if (!entry.table || !tables.has(entry.table))
+          throw new BadArchive(`line ${n}: no table ${entry.table}`);
         if (pending && pending.table !== entry.table) await flush();
         pending ??= { table: entry.table, rows: [] };
         pending.rows.push(entry.row);
@@ -491,7 +494,9 @@ export async function destroyTenantKeys(pool: pg.Pool, deletion: TenantDeletionR
     );
     let n = 0;
     if (rows[0].exists) {
-      const r = await client.query('DELETE FROM tenant_data_keys WHERE tenant_id = $1::uuid', [deletion.tenantId]);
+      const r = await client.query('DELETE FROM tenant_data_keys WHERE tenant_id = $1::uuid', [
+        deletion.tenantId,
+      ]);
       n = r.rowCount ?? 0;
     }
     await client.query(
@@ -579,7 +584,11 @@ export async function deleteTenantBatch(
 }
 
 /** The end: the receipt in the operator's audit log (`tenant.deleted`) with the deletion completed. */
-export async function completeDeletion(pool: pg.Pool, deletionId: string, actor: string): Promise<TenantDeletionRow> {
+export async function completeDeletion(
+  pool: pg.Pool,
+  deletionId: string,
+  actor: string,
+): Promise<TenantDeletionRow> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -644,9 +653,10 @@ export async function tenantRowsLeft(pool: pg.Pool, tenantId: string): Promise<R
     );
     if (rows[0].n > 0) left[name] = rows[0].n;
   }
-  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants WHERE id = $1::uuid', [
-    tenantId,
-  ]);
+  const { rows } = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM tenants WHERE id = $1::uuid',
+    [tenantId],
+  );
   if (rows[0].n > 0) left.tenants = rows[0].n;
   return left;
 }
@@ -677,7 +687,14 @@ export async function purgeDueTranscripts(
 ): Promise<RetentionResult> {
   const max = options.maxSessions ?? 500;
   const now = options.now ?? new Date();
-  const total: RetentionResult = { tenants: 0, sessions: 0, messages: 0, toolCalls: 0, originals: 0, events: 0 };
+  const total: RetentionResult = {
+    tenants: 0,
+    sessions: 0,
+    messages: 0,
+    toolCalls: 0,
+    originals: 0,
+    events: 0,
+  };
   const { rows: tenants } = await pool.query<{ id: string; days: number }>(`
     SELECT id, (settings->>'transcriptRetentionDays')::int AS days FROM tenants
     WHERE jsonb_typeof(settings->'transcriptRetentionDays') = 'number'
@@ -697,7 +714,14 @@ export async function purgeDueTranscripts(
       [tenant.id, now, tenant.days, [...HOLDS_SESSION_STATUSES], max - total.sessions],
     );
     if (due.length === 0) continue;
-    const mine: RetentionResult = { tenants: 1, sessions: 0, messages: 0, toolCalls: 0, originals: 0, events: 0 };
+    const mine: RetentionResult = {
+      tenants: 1,
+      sessions: 0,
+      messages: 0,
+      toolCalls: 0,
+      originals: 0,
+      events: 0,
+    };
     for (const { id } of due) {
       const client = await pool.connect();
       try {
@@ -719,10 +743,10 @@ export async function purgeDueTranscripts(
            WHERE session_id = $1::uuid AND (arguments <> '{}'::jsonb OR result IS NOT NULL OR error IS NOT NULL)`,
           [id],
         );
-        const o = await client.query('DELETE FROM tool_result_originals WHERE tenant_id = $1::uuid AND session_id = $2::uuid', [
-          tenant.id,
-          id,
-        ]);
+        const o = await client.query(
+          'DELETE FROM tool_result_originals WHERE tenant_id = $1::uuid AND session_id = $2::uuid',
+          [tenant.id, id],
+        );
         const e = await client.query(
           `UPDATE events SET data = '{}'::jsonb WHERE session_id = $1::uuid AND data <> '{}'::jsonb`,
           [id],
@@ -731,8 +755,14 @@ export async function purgeDueTranscripts(
           'DELETE FROM turn_round_contexts WHERE turn_id IN (SELECT id FROM turns WHERE session_id = $1::uuid)',
           [id],
         );
-        await client.query('UPDATE turns SET continuation = NULL WHERE session_id = $1::uuid AND continuation IS NOT NULL', [id]);
-        await client.query('UPDATE sessions SET compaction = NULL, content_purged_at = now() WHERE id = $1::uuid', [id]);
+        await client.query(
+          'UPDATE turns SET continuation = NULL WHERE session_id = $1::uuid AND continuation IS NOT NULL',
+          [id],
+        );
+        await client.query(
+          'UPDATE sessions SET compaction = NULL, content_purged_at = now() WHERE id = $1::uuid',
+          [id],
+        );
         await client.query('COMMIT');
         mine.sessions++;
         mine.messages += m.rowCount ?? 0;
@@ -766,7 +796,8 @@ export async function purgeDueTranscripts(
         ],
       );
       total.tenants++;
-      for (const k of ['sessions', 'messages', 'toolCalls', 'originals', 'events'] as const) total[k] += mine[k];
+      for (const k of ['sessions', 'messages', 'toolCalls', 'originals', 'events'] as const)
+        total[k] += mine[k];
     }
   }
   return total;

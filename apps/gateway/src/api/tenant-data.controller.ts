@@ -177,7 +177,7 @@ export class TenantDataAdminController {
     id: 'listTenantDeletions',
     summary: 'Tenant deletions and their receipts, newest first',
     description:
-      'Every tenant deletion, newest first, with its status, stage and the rows deleted per table; kept after the tenant is gone. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page\'s `nextCursor`); a malformed cursor is a 400.',
+      "Every tenant deletion, newest first, with its status, stage and the rows deleted per table; kept after the tenant is gone. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`); a malformed cursor is a 400.",
     status: 200,
     schema: TenantDeletionPageResponse,
     errors: [400],
@@ -222,7 +222,10 @@ export class TenantExportController {
 
   @Post('export')
   @HttpCode(200)
-  @ExportDocsDecorator('exportOwnTenant', "Stream the calling tenant's data as a JSONL archive (resumable; admin keys)")
+  @ExportDocsDecorator(
+    'exportOwnTenant',
+    "Stream the calling tenant's data as a JSONL archive (resumable; admin keys)",
+  )
   @ApiErrors(400)
   async export(
     @TenantId() tenantId: string,
