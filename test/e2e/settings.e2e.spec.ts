@@ -27,6 +27,7 @@ describe('tenant settings', () => {
     dailySpendLimitUsd: null,
     operatorDailySpendLimitUsd: null,
     evaluation: { dailyBudgetUsd: 10 },
+    transcriptRetentionDays: null,
   };
 
   beforeAll(async () => {
