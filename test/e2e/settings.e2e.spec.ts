@@ -75,6 +75,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     });
 
     // Only the named route changes; blockedTools is left alone when absent.
@@ -98,6 +99,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     };
     expect(second.body).toEqual(expected);
     expect((await a.get('/v1/settings')).body).toEqual(expected);
@@ -177,6 +179,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     });
     // And a PATCH writes the cleaned-up value back.
     const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
@@ -207,6 +210,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
   });
@@ -379,6 +383,7 @@ describe('tenant settings', () => {
       'notifyUrl',
       'operatorDailySpendLimitUsd',
       'toolSchemaMode',
+      'transcriptRetentionDays',
     ]);
   });
 
