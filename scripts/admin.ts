@@ -13,9 +13,13 @@
  *   npm run admin -- audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
  *   npm run admin -- rotate-data-key <tenantId>   (a new data-key version: docs/adr/0067)
  *   npm run admin -- rewrap-data-keys             (KEK rotation: every data key re-wrapped under the current KEK)
+ *   npm run admin -- tenant import <archive.jsonl[.gz]>   (an export, into this database: docs/adr/0068)
  *   npm run admin -- eval run --dataset <id|name> --agent <id|name> --version N [--version M]...
  *                             --min-score X [--timeout-s 600]   (over the HTTP API: docs/adr/0063)
  */
+import { createReadStream, existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { createGunzip } from 'node:zlib';
 import { Queue } from 'bullmq';
 import type { z } from 'zod';
 import { loadConfig } from '@switchboard/config';
@@ -35,6 +39,8 @@ import { closeQueue, createRedis, redisTarget } from '@switchboard/queue';
 import {
   ApiKeysRepository,
   AuditLogRepository,
+  BadArchive,
+  importTenant,
   OPERATOR_ACTOR,
   setPreparedStatements,
   sqlDbFor,
@@ -61,6 +67,7 @@ const USAGE = `usage: npm run admin -- <command>
   audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
   rotate-data-key <tenantId>
   rewrap-data-keys
+  tenant import <archive.jsonl[.gz]>
 ${EVAL_USAGE}`;
 
 /** A command line's words before any flag, and each `--flag value` (a flag may repeat). */
@@ -311,6 +318,28 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
       // listed, run this, then drop the old one.
       print(await cipher.rewrapAll(500, OPERATOR_ACTOR));
       return 0;
+    }
+    case 'tenant': {
+      const [sub, file, ...rest] = args;
+      if (sub !== 'import' || !file || rest.length > 0)
+        throw new UsageError('tenant import needs one archive');
+      if (!existsSync(file)) return fail(`no file ${file}`);
+      const input = createReadStream(file);
+      const lines = createInterface({
+        input: file.endsWith('.gz') ? input.pipe(createGunzip()) : input,
+        crlfDelay: Infinity,
+      });
+      try {
+        const { tenantId, counts } = await importTenant(poolOf(db), lines);
+        print({ tenantId, counts });
+        return 0;
+      } catch (err) {
+        if (err instanceof BadArchive) return fail(`not imported: ${err.message}`);
+        const e = err as { code?: string; message: string };
+        // 23505: a row of the archive is here already (the database was not empty).
+        if (e.code === '23505') return fail(`not imported: ${e.message} (import into an empty database)`);
+        throw err;
+      }
     }
     default:
       throw new UsageError(command ? `unknown command ${command}` : 'no command');

@@ -188,6 +188,28 @@ describe('encryption at rest', () => {
     }
   });
 
+  it("exports a sealed tenant's content opened, without its data keys (docs/adr/0068)", async () => {
+    const { ended } = await turn(`Export this: ${SECRET}`, 'Exported.');
+    expect(ended.status).toBe('completed');
+    const res = await fetch(`${gateway.url}/v1/admin/tenants/${tenantId}/export`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    expect(res.status).toBe(200);
+    const lines = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; table?: string; tables?: { name: string }[] });
+    expect(lines[0].kind).toBe('manifest');
+    expect(lines.at(-1)?.kind).toBe('end');
+    const archive = JSON.stringify(lines);
+    expect(archive).toContain(SECRET);
+    expect(archive).toContain(TOOL_SECRET);
+    expect(archive).not.toContain('sbe1.');
+    expect(lines[0].tables?.map((t) => t.name)).not.toContain('tenant_data_keys');
+    expect(lines.filter((l) => l.table === 'tenant_data_keys')).toEqual([]);
+  });
+
   it('rotates the data key: new content under v2, older content still read, audited', async () => {
     const listed = await admin().get(`/v1/admin/tenants/${tenantId}/data-keys`);
     expect(listed.status).toBe(200);

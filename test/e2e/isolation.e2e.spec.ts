@@ -64,6 +64,8 @@ const KINDS: Record<string, Kind> = {
   // routes' tenant (exempt: a tenant key is refused there).
   hooks: 'hookToken',
   tenants: 'tenant',
+  // The operator's record of a tenant's deletion (docs/adr/0068): exempt, a tenant key is refused.
+  'tenant-deletions': 'tenantDeletion',
 };
 
 /** JSON body and query fields that carry an id, by name. */
@@ -125,6 +127,10 @@ const COVERAGE: Record<string, Coverage> = {
   revokeTenantApiKey: OPERATOR,
   listTenantDataKeys: OPERATOR,
   rotateTenantDataKey: OPERATOR,
+  // Export and deletion of a tenant (docs/adr/0068).
+  exportTenant: OPERATOR,
+  deleteTenant: OPERATOR,
+  getTenantDeletion: OPERATOR,
   // The webhook ingress (docs/adr/0019): the URL token is the credential, no key is sent; an
   // unknown token is a 404 and writes nothing.
   deliverHook: { unknownOnly: 'the URL token is the credential: whoever holds it delivers to its trigger' },

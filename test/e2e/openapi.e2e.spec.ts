@@ -460,6 +460,19 @@ describe('the OpenAPI document matches what the server answers', () => {
     await run('resumeTenant', 200, { auth: ADMIN, params: { id: limited.body.tenant.id } });
     await run('resumeTenant', 400, { auth: ADMIN, params: { id: ownTenantId }, body: { now: true } });
     await run('resumeTenant', 404, { auth: ADMIN, params: { id: unknown } });
+    // Export and deletion of a tenant (docs/adr/0068).
+    await run('exportTenant', 200, { auth: ADMIN, params: { id: ownTenantId } });
+    await run('exportTenant', 400, { auth: ADMIN, params: { id: ownTenantId }, query: 'after=nope' });
+    await run('exportTenant', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('exportOwnTenant', 200, { auth: key });
+    await run('exportOwnTenant', 400, { auth: key, query: 'after=nope' });
+    const doomed = await run('createTenant', 201, { auth: ADMIN, body: { name: 'doomed' } });
+    const deletion = await run('deleteTenant', 202, { auth: ADMIN, params: { id: doomed.body.tenant.id } });
+    await run('deleteTenant', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('getTenantDeletion', 200, { auth: ADMIN, params: { id: deletion.body.deletion.id } });
+    await run('getTenantDeletion', 404, { auth: ADMIN, params: { id: unknown } });
+    await run('listTenantDeletions', 200, { auth: ADMIN });
+    await run('listTenantDeletions', 400, { auth: ADMIN, query: 'cursor=nope' });
     await run('listAdminAuditEvents', 200, { auth: ADMIN, query: `tenantId=${ownTenantId}&limit=2` });
     await run('listAdminAuditEvents', 400, { auth: ADMIN, query: 'tenantId=nope' });
     await run('listAuditEvents', 200, { auth: key, query: 'action=tenant.created' });

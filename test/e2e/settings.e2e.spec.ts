@@ -27,6 +27,7 @@ describe('tenant settings', () => {
     dailySpendLimitUsd: null,
     operatorDailySpendLimitUsd: null,
     evaluation: { dailyBudgetUsd: 10 },
+    transcriptRetentionDays: null,
   };
 
   beforeAll(async () => {
@@ -74,6 +75,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     });
 
     // Only the named route changes; blockedTools is left alone when absent.
@@ -97,6 +99,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     };
     expect(second.body).toEqual(expected);
     expect((await a.get('/v1/settings')).body).toEqual(expected);
@@ -176,6 +179,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     });
     // And a PATCH writes the cleaned-up value back.
     const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
@@ -206,6 +210,7 @@ describe('tenant settings', () => {
       notifySecretSet: false,
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
+      transcriptRetentionDays: null,
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
   });
@@ -378,6 +383,7 @@ describe('tenant settings', () => {
       'notifyUrl',
       'operatorDailySpendLimitUsd',
       'toolSchemaMode',
+      'transcriptRetentionDays',
     ]);
   });
 

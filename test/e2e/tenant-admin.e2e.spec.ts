@@ -453,7 +453,7 @@ describe('operator tenant API', () => {
 
     // Bad input: 400s; the wrong credentials: 401s.
     for (const query of [
-      'action=tenant.deleted',
+      'action=tenant.gone',
       'limit=0',
       'limit=201',
       'cursor=nonsense',

@@ -80,6 +80,11 @@ import { HooksController } from './ingress/hooks.controller';
 import { TriggersController } from './api/triggers.controller';
 import { SchedulesController } from './api/schedules.controller';
 import { SettingsController } from './api/settings.controller';
+import {
+  exportOpenProvider,
+  TenantDataAdminController,
+  TenantExportController,
+} from './api/tenant-data.controller';
 import { TurnsController } from './api/turns.controller';
 import { ToolResultsController } from './api/tool-results.controller';
 import { UsageController } from './api/usage.controller';
@@ -174,6 +179,8 @@ export class GatewayModule {
       controllers: [
         AdminController,
         DataKeysController,
+        TenantDataAdminController,
+        TenantExportController,
         ApiKeysController,
         AgentsController,
         ArchetypesController,
@@ -207,6 +214,7 @@ export class GatewayModule {
         LangGraphController,
       ],
       providers: [
+        exportOpenProvider,
         {
           provide: API_KEY_CACHE,
           inject: [CONFIG],

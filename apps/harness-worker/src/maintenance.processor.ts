@@ -23,6 +23,7 @@ import {
   ClientToolStore,
   maintainPartitions,
   reencryptStale,
+  purgeDueTranscripts,
   sqlDbFor,
   TurnStore,
   type SqlDb,
@@ -94,6 +95,12 @@ export class MaintenanceProcessor extends QueueWorker {
         else if (done.reason === 'no_partman')
           this.logger.debug({ task }, 'partition maintenance: no pg_partman');
         return done.detached ?? 0;
+      }
+      case 'retention': {
+        // Transcripts past their tenant's transcriptRetentionDays: content purged, cost lines kept (docs/adr/0068).
+        const purged = await purgeDueTranscripts(poolOf(this.db));
+        if (purged.sessions > 0) this.logger.info({ task, ...purged }, 'transcripts past retention purged');
+        return purged.sessions;
       }
       case 'reconcile': {
         // Approvals past their time first: their turns resume with an ApprovalExpired result.

@@ -56,6 +56,7 @@ export class ReconcilerService implements OnApplicationBootstrap, OnApplicationS
       ['leases', this.config.LEASE_SWEEP_MS],
       ['tokenjuice', this.config.TOKENJUICE_SWEEP_MS],
       ['partitions', this.config.PARTITION_MAINTENANCE_MS],
+      ['retention', this.config.RETENTION_INTERVAL_MS],
     ];
     const def = Jobs.maintenance;
     try {

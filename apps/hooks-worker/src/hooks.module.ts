@@ -12,6 +12,7 @@ import { sqlDbFor } from '@switchboard/store';
 import { PostTurnProcessor } from './post-turn.processor';
 import { MemoryEmbedProcessor } from './memory-embed.processor';
 import { CanarySweepService } from './canary-sweep.service';
+import { deletionQueuesProvider, TenantDeletionProcessor } from './tenant-deletion.processor';
 import { HOOKS_SQL, POST_TURN_HOOKS } from './tokens';
 
 @Module({})
@@ -72,6 +73,8 @@ export class HooksModule {
         },
         PostTurnProcessor,
         MemoryEmbedProcessor,
+        deletionQueuesProvider,
+        TenantDeletionProcessor,
         CanarySweepService,
       ],
     };

@@ -40,7 +40,11 @@ export interface paths {
     get: operations['getTenant'];
     put?: never;
     post?: never;
-    delete?: never;
+    /**
+     * Delete a tenant and everything it has, in the background, ending with a receipt
+     * @description Starts the tenant's deletion (docs/adr/0068) and answers 202 with it: a background job destroys the tenant's data keys first, pauses its admission, removes its Redis keys and queued jobs, then deletes every row of the tenant in every table and partition in small batches (other tenants are not held up), and ends with the receipt: the operator-wide audit entry `tenant.deleted` with the counts. Follow it at GET /v1/admin/tenant-deletions/{id}. Asking again while it runs is harmless: the same deletion, 202 again (after a failed one, a new deletion picks up what is left). 404 for an unknown tenant.
+     */
+    delete: operations['deleteTenant'];
     options?: never;
     head?: never;
     /**
@@ -184,6 +188,86 @@ export interface paths {
      * @description Makes a new version of the tenant's data key, active at once; the previous one is retired and still opens what it sealed, which the maintenance job (and any write of it) re-seals under the new version in batches. Audited `tenant.data_key_rotated`. 400 `validation_failed` when the deployment has no key provider, 404 for an unknown tenant; nothing changes either way.
      */
     post: operations['rotateTenantDataKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenants/{id}/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stream a tenant's data as a JSONL archive (resumable)
+     * @description Streams everything the tenant has as JSONL (`application/x-ndjson`, docs/TENANT-DATA.md): a `manifest` line, then per table (every table holding its rows, parents first) its rows in primary-key order as `{"kind":"row","table":…,"row":…}`, a `{"kind":"checkpoint","cursor":…}` after every page, and `{"kind":"end","counts":…}` last. Stored tool-result originals and memory (records, blocks, versions, embeddings) are tables like the others. An interrupted download resumes with `?after=<the last checkpoint cursor received>` (drop the rows after that checkpoint). A malformed cursor is a 400. Written in the audit log as `tenant.exported` once the last line is out.
+     */
+    post: operations['exportTenant'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenant-deletions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Tenant deletions and their receipts, newest first
+     * @description Every tenant deletion, newest first, with its status, stage and the rows deleted per table; kept after the tenant is gone. Paged by `limit` (default 50, at most 200) and `cursor` (the previous page's `nextCursor`); a malformed cursor is a 400.
+     */
+    get: operations['listTenantDeletions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/admin/tenant-deletions/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A tenant deletion: its status, stage and counts
+     * @description One tenant deletion: queued, running (with its stage: keys, pause, redis, rows), completed (its receipt is the `tenant.deleted` audit entry) or failed (`error`; DELETE the tenant again to retry). 404 when there is none.
+     */
+    get: operations['getTenantDeletion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stream the calling tenant's data as a JSONL archive (resumable; admin keys)
+     * @description Streams everything the tenant has as JSONL (`application/x-ndjson`, docs/TENANT-DATA.md): a `manifest` line, then per table (every table holding its rows, parents first) its rows in primary-key order as `{"kind":"row","table":…,"row":…}`, a `{"kind":"checkpoint","cursor":…}` after every page, and `{"kind":"end","counts":…}` last. Stored tool-result originals and memory (records, blocks, versions, embeddings) are tables like the others. An interrupted download resumes with `?after=<the last checkpoint cursor received>` (drop the rows after that checkpoint). A malformed cursor is a 400. Written in the audit log as `tenant.exported` once the last line is out.
+     */
+    post: operations['exportOwnTenant'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2486,6 +2570,7 @@ export interface components {
         /** @enum {string} */
         mode: 'off' | 'on' | 'strict';
       };
+      transcriptRetentionDays?: number | null;
     };
     UpdateRateLimitsDto: {
       admission?: number | null;
@@ -2987,6 +3072,7 @@ export interface components {
         /** @enum {string} */
         mode: 'off' | 'on' | 'strict';
       };
+      transcriptRetentionDays?: number | null;
     };
     ChatCompletionDto: {
       model: string;
@@ -6546,6 +6632,7 @@ export interface components {
         mode: 'off' | 'on' | 'strict';
         available: boolean;
       };
+      transcriptRetentionDays: number | null;
     };
     Usage: {
       /** Format: date-time */
@@ -6881,6 +6968,7 @@ export interface components {
       share: number;
       dailySpendLimitUsd: number | null;
       maxActionsPerHour: number | null;
+      transcriptRetentionDays: number | null;
       rateLimits: {
         admission?: number;
         reads?: number;
@@ -6928,7 +7016,11 @@ export interface components {
         | 'agent.canary_promoted'
         | 'agent.canary_rolled_back'
         | 'agent.canary_stopped'
-        | 'tenant.data_key_rotated';
+        | 'tenant.data_key_rotated'
+        | 'tenant.exported'
+        | 'tenant.deletion_requested'
+        | 'tenant.deleted'
+        | 'tenant.retention_purged';
       targetType: string;
       targetId: string | null;
       details: {
@@ -6973,7 +7065,8 @@ export interface components {
         | 'maintenance'
         | 'schedules'
         | 'work'
-        | 'memory-embed';
+        | 'memory-embed'
+        | 'tenant-deletion';
       waiting: number;
       active: number;
       delayed: number;
@@ -7042,6 +7135,35 @@ export interface components {
       /** @enum {string} */
       mode: 'off' | 'on' | 'strict';
       data: components['schemas']['DataKey'][];
+    };
+    TenantDeletion: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      tenantId: string;
+      tenantName: string;
+      /** @enum {string} */
+      status: 'queued' | 'running' | 'completed' | 'failed';
+      stage: string;
+      counts: {
+        [key: string]: number;
+      };
+      redisKeys: number;
+      jobs: number;
+      originals: number;
+      keyDestroyed: boolean;
+      /** Format: date-time */
+      requestedAt: string;
+      startedAt: string | null;
+      completedAt: string | null;
+      error: string | null;
+    };
+    DeleteTenant: {
+      deletion: components['schemas']['TenantDeletion'];
+    };
+    TenantDeletionPage: {
+      data: components['schemas']['TenantDeletion'][];
+      nextCursor: string | null;
     };
     OpenAiError: {
       error: {
@@ -8079,6 +8201,64 @@ export interface operations {
       };
     };
   };
+  deleteTenant: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a tenant and everything it has, in the background, ending with a receipt */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeleteTenant'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   updateTenant: {
     parameters: {
       query?: never;
@@ -8586,7 +8766,11 @@ export interface operations {
           | 'agent.canary_promoted'
           | 'agent.canary_rolled_back'
           | 'agent.canary_stopped'
-          | 'tenant.data_key_rotated';
+          | 'tenant.data_key_rotated'
+          | 'tenant.exported'
+          | 'tenant.deletion_requested'
+          | 'tenant.deleted'
+          | 'tenant.retention_purged';
         tenantId?: string;
       };
       header?: never;
@@ -8741,6 +8925,276 @@ export interface operations {
       /** @description No such object for the calling tenant */
       404: {
         headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  exportTenant: {
+    parameters: {
+      query?: {
+        /** @description A checkpoint's cursor: the export resumes after that row. */
+        after?: string;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The archive, one JSON object per line. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson': string;
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listTenantDeletions: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        limit?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Tenant deletions and their receipts, newest first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TenantDeletionPage'];
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getTenantDeletion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A tenant deletion: its status, stage and counts */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TenantDeletion'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No such object for the calling tenant */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected failure (logged) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A dependency (Postgres, Redis) is unavailable: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  exportOwnTenant: {
+    parameters: {
+      query?: {
+        /** @description A checkpoint's cursor: the export resumes after that row. */
+        after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The archive, one JSON object per line. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson': string;
+        };
+      };
+      /** @description Invalid request: body, query, cursor or header failed validation, or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, invalid or revoked credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope the route needs (`insufficient_scope`, docs/adr/0066; `details.scope` names it), or the operator paused the tenant (`tenant_paused`, docs/adr/0030): nothing is admitted until it is resumed; reads still work */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (docs/adr/0028): the route's bucket is spent for the tenant, the API key or the trigger; retry after Retry-After seconds */
+      429: {
+        headers: {
+          /** @description Seconds until the quota has room again */
+          'Retry-After'?: number;
+          /** @description The deciding policy's remaining quota and reset, e.g. `"admission";r=0;t=42` */
+          RateLimit?: string;
+          /** @description The deciding policy: quota per window in seconds, e.g. `"admission";q=600;w=60` */
+          'RateLimit-Policy'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -19593,7 +20047,11 @@ export interface operations {
           | 'agent.canary_promoted'
           | 'agent.canary_rolled_back'
           | 'agent.canary_stopped'
-          | 'tenant.data_key_rotated';
+          | 'tenant.data_key_rotated'
+          | 'tenant.exported'
+          | 'tenant.deletion_requested'
+          | 'tenant.deleted'
+          | 'tenant.retention_purged';
       };
       header?: never;
       path?: never;

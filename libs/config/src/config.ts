@@ -389,6 +389,11 @@ export const ConfigSchema = z.object({
    */
   PARTITION_MAINTENANCE_MS: Int(3_600_000, 0),
   /**
+   * How often the maintenance `retention` task purges the content of sessions past their tenant's
+   * `transcriptRetentionDays` (docs/adr/0068). 0: off.
+   */
+  RETENTION_INTERVAL_MS: Int(3_600_000, 0),
+  /**
    * How long the partitions of events, messages, ledger_entries and hook_runs stay attached, as a
    * Postgres interval (`90 days`, `12 weeks`, `1 year`); unset: kept for ever. Older weekly partitions
    * are detached, not dropped, for an operator to archive and drop (docs/adr/0044). Needs pg_partman.

@@ -307,6 +307,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "how often the maintenance `partitions` job runs pg_partman's upkeep of the partitioned journal, transcript, ledger and hook runs (children made ahead, retention applied; docs/adr/0044), one job per interval for the cluster; `0` off",
   },
+  RETENTION_INTERVAL_MS: {
+    meaning:
+      "how often the maintenance `retention` job purges the content of sessions idle longer than their tenant's `transcriptRetentionDays` (messages, tool arguments and results, originals, journal payloads; cost lines kept; docs/adr/0068), one job per interval for the cluster; `0` off",
+  },
   PARTITION_RETENTION: {
     meaning:
       'how long weekly partitions of events, messages, ledger_entries and hook_runs stay attached, a Postgres interval (`90 days`, `12 weeks`); older ones are detached, kept as tables for an operator to archive and drop (docs/adr/0044); needs pg_partman',

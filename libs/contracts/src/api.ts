@@ -521,6 +521,13 @@ export const DailySpendLimitUsd = z.number().positive().max(1_000_000);
  */
 export const OperatorDailySpendLimitUsd = z.number().min(0).max(1_000_000);
 
+/**
+ * Days a session's transcript is kept after its last activity (docs/adr/0068): older sessions' content
+ * (messages, tool arguments and results, originals, journal payloads) is purged by the maintenance
+ * job, their cost lines kept. Absent or null: kept for ever.
+ */
+export const TranscriptRetentionDays = z.int().min(1).max(3650);
+
 /** Tenant settings as stored in `tenants.settings` (other keys there belong to other features). */
 export const TenantSettings = z.strictObject({
   /** Endpoint of signed `notify` notifications; set together with `notifySecret`. */
@@ -548,6 +555,8 @@ export const TenantSettings = z.strictObject({
   archivist: ArchivistSettings.optional(),
   /** What the tenant's LLM judges may spend per UTC day (docs/adr/0062); EVAL_DAILY_BUDGET_USD when absent. */
   evaluation: EvaluationSettings.optional(),
+  /** Days a session's content is kept after its last activity (docs/adr/0068); absent: for ever. */
+  transcriptRetentionDays: TranscriptRetentionDays.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
@@ -561,8 +570,16 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
  */
 export function parseTenantSettings(
   json: unknown,
-): Required<Omit<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret' | 'dailySpendLimitUsd'>> &
-  Pick<TenantSettings, 'approvalTtlMs' | 'notifyUrl' | 'notifySecret' | 'dailySpendLimitUsd'> {
+): Required<
+  Omit<
+    TenantSettings,
+    'approvalTtlMs' | 'notifyUrl' | 'notifySecret' | 'dailySpendLimitUsd' | 'transcriptRetentionDays'
+  >
+> &
+  Pick<
+    TenantSettings,
+    'approvalTtlMs' | 'notifyUrl' | 'notifySecret' | 'dailySpendLimitUsd' | 'transcriptRetentionDays'
+  > {
   const stored = isRecord(json) ? json : {};
   const modelRoutes: ModelRoutes = {};
   if (isRecord(stored.modelRoutes)) {
@@ -586,6 +603,7 @@ export function parseTenantSettings(
   const ttl = TenantSettings.shape.approvalTtlMs.safeParse(stored.approvalTtlMs);
   // The operator may have set 0 (PATCH /v1/admin/tenants/:id): a cap like any other.
   const limit = OperatorDailySpendLimitUsd.safeParse(stored.dailySpendLimitUsd);
+  const retention = TranscriptRetentionDays.safeParse(stored.transcriptRetentionDays);
   const archivist = ArchivistSettings.safeParse(stored.archivist ?? {});
   const evaluation = EvaluationSettings.safeParse(stored.evaluation ?? {});
   const mode = ToolSchemaMode.safeParse(stored.toolSchemaMode);
@@ -610,6 +628,7 @@ export function parseTenantSettings(
     evaluation: evaluation.success ? evaluation.data : {},
     ...(ttl.success && ttl.data !== undefined ? { approvalTtlMs: ttl.data } : {}),
     ...(limit.success ? { dailySpendLimitUsd: limit.data } : {}),
+    ...(retention.success ? { transcriptRetentionDays: retention.data } : {}),
     // Only as a pair: a URL without its secret cannot be signed for.
     ...(notifyUrl.success && notifySecret.success
       ? { notifyUrl: notifyUrl.data, notifySecret: notifySecret.data }
@@ -662,6 +681,8 @@ export const UpdateSettingsRequest = z
     evaluation: EvaluationSettings.nullable().optional(),
     /** The tenant's encryption at rest (docs/adr/0067); replaced when given. */
     encryption: EncryptionSettings.optional(),
+    /** Days a session's content is kept after its last activity, 1..3650 (docs/adr/0068); `null`: for ever. */
+    transcriptRetentionDays: TranscriptRetentionDays.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateSettingsRequest = z.infer<typeof UpdateSettingsRequest>;
@@ -715,6 +736,10 @@ export function applySettingsUpdate(stored: unknown, update: UpdateSettingsReque
     archivist: update.archivist === null ? {} : (update.archivist ?? current.archivist),
     evaluation: update.evaluation === null ? {} : (update.evaluation ?? current.evaluation),
     ...(update.encryption ? { encryption: update.encryption } : {}),
+    transcriptRetentionDays:
+      update.transcriptRetentionDays === null
+        ? undefined
+        : (update.transcriptRetentionDays ?? current.transcriptRetentionDays),
   };
 }
 
@@ -885,6 +910,8 @@ export interface OperatorTenantSettings {
   dailySpendLimitUsd: number | null;
   /** The tenant's hourly side-effect budget over all its agents (docs/adr/0058); null: unlimited. */
   maxActionsPerHour: number | null;
+  /** Days a session's content is kept after its last activity (docs/adr/0068); null: for ever. */
+  transcriptRetentionDays: number | null;
 }
 
 export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSettings {
@@ -893,11 +920,13 @@ export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSe
   const share = TenantShare.safeParse(stored.share);
   const limit = OperatorDailySpendLimitUsd.safeParse(stored[OPERATOR_SPEND_LIMIT_KEY]);
   const actions = MaxActionsPerHour.safeParse(stored.maxActionsPerHour);
+  const retention = TranscriptRetentionDays.safeParse(stored.transcriptRetentionDays);
   return {
     maxConcurrentTurns: max.success ? max.data : null,
     share: share.success ? share.data : DEFAULT_TENANT_SHARE,
     dailySpendLimitUsd: limit.success ? limit.data : null,
     maxActionsPerHour: actions.success ? actions.data : null,
+    transcriptRetentionDays: retention.success ? retention.data : null,
   };
 }
 
@@ -911,6 +940,8 @@ export const UpdateTenantRequest = z
     maxActionsPerHour: MaxActionsPerHour.nullable().optional(),
     /** The tenant's encryption at rest (docs/adr/0067), as the tenant's own PATCH /v1/settings sets it. */
     encryption: EncryptionSettings.optional(),
+    /** Days a session's content is kept after its last activity, 1..3650 (docs/adr/0068); null: for ever. */
+    transcriptRetentionDays: TranscriptRetentionDays.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'at least one field is required' });
 export type UpdateTenantRequest = z.infer<typeof UpdateTenantRequest>;
@@ -967,6 +998,10 @@ export const AUDIT_ACTIONS = [
   'agent.canary_rolled_back',
   'agent.canary_stopped',
   'tenant.data_key_rotated',
+  'tenant.exported',
+  'tenant.deletion_requested',
+  'tenant.deleted',
+  'tenant.retention_purged',
 ] as const;
 export const AuditAction = z.enum(AUDIT_ACTIONS);
 export type AuditAction = z.infer<typeof AuditAction>;

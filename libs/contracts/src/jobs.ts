@@ -14,6 +14,8 @@ export const QueueName = {
   Work: 'work',
   /** Embeds an agent's memory records for its embedder (docs/adr/0050). */
   MemoryEmbed: 'memory-embed',
+  /** Deletes a tenant in bounded batches (docs/adr/0068), in the hooks worker. */
+  TenantDeletion: 'tenant-deletion',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -144,7 +146,8 @@ export type OutboundWebhookJob = z.infer<typeof OutboundWebhookJob>;
  * woken, the slot they held in their tenant's cap free again (docs/adr/0029). `partitions`: every
  * PARTITION_MAINTENANCE_MS, pg_partman's upkeep of the partitioned tables (docs/adr/0044).
  */
-export const MaintenanceTask = z.enum(['reconcile', 'leases', 'tokenjuice', 'partitions']);
+/** `retention`: every RETENTION_INTERVAL_MS, transcripts past their tenant's transcriptRetentionDays purged (docs/adr/0068). */
+export const MaintenanceTask = z.enum(['reconcile', 'leases', 'tokenjuice', 'partitions', 'retention']);
 export type MaintenanceTask = z.infer<typeof MaintenanceTask>;
 
 export const MaintenanceJob = z.object({
@@ -183,6 +186,18 @@ export const WorkJob = z.object({
   trace: TraceCarrier.optional(),
 });
 export type WorkJob = z.infer<typeof WorkJob>;
+
+/**
+ * `tenant-deletion` (docs/adr/0068): one run of a tenant's deletion, a bounded number of batches; what
+ * is left is the next run's job. Progress is in Postgres (`tenant_deletions`), so any run resumes.
+ */
+export const TenantDeletionJob = z.object({
+  deletionId: z.uuid(),
+  /** A fresh id per run (the job id's tail). */
+  run: z.uuid(),
+  trace: TraceCarrier.optional(),
+});
+export type TenantDeletionJob = z.infer<typeof TenantDeletionJob>;
 
 /** The id of the job scheduler that runs the `sync` pass (schedule ids are uuids, so it cannot collide). */
 export const SCHEDULE_SYNC_ID = 'sync';
@@ -290,4 +305,14 @@ export const Jobs = {
     keepCompletedSeconds: 3600,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof MemoryEmbedJob>,
+  tenantDeletion: {
+    queue: QueueName.TenantDeletion,
+    schema: TenantDeletionJob,
+    jobId: (d: TenantDeletionJob) => `${d.deletionId}.${d.run}`,
+    // Each run resumes from what Postgres says is left.
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 2000 },
+    keepCompletedSeconds: 3600,
+    keepFailedSeconds: 7 * DAY,
+  } satisfies JobDefinition<typeof TenantDeletionJob>,
 } as const;

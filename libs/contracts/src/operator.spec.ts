@@ -77,6 +77,7 @@ describe('parseOperatorTenantSettings', () => {
       share: 1,
       dailySpendLimitUsd: null,
       maxActionsPerHour: null,
+      transcriptRetentionDays: null,
     };
     expect(parseOperatorTenantSettings({})).toEqual(defaults);
     expect(parseOperatorTenantSettings('nonsense')).toEqual(defaults);
@@ -86,6 +87,7 @@ describe('parseOperatorTenantSettings', () => {
         share: 1000,
         dailySpendLimitUsd: -1,
         maxActionsPerHour: 0,
+        transcriptRetentionDays: 0,
       }),
     ).toEqual(defaults);
     expect(
@@ -94,8 +96,15 @@ describe('parseOperatorTenantSettings', () => {
         share: 0.5,
         operatorDailySpendLimitUsd: 0,
         maxActionsPerHour: 30,
+        transcriptRetentionDays: 90,
       }),
-    ).toEqual({ maxConcurrentTurns: 7, share: 0.5, dailySpendLimitUsd: 0, maxActionsPerHour: 30 });
+    ).toEqual({
+      maxConcurrentTurns: 7,
+      share: 0.5,
+      dailySpendLimitUsd: 0,
+      maxActionsPerHour: 30,
+      transcriptRetentionDays: 90,
+    });
     // The tenant's own budget is not the operator's cap.
     expect(parseOperatorTenantSettings({ dailySpendLimitUsd: 5 }).dailySpendLimitUsd).toBeNull();
   });
@@ -121,7 +130,7 @@ describe('pause, resume and audit queries', () => {
       action: 'tenant.paused',
       limit: 5,
     });
-    expect(AuditEventsQuery.safeParse({ action: 'tenant.deleted' }).success).toBe(false);
+    expect(AuditEventsQuery.safeParse({ action: 'tenant.gone' }).success).toBe(false);
     expect(AuditEventsQuery.safeParse({ tenantId: '01a20360-0000-7000-8000-000000000000' }).success).toBe(
       false,
     );

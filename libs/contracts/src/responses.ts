@@ -1054,6 +1054,8 @@ export const SettingsResponse = z
      * deployment's ENCRYPTION_DEFAULT_MODE; `available` says whether the deployment has a key provider.
      */
     encryption: z.strictObject({ mode: z.enum(['off', 'on', 'strict']), available: z.boolean() }),
+    /** Days a session's content is kept after its last activity (docs/adr/0068); null: for ever. */
+    transcriptRetentionDays: z.int().nullable(),
   })
   .register(ApiSchemas, { id: 'Settings' });
 export type SettingsResponse = z.infer<typeof SettingsResponse>;
@@ -1387,6 +1389,8 @@ export const OperatorTenantResponse = z
     dailySpendLimitUsd: z.number().nullable(),
     /** Side-effecting tool calls all its agents may start in any rolling hour (docs/adr/0058); null: unlimited. */
     maxActionsPerHour: z.int().nullable(),
+    /** Days a session's content is kept after its last activity (docs/adr/0068); null: for ever. */
+    transcriptRetentionDays: z.int().nullable(),
     /** The operator's rate-limit overrides as stored (docs/adr/0028). */
     rateLimits: RateLimitOverrides,
     /** What the tenant's turns spent today (UTC), exact decimal. */
@@ -1568,3 +1572,45 @@ export const DataKeyListResponse = z
   })
   .register(ApiSchemas, { id: 'DataKeyList' });
 export type DataKeyListResponse = z.infer<typeof DataKeyListResponse>;
+/**
+ * A tenant's deletion (docs/adr/0068): queued, running (keys destroyed, admission paused, Redis keys
+ * and queued jobs removed, then every row in batches), completed with its receipt in the operator's
+ * audit log (`tenant.deleted`), or failed (`error`; retried by asking again).
+ */
+export const TenantDeletionResponse = z
+  .strictObject({
+    id: Id,
+    tenantId: Id,
+    tenantName: z.string(),
+    status: z.enum(['queued', 'running', 'completed', 'failed']),
+    /** keys | pause | redis | rows | done: how far it got. */
+    stage: z.string(),
+    /** Rows deleted so far, per table. */
+    counts: z.record(z.string(), z.int()),
+    /** Redis keys of the tenant deleted. */
+    redisKeys: z.int(),
+    /** Queued BullMQ jobs of the tenant removed. */
+    jobs: z.int(),
+    /** Stored tool-result originals deleted (also in counts.tool_result_originals). */
+    originals: z.int(),
+    /** Whether the tenant's data keys (tenant_data_keys) were destroyed first. */
+    keyDestroyed: z.boolean(),
+    requestedAt: Timestamp,
+    startedAt: Timestamp.nullable(),
+    completedAt: Timestamp.nullable(),
+    error: z.string().nullable(),
+  })
+  .register(ApiSchemas, { id: 'TenantDeletion' });
+export type TenantDeletionResponse = z.infer<typeof TenantDeletionResponse>;
+
+/** DELETE /v1/admin/tenants/:id: the deletion, started or already under way. */
+export const DeleteTenantResponse = z
+  .strictObject({ deletion: TenantDeletionResponse })
+  .register(ApiSchemas, { id: 'DeleteTenant' });
+export type DeleteTenantResponse = z.infer<typeof DeleteTenantResponse>;
+
+/** GET /v1/admin/tenant-deletions: newest first. */
+export const TenantDeletionPageResponse = z
+  .strictObject({ data: z.array(TenantDeletionResponse), nextCursor: z.string().nullable() })
+  .register(ApiSchemas, { id: 'TenantDeletionPage' });
+export type TenantDeletionPageResponse = z.infer<typeof TenantDeletionPageResponse>;

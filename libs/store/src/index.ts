@@ -29,3 +29,4 @@ export * from './datasets-store';
 export * from './score-store';
 export * from './reencrypt';
 export { sealCheckpoint } from './turn/checkpoint-seal';
+export * from './tenant-data';

@@ -88,6 +88,7 @@ describe('presentOperatorTenant', () => {
       share: 1,
       dailySpendLimitUsd: null,
       maxActionsPerHour: null,
+      transcriptRetentionDays: null,
       rateLimits: { admission: 5 },
       spentTodayUsd: '1.25',
       turns: { running: 1, queued: 2, waiting: 3 },

@@ -67,6 +67,7 @@ export const presentOperatorTenant = (t: TenantOverview): OperatorTenantResponse
     share: operator.share,
     dailySpendLimitUsd: operator.dailySpendLimitUsd,
     maxActionsPerHour: operator.maxActionsPerHour,
+    transcriptRetentionDays: operator.transcriptRetentionDays,
     rateLimits: parseRateLimitOverrides(t.settings),
     spentTodayUsd: t.spentTodayUsd,
     turns: { running: t.running, queued: t.queued, waiting: t.waiting },
@@ -109,6 +110,7 @@ export const presentSettings = (
     // The judges' daily budget in force (docs/adr/0062): the tenant's, else EVAL_DAILY_BUDGET_USD.
     evaluation: { dailyBudgetUsd: s.evaluation.dailyBudgetUsd ?? evalDailyBudgetUsd },
     encryption,
+    transcriptRetentionDays: s.transcriptRetentionDays ?? null,
   };
 };
 

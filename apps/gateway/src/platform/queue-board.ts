@@ -23,6 +23,7 @@ const DESCRIPTIONS: Record<QueueName, string> = {
   [QueueName.Schedules]: 'cron schedules firing (triage worker)',
   [QueueName.Work]: 'work-item ticks (triage worker)',
   [QueueName.MemoryEmbed]: "embedding agents' memory records (hooks worker)",
+  [QueueName.TenantDeletion]: 'tenant deletions in batches (hooks worker)',
 };
 
 /**

@@ -99,6 +99,9 @@ describe('route scopes (docs/adr/0066)', () => {
     expect(ROLE_SCOPES.admin).toEqual(SCOPES);
     expect(SCOPES.filter((s) => grants('developer', s))).not.toContain('keys:manage');
     expect(SCOPES.filter((s) => grants('developer', s))).not.toContain('settings:write');
+    // The tenant's whole export (docs/adr/0068): admin keys only.
+    expect(SCOPES.filter((s) => grants('developer', s))).not.toContain('data:export');
+    expect(ROUTE_SCOPES['POST /v1/export']).toBe('data:export');
     expect(SCOPES.filter((s) => grants('approver', s))).toEqual(['read', 'approvals:decide']);
     expect(SCOPES.filter((s) => grants('reader', s))).toEqual(['read']);
     expect(SCOPES.filter((s) => grants('ingest', s))).toEqual(['messages:send']);

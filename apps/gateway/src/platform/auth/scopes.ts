@@ -26,6 +26,8 @@ export const SCOPES = [
   'keys:manage',
   /** Change the tenant's settings. */
   'settings:write',
+  /** Export everything the tenant has (POST /v1/export, docs/adr/0068): admin keys only. */
+  'data:export',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -217,6 +219,7 @@ export const ROUTE_SCOPES: Record<string, ScopeRule> = {
   'GET /v1/usage': 'read',
   'GET /v1/usage/daily': 'read',
   'GET /v1/audit-events': 'read',
+  'POST /v1/export': 'data:export',
 
   // OpenAI Chat Completions and Responses
   'POST /v1/chat/completions': 'messages:send',

@@ -1,0 +1,480 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { Client, Pool } from 'pg';
+import { Jobs, QueueName } from '@switchboard/contracts';
+import { poolOf } from '@switchboard/database';
+import { createRedis, publish } from '@switchboard/queue';
+import { ownRows, tenantRowsLeft, tenantTables, type TenantTable } from '@switchboard/store';
+import { createTestEnv, runProcess, waitFor, type TestEnv } from '@switchboard/testing';
+import { adminDatabaseUrl, withDatabase } from '../../libs/testing/src/services';
+import { markerId } from '../../libs/tokenjuice/src/marker';
+import { Api, newTenant, type ApiResponse } from '../support/api';
+import { TEST_LOG, TOKENJUICE_TOOLS_MODULE } from '../support/tokenjuice-tools';
+import { FIXTURES, startStack } from '../support/stack';
+
+jest.setTimeout(300_000);
+
+const ADMIN = 'test-admin-token-0123456789';
+const UNKNOWN_ID = '01a20360-0000-7000-8000-000000000000';
+const ROOT = path.resolve(__dirname, '../..');
+
+/** Every row of the tenant in every table of the catalog, as Postgres' own JSON text, in key order. */
+async function snapshot(
+  pool: Pool,
+  tenantId: string,
+  tables: TenantTable[],
+): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const t of tables) {
+    const key = t.key.map((k) => `r."${k}"`).join(', ');
+    const { rows } = await pool.query<{ j: string }>(
+      `SELECT to_jsonb(r)::text AS j FROM "${t.name}" r WHERE ${ownRows(t)} ORDER BY ${key}`,
+      [tenantId],
+    );
+    out[t.name] = rows.map((r) => r.j);
+  }
+  return out;
+}
+
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map(
+      (l) =>
+        JSON.parse(l) as { kind: string; table?: string; row?: Record<string, unknown>; cursor?: string },
+    );
+
+/**
+ * Export, import, deletion and retention of a tenant's data (docs/adr/0068) through the real gateway
+ * and workers: an archive of a tenant with real turns, memory, work items and tool-result originals
+ * imported into a fresh migrated database equal table by table; resuming after a checkpoint; the
+ * deletion leaving no row of the tenant in any table or partition while another tenant's turns run;
+ * retention purging only what is due with usage unchanged; bad input refused with nothing changed.
+ */
+describe('tenant data: export, import, deletion, retention', () => {
+  let env: TestEnv;
+  let stack: Awaited<ReturnType<typeof startStack>>;
+  let admin: Api;
+  let redis: IORedis;
+  const dir = mkdtempSync(path.join(tmpdir(), 'sb-tenant-data-'));
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    stack = await startStack(
+      env.config({
+        SCRIPTED_FIXTURES_DIR: FIXTURES,
+        EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE,
+        RETENTION_INTERVAL_MS: '300',
+      }),
+    );
+    admin = new Api(stack.url, ADMIN);
+    redis = createRedis(env.redisUrl);
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+    redis?.disconnect();
+    await env?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const expectError = (res: ApiResponse, status: number, code: string) =>
+    expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+
+  /** A tenant with sessions and real turns (one compacting a tool result: an original), memory and work. */
+  async function populatedTenant(name: string) {
+    const t = await newTenant(stack.url, ADMIN, name);
+    const { api } = t;
+    const echo = await api.post('/v1/agents', { name: 'echo', model: 'scripted/echo' });
+    const session = (await api.post('/v1/sessions', { agentId: echo.body.id })).body.id as string;
+    for (const content of ['hello', 'again']) {
+      const turn = await api.post(`/v1/sessions/${session}/messages`, { content, wait: true });
+      expect(turn.body.status).toBe('completed');
+    }
+    const tj = await api.post('/v1/agents', {
+      name: 'tj',
+      model: 'scripted/tokenjuice-retrieve',
+      tools: ['run_tests'],
+    });
+    const tjSession = (await api.post('/v1/sessions', { agentId: tj.body.id })).body.id as string;
+    const compacted = await api.post(`/v1/sessions/${tjSession}/messages`, {
+      content: `tj:${markerId(TEST_LOG)}`,
+      wait: true,
+    });
+    expect(compacted.body.status).toBe('completed');
+    expect(
+      (await api.post(`/v1/agents/${echo.body.id}/memory`, { content: 'The user likes tea.' })).status,
+    ).toBe(201);
+    expect((await api.put(`/v1/agents/${echo.body.id}/blocks/human`, { content: 'Name: Ada.' })).status).toBe(
+      200,
+    );
+    expect(
+      (await api.put(`/v1/agents/${echo.body.id}/blocks/human`, { content: 'Name: Ada L.' })).status,
+    ).toBe(200);
+    expect((await api.post(`/v1/agents/${echo.body.id}/work-items`, { objective: 'later' })).status).toBe(
+      201,
+    );
+    return { ...t, agentId: echo.body.id as string, sessionId: session };
+  }
+
+  it('exports a tenant over HTTP and imports it into a fresh database, equal table by table; resumes after a checkpoint', async () => {
+    const { api, tenantId, keyId } = await populatedTenant('exported');
+    const other = await newTenant(stack.url, ADMIN, 'bystander');
+    expect((await other.api.post('/v1/agents', { name: 'x' })).status).toBe(201);
+
+    // Once the turns' post-turn hooks are done writing: the tenant as it is when exported.
+    const tables = await tenantTables(poolOf(env.db));
+    let source = await snapshot(poolOf(env.db), tenantId, tables);
+    await waitFor(
+      async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        const now = await snapshot(poolOf(env.db), tenantId, tables);
+        const same = JSON.stringify(now) === JSON.stringify(source);
+        source = now;
+        return same || undefined;
+      },
+      { what: 'the tenant quiet' },
+    );
+    const res = await admin.post(`/v1/admin/tenants/${tenantId}/export`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    const archive = lines(res.body as string);
+    expect(archive[0]).toMatchObject({
+      kind: 'manifest',
+      format: 'switchboard-tenant-export',
+      version: 1,
+      tenantId,
+    });
+    const end = archive[archive.length - 1] as unknown as { kind: string; counts: Record<string, number> };
+    expect(end.kind).toBe('end');
+    for (const table of [
+      'tenants',
+      'agents',
+      'sessions',
+      'turns',
+      'messages',
+      'events',
+      'tool_calls',
+      'ledger_entries',
+      'tool_result_originals',
+      'memory_records',
+      'memory_blocks',
+      'memory_block_versions',
+      'work_items',
+      'api_keys',
+      'audit_events',
+    ]) {
+      expect([table, end.counts[table] > 0]).toEqual([table, true]);
+    }
+    // Nothing of another tenant.
+    expect(JSON.stringify(archive)).not.toContain(other.tenantId);
+    // The tenant's own admin key gets the same archive (rows), audited with its key.
+    const own = await api.post('/v1/export');
+    expect(own.status).toBe(200);
+    // … plus the operator's export's own audit entry.
+    expect(lines(own.body as string).filter((l) => l.kind === 'row').length).toBe(
+      archive.filter((l) => l.kind === 'row').length + 1,
+    );
+    const audited = await admin.get(`/v1/admin/audit-events?tenantId=${tenantId}&action=tenant.exported`);
+    expect(audited.body.data.map((e: { actor: string }) => e.actor).sort()).toEqual(
+      [`api_key:${keyId}`, 'operator'].sort(),
+    );
+
+    // Resumed after a checkpoint in the middle: the rows after it, the same as the full archive's.
+    // (A checkpoint past the audit log, which the exports themselves have added to since.)
+    const order = (archive[0] as unknown as { tables: { name: string }[] }).tables.map((t) => t.name);
+    const checkpoints = archive
+      .map((l, i) => ({ l, i }))
+      .filter(
+        ({ l, i }) =>
+          l.kind === 'checkpoint' && order.indexOf(archive[i - 1].table!) > order.indexOf('audit_events'),
+      );
+    const middle = checkpoints[Math.floor(checkpoints.length / 2)];
+    const resumed = await admin.post(
+      `/v1/admin/tenants/${tenantId}/export?after=${encodeURIComponent(middle.l.cursor!)}`,
+    );
+    expect(resumed.status).toBe(200);
+    const rowsOf = (ls: ReturnType<typeof lines>) => ls.filter((l) => l.kind === 'row');
+    expect(rowsOf(lines(resumed.body as string))).toEqual(rowsOf(archive.slice(middle.i + 1)));
+
+    // Into a fresh database: created, migrated with `prisma migrate deploy`, imported by the admin CLI.
+    const name = `sb_import_${randomBytes(6).toString('hex')}`;
+    const adminClient = new Client({ connectionString: adminDatabaseUrl() });
+    await adminClient.connect();
+    await adminClient.query(`CREATE DATABASE "${name}"`);
+    const url = withDatabase(adminDatabaseUrl(), name);
+    const target = new Pool({ connectionString: url, max: 2 });
+    try {
+      const migrate = await runProcess(
+        process.execPath,
+        [require.resolve('prisma/build/index.js'), 'migrate', 'deploy'],
+        {
+          env: {
+            ...process.env,
+            DATABASE_URL: url,
+            PRISMA_QUERY_ENGINE_LIBRARY: '/dev/null',
+            CHECKPOINT_DISABLE: '1',
+          },
+        },
+      );
+      expect(migrate.code).toBe(0);
+      const file = path.join(dir, 'archive.jsonl');
+      writeFileSync(file, res.body as string);
+      const cli = (args: string[]) =>
+        runProcess(process.execPath, ['-r', '@swc-node/register', 'scripts/admin.ts', ...args], {
+          cwd: ROOT,
+          env: env.processEnv({ DATABASE_URL: url }),
+        });
+      // A truncated archive (no end line): refused, nothing written.
+      const cut = path.join(dir, 'cut.jsonl');
+      writeFileSync(cut, (res.body as string).split('\n').slice(0, 5).join('\n'));
+      const truncated = await cli(['tenant', 'import', cut]);
+      expect(truncated.code).toBe(1);
+      expect(truncated.stderr).toContain('incomplete');
+      const { rows: empty } = await target.query('SELECT count(*)::int AS n FROM tenants');
+      expect(empty[0].n).toBe(0);
+
+      const imported = await cli(['tenant', 'import', file]);
+      expect(imported.stderr).toBe('');
+      expect(imported.code).toBe(0);
+      expect(JSON.parse(imported.stdout)).toEqual({ tenantId, counts: expect.any(Object) });
+
+      const before = source;
+      const after = await snapshot(target, tenantId, await tenantTables(target));
+      for (const t of tables) expect([t.name, after[t.name]]).toEqual([t.name, before[t.name]]);
+
+      // A second import into the same (no longer empty) database: refused, nothing changed.
+      const again = await cli(['tenant', 'import', file]);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('not imported');
+      expect(await snapshot(target, tenantId, await tenantTables(target))).toEqual(after);
+      expect((await cli(['tenant', 'import'])).code).toBe(2);
+    } finally {
+      await target.end();
+      await adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await adminClient.end();
+    }
+  });
+
+  it('refuses bad input on the export and deletion routes with 4xx, changing nothing', async () => {
+    const { api, tenantId } = await newTenant(stack.url, ADMIN, 'bad-input');
+    const auditBefore = (await admin.get(`/v1/admin/audit-events?tenantId=${tenantId}`)).body.data.length;
+    expectError(await admin.post(`/v1/admin/tenants/${UNKNOWN_ID}/export`), 404, 'not_found');
+    expectError(await admin.post('/v1/admin/tenants/not-a-uuid/export'), 404, 'not_found');
+    expectError(await admin.post(`/v1/admin/tenants/${tenantId}/export?after=nonsense`), 400, 'bad_request');
+    const wrongTable = Buffer.from(JSON.stringify(['nope', ['x']])).toString('base64url');
+    expectError(
+      await admin.post(`/v1/admin/tenants/${tenantId}/export?after=${wrongTable}`),
+      400,
+      'bad_request',
+    );
+    const wrongKey = Buffer.from(JSON.stringify(['sessions', ['not-a-uuid']])).toString('base64url');
+    expectError(await api.post(`/v1/export?after=${wrongKey}`), 400, 'bad_request');
+    expectError(await api.post(`/v1/admin/tenants/${tenantId}/export`), 401, 'unauthorized');
+    expectError(await new Api(stack.url).post('/v1/export'), 401, 'unauthorized');
+    const reader = await api.post('/v1/api-keys', { name: 'r', role: 'reader' });
+    const developer = await api.post('/v1/api-keys', { name: 'd', role: 'developer' });
+    expectError(await api.withKey(reader.body.key).post('/v1/export'), 403, 'insufficient_scope');
+    expectError(await api.withKey(developer.body.key).post('/v1/export'), 403, 'insufficient_scope');
+
+    expectError(await admin.delete(`/v1/admin/tenants/${UNKNOWN_ID}`), 404, 'not_found');
+    expectError(await admin.delete('/v1/admin/tenants/nope'), 404, 'not_found');
+    expectError(await api.delete(`/v1/admin/tenants/${tenantId}`), 401, 'unauthorized');
+    expectError(await admin.get(`/v1/admin/tenant-deletions/${UNKNOWN_ID}`), 404, 'not_found');
+    expectError(await admin.get('/v1/admin/tenant-deletions/nope'), 404, 'not_found');
+    expectError(await admin.get('/v1/admin/tenant-deletions?cursor=nonsense'), 400, 'bad_request');
+    expectError(await admin.get('/v1/admin/tenant-deletions?limit=0'), 400, 'validation_failed');
+    expectError(await admin.patch('/v1/settings', { transcriptRetentionDays: 1 }), 401, 'unauthorized');
+    for (const bad of [0, 3651, 1.5, '30', true]) {
+      expectError(
+        await api.patch('/v1/settings', { transcriptRetentionDays: bad }),
+        400,
+        'validation_failed',
+      );
+      expectError(
+        await admin.patch(`/v1/admin/tenants/${tenantId}`, { transcriptRetentionDays: bad }),
+        400,
+        'validation_failed',
+      );
+    }
+    expect((await api.get('/v1/settings')).body.transcriptRetentionDays).toBeNull();
+    // Nothing written: the tenant is there, no deletion, no new audit entry but the refused reader/dev keys' creation.
+    expect((await admin.get(`/v1/admin/tenants/${tenantId}`)).status).toBe(200);
+    const audit = (await admin.get(`/v1/admin/audit-events?tenantId=${tenantId}`)).body.data as {
+      action: string;
+    }[];
+    expect(audit.length - auditBefore).toBe(2);
+    expect(audit.every((e) => e.action === 'api_key.created' || e.action === 'tenant.created')).toBe(true);
+  });
+
+  it('deletes every row of a tenant in batches, its Redis keys and queued jobs, with a receipt, while another tenant’s turns run', async () => {
+    const a = await populatedTenant('doomed');
+    const b = await populatedTenant('survivor');
+    const pool = poolOf(env.db);
+    // Enough rows to take a while: journal rows of A's session, in bulk.
+    const [{ id: eventId }] = (
+      await pool.query<{ id: string }>('SELECT id FROM events WHERE tenant_id = $1 LIMIT 1', [a.tenantId])
+    ).rows;
+    const BULK = 60_000;
+    await pool.query(
+      `INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data, created_at)
+       SELECT gen_random_uuid(), tenant_id, session_id, turn_id, 100000 + g, type, data, created_at
+       FROM events e, generate_series(1, $2::int) g WHERE e.id = $1`,
+      [eventId, BULK],
+    );
+    // Tenant-scoped Redis keys and queued jobs, of A and of B.
+    const prefix = env.queuePrefix;
+    await redis.set(`${prefix}:rl:admission:t:${a.tenantId}`, '3');
+    await redis.set(`${prefix}:live:session:${a.sessionId}`, 'x');
+    await redis.set(`${prefix}:rl:admission:t:${b.tenantId}`, '3');
+    const work = new Queue(QueueName.Work, { connection: redis, prefix });
+    const jobOf = async (tenantId: string, agentId: string) =>
+      (await publish(work, Jobs.work, { tenantId, agentId, cause: `at-${Date.now()}` }, { delay: 3_600_000 }))
+        .id!;
+    const aJob = await jobOf(a.tenantId, a.agentId);
+    const bJob = await jobOf(b.tenantId, b.agentId);
+    const rowsBefore = await tenantRowsLeft(pool, b.tenantId);
+
+    // B's turn latency before.
+    const bTurn = async () => {
+      const session = (await b.api.post('/v1/sessions', { agentId: b.agentId })).body.id;
+      const t0 = performance.now();
+      const res = await b.api.post(`/v1/sessions/${session}/messages`, { content: 'ping', wait: true });
+      expect(res.body.status).toBe('completed');
+      return performance.now() - t0;
+    };
+    const before: number[] = [];
+    for (let i = 0; i < 5; i++) before.push(await bTurn());
+
+    const started = await admin.delete(`/v1/admin/tenants/${a.tenantId}`);
+    expect(started.status).toBe(202);
+    expect(started.body.deletion).toMatchObject({ tenantId: a.tenantId, tenantName: 'doomed' });
+    const deletionId = started.body.deletion.id as string;
+    // Asking again while it runs: the same deletion.
+    const again = await admin.delete(`/v1/admin/tenants/${a.tenantId}`);
+    expect(again.status).toBe(202);
+    expect(again.body.deletion.id).toBe(deletionId);
+
+    const during: number[] = [];
+    for (;;) {
+      const d = (await admin.get(`/v1/admin/tenant-deletions/${deletionId}`)).body;
+      if (d.status === 'completed' || d.status === 'failed') break;
+      during.push(await bTurn());
+    }
+    const done = (await admin.get(`/v1/admin/tenant-deletions/${deletionId}`)).body;
+    expect(done).toMatchObject({ status: 'completed', stage: 'done', tenantId: a.tenantId, error: null });
+    expect(done.counts.events).toBe(BULK + (done.counts.events - BULK));
+    expect(done.counts.events).toBeGreaterThan(BULK);
+    expect(done.counts.tenants).toBe(1);
+    expect(done.originals).toBeGreaterThan(0);
+    expect(done.redisKeys).toBeGreaterThanOrEqual(2);
+    expect(done.jobs).toBeGreaterThanOrEqual(1);
+    expect(done.keyDestroyed).toBe(false);
+
+    // Zero rows of A in every table and partition, found the same way as the deleter finds them.
+    expect(await tenantRowsLeft(pool, a.tenantId)).toEqual({});
+    expect(
+      await redis.exists(`${prefix}:rl:admission:t:${a.tenantId}`, `${prefix}:live:session:${a.sessionId}`),
+    ).toBe(0);
+    expect(await work.getJob(aJob)).toBeUndefined();
+    // B untouched: its rows (plus its new turns), its key, its job.
+    const rowsAfter = await tenantRowsLeft(pool, b.tenantId);
+    for (const [table, n] of Object.entries(rowsBefore)) expect(rowsAfter[table]).toBeGreaterThanOrEqual(n);
+    expect(await redis.exists(`${prefix}:rl:admission:t:${b.tenantId}`)).toBe(1);
+    expect(await work.getJob(bJob)).toBeDefined();
+    await work.close();
+
+    // The receipt: operator-wide, naming the tenant, with the counts.
+    const receipts = await admin.get('/v1/admin/audit-events?action=tenant.deleted');
+    const receipt = receipts.body.data.find((e: { targetId: string }) => e.targetId === a.tenantId);
+    expect(receipt).toMatchObject({
+      tenantId: null,
+      actor: 'operator',
+      targetType: 'tenant',
+      details: { deletionId, tenantName: 'doomed', counts: done.counts, keyDestroyed: false },
+    });
+    const list = await admin.get('/v1/admin/tenant-deletions?limit=200');
+    expect(list.body.data.map((d: { id: string }) => d.id)).toContain(deletionId);
+    // The tenant is gone: its key, its routes, a second deletion.
+    expectError(await a.api.get('/v1/agents'), 401, 'unauthorized');
+    expectError(await admin.get(`/v1/admin/tenants/${a.tenantId}`), 404, 'not_found');
+    expectError(await admin.delete(`/v1/admin/tenants/${a.tenantId}`), 404, 'not_found');
+
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+    console.log(
+      `B turn latency (ms): before median ${median(before).toFixed(0)} (n=${before.length}), during deletion median ${
+        during.length ? median(during).toFixed(0) : '-'
+      } (n=${during.length}), max ${during.length ? Math.max(...during).toFixed(0) : '-'}; rows deleted ${Object.values(
+        done.counts as Record<string, number>,
+      ).reduce((s, n) => s + n, 0)}`,
+    );
+  });
+
+  it('purges only the transcripts past the tenant’s retention, keeping cost lines and usage totals', async () => {
+    const a = await newTenant(stack.url, ADMIN, 'retained');
+    const b = await newTenant(stack.url, ADMIN, 'kept-forever');
+    const setUp = async (api: Api) => {
+      const agent = (await api.post('/v1/agents', { name: 'echo', model: 'scripted/echo' })).body.id;
+      const session = async () => {
+        const id = (await api.post('/v1/sessions', { agentId: agent })).body.id as string;
+        const turn = await api.post(`/v1/sessions/${id}/messages`, { content: 'remember me', wait: true });
+        expect(turn.body.status).toBe('completed');
+        return { id, turnId: turn.body.id as string };
+      };
+      return { old: await session(), fresh: await session() };
+    };
+    const sa = await setUp(a.api);
+    const sb = await setUp(b.api);
+    const pool = poolOf(env.db);
+    // Both tenants' `old` sessions were last active 40 days ago.
+    for (const s of [sa.old, sb.old]) {
+      await pool.query(
+        `UPDATE sessions SET created_at = now() - interval '40 days', updated_at = now() - interval '40 days' WHERE id = $1`,
+        [s.id],
+      );
+      await pool.query(`UPDATE turns SET created_at = now() - interval '40 days' WHERE session_id = $1`, [
+        s.id,
+      ]);
+    }
+    const usage = async (api: Api) => (await api.get('/v1/usage?from=2020-01-01T00:00:00Z')).body.totals;
+    const usageBefore = [await usage(a.api), await usage(b.api)];
+
+    const set = await a.api.patch('/v1/settings', { transcriptRetentionDays: 30 });
+    expect(set.status).toBe(200);
+    expect(set.body.transcriptRetentionDays).toBe(30);
+    expect((await admin.get(`/v1/admin/tenants/${a.tenantId}`)).body.transcriptRetentionDays).toBe(30);
+
+    const entry = await waitFor(
+      async () =>
+        (await admin.get(`/v1/admin/audit-events?tenantId=${a.tenantId}&action=tenant.retention_purged`)).body
+          .data[0],
+      { what: 'the retention purge' },
+    );
+    expect(entry.details).toMatchObject({ retentionDays: 30, sessions: 1 });
+    expect(entry.details.messages).toBeGreaterThan(0);
+
+    const messages = async (api: Api, id: string) => (await api.get(`/v1/sessions/${id}/messages`)).body.data;
+    expect(await messages(a.api, sa.old.id)).toEqual([]);
+    expect((await messages(a.api, sa.fresh.id)).length).toBeGreaterThan(0);
+    expect((await messages(b.api, sb.old.id)).length).toBeGreaterThan(0);
+    // The purged session's turn still reads, with its cost.
+    const turn = await a.api.get(`/v1/turns/${sa.old.turnId}`);
+    expect(turn.status).toBe(200);
+    expect(Number(turn.body.costUsd)).toBeGreaterThan(0);
+    expect([await usage(a.api), await usage(b.api)]).toEqual(usageBefore);
+    // No purge twice, and none for B.
+    expect(
+      (await admin.get(`/v1/admin/audit-events?tenantId=${b.tenantId}&action=tenant.retention_purged`)).body
+        .data,
+    ).toEqual([]);
+    // Back to for ever.
+    expect(
+      (await a.api.patch('/v1/settings', { transcriptRetentionDays: null })).body.transcriptRetentionDays,
+    ).toBeNull();
+  });
+});
