@@ -111,7 +111,9 @@ describe('auditSummary', () => {
         originals: 0,
         events: 5,
       }),
-    ).toBe('Content of 2 sessions older than 30 days purged: 10 messages, 1 tool call, 0 originals, 5 events.');
+    ).toBe(
+      'Content of 2 sessions older than 30 days purged: 10 messages, 1 tool call, 0 originals, 5 events.',
+    );
     expect(auditSummary('tenant.data_key_rotated', { kind: 'data_key', version: 2, previous: 1 })).toBe(
       'Data key rotated: version 2 active, version 1 retired.',
     );

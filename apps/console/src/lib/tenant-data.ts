@@ -80,7 +80,9 @@ export function exportFileName(tenantName: string, at: Date): string {
  * The retention field: empty keeps transcripts for ever (`null`); otherwise a number, sent as typed
  * so the API's own validation (a whole number of days, 1..3650) answers a wrong one with its message.
  */
-export function parseRetention(text: string): { ok: true; value: number | null } | { ok: false; error: string } {
+export function parseRetention(
+  text: string,
+): { ok: true; value: number | null } | { ok: false; error: string } {
   const t = text.trim();
   if (t === '') return { ok: true, value: null };
   const n = Number(t);
