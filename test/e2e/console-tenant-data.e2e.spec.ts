@@ -72,7 +72,7 @@ describe('console: tenant data (export, retention, data keys, deletion)', () => 
       page.getByRole('button', { name: 'Export', exact: true }).click(),
     ]);
     expect(download.suggestedFilename()).toMatch(/^data-acme-export-\d{4}-\d{2}-\d{2}\.jsonl$/);
-    const text = await readFile((await download.path()) as string, 'utf8');
+    const text = await readFile(await download.path(), 'utf8');
     const lines = text
       .trim()
       .split('\n')
