@@ -1,4 +1,5 @@
 import { scripted, waitFor } from '@switchboard/testing';
+import { Api } from '../support/api';
 import { axeViolations, openConsole, signIn, type ConsolePage } from '../support/console';
 import { ADMIN, startConsoleStack, type ConsoleStack } from '../support/console-stack';
 
@@ -93,6 +94,14 @@ describe('console accessibility', () => {
   });
 
   it("the operator's pages", async () => {
+    // A tenant deleted to its receipt, so the deletions list and a receipt page have content.
+    const gone = await stack.tenant('a11y-deleted');
+    const admin = new Api(stack.url, ADMIN);
+    const deletion = (await admin.delete(`/v1/admin/tenants/${gone.tenantId}`)).body.deletion.id as string;
+    await waitFor(
+      async () => (await admin.get(`/v1/admin/tenant-deletions/${deletion}`)).body.status === 'completed',
+      { what: 'the deletion to complete' },
+    );
     const c = await open(ADMIN);
     const found = await audit(c, [
       '/operator/tenants',
@@ -100,6 +109,8 @@ describe('console accessibility', () => {
       '/operator/audit',
       '/operator/queues',
       '/operator/processes',
+      '/operator/deletions',
+      `/operator/deletions/${deletion}`,
     ]);
     expect(found).toEqual({});
   });

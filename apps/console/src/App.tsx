@@ -26,6 +26,8 @@ const Tenant = page(() => import('./pages/operator/TenantPage'));
 const Queues = page(() => import('./pages/operator/QueuesPage'));
 const Processes = page(() => import('./pages/operator/ProcessesPage'));
 const Audit = page(() => import('./pages/operator/AuditPage'));
+const Deletions = page(() => import('./pages/operator/DeletionsPage'));
+const Deletion = page(() => import('./pages/operator/DeletionPage'));
 
 export function App() {
   return (
@@ -95,6 +97,8 @@ function AppRoutes() {
               <Route path="/operator/queues" element={<Queues />} />
               <Route path="/operator/processes" element={<Processes />} />
               <Route path="/operator/audit" element={<Audit />} />
+              <Route path="/operator/deletions" element={<Deletions />} />
+              <Route path="/operator/deletions/:id" element={<Deletion />} />
             </>
           ) : null}
           <Route path="*" element={<Navigate to={home} replace />} />

@@ -16,6 +16,7 @@ const OPERATOR_NAV: [string, string][] = [
   ['/operator/queues', 'Queues'],
   ['/operator/processes', 'Processes'],
   ['/operator/audit', 'Audit log'],
+  ['/operator/deletions', 'Deletions'],
 ];
 
 /** The frame around every signed-in page: navigation, who is signed in, sign-out. */

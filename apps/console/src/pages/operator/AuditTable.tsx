@@ -3,9 +3,16 @@ import { Link } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { Time } from '../../components/ui';
 import { detailLines } from '../../lib/audit-details';
+import { auditSummary } from '../../lib/tenant-data';
 import type { AuditEvent } from './admin';
 
 const col = createColumnHelper<AuditEvent>();
+
+/** The tenant-data entries (receipt, export, retention, rotation) read as a sentence above their lines. */
+function summaryOf(e: AuditEvent) {
+  const text = auditSummary(e.action, e.details);
+  return text ? <p className="audit-summary">{text}</p> : null;
+}
 
 /** Audit entries, newest first; details as key: value lines of escaped text (they may quote tenant input). */
 export function AuditTable({
@@ -52,14 +59,17 @@ export function AuditTable({
       enableSorting: false,
       cell: (c) =>
         Object.keys(c.getValue()).length ? (
-          <dl className="audit-details">
-            {detailLines(c.getValue()).map(([key, value]) => (
-              <div key={key}>
-                <dt>{key}</dt>
-                <dd className="mono">{value}</dd>
-              </div>
-            ))}
-          </dl>
+          <>
+            {summaryOf(c.row.original)}
+            <dl className="audit-details">
+              {detailLines(c.getValue()).map(([key, value]) => (
+                <div key={key}>
+                  <dt>{key}</dt>
+                  <dd className="mono">{value}</dd>
+                </div>
+              ))}
+            </dl>
+          </>
         ) : (
           <span className="muted">—</span>
         ),

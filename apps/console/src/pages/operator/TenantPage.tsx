@@ -9,6 +9,7 @@ import { fieldText, parseSetting } from '../../lib/operator-form';
 import { RATE_BUCKETS, useOpenTenantView, type ApiKey, type OperatorTenant, type RateBucket } from './admin';
 import { AuditTable } from './AuditTable';
 import { OneTimeKey } from './OneTimeKey';
+import { TenantDataPanels } from './TenantDataPanels';
 
 const tenantKey = (id: string) => ['operator', 'tenant', id];
 
@@ -80,6 +81,7 @@ function TenantView({ id }: { id: string }) {
       <CapsPanel tenant={t} />
       <RateLimitsPanel tenant={t} />
       <ApiKeysPanel tenantId={t.id} />
+      <TenantDataPanels tenant={t} />
       <RecentAudit tenantId={t.id} />
     </Page>
   );

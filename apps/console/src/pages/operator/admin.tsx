@@ -10,6 +10,9 @@ export type AuditAction = AuditEvent['action'];
 export type ApiKey = components['schemas']['ApiKey'];
 export type QueueStats = components['schemas']['QueueStats'];
 export type HarnessProcess = components['schemas']['HarnessProcess'];
+export type TenantDeletion = components['schemas']['TenantDeletion'];
+export type DataKeyList = components['schemas']['DataKeyList'];
+export type EncryptionMode = DataKeyList['mode'];
 
 export const AUDIT_ACTIONS: AuditAction[] = [
   'tenant.created',
@@ -22,6 +25,11 @@ export const AUDIT_ACTIONS: AuditAction[] = [
   'trigger.secret_rotated',
   'approval.decided',
   'turn.cancelled',
+  'tenant.exported',
+  'tenant.data_key_rotated',
+  'tenant.retention_purged',
+  'tenant.deletion_requested',
+  'tenant.deleted',
 ];
 
 /** The rate-limit buckets an operator may override (requests per minute; 0 = unlimited). */
