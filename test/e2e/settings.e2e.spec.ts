@@ -28,6 +28,7 @@ describe('tenant settings', () => {
     operatorDailySpendLimitUsd: null,
     evaluation: { dailyBudgetUsd: 10 },
     transcriptRetentionDays: null,
+    encryption: { mode: 'off', available: false },
   };
 
   beforeAll(async () => {
@@ -76,6 +77,7 @@ describe('tenant settings', () => {
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
       transcriptRetentionDays: null,
+      encryption: { mode: 'off', available: false },
     });
 
     // Only the named route changes; blockedTools is left alone when absent.
@@ -100,6 +102,7 @@ describe('tenant settings', () => {
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
       transcriptRetentionDays: null,
+      encryption: { mode: 'off', available: false },
     };
     expect(second.body).toEqual(expected);
     expect((await a.get('/v1/settings')).body).toEqual(expected);
@@ -180,6 +183,7 @@ describe('tenant settings', () => {
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
       transcriptRetentionDays: null,
+      encryption: { mode: 'off', available: false },
     });
     // And a PATCH writes the cleaned-up value back.
     const patched = await api.patch('/v1/settings', { blockedTools: ['word_count'] });
@@ -211,6 +215,7 @@ describe('tenant settings', () => {
       dailySpendLimitUsd: null,
       operatorDailySpendLimitUsd: null,
       transcriptRetentionDays: null,
+      encryption: { mode: 'off', available: false },
     });
     expect((await a.get('/v1/settings')).body).toEqual(before);
   });
@@ -376,6 +381,7 @@ describe('tenant settings', () => {
       'blockedTools',
       'dailySpendLimitUsd',
       'defaultModel',
+      'encryption',
       'evaluation',
       'modelPrices',
       'modelRoutes',

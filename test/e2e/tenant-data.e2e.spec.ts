@@ -351,10 +351,13 @@ describe('tenant data: export, import, deletion, retention', () => {
     const before: number[] = [];
     for (let i = 0; i < 5; i++) before.push(await bTurn());
 
+    expect((await a.api.get('/v1/agents')).status).toBe(200);
     const started = await admin.delete(`/v1/admin/tenants/${a.tenantId}`);
     expect(started.status).toBe(202);
     expect(started.body.deletion).toMatchObject({ tenantId: a.tenantId, tenantName: 'doomed' });
     const deletionId = started.body.deletion.id as string;
+    // Its keys stop working with the request, though the key was used (and cached) just before.
+    expectError(await a.api.get('/v1/agents'), 401, 'unauthorized');
     // Asking again while it runs: the same deletion.
     const again = await admin.delete(`/v1/admin/tenants/${a.tenantId}`);
     expect(again.status).toBe(202);

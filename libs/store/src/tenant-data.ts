@@ -402,7 +402,7 @@ export async function requestTenantDeletion(
   pool: pg.Pool,
   tenantId: string,
   actor: string,
-): Promise<{ deletion: TenantDeletionRow; created: boolean } | null> {
+): Promise<{ deletion: TenantDeletionRow; created: boolean; revokedKeyHashes: string[] } | null> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -410,6 +410,13 @@ export async function requestTenantDeletion(
       'SELECT name FROM tenants WHERE id = $1::uuid FOR UPDATE',
       [tenantId],
     );
+    // The tenant's keys stop working with the request, not with the last batch: revoked here, in
+    // the request's transaction (the caller evicts them from every gateway's key cache).
+    const { rows: keys } = await client.query<{ hash: string }>(
+      `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1::uuid RETURNING hash`,
+      [tenantId],
+    );
+    const revokedKeyHashes = keys.map((k) => k.hash);
     const { rows: open } = await client.query<TenantDeletionRow>(
       `SELECT ${DELETION_COLUMNS} FROM tenant_deletions
        WHERE deleted_tenant_id = $1::uuid AND status IN ('queued', 'running')`,
@@ -417,7 +424,7 @@ export async function requestTenantDeletion(
     );
     if (open.length > 0) {
       await client.query('COMMIT');
-      return { deletion: open[0], created: false };
+      return { deletion: open[0], created: false, revokedKeyHashes };
     }
     if (tenant.length === 0) {
       await client.query('COMMIT');
@@ -435,7 +442,7 @@ export async function requestTenantDeletion(
       [newId(), tenantId, actor, JSON.stringify(auditDetails({ deletionId: id }))],
     );
     await client.query('COMMIT');
-    return { deletion: rows[0], created: true };
+    return { deletion: rows[0], created: true, revokedKeyHashes };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;

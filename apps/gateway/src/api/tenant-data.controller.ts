@@ -32,6 +32,7 @@ import {
   type TenantDeletionRow,
 } from '@switchboard/store';
 import { Actor, AdminOnly, TenantId } from '../platform/auth/guard';
+import { KEY_REVOCATIONS, type KeyRevocations } from '../platform/auth/key-revocations';
 import { AdminApi, ApiErrors, Operation, TenantApi } from '../platform/openapi';
 import { PageQueryDto } from './dto';
 import { decodeCursor, encodeCursor, pathId } from './presenters';
@@ -140,6 +141,7 @@ export class TenantDataAdminController {
     @Inject(TenantsRepository) private readonly tenants: TenantsRepository,
     @Inject(EXPORT_OPEN) private readonly open: OpenContent,
     @Inject(getQueueToken(QueueName.TenantDeletion)) private readonly deletions: Queue,
+    @Inject(KEY_REVOCATIONS) private readonly revocations: KeyRevocations,
   ) {}
 
   @Post('tenants/:id/export')
@@ -164,7 +166,7 @@ export class TenantDataAdminController {
     id: 'deleteTenant',
     summary: 'Delete a tenant and everything it has, in the background, ending with a receipt',
     description:
-      "Starts the tenant's deletion (docs/adr/0068) and answers 202 with it: a background job destroys the tenant's data keys first, pauses its admission, removes its Redis keys and queued jobs, then deletes every row of the tenant in every table and partition in small batches (other tenants are not held up), and ends with the receipt: the operator-wide audit entry `tenant.deleted` with the counts. Follow it at GET /v1/admin/tenant-deletions/{id}. Asking again while it runs is harmless: the same deletion, 202 again (after a failed one, a new deletion picks up what is left). 404 for an unknown tenant.",
+      "Starts the tenant's deletion (docs/adr/0068) and answers 202 with it. The tenant's API keys are revoked with the request (refused at once on every gateway); a background job destroys the tenant's data keys first, pauses its admission, removes its Redis keys and queued jobs, then deletes every row of the tenant in every table and partition in small batches (other tenants are not held up), and ends with the receipt: the operator-wide audit entry `tenant.deleted` with the counts. Follow it at GET /v1/admin/tenant-deletions/{id}. Asking again while it runs is harmless: the same deletion, 202 again (after a failed one, a new deletion picks up what is left). 404 for an unknown tenant.",
     status: 202,
     schema: DeleteTenantResponse,
     errors: [404],
@@ -174,6 +176,8 @@ export class TenantDataAdminController {
     const pool = poolOf(this.db);
     const result = await requestTenantDeletion(pool, tenantId, OPERATOR_ACTOR);
     if (!result) throw notFound('tenant');
+    // Its keys were revoked with the request: no gateway honours them from its cache any longer.
+    for (const hash of result.revokedKeyHashes) await this.revocations.revoked(hash);
     // Published on every request: a run lost with a worker is started again (each run resumes).
     await publish(this.deletions, Jobs.tenantDeletion, { deletionId: result.deletion.id, run: newId() });
     return { deletion: presentTenantDeletion(result.deletion) };
