@@ -61,7 +61,7 @@ export class DeliveriesRepository {
     // kept headers stay plain. Prisma's reads (triage, the deliveries listing) open it.
     const payload =
       d.payload && typeof d.payload === 'object' && 'body' in d.payload
-        ? { ...d.payload, body: await sealJson(d.tenantId, (d.payload as { body: unknown }).body) }
+        ? { ...d.payload, body: await sealJson(d.tenantId, d.payload.body) }
         : d.payload;
     // The trigger's delivery tracking (seed 002, docs/adr/0060) in the same statement: counted only
     // when the delivery was stored, so a replay counts nothing.
