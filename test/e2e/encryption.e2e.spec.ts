@@ -27,6 +27,9 @@ const ADMIN = 'test-admin-token-0123456789';
 const SECRET = 'Zephyrine quokkas juggle ultramarine xylophones';
 const SECRET_WORDS = ['Zephyrine', 'quokkas', 'ultramarine', 'xylophones'];
 const TOOL_SECRET = 'Vermilion axolotls';
+/** Memory text (a record and a block): sealed too (docs/adr/0067). */
+const MEMORY_SECRET = 'Periwinkle narwhals';
+const BLOCK_SECRET = 'Chartreuse pangolins';
 const K1 = randomBytes(32).toString('base64');
 
 // First: an in-process gateway with a key provider sets the process' content cipher (docs/adr/0067).
@@ -175,12 +178,30 @@ describe('encryption at rest', () => {
     expect(rawCall.arguments).toEqual(expect.stringMatching(/^sbe1\./));
     expect(rawCall.result).toEqual(expect.stringMatching(/^sbe1\./));
 
+    // Memory text: a record and a block, read back in clear, stored sealed.
+    const added = await api.post(`/v1/agents/${agentId}/memory`, { title: 'Pets', content: MEMORY_SECRET });
+    expect(added.status).toBe(201);
+    expect(added.body.content).toBe(MEMORY_SECRET);
+    const listed = await api.get(`/v1/agents/${agentId}/memory`);
+    expect(JSON.stringify(listed.body)).toContain(MEMORY_SECRET);
+    const block = await api.put(`/v1/agents/${agentId}/blocks/persona`, { content: BLOCK_SECRET });
+    expect(block.status).toBe(200);
+    expect((await api.get(`/v1/agents/${agentId}/blocks/persona`)).body.content).toBe(BLOCK_SECRET);
+
     // A dump of the whole database holds none of the words sent, answered or fetched.
     const dump = execFileSync('pg_dump', ['--no-owner', '--data-only', env.databaseUrl], {
       maxBuffer: 512 * 1024 * 1024,
     }).toString('utf8');
     expect(dump).toContain('sbe1.');
-    for (const word of [...SECRET_WORDS, 'Vermilion', 'axolotls']) {
+    for (const word of [
+      ...SECRET_WORDS,
+      'Vermilion',
+      'axolotls',
+      'Periwinkle',
+      'narwhals',
+      'Chartreuse',
+      'pangolins',
+    ]) {
       expect({ word, found: dump.toLowerCase().includes(word.toLowerCase()) }).toEqual({
         word,
         found: false,

@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { newId } from '@switchboard/contracts';
+import { setContentCipher } from '@switchboard/database';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import { createTestEnv, seedTenant, type TestEnv } from '@switchboard/testing';
 import { importSession, type SessionImport } from './session-import';
 
@@ -119,5 +122,48 @@ describe('importSession', () => {
     const p = operator({ tenantId: paused.tenantId, agentId: paused.agentId });
     await expect(importSession(env.db, p)).rejects.toMatchObject({ code: 'tenant_paused' });
     expect(await env.db.session.count({ where: { tenantId: paused.tenantId } })).toBe(0);
+  });
+
+  it('seals the imported history and final text for an encrypting tenant (docs/adr/0067)', async () => {
+    const t = await seedTenant(env.db, 'session-import-sealed');
+    await env.db.tenant.update({
+      where: { id: t.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    const cipher = new TenantCipher(
+      env.db,
+      LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`),
+    );
+    setContentCipher(cipher);
+    try {
+      const s = operator({
+        tenantId: t.tenantId,
+        agentId: t.agentId,
+        history: [
+          { role: 'user', text: 'Where do the wombats sleep?' },
+          { role: 'assistant', text: 'In the cedar burrow.' },
+        ],
+      });
+      expect(await importSession(env.db, s)).toBe('created');
+      const messages = await env.db.message.findMany({
+        where: { sessionId: s.sessionId },
+        orderBy: { position: 'asc' },
+      });
+      for (const m of messages) expect(m.body).toEqual(expect.stringMatching(/^sbe1\.j\./));
+      expect(
+        await cipher.openDeep(
+          t.tenantId,
+          messages.map((m) => m.body),
+        ),
+      ).toEqual([
+        { type: 'text', text: 'Where do the wombats sleep?' },
+        { type: 'text', text: 'In the cedar burrow.' },
+      ]);
+      const [turn] = await env.db.turn.findMany({ where: { sessionId: s.sessionId } });
+      expect(turn.finalText).toMatch(/^sbe1\.t\./);
+      expect(await cipher.open(t.tenantId, turn.finalText)).toBe('In the cedar burrow.');
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 });

@@ -9,7 +9,7 @@ import {
   type MessageKind,
   type MessageOrigin,
 } from '@switchboard/contracts';
-import type { Db, Prisma } from '@switchboard/database';
+import { sealJson, sealText, type Db, type Prisma } from '@switchboard/database';
 
 /** A message of a conversation held elsewhere, carried into a new session. */
 export interface ImportedMessage {
@@ -58,6 +58,12 @@ export type SessionImportResult = 'created' | 'exists' | 'other_agent';
  */
 export async function importSession(db: Db, s: SessionImport): Promise<SessionImportResult> {
   const imported = s.history.length > 0;
+  // The history as stored: sealed for an encrypting tenant (docs/adr/0067), before the transaction.
+  const bodies = await Promise.all(
+    s.history.map((h) => sealJson(s.tenantId, { type: 'text', text: h.text })),
+  );
+  const lastAssistant = s.history.filter((h) => h.role === 'assistant').at(-1);
+  const finalText = await sealText(s.tenantId, lastAssistant?.text ?? null);
   const created = await db.$transaction(async (tx) => {
     // Refused before anything is written: a paused tenant (docs/adr/0030), a stopped agent (0031).
     const [refusal] = await tx.$queryRaw<{ kill_switch: boolean; stopped: boolean | null }[]>`
@@ -99,12 +105,11 @@ export async function importSession(db: Db, s: SessionImport): Promise<SessionIm
         authorityClass: deriveAuthorityClass(s.kind),
         deliverySurface: s.deliverySurface,
         admissionContext: s.admissionContext,
-        body: { type: 'text', text: h.text },
+        body: bodies[position],
         metadata: s.messageMetadata as Prisma.InputJsonValue,
       })),
     });
     const now = new Date();
-    const lastAssistant = s.history.filter((h) => h.role === 'assistant').at(-1);
     await tx.turn.create({
       data: {
         id: turnId,
@@ -115,7 +120,7 @@ export async function importSession(db: Db, s: SessionImport): Promise<SessionIm
         inputMessageId: messageIds[0],
         status: 'completed',
         stopReason: 'imported',
-        finalText: lastAssistant?.text ?? null,
+        finalText,
         startedAt: now,
         completedAt: now,
       },

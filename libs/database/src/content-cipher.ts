@@ -40,6 +40,33 @@ export async function isStrict(tenantId: string): Promise<boolean> {
   return current ? (await current.mode(tenantId)) === 'strict' : false;
 }
 
+/**
+ * The fields of journal events that carry content (docs/adr/0067): sealed one by one, so the rest
+ * of an event's data (costs, ids, counts) stays plain JSON the statements can still fill in.
+ */
+export const CONTENT_EVENT_FIELDS = [
+  'text',
+  'arguments',
+  'handback',
+  'finalText',
+  'output',
+  'content',
+  'question',
+] as const;
+
+/** An event's data with its content fields sealed for the tenant (the same object without a cipher). */
+export async function sealEventData(tenantId: string, data: unknown): Promise<unknown> {
+  if (!current || !data || typeof data !== 'object' || Array.isArray(data)) return data;
+  let out: Record<string, unknown> | undefined;
+  for (const field of CONTENT_EVENT_FIELDS) {
+    const value = (data as Record<string, unknown>)[field];
+    if (value === undefined || value === null) continue;
+    out ??= { ...(data as Record<string, unknown>) };
+    out[field] = await sealJson(tenantId, value);
+  }
+  return out ?? data;
+}
+
 const PREFIX = 'sbe1.';
 
 /** Whether anything inside `value` looks sealed (a cheap synchronous walk). */

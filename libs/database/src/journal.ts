@@ -1,6 +1,7 @@
 import { newId } from '@switchboard/contracts';
 import type { Tx } from './prisma';
 import { insertEvents } from './rows';
+import { contentCipher, sealEventData } from './content-cipher';
 
 export interface JournalEvent {
   /** Given by a caller that needs to find the event again (a retried step checking it committed). */
@@ -84,9 +85,15 @@ export async function appendEvents(
   if (rows.length === 0) throw new LeaseLostError(args.sessionId);
   const first = rows[0].last - n + 1;
   const seqs = args.events.map((_, i) => first + i);
+  // Content fields sealed for an encrypting tenant (docs/adr/0067); untouched without a cipher.
+  const events = contentCipher()
+    ? await Promise.all(
+        args.events.map(async (e) => ({ ...e, data: await sealEventData(args.tenantId, redact(e.data)) })),
+      )
+    : args.events;
   await insertEvents(
     tx,
-    args.events.map((e, i) => ({
+    events.map((e, i) => ({
       id: e.id ?? newId(),
       tenantId: args.tenantId,
       sessionId: args.sessionId,

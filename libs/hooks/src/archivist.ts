@@ -10,6 +10,7 @@ import { evidenceBlock } from '@switchboard/engine';
 import {
   MEMORY_TITLE_MAX_CHARS,
   memoryInsertSql,
+  prepareMemory,
   PREFERENCE_TAG,
   type MemoryWrite,
 } from '@switchboard/memory';
@@ -363,12 +364,13 @@ async function distilTurns(
     },
   }));
   const output = { facts: records.length, model: ref, calls: calls.length, costUsd, turns: turnIds.length };
+  const prepared = await prepareMemory(records);
   const written = await ctx.sql
     .transaction(async (tx) => {
       const claimed = await claimTurns(tx, snapshots, output);
       // Another run distilled some of these turns meanwhile: its facts stand, this run's are dropped.
       if (!claimed) throw new TurnsTaken();
-      if (records.length > 0) await tx.execute(memoryInsertSql(records));
+      if (prepared.length > 0) await tx.execute(memoryInsertSql(prepared));
       await bookCalls(tx, last, calls, `hook:${ARCHIVIST_HOOK}:${last.turnId}`);
       return true;
     })

@@ -1,6 +1,11 @@
 import { newId, type PostTurnJob } from '@switchboard/contracts';
 import { json, sql } from '@switchboard/store';
-import { MEMORY_TITLE_MAX_CHARS, memoryInsertSql, type MemoryWrite } from '@switchboard/memory';
+import {
+  MEMORY_TITLE_MAX_CHARS,
+  memoryInsertSql,
+  prepareMemory,
+  type MemoryWrite,
+} from '@switchboard/memory';
 import { bounded, claimHookRun, hookSpan, loadTurnSnapshot, type TurnSnapshot } from './archivist-snapshot';
 import type { HookContext } from './context';
 
@@ -96,6 +101,7 @@ async function claimAndWrite(
   run: { tenantId: string; turnId: string; hook: string; output: Record<string, unknown> },
   record: MemoryWrite,
 ): Promise<boolean> {
+  const prepared = await prepareMemory([record]);
   const row = await ctx.sql.first<{ claimed: boolean }>(sql`
     WITH claim AS (
       INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
@@ -105,7 +111,7 @@ async function claimAndWrite(
       ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     ),
-    mem AS (${memoryInsertSql([record], sql`EXISTS (SELECT 1 FROM claim)`)})
+    mem AS (${memoryInsertSql(prepared, sql`EXISTS (SELECT 1 FROM claim)`)})
     SELECT EXISTS (SELECT 1 FROM claim) AS claimed`);
   return row?.claimed === true;
 }

@@ -1,5 +1,8 @@
 import { newId } from '@switchboard/contracts';
-import { createDatabase } from '@switchboard/database';
+import { randomBytes } from 'node:crypto';
+import { createDatabase, poolOf, setContentCipher } from '@switchboard/database';
+import { writeMemory } from '@switchboard/memory';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import { createLogger, Metrics } from '@switchboard/observability';
 import { agentLearningStatus, agentToolStatus, sql, sqlDbFor } from '@switchboard/store';
 import {
@@ -9,6 +12,7 @@ import {
   hookJob,
   seedTenantSession,
   seedTurn,
+  transcriptMessage,
   type TestEnv,
 } from '@switchboard/testing';
 import type { HookContext } from './context';
@@ -268,5 +272,73 @@ describe('runLearning', () => {
         userProfile: null,
       },
     );
+  });
+
+  it('keeps reflections and the profile of an encrypted tenant: read opened, written sealed, moved only on a change (docs/adr/0067)', async () => {
+    const cipher = new TenantCipher(
+      env.db,
+      LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`),
+    );
+    setContentCipher(cipher);
+    try {
+      const a = await agent('learn-sealed');
+      await env.db.tenant.update({
+        where: { id: a.tenantId },
+        data: { settings: { encryption: { mode: 'on' } } },
+      });
+      await env.db.agent.update({ where: { id: a.agentId }, data: { memory: { learning: true } } });
+      const pref = (content: string) =>
+        writeMemory(ctx().sql, [
+          {
+            tenantId: a.tenantId,
+            agentId: a.agentId,
+            kind: 'fact',
+            title: 'Preference',
+            content,
+            dedupeKey: newId(),
+            provenance: { source: 'api' },
+            tags: ['preference'],
+          },
+        ]);
+      await pref('Prefers  haiku replies.');
+      const turnId = await a.turn([]);
+      const turn = await env.db.turn.findUniqueOrThrow({ where: { id: turnId } });
+      const note = transcriptMessage(a, { id: turnId, seq: turn.seq }, 1, 'assistant', '');
+      await env.db.message.create({
+        data: {
+          ...note,
+          metadata: { reflection: 0 },
+          body: (await cipher.sealJson(a.tenantId, {
+            type: 'text',
+            text: '<reflection>\nAsk about the ferret before answering.\n</reflection>',
+          })) as string,
+        },
+      });
+      expect(await runLearning(ctx(), job(turnId, a.tenantId))).toBe('written');
+      const status = () =>
+        agentLearningStatus(ctx().sql, { tenantId: a.tenantId, agentId: a.agentId, limit: 5 });
+      const first = await status();
+      expect(first.reflections.map((r) => r.text)).toEqual(['Ask about the ferret before answering.']);
+      expect(first.userProfile).toMatchObject({ content: '- Prefers haiku replies.', version: 1 });
+      // Stored sealed: neither the reflection nor the profile is in clear.
+      const { rows } = await poolOf(env.db).query(
+        `SELECT text FROM agent_reflections WHERE tenant_id = $1
+         UNION ALL SELECT content FROM agent_user_profiles WHERE tenant_id = $1`,
+        [a.tenantId],
+      );
+      expect(rows).toHaveLength(2);
+      for (const r of rows as { text: string }[]) expect(r.text).toMatch(/^sbe1\.t\./);
+      // Same preferences: the profile does not move (its plaintext is compared, not its sealed form).
+      expect(await runLearning(ctx(), job(await a.turn([]), a.tenantId))).toBe('written');
+      expect((await status()).userProfile).toEqual(first.userProfile);
+      await pref('Short answers.');
+      expect(await runLearning(ctx(), job(await a.turn([]), a.tenantId))).toBe('written');
+      expect((await status()).userProfile).toMatchObject({
+        content: '- Short answers.\n- Prefers haiku replies.',
+        version: 2,
+      });
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 });

@@ -9,6 +9,7 @@ import {
   notFound,
   type MemoryBlockWriter,
 } from '@switchboard/contracts';
+import { sealText } from '@switchboard/database';
 import { sql, type SqlRunner, type SqlTransactor } from '@switchboard/store';
 
 /** A memory block as stored (docs/adr/0051). */
@@ -201,12 +202,14 @@ export class MemoryBlockStore {
         if ((count?.n ?? 0) >= MEMORY_BLOCKS_PER_AGENT)
           throw badRequest(`an agent has at most ${MEMORY_BLOCKS_PER_AGENT} memory blocks`);
         const id = newId();
+        // The text as stored: sealed for a tenant whose encryption mode is on or strict (docs/adr/0067).
+        const stored = await sealText(s.tenantId, w.content);
         const [row] = await tx.rows<BlockRow>(sql`INSERT INTO memory_blocks
             (id, tenant_id, agent_id, name, description, content, limit_chars, read_only, version, written_by)
           VALUES (${id}::uuid, ${s.tenantId}::uuid, ${s.agentId}::uuid, ${name}, ${w.description ?? ''},
-            ${w.content}, ${limitChars}, ${w.readOnly ?? false}, 1, 'operator')
+            ${stored}, ${limitChars}, ${w.readOnly ?? false}, 1, 'operator')
           RETURNING ${COLUMNS}`);
-        await this.addVersion(tx, id, 1, w.content, 'operator', null, null);
+        await this.addVersion(tx, id, 1, stored, 'operator', null, null);
         return { block: present(row), created: true };
       }
       const content = w.content ?? current.content;
@@ -220,12 +223,13 @@ export class MemoryBlockStore {
         (w.readOnly ?? current.read_only) !== current.read_only;
       if (!changed) return { block: present(current), created: false };
       const version = current.version + 1;
-      const [row] = await tx.rows<BlockRow>(sql`UPDATE memory_blocks SET content = ${content},
+      const stored = await sealText(s.tenantId, content);
+      const [row] = await tx.rows<BlockRow>(sql`UPDATE memory_blocks SET content = ${stored},
           description = ${w.description ?? current.description}, limit_chars = ${limitChars},
           read_only = ${w.readOnly ?? current.read_only}, version = ${version},
           written_by = ${textChanged ? 'operator' : current.written_by}, updated_at = now()
         WHERE id = ${current.id}::uuid RETURNING ${COLUMNS}`);
-      await this.addVersion(tx, current.id, version, content, row.written_by, null, null);
+      await this.addVersion(tx, current.id, version, stored, row.written_by, null, null);
       return { block: present(row), created: false };
     });
   }
@@ -258,10 +262,11 @@ export class MemoryBlockStore {
       if (e.mayCommit && !e.mayCommit())
         throw new AppError('conflict', 'the call ended before its edit committed');
       const version = current.version + 1;
-      const [row] = await tx.rows<BlockRow>(sql`UPDATE memory_blocks SET content = ${content},
+      const stored = await sealText(s.tenantId, content);
+      const [row] = await tx.rows<BlockRow>(sql`UPDATE memory_blocks SET content = ${stored},
           version = ${version}, written_by = 'agent', updated_at = now()
         WHERE id = ${current.id}::uuid RETURNING ${COLUMNS}`);
-      await this.addVersion(tx, current.id, version, content, 'agent', e.turnId, e.callKey);
+      await this.addVersion(tx, current.id, version, stored, 'agent', e.turnId, e.callKey);
       return present(row);
     });
   }
@@ -276,6 +281,7 @@ export class MemoryBlockStore {
     tx: SqlRunner,
     blockId: string,
     version: number,
+    /** As stored (sealed when the block's is). */
     content: string,
     writtenBy: MemoryBlockWriter,
     turnId: string | null,

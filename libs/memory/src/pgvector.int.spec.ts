@@ -113,6 +113,8 @@ describe('vector memory on pgvector (PGlite)', () => {
     );
     // And of sessions, the fork lineage recall leaves out the records of.
     await pg.exec('CREATE TABLE sessions (id uuid PRIMARY KEY, forked_from_session_id uuid)');
+    // The memory insert reads the tenant's encryption mode (docs/adr/0067): none here, so not strict.
+    await pg.exec('CREATE TABLE tenants (id uuid PRIMARY KEY, settings jsonb)');
     await pg.exec(migrationSql('20261124000100_memory'));
     await pg.exec(migrationSql('20261207020000_memory_vectors'));
     // Z's vectors exist before pgvector does: the migration copies them and indexes their set.

@@ -3,7 +3,15 @@ import type { EmbedderRegistry } from '@switchboard/providers';
 import { sql, type SqlRunner } from '@switchboard/store';
 import { snippetOf } from './snippet';
 import { encodeSourceRef } from './source-ref';
-import { MemoryStore, RANK_CANDIDATES, type MemoryRecordRow, type MemorySearchQuery } from './store';
+import {
+  contentChars,
+  cutContent,
+  fitContent,
+  MemoryStore,
+  RANK_CANDIDATES,
+  type MemoryRecordRow,
+  type MemorySearchQuery,
+} from './store';
 import { MEMORY_SEARCH_MAX_LIMIT, type MemoryHitPath, type MemoryHit } from './types';
 import { agentMemoryState, vectorSearch } from './vectors';
 
@@ -174,11 +182,11 @@ export class MemorySearch {
     const ids = near.map((n) => n.id).filter((id) => !known.has(encodeSourceRef(id)));
     if (ids.length === 0) return [];
     const rows = await this.db.rows<MemoryRecordRow>(sql`
-      SELECT id, kind, title, left(content, 20000) AS content, char_length(content) AS "totalChars",
+      SELECT id, kind, title, ${cutContent('content', 20000)} AS content, ${contentChars('content')} AS "totalChars",
         provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE id = ANY(${ids}::uuid[]) AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid`);
-    const byId = new Map(rows.map((r) => [r.id, r]));
+    const byId = new Map(rows.map((r) => [r.id, fitContent(r, 20000)]));
     return near.flatMap((n) => {
       const r = byId.get(n.id);
       if (!r) return [];

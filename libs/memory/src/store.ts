@@ -1,4 +1,5 @@
 import { newId } from '@switchboard/contracts';
+import { contentCipher } from '@switchboard/database';
 import { join, json, planEachCall, Sql, sql, type SqlRunner } from '@switchboard/store';
 import { SEARCH_CONFIG, searchQuery, searchText } from './cjk';
 import { snippetOf } from './snippet';
@@ -28,11 +29,81 @@ const CONFIG = new Sql([`'${SEARCH_CONFIG}'::regconfig`], []);
  * for a tenant whose settings set strict encryption (docs/adr/0067): no lexeme of its content is kept,
  * and full-text search finds nothing of it (recall falls back to what needs no index).
  */
-function vector(tenantId: string, title: string, content: string): Sql {
+function vector(tenantId: string, title: string, content: string, strict?: boolean): Sql {
+  const lexemes = sql`setweight(to_tsvector(${CONFIG}, ${searchText(title)}), 'A') ||
+      setweight(to_tsvector(${CONFIG}, ${searchText(content)}), 'B')`;
+  // Prepared (a cipher is set): the mode is known, ENCRYPTION_DEFAULT_MODE included.
+  if (strict !== undefined) return strict ? sql`''::tsvector` : lexemes;
   return sql`CASE WHEN (SELECT settings->'encryption'->>'mode' FROM tenants WHERE id = ${tenantId}::uuid) = 'strict'
     THEN ''::tsvector
     ELSE setweight(to_tsvector(${CONFIG}, ${searchText(title)}), 'A') ||
       setweight(to_tsvector(${CONFIG}, ${searchText(content)}), 'B') END`;
+}
+
+/**
+ * A record ready for its insert (docs/adr/0067): its title and content as stored — sealed for a
+ * tenant whose encryption mode is on or strict — and whether the mode is strict (no lexeme kept).
+ * The search vector is still derived from the plaintext, inside the statement (a parameter, never a
+ * stored column).
+ */
+export interface PreparedMemoryWrite extends MemoryWrite {
+  stored?: { title: string; content: string };
+  strict?: boolean;
+}
+
+/**
+ * `records` ready for `memoryInsertSql`: sealed for their tenant when a content cipher is set and the
+ * tenant's mode (its setting, else ENCRYPTION_DEFAULT_MODE) is on or strict. Without a cipher the same
+ * array, no query.
+ */
+export async function prepareMemory(records: MemoryWrite[]): Promise<PreparedMemoryWrite[]> {
+  const cipher = contentCipher();
+  if (!cipher) return records;
+  return Promise.all(
+    records.map(async (r): Promise<PreparedMemoryWrite> => {
+      const mode = await cipher.mode(r.tenantId);
+      if (mode === 'off') return { ...r, strict: false };
+      return {
+        ...r,
+        strict: mode === 'strict',
+        stored: {
+          title: await cipher.sealText(r.tenantId, r.title),
+          content: await cipher.sealText(r.tenantId, r.content),
+        },
+      };
+    }),
+  );
+}
+
+/** Whether a content cipher is set, so that a memory text read may be sealed (docs/adr/0067). */
+const sealable = () => contentCipher() !== undefined;
+
+/**
+ * `left(column, max)` — unless the value is sealed, which is read whole (a cut sealed value does not
+ * open) and cut by `fitContent` once opened. Exactly `left(column, max)` without a content cipher.
+ */
+export function cutContent(column: string, max: number): Sql {
+  const c = new Sql([column], []);
+  if (!sealable()) return sql`left(${c}, ${max})`;
+  return sql`CASE WHEN ${c} LIKE 'sbe1.%' THEN ${c} ELSE left(${c}, ${max}) END`;
+}
+
+/** `char_length(column)`, or -1 for a sealed value (counted by `fitContent` once opened). */
+export function contentChars(column: string): Sql {
+  const c = new Sql([column], []);
+  if (!sealable()) return sql`char_length(${c})`;
+  return sql`CASE WHEN ${c} LIKE 'sbe1.%' THEN -1 ELSE char_length(${c}) END`;
+}
+
+/** A row read with `cutContent`/`contentChars`, its opened content cut to `max` and counted. */
+export function fitContent<R extends { content: string; totalChars: number }>(r: R, max: number): R {
+  if (r.totalChars >= 0) return r;
+  const chars = Array.from(r.content);
+  return {
+    ...r,
+    content: chars.length > max ? chars.slice(0, max).join('') : r.content,
+    totalChars: chars.length,
+  };
 }
 
 function check(r: MemoryWrite): void {
@@ -57,15 +128,19 @@ function check(r: MemoryWrite): void {
  * them only when a condition of that statement holds (the hook's run was claimed by it).
  * Throws a RangeError for a record out of bounds (kind, title, content, dedupe key): cut before.
  */
-export function memoryInsertSql(records: MemoryWrite[], when?: Sql): Sql {
+export function memoryInsertSql(records: PreparedMemoryWrite[], when?: Sql): Sql {
   const unique = [...new Map(records.map((r) => [`${r.agentId}\u0000${r.dedupeKey}`, r])).values()];
   if (unique.length === 0) return sql`SELECT NULL::uuid AS id WHERE false`;
   for (const r of unique) check(r);
+  // With a cipher set, a record not prepared would go in clear: refuse rather than leak.
+  if (sealable() && unique.some((r) => r.strict === undefined))
+    throw new Error('memory records must be prepared (prepareMemory) before their insert is built');
   const rows = unique.map(
     (
       r,
-    ) => sql`(${newId()}::uuid, ${r.tenantId}::uuid, ${r.agentId}::uuid, ${r.kind}, ${r.title}, ${r.content},
-      ${r.dedupeKey}, ${json(r.provenance)}::jsonb, ${vector(r.tenantId, r.title, r.content)}, ${[...new Set(r.tags ?? [])]}::text[])`,
+    ) => sql`(${newId()}::uuid, ${r.tenantId}::uuid, ${r.agentId}::uuid, ${r.kind}, ${r.stored?.title ?? r.title},
+      ${r.stored?.content ?? r.content}, ${r.dedupeKey}, ${json(r.provenance)}::jsonb,
+      ${vector(r.tenantId, r.title, r.content, r.strict)}, ${[...new Set(r.tags ?? [])]}::text[])`,
   );
   const columns = sql`(id, tenant_id, agent_id, kind, title, content, dedupe_key, provenance, search, tags)`;
   // With `when`: only when that condition holds (e.g. `EXISTS (SELECT 1 FROM claim)` of the caller's CTE).
@@ -81,7 +156,7 @@ export function memoryInsertSql(records: MemoryWrite[], when?: Sql): Sql {
 /** Inserts `records` on `db` (the pool or the caller's open transaction); the number written. */
 export async function writeMemory(db: SqlRunner, records: MemoryWrite[]): Promise<number> {
   if (records.length === 0) return 0;
-  return db.execute(memoryInsertSql(records));
+  return db.execute(memoryInsertSql(await prepareMemory(records)));
 }
 
 export interface MemoryScope {
@@ -158,7 +233,7 @@ export class MemoryStore {
 
   /** Writes one record; its `source_ref`, or null when the agent already has a record with its dedupe key. */
   async add(record: MemoryWrite): Promise<string | null> {
-    const [row] = await this.db.rows<{ id: string }>(memoryInsertSql([record]));
+    const [row] = await this.db.rows<{ id: string }>(memoryInsertSql(await prepareMemory([record])));
     return row ? encodeSourceRef(row.id) : null;
   }
 
@@ -191,24 +266,27 @@ export class MemoryStore {
       ), best AS (
         SELECT id, score FROM c ORDER BY score DESC, updated_at DESC, id LIMIT ${limit}
       )
-      SELECT m.id, m.kind, m.title, left(m.content, 20000) AS content, char_length(m.content) AS "totalChars",
+      SELECT m.id, m.kind, m.title, ${cutContent('m.content', 20000)} AS content, ${contentChars('m.content')} AS "totalChars",
         m.provenance, m.tags, m.created_at AS "createdAt", m.updated_at AS "updatedAt", best.score
       FROM best JOIN memory_records m ON m.id = best.id
       ORDER BY best.score DESC, m.updated_at DESC, m.id`),
     );
-    return rows.map((r) => ({
-      sourceRef: encodeSourceRef(r.id),
-      kind: r.kind,
-      title: r.title,
-      snippet: snippetOf(r.content, q.query),
-      score: Math.round(r.score * 10_000) / 10_000,
-      updatedAt: r.updatedAt.toISOString(),
-      provenance: r.provenance,
-      totalChars: r.totalChars,
-      createdAt: r.createdAt.toISOString(),
-      tags: r.tags,
-      path: 'fts' as const,
-    }));
+    return rows.map((read) => {
+      const r = fitContent(read, 20000);
+      return {
+        sourceRef: encodeSourceRef(r.id),
+        kind: r.kind,
+        title: r.title,
+        snippet: snippetOf(r.content, q.query),
+        score: Math.round(r.score * 10_000) / 10_000,
+        updatedAt: r.updatedAt.toISOString(),
+        provenance: r.provenance,
+        totalChars: r.totalChars,
+        createdAt: r.createdAt.toISOString(),
+        tags: r.tags,
+        path: 'fts' as const,
+      };
+    });
   }
 
   /** The record's exact content, cut to `maxChars` (default 12,000, at most 50,000); null when not this agent's. */
@@ -216,12 +294,13 @@ export class MemoryStore {
     const id = decodeSourceRef(q.sourceRef);
     if (id === null) return null;
     const max = Math.min(Math.max(q.maxChars ?? MEMORY_GET_DEFAULT_CHARS, 1), MEMORY_GET_MAX_CHARS);
-    const row = await this.db.first<MemoryRecordRow>(sql`
-      SELECT id, kind, title, left(content, ${max}) AS content, char_length(content) AS "totalChars",
+    const read = await this.db.first<MemoryRecordRow>(sql`
+      SELECT id, kind, title, ${cutContent('content', max)} AS content, ${contentChars('content')} AS "totalChars",
         provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE id = ${id}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid`);
-    if (!row) return null;
+    if (!read) return null;
+    const row = fitContent(read, max);
     return {
       sourceRef: q.sourceRef,
       kind: row.kind,
@@ -243,26 +322,28 @@ export class MemoryStore {
    */
   async preferences(q: MemoryScope & { limit: number }): Promise<MemoryHit[]> {
     const rows = await this.db.rows<MemoryRecordRow>(sql`
-      SELECT id, kind, title, left(content, ${PREFERENCE_CHARS}) AS content, char_length(content) AS "totalChars",
+      SELECT id, kind, title, ${cutContent('content', PREFERENCE_CHARS)} AS content, ${contentChars('content')} AS "totalChars",
         provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid AND ${PREFERENCE_TAGGED}
         ${rewoundFilter(q)}
       ORDER BY created_at DESC, id DESC
       LIMIT ${Math.min(Math.max(q.limit, 1), MEMORY_SEARCH_MAX_LIMIT)}`);
-    return rows.map((r) => ({
-      sourceRef: encodeSourceRef(r.id),
-      kind: r.kind,
-      title: r.title,
-      snippet: snippetOf(r.content, ''),
-      score: 0,
-      updatedAt: r.updatedAt.toISOString(),
-      provenance: r.provenance,
-      totalChars: r.totalChars,
-      createdAt: r.createdAt.toISOString(),
-      tags: r.tags,
-      path: 'fts' as const,
-    }));
+    return rows
+      .map((read) => fitContent(read, PREFERENCE_CHARS))
+      .map((r) => ({
+        sourceRef: encodeSourceRef(r.id),
+        kind: r.kind,
+        title: r.title,
+        snippet: snippetOf(r.content, ''),
+        score: 0,
+        updatedAt: r.updatedAt.toISOString(),
+        provenance: r.provenance,
+        totalChars: r.totalChars,
+        createdAt: r.createdAt.toISOString(),
+        tags: r.tags,
+        path: 'fts' as const,
+      }));
   }
 
   /** Newest first, `limit + 1` rows asked so the caller knows whether there is a next page. */
@@ -275,25 +356,28 @@ export class MemoryStore {
           WHERE id = ${q.after}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid)`
       : sql``;
     const rows = await this.db.rows<MemoryRecordRow>(sql`
-      SELECT id, kind, title, left(content, ${PREVIEW_CHARS}) AS content,
-        char_length(content) AS "totalChars", provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
+      SELECT id, kind, title, ${cutContent('content', PREVIEW_CHARS)} AS content,
+        ${contentChars('content')} AS "totalChars", provenance, tags, created_at AS "createdAt", updated_at AS "updatedAt"
       FROM memory_records
       WHERE tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid ${memoryFilters(q)} ${after}
       ORDER BY created_at DESC, id DESC
       LIMIT ${limit + 1}`);
     return {
-      items: rows.slice(0, limit).map((r) => ({
-        id: r.id,
-        sourceRef: encodeSourceRef(r.id),
-        kind: r.kind,
-        title: r.title,
-        preview: r.content,
-        totalChars: r.totalChars,
-        provenance: r.provenance,
-        tags: r.tags,
-        createdAt: r.createdAt.toISOString(),
-        updatedAt: r.updatedAt.toISOString(),
-      })),
+      items: rows.slice(0, limit).map((read) => {
+        const r = fitContent(read, PREVIEW_CHARS);
+        return {
+          id: r.id,
+          sourceRef: encodeSourceRef(r.id),
+          kind: r.kind,
+          title: r.title,
+          preview: r.content,
+          totalChars: r.totalChars,
+          provenance: r.provenance,
+          tags: r.tags,
+          createdAt: r.createdAt.toISOString(),
+          updatedAt: r.updatedAt.toISOString(),
+        };
+      }),
       more: rows.length > limit,
     };
   }

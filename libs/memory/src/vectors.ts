@@ -3,7 +3,14 @@ import { parseMemorySettings, type MemorySettings } from '@switchboard/contracts
 import type { EmbedderRegistry } from '@switchboard/providers';
 import { join, planEachCall, sql, type SqlRunner } from '@switchboard/store';
 import { ensureHnswIndex, hnswEligible, hnswSearch, pgvectorSupport } from './pgvector';
-import { memoryFilters, rewoundFilter, sessionFilter, type MemoryFilters, type MemoryScope } from './store';
+import {
+  cutContent,
+  memoryFilters,
+  rewoundFilter,
+  sessionFilter,
+  type MemoryFilters,
+  type MemoryScope,
+} from './store';
 
 /**
  * Vector memory (docs/adr/0050): one vector per (record, embedder) in `memory_embeddings`, with its
@@ -182,7 +189,7 @@ export async function embedPending(
   for (let batch = 0; batch < maxBatches; batch++) {
     options.signal?.throwIfAborted();
     const pending = await db.rows<{ id: string; title: string; content: string }>(sql`
-      SELECT m.id, m.title, left(m.content, ${EMBED_TEXT_MAX_CHARS}) AS content
+      SELECT m.id, m.title, ${cutContent('m.content', EMBED_TEXT_MAX_CHARS)} AS content
       FROM memory_records m
       WHERE m.tenant_id = ${scope.tenantId}::uuid AND m.agent_id = ${scope.agentId}::uuid
         AND NOT EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.record_id = m.id AND e.model = ${target})

@@ -1,5 +1,6 @@
 import { ENDED_STATUSES } from '@switchboard/contracts';
-import { ofTenant, sql, type SqlRunner } from './sql';
+import { contentCipher, sealText } from '@switchboard/database';
+import { join, ofTenant, sql, type SqlRunner } from './sql';
 import { ENDED } from './turn/statuses';
 
 /** The cost log line a `cost-log` hook run records (hook_runs.output). */
@@ -427,6 +428,8 @@ export async function recordLearningFeedback(
   job: { turnId: string; tenantId: string },
   ids: string[],
 ): Promise<LearningFeedbackResult> {
+  // With a content cipher the texts may be sealed (docs/adr/0067): read, opened, in TypeScript.
+  if (contentCipher()) return learningFeedbackOpened(db, job, ids);
   const row = await db.first<{ enabled: boolean; reflections: number; profileChanged: boolean }>(sql`
     WITH t AS (
       SELECT t.id, t.tenant_id, t.agent_id, t.session_id, t.seq FROM turns t
@@ -486,6 +489,106 @@ export async function recordLearningFeedback(
       EXISTS (SELECT 1 FROM upsert) AS "profileChanged"
   `);
   return row ?? { enabled: false, reflections: 0, profileChanged: false };
+}
+
+/** Postgres' `btrim(x)`: spaces only. */
+const trimSpaces = (s: string) => s.replace(/^ +| +$/g, '');
+/** Postgres' `left(x, n)`: code points. */
+const leftChars = (s: string, n: number) => {
+  const chars = Array.from(s);
+  return chars.length > n ? chars.slice(0, n).join('') : s;
+};
+const REFLECTION = /^<reflection>\n([\s\S]*)\n<\/reflection>/;
+
+/**
+ * `recordLearningFeedback` for a process with a content cipher (docs/adr/0067): the same rows, but the
+ * reflection notes and the preference records are read (SqlDb opens what is sealed) and reduced here,
+ * not in SQL, and the reflections and the profile are written sealed for the tenant. The profile moves
+ * only when its plaintext or its sources change (a sealed text differs at every write).
+ */
+async function learningFeedbackOpened(
+  db: SqlRunner,
+  job: { turnId: string; tenantId: string },
+  ids: string[],
+): Promise<LearningFeedbackResult> {
+  const t = await db.first<{
+    id: string;
+    tenant_id: string;
+    agent_id: string;
+    session_id: string;
+    seq: number;
+  }>(sql`
+    SELECT t.id, t.tenant_id::text, t.agent_id::text, t.session_id::text, t.seq FROM turns t
+    JOIN agents a ON a.id = t.agent_id AND a.tenant_id = t.tenant_id
+    WHERE t.id = ${job.turnId}::uuid AND ${ofTenant('t.tenant_id', job.tenantId)}
+      AND t.status = ANY(${[...ENDED_STATUSES]}::text[]) AND t.rewound_at IS NULL
+      AND coalesce(a.memory->>'learning', 'false') = 'true'`);
+  if (!t) return { enabled: false, reflections: 0, profileChanged: false };
+  const messages = await db.rows<{ idx: number; body: { text?: unknown } | null }>(sql`
+    SELECT (m.metadata->>'reflection')::int AS idx, m.body FROM messages m
+    WHERE m.session_id = ${t.session_id}::uuid AND m.turn_seq = ${t.seq} AND m.tenant_id = ${t.tenant_id}::uuid
+      AND m.metadata ? 'reflection'`);
+  const notes = messages.flatMap((m) => {
+    const text = m.body?.text;
+    if (typeof text !== 'string' || m.idx < 0 || m.idx >= ids.length) return [];
+    const note = leftChars(trimSpaces(REFLECTION.exec(text)?.[1] ?? text), 2000);
+    return note === '' ? [] : [{ idx: m.idx, text: note }];
+  });
+  notes.sort((a, b) => a.idx - b.idx);
+  let reflections = 0;
+  if (notes.length > 0) {
+    const values = await Promise.all(
+      notes.map(
+        async (
+          n,
+        ) => sql`(${ids[n.idx]}::uuid, ${t.tenant_id}::uuid, ${t.agent_id}::uuid, ${t.session_id}::uuid,
+          ${t.id}::uuid, ${n.idx}::int, ${await sealText(t.tenant_id, n.text)})`,
+      ),
+    );
+    reflections = await db.execute(sql`
+      INSERT INTO agent_reflections (id, tenant_id, agent_id, session_id, turn_id, reflection_index, text)
+      VALUES ${join(values)}
+      ON CONFLICT (turn_id, reflection_index) DO NOTHING`);
+  }
+  await db.execute(sql`
+    DELETE FROM agent_reflections r
+    WHERE r.agent_id = ${t.agent_id}::uuid AND r.tenant_id = ${t.tenant_id}::uuid AND r.id IN (
+      SELECT id FROM agent_reflections o WHERE o.agent_id = ${t.agent_id}::uuid
+      ORDER BY o.created_at DESC, o.id DESC OFFSET ${KEPT_REFLECTIONS})`);
+
+  // The profile: the newest record per text (case and surrounding spaces aside), newest first.
+  const prefs = await db.rows<{ id: string; content: string; created_at: Date }>(sql`
+    SELECT p.id::text, p.content, p.created_at FROM memory_records p
+    WHERE p.tenant_id = ${t.tenant_id}::uuid AND p.agent_id = ${t.agent_id}::uuid
+      AND p.tags @> ARRAY['preference']::text[]
+    ORDER BY p.created_at DESC, p.id DESC`);
+  const seen = new Set<string>();
+  const newest = prefs
+    .filter((p) => {
+      const key = trimSpaces(p.content).toLowerCase();
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .slice(0, PROFILE_PREFERENCES);
+  if (newest.length === 0) return { enabled: true, reflections, profileChanged: false };
+  const content = leftChars(
+    newest.map((p) => `- ${leftChars(trimSpaces(p.content.replace(/\s+/g, ' ')), 300)}`).join('\n'),
+    2000,
+  );
+  const refs = newest.map((p) => p.id);
+  const current = await db.first<{ content: string; source_refs: string[] }>(sql`
+    SELECT content, source_refs FROM agent_user_profiles
+    WHERE agent_id = ${t.agent_id}::uuid AND tenant_id = ${t.tenant_id}::uuid`);
+  if (current && current.content === content && JSON.stringify(current.source_refs) === JSON.stringify(refs))
+    return { enabled: true, reflections, profileChanged: false };
+  const changed = await db.execute(sql`
+    INSERT INTO agent_user_profiles (agent_id, tenant_id, content, source_refs)
+    VALUES (${t.agent_id}::uuid, ${t.tenant_id}::uuid, ${await sealText(t.tenant_id, content)}, ${refs}::text[])
+    ON CONFLICT (agent_id) DO UPDATE SET content = excluded.content, source_refs = excluded.source_refs,
+      version = agent_user_profiles.version + 1, updated_at = now()
+    WHERE agent_user_profiles.tenant_id = excluded.tenant_id`);
+  return { enabled: true, reflections, profileChanged: changed > 0 };
 }
 
 /** What an agent's learning feeds back (docs/adr/0059), as GET /v1/agents/:id shows it. */

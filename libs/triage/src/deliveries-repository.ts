@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { sealJson } from '@switchboard/database';
 
 /** A trigger as the webhook ingress reads it. */
 export interface IngressTrigger {
@@ -56,6 +57,12 @@ export class DeliveriesRepository {
    * unique index makes a replay, even a concurrent one, write nothing.
    */
   async record(d: NewDelivery): Promise<boolean> {
+    // The delivered body sealed for an encrypting tenant (docs/adr/0067); source, event type and the
+    // kept headers stay plain. Prisma's reads (triage, the deliveries listing) open it.
+    const payload =
+      d.payload && typeof d.payload === 'object' && 'body' in d.payload
+        ? { ...d.payload, body: await sealJson(d.tenantId, d.payload.body) }
+        : d.payload;
     // The trigger's delivery tracking (seed 002, docs/adr/0060) in the same statement: counted only
     // when the delivery was stored, so a replay counts nothing.
     const inserted = await this.pool.query<{ id: string }>(
@@ -70,7 +77,7 @@ export class DeliveriesRepository {
          WHERE id = $3 AND EXISTS (SELECT 1 FROM ins)
        )
        SELECT id FROM ins`,
-      [d.id, d.tenantId, d.triggerId, d.deliveryId, JSON.stringify(d.payload), d.verified],
+      [d.id, d.tenantId, d.triggerId, d.deliveryId, JSON.stringify(payload), d.verified],
     );
     return inserted.rowCount === 1;
   }

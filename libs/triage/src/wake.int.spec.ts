@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '@switchboard/contracts';
-import type { Prisma } from '@switchboard/database';
+import { createDatabase, poolOf, setContentCipher, type Prisma } from '@switchboard/database';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
+import { DeliveriesRepository } from './deliveries-repository';
 import { seedTenant, startAdmission, type AdmissionFixture, type TestEnv } from '@switchboard/testing';
 import { triageDelivery, type TriageDeps } from './triage';
 import { flushIdleWakeHints } from './wake';
@@ -221,5 +223,65 @@ describe('wake hints', () => {
     // The payload cannot close the evidence block.
     expect(text.match(/<\/evidence>/g)).toHaveLength(1);
     expect(await messages(sessionId)).toHaveLength(1);
+  });
+
+  it('seals the delivered body, the pending hint and the tick for an encrypting tenant, and reads them opened (docs/adr/0067)', async () => {
+    const t = await seedTenant(env.db, 'wake-sealed', { name: 'sleeper' });
+    await env.db.tenant.update({
+      where: { id: t.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    setContentCipher(
+      new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`)),
+    );
+    const opened = createDatabase(env.databaseUrl, { openSealed: true }).prisma;
+    try {
+      const triggerId = newId();
+      await env.db.trigger.create({
+        data: {
+          id: triggerId,
+          tenantId: t.tenantId,
+          agentId: t.agentId,
+          name: 'wake',
+          tokenHash: randomBytes(16).toString('hex'),
+          deliveryMode: 'wake_hint',
+          rules: [],
+        },
+      });
+      const id = newId();
+      const body = { note: 'Saffron lemurs at the gate' };
+      expect(
+        await new DeliveriesRepository(poolOf(env.db)).record({
+          id,
+          tenantId: t.tenantId,
+          triggerId,
+          deliveryId: `d-${id}`,
+          payload: { source: 'ext', eventType: 'gate.opened', headers: {}, body },
+          verified: false,
+        }),
+      ).toBe(true);
+      const raw = await env.db.triggerDelivery.findUniqueOrThrow({ where: { id } });
+      expect(raw.payload).toMatchObject({
+        source: 'ext',
+        eventType: 'gate.opened',
+        body: expect.stringMatching(/^sbe1\.j\./),
+      });
+      expect((await opened.triggerDelivery.findUniqueOrThrow({ where: { id } })).payload).toMatchObject({
+        body,
+      });
+
+      const result = await triageDelivery(
+        { ...deps, db: opened },
+        { deliveryId: id, tenantId: t.tenantId, trace: {} },
+      );
+      const rawTick = await env.db.message.findUniqueOrThrow({ where: { id: result!.messageId } });
+      expect(JSON.stringify([rawTick.body, rawTick.metadata])).not.toContain('Saffron');
+      const tick = await opened.message.findUniqueOrThrow({ where: { id: result!.messageId } });
+      expect(tick.metadata).toMatchObject({ wakeHints: { hints: [expect.objectContaining({ body })] } });
+      expect((tick.body as { text: string }).text).toContain('Saffron lemurs');
+    } finally {
+      setContentCipher(undefined);
+      await opened.$disconnect();
+    }
   });
 });

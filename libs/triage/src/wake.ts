@@ -1,7 +1,7 @@
 import { Prisma } from '@prisma/client';
 import type { Admission } from '@switchboard/admission';
 import { AgentStoppedError, ENDED_STATUSES, newId, TenantPausedError } from '@switchboard/contracts';
-import type { Db } from '@switchboard/database';
+import { sealJson, type Db } from '@switchboard/database';
 import type { Logger } from '@switchboard/observability';
 import { ENDED } from '@switchboard/store';
 
@@ -51,6 +51,13 @@ export function keptBody(body: unknown): Pick<WakeHintRecord, 'body' | 'bodyChar
   return chars <= WAKE_HINT_BODY_MAX_CHARS ? { body } : { body: null, bodyChars: chars };
 }
 
+/** A hint with its body sealed for the tenant when its mode says so (the same hint without a cipher). */
+async function sealedHint(tenantId: string, hint: WakeHintRecord): Promise<WakeHintRecord> {
+  if (hint.body === null || hint.body === undefined) return hint;
+  const body = await sealJson(tenantId, hint.body);
+  return body === hint.body ? hint : { ...hint, body };
+}
+
 export interface WakeHintInput {
   /** The trigger_deliveries row: marked once, so a retried job never counts a delivery twice. */
   deliveryRowId: string;
@@ -79,7 +86,8 @@ export async function recordWakeHint(db: Db, h: WakeHintInput): Promise<boolean>
       },
     });
     if (won.count === 0) return false;
-    const hint = JSON.stringify([h.hint]);
+    // Its body sealed for an encrypting tenant (docs/adr/0067): the reads below open it.
+    const hint = JSON.stringify([await sealedHint(h.tenantId, h.hint)]);
     await tx.$executeRaw`
       INSERT INTO wake_hints (session_id, id, tenant_id, agent_id, count, event_types, trigger_ids, hints)
       VALUES (${h.sessionId}::uuid, ${newId()}::uuid, ${h.tenantId}::uuid, ${h.agentId}::uuid, 1,
@@ -250,7 +258,9 @@ export async function flushWakeHints(
     deliverySurface: 'runtime_system',
     admissionContext: 'runtime_owned',
     priority: 'background',
-    metadata: { wakeHints: { ...summary, hints } },
+    metadata: {
+      wakeHints: { ...summary, hints: await Promise.all(hints.map((h) => sealedHint(hint.tenant_id, h))) },
+    },
     // Seed 002 `sourceRefs` (docs/adr/0060): the pending hints' id, and the trigger and delivery of a lone hint.
     sourceRefs: {
       wakeHintId: hint.id,

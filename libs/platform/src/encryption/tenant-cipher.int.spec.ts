@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { poolOf, setContentCipher } from '@switchboard/database';
-import { reencryptStale, sqlDbFor } from '@switchboard/store';
+import { appendEvents, poolOf, setContentCipher } from '@switchboard/database';
+import { reencryptStale, sql as q, sqlDbFor } from '@switchboard/store';
 import {
   createTestEnv,
   seedTenantSession,
@@ -210,6 +210,39 @@ describe('TenantCipher', () => {
       const t = await env.db.turn.findUniqueOrThrow({ where: { id: turn.id } });
       expect(sealedVersion(t.finalText)).toBe(2);
       expect(await cipher.open(s.tenantId, t.finalText)).toBe('the answer');
+    } finally {
+      setContentCipher(undefined);
+    }
+  });
+
+  it('seals the content fields of events appended outside checkpoints, keeping ids and counts plain', async () => {
+    const s = await seedTenantSession(env.db, 'enc-append');
+    await env.db.tenant.update({
+      where: { id: s.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    setContentCipher(new TenantCipher(env.db, ring));
+    try {
+      await appendEvents(env.db, {
+        tenantId: s.tenantId,
+        sessionId: s.sessionId,
+        events: [
+          {
+            type: 'approval_requested',
+            data: { question: 'Wire the marmots?', arguments: { n: 7 }, count: 2 },
+          },
+        ],
+      });
+      const [raw] = await env.db.event.findMany({ where: { sessionId: s.sessionId } });
+      const data = raw.data as Record<string, unknown>;
+      expect(data.count).toBe(2);
+      expect(isSealed(data.question) && isSealed(data.arguments)).toBe(true);
+      expect(JSON.stringify(data)).not.toContain('marmots');
+      // Read through the store: opened.
+      const read = await sqlDbFor(poolOf(env.db), 'test').first<{ data: unknown }>(
+        q`SELECT data FROM events WHERE session_id = ${s.sessionId}::uuid`,
+      );
+      expect(read?.data).toEqual({ question: 'Wire the marmots?', arguments: { n: 7 }, count: 2 });
     } finally {
       setContentCipher(undefined);
     }

@@ -1,32 +1,13 @@
-import { contentCipher, sealJson, sealText } from '@switchboard/database';
+import {
+  contentCipher,
+  sealEventData,
+  sealJson,
+  sealText,
+  CONTENT_EVENT_FIELDS,
+} from '@switchboard/database';
 import type { CheckpointWrites } from './checkpoint';
 
-/**
- * The fields of journal events that carry content (docs/adr/0067): sealed one by one, so the rest
- * of an event's data (costs, ids, counts) stays plain JSON the checkpoint's SQL can still fill in.
- */
-export const CONTENT_EVENT_FIELDS = [
-  'text',
-  'arguments',
-  'handback',
-  'finalText',
-  'output',
-  'content',
-  'question',
-] as const;
-
-/** An event's data with its content fields sealed for the tenant. */
-export async function sealEventData(tenantId: string, data: unknown): Promise<unknown> {
-  if (!data || typeof data !== 'object' || Array.isArray(data)) return data;
-  let out: Record<string, unknown> | undefined;
-  for (const field of CONTENT_EVENT_FIELDS) {
-    const value = (data as Record<string, unknown>)[field];
-    if (value === undefined || value === null) continue;
-    out ??= { ...(data as Record<string, unknown>) };
-    out[field] = await sealJson(tenantId, value);
-  }
-  return out ?? data;
-}
+export { CONTENT_EVENT_FIELDS, sealEventData };
 
 /**
  * A checkpoint's write set with the tenant's content sealed (docs/adr/0067): transcript bodies and
