@@ -42,7 +42,7 @@ export interface paths {
     post?: never;
     /**
      * Delete a tenant and everything it has, in the background, ending with a receipt
-     * @description Starts the tenant's deletion (docs/adr/0068) and answers 202 with it: a background job destroys the tenant's data keys first, pauses its admission, removes its Redis keys and queued jobs, then deletes every row of the tenant in every table and partition in small batches (other tenants are not held up), and ends with the receipt: the operator-wide audit entry `tenant.deleted` with the counts. Follow it at GET /v1/admin/tenant-deletions/{id}. Asking again while it runs is harmless: the same deletion, 202 again (after a failed one, a new deletion picks up what is left). 404 for an unknown tenant.
+     * @description Starts the tenant's deletion (docs/adr/0068) and answers 202 with it. The tenant's API keys are revoked with the request (refused at once on every gateway); a background job destroys the tenant's data keys first, pauses its admission, removes its Redis keys and queued jobs, then deletes every row of the tenant in every table and partition in small batches (other tenants are not held up), and ends with the receipt: the operator-wide audit entry `tenant.deleted` with the counts. Follow it at GET /v1/admin/tenant-deletions/{id}. Asking again while it runs is harmless: the same deletion, 202 again (after a failed one, a new deletion picks up what is left). 404 for an unknown tenant.
      */
     delete: operations['deleteTenant'];
     options?: never;
