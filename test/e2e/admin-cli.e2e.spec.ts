@@ -143,7 +143,7 @@ describe('admin CLI', () => {
     expect(text.code).toBe(0);
     expect(text.stdout.trim().split('\n')).toHaveLength(1);
     expect(text.stdout).toContain('tenant.paused');
-    expect((await cli('audit', '--action', 'tenant.deleted')).code).toBe(2);
+    expect((await cli('audit', '--action', 'tenant.vaporised')).code).toBe(2);
     expect((await cli('nonsense')).code).toBe(2);
   });
 });
