@@ -176,6 +176,9 @@ describe('console: tenant data (export, retention, data keys, deletion)', () => 
     await shows(page.getByTestId('deletion-key'), 'yes');
     const receipt = page.getByTestId('audit-tenant.deleted');
     await shows(receipt, /data-acme: \d+ rows deleted from \d+ tables/);
+    // The sentence alone: the rows per table are the table above, not repeated as raw lines.
+    expect(await receipt.locator('.audit-details').count()).toBe(0);
+    expect(await receipt.textContent()).not.toContain('counts.');
     await screenshot(page, 'operator-deletion');
 
     // The API agrees: the tenant is gone; the deletion's counts are the page's.

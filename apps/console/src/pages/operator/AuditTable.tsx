@@ -19,11 +19,17 @@ export function AuditTable({
   events,
   label,
   showTenant = true,
+  summaryOnly = false,
   tenantNames,
 }: {
   events: AuditEvent[];
   label: string;
   showTenant?: boolean;
+  /**
+   * Entries that read as a sentence show only the sentence (a page that already shows the same
+   * figures, like a deletion's rows per table); the others keep their detail lines.
+   */
+  summaryOnly?: boolean;
   /** Tenant names by id, where known; otherwise the id's first characters. */
   tenantNames?: ReadonlyMap<string, string>;
 }) {
@@ -57,10 +63,13 @@ export function AuditTable({
     col.accessor('details', {
       header: 'Details',
       enableSorting: false,
-      cell: (c) =>
-        Object.keys(c.getValue()).length ? (
+      cell: (c) => {
+        if (!Object.keys(c.getValue()).length) return <span className="muted">—</span>;
+        const summary = summaryOf(c.row.original);
+        if (summary && summaryOnly) return summary;
+        return (
           <>
-            {summaryOf(c.row.original)}
+            {summary}
             <dl className="audit-details">
               {detailLines(c.getValue()).map(([key, value]) => (
                 <div key={key}>
@@ -70,9 +79,8 @@ export function AuditTable({
               ))}
             </dl>
           </>
-        ) : (
-          <span className="muted">—</span>
-        ),
+        );
+      },
     }),
   ];
   return (

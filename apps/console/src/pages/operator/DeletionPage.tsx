@@ -138,7 +138,7 @@ export default function DeletionPage() {
           ) : receipt.isError ? (
             <ErrorBox error={receipt.error} />
           ) : (
-            <AuditTable events={receipt.data} label="Deletion receipt" showTenant={false} />
+            <AuditTable events={receipt.data} label="Deletion receipt" showTenant={false} summaryOnly />
           )}
           <p>
             <Link to="/operator/audit?action=tenant.deleted">Every deletion receipt in the audit log</Link>
