@@ -409,6 +409,8 @@ describe('tenant data: export, import, deletion, retention', () => {
         Object.keys(rows).filter((t) => rows[t].some((j) => j.includes(words)));
       for (const words of ['The user likes tea', 'Name: Ada L.'])
         expect([words, holding(stored, words)]).toEqual([words, []]);
+      // (A single word: under `on` memory's tsvector keeps its lexeme — 'hello' of the episode — in
+      // the source and the import alike, ADR 0067.)
       expect(holding(stored, 'hello')).toEqual(holding(source, 'hello'));
       // Read back through the data layer: the source's content, table by table.
       expect(await opened(targetDb, `k2:${K2}`, stored)).toEqual(expected);
