@@ -13,7 +13,8 @@
  *   npm run admin -- audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
  *   npm run admin -- rotate-data-key <tenantId>   (a new data-key version: docs/adr/0067)
  *   npm run admin -- rewrap-data-keys             (KEK rotation: every data key re-wrapped under the current KEK)
- *   npm run admin -- tenant import <archive.jsonl[.gz]>   (an export, into this database: docs/adr/0068)
+ *   npm run admin -- tenant import <archive.jsonl[.gz]> [--allow-plaintext]
+ *                    (an export, into this database, sealed for its tenant's encryption mode: docs/adr/0068)
  *   npm run admin -- eval run --dataset <id|name> --agent <id|name> --version N [--version M]...
  *                             --min-score X [--timeout-s 600]   (over the HTTP API: docs/adr/0063)
  */
@@ -22,7 +23,7 @@ import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
 import { Queue } from 'bullmq';
 import type { z } from 'zod';
-import { loadConfig } from '@switchboard/config';
+import { loadConfig, type Config } from '@switchboard/config';
 import {
   AppError,
   AuditAction,
@@ -40,7 +41,9 @@ import {
   ApiKeysRepository,
   AuditLogRepository,
   BadArchive,
+  ImportRefused,
   importTenant,
+  type ImportSealing,
   OPERATOR_ACTOR,
   setPreparedStatements,
   sqlDbFor,
@@ -48,7 +51,14 @@ import {
   TurnStore,
 } from '@switchboard/store';
 import { TenantPause } from '@switchboard/turns';
-import { tenantCipherFromConfig, type TenantCipher } from '@switchboard/platform';
+import {
+  ENCRYPTION_MODES,
+  keyProviderFromConfig,
+  sealValue,
+  tenantCipherFromConfig,
+  type EncryptionMode,
+  type TenantCipher,
+} from '@switchboard/platform';
 import { createTenant, operatorTenant } from '../apps/gateway/src/api/admin.controller';
 import { generateApiKey } from '../apps/gateway/src/platform/auth/keys';
 import { presentApiKey, presentAuditEvent, presentOperatorTenant } from '../apps/gateway/src/api/presenters';
@@ -67,7 +77,7 @@ const USAGE = `usage: npm run admin -- <command>
   audit [--tenant <tenantId>] [--action <action>] [--limit N] [--json]
   rotate-data-key <tenantId>
   rewrap-data-keys
-  tenant import <archive.jsonl[.gz]>
+  tenant import <archive.jsonl[.gz]> [--allow-plaintext]
 ${EVAL_USAGE}`;
 
 /** A command line's words before any flag, and each `--flag value` (a flag may repeat). */
@@ -161,6 +171,48 @@ function cipherOrFail(db: Db): TenantCipher | undefined {
   if (cipher.available) return cipher;
   console.error('no key provider is configured (ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*)');
   return undefined;
+}
+
+/**
+ * How `tenant import` stores content (docs/adr/0067, 0068): the archive is plaintext; when its tenant's
+ * settings (else ENCRYPTION_DEFAULT_MODE) say `on` or `strict`, the tenant's first data key is made in
+ * the import's transaction and every content column sealed with it, as the live writers would have.
+ * Without a key provider such an archive is refused, unless `--allow-plaintext` (then a warning).
+ */
+function importSealing(config: Config, allowPlaintext: boolean): ImportSealing {
+  const provider = keyProviderFromConfig(config);
+  return async (tenantId, settings, client) => {
+    const named = (settings as { encryption?: { mode?: unknown } } | null | undefined)?.encryption?.mode;
+    const mode: EncryptionMode = ENCRYPTION_MODES.includes(named as EncryptionMode)
+      ? (named as EncryptionMode)
+      : config.ENCRYPTION_DEFAULT_MODE;
+    if (mode === 'off') return undefined;
+    if (!provider) {
+      if (!allowPlaintext)
+        throw new ImportRefused(
+          `the archive's tenant has encryption mode ${mode} but no key provider is configured ` +
+            '(ENCRYPTION_KEYS, ENCRYPTION_KEYS_FILE or VAULT_*); configure one, or pass --allow-plaintext ' +
+            'to store its content in clear',
+        );
+      console.error(
+        `warning: the tenant's encryption mode is ${mode} but no key provider is configured: ` +
+          'its content is imported in clear (--allow-plaintext)',
+      );
+      return undefined;
+    }
+    // The tenant's first data key (TenantCipher makes it so on first seal), in the import's transaction.
+    const { plaintext, wrapped } = await provider.generateDataKey();
+    await client.query(
+      `INSERT INTO tenant_data_keys (tenant_id, version, provider, kek_id, wrapped_key, state)
+       VALUES ($1::uuid, 1, $2, $3, $4, 'active')`,
+      [tenantId, wrapped.provider, wrapped.kekId, wrapped.wrapped],
+    );
+    return {
+      strict: mode === 'strict',
+      sealText: (text) => sealValue(plaintext, tenantId, 1, 't', text),
+      sealJson: (value) => sealValue(plaintext, tenantId, 1, 'j', JSON.stringify(value)),
+    };
+  };
 }
 
 async function run(db: Db, command: string, args: string[]): Promise<number> {
@@ -320,7 +372,9 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
       return 0;
     }
     case 'tenant': {
-      const [sub, file, ...rest] = args;
+      const [sub, ...more] = args;
+      const p = parseArgs(more, [], ['allow-plaintext']);
+      const [file, ...rest] = p.positional;
       if (sub !== 'import' || !file || rest.length > 0)
         throw new UsageError('tenant import needs one archive');
       if (!existsSync(file)) return fail(`no file ${file}`);
@@ -330,11 +384,14 @@ async function run(db: Db, command: string, args: string[]): Promise<number> {
         crlfDelay: Infinity,
       });
       try {
-        const { tenantId, counts } = await importTenant(poolOf(db), lines);
-        print({ tenantId, counts });
+        const { tenantId, counts, mode } = await importTenant(poolOf(db), lines, {
+          sealing: importSealing(loadConfig(), p.switches.has('allow-plaintext')),
+        });
+        print({ tenantId, counts, mode });
         return 0;
       } catch (err) {
-        if (err instanceof BadArchive) return fail(`not imported: ${err.message}`);
+        if (err instanceof BadArchive || err instanceof ImportRefused)
+          return fail(`not imported: ${err.message}`);
         const e = err as { code?: string; message: string };
         // 23505: a row of the archive is here already (the database was not empty).
         if (e.code === '23505') return fail(`not imported: ${e.message} (import into an empty database)`);

@@ -323,6 +323,8 @@ export interface SwitchboardOptions {
   gateways?: number;
   /** Hooks worker processes (default 1). */
   hooksWorkers?: number;
+  /** Triage worker processes (default 0: the message path does not need one). */
+  triageWorkers?: number;
   /** The processes reach Postgres on this port of 127.0.0.1 (e.g. a PgBouncer's) instead of the database's. */
   databasePort?: string;
   modelDelayMs: number;
@@ -427,7 +429,11 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
     });
     const ports = [port];
     for (let i = 1; i < (opts.gateways ?? 1); i++) ports.push(await freePort());
-    const many = (n: number, app: 'gateway' | 'hooks-worker' | 'harness-worker', prefix: string) =>
+    const many = (
+      n: number,
+      app: 'gateway' | 'hooks-worker' | 'harness-worker' | 'triage-worker',
+      prefix: string,
+    ) =>
       Array.from({ length: n }, (_, i) => ({
         app,
         name: i === 0 && prefix !== 'harness' ? prefix : `${prefix}-${i}`,
@@ -435,6 +441,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
     const apps = [
       ...many(ports.length, 'gateway', 'gateway'),
       ...many(opts.hooksWorkers ?? 1, 'hooks-worker', 'hooks-worker'),
+      ...many(opts.triageWorkers ?? 0, 'triage-worker', 'triage-worker'),
       ...many(opts.workers, 'harness-worker', 'harness'),
     ];
     // allSettled: when one fails to start, the others are still collected and stopped.
@@ -551,7 +558,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
         const out: Record<string, number> = {};
         // Gateways and hooks workers summed by kind; harness workers one by one (harness-0, …).
         for (const p of procs) {
-          const key = p.name.replace(/^(gateway|hooks-worker)-\d+$/, '$1');
+          const key = p.name.replace(/^(gateway|hooks-worker|triage-worker)-\d+$/, '$1');
           out[key] = (out[key] ?? 0) + cpuMs(p.app.child.pid!);
         }
         out.postgres = await backendCpu.total();

@@ -6,10 +6,19 @@ import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { Client, Pool } from 'pg';
 import { Jobs, QueueName } from '@switchboard/contracts';
-import { poolOf } from '@switchboard/database';
+import { createPrisma, poolOf, type Db } from '@switchboard/database';
 import { createRedis, publish } from '@switchboard/queue';
 import { ownRows, tenantRowsLeft, tenantTables, type TenantTable } from '@switchboard/store';
-import { createTestEnv, runProcess, waitFor, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  freePort,
+  runProcess,
+  spawnApp,
+  waitFor,
+  type AppProcess,
+  type TestEnv,
+} from '@switchboard/testing';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import { adminDatabaseUrl, withDatabase } from '../../libs/testing/src/services';
 import { markerId } from '../../libs/tokenjuice/src/marker';
 import { Api, newTenant, type ApiResponse } from '../support/api';
@@ -21,6 +30,9 @@ jest.setTimeout(300_000);
 const ADMIN = 'test-admin-token-0123456789';
 const UNKNOWN_ID = '01a20360-0000-7000-8000-000000000000';
 const ROOT = path.resolve(__dirname, '../..');
+// The source deployment's KEK and another deployment's (the import's target).
+const K1 = randomBytes(32).toString('base64');
+const K2 = randomBytes(32).toString('base64');
 
 /** Every row of the tenant in every table of the catalog, as Postgres' own JSON text, in key order. */
 async function snapshot(
@@ -70,6 +82,8 @@ describe('tenant data: export, import, deletion, retention', () => {
         SCRIPTED_FIXTURES_DIR: FIXTURES,
         EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE,
         RETENTION_INTERVAL_MS: '300',
+        // A key ring: the encrypted round trip's source tenant seals (the others are mode off).
+        ENCRYPTION_KEYS: `k1:${K1}`,
       }),
     );
     admin = new Api(stack.url, ADMIN);
@@ -87,9 +101,11 @@ describe('tenant data: export, import, deletion, retention', () => {
     expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
 
   /** A tenant with sessions and real turns (one compacting a tool result: an original), memory and work. */
-  async function populatedTenant(name: string) {
+  async function populatedTenant(name: string, encryption?: 'on' | 'strict') {
     const t = await newTenant(stack.url, ADMIN, name);
     const { api } = t;
+    if (encryption)
+      expect((await api.patch('/v1/settings', { encryption: { mode: encryption } })).status).toBe(200);
     const echo = await api.post('/v1/agents', { name: 'echo', model: 'scripted/echo' });
     const session = (await api.post('/v1/sessions', { agentId: echo.body.id })).body.id as string;
     for (const content of ['hello', 'again']) {
@@ -121,6 +137,61 @@ describe('tenant data: export, import, deletion, retention', () => {
     );
     return { ...t, agentId: echo.body.id as string, sessionId: session };
   }
+
+  /** The tenant's rows once its post-turn hooks are done writing (two equal snapshots in a row). */
+  async function quietSnapshot(tenantId: string, tables: TenantTable[]) {
+    let source = await snapshot(poolOf(env.db), tenantId, tables);
+    await waitFor(
+      async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        const now = await snapshot(poolOf(env.db), tenantId, tables);
+        const same = JSON.stringify(now) === JSON.stringify(source);
+        source = now;
+        return same || undefined;
+      },
+      { what: 'the tenant quiet' },
+    );
+    return source;
+  }
+
+  /** A fresh database migrated with `prisma migrate deploy`: its URL, a pool, and its drop. */
+  async function freshDatabase() {
+    const name = `sb_import_${randomBytes(6).toString('hex')}`;
+    const adminClient = new Client({ connectionString: adminDatabaseUrl() });
+    await adminClient.connect();
+    await adminClient.query(`CREATE DATABASE "${name}"`);
+    const url = withDatabase(adminDatabaseUrl(), name);
+    const pool = new Pool({ connectionString: url, max: 2 });
+    const drop = async () => {
+      await pool.end();
+      await adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await adminClient.end();
+    };
+    const migrate = await runProcess(
+      process.execPath,
+      [require.resolve('prisma/build/index.js'), 'migrate', 'deploy'],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: url,
+          PRISMA_QUERY_ENGINE_LIBRARY: '/dev/null',
+          CHECKPOINT_DISABLE: '1',
+        },
+      },
+    );
+    if (migrate.code !== 0) {
+      await drop();
+      throw new Error(`migrate deploy failed: ${migrate.stderr}`);
+    }
+    return { url, pool, drop };
+  }
+
+  /** The admin CLI against `url`, with these extra variables (e.g. a key ring). */
+  const adminCli = (url: string, args: string[], extra: Record<string, string> = {}) =>
+    runProcess(process.execPath, ['-r', '@swc-node/register', 'scripts/admin.ts', ...args], {
+      cwd: ROOT,
+      env: env.processEnv({ DATABASE_URL: url, ...extra }),
+    });
 
   it('exports a tenant over HTTP and imports it into a fresh database, equal table by table; resumes after a checkpoint', async () => {
     const { api, tenantId, keyId } = await populatedTenant('exported');
@@ -225,11 +296,7 @@ describe('tenant data: export, import, deletion, retention', () => {
       expect(migrate.code).toBe(0);
       const file = path.join(dir, 'archive.jsonl');
       writeFileSync(file, res.body as string);
-      const cli = (args: string[]) =>
-        runProcess(process.execPath, ['-r', '@swc-node/register', 'scripts/admin.ts', ...args], {
-          cwd: ROOT,
-          env: env.processEnv({ DATABASE_URL: url }),
-        });
+      const cli = (args: string[]) => adminCli(url, args);
       // A truncated archive (no end line): refused, nothing written.
       const cut = path.join(dir, 'cut.jsonl');
       writeFileSync(cut, (res.body as string).split('\n').slice(0, 5).join('\n'));
@@ -242,7 +309,7 @@ describe('tenant data: export, import, deletion, retention', () => {
       const imported = await cli(['tenant', 'import', file]);
       expect(imported.stderr).toBe('');
       expect(imported.code).toBe(0);
-      expect(JSON.parse(imported.stdout)).toEqual({ tenantId, counts: expect.any(Object) });
+      expect(JSON.parse(imported.stdout)).toEqual({ tenantId, counts: expect.any(Object), mode: 'plain' });
 
       const before = source;
       const after = await snapshot(target, tenantId, await tenantTables(target));
@@ -258,6 +325,173 @@ describe('tenant data: export, import, deletion, retention', () => {
       await target.end();
       await adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       await adminClient.end();
+    }
+  });
+
+  it('imports an encrypted tenant sealed under a data key of the target deployment, as the live writers seal; refuses it without a key provider unless --allow-plaintext', async () => {
+    const { api, tenantId, agentId, sessionId } = await populatedTenant('sealed', 'on');
+    const tables = await tenantTables(poolOf(env.db));
+    const source = await quietSnapshot(tenantId, tables);
+    // The source stores it sealed; the archive holds it in clear, and no data key.
+    expect(source.messages.every((m) => JSON.parse(m).body.startsWith('sbe1.j.'))).toBe(true);
+    const res = await admin.post(`/v1/admin/tenants/${tenantId}/export`);
+    expect(res.status).toBe(200);
+    const text = res.body as string;
+    expect(text).not.toContain('sbe1.');
+    expect(text).toContain('The user likes tea.');
+    expect(lines(text).some((l) => l.table === 'tenant_data_keys')).toBe(false);
+    const file = path.join(dir, 'sealed.jsonl');
+    writeFileSync(file, text);
+
+    // Opened as every reader of the data layer opens (the SqlDb reads and Prisma's extension).
+    const opened = async (db: Db, key: string, rows: Record<string, string[]>) => {
+      const cipher = new TenantCipher(db, LocalKeyRing.fromSpec(key));
+      const out: Record<string, unknown[]> = {};
+      for (const [table, json] of Object.entries(rows)) {
+        if (table === 'tenant_data_keys') continue;
+        out[table] = (await cipher.openAny(json.map((j) => JSON.parse(j)))) as unknown[];
+      }
+      return out;
+    };
+    const expected = await opened(env.db, `k1:${K1}`, source);
+
+    const target = await freshDatabase();
+    const targetDb = createPrisma(target.url, { poolSize: 2 });
+    let gateway: AppProcess | undefined;
+    try {
+      // No key provider: refused with a clear message, nothing written.
+      const refused = await adminCli(target.url, ['tenant', 'import', file]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('encryption mode on but no key provider is configured');
+      expect(refused.stderr).toContain('--allow-plaintext');
+      expect((await target.pool.query('SELECT count(*)::int AS n FROM tenants')).rows[0].n).toBe(0);
+
+      // Another deployment's key ring: a new data key (v1) and every content column sealed with it.
+      const imported = await adminCli(target.url, ['tenant', 'import', file], {
+        ENCRYPTION_KEYS: `k2:${K2}`,
+      });
+      expect(imported.stderr).toBe('');
+      expect(imported.code).toBe(0);
+      expect(JSON.parse(imported.stdout)).toMatchObject({ tenantId, mode: 'sealed' });
+      const { rows: keys } = await target.pool.query(
+        'SELECT version, state, kek_id FROM tenant_data_keys WHERE tenant_id = $1::uuid',
+        [tenantId],
+      );
+      expect(keys).toEqual([{ version: 1, state: 'active', kek_id: 'k2' }]);
+      const stored = await snapshot(target.pool, tenantId, await tenantTables(target.pool));
+      const sealed = (v: unknown) => typeof v === 'string' && v.startsWith('sbe1.');
+      const rowsOf = (table: string) => stored[table].map((j) => JSON.parse(j) as Record<string, unknown>);
+      for (const [table, columns] of Object.entries({
+        messages: ['body'],
+        tool_calls: ['arguments'],
+        context_parts: ['content'],
+        tool_result_originals: ['content'],
+        memory_records: ['title', 'content'],
+        memory_blocks: ['content'],
+        memory_block_versions: ['content'],
+      })) {
+        const rows = rowsOf(table);
+        expect([table, rows.length > 0]).toEqual([table, true]);
+        for (const c of columns)
+          expect([table, c, rows.filter((r) => !sealed(r[c])).length]).toEqual([table, c, 0]);
+      }
+      expect(rowsOf('turns').filter((t) => t.final_text !== null && !sealed(t.final_text))).toEqual([]);
+      expect(rowsOf('turns').some((t) => sealed(t.final_text))).toBe(true);
+      expect(rowsOf('tool_calls').some((c) => sealed(c.result))).toBe(true);
+      // Journal events: content fields sealed one by one, the rest plain.
+      const events = rowsOf('events').map((e) => e.data as Record<string, unknown>);
+      const withText = events.filter((d) => d.text !== undefined);
+      expect(withText.length).toBeGreaterThan(0);
+      expect(withText.every((d) => sealed(d.text))).toBe(true);
+      // Content in clear only where the live writers leave it in clear: the tables holding a word of
+      // it are the source's (memory text and blocks: nowhere; the `on` lexemes are not phrases).
+      const holding = (rows: Record<string, string[]>, words: string) =>
+        Object.keys(rows).filter((t) => rows[t].some((j) => j.includes(words)));
+      for (const words of ['The user likes tea', 'Name: Ada L.'])
+        expect([words, holding(stored, words)]).toEqual([words, []]);
+      // (A single word: under `on` memory's tsvector keeps its lexeme — 'hello' of the episode — in
+      // the source and the import alike, ADR 0067.)
+      expect(holding(stored, 'hello')).toEqual(holding(source, 'hello'));
+      // Read back through the data layer: the source's content, table by table.
+      expect(await opened(targetDb, `k2:${K2}`, stored)).toEqual(expected);
+
+      // …and over the API of a gateway on the imported database, with the tenant's own (imported) key.
+      const port = await freePort();
+      gateway = await spawnApp(
+        'gateway',
+        env.processEnv({
+          DATABASE_URL: target.url,
+          ENCRYPTION_KEYS: `k2:${K2}`,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+        }),
+        { readyPattern: /Server listening at|successfully started/ },
+      );
+      const there = new Api(`http://127.0.0.1:${port}`, api.key);
+      for (const route of [
+        `/v1/sessions/${sessionId}/messages`,
+        `/v1/agents/${agentId}/memory`,
+        `/v1/agents/${agentId}/blocks/human`,
+      ]) {
+        const [a, b] = await Promise.all([api.get(route), there.get(route)]);
+        expect([route, b.status]).toEqual([route, 200]);
+        expect([route, b.body]).toEqual([route, a.body]);
+      }
+    } finally {
+      await gateway?.kill('SIGTERM');
+      await targetDb.$disconnect();
+      await target.drop();
+    }
+
+    // --allow-plaintext: imported as exported, in clear, with a warning.
+    const plain = await freshDatabase();
+    try {
+      const imported = await adminCli(plain.url, ['tenant', 'import', file, '--allow-plaintext']);
+      expect(imported.code).toBe(0);
+      expect(imported.stderr).toContain('imported in clear');
+      expect(JSON.parse(imported.stdout)).toMatchObject({ tenantId, mode: 'plain' });
+      const stored = await snapshot(plain.pool, tenantId, await tenantTables(plain.pool));
+      expect(JSON.stringify(stored)).not.toContain('sbe1.');
+      expect(stored.tenant_data_keys).toEqual([]);
+    } finally {
+      await plain.drop();
+    }
+
+    // Strict (the same archive, its tenant's settings saying strict): sealed, and no tsvector or
+    // vector derived from content.
+    const strictFile = path.join(dir, 'strict.jsonl');
+    writeFileSync(
+      strictFile,
+      text
+        .split('\n')
+        .map((l) => {
+          if (!l.startsWith('{"kind":"row","table":"tenants"')) return l;
+          const entry = JSON.parse(l) as { row: { settings: Record<string, unknown> } };
+          entry.row.settings = { ...entry.row.settings, encryption: { mode: 'strict' } };
+          return JSON.stringify(entry);
+        })
+        .join('\n'),
+    );
+    const strict = await freshDatabase();
+    try {
+      const imported = await adminCli(strict.url, ['tenant', 'import', strictFile], {
+        ENCRYPTION_KEYS: `k2:${K2}`,
+      });
+      expect(imported.code).toBe(0);
+      expect(JSON.parse(imported.stdout)).toMatchObject({ tenantId, mode: 'strict' });
+      const { rows } = await strict.pool.query<{ search: string; content: string }>(
+        'SELECT search::text AS search, content FROM memory_records WHERE tenant_id = $1::uuid',
+        [tenantId],
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.every((r) => r.search === '' && r.content.startsWith('sbe1.t.'))).toBe(true);
+      const { rows: vectors } = await strict.pool.query(
+        'SELECT count(*)::int AS n FROM memory_embeddings WHERE tenant_id = $1::uuid',
+        [tenantId],
+      );
+      expect(vectors[0].n).toBe(0);
+    } finally {
+      await strict.drop();
     }
   });
 

@@ -289,6 +289,140 @@ export async function* exportTenant(
 
 export class BadArchive extends Error {}
 
+/** The archive may not go in as asked (encryption it names that this deployment cannot give). */
+export class ImportRefused extends Error {}
+
+/**
+ * Content sealed on import (docs/adr/0067, 0068) with the tenant's first data key, made in the import's
+ * transaction: what the live writers would have stored. Synchronous once made (the key is in hand).
+ */
+export interface ImportSealer {
+  strict: boolean;
+  sealText(text: string): string;
+  sealJson(value: unknown): string;
+}
+
+/**
+ * How content is stored on import, decided once from the archive's `tenants` row (its settings name
+ * the encryption mode; the row is not committed yet, so the database cannot be asked): a sealer, or
+ * undefined to store it as exported. `client` is the import's own (its transaction), for the data key.
+ */
+export type ImportSealing = (
+  tenantId: string,
+  settings: unknown,
+  client: pg.PoolClient,
+) => Promise<ImportSealer | undefined>;
+
+export type ImportMode = 'plain' | 'sealed' | 'strict';
+
+export interface ImportOptions {
+  /** Rows per INSERT. */
+  batch?: number;
+  sealing?: ImportSealing;
+}
+
+type Row = Record<string, unknown>;
+
+const SEALED_PREFIX = 'sbe1.';
+
+/**
+ * The content columns of each table as the live writers store them (docs/adr/0067's list): `t` a text
+ * column sealed as text, `j` a JSON column sealed whole, `events` the journal's content fields one by
+ * one, `body` / `hints` / `metadata` the body inside a JSON value.
+ */
+const SEALED_COLUMNS: Record<string, [string, 't' | 'j' | 'events' | 'body' | 'hints' | 'metadata'][]> = {
+  messages: [
+    ['body', 'j'],
+    ['tool_calls', 'j'],
+    ['metadata', 'metadata'],
+  ],
+  tool_calls: [
+    ['arguments', 'j'],
+    ['result', 'j'],
+    ['error', 'j'],
+  ],
+  turns: [['final_text', 't']],
+  events: [['data', 'events']],
+  context_parts: [['content', 'j']],
+  tool_result_originals: [['content', 't']],
+  memory_records: [
+    ['title', 't'],
+    ['content', 't'],
+  ],
+  memory_blocks: [['content', 't']],
+  memory_block_versions: [['content', 't']],
+  trigger_deliveries: [['payload', 'body']],
+  wake_hints: [['hints', 'hints']],
+  agent_reflections: [['text', 't']],
+  agent_user_profiles: [['content', 't']],
+};
+
+/** The journal's content fields (libs/database's CONTENT_EVENT_FIELDS; the store does not import it here). */
+const EVENT_FIELDS = ['text', 'arguments', 'handback', 'finalText', 'output', 'content', 'question'];
+
+const isSealedString = (v: unknown) => typeof v === 'string' && v.startsWith(SEALED_PREFIX);
+
+/** Wake hints with each one's body sealed (wake.ts `sealedHint`). */
+function sealHints(hints: unknown, s: ImportSealer): unknown {
+  if (!Array.isArray(hints)) return hints;
+  return hints.map((h: unknown) => {
+    if (!h || typeof h !== 'object') return h;
+    const body = (h as Row).body;
+    return body === null || body === undefined || isSealedString(body)
+      ? h
+      : { ...(h as Row), body: s.sealJson(body) };
+  });
+}
+
+/** A row of `table` with its content sealed as the live writers seal it; the same row when none. */
+export function sealImportedRow(table: string, row: Row, s: ImportSealer): Row {
+  const columns = SEALED_COLUMNS[table];
+  if (!columns) return row;
+  const out: Row = { ...row };
+  for (const [column, kind] of columns) {
+    const v = out[column];
+    if (v === null || v === undefined || isSealedString(v)) continue;
+    switch (kind) {
+      case 't':
+        out[column] = typeof v === 'string' ? s.sealText(v) : v;
+        break;
+      case 'j':
+        out[column] = s.sealJson(v);
+        break;
+      case 'events':
+        if (typeof v === 'object' && !Array.isArray(v)) {
+          const data: Row = { ...(v as Row) };
+          for (const f of EVENT_FIELDS) {
+            if (data[f] !== undefined && data[f] !== null && !isSealedString(data[f]))
+              data[f] = s.sealJson(data[f]);
+          }
+          out[column] = data;
+        }
+        break;
+      case 'body':
+        if (typeof v === 'object' && !Array.isArray(v) && 'body' in (v as Row)) {
+          const body = (v as Row).body;
+          if (body !== null && body !== undefined && !isSealedString(body))
+            out[column] = { ...(v as Row), body: s.sealJson(body) };
+        }
+        break;
+      case 'hints':
+        out[column] = sealHints(v, s);
+        break;
+      case 'metadata': {
+        // A wake tick's copy of the hints (wake.ts): the same bodies, sealed.
+        const wake = (v as Row).wakeHints as Row | undefined;
+        if (wake && typeof wake === 'object' && Array.isArray(wake.hints))
+          out[column] = { ...(v as Row), wakeHints: { ...wake, hints: sealHints(wake.hints, s) } };
+        break;
+      }
+    }
+  }
+  // Strict: no full-text index derived from content (docs/adr/0067): the tsvector written empty.
+  if (s.strict && table === 'memory_records' && 'search' in out) out.search = '';
+  return out;
+}
+
 /**
  * Loads an archive's lines into this database (an empty, migrated one) in one transaction: all of it
  * or nothing, with triggers off (session_replication_role = replica). Rows after the last checkpoint of an interrupted archive followed by its resumed part
@@ -297,8 +431,9 @@ export class BadArchive extends Error {}
 export async function importTenant(
   pool: pg.Pool,
   lines: AsyncIterable<string>,
-  batch = 500,
-): Promise<{ tenantId: string; counts: Record<string, number> }> {
+  options: ImportOptions = {},
+): Promise<{ tenantId: string; counts: Record<string, number>; mode: ImportMode }> {
+  const batch = options.batch ?? 500;
   // Taken before any await: a readline interface read to its end before it is iterated loses its lines.
   const iterator = lines[Symbol.asyncIterator]();
   const input: AsyncIterable<string> = { [Symbol.asyncIterator]: () => iterator };
@@ -307,9 +442,12 @@ export async function importTenant(
   let tenantId: string | undefined;
   const counts: Record<string, number> = {};
   let pending: { table: string; rows: unknown[] } | undefined;
+  let decided = false;
+  let sealer: ImportSealer | undefined;
   const flush = async () => {
     if (!pending || pending.rows.length === 0) return;
     const t = tables.get(pending.table)!;
+    if (sealer) pending.rows = pending.rows.map((r) => sealImportedRow(t.name, r as Row, sealer!));
     const cols = t.columns.map(ident).join(', ');
     await client.query(
       `INSERT INTO ${ident(t.name)} (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::${ident(t.name)}, $1::jsonb)`,
@@ -345,6 +483,16 @@ export async function importTenant(
         if (!tenantId) throw new BadArchive('the archive does not start with its manifest');
         if (!entry.table || !tables.has(entry.table))
           throw new BadArchive(`line ${n}: no table ${entry.table}`);
+        // Data keys are this deployment's, never an archive's (the export leaves them out).
+        if (entry.table === 'tenant_data_keys') continue;
+        if (!decided) {
+          // Decided on the first row: the `tenants` row comes first, and its settings name the mode.
+          decided = true;
+          const settings = entry.table === 'tenants' ? (entry.row as Row | undefined)?.settings : undefined;
+          sealer = options.sealing ? await options.sealing(tenantId, settings, client) : undefined;
+        }
+        // Strict: no vectors derived from content (the embedding job embeds nothing for it either).
+        if (sealer?.strict && entry.table === 'memory_embeddings') continue;
         if (pending && pending.table !== entry.table) await flush();
         pending ??= { table: entry.table, rows: [] };
         pending.rows.push(entry.row);
@@ -358,7 +506,7 @@ export async function importTenant(
     await flush();
     if (!tenantId || !ended) throw new BadArchive('the archive is incomplete: no end line');
     await client.query('COMMIT');
-    return { tenantId, counts };
+    return { tenantId, counts, mode: sealer ? (sealer.strict ? 'strict' : 'sealed') : 'plain' };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
