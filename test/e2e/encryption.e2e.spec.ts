@@ -394,7 +394,7 @@ describe('encryption at rest', () => {
     // A fork of the approval's session: the copied transcript reads in clear.
     const fork = await api.post(`/v1/sessions/${gatedSession}/fork`, { turnId: gatedTurn });
     expect(fork.status).toBe(201);
-    const forked = JSON.stringify((await api.get(`/v1/sessions/${fork.body.id}/messages`)).body);
+    const forked = JSON.stringify((await api.get(`/v1/sessions/${fork.body.session.id}/messages`)).body);
     expect(forked).toContain(TOOL_SECRET);
     expect(forked).toContain(encodeURIComponent(MARKS.approvalArg));
 
