@@ -124,7 +124,7 @@ describe('datasets and experiments', () => {
           rubric: expect.stringMatching(/^sbe1\.t\./),
         },
       ]);
-      const [listed] = await datasets.items(tenantId, datasetId, undefined, 10);
+      const [listed] = (await datasets.items(tenantId, datasetId, undefined, 10)) ?? [];
       expect(listed).toMatchObject({
         input: 'what is the capital?',
         expected: 'Rome',
