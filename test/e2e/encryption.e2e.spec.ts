@@ -31,6 +31,31 @@ const TOOL_SECRET = 'Vermilion axolotls';
 const MEMORY_SECRET = 'Periwinkle narwhals';
 const BLOCK_SECRET = 'Chartreuse pangolins';
 const K1 = randomBytes(32).toString('base64');
+/**
+ * What the writers outside admission and the checkpoint store (docs/adr/0067): an approval's
+ * arguments and the reason given, a client tool's arguments and answer, a cancel's note, a
+ * sub-agent's task, its question, the answer and its handback — each a pair of words nothing else holds.
+ */
+const MARKS = {
+  approvalArg: 'Gamboge tapirs',
+  reason: 'Cinnabar okapis',
+  clientArg: 'Viridian dugongs',
+  clientAnswer: 'Fuchsia tarsiers',
+  cancelArg: 'Heliotrope quolls',
+  cancelNote: 'Sepia gharials',
+  task: 'Celadon binturongs',
+  question: 'Aureolin saigas',
+  answer: 'Smaragdine jerboas',
+  handback: 'Glaucous kinkajous',
+};
+const LOOKUP = {
+  type: 'function',
+  function: {
+    name: 'lookup_fact',
+    description: 'Looks a fact up on the client',
+    parameters: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
+  },
+};
 
 // First: an in-process gateway with a key provider sets the process' content cipher (docs/adr/0067).
 describe('encryption without a key provider', () => {
@@ -207,6 +232,186 @@ describe('encryption at rest', () => {
         found: false,
       });
     }
+  });
+
+  it('seals what approvals, client tools, cancels, sub-agent tasks and forks write; the API reads it in clear', async () => {
+    expect((await api.get('/v1/settings')).body.encryption.mode).toBe('strict');
+    const turnStatus = (turnId: string, is: string[]) =>
+      waitFor(
+        async () => {
+          const r = await api.get(`/v1/turns/${turnId}`);
+          return is.includes(r.body.status) ? r.body : undefined;
+        },
+        { what: `turn ${turnId} ${is.join('|')}`, timeoutMs: 60_000 },
+      );
+
+    // An approval: the gated call's arguments (the approval row) and the reason a person gave.
+    const gated = await api.post('/v1/agents', {
+      name: 'gated',
+      model: 'openai-chat/gpt-4o-mini',
+      tools: ['http_fetch'],
+      approvalRequired: ['http_fetch'],
+    });
+    expect(gated.status).toBe(201);
+    llm.enqueue(
+      scripted.toolCall('http_fetch', { url: `${siteUrl}?about=${encodeURIComponent(MARKS.approvalArg)}` }),
+      scripted.text('Fetched.'),
+    );
+    const gatedSession = (await api.post('/v1/sessions', { agentId: gated.body.id })).body.id as string;
+    const gatedTurn = (await api.post(`/v1/sessions/${gatedSession}/messages`, { content: 'fetch it' })).body
+      .turnId as string;
+    await turnStatus(gatedTurn, ['awaiting_approval']);
+    const pending = (await api.get('/v1/approvals?status=pending')).body.data as {
+      id: string;
+      turnId: string;
+    }[];
+    const approval = pending.find((a) => a.turnId === gatedTurn)!;
+    expect(JSON.stringify((await api.get(`/v1/approvals/${approval.id}`)).body)).toContain(
+      encodeURIComponent(MARKS.approvalArg),
+    );
+    const decided = await api.post(`/v1/approvals/${approval.id}`, {
+      decision: 'approve',
+      reason: MARKS.reason,
+    });
+    expect(decided.status).toBeLessThan(300);
+    expect((await turnStatus(gatedTurn, ['completed', 'failed'])).status).toBe('completed');
+    expect((await api.get(`/v1/approvals/${approval.id}`)).body.reason).toBe(MARKS.reason);
+    const gatedEvents = JSON.stringify((await api.get(`/v1/sessions/${gatedSession}/events`)).body);
+    expect(gatedEvents).toContain(MARKS.reason);
+
+    // A client tool: its arguments and the client's answer (the approval row's output).
+    llm.enqueue(scripted.toolCall('lookup_fact', { topic: MARKS.clientArg }), scripted.text('Looked up.'));
+    const asked = await api.post('/v1/chat/completions', {
+      model: 'sealed',
+      messages: [{ role: 'user', content: 'look it up' }],
+      tools: [LOOKUP],
+    });
+    expect(asked.status).toBe(200);
+    const [clientCall] = asked.body.choices[0].message.tool_calls;
+    expect(clientCall.function.arguments).toContain(MARKS.clientArg);
+    const clientTurn = asked.body.turn_id as string;
+    const answered = await api.post(`/v1/turns/${clientTurn}/client-tool-results`, {
+      results: [{ callId: clientCall.id, output: MARKS.clientAnswer }],
+    });
+    expect(answered.status).toBe(202);
+    expect((await turnStatus(clientTurn, ['completed', 'failed'])).status).toBe('completed');
+    const clientSession = asked.body.session_id as string;
+    expect(JSON.stringify((await api.get(`/v1/sessions/${clientSession}/messages`)).body)).toContain(
+      MARKS.clientAnswer,
+    );
+
+    // A cancel with a note of a turn waiting on its client: the note, and the unrun call's arguments.
+    llm.enqueue(scripted.toolCall('lookup_fact', { topic: MARKS.cancelArg }));
+    const waiting = await api.post('/v1/chat/completions', {
+      model: 'sealed',
+      messages: [{ role: 'user', content: 'look that up' }],
+      tools: [LOOKUP],
+    });
+    expect(waiting.status).toBe(200);
+    const waitingTurn = waiting.body.turn_id as string;
+    const cancelled = await api.post(`/v1/turns/${waitingTurn}/cancel`, { reason: MARKS.cancelNote });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.status).toBe('cancelled');
+    expect(JSON.stringify(cancelled.body)).toContain(MARKS.cancelNote);
+    const cancelEvents = JSON.stringify(
+      (await api.get(`/v1/sessions/${waiting.body.session_id}/events`)).body,
+    );
+    expect(cancelEvents).toContain(MARKS.cancelNote);
+
+    // A sub-agent: the task, the child's question, the answer through the API and the handback.
+    const helper = 'sealed-helper';
+    const boss = 'sealed-boss';
+    llm.setDefault((req) => {
+      const body = JSON.stringify(req.body);
+      const results = ((req.body as { messages?: { role: string }[] }).messages ?? []).filter(
+        (m) => m.role === 'tool',
+      ).length;
+      if (body.includes(`You are the agent \\"${helper}\\"`))
+        return results === 0
+          ? scripted.toolCall(
+              'ask_user',
+              { question: MARKS.question, options: ['yes', 'no'] },
+              { id: 'call_ask' },
+            )
+          : scripted.text(MARKS.handback);
+      return results === 0
+        ? scripted.toolCall('spawn_subagent', { agent: helper, task: MARKS.task, blocking: true })
+        : scripted.text('Relayed.');
+    });
+    try {
+      expect(
+        (await api.post('/v1/agents', { name: helper, tier: 'worker', model: 'openai-chat/gpt-4o-mini' }))
+          .status,
+      ).toBe(201);
+      const bossAgent = await api.post('/v1/agents', {
+        name: boss,
+        tier: 'chat',
+        model: 'openai-chat/gpt-4o-mini',
+        tools: ['spawn_subagent'],
+      });
+      expect(bossAgent.status).toBe(201);
+      const bossSession = (await api.post('/v1/sessions', { agentId: bossAgent.body.id })).body.id as string;
+      const bossTurn = (await api.post(`/v1/sessions/${bossSession}/messages`, { content: 'delegate' })).body
+        .turnId as string;
+      const parent = await turnStatus(bossTurn, ['completed', 'failed']);
+      expect(parent.status).toBe('completed');
+      const taskId = parent.children[0].id as string;
+      const asking = (await api.get(`/v1/tasks/${taskId}`)).body;
+      expect(asking.handback).toMatchObject({ status: 'awaiting_user', question: MARKS.question });
+      expect(asking.input).toEqual({ task: MARKS.task });
+      const childMessages = JSON.stringify(
+        (await api.get(`/v1/sessions/${asking.childSessionId}/messages`)).body,
+      );
+      expect(childMessages).toContain(MARKS.task);
+      expect((await api.post(`/v1/tasks/${taskId}/answer`, { answer: MARKS.answer })).status).toBe(200);
+      const done = await waitFor(
+        async () => {
+          const r = await api.get(`/v1/tasks/${taskId}`);
+          return r.body.status === 'completed' ? r.body : undefined;
+        },
+        { what: 'the child completed after the answer', timeoutMs: 60_000 },
+      );
+      expect(done.handback).toEqual({ status: 'completed', result: MARKS.handback });
+      expect(done.output).toBe(MARKS.handback);
+      expect(done.input).toEqual({ task: MARKS.task, answers: { call_ask: MARKS.answer } });
+      const reports = await waitFor(
+        async () => {
+          const r = (await api.get(`/v1/sessions/${bossSession}/events`)).body.data as {
+            type: string;
+            data: { status: string };
+          }[];
+          const done = r.filter((e) => e.type === 'subagent_completed');
+          return done.length >= 2 ? done : undefined;
+        },
+        { what: "the parent's second subagent_completed", timeoutMs: 30_000 },
+      );
+      expect(JSON.stringify(reports)).toContain(MARKS.question);
+      expect(JSON.stringify(reports)).toContain(MARKS.handback);
+    } finally {
+      llm.setDefault(undefined);
+    }
+
+    // A fork of the approval's session: the copied transcript reads in clear.
+    const fork = await api.post(`/v1/sessions/${gatedSession}/fork`, { turnId: gatedTurn });
+    expect(fork.status).toBe(201);
+    const forked = JSON.stringify((await api.get(`/v1/sessions/${fork.body.session.id}/messages`)).body);
+    expect(forked).toContain(TOOL_SECRET);
+    expect(forked).toContain(encodeURIComponent(MARKS.approvalArg));
+
+    // Nothing still running that could write later.
+    await waitFor(
+      async () =>
+        (await env.db.turn.count({ where: { tenantId, status: { in: ['queued', 'running'] } } })) === 0 ||
+        undefined,
+      { what: 'every turn of the tenant settled', timeoutMs: 30_000 },
+    );
+    const dump = execFileSync('pg_dump', ['--no-owner', '--data-only', env.databaseUrl], {
+      maxBuffer: 512 * 1024 * 1024,
+    })
+      .toString('utf8')
+      .toLowerCase();
+    const words = Object.values(MARKS).flatMap((m) => m.toLowerCase().split(' '));
+    expect(words.filter((w) => dump.includes(w))).toEqual([]);
   });
 
   it("exports a sealed tenant's content opened, without its data keys (docs/adr/0068)", async () => {

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { DATASET_ITEM_MAX_BYTES, newId, PRIORITY_RANK } from '@switchboard/contracts';
-import { poolOf } from '@switchboard/database';
+import { poolOf, setContentCipher } from '@switchboard/database';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import { DatasetStore, ExperimentStore, SqlDb, sql } from '@switchboard/store';
 import { seedTenant, seedTurn, startAdmission, type AdmissionFixture } from '@switchboard/testing';
 import { resumeExperiment, startExperiment } from './experiments';
@@ -93,6 +95,44 @@ describe('datasets and experiments', () => {
     expect(await datasets.find(other.tenantId, datasetId)).toBeUndefined();
     const page = await datasets.items(tenantId, datasetId, undefined, 1);
     expect(page).toHaveLength(2); // limit + 1: there is a next page
+  });
+
+  it("seals an encrypting tenant's item input, expected answer and rubric (docs/adr/0067)", async () => {
+    const { tenantId, datasetId } = await setup('items-sealed', 0);
+    await fx.env.db.tenant.update({
+      where: { id: tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    setContentCipher(
+      new TenantCipher(fx.env.db, LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`)),
+    );
+    try {
+      const [added] = await datasets.addItems(tenantId, datasetId, [
+        { input: 'what is the capital?', expected: 'Rome', rubric: 'names the city' },
+      ]);
+      expect(added).toMatchObject({
+        input: 'what is the capital?',
+        expected: 'Rome',
+        rubric: 'names the city',
+      });
+      const raw = await fx.env.db.$queryRaw<{ input: string; expected: string; rubric: string }[]>`
+        SELECT input, expected, rubric FROM dataset_items WHERE id = ${added.id}::uuid`;
+      expect(raw).toEqual([
+        {
+          input: expect.stringMatching(/^sbe1\.t\./),
+          expected: expect.stringMatching(/^sbe1\.t\./),
+          rubric: expect.stringMatching(/^sbe1\.t\./),
+        },
+      ]);
+      const [listed] = (await datasets.items(tenantId, datasetId, undefined, 10)) ?? [];
+      expect(listed).toMatchObject({
+        input: 'what is the capital?',
+        expected: 'Rome',
+        rubric: 'names the city',
+      });
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 
   it("takes an item from a completed turn of the tenant's, not from another's or an unfinished one", async () => {

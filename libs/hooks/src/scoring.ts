@@ -13,6 +13,7 @@ import {
   type PostTurnJob,
   type Scorer,
 } from '@switchboard/contracts';
+import { sealText } from '@switchboard/database';
 import { evidenceBlock } from '@switchboard/engine';
 import {
   cacheSavingsUsd,
@@ -335,11 +336,16 @@ async function score(ctx: HookContext, job: PostTurnJob): Promise<ScoringSummary
     sessionId: turn.sessionId,
     turnId: turn.id,
   };
+  // A judge's reason is the model's words about the turn (it may quote it): sealed for an encrypting
+  // tenant (docs/adr/0067), like the rest of its content; read back opened.
+  const stored = await Promise.all(
+    results.map(async (r) => ({ ...r, reason: await sealText(turn.tenantId, r.reason) })),
+  );
   const claimed = await ctx.sql.transaction(async (tx) => {
     if (!(await claimHookRun(tx, { tenantId: turn.tenantId, turnId: turn.id, hook: SCORING_HOOK, output }))) {
       return false;
     }
-    await tx.execute(insertScores(turn, sampling.fromTrace ? sampling.id : null, results));
+    await tx.execute(insertScores(turn, sampling.fromTrace ? sampling.id : null, stored));
     for (const r of results) {
       await bookCalls(tx, owner, r.calls, `hook:${SCORING_HOOK}:${turn.id}:${r.scorer}`);
     }

@@ -1,3 +1,4 @@
+import { sealText } from '@switchboard/database';
 import { auditInsert } from './audit-log';
 import { json, sql, type SqlDb, type SqlRunner } from './sql';
 import type { CommittedEvent } from './turn-store';
@@ -107,8 +108,11 @@ export class ApprovalStore {
       // Past its expiry a person's decision comes too late: the reconciler expires it.
       if (row.expired && a.verdict !== 'expired') return { kind: 'conflict', approval, why: 'expired' };
 
+      // The reason a person typed is content: sealed for an encrypting tenant (docs/adr/0067) in the
+      // approval row, its event and its audit entry alike.
+      const reason = await sealText(row.tenant_id, a.reason);
       await tx.execute(sql`
-        UPDATE approvals SET status = ${a.verdict}, reason = ${a.reason}::text, decided_by = ${a.decidedBy},
+        UPDATE approvals SET status = ${a.verdict}, reason = ${reason}::text, decided_by = ${a.decidedBy},
           decided_at = now()
         WHERE id = ${a.approvalId}::uuid AND status = 'pending'`);
       const resumed = await queueWhenSettled(tx, row.turn_id);
@@ -117,7 +121,7 @@ export class ApprovalStore {
         callId: row.call_id,
         name: row.tool_name,
         decision: a.verdict,
-        ...(a.reason ? { reason: a.reason } : {}),
+        ...(reason ? { reason } : {}),
         resumed,
       };
       const events = await tx.rows<CommittedEvent>(sql`
@@ -143,7 +147,7 @@ export class ApprovalStore {
               turnId: row.turn_id,
               toolName: row.tool_name,
               callId: row.call_id,
-              ...(a.reason ? { reason: a.reason } : {}),
+              ...(reason ? { reason } : {}),
             },
           }),
         );

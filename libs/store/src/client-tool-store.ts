@@ -1,4 +1,5 @@
 import { isUuid, newId } from '@switchboard/contracts';
+import { sealText } from '@switchboard/database';
 import { queueWhenSettled } from './approval-store';
 import { json, sql, type SqlDb, type SqlRunner } from './sql';
 import type { CommittedEvent } from './turn-store';
@@ -248,8 +249,10 @@ async function settle(
   by: string,
 ): Promise<Omit<Extract<AnswerOutcome, { kind: 'answered' }>, 'kind'>> {
   for (const { row, output } of answers) {
+    // The client's result is content: sealed for an encrypting tenant (docs/adr/0067).
+    const stored = await sealText(turn.tenant_id, output);
     await tx.execute(sql`
-      UPDATE approvals SET status = ${status}, output = ${output}::text, decided_by = ${by}, decided_at = now()
+      UPDATE approvals SET status = ${status}, output = ${stored}::text, decided_by = ${by}, decided_at = now()
       WHERE id = ${row.id}::uuid AND status = 'pending'`);
   }
   const resumed = await queueWhenSettled(tx, turn.turn_id);

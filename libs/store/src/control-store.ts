@@ -1,4 +1,5 @@
 import { isEnded, STOP_REASON_CANCELS, type CancelCause, type CancelReason } from '@switchboard/contracts';
+import { sealText } from '@switchboard/database';
 import { auditInsert } from './audit-log';
 import { json, ofTenant, sql, sqlList, type SqlDb } from './sql';
 import { ACTIVE, ENDED } from './turn/statuses';
@@ -67,7 +68,9 @@ export class ControlStore {
     auditActor?: string;
   }): Promise<CancelOutcome> {
     const reason = a.cause.reason;
-    const note = a.cause.note ?? null;
+    // A note a person typed is content: sealed for an encrypting tenant (docs/adr/0067) on the turn, in
+    // the `turn_cancelled` event (copied from the turn) and in the audit entry.
+    const note = await sealText(a.tenantId, a.cause.note ?? null);
     return this.db.transaction(async (tx) => {
       const found = await tx.first<{ session_id: string }>(sql`
         SELECT session_id FROM turns WHERE id = ${a.turnId}::uuid AND ${ofTenant('tenant_id', a.tenantId)}`);

@@ -7,6 +7,7 @@ import {
   type DatasetItemInput,
   type ExpectedMatch,
 } from '@switchboard/contracts';
+import { sealText } from '@switchboard/database';
 import { json, ofTenant, sql, type SqlDb } from './sql';
 
 /**
@@ -156,6 +157,15 @@ export class DatasetStore {
     items: readonly (DatasetItemInput & { sourceTurnId?: string })[],
   ): Promise<DatasetItemRow[]> {
     checkItemSizes(items);
+    // An item's input, expected answer and rubric are content (often a conversation's words, taken
+    // from a turn): sealed for an encrypting tenant (docs/adr/0067); read back opened.
+    const stored = await Promise.all(
+      items.map(async (i) => ({
+        input: await sealText(tenantId, i.input),
+        expected: await sealText(tenantId, i.expected ?? null),
+        rubric: await sealText(tenantId, i.rubric ?? null),
+      })),
+    );
     return this.sql.transaction(async (tx) => {
       const dataset = await tx.first<{ id: string }>(sql`
         SELECT id FROM datasets WHERE id = ${datasetId}::uuid AND ${ofTenant('tenant_id', tenantId)} FOR SHARE`);
@@ -163,10 +173,10 @@ export class DatasetStore {
       const rows = items.map((i, ord) => ({
         ord,
         id: newId(),
-        input: i.input,
-        expected: i.expected ?? null,
+        input: stored[ord].input,
+        expected: stored[ord].expected,
         match: i.match ?? 'exact',
-        rubric: i.rubric ?? null,
+        rubric: stored[ord].rubric,
         metadata: i.metadata ?? {},
         sourceTurnId: i.sourceTurnId ?? null,
       }));

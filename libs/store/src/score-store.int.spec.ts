@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { newId } from '@switchboard/contracts';
-import { poolOf } from '@switchboard/database';
+import { poolOf, setContentCipher } from '@switchboard/database';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import {
   createTestEnv,
   seedTenantSession,
@@ -181,5 +183,38 @@ describe('score store', () => {
       outcome: 'not_found',
     });
     expect(await env.db.turnScore.count({ where: { turnId: { in: [ended, running] } } })).toBe(1);
+  });
+
+  it("seals an encrypting tenant's feedback comment (docs/adr/0067)", async () => {
+    const s = await seedTenantSession(env.db, `sealed-${newId()}`);
+    await env.db.tenant.update({
+      where: { id: s.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    const ended = (await seedTurn(env.db, s, { status: 'completed', completedAt: new Date() })).id;
+    setContentCipher(
+      new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`)),
+    );
+    try {
+      const written = await writeFeedback(db, {
+        tenantId: s.tenantId,
+        turnId: ended,
+        score: 0,
+        passed: false,
+        label: null,
+        value: null,
+        comment: 'the answer named the wrong city',
+        rating: 'down',
+        givenBy: 'u',
+      });
+      expect(written).toMatchObject({
+        outcome: 'written',
+        score: { comment: 'the answer named the wrong city' },
+      });
+      const raw = await env.db.turnScore.findFirstOrThrow({ where: { turnId: ended } });
+      expect(raw.details).toEqual({ comment: expect.stringMatching(/^sbe1\.t\./), rating: 'down' });
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 });

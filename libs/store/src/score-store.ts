@@ -1,4 +1,5 @@
 import { newId } from '@switchboard/contracts';
+import { sealText } from '@switchboard/database';
 import { json, ofTenant, sql, type SqlRunner } from './sql';
 import { ENDED } from './turn/statuses';
 import type { ScoreRead } from './turn-reads';
@@ -32,6 +33,8 @@ export type FeedbackResult =
  * tenant's, `not_ended` for one still running (nothing written either way).
  */
 export async function writeFeedback(db: SqlRunner, f: FeedbackWrite): Promise<FeedbackResult> {
+  // The comment a person wrote is content: sealed for an encrypting tenant (docs/adr/0067).
+  const comment = await sealText(f.tenantId, f.comment);
   const row = await db.first<{
     found: boolean;
     status: string | null;
@@ -47,7 +50,7 @@ export async function writeFeedback(db: SqlRunner, f: FeedbackWrite): Promise<Fe
       SELECT ${newId()}::uuid, t.tenant_id, t.agent_id, t.agent_version, t.id, t.session_id, ${TRACE_ID_SQL},
         'feedback', 'feedback', 'feedback', 'scored', ${f.score}::float8, ${f.passed}::boolean, ${f.label},
         ${f.value}::float8, ${f.givenBy},
-        ${json({ ...(f.comment !== null ? { comment: f.comment } : {}), ...(f.rating ? { rating: f.rating } : {}) })}::jsonb
+        ${json({ ...(comment !== null ? { comment } : {}), ...(f.rating ? { rating: f.rating } : {}) })}::jsonb
       FROM t WHERE t.status IN ${ENDED}
       RETURNING *
     )

@@ -1,4 +1,5 @@
 import { newId } from '@switchboard/contracts';
+import { sealJson } from '@switchboard/database';
 import { join, json, sql, type SqlRunner } from './sql';
 import type { CommittedEvent } from './turn-store';
 
@@ -89,6 +90,8 @@ export async function answerUnrunCalls(
   if (calls.length === 0) return [];
   const next = Math.max(...rows.map((r) => r.position)) + 1;
   const answers = calls.map((call, i) => ({ call, position: next + i, ...cancelledAnswer(call) }));
+  // The calls' arguments are the model's content: sealed for an encrypting tenant (docs/adr/0067).
+  const args = await Promise.all(answers.map((x) => sealJson(a.tenantId, parsedArguments(x.call.arguments))));
 
   await tx.execute(sql`
     INSERT INTO messages (id, tenant_id, agent_id, session_id, turn_id, turn_seq, position, role, kind, origin,
@@ -110,8 +113,8 @@ export async function answerUnrunCalls(
       coalesce(ap.side_effect, tc.side_effect), 'failed', ${a.turnId}::text || ':' || v.call_id, v.error, now(), 0
     FROM (VALUES ${join(
       answers.map(
-        (x) => sql`(${newId()}::uuid, ${x.call.id}::text, ${x.call.name}::text,
-          ${json(parsedArguments(x.call.arguments))}::jsonb, ${json(x.result)}::jsonb)`,
+        (x, i) => sql`(${newId()}::uuid, ${x.call.id}::text, ${x.call.name}::text,
+          ${json(args[i])}::jsonb, ${json(x.result)}::jsonb)`,
       ),
     )}) AS v (id, call_id, name, arguments, error)
       LEFT JOIN approvals ap ON ap.turn_id = ${a.turnId}::uuid AND ap.call_id = v.call_id

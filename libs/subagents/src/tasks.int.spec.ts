@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Admission } from '@switchboard/admission';
 import { newId } from '@switchboard/contracts';
+import { setContentCipher } from '@switchboard/database';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import {
   operatorPrompt,
   seedSession,
@@ -102,6 +105,63 @@ describe('TaskService', () => {
       taskId: first.task.id,
     });
     expect(await turnsQueue.getJob(childTurns[0].id)).toBeDefined();
+  });
+
+  it("seals an encrypting tenant's task, question, answer and handback (docs/adr/0067)", async () => {
+    const sealed = /^sbe1\./;
+    const p = await parent();
+    await env.db.tenant.update({
+      where: { id: p.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    const cipher = new TenantCipher(
+      env.db,
+      LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`),
+    );
+    setContentCipher(cipher);
+    try {
+      const { task } = await spawn(p, await p.child('helper'), 'c1');
+      expect(task.input).toEqual({ task: 'task of c1' });
+      const raw = async () => env.db.task.findUniqueOrThrow({ where: { id: task.id } });
+      expect((await raw()).input).toEqual({ task: expect.stringMatching(sealed) });
+
+      await svc.ask(task, 'call_ask', 'which city?', ['Paris', 'Rome']);
+      expect((await raw()).handback).toEqual({
+        status: 'awaiting_user',
+        question: expect.stringMatching(sealed),
+        options: expect.stringMatching(sealed),
+        callId: 'call_ask',
+      });
+      const [asked] = await events(p.sessionId, 'subagent_completed');
+      expect((asked.data as { handback: unknown }).handback).toEqual(expect.stringMatching(sealed));
+      expect((await svc.get(p.tenantId, task.id))?.handback).toEqual({
+        status: 'awaiting_user',
+        question: 'which city?',
+        options: ['Paris', 'Rome'],
+        callId: 'call_ask',
+      });
+
+      expect(await svc.answer(p.tenantId, task.id, 'Rome')).toMatchObject({ kind: 'answered' });
+      expect((await raw()).input).toEqual({
+        task: expect.stringMatching(sealed),
+        answers: { call_ask: expect.stringMatching(sealed) },
+      });
+
+      // Ended outside the runner with a sealed final text longer than the handback's cut: copied whole.
+      const long = 'x'.repeat(5000);
+      await env.db.$executeRaw`
+        UPDATE turns SET status = 'completed', stop_reason = 'final_answer', completed_at = now(),
+          final_text = ${await cipher.sealText(p.tenantId, long)}
+        WHERE id = ${task.childTurnId}::uuid`;
+      await svc.childEnded(task.childTurnId!);
+      const ended = await svc.get(p.tenantId, task.id);
+      expect(ended).toMatchObject({ status: 'completed', output: long, handback: { result: long } });
+      expect((await raw()).output).toMatch(sealed);
+      const reports = await events(p.sessionId, 'subagent_completed');
+      expect((reports[1].data as { handback: unknown }).handback).toEqual(expect.stringMatching(sealed));
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 
   it('spawns nothing for a paused tenant (docs/adr/0030): the spawn’s transaction rolls back whole', async () => {

@@ -15,7 +15,7 @@ import {
   type MessageBody,
   type TraceCarrier,
 } from '@switchboard/contracts';
-import { poolOf, type Db } from '@switchboard/database';
+import { contentCipher, poolOf, sealEventData, sealJson, sealText, type Db } from '@switchboard/database';
 import { withSpan, type Logger } from '@switchboard/observability';
 import { publish, withTimeout } from '@switchboard/queue';
 import {
@@ -278,6 +278,11 @@ export class TaskService {
    * a lost one is found by the reconciler (the child turn is `queued`).
    */
   async spawn(a: SpawnInput): Promise<SpawnOutcome> {
+    // The task's prompt and context sealed for the tenant (docs/adr/0067); as given without a cipher.
+    const input = {
+      task: await sealText(a.tenantId, a.task),
+      ...(a.context ? { context: await sealText(a.tenantId, a.context) } : {}),
+    };
     const result = await this.sql.transaction(async (tx) => {
       const taskId = newId();
       const inserted = await tx.first<{ id: string }>(sql`
@@ -285,7 +290,7 @@ export class TaskService {
           call_id, kind, status, depth, blocking, input, updated_at)
         VALUES (${taskId}::uuid, ${a.tenantId}::uuid, ${a.agent.id}::uuid, ${a.agent.name}, ${a.parentTurnId}::uuid,
           ${a.parentTaskId}::uuid, ${a.parentSessionId}::uuid, ${a.callId}, 'subagent', 'pending', ${a.depth}::int,
-          ${a.blocking}, ${json({ task: a.task, ...(a.context ? { context: a.context } : {}) })}::jsonb, now())
+          ${a.blocking}, ${json(input)}::jsonb, now())
         ON CONFLICT (parent_turn_id, call_id) DO NOTHING RETURNING id`);
       if (!inserted) return undefined;
       // Reuse (seed 000 "Running a reusable sub-agent"): the same agent under the same parent session,
@@ -401,6 +406,12 @@ export class TaskService {
    */
   async ask(task: TaskRow, callId: string, question: string, options: string[] | undefined): Promise<void> {
     const handback = { status: 'awaiting_user', question, ...(options ? { options } : {}), callId };
+    // As stored: the question and its options sealed for the tenant (status and callId stay plain: SQL reads them).
+    const stored = {
+      ...handback,
+      question: await sealText(task.tenantId, question),
+      ...(options ? { options: await sealJson(task.tenantId, options) } : {}),
+    };
     const resumeId = newId();
     let events: CommittedEvent[] = [];
     const resume = await this.sql.transaction(async (tx) => {
@@ -408,7 +419,7 @@ export class TaskService {
       if (!task.parentSessionId) return undefined;
       await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${task.parentSessionId}::uuid FOR UPDATE`);
       const asked = await tx.execute(sql`
-        UPDATE tasks SET handback = ${json(handback)}::jsonb, updated_at = now()
+        UPDATE tasks SET handback = ${json(stored)}::jsonb, updated_at = now()
         WHERE id = ${task.id}::uuid AND status IN ${OPEN} AND ${NOT_ASKING(sql`tasks`)}`);
       if (asked === 0) return undefined;
       const data = { taskId: task.id, agent: task.agentName, status: 'awaiting_user', ok: false, handback };
@@ -437,6 +448,7 @@ export class TaskService {
     answer: string,
   ): Promise<{ kind: 'not_found' } | { kind: 'conflict' } | { kind: 'answered'; task: TaskRow }> {
     const resumeId = newId();
+    const stored = await sealText(tenantId, answer);
     const result = await this.sql.transaction(async (tx) => {
       const head = await tx.first<{ session_id: string | null }>(sql`
         SELECT session_id FROM tasks WHERE id = ${taskId}::uuid AND ${ofTenant('tenant_id', tenantId)}`);
@@ -451,7 +463,7 @@ export class TaskService {
       await tx.execute(sql`
         UPDATE tasks SET handback = NULL, parent_notified_at = NULL, updated_at = now(),
           input = input || jsonb_build_object('answers',
-            coalesce(input -> 'answers', '{}'::jsonb) || jsonb_build_object(${row.call_id}::text, ${answer}::text))
+            coalesce(input -> 'answers', '{}'::jsonb) || jsonb_build_object(${row.call_id}::text, ${stored}::text))
         WHERE id = ${taskId}::uuid`);
       return { kind: 'answered' as const, resume: await resumeWithin(tx, head.session_id, resumeId) };
     });
@@ -499,9 +511,9 @@ export class TaskService {
       // Ended outside the runner: the task follows its turn.
       await tx.execute(sql`
         UPDATE tasks k SET status = t.status, completed_at = coalesce(t.completed_at, now()), updated_at = now(),
-          output = left(coalesce(t.final_text, ''), 4000), cost_usd = t.cost_usd,
+          output = ${cut4000(sql`t.final_text`)}, cost_usd = t.cost_usd,
           handback = CASE WHEN t.status = 'completed' AND t.stop_reason = 'final_answer'
-            THEN jsonb_build_object('status', 'completed', 'result', left(coalesce(t.final_text, ''), 4000))
+            THEN jsonb_build_object('status', 'completed', 'result', ${cut4000(sql`t.final_text`)})
             ELSE jsonb_build_object('status', 'incomplete', 'reason', coalesce(t.stop_reason, t.status)) END
         FROM turns t
         WHERE k.id = ${taskId}::uuid AND t.id = k.child_turn_id AND k.status IN ${OPEN}
@@ -715,11 +727,24 @@ export class TaskService {
   }
 }
 
-/** One event on a session's journal (its seq allocated under the session row), as committed. */
+/**
+ * The child's final text cut to 4000 characters for the task's output and handback; a sealed one
+ * (docs/adr/0067, an encrypting tenant's) is copied whole, since a cut one would no longer open.
+ */
+const cut4000 = (text: Sql) =>
+  contentCipher()
+    ? sql`CASE WHEN ${text} LIKE 'sbe1.%' THEN ${text} ELSE left(coalesce(${text}, ''), 4000) END`
+    : sql`left(coalesce(${text}, ''), 4000)`;
+
+/**
+ * One event on a session's journal (its seq allocated under the session row), as committed: its
+ * content fields (a handback, a question) sealed for an encrypting tenant (docs/adr/0067).
+ */
 async function journal(
   tx: SqlRunner,
   e: { tenantId: string; sessionId: string; turnId: string | null; type: string; data: unknown; id?: string },
 ): Promise<CommittedEvent[]> {
+  const data = await sealEventData(e.tenantId, e.data);
   return tx.rows<CommittedEvent>(sql`
     WITH s AS (
       UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ${e.sessionId}::uuid
@@ -727,7 +752,7 @@ async function journal(
     )
     INSERT INTO events (id, tenant_id, session_id, turn_id, seq, type, data)
     SELECT ${e.id ?? newId()}::uuid, ${e.tenantId}::uuid, ${e.sessionId}::uuid, ${e.turnId}::uuid, s.seq,
-      ${e.type}, ${json(e.data)}::jsonb
+      ${e.type}, ${json(data)}::jsonb
     FROM s
     RETURNING id, seq, type, turn_id AS "turnId", data, created_at AS "createdAt"`);
 }

@@ -1,7 +1,8 @@
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import type { Admission } from '@switchboard/admission';
-import { poolOf } from '@switchboard/database';
+import { randomBytes } from 'node:crypto';
+import { poolOf, setContentCipher } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import { Metrics, type Logger } from '@switchboard/observability';
 import {
@@ -11,7 +12,8 @@ import {
   type ModelResponse,
 } from '@switchboard/providers';
 import { newId } from '@switchboard/contracts';
-import { ApprovalStore, ControlStore, sqlDbFor } from '@switchboard/store';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
+import { ApprovalStore, ControlStore, sql as sqlOf, sqlDbFor } from '@switchboard/store';
 import {
   seedTenantSession,
   cancelLeftovers,
@@ -379,6 +381,67 @@ describe('approvals', () => {
       why: 'turn_not_waiting',
     });
     expect(await store.due()).not.toContain(approval.id);
+  });
+
+  it("seals an encrypting tenant's approval arguments, a decision's reason and a cancel's note (docs/adr/0067)", async () => {
+    const sealed = /^sbe1\./;
+    const ids = await session();
+    await env.db.tenant.update({
+      where: { id: ids.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    setContentCipher(
+      new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`)),
+    );
+    try {
+      // Approved with a reason: the row's arguments and reason, and the event's reason, stored sealed.
+      const turnId = await admit(ids, 'pay');
+      await runner().handle(job(ids, turnId));
+      const [approval] = await pending(turnId);
+      expect(approval.arguments).toEqual(expect.stringMatching(sealed));
+      const decided = await decide(approval.id, ids.tenantId, 'approved', 'the invoice checks out');
+      expect(decided).toMatchObject({ kind: 'decided', approval: { reason: 'the invoice checks out' } });
+      const raw = await env.db.approval.findUniqueOrThrow({ where: { id: approval.id } });
+      expect(raw.reason).toMatch(sealed);
+      const event = await env.db.event.findFirstOrThrow({ where: { turnId, type: 'approval_decided' } });
+      expect((event.data as { reason: string }).reason).toMatch(sealed);
+      // Read through the store, opened.
+      const listed = await store.db.first<{ reason: string; arguments: unknown }>(
+        sqlOf`SELECT reason, arguments FROM approvals WHERE id = ${approval.id}::uuid`,
+      );
+      expect(listed).toEqual({
+        reason: 'the invoice checks out',
+        arguments: expect.objectContaining({ amount: 5 }),
+      });
+
+      // Cancelled while waiting, with a note: the note (turn, event) and the unrun call's arguments sealed.
+      const other = await seedTenantSession(env.db, 'approvals', { model: 'openai-chat/m', tools: ['pay'] });
+      await env.db.tenant.update({
+        where: { id: other.tenantId },
+        data: { settings: { encryption: { mode: 'on' } } },
+      });
+      const waiting = await admit(other, 'pay');
+      await runner().handle(job(other, waiting));
+      const r = await control.requestCancel({
+        tenantId: other.tenantId,
+        turnId: waiting,
+        cause: { reason: 'api_cancel', note: 'changed my mind' },
+        eventId: newId(),
+      });
+      expect(r).toMatchObject({ kind: 'cancelled' });
+      expect((await turnRow(waiting)).cancelNote).toMatch(sealed);
+      const cancelled = await env.db.event.findFirstOrThrow({
+        where: { turnId: waiting, type: 'turn_cancelled' },
+      });
+      expect((cancelled.data as { note: string }).note).toMatch(sealed);
+      const call = await env.db.toolCall.findFirstOrThrow({ where: { turnId: waiting, callId: 'c1' } });
+      expect(call.arguments).toEqual(expect.stringMatching(sealed));
+      expect(await store.db.first(sqlOf`SELECT cancel_note FROM turns WHERE id = ${waiting}::uuid`)).toEqual({
+        cancel_note: 'changed my mind',
+      });
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 
   it('a turn cancelled while a call awaits approval answers it cancelled; the next turn sees the whole round', async () => {

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Admission } from '@switchboard/admission';
-import { poolOf } from '@switchboard/database';
+import { randomBytes } from 'node:crypto';
+import { poolOf, setContentCipher } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import { Metrics, type Logger } from '@switchboard/observability';
 import {
@@ -9,6 +10,7 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
+import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import { ClientToolStore, clientCallId, sqlDbFor } from '@switchboard/store';
 import {
   cancelLeftovers,
@@ -133,6 +135,35 @@ describe('client tool waits', () => {
       answeredBy: 't',
     });
     expect(other).toMatchObject({ kind: 'conflict', why: 'answered_otherwise' });
+  });
+
+  it("seals an encrypting tenant's answer; a replay and a conflict still compare it opened (docs/adr/0067)", async () => {
+    const { ids, turnId, callIds } = await waitingTurn();
+    await env.db.tenant.update({
+      where: { id: ids.tenantId },
+      data: { settings: { encryption: { mode: 'on' } } },
+    });
+    setContentCipher(
+      new TenantCipher(env.db, LocalKeyRing.fromSpec(`k1:${randomBytes(32).toString('base64')}`)),
+    );
+    try {
+      const answer = (output: string) =>
+        clientTools.answer({
+          tenantId: ids.tenantId,
+          results: [{ callId: callIds[0], output }],
+          answeredBy: 't',
+        });
+      expect(await answer('sun')).toMatchObject({ kind: 'answered' });
+      const [row] = await env.db.approval.findMany({ where: { turnId, kind: 'client_tool' } });
+      expect(row.output).toMatch(/^sbe1\.t\./);
+      expect(await answer('sun')).toMatchObject({ kind: 'replayed' });
+      expect(await answer('rain')).toMatchObject({ kind: 'conflict', why: 'answered_otherwise' });
+      const job = await turnsQueue.getJob(`${turnId}.${row.id}`);
+      expect(await runner().handle(job!.data)).toBe('done');
+      expect((await turnRow(turnId)).status).toBe('completed');
+    } finally {
+      setContentCipher(undefined);
+    }
   });
 
   it('unknown ids, another tenant, a missing call: refused with nothing stored', async () => {
