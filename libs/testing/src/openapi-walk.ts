@@ -26,12 +26,14 @@ export interface OpenApiOperation {
 
 export const OPENAPI_METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
-/** Every operation of an OpenAPI document, in the document's order. */
-export function listOperations(doc: { paths: Record<string, Record<string, any>> }): OpenApiOperation[] {
+/** Every operation of an OpenAPI document, in the document's order (`T`: the fields the caller reads). */
+export function listOperations<T extends OpenApiOperation = OpenApiOperation>(doc: {
+  paths: Record<string, Record<string, any>>;
+}): T[] {
   return Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.entries(item)
       .filter(([method]) => OPENAPI_METHODS.includes(method))
-      .map(([method, op]) => ({ ...op, method, path }) as OpenApiOperation),
+      .map(([method, op]) => ({ ...op, method, path }) as T),
   );
 }
 
