@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { newId } from '@switchboard/contracts';
 import {
-  ErrorResponse,
-  JsonRpcErrorResponse,
-  LangGraphErrorResponse,
-  newId,
-  OpenAiErrorResponse,
-} from '@switchboard/contracts';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+  createTestEnv,
+  errorShapeProblem,
+  listOperations,
+  openApiIds,
+  sendOperation,
+  tableHashes,
+  type IdKind as Kind,
+  type OpenApiOperation as Operation,
+  type TestEnv,
+} from '@switchboard/testing';
 import { Api, newTenant } from '../support/api';
 import { startGateway } from '../support/stack';
 
@@ -22,11 +26,9 @@ import { startGateway } from '../support/stack';
 jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 const ALPHA = 'alpha-agent';
 const BETA = 'beta-agent';
 
-type Kind = string;
 type Owner = string | undefined;
 
 /**
@@ -328,38 +330,6 @@ const FIELD_KINDS: Record<string, Kind> = {
 /** Kinds named within their parent: every agent has its own `1`, `0`, `persona`. */
 const SHARED: Kind[] = ['agentVersion', 'round', 'block', 'dataset'];
 
-interface Operation {
-  operationId: string;
-  method: string;
-  path: string;
-  parameters?: { name: string; in: string }[];
-  requestBody?: { content?: Record<string, { example?: unknown }> };
-}
-
-const OPENAI = [
-  'createChatCompletion',
-  'listModels',
-  'retrieveModel',
-  'createResponse',
-  'compactResponse',
-  'getResponse',
-  'cancelResponse',
-  'listResponseInputItems',
-];
-
-/** The answer is an error in the family's shape (a 404 `not_found` in the API's own). */
-function shapeProblem(o: Operation, body: unknown, code = 'not_found'): string | undefined {
-  if (o.path.startsWith('/langgraph/'))
-    return LangGraphErrorResponse.safeParse(body).success ? undefined : 'not a LangGraph error';
-  if (OPENAI.includes(o.operationId))
-    return OpenAiErrorResponse.safeParse(body).success ? undefined : 'not an OpenAI error';
-  if (o.path === '/mcp' || o.path.startsWith('/a2a/'))
-    return JsonRpcErrorResponse.safeParse(body).success ? undefined : 'not a JSON-RPC error';
-  const parsed = ErrorResponse.safeParse(body);
-  if (!parsed.success) return 'not the API error shape';
-  return parsed.data.error.code === code ? undefined : `code ${parsed.data.error.code}, not ${code}`;
-}
-
 describe('keys limited to agents, generated from the OpenAPI document', () => {
   let env: TestEnv;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
@@ -493,12 +463,7 @@ describe('keys limited to agents, generated from the OpenAPI document', () => {
     );
     limited = admin.withKey(key.key);
 
-    const doc = (await new Api(gateway.url).get('/docs/openapi.json')).body;
-    operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      Object.entries(item)
-        .filter(([method]) => METHODS.includes(method))
-        .map(([method, op]) => ({ ...op, method, path })),
-    );
+    operations = listOperations((await new Api(gateway.url).get('/docs/openapi.json')).body);
   });
 
   afterAll(async () => {
@@ -506,67 +471,24 @@ describe('keys limited to agents, generated from the OpenAPI document', () => {
     await env?.cleanup();
   });
 
-  const kindOf = (o: Operation, param: string): Kind | undefined => {
-    const segments = o.path.split('/');
-    return KINDS[segments[segments.indexOf(`{${param}}`) - 1]];
-  };
-  const example = (o: Operation) => o.requestBody?.content?.['application/json']?.example;
-  const fill = (value: unknown, id: (k: Kind) => string): unknown => {
-    if (Array.isArray(value)) return value.map((v) => fill(v, id));
-    if (!value || typeof value !== 'object') return value;
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [
-        k,
-        k in FIELD_KINDS && typeof v === 'string' ? id(FIELD_KINDS[k]) : fill(v, id),
-      ]),
-    );
-  };
+  const { request } = openApiIds(KINDS, FIELD_KINDS);
 
   /** The request for `o` with beta's (or unknown) ids; the limited key's. */
   function build(o: Operation, id: (k: Kind) => string) {
     const cover = AGENT_NARROWING[o.operationId];
-    let path = o.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(id(kindOf(o, p)!)));
-    const query = new URLSearchParams(typeof cover === 'object' && 'query' in cover ? cover.query : {});
-    for (const p of o.parameters ?? [])
-      if (p.in === 'query' && p.name in FIELD_KINDS) query.set(p.name, id(FIELD_KINDS[p.name]));
-    if ([...query].length > 0) path += `?${query.toString()}`;
-    const body =
-      typeof cover === 'object' && 'body' in cover && typeof cover.body === 'function'
-        ? cover.body(id)
-        : example(o) !== undefined
-          ? fill(example(o), id)
-          : undefined;
-    return { o, path, body };
+    const custom = typeof cover === 'object' && 'body' in cover ? cover.body : undefined;
+    return {
+      o,
+      ...request(o, id, {
+        query: typeof cover === 'object' && 'query' in cover ? cover.query : undefined,
+        body: typeof custom === 'function' ? () => custom(id) : undefined,
+      }),
+    };
   }
 
-  async function send(
-    c: { o: Operation; path: string; body?: unknown },
-    headers: Record<string, string> = {},
-  ) {
-    const ac = new AbortController();
-    const res = await fetch(`${gateway.url}${c.path}`, {
-      method: c.o.method.toUpperCase(),
-      headers: {
-        authorization: `Bearer ${limited.key}`,
-        ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...(c.o.path === '/mcp' ? { accept: 'application/json, text/event-stream' } : {}),
-        ...headers,
-      },
-      body: c.body === undefined ? undefined : JSON.stringify(c.body),
-      signal: ac.signal,
-    });
-    if ((res.headers.get('content-type') ?? '').startsWith('text/event-stream') && c.o.path !== '/mcp') {
-      ac.abort();
-      return { status: res.status, body: '<an open event stream>' as unknown };
-    }
-    const text = await res.text();
-    const data = c.o.path === '/mcp' ? (text.match(/^data: (.*)$/m)?.[1] ?? text) : text;
-    try {
-      return { status: res.status, body: data ? (JSON.parse(data) as unknown) : undefined };
-    } catch {
-      return { status: res.status, body: text as unknown };
-    }
-  }
+  /** The call with the limited key (or the `headers`' own authorization). */
+  const send = (c: { o: Operation; path: string; body?: unknown }, headers: Record<string, string> = {}) =>
+    sendOperation(gateway.url, c, { authorization: `Bearer ${limited.key}`, ...headers });
 
   /** A hash of the tenant's rows per table (api_keys left out: a key's use is noted there). */
   async function snapshot(): Promise<Record<string, string>> {
@@ -576,16 +498,10 @@ describe('keys limited to agents, generated from the OpenAPI document', () => {
         AND EXISTS (SELECT 1 FROM information_schema.columns c WHERE c.table_schema = 'public'
           AND c.table_name = t.table_name AND c.column_name = 'tenant_id')
       ORDER BY t.table_name`;
-    const rows = await env.db.$queryRawUnsafe<{ name: string; h: string }[]>(
-      tables
-        .map(
-          (t) =>
-            `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(x::text), ',' ORDER BY md5(x::text)), '')) AS h
-             FROM "${t.name}" x WHERE tenant_id = '${tenantId}'`,
-        )
-        .join(' UNION ALL '),
+    return tableHashes(
+      env.db,
+      tables.map((t) => ({ name: t.name, where: `WHERE tenant_id = '${tenantId}'` })),
     );
-    return Object.fromEntries(rows.map((r) => [r.name, r.h]));
   }
 
   /** Operations without a line, and lines naming no operation. */
@@ -687,7 +603,7 @@ describe('keys limited to agents, generated from the OpenAPI document', () => {
       const where = `${a.o.operationId} (${a.o.method.toUpperCase()} ${a.path})`;
       // A reference in a call (a previous response, a session in metadata) may be refused as a 4xx other than 404.
       const reference = typeof AGENT_NARROWING[a.o.operationId] === 'object';
-      const shape = shapeProblem(a.o, a.body, reference ? (a.body as any)?.error?.code : 'not_found');
+      const shape = errorShapeProblem(a.o, a.body, reference);
       if (reference ? a.status < 400 || a.status >= 500 : a.status !== 404)
         problems.push(`${where} → ${a.status} ${JSON.stringify(a.body).slice(0, 200)}`);
       else if (shape) problems.push(`${where}: ${shape} ${JSON.stringify(a.body).slice(0, 200)}`);

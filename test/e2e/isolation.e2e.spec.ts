@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import {
-  ErrorResponse,
-  JsonRpcErrorResponse,
-  LangGraphErrorResponse,
-  newId,
-  OpenAiErrorResponse,
-} from '@switchboard/contracts';
+import { LangGraphErrorResponse, newId } from '@switchboard/contracts';
 import WebSocket from 'ws';
-import { createTestEnv, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  errorShapeProblem as errorProblem,
+  listOperations,
+  openApiIds,
+  pathParams,
+  requestExample as example,
+  sendOperation,
+  tableHashes,
+  type IdKind as Kind,
+  type OpenApiOperation as Operation,
+  type TestEnv,
+} from '@switchboard/testing';
 import { Api, newTenant } from '../support/api';
 import { startGateway } from '../support/stack';
 
@@ -24,10 +30,6 @@ import { startGateway } from '../support/stack';
 jest.setTimeout(120_000);
 
 const ADMIN = 'test-admin-token-0123456789';
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
-
-/** A kind of object a tenant owns whose id appears in the API (the values of KINDS and FIELD_KINDS). */
-type Kind = string;
 
 /**
  * Which kind of id a `{param}` is, from the path segment in front of it (`/v1/agents/{id}` → agent).
@@ -254,44 +256,6 @@ const COVERAGE: Record<string, Coverage> = {
   langgraphCancelRun: 'ids',
 };
 
-interface Operation {
-  operationId: string;
-  method: string;
-  path: string;
-  parameters?: { name: string; in: string }[];
-  requestBody?: { content?: Record<string, { example?: unknown }> };
-}
-
-const OPENAI_OPERATIONS = [
-  'createChatCompletion',
-  'listModels',
-  'retrieveModel',
-  'createResponse',
-  'compactResponse',
-  'getResponse',
-  'cancelResponse',
-  'listResponseInputItems',
-];
-
-/** The error shape of the operation's family, and its not-found code where the shape has one. */
-function errorProblem(o: Operation, body: unknown, anyCode = false): string | undefined {
-  if (o.path.startsWith('/langgraph/'))
-    return LangGraphErrorResponse.safeParse(body).success ? undefined : 'not a LangGraph {detail} error';
-  if (OPENAI_OPERATIONS.includes(o.operationId)) {
-    const parsed = OpenAiErrorResponse.safeParse(body);
-    return parsed.success ? undefined : 'not an OpenAI error';
-  }
-  if (o.path === '/mcp' || o.path.startsWith('/a2a/')) {
-    const parsed = JsonRpcErrorResponse.safeParse(body);
-    return parsed.success ? undefined : 'not a JSON-RPC error';
-  }
-  const parsed = ErrorResponse.safeParse(body);
-  if (!parsed.success) return 'not the API error shape';
-  return anyCode || parsed.data.error.code === 'not_found'
-    ? undefined
-    : `code ${parsed.data.error.code}, not not_found`;
-}
-
 /** A list answer with no rows: `{data: []}`, or a bare `[]` (LangGraph's lists). */
 const emptyList = (body: any) =>
   (Array.isArray(body) ? body : body?.data)?.length === 0 ? undefined : 'not an empty list';
@@ -443,12 +407,7 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       await b.post(`/v1/sessions/${theirs.session}/messages`, { content: 'B' }),
     ).turnId;
 
-    const doc = (await new Api(gateway.url).get('/docs/openapi.json')).body;
-    operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      Object.entries(item)
-        .filter(([method]) => METHODS.includes(method))
-        .map(([method, op]) => ({ ...op, method, path })),
-    );
+    operations = listOperations((await new Api(gateway.url).get('/docs/openapi.json')).body);
   });
 
   afterAll(async () => {
@@ -456,34 +415,7 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     await env?.cleanup();
   });
 
-  const pathParams = (o: Operation) => [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-  const kindOf = (o: Operation, param: string): Kind | undefined => {
-    const segments = o.path.split('/');
-    const at = segments.indexOf(`{${param}}`);
-    return KINDS[segments[at - 1]];
-  };
-  const idQuery = (o: Operation) =>
-    (o.parameters ?? []).filter((p) => p.in === 'query' && p.name in FIELD_KINDS).map((p) => p.name);
-  const example = (o: Operation) => o.requestBody?.content?.['application/json']?.example;
-  const idFields = (value: unknown): string[] =>
-    value && typeof value === 'object'
-      ? Object.entries(value).flatMap(([k, v]) => [...(k in FIELD_KINDS ? [k] : []), ...idFields(v)])
-      : [];
-  /** Takes an id: in its path, an id field of its query, or an id field of its request example. */
-  const takesId = (o: Operation) =>
-    pathParams(o).length > 0 || idQuery(o).length > 0 || idFields(example(o)).length > 0;
-
-  /** Replaces every id field of a request example with the chosen tenant's (or an unknown) id. */
-  const fill = (value: unknown, id: (k: Kind) => string): unknown => {
-    if (Array.isArray(value)) return value.map((v) => fill(v, id));
-    if (!value || typeof value !== 'object') return value;
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [
-        k,
-        k in FIELD_KINDS && typeof v === 'string' ? id(FIELD_KINDS[k]) : fill(v, id),
-      ]),
-    );
-  };
+  const { kindOf, idQuery, idFields, takesId, request } = openApiIds(KINDS, FIELD_KINDS);
 
   interface Call {
     o: Operation;
@@ -509,45 +441,17 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
     pathId: (k: Kind, param: string) => string = id,
   ): Call {
     const cover = COVERAGE[o.operationId];
-    let path = o.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(pathId(kindOf(o, p)!, p)));
-    const query = new URLSearchParams(
-      typeof cover === 'object' && 'query' in cover && cover.query ? cover.query : {},
-    );
-    for (const name of idQuery(o)) query.set(name, id(FIELD_KINDS[name]));
-    if ([...query].length > 0) path += `?${query.toString()}`;
-    const custom =
-      typeof cover === 'object' && 'body' in cover && cover.body
-        ? cover.body(id, (k) => theirs[k] ?? id(k))
-        : undefined;
-    const body = custom ?? (example(o) !== undefined ? fill(example(o), id) : undefined);
+    const custom = typeof cover === 'object' && 'body' in cover ? cover.body : undefined;
+    const { path, body } = request(o, id, {
+      pathId,
+      query: typeof cover === 'object' && 'query' in cover ? cover.query : undefined,
+      body: custom && (() => custom(id, (k) => theirs[k] ?? id(k))),
+    });
     return { o, label, client, path, body };
   }
 
-  async function send(c: Call) {
-    const headers: Record<string, string> = {};
-    if (c.client.key) headers.authorization = `Bearer ${c.client.key}`;
-    if (c.body !== undefined) headers['content-type'] = 'application/json';
-    const ac = new AbortController();
-    const res = await fetch(`${gateway.url}${c.path}`, {
-      method: c.o.method.toUpperCase(),
-      headers,
-      body: c.body === undefined ? undefined : JSON.stringify(c.body),
-      signal: ac.signal,
-    });
-    // A stream that opened is a leak: note it and hang up rather than follow it.
-    if ((res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-      ac.abort();
-      return { status: res.status, body: '<an open event stream>' as unknown };
-    }
-    const text = await res.text();
-    let body: unknown = text;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      // not JSON
-    }
-    return { status: res.status, body };
-  }
+  const send = (c: Call) =>
+    sendOperation(gateway.url, c, c.client.key ? { authorization: `Bearer ${c.client.key}` } : {});
 
   /** Runs calls a few at a time (each is independent; every one is a refusal). */
   async function run(calls: Call[]) {
@@ -574,16 +478,10 @@ describe('tenant isolation, generated from the OpenAPI document', () => {
       WHERE t.table_schema = 'public' AND t.table_type = 'BASE TABLE' ORDER BY t.table_name`;
     const where = (t: { name: string; scoped: boolean }) =>
       t.scoped ? `WHERE tenant_id = '${tenantA}'` : t.name === 'tenants' ? `WHERE id = '${tenantA}'` : '';
-    const rows = await env.db.$queryRawUnsafe<{ name: string; h: string }[]>(
-      tables
-        .map(
-          (t) =>
-            `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(x::text), ',' ORDER BY md5(x::text)), '')) AS h
-             FROM "${t.name}" x ${where(t)}`,
-        )
-        .join(' UNION ALL '),
+    return tableHashes(
+      env.db,
+      tables.map((t) => ({ name: t.name, where: where(t) })),
     );
-    return Object.fromEntries(rows.map((r) => [r.name, r.h]));
   }
 
   /** What keeps operations from being covered: no line in COVERAGE, a `{param}` of an unknown kind, stale lines. */

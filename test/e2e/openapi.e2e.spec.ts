@@ -7,7 +7,15 @@ import { promisify } from 'node:util';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createTestEnv, startTcpProxy, waitFor, type TcpProxy, type TestEnv } from '@switchboard/testing';
+import {
+  createTestEnv,
+  listOperations,
+  OPENAI_OPERATIONS,
+  startTcpProxy,
+  waitFor,
+  type TcpProxy,
+  type TestEnv,
+} from '@switchboard/testing';
 import { createGateway } from '../../apps/gateway/src/gateway';
 import { Api, type ApiResponse } from '../support/api';
 import { startMcpServer } from '../support/mcp-server';
@@ -35,7 +43,6 @@ interface Operation {
 
 const ADMIN = 'test-admin-token-0123456789';
 
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 /** Open on purpose: JSON the engine or terminus writes that may gain fields (documented by their known fields). */
 const OPEN_OBJECTS = [
   'ProviderAttempt',
@@ -112,11 +119,7 @@ describe('the OpenAPI document matches what the server answers', () => {
     expect(res.status).toBe(200);
     doc = res.body;
     ajv.addSchema({ $id: 'openapi.json', components: structuredClone(doc.components) });
-    operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      Object.entries(item)
-        .filter(([method]) => METHODS.includes(method))
-        .map(([method, op]) => ({ ...op, method, path })),
-    );
+    operations = listOperations<Operation>(doc);
   });
 
   afterAll(async () => {
@@ -228,20 +231,16 @@ describe('the OpenAPI document matches what the server answers', () => {
 
   /** Operations without a description, and JSON request bodies without an example. */
   function undescribed(document: any): string[] {
-    return Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      Object.entries(item)
-        .filter(([method]) => METHODS.includes(method))
-        .flatMap(([method, o]) => {
-          const where = `${o.operationId} (${method.toUpperCase()} ${path})`;
-          const problems: string[] = [];
-          if (typeof o.description !== 'string' || o.description.trim().length < 20)
-            problems.push(`${where}: no description`);
-          const json = o.requestBody?.content?.['application/json'];
-          if (json && json.example === undefined && json.examples === undefined)
-            problems.push(`${where}: request body without an example`);
-          return problems;
-        }),
-    );
+    return listOperations<any>(document).flatMap((o) => {
+      const where = `${o.operationId} (${o.method.toUpperCase()} ${o.path})`;
+      const problems: string[] = [];
+      if (typeof o.description !== 'string' || o.description.trim().length < 20)
+        problems.push(`${where}: no description`);
+      const json = o.requestBody?.content?.['application/json'];
+      if (json && json.example === undefined && json.examples === undefined)
+        problems.push(`${where}: request body without an example`);
+      return problems;
+    });
   }
 
   it('describes every operation and gives every JSON request body an example', () => {
@@ -289,16 +288,7 @@ describe('the OpenAPI document matches what the server answers', () => {
         const expected =
           o.operationId === 'getReadiness' && s === '503'
             ? 'Readiness'
-            : [
-                  'createChatCompletion',
-                  'listModels',
-                  'retrieveModel',
-                  'createResponse',
-                  'compactResponse',
-                  'getResponse',
-                  'cancelResponse',
-                  'listResponseInputItems',
-                ].includes(o.operationId)
+            : OPENAI_OPERATIONS.includes(o.operationId)
               ? 'OpenAiError'
               : JSON_RPC_OPERATIONS.includes(o.operationId)
                 ? 'JsonRpcError'

@@ -10,6 +10,7 @@ import {
   within,
   type HookBatchTurn,
   type SqlDb,
+  type SqlRunner,
 } from '@switchboard/store';
 import { archivistSessionDedup } from './archivist';
 import { embedAfterTurns } from '@switchboard/memory';
@@ -29,6 +30,9 @@ import { postTurnHook, postTurnHooks } from './registry';
 
 /** What the one job of a turn returns: each hook's outcome, or `retrying` when it failed and got a job of its own. */
 export type PostTurnOutcomes = Partial<Record<PostTurnHookName, HookOutcome | 'retrying' | 'failed'>>;
+
+/** A turn's shared hooks' outcomes, and the hooks that must run after the transaction (`later`). */
+type SharedOutcomes = { outcomes: PostTurnOutcomes; later: PostTurnHookName[] };
 
 /** What a group's job returns (docs/adr/0070): each turn's outcomes, by turn id. */
 export type PostTurnBatchOutcomes = Record<string, PostTurnOutcomes>;
@@ -162,37 +166,15 @@ export class PostTurnHooks {
       tenantId: t.tenantId,
     }));
     let group: {
-      shared: Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>;
+      shared: Map<string, SharedOutcomes>;
       cost: Awaited<ReturnType<typeof recordCostLogBatch>>;
       learning: Awaited<ReturnType<typeof recordLearningBatch>>;
       embed: { tenantId: string; agentId: string }[];
     };
     try {
       group = await this.deps.sql.transaction(async (tx) => {
-        const shared = new Map<string, { outcomes: PostTurnOutcomes; later: PostTurnHookName[] }>();
-        for (const job of turns) {
-          const ctx: HookContext = {
-            ...base,
-            sql: within(tx),
-            shared: true,
-            snapshots: new SnapshotCache(),
-            deferArchivist: (j, delayMs) => {
-              publishes.push(() => base.deferArchivist!(j, delayMs));
-              return Promise.resolve();
-            },
-          };
-          const outcomes: PostTurnOutcomes = {};
-          const later: PostTurnHookName[] = [];
-          for (const hook of SHARED_HOOKS) {
-            try {
-              outcomes[hook] = await postTurnHooks[hook](ctx, { ...job, hook });
-            } catch (err) {
-              if (!(err instanceof OutsideSharedTransaction)) throw err;
-              later.push(hook);
-            }
-          }
-          shared.set(job.turnId, { outcomes, later });
-        }
+        const shared = new Map<string, SharedOutcomes>();
+        for (const job of turns) shared.set(job.turnId, await this.sharedHooksIn(tx, job, publishes));
         // The agents whose records the group may have written, for their embedding job (a read).
         const embed = this.deps.embed ? await embedAfterTurns(tx, turns) : [];
         // The shared roll-up rows last: locked from here to the commit only.
@@ -274,6 +256,42 @@ export class PostTurnHooks {
   }
 
   /**
+   * One turn's `SHARED_HOOKS`, one after another, in the transaction `tx` (a lone turn's, or its
+   * group's): each hook's statements are what they are alone. A hook whose work would wait on something
+   * slow throws `OutsideSharedTransaction` before writing and is returned in `later`; any other error
+   * is thrown (it rolls the transaction back). The archivist's debounced session job is not published
+   * here but added to `publishes`, for after the commit.
+   */
+  private async sharedHooksIn(
+    tx: SqlRunner,
+    job: PostTurnJob,
+    publishes: (() => Promise<unknown>)[],
+  ): Promise<SharedOutcomes> {
+    const base = this.ctx;
+    const ctx: HookContext = {
+      ...base,
+      sql: within(tx),
+      shared: true,
+      snapshots: new SnapshotCache(),
+      deferArchivist: (j, delayMs) => {
+        publishes.push(() => base.deferArchivist!(j, delayMs));
+        return Promise.resolve();
+      },
+    };
+    const outcomes: PostTurnOutcomes = {};
+    const later: PostTurnHookName[] = [];
+    for (const hook of SHARED_HOOKS) {
+      try {
+        outcomes[hook] = await postTurnHooks[hook](ctx, { ...job, hook });
+      } catch (err) {
+        if (!(err instanceof OutsideSharedTransaction)) throw err;
+        later.push(hook);
+      }
+    }
+    return { outcomes, later };
+  }
+
+  /**
    * The turn's hooks one after another on one connection, in ONE transaction (docs/adr/0039,
    * amendment 2): each hook's statements are what they are alone, each still keyed per (turn, hook),
    * so the transaction commits every hook's row and effects at once, or none. A hook that fails rolls
@@ -283,36 +301,11 @@ export class PostTurnHooks {
    * `later`. The archivist's debounced session job is published after the commit: a publish that
    * fails fails the job, whose retry finds the turn deferred and publishes again.
    */
-  private async runShared(
-    data: PostTurnJob,
-  ): Promise<{ outcomes: PostTurnOutcomes; later: PostTurnHookName[] } | undefined> {
-    const base = this.ctx;
+  private async runShared(data: PostTurnJob): Promise<SharedOutcomes | undefined> {
     const publishes: (() => Promise<unknown>)[] = [];
-    let result: { outcomes: PostTurnOutcomes; later: PostTurnHookName[] };
+    let result: SharedOutcomes;
     try {
-      result = await this.deps.sql.transaction(async (tx) => {
-        const ctx: HookContext = {
-          ...base,
-          sql: within(tx),
-          shared: true,
-          snapshots: new SnapshotCache(),
-          deferArchivist: (j, delayMs) => {
-            publishes.push(() => base.deferArchivist!(j, delayMs));
-            return Promise.resolve();
-          },
-        };
-        const outcomes: PostTurnOutcomes = {};
-        const later: PostTurnHookName[] = [];
-        for (const hook of SHARED_HOOKS) {
-          try {
-            outcomes[hook] = await postTurnHooks[hook](ctx, { ...data, hook });
-          } catch (err) {
-            if (!(err instanceof OutsideSharedTransaction)) throw err;
-            later.push(hook);
-          }
-        }
-        return { outcomes, later };
-      });
+      result = await this.deps.sql.transaction((tx) => this.sharedHooksIn(tx, data, publishes));
     } catch (err) {
       this.deps.logger.warn(
         { err, turnId: data.turnId, tenantId: data.tenantId },

@@ -248,3 +248,18 @@ export async function recordLearningBatch(
     ]),
   );
 }
+
+/**
+ * The learning hook for one turn: `recordLearningBatch` with the turn alone, so one statement
+ * serves a lone turn and a group (docs/adr/0070). It reads the turn (the job's tenant's, terminal), rolls its finished tool calls (`completed` or `failed`; a call a cancel cut
+ * short never finished) up per tool, inserts the `hook_runs (turn_id, 'learning')` row
+ * `ON CONFLICT DO NOTHING`, and only when that row is new adds the roll-up to the agent's
+ * `agent_tool_stats` rows. A re-run, or runs racing for one turn, add nothing.
+ */
+export async function recordLearning(
+  db: SqlRunner,
+  job: { id: string; turnId: string; tenantId: string },
+): Promise<LearningResult> {
+  const results = await recordLearningBatch(db, [job]);
+  return results.get(job.turnId) ?? { kind: 'skipped' };
+}

@@ -13,3 +13,4 @@ export * from './harness-fixture';
 export * from './hooks';
 export * from './redis-cluster';
 export * from './pglite';
+export * from './openapi-walk';

@@ -7,6 +7,7 @@ import { apiErrorOf } from '../../lib/errors';
 import { fieldText } from '../../lib/operator-form';
 import { exportFileName, ExportReader, parseRetention, type ExportProgress } from '../../lib/tenant-data';
 import type { EncryptionMode, OperatorTenant } from './admin';
+import { SettingsForm, useTenantChanged } from './TenantSettingsForm';
 
 /**
  * A tenant's data (docs/adr/0068, 0067, docs/TENANT-DATA.md): its export, its transcript retention,
@@ -115,18 +116,10 @@ async function jsonOf(response: Response): Promise<unknown> {
   }
 }
 
-function useTenantRefresh(id: string) {
-  const queries = useQueryClient();
-  return (updated?: OperatorTenant) => {
-    if (updated) queries.setQueryData(['operator', 'tenant', id], updated);
-    void queries.invalidateQueries({ queryKey: ['operator'] });
-  };
-}
-
 /** `transcriptRetentionDays`: older sessions' content purged by the maintenance job; empty = for ever. */
 function RetentionPanel({ tenant }: { tenant: OperatorTenant }) {
   const api = useApi();
-  const refresh = useTenantRefresh(tenant.id);
+  const changed = useTenantChanged(tenant.id);
   const [days, setDays] = useState(fieldText(tenant.transcriptRetentionDays));
   const [invalid, setInvalid] = useState<string | null>(null);
   const save = useMutation({
@@ -137,7 +130,7 @@ function RetentionPanel({ tenant }: { tenant: OperatorTenant }) {
           body: { transcriptRetentionDays: value },
         }),
       ),
-    onSuccess: (t) => refresh(t),
+    onSuccess: (t) => changed(t),
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -154,7 +147,14 @@ function RetentionPanel({ tenant }: { tenant: OperatorTenant }) {
           ? 'Transcripts are kept for ever.'
           : `Content of sessions idle for more than ${tenant.transcriptRetentionDays} days is purged; their cost lines stay.`}
       </p>
-      <form onSubmit={submit} className="toolbar">
+      <SettingsForm
+        onSubmit={submit}
+        className="toolbar"
+        save={save}
+        submitLabel="Save retention"
+        savedText="Retention saved."
+        invalid={invalid}
+      >
         <div>
           <label htmlFor="retention-days">Keep transcripts for (days, empty = for ever)</label>
           <input
@@ -164,17 +164,7 @@ function RetentionPanel({ tenant }: { tenant: OperatorTenant }) {
             onChange={(e) => setDays(e.target.value)}
           />
         </div>
-        <button type="submit" className="primary" disabled={save.isPending}>
-          {save.isPending ? 'Saving…' : 'Save retention'}
-        </button>
-      </form>
-      {invalid ? (
-        <p className="error" role="alert">
-          {invalid}
-        </p>
-      ) : null}
-      {save.isError ? <ErrorBox error={save.error} /> : null}
-      {save.isSuccess && !save.isPending ? <p role="status">Retention saved.</p> : null}
+      </SettingsForm>
     </section>
   );
 }

@@ -10,8 +10,7 @@ import { RATE_BUCKETS, useOpenTenantView, type ApiKey, type OperatorTenant, type
 import { AuditTable } from './AuditTable';
 import { OneTimeKey } from './OneTimeKey';
 import { TenantDataPanels } from './TenantDataPanels';
-
-const tenantKey = (id: string) => ['operator', 'tenant', id];
+import { SettingsForm, tenantKey, useTenantChanged } from './TenantSettingsForm';
 
 /** One tenant: its load and spend, caps and rate limits (editable), pause, API keys, recent audit. */
 export default function TenantPage() {
@@ -85,14 +84,6 @@ function TenantView({ id }: { id: string }) {
       <RecentAudit tenantId={t.id} />
     </Page>
   );
-}
-
-function useTenantChanged(id: string) {
-  const queries = useQueryClient();
-  return (updated?: OperatorTenant) => {
-    if (updated) queries.setQueryData(tenantKey(id), updated);
-    void queries.invalidateQueries({ queryKey: ['operator'] });
-  };
 }
 
 /** Pause stops admission (403 tenant_paused) and running turns at their next safe point; resume wakes the queue. */
@@ -209,7 +200,14 @@ function CapsPanel({ tenant }: { tenant: OperatorTenant }) {
     <section className="panel" aria-labelledby="caps-title">
       <h2 id="caps-title">Caps and share</h2>
       <p className="small muted">Leave a field empty for the deployment's default.</p>
-      <form onSubmit={submit} className="toolbar">
+      <SettingsForm
+        onSubmit={submit}
+        className="toolbar"
+        save={save}
+        submitLabel="Save caps"
+        savedText="Caps saved."
+        invalid={invalid}
+      >
         <div>
           <label htmlFor="cap">Concurrency cap (turns)</label>
           <input id="cap" inputMode="numeric" value={cap} onChange={(e) => setCap(e.target.value)} />
@@ -227,17 +225,7 @@ function CapsPanel({ tenant }: { tenant: OperatorTenant }) {
             onChange={(e) => setSpend(e.target.value)}
           />
         </div>
-        <button type="submit" className="primary" disabled={save.isPending}>
-          {save.isPending ? 'Saving…' : 'Save caps'}
-        </button>
-      </form>
-      {invalid ? (
-        <p className="error" role="alert">
-          {invalid}
-        </p>
-      ) : null}
-      {save.isError ? <ErrorBox error={save.error} /> : null}
-      {save.isSuccess && !save.isPending ? <p role="status">Caps saved.</p> : null}
+      </SettingsForm>
     </section>
   );
 }
@@ -277,7 +265,13 @@ function RateLimitsPanel({ tenant }: { tenant: OperatorTenant }) {
     <section className="panel" aria-labelledby="limits-title">
       <h2 id="limits-title">Rate limits (requests per minute)</h2>
       <p className="small muted">Empty: the deployment's default. 0: unlimited.</p>
-      <form onSubmit={submit}>
+      <SettingsForm
+        onSubmit={submit}
+        save={save}
+        submitLabel="Save rate limits"
+        savedText="Rate limits saved."
+        invalid={invalid}
+      >
         <div className="toolbar">
           {RATE_BUCKETS.map(([key, label]) => (
             <div key={key}>
@@ -293,17 +287,7 @@ function RateLimitsPanel({ tenant }: { tenant: OperatorTenant }) {
             </div>
           ))}
         </div>
-        <button type="submit" className="primary" disabled={save.isPending}>
-          {save.isPending ? 'Saving…' : 'Save rate limits'}
-        </button>
-      </form>
-      {invalid ? (
-        <p className="error" role="alert">
-          {invalid}
-        </p>
-      ) : null}
-      {save.isError ? <ErrorBox error={save.error} /> : null}
-      {save.isSuccess && !save.isPending ? <p role="status">Rate limits saved.</p> : null}
+      </SettingsForm>
     </section>
   );
 }
