@@ -102,13 +102,16 @@ async function afterCommit(
     outcome.status === 'completed' ? stoppedParentCause(turn.id, outcome.stopReason) : undefined;
   if (stopChildren && r.tasks?.stopChildren) {
     const tasks = r.tasks;
-    failed ||= !!(await isolated(r, turn, 'stop_children', async () => {
+    const error = await isolated(r, turn, 'stop_children', async () => {
       await tasks.stopChildren?.(turn.tenantId, turn.id, stopChildren);
-    }));
+    });
+    if (error) failed = true;
   }
   const ended = { ...turn, status: outcome.status };
   for (const step of r.finalisationSteps ?? []) {
-    failed ||= !!(await isolated(r, turn, step.name, () => step.run(ended, outcome, committed)));
+    // Every step runs, whatever failed before it.
+    const error = await isolated(r, turn, step.name, () => step.run(ended, outcome, committed));
+    if (error) failed = true;
   }
   // After the closure step (it saw the results still owed): async sub-agent tasks that ended while
   // this turn could still take their results rejoin the session as `task_result` messages
@@ -117,9 +120,10 @@ async function afterCommit(
   // finishes what a crash here leaves.
   const tasks = r.tasks;
   if (!committed.closure && tasks?.rejoinSession) {
-    failed ||= !!(await isolated(r, turn, 'task_rejoin', async () => {
+    const error = await isolated(r, turn, 'task_rejoin', async () => {
       await tasks.rejoinSession?.(turn.sessionId);
-    }));
+    });
+    if (error) failed = true;
   }
   return failed;
 }
