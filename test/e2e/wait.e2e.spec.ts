@@ -133,7 +133,9 @@ describe('admission with wait', () => {
       // An ended turn's answer came with its end event (docs/adr/0071): the turn rode along.
       if (c.status !== 'awaiting_approval') {
         await waitFor(() => heard.ends.length === 1, { what: 'the end event' });
-        expect(heard.ends[0].turn).toEqual({ row: expect.objectContaining({ id: res.body.id, status: c.status }) });
+        expect(heard.ends[0].turn).toEqual({
+          row: expect.objectContaining({ id: res.body.id, status: c.status }),
+        });
       }
       heard.close();
     }
@@ -168,10 +170,10 @@ describe('admission with wait', () => {
     const ours = `name=switchboard-live:${env.queuePrefix} `;
     let kills = 0;
     while (!answered) {
-      const list = String(await redis.client('LIST', 'TYPE', 'pubsub'));
+      const list = String(await redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
       for (const line of list.split('\n').filter((l) => l.includes(ours))) {
         const id = /(?:^|\s)id=(\d+)/.exec(line)?.[1];
-        if (id) kills += Number(await redis.client('KILL', 'ID', id));
+        if (id) kills += Number(await redis.call('CLIENT', 'KILL', 'ID', id));
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -1,7 +1,7 @@
 import IORedis from 'ioredis';
 import { newId, type TurnResponse } from '@switchboard/contracts';
 import { poolOf } from '@switchboard/database';
-import { LiveSubscriber, RedisLivePublisher, type LiveTurnDetail } from '@switchboard/live';
+import { LiveSubscriber, RedisLivePublisher } from '@switchboard/live';
 import { createLogger } from '@switchboard/observability';
 import { commitCheckpoint, readTurn, sqlDbFor, type TurnDetailRead } from '@switchboard/store';
 import {
@@ -161,7 +161,7 @@ describe('TurnWaiter', () => {
       expect(ended.row).toBeTruthy();
       await publisher.publish(
         t.sessionId,
-        ended.events.map((e) => ({ ...e, turn: { row: ended.row! } as LiveTurnDetail })),
+        ended.events.map((e) => ({ ...e, turn: { row: ended.row! } })),
       );
       const body = await answer;
       expect(w.fromLive).toBe(1);
@@ -179,7 +179,7 @@ describe('TurnWaiter', () => {
     const ended = await end(t);
     await publisher.publish(
       t.sessionId,
-      ended.events.map((e) => ({ ...e, turn: { read: 'spawned' } as LiveTurnDetail })),
+      ended.events.map((e) => ({ ...e, turn: { read: 'spawned' } })),
     );
     const body = await answer;
     expect(w.fromLive).toBe(0);
@@ -198,7 +198,7 @@ describe('TurnWaiter', () => {
       // Lost: nobody is subscribed.
       await publisher.publish(
         t.sessionId,
-        ended.events.map((e) => ({ ...e, turn: { row: ended.row! } as LiveTurnDetail })),
+        ended.events.map((e) => ({ ...e, turn: { row: ended.row! } })),
       );
     } finally {
       await proxy.up();

@@ -132,7 +132,13 @@ function carriedTurn(events: readonly LiveMessage[], turnId: string): TurnDetail
   for (const e of events) {
     if (isEphemeral(e) || e.turnId !== turnId || !TERMINAL_EVENT_TYPES.has(e.type)) continue;
     const t = e.turn;
-    if (t && 'row' in t && t.row && (t.row as { id?: unknown }).id === turnId && isEnded(String(t.row.status)))
+    if (
+      t &&
+      'row' in t &&
+      t.row &&
+      (t.row as { id?: unknown }).id === turnId &&
+      isEnded(String(t.row.status))
+    )
       return t.row as unknown as TurnDetailJson;
   }
   return undefined;

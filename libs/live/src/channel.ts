@@ -41,8 +41,7 @@ export interface LiveEvent {
  * carry, or a step after the end's commit may have changed it.
  */
 export type LiveTurnDetail =
-  | { row: Record<string, unknown> }
-  | { read: 'spawned' | 'too_large' | 'changed' | 'unavailable' };
+  { row: Record<string, unknown> } | { read: 'spawned' | 'too_large' | 'changed' | 'unavailable' };
 
 /**
  * Not a journal row (yet): an event a running turn has emitted but not committed — a round's or a

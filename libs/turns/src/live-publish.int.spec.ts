@@ -158,7 +158,10 @@ describe('live publishing of a turn', () => {
   });
 
   it('an end whose finalisation step failed (recorded on the turn after the commit) says to read the turn', async () => {
-    const { tenantId, agentId } = await seedTenant(env.db, 'live-step', { model: 'streaming/m', tools: ['word_count'] });
+    const { tenantId, agentId } = await seedTenant(env.db, 'live-step', {
+      model: 'streaming/m',
+      tools: ['word_count'],
+    });
     const sessionId = await seedSession(env.db, tenantId, agentId);
     const { turnId } = await h.admission.admit(operatorPrompt({ tenantId, sessionId }, 'count a b c'));
     const live = new Recorder();

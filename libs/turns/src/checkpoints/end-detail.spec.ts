@@ -10,7 +10,10 @@ function answer(row: Partial<TurnDetailJson> | null, o: Partial<CheckpointResult
     cancelRequested: false,
     closure: { workItemId: null, runtimePosture: 'awake', outcome: 'completed' },
     events: [],
-    turn: row === null ? null : ({ id: 't1', status: 'completed', spawned: false, recalledRuns: null, ...row } as TurnDetailJson),
+    turn:
+      row === null
+        ? null
+        : ({ id: 't1', status: 'completed', spawned: false, recalledRuns: null, ...row } as TurnDetailJson),
     ...o,
   };
 }
@@ -28,7 +31,13 @@ describe('endDetail: what the end event says of the turn (docs/adr/0071)', () =>
         { recalledRuns: [[{ ref: 'a' }]] },
         {
           events: [
-            { seq: 7, type: 'memory_recalled', turnId: 't1', data: { records: [{ ref: 'b' }] }, createdAt: '' },
+            {
+              seq: 7,
+              type: 'memory_recalled',
+              turnId: 't1',
+              data: { records: [{ ref: 'b' }] },
+              createdAt: '',
+            },
             { seq: 8, type: 'turn_completed', turnId: 't1', data: {}, createdAt: '' },
           ],
         },
