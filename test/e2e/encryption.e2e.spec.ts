@@ -414,6 +414,22 @@ describe('encryption at rest', () => {
     expect(words.filter((w) => dump.includes(w))).toEqual([]);
   });
 
+  it("answers a strict tenant's `wait` in clear, byte for byte what GET /v1/turns/:id answers (docs/adr/0071)", async () => {
+    expect((await api.patch('/v1/settings', { encryption: { mode: 'strict' } })).status).toBe(200);
+    llm.enqueue(
+      scripted.toolCall('http_fetch', { url: siteUrl }, { id: 'call_w' }),
+      scripted.text(`Waited: ${SECRET}`),
+    );
+    const session = (await api.post('/v1/sessions', { agentId })).body.id as string;
+    const waited = await api.post(`/v1/sessions/${session}/messages`, { content: SECRET, wait: true });
+    expect(waited.status).toBe(200);
+    // The end event carried the turn opened (the live channel is transient; docs/adr/0071).
+    expect(waited.body).toMatchObject({ status: 'completed', finalText: `Waited: ${SECRET}` });
+    expect(JSON.stringify(waited.body.toolCalls)).toContain('Vermilion');
+    const read = await api.get(`/v1/turns/${waited.body.id}`);
+    expect(JSON.stringify(waited.body)).toBe(JSON.stringify(read.body));
+  });
+
   it("exports a sealed tenant's content opened, without its data keys (docs/adr/0068)", async () => {
     const { ended } = await turn(`Export this: ${SECRET}`, 'Exported.');
     expect(ended.status).toBe('completed');

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import IORedis from 'ioredis';
-import { sessionChannel } from '@switchboard/live';
+import { decode, isEphemeral, sessionChannel, TERMINAL_EVENT_TYPES, type LiveEvent } from '@switchboard/live';
 import { createTestEnv, spawnApp, waitFor, type AppProcess, type TestEnv } from '@switchboard/testing';
 import { Api, newTenant } from '../support/api';
 import { FIXTURES, startGateway, type Running } from '../support/stack';
@@ -84,6 +84,21 @@ describe('admission with wait', () => {
     expect(res.body).toEqual(turn.body);
   });
 
+  /**
+   * Listens to a session's live channel as a gateway does: the terminal events it hears, with what
+   * they carry of the turn (docs/adr/0071).
+   */
+  async function listen(sessionId: string) {
+    const listener = new IORedis(env.redisUrl);
+    const ends: LiveEvent[] = [];
+    listener.on('message', (_channel: string, raw: string) => {
+      for (const e of decode(raw)?.events ?? [])
+        if (!isEphemeral(e) && TERMINAL_EVENT_TYPES.has(e.type)) ends.push(e);
+    });
+    await listener.subscribe(sessionChannel(env.queuePrefix, sessionId));
+    return { ends, close: () => listener.disconnect() };
+  }
+
   it('answers exactly what GET /v1/turns/:id answers: with tool calls, failed, paused for approval', async () => {
     const agent = async (body: Record<string, unknown>) =>
       (await a.post('/v1/agents', { name: `a-${Date.now()}`, ...body })).body.id as string;
@@ -105,6 +120,7 @@ describe('admission with wait', () => {
     ];
     for (const c of cases) {
       const sessionId = await newSession(c.agentId);
+      const heard = await listen(sessionId);
       const res = await a.post(`/v1/sessions/${sessionId}/messages`, {
         content: 'three small words',
         wait: true,
@@ -114,7 +130,60 @@ describe('admission with wait', () => {
       const turn = await a.get(`/v1/turns/${res.body.id}`);
       // Byte for byte: same fields, same order, same conversions (cost, timestamps).
       expect(JSON.stringify(res.body)).toBe(JSON.stringify(turn.body));
+      // An ended turn's answer came with its end event (docs/adr/0071): the turn rode along.
+      if (c.status !== 'awaiting_approval') {
+        await waitFor(() => heard.ends.length === 1, { what: 'the end event' });
+        expect(heard.ends[0].turn).toEqual({
+          row: expect.objectContaining({ id: res.body.id, status: c.status }),
+        });
+      }
+      heard.close();
     }
+  });
+
+  it('POST /v1/chat/completions holds through the same wait: the answer is the turn GET /v1/turns/:id shows', async () => {
+    const { body, status } = await a.post('/v1/chat/completions', {
+      model: 'echo',
+      messages: [{ role: 'user', content: 'chat hello' }],
+    });
+    expect(status).toBe(200);
+    const turn = (await a.get(`/v1/turns/${body.turn_id}`)).body;
+    expect(body.choices[0].message.content).toBe(turn.finalText);
+    expect(body.usage).toMatchObject({
+      prompt_tokens: turn.usage.inputTokens,
+      completion_tokens: turn.usage.outputTokens,
+    });
+    expect(turn).toMatchObject({ status: 'completed', finalText: 'You said: chat hello' });
+  });
+
+  it('a subscriber connection killed mid-wait, again and again, still answers the turn (from Postgres)', async () => {
+    const sessionId = await newSession(slow);
+    const started = Date.now();
+    let answered = false;
+    const pending = a
+      .post(`/v1/sessions/${sessionId}/messages`, { content: 'through the kills', wait: true })
+      .finally(() => (answered = true));
+    await waitFor(async () => (await subscribers(sessionId)) >= 1, { what: 'the waiter subscribed' });
+    // Until the answer: this deployment's subscriber connections (named with its prefix) are killed
+    // each 100 ms (the gateways reconnect and resync), so the end's publish is likely lost; the
+    // resync or the deadline read answers.
+    const ours = `name=switchboard-live:${env.queuePrefix} `;
+    let kills = 0;
+    while (!answered) {
+      const list = String(await redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+      for (const line of list.split('\n').filter((l) => l.includes(ours))) {
+        const id = /(?:^|\s)id=(\d+)/.exec(line)?.[1];
+        if (id) kills += Number(await redis.call('CLIENT', 'KILL', 'ID', id));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const res = await pending;
+    expect(kills).toBeGreaterThan(0);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'completed', finalText: 'slow reply to through the kills' });
+    expect(JSON.stringify(res.body)).toBe(JSON.stringify((await a.get(`/v1/turns/${res.body.id}`)).body));
+    // Within the bound (20 s): the resync after a reconnect reads, not only the last look.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('answers every turn of a session waited on one after another (the channel lingers between them)', async () => {

@@ -1,6 +1,12 @@
 import { isEnded, type TurnResponse } from '@switchboard/contracts';
-import { isEphemeral, TERMINAL_EVENT_TYPES, type LiveSubscriber, type LiveWatch } from '@switchboard/live';
-import { readTurn, type SqlDb } from '@switchboard/store';
+import {
+  isEphemeral,
+  TERMINAL_EVENT_TYPES,
+  type LiveMessage,
+  type LiveSubscriber,
+  type LiveWatch,
+} from '@switchboard/live';
+import { readTurn, turnDetailOf, type SqlDb, type TurnDetailJson } from '@switchboard/store';
 import type { TurnDetail } from './turn-detail';
 
 export const TURN_WAITER = Symbol('TURN_WAITER');
@@ -11,7 +17,10 @@ export const TURN_WAITER = Symbol('TURN_WAITER');
  *
  * - subscribe first, then read the turn's status (subscribe-then-read: a turn that ended before the
  *   subscription is seen in Postgres, one that ends after it is heard);
- * - a terminal event of the turn, or a resync after the subscriber's connection dropped, reads again;
+ * - a terminal event of the turn answers from the turn it carries (docs/adr/0071: the row the end's
+ *   statement read back, presented as GET /v1/turns/:id presents it); one that carries none (the
+ *   turn spawned sub-agent tasks, was too large, or changed after its end), another event of the
+ *   turn that settles the wait, or a resync after the subscriber's connection dropped, reads again;
  * - at the deadline one last read, so a lost publish costs latency, never a wrong answer.
  *
  * The subscription is opened before the admission (`watch`), so its SUBSCRIBE overlaps the admission
@@ -20,6 +29,9 @@ export const TURN_WAITER = Symbol('TURN_WAITER');
  * the turn commits is published after the admission committed, hence after the subscription.
  */
 export class TurnWaiter {
+  /** Waits answered from the turn their end event carried, without a read (docs/adr/0071). */
+  fromLive = 0;
+
   /** Aborted when the gateway shuts down: waiting requests answer 202 at once instead of holding the drain. */
   private readonly stopping = new AbortController();
 
@@ -85,6 +97,11 @@ export class TurnWaiter {
       const next = await watch.next(o.deadline, signal);
       if (next === 'aborted') return undefined;
       if (next === 'timeout') return this.ended(o.tenantId, o.turnId, paused);
+      const carried = next === 'resync' ? undefined : carriedTurn(next, o.turnId);
+      if (carried) {
+        this.fromLive++;
+        return this.detail(o.tenantId, turnDetailOf(carried));
+      }
       read =
         next === 'resync' ||
         next.some(
@@ -108,6 +125,23 @@ export class TurnWaiter {
     if (!turn || !settled(turn.status, orPaused)) return undefined;
     return this.detail(tenantId, turn);
   }
+}
+
+/** The turn a terminal event of the turn carries (docs/adr/0071), when it carries it. */
+function carriedTurn(events: readonly LiveMessage[], turnId: string): TurnDetailJson | undefined {
+  for (const e of events) {
+    if (isEphemeral(e) || e.turnId !== turnId || !TERMINAL_EVENT_TYPES.has(e.type)) continue;
+    const t = e.turn;
+    if (
+      t &&
+      'row' in t &&
+      t.row &&
+      (t.row as { id?: unknown }).id === turnId &&
+      isEnded(String(t.row.status))
+    )
+      return t.row as unknown as TurnDetailJson;
+  }
+  return undefined;
 }
 
 /** Which waits, besides the end, settle a hold. */

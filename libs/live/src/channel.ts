@@ -26,7 +26,22 @@ export interface LiveEvent {
   createdAt: string;
   /** The journal row's id: a reader recognises the committed copy of an ephemeral event by it. */
   id?: string;
+  /**
+   * On a turn's terminal event only (docs/adr/0071): the turn as GET /v1/turns/:id reads it, for a
+   * request waiting on it, or why it is not here (the waiter then reads Postgres). Not part of the
+   * journal row: readers that present events leave it out.
+   */
+  turn?: LiveTurnDetail;
 }
+
+/**
+ * What a terminal event says of its turn's body: `row`, the turn row as `readTurn` reads it (its
+ * JSON form, libs/store `TurnDetailJson`), or `read` with the reason to read it from Postgres — the
+ * turn spawned sub-agent tasks (their list is read apart), the row is larger than a PUBLISH should
+ * carry, or a step after the end's commit may have changed it.
+ */
+export type LiveTurnDetail =
+  { row: Record<string, unknown> } | { read: 'spawned' | 'too_large' | 'changed' | 'unavailable' };
 
 /**
  * Not a journal row (yet): an event a running turn has emitted but not committed — a round's or a

@@ -39,7 +39,7 @@ if ('skip' in started) console.warn(`libs/live/src/live-cluster.int.spec.ts skip
   function subscriberNode(): number | undefined {
     return cluster.ports.find((p) => {
       try {
-        return cluster.cli(p, 'client', 'list').includes('name=switchboard-live ');
+        return cluster.cli(p, 'client', 'list').includes('name=switchboard-live:');
       } catch {
         return false;
       }

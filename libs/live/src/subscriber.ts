@@ -127,7 +127,8 @@ export class LiveSubscriber {
         // made (a lazy connection that several streams subscribe on at once): the INFO is refused in
         // subscriber mode, or the SUBSCRIBEs are, and their channels are never confirmed.
         enableReadyCheck: false,
-        connectionName: redisOptions.connectionName ?? 'switchboard-live',
+        // Named with the deployment's prefix: CLIENT LIST tells one deployment's subscribers apart.
+        connectionName: redisOptions.connectionName ?? `switchboard-live:${options.prefix}`,
       }),
       options,
     );

@@ -24,11 +24,14 @@ export async function finaliseTurn(ctx: ClaimedTurn, outcome: TurnOutcome): Prom
   // Why a cancelled turn was cancelled (docs/adr/0055) goes on the turn and into turn_cancelled.
   const cancel = outcome.status === 'cancelled' ? await cancelCauseOf(ctx, outcome) : undefined;
   const committed = await ctx.checkpoints.finalise(outcome, ctx.plan.input.model, cancel);
+  // Until the steps are known to have written nothing to the turn, the end event's body may be stale.
+  let changed = true;
   try {
-    await afterCommit(ctx, outcome, committed, cancel);
+    changed = await afterCommit(ctx, outcome, committed, cancel);
   } finally {
-    // Waiting clients hear of the end now, with what the finalisation steps recorded in place.
-    ctx.checkpoints.publishFinal();
+    // Waiting clients hear of the end now, with what the finalisation steps recorded in place (the
+    // turn itself with the event unless a step recorded a failure on it, docs/adr/0071).
+    ctx.checkpoints.publishFinal({ changed });
   }
   // The answer is committed before any hook runs. A hook that cannot be enqueued is recorded, then
   // the job fails so its retry enqueues it again (the turn has ended by then).
@@ -53,13 +56,17 @@ export async function cancelCauseOf(
   return undefined;
 }
 
-/** After the essential commit: the parent hears of its child, the metrics, the finalisation steps. */
+/**
+ * After the essential commit: the parent hears of its child, the metrics, the finalisation steps.
+ * True when a step failed (its failure is recorded on the turn: the turn changed after the commit).
+ */
 async function afterCommit(
   ctx: ClaimedTurn,
   outcome: TurnOutcome,
   committed: CheckpointResult,
   cancel: CancelCause | undefined,
-): Promise<void> {
+): Promise<boolean> {
+  let failed = false;
   const { r, turn, span } = ctx;
   // The child's task ended in that statement; its parent hears of it (and resumes) now.
   await handBack(r, turn);
@@ -95,13 +102,16 @@ async function afterCommit(
     outcome.status === 'completed' ? stoppedParentCause(turn.id, outcome.stopReason) : undefined;
   if (stopChildren && r.tasks?.stopChildren) {
     const tasks = r.tasks;
-    await isolated(r, turn, 'stop_children', async () => {
+    const error = await isolated(r, turn, 'stop_children', async () => {
       await tasks.stopChildren?.(turn.tenantId, turn.id, stopChildren);
     });
+    if (error) failed = true;
   }
   const ended = { ...turn, status: outcome.status };
   for (const step of r.finalisationSteps ?? []) {
-    await isolated(r, turn, step.name, () => step.run(ended, outcome, committed));
+    // Every step runs, whatever failed before it.
+    const error = await isolated(r, turn, step.name, () => step.run(ended, outcome, committed));
+    if (error) failed = true;
   }
   // After the closure step (it saw the results still owed): async sub-agent tasks that ended while
   // this turn could still take their results rejoin the session as `task_result` messages
@@ -110,10 +120,12 @@ async function afterCommit(
   // finishes what a crash here leaves.
   const tasks = r.tasks;
   if (!committed.closure && tasks?.rejoinSession) {
-    await isolated(r, turn, 'task_rejoin', async () => {
+    const error = await isolated(r, turn, 'task_rejoin', async () => {
       await tasks.rejoinSession?.(turn.sessionId);
     });
+    if (error) failed = true;
   }
+  return failed;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { EventType } from '@switchboard/contracts';
 import { redact } from '@switchboard/database';
-import type { LivePublisher, PublishableEvent } from '@switchboard/live';
+import type { LivePublisher, LiveTurnDetail, PublishableEvent } from '@switchboard/live';
 import type { CommittedEvent } from '@switchboard/store';
 
 /** How often a streaming round's text goes out live at most (LIVE_DELTA_FLUSH_MS; docs/adr/0015). */
@@ -116,7 +116,7 @@ export class LiveProgress {
   }
 
   /** A step committed: its events go out as journaled, and nothing provisional is left. */
-  committed(events: readonly CommittedEvent[] | undefined): void {
+  committed(events: readonly (CommittedEvent & { turn?: LiveTurnDetail })[] | undefined): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.list = [];

@@ -1,5 +1,5 @@
 import { Admission } from '@switchboard/admission';
-import { createDatabase } from '@switchboard/database';
+import { createDatabase, poolOf } from '@switchboard/database';
 import { TurnEngine } from '@switchboard/engine';
 import {
   LiveSubscriber,
@@ -7,6 +7,7 @@ import {
   type LiveEphemeralEvent,
   type LiveMessage,
   type LivePublisher,
+  type LiveTurnDetail,
   type PublishableEvent,
 } from '@switchboard/live';
 import { Metrics } from '@switchboard/observability';
@@ -16,6 +17,7 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@switchboard/providers';
+import { readTurn, sqlDbFor, turnDetailOf, type TurnDetailJson } from '@switchboard/store';
 import { ToolRegistry } from '@switchboard/tools';
 import {
   countPoolTransactions,
@@ -141,11 +143,46 @@ describe('live publishing of a turn', () => {
     const batchOf = (id: string, ephemeralCopy: boolean) =>
       live.batches.findIndex((b) => b.some((e) => e.id === id && isEphemeral(e) === ephemeralCopy));
     for (const e of ephemeral) expect(batchOf(e.id!, true)).toBeLessThan(batchOf(e.id!, false));
+    // The end carries the turn as `readTurn` reads it (docs/adr/0071): a waiting request needs no read.
+    const end = live.batches.flat().find((e) => e.type === 'turn_completed') as { turn?: LiveTurnDetail };
+    expect(end.turn && 'row' in end.turn).toBe(true);
+    const carried = turnDetailOf((end.turn as { row: TurnDetailJson }).row);
+    const read = await readTurn(sqlDbFor(poolOf(env.db), 'test'), tenantId, turnId);
+    expect(JSON.stringify(carried)).toBe(JSON.stringify(read));
+    expect(carried.toolCalls).toHaveLength(1);
     // provider_round_started is journaled with the round, and says when the call started.
     const journaledStart = journal.find((e) => e.type === 'provider_round_started')!;
     expect(new Date((journaledStart.data as { startedAt: string }).startedAt).getTime()).toBeLessThanOrEqual(
       journaledStart.createdAt.getTime(),
     );
+  });
+
+  it('an end whose finalisation step failed (recorded on the turn after the commit) says to read the turn', async () => {
+    const { tenantId, agentId } = await seedTenant(env.db, 'live-step', {
+      model: 'streaming/m',
+      tools: ['word_count'],
+    });
+    const sessionId = await seedSession(env.db, tenantId, agentId);
+    const { turnId } = await h.admission.admit(operatorPrompt({ tenantId, sessionId }, 'count a b c'));
+    const live = new Recorder();
+    const runner = new TurnRunner({
+      ...h.runnerDeps(),
+      engine: new TurnEngine({ providers: new ProviderRegistry({}, [new Streaming()]), tools }),
+      tools,
+      defaultModel: 'streaming/m',
+      live,
+      finalisationSteps: [
+        {
+          name: 'broken',
+          run: async () => {
+            throw new Error('step exploded');
+          },
+        },
+      ],
+    });
+    expect(await runner.handle({ turnId, sessionId, tenantId, trace: {} })).toBe('done');
+    const end = live.batches.flat().find((e) => e.type === 'turn_completed') as { turn?: LiveTurnDetail };
+    expect(end.turn).toEqual({ read: 'changed' });
   });
 
   it('a reader that subscribes after the round started (late, as under load) hears the round whole at the next probe, then its text as it comes, before the commit', async () => {

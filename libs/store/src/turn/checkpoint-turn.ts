@@ -122,7 +122,8 @@ function turnSets(turnId: string, changes: TurnChanges | undefined): Sql[] {
 }
 
 /**
- * `t`: the fenced turn update, returning the turn's cost after it; or, with nothing to change and an
+ * `t`: the fenced turn update, returning the turn's cost after it (at the turn's end, every column:
+ * the turn as the end publishes it, docs/adr/0071); or, with nothing to change and an
  * event that carries the cost, the turn's cost read.
  */
 export function turnCte(turnId: string, changes: TurnChanges | undefined, costOut: boolean): Sql | undefined {
@@ -131,7 +132,7 @@ export function turnCte(turnId: string, changes: TurnChanges | undefined, costOu
     return sql`t AS (
       UPDATE turns SET ${join(sets)}
       WHERE turns.id = ${turnId}::uuid AND EXISTS (SELECT 1 FROM s)
-      RETURNING turns.cost_usd, turns.closure)`;
+      RETURNING ${changes?.end ? sql`turns.*` : sql`turns.cost_usd, turns.closure`})`;
   }
   if (costOut) return sql`t AS (SELECT cost_usd FROM turns WHERE id = ${turnId}::uuid)`;
   return undefined;

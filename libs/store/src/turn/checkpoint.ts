@@ -1,5 +1,6 @@
 import { join, sql, type Sql, type SqlRunner } from '../sql';
 import { tenantCapUsd } from '../tenant-spend';
+import { turnDetailColumns, turnDetailLateral, type TurnDetailJson } from '../turn-reads';
 import {
   carriesTurnCost,
   eventsCte,
@@ -47,6 +48,11 @@ export interface CheckpointWrites extends TurnFrame {
   roundContexts?: RoundContextInsert[];
   /** Return the events as committed (seq, data with the cost filled in) for the live channel (libs/live). */
   returnEvents?: boolean;
+  /**
+   * With a turn's end: return the turn as GET /v1/turns/:id reads it (`TurnDetailJson`, read in the
+   * same statement from the updated row) for the live channel's end event (docs/adr/0071).
+   */
+  returnTurn?: boolean;
 }
 
 export interface CheckpointResult {
@@ -75,6 +81,12 @@ export interface CheckpointResult {
    * one, docs/adr/0031), or null when the work-activation step decides it after the commit.
    */
   closure?: unknown;
+  /**
+   * With `returnTurn` and a turn's end: the turn as it stands after this statement. Its tool calls,
+   * recalled records, tasks and scores are as they stood before it (one statement sees one snapshot):
+   * the caller adds what the statement itself wrote, or does not use it.
+   */
+  turn?: TurnDetailJson | null;
 }
 
 interface CheckpointRow {
@@ -86,6 +98,7 @@ interface CheckpointRow {
   events?: CommittedEvent[] | null;
   contended?: boolean;
   closure?: unknown;
+  turn?: TurnDetailJson | null;
 }
 
 /** What every checkpoint reads back: applied, released, the kill switch, the cap, a cancel; its events when asked. */
@@ -96,7 +109,8 @@ function resultColumns(w: CheckpointWrites): Sql {
       WHERE tn.id = ${w.tenantId}::uuid) AS tenant_cap_usd,
     (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE id = ${w.turnId}::uuid) AS cancel_requested
     ${w.turn?.end ? sql`, ${OTHER_TENANT_QUEUED(sql`${w.tenantId}::uuid`)} AS contended, (SELECT closure FROM t) AS closure` : sql``}
-    ${w.returnEvents && w.events.length > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}`;
+    ${w.returnEvents && w.events.length > 0 ? sql`, (SELECT json_agg(e ORDER BY e.seq) FROM e) AS events` : sql``}
+    ${w.turn?.end && w.returnTurn ? sql`, (SELECT row_to_json(x) FROM (SELECT ${turnDetailColumns(sql`t`)} FROM t, ${turnDetailLateral(sql`t`)}) x) AS turn` : sql``}`;
 }
 
 /** The single statement of a checkpoint (see `TurnStore.commitCheckpoint`). */
@@ -131,6 +145,7 @@ export async function commitCheckpoint(runner: SqlRunner, w: CheckpointWrites): 
     cancelRequested: !!row?.cancel_requested,
     ...(w.returnEvents ? { events: row?.events ?? [] } : {}),
     ...(w.turn?.end ? { contended: !!row?.contended, closure: row?.closure ?? null } : {}),
+    ...(w.turn?.end && w.returnTurn ? { turn: row?.turn ?? null } : {}),
   };
 }
 

@@ -19,7 +19,7 @@ export function checkpointStatement(
   lease: Lease,
   events: JournalEvent[],
   writes: PendingWrites,
-  o: { approvals?: ApprovalInsert[]; task?: TaskChanges; returnEvents: boolean },
+  o: { approvals?: ApprovalInsert[]; task?: TaskChanges; returnEvents: boolean; returnTurn?: boolean },
 ): CheckpointWrites {
   return {
     tenantId: turn.tenantId,
@@ -40,6 +40,7 @@ export function checkpointStatement(
     ...(o.approvals ? { approvals: o.approvals } : {}),
     ...(o.task ? { task: o.task } : {}),
     returnEvents: o.returnEvents,
+    ...(o.returnTurn ? { returnTurn: true } : {}),
   };
 }
 

@@ -23,6 +23,7 @@ import type {
   TurnStore,
   WaitingStatus,
 } from '@switchboard/store';
+import { TERMINAL_EVENT_TYPES, type LiveTurnDetail } from '@switchboard/live';
 import { retryTransient } from '../durable';
 import { storedCompaction } from '../history';
 import type { SessionLease } from '../lease';
@@ -91,6 +92,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   private afterDeferred: (() => void)[] = [];
   /** The finalisation's committed events, published by `publishFinal` once the finalisation steps ran. */
   private finalEvents?: CommittedEvent[];
+  /** What the end event says of the turn (docs/adr/0071): its body, or why a waiter reads it. */
+  private finalTurn?: LiveTurnDetail;
   /** The context this run has recorded (docs/adr/0045): parts sent, the last round's list. */
   private readonly contextRecorded: RecordedContext;
 
@@ -131,6 +134,8 @@ export class PostgresCheckpoints implements TurnCheckpoints {
       approvals?: ApprovalInsert[];
       /** Keep the committed events for `publishFinal` instead of publishing them now. */
       publishLater?: boolean;
+      /** The turn's end: have the statement return the turn for the end event (docs/adr/0071). */
+      returnTurn?: boolean;
     } = {},
   ): Promise<CheckpointResult> {
     // Taken at once: checkpoints of one wave of tool calls run concurrently, and only one carries them.
@@ -142,6 +147,7 @@ export class PostgresCheckpoints implements TurnCheckpoints {
       approvals: options.approvals,
       task: merged.task,
       returnEvents: !!options.returnEvents || this.c.live !== undefined,
+      returnTurn: !!options.returnTurn && this.c.live !== undefined,
     });
     const result = await commitCheckpoint(statement, {
       store: this.c.store,
@@ -158,8 +164,10 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     // Only what this statement wrote: a failed fence wrote none of its parts.
     if (result.applied)
       for (const p of merged.contextParts) this.c.storedParts?.add(this.turn.tenantId, p.hash);
-    if (options.publishLater) this.finalEvents = result.events ?? [];
-    else this.c.live?.committed(result.events);
+    if (options.publishLater) {
+      this.finalEvents = result.events ?? [];
+      if (options.returnTurn) this.finalTurn = endDetail(result, merged.toolCalls.length > 0);
+    } else this.c.live?.committed(result.events);
     this.signals.observe(result);
     for (const fn of after) fn();
     return result;
@@ -279,14 +287,26 @@ export class PostgresCheckpoints implements TurnCheckpoints {
     return this.commit('finalise', this.events.take([rows.event]), rows.writes, {
       returnEvents: true,
       publishLater: true,
+      returnTurn: true,
     });
   }
 
-  /** Publishes the finalisation's events (see `commit`); a second call publishes nothing. */
-  publishFinal(): void {
+  /**
+   * Publishes the finalisation's events (see `commit`); a second call publishes nothing. The end event
+   * carries the turn as the finalisation read it back (docs/adr/0071) unless `changed`: a step after
+   * the commit wrote to the turn (a failure recorded on it), and a waiter reads it from Postgres.
+   */
+  publishFinal(o: { changed?: boolean } = {}): void {
     if (this.finalEvents === undefined) return;
-    this.c.live?.committed(this.finalEvents);
+    const detail: LiveTurnDetail | undefined =
+      this.finalTurn && o.changed && 'row' in this.finalTurn ? { read: 'changed' } : this.finalTurn;
+    this.c.live?.committed(
+      detail
+        ? this.finalEvents.map((e) => (TERMINAL_EVENT_TYPES.has(e.type) ? { ...e, turn: detail } : e))
+        : this.finalEvents,
+    );
     this.finalEvents = undefined;
+    this.finalTurn = undefined;
   }
 
   interjectionWaiting(): void {
@@ -343,4 +363,28 @@ export class PostgresCheckpoints implements TurnCheckpoints {
   killSwitch(): Promise<boolean> {
     return this.signals.killSwitch();
   }
+}
+
+/** The most of a turn's body its end event carries (docs/adr/0071): a larger one is read by the waiter. */
+export const LIVE_TURN_MAX_BYTES = 64 * 1024;
+
+/**
+ * What the end event says of the turn (docs/adr/0071), from the finalisation's answer: the turn as
+ * the statement read it back, with the recalled records the statement itself journaled; or why a
+ * waiter reads it from Postgres — no row (a retried statement found already committed), sub-agent
+ * tasks (their list is read apart), tool calls written by the same statement (its read of them
+ * predates them), a closure left to the work-activation step (written after the commit), or size.
+ */
+export function endDetail(result: CheckpointResult, wroteToolCalls: boolean): LiveTurnDetail {
+  const row = result.turn;
+  if (!row) return { read: 'unavailable' };
+  if (row.spawned) return { read: 'spawned' };
+  if (wroteToolCalls || result.closure == null) return { read: 'changed' };
+  const runs = [
+    ...(Array.isArray(row.recalledRuns) ? (row.recalledRuns as unknown[]) : []),
+    ...(result.events ?? []).filter((e) => e.type === 'memory_recalled').map((e) => e.data.records ?? null),
+  ];
+  const body = { ...row, recalledRuns: runs.length > 0 ? runs : null };
+  if (Buffer.byteLength(JSON.stringify(body)) > LIVE_TURN_MAX_BYTES) return { read: 'too_large' };
+  return { row: body };
 }
