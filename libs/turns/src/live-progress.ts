@@ -1,6 +1,6 @@
 import { EventType } from '@switchboard/contracts';
 import { redact } from '@switchboard/database';
-import type { LivePublisher, PublishableEvent } from '@switchboard/live';
+import { SETTLING_EVENT_TYPES, type LivePublisher, type PublishableEvent } from '@switchboard/live';
 import type { CommittedEvent } from '@switchboard/store';
 
 /** How often a streaming round's text goes out live at most (LIVE_DELTA_FLUSH_MS; docs/adr/0015). */
@@ -19,13 +19,11 @@ export const DEFAULT_REPROBE_MS = 500;
  * interval later (a fast tool's result commits first and carries it).
  */
 const STARTS: ReadonlySet<string> = new Set([EventType.ProviderRoundStarted, EventType.ToolCallStarted]);
-/** A commit with one of these ends the run (or makes it wait): it goes out whether anyone listened or not. */
-const ENDS: ReadonlySet<string> = new Set([
-  EventType.TurnCompleted,
-  EventType.TurnFailed,
-  EventType.TurnCancelled,
-  EventType.ApprovalRequested,
-]);
+/**
+ * A commit with one of these ends the run (or makes it wait): it goes out whether anyone watches or
+ * not, on the session's channel that waiters hear (SETTLING_EVENT_TYPES, docs/adr/0072).
+ */
+const ENDS: ReadonlySet<string> = SETTLING_EVENT_TYPES;
 
 interface Provisional {
   id: string;
@@ -126,7 +124,8 @@ export class LiveProgress {
     this.after = events[events.length - 1].seq;
     // While nobody listened at the last probe, only the end goes out: a reader that subscribed since
     // sees the next published commit skip seqs and reads the journal.
-    if (this.listening || events.some((e) => ENDS.has(e.type))) this.send(events);
+    if (events.some((e) => ENDS.has(e.type))) this.send(events, true, false);
+    else if (this.listening) this.send(events);
   }
 
   close(): void {
@@ -227,8 +226,9 @@ export class LiveProgress {
    * probed again (whole) in `reprobeMs`; more processes than the last answer, after a batch that
    * was not the whole round, or a failure → the round goes out whole at once.
    */
-  private send(events: readonly PublishableEvent[], wholeRound = true): void {
-    if (!this.live.publishCounted) {
+  private send(events: readonly PublishableEvent[], wholeRound = true, probe = true): void {
+    // A settling commit goes out on the session's channel, whose count includes waiters (not watchers).
+    if (!this.live.publishCounted || !probe) {
       void this.live.publish(this.sessionId, events);
       return;
     }
