@@ -97,7 +97,7 @@ describe('LiveProgress', () => {
   it('sends no text or tool starts while the round start reached nobody', async () => {
     const pub = new Recorder();
     pub.receivers = 0;
-    const live = progress(pub, 's', 't', 0);
+    const live = progress(pub, 's', 't', 0, 200);
     live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
     await tick();
     live.delta('d', 1, 'abc');
@@ -108,9 +108,11 @@ describe('LiveProgress', () => {
     // Its commit goes out only if it ends the turn.
     live.committed([committed(5, 'e1'), committed(6, 'd'), committed(7, 'e2')]);
     expect(pub.batches).toHaveLength(1);
-    // The next round probes again.
+    // The next round, begun right after a probe nobody heard, is probed when the interval is up.
     pub.receivers = 1;
     live.emitted('e3', 'provider_round_started', { round: 1, model: 'm' });
+    expect(pub.batches).toHaveLength(1);
+    await tick(250);
     expect(pub.batches[1].map((e) => e.id)).toEqual(['e3']);
     pub.receivers = 0;
     live.emitted('e4', 'provider_round_started', { round: 2, model: 'm' });

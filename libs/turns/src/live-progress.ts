@@ -81,6 +81,8 @@ export class LiveProgress {
   private closed = false;
   /** Probes sent since the open round started: each waits twice as long as the one before. */
   private probes = 0;
+  /** When the last PUBLISH of progress (each one a probe) was sent. */
+  private probedAt = 0;
 
   constructor(
     private readonly live: LivePublisher,
@@ -106,6 +108,10 @@ export class LiveProgress {
     }
     this.list.push(e);
     if (type === EventType.ProviderRoundStarted) {
+      // Nobody watched at a probe less than `reprobeMs` ago (the round before, a fast tool between):
+      // this round is probed when that interval is up, not at once (docs/adr/0072).
+      const since = Date.now() - this.probedAt;
+      if (!this.listening && since < this.reprobeMs) return this.schedule(this.reprobeMs - since);
       this.flush();
       this.probes = 0;
     } else if (STARTS.has(type)) this.schedule(this.listening ? this.flushMs : this.reprobeDelay);
@@ -253,6 +259,7 @@ export class LiveProgress {
       void this.live.publish(this.sessionId, events);
       return;
     }
+    this.probedAt = Date.now();
     void this.live.publishCounted(this.sessionId, events).then((receivers) => {
       if (receivers === undefined) {
         // Given up (Redis away or slow): a reader may have missed this batch; the next one is whole.
