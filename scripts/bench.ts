@@ -310,7 +310,7 @@ function table(rs: Result[]): string {
   return [head, ...rows].join('\n');
 }
 
-/** CPU ms per turn with telemetry at its default (no exporter) and disabled, run by run and median. */
+/** CPU ms per turn with telemetry at its default (no exporter) and disabled: the mean, and each run. */
 async function otelCompare(): Promise<void> {
   const rows: string[] = [];
   for (const workers of list(values.workers))
@@ -325,7 +325,7 @@ async function otelCompare(): Promise<void> {
           if (!values.json) print(r);
         }
       }
-      const median = (rs: Result[], f: (r: Result) => number) => pct(rs.map(f), 50);
+      const mean = (rs: Result[], f: (r: Result) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
       const harness = (r: Result) =>
         Object.entries(r.perTurn.cpuMs)
           .filter(([k]) => k.startsWith('harness'))
@@ -338,7 +338,7 @@ async function otelCompare(): Promise<void> {
           (r: Result) => r.perTurn.cpuMs['hooks-worker'],
           (r: Result) => r.turnsPerSecond,
         ]
-          .map((f) => `${median(rs, f).toFixed(1)} (${rs.map((r) => f(r).toFixed(1)).join(', ')})`)
+          .map((f) => `${mean(rs, f).toFixed(1)} (${rs.map((r) => f(r).toFixed(1)).join(', ')})`)
           .join(' | ');
       rows.push(`| ${sessions} × ${TURNS}, ${workers} worker(s) | OTEL_SDK_DISABLED=true | ${cols(off)} |`);
       rows.push(`| ${sessions} × ${TURNS}, ${workers} worker(s) | default, no exporter | ${cols(on)} |`);
@@ -346,7 +346,7 @@ async function otelCompare(): Promise<void> {
     }
   console.log(
     [
-      '| run | telemetry | CPU ms / turn, total: median (runs) | harness | gateway | hooks worker | turns/s |',
+      '| run | telemetry | CPU ms / turn, total: mean (runs) | harness | gateway | hooks worker | turns/s |',
       '| --- | --- | --- | --- | --- | --- | --- |',
       ...rows,
     ].join('\n'),
