@@ -14,6 +14,7 @@
  *   npm run bench -- --gateways 2 --hooks-workers 2 --pgbouncer    (several processes of a kind;
  *       every process's Postgres connections through a transaction-pooling PgBouncer, ADR 0041)
  *   npm run bench -- --env KEY=VALUE [--env …]                      (more settings for every process)
+ *   npm run bench -- --otel-compare --reps 3 --count    (telemetry with no exporter vs disabled, alternately)
  *   npm run bench -- --redis-cluster    (on a local 3-master Redis Cluster, scripts/redis-cluster.sh;
  *                                        Redis CPU is then the sum over its six nodes; not with --count)
  *
@@ -45,6 +46,12 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     /** Run with OpenTelemetry on as in production (no collector: spans made, then dropped). */
     otel: { type: 'boolean', default: false },
+    /**
+     * Each combination with OpenTelemetry at its production default (no exporter configured) and
+     * with OTEL_SDK_DISABLED=true, alternately `--reps` times, then CPU per turn side by side (ADR 0072).
+     */
+    'otel-compare': { type: 'boolean', default: false },
+    reps: { type: 'string', default: '1' },
     /** Gateway processes; the client sends turns to them in turn. */
     gateways: { type: 'string', default: '1' },
     'hooks-workers': { type: 'string', default: '1' },
@@ -90,7 +97,7 @@ const STATS_FLUSH_MS = 11_000;
 
 type Result = Awaited<ReturnType<typeof run>>;
 
-async function run(sessionsN: number, workers: number) {
+async function run(sessionsN: number, workers: number, otel = values.otel) {
   const bouncer = startBouncer();
   let cluster: TestRedisCluster | undefined;
   if (values['redis-cluster']) {
@@ -107,7 +114,7 @@ async function run(sessionsN: number, workers: number) {
     harnessConcurrency: Number(values.concurrency),
     count: values.count,
     profileDir: values.profile,
-    otel: values.otel,
+    otel,
     env: {
       ...(bouncer ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}),
       ...(cluster
@@ -207,7 +214,7 @@ async function run(sessionsN: number, workers: number) {
       harnessWorkers: workers,
       modelDelayMs: MODEL_DELAY,
       waitMode: sb.waitMode,
-      otel: Boolean(values.otel),
+      otel: Boolean(otel),
       turns: n,
       durable: durable.ok,
       wallSeconds: Number(wall.toFixed(2)),
@@ -303,7 +310,51 @@ function table(rs: Result[]): string {
   return [head, ...rows].join('\n');
 }
 
+/** CPU ms per turn with telemetry at its default (no exporter) and disabled: the mean, and each run. */
+async function otelCompare(): Promise<void> {
+  const rows: string[] = [];
+  for (const workers of list(values.workers))
+    for (const sessions of list(values.sessions)) {
+      const on: Result[] = [];
+      const off: Result[] = [];
+      for (let rep = 0; rep < Number(values.reps); rep++) {
+        // Alternately, so a machine whose load drifts weighs on both alike.
+        for (const otel of rep % 2 === 0 ? [false, true] : [true, false]) {
+          const r = await run(sessions, workers, otel);
+          (otel ? on : off).push(r);
+          if (!values.json) print(r);
+        }
+      }
+      const mean = (rs: Result[], f: (r: Result) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
+      const harness = (r: Result) =>
+        Object.entries(r.perTurn.cpuMs)
+          .filter(([k]) => k.startsWith('harness'))
+          .reduce((a, [, v]) => a + v, 0);
+      const cols = (rs: Result[]) =>
+        [
+          (r: Result) => r.perTurn.cpuMsTotal,
+          harness,
+          (r: Result) => r.perTurn.cpuMs.gateway,
+          (r: Result) => r.perTurn.cpuMs['hooks-worker'],
+          (r: Result) => r.turnsPerSecond,
+        ]
+          .map((f) => `${mean(rs, f).toFixed(1)} (${rs.map((r) => f(r).toFixed(1)).join(', ')})`)
+          .join(' | ');
+      rows.push(`| ${sessions} × ${TURNS}, ${workers} worker(s) | OTEL_SDK_DISABLED=true | ${cols(off)} |`);
+      rows.push(`| ${sessions} × ${TURNS}, ${workers} worker(s) | default, no exporter | ${cols(on)} |`);
+      if (values.json) console.log(JSON.stringify({ sessions, workers, on, off }, null, 2));
+    }
+  console.log(
+    [
+      '| run | telemetry | CPU ms / turn, total: mean (runs) | harness | gateway | hooks worker | turns/s |',
+      '| --- | --- | --- | --- | --- | --- | --- |',
+      ...rows,
+    ].join('\n'),
+  );
+}
+
 async function main() {
+  if (values['otel-compare']) return otelCompare();
   const results: Result[] = [];
   for (const workers of list(values.workers))
     for (const sessions of list(values.sessions)) {

@@ -52,10 +52,16 @@ describe('console: turn page', () => {
   const pages: ConsolePage[] = [];
 
   beforeAll(async () => {
-    // Tracing on (exporting nothing, libs/observability register.ts) so the turn has a trace id to link.
+    // Tracing on, exporting nothing (OTEL_TRACES_EXPORTER=none: with no exporter configured nothing
+    // starts, libs/observability register.ts) so the turn has a trace id to link.
     // run_tests answers 16 KB of log, which TokenJuice compacts lossily, keeping the original.
     stack = await startConsoleStack({
-      env: { JAEGER_UI_URL: JAEGER, OTEL_SDK_DISABLED: 'false', EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE },
+      env: {
+        JAEGER_UI_URL: JAEGER,
+        OTEL_SDK_DISABLED: 'false',
+        OTEL_TRACES_EXPORTER: 'none',
+        EXTRA_TOOL_MODULES: TOKENJUICE_TOOLS_MODULE,
+      },
     });
     stack.llm.setDefault((req) => {
       const a = ask(req);

@@ -36,6 +36,8 @@ describe('gateway request logs', () => {
         HOST: '127.0.0.1',
         LOG_LEVEL: 'info',
         OTEL_SDK_DISABLED: 'false',
+        // Trace ids without a collector: an explicit `none` exporter (with none configured, nothing starts).
+        OTEL_TRACES_EXPORTER: 'none',
       }),
       { readyPattern: /Server listening at/ },
     );

@@ -200,6 +200,103 @@ describe('SSE event streams', () => {
     expect(resumed.journaled[0].id).toBe(String(Number(first.lastEventId) + 1));
   });
 
+  it('a turn nobody watches (a waiter holds the request) publishes per round, not per chunk; a watched one streams', async () => {
+    // Every command Redis runs for this test's processes (MONITOR shows the ones scripts run too),
+    // read off a plain socket: one line per command, `+<time> [<db> <client>] "<command>" "<arg>" …`.
+    const url = new URL(env.redisUrl);
+    const monitor = net.connect(Number(url.port || 6379), url.hostname);
+    const seen: { command: string; line: string }[] = [];
+    let rest = '';
+    monitor.setEncoding('latin1');
+    monitor.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\r\n');
+      rest = lines.pop()!;
+      for (const line of lines) {
+        const m = /^\+\d+\.\d+ \[[^\]]*\] "([^"]+)"/.exec(line);
+        if (m && line.includes(env.queuePrefix)) seen.push({ command: m[1].toLowerCase(), line });
+      }
+    });
+    await new Promise<void>((resolve) => {
+      monitor.once('data', () => resolve());
+      monitor.write('MONITOR\r\n');
+    });
+    try {
+      const during = async (sessionId: string, run: () => Promise<void>) => {
+        const from = seen.length;
+        await run();
+        // The end's PUBLISH is sent before the waiter or the stream hears it: it is in the MONITOR feed.
+        const mine = seen.slice(from);
+        return {
+          publishes: mine.filter((c) => c.command === 'publish' && c.line.includes(sessionId)).length,
+        };
+      };
+      const script = () => llm.enqueue(scripted.text('abcdefghij', { textPieces: 10, frameIntervalMs: 100 }));
+
+      const unwatchedSession = await newSession();
+      script();
+      const unwatched = await during(unwatchedSession, async () => {
+        const res = await a.post(`/v1/sessions/${unwatchedSession}/messages`, {
+          content: 'quietly',
+          wait: true,
+        });
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ status: 'completed', finalText: 'abcdefghij' });
+      });
+
+      const watchedSession = await newSession();
+      const s = await sessionStream(watchedSession);
+      script();
+      const watched = await during(watchedSession, async () => {
+        await admit(watchedSession, 'out loud');
+        await s.until(ended, 'the turn to end on the stream');
+      });
+      s.close();
+      expect(s.live.filter((f) => f.event === 'text_delta').length).toBeGreaterThanOrEqual(5);
+
+      // Unwatched: the admission's, the round's start (its first probe), a probe or two while the ~1 s
+      // round is open (0.5 s, 1.5 s after its start; later under load) and the end the waiter needs.
+      // Watched: the admission's, the start, a PUBLISH per chunk, the commit.
+      expect(unwatched.publishes).toBeGreaterThanOrEqual(3);
+      expect(unwatched.publishes).toBeLessThanOrEqual(5);
+      expect(watched.publishes).toBeGreaterThanOrEqual(8);
+      process.stdout.write(
+        `live PUBLISHes per turn: unwatched ${unwatched.publishes}, watched ${watched.publishes}\n`,
+      );
+      // Both journals are complete: the same event types, in the same order.
+      const types = async (sessionId: string) =>
+        (await journal(sessionId)).map((e) => (e as { type?: string }).type);
+      expect(await types(unwatchedSession)).toEqual(await types(watchedSession));
+    } finally {
+      monitor.destroy();
+    }
+  });
+
+  it('a client that subscribes to a turn nobody watched, mid-round, gets the whole stream in order, then live text', async () => {
+    const sessionId = await newSession();
+    const text = 'one two three four five six seven eight nine ten ';
+    llm.enqueue(scripted.toolCall('word_count', { text: 'one two three' }));
+    llm.enqueue(scripted.text(text, { textPieces: 10, frameIntervalMs: 300 }));
+    const before = llm.requests.length;
+    const turnId = await admit(sessionId, 'count, then talk');
+    // The second round is streaming (3 s of text) and nobody has watched the turn so far.
+    await llm.waitForRequests(before + 2);
+    const s = await turnStream(turnId);
+    await s.ended;
+
+    // Every journal event of the turn exactly once, in order: what was committed before the client
+    // came (read from the journal) and what came after.
+    const expected = (await journal(sessionId)).filter((e) => e.turnId === turnId);
+    expect(s.journaled.map(asEvent)).toEqual(expected);
+    expect(s.journaled.map((f) => Number(f.id))).toEqual(expected.map((e) => e.seq));
+    // The open round reached it live, before its commit: the round whole at the next probe (its
+    // text from offset 0), then the text as it came — each character once.
+    const deltas = s.live.filter((f) => f.event === 'text_delta');
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
+    expect(deltas.map((f) => f.data.data.text).join('')).toBe(text);
+    const committed = s.journaled.find((f) => f.event === 'turn_completed')!;
+    expect(deltas[0].at).toBeLessThan(committed.at - 500);
+  });
+
   it('delivers on every gateway replica (fan-out over Redis pub/sub)', async () => {
     const sessionId = await newSession();
     const [onA, onB] = await Promise.all([sessionStream(sessionId, urlA), sessionStream(sessionId, urlB)]);

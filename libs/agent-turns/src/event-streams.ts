@@ -110,13 +110,15 @@ export class EventStreams {
 
   /** Starts listening to a session before something the stream must not miss (an admission). */
   watch(sessionId: string): LiveWatch {
-    return this.live.watch(sessionId);
+    return this.live.watch(sessionId, { progress: true });
   }
 
   async *events(o: EventStreamOptions): AsyncGenerator<StreamItem, void, undefined> {
     const signal = AbortSignal.any([o.signal, this.shutdown]);
     const idleMs = o.idleMs ?? 15_000;
-    const watch = o.watch ?? this.live.watch(o.sessionId);
+    const watch = o.watch ?? this.live.watch(o.sessionId, { progress: true });
+    // A waiter's watch handed over: a stream hears the progress channel too (docs/adr/0072).
+    watch.follow();
     const reader = new StreamReader(o);
     try {
       // Subscribe first: whatever commits after the confirmation arrives live. Redis away: go on

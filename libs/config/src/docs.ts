@@ -376,13 +376,18 @@ export const OTHER_VARIABLES: Record<string, Required<Doc>> = {
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     default: 'unset',
     meaning:
-      'the OTLP/HTTP collector spans are exported to (e.g. `http://jaeger:4318`); without it spans are not recorded (trace ids still reach logs and jobs)',
+      'the OTLP/HTTP collector spans are exported to (e.g. `http://jaeger:4318`); with no exporter configured (neither this, `OTEL_TRACES_EXPORTER` nor `OTEL_TRACES_SAMPLER`) OpenTelemetry does not start at all: it costs nothing, and logs carry no trace ids (docs/adr/0072)',
+  },
+  OTEL_TRACES_EXPORTER: {
+    default: 'unset (`otlp` with an endpoint)',
+    meaning:
+      '`none` runs tracing without a collector: spans are not recorded, but trace ids are made and reach logs, jobs and turns (the http and undici instrumentations carry them between processes)',
   },
   OTEL_SERVICE_NAME: { default: 'unset', meaning: 'the service name on spans' },
   OTEL_NODE_ENABLED_INSTRUMENTATIONS: {
     default: '`http,undici,pg,ioredis`',
     meaning:
-      'which OpenTelemetry auto-instrumentations load; without a collector `http,undici` (what carries trace context between processes)',
+      'which OpenTelemetry auto-instrumentations load; with `OTEL_TRACES_EXPORTER=none` `http,undici` (what carries trace context between processes)',
   },
   OTEL_TRACES_SAMPLER: {
     default: 'unset',

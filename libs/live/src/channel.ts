@@ -76,11 +76,46 @@ export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Journal event types that settle a turn's hold: it ended, or it waits for someone (a person's
+ * approval, the client's tools). A batch with one of them goes out on the session's channel, which
+ * every reader hears; any other batch on its progress channel, which only streams hear
+ * (docs/adr/0072).
+ */
+export const SETTLING_EVENT_TYPES: ReadonlySet<string> = new Set([
+  ...TERMINAL_EVENT_TYPES,
+  'approval_requested',
+  'client_tool_requested',
+]);
+
+/** True when a batch settles a turn's hold (it goes out on the session's channel). */
+export const settles = (events: readonly { type: string; ephemeral?: boolean }[]): boolean =>
+  events.some((e) => e.ephemeral !== true && SETTLING_EVENT_TYPES.has(e.type));
+
+/**
  * The session's channel name, under the deployment's key prefix (QUEUE_PREFIX) so deployments and
- * test files sharing one Redis never hear each other.
+ * test files sharing one Redis never hear each other. It carries the batches that settle a turn
+ * (SETTLING_EVENT_TYPES): every reader subscribes to it, a waiter (`wait: true`) only to it.
  */
 export function sessionChannel(prefix: string, sessionId: string): string {
   return `${prefix}:live:session:${sessionId}`;
+}
+
+/**
+ * The session's progress channel: every other batch — commits that do not settle a turn, and the
+ * ephemeral events of an open round. Only streams subscribe to it, so a PUBLISH on it answers how
+ * many processes _watch_ the session (a waiter is not watching; docs/adr/0072).
+ */
+export function progressChannel(prefix: string, sessionId: string): string {
+  return `${prefix}:live:progress:${sessionId}`;
+}
+
+/** The channel a batch goes out on. */
+export function channelFor(
+  prefix: string,
+  sessionId: string,
+  events: readonly { type: string; ephemeral?: boolean }[],
+): string {
+  return settles(events) ? sessionChannel(prefix, sessionId) : progressChannel(prefix, sessionId);
 }
 
 /** What travels in one PUBLISH: one commit's events, in seq order. */

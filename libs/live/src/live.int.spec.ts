@@ -109,7 +109,8 @@ describe('live channel', () => {
     expect(await first.ready).toBe(true);
     expect(await second.ready).toBe(true);
     expect(await subscribers(sessionId)).toBe(1);
-    expect(s.channelCount).toBe(1);
+    // The session's channel and its progress channel.
+    expect(s.channelCount).toBe(2);
 
     first.close();
     expect(await subscribers(sessionId)).toBe(1);
@@ -200,7 +201,7 @@ describe('live channel', () => {
   it('a watch pulls batches in order, times out, and stops when aborted or closed', async () => {
     const sessionId = randomUUID();
     const s = subscriber();
-    const watch = s.watch(sessionId);
+    const watch = s.watch(sessionId, { progress: true });
     expect(await watch.subscribed(Date.now() + 5000)).toBe(true);
     await publisher.publish(sessionId, [event(1)]);
     await publisher.publish(sessionId, [event(2, 'turn_completed', 't')]);
@@ -217,6 +218,48 @@ describe('live channel', () => {
     watch.close();
     expect(await closed).toBe('aborted');
     await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'the unsubscription' });
+  });
+
+  it('a waiter hears only what settles a turn and is no watcher; a stream is one, also once it follows', async () => {
+    const sessionId = randomUUID();
+    const s = subscriber();
+    const waiter = s.watch(sessionId);
+    expect(await waiter.subscribed(Date.now() + 5000)).toBe(true);
+    const round = {
+      ephemeral: true as const,
+      after: 1,
+      id: 'prs',
+      index: 0,
+      type: 'provider_round_started',
+      turnId: 't',
+      data: {},
+    };
+    // Progress reaches nobody: the count a writer of ephemeral events probes with is 0.
+    expect(await publisher.publishCounted(sessionId, [round])).toBe(0);
+    expect(await publisher.publishCounted(sessionId, [event(2, 'tool_call_completed', 't')])).toBe(0);
+    // What settles a turn goes out on the session's channel, which the waiter hears.
+    expect(await publisher.publishCounted(sessionId, [event(3, 'approval_requested', 't')])).toBe(1);
+    expect(await waiter.next(Date.now() + 5000)).toEqual([expect.objectContaining({ seq: 3 })]);
+    expect(await waiter.next(Date.now() + 50)).toBe('timeout');
+
+    // Handed to a stream, the watch follows the progress channel too: a watcher now.
+    waiter.follow();
+    expect(waiter.subscription.isReady).toBe(false);
+    expect(await waiter.subscribed(Date.now() + 5000)).toBe(true);
+    expect(await publisher.publishCounted(sessionId, [{ ...round, after: 3 }])).toBe(1);
+    await publisher.publish(sessionId, [event(4, 'provider_round_completed', 't')]);
+    await publisher.publish(sessionId, [event(5, 'turn_completed', 't')]);
+    const heard: LiveMessage[] = [];
+    while (heard.length < 3) {
+      const next = await waiter.next(Date.now() + 5000);
+      if (!Array.isArray(next)) throw new Error(`expected events, got ${next}`);
+      heard.push(...next);
+    }
+    // One connection hears both channels in publish order.
+    expect(heard.map((e) => ('seq' in e ? e.seq : `after ${e.after}`))).toEqual(['after 3', 4, 5]);
+    waiter.close();
+    await waitFor(async () => (await subscribers(sessionId)) === 0, { what: 'the unsubscription' });
+    expect(s.channelCount).toBe(0);
   });
 
   it('a listener that joins a session its process already hears gets the open round first, and nothing of a committed one', async () => {
@@ -259,7 +302,7 @@ describe('live channel', () => {
     expect(next.batches.flat().map((e) => e.id)).toEqual(['prs2']);
     // The open round outlives the listeners (the channel lingers): one that comes back gets it.
     for (const sub of [firstSub, joined, nextSub]) sub.close();
-    expect(s.channelCount).toBe(1);
+    expect(s.channelCount).toBe(2);
     const back = recorder();
     expect(await s.listen(sessionId, back.listener).ready).toBe(true);
     await waitFor(() => back.batches.length > 0, { what: 'the open round' });

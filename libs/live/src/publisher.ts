@@ -1,6 +1,6 @@
 import type { Logger } from '@switchboard/observability';
 import type { RedisConnection } from '@switchboard/queue';
-import { encode, sessionChannel, type LiveEphemeralEvent, type LiveEvent } from './channel';
+import { channelFor, encode, type LiveEphemeralEvent, type LiveEvent } from './channel';
 
 type WithOptionalTime<T extends { createdAt: string }> = Omit<T, 'createdAt'> & { createdAt?: string };
 
@@ -13,14 +13,17 @@ export type PublishableEvent = WithOptionalTime<LiveEvent> | WithOptionalTime<Li
  */
 export interface LivePublisher {
   /**
-   * One PUBLISH for the batch. Never throws and never waits long: a failure is logged and the
+   * One PUBLISH for the batch: on the session's channel when it settles a turn (a terminal event,
+   * an approval or client tools requested), on its progress channel otherwise (docs/adr/0072).
+   * Never throws and never waits long: a failure is logged and the
    * journal in Postgres, which readers fall back to, is the truth.
    */
   publish(sessionId: string, events: readonly PublishableEvent[]): Promise<void>;
   /**
-   * The same, resolving to the number of processes subscribed to the session's channel that
-   * received the batch (undefined when it was not published): a writer of ephemeral events skips
-   * them while nobody listens (docs/adr/0015).
+   * The same, resolving to the number of processes subscribed to the channel that received the
+   * batch (undefined when it was not published). On the progress channel that is how many
+   * processes stream the session: a writer of ephemeral events skips them while nobody watches
+   * (docs/adr/0015, 0072).
    */
   publishCounted?(sessionId: string, events: readonly PublishableEvent[]): Promise<number | undefined>;
 }
@@ -69,7 +72,7 @@ export class RedisLivePublisher implements LivePublisher {
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
-        this.redis.publish(sessionChannel(prefix, sessionId), payload),
+        this.redis.publish(channelFor(prefix, sessionId, events), payload),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
             () => reject(new Error(`PUBLISH timed out after ${this.options.timeoutMs ?? 1000} ms`)),

@@ -2,7 +2,7 @@ import type IORedis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from '@switchboard/observability';
 import { createSubscriberRedis, type RedisTarget } from '@switchboard/queue';
-import { decode, isEphemeral, sessionChannel, type LiveMessage } from './channel';
+import { decode, isEphemeral, progressChannel, sessionChannel, type LiveMessage } from './channel';
 
 /** Ephemeral events a channel keeps per open round for listeners that join it (a round's worth). */
 const OPEN_ROUND_EVENTS = 512;
@@ -25,6 +25,13 @@ export interface LiveSubscription {
    */
   readonly ready: Promise<boolean>;
   readonly isReady: boolean;
+  /** It hears the session's progress channel too (every batch, not only what settles a turn). */
+  readonly following: boolean;
+  /**
+   * Hears the progress channel from now on too (a waiter's watch handed to a stream); `ready` and
+   * `isReady` then wait for its subscription as well.
+   */
+  follow(): void;
   /** Stops listening; the channel is unsubscribed when its last listener leaves. */
   close(): void;
 }
@@ -134,10 +141,43 @@ export class LiveSubscriber {
     );
   }
 
-  /** Starts listening to a session's channel. Wait for `ready` before reading Postgres. */
-  listen(sessionId: string, listener: LiveListener): LiveSubscription {
+  /**
+   * Starts listening to a session. Wait for `ready` before reading Postgres. With `progress` (the
+   * default) it hears every batch — the session's channel and its progress channel; without it only
+   * what settles a turn (the session's channel: a waiter's need, docs/adr/0072) until `follow`.
+   */
+  listen(sessionId: string, listener: LiveListener, o: { progress?: boolean } = {}): LiveSubscription {
     if (this.closed) throw new Error('live subscriber is closed');
-    const name = sessionChannel(this.options.prefix, sessionId);
+    const entry: Listening = { listener, closed: false };
+    const parts = [this.attach(sessionChannel(this.options.prefix, sessionId), entry)];
+    const progress = () => parts.push(this.attach(progressChannel(this.options.prefix, sessionId), entry));
+    if (o.progress !== false) progress();
+    return {
+      get ready() {
+        return Promise.all(parts.map((p) => p.ready)).then((oks) => oks.every(Boolean));
+      },
+      get isReady() {
+        return !entry.closed && parts.every((p) => p.channel.confirmed);
+      },
+      get following() {
+        return parts.length > 1;
+      },
+      follow: () => {
+        if (!entry.closed && parts.length === 1) progress();
+      },
+      close: () => {
+        if (entry.closed) return;
+        entry.closed = true;
+        for (const p of parts) {
+          p.channel.listeners.delete(entry);
+          if (p.channel.listeners.size === 0) this.release(p.channel);
+        }
+      },
+    };
+  }
+
+  /** Adds a listener to a channel, subscribing to it when it is new here. */
+  private attach(name: string, entry: Listening): { channel: Channel; ready: Promise<boolean> } {
     let channel = this.channels.get(name);
     if (!channel) {
       channel = { name, listeners: new Set(), confirmed: false, waiters: [], open: new Map() };
@@ -146,7 +186,6 @@ export class LiveSubscriber {
     }
     clearTimeout(channel.linger);
     channel.linger = undefined;
-    const entry: Listening = { listener, closed: false };
     channel.listeners.add(entry);
     const ch = channel;
     // The channel was already heard here: what its open rounds published so far comes first.
@@ -159,23 +198,15 @@ export class LiveSubscriber {
     const ready = ch.confirmed
       ? Promise.resolve(true)
       : new Promise<boolean>((resolve) => ch.waiters.push(resolve));
-    return {
-      ready,
-      get isReady() {
-        return ch.confirmed && !entry.closed;
-      },
-      close: () => {
-        if (entry.closed) return;
-        entry.closed = true;
-        ch.listeners.delete(entry);
-        if (ch.listeners.size === 0) this.release(ch);
-      },
-    };
+    return { channel: ch, ready };
   }
 
-  /** A pull-style reader of one session's channel (see LiveWatch). */
-  watch(sessionId: string): LiveWatch {
-    return new LiveWatch(this, sessionId);
+  /**
+   * A pull-style reader of one session's channel (see LiveWatch): by default only what settles a
+   * turn (a waiter), every batch once `follow`ed (a stream) or with `progress: true`.
+   */
+  watch(sessionId: string, o: { progress?: boolean } = {}): LiveWatch {
+    return new LiveWatch(this, sessionId, 256, o.progress ?? false);
   }
 
   /** Channels currently subscribed or lingering (for metrics and tests). */
@@ -231,8 +262,11 @@ export class LiveSubscriber {
       this.options.logger.warn({ channel: name }, 'live message not understood; dropped');
       return;
     }
-    // Kept while lingering too: a listener that joins then gets the open round.
+    // Kept while lingering too: a listener that joins then gets the open round. A commit heard on
+    // the session's channel ends the turn's open round kept by its progress channel.
     keepOpenRounds(channel.open, batch.events);
+    const progress = this.channels.get(progressChannel(this.options.prefix, batch.sessionId));
+    if (progress && progress !== channel) keepOpenRounds(progress.open, batch.events);
     for (const entry of [...channel.listeners]) this.deliver(channel, entry, batch.events);
   }
 
@@ -255,6 +289,8 @@ export class LiveSubscriber {
     this.redis.subscribe(...channels.map((c) => c.name)).then(
       () => {
         this.options.logger.info({ channels: channels.length }, 'live subscriber resubscribed');
+        // A listener on both of a session's channels resyncs once.
+        const resync = new Map<Listening, string>();
         for (const channel of channels) {
           if (this.channels.get(channel.name) !== channel) continue;
           const stale = channel.stale;
@@ -262,12 +298,14 @@ export class LiveSubscriber {
           channel.confirmed = true;
           for (const resolve of channel.waiters.splice(0)) resolve(true);
           if (!stale) continue;
-          for (const entry of [...channel.listeners]) {
-            try {
-              entry.listener.onResync();
-            } catch (err) {
-              this.options.logger.error({ err, channel: channel.name }, 'live listener failed');
-            }
+          for (const entry of channel.listeners) resync.set(entry, channel.name);
+        }
+        for (const [entry, name] of resync) {
+          if (entry.closed) continue;
+          try {
+            entry.listener.onResync();
+          } catch (err) {
+            this.options.logger.error({ err, channel: name }, 'live listener failed');
           }
         }
       },
@@ -322,11 +360,24 @@ export class LiveWatch {
     subscriber: LiveSubscriber,
     sessionId: string,
     private readonly maxQueued = 256,
+    progress = false,
   ) {
-    this.subscription = subscriber.listen(sessionId, {
-      onEvents: (events) => this.push(events),
-      onResync: () => this.push('resync'),
-    });
+    this.subscription = subscriber.listen(
+      sessionId,
+      {
+        onEvents: (events) => this.push(events),
+        onResync: () => this.push('resync'),
+      },
+      { progress },
+    );
+  }
+
+  /**
+   * Hears every batch from now on, not only what settles a turn (a stream); wait for `subscribed`
+   * again before reading Postgres.
+   */
+  follow(): void {
+    this.subscription.follow();
   }
 
   /** Waits for the subscription until the deadline: true once it is active. */

@@ -15,7 +15,10 @@ const { trace } = require('@opentelemetry/api');
 const pg = require('pg');
 const nest = require('@nestjs/core/router/router-execution-context');
 const span = trace.getTracer('probe').startSpan('probe');
+const { context } = require('@opentelemetry/api');
 console.log(JSON.stringify({
+  contextManager: context.with(trace.setSpan(context.active(), span), () => trace.getSpan(context.active()) === span),
+  httpPatched: Boolean(require('http').request.__wrapped),
   recording: span.isRecording(),
   traceId: span.spanContext().traceId,
   pgPatched: Boolean(pg.Client.prototype.query.__wrapped),
@@ -33,9 +36,25 @@ async function probe(env: Record<string, string>): Promise<Record<string, unknow
 }
 
 describe('observability/register', () => {
-  it('without a collector records no span but still gives every span a trace id', async () => {
-    const seen = await probe({});
-    expect(seen).toMatchObject({ recording: false, traceId: expect.stringMatching(/^(?!0+$)[0-9a-f]{32}$/) });
+  it('with no exporter configured starts nothing: no context manager, no instrumentation, no-op spans', async () => {
+    expect(await probe({})).toEqual({
+      contextManager: false,
+      httpPatched: false,
+      recording: false,
+      traceId: '0'.repeat(32),
+      pgPatched: false,
+      nestPatched: false,
+    });
+  });
+
+  it('with OTEL_TRACES_EXPORTER=none records no span but still gives every span a trace id', async () => {
+    const seen = await probe({ OTEL_TRACES_EXPORTER: 'none' });
+    expect(seen).toMatchObject({
+      contextManager: true,
+      httpPatched: true,
+      recording: false,
+      traceId: expect.stringMatching(/^(?!0+$)[0-9a-f]{32}$/),
+    });
   });
 
   it('patches the libraries SPEC §12 traces (pg) and not the rest of the auto-instrumentations (Nest)', async () => {
@@ -44,7 +63,10 @@ describe('observability/register', () => {
       nestPatched: false,
     });
     // Exporting nothing, pg's spans would go nowhere: only what carries trace context is patched.
-    expect(await probe({})).toMatchObject({ pgPatched: false, nestPatched: false });
+    expect(await probe({ OTEL_TRACES_EXPORTER: 'none' })).toMatchObject({
+      pgPatched: false,
+      nestPatched: false,
+    });
     // The operator's own list wins.
     expect(
       await probe({

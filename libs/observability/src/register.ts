@@ -9,15 +9,26 @@ import { defaultServiceName } from './service-name';
 
 let sdk: NodeSDK | undefined;
 
-if (process.env.OTEL_SDK_DISABLED !== 'true') {
-  // Without a collector configured, keep tracing on (ids in logs, context in jobs) but export nothing.
-  const hasEndpoint = Boolean(
-    process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-  );
+const hasEndpoint = Boolean(
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+);
+/**
+ * Tracing is configured: a collector, or the operator's explicit exporter (`none` included: trace
+ * ids in logs and jobs, nothing recorded) or sampler. With none of them nothing starts — no context
+ * manager (an active AsyncLocalStorage taxes every promise of the process), no instrumentation, no
+ * span processor — so telemetry with no exporter costs nothing (SPEC §13, docs/adr/0072): spans are
+ * the API's no-ops, logs carry no trace ids, jobs no trace context.
+ */
+const configured =
+  hasEndpoint ||
+  process.env.OTEL_TRACES_EXPORTER !== undefined ||
+  process.env.OTEL_TRACES_SAMPLER !== undefined;
+
+if (process.env.OTEL_SDK_DISABLED !== 'true' && configured) {
   process.env.OTEL_TRACES_EXPORTER ??= hasEndpoint ? 'otlp' : 'none';
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
-  // With no span processor the SDK registers no tracer provider at all, and every span (hence
+  // Exporting nothing (OTEL_TRACES_EXPORTER=none): trace ids only. With no span processor the SDK registers no tracer provider at all, and every span (hence
   // every trace id in logs and jobs) would be empty: a processor that drops spans keeps the ids.
   // Spans nobody exports are not recorded either: the always-off sampler makes every span a
   // non-recording one that still carries a trace id (the parent's, or a new one) and propagates it,

@@ -97,7 +97,7 @@ describe('LiveProgress', () => {
   it('sends no text or tool starts while the round start reached nobody', async () => {
     const pub = new Recorder();
     pub.receivers = 0;
-    const live = progress(pub, 's', 't', 0);
+    const live = progress(pub, 's', 't', 0, 200);
     live.emitted('e1', 'provider_round_started', { round: 0, model: 'm' });
     await tick();
     live.delta('d', 1, 'abc');
@@ -108,9 +108,11 @@ describe('LiveProgress', () => {
     // Its commit goes out only if it ends the turn.
     live.committed([committed(5, 'e1'), committed(6, 'd'), committed(7, 'e2')]);
     expect(pub.batches).toHaveLength(1);
-    // The next round probes again.
+    // The next round, begun right after a probe nobody heard, is probed when the interval is up.
     pub.receivers = 1;
     live.emitted('e3', 'provider_round_started', { round: 1, model: 'm' });
+    expect(pub.batches).toHaveLength(1);
+    await tick(250);
     expect(pub.batches[1].map((e) => e.id)).toEqual(['e3']);
     pub.receivers = 0;
     live.emitted('e4', 'provider_round_started', { round: 2, model: 'm' });
@@ -186,6 +188,30 @@ describe('LiveProgress', () => {
     const n = pub.batches.length;
     await tick(100);
     expect(pub.batches).toHaveLength(n);
+  });
+
+  it('backs its probes off while nobody watches: a long round costs a few PUBLISHes; what settles the turn always goes out', async () => {
+    jest.useFakeTimers();
+    const tick = (ms = 0) => jest.advanceTimersByTimeAsync(ms);
+    const pub = new Recorder();
+    pub.receivers = 0;
+    const live = progress(pub, 's', 't', 0, 100);
+    live.emitted('prs', 'provider_round_started', { round: 0, model: 'm' });
+    // Ten seconds of text, a chunk every 10 ms.
+    for (let i = 0; i < 1000; i++) {
+      live.delta('d', 1, 'x');
+      await tick(10);
+    }
+    // The round start, then probes at 0.1, 0.3, 0.7, 1.5, 3.1, 4.7, 6.3, 7.9, 9.5 s: not one per 100 ms.
+    expect(pub.batches.length).toBeLessThanOrEqual(11);
+    expect(pub.batches.length).toBeGreaterThanOrEqual(8);
+    for (const b of pub.batches) expect(brief(b)).toEqual(['prs@0']);
+    // A commit that makes the turn wait for the client's tools goes out though nobody watches (a
+    // waiter holds the request), on the channel it is published to by type, not counted as a probe.
+    live.emitted('d', 'text_delta', { text: 'x' });
+    live.committed([committed(2, 'prs'), committed(3, 'd'), committed(4, 'ctr', 'client_tool_requested')]);
+    expect(pub.batches.at(-1)!.map((e) => 'seq' in e && e.seq)).toEqual([2, 3, 4]);
+    jest.useRealTimers();
   });
 
   it('publishes the round whole after a PUBLISH was given up, or reached a process it had not reached', async () => {

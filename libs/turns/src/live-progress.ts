@@ -1,6 +1,11 @@
 import { EventType } from '@switchboard/contracts';
 import { redact } from '@switchboard/database';
-import type { LivePublisher, LiveTurnDetail, PublishableEvent } from '@switchboard/live';
+import {
+  SETTLING_EVENT_TYPES,
+  type LiveTurnDetail,
+  type LivePublisher,
+  type PublishableEvent,
+} from '@switchboard/live';
 import type { CommittedEvent } from '@switchboard/store';
 
 /** How often a streaming round's text goes out live at most (LIVE_DELTA_FLUSH_MS; docs/adr/0015). */
@@ -19,13 +24,11 @@ export const DEFAULT_REPROBE_MS = 500;
  * interval later (a fast tool's result commits first and carries it).
  */
 const STARTS: ReadonlySet<string> = new Set([EventType.ProviderRoundStarted, EventType.ToolCallStarted]);
-/** A commit with one of these ends the run (or makes it wait): it goes out whether anyone listened or not. */
-const ENDS: ReadonlySet<string> = new Set([
-  EventType.TurnCompleted,
-  EventType.TurnFailed,
-  EventType.TurnCancelled,
-  EventType.ApprovalRequested,
-]);
+/**
+ * A commit with one of these ends the run (or makes it wait): it goes out whether anyone watches or
+ * not, on the session's channel that waiters hear (SETTLING_EVENT_TYPES, docs/adr/0072).
+ */
+const ENDS: ReadonlySet<string> = SETTLING_EVENT_TYPES;
 
 interface Provisional {
   id: string;
@@ -44,17 +47,23 @@ interface Provisional {
  * every earlier one, and recognises the committed copies by id (the gateway's event stream).
  *
  * Cost: one PUBLISH per commit, one at each round's start, and for a streaming round one per
- * `flushMs` at most. Every PUBLISH is also a probe (how many processes it reached). While the last
- * one reached nobody, the round's text and tools' starts are not sent as they come and its commits
- * are not published, only a commit that ends the turn; instead, while the round is open, its first
- * event alone is published again every `reprobeMs` as a probe, and once a probe reaches a reader the
- * round goes out **whole** at once (everything provisional from index 0, the text from offset 0). A
- * reader that subscribed meanwhile (late, or slowed by load) thus hears the round from its start
- * within `reprobeMs`, and its text as it comes from then on, rather than nothing until the turn
- * ends; a turn nobody watches pays one small PUBLISH per `reprobeMs`, not its text again. The round is also published whole at the next flush when a PUBLISH reached more
- * processes than the one before (a reader elsewhere joined mid-round) or failed (readers may have
- * missed a chunk). A reader takes each event and each character of text once, so a whole copy
- * only fills what it missed.
+ * `flushMs` at most — while someone watches. Every PUBLISH of progress is also a probe: it goes out
+ * on the session's progress channel, which only streams subscribe to (a waiter holding a `wait`
+ * hears the session's channel alone), so its answer is how many processes watch the session
+ * (docs/adr/0072). While the last one reached nobody, the round's text and tools' starts are not
+ * sent as they come and its commits are not published, only a commit that settles the turn (it
+ * ends, or waits for an approval or the client's tools: SETTLING_EVENT_TYPES, on the session's
+ * channel, whatever the count); instead, while the round is open, its first event alone is
+ * published again `reprobeMs` after its start, then at twice the interval each time (at most
+ * 16 × `reprobeMs`) as a probe, and once a probe reaches a reader the round goes out **whole** at
+ * once (everything provisional from index 0, the text from offset 0). A reader that subscribed
+ * meanwhile (late, or slowed by load) thus hears the round from its start within about the round's
+ * age, and its text as it comes from then on, rather than nothing until the turn ends; a turn nobody
+ * watches pays one small PUBLISH per round (a round shorter than `reprobeMs`), a few for a long one,
+ * and one for its end — never its text. The round is also published whole at the next flush when a
+ * PUBLISH reached more processes than the one before (a reader elsewhere joined mid-round) or failed
+ * (readers may have missed a chunk). A reader takes each event and each character of text once, so
+ * a whole copy only fills what it missed.
  * Publishing never fails or delays the turn: each PUBLISH is sent at once and not awaited.
  */
 export class LiveProgress {
@@ -75,6 +84,10 @@ export class LiveProgress {
   /** The next flush sends the round whole (a PUBLISH failed, or reached a process new to it). */
   private whole = false;
   private closed = false;
+  /** Probes sent since the open round started: each waits twice as long as the one before. */
+  private probes = 0;
+  /** When the last PUBLISH of progress (each one a probe) was sent. */
+  private probedAt = 0;
 
   constructor(
     private readonly live: LivePublisher,
@@ -99,8 +112,14 @@ export class LiveProgress {
       return;
     }
     this.list.push(e);
-    if (type === EventType.ProviderRoundStarted) this.flush();
-    else if (STARTS.has(type)) this.schedule(this.listening ? this.flushMs : this.reprobeMs);
+    if (type === EventType.ProviderRoundStarted) {
+      // Nobody watched at a probe less than `reprobeMs` ago (the round before, a fast tool between):
+      // this round is probed when that interval is up, not at once (docs/adr/0072).
+      const since = Date.now() - this.probedAt;
+      if (!this.listening && since < this.reprobeMs) return this.schedule(this.reprobeMs - since);
+      this.flush();
+      this.probes = 0;
+    } else if (STARTS.has(type)) this.schedule(this.listening ? this.flushMs : this.reprobeDelay);
   }
 
   /** Streamed text of the event at `index` (its id fixed by the checkpoints when the text began). */
@@ -108,7 +127,7 @@ export class LiveProgress {
     if (!this.text || this.text.id !== id) this.text = { id, index, text: '', sent: 0 };
     this.text.text += text;
     // Nobody heard the last PUBLISH: the round goes out whole at the next probe.
-    if (!this.listening) return this.schedule(this.reprobeMs);
+    if (!this.listening) return this.schedule(this.reprobeDelay);
     // The first chunk goes out at once (time to first token); later ones at most every flushMs.
     const pending = this.text.text.slice(this.text.sent);
     if (this.text.sent === 0 || Buffer.byteLength(pending) >= DELTA_FLUSH_BYTES) this.schedule(0);
@@ -122,17 +141,28 @@ export class LiveProgress {
     this.list = [];
     this.published = 0;
     this.text = undefined;
+    this.probes = 0;
     if (!events || events.length === 0) return;
     this.after = events[events.length - 1].seq;
     // While nobody listened at the last probe, only the end goes out: a reader that subscribed since
     // sees the next published commit skip seqs and reads the journal.
-    if (this.listening || events.some((e) => ENDS.has(e.type))) this.send(events);
+    if (events.some((e) => ENDS.has(e.type))) this.send(events, true, false);
+    else if (this.listening) this.send(events);
   }
 
   close(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.closed = true;
+  }
+
+  /**
+   * How long until the open round is probed again while nobody watches: `reprobeMs`, then twice as
+   * long after each probe (at most 16 times `reprobeMs`), so a long round nobody watches costs a
+   * handful of PUBLISHes, not one per `reprobeMs` (docs/adr/0072).
+   */
+  private get reprobeDelay(): number {
+    return this.reprobeMs * 2 ** Math.min(this.probes, 4);
   }
 
   /** Something provisional is not committed yet: a round (or a tool) is open. */
@@ -204,10 +234,11 @@ export class LiveProgress {
 
   /**
    * While nobody listens: the round's first event alone (its start, a few hundred bytes), not the
-   * round — a turn nobody watches costs one small PUBLISH per `reprobeMs`, whatever its text. When
+   * round — a turn nobody watches costs a few small PUBLISHes per round, whatever its text. When
    * it reaches a reader, `send` has the round go out whole at once.
    */
   private probe(): void {
+    this.probes++;
     const e = this.list[0];
     const probe: PublishableEvent = {
       ephemeral: true,
@@ -224,14 +255,16 @@ export class LiveProgress {
 
   /**
    * One PUBLISH, not awaited. Its answer says whether anyone listens: nobody → the open round is
-   * probed again (whole) in `reprobeMs`; more processes than the last answer, after a batch that
+   * probed again (whole) after `reprobeDelay`; more processes than the last answer, after a batch that
    * was not the whole round, or a failure → the round goes out whole at once.
    */
-  private send(events: readonly PublishableEvent[], wholeRound = true): void {
-    if (!this.live.publishCounted) {
+  private send(events: readonly PublishableEvent[], wholeRound = true, probe = true): void {
+    // A settling commit goes out on the session's channel, whose count includes waiters (not watchers).
+    if (!this.live.publishCounted || !probe) {
       void this.live.publish(this.sessionId, events);
       return;
     }
+    this.probedAt = Date.now();
     void this.live.publishCounted(this.sessionId, events).then((receivers) => {
       if (receivers === undefined) {
         // Given up (Redis away or slow): a reader may have missed this batch; the next one is whole.
@@ -242,7 +275,7 @@ export class LiveProgress {
       this.receivers = receivers;
       this.listening = receivers > 0;
       if (!this.open) return;
-      if (!this.listening) this.schedule(this.reprobeMs);
+      if (!this.listening) this.schedule(this.reprobeDelay);
       else if (joined) {
         this.whole = true;
         this.schedule(0);
