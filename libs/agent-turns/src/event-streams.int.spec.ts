@@ -103,7 +103,8 @@ describe('EventStreams', () => {
     await commit(sessionId, ['message_admitted', 'turn_started', 'provider_round_started']);
     const s = open(sessionId, { after: 1 });
     await waitFor(() => s.seqs().length === 2, { what: 'the history' });
-    await waitFor(() => s.subscriber.channelCount === 1, { what: 'the subscription' });
+    // A stream hears the session's channel and its progress channel (docs/adr/0072).
+    await waitFor(() => s.subscriber.channelCount === 2, { what: 'the subscription' });
     // Published, then a copy of it again (a writer's retry): once.
     const a = await commit(sessionId, ['text_delta']);
     await publisher.publish(sessionId, a);
@@ -118,7 +119,7 @@ describe('EventStreams', () => {
   it('reads the journal again after its subscriber connection dropped (the resync)', async () => {
     const sessionId = await seedSession(env.db, tenant.tenantId, tenant.agentId);
     const s = open(sessionId);
-    await waitFor(() => s.subscriber.channelCount === 1, { what: 'the subscription' });
+    await waitFor(() => s.subscriber.channelCount === 2, { what: 'the subscription' });
     await publisher.publish(sessionId, await commit(sessionId, ['message_admitted']));
     await waitFor(() => s.seqs().length === 1, { what: 'the first event' });
     await proxy.down();
