@@ -122,8 +122,10 @@ describe('sealImportedRow (docs/adr/0068: an import seals as the live writers do
       handback: { status: 'awaiting_user', question: T('q?'), options: J(['a', 'b']), callId: 'call_ask' },
       output: T('out'),
     });
+    // An empty text stays as is (TenantCipher.sealText), as the writers in SQL store it.
     const cancelled = { handback: { status: 'incomplete', reason: 'cancelled' }, output: '' };
     expect(sealImportedRow('tasks', cancelled, sealer())).toEqual(cancelled);
+    expect(sealImportedRow('turns', { final_text: '' }, sealer())).toEqual({ final_text: '' });
     expect(
       sealImportedRow('dataset_items', { input: 'i', expected: null, rubric: 'r', match: 'exact' }, sealer()),
     ).toEqual({ input: T('i'), expected: null, rubric: T('r'), match: 'exact' });

@@ -429,7 +429,7 @@ function sealTextFields(value: Row, fields: readonly string[], s: ImportSealer):
   let out: Row | undefined;
   for (const f of fields) {
     const v = value[f];
-    if (typeof v !== 'string' || isSealedString(v)) continue;
+    if (typeof v !== 'string' || v === '' || isSealedString(v)) continue;
     out ??= { ...value };
     out[f] = s.sealText(v);
   }
@@ -458,10 +458,10 @@ export function sealImportedRow(table: string, row: Row, s: ImportSealer): Row {
     if (!open(v)) continue;
     switch (kind) {
       case 't':
-        // Fixed text the system writes, not a person's words, stays as written: a cancelled turn's
-        // approvals' reason (ControlStore) and its task's empty output.
+        // An empty text is stored as is (TenantCipher.sealText); so is the fixed reason the system
+        // writes on a cancelled turn's pending approvals (ControlStore), not a person's words.
+        if (v === '') break;
         if (table === 'approvals' && column === 'reason' && out.decided_by === 'system') break;
-        if (table === 'tasks' && column === 'output' && v === '') break;
         out[column] = typeof v === 'string' ? s.sealText(v) : v;
         break;
       case 'j':
@@ -496,6 +496,7 @@ export function sealImportedRow(table: string, row: Row, s: ImportSealer): Row {
           for (const f of HANDBACK_FIELDS) {
             const field = handback[f];
             if (!open(field)) continue;
+            if (field === '') continue;
             handback[f] = typeof field === 'string' ? s.sealText(field) : s.sealJson(field);
           }
           out[column] = handback;
