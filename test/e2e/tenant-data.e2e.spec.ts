@@ -219,6 +219,29 @@ describe('tenant data: export, import, deletion, retention', () => {
         })
       ).status,
     ).toBe(201);
+    // A sub-agent's task: its prompt and context, the child's handback and output.
+    expect(
+      (await api.post('/v1/agents', { name: 'helper', tier: 'worker', model: 'scripted/echo' })).status,
+    ).toBe(201);
+    const boss = await api.post('/v1/agents', {
+      name: 'boss',
+      tier: 'chat',
+      model: 'scripted/delegate',
+      tools: ['spawn_subagent'],
+    });
+    expect(boss.status).toBe(201);
+    const bossSession = (await api.post('/v1/sessions', { agentId: boss.body.id })).body.id as string;
+    const delegated = await api.post(`/v1/sessions/${bossSession}/messages`, { content: 'Brew the tea.' });
+    const parent = await turnIn(delegated.body.turnId as string, ['completed', 'failed']);
+    expect(parent.status).toBe('completed');
+    const task = await waitFor(
+      async () => {
+        const r = await api.get(`/v1/tasks/${parent.children[0].id as string}`);
+        return r.body.status === 'completed' ? r.body : undefined;
+      },
+      { what: 'the sub-agent task completed', timeoutMs: 60_000 },
+    );
+    expect(task.input).toEqual({ task: 'Brew the tea.', context: 'Asked by the import test.' });
     const dataset = await api.post('/v1/datasets', { name: 'sealed-set' });
     expect(dataset.status).toBe(201);
     const items = await api.post(`/v1/datasets/${dataset.body.id}/items`, {
@@ -504,6 +527,7 @@ describe('tenant data: export, import, deletion, retention', () => {
         ['approvals', 'arguments'],
         ['turns', 'cancel_note'],
         ['dataset_items', 'input'],
+        ['tasks', 'output'],
       ])
         expect([table, column, rowsOf(table).some((r) => sealed(r[column]))]).toEqual([table, column, true]);
       // Content in clear only where the live writers leave it in clear: the tables holding a word of
@@ -543,6 +567,10 @@ describe('tenant data: export, import, deletion, retention', () => {
     } finally {
       await gateway?.kill('SIGTERM');
       await targetDb.$disconnect();
+      // Its pool was read only through raw SQL (the cipher's data keys): the engine never connected,
+      // so $disconnect leaves it open, and the drop below would kill its idle connections under it.
+      const targetDbPool = poolOf(targetDb);
+      if (!targetDbPool.ending && !targetDbPool.ended) await targetDbPool.end();
       await target.drop();
     }
 
