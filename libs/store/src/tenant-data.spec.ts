@@ -84,4 +84,78 @@ describe('sealImportedRow (docs/adr/0068: an import seals as the live writers do
       search: '',
     });
   });
+  it('seals what the writers with their own SQL seal (approvals, cancels, tasks, evaluation), their plain fields left plain', () => {
+    const T = (v: string) => `sbe1.t.1.x.${v}`;
+    const J = (v: unknown) => `sbe1.j.1.x.${JSON.stringify(v)}`;
+    expect(
+      sealImportedRow(
+        'approvals',
+        { arguments: { url: 'u' }, reason: 'ok', output: 'answer', decided_by: 'key:1', status: 'approved' },
+        sealer(),
+      ),
+    ).toEqual({
+      arguments: J({ url: 'u' }),
+      reason: T('ok'),
+      output: T('answer'),
+      decided_by: 'key:1',
+      status: 'approved',
+    });
+    // The fixed reason a cancel writes on its pending approvals stays as written.
+    const system = { arguments: 'sbe1.j.1.y.a', reason: 'the turn was cancelled', decided_by: 'system' };
+    expect(sealImportedRow('approvals', system, sealer())).toEqual(system);
+    expect(sealImportedRow('turns', { cancel_note: 'why', cancel_reason: 'user' }, sealer())).toEqual({
+      cancel_note: T('why'),
+      cancel_reason: 'user',
+    });
+    expect(
+      sealImportedRow(
+        'tasks',
+        {
+          input: { task: 'do', context: 'ctx', answers: { call_ask: 'yes', done: 'sbe1.t.1.y.z' } },
+          handback: { status: 'awaiting_user', question: 'q?', options: ['a', 'b'], callId: 'call_ask' },
+          output: 'out',
+        },
+        sealer(),
+      ),
+    ).toEqual({
+      input: { task: T('do'), context: T('ctx'), answers: { call_ask: T('yes'), done: 'sbe1.t.1.y.z' } },
+      handback: { status: 'awaiting_user', question: T('q?'), options: J(['a', 'b']), callId: 'call_ask' },
+      output: T('out'),
+    });
+    // An empty text stays as is (TenantCipher.sealText), as the writers in SQL store it.
+    const cancelled = { handback: { status: 'incomplete', reason: 'cancelled' }, output: '' };
+    expect(sealImportedRow('tasks', cancelled, sealer())).toEqual(cancelled);
+    expect(sealImportedRow('turns', { final_text: '' }, sealer())).toEqual({ final_text: '' });
+    expect(
+      sealImportedRow('dataset_items', { input: 'i', expected: null, rubric: 'r', match: 'exact' }, sealer()),
+    ).toEqual({ input: T('i'), expected: null, rubric: T('r'), match: 'exact' });
+    expect(
+      sealImportedRow(
+        'turn_scores',
+        { reason: 'because', details: { comment: 'nice', rating: 'up' }, score: 1, passed: true },
+        sealer(),
+      ),
+    ).toEqual({
+      reason: T('because'),
+      details: { comment: T('nice'), rating: 'up' },
+      score: 1,
+      passed: true,
+    });
+    // A decision's reason and a cancel's note in their events and audit entries; the same field elsewhere plain.
+    const event = (type: string, data: unknown) => sealImportedRow('events', { type, data }, sealer()).data;
+    expect(event('approval_decided', { decision: 'approve', reason: 'fine' })).toEqual({
+      decision: 'approve',
+      reason: T('fine'),
+    });
+    expect(event('turn_cancelled', { reason: 'user', note: 'n' })).toEqual({ reason: 'user', note: T('n') });
+    expect(event('turn_failed', { reason: 'provider_error' })).toEqual({ reason: 'provider_error' });
+    const audit = (action: string, details: unknown) =>
+      sealImportedRow('audit_events', { action, details }, sealer()).details;
+    expect(audit('approval.decided', { decision: 'deny', reason: 'no' })).toEqual({
+      decision: 'deny',
+      reason: T('no'),
+    });
+    expect(audit('turn.cancelled', { reason: 'user', note: 'n' })).toEqual({ reason: 'user', note: T('n') });
+    expect(audit('agent.updated', { reason: 'r' })).toEqual({ reason: 'r' });
+  });
 });

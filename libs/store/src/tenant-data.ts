@@ -326,11 +326,27 @@ type Row = Record<string, unknown>;
 const SEALED_PREFIX = 'sbe1.';
 
 /**
- * The content columns of each table as the live writers store them (docs/adr/0067's list): `t` a text
- * column sealed as text, `j` a JSON column sealed whole, `events` the journal's content fields one by
- * one, `body` / `hints` / `metadata` the body inside a JSON value.
+ * How a content column is stored by the live writers (docs/adr/0067's list): `t` a text column sealed
+ * as text, `j` a JSON column sealed whole, `events` the journal's content fields one by one (and the
+ * content of a few event types: a decision's reason, a cancel's note), `body` / `hints` / `metadata`
+ * the body inside a JSON value, `task_input` / `handback` a sub-agent task's content fields one by one
+ * (status and ids plain), `text_fields:<a,b>` the named fields of a JSON object sealed as text,
+ * `audit` the content an audit entry copies (a decision's reason, a cancel's note).
  */
-const SEALED_COLUMNS: Record<string, [string, 't' | 'j' | 'events' | 'body' | 'hints' | 'metadata'][]> = {
+type SealKind =
+  | 't'
+  | 'j'
+  | 'events'
+  | 'body'
+  | 'hints'
+  | 'metadata'
+  | 'task_input'
+  | 'handback'
+  | 'text_fields:comment'
+  | 'audit';
+
+/** The content columns of each table as the live writers store them, and how each is sealed. */
+const SEALED_COLUMNS: Record<string, [string, SealKind][]> = {
   messages: [
     ['body', 'j'],
     ['tool_calls', 'j'],
@@ -341,7 +357,11 @@ const SEALED_COLUMNS: Record<string, [string, 't' | 'j' | 'events' | 'body' | 'h
     ['result', 'j'],
     ['error', 'j'],
   ],
-  turns: [['final_text', 't']],
+  // A cancel's note: ControlStore.requestCancel and the checkpoint that ends a cancelled turn.
+  turns: [
+    ['final_text', 't'],
+    ['cancel_note', 't'],
+  ],
   events: [['data', 'events']],
   context_parts: [['content', 'j']],
   tool_result_originals: [['content', 't']],
@@ -355,12 +375,66 @@ const SEALED_COLUMNS: Record<string, [string, 't' | 'j' | 'events' | 'body' | 'h
   wake_hints: [['hints', 'hints']],
   agent_reflections: [['text', 't']],
   agent_user_profiles: [['content', 't']],
+  // The calls a wait asks about (sealCheckpoint), a person's reason (ApprovalStore.decide; not the
+  // fixed text the system writes, see sealImportedRow) and a client tool's answer (ClientToolStore).
+  approvals: [
+    ['arguments', 'j'],
+    ['reason', 't'],
+    ['output', 't'],
+  ],
+  // A sub-agent's task: its prompt, context and answers (TaskService), its handback and output.
+  tasks: [
+    ['input', 'task_input'],
+    ['handback', 'handback'],
+    ['output', 't'],
+  ],
+  // DatasetStore.addItems.
+  dataset_items: [
+    ['input', 't'],
+    ['expected', 't'],
+    ['rubric', 't'],
+  ],
+  // Every scorer's reason (the scoring hook) and a feedback's comment (writeFeedback).
+  turn_scores: [
+    ['reason', 't'],
+    ['details', 'text_fields:comment'],
+  ],
+  audit_events: [['details', 'audit']],
 };
 
 /** The journal's content fields (libs/database's CONTENT_EVENT_FIELDS; the store does not import it here). */
 const EVENT_FIELDS = ['text', 'arguments', 'handback', 'finalText', 'output', 'content', 'question'];
 
+/** Content fields of particular events, sealed as text by their writers (ApprovalStore, ControlStore). */
+const EVENT_TEXT_FIELDS: Record<string, string[]> = {
+  approval_decided: ['reason'],
+  turn_cancelled: ['note'],
+};
+
+/** Content fields of particular audit entries, sealed as text by their writers (the same two). */
+const AUDIT_TEXT_FIELDS: Record<string, string[]> = {
+  'approval.decided': ['reason'],
+  'turn.cancelled': ['note'],
+};
+
+/** A handback's content fields (checkpoint-seal.ts `sealHandback`): text sealed as text, the rest as JSON. */
+const HANDBACK_FIELDS = ['result', 'partial', 'question', 'options'];
+
 const isSealedString = (v: unknown) => typeof v === 'string' && v.startsWith(SEALED_PREFIX);
+const isObject = (v: unknown): v is Row => !!v && typeof v === 'object' && !Array.isArray(v);
+const open = (v: unknown) => v !== null && v !== undefined && !isSealedString(v);
+
+/** `value` with the named string fields sealed as text (the others as they are). */
+function sealTextFields(value: Row, fields: readonly string[], s: ImportSealer): Row {
+  let out: Row | undefined;
+  for (const f of fields) {
+    const v = value[f];
+    if (typeof v !== 'string' || v === '' || isSealedString(v)) continue;
+    out ??= { ...value };
+    out[f] = s.sealText(v);
+  }
+  return out ?? value;
+}
 
 /** Wake hints with each one's body sealed (wake.ts `sealedHint`). */
 function sealHints(hints: unknown, s: ImportSealer): unknown {
@@ -381,30 +455,55 @@ export function sealImportedRow(table: string, row: Row, s: ImportSealer): Row {
   const out: Row = { ...row };
   for (const [column, kind] of columns) {
     const v = out[column];
-    if (v === null || v === undefined || isSealedString(v)) continue;
+    if (!open(v)) continue;
     switch (kind) {
       case 't':
+        // An empty text is stored as is (TenantCipher.sealText); so is the fixed reason the system
+        // writes on a cancelled turn's pending approvals (ControlStore), not a person's words.
+        if (v === '') break;
+        if (table === 'approvals' && column === 'reason' && out.decided_by === 'system') break;
         out[column] = typeof v === 'string' ? s.sealText(v) : v;
         break;
       case 'j':
         out[column] = s.sealJson(v);
         break;
       case 'events':
-        if (typeof v === 'object' && !Array.isArray(v)) {
-          const data: Row = { ...(v as Row) };
-          for (const f of EVENT_FIELDS) {
-            if (data[f] !== undefined && data[f] !== null && !isSealedString(data[f]))
-              data[f] = s.sealJson(data[f]);
+        if (isObject(v)) {
+          const data: Row = { ...v };
+          for (const f of EVENT_FIELDS) if (open(data[f])) data[f] = s.sealJson(data[f]);
+          const type = typeof out.type === 'string' ? out.type : '';
+          out[column] = sealTextFields(data, EVENT_TEXT_FIELDS[type] ?? [], s);
+        }
+        break;
+      case 'audit':
+        if (isObject(v) && typeof out.action === 'string' && AUDIT_TEXT_FIELDS[out.action])
+          out[column] = sealTextFields(v, AUDIT_TEXT_FIELDS[out.action], s);
+        break;
+      case 'text_fields:comment':
+        if (isObject(v)) out[column] = sealTextFields(v, ['comment'], s);
+        break;
+      case 'task_input':
+        if (isObject(v)) {
+          const input = sealTextFields(v, ['task', 'context'], s);
+          out[column] = isObject(input.answers)
+            ? { ...input, answers: sealTextFields(input.answers, Object.keys(input.answers), s) }
+            : input;
+        }
+        break;
+      case 'handback':
+        if (isObject(v)) {
+          const handback: Row = { ...v };
+          for (const f of HANDBACK_FIELDS) {
+            const field = handback[f];
+            if (!open(field)) continue;
+            if (field === '') continue;
+            handback[f] = typeof field === 'string' ? s.sealText(field) : s.sealJson(field);
           }
-          out[column] = data;
+          out[column] = handback;
         }
         break;
       case 'body':
-        if (typeof v === 'object' && !Array.isArray(v) && 'body' in (v as Row)) {
-          const body = (v as Row).body;
-          if (body !== null && body !== undefined && !isSealedString(body))
-            out[column] = { ...(v as Row), body: s.sealJson(body) };
-        }
+        if (isObject(v) && 'body' in v && open(v.body)) out[column] = { ...v, body: s.sealJson(v.body) };
         break;
       case 'hints':
         out[column] = sealHints(v, s);

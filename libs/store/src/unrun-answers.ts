@@ -92,16 +92,22 @@ export async function answerUnrunCalls(
   const answers = calls.map((call, i) => ({ call, position: next + i, ...cancelledAnswer(call) }));
   // The calls' arguments are the model's content: sealed for an encrypting tenant (docs/adr/0067).
   const args = await Promise.all(answers.map((x) => sealJson(a.tenantId, parsedArguments(x.call.arguments))));
+  // The cancelled answer is fixed text, sealed all the same: every transcript body and tool-call error
+  // of an encrypting tenant is (one rule per column, which an import follows too, docs/adr/0068).
+  const bodies = await Promise.all(
+    answers.map((x) => sealJson(a.tenantId, { type: 'text', text: JSON.stringify(x.result) })),
+  );
+  const errors = await Promise.all(answers.map((x) => sealJson(a.tenantId, x.result)));
 
   await tx.execute(sql`
     INSERT INTO messages (id, tenant_id, agent_id, session_id, turn_id, turn_seq, position, role, kind, origin,
       trust, authority_class, priority, body, tool_call_id, metadata)
     VALUES ${join(
       answers.map(
-        (x) => sql`(${newId()}::uuid, ${a.tenantId}::uuid, ${turn.agent_id}::uuid, ${a.sessionId}::uuid,
+        (x, i) => sql`(${newId()}::uuid, ${a.tenantId}::uuid, ${turn.agent_id}::uuid, ${a.sessionId}::uuid,
           ${a.turnId}::uuid, ${turn.seq}::int, ${x.position}::int, 'tool', 'internal_followup',
           ${json({ kind: 'system', subsystem: 'tools' })}::jsonb, 'untrusted_external', 'external_evidence',
-          ${turn.priority}::text, ${json({ type: 'text', text: JSON.stringify(x.result) })}::jsonb,
+          ${turn.priority}::text, ${json(bodies[i])}::jsonb,
           ${x.call.id}::text, ${json({ tool: x.call.name })}::jsonb)`,
       ),
     )}`);
@@ -114,7 +120,7 @@ export async function answerUnrunCalls(
     FROM (VALUES ${join(
       answers.map(
         (x, i) => sql`(${newId()}::uuid, ${x.call.id}::text, ${x.call.name}::text,
-          ${json(args[i])}::jsonb, ${json(x.result)}::jsonb)`,
+          ${json(args[i])}::jsonb, ${json(errors[i])}::jsonb)`,
       ),
     )}) AS v (id, call_id, name, arguments, error)
       LEFT JOIN approvals ap ON ap.turn_id = ${a.turnId}::uuid AND ap.call_id = v.call_id

@@ -158,7 +158,9 @@ export class TenantCipher {
   async sealText(tenantId: string, text: string): Promise<string>;
   async sealText(tenantId: string, text: string | null | undefined): Promise<string | null | undefined>;
   async sealText(tenantId: string, text: string | null | undefined): Promise<string | null | undefined> {
-    if (text === null || text === undefined) return text;
+    // An empty text holds nothing: stored as is, as the writers in SQL store it (a cancelled or
+    // interjected turn's final text, a cancelled task's output), so a column has one rule (docs/adr/0067).
+    if (text === null || text === undefined || text === '') return text;
     if ((await this.mode(tenantId)) === 'off') return text;
     const { version, key } = await this.activeKey(tenantId);
     return sealValue(key, tenantId, version, 't', text);
