@@ -731,7 +731,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
     const cpuSeconds = Object.fromEntries(
       Object.keys(cpu1).map((k) => [k, round((cpu1[k] - (cpu0[k] ?? 0)) / 1000, 2)]),
     );
-    const header = `Burst past the rate limits (issue 37), commit ${gitCommit()}: NODE_ENV=production, default rate limits (admission ${DEFAULT_LIMITS.RATE_LIMIT_ADMISSION_PER_MIN}/min per tenant), ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}, OpenTelemetry ${OTEL ? 'on (no collector)' : 'off'}, model ${MODEL}${MODEL.startsWith('scripted/') ? ' (in the harness)' : ` from the model server (a process, OpenAI wire) answering ${MODEL_DELAY_MS ? `after ${MODEL_DELAY_MS} ms` : 'at once'}`}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}${values.env.length ? `, ${values.env.join(' ')}` : ''}; load average ${load0.toFixed(2)} → ${load1.toFixed(2)}`;
+    const header = `Burst past the rate limits (issue 37), commit ${gitCommit()}: NODE_ENV=production, default rate limits (admission ${DEFAULT_LIMITS.RATE_LIMIT_ADMISSION_PER_MIN}/min per tenant), ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}${TENANT_CAP ? `, TENANT_MAX_CONCURRENT_TURNS ${TENANT_CAP}` : ''}, OpenTelemetry ${OTEL ? 'on (no collector)' : 'off'}, model ${MODEL}${MODEL.startsWith('scripted/') ? ' (in the harness)' : ` from the model server (a process, OpenAI wire) answering ${MODEL_DELAY_MS ? `after ${MODEL_DELAY_MS} ms` : 'at once'}`}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}${values.env.length ? `, ${values.env.join(' ')}` : ''}; load average ${load0.toFixed(2)} → ${load1.toFixed(2)}`;
     console.log(`\n${header}\n`);
     console.log(
       table([
@@ -793,6 +793,8 @@ ${pass ? 'PASS' : 'FAIL'}`);
         config: {
           harnessWorkers: WORKERS,
           harnessConcurrency: HARNESS_CONCURRENCY,
+          tenantCap: TENANT_CAP,
+          model: MODEL,
           otel: OTEL,
           modelDelayMs: MODEL_DELAY_MS,
           waitTimeoutMs: WAIT_TIMEOUT_MS,
