@@ -24,6 +24,12 @@
  *     [--a-turns 2000] [--a-sessions 200] [--a-concurrency 50] [--warmup 20] [--wait-timeout-s 600]
  *     [--rate-limits] [--model scripted/echo] [--poll-ms 100] [--timeout-s 1800]
  *
+ * `--scenario burst-429` (issue 37) runs another shape instead, at production settings
+ * (NODE_ENV=production, the default rate limits, OpenTelemetry on, a model server process): B alone,
+ * then A's 2,000 messages over 200 sessions as fast as the client sends them (most answered 429)
+ * with B's schedule beside them, then a check in Postgres that every admitted message of A completed
+ * exactly once; it prints PASS or FAIL (`--fail-on-miss`: exit 3 on FAIL). docs/BENCHMARKS.md.
+ *
  * Every flag can also be given as BENCH_TENANTS_<FLAG> in the environment (BENCH_TENANTS_WORKERS=1).
  *
  * The client: undici with keep-alive, one connection pool per tenant (no per-origin connection
