@@ -24,6 +24,12 @@
  *     [--a-turns 2000] [--a-sessions 200] [--a-concurrency 50] [--warmup 20] [--wait-timeout-s 600]
  *     [--rate-limits] [--model scripted/echo] [--poll-ms 100] [--timeout-s 1800]
  *
+ * `--scenario burst-429` (issue 37) runs another shape instead, at production settings
+ * (NODE_ENV=production, the default rate limits, OpenTelemetry on, a model server process): B alone,
+ * then A's 2,000 messages over 200 sessions as fast as the client sends them (most answered 429)
+ * with B's schedule beside them, then a check in Postgres that every admitted message of A completed
+ * exactly once; it prints PASS or FAIL (`--fail-on-miss`: exit 3 on FAIL). docs/BENCHMARKS.md.
+ *
  * Every flag can also be given as BENCH_TENANTS_<FLAG> in the environment (BENCH_TENANTS_WORKERS=1).
  *
  * The client: undici with keep-alive, one connection pool per tenant (no per-origin connection
@@ -32,17 +38,24 @@
  * schedule is reported). Completion of A's backlog is watched with one Postgres query every
  * `--poll-ms` (no API route gives a tenant's unfinished count), not through the gateway.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { Client } from 'pg';
 import { Agent, request } from 'undici';
+import { ConfigSchema } from '@switchboard/config';
 import { QueueName } from '@switchboard/contracts';
 import { pct, pool, sleep, startSwitchboard, type Switchboard } from './bench-lib';
 
 const FLAGS = {
+  /**
+   * `backlog` (the default: the four phases above) or `burst-429` (issue 37: production settings,
+   * A's 2,000 messages mostly refused by the default rate limits; see BURST_429 below).
+   */
+  scenario: 'backlog',
   workers: '2',
   'harness-concurrency': '32',
   /** TENANT_MAX_CONCURRENT_TURNS for the harness workers (0: no cap). */
@@ -51,10 +64,19 @@ const FLAGS = {
   'b-interval-ms': '500',
   'a-turns': '2000',
   'a-sessions': '200',
-  'a-concurrency': '50',
+  /** Empty: 50 for `backlog`, 200 (one request in flight per session) for `burst-429`. */
+  'a-concurrency': '',
   warmup: '20',
-  'wait-timeout-s': '600',
-  model: 'scripted/echo',
+  /** Empty: 600 for `backlog`, the production default (WAIT_TIMEOUT_MS) for `burst-429`. */
+  'wait-timeout-s': '',
+  /** burst-429: B keeps sending this long after A's admitted turns all ended. */
+  'tail-s': '5',
+  /** burst-429: the model server's answer delay (0: at once). */
+  'model-delay-ms': '0',
+  /** Empty: off for `backlog`, on for `burst-429` (production runs it, with no collector here). */
+  otel: '',
+  /** Empty: `scripted/echo` for `backlog`, the model server's `openai-chat/gpt-4o-mini` for `burst-429`. */
+  model: '',
   'poll-ms': '100',
   'timeout-s': '1800',
 } as const;
@@ -66,6 +88,8 @@ const { values } = parseArgs({
     ) as Record<keyof typeof FLAGS, { type: 'string'; default: string }>),
     /** The deployment's default rate limits (README) instead of none. */
     'rate-limits': { type: 'boolean', default: ['1', 'true'].includes(envOf('rate-limits') ?? '') },
+    /** burst-429: exit 3 when the goal does not hold (a benchmark otherwise exits 0 whatever the figures). */
+    'fail-on-miss': { type: 'boolean', default: ['1', 'true'].includes(envOf('fail-on-miss') ?? '') },
     /** Extra settings for every process, `KEY=VALUE`, repeatable (e.g. ADMISSION_CONCURRENCY_PER_TENANT=2). */
     env: { type: 'string', multiple: true, default: [] },
   },
@@ -75,6 +99,13 @@ const num = (k: keyof typeof FLAGS): number => {
   if (!Number.isFinite(n) || n < 0) throw new Error(`--${k} must be a number ≥ 0, not ${values[k]}`);
   return n;
 };
+const SCENARIO = values.scenario;
+if (SCENARIO !== 'backlog' && SCENARIO !== 'burst-429')
+  throw new Error(`--scenario must be backlog or burst-429, not ${SCENARIO}`);
+const BURST_429 = SCENARIO === 'burst-429';
+/** A flag whose empty default means "the scenario's". */
+const orScenario = (k: keyof typeof FLAGS, backlog: number, burst: number) =>
+  values[k] === '' ? (BURST_429 ? burst : backlog) : num(k);
 const WORKERS = num('workers');
 const HARNESS_CONCURRENCY = num('harness-concurrency');
 const TENANT_CAP = num('tenant-cap');
@@ -82,13 +113,22 @@ const B_TURNS = num('b-turns');
 const B_INTERVAL_MS = num('b-interval-ms');
 const A_TURNS = num('a-turns');
 const A_SESSIONS = Math.max(1, num('a-sessions'));
-const A_CONCURRENCY = Math.max(1, num('a-concurrency'));
+const A_CONCURRENCY = Math.max(1, orScenario('a-concurrency', 50, 200));
 const WARMUP = num('warmup');
-const WAIT_TIMEOUT_MS = num('wait-timeout-s') * 1000;
+const WAIT_TIMEOUT_MS =
+  values['wait-timeout-s'] === ''
+    ? BURST_429
+      ? ConfigSchema.shape.WAIT_TIMEOUT_MS.parse(undefined)
+      : 600_000
+    : num('wait-timeout-s') * 1000;
+const TAIL_MS = num('tail-s') * 1000;
+const MODEL_DELAY_MS = num('model-delay-ms');
+const OTEL = values.otel === '' ? BURST_429 : ['1', 'true', 'on'].includes(values.otel);
 const POLL_MS = Math.max(10, num('poll-ms'));
 const TIMEOUT_MS = num('timeout-s') * 1000;
-const MODEL = values.model;
-const RATE_LIMITS = values['rate-limits'];
+/** burst-429's agents use the model server's OpenAI wire (a process of its own). */
+const MODEL = values.model || (BURST_429 ? 'openai-chat/gpt-4o-mini' : 'scripted/echo');
+const RATE_LIMITS = values['rate-limits'] || BURST_429;
 const EXTRA_ENV = Object.fromEntries(
   values.env.map((kv) => {
     const at = kv.indexOf('=');
@@ -100,16 +140,45 @@ const EXTRA_ENV = Object.fromEntries(
 /** A B result's medians of where the time went, as one cell. */
 const partsOf = (r: { parts: Record<string, number> }) =>
   `${r.parts.admitMs} / ${r.parts.queueMs} / ${r.parts.runMs} / ${r.parts.answerMs} ms`;
-const DEFAULT_LIMITS = {
-  RATE_LIMIT_ADMISSION_PER_MIN: '600',
-  RATE_LIMIT_READS_PER_MIN: '3000',
-  RATE_LIMIT_WRITES_PER_MIN: '600',
-  RATE_LIMIT_WEBHOOKS_PER_MIN: '600',
+/** A numeric setting's default (config.ts), as the environment gives it. */
+const configDefault = (
+  k:
+    | 'RATE_LIMIT_ADMISSION_PER_MIN'
+    | 'RATE_LIMIT_READS_PER_MIN'
+    | 'RATE_LIMIT_WRITES_PER_MIN'
+    | 'RATE_LIMIT_WEBHOOKS_PER_MIN'
+    | 'RECONCILE_INTERVAL_MS'
+    | 'LEASE_SWEEP_MS'
+    | 'SHUTDOWN_GRACE_MS',
+): string => String(ConfigSchema.shape[k].parse(undefined));
+const DEFAULT_LIMITS = Object.fromEntries(
+  (
+    [
+      'RATE_LIMIT_ADMISSION_PER_MIN',
+      'RATE_LIMIT_READS_PER_MIN',
+      'RATE_LIMIT_WRITES_PER_MIN',
+      'RATE_LIMIT_WEBHOOKS_PER_MIN',
+    ] as const
+  ).map((k) => [k, configDefault(k)]),
+);
+/**
+ * burst-429 runs the processes as production does: what the test environment (libs/testing env.ts)
+ * sets for tests back at the defaults (the rate limits above, the reconcile and lease sweeps), and
+ * NODE_ENV=production. The lease, lock and stall times are bench-lib's, which are the defaults.
+ */
+const PRODUCTION_ENV = {
+  NODE_ENV: 'production',
+  ...DEFAULT_LIMITS,
+  RECONCILE_INTERVAL_MS: configDefault('RECONCILE_INTERVAL_MS'),
+  LEASE_SWEEP_MS: configDefault('LEASE_SWEEP_MS'),
+  SHUTDOWN_GRACE_MS: configDefault('SHUTDOWN_GRACE_MS'),
 };
 const ADMIN_TOKEN = 'test-admin-token-0123456789'; // the test environment's (libs/testing env.ts)
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 
-type Tenant = 'A' | 'B';
+/** A and B are measured; W (burst-429 only) warms the processes up, so A's quota is unspent. */
+type Tenant = 'A' | 'B' | 'W';
+type Measured = 'A' | 'B';
 type Phase = 'alone' | 'shared' | 'again';
 
 /** What a tenant's requests were answered in one phase. */
@@ -241,6 +310,10 @@ interface BSample {
   lagMs: number;
   /** Send → admitted, admitted → started, started → ended, ended → answered (ms). */
   parts?: Record<'admitMs' | 'queueMs' | 'runMs' | 'answerMs', number>;
+  /** Sent while the load was on (burst-429: before A's admitted turns had all ended). */
+  loaded?: boolean;
+  /** When it was sent, ms since the Unix epoch. */
+  sentAt?: number;
 }
 
 interface BResult {
@@ -254,7 +327,10 @@ interface BResult {
   answered: number;
   p50: number;
   p90: number;
+  p99: number;
   max: number;
+  /** The same over the sends made while the load was on (burst-429), when they are not all. */
+  loaded?: { sent: number; p50: number; p90: number; p99: number; max: number };
   /** Requests whose wait bound passed (202): their latency is a lower bound. */
   waitTimeouts: number;
   /** 200s whose turn did not complete. */
@@ -262,6 +338,8 @@ interface BResult {
   sendLagMaxMs: number;
   sessionsMadeInline: number;
   latenciesMs: number[];
+  /** Every answered send: when it left (epoch ms), its latency and parts. */
+  timeline: Record<string, number>[];
 }
 
 interface AResult {
@@ -277,6 +355,10 @@ interface AResult {
   byStatus: Record<string, number>;
   /** This process's CPU over the phase, % of one core (it shares the machine with the system). */
   clientCpuPercent: number;
+  /** When the burst started and when its last 429 and last 202 were answered (epoch ms). */
+  startedAt: number;
+  last429At: number;
+  last202At: number;
 }
 
 const round = (x: number, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : NaN);
@@ -302,7 +384,7 @@ function table(rows: string[][]): string {
 
 const progress = (msg: string) => process.stderr.write(`[bench:tenants] ${msg}\n`);
 
-async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promise<void> {
+async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promise<boolean> {
   const pg = new Client({ connectionString: sb.env.databaseUrl });
   await pg.connect();
   closers.push(() => pg.end());
@@ -316,7 +398,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
   const admin = new Api(sb.base, ADMIN_TOKEN);
   closers.push(() => admin.close());
   const tenants = {} as Record<Tenant, { id: string; api: Api; agentId: string }>;
-  for (const t of ['A', 'B'] as const) {
+  for (const t of (BURST_429 ? ['A', 'B', 'W'] : ['A', 'B']) as Tenant[]) {
     const made = await admin.setup<{ tenant: { id: string }; apiKey: { key: string } }>('/v1/admin/tenants', {
       name: `bench-${t}`,
     });
@@ -325,7 +407,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
     const agent = await api.setup<{ id: string }>('/v1/agents', { name: `echo-${t}`, model: MODEL });
     tenants[t] = { id: made.tenant.id, api, agentId: agent.id };
   }
-  const setupTally = { A: new Tally(), B: new Tally() };
+  const setupTally: Record<Tenant, Tally> = { A: new Tally(), B: new Tally(), W: new Tally() };
   const newSession = (t: Tenant) => async () =>
     (
       await tenants[t].api.setup<{ id: string }>(
@@ -334,7 +416,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
         setupTally[t],
       )
     ).id;
-  const tallies: Record<Phase, Record<Tenant, Tally>> = {
+  const tallies: Record<Phase, Record<Measured, Tally>> = {
     alone: { A: new Tally(), B: new Tally() },
     shared: { A: new Tally(), B: new Tally() },
     again: { A: new Tally(), B: new Tally() },
@@ -395,7 +477,7 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
         runMs: completed - started,
         answerMs: Date.now() - completed,
       };
-      return { ms, status: res.status, turnStatus, timedOut: res.status === 202, lagMs, parts };
+      return { ms, status: res.status, turnStatus, timedOut: res.status === 202, lagMs, parts, sentAt };
     } catch (err) {
       tally.add('error');
       progress(`B request failed: ${(err as Error).message}`);
@@ -407,7 +489,13 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
    * B's open loop: send i leaves at start + i × interval whatever earlier answers did; stops after
    * `min` sends once `more()` says no.
    */
-  const runB = async (sessions: SessionPool, tally: Tally, min: number, more: () => boolean) => {
+  const runB = async (
+    sessions: SessionPool,
+    tally: Tally,
+    min: number,
+    more: () => boolean,
+    loaded?: () => boolean,
+  ) => {
     const samples: Promise<BSample>[] = [];
     const start = performance.now();
     for (let i = 0; ; i++) {
@@ -416,7 +504,8 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
       if (wait > 0) await sleep(wait);
       if (i >= min && !more()) break;
       const session = await sessions.take();
-      samples.push(bTurn(session, i, tally, performance.now() - due));
+      const under = loaded?.();
+      samples.push(bTurn(session, i, tally, performance.now() - due).then((x) => ({ ...x, loaded: under })));
     }
     return summariseB(await Promise.all(samples), sessions.inline);
   };
@@ -450,12 +539,28 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
       answered: answered.length,
       p50: round(pct(ms, 50)),
       p90: round(pct(ms, 90)),
+      p99: round(pct(ms, 99)),
       max: round(ms.length ? Math.max(...ms) : NaN),
+      ...(answered.some((x) => x.loaded === false)
+        ? (() => {
+            const under = answered.filter((x) => x.loaded).map((x) => x.ms);
+            return {
+              loaded: {
+                sent: samples.filter((x) => x.loaded).length,
+                p50: round(pct(under, 50)),
+                p90: round(pct(under, 90)),
+                p99: round(pct(under, 99)),
+                max: round(under.length ? Math.max(...under) : NaN),
+              },
+            };
+          })()
+        : {}),
       waitTimeouts: samples.filter((s) => s.timedOut).length,
       turnsNotCompleted: samples.filter((s) => s.status === 200 && s.turnStatus !== 'completed').length,
       sendLagMaxMs: round(Math.max(0, ...samples.map((s) => s.lagMs))),
       sessionsMadeInline: inline,
       latenciesMs: ms.map((x) => round(x)),
+      timeline: answered.map((x) => ({ sentAt: x.sentAt ?? NaN, ms: round(x.ms), ...x.parts })),
     };
   };
 
@@ -465,9 +570,14 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
    */
   const runA = async (
     phase: Phase,
-    on: { start?: () => void; drained?: () => void } = {},
+    on: {
+      start?: () => void;
+      drained?: () => void;
+      /** Filled with A's sessions and the turn id of every admission answered 202. */
+      collect?: { sessions: string[]; turnIds: string[] };
+    } = {},
   ): Promise<AResult> => {
-    const sessions: string[] = [];
+    const sessions: string[] = on.collect?.sessions ?? [];
     await pool(Array.from({ length: A_SESSIONS }), 10, async () => {
       sessions.push(await newSession('A')());
     });
@@ -475,6 +585,9 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
     let admitted = 0;
     let admissionsOver = false;
     const t0 = performance.now();
+    const startedAt = Date.now();
+    let last429At = NaN;
+    let last202At = NaN;
     const cpu0 = process.cpuUsage();
     on.start?.();
     const admissions = pool(
@@ -486,7 +599,12 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
             content: `a ${phase} ${i}`,
           });
           tally.add(res.status);
-          if (res.status === 202) admitted++;
+          if (res.status === 429) last429At = Date.now();
+          if (res.status === 202) {
+            last202At = Date.now();
+            admitted++;
+            if (typeof res.body.turnId === 'string') on.collect?.turnIds.push(res.body.turnId);
+          }
         } catch (err) {
           tally.add('error');
           if (tally.statuses.error === 1) progress(`A request failed: ${(err as Error).message}`);
@@ -532,14 +650,185 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
       dbTurnsPerSecond: admitted ? round(admitted / span) : 0,
       byStatus: Object.fromEntries(db.rows.map((r) => [r.status, r.n])),
       clientCpuPercent: round((cpu.user + cpu.system) / 10 / drainSeconds / 1000),
+      startedAt,
+      last429At,
+      last202At,
     };
+  };
+
+  /**
+   * burst-429 (issue 37): B alone, then A's 2,000 messages as fast as the client sends them with
+   * B's schedule running beside them, from A's first send until `--tail-s` after A's admitted turns
+   * all ended; then the check in Postgres that every admitted message of A ran exactly once.
+   */
+  const burst429 = async (): Promise<boolean> => {
+    const load0 = loadavg()[0];
+    progress(`phase 1: B alone, ${B_TURNS} turns every ${B_INTERVAL_MS} ms`);
+    const bAlonePool = new SessionPool(newSession('B'), 0);
+    await bAlonePool.fill(B_TURNS);
+    const bAlone = await runB(bAlonePool, tallies.alone.B, B_TURNS, () => false);
+    await settle(false);
+
+    progress(
+      `phase 2: A sends ${A_TURNS} messages over ${A_SESSIONS} sessions, ${A_CONCURRENCY} in flight; B every ${B_INTERVAL_MS} ms`,
+    );
+    const bPool = new SessionPool(newSession('B'), 20);
+    await bPool.fill(40);
+    let stopAt = Infinity;
+    let bRun: Promise<BResult> | undefined;
+    const collect = { sessions: [] as string[], turnIds: [] as string[] };
+    const cpu0 = await sb.cpu();
+    const a = await runA('shared', {
+      collect,
+      start: () => {
+        bRun = runB(
+          bPool,
+          tallies.shared.B,
+          B_TURNS,
+          () => performance.now() < stopAt,
+          () => stopAt === Infinity,
+        );
+      },
+      drained: () => {
+        stopAt = performance.now() + TAIL_MS;
+      },
+    });
+    const b = await bRun!;
+    const cpu1 = await sb.cpu();
+    await bPool.idle();
+    await settle(false);
+    const load1 = loadavg()[0];
+
+    // Nothing lost, nothing twice: A's sessions hold exactly the admitted messages, each with one
+    // turn that completed once; a 429 left nothing behind.
+    const v = (
+      await pg.query<Record<string, number>>(
+        `SELECT
+           (SELECT count(*)::int FROM messages WHERE session_id = ANY($1::uuid[]) AND role = 'user') AS "userMessages",
+           (SELECT count(*)::int FROM turns WHERE session_id = ANY($1::uuid[])) AS turns,
+           (SELECT count(DISTINCT input_message_id)::int FROM turns WHERE session_id = ANY($1::uuid[])) AS "turnInputs",
+           (SELECT count(*)::int FROM turns WHERE id = ANY($2::uuid[]) AND status = 'completed') AS "admittedCompleted",
+           (SELECT count(*)::int FROM events WHERE session_id = ANY($1::uuid[]) AND type = 'turn_completed') AS "completedEvents",
+           (SELECT count(DISTINCT turn_id)::int FROM events
+             WHERE session_id = ANY($1::uuid[]) AND type = 'turn_completed' AND turn_id = ANY($2::uuid[])) AS "admittedWithEvent"`,
+        [collect.sessions, collect.turnIds],
+      )
+    ).rows[0];
+    const admitted = a.admitted;
+    const distinctIds = new Set(collect.turnIds).size;
+    const aIntact =
+      distinctIds === admitted &&
+      Object.values(v).every((n) => n === admitted) &&
+      a.admitted + (tallies.shared.A.statuses['429'] ?? 0) + tallies.shared.A.otherNon2xx === A_TURNS;
+    const bAllAnswered = (r: BResult, t: Tally) =>
+      r.answered === r.sent &&
+      r.waitTimeouts === 0 &&
+      r.turnsNotCompleted === 0 &&
+      (t.statuses['200'] ?? 0) === r.sent;
+    const bIntact = bAllAnswered(bAlone, tallies.alone.B) && bAllAnswered(b, tallies.shared.B);
+    const bound = round(2 * bAlone.p50 + 250);
+    const latencyHolds = b.p90 <= bound;
+    const pass = latencyHolds && aIntact && bIntact;
+
+    const statuses = (t: Tally) => `${t.statuses['202'] ?? 0} / ${t.rateLimited} / ${t.otherNon2xx}`;
+    const bCounts = (t: Tally, r: BResult) => `${t.rateLimited} / ${t.otherNon2xx} (${r.waitTimeouts})`;
+    const four = (x: { p50: number; p90: number; p99: number; max: number }) =>
+      `${x.p50} / ${x.p90} / ${x.p99} / ${x.max} ms`;
+    const cpuSeconds = Object.fromEntries(
+      Object.keys(cpu1).map((k) => [k, round((cpu1[k] - (cpu0[k] ?? 0)) / 1000, 2)]),
+    );
+    const header = `Burst past the rate limits (issue 37), commit ${gitCommit()}: NODE_ENV=production, default rate limits (admission ${DEFAULT_LIMITS.RATE_LIMIT_ADMISSION_PER_MIN}/min per tenant), ${WORKERS} harness worker(s) × HARNESS_CONCURRENCY ${HARNESS_CONCURRENCY}${TENANT_CAP ? `, TENANT_MAX_CONCURRENT_TURNS ${TENANT_CAP}` : ''}, OpenTelemetry ${OTEL ? 'on (no collector)' : 'off'}, model ${MODEL}${MODEL.startsWith('scripted/') ? ' (in the harness)' : ` from the model server (a process, OpenAI wire) answering ${MODEL_DELAY_MS ? `after ${MODEL_DELAY_MS} ms` : 'at once'}`}, WAIT_TIMEOUT_MS ${WAIT_TIMEOUT_MS}${values.env.length ? `, ${values.env.join(' ')}` : ''}; load average ${load0.toFixed(2)} → ${load1.toFixed(2)}`;
+    console.log(`\n${header}\n`);
+    console.log(
+      table([
+        [
+          `tenant B: one message every ${B_INTERVAL_MS} ms, wait: true`,
+          'alone',
+          "during A's burst (+ tail)",
+          'sent before A drained',
+        ],
+        [
+          'sent / answered 200 completed',
+          `${bAlone.sent} / ${bAlone.answered - bAlone.turnsNotCompleted}`,
+          `${b.sent} / ${b.answered - b.turnsNotCompleted}`,
+          String(b.loaded?.sent ?? b.sent),
+        ],
+        ['latency p50 / p90 / p99 / max', four(bAlone), four(b), b.loaded ? four(b.loaded) : four(b)],
+        ['median admit / queue / run / answer', partsOf(bAlone), partsOf(b), ''],
+        [
+          'p90 admit / queue / run / answer',
+          partsOf({ parts: bAlone.partsP90 }),
+          partsOf({ parts: b.partsP90 }),
+          '',
+        ],
+        [
+          '429s / other non-2xx (wait timeouts)',
+          bCounts(tallies.alone.B, bAlone),
+          bCounts(tallies.shared.B, b),
+          '',
+        ],
+        ['send lag behind the schedule, max', `${bAlone.sendLagMaxMs} ms`, `${b.sendLagMaxMs} ms`, ''],
+      ]),
+    );
+    console.log('');
+    console.log(
+      table([
+        [`tenant A: ${A_TURNS} messages over ${A_SESSIONS} sessions, ${A_CONCURRENCY} in flight`, ''],
+        ['202 / 429 / other', statuses(tallies.shared.A)],
+        ['all answered after', `${a.admitSeconds} s`],
+        ['admitted turns all ended after', `${a.drainSeconds} s (${a.turnsPerSecond} turns/s)`],
+        [
+          'in Postgres: user messages / turns / distinct inputs / admitted completed / turn_completed events',
+          `${v.userMessages} / ${v.turns} / ${v.turnInputs} / ${v.admittedCompleted} / ${v.completedEvents}`,
+        ],
+        ['CPU s over the burst by process', JSON.stringify(cpuSeconds)],
+        ["the bench client's own CPU (one core = 100%)", `${a.clientCpuPercent}%`],
+      ]),
+    );
+    console.log(`
+Goal (issue 37):
+  B's p90 during A's burst ${b.p90} ms ≤ 2 × ${bAlone.p50} + 250 = ${bound} ms: ${latencyHolds ? 'holds' : 'does not hold'}${b.loaded ? ` (over the ${b.loaded.sent} sends before A drained: p90 ${b.loaded.p90} ms)` : ''}
+  A: every admitted message completed exactly once, nothing from a 429: ${aIntact ? 'yes' : 'NO'} (${admitted} admitted)
+  B: every message answered 200 with its completed turn: ${bIntact ? 'yes' : 'NO'}
+${pass ? 'PASS' : 'FAIL'}`);
+    console.log(
+      JSON.stringify({
+        bench: 'tenants',
+        scenario: SCENARIO,
+        commit: gitCommit(),
+        config: {
+          harnessWorkers: WORKERS,
+          harnessConcurrency: HARNESS_CONCURRENCY,
+          tenantCap: TENANT_CAP,
+          model: MODEL,
+          otel: OTEL,
+          modelDelayMs: MODEL_DELAY_MS,
+          waitTimeoutMs: WAIT_TIMEOUT_MS,
+          bIntervalMs: B_INTERVAL_MS,
+          aTurns: A_TURNS,
+          aSessions: A_SESSIONS,
+          aConcurrency: A_CONCURRENCY,
+          tailMs: TAIL_MS,
+          env: EXTRA_ENV,
+        },
+        loadAverage: [round(load0, 2), round(load1, 2)],
+        b: {
+          alone: { ...bAlone, statuses: tallies.alone.B.statuses },
+          burst: { ...b, statuses: tallies.shared.B.statuses },
+        },
+        a: { ...a, statuses: tallies.shared.A.statuses, postgres: v },
+        cpuSeconds,
+        goal: { bP90Ms: b.p90, bBoundMs: bound, latencyHolds, aIntact, bIntact, pass },
+      }),
+    );
+    return pass;
   };
 
   // Warm-up (not measured): V8, Prisma and the pools of every process, both tenants.
   if (WARMUP > 0) {
     progress(`warm-up: ${WARMUP} turns per tenant`);
     const warm = new Tally();
-    for (const t of ['A', 'B'] as const) {
+    for (const t of (BURST_429 ? ['W', 'B'] : ['A', 'B']) as Tenant[]) {
       const sessions: string[] = [];
       await pool(Array.from({ length: WARMUP }), 5, async () => {
         sessions.push(await newSession(t)());
@@ -555,6 +844,8 @@ async function run(sb: Switchboard, closers: (() => Promise<unknown>)[]): Promis
     if (warm.otherNon2xx) progress(`warm-up answers: ${JSON.stringify(warm.statuses)}`);
     await settle(false);
   }
+
+  if (BURST_429) return burst429();
 
   const load0 = loadavg()[0];
   progress(`phase 1: B alone, ${B_TURNS} turns every ${B_INTERVAL_MS} ms`);
@@ -736,9 +1027,48 @@ Goal (issue 19):
       goal,
     }),
   );
+  return goal.bHolds && goal.aHolds;
 }
 
-async function main() {
+/** The model server (scripts/bench-model-server.ts) as a process of its own; its provider settings. */
+async function startModelServer(closers: (() => Promise<unknown>)[]): Promise<Record<string, string>> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      '-r',
+      '@swc-node/register',
+      path.join(__dirname, 'bench-model-server.ts'),
+      '--delay-ms',
+      String(MODEL_DELAY_MS),
+    ],
+    { cwd: path.join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /MODEL_SERVER (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`the model server exited (${code}) before it listened`)));
+  });
+  return {
+    OPENAI_BASE_URL: `${url}/v1`,
+    OPENAI_API_KEY: 'sk-test',
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: 'sk-ant-test',
+  };
+}
+
+async function main(): Promise<boolean> {
   const closers: (() => Promise<unknown>)[] = [];
   let sb: Switchboard | undefined;
   let stopping: Promise<void> | undefined;
@@ -753,29 +1083,32 @@ async function main() {
       void stop().finally(() => process.exit(130));
     });
   try {
-    progress(`starting a gateway, ${WORKERS} harness worker(s) and a hooks worker`);
+    const modelEnv = BURST_429 ? await startModelServer(closers) : {};
+    progress(`starting a gateway, ${WORKERS} harness worker(s) and a hooks worker (scenario ${SCENARIO})`);
     sb = await startSwitchboard({
       workers: WORKERS,
       modelDelayMs: 0,
       harnessConcurrency: HARNESS_CONCURRENCY,
       // As production runs the harness (package.json start:harness-worker, docker-compose.yml).
       harnessNodeArgs: ['--max-semi-space-size=64'],
+      otel: OTEL,
       env: {
         WAIT_TIMEOUT_MS: String(WAIT_TIMEOUT_MS),
         TENANT_MAX_CONCURRENT_TURNS: String(TENANT_CAP),
         ...(RATE_LIMITS ? DEFAULT_LIMITS : {}),
+        ...(BURST_429 ? { ...PRODUCTION_ENV, ...modelEnv } : {}),
         ...EXTRA_ENV,
       },
     });
     progress(`database ${sb.dbName}, queue prefix ${sb.env.queuePrefix}, gateway ${sb.base}`);
-    await run(sb, closers);
+    return await run(sb, closers);
   } finally {
     await stop();
   }
 }
 
 main().then(
-  () => process.exit(0),
+  (holds) => process.exit(!holds && values['fail-on-miss'] ? 3 : 0),
   (err: unknown) => {
     console.error(err instanceof Error ? err.stack : err);
     process.exit(1);
