@@ -109,7 +109,7 @@ export class PostTurnHooks {
       deferArchivist: (j, delayMs) =>
         publish(deps.postTurnQueue, Jobs.postTurn, j, {
           delay: delayMs,
-          deduplication: archivistSessionDedup(j.sessionId ?? j.turnId),
+          deduplication: archivistSessionDedup(j.sessionId ?? j.turnId, delayMs),
         }),
       notify: (n) =>
         publish(deps.outboundQueue, Jobs.outboundWebhook, n, {
