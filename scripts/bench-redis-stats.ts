@@ -86,7 +86,8 @@ export async function monitor(url: string, queues: Set<string>) {
       return;
     }
     if (cmd === 'evalsha' || cmd === 'eval') {
-      const name = cmd === 'evalsha' ? (scripts.get(argv[1]) ?? `evalsha ${argv[1].slice(0, 8)}`) : 'eval (inline)';
+      const name =
+        cmd === 'evalsha' ? (scripts.get(argv[1]) ?? `evalsha ${argv[1].slice(0, 8)}`) : 'eval (inline)';
       const nkeys = Number(argv[2]);
       const fam = family(nkeys > 0 ? argv[3] : undefined, queues);
       current = `${fam} · ${name}`;

@@ -158,7 +158,9 @@ async function run(sessionsN: number, workers: number) {
     await sleep(STATS_FLUSH_MS);
     const idleSeconds = (performance.now() - idle0) / 1000;
     const idleRedis = idleRedis0 ? statsDelta(idleRedis0, await commandStats(sb.env.redisUrl)) : undefined;
-    const tap = values.monitor ? await monitor(sb.env.redisUrl, new Set(Object.values(QueueName))) : undefined;
+    const tap = values.monitor
+      ? await monitor(sb.env.redisUrl, new Set(Object.values(QueueName)))
+      : undefined;
     const redisStats0 = values.count ? await commandStats(sb.env.redisUrl) : undefined;
     tap?.start();
     const x0 = await sb.xactCommit();
@@ -293,7 +295,10 @@ async function run(sessionsN: number, workers: number) {
                 redisServerIdleShare: per(idlePerSecond * windowSeconds),
                 redisServerByCommand: sorted(all),
                 ...(attribution
-                  ? { redisMonitorCalls: sorted(attribution.calls), redisMonitorScriptInternal: sorted(attribution.internal) }
+                  ? {
+                      redisMonitorCalls: sorted(attribution.calls),
+                      redisMonitorScriptInternal: sorted(attribution.internal),
+                    }
                   : {}),
               };
             })()
@@ -334,14 +339,14 @@ ${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWor
       : ''
   }
 ${
-    p.redisServerCommands !== undefined
-      ? `  Redis server commands per turn (INFO commandstats, Lua included, post-turn window too): ${p.redisServerCommands} (to the last completion: ${p.redisServerCommandsToLastCompletion}; idle processes' share ≈ ${p.redisServerIdleShare})
+  p.redisServerCommands !== undefined
+    ? `  Redis server commands per turn (INFO commandstats, Lua included, post-turn window too): ${p.redisServerCommands} (to the last completion: ${p.redisServerCommandsToLastCompletion}; idle processes' share ≈ ${p.redisServerIdleShare})
             ${Object.entries(p.redisServerByCommand ?? {})
               .map(([k, v]) => `${k} ${v}`)
               .join(', ')}
 `
-      : ''
-  }${
+    : ''
+}${
     p.redisMonitorCalls
       ? `  MONITOR per turn, calls by family · command/script:\n${Object.entries(p.redisMonitorCalls)
           .map(

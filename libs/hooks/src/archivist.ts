@@ -343,7 +343,10 @@ async function runSession(ctx: HookContext, job: PostTurnJob, sessionId: string)
   // this one runs and started after it — and distils nothing now.
   const last = snapshots[snapshots.length - 1];
   if (last) {
-    const config = resolveArchivistSettings(parseTenantSettings(last.settings).archivist, last.agentArchivist);
+    const config = resolveArchivistSettings(
+      parseTenantSettings(last.settings).archivist,
+      last.agentArchivist,
+    );
     const { pending, quietMs } = rows[0];
     const left = Math.ceil(config.idleMs - quietMs);
     // A job published for the newest deferred turn itself waited its whole delay from that turn.
