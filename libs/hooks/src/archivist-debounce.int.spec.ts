@@ -1,7 +1,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { Jobs, newId, QueueName, type PostTurnJob } from '@switchboard/contracts';
 import { ProviderRegistry } from '@switchboard/providers';
-import { consume, createRedis, publish } from '@switchboard/queue';
+import { consume, createRedis } from '@switchboard/queue';
 import {
   createTestEnv,
   FakeLlmServer,
@@ -15,7 +15,8 @@ import {
   type SessionIds,
   type TestEnv,
 } from '@switchboard/testing';
-import { ARCHIVIST_IDLE_SLACK_MS, archivistSessionDedup, runArchivist } from './archivist';
+import { ARCHIVIST_IDLE_SLACK_MS, runArchivist } from './archivist';
+import { publishSessionDistillation } from './archivist-publish';
 import type { HookContext } from './context';
 
 /**
@@ -64,13 +65,7 @@ describe('archivist debounce', () => {
         }),
         defaultModel: MODEL,
       },
-      deferArchivist:
-        deferArchivist ??
-        ((j, delayMs) =>
-          publish(queue, Jobs.postTurn, j, {
-            delay: delayMs,
-            deduplication: archivistSessionDedup(j.sessionId!, delayMs),
-          })),
+      deferArchivist: deferArchivist ?? ((j, delayMs) => publishSessionDistillation(queue, j, delayMs)),
     });
 
   /** A worker running the session distillations on the test's queue, as the hooks worker does. */
@@ -167,6 +162,14 @@ describe('archivist debounce', () => {
     // The second publish was a duplicate of the delayed job (not a replacement): one job for the session.
     const delayed = await queue.getDelayed();
     expect(delayed.filter((j) => (j.data as PostTurnJob).sessionId === s.sessionId)).toHaveLength(1);
+    // And a publish with a delay while it waits is not even made (bullmq's key layout as assumed).
+    await expect(
+      publishSessionDistillation(
+        queue,
+        { turnId: second, tenantId: s.tenantId, hook: 'archivist', sessionId: s.sessionId },
+        1500,
+      ),
+    ).resolves.toBe(false);
 
     await until(async () => (await runs(s)).every((r) => r.status === 'completed'), 'the distillation');
     // Not at the first turn's idle time (800 ms after the second): idle since the second turn.
