@@ -28,7 +28,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { startTestRedisCluster, type TestRedisCluster } from '@switchboard/testing';
+import { QueueName } from '@switchboard/contracts';
 import { pct, redisCpuMs, sleep, startSwitchboard } from './bench-lib';
+import { commandStats, monitor, statsDelta } from './bench-redis-stats';
 
 const { values } = parseArgs({
   options: {
@@ -61,6 +63,11 @@ const { values } = parseArgs({
     env: { type: 'string', multiple: true, default: [] },
     /** Run on a Redis Cluster of 3 masters and 3 replicas started for the run (ADR 0043). */
     'redis-cluster': { type: 'boolean', default: false },
+    /**
+     * With --count: attribute every Redis command (and each BullMQ script's internal calls) to the
+     * script and the queue or key family through MONITOR (slows Redis: for attribution, not timing).
+     */
+    monitor: { type: 'boolean', default: false },
   },
 });
 if (values['redis-cluster'] && values.count) throw new Error('--redis-cluster does not combine with --count');
@@ -151,7 +158,18 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
     );
     const sessions = await Promise.all(Array.from({ length: sessionsN }, newSession));
 
+    // Redis's own counts (INFO commandstats, Lua-internal calls included); the idle rate over the
+    // stats-flush wait says what the processes run with nothing to do (blocking pops, stalled checks).
+    const idleRedis0 = values.count ? await commandStats(sb.env.redisUrl) : undefined;
+    const idle0 = performance.now();
     await sleep(STATS_FLUSH_MS);
+    const idleSeconds = (performance.now() - idle0) / 1000;
+    const idleRedis = idleRedis0 ? statsDelta(idleRedis0, await commandStats(sb.env.redisUrl)) : undefined;
+    const tap = values.monitor
+      ? await monitor(sb.env.redisUrl, new Set(Object.values(QueueName)))
+      : undefined;
+    const redisStats0 = values.count ? await commandStats(sb.env.redisUrl) : undefined;
+    tap?.start();
     const x0 = await sb.xactCommit();
     const wal0 = await sb.walBytes();
     const w0 = sb.watcherQueries();
@@ -180,8 +198,13 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
     const r1 = await redisCpu();
     const client = process.cpuUsage(client0);
     const w1 = sb.watcherQueries();
+    const redisStatsEnd = values.count ? await commandStats(sb.env.redisUrl) : undefined;
+    const activeSeconds = wall;
     await sleep(STATS_FLUSH_MS);
     const x1 = await sb.xactCommit();
+    // After the flush wait: the post-turn work (hooks batches) has run too.
+    const redisStats1 = values.count ? await commandStats(sb.env.redisUrl) : undefined;
+    const attribution = await tap?.stop();
     // Our own statements on the bench database between the two readings: the watcher's, the
     // first reading's SELECT, the WAL position, cpu()'s two pg_stat_activity queries, the flush call.
     const xacts = x1 - x0 - (w1 - w0) - 5;
@@ -253,6 +276,40 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
               ),
             }
           : {}),
+        ...(redisStats0 && redisStats1 && redisStatsEnd && idleRedis
+          ? (() => {
+              const skip = (k: string) => k === 'info' || k === 'monitor';
+              const sum = (r: Record<string, number>) =>
+                Object.entries(r)
+                  .filter(([k]) => !skip(k))
+                  .reduce((t, [, v]) => t + v, 0);
+              const all = statsDelta(redisStats0, redisStats1);
+              const idlePerSecond = sum(idleRedis) / idleSeconds;
+              const windowSeconds = activeSeconds + STATS_FLUSH_MS / 1000;
+              const sorted = (r: Record<string, number>) =>
+                Object.fromEntries(
+                  Object.entries(r)
+                    .filter(([k, v]) => !skip(k) && v / n >= 0.05)
+                    .sort((a, b) => b[1] - a[1])
+                    .map(([k, v]) => [k, per(v)]),
+                );
+              return {
+                /** INFO commandstats: every command Redis ran, Lua-internal ones included, post-turn work too. */
+                redisServerCommands: per(sum(all)),
+                /** The same until the last turn was observed completed (before the post-turn window). */
+                redisServerCommandsToLastCompletion: per(sum(statsDelta(redisStats0, redisStatsEnd))),
+                /** What idle processes ran over the measuring window (idle rate × window), per turn. */
+                redisServerIdleShare: per(idlePerSecond * windowSeconds),
+                redisServerByCommand: sorted(all),
+                ...(attribution
+                  ? {
+                      redisMonitorCalls: sorted(attribution.calls),
+                      redisMonitorScriptInternal: sorted(attribution.internal),
+                    }
+                  : {}),
+              };
+            })()
+          : {}),
         walBytes: Math.round(wal / n),
         /** Table bytes (with indexes) over every turn stored, warm-up included. */
         storedBytes: Object.fromEntries(
@@ -288,7 +345,24 @@ ${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWor
               .join(', ')}`
       : ''
   }
-  WAL bytes per turn ≈ ${p.walBytes} (cluster-wide); stored bytes per turn: ${Object.entries(p.storedBytes)
+${
+  p.redisServerCommands !== undefined
+    ? `  Redis server commands per turn (INFO commandstats, Lua included, post-turn window too): ${p.redisServerCommands} (to the last completion: ${p.redisServerCommandsToLastCompletion}; idle processes' share ≈ ${p.redisServerIdleShare})
+            ${Object.entries(p.redisServerByCommand ?? {})
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')}
+`
+    : ''
+}${
+    p.redisMonitorCalls
+      ? `  MONITOR per turn, calls by family · command/script:\n${Object.entries(p.redisMonitorCalls)
+          .map(
+            ([k, v]) =>
+              `    ${k}: ${v}${p.redisMonitorScriptInternal?.[k] !== undefined ? ` (+${p.redisMonitorScriptInternal[k]} inside)` : ''}`,
+          )
+          .join('\n')}\n`
+      : ''
+  }  WAL bytes per turn ≈ ${p.walBytes} (cluster-wide); stored bytes per turn: ${Object.entries(p.storedBytes)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ')}
   CPU ms per turn: ${Object.entries(p.cpuMs)

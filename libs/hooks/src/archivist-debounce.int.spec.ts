@@ -1,7 +1,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { Jobs, newId, QueueName, type PostTurnJob } from '@switchboard/contracts';
 import { ProviderRegistry } from '@switchboard/providers';
-import { consume, createRedis, publish } from '@switchboard/queue';
+import { consume, createRedis } from '@switchboard/queue';
 import {
   createTestEnv,
   FakeLlmServer,
@@ -15,7 +15,8 @@ import {
   type SessionIds,
   type TestEnv,
 } from '@switchboard/testing';
-import { archivistSessionDedup, runArchivist } from './archivist';
+import { ARCHIVIST_IDLE_SLACK_MS, runArchivist } from './archivist';
+import { publishSessionDistillation } from './archivist-publish';
 import type { HookContext } from './context';
 
 /**
@@ -64,13 +65,7 @@ describe('archivist debounce', () => {
         }),
         defaultModel: MODEL,
       },
-      deferArchivist:
-        deferArchivist ??
-        ((j, delayMs) =>
-          publish(queue, Jobs.postTurn, j, {
-            delay: delayMs,
-            deduplication: archivistSessionDedup(j.sessionId!),
-          })),
+      deferArchivist: deferArchivist ?? ((j, delayMs) => publishSessionDistillation(queue, j, delayMs)),
     });
 
   /** A worker running the session distillations on the test's queue, as the hooks worker does. */
@@ -151,6 +146,38 @@ describe('archivist debounce', () => {
     expect(entries).toHaveLength(1);
     expect(entries[0].turnId).toBe(turns[5]);
     expect(entries[0].costUsd.toFixed()).toBe('0.002');
+  });
+
+  it('a turn deferred while the job is delayed still pushes the distillation back: the job fired early defers again', async () => {
+    const s = await tenant({ idleMs: 1500, afterTurns: 50 });
+    const before = llm.requests.length;
+    llm.enqueue(facts('Release train'));
+    startWorker();
+    const first = await endedTurn(s, 'Our release train leaves on Thursdays.');
+    await expect(runArchivist(ctx(), hookJob('archivist', first, s.tenantId))).resolves.toBe('deferred');
+    await new Promise((r) => setTimeout(r, 800));
+    const second = await endedTurn(s, 'The release train now leaves on Fridays.');
+    await expect(runArchivist(ctx(), hookJob('archivist', second, s.tenantId))).resolves.toBe('deferred');
+    const deferredAt = Date.now();
+    // The second publish was a duplicate of the delayed job (not a replacement): one job for the session.
+    const delayed = await queue.getDelayed();
+    expect(delayed.filter((j) => (j.data as PostTurnJob).sessionId === s.sessionId)).toHaveLength(1);
+    // And a publish with a delay while it waits is not even made (bullmq's key layout as assumed).
+    await expect(
+      publishSessionDistillation(
+        queue,
+        { turnId: second, tenantId: s.tenantId, hook: 'archivist', sessionId: s.sessionId },
+        1500,
+      ),
+    ).resolves.toBe(false);
+
+    await until(async () => (await runs(s)).every((r) => r.status === 'completed'), 'the distillation');
+    // Not at the first turn's idle time (800 ms after the second): idle since the second turn.
+    expect(Date.now() - deferredAt).toBeGreaterThanOrEqual(1500 - ARCHIVIST_IDLE_SLACK_MS - 100);
+    expect(llm.requests.length - before).toBe(1);
+    const prompt = JSON.stringify(llm.requests[before].body);
+    expect(prompt).toContain('Thursdays');
+    expect(prompt).toContain('Fridays');
   });
 
   it('distils at once when afterTurns turns are deferred, without waiting for the idle period', async () => {

@@ -218,17 +218,27 @@ interface ArchiveResult {
 }
 
 /**
- * BullMQ's deduplication of a session's distillation (docs/adr/0032): one id per session; `replace`
- * swaps a delayed job for the new one (the debounce: its delay starts again), `keepLastIfActive` keeps
- * the newest one published while one runs and starts it after (never two at once, none dropped).
+ * BullMQ's deduplication of a session's distillation (docs/adr/0032, 0074): one id per session;
+ * `keepLastIfActive` keeps the newest one published while one runs and starts it after (never two at
+ * once, none dropped). A publish that asks for the run now (`delayMs` 0: `afterTurns` reached, the
+ * reconcile) `replace`s a delayed job; one with a delay leaves a job already there as it is — BullMQ
+ * then only notes the duplicate (about 9 Redis commands instead of 17 for removing the delayed job
+ * and adding a new one) — and the debounce's "idle since the newest deferred turn" is checked when
+ * the job fires (`runSession` defers again for what is left).
  */
-export function archivistSessionDedup(sessionId: string): {
+export function archivistSessionDedup(
+  sessionId: string,
+  delayMs = 0,
+): {
   id: string;
-  replace: true;
+  replace: boolean;
   keepLastIfActive: true;
 } {
-  return { id: `archivist.${sessionId}`, replace: true, keepLastIfActive: true };
+  return { id: `archivist.${sessionId}`, replace: delayMs <= 0, keepLastIfActive: true };
 }
+
+/** A distillation that fires this close to its session's idle time runs rather than defers again. */
+export const ARCHIVIST_IDLE_SLACK_MS = 100;
 
 /** At most this many deferred turns go into one distillation (a longer backlog takes more runs). */
 export const ARCHIVIST_MAX_BATCH = 20;
@@ -293,6 +303,7 @@ async function deferToSession(
   s: TurnSnapshot,
   config: Required<ArchivistSettings>,
   counted?: number,
+  idleMs = config.idleMs,
 ): Promise<void> {
   if (!ctx.deferArchivist) throw new ArchivistError('no_model', 'the archivist hook cannot publish jobs');
   const pending =
@@ -301,14 +312,18 @@ async function deferToSession(
     0;
   await ctx.deferArchivist(
     { turnId: s.turnId, tenantId: s.tenantId, hook: ARCHIVIST_HOOK, sessionId: s.sessionId },
-    pending >= config.afterTurns ? 0 : config.idleMs,
+    pending >= config.afterTurns ? 0 : idleMs,
   );
 }
 
 /** The session's distillation: every deferred turn of it, oldest first, in one model call. */
 async function runSession(ctx: HookContext, job: PostTurnJob, sessionId: string): Promise<ArchiveResult> {
-  const rows = await ctx.sql.rows<{ turnId: string }>(sql`
-    SELECT h.turn_id AS "turnId" FROM hook_runs h JOIN turns t ON t.id = h.turn_id
+  // With every deferred turn: how many there are and how long ago the newest was deferred (the
+  // database's clock, the one the deferral rows were written with).
+  const rows = await ctx.sql.rows<{ turnId: string; pending: number; quietMs: number }>(sql`
+    SELECT h.turn_id AS "turnId", count(*) OVER ()::int AS pending,
+      (extract(epoch FROM now() - max(h.completed_at) OVER ()) * 1000)::float8 AS "quietMs"
+    FROM hook_runs h JOIN turns t ON t.id = h.turn_id
     WHERE t.session_id = ${sessionId}::uuid AND t.tenant_id = ${job.tenantId}::uuid
       AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'
     ORDER BY t.seq LIMIT ${ARCHIVIST_MAX_BATCH}`);
@@ -321,6 +336,26 @@ async function runSession(ctx: HookContext, job: PostTurnJob, sessionId: string)
     rows.map((r) => r.turnId),
     ARCHIVIST_HOOK,
   );
+  // The debounce (docs/adr/0074): a turn deferred after this job was published did not push it back
+  // (its publish was a duplicate), so a job that fires before the session has been idle for
+  // `idleMs` since its newest deferred turn, with fewer than `afterTurns` of them, publishes itself
+  // again for what is left (under the newest turn's job id, never this job's) — kept by BullMQ while
+  // this one runs and started after it — and distils nothing now.
+  const last = snapshots[snapshots.length - 1];
+  if (last) {
+    const config = resolveArchivistSettings(
+      parseTenantSettings(last.settings).archivist,
+      last.agentArchivist,
+    );
+    const { pending, quietMs } = rows[0];
+    const left = Math.ceil(config.idleMs - quietMs);
+    // A job published for the newest deferred turn itself waited its whole delay from that turn.
+    const early = last.turnId !== job.turnId && left > ARCHIVIST_IDLE_SLACK_MS;
+    if (config.mode === 'debounced' && pending < config.afterTurns && early) {
+      await deferToSession(ctx, last, config, pending, left);
+      return { outcome: 'deferred', facts: 0, turns: pending, reason: 'not_idle' };
+    }
+  }
   return distilTurns(ctx, snapshots, job.turnId);
 }
 

@@ -12,7 +12,7 @@ import {
   type SqlDb,
   type SqlRunner,
 } from '@switchboard/store';
-import { archivistSessionDedup } from './archivist';
+import { publishSessionDistillation } from './archivist-publish';
 import { embedAfterTurns } from '@switchboard/memory';
 import { ArchivistModelNotes } from './archivist-models';
 import { reportCostLog } from './cost-log';
@@ -106,11 +106,7 @@ export class PostTurnHooks {
       // One process's notes on the archivist's models, kept across its jobs.
       models: deps.models && { notes: new ArchivistModelNotes(), ...deps.models },
       evaluation: deps.evaluation,
-      deferArchivist: (j, delayMs) =>
-        publish(deps.postTurnQueue, Jobs.postTurn, j, {
-          delay: delayMs,
-          deduplication: archivistSessionDedup(j.sessionId ?? j.turnId),
-        }),
+      deferArchivist: (j, delayMs) => publishSessionDistillation(deps.postTurnQueue, j, delayMs),
       notify: (n) =>
         publish(deps.outboundQueue, Jobs.outboundWebhook, n, {
           backoff: { type: 'exponential', delay: deps.outboundBackoffMs },
