@@ -391,30 +391,8 @@ describe('tenant data: export, import, deletion, retention', () => {
     expect(rowsOf(lines(resumed.body as string))).toEqual(rowsOf(archive.slice(middle.i + 1)));
 
     // Into a fresh database: created, migrated with `prisma migrate deploy`, imported by the admin CLI.
-    const name = `sb_import_${randomBytes(6).toString('hex')}`;
-    const adminClient = new Client({ connectionString: adminDatabaseUrl() });
-    await adminClient.connect();
-    await adminClient.query(`CREATE DATABASE "${name}"`);
-    const url = withDatabase(adminDatabaseUrl(), name);
-    const target = new Pool({ connectionString: url, max: 2 });
-    // As in freshDatabase: the DROP … FORCE below may terminate a client still closing (57P01).
-    target.on('error', (e: Error & { code?: string }) => {
-      if (e.code !== '57P01') throw e;
-    });
+    const { url, pool: target, drop } = await freshDatabase();
     try {
-      const migrate = await runProcess(
-        process.execPath,
-        [require.resolve('prisma/build/index.js'), 'migrate', 'deploy'],
-        {
-          env: {
-            ...process.env,
-            DATABASE_URL: url,
-            PRISMA_QUERY_ENGINE_LIBRARY: '/dev/null',
-            CHECKPOINT_DISABLE: '1',
-          },
-        },
-      );
-      expect(migrate.code).toBe(0);
       const file = path.join(dir, 'archive.jsonl');
       writeFileSync(file, res.body as string);
       const cli = (args: string[]) => adminCli(url, args);
@@ -443,9 +421,7 @@ describe('tenant data: export, import, deletion, retention', () => {
       expect(await snapshot(target, tenantId, await tenantTables(target))).toEqual(after);
       expect((await cli(['tenant', 'import'])).code).toBe(2);
     } finally {
-      await target.end();
-      await adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await adminClient.end();
+      await drop();
     }
   });
 
