@@ -103,6 +103,7 @@ import { LangGraphSnapshots } from './protocols/langgraph/snapshots';
 import { ErrorFilter, ErrorShapes } from './platform/errors';
 import { protocolErrorShapes } from './protocols/error-shapes';
 import { ApiRateLimits, RateLimitGuard } from './platform/rate-limit';
+import { EarlyRateLimitRefusal } from './platform/early-refusal';
 import { InFlightRequests } from './platform/in-flight';
 import { TURN_STEERING } from './api/turn-steering';
 import { turnDetail } from './api/turn-detail';
@@ -243,6 +244,7 @@ export class GatewayModule {
         // Also injectable by itself: WebSocket mode authenticates its upgrade with it.
         AuthGuard,
         ApiRateLimits,
+        EarlyRateLimitRefusal,
         { provide: APP_PIPE, useClass: ValidationPipe },
         { provide: ErrorShapes, useFactory: protocolErrorShapes },
         { provide: APP_FILTER, useClass: ErrorFilter },

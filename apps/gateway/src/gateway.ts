@@ -9,6 +9,7 @@ import { registerJsonBodyParser } from './platform/body';
 import { clientErrorHandler, frameworkErrors } from './platform/errors';
 import { createOpenApiDocument } from './platform/openapi';
 import { InFlightRequests } from './platform/in-flight';
+import { EarlyRateLimitRefusal } from './platform/early-refusal';
 import { registerQueueBoard } from './platform/queue-board';
 import { registerConsole } from './platform/console';
 import { registerRequestLog, requestLogOptions } from './platform/request-log';
@@ -41,6 +42,9 @@ export async function createGateway(config: Config): Promise<NestFastifyApplicat
   registerJsonBodyParser(app.getHttpAdapter().getInstance(), config.BODY_LIMIT_BYTES);
   registerRequestLog(app.getHttpAdapter().getInstance(), app.get<Metrics>(METRICS));
   app.get(InFlightRequests).attach(app.getHttpAdapter().getInstance());
+  // After the log and in-flight hooks (they see its 429s), before the body parser and Nest: a tenant
+  // known over its quota is refused from memory (docs/adr/0078).
+  app.get(EarlyRateLimitRefusal).attach(app.getHttpAdapter().getInstance());
   // WebSocket mode of the Responses API: upgrades of /v1/responses (docs/adr/0035).
   app.get(ResponsesSocket).attach(app.getHttpServer());
 

@@ -129,6 +129,24 @@ export interface RateLimitsOptions {
   onRedisError?: (err: unknown, bucket: RateLimitBucket) => void;
 }
 
+/**
+ * rate-limiter-flexible's in-memory block, read without counting: `getInMemoryBlockMsBeforeExpire`
+ * is a plain method of its store limiters (what `consume` itself asks first) that its typings omit.
+ */
+interface InMemoryBlocks {
+  getInMemoryBlockMsBeforeExpire(rlKey: string): number;
+}
+
+/** The headers and verdict of one subject's count. */
+function decisionOf(subject: Subject, res: RateLimiterRes, allowed: boolean, degraded: boolean): RateLimitDecision {
+  const headers: Record<string, string> = {
+    'ratelimit-policy': formatPolicy(subject.policy, subject.quota),
+    ratelimit: formatRateLimit(subject.policy, allowed ? res.remainingPoints : 0, res.msBeforeNext),
+  };
+  if (!allowed) headers['retry-after'] = String(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
+  return { allowed, policy: subject.policy, headers, degraded };
+}
+
 /** Counts requests in Redis, one limiter per (bucket, policy, quota), built on first use. */
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
@@ -156,6 +174,12 @@ export class RateLimits {
               storeClient: this.redis,
               // The gateway's connection queues commands while it reconnects: answer at once instead.
               rejectIfRedisNotReady: true,
+              // Once Redis says a key has spent its quota, this process refuses it from memory until
+              // the window ends (docs/adr/0078): a bursting tenant's refusals cost no Redis round trip,
+              // and `knownRefusal` can answer them before the request is parsed. The count in Redis
+              // stays the one every replica shares; each replica learns of the spent quota on its
+              // next count there.
+              inMemoryBlockOnConsumed: subject.quota,
             });
       this.limiters.set(id, limiter);
     }
@@ -182,13 +206,29 @@ export class RateLimits {
         decided = candidate;
     }
     if (!decided) return undefined;
-    const { subject, res, allowed } = decided;
-    const headers: Record<string, string> = {
-      'ratelimit-policy': formatPolicy(subject.policy, subject.quota),
-      ratelimit: formatRateLimit(subject.policy, allowed ? res.remainingPoints : 0, res.msBeforeNext),
-    };
-    if (!allowed) headers['retry-after'] = String(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-    return { allowed, policy: subject.policy, headers, degraded: results.some((r) => r?.degraded) };
+    return decisionOf(
+      decided.subject,
+      decided.res,
+      decided.allowed,
+      results.some((r) => r?.degraded),
+    );
+  }
+
+  /**
+   * The refusal this process already knows of, without counting and without Redis: the first
+   * subject whose quota Redis said was spent in this window (the limiter's in-memory block), with
+   * the headers `consume` would send for it. Undefined when every subject would have to be counted.
+   */
+  knownRefusal(subjects: Subject[]): RateLimitDecision | undefined {
+    for (const subject of subjects) {
+      const limiter = this.limiters.get(`redis|${subject.policy}|${subject.quota}`);
+      if (!limiter) continue;
+      const ms = (limiter as unknown as InMemoryBlocks).getInMemoryBlockMsBeforeExpire(
+        limiter.getKey(subject.key),
+      );
+      if (ms > 0) return decisionOf(subject, new RateLimiterRes(0, ms), false, false);
+    }
+    return undefined;
   }
 
   private async consumeOne(

@@ -179,7 +179,8 @@ export class ErrorFilter implements ExceptionFilter {
   }
 }
 
-function send(reply: FastifyReply, { status, body, headers }: ShapedErrorAnswer): void {
+/** Writes an error answer: its status, headers and body as JSON. */
+export function send(reply: FastifyReply, { status, body, headers }: ShapedErrorAnswer): void {
   void reply
     .status(status)
     .headers({ ...headers, 'content-type': 'application/json; charset=utf-8' })

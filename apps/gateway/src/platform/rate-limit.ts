@@ -19,6 +19,7 @@ import {
   REDIS,
   subjectsFor,
   type EffectiveLimits,
+  type RateLimitDecision,
   type RateLimitDefaults,
 } from '@switchboard/platform';
 import { TenantsRepository } from '@switchboard/store';
@@ -28,6 +29,13 @@ import type { RedisConnection } from '@switchboard/queue';
 const BUCKET = 'switchboard:rate-limit-bucket';
 /** The route counts in `bucket` rather than by its method (GET: reads, others: writes). */
 export const RateLimitBucketOf = (bucket: RateLimitBucket) => SetMetadata(BUCKET, bucket);
+
+/** The bucket a route declares (on its handler or its controller), if any. */
+export const declaredBucket = (reflector: Reflector, handler: object, controller: object) =>
+  reflector.getAllAndOverride<RateLimitBucket | undefined>(BUCKET, [
+    handler as () => unknown,
+    controller as new () => unknown,
+  ]);
 
 /** How long a gateway keeps a tenant's overrides before reading them again. */
 const OVERRIDES_TTL_MS = 5_000;
@@ -78,6 +86,25 @@ export class ApiRateLimits {
     this.overrides.delete(tenantId);
   }
 
+  /**
+   * The refusal this gateway already knows for the request (docs/adr/0078): synchronous, no Redis,
+   * no Postgres, nothing counted. Undefined unless the tenant's overrides are cached and one of its
+   * quotas in `bucket` was found spent in this window; the caller then goes the usual way.
+   */
+  knownRefusal(
+    bucket: RateLimitBucket,
+    who: { tenantId: string; apiKeyId?: string },
+  ): { headers: Record<string, string>; error: AppError } | undefined {
+    const cached = this.overrides.get(who.tenantId);
+    if (!cached || cached.until <= Date.now()) return undefined;
+    const decision = this.limits.knownRefusal(
+      subjectsFor(bucket, effectiveLimits(this.defaults, cached.value), who),
+    );
+    if (!decision) return undefined;
+    this.metrics.rateLimited.inc({ bucket });
+    return { headers: decision.headers, error: rateLimited(decision) };
+  }
+
   private async overridesOf(tenantId: string): Promise<RateLimitOverrides> {
     const cached = this.overrides.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.value;
@@ -103,12 +130,17 @@ export class ApiRateLimits {
     if (reply) void reply.headers(decision.headers);
     if (decision.allowed) return;
     this.metrics.rateLimited.inc({ bucket });
-    const wait = decision.headers['retry-after'];
-    throw new AppError('rate_limited', `rate limit exceeded (${decision.policy}): retry in ${wait} s`, {
-      policy: decision.policy,
-      retryAfterSeconds: Number(wait),
-    });
+    throw rateLimited(decision);
   }
+}
+
+/** The 429 of a refused request, whichever path refused it. */
+function rateLimited(decision: RateLimitDecision): AppError {
+  const wait = decision.headers['retry-after'];
+  return new AppError('rate_limited', `rate limit exceeded (${decision.policy}): retry in ${wait} s`, {
+    policy: decision.policy,
+    retryAfterSeconds: Number(wait),
+  });
 }
 
 /**
@@ -128,10 +160,7 @@ export class RateLimitGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
     // The operator acting as a tenant (ADMIN_TOKEN + X-Switchboard-Tenant) spends none of its quota.
     if (!req.tenantId || req.operator) return true;
-    const declared = this.reflector.getAllAndOverride<RateLimitBucket | undefined>(BUCKET, [
-      ctx.getHandler(),
-      ctx.getClass(),
-    ]);
+    const declared = declaredBucket(this.reflector, ctx.getHandler(), ctx.getClass());
     await this.limits.enforce(
       bucketFor(req.method, declared),
       { tenantId: req.tenantId, apiKeyId: req.apiKeyId },

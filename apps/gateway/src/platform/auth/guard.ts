@@ -102,7 +102,7 @@ export function checkAdminToken(admin: string | undefined, token: string | undef
  * The `x-api-key` header, on routes that accept it (the LangGraph adapter's: its SDK sends the key
  * there, docs/adr/0038).
  */
-function apiKeyHeader(req: FastifyRequest): string | undefined {
+export function apiKeyHeader(req: FastifyRequest): string | undefined {
   const config = req.routeOptions?.config as ErrorShapeConfig | undefined;
   if (!config?.apiKeyHeader) return undefined;
   const value = req.headers['x-api-key'];

@@ -286,6 +286,9 @@ export interface DeclaredRoute {
   /** Whether an API key may call it (a tenant route, or one taking either credential). */
   tenant: boolean;
   handler: object;
+  /** Its controller class and who may call it (the early rate-limit refusal reads them, docs/adr/0078). */
+  controller?: object;
+  access?: string;
 }
 
 /**
@@ -376,6 +379,8 @@ export class RouteScopes implements OnModuleInit {
               key: routeKey(method, b, p),
               tenant: access === 'tenant' || access === 'any',
               handler,
+              controller: cls,
+              access,
             });
       }
     }
