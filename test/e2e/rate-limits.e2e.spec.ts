@@ -179,6 +179,47 @@ describe('rate limits across two gateway processes', () => {
     expect(other.status).toBe(202);
   });
 
+  it('a tenant known over its quota is refused before the pipeline, with the same 429 (ADR 0078)', async () => {
+    const a = await tenant('early-a');
+    const api = new Api(urls[0], a.api.key);
+    const messages = `/v1/sessions/${a.sessionId}/messages`;
+    for (let i = 0; i < 4; i++) expect((await api.post(messages, { content: `m${i}` })).status).toBe(202);
+    // The first refusal is Redis's, through the guards; this gateway then knows the quota is spent.
+    const counted = await api.post(messages, { content: 'over' });
+    expectLimited(counted, 'admission', 4);
+    // The next is answered from memory, before the body is read: the same status, headers and body.
+    const early = await api.post(messages, { content: 'over again' });
+    expectLimited(early, 'admission', 4);
+    const shape = (body: unknown) => JSON.stringify(body).replace(/\d+/g, 'N');
+    expect(shape(early.body)).toBe(shape(counted.body));
+    expect(early.body.error.details).toMatchObject({ policy: 'admission' });
+    // Not parsed: a body the parser would refuse (400 while the quota lasts) gets the same 429.
+    const unparsed = await api.request('POST', messages, {
+      raw: '{"content":',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectLimited(unparsed, 'admission', 4);
+    // Whatever the early path cannot vouch for goes the usual way: an unknown key is a 401, the
+    // operator acting as the tenant is not counted, and the tenant's other buckets are unaffected.
+    expect((await new Api(urls[0], 'sk-not-a-key').post(messages, { content: 'x' })).status).toBe(401);
+    const operator = await new Api(urls[0], ADMIN).request('POST', messages, {
+      body: { content: 'from the console' },
+      headers: { 'x-switchboard-tenant': a.tenantId },
+    });
+    expect(operator.status).toBe(202);
+    expect((await api.get(`/v1/sessions/${a.sessionId}`)).status).toBe(200);
+    // The other gateway learns of the spent quota from Redis on its first count, then refuses early too.
+    const other = new Api(urls[1], a.api.key);
+    expectLimited(await other.post(messages, { content: 'elsewhere' }), 'admission', 4);
+    expectLimited(
+      await other.request('POST', messages, { raw: '{"content":', headers: { 'content-type': 'application/json' } }),
+      'admission',
+      4,
+    );
+    // Nothing refused was admitted: the tenant's four and the operator's one.
+    expect(await env.db.turn.count({ where: { sessionId: a.sessionId } })).toBe(5);
+  });
+
   it('webhooks count per trigger; a 429 delivery retried later is admitted once', async () => {
     const a = await tenant('hooks-a');
     const create = async (name: string) => {
