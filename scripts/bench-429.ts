@@ -7,7 +7,7 @@
  * Prints the gateway's CPU (utime + stime from /proc) per 429 and the 429s per second, and one JSON
  * line. The quota window is a minute: keep `--requests` small enough to be sent within it.
  *
- *     npm run bench:429 -- [--requests 3000] [--concurrency 64] [--quota 20] [--otel off]
+ *     npm run bench:429 -- [--requests 3000] [--concurrency 64] [--quota 20] [--otel off] [--profile-dir DIR]
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -20,6 +20,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '64' },
     quota: { type: 'string', default: '20' },
     otel: { type: 'string', default: 'on' },
+    /** Write a V8 CPU profile of each process into this directory. */
+    'profile-dir': { type: 'string' },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
     workers: 1,
     modelDelayMs: 0,
     otel: values.otel !== 'off',
+    ...(values['profile-dir'] ? { profileDir: values['profile-dir'] } : {}),
     env: { NODE_ENV: 'production', LOG_LEVEL: 'info', RATE_LIMIT_ADMISSION_PER_MIN: String(QUOTA) },
   });
   const agent = new Agent({ keepAliveTimeout: 60_000, connections: CONCURRENCY });

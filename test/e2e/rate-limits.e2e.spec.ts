@@ -212,7 +212,10 @@ describe('rate limits across two gateway processes', () => {
     const other = new Api(urls[1], a.api.key);
     expectLimited(await other.post(messages, { content: 'elsewhere' }), 'admission', 4);
     expectLimited(
-      await other.request('POST', messages, { raw: '{"content":', headers: { 'content-type': 'application/json' } }),
+      await other.request('POST', messages, {
+        raw: '{"content":',
+        headers: { 'content-type': 'application/json' },
+      }),
       'admission',
       4,
     );

@@ -138,7 +138,12 @@ interface InMemoryBlocks {
 }
 
 /** The headers and verdict of one subject's count. */
-function decisionOf(subject: Subject, res: RateLimiterRes, allowed: boolean, degraded: boolean): RateLimitDecision {
+function decisionOf(
+  subject: Subject,
+  res: RateLimiterRes,
+  allowed: boolean,
+  degraded: boolean,
+): RateLimitDecision {
   const headers: Record<string, string> = {
     'ratelimit-policy': formatPolicy(subject.policy, subject.quota),
     ratelimit: formatRateLimit(subject.policy, allowed ? res.remainingPoints : 0, res.msBeforeNext),
