@@ -50,7 +50,7 @@ export class EarlyRateLimitRefusal {
   /** Adds the hook; register it after the request log and in-flight hooks, so both see the 429. */
   attach(fastify: FastifyInstance): void {
     fastify.addHook('onRequest', async (request, reply) => {
-      const refusal = this.refusal(request as AuthedRequest);
+      const refusal = this.refusal(request);
       if (!refusal) return;
       void reply.headers(refusal.headers);
       send(
