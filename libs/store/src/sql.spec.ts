@@ -119,4 +119,18 @@ describe('statement texts rendered once per shape (issue 37)', () => {
       expect(query.toQuery()).toEqual(plain(query));
     }
   });
+
+  it("keeps a few shapes of one template (the checkpoint's CTE lists), rendering each once", () => {
+    const cte = [sql`a AS (SELECT ${1})`, sql`b AS (SELECT ${2})`, sql`c AS (SELECT ${3})`];
+    const q = (kinds: number[]) => sql`WITH ${join(kinds.map((k) => cte[k]))} SELECT ${'done'}`;
+    const kinds = [[0], [0, 1], [1, 2]];
+    for (const k of kinds) q(k).toQuery();
+    const render = jest.spyOn(Sql.prototype as unknown as { render: () => string }, 'render');
+    try {
+      for (const k of [...kinds, ...kinds]) expect(q(k).toQuery()).toEqual(plain(q(k)));
+      expect(render).not.toHaveBeenCalled();
+    } finally {
+      render.mockRestore();
+    }
+  });
 });

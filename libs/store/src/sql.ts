@@ -29,13 +29,16 @@ export class Sql {
    */
   toQuery(): { text: string; values: unknown[] } {
     const values: unknown[] = [];
-    const rendered = renderedTexts.get(this.strings);
-    if (rendered && sameShape(rendered.shape, this)) {
+    let rendered = renderedTexts.get(this.strings);
+    const known = rendered?.find((r) => sameShape(r.shape, this));
+    if (known) {
       collectValues(this, values);
-      return { text: rendered.text, values };
+      return { text: known.text, values };
     }
     const text = this.render(values);
-    renderedTexts.set(this.strings, { text, shape: shapeOf(this) });
+    if (!rendered) renderedTexts.set(this.strings, (rendered = []));
+    rendered.unshift({ text, shape: shapeOf(this) });
+    if (rendered.length > SHAPES_PER_TEMPLATE) rendered.pop();
     return { text, values };
   }
 
@@ -68,13 +71,16 @@ interface SqlShape {
 }
 
 /**
- * The last text rendered for a statement, by its template's strings, with the shape it had. A hot
- * path's statements are large CTEs: building the text again for every call, then flattening and
- * hashing it to find its prepared statement's name, was the store's largest CPU cost of its own in
- * the harness (issue 37). The same string object each time also keeps its hash. Weak: a template
- * is its call site's, so this holds one entry per place a statement is written.
+ * The texts rendered for a statement, by its template's strings, each with the shape it had, the
+ * newest first. A hot path's statements are large CTEs: building the text again for every call,
+ * then flattening and hashing it to find its prepared statement's name, was the store's largest CPU
+ * cost of its own in the harness (issue 37). The same string object each time also keeps its hash.
+ * A few shapes per template: the checkpoint's template takes a different list of CTEs for each kind
+ * of checkpoint. Weak: a template is its call site's, so this holds one entry per place a statement
+ * is written.
  */
-const renderedTexts = new WeakMap<readonly string[], { text: string; shape: SqlShape }>();
+const renderedTexts = new WeakMap<readonly string[], { text: string; shape: SqlShape }[]>();
+const SHAPES_PER_TEMPLATE = 8;
 
 function shapeOf(query: Sql): SqlShape {
   return {
