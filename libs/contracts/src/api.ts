@@ -568,12 +568,16 @@ export type TenantSettings = z.infer<typeof TenantSettings>;
  * two callers share a result they could change.
  */
 const absentParses = new WeakMap<z.ZodType, z.ZodSafeParseResult<unknown>>();
-export function parseSetting<T extends z.ZodType>(schema: T, value: unknown): z.ZodSafeParseResult<z.output<T>> {
+export function parseSetting<T extends z.ZodType>(
+  schema: T,
+  value: unknown,
+): z.ZodSafeParseResult<z.output<T>> {
   if (value !== undefined) return schema.safeParse(value);
   const known = absentParses.get(schema) as z.ZodSafeParseResult<z.output<T>> | undefined;
   if (known) return known;
   const parsed = schema.safeParse(undefined);
-  if (!parsed.success || typeof parsed.data !== 'object' || parsed.data === null) absentParses.set(schema, parsed);
+  if (!parsed.success || typeof parsed.data !== 'object' || parsed.data === null)
+    absentParses.set(schema, parsed);
   return parsed;
 }
 

@@ -362,7 +362,11 @@ describe('parseSetting (issue 37: absent fields parsed once per schema)', () => 
 
   it('leaves parseTenantSettings of empty settings as it was', () => {
     expect(parseTenantSettings({})).toEqual(parseTenantSettings(null));
-    expect(parseTenantSettings({})).toMatchObject({ toolSchemaMode: 'relaxed', blockedTools: [], modelRoutes: {} });
+    expect(parseTenantSettings({})).toMatchObject({
+      toolSchemaMode: 'relaxed',
+      blockedTools: [],
+      modelRoutes: {},
+    });
     expect(parseTenantSettings({})).not.toHaveProperty('approvalTtlMs');
     expect(parseTenantSettings({})).not.toHaveProperty('notifyUrl');
   });

@@ -2,7 +2,15 @@ import { isSecretKey, redact } from './journal';
 
 describe('isSecretKey (memoised by key, issue 37)', () => {
   it('answers the same on the first and the later calls', () => {
-    const keys = ['x-api-key', 'accessToken', 'client_secret', 'inputTokens', 'apiKeyId', 'name', 'Authorization'];
+    const keys = [
+      'x-api-key',
+      'accessToken',
+      'client_secret',
+      'inputTokens',
+      'apiKeyId',
+      'name',
+      'Authorization',
+    ];
     const first = keys.map(isSecretKey);
     expect(first).toEqual([true, true, true, false, true, false, true]);
     expect(keys.map(isSecretKey)).toEqual(first);
