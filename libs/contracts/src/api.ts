@@ -568,7 +568,7 @@ export type TenantSettings = z.infer<typeof TenantSettings>;
  * two callers share a result they could change.
  */
 const absentParses = new WeakMap<z.ZodType, z.ZodSafeParseResult<unknown>>();
-export function parseSetting<T extends z.ZodType>(
+export function parseStoredSetting<T extends z.ZodType>(
   schema: T,
   value: unknown,
 ): z.ZodSafeParseResult<z.output<T>> {
@@ -621,15 +621,15 @@ export function parseTenantSettings(
   };
   const blockedTools = toolList(stored.blockedTools);
   const approvalRequired = toolList(stored.approvalRequired);
-  const ttl = parseSetting(TenantSettings.shape.approvalTtlMs, stored.approvalTtlMs);
+  const ttl = parseStoredSetting(TenantSettings.shape.approvalTtlMs, stored.approvalTtlMs);
   // The operator may have set 0 (PATCH /v1/admin/tenants/:id): a cap like any other.
-  const limit = parseSetting(OperatorDailySpendLimitUsd, stored.dailySpendLimitUsd);
-  const retention = parseSetting(TranscriptRetentionDays, stored.transcriptRetentionDays);
+  const limit = parseStoredSetting(OperatorDailySpendLimitUsd, stored.dailySpendLimitUsd);
+  const retention = parseStoredSetting(TranscriptRetentionDays, stored.transcriptRetentionDays);
   const archivist = ArchivistSettings.safeParse(stored.archivist ?? {});
   const evaluation = EvaluationSettings.safeParse(stored.evaluation ?? {});
-  const mode = parseSetting(ToolSchemaMode, stored.toolSchemaMode);
-  const notifyUrl = parseSetting(NotifyUrl, stored.notifyUrl);
-  const notifySecret = parseSetting(NotifySecret, stored.notifySecret);
+  const mode = parseStoredSetting(ToolSchemaMode, stored.toolSchemaMode);
+  const notifyUrl = parseStoredSetting(NotifyUrl, stored.notifyUrl);
+  const notifySecret = parseStoredSetting(NotifySecret, stored.notifySecret);
   const modelPrices: ModelPrices = {};
   if (isRecord(stored.modelPrices)) {
     for (const [key, value] of Object.entries(stored.modelPrices)) {
@@ -937,11 +937,11 @@ export interface OperatorTenantSettings {
 
 export function parseOperatorTenantSettings(settings: unknown): OperatorTenantSettings {
   const stored = isRecord(settings) ? settings : {};
-  const max = parseSetting(MaxConcurrentTurns, stored.maxConcurrentTurns);
-  const share = parseSetting(TenantShare, stored.share);
-  const limit = parseSetting(OperatorDailySpendLimitUsd, stored[OPERATOR_SPEND_LIMIT_KEY]);
-  const actions = parseSetting(MaxActionsPerHour, stored.maxActionsPerHour);
-  const retention = parseSetting(TranscriptRetentionDays, stored.transcriptRetentionDays);
+  const max = parseStoredSetting(MaxConcurrentTurns, stored.maxConcurrentTurns);
+  const share = parseStoredSetting(TenantShare, stored.share);
+  const limit = parseStoredSetting(OperatorDailySpendLimitUsd, stored[OPERATOR_SPEND_LIMIT_KEY]);
+  const actions = parseStoredSetting(MaxActionsPerHour, stored.maxActionsPerHour);
+  const retention = parseStoredSetting(TranscriptRetentionDays, stored.transcriptRetentionDays);
   return {
     maxConcurrentTurns: max.success ? max.data : null,
     share: share.success ? share.data : DEFAULT_TENANT_SHARE,

@@ -1,7 +1,7 @@
 import {
   applySettingsUpdate,
   ARCHIVIST_DEFAULTS,
-  parseSetting,
+  parseStoredSetting,
   parseTenantSettings,
   resolveArchivistSettings,
   TenantSettings,
@@ -339,12 +339,12 @@ describe('evaluation settings (docs/adr/0062)', () => {
   });
 });
 
-describe('parseSetting (issue 37: absent fields parsed once per schema)', () => {
+describe('parseStoredSetting (issue 37: absent fields parsed once per schema)', () => {
   it('answers as safeParse does, for present and absent values', () => {
     const schemas = [z.int().min(1), z.enum(['a', 'b']), z.int().optional(), z.string().default('x')];
     for (const schema of schemas)
       for (const value of [undefined, undefined, 3, 'a', null, 0]) {
-        const got = parseSetting(schema, value);
+        const got = parseStoredSetting(schema, value);
         const want = schema.safeParse(value);
         expect(got.success).toBe(want.success);
         expect(got.data).toEqual(want.data);
@@ -353,11 +353,11 @@ describe('parseSetting (issue 37: absent fields parsed once per schema)', () => 
 
   it('reuses the answer for an absent value, never one holding an object', () => {
     const absent = z.int();
-    expect(parseSetting(absent, undefined)).toBe(parseSetting(absent, undefined));
+    expect(parseStoredSetting(absent, undefined)).toBe(parseStoredSetting(absent, undefined));
     const withObject = z.object({ a: z.int() }).default({ a: 1 });
-    const first = parseSetting(withObject, undefined);
+    const first = parseStoredSetting(withObject, undefined);
     expect(first.data).toEqual({ a: 1 });
-    expect(parseSetting(withObject, undefined)).not.toBe(first);
+    expect(parseStoredSetting(withObject, undefined)).not.toBe(first);
   });
 
   it('leaves parseTenantSettings of empty settings as it was', () => {
