@@ -30,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { startTestRedisCluster, type TestRedisCluster } from '@switchboard/testing';
 import { QueueName } from '@switchboard/contracts';
 import { pct, redisCpuMs, sleep, startSwitchboard } from './bench-lib';
+import { writeProfileWindow } from './cpu-profile-summary';
 import { commandStats, monitor, statsDelta } from './bench-redis-stats';
 
 const { values } = parseArgs({
@@ -182,6 +183,7 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
     const ids: string[] = [];
     const clientLatency: number[] = [];
     const t0 = performance.now();
+    const window0 = process.hrtime.bigint();
     await Promise.all(
       sessions.map(async (s, i) => {
         for (let t = 0; t < TURNS; t++) {
@@ -192,6 +194,9 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
       }),
     );
     const wall = (performance.now() - t0) / 1000;
+    // The measured turns' interval on the monotonic clock V8's profiler stamps its samples with, so
+    // scripts/cpu-profile-summary.ts can leave out start-up, warm-up and the idle waits.
+    if (values.profile) writeProfileWindow(values.profile, window0, process.hrtime.bigint(), ids.length);
     const pgWire = sb.pg ? { ...sb.pg.read() } : undefined;
     const redisWire = sb.redis ? { ...sb.redis.read() } : undefined;
     const cpu1 = await sb.cpu();

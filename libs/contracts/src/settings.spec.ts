@@ -1,11 +1,13 @@
 import {
   applySettingsUpdate,
   ARCHIVIST_DEFAULTS,
+  parseStoredSetting,
   parseTenantSettings,
   resolveArchivistSettings,
   TenantSettings,
   UpdateSettingsRequest,
 } from './api';
+import { z } from 'zod';
 
 describe('TenantSettings', () => {
   it('accepts routes to concrete models and a block list', () => {
@@ -334,5 +336,38 @@ describe('evaluation settings (docs/adr/0062)', () => {
     expect(UpdateSettingsRequest.safeParse({ evaluation: { dailyBudgetUsd: -1 } }).success).toBe(false);
     expect(UpdateSettingsRequest.safeParse({ evaluation: { budget: 1 } }).success).toBe(false);
     expect(parseTenantSettings({ evaluation: { dailyBudgetUsd: 'lots' } }).evaluation).toEqual({});
+  });
+});
+
+describe('parseStoredSetting (issue 37: absent fields parsed once per schema)', () => {
+  it('answers as safeParse does, for present and absent values', () => {
+    const schemas = [z.int().min(1), z.enum(['a', 'b']), z.int().optional(), z.string().default('x')];
+    for (const schema of schemas)
+      for (const value of [undefined, undefined, 3, 'a', null, 0]) {
+        const got = parseStoredSetting(schema, value);
+        const want = schema.safeParse(value);
+        expect(got.success).toBe(want.success);
+        expect(got.data).toEqual(want.data);
+      }
+  });
+
+  it('reuses the answer for an absent value, never one holding an object', () => {
+    const absent = z.int();
+    expect(parseStoredSetting(absent, undefined)).toBe(parseStoredSetting(absent, undefined));
+    const withObject = z.object({ a: z.int() }).default({ a: 1 });
+    const first = parseStoredSetting(withObject, undefined);
+    expect(first.data).toEqual({ a: 1 });
+    expect(parseStoredSetting(withObject, undefined)).not.toBe(first);
+  });
+
+  it('leaves parseTenantSettings of empty settings as it was', () => {
+    expect(parseTenantSettings({})).toEqual(parseTenantSettings(null));
+    expect(parseTenantSettings({})).toMatchObject({
+      toolSchemaMode: 'relaxed',
+      blockedTools: [],
+      modelRoutes: {},
+    });
+    expect(parseTenantSettings({})).not.toHaveProperty('approvalTtlMs');
+    expect(parseTenantSettings({})).not.toHaveProperty('notifyUrl');
   });
 });

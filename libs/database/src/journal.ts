@@ -30,8 +30,25 @@ const SECRET_WORDS = new Set([
   'apikey',
 ]);
 
+/**
+ * isSecretKey's answers by key. Every key of every journal event's data is checked, the same few
+ * dozen names turn after turn, and splitting one into words costs about a microsecond (issue 37).
+ * Keys inside tool arguments are anyone's, so the memo is cleared when it grows past its bound.
+ */
+const secretKeys = new Map<string, boolean>();
+const SECRET_KEYS_MAX = 10_000;
+
 /** A key names a secret when one of its words does: `x-api-key`, `accessToken`, `client_secret`, not `inputTokens`. */
 export function isSecretKey(key: string): boolean {
+  let secret = secretKeys.get(key);
+  if (secret === undefined) {
+    if (secretKeys.size >= SECRET_KEYS_MAX) secretKeys.clear();
+    secretKeys.set(key, (secret = namesSecret(key)));
+  }
+  return secret;
+}
+
+function namesSecret(key: string): boolean {
   const words = key
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .toLowerCase()

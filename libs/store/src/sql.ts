@@ -23,10 +23,22 @@ export class Sql {
     readonly prepare = true,
   ) {}
 
-  /** The statement text with `$1..$n` placeholders and its parameter values. */
+  /**
+   * The statement text with `$1..$n` placeholders and its parameter values. The text is built once
+   * per shape of a call site's statement and the same string handed out after (`renderedTexts`).
+   */
   toQuery(): { text: string; values: unknown[] } {
     const values: unknown[] = [];
+    let rendered = renderedTexts.get(this.strings);
+    const known = rendered?.find((r) => sameShape(r.shape, this));
+    if (known) {
+      collectValues(this, values);
+      return { text: known.text, values };
+    }
     const text = this.render(values);
+    if (!rendered) renderedTexts.set(this.strings, (rendered = []));
+    rendered.unshift({ text, shape: shapeOf(this) });
+    if (rendered.length > SHAPES_PER_TEMPLATE) rendered.pop();
     return { text, values };
   }
 
@@ -47,7 +59,63 @@ export class Sql {
 
 /** A parameterised statement or fragment: `sql`SELECT ... WHERE id = ${id}::uuid``. */
 export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
-  return new Sql([...strings], values);
+  // The template's own (frozen) array: the same object on every call from one place in the code,
+  // which is what `renderedTexts` keys on.
+  return new Sql(strings, values);
+}
+
+/** Where a statement's fragments are: each value's own shape when it is a fragment, else undefined. */
+interface SqlShape {
+  strings: readonly string[];
+  fragments: (SqlShape | undefined)[];
+}
+
+/**
+ * The texts rendered for a statement, by its template's strings, each with the shape it had, the
+ * newest first. A hot path's statements are large CTEs: building the text again for every call,
+ * then flattening and hashing it to find its prepared statement's name, was the store's largest CPU
+ * cost of its own in the harness (issue 37). The same string object each time also keeps its hash.
+ * A few shapes per template: the checkpoint's template takes a different list of CTEs for each kind
+ * of checkpoint. Weak: a template is its call site's, so this holds one entry per place a statement
+ * is written.
+ */
+const renderedTexts = new WeakMap<readonly string[], { text: string; shape: SqlShape }[]>();
+const SHAPES_PER_TEMPLATE = 8;
+
+function shapeOf(query: Sql): SqlShape {
+  return {
+    strings: query.strings,
+    fragments: query.values.map((v) => (v instanceof Sql ? shapeOf(v) : undefined)),
+  };
+}
+
+/**
+ * True when `query` renders to the text `shape` rendered to: the same strings (the same template,
+ * or equal contents for fragments built per call: `join`, `ofTenant`, `sqlList`) and fragments at
+ * the same places, recursively. Parameter numbers follow from the shape alone.
+ */
+function sameShape(shape: SqlShape, query: Sql): boolean {
+  const a = shape.strings;
+  const b = query.strings;
+  if (a !== b) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  }
+  if (shape.fragments.length !== query.values.length) return false;
+  for (let i = 0; i < query.values.length; i++) {
+    const v = query.values[i];
+    const f = shape.fragments[i];
+    if (v instanceof Sql ? f === undefined || !sameShape(f, v) : f !== undefined) return false;
+  }
+  return true;
+}
+
+/** The parameter values in the order `render` numbers them. */
+function collectValues(query: Sql, values: unknown[]): void {
+  for (const v of query.values) {
+    if (v instanceof Sql) collectValues(v, values);
+    else values.push(v === undefined ? null : v);
+  }
 }
 
 /**

@@ -14,3 +14,4 @@ export * from './hooks';
 export * from './redis-cluster';
 export * from './pglite';
 export * from './openapi-walk';
+export * from './cpu-profile';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { PromptCache } from '@switchboard/providers';
 import type { TurnLoad } from '@switchboard/store';
 
@@ -24,10 +24,7 @@ export function promptCacheFor(
   tenantApprovalRequired: readonly string[],
 ): PromptCache {
   const scope = load.turn.cacheSessionId ?? load.turn.sessionId;
-  const key = `sb-${createHash('sha256')
-    .update(`${load.turn.tenantId}:${load.agent.id}:${scope}`)
-    .digest('hex')
-    .slice(0, 40)}`;
+  const key = `sb-${hash('sha256', `${load.turn.tenantId}:${load.agent.id}:${scope}`, 'hex').slice(0, 40)}`;
   const gated = new Set([...load.agent.approvalRequired, ...tenantApprovalRequired]);
   const mayWait =
     load.decisions.length > 0 ||

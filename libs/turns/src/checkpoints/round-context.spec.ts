@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RoundContext } from '@switchboard/engine';
 import { roundContextWrites } from './round-context';
 
@@ -32,6 +33,12 @@ describe('roundContextWrites (docs/adr/0045)', () => {
       expect(p.hash).toMatch(/^[0-9a-f]{32}$/);
       expect(p.tokens).toBeGreaterThan(0);
     }
+  });
+
+  it("keys a part by the first 128 bits of its JSON's SHA-256, as parts stored before were keyed", () => {
+    const w = roundContextWrites(ctx([system, input]), { written: new Set() });
+    for (const p of w.contextParts)
+      expect(p.hash).toBe(createHash('sha256').update(JSON.stringify(p.content)).digest('hex').slice(0, 32));
   });
 
   it('sends a part once per run: a later round carries only its new messages', () => {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const KEY_PREFIX = 'sb_';
 
@@ -8,9 +8,12 @@ export function generateApiKey(): { key: string; hash: string; prefix: string } 
   return { key, hash: hashApiKey(key), prefix: key.slice(0, 10) };
 }
 
-/** Keys are 240 random bits, so a fast hash is enough: no dictionary to guess from. */
+/**
+ * Keys are 240 random bits, so a fast hash is enough: no dictionary to guess from. Every request
+ * hashes its key: one-shot `crypto.hash`, without a Hash object (issue 37).
+ */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function bearer(header: string | string[] | undefined): string | undefined {
