@@ -17,7 +17,8 @@ import { embedAfterTurns } from '@switchboard/memory';
 import { ArchivistModelNotes } from './archivist-models';
 import { reportCostLog } from './cost-log';
 import { reportLearning } from './learning';
-import { scoreOrSkip } from './scoring';
+import { scoreOrSkipIn } from './scoring';
+import { skipCompletionWebhooks } from './completion-webhook';
 import { SnapshotCache } from './archivist-snapshot';
 import {
   OutsideSharedTransaction,
@@ -80,6 +81,14 @@ export const SHARED_HOOKS: readonly PostTurnHookName[] = [
   'archivist',
   'completion-webhook',
 ];
+
+/**
+ * The shared hooks a group runs turn by turn; the completion webhook follows for the whole group in
+ * one statement (`skipCompletionWebhooks`), after every turn's others, so a group takes its rows in
+ * the order a lone turn's transaction does (episodic, archivist, then the webhook) and the two never
+ * wait on each other in a cycle.
+ */
+const GROUP_EACH_HOOKS: readonly PostTurnHookName[] = SHARED_HOOKS.filter((h) => h !== 'completion-webhook');
 
 /** The hooks that run on their own (one statement each), after the shared transaction. */
 export const ALONE_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options.filter(
@@ -166,17 +175,37 @@ export class PostTurnHooks {
       cost: Awaited<ReturnType<typeof recordCostLogBatch>>;
       learning: Awaited<ReturnType<typeof recordLearningBatch>>;
       embed: { tenantId: string; agentId: string }[];
+      scoring: Map<string, HookOutcome | 'score'>;
     };
     try {
       group = await this.deps.sql.transaction(async (tx) => {
+        // Every turn's snapshot (the archivist's and the episodic index's read) in one statement per tenant.
+        const snapshots = new SnapshotCache();
+        await snapshots.prime(tx, turns);
         const shared = new Map<string, SharedOutcomes>();
-        for (const job of turns) shared.set(job.turnId, await this.sharedHooksIn(tx, job, publishes));
+        for (const job of turns) {
+          shared.set(job.turnId, await this.sharedHooksIn(tx, job, publishes, snapshots, GROUP_EACH_HOOKS));
+        }
+        // The completion webhook of every turn without an endpoint, in one statement; the others alone.
+        const skipped = await skipCompletionWebhooks(tx, turns);
+        for (const job of turns) {
+          const { outcomes, later } = shared.get(job.turnId)!;
+          const settled = skipped.get(job.turnId);
+          if (settled) outcomes['completion-webhook'] = settled;
+          else {
+            const one = await this.sharedHooksIn(tx, job, publishes, snapshots, ['completion-webhook']);
+            Object.assign(outcomes, one.outcomes);
+            later.push(...one.later);
+          }
+        }
         // The agents whose records the group may have written, for their embedding job (a read).
         const embed = this.deps.embed ? await embedAfterTurns(tx, turns) : [];
+        // Scoring's read and its `skipped` rows (docs/adr/0077): per-turn rows, no row turns share.
+        const scoring = await scoreOrSkipIn(tx, turns);
         // The shared roll-up rows last: locked from here to the commit only.
         const cost = await recordCostLogBatch(tx, costRuns);
         const learning = await recordLearningBatch(tx, runs);
-        return { shared, cost, learning, embed };
+        return { shared, cost, learning, embed, scoring };
       });
     } catch (err) {
       this.deps.logger.warn(
@@ -213,16 +242,12 @@ export class PostTurnHooks {
         rest,
       });
     }
-    // Scoring: never in the group's transaction; the turns with nothing to score in one of its own.
-    const scoring = await scoreOrSkip(base, turns).catch((err: unknown) => {
-      this.deps.logger.warn({ err }, 'post-turn group scoring did not commit; each turn scores on its own');
-      return undefined;
-    });
+    const scoring = group.scoring;
     const out: PostTurnBatchOutcomes = {};
     await Promise.all(
       turns.map(async (job) => {
         const { outcomes, rest } = byTurn.get(job.turnId)!;
-        const scored = scoring?.get(job.turnId);
+        const scored = scoring.get(job.turnId);
         if (scored === undefined || scored === 'score') rest.push('scoring');
         else {
           outcomes.scoring = scored;
@@ -262,13 +287,15 @@ export class PostTurnHooks {
     tx: SqlRunner,
     job: PostTurnJob,
     publishes: (() => Promise<unknown>)[],
+    snapshots = new SnapshotCache(),
+    hooks: readonly PostTurnHookName[] = SHARED_HOOKS,
   ): Promise<SharedOutcomes> {
     const base = this.ctx;
     const ctx: HookContext = {
       ...base,
       sql: within(tx),
       shared: true,
-      snapshots: new SnapshotCache(),
+      snapshots,
       deferArchivist: (j, delayMs) => {
         publishes.push(() => base.deferArchivist!(j, delayMs));
         return Promise.resolve();
@@ -276,7 +303,7 @@ export class PostTurnHooks {
     };
     const outcomes: PostTurnOutcomes = {};
     const later: PostTurnHookName[] = [];
-    for (const hook of SHARED_HOOKS) {
+    for (const hook of hooks) {
       try {
         outcomes[hook] = await postTurnHooks[hook](ctx, { ...job, hook });
       } catch (err) {
