@@ -362,11 +362,28 @@ describe('post-turn group commit', () => {
   });
 
   it('the harness coalesces the turns that end together into one job; a lone turn gets its own', async () => {
-    const batcher = new PostTurnBatcher(queue, 50);
+    // A queue no worker takes jobs from, so the jobs stay to be read.
+    const idle = new Queue(QueueName.PostTurn, {
+      connection: createRedis(env.redisUrl),
+      prefix: `${env.queuePrefix}-idle`,
+    });
+    try {
+      await coalesces(idle);
+    } finally {
+      await idle.obliterate({ force: true });
+      await idle.close();
+      await (await idle.client).quit().catch(() => undefined);
+    }
+  });
+
+  async function coalesces(idle: Queue) {
+    const batcher = new PostTurnBatcher(idle, 50);
     const t = [newId(), newId(), newId()].map((turnId) => ({ turnId, tenantId: newId() }));
     // Added within the window: all three go as one job.
     await Promise.all(t.map((x) => batcher.add(x)));
-    const job = await queue.getJob(`${t[0].turnId}.hooks`);
+    const job = await idle.getJob(`${t[0].turnId}.hooks`);
+    // Not kept once completed (docs/adr/0077).
+    expect(job?.opts.removeOnComplete).toBe(true);
     expect(job?.data).toMatchObject({
       turnId: t[0].turnId,
       more: [
@@ -376,8 +393,32 @@ describe('post-turn group commit', () => {
     });
     const lone = { turnId: newId(), tenantId: newId() };
     await batcher.add(lone);
-    const own = await queue.getJob(`${lone.turnId}.hooks`);
+    const own = await idle.getJob(`${lone.turnId}.hooks`);
     expect(own?.data).toMatchObject({ turnId: lone.turnId });
     expect(own?.data.more).toBeUndefined();
+  }
+
+  it('a group the batcher published runs every hook of its turns once, then is gone from Redis', async () => {
+    const a = await seedTenant(env.db, 'removed-a');
+    const turns = [await endedTurn(a, '0.10000000'), await endedTurn(a, '0.20000000')];
+    await Promise.all(turns.map((t) => new PostTurnBatcher(queue, 50).add(t)));
+    // Two batchers: two jobs; one batcher: one — either way, every hook once per turn.
+    await waitFor(
+      async () =>
+        (await env.db.hookRun.count({ where: { turnId: { in: turns.map((t) => t.turnId) } } })) ===
+        turns.length * EVERY.length || undefined,
+      { what: 'every hook of both turns' },
+    );
+    await waitFor(
+      async () =>
+        (await Promise.all(turns.map((t) => queue.getJob(`${t.turnId}.hooks`)))).every((j) => !j) || undefined,
+      { what: 'the completed jobs removed' },
+    );
+    const rows = await env.db.hookRun.groupBy({
+      by: ['turnId', 'hook'],
+      where: { turnId: { in: turns.map((t) => t.turnId) } },
+      _count: true,
+    });
+    expect(rows.every((r) => r._count === 1)).toBe(true);
   });
 });
