@@ -11,8 +11,8 @@ import { FIXTURES, startHooks, type Running } from '../../../test/support/stack'
 
 /**
  * Group commit of post-turn work (docs/adr/0070): one `post-turn` job carries several ended turns
- * (`more`), and the hooks worker commits every turn's shared hooks, cost log and learning in ONE
- * transaction, the scoring hook in one of its own; every hook still runs once per turn.
+ * (`more`), and the hooks worker commits every turn's hooks in ONE transaction (scoring's `skipped`
+ * rows included, docs/adr/0077); every hook still runs once per turn.
  */
 jest.setTimeout(120_000);
 
@@ -268,7 +268,8 @@ describe('post-turn group commit', () => {
       'SELECT turn_id::text, hook, output FROM hook_runs WHERE turn_id = ANY($1::uuid[]) ORDER BY hook',
       turns.map((t) => t.turnId),
     );
-    for (const t of turns) expect(rows.filter((r) => r.turn_id === t.turnId).map((r) => r.hook)).toEqual(EVERY);
+    for (const t of turns)
+      expect(rows.filter((r) => r.turn_id === t.turnId).map((r) => r.hook)).toEqual(EVERY);
     const hook = (turnId: string, name: string) => rows.find((r) => r.turn_id === turnId && r.hook === name);
     expect(hook(l.turnId, 'completion-webhook')?.output.skipped).toBeUndefined();
     expect(hook(sc.turnId, 'scoring')?.output.scored).toBe(1);
@@ -406,12 +407,13 @@ describe('post-turn group commit', () => {
     await waitFor(
       async () =>
         (await env.db.hookRun.count({ where: { turnId: { in: turns.map((t) => t.turnId) } } })) ===
-        turns.length * EVERY.length || undefined,
+          turns.length * EVERY.length || undefined,
       { what: 'every hook of both turns' },
     );
     await waitFor(
       async () =>
-        (await Promise.all(turns.map((t) => queue.getJob(`${t.turnId}.hooks`)))).every((j) => !j) || undefined,
+        (await Promise.all(turns.map((t) => queue.getJob(`${t.turnId}.hooks`)))).every((j) => !j) ||
+        undefined,
       { what: 'the completed jobs removed' },
     );
     const rows = await env.db.hookRun.groupBy({

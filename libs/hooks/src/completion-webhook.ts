@@ -73,7 +73,13 @@ export async function skipCompletionWebhooks(
   jobs: readonly { turnId: string; tenantId: string }[],
 ): Promise<Map<string, 'already_done' | 'skipped'>> {
   if (jobs.length === 0) return new Map();
-  const rows = await tx.rows<{ turnId: string; done: boolean; ended: boolean; quiet: boolean; skipped: boolean }>(sql`
+  const rows = await tx.rows<{
+    turnId: string;
+    done: boolean;
+    ended: boolean;
+    quiet: boolean;
+    skipped: boolean;
+  }>(sql`
     WITH j AS (
       SELECT * FROM unnest(${jobs.map(() => newId())}::uuid[], ${jobs.map((j) => j.turnId)}::uuid[],
         ${jobs.map((j) => j.tenantId)}::uuid[]) AS j(run_id, turn_id, tenant_id)

@@ -148,17 +148,18 @@ export class PostTurnHooks {
   }
 
   /**
-   * The post-turn work of a group of ended turns (docs/adr/0070, group commit). ONE transaction holds
-   * every turn's `SHARED_HOOKS` (each turn's statements exactly as in `runShared`), then the cost log
-   * and learning of all of them as one statement each (`recordCostLogBatch`, `recordLearningBatch`):
-   * the rows every turn of a tenant or agent shares are taken last, once per batch, in key order, so
-   * they stay locked for the commit only and concurrent batches cannot deadlock on them. Then, outside
-   * it, the scoring hook in a transaction of its own for the whole group (`scoreOrSkip`: the turns with
-   * nothing to score are recorded skipped), and each turn's remaining hooks on their own (`runEach`:
-   * a scoring that does work, a hook that would have held the transaction open, learning's feedback
-   * half), a failing one in a job of its own. When the group's transaction does not commit, each turn
-   * runs as a lone turn's job would (`runAll`), one after another: nothing was written, every hook
-   * runs again and writes once.
+   * The post-turn work of a group of ended turns (docs/adr/0070, 0077, group commit). ONE transaction
+   * holds all of it: every turn's snapshot read at once (`SnapshotCache.prime`), each turn's episode
+   * and archivist deferral, the completion webhook of every turn without an endpoint in one statement
+   * (`skipCompletionWebhooks`), the embedding read, scoring's read and `skipped` rows for the whole
+   * group (`scoreOrSkipIn`), then the cost log and learning of all of them as one statement each
+   * (`recordCostLogBatch`, `recordLearningBatch`): the rows every turn of a tenant or agent shares are
+   * taken last, once per batch, in key order, so they stay locked for the commit only and concurrent
+   * batches cannot deadlock on them. Then, outside it, each turn's remaining hooks on their own
+   * (`runEach`: a scoring that does work, a hook that would have held the transaction open, learning's
+   * feedback half), a failing one in a job of its own. When the group's transaction does not commit,
+   * each turn runs as a lone turn's job would (`runAll`), one after another: nothing was written,
+   * every hook runs again and writes once.
    */
   async runBatch(data: PostTurnJob): Promise<PostTurnBatchOutcomes> {
     const turns = PostTurnHooks.turnsOf(data);

@@ -183,7 +183,10 @@ export async function scoreOrSkipIn(
     else {
       const scorers = parseScorers(row.scorers);
       const sampling = samplingIdOf(row.traceContext, row.turnId);
-      if (isExperimentTurn(row.sourceRefs) || scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))) {
+      if (
+        isExperimentTurn(row.sourceRefs) ||
+        scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))
+      ) {
         out.set(row.turnId, 'score');
         continue;
       }
