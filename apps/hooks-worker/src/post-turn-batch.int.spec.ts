@@ -1,15 +1,18 @@
 import { Queue } from 'bullmq';
 import { Jobs, newId, QueueName, uuid7Time } from '@switchboard/contracts';
-import { Prisma } from '@switchboard/database';
+import { poolOf, Prisma } from '@switchboard/database';
+import { PostTurnHooks } from '@switchboard/hooks';
+import { createLogger, Metrics } from '@switchboard/observability';
 import { createRedis, jobOptions } from '@switchboard/queue';
+import { sqlDbFor } from '@switchboard/store';
 import { PostTurnBatcher } from '@switchboard/turns';
 import { createTestEnv, seedSession, seedTenant, waitFor, type TestEnv } from '@switchboard/testing';
 import { FIXTURES, startHooks, type Running } from '../../../test/support/stack';
 
 /**
  * Group commit of post-turn work (docs/adr/0070): one `post-turn` job carries several ended turns
- * (`more`), and the hooks worker commits every turn's shared hooks, cost log and learning in ONE
- * transaction, the scoring hook in one of its own; every hook still runs once per turn.
+ * (`more`), and the hooks worker commits every turn's hooks in ONE transaction (scoring's `skipped`
+ * rows included, docs/adr/0077); every hook still runs once per turn.
  */
 jest.setTimeout(120_000);
 
@@ -110,7 +113,7 @@ describe('post-turn group commit', () => {
 
   const EVERY = ['archivist', 'completion-webhook', 'cost-log', 'episodic-index', 'learning', 'scoring'];
 
-  it('runs every hook of every turn once, in one transaction for all but scoring; shared rows add up', async () => {
+  it('runs every hook of every turn once, in one transaction; shared rows add up', async () => {
     const a = await seedTenant(env.db, 'group-a');
     const b = await seedTenant(env.db, 'group-b');
     const turns = [
@@ -140,12 +143,8 @@ describe('post-turn group commit', () => {
     );
     for (const t of turns)
       expect(rows.filter((r) => r.turn_id === t.turnId).map((r) => r.hook)).toEqual(EVERY);
-    // One transaction for every turn's hooks but scoring; scoring's rows in one transaction of their own.
-    const group = new Set(rows.filter((r) => r.hook !== 'scoring').map((r) => r.xmin));
-    const scoring = new Set(rows.filter((r) => r.hook === 'scoring').map((r) => r.xmin));
-    expect(group.size).toBe(1);
-    expect(scoring.size).toBe(1);
-    expect(group.has([...scoring][0])).toBe(false);
+    // ONE transaction for every hook of every turn, scoring's `skipped` rows included (docs/adr/0077).
+    expect(new Set(rows.map((r) => r.xmin)).size).toBe(1);
     // The shared roll-ups count each turn once.
     const spendA = await env.db.tenantSpendDaily.findMany({ where: { tenantId: a.tenantId } });
     expect(spendA.map((s) => [s.costUsd.toFixed(8), s.turns, s.providerCalls])).toEqual([
@@ -175,6 +174,112 @@ describe('post-turn group commit', () => {
     const spendAgain = await env.db.tenantSpendDaily.findMany({ where: { tenantId: a.tenantId } });
     expect(spendAgain.map((s) => [s.costUsd.toFixed(8), s.turns])).toEqual([['0.30000000', 2]]);
     expect((await env.db.agentToolStat.findFirst({ where: { agentId: a.agentId } }))?.calls).toBe(2);
+  });
+
+  /** Runs a group in this process (no job), counting the hooks' Postgres transactions and statements. */
+  async function runCounted(turns: { turnId: string; tenantId: string }[]) {
+    const metrics = new Metrics('test');
+    const outbound = new Queue(QueueName.OutboundWebhooks, {
+      connection: createRedis(env.redisUrl),
+      prefix: env.queuePrefix,
+    });
+    const post = new PostTurnHooks({
+      db: env.db,
+      sql: sqlDbFor(poolOf(env.db), 'hooks', metrics),
+      logger: createLogger({ service: 'test', level: 'silent' }),
+      metrics,
+      postTurnQueue: queue,
+      outboundQueue: outbound,
+      outboundBackoffMs: 1000,
+    });
+    const [first, ...more] = turns;
+    try {
+      const out = await post.runBatch({ ...first, trace: {}, more });
+      const value = async (c: typeof metrics.dbStatements) =>
+        (await c.get()).values.find((v) => v.labels.component === 'hooks')?.value ?? 0;
+      return {
+        out,
+        transactions: await value(metrics.dbTransactions),
+        statements: await value(metrics.dbStatements),
+      };
+    } finally {
+      await outbound.close();
+      await (await outbound.client).quit().catch(() => undefined);
+    }
+  }
+
+  it('a group is ONE Postgres transaction, and only episodic and archivist cost a statement per turn', async () => {
+    const a = await seedTenant(env.db, 'count-a');
+    const one = await runCounted([await endedTurn(a, '0.10000000')]);
+    const four = await runCounted([
+      await endedTurn(a, '0.10000000'),
+      await endedTurn(a, '0.20000000'),
+      await endedTurn(a, '0.30000000'),
+      await endedTurn(a, '0.40000000'),
+    ]);
+    for (const t of [...Object.values(one.out), ...Object.values(four.out)]) {
+      expect(t).toEqual({
+        'episodic-index': 'written',
+        archivist: 'deferred',
+        'completion-webhook': 'skipped',
+        learning: 'written',
+        scoring: 'skipped',
+        'cost-log': 'written',
+      });
+    }
+    // The snapshot read, the completion webhooks, the embedding read, scoring's read and its rows, the
+    // cost log and learning once per group; the episode and the archivist's deferral once per turn.
+    expect(one.transactions).toBe(1);
+    expect(four.transactions).toBe(1);
+    expect(four.statements - one.statements).toBe(3 * 2);
+  });
+
+  it('in a group, a turn with a notify endpoint and a turn with a sampled scorer run those hooks on their own, once', async () => {
+    const quiet = await seedTenant(env.db, 'mixed-quiet');
+    const loud = await seedTenant(
+      env.db,
+      'mixed-endpoint',
+      {},
+      {
+        settings: {
+          notifyUrl: 'https://receiver.example/hooks',
+          notifySecret: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
+        },
+      },
+    );
+    const scored = await seedTenant(env.db, 'mixed-scored');
+    await env.db.agent.update({
+      where: { id: scored.agentId },
+      data: { scorers: [{ name: 'no-fail', kind: 'rule', check: 'not_failed' }] },
+    });
+    const turns = [
+      await endedTurn(quiet, '0.10000000'),
+      await endedTurn(loud, '0.10000000'),
+      await endedTurn(scored, '0.10000000'),
+    ];
+    const [q, l, sc] = turns;
+    const first = await runCounted(turns);
+    expect(first.out[q.turnId]).toMatchObject({ 'completion-webhook': 'skipped', scoring: 'skipped' });
+    expect(first.out[l.turnId]).toMatchObject({ 'completion-webhook': 'written', scoring: 'skipped' });
+    expect(first.out[sc.turnId]).toMatchObject({ 'completion-webhook': 'skipped', scoring: 'written' });
+    const rows = await env.db.$queryRawUnsafe<
+      { turn_id: string; hook: string; output: { skipped?: string | number; scored?: number } }[]
+    >(
+      'SELECT turn_id::text, hook, output FROM hook_runs WHERE turn_id = ANY($1::uuid[]) ORDER BY hook',
+      turns.map((t) => t.turnId),
+    );
+    for (const t of turns)
+      expect(rows.filter((r) => r.turn_id === t.turnId).map((r) => r.hook)).toEqual(EVERY);
+    const hook = (turnId: string, name: string) => rows.find((r) => r.turn_id === turnId && r.hook === name);
+    expect(hook(l.turnId, 'completion-webhook')?.output.skipped).toBeUndefined();
+    expect(hook(sc.turnId, 'scoring')?.output.scored).toBe(1);
+    expect(await env.db.turnScore.count({ where: { turnId: sc.turnId } })).toBe(1);
+    // The same group again writes nothing: every hook finds its row.
+    const again = await runCounted(turns);
+    for (const t of turns) {
+      for (const outcome of Object.values(again.out[t.turnId])) expect(outcome).toBe('already_done');
+    }
+    expect(await env.db.turnScore.count({ where: { turnId: sc.turnId } })).toBe(1);
   });
 
   it('two groups that share turns, named in opposite orders and run at once, write each hook once', async () => {
@@ -258,11 +363,28 @@ describe('post-turn group commit', () => {
   });
 
   it('the harness coalesces the turns that end together into one job; a lone turn gets its own', async () => {
-    const batcher = new PostTurnBatcher(queue, 50);
+    // A queue no worker takes jobs from, so the jobs stay to be read.
+    const idle = new Queue(QueueName.PostTurn, {
+      connection: createRedis(env.redisUrl),
+      prefix: `${env.queuePrefix}-idle`,
+    });
+    try {
+      await coalesces(idle);
+    } finally {
+      await idle.obliterate({ force: true });
+      await idle.close();
+      await (await idle.client).quit().catch(() => undefined);
+    }
+  });
+
+  async function coalesces(idle: Queue) {
+    const batcher = new PostTurnBatcher(idle, 50);
     const t = [newId(), newId(), newId()].map((turnId) => ({ turnId, tenantId: newId() }));
     // Added within the window: all three go as one job.
     await Promise.all(t.map((x) => batcher.add(x)));
-    const job = await queue.getJob(`${t[0].turnId}.hooks`);
+    const job = await idle.getJob(`${t[0].turnId}.hooks`);
+    // Not kept once completed (docs/adr/0077).
+    expect(job?.opts.removeOnComplete).toBe(true);
     expect(job?.data).toMatchObject({
       turnId: t[0].turnId,
       more: [
@@ -272,8 +394,33 @@ describe('post-turn group commit', () => {
     });
     const lone = { turnId: newId(), tenantId: newId() };
     await batcher.add(lone);
-    const own = await queue.getJob(`${lone.turnId}.hooks`);
+    const own = await idle.getJob(`${lone.turnId}.hooks`);
     expect(own?.data).toMatchObject({ turnId: lone.turnId });
     expect(own?.data.more).toBeUndefined();
+  }
+
+  it('a group the batcher published runs every hook of its turns once, then is gone from Redis', async () => {
+    const a = await seedTenant(env.db, 'removed-a');
+    const turns = [await endedTurn(a, '0.10000000'), await endedTurn(a, '0.20000000')];
+    await Promise.all(turns.map((t) => new PostTurnBatcher(queue, 50).add(t)));
+    // Two batchers: two jobs; one batcher: one — either way, every hook once per turn.
+    await waitFor(
+      async () =>
+        (await env.db.hookRun.count({ where: { turnId: { in: turns.map((t) => t.turnId) } } })) ===
+          turns.length * EVERY.length || undefined,
+      { what: 'every hook of both turns' },
+    );
+    await waitFor(
+      async () =>
+        (await Promise.all(turns.map((t) => queue.getJob(`${t.turnId}.hooks`)))).every((j) => !j) ||
+        undefined,
+      { what: 'the completed jobs removed' },
+    );
+    const rows = await env.db.hookRun.groupBy({
+      by: ['turnId', 'hook'],
+      where: { turnId: { in: turns.map((t) => t.turnId) } },
+      _count: true,
+    });
+    expect(rows.every((r) => r._count === 1)).toBe(true);
   });
 });

@@ -155,6 +155,22 @@ export async function loadTurnSnapshots(
 export class SnapshotCache {
   private readonly rows = new Map<string, Promise<SnapshotRow | null>>();
 
+  /**
+   * Reads the rows of every turn of a group at once (docs/adr/0077): one statement per tenant of the
+   * group instead of one per turn. A turn the read does not return (not the tenant's, not ended) is
+   * kept as null, as its own read would have found it.
+   */
+  async prime(db: SqlRunner, jobs: readonly { turnId: string; tenantId: string }[]): Promise<void> {
+    const byTenant = new Map<string, string[]>();
+    for (const j of jobs) byTenant.set(j.tenantId, [...(byTenant.get(j.tenantId) ?? []), j.turnId]);
+    for (const [tenantId, turnIds] of byTenant) {
+      const found = new Map((await snapshotRows(db, tenantId, turnIds)).map((r) => [r.turnId, r]));
+      for (const turnId of turnIds) {
+        this.rows.set(`${tenantId}/${turnId}`, Promise.resolve(found.get(turnId) ?? null));
+      }
+    }
+  }
+
   get(
     job: { turnId: string; tenantId: string },
     read: () => Promise<SnapshotRow | null>,

@@ -1,6 +1,6 @@
 import { newId, parseTenantSettings, type PostTurnJob, type TaskTurn } from '@switchboard/contracts';
 import { a2aPushBody, type A2aPushVersion } from '@switchboard/protocols';
-import { ENDED, ofTenant, sql } from '@switchboard/store';
+import { ENDED, ofTenant, sql, type SqlRunner } from '@switchboard/store';
 import { claimHookRun } from './archivist-snapshot';
 import { OutsideSharedTransaction, type HookContext } from './context';
 
@@ -58,6 +58,71 @@ interface CompletionRow {
   settings: unknown;
   /** This statement recorded the run as skipped (`no_endpoint`). */
   skipped: boolean;
+}
+
+/**
+ * The completion-webhook hook of a group's turns in ONE statement (docs/adr/0077), in the group's
+ * transaction: a turn whose tenant names no notify URL and that has no A2A push config (most turns)
+ * gets its `skipped` (`no_endpoint`) row here, `ON CONFLICT DO NOTHING`, exactly as
+ * `runCompletionWebhook` records it alone. Returns each settled turn's outcome: `already_done` (a run
+ * recorded it first), `skipped` (recorded now, or not the tenant's ended turn: nothing recorded). A
+ * turn it leaves out (an endpoint or a push to send) runs `runCompletionWebhook` as before.
+ */
+export async function skipCompletionWebhooks(
+  tx: SqlRunner,
+  jobs: readonly { turnId: string; tenantId: string }[],
+): Promise<Map<string, 'already_done' | 'skipped'>> {
+  if (jobs.length === 0) return new Map();
+  const rows = await tx.rows<{
+    turnId: string;
+    done: boolean;
+    ended: boolean;
+    quiet: boolean;
+    skipped: boolean;
+  }>(sql`
+    WITH j AS (
+      SELECT * FROM unnest(${jobs.map(() => newId())}::uuid[], ${jobs.map((j) => j.turnId)}::uuid[],
+        ${jobs.map((j) => j.tenantId)}::uuid[]) AS j(run_id, turn_id, tenant_id)
+    ),
+    done AS (
+      SELECT h.turn_id FROM j JOIN hook_runs h ON h.turn_id = j.turn_id AND h.hook = ${COMPLETION_WEBHOOK_HOOK}
+        AND h.turn_at = sb_uuid7_time(j.turn_id)
+    ),
+    t AS (
+      SELECT j.run_id, tu.id, tu.tenant_id, tu.status FROM j
+      JOIN turns tu ON tu.id = j.turn_id AND tu.tenant_id = j.tenant_id AND tu.status IN ${ENDED}
+    ),
+    -- No URL (settings name none as a string) and no A2A push config: nothing to send.
+    quiet AS (
+      SELECT t.* FROM t
+      WHERE NOT EXISTS (SELECT 1 FROM done WHERE done.turn_id = t.id)
+        AND NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.id = t.tenant_id
+          AND jsonb_typeof(tn.settings -> 'notifyUrl') = 'string')
+        AND NOT EXISTS (SELECT 1 FROM a2a_push_configs pc WHERE pc.turn_id = t.id AND pc.tenant_id = t.tenant_id)
+    ),
+    ins AS (
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      SELECT run_id, tenant_id, id, sb_uuid7_time(id), ${COMPLETION_WEBHOOK_HOOK}, 'completed',
+        jsonb_build_object('skipped', 'no_endpoint', 'turnStatus', status), now()
+      FROM quiet ORDER BY id
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
+      RETURNING turn_id
+    )
+    SELECT j.turn_id AS "turnId",
+      EXISTS (SELECT 1 FROM done WHERE done.turn_id = j.turn_id) AS done,
+      EXISTS (SELECT 1 FROM t WHERE t.id = j.turn_id) AS ended,
+      EXISTS (SELECT 1 FROM quiet WHERE quiet.id = j.turn_id) AS quiet,
+      EXISTS (SELECT 1 FROM ins WHERE ins.turn_id = j.turn_id) AS skipped
+    FROM j`);
+  const out = new Map<string, 'already_done' | 'skipped'>();
+  for (const r of rows) {
+    if (r.done) out.set(r.turnId, 'already_done');
+    // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
+    else if (!r.ended) out.set(r.turnId, 'skipped');
+    // No endpoint: recorded now, unless a concurrent run recorded the hook first.
+    else if (r.quiet) out.set(r.turnId, r.skipped ? 'skipped' : 'already_done');
+  }
+  return out;
 }
 
 /**

@@ -17,7 +17,8 @@ import { embedAfterTurns } from '@switchboard/memory';
 import { ArchivistModelNotes } from './archivist-models';
 import { reportCostLog } from './cost-log';
 import { reportLearning } from './learning';
-import { scoreOrSkip } from './scoring';
+import { scoreOrSkipIn } from './scoring';
+import { skipCompletionWebhooks } from './completion-webhook';
 import { SnapshotCache } from './archivist-snapshot';
 import {
   OutsideSharedTransaction,
@@ -81,6 +82,14 @@ export const SHARED_HOOKS: readonly PostTurnHookName[] = [
   'completion-webhook',
 ];
 
+/**
+ * The shared hooks a group runs turn by turn; the completion webhook follows for the whole group in
+ * one statement (`skipCompletionWebhooks`), after every turn's others, so a group takes its rows in
+ * the order a lone turn's transaction does (episodic, archivist, then the webhook) and the two never
+ * wait on each other in a cycle.
+ */
+const GROUP_EACH_HOOKS: readonly PostTurnHookName[] = SHARED_HOOKS.filter((h) => h !== 'completion-webhook');
+
 /** The hooks that run on their own (one statement each), after the shared transaction. */
 export const ALONE_HOOKS: readonly PostTurnHookName[] = PostTurnHookName.options.filter(
   (h) => !SHARED_HOOKS.includes(h),
@@ -139,17 +148,18 @@ export class PostTurnHooks {
   }
 
   /**
-   * The post-turn work of a group of ended turns (docs/adr/0070, group commit). ONE transaction holds
-   * every turn's `SHARED_HOOKS` (each turn's statements exactly as in `runShared`), then the cost log
-   * and learning of all of them as one statement each (`recordCostLogBatch`, `recordLearningBatch`):
-   * the rows every turn of a tenant or agent shares are taken last, once per batch, in key order, so
-   * they stay locked for the commit only and concurrent batches cannot deadlock on them. Then, outside
-   * it, the scoring hook in a transaction of its own for the whole group (`scoreOrSkip`: the turns with
-   * nothing to score are recorded skipped), and each turn's remaining hooks on their own (`runEach`:
-   * a scoring that does work, a hook that would have held the transaction open, learning's feedback
-   * half), a failing one in a job of its own. When the group's transaction does not commit, each turn
-   * runs as a lone turn's job would (`runAll`), one after another: nothing was written, every hook
-   * runs again and writes once.
+   * The post-turn work of a group of ended turns (docs/adr/0070, 0077, group commit). ONE transaction
+   * holds all of it: every turn's snapshot read at once (`SnapshotCache.prime`), each turn's episode
+   * and archivist deferral, the completion webhook of every turn without an endpoint in one statement
+   * (`skipCompletionWebhooks`), the embedding read, scoring's read and `skipped` rows for the whole
+   * group (`scoreOrSkipIn`), then the cost log and learning of all of them as one statement each
+   * (`recordCostLogBatch`, `recordLearningBatch`): the rows every turn of a tenant or agent shares are
+   * taken last, once per batch, in key order, so they stay locked for the commit only and concurrent
+   * batches cannot deadlock on them. Then, outside it, each turn's remaining hooks on their own
+   * (`runEach`: a scoring that does work, a hook that would have held the transaction open, learning's
+   * feedback half), a failing one in a job of its own. When the group's transaction does not commit,
+   * each turn runs as a lone turn's job would (`runAll`), one after another: nothing was written,
+   * every hook runs again and writes once.
    */
   async runBatch(data: PostTurnJob): Promise<PostTurnBatchOutcomes> {
     const turns = PostTurnHooks.turnsOf(data);
@@ -166,17 +176,37 @@ export class PostTurnHooks {
       cost: Awaited<ReturnType<typeof recordCostLogBatch>>;
       learning: Awaited<ReturnType<typeof recordLearningBatch>>;
       embed: { tenantId: string; agentId: string }[];
+      scoring: Map<string, HookOutcome | 'score'>;
     };
     try {
       group = await this.deps.sql.transaction(async (tx) => {
+        // Every turn's snapshot (the archivist's and the episodic index's read) in one statement per tenant.
+        const snapshots = new SnapshotCache();
+        await snapshots.prime(tx, turns);
         const shared = new Map<string, SharedOutcomes>();
-        for (const job of turns) shared.set(job.turnId, await this.sharedHooksIn(tx, job, publishes));
+        for (const job of turns) {
+          shared.set(job.turnId, await this.sharedHooksIn(tx, job, publishes, snapshots, GROUP_EACH_HOOKS));
+        }
+        // The completion webhook of every turn without an endpoint, in one statement; the others alone.
+        const skipped = await skipCompletionWebhooks(tx, turns);
+        for (const job of turns) {
+          const { outcomes, later } = shared.get(job.turnId)!;
+          const settled = skipped.get(job.turnId);
+          if (settled) outcomes['completion-webhook'] = settled;
+          else {
+            const one = await this.sharedHooksIn(tx, job, publishes, snapshots, ['completion-webhook']);
+            Object.assign(outcomes, one.outcomes);
+            later.push(...one.later);
+          }
+        }
         // The agents whose records the group may have written, for their embedding job (a read).
         const embed = this.deps.embed ? await embedAfterTurns(tx, turns) : [];
+        // Scoring's read and its `skipped` rows (docs/adr/0077): per-turn rows, no row turns share.
+        const scoring = await scoreOrSkipIn(tx, turns);
         // The shared roll-up rows last: locked from here to the commit only.
         const cost = await recordCostLogBatch(tx, costRuns);
         const learning = await recordLearningBatch(tx, runs);
-        return { shared, cost, learning, embed };
+        return { shared, cost, learning, embed, scoring };
       });
     } catch (err) {
       this.deps.logger.warn(
@@ -213,16 +243,12 @@ export class PostTurnHooks {
         rest,
       });
     }
-    // Scoring: never in the group's transaction; the turns with nothing to score in one of its own.
-    const scoring = await scoreOrSkip(base, turns).catch((err: unknown) => {
-      this.deps.logger.warn({ err }, 'post-turn group scoring did not commit; each turn scores on its own');
-      return undefined;
-    });
+    const scoring = group.scoring;
     const out: PostTurnBatchOutcomes = {};
     await Promise.all(
       turns.map(async (job) => {
         const { outcomes, rest } = byTurn.get(job.turnId)!;
-        const scored = scoring?.get(job.turnId);
+        const scored = scoring.get(job.turnId);
         if (scored === undefined || scored === 'score') rest.push('scoring');
         else {
           outcomes.scoring = scored;
@@ -262,13 +288,15 @@ export class PostTurnHooks {
     tx: SqlRunner,
     job: PostTurnJob,
     publishes: (() => Promise<unknown>)[],
+    snapshots = new SnapshotCache(),
+    hooks: readonly PostTurnHookName[] = SHARED_HOOKS,
   ): Promise<SharedOutcomes> {
     const base = this.ctx;
     const ctx: HookContext = {
       ...base,
       sql: within(tx),
       shared: true,
-      snapshots: new SnapshotCache(),
+      snapshots,
       deferArchivist: (j, delayMs) => {
         publishes.push(() => base.deferArchivist!(j, delayMs));
         return Promise.resolve();
@@ -276,7 +304,7 @@ export class PostTurnHooks {
     };
     const outcomes: PostTurnOutcomes = {};
     const later: PostTurnHookName[] = [];
-    for (const hook of SHARED_HOOKS) {
+    for (const hook of hooks) {
       try {
         outcomes[hook] = await postTurnHooks[hook](ctx, { ...job, hook });
       } catch (err) {

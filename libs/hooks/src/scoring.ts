@@ -135,53 +135,95 @@ export async function runScoring(ctx: HookContext, job: PostTurnJob): Promise<Ho
 }
 
 /**
- * The scoring hook for a group of ended turns (docs/adr/0070), in ONE transaction of its own, never the
- * group's shared one: each turn is read, and a turn with nothing to score (no scorers, none sampled)
- * gets its `skipped` row, as `runScoring` records it alone. A turn whose scoring does work (an
- * experiment's turn, a sampled scorer) is left out of the transaction and returned as `score`: the
- * caller runs `runScoring` for it, alone, as before.
+ * The scoring hook for a group of ended turns (docs/adr/0070, 0077), in the group's transaction `tx`,
+ * in two statements whatever the group's size: one read of every turn, then one insert of the
+ * `skipped` rows of the turns with nothing to score (no scorers, none sampled), as `runScoring` records
+ * it alone (`ON CONFLICT DO NOTHING`: a run that recorded it first wins). A turn whose scoring does
+ * work (an experiment's turn, a sampled scorer) is not touched and returned as `score`: the caller
+ * runs `runScoring` for it, alone, after the commit. Each turn keeps its `hook scoring` span.
  */
-export async function scoreOrSkip(
-  ctx: HookContext,
+export async function scoreOrSkipIn(
+  tx: SqlRunner,
   jobs: readonly PostTurnJob[],
 ): Promise<Map<string, HookOutcome | 'score'>> {
-  if (ctx.shared) throw new OutsideSharedTransaction(SCORING_HOOK);
-  return ctx.sql.transaction(async (tx) => {
-    const out = new Map<string, HookOutcome | 'score'>();
-    for (const job of jobs) {
-      // The hook's span, as when it runs alone: `score` when the turn's scoring does work.
-      const { outcome } = await hookSpan(SCORING_HOOK, job, async (span) => {
-        const decided = await skipOrScore(tx, job);
-        span.setAttribute('switchboard.scoring.outcome', decided);
-        return { outcome: decided };
+  const out = new Map<string, HookOutcome | 'score'>();
+  if (jobs.length === 0) return out;
+  const rows = await tx.rows<{
+    turnId: string;
+    done: boolean;
+    ended: boolean;
+    tenantId: string;
+    status: string;
+    traceContext: unknown;
+    scorers: unknown;
+    sourceRefs: unknown;
+  }>(sql`
+    WITH j AS (
+      SELECT * FROM unnest(${jobs.map((j) => j.turnId)}::uuid[], ${jobs.map((j) => j.tenantId)}::uuid[])
+        AS j(turn_id, tenant_id)
+    ),
+    t AS (
+      SELECT tu.id, tu.tenant_id, tu.agent_id, tu.agent_version, tu.status, tu.trace_context, tu.input_message_id
+      FROM j JOIN turns tu ON tu.id = j.turn_id AND tu.tenant_id = j.tenant_id AND tu.status IN ${ENDED}
+    )
+    SELECT j.turn_id AS "turnId",
+      EXISTS (SELECT 1 FROM hook_runs h WHERE h.turn_id = j.turn_id AND h.hook = ${SCORING_HOOK}
+        AND h.turn_at = sb_uuid7_time(j.turn_id)) AS done,
+      t.id IS NOT NULL AS ended, t.tenant_id AS "tenantId", t.status, t.trace_context AS "traceContext",
+      coalesce(
+        (SELECT v.config -> 'scorers' FROM agent_versions v WHERE v.agent_id = t.agent_id AND v.version = t.agent_version),
+        (SELECT a.scorers FROM agents a WHERE a.id = t.agent_id), '[]'::jsonb) AS scorers,
+      (SELECT m.source_refs FROM messages m WHERE m.id = t.input_message_id) AS "sourceRefs"
+    FROM j LEFT JOIN t ON t.id = j.turn_id`);
+  const skips: { id: string; turnId: string; tenantId: string; output: Record<string, unknown> }[] = [];
+  for (const row of rows) {
+    if (row.done) out.set(row.turnId, 'already_done');
+    // Not the tenant's turn, or not ended: nothing to do and nothing recorded.
+    else if (!row.ended) out.set(row.turnId, 'skipped');
+    else {
+      const scorers = parseScorers(row.scorers);
+      const sampling = samplingIdOf(row.traceContext, row.turnId);
+      if (
+        isExperimentTurn(row.sourceRefs) ||
+        scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))
+      ) {
+        out.set(row.turnId, 'score');
+        continue;
+      }
+      skips.push({
+        id: newId(),
+        turnId: row.turnId,
+        tenantId: row.tenantId,
+        output: {
+          skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
+          notSampled: scorers.length,
+          turnStatus: row.status,
+        },
       });
-      out.set(job.turnId, outcome);
     }
-    return out;
-  });
-}
-
-/** One turn of `scoreOrSkip`: its outcome when it has nothing to score, else `score`. */
-async function skipOrScore(tx: SqlRunner, job: PostTurnJob): Promise<HookOutcome | 'score'> {
-  const row = await readTurn(tx, job);
-  if (!row || row.done) return 'already_done';
-  if (!row.id) return 'skipped';
-  const scorers = parseScorers(row.scorers);
-  const sampling = samplingIdOf(row.traceContext, row.id);
-  if (isExperimentTurn(row.sourceRefs) || scorers.some((sc) => sampledAt(sampling.id, sc.samplePercent))) {
-    return 'score';
   }
-  const claimed = await claimHookRun(tx, {
-    tenantId: row.tenantId,
-    turnId: row.id,
-    hook: SCORING_HOOK,
-    output: {
-      skipped: scorers.length === 0 ? 'no_scorers' : 'not_sampled',
-      notSampled: scorers.length,
-      turnStatus: row.status,
-    },
-  });
-  return claimed ? 'skipped' : 'already_done';
+  if (skips.length > 0) {
+    const inserted = await tx.rows<{ turnId: string }>(sql`
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      SELECT s.id, s.tenant_id, s.turn_id, sb_uuid7_time(s.turn_id), ${SCORING_HOOK}, 'completed', s.output, now()
+      FROM unnest(${skips.map((s) => s.id)}::uuid[], ${skips.map((s) => s.turnId)}::uuid[],
+        ${skips.map((s) => s.tenantId)}::uuid[], ${skips.map((s) => JSON.stringify(s.output))}::jsonb[])
+        AS s(id, turn_id, tenant_id, output)
+      ORDER BY s.turn_id
+      ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
+      RETURNING turn_id AS "turnId"`);
+    const claimed = new Set(inserted.map((r) => r.turnId));
+    for (const s of skips) out.set(s.turnId, claimed.has(s.turnId) ? 'skipped' : 'already_done');
+  }
+  // The hook's span per turn, as when it runs alone: `score` when the turn's scoring does work.
+  for (const job of jobs) {
+    const decided = out.get(job.turnId) ?? 'skipped';
+    await hookSpan(SCORING_HOOK, job, (span) => {
+      span.setAttribute('switchboard.scoring.outcome', decided);
+      return Promise.resolve({ outcome: decided });
+    });
+  }
+  return out;
 }
 
 async function readTurn(db: SqlRunner, job: PostTurnJob): Promise<ScoringRow | undefined> {

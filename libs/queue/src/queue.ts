@@ -7,7 +7,7 @@ import { currentTraceCarrier, SpanKind, withSpan, type Metrics } from '@switchbo
 export function jobOptions<S extends z.ZodType>(
   def: JobDefinition<S>,
   data: z.infer<S>,
-  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff' | 'deduplication'> = {},
+  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff' | 'deduplication' | 'removeOnComplete'> = {},
 ): JobsOptions {
   return {
     jobId: def.jobId(data),
@@ -27,7 +27,7 @@ export async function publish<S extends z.ZodType>(
   queue: Queue,
   def: JobDefinition<S>,
   data: Omit<z.infer<S>, 'trace'>,
-  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff' | 'deduplication'> = {},
+  extra: Pick<JobsOptions, 'priority' | 'delay' | 'backoff' | 'deduplication' | 'removeOnComplete'> = {},
 ): Promise<Job> {
   return withSpan(
     `${def.queue} publish`,

@@ -53,13 +53,22 @@ export class PostTurnBatcher {
       const batch = this.pending.splice(0, POST_TURN_BATCH_MAX);
       const [first, ...more] = batch;
       try {
-        await publish(this.queue, Jobs.postTurn, {
-          turnId: first.turnId,
-          tenantId: first.tenantId,
-          ...(more.length > 0
-            ? { more: more.map((t) => ({ turnId: t.turnId, tenantId: t.tenantId, trace: t.trace })) }
-            : {}),
-        });
+        await publish(
+          this.queue,
+          Jobs.postTurn,
+          {
+            turnId: first.turnId,
+            tenantId: first.tenantId,
+            ...(more.length > 0
+              ? { more: more.map((t) => ({ turnId: t.turnId, tenantId: t.tenantId, trace: t.trace })) }
+              : {}),
+          },
+          // Not kept once it completed (docs/adr/0077): its completion then deletes the job instead of
+          // filing it (`ZADD` completed, `HSET` the result, the age sweep of older ones, a later
+          // deletion all the same). Its turns' `hook_runs` rows are the record; a re-publish of the
+          // same id (a turn job's retry) runs the group again and every hook finds its row.
+          { removeOnComplete: true },
+        );
         for (const t of batch) t.resolve();
       } catch (err) {
         for (const t of batch) t.reject(err);
