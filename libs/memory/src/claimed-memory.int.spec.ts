@@ -58,11 +58,22 @@ describe('the agent memory the claim reads', () => {
       data: { id: tenantId, name: 'claimed-memory', settings: { encryption: { mode: 'on' } } },
     });
     const agent = await env.db.agent.create({
-      data: { id: newId(), tenantId, name: 'claimed', instructions: 'be brief', model: 'm', memory: { recall: 'fts' } },
+      data: {
+        id: newId(),
+        tenantId,
+        name: 'claimed',
+        instructions: 'be brief',
+        model: 'm',
+        memory: { recall: 'fts' },
+      },
     });
     const s = { tenantId, agentId: agent.id };
     const sessionId = await seedSession(env.db, tenantId, agent.id);
-    const rewound = await seedTurn(env.db, { ...s, sessionId }, { status: 'completed', rewoundAt: new Date() });
+    const rewound = await seedTurn(
+      env.db,
+      { ...s, sessionId },
+      { status: 'completed', rewoundAt: new Date() },
+    );
     const search = new MemorySearch(db, embedders);
     const rec = (title: string, content: string, over: Partial<MemoryWrite> = {}): MemoryWrite => ({
       ...s,
@@ -76,10 +87,13 @@ describe('the agent memory the claim reads', () => {
     });
     const long = `The user wants answers in Esperanto. ${'x'.repeat(1500)}`;
     // One at a time: each newer than the one before.
-    for (let i = 0; i < CLAIMED_PREFERENCES_LIMIT; i++) await search.store.write([rec(`Pref ${i}`, `Likes ${i}.`)]);
+    for (let i = 0; i < CLAIMED_PREFERENCES_LIMIT; i++)
+      await search.store.write([rec(`Pref ${i}`, `Likes ${i}.`)]);
     await search.store.write([rec('Language', long)]);
     // The newest of all, from a rewound turn: the session goes on as if it had never been said.
-    await search.store.write([rec('Rewound', 'Likes nothing.', { provenance: { source: 'api', turnId: rewound.id } })]);
+    await search.store.write([
+      rec('Rewound', 'Likes nothing.', { provenance: { source: 'api', turnId: rewound.id } }),
+    ]);
     await search.store.write([rec('Deploy window', 'Deploys go out on Tuesdays.', { tags: [] })]);
 
     const turn = await seedTurn(env.db, { ...s, sessionId }, { status: 'queued' });
@@ -93,7 +107,13 @@ describe('the agent memory the claim reads', () => {
     const claimed = claim.next!.agent.claimedMemory!;
     expect(claimed).toMatchObject({ settings: { recall: 'fts' }, embedder: null, vectorsModel: null });
     // Newest first, the rewound one left out, sealed titles and contents opened.
-    expect(claimed.preferences.map((p) => p.title)).toEqual(['Language', 'Pref 4', 'Pref 3', 'Pref 2', 'Pref 1']);
+    expect(claimed.preferences.map((p) => p.title)).toEqual([
+      'Language',
+      'Pref 4',
+      'Pref 3',
+      'Pref 2',
+      'Pref 1',
+    ]);
     expect(claimed.preferences[0]).toMatchObject({ content: long, totalChars: -1 });
     // Cut and counted as `MemoryStore.preferences` reads it.
     const [direct] = await search.store.preferences({ ...s, limit: 1 });
