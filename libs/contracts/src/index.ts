@@ -19,6 +19,7 @@ export * from './langgraph';
 export * from './timeline';
 export * from './structured-output';
 export * from './memory-blocks';
+export * from './claimed-memory';
 export * from './tool-choice';
 export * from './datasets';
 

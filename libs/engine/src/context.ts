@@ -1,3 +1,4 @@
+import type { ClaimedMemory } from '@switchboard/contracts';
 import type { ChatMessage } from '@switchboard/providers';
 
 /** What the runtime-metadata block names (seed 001 stage 3, docs/adr/0059). */
@@ -26,6 +27,11 @@ export interface ContextQuery {
    * context pack has nothing to project (or bind) and makes no query. Unknown when absent.
    */
   hasWorkItems?: boolean;
+  /**
+   * What the turn's claim read of the agent's memory (docs/adr/0076): its settings, vector set and
+   * newest preferences, so a memory source reads only what depends on the input. Absent: it reads them.
+   */
+  claimedMemory?: ClaimedMemory;
   /**
    * A source that answered with less than it is set to (memory recall fell back to full-text because
    * the embedder failed, docs/adr/0050) says why here; the turn journals a `context_degraded` event.

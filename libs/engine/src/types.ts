@@ -2,6 +2,7 @@ import type { DecisionStrategy } from './decision';
 import type {
   Budgets,
   CancelReason,
+  ClaimedMemory,
   EventData,
   EventType,
   ResponseFormat,
@@ -139,6 +140,8 @@ export interface TurnInput {
   clientResults?: ClientToolResult[];
   /** Whether the agent has memory records (the claim's EXISTS): false skips recall (docs/adr/0032). */
   agentHasMemory?: boolean;
+  /** The agent's memory as the claim read it (docs/adr/0076): handed to the context sources. */
+  claimedMemory?: ClaimedMemory;
   /**
    * Seed 001 stage 3's runtime metadata (docs/adr/0059): the session, the provider and model the turn
    * runs on, today's UTC date. Sent after the system prompt (never persisted into it); absent: none.

@@ -6,11 +6,13 @@ import {
   type RecallSearch,
 } from './recall';
 import { EMBED_QUERY_TIMEOUT_MS, type HybridSearchResult } from './search';
-import { PREFERENCE_TAG, RECALL_RANK_CANDIDATES, type MemoryScope } from './store';
+import { CLAIMED_PREFERENCES_LIMIT } from '@switchboard/contracts';
+import { PREFERENCE_TAG, preferenceHit, RECALL_RANK_CANDIDATES, type MemoryScope } from './store';
 import { MEMORY_SEARCH_MAX_LIMIT, type MemoryHit } from './types';
+import { claimedMemoryState } from './vectors';
 
-/** Preferences the context pack shows whatever the input, newest first, at most. */
-export const PACK_PREFERENCES_LIMIT = 5;
+/** Preferences the context pack shows whatever the input, newest first, at most: as many as the claim reads. */
+export const PACK_PREFERENCES_LIMIT = CLAIMED_PREFERENCES_LIMIT;
 
 /** A record as the context pack shows it (structurally the engine's `PackItem`). */
 export interface MemoryPackItem {
@@ -92,7 +94,8 @@ const item = (h: MemoryHit): MemoryPackItem => ({ ref: h.sourceRef, title: h.tit
  * Both loads take their matches from ONE search per turn (full-text, vectors or both per the agent's
  * settings, `MemorySearch`), shared by the query object the engine hands both sources, and split by
  * kind: two kind-filtered searches would read the agent's settings twice and run every ranking
- * statement twice. The pack adds one indexed read, the preferences. Each load is bounded by the
+ * statement twice. The pack adds one indexed read, the preferences, unless the turn's claim read them
+ * with the agent's settings (docs/adr/0076): then the search is the turn's only memory statement. Each load is bounded by the
  * recall timeout and fails alone; an embedder failure answers full-text with one warning.
  */
 export function memoryContext(memory: MemoryContextSearch, options: MemoryContextOptions): MemoryContext {
@@ -127,6 +130,8 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
           limit: searchLimit,
           candidates: options.candidates ?? RECALL_RANK_CANDIDATES,
           excludeSessionId: q.sessionId,
+          // The agent's settings and vector set came with the claim (docs/adr/0076): not read again.
+          ...(q.claimedMemory ? { agent: claimedMemoryState(q.claimedMemory) } : {}),
         }),
         bound,
       );
@@ -170,10 +175,13 @@ export function memoryContext(memory: MemoryContextSearch, options: MemoryContex
       if (off(q)) return null;
       const [result, standing] = await Promise.all([
         search(q),
-        within(
-          memory.store.preferences({ tenantId: q.tenantId, agentId: q.agentId!, limit: preferenceLimit }),
-          bound,
-        ),
+        // The claim read the newest preferences (docs/adr/0076): no statement here unless more are asked.
+        q.claimedMemory && preferenceLimit <= CLAIMED_PREFERENCES_LIMIT
+          ? q.claimedMemory.preferences.slice(0, preferenceLimit).map(preferenceHit)
+          : within(
+              memory.store.preferences({ tenantId: q.tenantId, agentId: q.agentId!, limit: preferenceLimit }),
+              bound,
+            ),
       ]);
       const facts = (result?.hits ?? []).filter((h) => h.kind === 'fact');
       const shownFacts = facts.filter((h) => !isPreference(h)).slice(0, factLimit);

@@ -1,6 +1,8 @@
+import type { ClaimedMemory } from '@switchboard/contracts';
 import { EMBED_QUERY_TIMEOUT_MS, type HybridSearchQuery, type HybridSearchResult } from './search';
 import { RECALL_RANK_CANDIDATES } from './store';
 import type { MemoryHit } from './types';
+import { claimedMemoryState } from './vectors';
 
 export interface RecallOptions {
   /** Records recalled at most. */
@@ -28,6 +30,11 @@ export interface RecallQuery {
   input: string;
   /** The claim's answer to "has this agent any memory record?": `false` skips the query (docs/adr/0032). */
   hasMemory?: boolean;
+  /**
+   * What the claim read of the agent's memory (docs/adr/0076): its settings and vector set (the search
+   * reads them in no statement of its own) and its newest preferences. Absent: read here.
+   */
+  claimedMemory?: ClaimedMemory;
   /** Told when recall answered with less than it was set to (the vector side failed): a warning event. */
   warn?: (source: string, message: string) => void;
   /** Told what the query's embedding billed (a priced embedder's tokens): the turn books it (issue 33). */
@@ -88,6 +95,7 @@ export function memoryRecall(
           limit: options.limit,
           candidates: options.candidates ?? RECALL_RANK_CANDIDATES,
           excludeSessionId: q.sessionId,
+          ...(q.claimedMemory ? { agent: claimedMemoryState(q.claimedMemory) } : {}),
         }),
         timeout,
       ]);

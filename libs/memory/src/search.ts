@@ -13,7 +13,7 @@ import {
   type MemorySearchQuery,
 } from './store';
 import { MEMORY_SEARCH_MAX_LIMIT, type MemoryHitPath, type MemoryHit } from './types';
-import { agentMemoryState, vectorSearch } from './vectors';
+import { agentMemoryState, vectorSearch, type AgentMemoryState } from './vectors';
 
 /** Reciprocal rank fusion's constant (docs/adr/0050): the value of Cormack et al. (2009). */
 export const RRF_K = 60;
@@ -23,6 +23,11 @@ export const EMBED_QUERY_TIMEOUT_MS = 1_500;
 export interface HybridSearchQuery extends MemorySearchQuery {
   /** How to search; default the agent's recall mode (hybrid with an embedder, else fts). */
   mode?: RecallMode;
+  /**
+   * The agent's memory state as the caller already read it (a turn's claim, docs/adr/0076): the
+   * search reads it in no statement of its own. Absent: read from the agent's row first.
+   */
+  agent?: AgentMemoryState;
 }
 
 export interface HybridSearchResult {
@@ -75,7 +80,7 @@ export class MemorySearch {
 
   async search(q: HybridSearchQuery): Promise<HybridSearchResult> {
     const limit = Math.min(Math.max(q.limit ?? 8, 1), MEMORY_SEARCH_MAX_LIMIT);
-    const state = await agentMemoryState(this.db, q);
+    const state = q.agent ?? (await agentMemoryState(this.db, q));
     const mode: RecallMode = state ? recallModeOf(state.settings, state.embedder, q.mode) : (q.mode ?? 'fts');
     const result = (
       hits: MemoryHit[],

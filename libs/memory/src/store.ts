@@ -1,4 +1,4 @@
-import { newId } from '@switchboard/contracts';
+import { newId, PREFERENCE_CHARS, type ClaimedPreference } from '@switchboard/contracts';
 import { contentCipher } from '@switchboard/database';
 import { join, json, planEachCall, Sql, sql, type SqlRunner } from '@switchboard/store';
 import { SEARCH_CONFIG, searchQuery, searchText } from './cjk';
@@ -211,8 +211,6 @@ const PREVIEW_CHARS = 200;
 export const PREFERENCE_TAG = 'preference';
 /** The partial index's predicate, verbatim (a planner matches it only so). */
 const PREFERENCE_TAGGED = new Sql([`tags @> '{${PREFERENCE_TAG}}'::text[]`], []);
-/** Characters of a preference read (its excerpt is shorter). */
-const PREFERENCE_CHARS = 1000;
 /** Matches ranked per search at most (the newest ones): bounds a search's cost whatever the query. */
 export const RANK_CANDIDATES = 1000;
 /** The default bound of automatic recall, which runs before every turn (`RECALL_CANDIDATES`). */
@@ -329,21 +327,7 @@ export class MemoryStore {
         ${rewoundFilter(q)}
       ORDER BY created_at DESC, id DESC
       LIMIT ${Math.min(Math.max(q.limit, 1), MEMORY_SEARCH_MAX_LIMIT)}`);
-    return rows
-      .map((read) => fitContent(read, PREFERENCE_CHARS))
-      .map((r) => ({
-        sourceRef: encodeSourceRef(r.id),
-        kind: r.kind,
-        title: r.title,
-        snippet: snippetOf(r.content, ''),
-        score: 0,
-        updatedAt: r.updatedAt.toISOString(),
-        provenance: r.provenance,
-        totalChars: r.totalChars,
-        createdAt: r.createdAt.toISOString(),
-        tags: r.tags,
-        path: 'fts' as const,
-      }));
+    return rows.map(preferenceHit);
   }
 
   /** Newest first, `limit + 1` rows asked so the caller knows whether there is a next page. */
@@ -391,6 +375,28 @@ export class MemoryStore {
       WHERE id = ${id}::uuid AND tenant_id = ${q.tenantId}::uuid AND agent_id = ${q.agentId}::uuid`);
     return n > 0;
   }
+}
+
+/**
+ * A preference record as the context pack shows it (docs/adr/0052): read by `MemoryStore.preferences`
+ * or by the turn's claim (docs/adr/0076, its dates as JSON text), its opened content cut and counted.
+ * A standing preference is read by recency, not matched: no score.
+ */
+export function preferenceHit(read: MemoryRecordRow | ClaimedPreference): MemoryHit {
+  const r = fitContent(read, PREFERENCE_CHARS);
+  return {
+    sourceRef: encodeSourceRef(r.id),
+    kind: r.kind as MemoryKind,
+    title: r.title,
+    snippet: snippetOf(r.content, ''),
+    score: 0,
+    updatedAt: new Date(r.updatedAt).toISOString(),
+    provenance: r.provenance as MemoryProvenance,
+    totalChars: r.totalChars,
+    createdAt: new Date(r.createdAt).toISOString(),
+    tags: r.tags,
+    path: 'fts' as const,
+  };
 }
 
 /** `AND …` conditions on `memory_records` columns (unqualified, or of `alias`) for the filters given. */

@@ -1,5 +1,5 @@
 import { isStrict } from '@switchboard/database';
-import { parseMemorySettings, type MemorySettings } from '@switchboard/contracts';
+import { parseMemorySettings, type ClaimedMemory, type MemorySettings } from '@switchboard/contracts';
 import type { EmbedderRegistry } from '@switchboard/providers';
 import { join, planEachCall, sql, type SqlRunner } from '@switchboard/store';
 import { ensureHnswIndex, hnswEligible, hnswSearch, pgvectorSupport } from './pgvector';
@@ -35,6 +35,15 @@ export async function agentMemoryState(db: SqlRunner, scope: MemoryScope): Promi
   return row
     ? { settings: parseMemorySettings(row.memory), embedder: row.embedder, vectorsModel: row.vectorsModel }
     : null;
+}
+
+/** The state a turn's claim read (docs/adr/0076), as the search takes it. */
+export function claimedMemoryState(claimed: ClaimedMemory): AgentMemoryState {
+  return {
+    settings: parseMemorySettings(claimed.settings),
+    embedder: claimed.embedder,
+    vectorsModel: claimed.vectorsModel,
+  };
 }
 
 export interface VectorSearchQuery extends MemoryScope, MemoryFilters {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import { Jobs, newId, QueueName } from '@switchboard/contracts';
 import { createDatabase, type Db } from '@switchboard/database';
@@ -183,6 +184,74 @@ describe('the turn hot path', () => {
       expect(await r.handle({ turnId: second.turnId, sessionId, tenantId, trace: {} })).toBe('done');
       expect(sent.transactions).toBeGreaterThan(before);
     } finally {
+      await prisma.$disconnect();
+    }
+  });
+
+  it('owes no new choice for a job whose turn another job’s loop ran or runs here (docs/adr/0076)', async () => {
+    // Turns saying "xyzzy-gate" wait in their first model call until the test opens the gate.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const instant = new Instant();
+    const gated: ModelProvider = {
+      name: 'gated',
+      complete: async (request: ModelRequest): Promise<ModelResponse> => {
+        if (JSON.stringify(request.messages).includes('xyzzy-gate')) await gate;
+        return instant.complete(request);
+      },
+    };
+    const gatedEngine = new TurnEngine({ providers: new ProviderRegistry({}, [gated]), tools });
+    const { tenantId, agentId } = await seedTenant(env.db, 'ran-here', {
+      model: 'gated/m',
+      tools: ['word_count'],
+    });
+    const a = await seedSession(env.db, tenantId, agentId);
+    const b = await seedSession(env.db, tenantId, agentId);
+    const a1 = await admit(tenantId, a, 'count a b c');
+    const a2 = await admit(tenantId, a, 'count d e');
+    const b1 = await admit(tenantId, b, 'count xyzzy-gate');
+    const { prisma, pool } = createDatabase(env.databaseUrl, { poolSize: 4 });
+    const sent = countPoolTransactions(pool);
+    const choices = () => sent.statements.filter((q) => q.includes('job_turn')).length;
+    const r = new TurnRunner({
+      ...h.runnerDeps({ db: prisma, metrics: new Metrics('ran-here'), workerId: 'ran-here' }),
+      engine: gatedEngine,
+      tools,
+      defaultModel: 'gated/m',
+    });
+    try {
+      // Session A held elsewhere: a1's job chooses B, and runs b1 up to the gate.
+      const holder = randomUUID();
+      await env.db.session.update({
+        where: { id: a },
+        data: { leaseToken: holder, leaseOwner: 'other', leaseExpiresAt: new Date(Date.now() + 60_000) },
+      });
+      const job1 = r.handle({ turnId: a1.turnId, sessionId: a, tenantId, trace: {} });
+      await waitFor(
+        async () => (await env.db.turn.findUniqueOrThrow({ where: { id: b1.turnId } })).status === 'running',
+        {
+          what: 'b1 running',
+        },
+      );
+      // b1's own job, while b1 runs here: done at once, without a statement.
+      let before = sent.transactions;
+      expect(await r.handle({ turnId: b1.turnId, sessionId: b, tenantId, trace: {} })).toBe('done');
+      expect(sent.transactions).toBe(before);
+      // A freed: a2's job drains A, a1 first (another job's turn, ended here) then a2.
+      await env.db.session.update({
+        where: { id: a },
+        data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null },
+      });
+      expect(await r.handle({ turnId: a2.turnId, sessionId: a, tenantId, trace: {} })).toBe('done');
+      before = choices();
+      open();
+      // a1's job ends its drain of B with its own turn run here: it does not choose again.
+      expect(await job1).toBe('done');
+      expect(choices()).toBe(before);
+      const turns = await env.db.turn.findMany({ where: { tenantId } });
+      expect(turns.map((t) => t.status)).toEqual(['completed', 'completed', 'completed']);
+    } finally {
+      open();
       await prisma.$disconnect();
     }
   });

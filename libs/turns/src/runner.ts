@@ -127,9 +127,10 @@ export class TurnRunner {
   }
 
   async handle(job: TurnJob): Promise<HandleResult> {
-    // Its turn was run to its end here by another job's loop, which enqueued its hooks: every other
-    // unfinished turn has a job of its own, so this wake-up has nothing to choose for (docs/adr/0029).
-    if (this.endedHere.delete(job.turnId)) return 'done';
+    // Its turn was run to its end here by another job's loop, which enqueued its hooks, or another
+    // job's loop runs it here now: every other unfinished turn has a job of its own, so this wake-up
+    // has nothing to choose for (docs/adr/0029, 0076).
+    if (this.ranHere(job)) return 'done';
     const max = this.r.maxTurnsPerJob ?? 20;
     let ran = 0;
     let missed = 0;
@@ -218,6 +219,9 @@ export class TurnRunner {
     if (drained.lostLease) return { result: 'later', ownDone, ran };
     if (ran >= max) return { result: 'again', ownDone, ran };
     if (sessionId === job.sessionId && !drained.yielded) ownDone = true;
+    // While this job drained another session, another job's loop here ran (or runs) its own turn: no
+    // new choice is owed for it (docs/adr/0076). Before, the job chose again and mostly found nothing.
+    if (!ownDone && this.ranHere(job)) ownDone = true;
     // The job's own session is drained, no other tenant waits and this one has no cap: every other
     // unfinished turn has a job of its own that will choose. Otherwise the worker that gave back a
     // session, or freed a capped slot, or has not run its own turn yet, chooses again.
@@ -327,6 +331,14 @@ export class TurnRunner {
   /** Enqueues the post-turn hooks of an ended turn (a no-op for a turn that has not ended). */
   enqueueHooks(turn: { id: string; tenantId: string; status: string }): Promise<void> {
     return enqueueHooks(this.r, turn);
+  }
+
+  /**
+   * Whether the job's turn ended here in another job's loop (forgotten once asked: a redelivery of the
+   * job chooses as any job does), or another job's loop runs it here now (its end enqueues its hooks).
+   */
+  private ranHere(job: TurnJob): boolean {
+    return this.endedHere.delete(job.turnId) || this.running.get(job.sessionId)?.turnId === job.turnId;
   }
 
   /** Remembers a turn of another job that ended here (see `endedHere`), forgetting the oldest past the bound. */

@@ -165,6 +165,7 @@ export function planTurn(load: TurnLoad, o: TurnPlanOptions): TurnPlan {
     runtimeMetadata: { ...providerAndModel(model), date: utcDate(o.now) },
     ...(learning ? { learning } : {}),
     ...(agent.hasMemory === undefined ? {} : { agentHasMemory: agent.hasMemory }),
+    ...(agent.claimedMemory ? { claimedMemory: agent.claimedMemory } : {}),
     // Seed 001 stage 6.1 (docs/adr/0060): opt-in citations after the final answer.
     ...(parseMemorySettings(agent.memory).citations ? { citations: true } : {}),
     ...(agent.hasWorkItems === undefined ? {} : { agentHasWorkItems: agent.hasWorkItems }),

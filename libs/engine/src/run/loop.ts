@@ -95,6 +95,7 @@ async function loadTurnContext(run: TurnRun): Promise<void> {
     turnId: input.turnId,
     input: text,
     ...(input.agentHasMemory === undefined ? {} : { hasMemory: input.agentHasMemory }),
+    ...(input.claimedMemory ? { claimedMemory: input.claimedMemory } : {}),
     ...(input.agentHasWorkItems === undefined ? {} : { hasWorkItems: input.agentHasWorkItems }),
   });
   // The agent's learning feedback came with the claim (docs/adr/0059); a stopped turn frames nothing.

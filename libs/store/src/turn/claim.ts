@@ -1,4 +1,9 @@
-import type { CancelReason } from '@switchboard/contracts';
+import {
+  CLAIMED_PREFERENCES_LIMIT,
+  PREFERENCE_CHARS,
+  type CancelReason,
+  type ClaimedMemory,
+} from '@switchboard/contracts';
 import { join, sql, type Sql, type SqlRunner } from '../sql';
 import { descendantsCostUsd } from '../subagent-cost';
 import { tenantCapUsd } from '../tenant-spend';
@@ -139,6 +144,12 @@ export interface AgentRow {
    * session's system prompt, so a turn sees every edit committed before it started.
    */
   memoryBlocks?: PromptMemoryBlock[];
+  /**
+   * The agent's memory settings, embedder, active vector set and newest preferences, from its row
+   * (never a version's), read by this claim (docs/adr/0076): the turn's memory sources read none of
+   * it again. Absent from a claim that did not read it.
+   */
+  claimedMemory?: ClaimedMemory;
 }
 
 /** A memory block as the system prompt renders it (docs/adr/0051). */
@@ -424,6 +435,30 @@ const LEARNING_JSON = sql`CASE WHEN coalesce(a.memory->>'learning', 'false') = '
     'userProfile', (SELECT p.content FROM agent_user_profiles p WHERE p.tenant_id = a.tenant_id AND p.agent_id = a.id))
   END`;
 
+/**
+ * What the memory context sources need of the agent that does not depend on the turn's input
+ * (docs/adr/0076): its memory settings, embedder and active vector set as its row has them (not the
+ * version's: recall compares with the vectors of the row's embedder), and its newest preferences as
+ * `MemoryStore.preferences` reads them (tagged `preference`, the literal test the partial index
+ * `memory_records_preference_idx` matches; records of rewound turns left out, docs/adr/0053; a
+ * sealed content read whole, since a cut sealed value does not open). One partial-index probe for an
+ * agent without preferences.
+ */
+const CLAIMED_MEMORY_JSON = sql`json_build_object(
+  'settings', a.memory, 'embedder', a.embedder, 'vectorsModel', a.memory_vectors_model,
+  'preferences', (SELECT coalesce(json_agg(json_build_object('id', p.id, 'kind', p.kind, 'title', p.title,
+      'content', p.content, 'totalChars', p.total_chars, 'provenance', p.provenance, 'tags', p.tags,
+      'createdAt', p.created_at, 'updatedAt', p.updated_at) ORDER BY p.created_at DESC, p.id DESC), '[]'::json)
+    FROM (
+      SELECT mp.id, mp.kind, mp.title, mp.provenance, mp.tags, mp.created_at, mp.updated_at,
+        CASE WHEN mp.content LIKE 'sbe1.%' THEN mp.content ELSE left(mp.content, ${PREFERENCE_CHARS}::int) END AS content,
+        CASE WHEN mp.content LIKE 'sbe1.%' THEN -1 ELSE char_length(mp.content) END AS total_chars
+      FROM memory_records mp, LATERAL (SELECT ARRAY(SELECT rt.id::text FROM turns rt WHERE rt.tenant_id = a.tenant_id
+          AND rt.agent_id = a.id AND rt.rewound_at IS NOT NULL) AS ids) rw
+      WHERE mp.tenant_id = a.tenant_id AND mp.agent_id = a.id AND mp.tags @> '{preference}'::text[]
+        AND NOT coalesce((mp.provenance->>'turnId') = ANY(rw.ids) OR (mp.provenance->'turnIds') ?| rw.ids, false)
+      ORDER BY mp.created_at DESC, mp.id DESC LIMIT ${CLAIMED_PREFERENCES_LIMIT}::int) p))`;
+
 /** The turn's agent as `AgentRow`. */
 const AGENT_JSON = sql`json_build_object(
   'id', a.id, 'version', a.version, 'name', a.name, 'instructions', a.instructions, 'model', a.model,
@@ -438,7 +473,8 @@ const AGENT_JSON = sql`json_build_object(
       'content', mb.content, 'limitChars', mb.limit_chars, 'readOnly', mb.read_only, 'writtenBy', mb.written_by)
       ORDER BY mb.name), '[]'::json)
     FROM memory_blocks mb WHERE mb.tenant_id = a.tenant_id AND mb.agent_id = a.id),
-  'learning', ${LEARNING_JSON})`;
+  'learning', ${LEARNING_JSON},
+  'claimedMemory', ${CLAIMED_MEMORY_JSON})`;
 
 /**
  * The configuration of the version the turn runs on (docs/adr/0061), read only when it is not the
