@@ -5,7 +5,14 @@ import { LeaseLostError, poolOf } from '@switchboard/database';
 import type { TurnOutcome } from '@switchboard/engine';
 import type { ControlMessage } from '@switchboard/live';
 import { withSpan } from '@switchboard/observability';
-import { SqlDb, TurnStore, type CheckpointResult, type ClaimResult, type TurnLoad, type TurnRow } from '@switchboard/store';
+import {
+  SqlDb,
+  TurnStore,
+  type CheckpointResult,
+  type ClaimResult,
+  type TurnLoad,
+  type TurnRow,
+} from '@switchboard/store';
 import type { RunningTurn } from './control';
 import { LeaseKeeper } from './lease-keeper';
 import { failPermanently } from './failure';
@@ -360,7 +367,10 @@ export class TurnRunner {
             // released, so the next choice here would pick it again at once) and wakes its job (the
             // reconciler would, later).
             const turn = claimedTurn;
-            this.r.logger.error({ err, turnId: turn?.id }, 'turn claimed by the intake failed; its job retries it');
+            this.r.logger.error(
+              { err, turnId: turn?.id },
+              'turn claimed by the intake failed; its job retries it',
+            );
             this.pauseIntake();
             answer('none');
             if (turn && this.r.turnsQueue)
