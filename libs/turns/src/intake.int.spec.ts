@@ -107,16 +107,7 @@ describe('the Postgres intake (docs/adr/0075)', () => {
       });
       expect(await env.db.turn.count({ where: { id: { in: burst }, status: 'running' } })).toBe(12);
       expect((await env.db.turn.findUniqueOrThrow({ where: { id: first } })).status).toBe('running');
-      // Their jobs, handed over now, find their turns running here: nothing runs twice.
       worker.resume();
-      await waitFor(
-        async () => {
-          const c = await h.turnsQueue.getJobCounts('waiting', 'prioritized');
-          return c.waiting + c.prioritized === 0;
-        },
-        { what: 'the burst’s jobs fetched' },
-      );
-
       // A drain (SIGTERM) waits for the turns the intake claimed, as for the active jobs.
       let drained = false;
       const drain = Promise.all([runner.stopIntake(), worker.close()]).then(() => (drained = true));
@@ -130,8 +121,37 @@ describe('the Postgres intake (docs/adr/0075)', () => {
       // Each turn claimed once and the model called once for it.
       expect(turns.every((t) => t.runCount === 1)).toBe(true);
       expect([...model.calls].sort()).toEqual(['first', ...burst.map((_, i) => `burst ${i}`)].sort());
-      const counts = await h.turnsQueue.getJobCounts('failed');
-      expect(counts.failed).toBe(0);
+      // Their jobs, handed to another process now, find their turns ended: nothing runs twice.
+      const after = new TurnRunner({
+        ...h.runnerDeps({ metrics: new Metrics('after'), workerId: 'after' }),
+        engine,
+        tools: new ToolRegistry([]),
+        defaultModel: 'held/m',
+      });
+      const next = new Worker(
+        QueueName.Turns,
+        async (job: Job, token?: string) => {
+          const result = await consume(Jobs.turn, job, (data) => after.handle(data));
+          await concludeTurnJob(result, job, token);
+        },
+        { connection: redis, prefix: env.queuePrefix, concurrency: 4 },
+      );
+      try {
+        await waitFor(
+          async () => {
+            const c = await h.turnsQueue.getJobCounts('waiting', 'prioritized', 'active');
+            return c.waiting + c.prioritized + c.active === 0;
+          },
+          { what: 'every job handled' },
+        );
+      } finally {
+        await next.close();
+        after.close();
+      }
+      expect(model.calls).toHaveLength(13);
+      const again = await env.db.turn.findMany({ where: { id: { in: [first, ...burst] } } });
+      expect(again.every((t) => t.runCount === 1 && t.status === 'completed')).toBe(true);
+      expect((await h.turnsQueue.getJobCounts('failed')).failed).toBe(0);
     } finally {
       model.release();
       runner.close();
