@@ -160,7 +160,7 @@ export class TurnRunner {
 
   /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
   close(): void {
-    this.stopIntake();
+    void this.stopIntake();
     this.permits?.close();
     this.keeper.close();
     void this.leasePool?.end().catch(() => undefined);
