@@ -86,6 +86,8 @@ export class TurnRunner {
   private readonly leasePool?: pg.Pool;
   /** Fair choices running now, and those waiting for one of the CHOICES_AT_ONCE (`choose`). */
   private choosing = 0;
+  /** CHOICES_AT_ONCE with the intake on; unbounded without it (as before ADR 0075, see there). */
+  private readonly choiceLimit: number;
   private readonly choiceWaiters: (() => void)[] = [];
   /** The Postgres intake's poll (ADR 0075); undefined when it is off. */
   private intakeTimer?: NodeJS.Timeout;
@@ -138,6 +140,7 @@ export class TurnRunner {
         })
       : undefined;
     // Without a ceiling (no permits) the process has no notion of spare capacity: jobs only.
+    this.choiceLimit = this.permits && o.intakePollMs ? CHOICES_AT_ONCE : Infinity;
     if (this.permits && o.intakePollMs) {
       this.intakeTimer = setInterval(() => this.poll(), o.intakePollMs);
       this.intakeTimer.unref();
@@ -285,7 +288,7 @@ export class TurnRunner {
 
   /** Runs a fair choice once fewer than CHOICES_AT_ONCE run (see there). */
   private async choose<T>(f: () => Promise<T>): Promise<T> {
-    if (this.choosing < CHOICES_AT_ONCE) this.choosing++;
+    if (this.choosing < this.choiceLimit) this.choosing++;
     else await new Promise<void>((resolve) => this.choiceWaiters.push(resolve));
     try {
       return await f();
