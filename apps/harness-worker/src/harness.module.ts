@@ -232,6 +232,7 @@ export class HarnessModule {
               defaultMaxConcurrentTurns: cfg.TENANT_MAX_CONCURRENT_TURNS,
               maxRunningTurns: cfg.HARNESS_CONCURRENCY,
               loopDelayTargetMs: cfg.HARNESS_LOOP_DELAY_TARGET_MS,
+              intakePollMs: cfg.HARNESS_INTAKE_POLL_MS,
               defaultModel: cfg.DEFAULT_MODEL,
               contextWindows: cfg.MODEL_CONTEXT_WINDOWS,
               checkpointRetryMs: cfg.CHECKPOINT_RETRY_MS,

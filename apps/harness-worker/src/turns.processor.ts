@@ -21,6 +21,14 @@ export class TurnsProcessor extends QueueWorker {
     await concludeTurnJob(result, job, token);
   }
 
+  /**
+   * A graceful drain (SIGTERM) waits for the turns claimed without a job too (the Postgres intake,
+   * docs/adr/0075), as the BullMQ worker's close waits for its active jobs.
+   */
+  override async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([this.runner.stopIntake(), super.beforeApplicationShutdown()]);
+  }
+
   protected override async onFailed(job: Job | undefined, err: Error): Promise<void> {
     if (!job || err instanceof UnrecoverableError) return;
     const parsed = Jobs.turn.schema.safeParse(job.data);

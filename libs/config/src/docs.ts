@@ -220,6 +220,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
     meaning:
       "the event-loop delay (mean per 250 ms window) the harness's adaptive limit aims under: lower serves a small tenant's turn sooner during another's backlog, higher packs more turns into the process (ADR 0029)",
   },
+  HARNESS_INTAKE_POLL_MS: {
+    meaning:
+      'how often a harness process that has turns running and permits free looks in Postgres for runnable turns its queue worker has not handed it yet (a burst of slow turns is claimed without waiting for running ones to end, ADR 0075); `0` only its jobs bring it turns',
+  },
   TENANT_MAX_CONCURRENT_TURNS: {
     meaning:
       'the most turns one tenant runs at once across every harness worker when the operator set no `maxConcurrentTurns` for it (ADR 0029); `0` no cap. Turns past the cap stay queued and start as a slot frees; tenants share the workers fairly either way (fewest turns running per `share` first)',

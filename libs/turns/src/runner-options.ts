@@ -40,6 +40,11 @@ export interface TurnRunnerOptions {
    * limit (`TurnPermits`, docs/adr/0029). Absent: no limit beyond the queue's job slots.
    */
   maxRunningTurns?: number;
+  /**
+   * How often a process with turns running and permits spare chooses in Postgres without a job
+   * (HARNESS_INTAKE_POLL_MS, docs/adr/0075); needs `maxRunningTurns`. 0 or absent: only jobs bring turns.
+   */
+  intakePollMs?: number;
   /** The event-loop delay the adaptive limit aims under, mean per window (default 10 ms). */
   loopDelayTargetMs?: number;
   /** Turns one job runs (across the sessions it chooses) before it lets other jobs in (default 20). */

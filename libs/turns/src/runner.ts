@@ -5,7 +5,14 @@ import { LeaseLostError, poolOf } from '@switchboard/database';
 import type { TurnOutcome } from '@switchboard/engine';
 import type { ControlMessage } from '@switchboard/live';
 import { withSpan } from '@switchboard/observability';
-import { SqlDb, TurnStore, type CheckpointResult, type ClaimResult, type TurnLoad } from '@switchboard/store';
+import {
+  SqlDb,
+  TurnStore,
+  type CheckpointResult,
+  type ClaimResult,
+  type TurnLoad,
+  type TurnRow,
+} from '@switchboard/store';
 import type { RunningTurn } from './control';
 import { LeaseKeeper } from './lease-keeper';
 import { failPermanently } from './failure';
@@ -17,6 +24,7 @@ import { openTurn, type ClaimedTurn } from './claimed-turn';
 import { StoredParts } from './checkpoints/round-context';
 import { TurnPermits } from './turn-permits';
 import { turnStopHooks } from './turn-plan';
+import { requeueTurn } from './requeue';
 
 /**
  * `done`: nothing runnable was left when the job last chose (or its own turn had run). `again`: the
@@ -33,6 +41,19 @@ const RENEWAL_LAG_LIMIT = 1 / 6;
 
 /** How many ended turns of other jobs a runner remembers (`TurnRunner.endedHere`). */
 const ENDED_HERE_MAX = 10_000;
+
+/**
+ * Fair choices (`pickAndClaim`) one process makes at once, its jobs' and its intake's together
+ * (ADR 0075): under half the pool of 10, so a burst's thousands of choices wait here instead of in
+ * the pool's queue, ahead of the statements of the turns they already claimed.
+ */
+const CHOICES_AT_ONCE = 4;
+
+/** Loops of the Postgres intake choosing at once while the last choice found work (ADR 0075). */
+const INTAKE_CHOOSERS = 2;
+
+/** What one choice of the intake came to: a claimed session draining, a lost race, nothing runnable. */
+type Pulled = 'claimed' | 'missed' | 'none';
 
 /**
  * What one session's drain ended with: the turns it ran; whether it gave the session back with work
@@ -63,6 +84,21 @@ export class TurnRunner {
   private readonly keeper: LeaseKeeper;
   /** The keeper's own pool (one connection), when the runner made it. */
   private readonly leasePool?: pg.Pool;
+  /** Fair choices running now, and those waiting for one of the CHOICES_AT_ONCE (`choose`). */
+  private choosing = 0;
+  /** CHOICES_AT_ONCE with the intake on; unbounded without it (as before ADR 0075, see there). */
+  private readonly choiceLimit: number;
+  private readonly choiceWaiters: (() => void)[] = [];
+  /** The Postgres intake's poll (ADR 0075); undefined when it is off. */
+  private intakeTimer?: NodeJS.Timeout;
+  /** False once the process drains or closes: the intake claims nothing more. */
+  private intakeOpen = true;
+  /** The intake's choosing loops now (at most INTAKE_CHOOSERS). */
+  private intakeLoops = 0;
+  /** The sessions the intake claimed, draining now: shutdown waits for them as for active jobs. */
+  private readonly pulled = new Set<Promise<void>>();
+  /** The intake's last choice claimed something: more may be runnable when a pulled drain ends. */
+  private backlog = false;
 
   constructor(o: TurnRunnerOptions) {
     const store =
@@ -103,6 +139,12 @@ export class TurnRunner {
           overloaded: () => this.keeper.renewalLagMs() > renewalLagLimitMs,
         })
       : undefined;
+    // Without a ceiling (no permits) the process has no notion of spare capacity: jobs only.
+    this.choiceLimit = this.permits && o.intakePollMs ? CHOICES_AT_ONCE : Infinity;
+    if (this.permits && o.intakePollMs) {
+      this.intakeTimer = setInterval(() => this.poll(), o.intakePollMs);
+      this.intakeTimer.unref();
+    }
   }
 
   /**
@@ -121,6 +163,7 @@ export class TurnRunner {
 
   /** Stops the adaptive limit's sampler and lets waiting loops go (the process is shutting down). */
   close(): void {
+    void this.stopIntake();
     this.permits?.close();
     this.keeper.close();
     void this.leasePool?.end().catch(() => undefined);
@@ -142,6 +185,8 @@ export class TurnRunner {
       await this.permits?.acquire();
       try {
         const step = await this.step(job, first, ownDone, ran, max);
+        // A job that claimed beyond its own turn found a backlog: spare permits choose too.
+        if (step.claimedOther) this.wake(INTAKE_CHOOSERS);
         if (step.ownDone) ownDone = true;
         ran = step.ran;
         if (step.missed) missed++;
@@ -153,25 +198,38 @@ export class TurnRunner {
     }
   }
 
-  /** One choice of `handle`'s loop and the drain of what it claimed; `result` ends the job. */
+  /**
+   * One choice of `handle`'s loop (or of the intake's, without a job) and the drain of what it
+   * claimed; `result` ends the job. `onClaimed` is told once the claim holds its lease, before the
+   * drain (the intake chooses again meanwhile).
+   */
   private async step(
-    job: TurnJob,
+    job: TurnJob | undefined,
     first: boolean,
     ownDoneBefore: boolean,
     ranBefore: number,
     max: number,
-  ): Promise<{ result?: HandleResult; ownDone: boolean; ran: number; missed?: boolean }> {
+    onClaimed?: (turn: TurnRow) => void,
+  ): Promise<{
+    result?: HandleResult;
+    ownDone: boolean;
+    ran: number;
+    missed?: boolean;
+    claimedOther?: boolean;
+  }> {
     let ownDone = ownDoneBefore;
     let ran = ranBefore;
     const token = randomUUID();
-    const picked = await this.r.store.pickAndClaim({
-      // Until the job's own turn is run, its session is its tenant's first choice.
-      own: ownDone ? undefined : job,
-      owner: this.r.workerId,
-      lease: { token, ms: this.r.leaseMs },
-      defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
-    });
-    if (first) {
+    const picked = await this.choose(() =>
+      this.r.store.pickAndClaim({
+        // Until the job's own turn is run, its session is its tenant's first choice.
+        own: ownDone ? undefined : job,
+        owner: this.r.workerId,
+        lease: { token, ms: this.r.leaseMs },
+        defaultCap: this.r.defaultMaxConcurrentTurns ?? 0,
+      }),
+    );
+    if (first && job) {
       // Workers derive the tenant from the database; a job naming another tenant or session is
       // ignored (it still wakes this worker: whatever it chose is runnable work).
       if (picked.ownStatus === undefined) {
@@ -200,7 +258,7 @@ export class TurnRunner {
         { sessionId, turnId: here.turnId },
         'session lease renewed late; the running turn keeps it',
       );
-      if (sessionId === job.sessionId) ownDone = true;
+      if (sessionId === job?.sessionId) ownDone = true;
       return { ownDone, ran, missed: true };
     }
     // Another worker took the session (it runs its turns) or the tenant's last slot (its holder
@@ -209,6 +267,8 @@ export class TurnRunner {
     // Renewed from the claim on, not only while a turn runs: under load the statements between a
     // claim and its turn's run may queue for longer than the lease (docs/adr/0069).
     const unhold = claim.next ? this.keeper.hold(lease, claim.next.turn.id) : () => undefined;
+    if (claim.next) onClaimed?.(claim.next.turn);
+    const claimedOther = !!job && sessionId !== job.sessionId;
     let drained: Drained;
     try {
       drained = await this.drain(job, lease, claim, max - ran);
@@ -216,17 +276,143 @@ export class TurnRunner {
       unhold();
     }
     ran += drained.ran;
-    if (drained.lostLease) return { result: 'later', ownDone, ran };
-    if (ran >= max) return { result: 'again', ownDone, ran };
-    if (sessionId === job.sessionId && !drained.yielded) ownDone = true;
+    if (drained.lostLease) return { result: 'later', ownDone, ran, claimedOther };
+    if (ran >= max) return { result: 'again', ownDone, ran, claimedOther };
+    if (sessionId === job?.sessionId && !drained.yielded) ownDone = true;
     // While this job drained another session, another job's loop here ran (or runs) its own turn: no
     // new choice is owed for it (docs/adr/0076). Before, the job chose again and mostly found nothing.
-    if (!ownDone && this.ranHere(job)) ownDone = true;
+    if (!ownDone && job && this.ranHere(job)) ownDone = true;
     // The job's own session is drained, no other tenant waits and this one has no cap: every other
     // unfinished turn has a job of its own that will choose. Otherwise the worker that gave back a
     // session, or freed a capped slot, or has not run its own turn yet, chooses again.
-    if (ownDone && !drained.yielded && !picked.claimed.capped) return { result: 'done', ownDone, ran };
-    return { ownDone, ran };
+    if (ownDone && !drained.yielded && !picked.claimed.capped)
+      return { result: 'done', ownDone, ran, claimedOther };
+    return { ownDone, ran, claimedOther };
+  }
+
+  /** Runs a fair choice once fewer than CHOICES_AT_ONCE run (see there). */
+  private async choose<T>(f: () => Promise<T>): Promise<T> {
+    if (this.choosing < this.choiceLimit) this.choosing++;
+    else await new Promise<void>((resolve) => this.choiceWaiters.push(resolve));
+    try {
+      return await f();
+    } finally {
+      // The slot passes straight to the next waiter.
+      const next = this.choiceWaiters.shift();
+      if (next) next();
+      else this.choosing--;
+    }
+  }
+
+  /**
+   * The Postgres intake (ADR 0075). BullMQ's worker, after one empty fetch while jobs are active,
+   * fetches again only when an active job ends (taskforcesh/bullmq#2290), and a harness job lasts its
+   * turn's whole stream: a burst admitted while turns stream would wait for them. Jobs are only
+   * wake-ups (ADR 0029), so while turns run here and permits are spare, the process also chooses in
+   * Postgres without a job: the same fair choice and claim, the drain in the background holding the
+   * permit. The turn's job, when it comes, finds its turn running (it chooses on, or completes) or
+   * ended here (`endedHere`). A killed process's pulled turns are found by the reconciler's lease
+   * sweep, as a killed job's are.
+   */
+  private poll(): void {
+    // An idle process needs no poll: its BullMQ worker blocks on the queue and fetches at once.
+    if (this.permits && this.permits.used > 0) this.wake(1);
+  }
+
+  /** Starts intake loops, up to `loops` in all, each holding a spare permit. */
+  private wake(loops: number): void {
+    if (!this.intakeTimer || !this.intakeOpen || !this.permits) return;
+    while (this.intakeLoops < Math.min(loops, INTAKE_CHOOSERS) && this.permits.tryAcquire()) {
+      this.intakeLoops++;
+      void this.intake();
+    }
+  }
+
+  /** One intake loop, holding a permit: chooses until nothing is runnable or no permit is spare. */
+  private async intake(): Promise<void> {
+    let missed = 0;
+    try {
+      for (;;) {
+        const pulled = await this.pull();
+        if (pulled === 'none') {
+          this.backlog = false;
+          return;
+        }
+        if (pulled === 'missed' && ++missed >= 5) return;
+        if (pulled === 'claimed') {
+          this.backlog = true;
+          this.wake(INTAKE_CHOOSERS);
+        }
+        if (!this.intakeOpen || !this.permits?.tryAcquire()) return;
+      }
+    } finally {
+      this.intakeLoops--;
+    }
+  }
+
+  /**
+   * One choice without a job, on a permit taken for it: answers once the claim holds its lease (the
+   * drain goes on, and gives the permit back when it ends) or once nothing was claimed.
+   */
+  private pull(): Promise<Pulled> {
+    return new Promise<Pulled>((answer) => {
+      let claimedTurn: TurnRow | undefined;
+      const drain = this.step(undefined, false, true, 0, this.r.maxTurnsPerJob ?? 20, (turn) => {
+        claimedTurn = turn;
+        answer('claimed');
+      })
+        .then(
+          (step) => {
+            if (!claimedTurn) return answer(step.missed ? 'missed' : 'none');
+            // The session was given back with work left, or the tenant's capped slot freed, or the
+            // bound of turns was reached: as a job's loop would, choose again.
+            return step.result === 'done' && !this.backlog ? undefined : 'again';
+          },
+          async (err: unknown) => {
+            // A turn that fails to run is the job's to retry and, at its last attempt, to fail
+            // (`failPermanently`): the intake leaves it alone for a lease's time (its lease is
+            // released, so the next choice here would pick it again at once) and wakes its job (the
+            // reconciler would, later).
+            const turn = claimedTurn;
+            this.r.logger.error(
+              { err, turnId: turn?.id },
+              'turn claimed by the intake failed; its job retries it',
+            );
+            this.pauseIntake();
+            answer('none');
+            if (turn && this.r.turnsQueue)
+              await requeueTurn(this.r.turnsQueue, turn, 'requeue turn').catch(() => undefined);
+            return undefined;
+          },
+        )
+        .then((again) => {
+          this.permits?.release();
+          if (again) this.wake(1);
+        })
+        .finally(() => this.pulled.delete(drain));
+      this.pulled.add(drain);
+    });
+  }
+
+  /** The intake claims nothing for a lease's time (a pulled turn failed: its job takes over). */
+  private pauseIntake(): void {
+    if (!this.intakeOpen) return;
+    this.intakeOpen = false;
+    setTimeout(() => {
+      if (this.intakeTimer) this.intakeOpen = true;
+    }, this.r.leaseMs).unref();
+  }
+
+  /** Stops the intake; a graceful shutdown waits for the sessions it claimed, as for active jobs. */
+  stopIntake(): Promise<void> {
+    this.intakeOpen = false;
+    clearInterval(this.intakeTimer);
+    this.intakeTimer = undefined;
+    return this.drainPulled();
+  }
+
+  private async drainPulled(): Promise<void> {
+    while (this.pulled.size > 0) await Promise.allSettled([...this.pulled]);
   }
 
   /**
@@ -235,7 +421,7 @@ export class TurnRunner {
    * releases the lease unless the last commit did.
    */
   private async drain(
-    job: TurnJob,
+    job: TurnJob | undefined,
     lease: SessionLease,
     claimed: ClaimResult,
     bound: number,
@@ -248,7 +434,7 @@ export class TurnRunner {
       let claim = claimed;
       while (claim.next && ran < bound) {
         const turn = claim.next.turn;
-        const own = turn.id === job.turnId;
+        const own = turn.id === job?.turnId;
         const result = await this.runOne(
           claim.next,
           lease,

@@ -195,3 +195,26 @@ describe('TurnPermits recovering from pressure', () => {
     p.close();
   });
 });
+
+describe('TurnPermits.tryAcquire (the Postgres intake, docs/adr/0075)', () => {
+  it('takes only a spare permit: none past the limit, none while a loop waits, none while overloaded', async () => {
+    let overloaded = false;
+    const p = new TurnPermits({ max: 2, loopDelay: () => 0, overloaded: () => overloaded });
+    try {
+      expect(p.tryAcquire()).toBe(true);
+      overloaded = true;
+      expect(p.tryAcquire()).toBe(false);
+      overloaded = false;
+      await p.acquire();
+      expect(p.tryAcquire()).toBe(false);
+      let waited = false;
+      const waiting = p.acquire().then(() => (waited = true));
+      p.release();
+      await waiting;
+      expect(waited).toBe(true);
+      expect(p.used).toBe(2);
+    } finally {
+      p.close();
+    }
+  });
+});

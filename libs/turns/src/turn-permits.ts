@@ -90,6 +90,16 @@ export class TurnPermits {
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
+  /**
+   * A permit now if one is free and nobody waits for one, else none (the Postgres intake, ADR 0075:
+   * it takes only spare permits, never queues ahead of a job's loop).
+   */
+  tryAcquire(): boolean {
+    if (this.waiting.length > 0 || this.inUse >= this.limit || this.o.overloaded?.()) return false;
+    this.inUse++;
+    return true;
+  }
+
   release(): void {
     const next = this.inUse <= this.limit && !this.o.overloaded?.() ? this.waiting.shift() : undefined;
     // The permit passes straight to the next waiter (inUse unchanged), unless the limit shrank or
