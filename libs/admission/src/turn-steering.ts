@@ -4,8 +4,6 @@ import {
   cancelCause,
   Jobs,
   newId,
-  Priority,
-  PRIORITY_RANK,
   stoppedParentCause,
   type CancelCause,
   type CancelReason,
@@ -193,7 +191,6 @@ export class TurnSteering {
         this.o.turnsQueue,
         Jobs.turn,
         { turnId: next.id, sessionId, tenantId: next.tenantId },
-        { priority: PRIORITY_RANK[Priority.catch('normal').parse(next.priority)] },
       );
     } catch (err) {
       // The reconciler re-enqueues unfinished turns whose jobs are gone.
