@@ -1,7 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import { Jobs, QueueName } from '@switchboard/contracts';
 import { TurnEngine } from '@switchboard/engine';
-import { Metrics } from '@switchboard/observability';
 import { ProviderRegistry, type ModelProvider, type ModelResponse } from '@switchboard/providers';
 import { consume, createRedis, publish } from '@switchboard/queue';
 import { ToolRegistry } from '@switchboard/tools';
