@@ -463,8 +463,7 @@ export class TaskService {
       return { kind: 'answered' as const, resume: await resumeWithin(tx, head.session_id, resumeId) };
     });
     if (result.kind !== 'answered') return result;
-    if (result.resume)
-      await this.enqueue(result.resume.job, result.resume.traceContext);
+    if (result.resume) await this.enqueue(result.resume.job, result.resume.traceContext);
     return { kind: 'answered', task: (await this.get(tenantId, taskId))! };
   }
 
