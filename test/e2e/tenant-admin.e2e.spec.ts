@@ -306,11 +306,11 @@ describe('operator tenant API', () => {
     });
     const events = (await api.get(`/v1/sessions/${session}/events`)).body.data;
     expect(events.map((e: { type: string }) => e.type)).toContain('stop_hook_fired');
-    // Its worker looked at the queued turn and left it: the job is done, the turn still queued.
-    await waitFor(
-      async () => (await (await turnsQueue.getJob(running.body.turnId))?.getState()) === 'completed',
-      { what: 'the running turn’s job completed' },
-    );
+    // Its worker looked at the queued turn and left it: the job is done (removed at completion,
+    // docs/adr/0080), the turn still queued.
+    await waitFor(async () => (await turnsQueue.getJob(running.body.turnId)) === undefined, {
+      what: 'the running turn’s job completed',
+    });
     expect((await turnOf(api, behind.body.turnId)).status).toBe('queued');
     expect((await admin.get(`/v1/admin/tenants/${tenantId}`)).body.turns).toEqual({
       running: 0,

@@ -1,13 +1,6 @@
 import { Queue } from 'bullmq';
 import { Client } from 'pg';
-import {
-  AppError,
-  newId,
-  PRIORITY_RANK,
-  QueueName,
-  type MessageKind,
-  type MessageOrigin,
-} from '@switchboard/contracts';
+import { AppError, newId, QueueName, type MessageKind, type MessageOrigin } from '@switchboard/contracts';
 import { Metrics, type Logger } from '@switchboard/observability';
 import { createRedis } from '@switchboard/queue';
 import {
@@ -162,23 +155,27 @@ describe('Admission', () => {
     expect(job!.id).toBe(admitted.turnId);
     expect(job!.name).toBe(QueueName.Turns);
     expect(job!.data).toMatchObject({ turnId: admitted.turnId, sessionId, tenantId });
-    expect(job!.opts.priority).toBe(PRIORITY_RANK.interject);
+    // A plain FIFO wake-up: the band is the turn's, ordered by the harness's choice (docs/adr/0080).
+    expect(job!.priority).toBe(0);
   });
 
   it.each(['interject', 'next', 'normal', 'background'] as const)(
-    'gives a %s admission the job priority PRIORITY_RANK names',
+    'gives a %s admission its band in Postgres and a plain job (docs/adr/0080)',
     async (priority) => {
       const sessionId = await newSession();
       const admitted = await admission.admit(operatorInput(sessionId, 'p', { priority }));
       const job = await queue.getJob(admitted.turnId);
-      expect(job!.opts.priority).toBe(PRIORITY_RANK[priority]);
+      expect(job!.priority).toBe(0);
+      expect(await job!.getState()).toBe('waiting');
+      const turn = await env.db.turn.findUniqueOrThrow({ where: { id: admitted.turnId } });
+      expect(turn.priority).toBe(priority);
     },
   );
 
   it('defaults to normal priority', async () => {
     const sessionId = await newSession();
     const admitted = await admission.admit(operatorInput(sessionId));
-    expect((await queue.getJob(admitted.turnId))!.opts.priority).toBe(PRIORITY_RANK.normal);
+    expect((await queue.getJob(admitted.turnId))!.priority).toBe(0);
     const message = await env.db.message.findUniqueOrThrow({ where: { id: admitted.messageId } });
     expect(message.priority).toBe('normal');
   });
@@ -240,7 +237,7 @@ describe('Admission', () => {
     const turn = (id: string) => env.db.turn.findUniqueOrThrow({ where: { id } });
     expect((await turn(plain.turnId)).priority).toBe('next');
     expect((await turn(steer.turnId)).priority).toBe('interject');
-    expect((await queue.getJob(steer.turnId))!.opts.priority).toBe(PRIORITY_RANK.interject);
+    expect((await queue.getJob(steer.turnId))!.priority).toBe(0);
     // Its authority stays a runtime instruction: the band changes, not what the message may authorise.
     const message = await env.db.message.findUniqueOrThrow({ where: { id: steer.messageId } });
     expect(message).toMatchObject({ priority: 'interject', authorityClass: 'runtime_instruction' });

@@ -10,7 +10,6 @@ import {
   Jobs,
   newId,
   notFound,
-  PRIORITY_RANK,
   TenantPausedError,
   type AdmissionContext,
   type DeliverySurface,
@@ -162,10 +161,7 @@ export class Admission {
         if (admitted.replayed) return admitted;
         span.setAttribute('switchboard.turn.id', admitted.turnId);
         await this.steer(input, admitted);
-        await this.enqueue(
-          { turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId },
-          effectivePriority(input),
-        );
+        await this.enqueue({ turnId: admitted.turnId, sessionId: input.sessionId, tenantId: input.tenantId });
         return admitted;
       },
     );
@@ -185,22 +181,17 @@ export class Admission {
           void live.publish(replayed.fork.parentSessionId, replayed.fork.events.parent);
           void live.publish(replayed.sessionId, [...replayed.fork.events.fork, replayed.admitted]);
         }
-        await this.enqueue(
-          { turnId: replayed.turnId, sessionId: replayed.sessionId, tenantId: r.tenantId },
-          'normal',
-        );
+        await this.enqueue({ turnId: replayed.turnId, sessionId: replayed.sessionId, tenantId: r.tenantId });
         return replayed;
       }),
     );
   }
 
   /** The admitted turn's job, bounded: a Redis that is down leaves it to the reconciler (ADR 0004). */
-  private async enqueue(
-    job: { turnId: string; sessionId: string; tenantId: string },
-    priority: Priority,
-  ): Promise<void> {
+  private async enqueue(job: { turnId: string; sessionId: string; tenantId: string }): Promise<void> {
     try {
-      const enqueued = publish(this.turnsQueue, Jobs.turn, job, { priority: PRIORITY_RANK[priority] });
+      // No BullMQ priority: a turn's band orders it in the harness's choice in Postgres (docs/adr/0080).
+      const enqueued = publish(this.turnsQueue, Jobs.turn, job);
       // A Redis that is down would hold the caller forever; the admission already stands in Postgres.
       enqueued.catch(() => undefined);
       await withTimeout(enqueued, this.options.enqueueTimeoutMs ?? 2000);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DATASET_ITEM_MAX_BYTES, newId, PRIORITY_RANK } from '@switchboard/contracts';
+import { DATASET_ITEM_MAX_BYTES, newId } from '@switchboard/contracts';
 import { poolOf, setContentCipher } from '@switchboard/database';
 import { LocalKeyRing, TenantCipher } from '@switchboard/platform';
 import { DatasetStore, ExperimentStore, SqlDb, sql } from '@switchboard/store';
@@ -208,11 +208,14 @@ describe('datasets and experiments', () => {
       });
     }
     expect(new Set(runs.map((r) => `${r.datasetItemId}:${r.version}`)).size).toBe(6);
-    // Each turn's job is queued at the background rank (behind the tenant's interactive work).
+    // Each turn is in the background band (behind the tenant's interactive work in the harness's
+    // choice); its job is a plain wake-up (docs/adr/0080).
     const jobs = await fx.turnsQueue.getJobs(['prioritized', 'waiting']);
     const ours = jobs.filter((j) => runs.some((r) => r.turnId === (j.data as { turnId: string }).turnId));
     expect(ours).toHaveLength(6);
-    for (const j of ours) expect(j.opts.priority).toBe(PRIORITY_RANK.background);
+    for (const j of ours) expect(j.priority).toBe(0);
+    const bands = await fx.env.db.turn.findMany({ where: { id: { in: runs.map((r) => r.turnId) } } });
+    expect(new Set(bands.map((t) => t.priority))).toEqual(new Set(['background']));
     const listed = await experiments.page(tenantId, undefined, 10);
     expect(listed.map((e) => e.id)).toEqual([experiment.id]);
   });

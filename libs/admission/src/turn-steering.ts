@@ -4,8 +4,6 @@ import {
   cancelCause,
   Jobs,
   newId,
-  Priority,
-  PRIORITY_RANK,
   stoppedParentCause,
   type CancelCause,
   type CancelReason,
@@ -189,12 +187,7 @@ export class TurnSteering {
         if (state !== 'completed' && state !== 'failed') return;
         await old.remove().catch(() => undefined);
       }
-      await publish(
-        this.o.turnsQueue,
-        Jobs.turn,
-        { turnId: next.id, sessionId, tenantId: next.tenantId },
-        { priority: PRIORITY_RANK[Priority.catch('normal').parse(next.priority)] },
-      );
+      await publish(this.o.turnsQueue, Jobs.turn, { turnId: next.id, sessionId, tenantId: next.tenantId });
     } catch (err) {
       // The reconciler re-enqueues unfinished turns whose jobs are gone.
       this.o.logger.warn({ err, sessionId }, 'could not wake the session after a cancel');

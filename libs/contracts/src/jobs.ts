@@ -209,7 +209,11 @@ export interface JobDefinition<S extends z.ZodType> {
   jobId: (data: z.infer<S>) => string;
   attempts: number;
   backoff: { type: 'exponential' | 'fixed'; delay: number };
-  /** Completed jobs are kept this long so a re-add with the same id stays a no-op. */
+  /**
+   * Completed jobs are kept this long so a re-add with the same id stays a no-op. 0: removed at
+   * completion (docs/adr/0080), for jobs that are wake-ups whose duplicates Postgres makes harmless:
+   * the id still deduplicates while the job waits or runs, not after it completed.
+   */
   keepCompletedSeconds: number;
   keepFailedSeconds: number;
 }
@@ -224,7 +228,12 @@ export const Jobs = {
     jobId: (d: TurnJob) => (d.resume ? `${d.turnId}.${d.resume}` : d.turnId),
     attempts: 5,
     backoff: { type: 'exponential', delay: 1000 },
-    keepCompletedSeconds: DAY,
+    // Removed at completion (docs/adr/0080): a turn job is a wake-up and the claim in Postgres runs a
+    // turn once, so a re-add after completion only wakes a worker that finds the turn ended (it
+    // re-publishes the turn's hooks, whose ids and hook_runs make that a no-op). The reconciler and
+    // every waker re-add after a completed job anyway (`requeueTurn`). Saves the completed set's
+    // writes and its age sweep on every turn, and a day of completed turn jobs in Redis.
+    keepCompletedSeconds: 0,
     keepFailedSeconds: 7 * DAY,
   } satisfies JobDefinition<typeof TurnJob>,
   triage: {

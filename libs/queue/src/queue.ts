@@ -13,7 +13,8 @@ export function jobOptions<S extends z.ZodType>(
     jobId: def.jobId(data),
     attempts: def.attempts,
     backoff: def.backoff,
-    removeOnComplete: { age: def.keepCompletedSeconds },
+    // `true`: BullMQ deletes the job at completion instead of adding it to the completed set.
+    removeOnComplete: def.keepCompletedSeconds > 0 ? { age: def.keepCompletedSeconds } : true,
     removeOnFail: { age: def.keepFailedSeconds },
     ...extra,
   };

@@ -6,8 +6,6 @@ import {
   isEnded,
   Jobs,
   newId,
-  PRIORITY_RANK,
-  Priority,
   TenantPausedError,
   AgentStoppedError,
   deriveAuthorityClass,
@@ -380,10 +378,7 @@ export class TaskService {
       return { task, created: false };
     }
     await this.o.live?.publish(a.parentSessionId, result.events);
-    await this.enqueue(
-      { turnId: result.turnId, sessionId: result.sessionId, tenantId: a.tenantId },
-      'normal',
-    );
+    await this.enqueue({ turnId: result.turnId, sessionId: result.sessionId, tenantId: a.tenantId });
     const task = await this.get(a.tenantId, result.taskId);
     return { task: task!, created: true };
   }
@@ -434,7 +429,7 @@ export class TaskService {
       return resumeWithin(tx, task.parentSessionId, resumeId);
     });
     if (task.parentSessionId) await this.o.live?.publish(task.parentSessionId, events);
-    if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
+    if (resume) await this.enqueue(resume.job, resume.traceContext);
   }
 
   /**
@@ -468,8 +463,7 @@ export class TaskService {
       return { kind: 'answered' as const, resume: await resumeWithin(tx, head.session_id, resumeId) };
     });
     if (result.kind !== 'answered') return result;
-    if (result.resume)
-      await this.enqueue(result.resume.job, result.resume.priority, result.resume.traceContext);
+    if (result.resume) await this.enqueue(result.resume.job, result.resume.traceContext);
     return { kind: 'answered', task: (await this.get(tenantId, taskId))! };
   }
 
@@ -551,8 +545,8 @@ export class TaskService {
       return { resume: await resumeWithin(tx, head.parent_session_id), rejoined };
     });
     if (parentSessionId) await this.o.live?.publish(parentSessionId, events);
-    if (out?.resume) await this.enqueue(out.resume.job, out.resume.priority, out.resume.traceContext);
-    if (out?.rejoined) await this.enqueue(out.rejoined.job, 'normal');
+    if (out?.resume) await this.enqueue(out.resume.job, out.resume.traceContext);
+    if (out?.rejoined) await this.enqueue(out.rejoined.job);
   }
 
   /**
@@ -581,7 +575,7 @@ export class TaskService {
       sessionId,
       rejoined.map((r) => r.event),
     );
-    for (const r of rejoined) await this.enqueue(r.job, 'normal');
+    for (const r of rejoined) await this.enqueue(r.job);
     return rejoined.length;
   }
 
@@ -645,7 +639,7 @@ export class TaskService {
       await tx.execute(sql`SELECT 1 FROM sessions WHERE id = ${t.session_id}::uuid FOR UPDATE`);
       return resumeWithin(tx, t.session_id);
     });
-    if (resume) await this.enqueue(resume.job, resume.priority, resume.traceContext);
+    if (resume) await this.enqueue(resume.job, resume.traceContext);
   }
 
   /**
@@ -710,14 +704,11 @@ export class TaskService {
 
   private async enqueue(
     job: { turnId: string; sessionId: string; tenantId: string; resume?: string },
-    priority: string,
     traceContext?: unknown,
   ): Promise<void> {
     try {
       const enqueued = withSpan('enqueue sub-agent turn', { parent: traceContext as TraceCarrier }, () =>
-        publish(this.o.turnsQueue, Jobs.turn, job, {
-          priority: PRIORITY_RANK[Priority.catch('normal').parse(priority)],
-        }),
+        publish(this.o.turnsQueue, Jobs.turn, job),
       );
       enqueued.catch(() => undefined);
       await withTimeout(enqueued, this.o.enqueueTimeoutMs ?? 2000);

@@ -41,7 +41,6 @@ export class Approvals {
           sessionId: approval.sessionId,
           tenantId: approval.tenantId,
           resume: approval.id,
-          priority: outcome.priority,
           traceContext: outcome.traceContext,
         },
         { timeoutMs: this.enqueueTimeoutMs, logger: this.logger, after: 'an approval decision' },

@@ -50,8 +50,8 @@ export class ClientTools {
   private async resume(outcome: Answered): Promise<void> {
     await this.live?.publish(outcome.sessionId, outcome.events);
     if (!outcome.resumed) return;
-    // The job id `<turnId>.<wait id>` (docs/adr/0013): the turn's first job id is kept completed
-    // and would make a re-add a no-op; a wait row is settled once, so this resume is enqueued once.
+    // The job id `<turnId>.<wait id>` (docs/adr/0013): never the id of the turn's first job, which may
+    // still wait or run; a wait row is settled once, so this resume is enqueued once.
     await enqueueResume(
       this.turnsQueue,
       { ...outcome, resume: outcome.resumeId },

@@ -215,12 +215,12 @@ describe('reconcileTurns', () => {
     expect(await jobIds(queue)).toEqual(turns.map((t) => t.id).sort());
   });
 
-  it('re-enqueues a turn in its own priority band', async () => {
+  it('re-enqueues a background turn as a plain wake-up: its band is in Postgres (docs/adr/0080)', async () => {
     const queue = freshQueue();
     const t = await turn('queued', { priority: 'background' });
 
     expect(await reconcileTurns(env.db, queue, logger)).toBe(1);
     const job = await queue.getJob(t.id);
-    expect(job!.opts.priority).toBe(PRIORITY_RANK.background);
+    expect(job!.priority).toBe(0);
   });
 });

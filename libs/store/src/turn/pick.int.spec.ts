@@ -177,6 +177,28 @@ describe('pickAndClaim', () => {
     expect((await pickAndClaim(db, ask())).claimed?.sessionId).toBe(background.sessionId);
   });
 
+  it('puts the job’s own session first within its band, but not ahead of a higher band (docs/adr/0080)', async () => {
+    // `turns` jobs carry no BullMQ priority: a background turn's job may be fetched first, and its
+    // session must not go ahead of the tenant's normal turn admitted after it.
+    const t = await tenant('own-band');
+    const background = await t.session();
+    const bg = await queued(background, 1_000, 'background');
+    const normal = await t.session();
+    await queued(normal, 0, 'normal');
+    const own = { turnId: bg.id, sessionId: background.sessionId, tenantId: t.tenantId };
+    expect((await pickAndClaim(db, ask({ own }))).claimed?.sessionId).toBe(normal.sessionId);
+
+    // Within its band the job's own session goes first, ahead of an older turn (by less than half a
+    // band's head start).
+    const u = await tenant('own-first');
+    const older = await u.session();
+    await queued(older, 3_000, 'normal');
+    const mine = await u.session();
+    const m = await queued(mine, 0, 'normal');
+    const ownNormal = { turnId: m.id, sessionId: mine.sessionId, tenantId: u.tenantId };
+    expect((await pickAndClaim(db, ask({ own: ownNormal }))).claimed?.sessionId).toBe(mine.sessionId);
+  });
+
   it('resumes an interrupted turn (started, its lease expired) before one that has not started', async () => {
     const t = await tenant('resume');
     const fresh = await t.session();

@@ -27,11 +27,19 @@ export const BAND_HEAD_START_S = 10;
  */
 const BACKLOG_COUNT_LIMIT = 100;
 
-/** The job's own session's head start in its tenant: ahead of every band (an interrupted turn aside). */
-const OWN_RANK = 1000;
+/**
+ * The job's own session's head start in its tenant, in bands: half a band on top of its next turn's
+ * own band (docs/adr/0080). The job was a wake-up for that session, so among turns of one band it
+ * goes first unless another has waited `BAND_HEAD_START_S / 2` longer; it no longer outranks a
+ * higher band. `turns` jobs carry no BullMQ priority (FIFO wake-ups), so a background job may be
+ * fetched before a normal one: the band order has to hold here, where the choice is.
+ */
+const OWN_HEAD_START_BANDS = 0.5;
 
 /** The priority bands with their head start, highest first. */
 const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('background', 0)) AS b(band, rank)`;
+/** The same bands, for the job's own session's turn. */
+const OWN_BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('background', 0)) AS ob(band, rank)`;
 
 /**
  * A turn `t` in session `ss` may start: no lease holds the session (or it expired), no turn of it
@@ -118,8 +126,8 @@ function pickCtes(p: PickNext): Sql[] {
     // Fewest slots per share first; among equals the smaller backlog, then the longest waiting; then
     // the tenant's best runnable
     // turn: the oldest of each band, the job's own session's next and the oldest interrupted turn
-    // (started, its lease expired); an interrupted one first, then the job's own, then by the bands'
-    // head start.
+    // (started, its lease expired); an interrupted one first, then by the bands' head start (the job's
+    // own session half a band more than its turn's band).
     sql`pick AS (
       SELECT r.tenant_id, r.cap, h.session_id, h.turn_id FROM ranked r
       CROSS JOIN LATERAL (
@@ -131,13 +139,15 @@ function pickCtes(p: PickNext): Sql[] {
               AND ${RUNNABLE}
             ORDER BY t.created_at LIMIT 1${lock}) x
           UNION ALL
-          -- The job's own session first in its tenant (its band came first in the queue already).
-          SELECT z.*, ${OWN_RANK} FROM (
-            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+          -- The job's own session: its next turn's band and half a band more (OWN_HEAD_START_BANDS).
+          SELECT z.session_id, z.turn_id, z.started_at, z.created_at,
+            coalesce(ob.rank, 1) + ${OWN_HEAD_START_BANDS}::float8 FROM (
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at, t.priority FROM turns t
             JOIN sessions ss ON ss.id = t.session_id
             WHERE t.session_id = ${ownSession} AND t.tenant_id = r.tenant_id AND t.status IN ${UNFINISHED}
               AND ${RUNNABLE}
             ORDER BY ${DRAIN_ORDER(sql`t`)} LIMIT 1${lock}) z
+          LEFT JOIN ${OWN_BANDS} ON ob.band = z.priority
           UNION ALL
           SELECT y.*, 0 FROM (
             SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
@@ -145,7 +155,8 @@ function pickCtes(p: PickNext): Sql[] {
             WHERE t.tenant_id = r.tenant_id AND t.status = 'running' AND ${RUNNABLE}
             ORDER BY t.created_at LIMIT 1${lock}) y
         ) c
-        ORDER BY (c.started_at IS NULL), c.created_at - c.rank * ${BAND_HEAD_START_S} * interval '1 second'
+        ORDER BY (c.started_at IS NULL),
+          c.created_at - c.rank::float8 * ${BAND_HEAD_START_S} * interval '1 second'
         LIMIT 1) h
       ORDER BY r.load, r.backlog, r.oldest, r.tenant_id
       LIMIT 1
