@@ -292,7 +292,8 @@ async function main() {
           // The last user message (recalled memories may quote other turns' messages earlier).
           const messages = (r.body as { messages?: { role: string; content?: unknown }[] }).messages ?? [];
           const last = messages.filter((m) => m.role === 'user').at(-1);
-          return /turn (\d+)/.exec(JSON.stringify(last?.content ?? ''))?.[1];
+          // Its last `turn <i>`: recalled memories of other turns may come before it in the message.
+          return [...JSON.stringify(last?.content ?? '').matchAll(/turn (\d+)/g)].at(-1)?.[1];
         })
         .filter(Boolean),
     ).size;

@@ -308,9 +308,9 @@ export const ConfigSchema = z.object({
   HARNESS_LOOP_DELAY_TARGET_MS: Int(10, 1),
   /**
    * How often a harness process with turns running and permits free looks in Postgres for runnable
-   * turns its queue worker has not handed it (docs/adr/0075); 0 (the default for now): only its jobs bring turns.
+   * turns its queue worker has not handed it (docs/adr/0075, 0081); 0: only its jobs bring turns.
    */
-  HARNESS_INTAKE_POLL_MS: Int(0, 0),
+  HARNESS_INTAKE_POLL_MS: Int(250, 0),
   /**
    * The most turns one tenant may run at once across every harness worker (docs/adr/0029), when the
    * operator set no `maxConcurrentTurns` for it; 0: no cap (the fair share across tenants still holds).

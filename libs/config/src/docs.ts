@@ -222,7 +222,7 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
   },
   HARNESS_INTAKE_POLL_MS: {
     meaning:
-      'how often a harness process that has turns running and permits free looks in Postgres for runnable turns its queue worker has not handed it yet (a burst of slow turns is claimed without waiting for running ones to end, ADR 0075); `0` only its jobs bring it turns',
+      'how often a harness process that has turns running and permits free looks in Postgres for runnable turns its queue worker has not handed it yet (a burst of slow turns is claimed without waiting for running ones to end, ADR 0075), and at most four fair choices run at once per process so claimed turns are not starved by the choices queued behind them; `0` only its jobs bring it turns, and choices are not limited',
   },
   TENANT_MAX_CONCURRENT_TURNS: {
     meaning:

@@ -371,10 +371,13 @@ const AGENT_HELD = sql`EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id 
  * another holder finished while this statement waited for the session row is not taken), unless the
  * tenant is paused or the turn's agent held: the turn stays `queued` (or `running`, interrupted)
  * until the resume wakes it. Its agent version (docs/adr/0061) is fixed on its first claim: the one it
- * was admitted with (a replay's), else the session's pin, else the agent's latest.
+ * was admitted with (a replay's), else the session's pin, else the agent's latest. `started_at` is the
+ * claiming statement's time, not its transaction's: a capped tenant's claim first waits for the
+ * tenant's advisory lock, and `now()` would date the start to before that wait, before the turn
+ * whose freed slot it takes had ended.
  */
 const RUN_TURN_CTE = sql`ut AS (
-  UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, now()),
+  UPDATE turns t SET status = 'running', started_at = coalesce(t.started_at, statement_timestamp()),
     run_count = t.run_count + 1, ${continuationSet(sql`t`)},
     agent_version = coalesce(t.agent_version, s.agent_version,
       (SELECT av.version FROM agents av WHERE av.id = t.agent_id))

@@ -303,4 +303,32 @@ describe('pickAndClaim', () => {
     const other = await child(otherAgent);
     expect(other.cacheSessionId).toBe(other.own);
   });
+
+  it('looks at a band’s oldest queued turns only; a younger one past them runs by its own job (ADR 0081)', async () => {
+    const t = await tenant('window');
+    // 70 sessions each running a turn under a live lease with a follow-up queued behind it: more
+    // than a band's window (64), all older than the fresh session's turn.
+    await env.db.$executeRaw`
+      WITH s AS (
+        INSERT INTO sessions (id, tenant_id, agent_id, updated_at, lease_token, lease_owner, lease_expires_at)
+        SELECT gen_random_uuid(), ${t.tenantId}::uuid, ${t.agentId}::uuid, now(), gen_random_uuid(), 'other',
+          now() + interval '1 minute'
+        FROM generate_series(1, 70)
+        RETURNING id)
+      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status, started_at, created_at)
+      SELECT gen_random_uuid(), ${t.tenantId}::uuid, s.id, ${t.agentId}::uuid, k.seq, gen_random_uuid(),
+        CASE k.seq WHEN 1 THEN 'running' ELSE 'queued' END, CASE k.seq WHEN 1 THEN now() END,
+        now() - interval '1 minute' + k.seq * interval '1 second'
+      FROM s CROSS JOIN (VALUES (1), (2)) AS k(seq)`;
+    const fresh = await t.session();
+    const young = await queued(fresh);
+
+    // Another job's choice sees only the follow-ups, none runnable: it claims nothing.
+    expect((await pickAndClaim(db, ask())).claimed).toBeUndefined();
+    // The young turn's own job looks at its session directly.
+    const own = { turnId: young.id, sessionId: fresh.sessionId, tenantId: t.tenantId };
+    expect((await pickAndClaim(db, ask({ own }))).claimed?.claim.next).toMatchObject({
+      turn: { id: young.id },
+    });
+  });
 });

@@ -36,6 +36,17 @@ const BACKLOG_COUNT_LIMIT = 100;
  */
 const OWN_HEAD_START_BANDS = 0.5;
 
+/**
+ * A band's probe looks at its oldest queued turns up to this many (ADR 0081): read in the band
+ * index's order, then tested for being runnable. Unbounded, Postgres read and sorted every queued
+ * turn of the band whenever it guessed that few would pass the test (measured: 300 of 300 at each
+ * choice). Older turns than these that cannot run now are ones queued behind their session's
+ * running turn (its holder drains them), waiting, or held: a younger turn past the window still
+ * runs by its own job's choice, which looks at its session directly, and by every choice once
+ * the older ones drain.
+ */
+const BAND_CANDIDATES = 64;
+
 /** The priority bands with their head start, highest first. */
 const BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('background', 0)) AS b(band, rank)`;
 /** The same bands, for the job's own session's turn. */
@@ -43,11 +54,14 @@ const OWN_BANDS = sql`(VALUES ('interject', 3), ('next', 2), ('normal', 1), ('ba
 
 /**
  * A turn `t` in session `ss` may start: no lease holds the session (or it expired), no turn of it
- * waits, and its agent is not paused or stopped by the operator (docs/adr/0031).
+ * waits, and its agent is active, not paused or stopped by the operator (docs/adr/0031). Written as
+ * `EXISTS` an active agent, not `NOT EXISTS` a held one: Postgres estimated the anti-join to keep
+ * about one row and sorted every candidate instead of walking the band's index to the first
+ * (ADR 0081). An agent is only ever deleted with its tenant.
  */
 const RUNNABLE = sql`(ss.lease_token IS NULL OR ss.lease_expires_at < now())
   AND NOT EXISTS (SELECT 1 FROM turns w WHERE w.session_id = t.session_id AND w.status IN ${WAITING})
-  AND NOT EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id AND ah.lifecycle <> 'active')`;
+  AND EXISTS (SELECT 1 FROM agents ah WHERE ah.id = t.agent_id AND ah.lifecycle = 'active')`;
 
 /** A tenant's concurrency cap: its `maxConcurrentTurns` setting, else the deployment's default (0: none). */
 export const tenantCap = (settings: Sql, defaultCap: number): Sql =>
@@ -124,19 +138,23 @@ function pickCtes(p: PickNext): Sql[] {
       WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
     )`,
     // Fewest slots per share first; among equals the smaller backlog, then the longest waiting; then
-    // the tenant's best runnable
-    // turn: the oldest of each band, the job's own session's next and the oldest interrupted turn
-    // (started, its lease expired); an interrupted one first, then by the bands' head start (the job's
-    // own session half a band more than its turn's band).
+    // the tenant's best runnable turn: the oldest queued turn of each band, the job's own session's
+    // next and the oldest interrupted turn (running, its session's lease expired); an interrupted one
+    // first, then by the bands' head start (the job's own session half a band more than its turn's
+    // band). Each probe reads what can be chosen, not the tenant's running turns (ADR 0081): an
+    // interrupted turn whose lease the sweep already freed is found by its own job, which the sweep
+    // woke, as is one whose run failed (its job retries it).
     sql`pick AS (
       SELECT r.tenant_id, r.cap, h.session_id, h.turn_id FROM ranked r
       CROSS JOIN LATERAL (
         SELECT c.session_id, c.turn_id FROM (
           SELECT x.*, b.rank FROM ${BANDS} CROSS JOIN LATERAL (
-            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM (
+              SELECT q.id, q.session_id, q.agent_id, q.started_at, q.created_at FROM turns q
+              WHERE q.tenant_id = r.tenant_id AND q.priority = b.band AND q.status = 'queued'
+              ORDER BY q.created_at LIMIT ${BAND_CANDIDATES}) t
             JOIN sessions ss ON ss.id = t.session_id
-            WHERE t.tenant_id = r.tenant_id AND t.priority = b.band AND t.status IN ${UNFINISHED}
-              AND ${RUNNABLE}
+            WHERE ${RUNNABLE}
             ORDER BY t.created_at LIMIT 1${lock}) x
           UNION ALL
           -- The job's own session: its next turn's band and half a band more (OWN_HEAD_START_BANDS).
@@ -150,9 +168,10 @@ function pickCtes(p: PickNext): Sql[] {
           LEFT JOIN ${OWN_BANDS} ON ob.band = z.priority
           UNION ALL
           SELECT y.*, 0 FROM (
-            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
-            JOIN sessions ss ON ss.id = t.session_id
-            WHERE t.tenant_id = r.tenant_id AND t.status = 'running' AND ${RUNNABLE}
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM sessions ss
+            JOIN turns t ON t.session_id = ss.id
+            WHERE ss.tenant_id = r.tenant_id AND ss.lease_token IS NOT NULL AND ss.lease_expires_at < now()
+              AND t.status = 'running' AND ${RUNNABLE}
             ORDER BY t.created_at LIMIT 1${lock}) y
         ) c
         ORDER BY (c.started_at IS NULL),
