@@ -73,8 +73,7 @@ describe('a session lease lost while the model streams', () => {
   const turn = (id: string) => env.db.turn.findUniqueOrThrow({ where: { id } });
 
   it('keeps the streaming run: one model call, the turn completed once', async () => {
-    // No sweep: the expired lease stays on the session, where the fair choice finds an interrupted
-    // turn (docs/adr/0081).
+    // No sweep: the session stays under its expired lease until a choice claims it.
     await harness(0);
     const agent = await api.post('/v1/agents', { name: 'streams', model: 'openai-chat/gpt-4o-mini' });
     const session = async () =>
@@ -143,10 +142,8 @@ describe('a session lease lost while the model streams', () => {
   });
 
   it('keeps a turn whose freed lease nobody claimed: the next renewal restores it', async () => {
-    // The sweep frees the expired lease within 100 ms; a fair choice does not take a running turn
-    // from a freed session (its own job would, docs/adr/0081), so nobody claims it. No Postgres
-    // intake (docs/adr/0075): its poll could take the expired lease before the sweep, the first
-    // case's outcome.
+    // The sweep frees the expired lease within 100 ms, and no other message comes. No Postgres intake
+    // (docs/adr/0075): its next choice would take the interrupted turn, the first case's outcome.
     await harness(100, { HARNESS_INTAKE_POLL_MS: '0' });
     const agent = await api.post('/v1/agents', { name: 'streams-2', model: 'openai-chat/gpt-4o-mini' });
     const s = (await api.post('/v1/sessions', { agentId: agent.body.id })).body.id as string;

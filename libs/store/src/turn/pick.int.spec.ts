@@ -215,6 +215,21 @@ describe('pickAndClaim', () => {
     expect(result.claimed?.claim.next).toMatchObject({ turn: { id: interrupted.id }, resumed: true });
   });
 
+  it('resumes an interrupted turn whose freed session nobody holds, whoever chooses (its job may have come at the cap)', async () => {
+    const t = await tenant('freed', { maxConcurrentTurns: 1 });
+    const queuedOne = await t.session();
+    await queued(queuedOne, 10_000);
+    // The sweep freed its lease; its own job came while the tenant was at its cap and found nothing.
+    const crashed = await t.session();
+    const interrupted = await seedTurn(env.db, crashed, {
+      status: 'running',
+      startedAt: new Date(),
+      runCount: 1,
+    });
+    const result = await pickAndClaim(db, ask());
+    expect(result.claimed?.claim.next).toMatchObject({ turn: { id: interrupted.id }, resumed: true });
+  });
+
   it('reads whether the agent has any memory record in the claim itself, per agent and tenant (docs/adr/0032)', async () => {
     const a = await tenant(`mem-${randomUUID()}`);
     const s1 = await a.session();

@@ -138,12 +138,11 @@ function pickCtes(p: PickNext): Sql[] {
       WHERE NOT tn.kill_switch AND (c.cap <= 0 OR coalesce(b.n, 0) < c.cap)
     )`,
     // Fewest slots per share first; among equals the smaller backlog, then the longest waiting; then
-    // the tenant's best runnable turn: the oldest queued turn of each band, the job's own session's
-    // next and the oldest interrupted turn (running, its session's lease expired); an interrupted one
-    // first, then by the bands' head start (the job's own session half a band more than its turn's
-    // band). Each probe reads what can be chosen, not the tenant's running turns (ADR 0081): an
-    // interrupted turn whose lease the sweep already freed is found by its own job, which the sweep
-    // woke, as is one whose run failed (its job retries it).
+    // the tenant's best runnable turn: the oldest queued turn of each band (ADR 0081), the job's own
+    // session's next and the oldest interrupted turn (running, its session's lease expired or freed);
+    // an interrupted one first, then by the bands' head start (the job's own session half a band more
+    // than its turn's band). The interrupted-turn probe still walks the tenant's running turns: an
+    // interrupted turn whose own job came while its tenant was at its cap is found by no one else.
     sql`pick AS (
       SELECT r.tenant_id, r.cap, h.session_id, h.turn_id FROM ranked r
       CROSS JOIN LATERAL (
@@ -168,10 +167,9 @@ function pickCtes(p: PickNext): Sql[] {
           LEFT JOIN ${OWN_BANDS} ON ob.band = z.priority
           UNION ALL
           SELECT y.*, 0 FROM (
-            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM sessions ss
-            JOIN turns t ON t.session_id = ss.id
-            WHERE ss.tenant_id = r.tenant_id AND ss.lease_token IS NOT NULL AND ss.lease_expires_at < now()
-              AND t.status = 'running' AND ${RUNNABLE}
+            SELECT t.session_id, t.id AS turn_id, t.started_at, t.created_at FROM turns t
+            JOIN sessions ss ON ss.id = t.session_id
+            WHERE t.tenant_id = r.tenant_id AND t.status = 'running' AND ${RUNNABLE}
             ORDER BY t.created_at LIMIT 1${lock}) y
         ) c
         ORDER BY (c.started_at IS NULL),
