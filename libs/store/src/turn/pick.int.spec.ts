@@ -60,6 +60,10 @@ describe('pickAndClaim', () => {
   const queued = (s: SessionIds, agoMs = 0, priority = 'normal') =>
     seedTurn(env.db, s, { status: 'queued', priority, createdAt: new Date(Date.now() - agoMs) });
 
+  /** A turn that started and was interrupted: `running`, run once, no lease of its own here. */
+  const running = (s: SessionIds) =>
+    seedTurn(env.db, s, { status: 'running', startedAt: new Date(), runCount: 1 });
+
   const hold = (sessionId: string, ms = 30_000) =>
     env.db.session.update({
       where: { id: sessionId },
@@ -204,11 +208,7 @@ describe('pickAndClaim', () => {
     const fresh = await t.session();
     await queued(fresh, 10_000);
     const crashed = await t.session();
-    const interrupted = await seedTurn(env.db, crashed, {
-      status: 'running',
-      startedAt: new Date(),
-      runCount: 1,
-    });
+    const interrupted = await running(crashed);
     await hold(crashed.sessionId, -1);
     const result = await pickAndClaim(db, ask());
     expect(result.claimed?.sessionId).toBe(crashed.sessionId);
@@ -221,11 +221,7 @@ describe('pickAndClaim', () => {
     await queued(queuedOne, 10_000);
     // The sweep freed its lease; its own job came while the tenant was at its cap and found nothing.
     const crashed = await t.session();
-    const interrupted = await seedTurn(env.db, crashed, {
-      status: 'running',
-      startedAt: new Date(),
-      runCount: 1,
-    });
+    const interrupted = await running(crashed);
     const result = await pickAndClaim(db, ask());
     expect(result.claimed?.claim.next).toMatchObject({ turn: { id: interrupted.id }, resumed: true });
   });
