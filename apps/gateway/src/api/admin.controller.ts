@@ -280,7 +280,8 @@ export class AdminController {
     if (!result) throw notFound('turn');
     const turn = await findTurn(this.db, tenantId, turnId);
     if (!turn) throw notFound('turn');
-    await reply.status(turn.status === 'running' ? 202 : 200).send(presentTurn(turn));
+    // 202 from what the cancel did, not from a re-read: the worker may have stopped the turn already.
+    await reply.status(result.status === 'running' ? 202 : 200).send(presentTurn(turn));
   }
 
   /** The audit log of every tenant (and operator-wide entries), newest first. */

@@ -217,7 +217,8 @@ export class TurnsController {
     );
     if (!result) throw notFound('turn');
     const turn = await this.find(tenantId, turnId);
-    await reply.status(turn.status === 'running' ? 202 : 200).send(turn);
+    // 202 from what the cancel did, not from a re-read: the worker may have stopped the turn already.
+    await reply.status(result.status === 'running' ? 202 : 200).send(turn);
   }
 
   /**
