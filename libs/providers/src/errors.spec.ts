@@ -39,6 +39,15 @@ describe('classifyHttpError', () => {
     expect(err.details.provider).toBe('openai');
   });
 
+  it('classifies a stream cut short by the caller’s abort as cancelled, not invalid_response', () => {
+    // The SDKs end an aborted stream's iteration quietly; the assembly then reports a missing finish.
+    const controller = new AbortController();
+    controller.abort();
+    const cut = new ProviderError('invalid_response', 'stream ended without a finish reason');
+    expect(classifyHttpError(cut, 'openai', controller.signal).kind).toBe('cancelled');
+    expect(classifyHttpError(cut, 'openai', new AbortController().signal)).toBe(cut);
+  });
+
   it('does not classify as cancelled when the signal is not aborted', () => {
     const err = classifyHttpError(new FakeApiError(500, 'boom'), 'openai', new AbortController().signal);
     expect(err.kind).toBe('server');

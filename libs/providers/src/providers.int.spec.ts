@@ -218,6 +218,29 @@ describe.each<Kind>(['openai-chat', 'openai', 'anthropic'])('%s provider', (kind
     expect(await failure(scripted.hang(), 300)).toMatchObject({ kind: 'timeout', retryable: true });
   });
 
+  it('reports a stream the caller aborts mid-answer as cancelled, not as a bad response', async () => {
+    // The SDKs end an aborted stream quietly, as if the server had cut it short.
+    // Frames up to and including the first text delta: role, text (chat); created, in_progress,
+    // item added, part added, text (responses); message, ping, block start, text (anthropic).
+    const upToText = { 'openai-chat': 2, openai: 5, anthropic: 4 }[kind];
+    server.enqueue({ kind: 'message', text: 'working on it', stallAfterFrames: upToText });
+    const controller = new AbortController();
+    const err = await make(kind, server)
+      .complete({
+        model: 'm',
+        messages: HISTORY.slice(0, 2),
+        tools: [],
+        signal: controller.signal,
+        // Aborted once the answer has begun to stream.
+        onTextDelta: () => controller.abort(),
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(err).toMatchObject({ kind: 'cancelled', retryable: false });
+  });
+
   it('rejects a malformed response', async () => {
     const e = await failure(scripted.malformed());
     expect(e).toMatchObject({ kind: 'invalid_response', retryable: false });
