@@ -9,6 +9,7 @@ import {
   seedSession,
   type SessionIds,
   type TestEnv,
+  waitFor,
 } from '@switchboard/testing';
 import { TurnAbort } from './control';
 import { SessionLease } from './lease';
@@ -124,6 +125,49 @@ describe('LeaseKeeper', () => {
     await k.renewNow();
     expect(await leaseRow(t.sessionId)).toEqual({ leaseOwner: null, leaseToken: null, leaseExpiresAt: null });
     expect(t.abort.lostLease).toBe(true);
+    k.close();
+  });
+
+  it('does not take back a lease its turn released while the renewal waited for that commit', async () => {
+    // The renewal judges `running` by its snapshot, taken before the turn's final commit, and the
+    // session's row after it: only the owner the release cleared tells it the lease was given up.
+    const t = await running();
+    const k = keeper();
+    k.keep(t);
+    const final = new pg.Client({ connectionString: env.databaseUrl });
+    await final.connect();
+    try {
+      await final.query('BEGIN');
+      await final.query(`UPDATE turns SET status = 'completed', completed_at = now() WHERE id = $1`, [
+        t.turnId,
+      ]);
+      await final.query(
+        `UPDATE sessions SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+          WHERE id = $1 AND lease_token = $2`,
+        [t.sessionId, t.lease.token],
+      );
+      const renewal = k.renewNow();
+      // The renewal waits for the final commit's lock on the session.
+      await waitFor(
+        async () => {
+          const r = await final.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          return r.rows[0].n > 0 ? true : undefined;
+        },
+        { what: 'the renewal waiting for the final commit' },
+      );
+      await final.query('COMMIT');
+      await renewal;
+    } finally {
+      await final.end();
+    }
+    expect(await leaseRow(t.sessionId)).toEqual({ leaseOwner: null, leaseToken: null, leaseExpiresAt: null });
+    // (That renewal read the owner in its snapshot too; the next one sees the lease given up.)
+    await k.renewNow();
+    expect(t.abort.lostLease).toBe(true);
+    expect(await leaseRow(t.sessionId)).toEqual({ leaseOwner: null, leaseToken: null, leaseExpiresAt: null });
     k.close();
   });
 

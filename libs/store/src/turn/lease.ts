@@ -97,10 +97,15 @@ export interface HeldLeaseBeat extends Heartbeat {
 /**
  * Every running turn's heartbeat of one process in one statement (docs/adr/0069): each lease still
  * ours is extended by `ms`, and so is a lease the sweep freed while its turn still runs here (no
- * other worker claimed it: the token is null and the turn `running`), so a holder whose renewal came
- * late keeps its turn instead of handing it to a re-run. Answers, per lease, whether it is held, a
- * cancel request, a waiting interjection, and the session's owner when the lease is no longer this
- * token's.
+ * other worker claimed it: the token is null, the owner still this process, and the turn
+ * `running`), so a holder whose renewal came late keeps its turn instead of handing it to a re-run.
+ * Answers, per lease, whether it is held, a cancel request, a waiting interjection, and the
+ * session's owner when the lease is no longer this token's (null when nobody holds it).
+ *
+ * The owner is what tells a lease the sweep freed (it keeps the owner) from one the holder released
+ * (it clears it): a renewal blocked behind the turn's final commit re-reads the session's new row
+ * but judges `running` by its snapshot, taken before the commit, and without the owner it took back
+ * a lease just released, leaving the session locked for a lease's time with nothing running.
  */
 export async function heartbeatMany(
   db: SqlRunner,
@@ -123,10 +128,12 @@ export async function heartbeatMany(
       UPDATE sessions ss SET lease_owner = ${owner}, lease_token = l.token,
         lease_expires_at = ${leaseExpiry({ token: '', ms })}
       FROM l WHERE ss.id = l.session_id AND (ss.lease_token = l.token OR (ss.lease_token IS NULL
+        AND ss.lease_owner = ${owner}
         AND EXISTS (SELECT 1 FROM turns rt WHERE rt.id = l.turn_id AND rt.status = 'running')))
       RETURNING ss.id
     )
-    SELECT l.session_id, s.id IS NOT NULL AS held, cur.lease_owner AS owner,
+    SELECT l.session_id, s.id IS NOT NULL AS held,
+      CASE WHEN cur.lease_token IS NOT NULL THEN cur.lease_owner END AS owner,
       coalesce(t.cancel_requested_at IS NOT NULL, false) AS cancel_requested,
       EXISTS (SELECT 1 FROM turns i WHERE i.session_id = l.session_id AND ${PENDING_INTERJECTION(sql`i`)})
         AS interjection
@@ -151,7 +158,8 @@ export interface FreedSession {
 }
 
 /**
- * Frees every expired lease (its holder died, or stalled past it) and answers each freed session's
+ * Frees every expired lease (its holder died, or stalled past it; the owner stays, so that a holder
+ * still running the turn can take it back: `heartbeatMany`) and answers each freed session's
  * next unfinished turn, in one statement (docs/adr/0029): nothing else would wake a turn whose
  * tenant was at its cap while the dead holder's slot counted. A holder that was only slow finds its
  * lease gone at its next fenced write, as it would had another worker taken it.
@@ -159,7 +167,7 @@ export interface FreedSession {
 export async function freeExpiredLeases(db: SqlRunner): Promise<FreedSession[]> {
   return db.rows<FreedSession>(sql`
     WITH freed AS (
-      UPDATE sessions SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      UPDATE sessions SET lease_token = NULL, lease_expires_at = NULL
       WHERE lease_token IS NOT NULL AND lease_expires_at < now()
       RETURNING id
     )
