@@ -156,7 +156,12 @@ export interface TaskServiceOptions {
   /** Tells a child's worker that a steer waits to be interjected (docs/adr/0014); without it, its heartbeat finds it. */
   control?: TurnSteering;
   /** Cancels a turn through the cancel path of docs/adr/0014 (TurnSteering.cancel); close_subagent uses it. */
-  cancelTurn?: (tenantId: string, turnId: string, cause: CancelCause) => Promise<unknown>;
+  /** Cancels a turn; answers its status after the request (`running` while its worker stops it). */
+  cancelTurn?: (
+    tenantId: string,
+    turnId: string,
+    cause: CancelCause,
+  ) => Promise<{ status: string } | undefined>;
 }
 
 export class TaskService {
@@ -602,7 +607,16 @@ export class TaskService {
     taskId: string,
     cause: CancelCause,
     actor: string,
-  ): Promise<{ kind: 'not_found' } | { kind: 'conflict' } | { kind: 'stopped'; task: TaskRow }> {
+  ): Promise<
+    | { kind: 'not_found' }
+    | { kind: 'conflict' }
+    | {
+        kind: 'stopped';
+        task: TaskRow;
+        /** The child was running: its worker stops it (the task may read ended already if it did). */
+        running: boolean;
+      }
+  > {
     const head = await this.sql.transaction(async (tx) => {
       const k = await tx.first<{ status: string; child_turn_id: string | null }>(sql`
         SELECT status, child_turn_id FROM tasks
@@ -623,10 +637,14 @@ export class TaskService {
     });
     if (head.kind !== 'ok') return head;
     if (!this.o.cancelTurn) throw new Error('the task service has no cancel path');
-    await this.o.cancelTurn(tenantId, head.childTurnId, cause);
+    const cancelled = await this.o.cancelTurn(tenantId, head.childTurnId, cause);
     // A queued or waiting child ended at once (its task with it): its parent hears of it now.
     await this.reportToParent(taskId);
-    return { kind: 'stopped', task: (await this.get(tenantId, taskId))! };
+    return {
+      kind: 'stopped',
+      task: (await this.get(tenantId, taskId))!,
+      running: cancelled?.status === 'running',
+    };
   }
 
   /** A parent waiting on its children: resumed now when they all ended before its wait committed. */

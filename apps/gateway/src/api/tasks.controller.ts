@@ -129,7 +129,8 @@ export class TasksController {
     if (r.kind === 'not_found') throw notFound('task');
     if (r.kind === 'conflict') throw new AppError('conflict', 'the task has already ended');
     await reply
-      .status(r.task.status === 'running' || r.task.status === 'pending' ? 202 : 200)
+      // 202 also when the cancel found the child running and its worker has stopped it already.
+      .status(r.running || r.task.status === 'running' || r.task.status === 'pending' ? 202 : 200)
       .send(presentTask(r.task));
   }
 }
