@@ -49,23 +49,23 @@ export function sourceChain(err: unknown): string[] {
 
 /** Maps an SDK error (openai or anthropic share the shape) to a classified ProviderError. */
 export function classifyHttpError(err: unknown, provider: string, signal?: AbortSignal): ProviderError {
-  // A stream the caller aborted can end as if cut short (the SDKs end the iteration quietly on
-  // abort, and `assemble` reports the missing finish as invalid_response): the caller's abort wins.
-  if (signal?.aborted && !(err instanceof ProviderError && err.kind === 'cancelled')) {
-    return new ProviderError('cancelled', 'request aborted', {
-      provider,
-      diagnostics: { stage: 'aborted', provider, sourceChain: sourceChain(err) },
-    });
-  }
-  if (err instanceof ProviderError) return err;
-  const e = (err ?? {}) as HttpishError;
-  const message = e.message ?? String(err);
   const diagnostics = (stage: TransportDiagnostics['stage'], extra: Partial<TransportDiagnostics> = {}) => ({
     stage,
     provider,
     ...extra,
     sourceChain: sourceChain(err),
   });
+  // A stream the caller aborted can end as if cut short (the SDKs end the iteration quietly on
+  // abort, and `assemble` reports the missing finish as invalid_response): the caller's abort wins.
+  if (signal?.aborted && !(err instanceof ProviderError && err.kind === 'cancelled')) {
+    return new ProviderError('cancelled', 'request aborted', {
+      provider,
+      diagnostics: diagnostics('aborted'),
+    });
+  }
+  if (err instanceof ProviderError) return err;
+  const e = (err ?? {}) as HttpishError;
+  const message = e.message ?? String(err);
   // openai's error classes all report name "Error"; their constructor names are exact.
   const name = `${e.name ?? ''} ${(err as object | null)?.constructor?.name ?? ''}`;
   if (name.includes('Timeout')) {

@@ -155,8 +155,10 @@ export interface TaskServiceOptions {
   live?: LivePublisher;
   /** Tells a child's worker that a steer waits to be interjected (docs/adr/0014); without it, its heartbeat finds it. */
   control?: TurnSteering;
-  /** Cancels a turn through the cancel path of docs/adr/0014 (TurnSteering.cancel); close_subagent uses it. */
-  /** Cancels a turn; answers its status after the request (`running` while its worker stops it). */
+  /**
+   * Cancels a turn through the cancel path of docs/adr/0014 (TurnSteering.cancel); close_subagent
+   * uses it. Answers the turn's status after the request (`running` while its worker stops it).
+   */
   cancelTurn?: (
     tenantId: string,
     turnId: string,
