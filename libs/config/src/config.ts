@@ -110,6 +110,13 @@ export const ConfigSchema = z.object({
    */
   DATABASE_READ_URL: Url(['postgres:', 'postgresql:']).optional(),
   /**
+   * How long a pooled Postgres connection may sit idle before the pool closes it (0: never). A new
+   * connection is a new backend with no prepared statement and no cached plan: Postgres plans each
+   * statement for its values on its first five calls there, tens of ms for the fair choice. pg's own
+   * default, 10 s, reconnected after every lull of a bursty load (docs/adr/0082).
+   */
+  DATABASE_POOL_IDLE_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+  /**
    * How long a read waits for the replica to replay the primary's current WAL position before it
    * goes to the primary instead (docs/adr/0042). 0: the replica only when it is caught up already.
    */

@@ -26,6 +26,10 @@ export const CONFIG_DOCS: Record<keyof typeof ConfigSchema.shape, Doc> = {
       "a streaming read replica of `DATABASE_URL`: the gateway's reads of turns, transcripts, journals, usage and SSE catch-up go to it once it has replayed the primary's current WAL position (read-your-writes), else to the primary (ADR 0042)",
     default: 'unset (every read on the primary)',
   },
+  DATABASE_POOL_IDLE_MS: {
+    meaning:
+      'how long a pooled Postgres connection (each process holds up to 10) may sit idle before it is closed; `0`: never. A new connection is a new Postgres backend that prepares and plans every statement again, so a short value reconnects after every lull (ADR 0082)',
+  },
   READ_REPLICA_MAX_WAIT_MS: {
     meaning:
       "how long a read waits for the replica to replay the primary's current WAL position before it goes to the primary (ADR 0042); `0`: the replica only when already caught up",

@@ -10,6 +10,11 @@ export interface DatabaseOptions {
   /** How long opening a connection may take before it fails (default: no bound, pg's own). */
   connectTimeoutMs?: number;
   /**
+   * How long a connection may sit idle in the pool before it is closed; 0: never (default: pg's own,
+   * 10 s). A closed connection takes its prepared statements and cached plans with it.
+   */
+  idleMs?: number;
+  /**
    * Open content sealed per tenant in every result (docs/adr/0067): set when the deployment has a key
    * provider. Off, reads carry no extension at all.
    */
@@ -33,6 +38,7 @@ export function createDatabase(
       connectionString: databaseUrl,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: options.connectTimeoutMs,
+      idleTimeoutMillis: options.idleMs,
     }),
   );
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });

@@ -72,7 +72,11 @@ export class InfraModule {
       {
         provide: DB,
         // With a key provider, Prisma's reads open content sealed per tenant (docs/adr/0067).
-        useFactory: () => createPrisma(config.DATABASE_URL, { openSealed: !!keyProviderFromConfig(config) }),
+        useFactory: () =>
+          createPrisma(config.DATABASE_URL, {
+            idleMs: config.DATABASE_POOL_IDLE_MS,
+            openSealed: !!keyProviderFromConfig(config),
+          }),
       },
       {
         // The read replica (docs/adr/0042): its pool connects on the first routed read, so a worker
@@ -83,6 +87,7 @@ export class InfraModule {
           config.DATABASE_READ_URL
             ? createPrisma(config.DATABASE_READ_URL, {
                 connectTimeoutMs: 2_000,
+                idleMs: config.DATABASE_POOL_IDLE_MS,
                 openSealed: !!keyProviderFromConfig(config),
               })
             : null,

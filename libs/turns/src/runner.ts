@@ -114,7 +114,8 @@ export class TurnRunner {
     let leaseStore = o.leaseStore ?? (o.store ? store : undefined);
     if (!leaseStore) {
       // Renewals never wait behind the turns' statements for one of the pool's connections.
-      this.leasePool = new pg.Pool({ connectionString: poolOf(o.db).options.connectionString, max: 1 });
+      const { connectionString, idleTimeoutMillis } = poolOf(o.db).options;
+      this.leasePool = new pg.Pool({ connectionString, idleTimeoutMillis, max: 1 });
       this.leasePool.on('error', () => undefined);
       leaseStore = new TurnStore(
         new SqlDb(this.leasePool, {

@@ -9,7 +9,7 @@ import {
   type TestEnv,
 } from '@switchboard/testing';
 import { SqlDb } from '../sql';
-import { pickAndClaim, type PickNext } from './pick';
+import { pickAndClaim, pickStatement, type PickNext } from './pick';
 
 /** The fair choice and its claim (docs/adr/0029) on real Postgres. */
 jest.setTimeout(120_000);
@@ -69,6 +69,12 @@ describe('pickAndClaim', () => {
       where: { id: sessionId },
       data: { leaseToken: randomUUID(), leaseOwner: 'other', leaseExpiresAt: new Date(Date.now() + ms) },
     });
+
+  it('sends one statement text with and without a job’s own turn, so both share a prepared plan', () => {
+    const own = { turnId: randomUUID(), sessionId: randomUUID(), tenantId: randomUUID() };
+    const text = (p: PickNext) => pickStatement({ ...p, skipLocked: true }).toQuery().text;
+    expect(text(ask())).toBe(text(ask({ own })));
+  });
 
   it('reads the job’s own turn and claims nothing when nothing is runnable', async () => {
     const a = await tenant('own');
