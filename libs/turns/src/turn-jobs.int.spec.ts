@@ -99,9 +99,11 @@ describe('turn jobs', () => {
     const { tenantId, agentId } = await seedTenant(h.env.db, 'dup', { model: 'answer/m' });
     const sessionId = await seedSession(h.env.db, tenantId, agentId);
     const { turnId } = await h.admission.admit(operatorPrompt({ tenantId, sessionId }, 'once'));
-    // While the job waits, its id still deduplicates a second publish.
+    // While the job waits, its id still deduplicates a second publish. Only this turn's jobs are
+    // counted: a job of the test before may still wait, its turn run by another of its jobs.
     await publish(h.turnsQueue, Jobs.turn, { turnId, sessionId, tenantId });
-    expect(await h.turnsQueue.getJobCountByTypes('waiting', 'prioritized')).toBe(1);
+    const waiting = await h.turnsQueue.getJobs(['waiting', 'prioritized']);
+    expect(waiting.filter((j) => (j.data as { turnId?: string }).turnId === turnId)).toHaveLength(1);
 
     const worker = startWorker();
     try {
