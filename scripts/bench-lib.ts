@@ -343,6 +343,11 @@ export interface SwitchboardOptions {
   otel?: boolean;
   /** More environment for every process (e.g. a fake provider's URLs, METRICS_PORT). */
   env?: Record<string, string>;
+  /**
+   * When the server runs with autovacuum off, do not stand in for it (see `AutovacuumStandIn`): the
+   * bench database's tables are then never analyzed nor vacuumed, as on this machine before.
+   */
+  withoutAutovacuum?: boolean;
   /** More environment for the harness workers only (e.g. METRICS_PORT with one worker). */
   harnessEnv?: Record<string, string>;
 }
@@ -352,6 +357,11 @@ export interface Switchboard {
   env: TestEnv;
   /** The database's name (for pg_stat_database). */
   dbName: string;
+  /**
+   * Who analyzes and vacuums the bench database's tables: the server's autovacuum, the bench's
+   * stand-in for it (the server's is off), or nobody (off, and the stand-in not wanted).
+   */
+  maintenance: 'autovacuum' | 'bench stand-in' | 'none';
   procs: { name: string; app: AppProcess }[];
   pg?: CountingProxy<PgWire>;
   redis?: CountingProxy<RedisWire>;
@@ -400,9 +410,14 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
   const admin = new Client({ connectionString: env.databaseUrl });
   await admin.connect();
   const backendCpu = new BackendCpu(admin, dbName);
+  const autovacuumOn = (await admin.query<{ on: string }>('SHOW autovacuum')).rows[0].on === 'on';
+  const standIn =
+    autovacuumOn || opts.withoutAutovacuum ? undefined : await AutovacuumStandIn.start(env.databaseUrl);
+  const maintenance = autovacuumOn ? 'autovacuum' : standIn ? 'bench stand-in' : 'none';
   let watcher: CompletionWatcher | undefined;
   const stop = async () => {
     watcher?.stop();
+    await standIn?.stop();
     backendCpu.stop();
     await Promise.all(procs.map((p) => p.app.kill('SIGTERM')));
     await admin.end().catch(() => undefined);
@@ -487,6 +502,7 @@ export async function startSwitchboard(opts: SwitchboardOptions): Promise<Switch
       base,
       env,
       dbName,
+      maintenance,
       procs,
       pg,
       redis,
@@ -635,6 +651,62 @@ export class BackendCpu {
 
   stop(): void {
     clearInterval(this.timer);
+  }
+}
+
+/**
+ * Autovacuum's work on the bench database, for a server that runs with it off (this machine's
+ * Postgres does: a CI setting). With it off no table is ever analyzed, so a statement planned on the
+ * empty tables of a fresh bench database keeps plans made for empty tables (sequential scans) while
+ * they grow, and no dead row is ever pruned: a long run then measures a database no production
+ * server is (docs/BENCHMARKS.md, "A turn's cost and its session's length"). Every 5 s this does what
+ * autovacuum would with the server's thresholds: ANALYZE a table with more rows changed since its
+ * last analyze than `autovacuum_analyze_threshold` + `autovacuum_analyze_scale_factor` × its rows,
+ * VACUUM one with more dead (or, PG 13+, inserted) rows than the vacuum thresholds. Its connection is
+ * a backend of the bench database, so its CPU counts as Postgres' (as autovacuum's workers' would).
+ */
+class AutovacuumStandIn {
+  private stopped = false;
+  private readonly loop: Promise<void>;
+
+  private constructor(private readonly client: Client) {
+    this.loop = this.run();
+  }
+
+  static async start(databaseUrl: string): Promise<AutovacuumStandIn> {
+    const client = new Client({ connectionString: databaseUrl });
+    await client.connect();
+    return new AutovacuumStandIn(client);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      await this.pass().catch(() => undefined);
+      for (let i = 0; i < 50 && !this.stopped; i++) await sleep(100);
+    }
+  }
+
+  private async pass(): Promise<void> {
+    const due = await this.client.query<{ rel: string; vacuum: boolean; analyze: boolean }>(`
+      SELECT format('%I.%I', schemaname, relname) AS rel,
+        n_dead_tup > current_setting('autovacuum_vacuum_threshold')::float8
+            + current_setting('autovacuum_vacuum_scale_factor')::float8 * n_live_tup
+          OR n_ins_since_vacuum > current_setting('autovacuum_vacuum_insert_threshold')::float8
+            + current_setting('autovacuum_vacuum_insert_scale_factor')::float8 * n_live_tup AS vacuum,
+        n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
+            + current_setting('autovacuum_analyze_scale_factor')::float8 * n_live_tup AS analyze
+      FROM pg_stat_user_tables`);
+    for (const t of due.rows) {
+      if (this.stopped) return;
+      if (t.vacuum) await this.client.query(`VACUUM ${t.analyze ? '(ANALYZE) ' : ''}${t.rel}`);
+      else if (t.analyze) await this.client.query(`ANALYZE ${t.rel}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    await this.client.end().catch(() => undefined);
   }
 }
 

@@ -356,7 +356,8 @@ async function main() {
     console.error(
       `Switchboard: ${values.workers} harness worker(s), the client waits by ${sb.waitMode}` +
         (sb.waitMode === 'wait: true' ? '' : ' (the API has no `wait: true` on this commit)') +
-        `; LangGraph: ${values['langgraph-jobs']} queue workers, in memory. ${SECONDS} s rounds, A B A B.`,
+        `; LangGraph: ${values['langgraph-jobs']} queue workers, in memory. ${SECONDS} s rounds, A B A B.` +
+        ` Switchboard's tables analyzed and vacuumed by ${sb.maintenance}.`,
     );
     // Warm-up (V8, pools, caches), not measured.
     for (const s of systems) await round(s, 5, 2);

@@ -14,6 +14,8 @@
  *   npm run bench -- --gateways 2 --hooks-workers 2 --pgbouncer    (several processes of a kind;
  *       every process's Postgres connections through a transaction-pooling PgBouncer, ADR 0041)
  *   npm run bench -- --env KEY=VALUE [--env …]                      (more settings for every process)
+ *   npm run bench -- --without-autovacuum    (on a server with autovacuum off, do not stand in for it:
+ *                                             the tables are never analyzed; see bench-lib.ts)
  *   npm run bench -- --otel-compare --reps 3 --count    (telemetry with no exporter vs disabled, alternately)
  *   npm run bench -- --redis-cluster    (on a local 3-master Redis Cluster, scripts/redis-cluster.sh;
  *                                        Redis CPU is then the sum over its six nodes; not with --count)
@@ -45,6 +47,8 @@ const { values } = parseArgs({
     /** Count statements, transactions, round trips and CPU per turn (proxies in front of Postgres and Redis). */
     count: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
+    /** On a server with autovacuum off, leave the tables unanalyzed and unvacuumed (no stand-in). */
+    'without-autovacuum': { type: 'boolean', default: false },
     /** Write V8 CPU profiles of every process (gateway, hooks worker, harness workers) to <dir>/<process>/. */
     profile: { type: 'string' },
     /** Run with OpenTelemetry on as in production (no collector: spans made, then dropped). */
@@ -123,6 +127,7 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
     count: values.count,
     profileDir: values.profile,
     otel,
+    withoutAutovacuum: values['without-autovacuum'],
     env: {
       ...(bouncer ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}),
       ...(cluster
@@ -242,6 +247,8 @@ async function run(sessionsN: number, workers: number, otel = values.otel) {
       harnessWorkers: workers,
       modelDelayMs: MODEL_DELAY,
       waitMode: sb.waitMode,
+      /** Who analyzed and vacuumed the tables during the run (bench-lib.ts, AutovacuumStandIn). */
+      maintenance: sb.maintenance,
       otel: Boolean(otel),
       turns: n,
       durable: durable.ok,
@@ -335,7 +342,7 @@ function print(r: Result): void {
   const ms = (x: { p50: number; p99: number }) => `p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms`;
   const p = r.perTurn;
   console.log(`
-${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWorkers} harness workers, model delay ${r.modelDelayMs} ms; client waits by ${r.waitMode}; OpenTelemetry ${r.otel ? 'on' : 'off'}) in ${r.wallSeconds} s
+${r.turns} turns (${r.sessions} sessions × ${r.turnsPerSession}, ${r.harnessWorkers} harness workers, model delay ${r.modelDelayMs} ms; client waits by ${r.waitMode}; OpenTelemetry ${r.otel ? 'on' : 'off'}; tables analyzed and vacuumed by ${r.maintenance}) in ${r.wallSeconds} s
   throughput                          ${r.turnsPerSecond} turns/s   (${r.durable}/${r.turns} durably persisted)
   admit → first provider request      ${ms(r.admitToFirstProviderRequestMs)}
   last provider byte → turn completed ${ms(r.lastProviderByteToCompletedMs)}

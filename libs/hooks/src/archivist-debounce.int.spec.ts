@@ -134,6 +134,8 @@ describe('archivist debounce', () => {
     // Deferred, not distilled: no model call yet.
     expect(llm.requests.length).toBe(before);
     expect((await runs(s)).map((r) => r.status)).toEqual(Array(6).fill('deferred'));
+    // Each deferred row carries its session: the session's reads find them by it (ADR 0083).
+    expect((await runs(s)).map((r) => r.sessionId)).toEqual(Array(6).fill(s.sessionId));
 
     await until(async () => (await runs(s)).every((r) => r.status === 'completed'), 'the distillation');
     expect(llm.requests.length - before).toBe(1);

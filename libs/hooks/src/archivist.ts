@@ -273,10 +273,11 @@ async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   // The deferral and the session's count of deferred turns, in one statement.
   const row = await ctx.sql.first<{ claimed: boolean; pending: number }>(sql`
     WITH ins AS (
-      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at)
+      INSERT INTO hook_runs (id, tenant_id, turn_id, turn_at, hook, status, output, completed_at, session_id)
       VALUES (${newId()}::uuid, ${snapshot.tenantId}::uuid, ${snapshot.turnId}::uuid,
         sb_uuid7_time(${snapshot.turnId}::uuid), ${ARCHIVIST_HOOK},
-        'deferred', ${json({ deferred: true, turnStatus: snapshot.status })}::jsonb, now())
+        'deferred', ${json({ deferred: true, turnStatus: snapshot.status })}::jsonb, now(),
+        ${snapshot.sessionId}::uuid)
       ON CONFLICT (turn_id, hook, turn_at) DO NOTHING
       RETURNING 1
     )
@@ -287,11 +288,15 @@ async function runTurn(ctx: HookContext, job: PostTurnJob): Promise<ArchiveResul
   return { outcome: 'deferred', facts: 0 };
 }
 
-/** The session's turns whose archivist run is deferred, as a scalar subquery (the statement's snapshot). */
+/**
+ * The session's turns whose archivist run is deferred, as a scalar subquery (the statement's
+ * snapshot): read from the deferred rows' partial index by session (docs/adr/0083), whatever the
+ * session's length.
+ */
 const deferredCountSql = (sessionId: string, tenantId: string) => sql`(
-    SELECT count(*)::int FROM hook_runs h JOIN turns t ON t.id = h.turn_id
-    WHERE t.session_id = ${sessionId}::uuid AND t.tenant_id = ${tenantId}::uuid
-      AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred')`;
+    SELECT count(*)::int FROM hook_runs h
+    WHERE h.session_id = ${sessionId}::uuid AND h.status = 'deferred' AND h.tenant_id = ${tenantId}::uuid
+      AND h.hook = ${ARCHIVIST_HOOK})`;
 
 /**
  * Publishes the session's distillation, debounced: `idleMs` from now, or now once `afterTurns` turns
@@ -324,8 +329,8 @@ async function runSession(ctx: HookContext, job: PostTurnJob, sessionId: string)
     SELECT h.turn_id AS "turnId", count(*) OVER ()::int AS pending,
       (extract(epoch FROM now() - max(h.completed_at) OVER ()) * 1000)::float8 AS "quietMs"
     FROM hook_runs h JOIN turns t ON t.id = h.turn_id
-    WHERE t.session_id = ${sessionId}::uuid AND t.tenant_id = ${job.tenantId}::uuid
-      AND h.hook = ${ARCHIVIST_HOOK} AND h.status = 'deferred'
+    WHERE h.session_id = ${sessionId}::uuid AND h.status = 'deferred' AND h.tenant_id = ${job.tenantId}::uuid
+      AND h.hook = ${ARCHIVIST_HOOK}
     ORDER BY t.seq LIMIT ${ARCHIVIST_MAX_BATCH}`);
   // Distilled already (a trigger published while the last run ran), or never deferred.
   if (rows.length === 0) return { outcome: 'skipped', facts: 0, reason: 'nothing_deferred' };

@@ -212,4 +212,26 @@ describe('reconcileHooks', () => {
     expect((await reconcileHooks(sql, queue, logger, { graceMs: 10_000 })).archivistSessions).toBeUndefined();
     expect(await queue.getJob(`${recent}.archivist.session`)).toBeUndefined();
   });
+
+  it("gives a deferred row written without its session (a hooks worker older than the column) its turn's session", async () => {
+    const old = await turn({ status: 'completed' });
+    const done = await turn({ status: 'completed' });
+    const row = (turnId: string, status: string) => ({
+      id: newId(),
+      tenantId: ids.tenantId,
+      turnId,
+      turnAt: uuid7Time(turnId),
+      hook: 'archivist',
+      status,
+    });
+    await env.db.hookRun.createMany({ data: [row(old, 'deferred'), row(done, 'completed')] });
+    await reconcileHooks(sql, queue, logger, { graceMs: 10_000 });
+    const rows = await env.db.hookRun.findMany({ where: { turnId: { in: [old, done] } } });
+    // The deferred row now has its session (its distillation reads deferred rows by session); a
+    // row no longer deferred keeps none.
+    expect(Object.fromEntries(rows.map((r) => [r.status, r.sessionId]))).toEqual({
+      deferred: ids.sessionId,
+      completed: null,
+    });
+  });
 });

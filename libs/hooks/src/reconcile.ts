@@ -79,6 +79,12 @@ export async function reconcileDeferredArchivist(
   postTurnQueue: Queue,
   limit = HOOKS_RECONCILE_LIMIT,
 ): Promise<number> {
+  // A deferred row written without its session (by a hooks worker older than migration
+  // 20261213000000, still running through a rolling deploy) gets it here, or its session's
+  // distillation, which reads the deferred rows by session (docs/adr/0083), would never see it.
+  await db.execute(sql`
+    UPDATE hook_runs h SET session_id = t.session_id FROM turns t
+    WHERE h.status = 'deferred' AND h.session_id IS NULL AND t.id = h.turn_id`);
   const overdue = await db.rows<{ sessionId: string; tenantId: string; turnId: string }>(sql`
     SELECT t.session_id AS "sessionId", t.tenant_id AS "tenantId",
            (array_agg(t.id ORDER BY t.seq DESC))[1] AS "turnId"

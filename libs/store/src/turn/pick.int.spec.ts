@@ -10,6 +10,7 @@ import {
 } from '@switchboard/testing';
 import { SqlDb } from '../sql';
 import { pickAndClaim, pickStatement, type PickNext } from './pick';
+import { WAITING_STATUSES } from './statuses';
 
 /** The fair choice and its claim (docs/adr/0029) on real Postgres. */
 jest.setTimeout(120_000);
@@ -30,7 +31,11 @@ describe('pickAndClaim', () => {
   // The choice looks at every tenant: each test starts with nothing unfinished and nothing leased.
   beforeEach(async () => {
     await env.db.turn.updateMany({
-      where: { status: { in: ['queued', 'running', 'awaiting_approval', 'awaiting_subagent'] } },
+      where: {
+        status: {
+          in: ['queued', 'running', 'awaiting_approval', 'awaiting_subagent', 'awaiting_client_tool'],
+        },
+      },
       data: { status: 'cancelled' },
     });
     await env.db.session.updateMany({ data: { leaseToken: null, leaseOwner: null, leaseExpiresAt: null } });
@@ -347,5 +352,22 @@ describe('pickAndClaim', () => {
     expect((await pickAndClaim(db, ask({ own }))).claimed?.claim.next).toMatchObject({
       turn: { id: young.id },
     });
+  });
+
+  it("skips a session with a waiting turn through the waiting turns' partial index, whatever the waiting status (ADR 0083)", async () => {
+    // The choice's "no waiting turn in this session" test reads the index only when the index's
+    // predicate covers every waiting status; else it reads every turn of the session.
+    const [row] = await env.db.$queryRaw<{ pred: string }[]>`
+      SELECT pg_get_expr(i.indpred, i.indrelid) AS pred FROM pg_index i
+      JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'turns_waiting_session_idx'`;
+    for (const status of WAITING_STATUSES) expect(row.pred).toContain(`'${status}'`);
+    // And each waiting status holds its session back.
+    const t = await tenant('waiting-all');
+    for (const status of WAITING_STATUSES) {
+      const s = await t.session();
+      await seedTurn(env.db, s, { status });
+      await queued(s);
+    }
+    expect((await pickAndClaim(db, ask())).claimed).toBeUndefined();
   });
 });
