@@ -10,7 +10,8 @@ import {
 } from '@switchboard/testing';
 import { SqlDb } from '../sql';
 import { pickAndClaim, pickStatement, type PickNext } from './pick';
-import { WAITING_STATUSES } from './statuses';
+import { sql } from '../sql';
+import { HOLDS_SESSION, HOLDS_SESSION_STATUSES, UNFINISHED, WAITING, WAITING_STATUSES } from './statuses';
 
 /** The fair choice and its claim (docs/adr/0029) on real Postgres. */
 jest.setTimeout(120_000);
@@ -354,15 +355,41 @@ describe('pickAndClaim', () => {
     });
   });
 
-  it("skips a session with a waiting turn through the waiting turns' partial index, whatever the waiting status (ADR 0083)", async () => {
-    // The choice's "no waiting turn in this session" test reads the index only when the index's
-    // predicate covers every waiting status; else it reads every turn of the session.
+  it("reads a session's unfinished and waiting turns from one partial index, not its history (ADR 0083)", async () => {
+    // Every "does this session hold an unfinished / a waiting turn" probe reads the index only when
+    // its predicate covers the statuses the probe asks for; else it reads every turn of the session.
     const [row] = await env.db.$queryRaw<{ pred: string }[]>`
       SELECT pg_get_expr(i.indpred, i.indrelid) AS pred FROM pg_index i
-      JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'turns_waiting_session_idx'`;
-    for (const status of WAITING_STATUSES) expect(row.pred).toContain(`'${status}'`);
-    // And each waiting status holds its session back.
-    const t = await tenant('waiting-all');
+      JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'turns_holding_session_idx'`;
+    for (const status of HOLDS_SESSION_STATUSES) expect(row.pred).toContain(`'${status}'`);
+    // A session with a long history: the planner takes the partial index for each status set the
+    // statements interpolate, as a prepared statement's generic plan too.
+    // Another session's queued backlog makes the probe's other candidates (the tenants' unfinished
+    // turns) as large as a busy database's.
+    const t = await tenant('long-history');
+    const long = await t.session();
+    const busy = await t.session();
+    const bulk = (s: SessionIds, status: string, n: number) => env.db.$executeRaw`
+      INSERT INTO turns (id, tenant_id, session_id, agent_id, seq, input_message_id, status)
+      SELECT gen_random_uuid(), ${s.tenantId}::uuid, ${s.sessionId}::uuid, ${s.agentId}::uuid,
+        g, gen_random_uuid(), ${status} FROM generate_series(1, ${n}::int) g`;
+    await bulk(long, 'completed', 2000);
+    await bulk(busy, 'queued', 500);
+    await env.db.$executeRawUnsafe('ANALYZE turns');
+    const client = await poolOf(env.db).connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      for (const set of [UNFINISHED, WAITING, HOLDS_SESSION]) {
+        const probe = sql`SELECT 1 FROM turns WHERE session_id = ${long.sessionId}::uuid AND status IN ${set}`;
+        const q = probe.toQuery();
+        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${q.text}`, q.values);
+        expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('turns_holding_session_idx');
+      }
+    } finally {
+      client.release();
+      await env.db.turn.deleteMany({ where: { sessionId: busy.sessionId } });
+    }
+    // And each waiting status holds its session back from the choice.
     for (const status of WAITING_STATUSES) {
       const s = await t.session();
       await seedTurn(env.db, s, { status });
