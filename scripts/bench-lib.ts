@@ -659,30 +659,40 @@ export class BackendCpu {
  * Postgres does: a CI setting). With it off no table is ever analyzed, so a statement planned on the
  * empty tables of a fresh bench database keeps plans made for empty tables (sequential scans) while
  * they grow, and no dead row is ever pruned: a long run then measures a database no production
- * server is (docs/BENCHMARKS.md, "A turn's cost and its session's length"). Every 5 s this does what
- * autovacuum would with the server's thresholds: ANALYZE a table with more rows changed since its
- * last analyze than `autovacuum_analyze_threshold` + `autovacuum_analyze_scale_factor` × its rows,
- * VACUUM one with more dead (or, PG 13+, inserted) rows than the vacuum thresholds. Its connection is
- * a backend of the bench database, so its CPU counts as Postgres' (as autovacuum's workers' would).
+ * server is (docs/BENCHMARKS.md, "A turn's cost and its session's length"). Every
+ * `autovacuum_naptime` (the server's, 1 min by default: autovacuum's own schedule for one database)
+ * this does what autovacuum would with the server's thresholds: ANALYZE a table with more rows
+ * changed since its last analyze than `autovacuum_analyze_threshold` +
+ * `autovacuum_analyze_scale_factor` × its rows, VACUUM one with more dead (or, PG 13+, inserted) rows
+ * than the vacuum thresholds. Its connection is a backend of the bench database, so its CPU counts as
+ * Postgres' (as autovacuum's workers' would), and so do the plans an ANALYZE invalidates.
  */
 class AutovacuumStandIn {
   private stopped = false;
   private readonly loop: Promise<void>;
 
-  private constructor(private readonly client: Client) {
+  private constructor(
+    private readonly client: Client,
+    private readonly naptimeMs: number,
+  ) {
     this.loop = this.run();
   }
 
   static async start(databaseUrl: string): Promise<AutovacuumStandIn> {
     const client = new Client({ connectionString: databaseUrl });
     await client.connect();
-    return new AutovacuumStandIn(client);
+    const r = await client.query<{ s: string }>(
+      "SELECT setting AS s FROM pg_settings WHERE name = 'autovacuum_naptime'",
+    );
+    return new AutovacuumStandIn(client, Number(r.rows[0].s) * 1000);
   }
 
   private async run(): Promise<void> {
-    while (!this.stopped) {
+    for (;;) {
+      const until = Date.now() + this.naptimeMs;
+      while (!this.stopped && Date.now() < until) await sleep(100);
+      if (this.stopped) return;
       await this.pass().catch(() => undefined);
-      for (let i = 0; i < 50 && !this.stopped; i++) await sleep(100);
     }
   }
 

@@ -82,9 +82,10 @@ export async function reconcileDeferredArchivist(
   // A deferred row written without its session (by a hooks worker older than migration
   // 20261213000000, still running through a rolling deploy) gets it here, or its session's
   // distillation, which reads the deferred rows by session (docs/adr/0083), would never see it.
+  // (A subquery per row: each is one probe of the turns' primary key, never a join over `turns`.)
   await db.execute(sql`
-    UPDATE hook_runs h SET session_id = t.session_id FROM turns t
-    WHERE h.status = 'deferred' AND h.session_id IS NULL AND t.id = h.turn_id`);
+    UPDATE hook_runs h SET session_id = (SELECT t.session_id FROM turns t WHERE t.id = h.turn_id)
+    WHERE h.status = 'deferred' AND h.session_id IS NULL`);
   const overdue = await db.rows<{ sessionId: string; tenantId: string; turnId: string }>(sql`
     SELECT t.session_id AS "sessionId", t.tenant_id AS "tenantId",
            (array_agg(t.id ORDER BY t.seq DESC))[1] AS "turnId"
